@@ -1,0 +1,82 @@
+// Structured logs: one JSON object per line. Secrets registered here (the Discord token, gateway keys)
+// are scrubbed from every line, whatever field or error message they hide in.
+
+export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export type LogFields = Record<string, unknown>;
+
+export interface Logger {
+  debug(message: string, fields?: LogFields): void;
+  info(message: string, fields?: LogFields): void;
+  warn(message: string, fields?: LogFields): void;
+  error(message: string, fields?: LogFields): void;
+  child(fields: LogFields): Logger;
+}
+
+const REDACTED = '[redacted]';
+// Shorter strings would scrub ordinary words; real keys and tokens are far longer.
+const MIN_SECRET_LENGTH = 8;
+const secrets = new Set<string>();
+
+export function registerSecret(secret: string | undefined): void {
+  if (secret && secret.length >= MIN_SECRET_LENGTH) secrets.add(secret);
+}
+
+export function redact(text: string): string {
+  let result = text;
+  for (const secret of secrets) {
+    if (result.includes(secret)) result = result.replaceAll(secret, REDACTED);
+  }
+  return result;
+}
+
+function serializeError(error: Error): LogFields {
+  const fields: LogFields = { name: error.name, message: error.message };
+  for (const key of ['code', 'status', 'requestId', 'param', 'type'] as const) {
+    const value = (error as unknown as Record<string, unknown>)[key];
+    if (value !== undefined) fields[key] = value;
+  }
+  if (error.stack) fields.stack = error.stack;
+  if (error.cause instanceof Error) fields.cause = serializeError(error.cause);
+  return fields;
+}
+
+function toJsonLine(record: LogFields): string {
+  const json = JSON.stringify(record, (_key, value: unknown) => {
+    if (value instanceof Error) return serializeError(value);
+    if (typeof value === 'bigint') return value.toString();
+    return value;
+  });
+  return redact(json);
+}
+
+export interface LoggerOptions {
+  level?: LogLevel;
+  write?: (line: string) => void;
+  fields?: LogFields;
+}
+
+export function createLogger(options: LoggerOptions = {}): Logger {
+  const threshold = LOG_LEVELS.indexOf(options.level ?? 'info');
+  const write = options.write ?? ((line: string) => process.stdout.write(line + '\n'));
+  const base = options.fields ?? {};
+
+  const make = (bound: LogFields): Logger => {
+    const emit = (level: LogLevel, message: string, fields?: LogFields) => {
+      if (LOG_LEVELS.indexOf(level) < threshold) return;
+      write(toJsonLine({ time: new Date().toISOString(), level, msg: message, ...bound, ...fields }));
+    };
+    return {
+      debug: (message, fields) => emit('debug', message, fields),
+      info: (message, fields) => emit('info', message, fields),
+      warn: (message, fields) => emit('warn', message, fields),
+      error: (message, fields) => emit('error', message, fields),
+      child: (fields) => make({ ...bound, ...fields }),
+    };
+  };
+  return make(base);
+}
+
+/** A logger that drops everything, for library code used without one. */
+export const silentLogger: Logger = createLogger({ write: () => {} });

@@ -1,0 +1,29 @@
+import { describe, expect, it } from 'vitest';
+import { createLogger, registerSecret } from '../../src/log.ts';
+
+describe('structured logs', () => {
+  it('writes one JSON object per line with level, message and fields', () => {
+    const lines: string[] = [];
+    const log = createLogger({ write: (line) => lines.push(line) }).child({ guild: '1' });
+    log.info('task submitted', { task: 'abc' });
+    expect(JSON.parse(lines[0]!)).toMatchObject({ level: 'info', msg: 'task submitted', guild: '1', task: 'abc' });
+  });
+
+  it('drops lines under the threshold', () => {
+    const lines: string[] = [];
+    const log = createLogger({ level: 'warn', write: (line) => lines.push(line) });
+    log.info('quiet');
+    log.warn('loud');
+    expect(lines).toHaveLength(1);
+  });
+
+  it('never prints a registered secret, even inside an error', () => {
+    const secret = 'sk-live-1234567890abcdef';
+    registerSecret(secret);
+    const lines: string[] = [];
+    const log = createLogger({ write: (line) => lines.push(line) });
+    log.error('request failed', { error: new Error(`bad key ${secret}`), header: `Bearer ${secret}` });
+    expect(lines[0]).not.toContain(secret);
+    expect(lines[0]).toContain('[redacted]');
+  });
+});

@@ -1,0 +1,13 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    // Forks, not threads: e2e tests start servers and child processes, and each file gets a clean process.
+    pool: 'forks',
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
+    // The JSON report is what .ci/run reads for its "N passed, M failed" line.
+    reporters: ['default', ['json', { outputFile: 'reports/vitest.json' }]],
+  },
+});

@@ -1,0 +1,153 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { parseEnv } from 'node:util';
+import { LAYERS, DEFAULT_VENDOR, type Layer } from './gateway/spec.ts';
+import { LOG_LEVELS, type LogLevel } from './log.ts';
+
+export interface BotConfig {
+  discordToken: string;
+  /** REST base of a Discord-compatible server; undefined means discord.com. */
+  discordApiUrl: string | undefined;
+  gatewayBaseUrl: string;
+  gatewayWsUrl: string;
+  gatewayApiKey: string | undefined;
+  gatewayLayer: Layer;
+  gatewayVendor: string;
+  keyEncryptionSecret: string | undefined;
+  storeUrl: string;
+  devGuildId: string | undefined;
+  logLevel: LogLevel;
+}
+
+export type Environment = Record<string, string | undefined>;
+
+export type ConfigResult = { ok: true; config: BotConfig } | { ok: false; problems: string[] };
+
+export const DEFAULT_STORE_URL = 'sqlite://data/bot.sqlite';
+const MIN_ENCRYPTION_SECRET_LENGTH = 16;
+const SNOWFLAKE = /^\d{17,20}$/;
+
+/** Variables from `.env` (if present) under those of the environment: the environment wins. */
+export function readEnvironment(envFile = '.env', environment: Environment = process.env): Environment {
+  const fromFile = existsSync(envFile) ? parseEnv(readFileSync(envFile, 'utf8')) : {};
+  return { ...fromFile, ...environment };
+}
+
+function httpUrl(value: string): URL | undefined {
+  try {
+    const url = new URL(value);
+    return url.protocol === 'http:' || url.protocol === 'https:' ? url : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function websocketUrl(value: string): URL | undefined {
+  try {
+    const url = new URL(value);
+    return url.protocol === 'ws:' || url.protocol === 'wss:' ? url : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function withoutTrailingSlash(url: URL): string {
+  return url.toString().replace(/\/+$/, '');
+}
+
+function isStoreUrl(value: string): boolean {
+  if (value.startsWith('sqlite://')) return value.length > 'sqlite://'.length;
+  try {
+    const url = new URL(value);
+    return (url.protocol === 'redis:' || url.protocol === 'rediss:') && url.hostname !== '';
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Reads and checks every variable at once, so one start names every problem. Messages name the
+ * variable and never repeat a secret's value.
+ */
+export function loadConfig(environment: Environment): ConfigResult {
+  const problems: string[] = [];
+  // An empty assignment (as in a copied .env.example) means "not set".
+  const read = (name: string): string | undefined => {
+    const value = environment[name]?.trim();
+    return value ? value : undefined;
+  };
+
+  const discordToken = read('DISCORD_TOKEN');
+  if (!discordToken) problems.push('DISCORD_TOKEN is required: the bot token from the Discord developer portal.');
+
+  const discordApiUrlText = read('DISCORD_API_URL');
+  const discordApiUrl = discordApiUrlText ? httpUrl(discordApiUrlText) : undefined;
+  if (discordApiUrlText && !discordApiUrl) {
+    problems.push(`DISCORD_API_URL must be an http(s) URL such as http://127.0.0.1:8900/api (got "${discordApiUrlText}").`);
+  }
+
+  const gatewayBaseUrlText = read('GATEWAY_BASE_URL');
+  const gatewayBaseUrl = gatewayBaseUrlText ? httpUrl(gatewayBaseUrlText) : undefined;
+  if (!gatewayBaseUrlText) {
+    problems.push('GATEWAY_BASE_URL is required: the http(s) base of the video and voice gateway (e.g. http://127.0.0.1:8787 for `npm run emulator`).');
+  } else if (!gatewayBaseUrl) {
+    problems.push(`GATEWAY_BASE_URL must be an http(s) URL (got "${gatewayBaseUrlText}").`);
+  }
+
+  const gatewayWsUrlText = read('GATEWAY_WS_URL');
+  let gatewayWsUrl = gatewayWsUrlText ? websocketUrl(gatewayWsUrlText) : undefined;
+  if (gatewayWsUrlText && !gatewayWsUrl) {
+    problems.push(`GATEWAY_WS_URL must be a ws(s) URL (got "${gatewayWsUrlText}").`);
+  }
+  if (!gatewayWsUrlText && gatewayBaseUrl) {
+    gatewayWsUrl = new URL(gatewayBaseUrl);
+    gatewayWsUrl.protocol = gatewayBaseUrl.protocol === 'https:' ? 'wss:' : 'ws:';
+  }
+
+  const layerText = read('GATEWAY_LAYER') ?? 'compat';
+  const gatewayLayer = LAYERS.find((layer) => layer === layerText);
+  if (!gatewayLayer) problems.push(`GATEWAY_LAYER must be "compat" or "native" (got "${layerText}").`);
+
+  const gatewayVendor = read('GATEWAY_VENDOR') ?? DEFAULT_VENDOR;
+  if (!/^[a-z0-9][a-z0-9_-]*$/i.test(gatewayVendor)) {
+    problems.push(`GATEWAY_VENDOR must be a single word such as "svc" (got "${gatewayVendor}").`);
+  }
+
+  const keyEncryptionSecret = read('KEY_ENCRYPTION_SECRET');
+  if (keyEncryptionSecret && keyEncryptionSecret.length < MIN_ENCRYPTION_SECRET_LENGTH) {
+    problems.push(`KEY_ENCRYPTION_SECRET must be at least ${MIN_ENCRYPTION_SECRET_LENGTH} characters long (a random string, e.g. \`openssl rand -base64 32\`).`);
+  }
+
+  const storeUrl = read('STORE_URL') ?? DEFAULT_STORE_URL;
+  if (!isStoreUrl(storeUrl)) {
+    problems.push(`STORE_URL must be sqlite://<file> or redis://<host>:<port> (got "${storeUrl.replace(/\/\/[^@/]*@/, '//***@')}").`);
+  }
+
+  const devGuildId = read('DEV_GUILD_ID');
+  if (devGuildId && !SNOWFLAKE.test(devGuildId)) {
+    problems.push(`DEV_GUILD_ID must be a Discord server id (17 to 20 digits; got "${devGuildId}").`);
+  }
+
+  const logLevelText = read('LOG_LEVEL') ?? 'info';
+  const logLevel = LOG_LEVELS.find((level) => level === logLevelText.toLowerCase());
+  if (!logLevel) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got "${logLevelText}").`);
+
+  if (problems.length > 0 || !discordToken || !gatewayBaseUrl || !gatewayWsUrl || !gatewayLayer || !logLevel) {
+    return { ok: false, problems };
+  }
+  return {
+    ok: true,
+    config: {
+      discordToken,
+      discordApiUrl: discordApiUrl ? withoutTrailingSlash(discordApiUrl) : undefined,
+      gatewayBaseUrl: withoutTrailingSlash(gatewayBaseUrl),
+      gatewayWsUrl: withoutTrailingSlash(gatewayWsUrl),
+      gatewayApiKey: read('GATEWAY_API_KEY'),
+      gatewayLayer,
+      gatewayVendor,
+      keyEncryptionSecret,
+      storeUrl,
+      devGuildId,
+      logLevel,
+    },
+  };
+}

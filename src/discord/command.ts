@@ -1,0 +1,51 @@
+import type {
+  AutocompleteInteraction,
+  ButtonInteraction,
+  ChatInputCommandInteraction,
+  ModalSubmitInteraction,
+  RESTPostAPIChatInputApplicationCommandsJSONBody,
+} from 'discord.js';
+import type { Services } from '../services.ts';
+
+/**
+ * A slash command module (`commands/<name>.ts`, default export), after the discord.js guide's layout:
+ * its definition and thin handlers that hand the work to a service. Buttons and modals whose
+ * `custom_id` starts with `<name>:` come back to the same module, so their state lives in the id or the
+ * store and survives a restart.
+ */
+export interface Command {
+  data: { name: string; toJSON(): RESTPostAPIChatInputApplicationCommandsJSONBody };
+  execute(interaction: ChatInputCommandInteraction, services: Services): Promise<void>;
+  autocomplete?(interaction: AutocompleteInteraction, services: Services): Promise<void>;
+  button?(interaction: ButtonInteraction, services: Services): Promise<void>;
+  modal?(interaction: ModalSubmitInteraction, services: Services): Promise<void>;
+}
+
+export const CUSTOM_ID_SEPARATOR = ':';
+
+/** `video:extend:<task>` and the like: the command name first, so the dispatcher can route it. */
+export function customId(command: string, ...parts: string[]): string {
+  return [command, ...parts].join(CUSTOM_ID_SEPARATOR);
+}
+
+export function customIdParts(id: string): string[] {
+  return id.split(CUSTOM_ID_SEPARATOR);
+}
+
+function hasFunction(value: object, key: string): boolean {
+  return typeof Reflect.get(value, key) === 'function';
+}
+
+/** Checks a dynamically imported module's default export before it is trusted as a command. */
+export function isCommand(value: unknown): value is Command {
+  if (typeof value !== 'object' || value === null) return false;
+  const data: unknown = Reflect.get(value, 'data');
+  return (
+    typeof data === 'object' &&
+    data !== null &&
+    typeof Reflect.get(data, 'name') === 'string' &&
+    hasFunction(data, 'toJSON') &&
+    hasFunction(value, 'execute') &&
+    ['autocomplete', 'button', 'modal'].every((key) => Reflect.get(value, key) === undefined || hasFunction(value, key))
+  );
+}

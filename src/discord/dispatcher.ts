@@ -1,0 +1,105 @@
+import { randomBytes } from 'node:crypto';
+import { MessageFlags, type Interaction, type RepliableInteraction } from 'discord.js';
+import type { Logger } from '../log.ts';
+import type { Services } from '../services.ts';
+import { customIdParts, type Command } from './command.ts';
+
+// Routes every interaction to its command module, and keeps the bot alive whatever a handler does: a
+// handler that throws gives the user an ephemeral "something went wrong (ref ...)" and the log a line
+// with the same reference.
+
+export interface Dispatcher {
+  handle(interaction: Interaction): Promise<void>;
+  /** Stop taking new interactions (they get a "restarting" answer) and wait for those in flight. */
+  drain(): Promise<void>;
+}
+
+const RESTARTING = 'The bot is restarting. Try again in a minute.';
+
+/** Short and unambiguous, so a user can read it out to an admin. */
+export function errorReference(): string {
+  const alphabet = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789';
+  return [...randomBytes(6)].map((byte) => alphabet[byte % alphabet.length]).join('');
+}
+
+async function tellUser(interaction: RepliableInteraction, content: string): Promise<void> {
+  if (interaction.deferred && !interaction.replied) {
+    await interaction.editReply({ content, components: [], embeds: [] });
+  } else if (interaction.replied) {
+    await interaction.followUp({ content, flags: MessageFlags.Ephemeral });
+  } else {
+    await interaction.reply({ content, flags: MessageFlags.Ephemeral });
+  }
+}
+
+function describe(interaction: Interaction): Record<string, unknown> {
+  return {
+    interaction: interaction.id,
+    type: interaction.type,
+    guild: interaction.guildId,
+    user: interaction.user.id,
+    command: interaction.isCommand() || interaction.isAutocomplete() ? interaction.commandName : undefined,
+    customId: interaction.isMessageComponent() || interaction.isModalSubmit() ? interaction.customId : undefined,
+  };
+}
+
+export function createDispatcher(commands: ReadonlyMap<string, Command>, services: Services): Dispatcher {
+  const log: Logger = services.log;
+  const inFlight = new Set<Promise<void>>();
+  let accepting = true;
+
+  async function route(interaction: Interaction): Promise<void> {
+    if (interaction.isChatInputCommand()) {
+      const command = commands.get(interaction.commandName);
+      if (!command) throw new Error(`no command named ${interaction.commandName}`);
+      await command.execute(interaction, services);
+    } else if (interaction.isAutocomplete()) {
+      const command = commands.get(interaction.commandName);
+      if (command?.autocomplete) await command.autocomplete(interaction, services);
+      else await interaction.respond([]);
+    } else if (interaction.isButton()) {
+      const command = commands.get(customIdParts(interaction.customId)[0] ?? '');
+      if (!command?.button) throw new Error(`no button handler for ${interaction.customId}`);
+      await command.button(interaction, services);
+    } else if (interaction.isModalSubmit()) {
+      const command = commands.get(customIdParts(interaction.customId)[0] ?? '');
+      if (!command?.modal) throw new Error(`no modal handler for ${interaction.customId}`);
+      await command.modal(interaction, services);
+    }
+  }
+
+  async function run(interaction: Interaction): Promise<void> {
+    try {
+      await route(interaction);
+    } catch (error) {
+      const reference = errorReference();
+      log.error('interaction handler failed', { ...describe(interaction), reference, error });
+      if (!interaction.isRepliable()) return;
+      try {
+        await tellUser(interaction, `Something went wrong (ref ${reference}). If it keeps happening, give this reference to the bot's operator.`);
+      } catch (replyError) {
+        log.warn('could not tell the user about a failed interaction', { reference, error: replyError });
+      }
+    }
+  }
+
+  return {
+    async handle(interaction) {
+      if (!accepting) {
+        if (interaction.isRepliable()) await tellUser(interaction, RESTARTING).catch(() => undefined);
+        return;
+      }
+      const task = run(interaction);
+      inFlight.add(task);
+      try {
+        await task;
+      } finally {
+        inFlight.delete(task);
+      }
+    },
+    async drain() {
+      accepting = false;
+      await Promise.allSettled([...inFlight]);
+    },
+  };
+}

@@ -1,0 +1,148 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Keyv from 'keyv';
+import KeyvSqlite from '@keyv/sqlite';
+import KeyvRedis, { createClient, type RedisClientType } from '@keyv/redis';
+import type { Logger } from './log.ts';
+
+// The bot's persistence: named collections of records in Keyv, on an embedded SQLite file by default
+// or on Redis for a store shared between processes. Records are parsed on every read: the store is a
+// boundary like any other (an older version, a hand edit or a bug may have written it).
+
+/** Turns a stored value into a typed record, throwing when it does not fit. */
+export type Parse<T> = (raw: unknown) => T;
+
+export interface Collection<T> {
+  get(id: string): Promise<T | undefined>;
+  set(id: string, value: T, ttlMs?: number): Promise<void>;
+  delete(id: string): Promise<boolean>;
+  /** Every record, in no particular order. Records that no longer parse are logged and skipped. */
+  entries(): AsyncIterable<[id: string, value: T]>;
+}
+
+export interface Store {
+  readonly kind: 'sqlite' | 'redis';
+  collection<T>(name: string, parse: Parse<T>): Collection<T>;
+  close(): Promise<void>;
+}
+
+export class StoredRecordError extends Error {
+  constructor(collection: string, id: string, cause: unknown) {
+    super(`stored ${collection} record ${id} is unreadable`, { cause });
+    this.name = 'StoredRecordError';
+  }
+}
+
+const SQLITE_BUSY_TIMEOUT_MS = 5_000;
+// The adapter pages with LIMIT/OFFSET; its default page of 10 makes a restart with many tasks quadratic.
+const ITERATION_PAGE = 500;
+
+type AdapterFactory = (collection: string) => KeyvSqlite | KeyvRedis<unknown>;
+
+class KeyvCollection<T> implements Collection<T> {
+  readonly #name: string;
+  readonly #keyv: Keyv;
+  readonly #parse: Parse<T>;
+  readonly #log: Logger;
+
+  constructor(name: string, keyv: Keyv, parse: Parse<T>, log: Logger) {
+    this.#name = name;
+    this.#keyv = keyv;
+    this.#parse = parse;
+    this.#log = log;
+  }
+
+  async get(id: string): Promise<T | undefined> {
+    const raw: unknown = await this.#keyv.get(id);
+    if (raw === undefined) return undefined;
+    try {
+      return this.#parse(raw);
+    } catch (error) {
+      throw new StoredRecordError(this.#name, id, error);
+    }
+  }
+
+  async set(id: string, value: T, ttlMs?: number): Promise<void> {
+    const written = await this.#keyv.set(id, value, ttlMs);
+    if (!written) throw new Error(`could not write ${this.#name} record ${id}`);
+  }
+
+  async delete(id: string): Promise<boolean> {
+    return this.#keyv.delete(id);
+  }
+
+  async *entries(): AsyncIterable<[string, T]> {
+    if (!this.#keyv.iterator) throw new Error(`the ${this.#name} store cannot be iterated`);
+    for await (const [key, raw] of this.#keyv.iterator(undefined) as AsyncGenerator<[string, unknown]>) {
+      if (raw === undefined) continue;
+      try {
+        yield [key, this.#parse(raw)];
+      } catch (error) {
+        this.#log.warn('skipping an unreadable stored record', { collection: this.#name, id: key, error });
+      }
+    }
+  }
+}
+
+function redactUrl(url: string): string {
+  return url.replace(/\/\/[^@/]*@/, '//***@');
+}
+
+export async function openStore(url: string, log: Logger): Promise<Store> {
+  let kind: Store['kind'];
+  let createAdapter: AdapterFactory;
+  let closeConnection: () => Promise<void>;
+
+  if (url.startsWith('sqlite://')) {
+    kind = 'sqlite';
+    const file = url.slice('sqlite://'.length);
+    if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+    // Each collection gets its own adapter (Keyv binds its namespace to the adapter) and its own table.
+    const adapters: KeyvSqlite[] = [];
+    const sqliteAdapter = (collection: string): KeyvSqlite => {
+      const adapter = new KeyvSqlite({
+        uri: `sqlite://${file}`,
+        table: collection,
+        busyTimeout: SQLITE_BUSY_TIMEOUT_MS,
+        iterationLimit: ITERATION_PAGE,
+      });
+      adapters.push(adapter);
+      return adapter;
+    };
+    createAdapter = sqliteAdapter;
+    // WAL lets the poller read while a command writes; NORMAL sync is durable across process crashes.
+    const probe = sqliteAdapter('meta');
+    await probe.query('PRAGMA journal_mode=WAL');
+    await probe.query('PRAGMA synchronous=NORMAL');
+    closeConnection = async () => {
+      await Promise.all(adapters.map((adapter) => adapter.disconnect()));
+    };
+  } else {
+    kind = 'redis';
+    const client: RedisClientType = createClient({ url });
+    client.on('error', (error: unknown) => log.error('redis connection error', { error }));
+    await client.connect();
+    createAdapter = (collection) => new KeyvRedis(client, { namespace: collection, keyPrefixSeparator: ':' });
+    closeConnection = async () => {
+      await client.close();
+    };
+  }
+
+  const openCollections = new Set<string>();
+  log.info('store opened', { kind, url: redactUrl(url) });
+
+  return {
+    kind,
+    collection<T>(name: string, parse: Parse<T>): Collection<T> {
+      if (openCollections.has(name)) throw new Error(`collection ${name} is already open`);
+      openCollections.add(name);
+      const keyv = new Keyv({ store: createAdapter(name), namespace: name });
+      keyv.on('error', (error: unknown) => log.error('store error', { collection: name, error }));
+      return new KeyvCollection<T>(name, keyv, parse, log);
+    },
+    async close() {
+      await closeConnection();
+      log.info('store closed', { kind });
+    },
+  };
+}

@@ -1,0 +1,102 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { silentLogger } from '../../src/log.ts';
+import { openStore, StoredRecordError, type Store } from '../../src/store.ts';
+
+interface Note {
+  text: string;
+  count: number;
+}
+
+function parseNote(raw: unknown): Note {
+  if (typeof raw !== 'object' || raw === null) throw new Error('not an object');
+  const { text, count } = raw as Record<string, unknown>;
+  if (typeof text !== 'string' || typeof count !== 'number') throw new Error('bad note');
+  return { text, count };
+}
+
+const opened: Store[] = [];
+const directories: string[] = [];
+afterEach(async () => {
+  await Promise.all(opened.splice(0).map((store) => store.close()));
+  for (const directory of directories.splice(0)) rmSync(directory, { recursive: true, force: true });
+});
+
+async function open(url: string): Promise<Store> {
+  const store = await openStore(url, silentLogger);
+  opened.push(store);
+  return store;
+}
+
+function sqliteUrl(): string {
+  const directory = mkdtempSync(join(tmpdir(), 'store-'));
+  directories.push(directory);
+  return `sqlite://${join(directory, 'nested', 'bot.sqlite')}`;
+}
+
+describe.each([
+  ['sqlite', sqliteUrl],
+  ['redis', () => 'redis://127.0.0.1:6379'],
+])('the %s store', (_kind, url) => {
+  it('keeps, lists and deletes records per collection', async () => {
+    const store = await open(url());
+    const name = `notes_${randomUUID().slice(0, 8)}`;
+    const notes = store.collection(name, parseNote);
+    const others = store.collection(`${name}_other`, parseNote);
+    await notes.set('a', { text: 'first', count: 1 });
+    await notes.set('b', { text: 'second', count: 2 });
+    await others.set('a', { text: 'elsewhere', count: 9 });
+
+    expect(await notes.get('a')).toEqual({ text: 'first', count: 1 });
+    const listed: [string, Note][] = [];
+    for await (const entry of notes.entries()) listed.push(entry);
+    expect(listed.sort(([a], [b]) => a.localeCompare(b))).toEqual([
+      ['a', { text: 'first', count: 1 }],
+      ['b', { text: 'second', count: 2 }],
+    ]);
+    expect(await notes.delete('a')).toBe(true);
+    expect(await notes.get('a')).toBeUndefined();
+    expect(await others.get('a')).toEqual({ text: 'elsewhere', count: 9 });
+    await notes.delete('b');
+    await others.delete('a');
+  });
+
+  it('refuses to hand out a record that no longer parses', async () => {
+    const location = url();
+    const store = await open(location);
+    const name = `notes_${randomUUID().slice(0, 8)}`;
+    const loose = store.collection(name, (raw) => raw);
+    await loose.set('broken', { text: 42 });
+    const strict = (await open(location)).collection(name, parseNote);
+    await expect(strict.get('broken')).rejects.toBeInstanceOf(StoredRecordError);
+    const listed: string[] = [];
+    for await (const [id] of strict.entries()) listed.push(id);
+    expect(listed).toEqual([]);
+    await loose.delete('broken');
+  });
+});
+
+describe('the sqlite store', () => {
+  it('keeps records across a restart', async () => {
+    const url = sqliteUrl();
+    const first = await openStore(url, silentLogger);
+    await first.collection('tasks', parseNote).set('t1', { text: 'pending', count: 0 });
+    await first.close();
+    const second = await open(url);
+    expect(await second.collection('tasks', parseNote).get('t1')).toEqual({ text: 'pending', count: 0 });
+  });
+});
+
+describe('the redis store', () => {
+  it('is shared between processes', async () => {
+    const name = `shared_${randomUUID().slice(0, 8)}`;
+    const writer = (await open('redis://127.0.0.1:6379')).collection(name, parseNote);
+    const reader = (await open('redis://127.0.0.1:6379')).collection(name, parseNote);
+    await writer.set('x', { text: 'hello', count: 3 });
+    expect(await reader.get('x')).toEqual({ text: 'hello', count: 3 });
+    await writer.delete('x');
+  });
+});

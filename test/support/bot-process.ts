@@ -1,0 +1,145 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { EventEmitter, once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+// The bot as a real child process, started exactly like `npm start` (scripts/node src/main.ts), with its
+// JSON log lines parsed and awaitable.
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+export interface LogLine {
+  level: string;
+  msg: string;
+  [field: string]: unknown;
+}
+
+export interface BotProcess {
+  readonly child: ChildProcess;
+  /** Every parsed log line so far. */
+  readonly logs: LogLine[];
+  /** Everything the process wrote, raw (stdout and stderr), for secret checks and failures. */
+  output(): string;
+  waitForLog(predicate: (line: LogLine) => boolean, timeoutMs?: number): Promise<LogLine>;
+  /** Resolves with the exit code (or the signal's name) once the process is gone. */
+  readonly exited: Promise<number | string>;
+  stop(signal?: NodeJS.Signals): Promise<number | string>;
+  kill(): Promise<number | string>;
+}
+
+export interface StartBotOptions {
+  env: Record<string, string>;
+  /** Directory for the SQLite store when STORE_URL is not given; removed by `cleanupBotDirectories()`. */
+  dataDirectory?: string;
+}
+
+const directories: string[] = [];
+
+export function makeDataDirectory(): string {
+  const directory = mkdtempSync(join(tmpdir(), 'bot-data-'));
+  directories.push(directory);
+  return directory;
+}
+
+export function cleanupBotDirectories(): void {
+  for (const directory of directories.splice(0)) rmSync(directory, { recursive: true, force: true });
+}
+
+function parseLine(text: string): LogLine | undefined {
+  try {
+    const value: unknown = JSON.parse(text);
+    if (typeof value !== 'object' || value === null) return undefined;
+    const level: unknown = Reflect.get(value, 'level');
+    const msg: unknown = Reflect.get(value, 'msg');
+    if (typeof level !== 'string' || typeof msg !== 'string') return undefined;
+    return { ...(value as Record<string, unknown>), level, msg };
+  } catch {
+    return undefined;
+  }
+}
+
+export function startBot(options: StartBotOptions): BotProcess {
+  const dataDirectory = options.dataDirectory ?? makeDataDirectory();
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? '',
+    HOME: process.env.HOME ?? '',
+    LOG_LEVEL: 'debug',
+    STORE_URL: `sqlite://${join(dataDirectory, 'bot.sqlite')}`,
+    ...options.env,
+  };
+  // The bot must not read the developer's own .env: run it from an empty directory.
+  const child = spawn(join(ROOT, 'scripts', 'node'), [join(ROOT, 'src', 'main.ts')], {
+    cwd: dataDirectory,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+
+  const logs: LogLine[] = [];
+  const lines = new EventEmitter();
+  let raw = '';
+  let pending = '';
+  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+    raw += chunk;
+    pending += chunk;
+    let newline: number;
+    while ((newline = pending.indexOf('\n')) >= 0) {
+      const line = parseLine(pending.slice(0, newline));
+      pending = pending.slice(newline + 1);
+      if (line) {
+        logs.push(line);
+        lines.emit('line', line);
+      }
+    }
+  });
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+    raw += chunk;
+  });
+
+  const exited = once(child, 'exit').then(([code, signal]: unknown[]) =>
+    typeof code === 'number' ? code : String(signal),
+  );
+
+  const waitForLog = (predicate: (line: LogLine) => boolean, timeoutMs = 20_000): Promise<LogLine> => {
+    const seen = logs.find(predicate);
+    if (seen) return Promise.resolve(seen);
+    return new Promise((resolve, reject) => {
+      const onLine = (line: LogLine) => {
+        if (!predicate(line)) return;
+        cleanup();
+        resolve(line);
+      };
+      const onExit = () => {
+        cleanup();
+        reject(new Error(`bot exited before the awaited log line; output:\n${raw.slice(-4000)}`));
+      };
+      const timer = setTimeout(() => {
+        cleanup();
+        reject(new Error(`timed out waiting for a bot log line; output:\n${raw.slice(-4000)}`));
+      }, timeoutMs);
+      const cleanup = () => {
+        clearTimeout(timer);
+        lines.off('line', onLine);
+        child.off('exit', onExit);
+      };
+      lines.on('line', onLine);
+      child.once('exit', onExit);
+    });
+  };
+
+  const signalAndWait = async (signal: NodeJS.Signals) => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    return exited;
+  };
+
+  return {
+    child,
+    logs,
+    output: () => raw,
+    waitForLog,
+    exited,
+    stop: (signal = 'SIGTERM') => signalAndWait(signal),
+    kill: () => signalAndWait('SIGKILL'),
+  };
+}

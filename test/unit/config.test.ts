@@ -1,0 +1,86 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_STORE_URL, loadConfig, readEnvironment } from '../../src/config.ts';
+
+const minimal = { DISCORD_TOKEN: 'discord-token-value', GATEWAY_BASE_URL: 'http://127.0.0.1:8787' };
+
+function problemsOf(environment: Record<string, string>): string[] {
+  const result = loadConfig(environment);
+  return result.ok ? [] : result.problems;
+}
+
+describe('configuration from the environment', () => {
+  it('fills every default from the two required variables', () => {
+    const result = loadConfig(minimal);
+    expect(result).toEqual({
+      ok: true,
+      config: {
+        discordToken: 'discord-token-value',
+        discordApiUrl: undefined,
+        gatewayBaseUrl: 'http://127.0.0.1:8787',
+        gatewayWsUrl: 'ws://127.0.0.1:8787',
+        gatewayApiKey: undefined,
+        gatewayLayer: 'compat',
+        gatewayVendor: 'svc',
+        keyEncryptionSecret: undefined,
+        storeUrl: DEFAULT_STORE_URL,
+        devGuildId: undefined,
+        logLevel: 'info',
+      },
+    });
+  });
+
+  it('derives wss from an https gateway and keeps an explicit websocket url', () => {
+    const derived = loadConfig({ ...minimal, GATEWAY_BASE_URL: 'https://gw.example/' });
+    expect(derived.ok && derived.config.gatewayWsUrl).toBe('wss://gw.example');
+    const explicit = loadConfig({ ...minimal, GATEWAY_WS_URL: 'wss://voice.example/' });
+    expect(explicit.ok && explicit.config.gatewayWsUrl).toBe('wss://voice.example');
+  });
+
+  it('names each missing required variable', () => {
+    const problems = problemsOf({});
+    expect(problems).toHaveLength(2);
+    expect(problems[0]).toMatch(/^DISCORD_TOKEN is required/);
+    expect(problems[1]).toMatch(/^GATEWAY_BASE_URL is required/);
+  });
+
+  it('treats an empty assignment as unset', () => {
+    expect(problemsOf({ ...minimal, DISCORD_TOKEN: '  ' })[0]).toMatch(/^DISCORD_TOKEN is required/);
+    expect(loadConfig({ ...minimal, DISCORD_API_URL: '', GATEWAY_LAYER: '' }).ok).toBe(true);
+  });
+
+  it.each([
+    ['DISCORD_API_URL', 'discord.local', /^DISCORD_API_URL must be an http\(s\) URL/],
+    ['GATEWAY_BASE_URL', 'ftp://gw', /^GATEWAY_BASE_URL must be an http\(s\) URL/],
+    ['GATEWAY_WS_URL', 'http://gw', /^GATEWAY_WS_URL must be a ws\(s\) URL/],
+    ['GATEWAY_LAYER', 'v2', /^GATEWAY_LAYER must be "compat" or "native"/],
+    ['GATEWAY_VENDOR', 'two words', /^GATEWAY_VENDOR must be a single word/],
+    ['KEY_ENCRYPTION_SECRET', 'short', /^KEY_ENCRYPTION_SECRET must be at least 16 characters/],
+    ['STORE_URL', 'postgres://db', /^STORE_URL must be sqlite:\/\/<file> or redis:\/\/<host>:<port>/],
+    ['DEV_GUILD_ID', 'my-server', /^DEV_GUILD_ID must be a Discord server id/],
+    ['LOG_LEVEL', 'loud', /^LOG_LEVEL must be one of debug, info, warn, error/],
+  ])('rejects an invalid %s with a message naming it', (name, value, message) => {
+    const problems = problemsOf({ ...minimal, [name]: value });
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toMatch(message);
+  });
+
+  it('never repeats a secret in a problem', () => {
+    const secret = 'short-secret';
+    const problems = problemsOf({ ...minimal, KEY_ENCRYPTION_SECRET: secret.slice(0, 10), STORE_URL: 'redis://user:hunter2@' });
+    expect(problems.join('\n')).not.toContain('hunter2');
+    expect(problems.join('\n')).not.toContain(secret.slice(0, 10));
+  });
+
+  it('reads .env under the environment, which wins', () => {
+    const directory = mkdtempSync(join(tmpdir(), 'env-'));
+    const file = join(directory, '.env');
+    writeFileSync(file, 'DISCORD_TOKEN=from-file\nGATEWAY_LAYER=native\n');
+    const environment = readEnvironment(file, { DISCORD_TOKEN: 'from-env' });
+    expect(environment.DISCORD_TOKEN).toBe('from-env');
+    expect(environment.GATEWAY_LAYER).toBe('native');
+    expect(readEnvironment(join(directory, 'missing.env'), { A: '1' })).toEqual({ A: '1' });
+  });
+});

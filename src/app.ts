@@ -3,9 +3,18 @@ import type { BotConfig } from './config.ts';
 import { createDiscordClient } from './discord/client.ts';
 import { createDispatcher } from './discord/dispatcher.ts';
 import { loadCommands, registerCommands } from './discord/registry.ts';
+import { DiscordOutbox } from './discord/outbox.ts';
+import { GatewayClientPool } from './gateway/pool.ts';
 import type { Logger } from './log.ts';
 import type { Services } from './services.ts';
 import { openStore } from './store.ts';
+import { VideoDelivery } from './tasks/delivery.ts';
+import { operatorPolicy } from './tasks/operator-policy.ts';
+import { pollPolicyWithInterval } from './tasks/poll-policy.ts';
+import { TaskRepository } from './tasks/repository.ts';
+import { VideoService } from './tasks/service.ts';
+import { PolicyGatewayResolver } from './tasks/gateway-resolver.ts';
+import { TaskTracker } from './tasks/tracker.ts';
 
 export interface App {
   client: Client;
@@ -14,6 +23,9 @@ export interface App {
 }
 
 const LOGIN_RETRY_MAX_MS = 60_000;
+/** Polls in flight at once: enough to follow thousands of tasks, few enough to be gentle on the gateway. */
+const MAX_POLLS_IN_FLIGHT = 16;
+const CARD_EDIT_INTERVAL_MS = 4_000;
 
 export class LoginRefusedError extends Error {
   constructor() {
@@ -44,8 +56,31 @@ async function loginWithRetry(client: Client, token: string, log: Logger): Promi
 export async function startApp(config: BotConfig, log: Logger): Promise<App> {
   const commands = await loadCommands();
   const store = await openStore(config.storeUrl, log);
-  const services: Services = { config, log, store };
   const client = createDiscordClient(config.discordApiUrl);
+  const outbox = new DiscordOutbox(client.rest);
+  const clients = new GatewayClientPool({ baseUrl: config.gatewayBaseUrl, vendor: config.gatewayVendor, log });
+  const repository = new TaskRepository(store);
+  const delivery = new VideoDelivery({ repository, outbox, log, cardEditIntervalMs: CARD_EDIT_INTERVAL_MS });
+  const policy = operatorPolicy(config.gatewayApiKey, config.gatewayLayer);
+  const tracker = new TaskTracker(repository, new PolicyGatewayResolver(policy, clients, log), delivery, log, {
+    policy: pollPolicyWithInterval(config.taskPollIntervalMs),
+    maxInFlight: MAX_POLLS_IN_FLIGHT,
+  });
+  const video = new VideoService({
+    repository,
+    tracker,
+    delivery,
+    clients,
+    policy,
+    store,
+    vendor: config.gatewayVendor,
+    log,
+    attachmentUrl: (channelId, messageId) => outbox.attachmentUrl(channelId, messageId),
+  });
+  tracker.onFinished((task) => {
+    void policy.recordCost(task).catch((error: unknown) => log.error('could not record a task cost', { task: task.id, error }));
+  });
+  const services: Services = { config, log, store, video };
   const dispatcher = createDispatcher(commands, services);
 
   client.on(Events.Error, (error) => log.error('discord client error', { error }));
@@ -54,6 +89,10 @@ export async function startApp(config: BotConfig, log: Logger): Promise<App> {
     void dispatcher.handle(interaction);
   });
   client.once(Events.ClientReady, (ready) => {
+    tracker.resume().then(
+      (count) => log.info('following unfinished video tasks', { count }),
+      (error: unknown) => log.error('could not resume unfinished video tasks', { error }),
+    );
     registerCommands(ready.application, commands.values(), config.devGuildId).then(
       (count) =>
         log.info('ready', {
@@ -70,6 +109,7 @@ export async function startApp(config: BotConfig, log: Logger): Promise<App> {
     await loginWithRetry(client, config.discordToken, log);
   } catch (error) {
     await client.destroy();
+    await clients.close();
     await store.close();
     throw error;
   }
@@ -79,7 +119,9 @@ export async function startApp(config: BotConfig, log: Logger): Promise<App> {
     async stop() {
       log.info('shutting down: finishing what is in flight');
       await dispatcher.drain();
+      await tracker.stop();
       await client.destroy();
+      await clients.close();
       await store.close();
       log.info('stopped');
     },

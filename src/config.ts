@@ -16,6 +16,8 @@ export interface BotConfig {
   storeUrl: string;
   devGuildId: string | undefined;
   logLevel: LogLevel;
+  /** How often running video tasks are polled at first (later polls follow the reported progress). */
+  taskPollIntervalMs: number;
 }
 
 export type Environment = Record<string, string | undefined>;
@@ -25,6 +27,8 @@ export type ConfigResult = { ok: true; config: BotConfig } | { ok: false; proble
 export const DEFAULT_STORE_URL = 'sqlite://data/bot.sqlite';
 const MIN_ENCRYPTION_SECRET_LENGTH = 16;
 const SNOWFLAKE = /^\d{17,20}$/;
+export const DEFAULT_TASK_POLL_INTERVAL_MS = 5_000;
+const MIN_TASK_POLL_INTERVAL_MS = 100;
 
 /** Variables from `.env` (if present) under those of the environment: the environment wins. */
 export function readEnvironment(envFile = '.env', environment: Environment = process.env): Environment {
@@ -131,6 +135,12 @@ export function loadConfig(environment: Environment): ConfigResult {
   const logLevel = LOG_LEVELS.find((level) => level === logLevelText.toLowerCase());
   if (!logLevel) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got "${logLevelText}").`);
 
+  const pollText = read('TASK_POLL_INTERVAL_MS');
+  const taskPollIntervalMs = pollText === undefined ? DEFAULT_TASK_POLL_INTERVAL_MS : Number(pollText);
+  if (!Number.isInteger(taskPollIntervalMs) || taskPollIntervalMs < MIN_TASK_POLL_INTERVAL_MS) {
+    problems.push(`TASK_POLL_INTERVAL_MS must be a whole number of milliseconds, at least ${MIN_TASK_POLL_INTERVAL_MS} (got "${pollText}").`);
+  }
+
   if (problems.length > 0 || !discordToken || !gatewayBaseUrl || !gatewayWsUrl || !gatewayLayer || !logLevel) {
     return { ok: false, problems };
   }
@@ -148,6 +158,7 @@ export function loadConfig(environment: Environment): ConfigResult {
       storeUrl,
       devGuildId,
       logLevel,
+      taskPollIntervalMs,
     },
   };
 }

@@ -1,10 +1,12 @@
 import type { BotConfig } from './config.ts';
 import type { Logger } from './log.ts';
 import type { Store } from './store.ts';
+import type { VideoService } from './tasks/service.ts';
 
 /** What command handlers may call. Handlers stay thin: the work happens in these services. */
 export interface Services {
   config: BotConfig;
   log: Logger;
   store: Store;
+  video: VideoService;
 }

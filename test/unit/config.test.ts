@@ -28,6 +28,7 @@ describe('configuration from the environment', () => {
         storeUrl: DEFAULT_STORE_URL,
         devGuildId: undefined,
         logLevel: 'info',
+        taskPollIntervalMs: 5_000,
       },
     });
   });
@@ -61,6 +62,7 @@ describe('configuration from the environment', () => {
     ['STORE_URL', 'postgres://db', /^STORE_URL must be sqlite:\/\/<file> or redis:\/\/<host>:<port>/],
     ['DEV_GUILD_ID', 'my-server', /^DEV_GUILD_ID must be a Discord server id/],
     ['LOG_LEVEL', 'loud', /^LOG_LEVEL must be one of debug, info, warn, error/],
+    ['TASK_POLL_INTERVAL_MS', '5s', /^TASK_POLL_INTERVAL_MS must be a whole number of milliseconds/],
   ])('rejects an invalid %s with a message naming it', (name, value, message) => {
     const problems = problemsOf({ ...minimal, [name]: value });
     expect(problems).toHaveLength(1);

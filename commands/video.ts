@@ -1,0 +1,286 @@
+import {
+  ActionRowBuilder,
+  InteractionContextType,
+  MessageFlags,
+  ModalBuilder,
+  SlashCommandBuilder,
+  TextInputBuilder,
+  TextInputStyle,
+  type Attachment,
+  type AutocompleteInteraction,
+  type ButtonInteraction,
+  type ChatInputCommandInteraction,
+  type ModalSubmitInteraction,
+  type RepliableInteraction,
+} from 'discord.js';
+import { customId, customIdParts, type Command } from '../src/discord/command.ts';
+import { ASPECT_RATIOS, BUILT_IN_VOICES, EXTENSION_DURATION, GENERATION_DURATION, RESOLUTIONS } from '../src/gateway/spec.ts';
+import type { Services } from '../src/services.ts';
+import type { AttachmentInput } from '../src/tasks/requests.ts';
+import { parseVoiceList } from '../src/tasks/requests.ts';
+import { SubmissionRefusedError, type InteractionContext, type Prepared } from '../src/tasks/service.ts';
+import { renderStatusCard } from '../src/tasks/status-card.ts';
+
+const DEFAULT_ATTACHMENT_LIMIT = 10 * 1024 * 1024;
+const MAX_CHOICES = 25;
+
+const durationChoices = (range: { min: number; max: number }) =>
+  Array.from({ length: range.max - range.min + 1 }, (_, index) => {
+    const seconds = range.min + index;
+    return { name: `${seconds} s`, value: seconds };
+  });
+const stringChoices = (values: readonly string[]) => values.map((value) => ({ name: value, value }));
+
+const data = new SlashCommandBuilder()
+  .setName('video')
+  .setDescription('Make videos with the generative video gateway')
+  .setContexts(InteractionContextType.Guild)
+  .addSubcommand((sub) =>
+    sub
+      .setName('generate')
+      .setDescription('Generate a video from a prompt, images, voices or first/last frames')
+      .addStringOption((option) => option.setName('prompt').setDescription('What the video shows; name references <IMAGE_0>, <AUDIO_0>…').setRequired(true).setMaxLength(4000))
+      .addStringOption((option) => option.setName('model').setDescription('Video model (default: the server default)').setAutocomplete(true))
+      .addIntegerOption((option) => option.setName('duration').setDescription('Length in seconds').addChoices(...durationChoices(GENERATION_DURATION)))
+      .addStringOption((option) => option.setName('resolution').setDescription('Resolution (1080p: 1.5 models, text or image to video)').addChoices(...stringChoices(RESOLUTIONS)))
+      .addStringOption((option) => option.setName('aspect_ratio').setDescription('Aspect ratio').addChoices(...stringChoices(ASPECT_RATIOS)))
+      .addAttachmentOption((option) => option.setName('image').setDescription('First frame (image to video)'))
+      .addAttachmentOption((option) => option.setName('last_frame').setDescription('Last frame (1.5 models)'))
+      .addAttachmentOption((option) => option.setName('reference_image').setDescription('Reference image <IMAGE_0>'))
+      .addAttachmentOption((option) => option.setName('reference_image_2').setDescription('Reference image <IMAGE_1>'))
+      .addAttachmentOption((option) => option.setName('reference_image_3').setDescription('Reference image <IMAGE_2>'))
+      .addStringOption((option) => option.setName('voice').setDescription('Up to three built-in voices, e.g. "eve, leo" (1.5 models)').setAutocomplete(true))
+      .addAttachmentOption((option) => option.setName('reference_audio').setDescription('A recording of a human voice, at most 15 s (1.5 models)')),
+  )
+  .addSubcommand((sub) =>
+    sub
+      .setName('edit')
+      .setDescription('Edit a video: an .mp4 attachment or a finished task of this server')
+      .addStringOption((option) => option.setName('prompt').setDescription('What to change').setRequired(true).setMaxLength(4000))
+      .addAttachmentOption((option) => option.setName('video').setDescription('The .mp4 to edit (at most 8.7 s)'))
+      .addStringOption((option) => option.setName('task').setDescription('Or a finished task to edit').setAutocomplete(true))
+      .addStringOption((option) => option.setName('model').setDescription('Video model').setAutocomplete(true)),
+  )
+  .addSubcommand((sub) =>
+    sub
+      .setName('extend')
+      .setDescription('Make a video longer: an .mp4 attachment or a finished task of this server')
+      .addStringOption((option) => option.setName('prompt').setDescription('What happens next').setRequired(true).setMaxLength(4000))
+      .addIntegerOption((option) => option.setName('duration').setDescription('Seconds to add').addChoices(...durationChoices(EXTENSION_DURATION)))
+      .addAttachmentOption((option) => option.setName('video').setDescription('The .mp4 to extend'))
+      .addStringOption((option) => option.setName('task').setDescription('Or a finished task to extend').setAutocomplete(true))
+      .addStringOption((option) => option.setName('model').setDescription('Video model').setAutocomplete(true)),
+  )
+  .addSubcommand((sub) =>
+    sub
+      .setName('status')
+      .setDescription('Where a task stands')
+      .addStringOption((option) => option.setName('task').setDescription('The task (its ref or gateway id)').setRequired(true).setAutocomplete(true)),
+  )
+  .addSubcommand((sub) => sub.setName('list').setDescription('Your recent videos and their state'));
+
+function attachmentInput(attachment: Attachment | null): AttachmentInput | undefined {
+  if (!attachment) return undefined;
+  return { url: attachment.url, filename: attachment.name, contentType: attachment.contentType ?? undefined, size: attachment.size };
+}
+
+function contextOf(interaction: RepliableInteraction): InteractionContext {
+  if (!interaction.guildId || !interaction.channelId) throw new Error('/video runs in servers only');
+  return {
+    guildId: interaction.guildId,
+    channelId: interaction.channelId,
+    userId: interaction.user.id,
+    applicationId: interaction.applicationId,
+    interactionToken: interaction.token,
+    interactionCreatedAt: interaction.createdTimestamp,
+    attachmentSizeLimit: interaction.attachmentSizeLimit || DEFAULT_ATTACHMENT_LIMIT,
+  };
+}
+
+function ephemeral(interaction: RepliableInteraction, content: string) {
+  return interaction.reply({ content, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } });
+}
+
+/** Answers a prepared request: refused at once (ephemeral), or deferred and submitted with a status card. */
+async function submitPrepared(interaction: RepliableInteraction, services: Services, context: InteractionContext, prepared: Prepared) {
+  if (!prepared.ok) {
+    await ephemeral(interaction, prepared.message);
+    return;
+  }
+  await interaction.deferReply();
+  try {
+    await services.video.submit(prepared.plan, context);
+  } catch (error) {
+    if (!(error instanceof SubmissionRefusedError)) throw error;
+    await interaction.editReply({ content: error.message, embeds: [], allowedMentions: { parse: [] } });
+  }
+}
+
+async function generate(interaction: ChatInputCommandInteraction, services: Services) {
+  const options = interaction.options;
+  const context = contextOf(interaction);
+  const referenceImages = ['reference_image', 'reference_image_2', 'reference_image_3']
+    .map((name) => attachmentInput(options.getAttachment(name)))
+    .filter((attachment) => attachment !== undefined);
+  const prepared = await services.video.prepareGeneration(context, {
+    prompt: options.getString('prompt') ?? undefined,
+    model: options.getString('model') ?? undefined,
+    duration: options.getInteger('duration') ?? undefined,
+    resolution: options.getString('resolution') ?? undefined,
+    aspectRatio: options.getString('aspect_ratio') ?? undefined,
+    image: attachmentInput(options.getAttachment('image')),
+    lastFrame: attachmentInput(options.getAttachment('last_frame')),
+    referenceImages,
+    voices: parseVoiceList(options.getString('voice') ?? undefined),
+    referenceAudio: attachmentInput(options.getAttachment('reference_audio')),
+  });
+  await submitPrepared(interaction, services, context, prepared);
+}
+
+async function editOrExtend(interaction: ChatInputCommandInteraction, services: Services, operation: 'edit' | 'extend') {
+  const options = interaction.options;
+  const video = attachmentInput(options.getAttachment('video'));
+  const taskRef = options.getString('task') ?? undefined;
+  if (!video === !taskRef) {
+    await ephemeral(interaction, 'Give exactly one source: `video` (an .mp4 attachment) or `task` (a finished task of this server).');
+    return;
+  }
+  const context = contextOf(interaction);
+  const prepared = await services.video.prepareEditOrExtension(context, operation, {
+    prompt: options.getString('prompt', true),
+    model: options.getString('model') ?? undefined,
+    duration: options.getInteger('duration') ?? undefined,
+    source: video ? { attachment: video } : { taskRef: taskRef ?? '' },
+  });
+  await submitPrepared(interaction, services, context, prepared);
+}
+
+async function status(interaction: ChatInputCommandInteraction, services: Services) {
+  const ref = interaction.options.getString('task', true);
+  const task = interaction.guildId ? await services.video.findTask(interaction.guildId, ref) : undefined;
+  if (!task) {
+    await ephemeral(interaction, `\`task\`: no task \`${ref}\` on this server. \`/video list\` shows yours.`);
+    return;
+  }
+  const posted = task.delivery.messageId
+    ? `Result: https://discord.com/channels/${task.guildId}/${task.channelId}/${task.delivery.messageId}`
+    : undefined;
+  await interaction.reply({ ...renderStatusCard(task), content: posted, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } });
+}
+
+async function list(interaction: ChatInputCommandInteraction, services: Services) {
+  const tasks = interaction.guildId ? await services.video.recentTasks(interaction.guildId, interaction.user.id) : [];
+  if (tasks.length === 0) {
+    await ephemeral(interaction, 'You have no videos on this server yet. Start one with `/video generate`.');
+    return;
+  }
+  const lines = tasks.map((task) => {
+    const when = `<t:${Math.floor(task.createdAt / 1000)}:R>`;
+    const progress = task.state === 'running' && task.progress !== undefined ? ` ${Math.round(task.progress)}%` : '';
+    const prompt = task.prompt.length > 60 ? `${task.prompt.slice(0, 59)}…` : task.prompt;
+    return `\`${task.id}\` · **${task.state}${progress}** · ${task.operation} · ${when} · ${prompt}`;
+  });
+  await ephemeral(interaction, `Your recent videos:\n${lines.join('\n')}`);
+}
+
+async function autocomplete(interaction: AutocompleteInteraction, services: Services) {
+  const focused = interaction.options.getFocused(true);
+  const typed = focused.value.toLowerCase();
+  let choices: { name: string; value: string }[] = [];
+  if (focused.name === 'model') {
+    const models = interaction.guildId ? await services.video.videoModels(interaction.guildId).catch(() => []) : [];
+    choices = models.filter((model) => model.toLowerCase().includes(typed)).map((model) => ({ name: model, value: model }));
+  } else if (focused.name === 'voice') {
+    const chosen = parseVoiceList(focused.value);
+    const endsWithSeparator = /[\s,]$/.test(focused.value) || focused.value === '';
+    const done = endsWithSeparator ? chosen : chosen.slice(0, -1);
+    const partial = endsWithSeparator ? '' : (chosen.at(-1) ?? '');
+    if (done.length < 3) {
+      choices = BUILT_IN_VOICES.filter((voice) => voice.startsWith(partial) && !done.includes(voice)).map((voice) => {
+        const value = [...done, voice].join(', ');
+        return { name: value, value };
+      });
+    }
+  } else if (focused.name === 'task') {
+    const tasks = interaction.guildId ? await services.video.recentTasks(interaction.guildId, interaction.user.id, MAX_CHOICES) : [];
+    choices = tasks
+      .filter((task) => task.id.includes(typed) || task.prompt.toLowerCase().includes(typed) || (task.gatewayId ?? '').includes(typed))
+      .map((task) => ({ name: `${task.state} · ${task.prompt || task.operation}`.slice(0, 100), value: task.id }));
+  }
+  await interaction.respond(choices.slice(0, MAX_CHOICES));
+}
+
+function promptModal(id: string, title: string, withDuration: boolean): ModalBuilder {
+  const modal = new ModalBuilder().setCustomId(id).setTitle(title);
+  const prompt = new TextInputBuilder().setCustomId('prompt').setLabel('Prompt').setStyle(TextInputStyle.Paragraph).setRequired(true).setMaxLength(4000);
+  modal.addComponents(new ActionRowBuilder<TextInputBuilder>().addComponents(prompt));
+  if (withDuration) {
+    const duration = new TextInputBuilder()
+      .setCustomId('duration')
+      .setLabel(`Seconds to add (${EXTENSION_DURATION.min}-${EXTENSION_DURATION.max}, default ${EXTENSION_DURATION.default})`)
+      .setStyle(TextInputStyle.Short)
+      .setRequired(false)
+      .setMaxLength(2);
+    modal.addComponents(new ActionRowBuilder<TextInputBuilder>().addComponents(duration));
+  }
+  return modal;
+}
+
+async function button(interaction: ButtonInteraction, services: Services) {
+  const [, action, taskId] = customIdParts(interaction.customId);
+  if (!taskId) throw new Error(`malformed video button ${interaction.customId}`);
+  if (action === 'extend') {
+    await interaction.showModal(promptModal(customId('video', 'extend-modal', taskId), 'Extend this video', true));
+  } else if (action === 'edit') {
+    await interaction.showModal(promptModal(customId('video', 'edit-modal', taskId), 'Edit this video', false));
+  } else if (action === 'regenerate') {
+    const context = contextOf(interaction);
+    await submitPrepared(interaction, services, context, await services.video.prepareRegeneration(context, taskId));
+  } else {
+    throw new Error(`unknown video button ${interaction.customId}`);
+  }
+}
+
+async function modal(interaction: ModalSubmitInteraction, services: Services) {
+  const [, action, taskId] = customIdParts(interaction.customId);
+  if (!taskId || (action !== 'extend-modal' && action !== 'edit-modal')) throw new Error(`unknown video modal ${interaction.customId}`);
+  const prompt = interaction.fields.getTextInputValue('prompt').trim();
+  let duration: number | undefined;
+  if (action === 'extend-modal') {
+    const text = interaction.fields.getTextInputValue('duration').trim();
+    if (text !== '') {
+      duration = Number(text);
+      if (!Number.isInteger(duration) || duration < EXTENSION_DURATION.min || duration > EXTENSION_DURATION.max) {
+        await ephemeral(interaction, `Seconds to add must be a whole number from ${EXTENSION_DURATION.min} to ${EXTENSION_DURATION.max} (got "${text}").`);
+        return;
+      }
+    }
+  }
+  const context = contextOf(interaction);
+  const prepared = await services.video.prepareEditOrExtension(context, action === 'extend-modal' ? 'extend' : 'edit', {
+    prompt,
+    model: undefined,
+    duration,
+    source: { taskRef: taskId },
+  });
+  await submitPrepared(interaction, services, context, prepared);
+}
+
+async function execute(interaction: ChatInputCommandInteraction, services: Services) {
+  switch (interaction.options.getSubcommand()) {
+    case 'generate':
+      return generate(interaction, services);
+    case 'edit':
+      return editOrExtend(interaction, services, 'edit');
+    case 'extend':
+      return editOrExtend(interaction, services, 'extend');
+    case 'status':
+      return status(interaction, services);
+    case 'list':
+      return list(interaction, services);
+    default:
+      throw new Error(`unknown /video subcommand ${interaction.options.getSubcommand()}`);
+  }
+}
+
+export default { data, execute, autocomplete, button, modal } satisfies Command;

@@ -1,0 +1,115 @@
+import { DiscordAPIError, Routes, type REST, type RESTPostAPIChannelMessageJSONBody, type APIEmbed, type APIActionRowComponent, type APIComponentInMessageActionRow } from 'discord.js';
+import { isRecord, readArray, readString } from '../gateway/parse.ts';
+
+// What the background services send to Discord, through the bot's REST client: status cards edited
+// through the interaction token while it lives (15 min) and as channel messages after, and results
+// posted as channel messages (a task can outlive any interaction token).
+
+export const DISCORD_ERRORS = {
+  unknownMessage: 10008,
+  unknownWebhook: 10015,
+  invalidWebhookToken: 50027,
+  missingAccess: 50001,
+  missingPermissions: 50013,
+  requestEntityTooLarge: 40005,
+} as const;
+
+export interface MessagePayload {
+  content?: string;
+  embeds?: APIEmbed[];
+  components?: APIActionRowComponent<APIComponentInMessageActionRow>[];
+}
+
+export interface CardAddress {
+  applicationId: string;
+  interactionToken: string;
+  tokenExpiresAt: number;
+  channelId: string;
+  messageId: string | undefined;
+}
+
+export interface PostedMessage {
+  messageId: string;
+  attachmentUrl: string | undefined;
+}
+
+export interface FileToPost {
+  name: string;
+  data: Buffer;
+  contentType: string;
+}
+
+export interface ChannelPost extends MessagePayload {
+  channelId: string;
+  file?: FileToPost;
+  /** Reply to this message (the status card); still posted if it was deleted. */
+  replyTo?: string;
+  /** Only these users are pinged. */
+  mentionUsers: string[];
+  /** With enforce_nonce, Discord answers a repeat of this nonce with the first message instead of a new one. */
+  nonce: string;
+}
+
+function parsePostedMessage(raw: unknown): PostedMessage {
+  const messageId = readString(raw, 'id');
+  if (!messageId) throw new Error('Discord answered a message post without a message id');
+  const first = readArray(raw, 'attachments')?.[0];
+  return { messageId, attachmentUrl: isRecord(first) ? readString(first, 'url') : undefined };
+}
+
+export function isDiscordError(error: unknown, ...codes: number[]): error is DiscordAPIError {
+  return error instanceof DiscordAPIError && codes.includes(Number(error.code));
+}
+
+export class DiscordOutbox {
+  readonly #rest: REST;
+
+  constructor(rest: REST) {
+    this.#rest = rest;
+  }
+
+  /**
+   * Edits a status card and returns its message id. Through the interaction token while it lives;
+   * after that (or when Discord says the token is gone) as the bot's own channel message.
+   */
+  async editCard(card: CardAddress, payload: MessagePayload, now = Date.now()): Promise<string | undefined> {
+    if (now < card.tokenExpiresAt) {
+      try {
+        const message: unknown = await this.#rest.patch(
+          Routes.webhookMessage(card.applicationId, card.interactionToken, '@original'),
+          { body: payload, auth: false },
+        );
+        return readString(message, 'id');
+      } catch (error) {
+        if (!isDiscordError(error, DISCORD_ERRORS.invalidWebhookToken, DISCORD_ERRORS.unknownWebhook) || !card.messageId) throw error;
+      }
+    }
+    if (!card.messageId) return undefined;
+    await this.#rest.patch(Routes.channelMessage(card.channelId, card.messageId), { body: payload });
+    return card.messageId;
+  }
+
+  async post(post: ChannelPost): Promise<PostedMessage> {
+    const body: RESTPostAPIChannelMessageJSONBody = {
+      content: post.content,
+      embeds: post.embeds,
+      components: post.components,
+      nonce: post.nonce,
+      enforce_nonce: true,
+      allowed_mentions: { users: post.mentionUsers },
+      message_reference: post.replyTo ? { message_id: post.replyTo, fail_if_not_exists: false } : undefined,
+    };
+    if (post.file) body.attachments = [{ id: 0, filename: post.file.name }];
+    const message: unknown = await this.#rest.post(Routes.channelMessages(post.channelId), {
+      body,
+      files: post.file ? [{ name: post.file.name, data: post.file.data, contentType: post.file.contentType }] : undefined,
+    });
+    return parsePostedMessage(message);
+  }
+
+  /** A fresh (re-signed) url of a posted message's first attachment: CDN urls expire after about a day. */
+  async attachmentUrl(channelId: string, messageId: string): Promise<string | undefined> {
+    const message: unknown = await this.#rest.get(Routes.channelMessage(channelId, messageId));
+    return parsePostedMessage(message).attachmentUrl;
+  }
+}

@@ -1,0 +1,190 @@
+import { ButtonStyle, ComponentType, type APIActionRowComponent, type APIComponentInMessageActionRow } from 'discord.js';
+import { customId } from '../discord/command.ts';
+import { DISCORD_ERRORS, isDiscordError, type DiscordOutbox, type FileToPost } from '../discord/outbox.ts';
+import { NotFoundError, ResponseTooLargeError, VideoUnavailableError } from '../gateway/errors.ts';
+import type { GatewayClient } from '../gateway/client.ts';
+import type { TaskResult } from '../gateway/types.ts';
+import type { Logger } from '../log.ts';
+import { applyResult } from './apply-result.ts';
+import { describeStorageError } from './messages.ts';
+import type { TaskRecord } from './record.ts';
+import type { TaskRepository } from './repository.ts';
+import { cardStateKey, renderStatusCard } from './status-card.ts';
+
+// Posting a finished video exactly once. Delivery is a small state machine kept in the store:
+//   waiting --(download, then write "posting")--> posting --(post with nonce)--> posted
+// A crash after the post but before "posted" is written leaves "posting"; the retry posts again with the
+// same nonce and enforce_nonce, and Discord answers with the message it already has instead of a second.
+
+export const MAX_DELIVERY_ATTEMPTS = 6;
+const MEBIBYTE = 1024 * 1024;
+
+export function resultButtons(taskId: string): APIActionRowComponent<APIComponentInMessageActionRow>[] {
+  const button = (label: string, action: string) => ({
+    type: ComponentType.Button as const,
+    style: ButtonStyle.Secondary as const,
+    label,
+    custom_id: customId('video', action, taskId),
+  });
+  return [{ type: ComponentType.ActionRow, components: [button('Extend', 'extend'), button('Edit', 'edit'), button('Regenerate', 'regenerate')] }];
+}
+
+function megabytes(bytes: number): string {
+  return `${(bytes / MEBIBYTE).toFixed(bytes < 10 * MEBIBYTE ? 1 : 0)} MB`;
+}
+
+/** A link to post instead of the file, and what to say about it. */
+function linkFor(task: TaskRecord): { url: string; note: string } | undefined {
+  const stored = task.outcome.storedFile?.publicUrl;
+  if (stored) return { url: stored, note: 'This is a lasting link from the gateway\'s storage.' };
+  if (task.outcome.videoUrl) return { url: task.outcome.videoUrl, note: 'This is a temporary link and it expires soon: download the video now.' };
+  return undefined;
+}
+
+export interface DeliveryDeps {
+  repository: TaskRepository;
+  outbox: DiscordOutbox;
+  log: Logger;
+  /** The status card is edited at most this often while a task runs (terminal edits always go out). */
+  cardEditIntervalMs: number;
+}
+
+export class VideoDelivery {
+  readonly #deps: DeliveryDeps;
+
+  constructor(deps: DeliveryDeps) {
+    this.#deps = deps;
+  }
+
+  /**
+   * Edits the status card when what it shows changed, at most once per interval while the task runs.
+   * Returns the task with the card's bookkeeping updated (saved by the caller).
+   */
+  async updateCard(task: TaskRecord, now = Date.now()): Promise<TaskRecord> {
+    const key = cardStateKey(task);
+    if (task.card.renderedState === key) return task;
+    const running = task.state === 'running' || task.state === 'submitting';
+    if (running && task.card.renderedAt !== undefined && now - task.card.renderedAt < this.#deps.cardEditIntervalMs) return task;
+    try {
+      const messageId = await this.#deps.outbox.editCard(
+        { ...task.card, channelId: task.channelId, messageId: task.card.messageId },
+        renderStatusCard(task),
+        now,
+      );
+      return { ...task, card: { ...task.card, renderedAt: now, renderedState: key, messageId: messageId ?? task.card.messageId } };
+    } catch (error) {
+      // A card that cannot be edited (deleted, no access) must not stop the task or its delivery.
+      this.#deps.log.warn('could not update a status card', { task: task.id, error });
+      return { ...task, card: { ...task.card, renderedAt: now, renderedState: key } };
+    }
+  }
+
+  /**
+   * Posts a succeeded task's video (or a link to it) in its channel. `result` is the answer that showed
+   * the task done, when the caller has it; otherwise the task is queried again.
+   */
+  async deliver(task: TaskRecord, gateway: GatewayClient, result?: TaskResult): Promise<TaskRecord> {
+    const { repository } = this.#deps;
+    let current = task;
+    if (current.delivery.state === 'posted' || current.delivery.state === 'closed') return current;
+
+    let latest = result;
+    if (!latest) {
+      if (!current.gatewayId) throw new Error(`task ${current.id} has no gateway id`);
+      latest = await gateway.getTask(current.gatewayId);
+      current = applyResult(current, latest, current.finishedAt ?? Date.now());
+      if (current.delivery.state === 'closed' || current.state !== 'succeeded') {
+        await repository.save(current);
+        return this.#finish(current);
+      }
+    }
+
+    let file: FileToPost | undefined;
+    let linkReason: string | undefined;
+    try {
+      const video = await gateway.downloadVideo(latest, { maxBytes: current.attachmentSizeLimit });
+      file = { name: `video-${current.id}.mp4`, data: video.bytes, contentType: 'video/mp4' };
+    } catch (error) {
+      if (error instanceof ResponseTooLargeError) {
+        const size = error.size === undefined ? 'over' : `${megabytes(error.size)}, over`;
+        linkReason = `The video is ${size} this server's upload limit of ${megabytes(current.attachmentSizeLimit)}, so here is a link instead.`;
+      } else if (error instanceof VideoUnavailableError || error instanceof NotFoundError) {
+        // The temporary video is gone: nothing can be posted any more.
+        current = { ...current, state: 'expired', delivery: { ...current.delivery, state: 'closed', lastError: error.message } };
+        await repository.save(current);
+        return this.#finish(current);
+      } else {
+        throw error;
+      }
+    }
+    return this.#post(current, file, linkReason);
+  }
+
+  async #post(task: TaskRecord, file: FileToPost | undefined, linkReason: string | undefined): Promise<TaskRecord> {
+    const { repository, outbox, log } = this.#deps;
+    const link = file ? undefined : linkFor(task);
+    if (!file && !link) {
+      const closed: TaskRecord = {
+        ...task,
+        delivery: { ...task.delivery, state: 'closed', lastError: `${linkReason ?? ''} The gateway gave no link to share either.`.trim() },
+      };
+      await repository.save(closed);
+      return this.#finish(closed);
+    }
+
+    let current: TaskRecord = {
+      ...task,
+      delivery: { ...task.delivery, state: 'posting', attempts: task.delivery.attempts + 1, ...(linkReason ? { linkReason } : {}) },
+    };
+    await repository.save(current);
+
+    const lines = [`<@${task.userId}> your video is ready.`];
+    if (link) lines.push(linkReason ?? '', `${link.url}`, link.note);
+    const storage = describeStorageError(task.outcome);
+    if (storage) lines.push(storage);
+    try {
+      const posted = await outbox.post({
+        channelId: task.channelId,
+        content: lines.filter((line) => line !== '').join('\n'),
+        ...(file ? { file } : {}),
+        components: resultButtons(task.id),
+        ...(task.card.messageId ? { replyTo: task.card.messageId } : {}),
+        mentionUsers: [task.userId],
+        nonce: task.delivery.nonce,
+      });
+      current = {
+        ...current,
+        delivery: {
+          ...current.delivery,
+          state: 'posted',
+          messageId: posted.messageId,
+          ...(posted.attachmentUrl ? { attachmentUrl: posted.attachmentUrl } : {}),
+        },
+      };
+      log.info('video posted', { task: task.id, message: posted.messageId, link: link !== undefined });
+    } catch (error) {
+      if (file && isDiscordError(error, DISCORD_ERRORS.requestEntityTooLarge)) {
+        // The limit Discord enforced is lower than the one it announced: fall back to a link.
+        return this.#post(current, undefined, `The video is over this server's upload limit, so here is a link instead.`);
+      }
+      if (isDiscordError(error, DISCORD_ERRORS.missingAccess, DISCORD_ERRORS.missingPermissions)) {
+        current = {
+          ...current,
+          delivery: { ...current.delivery, state: 'closed', lastError: 'The bot is not allowed to post in this channel, so the video could not be posted. A server admin can give it Send Messages and Attach Files here.' },
+        };
+      } else if (current.delivery.attempts >= MAX_DELIVERY_ATTEMPTS) {
+        current = { ...current, delivery: { ...current.delivery, state: 'closed', lastError: 'Discord kept refusing the post, so the bot gave up.' } };
+      } else {
+        throw error;
+      }
+    }
+    await repository.save(current);
+    return this.#finish(current);
+  }
+
+  async #finish(task: TaskRecord): Promise<TaskRecord> {
+    const updated = await this.updateCard(task);
+    if (updated !== task) await this.#deps.repository.save(updated);
+    return updated;
+  }
+}

@@ -1,0 +1,29 @@
+import type { GatewayClient } from '../gateway/client.ts';
+import type { GatewayClientPool } from '../gateway/pool.ts';
+import type { Logger } from '../log.ts';
+import type { TaskRecord } from './record.ts';
+import type { GuildVideoPolicy } from './service.ts';
+import type { GatewayResolver } from './tracker.ts';
+
+/** Follows a task on the layer it was submitted on, with its server's current key. */
+export class PolicyGatewayResolver implements GatewayResolver {
+  readonly #policy: GuildVideoPolicy;
+  readonly #clients: GatewayClientPool;
+  readonly #log: Logger;
+
+  constructor(policy: GuildVideoPolicy, clients: GatewayClientPool, log: Logger) {
+    this.#policy = policy;
+    this.#clients = clients;
+    this.#log = log;
+  }
+
+  async clientFor(task: TaskRecord): Promise<GatewayClient> {
+    const access = await this.#policy.resolveGatewayAccess(task.guildId);
+    if (!access.ok) throw new Error(`server ${task.guildId} has no usable gateway key: ${access.message}`);
+    if (access.keyId !== task.keyId) {
+      // The admin replaced the key meanwhile; the old one is gone, so the new one is the only hope.
+      this.#log.warn('following a task with another key than the one that submitted it', { task: task.id });
+    }
+    return this.#clients.get(access.apiKey, task.layer);
+  }
+}

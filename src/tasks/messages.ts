@@ -1,0 +1,115 @@
+import type { TaskOutcome, TaskRecord } from './record.ts';
+
+// What users read when something does not go to plan: plain words, what to do next, and the request id
+// support can use. Branches on codes, never on message text (the spec's rule).
+
+function withRequestId(text: string, requestId: string | undefined): string {
+  return requestId ? `${text} (request id \`${requestId}\`)` : text;
+}
+
+export interface SubmissionErrorFacts {
+  code: string | undefined;
+  status: number | undefined;
+  message: string;
+  param?: string | undefined;
+  requestId?: string | undefined;
+  model?: string | undefined;
+}
+
+/** A submission the gateway refused synchronously: nothing was created and nothing was charged. */
+export function describeSubmissionError(facts: SubmissionErrorFacts): string {
+  const { code, message, param, model } = facts;
+  let text: string;
+  switch (code) {
+    case 'insufficient_quota':
+      text = "This server's gateway quota is used up, or this video would cost more than what is left. A server admin can top it up. Nothing was charged.";
+      break;
+    case 'rate_limit':
+      text = 'The gateway is rate-limiting this key right now. Try again in a minute.';
+      break;
+    case 'too_many_requests':
+      text = "Too many videos are being made at once with this server's key. Try again when one finishes.";
+      break;
+    case 'invalid_api_key':
+      text = "The gateway refused this server's key. A server admin can set a new one with `/config key`.";
+      break;
+    case 'permission_denied':
+      text = `This server's key is not allowed to use ${model ? `\`${model}\`` : 'this model'}. Pick another model, or ask a server admin about the key's access.`;
+      break;
+    case 'model_not_found':
+      text = `The gateway does not know the model ${model ? `\`${model}\`` : 'you picked'}. Pick one from the list.`;
+      break;
+    case 'invalid_request_error':
+      text = `The gateway rejected the request${param ? ` (\`${param}\`)` : ''}: ${message}`;
+      break;
+    case 'overloaded':
+    case 'upstream_error':
+    case 'upstream_timeout_no_response':
+      text = `The video service is having trouble (\`${code}\`). Nothing was charged; try again in a few minutes.`;
+      break;
+    default:
+      text = `The gateway refused the request${code ? ` (\`${code}\`)` : ''}: ${message}`;
+  }
+  return withRequestId(text, facts.requestId);
+}
+
+const REFUNDED = 'The quota it used was refunded automatically.';
+
+/** Why a finished task has no video, in plain words. */
+export function describeFailure(outcome: TaskOutcome): string {
+  const error = outcome.error ?? { code: 'unknown', message: 'The gateway gave no reason.' };
+  let text: string;
+  switch (error.code) {
+    case 'invalid_argument':
+      text = `The gateway could not make this video: ${error.message} Check the prompt, duration and images and try again.`;
+      break;
+    case 'permission_denied':
+      text = "This server's key is not allowed to do this operation. A server admin can check the key's access.";
+      break;
+    case 'failed_precondition':
+      text = `The model cannot do this (some models cannot edit or extend, or not at this resolution): ${error.message}`;
+      break;
+    case 'service_unavailable':
+      text = 'The video service was overloaded and gave up. Try again in a few minutes.';
+      break;
+    case 'internal_error':
+      text = 'The video service had an internal error. Try again.';
+      break;
+    case 'unknown':
+      text = `The video could not be made: ${error.message}`;
+      break;
+    default:
+      text = `The video could not be made (\`${error.code}\`): ${error.message}`;
+  }
+  return withRequestId(`${text} ${REFUNDED}`, outcome.requestId);
+}
+
+export function describeModeration(outcome: TaskOutcome): string {
+  return withRequestId(
+    'The video was held back by content moderation, so there is nothing to post. Try a different prompt or images.',
+    outcome.requestId,
+  );
+}
+
+export function describeStorageError(outcome: TaskOutcome): string | undefined {
+  if (!outcome.storageError) return undefined;
+  return `Long-term storage of this video failed (${outcome.storageError}), so it is not kept beyond the temporary link; the video itself is fine.`;
+}
+
+export function describeTimeout(task: TaskRecord): string {
+  return withRequestId(
+    `The gateway did not finish this video in time, so the bot stopped waiting. ${REFUNDED}`,
+    task.outcome.requestId,
+  );
+}
+
+export function describeExpired(task: TaskRecord): string {
+  return withRequestId(
+    'The video was ready, but its temporary link expired before the bot could fetch it. Regenerate it to get a new one.',
+    task.outcome.requestId,
+  );
+}
+
+export function describeUnknownOutcome(): string {
+  return 'The bot lost track of this request while sending it, so it cannot tell whether the gateway accepted it. Check `/video list` in a minute; if nothing shows up, try again.';
+}

@@ -1,0 +1,272 @@
+import { LAYERS, VIDEO_OPERATIONS, type Layer, type VideoOperation } from '../gateway/spec.ts';
+import { isRecord } from '../gateway/parse.ts';
+
+// A video task as the bot keeps it: written before the user hears "accepted", updated as the gateway
+// answers, and read back after any restart. Its shape is the store's schema, parsed on every read.
+
+export const TASK_STATES = [
+  /** Written just before the submission: if the bot dies now, the outcome is unknown. */
+  'submitting',
+  'running',
+  'succeeded',
+  'failed',
+  /** The gateway's temporary video expired before the bot could fetch it (native `expired`). */
+  'expired',
+  /** The bot's own deadline passed without a terminal answer from the gateway. */
+  'timed_out',
+  /** The bot cannot know whether the gateway accepted the task (it died or lost the answer mid-submit). */
+  'unknown',
+] as const;
+export type TaskState = (typeof TASK_STATES)[number];
+
+export const GENERATION_MODES = ['text-to-video', 'image-to-video', 'reference', 'first-last-frame'] as const;
+export type GenerationMode = (typeof GENERATION_MODES)[number];
+export type TaskMode = GenerationMode | 'edit' | 'extend';
+
+export const DELIVERY_STATES = [
+  /** Not yet posted (the task may still be running). */
+  'waiting',
+  /** About to post, with this nonce: after a crash, the same nonce cannot post twice. */
+  'posting',
+  'posted',
+  /** Nothing to post (failure, moderation) or posting failed for good: the card says why. */
+  'closed',
+] as const;
+export type DeliveryState = (typeof DELIVERY_STATES)[number];
+
+export interface StoredFile {
+  fileId?: string;
+  filename?: string;
+  expiresAt?: number;
+  publicUrl?: string;
+}
+
+export interface TaskOutcome {
+  videoUrl?: string;
+  storedFile?: StoredFile;
+  storageError?: string;
+  moderated?: boolean;
+  costTicks?: number;
+  error?: { code: string; message: string };
+  requestId?: string;
+}
+
+export interface StatusCard {
+  applicationId: string;
+  /** The interaction token edits the card for 15 minutes; after that the bot edits it as a channel message. */
+  interactionToken: string;
+  tokenExpiresAt: number;
+  messageId?: string;
+  /** When the card was last edited, to edit at most once every few seconds. */
+  renderedAt?: number;
+  /** What the card last showed, to skip edits that change nothing. */
+  renderedState?: string;
+}
+
+export interface Delivery {
+  state: DeliveryState;
+  nonce: string;
+  attempts: number;
+  messageId?: string;
+  /** The posted mp4's url: the source for edits and extensions of this task. */
+  attachmentUrl?: string;
+  /** Set when a link was posted instead of the file, and why. */
+  linkReason?: string;
+  lastError?: string;
+}
+
+export interface TaskRecord {
+  id: string;
+  gatewayId?: string;
+  layer: Layer;
+  /** Which key submitted the task (a fingerprint, never the key), so polls use the same one. */
+  keyId: string;
+  guildId: string;
+  channelId: string;
+  userId: string;
+  operation: VideoOperation;
+  mode: TaskMode;
+  model: string;
+  prompt: string;
+  /** The body sent to the gateway, for Regenerate. */
+  request: Record<string, unknown>;
+  sourceTaskId?: string;
+  createdAt: number;
+  submittedAt?: number;
+  finishedAt?: number;
+  state: TaskState;
+  progress?: number;
+  polls: number;
+  pollErrors: number;
+  outcome: TaskOutcome;
+  card: StatusCard;
+  /** The upload limit Discord gave the interaction (`attachment_size_limit`). */
+  attachmentSizeLimit: number;
+  delivery: Delivery;
+}
+
+export const TERMINAL_STATES: ReadonlySet<TaskState> = new Set(['succeeded', 'failed', 'expired', 'timed_out', 'unknown']);
+
+export function isTerminal(state: TaskState): boolean {
+  return TERMINAL_STATES.has(state);
+}
+
+/** Whether the poller still has work for this task: polling it, or posting its result. */
+export function needsWork(task: TaskRecord): boolean {
+  return !isTerminal(task.state) || task.delivery.state === 'waiting' || task.delivery.state === 'posting';
+}
+
+// ---- Parsing ---------------------------------------------------------------------------------------
+
+class RecordShapeError extends Error {
+  constructor(path: string, expected: string) {
+    super(`${path} must be ${expected}`);
+    this.name = 'RecordShapeError';
+  }
+}
+
+function requireObject(value: unknown, path: string): Readonly<Record<string, unknown>> {
+  if (!isRecord(value)) throw new RecordShapeError(path, 'an object');
+  return value;
+}
+
+function requireString(source: Readonly<Record<string, unknown>>, key: string, path: string): string {
+  const value = source[key];
+  if (typeof value !== 'string') throw new RecordShapeError(`${path}.${key}`, 'a string');
+  return value;
+}
+
+function optionalString(source: Readonly<Record<string, unknown>>, key: string, path: string): string | undefined {
+  const value = source[key];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string') throw new RecordShapeError(`${path}.${key}`, 'a string');
+  return value;
+}
+
+function requireNumber(source: Readonly<Record<string, unknown>>, key: string, path: string): number {
+  const value = source[key];
+  if (typeof value !== 'number' || !Number.isFinite(value)) throw new RecordShapeError(`${path}.${key}`, 'a number');
+  return value;
+}
+
+function optionalNumber(source: Readonly<Record<string, unknown>>, key: string, path: string): number | undefined {
+  const value = source[key];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'number' || !Number.isFinite(value)) throw new RecordShapeError(`${path}.${key}`, 'a number');
+  return value;
+}
+
+function optionalBoolean(source: Readonly<Record<string, unknown>>, key: string, path: string): boolean | undefined {
+  const value = source[key];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'boolean') throw new RecordShapeError(`${path}.${key}`, 'a boolean');
+  return value;
+}
+
+function requireOneOf<T extends string>(
+  source: Readonly<Record<string, unknown>>,
+  key: string,
+  path: string,
+  values: readonly T[],
+): T {
+  const value = source[key];
+  const match = values.find((candidate) => candidate === value);
+  if (match === undefined) throw new RecordShapeError(`${path}.${key}`, `one of ${values.join(', ')}`);
+  return match;
+}
+
+/** Drops undefined members so records round-trip through JSON unchanged. */
+function compact<T extends object>(value: T): T {
+  return Object.fromEntries(Object.entries(value).filter(([, member]) => member !== undefined)) as T;
+}
+
+function parseStoredFile(value: unknown, path: string): StoredFile | undefined {
+  if (value === undefined || value === null) return undefined;
+  const source = requireObject(value, path);
+  return compact({
+    fileId: optionalString(source, 'fileId', path),
+    filename: optionalString(source, 'filename', path),
+    expiresAt: optionalNumber(source, 'expiresAt', path),
+    publicUrl: optionalString(source, 'publicUrl', path),
+  });
+}
+
+function parseOutcome(value: unknown, path: string): TaskOutcome {
+  const source = requireObject(value, path);
+  const errorValue = source.error;
+  let error: TaskOutcome['error'];
+  if (errorValue !== undefined && errorValue !== null) {
+    const errorSource = requireObject(errorValue, `${path}.error`);
+    error = {
+      code: requireString(errorSource, 'code', `${path}.error`),
+      message: requireString(errorSource, 'message', `${path}.error`),
+    };
+  }
+  return compact({
+    videoUrl: optionalString(source, 'videoUrl', path),
+    storedFile: parseStoredFile(source.storedFile, `${path}.storedFile`),
+    storageError: optionalString(source, 'storageError', path),
+    moderated: optionalBoolean(source, 'moderated', path),
+    costTicks: optionalNumber(source, 'costTicks', path),
+    error,
+    requestId: optionalString(source, 'requestId', path),
+  });
+}
+
+function parseCard(value: unknown, path: string): StatusCard {
+  const source = requireObject(value, path);
+  return compact({
+    applicationId: requireString(source, 'applicationId', path),
+    interactionToken: requireString(source, 'interactionToken', path),
+    tokenExpiresAt: requireNumber(source, 'tokenExpiresAt', path),
+    messageId: optionalString(source, 'messageId', path),
+    renderedAt: optionalNumber(source, 'renderedAt', path),
+    renderedState: optionalString(source, 'renderedState', path),
+  });
+}
+
+function parseDelivery(value: unknown, path: string): Delivery {
+  const source = requireObject(value, path);
+  return compact({
+    state: requireOneOf(source, 'state', path, DELIVERY_STATES),
+    nonce: requireString(source, 'nonce', path),
+    attempts: requireNumber(source, 'attempts', path),
+    messageId: optionalString(source, 'messageId', path),
+    attachmentUrl: optionalString(source, 'attachmentUrl', path),
+    linkReason: optionalString(source, 'linkReason', path),
+    lastError: optionalString(source, 'lastError', path),
+  });
+}
+
+const TASK_MODES: readonly TaskMode[] = [...GENERATION_MODES, 'edit', 'extend'];
+
+export function parseTaskRecord(raw: unknown): TaskRecord {
+  const path = 'task';
+  const source = requireObject(raw, path);
+  return compact({
+    id: requireString(source, 'id', path),
+    gatewayId: optionalString(source, 'gatewayId', path),
+    layer: requireOneOf(source, 'layer', path, LAYERS),
+    keyId: requireString(source, 'keyId', path),
+    guildId: requireString(source, 'guildId', path),
+    channelId: requireString(source, 'channelId', path),
+    userId: requireString(source, 'userId', path),
+    operation: requireOneOf(source, 'operation', path, VIDEO_OPERATIONS),
+    mode: requireOneOf(source, 'mode', path, TASK_MODES),
+    model: requireString(source, 'model', path),
+    prompt: requireString(source, 'prompt', path),
+    request: { ...requireObject(source.request, `${path}.request`) },
+    sourceTaskId: optionalString(source, 'sourceTaskId', path),
+    createdAt: requireNumber(source, 'createdAt', path),
+    submittedAt: optionalNumber(source, 'submittedAt', path),
+    finishedAt: optionalNumber(source, 'finishedAt', path),
+    state: requireOneOf(source, 'state', path, TASK_STATES),
+    progress: optionalNumber(source, 'progress', path),
+    polls: requireNumber(source, 'polls', path),
+    pollErrors: requireNumber(source, 'pollErrors', path),
+    outcome: parseOutcome(source.outcome, `${path}.outcome`),
+    card: parseCard(source.card, `${path}.card`),
+    attachmentSizeLimit: requireNumber(source, 'attachmentSizeLimit', path),
+    delivery: parseDelivery(source.delivery, `${path}.delivery`),
+  });
+}

@@ -1,0 +1,87 @@
+import { randomBytes } from 'node:crypto';
+import type { Layer } from '../gateway/spec.ts';
+import { KeyedLock } from '../keyed-lock.ts';
+import type { Collection, Store } from '../store.ts';
+import { needsWork, parseTaskRecord, type TaskRecord } from './record.ts';
+
+// Where tasks live. Besides the records themselves, three small indexes keep every read cheap however
+// long the history grows: the tasks that still need work (all a restart has to scan), gateway ids to
+// task ids, and each member's recent tasks for /video list.
+
+const RECENT_PER_USER = 25;
+/** Finished tasks are kept this long (for /video status, edits and extensions of them), then dropped. */
+export const FINISHED_TASK_TTL_MS = 90 * 24 * 3600_000;
+
+function parseStringArray(raw: unknown): string[] {
+  if (!Array.isArray(raw) || !raw.every((item) => typeof item === 'string')) throw new Error('expected a list of ids');
+  return raw;
+}
+
+function parseString(raw: unknown): string {
+  if (typeof raw !== 'string') throw new Error('expected an id');
+  return raw;
+}
+
+function parseActiveMarker(raw: unknown): true {
+  if (raw !== true) throw new Error('expected true');
+  return true;
+}
+
+/** Sortable by creation time, and short enough to be a Discord message nonce (at most 25 characters). */
+export function newTaskId(now = Date.now()): string {
+  return `v${now.toString(36)}${randomBytes(6).toString('hex')}`;
+}
+
+export class TaskRepository {
+  readonly #tasks: Collection<TaskRecord>;
+  readonly #active: Collection<true>;
+  readonly #byGatewayId: Collection<string>;
+  readonly #recentByUser: Collection<string[]>;
+  readonly #lock = new KeyedLock();
+
+  constructor(store: Store) {
+    this.#tasks = store.collection('tasks', parseTaskRecord);
+    this.#active = store.collection('tasks_active', parseActiveMarker);
+    this.#byGatewayId = store.collection('tasks_by_gateway_id', parseString);
+    this.#recentByUser = store.collection('tasks_recent_by_user', parseStringArray);
+  }
+
+  async get(id: string): Promise<TaskRecord | undefined> {
+    return this.#tasks.get(id);
+  }
+
+  async getByGatewayId(layer: Layer, gatewayId: string): Promise<TaskRecord | undefined> {
+    const id = await this.#byGatewayId.get(`${layer}:${gatewayId}`);
+    return id === undefined ? undefined : this.get(id);
+  }
+
+  /** Writes the task and keeps the indexes in step with it. */
+  async save(task: TaskRecord): Promise<void> {
+    const active = needsWork(task);
+    await this.#tasks.set(task.id, task, active ? undefined : FINISHED_TASK_TTL_MS);
+    if (active) await this.#active.set(task.id, true);
+    else await this.#active.delete(task.id);
+    if (task.gatewayId) await this.#byGatewayId.set(`${task.layer}:${task.gatewayId}`, task.id, FINISHED_TASK_TTL_MS);
+  }
+
+  /** A new task: saved, and first in its member's recent list. */
+  async create(task: TaskRecord): Promise<void> {
+    await this.save(task);
+    const key = `${task.guildId}:${task.userId}`;
+    await this.#lock.run(key, async () => {
+      const recent = (await this.#recentByUser.get(key)) ?? [];
+      await this.#recentByUser.set(key, [task.id, ...recent.filter((id) => id !== task.id)].slice(0, RECENT_PER_USER));
+    });
+  }
+
+  async recentForUser(guildId: string, userId: string, limit = RECENT_PER_USER): Promise<TaskRecord[]> {
+    const ids = (await this.#recentByUser.get(`${guildId}:${userId}`)) ?? [];
+    const tasks = await Promise.all(ids.slice(0, limit).map((id) => this.get(id)));
+    return tasks.filter((task) => task !== undefined);
+  }
+
+  /** Ids of every task that still needs polling or posting: what a restart resumes. */
+  async *activeIds(): AsyncIterable<string> {
+    for await (const [id] of this.#active.entries()) yield id;
+  }
+}

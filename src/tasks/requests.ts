@@ -1,0 +1,141 @@
+import { createHmac } from 'node:crypto';
+import type { EditRequest, ExtensionRequest, GenerationRequest, ImageInput, ReferenceAudio, StorageOptions } from '../gateway/types.ts';
+import type { GenerationMode } from './record.ts';
+
+// From what a user typed in Discord to the gateway's request, and back from the gateway's field names to
+// the option the user must fix.
+
+export interface AttachmentInput {
+  url: string;
+  filename: string;
+  contentType: string | undefined;
+  size: number;
+}
+
+export interface GenerationInput {
+  prompt: string | undefined;
+  model: string;
+  duration: number | undefined;
+  resolution: string | undefined;
+  aspectRatio: string | undefined;
+  image: AttachmentInput | undefined;
+  lastFrame: AttachmentInput | undefined;
+  referenceImages: AttachmentInput[];
+  voices: string[];
+  referenceAudio: AttachmentInput | undefined;
+}
+
+export interface StorageDefaults {
+  /** Keep the video in the gateway's storage this many days; 0 keeps nothing beyond the temporary link. */
+  keepDays: number;
+  publicLink: boolean;
+}
+
+export class InputError extends Error {
+  /** The Discord option the user must fix. */
+  readonly option: string;
+  constructor(option: string, message: string) {
+    super(message);
+    this.name = 'InputError';
+    this.option = option;
+  }
+}
+
+const IMAGE_TYPES = new Set(['image/png', 'image/jpeg', 'image/webp', 'image/gif']);
+
+function imageFrom(option: string, attachment: AttachmentInput): ImageInput {
+  const type = attachment.contentType?.split(';')[0]?.trim().toLowerCase();
+  if (type !== undefined && !IMAGE_TYPES.has(type)) {
+    throw new InputError(option, `\`${option}\` must be a PNG, JPEG, WebP or GIF picture (got ${attachment.filename}, ${type}).`);
+  }
+  return { url: attachment.url };
+}
+
+/** The mode follows from the fields sent (gateway-api.md, "Generation modes"). */
+export function generationMode(request: GenerationRequest): GenerationMode {
+  if (request.last_frame) return 'first-last-frame';
+  if (request.reference_images?.length || request.reference_audios?.length) return 'reference';
+  if (request.image) return 'image-to-video';
+  return 'text-to-video';
+}
+
+/** Up to three voice ids typed as one option: "eve, leo" or "eve leo". */
+export function parseVoiceList(text: string | undefined): string[] {
+  if (!text) return [];
+  return text
+    .split(/[\s,]+/)
+    .map((voice) => voice.trim().toLowerCase())
+    .filter((voice) => voice !== '');
+}
+
+export function buildGenerationRequest(input: GenerationInput, user: string, storage: StorageOptions | undefined): GenerationRequest {
+  const request: GenerationRequest = { model: input.model, user };
+  if (input.prompt) request.prompt = input.prompt;
+  if (input.duration !== undefined) request.duration = input.duration;
+  if (input.resolution !== undefined) request.resolution = input.resolution;
+  if (input.aspectRatio !== undefined) request.aspect_ratio = input.aspectRatio;
+  if (input.image) request.image = imageFrom('image', input.image);
+  if (input.lastFrame) request.last_frame = imageFrom('last_frame', input.lastFrame);
+  if (input.referenceImages.length > 0) {
+    request.reference_images = input.referenceImages.map((attachment, index) =>
+      imageFrom(index === 0 ? 'reference_image' : `reference_image_${index + 1}`, attachment),
+    );
+  }
+  const audios: ReferenceAudio[] = input.voices.map((voice) => ({ voice_id: voice }));
+  if (input.referenceAudio) {
+    const type = input.referenceAudio.contentType?.split(';')[0]?.trim().toLowerCase();
+    if (type !== undefined && !type.startsWith('audio/')) {
+      throw new InputError('reference_audio', `\`reference_audio\` must be an audio file of a human voice, at most 15 s (got ${input.referenceAudio.filename}).`);
+    }
+    audios.push({ url: input.referenceAudio.url });
+  }
+  if (audios.length > 0) request.reference_audios = audios;
+  if (storage) request.storage_options = storage;
+  return request;
+}
+
+export function buildEditRequest(model: string, prompt: string, videoUrl: string, user: string): EditRequest {
+  return { model, prompt, video: { url: videoUrl }, user };
+}
+
+export function buildExtensionRequest(
+  model: string,
+  prompt: string,
+  videoUrl: string,
+  duration: number | undefined,
+  user: string,
+): ExtensionRequest {
+  const request: ExtensionRequest = { model, prompt, video: { url: videoUrl }, user };
+  if (duration !== undefined) request.duration = duration;
+  return request;
+}
+
+export function storageOptionsFor(defaults: StorageDefaults, filename: string): StorageOptions | undefined {
+  if (defaults.keepDays <= 0 && !defaults.publicLink) return undefined;
+  const options: StorageOptions = { filename };
+  if (defaults.keepDays > 0) options.expires_after = defaults.keepDays * 86_400;
+  if (defaults.publicLink) options.public_url = true;
+  return options;
+}
+
+/** Maps a gateway field path from a ValidationError to the /video option a user can change. */
+export function optionForField(field: string): string {
+  const indexed = /^reference_images\[(\d+)\]/.exec(field);
+  if (indexed) return Number(indexed[1]) === 0 ? 'reference_image' : `reference_image_${Number(indexed[1]) + 1}`;
+  if (field.startsWith('reference_audios')) return 'voice` / `reference_audio';
+  if (field.startsWith('last_frame')) return 'last_frame';
+  if (field.startsWith('image')) return 'image';
+  if (field.startsWith('video')) return 'video` / `task';
+  if (field === 'seconds') return 'duration';
+  if (field === 'size') return 'resolution';
+  if (field.startsWith('storage_options')) return 'storage (a server setting: `/config storage`)';
+  return field;
+}
+
+/**
+ * The spec's `user`: stable per Discord user so the gateway can attribute abuse, but keyed with this
+ * installation's secret salt so nobody can recover the Discord id from it (ids are guessable).
+ */
+export function endUserId(salt: Buffer, discordUserId: string): string {
+  return createHmac('sha256', salt).update(`discord-user:${discordUserId}`).digest('base64url').slice(0, 32);
+}

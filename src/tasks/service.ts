@@ -1,0 +1,390 @@
+import { randomBytes } from 'node:crypto';
+import { GatewayApiError, OutcomeUnknownError, ValidationError } from '../gateway/errors.ts';
+import type { GatewayClientPool } from '../gateway/pool.ts';
+import { videoModelCapabilities, videoModelNames, type Layer } from '../gateway/spec.ts';
+import type { EditRequest, ExtensionRequest, GenerationRequest } from '../gateway/types.ts';
+import { validateEdit, validateExtension, validateGeneration } from '../gateway/validation.ts';
+import type { Logger } from '../log.ts';
+import type { Collection, Store } from '../store.ts';
+import type { VideoDelivery } from './delivery.ts';
+import { describeSubmissionError } from './messages.ts';
+import { isTerminal, type TaskMode, type TaskRecord } from './record.ts';
+import { parseStoredRequest } from './stored-request.ts';
+import { newTaskId, type TaskRepository } from './repository.ts';
+import {
+  InputError,
+  buildEditRequest,
+  buildExtensionRequest,
+  buildGenerationRequest,
+  endUserId,
+  generationMode,
+  optionForField,
+  storageOptionsFor,
+  type AttachmentInput,
+  type GenerationInput,
+  type StorageDefaults,
+} from './requests.ts';
+import type { TaskTracker } from './tracker.ts';
+
+// /video's work: check a request completely before anything is sent, store the task before the user
+// hears it was accepted, submit it, and hand it to the tracker.
+
+export const INTERACTION_TOKEN_LIFETIME_MS = 15 * 60_000;
+/** Leave a margin: an edit sent at 14:59 may arrive after 15:00. */
+const TOKEN_SAFETY_MARGIN_MS = 30_000;
+
+export type GatewayAccess =
+  | { ok: true; apiKey: string; layer: Layer; keyId: string }
+  | { ok: false; message: string };
+
+export interface VideoDefaults {
+  model: string | undefined;
+  resolution: string | undefined;
+  duration: number | undefined;
+  aspectRatio: string | undefined;
+  storage: StorageDefaults;
+}
+
+export type PolicyVerdict = { ok: true } | { ok: false; message: string };
+
+/** What a server's settings decide for /video: its key and layer, its defaults and its limits. */
+export interface GuildVideoPolicy {
+  resolveGatewayAccess(guildId: string): Promise<GatewayAccess>;
+  defaults(guildId: string): Promise<VideoDefaults>;
+  checkLimits(request: { guildId: string; userId: string; activeTasksOfUser: number; now: number }): Promise<PolicyVerdict>;
+  recordSubmission(task: TaskRecord): Promise<void>;
+  recordCost(task: TaskRecord): Promise<void>;
+}
+
+export interface InteractionContext {
+  guildId: string;
+  channelId: string;
+  userId: string;
+  applicationId: string;
+  interactionToken: string;
+  interactionCreatedAt: number;
+  attachmentSizeLimit: number;
+}
+
+export type OperationRequest =
+  | { operation: 'generate'; request: GenerationRequest }
+  | { operation: 'edit'; request: EditRequest }
+  | { operation: 'extend'; request: ExtensionRequest };
+
+export type SubmissionPlan = OperationRequest & {
+  mode: TaskMode;
+  model: string;
+  prompt: string;
+  access: Extract<GatewayAccess, { ok: true }>;
+  sourceTaskId?: string;
+};
+
+export type Prepared = { ok: true; plan: SubmissionPlan } | { ok: false; message: string };
+
+/** Where the source of an edit or extension comes from: an attachment or a finished task. */
+export type VideoSourceInput = { attachment: AttachmentInput } | { taskRef: string };
+
+export interface VideoServiceDeps {
+  repository: TaskRepository;
+  tracker: TaskTracker;
+  delivery: VideoDelivery;
+  clients: GatewayClientPool;
+  policy: GuildVideoPolicy;
+  store: Store;
+  vendor: string;
+  log: Logger;
+  /** A fresh url of a posted result's mp4 (Discord re-signs attachment urls). */
+  attachmentUrl(channelId: string, messageId: string): Promise<string | undefined>;
+}
+
+function parseSalt(raw: unknown): string {
+  if (typeof raw !== 'string' || raw.length < 32) throw new Error('expected a salt');
+  return raw;
+}
+
+function isMp4Attachment(attachment: AttachmentInput): boolean {
+  const type = attachment.contentType?.split(';')[0]?.trim().toLowerCase();
+  let path: string;
+  try {
+    path = new URL(attachment.url).pathname.toLowerCase();
+  } catch {
+    return false;
+  }
+  return path.endsWith('.mp4') && (type === undefined || type === 'video/mp4');
+}
+
+export class VideoService {
+  readonly #deps: VideoServiceDeps;
+  readonly #meta: Collection<string>;
+  #salt: Buffer | undefined;
+
+  constructor(deps: VideoServiceDeps) {
+    this.#deps = deps;
+    this.#meta = deps.store.collection('video_meta', parseSalt);
+  }
+
+  /** The installation's secret salt for end-user ids: made once, kept in the store. */
+  async #userSalt(): Promise<Buffer> {
+    if (this.#salt) return this.#salt;
+    let salt = await this.#meta.get('user-salt');
+    if (!salt) {
+      salt = randomBytes(32).toString('base64url');
+      await this.#meta.set('user-salt', salt);
+    }
+    this.#salt = Buffer.from(salt, 'base64url');
+    return this.#salt;
+  }
+
+  async #access(guildId: string): Promise<{ ok: true; access: Extract<GatewayAccess, { ok: true }> } | { ok: false; message: string }> {
+    const access = await this.#deps.policy.resolveGatewayAccess(guildId);
+    return access.ok ? { ok: true, access } : access;
+  }
+
+  async #checkLimits(context: InteractionContext): Promise<PolicyVerdict> {
+    const recent = await this.#deps.repository.recentForUser(context.guildId, context.userId);
+    const active = recent.filter((task) => !isTerminal(task.state)).length;
+    return this.#deps.policy.checkLimits({ guildId: context.guildId, userId: context.userId, activeTasksOfUser: active, now: Date.now() });
+  }
+
+  #validationMessage(error: ValidationError): string {
+    return `\`${optionForField(error.field)}\`: ${error.message}`;
+  }
+
+  async prepareGeneration(context: InteractionContext, input: Omit<GenerationInput, 'model'> & { model: string | undefined }): Promise<Prepared> {
+    const granted = await this.#access(context.guildId);
+    if (!granted.ok) return granted;
+    const defaults = await this.#deps.policy.defaults(context.guildId);
+    const model = input.model ?? defaults.model ?? videoModelNames(this.#deps.vendor).latest;
+    const withDefaults: GenerationInput = {
+      ...input,
+      model,
+      duration: input.duration ?? defaults.duration,
+      resolution: input.resolution ?? defaults.resolution,
+      aspectRatio: input.aspectRatio ?? defaults.aspectRatio,
+    };
+    // A server default must not make a request invalid that the user did not shape that way.
+    const capabilities = videoModelCapabilities(model, this.#deps.vendor);
+    if (input.resolution === undefined && withDefaults.resolution === '1080p' && (!capabilities?.fullHd || input.referenceImages.length > 0)) {
+      withDefaults.resolution = '720p';
+    }
+    try {
+      const taskId = newTaskId();
+      const storage = storageOptionsFor(defaults.storage, `discord-${context.guildId}-${taskId}.mp4`);
+      const request = buildGenerationRequest(withDefaults, endUserId(await this.#userSalt(), context.userId), storage);
+      validateGeneration(request, { layer: granted.access.layer, vendor: this.#deps.vendor });
+      const verdict = await this.#checkLimits(context);
+      if (!verdict.ok) return verdict;
+      return {
+        ok: true,
+        plan: { operation: 'generate', mode: generationMode(request), model, prompt: input.prompt ?? '', request, access: granted.access },
+      };
+    } catch (error) {
+      if (error instanceof InputError) return { ok: false, message: error.message };
+      if (error instanceof ValidationError) return { ok: false, message: this.#validationMessage(error) };
+      throw error;
+    }
+  }
+
+  /** The source video of an edit or extension, as an `.mp4` link the gateway accepts. */
+  async #sourceUrl(context: InteractionContext, source: VideoSourceInput): Promise<{ ok: true; url: string; taskId?: string } | { ok: false; message: string }> {
+    if ('attachment' in source) {
+      if (!isMp4Attachment(source.attachment)) {
+        return { ok: false, message: `\`video\` must be an .mp4 file (got ${source.attachment.filename}).` };
+      }
+      return { ok: true, url: source.attachment.url };
+    }
+    const task = await this.findTask(context.guildId, source.taskRef);
+    if (!task) return { ok: false, message: `\`task\`: no task \`${source.taskRef}\` on this server. \`/video list\` shows yours.` };
+    if (task.state !== 'succeeded' || task.outcome.moderated) {
+      return { ok: false, message: `\`task\`: task \`${source.taskRef}\` has no finished video to work from (it is ${task.state}).` };
+    }
+    let url = task.delivery.messageId ? await this.#deps.attachmentUrl(task.channelId, task.delivery.messageId).catch(() => undefined) : undefined;
+    url ??= task.outcome.storedFile?.publicUrl ?? task.delivery.attachmentUrl ?? task.outcome.videoUrl;
+    if (!url) return { ok: false, message: `\`task\`: the video of task \`${source.taskRef}\` is no longer available.` };
+    return { ok: true, url, taskId: task.id };
+  }
+
+  async prepareEditOrExtension(
+    context: InteractionContext,
+    operation: 'edit' | 'extend',
+    input: { prompt: string; model: string | undefined; duration: number | undefined; source: VideoSourceInput },
+  ): Promise<Prepared> {
+    const granted = await this.#access(context.guildId);
+    if (!granted.ok) return granted;
+    const source = await this.#sourceUrl(context, input.source);
+    if (!source.ok) return source;
+    const defaults = await this.#deps.policy.defaults(context.guildId);
+    const model = input.model ?? defaults.model ?? videoModelNames(this.#deps.vendor).latest;
+    const user = endUserId(await this.#userSalt(), context.userId);
+    try {
+      const validation = { layer: granted.access.layer, vendor: this.#deps.vendor };
+      let operationRequest: OperationRequest;
+      if (operation === 'edit') {
+        const request = buildEditRequest(model, input.prompt, source.url, user);
+        validateEdit(request, validation);
+        operationRequest = { operation, request };
+      } else {
+        const request = buildExtensionRequest(model, input.prompt, source.url, input.duration, user);
+        validateExtension(request, validation);
+        operationRequest = { operation, request };
+      }
+      const verdict = await this.#checkLimits(context);
+      if (!verdict.ok) return verdict;
+      return {
+        ok: true,
+        plan: {
+          ...operationRequest,
+          mode: operation,
+          model,
+          prompt: input.prompt,
+          access: granted.access,
+          ...(source.taskId ? { sourceTaskId: source.taskId } : {}),
+        },
+      };
+    } catch (error) {
+      if (error instanceof ValidationError) return { ok: false, message: this.#validationMessage(error) };
+      throw error;
+    }
+  }
+
+  /** The same request again, as a new task (the Regenerate button). */
+  async prepareRegeneration(context: InteractionContext, taskRef: string): Promise<Prepared> {
+    const original = await this.findTask(context.guildId, taskRef);
+    if (!original) return { ok: false, message: 'That task is no longer known to the bot, so it cannot be regenerated.' };
+    const granted = await this.#access(context.guildId);
+    if (!granted.ok) return granted;
+    const verdict = await this.#checkLimits(context);
+    if (!verdict.ok) return verdict;
+    const user = endUserId(await this.#userSalt(), context.userId);
+    let operationRequest: OperationRequest;
+    try {
+      operationRequest = parseStoredRequest(original.operation, { ...original.request, user }, { layer: granted.access.layer, vendor: this.#deps.vendor });
+    } catch (error) {
+      if (error instanceof ValidationError) return { ok: false, message: `That task cannot be sent again as it was: ${error.message}` };
+      throw error;
+    }
+    return {
+      ok: true,
+      plan: { ...operationRequest, mode: original.mode, model: original.model, prompt: original.prompt, access: granted.access, sourceTaskId: original.id },
+    };
+  }
+
+  /**
+   * Submits a prepared task. The interaction must be deferred: the card is its reply. Stored before the
+   * gateway is called, so a crash mid-submission is reported rather than forgotten.
+   */
+  async submit(plan: SubmissionPlan, context: InteractionContext): Promise<TaskRecord> {
+    const { repository, clients, delivery, tracker, policy, log } = this.#deps;
+    const now = Date.now();
+    const id = newTaskId(now);
+    let task: TaskRecord = {
+      id,
+      layer: plan.access.layer,
+      keyId: plan.access.keyId,
+      guildId: context.guildId,
+      channelId: context.channelId,
+      userId: context.userId,
+      operation: plan.operation,
+      mode: plan.mode,
+      model: plan.model,
+      prompt: plan.prompt,
+      request: { ...plan.request },
+      ...(plan.sourceTaskId ? { sourceTaskId: plan.sourceTaskId } : {}),
+      createdAt: now,
+      state: 'submitting',
+      polls: 0,
+      pollErrors: 0,
+      outcome: {},
+      card: {
+        applicationId: context.applicationId,
+        interactionToken: context.interactionToken,
+        tokenExpiresAt: context.interactionCreatedAt + INTERACTION_TOKEN_LIFETIME_MS - TOKEN_SAFETY_MARGIN_MS,
+      },
+      attachmentSizeLimit: context.attachmentSizeLimit,
+      delivery: { state: 'waiting', nonce: id, attempts: 0 },
+    };
+    await repository.create(task);
+
+    const gateway = clients.get(plan.access.apiKey, plan.access.layer);
+    try {
+      const submitted =
+        plan.operation === 'generate'
+          ? await gateway.generate(plan.request)
+          : plan.operation === 'edit'
+            ? await gateway.edit(plan.request)
+            : await gateway.extend(plan.request);
+      task = {
+        ...task,
+        gatewayId: submitted.id,
+        state: 'running',
+        submittedAt: Date.now(),
+        outcome: submitted.requestId ? { requestId: submitted.requestId } : {},
+      };
+      await repository.save(task);
+      log.info('video task submitted', { task: id, gatewayTask: submitted.id, layer: task.layer, operation: task.operation, guild: task.guildId });
+      await policy.recordSubmission(task);
+      task = await delivery.updateCard(task);
+      await repository.save(task);
+      tracker.track(task);
+      return task;
+    } catch (error) {
+      if (error instanceof OutcomeUnknownError) {
+        task = await delivery.updateCard({ ...task, state: 'unknown', finishedAt: Date.now(), delivery: { ...task.delivery, state: 'closed' } });
+        await repository.save(task);
+        return task;
+      }
+      if (error instanceof GatewayApiError || error instanceof ValidationError) {
+        // Refused synchronously: nothing exists at the gateway and nothing was charged. Forget the task.
+        task = {
+          ...task,
+          state: 'failed',
+          finishedAt: Date.now(),
+          delivery: { ...task.delivery, state: 'closed' },
+        };
+        await repository.save(task);
+        const message = describeSubmissionError({
+          code: error.code,
+          status: error.status,
+          message: error instanceof GatewayApiError ? error.serverMessage : error.message,
+          param: error.param,
+          requestId: error.requestId,
+          model: plan.model,
+        });
+        throw new SubmissionRefusedError(message, task);
+      }
+      throw error;
+    }
+  }
+
+  /** A task of this server by the bot's ref (`v…`) or by its gateway task id. */
+  async findTask(guildId: string, ref: string): Promise<TaskRecord | undefined> {
+    const trimmed = ref.trim();
+    const task =
+      (await this.#deps.repository.get(trimmed)) ??
+      (await this.#deps.repository.getByGatewayId('compat', trimmed)) ??
+      (await this.#deps.repository.getByGatewayId('native', trimmed));
+    return task?.guildId === guildId ? task : undefined;
+  }
+
+  async recentTasks(guildId: string, userId: string, limit = 10): Promise<TaskRecord[]> {
+    return this.#deps.repository.recentForUser(guildId, userId, limit);
+  }
+
+  /** Video models the server's key may use, for autocomplete. */
+  async videoModels(guildId: string): Promise<string[]> {
+    const access = await this.#deps.policy.resolveGatewayAccess(guildId);
+    if (!access.ok) return [];
+    const models = await this.#deps.clients.get(access.apiKey, access.layer).listModels();
+    return models.map((model) => model.id).filter((id) => videoModelCapabilities(id, this.#deps.vendor) !== undefined);
+  }
+}
+
+/** The gateway refused a submission; `message` is what the user should read. */
+export class SubmissionRefusedError extends Error {
+  readonly task: TaskRecord;
+  constructor(message: string, task: TaskRecord) {
+    super(message);
+    this.name = 'SubmissionRefusedError';
+    this.task = task;
+  }
+}

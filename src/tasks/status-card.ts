@@ -1,0 +1,136 @@
+import type { APIEmbed } from 'discord.js';
+import {
+  describeExpired,
+  describeFailure,
+  describeModeration,
+  describeStorageError,
+  describeTimeout,
+  describeUnknownOutcome,
+} from './messages.ts';
+import type { TaskRecord } from './record.ts';
+
+// The status card: the reply to /video, edited in place as the task moves. Elapsed time is a Discord
+// timestamp (`<t:…:R>`), which every client keeps current by itself, so the card only needs an edit
+// when the status or progress changes.
+
+const COLORS = { running: 0x5865f2, succeeded: 0x57f287, failed: 0xed4245, warning: 0xfee75c } as const;
+const PROMPT_PREVIEW = 300;
+
+const MODE_LABELS: Record<TaskRecord['mode'], string> = {
+  'text-to-video': 'Text to video',
+  'image-to-video': 'Image to video',
+  reference: 'Reference material',
+  'first-last-frame': 'First/last frame',
+  edit: 'Edit',
+  extend: 'Extension',
+};
+
+export function progressBar(progress: number): string {
+  const filled = Math.round(Math.min(100, Math.max(0, progress)) / 10);
+  return `${'▰'.repeat(filled)}${'▱'.repeat(10 - filled)} ${Math.round(progress)}%`;
+}
+
+function unixSeconds(ms: number): number {
+  return Math.floor(ms / 1000);
+}
+
+function truncate(text: string, length: number): string {
+  return text.length <= length ? text : `${text.slice(0, length - 1)}…`;
+}
+
+export function formatDuration(ms: number): string {
+  const seconds = Math.round(ms / 1000);
+  if (seconds < 60) return `${seconds}s`;
+  const minutes = Math.floor(seconds / 60);
+  return `${minutes}m ${String(seconds % 60).padStart(2, '0')}s`;
+}
+
+function statusLine(task: TaskRecord): string {
+  switch (task.state) {
+    case 'submitting':
+      return 'Sending to the gateway…';
+    case 'running':
+      return task.progress === undefined ? 'Generating…' : `Generating ${progressBar(task.progress)}`;
+    case 'succeeded':
+      if (task.outcome.moderated) return 'Held back by moderation';
+      if (task.delivery.state === 'posted') return task.delivery.linkReason ? 'Done: link posted below' : 'Done: posted below';
+      if (task.delivery.state === 'closed') return 'Done, but it could not be posted';
+      return 'Done: posting…';
+    case 'failed':
+      return 'Failed';
+    case 'expired':
+      return 'Expired before it could be fetched';
+    case 'timed_out':
+      return 'Timed out';
+    case 'unknown':
+      return 'Outcome unknown';
+  }
+}
+
+function outcomeText(task: TaskRecord): string | undefined {
+  switch (task.state) {
+    case 'failed':
+      return describeFailure(task.outcome);
+    case 'timed_out':
+      return describeTimeout(task);
+    case 'expired':
+      return describeExpired(task);
+    case 'unknown':
+      return describeUnknownOutcome();
+    case 'succeeded': {
+      if (task.outcome.moderated) return describeModeration(task.outcome);
+      const notes = [describeStorageError(task.outcome), task.delivery.state === 'closed' ? task.delivery.lastError : undefined];
+      const text = notes.filter((note) => note !== undefined).join('\n');
+      return text || undefined;
+    }
+    default:
+      return undefined;
+  }
+}
+
+function color(task: TaskRecord): number {
+  if (task.state === 'succeeded' && !task.outcome.moderated && task.delivery.state !== 'closed') return COLORS.succeeded;
+  if (task.state === 'running' || task.state === 'submitting') return COLORS.running;
+  if (task.state === 'failed') return COLORS.failed;
+  return COLORS.warning;
+}
+
+/** What the card shows, as a key: an edit that would not change it is skipped. */
+export function cardStateKey(task: TaskRecord): string {
+  return [task.state, task.progress ?? '', task.delivery.state, task.delivery.linkReason ?? '', task.gatewayId ?? ''].join('|');
+}
+
+export function renderStatusCard(task: TaskRecord): { embeds: APIEmbed[] } {
+  const fields: NonNullable<APIEmbed['fields']> = [
+    { name: 'Model', value: `\`${task.model}\``, inline: true },
+    { name: 'Mode', value: MODE_LABELS[task.mode], inline: true },
+    { name: 'Layer', value: task.layer, inline: true },
+    { name: 'Task', value: task.gatewayId ? `\`${task.gatewayId}\`` : '—', inline: true },
+    { name: 'Status', value: statusLine(task), inline: true },
+  ];
+  const startedAt = task.submittedAt ?? task.createdAt;
+  fields.push(
+    task.finishedAt === undefined
+      ? { name: 'Started', value: `<t:${unixSeconds(startedAt)}:R>`, inline: true }
+      : { name: 'Took', value: formatDuration(task.finishedAt - startedAt), inline: true },
+  );
+  const outcome = outcomeText(task);
+  if (outcome) fields.push({ name: 'Details', value: truncate(outcome, 1024) });
+
+  return {
+    embeds: [
+      {
+        title: task.operation === 'generate' ? 'Video generation' : task.operation === 'edit' ? 'Video edit' : 'Video extension',
+        description: [
+          `Requested by <@${task.userId}>`,
+          task.prompt ? `> ${truncate(task.prompt, PROMPT_PREVIEW).replaceAll('\n', '\n> ')}` : undefined,
+        ]
+          .filter((line) => line !== undefined)
+          .join('\n'),
+        color: color(task),
+        fields,
+        footer: { text: `ref ${task.id}` },
+      },
+    ],
+  };
+}

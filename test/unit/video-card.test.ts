@@ -1,0 +1,138 @@
+import { describe, expect, it } from 'vitest';
+import type { TaskResult } from '../../src/gateway/types.ts';
+import { applyResult } from '../../src/tasks/apply-result.ts';
+import { describeFailure, describeSubmissionError } from '../../src/tasks/messages.ts';
+import { needsWork, parseTaskRecord, type TaskRecord } from '../../src/tasks/record.ts';
+import { cardStateKey, progressBar, renderStatusCard } from '../../src/tasks/status-card.ts';
+
+const task: TaskRecord = {
+  id: 'vabc123',
+  gatewayId: 'task_1',
+  layer: 'native',
+  keyId: 'k1',
+  guildId: '100000000000000001',
+  channelId: '100000000000000002',
+  userId: '100000000000000003',
+  operation: 'generate',
+  mode: 'text-to-video',
+  model: 'svc-imagine-video-1.5',
+  prompt: 'a cat surfing',
+  request: { model: 'svc-imagine-video-1.5', prompt: 'a cat surfing' },
+  createdAt: 1_700_000_000_000,
+  submittedAt: 1_700_000_001_000,
+  state: 'running',
+  polls: 0,
+  pollErrors: 0,
+  outcome: {},
+  card: { applicationId: 'app', interactionToken: 'token', tokenExpiresAt: 1_700_000_900_000 },
+  attachmentSizeLimit: 10_485_760,
+  delivery: { state: 'waiting', nonce: 'vabc123', attempts: 0 },
+};
+
+const result = (overrides: Partial<TaskResult>): TaskResult => ({
+  id: 'task_1',
+  layer: 'native',
+  status: 'running',
+  rawStatus: 'pending',
+  progress: undefined,
+  videoUrl: undefined,
+  moderated: false,
+  durationSeconds: undefined,
+  model: undefined,
+  file: undefined,
+  storageError: undefined,
+  costTicks: undefined,
+  costUsd: undefined,
+  error: undefined,
+  requestId: 'req-9',
+  ...overrides,
+});
+
+describe('following a task', () => {
+  it('keeps progress while running and still needs work', () => {
+    const next = applyResult(task, result({ progress: 40 }), 0);
+    expect(next.state).toBe('running');
+    expect(next.progress).toBe(40);
+    expect(needsWork(next)).toBe(true);
+  });
+
+  it('waits to post a succeeded video, with its cost and stored file', () => {
+    const next = applyResult(
+      task,
+      result({ status: 'succeeded', videoUrl: 'https://v/x.mp4', costTicks: 6_400_000_000, file: { fileId: 'f1', filename: 'x.mp4', expiresAt: undefined, publicUrl: 'https://pub/x.mp4' } }),
+      5,
+    );
+    expect(next).toMatchObject({ state: 'succeeded', finishedAt: 5, delivery: { state: 'waiting' } });
+    expect(next.outcome).toMatchObject({ videoUrl: 'https://v/x.mp4', costTicks: 6_400_000_000, storedFile: { fileId: 'f1', publicUrl: 'https://pub/x.mp4' } });
+  });
+
+  it.each([
+    ['a failure', result({ status: 'failed', error: { code: 'internal_error', message: 'boom' } })],
+    ['a moderated result', result({ status: 'succeeded', moderated: true })],
+    ['an expired result', result({ status: 'expired' })],
+  ])('has nothing to post after %s', (_label, answer) => {
+    const next = applyResult(task, answer, 5);
+    expect(next.delivery.state).toBe('closed');
+    expect(needsWork(next)).toBe(false);
+  });
+
+  it('survives a round trip through the store format', () => {
+    const stored: unknown = JSON.parse(JSON.stringify(applyResult(task, result({ status: 'failed', error: { code: 'invalid_argument', message: 'bad' } }), 9)));
+    expect(parseTaskRecord(stored)).toEqual(applyResult(task, result({ status: 'failed', error: { code: 'invalid_argument', message: 'bad' } }), 9));
+    expect(() => parseTaskRecord({ ...task, state: 'exploded' })).toThrow(/task.state must be one of/);
+    expect(() => parseTaskRecord({ ...task, delivery: { state: 'posted' } })).toThrow(/task.delivery.nonce must be a string/);
+  });
+});
+
+describe('the status card', () => {
+  it('shows prompt, model, mode, layer, task id, status with progress, and elapsed time', () => {
+    const [embed] = renderStatusCard({ ...task, progress: 60 }).embeds;
+    const fields = Object.fromEntries((embed?.fields ?? []).map((field) => [field.name, field.value]));
+    expect(embed?.description).toContain('a cat surfing');
+    expect(fields).toMatchObject({
+      Model: '`svc-imagine-video-1.5`',
+      Mode: 'Text to video',
+      Layer: 'native',
+      Task: '`task_1`',
+      Status: `Generating ${progressBar(60)}`,
+      Started: '<t:1700000001:R>',
+    });
+  });
+
+  it('says in plain words why a task failed, that the quota was refunded, and the request id', () => {
+    const failed = applyResult(task, result({ status: 'failed', error: { code: 'service_unavailable', message: 'busy' } }), task.submittedAt! + 65_000);
+    const [embed] = renderStatusCard(failed).embeds;
+    const details = embed?.fields?.find((field) => field.name === 'Details')?.value;
+    expect(details).toContain('overloaded');
+    expect(details).toContain('refunded automatically');
+    expect(details).toContain('req-9');
+    expect(embed?.fields?.find((field) => field.name === 'Took')?.value).toBe('1m 05s');
+  });
+
+  it('changes its state key only when what it shows changes', () => {
+    expect(cardStateKey({ ...task, polls: 3 })).toBe(cardStateKey(task));
+    expect(cardStateKey({ ...task, progress: 10 })).not.toBe(cardStateKey(task));
+  });
+});
+
+describe('messages for refused submissions', () => {
+  it.each([
+    ['insufficient_quota', /quota is used up.*Nothing was charged/],
+    ['rate_limit', /rate-limiting/],
+    ['too_many_requests', /Too many videos/],
+    ['invalid_api_key', /\/config key/],
+    ['permission_denied', /not allowed to use `svc-imagine-video`/],
+    ['model_not_found', /does not know the model `svc-imagine-video`/],
+    ['overloaded', /having trouble \(`overloaded`\)/],
+  ])('%s is explained', (code, pattern) => {
+    expect(describeSubmissionError({ code, status: 429, message: 'raw', model: 'svc-imagine-video', requestId: 'r1' })).toMatch(pattern);
+    expect(describeSubmissionError({ code, status: 429, message: 'raw', model: 'svc-imagine-video', requestId: 'r1' })).toContain('`r1`');
+  });
+
+  it('every asynchronous failure code is told in its own words', () => {
+    const texts = ['invalid_argument', 'permission_denied', 'failed_precondition', 'service_unavailable', 'internal_error'].map((code) =>
+      describeFailure({ error: { code, message: 'detail.' } }),
+    );
+    expect(new Set(texts).size).toBe(5);
+  });
+});

@@ -1,0 +1,116 @@
+import { describe, expect, it } from 'vitest';
+import {
+  InputError,
+  buildGenerationRequest,
+  endUserId,
+  generationMode,
+  optionForField,
+  parseVoiceList,
+  storageOptionsFor,
+  type AttachmentInput,
+  type GenerationInput,
+} from '../../src/tasks/requests.ts';
+
+const picture = (name: string, contentType = 'image/png'): AttachmentInput => ({
+  url: `https://cdn.example/attachments/1/2/${name}?ex=1&is=2&hm=3`,
+  filename: name,
+  contentType,
+  size: 1000,
+});
+
+const base: GenerationInput = {
+  prompt: 'a cat surfing',
+  model: 'svc-imagine-video-1.5',
+  duration: undefined,
+  resolution: undefined,
+  aspectRatio: undefined,
+  image: undefined,
+  lastFrame: undefined,
+  referenceImages: [],
+  voices: [],
+  referenceAudio: undefined,
+};
+
+describe('building a generation request from /video options', () => {
+  it('sends only what the user chose, with the end-user id', () => {
+    expect(buildGenerationRequest({ ...base, duration: 5, aspectRatio: '9:16' }, 'user-1', undefined)).toEqual({
+      model: 'svc-imagine-video-1.5',
+      prompt: 'a cat surfing',
+      duration: 5,
+      aspect_ratio: '9:16',
+      user: 'user-1',
+    });
+  });
+
+  it.each([
+    ['text-to-video', {}],
+    ['image-to-video', { image: picture('first.png') }],
+    ['reference', { referenceImages: [picture('style.png')] }],
+    ['reference', { voices: ['eve'] }],
+    ['reference', { image: picture('first.png'), referenceImages: [picture('style.png')] }],
+    ['first-last-frame', { lastFrame: picture('last.png') }],
+    ['first-last-frame', { image: picture('first.png'), lastFrame: picture('last.png') }],
+  ] as const)('detects %s mode from the fields sent', (mode, extra) => {
+    expect(generationMode(buildGenerationRequest({ ...base, ...extra }, 'u', undefined))).toBe(mode);
+  });
+
+  it('turns attachments into image objects with the attachment url, and voices into reference audios', () => {
+    const request = buildGenerationRequest(
+      {
+        ...base,
+        referenceImages: [picture('a.png'), picture('b.jpg', 'image/jpeg')],
+        voices: ['eve', 'leo'],
+        referenceAudio: { url: 'https://cdn.example/v.mp3', filename: 'v.mp3', contentType: 'audio/mpeg', size: 10 },
+      },
+      'u',
+      undefined,
+    );
+    expect(request.reference_images).toEqual([{ url: picture('a.png').url }, { url: picture('b.jpg').url }]);
+    expect(request.reference_audios).toEqual([{ voice_id: 'eve' }, { voice_id: 'leo' }, { url: 'https://cdn.example/v.mp3' }]);
+  });
+
+  it('names the option of an attachment of the wrong kind', () => {
+    const wrongImage = () => buildGenerationRequest({ ...base, referenceImages: [picture('a.png'), picture('clip.mp4', 'video/mp4')] }, 'u', undefined);
+    expect(wrongImage).toThrow(InputError);
+    expect(wrongImage).toThrow(/`reference_image_2` must be a PNG, JPEG, WebP or GIF picture/);
+    const wrongAudio = () => buildGenerationRequest({ ...base, referenceAudio: picture('x.png') }, 'u', undefined);
+    expect(wrongAudio).toThrow(/`reference_audio` must be an audio file/);
+  });
+
+  it('reads up to three voices however they are separated', () => {
+    expect(parseVoiceList('Eve, leo  ARA')).toEqual(['eve', 'leo', 'ara']);
+    expect(parseVoiceList(undefined)).toEqual([]);
+  });
+
+  it('asks the gateway to keep the video only when the server wants it', () => {
+    expect(storageOptionsFor({ keepDays: 0, publicLink: false }, 'v.mp4')).toBeUndefined();
+    expect(storageOptionsFor({ keepDays: 7, publicLink: true }, 'v.mp4')).toEqual({ filename: 'v.mp4', expires_after: 604_800, public_url: true });
+  });
+
+  it.each([
+    ['reference_images[0].url', 'reference_image'],
+    ['reference_images[2]', 'reference_image_3'],
+    ['reference_audios[1].voice_id', 'voice` / `reference_audio'],
+    ['last_frame.url', 'last_frame'],
+    ['image', 'image'],
+    ['video.url', 'video` / `task'],
+    ['seconds', 'duration'],
+    ['resolution', 'resolution'],
+  ])('maps the gateway field %s to the option %s', (field, option) => {
+    expect(optionForField(field)).toBe(option);
+  });
+});
+
+describe('the end-user id sent to the gateway', () => {
+  const salt = Buffer.alloc(32, 7);
+  it('is stable per user and differs between users', () => {
+    expect(endUserId(salt, '123456789012345678')).toBe(endUserId(salt, '123456789012345678'));
+    expect(endUserId(salt, '123456789012345678')).not.toBe(endUserId(salt, '123456789012345679'));
+  });
+
+  it('does not contain the Discord id and depends on the installation salt', () => {
+    const id = endUserId(salt, '123456789012345678');
+    expect(id).not.toContain('123456789012345678');
+    expect(endUserId(Buffer.alloc(32, 8), '123456789012345678')).not.toBe(id);
+  });
+});

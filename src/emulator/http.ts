@@ -1,0 +1,84 @@
+import { randomBytes } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { isRecord } from '../gateway/parse.ts';
+import type { Layer } from '../gateway/spec.ts';
+
+// Answers in the spec's formats. Every response carries x-request-id; errors are the compatibility
+// envelope under /v1 and the native body under /native/v1.
+
+export const MAX_REQUEST_BODY_BYTES = 1024 * 1024;
+
+export function newRequestId(): string {
+  return `req_${randomBytes(10).toString('hex')}`;
+}
+
+export function layerOfPath(path: string): Layer {
+  return path.startsWith('/native/') ? 'native' : 'compat';
+}
+
+export class HttpError extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly param: string | null;
+  readonly retryAfterSeconds: number | undefined;
+
+  constructor(status: number, code: string, message: string, param: string | null = null, retryAfterSeconds?: number) {
+    super(message);
+    this.status = status;
+    this.code = code;
+    this.param = param;
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+}
+
+/** 429 and 503 tell the client when to come back. */
+function retryAfterFor(error: HttpError): number | undefined {
+  if (error.retryAfterSeconds !== undefined) return error.retryAfterSeconds;
+  return error.status === 429 || error.status === 503 ? 1 : undefined;
+}
+
+export function errorBody(layer: Layer, error: HttpError): unknown {
+  if (layer === 'native') return { code: error.code, error: error.message, usage: { cost_in_usd_ticks: 0 } };
+  return { error: { message: error.message, type: 'gateway_api_error', param: error.param, code: error.code } };
+}
+
+export function sendJson(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  response.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
+  response.end(text);
+}
+
+export function sendError(response: ServerResponse, layer: Layer, error: HttpError): void {
+  const retryAfter = retryAfterFor(error);
+  sendJson(response, error.status, errorBody(layer, error), retryAfter === undefined ? {} : { 'retry-after': String(retryAfter) });
+}
+
+/** The body as JSON; a body over the cap, not JSON, or not an object is the layer's 400/413. */
+export async function readJsonObject(request: IncomingMessage): Promise<Readonly<Record<string, unknown>>> {
+  const declared = Number(request.headers['content-length']);
+  if (Number.isFinite(declared) && declared > MAX_REQUEST_BODY_BYTES) {
+    request.resume();
+    throw new HttpError(413, 'invalid_request_error', `The request body is larger than ${MAX_REQUEST_BODY_BYTES} bytes.`);
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of request) {
+    const buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk));
+    size += buffer.length;
+    if (size > MAX_REQUEST_BODY_BYTES) {
+      request.resume();
+      throw new HttpError(413, 'invalid_request_error', `The request body is larger than ${MAX_REQUEST_BODY_BYTES} bytes.`);
+    }
+    chunks.push(buffer);
+  }
+  const text = Buffer.concat(chunks).toString('utf8');
+  if (text.trim() === '') return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new HttpError(400, 'invalid_request_error', 'The request body is not valid JSON.');
+  }
+  if (!isRecord(value)) throw new HttpError(400, 'invalid_request_error', 'The request body must be a JSON object.');
+  return value;
+}

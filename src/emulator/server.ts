@@ -1,0 +1,272 @@
+import { EventEmitter } from 'node:events';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { isRecord } from '../gateway/parse.ts';
+import { LAYER_PREFIX, type Layer, type VideoOperation } from '../gateway/spec.ts';
+import { silentLogger, type Logger } from '../log.ts';
+import { resolveConfig, type EmulatorConfig, type EmulatorConfigInput } from './config.ts';
+import { HttpError, layerOfPath, newRequestId, readJsonObject, sendError, sendJson } from './http.ts';
+import { KeyRegistry, keyIdOf, type KeyAccount } from './keys.ts';
+import { attachRealtime, type RealtimeHandle } from './realtime/index.ts';
+import { renderCompat, renderNative } from './render.ts';
+import { TaskEngine, type Upload } from './tasks.ts';
+import { parseTriggers } from './triggers.ts';
+import { acceptRequest } from './validation.ts';
+
+// A local gateway faithful to gateway-api.md, for development, demos, tests and benchmarks: both layers,
+// edits and extensions, quotas and limits, storage and uploads, realtime voice, and prompt triggers.
+
+export interface JournalEntry {
+  method: string;
+  path: string;
+  status: number;
+  /** Which key called (a fingerprint: `emulator.keyIdOf(key)`), when it authenticated. */
+  keyId?: string;
+  body?: unknown;
+  requestId: string;
+  at: number;
+}
+
+export interface EmulatorOptions {
+  config?: EmulatorConfigInput;
+  port?: number;
+  host?: string;
+  log?: Logger;
+  /** Use only the configured keys (a configuration file), not also the default `emulator-key`. */
+  onlyGivenKeys?: boolean;
+}
+
+export interface Emulator {
+  readonly baseUrl: string;
+  readonly wsUrl: string;
+  readonly port: number;
+  readonly config: EmulatorConfig;
+  readonly requests: JournalEntry[];
+  waitForRequest(predicate: (entry: JournalEntry) => boolean, timeoutMs?: number): Promise<JournalEntry>;
+  quotaUsd(key: string): number;
+  keyIdOf(key: string): string;
+  readonly uploads: Upload[];
+  readonly realtime: RealtimeHandle;
+  close(): Promise<void>;
+}
+
+const OPERATIONS: Record<string, VideoOperation> = { generations: 'generate', edits: 'edit', extensions: 'extend' };
+const SUBMIT = /^\/(v1|native\/v1)\/videos\/(generations|edits|extensions)$/;
+const QUERY = /^\/(v1|native\/v1)\/videos\/([^/]+)$/;
+const CONTENT = /^\/v1\/videos\/([^/]+)\/content$/;
+const FILE = /^\/files\/([0-9a-f]+)\.mp4$/;
+const STORED = /^\/stored\/(file_[0-9a-f]+)\.mp4$/;
+
+function sendVideo(response: ServerResponse, bytes: Buffer): void {
+  response.writeHead(200, { 'content-type': 'video/mp4', 'content-length': bytes.length });
+  response.end(bytes);
+}
+
+export async function startEmulator(options: EmulatorOptions = {}): Promise<Emulator> {
+  const config = resolveConfig(options.config, { onlyGivenKeys: options.onlyGivenKeys ?? false });
+  const log = options.log ?? silentLogger;
+  const keys = new KeyRegistry(config);
+  const engine = new TaskEngine(config, keys, log);
+  const journal: JournalEntry[] = [];
+  const journalEvents = new EventEmitter();
+  /** How often each `[[http:...:N]]` prompt has been refused so far. */
+  const triggerCounts = new Map<string, number>();
+
+  function authorize(request: IncomingMessage, entry: JournalEntry, now: number): KeyAccount {
+    const account = keys.authenticate(request.headers.authorization);
+    entry.keyId = account.keyId;
+    keys.countRequest(account, now);
+    return account;
+  }
+
+  async function submit(request: IncomingMessage, response: ServerResponse, layer: Layer, operation: VideoOperation, entry: JournalEntry) {
+    const now = Date.now();
+    const body = await readJsonObject(request);
+    entry.body = body;
+    const account = authorize(request, entry, now);
+    const prompt = typeof body.prompt === 'string' ? body.prompt : undefined;
+    const triggers = parseTriggers(prompt);
+    if (triggers.http) {
+      const count = (triggerCounts.get(prompt ?? '') ?? 0) + 1;
+      triggerCounts.set(prompt ?? '', count);
+      if (triggers.http.times === undefined || count <= triggers.http.times) {
+        throw new HttpError(triggers.http.status, triggers.http.code, `Refused on request (${triggers.http.code}).`);
+      }
+    }
+    if (typeof body.model === 'string') {
+      if (!keys.isKnownModel(body.model)) throw new HttpError(404, 'model_not_found', `The model ${body.model} does not exist.`, 'model');
+      if (!keys.mayUse(account, body.model)) throw new HttpError(403, 'permission_denied', `This key's group may not use ${body.model}.`, 'model');
+    }
+    const accepted = acceptRequest(operation, layer, body, config.vendor);
+    if (engine.runningCount(account, now) >= config.limits.concurrent_tasks) {
+      throw new HttpError(429, 'too_many_requests', `At most ${config.limits.concurrent_tasks} tasks may run at once for this key.`);
+    }
+    keys.charge(account, accepted.costUsd);
+    const task = engine.create(operation, layer, account, accepted, triggers, now);
+    sendJson(response, 200, layer === 'native' ? { request_id: task.id } : { task_id: task.id, status: 'queued' });
+  }
+
+  function query(request: IncomingMessage, response: ServerResponse, layer: Layer, id: string, entry: JournalEntry) {
+    const now = Date.now();
+    authorize(request, entry, now);
+    const task = engine.get(decodeURIComponent(id), layer, now);
+    if (!task) {
+      throw new HttpError(404, 'not_found', layer === 'native' ? 'No deferred video' : `No task ${id} on this layer.`);
+    }
+    const answer = layer === 'native' ? renderNative(engine, task, now) : renderCompat(engine, task, now);
+    if (answer.body === undefined) {
+      response.writeHead(answer.status, { 'content-length': 0 });
+      response.end();
+    } else {
+      sendJson(response, answer.status, answer.body);
+    }
+  }
+
+  function content(request: IncomingMessage, response: ServerResponse, id: string, entry: JournalEntry) {
+    const now = Date.now();
+    authorize(request, entry, now);
+    const task = engine.get(decodeURIComponent(id), 'compat', now);
+    if (!task) throw new HttpError(404, 'not_found', `No task ${id} on this layer.`);
+    if (task.state !== 'succeeded') throw new HttpError(400, 'invalid_request_error', `Task ${id} has no video (status ${task.state}).`);
+    const bytes = engine.videoFor(task, now);
+    if (!bytes) throw new HttpError(404, 'not_found', `The video of task ${id} is no longer available.`);
+    sendVideo(response, bytes);
+  }
+
+  async function clientSecret(request: IncomingMessage, response: ServerResponse, entry: JournalEntry) {
+    const now = Date.now();
+    const account = authorize(request, entry, now);
+    const body = await readJsonObject(request);
+    const expiresAfter = body.expires_after;
+    let seconds: number | undefined;
+    if (expiresAfter !== undefined) {
+      const value = isRecord(expiresAfter) ? expiresAfter.seconds : undefined;
+      if (typeof value !== 'number') throw new HttpError(400, 'invalid_request_error', 'expires_after.seconds must be a number.', 'expires_after.seconds');
+      seconds = value;
+    }
+    sendJson(response, 200, keys.issueClientSecret(account, seconds, now));
+  }
+
+  function models(request: IncomingMessage, response: ServerResponse, entry: JournalEntry) {
+    const account = authorize(request, entry, Date.now());
+    sendJson(response, 200, {
+      object: 'list',
+      data: keys.modelsOf(account).map((id) => ({ id, object: 'model', owned_by: config.vendor })),
+    });
+  }
+
+  async function route(request: IncomingMessage, response: ServerResponse, path: string, entry: JournalEntry): Promise<void> {
+    const method = request.method ?? 'GET';
+    let match: RegExpExecArray | null;
+    if (method === 'GET' && (match = FILE.exec(path))) {
+      const bytes = engine.temporaryFile(match[1]!, Date.now());
+      if (!bytes) throw new HttpError(404, 'not_found', 'This video link has expired.');
+      return sendVideo(response, bytes);
+    }
+    if (method === 'GET' && (match = STORED.exec(path))) {
+      const bytes = engine.storedFile(match[1]!, Date.now());
+      if (!bytes) throw new HttpError(404, 'not_found', 'This stored file does not exist or has expired.');
+      return sendVideo(response, bytes);
+    }
+    if ((match = SUBMIT.exec(path))) {
+      if (method !== 'POST') throw new HttpError(405, 'invalid_request_error', `Use POST for ${path}.`);
+      return submit(request, response, layerOfPath(path), OPERATIONS[match[2]!]!, entry);
+    }
+    if ((match = CONTENT.exec(path))) {
+      if (method !== 'GET') throw new HttpError(405, 'invalid_request_error', `Use GET for ${path}.`);
+      return content(request, response, match[1]!, entry);
+    }
+    if ((match = QUERY.exec(path))) {
+      if (method !== 'GET') throw new HttpError(405, 'invalid_request_error', `Use GET for ${path}.`);
+      return query(request, response, layerOfPath(path), match[2]!, entry);
+    }
+    if (path === `${LAYER_PREFIX.compat}/models`) {
+      if (method !== 'GET') throw new HttpError(405, 'invalid_request_error', `Use GET for ${path}.`);
+      return models(request, response, entry);
+    }
+    if (path === `${LAYER_PREFIX.native}/realtime/client_secrets`) {
+      if (method !== 'POST') throw new HttpError(405, 'invalid_request_error', `Use POST for ${path}.`);
+      return clientSecret(request, response, entry);
+    }
+    throw new HttpError(404, 'not_found', `No route ${method} ${path}.`);
+  }
+
+  const server = createServer((request, response) => {
+    const requestId = newRequestId();
+    response.setHeader('x-request-id', requestId);
+    const path = new URL(request.url ?? '/', 'http://emulator').pathname;
+    const entry: JournalEntry = { method: request.method ?? 'GET', path, status: 0, requestId, at: Date.now() };
+    route(request, response, path, entry)
+      .catch((error: unknown) => {
+        if (error instanceof HttpError) {
+          sendError(response, layerOfPath(path), error);
+        } else {
+          log.error('emulator route failed', { path, error });
+          if (!response.headersSent) sendError(response, layerOfPath(path), new HttpError(500, 'upstream_error', 'The emulator failed unexpectedly.'));
+          else response.destroy();
+        }
+      })
+      .finally(() => {
+        entry.status = response.statusCode;
+        journal.push(entry);
+        journalEvents.emit('entry', entry);
+      });
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => resolve());
+  });
+  const address = server.address();
+  if (address === null || typeof address === 'string') throw new Error('the emulator is not listening on a TCP port');
+  const { port } = address;
+  const baseUrl = `http://127.0.0.1:${port}`;
+  engine.baseUrl = baseUrl;
+
+  const realtime = attachRealtime(server, {
+    vendor: config.vendor,
+    sessionMaxMs: () => config.timing.realtime_session_max_ms,
+    authorizeApiKey: (apiKey, model) => keys.authorizeRealtimeKey(apiKey, model),
+    authorizeClientSecret: (token, model) => keys.authorizeRealtimeSecret(token, model, Date.now()),
+    log,
+  });
+
+  return {
+    baseUrl,
+    wsUrl: `ws://127.0.0.1:${port}`,
+    port,
+    config,
+    requests: journal,
+    waitForRequest(predicate, timeoutMs = 10_000) {
+      const seen = journal.find(predicate);
+      if (seen) return Promise.resolve(seen);
+      return new Promise((resolve, reject) => {
+        const onEntry = (entry: JournalEntry) => {
+          if (!predicate(entry)) return;
+          clearTimeout(timer);
+          journalEvents.off('entry', onEntry);
+          resolve(entry);
+        };
+        const timer = setTimeout(() => {
+          journalEvents.off('entry', onEntry);
+          reject(new Error(`the emulator saw no matching request within ${timeoutMs} ms`));
+        }, timeoutMs);
+        journalEvents.on('entry', onEntry);
+      });
+    },
+    quotaUsd(key) {
+      const account = keys.account(key);
+      if (!account) throw new Error('no such key in the emulator');
+      engine.runningCount(account, Date.now());
+      return account.remainingUsd;
+    },
+    keyIdOf,
+    uploads: engine.uploads,
+    realtime,
+    async close() {
+      await realtime.close();
+      await engine.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

@@ -1,0 +1,279 @@
+import { once } from 'node:events';
+import { createServer, type Server } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
+
+// The emulator spoken to with raw HTTP, the way any client of the spec would: formats, bad input,
+// storage, uploads, url expiry, quotas and limits.
+
+const KEY = 'emulator-key';
+let emulator: Emulator;
+
+beforeAll(async () => {
+  emulator = await startEmulator({
+    config: {
+      keys: { 'classic-key-0001': { group: 'classic', quota_usd: 1 } },
+      groups: { classic: { models: ['svc-imagine-video'] } },
+      timing: { generation_ms: 80, task_timeout_ms: 400, url_ttl_ms: 300 },
+      limits: { rate_per_minute: 100_000, concurrent_tasks: 1000 },
+    },
+  });
+});
+afterAll(() => emulator.close());
+
+interface Answer {
+  status: number;
+  headers: Headers;
+  body: unknown;
+}
+
+async function call(method: string, path: string, body?: unknown, options: { key?: string | null; raw?: string } = {}): Promise<Answer> {
+  const key = options.key === undefined ? KEY : options.key;
+  const response = await fetch(`${emulator.baseUrl}${path}`, {
+    method,
+    headers: { ...(key === null ? {} : { authorization: `Bearer ${key}` }), 'content-type': 'application/json' },
+    body: options.raw ?? (body === undefined ? undefined : JSON.stringify(body)),
+  });
+  const text = await response.text();
+  return { status: response.status, headers: response.headers, body: text === '' ? undefined : (JSON.parse(text) as unknown) };
+}
+
+/** Polls a task (as clients of the spec must) until its status is one of `until`. */
+async function pollUntil(layer: 'compat' | 'native', id: string, until: (status: string | undefined) => boolean): Promise<Answer> {
+  const path = layer === 'compat' ? `/v1/videos/${id}` : `/native/v1/videos/${id}`;
+  for (;;) {
+    const answer = await call('GET', path);
+    if (until((answer.body as { status?: string } | undefined)?.status)) return answer;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+function waitUntilDone(layer: 'compat' | 'native', id: string): Promise<Answer> {
+  return pollUntil(layer, id, (status) => status !== undefined && !['queued', 'processing', 'pending'].includes(status));
+}
+
+describe('error formats', () => {
+  it('answers the compatibility layer with the envelope, naming the parameter', async () => {
+    const answer = await call('POST', '/v1/videos/generations', { model: 'svc-imagine-video-1.5', prompt: 'x', resolution: '4k' });
+    expect(answer.status).toBe(400);
+    expect(answer.body).toEqual({ error: { message: expect.any(String), type: 'gateway_api_error', param: 'resolution', code: 'invalid_request_error' } });
+    expect(answer.headers.get('x-request-id')).toMatch(/^req_/);
+  });
+
+  it('answers the native layer with a string error and a top-level code', async () => {
+    const answer = await call('POST', '/native/v1/videos/generations', { model: 'svc-imagine-video-1.5', prompt: 'x', resolution: '4k' });
+    expect(answer.status).toBe(400);
+    expect(answer.body).toEqual({ code: 'invalid_request_error', error: expect.any(String), usage: { cost_in_usd_ticks: 0 } });
+  });
+
+  it.each([
+    ['no key', null, 'Missing'],
+    ['a wrong key', 'nope-nope-nope', 'Invalid'],
+  ])('refuses %s with 401 invalid_api_key', async (_label, key, words) => {
+    const answer = await call('GET', '/v1/models', undefined, { key });
+    expect(answer.status).toBe(401);
+    expect(answer.body).toMatchObject({ error: { code: 'invalid_api_key', message: expect.stringContaining(words) } });
+  });
+
+  it('takes exactly one space after Bearer', async () => {
+    const response = await fetch(`${emulator.baseUrl}/v1/models`, { headers: { authorization: `Bearer  ${KEY}` } });
+    expect(response.status).toBe(401);
+  });
+
+  it.each([
+    ['malformed JSON', '{"model":', 'not valid JSON'],
+    ['a JSON array', '[1,2]', 'must be a JSON object'],
+  ])('answers %s with 400 in the layer format', async (_label, raw, words) => {
+    const compat = await call('POST', '/v1/videos/generations', undefined, { raw });
+    expect(compat.status).toBe(400);
+    expect(compat.body).toMatchObject({ error: { code: 'invalid_request_error', message: expect.stringContaining(words) } });
+    const native = await call('POST', '/native/v1/videos/generations', undefined, { raw });
+    expect(native.body).toMatchObject({ code: 'invalid_request_error', error: expect.stringContaining(words) });
+  });
+
+  it.each([
+    [{ model: 42 }, 'model'],
+    [{ model: 'svc-imagine-video-1.5', duration: 'long' }, 'duration'],
+    [{ model: 'svc-imagine-video-1.5', image: { url: 'https://a/b.png', file_id: 'f' } }, 'image'],
+    [{ model: 'svc-imagine-video-1.5', reference_audios: [{ voice_id: 'eve' }, { voice_id: 'leo' }, { voice_id: 'ara' }, { voice_id: 'rex' }] }, 'reference_audios'],
+    [{ model: 'svc-imagine-video-1.5', storage_options: { public_url: true } }, 'storage_options.filename'],
+    [{ model: 'svc-imagine-video-1.5', storage_options: { filename: 'a.mp4', expires_after: 2_592_001 } }, 'storage_options.expires_after'],
+  ])('answers wrong types and shapes with the offending param: %j', async (body, param) => {
+    const answer = await call('POST', '/v1/videos/generations', { prompt: 'x', ...body });
+    expect(answer.status).toBe(400);
+    expect(answer.body).toMatchObject({ error: { param } });
+  });
+
+  it('lists the available voices when a voice_id is unknown', async () => {
+    const answer = await call('POST', '/v1/videos/generations', { model: 'svc-imagine-video-1.5', prompt: 'x', reference_audios: [{ voice_id: 'nobody' }] });
+    expect(answer.status).toBe(400);
+    expect(answer.body).toMatchObject({ error: { message: expect.stringContaining('eve') } });
+  });
+
+  it('refuses a huge body with 413 and stays up', async () => {
+    const answer = await call('POST', '/v1/videos/generations', undefined, { raw: JSON.stringify({ model: 'x', prompt: 'a'.repeat(2 * 1024 * 1024) }) });
+    expect(answer.status).toBe(413);
+    expect((await call('GET', '/v1/models')).status).toBe(200);
+  });
+
+  it('answers unknown routes with 404 in the layer format', async () => {
+    expect((await call('GET', '/v1/nothing')).body).toMatchObject({ error: { code: 'not_found' } });
+    expect((await call('GET', '/native/v1/nothing')).body).toMatchObject({ code: 'not_found' });
+  });
+
+  it('does not know one layer\'s task ids on the other', async () => {
+    const native = (await call('POST', '/native/v1/videos/generations', { model: 'svc-imagine-video-1.5', prompt: 'cross' })).body as { request_id: string };
+    const compat = (await call('POST', '/v1/videos/generations', { model: 'svc-imagine-video-1.5', prompt: 'cross' })).body as { task_id: string };
+    expect((await call('GET', `/v1/videos/${native.request_id}`)).status).toBe(404);
+    expect((await call('GET', `/native/v1/videos/${compat.task_id}`)).status).toBe(404);
+  });
+});
+
+describe('models and groups', () => {
+  it('lists the models of the key\'s group', async () => {
+    const all = await call('GET', '/v1/models');
+    expect(all.body).toMatchObject({ object: 'list', data: expect.arrayContaining([{ id: 'svc-imagine-video-1.5', object: 'model', owned_by: 'svc' }, { id: 'svc-voice-latest', object: 'model', owned_by: 'svc' }]) });
+    const classic = await call('GET', '/v1/models', undefined, { key: 'classic-key-0001' });
+    expect(classic.body).toEqual({ object: 'list', data: [{ id: 'svc-imagine-video', object: 'model', owned_by: 'svc' }] });
+  });
+
+  it('answers 403 for a model outside the group and 404 for an unknown model', async () => {
+    const outside = await call('POST', '/v1/videos/generations', { model: 'svc-imagine-video-1.5', prompt: 'x' }, { key: 'classic-key-0001' });
+    expect(outside.status).toBe(403);
+    expect(outside.body).toMatchObject({ error: { code: 'permission_denied' } });
+    const unknown = await call('POST', '/v1/videos/generations', { model: 'svc-imagine-video-9', prompt: 'x' });
+    expect(unknown.status).toBe(404);
+    expect(unknown.body).toMatchObject({ error: { code: 'model_not_found' } });
+  });
+});
+
+describe('results', () => {
+  it('serves a real mp4 through /content with the key and the temporary url without it', async () => {
+    const { task_id: id } = (await call('POST', '/v1/videos/generations', { model: 'svc-imagine-video-1.5', prompt: 'cat' })).body as { task_id: string };
+    const done = (await waitUntilDone('compat', id)).body as { status: string; url: string; usage: { cost_in_usd_ticks: number } };
+    expect(done.status).toBe('succeeded');
+    expect(done.usage.cost_in_usd_ticks).toBeGreaterThan(0);
+    const viaContent = await fetch(`${emulator.baseUrl}/v1/videos/${id}/content`, { headers: { authorization: `Bearer ${KEY}` } });
+    const bytes = Buffer.from(await viaContent.arrayBuffer());
+    expect(viaContent.headers.get('content-type')).toBe('video/mp4');
+    expect(bytes.subarray(4, 8).toString('latin1')).toBe('ftyp');
+    expect((await fetch(`${emulator.baseUrl}/v1/videos/${id}/content`)).status).toBe(401);
+    expect(Buffer.from(await (await fetch(done.url)).arrayBuffer())).toEqual(bytes);
+  });
+
+  it('expires temporary urls: the native task reads expired and the url is gone', async () => {
+    const { request_id: id } = (await call('POST', '/native/v1/videos/generations', { model: 'svc-imagine-video-1.5', prompt: 'soon gone' })).body as { request_id: string };
+    const done = (await waitUntilDone('native', id)).body as { status: string; video: { url: string } };
+    expect(done.status).toBe('done');
+    expect((await fetch(done.video.url)).status).toBe(200);
+    await pollUntil('native', id, (status) => status === 'expired');
+    expect((await fetch(done.video.url)).status).toBe(404);
+  });
+
+  it('keeps the video when asked, with a public link and an expiry', async () => {
+    const { request_id: id } = (
+      await call('POST', '/native/v1/videos/generations', {
+        model: 'svc-imagine-video-1.5',
+        prompt: 'keep me',
+        storage_options: { filename: 'keep.mp4', expires_after: 3600, public_url: true },
+      })
+    ).body as { request_id: string };
+    const done = (await waitUntilDone('native', id)).body as { video: { url: string; file_output: { file_id: string; filename: string; expires_at: number; public_url: string } } };
+    expect(done.video.file_output).toMatchObject({ file_id: expect.stringMatching(/^file_/), filename: 'keep.mp4', expires_at: expect.any(Number) });
+    expect((await fetch(done.video.file_output.public_url)).status).toBe(200);
+  });
+
+  it('reports a storage failure without failing the task', async () => {
+    const { task_id: id } = (
+      await call('POST', '/v1/videos/generations', { model: 'svc-imagine-video-1.5', prompt: 'x [[storage-fail]]', storage_options: { filename: 'a.mp4' } })
+    ).body as { task_id: string };
+    const done = (await waitUntilDone('compat', id)).body as { status: string; url: string; video: { storage_error: string; file_output?: unknown } };
+    expect(done.status).toBe('succeeded');
+    expect(done.video.storage_error).toEqual(expect.any(String));
+    expect(done.video.file_output).toBeUndefined();
+    expect((await fetch(done.url)).status).toBe(200);
+  });
+
+  it('PUTs the video to output.upload_url', async () => {
+    let receive!: (body: { method: string | undefined; bytes: Buffer }) => void;
+    const received = new Promise<{ method: string | undefined; bytes: Buffer }>((resolve) => (receive = resolve));
+    const target: Server = createServer((request, response) => {
+      const chunks: Buffer[] = [];
+      request.on('data', (chunk: Buffer) => chunks.push(chunk));
+      request.on('end', () => {
+        response.writeHead(200).end();
+        receive({ method: request.method, bytes: Buffer.concat(chunks) });
+      });
+    });
+    target.listen(0, '127.0.0.1');
+    await once(target, 'listening');
+    const address = target.address();
+    const port = typeof address === 'object' && address ? address.port : 0;
+    await call('POST', '/v1/videos/generations', { model: 'svc-imagine-video-1.5', prompt: 'upload', output: { upload_url: `http://127.0.0.1:${port}/put/video.mp4` } });
+    const upload = await received;
+    expect(upload.method).toBe('PUT');
+    expect(upload.bytes.subarray(4, 8).toString('latin1')).toBe('ftyp');
+    target.close();
+  });
+
+  it('answers native pending polls with 202, with and without a body', async () => {
+    const slow = await startEmulator({ config: { timing: { generation_ms: 5000 } } });
+    try {
+      const submit = await fetch(`${slow.baseUrl}/native/v1/videos/generations`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'svc-imagine-video-1.5', prompt: 'slow' }),
+      });
+      const { request_id: id } = (await submit.json()) as { request_id: string };
+      const polls = await Promise.all([1, 2].map(async () => {
+        const response = await fetch(`${slow.baseUrl}/native/v1/videos/${id}`, { headers: { authorization: `Bearer ${KEY}` } });
+        return { status: response.status, text: await response.text() };
+      }));
+      expect(polls.map((poll) => poll.status)).toEqual([202, 202]);
+      expect(polls.map((poll) => poll.text === '').sort()).toEqual([false, true]);
+    } finally {
+      await slow.close();
+    }
+  });
+});
+
+describe('quota', () => {
+  it('charges at submission and refunds a failed task automatically', async () => {
+    const before = emulator.quotaUsd(KEY);
+    const { task_id: id } = (await call('POST', '/v1/videos/generations', { model: 'svc-imagine-video-1.5', prompt: 'x [[fail:internal_error]]', duration: 4 })).body as { task_id: string };
+    expect(emulator.quotaUsd(KEY)).toBeLessThan(before);
+    const failed = (await waitUntilDone('compat', id)).body as { status: string; error: { code: string } };
+    expect(failed).toMatchObject({ status: 'failed', error: { code: 'internal_error' } });
+    expect(emulator.quotaUsd(KEY)).toBeCloseTo(before, 6);
+  });
+
+  it('refuses a video the remaining quota cannot pay for', async () => {
+    const answer = await call('POST', '/v1/videos/generations', { model: 'svc-imagine-video', prompt: 'x', duration: 15, resolution: '720p' }, { key: 'classic-key-0001' });
+    expect(answer.status).toBe(429);
+    expect(answer.body).toMatchObject({ error: { code: 'insufficient_quota' } });
+  });
+});
+
+describe('padding the video to a size', () => {
+  it('serves a valid mp4 of exactly the configured size', async () => {
+    const padded = await startEmulator({ config: { timing: { generation_ms: 10 }, video: { bytes: 200_000 } } });
+    try {
+      const submit = await fetch(`${padded.baseUrl}/v1/videos/generations`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'svc-imagine-video-1.5', prompt: 'big' }),
+      });
+      const { task_id: id } = (await submit.json()) as { task_id: string };
+      for (let status = ''; status !== 'succeeded'; ) {
+        const poll = await fetch(`${padded.baseUrl}/v1/videos/${id}`, { headers: { authorization: `Bearer ${KEY}` } });
+        status = ((await poll.json()) as { status: string }).status;
+      }
+      const response = await fetch(`${padded.baseUrl}/v1/videos/${id}/content`, { headers: { authorization: `Bearer ${KEY}` } });
+      const bytes = Buffer.from(await response.arrayBuffer());
+      expect(bytes.length).toBe(200_000);
+      expect(bytes.subarray(4, 8).toString('latin1')).toBe('ftyp');
+    } finally {
+      await padded.close();
+    }
+  });
+});

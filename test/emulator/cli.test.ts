@@ -27,7 +27,7 @@ async function listeningUrl(process: ReturnType<typeof run>): Promise<string> {
   for (;;) {
     const match = /"url":"(http:\/\/127\.0\.0\.1:\d+)"/.exec(process.output());
     if (match?.[1]) return match[1];
-    await once(process.child.stdout!, 'data');
+    await once(process.child.stdout, 'data');
   }
 }
 
@@ -69,7 +69,7 @@ describe('the emulator command', () => {
     const file = join(directory, `bad-${Math.random().toString(36).slice(2)}.json`);
     writeFileSync(file, JSON.stringify(config));
     const emulator = run(['--port', '0', '--config', file]);
-    const [code] = await once(emulator.child, 'exit');
+    const [code]: unknown[] = await once(emulator.child, 'exit');
     expect(code).toBe(2);
     expect(emulator.output()).toContain(message);
   });

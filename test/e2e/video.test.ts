@@ -1,0 +1,47 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startWorld, type World } from '../support/world.ts';
+
+let world: World;
+beforeAll(async () => {
+  world = await startWorld();
+}, 60_000);
+afterAll(() => world?.stop());
+
+describe('the bot on the stand-ins', () => {
+  it('registers /video with its subcommands', () => {
+    const video = world.discord.commands().find((command) => command.name === 'video');
+    const options = Array.isArray(video?.options) ? video.options : [];
+    expect(options.map((option: { name?: unknown }) => option.name)).toEqual(['generate', 'edit', 'extend', 'status', 'list']);
+  });
+
+  it('answers a command within Discord\'s 3 s deadline', async () => {
+    const { discord, guild } = world;
+    const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'list' });
+    const callback = await run.response();
+    expect(callback.at - run.record.createdAt).toBeLessThan(3000);
+    expect(callback.data.flags).toBe(64);
+    expect(callback.data.content).toContain('no videos');
+  });
+
+  it('generates a video and posts the emulator\'s mp4 in the channel, replying to the status card', async () => {
+    const { discord, guild } = world;
+    const run = discord.runCommand({
+      user: guild.member,
+      guildId: guild.id,
+      channelId: guild.textChannelId,
+      command: 'video',
+      subcommand: 'generate',
+      options: { prompt: 'a lighthouse at dawn', duration: 4 },
+    });
+    expect((await run.response()).type).toBe(5);
+    const card = await run.waitForReply((message) => JSON.stringify(message.embeds).includes('Generating') || JSON.stringify(message.embeds).includes('Done'));
+    const posted = await discord.waitForMessage(guild.textChannelId, (message) => message.attachments.length > 0, 20_000);
+    expect(posted.content).toContain(`<@${guild.member.id}>`);
+    expect(posted.messageReference?.message_id).toBe(card.id);
+    expect(posted.attachments[0]?.filename).toMatch(/\.mp4$/);
+    expect(posted.attachments[0]?.bytes.subarray(4, 8).toString('latin1')).toBe('ftyp');
+    const labels = JSON.stringify(posted.components);
+    for (const label of ['Extend', 'Edit', 'Regenerate']) expect(labels).toContain(label);
+    await run.waitForReply((message) => JSON.stringify(message.embeds).includes('posted below'));
+  });
+});

@@ -1,0 +1,535 @@
+import { randomBytes } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import { createServer, type Server } from 'node:http';
+import { isRecord } from '../../../src/gateway/parse.ts';
+import { Gateway } from './gateway.ts';
+import { CALLBACK, Interactions, type Callback, type InteractionRecord } from './interactions.ts';
+import { MessageStore, RestApi, type InjectedFailure, type RecordedRequest } from './rest.ts';
+import { snowflake } from './snowflake.ts';
+import {
+  DEFAULT_ATTACHMENT_LIMIT,
+  EVERYONE_PERMISSIONS,
+  PERMISSIONS,
+  StandInState,
+  channelObject,
+  memberObject,
+  memberPermissions,
+  roleObject,
+  userObject,
+  type Guild,
+  type Message,
+  type User,
+} from './state.ts';
+import { startVoiceServer, type VoiceServer } from './voice-server.ts';
+
+// A local Discord for end-to-end tests: the real discord.js (in the bot's own process) talks to it over
+// REST and the gateway, @discordjs/voice over the voice websocket and UDP, and tests drive simulated users.
+
+export { PERMISSIONS, type Message, type User };
+
+export interface StandInOptions {
+  responseDeadlineMs?: number;
+  tokenLifetimeMs?: number;
+  heartbeatIntervalMs?: number;
+}
+
+export interface TestGuild {
+  id: string;
+  name: string;
+  textChannelId: string;
+  voiceChannelId: string;
+  adminRoleId: string;
+  memberRoleId: string;
+  /** Has Manage Server through the admin role. */
+  admin: User;
+  /** No permission beyond @everyone. */
+  member: User;
+}
+
+export interface AttachmentValue {
+  filename: string;
+  bytes: Buffer;
+  contentType: string;
+}
+
+export type OptionValue = string | number | boolean | AttachmentValue | User;
+
+export interface CommandRun {
+  user: User;
+  guildId: string;
+  channelId: string;
+  command: string;
+  group?: string;
+  subcommand?: string;
+  options?: Record<string, OptionValue | undefined>;
+}
+
+const OPTION = { subcommand: 1, group: 2, string: 3, integer: 4, boolean: 5, user: 6, channel: 7, role: 8, mentionable: 9, number: 10, attachment: 11 } as const;
+const INTERACTION = { command: 2, component: 3, autocomplete: 4, modal: 5 } as const;
+const LOADING = 128;
+
+function isAttachment(value: unknown): value is AttachmentValue {
+  return isRecord(value) && Buffer.isBuffer(value.bytes) && typeof value.filename === 'string';
+}
+
+function isUser(value: unknown): value is User {
+  return isRecord(value) && typeof value.id === 'string' && typeof value.username === 'string';
+}
+
+export class InteractionHandle {
+  readonly record: InteractionRecord;
+  readonly #standIn: DiscordStandIn;
+
+  constructor(record: InteractionRecord, standIn: DiscordStandIn) {
+    this.record = record;
+    this.#standIn = standIn;
+  }
+
+  get interaction(): Record<string, unknown> {
+    return this.record.payload;
+  }
+
+  get followUps(): Message[] {
+    return this.record.followUps;
+  }
+
+  /** The first callback; rejects when none came before Discord's deadline. */
+  response(): Promise<Callback> {
+    return this.#standIn.waitFor(() => this.record.callbacks[0], this.#standIn.responseDeadlineMs + 500, `a response to /${this.record.name}`);
+  }
+
+  /** The reply as it stands once it is more than a "thinking…" placeholder. */
+  reply(timeoutMs?: number): Promise<Message> {
+    return this.waitForReply(() => true, timeoutMs);
+  }
+
+  waitForReply(predicate: (message: Message) => boolean, timeoutMs = 10_000): Promise<Message> {
+    return this.#standIn.waitFor(
+      () => {
+        const original = this.record.original;
+        return original && (original.flags & LOADING) === 0 && predicate(original) ? original : undefined;
+      },
+      timeoutMs,
+      `the reply to /${this.record.name}`,
+    );
+  }
+
+  /** Autocomplete choices offered (callback type 8). */
+  async choices(): Promise<{ name: string; value: string | number }[]> {
+    const callback = await this.response();
+    if (callback.type !== CALLBACK.autocomplete) throw new Error(`expected autocomplete choices, got callback type ${callback.type}`);
+    const choices = Array.isArray(callback.data.choices) ? callback.data.choices : [];
+    return choices.flatMap((choice: unknown) =>
+      isRecord(choice) && typeof choice.name === 'string' && (typeof choice.value === 'string' || typeof choice.value === 'number') ? [{ name: choice.name, value: choice.value }] : [],
+    );
+  }
+
+  /** The modal shown (callback type 9): its custom id and text inputs. */
+  async modal(): Promise<{ customId: string; inputs: string[] }> {
+    const callback = await this.response();
+    if (callback.type !== CALLBACK.modal) throw new Error(`expected a modal, got callback type ${callback.type}`);
+    const rows = Array.isArray(callback.data.components) ? callback.data.components : [];
+    const inputs = rows.flatMap((row: unknown) => {
+      const children: unknown[] = isRecord(row) && Array.isArray(row.components) ? row.components : isRecord(row) && isRecord(row.component) ? [row.component] : [];
+      return children.flatMap((child) => (isRecord(child) && typeof child.custom_id === 'string' ? [child.custom_id] : []));
+    });
+    return { customId: typeof callback.data.custom_id === 'string' ? callback.data.custom_id : '', inputs };
+  }
+}
+
+export class DiscordStandIn {
+  readonly state = new StandInState();
+  readonly events = new EventEmitter();
+  readonly requests: RecordedRequest[] = [];
+  readonly voice: VoiceServer;
+  readonly responseDeadlineMs: number;
+  readonly #server: Server;
+  readonly #gateway: Gateway;
+  readonly #interactions: Interactions;
+  readonly #failures: InjectedFailure[] = [];
+  readonly #baseUrl: string;
+
+  constructor(server: Server, baseUrl: string, voice: VoiceServer, options: Required<StandInOptions>) {
+    this.#server = server;
+    this.#baseUrl = baseUrl;
+    this.voice = voice;
+    this.responseDeadlineMs = options.responseDeadlineMs;
+    this.events.setMaxListeners(0);
+    this.state.baseUrl = baseUrl;
+    const messages = new MessageStore(
+      this.state,
+      (message) => this.events.emit('message', message),
+      (message) => this.events.emit('messageUpdate', message),
+    );
+    this.#interactions = new Interactions(this.state, messages, this.events, options);
+    this.#gateway = new Gateway({
+      state: this.state,
+      voice,
+      events: this.events,
+      heartbeatIntervalMs: options.heartbeatIntervalMs,
+      url: () => `${baseUrl.replace('http', 'ws')}/gateway`,
+    });
+    const rest = new RestApi({
+      state: this.state,
+      messages,
+      interactions: this.#interactions,
+      gatewayUrl: () => `${baseUrl.replace('http', 'ws')}/gateway`,
+      dispatch: (event, data) => this.#gateway.dispatch(event, data),
+      record: (request) => {
+        this.requests.push(request);
+        this.events.emit('request', request);
+      },
+      failures: this.#failures,
+    });
+    server.on('request', (request, response) => {
+      const url = new URL(request.url ?? '/', 'http://stand-in');
+      const attachment = /^\/attachments\/\d+\/(\d+)\//.exec(url.pathname);
+      if (attachment) {
+        const stored = this.state.attachments.get(attachment[1] ?? '');
+        if (!stored) response.writeHead(404).end();
+        else response.writeHead(200, { 'content-type': stored.contentType, 'content-length': stored.bytes.length }).end(stored.bytes);
+        return;
+      }
+      const api = /^\/api(?:\/v\d+)?(\/.*)$/.exec(url.pathname);
+      if (!api) {
+        response.writeHead(404).end();
+        return;
+      }
+      rest.handle(request, response, api[1] ?? '/').catch((error: unknown) => {
+        this.events.emit('error', error);
+        if (!response.headersSent) response.writeHead(500, { 'content-type': 'application/json' }).end('{"message":"stand-in failure","code":0}');
+      });
+    });
+    server.on('upgrade', (request, socket, head) => {
+      if (new URL(request.url ?? '/', 'http://stand-in').pathname === '/gateway') this.#gateway.handleUpgrade(request, socket, head);
+      else socket.destroy();
+    });
+  }
+
+  get apiUrl(): string {
+    return `${this.#baseUrl}/api`;
+  }
+
+  get botToken(): string {
+    return this.state.botToken;
+  }
+
+  get applicationId(): string {
+    return this.state.applicationId;
+  }
+
+  get botUserId(): string {
+    return this.state.botUser.id;
+  }
+
+  get caCertPath(): string {
+    return this.voice.caCertPath;
+  }
+
+  /** Resolves once `check` returns something, re-checking after every stand-in event. */
+  waitFor<T>(check: () => T | undefined, timeoutMs: number, what: string): Promise<T> {
+    const now = check();
+    if (now !== undefined) return Promise.resolve(now);
+    return new Promise((resolve, reject) => {
+      const names = ['message', 'messageUpdate', 'callback', 'request', 'botReady', 'identify', 'resumed', 'botVoiceState', 'gatewayOpen', 'gatewayClose'];
+      const onEvent = () => {
+        const value = check();
+        if (value === undefined) return;
+        cleanup();
+        resolve(value);
+      };
+      const timer = setTimeout(() => {
+        cleanup();
+        reject(new Error(`the Discord stand-in saw no ${what} within ${timeoutMs} ms`));
+      }, timeoutMs);
+      const cleanup = () => {
+        clearTimeout(timer);
+        for (const name of names) this.events.off(name, onEvent);
+      };
+      for (const name of names) this.events.on(name, onEvent);
+    });
+  }
+
+  createUser(options: { guildId?: string; name?: string; roles?: string[] } = {}): User {
+    const user: User = { id: snowflake(), username: options.name ?? `user-${randomBytes(3).toString('hex')}`, bot: false };
+    this.state.users.set(user.id, user);
+    if (options.guildId) {
+      const guild = this.#guild(options.guildId);
+      guild.members.set(user.id, { userId: user.id, roleIds: options.roles ?? [], joinedAt: new Date().toISOString() });
+      this.#gateway.dispatch('GUILD_MEMBER_ADD', { guild_id: guild.id, ...memberObject(guild.members.get(user.id)!, user) });
+    }
+    return user;
+  }
+
+  createGuild(options: { name?: string; attachmentSizeLimit?: number } = {}): TestGuild {
+    const id = snowflake();
+    const owner: User = { id: snowflake(), username: 'owner', bot: false };
+    this.state.users.set(owner.id, owner);
+    const adminRoleId = snowflake();
+    const memberRoleId = snowflake();
+    const guild: Guild = {
+      id,
+      name: options.name ?? `server-${randomBytes(2).toString('hex')}`,
+      ownerId: owner.id,
+      attachmentSizeLimit: options.attachmentSizeLimit ?? DEFAULT_ATTACHMENT_LIMIT,
+      roles: [
+        { id, name: '@everyone', permissions: EVERYONE_PERMISSIONS, position: 0 },
+        { id: adminRoleId, name: 'Admins', permissions: PERMISSIONS.manageGuild, position: 2 },
+        { id: memberRoleId, name: 'Members', permissions: 0n, position: 1 },
+      ],
+      channels: [
+        { id: snowflake(), guildId: id, type: 0, name: 'general' },
+        { id: snowflake(), guildId: id, type: 2, name: 'Voice' },
+      ],
+      members: new Map(),
+      voiceStates: new Map(),
+    };
+    const now = new Date().toISOString();
+    guild.members.set(owner.id, { userId: owner.id, roleIds: [], joinedAt: now });
+    guild.members.set(this.state.botUser.id, { userId: this.state.botUser.id, roleIds: [], joinedAt: now });
+    this.state.guilds.set(id, guild);
+    const admin = this.createUser({ guildId: id, name: 'admin', roles: [adminRoleId] });
+    const member = this.createUser({ guildId: id, name: 'member', roles: [memberRoleId] });
+    // A server added while the bot runs arrives as the bot joining it.
+    if (this.#gateway.ready) this.#gateway.dispatch('GUILD_CREATE', this.#gateway.guildCreate(guild));
+    return { id, name: guild.name, textChannelId: guild.channels[0]!.id, voiceChannelId: guild.channels[1]!.id, adminRoleId, memberRoleId, admin, member };
+  }
+
+  setAttachmentSizeLimit(guildId: string, bytes: number): void {
+    this.#guild(guildId).attachmentSizeLimit = bytes;
+  }
+
+  /** IDENTIFY done and every GUILD_CREATE sent. */
+  waitForBot(timeoutMs = 20_000): Promise<true> {
+    return this.waitFor(() => (this.#gateway.ready ? true : undefined), timeoutMs, 'bot login');
+  }
+
+  waitForCommands(guildId?: string, timeoutMs = 20_000): Promise<Record<string, unknown>[]> {
+    return this.waitFor(() => {
+      const commands = this.commands(guildId);
+      return commands.length > 0 ? commands : undefined;
+    }, timeoutMs, 'command registration');
+  }
+
+  commands(guildId?: string): Record<string, unknown>[] {
+    return this.state.commands.get(guildId ?? 'global') ?? [];
+  }
+
+  messages(channelId: string): Message[] {
+    return [...this.state.messages.values()].filter((message) => message.channelId === channelId && !message.deleted);
+  }
+
+  waitForMessage(channelId: string, predicate: (message: Message) => boolean, timeoutMs = 15_000): Promise<Message> {
+    return this.waitFor(() => this.messages(channelId).find(predicate), timeoutMs, `a message in channel ${channelId}`);
+  }
+
+  rateLimit(options: { method?: string; route: RegExp; times: number; retryAfterSeconds: number; global?: boolean }): void {
+    this.#failures.push({ method: options.method, route: options.route, remaining: options.times, status: 429, retryAfterSeconds: options.retryAfterSeconds, global: options.global ?? false });
+  }
+
+  failRoute(options: { method?: string; route: RegExp; times: number; status: number }): void {
+    this.#failures.push({ method: options.method, route: options.route, remaining: options.times, status: options.status });
+  }
+
+  expireInteraction(handle: InteractionHandle): void {
+    this.#interactions.expire(handle.record);
+  }
+
+  dropGatewayConnection(): void {
+    this.#gateway.dropConnection();
+  }
+
+  withholdHeartbeatAck(count = 1): void {
+    this.#gateway.withholdHeartbeatAck(count);
+  }
+
+  get gatewayConnected(): boolean {
+    return this.#gateway.connected;
+  }
+
+  joinVoice(user: User, guildId: string, channelId: string): void {
+    this.#gateway.userVoiceState(this.#guild(guildId), user.id, channelId);
+  }
+
+  leaveVoice(user: User, guildId: string): void {
+    this.#gateway.userVoiceState(this.#guild(guildId), user.id, null);
+  }
+
+  /** Which voice channel the bot is in, per Discord's voice states. */
+  botVoiceChannel(guildId: string): string | undefined {
+    return this.#guild(guildId).voiceStates.get(this.state.botUser.id)?.channelId;
+  }
+
+  #guild(guildId: string): Guild {
+    const guild = this.state.guilds.get(guildId);
+    if (!guild) throw new Error(`no guild ${guildId} in the stand-in`);
+    return guild;
+  }
+
+  #definition(guildId: string, command: string): Record<string, unknown> {
+    const definition = [...(this.state.commands.get(guildId) ?? []), ...(this.state.commands.get('global') ?? [])].find((candidate) => candidate.name === command);
+    if (!definition) throw new Error(`the bot registered no /${command}`);
+    return definition;
+  }
+
+  #base(type: number, user: User, guildId: string, channelId: string): { record: InteractionRecord; payload: Record<string, unknown> } {
+    const guild = this.#guild(guildId);
+    const channel = guild.channels.find((candidate) => candidate.id === channelId);
+    if (!channel) throw new Error(`no channel ${channelId} in guild ${guildId}`);
+    const member = guild.members.get(user.id);
+    if (!member) throw new Error(`${user.username} is not a member of guild ${guildId}`);
+    const id = snowflake();
+    const token = `aW50ZXJhY3Rpb24${randomBytes(48).toString('base64url')}`;
+    const permissions = memberPermissions(guild, member);
+    const payload: Record<string, unknown> = {
+      id,
+      application_id: this.state.applicationId,
+      type,
+      token,
+      version: 1,
+      guild_id: guildId,
+      channel_id: channelId,
+      channel: { ...channelObject(channel), permissions: permissions.toString() },
+      member: memberObject(member, user, permissions),
+      app_permissions: ((1n << 50n) - 1n).toString(),
+      locale: 'en-US',
+      guild_locale: 'en-US',
+      entitlements: [],
+      authorizing_integration_owners: { '0': guildId },
+      context: 0,
+      attachment_size_limit: guild.attachmentSizeLimit,
+    };
+    const record: InteractionRecord = {
+      id,
+      token,
+      type,
+      name: '',
+      createdAt: Date.now(),
+      guildId,
+      channelId,
+      userId: user.id,
+      payload,
+      callbacks: [],
+      original: undefined,
+      followUps: [],
+      sourceMessage: undefined,
+      tokenExpired: false,
+    };
+    return { record, payload };
+  }
+
+  #commandData(run: CommandRun, focused?: string): Record<string, unknown> {
+    const definition = this.#definition(run.guildId, run.command);
+    const resolved: Record<string, Record<string, unknown>> = {};
+    let level: unknown[] = Array.isArray(definition.options) ? definition.options : [];
+    const path: { name: string; type: number }[] = [];
+    for (const [name, type] of [[run.group, OPTION.group], [run.subcommand, OPTION.subcommand]] as const) {
+      if (!name) continue;
+      const option = level.find((candidate) => isRecord(candidate) && candidate.name === name);
+      if (!isRecord(option)) throw new Error(`/${run.command} has no ${name}`);
+      path.push({ name, type });
+      level = Array.isArray(option.options) ? option.options : [];
+    }
+    const values = Object.entries(run.options ?? {}).flatMap(([name, value]) => {
+      if (value === undefined) return [];
+      const option = level.find((candidate) => isRecord(candidate) && candidate.name === name);
+      if (!isRecord(option) || typeof option.type !== 'number') throw new Error(`/${run.command} ${path.map((part) => part.name).join(' ')} has no option ${name}`);
+      return [{ name, type: option.type, value: this.#optionValue(option.type, value, run, resolved), ...(focused === name ? { focused: true } : {}) }];
+    });
+    let options: unknown[] = values;
+    for (const part of [...path].reverse()) options = [{ name: part.name, type: part.type, options }];
+    return { id: definition.id, name: run.command, type: 1, options, resolved, guild_id: run.guildId };
+  }
+
+  #optionValue(type: number, value: OptionValue, run: CommandRun, resolved: Record<string, Record<string, unknown>>): unknown {
+    if (type === OPTION.attachment) {
+      if (!isAttachment(value)) throw new Error('an attachment option takes { filename, bytes, contentType }');
+      const stored = this.state.storeAttachment(run.channelId, value.filename, value.contentType, value.bytes);
+      (resolved.attachments ??= {})[stored.id] = { id: stored.id, filename: stored.filename, size: stored.bytes.length, url: stored.url, proxy_url: stored.url, content_type: stored.contentType };
+      return stored.id;
+    }
+    if (type === OPTION.user) {
+      const user = isUser(value) ? value : this.state.users.get(String(value));
+      if (!user) throw new Error(`no user ${String(value)}`);
+      (resolved.users ??= {})[user.id] = userObject(user);
+      const member = this.#guild(run.guildId).members.get(user.id);
+      if (member) (resolved.members ??= {})[user.id] = { roles: member.roleIds, joined_at: member.joinedAt, nick: null, avatar: null, flags: 0, pending: false, premium_since: null, communication_disabled_until: null };
+      return user.id;
+    }
+    if (type === OPTION.channel) {
+      const channel = this.#guild(run.guildId).channels.find((candidate) => candidate.id === String(value));
+      if (!channel) throw new Error(`no channel ${String(value)}`);
+      (resolved.channels ??= {})[channel.id] = { ...channelObject(channel), permissions: ((1n << 50n) - 1n).toString() };
+      return channel.id;
+    }
+    if (type === OPTION.role) {
+      const role = this.#guild(run.guildId).roles.find((candidate) => candidate.id === String(value));
+      if (!role) throw new Error(`no role ${String(value)}`);
+      (resolved.roles ??= {})[role.id] = roleObject(role);
+      return role.id;
+    }
+    if (isAttachment(value) || isUser(value)) throw new Error(`option type ${type} takes a plain value`);
+    return value;
+  }
+
+  #start(record: InteractionRecord, payload: Record<string, unknown>): InteractionHandle {
+    this.#interactions.register(record);
+    this.#gateway.dispatch('INTERACTION_CREATE', payload);
+    return new InteractionHandle(record, this);
+  }
+
+  runCommand(run: CommandRun): InteractionHandle {
+    const { record, payload } = this.#base(INTERACTION.command, run.user, run.guildId, run.channelId);
+    record.name = run.command;
+    payload.data = this.#commandData(run);
+    return this.#start(record, payload);
+  }
+
+  autocomplete(run: CommandRun & { focused: string }): InteractionHandle {
+    const { record, payload } = this.#base(INTERACTION.autocomplete, run.user, run.guildId, run.channelId);
+    record.name = run.command;
+    payload.data = this.#commandData(run, run.focused);
+    return this.#start(record, payload);
+  }
+
+  clickButton(options: { user: User; message: Message; customId: string }): InteractionHandle {
+    const found = this.state.channel(options.message.channelId);
+    if (!found) throw new Error('the message is in no known channel');
+    const { record, payload } = this.#base(INTERACTION.component, options.user, found.guild.id, options.message.channelId);
+    record.name = options.customId;
+    record.sourceMessage = options.message;
+    payload.data = { custom_id: options.customId, component_type: 2 };
+    payload.message = this.state.messageObject(options.message);
+    return this.#start(record, payload);
+  }
+
+  submitModal(options: { user: User; guildId: string; channelId: string; customId: string; fields: Record<string, string> }): InteractionHandle {
+    const { record, payload } = this.#base(INTERACTION.modal, options.user, options.guildId, options.channelId);
+    record.name = options.customId;
+    payload.data = {
+      custom_id: options.customId,
+      components: Object.entries(options.fields).map(([customId, value]) => ({ type: 1, components: [{ type: 4, custom_id: customId, value }] })),
+    };
+    return this.#start(record, payload);
+  }
+
+  async close(): Promise<void> {
+    this.#gateway.close();
+    this.#server.closeAllConnections();
+    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+    await this.voice.close();
+  }
+}
+
+export async function startDiscordStandIn(options: StandInOptions = {}): Promise<DiscordStandIn> {
+  const voice = await startVoiceServer();
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  if (address === null || typeof address === 'string') throw new Error('the stand-in is not on a TCP port');
+  return new DiscordStandIn(server, `http://127.0.0.1:${address.port}`, voice, {
+    responseDeadlineMs: options.responseDeadlineMs ?? 3000,
+    tokenLifetimeMs: options.tokenLifetimeMs ?? 15 * 60_000,
+    heartbeatIntervalMs: options.heartbeatIntervalMs ?? 41_250,
+  });
+}

@@ -1,0 +1,385 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { isRecord } from '../../../src/gateway/parse.ts';
+import type { Interactions } from './interactions.ts';
+import { snowflake } from './snowflake.ts';
+import { channelObject, memberObject, roleObject, userObject, type Message, type StandInState, type StoredAttachment } from './state.ts';
+
+// Discord's REST API, the part a bot uses: gateway discovery, command registration, interaction
+// callbacks and webhooks, channel messages with uploads, threads, and reads of guilds and members.
+
+export const MAX_REQUEST_BYTES = 25 * 1024 * 1024;
+const NONCE_WINDOW_MS = 5 * 60_000;
+
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  status: number;
+  at: number;
+}
+
+export interface InjectedFailure {
+  method: string | undefined;
+  route: RegExp;
+  remaining: number;
+  status: number;
+  retryAfterSeconds?: number;
+  global?: boolean;
+}
+
+export class RestError extends Error {
+  readonly status: number;
+  readonly code: number;
+  constructor(status: number, code: number, message: string) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+export interface ParsedBody {
+  json: Readonly<Record<string, unknown>>;
+  files: { name: string; contentType: string; bytes: Buffer }[];
+}
+
+async function readBody(request: IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of request) {
+    const buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk));
+    size += buffer.length;
+    if (size > MAX_REQUEST_BYTES) {
+      request.resume();
+      throw new RestError(413, 40005, 'Request entity too large');
+    }
+    chunks.push(buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
+/** JSON, or multipart with files[n] parts and a payload_json part, as @discordjs/rest sends them. */
+export async function parseBody(request: IncomingMessage): Promise<ParsedBody> {
+  const raw = await readBody(request);
+  const type = request.headers['content-type'] ?? '';
+  if (type.startsWith('multipart/form-data')) {
+    const form = await new Request('http://stand-in/', { method: 'POST', headers: { 'content-type': type }, body: raw }).formData();
+    const files: ParsedBody['files'] = [];
+    let json: Readonly<Record<string, unknown>> = {};
+    for (const [name, value] of form.entries()) {
+      if (name === 'payload_json' && typeof value === 'string') {
+        const parsed: unknown = JSON.parse(value);
+        if (isRecord(parsed)) json = parsed;
+      } else if (typeof value !== 'string') {
+        files.push({ name: value.name, contentType: value.type || 'application/octet-stream', bytes: Buffer.from(await value.arrayBuffer()) });
+      }
+    }
+    return { json, files };
+  }
+  if (raw.length === 0) return { json: {}, files: [] };
+  const parsed: unknown = JSON.parse(raw.toString('utf8'));
+  return { json: isRecord(parsed) ? parsed : {}, files: [] };
+}
+
+function sendJson(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  response.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
+  response.end(text);
+}
+
+function arrayOf(value: unknown): unknown[] {
+  return Array.isArray(value) ? value : [];
+}
+
+export interface MessageDraft {
+  channelId: string;
+  authorId: string;
+  body: ParsedBody;
+  webhookId?: string;
+  interaction?: Message['interaction'];
+  extraFlags?: number;
+}
+
+/** What creating and editing messages shares: content, embeds, components, flags, and files. */
+export class MessageStore {
+  readonly #state: StandInState;
+  readonly #onCreate: (message: Message) => void;
+  readonly #onUpdate: (message: Message) => void;
+
+  constructor(state: StandInState, onCreate: (message: Message) => void, onUpdate: (message: Message) => void) {
+    this.#state = state;
+    this.#onCreate = onCreate;
+    this.#onUpdate = onUpdate;
+  }
+
+  #checkUploads(channelId: string, files: ParsedBody['files']): void {
+    const limit = this.#state.channel(channelId)?.guild.attachmentSizeLimit ?? Infinity;
+    if (files.some((file) => file.bytes.length > limit)) throw new RestError(413, 40005, 'Request entity too large');
+  }
+
+  #attachments(channelId: string, files: ParsedBody['files'], descriptors: unknown[]): StoredAttachment[] {
+    return files.map((file, index) => {
+      const descriptor = descriptors[index];
+      const filename = isRecord(descriptor) && typeof descriptor.filename === 'string' ? descriptor.filename : file.name;
+      return this.#state.storeAttachment(channelId, filename, file.contentType, file.bytes);
+    });
+  }
+
+  create(draft: MessageDraft): Message {
+    const { json, files } = draft.body;
+    this.#checkUploads(draft.channelId, files);
+    if (typeof json.nonce === 'string' || typeof json.nonce === 'number') {
+      if (json.enforce_nonce === true) {
+        // Discord: a repeated nonce from the same author within a few minutes returns the first message.
+        const earlier = [...this.#state.messages.values()].find(
+          (message) => message.nonce === json.nonce && message.authorId === draft.authorId && message.channelId === draft.channelId && Date.now() - Date.parse(message.timestamp) < NONCE_WINDOW_MS,
+        );
+        if (earlier) return earlier;
+      }
+    }
+    const reference = isRecord(json.message_reference) && typeof json.message_reference.message_id === 'string' ? { message_id: json.message_reference.message_id } : undefined;
+    const message: Message = {
+      id: snowflake(),
+      channelId: draft.channelId,
+      authorId: draft.authorId,
+      content: typeof json.content === 'string' ? json.content : '',
+      embeds: arrayOf(json.embeds),
+      components: arrayOf(json.components),
+      attachments: this.#attachments(draft.channelId, files, arrayOf(json.attachments)),
+      flags: (typeof json.flags === 'number' ? json.flags : 0) | (draft.extraFlags ?? 0),
+      ...(reference ? { messageReference: reference } : {}),
+      ...(typeof json.nonce === 'string' || typeof json.nonce === 'number' ? { nonce: json.nonce } : {}),
+      timestamp: new Date().toISOString(),
+      editedTimestamp: null,
+      ...(draft.webhookId ? { webhookId: draft.webhookId } : {}),
+      ...(draft.interaction ? { interaction: draft.interaction } : {}),
+      deleted: false,
+    };
+    this.#state.messages.set(message.id, message);
+    this.#onCreate(message);
+    return message;
+  }
+
+  edit(message: Message, body: ParsedBody): Message {
+    const { json, files } = body;
+    this.#checkUploads(message.channelId, files);
+    if ('content' in json) message.content = typeof json.content === 'string' ? json.content : '';
+    if ('embeds' in json) message.embeds = arrayOf(json.embeds);
+    if ('components' in json) message.components = arrayOf(json.components);
+    if (typeof json.flags === 'number') message.flags = json.flags | (message.flags & 64);
+    if (files.length > 0) message.attachments = [...message.attachments, ...this.#attachments(message.channelId, files, arrayOf(json.attachments))];
+    // Discord clears the "thinking" state with the first edit of a deferred reply.
+    message.flags &= ~128;
+    message.editedTimestamp = new Date().toISOString();
+    this.#onUpdate(message);
+    return message;
+  }
+}
+
+export interface RestDeps {
+  state: StandInState;
+  messages: MessageStore;
+  interactions: Interactions;
+  gatewayUrl: () => string;
+  dispatch: (event: string, data: Record<string, unknown>) => void;
+  record: (request: RecordedRequest) => void;
+  failures: InjectedFailure[];
+}
+
+type Handler = (match: RegExpExecArray, request: IncomingMessage, response: ServerResponse) => Promise<void>;
+
+export class RestApi {
+  readonly #deps: RestDeps;
+  readonly #routes: { method: string; pattern: RegExp; authenticated: boolean; handle: Handler }[] = [];
+
+  constructor(deps: RestDeps) {
+    this.#deps = deps;
+    this.#defineRoutes();
+  }
+
+  #route(method: string, pattern: RegExp, handle: Handler, authenticated = true): void {
+    this.#routes.push({ method, pattern, handle, authenticated });
+  }
+
+  async handle(request: IncomingMessage, response: ServerResponse, path: string): Promise<void> {
+    const method = request.method ?? 'GET';
+    const record = () => this.#deps.record({ method, path, status: response.statusCode, at: Date.now() });
+    try {
+      const failure = this.#deps.failures.find((candidate) => candidate.remaining > 0 && (candidate.method === undefined || candidate.method === method) && candidate.route.test(path));
+      if (failure) {
+        failure.remaining--;
+        request.resume();
+        if (failure.status === 429) {
+          const retryAfter = failure.retryAfterSeconds ?? 1;
+          sendJson(response, 429, { message: 'You are being rate limited.', retry_after: retryAfter, global: failure.global ?? false }, {
+            'retry-after': String(retryAfter),
+            'x-ratelimit-scope': failure.global ? 'global' : 'user',
+            ...(failure.global ? { 'x-ratelimit-global': 'true' } : {}),
+          });
+        } else {
+          sendJson(response, failure.status, { message: 'Internal Server Error', code: 0 });
+        }
+        return;
+      }
+      for (const route of this.#routes) {
+        if (route.method !== method) continue;
+        const match = route.pattern.exec(path);
+        if (!match) continue;
+        if (route.authenticated && request.headers.authorization !== `Bot ${this.#deps.state.botToken}`) {
+          request.resume();
+          sendJson(response, 401, { message: '401: Unauthorized', code: 0 });
+          return;
+        }
+        await route.handle(match, request, response);
+        return;
+      }
+      request.resume();
+      sendJson(response, 404, { message: '404: Not Found', code: 0 });
+    } catch (error) {
+      if (error instanceof RestError) sendJson(response, error.status, { message: error.message, code: error.code });
+      else if (error instanceof SyntaxError) sendJson(response, 400, { message: 'Invalid JSON', code: 50109 });
+      else throw error;
+    } finally {
+      record();
+    }
+  }
+
+  #defineRoutes(): void {
+    const { state, messages, interactions, dispatch } = this.#deps;
+    const json = sendJson;
+
+    this.#route('GET', /^\/gateway\/bot$/, async (_m, _q, response) => {
+      json(response, 200, { url: this.#deps.gatewayUrl(), shards: 1, session_start_limit: { total: 1000, remaining: 1000, reset_after: 0, max_concurrency: 1 } });
+    });
+    this.#route('GET', /^\/gateway$/, async (_m, _q, response) => json(response, 200, { url: this.#deps.gatewayUrl() }), false);
+    this.#route('GET', /^\/users\/@me$/, async (_m, _q, response) => json(response, 200, userObject(state.botUser)));
+    this.#route('GET', /^\/applications\/@me$/, async (_m, _q, response) => {
+      json(response, 200, { id: state.applicationId, name: state.botUser.username, flags: 0, bot: userObject(state.botUser) });
+    });
+
+    // Commands: a bulk overwrite answers the registered list.
+    const putCommands = (scope: string): Handler => async (match, request, response) => {
+      const parsed: unknown = JSON.parse((await readBody(request)).toString('utf8'));
+      const registered = arrayOf(parsed).map((command) => ({
+        ...(isRecord(command) ? command : {}),
+        id: snowflake(),
+        application_id: state.applicationId,
+        version: snowflake(),
+        type: 1,
+        ...(scope === 'guild' ? { guild_id: match[2] } : {}),
+      }));
+      state.commands.set(scope === 'guild' ? (match[2] ?? '') : 'global', registered);
+      json(response, 200, registered);
+    };
+    this.#route('PUT', /^\/applications\/(\d+)\/commands$/, putCommands('global'));
+    this.#route('PUT', /^\/applications\/(\d+)\/guilds\/(\d+)\/commands$/, putCommands('guild'));
+    this.#route('GET', /^\/applications\/(\d+)\/commands$/, async (_m, _q, response) => json(response, 200, state.commands.get('global') ?? []));
+    this.#route('GET', /^\/applications\/(\d+)\/guilds\/(\d+)\/commands$/, async (match, _q, response) => json(response, 200, state.commands.get(match[2] ?? '') ?? []));
+
+    // Interactions: callbacks are unauthenticated, as are the interaction webhooks.
+    this.#route('POST', /^\/interactions\/(\d+)\/([^/]+)\/callback$/, async (match, request, response) => {
+      const body = await parseBody(request);
+      const withResponse = new URL(request.url ?? '/', 'http://stand-in').searchParams.get('with_response') === 'true';
+      const result = interactions.callback(match[1] ?? '', decodeURIComponent(match[2] ?? ''), body);
+      if (withResponse) json(response, 200, result);
+      else {
+        response.writeHead(204);
+        response.end();
+      }
+    }, false);
+    this.#route('GET', /^\/webhooks\/(\d+)\/([^/]+)\/messages\/([^/]+)$/, async (match, _q, response) => {
+      json(response, 200, state.messageObject(interactions.webhookMessage(decodeURIComponent(match[2] ?? ''), decodeURIComponent(match[3] ?? ''))));
+    }, false);
+    this.#route('PATCH', /^\/webhooks\/(\d+)\/([^/]+)\/messages\/([^/]+)$/, async (match, request, response) => {
+      const message = interactions.webhookMessage(decodeURIComponent(match[2] ?? ''), decodeURIComponent(match[3] ?? ''));
+      json(response, 200, state.messageObject(messages.edit(message, await parseBody(request))));
+    }, false);
+    this.#route('DELETE', /^\/webhooks\/(\d+)\/([^/]+)\/messages\/([^/]+)$/, async (match, _q, response) => {
+      const message = interactions.webhookMessage(decodeURIComponent(match[2] ?? ''), decodeURIComponent(match[3] ?? ''));
+      message.deleted = true;
+      response.writeHead(204);
+      response.end();
+    }, false);
+    this.#route('POST', /^\/webhooks\/(\d+)\/([^/]+)$/, async (match, request, response) => {
+      const message = interactions.followUp(decodeURIComponent(match[2] ?? ''), await parseBody(request));
+      json(response, 200, state.messageObject(message));
+    }, false);
+
+    // Channel messages.
+    const channelOf = (channelId: string) => {
+      const found = state.channel(channelId);
+      if (!found) throw new RestError(404, 10003, 'Unknown Channel');
+      return found;
+    };
+    const messageOf = (channelId: string, messageId: string): Message => {
+      const message = state.messages.get(messageId);
+      if (!message || message.channelId !== channelId || message.deleted) throw new RestError(404, 10008, 'Unknown Message');
+      return message;
+    };
+    this.#route('POST', /^\/channels\/(\d+)\/messages$/, async (match, request, response) => {
+      channelOf(match[1] ?? '');
+      const message = messages.create({ channelId: match[1] ?? '', authorId: state.botUser.id, body: await parseBody(request) });
+      json(response, 200, state.messageObject(message));
+    });
+    this.#route('GET', /^\/channels\/(\d+)\/messages$/, async (match, request, response) => {
+      channelOf(match[1] ?? '');
+      const query = new URL(request.url ?? '/', 'http://stand-in').searchParams;
+      const limit = Math.min(100, Number(query.get('limit') ?? 50));
+      const after = query.get('after');
+      const list = [...state.messages.values()]
+        .filter((message) => message.channelId === match[1] && !message.deleted && (after === null || BigInt(message.id) > BigInt(after)))
+        .sort((a, b) => (BigInt(b.id) > BigInt(a.id) ? 1 : -1))
+        .slice(0, limit);
+      json(response, 200, list.map((message) => state.messageObject(message)));
+    });
+    this.#route('GET', /^\/channels\/(\d+)\/messages\/(\d+)$/, async (match, _q, response) => {
+      json(response, 200, state.messageObject(messageOf(match[1] ?? '', match[2] ?? '')));
+    });
+    this.#route('PATCH', /^\/channels\/(\d+)\/messages\/(\d+)$/, async (match, request, response) => {
+      const message = messageOf(match[1] ?? '', match[2] ?? '');
+      if (message.authorId !== state.botUser.id) throw new RestError(403, 50005, 'Cannot edit a message authored by another user');
+      json(response, 200, state.messageObject(messages.edit(message, await parseBody(request))));
+    });
+    this.#route('DELETE', /^\/channels\/(\d+)\/messages\/(\d+)$/, async (match, _q, response) => {
+      messageOf(match[1] ?? '', match[2] ?? '').deleted = true;
+      response.writeHead(204);
+      response.end();
+    });
+
+    // Threads, from a message or on their own.
+    const createThread = (parentId: string, body: Readonly<Record<string, unknown>>): Record<string, unknown> => {
+      const { guild } = channelOf(parentId);
+      const thread = { id: snowflake(), guildId: guild.id, type: 11, name: typeof body.name === 'string' ? body.name : 'thread', parentId };
+      guild.channels.push(thread);
+      const object = channelObject(thread);
+      dispatch('THREAD_CREATE', { ...object, newly_created: true });
+      return object;
+    };
+    this.#route('POST', /^\/channels\/(\d+)\/messages\/(\d+)\/threads$/, async (match, request, response) => {
+      messageOf(match[1] ?? '', match[2] ?? '');
+      json(response, 201, createThread(match[1] ?? '', (await parseBody(request)).json));
+    });
+    this.#route('POST', /^\/channels\/(\d+)\/threads$/, async (match, request, response) => {
+      json(response, 201, createThread(match[1] ?? '', (await parseBody(request)).json));
+    });
+    this.#route('GET', /^\/channels\/(\d+)$/, async (match, _q, response) => json(response, 200, channelObject(channelOf(match[1] ?? '').channel)));
+
+    // Guild reads.
+    const guildOf = (guildId: string) => {
+      const guild = state.guilds.get(guildId);
+      if (!guild) throw new RestError(404, 10004, 'Unknown Guild');
+      return guild;
+    };
+    this.#route('GET', /^\/guilds\/(\d+)$/, async (match, _q, response) => {
+      const guild = guildOf(match[1] ?? '');
+      json(response, 200, { id: guild.id, name: guild.name, owner_id: guild.ownerId, roles: guild.roles.map(roleObject), features: [], emojis: [], stickers: [] });
+    });
+    this.#route('GET', /^\/guilds\/(\d+)\/roles$/, async (match, _q, response) => json(response, 200, guildOf(match[1] ?? '').roles.map(roleObject)));
+    this.#route('GET', /^\/guilds\/(\d+)\/channels$/, async (match, _q, response) => json(response, 200, guildOf(match[1] ?? '').channels.map(channelObject)));
+    this.#route('GET', /^\/guilds\/(\d+)\/members\/(\d+)$/, async (match, _q, response) => {
+      const guild = guildOf(match[1] ?? '');
+      const member = guild.members.get(match[2] ?? '');
+      const user = state.users.get(match[2] ?? '');
+      if (!member || !user) throw new RestError(404, 10007, 'Unknown Member');
+      json(response, 200, memberObject(member, user));
+    });
+  }
+}

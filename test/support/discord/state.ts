@@ -1,0 +1,230 @@
+import { randomBytes } from 'node:crypto';
+import { snowflake } from './snowflake.ts';
+
+// What the stand-in knows: guilds with their channels, roles and members, users, messages, commands.
+// Shapes follow Discord's API objects, trimmed to what discord.js reads.
+
+export const PERMISSIONS = {
+  administrator: 1n << 3n,
+  manageGuild: 1n << 5n,
+  viewChannel: 1n << 10n,
+  sendMessages: 1n << 11n,
+  embedLinks: 1n << 14n,
+  attachFiles: 1n << 15n,
+  readMessageHistory: 1n << 16n,
+  connect: 1n << 20n,
+  speak: 1n << 21n,
+  useApplicationCommands: 1n << 31n,
+  createPublicThreads: 1n << 35n,
+  sendMessagesInThreads: 1n << 38n,
+} as const;
+
+export const EVERYONE_PERMISSIONS =
+  PERMISSIONS.viewChannel |
+  PERMISSIONS.sendMessages |
+  PERMISSIONS.embedLinks |
+  PERMISSIONS.attachFiles |
+  PERMISSIONS.readMessageHistory |
+  PERMISSIONS.connect |
+  PERMISSIONS.speak |
+  PERMISSIONS.useApplicationCommands |
+  PERMISSIONS.createPublicThreads |
+  PERMISSIONS.sendMessagesInThreads;
+
+export const DEFAULT_ATTACHMENT_LIMIT = 10 * 1024 * 1024;
+
+export interface User {
+  id: string;
+  username: string;
+  bot: boolean;
+}
+
+export interface Role {
+  id: string;
+  name: string;
+  permissions: bigint;
+  position: number;
+}
+
+export interface Channel {
+  id: string;
+  guildId: string;
+  type: number;
+  name: string;
+  parentId?: string;
+}
+
+export interface Member {
+  userId: string;
+  roleIds: string[];
+  joinedAt: string;
+}
+
+export interface Guild {
+  id: string;
+  name: string;
+  ownerId: string;
+  attachmentSizeLimit: number;
+  roles: Role[];
+  channels: Channel[];
+  members: Map<string, Member>;
+  voiceStates: Map<string, { channelId: string; sessionId: string }>;
+}
+
+export interface StoredAttachment {
+  id: string;
+  filename: string;
+  contentType: string;
+  bytes: Buffer;
+  url: string;
+}
+
+export interface Message {
+  id: string;
+  channelId: string;
+  authorId: string;
+  content: string;
+  embeds: unknown[];
+  components: unknown[];
+  attachments: StoredAttachment[];
+  flags: number;
+  messageReference?: { message_id: string };
+  nonce?: string | number;
+  timestamp: string;
+  editedTimestamp: string | null;
+  webhookId?: string;
+  interaction?: { id: string; type: number; name: string; userId: string };
+  deleted: boolean;
+}
+
+export function userObject(user: User): Record<string, unknown> {
+  return { id: user.id, username: user.username, discriminator: '0', global_name: user.username, avatar: null, bot: user.bot, flags: 0 };
+}
+
+export function memberObject(member: Member, user: User, permissions?: bigint): Record<string, unknown> {
+  return {
+    user: userObject(user),
+    roles: member.roleIds,
+    joined_at: member.joinedAt,
+    nick: null,
+    avatar: null,
+    premium_since: null,
+    deaf: false,
+    mute: false,
+    pending: false,
+    flags: 0,
+    communication_disabled_until: null,
+    ...(permissions === undefined ? {} : { permissions: permissions.toString() }),
+  };
+}
+
+export function roleObject(role: Role): Record<string, unknown> {
+  return {
+    id: role.id,
+    name: role.name,
+    color: 0,
+    hoist: false,
+    icon: null,
+    unicode_emoji: null,
+    position: role.position,
+    permissions: role.permissions.toString(),
+    managed: false,
+    mentionable: false,
+    flags: 0,
+  };
+}
+
+export function channelObject(channel: Channel): Record<string, unknown> {
+  const base = { id: channel.id, type: channel.type, guild_id: channel.guildId, name: channel.name, position: 0, permission_overwrites: [], flags: 0 };
+  if (channel.type === 2) return { ...base, bitrate: 64_000, user_limit: 0, rtc_region: null, parent_id: null, nsfw: false };
+  if (channel.type === 11) {
+    return { ...base, parent_id: channel.parentId, owner_id: null, message_count: 0, member_count: 0, thread_metadata: { archived: false, auto_archive_duration: 1440, archive_timestamp: new Date().toISOString(), locked: false } };
+  }
+  return { ...base, topic: null, nsfw: false, parent_id: null, last_message_id: null, rate_limit_per_user: 0 };
+}
+
+export function memberPermissions(guild: Guild, member: Member): bigint {
+  const everyone = guild.roles.find((role) => role.id === guild.id)?.permissions ?? 0n;
+  const combined = member.roleIds.reduce((sum, roleId) => sum | (guild.roles.find((role) => role.id === roleId)?.permissions ?? 0n), everyone);
+  if (guild.ownerId === member.userId || (combined & PERMISSIONS.administrator) !== 0n) return (1n << 50n) - 1n;
+  return combined;
+}
+
+export class StandInState {
+  readonly users = new Map<string, User>();
+  readonly guilds = new Map<string, Guild>();
+  readonly messages = new Map<string, Message>();
+  /** Registered commands: key "global" or a guild id. */
+  readonly commands = new Map<string, Record<string, unknown>[]>();
+  readonly attachments = new Map<string, StoredAttachment>();
+  readonly botUser: User;
+  readonly applicationId: string;
+  readonly botToken: string;
+  #baseUrl = '';
+
+  constructor() {
+    this.applicationId = snowflake();
+    this.botUser = { id: this.applicationId, username: 'video-voice-bot', bot: true };
+    this.users.set(this.botUser.id, this.botUser);
+    this.botToken = `${Buffer.from(this.botUser.id).toString('base64url')}.${randomBytes(4).toString('base64url')}.${randomBytes(20).toString('base64url')}`;
+  }
+
+  set baseUrl(url: string) {
+    this.#baseUrl = url;
+  }
+
+  channel(channelId: string): { guild: Guild; channel: Channel } | undefined {
+    for (const guild of this.guilds.values()) {
+      const channel = guild.channels.find((candidate) => candidate.id === channelId);
+      if (channel) return { guild, channel };
+    }
+    return undefined;
+  }
+
+  /** Stores bytes behind a signed-looking CDN url (ex/is/hm, as Discord's expiring links). */
+  storeAttachment(channelId: string, filename: string, contentType: string, bytes: Buffer): StoredAttachment {
+    const id = snowflake();
+    const expires = Math.floor(Date.now() / 1000) + 86_400;
+    const signature = `ex=${expires.toString(16)}&is=${Math.floor(Date.now() / 1000).toString(16)}&hm=${randomBytes(32).toString('hex')}`;
+    const url = `${this.#baseUrl}/attachments/${channelId}/${id}/${encodeURIComponent(filename)}?${signature}`;
+    const attachment = { id, filename, contentType, bytes, url };
+    this.attachments.set(id, attachment);
+    return attachment;
+  }
+
+  messageObject(message: Message): Record<string, unknown> {
+    const author = this.users.get(message.authorId) ?? this.botUser;
+    return {
+      id: message.id,
+      channel_id: message.channelId,
+      guild_id: this.channel(message.channelId)?.guild.id,
+      author: userObject(author),
+      content: message.content,
+      timestamp: message.timestamp,
+      edited_timestamp: message.editedTimestamp,
+      tts: false,
+      mention_everyone: false,
+      mentions: [],
+      mention_roles: [],
+      attachments: message.attachments.map((attachment) => ({
+        id: attachment.id,
+        filename: attachment.filename,
+        size: attachment.bytes.length,
+        url: attachment.url,
+        proxy_url: attachment.url,
+        content_type: attachment.contentType,
+      })),
+      embeds: message.embeds,
+      components: message.components,
+      pinned: false,
+      type: message.messageReference ? 19 : message.interaction ? 20 : 0,
+      flags: message.flags,
+      ...(message.nonce === undefined ? {} : { nonce: message.nonce }),
+      ...(message.webhookId ? { webhook_id: message.webhookId, application_id: this.applicationId } : {}),
+      ...(message.messageReference ? { message_reference: { ...message.messageReference, channel_id: message.channelId } } : {}),
+      ...(message.interaction
+        ? { interaction_metadata: { id: message.interaction.id, type: message.interaction.type, user: userObject(this.users.get(message.interaction.userId) ?? this.botUser), authorizing_integration_owners: {} } }
+        : {}),
+    };
+  }
+}

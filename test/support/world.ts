@@ -1,0 +1,69 @@
+import { startEmulator, type Emulator, type EmulatorOptions } from '../../src/emulator/server.ts';
+import { cleanupBotDirectories, makeDataDirectory, startBot, type BotProcess } from './bot-process.ts';
+import { startDiscordStandIn, type DiscordStandIn, type StandInOptions, type TestGuild } from './discord/index.ts';
+
+// Everything an end-to-end test needs: the gateway emulator, the Discord stand-in with one server, and the
+// bot as a child process started the way `npm start` starts it, configured through its environment.
+
+export interface World {
+  emulator: Emulator;
+  discord: DiscordStandIn;
+  guild: TestGuild;
+  bot: BotProcess;
+  dataDirectory: string;
+  /** Starts the bot again on the same store (after a kill or stop). */
+  restartBot(env?: Record<string, string>): Promise<BotProcess>;
+  stop(): Promise<void>;
+}
+
+export interface WorldOptions {
+  emulator?: EmulatorOptions['config'];
+  standIn?: StandInOptions;
+  guild?: { attachmentSizeLimit?: number };
+  env?: Record<string, string>;
+}
+
+export function botEnvironment(discord: DiscordStandIn, emulator: Emulator, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    DISCORD_TOKEN: discord.botToken,
+    DISCORD_API_URL: discord.apiUrl,
+    GATEWAY_BASE_URL: emulator.baseUrl,
+    GATEWAY_API_KEY: 'emulator-key',
+    NODE_EXTRA_CA_CERTS: discord.caCertPath,
+    TASK_POLL_INTERVAL_MS: '200',
+    ...extra,
+  };
+}
+
+export async function startWorld(options: WorldOptions = {}): Promise<World> {
+  const emulator = await startEmulator({
+    config: { timing: { generation_ms: 300 }, limits: { rate_per_minute: 100_000, concurrent_tasks: 100 }, ...options.emulator },
+  });
+  const discord = await startDiscordStandIn(options.standIn);
+  const guild = discord.createGuild(options.guild);
+  const dataDirectory = makeDataDirectory();
+  const env = botEnvironment(discord, emulator, options.env);
+  let bot = startBot({ env, dataDirectory });
+  await bot.waitForLog((line) => line.msg === 'ready', 30_000);
+
+  return {
+    emulator,
+    discord,
+    guild,
+    get bot() {
+      return bot;
+    },
+    dataDirectory,
+    async restartBot(extra = {}) {
+      bot = startBot({ env: { ...env, ...extra }, dataDirectory });
+      await bot.waitForLog((line) => line.msg === 'ready', 30_000);
+      return bot;
+    },
+    async stop() {
+      await bot.stop();
+      await discord.close();
+      await emulator.close();
+      cleanupBotDirectories();
+    },
+  };
+}

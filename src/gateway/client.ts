@@ -1,0 +1,321 @@
+// The typed client of the video gateway (gateway-api.md): one per base URL, key and layer. Every call
+// goes through send(): one place for headers, size caps, error decoding and retries (retry.ts).
+
+import type { Dispatcher } from 'undici';
+import { registerSecret, silentLogger, type Logger } from '../log.ts';
+import {
+  CLIENT_SECRET_DEFAULT_S,
+  CLIENT_SECRET_MAX_S,
+  DEFAULT_VENDOR,
+  LAYER_PREFIX,
+  type Layer,
+} from './spec.ts';
+import {
+  MalformedResponseError,
+  ValidationError,
+  VideoUnavailableError,
+  errorFromResponse,
+} from './errors.ts';
+import {
+  DEFAULT_TIMEOUTS,
+  MAX_JSON_BYTES,
+  createGatewayDispatcher,
+  headerValue,
+  sendRequest,
+  sharedGatewayDispatcher,
+  type GatewayTimeouts,
+  type HttpResponse,
+} from './http.ts';
+import { parseJsonText, readArray, readNonEmptyString, readString, readTimestamp } from './parse.ts';
+import { DEFAULT_RETRY_POLICY, parseRetryAfter, withRetries, type RetryPolicy } from './retry.ts';
+import { parseSubmission, parseTaskResult } from './task-result.ts';
+import { validateEdit, validateExtension, validateGeneration, type ValidationOptions } from './validation.ts';
+import type {
+  ClientSecret,
+  DownloadedVideo,
+  EditRequest,
+  ExtensionRequest,
+  GatewayModel,
+  GenerationRequest,
+  SubmittedTask,
+  TaskResult,
+} from './types.ts';
+
+export interface GatewayClientOptions {
+  baseUrl: string;
+  apiKey: string;
+  layer: Layer;
+  /** The vendor word in model and voice names (GATEWAY_VENDOR); default `svc`. */
+  vendor?: string;
+  /** Full paths of the edit and extension endpoints (the spec does not show them). */
+  paths?: { edits?: string; extensions?: string };
+  retry?: Partial<RetryPolicy>;
+  timeouts?: Partial<GatewayTimeouts>;
+  /** A shared pool; by default one Agent is shared by every client in the process. */
+  dispatcher?: Dispatcher;
+  log?: Logger;
+  /** Accepted voice ids for reference audio; default the built-in list. */
+  voices?: readonly string[];
+}
+
+export interface DownloadOptions {
+  /** The largest video the caller can use (e.g. Discord's upload limit); bigger ones throw ResponseTooLargeError. */
+  maxBytes: number;
+}
+
+interface SendOptions {
+  method: 'GET' | 'POST';
+  /** A path under the base URL, or an absolute URL (a native video address). */
+  target: string;
+  body?: unknown;
+  idempotent: boolean;
+  /** Send the API key. Only to the gateway itself, never to a third-party video address. */
+  authorize: boolean;
+  maxBytes: number;
+}
+
+const MAX_REDIRECTS = 3;
+const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
+
+export class GatewayClient {
+  readonly layer: Layer;
+  readonly vendor: string;
+  readonly baseUrl: string;
+  readonly #apiKey: string;
+  readonly #paths: { generations: string; edits: string; extensions: string; tasks: string };
+  readonly #retry: RetryPolicy;
+  readonly #timeouts: GatewayTimeouts;
+  readonly #dispatcher: Dispatcher;
+  readonly #ownsDispatcher: boolean;
+  readonly #log: Logger;
+  readonly #voices: readonly string[] | undefined;
+
+  constructor(options: GatewayClientOptions) {
+    if (!options.apiKey) throw new TypeError('GatewayClient needs an API key.');
+    let base: URL;
+    try {
+      base = new URL(options.baseUrl);
+    } catch {
+      throw new TypeError('GatewayClient needs an http(s) base URL.');
+    }
+    if (base.protocol !== 'http:' && base.protocol !== 'https:') throw new TypeError('GatewayClient needs an http(s) base URL.');
+    registerSecret(options.apiKey);
+
+    this.layer = options.layer;
+    this.vendor = options.vendor ?? DEFAULT_VENDOR;
+    this.baseUrl = `${base.origin}${base.pathname}`.replace(/\/+$/, '');
+    this.#apiKey = options.apiKey;
+    const prefix = LAYER_PREFIX[options.layer];
+    this.#paths = {
+      generations: `${prefix}/videos/generations`,
+      edits: options.paths?.edits ?? `${prefix}/videos/edits`,
+      extensions: options.paths?.extensions ?? `${prefix}/videos/extensions`,
+      tasks: `${prefix}/videos`,
+    };
+    this.#retry = { ...DEFAULT_RETRY_POLICY, ...options.retry };
+    this.#timeouts = { ...DEFAULT_TIMEOUTS, ...options.timeouts };
+    // A custom connect timeout lives on the pool, so it needs a pool of its own.
+    this.#ownsDispatcher = options.dispatcher === undefined && options.timeouts?.connectMs !== undefined;
+    this.#dispatcher =
+      options.dispatcher ??
+      (this.#ownsDispatcher ? createGatewayDispatcher({ connectMs: this.#timeouts.connectMs }) : sharedGatewayDispatcher());
+    this.#log = (options.log ?? silentLogger).child({ component: 'gateway', layer: options.layer });
+    this.#voices = options.voices;
+  }
+
+  /** The options for validateGeneration() & co. that match this client. */
+  get validationOptions(): ValidationOptions {
+    return { layer: this.layer, vendor: this.vendor, ...(this.#voices ? { voices: this.#voices } : {}) };
+  }
+
+  async generate(request: GenerationRequest): Promise<SubmittedTask> {
+    validateGeneration(request, this.validationOptions);
+    return this.#submit(this.#paths.generations, request);
+  }
+
+  async edit(request: EditRequest): Promise<SubmittedTask> {
+    validateEdit(request, this.validationOptions);
+    return this.#submit(this.#paths.edits, request);
+  }
+
+  async extend(request: ExtensionRequest): Promise<SubmittedTask> {
+    validateExtension(request, this.validationOptions);
+    return this.#submit(this.#paths.extensions, request);
+  }
+
+  async #submit(path: string, request: object): Promise<SubmittedTask> {
+    const response = await this.#send({ method: 'POST', target: path, body: request, idempotent: false, authorize: true, maxBytes: MAX_JSON_BYTES });
+    const task = parseSubmission(parseJsonBody(response), { layer: this.layer, requestId: response.requestId });
+    this.#log.info('gateway task submitted', { taskId: task.id, path, requestId: task.requestId });
+    return task;
+  }
+
+  /** One poll of a task. Only the layer that created a task knows its id. */
+  async getTask(id: string): Promise<TaskResult> {
+    if (id.trim() === '') throw new ValidationError('id', 'A task id is required.');
+    const response = await this.#send({
+      method: 'GET',
+      target: `${this.#paths.tasks}/${encodeURIComponent(id)}`,
+      idempotent: true,
+      authorize: true,
+      maxBytes: MAX_JSON_BYTES,
+    });
+    return parseTaskResult({
+      id,
+      layer: this.layer,
+      requestId: response.requestId,
+      httpStatus: response.status,
+      body: parseJsonBody(response),
+    });
+  }
+
+  /**
+   * The finished video's bytes. Compatibility tasks are fetched through the gateway's `/content` with
+   * the key; native tasks from `video.url` without it (that address may be a third party's).
+   */
+  async downloadVideo(task: TaskResult, options: DownloadOptions): Promise<DownloadedVideo> {
+    if (task.moderated) throw new VideoUnavailableError(`Task ${task.id}'s video was removed by content moderation.`, 'moderated');
+    if (task.status !== 'succeeded') {
+      throw new VideoUnavailableError(`Task ${task.id} has no video: its status is ${task.status}.`, task.status);
+    }
+    let target: string;
+    let authorize: boolean;
+    if (task.layer === 'compat') {
+      target = `${LAYER_PREFIX.compat}/videos/${encodeURIComponent(task.id)}/content`;
+      authorize = true;
+    } else if (task.videoUrl !== undefined) {
+      target = task.videoUrl;
+      authorize = false;
+    } else {
+      throw new VideoUnavailableError(`Task ${task.id} succeeded without a video address.`, 'missing');
+    }
+    const response = await this.#send({ method: 'GET', target, idempotent: true, authorize, maxBytes: options.maxBytes });
+    return { bytes: response.body, contentType: headerValue(response.headers, 'content-type') };
+  }
+
+  /** The models the key's group may use. */
+  async listModels(): Promise<GatewayModel[]> {
+    const response = await this.#send({ method: 'GET', target: '/v1/models', idempotent: true, authorize: true, maxBytes: MAX_JSON_BYTES });
+    const body = parseJsonBody(response);
+    const list = Array.isArray(body) ? body : readArray(body, 'data');
+    if (list === undefined) throw new MalformedResponseError('The model list answer has no data list.', { requestId: response.requestId });
+    const models: GatewayModel[] = [];
+    for (const entry of list) {
+      const id = typeof entry === 'string' ? entry : readNonEmptyString(entry, 'id');
+      if (id !== undefined && id !== '') models.push({ id, ownedBy: readString(entry, 'owned_by') });
+    }
+    return models;
+  }
+
+  /** A short-lived realtime credential for the `<vendor>-client-secret.` subprotocol. Not billed. */
+  async createClientSecret(seconds: number = CLIENT_SECRET_DEFAULT_S): Promise<ClientSecret> {
+    if (!Number.isInteger(seconds) || seconds < 1 || seconds > CLIENT_SECRET_MAX_S) {
+      throw new ValidationError('expires_after.seconds', `expires_after.seconds must be a whole number from 1 to ${CLIENT_SECRET_MAX_S}.`);
+    }
+    const response = await this.#send({
+      method: 'POST',
+      target: `${LAYER_PREFIX.native}/realtime/client_secrets`,
+      body: { expires_after: { seconds } },
+      // Repeating it at worst mints a second short-lived secret: nothing is charged or duplicated.
+      idempotent: true,
+      authorize: true,
+      maxBytes: MAX_JSON_BYTES,
+    });
+    const body = parseJsonBody(response);
+    const value = readNonEmptyString(body, 'value');
+    const expiresAt = readTimestamp(body, 'expires_at');
+    if (value === undefined || expiresAt === undefined) {
+      throw new MalformedResponseError('The client secret answer lacks value or expires_at.', { requestId: response.requestId });
+    }
+    return { value, expiresAt };
+  }
+
+  /** Closes the pool if this client made its own; a shared or injected one stays open. */
+  async close(): Promise<void> {
+    if (this.#ownsDispatcher) await this.#dispatcher.close();
+  }
+
+  async #send(options: SendOptions): Promise<HttpResponse> {
+    const operation = `${options.method} ${describePath(options.target)}`;
+    return withRetries(
+      async (attempt) => {
+        const started = Date.now();
+        const response = await this.#sendFollowingRedirects(options);
+        this.#log.debug('gateway answered', {
+          operation,
+          attempt,
+          status: response.status,
+          requestId: response.requestId,
+          ms: Date.now() - started,
+        });
+        if (response.status >= 400) {
+          throw errorFromResponse({
+            status: response.status,
+            bodyText: response.body.toString('utf8'),
+            requestId: response.requestId,
+            retryAfterMs: parseRetryAfter(headerValue(response.headers, 'retry-after')),
+          });
+        }
+        if (response.status >= 300) {
+          throw new MalformedResponseError(`${operation} answered HTTP ${response.status} without a redirect the client follows.`, {
+            status: response.status,
+            requestId: response.requestId,
+          });
+        }
+        return response;
+      },
+      { idempotent: options.idempotent, policy: this.#retry, log: this.#log, operation },
+    );
+  }
+
+  /** Reads follow a few redirects; the key never follows one to another origin. */
+  async #sendFollowingRedirects(options: SendOptions): Promise<HttpResponse> {
+    let url = options.target.startsWith('/') ? `${this.baseUrl}${options.target}` : options.target;
+    let authorize = options.authorize;
+    for (let redirects = 0; ; redirects++) {
+      const headers: Record<string, string> = { accept: 'application/json, video/mp4;q=0.9, */*;q=0.5', 'user-agent': 'video-voice-bot' };
+      if (authorize) headers.authorization = `Bearer ${this.#apiKey}`;
+      if (options.body !== undefined) headers['content-type'] = 'application/json';
+      const response = await sendRequest({
+        method: options.method,
+        url,
+        headers,
+        ...(options.body === undefined ? {} : { body: JSON.stringify(options.body) }),
+        idempotent: options.idempotent,
+        dispatcher: this.#dispatcher,
+        timeouts: this.#timeouts,
+        maxBytes: options.maxBytes,
+      });
+      const location = headerValue(response.headers, 'location');
+      if (options.method !== 'GET' || !REDIRECT_STATUSES.has(response.status) || location === undefined || redirects >= MAX_REDIRECTS) {
+        return response;
+      }
+      const next = URL.parse(location, url);
+      if (next === null || (next.protocol !== 'http:' && next.protocol !== 'https:')) return response;
+      if (next.origin !== new URL(url).origin) authorize = false;
+      url = next.toString();
+    }
+  }
+}
+
+/** A path for logs: an absolute video URL loses its query string (it may be signed). */
+function describePath(target: string): string {
+  if (target.startsWith('/')) return target;
+  try {
+    const url = new URL(target);
+    return `${url.origin}${url.pathname}`;
+  } catch {
+    return 'video url';
+  }
+}
+
+/** A JSON answer body; undefined when empty (a pending native task may have none). */
+function parseJsonBody(response: HttpResponse): unknown {
+  const parsed = parseJsonText(response.body.toString('utf8'));
+  if (parsed.ok) return parsed.value;
+  if (parsed.empty) return undefined;
+  throw new MalformedResponseError(`The gateway answered HTTP ${response.status} with a body that is not JSON.`, {
+    status: response.status,
+    requestId: response.requestId,
+  });
+}

@@ -1,0 +1,189 @@
+// The HTTP layer under the gateway client: one pooled undici dispatcher, timeouts, size caps on every
+// body, and network failures turned into typed errors that say whether the request ever left.
+
+import { Agent, request, type Dispatcher } from 'undici';
+import type { IncomingHttpHeaders } from 'node:http';
+import { GatewayConnectionError, OutcomeUnknownError, ResponseTooLargeError } from './errors.ts';
+
+export interface GatewayTimeouts {
+  /** TCP/TLS connection setup. */
+  connectMs: number;
+  /** From sending the request to the end of the response headers. */
+  headersMs: number;
+  /** The longest silence while a body streams in (not the whole download). */
+  bodyMs: number;
+}
+
+export const DEFAULT_TIMEOUTS: GatewayTimeouts = { connectMs: 10_000, headersMs: 30_000, bodyMs: 30_000 };
+
+/** JSON answers of the gateway are small; anything bigger is a fault, not data. */
+export const MAX_JSON_BYTES = 1024 * 1024;
+/** Enough of an error body to read its code and message. */
+const MAX_ERROR_BODY_BYTES = 64 * 1024;
+
+export function createGatewayDispatcher(options: { connectMs?: number; connections?: number } = {}): Agent {
+  return new Agent({
+    connect: { timeout: options.connectMs ?? DEFAULT_TIMEOUTS.connectMs },
+    connections: options.connections ?? 16,
+    keepAliveTimeout: 10_000,
+  });
+}
+
+let shared: Agent | undefined;
+
+/** One pool for every client in the process (clients differ by key or layer, not by host). */
+export function sharedGatewayDispatcher(): Agent {
+  shared ??= createGatewayDispatcher();
+  return shared;
+}
+
+export interface HttpRequest {
+  method: 'GET' | 'POST';
+  url: string;
+  headers: Record<string, string>;
+  body?: string;
+  /** Safe to repeat: decides whether a sent-but-unanswered request is "outcome unknown". */
+  idempotent: boolean;
+  dispatcher: Dispatcher;
+  timeouts: GatewayTimeouts;
+  /** Cap on a successful answer's body; error bodies have their own small cap. */
+  maxBytes: number;
+}
+
+export interface HttpResponse {
+  status: number;
+  headers: IncomingHttpHeaders;
+  requestId: string | undefined;
+  body: Buffer;
+}
+
+// Failures that happen before a single byte of the request left: the gateway cannot have seen it.
+const NOT_SENT_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EADDRNOTAVAIL',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+const TIMEOUT_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
+
+/** The error code, looking through undici's and net's wrappers (cause, AggregateError). */
+function networkErrorCode(error: unknown): string | undefined {
+  if (!(error instanceof Error)) return undefined;
+  const own = (error as Error & { code?: unknown }).code;
+  if (typeof own === 'string') return own;
+  if (error instanceof AggregateError) {
+    for (const inner of error.errors) {
+      const code = networkErrorCode(inner);
+      if (code !== undefined) return code;
+    }
+  }
+  return error.cause === undefined ? undefined : networkErrorCode(error.cause);
+}
+
+export function headerValue(headers: IncomingHttpHeaders, name: string): string | undefined {
+  const value = headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** Where the request went, for messages: origin and path, never the query (signed urls) or headers. */
+function describeTarget(method: string, url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `${method} ${parsed.origin}${parsed.pathname}`;
+  } catch {
+    return method;
+  }
+}
+
+function networkFailure(error: unknown, target: HttpRequest, answered: boolean, requestId?: string): GatewayConnectionError {
+  const code = networkErrorCode(error);
+  const requestSent = answered || code === undefined || !NOT_SENT_CODES.has(code);
+  const timedOut = code !== undefined && TIMEOUT_CODES.has(code);
+  const what = describeTarget(target.method, target.url);
+  const how = timedOut ? 'timed out' : `failed (${code ?? 'network error'})`;
+  const details = { requestSent, timedOut, code, requestId, cause: error };
+  if (requestSent && !target.idempotent) {
+    return new OutcomeUnknownError(
+      `${what} ${how} after the request was sent; the gateway may have accepted it, so it was not repeated`,
+      details,
+    );
+  }
+  return new GatewayConnectionError(`${what} ${how}`, details);
+}
+
+/** Stops a body we will not read; undici reports the abort as an error that nobody needs to see. */
+function discard(body: Dispatcher.ResponseData['body']): void {
+  body.on('error', () => {});
+  body.destroy();
+}
+
+async function readCapped(
+  body: Dispatcher.ResponseData['body'],
+  limit: number,
+): Promise<{ bytes: Buffer; overflow: boolean }> {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  for await (const chunk of body) {
+    const buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk));
+    if (total + buffer.length > limit) {
+      chunks.push(buffer.subarray(0, limit - total));
+      discard(body);
+      return { bytes: Buffer.concat(chunks), overflow: true };
+    }
+    chunks.push(buffer);
+    total += buffer.length;
+  }
+  return { bytes: Buffer.concat(chunks), overflow: false };
+}
+
+/**
+ * Sends one request and reads the whole answer under its cap. HTTP error statuses are returned, not
+ * thrown (the caller decodes them); network failures and oversized bodies throw typed errors.
+ */
+export async function sendRequest(target: HttpRequest): Promise<HttpResponse> {
+  let response: Dispatcher.ResponseData;
+  try {
+    response = await request(target.url, {
+      method: target.method,
+      headers: target.headers,
+      body: target.body ?? null,
+      dispatcher: target.dispatcher,
+      headersTimeout: target.timeouts.headersMs,
+      bodyTimeout: target.timeouts.bodyMs,
+      idempotent: target.idempotent,
+    });
+  } catch (error) {
+    throw networkFailure(error, target, false);
+  }
+  const { statusCode: status, headers, body } = response;
+  const requestId = headerValue(headers, 'x-request-id');
+  const failed = status >= 400;
+  const limit = failed ? MAX_ERROR_BODY_BYTES : target.maxBytes;
+
+  const announced = Number(headerValue(headers, 'content-length'));
+  if (!failed && Number.isFinite(announced) && announced > limit) {
+    discard(body);
+    throw new ResponseTooLargeError(
+      `${describeTarget(target.method, target.url)} answered ${announced} bytes, over the limit of ${limit}`,
+      { size: announced, limit, status, requestId },
+    );
+  }
+  let read: { bytes: Buffer; overflow: boolean };
+  try {
+    read = await readCapped(body, limit);
+  } catch (error) {
+    // The gateway answered; only a successful submission's answer leaves the outcome open.
+    throw networkFailure(error, { ...target, idempotent: target.idempotent || failed }, true, requestId);
+  }
+  if (read.overflow && !failed) {
+    throw new ResponseTooLargeError(
+      `${describeTarget(target.method, target.url)} sent more than the limit of ${limit} bytes`,
+      { size: undefined, limit, status, requestId },
+    );
+  }
+  // An error body cut at its cap is still worth decoding as far as it goes.
+  return { status, headers, requestId, body: read.bytes };
+}

@@ -1,0 +1,125 @@
+// Every retry decision of the gateway client lives here. The rules (gateway-api.md, "Retry rules"):
+// only the spec's retryable codes, a bounded number of times, exponential backoff with jitter that
+// honours Retry-After. On top of that, a submission (POST) is retried only when the gateway certainly
+// did not accept it, so a retry can never create and charge a second task:
+//   - an error answer with a retryable code: the gateway itself refused the request;
+//   - a connection that never carried the request (refused, DNS failure, connect timeout).
+// A submission that was sent but not answered becomes OutcomeUnknownError (never retried). Reads (GET)
+// may also retry other network failures, and 429/5xx answers without a code (a proxy in front of the
+// gateway), because repeating a read costs nothing.
+
+import type { Logger } from '../log.ts';
+import { RETRYABLE_CODES } from './spec.ts';
+import { GatewayApiError, GatewayConnectionError, OutcomeUnknownError } from './errors.ts';
+
+export interface RetryPolicy {
+  /** Retries after the first attempt. */
+  maxRetries: number;
+  baseDelayMs: number;
+  maxDelayMs: number;
+  /** A Retry-After longer than this means "give up now", not "wait". */
+  maxRetryAfterMs: number;
+}
+
+export const DEFAULT_RETRY_POLICY: RetryPolicy = {
+  maxRetries: 2,
+  baseDelayMs: 500,
+  maxDelayMs: 8_000,
+  maxRetryAfterMs: 60_000,
+};
+
+/** Backoff is shortened by up to this fraction at random, so clients that failed together spread out. */
+export const JITTER_FRACTION = 0.25;
+
+export type RetryDecision = { retry: true; delayMs: number } | { retry: false; reason: string };
+
+export interface RetryContext {
+  /** True for reads (and other calls that are safe to repeat). */
+  idempotent: boolean;
+  /** How many retries already happened (0 before the first retry). */
+  retriesDone: number;
+  policy: RetryPolicy;
+  random?: () => number;
+}
+
+/** Exponential backoff for the given retry (0-based), capped, with jitter in [1 - JITTER_FRACTION, 1]. */
+export function backoffDelayMs(retryIndex: number, policy: RetryPolicy, random: () => number = Math.random): number {
+  const nominal = Math.min(policy.baseDelayMs * 2 ** retryIndex, policy.maxDelayMs);
+  return Math.round(nominal * (1 - JITTER_FRACTION * random()));
+}
+
+/**
+ * `Retry-After` as milliseconds: delta seconds ("1", "1.5") or an HTTP date. undefined when absent or
+ * unreadable; a date in the past is 0.
+ */
+export function parseRetryAfter(value: string | undefined, now: number = Date.now()): number | undefined {
+  if (value === undefined) return undefined;
+  const text = value.trim();
+  if (text === '') return undefined;
+  if (/^\d+(\.\d+)?$/.test(text)) return Math.round(Number(text) * 1000);
+  if (!/[a-z]/i.test(text)) return undefined;
+  const date = Date.parse(text);
+  if (Number.isNaN(date)) return undefined;
+  return Math.max(0, date - now);
+}
+
+function isRetryableAnswer(error: GatewayApiError, idempotent: boolean): boolean {
+  if (error.code !== undefined) return RETRYABLE_CODES.has(error.code);
+  // No code: the answer may come from a proxy, which cannot tell whether the gateway took a submission.
+  return idempotent && (error.status === 429 || error.status === 502 || error.status === 503 || error.status === 504);
+}
+
+export function decideRetry(error: unknown, context: RetryContext): RetryDecision {
+  const { policy } = context;
+  if (context.retriesDone >= policy.maxRetries) return { retry: false, reason: 'retries exhausted' };
+  if (error instanceof OutcomeUnknownError) return { retry: false, reason: 'the submission may have been accepted' };
+  const backoff = backoffDelayMs(context.retriesDone, policy, context.random);
+  if (error instanceof GatewayConnectionError) {
+    if (error.requestSent && !context.idempotent) return { retry: false, reason: 'the submission may have been accepted' };
+    return { retry: true, delayMs: backoff };
+  }
+  if (error instanceof GatewayApiError) {
+    if (!isRetryableAnswer(error, context.idempotent)) return { retry: false, reason: 'not retryable' };
+    if (error.retryAfterMs === undefined) return { retry: true, delayMs: backoff };
+    if (error.retryAfterMs > policy.maxRetryAfterMs) return { retry: false, reason: 'Retry-After is too long' };
+    return { retry: true, delayMs: Math.max(error.retryAfterMs, backoff) };
+  }
+  return { retry: false, reason: 'not a gateway failure' };
+}
+
+export interface RetryRunOptions {
+  idempotent: boolean;
+  policy: RetryPolicy;
+  log: Logger;
+  /** What is being attempted, for the logs (e.g. "POST /v1/videos/generations"). */
+  operation: string;
+  random?: () => number;
+  sleep?: (ms: number) => Promise<void>;
+}
+
+const defaultSleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Runs `attempt` until it succeeds or decideRetry says stop; the last error is thrown as is. */
+export async function withRetries<T>(attempt: (attemptNumber: number) => Promise<T>, options: RetryRunOptions): Promise<T> {
+  const sleep = options.sleep ?? defaultSleep;
+  for (let retriesDone = 0; ; retriesDone++) {
+    try {
+      return await attempt(retriesDone + 1);
+    } catch (error) {
+      const decision = decideRetry(error, {
+        idempotent: options.idempotent,
+        retriesDone,
+        policy: options.policy,
+        ...(options.random ? { random: options.random } : {}),
+      });
+      if (!decision.retry) throw error;
+      options.log.warn('gateway request failed, retrying', {
+        operation: options.operation,
+        attempt: retriesDone + 1,
+        delayMs: decision.delayMs,
+        error,
+      });
+      await sleep(decision.delayMs);
+    }
+  }
+}

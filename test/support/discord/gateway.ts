@@ -24,6 +24,12 @@ const EVENT_INTENTS: Record<string, number> = {
   VOICE_STATE_UPDATE: INTENT.guildVoiceStates,
 };
 
+function rawText(data: RawData): string {
+  if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
+  if (data instanceof ArrayBuffer) return Buffer.from(data).toString('utf8');
+  return data.toString('utf8');
+}
+
 interface Session {
   id: string;
   intents: number;
@@ -167,7 +173,7 @@ export class Gateway {
   #receive(socket: WebSocket, data: RawData): void {
     let message: unknown;
     try {
-      message = JSON.parse(Buffer.isBuffer(data) ? data.toString('utf8') : String(data));
+      message = JSON.parse(rawText(data));
     } catch {
       socket.close(4002, 'Error while decoding payload.');
       return;

@@ -442,6 +442,7 @@ export class DiscordStandIn {
   }
 
   #optionValue(type: number, value: OptionValue, run: CommandRun, resolved: Record<string, Record<string, unknown>>): unknown {
+    const id = typeof value === 'string' ? value : isUser(value) ? value.id : '';
     if (type === OPTION.attachment) {
       if (!isAttachment(value)) throw new Error('an attachment option takes { filename, bytes, contentType }');
       const stored = this.state.storeAttachment(run.channelId, value.filename, value.contentType, value.bytes);
@@ -449,22 +450,22 @@ export class DiscordStandIn {
       return stored.id;
     }
     if (type === OPTION.user) {
-      const user = isUser(value) ? value : this.state.users.get(String(value));
-      if (!user) throw new Error(`no user ${String(value)}`);
+      const user = isUser(value) ? value : this.state.users.get(id);
+      if (!user) throw new Error(`no user ${id}`);
       (resolved.users ??= {})[user.id] = userObject(user);
       const member = this.#guild(run.guildId).members.get(user.id);
       if (member) (resolved.members ??= {})[user.id] = { roles: member.roleIds, joined_at: member.joinedAt, nick: null, avatar: null, flags: 0, pending: false, premium_since: null, communication_disabled_until: null };
       return user.id;
     }
     if (type === OPTION.channel) {
-      const channel = this.#guild(run.guildId).channels.find((candidate) => candidate.id === String(value));
-      if (!channel) throw new Error(`no channel ${String(value)}`);
+      const channel = this.#guild(run.guildId).channels.find((candidate) => candidate.id === id);
+      if (!channel) throw new Error(`no channel ${id}`);
       (resolved.channels ??= {})[channel.id] = { ...channelObject(channel), permissions: ((1n << 50n) - 1n).toString() };
       return channel.id;
     }
     if (type === OPTION.role) {
-      const role = this.#guild(run.guildId).roles.find((candidate) => candidate.id === String(value));
-      if (!role) throw new Error(`no role ${String(value)}`);
+      const role = this.#guild(run.guildId).roles.find((candidate) => candidate.id === id);
+      if (!role) throw new Error(`no role ${id}`);
       (resolved.roles ??= {})[role.id] = roleObject(role);
       return role.id;
     }

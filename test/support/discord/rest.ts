@@ -184,7 +184,7 @@ export interface RestDeps {
   failures: InjectedFailure[];
 }
 
-type Handler = (match: RegExpExecArray, request: IncomingMessage, response: ServerResponse) => Promise<void>;
+type Handler = (match: RegExpExecArray, request: IncomingMessage, response: ServerResponse) => Promise<void> | void;
 
 export class RestApi {
   readonly #deps: RestDeps;
@@ -246,12 +246,12 @@ export class RestApi {
     const { state, messages, interactions, dispatch } = this.#deps;
     const json = sendJson;
 
-    this.#route('GET', /^\/gateway\/bot$/, async (_m, _q, response) => {
+    this.#route('GET', /^\/gateway\/bot$/, (_m, _q, response) => {
       json(response, 200, { url: this.#deps.gatewayUrl(), shards: 1, session_start_limit: { total: 1000, remaining: 1000, reset_after: 0, max_concurrency: 1 } });
     });
-    this.#route('GET', /^\/gateway$/, async (_m, _q, response) => json(response, 200, { url: this.#deps.gatewayUrl() }), false);
-    this.#route('GET', /^\/users\/@me$/, async (_m, _q, response) => json(response, 200, userObject(state.botUser)));
-    this.#route('GET', /^\/applications\/@me$/, async (_m, _q, response) => {
+    this.#route('GET', /^\/gateway$/, (_m, _q, response) => json(response, 200, { url: this.#deps.gatewayUrl() }), false);
+    this.#route('GET', /^\/users\/@me$/, (_m, _q, response) => json(response, 200, userObject(state.botUser)));
+    this.#route('GET', /^\/applications\/@me$/, (_m, _q, response) => {
       json(response, 200, { id: state.applicationId, name: state.botUser.username, flags: 0, bot: userObject(state.botUser) });
     });
 
@@ -271,8 +271,8 @@ export class RestApi {
     };
     this.#route('PUT', /^\/applications\/(\d+)\/commands$/, putCommands('global'));
     this.#route('PUT', /^\/applications\/(\d+)\/guilds\/(\d+)\/commands$/, putCommands('guild'));
-    this.#route('GET', /^\/applications\/(\d+)\/commands$/, async (_m, _q, response) => json(response, 200, state.commands.get('global') ?? []));
-    this.#route('GET', /^\/applications\/(\d+)\/guilds\/(\d+)\/commands$/, async (match, _q, response) => json(response, 200, state.commands.get(match[2] ?? '') ?? []));
+    this.#route('GET', /^\/applications\/(\d+)\/commands$/, (_m, _q, response) => json(response, 200, state.commands.get('global') ?? []));
+    this.#route('GET', /^\/applications\/(\d+)\/guilds\/(\d+)\/commands$/, (match, _q, response) => json(response, 200, state.commands.get(match[2] ?? '') ?? []));
 
     // Interactions: callbacks are unauthenticated, as are the interaction webhooks.
     this.#route('POST', /^\/interactions\/(\d+)\/([^/]+)\/callback$/, async (match, request, response) => {
@@ -285,14 +285,14 @@ export class RestApi {
         response.end();
       }
     }, false);
-    this.#route('GET', /^\/webhooks\/(\d+)\/([^/]+)\/messages\/([^/]+)$/, async (match, _q, response) => {
+    this.#route('GET', /^\/webhooks\/(\d+)\/([^/]+)\/messages\/([^/]+)$/, (match, _q, response) => {
       json(response, 200, state.messageObject(interactions.webhookMessage(decodeURIComponent(match[2] ?? ''), decodeURIComponent(match[3] ?? ''))));
     }, false);
     this.#route('PATCH', /^\/webhooks\/(\d+)\/([^/]+)\/messages\/([^/]+)$/, async (match, request, response) => {
       const message = interactions.webhookMessage(decodeURIComponent(match[2] ?? ''), decodeURIComponent(match[3] ?? ''));
       json(response, 200, state.messageObject(messages.edit(message, await parseBody(request))));
     }, false);
-    this.#route('DELETE', /^\/webhooks\/(\d+)\/([^/]+)\/messages\/([^/]+)$/, async (match, _q, response) => {
+    this.#route('DELETE', /^\/webhooks\/(\d+)\/([^/]+)\/messages\/([^/]+)$/, (match, _q, response) => {
       const message = interactions.webhookMessage(decodeURIComponent(match[2] ?? ''), decodeURIComponent(match[3] ?? ''));
       message.deleted = true;
       response.writeHead(204);
@@ -319,7 +319,7 @@ export class RestApi {
       const message = messages.create({ channelId: match[1] ?? '', authorId: state.botUser.id, body: await parseBody(request) });
       json(response, 200, state.messageObject(message));
     });
-    this.#route('GET', /^\/channels\/(\d+)\/messages$/, async (match, request, response) => {
+    this.#route('GET', /^\/channels\/(\d+)\/messages$/, (match, request, response) => {
       channelOf(match[1] ?? '');
       const query = new URL(request.url ?? '/', 'http://stand-in').searchParams;
       const limit = Math.min(100, Number(query.get('limit') ?? 50));
@@ -330,7 +330,7 @@ export class RestApi {
         .slice(0, limit);
       json(response, 200, list.map((message) => state.messageObject(message)));
     });
-    this.#route('GET', /^\/channels\/(\d+)\/messages\/(\d+)$/, async (match, _q, response) => {
+    this.#route('GET', /^\/channels\/(\d+)\/messages\/(\d+)$/, (match, _q, response) => {
       json(response, 200, state.messageObject(messageOf(match[1] ?? '', match[2] ?? '')));
     });
     this.#route('PATCH', /^\/channels\/(\d+)\/messages\/(\d+)$/, async (match, request, response) => {
@@ -338,7 +338,7 @@ export class RestApi {
       if (message.authorId !== state.botUser.id) throw new RestError(403, 50005, 'Cannot edit a message authored by another user');
       json(response, 200, state.messageObject(messages.edit(message, await parseBody(request))));
     });
-    this.#route('DELETE', /^\/channels\/(\d+)\/messages\/(\d+)$/, async (match, _q, response) => {
+    this.#route('DELETE', /^\/channels\/(\d+)\/messages\/(\d+)$/, (match, _q, response) => {
       messageOf(match[1] ?? '', match[2] ?? '').deleted = true;
       response.writeHead(204);
       response.end();
@@ -360,7 +360,7 @@ export class RestApi {
     this.#route('POST', /^\/channels\/(\d+)\/threads$/, async (match, request, response) => {
       json(response, 201, createThread(match[1] ?? '', (await parseBody(request)).json));
     });
-    this.#route('GET', /^\/channels\/(\d+)$/, async (match, _q, response) => json(response, 200, channelObject(channelOf(match[1] ?? '').channel)));
+    this.#route('GET', /^\/channels\/(\d+)$/, (match, _q, response) => json(response, 200, channelObject(channelOf(match[1] ?? '').channel)));
 
     // Guild reads.
     const guildOf = (guildId: string) => {
@@ -368,13 +368,13 @@ export class RestApi {
       if (!guild) throw new RestError(404, 10004, 'Unknown Guild');
       return guild;
     };
-    this.#route('GET', /^\/guilds\/(\d+)$/, async (match, _q, response) => {
+    this.#route('GET', /^\/guilds\/(\d+)$/, (match, _q, response) => {
       const guild = guildOf(match[1] ?? '');
       json(response, 200, { id: guild.id, name: guild.name, owner_id: guild.ownerId, roles: guild.roles.map(roleObject), features: [], emojis: [], stickers: [] });
     });
-    this.#route('GET', /^\/guilds\/(\d+)\/roles$/, async (match, _q, response) => json(response, 200, guildOf(match[1] ?? '').roles.map(roleObject)));
-    this.#route('GET', /^\/guilds\/(\d+)\/channels$/, async (match, _q, response) => json(response, 200, guildOf(match[1] ?? '').channels.map(channelObject)));
-    this.#route('GET', /^\/guilds\/(\d+)\/members\/(\d+)$/, async (match, _q, response) => {
+    this.#route('GET', /^\/guilds\/(\d+)\/roles$/, (match, _q, response) => json(response, 200, guildOf(match[1] ?? '').roles.map(roleObject)));
+    this.#route('GET', /^\/guilds\/(\d+)\/channels$/, (match, _q, response) => json(response, 200, guildOf(match[1] ?? '').channels.map(channelObject)));
+    this.#route('GET', /^\/guilds\/(\d+)\/members\/(\d+)$/, (match, _q, response) => {
       const guild = guildOf(match[1] ?? '');
       const member = guild.members.get(match[2] ?? '');
       const user = state.users.get(match[2] ?? '');

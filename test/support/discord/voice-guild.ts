@@ -1,0 +1,61 @@
+// Everything the voice stand-in knows about one guild: who the bot is expected to be, its live
+// connection, the simulated users in voice, and what the bot sent (kept after it leaves, for asserts).
+
+import type { Logger } from '../../../src/log.ts';
+import type { BotConnection } from './voice-bot-connection.ts';
+import { BotAudioRecorder } from './voice-bot-recorder.ts';
+import type { BotVoiceSession } from './voice-contract.ts';
+import type { SimulatedSpeaker, SpeakerLink } from './voice-speaker.ts';
+
+export interface ExpectedBot extends BotVoiceSession {
+  token: string;
+}
+
+export interface BotMessageRecord {
+  /** ms since the epoch. */
+  at: number;
+  op: number;
+}
+
+export interface BotSocketClose {
+  at: number;
+  code: number;
+}
+
+export interface SimulatedUser {
+  channelId: string;
+  speaker: SimulatedSpeaker;
+}
+
+export class GuildVoice {
+  readonly guildId: string;
+  expected: ExpectedBot | undefined;
+  connection: BotConnection | undefined;
+  readonly users = new Map<string, SimulatedUser>();
+  readonly recorder: BotAudioRecorder;
+  /** Every op the bot sent on its voice websockets, in order. */
+  readonly botMessages: BotMessageRecord[] = [];
+  readonly socketCloses: BotSocketClose[] = [];
+
+  constructor(guildId: string, log: Logger) {
+    this.guildId = guildId;
+    this.recorder = new BotAudioRecorder(log.child({ guildId }));
+  }
+
+  /** Why `userId` cannot be heard by the bot right now, or the link to reach the bot. */
+  linkFor(userId: string): SpeakerLink | string {
+    const user = this.users.get(userId);
+    if (!user) return `user ${userId} is not in a voice channel of guild ${this.guildId} (call userJoined first)`;
+    const connection = this.connection;
+    if (!connection) return `the bot has no voice connection in guild ${this.guildId}`;
+    if (!connection.ready) return `the bot's voice connection in guild ${this.guildId} is not ready`;
+    if (connection.channelId !== user.channelId) {
+      return `user ${userId} is in channel ${user.channelId}, the bot in ${connection.channelId}`;
+    }
+    return connection;
+  }
+
+  usersIn(channelId: string): string[] {
+    return [...this.users].filter(([, user]) => user.channelId === channelId).map(([userId]) => userId);
+  }
+}

@@ -1,0 +1,328 @@
+// The Discord stand-in's voice server: a TLS websocket (self-signed certificate made at start) and a
+// UDP socket, speaking Discord's voice protocol v8 with `aead_aes256_gcm_rtpsize` and DAVE declined,
+// so that the real @discordjs/voice connects to it unchanged. Simulated users speak PCM to the bot;
+// everything the bot plays is decrypted, decoded and recorded per guild.
+//
+// The stand-in's gateway drives it through VoiceStandIn (expectBot on the bot's op 4, userJoined...);
+// tests use the rest (speak, botAudio, waitFor...).
+
+import { createSocket } from 'node:dgram';
+import type { Socket as UdpSocket } from 'node:dgram';
+import { createServer } from 'node:https';
+import type { Server as HttpsServer } from 'node:https';
+import { WebSocketServer } from 'ws';
+import { silentLogger } from '../../../src/log.ts';
+import type { Logger } from '../../../src/log.ts';
+import { generateTone } from './audio-tone.ts';
+import type { ToneOptions } from './audio-tone.ts';
+import { createSelfSignedCertificate } from './tls-certificate.ts';
+import type { SelfSignedCertificate } from './tls-certificate.ts';
+import type { BotConnection } from './voice-bot-connection.ts';
+import type { BotAudioFrame, BotPacketProblems, BotSpeakingEvent } from './voice-bot-recorder.ts';
+import type { BotVoiceSession, VoiceStandIn } from './voice-contract.ts';
+import type { BotMessageRecord, BotSocketClose } from './voice-guild.ts';
+import { VoiceSessions } from './voice-sessions.ts';
+import { attachVoiceSocket } from './voice-socket.ts';
+import type { SimulatedSpeaker, SpeakOptions, SpeakResult } from './voice-speaker.ts';
+
+export type { BotAudioFrame, BotPacketProblems, BotSpeakingEvent } from './voice-bot-recorder.ts';
+export type { BotMessageRecord, BotSocketClose } from './voice-guild.ts';
+export type { SpeakOptions, SpeakResult } from './voice-speaker.ts';
+
+const HOST = '127.0.0.1';
+
+export interface VoiceServerOptions {
+  log?: Logger;
+  /** Sent in HELLO; Discord's voice gateway uses 13750 ms. Shorter values make heartbeats testable. */
+  heartbeatIntervalMs?: number;
+  /**
+   * After a user's first SPEAKING on a connection, wait this long before the first audio packet: the
+   * bot drops packets from SSRCs it cannot map to a user, and the websocket is slower than UDP.
+   */
+  speakingLeadMs?: number;
+}
+
+export interface BotVoiceConnectionInfo {
+  guildId: string;
+  channelId: string;
+  userId: string;
+  ssrc: number;
+  /** What the bot offered in IDENTIFY; the stand-in always answers dave_protocol_version 0. */
+  maxDaveProtocolVersion: number;
+}
+
+function infoOf(connection: BotConnection): BotVoiceConnectionInfo {
+  return {
+    guildId: connection.guildId,
+    channelId: connection.channelId,
+    userId: connection.userId,
+    ssrc: connection.ssrc,
+    maxDaveProtocolVersion: connection.maxDaveProtocolVersion,
+  };
+}
+
+export function startVoiceServer(options: VoiceServerOptions = {}): Promise<VoiceServer> {
+  return VoiceServer.start(options);
+}
+
+interface VoiceServerParts {
+  certificate: SelfSignedCertificate;
+  https: HttpsServer;
+  wss: WebSocketServer;
+  udp: UdpSocket;
+  log: Logger;
+  options: VoiceServerOptions;
+}
+
+export class VoiceServer implements VoiceStandIn {
+  /** `host:port` of the voice websocket, for VOICE_SERVER_UPDATE (no scheme). */
+  readonly endpoint: string;
+  /** PEM file of the self-signed certificate: start the bot with NODE_EXTRA_CA_CERTS=<this>. */
+  readonly caCertPath: string;
+  /** The same certificate as text, for trustCertificateInThisProcess() in in-process tests. */
+  readonly certPem: string;
+  /** The UDP port audio flows through. */
+  readonly udpPort: number;
+
+  readonly #parts: VoiceServerParts;
+  readonly #log: Logger;
+  readonly #sessions: VoiceSessions;
+  #closing: Promise<void> | undefined;
+
+  /** Use startVoiceServer(). */
+  static async start(options: VoiceServerOptions): Promise<VoiceServer> {
+    const log = options.log ?? silentLogger;
+    const certificate = await createSelfSignedCertificate();
+    const https = createServer({ cert: certificate.certPem, key: certificate.keyPem });
+    const udp = createSocket('udp4');
+    try {
+      await new Promise<void>((resolve, reject) => {
+        https.once('error', reject);
+        https.listen(0, HOST, () => {
+          https.off('error', reject);
+          resolve();
+        });
+      });
+      await new Promise<void>((resolve, reject) => {
+        udp.once('error', reject);
+        udp.bind(0, HOST, () => {
+          udp.off('error', reject);
+          resolve();
+        });
+      });
+    } catch (error) {
+      https.close();
+      try {
+        udp.close();
+      } catch {
+        // never bound
+      }
+      await certificate.remove();
+      throw error;
+    }
+    const wss = new WebSocketServer({ server: https });
+    return new VoiceServer({ certificate, https, wss, udp, log, options });
+  }
+
+  private constructor(parts: VoiceServerParts) {
+    this.#parts = parts;
+    this.#log = parts.log;
+    const address = parts.https.address();
+    if (address === null || typeof address === 'string') throw new Error('voice stand-in: the TLS server is not listening');
+    this.endpoint = `${HOST}:${address.port}`;
+    this.udpPort = parts.udp.address().port;
+    this.caCertPath = parts.certificate.certPath;
+    this.certPem = parts.certificate.certPem;
+    this.#sessions = new VoiceSessions({
+      log: parts.log,
+      udpAddress: { address: HOST, port: this.udpPort },
+      heartbeatIntervalMs: parts.options.heartbeatIntervalMs ?? 13_750,
+      speakingLeadMs: parts.options.speakingLeadMs ?? 40,
+      sendDatagram: (packet, port, host) => this.#sendDatagram(packet, port, host),
+    });
+
+    const socketHost = this.#sessions.socketHost();
+    parts.wss.on('connection', (socket) => attachVoiceSocket(socket, socketHost));
+    parts.https.on('tlsClientError', (error) =>
+      this.#log.warn('voice stand-in: TLS handshake failed (does the bot trust caCertPath?)', { error }),
+    );
+    parts.udp.on('message', (message, remote) => this.#sessions.onDatagram(message, remote.address, remote.port));
+    parts.udp.on('error', (error) => this.#log.warn('voice stand-in: UDP socket error', { error }));
+  }
+
+  // ---- VoiceStandIn: called by the stand-in's gateway -------------------------------------------
+
+  expectBot(session: BotVoiceSession): { token: string } {
+    return this.#sessions.expectBot(session);
+  }
+
+  botLeft(guildId: string): void {
+    this.#sessions.botLeft(guildId);
+  }
+
+  userJoined(guildId: string, channelId: string, userId: string): void {
+    this.#sessions.userJoined(guildId, channelId, userId);
+  }
+
+  userLeft(guildId: string, userId: string): void {
+    this.#sessions.userLeft(guildId, userId);
+  }
+
+  close(): Promise<void> {
+    this.#closing ??= this.#shutdown();
+    return this.#closing;
+  }
+
+  // ---- Simulated users ----------------------------------------------------------------------------
+
+  /**
+   * The user speaks `pcm` (48 kHz stereo interleaved) to the bot: SPEAKING first, then Opus frames in
+   * real time; silent frames are not sent. Resolves after the last packet. Rejects when the user is
+   * not in the bot's voice channel or the bot has no ready connection.
+   */
+  async speak(guildId: string, userId: string, pcm: Int16Array, options?: SpeakOptions): Promise<SpeakResult> {
+    return this.#speakerOf(guildId, userId).speak(pcm, options);
+  }
+
+  async speakTone(guildId: string, userId: string, tone: ToneOptions, options?: SpeakOptions): Promise<SpeakResult> {
+    return this.speak(guildId, userId, generateTone(tone), options);
+  }
+
+  /** Sends one RTP packet carrying `opusPayload` as is (encrypted properly): for corrupt-packet tests. */
+  async sendRawPacket(
+    guildId: string,
+    userId: string,
+    opusPayload: Buffer,
+    options?: Pick<SpeakOptions, 'headerExtension'>,
+  ): Promise<void> {
+    return this.#speakerOf(guildId, userId).sendRawPacket(opusPayload, options);
+  }
+
+  // ---- What the bot did -----------------------------------------------------------------------------
+
+  /** Every frame the bot sent in the guild, decoded, in arrival order (kept after the bot leaves). */
+  botAudio(guildId: string): readonly BotAudioFrame[] {
+    return this.#sessions.guilds.get(guildId)?.recorder.frames ?? [];
+  }
+
+  /** Resolves with the bot's frames once `predicate` holds for them. */
+  waitForBotAudio(
+    guildId: string,
+    predicate: (frames: readonly BotAudioFrame[]) => boolean,
+    timeoutMs?: number,
+  ): Promise<readonly BotAudioFrame[]> {
+    return this.#sessions.waiters.waitFor(
+      () => {
+        const frames = this.botAudio(guildId);
+        return predicate(frames) ? frames : undefined;
+      },
+      `bot audio in guild ${guildId}`,
+      timeoutMs,
+    );
+  }
+
+  /** The bot's SPEAKING (op 5) messages, with their arrival times. */
+  botSpeaking(guildId: string): readonly BotSpeakingEvent[] {
+    return this.#sessions.guilds.get(guildId)?.recorder.speaking ?? [];
+  }
+
+  waitForBotSpeaking(
+    guildId: string,
+    predicate: (events: readonly BotSpeakingEvent[]) => boolean,
+    timeoutMs?: number,
+  ): Promise<readonly BotSpeakingEvent[]> {
+    return this.#sessions.waiters.waitFor(
+      () => {
+        const events = this.botSpeaking(guildId);
+        return predicate(events) ? events : undefined;
+      },
+      `bot SPEAKING in guild ${guildId}`,
+      timeoutMs,
+    );
+  }
+
+  /** Forgets the guild's recorded frames and SPEAKING events (between steps of a longer test). */
+  clearBotAudio(guildId: string): void {
+    this.#sessions.guilds.get(guildId)?.recorder.clear();
+  }
+
+  /** Packets from the bot that could not be decrypted or were not valid Opus. */
+  botPacketProblems(guildId: string): BotPacketProblems {
+    return { ...(this.#sessions.guilds.get(guildId)?.recorder.problems ?? { undecryptable: 0, undecodable: 0 }) };
+  }
+
+  /** Every op the bot sent on its voice websockets in the guild (DAVE would show as 21-31). */
+  botMessages(guildId: string): readonly BotMessageRecord[] {
+    return this.#sessions.guilds.get(guildId)?.botMessages ?? [];
+  }
+
+  /** Close codes of the bot's voice websockets in the guild, in order. */
+  botSocketCloses(guildId: string): readonly BotSocketClose[] {
+    return this.#sessions.guilds.get(guildId)?.socketCloses ?? [];
+  }
+
+  /** UDP keepalives received (8-byte datagrams), over all guilds. */
+  get keepalivesReceived(): number {
+    return this.#sessions.keepalives;
+  }
+
+  /** The bot's connection in the guild if it can carry audio now. */
+  botConnection(guildId: string): BotVoiceConnectionInfo | undefined {
+    const connection = this.#connectionOf(guildId);
+    return connection?.ready ? infoOf(connection) : undefined;
+  }
+
+  /** Resolves once the bot's voice connection in the guild is ready for audio both ways. */
+  waitForBotConnection(guildId: string, timeoutMs?: number): Promise<BotVoiceConnectionInfo> {
+    return this.#sessions.waiters.waitFor(() => this.botConnection(guildId), `the bot's voice connection in guild ${guildId}`, timeoutMs);
+  }
+
+  /** Resolves once the bot has no open voice websocket in the guild. */
+  waitForBotDisconnect(guildId: string, timeoutMs?: number): Promise<true> {
+    return this.#sessions.waiters.waitFor(
+      () => (this.#connectionOf(guildId)?.socket ? undefined : true),
+      `the bot to disconnect from voice in guild ${guildId}`,
+      timeoutMs,
+    );
+  }
+
+  /**
+   * Closes the bot's voice websocket with `closeCode`, as Discord does: 4015 (or < 4000) makes the bot
+   * RESUME, 4014 leaves it disconnected, other 4xxx make it rejoin through the gateway (op 4).
+   */
+  disconnectBot(guildId: string, closeCode: number, reason = 'closed by the stand-in'): void {
+    const connection = this.#connectionOf(guildId);
+    if (!connection) throw new Error(`voice stand-in: the bot has no voice connection in guild ${guildId}`);
+    connection.closeSocket(closeCode, reason);
+  }
+
+  // ---- Internals ----------------------------------------------------------------------------------
+
+  #speakerOf(guildId: string, userId: string): SimulatedSpeaker {
+    const user = this.#sessions.guilds.get(guildId)?.users.get(userId);
+    if (!user) throw new Error(`voice stand-in: user ${userId} is not in a voice channel of guild ${guildId} (call userJoined first)`);
+    return user.speaker;
+  }
+
+  #connectionOf(guildId: string): BotConnection | undefined {
+    return this.#sessions.guilds.get(guildId)?.connection;
+  }
+
+  #sendDatagram(packet: Buffer, port: number, address: string): void {
+    if (this.#closing) return;
+    this.#parts.udp.send(packet, port, address, (error) => {
+      if (error) this.#log.warn('voice stand-in: UDP send failed', { error });
+    });
+  }
+
+  async #shutdown(): Promise<void> {
+    const { wss, https, udp, certificate } = this.#parts;
+    this.#sessions.shutdown();
+    for (const client of wss.clients) client.terminate();
+    await new Promise<void>((resolve) => wss.close(() => resolve()));
+    https.closeAllConnections();
+    await new Promise<void>((resolve) => https.close(() => resolve()));
+    await new Promise<void>((resolve) => udp.close(() => resolve()));
+    await certificate.remove();
+  }
+}

@@ -42,7 +42,7 @@ describe('building a generation request from /video options', () => {
     });
   });
 
-  it.each([
+  const modes: [string, Partial<GenerationInput>][] = [
     ['text-to-video', {}],
     ['image-to-video', { image: picture('first.png') }],
     ['reference', { referenceImages: [picture('style.png')] }],
@@ -50,7 +50,8 @@ describe('building a generation request from /video options', () => {
     ['reference', { image: picture('first.png'), referenceImages: [picture('style.png')] }],
     ['first-last-frame', { lastFrame: picture('last.png') }],
     ['first-last-frame', { image: picture('first.png'), lastFrame: picture('last.png') }],
-  ] as const)('detects %s mode from the fields sent', (mode, extra) => {
+  ];
+  it.each(modes)('detects %s mode from the fields sent', (mode, extra) => {
     expect(generationMode(buildGenerationRequest({ ...base, ...extra }, 'u', undefined))).toBe(mode);
   });
 

@@ -1,0 +1,137 @@
+import { Readable } from 'node:stream';
+import { AudioPlayerStatus, AudioResource, NoSubscriberBehavior, createAudioPlayer, type AudioPlayer } from '@discordjs/voice';
+import type { Logger } from '../log.ts';
+import { FRAME_MS } from './audio/format.ts';
+import { Framer } from './audio/framer.ts';
+import { OpusFrameEncoder } from './audio/opus.ts';
+
+// The model's voice, played in the voice channel through one long-lived AudioPlayer. Each response item
+// becomes an AudioResource fed with Opus packets as its audio deltas arrive; playback starts once a small
+// pre-buffer is in, so network jitter does not leave gaps. The player counts the packets it really sent,
+// which is what a barge-in truncates the conversation to.
+//
+// Resources are built directly from Opus packets: createAudioResource() would first build
+// @discordjs/voice's transformer graph, which probes for FFmpeg with spawnSync and blocks the event loop.
+
+/** Silence frames after an item, so Discord clients fade out instead of clicking. */
+const SILENCE_PADDING_FRAMES = 5;
+/** An item whose deltas stall this long (in 20 ms frames) is given up, not waited for forever. */
+const MAX_MISSED_FRAMES = 50;
+
+interface Item {
+  itemId: string;
+  stream: Readable;
+  resource: AudioResource<string>;
+  framer: Framer;
+  bufferedFrames: number;
+  ended: boolean;
+  started: boolean;
+}
+
+export interface PlayedItem {
+  itemId: string;
+  /** Milliseconds of this item that reached Discord. */
+  playedMs: number;
+}
+
+export interface SpeechPlayerOptions {
+  prebufferMs: number;
+  log: Logger;
+}
+
+export class SpeechPlayer {
+  readonly player: AudioPlayer;
+  readonly #encoder = new OpusFrameEncoder();
+  readonly #prebufferFrames: number;
+  readonly #log: Logger;
+  /** The item playing (first) and those waiting behind it. */
+  readonly #items: Item[] = [];
+
+  constructor(options: SpeechPlayerOptions) {
+    this.#prebufferFrames = Math.max(1, Math.ceil(options.prebufferMs / FRAME_MS));
+    this.#log = options.log;
+    this.player = createAudioPlayer({ behaviors: { noSubscriber: NoSubscriberBehavior.Play, maxMissedFrames: MAX_MISSED_FRAMES } });
+    this.player.on('error', (error) => this.#log.warn('voice playback error', { error }));
+    this.player.on('stateChange', (previous, next) => {
+      if (previous.status !== AudioPlayerStatus.Idle && next.status === AudioPlayerStatus.Idle) this.#onItemFinished();
+    });
+  }
+
+  /** Whether the bot is talking (or about to: an item is buffered or playing). */
+  get speaking(): boolean {
+    return this.#items.length > 0;
+  }
+
+  /** Audio for an item; a new item id queues behind the one playing. */
+  append(itemId: string, samples: Int16Array): void {
+    const item = this.#item(itemId);
+    if (item.ended) return;
+    for (const frame of item.framer.push(samples)) this.#enqueue(item, frame);
+    this.#startIfReady(item);
+  }
+
+  /** The item's audio is complete: play what is buffered, even if under the pre-buffer. */
+  end(itemId: string): void {
+    const item = this.#items.find((candidate) => candidate.itemId === itemId);
+    if (!item || item.ended) return;
+    const last = item.framer.flush();
+    if (last) this.#enqueue(item, last);
+    item.ended = true;
+    item.stream.push(null);
+    this.#startIfReady(item);
+  }
+
+  /**
+   * Barge-in: silence at once, forget what is queued, and say how much of the current item was heard.
+   * The packet prepared for the next 20 ms tick is never sent, so it is not counted.
+   */
+  stop(): PlayedItem | undefined {
+    const current = this.#items[0];
+    const played = current?.started ? { itemId: current.itemId, playedMs: Math.max(0, current.resource.playbackDuration - FRAME_MS) } : undefined;
+    for (const item of this.#items.splice(0)) item.stream.destroy();
+    this.player.stop(true);
+    return played;
+  }
+
+  destroy(): void {
+    this.stop();
+    this.#encoder.delete();
+  }
+
+  #item(itemId: string): Item {
+    const existing = this.#items.find((item) => item.itemId === itemId);
+    if (existing) return existing;
+    const stream = new Readable({ objectMode: true, read() {} });
+    const item: Item = {
+      itemId,
+      stream,
+      resource: new AudioResource<string>([], [stream], itemId, SILENCE_PADDING_FRAMES),
+      framer: new Framer(),
+      bufferedFrames: 0,
+      ended: false,
+      started: false,
+    };
+    this.#items.push(item);
+    return item;
+  }
+
+  #enqueue(item: Item, frame: Int16Array): void {
+    item.stream.push(this.#encoder.encode(frame));
+    item.bufferedFrames++;
+  }
+
+  #startIfReady(item: Item): void {
+    if (item.started || this.#items[0] !== item) return;
+    if (item.bufferedFrames < this.#prebufferFrames && !item.ended) return;
+    item.started = true;
+    this.player.play(item.resource);
+  }
+
+  #onItemFinished(): void {
+    const finished = this.#items[0];
+    if (!finished?.started) return;
+    this.#items.shift();
+    const next = this.#items[0];
+    if (next) this.#startIfReady(next);
+  }
+}

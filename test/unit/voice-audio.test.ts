@@ -1,0 +1,108 @@
+import { describe, expect, it } from 'vitest';
+import { FRAME_SAMPLES, bytesToSamples } from '../../src/voice/audio/format.ts';
+import { Framer } from '../../src/voice/audio/framer.ts';
+import { SpeakerMixer } from '../../src/voice/audio/mixer.ts';
+import { OpusFrameDecoder, OpusFrameEncoder } from '../../src/voice/audio/opus.ts';
+import { analyzeTone } from '../support/discord/audio-analysis.ts';
+import { REALTIME_PCM } from '../support/discord/audio-format.ts';
+import { generateTone } from '../support/discord/audio-tone.ts';
+import { CORRUPT_OPUS_PACKET, encodePcmToOpusPackets } from '../support/discord/opus-codec.ts';
+
+const tone = (hz: number, ms: number, amplitude = 0.4) => generateTone({ hz, ms, amplitude, format: REALTIME_PCM });
+
+function frames(samples: Int16Array): Int16Array[] {
+  return new Framer().push(samples);
+}
+
+function concat(parts: Int16Array[]): Int16Array {
+  const out = new Int16Array(parts.reduce((sum, part) => sum + part.length, 0));
+  let offset = 0;
+  for (const part of parts) {
+    out.set(part, offset);
+    offset += part.length;
+  }
+  return out;
+}
+
+describe('Opus at 24 kHz mono', () => {
+  it('decodes what a Discord client sends (48 kHz stereo) straight to 24 kHz mono, tone intact', () => {
+    const packets = encodePcmToOpusPackets(generateTone({ hz: 440, ms: 400, amplitude: 0.4 }));
+    const decoder = new OpusFrameDecoder();
+    const decoded = packets.map((packet) => decoder.decode(packet)).filter((pcm) => pcm !== undefined);
+    expect(decoded.every((pcm) => pcm.length === FRAME_SAMPLES)).toBe(true);
+    const analysis = analyzeTone(concat(decoded).subarray(FRAME_SAMPLES * 4), { format: REALTIME_PCM });
+    expect(analysis.dominantHz).toBeCloseTo(440, -1);
+    expect(analysis.purity).toBeGreaterThan(0.8);
+  });
+
+  it('skips a corrupt packet and keeps decoding the speaker', () => {
+    const decoder = new OpusFrameDecoder();
+    const encoder = new OpusFrameEncoder();
+    const good = frames(tone(300, 100)).map((frame) => encoder.encode(frame));
+    expect(decoder.decode(good[0]!)).toHaveLength(FRAME_SAMPLES);
+    expect(decoder.decode(CORRUPT_OPUS_PACKET)).toBeUndefined();
+    expect(decoder.corruptPackets).toBe(1);
+    expect(decoder.decode(good[1]!)).toHaveLength(FRAME_SAMPLES);
+  });
+
+  it('encodes 20 ms frames that a 48 kHz stereo decoder (a Discord client) plays as the same tone', () => {
+    const encoder = new OpusFrameEncoder();
+    const packets = frames(tone(523, 400)).map((frame) => encoder.encode(frame));
+    const decoder = new OpusFrameDecoder();
+    const back = concat(packets.map((packet) => decoder.decode(packet)!));
+    expect(analyzeTone(back.subarray(FRAME_SAMPLES * 4), { format: REALTIME_PCM }).dominantHz).toBeCloseTo(523, -1);
+    expect(() => encoder.encode(new Int16Array(100))).toThrow(RangeError);
+  });
+});
+
+describe('framing and mixing', () => {
+  it('cuts samples arriving in odd pieces into whole 20 ms frames', () => {
+    const framer = new Framer();
+    const source = Int16Array.from({ length: 1000 }, (_, i) => i);
+    const out = [...framer.push(source.subarray(0, 333)), ...framer.push(source.subarray(333))];
+    expect(out).toHaveLength(2);
+    expect(Array.from(out[1]!.subarray(0, 3))).toEqual([480, 481, 482]);
+    const last = framer.flush()!;
+    expect(Array.from(last.subarray(0, 40))).toEqual(Array.from(source.subarray(960, 1000)));
+    expect(last.subarray(40).every((sample) => sample === 0)).toBe(true);
+    expect(framer.flush()).toBeUndefined();
+  });
+
+  it('mixes two speakers on one timeline, clipping instead of wrapping', () => {
+    const mixer = new SpeakerMixer();
+    mixer.push('a', new Int16Array(FRAME_SAMPLES).fill(20_000));
+    mixer.push('b', new Int16Array(FRAME_SAMPLES).fill(20_000));
+    mixer.push('b', new Int16Array(FRAME_SAMPLES).fill(-100));
+    expect(mixer.nextFrame()?.[0]).toBe(32_767);
+    expect(mixer.nextFrame()?.[0]).toBe(-100);
+    expect(mixer.nextFrame()).toBeUndefined();
+  });
+
+  it('keeps a two-tone mix recognisable as both tones', () => {
+    const mixer = new SpeakerMixer();
+    const first = frames(tone(400, 200, 0.3));
+    const second = frames(tone(900, 200, 0.3));
+    const mixed: Int16Array[] = [];
+    // Packets arrive one per 20 ms from each speaker, and each tick mixes one frame.
+    first.forEach((frame, index) => {
+      mixer.push('a', frame);
+      mixer.push('b', second[index]!);
+      mixed.push(mixer.nextFrame()!);
+    });
+    const pcm = concat(mixed);
+    expect(pcm.length).toBe(10 * FRAME_SAMPLES);
+    expect(analyzeTone(pcm, { format: REALTIME_PCM, minHz: 600 }).dominantHz).toBeCloseTo(900, -1);
+    expect(analyzeTone(pcm, { format: REALTIME_PCM, maxHz: 600 }).dominantHz).toBeCloseTo(400, -1);
+  });
+
+  it('drops the oldest frames of a speaker who runs ahead, to keep latency bounded', () => {
+    const mixer = new SpeakerMixer();
+    mixer.push('a', new Int16Array(FRAME_SAMPLES * 8));
+    expect(mixer.droppedFrames).toBe(3);
+  });
+
+  it('reads little-endian bytes at any offset', () => {
+    const bytes = Buffer.from([0, 1, 0, 2, 0]);
+    expect(Array.from(bytesToSamples(bytes.subarray(1)))).toEqual([1, 2]);
+  });
+});

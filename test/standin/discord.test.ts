@@ -1,0 +1,239 @@
+import { once } from 'node:events';
+import {
+  ActionRowBuilder,
+  ButtonBuilder,
+  ButtonStyle,
+  Client,
+  DiscordAPIError,
+  Events,
+  GatewayIntentBits,
+  MessageFlags,
+  ModalBuilder,
+  SlashCommandBuilder,
+  TextInputBuilder,
+  TextInputStyle,
+  type Interaction,
+  type TextChannel,
+} from 'discord.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startDiscordStandIn, type DiscordStandIn, type TestGuild } from '../support/discord/index.ts';
+
+// The stand-in against the real discord.js client, in this process: everything the bot relies on.
+
+let discord: DiscordStandIn;
+let guild: TestGuild;
+let client: Client;
+/** What the next interaction should do; each test sets it. */
+let onInteraction: (interaction: Interaction) => Promise<void> = async () => {};
+
+const probe = new SlashCommandBuilder()
+  .setName('probe')
+  .setDescription('every option type')
+  .addSubcommand((sub) =>
+    sub
+      .setName('all')
+      .setDescription('all types')
+      .addStringOption((option) => option.setName('text').setDescription('s').setRequired(true).setAutocomplete(true))
+      .addIntegerOption((option) => option.setName('count').setDescription('i'))
+      .addNumberOption((option) => option.setName('ratio').setDescription('n'))
+      .addBooleanOption((option) => option.setName('flag').setDescription('b'))
+      .addUserOption((option) => option.setName('who').setDescription('u'))
+      .addChannelOption((option) => option.setName('where').setDescription('c'))
+      .addRoleOption((option) => option.setName('role').setDescription('r'))
+      .addAttachmentOption((option) => option.setName('file').setDescription('a')),
+  );
+
+beforeAll(async () => {
+  discord = await startDiscordStandIn({ responseDeadlineMs: 1500, heartbeatIntervalMs: 500 });
+  guild = discord.createGuild({ attachmentSizeLimit: 1000 });
+  client = new Client({ intents: [GatewayIntentBits.Guilds, GatewayIntentBits.GuildVoiceStates], rest: { api: discord.apiUrl } });
+  client.on(Events.InteractionCreate, (interaction) => {
+    void onInteraction(interaction);
+  });
+  const ready = once(client, Events.ClientReady);
+  await client.login(discord.botToken);
+  await ready;
+  await client.application!.commands.set([probe.toJSON()]);
+}, 30_000);
+
+afterAll(async () => {
+  await client?.destroy();
+  await discord?.close();
+});
+
+function channel(): TextChannel {
+  const found = client.channels.cache.get(guild.textChannelId);
+  if (!found?.isTextBased() || found.isDMBased() || !('send' in found)) throw new Error('no text channel');
+  return found as TextChannel;
+}
+
+describe('login and the gateway', () => {
+  it('caches the server, its channels and roles before clientReady', () => {
+    const cached = client.guilds.cache.get(guild.id);
+    expect(cached?.channels.cache.map((entry) => entry.name).sort()).toEqual(['Voice', 'general']);
+    expect(cached?.roles.cache.has(guild.id)).toBe(true);
+    expect(cached?.members.cache.has(client.user!.id)).toBe(true);
+  });
+
+  it('records the registered commands', () => {
+    expect(discord.commands().map((command) => command.name)).toEqual(['probe']);
+  });
+
+  it('resumes after a dropped connection and receives what it missed', async () => {
+    const resumed = once(client, Events.ShardResume);
+    discord.dropGatewayConnection();
+    const late = discord.createGuild({ name: 'joined-while-away' });
+    await resumed;
+    await discord.waitFor(() => (client.guilds.cache.has(late.id) ? true : undefined), 5000, 'the missed GUILD_CREATE');
+  });
+
+  it('reconnects when a heartbeat goes unanswered', async () => {
+    const resumed = once(client, Events.ShardResume);
+    discord.withholdHeartbeatAck();
+    await resumed;
+    expect(discord.gatewayConnected).toBe(true);
+  });
+});
+
+describe('interactions', () => {
+  it('delivers a subcommand with every option type, including an attachment served over http', async () => {
+    const seen = new Promise<Record<string, unknown>>((resolve) => {
+      onInteraction = async (interaction) => {
+        if (!interaction.isChatInputCommand()) return;
+        const file = interaction.options.getAttachment('file', true);
+        const bytes = Buffer.from(await (await fetch(file.url)).arrayBuffer());
+        await interaction.reply({ content: 'ok', flags: MessageFlags.Ephemeral });
+        resolve({
+          sub: interaction.options.getSubcommand(),
+          text: interaction.options.getString('text'),
+          count: interaction.options.getInteger('count'),
+          ratio: interaction.options.getNumber('ratio'),
+          flag: interaction.options.getBoolean('flag'),
+          who: interaction.options.getUser('who')?.id,
+          where: interaction.options.getChannel('where')?.id,
+          role: interaction.options.getRole('role')?.id,
+          file: bytes.toString(),
+          limit: interaction.attachmentSizeLimit,
+        });
+      };
+    });
+    const run = discord.runCommand({
+      user: guild.member,
+      guildId: guild.id,
+      channelId: guild.textChannelId,
+      command: 'probe',
+      subcommand: 'all',
+      options: { text: 'hi', count: 3, ratio: 0.5, flag: true, who: guild.admin, where: guild.voiceChannelId, role: guild.adminRoleId, file: { filename: 'a.txt', bytes: Buffer.from('hello'), contentType: 'text/plain' } },
+    });
+    expect(await seen).toEqual({ sub: 'all', text: 'hi', count: 3, ratio: 0.5, flag: true, who: guild.admin.id, where: guild.voiceChannelId, role: guild.adminRoleId, file: 'hello', limit: 1000 });
+    expect(await run.response()).toMatchObject({ type: 4, data: { content: 'ok', flags: 64 } });
+  });
+
+  it('shows a deferred reply as thinking until it is edited, and records follow-ups', async () => {
+    onInteraction = async (interaction) => {
+      if (!interaction.isChatInputCommand()) return;
+      await interaction.deferReply();
+      await interaction.editReply('done');
+      await interaction.followUp({ content: 'more', flags: MessageFlags.Ephemeral });
+    };
+    const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'probe', subcommand: 'all', options: { text: 'x' } });
+    expect((await run.response()).type).toBe(5);
+    expect((await run.reply()).content).toBe('done');
+    await discord.waitFor(() => run.followUps[0], 5000, 'a follow-up');
+    expect(run.followUps[0]).toMatchObject({ content: 'more', flags: 64 });
+  });
+
+  it('answers a first response after the deadline with 10062 Unknown interaction', async () => {
+    const failure = new Promise<unknown>((resolve) => {
+      onInteraction = async (interaction) => {
+        if (!interaction.isChatInputCommand()) return;
+        await new Promise((wait) => setTimeout(wait, 1700));
+        await interaction.reply('too late').then(() => resolve(undefined), resolve);
+      };
+    });
+    discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'probe', subcommand: 'all', options: { text: 'x' } });
+    expect(await failure).toMatchObject({ code: 10062 });
+  });
+
+  it('refuses edits through an expired interaction token with 50027', async () => {
+    let done!: (value: unknown) => void;
+    const result = new Promise<unknown>((resolve) => (done = resolve));
+    let expire!: () => void;
+    const expired = new Promise<void>((resolve) => (expire = resolve));
+    onInteraction = async (interaction) => {
+      if (!interaction.isChatInputCommand()) return;
+      await interaction.deferReply();
+      await expired;
+      await interaction.editReply('late').then(() => done(undefined), done);
+    };
+    const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'probe', subcommand: 'all', options: { text: 'x' } });
+    await run.response();
+    discord.expireInteraction(run);
+    expire();
+    expect(await result).toMatchObject({ code: 50027 });
+  });
+
+  it('routes a button click, a modal submit and autocomplete', async () => {
+    const message = await channel().send({
+      content: 'click',
+      components: [new ActionRowBuilder<ButtonBuilder>().addComponents(new ButtonBuilder().setCustomId('probe:go').setLabel('Go').setStyle(ButtonStyle.Primary))],
+    });
+    onInteraction = async (interaction) => {
+      if (interaction.isButton()) {
+        const modal = new ModalBuilder().setCustomId('probe:form').setTitle('Form');
+        modal.addComponents(new ActionRowBuilder<TextInputBuilder>().addComponents(new TextInputBuilder().setCustomId('answer').setLabel('Answer').setStyle(TextInputStyle.Short)));
+        await interaction.showModal(modal);
+      } else if (interaction.isModalSubmit()) {
+        await interaction.reply({ content: `got ${interaction.fields.getTextInputValue('answer')}`, flags: MessageFlags.Ephemeral });
+      } else if (interaction.isAutocomplete()) {
+        await interaction.respond([{ name: `${interaction.options.getFocused()}!`, value: 'v' }]);
+      }
+    };
+    const stored = discord.messages(guild.textChannelId).find((entry) => entry.id === message.id)!;
+    const click = discord.clickButton({ user: guild.member, message: stored, customId: 'probe:go' });
+    expect(await click.modal()).toEqual({ customId: 'probe:form', inputs: ['answer'] });
+    const submit = discord.submitModal({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, customId: 'probe:form', fields: { answer: '42' } });
+    expect((await submit.reply()).content).toBe('got 42');
+    const complete = discord.autocomplete({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'probe', subcommand: 'all', options: { text: 'ca' }, focused: 'text' });
+    expect(await complete.choices()).toEqual([{ name: 'ca!', value: 'v' }]);
+  });
+});
+
+describe('channel messages', () => {
+  it('stores an upload within the server limit and refuses one over it with 413 / 40005', async () => {
+    const fits = await channel().send({ files: [{ attachment: Buffer.alloc(900, 1), name: 'small.bin' }] });
+    const stored = await discord.waitForMessage(guild.textChannelId, (message) => message.id === fits.id);
+    expect(stored.attachments[0]?.bytes.length).toBe(900);
+    const error = await channel().send({ files: [{ attachment: Buffer.alloc(1100, 1), name: 'big.bin' }] }).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(DiscordAPIError);
+    expect(error).toMatchObject({ status: 413, code: 40005 });
+  });
+
+  it('answers a repeated nonce with enforce_nonce with the first message', async () => {
+    const first = await channel().send({ content: 'once', nonce: 'nonce-1234', enforceNonce: true });
+    const second = await channel().send({ content: 'once', nonce: 'nonce-1234', enforceNonce: true });
+    expect(second.id).toBe(first.id);
+    expect(discord.messages(guild.textChannelId).filter((message) => message.content === 'once')).toHaveLength(1);
+  });
+
+  it('makes discord.js wait out a 429 Retry-After, and retry a 5xx', async () => {
+    discord.rateLimit({ method: 'POST', route: /\/channels\/\d+\/messages$/, times: 1, retryAfterSeconds: 1 });
+    const started = Date.now();
+    await channel().send('after the limit');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+    const limited = discord.requests.filter((request) => request.status === 429);
+    expect(limited).toHaveLength(1);
+
+    discord.failRoute({ method: 'POST', route: /\/channels\/\d+\/messages$/, times: 2, status: 502 });
+    await channel().send('after the outage');
+    expect(discord.requests.filter((request) => request.status === 502)).toHaveLength(2);
+  });
+
+  it('creates a thread from a message', async () => {
+    const message = await channel().send('transcripts');
+    const thread = await message.startThread({ name: 'Voice transcripts' });
+    expect(thread.parentId).toBe(guild.textChannelId);
+    await thread.send('hello');
+    await discord.waitForMessage(thread.id, (entry) => entry.content === 'hello');
+  });
+});

@@ -1,15 +1,150 @@
-import type { Server } from 'node:http';
-import type { RealtimeDeps } from './deps.ts';
+import { EventEmitter } from 'node:events';
+import type { IncomingMessage, Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer, type RawData, type WebSocket } from 'ws';
+import { realtimeSubprotocolPrefixes } from '../../gateway/spec.ts';
+import type { RealtimeAuthorization, RealtimeDeps } from './deps.ts';
+import { DEFAULT_REALTIME_OPTIONS, RealtimeSession, type JournaledEvent, type RealtimeOptions } from './session.ts';
 
-// Placeholder until the realtime side lands: every websocket upgrade is refused with 501.
+// The realtime endpoint: `wss://…/native/v1/realtime?model=…`, authorised by the Authorization header or
+// by a subprotocol (`<vendor>-client-secret.<token>` or `compat-insecure-api-key.<key>`). A refusal is an
+// HTTP answer to the upgrade, before any websocket exists. Sessions end at the configured limit.
+
+export const REALTIME_PATH = '/native/v1/realtime';
+const SESSION_EXPIRED_CLOSE = 1000;
 
 export interface RealtimeHandle {
+  readonly sessions: RealtimeSession[];
+  /** The first client event (past or future) matching the predicate, with its session. */
+  waitForClientEvent(predicate: (event: Readonly<Record<string, unknown>>, session: RealtimeSession) => boolean, timeoutMs?: number): Promise<{ session: RealtimeSession; event: JournaledEvent }>;
+  /** Options for sessions opened from now on (pace of the echo, tone lengths). */
+  options: RealtimeOptions;
   close(): Promise<void>;
 }
 
-export function attachRealtime(server: Server, _deps: RealtimeDeps): RealtimeHandle {
-  server.on('upgrade', (_request, socket) => {
-    socket.end('HTTP/1.1 501 Not Implemented\r\nContent-Length: 0\r\n\r\n');
+function rawText(data: RawData): string {
+  if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
+  if (data instanceof ArrayBuffer) return Buffer.from(data).toString('utf8');
+  return data.toString('utf8');
+}
+
+function refuse(socket: Duplex, status: number, body: Record<string, unknown>): void {
+  const text = JSON.stringify(body);
+  const reason = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found' }[status] ?? 'Error';
+  socket.end(`HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`);
+}
+
+export function attachRealtime(server: Server, deps: RealtimeDeps): RealtimeHandle {
+  /** The credential subprotocol each accepted upgrade must echo back in the handshake. */
+  const acceptedProtocol = new WeakMap<IncomingMessage, string>();
+  const sockets = new WebSocketServer({
+    noServer: true,
+    maxPayload: 16 * 1024 * 1024,
+    handleProtocols: (_offered, request) => acceptedProtocol.get(request) ?? false,
   });
-  return { close: () => Promise.resolve() };
+  const sessions: RealtimeSession[] = [];
+  const events = new EventEmitter();
+  events.setMaxListeners(0);
+  const timers = new Set<NodeJS.Timeout>();
+  const prefixes = realtimeSubprotocolPrefixes(deps.vendor);
+  const handle: RealtimeHandle = {
+    sessions,
+    options: { ...DEFAULT_REALTIME_OPTIONS },
+    waitForClientEvent(predicate, timeoutMs = 10_000) {
+      const find = () => {
+        for (const session of sessions) {
+          const event = session.clientEvents.find((entry) => predicate(entry.event, session));
+          if (event) return { session, event };
+        }
+        return undefined;
+      };
+      const found = find();
+      if (found) return Promise.resolve(found);
+      return new Promise((resolve, reject) => {
+        const onEvent = () => {
+          const match = find();
+          if (!match) return;
+          clearTimeout(timer);
+          events.off('clientEvent', onEvent);
+          resolve(match);
+        };
+        const timer = setTimeout(() => {
+          events.off('clientEvent', onEvent);
+          reject(new Error(`the realtime emulator received no matching client event within ${timeoutMs} ms`));
+        }, timeoutMs);
+        events.on('clientEvent', onEvent);
+      });
+    },
+    async close() {
+      for (const timer of timers) clearTimeout(timer);
+      for (const session of sessions) session.close();
+      for (const client of sockets.clients) client.terminate();
+      await new Promise<void>((resolve) => sockets.close(() => resolve()));
+    },
+  };
+
+  function authorize(request: IncomingMessage, model: string): { result: RealtimeAuthorization; protocol: string | undefined } {
+    const header = request.headers.authorization;
+    const bearer = header === undefined ? undefined : /^Bearer (\S+)$/.exec(header)?.[1];
+    if (header !== undefined) {
+      return { result: bearer ? deps.authorizeApiKey(bearer, model) : { ok: false, status: 401, code: 'invalid_api_key', message: 'Invalid API key.' }, protocol: undefined };
+    }
+    const offered = (request.headers['sec-websocket-protocol'] ?? '').split(',').map((value) => value.trim()).filter((value) => value !== '');
+    for (const protocol of offered) {
+      if (protocol.startsWith(prefixes.clientSecret)) return { result: deps.authorizeClientSecret(protocol.slice(prefixes.clientSecret.length), model), protocol };
+      if (protocol.startsWith(prefixes.apiKey)) return { result: deps.authorizeApiKey(protocol.slice(prefixes.apiKey.length), model), protocol };
+    }
+    return { result: { ok: false, status: 401, code: 'invalid_api_key', message: 'Missing credentials: send Authorization: Bearer <key> or a credential subprotocol.' }, protocol: undefined };
+  }
+
+  function open(socket: WebSocket, model: string, keyId: string): void {
+    const session = new RealtimeSession(
+      model,
+      keyId,
+      (event) => {
+        if (socket.readyState === socket.OPEN) socket.send(JSON.stringify(event));
+      },
+      handle.options,
+    );
+    sessions.push(session);
+    const limit = setTimeout(() => {
+      timers.delete(limit);
+      session.emit('error', { error: { type: 'invalid_request_error', code: 'session_expired', message: 'The session reached its maximum duration.', param: null, event_id: null } });
+      session.close();
+      socket.close(SESSION_EXPIRED_CLOSE, 'session expired');
+    }, deps.sessionMaxMs());
+    timers.add(limit);
+    socket.on('message', (data) => {
+      session.receive(rawText(data));
+      events.emit('clientEvent');
+    });
+    socket.on('close', () => {
+      clearTimeout(limit);
+      timers.delete(limit);
+      session.close();
+    });
+  }
+
+  server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const url = new URL(request.url ?? '/', 'http://emulator');
+    if (url.pathname !== REALTIME_PATH) {
+      refuse(socket, 404, { code: 'not_found', error: `No websocket route ${url.pathname}.` });
+      return;
+    }
+    const model = url.searchParams.get('model');
+    if (!model) {
+      refuse(socket, 400, { code: 'invalid_request_error', error: 'The model query parameter is required.' });
+      return;
+    }
+    const { result, protocol } = authorize(request, model);
+    if (!result.ok) {
+      deps.log.info('realtime connection refused', { status: result.status, code: result.code });
+      refuse(socket, result.status, { code: result.code, error: result.message });
+      return;
+    }
+    if (protocol) acceptedProtocol.set(request, protocol);
+    sockets.handleUpgrade(request, socket, head, (ws) => open(ws, model, result.keyId));
+  });
+
+  return handle;
 }

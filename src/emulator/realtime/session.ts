@@ -1,0 +1,378 @@
+import { randomBytes } from 'node:crypto';
+import { isRecord } from '../../gateway/parse.ts';
+import { DEFAULT_VAD, EnergyVad, VAD_WINDOW_MS, type VadSettings } from './vad.ts';
+
+// One realtime session: `session.update` first, then audio in, and an echo model that answers each user
+// turn by playing the user's own audio back. Events follow the realtime API's shapes (event ids, item
+// ids, response ids, output and content indexes).
+
+export interface RealtimeOptions {
+  /** Audio is streamed this many times faster than real time (clients must buffer). */
+  paceFactor: number;
+  /** Milliseconds of audio per output delta. */
+  chunkMs: number;
+  /** A force_message is spoken as a tone this long per character of text. */
+  toneMsPerCharacter: number;
+  maxToneMs: number;
+}
+
+export const DEFAULT_REALTIME_OPTIONS: RealtimeOptions = { paceFactor: 1.25, chunkMs: 100, toneMsPerCharacter: 60, maxToneMs: 5000 };
+export const FORCE_MESSAGE_TONE_HZ = 880;
+
+export interface JournaledEvent {
+  at: number;
+  event: Readonly<Record<string, unknown>>;
+}
+
+type Send = (event: Record<string, unknown>) => void;
+
+interface ActiveResponse {
+  id: string;
+  itemId: string;
+  cancelled: boolean;
+}
+
+function id(prefix: string): string {
+  return `${prefix}_${randomBytes(9).toString('base64url')}`;
+}
+
+function decodeBase64Pcm(text: string): Int16Array | undefined {
+  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(text) || text.length % 4 !== 0) return undefined;
+  const bytes = Buffer.from(text, 'base64');
+  const copy = new Uint8Array(bytes.length - (bytes.length % 2));
+  copy.set(bytes.subarray(0, copy.length));
+  return new Int16Array(copy.buffer);
+}
+
+function tone(hz: number, ms: number, rate: number): Int16Array {
+  const samples = new Int16Array(Math.round((ms * rate) / 1000));
+  for (let i = 0; i < samples.length; i++) samples[i] = Math.round(0.3 * 32767 * Math.sin((2 * Math.PI * hz * i) / rate));
+  return samples;
+}
+
+export class RealtimeSession {
+  readonly id = id('sess');
+  readonly model: string;
+  readonly keyId: string;
+  readonly clientEvents: JournaledEvent[] = [];
+  readonly serverEvents: JournaledEvent[] = [];
+  /** Truncations the client asked for: what it says was really played. */
+  readonly truncations: { itemId: string; audioEndMs: number }[] = [];
+  readonly #send: Send;
+  readonly #options: RealtimeOptions;
+  #configured = false;
+  #inputRate = 24_000;
+  #outputRate = 24_000;
+  #vad: EnergyVad | undefined = new EnergyVad(DEFAULT_VAD);
+  #vadSettings: VadSettings = DEFAULT_VAD;
+  /** Input not yet committed, starting at #bufferStartMs of the session's input timeline. */
+  #buffer: Int16Array[] = [];
+  #bufferSamples = 0;
+  #bufferStartMs = 0;
+  /** Samples that do not yet fill a whole VAD window. */
+  #window = new Int16Array(0);
+  #turnStartMs = 0;
+  #lastTurnAudio: Int16Array | undefined;
+  #lastItemId: string | null = null;
+  #pendingUserItem: string | undefined;
+  /** Audio items the assistant produced, by id, for truncation. */
+  readonly #assistantItems = new Map<string, number>();
+  #current: ActiveResponse | undefined;
+  #queue: Promise<void> = Promise.resolve();
+  #closed = false;
+
+  constructor(model: string, keyId: string, send: Send, options: RealtimeOptions) {
+    this.model = model;
+    this.keyId = keyId;
+    this.#send = send;
+    this.#options = options;
+  }
+
+  emit(type: string, fields: Record<string, unknown> = {}): void {
+    if (this.#closed) return;
+    const event = { event_id: id('event'), type, ...fields };
+    this.serverEvents.push({ at: Date.now(), event });
+    this.#send(event);
+  }
+
+  #error(code: string, message: string, clientEventId?: unknown, param: string | null = null): void {
+    this.emit('error', { error: { type: 'invalid_request_error', code, message, param, event_id: typeof clientEventId === 'string' ? clientEventId : null } });
+  }
+
+  close(): void {
+    this.#closed = true;
+    if (this.#current) this.#current.cancelled = true;
+  }
+
+  receive(text: string): void {
+    let event: unknown;
+    try {
+      event = JSON.parse(text);
+    } catch {
+      this.#error('invalid_json', 'The event is not valid JSON.');
+      return;
+    }
+    if (!isRecord(event) || typeof event.type !== 'string') {
+      this.#error('invalid_event', 'An event must be a JSON object with a type.');
+      return;
+    }
+    this.clientEvents.push({ at: Date.now(), event });
+    if (!this.#configured && event.type !== 'session.update') {
+      this.#error('session_not_configured', 'The first event must be session.update.', event.event_id);
+      return;
+    }
+    switch (event.type) {
+      case 'session.update':
+        return this.#sessionUpdate(event);
+      case 'input_audio_buffer.append':
+        return this.#append(event);
+      case 'input_audio_buffer.commit':
+        return this.#commit(event);
+      case 'input_audio_buffer.clear':
+        this.#trimBuffer(this.#bufferEndMs());
+        this.#window = new Int16Array(0);
+        return this.emit('input_audio_buffer.cleared');
+      case 'conversation.item.create':
+        return this.#itemCreate(event);
+      case 'conversation.item.delete':
+        return this.emit('conversation.item.deleted', { item_id: event.item_id });
+      case 'conversation.item.truncate':
+        return this.#truncate(event);
+      case 'response.create':
+        return this.#respondToLastTurn();
+      case 'response.cancel':
+        return this.#cancel(event);
+      default:
+        this.#error('unknown_event', `Unknown event type ${event.type}.`, event.event_id, 'type');
+    }
+  }
+
+  #sessionUpdate(event: Readonly<Record<string, unknown>>): void {
+    const session = isRecord(event.session) ? event.session : undefined;
+    if (!session) {
+      this.#error('missing_session', 'session.update needs a session object.', event.event_id, 'session');
+      return;
+    }
+    const audio = isRecord(session.audio) ? session.audio : {};
+    const rateOf = (direction: unknown): number | undefined => {
+      const format = isRecord(direction) && isRecord(direction.format) ? direction.format : undefined;
+      return typeof format?.rate === 'number' ? format.rate : undefined;
+    };
+    this.#inputRate = rateOf(audio.input) ?? this.#inputRate;
+    this.#outputRate = rateOf(audio.output) ?? this.#outputRate;
+    if ('turn_detection' in session) {
+      const detection = session.turn_detection;
+      if (detection === null) {
+        this.#vad = undefined;
+      } else if (isRecord(detection)) {
+        this.#vadSettings = {
+          threshold: typeof detection.threshold === 'number' ? detection.threshold : DEFAULT_VAD.threshold,
+          silenceDurationMs: typeof detection.silence_duration_ms === 'number' ? detection.silence_duration_ms : DEFAULT_VAD.silenceDurationMs,
+          prefixPaddingMs: typeof detection.prefix_padding_ms === 'number' ? detection.prefix_padding_ms : DEFAULT_VAD.prefixPaddingMs,
+        };
+        this.#vad = new EnergyVad(this.#vadSettings);
+      }
+    }
+    const summary = {
+      id: this.id,
+      model: this.model,
+      voice: session.voice,
+      instructions: session.instructions,
+      turn_detection: this.#vad ? { type: 'server_vad', threshold: this.#vadSettings.threshold, silence_duration_ms: this.#vadSettings.silenceDurationMs, prefix_padding_ms: this.#vadSettings.prefixPaddingMs } : null,
+      audio: { input: { format: { type: 'audio/pcm', rate: this.#inputRate } }, output: { format: { type: 'audio/pcm', rate: this.#outputRate } } },
+    };
+    if (!this.#configured) {
+      this.#configured = true;
+      this.emit('session.created', { session: summary });
+      this.emit('conversation.created', { conversation: { id: id('conv'), object: 'realtime.conversation' } });
+    }
+    this.emit('session.updated', { session: summary });
+  }
+
+  #bufferEndMs(): number {
+    return this.#bufferStartMs + (this.#bufferSamples / this.#inputRate) * 1000;
+  }
+
+  /** The buffered audio between two points of the input timeline. */
+  #bufferedAudio(fromMs: number, toMs: number): Int16Array {
+    const all = new Int16Array(this.#bufferSamples);
+    let offset = 0;
+    for (const part of this.#buffer) {
+      all.set(part, offset);
+      offset += part.length;
+    }
+    const toSample = (ms: number) => Math.min(all.length, Math.max(0, Math.round(((ms - this.#bufferStartMs) * this.#inputRate) / 1000)));
+    return all.slice(toSample(fromMs), Math.max(toSample(fromMs), toSample(toMs)));
+  }
+
+  /** Forgets the input before `untilMs`. */
+  #trimBuffer(untilMs: number): void {
+    const rest = this.#bufferedAudio(untilMs, this.#bufferEndMs());
+    this.#buffer = rest.length > 0 ? [rest] : [];
+    this.#bufferSamples = rest.length;
+    this.#bufferStartMs = untilMs;
+  }
+
+  #append(event: Readonly<Record<string, unknown>>): void {
+    const samples = typeof event.audio === 'string' ? decodeBase64Pcm(event.audio) : undefined;
+    if (!samples) {
+      this.#error('invalid_audio', 'input_audio_buffer.append needs audio: base64 PCM16.', event.event_id, 'audio');
+      return;
+    }
+    this.#buffer.push(samples);
+    this.#bufferSamples += samples.length;
+    if (!this.#vad) return;
+    const windowSamples = (this.#inputRate * VAD_WINDOW_MS) / 1000;
+    let pending = new Int16Array(this.#window.length + samples.length);
+    pending.set(this.#window);
+    pending.set(samples, this.#window.length);
+    while (pending.length >= windowSamples) {
+      const verdict = this.#vad.window(pending.subarray(0, windowSamples), VAD_WINDOW_MS);
+      pending = pending.subarray(windowSamples);
+      if (verdict?.type === 'speech_started') {
+        this.#turnStartMs = Math.max(this.#bufferStartMs, verdict.atMs - this.#vadSettings.prefixPaddingMs);
+        this.#pendingUserItem = id('item');
+        this.emit('input_audio_buffer.speech_started', { audio_start_ms: this.#turnStartMs, item_id: this.#pendingUserItem });
+      } else if (verdict?.type === 'speech_stopped') {
+        this.emit('input_audio_buffer.speech_stopped', { audio_end_ms: verdict.atMs, item_id: this.#pendingUserItem });
+        // The turn is the speech itself: from the prefix padding to the last voiced window.
+        this.#commitTurn(this.#bufferedAudio(this.#turnStartMs, verdict.atMs - this.#vadSettings.silenceDurationMs), true);
+        this.#trimBuffer(verdict.atMs);
+      }
+    }
+    this.#window = Int16Array.from(pending);
+    if (!this.#vad.speaking) {
+      // Between turns only the prefix padding can still matter; silence fed for hours must not pile up.
+      const processedEndMs = this.#bufferEndMs() - (this.#window.length / this.#inputRate) * 1000;
+      this.#trimBuffer(Math.max(this.#bufferStartMs, processedEndMs - this.#vadSettings.prefixPaddingMs));
+    }
+  }
+
+  #commitTurn(audio: Int16Array, respond: boolean): void {
+    const itemId = this.#pendingUserItem ?? id('item');
+    this.#pendingUserItem = undefined;
+    this.emit('input_audio_buffer.committed', { previous_item_id: this.#lastItemId, item_id: itemId });
+    this.emit('conversation.item.created', {
+      previous_item_id: this.#lastItemId,
+      item: { id: itemId, object: 'realtime.item', type: 'message', role: 'user', status: 'completed', content: [{ type: 'input_audio', transcript: null }] },
+    });
+    this.#lastItemId = itemId;
+    const seconds = audio.length / this.#inputRate;
+    this.emit('conversation.item.input_audio_transcription.completed', { item_id: itemId, content_index: 0, transcript: `(${seconds.toFixed(1)} s of speech)` });
+    this.#lastTurnAudio = audio;
+    if (respond) this.#respond(audio, `Echo of ${seconds.toFixed(1)} seconds.`);
+  }
+
+  #commit(event: Readonly<Record<string, unknown>>): void {
+    if (this.#vad) {
+      this.#error('commit_in_server_vad', 'With server VAD the server commits turns; input_audio_buffer.commit is for manual mode.', event.event_id);
+      return;
+    }
+    if (this.#bufferSamples === 0) {
+      this.#error('input_audio_buffer_commit_empty', 'The input audio buffer is empty.', event.event_id);
+      return;
+    }
+    const endMs = this.#bufferEndMs();
+    this.#commitTurn(this.#bufferedAudio(this.#bufferStartMs, endMs), false);
+    this.#trimBuffer(endMs);
+  }
+
+  #respondToLastTurn(): void {
+    const audio = this.#lastTurnAudio ?? new Int16Array(0);
+    this.#lastTurnAudio = undefined;
+    this.#respond(audio, `Echo of ${(audio.length / this.#inputRate).toFixed(1)} seconds.`);
+  }
+
+  #itemCreate(event: Readonly<Record<string, unknown>>): void {
+    const item = isRecord(event.item) ? event.item : undefined;
+    if (!item || typeof item.type !== 'string') {
+      this.#error('missing_item', 'conversation.item.create needs an item with a type.', event.event_id, 'item');
+      return;
+    }
+    if (item.type !== 'force_message') {
+      const itemId = typeof item.id === 'string' ? item.id : id('item');
+      this.emit('conversation.item.created', { previous_item_id: this.#lastItemId, item: { ...item, id: itemId } });
+      this.#lastItemId = itemId;
+      return;
+    }
+    const content = Array.isArray(item.content) ? item.content : [];
+    const text = content.map((part: unknown) => (isRecord(part) && typeof part.text === 'string' ? part.text : '')).join(' ').trim();
+    if (item.role !== 'assistant' || text === '') {
+      this.#error('invalid_force_message', 'A force_message needs role assistant and output_text content.', event.event_id, 'item');
+      return;
+    }
+    const ms = Math.min(this.#options.maxToneMs, Math.max(200, text.length * this.#options.toneMsPerCharacter));
+    this.#respond(tone(FORCE_MESSAGE_TONE_HZ, ms, this.#outputRate), text);
+  }
+
+  #truncate(event: Readonly<Record<string, unknown>>): void {
+    const itemId = typeof event.item_id === 'string' ? event.item_id : undefined;
+    const audioEndMs = typeof event.audio_end_ms === 'number' ? event.audio_end_ms : undefined;
+    if (!itemId || audioEndMs === undefined) {
+      this.#error('missing_field', 'conversation.item.truncate needs item_id and audio_end_ms.', event.event_id, itemId ? 'audio_end_ms' : 'item_id');
+      return;
+    }
+    const lengthMs = this.#assistantItems.get(itemId);
+    if (lengthMs === undefined) {
+      this.#error('item_not_found', `No assistant audio item ${itemId}.`, event.event_id, 'item_id');
+      return;
+    }
+    if (audioEndMs > lengthMs) {
+      this.#error('invalid_audio_end_ms', `audio_end_ms ${audioEndMs} is past the item's ${Math.round(lengthMs)} ms.`, event.event_id, 'audio_end_ms');
+      return;
+    }
+    this.truncations.push({ itemId, audioEndMs });
+    this.emit('conversation.item.truncated', { item_id: itemId, content_index: typeof event.content_index === 'number' ? event.content_index : 0, audio_end_ms: audioEndMs });
+  }
+
+  #cancel(event: Readonly<Record<string, unknown>>): void {
+    if (!this.#current || this.#current.cancelled) {
+      this.#error('response_cancel_not_active', 'There is no active response to cancel.', event.event_id);
+      return;
+    }
+    this.#current.cancelled = true;
+  }
+
+  /** Queues a response that speaks `audio` and says `transcript`. */
+  #respond(audio: Int16Array, transcript: string): void {
+    this.#queue = this.#queue.then(() => this.#stream(audio, transcript));
+  }
+
+  async #stream(audio: Int16Array, transcript: string): Promise<void> {
+    if (this.#closed) return;
+    const response: ActiveResponse = { id: id('resp'), itemId: id('item'), cancelled: false };
+    this.#current = response;
+    const ids = { response_id: response.id, item_id: response.itemId, output_index: 0, content_index: 0 };
+    const lengthMs = (audio.length / this.#outputRate) * 1000;
+    this.#assistantItems.set(response.itemId, lengthMs);
+    const item = { id: response.itemId, object: 'realtime.item', type: 'message', role: 'assistant', status: 'in_progress', content: [] };
+    this.emit('response.created', { response: { id: response.id, object: 'realtime.response', status: 'in_progress', output: [] } });
+    this.emit('response.output_item.added', { response_id: response.id, output_index: 0, item });
+    this.emit('conversation.item.created', { previous_item_id: this.#lastItemId, item });
+    this.#lastItemId = response.itemId;
+    this.emit('response.content_part.added', { ...ids, part: { type: 'audio', transcript: '' } });
+
+    const chunkSamples = Math.round((this.#options.chunkMs * this.#outputRate) / 1000);
+    const words = transcript.split(' ');
+    const started = Date.now();
+    let chunk = 0;
+    for (let offset = 0; offset < audio.length && !response.cancelled && !this.#closed; offset += chunkSamples, chunk++) {
+      const piece = audio.subarray(offset, offset + chunkSamples);
+      this.emit('response.output_audio.delta', { ...ids, delta: Buffer.from(piece.buffer, piece.byteOffset, piece.byteLength).toString('base64') });
+      const word = words[chunk];
+      if (word !== undefined) this.emit('response.output_audio_transcript.delta', { ...ids, delta: chunk === 0 ? word : ` ${word}` });
+      const due = started + ((chunk + 1) * this.#options.chunkMs) / this.#options.paceFactor;
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, due - Date.now())));
+    }
+    const rest = words.slice(chunk).join(' ');
+    if (rest && !response.cancelled) this.emit('response.output_audio_transcript.delta', { ...ids, delta: chunk === 0 ? rest : ` ${rest}` });
+    const status = response.cancelled ? 'cancelled' : 'completed';
+    this.emit('response.output_audio.done', ids);
+    this.emit('response.output_audio_transcript.done', { ...ids, transcript });
+    this.emit('response.content_part.done', { ...ids, part: { type: 'audio', transcript } });
+    const done = { ...item, status: status === 'completed' ? 'completed' : 'incomplete', content: [{ type: 'audio', transcript }] };
+    this.emit('response.output_item.done', { response_id: response.id, output_index: 0, item: done });
+    this.emit('response.done', { response: { id: response.id, object: 'realtime.response', status, output: [done] } });
+    this.#current = undefined;
+  }
+}

@@ -1,0 +1,204 @@
+import { EventEmitter } from 'node:events';
+import type { IncomingMessage } from 'node:http';
+import { WebSocket, type RawData } from 'ws';
+import { registerSecret, silentLogger, type Logger } from '../../log.ts';
+import { GatewayError } from '../errors.ts';
+import { isRecord, readString } from '../parse.ts';
+import { parseServerEvent, type RealtimeServerEvent } from './events.ts';
+
+// The bot's side of a realtime voice session (gateway-api.md, "Realtime voice"): one websocket to
+// `{ws_base_url}/native/v1/realtime?model=…` with the Authorization header, `session.update` first, then
+// audio in as base64 PCM and typed events out. Reconnecting is the voice session's business, not this
+// client's: it reports how a connection ended and nothing more.
+
+export interface TurnDetection {
+  type: 'server_vad';
+  threshold?: number;
+  silenceDurationMs?: number;
+  prefixPaddingMs?: number;
+}
+
+export interface RealtimeSessionConfig {
+  voice?: string;
+  instructions?: string;
+  /** null: manual mode, the client commits turns and asks for responses. */
+  turnDetection: TurnDetection | null;
+  /** PCM sample rate in and out; default 24000. */
+  rate?: number;
+}
+
+export interface RealtimeConnectOptions {
+  wsBaseUrl: string;
+  apiKey: string;
+  model: string;
+  session: RealtimeSessionConfig;
+  /** Give up on the handshake and the session.updated answer after this long. */
+  timeoutMs?: number;
+  log?: Logger;
+}
+
+/** The gateway refused the connection (HTTP status and code of the refused upgrade) or it never came up. */
+export class RealtimeConnectionError extends GatewayError {}
+
+interface ClientEvents {
+  event: [RealtimeServerEvent];
+  close: [code: number, reason: string];
+}
+
+export function sessionUpdate(config: RealtimeSessionConfig): Record<string, unknown> {
+  const format = { type: 'audio/pcm', rate: config.rate ?? 24_000 };
+  const detection = config.turnDetection;
+  return {
+    type: 'session.update',
+    session: {
+      ...(config.voice === undefined ? {} : { voice: config.voice }),
+      ...(config.instructions === undefined ? {} : { instructions: config.instructions }),
+      turn_detection:
+        detection === null
+          ? null
+          : {
+              type: 'server_vad',
+              ...(detection.threshold === undefined ? {} : { threshold: detection.threshold }),
+              ...(detection.silenceDurationMs === undefined ? {} : { silence_duration_ms: detection.silenceDurationMs }),
+              ...(detection.prefixPaddingMs === undefined ? {} : { prefix_padding_ms: detection.prefixPaddingMs }),
+            },
+      audio: { input: { format }, output: { format } },
+    },
+  };
+}
+
+function rawText(data: RawData): string {
+  if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
+  if (data instanceof ArrayBuffer) return Buffer.from(data).toString('utf8');
+  return data.toString('utf8');
+}
+
+async function refusal(response: IncomingMessage): Promise<RealtimeConnectionError> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of response) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk)));
+  let code: string | undefined;
+  let message = `the gateway refused the realtime connection with HTTP ${response.statusCode}`;
+  try {
+    const body: unknown = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    if (isRecord(body)) {
+      const error = body.error;
+      code = readString(body, 'code') ?? (isRecord(error) ? readString(error, 'code') : undefined);
+      const text = typeof error === 'string' ? error : isRecord(error) ? readString(error, 'message') : undefined;
+      if (text) message = `${message}: ${text}`;
+    }
+  } catch {
+    // A body that is not JSON leaves the status as the whole story.
+  }
+  return new RealtimeConnectionError(message, { status: response.statusCode, code, requestId: readString(response.headers, 'x-request-id') });
+}
+
+export class RealtimeClient extends EventEmitter<ClientEvents> {
+  readonly #socket: WebSocket;
+  readonly #log: Logger;
+
+  private constructor(socket: WebSocket, log: Logger) {
+    super();
+    this.#socket = socket;
+    this.#log = log;
+  }
+
+  /** Opens the session and resolves once the gateway confirmed the configuration (session.updated). */
+  static connect(options: RealtimeConnectOptions): Promise<RealtimeClient> {
+    registerSecret(options.apiKey);
+    const log = options.log ?? silentLogger;
+    const url = `${options.wsBaseUrl.replace(/\/+$/, '')}/native/v1/realtime?model=${encodeURIComponent(options.model)}`;
+    const timeoutMs = options.timeoutMs ?? 10_000;
+    const socket = new WebSocket(url, { headers: { Authorization: `Bearer ${options.apiKey}` }, handshakeTimeout: timeoutMs });
+    const client = new RealtimeClient(socket, log);
+
+    return new Promise((resolve, reject) => {
+      let settled = false;
+      const fail = (error: Error) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        socket.terminate();
+        reject(error);
+      };
+      const timer = setTimeout(() => fail(new RealtimeConnectionError('the realtime session did not come up in time')), timeoutMs);
+      socket.on('unexpected-response', (_request, response) => {
+        void refusal(response).then(fail, fail);
+      });
+      socket.on('error', (error) => fail(new RealtimeConnectionError(`the realtime connection failed: ${error.message}`, { cause: error })));
+      socket.on('open', () => socket.send(JSON.stringify(sessionUpdate(options.session))));
+      socket.on('message', (data) => {
+        const event = parseServerEvent(rawText(data));
+        if (!event) {
+          log.warn('ignoring a realtime message that is not an event');
+          return;
+        }
+        if (!settled) {
+          if (event.type === 'error') return fail(new RealtimeConnectionError(`the realtime session refused its configuration: ${event.message}`, { code: event.code }));
+          if (event.type !== 'session.updated') return;
+          settled = true;
+          clearTimeout(timer);
+          resolve(client);
+        }
+        client.emit('event', event);
+      });
+      socket.on('close', (code, reason) => {
+        fail(new RealtimeConnectionError(`the realtime connection closed (${code}) before the session was ready`));
+        client.emit('close', code, reason.toString());
+      });
+    });
+  }
+
+  get open(): boolean {
+    return this.#socket.readyState === WebSocket.OPEN;
+  }
+
+  /** Bytes queued in the socket and not yet sent: the pump batches audio while this is high. */
+  get bufferedAmount(): number {
+    return this.#socket.bufferedAmount;
+  }
+
+  #send(event: Record<string, unknown>): void {
+    if (this.open) this.#socket.send(JSON.stringify(event));
+    else this.#log.debug('dropping a realtime event on a closed socket', { type: event.type });
+  }
+
+  appendAudio(pcm: Int16Array): void {
+    this.#send({ type: 'input_audio_buffer.append', audio: Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength).toString('base64') });
+  }
+
+  commit(): void {
+    this.#send({ type: 'input_audio_buffer.commit' });
+  }
+
+  clearInput(): void {
+    this.#send({ type: 'input_audio_buffer.clear' });
+  }
+
+  createResponse(): void {
+    this.#send({ type: 'response.create' });
+  }
+
+  cancelResponse(): void {
+    this.#send({ type: 'response.cancel' });
+  }
+
+  truncate(itemId: string, contentIndex: number, audioEndMs: number): void {
+    this.#send({ type: 'conversation.item.truncate', item_id: itemId, content_index: contentIndex, audio_end_ms: Math.round(audioEndMs) });
+  }
+
+  /** A line spoken as is, as a whole response turn of its own (no response.create after it). */
+  forceMessage(text: string, options: { interruptible?: boolean } = {}): void {
+    this.#send({
+      type: 'conversation.item.create',
+      item: { type: 'force_message', role: 'assistant', interruptible: options.interruptible ?? true, content: [{ type: 'output_text', text }] },
+    });
+  }
+
+  updateSession(config: RealtimeSessionConfig): void {
+    this.#send(sessionUpdate(config));
+  }
+
+  close(code = 1000, reason = 'done'): void {
+    if (this.#socket.readyState === WebSocket.OPEN || this.#socket.readyState === WebSocket.CONNECTING) this.#socket.close(code, reason);
+  }
+}

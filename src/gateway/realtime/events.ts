@@ -1,0 +1,92 @@
+import { isRecord, readNumber, readRecord, readString, type JsonRecord } from '../parse.ts';
+
+// Realtime server events, parsed from untrusted JSON into one typed union. The provider uses two names
+// for some deltas (`response.output_audio.delta` and `response.audio.delta`, …): both arrive here under
+// the spec's name.
+
+export type RealtimeServerEvent =
+  | { type: 'session.created' | 'session.updated'; session: JsonRecord }
+  | { type: 'input_audio_buffer.speech_started'; itemId: string | undefined; audioStartMs: number | undefined }
+  | { type: 'input_audio_buffer.speech_stopped'; itemId: string | undefined; audioEndMs: number | undefined }
+  | { type: 'input_audio_buffer.committed'; itemId: string | undefined }
+  | { type: 'conversation.item.input_audio_transcription.completed'; itemId: string | undefined; transcript: string }
+  | { type: 'response.created'; responseId: string | undefined }
+  | { type: 'response.output_audio.delta'; responseId: string | undefined; itemId: string; contentIndex: number; audio: Buffer }
+  | { type: 'response.output_audio.done'; responseId: string | undefined; itemId: string }
+  | { type: 'response.output_audio_transcript.delta'; responseId: string | undefined; itemId: string | undefined; delta: string }
+  | { type: 'response.output_audio_transcript.done'; responseId: string | undefined; itemId: string | undefined; transcript: string }
+  | { type: 'response.output_text.delta'; responseId: string | undefined; itemId: string | undefined; delta: string }
+  | { type: 'response.done'; responseId: string | undefined; status: string | undefined }
+  | { type: 'conversation.item.truncated'; itemId: string | undefined; audioEndMs: number | undefined }
+  | { type: 'error'; code: string | undefined; message: string; errorType: string | undefined; param: string | undefined; clientEventId: string | undefined }
+  | { type: 'other'; name: string; raw: JsonRecord };
+
+const ALIASES: Record<string, string> = {
+  'response.audio.delta': 'response.output_audio.delta',
+  'response.audio.done': 'response.output_audio.done',
+  'response.audio_transcript.delta': 'response.output_audio_transcript.delta',
+  'response.audio_transcript.done': 'response.output_audio_transcript.done',
+  'response.text.delta': 'response.output_text.delta',
+};
+
+/** The event, or undefined when the message is not an event at all (not JSON, no type). */
+export function parseServerEvent(text: string): RealtimeServerEvent | undefined {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (!isRecord(raw)) return undefined;
+  const name = readString(raw, 'type');
+  if (name === undefined) return undefined;
+  const type = ALIASES[name] ?? name;
+  const responseId = readString(raw, 'response_id');
+  const itemId = readString(raw, 'item_id');
+  switch (type) {
+    case 'session.created':
+    case 'session.updated':
+      return { type, session: readRecord(raw, 'session') ?? {} };
+    case 'input_audio_buffer.speech_started':
+      return { type, itemId, audioStartMs: readNumber(raw, 'audio_start_ms') };
+    case 'input_audio_buffer.speech_stopped':
+      return { type, itemId, audioEndMs: readNumber(raw, 'audio_end_ms') };
+    case 'input_audio_buffer.committed':
+      return { type, itemId };
+    case 'conversation.item.input_audio_transcription.completed':
+      return { type, itemId, transcript: readString(raw, 'transcript') ?? '' };
+    case 'response.created':
+      return { type, responseId: readString(readRecord(raw, 'response'), 'id') ?? responseId };
+    case 'response.output_audio.delta': {
+      const delta = readString(raw, 'delta');
+      if (delta === undefined || itemId === undefined) return { type: 'other', name, raw };
+      return { type, responseId, itemId, contentIndex: readNumber(raw, 'content_index') ?? 0, audio: Buffer.from(delta, 'base64') };
+    }
+    case 'response.output_audio.done':
+      return itemId === undefined ? { type: 'other', name, raw } : { type, responseId, itemId };
+    case 'response.output_audio_transcript.delta':
+    case 'response.output_text.delta':
+      return { type, responseId, itemId, delta: readString(raw, 'delta') ?? '' };
+    case 'response.output_audio_transcript.done':
+      return { type, responseId, itemId, transcript: readString(raw, 'transcript') ?? '' };
+    case 'response.done': {
+      const response = readRecord(raw, 'response');
+      return { type, responseId: readString(response, 'id') ?? responseId, status: readString(response, 'status') };
+    }
+    case 'conversation.item.truncated':
+      return { type, itemId, audioEndMs: readNumber(raw, 'audio_end_ms') };
+    case 'error': {
+      const error = readRecord(raw, 'error');
+      return {
+        type,
+        code: readString(error, 'code'),
+        message: readString(error, 'message') ?? readString(raw, 'message') ?? 'The realtime session reported an error.',
+        errorType: readString(error, 'type'),
+        param: readString(error, 'param'),
+        clientEventId: readString(error, 'event_id'),
+      };
+    }
+    default:
+      return { type: 'other', name, raw };
+  }
+}

@@ -1,0 +1,220 @@
+import { once } from 'node:events';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WebSocket } from 'ws';
+import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
+import { REALTIME_PCM } from '../support/discord/audio-format.ts';
+import { analyzeTone } from '../support/discord/audio-analysis.ts';
+import { generateSilence, generateTone } from '../support/discord/audio-tone.ts';
+
+// The emulator's realtime endpoint, spoken to with a plain websocket.
+
+let emulator: Emulator;
+beforeAll(async () => {
+  emulator = await startEmulator({
+    config: {
+      keys: { 'text-only-key-1': { group: 'video', quota_usd: 5 } },
+      groups: { video: { models: ['svc-imagine-video-1.5'] } },
+    },
+  });
+  emulator.realtime.options.paceFactor = 20;
+});
+afterAll(() => emulator.close());
+
+const MODEL = 'svc-voice-latest';
+
+interface Connection {
+  socket: WebSocket;
+  events: Record<string, unknown>[];
+  next(type: string, timeoutMs?: number): Promise<Record<string, unknown>>;
+  send(event: Record<string, unknown>): void;
+}
+
+function connect(options: { headers?: Record<string, string>; protocols?: string[]; model?: string } = {}): Promise<Connection> {
+  const url = `${emulator.wsUrl}/native/v1/realtime?model=${options.model ?? MODEL}`;
+  const socket = new WebSocket(url, options.protocols ?? [], { headers: options.headers ?? { Authorization: 'Bearer emulator-key' } });
+  const events: Record<string, unknown>[] = [];
+  let cursor = 0;
+  socket.on('message', (data) => {
+    events.push(JSON.parse(String(data)) as Record<string, unknown>);
+    socket.emit('event');
+  });
+  const connection: Connection = {
+    socket,
+    events,
+    async next(type, timeoutMs = 5000) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const index = events.findIndex((event, position) => position >= cursor && event.type === type);
+        if (index >= 0) {
+          cursor = index + 1;
+          return events[index]!;
+        }
+        if (Date.now() > deadline) throw new Error(`no ${type} event; saw ${events.map((event) => String(event.type)).join(', ')}`);
+        await Promise.race([once(socket, 'event'), new Promise((resolve) => setTimeout(resolve, deadline - Date.now()))]);
+      }
+    },
+    send: (event) => socket.send(JSON.stringify(event)),
+  };
+  return new Promise((resolve, reject) => {
+    socket.once('open', () => resolve(connection));
+    socket.once('unexpected-response', (_request, response) => reject(Object.assign(new Error('refused'), { status: response.statusCode })));
+    socket.once('error', reject);
+  });
+}
+
+function base64(pcm: Int16Array): string {
+  return Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength).toString('base64');
+}
+
+function appendInFrames(connection: Connection, pcm: Int16Array): void {
+  for (let offset = 0; offset < pcm.length; offset += 480) connection.send({ type: 'input_audio_buffer.append', audio: base64(pcm.subarray(offset, offset + 480)) });
+}
+
+async function configured(session: Record<string, unknown>, options: Parameters<typeof connect>[0] = {}): Promise<Connection> {
+  const connection = await connect(options);
+  connection.send({ type: 'session.update', session });
+  await connection.next('session.updated');
+  return connection;
+}
+
+/** Waits for the next response to finish and returns the audio it streamed. */
+async function collectAudio(connection: Connection): Promise<{ pcm: Int16Array; done: Record<string, unknown> }> {
+  const done = await connection.next('response.done');
+  const responseId = (done.response as { id: string }).id;
+  const bytes = Buffer.concat(
+    connection.events
+      .filter((event) => event.type === 'response.output_audio.delta' && event.response_id === responseId)
+      .map((event) => Buffer.from(String(event.delta), 'base64')),
+  );
+  return { pcm: new Int16Array(bytes.buffer, bytes.byteOffset, bytes.length / 2), done };
+}
+
+describe('realtime authentication', () => {
+  it('accepts the API key in the Authorization header', async () => {
+    const connection = await configured({ voice: 'eve' });
+    expect(connection.events.map((event) => event.type)).toEqual(['session.created', 'conversation.created', 'session.updated']);
+    connection.socket.close();
+  });
+
+  it('accepts a client secret in the subprotocol and echoes the subprotocol back', async () => {
+    const response = await fetch(`${emulator.baseUrl}/native/v1/realtime/client_secrets`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer emulator-key', 'content-type': 'application/json' },
+      body: JSON.stringify({ expires_after: { seconds: 60 } }),
+    });
+    const secret = (await response.json()) as { value: string; expires_at: number };
+    expect(secret.expires_at).toBeGreaterThan(Date.now() / 1000);
+    const connection = await connect({ headers: {}, protocols: [`svc-client-secret.${secret.value}`] });
+    expect(connection.socket.protocol).toBe(`svc-client-secret.${secret.value}`);
+    connection.socket.close();
+  });
+
+  it('accepts the key in the compat-insecure-api-key subprotocol', async () => {
+    const connection = await connect({ headers: {}, protocols: ['compat-insecure-api-key.emulator-key'] });
+    expect(connection.socket.protocol).toBe('compat-insecure-api-key.emulator-key');
+    connection.socket.close();
+  });
+
+  it.each([
+    [{ headers: { Authorization: 'Bearer wrong-key-000' } }, 401],
+    [{ headers: {}, protocols: ['svc-client-secret.made-up'] }, 401],
+    [{ headers: { Authorization: 'Bearer text-only-key-1' } }, 403],
+    [{ model: 'svc-voice-nonexistent' }, 404],
+  ])('refuses %j with HTTP %i before any websocket exists', async (options, status) => {
+    await expect(connect(options)).rejects.toMatchObject({ status });
+  });
+});
+
+describe('a realtime session', () => {
+  it('requires session.update first, and answers bad events with error events without closing', async () => {
+    const connection = await connect();
+    connection.send({ type: 'input_audio_buffer.append', audio: '' });
+    expect(await connection.next('error')).toMatchObject({ error: { code: 'session_not_configured' } });
+    connection.send({ type: 'session.update', session: {} });
+    await connection.next('session.updated');
+    connection.socket.send('not json');
+    expect(await connection.next('error')).toMatchObject({ error: { code: 'invalid_json' } });
+    connection.send({ type: 'input_audio_buffer.append', audio: '***' });
+    expect(await connection.next('error')).toMatchObject({ error: { code: 'invalid_audio', param: 'audio' } });
+    connection.send({ type: 'dance' });
+    expect(await connection.next('error')).toMatchObject({ error: { code: 'unknown_event' } });
+    connection.send({ type: 'conversation.item.truncate', item_id: 'item_nope', content_index: 0, audio_end_ms: 10 });
+    expect(await connection.next('error')).toMatchObject({ error: { code: 'item_not_found' } });
+    expect(connection.socket.readyState).toBe(WebSocket.OPEN);
+    connection.socket.close();
+  });
+
+  it('hears a turn by its energy and echoes the speaker\'s own audio back', async () => {
+    const connection = await configured({ turn_detection: { type: 'server_vad', threshold: 0.5, silence_duration_ms: 200, prefix_padding_ms: 0 } });
+    const speech = generateTone({ hz: 440, ms: 400, amplitude: 0.4, format: REALTIME_PCM });
+    appendInFrames(connection, generateSilence(100, REALTIME_PCM));
+    appendInFrames(connection, speech);
+    appendInFrames(connection, generateSilence(300, REALTIME_PCM));
+    expect(await connection.next('input_audio_buffer.speech_started')).toMatchObject({ audio_start_ms: 100 });
+    expect(await connection.next('input_audio_buffer.speech_stopped')).toMatchObject({ audio_end_ms: 700 });
+    await connection.next('input_audio_buffer.committed');
+    expect(await connection.next('conversation.item.input_audio_transcription.completed')).toMatchObject({ transcript: '(0.4 s of speech)' });
+    await connection.next('response.created');
+    const { pcm, done } = await collectAudio(connection);
+    expect(Array.from(pcm)).toEqual(Array.from(speech));
+    expect(done).toMatchObject({ response: { status: 'completed' } });
+    expect(connection.events.some((event) => event.type === 'response.output_audio_transcript.delta')).toBe(true);
+    connection.socket.close();
+  });
+
+  it('waits for commit and response.create in manual mode', async () => {
+    const connection = await configured({ turn_detection: null });
+    const speech = generateTone({ hz: 300, ms: 200, format: REALTIME_PCM });
+    appendInFrames(connection, speech);
+    connection.send({ type: 'input_audio_buffer.commit' });
+    await connection.next('input_audio_buffer.committed');
+    expect(connection.events.some((event) => event.type === 'response.created')).toBe(false);
+    connection.send({ type: 'response.create' });
+    const { pcm } = await collectAudio(connection);
+    expect(Array.from(pcm)).toEqual(Array.from(speech));
+    connection.socket.close();
+  });
+
+  it('speaks a force_message as a tone whose length follows the text, as its own response', async () => {
+    const connection = await configured({});
+    const text = 'Your video is ready.';
+    connection.send({ type: 'conversation.item.create', item: { type: 'force_message', role: 'assistant', content: [{ type: 'output_text', text }] } });
+    await connection.next('response.created');
+    const { pcm } = await collectAudio(connection);
+    expect((pcm.length / 24_000) * 1000).toBeCloseTo(text.length * 60, -1);
+    expect(analyzeTone(pcm, { format: REALTIME_PCM }).dominantHz).toBeCloseTo(880, -1);
+    expect(connection.events.find((event) => event.type === 'response.output_audio_transcript.done')).toMatchObject({ transcript: text });
+    connection.socket.close();
+  });
+
+  it('cancels a response and records a truncation of what was played', async () => {
+    emulator.realtime.options.paceFactor = 1;
+    const connection = await configured({});
+    connection.send({ type: 'conversation.item.create', item: { type: 'force_message', role: 'assistant', content: [{ type: 'output_text', text: 'a long line to be interrupted by the listener' }] } });
+    const delta = await connection.next('response.output_audio.delta');
+    connection.send({ type: 'response.cancel' });
+    expect(await connection.next('response.done')).toMatchObject({ response: { status: 'cancelled' } });
+    connection.send({ type: 'conversation.item.truncate', item_id: delta.item_id, content_index: 0, audio_end_ms: 80 });
+    expect(await connection.next('conversation.item.truncated')).toMatchObject({ item_id: delta.item_id, audio_end_ms: 80 });
+    const { session } = await emulator.realtime.waitForClientEvent((event) => event.type === 'conversation.item.truncate' && event.item_id === delta.item_id);
+    expect(session.truncations).toEqual([{ itemId: delta.item_id, audioEndMs: 80 }]);
+    emulator.realtime.options.paceFactor = 20;
+    connection.socket.close();
+  });
+
+  it('closes the session at its time limit, after saying why', async () => {
+    const short = await startEmulator({ config: { timing: { realtime_session_max_ms: 150 } } });
+    try {
+      const socket = new WebSocket(`${short.wsUrl}/native/v1/realtime?model=${MODEL}`, { headers: { Authorization: 'Bearer emulator-key' } });
+      const messages: string[] = [];
+      socket.on('message', (data) => messages.push(String(data)));
+      await once(socket, 'open');
+      socket.send(JSON.stringify({ type: 'session.update', session: {} }));
+      const [code] = (await once(socket, 'close')) as [number];
+      expect(code).toBe(1000);
+      expect(messages.some((message) => message.includes('session_expired'))).toBe(true);
+    } finally {
+      await short.close();
+    }
+  });
+});

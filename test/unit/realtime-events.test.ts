@@ -1,0 +1,39 @@
+import { describe, expect, it } from 'vitest';
+import { parseServerEvent } from '../../src/gateway/realtime/events.ts';
+
+describe('realtime server events', () => {
+  it.each([
+    ['response.output_audio.delta', 'response.output_audio.delta'],
+    ['response.audio.delta', 'response.output_audio.delta'],
+  ])('reads %s as audio', (name, type) => {
+    const event = parseServerEvent(JSON.stringify({ type: name, response_id: 'r', item_id: 'i', content_index: 0, delta: Buffer.from([1, 0, 2, 0]).toString('base64') }));
+    expect(event).toMatchObject({ type, itemId: 'i', audio: Buffer.from([1, 0, 2, 0]) });
+  });
+
+  it.each([
+    ['response.output_text.delta', 'response.output_text.delta'],
+    ['response.text.delta', 'response.output_text.delta'],
+    ['response.output_audio_transcript.delta', 'response.output_audio_transcript.delta'],
+    ['response.audio_transcript.delta', 'response.output_audio_transcript.delta'],
+  ])('reads %s as %s', (name, type) => {
+    expect(parseServerEvent(JSON.stringify({ type: name, delta: 'hi' }))).toMatchObject({ type, delta: 'hi' });
+  });
+
+  it('reads error events in the common realtime shape', () => {
+    expect(parseServerEvent(JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', code: 'x', message: 'bad', param: 'audio', event_id: 'e1' } }))).toEqual({
+      type: 'error',
+      code: 'x',
+      message: 'bad',
+      errorType: 'invalid_request_error',
+      param: 'audio',
+      clientEventId: 'e1',
+    });
+  });
+
+  it('passes unknown types through and rejects what is not an event', () => {
+    expect(parseServerEvent(JSON.stringify({ type: 'rate_limits.updated', rate_limits: [] }))).toMatchObject({ type: 'other', name: 'rate_limits.updated' });
+    expect(parseServerEvent('not json')).toBeUndefined();
+    expect(parseServerEvent('[1]')).toBeUndefined();
+    expect(parseServerEvent(JSON.stringify({ type: 'response.output_audio.delta' }))).toMatchObject({ type: 'other' });
+  });
+});

@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
+import { websocketText } from '../../src/websocket-text.ts';
 import { REALTIME_PCM } from '../support/discord/audio-format.ts';
 import { analyzeTone } from '../support/discord/audio-analysis.ts';
 import { generateSilence, generateTone } from '../support/discord/audio-tone.ts';
@@ -35,7 +36,7 @@ function connect(options: { headers?: Record<string, string>; protocols?: string
   const events: Record<string, unknown>[] = [];
   let cursor = 0;
   socket.on('message', (data) => {
-    events.push(JSON.parse(String(data)) as Record<string, unknown>);
+    events.push(JSON.parse(websocketText(data)) as Record<string, unknown>);
     socket.emit('event');
   });
   const connection: Connection = {
@@ -207,7 +208,7 @@ describe('a realtime session', () => {
     try {
       const socket = new WebSocket(`${short.wsUrl}/native/v1/realtime?model=${MODEL}`, { headers: { Authorization: 'Bearer emulator-key' } });
       const messages: string[] = [];
-      socket.on('message', (data) => messages.push(String(data)));
+      socket.on('message', (data) => messages.push(websocketText(data)));
       await once(socket, 'open');
       socket.send(JSON.stringify({ type: 'session.update', session: {} }));
       const [code] = (await once(socket, 'close')) as [number];

@@ -1,10 +1,11 @@
 import { EventEmitter } from 'node:events';
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { WebSocketServer, type RawData, type WebSocket } from 'ws';
+import { WebSocketServer, type WebSocket } from 'ws';
 import { realtimeSubprotocolPrefixes } from '../../gateway/spec.ts';
 import type { RealtimeAuthorization, RealtimeDeps } from './deps.ts';
 import { DEFAULT_REALTIME_OPTIONS, RealtimeSession, type JournaledEvent, type RealtimeOptions } from './session.ts';
+import { websocketText } from '../../websocket-text.ts';
 
 // The realtime endpoint: `wss://…/native/v1/realtime?model=…`, authorised by the Authorization header or
 // by a subprotocol (`<vendor>-client-secret.<token>` or `compat-insecure-api-key.<key>`). A refusal is an
@@ -22,11 +23,6 @@ export interface RealtimeHandle {
   close(): Promise<void>;
 }
 
-function rawText(data: RawData): string {
-  if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
-  if (data instanceof ArrayBuffer) return Buffer.from(data).toString('utf8');
-  return data.toString('utf8');
-}
 
 function refuse(socket: Duplex, status: number, body: Record<string, unknown>): void {
   const text = JSON.stringify(body);
@@ -115,7 +111,7 @@ export function attachRealtime(server: Server, deps: RealtimeDeps): RealtimeHand
     }, deps.sessionMaxMs());
     timers.add(limit);
     socket.on('message', (data) => {
-      session.receive(rawText(data));
+      session.receive(websocketText(data));
       events.emit('clientEvent');
     });
     socket.on('close', () => {

@@ -1,10 +1,11 @@
 import { EventEmitter } from 'node:events';
 import type { IncomingMessage } from 'node:http';
-import { WebSocket, type RawData } from 'ws';
+import { WebSocket } from 'ws';
 import { registerSecret, silentLogger, type Logger } from '../../log.ts';
 import { GatewayError } from '../errors.ts';
 import { isRecord, readString } from '../parse.ts';
 import { parseServerEvent, type RealtimeServerEvent } from './events.ts';
+import { websocketText } from '../../websocket-text.ts';
 
 // The bot's side of a realtime voice session (gateway-api.md, "Realtime voice"): one websocket to
 // `{ws_base_url}/native/v1/realtime?model=…` with the Authorization header, `session.update` first, then
@@ -67,11 +68,6 @@ export function sessionUpdate(config: RealtimeSessionConfig): Record<string, unk
   };
 }
 
-function rawText(data: RawData): string {
-  if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
-  if (data instanceof ArrayBuffer) return Buffer.from(data).toString('utf8');
-  return data.toString('utf8');
-}
 
 async function refusal(response: IncomingMessage): Promise<RealtimeConnectionError> {
   const chunks: Buffer[] = [];
@@ -127,7 +123,7 @@ export class RealtimeClient extends EventEmitter<ClientEvents> {
       socket.on('error', (error) => fail(new RealtimeConnectionError(`the realtime connection failed: ${error.message}`, { cause: error })));
       socket.on('open', () => socket.send(JSON.stringify(sessionUpdate(options.session))));
       socket.on('message', (data) => {
-        const event = parseServerEvent(rawText(data));
+        const event = parseServerEvent(websocketText(data));
         if (!event) {
           log.warn('ignoring a realtime message that is not an event');
           return;

@@ -6,6 +6,7 @@ import { WebSocket, WebSocketServer, type RawData } from 'ws';
 import { isRecord } from '../../../src/gateway/parse.ts';
 import { channelObject, memberObject, roleObject, userObject, type Guild, type StandInState } from './state.ts';
 import type { VoiceStandIn } from './voice-contract.ts';
+import { websocketText } from '../../../src/websocket-text.ts';
 
 // Discord's gateway as @discordjs/ws 1.2 speaks it (JSON, no compression): HELLO, IDENTIFY, READY, a
 // complete GUILD_CREATE per guild, heartbeats, RESUME with replay of what was missed, and the voice state
@@ -24,11 +25,6 @@ const EVENT_INTENTS: Record<string, number> = {
   VOICE_STATE_UPDATE: INTENT.guildVoiceStates,
 };
 
-function rawText(data: RawData): string {
-  if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
-  if (data instanceof ArrayBuffer) return Buffer.from(data).toString('utf8');
-  return data.toString('utf8');
-}
 
 interface Session {
   id: string;
@@ -173,7 +169,7 @@ export class Gateway {
   #receive(socket: WebSocket, data: RawData): void {
     let message: unknown;
     try {
-      message = JSON.parse(rawText(data));
+      message = JSON.parse(websocketText(data));
     } catch {
       socket.close(4002, 'Error while decoding payload.');
       return;

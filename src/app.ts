@@ -15,6 +15,8 @@ import { TaskRepository } from './tasks/repository.ts';
 import { VideoService } from './tasks/service.ts';
 import { PolicyGatewayResolver } from './tasks/gateway-resolver.ts';
 import { TaskTracker } from './tasks/tracker.ts';
+import { VoiceService } from './voice/service.ts';
+import { VoiceSettingsStore } from './voice/settings.ts';
 
 export interface App {
   client: Client;
@@ -77,10 +79,15 @@ export async function startApp(config: BotConfig, log: Logger): Promise<App> {
     log,
     attachmentUrl: (channelId, messageId) => outbox.attachmentUrl(channelId, messageId),
   });
+  const voiceSettings = new VoiceSettingsStore(store, config.gatewayVendor);
+  const voice = new VoiceService({ client, outbox, policy, settings: voiceSettings, wsBaseUrl: config.gatewayWsUrl, log });
   tracker.onFinished((task) => {
     void policy.recordCost(task).catch((error: unknown) => log.error('could not record a task cost', { task: task.id, error }));
+    if (task.state === 'succeeded' && !task.outcome.moderated) {
+      voice.announce(task.guildId, `A video is ready in the text channel: ${task.prompt.slice(0, 80) || task.operation}.`);
+    }
   });
-  const services: Services = { config, log, store, video };
+  const services: Services = { config, log, store, video, voice, voiceSettings };
   const dispatcher = createDispatcher(commands, services);
 
   client.on(Events.Error, (error) => log.error('discord client error', { error }));
@@ -119,6 +126,7 @@ export async function startApp(config: BotConfig, log: Logger): Promise<App> {
     async stop() {
       log.info('shutting down: finishing what is in flight');
       await dispatcher.drain();
+      await voice.stopAll();
       await tracker.stop();
       await client.destroy();
       await clients.close();

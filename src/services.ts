@@ -2,6 +2,8 @@ import type { BotConfig } from './config.ts';
 import type { Logger } from './log.ts';
 import type { Store } from './store.ts';
 import type { VideoService } from './tasks/service.ts';
+import type { VoiceService } from './voice/service.ts';
+import type { VoiceSettingsStore } from './voice/settings.ts';
 
 /** What command handlers may call. Handlers stay thin: the work happens in these services. */
 export interface Services {
@@ -9,4 +11,6 @@ export interface Services {
   log: Logger;
   store: Store;
   video: VideoService;
+  voice: VoiceService;
+  voiceSettings: VoiceSettingsStore;
 }

@@ -107,6 +107,20 @@ export class DiscordOutbox {
     return parsePostedMessage(message);
   }
 
+  /** A plain message that pings nobody; its id. */
+  async say(channelId: string, content: string): Promise<string> {
+    const message: unknown = await this.#rest.post(Routes.channelMessages(channelId), { body: { content, allowed_mentions: { parse: [] } } });
+    return parsePostedMessage(message).messageId;
+  }
+
+  /** A public thread started from a message; its channel id. */
+  async startThread(channelId: string, messageId: string, name: string): Promise<string> {
+    const thread: unknown = await this.#rest.post(Routes.threads(channelId, messageId), { body: { name, auto_archive_duration: 1440 } });
+    const id = readString(thread, 'id');
+    if (!id) throw new Error('Discord answered a thread creation without an id');
+    return id;
+  }
+
   /** A fresh (re-signed) url of a posted message's first attachment: CDN urls expire after about a day. */
   async attachmentUrl(channelId: string, messageId: string): Promise<string | undefined> {
     const message: unknown = await this.#rest.get(Routes.channelMessage(channelId, messageId));

@@ -370,12 +370,15 @@ export class VideoService {
     return this.#deps.repository.recentForUser(guildId, userId, limit);
   }
 
-  /** Video models the server's key may use, for autocomplete. */
-  async videoModels(guildId: string): Promise<string[]> {
+  /** Every model the server's key may use (`/v1/models`), for autocomplete. */
+  async models(guildId: string): Promise<string[]> {
     const access = await this.#deps.policy.resolveGatewayAccess(guildId);
     if (!access.ok) return [];
-    const models = await this.#deps.clients.get(access.apiKey, access.layer).listModels();
-    return models.map((model) => model.id).filter((id) => videoModelCapabilities(id, this.#deps.vendor) !== undefined);
+    return (await this.#deps.clients.get(access.apiKey, access.layer).listModels()).map((model) => model.id);
+  }
+
+  async videoModels(guildId: string): Promise<string[]> {
+    return (await this.models(guildId)).filter((id) => videoModelCapabilities(id, this.#deps.vendor) !== undefined);
   }
 }
 

@@ -1,0 +1,142 @@
+import {
+  ChannelType,
+  InteractionContextType,
+  MessageFlags,
+  PermissionFlagsBits,
+  SlashCommandBuilder,
+  type AutocompleteInteraction,
+  type ChatInputCommandInteraction,
+} from 'discord.js';
+import type { Command } from '../src/discord/command.ts';
+import { BUILT_IN_VOICES } from '../src/gateway/spec.ts';
+import type { Services } from '../src/services.ts';
+import { checkVoiceSettingsChange, TURN_DETECTION_MODES, VOICE_LIMITS, type VoiceSettings, type VoiceSettingsChange } from '../src/voice/settings.ts';
+
+const MAX_CHOICES = 25;
+
+const data = new SlashCommandBuilder()
+  .setName('voice')
+  .setDescription('Talk with the realtime voice model in a voice channel')
+  .setContexts(InteractionContextType.Guild)
+  .addSubcommand((sub) =>
+    sub
+      .setName('join')
+      .setDescription('Join a voice channel and start listening')
+      .addChannelOption((option) => option.setName('channel').setDescription('Default: the voice channel you are in').addChannelTypes(ChannelType.GuildVoice, ChannelType.GuildStageVoice)),
+  )
+  .addSubcommand((sub) => sub.setName('leave').setDescription('Stop listening and leave the voice channel'))
+  .addSubcommand((sub) =>
+    sub
+      .setName('settings')
+      .setDescription('Show or change how voice conversations work on this server (Manage Server to change)')
+      .addStringOption((option) => option.setName('voice').setDescription('The model\'s voice').setAutocomplete(true))
+      .addStringOption((option) => option.setName('instructions').setDescription('What the model should be like').setMaxLength(VOICE_LIMITS.instructionsLength))
+      .addStringOption((option) => option.setName('model').setDescription('Realtime model').setAutocomplete(true))
+      .addStringOption((option) =>
+        option
+          .setName('turn_detection')
+          .setDescription('Who decides that someone finished speaking')
+          .addChoices({ name: 'server: the gateway listens for pauses', value: 'server' }, { name: 'discord: when Discord says speaking stopped', value: 'discord' }),
+      )
+      .addNumberOption((option) => option.setName('vad_threshold').setDescription('How loud counts as speech (server mode)').setMinValue(VOICE_LIMITS.vadThreshold.min).setMaxValue(VOICE_LIMITS.vadThreshold.max))
+      .addIntegerOption((option) => option.setName('silence_ms').setDescription('Pause that ends a turn (server mode)').setMinValue(VOICE_LIMITS.silenceMs.min).setMaxValue(VOICE_LIMITS.silenceMs.max))
+      .addBooleanOption((option) => option.setName('transcripts').setDescription('Post what is said in a thread'))
+      .addIntegerOption((option) => option.setName('idle_minutes').setDescription('Leave after this long without speech').setMinValue(VOICE_LIMITS.idleMinutes.min).setMaxValue(VOICE_LIMITS.idleMinutes.max)),
+  );
+
+async function ephemeral(interaction: ChatInputCommandInteraction, content: string): Promise<void> {
+  await interaction.reply({ content, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } });
+}
+
+async function join(interaction: ChatInputCommandInteraction, services: Services) {
+  if (!interaction.inCachedGuild()) return ephemeral(interaction, 'Use this in a server.');
+  const chosen = interaction.options.getChannel('channel');
+  const channelId = chosen?.id ?? interaction.member.voice.channelId;
+  if (!channelId) return ephemeral(interaction, 'Join a voice channel first, or name one with the `channel` option.');
+  await interaction.deferReply({ flags: MessageFlags.Ephemeral });
+  const result = await services.voice.join(interaction.guildId, channelId, interaction.channelId);
+  await interaction.editReply(result.ok ? (result.alreadyThere ? `I am already listening in <#${channelId}>.` : `Joined <#${channelId}>.`) : result.message);
+}
+
+async function leave(interaction: ChatInputCommandInteraction, services: Services) {
+  if (!interaction.guildId) return ephemeral(interaction, 'Use this in a server.');
+  const left = await services.voice.leave(interaction.guildId, `asked by <@${interaction.user.id}>`);
+  await ephemeral(interaction, left ? 'Left the voice channel.' : 'I am not in a voice channel on this server.');
+}
+
+function describeSettings(settings: VoiceSettings): string {
+  return [
+    `**Voice:** ${settings.voice}`,
+    `**Model:** ${settings.model}`,
+    `**Turn detection:** ${settings.turnDetection}${settings.turnDetection === 'server' ? ` (threshold ${settings.vadThreshold}, ${settings.silenceMs} ms of silence ends a turn)` : ''}`,
+    `**Transcripts:** ${settings.transcripts ? 'on, in a thread' : 'off'}`,
+    `**Leaves after:** ${settings.idleMinutes} min without speech`,
+    `**Instructions:** ${settings.instructions}`,
+    settings.updatedBy ? `Last changed by <@${settings.updatedBy}> <t:${Math.floor((settings.updatedAt ?? 0) / 1000)}:R>.` : '',
+  ]
+    .filter((line) => line !== '')
+    .join('\n');
+}
+
+async function settings(interaction: ChatInputCommandInteraction, services: Services) {
+  if (!interaction.guildId) return ephemeral(interaction, 'Use this in a server.');
+  const options = interaction.options;
+  const change: VoiceSettingsChange = {};
+  const voice = options.getString('voice');
+  if (voice !== null) change.voice = voice;
+  const instructions = options.getString('instructions');
+  if (instructions !== null) change.instructions = instructions;
+  const model = options.getString('model');
+  if (model !== null) change.model = model;
+  const turn = options.getString('turn_detection');
+  const mode = TURN_DETECTION_MODES.find((candidate) => candidate === turn);
+  if (mode) change.turnDetection = mode;
+  const threshold = options.getNumber('vad_threshold');
+  if (threshold !== null) change.vadThreshold = threshold;
+  const silence = options.getInteger('silence_ms');
+  if (silence !== null) change.silenceMs = silence;
+  const transcripts = options.getBoolean('transcripts');
+  if (transcripts !== null) change.transcripts = transcripts;
+  const idle = options.getInteger('idle_minutes');
+  if (idle !== null) change.idleMinutes = idle;
+
+  if (Object.keys(change).length === 0) {
+    return ephemeral(interaction, describeSettings(await services.voiceSettings.get(interaction.guildId)));
+  }
+  if (!interaction.memberPermissions?.has(PermissionFlagsBits.ManageGuild)) {
+    return ephemeral(interaction, 'Changing voice settings needs the Manage Server permission.');
+  }
+  const problem = checkVoiceSettingsChange(change, services.config.gatewayVendor);
+  if (problem) return ephemeral(interaction, problem);
+  const updated = await services.voiceSettings.update(interaction.guildId, change, interaction.user.id);
+  const note = services.voice.isIn(interaction.guildId) ? '\nThe new settings apply from the next `/voice join`.' : '';
+  await ephemeral(interaction, `Saved.\n${describeSettings(updated)}${note}`);
+}
+
+async function autocomplete(interaction: AutocompleteInteraction, services: Services) {
+  const focused = interaction.options.getFocused(true);
+  const typed = focused.value.toLowerCase();
+  let names: string[] = [];
+  if (focused.name === 'voice') names = BUILT_IN_VOICES.filter((voice) => voice.startsWith(typed));
+  if (focused.name === 'model') {
+    const vendor = services.config.gatewayVendor.toLowerCase();
+    const models = interaction.guildId ? await services.video.models(interaction.guildId).catch(() => []) : [];
+    names = models.filter((model) => model.toLowerCase().startsWith(`${vendor}-voice-`) && model.toLowerCase().includes(typed));
+  }
+  await interaction.respond(names.slice(0, MAX_CHOICES).map((name) => ({ name, value: name })));
+}
+
+async function execute(interaction: ChatInputCommandInteraction, services: Services) {
+  switch (interaction.options.getSubcommand()) {
+    case 'join':
+      return join(interaction, services);
+    case 'leave':
+      return leave(interaction, services);
+    case 'settings':
+      return settings(interaction, services);
+    default:
+      throw new Error(`unknown /voice subcommand ${interaction.options.getSubcommand()}`);
+  }
+}
+
+export default { data, execute, autocomplete } satisfies Command;

@@ -1,0 +1,103 @@
+import { EndBehaviorType, type VoiceReceiver } from '@discordjs/voice';
+import type { Readable } from 'node:stream';
+import type { Logger } from '../log.ts';
+import type { SpeakerMixer } from './audio/mixer.ts';
+import { OpusFrameDecoder } from './audio/opus.ts';
+
+// Hears everyone in the channel: a receive stream per speaking user, one Opus decoder per speaker, each
+// decoded frame handed to the mixer. The library destroys a stream after repeated DAVE decryption
+// failures; the next time that user speaks, they are subscribed again rather than going unheard.
+
+export interface ListenerEvents {
+  /** A user began speaking (Discord's speaking start). */
+  onSpeakingStart?(userId: string): void;
+  /** Nobody is speaking any more (everyone's speaking ended). */
+  onAllSilent?(): void;
+  /** A packet was decoded and queued, at this time (for latency measurements). */
+  onPacket?(userId: string, receivedAt: number): void;
+}
+
+export class VoiceListener {
+  readonly #receiver: VoiceReceiver;
+  readonly #mixer: SpeakerMixer;
+  readonly #log: Logger;
+  readonly #events: ListenerEvents;
+  readonly #shouldHear: (userId: string) => boolean;
+  readonly #streams = new Map<string, Readable>();
+  readonly #decoders = new Map<string, OpusFrameDecoder>();
+  readonly #speaking = new Set<string>();
+  readonly #onStart = (userId: string) => this.#start(userId);
+  readonly #onEnd = (userId: string) => this.#end(userId);
+
+  constructor(receiver: VoiceReceiver, mixer: SpeakerMixer, options: { log: Logger; events?: ListenerEvents; shouldHear?: (userId: string) => boolean }) {
+    this.#receiver = receiver;
+    this.#mixer = mixer;
+    this.#log = options.log;
+    this.#events = options.events ?? {};
+    this.#shouldHear = options.shouldHear ?? (() => true);
+    receiver.speaking.on('start', this.#onStart);
+    receiver.speaking.on('end', this.#onEnd);
+  }
+
+  get speakers(): number {
+    return this.#speaking.size;
+  }
+
+  #start(userId: string): void {
+    if (!this.#shouldHear(userId)) return;
+    this.#speaking.add(userId);
+    this.#subscribe(userId);
+    this.#events.onSpeakingStart?.(userId);
+  }
+
+  #end(userId: string): void {
+    if (!this.#speaking.delete(userId)) return;
+    if (this.#speaking.size === 0) this.#events.onAllSilent?.();
+  }
+
+  #subscribe(userId: string): void {
+    if (this.#streams.has(userId)) return;
+    const stream = this.#receiver.subscribe(userId, { end: { behavior: EndBehaviorType.Manual } });
+    this.#streams.set(userId, stream);
+    let decoder = this.#decoders.get(userId);
+    if (!decoder) {
+      decoder = new OpusFrameDecoder();
+      this.#decoders.set(userId, decoder);
+    }
+    const speakerDecoder = decoder;
+    stream.on('data', (packet: Buffer) => {
+      const receivedAt = performance.now();
+      const pcm = speakerDecoder.decode(packet);
+      if (!pcm) {
+        this.#log.debug('skipped an undecodable voice packet', { user: userId, corrupt: speakerDecoder.corruptPackets });
+        return;
+      }
+      this.#mixer.push(userId, pcm);
+      this.#events.onPacket?.(userId, receivedAt);
+    });
+    const forget = () => {
+      if (this.#streams.get(userId) === stream) this.#streams.delete(userId);
+    };
+    stream.once('close', forget);
+    stream.once('error', (error) => {
+      this.#log.warn('a voice receive stream failed; it will be resubscribed', { user: userId, error });
+      forget();
+    });
+  }
+
+  /** A user left the channel: forget their stream, decoder and queued audio. */
+  forget(userId: string): void {
+    this.#streams.get(userId)?.destroy();
+    this.#streams.delete(userId);
+    this.#decoders.get(userId)?.delete();
+    this.#decoders.delete(userId);
+    this.#mixer.remove(userId);
+    this.#end(userId);
+  }
+
+  stop(): void {
+    this.#receiver.speaking.off('start', this.#onStart);
+    this.#receiver.speaking.off('end', this.#onEnd);
+    for (const userId of [...this.#streams.keys(), ...this.#decoders.keys()]) this.forget(userId);
+  }
+}

@@ -1,0 +1,201 @@
+import { VoiceConnectionStatus, entersState, joinVoiceChannel, type VoiceConnection } from '@discordjs/voice';
+import type { Client, VoiceState } from 'discord.js';
+import type { DiscordOutbox } from '../discord/outbox.ts';
+import { RealtimeClient, RealtimeConnectionError } from '../gateway/realtime/client.ts';
+import { REALTIME_SESSION_MAX_MS } from '../gateway/spec.ts';
+import type { Logger } from '../log.ts';
+import type { GuildVideoPolicy } from '../tasks/service.ts';
+import { VoiceSession } from './session.ts';
+import type { VoiceSettings, VoiceSettingsStore } from './settings.ts';
+
+// Voice conversations, one per server: joining and leaving, telling the text channel, leaving empty or
+// idle channels, transcripts in a thread, and spoken notices from the rest of the bot.
+
+const JOIN_TIMEOUT_MS = 20_000;
+const RENEW_BEFORE_LIMIT_MS = 5 * 60_000;
+const IDLE_CHECK_MS = 30_000;
+
+interface GuildVoice {
+  session: VoiceSession;
+  connection: VoiceConnection;
+  voiceChannelId: string;
+  textChannelId: string;
+  transcriptThreadId: string | undefined;
+  /** When someone last spoke or the bot last answered. */
+  activity: { last: number };
+  settings: VoiceSettings;
+}
+
+export type JoinResult = { ok: true; alreadyThere?: boolean } | { ok: false; message: string };
+
+export interface VoiceServiceDeps {
+  client: Client;
+  outbox: DiscordOutbox;
+  policy: GuildVideoPolicy;
+  settings: VoiceSettingsStore;
+  wsBaseUrl: string;
+  log: Logger;
+  /** Overrides for tests and demos; defaults renew 5 minutes before the gateway's 120-minute limit. */
+  renewAfterMs?: number;
+}
+
+export class VoiceService {
+  readonly #deps: VoiceServiceDeps;
+  readonly #guilds = new Map<string, GuildVoice>();
+  readonly #joining = new Set<string>();
+  readonly #idleTimer: NodeJS.Timeout;
+
+  constructor(deps: VoiceServiceDeps) {
+    this.#deps = deps;
+    deps.client.on('voiceStateUpdate', (before, after) => this.#onVoiceState(before, after));
+    this.#idleTimer = setInterval(() => this.#leaveIdle(), IDLE_CHECK_MS);
+    this.#idleTimer.unref();
+  }
+
+  isIn(guildId: string): boolean {
+    return this.#guilds.has(guildId);
+  }
+
+  channelOf(guildId: string): string | undefined {
+    return this.#guilds.get(guildId)?.voiceChannelId;
+  }
+
+  async join(guildId: string, voiceChannelId: string, textChannelId: string): Promise<JoinResult> {
+    const current = this.#guilds.get(guildId);
+    if (current?.voiceChannelId === voiceChannelId) return { ok: true, alreadyThere: true };
+    if (this.#joining.has(guildId)) return { ok: false, message: 'I am already joining a voice channel here; give me a moment.' };
+    const guild = this.#deps.client.guilds.cache.get(guildId);
+    if (!guild) return { ok: false, message: 'I cannot see this server.' };
+    const access = await this.#deps.policy.resolveGatewayAccess(guildId);
+    if (!access.ok) return { ok: false, message: access.message };
+
+    this.#joining.add(guildId);
+    try {
+      if (current) await this.leave(guildId, 'moving to another channel', false);
+      const settings = await this.#deps.settings.get(guildId);
+      const connection = joinVoiceChannel({ guildId, channelId: voiceChannelId, adapterCreator: guild.voiceAdapterCreator, selfDeaf: false, selfMute: false });
+      try {
+        await entersState(connection, VoiceConnectionStatus.Ready, JOIN_TIMEOUT_MS);
+      } catch {
+        connection.destroy();
+        return { ok: false, message: 'I could not connect to that voice channel. Check that I may connect and speak there.' };
+      }
+      const log = this.#deps.log.child({ guild: guildId });
+      const activity = { last: Date.now() };
+      const session = new VoiceSession({
+        guildId,
+        connection,
+        settings,
+        botUserId: this.#deps.client.user?.id ?? '',
+        log,
+        renewAfterMs: this.#deps.renewAfterMs ?? REALTIME_SESSION_MAX_MS - RENEW_BEFORE_LIMIT_MS,
+        reconnect: { baseMs: 500, maxMs: 30_000 },
+        connectRealtime: async () => {
+          const latest = await this.#deps.policy.resolveGatewayAccess(guildId);
+          if (!latest.ok) throw new Error(latest.message);
+          return RealtimeClient.connect({
+            wsBaseUrl: this.#deps.wsBaseUrl,
+            apiKey: latest.apiKey,
+            model: settings.model,
+            session: {
+              voice: settings.voice,
+              instructions: settings.instructions,
+              turnDetection: settings.turnDetection === 'discord' ? null : { type: 'server_vad', threshold: settings.vadThreshold, silenceDurationMs: settings.silenceMs, prefixPaddingMs: 300 },
+            },
+            log,
+          });
+        },
+        onTranscript: (speaker, text) => void this.#transcript(guildId, speaker, text),
+        onProblem: (message) => void this.#say(textChannelId, message),
+        onActivity: () => {
+          activity.last = Date.now();
+        },
+      });
+      try {
+        await session.start();
+      } catch (error) {
+        connection.destroy();
+        log.warn('could not open the realtime session', { error });
+        const reason = error instanceof RealtimeConnectionError && error.status === 401 ? "the gateway refused this server's key" : 'the voice model is unreachable right now';
+        return { ok: false, message: `I could not start the conversation: ${reason}. Try again in a minute.` };
+      }
+      connection.on(VoiceConnectionStatus.Destroyed, () => {
+        if (this.#guilds.get(guildId)?.connection === connection) void this.leave(guildId, 'the voice connection ended');
+      });
+      this.#guilds.set(guildId, { session, connection, voiceChannelId, textChannelId, transcriptThreadId: undefined, activity, settings });
+      await this.#say(
+        textChannelId,
+        `🎙️ Listening in <#${voiceChannelId}>. What people say there is sent to the voice model and answered out loud. Use \`/voice leave\` to stop.`,
+      );
+      return { ok: true };
+    } finally {
+      this.#joining.delete(guildId);
+    }
+  }
+
+  async leave(guildId: string, reason: string, announce = true): Promise<boolean> {
+    const entry = this.#guilds.get(guildId);
+    if (!entry) return false;
+    this.#guilds.delete(guildId);
+    entry.session.stop();
+    if (entry.connection.state.status !== VoiceConnectionStatus.Destroyed) entry.connection.destroy();
+    this.#deps.log.info('left voice', { guild: guildId, reason });
+    if (announce) await this.#say(entry.textChannelId, `Stopped listening in <#${entry.voiceChannelId}> (${reason}).`);
+    return true;
+  }
+
+  /** Speaks a notice in the voice channel, if the bot is in one on that server. */
+  announce(guildId: string, text: string): boolean {
+    const entry = this.#guilds.get(guildId);
+    if (!entry || entry.session.state !== 'live') return false;
+    entry.session.announce(text);
+    return true;
+  }
+
+  async stopAll(): Promise<void> {
+    clearInterval(this.#idleTimer);
+    await Promise.all([...this.#guilds.keys()].map((guildId) => this.leave(guildId, 'the bot is restarting')));
+  }
+
+  async #say(channelId: string, content: string): Promise<string | undefined> {
+    try {
+      return await this.#deps.outbox.say(channelId, content);
+    } catch (error) {
+      this.#deps.log.warn('could not post in a text channel', { channel: channelId, error });
+      return undefined;
+    }
+  }
+
+  async #transcript(guildId: string, speaker: 'user' | 'bot', text: string): Promise<void> {
+    const entry = this.#guilds.get(guildId);
+    if (!entry?.settings.transcripts) return;
+    try {
+      if (!entry.transcriptThreadId) {
+        const anchor = await this.#deps.outbox.say(entry.textChannelId, `📝 Transcript of the conversation in <#${entry.voiceChannelId}>`);
+        entry.transcriptThreadId = await this.#deps.outbox.startThread(entry.textChannelId, anchor, 'Voice transcript');
+      }
+      await this.#deps.outbox.say(entry.transcriptThreadId, `${speaker === 'bot' ? '**Bot**' : '**Voice**'}: ${text}`);
+    } catch (error) {
+      this.#deps.log.warn('could not post a transcript line', { guild: guildId, error });
+    }
+  }
+
+  #onVoiceState(before: VoiceState, after: VoiceState): void {
+    const entry = this.#guilds.get(after.guild.id);
+    if (!entry) return;
+    if (before.channelId === entry.voiceChannelId && after.channelId !== entry.voiceChannelId && after.id !== this.#deps.client.user?.id) {
+      entry.session.forgetUser(after.id);
+    }
+    const channel = after.guild.channels.cache.get(entry.voiceChannelId);
+    if (!channel?.isVoiceBased()) return;
+    const people = channel.members.filter((member) => !member.user.bot);
+    if (people.size === 0) void this.leave(after.guild.id, 'the channel is empty');
+  }
+
+  #leaveIdle(): void {
+    const now = Date.now();
+    for (const [guildId, entry] of this.#guilds) {
+      if (!entry.session.speaking && now - entry.activity.last > entry.settings.idleMinutes * 60_000) void this.leave(guildId, 'nobody spoke for a while');
+    }
+  }
+}

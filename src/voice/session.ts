@@ -1,0 +1,265 @@
+import { EventEmitter } from 'node:events';
+import type { VoiceConnection } from '@discordjs/voice';
+import type { RealtimeClient } from '../gateway/realtime/client.ts';
+import type { RealtimeServerEvent } from '../gateway/realtime/events.ts';
+import type { Logger } from '../log.ts';
+import { bytesToSamples, FRAME_MS } from './audio/format.ts';
+import { SpeakerMixer } from './audio/mixer.ts';
+import { InputPump } from './input-pump.ts';
+import { VoiceListener } from './listener.ts';
+import type { VoiceSettings } from './settings.ts';
+import { SpeechPlayer } from './speech-player.ts';
+
+// A live conversation in one voice channel, as an explicit state machine:
+//
+//   connecting ──realtime ready──▶ live ──socket lost──▶ reconnecting ──ready──▶ live
+//        │                          │  └──renewal due: a fresh session replaces the old, still live
+//        └──────────── stop() from any state ──────────────▶ closed
+//
+// The voice connection stays up throughout: a lost or expiring realtime session never makes the bot
+// leave the channel.
+
+export type VoiceSessionState = 'connecting' | 'live' | 'reconnecting' | 'closed';
+
+export interface VoiceSessionOptions {
+  guildId: string;
+  connection: VoiceConnection;
+  settings: VoiceSettings;
+  /** Opens a configured realtime session (the key, model and settings are the caller's business). */
+  connectRealtime(): Promise<RealtimeClient>;
+  log: Logger;
+  /** Renew the realtime session this long after it opened: before the gateway's 120-minute limit. */
+  renewAfterMs: number;
+  reconnect: { baseMs: number; maxMs: number };
+  /** The bot's own user id: its audio is never listened to. */
+  botUserId: string;
+  onTranscript?(speaker: 'user' | 'bot', text: string): void;
+  /** A problem users should hear about (said in the text channel). */
+  onProblem?(message: string): void;
+  /** Someone spoke or the bot answered: the channel is not idle. */
+  onActivity?(): void;
+}
+
+interface SessionEvents {
+  state: [VoiceSessionState];
+}
+
+/** Realtime error codes that are part of normal operation, not worth a user's attention. */
+const QUIET_ERRORS = new Set(['response_cancel_not_active', 'session_expired']);
+const PREBUFFER_MS = 60;
+/** In Discord turn mode, wait this long after everyone stopped so the last frames reach the session. */
+const MANUAL_COMMIT_DELAY_MS = 3 * FRAME_MS;
+
+export class VoiceSession extends EventEmitter<SessionEvents> {
+  readonly #options: VoiceSessionOptions;
+  readonly #log: Logger;
+  readonly #mixer = new SpeakerMixer();
+  readonly #player: SpeechPlayer;
+  readonly #pump: InputPump;
+  readonly #listener: VoiceListener;
+  #state: VoiceSessionState = 'connecting';
+  #client: RealtimeClient | undefined;
+  #renewTimer: NodeJS.Timeout | undefined;
+  #reconnectAttempts = 0;
+  /** Between response.created and response.done: a cancel means something. */
+  #responseActive = false;
+  #commitTimer: NodeJS.Timeout | undefined;
+
+  constructor(options: VoiceSessionOptions) {
+    super();
+    this.#options = options;
+    this.#log = options.log.child({ guild: options.guildId });
+    this.#player = new SpeechPlayer({ prebufferMs: PREBUFFER_MS, log: this.#log });
+    const manual = options.settings.turnDetection === 'discord';
+    this.#pump = new InputPump({
+      mixer: this.#mixer,
+      log: this.#log,
+      // Server VAD must hear silence to end a turn; in Discord mode the bot ends turns itself.
+      silenceTailMs: manual ? 0 : Math.max(1000, 2 * options.settings.silenceMs),
+    });
+    this.#listener = new VoiceListener(options.connection.receiver, this.#mixer, {
+      log: this.#log,
+      shouldHear: (userId) => userId !== options.botUserId,
+      events: {
+        onSpeakingStart: () => {
+          options.onActivity?.();
+          clearTimeout(this.#commitTimer);
+          // Without server VAD there is no speech_started: Discord's own speaking signal is the barge-in.
+          if (manual) this.#bargeIn();
+        },
+        onAllSilent: () => {
+          if (!manual) return;
+          this.#commitTimer = setTimeout(() => this.#endManualTurn(), MANUAL_COMMIT_DELAY_MS);
+        },
+      },
+    });
+    options.connection.subscribe(this.#player.player);
+  }
+
+  get state(): VoiceSessionState {
+    return this.#state;
+  }
+
+  get speaking(): boolean {
+    return this.#player.speaking;
+  }
+
+  #setState(state: VoiceSessionState): void {
+    if (this.#state === state) return;
+    this.#log.info('voice session state', { from: this.#state, to: state });
+    this.#state = state;
+    this.emit('state', state);
+  }
+
+  /** Opens the realtime session; throws (and closes) when it cannot. */
+  async start(): Promise<void> {
+    try {
+      this.#attach(await this.#options.connectRealtime());
+    } catch (error) {
+      this.stop();
+      throw error;
+    }
+    this.#pump.start();
+    this.#setState('live');
+  }
+
+  /** Says a line in the channel as a forced message (it is a response turn of its own). */
+  announce(text: string): void {
+    this.#client?.forceMessage(text, { interruptible: true });
+  }
+
+  stop(): void {
+    if (this.#state === 'closed') return;
+    this.#setState('closed');
+    clearTimeout(this.#renewTimer);
+    clearTimeout(this.#commitTimer);
+    this.#pump.stop();
+    this.#listener.stop();
+    this.#player.destroy();
+    const client = this.#client;
+    this.#client = undefined;
+    client?.close(1000, 'leaving the voice channel');
+  }
+
+  /** A user left the channel. */
+  forgetUser(userId: string): void {
+    this.#listener.forget(userId);
+  }
+
+  #attach(client: RealtimeClient): void {
+    this.#client = client;
+    this.#responseActive = false;
+    this.#pump.sink = client;
+    client.on('event', (event) => this.#onEvent(client, event));
+    client.on('close', (code, reason) => this.#onClose(client, code, reason));
+    clearTimeout(this.#renewTimer);
+    this.#renewTimer = setTimeout(() => void this.#renew(), this.#options.renewAfterMs);
+  }
+
+  #onEvent(client: RealtimeClient, event: RealtimeServerEvent): void {
+    if (client !== this.#client) return;
+    switch (event.type) {
+      case 'input_audio_buffer.speech_started':
+        this.#options.onActivity?.();
+        this.#bargeIn();
+        break;
+      case 'response.created':
+        this.#responseActive = true;
+        break;
+      case 'response.output_audio.delta':
+        this.#player.append(event.itemId, bytesToSamples(event.audio));
+        this.#options.onActivity?.();
+        break;
+      case 'response.output_audio.done':
+        this.#player.end(event.itemId);
+        break;
+      case 'response.done':
+        this.#responseActive = false;
+        break;
+      case 'conversation.item.input_audio_transcription.completed':
+        if (event.transcript) this.#options.onTranscript?.('user', event.transcript);
+        break;
+      case 'response.output_audio_transcript.done':
+        if (event.transcript) this.#options.onTranscript?.('bot', event.transcript);
+        break;
+      case 'error':
+        if (QUIET_ERRORS.has(event.code ?? '')) {
+          this.#log.debug('realtime notice', { code: event.code });
+        } else {
+          this.#log.warn('realtime error event', { code: event.code, message: event.message, param: event.param });
+          this.#options.onProblem?.(`The voice model reported a problem: ${event.message}`);
+        }
+        break;
+      default:
+        break;
+    }
+  }
+
+  /** Someone talks over the bot: silence at once, cancel the answer, and keep only what was heard. */
+  #bargeIn(): void {
+    if (!this.#player.speaking) return;
+    const played = this.#player.stop();
+    const client = this.#client;
+    if (!client) return;
+    if (this.#responseActive) client.cancelResponse();
+    if (played) client.truncate(played.itemId, 0, played.playedMs);
+    this.#log.info('barge-in', { item: played?.itemId, playedMs: played?.playedMs });
+  }
+
+  #endManualTurn(): void {
+    const client = this.#client;
+    if (!client || this.#listener.speakers > 0) return;
+    client.commit();
+    client.createResponse();
+  }
+
+  #onClose(client: RealtimeClient, code: number, reason: string): void {
+    if (client !== this.#client || this.#state === 'closed') return;
+    this.#log.warn('realtime session closed; reconnecting', { code, reason });
+    this.#client = undefined;
+    this.#pump.sink = undefined;
+    this.#player.stop();
+    this.#setState('reconnecting');
+    void this.#reconnect();
+  }
+
+  async #reconnect(): Promise<void> {
+    while (this.#state === 'reconnecting') {
+      const { baseMs, maxMs } = this.#options.reconnect;
+      const delay = this.#reconnectAttempts === 0 ? 0 : Math.min(maxMs, baseMs * 2 ** (this.#reconnectAttempts - 1)) * (0.5 + Math.random() / 2);
+      this.#reconnectAttempts++;
+      await new Promise((resolve) => setTimeout(resolve, delay));
+      if (this.#state !== 'reconnecting') return;
+      try {
+        const client = await this.#options.connectRealtime();
+        if (this.#state !== 'reconnecting') {
+          client.close();
+          return;
+        }
+        this.#attach(client);
+        this.#reconnectAttempts = 0;
+        this.#setState('live');
+      } catch (error) {
+        this.#log.warn('realtime reconnect failed', { attempt: this.#reconnectAttempts, error });
+      }
+    }
+  }
+
+  /** A fresh session before the old one reaches the gateway's limit; the channel never notices. */
+  async #renew(): Promise<void> {
+    if (this.#state !== 'live') return;
+    try {
+      const fresh = await this.#options.connectRealtime();
+      if (this.#state !== 'live') {
+        fresh.close();
+        return;
+      }
+      const old = this.#client;
+      this.#attach(fresh);
+      old?.close(1000, 'renewed');
+      this.#log.info('realtime session renewed');
+    } catch (error) {
+      this.#log.warn('realtime renewal failed; the session continues until it ends', { error });
+    }
+  }
+}

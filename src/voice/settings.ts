@@ -1,0 +1,118 @@
+import { isRecord } from '../gateway/parse.ts';
+import { BUILT_IN_VOICES, realtimeModelNames } from '../gateway/spec.ts';
+import type { Collection, Store } from '../store.ts';
+
+// How a server's voice conversations behave, stored per server and changed with /voice settings.
+
+export const TURN_DETECTION_MODES = ['server', 'discord'] as const;
+export type TurnDetectionMode = (typeof TURN_DETECTION_MODES)[number];
+
+export interface VoiceSettings {
+  voice: string;
+  instructions: string;
+  model: string;
+  /** `server`: the gateway's voice activity detection; `discord`: a turn ends when Discord says everyone stopped. */
+  turnDetection: TurnDetectionMode;
+  vadThreshold: number;
+  silenceMs: number;
+  /** Post what is said, both ways, in a thread of the text channel. */
+  transcripts: boolean;
+  /** Leave after this many minutes without anyone speaking. */
+  idleMinutes: number;
+  updatedBy?: string;
+  updatedAt?: number;
+}
+
+export const VOICE_LIMITS = {
+  vadThreshold: { min: 0.05, max: 1 },
+  silenceMs: { min: 200, max: 3000 },
+  idleMinutes: { min: 1, max: 120 },
+  instructionsLength: 2000,
+} as const;
+
+export function defaultVoiceSettings(vendor: string): VoiceSettings {
+  return {
+    voice: 'eve',
+    instructions: 'You are a friendly voice assistant in a Discord voice channel. Keep answers short and conversational.',
+    model: realtimeModelNames(vendor)[0]!,
+    turnDetection: 'server',
+    vadThreshold: 0.5,
+    silenceMs: 500,
+    transcripts: false,
+    idleMinutes: 10,
+  };
+}
+
+function parseVoiceSettings(raw: unknown, defaults: VoiceSettings): VoiceSettings {
+  if (!isRecord(raw)) throw new Error('voice settings must be an object');
+  const pick = <T>(key: keyof VoiceSettings, check: (value: unknown) => value is T, fallback: T): T => {
+    const value = raw[key];
+    return value === undefined ? fallback : check(value) ? value : fallback;
+  };
+  const isString = (value: unknown): value is string => typeof value === 'string';
+  const isNumber = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value);
+  const isBoolean = (value: unknown): value is boolean => typeof value === 'boolean';
+  const isMode = (value: unknown): value is TurnDetectionMode => TURN_DETECTION_MODES.some((mode) => mode === value);
+  const updatedBy = pick<string | undefined>('updatedBy', isString, undefined);
+  const updatedAt = pick<number | undefined>('updatedAt', isNumber, undefined);
+  return {
+    voice: pick('voice', isString, defaults.voice),
+    instructions: pick('instructions', isString, defaults.instructions),
+    model: pick('model', isString, defaults.model),
+    turnDetection: pick('turnDetection', isMode, defaults.turnDetection),
+    vadThreshold: pick('vadThreshold', isNumber, defaults.vadThreshold),
+    silenceMs: pick('silenceMs', isNumber, defaults.silenceMs),
+    transcripts: pick('transcripts', isBoolean, defaults.transcripts),
+    idleMinutes: pick('idleMinutes', isNumber, defaults.idleMinutes),
+    ...(updatedBy === undefined ? {} : { updatedBy }),
+    ...(updatedAt === undefined ? {} : { updatedAt }),
+  };
+}
+
+export type VoiceSettingsChange = Partial<Omit<VoiceSettings, 'updatedBy' | 'updatedAt'>>;
+
+/** Checks a change before it is stored; the message names the option and the rule. */
+export function checkVoiceSettingsChange(change: VoiceSettingsChange, vendor: string): string | undefined {
+  if (change.voice !== undefined && !BUILT_IN_VOICES.some((voice) => voice === change.voice?.toLowerCase())) {
+    return `\`voice\` must be one of the built-in voices (${BUILT_IN_VOICES.slice(0, 6).join(', ')}…); got "${change.voice}".`;
+  }
+  if (change.model !== undefined && !change.model.toLowerCase().startsWith(`${vendor.toLowerCase()}-voice-`)) {
+    return `\`model\` must be a realtime voice model such as ${realtimeModelNames(vendor).join(', ')}; got "${change.model}".`;
+  }
+  if (change.instructions !== undefined && change.instructions.length > VOICE_LIMITS.instructionsLength) {
+    return `\`instructions\` can be at most ${VOICE_LIMITS.instructionsLength} characters.`;
+  }
+  const ranges: [keyof typeof VOICE_LIMITS, number | undefined, string][] = [
+    ['vadThreshold', change.vadThreshold, 'vad_threshold'],
+    ['silenceMs', change.silenceMs, 'silence_ms'],
+    ['idleMinutes', change.idleMinutes, 'idle_minutes'],
+  ];
+  for (const [key, value, option] of ranges) {
+    const range = VOICE_LIMITS[key];
+    if (value !== undefined && typeof range === 'object' && (value < range.min || value > range.max)) {
+      return `\`${option}\` must be from ${range.min} to ${range.max}; got ${value}.`;
+    }
+  }
+  return undefined;
+}
+
+export class VoiceSettingsStore {
+  readonly #collection: Collection<VoiceSettings>;
+  readonly #defaults: VoiceSettings;
+
+  constructor(store: Store, vendor: string) {
+    this.#defaults = defaultVoiceSettings(vendor);
+    this.#collection = store.collection('voice_settings', (raw) => parseVoiceSettings(raw, this.#defaults));
+  }
+
+  async get(guildId: string): Promise<VoiceSettings> {
+    return (await this.#collection.get(guildId)) ?? this.#defaults;
+  }
+
+  async update(guildId: string, change: VoiceSettingsChange, by: string): Promise<VoiceSettings> {
+    const next: VoiceSettings = { ...(await this.get(guildId)), ...change, updatedBy: by, updatedAt: Date.now() };
+    if (change.voice !== undefined) next.voice = change.voice.toLowerCase();
+    await this.#collection.set(guildId, next);
+    return next;
+  }
+}

@@ -1,0 +1,180 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { BotAudioFrame } from '../support/discord/voice-server.ts';
+import { analyzeTone, rms } from '../support/discord/audio-analysis.ts';
+import { startWorld, type World } from '../support/world.ts';
+
+// Live voice on the stand-ins: the bot in a voice channel of the Discord stand-in, its realtime session
+// on the emulator, whose model echoes each turn back.
+
+let world: World;
+beforeAll(async () => {
+  world = await startWorld({ emulator: { timing: { generation_ms: 200 } } });
+}, 60_000);
+afterAll(() => world?.stop());
+
+afterEach(async () => {
+  const { discord, guild } = world;
+  if (discord.botVoiceChannel(guild.id)) {
+    const leave = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'leave' });
+    await leave.response();
+    await discord.waitFor(() => (discord.botVoiceChannel(guild.id) ? undefined : true), 10_000, 'the bot leaving voice');
+  }
+  for (const user of [guild.member, guild.admin]) discord.leaveVoice(user, guild.id);
+  discord.voice.clearBotAudio(guild.id);
+});
+
+/** Frames of the bot's audio that carry sound (not the silence Discord clients skip). */
+function audible(frames: readonly BotAudioFrame[]): BotAudioFrame[] {
+  return frames.filter((frame) => rms(frame.pcm) > 0.02);
+}
+
+function joined(frames: readonly BotAudioFrame[]): Int16Array {
+  const out = new Int16Array(frames.reduce((sum, frame) => sum + frame.pcm.length, 0));
+  let offset = 0;
+  for (const frame of frames) {
+    out.set(frame.pcm, offset);
+    offset += frame.pcm.length;
+  }
+  return out;
+}
+
+async function joinVoice(): Promise<void> {
+  const { discord, guild } = world;
+  discord.joinVoice(guild.member, guild.id, guild.voiceChannelId);
+  const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'join' });
+  expect((await run.reply()).content).toBe(`Joined <#${guild.voiceChannelId}>.`);
+  await discord.voice.waitForBotConnection(guild.id);
+}
+
+describe('voice conversations', () => {
+  it('joins the caller\'s channel, says it is listening, and leaves on request', async () => {
+    const { discord, guild } = world;
+    await joinVoice();
+    expect(discord.botVoiceChannel(guild.id)).toBe(guild.voiceChannelId);
+    await discord.waitForMessage(guild.textChannelId, (message) => message.content.includes('Listening in') && message.content.includes('/voice leave'));
+    const leave = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'leave' });
+    expect((await leave.reply()).content).toBe('Left the voice channel.');
+    expect(discord.botVoiceChannel(guild.id)).toBeUndefined();
+    await discord.waitForMessage(guild.textChannelId, (message) => message.content.startsWith('Stopped listening'));
+  });
+
+  it('hears a user\'s tone, decoded, and plays the model\'s echo back as the same tone', async () => {
+    const { discord, emulator, guild } = world;
+    await joinVoice();
+    await discord.voice.speakTone(guild.id, guild.member.id, { hz: 440, ms: 600, amplitude: 0.5 });
+    // What reached the gateway: the bot decoded the user's Opus into 24 kHz PCM.
+    const { session } = await emulator.realtime.waitForClientEvent((event) => event.type === 'input_audio_buffer.append');
+    await emulator.realtime.waitForClientEvent((_event, candidate) => candidate === session && candidate.serverEvents.some((entry) => entry.event.type === 'response.done'), 15_000);
+    const frames = await discord.voice.waitForBotAudio(guild.id, (received) => audible(received).length >= 25, 15_000);
+    const tone = analyzeTone(joined(audible(frames)));
+    expect(tone.dominantHz).toBeGreaterThan(430);
+    expect(tone.dominantHz).toBeLessThan(450);
+  });
+
+  it('stops talking when talked over, cancels, and truncates to what was really played', async () => {
+    const { discord, emulator, guild } = world;
+    emulator.realtime.options.paceFactor = 1.25;
+    await joinVoice();
+    await discord.voice.speakTone(guild.id, guild.member.id, { hz: 330, ms: 2000, amplitude: 0.5 });
+    // Let the bot play its answer for a while, then speak over it.
+    await discord.voice.waitForBotAudio(guild.id, (received) => audible(received).length >= 20, 15_000);
+    const interrupting = discord.voice.speakTone(guild.id, guild.member.id, { hz: 660, ms: 400, amplitude: 0.5 });
+    const { event: truncate, session } = await emulator.realtime.waitForClientEvent((event) => event.type === 'conversation.item.truncate', 15_000);
+    await interrupting;
+    expect(session.clientEvents.some((entry) => entry.event.type === 'response.cancel')).toBe(true);
+
+    const speechStarted = session.serverEvents.filter((entry) => entry.event.type === 'input_audio_buffer.speech_started').at(-1)!;
+    const echoFrames = discord.voice.botAudio(guild.id).filter((frame) => frame.receivedAt <= truncate.at + 200);
+    const lastAudible = audible(echoFrames).at(-1)!;
+    // The bot's voice stops within 100 ms of the gateway hearing the interruption.
+    expect(lastAudible.receivedAt - speechStarted.at).toBeLessThanOrEqual(100);
+    // …and what it tells the gateway was heard matches what reached Discord.
+    const heardMs = audible(echoFrames).length * 20;
+    expect(Math.abs(Number(truncate.event.audio_end_ms) - heardMs)).toBeLessThanOrEqual(60);
+    emulator.realtime.options.paceFactor = 1.25;
+  });
+
+  it('mixes two people speaking at once into one turn', async () => {
+    const { discord, emulator, guild } = world;
+    discord.joinVoice(guild.admin, guild.id, guild.voiceChannelId);
+    await joinVoice();
+    const session = emulator.realtime.sessions.at(-1)!;
+    await Promise.all([
+      discord.voice.speakTone(guild.id, guild.member.id, { hz: 300, ms: 700, amplitude: 0.3 }),
+      discord.voice.speakTone(guild.id, guild.admin.id, { hz: 800, ms: 700, amplitude: 0.3 }),
+    ]);
+    const frames = await discord.voice.waitForBotAudio(guild.id, (received) => audible(received).length >= 25, 15_000);
+    const pcm = joined(audible(frames));
+    expect(analyzeTone(pcm, { maxHz: 550 }).dominantHz).toBeGreaterThan(290);
+    expect(analyzeTone(pcm, { maxHz: 550 }).dominantHz).toBeLessThan(310);
+    expect(analyzeTone(pcm, { minHz: 550 }).dominantHz).toBeGreaterThan(790);
+    expect(analyzeTone(pcm, { minHz: 550 }).dominantHz).toBeLessThan(810);
+    // Both voices arrived as one turn of one session.
+    expect(session.serverEvents.filter((entry) => entry.event.type === 'input_audio_buffer.committed')).toHaveLength(1);
+  });
+
+  it('posts transcripts in a thread when the server enables them', async () => {
+    const { discord, guild } = world;
+    const enable = discord.runCommand({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'settings', options: { transcripts: true } });
+    expect((await enable.reply()).content).toContain('Transcripts:** on');
+    await joinVoice();
+    await discord.voice.speakTone(guild.id, guild.member.id, { hz: 500, ms: 500, amplitude: 0.5 });
+    await discord.waitForMessage(guild.textChannelId, (message) => message.content.startsWith('📝 Transcript'));
+    const thread = await discord.waitFor(
+      () => discord.state.guilds.get(guild.id)?.channels.find((channel) => channel.type === 11 && channel.parentId === guild.textChannelId),
+      10_000,
+      'the transcript thread',
+    );
+    await discord.waitForMessage(thread.id, (message) => message.content.startsWith('**Voice**: (0.5 s of speech)'), 15_000);
+    await discord.waitForMessage(thread.id, (message) => message.content.startsWith('**Bot**: Echo of 0.5 seconds.'), 15_000);
+  });
+
+  it('refuses voice settings changes from members without Manage Server, naming the rule', async () => {
+    const { discord, guild } = world;
+    const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'settings', options: { transcripts: false } });
+    const reply = await run.reply();
+    expect(reply.flags & 64).toBe(64);
+    expect(reply.content).toContain('Manage Server');
+  });
+
+  it('says so in the voice channel when a video of the server finishes', async () => {
+    const { discord, emulator, guild } = world;
+    await joinVoice();
+    const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt: 'a quiet harbour' } });
+    await run.response();
+    const { event, session } = await emulator.realtime.waitForClientEvent((candidate) => candidate.type === 'conversation.item.create', 20_000);
+    expect(event.event).toMatchObject({ item: { type: 'force_message', role: 'assistant', content: [{ type: 'output_text', text: expect.stringContaining('a quiet harbour') }] } });
+    const after = session.clientEvents.slice(session.clientEvents.indexOf(event));
+    expect(after.some((entry) => entry.event.type === 'response.create')).toBe(false);
+  });
+
+  it('leaves when everyone else has left the channel', async () => {
+    const { discord, guild } = world;
+    await joinVoice();
+    discord.leaveVoice(guild.member, guild.id);
+    await discord.waitFor(() => (discord.botVoiceChannel(guild.id) ? undefined : true), 10_000, 'the bot leaving an empty channel');
+    await discord.waitForMessage(guild.textChannelId, (message) => message.content.includes('the channel is empty'));
+  });
+});
+
+describe('a realtime session limit', () => {
+  let short: World;
+  beforeAll(async () => {
+    short = await startWorld({ emulator: { timing: { realtime_session_max_ms: 1500 } } });
+  }, 60_000);
+  afterAll(() => short?.stop());
+
+  it('is crossed without the bot leaving the channel', async () => {
+    const { discord, emulator, guild } = short;
+    discord.joinVoice(guild.member, guild.id, guild.voiceChannelId);
+    const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'join' });
+    await run.reply();
+    await discord.voice.waitForBotConnection(guild.id);
+    // The first session expires; the bot opens a second one and stays in the channel.
+    await emulator.realtime.waitForClientEvent((event, session) => event.type === 'session.update' && session !== emulator.realtime.sessions[0], 10_000);
+    expect(discord.botVoiceChannel(guild.id)).toBe(guild.voiceChannelId);
+    await discord.voice.speakTone(guild.id, guild.member.id, { hz: 400, ms: 500, amplitude: 0.5 });
+    const frames = await discord.voice.waitForBotAudio(guild.id, (received) => audible(received).length >= 20, 15_000);
+    expect(analyzeTone(joined(audible(frames))).dominantHz).toBeCloseTo(400, -1);
+  });
+});

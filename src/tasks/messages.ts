@@ -75,6 +75,10 @@ export function describeFailure(outcome: TaskOutcome): string {
     case 'internal_error':
       text = 'The video service had an internal error. Try again.';
       break;
+    case 'timeout':
+    case 'deadline_exceeded':
+      text = 'The video service did not finish this video in time (it gives up after 10 minutes).';
+      break;
     case 'unknown':
       text = `The video could not be made: ${error.message}`;
       break;

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { GatewayApiError, OutcomeUnknownError, ValidationError } from '../gateway/errors.ts';
+import { GatewayApiError, GatewayConnectionError, OutcomeUnknownError, ValidationError } from '../gateway/errors.ts';
 import type { GatewayClientPool } from '../gateway/pool.ts';
 import { videoModelCapabilities, videoModelNames, type Layer } from '../gateway/spec.ts';
 import type { EditRequest, ExtensionRequest, GenerationRequest } from '../gateway/types.ts';
@@ -328,30 +328,17 @@ export class VideoService {
       tracker.track(task);
       return task;
     } catch (error) {
-      if (error instanceof OutcomeUnknownError) {
-        task = await delivery.updateCard({ ...task, state: 'unknown', finishedAt: Date.now(), delivery: { ...task.delivery, state: 'closed' } });
+      const refusal = refusalMessage(error, plan.model);
+      if (refusal !== undefined) {
+        // Refused, or never delivered: nothing exists at the gateway and nothing was charged.
+        task = { ...task, state: 'failed', finishedAt: Date.now(), delivery: { ...task.delivery, state: 'closed' } };
         await repository.save(task);
-        return task;
+        throw new SubmissionRefusedError(refusal, task);
       }
-      if (error instanceof GatewayApiError || error instanceof ValidationError) {
-        // Refused synchronously: nothing exists at the gateway and nothing was charged. Forget the task.
-        task = {
-          ...task,
-          state: 'failed',
-          finishedAt: Date.now(),
-          delivery: { ...task.delivery, state: 'closed' },
-        };
-        await repository.save(task);
-        const message = describeSubmissionError({
-          code: error.code,
-          status: error.status,
-          message: error instanceof GatewayApiError ? error.serverMessage : error.message,
-          param: error.param,
-          requestId: error.requestId,
-          model: plan.model,
-        });
-        throw new SubmissionRefusedError(message, task);
-      }
+      // The gateway may have accepted it (no answer, or an answer the bot cannot read): say so honestly.
+      task = await delivery.updateCard({ ...task, state: 'unknown', finishedAt: Date.now(), delivery: { ...task.delivery, state: 'closed' } });
+      await repository.save(task);
+      if (error instanceof OutcomeUnknownError) return task;
       throw error;
     }
   }
@@ -380,6 +367,24 @@ export class VideoService {
   async videoModels(guildId: string): Promise<string[]> {
     return (await this.models(guildId)).filter((id) => videoModelCapabilities(id, this.#deps.vendor) !== undefined);
   }
+}
+
+/** What to tell the user when a submission certainly created nothing, or undefined when it may have. */
+function refusalMessage(error: unknown, model: string): string | undefined {
+  if (error instanceof GatewayApiError || error instanceof ValidationError) {
+    return describeSubmissionError({
+      code: error.code,
+      status: error.status,
+      message: error instanceof GatewayApiError ? error.serverMessage : error.message,
+      param: error.param,
+      requestId: error.requestId,
+      model,
+    });
+  }
+  if (error instanceof GatewayConnectionError && !error.requestSent) {
+    return 'The video service cannot be reached right now, so nothing was sent or charged. Try again in a minute.';
+  }
+  return undefined;
 }
 
 /** The gateway refused a submission; `message` is what the user should read. */

@@ -1,0 +1,115 @@
+import { once } from 'node:events';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { cleanupBotDirectories, startBot, type BotProcess } from '../support/bot-process.ts';
+import { startDiscordStandIn, type DiscordStandIn, type TestGuild } from '../support/discord/index.ts';
+import { startWorld, type World } from '../support/world.ts';
+
+// The bot stays up and honest when Discord or the gateway misbehave, and shuts down without losing work.
+
+describe('when Discord answers 5xx or 429', () => {
+  let world: World;
+  beforeAll(async () => {
+    world = await startWorld();
+  }, 60_000);
+  afterAll(() => world?.stop());
+
+  it('retries through Discord outages and rate limits, and still delivers the video', async () => {
+    const { discord, guild, bot } = world;
+    discord.rateLimit({ method: 'POST', route: /\/interactions\/\d+\/[^/]+\/callback$/, times: 1, retryAfterSeconds: 1 });
+    discord.failRoute({ method: 'POST', route: /\/channels\/\d+\/messages$/, times: 3, status: 503 });
+    const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt: 'stormy sea' } });
+    expect((await run.response()).type).toBe(5);
+    const posted = await discord.waitForMessage(guild.textChannelId, (message) => message.attachments.length > 0, 20_000);
+    expect(posted.content).toContain(`<@${guild.member.id}>`);
+    expect(discord.requests.filter((request) => request.status === 503)).toHaveLength(3);
+    expect(discord.requests.filter((request) => request.status === 429)).toHaveLength(1);
+    expect(bot.child.exitCode).toBeNull();
+  });
+});
+
+/** A gateway that answers what a test says, to reach paths the emulator never takes. */
+class FakeGateway {
+  readonly server: Server;
+  onSubmit: (response: ServerResponse) => void = (response) => response.writeHead(200, { 'content-type': 'application/json' }).end('{"task_id":"task_1","status":"queued"}');
+  readonly submissions: IncomingMessage[] = [];
+
+  constructor() {
+    this.server = createServer((request, response) => {
+      request.resume();
+      if (request.method === 'POST') {
+        this.submissions.push(request);
+        this.server.emit('submission');
+        this.onSubmit(response);
+      } else {
+        response.writeHead(200, { 'content-type': 'application/json' }).end('{"task_id":"task_1","status":"processing","progress":10}');
+      }
+    });
+  }
+
+  async start(): Promise<string> {
+    this.server.listen(0, '127.0.0.1');
+    await once(this.server, 'listening');
+    const address = this.server.address();
+    return `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+  }
+}
+
+describe('with a gateway that misbehaves', () => {
+  let discord: DiscordStandIn;
+  let guild: TestGuild;
+  let gateway: FakeGateway;
+  let bot: BotProcess;
+
+  beforeAll(async () => {
+    gateway = new FakeGateway();
+    const baseUrl = await gateway.start();
+    discord = await startDiscordStandIn();
+    guild = discord.createGuild();
+    bot = startBot({
+      env: { DISCORD_TOKEN: discord.botToken, DISCORD_API_URL: discord.apiUrl, GATEWAY_BASE_URL: baseUrl, GATEWAY_API_KEY: 'fake-gateway-key-1', NODE_EXTRA_CA_CERTS: discord.caCertPath },
+    });
+    await bot.waitForLog((line) => line.msg === 'ready', 30_000);
+  }, 60_000);
+
+  afterEach(() => {
+    gateway.onSubmit = (response) => response.writeHead(200, { 'content-type': 'application/json' }).end('{"task_id":"task_1","status":"queued"}');
+  });
+
+  afterAll(async () => {
+    if (bot.child.exitCode === null) await bot.stop();
+    await discord.close();
+    gateway.server.close();
+    cleanupBotDirectories();
+  });
+
+  it('tells the user "something went wrong" with a reference that matches the log line, and lives on', async () => {
+    gateway.onSubmit = (response) => response.writeHead(200, { 'content-type': 'text/html' }).end('<html>surprise</html>');
+    const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt: 'unreadable answer' } });
+    const reply = await run.waitForReply((message) => message.content.startsWith('Something went wrong'));
+    const reference = /\(ref ([A-Z0-9]{6})\)/.exec(reply.content)?.[1];
+    expect(reference).toBeDefined();
+    const logged = await bot.waitForLog((line) => line.msg === 'interaction handler failed');
+    expect(logged.reference).toBe(reference);
+
+    const list = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'list' });
+    expect((await list.reply()).content).toContain('**unknown**');
+  });
+
+  it('finishes what is in flight when stopped, then exits cleanly', async () => {
+    let answer!: () => void;
+    gateway.onSubmit = (response) => {
+      answer = () => response.writeHead(200, { 'content-type': 'application/json' }).end('{"task_id":"task_2","status":"queued"}');
+    };
+    const submitted = once(gateway.server, 'submission');
+    const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt: 'slow gateway' } });
+    await submitted;
+    const stopped = bot.stop('SIGTERM');
+    await bot.waitForLog((line) => line.msg === 'shutting down: finishing what is in flight');
+    answer();
+    expect(await stopped).toBe(0);
+    const card = await run.reply();
+    expect(JSON.stringify(card.embeds)).toContain('task_2');
+    expect(bot.logs.some((line) => line.msg === 'stopped')).toBe(true);
+  });
+});

@@ -1,5 +1,6 @@
 import { createHmac } from 'node:crypto';
 import type { EditRequest, ExtensionRequest, GenerationRequest, ImageInput, ReferenceAudio, StorageOptions } from '../gateway/types.ts';
+import { BUILT_IN_VOICES, MAX_REFERENCE_AUDIOS } from '../gateway/spec.ts';
 import type { GenerationMode } from './record.ts';
 
 // From what a user typed in Discord to the gateway's request, and back from the gateway's field names to
@@ -80,6 +81,13 @@ export function buildGenerationRequest(input: GenerationInput, user: string, sto
     request.reference_images = input.referenceImages.map((attachment, index) =>
       imageFrom(index === 0 ? 'reference_image' : `reference_image_${index + 1}`, attachment),
     );
+  }
+  const unknown = input.voices.find((voice) => !BUILT_IN_VOICES.some((builtIn) => builtIn === voice));
+  if (unknown !== undefined) {
+    throw new InputError('voice', `\`voice\`: "${unknown}" is not a built-in voice. Start typing to pick from the list (${BUILT_IN_VOICES.slice(0, 5).join(', ')}…).`);
+  }
+  if (input.voices.length + (input.referenceAudio ? 1 : 0) > MAX_REFERENCE_AUDIOS) {
+    throw new InputError('voice', `\`voice\` and \`reference_audio\` together take at most ${MAX_REFERENCE_AUDIOS} voices.`);
   }
   const audios: ReferenceAudio[] = input.voices.map((voice) => ({ voice_id: voice }));
   if (input.referenceAudio) {

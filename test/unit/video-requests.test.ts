@@ -78,6 +78,12 @@ describe('building a generation request from /video options', () => {
     expect(wrongAudio).toThrow(/`reference_audio` must be an audio file/);
   });
 
+  it('names an unknown voice and too many voices', () => {
+    expect(() => buildGenerationRequest({ ...base, voices: ['eve', 'nobody'] }, 'u', undefined)).toThrow(/`voice`: "nobody" is not a built-in voice/);
+    const four = () => buildGenerationRequest({ ...base, voices: ['eve', 'leo', 'ara'], referenceAudio: { url: 'https://a/v.mp3', filename: 'v.mp3', contentType: 'audio/mpeg', size: 1 } }, 'u', undefined);
+    expect(four).toThrow(/at most 3 voices/);
+  });
+
   it('reads up to three voices however they are separated', () => {
     expect(parseVoiceList('Eve, leo  ARA')).toEqual(['eve', 'leo', 'ara']);
     expect(parseVoiceList(undefined)).toEqual([]);

@@ -10,10 +10,10 @@ import { REST } from 'discord.js';
 import { DiscordOutbox } from '../src/discord/outbox.ts';
 import { GatewayClientPool } from '../src/gateway/pool.ts';
 import { silentLogger } from '../src/log.ts';
+import { SettingsService } from '../src/settings/service.ts';
 import { openStore } from '../src/store.ts';
 import { VideoDelivery } from '../src/tasks/delivery.ts';
 import { PolicyGatewayResolver } from '../src/tasks/gateway-resolver.ts';
-import { operatorPolicy } from '../src/tasks/operator-policy.ts';
 import { DEFAULT_POLL_POLICY } from '../src/tasks/poll-policy.ts';
 import { TaskRepository } from '../src/tasks/repository.ts';
 import { VideoService, type InteractionContext } from '../src/tasks/service.ts';
@@ -97,7 +97,7 @@ async function startBot(info: ServerInfo): Promise<Bot> {
   const rest = new REST({ api: info.apiUrl, globalRequestsPerSecond: 100_000 }).setToken(info.botToken);
   const outbox = new DiscordOutbox(rest);
   const clients = new GatewayClientPool({ baseUrl: info.gatewayUrl, log: silentLogger });
-  const policy = operatorPolicy('emulator-key', 'compat');
+  const policy = new SettingsService({ store, clients, log: silentLogger, operatorKey: 'emulator-key', defaultLayer: 'compat', encryptionSecret: undefined });
   const repository = new TaskRepository(store);
   const delivery = new VideoDelivery({ repository, outbox, log: silentLogger, cardEditIntervalMs: 4000 });
   const tracker = new TaskTracker(repository, new PolicyGatewayResolver(policy, clients, silentLogger), delivery, silentLogger, {

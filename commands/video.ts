@@ -14,6 +14,7 @@ import {
   type RepliableInteraction,
 } from 'discord.js';
 import { customId, customIdParts, type Command } from '../src/discord/command.ts';
+import { isServerManager, memberRoleIds } from '../src/discord/member.ts';
 import { ASPECT_RATIOS, BUILT_IN_VOICES, EXTENSION_DURATION, GENERATION_DURATION, RESOLUTIONS } from '../src/gateway/spec.ts';
 import type { Services } from '../src/services.ts';
 import type { AttachmentInput } from '../src/tasks/requests.ts';
@@ -77,7 +78,8 @@ const data = new SlashCommandBuilder()
       .setDescription('Where a task stands')
       .addStringOption((option) => option.setName('task').setDescription('The task (its ref or gateway id)').setRequired(true).setAutocomplete(true)),
   )
-  .addSubcommand((sub) => sub.setName('list').setDescription('Your recent videos and their state'));
+  .addSubcommand((sub) => sub.setName('list').setDescription('Your recent videos and their state'))
+  .addSubcommand((sub) => sub.setName('usage').setDescription("Today's and this month's videos and cost per member (Manage Server)"));
 
 function attachmentInput(attachment: Attachment | null): AttachmentInput | undefined {
   if (!attachment) return undefined;
@@ -97,8 +99,16 @@ function contextOf(interaction: RepliableInteraction): InteractionContext {
   };
 }
 
-function ephemeral(interaction: RepliableInteraction, content: string) {
-  return interaction.reply({ content, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } });
+async function ephemeral(interaction: RepliableInteraction, content: string): Promise<void> {
+  await interaction.reply({ content, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } });
+}
+
+/** The server's role rules for /video; an ephemeral refusal when the caller may not use it. */
+async function mayMakeVideos(interaction: RepliableInteraction, services: Services): Promise<boolean> {
+  if (!interaction.guildId) return false;
+  const verdict = await services.settings.mayUse(interaction.guildId, 'video', memberRoleIds(interaction), isServerManager(interaction));
+  if (!verdict.ok) await ephemeral(interaction, verdict.message);
+  return verdict.ok;
 }
 
 /** Answers a prepared request: refused at once (ephemeral), or deferred and submitted with a status card. */
@@ -117,6 +127,7 @@ async function submitPrepared(interaction: RepliableInteraction, services: Servi
 }
 
 async function generate(interaction: ChatInputCommandInteraction, services: Services) {
+  if (!(await mayMakeVideos(interaction, services))) return;
   const options = interaction.options;
   const context = contextOf(interaction);
   const referenceImages = ['reference_image', 'reference_image_2', 'reference_image_3']
@@ -138,6 +149,7 @@ async function generate(interaction: ChatInputCommandInteraction, services: Serv
 }
 
 async function editOrExtend(interaction: ChatInputCommandInteraction, services: Services, operation: 'edit' | 'extend') {
+  if (!(await mayMakeVideos(interaction, services))) return;
   const options = interaction.options;
   const video = attachmentInput(options.getAttachment('video'));
   const taskRef = options.getString('task') ?? undefined;
@@ -229,6 +241,7 @@ function promptModal(id: string, title: string, withDuration: boolean): ModalBui
 async function button(interaction: ButtonInteraction, services: Services) {
   const [, action, taskId] = customIdParts(interaction.customId);
   if (!taskId) throw new Error(`malformed video button ${interaction.customId}`);
+  if (!(await mayMakeVideos(interaction, services))) return;
   if (action === 'extend') {
     await interaction.showModal(promptModal(customId('video', 'extend-modal', taskId), 'Extend this video', true));
   } else if (action === 'edit') {
@@ -244,6 +257,7 @@ async function button(interaction: ButtonInteraction, services: Services) {
 async function modal(interaction: ModalSubmitInteraction, services: Services) {
   const [, action, taskId] = customIdParts(interaction.customId);
   if (!taskId || (action !== 'extend-modal' && action !== 'edit-modal')) throw new Error(`unknown video modal ${interaction.customId}`);
+  if (!(await mayMakeVideos(interaction, services))) return;
   const prompt = interaction.fields.getTextInputValue('prompt').trim();
   let duration: number | undefined;
   if (action === 'extend-modal') {
@@ -278,6 +292,9 @@ async function execute(interaction: ChatInputCommandInteraction, services: Servi
       return status(interaction, services);
     case 'list':
       return list(interaction, services);
+    case 'usage':
+      if (!interaction.guildId || !isServerManager(interaction)) return ephemeral(interaction, '`/video usage` is for members with the Manage Server permission.');
+      return ephemeral(interaction, await services.settings.usageReport(interaction.guildId));
     default:
       throw new Error(`unknown /video subcommand ${interaction.options.getSubcommand()}`);
   }

@@ -2,12 +2,12 @@ import {
   ChannelType,
   InteractionContextType,
   MessageFlags,
-  PermissionFlagsBits,
   SlashCommandBuilder,
   type AutocompleteInteraction,
   type ChatInputCommandInteraction,
 } from 'discord.js';
 import type { Command } from '../src/discord/command.ts';
+import { isServerManager, memberRoleIds } from '../src/discord/member.ts';
 import { BUILT_IN_VOICES } from '../src/gateway/spec.ts';
 import type { Services } from '../src/services.ts';
 import { checkVoiceSettingsChange, TURN_DETECTION_MODES, VOICE_LIMITS, type VoiceSettings, type VoiceSettingsChange } from '../src/voice/settings.ts';
@@ -50,6 +50,8 @@ async function ephemeral(interaction: ChatInputCommandInteraction, content: stri
 
 async function join(interaction: ChatInputCommandInteraction, services: Services) {
   if (!interaction.inCachedGuild()) return ephemeral(interaction, 'Use this in a server.');
+  const access = await services.settings.mayUse(interaction.guildId, 'voice', memberRoleIds(interaction), isServerManager(interaction));
+  if (!access.ok) return ephemeral(interaction, access.message);
   const chosen = interaction.options.getChannel('channel');
   const channelId = chosen?.id ?? interaction.member.voice.channelId;
   if (!channelId) return ephemeral(interaction, 'Join a voice channel first, or name one with the `channel` option.');
@@ -103,7 +105,7 @@ async function settings(interaction: ChatInputCommandInteraction, services: Serv
   if (Object.keys(change).length === 0) {
     return ephemeral(interaction, describeSettings(await services.voiceSettings.get(interaction.guildId)));
   }
-  if (!interaction.memberPermissions?.has(PermissionFlagsBits.ManageGuild)) {
+  if (!isServerManager(interaction)) {
     return ephemeral(interaction, 'Changing voice settings needs the Manage Server permission.');
   }
   const problem = checkVoiceSettingsChange(change, services.config.gatewayVendor);

@@ -7,9 +7,9 @@ import { DiscordOutbox } from './discord/outbox.ts';
 import { GatewayClientPool } from './gateway/pool.ts';
 import type { Logger } from './log.ts';
 import type { Services } from './services.ts';
+import { SettingsService } from './settings/service.ts';
 import { openStore } from './store.ts';
 import { VideoDelivery } from './tasks/delivery.ts';
-import { operatorPolicy } from './tasks/operator-policy.ts';
 import { pollPolicyWithInterval } from './tasks/poll-policy.ts';
 import { TaskRepository } from './tasks/repository.ts';
 import { VideoService } from './tasks/service.ts';
@@ -63,7 +63,15 @@ export async function startApp(config: BotConfig, log: Logger): Promise<App> {
   const clients = new GatewayClientPool({ baseUrl: config.gatewayBaseUrl, vendor: config.gatewayVendor, log });
   const repository = new TaskRepository(store);
   const delivery = new VideoDelivery({ repository, outbox, log, cardEditIntervalMs: CARD_EDIT_INTERVAL_MS });
-  const policy = operatorPolicy(config.gatewayApiKey, config.gatewayLayer);
+  const policy = new SettingsService({
+    store,
+    clients,
+    log,
+    operatorKey: config.gatewayApiKey,
+    defaultLayer: config.gatewayLayer,
+    encryptionSecret: config.keyEncryptionSecret,
+    previousEncryptionSecret: config.keyEncryptionSecretPrevious,
+  });
   const tracker = new TaskTracker(repository, new PolicyGatewayResolver(policy, clients, log), delivery, log, {
     policy: pollPolicyWithInterval(config.taskPollIntervalMs),
     maxInFlight: MAX_POLLS_IN_FLIGHT,
@@ -87,7 +95,7 @@ export async function startApp(config: BotConfig, log: Logger): Promise<App> {
       voice.announce(task.guildId, `A video is ready in the text channel: ${task.prompt.slice(0, 80) || task.operation}.`);
     }
   });
-  const services: Services = { config, log, store, video, voice, voiceSettings };
+  const services: Services = { config, log, store, settings: policy, video, voice, voiceSettings };
   const dispatcher = createDispatcher(commands, services);
 
   client.on(Events.Error, (error) => log.error('discord client error', { error }));

@@ -13,6 +13,8 @@ export interface BotConfig {
   gatewayLayer: Layer;
   gatewayVendor: string;
   keyEncryptionSecret: string | undefined;
+  /** The secret before a rotation: keys sealed under it are still read, and sealed again under the new one. */
+  keyEncryptionSecretPrevious: string | undefined;
   storeUrl: string;
   devGuildId: string | undefined;
   logLevel: LogLevel;
@@ -121,6 +123,11 @@ export function loadConfig(environment: Environment): ConfigResult {
     problems.push(`KEY_ENCRYPTION_SECRET must be at least ${MIN_ENCRYPTION_SECRET_LENGTH} characters long (a random string, e.g. \`openssl rand -base64 32\`).`);
   }
 
+  const keyEncryptionSecretPrevious = read('KEY_ENCRYPTION_SECRET_PREVIOUS');
+  if (keyEncryptionSecretPrevious && !keyEncryptionSecret) {
+    problems.push('KEY_ENCRYPTION_SECRET_PREVIOUS is set without KEY_ENCRYPTION_SECRET: set the new secret too, or remove the previous one.');
+  }
+
   const storeUrl = read('STORE_URL') ?? DEFAULT_STORE_URL;
   if (!isStoreUrl(storeUrl)) {
     problems.push(`STORE_URL must be sqlite://<file> or redis://<host>:<port> (got "${storeUrl.replace(/\/\/[^@/]*@/, '//***@')}").`);
@@ -155,6 +162,7 @@ export function loadConfig(environment: Environment): ConfigResult {
       gatewayLayer,
       gatewayVendor,
       keyEncryptionSecret,
+      keyEncryptionSecretPrevious,
       storeUrl,
       devGuildId,
       logLevel,

@@ -18,6 +18,7 @@ const { config } = result;
 registerSecret(config.discordToken);
 registerSecret(config.gatewayApiKey);
 registerSecret(config.keyEncryptionSecret);
+registerSecret(config.keyEncryptionSecretPrevious);
 const log = createLogger({ level: config.logLevel });
 
 process.on('unhandledRejection', (reason) => log.error('unhandled rejection', { error: reason }));

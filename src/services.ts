@@ -1,5 +1,6 @@
 import type { BotConfig } from './config.ts';
 import type { Logger } from './log.ts';
+import type { SettingsService } from './settings/service.ts';
 import type { Store } from './store.ts';
 import type { VideoService } from './tasks/service.ts';
 import type { VoiceService } from './voice/service.ts';
@@ -10,6 +11,7 @@ export interface Services {
   config: BotConfig;
   log: Logger;
   store: Store;
+  settings: SettingsService;
   video: VideoService;
   voice: VoiceService;
   voiceSettings: VoiceSettingsStore;

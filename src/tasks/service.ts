@@ -5,6 +5,7 @@ import { videoModelCapabilities, videoModelNames, type Layer } from '../gateway/
 import type { EditRequest, ExtensionRequest, GenerationRequest } from '../gateway/types.ts';
 import { validateEdit, validateExtension, validateGeneration } from '../gateway/validation.ts';
 import type { Logger } from '../log.ts';
+import { KeyedLock } from '../keyed-lock.ts';
 import type { Collection, Store } from '../store.ts';
 import type { VideoDelivery } from './delivery.ts';
 import { describeSubmissionError } from './messages.ts';
@@ -52,7 +53,10 @@ export interface GuildVideoPolicy {
   resolveGatewayAccess(guildId: string): Promise<GatewayAccess>;
   defaults(guildId: string): Promise<VideoDefaults>;
   checkLimits(request: { guildId: string; userId: string; activeTasksOfUser: number; now: number }): Promise<PolicyVerdict>;
+  /** Counts a task against its member's and server's daily limits (before it is sent). */
   recordSubmission(task: TaskRecord): Promise<void>;
+  /** The gateway refused it: it does not count. */
+  releaseSubmission(task: TaskRecord): Promise<void>;
   recordCost(task: TaskRecord): Promise<void>;
 }
 
@@ -116,6 +120,8 @@ function isMp4Attachment(attachment: AttachmentInput): boolean {
 export class VideoService {
   readonly #deps: VideoServiceDeps;
   readonly #meta: Collection<string>;
+  /** Limits are checked and a new task counted as one step per member, so quick repeats cannot slip past. */
+  readonly #admission = new KeyedLock();
   #salt: Buffer | undefined;
 
   constructor(deps: VideoServiceDeps) {
@@ -303,7 +309,12 @@ export class VideoService {
       attachmentSizeLimit: context.attachmentSizeLimit,
       delivery: { state: 'waiting', nonce: id, attempts: 0 },
     };
-    await repository.create(task);
+    await this.#admission.run(`${context.guildId}:${context.userId}`, async () => {
+      const verdict = await this.#checkLimits(context);
+      if (!verdict.ok) throw new SubmissionRefusedError(verdict.message, undefined);
+      await repository.create(task);
+      await policy.recordSubmission(task);
+    });
 
     const gateway = clients.get(plan.access.apiKey, plan.access.layer);
     try {
@@ -322,7 +333,6 @@ export class VideoService {
       };
       await repository.save(task);
       log.info('video task submitted', { task: id, gatewayTask: submitted.id, layer: task.layer, operation: task.operation, guild: task.guildId });
-      await policy.recordSubmission(task);
       task = await delivery.updateCard(task);
       await repository.save(task);
       tracker.track(task);
@@ -333,6 +343,7 @@ export class VideoService {
         // Refused, or never delivered: nothing exists at the gateway and nothing was charged.
         task = { ...task, state: 'failed', finishedAt: Date.now(), delivery: { ...task.delivery, state: 'closed' } };
         await repository.save(task);
+        await policy.releaseSubmission(task);
         throw new SubmissionRefusedError(refusal, task);
       }
       // The gateway may have accepted it (no answer, or an answer the bot cannot read): say so honestly.
@@ -389,8 +400,9 @@ function refusalMessage(error: unknown, model: string): string | undefined {
 
 /** The gateway refused a submission; `message` is what the user should read. */
 export class SubmissionRefusedError extends Error {
-  readonly task: TaskRecord;
-  constructor(message: string, task: TaskRecord) {
+  /** The stored task, when the refusal came from the gateway (a limit refuses before anything is stored). */
+  readonly task: TaskRecord | undefined;
+  constructor(message: string, task: TaskRecord | undefined) {
     super(message);
     this.name = 'SubmissionRefusedError';
     this.task = task;

@@ -11,7 +11,7 @@ describe('the bot on the stand-ins', () => {
   it('registers /video with its subcommands', () => {
     const video = world.discord.commands().find((command) => command.name === 'video');
     const options = Array.isArray(video?.options) ? video.options : [];
-    expect(options.map((option: { name?: unknown }) => option.name)).toEqual(['generate', 'edit', 'extend', 'status', 'list']);
+    expect(options.map((option: { name?: unknown }) => option.name)).toEqual(['generate', 'edit', 'extend', 'status', 'list', 'usage']);
   });
 
   it('answers a command within Discord\'s 3 s deadline', async () => {

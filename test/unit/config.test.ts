@@ -25,6 +25,7 @@ describe('configuration from the environment', () => {
         gatewayLayer: 'compat',
         gatewayVendor: 'svc',
         keyEncryptionSecret: undefined,
+        keyEncryptionSecretPrevious: undefined,
         storeUrl: DEFAULT_STORE_URL,
         devGuildId: undefined,
         logLevel: 'info',
@@ -63,6 +64,7 @@ describe('configuration from the environment', () => {
     ['DEV_GUILD_ID', 'my-server', /^DEV_GUILD_ID must be a Discord server id/],
     ['LOG_LEVEL', 'loud', /^LOG_LEVEL must be one of debug, info, warn, error/],
     ['TASK_POLL_INTERVAL_MS', '5s', /^TASK_POLL_INTERVAL_MS must be a whole number of milliseconds/],
+    ['KEY_ENCRYPTION_SECRET_PREVIOUS', 'an-old-secret-value', /^KEY_ENCRYPTION_SECRET_PREVIOUS is set without KEY_ENCRYPTION_SECRET/],
   ])('rejects an invalid %s with a message naming it', (name, value, message) => {
     const problems = problemsOf({ ...minimal, [name]: value });
     expect(problems).toHaveLength(1);

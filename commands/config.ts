@@ -1,0 +1,210 @@
+import {
+  ActionRowBuilder,
+  InteractionContextType,
+  MessageFlags,
+  ModalBuilder,
+  PermissionFlagsBits,
+  SlashCommandBuilder,
+  TextInputBuilder,
+  TextInputStyle,
+  type AutocompleteInteraction,
+  type ChatInputCommandInteraction,
+  type ModalSubmitInteraction,
+  type RepliableInteraction,
+} from 'discord.js';
+import { customId, type Command } from '../src/discord/command.ts';
+import { isServerManager } from '../src/discord/member.ts';
+import { ASPECT_RATIOS, GENERATION_DURATION, LAYERS, RESOLUTIONS } from '../src/gateway/spec.ts';
+import type { Services } from '../src/services.ts';
+import { FEATURES, STORAGE_MAX_DAYS, type GuildSettings } from '../src/settings/guild-settings.ts';
+
+// /config: a server's own gateway key, layer, defaults, storage, access and limits. Manage Server only,
+// by default and checked again here (server admins can change who sees the command).
+
+const KEY_MODAL = customId('config', 'key-modal');
+const KEY_INPUT = 'key';
+const MAX_LIMIT = 10_000;
+
+const data = new SlashCommandBuilder()
+  .setName('config')
+  .setDescription('Server settings for the video and voice bot (Manage Server)')
+  .setContexts(InteractionContextType.Guild)
+  .setDefaultMemberPermissions(PermissionFlagsBits.ManageGuild)
+  .addSubcommand((sub) => sub.setName('key').setDescription("Set this server's gateway key (asked in a private form)"))
+  .addSubcommand((sub) => sub.setName('key-clear').setDescription("Remove this server's gateway key"))
+  .addSubcommand((sub) => sub.setName('show').setDescription("This server's settings"))
+  .addSubcommand((sub) =>
+    sub
+      .setName('layer')
+      .setDescription('Which gateway layer new tasks use')
+      .addStringOption((option) => option.setName('layer').setDescription('compat (/v1) or native (/native/v1)').setRequired(true).addChoices(...LAYERS.map((layer) => ({ name: layer, value: layer })))),
+  )
+  .addSubcommand((sub) =>
+    sub
+      .setName('defaults')
+      .setDescription('Defaults for /video generate')
+      .addStringOption((option) => option.setName('model').setDescription('Default video model').setAutocomplete(true))
+      .addStringOption((option) => option.setName('resolution').setDescription('Default resolution').addChoices(...RESOLUTIONS.map((value) => ({ name: value, value }))))
+      .addIntegerOption((option) => option.setName('duration').setDescription('Default length in seconds').setMinValue(GENERATION_DURATION.min).setMaxValue(GENERATION_DURATION.max))
+      .addStringOption((option) => option.setName('aspect_ratio').setDescription('Default aspect ratio').addChoices(...ASPECT_RATIOS.map((value) => ({ name: value, value }))))
+      .addBooleanOption((option) => option.setName('reset').setDescription('Forget all defaults')),
+  )
+  .addSubcommand((sub) =>
+    sub
+      .setName('storage')
+      .setDescription("Keep videos in the gateway's storage")
+      .addIntegerOption((option) => option.setName('keep_days').setDescription(`Days to keep each video (0 = not kept, at most ${STORAGE_MAX_DAYS})`).setRequired(true).setMinValue(0).setMaxValue(STORAGE_MAX_DAYS))
+      .addBooleanOption((option) => option.setName('public_link').setDescription('Also make a public link (used when a video is too big to upload)')),
+  )
+  .addSubcommand((sub) =>
+    sub
+      .setName('roles')
+      .setDescription('Who may use /video or /voice (no roles = everyone)')
+      .addStringOption((option) => option.setName('feature').setDescription('Which command').setRequired(true).addChoices(...FEATURES.map((feature) => ({ name: `/${feature}`, value: feature }))))
+      .addStringOption((option) =>
+        option.setName('action').setDescription('What to do').setRequired(true).addChoices({ name: 'allow a role', value: 'add' }, { name: 'stop allowing a role', value: 'remove' }, { name: 'allow everyone', value: 'clear' }),
+      )
+      .addRoleOption((option) => option.setName('role').setDescription('The role (for allow / stop allowing)')),
+  )
+  .addSubcommand((sub) =>
+    sub
+      .setName('limits')
+      .setDescription('How much members may use (0 = no limit)')
+      .addIntegerOption((option) => option.setName('concurrent_per_user').setDescription('Videos in progress at once, per member').setMinValue(0).setMaxValue(MAX_LIMIT))
+      .addIntegerOption((option) => option.setName('daily_per_user').setDescription('Videos per member per day (UTC)').setMinValue(0).setMaxValue(MAX_LIMIT))
+      .addIntegerOption((option) => option.setName('daily_per_server').setDescription('Videos per server per day (UTC)').setMinValue(0).setMaxValue(MAX_LIMIT)),
+  );
+
+async function ephemeral(interaction: RepliableInteraction, content: string): Promise<void> {
+  await interaction.reply({ content, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } });
+}
+
+function describe(settings: GuildSettings, services: Services): string {
+  const key = settings.key
+    ? `set (…${settings.key.lastFour}) by <@${settings.key.setBy}> <t:${Math.floor(settings.key.setAt / 1000)}:R>`
+    : services.config.gatewayApiKey
+      ? "not set: the operator's default key is used"
+      : 'not set: `/video` cannot work until a key is set with `/config key`';
+  const roles = (ids: string[]) => (ids.length === 0 ? 'everyone' : ids.map((id) => `<@&${id}>`).join(', '));
+  const limit = (value: number) => (value === 0 ? 'no limit' : String(value));
+  const { defaults, storage, limits } = settings;
+  return [
+    `**Gateway key:** ${key}`,
+    `**Layer:** ${settings.layer ?? `${services.config.gatewayLayer} (the operator's default)`}`,
+    `**Defaults:** model ${defaults.model ?? 'latest'}, ${defaults.resolution ?? 'gateway default'} resolution, ${defaults.duration === undefined ? 'gateway default' : `${defaults.duration} s`}, aspect ratio ${defaults.aspectRatio ?? 'gateway default'}`,
+    `**Storage:** ${storage.keepDays === 0 ? 'videos are not kept beyond the temporary link' : `kept ${storage.keepDays} days`}${storage.publicLink ? ', with a public link' : ''}`,
+    `**Who may use /video:** ${roles(settings.roles.video)}; **/voice:** ${roles(settings.roles.voice)}`,
+    `**Limits:** ${limit(limits.concurrentPerUser)} in progress per member, ${limit(limits.dailyPerUser)} a day per member, ${limit(limits.dailyPerServer)} a day for the server`,
+    settings.history.length > 0
+      ? `**Recent changes:**\n${settings.history.slice(0, 5).map((entry) => `<t:${Math.floor(entry.at / 1000)}:R> <@${entry.by}> ${entry.change}`).join('\n')}`
+      : '',
+  ]
+    .filter((line) => line !== '')
+    .join('\n');
+}
+
+async function key(interaction: ChatInputCommandInteraction, services: Services) {
+  if (!services.settings.canStoreKeys) return ephemeral(interaction, "The bot's operator has not set KEY_ENCRYPTION_SECRET, so keys cannot be stored safely here. Ask the operator to set it.");
+  const input = new TextInputBuilder().setCustomId(KEY_INPUT).setLabel('Gateway API key').setStyle(TextInputStyle.Short).setRequired(true).setMinLength(8).setMaxLength(400);
+  await interaction.showModal(new ModalBuilder().setCustomId(KEY_MODAL).setTitle('Gateway key for this server').addComponents(new ActionRowBuilder<TextInputBuilder>().addComponents(input)));
+}
+
+async function modal(interaction: ModalSubmitInteraction, services: Services) {
+  if (interaction.customId !== KEY_MODAL || !interaction.guildId) throw new Error(`unknown config modal ${interaction.customId}`);
+  if (!isServerManager(interaction)) return ephemeral(interaction, 'Setting the gateway key needs the Manage Server permission.');
+  await interaction.deferReply({ flags: MessageFlags.Ephemeral });
+  const result = await services.settings.setKey(interaction.guildId, interaction.fields.getTextInputValue(KEY_INPUT), interaction.user.id);
+  await interaction.editReply(
+    result.ok
+      ? `Key saved (…${result.lastFour}); it can use ${result.models} models. It is stored encrypted and will not be shown again. \`/config key-clear\` removes it.`
+      : result.message,
+  );
+}
+
+async function roles(interaction: ChatInputCommandInteraction, services: Services, guildId: string) {
+  const feature = FEATURES.find((candidate) => candidate === interaction.options.getString('feature', true));
+  const action = interaction.options.getString('action', true);
+  const role = interaction.options.getRole('role');
+  if (!feature) return ephemeral(interaction, '`feature` must be video or voice.');
+  if (action !== 'clear' && !role) return ephemeral(interaction, '`role`: pick the role to allow or stop allowing.');
+  const updated = await services.settings.update(guildId, interaction.user.id, `${action === 'clear' ? 'allowed everyone on' : `${action === 'add' ? 'allowed' : 'stopped allowing'} <@&${role?.id}> on`} /${feature}`, (settings) => {
+    const current = settings.roles[feature];
+    const next = action === 'clear' ? [] : action === 'add' ? [...new Set([...current, role!.id])] : current.filter((id) => id !== role!.id);
+    return { ...settings, roles: { ...settings.roles, [feature]: next } };
+  });
+  await ephemeral(interaction, `Saved.\n${describe(updated, services)}`);
+}
+
+async function execute(interaction: ChatInputCommandInteraction, services: Services) {
+  const guildId = interaction.guildId;
+  if (!guildId) return ephemeral(interaction, 'Use this in a server.');
+  if (!isServerManager(interaction)) return ephemeral(interaction, '`/config` needs the Manage Server permission.');
+  const options = interaction.options;
+  const by = interaction.user.id;
+  switch (options.getSubcommand()) {
+    case 'key':
+      return key(interaction, services);
+    case 'key-clear': {
+      const cleared = await services.settings.clearKey(guildId, by);
+      return ephemeral(interaction, cleared ? "The server's gateway key was removed." : 'This server has no key of its own to remove.');
+    }
+    case 'show':
+      return ephemeral(interaction, describe(await services.settings.get(guildId), services));
+    case 'layer': {
+      const layer = LAYERS.find((candidate) => candidate === options.getString('layer', true));
+      if (!layer) return ephemeral(interaction, '`layer` must be compat or native.');
+      const updated = await services.settings.update(guildId, by, `set the layer to ${layer}`, (settings) => ({ ...settings, layer }));
+      return ephemeral(interaction, `Saved: new tasks use the ${layer} layer (tasks already running stay on theirs).\n${describe(updated, services)}`);
+    }
+    case 'defaults': {
+      const change = {
+        ...(options.getString('model') === null ? {} : { model: options.getString('model')! }),
+        ...(options.getString('resolution') === null ? {} : { resolution: options.getString('resolution')! }),
+        ...(options.getInteger('duration') === null ? {} : { duration: options.getInteger('duration')! }),
+        ...(options.getString('aspect_ratio') === null ? {} : { aspectRatio: options.getString('aspect_ratio')! }),
+      };
+      const reset = options.getBoolean('reset') === true;
+      if (!reset && Object.keys(change).length === 0) return ephemeral(interaction, 'Give at least one of `model`, `resolution`, `duration`, `aspect_ratio`, or `reset`.');
+      const updated = await services.settings.update(guildId, by, reset ? 'reset the video defaults' : `set video defaults ${JSON.stringify(change)}`, (settings) => ({
+        ...settings,
+        defaults: reset ? {} : { ...settings.defaults, ...change },
+      }));
+      return ephemeral(interaction, `Saved.\n${describe(updated, services)}`);
+    }
+    case 'storage': {
+      const keepDays = options.getInteger('keep_days', true);
+      const publicLink = options.getBoolean('public_link') ?? false;
+      const updated = await services.settings.update(guildId, by, `set storage to ${keepDays} days${publicLink ? ' with a public link' : ''}`, (settings) => ({ ...settings, storage: { keepDays, publicLink } }));
+      return ephemeral(interaction, `Saved.\n${describe(updated, services)}`);
+    }
+    case 'roles':
+      return roles(interaction, services, guildId);
+    case 'limits': {
+      const given = {
+        concurrentPerUser: options.getInteger('concurrent_per_user'),
+        dailyPerUser: options.getInteger('daily_per_user'),
+        dailyPerServer: options.getInteger('daily_per_server'),
+      };
+      if (Object.values(given).every((value) => value === null)) return ephemeral(interaction, 'Give at least one of `concurrent_per_user`, `daily_per_user`, `daily_per_server`.');
+      const updated = await services.settings.update(guildId, by, `set limits ${JSON.stringify(given)}`, (settings) => ({
+        ...settings,
+        limits: {
+          concurrentPerUser: given.concurrentPerUser ?? settings.limits.concurrentPerUser,
+          dailyPerUser: given.dailyPerUser ?? settings.limits.dailyPerUser,
+          dailyPerServer: given.dailyPerServer ?? settings.limits.dailyPerServer,
+        },
+      }));
+      return ephemeral(interaction, `Saved.\n${describe(updated, services)}`);
+    }
+    default:
+      throw new Error(`unknown /config subcommand ${options.getSubcommand()}`);
+  }
+}
+
+async function autocomplete(interaction: AutocompleteInteraction, services: Services) {
+  const typed = interaction.options.getFocused().toLowerCase();
+  const models = interaction.guildId ? await services.video.videoModels(interaction.guildId).catch(() => []) : [];
+  await interaction.respond(models.filter((model) => model.toLowerCase().includes(typed)).slice(0, 25).map((model) => ({ name: model, value: model })));
+}
+
+export default { data, execute, autocomplete, modal } satisfies Command;

@@ -1,0 +1,108 @@
+import { isRecord } from '../gateway/parse.ts';
+import { LAYERS, type Layer } from '../gateway/spec.ts';
+import { parseSealedKey, type SealedKey } from './key-cipher.ts';
+
+// One server's settings, as stored: its own gateway key (sealed), layer, defaults, storage, who may use
+// the bot, limits, and the record of every change.
+
+export const FEATURES = ['video', 'voice'] as const;
+export type Feature = (typeof FEATURES)[number];
+
+export interface StoredKey {
+  sealed: SealedKey;
+  lastFour: string;
+  setBy: string;
+  setAt: number;
+}
+
+export interface SettingsChange {
+  at: number;
+  by: string;
+  change: string;
+}
+
+export interface GuildSettings {
+  key?: StoredKey;
+  /** Unset: the operator's GATEWAY_LAYER. */
+  layer?: Layer;
+  defaults: { model?: string; resolution?: string; duration?: number; aspectRatio?: string };
+  storage: { keepDays: number; publicLink: boolean };
+  /** Roles allowed to use each feature; empty means everyone. */
+  roles: Record<Feature, string[]>;
+  /** 0 means no limit. */
+  limits: { concurrentPerUser: number; dailyPerUser: number; dailyPerServer: number };
+  history: SettingsChange[];
+}
+
+export const HISTORY_KEPT = 50;
+export const STORAGE_MAX_DAYS = 30;
+
+export function defaultGuildSettings(): GuildSettings {
+  return {
+    defaults: {},
+    storage: { keepDays: 0, publicLink: false },
+    roles: { video: [], voice: [] },
+    limits: { concurrentPerUser: 0, dailyPerUser: 0, dailyPerServer: 0 },
+    history: [],
+  };
+}
+
+function string(value: unknown): string | undefined {
+  return typeof value === 'string' ? value : undefined;
+}
+
+function number(value: unknown, fallback: number): number {
+  return typeof value === 'number' && Number.isFinite(value) ? value : fallback;
+}
+
+function strings(value: unknown): string[] {
+  return Array.isArray(value) ? value.filter((item): item is string => typeof item === 'string') : [];
+}
+
+export function parseGuildSettings(raw: unknown): GuildSettings {
+  if (!isRecord(raw)) throw new Error('guild settings must be an object');
+  const defaults = defaultGuildSettings();
+  const settings: GuildSettings = { ...defaults };
+  if (isRecord(raw.key)) {
+    const key = raw.key;
+    const lastFour = string(key.lastFour);
+    const setBy = string(key.setBy);
+    if (lastFour !== undefined && setBy !== undefined) {
+      settings.key = { sealed: parseSealedKey(key.sealed), lastFour, setBy, setAt: number(key.setAt, 0) };
+    }
+  }
+  const layer = LAYERS.find((candidate) => candidate === raw.layer);
+  if (layer) settings.layer = layer;
+  if (isRecord(raw.defaults)) {
+    const model = string(raw.defaults.model);
+    const resolution = string(raw.defaults.resolution);
+    const aspectRatio = string(raw.defaults.aspectRatio);
+    const duration = typeof raw.defaults.duration === 'number' ? raw.defaults.duration : undefined;
+    settings.defaults = {
+      ...(model === undefined ? {} : { model }),
+      ...(resolution === undefined ? {} : { resolution }),
+      ...(aspectRatio === undefined ? {} : { aspectRatio }),
+      ...(duration === undefined ? {} : { duration }),
+    };
+  }
+  if (isRecord(raw.storage)) {
+    settings.storage = { keepDays: number(raw.storage.keepDays, 0), publicLink: raw.storage.publicLink === true };
+  }
+  if (isRecord(raw.roles)) settings.roles = { video: strings(raw.roles.video), voice: strings(raw.roles.voice) };
+  if (isRecord(raw.limits)) {
+    settings.limits = {
+      concurrentPerUser: number(raw.limits.concurrentPerUser, 0),
+      dailyPerUser: number(raw.limits.dailyPerUser, 0),
+      dailyPerServer: number(raw.limits.dailyPerServer, 0),
+    };
+  }
+  if (Array.isArray(raw.history)) {
+    settings.history = raw.history.flatMap((entry: unknown) => {
+      if (!isRecord(entry)) return [];
+      const by = string(entry.by);
+      const change = string(entry.change);
+      return by === undefined || change === undefined ? [] : [{ at: number(entry.at, 0), by, change }];
+    });
+  }
+  return settings;
+}

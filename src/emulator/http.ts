@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isRecord } from '../gateway/parse.ts';
+import { readBodyWithin } from '../http-body.ts';
 import type { Layer } from '../gateway/spec.ts';
 
 // Answers in the spec's formats. Every response carries x-request-id; errors are the compatibility
@@ -55,23 +56,9 @@ export function sendError(response: ServerResponse, layer: Layer, error: HttpErr
 
 /** The body as JSON; a body over the cap, not JSON, or not an object is the layer's 400/413. */
 export async function readJsonObject(request: IncomingMessage): Promise<Readonly<Record<string, unknown>>> {
-  const declared = Number(request.headers['content-length']);
-  if (Number.isFinite(declared) && declared > MAX_REQUEST_BODY_BYTES) {
-    request.resume();
-    throw new HttpError(413, 'invalid_request_error', `The request body is larger than ${MAX_REQUEST_BODY_BYTES} bytes.`);
-  }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of request) {
-    const buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk));
-    size += buffer.length;
-    if (size > MAX_REQUEST_BODY_BYTES) {
-      request.resume();
-      throw new HttpError(413, 'invalid_request_error', `The request body is larger than ${MAX_REQUEST_BODY_BYTES} bytes.`);
-    }
-    chunks.push(buffer);
-  }
-  const text = Buffer.concat(chunks).toString('utf8');
+  const body = await readBodyWithin(request, MAX_REQUEST_BODY_BYTES);
+  if (!body) throw new HttpError(413, 'invalid_request_error', `The request body is larger than ${MAX_REQUEST_BODY_BYTES} bytes.`);
+  const text = body.toString('utf8');
   if (text.trim() === '') return {};
   let value: unknown;
   try {

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isRecord } from '../../../src/gateway/parse.ts';
+import { readBodyWithin } from '../../../src/http-body.ts';
 import type { Interactions } from './interactions.ts';
 import { snowflake } from './snowflake.ts';
 import { channelObject, memberObject, roleObject, userObject, type Message, type StandInState, type StoredAttachment } from './state.ts';
@@ -42,18 +43,9 @@ export interface ParsedBody {
 }
 
 async function readBody(request: IncomingMessage): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of request) {
-    const buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk));
-    size += buffer.length;
-    if (size > MAX_REQUEST_BYTES) {
-      request.resume();
-      throw new RestError(413, 40005, 'Request entity too large');
-    }
-    chunks.push(buffer);
-  }
-  return Buffer.concat(chunks);
+  const body = await readBodyWithin(request, MAX_REQUEST_BYTES);
+  if (!body) throw new RestError(413, 40005, 'Request entity too large');
+  return body;
 }
 
 /** JSON, or multipart with files[n] parts and a payload_json part, as @discordjs/rest sends them. */

@@ -79,17 +79,22 @@ async function ephemeral(interaction: RepliableInteraction, content: string): Pr
   await interaction.reply({ content, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } });
 }
 
-function describe(settings: GuildSettings, services: Services): string {
-  const key = settings.key
-    ? `set (…${settings.key.lastFour}) by <@${settings.key.setBy}> <t:${Math.floor(settings.key.setAt / 1000)}:R>`
-    : services.config.gatewayApiKey
-      ? "not set: the operator's default key is used"
-      : 'not set: `/video` cannot work until a key is set with `/config key`';
+/** The key's line of /config show: whether the server's own key is set and still opens, or what serves instead. */
+async function describeKey(settings: GuildSettings, services: Services, guildId: string): Promise<string> {
+  const access = await services.settings.resolveGatewayAccess(guildId);
+  if (settings.key) {
+    const who = `(…${settings.key.lastFour}) by <@${settings.key.setBy}> <t:${Math.floor(settings.key.setAt / 1000)}:R>`;
+    return access.ok ? `set ${who}` : `set ${who}, but it cannot be used: ${access.message}`;
+  }
+  return services.config.gatewayApiKey ? "not set: the operator's default key is used" : 'not set: `/video` cannot work until a key is set with `/config key`';
+}
+
+async function describe(settings: GuildSettings, services: Services, guildId: string): Promise<string> {
   const roles = (ids: string[]) => (ids.length === 0 ? 'everyone' : ids.map((id) => `<@&${id}>`).join(', '));
   const limit = (value: number) => (value === 0 ? 'no limit' : String(value));
   const { defaults, storage, limits } = settings;
   return [
-    `**Gateway key:** ${key}`,
+    `**Gateway key:** ${await describeKey(settings, services, guildId)}`,
     `**Layer:** ${settings.layer ?? `${services.config.gatewayLayer} (the operator's default)`}`,
     `**Defaults:** model ${defaults.model ?? 'latest'}, ${defaults.resolution ?? 'gateway default'} resolution, ${defaults.duration === undefined ? 'gateway default' : `${defaults.duration} s`}, aspect ratio ${defaults.aspectRatio ?? 'gateway default'}`,
     `**Storage:** ${storage.keepDays === 0 ? 'videos are not kept beyond the temporary link' : `kept ${storage.keepDays} days`}${storage.publicLink ? ', with a public link' : ''}`,
@@ -124,15 +129,101 @@ async function modal(interaction: ModalSubmitInteraction, services: Services) {
 async function roles(interaction: ChatInputCommandInteraction, services: Services, guildId: string) {
   const feature = FEATURES.find((candidate) => candidate === interaction.options.getString('feature', true));
   const action = interaction.options.getString('action', true);
-  const role = interaction.options.getRole('role');
+  const roleId = interaction.options.getRole('role')?.id;
   if (!feature) return ephemeral(interaction, '`feature` must be video or voice.');
-  if (action !== 'clear' && !role) return ephemeral(interaction, '`role`: pick the role to allow or stop allowing.');
-  const updated = await services.settings.update(guildId, interaction.user.id, `${action === 'clear' ? 'allowed everyone on' : `${action === 'add' ? 'allowed' : 'stopped allowing'} <@&${role?.id}> on`} /${feature}`, (settings) => {
-    const current = settings.roles[feature];
-    const next = action === 'clear' ? [] : action === 'add' ? [...new Set([...current, role!.id])] : current.filter((id) => id !== role!.id);
-    return { ...settings, roles: { ...settings.roles, [feature]: next } };
-  });
-  await ephemeral(interaction, `Saved.\n${describe(updated, services)}`);
+  let description: string;
+  let next: (current: string[]) => string[];
+  if (action === 'clear') {
+    description = `allowed everyone on /${feature}`;
+    next = () => [];
+  } else if (roleId === undefined) {
+    return ephemeral(interaction, '`role`: pick the role to allow or stop allowing.');
+  } else if (action === 'add') {
+    description = `allowed <@&${roleId}> on /${feature}`;
+    next = (current) => [...new Set([...current, roleId])];
+  } else if (action === 'remove') {
+    description = `stopped allowing <@&${roleId}> on /${feature}`;
+    next = (current) => current.filter((id) => id !== roleId);
+  } else {
+    return ephemeral(interaction, '`action` must be add, remove or clear.');
+  }
+  const updated = await services.settings.update(guildId, interaction.user.id, description, (settings) => ({
+    ...settings,
+    roles: { ...settings.roles, [feature]: next(settings.roles[feature]) },
+  }));
+  await saved(interaction, updated, services, guildId);
+}
+
+async function saved(interaction: ChatInputCommandInteraction, settings: GuildSettings, services: Services, guildId: string, note = 'Saved.') {
+  await ephemeral(interaction, `${note}\n${await describe(settings, services, guildId)}`);
+}
+
+/** A model the server's key cannot use is refused now rather than on every /video; an unreachable gateway does not block the change. */
+async function checkModel(services: Services, guildId: string, model: string): Promise<string | undefined> {
+  const available = await services.video.videoModels(guildId).catch(() => undefined);
+  if (!available || available.length === 0 || available.includes(model)) return undefined;
+  return `\`model\`: ${model} is not available to this server's key. Available: ${available.join(', ')}.`;
+}
+
+async function defaults(interaction: ChatInputCommandInteraction, services: Services, guildId: string) {
+  const options = interaction.options;
+  const model = options.getString('model') ?? undefined;
+  const resolution = options.getString('resolution') ?? undefined;
+  const duration = options.getInteger('duration') ?? undefined;
+  const aspectRatio = options.getString('aspect_ratio') ?? undefined;
+  const reset = options.getBoolean('reset') === true;
+  if (reset) {
+    const updated = await services.settings.update(guildId, interaction.user.id, 'reset the video defaults', (settings) => ({ ...settings, defaults: {} }));
+    return saved(interaction, updated, services, guildId);
+  }
+  if (model === undefined && resolution === undefined && duration === undefined && aspectRatio === undefined) {
+    return ephemeral(interaction, 'Give at least one of `model`, `resolution`, `duration`, `aspect_ratio`, or `reset`.');
+  }
+  if (resolution !== undefined && !RESOLUTIONS.some((value) => value === resolution)) return ephemeral(interaction, `\`resolution\` must be one of ${RESOLUTIONS.join(', ')}.`);
+  if (aspectRatio !== undefined && !ASPECT_RATIOS.some((value) => value === aspectRatio)) return ephemeral(interaction, `\`aspect_ratio\` must be one of ${ASPECT_RATIOS.join(', ')}.`);
+  if (duration !== undefined && (duration < GENERATION_DURATION.min || duration > GENERATION_DURATION.max)) {
+    return ephemeral(interaction, `\`duration\` must be ${GENERATION_DURATION.min} to ${GENERATION_DURATION.max} seconds.`);
+  }
+  if (model !== undefined) {
+    const problem = await checkModel(services, guildId, model);
+    if (problem) return ephemeral(interaction, problem);
+  }
+  const change = {
+    ...(model === undefined ? {} : { model }),
+    ...(resolution === undefined ? {} : { resolution }),
+    ...(duration === undefined ? {} : { duration }),
+    ...(aspectRatio === undefined ? {} : { aspectRatio }),
+  };
+  const description = `set video defaults: ${[model, resolution, duration === undefined ? undefined : `${duration} s`, aspectRatio].filter((part) => part !== undefined).join(', ')}`;
+  const updated = await services.settings.update(guildId, interaction.user.id, description, (settings) => ({ ...settings, defaults: { ...settings.defaults, ...change } }));
+  await saved(interaction, updated, services, guildId);
+}
+
+async function limits(interaction: ChatInputCommandInteraction, services: Services, guildId: string) {
+  const given = {
+    concurrentPerUser: interaction.options.getInteger('concurrent_per_user'),
+    dailyPerUser: interaction.options.getInteger('daily_per_user'),
+    dailyPerServer: interaction.options.getInteger('daily_per_server'),
+  };
+  if (Object.values(given).every((value) => value === null)) return ephemeral(interaction, 'Give at least one of `concurrent_per_user`, `daily_per_user`, `daily_per_server`.');
+  for (const [option, value] of [['concurrent_per_user', given.concurrentPerUser], ['daily_per_user', given.dailyPerUser], ['daily_per_server', given.dailyPerServer]] as const) {
+    if (value !== null && (value < 0 || value > MAX_LIMIT)) return ephemeral(interaction, `\`${option}\` must be 0 (no limit) to ${MAX_LIMIT}.`);
+  }
+  const limit = (value: number) => (value === 0 ? 'no limit' : String(value));
+  const parts = [
+    given.concurrentPerUser === null ? undefined : `${limit(given.concurrentPerUser)} in progress per member`,
+    given.dailyPerUser === null ? undefined : `${limit(given.dailyPerUser)} a day per member`,
+    given.dailyPerServer === null ? undefined : `${limit(given.dailyPerServer)} a day for the server`,
+  ];
+  const updated = await services.settings.update(guildId, interaction.user.id, `set limits: ${parts.filter((part) => part !== undefined).join(', ')}`, (settings) => ({
+    ...settings,
+    limits: {
+      concurrentPerUser: given.concurrentPerUser ?? settings.limits.concurrentPerUser,
+      dailyPerUser: given.dailyPerUser ?? settings.limits.dailyPerUser,
+      dailyPerServer: given.dailyPerServer ?? settings.limits.dailyPerServer,
+    },
+  }));
+  await saved(interaction, updated, services, guildId);
 }
 
 async function execute(interaction: ChatInputCommandInteraction, services: Services) {
@@ -149,53 +240,26 @@ async function execute(interaction: ChatInputCommandInteraction, services: Servi
       return ephemeral(interaction, cleared ? "The server's gateway key was removed." : 'This server has no key of its own to remove.');
     }
     case 'show':
-      return ephemeral(interaction, describe(await services.settings.get(guildId), services));
+      return ephemeral(interaction, await describe(await services.settings.get(guildId), services, guildId));
     case 'layer': {
       const layer = LAYERS.find((candidate) => candidate === options.getString('layer', true));
       if (!layer) return ephemeral(interaction, '`layer` must be compat or native.');
       const updated = await services.settings.update(guildId, by, `set the layer to ${layer}`, (settings) => ({ ...settings, layer }));
-      return ephemeral(interaction, `Saved: new tasks use the ${layer} layer (tasks already running stay on theirs).\n${describe(updated, services)}`);
+      return saved(interaction, updated, services, guildId, `Saved: new tasks use the ${layer} layer (tasks already running stay on theirs).`);
     }
-    case 'defaults': {
-      const change = {
-        ...(options.getString('model') === null ? {} : { model: options.getString('model')! }),
-        ...(options.getString('resolution') === null ? {} : { resolution: options.getString('resolution')! }),
-        ...(options.getInteger('duration') === null ? {} : { duration: options.getInteger('duration')! }),
-        ...(options.getString('aspect_ratio') === null ? {} : { aspectRatio: options.getString('aspect_ratio')! }),
-      };
-      const reset = options.getBoolean('reset') === true;
-      if (!reset && Object.keys(change).length === 0) return ephemeral(interaction, 'Give at least one of `model`, `resolution`, `duration`, `aspect_ratio`, or `reset`.');
-      const updated = await services.settings.update(guildId, by, reset ? 'reset the video defaults' : `set video defaults ${JSON.stringify(change)}`, (settings) => ({
-        ...settings,
-        defaults: reset ? {} : { ...settings.defaults, ...change },
-      }));
-      return ephemeral(interaction, `Saved.\n${describe(updated, services)}`);
-    }
+    case 'defaults':
+      return defaults(interaction, services, guildId);
     case 'storage': {
       const keepDays = options.getInteger('keep_days', true);
+      if (keepDays < 0 || keepDays > STORAGE_MAX_DAYS) return ephemeral(interaction, `\`keep_days\` must be 0 (not kept) to ${STORAGE_MAX_DAYS}.`);
       const publicLink = options.getBoolean('public_link') ?? false;
       const updated = await services.settings.update(guildId, by, `set storage to ${keepDays} days${publicLink ? ' with a public link' : ''}`, (settings) => ({ ...settings, storage: { keepDays, publicLink } }));
-      return ephemeral(interaction, `Saved.\n${describe(updated, services)}`);
+      return saved(interaction, updated, services, guildId);
     }
     case 'roles':
       return roles(interaction, services, guildId);
-    case 'limits': {
-      const given = {
-        concurrentPerUser: options.getInteger('concurrent_per_user'),
-        dailyPerUser: options.getInteger('daily_per_user'),
-        dailyPerServer: options.getInteger('daily_per_server'),
-      };
-      if (Object.values(given).every((value) => value === null)) return ephemeral(interaction, 'Give at least one of `concurrent_per_user`, `daily_per_user`, `daily_per_server`.');
-      const updated = await services.settings.update(guildId, by, `set limits ${JSON.stringify(given)}`, (settings) => ({
-        ...settings,
-        limits: {
-          concurrentPerUser: given.concurrentPerUser ?? settings.limits.concurrentPerUser,
-          dailyPerUser: given.dailyPerUser ?? settings.limits.dailyPerUser,
-          dailyPerServer: given.dailyPerServer ?? settings.limits.dailyPerServer,
-        },
-      }));
-      return ephemeral(interaction, `Saved.\n${describe(updated, services)}`);
-    }
+    case 'limits':
+      return limits(interaction, services, guildId);
     default:
       throw new Error(`unknown /config subcommand ${options.getSubcommand()}`);
   }

@@ -9,7 +9,8 @@ export const FEATURES = ['video', 'voice'] as const;
 export type Feature = (typeof FEATURES)[number];
 
 export interface StoredKey {
-  sealed: SealedKey;
+  /** null: a key was stored but its record is damaged; the server is asked to set it again. */
+  sealed: SealedKey | null;
   lastFour: string;
   setBy: string;
   setAt: number;
@@ -55,8 +56,22 @@ function number(value: unknown, fallback: number): number {
   return typeof value === 'number' && Number.isFinite(value) ? value : fallback;
 }
 
+/** Limits and day counts: whole numbers, 0 or more (0 means no limit). */
+function count(value: unknown): number {
+  return typeof value === 'number' && Number.isInteger(value) && value > 0 ? value : 0;
+}
+
 function strings(value: unknown): string[] {
   return Array.isArray(value) ? value.filter((item): item is string => typeof item === 'string') : [];
+}
+
+/** A damaged sealed key must not make the whole record (roles, limits) unreadable. */
+function sealedOrNull(raw: unknown): SealedKey | null {
+  try {
+    return parseSealedKey(raw);
+  } catch {
+    return null;
+  }
 }
 
 export function parseGuildSettings(raw: unknown): GuildSettings {
@@ -68,7 +83,7 @@ export function parseGuildSettings(raw: unknown): GuildSettings {
     const lastFour = string(key.lastFour);
     const setBy = string(key.setBy);
     if (lastFour !== undefined && setBy !== undefined) {
-      settings.key = { sealed: parseSealedKey(key.sealed), lastFour, setBy, setAt: number(key.setAt, 0) };
+      settings.key = { sealed: sealedOrNull(key.sealed), lastFour, setBy, setAt: number(key.setAt, 0) };
     }
   }
   const layer = LAYERS.find((candidate) => candidate === raw.layer);
@@ -86,14 +101,14 @@ export function parseGuildSettings(raw: unknown): GuildSettings {
     };
   }
   if (isRecord(raw.storage)) {
-    settings.storage = { keepDays: number(raw.storage.keepDays, 0), publicLink: raw.storage.publicLink === true };
+    settings.storage = { keepDays: Math.min(count(raw.storage.keepDays), STORAGE_MAX_DAYS), publicLink: raw.storage.publicLink === true };
   }
   if (isRecord(raw.roles)) settings.roles = { video: strings(raw.roles.video), voice: strings(raw.roles.voice) };
   if (isRecord(raw.limits)) {
     settings.limits = {
-      concurrentPerUser: number(raw.limits.concurrentPerUser, 0),
-      dailyPerUser: number(raw.limits.dailyPerUser, 0),
-      dailyPerServer: number(raw.limits.dailyPerServer, 0),
+      concurrentPerUser: count(raw.limits.concurrentPerUser),
+      dailyPerUser: count(raw.limits.dailyPerUser),
+      dailyPerServer: count(raw.limits.dailyPerServer),
     };
   }
   if (Array.isArray(raw.history)) {

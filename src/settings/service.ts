@@ -1,13 +1,16 @@
 import { AuthenticationError, GatewayApiError, GatewayError } from '../gateway/errors.ts';
 import { keyFingerprint, type GatewayClientPool } from '../gateway/pool.ts';
 import type { Layer } from '../gateway/spec.ts';
+import { KeyedLock } from '../keyed-lock.ts';
 import { registerSecret, type Logger } from '../log.ts';
 import type { Collection, Store } from '../store.ts';
 import type { TaskRecord } from '../tasks/record.ts';
-import type { GatewayAccess, GuildVideoPolicy, PolicyVerdict, VideoDefaults } from '../tasks/service.ts';
+import type { GuildVideoPolicy, VideoDefaults } from '../tasks/service.ts';
+import { checkAccess, type AccessVerdict } from './access.ts';
+import { HISTORY_KEPT, defaultGuildSettings, parseGuildSettings, type Feature, type GuildSettings, type StoredKey } from './guild-settings.ts';
 import { KeyCipher, UnreadableKeyError } from './key-cipher.ts';
-import { HISTORY_KEPT, defaultGuildSettings, parseGuildSettings, type Feature, type GuildSettings } from './guild-settings.ts';
-import { UsageLedger, dayKey, nextUtcMidnight, usd, type UsageCount } from './usage.ts';
+import { evaluateLimits, type LimitVerdict } from './limits.ts';
+import { UsageLedger, formatUsageReport } from './usage.ts';
 
 // What each server decides: its own gateway key (sealed at rest, never shown again), layer, defaults,
 // storage, who may use the bot and how much. The operator's GATEWAY_API_KEY serves servers without a key
@@ -17,13 +20,24 @@ export interface SettingsOptions {
   store: Store;
   clients: GatewayClientPool;
   log: Logger;
+  /** GATEWAY_API_KEY: the operator's default for servers without a key of their own. */
   operatorKey: string | undefined;
+  /** GATEWAY_LAYER: the layer of servers that did not choose one. */
   defaultLayer: Layer;
+  /** KEY_ENCRYPTION_SECRET: without it servers cannot store keys. */
   encryptionSecret: string | undefined;
+  /** KEY_ENCRYPTION_SECRET_PREVIOUS: during a rotation, keys sealed under it are read and sealed again. */
   previousEncryptionSecret?: string | undefined;
 }
 
 export type SetKeyResult = { ok: true; lastFour: string; models: number } | { ok: false; message: string };
+
+export type GatewayAccessProblem = 'no-key' | 'undecryptable' | 'no-secret';
+
+/** Assignable to the video service's GatewayAccess, with where the key came from or why there is none. */
+export type SettingsGatewayAccess =
+  | { ok: true; apiKey: string; layer: Layer; source: 'server' | 'operator'; /** Stable, non-secret fingerprint. */ keyId: string }
+  | { ok: false; reason: GatewayAccessProblem; message: string };
 
 export const MESSAGES = {
   noKey: 'This server has no gateway key yet: a server admin can add one with `/config key`.',
@@ -31,15 +45,26 @@ export const MESSAGES = {
     "The bot's operator has not set KEY_ENCRYPTION_SECRET, so servers cannot store their own gateway keys safely. Ask the operator to set it, then run `/config key` again.",
   unreadable:
     "This server's stored gateway key can no longer be read (the bot's encryption secret changed, or the stored data was altered). A server admin must set it again with `/config key`.",
+  keyRefused: 'The gateway refused this key (401 invalid_api_key): check that it was copied whole and is still active. Nothing was stored.',
+  notAKey: 'That does not look like a gateway key (no spaces, at least 8 characters). Nothing was stored.',
 } as const;
+
+const MIN_KEY_LENGTH = 8;
+
+type ServerKey = { ok: true; key: string } | { ok: false; reason: 'undecryptable' | 'no-secret' };
 
 export class SettingsService implements GuildVideoPolicy {
   readonly #options: SettingsOptions;
   readonly #settings: Collection<GuildSettings>;
   readonly #cipher: KeyCipher | undefined;
   readonly #usage: UsageLedger;
-  /** Opened keys, so polls do not decrypt each time; dropped on every change of the server's key. */
-  readonly #openKeys = new Map<string, string>();
+  /** Every change of a server's record runs alone, so two admins' changes cannot overwrite each other. */
+  readonly #lock = new KeyedLock();
+  /**
+   * Opened keys, so polls do not decrypt each time. Keyed by the sealed record's iv: a new key (from this
+   * process or another one sharing the store) has a new iv, so a stale entry is never used.
+   */
+  readonly #openKeys = new Map<string, { iv: string; key: string }>();
 
   constructor(options: SettingsOptions) {
     this.#options = options;
@@ -57,151 +82,187 @@ export class SettingsService implements GuildVideoPolicy {
     return (await this.#settings.get(guildId)) ?? defaultGuildSettings();
   }
 
-  async #save(guildId: string, settings: GuildSettings, by: string, change: string): Promise<GuildSettings> {
-    const next: GuildSettings = { ...settings, history: [{ at: Date.now(), by, change }, ...settings.history].slice(0, HISTORY_KEPT) };
-    await this.#settings.set(guildId, next);
-    return next;
-  }
-
-  /** Applies a change (a pure function of the settings) and records who made it and what it was. */
-  async update(guildId: string, by: string, description: string, change: (settings: GuildSettings) => GuildSettings): Promise<GuildSettings> {
-    return this.#save(guildId, change(await this.get(guildId)), by, description);
+  /**
+   * Applies a change (a pure function of the current settings) and records who made it and when; the last
+   * HISTORY_KEPT changes are kept, newest first.
+   */
+  update(guildId: string, by: string, description: string, change: (settings: GuildSettings) => GuildSettings): Promise<GuildSettings> {
+    return this.#lock.run(guildId, async () => {
+      const current = await this.get(guildId);
+      const next: GuildSettings = { ...change(current), history: [{ at: Date.now(), by, change: description }, ...current.history].slice(0, HISTORY_KEPT) };
+      await this.#settings.set(guildId, next);
+      return next;
+    });
   }
 
   // ---- Keys ------------------------------------------------------------------------------------
 
   /** Checks the key against the gateway (`/v1/models`) and, when it works, stores it sealed. */
   async setKey(guildId: string, key: string, by: string): Promise<SetKeyResult> {
-    if (!this.#cipher) {
-      this.#options.log.warn('a server tried to store a gateway key without KEY_ENCRYPTION_SECRET', { guild: guildId });
+    const cipher = this.#cipher;
+    if (!cipher) {
+      this.#options.log.warn('a server tried to store a gateway key, but KEY_ENCRYPTION_SECRET is not set', { guild: guildId });
       return { ok: false, message: MESSAGES.noSecret };
     }
     const trimmed = key.trim();
-    if (trimmed.length < 8 || /\s/.test(trimmed)) return { ok: false, message: 'That does not look like a gateway key (no spaces, at least 8 characters).' };
+    if (trimmed.length < MIN_KEY_LENGTH || /\s/.test(trimmed)) return { ok: false, message: MESSAGES.notAKey };
+    // Before any request: whatever goes wrong from here on, the key cannot reach a log line.
     registerSecret(trimmed);
-    let models: number;
+    const checked = await this.#checkKey(trimmed);
+    if (!checked.ok) return checked;
+    const lastFour = trimmed.slice(-4);
+    const stored: StoredKey = { sealed: cipher.seal(trimmed, guildId), lastFour, setBy: by, setAt: Date.now() };
+    await this.update(guildId, by, `set the gateway key (…${lastFour})`, (settings) => ({ ...settings, key: stored }));
+    this.#dropOpenKey(guildId);
+    this.#options.log.info('a server set its gateway key', { guild: guildId, by, keyId: keyFingerprint(trimmed) });
+    return { ok: true, lastFour, models: checked.models };
+  }
+
+  async #checkKey(key: string): Promise<{ ok: true; models: number } | { ok: false; message: string }> {
+    const inUse = this.#isInUse(key);
     try {
-      models = (await this.#options.clients.get(trimmed, 'compat').listModels()).length;
+      return { ok: true, models: (await this.#options.clients.get(key, 'compat').listModels()).length };
     } catch (error) {
-      if (error instanceof AuthenticationError) {
-        return { ok: false, message: 'The gateway refused this key (401 invalid_api_key): check that it was copied whole and is still active. Nothing was stored.' };
-      }
+      if (error instanceof AuthenticationError) return { ok: false, message: MESSAGES.keyRefused };
       const requestId = error instanceof GatewayError && error.requestId ? ` (request id \`${error.requestId}\`)` : '';
       const detail = error instanceof GatewayApiError ? `the gateway answered ${error.status} ${error.code ?? ''}`.trim() : 'the gateway could not be reached';
+      this.#options.log.warn('could not check a server gateway key', { error });
       return { ok: false, message: `The key could not be checked: ${detail}${requestId}. Nothing was stored; try again.` };
     } finally {
-      this.#options.clients.forget(trimmed);
+      // A refused key must not keep a client; one already serving tasks keeps its own.
+      if (!inUse) this.#options.clients.forget(key);
     }
-    const lastFour = trimmed.slice(-4);
-    await this.update(guildId, by, `set the gateway key (…${lastFour})`, (settings) => ({
-      ...settings,
-      key: { sealed: this.#cipher!.seal(trimmed, guildId), lastFour, setBy: by, setAt: Date.now() },
-    }));
-    this.#openKeys.delete(guildId);
-    return { ok: true, lastFour, models };
   }
 
-  async clearKey(guildId: string, by: string): Promise<boolean> {
-    const settings = await this.get(guildId);
-    if (!settings.key) return false;
-    const { key: _removed, ...rest } = settings;
-    await this.#save(guildId, rest, by, `cleared the gateway key (…${settings.key.lastFour})`);
+  #isInUse(key: string): boolean {
+    if (key === this.#options.operatorKey) return true;
+    for (const open of this.#openKeys.values()) if (open.key === key) return true;
+    return false;
+  }
+
+  /** Removes the server's own key (the operator's key, if any, serves the server again). */
+  clearKey(guildId: string, by: string): Promise<boolean> {
+    return this.#lock.run(guildId, async () => {
+      const settings = await this.get(guildId);
+      if (!settings.key) return false;
+      const { key: removed, ...rest } = settings;
+      await this.#settings.set(guildId, {
+        ...rest,
+        history: [{ at: Date.now(), by, change: `cleared the gateway key (…${removed.lastFour})` }, ...settings.history].slice(0, HISTORY_KEPT),
+      });
+      this.#dropOpenKey(guildId);
+      return true;
+    });
+  }
+
+  /** Forgets a server's replaced or removed key, and its clients unless another server uses the same key. */
+  #dropOpenKey(guildId: string): void {
     const open = this.#openKeys.get(guildId);
-    if (open) this.#options.clients.forget(open);
     this.#openKeys.delete(guildId);
-    return true;
+    if (open && !this.#isInUse(open.key)) this.#options.clients.forget(open.key);
   }
 
-  /** The server's key in the clear, or why there is none to use. */
-  async #serverKey(guildId: string, settings: GuildSettings): Promise<{ key: string } | { problem: string } | undefined> {
-    if (!settings.key) return undefined;
+  /** The server's own key in the clear, sealed again under the current secret when a rotation asks for it. */
+  async #serverKey(guildId: string, stored: StoredKey): Promise<ServerKey> {
+    const sealed = stored.sealed;
     const cached = this.#openKeys.get(guildId);
-    if (cached) return { key: cached };
-    if (!this.#cipher) return { problem: MESSAGES.noSecret };
+    if (sealed && cached?.iv === sealed.iv) return { ok: true, key: cached.key };
+    if (!this.#cipher) return { ok: false, reason: 'no-secret' };
+    if (!sealed) {
+      this.#options.log.warn('a stored server key cannot be read', { guild: guildId, reason: 'damaged-record' });
+      return { ok: false, reason: 'undecryptable' };
+    }
+    let opened: { plaintext: string; reseal: boolean };
     try {
-      const { plaintext, reseal } = this.#cipher.open(settings.key.sealed, guildId);
-      registerSecret(plaintext);
-      if (reseal) {
-        await this.#settings.set(guildId, { ...settings, key: { ...settings.key, sealed: this.#cipher.seal(plaintext, guildId) } });
-        this.#options.log.info('re-sealed a server key under the current secret', { guild: guildId });
-      }
-      this.#openKeys.set(guildId, plaintext);
-      return { key: plaintext };
+      opened = this.#cipher.open(sealed, guildId);
     } catch (error) {
       if (!(error instanceof UnreadableKeyError)) throw error;
       this.#options.log.warn('a stored server key cannot be read', { guild: guildId, reason: error.reason });
-      return { problem: MESSAGES.unreadable };
+      return { ok: false, reason: 'undecryptable' };
     }
+    registerSecret(opened.plaintext);
+    let iv = sealed.iv;
+    if (opened.reseal) iv = (await this.#reseal(guildId, opened.plaintext, sealed.iv)) ?? iv;
+    this.#openKeys.set(guildId, { iv, key: opened.plaintext });
+    return { ok: true, key: opened.plaintext };
+  }
+
+  /** Seals a key read under the previous secret again under the current one; the new iv, if it was written. */
+  #reseal(guildId: string, plaintext: string, readIv: string): Promise<string | undefined> {
+    const cipher = this.#cipher;
+    if (!cipher) return Promise.resolve(undefined);
+    return this.#lock.run(guildId, async () => {
+      const settings = await this.get(guildId);
+      // An admin may have set another key meanwhile: leave theirs alone.
+      if (!settings.key || settings.key.sealed?.iv !== readIv) return undefined;
+      const sealed = cipher.seal(plaintext, guildId);
+      await this.#settings.set(guildId, { ...settings, key: { ...settings.key, sealed } });
+      this.#options.log.info('sealed a server key again under the current KEY_ENCRYPTION_SECRET', { guild: guildId });
+      return sealed.iv;
+    });
   }
 
   // ---- GuildVideoPolicy ------------------------------------------------------------------------
 
-  async resolveGatewayAccess(guildId: string): Promise<GatewayAccess> {
+  /** Which key and layer a server's requests use, or a message for the member saying why there is none. */
+  async resolveGatewayAccess(guildId: string): Promise<SettingsGatewayAccess> {
     const settings = await this.get(guildId);
     const layer = settings.layer ?? this.#options.defaultLayer;
-    const own = await this.#serverKey(guildId, settings);
-    if (own && 'problem' in own) return { ok: false, message: own.problem };
-    const apiKey = own?.key ?? this.#options.operatorKey;
-    if (!apiKey) return { ok: false, message: MESSAGES.noKey };
-    return { ok: true, apiKey, layer, keyId: keyFingerprint(apiKey) };
+    if (settings.key) {
+      const own = await this.#serverKey(guildId, settings.key);
+      if (!own.ok) return { ok: false, reason: own.reason, message: own.reason === 'no-secret' ? MESSAGES.noSecret : MESSAGES.unreadable };
+      return { ok: true, apiKey: own.key, layer, source: 'server', keyId: keyFingerprint(own.key) };
+    }
+    const operatorKey = this.#options.operatorKey;
+    if (!operatorKey) return { ok: false, reason: 'no-key', message: MESSAGES.noKey };
+    return { ok: true, apiKey: operatorKey, layer, source: 'operator', keyId: keyFingerprint(operatorKey) };
   }
 
   async defaults(guildId: string): Promise<VideoDefaults> {
-    const settings = await this.get(guildId);
-    return { ...{ model: undefined, resolution: undefined, duration: undefined, aspectRatio: undefined }, ...settings.defaults, storage: settings.storage };
+    const { defaults, storage } = await this.get(guildId);
+    return { model: defaults.model, resolution: defaults.resolution, duration: defaults.duration, aspectRatio: defaults.aspectRatio, storage };
   }
 
-  async checkLimits(request: { guildId: string; userId: string; activeTasksOfUser: number; now: number }): Promise<PolicyVerdict> {
+  async checkLimits(request: { guildId: string; userId: string; activeTasksOfUser: number; now: number }): Promise<LimitVerdict> {
     const { limits } = await this.get(request.guildId);
-    if (limits.concurrentPerUser > 0 && request.activeTasksOfUser >= limits.concurrentPerUser) {
-      return { ok: false, message: `You have ${request.activeTasksOfUser} videos in progress (this server allows ${limits.concurrentPerUser} at a time). Try again when one finishes.` };
-    }
-    if (limits.dailyPerUser === 0 && limits.dailyPerServer === 0) return { ok: true };
-    const today = await this.#usage.day(request.guildId, request.now);
-    const retry = `<t:${Math.floor(nextUtcMidnight(request.now) / 1000)}:R>`;
-    const mine = today.users[request.userId]?.tasks ?? 0;
-    if (limits.dailyPerUser > 0 && mine >= limits.dailyPerUser) {
-      return { ok: false, message: `You reached this server's limit of ${limits.dailyPerUser} videos a day. Try again ${retry}.` };
-    }
-    const total = Object.values(today.users).reduce((sum, count) => sum + count.tasks, 0);
-    if (limits.dailyPerServer > 0 && total >= limits.dailyPerServer) {
-      return { ok: false, message: `This server reached its limit of ${limits.dailyPerServer} videos for today. Try again ${retry}.` };
-    }
-    return { ok: true };
+    const daily = limits.dailyPerUser > 0 || limits.dailyPerServer > 0;
+    const today = daily ? (await this.#usage.day(request.guildId, request.now)).users : {};
+    return evaluateLimits(limits, {
+      activeTasksOfUser: request.activeTasksOfUser,
+      userTasksToday: today[request.userId]?.tasks ?? 0,
+      serverTasksToday: Object.values(today).reduce((sum, count) => sum + count.tasks, 0),
+      now: request.now,
+    });
   }
+
+  // A task counts on the UTC day it was created, and so does its cost: submission, refusal and cost
+  // always land in the same day record.
 
   async recordSubmission(task: TaskRecord): Promise<void> {
-    await this.#usage.recordSubmission(task.guildId, task.userId, task.submittedAt ?? task.createdAt);
+    await this.#usage.recordSubmission(task.guildId, task.userId, task.createdAt);
   }
 
   async releaseSubmission(task: TaskRecord): Promise<void> {
-    await this.#usage.releaseSubmission(task.guildId, task.userId, task.submittedAt ?? task.createdAt);
+    await this.#usage.releaseSubmission(task.guildId, task.userId, task.createdAt);
   }
 
+  /** Adds the cost the gateway reported for a finished task (once per task, however often it is seen). */
   async recordCost(task: TaskRecord): Promise<void> {
-    if (task.outcome.costTicks === undefined || task.outcome.costTicks <= 0) return;
-    await this.#usage.recordCost(task.guildId, task.userId, task.id, task.outcome.costTicks, task.submittedAt ?? task.createdAt);
+    const ticks = task.outcome.costTicks;
+    if (ticks === undefined || ticks <= 0) return;
+    await this.#usage.recordCost(task.guildId, task.userId, task.id, ticks, task.createdAt);
   }
 
   // ---- Access and usage ------------------------------------------------------------------------
 
-  /** Whether a member may use a feature: everyone when no roles are set, admins always. */
-  async mayUse(guildId: string, feature: Feature, memberRoleIds: readonly string[], isAdmin: boolean): Promise<PolicyVerdict> {
-    if (isAdmin) return { ok: true };
-    const allowed = (await this.get(guildId)).roles[feature];
-    if (allowed.length === 0 || allowed.some((role) => memberRoleIds.includes(role))) return { ok: true };
-    return { ok: false, message: `On this server, /${feature} is for members with ${allowed.map((role) => `<@&${role}>`).join(' or ')}. Ask a server admin if you need it.` };
+  /** Whether a member may use a feature: everyone when no roles are set, server managers always. */
+  async mayUse(guildId: string, feature: Feature, memberRoleIds: readonly string[], isServerManager: boolean): Promise<AccessVerdict> {
+    if (isServerManager) return { ok: true };
+    return checkAccess(memberRoleIds, await this.get(guildId), feature, false);
   }
 
+  /** `/video usage`, ready to send: today's and this month's videos and cost per member (UTC). */
   async usageReport(guildId: string, now = Date.now()): Promise<string> {
-    const today = (await this.#usage.day(guildId, now)).users;
-    const month = await this.#usage.month(guildId, now);
-    const lines = (title: string, counts: Record<string, UsageCount>) => {
-      const entries = Object.entries(counts).sort(([, a], [, b]) => b.costTicks - a.costTicks || b.tasks - a.tasks);
-      const total = entries.reduce((sum, [, count]) => ({ tasks: sum.tasks + count.tasks, costTicks: sum.costTicks + count.costTicks }), { tasks: 0, costTicks: 0 });
-      const rows = entries.slice(0, 20).map(([userId, count]) => `<@${userId}>: ${count.tasks} videos, ${usd(count.costTicks)}`);
-      return [`**${title}**: ${total.tasks} videos, ${usd(total.costTicks)}`, ...(rows.length > 0 ? rows : ['nothing yet'])].join('\n');
-    };
-    return `${lines(`Today (${dayKey(now)} UTC)`, today)}\n\n${lines(`This month (${dayKey(now).slice(0, 7)})`, month)}`;
+    return formatUsageReport(await this.#usage.report(guildId, now));
   }
 }

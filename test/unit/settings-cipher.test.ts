@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { KeyCipher, UnreadableKeyError } from '../../src/settings/key-cipher.ts';
-import { dayKey, nextUtcMidnight, usd } from '../../src/settings/usage.ts';
 
 const GUILD = '123456789012345678';
 const KEY = 'sk-gateway-0123456789abcdef';
@@ -45,19 +44,5 @@ describe('sealing server keys', () => {
     expect(rotating.open(sealed, GUILD)).toEqual({ plaintext: KEY, reseal: true });
     const resealed = rotating.seal(KEY, GUILD);
     expect(new KeyCipher('the-new-secret-value').open(resealed, GUILD).plaintext).toBe(KEY);
-  });
-});
-
-describe('usage arithmetic', () => {
-  it('counts days in UTC and knows when the next one starts', () => {
-    const late = Date.UTC(2026, 10, 22, 23, 59, 30);
-    expect(dayKey(late)).toBe('2026-11-22');
-    expect(nextUtcMidnight(late)).toBe(Date.UTC(2026, 10, 23));
-    expect(nextUtcMidnight(Date.UTC(2026, 11, 31, 12))).toBe(Date.UTC(2027, 0, 1));
-  });
-
-  it('shows ticks as dollars (1 USD = 10^10 ticks)', () => {
-    expect(usd(6_400_000_000)).toBe('$0.64');
-    expect(usd(0)).toBe('$0.00');
   });
 });

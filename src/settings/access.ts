@@ -1,0 +1,15 @@
+import type { Feature, GuildSettings } from './guild-settings.ts';
+
+// Who may use /video and /voice on a server. The Manage Server check itself is `isServerManager()` in
+// src/discord/member.ts (it reads the interaction); this part only needs the member's roles.
+
+export type AccessVerdict = { ok: true } | { ok: false; message: string };
+
+/** Everyone when the server allowed no roles; otherwise members with one of them, and admins always. */
+export function checkAccess(memberRoleIds: readonly string[], settings: Pick<GuildSettings, 'roles'>, feature: Feature, isServerManager: boolean): AccessVerdict {
+  if (isServerManager) return { ok: true };
+  const allowed = settings.roles[feature];
+  if (allowed.length === 0 || allowed.some((role) => memberRoleIds.includes(role))) return { ok: true };
+  const roles = allowed.map((role) => `<@&${role}>`).join(' or ');
+  return { ok: false, message: `On this server, /${feature} is for members with ${roles}. Ask a server admin if you need it.` };
+}

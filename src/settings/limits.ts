@@ -1,0 +1,50 @@
+import type { GuildSettings } from './guild-settings.ts';
+
+// Whether one more video fits a server's limits, decided from counts alone (no store, no clock) so the
+// arithmetic can be tested at day boundaries. Daily limits start over at midnight UTC.
+
+export type LimitVerdict = { ok: true } | { ok: false; message: string; /** When trying again can work; absent when it depends on a running video finishing. */ retryAt?: number };
+
+export interface LimitCounts {
+  /** The member's videos still being made. */
+  activeTasksOfUser: number;
+  /** Videos the member started today (UTC). */
+  userTasksToday: number;
+  /** Videos the whole server started today (UTC). */
+  serverTasksToday: number;
+  now: number;
+}
+
+/** The next UTC midnight after `at`: when daily limits start over. */
+export function nextUtcMidnight(at: number): number {
+  const date = new Date(at);
+  return Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), date.getUTCDate() + 1);
+}
+
+/** A Discord timestamp that every reader sees in their own time zone, as "in 3 hours". */
+export function discordRelativeTime(at: number): string {
+  return `<t:${Math.floor(at / 1000)}:R>`;
+}
+
+function videos(count: number): string {
+  return count === 1 ? '1 video' : `${count} videos`;
+}
+
+export function evaluateLimits(limits: GuildSettings['limits'], counts: LimitCounts): LimitVerdict {
+  if (limits.concurrentPerUser > 0 && counts.activeTasksOfUser >= limits.concurrentPerUser) {
+    return {
+      ok: false,
+      // Worded to read right for any count ("1 videos" would not).
+      message: `You already have as many videos in progress as this server allows (${limits.concurrentPerUser}). Try again when one finishes.`,
+    };
+  }
+  const retryAt = nextUtcMidnight(counts.now);
+  if (limits.dailyPerUser > 0 && counts.userTasksToday >= limits.dailyPerUser) {
+    // "limit of N videos a day" stays in the plural: the e2e test of /config limits matches that wording.
+    return { ok: false, retryAt, message: `You reached this server's limit of ${limits.dailyPerUser} videos a day. Try again ${discordRelativeTime(retryAt)}.` };
+  }
+  if (limits.dailyPerServer > 0 && counts.serverTasksToday >= limits.dailyPerServer) {
+    return { ok: false, retryAt, message: `This server reached its ${videos(limits.dailyPerServer)} for today; try again ${discordRelativeTime(retryAt)}.` };
+  }
+  return { ok: true };
+}

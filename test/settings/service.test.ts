@@ -1,0 +1,302 @@
+import { readdirSync, readFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
+import { isRecord } from '../../src/gateway/parse.ts';
+import { GatewayClientPool } from '../../src/gateway/pool.ts';
+import { createLogger, type Logger } from '../../src/log.ts';
+import { MESSAGES, SettingsService, type SettingsOptions } from '../../src/settings/service.ts';
+import { openStore, type Store } from '../../src/store.ts';
+import type { TaskRecord } from '../../src/tasks/record.ts';
+
+// The settings service on a real SQLite file and the real gateway emulator.
+
+const GUILD = '100000000000000001';
+const ADMIN = '200000000000000002';
+const SERVER_KEY = 'server-own-key-5b9d7e0c43';
+const OPERATOR_KEY = 'operator-key-0f1e2d3c4b';
+const SECRET = 'first-encryption-secret-0123456789';
+const NEW_SECRET = 'second-encryption-secret-9876543210';
+
+let emulator: Emulator;
+beforeAll(async () => {
+  emulator = await startEmulator({
+    config: {
+      keys: { [SERVER_KEY]: { group: 'two-models', quota_usd: 5 }, [OPERATOR_KEY]: { group: 'two-models', quota_usd: 5 } },
+      groups: { 'two-models': { models: ['svc-imagine-video', 'svc-imagine-video-1.5'] } },
+    },
+  });
+});
+afterAll(() => emulator?.close());
+
+let directory: string;
+let storeFile: string;
+let logLines: string[];
+let log: Logger;
+const opened: { store: Store; clients: GatewayClientPool }[] = [];
+
+beforeEach(() => {
+  directory = mkdtempSync(join(tmpdir(), 'settings-'));
+  storeFile = join(directory, 'bot.sqlite');
+  logLines = [];
+  log = createLogger({ level: 'debug', write: (line) => logLines.push(line) });
+});
+afterEach(async () => {
+  for (const { store, clients } of opened.splice(0)) {
+    await clients.close();
+    await store.close();
+  }
+  rmSync(directory, { recursive: true, force: true });
+});
+
+/** A settings service as the bot builds one; a second call is the bot after a restart on the same file. */
+async function service(options: Partial<SettingsOptions> = {}, baseUrl = emulator.baseUrl): Promise<SettingsService> {
+  const store = await openStore(`sqlite://${storeFile}`, log);
+  const clients = new GatewayClientPool({ baseUrl, log, retry: { maxRetries: 0 } });
+  opened.push({ store, clients });
+  return new SettingsService({ store, clients, log, operatorKey: undefined, defaultLayer: 'compat', encryptionSecret: SECRET, ...options });
+}
+
+async function restart(options: Partial<SettingsOptions> = {}): Promise<SettingsService> {
+  const last = opened.pop();
+  if (last) {
+    await last.clients.close();
+    await last.store.close();
+  }
+  return service(options);
+}
+
+function storeBytes(): Buffer {
+  return Buffer.concat(readdirSync(directory).map((file) => readFileSync(join(directory, file))));
+}
+
+function task(id: string, userId: string, createdAt: number, costTicks?: number): TaskRecord {
+  return {
+    id,
+    layer: 'native',
+    keyId: 'k',
+    guildId: GUILD,
+    channelId: 'c',
+    userId,
+    operation: 'generate',
+    mode: 'text-to-video',
+    model: 'svc-imagine-video',
+    prompt: 'p',
+    request: {},
+    createdAt,
+    state: 'succeeded',
+    polls: 0,
+    pollErrors: 0,
+    outcome: costTicks === undefined ? {} : { costTicks },
+    card: { applicationId: 'a', interactionToken: 't', tokenExpiresAt: 0 },
+    attachmentSizeLimit: 0,
+    delivery: { state: 'posted', nonce: id, attempts: 1 },
+  };
+}
+
+describe("a server's own gateway key", () => {
+  it('is checked with /v1/models, stored sealed, and then used for the server', async () => {
+    const settings = await service({ operatorKey: OPERATOR_KEY });
+    const result = await settings.setKey(GUILD, `  ${SERVER_KEY}\n`, ADMIN);
+    expect(result).toEqual({ ok: true, lastFour: '0c43', models: 2 });
+    const check = emulator.requests.findLast((entry) => entry.path === '/v1/models');
+    expect(check?.keyId).toBe(emulator.keyIdOf(SERVER_KEY));
+
+    const stored = await settings.get(GUILD);
+    expect(stored.key).toMatchObject({ lastFour: '0c43', setBy: ADMIN, setAt: expect.any(Number) });
+    expect(stored.history[0]).toMatchObject({ by: ADMIN, change: 'set the gateway key (…0c43)' });
+    expect(await settings.resolveGatewayAccess(GUILD)).toMatchObject({ ok: true, apiKey: SERVER_KEY, source: 'server', layer: 'compat' });
+    expect(await settings.resolveGatewayAccess('another-server')).toMatchObject({ ok: true, apiKey: OPERATOR_KEY, source: 'operator' });
+
+    const reopened = await restart({ operatorKey: OPERATOR_KEY });
+    const access = await reopened.resolveGatewayAccess(GUILD);
+    expect(access).toMatchObject({ ok: true, apiKey: SERVER_KEY, source: 'server' });
+    expect(access.ok && access.keyId).toMatch(/^[0-9a-f]{16}$/);
+    expect(JSON.stringify(access)).not.toContain(SECRET);
+  });
+
+  it('never reaches the SQLite file or the logs', async () => {
+    const settings = await service();
+    await settings.setKey(GUILD, SERVER_KEY, ADMIN);
+    await settings.resolveGatewayAccess(GUILD);
+    await settings.update(GUILD, ADMIN, 'set limits', (current) => ({ ...current, limits: { ...current.limits, dailyPerUser: 3 } }));
+    const bytes = storeBytes();
+    expect(bytes.length).toBeGreaterThan(0);
+    expect(bytes.includes(SERVER_KEY)).toBe(false);
+    expect(bytes.includes(SECRET)).toBe(false);
+    expect(logLines.length).toBeGreaterThan(0);
+    expect(logLines.join('\n')).not.toContain(SERVER_KEY);
+  });
+
+  it('is refused with the reason when the gateway answers 401, and nothing is stored', async () => {
+    const settings = await service();
+    const result = await settings.setKey(GUILD, 'not-a-real-key-00000', ADMIN);
+    expect(result).toEqual({ ok: false, message: MESSAGES.keyRefused });
+    expect((await settings.get(GUILD)).key).toBeUndefined();
+    expect(await settings.resolveGatewayAccess(GUILD)).toEqual({ ok: false, reason: 'no-key', message: MESSAGES.noKey });
+    expect(await settings.setKey(GUILD, 'has spaces in it', ADMIN)).toEqual({ ok: false, message: MESSAGES.notAKey });
+  });
+
+  it('names the request id when the gateway fails otherwise, and the key stays out of the message', async () => {
+    const failing: Server = createServer((_request, response) => {
+      response.writeHead(503, { 'content-type': 'application/json', 'x-request-id': 'req_settings_503' });
+      response.end(JSON.stringify({ error: { code: 'service_unavailable', message: 'down for maintenance' } }));
+    });
+    await new Promise<void>((resolve) => failing.listen(0, '127.0.0.1', resolve));
+    try {
+      const address = failing.address();
+      if (address === null || typeof address === 'string') throw new Error('expected a TCP address');
+      const settings = await service({}, `http://127.0.0.1:${address.port}`);
+      const result = await settings.setKey(GUILD, SERVER_KEY, ADMIN);
+      expect(result.ok).toBe(false);
+      const message = result.ok ? '' : result.message;
+      expect(message).toContain('503');
+      expect(message).toContain('req_settings_503');
+      expect(message).not.toContain(SERVER_KEY);
+      expect((await settings.get(GUILD)).key).toBeUndefined();
+    } finally {
+      await new Promise((resolve) => failing.close(resolve));
+    }
+  });
+
+  it('cannot be stored without KEY_ENCRYPTION_SECRET, which the admin and the log are told', async () => {
+    const settings = await service({ encryptionSecret: undefined, operatorKey: OPERATOR_KEY });
+    expect(settings.canStoreKeys).toBe(false);
+    const requestsBefore = emulator.requests.length;
+    expect(await settings.setKey(GUILD, SERVER_KEY, ADMIN)).toEqual({ ok: false, message: MESSAGES.noSecret });
+    expect(emulator.requests).toHaveLength(requestsBefore);
+    expect(logLines.some((line) => line.includes('"level":"warn"') && line.includes('KEY_ENCRYPTION_SECRET is not set'))).toBe(true);
+    // The operator's key still serves the server.
+    expect(await settings.resolveGatewayAccess(GUILD)).toMatchObject({ ok: true, source: 'operator' });
+  });
+
+  it('asks to be set again when the secret changed or the record was altered, without throwing', async () => {
+    const first = await service({ operatorKey: OPERATOR_KEY });
+    await first.setKey(GUILD, SERVER_KEY, ADMIN);
+
+    const changed = await restart({ encryptionSecret: NEW_SECRET, operatorKey: OPERATOR_KEY });
+    // Never silently falls back to the operator's key: the admins chose their own.
+    expect(await changed.resolveGatewayAccess(GUILD)).toEqual({ ok: false, reason: 'undecryptable', message: MESSAGES.unreadable });
+    expect(MESSAGES.unreadable).toContain('set it again with `/config key`');
+    expect(logLines.some((line) => line.includes('a stored server key cannot be read') && line.includes('other-secret'))).toBe(true);
+
+    const withoutSecret = await restart({ encryptionSecret: undefined, operatorKey: OPERATOR_KEY });
+    expect(await withoutSecret.resolveGatewayAccess(GUILD)).toEqual({ ok: false, reason: 'no-secret', message: MESSAGES.noSecret });
+
+    await restart();
+    const raw = await openStore(`sqlite://${storeFile}`, log);
+    const records = raw.collection('guild_settings', (value) => value);
+    const record = await records.get(GUILD);
+    if (!isRecord(record) || !isRecord(record.key) || !isRecord(record.key.sealed)) throw new Error('expected a stored key');
+    await records.set(GUILD, { ...record, key: { ...record.key, sealed: { ...record.key.sealed, tag: Buffer.alloc(16).toString('base64') } } });
+    await raw.close();
+    const tampered = await restart();
+    expect(await tampered.resolveGatewayAccess(GUILD)).toMatchObject({ ok: false, reason: 'undecryptable' });
+
+    // Setting it again works.
+    expect(await tampered.setKey(GUILD, SERVER_KEY, ADMIN)).toMatchObject({ ok: true });
+    expect(await tampered.resolveGatewayAccess(GUILD)).toMatchObject({ ok: true, apiKey: SERVER_KEY });
+  });
+
+  it('survives a rotation: read under KEY_ENCRYPTION_SECRET_PREVIOUS and sealed again under the new secret', async () => {
+    const first = await service();
+    await first.setKey(GUILD, SERVER_KEY, ADMIN);
+    const sealedBefore = (await first.get(GUILD)).key?.sealed;
+
+    const rotating = await restart({ encryptionSecret: NEW_SECRET, previousEncryptionSecret: SECRET });
+    expect(await rotating.resolveGatewayAccess(GUILD)).toMatchObject({ ok: true, apiKey: SERVER_KEY });
+    const sealedAfter = (await rotating.get(GUILD)).key?.sealed;
+    expect(sealedAfter?.kid).not.toBe(sealedBefore?.kid);
+
+    const rotated = await restart({ encryptionSecret: NEW_SECRET });
+    expect(await rotated.resolveGatewayAccess(GUILD)).toMatchObject({ ok: true, apiKey: SERVER_KEY });
+    expect(storeBytes().includes(SERVER_KEY)).toBe(false);
+  });
+
+  it('is cleared, after which the operator key serves the server again', async () => {
+    const settings = await service({ operatorKey: OPERATOR_KEY });
+    await settings.setKey(GUILD, SERVER_KEY, ADMIN);
+    expect(await settings.resolveGatewayAccess(GUILD)).toMatchObject({ source: 'server' });
+    expect(await settings.clearKey(GUILD, ADMIN)).toBe(true);
+    expect(await settings.clearKey(GUILD, ADMIN)).toBe(false);
+    expect(await settings.resolveGatewayAccess(GUILD)).toMatchObject({ ok: true, apiKey: OPERATOR_KEY, source: 'operator' });
+    expect((await settings.get(GUILD)).history[0]).toMatchObject({ by: ADMIN, change: 'cleared the gateway key (…0c43)' });
+  });
+});
+
+describe('settings changes', () => {
+  it('keeps changes made at the same time, each recorded with who and when, the last 50', async () => {
+    const settings = await service();
+    const before = Date.now();
+    await Promise.all([
+      settings.update(GUILD, 'a', 'set the layer', (current) => ({ ...current, layer: 'native' })),
+      settings.update(GUILD, 'b', 'set limits', (current) => ({ ...current, limits: { ...current.limits, dailyPerServer: 50 } })),
+      settings.update(GUILD, 'c', 'allowed a role', (current) => ({ ...current, roles: { ...current.roles, video: ['r1'] } })),
+    ]);
+    const stored = await (await restart()).get(GUILD);
+    expect(stored).toMatchObject({ layer: 'native', limits: { dailyPerServer: 50 }, roles: { video: ['r1'] } });
+    expect(stored.history.map((entry) => entry.by).sort()).toEqual(['a', 'b', 'c']);
+    expect(stored.history.every((entry) => entry.at >= before && entry.at <= Date.now())).toBe(true);
+
+    const busy = await restart();
+    for (let index = 0; index < 55; index++) await busy.update(GUILD, 'a', `change ${index}`, (current) => current);
+    const history = (await busy.get(GUILD)).history;
+    expect(history).toHaveLength(50);
+    expect(history[0]?.change).toBe('change 54');
+  });
+
+  it('lets only the allowed roles use a feature', async () => {
+    const settings = await service();
+    await settings.update(GUILD, ADMIN, 'allowed r1 on /voice', (current) => ({ ...current, roles: { ...current.roles, voice: ['r1'] } }));
+    expect(await settings.mayUse(GUILD, 'voice', ['r2'], false)).toMatchObject({ ok: false, message: expect.stringContaining('<@&r1>') });
+    expect(await settings.mayUse(GUILD, 'voice', ['r1'], false)).toEqual({ ok: true });
+    expect(await settings.mayUse(GUILD, 'voice', [], true)).toEqual({ ok: true });
+    expect(await settings.mayUse(GUILD, 'video', [], false)).toEqual({ ok: true });
+  });
+});
+
+describe('limits and usage', () => {
+  const LATE = Date.UTC(2026, 10, 30, 23, 0);
+  const NEXT_DAY = Date.UTC(2026, 11, 1, 0, 0);
+
+  it('counts videos per UTC day, refuses over the limits until midnight, and gives refused ones back', async () => {
+    const settings = await service();
+    await settings.update(GUILD, ADMIN, 'set limits', (current) => ({ ...current, limits: { concurrentPerUser: 0, dailyPerUser: 2, dailyPerServer: 3 } }));
+    const ask = (userId: string, now = LATE) => settings.checkLimits({ guildId: GUILD, userId, activeTasksOfUser: 0, now });
+
+    await Promise.all([settings.recordSubmission(task('t1', 'alice', LATE)), settings.recordSubmission(task('t2', 'alice', LATE))]);
+    expect(await ask('alice')).toMatchObject({ ok: false, retryAt: NEXT_DAY, message: expect.stringContaining(`<t:${NEXT_DAY / 1000}:R>`) });
+    expect(await ask('bob')).toEqual({ ok: true });
+    await settings.recordSubmission(task('t3', 'bob', LATE));
+    expect(await ask('bob')).toMatchObject({ ok: false, message: expect.stringContaining('This server reached its 3 videos for today') });
+    expect(await ask('alice', NEXT_DAY)).toEqual({ ok: true });
+
+    await settings.releaseSubmission(task('t2', 'alice', LATE));
+    expect(await (await restart()).checkLimits({ guildId: GUILD, userId: 'carol', activeTasksOfUser: 0, now: LATE })).toEqual({ ok: true });
+  });
+
+  it("counts each task's cost once, and reports today and this month per member", async () => {
+    const settings = await service();
+    const previousMonth = Date.UTC(2026, 9, 31, 12);
+    const earlier = Date.UTC(2026, 10, 2, 12);
+    for (const [record, ticks] of [
+      [task('m1', 'alice', previousMonth), 90_000_000_000],
+      [task('e1', 'bob', earlier), 30_000_000_000],
+      [task('l1', 'alice', LATE), 5_000_000_000],
+    ] as const) {
+      await settings.recordSubmission(record);
+      await Promise.all([settings.recordCost({ ...record, outcome: { costTicks: ticks } }), settings.recordCost({ ...record, outcome: { costTicks: ticks } })]);
+    }
+    // A restart that sees the task finish again does not count it twice.
+    const reopened = await restart();
+    await reopened.recordCost(task('l1', 'alice', LATE, 5_000_000_000));
+    await reopened.recordCost(task('free', 'alice', LATE));
+
+    expect(await reopened.usageReport(GUILD, LATE)).toBe(
+      ['**Today (2026-11-30 UTC)**: 1 videos, $0.50', '<@alice>: 1 videos, $0.50', '', '**This month (2026-11)**: 2 videos, $3.50', '<@bob>: 1 videos, $3.00', '<@alice>: 1 videos, $0.50'].join('\n'),
+    );
+    expect(await reopened.usageReport(GUILD, NEXT_DAY)).toContain('**This month (2026-12)**: 0 videos, $0.00\nnothing yet');
+  });
+});

@@ -1,0 +1,121 @@
+import { describe, expect, it } from 'vitest';
+import { checkAccess } from '../../src/settings/access.ts';
+import { evaluateLimits, nextUtcMidnight } from '../../src/settings/limits.ts';
+import { dayKey, formatUsageReport, usd } from '../../src/settings/usage.ts';
+
+const NO_LIMITS = { concurrentPerUser: 0, dailyPerUser: 0, dailyPerServer: 0 };
+const LATE = Date.UTC(2026, 10, 22, 23, 59, 59, 999);
+const MIDNIGHT = Date.UTC(2026, 10, 23);
+
+function counts(overrides: Partial<Parameters<typeof evaluateLimits>[1]> = {}) {
+  return { activeTasksOfUser: 0, userTasksToday: 0, serverTasksToday: 0, now: LATE, ...overrides };
+}
+
+describe('UTC days', () => {
+  it('ends a day at midnight UTC, across months and years', () => {
+    expect(dayKey(LATE)).toBe('2026-11-22');
+    expect(dayKey(MIDNIGHT)).toBe('2026-11-23');
+    expect(nextUtcMidnight(LATE)).toBe(MIDNIGHT);
+    // At midnight exactly, a new day has begun: the next reset is a full day later.
+    expect(nextUtcMidnight(MIDNIGHT)).toBe(Date.UTC(2026, 10, 24));
+    expect(nextUtcMidnight(Date.UTC(2026, 10, 30, 12))).toBe(Date.UTC(2026, 11, 1));
+    expect(nextUtcMidnight(Date.UTC(2026, 11, 31, 12))).toBe(Date.UTC(2027, 0, 1));
+    expect(nextUtcMidnight(Date.UTC(2028, 1, 28, 12))).toBe(Date.UTC(2028, 1, 29));
+  });
+
+  it('shows ticks as dollars (1 USD = 10^10 ticks)', () => {
+    expect(usd(6_400_000_000)).toBe('$0.64');
+    expect(usd(25_000_000_000)).toBe('$2.50');
+    expect(usd(0)).toBe('$0.00');
+  });
+});
+
+describe('limits', () => {
+  it('lets everything through when the server set no limits (0 = no limit)', () => {
+    expect(evaluateLimits(NO_LIMITS, counts({ activeTasksOfUser: 99, userTasksToday: 999, serverTasksToday: 9999 }))).toEqual({ ok: true });
+  });
+
+  it('refuses a member with as many videos in progress as allowed, until one finishes', () => {
+    const limits = { ...NO_LIMITS, concurrentPerUser: 2 };
+    expect(evaluateLimits(limits, counts({ activeTasksOfUser: 1 }))).toEqual({ ok: true });
+    expect(evaluateLimits(limits, counts({ activeTasksOfUser: 2 }))).toEqual({
+      ok: false,
+      message: 'You already have as many videos in progress as this server allows (2). Try again when one finishes.',
+    });
+  });
+
+  it("refuses a member's video over the daily limit, saying it works again at midnight UTC", () => {
+    const limits = { ...NO_LIMITS, dailyPerUser: 3 };
+    expect(evaluateLimits(limits, counts({ userTasksToday: 2 }))).toEqual({ ok: true });
+    const verdict = evaluateLimits(limits, counts({ userTasksToday: 3 }));
+    expect(verdict).toEqual({ ok: false, retryAt: MIDNIGHT, message: `You reached this server's limit of 3 videos a day. Try again <t:${MIDNIGHT / 1000}:R>.` });
+  });
+
+  it("refuses any member once the server's daily cap is reached", () => {
+    const limits = { ...NO_LIMITS, dailyPerServer: 50 };
+    expect(evaluateLimits(limits, counts({ serverTasksToday: 49 }))).toEqual({ ok: true });
+    expect(evaluateLimits(limits, counts({ serverTasksToday: 50 }))).toEqual({
+      ok: false,
+      retryAt: MIDNIGHT,
+      message: `This server reached its 50 videos for today; try again <t:${MIDNIGHT / 1000}:R>.`,
+    });
+  });
+
+  it('names the limit that can lift first: a running video before the day', () => {
+    const limits = { concurrentPerUser: 1, dailyPerUser: 1, dailyPerServer: 1 };
+    const verdict = evaluateLimits(limits, counts({ activeTasksOfUser: 1, userTasksToday: 1, serverTasksToday: 1 }));
+    expect(verdict).toMatchObject({ ok: false, message: expect.stringContaining('when one finishes') });
+    expect(verdict).not.toHaveProperty('retryAt');
+  });
+});
+
+describe('access by role', () => {
+  const open = { roles: { video: [], voice: [] } };
+  const restricted = { roles: { video: ['111', '222'], voice: [] } };
+
+  it('lets everyone in when the server chose no roles', () => {
+    expect(checkAccess([], open, 'video', false)).toEqual({ ok: true });
+    expect(checkAccess([], restricted, 'voice', false)).toEqual({ ok: true });
+  });
+
+  it('lets in members with one of the roles, and server managers always', () => {
+    expect(checkAccess(['999', '222'], restricted, 'video', false)).toEqual({ ok: true });
+    expect(checkAccess([], restricted, 'video', true)).toEqual({ ok: true });
+  });
+
+  it('refuses others, naming the roles that would do', () => {
+    expect(checkAccess(['999'], restricted, 'video', false)).toEqual({
+      ok: false,
+      message: 'On this server, /video is for members with <@&111> or <@&222>. Ask a server admin if you need it.',
+    });
+  });
+});
+
+describe('the usage report', () => {
+  it("lists today's and this month's videos and cost per member, biggest spenders first", () => {
+    const text = formatUsageReport({
+      now: LATE,
+      today: { alice: { tasks: 1, costTicks: 5_000_000_000 } },
+      month: { alice: { tasks: 4, costTicks: 20_000_000_000 }, bob: { tasks: 9, costTicks: 30_000_000_000 } },
+    });
+    expect(text).toBe(
+      [
+        '**Today (2026-11-22 UTC)**: 1 videos, $0.50',
+        '<@alice>: 1 videos, $0.50',
+        '',
+        '**This month (2026-11)**: 13 videos, $5.00',
+        '<@bob>: 9 videos, $3.00',
+        '<@alice>: 4 videos, $2.00',
+      ].join('\n'),
+    );
+  });
+
+  it('says when nothing was used, and shortens long lists', () => {
+    const month = Object.fromEntries(Array.from({ length: 25 }, (_, index) => [`user${index}`, { tasks: 1, costTicks: index }]));
+    const text = formatUsageReport({ now: LATE, today: {}, month });
+    expect(text).toContain('**Today (2026-11-22 UTC)**: 0 videos, $0.00\nnothing yet');
+    expect(text).toContain('**This month (2026-11)**: 25 videos');
+    expect(text.match(/<@user/g)).toHaveLength(20);
+    expect(text).toContain('…and 5 more members');
+  });
+});

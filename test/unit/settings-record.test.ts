@@ -1,0 +1,37 @@
+import { describe, expect, it } from 'vitest';
+import { defaultGuildSettings, parseGuildSettings } from '../../src/settings/guild-settings.ts';
+import { KeyCipher } from '../../src/settings/key-cipher.ts';
+
+describe('stored server settings', () => {
+  it('reads an empty record as the defaults: no key, no roles, no limits', () => {
+    expect(parseGuildSettings({})).toEqual(defaultGuildSettings());
+    expect(() => parseGuildSettings('not an object')).toThrow();
+  });
+
+  it('round-trips a full record through JSON', () => {
+    const settings = {
+      key: { sealed: new KeyCipher('a-long-encryption-secret').seal('sk-some-gateway-key', 'g'), lastFour: '-key', setBy: 'u1', setAt: 1 },
+      layer: 'native' as const,
+      defaults: { model: 'svc-imagine-video', resolution: '720p', duration: 6, aspectRatio: '16:9' },
+      storage: { keepDays: 7, publicLink: true },
+      roles: { video: ['r1'], voice: [] },
+      limits: { concurrentPerUser: 2, dailyPerUser: 10, dailyPerServer: 50 },
+      history: [{ at: 5, by: 'u1', change: 'set limits' }],
+    };
+    expect(parseGuildSettings(JSON.parse(JSON.stringify(settings)))).toEqual(settings);
+  });
+
+  it('keeps roles and limits when the sealed key is damaged, and marks the key unreadable', () => {
+    const parsed = parseGuildSettings({ key: { sealed: { v: 1, kid: 'x' }, lastFour: 'abcd', setBy: 'u1', setAt: 1 }, roles: { video: ['r1'] }, limits: { dailyPerUser: 3 } });
+    expect(parsed.key).toEqual({ sealed: null, lastFour: 'abcd', setBy: 'u1', setAt: 1 });
+    expect(parsed.roles.video).toEqual(['r1']);
+    expect(parsed.limits.dailyPerUser).toBe(3);
+  });
+
+  it('turns nonsense limits and storage into "no limit" and the allowed range', () => {
+    const parsed = parseGuildSettings({ layer: 'warp', limits: { concurrentPerUser: -1, dailyPerUser: 2.5, dailyPerServer: '9' }, storage: { keepDays: 365, publicLink: 'yes' } });
+    expect(parsed.layer).toBeUndefined();
+    expect(parsed.limits).toEqual({ concurrentPerUser: 0, dailyPerUser: 0, dailyPerServer: 0 });
+    expect(parsed.storage).toEqual({ keepDays: 30, publicLink: false });
+  });
+});

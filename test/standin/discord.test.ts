@@ -75,8 +75,32 @@ describe('login and the gateway', () => {
     expect(cached?.members.cache.has(client.user!.id)).toBe(true);
   });
 
-  it('records the registered commands', () => {
+  it('records the registered commands, global and per server', async () => {
     expect(discord.commands().map((command) => command.name)).toEqual(['probe']);
+    await client.application!.commands.set([probe.toJSON()], guild.id);
+    expect(discord.commands(guild.id)).toEqual([expect.objectContaining({ name: 'probe', guild_id: guild.id })]);
+    const fetched = await client.application!.commands.fetch({ guildId: guild.id });
+    expect([...fetched.values()].map((command) => command.name)).toEqual(['probe']);
+  });
+
+  it('refuses a wrong token, so login fails', async () => {
+    const intruder = new Client({ intents: [GatewayIntentBits.Guilds], rest: { api: discord.apiUrl } });
+    try {
+      await expect(intruder.login('MTIz.wrong.token')).rejects.toThrow();
+    } finally {
+      await intruder.destroy();
+    }
+  });
+
+  it('shows simulated users joining and leaving voice in the voice state cache', async () => {
+    const joined = once(client, Events.VoiceStateUpdate);
+    discord.joinVoice(guild.member, guild.id, guild.voiceChannelId);
+    await joined;
+    expect(client.guilds.cache.get(guild.id)?.voiceStates.cache.get(guild.member.id)?.channelId).toBe(guild.voiceChannelId);
+    const left = once(client, Events.VoiceStateUpdate);
+    discord.leaveVoice(guild.member, guild.id);
+    await left;
+    expect(client.guilds.cache.get(guild.id)?.voiceStates.cache.get(guild.member.id)?.channelId ?? null).toBeNull();
   });
 
   it('resumes after a dropped connection and receives what it missed', async () => {
@@ -143,6 +167,23 @@ describe('interactions', () => {
     expect(run.followUps[0]).toMatchObject({ content: 'more', flags: 64 });
   });
 
+  it('takes files in a reply, and refuses an edit with a file over the server limit with 413 / 40005', async () => {
+    const failure = new Promise<unknown>((resolve) => {
+      onInteraction = async (interaction) => {
+        if (!interaction.isChatInputCommand()) return;
+        await interaction.reply({ content: 'clip', files: [{ attachment: Buffer.alloc(800, 2), name: 'clip.mp4' }] });
+        await interaction.editReply({ files: [{ attachment: Buffer.alloc(1200, 2), name: 'big.mp4' }] }).then(() => resolve(undefined), resolve);
+      };
+    });
+    const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'probe', subcommand: 'all', options: { text: 'x' } });
+    const error = await failure;
+    expect(error).toBeInstanceOf(DiscordAPIError);
+    expect(error).toMatchObject({ status: 413, code: 40005 });
+    const reply = await run.reply();
+    expect(reply.attachments.map((attachment) => [attachment.filename, attachment.bytes.length])).toEqual([['clip.mp4', 800]]);
+    expect(discord.uploads.at(-1)).toMatchObject({ messageId: reply.id, attachment: { filename: 'clip.mp4' } });
+  });
+
   it('answers a first response after the deadline with 10062 Unknown interaction', async () => {
     const failure = new Promise<unknown>((resolve) => {
       onInteraction = async (interaction) => {
@@ -194,8 +235,8 @@ describe('interactions', () => {
     expect(await click.modal()).toEqual({ customId: 'probe:form', inputs: ['answer'] });
     const submit = discord.submitModal({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, customId: 'probe:form', fields: { answer: '42' } });
     expect((await submit.reply()).content).toBe('got 42');
-    const complete = discord.autocomplete({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'probe', subcommand: 'all', options: { text: 'ca' }, focused: 'text' });
-    expect(await complete.choices()).toEqual([{ name: 'ca!', value: 'v' }]);
+    const choices = await discord.autocomplete({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'probe', subcommand: 'all', options: { text: 'ca' }, focused: 'text' });
+    expect(choices).toEqual([{ name: 'ca!', value: 'v' }]);
   });
 });
 
@@ -229,8 +270,11 @@ describe('channel messages', () => {
     expect(discord.requests.filter((request) => request.status === 502)).toHaveLength(2);
   });
 
-  it('creates a thread from a message', async () => {
+  it('creates a thread from a message, and replies to a message', async () => {
     const message = await channel().send('transcripts');
+    const answer = await message.reply('noted');
+    expect(answer.reference?.messageId).toBe(message.id);
+    expect(discord.messages(guild.textChannelId).find((entry) => entry.id === answer.id)?.messageReference).toEqual({ message_id: message.id });
     const thread = await message.startThread({ name: 'Voice transcripts' });
     expect(thread.parentId).toBe(guild.textChannelId);
     await thread.send('hello');

@@ -13,7 +13,7 @@ import { websocketText } from '../../../src/websocket-text.ts';
 // handshake for the bot's own voice connections.
 
 const OP = { dispatch: 0, heartbeat: 1, identify: 2, voiceStateUpdate: 4, resume: 6, reconnect: 7, invalidSession: 9, hello: 10, heartbeatAck: 11 } as const;
-const INTENT = { guilds: 1 << 0, guildVoiceStates: 1 << 7 } as const;
+const INTENT = { guilds: 1 << 0, guildMembers: 1 << 1, guildVoiceStates: 1 << 7, guildMessages: 1 << 9 } as const;
 const REPLAY_LIMIT = 2000;
 
 /** Which intent a dispatch needs; anything not listed needs none (READY, INTERACTION_CREATE, RESUMED). */
@@ -22,9 +22,12 @@ const EVENT_INTENTS: Record<string, number> = {
   CHANNEL_CREATE: INTENT.guilds,
   THREAD_CREATE: INTENT.guilds,
   GUILD_ROLE_UPDATE: INTENT.guilds,
+  GUILD_MEMBER_ADD: INTENT.guildMembers,
   VOICE_STATE_UPDATE: INTENT.guildVoiceStates,
+  MESSAGE_CREATE: INTENT.guildMessages,
+  MESSAGE_UPDATE: INTENT.guildMessages,
+  MESSAGE_DELETE: INTENT.guildMessages,
 };
-
 
 interface Session {
   id: string;

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import { isRecord } from '../../../src/gateway/parse.ts';
+import { createLogger, type Logger } from '../../../src/log.ts';
 import { Gateway } from './gateway.ts';
 import { CALLBACK, Interactions, type Callback, type InteractionRecord } from './interactions.ts';
 import { MessageStore, RestApi, type InjectedFailure, type RecordedRequest } from './rest.ts';
@@ -17,7 +18,9 @@ import {
   roleObject,
   userObject,
   type Guild,
+  type Member,
   type Message,
+  type Upload,
   type User,
 } from './state.ts';
 import { startVoiceServer, type VoiceServer } from './voice-server.ts';
@@ -25,12 +28,23 @@ import { startVoiceServer, type VoiceServer } from './voice-server.ts';
 // A local Discord for end-to-end tests: the real discord.js (in the bot's own process) talks to it over
 // REST and the gateway, @discordjs/voice over the voice websocket and UDP, and tests drive simulated users.
 
-export { PERMISSIONS, type Message, type User };
+export { PERMISSIONS, type Message, type Upload, type User };
+export type { Callback, InteractionRecord } from './interactions.ts';
+export type { RecordedRequest } from './rest.ts';
 
 export interface StandInOptions {
+  /** Discord's 3 s for the first response; shorter in tests that prove the deadline. */
   responseDeadlineMs?: number;
+  /** Discord's 15 min interaction token. */
   tokenLifetimeMs?: number;
   heartbeatIntervalMs?: number;
+  /** Where the stand-in logs requests (debug), routes it lacks (warn) and its own failures (error). */
+  log?: Logger;
+}
+
+export interface AutocompleteChoice {
+  name: string;
+  value: string | number;
 }
 
 export interface TestGuild {
@@ -66,6 +80,7 @@ export interface CommandRun {
 
 const OPTION = { subcommand: 1, group: 2, string: 3, integer: 4, boolean: 5, user: 6, channel: 7, role: 8, mentionable: 9, number: 10, attachment: 11 } as const;
 const INTERACTION = { command: 2, component: 3, autocomplete: 4, modal: 5 } as const;
+const EPHEMERAL = 64;
 const LOADING = 128;
 
 function isAttachment(value: unknown): value is AttachmentValue {
@@ -115,7 +130,7 @@ export class InteractionHandle {
   }
 
   /** Autocomplete choices offered (callback type 8). */
-  async choices(): Promise<{ name: string; value: string | number }[]> {
+  async choices(): Promise<AutocompleteChoice[]> {
     const callback = await this.response();
     if (callback.type !== CALLBACK.autocomplete) throw new Error(`expected autocomplete choices, got callback type ${callback.type}`);
     const choices = Array.isArray(callback.data.choices) ? callback.data.choices : [];
@@ -140,8 +155,14 @@ export class InteractionHandle {
 export class DiscordStandIn {
   readonly state = new StandInState();
   readonly events = new EventEmitter();
+  /** Every REST request, in order of completion. */
   readonly requests: RecordedRequest[] = [];
+  /** Every file the bot uploaded (messages, replies, edits and follow-ups). */
+  readonly uploads: Upload[] = [];
+  /** Every interaction the simulated users started, with its callbacks, reply and follow-ups. */
+  readonly interactions: InteractionRecord[] = [];
   readonly voice: VoiceServer;
+  readonly log: Logger;
   readonly responseDeadlineMs: number;
   readonly #server: Server;
   readonly #gateway: Gateway;
@@ -153,14 +174,30 @@ export class DiscordStandIn {
     this.#server = server;
     this.#baseUrl = baseUrl;
     this.voice = voice;
+    this.log = options.log;
     this.responseDeadlineMs = options.responseDeadlineMs;
     this.events.setMaxListeners(0);
     this.state.baseUrl = baseUrl;
-    const messages = new MessageStore(
-      this.state,
-      (message) => this.events.emit('message', message),
-      (message) => this.events.emit('messageUpdate', message),
-    );
+    const messages = new MessageStore(this.state, {
+      created: (message) => {
+        this.events.emit('message', message);
+        this.#dispatchMessage('MESSAGE_CREATE', message);
+      },
+      updated: (message) => {
+        this.events.emit('messageUpdate', message);
+        this.#dispatchMessage('MESSAGE_UPDATE', message);
+      },
+      deleted: (message) => {
+        this.events.emit('messageDelete', message);
+        if ((message.flags & EPHEMERAL) === 0) {
+          this.#gateway.dispatch('MESSAGE_DELETE', { id: message.id, channel_id: message.channelId, guild_id: this.state.channel(message.channelId)?.guild.id });
+        }
+      },
+      uploaded: (upload) => {
+        this.uploads.push(upload);
+        this.events.emit('upload', upload);
+      },
+    });
     this.#interactions = new Interactions(this.state, messages, this.events, options);
     this.#gateway = new Gateway({
       state: this.state,
@@ -170,6 +207,7 @@ export class DiscordStandIn {
       url: () => `${baseUrl.replace('http', 'ws')}/gateway`,
     });
     const rest = new RestApi({
+      log: this.log,
       state: this.state,
       messages,
       interactions: this.#interactions,
@@ -196,7 +234,9 @@ export class DiscordStandIn {
         return;
       }
       rest.handle(request, response, api[1] ?? '/').catch((error: unknown) => {
-        this.events.emit('error', error);
+        // A fault in the stand-in itself, not in the bot: logged and announced, never thrown at the test.
+        this.log.error('discord stand-in failed a request', { method: request.method, error });
+        this.events.emit('failure', error);
         if (!response.headersSent) response.writeHead(500, { 'content-type': 'application/json' }).end('{"message":"stand-in failure","code":0}');
       });
     });
@@ -204,6 +244,15 @@ export class DiscordStandIn {
       if (new URL(request.url ?? '/', 'http://stand-in').pathname === '/gateway') this.#gateway.handleUpgrade(request, socket, head);
       else socket.destroy();
     });
+  }
+
+  /** Discord sends the bot its own messages too; ephemeral ones never reach the gateway. */
+  #dispatchMessage(event: 'MESSAGE_CREATE' | 'MESSAGE_UPDATE', message: Message): void {
+    if ((message.flags & EPHEMERAL) !== 0) return;
+    const object = this.state.messageObject(message);
+    const member = this.state.channel(message.channelId)?.guild.members.get(message.authorId);
+    const author = this.state.users.get(message.authorId);
+    this.#gateway.dispatch(event, { ...object, ...(member && author && !message.webhookId ? { member: memberObject(member, author) } : {}) });
   }
 
   get apiUrl(): string {
@@ -231,7 +280,7 @@ export class DiscordStandIn {
     const now = check();
     if (now !== undefined) return Promise.resolve(now);
     return new Promise((resolve, reject) => {
-      const names = ['message', 'messageUpdate', 'callback', 'request', 'botReady', 'identify', 'resumed', 'botVoiceState', 'gatewayOpen', 'gatewayClose'];
+      const names = ['message', 'messageUpdate', 'messageDelete', 'upload', 'callback', 'request', 'botReady', 'identify', 'resumed', 'botVoiceState', 'gatewayOpen', 'gatewayClose'];
       const onEvent = () => {
         const value = check();
         if (value === undefined) return;
@@ -240,7 +289,7 @@ export class DiscordStandIn {
       };
       const timer = setTimeout(() => {
         cleanup();
-        reject(new Error(`the Discord stand-in saw no ${what} within ${timeoutMs} ms`));
+        reject(new Error(`the Discord stand-in waited ${timeoutMs} ms for ${what} in vain`));
       }, timeoutMs);
       const cleanup = () => {
         clearTimeout(timer);
@@ -250,21 +299,32 @@ export class DiscordStandIn {
     });
   }
 
+  /** A simulated user, a member of the guild when one is given (GUILD_MEMBER_ADD for bots with that intent). */
   createUser(options: { guildId?: string; name?: string; roles?: string[] } = {}): User {
-    const user: User = { id: snowflake(), username: options.name ?? `user-${randomBytes(3).toString('hex')}`, bot: false };
-    this.state.users.set(user.id, user);
+    const user = this.#newUser(options.name);
     if (options.guildId) {
       const guild = this.#guild(options.guildId);
-      guild.members.set(user.id, { userId: user.id, roleIds: options.roles ?? [], joinedAt: new Date().toISOString() });
-      this.#gateway.dispatch('GUILD_MEMBER_ADD', { guild_id: guild.id, ...memberObject(guild.members.get(user.id)!, user) });
+      const member = this.#addMember(guild, user, options.roles ?? []);
+      this.#gateway.dispatch('GUILD_MEMBER_ADD', { guild_id: guild.id, ...memberObject(member, user) });
     }
     return user;
   }
 
+  #newUser(name: string | undefined): User {
+    const user: User = { id: snowflake(), username: name ?? `user-${randomBytes(3).toString('hex')}`, bot: false };
+    this.state.users.set(user.id, user);
+    return user;
+  }
+
+  #addMember(guild: Guild, user: User, roleIds: string[]): Member {
+    const member: Member = { userId: user.id, roleIds, joinedAt: new Date().toISOString() };
+    guild.members.set(user.id, member);
+    return member;
+  }
+
   createGuild(options: { name?: string; attachmentSizeLimit?: number } = {}): TestGuild {
     const id = snowflake();
-    const owner: User = { id: snowflake(), username: 'owner', bot: false };
-    this.state.users.set(owner.id, owner);
+    const owner = this.#newUser('owner');
     const adminRoleId = snowflake();
     const memberRoleId = snowflake();
     const guild: Guild = {
@@ -284,13 +344,14 @@ export class DiscordStandIn {
       members: new Map(),
       voiceStates: new Map(),
     };
-    const now = new Date().toISOString();
-    guild.members.set(owner.id, { userId: owner.id, roleIds: [], joinedAt: now });
-    guild.members.set(this.state.botUser.id, { userId: this.state.botUser.id, roleIds: [], joinedAt: now });
+    const admin = this.#newUser('admin');
+    const member = this.#newUser('member');
+    this.#addMember(guild, owner, []);
+    this.#addMember(guild, this.state.botUser, []);
+    this.#addMember(guild, admin, [adminRoleId]);
+    this.#addMember(guild, member, [memberRoleId]);
     this.state.guilds.set(id, guild);
-    const admin = this.createUser({ guildId: id, name: 'admin', roles: [adminRoleId] });
-    const member = this.createUser({ guildId: id, name: 'member', roles: [memberRoleId] });
-    // A server added while the bot runs arrives as the bot joining it.
+    // A server added while the bot runs arrives as the bot joining it, members included.
     if (this.#gateway.ready) this.#gateway.dispatch('GUILD_CREATE', this.#gateway.guildCreate(guild));
     return { id, name: guild.name, textChannelId: guild.channels[0]!.id, voiceChannelId: guild.channels[1]!.id, adminRoleId, memberRoleId, admin, member };
   }
@@ -475,6 +536,7 @@ export class DiscordStandIn {
 
   #start(record: InteractionRecord, payload: Record<string, unknown>): InteractionHandle {
     this.#interactions.register(record);
+    this.interactions.push(record);
     this.#gateway.dispatch('INTERACTION_CREATE', payload);
     return new InteractionHandle(record, this);
   }
@@ -486,11 +548,12 @@ export class DiscordStandIn {
     return this.#start(record, payload);
   }
 
-  autocomplete(run: CommandRun & { focused: string }): InteractionHandle {
+  /** A user typing in an option with autocomplete: resolves with the choices the bot offered. */
+  autocomplete(run: CommandRun & { focused: string }): Promise<AutocompleteChoice[]> {
     const { record, payload } = this.#base(INTERACTION.autocomplete, run.user, run.guildId, run.channelId);
     record.name = run.command;
     payload.data = this.#commandData(run, run.focused);
-    return this.#start(record, payload);
+    return this.#start(record, payload).choices();
   }
 
   clickButton(options: { user: User; message: Message; customId: string }): InteractionHandle {
@@ -532,5 +595,6 @@ export async function startDiscordStandIn(options: StandInOptions = {}): Promise
     responseDeadlineMs: options.responseDeadlineMs ?? 3000,
     tokenLifetimeMs: options.tokenLifetimeMs ?? 15 * 60_000,
     heartbeatIntervalMs: options.heartbeatIntervalMs ?? 41_250,
+    log: options.log ?? createLogger({ level: 'warn', fields: { component: 'discord-stand-in' } }),
   });
 }

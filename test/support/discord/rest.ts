@@ -1,9 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isRecord } from '../../../src/gateway/parse.ts';
 import { readBodyWithin } from '../../../src/http-body.ts';
+import type { Logger } from '../../../src/log.ts';
 import type { Interactions } from './interactions.ts';
 import { snowflake } from './snowflake.ts';
-import { channelObject, memberObject, roleObject, userObject, type Message, type StandInState, type StoredAttachment } from './state.ts';
+import { channelObject, memberObject, roleObject, userObject, type Message, type StandInState, type StoredAttachment, type Upload } from './state.ts';
 
 // Discord's REST API, the part a bot uses: gateway discovery, command registration, interaction
 // callbacks and webhooks, channel messages with uploads, threads, and reads of guilds and members.
@@ -39,7 +40,8 @@ export class RestError extends Error {
 
 export interface ParsedBody {
   json: Readonly<Record<string, unknown>>;
-  files: { name: string; contentType: string; bytes: Buffer }[];
+  /** `part` is n of the form field files[n], which the payload's attachments entries refer to. */
+  files: { part: number; name: string; contentType: string; bytes: Buffer }[];
 }
 
 async function readBody(request: IncomingMessage): Promise<Buffer> {
@@ -61,7 +63,8 @@ export async function parseBody(request: IncomingMessage): Promise<ParsedBody> {
         const parsed: unknown = JSON.parse(value);
         if (isRecord(parsed)) json = parsed;
       } else if (typeof value !== 'string') {
-        files.push({ name: value.name, contentType: value.type || 'application/octet-stream', bytes: Buffer.from(await value.arrayBuffer()) });
+        const part = /^files\[(\d+)\]$/.exec(name)?.[1];
+        files.push({ part: part === undefined ? files.length : Number(part), name: value.name, contentType: value.type || 'application/octet-stream', bytes: Buffer.from(await value.arrayBuffer()) });
       }
     }
     return { json, files };
@@ -90,16 +93,21 @@ export interface MessageDraft {
   extraFlags?: number;
 }
 
+export interface MessageListeners {
+  created: (message: Message) => void;
+  updated: (message: Message) => void;
+  deleted: (message: Message) => void;
+  uploaded: (upload: Upload) => void;
+}
+
 /** What creating and editing messages shares: content, embeds, components, flags, and files. */
 export class MessageStore {
   readonly #state: StandInState;
-  readonly #onCreate: (message: Message) => void;
-  readonly #onUpdate: (message: Message) => void;
+  readonly #listeners: MessageListeners;
 
-  constructor(state: StandInState, onCreate: (message: Message) => void, onUpdate: (message: Message) => void) {
+  constructor(state: StandInState, listeners: MessageListeners) {
     this.#state = state;
-    this.#onCreate = onCreate;
-    this.#onUpdate = onUpdate;
+    this.#listeners = listeners;
   }
 
   #checkUploads(channelId: string, files: ParsedBody['files']): void {
@@ -108,8 +116,9 @@ export class MessageStore {
   }
 
   #attachments(channelId: string, files: ParsedBody['files'], descriptors: unknown[]): StoredAttachment[] {
-    return files.map((file, index) => {
-      const descriptor = descriptors[index];
+    return files.map((file) => {
+      // The payload describes files[n] with an attachments entry whose id is "n".
+      const descriptor = descriptors.find((entry) => isRecord(entry) && String(entry.id) === String(file.part));
       const filename = isRecord(descriptor) && typeof descriptor.filename === 'string' ? descriptor.filename : file.name;
       return this.#state.storeAttachment(channelId, filename, file.contentType, file.bytes);
     });
@@ -143,10 +152,12 @@ export class MessageStore {
       editedTimestamp: null,
       ...(draft.webhookId ? { webhookId: draft.webhookId } : {}),
       ...(draft.interaction ? { interaction: draft.interaction } : {}),
+      edits: [],
       deleted: false,
     };
     this.#state.messages.set(message.id, message);
-    this.#onCreate(message);
+    this.#announceUploads(message, message.attachments);
+    this.#listeners.created(message);
     return message;
   }
 
@@ -157,16 +168,44 @@ export class MessageStore {
     if ('embeds' in json) message.embeds = arrayOf(json.embeds);
     if ('components' in json) message.components = arrayOf(json.components);
     if (typeof json.flags === 'number') message.flags = json.flags | (message.flags & 64);
-    if (files.length > 0) message.attachments = [...message.attachments, ...this.#attachments(message.channelId, files, arrayOf(json.attachments))];
+    const added = this.#attachments(message.channelId, files, arrayOf(json.attachments));
+    message.attachments = [...this.#keptAttachments(message, json), ...added];
     // Discord clears the "thinking" state with the first edit of a deferred reply.
     message.flags &= ~128;
     message.editedTimestamp = new Date().toISOString();
-    this.#onUpdate(message);
+    message.edits.push({ at: Date.now(), json, files: added.map((attachment) => attachment.filename) });
+    this.#announceUploads(message, added);
+    this.#listeners.updated(message);
     return message;
+  }
+
+  delete(message: Message): void {
+    message.deleted = true;
+    this.#listeners.deleted(message);
+  }
+
+  /**
+   * Discord keeps only the existing attachments an edit lists by id in `attachments` (no list: all kept);
+   * entries for new files carry the index of their files[n] part instead.
+   */
+  #keptAttachments(message: Message, json: Readonly<Record<string, unknown>>): StoredAttachment[] {
+    if (!Array.isArray(json.attachments)) return message.attachments;
+    const kept = new Set(json.attachments.flatMap((entry: unknown) => (isRecord(entry) && typeof entry.id === 'string' ? [entry.id] : [])));
+    return message.attachments.filter((attachment) => kept.has(attachment.id));
+  }
+
+  #announceUploads(message: Message, attachments: StoredAttachment[]): void {
+    for (const attachment of attachments) this.#listeners.uploaded({ channelId: message.channelId, messageId: message.id, attachment, at: Date.now() });
   }
 }
 
+/** A path fit for logs: interaction tokens (they authorise replies) replaced. */
+export function loggablePath(path: string): string {
+  return path.replace(/^(\/interactions\/\d+\/)[^/]+/, '$1:token').replace(/^(\/webhooks\/\d+\/)[^/]+/, '$1:token');
+}
+
 export interface RestDeps {
+  log: Logger;
   state: StandInState;
   messages: MessageStore;
   interactions: Interactions;
@@ -193,7 +232,10 @@ export class RestApi {
 
   async handle(request: IncomingMessage, response: ServerResponse, path: string): Promise<void> {
     const method = request.method ?? 'GET';
-    const record = () => this.#deps.record({ method, path, status: response.statusCode, at: Date.now() });
+    const record = () => {
+      this.#deps.record({ method, path, status: response.statusCode, at: Date.now() });
+      this.#deps.log.debug('discord stand-in request', { method, path: loggablePath(path), status: response.statusCode });
+    };
     try {
       const failure = this.#deps.failures.find((candidate) => candidate.remaining > 0 && (candidate.method === undefined || candidate.method === method) && candidate.route.test(path));
       if (failure) {
@@ -224,6 +266,8 @@ export class RestApi {
         return;
       }
       request.resume();
+      // Recorded like every request, so a test can see what the bot tried that the stand-in lacks.
+      this.#deps.log.warn('discord stand-in has no such route', { method, path: loggablePath(path) });
       sendJson(response, 404, { message: '404: Not Found', code: 0 });
     } catch (error) {
       if (error instanceof RestError) sendJson(response, error.status, { message: error.message, code: error.code });
@@ -285,8 +329,7 @@ export class RestApi {
       json(response, 200, state.messageObject(messages.edit(message, await parseBody(request))));
     }, false);
     this.#route('DELETE', /^\/webhooks\/(\d+)\/([^/]+)\/messages\/([^/]+)$/, (match, _q, response) => {
-      const message = interactions.webhookMessage(decodeURIComponent(match[2] ?? ''), decodeURIComponent(match[3] ?? ''));
-      message.deleted = true;
+      messages.delete(interactions.webhookMessage(decodeURIComponent(match[2] ?? ''), decodeURIComponent(match[3] ?? '')));
       response.writeHead(204);
       response.end();
     }, false);
@@ -314,13 +357,20 @@ export class RestApi {
     this.#route('GET', /^\/channels\/(\d+)\/messages$/, (match, request, response) => {
       channelOf(match[1] ?? '');
       const query = new URL(request.url ?? '/', 'http://stand-in').searchParams;
-      const limit = Math.min(100, Number(query.get('limit') ?? 50));
-      const after = query.get('after');
+      const limit = Math.max(1, Math.min(100, Number(query.get('limit') ?? 50) || 50));
+      const bound = (name: string): bigint | undefined => {
+        const value = query.get(name);
+        return value !== null && /^\d+$/.test(value) ? BigInt(value) : undefined;
+      };
+      const after = bound('after');
+      const before = bound('before');
       const list = [...state.messages.values()]
-        .filter((message) => message.channelId === match[1] && !message.deleted && (after === null || BigInt(message.id) > BigInt(after)))
-        .sort((a, b) => (BigInt(b.id) > BigInt(a.id) ? 1 : -1))
-        .slice(0, limit);
-      json(response, 200, list.map((message) => state.messageObject(message)));
+        .filter((message) => message.channelId === match[1] && !message.deleted)
+        .filter((message) => (after === undefined || BigInt(message.id) > after) && (before === undefined || BigInt(message.id) < before))
+        .sort((a, b) => (BigInt(b.id) > BigInt(a.id) ? 1 : -1));
+      // Newest first, as Discord answers; with `after`, the page closest to that message.
+      const page = after === undefined ? list.slice(0, limit) : list.slice(-limit);
+      json(response, 200, page.map((message) => state.messageObject(message)));
     });
     this.#route('GET', /^\/channels\/(\d+)\/messages\/(\d+)$/, (match, _q, response) => {
       json(response, 200, state.messageObject(messageOf(match[1] ?? '', match[2] ?? '')));
@@ -331,7 +381,7 @@ export class RestApi {
       json(response, 200, state.messageObject(messages.edit(message, await parseBody(request))));
     });
     this.#route('DELETE', /^\/channels\/(\d+)\/messages\/(\d+)$/, (match, _q, response) => {
-      messageOf(match[1] ?? '', match[2] ?? '').deleted = true;
+      messages.delete(messageOf(match[1] ?? '', match[2] ?? ''));
       response.writeHead(204);
       response.end();
     });

@@ -79,6 +79,13 @@ export interface StoredAttachment {
   url: string;
 }
 
+/** One edit of a message as the bot sent it: what it changed, and the files it added. */
+export interface MessageEdit {
+  at: number;
+  json: Readonly<Record<string, unknown>>;
+  files: string[];
+}
+
 export interface Message {
   id: string;
   channelId: string;
@@ -94,7 +101,17 @@ export interface Message {
   editedTimestamp: string | null;
   webhookId?: string;
   interaction?: { id: string; type: number; name: string; userId: string };
+  /** Every edit in order; the fields above show the message as it stands after the last one. */
+  edits: MessageEdit[];
   deleted: boolean;
+}
+
+/** A file the bot uploaded, and the message it went out with. */
+export interface Upload {
+  channelId: string;
+  messageId: string;
+  attachment: StoredAttachment;
+  at: number;
 }
 
 export function userObject(user: User): Record<string, unknown> {

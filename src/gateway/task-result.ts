@@ -5,6 +5,7 @@ import type { Layer } from './spec.ts';
 import { USD_TICKS } from './spec.ts';
 import { MalformedResponseError, decodeTaskError, isModerationCode } from './errors.ts';
 import {
+  isHttpUrl,
   isRecord,
   readBoolean,
   readNonEmptyString,
@@ -63,15 +64,6 @@ function readStorageError(source: JsonRecord | undefined): string | undefined {
 
 function clampProgress(value: number | undefined): number | undefined {
   return value === undefined ? undefined : Math.min(100, Math.max(0, value));
-}
-
-function isHttpUrl(text: string): boolean {
-  try {
-    const { protocol } = new URL(text);
-    return protocol === 'http:' || protocol === 'https:';
-  } catch {
-    return false;
-  }
 }
 
 export interface TaskAnswer extends AnswerContext {

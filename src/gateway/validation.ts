@@ -23,6 +23,7 @@ import {
   type VideoModelCapabilities,
 } from './spec.ts';
 import { ValidationError } from './errors.ts';
+import { isHttpUrl } from './parse.ts';
 import type { EditRequest, ExtensionRequest, GenerationRequest, ImageInput, ReferenceAudio, VideoSource } from './types.ts';
 
 export interface ValidationOptions {
@@ -47,15 +48,6 @@ function contextOf(options: ValidationOptions): Context {
 
 function fail(field: string, message: string): never {
   throw new ValidationError(field, message);
-}
-
-function isHttpUrl(text: string): boolean {
-  try {
-    const { protocol } = new URL(text);
-    return protocol === 'http:' || protocol === 'https:';
-  } catch {
-    return false;
-  }
 }
 
 const IMAGE_DATA_URI = /^data:image\/[a-z0-9.+-]+;base64,./i;

@@ -5,15 +5,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import {
   AuthenticationError,
-  BadRequestError,
   type GatewayApiError,
-  NotFoundError,
   PermissionDeniedError,
   QuotaExceededError,
-  RateLimitError,
   ServerError,
 } from '../../src/gateway/index.ts';
 import { ASYNC_ERROR_CODES, HTTP_ERROR_CODES, RETRYABLE_CODES } from '../../src/gateway/spec.ts';
+import { ERROR_CLASS_OF_CODE } from '../support/error-classes.ts';
 import {
   CLASSIC,
   EMULATOR_KEY,
@@ -48,19 +46,6 @@ afterAll(async () => {
   await emulator.close();
 });
 
-const errorClass: Record<string, abstract new (...args: never[]) => GatewayApiError> = {
-  invalid_request_error: BadRequestError,
-  invalid_api_key: AuthenticationError,
-  permission_denied: PermissionDeniedError,
-  model_not_found: NotFoundError,
-  insufficient_quota: QuotaExceededError,
-  rate_limit: RateLimitError,
-  too_many_requests: RateLimitError,
-  upstream_error: ServerError,
-  upstream_timeout_no_response: ServerError,
-  overloaded: ServerError,
-};
-
 const httpCases = LAYER_CASES.flatMap((layer) =>
   Object.entries(HTTP_ERROR_CODES).map(([code, status]) => ({ layer, code, status })),
 );
@@ -71,7 +56,7 @@ describe('every HTTP error of the spec, on both layers', () => {
     const client = clientFor(emulator, layer, { retry: { maxRetries: 1, baseDelayMs: 20, maxDelayMs: 100 } });
     const error = await client.generate({ model: LATEST, prompt }).catch((e: unknown) => e);
 
-    expect(error).toBeInstanceOf(errorClass[code]);
+    expect(error).toBeInstanceOf(ERROR_CLASS_OF_CODE[code]);
     expect(error).toMatchObject({ status, code });
     expect((error as GatewayApiError).requestId).toEqual(expect.any(String));
     expect((error as GatewayApiError).serverMessage).not.toBe('');

@@ -1,15 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import {
-  AuthenticationError,
-  BadRequestError,
   GatewayApiError,
   GatewayConnectionError,
   NotFoundError,
   OutcomeUnknownError,
-  PermissionDeniedError,
-  QuotaExceededError,
   RateLimitError,
-  ServerError,
   decodeTaskError,
   errorFromResponse,
   isModerationCode,
@@ -25,6 +20,7 @@ import {
 } from '../../src/gateway/retry.ts';
 import { HTTP_ERROR_CODES, RETRYABLE_CODES } from '../../src/gateway/spec.ts';
 import { registerSecret, silentLogger } from '../../src/log.ts';
+import { ERROR_CLASS_OF_CODE } from '../support/error-classes.ts';
 
 function answer(status: number, body: unknown, extra: { retryAfterMs?: number } = {}): GatewayApiError {
   return errorFromResponse({
@@ -40,25 +36,12 @@ const compatEnvelope = (code: string) => ({
 });
 const nativeBody = (code: string) => ({ code, error: `upstream says ${code}`, usage: { cost_in_usd_ticks: 0 } });
 
-const expectedClass: Record<string, new (...args: never[]) => GatewayApiError> = {
-  invalid_request_error: BadRequestError,
-  invalid_api_key: AuthenticationError,
-  permission_denied: PermissionDeniedError,
-  model_not_found: NotFoundError,
-  insufficient_quota: QuotaExceededError,
-  rate_limit: RateLimitError,
-  too_many_requests: RateLimitError,
-  upstream_error: ServerError,
-  upstream_timeout_no_response: ServerError,
-  overloaded: ServerError,
-};
-
 describe('decoding error answers', () => {
   const codes = Object.entries(HTTP_ERROR_CODES);
 
   it.each(codes)('compatibility envelope %s (HTTP %i)', (code, status) => {
     const error = answer(status, compatEnvelope(code));
-    expect(error).toBeInstanceOf(expectedClass[code]);
+    expect(error).toBeInstanceOf(ERROR_CLASS_OF_CODE[code]);
     expect(error).toMatchObject({ status, code, type: 'gateway_api_error', requestId: 'req_1', serverMessage: `compat says ${code}` });
     expect(error.param).toBe(code === 'invalid_request_error' ? 'duration' : undefined);
     expect(error.message).toBe(`HTTP ${status} ${code}: compat says ${code}`);
@@ -66,7 +49,7 @@ describe('decoding error answers', () => {
 
   it.each(codes)('native body %s (HTTP %i)', (code, status) => {
     const error = answer(status, nativeBody(code));
-    expect(error).toBeInstanceOf(expectedClass[code]);
+    expect(error).toBeInstanceOf(ERROR_CLASS_OF_CODE[code]);
     expect(error).toMatchObject({ status, code, serverMessage: `upstream says ${code}`, costTicks: 0 });
   });
 

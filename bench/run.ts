@@ -1,12 +1,19 @@
 import { parseArgs } from 'node:util';
+import { benchmarkCrashes, printCrashReport } from './crash.ts';
 import { benchmarkVideoTracking, printVideoReport } from './video.ts';
 import { benchmarkVoice, printVoiceReport } from './voice.ts';
 
-// `npm run bench [-- --only video|voice] [-- --tasks N]`: every benchmark, figures as ratios against
-// baselines measured in the same run.
+// `npm run bench [-- --only video|voice|crash] [--tasks N] [--kills N] [--seed N]`: every benchmark,
+// figures as ratios against baselines measured in the same run.
 
-const { values } = parseArgs({ options: { only: { type: 'string' }, tasks: { type: 'string' } } });
+const { values } = parseArgs({
+  options: { only: { type: 'string' }, tasks: { type: 'string' }, kills: { type: 'string' }, seed: { type: 'string' } },
+});
 const only = values.only;
+if (only !== undefined && !['video', 'voice', 'crash'].includes(only)) {
+  process.stderr.write(`--only must be video, voice or crash (got ${only})\n`);
+  process.exit(2);
+}
 
 if (!only || only === 'video') {
   printVideoReport(await benchmarkVideoTracking(Number(values.tasks ?? 10_000)));
@@ -14,4 +21,9 @@ if (!only || only === 'video') {
 
 if (!only || only === 'voice') {
   printVoiceReport(await benchmarkVoice());
+}
+
+if (!only || only === 'crash') {
+  const tasks = only === 'crash' && values.tasks !== undefined ? Number(values.tasks) : 40;
+  printCrashReport(await benchmarkCrashes({ tasks, kills: Number(values.kills ?? 15), seed: Number(values.seed ?? Date.now() % 100_000) }));
 }

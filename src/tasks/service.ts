@@ -120,7 +120,10 @@ function isMp4Attachment(attachment: AttachmentInput): boolean {
 export class VideoService {
   readonly #deps: VideoServiceDeps;
   readonly #meta: Collection<string>;
-  /** Limits are checked and a new task counted as one step per member, so quick repeats cannot slip past. */
+  /**
+   * Limits are checked and a new task counted as one step per server (the step is a few store calls), so
+   * neither a member's quick repeats nor several members at once can slip past a per-member or server cap.
+   */
   readonly #admission = new KeyedLock();
   #salt: Buffer | undefined;
 
@@ -309,7 +312,7 @@ export class VideoService {
       attachmentSizeLimit: context.attachmentSizeLimit,
       delivery: { state: 'waiting', nonce: id, attempts: 0 },
     };
-    await this.#admission.run(`${context.guildId}:${context.userId}`, async () => {
+    await this.#admission.run(context.guildId, async () => {
       const verdict = await this.#checkLimits(context);
       if (!verdict.ok) throw new SubmissionRefusedError(verdict.message, undefined);
       await repository.create(task);

@@ -167,6 +167,25 @@ describe('settings', () => {
     await config(guild.admin, 'limits', { concurrent_per_user: 0 }).reply();
   });
 
+  it('holds a server-wide daily cap when several members ask at the same moment', async () => {
+    const { discord } = world;
+    const crowded = discord.createGuild({ name: 'crowded' });
+    const inCrowded = (user: User, command: string, subcommand: string, options: Record<string, string | number> = {}) =>
+      discord.runCommand({ user, guildId: crowded.id, channelId: crowded.textChannelId, command, subcommand, options });
+    const form = await inCrowded(crowded.admin, 'config', 'key').modal();
+    await discord.submitModal({ user: crowded.admin, guildId: crowded.id, channelId: crowded.textChannelId, customId: form.customId, fields: { key: SERVER_KEY } }).reply();
+    await inCrowded(crowded.admin, 'config', 'limits', { daily_per_server: 2 }).reply();
+
+    const members = Array.from({ length: 5 }, (_, index) => discord.createUser({ guildId: crowded.id, name: `crowd-${index}` }));
+    const runs = members.map((member) => inCrowded(member, 'video', 'generate', { prompt: 'all at once' }));
+    const isCard = (message: Message) => JSON.stringify(message.embeds).includes('`task_');
+    const answers = await Promise.all(runs.map((run) => run.waitForReply((message) => isCard(message) || message.content.includes('reached its'))));
+    expect(answers.filter(isCard)).toHaveLength(2);
+    expect(answers.filter((message) => !isCard(message)).map((message) => message.content)).toEqual(
+      Array.from({ length: 3 }, () => expect.stringMatching(/^This server reached its 2 videos for today; try again <t:\d+:R>\.$/)),
+    );
+  });
+
   it('records every change with who and when', async () => {
     const shown = (await config(world.guild.admin, 'show').reply()).content;
     expect(shown).toContain('Recent changes');

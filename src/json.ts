@@ -1,5 +1,5 @@
-// Tiny readers for untrusted JSON (gateway answers): every value is checked, nothing is cast. A reader
-// answers undefined for a missing or wrongly typed field, so callers decide what is required.
+// Tiny readers for untrusted JSON (gateway answers, stored records, Discord payloads): every value is checked,
+// nothing is cast. A reader answers undefined for a missing or wrongly typed field, so callers decide what is required.
 
 export type JsonRecord = Readonly<Record<string, unknown>>;
 

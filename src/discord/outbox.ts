@@ -1,5 +1,5 @@
 import { DiscordAPIError, Routes, type REST, type RESTPostAPIChannelMessageJSONBody, type APIEmbed, type APIActionRowComponent, type APIComponentInMessageActionRow } from 'discord.js';
-import { isRecord, readArray, readString } from '../gateway/parse.ts';
+import { isRecord, readArray, readString } from '../json.ts';
 
 // What the background services send to Discord, through the bot's REST client: status cards edited
 // through the interaction token while it lives (15 min) and as channel messages after, and results

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { isRecord } from '../gateway/parse.ts';
+import { isRecord } from '../json.ts';
 import { readBodyWithin } from '../http-body.ts';
 import type { Layer } from '../gateway/spec.ts';
 

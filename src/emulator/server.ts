@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { isRecord } from '../gateway/parse.ts';
+import { isRecord } from '../json.ts';
 import { LAYER_PREFIX, type Layer, type VideoOperation } from '../gateway/spec.ts';
 import { silentLogger, type Logger } from '../log.ts';
 import { resolveConfig, type EmulatorConfig, type EmulatorConfigInput } from './config.ts';

@@ -1,4 +1,4 @@
-import { isRecord } from '../gateway/parse.ts';
+import { isRecord } from '../json.ts';
 import {
   ASPECT_RATIOS,
   BUILT_IN_VOICES,

@@ -26,7 +26,7 @@ import {
   type GatewayTimeouts,
   type HttpResponse,
 } from './http.ts';
-import { parseJsonText, readArray, readNonEmptyString, readString, readTimestamp } from './parse.ts';
+import { parseJsonText, readArray, readNonEmptyString, readString, readTimestamp } from '../json.ts';
 import { DEFAULT_RETRY_POLICY, parseRetryAfter, withRetries, type RetryPolicy } from './retry.ts';
 import { parseSubmission, parseTaskResult } from './task-result.ts';
 import { validateEdit, validateExtension, validateGeneration, type ValidationOptions } from './validation.ts';

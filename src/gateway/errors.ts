@@ -15,7 +15,7 @@
 //   └── ValidationError            a request refused before anything was sent; `field` names the field
 
 import { redact } from '../log.ts';
-import { isRecord, readNumber, readRecord, readString, type JsonRecord, parseJsonText } from './parse.ts';
+import { isRecord, readNumber, readRecord, readString, type JsonRecord, parseJsonText } from '../json.ts';
 
 export interface GatewayErrorDetails {
   status?: number | undefined;

@@ -1,5 +1,5 @@
 import { KeyedLock } from '../keyed-lock.ts';
-import { isRecord } from '../gateway/parse.ts';
+import { isRecord } from '../json.ts';
 import { USD_TICKS } from '../gateway/spec.ts';
 import type { Collection, Store } from '../store.ts';
 

@@ -1,4 +1,4 @@
-import { isRecord } from '../gateway/parse.ts';
+import { isRecord } from '../json.ts';
 import { BUILT_IN_VOICES, realtimeModelNames } from '../gateway/spec.ts';
 import type { Collection, Store } from '../store.ts';
 

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
-import { isRecord } from '../../src/gateway/parse.ts';
+import { isRecord } from '../../src/json.ts';
 import { GatewayClientPool } from '../../src/gateway/pool.ts';
 import { createLogger, type Logger } from '../../src/log.ts';
 import { MESSAGES, SettingsService, type SettingsOptions } from '../../src/settings/service.ts';

@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { isRecord } from '../../src/gateway/parse.ts';
+import { isRecord } from '../../src/json.ts';
 import { websocketText } from '../../src/websocket-text.ts';
 import { PERMISSIONS, startDiscordStandIn, type DiscordStandIn, type TestGuild } from '../support/discord/index.ts';
 

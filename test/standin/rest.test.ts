@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isRecord } from '../../src/gateway/parse.ts';
+import { isRecord } from '../../src/json.ts';
 import { createLogger } from '../../src/log.ts';
 import { startDiscordStandIn, type DiscordStandIn, type TestGuild, type Upload } from '../support/discord/index.ts';
 

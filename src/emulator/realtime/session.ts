@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { isRecord } from '../../gateway/parse.ts';
+import { isRecord } from '../../json.ts';
 import { DEFAULT_VAD, EnergyVad, VAD_WINDOW_MS, type VadSettings } from './vad.ts';
 
 // One realtime session: `session.update` first, then audio in, and an echo model that answers each user

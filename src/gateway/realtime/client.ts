@@ -3,7 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import { WebSocket } from 'ws';
 import { registerSecret, silentLogger, type Logger } from '../../log.ts';
 import { GatewayError } from '../errors.ts';
-import { isRecord, readString } from '../parse.ts';
+import { isRecord, readString } from '../../json.ts';
 import { parseServerEvent, type RealtimeServerEvent } from './events.ts';
 import { websocketText } from '../../websocket-text.ts';
 

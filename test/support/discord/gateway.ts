@@ -3,7 +3,7 @@ import type { EventEmitter } from 'node:events';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocket, WebSocketServer, type RawData } from 'ws';
-import { isRecord } from '../../../src/gateway/parse.ts';
+import { isRecord } from '../../../src/json.ts';
 import { channelObject, memberObject, roleObject, userObject, type Guild, type StandInState } from './state.ts';
 import type { VoiceStandIn } from './voice-contract.ts';
 import { websocketText } from '../../../src/websocket-text.ts';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { createServer, type Server } from 'node:http';
-import { isRecord } from '../../../src/gateway/parse.ts';
+import { isRecord } from '../../../src/json.ts';
 import { createLogger, type Logger } from '../../../src/log.ts';
 import { Gateway } from './gateway.ts';
 import { CALLBACK, Interactions, type Callback, type InteractionRecord } from './interactions.ts';

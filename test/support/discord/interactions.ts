@@ -1,5 +1,5 @@
 import type { EventEmitter } from 'node:events';
-import { isRecord } from '../../../src/gateway/parse.ts';
+import { isRecord } from '../../../src/json.ts';
 import { RestError, type MessageStore, type ParsedBody } from './rest.ts';
 import type { Message, StandInState } from './state.ts';
 

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { isRecord } from '../../../src/gateway/parse.ts';
+import { isRecord } from '../../../src/json.ts';
 import { readBodyWithin } from '../../../src/http-body.ts';
 import type { Logger } from '../../../src/log.ts';
 import type { Interactions } from './interactions.ts';

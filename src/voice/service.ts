@@ -73,14 +73,17 @@ export class VoiceService {
     try {
       if (current) await this.leave(guildId, 'moving to another channel', false);
       const settings = await this.#deps.settings.get(guildId);
+      const log = this.#deps.log.child({ guild: guildId });
       const connection = joinVoiceChannel({ guildId, channelId: voiceChannelId, adapterCreator: guild.voiceAdapterCreator, selfDeaf: false, selfMute: false });
+      // Websocket, UDP and DAVE failures surface as 'error' events; unheard, one would end the process.
+      // The connection's own state machine resumes or rejoins after them.
+      connection.on('error', (error) => log.warn('voice connection error', { error }));
       try {
         await entersState(connection, VoiceConnectionStatus.Ready, JOIN_TIMEOUT_MS);
       } catch {
         connection.destroy();
         return { ok: false, message: 'I could not connect to that voice channel. Check that I may connect and speak there.' };
       }
-      const log = this.#deps.log.child({ guild: guildId });
       const activity = { last: Date.now() };
       const session = new VoiceSession({
         guildId,

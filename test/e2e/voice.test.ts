@@ -148,6 +148,24 @@ describe('voice conversations', () => {
     expect(after.some((entry) => entry.event.type === 'response.create')).toBe(false);
   });
 
+  it('survives a voice connection error: it reconnects, keeps listening and keeps answering commands', async () => {
+    const { bot, discord, guild } = world;
+    await joinVoice();
+    // The voice server goes away: the bot's socket is closed with a code that makes it rejoin, and its
+    // next two connections are refused (a websocket error, emitted by the voice connection).
+    discord.voice.refuseConnections(2);
+    discord.voice.disconnectBot(guild.id, 4006, 'session no longer valid');
+    await bot.waitForLog((line) => line.msg === 'voice connection error', 10_000);
+    await discord.voice.waitForBotConnection(guild.id, 15_000);
+    expect(discord.voice.refusedConnections).toBe(2);
+    const settings = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'settings' });
+    expect((await settings.reply()).content).toContain('**Voice:**');
+    await discord.voice.speakTone(guild.id, guild.member.id, { hz: 520, ms: 500, amplitude: 0.5 });
+    const frames = await discord.voice.waitForBotAudio(guild.id, (received) => audible(received).length >= 20, 15_000);
+    expect(analyzeTone(joined(audible(frames))).dominantHz).toBeCloseTo(520, -1);
+    expect(bot.child.exitCode).toBeNull();
+  });
+
   it('leaves when everyone else has left the channel', async () => {
     const { discord, guild } = world;
     await joinVoice();

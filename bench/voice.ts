@@ -130,7 +130,7 @@ async function measureCpu(packets: Buffer[], deltas: string[], wsUrl: string): P
       const due = Math.floor((index + 1) * deltasPerPacket);
       for (let delta = Math.floor(index * deltasPerPacket); delta < due; delta++) {
         const event = parseServerEvent(deltas[delta]!);
-        if (event?.type === 'response.output_audio.delta') player.append(event.itemId, bytesToSamples(event.audio));
+        if (event?.type === 'response.output_audio.delta') player.append(event.itemId ?? event.responseId ?? 'answer', bytesToSamples(event.audio));
       }
       // Let the socket write what was queued, as the event loop would between 20 ms ticks.
       if (index % 50 === 49) await new Promise((resolve) => setImmediate(resolve));

@@ -3,6 +3,7 @@ import type { VoiceConnection } from '@discordjs/voice';
 import type { RealtimeClient } from '../gateway/realtime/client.ts';
 import type { RealtimeServerEvent } from '../gateway/realtime/events.ts';
 import type { Logger } from '../log.ts';
+import { AnswerStreams } from './answer-streams.ts';
 import { bytesToSamples, FRAME_MS } from './audio/format.ts';
 import { SpeakerMixer } from './audio/mixer.ts';
 import { InputPump } from './input-pump.ts';
@@ -59,6 +60,8 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
   readonly #listener: VoiceListener;
   #state: VoiceSessionState = 'connecting';
   #client: RealtimeClient | undefined;
+  /** The answers of the current realtime session: a new session starts afresh. */
+  #answers = new AnswerStreams();
   #renewTimer: NodeJS.Timeout | undefined;
   #reconnectAttempts = 0;
   /** Between response.created and response.done: a cancel means something. */
@@ -69,7 +72,7 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
     super();
     this.#options = options;
     this.#log = options.log.child({ guild: options.guildId });
-    this.#player = new SpeechPlayer({ prebufferMs: PREBUFFER_MS, log: this.#log });
+    this.#player = new SpeechPlayer({ prebufferMs: PREBUFFER_MS, log: this.#log, onFinished: (key) => this.#answers.finished(key) });
     const manual = options.settings.turnDetection === 'discord';
     this.#pump = new InputPump({
       mixer: this.#mixer,
@@ -148,6 +151,7 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
 
   #attach(client: RealtimeClient): void {
     this.#client = client;
+    this.#answers = new AnswerStreams();
     this.#responseActive = false;
     this.#pump.sink = client;
     client.on('event', (event) => this.#onEvent(client, event));
@@ -165,16 +169,30 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
         break;
       case 'response.created':
         this.#responseActive = true;
+        this.#answers.responseCreated(event.responseId);
         break;
-      case 'response.output_audio.delta':
-        this.#player.append(event.itemId, bytesToSamples(event.audio));
+      case 'input_audio_buffer.committed':
+        this.#answers.turnCommitted();
+        break;
+      case 'response.output_item.added':
+      case 'conversation.item.created':
+        this.#answers.itemAdded(event.type === 'response.output_item.added' ? event.responseId : undefined, event.itemId, event.role);
+        break;
+      case 'response.output_audio.delta': {
+        const stream = this.#answers.audio(event);
+        if (!stream) break;
+        this.#player.append(stream.key, bytesToSamples(event.audio));
         this.#options.onActivity?.();
         break;
-      case 'response.output_audio.done':
-        this.#player.end(event.itemId);
+      }
+      case 'response.output_audio.done': {
+        const key = this.#answers.audioDone(event);
+        if (key !== undefined) this.#player.end(key);
         break;
+      }
       case 'response.done':
         this.#responseActive = false;
+        for (const key of this.#answers.responseDone(event.responseId)) this.#player.end(key);
         break;
       case 'conversation.item.input_audio_transcription.completed':
         if (event.transcript) this.#options.onTranscript?.('user', event.transcript);
@@ -198,12 +216,15 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
   /** Someone talks over the bot: silence at once, cancel the answer, and keep only what was heard. */
   #bargeIn(): void {
     if (!this.#player.speaking) return;
-    const played = this.#player.stop();
+    const stopped = this.#player.stop();
     const client = this.#client;
-    if (!client) return;
-    if (this.#responseActive) client.cancelResponse();
-    if (played) client.truncate(played.itemId, 0, played.playedMs);
-    this.#log.info('barge-in', { item: played?.itemId, playedMs: played?.playedMs });
+    if (this.#responseActive) client?.cancelResponse();
+    for (const { key, playedMs } of stopped) {
+      const answer = this.#answers.cutOff(key);
+      // Only a real item id can be truncated; an answer whose item the server never named is just cancelled.
+      if (answer?.itemId !== undefined) client?.truncate(answer.itemId, answer.contentIndex, playedMs);
+      this.#log.info('barge-in', { item: answer?.itemId, playedMs });
+    }
   }
 
   #endManualTurn(): void {

@@ -65,12 +65,12 @@ describe('the realtime client', () => {
     const delta = until(client, 'response.output_audio.delta');
     client.forceMessage('Your video is ready in #general.', { interruptible: true });
     const first = await delta;
-    if (first.type !== 'response.output_audio.delta') throw new Error('expected audio');
+    if (first.type !== 'response.output_audio.delta' || first.itemId === undefined) throw new Error('expected audio of a named item');
     const done = until(client, 'response.done');
     client.cancelResponse();
     expect(await done).toMatchObject({ status: 'cancelled' });
     const truncated = until(client, 'conversation.item.truncated');
-    client.truncate(first.itemId, first.contentIndex, 60);
+    client.truncate(first.itemId, first.contentIndex ?? 0, 60);
     expect(await truncated).toMatchObject({ itemId: first.itemId, audioEndMs: 60 });
     const force = await emulator.realtime.waitForClientEvent((event) => event.type === 'conversation.item.create');
     expect(force.event.event).toMatchObject({ item: { type: 'force_message', role: 'assistant', interruptible: true, content: [{ type: 'output_text', text: 'Your video is ready in #general.' }] } });

@@ -45,8 +45,24 @@ interface SessionEvents {
   state: [VoiceSessionState];
 }
 
-/** Realtime error codes that are part of normal operation, not worth a user's attention. */
-const QUIET_ERRORS = new Set(['response_cancel_not_active', 'session_expired']);
+type RealtimeErrorEvent = Extract<RealtimeServerEvent, { type: 'error' }>;
+
+/**
+ * Whether a realtime error is part of normal operation rather than news for the channel. Decided by what
+ * it means: the spec shows no codes, and servers word the same thing differently.
+ */
+export function isRoutineRealtimeError(event: RealtimeErrorEvent): boolean {
+  // A barge-in racing the end of the answer: there was nothing left to cancel, or the item is gone.
+  if (event.clientEventType === 'response.cancel' || event.clientEventType === 'conversation.item.truncate') return true;
+  const text = `${event.code ?? ''} ${event.message}`.toLowerCase().replaceAll('_', ' ');
+  // The same race, from a server that does not say which event it answers (e.g. `response_cancel_not_active`).
+  if (/no active response|cancel not active|nothing to cancel/.test(text)) return true;
+  // The session reached its time limit (e.g. `session_expired`): it is replaced, and nothing is lost.
+  return /expired|maximum duration|duration limit|time limit/.test(text);
+}
+
+/** The same problem is told in the channel at most once in this long. */
+const PROBLEM_REPEAT_MS = 60_000;
 const PREBUFFER_MS = 60;
 /** In Discord turn mode, wait this long after everyone stopped so the last frames reach the session. */
 const MANUAL_COMMIT_DELAY_MS = 3 * FRAME_MS;
@@ -67,6 +83,8 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
   /** Between response.created and response.done: a cancel means something. */
   #responseActive = false;
   #commitTimer: NodeJS.Timeout | undefined;
+  /** Problems told in the channel, and when. */
+  readonly #told = new Map<string, number>();
 
   constructor(options: VoiceSessionOptions) {
     super();
@@ -201,16 +219,25 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
         if (event.transcript) this.#options.onTranscript?.('bot', event.transcript);
         break;
       case 'error':
-        if (QUIET_ERRORS.has(event.code ?? '')) {
-          this.#log.debug('realtime notice', { code: event.code });
+        if (isRoutineRealtimeError(event)) {
+          this.#log.debug('realtime notice', { code: event.code, message: event.message, answers: event.clientEventType });
         } else {
-          this.#log.warn('realtime error event', { code: event.code, message: event.message, param: event.param });
-          this.#options.onProblem?.(`The voice model reported a problem: ${event.message}`);
+          this.#log.warn('realtime error event', { code: event.code, message: event.message, param: event.param, answers: event.clientEventType });
+          this.#tell(`The voice model reported a problem: ${event.message}`);
         }
         break;
       default:
         break;
     }
+  }
+
+  /** Tells the channel, unless the same was told a moment ago (a failing session repeats itself). */
+  #tell(message: string): void {
+    const now = Date.now();
+    for (const [told, at] of this.#told) if (now - at >= PROBLEM_REPEAT_MS) this.#told.delete(told);
+    if (this.#told.has(message)) return;
+    this.#told.set(message, now);
+    this.#options.onProblem?.(message);
   }
 
   /** Someone talks over the bot: silence at once, cancel the answer, and keep only what was heard. */

@@ -4,6 +4,7 @@ import { RealtimeClient, RealtimeConnectionError } from '../../src/gateway/realt
 import type { RealtimeServerEvent } from '../../src/gateway/realtime/events.ts';
 import { REALTIME_PCM } from '../support/discord/audio-format.ts';
 import { generateSilence, generateTone } from '../support/discord/audio-tone.ts';
+import { ScriptedRealtime } from '../support/scripted-realtime.ts';
 
 // The bot's realtime client against the emulator, over a real websocket.
 
@@ -101,5 +102,58 @@ describe('the realtime client', () => {
     } finally {
       await short.close();
     }
+  });
+
+  describe('against a gateway that behaves otherwise than the emulator', () => {
+    let scripted: ScriptedRealtime;
+    beforeAll(async () => {
+      scripted = await ScriptedRealtime.start();
+    });
+    afterAll(() => scripted.close());
+    const connect = (timeoutMs = 5000) =>
+      RealtimeClient.connect({ wsBaseUrl: scripted.url, apiKey: 'scripted-key-0001', model: 'svc-voice-latest', session: { turnDetection: null }, timeoutMs });
+    /** The next socket to open, once its session.update arrived. */
+    const nextConfiguring = () => {
+      const index = scripted.sockets.length;
+      return scripted.waitFor(() => (scripted.sockets[index]?.sent('session.update')[0] ? scripted.sockets[index] : undefined), 'the session.update');
+    };
+
+    it('fails clearly, after a bounded wait, when the session is never confirmed', async () => {
+      scripted.configure = false;
+      const error = await connect(300).catch((caught: unknown) => caught);
+      scripted.configure = true;
+      expect(error).toBeInstanceOf(RealtimeConnectionError);
+      expect(String(error)).toContain('did not confirm the session (no session.updated within 300 ms)');
+    });
+
+    it('is refused at once by an error that names its session.update', async () => {
+      scripted.configure = false;
+      const configuring = nextConfiguring();
+      const connecting = connect().catch((caught: unknown) => caught);
+      const socket = await configuring;
+      const update = socket.sent('session.update')[0]!;
+      socket.send({ type: 'error', error: { type: 'invalid_request_error', code: 'invalid_value', message: 'Unknown voice.', param: 'session.voice', event_id: update.event_id } });
+      const error = await connecting;
+      scripted.configure = true;
+      expect(error).toBeInstanceOf(RealtimeConnectionError);
+      expect(error).toMatchObject({ code: 'invalid_value', message: 'the realtime session refused its configuration: Unknown voice.' });
+    });
+
+    it('comes up despite an unrelated error before the confirmation, and says which event an error answers', async () => {
+      scripted.configure = false;
+      const configuring = nextConfiguring();
+      const connecting = connect();
+      const socket = await configuring;
+      socket.send({ type: 'error', error: 'Rate limits are being updated.', code: 'notice' });
+      socket.send({ type: 'session.updated', session: {} });
+      const client = await connecting;
+      scripted.configure = true;
+      const error = until(client, 'error');
+      client.cancelResponse();
+      const cancel = await scripted.waitFor(() => socket.sent('response.cancel')[0], 'the cancel');
+      socket.send({ type: 'error', error: { type: 'invalid_request_error', code: 'whatever_it_is_called', message: 'Nothing to cancel.', param: null, event_id: cancel.event_id } });
+      expect(await error).toMatchObject({ type: 'error', clientEventType: 'response.cancel', message: 'Nothing to cancel.' });
+      client.close();
+    });
   });
 });

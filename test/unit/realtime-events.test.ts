@@ -55,6 +55,14 @@ describe('realtime server events', () => {
     });
   });
 
+  it('reads error events in the native layer\'s style: a string error and a top-level code', () => {
+    expect(parseServerEvent(JSON.stringify({ type: 'error', error: 'Session expired.', code: 'session_expired' }))).toMatchObject({
+      type: 'error',
+      code: 'session_expired',
+      message: 'Session expired.',
+    });
+  });
+
   it('passes unknown types through and rejects what is not an event', () => {
     expect(parseServerEvent(JSON.stringify({ type: 'rate_limits.updated', rate_limits: [] }))).toMatchObject({ type: 'other', name: 'rate_limits.updated' });
     expect(parseServerEvent('not json')).toBeUndefined();

@@ -46,7 +46,7 @@ interface ClientEvents {
   close: [code: number, reason: string];
 }
 
-export function sessionUpdate(config: RealtimeSessionConfig): Record<string, unknown> {
+export function sessionUpdate(config: RealtimeSessionConfig): Record<string, unknown> & { type: 'session.update' } {
   const format = { type: 'audio/pcm', rate: config.rate ?? 24_000 };
   const detection = config.turnDetection;
   return {
@@ -88,9 +88,15 @@ async function refusal(response: IncomingMessage): Promise<RealtimeConnectionErr
   return new RealtimeConnectionError(message, { status: response.statusCode, code, requestId: readString(response.headers, 'x-request-id') });
 }
 
+/** Client events remembered by id, so an error naming one can say what it answers. */
+const REMEMBERED_CLIENT_EVENTS = 64;
+
 export class RealtimeClient extends EventEmitter<ClientEvents> {
   readonly #socket: WebSocket;
   readonly #log: Logger;
+  #eventCount = 0;
+  /** Recent client event ids and their types. */
+  readonly #sentTypes = new Map<string, string>();
 
   private constructor(socket: WebSocket, log: Logger) {
     super();
@@ -98,7 +104,11 @@ export class RealtimeClient extends EventEmitter<ClientEvents> {
     this.#log = log;
   }
 
-  /** Opens the session and resolves once the gateway confirmed the configuration (session.updated). */
+  /**
+   * Opens the session and resolves once the gateway confirmed the configuration (session.updated). An
+   * error naming the session.update refuses the session at once; other errors before it are logged,
+   * and a gateway that never confirms fails the connection after `timeoutMs`, saying so.
+   */
   static connect(options: RealtimeConnectOptions): Promise<RealtimeClient> {
     registerSecret(options.apiKey);
     const log = options.log ?? silentLogger;
@@ -109,6 +119,8 @@ export class RealtimeClient extends EventEmitter<ClientEvents> {
 
     return new Promise((resolve, reject) => {
       let settled = false;
+      let configurationEventId: string | undefined;
+      let earlyError: string | undefined;
       const fail = (error: Error) => {
         if (settled) return;
         settled = true;
@@ -116,20 +128,35 @@ export class RealtimeClient extends EventEmitter<ClientEvents> {
         socket.terminate();
         reject(error);
       };
-      const timer = setTimeout(() => fail(new RealtimeConnectionError('the realtime session did not come up in time')), timeoutMs);
+      const timer = setTimeout(() => {
+        const what =
+          socket.readyState === WebSocket.OPEN
+            ? `the gateway accepted the realtime connection but did not confirm the session (no session.updated within ${timeoutMs} ms)`
+            : `the realtime connection was not accepted within ${timeoutMs} ms`;
+        fail(new RealtimeConnectionError(earlyError === undefined ? what : `${what}; it reported: ${earlyError}`));
+      }, timeoutMs);
       socket.on('unexpected-response', (_request, response) => {
         void refusal(response).then(fail, fail);
       });
       socket.on('error', (error) => fail(new RealtimeConnectionError(`the realtime connection failed: ${error.message}`, { cause: error })));
-      socket.on('open', () => socket.send(JSON.stringify(sessionUpdate(options.session))));
+      socket.on('open', () => {
+        configurationEventId = client.#send(sessionUpdate(options.session));
+      });
       socket.on('message', (data) => {
-        const event = parseServerEvent(websocketText(data));
+        const event = client.#withCause(parseServerEvent(websocketText(data)));
         if (!event) {
           log.warn('ignoring a realtime message that is not an event');
           return;
         }
         if (!settled) {
-          if (event.type === 'error') return fail(new RealtimeConnectionError(`the realtime session refused its configuration: ${event.message}`, { code: event.code }));
+          if (event.type === 'error') {
+            if (event.clientEventId !== undefined && event.clientEventId === configurationEventId) {
+              return fail(new RealtimeConnectionError(`the realtime session refused its configuration: ${event.message}`, { code: event.code }));
+            }
+            earlyError = event.message;
+            log.warn('realtime error before the session was configured', { code: event.code, message: event.message });
+            return;
+          }
           if (event.type !== 'session.updated') return;
           settled = true;
           clearTimeout(timer);
@@ -153,9 +180,23 @@ export class RealtimeClient extends EventEmitter<ClientEvents> {
     return this.#socket.bufferedAmount;
   }
 
-  #send(event: Record<string, unknown>): void {
-    if (this.open) this.#socket.send(JSON.stringify(event));
-    else this.#log.debug('dropping a realtime event on a closed socket', { type: event.type });
+  /** Sends the event with an id of its own (an error caused by it names that id); returns the id. */
+  #send(event: Record<string, unknown> & { type: string }): string | undefined {
+    if (!this.open) {
+      this.#log.debug('dropping a realtime event on a closed socket', { type: event.type });
+      return undefined;
+    }
+    const eventId = `bot_event_${++this.#eventCount}`;
+    this.#sentTypes.set(eventId, event.type);
+    if (this.#sentTypes.size > REMEMBERED_CLIENT_EVENTS) this.#sentTypes.delete(this.#sentTypes.keys().next().value!);
+    this.#socket.send(JSON.stringify({ event_id: eventId, ...event }));
+    return eventId;
+  }
+
+  /** An error event, told which of this client's events it answers. */
+  #withCause(event: RealtimeServerEvent | undefined): RealtimeServerEvent | undefined {
+    if (event?.type !== 'error' || event.clientEventId === undefined) return event;
+    return { ...event, clientEventType: this.#sentTypes.get(event.clientEventId) };
   }
 
   appendAudio(pcm: Int16Array): void {

@@ -22,7 +22,17 @@ export type RealtimeServerEvent =
   | { type: 'response.output_text.delta'; responseId: string | undefined; itemId: string | undefined; delta: string }
   | { type: 'response.done'; responseId: string | undefined; status: string | undefined }
   | { type: 'conversation.item.truncated'; itemId: string | undefined; audioEndMs: number | undefined }
-  | { type: 'error'; code: string | undefined; message: string; errorType: string | undefined; param: string | undefined; clientEventId: string | undefined }
+  | {
+      type: 'error';
+      code: string | undefined;
+      message: string;
+      errorType: string | undefined;
+      param: string | undefined;
+      /** The id of the client event that caused the error, when the server says. */
+      clientEventId: string | undefined;
+      /** The type of that client event, when the client still knows it (set by RealtimeClient, not parsed). */
+      clientEventType?: string | undefined;
+    }
   | { type: 'other'; name: string; raw: JsonRecord };
 
 const ALIASES: Record<string, string> = {
@@ -89,11 +99,13 @@ export function parseServerEvent(text: string): RealtimeServerEvent | undefined 
     case 'conversation.item.truncated':
       return { type, itemId, audioEndMs: readNumber(raw, 'audio_end_ms') };
     case 'error': {
+      // The common shape is `error: {type, code, message, param, event_id}`; the native layer's style, a
+      // string `error` with the code at the top level, is read too.
       const error = readRecord(raw, 'error');
       return {
         type,
-        code: readString(error, 'code'),
-        message: readString(error, 'message') ?? readString(raw, 'message') ?? 'The realtime session reported an error.',
+        code: readString(error, 'code') ?? readString(raw, 'code'),
+        message: readString(error, 'message') ?? readString(raw, 'error') ?? readString(raw, 'message') ?? 'The realtime session reported an error.',
         errorType: readString(error, 'type'),
         param: readString(error, 'param'),
         clientEventId: readString(error, 'event_id'),

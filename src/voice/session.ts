@@ -80,8 +80,6 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
   #answers = new AnswerStreams();
   #renewTimer: NodeJS.Timeout | undefined;
   #reconnectAttempts = 0;
-  /** Between response.created and response.done: a cancel means something. */
-  #responseActive = false;
   #commitTimer: NodeJS.Timeout | undefined;
   /** Problems told in the channel, and when. */
   readonly #told = new Map<string, number>();
@@ -114,7 +112,7 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
         },
       },
     });
-    options.connection.subscribe(this.#player.player);
+    this.#player.subscribe(options.connection);
   }
 
   get state(): VoiceSessionState {
@@ -170,7 +168,6 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
   #attach(client: RealtimeClient): void {
     this.#client = client;
     this.#answers = new AnswerStreams();
-    this.#responseActive = false;
     this.#pump.sink = client;
     client.on('event', (event) => this.#onEvent(client, event));
     client.on('close', (code, reason) => this.#onClose(client, code, reason));
@@ -186,7 +183,6 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
         this.#bargeIn();
         break;
       case 'response.created':
-        this.#responseActive = true;
         this.#answers.responseCreated(event.responseId);
         break;
       case 'input_audio_buffer.committed':
@@ -209,7 +205,6 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
         break;
       }
       case 'response.done':
-        this.#responseActive = false;
         for (const key of this.#answers.responseDone(event.responseId)) this.#player.end(key);
         break;
       case 'conversation.item.input_audio_transcription.completed':
@@ -240,12 +235,17 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
     this.#options.onProblem?.(message);
   }
 
-  /** Someone talks over the bot: silence at once, cancel the answer, and keep only what was heard. */
+  /**
+   * Someone talks over the bot: silence at once, cancel the answer, and keep only what was heard. The
+   * cancel goes out even when response.done has come: a fast provider delivers a whole answer long
+   * before it has been played, and a gateway still generating must stop (if nothing was left to cancel,
+   * its error is routine). Late deltas of what was cut off are dropped (AnswerStreams).
+   */
   #bargeIn(): void {
     if (!this.#player.speaking) return;
     const stopped = this.#player.stop();
     const client = this.#client;
-    if (this.#responseActive) client?.cancelResponse();
+    client?.cancelResponse();
     for (const { key, playedMs } of stopped) {
       const answer = this.#answers.cutOff(key);
       // Only a real item id can be truncated; an answer whose item the server never named is just cancelled.

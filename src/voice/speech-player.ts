@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import { AudioPlayerStatus, AudioResource, NoSubscriberBehavior, createAudioPlayer, type AudioPlayer } from '@discordjs/voice';
+import { AudioPlayerStatus, AudioResource, NoSubscriberBehavior, createAudioPlayer, type AudioPlayer, type VoiceConnection } from '@discordjs/voice';
 import type { Logger } from '../log.ts';
 import { FRAME_MS } from './audio/format.ts';
 import { Framer } from './audio/framer.ts';
@@ -18,6 +18,8 @@ import { OpusFrameEncoder } from './audio/opus.ts';
 const SILENCE_PADDING_FRAMES = 5;
 /** An item whose deltas stall this long (in 20 ms frames) is given up, not waited for forever. */
 const MAX_MISSED_FRAMES = 50;
+/** Opus silence, as players send it. */
+const OPUS_SILENCE = Buffer.from([0xf8, 0xff, 0xfe]);
 
 interface Item {
   key: string;
@@ -50,6 +52,7 @@ export class SpeechPlayer {
   readonly #options: SpeechPlayerOptions;
   /** The item playing (first) and those waiting behind it. */
   readonly #items: Item[] = [];
+  readonly #connections = new Set<VoiceConnection>();
 
   constructor(options: SpeechPlayerOptions) {
     this.#prebufferFrames = Math.max(1, Math.ceil(options.prebufferMs / FRAME_MS));
@@ -60,6 +63,12 @@ export class SpeechPlayer {
     this.player.on('stateChange', (previous, next) => {
       if (previous.status !== AudioPlayerStatus.Idle && next.status === AudioPlayerStatus.Idle) this.#onItemFinished();
     });
+  }
+
+  /** Plays into this voice connection. */
+  subscribe(connection: VoiceConnection): void {
+    connection.subscribe(this.player);
+    this.#connections.add(connection);
   }
 
   /** Whether the bot is talking (or about to: an item is buffered or playing). */
@@ -92,6 +101,7 @@ export class SpeechPlayer {
    * it is not counted; once its audio has all been read, only silence padding was pending.
    */
   stop(): StoppedItem[] {
+    const wasPlaying = this.#items[0]?.started === true;
     const stopped = this.#items.splice(0).map((item) => {
       const pendingMs = item.stream.readableEnded ? 0 : FRAME_MS;
       const playedMs = item.started ? Math.max(0, item.resource.playbackDuration - pendingMs) : 0;
@@ -99,6 +109,11 @@ export class SpeechPlayer {
       return { key: item.key, playedMs };
     });
     this.player.stop(true);
+    // The player leaves the packet it prepared for the next tick in the connection, which sends it when
+    // the next answer starts: 20 ms of the answer just cut off. Silence takes its place.
+    if (wasPlaying) {
+      for (const connection of this.#connections) connection.prepareAudioPacket(OPUS_SILENCE);
+    }
     return stopped;
   }
 

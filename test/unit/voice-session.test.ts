@@ -9,7 +9,7 @@ import { RealtimeClient } from '../../src/gateway/realtime/client.ts';
 import { silentLogger } from '../../src/log.ts';
 import { defaultVoiceSettings, type VoiceSettings } from '../../src/voice/settings.ts';
 import { VoiceSession, type VoiceSessionOptions } from '../../src/voice/session.ts';
-import { analyzeTone, rms } from '../support/discord/audio-analysis.ts';
+import { analyzeTone, rms, toneAmplitude } from '../support/discord/audio-analysis.ts';
 import { REALTIME_PCM } from '../support/discord/audio-format.ts';
 import { generateTone } from '../support/discord/audio-tone.ts';
 import { trustCertificateInThisProcess } from '../support/discord/tls-trust.ts';
@@ -108,6 +108,18 @@ function audible(frames: readonly BotAudioFrame[]): BotAudioFrame[] {
   return frames.filter((frame) => rms(frame.pcm) > 0.02);
 }
 
+/**
+ * Audible frames of the 440 Hz answer (the one talked over) and of the 880 Hz one after it; a frame
+ * where neither clearly dominates (the fade-in of a tone) counts for neither.
+ */
+function split(frames: readonly BotAudioFrame[]): { first: BotAudioFrame[]; second: BotAudioFrame[] } {
+  const sounding = audible(frames);
+  return {
+    first: sounding.filter((frame) => toneAmplitude(frame.pcm, 440) > 2 * toneAmplitude(frame.pcm, 880)),
+    second: sounding.filter((frame) => toneAmplitude(frame.pcm, 880) > 2 * toneAmplitude(frame.pcm, 440)),
+  };
+}
+
 function heard(minimumFrames: number): Promise<readonly BotAudioFrame[]> {
   return voice.waitForBotAudio(GUILD_ID, (frames) => audible(frames).length >= minimumFrames, 10_000);
 }
@@ -131,5 +143,56 @@ describe('a voice session against a spec-faithful gateway', () => {
     socket.send({ type: 'error', error: { type: 'server_error', code: 'server_error', message: 'The server had an error.', param: null, event_id: null } });
     await realtime.waitFor(() => (problems.length >= 2 ? true : undefined), 'the problems told');
     expect(problems).toEqual(['The voice model reported a problem: You exceeded your current quota.', 'The voice model reported a problem: The server had an error.']);
+  });
+
+  it('on a barge-in after a fast gateway delivered the whole answer: cancels, truncates to what was heard, and plays the next answer', async () => {
+    const { socket } = await startSession();
+    socket.send({ type: 'response.created', response: { id: 'resp_1' } });
+    socket.send({ type: 'response.output_item.added', response_id: 'resp_1', item: { id: 'item_1', role: 'assistant' } });
+    // The whole answer and its end arrive at once, long before they can be played: no item_id on the deltas.
+    for (const delta of deltas(tone(440, 2000))) socket.send({ type: 'response.output_audio.delta', response_id: 'resp_1', content_index: 1, delta });
+    socket.send({ type: 'response.output_audio.done', response_id: 'resp_1' });
+    socket.send({ type: 'response.done', response: { id: 'resp_1', status: 'completed' } });
+    await heard(15);
+    socket.send({ type: 'input_audio_buffer.speech_started', audio_start_ms: 0 });
+    const truncate = await realtime.waitFor(() => socket.sent('conversation.item.truncate')[0], 'the truncate');
+    // The cancel goes out although response.done came: the gateway said nothing was active, which is fine.
+    const cancel = socket.sent('response.cancel')[0];
+    expect(cancel).toBeDefined();
+    socket.send({ type: 'error', error: { type: 'invalid_request_error', code: 'response_cancel_not_active', message: 'There is no active response to cancel.', param: null, event_id: cancel?.event_id } });
+
+    socket.send({ type: 'response.created', response: { id: 'resp_2' } });
+    for (const delta of deltas(tone(880, 300))) socket.send({ type: 'response.output_audio.delta', response_id: 'resp_2', item_id: 'item_2', delta });
+    socket.send({ type: 'response.output_audio.done', response_id: 'resp_2', item_id: 'item_2' });
+    const frames = await voice.waitForBotAudio(GUILD_ID, (received) => split(received).second.length >= 14, 10_000);
+    const { first, second } = split(frames);
+    expect(truncate).toMatchObject({ item_id: 'item_1', content_index: 1 });
+    // What the gateway is told was heard is what a listener in the channel heard, to a frame or two.
+    expect(Math.abs(Number(truncate.audio_end_ms) - first.length * 20)).toBeLessThanOrEqual(40);
+    // Nothing of the cut-off answer is heard after the next one starts.
+    expect(first.every((frame) => frame.receivedAt <= second[0]!.receivedAt)).toBe(true);
+    expect(first.length).toBeLessThan(50);
+  });
+
+  it('drops the late deltas and the done events of an answer that was talked over', async () => {
+    const { socket, problems } = await startSession();
+    const answer = deltas(tone(440, 2000));
+    socket.send({ type: 'response.created', response: { id: 'resp_1' } });
+    for (const delta of answer.slice(0, 6)) socket.send({ type: 'response.output_audio.delta', response_id: 'resp_1', item_id: 'item_1', content_index: 0, delta });
+    await heard(5);
+    socket.send({ type: 'input_audio_buffer.speech_started', audio_start_ms: 0 });
+    await realtime.waitFor(() => socket.sent('conversation.item.truncate')[0], 'the truncate');
+    // Still in flight when the cancel crossed them: a delta alone fills the pre-buffer if it is let through.
+    for (const delta of answer.slice(6, 12)) socket.send({ type: 'response.output_audio.delta', response_id: 'resp_1', item_id: 'item_1', content_index: 0, delta });
+    socket.send({ type: 'response.output_audio.done', response_id: 'resp_1', item_id: 'item_1' });
+    socket.send({ type: 'response.done', response: { id: 'resp_1', status: 'cancelled' } });
+    socket.send({ type: 'response.created', response: { id: 'resp_2' } });
+    for (const delta of deltas(tone(880, 300))) socket.send({ type: 'response.output_audio.delta', response_id: 'resp_2', item_id: 'item_2', delta });
+    socket.send({ type: 'response.output_audio.done', response_id: 'resp_2', item_id: 'item_2' });
+    const frames = await voice.waitForBotAudio(GUILD_ID, (received) => split(received).second.length >= 14, 10_000);
+    const { first, second } = split(frames);
+    expect(first.every((frame) => frame.receivedAt <= second[0]!.receivedAt)).toBe(true);
+    expect(first.length).toBeLessThanOrEqual(30);
+    expect(problems).toEqual([]);
   });
 });

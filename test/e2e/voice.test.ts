@@ -94,6 +94,20 @@ describe('voice conversations', () => {
     emulator.realtime.options.paceFactor = 1.25;
   });
 
+  it('keeps hearing a speaker whose receive stream the voice library destroyed mid-utterance', async () => {
+    const { discord, emulator, guild } = world;
+    await joinVoice();
+    const turns = emulator.realtime.sessions.at(-1)!;
+    // Frame 15 fails transport decryption: @discordjs/voice destroys the receive stream, as it does after
+    // 36 DAVE decryption failures. The speaker keeps talking without the pause that restarts "speaking".
+    const spoken = await discord.voice.speakTone(guild.id, guild.member.id, { hz: 350, ms: 1400, amplitude: 0.5 }, { brokenSealFrames: [15] });
+    expect(spoken.audioPackets).toBe(70);
+    await emulator.realtime.waitForClientEvent(() => turns.serverEvents.some((entry) => entry.event.type === 'conversation.item.input_audio_transcription.completed'), 15_000);
+    const transcript = turns.serverEvents.find((entry) => entry.event.type === 'conversation.item.input_audio_transcription.completed')!.event.transcript;
+    // The whole utterance reached the session, not only the 0.3 s before the stream was destroyed.
+    expect(Number(/\(([\d.]+) s of speech\)/.exec(String(transcript))?.[1])).toBeGreaterThanOrEqual(1.3);
+  });
+
   it('mixes two people speaking at once into one turn', async () => {
     const { discord, emulator, guild } = world;
     discord.joinVoice(guild.admin, guild.id, guild.voiceChannelId);

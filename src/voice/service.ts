@@ -12,6 +12,11 @@ import type { VoiceSettings, VoiceSettingsStore } from './settings.ts';
 // idle channels, transcripts in a thread, and spoken notices from the rest of the bot.
 
 const JOIN_TIMEOUT_MS = 20_000;
+/** A disconnected voice connection gets this long to start over (a move or a resume) before the bot gives up. */
+const DISCONNECTED_GRACE_MS = 5_000;
+/** A connection that is not Ready (rejoining, resuming) gets this long to be Ready again. */
+const RECOVERY_TIMEOUT_MS = JOIN_TIMEOUT_MS;
+const DISCONNECTED_REASON = 'I was disconnected from the voice channel';
 const RENEW_BEFORE_LIMIT_MS = 5 * 60_000;
 const IDLE_CHECK_MS = 30_000;
 
@@ -122,9 +127,7 @@ export class VoiceService {
         const reason = error instanceof RealtimeConnectionError && error.status === 401 ? "the gateway refused this server's key" : 'the voice model is unreachable right now';
         return { ok: false, message: `I could not start the conversation: ${reason}. Try again in a minute.` };
       }
-      connection.on(VoiceConnectionStatus.Destroyed, () => {
-        if (this.#guilds.get(guildId)?.connection === connection) void this.leave(guildId, 'the voice connection ended');
-      });
+      this.#watch(guildId, connection);
       this.#guilds.set(guildId, { session, connection, voiceChannelId, textChannelId, transcriptThreadId: undefined, activity, settings });
       await this.#say(
         textChannelId,
@@ -134,6 +137,37 @@ export class VoiceService {
     } finally {
       this.#joining.delete(guildId);
     }
+  }
+
+  /**
+   * Follows the voice connection once the conversation runs. Disconnected: a move or a resume starts
+   * over within a few seconds; otherwise (kicked, channel deleted, voice server gone) the connection is
+   * destroyed. Not Ready for long: destroyed too. Destroyed: the conversation ends, and the text channel
+   * is told why.
+   */
+  #watch(guildId: string, connection: VoiceConnection): void {
+    let reason = 'the voice connection ended';
+    let recovery: NodeJS.Timeout | undefined;
+    let disconnected: NodeJS.Timeout | undefined;
+    const giveUp = (why: string) => {
+      reason = why;
+      if (connection.state.status !== VoiceConnectionStatus.Destroyed) connection.destroy();
+    };
+    connection.on('stateChange', (_previous, next) => {
+      clearTimeout(disconnected);
+      if (next.status === VoiceConnectionStatus.Ready) {
+        clearTimeout(recovery);
+        recovery = undefined;
+        return;
+      }
+      if (next.status === VoiceConnectionStatus.Destroyed) {
+        clearTimeout(recovery);
+        if (this.#guilds.get(guildId)?.connection === connection) void this.leave(guildId, reason);
+        return;
+      }
+      recovery ??= setTimeout(() => giveUp('the voice connection could not be restored'), RECOVERY_TIMEOUT_MS);
+      if (next.status === VoiceConnectionStatus.Disconnected) disconnected = setTimeout(() => giveUp(DISCONNECTED_REASON), DISCONNECTED_GRACE_MS);
+    });
   }
 
   async leave(guildId: string, reason: string, announce = true): Promise<boolean> {
@@ -184,15 +218,23 @@ export class VoiceService {
   }
 
   #onVoiceState(before: VoiceState, after: VoiceState): void {
-    const entry = this.#guilds.get(after.guild.id);
+    const guildId = after.guild.id;
+    const entry = this.#guilds.get(guildId);
     if (!entry) return;
-    if (before.channelId === entry.voiceChannelId && after.channelId !== entry.voiceChannelId && after.id !== this.#deps.client.user?.id) {
+    if (after.id === this.#deps.client.user?.id) {
+      // Someone disconnected the bot (Discord says so before the voice socket closes), or moved it.
+      if (after.channelId === null) {
+        void this.leave(guildId, DISCONNECTED_REASON);
+        return;
+      }
+      entry.voiceChannelId = after.channelId;
+    } else if (before.channelId === entry.voiceChannelId && after.channelId !== entry.voiceChannelId) {
       entry.session.forgetUser(after.id);
     }
     const channel = after.guild.channels.cache.get(entry.voiceChannelId);
     if (!channel?.isVoiceBased()) return;
     const people = channel.members.filter((member) => !member.user.bot);
-    if (people.size === 0) void this.leave(after.guild.id, 'the channel is empty');
+    if (people.size === 0) void this.leave(guildId, 'the channel is empty');
   }
 
   #leaveIdle(): void {

@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { BotAudioFrame } from '../support/discord/voice-server.ts';
 import { analyzeTone, rms } from '../support/discord/audio-analysis.ts';
+import { disconnectBotFromVoice } from '../support/discord/voice-driver.ts';
 import { startWorld, type World } from '../support/world.ts';
 
 // Live voice on the stand-ins: the bot in a voice channel of the Discord stand-in, its realtime session
@@ -178,6 +179,21 @@ describe('voice conversations', () => {
     const frames = await discord.voice.waitForBotAudio(guild.id, (received) => audible(received).length >= 20, 15_000);
     expect(analyzeTone(joined(audible(frames))).dominantHz).toBeCloseTo(520, -1);
     expect(bot.child.exitCode).toBeNull();
+  });
+
+  it('ends the conversation when a moderator disconnects it, says so, and can join again', async () => {
+    const { bot, discord, guild } = world;
+    await joinVoice();
+    const since = bot.logs.length;
+    disconnectBotFromVoice(discord, guild.id);
+    await discord.waitForMessage(guild.textChannelId, (message) => message.content === `Stopped listening in <#${guild.voiceChannelId}> (I was disconnected from the voice channel).`);
+    // The conversation, realtime session included, is over.
+    await bot.waitForLog((line) => line.msg === 'voice session state' && line.to === 'closed' && bot.logs.indexOf(line) >= since, 10_000);
+    await discord.voice.waitForBotDisconnect(guild.id);
+    await joinVoice();
+    await discord.voice.speakTone(guild.id, guild.member.id, { hz: 450, ms: 500, amplitude: 0.5 });
+    const frames = await discord.voice.waitForBotAudio(guild.id, (received) => audible(received).length >= 20, 15_000);
+    expect(analyzeTone(joined(audible(frames))).dominantHz).toBeCloseTo(450, -1);
   });
 
   it('leaves when everyone else has left the channel', async () => {

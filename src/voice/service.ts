@@ -1,5 +1,5 @@
 import { VoiceConnectionStatus, entersState, joinVoiceChannel, type VoiceConnection } from '@discordjs/voice';
-import type { Client, VoiceState } from 'discord.js';
+import type { Client, Guild, VoiceState } from 'discord.js';
 import type { DiscordOutbox } from '../discord/outbox.ts';
 import { RealtimeClient, RealtimeConnectionError } from '../gateway/realtime/client.ts';
 import { REALTIME_SESSION_MAX_MS } from '../gateway/spec.ts';
@@ -231,10 +231,17 @@ export class VoiceService {
     } else if (before.channelId === entry.voiceChannelId && after.channelId !== entry.voiceChannelId) {
       entry.session.forgetUser(after.id);
     }
-    const channel = after.guild.channels.cache.get(entry.voiceChannelId);
-    if (!channel?.isVoiceBased()) return;
-    const people = channel.members.filter((member) => !member.user.bot);
-    if (people.size === 0) void this.leave(guildId, 'the channel is empty');
+    if (this.#peopleIn(after.guild, entry.voiceChannelId) === 0) void this.leave(guildId, 'the channel is empty');
+  }
+
+  /**
+   * People in a voice channel, from the voice states: the member cache is not complete (without the
+   * members intent, GUILD_CREATE lists only some members, and a voice state's member is optional).
+   */
+  #peopleIn(guild: Guild, channelId: string): number {
+    const botId = this.#deps.client.user?.id;
+    const isBot = (state: VoiceState) => state.member?.user.bot ?? this.#deps.client.users.cache.get(state.id)?.bot ?? false;
+    return guild.voiceStates.cache.filter((state) => state.channelId === channelId && state.id !== botId && !isBot(state)).size;
   }
 
   #leaveIdle(): void {

@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { BotAudioFrame } from '../support/discord/voice-server.ts';
 import { analyzeTone, rms } from '../support/discord/audio-analysis.ts';
-import { disconnectBotFromVoice } from '../support/discord/voice-driver.ts';
+import { createVoiceOnlyUser, disconnectBotFromVoice } from '../support/discord/voice-driver.ts';
 import { startWorld, type World } from '../support/world.ts';
 
 // Live voice on the stand-ins: the bot in a voice channel of the Discord stand-in, its realtime session
@@ -194,6 +194,21 @@ describe('voice conversations', () => {
     await discord.voice.speakTone(guild.id, guild.member.id, { hz: 450, ms: 500, amplitude: 0.5 });
     const frames = await discord.voice.waitForBotAudio(guild.id, (received) => audible(received).length >= 20, 15_000);
     expect(analyzeTone(joined(audible(frames))).dominantHz).toBeCloseTo(450, -1);
+  });
+
+  it('stays while someone it has no member data for is still in the channel', async () => {
+    const { discord, guild } = world;
+    const listener = createVoiceOnlyUser(discord);
+    discord.joinVoice(listener, guild.id, guild.voiceChannelId);
+    await joinVoice();
+    discord.leaveVoice(guild.member, guild.id);
+    // Still listening: the one left in the channel is heard and answered.
+    await discord.voice.speakTone(guild.id, listener.id, { hz: 610, ms: 500, amplitude: 0.5 });
+    const frames = await discord.voice.waitForBotAudio(guild.id, (received) => audible(received).length >= 20, 15_000);
+    expect(analyzeTone(joined(audible(frames))).dominantHz).toBeCloseTo(610, -1);
+    expect(discord.botVoiceChannel(guild.id)).toBe(guild.voiceChannelId);
+    discord.leaveVoice(listener, guild.id);
+    await discord.waitForMessage(guild.textChannelId, (message) => message.content.includes('the channel is empty'));
   });
 
   it('leaves when everyone else has left the channel', async () => {

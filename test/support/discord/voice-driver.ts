@@ -1,6 +1,7 @@
-// Driver calls for voice situations the stand-in's own API does not stage (yet).
+// Driver calls for voice situations the stand-in's own API does not stage (yet): a moderator
+// disconnecting the bot, and a user the bot knows only from their voice state.
 
-import type { DiscordStandIn } from './index.ts';
+import type { DiscordStandIn, User } from './index.ts';
 
 /**
  * What Discord does when a moderator disconnects the bot from voice: the bot's voice state leaves the
@@ -10,4 +11,13 @@ import type { DiscordStandIn } from './index.ts';
 export function disconnectBotFromVoice(discord: DiscordStandIn, guildId: string): void {
   discord.leaveVoice(discord.state.botUser, guildId);
   discord.voice.botLeft(guildId);
+}
+
+/**
+ * A user the bot has no member data for: not among the guild's members the stand-in lists in
+ * GUILD_CREATE, and voice states without `member`. Real Discord does the same to a bot without the
+ * members intent (GUILD_CREATE lists only a few members; a voice state's `member` is optional).
+ */
+export function createVoiceOnlyUser(discord: DiscordStandIn, name?: string): User {
+  return discord.createUser({ name });
 }

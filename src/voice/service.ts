@@ -1,11 +1,11 @@
 import { VoiceConnectionStatus, entersState, joinVoiceChannel, type VoiceConnection } from '@discordjs/voice';
 import type { Client, Guild, VoiceState } from 'discord.js';
 import type { DiscordOutbox } from '../discord/outbox.ts';
-import { RealtimeClient, RealtimeConnectionError } from '../gateway/realtime/client.ts';
+import { RealtimeClient } from '../gateway/realtime/client.ts';
 import { REALTIME_SESSION_MAX_MS } from '../gateway/spec.ts';
 import type { Logger } from '../log.ts';
 import type { GuildVideoPolicy } from '../tasks/service.ts';
-import { VoiceSession } from './session.ts';
+import { VoiceAccessError, VoiceSession, finalFailure } from './session.ts';
 import type { VoiceSettings, VoiceSettingsStore } from './settings.ts';
 
 // Voice conversations, one per server: joining and leaving, telling the text channel, leaving empty or
@@ -97,10 +97,10 @@ export class VoiceService {
         botUserId: this.#deps.client.user?.id ?? '',
         log,
         renewAfterMs: this.#deps.renewAfterMs ?? REALTIME_SESSION_MAX_MS - RENEW_BEFORE_LIMIT_MS,
-        reconnect: { baseMs: 500, maxMs: 30_000 },
+        reconnect: { baseMs: 500, maxMs: 30_000, maxAttempts: 8 },
         connectRealtime: async () => {
           const latest = await this.#deps.policy.resolveGatewayAccess(guildId);
-          if (!latest.ok) throw new Error(latest.message);
+          if (!latest.ok) throw new VoiceAccessError(latest.message);
           return RealtimeClient.connect({
             wsBaseUrl: this.#deps.wsBaseUrl,
             apiKey: latest.apiKey,
@@ -115,6 +115,7 @@ export class VoiceService {
         },
         onTranscript: (speaker, text) => void this.#transcript(guildId, speaker, text),
         onProblem: (message) => void this.#say(textChannelId, message),
+        onGiveUp: (reason) => void this.#stopBecause(guildId, reason),
         onActivity: () => {
           activity.last = Date.now();
         },
@@ -124,8 +125,7 @@ export class VoiceService {
       } catch (error) {
         connection.destroy();
         log.warn('could not open the realtime session', { error });
-        const reason = error instanceof RealtimeConnectionError && error.status === 401 ? "the gateway refused this server's key" : 'the voice model is unreachable right now';
-        return { ok: false, message: `I could not start the conversation: ${reason}. Try again in a minute.` };
+        return { ok: false, message: `I could not start the conversation. ${finalFailure(error) ?? 'The voice model is unreachable right now: try again in a minute.'}` };
       }
       this.#watch(guildId, connection);
       this.#guilds.set(guildId, { session, connection, voiceChannelId, textChannelId, transcriptThreadId: undefined, activity, settings });
@@ -179,6 +179,13 @@ export class VoiceService {
     this.#deps.log.info('left voice', { guild: guildId, reason });
     if (announce) await this.#say(entry.textChannelId, `Stopped listening in <#${entry.voiceChannelId}> (${reason}).`);
     return true;
+  }
+
+  /** The conversation cannot go on (see VoiceSession.onGiveUp): leave, and say why in full. */
+  async #stopBecause(guildId: string, reason: string): Promise<void> {
+    const entry = this.#guilds.get(guildId);
+    if (!entry || !(await this.leave(guildId, 'the voice model is unavailable', false))) return;
+    await this.#say(entry.textChannelId, `Stopped listening in <#${entry.voiceChannelId}>. ${reason}`);
   }
 
   /** Speaks a notice in the voice channel, if the bot is in one on that server. */

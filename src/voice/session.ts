@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { VoiceConnection } from '@discordjs/voice';
-import type { RealtimeClient } from '../gateway/realtime/client.ts';
+import { RealtimeConnectionError, type RealtimeClient } from '../gateway/realtime/client.ts';
 import type { RealtimeServerEvent } from '../gateway/realtime/events.ts';
 import type { Logger } from '../log.ts';
 import { AnswerStreams } from './answer-streams.ts';
@@ -31,18 +31,34 @@ export interface VoiceSessionOptions {
   log: Logger;
   /** Renew the realtime session this long after it opened: before the gateway's 120-minute limit. */
   renewAfterMs: number;
-  reconnect: { baseMs: number; maxMs: number };
+  /** Backoff between attempts to reopen a lost realtime session, and how many attempts before giving up. */
+  reconnect: { baseMs: number; maxMs: number; maxAttempts: number };
   /** The bot's own user id: its audio is never listened to. */
   botUserId: string;
   onTranscript?(speaker: 'user' | 'bot', text: string): void;
   /** A problem users should hear about (said in the text channel). */
   onProblem?(message: string): void;
+  /** The session could not be reopened and is closed: why, in a sentence for the text channel. */
+  onGiveUp?(reason: string): void;
   /** Someone spoke or the bot answered: the channel is not idle. */
   onActivity?(): void;
 }
 
 interface SessionEvents {
   state: [VoiceSessionState];
+}
+
+/** The realtime session may not be opened for this server any more (no usable key); the message says why. */
+export class VoiceAccessError extends Error {}
+
+/** Why a failure to open the realtime session is final, as a sentence for the channel; undefined when retrying may help. */
+export function finalFailure(error: unknown): string | undefined {
+  if (error instanceof VoiceAccessError) return error.message;
+  if (!(error instanceof RealtimeConnectionError)) return undefined;
+  const code = error.code === undefined ? '' : ` ${error.code}`;
+  if (error.status === 401) return `The gateway refuses this server's key (401${code}): a server admin can set a working one with \`/config key\`.`;
+  if (error.status === 403) return `This server's key may not use the voice model (403${code}): a server admin can change the key with \`/config key\` or the model with \`/voice settings\`.`;
+  return undefined;
 }
 
 type RealtimeErrorEvent = Extract<RealtimeServerEvent, { type: 'error' }>;
@@ -271,9 +287,13 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
     void this.#reconnect();
   }
 
+  /**
+   * Reopens a lost session with backoff. A refused key (or no key any more) ends it at once, and so do
+   * too many failed attempts: the channel is told why, rather than the bot sitting there deaf.
+   */
   async #reconnect(): Promise<void> {
     while (this.#state === 'reconnecting') {
-      const { baseMs, maxMs } = this.#options.reconnect;
+      const { baseMs, maxMs, maxAttempts } = this.#options.reconnect;
       const delay = this.#reconnectAttempts === 0 ? 0 : Math.min(maxMs, baseMs * 2 ** (this.#reconnectAttempts - 1)) * (0.5 + Math.random() / 2);
       this.#reconnectAttempts++;
       await new Promise((resolve) => setTimeout(resolve, delay));
@@ -289,8 +309,20 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
         this.#setState('live');
       } catch (error) {
         this.#log.warn('realtime reconnect failed', { attempt: this.#reconnectAttempts, error });
+        const final = finalFailure(error);
+        if (final !== undefined) return this.#giveUp(final);
+        if (this.#reconnectAttempts >= maxAttempts) {
+          const detail = error instanceof Error ? ` (last: ${error.message})` : '';
+          return this.#giveUp(`The voice model could not be reached after ${this.#reconnectAttempts} attempts${detail}. Try \`/voice join\` again in a while.`);
+        }
       }
     }
+  }
+
+  #giveUp(reason: string): void {
+    this.#log.warn('giving up on the realtime session', { reason });
+    this.stop();
+    this.#options.onGiveUp?.(reason);
   }
 
   /** A fresh session before the old one reaches the gateway's limit; the channel never notices. */

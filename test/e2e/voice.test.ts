@@ -241,3 +241,30 @@ describe('a realtime session limit', () => {
     expect(analyzeTone(joined(audible(frames))).dominantHz).toBeCloseTo(400, -1);
   });
 });
+
+describe('a server whose own gateway key goes away', () => {
+  const serverKey = 'voice-server-key-5c1e7a90';
+  let keyed: World;
+  beforeAll(async () => {
+    keyed = await startWorld({
+      emulator: { keys: { [serverKey]: { group: 'default', quota_usd: 20 } }, timing: { realtime_session_max_ms: 3000 } },
+      env: { GATEWAY_API_KEY: '', KEY_ENCRYPTION_SECRET: 'voice-test-encryption-secret-42' },
+    });
+  }, 60_000);
+  afterAll(() => keyed?.stop());
+
+  it('stops when its realtime session cannot be reopened, says why in the channel, and leaves', async () => {
+    const { discord, guild } = keyed;
+    const form = await discord.runCommand({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, command: 'config', subcommand: 'key' }).modal();
+    await discord.submitModal({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, customId: form.customId, fields: { key: serverKey } }).reply();
+    discord.joinVoice(guild.member, guild.id, guild.voiceChannelId);
+    const join = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'join' });
+    expect((await join.reply()).content).toBe(`Joined <#${guild.voiceChannelId}>.`);
+    await discord.runCommand({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, command: 'config', subcommand: 'key-clear' }).reply();
+    // The session ends at the gateway's limit; without a key it cannot be reopened.
+    const notice = await discord.waitForMessage(guild.textChannelId, (message) => message.content.startsWith('Stopped listening'), 15_000);
+    expect(notice.content).toBe(`Stopped listening in <#${guild.voiceChannelId}>. This server has no gateway key yet: a server admin can add one with \`/config key\`.`);
+    await discord.waitFor(() => (discord.botVoiceChannel(guild.id) ? undefined : true), 10_000, 'the bot leaving voice');
+  });
+});
+

@@ -74,7 +74,7 @@ async function startSession(overrides: Partial<VoiceSessionOptions> = {}, settin
       RealtimeClient.connect({ wsBaseUrl: realtime.url, apiKey: 'scripted-key-0001', model: 'svc-voice-latest', session: { turnDetection: { type: 'server_vad' } }, timeoutMs: 2000 }),
     log: silentLogger,
     renewAfterMs: 3_600_000,
-    reconnect: { baseMs: 10, maxMs: 40 },
+    reconnect: { baseMs: 10, maxMs: 40, maxAttempts: 5 },
     botUserId: BOT_ID,
     onProblem: (message) => {
       problems.push(message);
@@ -194,5 +194,37 @@ describe('a voice session against a spec-faithful gateway', () => {
     expect(first.every((frame) => frame.receivedAt <= second[0]!.receivedAt)).toBe(true);
     expect(first.length).toBeLessThanOrEqual(30);
     expect(problems).toEqual([]);
+  });
+
+  it('gives up at once when the gateway refuses the key on reconnecting, saying why', async () => {
+    const reasons: string[] = [];
+    const onGiveUp = (reason: string) => {
+      reasons.push(reason);
+      realtime.changed();
+    };
+    const { session: started, socket } = await startSession({ onGiveUp });
+    const refusedBefore = realtime.refused;
+    realtime.refusals.push(401, 401, 401);
+    socket.close(1011, 'restarting');
+    await realtime.waitFor(() => reasons[0], 'giving up');
+    expect(reasons).toEqual(["The gateway refuses this server's key (401 invalid_api_key): a server admin can set a working one with `/config key`."]);
+    expect(realtime.refused - refusedBefore).toBe(1);
+    expect(started.state).toBe('closed');
+  });
+
+  it('gives up after a bounded number of failed attempts, saying why', async () => {
+    const reasons: string[] = [];
+    const onGiveUp = (reason: string) => {
+      reasons.push(reason);
+      realtime.changed();
+    };
+    const { session: started, socket } = await startSession({ onGiveUp, reconnect: { baseMs: 5, maxMs: 10, maxAttempts: 3 } });
+    const refusedBefore = realtime.refused;
+    realtime.refusals.push(503, 503, 503, 503, 503);
+    socket.close(1011, 'restarting');
+    await realtime.waitFor(() => reasons[0], 'giving up');
+    expect(reasons[0]).toMatch(/^The voice model could not be reached after 3 attempts \(last: the gateway refused the realtime connection with HTTP 503/);
+    expect(realtime.refused - refusedBefore).toBe(3);
+    expect(started.state).toBe('closed');
   });
 });

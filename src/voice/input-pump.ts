@@ -43,6 +43,11 @@ export class InputPump {
     return this.#dropped;
   }
 
+  /** No speech and no trailing silence being fed: the gateway has heard the end of everything said. */
+  get quiet(): boolean {
+    return this.#silenceLeftMs <= 0 && this.#backlog.length === 0;
+  }
+
   /** Where audio goes; undefined while the realtime session reconnects (audio is then dropped). */
   set sink(sink: AudioSink | undefined) {
     this.#sink = sink;

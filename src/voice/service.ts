@@ -17,7 +17,6 @@ const DISCONNECTED_GRACE_MS = 5_000;
 /** A connection that is not Ready (rejoining, resuming) gets this long to be Ready again. */
 const RECOVERY_TIMEOUT_MS = JOIN_TIMEOUT_MS;
 const DISCONNECTED_REASON = 'I was disconnected from the voice channel';
-const RENEW_BEFORE_LIMIT_MS = 5 * 60_000;
 const IDLE_CHECK_MS = 30_000;
 
 interface GuildVoice {
@@ -40,8 +39,8 @@ export interface VoiceServiceDeps {
   settings: VoiceSettingsStore;
   wsBaseUrl: string;
   log: Logger;
-  /** Overrides for tests and demos; defaults renew 5 minutes before the gateway's 120-minute limit. */
-  renewAfterMs?: number;
+  /** The gateway's realtime session limit; default the spec's 120 minutes. */
+  sessionLimitMs?: number;
 }
 
 export class VoiceService {
@@ -96,7 +95,7 @@ export class VoiceService {
         settings,
         botUserId: this.#deps.client.user?.id ?? '',
         log,
-        renewAfterMs: this.#deps.renewAfterMs ?? REALTIME_SESSION_MAX_MS - RENEW_BEFORE_LIMIT_MS,
+        sessionLimitMs: this.#deps.sessionLimitMs ?? REALTIME_SESSION_MAX_MS,
         reconnect: { baseMs: 500, maxMs: 30_000, maxAttempts: 8 },
         connectRealtime: async () => {
           const latest = await this.#deps.policy.resolveGatewayAccess(guildId);

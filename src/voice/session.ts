@@ -14,11 +14,15 @@ import { SpeechPlayer } from './speech-player.ts';
 // A live conversation in one voice channel, as an explicit state machine:
 //
 //   connecting ──realtime ready──▶ live ──socket lost──▶ reconnecting ──ready──▶ live
-//        │                          │  └──renewal due: a fresh session replaces the old, still live
+//        │                          │  │                      └──key refused, too many attempts──▶ closed
+//        │                          │  └──renewal: a fresh session replaces the old, still live
 //        └──────────── stop() from any state ──────────────▶ closed
 //
 // The voice connection stays up throughout: a lost or expiring realtime session never makes the bot
-// leave the channel.
+// leave the channel. Sessions are renewed before the gateway's limit at a quiet moment (nobody speaking,
+// no turn waiting for its answer, nothing playing) within a window before the limit, and at a safety
+// margin before it whatever is going on. A gateway that ends sessions sooner than the spec's limit (it
+// says so with an expiry error before closing) teaches the session its real limit.
 
 export type VoiceSessionState = 'connecting' | 'live' | 'reconnecting' | 'closed';
 
@@ -29,8 +33,13 @@ export interface VoiceSessionOptions {
   /** Opens a configured realtime session (the key, model and settings are the caller's business). */
   connectRealtime(): Promise<RealtimeClient>;
   log: Logger;
-  /** Renew the realtime session this long after it opened: before the gateway's 120-minute limit. */
-  renewAfterMs: number;
+  /** How long the gateway keeps a realtime session open (the spec: 120 minutes). */
+  sessionLimitMs: number;
+  /**
+   * Renewal: from `windowMs` before the limit at the first quiet moment, and at `marginMs` before it
+   * regardless. Defaults: a third of the limit (at most 10 minutes) and a tenth (at most a minute).
+   */
+  renewal?: { windowMs: number; marginMs: number };
   /** Backoff between attempts to reopen a lost realtime session, and how many attempts before giving up. */
   reconnect: { baseMs: number; maxMs: number; maxAttempts: number };
   /** The bot's own user id: its audio is never listened to. */
@@ -73,8 +82,22 @@ export function isRoutineRealtimeError(event: RealtimeErrorEvent): boolean {
   const text = `${event.code ?? ''} ${event.message}`.toLowerCase().replaceAll('_', ' ');
   // The same race, from a server that does not say which event it answers (e.g. `response_cancel_not_active`).
   if (/no active response|cancel not active|nothing to cancel/.test(text)) return true;
-  // The session reached its time limit (e.g. `session_expired`): it is replaced, and nothing is lost.
+  return isSessionLimitNotice(event);
+}
+
+/** The gateway says the session reached its time limit (e.g. `session_expired`): it closes next. */
+export function isSessionLimitNotice(event: RealtimeErrorEvent): boolean {
+  const text = `${event.code ?? ''} ${event.message}`.toLowerCase().replaceAll('_', ' ');
   return /expired|maximum duration|duration limit|time limit/.test(text);
+}
+
+/** A session limit learned from a gateway is never taken as shorter than this (a confused server must not cause a renewal storm). */
+const MIN_SESSION_LIMIT_MS = 1_000;
+/** While the renewal window is open, how often the session looks for a quiet moment. */
+const QUIET_CHECK_MS = 100;
+
+export function renewalTimes(limitMs: number): { windowMs: number; marginMs: number } {
+  return { windowMs: Math.min(10 * 60_000, limitMs / 3), marginMs: Math.min(60_000, limitMs / 10) };
 }
 
 /** The same problem is told in the channel at most once in this long. */
@@ -94,7 +117,17 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
   #client: RealtimeClient | undefined;
   /** The answers of the current realtime session: a new session starts afresh. */
   #answers = new AnswerStreams();
-  #renewTimer: NodeJS.Timeout | undefined;
+  #sessionLimitMs: number;
+  /** When the current realtime session opened, and whether it said it reached its limit. */
+  #openedAt = 0;
+  #limitNoticed = false;
+  /** Renewal timers: the window opening, the forced renewal, the quiet-moment check. */
+  readonly #renewTimers = new Set<NodeJS.Timeout>();
+  #renewing = false;
+  /** A user turn the gateway heard start and has not answered yet (speech_started or a commit, until response.created). */
+  #turnPending = false;
+  /** Responses between response.created and response.done. */
+  #openResponses = 0;
   #reconnectAttempts = 0;
   #commitTimer: NodeJS.Timeout | undefined;
   /** Problems told in the channel, and when. */
@@ -103,6 +136,7 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
   constructor(options: VoiceSessionOptions) {
     super();
     this.#options = options;
+    this.#sessionLimitMs = options.sessionLimitMs;
     this.#log = options.log.child({ guild: options.guildId });
     this.#player = new SpeechPlayer({ prebufferMs: PREBUFFER_MS, log: this.#log, onFinished: (key) => this.#answers.finished(key) });
     const manual = options.settings.turnDetection === 'discord';
@@ -166,7 +200,7 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
   stop(): void {
     if (this.#state === 'closed') return;
     this.#setState('closed');
-    clearTimeout(this.#renewTimer);
+    this.#clearRenewal();
     clearTimeout(this.#commitTimer);
     this.#pump.stop();
     this.#listener.stop();
@@ -184,24 +218,73 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
   #attach(client: RealtimeClient): void {
     this.#client = client;
     this.#answers = new AnswerStreams();
+    this.#turnPending = false;
+    this.#openResponses = 0;
+    this.#openedAt = Date.now();
+    this.#limitNoticed = false;
     this.#pump.sink = client;
     client.on('event', (event) => this.#onEvent(client, event));
     client.on('close', (code, reason) => this.#onClose(client, code, reason));
-    clearTimeout(this.#renewTimer);
-    this.#renewTimer = setTimeout(() => void this.#renew(), this.#options.renewAfterMs);
+    // A gateway that says when the session expires is believed.
+    const expiresAt = client.sessionExpiresAt;
+    if (expiresAt !== undefined) this.#sessionLimitMs = Math.min(this.#sessionLimitMs, Math.max(MIN_SESSION_LIMIT_MS, expiresAt.getTime() - this.#openedAt));
+    this.#scheduleRenewal();
+  }
+
+  /** Nobody speaking, no turn waiting for its answer, no answer coming or playing: a renewal loses nothing. */
+  get #quiet(): boolean {
+    return this.#listener.speakers === 0 && this.#pump.quiet && !this.#turnPending && this.#openResponses === 0 && !this.#player.speaking;
+  }
+
+  #scheduleRenewal(): void {
+    this.#clearRenewal();
+    const { windowMs, marginMs } = this.#options.renewal ?? renewalTimes(this.#sessionLimitMs);
+    const endsAt = this.#openedAt + this.#sessionLimitMs;
+    const at = (time: number, run: () => void) => {
+      const timer = setTimeout(() => {
+        this.#renewTimers.delete(timer);
+        run();
+      }, Math.max(0, time - Date.now()));
+      this.#renewTimers.add(timer);
+    };
+    at(endsAt - windowMs, () => this.#renewWhenQuiet());
+    at(endsAt - marginMs, () => void this.#renew('the session limit is near'));
+  }
+
+  #renewWhenQuiet(): void {
+    if (this.#quiet) {
+      void this.#renew('a quiet moment before the session limit');
+      return;
+    }
+    const check = setInterval(() => {
+      if (!this.#quiet) return;
+      clearInterval(check);
+      this.#renewTimers.delete(check);
+      void this.#renew('a quiet moment before the session limit');
+    }, QUIET_CHECK_MS);
+    this.#renewTimers.add(check);
+  }
+
+  #clearRenewal(): void {
+    for (const timer of this.#renewTimers) clearTimeout(timer);
+    this.#renewTimers.clear();
   }
 
   #onEvent(client: RealtimeClient, event: RealtimeServerEvent): void {
     if (client !== this.#client) return;
     switch (event.type) {
       case 'input_audio_buffer.speech_started':
+        this.#turnPending = true;
         this.#options.onActivity?.();
         this.#bargeIn();
         break;
       case 'response.created':
+        this.#turnPending = false;
+        this.#openResponses++;
         this.#answers.responseCreated(event.responseId);
         break;
       case 'input_audio_buffer.committed':
+        this.#turnPending = true;
         this.#answers.turnCommitted();
         break;
       case 'response.output_item.added':
@@ -221,6 +304,7 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
         break;
       }
       case 'response.done':
+        this.#openResponses = Math.max(0, this.#openResponses - 1);
         for (const key of this.#answers.responseDone(event.responseId)) this.#player.end(key);
         break;
       case 'conversation.item.input_audio_transcription.completed':
@@ -230,6 +314,7 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
         if (event.transcript) this.#options.onTranscript?.('bot', event.transcript);
         break;
       case 'error':
+        if (isSessionLimitNotice(event)) this.#limitNoticed = true;
         if (isRoutineRealtimeError(event)) {
           this.#log.debug('realtime notice', { code: event.code, message: event.message, answers: event.clientEventType });
         } else {
@@ -275,11 +360,18 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
     if (!client || this.#listener.speakers > 0) return;
     client.commit();
     client.createResponse();
+    this.#turnPending = true;
   }
 
   #onClose(client: RealtimeClient, code: number, reason: string): void {
     if (client !== this.#client || this.#state === 'closed') return;
     this.#log.warn('realtime session closed; reconnecting', { code, reason });
+    this.#clearRenewal();
+    const lived = Date.now() - this.#openedAt;
+    if (this.#limitNoticed && lived < this.#sessionLimitMs) {
+      this.#sessionLimitMs = Math.max(MIN_SESSION_LIMIT_MS, lived);
+      this.#log.info('the gateway ends realtime sessions sooner than expected; renewing before that from now on', { limitMs: this.#sessionLimitMs });
+    }
     this.#client = undefined;
     this.#pump.sink = undefined;
     this.#player.stop();
@@ -326,8 +418,9 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
   }
 
   /** A fresh session before the old one reaches the gateway's limit; the channel never notices. */
-  async #renew(): Promise<void> {
-    if (this.#state !== 'live') return;
+  async #renew(why: string): Promise<void> {
+    if (this.#state !== 'live' || this.#renewing) return;
+    this.#renewing = true;
     try {
       const fresh = await this.#options.connectRealtime();
       if (this.#state !== 'live') {
@@ -337,9 +430,12 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
       const old = this.#client;
       this.#attach(fresh);
       old?.close(1000, 'renewed');
-      this.#log.info('realtime session renewed');
+      this.#log.info('realtime session renewed', { why });
     } catch (error) {
+      // The forced renewal tries again; after that the session ends at its limit and is reopened.
       this.#log.warn('realtime renewal failed; the session continues until it ends', { error });
+    } finally {
+      this.#renewing = false;
     }
   }
 }

@@ -220,25 +220,43 @@ describe('voice conversations', () => {
   });
 });
 
-describe('a realtime session limit', () => {
+describe('a short realtime session limit', () => {
   let short: World;
   beforeAll(async () => {
-    short = await startWorld({ emulator: { timing: { realtime_session_max_ms: 1500 } } });
+    short = await startWorld({ emulator: { timing: { realtime_session_max_ms: 4000 } } });
   }, 60_000);
   afterAll(() => short?.stop());
 
-  it('is crossed without the bot leaving the channel', async () => {
+  async function speakAndHear(hz: number): Promise<void> {
+    const { discord, guild } = short;
+    discord.voice.clearBotAudio(guild.id);
+    await discord.voice.speakTone(guild.id, guild.member.id, { hz, ms: 500, amplitude: 0.5 });
+    const frames = await discord.voice.waitForBotAudio(guild.id, (received) => audible(received).length >= 20, 15_000);
+    expect(analyzeTone(joined(audible(frames))).dominantHz).toBeCloseTo(hz, -1);
+  }
+
+  it('is crossed without leaving the channel or losing a turn: the bot learns it and renews at a quiet moment', async () => {
     const { discord, emulator, guild } = short;
+    const { sessions } = emulator.realtime;
     discord.joinVoice(guild.member, guild.id, guild.voiceChannelId);
     const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'join' });
     await run.reply();
     await discord.voice.waitForBotConnection(guild.id);
-    // The first session expires; the bot opens a second one and stays in the channel.
-    await emulator.realtime.waitForClientEvent((event, session) => event.type === 'session.update' && session !== emulator.realtime.sessions[0], 10_000);
+    // The first session runs into the limit, which the gateway announces before closing it; the bot reopens at once.
+    const second = (await emulator.realtime.waitForClientEvent((event, session) => event.type === 'session.update' && session !== sessions[0], 10_000)).session;
+    await speakAndHear(400);
+    // Knowing the limit now, the bot replaces the second session at a quiet moment before it.
+    const third = (await emulator.realtime.waitForClientEvent((event, session) => event.type === 'session.update' && session !== sessions[0] && session !== second, 10_000)).session;
+    await speakAndHear(600);
+    expect(second.serverEvents.filter((entry) => entry.event.type === 'error')).toEqual([]);
+    // Each turn was heard whole in its own session (and answered: the echo was heard).
+    for (const session of [second, third]) {
+      const turns = session.serverEvents.filter((entry) => entry.event.type === 'conversation.item.input_audio_transcription.completed');
+      expect(turns).toHaveLength(1);
+      expect(Number(/\(([\d.]+) s of speech\)/.exec(String(turns[0]?.event.transcript))?.[1])).toBeGreaterThanOrEqual(0.5);
+    }
     expect(discord.botVoiceChannel(guild.id)).toBe(guild.voiceChannelId);
-    await discord.voice.speakTone(guild.id, guild.member.id, { hz: 400, ms: 500, amplitude: 0.5 });
-    const frames = await discord.voice.waitForBotAudio(guild.id, (received) => audible(received).length >= 20, 15_000);
-    expect(analyzeTone(joined(audible(frames))).dominantHz).toBeCloseTo(400, -1);
+    expect(discord.messages(guild.textChannelId).filter((message) => message.content.startsWith('Stopped listening'))).toEqual([]);
   });
 });
 

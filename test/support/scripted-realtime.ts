@@ -14,11 +14,15 @@ export type ClientEvent = Readonly<Record<string, unknown>>;
 /** One realtime socket of the scripted server: what the bot sent (appends only counted), and a way to answer. */
 export class ScriptedSocket {
   readonly received: ClientEvent[] = [];
+  readonly openedAt = Date.now();
   appends = 0;
+  /** How the socket closed (the close frame's code and reason), once it has. */
+  closedWith: { code: number; reason: string; at: number } | undefined;
   readonly #socket: WebSocket;
   readonly #changed: () => void;
 
-  constructor(socket: WebSocket, changed: () => void, configure: boolean) {
+  /** `session`: what session.updated says in answer to session.update; undefined: no answer. */
+  constructor(socket: WebSocket, changed: () => void, session: Record<string, unknown> | undefined) {
     this.#socket = socket;
     this.#changed = changed;
     socket.on('message', (data) => {
@@ -29,11 +33,14 @@ export class ScriptedSocket {
         const event: unknown = JSON.parse(text);
         if (!isRecord(event)) return;
         this.received.push(event);
-        if (configure && event.type === 'session.update') this.send({ type: 'session.updated', session: {} });
+        if (session && event.type === 'session.update') this.send({ type: 'session.updated', session });
       }
       this.#changed();
     });
-    socket.on('close', () => this.#changed());
+    socket.on('close', (code, reason) => {
+      this.closedWith = { code, reason: reason.toString(), at: Date.now() };
+      this.#changed();
+    });
   }
 
   get open(): boolean {
@@ -57,6 +64,8 @@ export class ScriptedRealtime {
   readonly sockets: ScriptedSocket[] = [];
   /** Answer session.update with session.updated (a server that never does is tested too). */
   configure = true;
+  /** Say in session.updated that the session expires this long after it opened (`expires_at`). */
+  sessionExpiresInMs: number | undefined;
   /** HTTP statuses for the next upgrades, refused in order (an empty list accepts). */
   readonly refusals: number[] = [];
   refused = 0;
@@ -76,7 +85,8 @@ export class ScriptedRealtime {
         return;
       }
       this.#sockets.handleUpgrade(request, socket, head, (ws) => {
-        this.sockets.push(new ScriptedSocket(ws, () => this.changed(), this.configure));
+        const expiresAt = this.sessionExpiresInMs === undefined ? undefined : (Date.now() + this.sessionExpiresInMs) / 1000;
+        this.sockets.push(new ScriptedSocket(ws, () => this.changed(), this.configure ? { ...(expiresAt === undefined ? {} : { expires_at: expiresAt }) } : undefined));
         this.changed();
       });
     });

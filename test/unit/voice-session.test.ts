@@ -46,6 +46,7 @@ afterEach(() => {
   session?.stop();
   session = undefined;
   realtime.configure = true;
+  realtime.sessionExpiresInMs = undefined;
   realtime.refusals.length = 0;
   voice.clearBotAudio(GUILD_ID);
 });
@@ -73,7 +74,7 @@ async function startSession(overrides: Partial<VoiceSessionOptions> = {}, settin
     connectRealtime: () =>
       RealtimeClient.connect({ wsBaseUrl: realtime.url, apiKey: 'scripted-key-0001', model: 'svc-voice-latest', session: { turnDetection: { type: 'server_vad' } }, timeoutMs: 2000 }),
     log: silentLogger,
-    renewAfterMs: 3_600_000,
+    sessionLimitMs: 3_600_000,
     reconnect: { baseMs: 10, maxMs: 40, maxAttempts: 5 },
     botUserId: BOT_ID,
     onProblem: (message) => {
@@ -226,5 +227,62 @@ describe('a voice session against a spec-faithful gateway', () => {
     expect(reasons[0]).toMatch(/^The voice model could not be reached after 3 attempts \(last: the gateway refused the realtime connection with HTTP 503/);
     expect(realtime.refused - refusedBefore).toBe(3);
     expect(started.state).toBe('closed');
+  });
+
+  describe('renewal before the session limit', () => {
+    /** The socket opened after this one. */
+    function renewedBefore(socket: ScriptedSocket): ScriptedSocket {
+      const next = realtime.sockets[realtime.sockets.indexOf(socket) + 1];
+      if (!next) throw new Error('no later socket');
+      return next;
+    }
+
+    it('waits for the answer to finish playing, then renews without the channel noticing', async () => {
+      const states: string[] = [];
+      // The window opens 1 s into a 3 s session; the renewal is forced 100 ms before its end.
+      const { session: started, socket } = await startSession({ sessionLimitMs: 3000, renewal: { windowMs: 2000, marginMs: 100 } });
+      started.on('state', (state) => states.push(state));
+      socket.send({ type: 'response.created', response: { id: 'resp_1' } });
+      for (const delta of deltas(tone(440, 1600))) socket.send({ type: 'response.output_audio.delta', response_id: 'resp_1', item_id: 'item_1', delta });
+      socket.send({ type: 'response.output_audio.done', response_id: 'resp_1', item_id: 'item_1' });
+      socket.send({ type: 'response.done', response: { id: 'resp_1', status: 'completed' } });
+      await realtime.waitFor(() => socket.closedWith, 'the renewal', 5000);
+      const fresh = renewedBefore(socket);
+      expect(socket.closedWith).toMatchObject({ code: 1000, reason: 'renewed' });
+      // The whole answer was heard before the old session was let go.
+      const frames = audible(voice.botAudio(GUILD_ID));
+      expect(frames.length).toBeGreaterThanOrEqual(78);
+      expect(fresh.openedAt).toBeGreaterThanOrEqual(frames.at(-1)!.receivedAt);
+      expect(states).toEqual([]);
+      expect(fresh.sent('session.update')).toHaveLength(1);
+    });
+
+    it('renews at the safety margin when the channel is never quiet', async () => {
+      const { session: started, socket } = await startSession({ sessionLimitMs: 1500, renewal: { windowMs: 1000, marginMs: 300 } });
+      // A turn the gateway heard start and never answers: never a quiet moment.
+      socket.send({ type: 'input_audio_buffer.speech_started', audio_start_ms: 0 });
+      await realtime.waitFor(() => socket.closedWith, 'the forced renewal', 5000);
+      expect(socket.closedWith).toMatchObject({ code: 1000, reason: 'renewed' });
+      expect(renewedBefore(socket).open).toBe(true);
+      expect(started.state).toBe('live');
+    });
+
+    it('learns a shorter limit from a gateway that ends a session early, and renews before it next time', async () => {
+      const { socket } = await startSession();
+      socket.send({ type: 'error', error: { type: 'invalid_request_error', code: 'session_expired', message: 'Your session hit the maximum duration.', param: null, event_id: null } });
+      socket.close(1000, 'session expired');
+      // Reopened at once; that session is renewed by the bot before the same lifetime runs out.
+      const second = await realtime.waitFor(() => realtime.sockets[realtime.sockets.indexOf(socket) + 1], 'the reopened session');
+      await realtime.waitFor(() => second.closedWith, 'the renewal of the reopened session', 5000);
+      expect(second.closedWith).toMatchObject({ code: 1000, reason: 'renewed' });
+    });
+
+    it('believes a gateway that says when the session expires', async () => {
+      realtime.sessionExpiresInMs = 1500;
+      const { socket } = await startSession();
+      await realtime.waitFor(() => socket.closedWith, 'the renewal', 5000);
+      expect(socket.closedWith).toMatchObject({ code: 1000, reason: 'renewed' });
+      expect(socket.closedWith!.at - socket.openedAt).toBeLessThan(1500);
+    });
   });
 });

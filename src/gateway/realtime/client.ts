@@ -3,7 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import { WebSocket } from 'ws';
 import { registerSecret, silentLogger, type Logger } from '../../log.ts';
 import { GatewayError } from '../errors.ts';
-import { isRecord, readString } from '../../json.ts';
+import { isRecord, readString, readTimestamp } from '../../json.ts';
 import { parseServerEvent, type RealtimeServerEvent } from './events.ts';
 import { websocketText } from '../../websocket-text.ts';
 
@@ -95,6 +95,7 @@ export class RealtimeClient extends EventEmitter<ClientEvents> {
   readonly #socket: WebSocket;
   readonly #log: Logger;
   #eventCount = 0;
+  #sessionExpiresAt: Date | undefined;
   /** Recent client event ids and their types. */
   readonly #sentTypes = new Map<string, string>();
 
@@ -148,6 +149,7 @@ export class RealtimeClient extends EventEmitter<ClientEvents> {
           log.warn('ignoring a realtime message that is not an event');
           return;
         }
+        if (event.type === 'session.created' || event.type === 'session.updated') client.#sessionExpiresAt = readTimestamp(event.session, 'expires_at') ?? client.#sessionExpiresAt;
         if (!settled) {
           if (event.type === 'error') {
             if (event.clientEventId !== undefined && event.clientEventId === configurationEventId) {
@@ -169,6 +171,11 @@ export class RealtimeClient extends EventEmitter<ClientEvents> {
         client.emit('close', code, reason.toString());
       });
     });
+  }
+
+  /** When the gateway said the session expires (`expires_at` of session.created or session.updated), if it did. */
+  get sessionExpiresAt(): Date | undefined {
+    return this.#sessionExpiresAt;
   }
 
   get open(): boolean {

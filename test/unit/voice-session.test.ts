@@ -109,16 +109,20 @@ function audible(frames: readonly BotAudioFrame[]): BotAudioFrame[] {
   return frames.filter((frame) => rms(frame.pcm) > 0.02);
 }
 
+/** Frames carrying the tone at `hz` (a tenth of full scale or more), clearly more than the one at `otherHz`. */
+function byTone(frames: readonly BotAudioFrame[], hz: number, otherHz: number): BotAudioFrame[] {
+  return frames.filter((frame) => {
+    const level = toneAmplitude(frame.pcm, hz);
+    return level > 0.1 && level > 2 * toneAmplitude(frame.pcm, otherHz);
+  });
+}
+
 /**
- * Audible frames of the 440 Hz answer (the one talked over) and of the 880 Hz one after it; a frame
- * where neither clearly dominates (the fade-in of a tone) counts for neither.
+ * Frames of the 440 Hz answer (the one talked over) and of the 880 Hz one after it; the fade-in of a
+ * tone, or a codec transient between answers, counts for neither.
  */
 function split(frames: readonly BotAudioFrame[]): { first: BotAudioFrame[]; second: BotAudioFrame[] } {
-  const sounding = audible(frames);
-  return {
-    first: sounding.filter((frame) => toneAmplitude(frame.pcm, 440) > 2 * toneAmplitude(frame.pcm, 880)),
-    second: sounding.filter((frame) => toneAmplitude(frame.pcm, 880) > 2 * toneAmplitude(frame.pcm, 440)),
-  };
+  return { first: byTone(frames, 440, 880), second: byTone(frames, 880, 440) };
 }
 
 function heard(minimumFrames: number): Promise<readonly BotAudioFrame[]> {

@@ -2,6 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { BotAudioFrame } from '../support/discord/voice-server.ts';
 import { analyzeTone, rms, toneAmplitude } from '../support/discord/audio-analysis.ts';
 import { createVoiceOnlyUser, disconnectBotFromVoice } from '../support/discord/voice-driver.ts';
+import { FORCE_MESSAGE_TONE_HZ } from '../../src/emulator/realtime/session.ts';
 import { startWorld, type World } from '../support/world.ts';
 
 // Live voice on the stand-ins: the bot in a voice channel of the Discord stand-in, its realtime session
@@ -179,8 +180,15 @@ describe('voice conversations', () => {
     await run.response();
     const { event, session } = await emulator.realtime.waitForClientEvent((candidate) => candidate.type === 'conversation.item.create', 20_000);
     expect(event.event).toMatchObject({ item: { type: 'force_message', role: 'assistant', content: [{ type: 'output_text', text: expect.stringContaining('a quiet harbour') }] } });
-    const after = session.clientEvents.slice(session.clientEvents.indexOf(event));
-    expect(after.some((entry) => entry.event.type === 'response.create')).toBe(false);
+    // The forced message is a whole turn: wait for its response.done (the bot is still playing it then,
+    // so every frame re-checks), and only then look for a response.create sent after it.
+    const frames = await discord.voice.waitForBotAudio(
+      guild.id,
+      () => session.serverEvents.some((entry) => entry.at >= event.at && entry.event.type === 'response.done'),
+      20_000,
+    );
+    expect(analyzeTone(joined(audible(frames))).dominantHz).toBeCloseTo(FORCE_MESSAGE_TONE_HZ, -1);
+    expect(session.clientEvents.filter((entry) => entry.at >= event.at && entry.event.type === 'response.create')).toEqual([]);
   });
 
   it('survives a voice connection error: it reconnects, keeps listening and keeps answering commands', async () => {

@@ -35,12 +35,14 @@ export type JoinResult = { ok: true; alreadyThere?: boolean } | { ok: false; mes
 export interface VoiceServiceDeps {
   client: Client;
   outbox: DiscordOutbox;
-  policy: GuildVideoPolicy;
+  policy: Pick<GuildVideoPolicy, 'resolveGatewayAccess'>;
   settings: VoiceSettingsStore;
   wsBaseUrl: string;
   log: Logger;
   /** The gateway's realtime session limit; default the spec's 120 minutes. */
   sessionLimitMs?: number;
+  /** The clock idleness is measured by, and how often it is looked at (tests and demos only). */
+  idle?: { now: () => number; checkMs: number };
 }
 
 export class VoiceService {
@@ -48,11 +50,13 @@ export class VoiceService {
   readonly #guilds = new Map<string, GuildVoice>();
   readonly #joining = new Set<string>();
   readonly #idleTimer: NodeJS.Timeout;
+  readonly #now: () => number;
 
   constructor(deps: VoiceServiceDeps) {
     this.#deps = deps;
     deps.client.on('voiceStateUpdate', (before, after) => this.#onVoiceState(before, after));
-    this.#idleTimer = setInterval(() => this.#leaveIdle(), IDLE_CHECK_MS);
+    this.#now = deps.idle?.now ?? Date.now;
+    this.#idleTimer = setInterval(() => this.#leaveIdle(), deps.idle?.checkMs ?? IDLE_CHECK_MS);
     this.#idleTimer.unref();
   }
 
@@ -88,7 +92,7 @@ export class VoiceService {
         connection.destroy();
         return { ok: false, message: 'I could not connect to that voice channel. Check that I may connect and speak there.' };
       }
-      const activity = { last: Date.now() };
+      const activity = { last: this.#now() };
       const session = new VoiceSession({
         guildId,
         connection,
@@ -116,7 +120,7 @@ export class VoiceService {
         onProblem: (message) => void this.#say(textChannelId, message),
         onGiveUp: (reason) => void this.#stopBecause(guildId, reason),
         onActivity: () => {
-          activity.last = Date.now();
+          activity.last = this.#now();
         },
       });
       try {
@@ -251,9 +255,9 @@ export class VoiceService {
   }
 
   #leaveIdle(): void {
-    const now = Date.now();
+    const now = this.#now();
     for (const [guildId, entry] of this.#guilds) {
-      if (!entry.session.speaking && now - entry.activity.last > entry.settings.idleMinutes * 60_000) void this.leave(guildId, 'nobody spoke for a while');
+      if (!entry.session.speaking && now - entry.activity.last > entry.settings.idleMinutes * 60_000) void this.leave(guildId, `nobody spoke for ${entry.settings.idleMinutes} minute${entry.settings.idleMinutes === 1 ? '' : 's'}`);
     }
   }
 }

@@ -165,6 +165,29 @@ describe('voice conversations', () => {
     await discord.waitForMessage(thread.id, (message) => message.content.startsWith('**Bot**: Echo of 0.5 seconds.'), 15_000);
   });
 
+  it('posts no transcript when the server has them off', async () => {
+    const { discord, guild } = world;
+    const disable = discord.runCommand({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'settings', options: { transcripts: false } });
+    expect((await disable.reply()).content).toContain('Transcripts:** off');
+    const threads = () => discord.state.guilds.get(guild.id)?.channels.filter((channel) => channel.type === 11) ?? [];
+    const threadLines = () => threads().flatMap((thread) => discord.messages(thread.id));
+    const linesBefore = threadLines().length;
+    const threadsBefore = threads().length;
+    await joinVoice();
+    const since = discord.messages(guild.textChannelId).length;
+    await discord.voice.speakTone(guild.id, guild.member.id, { hz: 500, ms: 500, amplitude: 0.5 });
+    // The whole turn: the echo played to its end (its transcript is final long before).
+    await discord.voice.waitForBotSpeaking(guild.id, (events) => events.some((event) => event.speaking !== 0) && events.at(-1)?.speaking === 0, 15_000);
+    expect(audible(discord.voice.botAudio(guild.id)).length).toBeGreaterThanOrEqual(20);
+    // The bot's posts to the channel go out in order: a transcript would come before the leave notice.
+    const leave = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'leave' });
+    await leave.reply();
+    await discord.waitForMessage(guild.textChannelId, (message) => message.content.startsWith('Stopped listening'));
+    expect(discord.messages(guild.textChannelId).slice(since).filter((message) => message.content.startsWith('📝'))).toEqual([]);
+    expect(threads()).toHaveLength(threadsBefore);
+    expect(threadLines()).toHaveLength(linesBefore);
+  });
+
   it('refuses voice settings changes from members without Manage Server, naming the rule', async () => {
     const { discord, guild } = world;
     const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'settings', options: { transcripts: false } });

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
+import { GatewayClient } from '../../src/gateway/client.ts';
 import { RealtimeClient, RealtimeConnectionError } from '../../src/gateway/realtime/client.ts';
 import type { RealtimeServerEvent } from '../../src/gateway/realtime/events.ts';
 import { REALTIME_PCM } from '../support/discord/audio-format.ts';
@@ -156,4 +157,53 @@ describe('the realtime client', () => {
       client.close();
     });
   });
+
+  describe('realtime auth both ways', () => {
+    const base = { model: 'svc-voice-latest', session: { turnDetection: null } };
+    let gateway: GatewayClient;
+    let scripted: ScriptedRealtime;
+    beforeAll(async () => {
+      gateway = new GatewayClient({ baseUrl: emulator.baseUrl, apiKey: 'emulator-key', layer: 'native' });
+      scripted = await ScriptedRealtime.start();
+    });
+    afterAll(async () => {
+      await gateway.close();
+      await scripted.close();
+    });
+
+    it.each([
+      ['the Authorization header', (wsBaseUrl: string) => RealtimeClient.connect({ ...base, wsBaseUrl, apiKey: 'emulator-key' })],
+      ['a client secret from the gateway, as a subprotocol', (wsBaseUrl: string) => RealtimeClient.connectWithClientSecret(gateway, { ...base, wsBaseUrl })],
+      ['the key as the compat-insecure-api-key subprotocol', (wsBaseUrl: string) => RealtimeClient.connect({ ...base, wsBaseUrl, apiKey: 'emulator-key', keyIn: 'subprotocol' })],
+    ])('opens a session authorised by %s', async (_label, open) => {
+      const client = await open(emulator.wsUrl);
+      const session = emulator.realtime.sessions.at(-1)!;
+      expect(session.keyId).toBe(emulator.keyIdOf('emulator-key'));
+      expect(session.clientEvents[0]?.event.type).toBe('session.update');
+      client.close();
+    });
+
+    it('puts each credential where the spec says, and nothing else', async () => {
+      const secrets = { vendor: 'acme', createClientSecret: () => Promise.resolve({ value: 'ephemeral-secret-1234', expiresAt: new Date(Date.now() + 60_000) }) };
+      const opened = [
+        await RealtimeClient.connect({ ...base, wsBaseUrl: scripted.url, apiKey: 'long-lived-key-5678' }),
+        await RealtimeClient.connectWithClientSecret(secrets, { ...base, wsBaseUrl: scripted.url }),
+        await RealtimeClient.connect({ ...base, wsBaseUrl: scripted.url, apiKey: 'long-lived-key-5678', keyIn: 'subprotocol' }),
+      ];
+      expect(scripted.sockets.slice(-3).map((socket) => socket.credentials)).toEqual([
+        { authorization: 'Bearer long-lived-key-5678', protocols: undefined },
+        { authorization: undefined, protocols: 'acme-client-secret.ephemeral-secret-1234' },
+        { authorization: undefined, protocols: 'compat-insecure-api-key.long-lived-key-5678' },
+      ]);
+      for (const client of opened) client.close();
+    });
+
+    it('is refused with a secret the gateway did not issue', async () => {
+      const error = await RealtimeClient.connect({ ...base, wsBaseUrl: emulator.wsUrl, clientSecret: 'never-issued-secret-00' }).catch((caught: unknown) => caught);
+      expect(error).toBeInstanceOf(RealtimeConnectionError);
+      expect(error).toMatchObject({ status: 401 });
+      expect(String(error)).not.toContain('never-issued-secret-00');
+    });
+  });
 });
+

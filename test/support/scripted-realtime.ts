@@ -15,6 +15,8 @@ export type ClientEvent = Readonly<Record<string, unknown>>;
 export class ScriptedSocket {
   readonly received: ClientEvent[] = [];
   readonly openedAt = Date.now();
+  /** The upgrade's credentials as they came: the Authorization header and the offered subprotocols. */
+  readonly credentials: { authorization: string | undefined; protocols: string | undefined };
   appends = 0;
   /** How the socket closed (the close frame's code and reason), once it has. */
   closedWith: { code: number; reason: string; at: number } | undefined;
@@ -22,8 +24,9 @@ export class ScriptedSocket {
   readonly #changed: () => void;
 
   /** `session`: what session.updated says in answer to session.update; undefined: no answer. */
-  constructor(socket: WebSocket, changed: () => void, session: Record<string, unknown> | undefined) {
+  constructor(socket: WebSocket, request: IncomingMessage, changed: () => void, session: Record<string, unknown> | undefined) {
     this.#socket = socket;
+    this.credentials = { authorization: request.headers.authorization, protocols: request.headers['sec-websocket-protocol'] };
     this.#changed = changed;
     socket.on('message', (data) => {
       const text = websocketText(data);
@@ -86,7 +89,7 @@ export class ScriptedRealtime {
       }
       this.#sockets.handleUpgrade(request, socket, head, (ws) => {
         const expiresAt = this.sessionExpiresInMs === undefined ? undefined : (Date.now() + this.sessionExpiresInMs) / 1000;
-        this.sockets.push(new ScriptedSocket(ws, () => this.changed(), this.configure ? { ...(expiresAt === undefined ? {} : { expires_at: expiresAt }) } : undefined));
+        this.sockets.push(new ScriptedSocket(ws, request, () => this.changed(), this.configure ? { ...(expiresAt === undefined ? {} : { expires_at: expiresAt }) } : undefined));
         this.changed();
       });
     });

@@ -3,12 +3,15 @@ import type { IncomingMessage } from 'node:http';
 import { WebSocket } from 'ws';
 import { registerSecret, silentLogger, type Logger } from '../../log.ts';
 import { GatewayError } from '../errors.ts';
+import { realtimeSubprotocolPrefixes } from '../spec.ts';
+import type { ClientSecret } from '../types.ts';
 import { isRecord, readString, readTimestamp } from '../../json.ts';
 import { parseServerEvent, type RealtimeServerEvent } from './events.ts';
 import { websocketText } from '../../websocket-text.ts';
 
 // The bot's side of a realtime voice session (gateway-api.md, "Realtime voice"): one websocket to
-// `{ws_base_url}/native/v1/realtime?model=…` with the Authorization header, `session.update` first, then
+// `{ws_base_url}/native/v1/realtime?model=…` with the Authorization header (or a credential
+// subprotocol, the way the spec's browser clients connect), `session.update` first, then
 // audio in as base64 PCM and typed events out. Reconnecting is the voice session's business, not this
 // client's: it reports how a connection ended and nothing more.
 
@@ -28,14 +31,37 @@ export interface RealtimeSessionConfig {
   rate?: number;
 }
 
-export interface RealtimeConnectOptions {
+interface ConnectBase {
   wsBaseUrl: string;
-  apiKey: string;
   model: string;
   session: RealtimeSessionConfig;
   /** Give up on the handshake and the session.updated answer after this long. */
   timeoutMs?: number;
   log?: Logger;
+}
+
+/**
+ * How the connection is authorised (gateway-api.md, Authentication): the API key in the Authorization
+ * header, as a server connects (the bot does); or a subprotocol, as a browser must: a short-lived client
+ * secret (`<vendor>-client-secret.<secret>`) or the key itself (`compat-insecure-api-key.<key>`).
+ */
+export type RealtimeConnectOptions = ConnectBase &
+  ({ apiKey: string; keyIn?: 'header' | 'subprotocol' } | { clientSecret: string; /** The vendor word of the subprotocol; default `svc`. */ vendor?: string });
+
+/** What the gateway client offers for the client-secret flow. */
+export interface ClientSecretSource {
+  readonly vendor: string;
+  createClientSecret(seconds?: number): Promise<ClientSecret>;
+}
+
+function credentials(options: RealtimeConnectOptions): { headers: Record<string, string>; protocols: string[] } {
+  if ('clientSecret' in options) {
+    registerSecret(options.clientSecret);
+    return { headers: {}, protocols: [`${realtimeSubprotocolPrefixes(options.vendor).clientSecret}${options.clientSecret}`] };
+  }
+  registerSecret(options.apiKey);
+  if (options.keyIn === 'subprotocol') return { headers: {}, protocols: [`${realtimeSubprotocolPrefixes().apiKey}${options.apiKey}`] };
+  return { headers: { Authorization: `Bearer ${options.apiKey}` }, protocols: [] };
 }
 
 /** The gateway refused the connection (HTTP status and code of the refused upgrade) or it never came up. */
@@ -111,11 +137,11 @@ export class RealtimeClient extends EventEmitter<ClientEvents> {
    * and a gateway that never confirms fails the connection after `timeoutMs`, saying so.
    */
   static connect(options: RealtimeConnectOptions): Promise<RealtimeClient> {
-    registerSecret(options.apiKey);
     const log = options.log ?? silentLogger;
     const url = `${options.wsBaseUrl.replace(/\/+$/, '')}/native/v1/realtime?model=${encodeURIComponent(options.model)}`;
     const timeoutMs = options.timeoutMs ?? 10_000;
-    const socket = new WebSocket(url, { headers: { Authorization: `Bearer ${options.apiKey}` }, handshakeTimeout: timeoutMs });
+    const { headers, protocols } = credentials(options);
+    const socket = new WebSocket(url, protocols, { headers, handshakeTimeout: timeoutMs });
     const client = new RealtimeClient(socket, log);
 
     return new Promise((resolve, reject) => {
@@ -171,6 +197,17 @@ export class RealtimeClient extends EventEmitter<ClientEvents> {
         client.emit('close', code, reason.toString());
       });
     });
+  }
+
+  /**
+   * The spec's flow for clients that cannot send headers: a short-lived secret from
+   * `POST /native/v1/realtime/client_secrets` (through the gateway client), then the connection with it
+   * as the subprotocol `<vendor>-client-secret.<secret>`.
+   */
+  static async connectWithClientSecret(gateway: ClientSecretSource, options: ConnectBase & { secretSeconds?: number }): Promise<RealtimeClient> {
+    const { secretSeconds, ...rest } = options;
+    const secret = await gateway.createClientSecret(secretSeconds);
+    return RealtimeClient.connect({ ...rest, clientSecret: secret.value, vendor: gateway.vendor });
   }
 
   /** When the gateway said the session expires (`expires_at` of session.created or session.updated), if it did. */

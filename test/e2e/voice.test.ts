@@ -196,6 +196,14 @@ describe('voice conversations', () => {
     expect(reply.content).toContain('Manage Server');
   });
 
+  it('records voice settings changes in the server\'s change history, with who and when', async () => {
+    const { discord, guild } = world;
+    const change = discord.runCommand({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'settings', options: { voice: 'Ara', idle_minutes: 7 } });
+    expect((await change.reply()).content).toContain('**Voice:** ara');
+    const show = discord.runCommand({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, command: 'config', subcommand: 'show' });
+    expect((await show.reply()).content).toMatch(new RegExp(`<t:\\d+:R> <@${guild.admin.id}> changed voice settings: voice ara, idle_minutes 7`));
+  });
+
   it('says so in the voice channel when a video of the server finishes', async () => {
     const { discord, emulator, guild } = world;
     await joinVoice();

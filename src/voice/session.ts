@@ -51,6 +51,8 @@ export interface VoiceSessionOptions {
   onGiveUp?(reason: string): void;
   /** Someone spoke or the bot answered: the channel is not idle. */
   onActivity?(): void;
+  /** Timing hooks for benchmarks: a user's packet arrived (performance.now()), an append left with `frames` 20 ms frames. */
+  probe?: { onPacket?(receivedAt: number): void; onAppend?(frames: number, sentAt: number): void };
 }
 
 interface SessionEvents {
@@ -145,6 +147,7 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
       log: this.#log,
       // Server VAD must hear silence to end a turn; in Discord mode the bot ends turns itself.
       silenceTailMs: manual ? 0 : Math.max(1000, 2 * options.settings.silenceMs),
+      onAppend: options.probe?.onAppend && ((frames, sentAt) => options.probe?.onAppend?.(frames, sentAt)),
     });
     this.#listener = new VoiceListener(options.connection.receiver, this.#mixer, {
       log: this.#log,
@@ -160,6 +163,7 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
           if (!manual) return;
           this.#commitTimer = setTimeout(() => this.#endManualTurn(), MANUAL_COMMIT_DELAY_MS);
         },
+        onPacket: options.probe?.onPacket && ((_userId, receivedAt) => options.probe?.onPacket?.(receivedAt)),
       },
     });
     this.#player.subscribe(options.connection);

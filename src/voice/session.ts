@@ -105,6 +105,11 @@ export function renewalTimes(limitMs: number): { windowMs: number; marginMs: num
 /** The same problem is told in the channel at most once in this long. */
 const PROBLEM_REPEAT_MS = 60_000;
 const PREBUFFER_MS = 60;
+/**
+ * 40 ms of input per append: half the websocket messages (each a system call, which on a busy machine
+ * costs more than the audio work) for at most 25 ms of added latency, within the 40 ms budget.
+ */
+const FRAMES_PER_APPEND = 2;
 /** In Discord turn mode, wait this long after everyone stopped so the last frames reach the session. */
 const MANUAL_COMMIT_DELAY_MS = 3 * FRAME_MS;
 
@@ -147,6 +152,7 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
       log: this.#log,
       // Server VAD must hear silence to end a turn; in Discord mode the bot ends turns itself.
       silenceTailMs: manual ? 0 : Math.max(1000, 2 * options.settings.silenceMs),
+      framesPerAppend: FRAMES_PER_APPEND,
       onAppend: options.probe?.onAppend && ((frames, sentAt) => options.probe?.onAppend?.(frames, sentAt)),
     });
     this.#listener = new VoiceListener(options.connection.receiver, this.#mixer, {
@@ -163,7 +169,10 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
           if (!manual) return;
           this.#commitTimer = setTimeout(() => this.#endManualTurn(), MANUAL_COMMIT_DELAY_MS);
         },
-        onPacket: options.probe?.onPacket && ((_userId, receivedAt) => options.probe?.onPacket?.(receivedAt)),
+        onPacket: (_userId, receivedAt) => {
+          options.probe?.onPacket?.(receivedAt);
+          this.#pump.audioArrived();
+        },
       },
     });
     this.#player.subscribe(options.connection);

@@ -16,7 +16,8 @@ import { startVoiceServer, type BotAudioFrame } from '../test/support/discord/vo
 // `{id, op, ...}` gets `{id, ...}` back.
 
 const voice = await startVoiceServer({ speakingLeadMs: 40 });
-const realtime = new WebSocketServer({ port: 0, host: '127.0.0.1' });
+// It offers compression, as a gateway may: the bot should decline it (zlib on every append is costly).
+const realtime = new WebSocketServer({ port: 0, host: '127.0.0.1', perMessageDeflate: true });
 await new Promise((resolve) => realtime.once('listening', resolve));
 let socket: WebSocket | undefined;
 realtime.on('connection', (connection) => {

@@ -15,8 +15,8 @@ export type ClientEvent = Readonly<Record<string, unknown>>;
 export class ScriptedSocket {
   readonly received: ClientEvent[] = [];
   readonly openedAt = Date.now();
-  /** The upgrade's credentials as they came: the Authorization header and the offered subprotocols. */
-  readonly credentials: { authorization: string | undefined; protocols: string | undefined };
+  /** The upgrade's headers that matter: credentials (Authorization, subprotocols) and extensions offered. */
+  readonly handshake: { authorization: string | undefined; protocols: string | undefined; extensions: string | undefined };
   appends = 0;
   /** How the socket closed (the close frame's code and reason), once it has. */
   closedWith: { code: number; reason: string; at: number } | undefined;
@@ -26,7 +26,11 @@ export class ScriptedSocket {
   /** `session`: what session.updated says in answer to session.update; undefined: no answer. */
   constructor(socket: WebSocket, request: IncomingMessage, changed: () => void, session: Record<string, unknown> | undefined) {
     this.#socket = socket;
-    this.credentials = { authorization: request.headers.authorization, protocols: request.headers['sec-websocket-protocol'] };
+    this.handshake = {
+      authorization: request.headers.authorization,
+      protocols: request.headers['sec-websocket-protocol'],
+      extensions: request.headers['sec-websocket-extensions'],
+    };
     this.#changed = changed;
     socket.on('message', (data) => {
       const text = websocketText(data);

@@ -141,7 +141,9 @@ export class RealtimeClient extends EventEmitter<ClientEvents> {
     const url = `${options.wsBaseUrl.replace(/\/+$/, '')}/native/v1/realtime?model=${encodeURIComponent(options.model)}`;
     const timeoutMs = options.timeoutMs ?? 10_000;
     const { headers, protocols } = credentials(options);
-    const socket = new WebSocket(url, protocols, { headers, handshakeTimeout: timeoutMs });
+    // No permessage-deflate: base64 audio hardly compresses, and zlib on every append and delta cost a
+    // gateway that accepts it about 2% of a core (bench/voice.ts).
+    const socket = new WebSocket(url, protocols, { headers, handshakeTimeout: timeoutMs, perMessageDeflate: false });
     const client = new RealtimeClient(socket, log);
 
     return new Promise((resolve, reject) => {

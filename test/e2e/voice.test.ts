@@ -206,20 +206,23 @@ describe('voice conversations', () => {
 
   it('says so in the voice channel when a video of the server finishes', async () => {
     const { discord, emulator, guild } = world;
-    await joinVoice();
-    const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt: 'a quiet harbour' } });
-    await run.response();
-    const { event, session } = await emulator.realtime.waitForClientEvent((candidate) => candidate.type === 'conversation.item.create', 20_000);
-    expect(event.event).toMatchObject({ item: { type: 'force_message', role: 'assistant', content: [{ type: 'output_text', text: expect.stringContaining('a quiet harbour') }] } });
-    // The forced message is a whole turn: wait for its response.done (the bot is still playing it then,
-    // so every frame re-checks), and only then look for a response.create sent after it.
-    const frames = await discord.voice.waitForBotAudio(
-      guild.id,
-      () => session.serverEvents.some((entry) => entry.at >= event.at && entry.event.type === 'response.done'),
-      20_000,
-    );
-    expect(analyzeTone(joined(audible(frames))).dominantHz).toBeCloseTo(FORCE_MESSAGE_TONE_HZ, -1);
-    expect(session.clientEvents.filter((entry) => entry.at >= event.at && entry.event.type === 'response.create')).toEqual([]);
+    // A fast gateway: the forced turn is over (response.done) long before the bot has played it.
+    emulator.realtime.options.paceFactor = 20;
+    try {
+      await joinVoice();
+      const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt: 'a quiet harbour' } });
+      await run.response();
+      const { event, session } = await emulator.realtime.waitForClientEvent((candidate) => candidate.type === 'conversation.item.create', 20_000);
+      expect(event.event).toMatchObject({ item: { type: 'force_message', role: 'assistant', content: [{ type: 'output_text', text: expect.stringContaining('a quiet harbour') }] } });
+      // The forced message is a whole turn: wait until the gateway ended it (response.done) and the bot has
+      // played it to the end, and only then look for a response.create sent after it.
+      await discord.voice.waitForBotSpeaking(guild.id, (events) => events.some((entry) => entry.speaking !== 0) && events.at(-1)?.speaking === 0, 20_000);
+      expect(session.serverEvents.some((entry) => entry.at >= event.at && entry.event.type === 'response.done')).toBe(true);
+      expect(analyzeTone(joined(audible(discord.voice.botAudio(guild.id)))).dominantHz).toBeCloseTo(FORCE_MESSAGE_TONE_HZ, -1);
+      expect(session.clientEvents.filter((entry) => entry.at >= event.at && entry.event.type === 'response.create')).toEqual([]);
+    } finally {
+      emulator.realtime.options.paceFactor = 1.25;
+    }
   });
 
   it('survives a voice connection error: it reconnects, keeps listening and keeps answering commands', async () => {

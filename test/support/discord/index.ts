@@ -129,6 +129,11 @@ export class InteractionHandle {
     );
   }
 
+  /** The first follow-up message that satisfies `predicate`. */
+  waitForFollowUp(predicate: (message: Message) => boolean, timeoutMs = 10_000): Promise<Message> {
+    return this.#standIn.waitFor(() => this.record.followUps.find((message) => !message.deleted && predicate(message)), timeoutMs, `a follow-up to /${this.record.name}`);
+  }
+
   /** Autocomplete choices offered (callback type 8). */
   async choices(): Promise<AutocompleteChoice[]> {
     const callback = await this.response();

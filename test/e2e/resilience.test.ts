@@ -7,6 +7,8 @@ import { startWorld, type World } from '../support/world.ts';
 
 // The bot stays up and honest when Discord or the gateway misbehave, and shuts down without losing work.
 
+const EPHEMERAL = 64;
+
 describe('when Discord answers 5xx or 429', () => {
   let world: World;
   beforeAll(async () => {
@@ -83,10 +85,13 @@ describe('with a gateway that misbehaves', () => {
     cleanupBotDirectories();
   });
 
-  it('tells the user "something went wrong" with a reference that matches the log line, and lives on', async () => {
+  it('tells the user alone "something went wrong" with a reference that matches the log line, and lives on', async () => {
     gateway.onSubmit = (response) => response.writeHead(200, { 'content-type': 'text/html' }).end('<html>surprise</html>');
     const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt: 'unreadable answer' } });
-    const reply = await run.waitForReply((message) => message.content.startsWith('Something went wrong'));
+    // /video defers publicly: the channel's "thinking" placeholder goes, the failure is told privately.
+    const reply = await run.waitForFollowUp((message) => message.content.startsWith('Something went wrong'));
+    expect(reply.flags & EPHEMERAL).toBe(EPHEMERAL);
+    expect(run.record.original?.deleted).toBe(true);
     const reference = /\(ref ([A-Z0-9]{6})\)/.exec(reply.content)?.[1];
     expect(reference).toBeDefined();
     const logged = await bot.waitForLog((line) => line.msg === 'interaction handler failed');

@@ -62,7 +62,25 @@ function registrationRefusalHint(devGuildId: string | undefined): string {
     : 'Discord refused the command definitions: see the error for the field it names.';
 }
 
-export async function startApp(config: BotConfig, log: Logger): Promise<App> {
+/** Runs every step even when one fails (a stuck voice connection must not keep the store open). */
+async function closeInOrder(steps: [what: string, close: () => Promise<unknown>][], log: Logger): Promise<string[]> {
+  const failed: string[] = [];
+  for (const [what, close] of steps) {
+    try {
+      await close();
+    } catch (error) {
+      failed.push(what);
+      log.error(`could not close ${what}`, { error });
+    }
+  }
+  return failed;
+}
+
+/**
+ * Starts the bot. Aborting `signal` cancels a start still under way (login retries included): what was
+ * opened is closed and the promise rejects with the signal's reason.
+ */
+export async function startApp(config: BotConfig, log: Logger, signal: AbortSignal = new AbortController().signal): Promise<App> {
   const commands = await loadCommands();
   const store = await openStore(config.storeUrl, log);
   const client = createDiscordClient(config.discordApiUrl);
@@ -110,9 +128,9 @@ export async function startApp(config: BotConfig, log: Logger): Promise<App> {
   client.on(Events.InteractionCreate, (interaction) => {
     void dispatcher.handle(interaction);
   });
-  // Background work that must end with the bot.
+  // Background work that must end with the bot: a shutdown, or a start cut short.
   const stopping = new AbortController();
-  const running = stopping.signal;
+  const running = AbortSignal.any([signal, stopping.signal]);
   client.once(Events.ClientReady, (ready) => {
     tracker.resume().then(
       (count) => log.info('following unfinished video tasks', { count }),
@@ -140,12 +158,10 @@ export async function startApp(config: BotConfig, log: Logger): Promise<App> {
   });
 
   try {
-    await loginWithRetry(client, config.discordToken, log, running);
+    await loginWithRetry(client, config.discordToken, log, signal);
   } catch (error) {
     stopping.abort();
-    await client.destroy();
-    await clients.close();
-    await store.close();
+    await closeInOrder([['the Discord client', () => client.destroy()], ['the gateway clients', () => clients.close()], ['the store', () => store.close()]], log);
     throw error;
   }
 
@@ -155,11 +171,17 @@ export async function startApp(config: BotConfig, log: Logger): Promise<App> {
       stopping.abort();
       log.info('shutting down: finishing what is in flight');
       await dispatcher.drain();
-      await voice.stopAll();
-      await tracker.stop();
-      await client.destroy();
-      await clients.close();
-      await store.close();
+      const failed = await closeInOrder(
+        [
+          ['voice connections', () => voice.stopAll()],
+          ['the task tracker', () => tracker.stop()],
+          ['the Discord client', () => client.destroy()],
+          ['the gateway clients', () => clients.close()],
+          ['the store', () => store.close()],
+        ],
+        log,
+      );
+      if (failed.length > 0) throw new Error(`shutdown could not close ${failed.join(', ')}`);
       log.info('stopped');
     },
   };

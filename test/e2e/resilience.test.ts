@@ -101,7 +101,7 @@ describe('with a gateway that misbehaves', () => {
     expect((await list.reply()).content).toContain('**unknown**');
   });
 
-  it('finishes what is in flight when stopped, then exits cleanly', async () => {
+  it('on SIGINT finishes what is in flight, closes the store, then exits 0', async () => {
     let answer!: () => void;
     gateway.onSubmit = (response) => {
       answer = () => response.writeHead(200, { 'content-type': 'application/json' }).end('{"task_id":"task_2","status":"queued"}');
@@ -109,12 +109,35 @@ describe('with a gateway that misbehaves', () => {
     const submitted = once(gateway.server, 'submission');
     const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt: 'slow gateway' } });
     await submitted;
-    const stopped = bot.stop('SIGTERM');
+    const stopped = bot.stop('SIGINT');
     await bot.waitForLog((line) => line.msg === 'shutting down: finishing what is in flight');
     answer();
     expect(await stopped).toBe(0);
     const card = await run.reply();
     expect(JSON.stringify(card.embeds)).toContain('task_2');
-    expect(bot.logs.some((line) => line.msg === 'stopped')).toBe(true);
+    const closing = bot.logs.map((line) => line.msg).filter((msg) => msg === 'store closed' || msg === 'stopped');
+    expect(closing).toEqual(['store closed', 'stopped']);
+  });
+});
+
+describe('a signal while the bot is still logging in', () => {
+  let discord: DiscordStandIn;
+  beforeAll(async () => {
+    discord = await startDiscordStandIn();
+  });
+  afterAll(async () => {
+    await discord?.close();
+    cleanupBotDirectories();
+  });
+
+  it('cancels the login retries, closes the store and exits 0', async () => {
+    discord.failRoute({ method: 'GET', route: /^\/gateway\/bot$/, times: 1_000, status: 503 });
+    const bot = startBot({
+      env: { DISCORD_TOKEN: discord.botToken, DISCORD_API_URL: discord.apiUrl, GATEWAY_BASE_URL: 'http://127.0.0.1:9', NODE_EXTRA_CA_CERTS: discord.caCertPath },
+    });
+    await bot.waitForLog((line) => line.msg === 'could not reach Discord; retrying', 30_000);
+    expect(await bot.stop('SIGINT')).toBe(0);
+    expect(bot.logs.some((line) => line.msg === 'store closed')).toBe(true);
+    expect(bot.logs.some((line) => line.msg === 'the bot could not start')).toBe(false);
   });
 });

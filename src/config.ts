@@ -32,10 +32,19 @@ const SNOWFLAKE = /^\d{17,20}$/;
 export const DEFAULT_TASK_POLL_INTERVAL_MS = 5_000;
 const MIN_TASK_POLL_INTERVAL_MS = 100;
 
-/** Variables from `.env` (if present) under those of the environment: the environment wins. */
+/** An empty (or blank) value counts as unset, wherever it is written. */
+function isSet(value: string | undefined): value is string {
+  return value !== undefined && value.trim() !== '';
+}
+
+/**
+ * Variables from `.env` (if present) under those of the environment: the environment wins, except
+ * with an empty value (`DISCORD_TOKEN= npm start`), which counts as unset and leaves the file's value.
+ */
 export function readEnvironment(envFile = '.env', environment: Environment = process.env): Environment {
   const fromFile = existsSync(envFile) ? parseEnv(readFileSync(envFile, 'utf8')) : {};
-  return { ...fromFile, ...environment };
+  const fromEnvironment = Object.fromEntries(Object.entries(environment).filter(([, value]) => isSet(value)));
+  return { ...fromFile, ...fromEnvironment };
 }
 
 function httpUrl(value: string): URL | undefined {
@@ -78,8 +87,8 @@ export function loadConfig(environment: Environment): ConfigResult {
   const problems: string[] = [];
   // An empty assignment (as in a copied .env.example) means "not set".
   const read = (name: string): string | undefined => {
-    const value = environment[name]?.trim();
-    return value ? value : undefined;
+    const value = environment[name];
+    return isSet(value) ? value.trim() : undefined;
   };
 
   const discordToken = read('DISCORD_TOKEN');

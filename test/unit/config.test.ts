@@ -87,4 +87,16 @@ describe('configuration from the environment', () => {
     expect(environment.GATEWAY_LAYER).toBe('native');
     expect(readEnvironment(join(directory, 'missing.env'), { A: '1' })).toEqual({ A: '1' });
   });
+
+  it('lets an empty environment variable fall back to the .env value (empty counts as unset)', () => {
+    const directory = mkdtempSync(join(tmpdir(), 'env-'));
+    const file = join(directory, '.env');
+    writeFileSync(file, 'DISCORD_TOKEN=from-file-token\nGATEWAY_BASE_URL=http://127.0.0.1:8787\n');
+    // As after `DISCORD_TOKEN= npm start`, or a blank line copied from .env.example.
+    const environment = readEnvironment(file, { DISCORD_TOKEN: '', GATEWAY_BASE_URL: '  ' });
+    expect(environment.DISCORD_TOKEN).toBe('from-file-token');
+    const result = loadConfig(environment);
+    expect(result.ok && result.config.discordToken).toBe('from-file-token');
+    expect(result.ok && result.config.gatewayBaseUrl).toBe('http://127.0.0.1:8787');
+  });
 });

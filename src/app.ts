@@ -36,6 +36,17 @@ export class LoginRefusedError extends Error {
   }
 }
 
+/** Every route of a server that is not Discord's REST API (or the right path of one) answers 404. */
+export class DiscordApiUrlError extends Error {
+  constructor() {
+    super(
+      'Discord answered 404 Not Found to the login request: DISCORD_API_URL does not point at a Discord REST API. ' +
+        'Set it to the REST base, e.g. http://127.0.0.1:8900/api, or remove it to use discord.com.',
+    );
+    this.name = 'DiscordApiUrlError';
+  }
+}
+
 function isTokenRefusal(error: unknown): boolean {
   return error instanceof Error && 'code' in error && error.code === DiscordjsErrorCodes.TokenInvalid;
 }
@@ -51,6 +62,7 @@ async function loginWithRetry(client: Client, token: string, log: Logger, signal
     });
   } catch (error) {
     if (isTokenRefusal(error)) throw new LoginRefusedError();
+    if (isDiscordRefusal(error) && error.status === 404) throw new DiscordApiUrlError();
     throw error;
   }
 }

@@ -69,6 +69,14 @@ function withoutTrailingSlash(url: URL): string {
   return url.toString().replace(/\/+$/, '');
 }
 
+/**
+ * discord.js adds the API version itself: a base written with one, as Discord's documentation shows
+ * (`.../api/v10`), would make every request go to `.../v10/v10/...` and answer 404.
+ */
+function withoutApiVersion(url: URL): string {
+  return withoutTrailingSlash(url).replace(/\/v\d+$/, '');
+}
+
 function isStoreUrl(value: string): boolean {
   if (value.startsWith('sqlite://')) return value.length > 'sqlite://'.length;
   try {
@@ -164,7 +172,7 @@ export function loadConfig(environment: Environment): ConfigResult {
     ok: true,
     config: {
       discordToken,
-      discordApiUrl: discordApiUrl ? withoutTrailingSlash(discordApiUrl) : undefined,
+      discordApiUrl: discordApiUrl ? withoutApiVersion(discordApiUrl) : undefined,
       gatewayBaseUrl: withoutTrailingSlash(gatewayBaseUrl),
       gatewayWsUrl: withoutTrailingSlash(gatewayWsUrl),
       gatewayApiKey: read('GATEWAY_API_KEY'),

@@ -2,7 +2,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { cleanupBotDirectories, startBot, type BotProcess } from '../support/bot-process.ts';
 import { startDiscordStandIn, type DiscordStandIn, type TestGuild } from '../support/discord/index.ts';
 
-// Starting the bot: bad configuration, a Discord that fails at first, and registration scopes.
+// Starting the bot: bad configuration, a Discord that fails at first, registration scopes, and the
+// refusals that must stop the bot with a message naming the variable to fix.
 
 /** Nothing listens here: starting the bot never calls the gateway. */
 const UNUSED_GATEWAY = 'http://127.0.0.1:9';
@@ -37,6 +38,21 @@ describe('starting the bot with bad configuration', () => {
   });
 });
 
+describe('when Discord refuses the login', () => {
+  let discord: DiscordStandIn;
+  beforeAll(async () => {
+    discord = await startDiscordStandIn();
+  });
+  afterAll(() => discord?.close());
+
+  it('exits non-zero when DISCORD_API_URL is not a Discord REST API (404), naming the variable', async () => {
+    const bot = startBotOn(discord, { DISCORD_API_URL: discord.apiUrl.replace(/\/api$/, '/nothing-here') });
+    expect(await bot.exited).toBe(1);
+    expect(bot.output()).toContain('DISCORD_API_URL does not point at a Discord REST API');
+    expect(bot.logs.filter((line) => line.msg === 'could not reach Discord; retrying')).toEqual([]);
+  });
+});
+
 describe('when Discord answers 5xx and 429 at login and at command registration', () => {
   let discord: DiscordStandIn;
   let guild: TestGuild;
@@ -49,7 +65,8 @@ describe('when Discord answers 5xx and 429 at login and at command registration'
     discord.rateLimit({ method: 'GET', route: /^\/gateway\/bot$/, times: 1, retryAfterSeconds: 1 });
     discord.failRoute({ method: 'PUT', route: /^\/applications\/\d+\/commands$/, times: 4, status: 503 });
     discord.rateLimit({ method: 'PUT', route: /^\/applications\/\d+\/commands$/, times: 1, retryAfterSeconds: 1 });
-    bot = startBotOn(discord);
+    // Versioned, as Discord's documentation writes the base: the bot must not add a second /v10.
+    bot = startBotOn(discord, { DISCORD_API_URL: `${discord.apiUrl}/v10` });
     await bot.waitForLog((line) => line.msg === 'ready', 30_000);
   }, 60_000);
   afterAll(async () => {
@@ -72,6 +89,10 @@ describe('when Discord answers 5xx and 429 at login and at command registration'
   it('retries both calls itself, with backoff, after the library gives up', () => {
     const retries = bot.logs.filter((line) => line.msg === 'could not reach Discord; retrying').map((line) => line.operation);
     expect(retries).toEqual(['login', 'command registration']);
+  });
+
+  it('takes a versioned DISCORD_API_URL as the REST base', () => {
+    expect(discord.requests.filter((request) => request.path.startsWith('/v10/'))).toEqual([]);
   });
 });
 

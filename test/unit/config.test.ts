@@ -41,6 +41,13 @@ describe('configuration from the environment', () => {
     expect(explicit.ok && explicit.config.gatewayWsUrl).toBe('wss://voice.example');
   });
 
+  it('takes DISCORD_API_URL with or without the API version (discord.js adds /v10 itself)', () => {
+    for (const written of ['http://127.0.0.1:8900/api', 'http://127.0.0.1:8900/api/', 'http://127.0.0.1:8900/api/v10', 'http://127.0.0.1:8900/api/v9/']) {
+      const result = loadConfig({ ...minimal, DISCORD_API_URL: written });
+      expect(result.ok && result.config.discordApiUrl).toBe('http://127.0.0.1:8900/api');
+    }
+  });
+
   it('names each missing required variable', () => {
     const problems = problemsOf({});
     expect(problems).toHaveLength(2);

@@ -101,6 +101,26 @@ describe('with a gateway that misbehaves', () => {
     expect((await list.reply()).content).toContain('**unknown**');
   });
 
+  it('logs the same reference when the interaction expired before the handler failed, and serves the next command', async () => {
+    let answer!: () => void;
+    gateway.onSubmit = (response) => {
+      answer = () => response.writeHead(200, { 'content-type': 'text/html' }).end('<html>late surprise</html>');
+    };
+    const submitted = once(gateway.server, 'submission');
+    const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt: 'expires while waiting' } });
+    await submitted;
+    discord.expireInteraction(run);
+    answer();
+    const failed = await bot.waitForLog((line) => line.msg === 'interaction handler failed' && line.interaction === run.record.id);
+    const untold = await bot.waitForLog((line) => line.msg === 'could not tell the user about a failed interaction' && line.reference === failed.reference);
+    expect(untold.level).toBe('warn');
+    expect(run.followUps).toEqual([]);
+
+    const list = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'list' });
+    expect((await list.reply()).content).toContain('expires while waiting');
+    expect(bot.child.exitCode).toBeNull();
+  });
+
   it('on SIGINT finishes what is in flight, closes the store, then exits 0', async () => {
     let answer!: () => void;
     gateway.onSubmit = (response) => {

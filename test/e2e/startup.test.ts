@@ -7,6 +7,8 @@ import { startDiscordStandIn, type DiscordStandIn, type TestGuild } from '../sup
 
 /** Nothing listens here: starting the bot never calls the gateway. */
 const UNUSED_GATEWAY = 'http://127.0.0.1:9';
+const GUILDS = 1 << 0;
+const GUILD_VOICE_STATES = 1 << 7;
 
 afterEach(cleanupBotDirectories);
 
@@ -44,6 +46,14 @@ describe('when Discord refuses the login', () => {
     discord = await startDiscordStandIn();
   });
   afterAll(() => discord?.close());
+
+  it('exits non-zero on a wrong token, naming DISCORD_TOKEN and never printing the token', async () => {
+    const token = 'MTIzNDU2.wrong-token.that-must-stay-secret';
+    const bot = startBotOn(discord, { DISCORD_TOKEN: token });
+    expect(await bot.exited).toBe(1);
+    expect(bot.output()).toContain('Discord refused DISCORD_TOKEN');
+    expect(bot.output()).not.toContain(token);
+  });
 
   it('exits non-zero when DISCORD_API_URL is not a Discord REST API (404), naming the variable', async () => {
     const bot = startBotOn(discord, { DISCORD_API_URL: discord.apiUrl.replace(/\/api$/, '/nothing-here') });
@@ -93,6 +103,10 @@ describe('when Discord answers 5xx and 429 at login and at command registration'
 
   it('takes a versioned DISCORD_API_URL as the REST base', () => {
     expect(discord.requests.filter((request) => request.path.startsWith('/v10/'))).toEqual([]);
+  });
+
+  it('identifies with only the non-privileged intents it needs: Guilds and Guild Voice States', () => {
+    expect(discord.identifiedIntents).toBe(GUILDS | GUILD_VOICE_STATES);
   });
 });
 

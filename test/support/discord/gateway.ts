@@ -51,6 +51,7 @@ export class Gateway {
   #session: Session | undefined;
   #withholdAcks = 0;
   #ready = false;
+  #identifiedIntents: number | undefined;
 
   constructor(options: GatewayOptions) {
     this.#options = options;
@@ -59,6 +60,11 @@ export class Gateway {
 
   get ready(): boolean {
     return this.#ready;
+  }
+
+  /** The intents of the last IDENTIFY that carried the right token. */
+  get identifiedIntents(): number | undefined {
+    return this.#identifiedIntents;
   }
 
   get connected(): boolean {
@@ -205,6 +211,7 @@ export class Gateway {
       return;
     }
     const intents = typeof payload.intents === 'number' ? payload.intents : 0;
+    this.#identifiedIntents = intents;
     this.#session?.socket?.terminate();
     this.#session = { id: randomBytes(16).toString('hex'), intents, sequence: 0, replay: [], socket };
     this.#options.events.emit('identify', { intents });

@@ -409,6 +409,11 @@ export class DiscordStandIn {
     this.#gateway.withholdHeartbeatAck(count);
   }
 
+  /** The intents the bot asked for in its last IDENTIFY (undefined before it identified). */
+  get identifiedIntents(): number | undefined {
+    return this.#gateway.identifiedIntents;
+  }
+
   get gatewayConnected(): boolean {
     return this.#gateway.connected;
   }

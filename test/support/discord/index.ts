@@ -520,7 +520,9 @@ export class DiscordStandIn {
       (resolved.attachments ??= {})[stored.id] = { id: stored.id, filename: stored.filename, size: stored.bytes.length, url: stored.url, proxy_url: stored.url, content_type: stored.contentType };
       return stored.id;
     }
-    if (type === OPTION.user) {
+    // A mentionable is a user or a role; Discord resolves it as whichever it is.
+    const mentionsUser = type === OPTION.mentionable && (isUser(value) || this.state.users.has(id));
+    if (type === OPTION.user || mentionsUser) {
       const user = isUser(value) ? value : this.state.users.get(id);
       if (!user) throw new Error(`no user ${id}`);
       (resolved.users ??= {})[user.id] = userObject(user);
@@ -534,9 +536,9 @@ export class DiscordStandIn {
       (resolved.channels ??= {})[channel.id] = { ...channelObject(channel), permissions: ((1n << 50n) - 1n).toString() };
       return channel.id;
     }
-    if (type === OPTION.role) {
+    if (type === OPTION.role || type === OPTION.mentionable) {
       const role = this.#guild(run.guildId).roles.find((candidate) => candidate.id === id);
-      if (!role) throw new Error(`no role ${id}`);
+      if (!role) throw new Error(type === OPTION.role ? `no role ${id}` : `no user or role ${id}`);
       (resolved.roles ??= {})[role.id] = roleObject(role);
       return role.id;
     }

@@ -156,6 +156,20 @@ export class Gateway {
     else this.#options.voice.userLeft(guild.id, userId);
   }
 
+  /**
+   * Someone else takes the bot out of voice (a server admin's "Disconnect"): Discord tells the bot its
+   * voice state is now channel_id null, and the voice server closes its websocket with 4014, after
+   * which @discordjs/voice stays disconnected instead of rejoining.
+   */
+  disconnectBotFromVoice(guild: Guild): void {
+    const botId = this.#options.state.botUser.id;
+    const previous = guild.voiceStates.get(botId);
+    if (!previous) throw new Error(`the bot is in no voice channel of guild ${guild.id}`);
+    guild.voiceStates.delete(botId);
+    this.dispatch('VOICE_STATE_UPDATE', this.#voiceState(guild, botId, null, previous.sessionId));
+    this.#options.voice.botLeft(guild.id);
+  }
+
   close(): void {
     for (const client of this.#server.clients) client.terminate();
     this.#server.close();

@@ -426,6 +426,14 @@ export class DiscordStandIn {
     this.#gateway.userVoiceState(this.#guild(guildId), user.id, null);
   }
 
+  /**
+   * A server admin disconnects the bot from voice: the bot gets a VOICE_STATE_UPDATE with channel_id
+   * null and its voice websocket is closed with 4014 (so it must not rejoin by itself).
+   */
+  disconnectBotFromVoice(guildId: string): void {
+    this.#gateway.disconnectBotFromVoice(this.#guild(guildId));
+  }
+
   /** Which voice channel the bot is in, per Discord's voice states. */
   botVoiceChannel(guildId: string): string | undefined {
     return this.#guild(guildId).voiceStates.get(this.state.botUser.id)?.channelId;

@@ -32,10 +32,19 @@ const SNOWFLAKE = /^\d{17,20}$/;
 export const DEFAULT_TASK_POLL_INTERVAL_MS = 5_000;
 const MIN_TASK_POLL_INTERVAL_MS = 100;
 
-/** Variables from `.env` (if present) under those of the environment: the environment wins. */
+/** An empty (or blank) value counts as unset, wherever it is written. */
+function isSet(value: string | undefined): value is string {
+  return value !== undefined && value.trim() !== '';
+}
+
+/**
+ * Variables from `.env` (if present) under those of the environment: the environment wins, except
+ * with an empty value (`DISCORD_TOKEN= npm start`), which counts as unset and leaves the file's value.
+ */
 export function readEnvironment(envFile = '.env', environment: Environment = process.env): Environment {
   const fromFile = existsSync(envFile) ? parseEnv(readFileSync(envFile, 'utf8')) : {};
-  return { ...fromFile, ...environment };
+  const fromEnvironment = Object.fromEntries(Object.entries(environment).filter(([, value]) => isSet(value)));
+  return { ...fromFile, ...fromEnvironment };
 }
 
 function httpUrl(value: string): URL | undefined {
@@ -60,6 +69,14 @@ function withoutTrailingSlash(url: URL): string {
   return url.toString().replace(/\/+$/, '');
 }
 
+/**
+ * discord.js adds the API version itself: a base written with one, as Discord's documentation shows
+ * (`.../api/v10`), would make every request go to `.../v10/v10/...` and answer 404.
+ */
+function withoutApiVersion(url: URL): string {
+  return withoutTrailingSlash(url).replace(/\/v\d+$/, '');
+}
+
 function isStoreUrl(value: string): boolean {
   if (value.startsWith('sqlite://')) return value.length > 'sqlite://'.length;
   try {
@@ -78,8 +95,8 @@ export function loadConfig(environment: Environment): ConfigResult {
   const problems: string[] = [];
   // An empty assignment (as in a copied .env.example) means "not set".
   const read = (name: string): string | undefined => {
-    const value = environment[name]?.trim();
-    return value ? value : undefined;
+    const value = environment[name];
+    return isSet(value) ? value.trim() : undefined;
   };
 
   const discordToken = read('DISCORD_TOKEN');
@@ -155,7 +172,7 @@ export function loadConfig(environment: Environment): ConfigResult {
     ok: true,
     config: {
       discordToken,
-      discordApiUrl: discordApiUrl ? withoutTrailingSlash(discordApiUrl) : undefined,
+      discordApiUrl: discordApiUrl ? withoutApiVersion(discordApiUrl) : undefined,
       gatewayBaseUrl: withoutTrailingSlash(gatewayBaseUrl),
       gatewayWsUrl: withoutTrailingSlash(gatewayWsUrl),
       gatewayApiKey: read('GATEWAY_API_KEY'),

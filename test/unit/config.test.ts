@@ -41,6 +41,13 @@ describe('configuration from the environment', () => {
     expect(explicit.ok && explicit.config.gatewayWsUrl).toBe('wss://voice.example');
   });
 
+  it('takes DISCORD_API_URL with or without the API version (discord.js adds /v10 itself)', () => {
+    for (const written of ['http://127.0.0.1:8900/api', 'http://127.0.0.1:8900/api/', 'http://127.0.0.1:8900/api/v10', 'http://127.0.0.1:8900/api/v9/']) {
+      const result = loadConfig({ ...minimal, DISCORD_API_URL: written });
+      expect(result.ok && result.config.discordApiUrl).toBe('http://127.0.0.1:8900/api');
+    }
+  });
+
   it('names each missing required variable', () => {
     const problems = problemsOf({});
     expect(problems).toHaveLength(2);
@@ -86,5 +93,17 @@ describe('configuration from the environment', () => {
     expect(environment.DISCORD_TOKEN).toBe('from-env');
     expect(environment.GATEWAY_LAYER).toBe('native');
     expect(readEnvironment(join(directory, 'missing.env'), { A: '1' })).toEqual({ A: '1' });
+  });
+
+  it('lets an empty environment variable fall back to the .env value (empty counts as unset)', () => {
+    const directory = mkdtempSync(join(tmpdir(), 'env-'));
+    const file = join(directory, '.env');
+    writeFileSync(file, 'DISCORD_TOKEN=from-file-token\nGATEWAY_BASE_URL=http://127.0.0.1:8787\n');
+    // As after `DISCORD_TOKEN= npm start`, or a blank line copied from .env.example.
+    const environment = readEnvironment(file, { DISCORD_TOKEN: '', GATEWAY_BASE_URL: '  ' });
+    expect(environment.DISCORD_TOKEN).toBe('from-file-token');
+    const result = loadConfig(environment);
+    expect(result.ok && result.config.discordToken).toBe('from-file-token');
+    expect(result.ok && result.config.gatewayBaseUrl).toBe('http://127.0.0.1:8787');
   });
 });

@@ -4,7 +4,7 @@ import type { Layer } from '../gateway/spec.ts';
 import { KeyedLock } from '../keyed-lock.ts';
 import { registerSecret, type Logger } from '../log.ts';
 import type { Collection, Store } from '../store.ts';
-import type { TaskRecord } from '../tasks/record.ts';
+import type { TaskRecord, TaskState } from '../tasks/record.ts';
 import type { GuildVideoPolicy, VideoDefaults } from '../tasks/service.ts';
 import { checkAccess, type AccessVerdict } from './access.ts';
 import { HISTORY_KEPT, defaultGuildSettings, parseGuildSettings, type Feature, type GuildSettings, type StoredKey } from './guild-settings.ts';
@@ -50,6 +50,8 @@ export const MESSAGES = {
 } as const;
 
 const MIN_KEY_LENGTH = 8;
+/** Finished states in which the gateway made the video, and so charged for it. */
+const MADE_A_VIDEO: ReadonlySet<TaskState> = new Set(['succeeded', 'expired']);
 
 type ServerKey = { ok: true; key: string } | { ok: false; reason: 'undecryptable' | 'no-secret' };
 
@@ -246,10 +248,14 @@ export class SettingsService implements GuildVideoPolicy {
     await this.#usage.releaseSubmission(task.guildId, task.userId, task.createdAt);
   }
 
-  /** Adds the cost the gateway reported for a finished task (once per task, however often it is seen). */
+  /**
+   * Adds the cost the gateway reported for a finished task (once per task, however often it is seen). A
+   * video the gateway made without reporting its cost is counted as such, never as free; a task that
+   * made no video costs nothing (failures and timeouts are refunded: spec, "What the service does" 6).
+   */
   async recordCost(task: TaskRecord): Promise<void> {
     const ticks = task.outcome.costTicks;
-    if (ticks === undefined || ticks <= 0) return;
+    if (ticks === undefined ? !MADE_A_VIDEO.has(task.state) : ticks <= 0) return;
     await this.#usage.recordCost(task.guildId, task.userId, task.id, ticks, task.createdAt);
   }
 

@@ -292,11 +292,24 @@ describe('limits and usage', () => {
     // A restart that sees the task finish again does not count it twice.
     const reopened = await restart();
     await reopened.recordCost(task('l1', 'alice', LATE, 5_000_000_000));
-    await reopened.recordCost(task('free', 'alice', LATE));
+    await reopened.recordCost(task('free', 'alice', LATE, 0));
 
     expect(await reopened.usageReport(GUILD, LATE)).toBe(
-      ['**Today (2026-11-30 UTC)**: 1 videos, $0.50', '<@alice>: 1 videos, $0.50', '', '**This month (2026-11)**: 2 videos, $3.50', '<@bob>: 1 videos, $3.00', '<@alice>: 1 videos, $0.50'].join('\n'),
+      ['**Today (2026-11-30 UTC)**: 1 video, $0.50', '<@alice>: 1 video, $0.50', '', '**This month (2026-11)**: 2 videos, $3.50', '<@bob>: 1 video, $3.00', '<@alice>: 1 video, $0.50'].join('\n'),
     );
     expect(await reopened.usageReport(GUILD, NEXT_DAY)).toContain('**This month (2026-12)**: 0 videos, $0.00\nnothing yet');
+  });
+
+  it('counts a video made without a reported cost as such, and a refunded failure as nothing', async () => {
+    const settings = await service();
+    const finished = (id: string, state: TaskRecord['state'], costTicks?: number) => ({ ...task(id, 'alice', LATE, costTicks), state });
+    const tasks = [finished('priced', 'succeeded', 4_000_000_000), finished('silent', 'succeeded'), finished('expired', 'expired'), finished('failed', 'failed'), finished('gave-up', 'timed_out')];
+    for (const record of tasks) {
+      await settings.recordSubmission(record);
+      await settings.recordCost(record);
+    }
+    // Seen finishing again after a restart: still counted once.
+    await (await restart()).recordCost(finished('silent', 'succeeded'));
+    expect(await (await restart()).usageReport(GUILD, LATE)).toContain('<@alice>: 5 videos, $0.40 + 2 without a reported cost');
   });
 });

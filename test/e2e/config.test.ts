@@ -154,7 +154,7 @@ describe('settings', () => {
     const first = video(limited, 'first of the day');
     await first.waitForReply((message) => JSON.stringify(message.embeds).includes('`task_'));
     const second = (await video(limited, 'second of the day').response()).data;
-    expect(second).toMatchObject({ flags: 64, content: expect.stringMatching(/limit of 1 videos a day\. Try again <t:\d+:R>/) });
+    expect(second).toMatchObject({ flags: 64, content: expect.stringMatching(/limit of 1 video a day\. Try again <t:\d+:R>/) });
 
     await config(guild.admin, 'limits', { daily_per_user: 0, concurrent_per_user: 1 }).reply();
     world.emulator.config.timing.generation_ms = 5000;
@@ -162,7 +162,7 @@ describe('settings', () => {
     const long = video(busy, 'long one');
     await long.waitForReply((message) => JSON.stringify(message.embeds).includes('`task_'));
     const refused = (await video(busy, 'another').response()).data;
-    expect(refused).toMatchObject({ flags: 64, content: expect.stringContaining('videos in progress') });
+    expect(refused).toMatchObject({ flags: 64, content: expect.stringMatching(/videos in progress .*\. Try again when one of your videos finishes\.$/) });
     world.emulator.config.timing.generation_ms = 300;
     await config(guild.admin, 'limits', { concurrent_per_user: 0 }).reply();
   });

@@ -40,7 +40,7 @@ describe('limits', () => {
     expect(evaluateLimits(limits, counts({ activeTasksOfUser: 1 }))).toEqual({ ok: true });
     expect(evaluateLimits(limits, counts({ activeTasksOfUser: 2 }))).toEqual({
       ok: false,
-      message: 'You already have as many videos in progress as this server allows (2). Try again when one finishes.',
+      message: 'You already have as many videos in progress as this server allows (2). Try again when one of your videos finishes.',
     });
   });
 
@@ -61,11 +61,14 @@ describe('limits', () => {
     });
   });
 
-  it('names the limit that can lift first: a running video before the day', () => {
+  it('names the limit that really holds the member back: the day, not a running video', () => {
     const limits = { concurrentPerUser: 1, dailyPerUser: 1, dailyPerServer: 1 };
+    // Waiting for the running video would only bring another refusal: say midnight.
     const verdict = evaluateLimits(limits, counts({ activeTasksOfUser: 1, userTasksToday: 1, serverTasksToday: 1 }));
-    expect(verdict).toMatchObject({ ok: false, message: expect.stringContaining('when one finishes') });
-    expect(verdict).not.toHaveProperty('retryAt');
+    expect(verdict).toEqual({ ok: false, retryAt: MIDNIGHT, message: `You reached this server's limit of 1 video a day. Try again <t:${MIDNIGHT / 1000}:R>.` });
+    const running = evaluateLimits(limits, counts({ activeTasksOfUser: 1 }));
+    expect(running).toMatchObject({ ok: false, message: expect.stringContaining('Try again when one of your videos finishes.') });
+    expect(running).not.toHaveProperty('retryAt');
   });
 });
 

@@ -58,7 +58,7 @@ describe('a server\'s own gateway key', () => {
   it('refuses a key the gateway rejects, saying why, and stores nothing', async () => {
     const reply = await setKey('wrong-key-0000000000');
     expect(reply.content).toContain('refused this key (401 invalid_api_key)');
-    expect((await config(world.guild.admin, 'show').reply()).content).toContain('not set');
+    expect((await config(world.guild.admin, 'show').reply()).content).toContain('**Gateway key in use:** none: `/video` and `/voice` cannot work until a server admin sets a key');
   });
 
   it('is checked, stored, shown only by its last four characters, and then used by /video', async () => {
@@ -68,7 +68,7 @@ describe('a server\'s own gateway key', () => {
     expect(reply.content).not.toContain(SERVER_KEY);
     expect(reply.flags & 64).toBe(64);
     const shown = (await config(guild.admin, 'show').reply()).content;
-    expect(shown).toContain(`set (…2e51) by <@${guild.admin.id}>`);
+    expect(shown).toMatch(new RegExp(`\\*\\*Gateway key in use:\\*\\* this server's own key \\(…2e51, set by <@${guild.admin.id}> <t:\\d+:R>\\)`));
     expect(shown).toContain('set the gateway key');
 
     const run = video(guild.member, 'with the server key');
@@ -97,11 +97,17 @@ describe('a server\'s own gateway key', () => {
     expect((await video(world.guild.member, 'after the rotation').response()).type).toBe(5);
   });
 
-  it('is refused when the operator set no KEY_ENCRYPTION_SECRET, to the admin and in the log', async () => {
-    await restart({ KEY_ENCRYPTION_SECRET: '' });
-    const reply = (await config(world.guild.admin, 'key').response()).data;
-    expect(reply).toMatchObject({ flags: 64, content: expect.stringContaining('KEY_ENCRYPTION_SECRET') });
+  it('is refused when the operator set no KEY_ENCRYPTION_SECRET, telling the admin what the operator must set, and in the log', async () => {
+    const { discord, guild } = world;
+    await restart({ KEY_ENCRYPTION_SECRET: '', GATEWAY_API_KEY: 'emulator-key' });
+    const reply = (await config(guild.admin, 'key').response()).data;
+    expect(reply).toMatchObject({ flags: 64, content: expect.stringContaining('its operator must set the environment variable KEY_ENCRYPTION_SECRET (a random string of at least 16 characters') });
     await world.bot.waitForLog((line) => line.level === 'warn' && line.msg.includes('KEY_ENCRYPTION_SECRET is not set'));
+    // The server's own key is stored but cannot be opened: never silently replaced by the operator's.
+    expect((await config(guild.admin, 'show').reply()).content).toMatch(/\*\*Gateway key in use:\*\* none: this server's own key \(…2e51, .*set it back to the same secret/);
+    const lent = discord.createGuild({ name: 'without a key of its own' });
+    const shown = await discord.runCommand({ user: lent.admin, guildId: lent.id, channelId: lent.textChannelId, command: 'config', subcommand: 'show' }).reply();
+    expect(shown.content).toContain("**Gateway key in use:** the operator's default key");
     await restart({ KEY_ENCRYPTION_SECRET: 'the-rotated-secret-value-0042' });
   });
 });

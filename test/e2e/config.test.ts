@@ -1,6 +1,8 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { createServer, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isRecord, parseJsonText } from '../../src/json.ts';
 import { createLogger } from '../../src/log.ts';
 import type { BotProcess } from '../support/bot-process.ts';
 import type { InteractionHandle, Message, TestGuild, User } from '../support/discord/index.ts';
@@ -13,7 +15,63 @@ const SERVER_KEY = 'server-own-key-7f3a9c2e51';
 const WRONG_KEY = 'wrong-key-0000000000';
 const SECRET = 'first-encryption-secret-0123456789';
 
+/**
+ * Between the bot and the emulator: passes everything through, but can withhold `usage` from
+ * compatibility-layer query answers, as a real gateway may (the spec lists their other fields as "not shown").
+ */
+interface GatewayProxy {
+  readonly url: string;
+  target: string;
+  withholdCompatCost: boolean;
+  close(): Promise<void>;
+}
+
+async function startGatewayProxy(): Promise<GatewayProxy> {
+  const server = createServer((request, response) => {
+    const path = request.url ?? '/';
+    const upstream = httpRequest(new URL(path, proxy.target), { method: request.method, headers: request.headers }, (answer) => {
+      const status = answer.statusCode ?? 502;
+      const isCompatQuery = request.method === 'GET' && /^\/v1\/videos\/[^/]+$/.test(new URL(path, proxy.target).pathname);
+      if (!(proxy.withholdCompatCost && isCompatQuery)) {
+        response.writeHead(status, answer.headers);
+        answer.pipe(response);
+        return;
+      }
+      const chunks: Buffer[] = [];
+      answer.on('data', (chunk: Buffer) => chunks.push(chunk));
+      answer.on('end', () => {
+        const parsed = parseJsonText(Buffer.concat(chunks).toString('utf8'));
+        const body = parsed.ok && isRecord(parsed.value) ? JSON.stringify(Object.fromEntries(Object.entries(parsed.value).filter(([field]) => field !== 'usage'))) : Buffer.concat(chunks);
+        const headers: IncomingHttpHeaders = { ...answer.headers, 'content-length': String(Buffer.byteLength(body)) };
+        delete headers['transfer-encoding'];
+        response.writeHead(status, headers);
+        response.end(body);
+      });
+    });
+    upstream.on('error', () => {
+      if (!response.headersSent) response.writeHead(502);
+      response.end();
+    });
+    request.pipe(upstream);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  if (address === null || typeof address === 'string') throw new Error('expected a TCP address');
+  const proxy: GatewayProxy = {
+    url: `http://127.0.0.1:${address.port}`,
+    target: '',
+    withholdCompatCost: false,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+  return proxy;
+}
+
 let world: World;
+let proxy: GatewayProxy | undefined;
 /** Every bot process of the file (each restart is a new one), and everything the stand-ins logged or were sent. */
 const bots: BotProcess[] = [];
 const emulatorLog: string[] = [];
@@ -21,18 +79,24 @@ const standInLog: string[] = [];
 const transcript: string[] = [];
 
 beforeAll(async () => {
+  proxy = await startGatewayProxy();
   world = await startWorld({
     emulator: { keys: { [SERVER_KEY]: { group: 'default', quota_usd: 20 } } },
     emulatorLog: createLogger({ level: 'debug', write: (line) => emulatorLog.push(line) }),
     standIn: { log: createLogger({ level: 'debug', write: (line) => standInLog.push(line) }) },
-    env: { GATEWAY_API_KEY: '', KEY_ENCRYPTION_SECRET: SECRET },
+    env: { GATEWAY_API_KEY: '', KEY_ENCRYPTION_SECRET: SECRET, GATEWAY_BASE_URL: proxy.url },
   });
+  // The bot calls the gateway only once commands arrive, so the target can be set after it started.
+  proxy.target = world.emulator.baseUrl;
   bots.push(world.bot);
   const events = world.discord.events;
   for (const name of ['message', 'messageUpdate']) events.on(name, (message: unknown) => transcript.push(JSON.stringify(message)));
   events.on('callback', (_interaction: unknown, callback: unknown) => transcript.push(JSON.stringify(callback)));
 }, 60_000);
-afterAll(() => world?.stop());
+afterAll(async () => {
+  await world?.stop();
+  await proxy?.close();
+});
 
 function config(user: User, subcommand: string, options: Record<string, string | number | boolean> = {}): InteractionHandle {
   const { discord, guild } = world;
@@ -204,15 +268,49 @@ describe('settings', () => {
     expect(shown).toMatch(new RegExp(`<t:\\d+:R> <@${world.guild.admin.id}> set limits`));
   });
 
-  it('shows admins today\'s and this month\'s videos and cost per member', async () => {
-    const { discord, guild } = world;
-    await discord.waitFor(() => (discord.messages(guild.textChannelId).filter((message) => message.attachments.length > 0).length >= 3 ? true : undefined), 20_000, 'finished videos');
-    const run = discord.runCommand({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'usage' });
-    const report = (await run.reply()).content;
-    expect(report).toMatch(/\*\*Today \(\d{4}-\d{2}-\d{2} UTC\)\*\*: \d+ videos, \$\d+\.\d{2}/);
-    expect(report).toContain(`<@${guild.member.id}>`);
-    expect(report).toContain('This month');
-    const refused = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'usage' });
+  it("shows admins each member's videos and their exact cost, today and this month, on both layers", async () => {
+    const { discord, emulator } = world;
+    const ledger = discord.createGuild({ name: 'ledger' });
+    const spender = discord.createUser({ guildId: ledger.id, name: 'spender' });
+    const run = (user: User, command: string, subcommand: string, options: Record<string, string | number> = {}) =>
+      discord.runCommand({ user, guildId: ledger.id, channelId: ledger.textChannelId, command, subcommand, options });
+    await setKey(SERVER_KEY, ledger);
+    const posted = () => discord.messages(ledger.textChannelId).filter((message) => message.attachments.length > 0 && message.content.includes(`<@${spender.id}>`));
+    const generate = async (prompt: string, resolution: string, duration: number) => {
+      await run(spender, 'video', 'generate', { prompt, resolution, duration }).response();
+      return emulator.waitForRequest((entry) => entry.method === 'POST' && JSON.stringify(entry.body).includes(prompt));
+    };
+    // The cost is written as the task finishes, beside the post rather than before it: ask until it shows.
+    const usageShowing = async (expected: string) => {
+      let report = '';
+      for (let attempt = 0; attempt < 20 && !report.includes(expected); attempt++) report = (await run(ledger.admin, 'video', 'usage').reply()).content;
+      return report;
+    };
+
+    // The emulator's prices: $0.05, $0.08, $0.14 a second at 480p, 720p, 1080p; both layers report them.
+    expect((await generate('priced on compat', '1080p', 3)).path).toBe('/v1/videos/generations');
+    await run(ledger.admin, 'config', 'layer', { layer: 'native' }).reply();
+    expect((await generate('priced on native', '720p', 5)).path).toBe('/native/v1/videos/generations');
+    await discord.waitFor(() => (posted().length === 2 ? true : undefined), 20_000, 'both videos posted');
+    const priced = await usageShowing(`<@${spender.id}>: 2 videos, $0.82`);
+    expect(priced).toMatch(/^\*\*Today \(\d{4}-\d{2}-\d{2} UTC\)\*\*: 2 videos, \$0\.82\n/);
+    expect(priced).toContain(`<@${spender.id}>: 2 videos, $0.82`);
+    expect(priced).toMatch(/\*\*This month \(\d{4}-\d{2}\)\*\*: 2 videos, \$0\.82\n/);
+
+    // A gateway that reports no cost on the compatibility layer: counted as such, never as $0.00.
+    await run(ledger.admin, 'config', 'layer', { layer: 'compat' }).reply();
+    if (!proxy) throw new Error('the gateway proxy is not running');
+    proxy.withholdCompatCost = true;
+    try {
+      await generate('cost not reported', '480p', 2);
+      await discord.waitFor(() => (posted().length === 3 ? true : undefined), 20_000, 'the third video posted');
+      const partly = await usageShowing('without a reported cost');
+      expect(partly).toContain(`<@${spender.id}>: 3 videos, $0.82 + 1 without a reported cost`);
+    } finally {
+      proxy.withholdCompatCost = false;
+    }
+
+    const refused = run(spender, 'video', 'usage');
     expect((await refused.reply()).content).toContain('Manage Server');
   });
 });

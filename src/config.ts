@@ -27,7 +27,7 @@ export type Environment = Record<string, string | undefined>;
 export type ConfigResult = { ok: true; config: BotConfig } | { ok: false; problems: string[] };
 
 export const DEFAULT_STORE_URL = 'sqlite://data/bot.sqlite';
-const MIN_ENCRYPTION_SECRET_LENGTH = 16;
+export const MIN_ENCRYPTION_SECRET_LENGTH = 16;
 const SNOWFLAKE = /^\d{17,20}$/;
 export const DEFAULT_TASK_POLL_INTERVAL_MS = 5_000;
 const MIN_TASK_POLL_INTERVAL_MS = 100;

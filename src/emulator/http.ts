@@ -32,6 +32,19 @@ export class HttpError extends Error {
   }
 }
 
+/** The request target as a URL, or undefined when it is not one (`GET //[`): any client can send that. */
+export function parseRequestTarget(target: string | undefined): URL | undefined {
+  try {
+    return new URL(target ?? '/', 'http://emulator');
+  } catch {
+    return undefined;
+  }
+}
+
+export function invalidTargetError(): HttpError {
+  return new HttpError(400, 'invalid_request_error', 'The request target is not a valid URL path.');
+}
+
 /** 429 and 503 tell the client when to come back. */
 function retryAfterFor(error: HttpError): number | undefined {
   if (error.retryAfterSeconds !== undefined) return error.retryAfterSeconds;

@@ -1,5 +1,6 @@
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 
@@ -36,6 +37,18 @@ async function call(method: string, path: string, body?: unknown, options: { key
   });
   const text = await response.text();
   return { status: response.status, headers: response.headers, body: text === '' ? undefined : (JSON.parse(text) as unknown) };
+}
+
+/** Sends raw bytes (what fetch refuses to send) and reads the answer until the emulator closes the connection. */
+async function rawExchange(text: string): Promise<{ status: number; headers: string; body: unknown }> {
+  const socket = connect(emulator.port, '127.0.0.1');
+  const chunks: Buffer[] = [];
+  socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+  socket.write(text);
+  await once(socket, 'close');
+  const answer = Buffer.concat(chunks).toString('utf8');
+  const [head = '', body = ''] = answer.split('\r\n\r\n');
+  return { status: Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1]), headers: head.toLowerCase(), body: body === '' ? undefined : (JSON.parse(body) as unknown) };
 }
 
 /** Polls a task (as clients of the spec must) until its status is one of `until`. */
@@ -116,9 +129,34 @@ describe('error formats', () => {
     expect((await call('GET', '/v1/models')).status).toBe(200);
   });
 
-  it('answers unknown routes with 404 in the layer format', async () => {
+  it('answers unknown routes and wrong methods in the layer format', async () => {
     expect((await call('GET', '/v1/nothing')).body).toMatchObject({ error: { code: 'not_found' } });
     expect((await call('GET', '/native/v1/nothing')).body).toMatchObject({ code: 'not_found' });
+    const wrongMethod = await call('GET', '/native/v1/videos/generations');
+    expect(wrongMethod.status).toBe(405);
+    expect(wrongMethod.body).toMatchObject({ code: 'invalid_request_error', error: expect.stringContaining('POST') });
+    expect((await call('PUT', '/v1/models')).body).toMatchObject({ error: { code: 'invalid_request_error' } });
+  });
+
+  it.each(['GET //[ HTTP/1.1', 'GET http://[ HTTP/1.1'])('answers a request target that is not a URL (%s) with 400 and stays up', async (line) => {
+    const answer = await rawExchange(`${line}\r\nHost: emulator\r\nConnection: close\r\n\r\n`);
+    expect(answer.status).toBe(400);
+    expect(answer.body).toMatchObject({ error: { code: 'invalid_request_error' } });
+    expect(answer.headers).toMatch(/x-request-id: req_/);
+    expect((await call('GET', '/v1/models')).status).toBe(200);
+  });
+
+  it.each(['/v1/videos/%E0%A4%A', '/native/v1/videos/%E0%A4%A', '/v1/videos/%ZZ/content'])('answers a malformed escape in a task id (%s) like an unknown id: 404, not a retryable 500', async (path) => {
+    const answer = await call('GET', path);
+    expect(answer.status).toBe(404);
+    expect(JSON.stringify(answer.body)).toContain('not_found');
+  });
+
+  it.each(['[[http:000:x]]', '[[http:200:ok]]', '[[http:600:x]]'])('takes %s as no trigger (not an error status) and stays up', async (trigger) => {
+    const answer = await call('POST', '/v1/videos/generations', { model: 'svc-imagine-video-1.5', prompt: `a fox ${trigger}` });
+    expect(answer.status).toBe(200);
+    expect(answer.body).toMatchObject({ task_id: expect.any(String) });
+    expect((await call('GET', '/v1/models')).status).toBe(200);
   });
 
   it('does not know one layer\'s task ids on the other', async () => {

@@ -1,4 +1,5 @@
 import { once } from 'node:events';
+import { connect as connectTcp } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
@@ -123,6 +124,29 @@ describe('realtime authentication', () => {
     [{ model: 'svc-voice-nonexistent' }, 404],
   ])('refuses %j with HTTP %i before any websocket exists', async (options, status) => {
     await expect(connect(options)).rejects.toMatchObject({ status });
+  });
+});
+
+/** A websocket upgrade written by hand (what the ws library refuses to send); resolves with the status line. */
+async function rawUpgrade(target: string): Promise<string> {
+  const socket = connectTcp(emulator.port, '127.0.0.1');
+  const chunks: Buffer[] = [];
+  socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+  socket.write(
+    `GET ${target} HTTP/1.1\r\nHost: emulator\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
+      'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nAuthorization: Bearer emulator-key\r\n\r\n',
+  );
+  await once(socket, 'close');
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+describe('realtime upgrades that are not what the spec expects', () => {
+  it('refuses an upgrade whose target is not a URL with 400, and stays up', async () => {
+    const answer = await rawUpgrade('//[');
+    expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+    expect(answer).toContain('"code":"invalid_request_error"');
+    const connection = await configured({});
+    connection.socket.close();
   });
 });
 

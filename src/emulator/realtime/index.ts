@@ -6,6 +6,7 @@ import { realtimeSubprotocolPrefixes } from '../../gateway/spec.ts';
 import type { RealtimeAuthorization, RealtimeDeps } from './deps.ts';
 import { DEFAULT_REALTIME_OPTIONS, RealtimeSession, type JournaledEvent, type RealtimeOptions } from './session.ts';
 import { websocketText } from '../../websocket-text.ts';
+import { parseRequestTarget } from '../http.ts';
 
 // The realtime endpoint: `wss://…/native/v1/realtime?model=…`, authorised by the Authorization header or
 // by a subprotocol (`<vendor>-client-secret.<token>` or `compat-insecure-api-key.<key>`). A refusal is an
@@ -122,7 +123,11 @@ export function attachRealtime(server: Server, deps: RealtimeDeps): RealtimeHand
   }
 
   server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
-    const url = new URL(request.url ?? '/', 'http://emulator');
+    const url = parseRequestTarget(request.url);
+    if (!url) {
+      refuse(socket, 400, { code: 'invalid_request_error', error: 'The request target is not a valid URL path.' });
+      return;
+    }
     if (url.pathname !== REALTIME_PATH) {
       refuse(socket, 404, { code: 'not_found', error: `No websocket route ${url.pathname}.` });
       return;

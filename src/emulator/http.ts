@@ -67,10 +67,10 @@ export function sendError(response: ServerResponse, layer: Layer, error: HttpErr
   sendJson(response, error.status, errorBody(layer, error), retryAfter === undefined ? {} : { 'retry-after': String(retryAfter) });
 }
 
-/** The body as JSON; a body over the cap, not JSON, or not an object is the layer's 400/413. */
+/** The body as JSON; a body over the cap, not JSON, or not an object is the spec's "malformed body" 400. */
 export async function readJsonObject(request: IncomingMessage): Promise<Readonly<Record<string, unknown>>> {
   const body = await readBodyWithin(request, MAX_REQUEST_BODY_BYTES);
-  if (!body) throw new HttpError(413, 'invalid_request_error', `The request body is larger than ${MAX_REQUEST_BODY_BYTES} bytes.`);
+  if (!body) throw new HttpError(400, 'invalid_request_error', `The request body is larger than ${MAX_REQUEST_BODY_BYTES} bytes.`);
   const text = body.toString('utf8');
   if (text.trim() === '') return {};
   let value: unknown;

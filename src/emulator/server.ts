@@ -89,9 +89,10 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
 
   async function submit(request: IncomingMessage, response: ServerResponse, layer: Layer, operation: VideoOperation, entry: JournalEntry) {
     const now = Date.now();
+    // The key first: a stranger's body is never read, however large or broken.
+    const account = authorize(request, entry, now);
     const body = await readJsonObject(request);
     entry.body = body;
-    const account = authorize(request, entry, now);
     const prompt = typeof body.prompt === 'string' ? body.prompt : undefined;
     const triggers = parseTriggers(prompt);
     if (triggers.http) {
@@ -200,13 +201,15 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   }
 
   /** Answers a failed request in its layer's format. Never throws: a fault here must not end the process. */
-  function answerFailure(response: ServerResponse, path: string, error: unknown): void {
+  function answerFailure(request: IncomingMessage, response: ServerResponse, path: string, error: unknown): void {
     try {
       if (!(error instanceof HttpError)) log.error('emulator route failed', { path, error });
       if (response.headersSent) {
         response.destroy();
         return;
       }
+      // A body left unread (refused before reading it, or over the cap) is not drained: the connection ends.
+      if (!request.complete) response.setHeader('connection', 'close');
       sendError(response, layerOfPath(path), error instanceof HttpError ? error : new HttpError(500, 'upstream_error', 'The emulator failed unexpectedly.'));
     } catch (failure) {
       log.error('emulator could not answer a failed request', { path, error: failure });
@@ -221,7 +224,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     const path = target?.pathname ?? request.url ?? '/';
     const entry: JournalEntry = { method: request.method ?? 'GET', path, status: 0, requestId, at: Date.now() };
     (target ? route(request, response, path, entry) : Promise.reject(invalidTargetError()))
-      .catch((error: unknown) => answerFailure(response, path, error))
+      .catch((error: unknown) => answerFailure(request, response, path, error))
       .finally(() => {
         entry.status = response.statusCode;
         journal.push(entry);

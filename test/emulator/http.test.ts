@@ -123,10 +123,32 @@ describe('error formats', () => {
     expect(answer.body).toMatchObject({ error: { message: expect.stringContaining('eve') } });
   });
 
-  it('refuses a huge body with 413 and stays up', async () => {
-    const answer = await call('POST', '/v1/videos/generations', undefined, { raw: JSON.stringify({ model: 'x', prompt: 'a'.repeat(2 * 1024 * 1024) }) });
-    expect(answer.status).toBe(413);
+  it('refuses a huge body as a malformed body (400 in the layer format) and stays up', async () => {
+    const raw = JSON.stringify({ model: 'x', prompt: 'a'.repeat(2 * 1024 * 1024) });
+    const compat = await call('POST', '/v1/videos/generations', undefined, { raw });
+    expect(compat.status).toBe(400);
+    expect(compat.body).toMatchObject({ error: { code: 'invalid_request_error', message: expect.stringContaining('larger than') } });
+    const native = await call('POST', '/native/v1/videos/generations', undefined, { raw });
+    expect(native.status).toBe(400);
+    expect(native.body).toMatchObject({ code: 'invalid_request_error' });
     expect((await call('GET', '/v1/models')).status).toBe(200);
+  });
+
+  it('checks the key before the body: a wrong key with broken JSON is 401, not 400', async () => {
+    const answer = await call('POST', '/v1/videos/generations', undefined, { key: 'nope-nope-nope', raw: '{"model":' });
+    expect(answer.status).toBe(401);
+    expect(answer.body).toMatchObject({ error: { code: 'invalid_api_key' } });
+  });
+
+  it('answers a stranger at once without reading the body they are still sending', async () => {
+    // A chunked body that never ends: the answer can only come if the emulator does not wait for it.
+    const answer = await rawExchange(
+      'POST /native/v1/videos/generations HTTP/1.1\r\nHost: emulator\r\nAuthorization: Bearer nope-nope-nope\r\n' +
+        'Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{"mod\r\n',
+    );
+    expect(answer.status).toBe(401);
+    expect(answer.body).toMatchObject({ code: 'invalid_api_key' });
+    expect(answer.headers).toContain('connection: close');
   });
 
   it('answers unknown routes and wrong methods in the layer format', async () => {

@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import { connect as connectTcp } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
+import { encodeAudio } from '../../src/emulator/realtime/audio-format.ts';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import { websocketText } from '../../src/websocket-text.ts';
 import { REALTIME_PCM } from '../support/discord/audio-format.ts';
@@ -241,5 +242,61 @@ describe('a realtime session', () => {
     } finally {
       await short.close();
     }
+  });
+});
+
+describe('audio formats and session settings', () => {
+  it.each([
+    ['input rate 0', { audio: { input: { format: { type: 'audio/pcm', rate: 0 } } } }, 'session.audio.input.format.rate'],
+    ['a negative input rate', { audio: { input: { format: { type: 'audio/pcm', rate: -24000 } } } }, 'session.audio.input.format.rate'],
+    ['a fractional input rate', { audio: { input: { format: { type: 'audio/pcm', rate: 22050.5 } } } }, 'session.audio.input.format.rate'],
+    ['output rate 0', { audio: { output: { format: { type: 'audio/pcm', rate: 0 } } } }, 'session.audio.output.format.rate'],
+    ['an absurd output rate', { audio: { output: { format: { type: 'audio/pcm', rate: 1e15 } } } }, 'session.audio.output.format.rate'],
+    ['an unknown encoding', { audio: { input: { format: { type: 'audio/opus', rate: 48000 } } } }, 'session.audio.input.format.type'],
+    ['G.711 at 16 kHz', { audio: { output: { format: { type: 'audio/pcmu', rate: 16000 } } } }, 'session.audio.output.format.rate'],
+    ['a negative silence', { turn_detection: { type: 'server_vad', silence_duration_ms: -1 } }, 'session.turn_detection.silence_duration_ms'],
+    ['a threshold above 1', { turn_detection: { type: 'server_vad', threshold: 7 } }, 'session.turn_detection.threshold'],
+  ])('refuses %s with an error event naming the param, and keeps the previous settings', async (_label, bad, param) => {
+    const connection = await configured({ turn_detection: { type: 'server_vad', silence_duration_ms: 200, prefix_padding_ms: 0 } });
+    connection.send({ type: 'session.update', event_id: 'evt_bad', session: bad });
+    expect(await connection.next('error')).toMatchObject({
+      type: 'error',
+      event_id: expect.any(String),
+      error: { type: 'invalid_request_error', code: 'invalid_value', param, message: expect.stringContaining(param), event_id: 'evt_bad' },
+    });
+
+    // Still 24 kHz PCM in and out, with the same VAD: a spoken turn comes back whole.
+    const speech = generateTone({ hz: 440, ms: 300, amplitude: 0.4, format: REALTIME_PCM });
+    appendInFrames(connection, speech);
+    appendInFrames(connection, generateSilence(300, REALTIME_PCM));
+    expect(await connection.next('conversation.item.input_audio_transcription.completed')).toMatchObject({ transcript: '(0.3 s of speech)' });
+    expect(Array.from((await collectAudio(connection)).pcm)).toEqual(Array.from(speech));
+    // And a forced line is a tone at the old output rate.
+    const text = 'Still here.';
+    connection.send({ type: 'conversation.item.create', item: { type: 'force_message', role: 'assistant', content: [{ type: 'output_text', text }] } });
+    const { pcm } = await collectAudio(connection);
+    expect(pcm.length).toBe((text.length * 60 * 24_000) / 1000);
+    expect(connection.socket.readyState).toBe(WebSocket.OPEN);
+    connection.socket.close();
+  });
+
+  it.each(['audio/pcmu', 'audio/pcma'] as const)('hears and echoes %s at 8 kHz', async (type) => {
+    const format = { type, rate: 8000 };
+    const connection = await configured({ audio: { input: { format }, output: { format } }, turn_detection: { type: 'server_vad', silence_duration_ms: 200, prefix_padding_ms: 0 } });
+    expect(connection.events.find((event) => event.type === 'session.updated')).toMatchObject({ session: { audio: { input: { format }, output: { format } } } });
+    const pcm8k = { sampleRate: 8000, channels: 1 } as const;
+    const speech = encodeAudio(generateTone({ hz: 440, ms: 300, amplitude: 0.4, format: pcm8k }), format);
+    const silence = encodeAudio(generateSilence(300, pcm8k), format);
+    for (const part of [speech, silence]) {
+      for (let offset = 0; offset < part.length; offset += 160) connection.send({ type: 'input_audio_buffer.append', audio: part.subarray(offset, offset + 160).toString('base64') });
+    }
+    expect(await connection.next('conversation.item.input_audio_transcription.completed')).toMatchObject({ transcript: '(0.3 s of speech)' });
+    const done = await connection.next('response.done');
+    const responseId = (done.response as { id: string }).id;
+    const echoed = Buffer.concat(
+      connection.events.filter((event) => event.type === 'response.output_audio.delta' && event.response_id === responseId).map((event) => Buffer.from(String(event.delta), 'base64')),
+    );
+    expect(echoed.equals(speech)).toBe(true);
+    connection.socket.close();
   });
 });

@@ -102,6 +102,7 @@ export function attachRealtime(server: Server, deps: RealtimeDeps): RealtimeHand
         if (socket.readyState === socket.OPEN) socket.send(JSON.stringify(event));
       },
       handle.options,
+      deps.log,
     );
     sessions.push(session);
     const limit = setTimeout(() => {
@@ -112,8 +113,13 @@ export function attachRealtime(server: Server, deps: RealtimeDeps): RealtimeHand
     }, deps.sessionMaxMs());
     timers.add(limit);
     socket.on('message', (data) => {
-      session.receive(websocketText(data));
-      events.emit('clientEvent');
+      // receive() answers its own faults; this guards the rest, so one event can never end the process.
+      try {
+        session.receive(websocketText(data));
+        events.emit('clientEvent');
+      } catch (error) {
+        deps.log.error('realtime message handling failed', { session: session.id, error });
+      }
     });
     socket.on('close', () => {
       clearTimeout(limit);

@@ -145,6 +145,16 @@ describe('submissions that may have been accepted', () => {
     expect(server.seen[1]!.at - server.seen[0]!.at).toBeGreaterThanOrEqual(950);
   });
 
+  it('a poll answered upstream_timeout_no_response is retried (reading twice costs nothing)', async () => {
+    const server = await serve((_request, response, seen) => {
+      if (seen.length < 3) json(response, 500, { code: 'upstream_timeout_no_response', error: 'upstream timed out', usage: { cost_in_usd_ticks: 0 } });
+      else json(response, 200, { task_id: 'task_1', status: 'processing', progress: 10 });
+    });
+    const result = await client(server.url).getTask('task_1');
+    expect(result).toMatchObject({ status: 'running', progress: 10 });
+    expect(server.seen).toHaveLength(3);
+  });
+
   it('a codeless 502 from a proxy is not retried for a submission but is for a read', async () => {
     const server = await serve((_request, response) => {
       response.writeHead(502, { 'content-type': 'text/html' });

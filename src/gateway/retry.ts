@@ -11,7 +11,7 @@
 // repeating a read costs nothing.
 
 import type { Logger } from '../log.ts';
-import { RETRYABLE_CODES } from './spec.ts';
+import { HTTP_ERROR_CODES, RETRYABLE_CODES } from './spec.ts';
 import { GatewayApiError, GatewayConnectionError, OutcomeUnknownError } from './errors.ts';
 
 /** Answers that refuse a submission outright: the gateway says so, and no task exists. */
@@ -72,8 +72,9 @@ export function parseRetryAfter(value: string | undefined, now: number = Date.no
 
 function isRetryableAnswer(error: GatewayApiError, idempotent: boolean): boolean {
   if (!idempotent) return error.code !== undefined && SUBMISSION_RETRYABLE_CODES.has(error.code);
-  if (error.code !== undefined) return RETRYABLE_CODES.has(error.code);
-  // No code: the answer may come from a proxy, which cannot tell whether the gateway took a submission.
+  if (error.code !== undefined && Object.hasOwn(HTTP_ERROR_CODES, error.code)) return RETRYABLE_CODES.has(error.code);
+  // No code (a proxy answering), or one the spec does not list (its native codes are "not shown"): the
+  // status tells whether the trouble is temporary.
   return error.status === 429 || error.status === 502 || error.status === 503 || error.status === 504;
 }
 

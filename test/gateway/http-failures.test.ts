@@ -155,6 +155,21 @@ describe('submissions that may have been accepted', () => {
     expect(server.seen).toHaveLength(3);
   });
 
+  it('a native 503 with a code the spec does not list is retried for a poll, not for a submission', async () => {
+    const server = await serve((request, response, seen) => {
+      const polls = seen.filter((entry) => entry.method === 'GET').length;
+      if (request.method === 'POST' || polls < 3) json(response, 503, { code: 'imagine:busy', error: 'Upstream is busy', usage: { cost_in_usd_ticks: 0 } });
+      else json(response, 202, { status: 'pending', progress: 20 });
+    });
+    const native = client(server.url, { layer: 'native' });
+    expect(await native.getTask('req_1')).toMatchObject({ status: 'running', progress: 20 });
+    expect(server.seen.filter((entry) => entry.method === 'GET')).toHaveLength(3);
+    const submit = await native.generate({ model: 'svc-imagine-video-1.5', prompt: 'a cat' }).catch((e: unknown) => e);
+    expect(submit).toBeInstanceOf(ServerError);
+    expect(submit).toMatchObject({ status: 503, code: 'imagine:busy' });
+    expect(server.seen.filter((entry) => entry.method === 'POST')).toHaveLength(1);
+  });
+
   it('a codeless 502 from a proxy is not retried for a submission but is for a read', async () => {
     const server = await serve((_request, response) => {
       response.writeHead(502, { 'content-type': 'text/html' });

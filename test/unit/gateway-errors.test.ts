@@ -125,6 +125,18 @@ describe('retry decisions', () => {
     expect(decide(answer(500, ''), true).retry).toBe(false);
   });
 
+  it.each([
+    [429, 'imagine:rate-limited', true],
+    [503, 'imagine:busy', true],
+    [502, 'bad_upstream', true],
+    [500, 'imagine:internal', false],
+    [400, 'imagine:bad-prompt', false],
+  ])('a native %i with a code the spec does not list (%s): a read follows the status rule, a submission is not repeated', (status, code, readRetried) => {
+    const error = answer(status, nativeBody(code));
+    expect(decide(error, true).retry).toBe(readRetried);
+    expect(decide(error, false).retry).toBe(false);
+  });
+
   it('retries a request that never left, even a submission', () => {
     const refused = new GatewayConnectionError('refused', { requestSent: false, timedOut: false });
     expect(decide(refused, false)).toEqual({ retry: true, delayMs: 100 });

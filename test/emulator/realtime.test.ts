@@ -300,3 +300,35 @@ describe('audio formats and session settings', () => {
     connection.socket.close();
   });
 });
+
+describe('changing settings during a session', () => {
+  it('keeps the VAD in step with the input when turn detection is sent again', async () => {
+    const vad = { type: 'server_vad', threshold: 0.5, silence_duration_ms: 200, prefix_padding_ms: 0 };
+    const connection = await configured({ turn_detection: vad });
+    appendInFrames(connection, generateSilence(500, REALTIME_PCM));
+    connection.send({ type: 'session.update', session: { instructions: 'Now be brief.', turn_detection: { ...vad, threshold: 0.4 } } });
+    await connection.next('session.updated');
+
+    const speech = generateTone({ hz: 440, ms: 300, amplitude: 0.4, format: REALTIME_PCM });
+    appendInFrames(connection, speech);
+    appendInFrames(connection, generateSilence(300, REALTIME_PCM));
+    expect(await connection.next('input_audio_buffer.speech_started')).toMatchObject({ audio_start_ms: 500 });
+    expect(await connection.next('conversation.item.input_audio_transcription.completed')).toMatchObject({ transcript: '(0.3 s of speech)' });
+    expect(Array.from((await collectAudio(connection)).pcm)).toEqual(Array.from(speech));
+    connection.socket.close();
+  });
+
+  it('places turns right after switching from manual mode to server VAD', async () => {
+    const connection = await configured({ turn_detection: null });
+    appendInFrames(connection, generateSilence(400, REALTIME_PCM));
+    connection.send({ type: 'input_audio_buffer.clear' });
+    connection.send({ type: 'session.update', session: { turn_detection: { type: 'server_vad', silence_duration_ms: 200, prefix_padding_ms: 0 } } });
+    await connection.next('session.updated');
+    const speech = generateTone({ hz: 440, ms: 300, amplitude: 0.4, format: REALTIME_PCM });
+    appendInFrames(connection, speech);
+    appendInFrames(connection, generateSilence(300, REALTIME_PCM));
+    expect(await connection.next('input_audio_buffer.speech_started')).toMatchObject({ audio_start_ms: 400 });
+    expect(Array.from((await collectAudio(connection)).pcm)).toEqual(Array.from(speech));
+    connection.socket.close();
+  });
+});

@@ -186,9 +186,12 @@ export class RealtimeSession {
     this.#outputFormat = output.format;
     if (detection.settings === null) {
       this.#vad = undefined;
+      this.#window = new Int16Array(0);
     } else if (detection.settings !== undefined) {
       this.#vadSettings = detection.settings;
-      this.#vad = new EnergyVad(this.#vadSettings);
+      // The VAD keeps its place in the input: restarting its clock would misplace every later turn.
+      if (this.#vad) this.#vad.settings = this.#vadSettings;
+      else this.#vad = new EnergyVad(this.#vadSettings, this.#bufferEndMs());
     }
     const summary = {
       id: this.id,

@@ -60,7 +60,9 @@ function connect(options: { headers?: Record<string, string>; protocols?: string
   };
   return new Promise((resolve, reject) => {
     socket.once('open', () => resolve(connection));
-    socket.once('unexpected-response', (_request, response) => reject(Object.assign(new Error('refused'), { status: response.statusCode })));
+    socket.once('unexpected-response', (_request, response) =>
+      reject(Object.assign(new Error('refused'), { status: response.statusCode, requestId: response.headers['x-request-id'] })),
+    );
     socket.once('error', reject);
   });
 }
@@ -123,8 +125,16 @@ describe('realtime authentication', () => {
     [{ headers: {}, protocols: ['svc-client-secret.made-up'] }, 401],
     [{ headers: { Authorization: 'Bearer text-only-key-1' } }, 403],
     [{ model: 'svc-voice-nonexistent' }, 404],
-  ])('refuses %j with HTTP %i before any websocket exists', async (options, status) => {
-    await expect(connect(options)).rejects.toMatchObject({ status });
+  ])('refuses %j with HTTP %i before any websocket exists, with a request id', async (options, status) => {
+    await expect(connect(options)).rejects.toMatchObject({ status, requestId: expect.stringMatching(/^req_/) });
+  });
+
+  it('answers the accepted upgrade (101) with a request id', async () => {
+    const socket = new WebSocket(`${emulator.wsUrl}/native/v1/realtime?model=${MODEL}`, { headers: { Authorization: 'Bearer emulator-key' } });
+    const [response] = (await once(socket, 'upgrade')) as [{ statusCode: number; headers: Record<string, string | undefined> }];
+    expect(response.statusCode).toBe(101);
+    expect(response.headers['x-request-id']).toMatch(/^req_/);
+    socket.close();
   });
 });
 
@@ -145,6 +155,7 @@ describe('realtime upgrades that are not what the spec expects', () => {
   it('refuses an upgrade whose target is not a URL with 400, and stays up', async () => {
     const answer = await rawUpgrade('//[');
     expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+    expect(answer).toMatch(/X-Request-Id: req_/i);
     expect(answer).toContain('"code":"invalid_request_error"');
     const connection = await configured({});
     connection.socket.close();

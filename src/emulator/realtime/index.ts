@@ -6,11 +6,12 @@ import { realtimeSubprotocolPrefixes } from '../../gateway/spec.ts';
 import type { RealtimeAuthorization, RealtimeDeps } from './deps.ts';
 import { DEFAULT_REALTIME_OPTIONS, RealtimeSession, type JournaledEvent, type RealtimeOptions } from './session.ts';
 import { websocketText } from '../../websocket-text.ts';
-import { parseRequestTarget } from '../http.ts';
+import { newRequestId, parseRequestTarget } from '../http.ts';
 
 // The realtime endpoint: `wss://…/native/v1/realtime?model=…`, authorised by the Authorization header or
 // by a subprotocol (`<vendor>-client-secret.<token>` or `compat-insecure-api-key.<key>`). A refusal is an
-// HTTP answer to the upgrade, before any websocket exists. Sessions end at the configured limit.
+// HTTP answer to the upgrade, before any websocket exists; every answer carries x-request-id. Sessions
+// end at the configured limit.
 
 export const REALTIME_PATH = '/native/v1/realtime';
 const SESSION_EXPIRED_CLOSE = 1000;
@@ -28,7 +29,10 @@ export interface RealtimeHandle {
 function refuse(socket: Duplex, status: number, body: Record<string, unknown>): void {
   const text = JSON.stringify(body);
   const reason = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found' }[status] ?? 'Error';
-  socket.end(`HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`);
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\n` +
+      `X-Request-Id: ${newRequestId()}\r\nConnection: close\r\n\r\n${text}`,
+  );
 }
 
 export function attachRealtime(server: Server, deps: RealtimeDeps): RealtimeHandle {
@@ -39,6 +43,8 @@ export function attachRealtime(server: Server, deps: RealtimeDeps): RealtimeHand
     maxPayload: 16 * 1024 * 1024,
     handleProtocols: (_offered, request) => acceptedProtocol.get(request) ?? false,
   });
+  // Every answer carries a request id (gateway-api.md), the 101 of an accepted upgrade too.
+  sockets.on('headers', (headers) => headers.push(`X-Request-Id: ${newRequestId()}`));
   const sessions: RealtimeSession[] = [];
   const events = new EventEmitter();
   events.setMaxListeners(0);

@@ -45,8 +45,9 @@ export function invalidTargetError(): HttpError {
   return new HttpError(400, 'invalid_request_error', 'The request target is not a valid URL path.');
 }
 
-/** 429 and 503 tell the client when to come back. */
+/** 429 and 503 tell the client when to come back; a used-up quota is not temporary, so it does not. */
 function retryAfterFor(error: HttpError): number | undefined {
+  if (error.code === 'insufficient_quota') return undefined;
   if (error.retryAfterSeconds !== undefined) return error.retryAfterSeconds;
   return error.status === 429 || error.status === 503 ? 1 : undefined;
 }

@@ -311,6 +311,17 @@ describe('quota', () => {
     const answer = await call('POST', '/v1/videos/generations', { model: 'svc-imagine-video', prompt: 'x', duration: 15, resolution: '720p' }, { key: 'classic-key-0001' });
     expect(answer.status).toBe(429);
     expect(answer.body).toMatchObject({ error: { code: 'insufficient_quota' } });
+    // A used-up quota does not come back by waiting.
+    expect(answer.headers.get('retry-after')).toBeNull();
+  });
+
+  it.each(['/v1/videos/generations', '/native/v1/videos/generations'])('sends no Retry-After with a triggered insufficient_quota (%s), but does with overloaded', async (path) => {
+    const quota = await call('POST', path, { model: 'svc-imagine-video-1.5', prompt: `x [[http:429:insufficient_quota]] ${path}` });
+    expect(quota.status).toBe(429);
+    expect(quota.headers.get('retry-after')).toBeNull();
+    const busy = await call('POST', path, { model: 'svc-imagine-video-1.5', prompt: `x [[http:503:overloaded]] ${path}` });
+    expect(busy.status).toBe(503);
+    expect(busy.headers.get('retry-after')).toBe('1');
   });
 });
 

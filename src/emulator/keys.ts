@@ -6,7 +6,7 @@ import type { RealtimeAuthorization } from './realtime/deps.ts';
 
 // Who may call the emulator and what they may spend: keys and their groups, quotas (charged at
 // submission, refunded when a task fails or times out), a per-key rate limit, and short-lived realtime
-// client secrets.
+// client secrets (expired ones are dropped whenever a new one is issued).
 
 const RATE_WINDOW_MS = 60_000;
 
@@ -93,6 +93,9 @@ export class KeyRegistry {
     const lifetime = seconds ?? CLIENT_SECRET_DEFAULT_S;
     if (!Number.isInteger(lifetime) || lifetime < 1 || lifetime > CLIENT_SECRET_MAX_S) {
       throw new HttpError(400, 'invalid_request_error', `expires_after.seconds must be a whole number from 1 to ${CLIENT_SECRET_MAX_S}.`, 'expires_after.seconds');
+    }
+    for (const [token, secret] of this.#secrets) {
+      if (secret.expiresAt <= now) this.#secrets.delete(token);
     }
     const value = `cs_${randomBytes(18).toString('base64url')}`;
     const expiresAt = now + lifetime * 1000;

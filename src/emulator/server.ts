@@ -49,6 +49,10 @@ export interface Emulator {
   close(): Promise<void>;
 }
 
+/** The journal keeps this many newest requests, and the bodies of only the newest few. */
+const MAX_JOURNAL_ENTRIES = 200_000;
+const MAX_JOURNAL_BODIES = 1000;
+
 const OPERATIONS: Record<string, VideoOperation> = { generations: 'generate', edits: 'edit', extensions: 'extend' };
 const SUBMIT = /^\/(v1|native\/v1)\/videos\/(generations|edits|extensions)$/;
 const QUERY = /^\/(v1|native\/v1)\/videos\/([^/]+)$/;
@@ -227,7 +231,10 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       .catch((error: unknown) => answerFailure(request, response, path, error))
       .finally(() => {
         entry.status = response.statusCode;
+        if (journal.length >= MAX_JOURNAL_ENTRIES) journal.splice(0, MAX_JOURNAL_ENTRIES / 10);
         journal.push(entry);
+        const bodyToForget = journal[journal.length - 1 - MAX_JOURNAL_BODIES];
+        if (bodyToForget) delete bodyToForget.body;
         journalEvents.emit('entry', entry);
       });
   });

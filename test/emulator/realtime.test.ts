@@ -343,3 +343,40 @@ describe('changing settings during a session', () => {
     connection.socket.close();
   });
 });
+
+describe('memory over a long session', () => {
+  it('journals a run of audio by its first event, not every chunk', async () => {
+    const connection = await configured({ turn_detection: { type: 'server_vad', silence_duration_ms: 200, prefix_padding_ms: 0 } });
+    appendInFrames(connection, generateSilence(1000, REALTIME_PCM));
+    appendInFrames(connection, generateTone({ hz: 440, ms: 2000, amplitude: 0.4, format: REALTIME_PCM }));
+    appendInFrames(connection, generateSilence(300, REALTIME_PCM));
+    const { done } = await collectAudio(connection);
+    const sentDeltas = connection.events.filter((event) => event.type === 'response.output_audio.delta').length;
+    const session = emulator.realtime.sessions.find((candidate) => candidate.serverEvents.some((entry) => entry.event.event_id === done.event_id))!;
+    // 3.3 s of audio in 165 appends: one journal entry; the echo's 20 deltas: a few, not all.
+    expect(session.clientEvents.filter((entry) => entry.event.type === 'input_audio_buffer.append')).toHaveLength(1);
+    expect(sentDeltas).toBe(20);
+    expect(session.serverEvents.filter((entry) => entry.event.type === 'response.output_audio.delta').length).toBeLessThan(8);
+    expect(session.serverEvents.some((entry) => entry.event.type === 'input_audio_buffer.speech_started')).toBe(true);
+    connection.socket.close();
+  });
+
+  it('forgets closed sessions once their retention has passed', async () => {
+    const short = await startEmulator({ config: { timing: { realtime_session_max_ms: 100 } } });
+    short.realtime.options.closedSessionRetentionMs = 0;
+    try {
+      const open = () => new WebSocket(`${short.wsUrl}/native/v1/realtime?model=${MODEL}`, { headers: { Authorization: 'Bearer emulator-key' } });
+      const first = open();
+      await once(first, 'open');
+      const [firstSession] = short.realtime.sessions;
+      await once(first, 'close');
+      const second = open();
+      await once(second, 'open');
+      expect(short.realtime.sessions).not.toContain(firstSession);
+      expect(short.realtime.sessions).toHaveLength(1);
+      second.close();
+    } finally {
+      await short.close();
+    }
+  });
+});

@@ -100,7 +100,14 @@ export function attachRealtime(server: Server, deps: RealtimeDeps): RealtimeHand
     return { result: { ok: false, status: 401, code: 'invalid_api_key', message: 'Missing credentials: send Authorization: Bearer <key> or a credential subprotocol.' }, protocol: undefined };
   }
 
+  /** Closed sessions are dropped once their retention has passed, when the next one opens. */
+  function forgetClosedSessions(now: number): void {
+    const kept = sessions.filter((session) => session.closedAt === undefined || now - session.closedAt < handle.options.closedSessionRetentionMs);
+    sessions.splice(0, sessions.length, ...kept);
+  }
+
   function open(socket: WebSocket, model: string, keyId: string): void {
+    forgetClosedSessions(Date.now());
     const session = new RealtimeSession(
       model,
       keyId,

@@ -16,10 +16,25 @@ export interface RealtimeOptions {
   /** A force_message is spoken as a tone this long per character of text. */
   toneMsPerCharacter: number;
   maxToneMs: number;
+  /** A closed session stays in `sessions` (for tests to inspect) this long, until the next connection. */
+  closedSessionRetentionMs: number;
 }
 
-export const DEFAULT_REALTIME_OPTIONS: RealtimeOptions = { paceFactor: 1.25, chunkMs: 100, toneMsPerCharacter: 60, maxToneMs: 5000 };
+export const DEFAULT_REALTIME_OPTIONS: RealtimeOptions = { paceFactor: 1.25, chunkMs: 100, toneMsPerCharacter: 60, maxToneMs: 5000, closedSessionRetentionMs: 60_000 };
 export const FORCE_MESSAGE_TONE_HZ = 880;
+
+/**
+ * The journals keep what tests and demos look at, not the audio itself: of a run of audio events of
+ * one type only the first is kept, and each journal keeps its newest entries up to this many.
+ */
+const MAX_JOURNAL_ENTRIES = 5000;
+const AUDIO_EVENTS: ReadonlySet<unknown> = new Set(['input_audio_buffer.append', 'response.output_audio.delta']);
+
+function journal(entries: JournaledEvent[], event: Readonly<Record<string, unknown>>): void {
+  if (AUDIO_EVENTS.has(event.type) && entries.at(-1)?.event.type === event.type) return;
+  if (entries.length >= MAX_JOURNAL_ENTRIES) entries.splice(0, entries.length - MAX_JOURNAL_ENTRIES + 1);
+  entries.push({ at: Date.now(), event });
+}
 
 export interface JournaledEvent {
   at: number;
@@ -78,7 +93,7 @@ export class RealtimeSession {
   readonly #assistantItems = new Map<string, number>();
   #current: ActiveResponse | undefined;
   #queue: Promise<void> = Promise.resolve();
-  #closed = false;
+  #closedAt: number | undefined;
 
   readonly #log: Logger;
 
@@ -91,9 +106,9 @@ export class RealtimeSession {
   }
 
   emit(type: string, fields: Record<string, unknown> = {}): void {
-    if (this.#closed) return;
+    if (this.#closedAt !== undefined) return;
     const event = { event_id: id('event'), type, ...fields };
-    this.serverEvents.push({ at: Date.now(), event });
+    journal(this.serverEvents, event);
     this.#send(event);
   }
 
@@ -101,8 +116,13 @@ export class RealtimeSession {
     this.emit('error', { error: { type: 'invalid_request_error', code, message, param, event_id: typeof clientEventId === 'string' ? clientEventId : null } });
   }
 
+  /** When the session ended, or undefined while it is open. */
+  get closedAt(): number | undefined {
+    return this.#closedAt;
+  }
+
   close(): void {
-    this.#closed = true;
+    this.#closedAt ??= Date.now();
     if (this.#current) this.#current.cancelled = true;
   }
 
@@ -132,7 +152,7 @@ export class RealtimeSession {
       this.#error('invalid_event', 'An event must be a JSON object with a type.');
       return;
     }
-    this.clientEvents.push({ at: Date.now(), event });
+    journal(this.clientEvents, event);
     if (!this.#configured && event.type !== 'session.update') {
       this.#error('session_not_configured', 'The first event must be session.update.', event.event_id);
       return;
@@ -381,7 +401,7 @@ export class RealtimeSession {
   }
 
   async #stream(audio: Int16Array, transcript: string): Promise<void> {
-    if (this.#closed) return;
+    if (this.#closedAt !== undefined) return;
     const response: ActiveResponse = { id: id('resp'), itemId: id('item'), cancelled: false };
     this.#current = response;
     const ids = { response_id: response.id, item_id: response.itemId, output_index: 0, content_index: 0 };
@@ -398,7 +418,7 @@ export class RealtimeSession {
     const words = transcript.split(' ');
     const started = Date.now();
     let chunk = 0;
-    for (let offset = 0; offset < audio.length && !response.cancelled && !this.#closed; offset += chunkSamples, chunk++) {
+    for (let offset = 0; offset < audio.length && !response.cancelled && this.#closedAt === undefined; offset += chunkSamples, chunk++) {
       const piece = audio.subarray(offset, offset + chunkSamples);
       this.emit('response.output_audio.delta', { ...ids, delta: encodeAudio(piece, this.#outputFormat).toString('base64') });
       const word = words[chunk];

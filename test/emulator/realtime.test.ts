@@ -224,6 +224,35 @@ describe('a realtime session', () => {
     connection.socket.close();
   });
 
+  it.each([
+    [false, 'drops the caller\'s audio while it plays, then listens again'],
+    [true, 'lets the caller talk over it'],
+  ])('a force_message with interruptible %s %s', async (interruptible, _what) => {
+    emulator.realtime.options.paceFactor = 4;
+    try {
+      const connection = await configured({ turn_detection: { type: 'server_vad', silence_duration_ms: 200, prefix_padding_ms: 0 } });
+      const text = 'Your video is ready in the general channel.';
+      connection.send({ type: 'conversation.item.create', item: { type: 'force_message', role: 'assistant', interruptible, content: [{ type: 'output_text', text }] } });
+      await connection.next('response.output_audio.delta');
+      const speech = generateTone({ hz: 440, ms: 300, amplitude: 0.4, format: REALTIME_PCM });
+      appendInFrames(connection, speech);
+      appendInFrames(connection, generateSilence(300, REALTIME_PCM));
+      const forced = await connection.next('response.done');
+      const heardDuringPlayback = connection.events.slice(0, connection.events.indexOf(forced)).some((event) => event.type === 'input_audio_buffer.speech_started');
+      expect(heardDuringPlayback).toBe(interruptible);
+      if (!interruptible) {
+        appendInFrames(connection, speech);
+        appendInFrames(connection, generateSilence(300, REALTIME_PCM));
+        await connection.next('conversation.item.input_audio_transcription.completed');
+      }
+      const heard = connection.events.find((event) => event.type === 'conversation.item.input_audio_transcription.completed');
+      expect(heard).toMatchObject({ transcript: '(0.3 s of speech)' });
+      connection.socket.close();
+    } finally {
+      emulator.realtime.options.paceFactor = 20;
+    }
+  });
+
   it('cancels a response and records a truncation of what was played', async () => {
     emulator.realtime.options.paceFactor = 1;
     const connection = await configured({});

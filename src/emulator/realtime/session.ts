@@ -47,6 +47,8 @@ interface ActiveResponse {
   id: string;
   itemId: string;
   cancelled: boolean;
+  /** A force_message with `interruptible: false`: the caller's audio is dropped while it plays. */
+  interruptible: boolean;
 }
 
 function id(prefix: string): string {
@@ -277,6 +279,8 @@ export class RealtimeSession {
       this.#error('invalid_audio', `input_audio_buffer.append needs audio: base64 ${this.#inputFormat.type}.`, event.event_id, 'audio');
       return;
     }
+    // provider-notes: while a force_message with interruptible false plays, the caller's audio is dropped.
+    if (this.#current && !this.#current.interruptible && !this.#current.cancelled) return;
     const samples = decodeAudio(Buffer.from(text, 'base64'), this.#inputFormat);
     this.#buffer.push(samples);
     this.#bufferSamples += samples.length;
@@ -361,7 +365,7 @@ export class RealtimeSession {
       return;
     }
     const ms = Math.min(this.#options.maxToneMs, Math.max(200, text.length * this.#options.toneMsPerCharacter));
-    this.#respond(tone(FORCE_MESSAGE_TONE_HZ, ms, this.#outputFormat.rate), text);
+    this.#respond(tone(FORCE_MESSAGE_TONE_HZ, ms, this.#outputFormat.rate), text, item.interruptible !== false);
   }
 
   #truncate(event: Readonly<Record<string, unknown>>): void {
@@ -393,16 +397,16 @@ export class RealtimeSession {
   }
 
   /** Queues a response that speaks `audio` and says `transcript`. */
-  #respond(audio: Int16Array, transcript: string): void {
-    this.#queue = this.#queue.then(() => this.#stream(audio, transcript)).catch((error: unknown) => {
+  #respond(audio: Int16Array, transcript: string, interruptible = true): void {
+    this.#queue = this.#queue.then(() => this.#stream(audio, transcript, interruptible)).catch((error: unknown) => {
       this.#current = undefined;
       this.#fault(error);
     });
   }
 
-  async #stream(audio: Int16Array, transcript: string): Promise<void> {
+  async #stream(audio: Int16Array, transcript: string, interruptible: boolean): Promise<void> {
     if (this.#closedAt !== undefined) return;
-    const response: ActiveResponse = { id: id('resp'), itemId: id('item'), cancelled: false };
+    const response: ActiveResponse = { id: id('resp'), itemId: id('item'), cancelled: false, interruptible };
     this.#current = response;
     const ids = { response_id: response.id, item_id: response.itemId, output_index: 0, content_index: 0 };
     const lengthMs = (audio.length / this.#outputFormat.rate) * 1000;

@@ -117,6 +117,37 @@ describe('error formats', () => {
     expect(answer.body).toMatchObject({ error: { param } });
   });
 
+  it.each([
+    ['image', { image: { url: 'ftp://files.example/a.png' } }, 'image.url'],
+    ['image', { image: { url: 'javascript:alert(1)' } }, 'image.url'],
+    ['last_frame', { last_frame: { url: 'file:///etc/passwd' } }, 'last_frame.url'],
+    ['reference_images', { reference_images: [{ url: 'https://a.example/ok.png' }, { url: 'not a url' }] }, 'reference_images[1].url'],
+  ])('refuses an %s url that is neither http(s) nor a data: URI', async (_field, extra, param) => {
+    const answer = await call('POST', '/v1/videos/generations', { model: 'svc-imagine-video-1.5', prompt: 'x', ...extra });
+    expect(answer.status).toBe(400);
+    expect(answer.body).toMatchObject({ error: { code: 'invalid_request_error', param } });
+  });
+
+  it('accepts image urls that are http(s) or data: URIs', async () => {
+    const answer = await call('POST', '/v1/videos/generations', {
+      model: 'svc-imagine-video-1.5',
+      image: { url: 'data:image/png;base64,iVBORw0KGgo=' },
+      reference_images: [{ url: 'http://a.example/b.png' }],
+    });
+    expect(answer.status).toBe(200);
+  });
+
+  it.each([
+    ['/v1/videos/edits', 'ftp://files.example/clip.mp4'],
+    ['/v1/videos/extensions', 'file:///tmp/clip.mp4'],
+    ['/native/v1/videos/edits', 'data:video/mp4;base64,AAAA.mp4'],
+    ['/native/v1/videos/extensions', 'https://files.example/clip.mov'],
+  ])('refuses a source on %s that is not an http(s) .mp4 link (%s)', async (path, url) => {
+    const answer = await call('POST', path, { model: 'svc-imagine-video-1.5', prompt: 'x', video: { url } });
+    expect(answer.status).toBe(400);
+    expect(JSON.stringify(answer.body)).toContain('video.url');
+  });
+
   it('lists the available voices when a voice_id is unknown', async () => {
     const answer = await call('POST', '/v1/videos/generations', { model: 'svc-imagine-video-1.5', prompt: 'x', reference_audios: [{ voice_id: 'nobody' }] });
     expect(answer.status).toBe(400);

@@ -6,6 +6,8 @@ import { registerSecret, silentLogger, type Logger } from '../log.ts';
 import {
   CLIENT_SECRET_DEFAULT_S,
   CLIENT_SECRET_MAX_S,
+  DEFAULT_EDIT_PATH,
+  DEFAULT_EXTENSION_PATH,
   DEFAULT_VENDOR,
   LAYER_PREFIX,
   type Layer,
@@ -47,7 +49,10 @@ export interface GatewayClientOptions {
   layer: Layer;
   /** The vendor word in model and voice names (GATEWAY_VENDOR); default `svc`. */
   vendor?: string;
-  /** Full paths of the edit and extension endpoints (the spec does not show them). */
+  /**
+   * The edit and extension endpoints under the layer prefix (the spec does not show them); default
+   * `/videos/edits` and `/videos/extensions`, so `/v1/videos/edits` or `/native/v1/videos/edits`.
+   */
   paths?: { edits?: string; extensions?: string };
   retry?: Partial<RetryPolicy>;
   timeouts?: Partial<GatewayTimeouts>;
@@ -108,8 +113,8 @@ export class GatewayClient {
     const prefix = LAYER_PREFIX[options.layer];
     this.#paths = {
       generations: `${prefix}/videos/generations`,
-      edits: options.paths?.edits ?? `${prefix}/videos/edits`,
-      extensions: options.paths?.extensions ?? `${prefix}/videos/extensions`,
+      edits: `${prefix}${options.paths?.edits ?? DEFAULT_EDIT_PATH}`,
+      extensions: `${prefix}${options.paths?.extensions ?? DEFAULT_EXTENSION_PATH}`,
       tasks: `${prefix}/videos`,
     };
     this.#retry = { ...DEFAULT_RETRY_POLICY, ...options.retry };

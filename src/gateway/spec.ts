@@ -8,6 +8,11 @@ export const LAYER_PREFIX: Record<Layer, string> = { compat: '/v1', native: '/na
 
 export const DEFAULT_VENDOR = 'svc';
 
+// provider-notes.md: the edit and extension paths are "not shown"; these are the likely ones, under the
+// layer prefix, and configurable.
+export const DEFAULT_EDIT_PATH = '/videos/edits';
+export const DEFAULT_EXTENSION_PATH = '/videos/extensions';
+
 export const RESOLUTIONS = ['480p', '720p', '1080p'] as const;
 export type Resolution = (typeof RESOLUTIONS)[number];
 export const DEFAULT_RESOLUTION: Resolution = '480p';

@@ -228,11 +228,9 @@ export class GatewayClient {
     });
     const body = parseJsonBody(response);
     const value = readNonEmptyString(body, 'value');
-    const expiresAt = readTimestamp(body, 'expires_at');
-    if (value === undefined || expiresAt === undefined) {
-      throw new MalformedResponseError('The client secret answer lacks value or expires_at.', { requestId: response.requestId });
-    }
-    return { value, expiresAt };
+    // The spec does not show this answer: the value is what matters; expires_at is read when present.
+    if (value === undefined) throw new MalformedResponseError('The client secret answer has no value.', { requestId: response.requestId });
+    return { value, expiresAt: readTimestamp(body, 'expires_at') };
   }
 
   /** Closes the pool if this client made its own; a shared or injected one stays open. */

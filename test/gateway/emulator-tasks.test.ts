@@ -227,8 +227,8 @@ describe('models and realtime client secrets', () => {
     const before = emulator.quotaUsd(EMULATOR_KEY);
     const secret = await clientFor(emulator, 'compat').createClientSecret(120);
     expect(secret.value).not.toBe('');
-    expect(secret.expiresAt.getTime()).toBeGreaterThan(Date.now() + 60_000);
-    expect(secret.expiresAt.getTime()).toBeLessThanOrEqual(Date.now() + 121_000);
+    expect(secret.expiresAt!.getTime()).toBeGreaterThan(Date.now() + 60_000);
+    expect(secret.expiresAt!.getTime()).toBeLessThanOrEqual(Date.now() + 121_000);
     const entry = emulator.requests.find((request) => request.path === '/native/v1/realtime/client_secrets');
     expect(entry).toMatchObject({ method: 'POST', status: 200 });
     expect(emulator.quotaUsd(EMULATOR_KEY)).toBe(before);

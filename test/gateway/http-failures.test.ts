@@ -202,6 +202,19 @@ describe('answers that are not what the spec promises', () => {
     expect(error).toMatchObject({ requestId: 'req_text' });
   });
 
+  it.each([
+    ['with expires_at', { value: 'cs_1', expires_at: 1_900_000_000 }, new Date(1_900_000_000_000)],
+    ['without expires_at (the spec does not show the answer)', { value: 'cs_1' }, undefined],
+  ])('a client secret answer %s is accepted', async (_label, body, expiresAt) => {
+    const server = await serve((_request, response) => json(response, 200, body));
+    expect(await client(server.url).createClientSecret(60)).toEqual({ value: 'cs_1', expiresAt });
+  });
+
+  it('a client secret answer without a value is a clear error', async () => {
+    const server = await serve((_request, response) => json(response, 200, { expires_at: 1_900_000_000 }));
+    await expect(client(server.url).createClientSecret(60)).rejects.toThrow(/client secret answer has no value/);
+  });
+
   it('a model list in an unexpected shape is a clear error', async () => {
     const server = await serve((_request, response) => json(response, 200, { models: 'all' }));
     await expect(client(server.url).listModels()).rejects.toThrow(MalformedResponseError);

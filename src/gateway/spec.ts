@@ -92,7 +92,8 @@ export const COMPAT_STATUSES = ['queued', 'processing', 'succeeded', 'failed'] a
 
 // ---- Model families ------------------------------------------------------------------------------
 // Capabilities follow the family (`<vendor>-imagine-video-<version>` versus the classic
-// `<vendor>-imagine-video`), never exact strings, so a renamed vendor or a newer version just works.
+// `<vendor>-imagine-video`), never exact strings, so a renamed vendor, a newer version (`-2`) or a
+// tagged release (`-1.5-preview`) just works: 1.5 or newer has the modern capabilities.
 
 export interface VideoModelCapabilities {
   /** `classic` is the unversioned model; `versioned` is 1.5 and later. */
@@ -122,7 +123,8 @@ function compareVersions(a: string, b: string): number {
 
 /** The capabilities of a video model, or undefined when the name is not a video model of this vendor. */
 export function videoModelCapabilities(model: string, vendor = DEFAULT_VENDOR): VideoModelCapabilities | undefined {
-  const match = new RegExp(`^${escapeRegExp(vendor.toLowerCase())}-imagine-video(?:-(\\d+(?:\\.\\d+)*))?$`).exec(
+  // <vendor>-imagine-video, then an optional version, then optional tags such as -preview or -20250601.
+  const match = new RegExp(`^${escapeRegExp(vendor.toLowerCase())}-imagine-video(?:-(\\d+(?:\\.\\d+)*))?(?:-(?:[a-z][a-z0-9.]*|\\d+))*$`).exec(
     model.toLowerCase(),
   );
   if (!match) return undefined;

@@ -184,6 +184,38 @@ describe('submissions that may have been accepted', () => {
   });
 });
 
+describe('a server that trickles its answer', () => {
+  /** Headers at once, then one byte every 20 ms for ever: never idle long enough for the body timeout. */
+  async function trickling(): Promise<LocalServer> {
+    return serve((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json', 'x-request-id': 'req_slow' });
+      response.write('{"status":"processing"');
+      const trickle = setInterval(() => response.write(' '), 20);
+      response.on('close', () => clearInterval(trickle));
+    });
+  }
+  const patient = { timeouts: { headersMs: 300, bodyMs: 300, totalMs: 600 }, retry: { maxRetries: 1, baseDelayMs: 10 } };
+
+  it('cannot hold a poll past the overall deadline; the poll is retried once, then reported as a timeout', async () => {
+    const server = await trickling();
+    const error = await client(server.url, patient).getTask('task_1').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(GatewayConnectionError);
+    expect(error).not.toBeInstanceOf(OutcomeUnknownError);
+    expect(error).toMatchObject({ timedOut: true, requestSent: true, requestId: 'req_slow' });
+    expect((error as Error).message).toMatch(/did not finish within its 600 ms deadline/);
+    expect(server.seen).toHaveLength(2);
+  });
+
+  it('cannot hold a submission either: its outcome is unknown and it is sent once', async () => {
+    const server = await trickling();
+    const error = await client(server.url, patient).generate({ model: 'svc-imagine-video-1.5', prompt: 'a cat' }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OutcomeUnknownError);
+    expect(error).toMatchObject({ timedOut: true });
+    expect(server.seen).toHaveLength(1);
+    expectNoKey(error);
+  });
+});
+
 describe('answers that are not what the spec promises', () => {
   it('a JSON answer over 1 MiB is refused, not buffered', async () => {
     const server = await serve((_request, response) => json(response, 200, { status: 'queued', padding: 'x'.repeat(1_100_000) }));

@@ -59,8 +59,6 @@ export interface GatewayClientOptions {
   /** A shared pool; by default one Agent is shared by every client in the process. */
   dispatcher?: Dispatcher;
   log?: Logger;
-  /** Accepted voice ids for reference audio; default the built-in list. */
-  voices?: readonly string[];
 }
 
 export interface DownloadOptions {
@@ -93,7 +91,6 @@ export class GatewayClient {
   readonly #dispatcher: Dispatcher;
   readonly #ownsDispatcher: boolean;
   readonly #log: Logger;
-  readonly #voices: readonly string[] | undefined;
 
   constructor(options: GatewayClientOptions) {
     if (!options.apiKey) throw new TypeError('GatewayClient needs an API key.');
@@ -125,12 +122,11 @@ export class GatewayClient {
       options.dispatcher ??
       (this.#ownsDispatcher ? createGatewayDispatcher({ connectMs: this.#timeouts.connectMs }) : sharedGatewayDispatcher());
     this.#log = (options.log ?? silentLogger).child({ component: 'gateway', layer: options.layer });
-    this.#voices = options.voices;
   }
 
   /** The options for validateGeneration() & co. that match this client. */
   get validationOptions(): ValidationOptions {
-    return { layer: this.layer, vendor: this.vendor, ...(this.#voices ? { voices: this.#voices } : {}) };
+    return { layer: this.layer, vendor: this.vendor };
   }
 
   async generate(request: GenerationRequest): Promise<SubmittedTask> {

@@ -48,8 +48,9 @@ export const CLIENT_SECRET_DEFAULT_S = 600;
 /** 1 USD = 10^10 ticks (native `usage.cost_in_usd_ticks`). */
 export const USD_TICKS = 10_000_000_000;
 
-// provider-notes.md: built-in voices, case-insensitive. The gateway's 400 for an unknown voice lists the
-// authoritative set; this list is the default until one is read.
+// provider-notes.md: built-in voices, case-insensitive, as suggestions (autocomplete). The gateway's own
+// list may differ and its 400 for an unknown voice lists the real one, so a video request's voice_id is
+// checked only for its shape.
 export const BUILT_IN_VOICES = [
   'altair', 'ara', 'atlas', 'aurora', 'carina', 'castor', 'celeste', 'cosmo', 'eve', 'helios',
   'helix', 'iris', 'kepler', 'leo', 'liora', 'lumen', 'luna', 'lux', 'naksh', 'orion', 'perseus',

@@ -148,10 +148,14 @@ describe('error formats', () => {
     expect(JSON.stringify(answer.body)).toContain('video.url');
   });
 
-  it('lists the available voices when a voice_id is unknown', async () => {
-    const answer = await call('POST', '/v1/videos/generations', { model: 'svc-imagine-video-1.5', prompt: 'x', reference_audios: [{ voice_id: 'nobody' }] });
-    expect(answer.status).toBe(400);
-    expect(answer.body).toMatchObject({ error: { message: expect.stringContaining('eve') } });
+  it('lists the available voices when a voice_id is unknown, naming the field', async () => {
+    const body = { model: 'svc-imagine-video-1.5', prompt: 'x', reference_audios: [{ voice_id: 'EVE' }, { voice_id: 'nobody' }] };
+    const compat = await call('POST', '/v1/videos/generations', body);
+    expect(compat.status).toBe(400);
+    expect(compat.body).toMatchObject({ error: { code: 'invalid_request_error', param: 'reference_audios[1].voice_id', message: expect.stringMatching(/Available voices: altair, ara, .*eve.*zenith/) } });
+    const native = await call('POST', '/native/v1/videos/generations', body);
+    expect(native.status).toBe(400);
+    expect(native.body).toMatchObject({ code: 'invalid_request_error', error: expect.stringContaining('Available voices: altair') });
   });
 
   it('refuses a huge body as a malformed body (400 in the layer format) and stays up', async () => {

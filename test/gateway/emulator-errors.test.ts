@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import {
   AuthenticationError,
+  BadRequestError,
   type GatewayApiError,
   OutcomeUnknownError,
   PermissionDeniedError,
@@ -151,6 +152,15 @@ describe('retry rules', () => {
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ServerError);
     expect(submissionsOf(emulator, generationsPath('compat'), prompt)).toHaveLength(4);
+  });
+});
+
+describe('voices', () => {
+  it.each(LAYER_CASES)('%s: a voice the gateway does not have passes the client and comes back as its 400 with the real list', async (layer) => {
+    const error = await clientFor(emulator, layer).generate({ model: LATEST, prompt: 'hello', reference_audios: [{ voice_id: 'nobody' }] }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(BadRequestError);
+    expect(error).toMatchObject({ status: 400, code: 'invalid_request_error', serverMessage: expect.stringContaining('Available voices: altair') });
+    if (layer === 'compat') expect(error).toMatchObject({ param: 'reference_audios[0].voice_id' });
   });
 });
 

@@ -8,8 +8,6 @@ import type { RealtimeAuthorization } from './realtime/deps.ts';
 // submission, refunded when a task fails or times out), a per-key rate limit, and short-lived realtime
 // client secrets (expired ones are dropped whenever a new one is issued).
 
-const RATE_WINDOW_MS = 60_000;
-
 export interface KeyAccount {
   key: string;
   /** A stable, non-secret name of the key for journals. */
@@ -64,11 +62,12 @@ export class KeyRegistry {
     return account;
   }
 
-  /** The sliding one-minute window of rate_per_minute requests per key. */
+  /** A sliding window (a minute, timing.rate_window_ms) of rate_per_minute requests per key. */
   countRequest(account: KeyAccount, now: number): void {
-    while (account.recent.length > 0 && account.recent[0]! <= now - RATE_WINDOW_MS) account.recent.shift();
+    const window = this.#config.timing.rate_window_ms;
+    while (account.recent.length > 0 && account.recent[0]! <= now - window) account.recent.shift();
     if (account.recent.length >= this.#config.limits.rate_per_minute) {
-      const retryAfter = Math.max(1, Math.ceil((account.recent[0]! + RATE_WINDOW_MS - now) / 1000));
+      const retryAfter = Math.max(1, Math.ceil((account.recent[0]! + window - now) / 1000));
       throw new HttpError(429, 'rate_limit', `Rate limit reached: ${this.#config.limits.rate_per_minute} requests per minute.`, null, retryAfter);
     }
     account.recent.push(now);

@@ -337,6 +337,47 @@ describe('results', () => {
   });
 });
 
+describe('requests accepted, then failed by the rules the spec gives asynchronous codes', () => {
+  const LATEST = 'svc-imagine-video-1.5';
+  const CLASSIC = 'svc-imagine-video';
+  const IMAGE = { url: 'https://images.example/a.png' };
+  const SOURCE = { url: 'https://clips.example/a.mp4' };
+  const rows: [string, 'generations' | 'edits' | 'extensions', Record<string, unknown>, string][] = [
+    ['duration below 1 s', 'generations', { model: LATEST, prompt: 'a', duration: 0 }, 'invalid_argument'],
+    ['duration over 15 s', 'generations', { model: LATEST, prompt: 'a', duration: 16 }, 'invalid_argument'],
+    ['a prompt that is too long', 'generations', { model: LATEST, prompt: 'a'.repeat(4097) }, 'invalid_argument'],
+    ['text-to-video without a prompt', 'generations', { model: LATEST }, 'invalid_argument'],
+    ['the classic model with last_frame', 'generations', { model: CLASSIC, prompt: 'a', last_frame: IMAGE }, 'invalid_argument'],
+    ['the classic model mixing image and reference images', 'generations', { model: CLASSIC, prompt: 'a', image: IMAGE, reference_images: [IMAGE] }, 'invalid_argument'],
+    ['the classic model with reference audio', 'generations', { model: CLASSIC, prompt: 'a', reference_audios: [{ voice_id: 'eve' }] }, 'failed_precondition'],
+    ['1080p on the classic model', 'generations', { model: CLASSIC, prompt: 'a', resolution: '1080p' }, 'failed_precondition'],
+    ['1080p with a last frame', 'generations', { model: LATEST, prompt: 'a', last_frame: IMAGE, resolution: '1080p' }, 'failed_precondition'],
+    ['1080p in reference-image mode', 'generations', { model: LATEST, prompt: 'a', reference_images: [IMAGE], resolution: '1080p' }, 'failed_precondition'],
+    ['an edit by the classic model', 'edits', { model: CLASSIC, prompt: 'snow', video: SOURCE }, 'failed_precondition'],
+    ['an extension by the classic model', 'extensions', { model: CLASSIC, prompt: 'on', video: SOURCE }, 'failed_precondition'],
+    ['an extension by 1 s', 'extensions', { model: LATEST, prompt: 'on', video: SOURCE, duration: 1 }, 'invalid_argument'],
+    ['an extension by 11 s', 'extensions', { model: LATEST, prompt: 'on', video: SOURCE, duration: 11 }, 'invalid_argument'],
+    ['an edit with a prompt that is too long', 'edits', { model: LATEST, prompt: 'a'.repeat(4097), video: SOURCE }, 'invalid_argument'],
+  ];
+  const cases = (['compat', 'native'] as const).flatMap((layer) => rows.map(([rule, operation, body, code]) => ({ layer, rule, operation, body, code })));
+
+  it.each(cases)('$layer: $rule fails with $code', async ({ layer, operation, body, code }) => {
+    const prefix = layer === 'compat' ? '/v1' : '/native/v1';
+    const submitted = await call('POST', `${prefix}/videos/${operation}`, body);
+    expect(submitted.status).toBe(200);
+    const id = (submitted.body as { task_id?: string; request_id?: string })[layer === 'compat' ? 'task_id' : 'request_id']!;
+    const done = await waitUntilDone(layer, id);
+    expect(done.body).toMatchObject({ status: 'failed', error: { code, message: expect.any(String) }, usage: { cost_in_usd_ticks: 0 } });
+  });
+
+  it('reads the compatibility alias seconds, while the native layer forwards it untouched', async () => {
+    const compat = (await call('POST', '/v1/videos/generations', { model: LATEST, prompt: 'a', seconds: 20 })).body as { task_id: string };
+    expect((await waitUntilDone('compat', compat.task_id)).body).toMatchObject({ status: 'failed', error: { code: 'invalid_argument' } });
+    const native = (await call('POST', '/native/v1/videos/generations', { model: LATEST, prompt: 'a', seconds: 20 })).body as { request_id: string };
+    expect((await waitUntilDone('native', native.request_id)).body).toMatchObject({ status: 'done' });
+  });
+});
+
 describe('quota', () => {
   it('charges at submission and refunds a failed task automatically', async () => {
     const before = emulator.quotaUsd(KEY);

@@ -16,6 +16,12 @@ const IMAGE = { url: 'https://example.com/cat.png' };
 const DATA_IMAGE = { url: 'data:image/png;base64,iVBORw0KGgo=' };
 const MP4 = { url: 'https://cdn.example.com/attachments/1/2/clip.mp4?ex=65&is=66&hm=abc' };
 
+/** A request as JSON from anywhere may write it, wrong types included (what the types alone would refuse). */
+function asWritten(value: object): GenerationRequest {
+  const request: GenerationRequest = JSON.parse(JSON.stringify(value));
+  return request;
+}
+
 interface Row {
   rule: string;
   request: GenerationRequest;
@@ -82,6 +88,10 @@ const generationRows: Row[] = [
   { rule: 'last_frame with both', request: { model: LATEST, last_frame: { url: IMAGE.url, file_id: 'f' } }, field: 'last_frame' },
   { rule: 'reference image element checked', request: { model: LATEST, prompt: 'a', reference_images: [IMAGE, {}] }, field: 'reference_images[1]' },
   { rule: 'empty reference image list', request: { model: LATEST, prompt: 'a', reference_images: [] }, field: 'reference_images' },
+  { rule: 'empty reference audio list', request: { model: LATEST, prompt: 'a', reference_audios: [] }, field: 'reference_audios', message: /must not be empty/ },
+  { rule: 'reference audios that are not a list', request: asWritten({ model: LATEST, prompt: 'a', reference_audios: 'eve' }), field: 'reference_audios', message: /must be a list/ },
+  { rule: 'an image object with an extra type key (no effect, per the spec)', request: asWritten({ model: LATEST, prompt: 'a', image: { type: 'image_url', url: IMAGE.url } }) },
+  { rule: 'a reference image with an extra type key', request: asWritten({ model: LATEST, prompt: 'a', reference_images: [{ type: 'image_url', url: IMAGE.url }] }) },
   // model capabilities
   { rule: 'first and last frame on 1.5', request: { model: LATEST, image: IMAGE, last_frame: IMAGE } },
   { rule: 'classic rejects last_frame', request: { model: CLASSIC, prompt: 'a', last_frame: IMAGE }, field: 'last_frame', message: /needs svc-imagine-video-1\.5/ },
@@ -102,6 +112,11 @@ const generationRows: Row[] = [
   { rule: 'storage with filename and 30-day expiry', request: { model: LATEST, prompt: 'a', storage_options: { filename: 'cat.mp4', expires_after: 2_592_000, public_url: true } } },
   { rule: 'storage filename required', request: { model: LATEST, prompt: 'a', storage_options: { filename: '' } }, field: 'storage_options.filename' },
   { rule: 'storage expiry over 30 days', request: { model: LATEST, prompt: 'a', storage_options: { filename: 'a.mp4', expires_after: 2_592_001 } }, field: 'storage_options.expires_after', message: /2592000/ },
+  { rule: 'storage public_url must be true or false', request: asWritten({ model: LATEST, prompt: 'a', storage_options: { filename: 'a.mp4', public_url: 'yes' } }), field: 'storage_options.public_url', message: /true or false/ },
+  { rule: 'storage expiry below 1 s', request: { model: LATEST, prompt: 'a', storage_options: { filename: 'a.mp4', expires_after: 0 } }, field: 'storage_options.expires_after', message: /from 1 to 2592000/ },
+  { rule: 'storage expiry in fractions of a second', request: { model: LATEST, prompt: 'a', storage_options: { filename: 'a.mp4', expires_after: 1.5 } }, field: 'storage_options.expires_after', message: /whole number/ },
+  { rule: 'storage expiry of 1 s', request: { model: LATEST, prompt: 'a', storage_options: { filename: 'a.mp4', expires_after: 1 } } },
+  { rule: 'user must be text', request: asWritten({ model: LATEST, prompt: 'a', user: 42 }), field: 'user', message: /must be text/ },
   { rule: 'upload_url must be http(s)', request: { model: LATEST, prompt: 'a', output: { upload_url: 'not a url' } }, field: 'output.upload_url' },
   { rule: 'upload_url accepted', request: { model: LATEST, prompt: 'a', output: { upload_url: 'https://bucket.example.com/put?sig=1' }, user: 'u1' } },
   // compatibility aliases

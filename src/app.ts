@@ -97,7 +97,12 @@ export async function startApp(config: BotConfig, log: Logger, signal: AbortSign
   const store = await openStore(config.storeUrl, log);
   const client = createDiscordClient(config.discordApiUrl);
   const outbox = new DiscordOutbox(client.rest);
-  const clients = new GatewayClientPool({ baseUrl: config.gatewayBaseUrl, vendor: config.gatewayVendor, log });
+  const clients = new GatewayClientPool({
+    baseUrl: config.gatewayBaseUrl,
+    vendor: config.gatewayVendor,
+    paths: { edits: config.gatewayEditPath, extensions: config.gatewayExtensionPath },
+    log,
+  });
   const repository = new TaskRepository(store);
   const delivery = new VideoDelivery({ repository, outbox, log, cardEditIntervalMs: CARD_EDIT_INTERVAL_MS });
   const policy = new SettingsService({

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { parseEnv } from 'node:util';
-import { LAYERS, DEFAULT_VENDOR, type Layer } from './gateway/spec.ts';
+import { LAYERS, DEFAULT_EDIT_PATH, DEFAULT_EXTENSION_PATH, DEFAULT_VENDOR, type Layer } from './gateway/spec.ts';
 import { LOG_LEVELS, type LogLevel } from './log.ts';
 
 export interface BotConfig {
@@ -12,6 +12,9 @@ export interface BotConfig {
   gatewayApiKey: string | undefined;
   gatewayLayer: Layer;
   gatewayVendor: string;
+  /** Edit and extension endpoints under the layer prefix (`/v1` or `/native/v1`): the spec does not show them. */
+  gatewayEditPath: string;
+  gatewayExtensionPath: string;
   keyEncryptionSecret: string | undefined;
   /** The secret before a rotation: keys sealed under it are still read, and sealed again under the new one. */
   keyEncryptionSecretPrevious: string | undefined;
@@ -135,6 +138,17 @@ export function loadConfig(environment: Environment): ConfigResult {
     problems.push(`GATEWAY_VENDOR must be a single word such as "svc" (got "${gatewayVendor}").`);
   }
 
+  // One path per operation serves both layers, so each is written relative to the layer prefix.
+  const endpointPath = (name: string, fallback: string): string => {
+    const value = read(name) ?? fallback;
+    if (!/^\/[^\s?#]*$/.test(value)) {
+      problems.push(`${name} must be a path starting with / under the layer prefix, such as ${fallback} (got "${value}").`);
+    }
+    return value;
+  };
+  const gatewayEditPath = endpointPath('GATEWAY_EDIT_PATH', DEFAULT_EDIT_PATH);
+  const gatewayExtensionPath = endpointPath('GATEWAY_EXTENSION_PATH', DEFAULT_EXTENSION_PATH);
+
   const keyEncryptionSecret = read('KEY_ENCRYPTION_SECRET');
   if (keyEncryptionSecret && keyEncryptionSecret.length < MIN_ENCRYPTION_SECRET_LENGTH) {
     problems.push(`KEY_ENCRYPTION_SECRET must be at least ${MIN_ENCRYPTION_SECRET_LENGTH} characters long (a random string, e.g. \`openssl rand -base64 32\`).`);
@@ -178,6 +192,8 @@ export function loadConfig(environment: Environment): ConfigResult {
       gatewayApiKey: read('GATEWAY_API_KEY'),
       gatewayLayer,
       gatewayVendor,
+      gatewayEditPath,
+      gatewayExtensionPath,
       keyEncryptionSecret,
       keyEncryptionSecretPrevious,
       storeUrl,

@@ -24,6 +24,8 @@ describe('configuration from the environment', () => {
         gatewayApiKey: undefined,
         gatewayLayer: 'compat',
         gatewayVendor: 'svc',
+        gatewayEditPath: '/videos/edits',
+        gatewayExtensionPath: '/videos/extensions',
         keyEncryptionSecret: undefined,
         keyEncryptionSecretPrevious: undefined,
         storeUrl: DEFAULT_STORE_URL,
@@ -66,6 +68,9 @@ describe('configuration from the environment', () => {
     ['GATEWAY_WS_URL', 'http://gw', /^GATEWAY_WS_URL must be a ws\(s\) URL/],
     ['GATEWAY_LAYER', 'v2', /^GATEWAY_LAYER must be "compat" or "native"/],
     ['GATEWAY_VENDOR', 'two words', /^GATEWAY_VENDOR must be a single word/],
+    ['GATEWAY_EDIT_PATH', 'videos/edits', /^GATEWAY_EDIT_PATH must be a path starting with \/ under the layer prefix/],
+    ['GATEWAY_EDIT_PATH', '/videos/edits?x=1', /^GATEWAY_EDIT_PATH must be a path starting with \//],
+    ['GATEWAY_EXTENSION_PATH', 'https://gw.example/v1/videos/extensions', /^GATEWAY_EXTENSION_PATH must be a path starting with \/ under the layer prefix, such as \/videos\/extensions/],
     ['KEY_ENCRYPTION_SECRET', 'short', /^KEY_ENCRYPTION_SECRET must be at least 16 characters/],
     ['STORE_URL', 'postgres://db', /^STORE_URL must be sqlite:\/\/<file> or redis:\/\/<host>:<port>/],
     ['DEV_GUILD_ID', 'my-server', /^DEV_GUILD_ID must be a Discord server id/],
@@ -76,6 +81,11 @@ describe('configuration from the environment', () => {
     const problems = problemsOf({ ...minimal, [name]: value });
     expect(problems).toHaveLength(1);
     expect(problems[0]).toMatch(message);
+  });
+
+  it('reads the edit and extension paths, relative to the layer prefix', () => {
+    const result = loadConfig({ ...minimal, GATEWAY_EDIT_PATH: '/video/edit', GATEWAY_EXTENSION_PATH: ' /video/extend ' });
+    expect(result.ok && [result.config.gatewayEditPath, result.config.gatewayExtensionPath]).toEqual(['/video/edit', '/video/extend']);
   });
 
   it('never repeats a secret in a problem', () => {

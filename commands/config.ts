@@ -17,6 +17,7 @@ import { isServerManager } from '../src/discord/member.ts';
 import { ASPECT_RATIOS, GENERATION_DURATION, LAYERS, RESOLUTIONS } from '../src/gateway/spec.ts';
 import type { Services } from '../src/services.ts';
 import { FEATURES, STORAGE_MAX_DAYS, type GuildSettings } from '../src/settings/guild-settings.ts';
+import { MESSAGES } from '../src/settings/service.ts';
 
 // /config: a server's own gateway key, layer, defaults, storage, access and limits. Manage Server only,
 // by default and checked again here (server admins can change who sees the command).
@@ -79,22 +80,12 @@ async function ephemeral(interaction: RepliableInteraction, content: string): Pr
   await interaction.reply({ content, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } });
 }
 
-/** The key's line of /config show: whether the server's own key is set and still opens, or what serves instead. */
-async function describeKey(settings: GuildSettings, services: Services, guildId: string): Promise<string> {
-  const access = await services.settings.resolveGatewayAccess(guildId);
-  if (settings.key) {
-    const who = `(…${settings.key.lastFour}) by <@${settings.key.setBy}> <t:${Math.floor(settings.key.setAt / 1000)}:R>`;
-    return access.ok ? `set ${who}` : `set ${who}, but it cannot be used: ${access.message}`;
-  }
-  return services.config.gatewayApiKey ? "not set: the operator's default key is used" : 'not set: `/video` cannot work until a key is set with `/config key`';
-}
-
 async function describe(settings: GuildSettings, services: Services, guildId: string): Promise<string> {
   const roles = (ids: string[]) => (ids.length === 0 ? 'everyone' : ids.map((id) => `<@&${id}>`).join(', '));
   const limit = (value: number) => (value === 0 ? 'no limit' : String(value));
   const { defaults, storage, limits } = settings;
   return [
-    `**Gateway key:** ${await describeKey(settings, services, guildId)}`,
+    `**Gateway key in use:** ${await services.settings.describeKeyInUse(guildId)}`,
     `**Layer:** ${settings.layer ?? `${services.config.gatewayLayer} (the operator's default)`}`,
     `**Defaults:** model ${defaults.model ?? 'latest'}, ${defaults.resolution ?? 'gateway default'} resolution, ${defaults.duration === undefined ? 'gateway default' : `${defaults.duration} s`}, aspect ratio ${defaults.aspectRatio ?? 'gateway default'}`,
     `**Storage:** ${storage.keepDays === 0 ? 'videos are not kept beyond the temporary link' : `kept ${storage.keepDays} days`}${storage.publicLink ? ', with a public link' : ''}`,
@@ -109,7 +100,7 @@ async function describe(settings: GuildSettings, services: Services, guildId: st
 }
 
 async function key(interaction: ChatInputCommandInteraction, services: Services) {
-  if (!services.settings.canStoreKeys) return ephemeral(interaction, "The bot's operator has not set KEY_ENCRYPTION_SECRET, so keys cannot be stored safely here. Ask the operator to set it.");
+  if (!services.settings.canStoreKeys) return ephemeral(interaction, MESSAGES.noSecret);
   const input = new TextInputBuilder().setCustomId(KEY_INPUT).setLabel('Gateway API key').setStyle(TextInputStyle.Short).setRequired(true).setMinLength(8).setMaxLength(400);
   await interaction.showModal(new ModalBuilder().setCustomId(KEY_MODAL).setTitle('Gateway key for this server').addComponents(new ActionRowBuilder<TextInputBuilder>().addComponents(input)));
 }

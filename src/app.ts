@@ -3,6 +3,7 @@ import type { BotConfig } from './config.ts';
 import { createDiscordClient } from './discord/client.ts';
 import { createDispatcher } from './discord/dispatcher.ts';
 import { loadCommands, registerCommands } from './discord/registry.ts';
+import { isDiscordRefusal, retryUntilDone } from './discord/retry.ts';
 import { DiscordOutbox } from './discord/outbox.ts';
 import { GatewayClientPool } from './gateway/pool.ts';
 import type { Logger } from './log.ts';
@@ -24,7 +25,6 @@ export interface App {
   stop(): Promise<void>;
 }
 
-const LOGIN_RETRY_MAX_MS = 60_000;
 /** Polls in flight at once: enough to follow thousands of tasks, few enough to be gentle on the gateway. */
 const MAX_POLLS_IN_FLIGHT = 16;
 const CARD_EDIT_INTERVAL_MS = 4_000;
@@ -36,31 +36,73 @@ export class LoginRefusedError extends Error {
   }
 }
 
+/** Every route of a server that is not Discord's REST API (or the right path of one) answers 404. */
+export class DiscordApiUrlError extends Error {
+  constructor() {
+    super(
+      'Discord answered 404 Not Found to the login request: DISCORD_API_URL does not point at a Discord REST API. ' +
+        'Set it to the REST base, e.g. http://127.0.0.1:8900/api, or remove it to use discord.com.',
+    );
+    this.name = 'DiscordApiUrlError';
+  }
+}
+
 function isTokenRefusal(error: unknown): boolean {
   return error instanceof Error && 'code' in error && error.code === DiscordjsErrorCodes.TokenInvalid;
 }
 
-/** Discord may be briefly unreachable or answer 5xx/429 at start: keep trying, but not a refused token. */
-async function loginWithRetry(client: Client, token: string, log: Logger): Promise<void> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      await client.login(token);
-      return;
-    } catch (error) {
-      if (isTokenRefusal(error)) throw new LoginRefusedError();
-      const delay = Math.min(LOGIN_RETRY_MAX_MS, 1000 * 2 ** (attempt - 1)) * (0.5 + Math.random() / 2);
-      log.warn('could not reach Discord; retrying', { attempt, retryInMs: Math.round(delay), error });
-      await new Promise((resolve) => setTimeout(resolve, delay));
-    }
+/** Discord may be briefly unreachable or answer 5xx/429 at start: keep trying, but not after a refusal. */
+async function loginWithRetry(client: Client, token: string, log: Logger, signal: AbortSignal): Promise<void> {
+  try {
+    await retryUntilDone(() => client.login(token), {
+      operation: 'login',
+      log,
+      signal,
+      isFinal: (error) => isTokenRefusal(error) || isDiscordRefusal(error),
+    });
+  } catch (error) {
+    if (isTokenRefusal(error)) throw new LoginRefusedError();
+    if (isDiscordRefusal(error) && error.status === 404) throw new DiscordApiUrlError();
+    throw error;
   }
 }
 
-export async function startApp(config: BotConfig, log: Logger): Promise<App> {
+/** What to check when Discord refuses the commands (4xx): the usual cause, named by its variable. */
+function registrationRefusalHint(devGuildId: string | undefined): string {
+  return devGuildId
+    ? `Discord refused to register the commands on DEV_GUILD_ID ${devGuildId}: is the bot a member of that server, invited with the applications.commands scope? Remove DEV_GUILD_ID to register them globally.`
+    : 'Discord refused the command definitions: see the error for the field it names.';
+}
+
+/** Runs every step even when one fails (a stuck voice connection must not keep the store open). */
+async function closeInOrder(steps: [what: string, close: () => Promise<unknown>][], log: Logger): Promise<string[]> {
+  const failed: string[] = [];
+  for (const [what, close] of steps) {
+    try {
+      await close();
+    } catch (error) {
+      failed.push(what);
+      log.error(`could not close ${what}`, { error });
+    }
+  }
+  return failed;
+}
+
+/**
+ * Starts the bot. Aborting `signal` cancels a start still under way (login retries included): what was
+ * opened is closed and the promise rejects with the signal's reason.
+ */
+export async function startApp(config: BotConfig, log: Logger, signal: AbortSignal = new AbortController().signal): Promise<App> {
   const commands = await loadCommands();
   const store = await openStore(config.storeUrl, log);
   const client = createDiscordClient(config.discordApiUrl);
   const outbox = new DiscordOutbox(client.rest);
-  const clients = new GatewayClientPool({ baseUrl: config.gatewayBaseUrl, vendor: config.gatewayVendor, log });
+  const clients = new GatewayClientPool({
+    baseUrl: config.gatewayBaseUrl,
+    vendor: config.gatewayVendor,
+    paths: { edits: config.gatewayEditPath, extensions: config.gatewayExtensionPath },
+    log,
+  });
   const repository = new TaskRepository(store);
   const delivery = new VideoDelivery({ repository, outbox, log, cardEditIntervalMs: CARD_EDIT_INTERVAL_MS });
   const policy = new SettingsService({
@@ -103,12 +145,20 @@ export async function startApp(config: BotConfig, log: Logger): Promise<App> {
   client.on(Events.InteractionCreate, (interaction) => {
     void dispatcher.handle(interaction);
   });
+  // Background work that must end with the bot: a shutdown, or a start cut short.
+  const stopping = new AbortController();
+  const running = AbortSignal.any([signal, stopping.signal]);
   client.once(Events.ClientReady, (ready) => {
     tracker.resume().then(
       (count) => log.info('following unfinished video tasks', { count }),
       (error: unknown) => log.error('could not resume unfinished video tasks', { error }),
     );
-    registerCommands(ready.application, commands.values(), config.devGuildId).then(
+    retryUntilDone(() => registerCommands(ready.application, commands.values(), config.devGuildId), {
+      operation: 'command registration',
+      log,
+      signal: running,
+      isFinal: isDiscordRefusal,
+    }).then(
       (count) =>
         log.info('ready', {
           user: ready.user.id,
@@ -116,29 +166,39 @@ export async function startApp(config: BotConfig, log: Logger): Promise<App> {
           commands: count,
           scope: config.devGuildId ? `guild ${config.devGuildId}` : 'global',
         }),
-      (error: unknown) => log.error('could not register commands', { error }),
+      (error: unknown) => {
+        // Only a refusal (4xx) ends the retries, or a shutdown.
+        if (running.aborted) return;
+        log.error('could not register commands', { hint: registrationRefusalHint(config.devGuildId), error });
+      },
     );
   });
 
   try {
-    await loginWithRetry(client, config.discordToken, log);
+    await loginWithRetry(client, config.discordToken, log, signal);
   } catch (error) {
-    await client.destroy();
-    await clients.close();
-    await store.close();
+    stopping.abort();
+    await closeInOrder([['the Discord client', () => client.destroy()], ['the gateway clients', () => clients.close()], ['the store', () => store.close()]], log);
     throw error;
   }
 
   return {
     client,
     async stop() {
+      stopping.abort();
       log.info('shutting down: finishing what is in flight');
       await dispatcher.drain();
-      await voice.stopAll();
-      await tracker.stop();
-      await client.destroy();
-      await clients.close();
-      await store.close();
+      const failed = await closeInOrder(
+        [
+          ['voice connections', () => voice.stopAll()],
+          ['the task tracker', () => tracker.stop()],
+          ['the Discord client', () => client.destroy()],
+          ['the gateway clients', () => clients.close()],
+          ['the store', () => store.close()],
+        ],
+        log,
+      );
+      if (failed.length > 0) throw new Error(`shutdown could not close ${failed.join(', ')}`);
       log.info('stopped');
     },
   };

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { parseEnv } from 'node:util';
-import { LAYERS, DEFAULT_VENDOR, type Layer } from './gateway/spec.ts';
+import { LAYERS, DEFAULT_EDIT_PATH, DEFAULT_EXTENSION_PATH, DEFAULT_VENDOR, type Layer } from './gateway/spec.ts';
 import { LOG_LEVELS, type LogLevel } from './log.ts';
 
 export interface BotConfig {
@@ -12,6 +12,9 @@ export interface BotConfig {
   gatewayApiKey: string | undefined;
   gatewayLayer: Layer;
   gatewayVendor: string;
+  /** Edit and extension endpoints under the layer prefix (`/v1` or `/native/v1`): the spec does not show them. */
+  gatewayEditPath: string;
+  gatewayExtensionPath: string;
   keyEncryptionSecret: string | undefined;
   /** The secret before a rotation: keys sealed under it are still read, and sealed again under the new one. */
   keyEncryptionSecretPrevious: string | undefined;
@@ -27,15 +30,24 @@ export type Environment = Record<string, string | undefined>;
 export type ConfigResult = { ok: true; config: BotConfig } | { ok: false; problems: string[] };
 
 export const DEFAULT_STORE_URL = 'sqlite://data/bot.sqlite';
-const MIN_ENCRYPTION_SECRET_LENGTH = 16;
+export const MIN_ENCRYPTION_SECRET_LENGTH = 16;
 const SNOWFLAKE = /^\d{17,20}$/;
 export const DEFAULT_TASK_POLL_INTERVAL_MS = 5_000;
 const MIN_TASK_POLL_INTERVAL_MS = 100;
 
-/** Variables from `.env` (if present) under those of the environment: the environment wins. */
+/** An empty (or blank) value counts as unset, wherever it is written. */
+function isSet(value: string | undefined): value is string {
+  return value !== undefined && value.trim() !== '';
+}
+
+/**
+ * Variables from `.env` (if present) under those of the environment: the environment wins, except
+ * with an empty value (`DISCORD_TOKEN= npm start`), which counts as unset and leaves the file's value.
+ */
 export function readEnvironment(envFile = '.env', environment: Environment = process.env): Environment {
   const fromFile = existsSync(envFile) ? parseEnv(readFileSync(envFile, 'utf8')) : {};
-  return { ...fromFile, ...environment };
+  const fromEnvironment = Object.fromEntries(Object.entries(environment).filter(([, value]) => isSet(value)));
+  return { ...fromFile, ...fromEnvironment };
 }
 
 function httpUrl(value: string): URL | undefined {
@@ -60,6 +72,14 @@ function withoutTrailingSlash(url: URL): string {
   return url.toString().replace(/\/+$/, '');
 }
 
+/**
+ * discord.js adds the API version itself: a base written with one, as Discord's documentation shows
+ * (`.../api/v10`), would make every request go to `.../v10/v10/...` and answer 404.
+ */
+function withoutApiVersion(url: URL): string {
+  return withoutTrailingSlash(url).replace(/\/v\d+$/, '');
+}
+
 function isStoreUrl(value: string): boolean {
   if (value.startsWith('sqlite://')) return value.length > 'sqlite://'.length;
   try {
@@ -78,8 +98,8 @@ export function loadConfig(environment: Environment): ConfigResult {
   const problems: string[] = [];
   // An empty assignment (as in a copied .env.example) means "not set".
   const read = (name: string): string | undefined => {
-    const value = environment[name]?.trim();
-    return value ? value : undefined;
+    const value = environment[name];
+    return isSet(value) ? value.trim() : undefined;
   };
 
   const discordToken = read('DISCORD_TOKEN');
@@ -118,6 +138,17 @@ export function loadConfig(environment: Environment): ConfigResult {
     problems.push(`GATEWAY_VENDOR must be a single word such as "svc" (got "${gatewayVendor}").`);
   }
 
+  // One path per operation serves both layers, so each is written relative to the layer prefix.
+  const endpointPath = (name: string, fallback: string): string => {
+    const value = read(name) ?? fallback;
+    if (!/^\/[^\s?#]*$/.test(value)) {
+      problems.push(`${name} must be a path starting with / under the layer prefix, such as ${fallback} (got "${value}").`);
+    }
+    return value;
+  };
+  const gatewayEditPath = endpointPath('GATEWAY_EDIT_PATH', DEFAULT_EDIT_PATH);
+  const gatewayExtensionPath = endpointPath('GATEWAY_EXTENSION_PATH', DEFAULT_EXTENSION_PATH);
+
   const keyEncryptionSecret = read('KEY_ENCRYPTION_SECRET');
   if (keyEncryptionSecret && keyEncryptionSecret.length < MIN_ENCRYPTION_SECRET_LENGTH) {
     problems.push(`KEY_ENCRYPTION_SECRET must be at least ${MIN_ENCRYPTION_SECRET_LENGTH} characters long (a random string, e.g. \`openssl rand -base64 32\`).`);
@@ -155,12 +186,14 @@ export function loadConfig(environment: Environment): ConfigResult {
     ok: true,
     config: {
       discordToken,
-      discordApiUrl: discordApiUrl ? withoutTrailingSlash(discordApiUrl) : undefined,
+      discordApiUrl: discordApiUrl ? withoutApiVersion(discordApiUrl) : undefined,
       gatewayBaseUrl: withoutTrailingSlash(gatewayBaseUrl),
       gatewayWsUrl: withoutTrailingSlash(gatewayWsUrl),
       gatewayApiKey: read('GATEWAY_API_KEY'),
       gatewayLayer,
       gatewayVendor,
+      gatewayEditPath,
+      gatewayExtensionPath,
       keyEncryptionSecret,
       keyEncryptionSecretPrevious,
       storeUrl,

@@ -17,16 +17,23 @@ export interface Logger {
 const REDACTED = '[redacted]';
 // Shorter strings would scrub ordinary words; real keys and tokens are far longer.
 const MIN_SECRET_LENGTH = 8;
-const secrets = new Set<string>();
+/**
+ * Every form a secret can take in a line: as written, and JSON-escaped as it appears inside a JSON
+ * string (a `"` or `\` in it becomes `\"` or `\\`). Longest first, so no form is cut by a shorter one.
+ * Computed once per secret, so scrubbing a line costs only the `includes` checks.
+ */
+let secretForms: string[] = [];
 
 export function registerSecret(secret: string | undefined): void {
-  if (secret && secret.length >= MIN_SECRET_LENGTH) secrets.add(secret);
+  if (!secret || secret.length < MIN_SECRET_LENGTH) return;
+  const escaped = JSON.stringify(secret).slice(1, -1);
+  secretForms = [...new Set([...secretForms, escaped, secret])].sort((a, b) => b.length - a.length);
 }
 
 export function redact(text: string): string {
   let result = text;
-  for (const secret of secrets) {
-    if (result.includes(secret)) result = result.replaceAll(secret, REDACTED);
+  for (const form of secretForms) {
+    if (result.includes(form)) result = result.replaceAll(form, REDACTED);
   }
   return result;
 }

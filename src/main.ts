@@ -1,6 +1,7 @@
-import { startApp, type App } from './app.ts';
+import { startApp } from './app.ts';
 import { loadConfig, readEnvironment } from './config.ts';
 import { createLogger, registerSecret } from './log.ts';
+import { createShutdown, EXIT_FAILURE } from './shutdown.ts';
 
 // `npm start`: configuration from the environment (and .env), then the bot until SIGINT or SIGTERM.
 
@@ -23,21 +24,24 @@ const log = createLogger({ level: config.logLevel });
 
 process.on('unhandledRejection', (reason) => log.error('unhandled rejection', { error: reason }));
 
-let app: App | undefined;
-let stopping = false;
-async function shutdown(signal: string): Promise<void> {
-  if (stopping) return;
-  stopping = true;
-  log.info('signal received', { signal });
-  await app?.stop();
-  process.exit(0);
-}
+const startup = new AbortController();
+const starting = startApp(config, log, startup.signal);
+starting.catch((error: unknown) => {
+  // A start cancelled by a signal is the shutdown's to finish.
+  if (startup.signal.aborted) return;
+  log.error('the bot could not start', { error });
+  process.exit(EXIT_FAILURE);
+});
+
+const shutdown = createShutdown({
+  log,
+  async stop() {
+    startup.abort(new Error('shutting down before the bot was up'));
+    // A cancelled start closes what it opened before it rejects.
+    const app = await starting.catch(() => undefined);
+    await app?.stop();
+  },
+  exit: (code) => process.exit(code),
+});
 process.on('SIGINT', () => void shutdown('SIGINT'));
 process.on('SIGTERM', () => void shutdown('SIGTERM'));
-
-try {
-  app = await startApp(config, log);
-} catch (error) {
-  log.error('the bot could not start', { error });
-  process.exit(1);
-}

@@ -11,14 +11,14 @@ import type { Services } from '../services.ts';
  * A slash command module (`commands/<name>.ts`, default export), after the discord.js guide's layout:
  * its definition and thin handlers that hand the work to a service. Buttons and modals whose
  * `custom_id` starts with `<name>:` come back to the same module, so their state lives in the id or the
- * store and survives a restart.
+ * store and survives a restart. `S` is what handlers receive: the bot's services (tests may pass less).
  */
-export interface Command {
+export interface Command<S = Services> {
   data: { name: string; toJSON(): RESTPostAPIChatInputApplicationCommandsJSONBody };
-  execute(interaction: ChatInputCommandInteraction, services: Services): Promise<void>;
-  autocomplete?(interaction: AutocompleteInteraction, services: Services): Promise<void>;
-  button?(interaction: ButtonInteraction, services: Services): Promise<void>;
-  modal?(interaction: ModalSubmitInteraction, services: Services): Promise<void>;
+  execute(interaction: ChatInputCommandInteraction, services: S): Promise<void>;
+  autocomplete?(interaction: AutocompleteInteraction, services: S): Promise<void>;
+  button?(interaction: ButtonInteraction, services: S): Promise<void>;
+  modal?(interaction: ModalSubmitInteraction, services: S): Promise<void>;
 }
 
 export const CUSTOM_ID_SEPARATOR = ':';

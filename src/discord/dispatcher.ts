@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { MessageFlags, type Interaction, type RepliableInteraction } from 'discord.js';
 import type { Logger } from '../log.ts';
-import type { Services } from '../services.ts';
 import { customIdParts, type Command } from './command.ts';
 
 // Routes every interaction to its command module, and keeps the bot alive whatever a handler does: a
@@ -22,14 +21,24 @@ export function errorReference(): string {
   return [...randomBytes(6)].map((byte) => alphabet[byte % alphabet.length]).join('');
 }
 
+/**
+ * An ephemeral answer whatever state the interaction is in. A public "thinking…" placeholder is removed
+ * rather than edited (the whole channel would read it); after a deferUpdate the source message is left
+ * as it is.
+ */
 async function tellUser(interaction: RepliableInteraction, content: string): Promise<void> {
-  if (interaction.deferred && !interaction.replied) {
-    await interaction.editReply({ content, components: [], embeds: [] });
-  } else if (interaction.replied) {
-    await interaction.followUp({ content, flags: MessageFlags.Ephemeral });
-  } else {
+  if (!interaction.deferred && !interaction.replied) {
     await interaction.reply({ content, flags: MessageFlags.Ephemeral });
+    return;
   }
+  const placeholderShown = interaction.deferred && !interaction.replied;
+  // deferReply sets `ephemeral` to true or false; deferUpdate leaves it null (no placeholder of its own).
+  if (placeholderShown && interaction.ephemeral === true) {
+    await interaction.editReply({ content, components: [], embeds: [] });
+    return;
+  }
+  if (placeholderShown && interaction.ephemeral === false) await interaction.deleteReply();
+  await interaction.followUp({ content, flags: MessageFlags.Ephemeral });
 }
 
 function describe(interaction: Interaction): Record<string, unknown> {
@@ -43,8 +52,9 @@ function describe(interaction: Interaction): Record<string, unknown> {
   };
 }
 
-export function createDispatcher(commands: ReadonlyMap<string, Command>, services: Services): Dispatcher {
-  const log: Logger = services.log;
+/** `services` goes to every handler; the dispatcher itself only logs through it. */
+export function createDispatcher<S extends { log: Logger }>(commands: ReadonlyMap<string, Command<S>>, services: S): Dispatcher {
+  const log = services.log;
   const inFlight = new Set<Promise<void>>();
   let accepting = true;
 

@@ -21,6 +21,8 @@ export interface EmulatorConfig {
     task_timeout_ms: number;
     realtime_session_max_ms: number;
     url_ttl_ms: number;
+    /** The window rate_per_minute counts requests in: a minute, shorter only to test the limit quickly. */
+    rate_window_ms: number;
   };
   limits: { rate_per_minute: number; concurrent_tasks: number };
   /** Pad the served mp4 to this many bytes (to test upload limits); null serves the fixture as is. */
@@ -49,7 +51,7 @@ export function defaultConfig(vendor = DEFAULT_VENDOR): EmulatorConfig {
     vendor,
     keys: { [DEFAULT_KEY]: { group: DEFAULT_GROUP, quota_usd: 50 } },
     groups: { [DEFAULT_GROUP]: { models: allModels(vendor) } },
-    timing: { generation_ms: 2000, task_timeout_ms: 600_000, realtime_session_max_ms: 7_200_000, url_ttl_ms: 3_600_000 },
+    timing: { generation_ms: 2000, task_timeout_ms: 600_000, realtime_session_max_ms: 7_200_000, url_ttl_ms: 3_600_000, rate_window_ms: 60_000 },
     limits: { rate_per_minute: 600, concurrent_tasks: 8 },
     video: { bytes: null },
   };
@@ -102,7 +104,7 @@ function expectObject(value: unknown, path: string): Readonly<Record<string, unk
 
 const KNOWN = {
   top: ['vendor', 'keys', 'groups', 'timing', 'limits', 'video'],
-  timing: ['generation_ms', 'task_timeout_ms', 'realtime_session_max_ms', 'url_ttl_ms'],
+  timing: ['generation_ms', 'task_timeout_ms', 'realtime_session_max_ms', 'url_ttl_ms', 'rate_window_ms'],
   limits: ['rate_per_minute', 'concurrent_tasks'],
   video: ['bytes'],
 } as const;

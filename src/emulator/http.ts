@@ -32,8 +32,22 @@ export class HttpError extends Error {
   }
 }
 
-/** 429 and 503 tell the client when to come back. */
+/** The request target as a URL, or undefined when it is not one (`GET //[`): any client can send that. */
+export function parseRequestTarget(target: string | undefined): URL | undefined {
+  try {
+    return new URL(target ?? '/', 'http://emulator');
+  } catch {
+    return undefined;
+  }
+}
+
+export function invalidTargetError(): HttpError {
+  return new HttpError(400, 'invalid_request_error', 'The request target is not a valid URL path.');
+}
+
+/** 429 and 503 tell the client when to come back; a used-up quota is not temporary, so it does not. */
 function retryAfterFor(error: HttpError): number | undefined {
+  if (error.code === 'insufficient_quota') return undefined;
   if (error.retryAfterSeconds !== undefined) return error.retryAfterSeconds;
   return error.status === 429 || error.status === 503 ? 1 : undefined;
 }
@@ -54,10 +68,10 @@ export function sendError(response: ServerResponse, layer: Layer, error: HttpErr
   sendJson(response, error.status, errorBody(layer, error), retryAfter === undefined ? {} : { 'retry-after': String(retryAfter) });
 }
 
-/** The body as JSON; a body over the cap, not JSON, or not an object is the layer's 400/413. */
+/** The body as JSON; a body over the cap, not JSON, or not an object is the spec's "malformed body" 400. */
 export async function readJsonObject(request: IncomingMessage): Promise<Readonly<Record<string, unknown>>> {
   const body = await readBodyWithin(request, MAX_REQUEST_BODY_BYTES);
-  if (!body) throw new HttpError(413, 'invalid_request_error', `The request body is larger than ${MAX_REQUEST_BODY_BYTES} bytes.`);
+  if (!body) throw new HttpError(400, 'invalid_request_error', `The request body is larger than ${MAX_REQUEST_BODY_BYTES} bytes.`);
   const text = body.toString('utf8');
   if (text.trim() === '') return {};
   let value: unknown;

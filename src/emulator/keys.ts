@@ -6,9 +6,7 @@ import type { RealtimeAuthorization } from './realtime/deps.ts';
 
 // Who may call the emulator and what they may spend: keys and their groups, quotas (charged at
 // submission, refunded when a task fails or times out), a per-key rate limit, and short-lived realtime
-// client secrets.
-
-const RATE_WINDOW_MS = 60_000;
+// client secrets (expired ones are dropped whenever a new one is issued).
 
 export interface KeyAccount {
   key: string;
@@ -64,11 +62,12 @@ export class KeyRegistry {
     return account;
   }
 
-  /** The sliding one-minute window of rate_per_minute requests per key. */
+  /** A sliding window (a minute, timing.rate_window_ms) of rate_per_minute requests per key. */
   countRequest(account: KeyAccount, now: number): void {
-    while (account.recent.length > 0 && account.recent[0]! <= now - RATE_WINDOW_MS) account.recent.shift();
+    const window = this.#config.timing.rate_window_ms;
+    while (account.recent.length > 0 && account.recent[0]! <= now - window) account.recent.shift();
     if (account.recent.length >= this.#config.limits.rate_per_minute) {
-      const retryAfter = Math.max(1, Math.ceil((account.recent[0]! + RATE_WINDOW_MS - now) / 1000));
+      const retryAfter = Math.max(1, Math.ceil((account.recent[0]! + window - now) / 1000));
       throw new HttpError(429, 'rate_limit', `Rate limit reached: ${this.#config.limits.rate_per_minute} requests per minute.`, null, retryAfter);
     }
     account.recent.push(now);
@@ -93,6 +92,9 @@ export class KeyRegistry {
     const lifetime = seconds ?? CLIENT_SECRET_DEFAULT_S;
     if (!Number.isInteger(lifetime) || lifetime < 1 || lifetime > CLIENT_SECRET_MAX_S) {
       throw new HttpError(400, 'invalid_request_error', `expires_after.seconds must be a whole number from 1 to ${CLIENT_SECRET_MAX_S}.`, 'expires_after.seconds');
+    }
+    for (const [token, secret] of this.#secrets) {
+      if (secret.expiresAt <= now) this.#secrets.delete(token);
     }
     const value = `cs_${randomBytes(18).toString('base64url')}`;
     const expiresAt = now + lifetime * 1000;

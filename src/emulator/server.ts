@@ -4,7 +4,7 @@ import { isRecord } from '../json.ts';
 import { LAYER_PREFIX, type Layer, type VideoOperation } from '../gateway/spec.ts';
 import { silentLogger, type Logger } from '../log.ts';
 import { resolveConfig, type EmulatorConfig, type EmulatorConfigInput } from './config.ts';
-import { HttpError, layerOfPath, newRequestId, readJsonObject, sendError, sendJson } from './http.ts';
+import { HttpError, invalidTargetError, layerOfPath, newRequestId, parseRequestTarget, readJsonObject, sendError, sendJson } from './http.ts';
 import { KeyRegistry, keyIdOf, type KeyAccount } from './keys.ts';
 import { attachRealtime, type RealtimeHandle } from './realtime/index.ts';
 import { renderCompat, renderNative } from './render.ts';
@@ -49,12 +49,25 @@ export interface Emulator {
   close(): Promise<void>;
 }
 
+/** The journal keeps this many newest requests, and the bodies of only the newest few. */
+const MAX_JOURNAL_ENTRIES = 200_000;
+const MAX_JOURNAL_BODIES = 1000;
+
 const OPERATIONS: Record<string, VideoOperation> = { generations: 'generate', edits: 'edit', extensions: 'extend' };
 const SUBMIT = /^\/(v1|native\/v1)\/videos\/(generations|edits|extensions)$/;
 const QUERY = /^\/(v1|native\/v1)\/videos\/([^/]+)$/;
 const CONTENT = /^\/v1\/videos\/([^/]+)\/content$/;
 const FILE = /^\/files\/([0-9a-f]+)\.mp4$/;
 const STORED = /^\/stored\/(file_[0-9a-f]+)\.mp4$/;
+
+/** A task id from the path. A malformed escape (`%E0%A4%A`) names no task, so it finds none (404). */
+function decodeTaskId(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return '';
+  }
+}
 
 function sendVideo(response: ServerResponse, bytes: Buffer): void {
   response.writeHead(200, { 'content-type': 'video/mp4', 'content-length': bytes.length });
@@ -80,9 +93,10 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
 
   async function submit(request: IncomingMessage, response: ServerResponse, layer: Layer, operation: VideoOperation, entry: JournalEntry) {
     const now = Date.now();
+    // The key first: a stranger's body is never read, however large or broken.
+    const account = authorize(request, entry, now);
     const body = await readJsonObject(request);
     entry.body = body;
-    const account = authorize(request, entry, now);
     const prompt = typeof body.prompt === 'string' ? body.prompt : undefined;
     const triggers = parseTriggers(prompt);
     if (triggers.http) {
@@ -108,7 +122,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   function query(request: IncomingMessage, response: ServerResponse, layer: Layer, id: string, entry: JournalEntry) {
     const now = Date.now();
     authorize(request, entry, now);
-    const task = engine.get(decodeURIComponent(id), layer, now);
+    const task = engine.get(decodeTaskId(id), layer, now);
     if (!task) {
       throw new HttpError(404, 'not_found', layer === 'native' ? 'No deferred video' : `No task ${id} on this layer.`);
     }
@@ -124,7 +138,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   function content(request: IncomingMessage, response: ServerResponse, id: string, entry: JournalEntry) {
     const now = Date.now();
     authorize(request, entry, now);
-    const task = engine.get(decodeURIComponent(id), 'compat', now);
+    const task = engine.get(decodeTaskId(id), 'compat', now);
     if (!task) throw new HttpError(404, 'not_found', `No task ${id} on this layer.`);
     if (task.state !== 'succeeded') throw new HttpError(400, 'invalid_request_error', `Task ${id} has no video (status ${task.state}).`);
     const bytes = engine.videoFor(task, now);
@@ -190,24 +204,37 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     throw new HttpError(404, 'not_found', `No route ${method} ${path}.`);
   }
 
+  /** Answers a failed request in its layer's format. Never throws: a fault here must not end the process. */
+  function answerFailure(request: IncomingMessage, response: ServerResponse, path: string, error: unknown): void {
+    try {
+      if (!(error instanceof HttpError)) log.error('emulator route failed', { path, error });
+      if (response.headersSent) {
+        response.destroy();
+        return;
+      }
+      // A body left unread (refused before reading it, or over the cap) is not drained: the connection ends.
+      if (!request.complete) response.setHeader('connection', 'close');
+      sendError(response, layerOfPath(path), error instanceof HttpError ? error : new HttpError(500, 'upstream_error', 'The emulator failed unexpectedly.'));
+    } catch (failure) {
+      log.error('emulator could not answer a failed request', { path, error: failure });
+      response.destroy();
+    }
+  }
+
   const server = createServer((request, response) => {
     const requestId = newRequestId();
     response.setHeader('x-request-id', requestId);
-    const path = new URL(request.url ?? '/', 'http://emulator').pathname;
+    const target = parseRequestTarget(request.url);
+    const path = target?.pathname ?? request.url ?? '/';
     const entry: JournalEntry = { method: request.method ?? 'GET', path, status: 0, requestId, at: Date.now() };
-    route(request, response, path, entry)
-      .catch((error: unknown) => {
-        if (error instanceof HttpError) {
-          sendError(response, layerOfPath(path), error);
-        } else {
-          log.error('emulator route failed', { path, error });
-          if (!response.headersSent) sendError(response, layerOfPath(path), new HttpError(500, 'upstream_error', 'The emulator failed unexpectedly.'));
-          else response.destroy();
-        }
-      })
+    (target ? route(request, response, path, entry) : Promise.reject(invalidTargetError()))
+      .catch((error: unknown) => answerFailure(request, response, path, error))
       .finally(() => {
         entry.status = response.statusCode;
+        if (journal.length >= MAX_JOURNAL_ENTRIES) journal.splice(0, MAX_JOURNAL_ENTRIES / 10);
         journal.push(entry);
+        const bodyToForget = journal[journal.length - 1 - MAX_JOURNAL_BODIES];
+        if (bodyToForget) delete bodyToForget.body;
         journalEvents.emit('entry', entry);
       });
   });

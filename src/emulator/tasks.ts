@@ -12,6 +12,9 @@ import { videoBytes, FIXTURE_DURATION_S } from './video-file.ts';
 // out when someone looks (a query, a quota or concurrency check) instead of by a timer per task: ten
 // thousand tasks cost ten thousand small records. Only `output.upload_url` needs a timer, because the
 // emulator must PUT the video there by itself.
+//
+// Memory stays bounded in a long run: a finished task is forgotten (a query answers 404) once another url
+// lifetime has passed after its url expired, and a stored file once its own expiry has passed.
 
 type Plan =
   | { kind: 'succeed'; moderated: boolean; storageFails: boolean }
@@ -59,6 +62,7 @@ export class TaskEngine {
   readonly #pendingUploads = new Set<Promise<void>>();
   readonly uploads: Upload[] = [];
   baseUrl = '';
+  #lastSweepAt = 0;
 
   constructor(config: EmulatorConfig, keys: KeyRegistry, log: Logger) {
     this.#config = config;
@@ -106,6 +110,7 @@ export class TaskEngine {
       storageError: undefined,
       polls: 0,
     };
+    this.#sweep(now);
     this.#tasks.set(task.id, task);
     this.#running(account).add(task);
     if (plan.kind === 'succeed' && request.uploadUrl) this.#scheduleUpload(task, generation);
@@ -113,10 +118,30 @@ export class TaskEngine {
   }
 
   get(id: string, layer: Layer, now: number): EmulatedTask | undefined {
+    this.#sweep(now);
     const task = this.#tasks.get(id);
     if (!task || task.layer !== layer) return undefined;
     this.settle(task, now);
     return task;
+  }
+
+  /**
+   * Settles every task and forgets those long past their url's expiry, and expired stored files. Runs at
+   * most once per url lifetime (or minute), so its cost is spread thin.
+   */
+  #sweep(now: number): void {
+    const ttl = this.#config.timing.url_ttl_ms;
+    if (now - this.#lastSweepAt < Math.min(ttl, 60_000)) return;
+    this.#lastSweepAt = now;
+    for (const task of this.#tasks.values()) {
+      this.settle(task, now);
+      if (task.finishedAt === undefined || now < task.finishedAt + 2 * ttl) continue;
+      this.#tasks.delete(task.id);
+      if (task.fileToken) this.#files.delete(task.fileToken);
+    }
+    for (const [fileId, task] of this.#storedFiles) {
+      if (task.stored?.expiresAt !== undefined && now >= task.stored.expiresAt) this.#storedFiles.delete(fileId);
+    }
   }
 
   /** Brings a task's state up to `now`. Failures and timeouts refund the quota charged at submission. */

@@ -1,4 +1,4 @@
-import { isRecord } from '../json.ts';
+import { isHttpUrl, isRecord } from '../json.ts';
 import {
   ASPECT_RATIOS,
   BUILT_IN_VOICES,
@@ -60,24 +60,29 @@ function oneOf(value: string | undefined, allowed: readonly string[], param: str
   return value;
 }
 
-function imageObject(value: unknown, param: string): void {
+/** An image or video source: exactly one of url and file_id. */
+function referenceObject(value: unknown, param: string): Readonly<Record<string, unknown>> {
   if (!isRecord(value)) throw bad(param, `${param} must be an object with url or file_id.`);
   const hasUrl = typeof value.url === 'string' && value.url !== '';
   const hasFile = typeof value.file_id === 'string' && value.file_id !== '';
   if (hasUrl === hasFile) throw bad(param, `${param} must have exactly one of url and file_id.`);
+  return value;
 }
 
-function videoSource(value: unknown): void {
-  imageObject(value, 'video');
-  if (isRecord(value) && typeof value.url === 'string') {
-    let path: string;
-    try {
-      path = new URL(value.url).pathname;
-    } catch {
-      throw bad('video.url', 'video.url must be an http(s) link to an .mp4 file.');
-    }
-    if (!path.toLowerCase().endsWith('.mp4')) throw bad('video.url', 'video.url must be an .mp4 link that carries the .mp4 suffix.');
+/** An image's url is a public http(s) address or a data: URI. */
+function imageObject(value: unknown, param: string): void {
+  const image = referenceObject(value, param);
+  if (typeof image.url === 'string' && !isHttpUrl(image.url) && !image.url.startsWith('data:')) {
+    throw bad(`${param}.url`, `${param}.url must be a public http(s) URL or a base64 data URI.`);
   }
+}
+
+/** An edit or extension source's url is an http(s) link whose path ends in .mp4. */
+function videoSource(value: unknown): void {
+  const video = referenceObject(value, 'video');
+  if (typeof video.url !== 'string') return;
+  if (!isHttpUrl(video.url)) throw bad('video.url', 'video.url must be an http(s) link to an .mp4 file.');
+  if (!new URL(video.url).pathname.toLowerCase().endsWith('.mp4')) throw bad('video.url', 'video.url must be an .mp4 link that carries the .mp4 suffix.');
 }
 
 function storageOptions(body: Readonly<Record<string, unknown>>): AcceptedRequest['storage'] {
@@ -103,12 +108,7 @@ function uploadUrl(body: Readonly<Record<string, unknown>>): string | undefined 
   const output = body.output;
   if (output === undefined || output === null) return undefined;
   if (!isRecord(output) || typeof output.upload_url !== 'string') throw bad('output.upload_url', 'output.upload_url must be a string.');
-  try {
-    const { protocol } = new URL(output.upload_url);
-    if (protocol !== 'http:' && protocol !== 'https:') throw new Error('scheme');
-  } catch {
-    throw bad('output.upload_url', 'output.upload_url must be an http(s) address.');
-  }
+  if (!isHttpUrl(output.upload_url)) throw bad('output.upload_url', 'output.upload_url must be an http(s) address.');
   return output.upload_url;
 }
 

@@ -6,6 +6,8 @@ import { registerSecret, silentLogger, type Logger } from '../log.ts';
 import {
   CLIENT_SECRET_DEFAULT_S,
   CLIENT_SECRET_MAX_S,
+  DEFAULT_EDIT_PATH,
+  DEFAULT_EXTENSION_PATH,
   DEFAULT_VENDOR,
   LAYER_PREFIX,
   type Layer,
@@ -47,15 +49,16 @@ export interface GatewayClientOptions {
   layer: Layer;
   /** The vendor word in model and voice names (GATEWAY_VENDOR); default `svc`. */
   vendor?: string;
-  /** Full paths of the edit and extension endpoints (the spec does not show them). */
+  /**
+   * The edit and extension endpoints under the layer prefix (the spec does not show them); default
+   * `/videos/edits` and `/videos/extensions`, so `/v1/videos/edits` or `/native/v1/videos/edits`.
+   */
   paths?: { edits?: string; extensions?: string };
   retry?: Partial<RetryPolicy>;
   timeouts?: Partial<GatewayTimeouts>;
   /** A shared pool; by default one Agent is shared by every client in the process. */
   dispatcher?: Dispatcher;
   log?: Logger;
-  /** Accepted voice ids for reference audio; default the built-in list. */
-  voices?: readonly string[];
 }
 
 export interface DownloadOptions {
@@ -88,7 +91,6 @@ export class GatewayClient {
   readonly #dispatcher: Dispatcher;
   readonly #ownsDispatcher: boolean;
   readonly #log: Logger;
-  readonly #voices: readonly string[] | undefined;
 
   constructor(options: GatewayClientOptions) {
     if (!options.apiKey) throw new TypeError('GatewayClient needs an API key.');
@@ -108,8 +110,8 @@ export class GatewayClient {
     const prefix = LAYER_PREFIX[options.layer];
     this.#paths = {
       generations: `${prefix}/videos/generations`,
-      edits: options.paths?.edits ?? `${prefix}/videos/edits`,
-      extensions: options.paths?.extensions ?? `${prefix}/videos/extensions`,
+      edits: `${prefix}${options.paths?.edits ?? DEFAULT_EDIT_PATH}`,
+      extensions: `${prefix}${options.paths?.extensions ?? DEFAULT_EXTENSION_PATH}`,
       tasks: `${prefix}/videos`,
     };
     this.#retry = { ...DEFAULT_RETRY_POLICY, ...options.retry };
@@ -120,12 +122,11 @@ export class GatewayClient {
       options.dispatcher ??
       (this.#ownsDispatcher ? createGatewayDispatcher({ connectMs: this.#timeouts.connectMs }) : sharedGatewayDispatcher());
     this.#log = (options.log ?? silentLogger).child({ component: 'gateway', layer: options.layer });
-    this.#voices = options.voices;
   }
 
   /** The options for validateGeneration() & co. that match this client. */
   get validationOptions(): ValidationOptions {
-    return { layer: this.layer, vendor: this.vendor, ...(this.#voices ? { voices: this.#voices } : {}) };
+    return { layer: this.layer, vendor: this.vendor };
   }
 
   async generate(request: GenerationRequest): Promise<SubmittedTask> {
@@ -223,11 +224,9 @@ export class GatewayClient {
     });
     const body = parseJsonBody(response);
     const value = readNonEmptyString(body, 'value');
-    const expiresAt = readTimestamp(body, 'expires_at');
-    if (value === undefined || expiresAt === undefined) {
-      throw new MalformedResponseError('The client secret answer lacks value or expires_at.', { requestId: response.requestId });
-    }
-    return { value, expiresAt };
+    // The spec does not show this answer: the value is what matters; expires_at is read when present.
+    if (value === undefined) throw new MalformedResponseError('The client secret answer has no value.', { requestId: response.requestId });
+    return { value, expiresAt: readTimestamp(body, 'expires_at') };
   }
 
   /** Closes the pool if this client made its own; a shared or injected one stays open. */

@@ -12,9 +12,14 @@ export interface GatewayTimeouts {
   headersMs: number;
   /** The longest silence while a body streams in (not the whole download). */
   bodyMs: number;
+  /**
+   * The whole exchange, from sending to the last byte, so a server trickling bytes cannot hold a request
+   * forever. Long enough for a large video on a slow link.
+   */
+  totalMs: number;
 }
 
-export const DEFAULT_TIMEOUTS: GatewayTimeouts = { connectMs: 10_000, headersMs: 30_000, bodyMs: 30_000 };
+export const DEFAULT_TIMEOUTS: GatewayTimeouts = { connectMs: 10_000, headersMs: 30_000, bodyMs: 30_000, totalMs: 300_000 };
 
 /** JSON answers of the gateway are small; anything bigger is a fault, not data. */
 export const MAX_JSON_BYTES = 1024 * 1024;
@@ -67,7 +72,9 @@ const NOT_SENT_CODES = new Set([
   'EADDRNOTAVAIL',
   'UND_ERR_CONNECT_TIMEOUT',
 ]);
-const TIMEOUT_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
+/** Our own code for a request stopped at its overall deadline (GatewayTimeouts.totalMs). */
+const DEADLINE_CODE = 'REQUEST_DEADLINE_EXCEEDED';
+const TIMEOUT_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', DEADLINE_CODE]);
 
 /** The error code, looking through undici's and net's wrappers (cause, AggregateError). */
 function networkErrorCode(error: unknown): string | undefined {
@@ -98,12 +105,12 @@ function describeTarget(method: string, url: string): string {
   }
 }
 
-function networkFailure(error: unknown, target: HttpRequest, answered: boolean, requestId?: string): GatewayConnectionError {
-  const code = networkErrorCode(error);
+function networkFailure(error: unknown, target: HttpRequest, answered: boolean, deadlinePassed: boolean, requestId?: string): GatewayConnectionError {
+  const code = deadlinePassed ? DEADLINE_CODE : networkErrorCode(error);
   const requestSent = answered || code === undefined || !NOT_SENT_CODES.has(code);
   const timedOut = code !== undefined && TIMEOUT_CODES.has(code);
   const what = describeTarget(target.method, target.url);
-  const how = timedOut ? 'timed out' : `failed (${code ?? 'network error'})`;
+  const how = deadlinePassed ? `did not finish within its ${target.timeouts.totalMs} ms deadline` : timedOut ? 'timed out' : `failed (${code ?? 'network error'})`;
   const details = { requestSent, timedOut, code, requestId, cause: error };
   if (requestSent && !target.idempotent) {
     return new OutcomeUnknownError(
@@ -144,6 +151,16 @@ async function readCapped(
  * thrown (the caller decodes them); network failures and oversized bodies throw typed errors.
  */
 export async function sendRequest(target: HttpRequest): Promise<HttpResponse> {
+  const deadline = new AbortController();
+  const timer = setTimeout(() => deadline.abort(), target.timeouts.totalMs);
+  try {
+    return await exchange(target, deadline.signal);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function exchange(target: HttpRequest, deadline: AbortSignal): Promise<HttpResponse> {
   let response: Dispatcher.ResponseData;
   try {
     response = await request(target.url, {
@@ -154,9 +171,10 @@ export async function sendRequest(target: HttpRequest): Promise<HttpResponse> {
       headersTimeout: target.timeouts.headersMs,
       bodyTimeout: target.timeouts.bodyMs,
       idempotent: target.idempotent,
+      signal: deadline,
     });
   } catch (error) {
-    throw networkFailure(error, target, false);
+    throw networkFailure(error, target, false, deadline.aborted);
   }
   const { statusCode: status, headers, body } = response;
   const requestId = headerValue(headers, 'x-request-id');
@@ -176,7 +194,7 @@ export async function sendRequest(target: HttpRequest): Promise<HttpResponse> {
     read = await readCapped(body, limit);
   } catch (error) {
     // The gateway answered; only a successful submission's answer leaves the outcome open.
-    throw networkFailure(error, { ...target, idempotent: target.idempotent || failed }, true, requestId);
+    throw networkFailure(error, { ...target, idempotent: target.idempotent || failed }, true, deadline.aborted, requestId);
   }
   if (read.overflow && !failed) {
     throw new ResponseTooLargeError(

@@ -2,15 +2,22 @@
 // only the spec's retryable codes, a bounded number of times, exponential backoff with jitter that
 // honours Retry-After. On top of that, a submission (POST) is retried only when the gateway certainly
 // did not accept it, so a retry can never create and charge a second task:
-//   - an error answer with a retryable code: the gateway itself refused the request;
+//   - an answered refusal: rate_limit, too_many_requests, overloaded or upstream_error (no task exists);
 //   - a connection that never carried the request (refused, DNS failure, connect timeout).
-// A submission that was sent but not answered becomes OutcomeUnknownError (never retried). Reads (GET)
-// may also retry other network failures, and 429/5xx answers without a code (a proxy in front of the
-// gateway), because repeating a read costs nothing.
+// A submission answered upstream_timeout_no_response, or sent but not answered at all, may have created
+// (and charged) a task upstream: it becomes OutcomeUnknownError and is never retried. Reads (GET) retry
+// every retryable code of the spec, other network failures, and 429/502/503/504 answers without a code
+// the spec lists (a proxy in front of the gateway, or a native code the spec does not show), because
+// repeating a read costs nothing.
 
 import type { Logger } from '../log.ts';
-import { RETRYABLE_CODES } from './spec.ts';
+import { HTTP_ERROR_CODES, RETRYABLE_CODES } from './spec.ts';
 import { GatewayApiError, GatewayConnectionError, OutcomeUnknownError } from './errors.ts';
+
+/** Answers that refuse a submission outright: the gateway says so, and no task exists. */
+const SUBMISSION_RETRYABLE_CODES: ReadonlySet<string> = new Set(['rate_limit', 'too_many_requests', 'overloaded', 'upstream_error']);
+/** Answers after which the provider may have created (and charged) the task all the same. */
+const OUTCOME_UNKNOWN_CODES: ReadonlySet<string> = new Set(['upstream_timeout_no_response']);
 
 export interface RetryPolicy {
   /** Retries after the first attempt. */
@@ -64,9 +71,26 @@ export function parseRetryAfter(value: string | undefined, now: number = Date.no
 }
 
 function isRetryableAnswer(error: GatewayApiError, idempotent: boolean): boolean {
-  if (error.code !== undefined) return RETRYABLE_CODES.has(error.code);
-  // No code: the answer may come from a proxy, which cannot tell whether the gateway took a submission.
-  return idempotent && (error.status === 429 || error.status === 502 || error.status === 503 || error.status === 504);
+  if (!idempotent) return error.code !== undefined && SUBMISSION_RETRYABLE_CODES.has(error.code);
+  if (error.code !== undefined && Object.hasOwn(HTTP_ERROR_CODES, error.code)) return RETRYABLE_CODES.has(error.code);
+  // No code (a proxy answering), or one the spec does not list (its native codes are "not shown"): the
+  // status tells whether the trouble is temporary.
+  return error.status === 429 || error.status === 502 || error.status === 503 || error.status === 504;
+}
+
+/**
+ * What a failed submission means for the caller: an answer that leaves open whether the task exists
+ * becomes OutcomeUnknownError (with the gateway's status, code and request id); anything else as is.
+ */
+export function submissionFailure(error: unknown): unknown {
+  if (!(error instanceof GatewayApiError) || error.code === undefined || !OUTCOME_UNKNOWN_CODES.has(error.code)) return error;
+  return new OutcomeUnknownError(`${error.message}; the gateway may have accepted the task all the same, so it was not repeated`, {
+    requestSent: true,
+    timedOut: true,
+    status: error.status,
+    code: error.code,
+    requestId: error.requestId,
+  });
 }
 
 export function decideRetry(error: unknown, context: RetryContext): RetryDecision {
@@ -105,7 +129,8 @@ export async function withRetries<T>(attempt: (attemptNumber: number) => Promise
   for (let retriesDone = 0; ; retriesDone++) {
     try {
       return await attempt(retriesDone + 1);
-    } catch (error) {
+    } catch (caught) {
+      const error = options.idempotent ? caught : submissionFailure(caught);
       const decision = decideRetry(error, {
         idempotent: options.idempotent,
         retriesDone,

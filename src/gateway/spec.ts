@@ -8,6 +8,11 @@ export const LAYER_PREFIX: Record<Layer, string> = { compat: '/v1', native: '/na
 
 export const DEFAULT_VENDOR = 'svc';
 
+// provider-notes.md: the edit and extension paths are "not shown"; these are the likely ones, under the
+// layer prefix, and configurable.
+export const DEFAULT_EDIT_PATH = '/videos/edits';
+export const DEFAULT_EXTENSION_PATH = '/videos/extensions';
+
 export const RESOLUTIONS = ['480p', '720p', '1080p'] as const;
 export type Resolution = (typeof RESOLUTIONS)[number];
 export const DEFAULT_RESOLUTION: Resolution = '480p';
@@ -43,8 +48,9 @@ export const CLIENT_SECRET_DEFAULT_S = 600;
 /** 1 USD = 10^10 ticks (native `usage.cost_in_usd_ticks`). */
 export const USD_TICKS = 10_000_000_000;
 
-// provider-notes.md: built-in voices, case-insensitive. The gateway's 400 for an unknown voice lists the
-// authoritative set; this list is the default until one is read.
+// provider-notes.md: built-in voices, case-insensitive, as suggestions (autocomplete). The gateway's own
+// list may differ and its 400 for an unknown voice lists the real one, so a video request's voice_id is
+// checked only for its shape.
 export const BUILT_IN_VOICES = [
   'altair', 'ara', 'atlas', 'aurora', 'carina', 'castor', 'celeste', 'cosmo', 'eve', 'helios',
   'helix', 'iris', 'kepler', 'leo', 'liora', 'lumen', 'luna', 'lux', 'naksh', 'orion', 'perseus',
@@ -87,7 +93,8 @@ export const COMPAT_STATUSES = ['queued', 'processing', 'succeeded', 'failed'] a
 
 // ---- Model families ------------------------------------------------------------------------------
 // Capabilities follow the family (`<vendor>-imagine-video-<version>` versus the classic
-// `<vendor>-imagine-video`), never exact strings, so a renamed vendor or a newer version just works.
+// `<vendor>-imagine-video`), never exact strings, so a renamed vendor, a newer version (`-2`) or a
+// tagged release (`-1.5-preview`) just works: 1.5 or newer has the modern capabilities.
 
 export interface VideoModelCapabilities {
   /** `classic` is the unversioned model; `versioned` is 1.5 and later. */
@@ -117,7 +124,8 @@ function compareVersions(a: string, b: string): number {
 
 /** The capabilities of a video model, or undefined when the name is not a video model of this vendor. */
 export function videoModelCapabilities(model: string, vendor = DEFAULT_VENDOR): VideoModelCapabilities | undefined {
-  const match = new RegExp(`^${escapeRegExp(vendor.toLowerCase())}-imagine-video(?:-(\\d+(?:\\.\\d+)*))?$`).exec(
+  // <vendor>-imagine-video, then an optional version, then optional tags such as -preview or -20250601.
+  const match = new RegExp(`^${escapeRegExp(vendor.toLowerCase())}-imagine-video(?:-(\\d+(?:\\.\\d+)*))?(?:-(?:[a-z][a-z0-9.]*|\\d+))*$`).exec(
     model.toLowerCase(),
   );
   if (!match) return undefined;

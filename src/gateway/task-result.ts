@@ -75,13 +75,22 @@ export interface TaskAnswer extends AnswerContext {
 }
 
 /**
- * Normalises a query answer. A pending native task may come as HTTP 202 with or without a body; both
- * mean "still running". Anything else that is not a task result is a MalformedResponseError.
+ * A status-less answer means "still running" for the native layer (provider-notes: 200 and 202 alike, a
+ * missing body is still pending) and for a 202 on either layer; elsewhere it is not a task result.
+ */
+function statusMayBeMissing(answer: TaskAnswer): boolean {
+  return answer.httpStatus === 202 || (answer.layer === 'native' && answer.httpStatus >= 200 && answer.httpStatus < 300);
+}
+
+/**
+ * Normalises a query answer. A pending native task may come as HTTP 200 or 202, with or without a body
+ * or a status; all mean "still running". Anything else that is not a task result is a
+ * MalformedResponseError.
  */
 export function parseTaskResult(answer: TaskAnswer): TaskResult {
   const base = { id: answer.id, layer: answer.layer, requestId: answer.requestId };
   if (answer.body === undefined) {
-    if (answer.httpStatus !== 202) {
+    if (!statusMayBeMissing(answer)) {
       throw new MalformedResponseError(`The gateway answered the query of task ${answer.id} with an empty body`, {
         status: answer.httpStatus,
         requestId: answer.requestId,
@@ -97,7 +106,7 @@ export function parseTaskResult(answer: TaskAnswer): TaskResult {
     });
   }
   const rawStatus = readString(body, 'status');
-  const status = rawStatus === undefined ? (answer.httpStatus === 202 ? 'running' : undefined) : STATUS_WORDS[rawStatus];
+  const status = rawStatus === undefined ? (statusMayBeMissing(answer) ? 'running' : undefined) : STATUS_WORDS[rawStatus];
   if (status === undefined) {
     throw new MalformedResponseError(
       rawStatus === undefined

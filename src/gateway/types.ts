@@ -130,7 +130,8 @@ export interface GatewayModel {
 
 export interface ClientSecret {
   value: string;
-  expiresAt: Date;
+  /** When the gateway says (provider-notes: `expires_at`); the spec does not show the answer. */
+  expiresAt: Date | undefined;
 }
 
 export interface DownloadedVideo {

@@ -30,21 +30,24 @@ function videos(count: number): string {
   return count === 1 ? '1 video' : `${count} videos`;
 }
 
+/**
+ * The first limit that refuses, in the order that tells the member the truth about when to come back: a
+ * daily limit first, since a running video finishing does not lift it.
+ */
 export function evaluateLimits(limits: GuildSettings['limits'], counts: LimitCounts): LimitVerdict {
+  const retryAt = nextUtcMidnight(counts.now);
+  if (limits.dailyPerUser > 0 && counts.userTasksToday >= limits.dailyPerUser) {
+    return { ok: false, retryAt, message: `You reached this server's limit of ${videos(limits.dailyPerUser)} a day. Try again ${discordRelativeTime(retryAt)}.` };
+  }
+  if (limits.dailyPerServer > 0 && counts.serverTasksToday >= limits.dailyPerServer) {
+    return { ok: false, retryAt, message: `This server reached its ${videos(limits.dailyPerServer)} for today; try again ${discordRelativeTime(retryAt)}.` };
+  }
   if (limits.concurrentPerUser > 0 && counts.activeTasksOfUser >= limits.concurrentPerUser) {
     return {
       ok: false,
       // Worded to read right for any count ("1 videos" would not).
-      message: `You already have as many videos in progress as this server allows (${limits.concurrentPerUser}). Try again when one finishes.`,
+      message: `You already have as many videos in progress as this server allows (${limits.concurrentPerUser}). Try again when one of your videos finishes.`,
     };
-  }
-  const retryAt = nextUtcMidnight(counts.now);
-  if (limits.dailyPerUser > 0 && counts.userTasksToday >= limits.dailyPerUser) {
-    // "limit of N videos a day" stays in the plural: the e2e test of /config limits matches that wording.
-    return { ok: false, retryAt, message: `You reached this server's limit of ${limits.dailyPerUser} videos a day. Try again ${discordRelativeTime(retryAt)}.` };
-  }
-  if (limits.dailyPerServer > 0 && counts.serverTasksToday >= limits.dailyPerServer) {
-    return { ok: false, retryAt, message: `This server reached its ${videos(limits.dailyPerServer)} for today; try again ${discordRelativeTime(retryAt)}.` };
   }
   return { ok: true };
 }

@@ -2,14 +2,15 @@ import { AuthenticationError, GatewayApiError, GatewayError } from '../gateway/e
 import { keyFingerprint, type GatewayClientPool } from '../gateway/pool.ts';
 import type { Layer } from '../gateway/spec.ts';
 import { KeyedLock } from '../keyed-lock.ts';
+import { MIN_ENCRYPTION_SECRET_LENGTH } from '../config.ts';
 import { registerSecret, type Logger } from '../log.ts';
 import type { Collection, Store } from '../store.ts';
-import type { TaskRecord } from '../tasks/record.ts';
+import type { TaskRecord, TaskState } from '../tasks/record.ts';
 import type { GuildVideoPolicy, VideoDefaults } from '../tasks/service.ts';
 import { checkAccess, type AccessVerdict } from './access.ts';
 import { HISTORY_KEPT, defaultGuildSettings, parseGuildSettings, type Feature, type GuildSettings, type StoredKey } from './guild-settings.ts';
 import { KeyCipher, UnreadableKeyError } from './key-cipher.ts';
-import { evaluateLimits, type LimitVerdict } from './limits.ts';
+import { discordRelativeTime, evaluateLimits, type LimitVerdict } from './limits.ts';
 import { UsageLedger, formatUsageReport } from './usage.ts';
 
 // What each server decides: its own gateway key (sealed at rest, never shown again), layer, defaults,
@@ -41,8 +42,15 @@ export type SettingsGatewayAccess =
 
 export const MESSAGES = {
   noKey: 'This server has no gateway key yet: a server admin can add one with `/config key`.',
+  /** To the admin who wants to store a key: exactly what the operator must do. */
   noSecret:
-    "The bot's operator has not set KEY_ENCRYPTION_SECRET, so servers cannot store their own gateway keys safely. Ask the operator to set it, then run `/config key` again.",
+    "This bot cannot store servers' gateway keys yet: its operator must set the environment variable KEY_ENCRYPTION_SECRET " +
+    `(a random string of at least ${MIN_ENCRYPTION_SECRET_LENGTH} characters, e.g. from \`openssl rand -base64 32\`) and restart the bot. ` +
+    'Then run `/config key` again. Nothing was stored.',
+  /** A key was stored, but the secret that opens it is gone. */
+  secretRemoved:
+    "This server's gateway key is stored, but the bot's operator has unset KEY_ENCRYPTION_SECRET, so it cannot be opened. " +
+    'The operator must set it back to the same secret (with a new secret, a server admin must set the key again with `/config key`).',
   unreadable:
     "This server's stored gateway key can no longer be read (the bot's encryption secret changed, or the stored data was altered). A server admin must set it again with `/config key`.",
   keyRefused: 'The gateway refused this key (401 invalid_api_key): check that it was copied whole and is still active. Nothing was stored.',
@@ -50,6 +58,8 @@ export const MESSAGES = {
 } as const;
 
 const MIN_KEY_LENGTH = 8;
+/** Finished states in which the gateway made the video, and so charged for it. */
+const MADE_A_VIDEO: ReadonlySet<TaskState> = new Set(['succeeded', 'expired']);
 
 type ServerKey = { ok: true; key: string } | { ok: false; reason: 'undecryptable' | 'no-secret' };
 
@@ -210,12 +220,22 @@ export class SettingsService implements GuildVideoPolicy {
     const layer = settings.layer ?? this.#options.defaultLayer;
     if (settings.key) {
       const own = await this.#serverKey(guildId, settings.key);
-      if (!own.ok) return { ok: false, reason: own.reason, message: own.reason === 'no-secret' ? MESSAGES.noSecret : MESSAGES.unreadable };
+      if (!own.ok) return { ok: false, reason: own.reason, message: own.reason === 'no-secret' ? MESSAGES.secretRemoved : MESSAGES.unreadable };
       return { ok: true, apiKey: own.key, layer, source: 'server', keyId: keyFingerprint(own.key) };
     }
     const operatorKey = this.#options.operatorKey;
     if (!operatorKey) return { ok: false, reason: 'no-key', message: MESSAGES.noKey };
     return { ok: true, apiKey: operatorKey, layer, source: 'operator', keyId: keyFingerprint(operatorKey) };
+  }
+
+  /** `/config show`'s key line: which key serves the server (its own, the operator's, or none) and why. */
+  async describeKeyInUse(guildId: string): Promise<string> {
+    const [{ key }, access] = await Promise.all([this.get(guildId), this.resolveGatewayAccess(guildId)]);
+    const own = key && `(…${key.lastFour}, set by <@${key.setBy}> ${discordRelativeTime(key.setAt)})`;
+    if (access.ok && access.source === 'server') return `this server's own key ${own ?? ''}`.trim();
+    if (access.ok) return "the operator's default key (this server has none of its own; `/config key` sets one)";
+    if (own) return `none: this server's own key ${own} cannot be used. ${access.message}`;
+    return `none: \`/video\` and \`/voice\` cannot work until a server admin sets a key with \`/config key\``;
   }
 
   async defaults(guildId: string): Promise<VideoDefaults> {
@@ -246,10 +266,14 @@ export class SettingsService implements GuildVideoPolicy {
     await this.#usage.releaseSubmission(task.guildId, task.userId, task.createdAt);
   }
 
-  /** Adds the cost the gateway reported for a finished task (once per task, however often it is seen). */
+  /**
+   * Adds the cost the gateway reported for a finished task (once per task, however often it is seen). A
+   * video the gateway made without reporting its cost is counted as such, never as free; a task that
+   * made no video costs nothing (failures and timeouts are refunded: spec, "What the service does" 6).
+   */
   async recordCost(task: TaskRecord): Promise<void> {
     const ticks = task.outcome.costTicks;
-    if (ticks === undefined || ticks <= 0) return;
+    if (ticks === undefined ? !MADE_A_VIDEO.has(task.state) : ticks <= 0) return;
     await this.#usage.recordCost(task.guildId, task.userId, task.id, ticks, task.createdAt);
   }
 

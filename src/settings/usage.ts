@@ -1,15 +1,19 @@
 import { KeyedLock } from '../keyed-lock.ts';
-import { isRecord } from '../json.ts';
+import { isRecord, readNumber } from '../json.ts';
 import { USD_TICKS } from '../gateway/spec.ts';
 import type { Collection, Store } from '../store.ts';
 
 // What each server used, per UTC day and per member: videos started and what the gateway charged.
 // One record per server per day keeps reads O(members); a cost is counted once per task, however often
-// a restart makes the bot see the task finish.
+// a restart makes the bot see the task finish. The spec does not promise a cost in every query answer
+// (the compatibility layer's other fields are "not shown"), so a finished video without one is counted
+// apart: adding it as $0.00 would present a guess as the real cost.
 
 export interface UsageCount {
   tasks: number;
   costTicks: number;
+  /** Finished videos whose cost the gateway did not report. */
+  costUnreported: number;
 }
 
 export interface DayUsage {
@@ -28,7 +32,10 @@ function parseDayUsage(raw: unknown): DayUsage {
   if (!isRecord(raw) || !isRecord(raw.users)) throw new Error('day usage must have users');
   const users: Record<string, UsageCount> = {};
   for (const [userId, value] of Object.entries(raw.users)) {
-    if (isRecord(value) && typeof value.tasks === 'number' && typeof value.costTicks === 'number') users[userId] = { tasks: value.tasks, costTicks: value.costTicks };
+    const tasks = readNumber(value, 'tasks');
+    const costTicks = readNumber(value, 'costTicks');
+    // Records written before unreported costs were counted have no such field: none were counted then.
+    if (tasks !== undefined && costTicks !== undefined) users[userId] = { tasks, costTicks, costUnreported: readNumber(value, 'costUnreported') ?? 0 };
   }
   return { users };
 }
@@ -42,10 +49,18 @@ export function usd(ticks: number): string {
   return `$${(ticks / USD_TICKS).toFixed(2)}`;
 }
 
-function add(into: Record<string, UsageCount>, userId: string, count: UsageCount): void {
-  const total = (into[userId] ??= { tasks: 0, costTicks: 0 });
+function noUsage(): UsageCount {
+  return { tasks: 0, costTicks: 0, costUnreported: 0 };
+}
+
+function addTo(total: UsageCount, count: UsageCount): void {
   total.tasks += count.tasks;
   total.costTicks += count.costTicks;
+  total.costUnreported += count.costUnreported;
+}
+
+function add(into: Record<string, UsageCount>, userId: string, count: UsageCount): void {
+  addTo((into[userId] ??= noUsage()), count);
 }
 
 export class UsageLedger {
@@ -70,7 +85,7 @@ export class UsageLedger {
 
   recordSubmission(guildId: string, userId: string, at: number): Promise<void> {
     return this.#update(guildId, at, (usage) => {
-      add(usage.users, userId, { tasks: 1, costTicks: 0 });
+      add(usage.users, userId, { ...noUsage(), tasks: 1 });
       return true;
     });
   }
@@ -85,15 +100,18 @@ export class UsageLedger {
     });
   }
 
-  /** Adds a task's cost to the day it was started; a second report of the same task changes nothing. */
-  recordCost(guildId: string, userId: string, taskId: string, costTicks: number, at: number): Promise<void> {
+  /**
+   * Adds a finished task's cost to the day it was started, or counts it as unreported (`undefined`); a
+   * second report of the same task changes nothing.
+   */
+  recordCost(guildId: string, userId: string, taskId: string, costTicks: number | undefined, at: number): Promise<void> {
     const key = `${guildId}:${dayKey(at)}`;
     // A task always maps to one day record, so checking and marking under that record's lock keeps two
     // reports racing in this process from both adding.
     return this.#lock.run(key, async () => {
       if (await this.#costed.get(taskId)) return;
       const usage = (await this.#days.get(key)) ?? { users: {} };
-      add(usage.users, userId, { tasks: 0, costTicks });
+      add(usage.users, userId, costTicks === undefined ? { ...noUsage(), costUnreported: 1 } : { ...noUsage(), costTicks });
       await this.#days.set(key, usage, KEEP_MS);
       await this.#costed.set(taskId, true, KEEP_MS);
     });
@@ -126,16 +144,21 @@ export interface UsageReport {
   month: Record<string, UsageCount>;
 }
 
+/** "3 videos, $0.40 + 2 without a reported cost": what is known, and how much is not. */
+function describeUsage(count: UsageCount): string {
+  const videos = count.tasks === 1 ? '1 video' : `${count.tasks} videos`;
+  if (count.costUnreported === 0) return `${videos}, ${usd(count.costTicks)}`;
+  const unreported = `${count.costUnreported} without a reported cost`;
+  return count.costTicks === 0 ? `${videos}, ${unreported}` : `${videos}, ${usd(count.costTicks)} + ${unreported}`;
+}
+
 function section(title: string, counts: Record<string, UsageCount>): string {
   const entries = Object.entries(counts).sort(([, a], [, b]) => b.costTicks - a.costTicks || b.tasks - a.tasks);
-  const total: UsageCount = { tasks: 0, costTicks: 0 };
-  for (const [, count] of entries) {
-    total.tasks += count.tasks;
-    total.costTicks += count.costTicks;
-  }
-  const rows = entries.slice(0, REPORT_ROWS).map(([userId, count]) => `<@${userId}>: ${count.tasks} videos, ${usd(count.costTicks)}`);
+  const total = noUsage();
+  for (const [, count] of entries) addTo(total, count);
+  const rows = entries.slice(0, REPORT_ROWS).map(([userId, count]) => `<@${userId}>: ${describeUsage(count)}`);
   if (entries.length > REPORT_ROWS) rows.push(`…and ${entries.length - REPORT_ROWS} more members`);
-  return [`**${title}**: ${total.tasks} videos, ${usd(total.costTicks)}`, ...(rows.length > 0 ? rows : ['nothing yet'])].join('\n');
+  return [`**${title}**: ${describeUsage(total)}`, ...(rows.length > 0 ? rows : ['nothing yet'])].join('\n');
 }
 
 /** `/video usage`: today's and this month's videos and cost per member, biggest spenders first. */

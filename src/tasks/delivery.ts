@@ -178,8 +178,12 @@ export class VideoDelivery {
         throw error;
       }
     }
-    await repository.save(current);
-    return this.#finish(current);
+    // The card before the one save: killed between the two, the task is still "posting", and the next start
+    // posts again with the same nonce (Discord answers with the message it has) and then edits the card. Saved
+    // first, a kill before the edit would leave the card saying "running" for good.
+    const carded = await this.updateCard(current);
+    await repository.save(carded);
+    return carded;
   }
 
   async #finish(task: TaskRecord): Promise<TaskRecord> {

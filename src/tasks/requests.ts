@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import type { EditRequest, ExtensionRequest, GenerationRequest, ImageInput, ReferenceAudio, StorageOptions } from '../gateway/types.ts';
-import { BUILT_IN_VOICES, MAX_REFERENCE_AUDIOS } from '../gateway/spec.ts';
+import { MAX_REFERENCE_AUDIOS } from '../gateway/spec.ts';
 import type { GenerationMode } from './record.ts';
 
 // From what a user typed in Discord to the gateway's request, and back from the gateway's field names to
@@ -82,10 +82,6 @@ export function buildGenerationRequest(input: GenerationInput, user: string, sto
       imageFrom(index === 0 ? 'reference_image' : `reference_image_${index + 1}`, attachment),
     );
   }
-  const unknown = input.voices.find((voice) => !BUILT_IN_VOICES.some((builtIn) => builtIn === voice));
-  if (unknown !== undefined) {
-    throw new InputError('voice', `\`voice\`: "${unknown}" is not a built-in voice. Start typing to pick from the list (${BUILT_IN_VOICES.slice(0, 5).join(', ')}…).`);
-  }
   if (input.voices.length + (input.referenceAudio ? 1 : 0) > MAX_REFERENCE_AUDIOS) {
     throw new InputError('voice', `\`voice\` and \`reference_audio\` together take at most ${MAX_REFERENCE_AUDIOS} voices.`);
   }
@@ -130,6 +126,8 @@ export function storageOptionsFor(defaults: StorageDefaults, filename: string): 
 export function optionForField(field: string): string {
   const indexed = /^reference_images\[(\d+)\]/.exec(field);
   if (indexed) return Number(indexed[1]) === 0 ? 'reference_image' : `reference_image_${Number(indexed[1]) + 1}`;
+  // A voice_id can only come from the `voice` option (the recording is a url).
+  if (/^reference_audios\[\d+\]\.voice_id$/.test(field)) return 'voice';
   if (field.startsWith('reference_audios')) return 'voice` / `reference_audio';
   if (field.startsWith('last_frame')) return 'last_frame';
   if (field.startsWith('image')) return 'image';

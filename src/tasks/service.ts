@@ -390,7 +390,7 @@ function refusalMessage(error: unknown, model: string): string | undefined {
       code: error.code,
       status: error.status,
       message: error instanceof GatewayApiError ? error.serverMessage : error.message,
-      param: error.param,
+      param: error.param === undefined ? undefined : optionForField(error.param),
       requestId: error.requestId,
       model,
     });

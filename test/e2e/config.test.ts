@@ -1,23 +1,102 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { createServer, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { InteractionHandle, Message, User } from '../support/discord/index.ts';
+import { isRecord, parseJsonText } from '../../src/json.ts';
+import { createLogger } from '../../src/log.ts';
+import type { BotProcess } from '../support/bot-process.ts';
+import type { InteractionHandle, Message, TestGuild, User } from '../support/discord/index.ts';
 import { startWorld, type World } from '../support/world.ts';
 
 // Server admins on the stand-ins: their own key through a private form, kept encrypted; defaults,
 // storage, access, limits and usage.
 
 const SERVER_KEY = 'server-own-key-7f3a9c2e51';
+const WRONG_KEY = 'wrong-key-0000000000';
 const SECRET = 'first-encryption-secret-0123456789';
 
+/**
+ * Between the bot and the emulator: passes everything through, but can withhold `usage` from
+ * compatibility-layer query answers, as a real gateway may (the spec lists their other fields as "not shown").
+ */
+interface GatewayProxy {
+  readonly url: string;
+  target: string;
+  withholdCompatCost: boolean;
+  close(): Promise<void>;
+}
+
+async function startGatewayProxy(): Promise<GatewayProxy> {
+  const server = createServer((request, response) => {
+    const path = request.url ?? '/';
+    const upstream = httpRequest(new URL(path, proxy.target), { method: request.method, headers: request.headers }, (answer) => {
+      const status = answer.statusCode ?? 502;
+      const isCompatQuery = request.method === 'GET' && /^\/v1\/videos\/[^/]+$/.test(new URL(path, proxy.target).pathname);
+      if (!(proxy.withholdCompatCost && isCompatQuery)) {
+        response.writeHead(status, answer.headers);
+        answer.pipe(response);
+        return;
+      }
+      const chunks: Buffer[] = [];
+      answer.on('data', (chunk: Buffer) => chunks.push(chunk));
+      answer.on('end', () => {
+        const parsed = parseJsonText(Buffer.concat(chunks).toString('utf8'));
+        const body = parsed.ok && isRecord(parsed.value) ? JSON.stringify(Object.fromEntries(Object.entries(parsed.value).filter(([field]) => field !== 'usage'))) : Buffer.concat(chunks);
+        const headers: IncomingHttpHeaders = { ...answer.headers, 'content-length': String(Buffer.byteLength(body)) };
+        delete headers['transfer-encoding'];
+        response.writeHead(status, headers);
+        response.end(body);
+      });
+    });
+    upstream.on('error', () => {
+      if (!response.headersSent) response.writeHead(502);
+      response.end();
+    });
+    request.pipe(upstream);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  if (address === null || typeof address === 'string') throw new Error('expected a TCP address');
+  const proxy: GatewayProxy = {
+    url: `http://127.0.0.1:${address.port}`,
+    target: '',
+    withholdCompatCost: false,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+  return proxy;
+}
+
 let world: World;
+let proxy: GatewayProxy | undefined;
+/** Every bot process of the file (each restart is a new one), and everything the stand-ins logged or were sent. */
+const bots: BotProcess[] = [];
+const emulatorLog: string[] = [];
+const standInLog: string[] = [];
+const transcript: string[] = [];
+
 beforeAll(async () => {
+  proxy = await startGatewayProxy();
   world = await startWorld({
     emulator: { keys: { [SERVER_KEY]: { group: 'default', quota_usd: 20 } } },
-    env: { GATEWAY_API_KEY: '', KEY_ENCRYPTION_SECRET: SECRET },
+    emulatorLog: createLogger({ level: 'debug', write: (line) => emulatorLog.push(line) }),
+    standIn: { log: createLogger({ level: 'debug', write: (line) => standInLog.push(line) }) },
+    env: { GATEWAY_API_KEY: '', KEY_ENCRYPTION_SECRET: SECRET, GATEWAY_BASE_URL: proxy.url },
   });
+  // The bot calls the gateway only once commands arrive, so the target can be set after it started.
+  proxy.target = world.emulator.baseUrl;
+  bots.push(world.bot);
+  const events = world.discord.events;
+  for (const name of ['message', 'messageUpdate']) events.on(name, (message: unknown) => transcript.push(JSON.stringify(message)));
+  events.on('callback', (_interaction: unknown, callback: unknown) => transcript.push(JSON.stringify(callback)));
 }, 60_000);
-afterAll(() => world?.stop());
+afterAll(async () => {
+  await world?.stop();
+  await proxy?.close();
+});
 
 function config(user: User, subcommand: string, options: Record<string, string | number | boolean> = {}): InteractionHandle {
   const { discord, guild } = world;
@@ -29,9 +108,9 @@ function video(user: User, prompt: string, options: Record<string, string | numb
   return discord.runCommand({ user, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt, ...options } });
 }
 
-async function setKey(key: string): Promise<Message> {
-  const { discord, guild } = world;
-  const form = await config(guild.admin, 'key').modal();
+async function setKey(key: string, guild: TestGuild = world.guild): Promise<Message> {
+  const { discord } = world;
+  const form = await discord.runCommand({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, command: 'config', subcommand: 'key' }).modal();
   expect(form).toEqual({ customId: 'config:key-modal', inputs: ['key'] });
   const submit = discord.submitModal({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, customId: form.customId, fields: { key } });
   return submit.reply();
@@ -39,7 +118,7 @@ async function setKey(key: string): Promise<Message> {
 
 async function restart(env: Record<string, string>): Promise<void> {
   await world.bot.stop();
-  await world.restartBot(env);
+  bots.push(await world.restartBot(env));
 }
 
 describe('a server\'s own gateway key', () => {
@@ -56,9 +135,9 @@ describe('a server\'s own gateway key', () => {
   });
 
   it('refuses a key the gateway rejects, saying why, and stores nothing', async () => {
-    const reply = await setKey('wrong-key-0000000000');
+    const reply = await setKey(WRONG_KEY);
     expect(reply.content).toContain('refused this key (401 invalid_api_key)');
-    expect((await config(world.guild.admin, 'show').reply()).content).toContain('not set');
+    expect((await config(world.guild.admin, 'show').reply()).content).toContain('**Gateway key in use:** none: `/video` and `/voice` cannot work until a server admin sets a key');
   });
 
   it('is checked, stored, shown only by its last four characters, and then used by /video', async () => {
@@ -68,7 +147,7 @@ describe('a server\'s own gateway key', () => {
     expect(reply.content).not.toContain(SERVER_KEY);
     expect(reply.flags & 64).toBe(64);
     const shown = (await config(guild.admin, 'show').reply()).content;
-    expect(shown).toContain(`set (…2e51) by <@${guild.admin.id}>`);
+    expect(shown).toMatch(new RegExp(`\\*\\*Gateway key in use:\\*\\* this server's own key \\(…2e51, set by <@${guild.admin.id}> <t:\\d+:R>\\)`));
     expect(shown).toContain('set the gateway key');
 
     const run = video(guild.member, 'with the server key');
@@ -76,14 +155,6 @@ describe('a server\'s own gateway key', () => {
     const submission = await emulator.waitForRequest((entry) => entry.method === 'POST' && JSON.stringify(entry.body).includes('with the server key'));
     expect(submission.keyId).toBe(emulator.keyIdOf(SERVER_KEY));
     await discord.waitForMessage(guild.textChannelId, (message) => message.attachments.length > 0, 20_000);
-  });
-
-  it('never appears in the SQLite file, the logs or any message', () => {
-    const files = readdirSync(world.dataDirectory).filter((file) => file.startsWith('bot.sqlite'));
-    expect(files.length).toBeGreaterThan(0);
-    for (const file of files) expect(readFileSync(join(world.dataDirectory, file)).includes(SERVER_KEY)).toBe(false);
-    expect(world.bot.output()).not.toContain(SERVER_KEY);
-    for (const message of world.discord.messages(world.guild.textChannelId)) expect(JSON.stringify(message)).not.toContain(SERVER_KEY);
   });
 
   it('asks to be set again when KEY_ENCRYPTION_SECRET changed, and survives a rotation', async () => {
@@ -97,11 +168,17 @@ describe('a server\'s own gateway key', () => {
     expect((await video(world.guild.member, 'after the rotation').response()).type).toBe(5);
   });
 
-  it('is refused when the operator set no KEY_ENCRYPTION_SECRET, to the admin and in the log', async () => {
-    await restart({ KEY_ENCRYPTION_SECRET: '' });
-    const reply = (await config(world.guild.admin, 'key').response()).data;
-    expect(reply).toMatchObject({ flags: 64, content: expect.stringContaining('KEY_ENCRYPTION_SECRET') });
+  it('is refused when the operator set no KEY_ENCRYPTION_SECRET, telling the admin what the operator must set, and in the log', async () => {
+    const { discord, guild } = world;
+    await restart({ KEY_ENCRYPTION_SECRET: '', GATEWAY_API_KEY: 'emulator-key' });
+    const reply = (await config(guild.admin, 'key').response()).data;
+    expect(reply).toMatchObject({ flags: 64, content: expect.stringContaining('its operator must set the environment variable KEY_ENCRYPTION_SECRET (a random string of at least 16 characters') });
     await world.bot.waitForLog((line) => line.level === 'warn' && line.msg.includes('KEY_ENCRYPTION_SECRET is not set'));
+    // The server's own key is stored but cannot be opened: never silently replaced by the operator's.
+    expect((await config(guild.admin, 'show').reply()).content).toMatch(/\*\*Gateway key in use:\*\* none: this server's own key \(…2e51, .*set it back to the same secret/);
+    const lent = discord.createGuild({ name: 'without a key of its own' });
+    const shown = await discord.runCommand({ user: lent.admin, guildId: lent.id, channelId: lent.textChannelId, command: 'config', subcommand: 'show' }).reply();
+    expect(shown.content).toContain("**Gateway key in use:** the operator's default key");
     await restart({ KEY_ENCRYPTION_SECRET: 'the-rotated-secret-value-0042' });
   });
 });
@@ -154,7 +231,7 @@ describe('settings', () => {
     const first = video(limited, 'first of the day');
     await first.waitForReply((message) => JSON.stringify(message.embeds).includes('`task_'));
     const second = (await video(limited, 'second of the day').response()).data;
-    expect(second).toMatchObject({ flags: 64, content: expect.stringMatching(/limit of 1 videos a day\. Try again <t:\d+:R>/) });
+    expect(second).toMatchObject({ flags: 64, content: expect.stringMatching(/limit of 1 video a day\. Try again <t:\d+:R>/) });
 
     await config(guild.admin, 'limits', { daily_per_user: 0, concurrent_per_user: 1 }).reply();
     world.emulator.config.timing.generation_ms = 5000;
@@ -162,7 +239,7 @@ describe('settings', () => {
     const long = video(busy, 'long one');
     await long.waitForReply((message) => JSON.stringify(message.embeds).includes('`task_'));
     const refused = (await video(busy, 'another').response()).data;
-    expect(refused).toMatchObject({ flags: 64, content: expect.stringContaining('videos in progress') });
+    expect(refused).toMatchObject({ flags: 64, content: expect.stringMatching(/videos in progress .*\. Try again when one of your videos finishes\.$/) });
     world.emulator.config.timing.generation_ms = 300;
     await config(guild.admin, 'limits', { concurrent_per_user: 0 }).reply();
   });
@@ -172,8 +249,7 @@ describe('settings', () => {
     const crowded = discord.createGuild({ name: 'crowded' });
     const inCrowded = (user: User, command: string, subcommand: string, options: Record<string, string | number> = {}) =>
       discord.runCommand({ user, guildId: crowded.id, channelId: crowded.textChannelId, command, subcommand, options });
-    const form = await inCrowded(crowded.admin, 'config', 'key').modal();
-    await discord.submitModal({ user: crowded.admin, guildId: crowded.id, channelId: crowded.textChannelId, customId: form.customId, fields: { key: SERVER_KEY } }).reply();
+    await setKey(SERVER_KEY, crowded);
     await inCrowded(crowded.admin, 'config', 'limits', { daily_per_server: 2 }).reply();
 
     const members = Array.from({ length: 5 }, (_, index) => discord.createUser({ guildId: crowded.id, name: `crowd-${index}` }));
@@ -192,15 +268,83 @@ describe('settings', () => {
     expect(shown).toMatch(new RegExp(`<t:\\d+:R> <@${world.guild.admin.id}> set limits`));
   });
 
-  it('shows admins today\'s and this month\'s videos and cost per member', async () => {
-    const { discord, guild } = world;
-    await discord.waitFor(() => (discord.messages(guild.textChannelId).filter((message) => message.attachments.length > 0).length >= 3 ? true : undefined), 20_000, 'finished videos');
-    const run = discord.runCommand({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'usage' });
-    const report = (await run.reply()).content;
-    expect(report).toMatch(/\*\*Today \(\d{4}-\d{2}-\d{2} UTC\)\*\*: \d+ videos, \$\d+\.\d{2}/);
-    expect(report).toContain(`<@${guild.member.id}>`);
-    expect(report).toContain('This month');
-    const refused = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'usage' });
+  it("shows admins each member's videos and their exact cost, today and this month, on both layers", async () => {
+    const { discord, emulator } = world;
+    const ledger = discord.createGuild({ name: 'ledger' });
+    const spender = discord.createUser({ guildId: ledger.id, name: 'spender' });
+    const run = (user: User, command: string, subcommand: string, options: Record<string, string | number> = {}) =>
+      discord.runCommand({ user, guildId: ledger.id, channelId: ledger.textChannelId, command, subcommand, options });
+    await setKey(SERVER_KEY, ledger);
+    const posted = () => discord.messages(ledger.textChannelId).filter((message) => message.attachments.length > 0 && message.content.includes(`<@${spender.id}>`));
+    const generate = async (prompt: string, resolution: string, duration: number) => {
+      await run(spender, 'video', 'generate', { prompt, resolution, duration }).response();
+      return emulator.waitForRequest((entry) => entry.method === 'POST' && JSON.stringify(entry.body).includes(prompt));
+    };
+    // The cost is written as the task finishes, beside the post rather than before it: ask until it shows.
+    const usageShowing = async (expected: string) => {
+      let report = '';
+      for (let attempt = 0; attempt < 20 && !report.includes(expected); attempt++) report = (await run(ledger.admin, 'video', 'usage').reply()).content;
+      return report;
+    };
+
+    // The emulator's prices: $0.05, $0.08, $0.14 a second at 480p, 720p, 1080p; both layers report them.
+    expect((await generate('priced on compat', '1080p', 3)).path).toBe('/v1/videos/generations');
+    await run(ledger.admin, 'config', 'layer', { layer: 'native' }).reply();
+    expect((await generate('priced on native', '720p', 5)).path).toBe('/native/v1/videos/generations');
+    await discord.waitFor(() => (posted().length === 2 ? true : undefined), 20_000, 'both videos posted');
+    const priced = await usageShowing(`<@${spender.id}>: 2 videos, $0.82`);
+    expect(priced).toMatch(/^\*\*Today \(\d{4}-\d{2}-\d{2} UTC\)\*\*: 2 videos, \$0\.82\n/);
+    expect(priced).toContain(`<@${spender.id}>: 2 videos, $0.82`);
+    expect(priced).toMatch(/\*\*This month \(\d{4}-\d{2}\)\*\*: 2 videos, \$0\.82\n/);
+
+    // A gateway that reports no cost on the compatibility layer: counted as such, never as $0.00.
+    await run(ledger.admin, 'config', 'layer', { layer: 'compat' }).reply();
+    if (!proxy) throw new Error('the gateway proxy is not running');
+    proxy.withholdCompatCost = true;
+    try {
+      await generate('cost not reported', '480p', 2);
+      await discord.waitFor(() => (posted().length === 3 ? true : undefined), 20_000, 'the third video posted');
+      const partly = await usageShowing('without a reported cost');
+      expect(partly).toContain(`<@${spender.id}>: 3 videos, $0.82 + 1 without a reported cost`);
+    } finally {
+      proxy.withholdCompatCost = false;
+    }
+
+    const refused = run(spender, 'video', 'usage');
     expect((await refused.reply()).content).toContain('Manage Server');
+  });
+});
+
+describe('the gateway key, at the end of everything', () => {
+  it('never appears in any bot process output, message, interaction answer, stand-in log, or the SQLite file', async () => {
+    const { discord, emulator } = world;
+    await world.bot.stop();
+    const store = ['bot.sqlite', 'bot.sqlite-wal'].map((file) => join(world.dataDirectory, file)).filter((file) => existsSync(file));
+    expect(store[0]).toBe(join(world.dataDirectory, 'bot.sqlite'));
+    const storeBytes = Buffer.concat(store.map((file) => readFileSync(file)));
+    // Every answer to every interaction (the modal's own payload is what the admin typed, so it is left out).
+    const answers = discord.interactions.map((interaction) => JSON.stringify({ callbacks: interaction.callbacks, original: interaction.original, followUps: interaction.followUps }));
+    const channelMessages = [...new Set(discord.interactions.map((interaction) => interaction.channelId))].flatMap((channel) => discord.messages(channel).map((message) => JSON.stringify(message)));
+    const sources: Record<string, string> = {
+      'bot output': bots.map((bot) => bot.output()).join('\n'),
+      'messages and edits as sent': transcript.join('\n'),
+      'interaction answers': answers.join('\n'),
+      'channel messages': channelMessages.join('\n'),
+      'emulator log': emulatorLog.join('\n'),
+      'emulator journal': JSON.stringify(emulator.requests),
+      'Discord stand-in log': standInLog.join('\n'),
+    };
+    // Each source really holds what it should, so an empty capture cannot pass for a clean one.
+    expect(bots.length).toBeGreaterThanOrEqual(6);
+    expect(sources['bot output']).toContain('"msg":"a server set its gateway key"');
+    expect(sources['messages and edits as sent']).toContain('Key saved (…2e51)');
+    expect(sources['interaction answers']).toContain('refused this key (401 invalid_api_key)');
+    expect(sources['emulator journal']).toContain('/v1/models');
+    expect(sources['Discord stand-in log']).toContain('discord stand-in request');
+    expect(storeBytes.length).toBeGreaterThan(0);
+    for (const key of [SERVER_KEY, WRONG_KEY]) {
+      for (const [source, text] of Object.entries(sources)) expect(text.includes(key), `${source} holds a key`).toBe(false);
+      expect(storeBytes.includes(key), 'the SQLite file holds a key').toBe(false);
+    }
   });
 });

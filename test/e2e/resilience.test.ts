@@ -7,6 +7,8 @@ import { startWorld, type World } from '../support/world.ts';
 
 // The bot stays up and honest when Discord or the gateway misbehave, and shuts down without losing work.
 
+const EPHEMERAL = 64;
+
 describe('when Discord answers 5xx or 429', () => {
   let world: World;
   beforeAll(async () => {
@@ -83,10 +85,13 @@ describe('with a gateway that misbehaves', () => {
     cleanupBotDirectories();
   });
 
-  it('tells the user "something went wrong" with a reference that matches the log line, and lives on', async () => {
+  it('tells the user alone "something went wrong" with a reference that matches the log line, and lives on', async () => {
     gateway.onSubmit = (response) => response.writeHead(200, { 'content-type': 'text/html' }).end('<html>surprise</html>');
     const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt: 'unreadable answer' } });
-    const reply = await run.waitForReply((message) => message.content.startsWith('Something went wrong'));
+    // /video defers publicly: the channel's "thinking" placeholder goes, the failure is told privately.
+    const reply = await run.waitForFollowUp((message) => message.content.startsWith('Something went wrong'));
+    expect(reply.flags & EPHEMERAL).toBe(EPHEMERAL);
+    expect(run.record.original?.deleted).toBe(true);
     const reference = /\(ref ([A-Z0-9]{6})\)/.exec(reply.content)?.[1];
     expect(reference).toBeDefined();
     const logged = await bot.waitForLog((line) => line.msg === 'interaction handler failed');
@@ -96,7 +101,27 @@ describe('with a gateway that misbehaves', () => {
     expect((await list.reply()).content).toContain('**unknown**');
   });
 
-  it('finishes what is in flight when stopped, then exits cleanly', async () => {
+  it('logs the same reference when the interaction expired before the handler failed, and serves the next command', async () => {
+    let answer!: () => void;
+    gateway.onSubmit = (response) => {
+      answer = () => response.writeHead(200, { 'content-type': 'text/html' }).end('<html>late surprise</html>');
+    };
+    const submitted = once(gateway.server, 'submission');
+    const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt: 'expires while waiting' } });
+    await submitted;
+    discord.expireInteraction(run);
+    answer();
+    const failed = await bot.waitForLog((line) => line.msg === 'interaction handler failed' && line.interaction === run.record.id);
+    const untold = await bot.waitForLog((line) => line.msg === 'could not tell the user about a failed interaction' && line.reference === failed.reference);
+    expect(untold.level).toBe('warn');
+    expect(run.followUps).toEqual([]);
+
+    const list = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'list' });
+    expect((await list.reply()).content).toContain('expires while waiting');
+    expect(bot.child.exitCode).toBeNull();
+  });
+
+  it('on SIGINT finishes what is in flight, closes the store, then exits 0', async () => {
     let answer!: () => void;
     gateway.onSubmit = (response) => {
       answer = () => response.writeHead(200, { 'content-type': 'application/json' }).end('{"task_id":"task_2","status":"queued"}');
@@ -104,12 +129,35 @@ describe('with a gateway that misbehaves', () => {
     const submitted = once(gateway.server, 'submission');
     const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt: 'slow gateway' } });
     await submitted;
-    const stopped = bot.stop('SIGTERM');
+    const stopped = bot.stop('SIGINT');
     await bot.waitForLog((line) => line.msg === 'shutting down: finishing what is in flight');
     answer();
     expect(await stopped).toBe(0);
     const card = await run.reply();
     expect(JSON.stringify(card.embeds)).toContain('task_2');
-    expect(bot.logs.some((line) => line.msg === 'stopped')).toBe(true);
+    const closing = bot.logs.map((line) => line.msg).filter((msg) => msg === 'store closed' || msg === 'stopped');
+    expect(closing).toEqual(['store closed', 'stopped']);
+  });
+});
+
+describe('a signal while the bot is still logging in', () => {
+  let discord: DiscordStandIn;
+  beforeAll(async () => {
+    discord = await startDiscordStandIn();
+  });
+  afterAll(async () => {
+    await discord?.close();
+    cleanupBotDirectories();
+  });
+
+  it('cancels the login retries, closes the store and exits 0', async () => {
+    discord.failRoute({ method: 'GET', route: /^\/gateway\/bot$/, times: 1_000, status: 503 });
+    const bot = startBot({
+      env: { DISCORD_TOKEN: discord.botToken, DISCORD_API_URL: discord.apiUrl, GATEWAY_BASE_URL: 'http://127.0.0.1:9', NODE_EXTRA_CA_CERTS: discord.caCertPath },
+    });
+    await bot.waitForLog((line) => line.msg === 'could not reach Discord; retrying', 30_000);
+    expect(await bot.stop('SIGINT')).toBe(0);
+    expect(bot.logs.some((line) => line.msg === 'store closed')).toBe(true);
+    expect(bot.logs.some((line) => line.msg === 'the bot could not start')).toBe(false);
   });
 });

@@ -1,7 +1,26 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { cleanupBotDirectories, startBot } from '../support/bot-process.ts';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { cleanupBotDirectories, startBot, type BotProcess } from '../support/bot-process.ts';
+import { startDiscordStandIn, type DiscordStandIn, type TestGuild } from '../support/discord/index.ts';
+
+// Starting the bot: bad configuration, a Discord that fails at first, registration scopes, and the
+// refusals that must stop the bot with a message naming the variable to fix.
+
+/** Nothing listens here: starting the bot never calls the gateway. */
+const UNUSED_GATEWAY = 'http://127.0.0.1:9';
+const GUILDS = 1 << 0;
+const GUILD_VOICE_STATES = 1 << 7;
 
 afterEach(cleanupBotDirectories);
+
+function startBotOn(discord: DiscordStandIn, env: Record<string, string> = {}): BotProcess {
+  return startBot({
+    env: { DISCORD_TOKEN: discord.botToken, DISCORD_API_URL: discord.apiUrl, GATEWAY_BASE_URL: UNUSED_GATEWAY, NODE_EXTRA_CA_CERTS: discord.caCertPath, ...env },
+  });
+}
+
+function commandNames(commands: Record<string, unknown>[]): unknown[] {
+  return commands.map((command) => command.name).sort();
+}
 
 describe('starting the bot with bad configuration', () => {
   it('exits with a message naming each missing variable', async () => {
@@ -18,5 +37,110 @@ describe('starting the bot with bad configuration', () => {
     expect(bot.output()).toMatch(/GATEWAY_BASE_URL must be an http\(s\) URL/);
     expect(bot.output()).toMatch(/GATEWAY_LAYER must be "compat" or "native"/);
     expect(bot.output()).not.toContain(token);
+  });
+});
+
+describe('when Discord refuses the login', () => {
+  let discord: DiscordStandIn;
+  beforeAll(async () => {
+    discord = await startDiscordStandIn();
+  });
+  afterAll(() => discord?.close());
+
+  it('exits non-zero on a wrong token, naming DISCORD_TOKEN and never printing the token', async () => {
+    const token = 'MTIzNDU2.wrong-token.that-must-stay-secret';
+    const bot = startBotOn(discord, { DISCORD_TOKEN: token });
+    expect(await bot.exited).toBe(1);
+    expect(bot.output()).toContain('Discord refused DISCORD_TOKEN');
+    expect(bot.output()).not.toContain(token);
+  });
+
+  it('exits non-zero when DISCORD_API_URL is not a Discord REST API (404), naming the variable', async () => {
+    const bot = startBotOn(discord, { DISCORD_API_URL: discord.apiUrl.replace(/\/api$/, '/nothing-here') });
+    expect(await bot.exited).toBe(1);
+    expect(bot.output()).toContain('DISCORD_API_URL does not point at a Discord REST API');
+    expect(bot.logs.filter((line) => line.msg === 'could not reach Discord; retrying')).toEqual([]);
+  });
+});
+
+describe('when Discord answers 5xx and 429 at login and at command registration', () => {
+  let discord: DiscordStandIn;
+  let guild: TestGuild;
+  let bot: BotProcess;
+  beforeAll(async () => {
+    discord = await startDiscordStandIn();
+    guild = discord.createGuild();
+    // Four 503s outlast @discordjs/rest's own three retries, so the bot's retries are needed too.
+    discord.failRoute({ method: 'GET', route: /^\/gateway\/bot$/, times: 4, status: 503 });
+    discord.rateLimit({ method: 'GET', route: /^\/gateway\/bot$/, times: 1, retryAfterSeconds: 1 });
+    discord.failRoute({ method: 'PUT', route: /^\/applications\/\d+\/commands$/, times: 4, status: 503 });
+    discord.rateLimit({ method: 'PUT', route: /^\/applications\/\d+\/commands$/, times: 1, retryAfterSeconds: 1 });
+    // Versioned, as Discord's documentation writes the base: the bot must not add a second /v10.
+    bot = startBotOn(discord, { DISCORD_API_URL: `${discord.apiUrl}/v10` });
+    await bot.waitForLog((line) => line.msg === 'ready', 30_000);
+  }, 60_000);
+  afterAll(async () => {
+    if (bot?.child.exitCode === null) await bot.stop();
+    await discord?.close();
+  });
+
+  it('logs in and registers its commands globally (and on no server), without crashing', () => {
+    const failed = (path: string, status: number) => discord.requests.filter((request) => request.path.endsWith(path) && request.status === status).length;
+    expect(failed('/gateway/bot', 503)).toBe(4);
+    expect(failed('/gateway/bot', 429)).toBe(1);
+    expect(failed('/commands', 503)).toBe(4);
+    expect(failed('/commands', 429)).toBe(1);
+    expect(commandNames(discord.commands())).toEqual(['config', 'video', 'voice']);
+    expect(discord.commands(guild.id)).toEqual([]);
+    expect(bot.logs.find((line) => line.msg === 'ready')).toMatchObject({ commands: 3, scope: 'global' });
+    expect(bot.child.exitCode).toBeNull();
+  });
+
+  it('retries both calls itself, with backoff, after the library gives up', () => {
+    const retries = bot.logs.filter((line) => line.msg === 'could not reach Discord; retrying').map((line) => line.operation);
+    expect(retries).toEqual(['login', 'command registration']);
+  });
+
+  it('takes a versioned DISCORD_API_URL as the REST base', () => {
+    expect(discord.requests.filter((request) => request.path.startsWith('/v10/'))).toEqual([]);
+  });
+
+  it('identifies with only the non-privileged intents it needs: Guilds and Guild Voice States', () => {
+    expect(discord.identifiedIntents).toBe(GUILDS | GUILD_VOICE_STATES);
+  });
+});
+
+describe('DEV_GUILD_ID', () => {
+  let discord: DiscordStandIn;
+  let guild: TestGuild;
+  beforeAll(async () => {
+    discord = await startDiscordStandIn();
+    guild = discord.createGuild();
+  });
+  afterAll(() => discord?.close());
+
+  it('registers the commands on that server only, and nothing globally', async () => {
+    const bot = startBotOn(discord, { DEV_GUILD_ID: guild.id });
+    try {
+      expect(await bot.waitForLog((line) => line.msg === 'ready', 30_000)).toMatchObject({ scope: `guild ${guild.id}` });
+      expect(commandNames(discord.commands(guild.id))).toEqual(['config', 'video', 'voice']);
+      expect(discord.commands()).toEqual([]);
+    } finally {
+      await bot.stop();
+    }
+  });
+
+  it('names DEV_GUILD_ID when Discord refuses the commands there (a server the bot is not in), and does not retry a refusal', async () => {
+    const elsewhere = '123456789012345678';
+    const bot = startBotOn(discord, { DEV_GUILD_ID: elsewhere });
+    try {
+      const refused = await bot.waitForLog((line) => line.msg === 'could not register commands', 30_000);
+      expect(refused.level).toBe('error');
+      expect(String(refused.hint)).toContain(`DEV_GUILD_ID ${elsewhere}`);
+      expect(discord.requests.filter((request) => request.path.includes(`/guilds/${elsewhere}/commands`))).toHaveLength(1);
+      expect(bot.child.exitCode).toBeNull();
+    } finally {
+      await bot.stop();
+    }
   });
 });

@@ -82,6 +82,13 @@ describe('submissions the gateway refuses', () => {
     expect(emulator.quotaUsd('emulator-key')).toBeCloseTo(quota, 6);
   });
 
+  it('an unknown voice is told with the gateway\'s own list, naming the `voice` option', async () => {
+    const reply = await generate(`a voice ${Math.random()}`, { voice: 'eve, nobody' }).waitForReply((message) => message.content.length > 0);
+    expect(reply.content).toContain('The gateway rejected the request (`voice`)');
+    expect(reply.content).toMatch(/Unknown voice_id "nobody"\. Available voices: altair, ara, .*zenith/);
+    expect(reply.content).toMatch(/request id `req_/);
+  });
+
   it('retries an overloaded gateway within the spec\'s rules and then succeeds', async () => {
     const { discord, emulator, guild } = world;
     const prompt = `busy [[http:503:overloaded:1]] ${Math.random()}`;
@@ -98,7 +105,7 @@ describe('bad input', () => {
   it.each([
     [{ resolution: '1080p', model: 'svc-imagine-video' }, '`resolution`'],
     [{ model: 'svc-imagine-video', voice: 'eve' }, '`voice` / `reference_audio`'],
-    [{ voice: 'eve, nobody' }, '`voice`: "nobody" is not a built-in voice'],
+    [{ voice: 'eve, no!body' }, '`voice`: reference_audios[1].voice_id must be a voice id'],
     [{ voice: 'eve, leo, ara, rex' }, 'at most 3 voices'],
   ])('is refused at once, ephemerally, naming the option: %j', async (options, option) => {
     const run = generate('a test', options);

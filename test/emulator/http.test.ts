@@ -1,5 +1,6 @@
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 
@@ -36,6 +37,18 @@ async function call(method: string, path: string, body?: unknown, options: { key
   });
   const text = await response.text();
   return { status: response.status, headers: response.headers, body: text === '' ? undefined : (JSON.parse(text) as unknown) };
+}
+
+/** Sends raw bytes (what fetch refuses to send) and reads the answer until the emulator closes the connection. */
+async function rawExchange(text: string): Promise<{ status: number; headers: string; body: unknown }> {
+  const socket = connect(emulator.port, '127.0.0.1');
+  const chunks: Buffer[] = [];
+  socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+  socket.write(text);
+  await once(socket, 'close');
+  const answer = Buffer.concat(chunks).toString('utf8');
+  const [head = '', body = ''] = answer.split('\r\n\r\n');
+  return { status: Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1]), headers: head.toLowerCase(), body: body === '' ? undefined : (JSON.parse(body) as unknown) };
 }
 
 /** Polls a task (as clients of the spec must) until its status is one of `until`. */
@@ -104,21 +117,103 @@ describe('error formats', () => {
     expect(answer.body).toMatchObject({ error: { param } });
   });
 
-  it('lists the available voices when a voice_id is unknown', async () => {
-    const answer = await call('POST', '/v1/videos/generations', { model: 'svc-imagine-video-1.5', prompt: 'x', reference_audios: [{ voice_id: 'nobody' }] });
+  it.each([
+    ['image', { image: { url: 'ftp://files.example/a.png' } }, 'image.url'],
+    ['image', { image: { url: 'javascript:alert(1)' } }, 'image.url'],
+    ['last_frame', { last_frame: { url: 'file:///etc/passwd' } }, 'last_frame.url'],
+    ['reference_images', { reference_images: [{ url: 'https://a.example/ok.png' }, { url: 'not a url' }] }, 'reference_images[1].url'],
+  ])('refuses an %s url that is neither http(s) nor a data: URI', async (_field, extra, param) => {
+    const answer = await call('POST', '/v1/videos/generations', { model: 'svc-imagine-video-1.5', prompt: 'x', ...extra });
     expect(answer.status).toBe(400);
-    expect(answer.body).toMatchObject({ error: { message: expect.stringContaining('eve') } });
+    expect(answer.body).toMatchObject({ error: { code: 'invalid_request_error', param } });
   });
 
-  it('refuses a huge body with 413 and stays up', async () => {
-    const answer = await call('POST', '/v1/videos/generations', undefined, { raw: JSON.stringify({ model: 'x', prompt: 'a'.repeat(2 * 1024 * 1024) }) });
-    expect(answer.status).toBe(413);
+  it('accepts image urls that are http(s) or data: URIs', async () => {
+    const answer = await call('POST', '/v1/videos/generations', {
+      model: 'svc-imagine-video-1.5',
+      image: { url: 'data:image/png;base64,iVBORw0KGgo=' },
+      reference_images: [{ url: 'http://a.example/b.png' }],
+    });
+    expect(answer.status).toBe(200);
+  });
+
+  it.each([
+    ['/v1/videos/edits', 'ftp://files.example/clip.mp4'],
+    ['/v1/videos/extensions', 'file:///tmp/clip.mp4'],
+    ['/native/v1/videos/edits', 'data:video/mp4;base64,AAAA.mp4'],
+    ['/native/v1/videos/extensions', 'https://files.example/clip.mov'],
+  ])('refuses a source on %s that is not an http(s) .mp4 link (%s)', async (path, url) => {
+    const answer = await call('POST', path, { model: 'svc-imagine-video-1.5', prompt: 'x', video: { url } });
+    expect(answer.status).toBe(400);
+    expect(JSON.stringify(answer.body)).toContain('video.url');
+  });
+
+  it('lists the available voices when a voice_id is unknown, naming the field', async () => {
+    const body = { model: 'svc-imagine-video-1.5', prompt: 'x', reference_audios: [{ voice_id: 'EVE' }, { voice_id: 'nobody' }] };
+    const compat = await call('POST', '/v1/videos/generations', body);
+    expect(compat.status).toBe(400);
+    expect(compat.body).toMatchObject({ error: { code: 'invalid_request_error', param: 'reference_audios[1].voice_id', message: expect.stringMatching(/Available voices: altair, ara, .*eve.*zenith/) } });
+    const native = await call('POST', '/native/v1/videos/generations', body);
+    expect(native.status).toBe(400);
+    expect(native.body).toMatchObject({ code: 'invalid_request_error', error: expect.stringContaining('Available voices: altair') });
+  });
+
+  it('refuses a huge body as a malformed body (400 in the layer format) and stays up', async () => {
+    const raw = JSON.stringify({ model: 'x', prompt: 'a'.repeat(2 * 1024 * 1024) });
+    const compat = await call('POST', '/v1/videos/generations', undefined, { raw });
+    expect(compat.status).toBe(400);
+    expect(compat.body).toMatchObject({ error: { code: 'invalid_request_error', message: expect.stringContaining('larger than') } });
+    const native = await call('POST', '/native/v1/videos/generations', undefined, { raw });
+    expect(native.status).toBe(400);
+    expect(native.body).toMatchObject({ code: 'invalid_request_error' });
     expect((await call('GET', '/v1/models')).status).toBe(200);
   });
 
-  it('answers unknown routes with 404 in the layer format', async () => {
+  it('checks the key before the body: a wrong key with broken JSON is 401, not 400', async () => {
+    const answer = await call('POST', '/v1/videos/generations', undefined, { key: 'nope-nope-nope', raw: '{"model":' });
+    expect(answer.status).toBe(401);
+    expect(answer.body).toMatchObject({ error: { code: 'invalid_api_key' } });
+  });
+
+  it('answers a stranger at once without reading the body they are still sending', async () => {
+    // A chunked body that never ends: the answer can only come if the emulator does not wait for it.
+    const answer = await rawExchange(
+      'POST /native/v1/videos/generations HTTP/1.1\r\nHost: emulator\r\nAuthorization: Bearer nope-nope-nope\r\n' +
+        'Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{"mod\r\n',
+    );
+    expect(answer.status).toBe(401);
+    expect(answer.body).toMatchObject({ code: 'invalid_api_key' });
+    expect(answer.headers).toContain('connection: close');
+  });
+
+  it('answers unknown routes and wrong methods in the layer format', async () => {
     expect((await call('GET', '/v1/nothing')).body).toMatchObject({ error: { code: 'not_found' } });
     expect((await call('GET', '/native/v1/nothing')).body).toMatchObject({ code: 'not_found' });
+    const wrongMethod = await call('GET', '/native/v1/videos/generations');
+    expect(wrongMethod.status).toBe(405);
+    expect(wrongMethod.body).toMatchObject({ code: 'invalid_request_error', error: expect.stringContaining('POST') });
+    expect((await call('PUT', '/v1/models')).body).toMatchObject({ error: { code: 'invalid_request_error' } });
+  });
+
+  it.each(['GET //[ HTTP/1.1', 'GET http://[ HTTP/1.1'])('answers a request target that is not a URL (%s) with 400 and stays up', async (line) => {
+    const answer = await rawExchange(`${line}\r\nHost: emulator\r\nConnection: close\r\n\r\n`);
+    expect(answer.status).toBe(400);
+    expect(answer.body).toMatchObject({ error: { code: 'invalid_request_error' } });
+    expect(answer.headers).toMatch(/x-request-id: req_/);
+    expect((await call('GET', '/v1/models')).status).toBe(200);
+  });
+
+  it.each(['/v1/videos/%E0%A4%A', '/native/v1/videos/%E0%A4%A', '/v1/videos/%ZZ/content'])('answers a malformed escape in a task id (%s) like an unknown id: 404, not a retryable 500', async (path) => {
+    const answer = await call('GET', path);
+    expect(answer.status).toBe(404);
+    expect(JSON.stringify(answer.body)).toContain('not_found');
+  });
+
+  it.each(['[[http:000:x]]', '[[http:200:ok]]', '[[http:600:x]]'])('takes %s as no trigger (not an error status) and stays up', async (trigger) => {
+    const answer = await call('POST', '/v1/videos/generations', { model: 'svc-imagine-video-1.5', prompt: `a fox ${trigger}` });
+    expect(answer.status).toBe(200);
+    expect(answer.body).toMatchObject({ task_id: expect.any(String) });
+    expect((await call('GET', '/v1/models')).status).toBe(200);
   });
 
   it('does not know one layer\'s task ids on the other', async () => {
@@ -168,6 +263,11 @@ describe('results', () => {
     expect((await fetch(done.video.url)).status).toBe(200);
     await pollUntil('native', id, (status) => status === 'expired');
     expect((await fetch(done.video.url)).status).toBe(404);
+    // Another url lifetime later the task itself is forgotten, so a long-running emulator stays small.
+    for (let answer = await call('GET', `/native/v1/videos/${id}`); answer.status !== 404; answer = await call('GET', `/native/v1/videos/${id}`)) {
+      expect(answer.body).toMatchObject({ status: 'expired' });
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
   });
 
   it('keeps the video when asked, with a public link and an expiry', async () => {
@@ -237,6 +337,47 @@ describe('results', () => {
   });
 });
 
+describe('requests accepted, then failed by the rules the spec gives asynchronous codes', () => {
+  const LATEST = 'svc-imagine-video-1.5';
+  const CLASSIC = 'svc-imagine-video';
+  const IMAGE = { url: 'https://images.example/a.png' };
+  const SOURCE = { url: 'https://clips.example/a.mp4' };
+  const rows: [string, 'generations' | 'edits' | 'extensions', Record<string, unknown>, string][] = [
+    ['duration below 1 s', 'generations', { model: LATEST, prompt: 'a', duration: 0 }, 'invalid_argument'],
+    ['duration over 15 s', 'generations', { model: LATEST, prompt: 'a', duration: 16 }, 'invalid_argument'],
+    ['a prompt that is too long', 'generations', { model: LATEST, prompt: 'a'.repeat(4097) }, 'invalid_argument'],
+    ['text-to-video without a prompt', 'generations', { model: LATEST }, 'invalid_argument'],
+    ['the classic model with last_frame', 'generations', { model: CLASSIC, prompt: 'a', last_frame: IMAGE }, 'invalid_argument'],
+    ['the classic model mixing image and reference images', 'generations', { model: CLASSIC, prompt: 'a', image: IMAGE, reference_images: [IMAGE] }, 'invalid_argument'],
+    ['the classic model with reference audio', 'generations', { model: CLASSIC, prompt: 'a', reference_audios: [{ voice_id: 'eve' }] }, 'failed_precondition'],
+    ['1080p on the classic model', 'generations', { model: CLASSIC, prompt: 'a', resolution: '1080p' }, 'failed_precondition'],
+    ['1080p with a last frame', 'generations', { model: LATEST, prompt: 'a', last_frame: IMAGE, resolution: '1080p' }, 'failed_precondition'],
+    ['1080p in reference-image mode', 'generations', { model: LATEST, prompt: 'a', reference_images: [IMAGE], resolution: '1080p' }, 'failed_precondition'],
+    ['an edit by the classic model', 'edits', { model: CLASSIC, prompt: 'snow', video: SOURCE }, 'failed_precondition'],
+    ['an extension by the classic model', 'extensions', { model: CLASSIC, prompt: 'on', video: SOURCE }, 'failed_precondition'],
+    ['an extension by 1 s', 'extensions', { model: LATEST, prompt: 'on', video: SOURCE, duration: 1 }, 'invalid_argument'],
+    ['an extension by 11 s', 'extensions', { model: LATEST, prompt: 'on', video: SOURCE, duration: 11 }, 'invalid_argument'],
+    ['an edit with a prompt that is too long', 'edits', { model: LATEST, prompt: 'a'.repeat(4097), video: SOURCE }, 'invalid_argument'],
+  ];
+  const cases = (['compat', 'native'] as const).flatMap((layer) => rows.map(([rule, operation, body, code]) => ({ layer, rule, operation, body, code })));
+
+  it.each(cases)('$layer: $rule fails with $code', async ({ layer, operation, body, code }) => {
+    const prefix = layer === 'compat' ? '/v1' : '/native/v1';
+    const submitted = await call('POST', `${prefix}/videos/${operation}`, body);
+    expect(submitted.status).toBe(200);
+    const id = (submitted.body as { task_id?: string; request_id?: string })[layer === 'compat' ? 'task_id' : 'request_id']!;
+    const done = await waitUntilDone(layer, id);
+    expect(done.body).toMatchObject({ status: 'failed', error: { code, message: expect.any(String) }, usage: { cost_in_usd_ticks: 0 } });
+  });
+
+  it('reads the compatibility alias seconds, while the native layer forwards it untouched', async () => {
+    const compat = (await call('POST', '/v1/videos/generations', { model: LATEST, prompt: 'a', seconds: 20 })).body as { task_id: string };
+    expect((await waitUntilDone('compat', compat.task_id)).body).toMatchObject({ status: 'failed', error: { code: 'invalid_argument' } });
+    const native = (await call('POST', '/native/v1/videos/generations', { model: LATEST, prompt: 'a', seconds: 20 })).body as { request_id: string };
+    expect((await waitUntilDone('native', native.request_id)).body).toMatchObject({ status: 'done' });
+  });
+});
+
 describe('quota', () => {
   it('charges at submission and refunds a failed task automatically', async () => {
     const before = emulator.quotaUsd(KEY);
@@ -251,6 +392,17 @@ describe('quota', () => {
     const answer = await call('POST', '/v1/videos/generations', { model: 'svc-imagine-video', prompt: 'x', duration: 15, resolution: '720p' }, { key: 'classic-key-0001' });
     expect(answer.status).toBe(429);
     expect(answer.body).toMatchObject({ error: { code: 'insufficient_quota' } });
+    // A used-up quota does not come back by waiting.
+    expect(answer.headers.get('retry-after')).toBeNull();
+  });
+
+  it.each(['/v1/videos/generations', '/native/v1/videos/generations'])('sends no Retry-After with a triggered insufficient_quota (%s), but does with overloaded', async (path) => {
+    const quota = await call('POST', path, { model: 'svc-imagine-video-1.5', prompt: `x [[http:429:insufficient_quota]] ${path}` });
+    expect(quota.status).toBe(429);
+    expect(quota.headers.get('retry-after')).toBeNull();
+    const busy = await call('POST', path, { model: 'svc-imagine-video-1.5', prompt: `x [[http:503:overloaded]] ${path}` });
+    expect(busy.status).toBe(503);
+    expect(busy.headers.get('retry-after')).toBe('1');
   });
 });
 

@@ -1,6 +1,8 @@
 import { once } from 'node:events';
+import { connect as connectTcp } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
+import { encodeAudio } from '../../src/emulator/realtime/audio-format.ts';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import { websocketText } from '../../src/websocket-text.ts';
 import { REALTIME_PCM } from '../support/discord/audio-format.ts';
@@ -58,7 +60,9 @@ function connect(options: { headers?: Record<string, string>; protocols?: string
   };
   return new Promise((resolve, reject) => {
     socket.once('open', () => resolve(connection));
-    socket.once('unexpected-response', (_request, response) => reject(Object.assign(new Error('refused'), { status: response.statusCode })));
+    socket.once('unexpected-response', (_request, response) =>
+      reject(Object.assign(new Error('refused'), { status: response.statusCode, requestId: response.headers['x-request-id'] })),
+    );
     socket.once('error', reject);
   });
 }
@@ -121,8 +125,40 @@ describe('realtime authentication', () => {
     [{ headers: {}, protocols: ['svc-client-secret.made-up'] }, 401],
     [{ headers: { Authorization: 'Bearer text-only-key-1' } }, 403],
     [{ model: 'svc-voice-nonexistent' }, 404],
-  ])('refuses %j with HTTP %i before any websocket exists', async (options, status) => {
-    await expect(connect(options)).rejects.toMatchObject({ status });
+  ])('refuses %j with HTTP %i before any websocket exists, with a request id', async (options, status) => {
+    await expect(connect(options)).rejects.toMatchObject({ status, requestId: expect.stringMatching(/^req_/) });
+  });
+
+  it('answers the accepted upgrade (101) with a request id', async () => {
+    const socket = new WebSocket(`${emulator.wsUrl}/native/v1/realtime?model=${MODEL}`, { headers: { Authorization: 'Bearer emulator-key' } });
+    const [response] = (await once(socket, 'upgrade')) as [{ statusCode: number; headers: Record<string, string | undefined> }];
+    expect(response.statusCode).toBe(101);
+    expect(response.headers['x-request-id']).toMatch(/^req_/);
+    socket.close();
+  });
+});
+
+/** A websocket upgrade written by hand (what the ws library refuses to send); resolves with the status line. */
+async function rawUpgrade(target: string): Promise<string> {
+  const socket = connectTcp(emulator.port, '127.0.0.1');
+  const chunks: Buffer[] = [];
+  socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+  socket.write(
+    `GET ${target} HTTP/1.1\r\nHost: emulator\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
+      'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nAuthorization: Bearer emulator-key\r\n\r\n',
+  );
+  await once(socket, 'close');
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+describe('realtime upgrades that are not what the spec expects', () => {
+  it('refuses an upgrade whose target is not a URL with 400, and stays up', async () => {
+    const answer = await rawUpgrade('//[');
+    expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+    expect(answer).toMatch(/X-Request-Id: req_/i);
+    expect(answer).toContain('"code":"invalid_request_error"');
+    const connection = await configured({});
+    connection.socket.close();
   });
 });
 
@@ -188,6 +224,35 @@ describe('a realtime session', () => {
     connection.socket.close();
   });
 
+  it.each([
+    [false, 'drops the caller\'s audio while it plays, then listens again'],
+    [true, 'lets the caller talk over it'],
+  ])('a force_message with interruptible %s %s', async (interruptible, _what) => {
+    emulator.realtime.options.paceFactor = 4;
+    try {
+      const connection = await configured({ turn_detection: { type: 'server_vad', silence_duration_ms: 200, prefix_padding_ms: 0 } });
+      const text = 'Your video is ready in the general channel.';
+      connection.send({ type: 'conversation.item.create', item: { type: 'force_message', role: 'assistant', interruptible, content: [{ type: 'output_text', text }] } });
+      await connection.next('response.output_audio.delta');
+      const speech = generateTone({ hz: 440, ms: 300, amplitude: 0.4, format: REALTIME_PCM });
+      appendInFrames(connection, speech);
+      appendInFrames(connection, generateSilence(300, REALTIME_PCM));
+      const forced = await connection.next('response.done');
+      const heardDuringPlayback = connection.events.slice(0, connection.events.indexOf(forced)).some((event) => event.type === 'input_audio_buffer.speech_started');
+      expect(heardDuringPlayback).toBe(interruptible);
+      if (!interruptible) {
+        appendInFrames(connection, speech);
+        appendInFrames(connection, generateSilence(300, REALTIME_PCM));
+        await connection.next('conversation.item.input_audio_transcription.completed');
+      }
+      const heard = connection.events.find((event) => event.type === 'conversation.item.input_audio_transcription.completed');
+      expect(heard).toMatchObject({ transcript: '(0.3 s of speech)' });
+      connection.socket.close();
+    } finally {
+      emulator.realtime.options.paceFactor = 20;
+    }
+  });
+
   it('cancels a response and records a truncation of what was played', async () => {
     emulator.realtime.options.paceFactor = 1;
     const connection = await configured({});
@@ -214,6 +279,131 @@ describe('a realtime session', () => {
       const [code] = (await once(socket, 'close')) as [number];
       expect(code).toBe(1000);
       expect(messages.some((message) => message.includes('session_expired'))).toBe(true);
+    } finally {
+      await short.close();
+    }
+  });
+});
+
+describe('audio formats and session settings', () => {
+  it.each([
+    ['input rate 0', { audio: { input: { format: { type: 'audio/pcm', rate: 0 } } } }, 'session.audio.input.format.rate'],
+    ['a negative input rate', { audio: { input: { format: { type: 'audio/pcm', rate: -24000 } } } }, 'session.audio.input.format.rate'],
+    ['a fractional input rate', { audio: { input: { format: { type: 'audio/pcm', rate: 22050.5 } } } }, 'session.audio.input.format.rate'],
+    ['output rate 0', { audio: { output: { format: { type: 'audio/pcm', rate: 0 } } } }, 'session.audio.output.format.rate'],
+    ['an absurd output rate', { audio: { output: { format: { type: 'audio/pcm', rate: 1e15 } } } }, 'session.audio.output.format.rate'],
+    ['an unknown encoding', { audio: { input: { format: { type: 'audio/opus', rate: 48000 } } } }, 'session.audio.input.format.type'],
+    ['G.711 at 16 kHz', { audio: { output: { format: { type: 'audio/pcmu', rate: 16000 } } } }, 'session.audio.output.format.rate'],
+    ['a negative silence', { turn_detection: { type: 'server_vad', silence_duration_ms: -1 } }, 'session.turn_detection.silence_duration_ms'],
+    ['a threshold above 1', { turn_detection: { type: 'server_vad', threshold: 7 } }, 'session.turn_detection.threshold'],
+  ])('refuses %s with an error event naming the param, and keeps the previous settings', async (_label, bad, param) => {
+    const connection = await configured({ turn_detection: { type: 'server_vad', silence_duration_ms: 200, prefix_padding_ms: 0 } });
+    connection.send({ type: 'session.update', event_id: 'evt_bad', session: bad });
+    expect(await connection.next('error')).toMatchObject({
+      type: 'error',
+      event_id: expect.any(String),
+      error: { type: 'invalid_request_error', code: 'invalid_value', param, message: expect.stringContaining(param), event_id: 'evt_bad' },
+    });
+
+    // Still 24 kHz PCM in and out, with the same VAD: a spoken turn comes back whole.
+    const speech = generateTone({ hz: 440, ms: 300, amplitude: 0.4, format: REALTIME_PCM });
+    appendInFrames(connection, speech);
+    appendInFrames(connection, generateSilence(300, REALTIME_PCM));
+    expect(await connection.next('conversation.item.input_audio_transcription.completed')).toMatchObject({ transcript: '(0.3 s of speech)' });
+    expect(Array.from((await collectAudio(connection)).pcm)).toEqual(Array.from(speech));
+    // And a forced line is a tone at the old output rate.
+    const text = 'Still here.';
+    connection.send({ type: 'conversation.item.create', item: { type: 'force_message', role: 'assistant', content: [{ type: 'output_text', text }] } });
+    const { pcm } = await collectAudio(connection);
+    expect(pcm.length).toBe((text.length * 60 * 24_000) / 1000);
+    expect(connection.socket.readyState).toBe(WebSocket.OPEN);
+    connection.socket.close();
+  });
+
+  it.each(['audio/pcmu', 'audio/pcma'] as const)('hears and echoes %s at 8 kHz', async (type) => {
+    const format = { type, rate: 8000 };
+    const connection = await configured({ audio: { input: { format }, output: { format } }, turn_detection: { type: 'server_vad', silence_duration_ms: 200, prefix_padding_ms: 0 } });
+    expect(connection.events.find((event) => event.type === 'session.updated')).toMatchObject({ session: { audio: { input: { format }, output: { format } } } });
+    const pcm8k = { sampleRate: 8000, channels: 1 } as const;
+    const speech = encodeAudio(generateTone({ hz: 440, ms: 300, amplitude: 0.4, format: pcm8k }), format);
+    const silence = encodeAudio(generateSilence(300, pcm8k), format);
+    for (const part of [speech, silence]) {
+      for (let offset = 0; offset < part.length; offset += 160) connection.send({ type: 'input_audio_buffer.append', audio: part.subarray(offset, offset + 160).toString('base64') });
+    }
+    expect(await connection.next('conversation.item.input_audio_transcription.completed')).toMatchObject({ transcript: '(0.3 s of speech)' });
+    const done = await connection.next('response.done');
+    const responseId = (done.response as { id: string }).id;
+    const echoed = Buffer.concat(
+      connection.events.filter((event) => event.type === 'response.output_audio.delta' && event.response_id === responseId).map((event) => Buffer.from(String(event.delta), 'base64')),
+    );
+    expect(echoed.equals(speech)).toBe(true);
+    connection.socket.close();
+  });
+});
+
+describe('changing settings during a session', () => {
+  it('keeps the VAD in step with the input when turn detection is sent again', async () => {
+    const vad = { type: 'server_vad', threshold: 0.5, silence_duration_ms: 200, prefix_padding_ms: 0 };
+    const connection = await configured({ turn_detection: vad });
+    appendInFrames(connection, generateSilence(500, REALTIME_PCM));
+    connection.send({ type: 'session.update', session: { instructions: 'Now be brief.', turn_detection: { ...vad, threshold: 0.4 } } });
+    await connection.next('session.updated');
+
+    const speech = generateTone({ hz: 440, ms: 300, amplitude: 0.4, format: REALTIME_PCM });
+    appendInFrames(connection, speech);
+    appendInFrames(connection, generateSilence(300, REALTIME_PCM));
+    expect(await connection.next('input_audio_buffer.speech_started')).toMatchObject({ audio_start_ms: 500 });
+    expect(await connection.next('conversation.item.input_audio_transcription.completed')).toMatchObject({ transcript: '(0.3 s of speech)' });
+    expect(Array.from((await collectAudio(connection)).pcm)).toEqual(Array.from(speech));
+    connection.socket.close();
+  });
+
+  it('places turns right after switching from manual mode to server VAD', async () => {
+    const connection = await configured({ turn_detection: null });
+    appendInFrames(connection, generateSilence(400, REALTIME_PCM));
+    connection.send({ type: 'input_audio_buffer.clear' });
+    connection.send({ type: 'session.update', session: { turn_detection: { type: 'server_vad', silence_duration_ms: 200, prefix_padding_ms: 0 } } });
+    await connection.next('session.updated');
+    const speech = generateTone({ hz: 440, ms: 300, amplitude: 0.4, format: REALTIME_PCM });
+    appendInFrames(connection, speech);
+    appendInFrames(connection, generateSilence(300, REALTIME_PCM));
+    expect(await connection.next('input_audio_buffer.speech_started')).toMatchObject({ audio_start_ms: 400 });
+    expect(Array.from((await collectAudio(connection)).pcm)).toEqual(Array.from(speech));
+    connection.socket.close();
+  });
+});
+
+describe('memory over a long session', () => {
+  it('journals a run of audio by its first event, not every chunk', async () => {
+    const connection = await configured({ turn_detection: { type: 'server_vad', silence_duration_ms: 200, prefix_padding_ms: 0 } });
+    appendInFrames(connection, generateSilence(1000, REALTIME_PCM));
+    appendInFrames(connection, generateTone({ hz: 440, ms: 2000, amplitude: 0.4, format: REALTIME_PCM }));
+    appendInFrames(connection, generateSilence(300, REALTIME_PCM));
+    const { done } = await collectAudio(connection);
+    const sentDeltas = connection.events.filter((event) => event.type === 'response.output_audio.delta').length;
+    const session = emulator.realtime.sessions.find((candidate) => candidate.serverEvents.some((entry) => entry.event.event_id === done.event_id))!;
+    // 3.3 s of audio in 165 appends: one journal entry; the echo's 20 deltas: a few, not all.
+    expect(session.clientEvents.filter((entry) => entry.event.type === 'input_audio_buffer.append')).toHaveLength(1);
+    expect(sentDeltas).toBe(20);
+    expect(session.serverEvents.filter((entry) => entry.event.type === 'response.output_audio.delta').length).toBeLessThan(8);
+    expect(session.serverEvents.some((entry) => entry.event.type === 'input_audio_buffer.speech_started')).toBe(true);
+    connection.socket.close();
+  });
+
+  it('forgets closed sessions once their retention has passed', async () => {
+    const short = await startEmulator({ config: { timing: { realtime_session_max_ms: 100 } } });
+    short.realtime.options.closedSessionRetentionMs = 0;
+    try {
+      const open = () => new WebSocket(`${short.wsUrl}/native/v1/realtime?model=${MODEL}`, { headers: { Authorization: 'Bearer emulator-key' } });
+      const first = open();
+      await once(first, 'open');
+      const [firstSession] = short.realtime.sessions;
+      await once(first, 'close');
+      const second = open();
+      await once(second, 'open');
+      expect(short.realtime.sessions).not.toContain(firstSession);
+      expect(short.realtime.sessions).toHaveLength(1);
+      second.close();
     } finally {
       await short.close();
     }

@@ -5,12 +5,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import {
   AuthenticationError,
+  BadRequestError,
   type GatewayApiError,
+  OutcomeUnknownError,
   PermissionDeniedError,
   QuotaExceededError,
   ServerError,
 } from '../../src/gateway/index.ts';
-import { ASYNC_ERROR_CODES, HTTP_ERROR_CODES, RETRYABLE_CODES } from '../../src/gateway/spec.ts';
+import { ASYNC_ERROR_CODES, HTTP_ERROR_CODES } from '../../src/gateway/spec.ts';
 import { ERROR_CLASS_OF_CODE } from '../support/error-classes.ts';
 import {
   CLASSIC,
@@ -50,18 +52,36 @@ const httpCases = LAYER_CASES.flatMap((layer) =>
   Object.entries(HTTP_ERROR_CODES).map(([code, status]) => ({ layer, code, status })),
 );
 
+/** How often a refused submission is sent with maxRetries 1: again only when the refusal proves no task exists. */
+const SUBMISSION_ATTEMPTS: Record<string, number> = {
+  invalid_request_error: 1,
+  invalid_api_key: 1,
+  permission_denied: 1,
+  model_not_found: 1,
+  insufficient_quota: 1,
+  rate_limit: 2,
+  too_many_requests: 2,
+  upstream_error: 2,
+  // The provider may have created and charged the task: never repeated, reported as outcome unknown.
+  upstream_timeout_no_response: 1,
+  overloaded: 2,
+};
+
 describe('every HTTP error of the spec, on both layers', () => {
   it.concurrent.each(httpCases)('$layer $status $code', async ({ layer, code, status }) => {
     const prompt = uniquePrompt(`[[http:${status}:${code}]]`, layer);
     const client = clientFor(emulator, layer, { retry: { maxRetries: 1, baseDelayMs: 20, maxDelayMs: 100 } });
     const error = await client.generate({ model: LATEST, prompt }).catch((e: unknown) => e);
 
-    expect(error).toBeInstanceOf(ERROR_CLASS_OF_CODE[code]);
-    expect(error).toMatchObject({ status, code });
-    expect((error as GatewayApiError).requestId).toEqual(expect.any(String));
-    expect((error as GatewayApiError).serverMessage).not.toBe('');
-    // Retryable codes are tried once more (maxRetries 1); everything else exactly once.
-    expect(submissionsOf(emulator, generationsPath(layer), prompt)).toHaveLength(RETRYABLE_CODES.has(code) ? 2 : 1);
+    expect(error).toMatchObject({ status, code, requestId: expect.any(String) });
+    if (code === 'upstream_timeout_no_response') {
+      expect(error).toBeInstanceOf(OutcomeUnknownError);
+      expect(error).toMatchObject({ requestSent: true });
+    } else {
+      expect(error).toBeInstanceOf(ERROR_CLASS_OF_CODE[code]);
+      expect((error as GatewayApiError).serverMessage).not.toBe('');
+    }
+    expect(submissionsOf(emulator, generationsPath(layer), prompt)).toHaveLength(SUBMISSION_ATTEMPTS[code]!);
   });
 });
 
@@ -114,6 +134,17 @@ describe('retry rules', () => {
     expect(submissionsOf(emulator, generationsPath('native'), prompt)).toHaveLength(1);
   });
 
+  it.each(LAYER_CASES)('%s: a submission answered upstream_timeout_no_response is sent once and reported as outcome unknown', async (layer) => {
+    const prompt = uniquePrompt('[[http:500:upstream_timeout_no_response:1]]', layer);
+    const error = await clientFor(emulator, layer, { retry: { maxRetries: 3, baseDelayMs: 20, maxDelayMs: 100 } })
+      .generate({ model: LATEST, prompt })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OutcomeUnknownError);
+    const [attempt, ...more] = submissionsOf(emulator, generationsPath(layer), prompt);
+    expect(more).toEqual([]);
+    expect(error).toMatchObject({ code: 'upstream_timeout_no_response', status: 500, requestId: attempt!.requestId });
+  });
+
   it('upstream_error is retried with backoff up to the bound, then surfaced', async () => {
     const prompt = uniquePrompt('[[http:500:upstream_error]]', 'bound');
     const error = await clientFor(emulator, 'compat', { retry: { maxRetries: 3, baseDelayMs: 20, maxDelayMs: 100 } })
@@ -121,6 +152,15 @@ describe('retry rules', () => {
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ServerError);
     expect(submissionsOf(emulator, generationsPath('compat'), prompt)).toHaveLength(4);
+  });
+});
+
+describe('voices', () => {
+  it.each(LAYER_CASES)('%s: a voice the gateway does not have passes the client and comes back as its 400 with the real list', async (layer) => {
+    const error = await clientFor(emulator, layer).generate({ model: LATEST, prompt: 'hello', reference_audios: [{ voice_id: 'nobody' }] }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(BadRequestError);
+    expect(error).toMatchObject({ status: 400, code: 'invalid_request_error', serverMessage: expect.stringContaining('Available voices: altair') });
+    if (layer === 'compat') expect(error).toMatchObject({ param: 'reference_audios[0].voice_id' });
   });
 });
 

@@ -151,6 +151,21 @@ describe.each(LAYER_CASES)('a task on the %s layer', (layer: Layer) => {
     }
   });
 
+  it('sends edits and extensions to the configured paths under its layer prefix', async () => {
+    const source = { url: `${emulator.baseUrl}/clips/source.mp4` };
+    const prefix = layer === 'compat' ? '/v1' : '/native/v1';
+    // A gateway whose edit endpoint is elsewhere: the emulator has no such route and says so.
+    const elsewhere = clientFor(emulator, layer, { paths: { edits: '/video/edit', extensions: '/video/extend' } });
+    const editError = await elsewhere.edit({ model: LATEST, prompt: uniquePrompt('snow', layer), video: source }).catch((e: unknown) => e);
+    expect(editError).toBeInstanceOf(NotFoundError);
+    const extendError = await elsewhere.extend({ model: LATEST, prompt: uniquePrompt('on', layer), video: source }).catch((e: unknown) => e);
+    expect(extendError).toBeInstanceOf(NotFoundError);
+    expect(emulator.requests.filter((entry) => entry.path === `${prefix}/video/edit` || entry.path === `${prefix}/video/extend`).map((entry) => entry.status)).toEqual([404, 404]);
+    // The same setting names the right endpoint for both layers.
+    const configured = clientFor(emulator, layer, { paths: { edits: '/videos/edits', extensions: '/videos/extensions' } });
+    await expect(configured.edit({ model: LATEST, prompt: uniquePrompt('rain', layer), video: source })).resolves.toMatchObject({ layer });
+  });
+
   it("does not know the other layer's task ids", async () => {
     const other: Layer = layer === 'compat' ? 'native' : 'compat';
     const task = await clientFor(emulator, other).generate({ model: LATEST, prompt: uniquePrompt('cross', layer) });
@@ -212,8 +227,8 @@ describe('models and realtime client secrets', () => {
     const before = emulator.quotaUsd(EMULATOR_KEY);
     const secret = await clientFor(emulator, 'compat').createClientSecret(120);
     expect(secret.value).not.toBe('');
-    expect(secret.expiresAt.getTime()).toBeGreaterThan(Date.now() + 60_000);
-    expect(secret.expiresAt.getTime()).toBeLessThanOrEqual(Date.now() + 121_000);
+    expect(secret.expiresAt!.getTime()).toBeGreaterThan(Date.now() + 60_000);
+    expect(secret.expiresAt!.getTime()).toBeLessThanOrEqual(Date.now() + 121_000);
     const entry = emulator.requests.find((request) => request.path === '/native/v1/realtime/client_secrets');
     expect(entry).toMatchObject({ method: 'POST', status: 200 });
     expect(emulator.quotaUsd(EMULATOR_KEY)).toBe(before);

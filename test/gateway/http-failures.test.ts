@@ -145,6 +145,31 @@ describe('submissions that may have been accepted', () => {
     expect(server.seen[1]!.at - server.seen[0]!.at).toBeGreaterThanOrEqual(950);
   });
 
+  it('a poll answered upstream_timeout_no_response is retried (reading twice costs nothing)', async () => {
+    const server = await serve((_request, response, seen) => {
+      if (seen.length < 3) json(response, 500, { code: 'upstream_timeout_no_response', error: 'upstream timed out', usage: { cost_in_usd_ticks: 0 } });
+      else json(response, 200, { task_id: 'task_1', status: 'processing', progress: 10 });
+    });
+    const result = await client(server.url).getTask('task_1');
+    expect(result).toMatchObject({ status: 'running', progress: 10 });
+    expect(server.seen).toHaveLength(3);
+  });
+
+  it('a native 503 with a code the spec does not list is retried for a poll, not for a submission', async () => {
+    const server = await serve((request, response, seen) => {
+      const polls = seen.filter((entry) => entry.method === 'GET').length;
+      if (request.method === 'POST' || polls < 3) json(response, 503, { code: 'imagine:busy', error: 'Upstream is busy', usage: { cost_in_usd_ticks: 0 } });
+      else json(response, 202, { status: 'pending', progress: 20 });
+    });
+    const native = client(server.url, { layer: 'native' });
+    expect(await native.getTask('req_1')).toMatchObject({ status: 'running', progress: 20 });
+    expect(server.seen.filter((entry) => entry.method === 'GET')).toHaveLength(3);
+    const submit = await native.generate({ model: 'svc-imagine-video-1.5', prompt: 'a cat' }).catch((e: unknown) => e);
+    expect(submit).toBeInstanceOf(ServerError);
+    expect(submit).toMatchObject({ status: 503, code: 'imagine:busy' });
+    expect(server.seen.filter((entry) => entry.method === 'POST')).toHaveLength(1);
+  });
+
   it('a codeless 502 from a proxy is not retried for a submission but is for a read', async () => {
     const server = await serve((_request, response) => {
       response.writeHead(502, { 'content-type': 'text/html' });
@@ -156,6 +181,38 @@ describe('submissions that may have been accepted', () => {
     const read = await client(server.url).getTask('t').catch((e: unknown) => e);
     expect((read as Error).message).toMatch(/HTTP 502: an unexpected error body \(<html>Bad Gateway/);
     expect(server.seen).toHaveLength(4);
+  });
+});
+
+describe('a server that trickles its answer', () => {
+  /** Headers at once, then one byte every 20 ms for ever: never idle long enough for the body timeout. */
+  async function trickling(): Promise<LocalServer> {
+    return serve((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json', 'x-request-id': 'req_slow' });
+      response.write('{"status":"processing"');
+      const trickle = setInterval(() => response.write(' '), 20);
+      response.on('close', () => clearInterval(trickle));
+    });
+  }
+  const patient = { timeouts: { headersMs: 300, bodyMs: 300, totalMs: 600 }, retry: { maxRetries: 1, baseDelayMs: 10 } };
+
+  it('cannot hold a poll past the overall deadline; the poll is retried once, then reported as a timeout', async () => {
+    const server = await trickling();
+    const error = await client(server.url, patient).getTask('task_1').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(GatewayConnectionError);
+    expect(error).not.toBeInstanceOf(OutcomeUnknownError);
+    expect(error).toMatchObject({ timedOut: true, requestSent: true, requestId: 'req_slow' });
+    expect((error as Error).message).toMatch(/did not finish within its 600 ms deadline/);
+    expect(server.seen).toHaveLength(2);
+  });
+
+  it('cannot hold a submission either: its outcome is unknown and it is sent once', async () => {
+    const server = await trickling();
+    const error = await client(server.url, patient).generate({ model: 'svc-imagine-video-1.5', prompt: 'a cat' }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OutcomeUnknownError);
+    expect(error).toMatchObject({ timedOut: true });
+    expect(server.seen).toHaveLength(1);
+    expectNoKey(error);
   });
 });
 
@@ -175,6 +232,19 @@ describe('answers that are not what the spec promises', () => {
     const error = await client(server.url).getTask('task_1').catch((e: unknown) => e);
     expect(error).toBeInstanceOf(MalformedResponseError);
     expect(error).toMatchObject({ requestId: 'req_text' });
+  });
+
+  it.each([
+    ['with expires_at', { value: 'cs_1', expires_at: 1_900_000_000 }, new Date(1_900_000_000_000)],
+    ['without expires_at (the spec does not show the answer)', { value: 'cs_1' }, undefined],
+  ])('a client secret answer %s is accepted', async (_label, body, expiresAt) => {
+    const server = await serve((_request, response) => json(response, 200, body));
+    expect(await client(server.url).createClientSecret(60)).toEqual({ value: 'cs_1', expiresAt });
+  });
+
+  it('a client secret answer without a value is a clear error', async () => {
+    const server = await serve((_request, response) => json(response, 200, { expires_at: 1_900_000_000 }));
+    await expect(client(server.url).createClientSecret(60)).rejects.toThrow(/client secret answer has no value/);
   });
 
   it('a model list in an unexpected shape is a clear error', async () => {

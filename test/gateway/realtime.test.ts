@@ -91,15 +91,18 @@ describe('the realtime client', () => {
     expect(String((error as Error).message)).not.toContain(options.apiKey);
   });
 
-  it('reports the end of a session with its close code', async () => {
+  it('hears why a session ends at its time limit (session_expired), then the close', async () => {
     const short = await startEmulator({ config: { timing: { realtime_session_max_ms: 200 } } });
     try {
       const client = await RealtimeClient.connect({ wsBaseUrl: short.wsUrl, apiKey: 'emulator-key', model: 'svc-voice-latest', session: { turnDetection: null } });
-      const errors = collect(client).filter((event) => event.type === 'error');
+      const events = collect(client);
       const [code] = await new Promise<[number, string]>((resolve) => client.once('close', (...args) => resolve(args)));
       expect(code).toBe(1000);
       expect(client.open).toBe(false);
-      expect(errors).toEqual([]);
+      // Filtered after the close: the reason arrived before it, as an error event the bot can act on.
+      expect(events.filter((event) => event.type === 'error')).toEqual([
+        { type: 'error', code: 'session_expired', message: expect.stringContaining('maximum duration'), errorType: 'invalid_request_error', param: undefined, clientEventId: undefined },
+      ]);
     } finally {
       await short.close();
     }

@@ -109,6 +109,8 @@ describe("a server's own gateway key", () => {
     expect(stored.history[0]).toMatchObject({ by: ADMIN, change: 'set the gateway key (…0c43)' });
     expect(await settings.resolveGatewayAccess(GUILD)).toMatchObject({ ok: true, apiKey: SERVER_KEY, source: 'server', layer: 'compat' });
     expect(await settings.resolveGatewayAccess('another-server')).toMatchObject({ ok: true, apiKey: OPERATOR_KEY, source: 'operator' });
+    expect(await settings.describeKeyInUse(GUILD)).toMatch(new RegExp(`^this server's own key \\(…0c43, set by <@${ADMIN}> <t:\\d+:R>\\)$`));
+    expect(await settings.describeKeyInUse('another-server')).toBe("the operator's default key (this server has none of its own; `/config key` sets one)");
 
     const reopened = await restart({ operatorKey: OPERATOR_KEY });
     const access = await reopened.resolveGatewayAccess(GUILD);
@@ -136,6 +138,7 @@ describe("a server's own gateway key", () => {
     expect(result).toEqual({ ok: false, message: MESSAGES.keyRefused });
     expect((await settings.get(GUILD)).key).toBeUndefined();
     expect(await settings.resolveGatewayAccess(GUILD)).toEqual({ ok: false, reason: 'no-key', message: MESSAGES.noKey });
+    expect(await settings.describeKeyInUse(GUILD)).toBe('none: `/video` and `/voice` cannot work until a server admin sets a key with `/config key`');
     expect(await settings.setKey(GUILD, 'has spaces in it', ADMIN)).toEqual({ ok: false, message: MESSAGES.notAKey });
   });
 
@@ -166,6 +169,9 @@ describe("a server's own gateway key", () => {
     expect(settings.canStoreKeys).toBe(false);
     const requestsBefore = emulator.requests.length;
     expect(await settings.setKey(GUILD, SERVER_KEY, ADMIN)).toEqual({ ok: false, message: MESSAGES.noSecret });
+    // The admin can pass on exactly what the operator must do.
+    expect(MESSAGES.noSecret).toContain('must set the environment variable KEY_ENCRYPTION_SECRET (a random string of at least 16 characters');
+    expect(MESSAGES.noSecret).toContain('restart the bot');
     expect(emulator.requests).toHaveLength(requestsBefore);
     expect(logLines.some((line) => line.includes('"level":"warn"') && line.includes('KEY_ENCRYPTION_SECRET is not set'))).toBe(true);
     // The operator's key still serves the server.
@@ -179,11 +185,13 @@ describe("a server's own gateway key", () => {
     const changed = await restart({ encryptionSecret: NEW_SECRET, operatorKey: OPERATOR_KEY });
     // Never silently falls back to the operator's key: the admins chose their own.
     expect(await changed.resolveGatewayAccess(GUILD)).toEqual({ ok: false, reason: 'undecryptable', message: MESSAGES.unreadable });
+    expect(await changed.describeKeyInUse(GUILD)).toMatch(/^none: this server's own key \(…0c43, set by .*\) cannot be used\. .*set it again with `\/config key`/);
     expect(MESSAGES.unreadable).toContain('set it again with `/config key`');
     expect(logLines.some((line) => line.includes('a stored server key cannot be read') && line.includes('other-secret'))).toBe(true);
 
     const withoutSecret = await restart({ encryptionSecret: undefined, operatorKey: OPERATOR_KEY });
-    expect(await withoutSecret.resolveGatewayAccess(GUILD)).toEqual({ ok: false, reason: 'no-secret', message: MESSAGES.noSecret });
+    expect(await withoutSecret.resolveGatewayAccess(GUILD)).toEqual({ ok: false, reason: 'no-secret', message: MESSAGES.secretRemoved });
+    expect(MESSAGES.secretRemoved).toContain('set it back to the same secret');
 
     await restart();
     const raw = await openStore(`sqlite://${storeFile}`, log);
@@ -292,11 +300,24 @@ describe('limits and usage', () => {
     // A restart that sees the task finish again does not count it twice.
     const reopened = await restart();
     await reopened.recordCost(task('l1', 'alice', LATE, 5_000_000_000));
-    await reopened.recordCost(task('free', 'alice', LATE));
+    await reopened.recordCost(task('free', 'alice', LATE, 0));
 
     expect(await reopened.usageReport(GUILD, LATE)).toBe(
-      ['**Today (2026-11-30 UTC)**: 1 videos, $0.50', '<@alice>: 1 videos, $0.50', '', '**This month (2026-11)**: 2 videos, $3.50', '<@bob>: 1 videos, $3.00', '<@alice>: 1 videos, $0.50'].join('\n'),
+      ['**Today (2026-11-30 UTC)**: 1 video, $0.50', '<@alice>: 1 video, $0.50', '', '**This month (2026-11)**: 2 videos, $3.50', '<@bob>: 1 video, $3.00', '<@alice>: 1 video, $0.50'].join('\n'),
     );
     expect(await reopened.usageReport(GUILD, NEXT_DAY)).toContain('**This month (2026-12)**: 0 videos, $0.00\nnothing yet');
+  });
+
+  it('counts a video made without a reported cost as such, and a refunded failure as nothing', async () => {
+    const settings = await service();
+    const finished = (id: string, state: TaskRecord['state'], costTicks?: number) => ({ ...task(id, 'alice', LATE, costTicks), state });
+    const tasks = [finished('priced', 'succeeded', 4_000_000_000), finished('silent', 'succeeded'), finished('expired', 'expired'), finished('failed', 'failed'), finished('gave-up', 'timed_out')];
+    for (const record of tasks) {
+      await settings.recordSubmission(record);
+      await settings.recordCost(record);
+    }
+    // Seen finishing again after a restart: still counted once.
+    await (await restart()).recordCost(finished('silent', 'succeeded'));
+    expect(await (await restart()).usageReport(GUILD, LATE)).toContain('<@alice>: 5 videos, $0.40 + 2 without a reported cost');
   });
 });

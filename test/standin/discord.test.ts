@@ -7,8 +7,10 @@ import {
   DiscordAPIError,
   Events,
   GatewayIntentBits,
+  GuildMember,
   MessageFlags,
   ModalBuilder,
+  Role,
   SlashCommandBuilder,
   TextInputBuilder,
   TextInputStyle,
@@ -16,7 +18,7 @@ import {
   type TextChannel,
 } from 'discord.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startDiscordStandIn, type DiscordStandIn, type TestGuild } from '../support/discord/index.ts';
+import { startDiscordStandIn, type DiscordStandIn, type TestGuild, type User } from '../support/discord/index.ts';
 
 // The stand-in against the real discord.js client, in this process: everything the bot relies on.
 
@@ -41,6 +43,12 @@ const probe = new SlashCommandBuilder()
       .addChannelOption((option) => option.setName('where').setDescription('c'))
       .addRoleOption((option) => option.setName('role').setDescription('r'))
       .addAttachmentOption((option) => option.setName('file').setDescription('a')),
+  )
+  .addSubcommandGroup((group) =>
+    group
+      .setName('group')
+      .setDescription('a subcommand group')
+      .addSubcommand((sub) => sub.setName('inner').setDescription('in the group').addMentionableOption((option) => option.setName('target').setDescription('m').setRequired(true))),
   );
 
 beforeAll(async () => {
@@ -151,6 +159,29 @@ describe('interactions', () => {
     });
     expect(await seen).toEqual({ sub: 'all', text: 'hi', count: 3, ratio: 0.5, flag: true, who: guild.admin.id, where: guild.voiceChannelId, role: guild.adminRoleId, file: 'hello', limit: 1000 });
     expect(await run.response()).toMatchObject({ type: 4, data: { content: 'ok', flags: 64 } });
+  });
+
+  it('delivers a subcommand in a group, with a mentionable resolved as a member or as a role', async () => {
+    const seen: Record<string, unknown>[] = [];
+    onInteraction = async (interaction) => {
+      if (!interaction.isChatInputCommand()) return;
+      const target = interaction.options.getMentionable('target', true);
+      seen.push({
+        group: interaction.options.getSubcommandGroup(),
+        sub: interaction.options.getSubcommand(),
+        memberId: target instanceof GuildMember ? target.id : undefined,
+        roleName: target instanceof Role ? target.name : undefined,
+      });
+      await interaction.reply({ content: 'ok', flags: MessageFlags.Ephemeral });
+    };
+    const run = (target: User | string) =>
+      discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'probe', group: 'group', subcommand: 'inner', options: { target } }).response();
+    await run(guild.admin);
+    await run(guild.adminRoleId);
+    expect(seen).toEqual([
+      { group: 'group', sub: 'inner', memberId: guild.admin.id, roleName: undefined },
+      { group: 'group', sub: 'inner', memberId: undefined, roleName: 'Admins' },
+    ]);
   });
 
   it('shows a deferred reply as thinking until it is edited, and records follow-ups', async () => {

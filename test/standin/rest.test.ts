@@ -74,6 +74,11 @@ describe('authentication and unknown routes', () => {
     expect(logLines.some((line) => line.includes('no such route'))).toBe(true);
   });
 
+  it('refuses commands for a server the bot is not in with 403 / 50001 Missing Access', async () => {
+    const elsewhere = await call('PUT', `/applications/${discord.applicationId}/guilds/123456789012345678/commands`, { json: [] });
+    expect(elsewhere).toMatchObject({ status: 403, body: { message: 'Missing Access', code: 50001 } });
+  });
+
   it('points the bot at its own gateway', async () => {
     const { body } = await call('GET', '/gateway/bot');
     expect(body).toMatchObject({ shards: 1, session_start_limit: { remaining: 1000, max_concurrency: 1 } });

@@ -1,4 +1,5 @@
 import { startEmulator, type Emulator, type EmulatorOptions } from '../../src/emulator/server.ts';
+import type { Logger } from '../../src/log.ts';
 import { cleanupBotDirectories, makeDataDirectory, startBot, type BotProcess } from './bot-process.ts';
 import { startDiscordStandIn, type DiscordStandIn, type StandInOptions, type TestGuild } from './discord/index.ts';
 
@@ -18,6 +19,8 @@ export interface World {
 
 export interface WorldOptions {
   emulator?: EmulatorOptions['config'];
+  /** Where the emulator logs (silent by default). */
+  emulatorLog?: Logger;
   standIn?: StandInOptions;
   guild?: { attachmentSizeLimit?: number };
   env?: Record<string, string>;
@@ -38,6 +41,7 @@ export function botEnvironment(discord: DiscordStandIn, emulator: Emulator, extr
 export async function startWorld(options: WorldOptions = {}): Promise<World> {
   const emulator = await startEmulator({
     config: { timing: { generation_ms: 300 }, limits: { rate_per_minute: 100_000, concurrent_tasks: 100 }, ...options.emulator },
+    ...(options.emulatorLog ? { log: options.emulatorLog } : {}),
   });
   const discord = await startDiscordStandIn(options.standIn);
   const guild = discord.createGuild(options.guild);

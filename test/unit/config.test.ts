@@ -24,6 +24,8 @@ describe('configuration from the environment', () => {
         gatewayApiKey: undefined,
         gatewayLayer: 'compat',
         gatewayVendor: 'svc',
+        gatewayEditPath: '/videos/edits',
+        gatewayExtensionPath: '/videos/extensions',
         keyEncryptionSecret: undefined,
         keyEncryptionSecretPrevious: undefined,
         storeUrl: DEFAULT_STORE_URL,
@@ -39,6 +41,13 @@ describe('configuration from the environment', () => {
     expect(derived.ok && derived.config.gatewayWsUrl).toBe('wss://gw.example');
     const explicit = loadConfig({ ...minimal, GATEWAY_WS_URL: 'wss://voice.example/' });
     expect(explicit.ok && explicit.config.gatewayWsUrl).toBe('wss://voice.example');
+  });
+
+  it('takes DISCORD_API_URL with or without the API version (discord.js adds /v10 itself)', () => {
+    for (const written of ['http://127.0.0.1:8900/api', 'http://127.0.0.1:8900/api/', 'http://127.0.0.1:8900/api/v10', 'http://127.0.0.1:8900/api/v9/']) {
+      const result = loadConfig({ ...minimal, DISCORD_API_URL: written });
+      expect(result.ok && result.config.discordApiUrl).toBe('http://127.0.0.1:8900/api');
+    }
   });
 
   it('names each missing required variable', () => {
@@ -59,6 +68,9 @@ describe('configuration from the environment', () => {
     ['GATEWAY_WS_URL', 'http://gw', /^GATEWAY_WS_URL must be a ws\(s\) URL/],
     ['GATEWAY_LAYER', 'v2', /^GATEWAY_LAYER must be "compat" or "native"/],
     ['GATEWAY_VENDOR', 'two words', /^GATEWAY_VENDOR must be a single word/],
+    ['GATEWAY_EDIT_PATH', 'videos/edits', /^GATEWAY_EDIT_PATH must be a path starting with \/ under the layer prefix/],
+    ['GATEWAY_EDIT_PATH', '/videos/edits?x=1', /^GATEWAY_EDIT_PATH must be a path starting with \//],
+    ['GATEWAY_EXTENSION_PATH', 'https://gw.example/v1/videos/extensions', /^GATEWAY_EXTENSION_PATH must be a path starting with \/ under the layer prefix, such as \/videos\/extensions/],
     ['KEY_ENCRYPTION_SECRET', 'short', /^KEY_ENCRYPTION_SECRET must be at least 16 characters/],
     ['STORE_URL', 'postgres://db', /^STORE_URL must be sqlite:\/\/<file> or redis:\/\/<host>:<port>/],
     ['DEV_GUILD_ID', 'my-server', /^DEV_GUILD_ID must be a Discord server id/],
@@ -69,6 +81,11 @@ describe('configuration from the environment', () => {
     const problems = problemsOf({ ...minimal, [name]: value });
     expect(problems).toHaveLength(1);
     expect(problems[0]).toMatch(message);
+  });
+
+  it('reads the edit and extension paths, relative to the layer prefix', () => {
+    const result = loadConfig({ ...minimal, GATEWAY_EDIT_PATH: '/video/edit', GATEWAY_EXTENSION_PATH: ' /video/extend ' });
+    expect(result.ok && [result.config.gatewayEditPath, result.config.gatewayExtensionPath]).toEqual(['/video/edit', '/video/extend']);
   });
 
   it('never repeats a secret in a problem', () => {
@@ -86,5 +103,17 @@ describe('configuration from the environment', () => {
     expect(environment.DISCORD_TOKEN).toBe('from-env');
     expect(environment.GATEWAY_LAYER).toBe('native');
     expect(readEnvironment(join(directory, 'missing.env'), { A: '1' })).toEqual({ A: '1' });
+  });
+
+  it('lets an empty environment variable fall back to the .env value (empty counts as unset)', () => {
+    const directory = mkdtempSync(join(tmpdir(), 'env-'));
+    const file = join(directory, '.env');
+    writeFileSync(file, 'DISCORD_TOKEN=from-file-token\nGATEWAY_BASE_URL=http://127.0.0.1:8787\n');
+    // As after `DISCORD_TOKEN= npm start`, or a blank line copied from .env.example.
+    const environment = readEnvironment(file, { DISCORD_TOKEN: '', GATEWAY_BASE_URL: '  ' });
+    expect(environment.DISCORD_TOKEN).toBe('from-file-token');
+    const result = loadConfig(environment);
+    expect(result.ok && result.config.discordToken).toBe('from-file-token');
+    expect(result.ok && result.config.gatewayBaseUrl).toBe('http://127.0.0.1:8787');
   });
 });

@@ -106,10 +106,13 @@ describe('retry decisions', () => {
   const policy: RetryPolicy = { maxRetries: 2, baseDelayMs: 100, maxDelayMs: 1000, maxRetryAfterMs: 5000 };
   const decide = (error: unknown, idempotent: boolean, retriesDone = 0) => decideRetry(error, { idempotent, retriesDone, policy, random: () => 0 });
 
-  it.each(Object.entries(HTTP_ERROR_CODES))('%s is retried only when the spec says so, for reads and submissions', (code, status) => {
+  // Written out by hand: a submission is repeated only after an answered refusal (no task exists).
+  const SUBMISSION_RETRIED = new Set(['rate_limit', 'too_many_requests', 'overloaded', 'upstream_error']);
+
+  it.each(Object.entries(HTTP_ERROR_CODES))('%s is retried for reads when the spec says so, for submissions only when no task can exist', (code, status) => {
     const error = answer(status, compatEnvelope(code));
-    expect(decide(error, false).retry).toBe(RETRYABLE_CODES.has(code));
     expect(decide(error, true).retry).toBe(RETRYABLE_CODES.has(code));
+    expect(decide(error, false).retry).toBe(SUBMISSION_RETRIED.has(code));
   });
 
   it('never retries insufficient_quota', () => {
@@ -120,6 +123,18 @@ describe('retry decisions', () => {
     expect(decide(answer(503, 'Service Unavailable'), true).retry).toBe(true);
     expect(decide(answer(503, 'Service Unavailable'), false).retry).toBe(false);
     expect(decide(answer(500, ''), true).retry).toBe(false);
+  });
+
+  it.each([
+    [429, 'imagine:rate-limited', true],
+    [503, 'imagine:busy', true],
+    [502, 'bad_upstream', true],
+    [500, 'imagine:internal', false],
+    [400, 'imagine:bad-prompt', false],
+  ])('a native %i with a code the spec does not list (%s): a read follows the status rule, a submission is not repeated', (status, code, readRetried) => {
+    const error = answer(status, nativeBody(code));
+    expect(decide(error, true).retry).toBe(readRetried);
+    expect(decide(error, false).retry).toBe(false);
   });
 
   it('retries a request that never left, even a submission', () => {
@@ -204,6 +219,31 @@ describe('withRetries', () => {
     );
     expect(result).toBe('ok');
     expect(slept).toEqual([1000, 1000]);
+  });
+
+  it('turns a submission answered upstream_timeout_no_response into "outcome unknown" after one attempt', async () => {
+    let attempts = 0;
+    const error = await withRetries(
+      () => {
+        attempts++;
+        return Promise.reject(answer(500, nativeBody('upstream_timeout_no_response')));
+      },
+      { idempotent: false, policy: DEFAULT_RETRY_POLICY, log: silentLogger, operation: 'test', sleep: () => Promise.resolve() },
+    ).catch((caught: unknown) => caught);
+    expect(attempts).toBe(1);
+    expect(error).toBeInstanceOf(OutcomeUnknownError);
+    expect(error).toMatchObject({ status: 500, code: 'upstream_timeout_no_response', requestId: 'req_1', requestSent: true });
+    expect((error as Error).message).toMatch(/may have accepted the task/);
+  });
+
+  it('retries a read answered upstream_timeout_no_response', async () => {
+    let attempts = 0;
+    const result = await withRetries(
+      () => (++attempts < 3 ? Promise.reject(answer(500, nativeBody('upstream_timeout_no_response'))) : Promise.resolve('ok')),
+      { idempotent: true, policy: DEFAULT_RETRY_POLICY, log: silentLogger, operation: 'test', sleep: () => Promise.resolve() },
+    );
+    expect(result).toBe('ok');
+    expect(attempts).toBe(3);
   });
 
   it('throws the last error once retries are exhausted', async () => {

@@ -70,6 +70,10 @@ describe('task results of both layers', () => {
     ['native 202 with a body', 'native', { status: 'pending', progress: 40 }, 202, 40],
     ['native 202 without a body', 'native', undefined, 202, undefined],
     ['native 200 pending', 'native', { status: 'pending' }, 200, undefined],
+    ['native 200 without a body', 'native', undefined, 200, undefined],
+    ['native 200 with progress and no status', 'native', { progress: 30 }, 200, 30],
+    ['native 202 with progress and no status', 'native', { progress: 70 }, 202, 70],
+    ['compat 202 without a body', 'compat', undefined, 202, undefined],
     ['compat queued', 'compat', { task_id: 'task_1', status: 'queued' }, 200, undefined],
     ['compat processing', 'compat', { task_id: 'task_1', status: 'processing', progress: 55 }, 200, 55],
   ])('%s is still running', (_what, layer, body, httpStatus, progress) => {
@@ -89,13 +93,13 @@ describe('task results of both layers', () => {
     expect(result('native', { status: 'expired' }).status).toBe('expired');
   });
 
-  it.each<[string, unknown, number]>([
-    ['an empty 200', undefined, 200],
-    ['a JSON array', [], 200],
-    ['no status', { video: {} }, 200],
-    ['an unknown status', { status: 'thinking' }, 200],
-  ])('refuses %s with a clear error', (_what, body, httpStatus) => {
-    expect(() => result('native', body, httpStatus)).toThrow(MalformedResponseError);
+  it.each<[string, Layer, unknown, number]>([
+    ['an empty compat 200', 'compat', undefined, 200],
+    ['a compat 200 without a status', 'compat', { task_id: 'task_1', video: {} }, 200],
+    ['a JSON array', 'native', [], 200],
+    ['an unknown status', 'native', { status: 'thinking' }, 200],
+  ])('refuses %s with a clear error', (_what, layer, body, httpStatus) => {
+    expect(() => result(layer, body, httpStatus)).toThrow(MalformedResponseError);
   });
 
   it('ignores a non-http url and wrongly typed fields instead of crashing', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createLogger, registerSecret } from '../../src/log.ts';
+import { createLogger, redact, registerSecret } from '../../src/log.ts';
 
 describe('structured logs', () => {
   it('writes one JSON object per line with level, message and fields', () => {
@@ -25,5 +25,18 @@ describe('structured logs', () => {
     log.error('request failed', { error: new Error(`bad key ${secret}`), header: `Bearer ${secret}` });
     expect(lines[0]).not.toContain(secret);
     expect(lines[0]).toContain('[redacted]');
+  });
+
+  it('scrubs a secret with quotes or backslashes, which JSON escapes inside the line', () => {
+    const secret = 'pa"ss\\word-1234567';
+    registerSecret(secret);
+    const lines: string[] = [];
+    const log = createLogger({ write: (line) => lines.push(line) });
+    log.error('request failed', { header: `Bearer ${secret}`, error: new Error(`bad key ${secret}`) });
+    const line = lines[0]!;
+    expect(line).not.toContain(JSON.stringify(secret).slice(1, -1));
+    const parsed: unknown = JSON.parse(line);
+    expect(parsed).toMatchObject({ header: 'Bearer [redacted]', error: { message: 'bad key [redacted]' } });
+    expect(redact(`plain text ${secret}`)).toBe('plain text [redacted]');
   });
 });

@@ -40,7 +40,7 @@ describe('limits', () => {
     expect(evaluateLimits(limits, counts({ activeTasksOfUser: 1 }))).toEqual({ ok: true });
     expect(evaluateLimits(limits, counts({ activeTasksOfUser: 2 }))).toEqual({
       ok: false,
-      message: 'You already have as many videos in progress as this server allows (2). Try again when one finishes.',
+      message: 'You already have as many videos in progress as this server allows (2). Try again when one of your videos finishes.',
     });
   });
 
@@ -61,11 +61,14 @@ describe('limits', () => {
     });
   });
 
-  it('names the limit that can lift first: a running video before the day', () => {
+  it('names the limit that really holds the member back: the day, not a running video', () => {
     const limits = { concurrentPerUser: 1, dailyPerUser: 1, dailyPerServer: 1 };
+    // Waiting for the running video would only bring another refusal: say midnight.
     const verdict = evaluateLimits(limits, counts({ activeTasksOfUser: 1, userTasksToday: 1, serverTasksToday: 1 }));
-    expect(verdict).toMatchObject({ ok: false, message: expect.stringContaining('when one finishes') });
-    expect(verdict).not.toHaveProperty('retryAt');
+    expect(verdict).toEqual({ ok: false, retryAt: MIDNIGHT, message: `You reached this server's limit of 1 video a day. Try again <t:${MIDNIGHT / 1000}:R>.` });
+    const running = evaluateLimits(limits, counts({ activeTasksOfUser: 1 }));
+    expect(running).toMatchObject({ ok: false, message: expect.stringContaining('Try again when one of your videos finishes.') });
+    expect(running).not.toHaveProperty('retryAt');
   });
 });
 
@@ -92,16 +95,18 @@ describe('access by role', () => {
 });
 
 describe('the usage report', () => {
+  const spent = (tasks: number, costTicks: number, costUnreported = 0) => ({ tasks, costTicks, costUnreported });
+
   it("lists today's and this month's videos and cost per member, biggest spenders first", () => {
     const text = formatUsageReport({
       now: LATE,
-      today: { alice: { tasks: 1, costTicks: 5_000_000_000 } },
-      month: { alice: { tasks: 4, costTicks: 20_000_000_000 }, bob: { tasks: 9, costTicks: 30_000_000_000 } },
+      today: { alice: spent(1, 5_000_000_000) },
+      month: { alice: spent(4, 20_000_000_000), bob: spent(9, 30_000_000_000) },
     });
     expect(text).toBe(
       [
-        '**Today (2026-11-22 UTC)**: 1 videos, $0.50',
-        '<@alice>: 1 videos, $0.50',
+        '**Today (2026-11-22 UTC)**: 1 video, $0.50',
+        '<@alice>: 1 video, $0.50',
         '',
         '**This month (2026-11)**: 13 videos, $5.00',
         '<@bob>: 9 videos, $3.00',
@@ -110,8 +115,29 @@ describe('the usage report', () => {
     );
   });
 
+  it('never shows a cost the gateway did not report as $0.00', () => {
+    const text = formatUsageReport({
+      now: LATE,
+      today: { alice: spent(3, 4_000_000_000, 2), bob: spent(2, 0, 2) },
+      month: { alice: spent(3, 4_000_000_000, 2), bob: spent(2, 0, 2), carol: spent(1, 0) },
+    });
+    expect(text).toBe(
+      [
+        '**Today (2026-11-22 UTC)**: 5 videos, $0.40 + 4 without a reported cost',
+        '<@alice>: 3 videos, $0.40 + 2 without a reported cost',
+        '<@bob>: 2 videos, 2 without a reported cost',
+        '',
+        '**This month (2026-11)**: 6 videos, $0.40 + 4 without a reported cost',
+        '<@alice>: 3 videos, $0.40 + 2 without a reported cost',
+        '<@bob>: 2 videos, 2 without a reported cost',
+        // A video that really cost nothing (or is still being made) is not "unreported".
+        '<@carol>: 1 video, $0.00',
+      ].join('\n'),
+    );
+  });
+
   it('says when nothing was used, and shortens long lists', () => {
-    const month = Object.fromEntries(Array.from({ length: 25 }, (_, index) => [`user${index}`, { tasks: 1, costTicks: index }]));
+    const month = Object.fromEntries(Array.from({ length: 25 }, (_, index) => [`user${index}`, spent(1, index)]));
     const text = formatUsageReport({ now: LATE, today: {}, month });
     expect(text).toContain('**Today (2026-11-22 UTC)**: 0 videos, $0.00\nnothing yet');
     expect(text).toContain('**This month (2026-11)**: 25 videos');

@@ -9,6 +9,12 @@ describe('video model families', () => {
     ['svc-imagine-video-1.0', 'svc', 'versioned', false],
     ['svc-imagine-video', 'svc', 'classic', false],
     ['acme-imagine-video-1.5', 'acme', 'versioned', true],
+    ['svc-imagine-video-1.5-preview', 'svc', 'versioned', true],
+    ['svc-imagine-video-2', 'svc', 'versioned', true],
+    ['svc-imagine-video-2-fast', 'svc', 'versioned', true],
+    ['svc-imagine-video-1.5-20250601', 'svc', 'versioned', true],
+    ['svc-imagine-video-1.0-beta', 'svc', 'versioned', false],
+    ['svc-imagine-video-preview', 'svc', 'classic', false],
   ] as const)('%s (vendor %s) is %s, modern capabilities %s', (model, vendor, family, modern) => {
     const capabilities = videoModelCapabilities(model, vendor);
     expect(capabilities?.family).toBe(family);
@@ -20,7 +26,9 @@ describe('video model families', () => {
   it('does not recognise another vendor or a voice model as a video model', () => {
     expect(videoModelCapabilities('svc-imagine-video-1.5', 'acme')).toBeUndefined();
     expect(videoModelCapabilities('svc-voice-latest', 'svc')).toBeUndefined();
-    expect(videoModelCapabilities('svc-imagine-video-1.5x', 'svc')).toBeUndefined();
+    for (const name of ['svc-imagine-video-1.5x', 'svc-imagine-video-', 'svc-imagine-video--1.5', 'svc-imagine-videos', 'svc-imagine-video-1.5 preview']) {
+      expect(videoModelCapabilities(name, 'svc'), name).toBeUndefined();
+    }
   });
 
   it('recognises realtime models by vendor', () => {

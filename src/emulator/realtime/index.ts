@@ -6,10 +6,12 @@ import { realtimeSubprotocolPrefixes } from '../../gateway/spec.ts';
 import type { RealtimeAuthorization, RealtimeDeps } from './deps.ts';
 import { DEFAULT_REALTIME_OPTIONS, RealtimeSession, type JournaledEvent, type RealtimeOptions } from './session.ts';
 import { websocketText } from '../../websocket-text.ts';
+import { newRequestId, parseRequestTarget } from '../http.ts';
 
 // The realtime endpoint: `wss://…/native/v1/realtime?model=…`, authorised by the Authorization header or
 // by a subprotocol (`<vendor>-client-secret.<token>` or `compat-insecure-api-key.<key>`). A refusal is an
-// HTTP answer to the upgrade, before any websocket exists. Sessions end at the configured limit.
+// HTTP answer to the upgrade, before any websocket exists; every answer carries x-request-id. Sessions
+// end at the configured limit.
 
 export const REALTIME_PATH = '/native/v1/realtime';
 const SESSION_EXPIRED_CLOSE = 1000;
@@ -27,7 +29,10 @@ export interface RealtimeHandle {
 function refuse(socket: Duplex, status: number, body: Record<string, unknown>): void {
   const text = JSON.stringify(body);
   const reason = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found' }[status] ?? 'Error';
-  socket.end(`HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`);
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\n` +
+      `X-Request-Id: ${newRequestId()}\r\nConnection: close\r\n\r\n${text}`,
+  );
 }
 
 export function attachRealtime(server: Server, deps: RealtimeDeps): RealtimeHandle {
@@ -38,6 +43,8 @@ export function attachRealtime(server: Server, deps: RealtimeDeps): RealtimeHand
     maxPayload: 16 * 1024 * 1024,
     handleProtocols: (_offered, request) => acceptedProtocol.get(request) ?? false,
   });
+  // Every answer carries a request id (gateway-api.md), the 101 of an accepted upgrade too.
+  sockets.on('headers', (headers) => headers.push(`X-Request-Id: ${newRequestId()}`));
   const sessions: RealtimeSession[] = [];
   const events = new EventEmitter();
   events.setMaxListeners(0);
@@ -93,7 +100,14 @@ export function attachRealtime(server: Server, deps: RealtimeDeps): RealtimeHand
     return { result: { ok: false, status: 401, code: 'invalid_api_key', message: 'Missing credentials: send Authorization: Bearer <key> or a credential subprotocol.' }, protocol: undefined };
   }
 
+  /** Closed sessions are dropped once their retention has passed, when the next one opens. */
+  function forgetClosedSessions(now: number): void {
+    const kept = sessions.filter((session) => session.closedAt === undefined || now - session.closedAt < handle.options.closedSessionRetentionMs);
+    sessions.splice(0, sessions.length, ...kept);
+  }
+
   function open(socket: WebSocket, model: string, keyId: string): void {
+    forgetClosedSessions(Date.now());
     const session = new RealtimeSession(
       model,
       keyId,
@@ -101,6 +115,7 @@ export function attachRealtime(server: Server, deps: RealtimeDeps): RealtimeHand
         if (socket.readyState === socket.OPEN) socket.send(JSON.stringify(event));
       },
       handle.options,
+      deps.log,
     );
     sessions.push(session);
     const limit = setTimeout(() => {
@@ -111,8 +126,13 @@ export function attachRealtime(server: Server, deps: RealtimeDeps): RealtimeHand
     }, deps.sessionMaxMs());
     timers.add(limit);
     socket.on('message', (data) => {
-      session.receive(websocketText(data));
-      events.emit('clientEvent');
+      // receive() answers its own faults; this guards the rest, so one event can never end the process.
+      try {
+        session.receive(websocketText(data));
+        events.emit('clientEvent');
+      } catch (error) {
+        deps.log.error('realtime message handling failed', { session: session.id, error });
+      }
     });
     socket.on('close', () => {
       clearTimeout(limit);
@@ -122,7 +142,11 @@ export function attachRealtime(server: Server, deps: RealtimeDeps): RealtimeHand
   }
 
   server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
-    const url = new URL(request.url ?? '/', 'http://emulator');
+    const url = parseRequestTarget(request.url);
+    if (!url) {
+      refuse(socket, 400, { code: 'invalid_request_error', error: 'The request target is not a valid URL path.' });
+      return;
+    }
     if (url.pathname !== REALTIME_PATH) {
       refuse(socket, 404, { code: 'not_found', error: `No websocket route ${url.pathname}.` });
       return;

@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { isRecord } from '../../json.ts';
+import type { Logger } from '../../log.ts';
+import { DEFAULT_AUDIO_FORMAT, decodeAudio, encodeAudio, readAudioFormat, type AudioFormat } from './audio-format.ts';
 import { DEFAULT_VAD, EnergyVad, VAD_WINDOW_MS, type VadSettings } from './vad.ts';
 
 // One realtime session: `session.update` first, then audio in, and an echo model that answers each user
@@ -14,10 +16,25 @@ export interface RealtimeOptions {
   /** A force_message is spoken as a tone this long per character of text. */
   toneMsPerCharacter: number;
   maxToneMs: number;
+  /** A closed session stays in `sessions` (for tests to inspect) this long, until the next connection. */
+  closedSessionRetentionMs: number;
 }
 
-export const DEFAULT_REALTIME_OPTIONS: RealtimeOptions = { paceFactor: 1.25, chunkMs: 100, toneMsPerCharacter: 60, maxToneMs: 5000 };
+export const DEFAULT_REALTIME_OPTIONS: RealtimeOptions = { paceFactor: 1.25, chunkMs: 100, toneMsPerCharacter: 60, maxToneMs: 5000, closedSessionRetentionMs: 60_000 };
 export const FORCE_MESSAGE_TONE_HZ = 880;
+
+/**
+ * The journals keep what tests and demos look at, not the audio itself: of a run of audio events of
+ * one type only the first is kept, and each journal keeps its newest entries up to this many.
+ */
+const MAX_JOURNAL_ENTRIES = 5000;
+const AUDIO_EVENTS: ReadonlySet<unknown> = new Set(['input_audio_buffer.append', 'response.output_audio.delta']);
+
+function journal(entries: JournaledEvent[], event: Readonly<Record<string, unknown>>): void {
+  if (AUDIO_EVENTS.has(event.type) && entries.at(-1)?.event.type === event.type) return;
+  if (entries.length >= MAX_JOURNAL_ENTRIES) entries.splice(0, entries.length - MAX_JOURNAL_ENTRIES + 1);
+  entries.push({ at: Date.now(), event });
+}
 
 export interface JournaledEvent {
   at: number;
@@ -30,19 +47,18 @@ interface ActiveResponse {
   id: string;
   itemId: string;
   cancelled: boolean;
+  /** A force_message with `interruptible: false`: the caller's audio is dropped while it plays. */
+  interruptible: boolean;
 }
 
 function id(prefix: string): string {
   return `${prefix}_${randomBytes(9).toString('base64url')}`;
 }
 
-function decodeBase64Pcm(text: string): Int16Array | undefined {
-  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(text) || text.length % 4 !== 0) return undefined;
-  const bytes = Buffer.from(text, 'base64');
-  const copy = new Uint8Array(bytes.length - (bytes.length % 2));
-  copy.set(bytes.subarray(0, copy.length));
-  return new Int16Array(copy.buffer);
-}
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/** The emulator's bounds on turn_detection (the spec shows none): enough for any real use, and no more audio kept. */
+const MAX_VAD_MS = 10_000;
 
 function tone(hz: number, ms: number, rate: number): Int16Array {
   const samples = new Int16Array(Math.round((ms * rate) / 1000));
@@ -61,8 +77,8 @@ export class RealtimeSession {
   readonly #send: Send;
   readonly #options: RealtimeOptions;
   #configured = false;
-  #inputRate = 24_000;
-  #outputRate = 24_000;
+  #inputFormat: AudioFormat = DEFAULT_AUDIO_FORMAT;
+  #outputFormat: AudioFormat = DEFAULT_AUDIO_FORMAT;
   #vad: EnergyVad | undefined = new EnergyVad(DEFAULT_VAD);
   #vadSettings: VadSettings = DEFAULT_VAD;
   /** Input not yet committed, starting at #bufferStartMs of the session's input timeline. */
@@ -79,19 +95,22 @@ export class RealtimeSession {
   readonly #assistantItems = new Map<string, number>();
   #current: ActiveResponse | undefined;
   #queue: Promise<void> = Promise.resolve();
-  #closed = false;
+  #closedAt: number | undefined;
 
-  constructor(model: string, keyId: string, send: Send, options: RealtimeOptions) {
+  readonly #log: Logger;
+
+  constructor(model: string, keyId: string, send: Send, options: RealtimeOptions, log: Logger) {
     this.model = model;
     this.keyId = keyId;
     this.#send = send;
     this.#options = options;
+    this.#log = log;
   }
 
   emit(type: string, fields: Record<string, unknown> = {}): void {
-    if (this.#closed) return;
+    if (this.#closedAt !== undefined) return;
     const event = { event_id: id('event'), type, ...fields };
-    this.serverEvents.push({ at: Date.now(), event });
+    journal(this.serverEvents, event);
     this.#send(event);
   }
 
@@ -99,12 +118,31 @@ export class RealtimeSession {
     this.emit('error', { error: { type: 'invalid_request_error', code, message, param, event_id: typeof clientEventId === 'string' ? clientEventId : null } });
   }
 
+  /** When the session ended, or undefined while it is open. */
+  get closedAt(): number | undefined {
+    return this.#closedAt;
+  }
+
   close(): void {
-    this.#closed = true;
+    this.#closedAt ??= Date.now();
     if (this.#current) this.#current.cancelled = true;
   }
 
+  /** Handles one client event. Never throws: a fault is answered with an error event and the session goes on. */
   receive(text: string): void {
+    try {
+      this.#receive(text);
+    } catch (error) {
+      this.#fault(error);
+    }
+  }
+
+  #fault(error: unknown): void {
+    this.#log.error('realtime event handling failed', { session: this.id, error });
+    this.emit('error', { error: { type: 'server_error', code: 'server_error', message: 'The emulator failed to handle an event.', param: null, event_id: null } });
+  }
+
+  #receive(text: string): void {
     let event: unknown;
     try {
       event = JSON.parse(text);
@@ -116,7 +154,7 @@ export class RealtimeSession {
       this.#error('invalid_event', 'An event must be a JSON object with a type.');
       return;
     }
-    this.clientEvents.push({ at: Date.now(), event });
+    journal(this.clientEvents, event);
     if (!this.#configured && event.type !== 'session.update') {
       this.#error('session_not_configured', 'The first event must be session.update.', event.event_id);
       return;
@@ -154,24 +192,28 @@ export class RealtimeSession {
       return;
     }
     const audio = isRecord(session.audio) ? session.audio : {};
-    const rateOf = (direction: unknown): number | undefined => {
-      const format = isRecord(direction) && isRecord(direction.format) ? direction.format : undefined;
-      return typeof format?.rate === 'number' ? format.rate : undefined;
+    const formatOf = (direction: 'input' | 'output', current: AudioFormat) => {
+      const settings = audio[direction];
+      return readAudioFormat(isRecord(settings) ? settings.format : undefined, `session.audio.${direction}.format`, current);
     };
-    this.#inputRate = rateOf(audio.input) ?? this.#inputRate;
-    this.#outputRate = rateOf(audio.output) ?? this.#outputRate;
-    if ('turn_detection' in session) {
-      const detection = session.turn_detection;
-      if (detection === null) {
-        this.#vad = undefined;
-      } else if (isRecord(detection)) {
-        this.#vadSettings = {
-          threshold: typeof detection.threshold === 'number' ? detection.threshold : DEFAULT_VAD.threshold,
-          silenceDurationMs: typeof detection.silence_duration_ms === 'number' ? detection.silence_duration_ms : DEFAULT_VAD.silenceDurationMs,
-          prefixPaddingMs: typeof detection.prefix_padding_ms === 'number' ? detection.prefix_padding_ms : DEFAULT_VAD.prefixPaddingMs,
-        };
-        this.#vad = new EnergyVad(this.#vadSettings);
-      }
+    const input = formatOf('input', this.#inputFormat);
+    const output = formatOf('output', this.#outputFormat);
+    const detection = this.#readTurnDetection(session);
+    // All or nothing: a bad value leaves every previous setting in force.
+    const refuse = (problem: { param: string; message: string }) => this.#error('invalid_value', problem.message, event.event_id, problem.param);
+    if (!input.ok) return refuse(input);
+    if (!output.ok) return refuse(output);
+    if (!detection.ok) return refuse(detection);
+    this.#inputFormat = input.format;
+    this.#outputFormat = output.format;
+    if (detection.settings === null) {
+      this.#vad = undefined;
+      this.#window = new Int16Array(0);
+    } else if (detection.settings !== undefined) {
+      this.#vadSettings = detection.settings;
+      // The VAD keeps its place in the input: restarting its clock would misplace every later turn.
+      if (this.#vad) this.#vad.settings = this.#vadSettings;
+      else this.#vad = new EnergyVad(this.#vadSettings, this.#bufferEndMs());
     }
     const summary = {
       id: this.id,
@@ -179,7 +221,7 @@ export class RealtimeSession {
       voice: session.voice,
       instructions: session.instructions,
       turn_detection: this.#vad ? { type: 'server_vad', threshold: this.#vadSettings.threshold, silence_duration_ms: this.#vadSettings.silenceDurationMs, prefix_padding_ms: this.#vadSettings.prefixPaddingMs } : null,
-      audio: { input: { format: { type: 'audio/pcm', rate: this.#inputRate } }, output: { format: { type: 'audio/pcm', rate: this.#outputRate } } },
+      audio: { input: { format: { ...this.#inputFormat } }, output: { format: { ...this.#outputFormat } } },
     };
     if (!this.#configured) {
       this.#configured = true;
@@ -189,8 +231,26 @@ export class RealtimeSession {
     this.emit('session.updated', { session: summary });
   }
 
+  /** `turn_detection`: undefined keeps the current mode, null is manual mode. */
+  #readTurnDetection(session: Readonly<Record<string, unknown>>): { ok: true; settings: VadSettings | null | undefined } | { ok: false; param: string; message: string } {
+    const detection = session.turn_detection;
+    if (detection === undefined || detection === null) return { ok: true, settings: detection };
+    const param = 'session.turn_detection';
+    if (!isRecord(detection)) return { ok: false, param, message: `${param} must be an object or null.` };
+    if (detection.type !== undefined && detection.type !== 'server_vad') return { ok: false, param: `${param}.type`, message: `${param}.type must be server_vad.` };
+    const threshold = detection.threshold ?? DEFAULT_VAD.threshold;
+    if (typeof threshold !== 'number' || threshold < 0 || threshold > 1) return { ok: false, param: `${param}.threshold`, message: `${param}.threshold must be a number from 0 to 1.` };
+    const silence = detection.silence_duration_ms ?? DEFAULT_VAD.silenceDurationMs;
+    const prefix = detection.prefix_padding_ms ?? DEFAULT_VAD.prefixPaddingMs;
+    const isDuration = (value: unknown): value is number => typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= MAX_VAD_MS;
+    const durationProblem = (key: string) => ({ ok: false as const, param: `${param}.${key}`, message: `${param}.${key} must be a whole number of milliseconds from 0 to ${MAX_VAD_MS}.` });
+    if (!isDuration(silence)) return durationProblem('silence_duration_ms');
+    if (!isDuration(prefix)) return durationProblem('prefix_padding_ms');
+    return { ok: true, settings: { threshold, silenceDurationMs: silence, prefixPaddingMs: prefix } };
+  }
+
   #bufferEndMs(): number {
-    return this.#bufferStartMs + (this.#bufferSamples / this.#inputRate) * 1000;
+    return this.#bufferStartMs + (this.#bufferSamples / this.#inputFormat.rate) * 1000;
   }
 
   /** The buffered audio between two points of the input timeline. */
@@ -201,7 +261,7 @@ export class RealtimeSession {
       all.set(part, offset);
       offset += part.length;
     }
-    const toSample = (ms: number) => Math.min(all.length, Math.max(0, Math.round(((ms - this.#bufferStartMs) * this.#inputRate) / 1000)));
+    const toSample = (ms: number) => Math.min(all.length, Math.max(0, Math.round(((ms - this.#bufferStartMs) * this.#inputFormat.rate) / 1000)));
     return all.slice(toSample(fromMs), Math.max(toSample(fromMs), toSample(toMs)));
   }
 
@@ -214,15 +274,18 @@ export class RealtimeSession {
   }
 
   #append(event: Readonly<Record<string, unknown>>): void {
-    const samples = typeof event.audio === 'string' ? decodeBase64Pcm(event.audio) : undefined;
-    if (!samples) {
-      this.#error('invalid_audio', 'input_audio_buffer.append needs audio: base64 PCM16.', event.event_id, 'audio');
+    const text = typeof event.audio === 'string' ? event.audio : undefined;
+    if (text === undefined || !BASE64.test(text) || text.length % 4 !== 0) {
+      this.#error('invalid_audio', `input_audio_buffer.append needs audio: base64 ${this.#inputFormat.type}.`, event.event_id, 'audio');
       return;
     }
+    // provider-notes: while a force_message with interruptible false plays, the caller's audio is dropped.
+    if (this.#current && !this.#current.interruptible && !this.#current.cancelled) return;
+    const samples = decodeAudio(Buffer.from(text, 'base64'), this.#inputFormat);
     this.#buffer.push(samples);
     this.#bufferSamples += samples.length;
     if (!this.#vad) return;
-    const windowSamples = (this.#inputRate * VAD_WINDOW_MS) / 1000;
+    const windowSamples = Math.round((this.#inputFormat.rate * VAD_WINDOW_MS) / 1000);
     let pending = new Int16Array(this.#window.length + samples.length);
     pending.set(this.#window);
     pending.set(samples, this.#window.length);
@@ -243,7 +306,7 @@ export class RealtimeSession {
     this.#window = Int16Array.from(pending);
     if (!this.#vad.speaking) {
       // Between turns only the prefix padding can still matter; silence fed for hours must not pile up.
-      const processedEndMs = this.#bufferEndMs() - (this.#window.length / this.#inputRate) * 1000;
+      const processedEndMs = this.#bufferEndMs() - (this.#window.length / this.#inputFormat.rate) * 1000;
       this.#trimBuffer(Math.max(this.#bufferStartMs, processedEndMs - this.#vadSettings.prefixPaddingMs));
     }
   }
@@ -257,7 +320,7 @@ export class RealtimeSession {
       item: { id: itemId, object: 'realtime.item', type: 'message', role: 'user', status: 'completed', content: [{ type: 'input_audio', transcript: null }] },
     });
     this.#lastItemId = itemId;
-    const seconds = audio.length / this.#inputRate;
+    const seconds = audio.length / this.#inputFormat.rate;
     this.emit('conversation.item.input_audio_transcription.completed', { item_id: itemId, content_index: 0, transcript: `(${seconds.toFixed(1)} s of speech)` });
     this.#lastTurnAudio = audio;
     if (respond) this.#respond(audio, `Echo of ${seconds.toFixed(1)} seconds.`);
@@ -280,7 +343,7 @@ export class RealtimeSession {
   #respondToLastTurn(): void {
     const audio = this.#lastTurnAudio ?? new Int16Array(0);
     this.#lastTurnAudio = undefined;
-    this.#respond(audio, `Echo of ${(audio.length / this.#inputRate).toFixed(1)} seconds.`);
+    this.#respond(audio, `Echo of ${(audio.length / this.#inputFormat.rate).toFixed(1)} seconds.`);
   }
 
   #itemCreate(event: Readonly<Record<string, unknown>>): void {
@@ -302,7 +365,7 @@ export class RealtimeSession {
       return;
     }
     const ms = Math.min(this.#options.maxToneMs, Math.max(200, text.length * this.#options.toneMsPerCharacter));
-    this.#respond(tone(FORCE_MESSAGE_TONE_HZ, ms, this.#outputRate), text);
+    this.#respond(tone(FORCE_MESSAGE_TONE_HZ, ms, this.#outputFormat.rate), text, item.interruptible !== false);
   }
 
   #truncate(event: Readonly<Record<string, unknown>>): void {
@@ -334,16 +397,19 @@ export class RealtimeSession {
   }
 
   /** Queues a response that speaks `audio` and says `transcript`. */
-  #respond(audio: Int16Array, transcript: string): void {
-    this.#queue = this.#queue.then(() => this.#stream(audio, transcript));
+  #respond(audio: Int16Array, transcript: string, interruptible = true): void {
+    this.#queue = this.#queue.then(() => this.#stream(audio, transcript, interruptible)).catch((error: unknown) => {
+      this.#current = undefined;
+      this.#fault(error);
+    });
   }
 
-  async #stream(audio: Int16Array, transcript: string): Promise<void> {
-    if (this.#closed) return;
-    const response: ActiveResponse = { id: id('resp'), itemId: id('item'), cancelled: false };
+  async #stream(audio: Int16Array, transcript: string, interruptible: boolean): Promise<void> {
+    if (this.#closedAt !== undefined) return;
+    const response: ActiveResponse = { id: id('resp'), itemId: id('item'), cancelled: false, interruptible };
     this.#current = response;
     const ids = { response_id: response.id, item_id: response.itemId, output_index: 0, content_index: 0 };
-    const lengthMs = (audio.length / this.#outputRate) * 1000;
+    const lengthMs = (audio.length / this.#outputFormat.rate) * 1000;
     this.#assistantItems.set(response.itemId, lengthMs);
     const item = { id: response.itemId, object: 'realtime.item', type: 'message', role: 'assistant', status: 'in_progress', content: [] };
     this.emit('response.created', { response: { id: response.id, object: 'realtime.response', status: 'in_progress', output: [] } });
@@ -352,13 +418,13 @@ export class RealtimeSession {
     this.#lastItemId = response.itemId;
     this.emit('response.content_part.added', { ...ids, part: { type: 'audio', transcript: '' } });
 
-    const chunkSamples = Math.round((this.#options.chunkMs * this.#outputRate) / 1000);
+    const chunkSamples = Math.max(1, Math.round((this.#options.chunkMs * this.#outputFormat.rate) / 1000));
     const words = transcript.split(' ');
     const started = Date.now();
     let chunk = 0;
-    for (let offset = 0; offset < audio.length && !response.cancelled && !this.#closed; offset += chunkSamples, chunk++) {
+    for (let offset = 0; offset < audio.length && !response.cancelled && this.#closedAt === undefined; offset += chunkSamples, chunk++) {
       const piece = audio.subarray(offset, offset + chunkSamples);
-      this.emit('response.output_audio.delta', { ...ids, delta: Buffer.from(piece.buffer, piece.byteOffset, piece.byteLength).toString('base64') });
+      this.emit('response.output_audio.delta', { ...ids, delta: encodeAudio(piece, this.#outputFormat).toString('base64') });
       const word = words[chunk];
       if (word !== undefined) this.emit('response.output_audio_transcript.delta', { ...ids, delta: chunk === 0 ? word : ` ${word}` });
       const due = started + ((chunk + 1) * this.#options.chunkMs) / this.#options.paceFactor;

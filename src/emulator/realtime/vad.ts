@@ -25,12 +25,19 @@ export function windowRms(samples: Int16Array): number {
 
 /** Feeds windows in order and reports where speech starts and stops, in ms of input audio. */
 export class EnergyVad {
-  readonly #settings: VadSettings;
+  #settings: VadSettings;
   #speaking = false;
   #silentMs = 0;
-  #positionMs = 0;
+  #positionMs: number;
 
-  constructor(settings: VadSettings) {
+  /** `positionMs`: where in the session's input the first window starts. */
+  constructor(settings: VadSettings, positionMs = 0) {
+    this.#settings = settings;
+    this.#positionMs = positionMs;
+  }
+
+  /** New settings from the next window on; the position in the input and a turn in progress are kept. */
+  set settings(settings: VadSettings) {
     this.#settings = settings;
   }
 

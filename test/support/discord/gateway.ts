@@ -51,6 +51,7 @@ export class Gateway {
   #session: Session | undefined;
   #withholdAcks = 0;
   #ready = false;
+  #identifiedIntents: number | undefined;
 
   constructor(options: GatewayOptions) {
     this.#options = options;
@@ -59,6 +60,11 @@ export class Gateway {
 
   get ready(): boolean {
     return this.#ready;
+  }
+
+  /** The intents of the last IDENTIFY that carried the right token. */
+  get identifiedIntents(): number | undefined {
+    return this.#identifiedIntents;
   }
 
   get connected(): boolean {
@@ -150,6 +156,20 @@ export class Gateway {
     else this.#options.voice.userLeft(guild.id, userId);
   }
 
+  /**
+   * Someone else takes the bot out of voice (a server admin's "Disconnect"): Discord tells the bot its
+   * voice state is now channel_id null, and the voice server closes its websocket with 4014, after
+   * which @discordjs/voice stays disconnected instead of rejoining.
+   */
+  disconnectBotFromVoice(guild: Guild): void {
+    const botId = this.#options.state.botUser.id;
+    const previous = guild.voiceStates.get(botId);
+    if (!previous) throw new Error(`the bot is in no voice channel of guild ${guild.id}`);
+    guild.voiceStates.delete(botId);
+    this.dispatch('VOICE_STATE_UPDATE', this.#voiceState(guild, botId, null, previous.sessionId));
+    this.#options.voice.botLeft(guild.id);
+  }
+
   close(): void {
     for (const client of this.#server.clients) client.terminate();
     this.#server.close();
@@ -205,6 +225,7 @@ export class Gateway {
       return;
     }
     const intents = typeof payload.intents === 'number' ? payload.intents : 0;
+    this.#identifiedIntents = intents;
     this.#session?.socket?.terminate();
     this.#session = { id: randomBytes(16).toString('hex'), intents, sequence: 0, replay: [], socket };
     this.#options.events.emit('identify', { intents });

@@ -129,6 +129,11 @@ export class InteractionHandle {
     );
   }
 
+  /** The first follow-up message that satisfies `predicate`. */
+  waitForFollowUp(predicate: (message: Message) => boolean, timeoutMs = 10_000): Promise<Message> {
+    return this.#standIn.waitFor(() => this.record.followUps.find((message) => !message.deleted && predicate(message)), timeoutMs, `a follow-up to /${this.record.name}`);
+  }
+
   /** Autocomplete choices offered (callback type 8). */
   async choices(): Promise<AutocompleteChoice[]> {
     const callback = await this.response();
@@ -404,6 +409,11 @@ export class DiscordStandIn {
     this.#gateway.withholdHeartbeatAck(count);
   }
 
+  /** The intents the bot asked for in its last IDENTIFY (undefined before it identified). */
+  get identifiedIntents(): number | undefined {
+    return this.#gateway.identifiedIntents;
+  }
+
   get gatewayConnected(): boolean {
     return this.#gateway.connected;
   }
@@ -414,6 +424,14 @@ export class DiscordStandIn {
 
   leaveVoice(user: User, guildId: string): void {
     this.#gateway.userVoiceState(this.#guild(guildId), user.id, null);
+  }
+
+  /**
+   * A server admin disconnects the bot from voice: the bot gets a VOICE_STATE_UPDATE with channel_id
+   * null and its voice websocket is closed with 4014 (so it must not rejoin by itself).
+   */
+  disconnectBotFromVoice(guildId: string): void {
+    this.#gateway.disconnectBotFromVoice(this.#guild(guildId));
   }
 
   /** Which voice channel the bot is in, per Discord's voice states. */
@@ -510,7 +528,9 @@ export class DiscordStandIn {
       (resolved.attachments ??= {})[stored.id] = { id: stored.id, filename: stored.filename, size: stored.bytes.length, url: stored.url, proxy_url: stored.url, content_type: stored.contentType };
       return stored.id;
     }
-    if (type === OPTION.user) {
+    // A mentionable is a user or a role; Discord resolves it as whichever it is.
+    const mentionsUser = type === OPTION.mentionable && (isUser(value) || this.state.users.has(id));
+    if (type === OPTION.user || mentionsUser) {
       const user = isUser(value) ? value : this.state.users.get(id);
       if (!user) throw new Error(`no user ${id}`);
       (resolved.users ??= {})[user.id] = userObject(user);
@@ -524,9 +544,9 @@ export class DiscordStandIn {
       (resolved.channels ??= {})[channel.id] = { ...channelObject(channel), permissions: ((1n << 50n) - 1n).toString() };
       return channel.id;
     }
-    if (type === OPTION.role) {
+    if (type === OPTION.role || type === OPTION.mentionable) {
       const role = this.#guild(run.guildId).roles.find((candidate) => candidate.id === id);
-      if (!role) throw new Error(`no role ${id}`);
+      if (!role) throw new Error(type === OPTION.role ? `no role ${id}` : `no user or role ${id}`);
       (resolved.roles ??= {})[role.id] = roleObject(role);
       return role.id;
     }

@@ -102,7 +102,11 @@ export class Interactions {
       record.original = message;
     } else if (type === CALLBACK.update && record.sourceMessage) {
       message = this.#messages.edit(record.sourceMessage, dataBody);
-    } else if (![CALLBACK.deferUpdate, CALLBACK.autocomplete, CALLBACK.modal].some((known) => known === type)) {
+      record.original = record.sourceMessage;
+    } else if (type === CALLBACK.deferUpdate) {
+      // Discord: after a (deferred) update, @original is the message the component sits on.
+      record.original = record.sourceMessage;
+    } else if (![CALLBACK.autocomplete, CALLBACK.modal].some((known) => known === type)) {
       record.callbacks.pop();
       throw new RestError(400, 50035, `Invalid interaction callback type ${type}`);
     }

@@ -293,6 +293,11 @@ export class RestApi {
 
     // Commands: a bulk overwrite answers the registered list.
     const putCommands = (scope: string): Handler => async (match, request, response) => {
+      // Discord: a server the bot is not in (or was invited to without applications.commands) is 403 / 50001.
+      if (scope === 'guild' && !state.guilds.get(match[2] ?? '')?.members.has(state.botUser.id)) {
+        request.resume();
+        throw new RestError(403, 50001, 'Missing Access');
+      }
       const parsed: unknown = JSON.parse((await readBody(request)).toString('utf8'));
       const registered = arrayOf(parsed).map((command) => ({
         ...(isRecord(command) ? command : {}),

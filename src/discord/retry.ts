@@ -1,0 +1,58 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { DiscordAPIError } from 'discord.js';
+import { backoffDelayMs, type RetryPolicy } from '../gateway/retry.ts';
+import type { Logger } from '../log.ts';
+
+// The Discord calls the bot cannot do without (login, command registration) are tried until they
+// succeed, Discord refuses them for good, or the bot shuts down. @discordjs/rest already retries a 5xx
+// three times and waits out a 429 with its Retry-After; this is the slower layer above it, for an
+// outage longer than that (5xx, 429 and network failures alike).
+
+/** Only the delays matter here: the calls retry without a count, until shutdown. */
+const DISCORD_BACKOFF: RetryPolicy = { maxRetries: Number.POSITIVE_INFINITY, baseDelayMs: 1_000, maxDelayMs: 60_000, maxRetryAfterMs: 60_000 };
+
+/** A 4xx other than 429: Discord understood the request and refused it; asking again changes nothing. */
+export function isDiscordRefusal(error: unknown): error is DiscordAPIError {
+  return error instanceof DiscordAPIError && error.status >= 400 && error.status < 500 && error.status !== 429;
+}
+
+function abortError(signal: AbortSignal): Error {
+  const reason: unknown = signal.reason;
+  return reason instanceof Error ? reason : new Error('aborted');
+}
+
+/** `promise`, or the signal's reason as soon as it aborts (the promise is left to settle unobserved). */
+export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(abortError(signal));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(abortError(signal));
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
+export interface RetryUntilDoneOptions {
+  /** What is attempted, for the logs: "login", "command registration". */
+  operation: string;
+  log: Logger;
+  /** Aborting stops at once (even mid-attempt) and rejects with the signal's reason. */
+  signal: AbortSignal;
+  /** Errors another attempt cannot fix: thrown at once. */
+  isFinal(error: unknown): boolean;
+}
+
+export async function retryUntilDone<T>(attempt: () => Promise<T>, options: RetryUntilDoneOptions): Promise<T> {
+  const { signal, log } = options;
+  for (let retriesDone = 0; ; retriesDone++) {
+    if (signal.aborted) throw abortError(signal);
+    try {
+      return await untilAborted(attempt(), signal);
+    } catch (error) {
+      if (signal.aborted) throw abortError(signal);
+      if (options.isFinal(error)) throw error;
+      const retryInMs = backoffDelayMs(retriesDone, DISCORD_BACKOFF);
+      log.warn('could not reach Discord; retrying', { operation: options.operation, attempt: retriesDone + 1, retryInMs, error });
+      await sleep(retryInMs, undefined, { signal }).catch(() => undefined);
+    }
+  }
+}

@@ -1,0 +1,115 @@
+import { once } from 'node:events';
+import { ActionRowBuilder, ButtonBuilder, ButtonStyle, Client, Events, GatewayIntentBits, MessageFlags, SlashCommandBuilder } from 'discord.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Command } from '../../src/discord/command.ts';
+import { createDispatcher } from '../../src/discord/dispatcher.ts';
+import { isRecord, type JsonRecord } from '../../src/json.ts';
+import { createLogger, type Logger } from '../../src/log.ts';
+import { startDiscordStandIn, type DiscordStandIn, type Message, type TestGuild } from '../support/discord/index.ts';
+
+// A handler that throws: whatever it had already answered, the user alone reads "something went wrong"
+// (ephemeral, flag 64), the channel keeps nothing of it, and the log line carries the same reference.
+// The real discord.js against the stand-in, with the real dispatcher, in this process.
+
+const EPHEMERAL = 64;
+
+let discord: DiscordStandIn;
+let guild: TestGuild;
+let client: Client;
+const logged: JsonRecord[] = [];
+
+const boom: Command<{ log: Logger }> = {
+  data: new SlashCommandBuilder()
+    .setName('boom')
+    .setDescription('fails after answering as told')
+    .addStringOption((option) => option.setName('answer').setDescription('none, public, ephemeral').setRequired(true)),
+  async execute(interaction) {
+    const answer = interaction.options.getString('answer', true);
+    if (answer === 'public') await interaction.deferReply();
+    if (answer === 'ephemeral') await interaction.deferReply({ flags: MessageFlags.Ephemeral });
+    throw new Error('the command failed');
+  },
+  async button(interaction) {
+    await interaction.deferUpdate();
+    throw new Error('the button failed');
+  },
+};
+
+beforeAll(async () => {
+  discord = await startDiscordStandIn();
+  guild = discord.createGuild();
+  const log = createLogger({
+    write: (line) => {
+      const parsed: unknown = JSON.parse(line);
+      if (isRecord(parsed)) logged.push(parsed);
+    },
+  });
+  const dispatcher = createDispatcher(new Map([['boom', boom]]), { log });
+  client = new Client({ intents: [GatewayIntentBits.Guilds], rest: { api: discord.apiUrl } });
+  client.on(Events.InteractionCreate, (interaction) => void dispatcher.handle(interaction));
+  const ready = once(client, Events.ClientReady);
+  await client.login(discord.botToken);
+  await ready;
+  await client.application!.commands.set([boom.data.toJSON()]);
+}, 30_000);
+
+afterAll(async () => {
+  await client?.destroy();
+  await discord?.close();
+});
+
+function referenceIn(message: Message): string {
+  const reference = /^Something went wrong \(ref ([A-Z0-9]{6})\)/.exec(message.content)?.[1];
+  if (!reference) throw new Error(`no reference in "${message.content}"`);
+  return reference;
+}
+
+function loggedFailure(reference: string): JsonRecord | undefined {
+  return logged.find((line) => line.msg === 'interaction handler failed' && line.reference === reference);
+}
+
+function runBoom(answer: string) {
+  return discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'boom', options: { answer } });
+}
+
+describe('a handler that throws', () => {
+  it('before answering: an ephemeral reply with the reference of the log line', async () => {
+    const run = runBoom('none');
+    const reply = await run.reply();
+    expect(reply.flags & EPHEMERAL).toBe(EPHEMERAL);
+    expect(loggedFailure(referenceIn(reply))).toBeDefined();
+  });
+
+  it('after a public defer: the public "thinking" reply is deleted and the message comes as an ephemeral follow-up', async () => {
+    const run = runBoom('public');
+    const followUp = await run.waitForFollowUp((message) => message.content.startsWith('Something went wrong'));
+    expect(followUp.flags & EPHEMERAL).toBe(EPHEMERAL);
+    expect(run.record.original?.deleted).toBe(true);
+    expect(discord.messages(guild.textChannelId).filter((message) => message.interaction?.id === run.record.id && (message.flags & EPHEMERAL) === 0)).toEqual([]);
+    expect(loggedFailure(referenceIn(followUp))).toBeDefined();
+  });
+
+  it('after an ephemeral defer: the private placeholder itself shows the message', async () => {
+    const run = runBoom('ephemeral');
+    const reply = await run.waitForReply((message) => message.content.startsWith('Something went wrong'));
+    expect(reply.flags & EPHEMERAL).toBe(EPHEMERAL);
+    expect(run.followUps).toEqual([]);
+    expect(loggedFailure(referenceIn(reply))).toBeDefined();
+  });
+
+  it('after a deferUpdate on a button: the message with the button stays as it was, the user gets an ephemeral follow-up', async () => {
+    const row = new ActionRowBuilder<ButtonBuilder>().addComponents(new ButtonBuilder().setCustomId('boom:go').setLabel('Go').setStyle(ButtonStyle.Primary));
+    const channel = client.channels.cache.get(guild.textChannelId);
+    if (!channel?.isSendable()) throw new Error('the text channel is not cached');
+    const sent = await channel.send({ content: 'a card with a button', components: [row] });
+    const source = discord.messages(guild.textChannelId).find((message) => message.id === sent.id)!;
+    const before = { content: source.content, components: structuredClone(source.components) };
+
+    const click = discord.clickButton({ user: guild.member, message: source, customId: 'boom:go' });
+    const followUp = await click.waitForFollowUp((message) => message.content.startsWith('Something went wrong'));
+    expect(followUp.flags & EPHEMERAL).toBe(EPHEMERAL);
+    expect(source.deleted).toBe(false);
+    expect({ content: source.content, components: source.components }).toEqual(before);
+    expect(loggedFailure(referenceIn(followUp))).toBeDefined();
+  });
+});

@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { BotAudioFrame } from '../support/discord/voice-server.ts';
 import { analyzeTone, rms, toneAmplitude } from '../support/discord/audio-analysis.ts';
-import { createVoiceOnlyUser, disconnectBotFromVoice } from '../support/discord/voice-driver.ts';
+import { createVoiceOnlyUser } from '../support/discord/voice-driver.ts';
 import { FORCE_MESSAGE_TONE_HZ } from '../../src/emulator/realtime/session.ts';
 import { startWorld, type World } from '../support/world.ts';
 
@@ -247,7 +247,7 @@ describe('voice conversations', () => {
     const { bot, discord, guild } = world;
     await joinVoice();
     const since = bot.logs.length;
-    disconnectBotFromVoice(discord, guild.id);
+    discord.disconnectBotFromVoice(guild.id);
     await discord.waitForMessage(guild.textChannelId, (message) => message.content === `Stopped listening in <#${guild.voiceChannelId}> (I was disconnected from the voice channel).`);
     // The conversation, realtime session included, is over.
     await bot.waitForLog((line) => line.msg === 'voice session state' && line.to === 'closed' && bot.logs.indexOf(line) >= since, 10_000);

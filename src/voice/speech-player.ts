@@ -7,9 +7,9 @@ import { OpusFrameEncoder } from './audio/opus.ts';
 
 // The model's voice, played in the voice channel through one long-lived AudioPlayer. Each answer stream
 // (keyed by the session: see answer-streams.ts) becomes an AudioResource fed with Opus packets as its
-// audio deltas arrive; playback starts once a small
-// pre-buffer is in, so network jitter does not leave gaps. The player counts the packets it really sent,
-// which is what a barge-in truncates the conversation to.
+// audio deltas arrive; playback starts once a small pre-buffer is in, so network jitter does not leave
+// gaps. The player counts the packets it really sent, which is what a barge-in truncates the
+// conversation to.
 //
 // Resources are built directly from Opus packets: createAudioResource() would first build
 // @discordjs/voice's transformer graph, which probes for FFmpeg with spawnSync and blocks the event loop.

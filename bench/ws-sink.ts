@@ -1,18 +1,160 @@
-import { WebSocketServer } from 'ws';
+import { createInterface } from 'node:readline';
+import { WebSocketServer, type WebSocket } from 'ws';
+import { isRecord, readNumber, readRecord, readString } from '../src/json.ts';
 import { websocketText } from '../src/websocket-text.ts';
+import { REALTIME_PCM } from '../test/support/discord/audio-format.ts';
+import { generateTone } from '../test/support/discord/audio-tone.ts';
+import { OPUS_SILENCE_FRAME } from '../test/support/discord/opus-codec.ts';
+import { startVoiceServer, type BotAudioFrame } from '../test/support/discord/voice-server.ts';
 
-// A realtime endpoint that configures the session and then only swallows audio: the far end of the
-// voice benchmark's socket, in its own process so its work is not counted as the bot's.
+// The far ends of the voice benchmark, in their own process so that their work is not counted as the
+// bot's: the gateway's realtime socket (it configures the session, swallows the bot's audio and streams
+// spoken answers back in real time, in deltas of uneven sizes) and Discord's voice server (a user who
+// talks without pause, and a listener that records when each of the bot's RTP packets arrives).
+//
+// Driven over stdin/stdout, one JSON object per line: it first says where it listens; then each request
+// `{id, op, ...}` gets `{id, ...}` back.
 
-const server = new WebSocketServer({ port: 0, host: '127.0.0.1' });
-server.on('connection', (socket) => {
-  socket.on('message', (data) => {
+const voice = await startVoiceServer({ speakingLeadMs: 40 });
+// It offers compression, as a gateway may: the bot should decline it (zlib on every append is costly).
+const realtime = new WebSocketServer({ port: 0, host: '127.0.0.1', perMessageDeflate: true });
+await new Promise((resolve) => realtime.once('listening', resolve));
+let socket: WebSocket | undefined;
+realtime.on('connection', (connection) => {
+  socket = connection;
+  connection.on('message', (data) => {
     const text = websocketText(data);
-    if (text.includes('"session.update"')) socket.send(JSON.stringify({ type: 'session.updated', event_id: 'e1', session: {} }));
+    // Appends (fifty a second) are swallowed unread; only the configuration is answered.
+    if (!text.startsWith('{"type":"input_audio_buffer.append"') && text.includes('"session.update"')) {
+      connection.send(JSON.stringify({ type: 'session.updated', event_id: 'e1', session: {} }));
+    }
   });
 });
-server.on('listening', () => {
-  const address = server.address();
-  process.stdout.write(`${JSON.stringify({ wsUrl: `ws://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}` })}\n`);
+
+function reply(message: Record<string, unknown>): void {
+  process.stdout.write(`${JSON.stringify(message)}\n`);
+}
+
+const address = realtime.address();
+reply({ wsUrl: `ws://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}`, endpoint: voice.endpoint, certPem: voice.certPem });
+
+/** Speech-like audio (48 kHz stereo): a tone with a little noise, so Opus works as hard as on a voice. */
+function speechLike(seconds: number): Int16Array {
+  const tone = generateTone({ hz: 220, ms: seconds * 1000, amplitude: 0.4 });
+  let seed = 1;
+  for (let i = 0; i < tone.length; i++) {
+    seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+    tone[i] = Math.max(-32768, Math.min(32767, tone[i]! + ((seed / 2 ** 31) * 2 - 1) * 2000));
+  }
+  return tone;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
+const between = (low: number, high: number) => low + Math.random() * (high - low);
+
+interface StreamedAnswer {
+  responseId: string;
+  /** Date.now() when its first delta was sent. */
+  firstDeltaSentAt: number;
+}
+
+/**
+ * One spoken answer as a gateway streams it: deltas of 20 to 200 ms, sent as they are due in real time
+ * with up to 100 ms of lead and a few ms of jitter.
+ */
+async function streamAnswer(ws: WebSocket, index: number, seconds: number): Promise<StreamedAnswer> {
+  const responseId = `resp_${index}`;
+  const itemId = `item_${index}`;
+  const pcm = generateTone({ hz: 330 + (index % 5) * 40, ms: seconds * 1000, amplitude: 0.4, format: REALTIME_PCM });
+  const samplesPerMs = REALTIME_PCM.sampleRate / 1000;
+  ws.send(JSON.stringify({ type: 'response.created', response: { id: responseId, status: 'in_progress' } }));
+  ws.send(JSON.stringify({ type: 'response.output_item.added', response_id: responseId, output_index: 0, item: { id: itemId, role: 'assistant' } }));
+  const start = Date.now();
+  let sentMs = 0;
+  let firstDeltaSentAt = 0;
+  for (let offset = 0; offset < pcm.length; ) {
+    const ms = Math.round(between(2, 20)) * 10;
+    const piece = pcm.subarray(offset, offset + ms * samplesPerMs);
+    await sleep(start + sentMs - 100 - Date.now() + between(0, 5));
+    ws.send(JSON.stringify({ type: 'response.output_audio.delta', response_id: responseId, item_id: itemId, output_index: 0, content_index: 0, delta: Buffer.from(piece.buffer, piece.byteOffset, piece.byteLength).toString('base64') }));
+    firstDeltaSentAt ||= Date.now();
+    offset += piece.length;
+    sentMs += piece.length / samplesPerMs;
+  }
+  ws.send(JSON.stringify({ type: 'response.output_audio.done', response_id: responseId, item_id: itemId }));
+  ws.send(JSON.stringify({ type: 'response.done', response: { id: responseId, status: 'completed' } }));
+  // The answer plays until about now + the lead; a pause follows it before the next one.
+  await sleep(start + sentMs - Date.now());
+  return { responseId, firstDeltaSentAt };
+}
+
+/**
+ * `seconds` of two-way audio: the user talks all along while answers of 1 to 3 s follow each other with
+ * pauses of 300 to 500 ms. Returns when each answer's first delta went out and its first RTP packet came in.
+ */
+async function converse(guildId: string, userId: string, seconds: number, answerIndex: number): Promise<Record<string, unknown>> {
+  const ws = socket;
+  if (!ws) throw new Error('the bot has no realtime socket');
+  voice.clearBotAudio(guildId);
+  const speaking = voice.speak(guildId, userId, speechLike(seconds));
+  const until = Date.now() + seconds * 1000;
+  const answers: StreamedAnswer[] = [];
+  let streamedMs = 0;
+  while (Date.now() + 1500 < until) {
+    const answerSeconds = between(1, Math.min(3, (until - Date.now()) / 1000 - 0.5));
+    answers.push(await streamAnswer(ws, answerIndex + answers.length, answerSeconds));
+    streamedMs += answerSeconds * 1000;
+    await sleep(between(300, 500));
+  }
+  const spoken = await speaking;
+  const frames = voice.botAudio(guildId).filter((frame) => !frame.opus.equals(OPUS_SILENCE_FRAME));
+  const firstRtp = (after: number): BotAudioFrame | undefined => frames.find((frame) => frame.receivedAt >= after);
+  return {
+    answers: answers.map((answer) => ({ ...answer, firstRtpAt: firstRtp(answer.firstDeltaSentAt)?.receivedAt })),
+    userPackets: spoken.audioPackets,
+    botFrames: frames.length,
+    answeredMs: Math.round(streamedMs),
+  };
+}
+
+async function handle(request: Record<string, unknown>): Promise<Record<string, unknown>> {
+  const guildId = readString(request, 'guildId') ?? '';
+  switch (readString(request, 'op')) {
+    case 'expectBot': {
+      const session = readRecord(request, 'session');
+      return voice.expectBot({
+        guildId,
+        channelId: readString(session, 'channelId') ?? '',
+        userId: readString(session, 'userId') ?? '',
+        sessionId: readString(session, 'sessionId') ?? '',
+      });
+    }
+    case 'botLeft':
+      voice.botLeft(guildId);
+      return {};
+    case 'userJoined':
+      voice.userJoined(guildId, readString(request, 'channelId') ?? '', readString(request, 'userId') ?? '');
+      return {};
+    case 'waitForBotConnection':
+      await voice.waitForBotConnection(guildId, 10_000);
+      return {};
+    case 'converse':
+      return converse(guildId, readString(request, 'userId') ?? '', readNumber(request, 'seconds') ?? 10, readNumber(request, 'answerIndex') ?? 0);
+    default:
+      throw new Error(`unknown op ${String(request.op)}`);
+  }
+}
+
+createInterface({ input: process.stdin }).on('line', (line) => {
+  const request: unknown = JSON.parse(line);
+  if (!isRecord(request)) return;
+  handle(request).then(
+    (answer) => reply({ id: request.id, ...answer }),
+    (error: unknown) => reply({ id: request.id, error: String(error) }),
+  );
 });
-process.on('SIGTERM', () => server.close(() => process.exit(0)));
+
+process.on('SIGTERM', () => {
+  realtime.close();
+  void voice.close().then(() => process.exit(0));
+});

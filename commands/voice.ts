@@ -10,7 +10,7 @@ import type { Command } from '../src/discord/command.ts';
 import { isServerManager, memberRoleIds } from '../src/discord/member.ts';
 import { BUILT_IN_VOICES } from '../src/gateway/spec.ts';
 import type { Services } from '../src/services.ts';
-import { checkVoiceSettingsChange, TURN_DETECTION_MODES, VOICE_LIMITS, type VoiceSettings, type VoiceSettingsChange } from '../src/voice/settings.ts';
+import { checkVoiceSettingsChange, describeVoiceSettingsChange, TURN_DETECTION_MODES, VOICE_LIMITS, type VoiceSettings, type VoiceSettingsChange } from '../src/voice/settings.ts';
 
 const MAX_CHOICES = 25;
 
@@ -111,6 +111,8 @@ async function settings(interaction: ChatInputCommandInteraction, services: Serv
   const problem = checkVoiceSettingsChange(change, services.config.gatewayVendor);
   if (problem) return ephemeral(interaction, problem);
   const updated = await services.voiceSettings.update(interaction.guildId, change, interaction.user.id);
+  // The server's change history (/config show) records who changed what, and when.
+  await services.settings.update(interaction.guildId, interaction.user.id, describeVoiceSettingsChange(change), (current) => current);
   const note = services.voice.isIn(interaction.guildId) ? '\nThe new settings apply from the next `/voice join`.' : '';
   await ephemeral(interaction, `Saved.\n${describeSettings(updated)}${note}`);
 }

@@ -2,10 +2,15 @@ import type { Logger } from '../log.ts';
 import { FRAME_MS, FRAME_SAMPLES, silentFrame } from './audio/format.ts';
 import type { SpeakerMixer } from './audio/mixer.ts';
 
-// Moves the mixed audio into the realtime session on Discord's 20 ms timeline. Discord sends nothing
-// while people are quiet, but the gateway's voice activity detection only ends a turn when it hears
-// silence, so silence is fed for a while after the last speech. Each tick's frame goes out at once
-// (latency), unless the socket is backed up: then frames wait and leave together in one append.
+// Moves the mixed audio into the realtime session. A slot is mixed as soon as every active speaker's
+// frame for it has arrived (with one speaker: the moment their packet is decoded); a speaker whose
+// packet is missing holds a slot back for one frame at most. Frames leave in appends of
+// `framesPerAppend` (each websocket message costs a system call, and on a busy machine those dominate
+// the pipeline's CPU), and no frame waits longer than about one frame for its partner.
+// Discord sends nothing while people are quiet, but the gateway's voice activity detection only ends a
+// turn when it hears silence, so silence is fed on the same clock for a while after the last speech.
+// Nothing runs while nobody speaks: an idle channel costs no timer wake-ups. When the socket is backed
+// up, frames wait and leave together in one append.
 
 export interface AudioSink {
   /** Bytes waiting in the socket: above the high-water mark, frames are batched instead of sent. */
@@ -18,6 +23,8 @@ export interface InputPumpOptions {
   log: Logger;
   /** How long silence is fed after the last speech. */
   silenceTailMs: number;
+  /** 20 ms frames per append (default 1): fewer, larger messages for up to (n - 1) × 20 ms of latency. */
+  framesPerAppend?: number;
   highWaterMarkBytes?: number;
   /** Frames held back at most while the socket is backed up; older ones are dropped. */
   maxBacklogFrames?: number;
@@ -25,77 +32,129 @@ export interface InputPumpOptions {
   onAppend?(frames: number, sentAt: number): void;
 }
 
+/** After the last speech, the first silence waits this long: a packet a little late is still speech. */
+const TAIL_START_MS = 2 * FRAME_MS;
+/** A frame waiting for its partner in an append leaves alone this long after it came. */
+const MAX_HOLD_MS = FRAME_MS + 5;
+
 export class InputPump {
   readonly #options: Required<Omit<InputPumpOptions, 'onAppend'>> & Pick<InputPumpOptions, 'onAppend'>;
   #sink: AudioSink | undefined;
+  #running = false;
+  /** The one timer: a slot's deadline, a held frame's, or the next silence. */
   #timer: NodeJS.Timeout | undefined;
-  #startedAt = 0;
-  #ticks = 0;
   #silenceLeftMs = 0;
-  #backlog: Int16Array[] = [];
+  #nextSilenceAt = 0;
+  /** Frames not sent yet (waiting for a partner, or for the socket), and when the oldest came. */
+  #pending: Int16Array[] = [];
+  #pendingSince = 0;
+  #backedUp = false;
   #dropped = 0;
 
   constructor(options: InputPumpOptions) {
-    this.#options = { highWaterMarkBytes: 64 * 1024, maxBacklogFrames: 50, ...options };
+    this.#options = { framesPerAppend: 1, highWaterMarkBytes: 64 * 1024, maxBacklogFrames: 50, ...options };
   }
 
   get droppedFrames(): number {
     return this.#dropped;
   }
 
+  /** No speech waiting and no trailing silence being fed: the gateway has heard the end of everything said. */
+  get quiet(): boolean {
+    return this.#silenceLeftMs <= 0 && this.#pending.length === 0 && !this.#options.mixer.hasFrames;
+  }
+
   /** Where audio goes; undefined while the realtime session reconnects (audio is then dropped). */
   set sink(sink: AudioSink | undefined) {
     this.#sink = sink;
-    this.#backlog = [];
+    this.#pending = [];
   }
 
   start(): void {
-    if (this.#timer) return;
-    this.#startedAt = performance.now();
-    this.#ticks = 0;
-    this.#schedule();
+    this.#running = true;
   }
 
   stop(): void {
+    this.#running = false;
     clearTimeout(this.#timer);
     this.#timer = undefined;
   }
 
-  /** Drift-free: each tick is due at start + n × 20 ms, whatever the previous one cost. */
-  #schedule(): void {
-    const due = this.#startedAt + (this.#ticks + 1) * FRAME_MS;
-    this.#timer = setTimeout(() => {
-      this.#ticks++;
-      this.tick();
-      if (this.#timer) this.#schedule();
-    }, Math.max(0, due - performance.now()));
+  /** A speaker's audio reached the mixer: every slot that is now complete goes out. */
+  audioArrived(): void {
+    if (this.#running) this.#drain(performance.now());
   }
 
-  /** One 20 ms step (public for benchmarks that drive the timeline themselves). */
-  tick(): void {
-    let frame = this.#options.mixer.nextFrame();
-    if (frame) {
-      this.#silenceLeftMs = this.#options.silenceTailMs;
-    } else if (this.#silenceLeftMs > 0) {
-      this.#silenceLeftMs -= FRAME_MS;
-      frame = silentFrame();
-    } else {
-      return;
+  #drain(now: number): void {
+    const { mixer } = this.#options;
+    while (mixer.ready(now)) {
+      const frame = mixer.nextFrame();
+      if (!frame) break;
+      this.#speech(frame, now);
     }
+    this.#plan(now);
+  }
+
+  #speech(frame: Int16Array, now: number): void {
+    this.#silenceLeftMs = this.#options.silenceTailMs;
+    this.#nextSilenceAt = now + TAIL_START_MS;
+    this.#queue(frame, now);
+    if (this.#pending.length >= this.#options.framesPerAppend) this.#flush();
+  }
+
+  #queue(frame: Int16Array, now: number): void {
+    if (!this.#sink) return;
+    if (this.#pending.length === 0) this.#pendingSince = now;
+    this.#pending.push(frame);
+  }
+
+  #plan(now: number): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    if (!this.#running) return;
+    const dues: number[] = [];
+    if (this.#options.mixer.hasFrames) dues.push(now + FRAME_MS);
+    // A held frame leaves when its time is up; while the socket is backed up, the next try is a frame later.
+    if (this.#pending.length > 0) dues.push(this.#backedUp ? now + FRAME_MS : this.#pendingSince + MAX_HOLD_MS);
+    if (this.#silenceLeftMs > 0) dues.push(this.#nextSilenceAt);
+    if (dues.length === 0) return;
+    this.#timer = setTimeout(() => this.#onTimer(), Math.max(0, Math.min(...dues) - now));
+  }
+
+  #onTimer(): void {
+    this.#timer = undefined;
+    const now = performance.now();
+    // A speaker missed the slot: the others' audio goes out without them.
+    const partial = this.#options.mixer.nextFrame();
+    if (partial) this.#speech(partial, now);
+    if (this.#pending.length > 0 && now >= this.#pendingSince + MAX_HOLD_MS) this.#flush();
+    if (this.#silenceLeftMs > 0 && now >= this.#nextSilenceAt) {
+      // On a drift-free clock, as many frames as one append carries.
+      const frames = Math.min(this.#options.framesPerAppend, Math.ceil(this.#silenceLeftMs / FRAME_MS));
+      for (let frame = 0; frame < frames; frame++) this.#queue(silentFrame(), now);
+      this.#silenceLeftMs -= frames * FRAME_MS;
+      this.#nextSilenceAt += frames * FRAME_MS;
+      this.#flush();
+    }
+    this.#drain(now);
+  }
+
+  /** Sends what is pending in one append, unless the socket is backed up (then it keeps, up to the backlog). */
+  #flush(): void {
     const sink = this.#sink;
-    if (!sink) return;
-    this.#backlog.push(frame);
-    if (sink.bufferedAmount > this.#options.highWaterMarkBytes) {
-      const excess = this.#backlog.length - this.#options.maxBacklogFrames;
+    if (!sink || this.#pending.length === 0) return;
+    this.#backedUp = sink.bufferedAmount > this.#options.highWaterMarkBytes;
+    if (this.#backedUp) {
+      const excess = this.#pending.length - this.#options.maxBacklogFrames;
       if (excess > 0) {
-        this.#backlog.splice(0, excess);
+        this.#pending.splice(0, excess);
         this.#dropped += excess;
         this.#options.log.warn('the realtime socket is backed up; dropping old input audio', { dropped: this.#dropped });
       }
       return;
     }
-    const frames = this.#backlog;
-    this.#backlog = [];
+    const frames = this.#pending;
+    this.#pending = [];
     let pcm = frames[0]!;
     if (frames.length > 1) {
       pcm = new Int16Array(frames.length * FRAME_SAMPLES);

@@ -5,8 +5,10 @@ import type { SpeakerMixer } from './audio/mixer.ts';
 import { OpusFrameDecoder } from './audio/opus.ts';
 
 // Hears everyone in the channel: a receive stream per speaking user, one Opus decoder per speaker, each
-// decoded frame handed to the mixer. The library destroys a stream after repeated DAVE decryption
-// failures; the next time that user speaks, they are subscribed again rather than going unheard.
+// decoded frame handed to the mixer. The library destroys a stream when a packet fails decryption (for
+// DAVE, after 36 failures in a row). Its speaking "start" only fires again after 100 ms without packets,
+// so a user who keeps talking would go unheard until they pause: a destroyed stream is replaced at once
+// while its user is still speaking.
 
 export interface ListenerEvents {
   /** A user began speaking (Discord's speaking start). */
@@ -28,6 +30,7 @@ export class VoiceListener {
   readonly #speaking = new Set<string>();
   readonly #onStart = (userId: string) => this.#start(userId);
   readonly #onEnd = (userId: string) => this.#end(userId);
+  #stopped = false;
 
   constructor(receiver: VoiceReceiver, mixer: SpeakerMixer, options: { log: Logger; events?: ListenerEvents; shouldHear?: (userId: string) => boolean }) {
     this.#receiver = receiver;
@@ -75,13 +78,14 @@ export class VoiceListener {
       this.#mixer.push(userId, pcm);
       this.#events.onPacket?.(userId, receivedAt);
     });
-    const forget = () => {
-      if (this.#streams.get(userId) === stream) this.#streams.delete(userId);
-    };
-    stream.once('close', forget);
-    stream.once('error', (error) => {
-      this.#log.warn('a voice receive stream failed; it will be resubscribed', { user: userId, error });
-      forget();
+    stream.once('error', (error) => this.#log.warn('a voice receive stream failed; the speaker is subscribed again', { user: userId, error }));
+    stream.once('close', () => {
+      if (this.#streams.get(userId) !== stream) return;
+      this.#streams.delete(userId);
+      // The receiver forgets the stream in its own 'close' listener; a new one can be had from the next tick.
+      process.nextTick(() => {
+        if (!this.#stopped && this.#speaking.has(userId) && !this.#streams.has(userId)) this.#subscribe(userId);
+      });
     });
   }
 
@@ -96,6 +100,7 @@ export class VoiceListener {
   }
 
   stop(): void {
+    this.#stopped = true;
     this.#receiver.speaking.off('start', this.#onStart);
     this.#receiver.speaking.off('end', this.#onEnd);
     for (const userId of [...this.#streams.keys(), ...this.#decoders.keys()]) this.forget(userId);

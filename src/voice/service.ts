@@ -1,18 +1,22 @@
 import { VoiceConnectionStatus, entersState, joinVoiceChannel, type VoiceConnection } from '@discordjs/voice';
-import type { Client, VoiceState } from 'discord.js';
+import type { Client, Guild, VoiceState } from 'discord.js';
 import type { DiscordOutbox } from '../discord/outbox.ts';
-import { RealtimeClient, RealtimeConnectionError } from '../gateway/realtime/client.ts';
+import { RealtimeClient } from '../gateway/realtime/client.ts';
 import { REALTIME_SESSION_MAX_MS } from '../gateway/spec.ts';
 import type { Logger } from '../log.ts';
 import type { GuildVideoPolicy } from '../tasks/service.ts';
-import { VoiceSession } from './session.ts';
+import { VoiceAccessError, VoiceSession, finalFailure } from './session.ts';
 import type { VoiceSettings, VoiceSettingsStore } from './settings.ts';
 
 // Voice conversations, one per server: joining and leaving, telling the text channel, leaving empty or
 // idle channels, transcripts in a thread, and spoken notices from the rest of the bot.
 
 const JOIN_TIMEOUT_MS = 20_000;
-const RENEW_BEFORE_LIMIT_MS = 5 * 60_000;
+/** A disconnected voice connection gets this long to start over (a move or a resume) before the bot gives up. */
+const DISCONNECTED_GRACE_MS = 5_000;
+/** A connection that is not Ready (rejoining, resuming) gets this long to be Ready again. */
+const RECOVERY_TIMEOUT_MS = JOIN_TIMEOUT_MS;
+const DISCONNECTED_REASON = 'I was disconnected from the voice channel';
 const IDLE_CHECK_MS = 30_000;
 
 interface GuildVoice {
@@ -31,12 +35,14 @@ export type JoinResult = { ok: true; alreadyThere?: boolean } | { ok: false; mes
 export interface VoiceServiceDeps {
   client: Client;
   outbox: DiscordOutbox;
-  policy: GuildVideoPolicy;
+  policy: Pick<GuildVideoPolicy, 'resolveGatewayAccess'>;
   settings: VoiceSettingsStore;
   wsBaseUrl: string;
   log: Logger;
-  /** Overrides for tests and demos; defaults renew 5 minutes before the gateway's 120-minute limit. */
-  renewAfterMs?: number;
+  /** The gateway's realtime session limit; default the spec's 120 minutes. */
+  sessionLimitMs?: number;
+  /** The clock idleness is measured by, and how often it is looked at (tests and demos only). */
+  idle?: { now: () => number; checkMs: number };
 }
 
 export class VoiceService {
@@ -44,11 +50,13 @@ export class VoiceService {
   readonly #guilds = new Map<string, GuildVoice>();
   readonly #joining = new Set<string>();
   readonly #idleTimer: NodeJS.Timeout;
+  readonly #now: () => number;
 
   constructor(deps: VoiceServiceDeps) {
     this.#deps = deps;
     deps.client.on('voiceStateUpdate', (before, after) => this.#onVoiceState(before, after));
-    this.#idleTimer = setInterval(() => this.#leaveIdle(), IDLE_CHECK_MS);
+    this.#now = deps.idle?.now ?? Date.now;
+    this.#idleTimer = setInterval(() => this.#leaveIdle(), deps.idle?.checkMs ?? IDLE_CHECK_MS);
     this.#idleTimer.unref();
   }
 
@@ -73,26 +81,29 @@ export class VoiceService {
     try {
       if (current) await this.leave(guildId, 'moving to another channel', false);
       const settings = await this.#deps.settings.get(guildId);
+      const log = this.#deps.log.child({ guild: guildId });
       const connection = joinVoiceChannel({ guildId, channelId: voiceChannelId, adapterCreator: guild.voiceAdapterCreator, selfDeaf: false, selfMute: false });
+      // Websocket, UDP and DAVE failures surface as 'error' events; unheard, one would end the process.
+      // The connection's own state machine resumes or rejoins after them.
+      connection.on('error', (error) => log.warn('voice connection error', { error }));
       try {
         await entersState(connection, VoiceConnectionStatus.Ready, JOIN_TIMEOUT_MS);
       } catch {
         connection.destroy();
         return { ok: false, message: 'I could not connect to that voice channel. Check that I may connect and speak there.' };
       }
-      const log = this.#deps.log.child({ guild: guildId });
-      const activity = { last: Date.now() };
+      const activity = { last: this.#now() };
       const session = new VoiceSession({
         guildId,
         connection,
         settings,
         botUserId: this.#deps.client.user?.id ?? '',
         log,
-        renewAfterMs: this.#deps.renewAfterMs ?? REALTIME_SESSION_MAX_MS - RENEW_BEFORE_LIMIT_MS,
-        reconnect: { baseMs: 500, maxMs: 30_000 },
+        sessionLimitMs: this.#deps.sessionLimitMs ?? REALTIME_SESSION_MAX_MS,
+        reconnect: { baseMs: 500, maxMs: 30_000, maxAttempts: 8 },
         connectRealtime: async () => {
           const latest = await this.#deps.policy.resolveGatewayAccess(guildId);
-          if (!latest.ok) throw new Error(latest.message);
+          if (!latest.ok) throw new VoiceAccessError(latest.message);
           return RealtimeClient.connect({
             wsBaseUrl: this.#deps.wsBaseUrl,
             apiKey: latest.apiKey,
@@ -107,8 +118,9 @@ export class VoiceService {
         },
         onTranscript: (speaker, text) => void this.#transcript(guildId, speaker, text),
         onProblem: (message) => void this.#say(textChannelId, message),
+        onGiveUp: (reason) => void this.#stopBecause(guildId, reason),
         onActivity: () => {
-          activity.last = Date.now();
+          activity.last = this.#now();
         },
       });
       try {
@@ -116,12 +128,9 @@ export class VoiceService {
       } catch (error) {
         connection.destroy();
         log.warn('could not open the realtime session', { error });
-        const reason = error instanceof RealtimeConnectionError && error.status === 401 ? "the gateway refused this server's key" : 'the voice model is unreachable right now';
-        return { ok: false, message: `I could not start the conversation: ${reason}. Try again in a minute.` };
+        return { ok: false, message: `I could not start the conversation. ${finalFailure(error) ?? 'The voice model is unreachable right now: try again in a minute.'}` };
       }
-      connection.on(VoiceConnectionStatus.Destroyed, () => {
-        if (this.#guilds.get(guildId)?.connection === connection) void this.leave(guildId, 'the voice connection ended');
-      });
+      this.#watch(guildId, connection);
       this.#guilds.set(guildId, { session, connection, voiceChannelId, textChannelId, transcriptThreadId: undefined, activity, settings });
       await this.#say(
         textChannelId,
@@ -133,6 +142,37 @@ export class VoiceService {
     }
   }
 
+  /**
+   * Follows the voice connection once the conversation runs. Disconnected: a move or a resume starts
+   * over within a few seconds; otherwise (kicked, channel deleted, voice server gone) the connection is
+   * destroyed. Not Ready for long: destroyed too. Destroyed: the conversation ends, and the text channel
+   * is told why.
+   */
+  #watch(guildId: string, connection: VoiceConnection): void {
+    let reason = 'the voice connection ended';
+    let recovery: NodeJS.Timeout | undefined;
+    let disconnected: NodeJS.Timeout | undefined;
+    const giveUp = (why: string) => {
+      reason = why;
+      if (connection.state.status !== VoiceConnectionStatus.Destroyed) connection.destroy();
+    };
+    connection.on('stateChange', (_previous, next) => {
+      clearTimeout(disconnected);
+      if (next.status === VoiceConnectionStatus.Ready) {
+        clearTimeout(recovery);
+        recovery = undefined;
+        return;
+      }
+      if (next.status === VoiceConnectionStatus.Destroyed) {
+        clearTimeout(recovery);
+        if (this.#guilds.get(guildId)?.connection === connection) void this.leave(guildId, reason);
+        return;
+      }
+      recovery ??= setTimeout(() => giveUp('the voice connection could not be restored'), RECOVERY_TIMEOUT_MS);
+      if (next.status === VoiceConnectionStatus.Disconnected) disconnected = setTimeout(() => giveUp(DISCONNECTED_REASON), DISCONNECTED_GRACE_MS);
+    });
+  }
+
   async leave(guildId: string, reason: string, announce = true): Promise<boolean> {
     const entry = this.#guilds.get(guildId);
     if (!entry) return false;
@@ -142,6 +182,13 @@ export class VoiceService {
     this.#deps.log.info('left voice', { guild: guildId, reason });
     if (announce) await this.#say(entry.textChannelId, `Stopped listening in <#${entry.voiceChannelId}> (${reason}).`);
     return true;
+  }
+
+  /** The conversation cannot go on (see VoiceSession.onGiveUp): leave, and say why in full. */
+  async #stopBecause(guildId: string, reason: string): Promise<void> {
+    const entry = this.#guilds.get(guildId);
+    if (!entry || !(await this.leave(guildId, 'the voice model is unavailable', false))) return;
+    await this.#say(entry.textChannelId, `Stopped listening in <#${entry.voiceChannelId}>. ${reason}`);
   }
 
   /** Speaks a notice in the voice channel, if the bot is in one on that server. */
@@ -181,21 +228,36 @@ export class VoiceService {
   }
 
   #onVoiceState(before: VoiceState, after: VoiceState): void {
-    const entry = this.#guilds.get(after.guild.id);
+    const guildId = after.guild.id;
+    const entry = this.#guilds.get(guildId);
     if (!entry) return;
-    if (before.channelId === entry.voiceChannelId && after.channelId !== entry.voiceChannelId && after.id !== this.#deps.client.user?.id) {
+    if (after.id === this.#deps.client.user?.id) {
+      // Someone disconnected the bot (Discord says so before the voice socket closes), or moved it.
+      if (after.channelId === null) {
+        void this.leave(guildId, DISCONNECTED_REASON);
+        return;
+      }
+      entry.voiceChannelId = after.channelId;
+    } else if (before.channelId === entry.voiceChannelId && after.channelId !== entry.voiceChannelId) {
       entry.session.forgetUser(after.id);
     }
-    const channel = after.guild.channels.cache.get(entry.voiceChannelId);
-    if (!channel?.isVoiceBased()) return;
-    const people = channel.members.filter((member) => !member.user.bot);
-    if (people.size === 0) void this.leave(after.guild.id, 'the channel is empty');
+    if (this.#peopleIn(after.guild, entry.voiceChannelId) === 0) void this.leave(guildId, 'the channel is empty');
+  }
+
+  /**
+   * People in a voice channel, from the voice states: the member cache is not complete (without the
+   * members intent, GUILD_CREATE lists only some members, and a voice state's member is optional).
+   */
+  #peopleIn(guild: Guild, channelId: string): number {
+    const botId = this.#deps.client.user?.id;
+    const isBot = (state: VoiceState) => state.member?.user.bot ?? this.#deps.client.users.cache.get(state.id)?.bot ?? false;
+    return guild.voiceStates.cache.filter((state) => state.channelId === channelId && state.id !== botId && !isBot(state)).size;
   }
 
   #leaveIdle(): void {
-    const now = Date.now();
+    const now = this.#now();
     for (const [guildId, entry] of this.#guilds) {
-      if (!entry.session.speaking && now - entry.activity.last > entry.settings.idleMinutes * 60_000) void this.leave(guildId, 'nobody spoke for a while');
+      if (!entry.session.speaking && now - entry.activity.last > entry.settings.idleMinutes * 60_000) void this.leave(guildId, `nobody spoke for ${entry.settings.idleMinutes} minute${entry.settings.idleMinutes === 1 ? '' : 's'}`);
     }
   }
 }

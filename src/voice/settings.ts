@@ -96,6 +96,22 @@ export function checkVoiceSettingsChange(change: VoiceSettingsChange, vendor: st
   return undefined;
 }
 
+/** A change in words for the server's change history, named by the options of /voice settings. */
+export function describeVoiceSettingsChange(change: VoiceSettingsChange): string {
+  const parts = [
+    change.voice === undefined ? undefined : `voice ${change.voice.toLowerCase()}`,
+    change.model === undefined ? undefined : `model ${change.model}`,
+    change.turnDetection === undefined ? undefined : `turn_detection ${change.turnDetection}`,
+    change.vadThreshold === undefined ? undefined : `vad_threshold ${change.vadThreshold}`,
+    change.silenceMs === undefined ? undefined : `silence_ms ${change.silenceMs}`,
+    change.transcripts === undefined ? undefined : `transcripts ${change.transcripts ? 'on' : 'off'}`,
+    change.idleMinutes === undefined ? undefined : `idle_minutes ${change.idleMinutes}`,
+    // Instructions can be long: the history says they changed, /voice settings shows them.
+    change.instructions === undefined ? undefined : 'new instructions',
+  ].filter((part) => part !== undefined);
+  return `changed voice settings: ${parts.join(', ')}`;
+}
+
 export class VoiceSettingsStore {
   readonly #collection: Collection<VoiceSettings>;
   readonly #defaults: VoiceSettings;

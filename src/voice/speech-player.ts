@@ -1,14 +1,15 @@
 import { Readable } from 'node:stream';
-import { AudioPlayerStatus, AudioResource, NoSubscriberBehavior, createAudioPlayer, type AudioPlayer } from '@discordjs/voice';
+import { AudioPlayerStatus, AudioResource, NoSubscriberBehavior, createAudioPlayer, type AudioPlayer, type VoiceConnection } from '@discordjs/voice';
 import type { Logger } from '../log.ts';
 import { FRAME_MS } from './audio/format.ts';
 import { Framer } from './audio/framer.ts';
 import { OpusFrameEncoder } from './audio/opus.ts';
 
-// The model's voice, played in the voice channel through one long-lived AudioPlayer. Each response item
-// becomes an AudioResource fed with Opus packets as its audio deltas arrive; playback starts once a small
-// pre-buffer is in, so network jitter does not leave gaps. The player counts the packets it really sent,
-// which is what a barge-in truncates the conversation to.
+// The model's voice, played in the voice channel through one long-lived AudioPlayer. Each answer stream
+// (keyed by the session: see answer-streams.ts) becomes an AudioResource fed with Opus packets as its
+// audio deltas arrive; playback starts once a small pre-buffer is in, so network jitter does not leave
+// gaps. The player counts the packets it really sent, which is what a barge-in truncates the
+// conversation to.
 //
 // Resources are built directly from Opus packets: createAudioResource() would first build
 // @discordjs/voice's transformer graph, which probes for FFmpeg with spawnSync and blocks the event loop.
@@ -17,9 +18,11 @@ import { OpusFrameEncoder } from './audio/opus.ts';
 const SILENCE_PADDING_FRAMES = 5;
 /** An item whose deltas stall this long (in 20 ms frames) is given up, not waited for forever. */
 const MAX_MISSED_FRAMES = 50;
+/** Opus silence, as players send it. */
+const OPUS_SILENCE = Buffer.from([0xf8, 0xff, 0xfe]);
 
 interface Item {
-  itemId: string;
+  key: string;
   stream: Readable;
   resource: AudioResource<string>;
   framer: Framer;
@@ -28,15 +31,17 @@ interface Item {
   started: boolean;
 }
 
-export interface PlayedItem {
-  itemId: string;
-  /** Milliseconds of this item that reached Discord. */
+export interface StoppedItem {
+  key: string;
+  /** Milliseconds of this item that reached Discord (0 for an item that had not started). */
   playedMs: number;
 }
 
 export interface SpeechPlayerOptions {
   prebufferMs: number;
   log: Logger;
+  /** An item was played to its end. */
+  onFinished?(key: string): void;
 }
 
 export class SpeechPlayer {
@@ -44,12 +49,15 @@ export class SpeechPlayer {
   readonly #encoder = new OpusFrameEncoder();
   readonly #prebufferFrames: number;
   readonly #log: Logger;
+  readonly #options: SpeechPlayerOptions;
   /** The item playing (first) and those waiting behind it. */
   readonly #items: Item[] = [];
+  readonly #connections = new Set<VoiceConnection>();
 
   constructor(options: SpeechPlayerOptions) {
     this.#prebufferFrames = Math.max(1, Math.ceil(options.prebufferMs / FRAME_MS));
     this.#log = options.log;
+    this.#options = options;
     this.player = createAudioPlayer({ behaviors: { noSubscriber: NoSubscriberBehavior.Play, maxMissedFrames: MAX_MISSED_FRAMES } });
     this.player.on('error', (error) => this.#log.warn('voice playback error', { error }));
     this.player.on('stateChange', (previous, next) => {
@@ -57,22 +65,28 @@ export class SpeechPlayer {
     });
   }
 
+  /** Plays into this voice connection. */
+  subscribe(connection: VoiceConnection): void {
+    connection.subscribe(this.player);
+    this.#connections.add(connection);
+  }
+
   /** Whether the bot is talking (or about to: an item is buffered or playing). */
   get speaking(): boolean {
     return this.#items.length > 0;
   }
 
-  /** Audio for an item; a new item id queues behind the one playing. */
-  append(itemId: string, samples: Int16Array): void {
-    const item = this.#item(itemId);
+  /** Audio for an item; a new key queues behind the item playing. */
+  append(key: string, samples: Int16Array): void {
+    const item = this.#item(key);
     if (item.ended) return;
     for (const frame of item.framer.push(samples)) this.#enqueue(item, frame);
     this.#startIfReady(item);
   }
 
   /** The item's audio is complete: play what is buffered, even if under the pre-buffer. */
-  end(itemId: string): void {
-    const item = this.#items.find((candidate) => candidate.itemId === itemId);
+  end(key: string): void {
+    const item = this.#items.find((candidate) => candidate.key === key);
     if (!item || item.ended) return;
     const last = item.framer.flush();
     if (last) this.#enqueue(item, last);
@@ -82,15 +96,25 @@ export class SpeechPlayer {
   }
 
   /**
-   * Barge-in: silence at once, forget what is queued, and say how much of the current item was heard.
-   * The packet prepared for the next 20 ms tick is never sent, so it is not counted.
+   * Barge-in: silence at once, forget what is queued, and say how much of each item was heard. While
+   * an item still has audio, the packet the player prepared for the next 20 ms tick is never sent, so
+   * it is not counted; once its audio has all been read, only silence padding was pending.
    */
-  stop(): PlayedItem | undefined {
-    const current = this.#items[0];
-    const played = current?.started ? { itemId: current.itemId, playedMs: Math.max(0, current.resource.playbackDuration - FRAME_MS) } : undefined;
-    for (const item of this.#items.splice(0)) item.stream.destroy();
+  stop(): StoppedItem[] {
+    const wasPlaying = this.#items[0]?.started === true;
+    const stopped = this.#items.splice(0).map((item) => {
+      const pendingMs = item.stream.readableEnded ? 0 : FRAME_MS;
+      const playedMs = item.started ? Math.max(0, item.resource.playbackDuration - pendingMs) : 0;
+      item.stream.destroy();
+      return { key: item.key, playedMs };
+    });
     this.player.stop(true);
-    return played;
+    // The player leaves the packet it prepared for the next tick in the connection, which sends it when
+    // the next answer starts: 20 ms of the answer just cut off. Silence takes its place.
+    if (wasPlaying) {
+      for (const connection of this.#connections) connection.prepareAudioPacket(OPUS_SILENCE);
+    }
+    return stopped;
   }
 
   destroy(): void {
@@ -98,14 +122,14 @@ export class SpeechPlayer {
     this.#encoder.delete();
   }
 
-  #item(itemId: string): Item {
-    const existing = this.#items.find((item) => item.itemId === itemId);
+  #item(key: string): Item {
+    const existing = this.#items.find((item) => item.key === key);
     if (existing) return existing;
     const stream = new Readable({ objectMode: true, read() {} });
     const item: Item = {
-      itemId,
+      key,
       stream,
-      resource: new AudioResource<string>([], [stream], itemId, SILENCE_PADDING_FRAMES),
+      resource: new AudioResource<string>([], [stream], key, SILENCE_PADDING_FRAMES),
       framer: new Framer(),
       bufferedFrames: 0,
       ended: false,
@@ -131,6 +155,7 @@ export class SpeechPlayer {
     const finished = this.#items[0];
     if (!finished?.started) return;
     this.#items.shift();
+    this.#options.onFinished?.(finished.key);
     const next = this.#items[0];
     if (next) this.#startIfReady(next);
   }

@@ -1,6 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { BotAudioFrame } from '../support/discord/voice-server.ts';
-import { analyzeTone, rms } from '../support/discord/audio-analysis.ts';
+import { analyzeTone, rms, toneAmplitude } from '../support/discord/audio-analysis.ts';
+import { createVoiceOnlyUser } from '../support/discord/voice-driver.ts';
+import { FORCE_MESSAGE_TONE_HZ } from '../../src/emulator/realtime/session.ts';
 import { startWorld, type World } from '../support/world.ts';
 
 // Live voice on the stand-ins: the bot in a voice channel of the Discord stand-in, its realtime session
@@ -26,6 +28,17 @@ afterEach(async () => {
 /** Frames of the bot's audio that carry sound (not the silence Discord clients skip). */
 function audible(frames: readonly BotAudioFrame[]): BotAudioFrame[] {
   return frames.filter((frame) => rms(frame.pcm) > 0.02);
+}
+
+/**
+ * Frames that carry the tone at `hz` (a tenth of full scale or more) and clearly more than the one at
+ * `otherHz`: the fade-in of a tone, or a codec transient between two answers, counts for neither.
+ */
+function byTone(frames: readonly BotAudioFrame[], hz: number, otherHz: number): BotAudioFrame[] {
+  return frames.filter((frame) => {
+    const level = toneAmplitude(frame.pcm, hz);
+    return level > 0.1 && level > 2 * toneAmplitude(frame.pcm, otherHz);
+  });
 }
 
 function joined(frames: readonly BotAudioFrame[]): Int16Array {
@@ -61,37 +74,60 @@ describe('voice conversations', () => {
   it('hears a user\'s tone, decoded, and plays the model\'s echo back as the same tone', async () => {
     const { discord, emulator, guild } = world;
     await joinVoice();
+    const session = emulator.realtime.sessions.at(-1)!;
     await discord.voice.speakTone(guild.id, guild.member.id, { hz: 440, ms: 600, amplitude: 0.5 });
-    // What reached the gateway: the bot decoded the user's Opus into 24 kHz PCM.
-    const { session } = await emulator.realtime.waitForClientEvent((event) => event.type === 'input_audio_buffer.append');
-    await emulator.realtime.waitForClientEvent((_event, candidate) => candidate === session && candidate.serverEvents.some((entry) => entry.event.type === 'response.done'), 15_000);
     const frames = await discord.voice.waitForBotAudio(guild.id, (received) => audible(received).length >= 25, 15_000);
+    // What reached the gateway was the user's speech, decoded to 24 kHz PCM: its VAD heard one turn of it.
+    expect(session.serverEvents.filter((entry) => entry.event.type === 'input_audio_buffer.committed')).toHaveLength(1);
     const tone = analyzeTone(joined(audible(frames)));
     expect(tone.dominantHz).toBeGreaterThan(430);
     expect(tone.dominantHz).toBeLessThan(450);
   });
 
-  it('stops talking when talked over, cancels, and truncates to what was really played', async () => {
+  it('stops talking when talked over, cancels, truncates to what was really heard, and never plays the rest', async () => {
     const { discord, emulator, guild } = world;
-    emulator.realtime.options.paceFactor = 1.25;
-    await joinVoice();
-    await discord.voice.speakTone(guild.id, guild.member.id, { hz: 330, ms: 2000, amplitude: 0.5 });
-    // Let the bot play its answer for a while, then speak over it.
-    await discord.voice.waitForBotAudio(guild.id, (received) => audible(received).length >= 20, 15_000);
-    const interrupting = discord.voice.speakTone(guild.id, guild.member.id, { hz: 660, ms: 400, amplitude: 0.5 });
-    const { event: truncate, session } = await emulator.realtime.waitForClientEvent((event) => event.type === 'conversation.item.truncate', 15_000);
-    await interrupting;
-    expect(session.clientEvents.some((entry) => entry.event.type === 'response.cancel')).toBe(true);
+    // A fast gateway: the whole answer arrives long before it has been played, and response.done with it.
+    emulator.realtime.options.paceFactor = 20;
+    try {
+      await joinVoice();
+      const session = emulator.realtime.sessions.at(-1)!;
+      await discord.voice.speakTone(guild.id, guild.member.id, { hz: 330, ms: 2000, amplitude: 0.5 });
+      // Let the bot play its answer for a while, then speak over it.
+      await discord.voice.waitForBotAudio(guild.id, (received) => audible(received).length >= 20, 15_000);
+      expect(session.serverEvents.some((entry) => entry.event.type === 'response.done')).toBe(true);
+      await discord.voice.speakTone(guild.id, guild.member.id, { hz: 660, ms: 400, amplitude: 0.5 });
+      const { event: truncate } = await emulator.realtime.waitForClientEvent((event, candidate) => candidate === session && event.type === 'conversation.item.truncate', 15_000);
+      // The gateway's echo of the interruption is the next answer: wait until it has been heard.
+      const frames = await discord.voice.waitForBotAudio(guild.id, (received) => byTone(received, 660, 330).length >= 15, 15_000);
+      expect(session.clientEvents.some((entry) => entry.event.type === 'response.cancel')).toBe(true);
 
-    const speechStarted = session.serverEvents.filter((entry) => entry.event.type === 'input_audio_buffer.speech_started').at(-1)!;
-    const echoFrames = discord.voice.botAudio(guild.id).filter((frame) => frame.receivedAt <= truncate.at + 200);
-    const lastAudible = audible(echoFrames).at(-1)!;
-    // The bot's voice stops within 100 ms of the gateway hearing the interruption.
-    expect(lastAudible.receivedAt - speechStarted.at).toBeLessThanOrEqual(100);
-    // …and what it tells the gateway was heard matches what reached Discord.
-    const heardMs = audible(echoFrames).length * 20;
-    expect(Math.abs(Number(truncate.event.audio_end_ms) - heardMs)).toBeLessThanOrEqual(60);
-    emulator.realtime.options.paceFactor = 1.25;
+      const answer = byTone(frames, 330, 660);
+      const next = byTone(frames, 660, 330);
+      const speechStarted = session.serverEvents.filter((entry) => entry.event.type === 'input_audio_buffer.speech_started').at(-1)!;
+      // The bot's voice stops within 100 ms of the gateway hearing the interruption…
+      expect(answer.at(-1)!.receivedAt - speechStarted.at).toBeLessThanOrEqual(100);
+      // …what it tells the gateway was heard is what reached Discord, to a frame or two…
+      expect(Math.abs(Number(truncate.event.audio_end_ms) - answer.length * 20)).toBeLessThanOrEqual(40);
+      // …and nothing of the cut-off answer is heard after that, however late.
+      expect(answer.every((frame) => frame.receivedAt < next[0]!.receivedAt)).toBe(true);
+      expect(answer.length).toBeLessThan(100);
+    } finally {
+      emulator.realtime.options.paceFactor = 1.25;
+    }
+  });
+
+  it('keeps hearing a speaker whose receive stream the voice library destroyed mid-utterance', async () => {
+    const { discord, emulator, guild } = world;
+    await joinVoice();
+    const turns = emulator.realtime.sessions.at(-1)!;
+    // Frame 15 fails transport decryption: @discordjs/voice destroys the receive stream, as it does after
+    // 36 DAVE decryption failures. The speaker keeps talking without the pause that restarts "speaking".
+    const spoken = await discord.voice.speakTone(guild.id, guild.member.id, { hz: 350, ms: 1400, amplitude: 0.5 }, { brokenSealFrames: [15] });
+    expect(spoken.audioPackets).toBe(70);
+    await emulator.realtime.waitForClientEvent(() => turns.serverEvents.some((entry) => entry.event.type === 'conversation.item.input_audio_transcription.completed'), 15_000);
+    const transcript = turns.serverEvents.find((entry) => entry.event.type === 'conversation.item.input_audio_transcription.completed')!.event.transcript;
+    // The whole utterance reached the session, not only the 0.3 s before the stream was destroyed.
+    expect(Number(/\(([\d.]+) s of speech\)/.exec(String(transcript))?.[1])).toBeGreaterThanOrEqual(1.3);
   });
 
   it('mixes two people speaking at once into one turn', async () => {
@@ -129,6 +165,29 @@ describe('voice conversations', () => {
     await discord.waitForMessage(thread.id, (message) => message.content.startsWith('**Bot**: Echo of 0.5 seconds.'), 15_000);
   });
 
+  it('posts no transcript when the server has them off', async () => {
+    const { discord, guild } = world;
+    const disable = discord.runCommand({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'settings', options: { transcripts: false } });
+    expect((await disable.reply()).content).toContain('Transcripts:** off');
+    const threads = () => discord.state.guilds.get(guild.id)?.channels.filter((channel) => channel.type === 11) ?? [];
+    const threadLines = () => threads().flatMap((thread) => discord.messages(thread.id));
+    const linesBefore = threadLines().length;
+    const threadsBefore = threads().length;
+    await joinVoice();
+    const since = discord.messages(guild.textChannelId).length;
+    await discord.voice.speakTone(guild.id, guild.member.id, { hz: 500, ms: 500, amplitude: 0.5 });
+    // The whole turn: the echo played to its end (its transcript is final long before).
+    await discord.voice.waitForBotSpeaking(guild.id, (events) => events.some((event) => event.speaking !== 0) && events.at(-1)?.speaking === 0, 15_000);
+    expect(audible(discord.voice.botAudio(guild.id)).length).toBeGreaterThanOrEqual(20);
+    // The bot's posts to the channel go out in order: a transcript would come before the leave notice.
+    const leave = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'leave' });
+    await leave.reply();
+    await discord.waitForMessage(guild.textChannelId, (message) => message.content.startsWith('Stopped listening'));
+    expect(discord.messages(guild.textChannelId).slice(since).filter((message) => message.content.startsWith('📝'))).toEqual([]);
+    expect(threads()).toHaveLength(threadsBefore);
+    expect(threadLines()).toHaveLength(linesBefore);
+  });
+
   it('refuses voice settings changes from members without Manage Server, naming the rule', async () => {
     const { discord, guild } = world;
     const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'settings', options: { transcripts: false } });
@@ -137,15 +196,81 @@ describe('voice conversations', () => {
     expect(reply.content).toContain('Manage Server');
   });
 
+  it('records voice settings changes in the server\'s change history, with who and when', async () => {
+    const { discord, guild } = world;
+    const change = discord.runCommand({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'settings', options: { voice: 'Ara', idle_minutes: 7 } });
+    expect((await change.reply()).content).toContain('**Voice:** ara');
+    const show = discord.runCommand({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, command: 'config', subcommand: 'show' });
+    expect((await show.reply()).content).toMatch(new RegExp(`<t:\\d+:R> <@${guild.admin.id}> changed voice settings: voice ara, idle_minutes 7`));
+  });
+
   it('says so in the voice channel when a video of the server finishes', async () => {
     const { discord, emulator, guild } = world;
+    // A fast gateway: the forced turn is over (response.done) long before the bot has played it.
+    emulator.realtime.options.paceFactor = 20;
+    try {
+      await joinVoice();
+      const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt: 'a quiet harbour' } });
+      await run.response();
+      const { event, session } = await emulator.realtime.waitForClientEvent((candidate) => candidate.type === 'conversation.item.create', 20_000);
+      expect(event.event).toMatchObject({ item: { type: 'force_message', role: 'assistant', content: [{ type: 'output_text', text: expect.stringContaining('a quiet harbour') }] } });
+      // The forced message is a whole turn: wait until the gateway ended it (response.done) and the bot has
+      // played it to the end, and only then look for a response.create sent after it.
+      await discord.voice.waitForBotSpeaking(guild.id, (events) => events.some((entry) => entry.speaking !== 0) && events.at(-1)?.speaking === 0, 20_000);
+      expect(session.serverEvents.some((entry) => entry.at >= event.at && entry.event.type === 'response.done')).toBe(true);
+      expect(analyzeTone(joined(audible(discord.voice.botAudio(guild.id)))).dominantHz).toBeCloseTo(FORCE_MESSAGE_TONE_HZ, -1);
+      expect(session.clientEvents.filter((entry) => entry.at >= event.at && entry.event.type === 'response.create')).toEqual([]);
+    } finally {
+      emulator.realtime.options.paceFactor = 1.25;
+    }
+  });
+
+  it('survives a voice connection error: it reconnects, keeps listening and keeps answering commands', async () => {
+    const { bot, discord, guild } = world;
     await joinVoice();
-    const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt: 'a quiet harbour' } });
-    await run.response();
-    const { event, session } = await emulator.realtime.waitForClientEvent((candidate) => candidate.type === 'conversation.item.create', 20_000);
-    expect(event.event).toMatchObject({ item: { type: 'force_message', role: 'assistant', content: [{ type: 'output_text', text: expect.stringContaining('a quiet harbour') }] } });
-    const after = session.clientEvents.slice(session.clientEvents.indexOf(event));
-    expect(after.some((entry) => entry.event.type === 'response.create')).toBe(false);
+    // The voice server goes away: the bot's socket is closed with a code that makes it rejoin, and its
+    // next two connections are refused (a websocket error, emitted by the voice connection).
+    discord.voice.refuseConnections(2);
+    discord.voice.disconnectBot(guild.id, 4006, 'session no longer valid');
+    await bot.waitForLog((line) => line.msg === 'voice connection error', 10_000);
+    await discord.voice.waitForBotConnection(guild.id, 15_000);
+    expect(discord.voice.refusedConnections).toBe(2);
+    const settings = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'settings' });
+    expect((await settings.reply()).content).toContain('**Voice:**');
+    await discord.voice.speakTone(guild.id, guild.member.id, { hz: 520, ms: 500, amplitude: 0.5 });
+    const frames = await discord.voice.waitForBotAudio(guild.id, (received) => audible(received).length >= 20, 15_000);
+    expect(analyzeTone(joined(audible(frames))).dominantHz).toBeCloseTo(520, -1);
+    expect(bot.child.exitCode).toBeNull();
+  });
+
+  it('ends the conversation when a moderator disconnects it, says so, and can join again', async () => {
+    const { bot, discord, guild } = world;
+    await joinVoice();
+    const since = bot.logs.length;
+    discord.disconnectBotFromVoice(guild.id);
+    await discord.waitForMessage(guild.textChannelId, (message) => message.content === `Stopped listening in <#${guild.voiceChannelId}> (I was disconnected from the voice channel).`);
+    // The conversation, realtime session included, is over.
+    await bot.waitForLog((line) => line.msg === 'voice session state' && line.to === 'closed' && bot.logs.indexOf(line) >= since, 10_000);
+    await discord.voice.waitForBotDisconnect(guild.id);
+    await joinVoice();
+    await discord.voice.speakTone(guild.id, guild.member.id, { hz: 450, ms: 500, amplitude: 0.5 });
+    const frames = await discord.voice.waitForBotAudio(guild.id, (received) => audible(received).length >= 20, 15_000);
+    expect(analyzeTone(joined(audible(frames))).dominantHz).toBeCloseTo(450, -1);
+  });
+
+  it('stays while someone it has no member data for is still in the channel', async () => {
+    const { discord, guild } = world;
+    const listener = createVoiceOnlyUser(discord);
+    discord.joinVoice(listener, guild.id, guild.voiceChannelId);
+    await joinVoice();
+    discord.leaveVoice(guild.member, guild.id);
+    // Still listening: the one left in the channel is heard and answered.
+    await discord.voice.speakTone(guild.id, listener.id, { hz: 610, ms: 500, amplitude: 0.5 });
+    const frames = await discord.voice.waitForBotAudio(guild.id, (received) => audible(received).length >= 20, 15_000);
+    expect(analyzeTone(joined(audible(frames))).dominantHz).toBeCloseTo(610, -1);
+    expect(discord.botVoiceChannel(guild.id)).toBe(guild.voiceChannelId);
+    discord.leaveVoice(listener, guild.id);
+    await discord.waitForMessage(guild.textChannelId, (message) => message.content.includes('the channel is empty'));
   });
 
   it('leaves when everyone else has left the channel', async () => {
@@ -157,24 +282,69 @@ describe('voice conversations', () => {
   });
 });
 
-describe('a realtime session limit', () => {
+describe('a short realtime session limit', () => {
   let short: World;
   beforeAll(async () => {
-    short = await startWorld({ emulator: { timing: { realtime_session_max_ms: 1500 } } });
+    short = await startWorld({ emulator: { timing: { realtime_session_max_ms: 4000 } } });
   }, 60_000);
   afterAll(() => short?.stop());
 
-  it('is crossed without the bot leaving the channel', async () => {
+  async function speakAndHear(hz: number): Promise<void> {
+    const { discord, guild } = short;
+    discord.voice.clearBotAudio(guild.id);
+    await discord.voice.speakTone(guild.id, guild.member.id, { hz, ms: 500, amplitude: 0.5 });
+    const frames = await discord.voice.waitForBotAudio(guild.id, (received) => audible(received).length >= 20, 15_000);
+    expect(analyzeTone(joined(audible(frames))).dominantHz).toBeCloseTo(hz, -1);
+  }
+
+  it('is crossed without leaving the channel or losing a turn: the bot learns it and renews at a quiet moment', async () => {
     const { discord, emulator, guild } = short;
+    const { sessions } = emulator.realtime;
     discord.joinVoice(guild.member, guild.id, guild.voiceChannelId);
     const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'join' });
     await run.reply();
     await discord.voice.waitForBotConnection(guild.id);
-    // The first session expires; the bot opens a second one and stays in the channel.
-    await emulator.realtime.waitForClientEvent((event, session) => event.type === 'session.update' && session !== emulator.realtime.sessions[0], 10_000);
+    // The first session runs into the limit, which the gateway announces before closing it; the bot reopens at once.
+    const second = (await emulator.realtime.waitForClientEvent((event, session) => event.type === 'session.update' && session !== sessions[0], 10_000)).session;
+    await speakAndHear(400);
+    // Knowing the limit now, the bot replaces the second session at a quiet moment before it.
+    const third = (await emulator.realtime.waitForClientEvent((event, session) => event.type === 'session.update' && session !== sessions[0] && session !== second, 10_000)).session;
+    await speakAndHear(600);
+    expect(second.serverEvents.filter((entry) => entry.event.type === 'error')).toEqual([]);
+    // Each turn was heard whole in its own session (and answered: the echo was heard).
+    for (const session of [second, third]) {
+      const turns = session.serverEvents.filter((entry) => entry.event.type === 'conversation.item.input_audio_transcription.completed');
+      expect(turns).toHaveLength(1);
+      expect(Number(/\(([\d.]+) s of speech\)/.exec(String(turns[0]?.event.transcript))?.[1])).toBeGreaterThanOrEqual(0.5);
+    }
     expect(discord.botVoiceChannel(guild.id)).toBe(guild.voiceChannelId);
-    await discord.voice.speakTone(guild.id, guild.member.id, { hz: 400, ms: 500, amplitude: 0.5 });
-    const frames = await discord.voice.waitForBotAudio(guild.id, (received) => audible(received).length >= 20, 15_000);
-    expect(analyzeTone(joined(audible(frames))).dominantHz).toBeCloseTo(400, -1);
+    expect(discord.messages(guild.textChannelId).filter((message) => message.content.startsWith('Stopped listening'))).toEqual([]);
   });
 });
+
+describe('a server whose own gateway key goes away', () => {
+  const serverKey = 'voice-server-key-5c1e7a90';
+  let keyed: World;
+  beforeAll(async () => {
+    keyed = await startWorld({
+      emulator: { keys: { [serverKey]: { group: 'default', quota_usd: 20 } }, timing: { realtime_session_max_ms: 3000 } },
+      env: { GATEWAY_API_KEY: '', KEY_ENCRYPTION_SECRET: 'voice-test-encryption-secret-42' },
+    });
+  }, 60_000);
+  afterAll(() => keyed?.stop());
+
+  it('stops when its realtime session cannot be reopened, says why in the channel, and leaves', async () => {
+    const { discord, guild } = keyed;
+    const form = await discord.runCommand({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, command: 'config', subcommand: 'key' }).modal();
+    await discord.submitModal({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, customId: form.customId, fields: { key: serverKey } }).reply();
+    discord.joinVoice(guild.member, guild.id, guild.voiceChannelId);
+    const join = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'join' });
+    expect((await join.reply()).content).toBe(`Joined <#${guild.voiceChannelId}>.`);
+    await discord.runCommand({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, command: 'config', subcommand: 'key-clear' }).reply();
+    // The session ends at the gateway's limit; without a key it cannot be reopened.
+    const notice = await discord.waitForMessage(guild.textChannelId, (message) => message.content.startsWith('Stopped listening'), 15_000);
+    expect(notice.content).toBe(`Stopped listening in <#${guild.voiceChannelId}>. This server has no gateway key yet: a server admin can add one with \`/config key\`.`);
+    await discord.waitFor(() => (discord.botVoiceChannel(guild.id) ? undefined : true), 10_000, 'the bot leaving voice');
+  });
+});
+

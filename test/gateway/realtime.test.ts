@@ -1,9 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
+import { GatewayClient } from '../../src/gateway/client.ts';
 import { RealtimeClient, RealtimeConnectionError } from '../../src/gateway/realtime/client.ts';
 import type { RealtimeServerEvent } from '../../src/gateway/realtime/events.ts';
 import { REALTIME_PCM } from '../support/discord/audio-format.ts';
 import { generateSilence, generateTone } from '../support/discord/audio-tone.ts';
+import { ScriptedRealtime } from '../support/scripted-realtime.ts';
 
 // The bot's realtime client against the emulator, over a real websocket.
 
@@ -65,12 +67,12 @@ describe('the realtime client', () => {
     const delta = until(client, 'response.output_audio.delta');
     client.forceMessage('Your video is ready in #general.', { interruptible: true });
     const first = await delta;
-    if (first.type !== 'response.output_audio.delta') throw new Error('expected audio');
+    if (first.type !== 'response.output_audio.delta' || first.itemId === undefined) throw new Error('expected audio of a named item');
     const done = until(client, 'response.done');
     client.cancelResponse();
     expect(await done).toMatchObject({ status: 'cancelled' });
     const truncated = until(client, 'conversation.item.truncated');
-    client.truncate(first.itemId, first.contentIndex, 60);
+    client.truncate(first.itemId, first.contentIndex ?? 0, 60);
     expect(await truncated).toMatchObject({ itemId: first.itemId, audioEndMs: 60 });
     const force = await emulator.realtime.waitForClientEvent((event) => event.type === 'conversation.item.create');
     expect(force.event.event).toMatchObject({ item: { type: 'force_message', role: 'assistant', interruptible: true, content: [{ type: 'output_text', text: 'Your video is ready in #general.' }] } });
@@ -105,4 +107,107 @@ describe('the realtime client', () => {
       await short.close();
     }
   });
+
+  describe('against a gateway that behaves otherwise than the emulator', () => {
+    let scripted: ScriptedRealtime;
+    beforeAll(async () => {
+      scripted = await ScriptedRealtime.start();
+    });
+    afterAll(() => scripted.close());
+    const connect = (timeoutMs = 5000) =>
+      RealtimeClient.connect({ wsBaseUrl: scripted.url, apiKey: 'scripted-key-0001', model: 'svc-voice-latest', session: { turnDetection: null }, timeoutMs });
+    /** The next socket to open, once its session.update arrived. */
+    const nextConfiguring = () => {
+      const index = scripted.sockets.length;
+      return scripted.waitFor(() => (scripted.sockets[index]?.sent('session.update')[0] ? scripted.sockets[index] : undefined), 'the session.update');
+    };
+
+    it('fails clearly, after a bounded wait, when the session is never confirmed', async () => {
+      scripted.configure = false;
+      const error = await connect(300).catch((caught: unknown) => caught);
+      scripted.configure = true;
+      expect(error).toBeInstanceOf(RealtimeConnectionError);
+      expect(String(error)).toContain('did not confirm the session (no session.updated within 300 ms)');
+    });
+
+    it('is refused at once by an error that names its session.update', async () => {
+      scripted.configure = false;
+      const configuring = nextConfiguring();
+      const connecting = connect().catch((caught: unknown) => caught);
+      const socket = await configuring;
+      const update = socket.sent('session.update')[0]!;
+      socket.send({ type: 'error', error: { type: 'invalid_request_error', code: 'invalid_value', message: 'Unknown voice.', param: 'session.voice', event_id: update.event_id } });
+      const error = await connecting;
+      scripted.configure = true;
+      expect(error).toBeInstanceOf(RealtimeConnectionError);
+      expect(error).toMatchObject({ code: 'invalid_value', message: 'the realtime session refused its configuration: Unknown voice.' });
+    });
+
+    it('comes up despite an unrelated error before the confirmation, and says which event an error answers', async () => {
+      scripted.configure = false;
+      const configuring = nextConfiguring();
+      const connecting = connect();
+      const socket = await configuring;
+      socket.send({ type: 'error', error: 'Rate limits are being updated.', code: 'notice' });
+      socket.send({ type: 'session.updated', session: {} });
+      const client = await connecting;
+      scripted.configure = true;
+      const error = until(client, 'error');
+      client.cancelResponse();
+      const cancel = await scripted.waitFor(() => socket.sent('response.cancel')[0], 'the cancel');
+      socket.send({ type: 'error', error: { type: 'invalid_request_error', code: 'whatever_it_is_called', message: 'Nothing to cancel.', param: null, event_id: cancel.event_id } });
+      expect(await error).toMatchObject({ type: 'error', clientEventType: 'response.cancel', message: 'Nothing to cancel.' });
+      client.close();
+    });
+  });
+
+  describe('realtime auth both ways', () => {
+    const base = { model: 'svc-voice-latest', session: { turnDetection: null } };
+    let gateway: GatewayClient;
+    let scripted: ScriptedRealtime;
+    beforeAll(async () => {
+      gateway = new GatewayClient({ baseUrl: emulator.baseUrl, apiKey: 'emulator-key', layer: 'native' });
+      scripted = await ScriptedRealtime.start();
+    });
+    afterAll(async () => {
+      await gateway.close();
+      await scripted.close();
+    });
+
+    it.each([
+      ['the Authorization header', (wsBaseUrl: string) => RealtimeClient.connect({ ...base, wsBaseUrl, apiKey: 'emulator-key' })],
+      ['a client secret from the gateway, as a subprotocol', (wsBaseUrl: string) => RealtimeClient.connectWithClientSecret(gateway, { ...base, wsBaseUrl })],
+      ['the key as the compat-insecure-api-key subprotocol', (wsBaseUrl: string) => RealtimeClient.connect({ ...base, wsBaseUrl, apiKey: 'emulator-key', keyIn: 'subprotocol' })],
+    ])('opens a session authorised by %s', async (_label, open) => {
+      const client = await open(emulator.wsUrl);
+      const session = emulator.realtime.sessions.at(-1)!;
+      expect(session.keyId).toBe(emulator.keyIdOf('emulator-key'));
+      expect(session.clientEvents[0]?.event.type).toBe('session.update');
+      client.close();
+    });
+
+    it('puts each credential where the spec says, and offers no compression', async () => {
+      const secrets = { vendor: 'acme', createClientSecret: () => Promise.resolve({ value: 'ephemeral-secret-1234', expiresAt: new Date(Date.now() + 60_000) }) };
+      const opened = [
+        await RealtimeClient.connect({ ...base, wsBaseUrl: scripted.url, apiKey: 'long-lived-key-5678' }),
+        await RealtimeClient.connectWithClientSecret(secrets, { ...base, wsBaseUrl: scripted.url }),
+        await RealtimeClient.connect({ ...base, wsBaseUrl: scripted.url, apiKey: 'long-lived-key-5678', keyIn: 'subprotocol' }),
+      ];
+      // No permessage-deflate either: base64 audio hardly compresses, and zlib on every message costs CPU.
+      expect(scripted.sockets.slice(-3).map((socket) => socket.handshake)).toEqual([
+        { authorization: 'Bearer long-lived-key-5678', protocols: undefined, extensions: undefined },
+        { authorization: undefined, protocols: 'acme-client-secret.ephemeral-secret-1234', extensions: undefined },
+        { authorization: undefined, protocols: 'compat-insecure-api-key.long-lived-key-5678', extensions: undefined },
+      ]);
+      for (const client of opened) client.close();
+    });
+
+    it('is refused with a secret the gateway did not issue', async () => {
+      const error = await RealtimeClient.connect({ ...base, wsBaseUrl: emulator.wsUrl, clientSecret: 'never-issued-secret-00' }).catch((caught: unknown) => caught);
+      expect(error).toBeInstanceOf(RealtimeConnectionError);
+      expect(error).toMatchObject({ status: 401 });
+      expect(String(error)).not.toContain('never-issued-secret-00');
+    });
+  });
 });
+

@@ -11,6 +11,31 @@ describe('realtime server events', () => {
   });
 
   it.each([
+    ['response.output_audio.delta', 'response.output_audio.delta'],
+    ['response.audio.delta', 'response.output_audio.delta'],
+  ])('reads %s with nothing but the spec\'s `delta`', (name, type) => {
+    const event = parseServerEvent(JSON.stringify({ type: name, delta: Buffer.from([1, 0]).toString('base64') }));
+    expect(event).toEqual({ type, responseId: undefined, itemId: undefined, contentIndex: undefined, audio: Buffer.from([1, 0]) });
+  });
+
+  it.each([
+    ['response.output_audio.done', 'response.output_audio.done'],
+    ['response.audio.done', 'response.output_audio.done'],
+  ])('reads %s without ids', (name, type) => {
+    expect(parseServerEvent(JSON.stringify({ type: name }))).toEqual({ type, responseId: undefined, itemId: undefined });
+  });
+
+  it('reads the item a response adds and items added to the conversation', () => {
+    expect(parseServerEvent(JSON.stringify({ type: 'response.output_item.added', response_id: 'r', output_index: 0, item: { id: 'i', role: 'assistant' } }))).toEqual({
+      type: 'response.output_item.added',
+      responseId: 'r',
+      itemId: 'i',
+      role: 'assistant',
+    });
+    expect(parseServerEvent(JSON.stringify({ type: 'conversation.item.created', item: { id: 'u', role: 'user' } }))).toEqual({ type: 'conversation.item.created', itemId: 'u', role: 'user' });
+  });
+
+  it.each([
     ['response.output_text.delta', 'response.output_text.delta'],
     ['response.text.delta', 'response.output_text.delta'],
     ['response.output_audio_transcript.delta', 'response.output_audio_transcript.delta'],
@@ -27,6 +52,14 @@ describe('realtime server events', () => {
       errorType: 'invalid_request_error',
       param: 'audio',
       clientEventId: 'e1',
+    });
+  });
+
+  it('reads error events in the native layer\'s style: a string error and a top-level code', () => {
+    expect(parseServerEvent(JSON.stringify({ type: 'error', error: 'Session expired.', code: 'session_expired' }))).toMatchObject({
+      type: 'error',
+      code: 'session_expired',
+      message: 'Session expired.',
     });
   });
 

@@ -3,12 +3,15 @@ import type { IncomingMessage } from 'node:http';
 import { WebSocket } from 'ws';
 import { registerSecret, silentLogger, type Logger } from '../../log.ts';
 import { GatewayError } from '../errors.ts';
-import { isRecord, readString } from '../../json.ts';
+import { realtimeSubprotocolPrefixes } from '../spec.ts';
+import type { ClientSecret } from '../types.ts';
+import { isRecord, readString, readTimestamp } from '../../json.ts';
 import { parseServerEvent, type RealtimeServerEvent } from './events.ts';
 import { websocketText } from '../../websocket-text.ts';
 
 // The bot's side of a realtime voice session (gateway-api.md, "Realtime voice"): one websocket to
-// `{ws_base_url}/native/v1/realtime?model=…` with the Authorization header, `session.update` first, then
+// `{ws_base_url}/native/v1/realtime?model=…` with the Authorization header (or a credential
+// subprotocol, the way the spec's browser clients connect), `session.update` first, then
 // audio in as base64 PCM and typed events out. Reconnecting is the voice session's business, not this
 // client's: it reports how a connection ended and nothing more.
 
@@ -28,14 +31,37 @@ export interface RealtimeSessionConfig {
   rate?: number;
 }
 
-export interface RealtimeConnectOptions {
+interface ConnectBase {
   wsBaseUrl: string;
-  apiKey: string;
   model: string;
   session: RealtimeSessionConfig;
   /** Give up on the handshake and the session.updated answer after this long. */
   timeoutMs?: number;
   log?: Logger;
+}
+
+/**
+ * How the connection is authorised (gateway-api.md, Authentication): the API key in the Authorization
+ * header, as a server connects (the bot does); or a subprotocol, as a browser must: a short-lived client
+ * secret (`<vendor>-client-secret.<secret>`) or the key itself (`compat-insecure-api-key.<key>`).
+ */
+export type RealtimeConnectOptions = ConnectBase &
+  ({ apiKey: string; keyIn?: 'header' | 'subprotocol' } | { clientSecret: string; /** The vendor word of the subprotocol; default `svc`. */ vendor?: string });
+
+/** What the gateway client offers for the client-secret flow. */
+export interface ClientSecretSource {
+  readonly vendor: string;
+  createClientSecret(seconds?: number): Promise<ClientSecret>;
+}
+
+function credentials(options: RealtimeConnectOptions): { headers: Record<string, string>; protocols: string[] } {
+  if ('clientSecret' in options) {
+    registerSecret(options.clientSecret);
+    return { headers: {}, protocols: [`${realtimeSubprotocolPrefixes(options.vendor).clientSecret}${options.clientSecret}`] };
+  }
+  registerSecret(options.apiKey);
+  if (options.keyIn === 'subprotocol') return { headers: {}, protocols: [`${realtimeSubprotocolPrefixes().apiKey}${options.apiKey}`] };
+  return { headers: { Authorization: `Bearer ${options.apiKey}` }, protocols: [] };
 }
 
 /** The gateway refused the connection (HTTP status and code of the refused upgrade) or it never came up. */
@@ -46,7 +72,7 @@ interface ClientEvents {
   close: [code: number, reason: string];
 }
 
-export function sessionUpdate(config: RealtimeSessionConfig): Record<string, unknown> {
+export function sessionUpdate(config: RealtimeSessionConfig): Record<string, unknown> & { type: 'session.update' } {
   const format = { type: 'audio/pcm', rate: config.rate ?? 24_000 };
   const detection = config.turnDetection;
   return {
@@ -88,9 +114,16 @@ async function refusal(response: IncomingMessage): Promise<RealtimeConnectionErr
   return new RealtimeConnectionError(message, { status: response.statusCode, code, requestId: readString(response.headers, 'x-request-id') });
 }
 
+/** Client events remembered by id, so an error naming one can say what it answers. */
+const REMEMBERED_CLIENT_EVENTS = 64;
+
 export class RealtimeClient extends EventEmitter<ClientEvents> {
   readonly #socket: WebSocket;
   readonly #log: Logger;
+  #eventCount = 0;
+  #sessionExpiresAt: Date | undefined;
+  /** Recent client event ids and their types. */
+  readonly #sentTypes = new Map<string, string>();
 
   private constructor(socket: WebSocket, log: Logger) {
     super();
@@ -98,17 +131,25 @@ export class RealtimeClient extends EventEmitter<ClientEvents> {
     this.#log = log;
   }
 
-  /** Opens the session and resolves once the gateway confirmed the configuration (session.updated). */
+  /**
+   * Opens the session and resolves once the gateway confirmed the configuration (session.updated). An
+   * error naming the session.update refuses the session at once; other errors before it are logged,
+   * and a gateway that never confirms fails the connection after `timeoutMs`, saying so.
+   */
   static connect(options: RealtimeConnectOptions): Promise<RealtimeClient> {
-    registerSecret(options.apiKey);
     const log = options.log ?? silentLogger;
     const url = `${options.wsBaseUrl.replace(/\/+$/, '')}/native/v1/realtime?model=${encodeURIComponent(options.model)}`;
     const timeoutMs = options.timeoutMs ?? 10_000;
-    const socket = new WebSocket(url, { headers: { Authorization: `Bearer ${options.apiKey}` }, handshakeTimeout: timeoutMs });
+    const { headers, protocols } = credentials(options);
+    // No permessage-deflate: base64 audio hardly compresses, and zlib on every append and delta cost a
+    // gateway that accepts it about 2% of a core (bench/voice.ts).
+    const socket = new WebSocket(url, protocols, { headers, handshakeTimeout: timeoutMs, perMessageDeflate: false });
     const client = new RealtimeClient(socket, log);
 
     return new Promise((resolve, reject) => {
       let settled = false;
+      let configurationEventId: string | undefined;
+      let earlyError: string | undefined;
       const fail = (error: Error) => {
         if (settled) return;
         settled = true;
@@ -116,20 +157,36 @@ export class RealtimeClient extends EventEmitter<ClientEvents> {
         socket.terminate();
         reject(error);
       };
-      const timer = setTimeout(() => fail(new RealtimeConnectionError('the realtime session did not come up in time')), timeoutMs);
+      const timer = setTimeout(() => {
+        const what =
+          socket.readyState === WebSocket.OPEN
+            ? `the gateway accepted the realtime connection but did not confirm the session (no session.updated within ${timeoutMs} ms)`
+            : `the realtime connection was not accepted within ${timeoutMs} ms`;
+        fail(new RealtimeConnectionError(earlyError === undefined ? what : `${what}; it reported: ${earlyError}`));
+      }, timeoutMs);
       socket.on('unexpected-response', (_request, response) => {
         void refusal(response).then(fail, fail);
       });
       socket.on('error', (error) => fail(new RealtimeConnectionError(`the realtime connection failed: ${error.message}`, { cause: error })));
-      socket.on('open', () => socket.send(JSON.stringify(sessionUpdate(options.session))));
+      socket.on('open', () => {
+        configurationEventId = client.#send(sessionUpdate(options.session));
+      });
       socket.on('message', (data) => {
-        const event = parseServerEvent(websocketText(data));
+        const event = client.#withCause(parseServerEvent(websocketText(data)));
         if (!event) {
           log.warn('ignoring a realtime message that is not an event');
           return;
         }
+        if (event.type === 'session.created' || event.type === 'session.updated') client.#sessionExpiresAt = readTimestamp(event.session, 'expires_at') ?? client.#sessionExpiresAt;
         if (!settled) {
-          if (event.type === 'error') return fail(new RealtimeConnectionError(`the realtime session refused its configuration: ${event.message}`, { code: event.code }));
+          if (event.type === 'error') {
+            if (event.clientEventId !== undefined && event.clientEventId === configurationEventId) {
+              return fail(new RealtimeConnectionError(`the realtime session refused its configuration: ${event.message}`, { code: event.code }));
+            }
+            earlyError = event.message;
+            log.warn('realtime error before the session was configured', { code: event.code, message: event.message });
+            return;
+          }
           if (event.type !== 'session.updated') return;
           settled = true;
           clearTimeout(timer);
@@ -144,6 +201,22 @@ export class RealtimeClient extends EventEmitter<ClientEvents> {
     });
   }
 
+  /**
+   * The spec's flow for clients that cannot send headers: a short-lived secret from
+   * `POST /native/v1/realtime/client_secrets` (through the gateway client), then the connection with it
+   * as the subprotocol `<vendor>-client-secret.<secret>`.
+   */
+  static async connectWithClientSecret(gateway: ClientSecretSource, options: ConnectBase & { secretSeconds?: number }): Promise<RealtimeClient> {
+    const { secretSeconds, ...rest } = options;
+    const secret = await gateway.createClientSecret(secretSeconds);
+    return RealtimeClient.connect({ ...rest, clientSecret: secret.value, vendor: gateway.vendor });
+  }
+
+  /** When the gateway said the session expires (`expires_at` of session.created or session.updated), if it did. */
+  get sessionExpiresAt(): Date | undefined {
+    return this.#sessionExpiresAt;
+  }
+
   get open(): boolean {
     return this.#socket.readyState === WebSocket.OPEN;
   }
@@ -153,9 +226,23 @@ export class RealtimeClient extends EventEmitter<ClientEvents> {
     return this.#socket.bufferedAmount;
   }
 
-  #send(event: Record<string, unknown>): void {
-    if (this.open) this.#socket.send(JSON.stringify(event));
-    else this.#log.debug('dropping a realtime event on a closed socket', { type: event.type });
+  /** Sends the event with an id of its own (an error caused by it names that id); returns the id. */
+  #send(event: Record<string, unknown> & { type: string }): string | undefined {
+    if (!this.open) {
+      this.#log.debug('dropping a realtime event on a closed socket', { type: event.type });
+      return undefined;
+    }
+    const eventId = `bot_event_${++this.#eventCount}`;
+    this.#sentTypes.set(eventId, event.type);
+    if (this.#sentTypes.size > REMEMBERED_CLIENT_EVENTS) this.#sentTypes.delete(this.#sentTypes.keys().next().value!);
+    this.#socket.send(JSON.stringify({ event_id: eventId, ...event }));
+    return eventId;
+  }
+
+  /** An error event, told which of this client's events it answers. */
+  #withCause(event: RealtimeServerEvent | undefined): RealtimeServerEvent | undefined {
+    if (event?.type !== 'error' || event.clientEventId === undefined) return event;
+    return { ...event, clientEventType: this.#sentTypes.get(event.clientEventId) };
   }
 
   appendAudio(pcm: Int16Array): void {

@@ -2,7 +2,8 @@ import { isRecord, readNumber, readRecord, readString, type JsonRecord } from '.
 
 // Realtime server events, parsed from untrusted JSON into one typed union. The provider uses two names
 // for some deltas (`response.output_audio.delta` and `response.audio.delta`, …): both arrive here under
-// the spec's name.
+// the spec's name. The spec promises only `delta` on an audio delta: item, response and content index
+// are read when present and never required.
 
 export type RealtimeServerEvent =
   | { type: 'session.created' | 'session.updated'; session: JsonRecord }
@@ -11,14 +12,27 @@ export type RealtimeServerEvent =
   | { type: 'input_audio_buffer.committed'; itemId: string | undefined }
   | { type: 'conversation.item.input_audio_transcription.completed'; itemId: string | undefined; transcript: string }
   | { type: 'response.created'; responseId: string | undefined }
-  | { type: 'response.output_audio.delta'; responseId: string | undefined; itemId: string; contentIndex: number; audio: Buffer }
-  | { type: 'response.output_audio.done'; responseId: string | undefined; itemId: string }
+  /** An item the response adds (its id is what a truncation names). */
+  | { type: 'response.output_item.added'; responseId: string | undefined; itemId: string | undefined; role: string | undefined }
+  | { type: 'conversation.item.created'; itemId: string | undefined; role: string | undefined }
+  | { type: 'response.output_audio.delta'; responseId: string | undefined; itemId: string | undefined; contentIndex: number | undefined; audio: Buffer }
+  | { type: 'response.output_audio.done'; responseId: string | undefined; itemId: string | undefined }
   | { type: 'response.output_audio_transcript.delta'; responseId: string | undefined; itemId: string | undefined; delta: string }
   | { type: 'response.output_audio_transcript.done'; responseId: string | undefined; itemId: string | undefined; transcript: string }
   | { type: 'response.output_text.delta'; responseId: string | undefined; itemId: string | undefined; delta: string }
   | { type: 'response.done'; responseId: string | undefined; status: string | undefined }
   | { type: 'conversation.item.truncated'; itemId: string | undefined; audioEndMs: number | undefined }
-  | { type: 'error'; code: string | undefined; message: string; errorType: string | undefined; param: string | undefined; clientEventId: string | undefined }
+  | {
+      type: 'error';
+      code: string | undefined;
+      message: string;
+      errorType: string | undefined;
+      param: string | undefined;
+      /** The id of the client event that caused the error, when the server says. */
+      clientEventId: string | undefined;
+      /** The type of that client event, when the client still knows it (set by RealtimeClient, not parsed). */
+      clientEventType?: string | undefined;
+    }
   | { type: 'other'; name: string; raw: JsonRecord };
 
 const ALIASES: Record<string, string> = {
@@ -27,6 +41,7 @@ const ALIASES: Record<string, string> = {
   'response.audio_transcript.delta': 'response.output_audio_transcript.delta',
   'response.audio_transcript.done': 'response.output_audio_transcript.done',
   'response.text.delta': 'response.output_text.delta',
+  'response.text.done': 'response.output_text.done',
 };
 
 /** The event, or undefined when the message is not an event at all (not JSON, no type). */
@@ -57,13 +72,21 @@ export function parseServerEvent(text: string): RealtimeServerEvent | undefined 
       return { type, itemId, transcript: readString(raw, 'transcript') ?? '' };
     case 'response.created':
       return { type, responseId: readString(readRecord(raw, 'response'), 'id') ?? responseId };
+    case 'response.output_item.added': {
+      const item = readRecord(raw, 'item');
+      return { type, responseId, itemId: readString(item, 'id') ?? itemId, role: readString(item, 'role') };
+    }
+    case 'conversation.item.created': {
+      const item = readRecord(raw, 'item');
+      return { type, itemId: readString(item, 'id') ?? itemId, role: readString(item, 'role') };
+    }
     case 'response.output_audio.delta': {
       const delta = readString(raw, 'delta');
-      if (delta === undefined || itemId === undefined) return { type: 'other', name, raw };
-      return { type, responseId, itemId, contentIndex: readNumber(raw, 'content_index') ?? 0, audio: Buffer.from(delta, 'base64') };
+      if (delta === undefined) return { type: 'other', name, raw };
+      return { type, responseId, itemId, contentIndex: readNumber(raw, 'content_index'), audio: Buffer.from(delta, 'base64') };
     }
     case 'response.output_audio.done':
-      return itemId === undefined ? { type: 'other', name, raw } : { type, responseId, itemId };
+      return { type, responseId, itemId };
     case 'response.output_audio_transcript.delta':
     case 'response.output_text.delta':
       return { type, responseId, itemId, delta: readString(raw, 'delta') ?? '' };
@@ -76,11 +99,13 @@ export function parseServerEvent(text: string): RealtimeServerEvent | undefined 
     case 'conversation.item.truncated':
       return { type, itemId, audioEndMs: readNumber(raw, 'audio_end_ms') };
     case 'error': {
+      // The common shape is `error: {type, code, message, param, event_id}`; the native layer's style, a
+      // string `error` with the code at the top level, is read too.
       const error = readRecord(raw, 'error');
       return {
         type,
-        code: readString(error, 'code'),
-        message: readString(error, 'message') ?? readString(raw, 'message') ?? 'The realtime session reported an error.',
+        code: readString(error, 'code') ?? readString(raw, 'code'),
+        message: readString(error, 'message') ?? readString(raw, 'error') ?? readString(raw, 'message') ?? 'The realtime session reported an error.',
         errorType: readString(error, 'type'),
         param: readString(error, 'param'),
         clientEventId: readString(error, 'event_id'),

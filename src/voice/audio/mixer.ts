@@ -1,14 +1,17 @@
-import { FRAME_SAMPLES } from './format.ts';
+import { FRAME_MS, FRAME_SAMPLES } from './format.ts';
 import { Framer } from './framer.ts';
 
 // Everyone speaking, on one 20 ms timeline. Each speaker's decoded audio waits in a short queue; each
-// tick takes one frame from every speaker who has one and sums them (with clipping). A queue longer than
-// the jitter allowance loses its oldest frames: latency matters more than a 20 ms blip.
+// slot takes one frame from every speaker who has one and sums them (with clipping). A slot is ready
+// once every active speaker (one who sent audio within the last couple of frames) has a frame in it.
+// A queue longer than the jitter allowance loses its oldest frames: latency matters more than a 20 ms blip.
 
 const MAX_QUEUED_FRAMES = 5;
+/** A speaker with no audio for this long no longer holds a slot back (they paused, or a packet is very late). */
+const ACTIVE_GAP_MS = 2.5 * FRAME_MS;
 
 export class SpeakerMixer {
-  readonly #queues = new Map<string, { framer: Framer; frames: Int16Array[] }>();
+  readonly #queues = new Map<string, { framer: Framer; frames: Int16Array[]; lastPushAt: number }>();
   #dropped = 0;
 
   get droppedFrames(): number {
@@ -19,12 +22,29 @@ export class SpeakerMixer {
     return this.#queues.size;
   }
 
-  push(speaker: string, samples: Int16Array): void {
+  /** Whether any speaker has a frame waiting. */
+  get hasFrames(): boolean {
+    for (const queue of this.#queues.values()) if (queue.frames.length > 0) return true;
+    return false;
+  }
+
+  /** The next slot can be mixed: some frame waits, and every active speaker has one in it. */
+  ready(now: number): boolean {
+    let any = false;
+    for (const queue of this.#queues.values()) {
+      if (queue.frames.length > 0) any = true;
+      else if (now - queue.lastPushAt < ACTIVE_GAP_MS) return false;
+    }
+    return any;
+  }
+
+  push(speaker: string, samples: Int16Array, now = performance.now()): void {
     let queue = this.#queues.get(speaker);
     if (!queue) {
-      queue = { framer: new Framer(), frames: [] };
+      queue = { framer: new Framer(), frames: [], lastPushAt: now };
       this.#queues.set(speaker, queue);
     }
+    queue.lastPushAt = now;
     queue.frames.push(...queue.framer.push(samples));
     while (queue.frames.length > MAX_QUEUED_FRAMES) {
       queue.frames.shift();
@@ -36,7 +56,7 @@ export class SpeakerMixer {
     this.#queues.delete(speaker);
   }
 
-  /** One mixed frame, or undefined when nobody had audio for this tick. */
+  /** One mixed frame (of whoever has one for this slot), or undefined when nobody has audio. */
   nextFrame(): Int16Array | undefined {
     let mixed: Int16Array | undefined;
     let sums: Int32Array | undefined;

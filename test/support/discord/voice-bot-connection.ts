@@ -81,12 +81,15 @@ export class BotConnection implements SpeakerLink {
     return first;
   }
 
-  sendRtp(packet: Omit<SealRtpOptions, 'key' | 'nonce'>): void {
+  sendRtp(packet: Omit<SealRtpOptions, 'key' | 'nonce'>, options: { breakSeal?: boolean } = {}): void {
     const address = this.botAddress;
     if (!address) return;
     // One nonce counter per key and direction: AES-GCM must never see an IV twice under one key.
     this.#nonce = (this.#nonce + 1) % 2 ** 32;
-    this.#sendDatagram(sealRtpPacket({ ...packet, key: this.secretKey, nonce: this.#nonce }), address.port, address.address);
+    const sealed = sealRtpPacket({ ...packet, key: this.secretKey, nonce: this.#nonce });
+    // The tag sits just before the 4-byte nonce counter at the end.
+    if (options.breakSeal) sealed[sealed.length - 5]! ^= 0xff;
+    this.#sendDatagram(sealed, address.port, address.address);
   }
 
   /** Closes the current websocket with `code` (the client reacts to the code: resume, rejoin or stop). */

@@ -68,7 +68,6 @@ export function startVoiceServer(options: VoiceServerOptions = {}): Promise<Voic
 interface VoiceServerParts {
   certificate: SelfSignedCertificate;
   https: HttpsServer;
-  wss: WebSocketServer;
   udp: UdpSocket;
   log: Logger;
   options: VoiceServerOptions;
@@ -83,10 +82,15 @@ export class VoiceServer implements VoiceStandIn {
   readonly certPem: string;
   /** The UDP port audio flows through. */
   readonly udpPort: number;
+  /** Voice websocket upgrades refused so far (see refuseConnections). */
+  refusedConnections = 0;
 
   readonly #parts: VoiceServerParts;
   readonly #log: Logger;
   readonly #sessions: VoiceSessions;
+  readonly #wss: WebSocketServer;
+  /** Voice websocket upgrades still to be refused (see refuseConnections). */
+  #refusals = 0;
   #closing: Promise<void> | undefined;
 
   /** Use startVoiceServer(). */
@@ -120,8 +124,7 @@ export class VoiceServer implements VoiceStandIn {
       await certificate.remove();
       throw error;
     }
-    const wss = new WebSocketServer({ server: https });
-    return new VoiceServer({ certificate, https, wss, udp, log, options });
+    return new VoiceServer({ certificate, https, udp, log, options });
   }
 
   private constructor(parts: VoiceServerParts) {
@@ -141,8 +144,9 @@ export class VoiceServer implements VoiceStandIn {
       sendDatagram: (packet, port, host) => this.#sendDatagram(packet, port, host),
     });
 
+    this.#wss = new WebSocketServer({ server: parts.https, verifyClient: (_info, admit) => this.#admit(admit) });
     const socketHost = this.#sessions.socketHost();
-    parts.wss.on('connection', (socket) => attachVoiceSocket(socket, socketHost));
+    this.#wss.on('connection', (socket) => attachVoiceSocket(socket, socketHost));
     parts.https.on('tlsClientError', (error) =>
       this.#log.warn('voice stand-in: TLS handshake failed (does the bot trust caCertPath?)', { error }),
     );
@@ -296,7 +300,25 @@ export class VoiceServer implements VoiceStandIn {
     connection.closeSocket(closeCode, reason);
   }
 
+  /**
+   * The next `count` voice websocket upgrades are answered with HTTP 503, as a voice server that went
+   * away answers: the client sees a websocket error. Combine with disconnectBot (a 4xxx code that makes
+   * the bot rejoin) to have the bot's reconnection refused.
+   */
+  refuseConnections(count: number): void {
+    this.#refusals = count;
+  }
+
   // ---- Internals ----------------------------------------------------------------------------------
+
+  #admit(admit: (accept: boolean, status?: number, reason?: string) => void): void {
+    if (this.#refusals === 0) return admit(true);
+    this.#refusals--;
+    this.refusedConnections++;
+    this.#log.info('voice stand-in: refusing a voice websocket', { left: this.#refusals });
+    admit(false, 503, 'Service Unavailable');
+    this.#sessions.waiters.notify();
+  }
 
   #speakerOf(guildId: string, userId: string): SimulatedSpeaker {
     const user = this.#sessions.guilds.get(guildId)?.users.get(userId);
@@ -316,7 +338,8 @@ export class VoiceServer implements VoiceStandIn {
   }
 
   async #shutdown(): Promise<void> {
-    const { wss, https, udp, certificate } = this.#parts;
+    const { https, udp, certificate } = this.#parts;
+    const wss = this.#wss;
     this.#sessions.shutdown();
     for (const client of wss.clients) client.terminate();
     await new Promise<void>((resolve) => wss.close(() => resolve()));

@@ -15,8 +15,11 @@ import type { SealRtpOptions } from './rtp-crypto.ts';
 export interface SpeakerLink {
   /** Sends op 5 SPEAKING for the user; true when this connection had not heard of the SSRC before. */
   announceSpeaking(userId: string, ssrc: number): boolean;
-  /** Encrypts with the connection's key and next nonce, and sends to the bot's UDP address. */
-  sendRtp(packet: Omit<SealRtpOptions, 'key' | 'nonce'>): void;
+  /**
+   * Encrypts with the connection's key and next nonce, and sends to the bot's UDP address. With
+   * `breakSeal`, the authentication tag is damaged so the bot's decryption of it fails.
+   */
+  sendRtp(packet: Omit<SealRtpOptions, 'key' | 'nonce'>, options?: { breakSeal?: boolean }): void;
 }
 
 export interface SpeakOptions {
@@ -31,6 +34,12 @@ export interface SpeakOptions {
   trailingSilenceFrames?: number;
   /** Attach a one-byte RTP header extension (audio level) like Discord clients do. Default false. */
   headerExtension?: boolean;
+  /**
+   * Frames (0-based, of the PCM) whose packet goes out with a damaged authentication tag. The bot's
+   * decryption fails on it and @discordjs/voice destroys the user's receive stream, as it does after
+   * repeated DAVE decryption failures; the packets around it are sound.
+   */
+  brokenSealFrames?: readonly number[];
   signal?: AbortSignal;
 }
 
@@ -137,14 +146,17 @@ export class SimulatedSpeaker {
     return this.#encoder;
   }
 
-  #send(link: SpeakerLink, payload: Buffer, headerExtension: boolean): void {
-    link.sendRtp({
-      sequence: this.#sequence,
-      timestamp: this.#timestamp,
-      ssrc: this.ssrc,
-      payload,
-      extensionBody: headerExtension ? AUDIO_LEVEL_EXTENSION : undefined,
-    });
+  #send(link: SpeakerLink, payload: Buffer, headerExtension: boolean, breakSeal = false): void {
+    link.sendRtp(
+      {
+        sequence: this.#sequence,
+        timestamp: this.#timestamp,
+        ssrc: this.ssrc,
+        payload,
+        extensionBody: headerExtension ? AUDIO_LEVEL_EXTENSION : undefined,
+      },
+      { breakSeal },
+    );
     this.#sequence = (this.#sequence + 1) & 0xffff;
   }
 
@@ -220,7 +232,7 @@ export class SimulatedSpeaker {
         announcedAhead = false;
         talking = true;
         silenceLeft = trailingSilence;
-        this.#send(link, encoder.encode(frame), headerExtension);
+        this.#send(link, encoder.encode(frame), headerExtension, options.brokenSealFrames?.includes(slot));
         result.audioPackets++;
         result.lastPacketAt = Date.now();
         result.firstPacketAt ??= result.lastPacketAt;

@@ -1,0 +1,30 @@
+import { describe, expect, it } from 'vitest';
+import type { RealtimeServerEvent } from '../../src/gateway/realtime/events.ts';
+import { isRoutineRealtimeError } from '../../src/voice/session.ts';
+
+// Which realtime errors are told in the text channel: decided by what they mean, not by one server's codes.
+
+function error(fields: Partial<Extract<RealtimeServerEvent, { type: 'error' }>>): Extract<RealtimeServerEvent, { type: 'error' }> {
+  return { type: 'error', code: undefined, message: '', errorType: undefined, param: undefined, clientEventId: undefined, ...fields };
+}
+
+describe('routine realtime errors', () => {
+  it.each([
+    ['an answer to the bot\'s own cancel, whatever its code', error({ code: 'x', message: 'Cannot do that.', clientEventType: 'response.cancel' })],
+    ['an answer to the bot\'s own truncate', error({ code: 'item_not_found', message: 'No such item.', clientEventType: 'conversation.item.truncate' })],
+    ['the emulator\'s cancel race', error({ code: 'response_cancel_not_active', message: 'There is no active response to cancel.' })],
+    ['a cancel race worded otherwise', error({ message: 'Cancellation failed: no active response found' })],
+    ['the emulator\'s session limit', error({ code: 'session_expired', message: 'The session reached its maximum duration.' })],
+    ['a session limit worded otherwise', error({ code: 'session_timeout', message: 'Your session hit the maximum duration of 120 minutes.' })],
+  ])('%s is not told', (_label, event) => {
+    expect(isRoutineRealtimeError(event)).toBe(true);
+  });
+
+  it.each([
+    ['a quota problem', error({ code: 'insufficient_quota', message: 'You exceeded your current quota.' })],
+    ['a server error', error({ code: 'server_error', message: 'The server had an error while processing your request.' })],
+    ['a refused setting', error({ code: 'invalid_value', message: 'Invalid voice.', clientEventType: 'session.update' })],
+  ])('%s is told', (_label, event) => {
+    expect(isRoutineRealtimeError(event)).toBe(false);
+  });
+});

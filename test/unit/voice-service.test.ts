@@ -1,0 +1,85 @@
+// The voice service in this process, with the real discord.js client and @discordjs/voice on the
+// Discord stand-in and its realtime sessions on the emulator; only the clock that measures idleness is
+// the test's, so that "ten minutes without a word" takes no ten minutes.
+
+import { Events, type Client } from 'discord.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDiscordClient } from '../../src/discord/client.ts';
+import { DiscordOutbox } from '../../src/discord/outbox.ts';
+import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
+import { silentLogger } from '../../src/log.ts';
+import { openStore, type Store } from '../../src/store.ts';
+import { VoiceService } from '../../src/voice/service.ts';
+import { VoiceSettingsStore } from '../../src/voice/settings.ts';
+import { startDiscordStandIn, type DiscordStandIn, type TestGuild } from '../support/discord/index.ts';
+import { trustCertificateInThisProcess } from '../support/discord/tls-trust.ts';
+
+let emulator: Emulator;
+let discord: DiscordStandIn;
+let guild: TestGuild;
+let client: Client;
+let store: Store;
+let settings: VoiceSettingsStore;
+let service: VoiceService;
+let untrust: () => void;
+
+let clock = Date.now();
+const lookers: (() => void)[] = [];
+/** The service's clock: it resolves the waits of nextLook() each time the service reads it. */
+function now(): number {
+  for (const resolve of lookers.splice(0)) resolve();
+  return clock;
+}
+function nextLook(): Promise<void> {
+  return new Promise((resolve) => lookers.push(resolve));
+}
+
+beforeAll(async () => {
+  emulator = await startEmulator();
+  discord = await startDiscordStandIn();
+  untrust = trustCertificateInThisProcess(discord.voice.certPem);
+  guild = discord.createGuild();
+  client = createDiscordClient(discord.apiUrl);
+  const ready = new Promise((resolve) => client.once(Events.ClientReady, resolve));
+  await client.login(discord.botToken);
+  await ready;
+  store = await openStore('sqlite://:memory:', silentLogger);
+  settings = new VoiceSettingsStore(store, 'svc');
+  service = new VoiceService({
+    client,
+    outbox: new DiscordOutbox(client.rest),
+    policy: { resolveGatewayAccess: () => Promise.resolve({ ok: true, apiKey: 'emulator-key', layer: 'native', keyId: 'emulator' }) },
+    settings,
+    wsBaseUrl: emulator.wsUrl,
+    log: silentLogger,
+    idle: { now, checkMs: 20 },
+  });
+}, 60_000);
+
+afterAll(async () => {
+  await service?.stopAll();
+  await client?.destroy();
+  await store?.close();
+  await discord?.close();
+  await emulator?.close();
+  untrust?.();
+});
+
+describe('the voice service', () => {
+  it('leaves after the configured time without anyone speaking, and not before', async () => {
+    await settings.update(guild.id, { idleMinutes: 2 }, guild.admin.id);
+    const seen = new Promise((resolve) => client.once(Events.VoiceStateUpdate, resolve));
+    discord.joinVoice(guild.member, guild.id, guild.voiceChannelId);
+    await seen;
+    expect(await service.join(guild.id, guild.voiceChannelId, guild.textChannelId)).toEqual({ ok: true });
+
+    clock += 119_000;
+    await nextLook();
+    expect(service.isIn(guild.id)).toBe(true);
+
+    clock += 2_000;
+    await discord.waitForMessage(guild.textChannelId, (message) => message.content === `Stopped listening in <#${guild.voiceChannelId}> (nobody spoke for 2 minutes).`);
+    expect(service.isIn(guild.id)).toBe(false);
+    await discord.voice.waitForBotDisconnect(guild.id);
+  });
+});

@@ -111,7 +111,11 @@ async function mayMakeVideos(interaction: RepliableInteraction, services: Servic
   return verdict.ok;
 }
 
-/** Answers a prepared request: refused at once (ephemeral), or deferred and submitted with a status card. */
+/**
+ * Answers a prepared request: refused at once (ephemeral), or deferred and submitted with a status card.
+ * Preparing reads only the local store, so the answer is well within Discord's 3 s; whatever needs the
+ * network (Discord, the gateway) comes after the deferral.
+ */
 async function submitPrepared(interaction: RepliableInteraction, services: Services, context: InteractionContext, prepared: Prepared) {
   if (!prepared.ok) {
     await ephemeral(interaction, prepared.message);
@@ -122,8 +126,14 @@ async function submitPrepared(interaction: RepliableInteraction, services: Servi
     await services.video.submit(prepared.plan, context);
   } catch (error) {
     if (!(error instanceof SubmissionRefusedError)) throw error;
-    await interaction.editReply({ content: error.message, embeds: [], allowedMentions: { parse: [] } });
+    await refuseAfterDeferring(interaction, services, error.message);
   }
+}
+
+/** A refusal found after deferring: the public "thinking…" reply goes, and only the caller reads why. */
+async function refuseAfterDeferring(interaction: RepliableInteraction, services: Services, content: string) {
+  await interaction.deleteReply().catch((error: unknown) => services.log.warn('could not delete a deferred /video reply', { interaction: interaction.id, error }));
+  await interaction.followUp({ content, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } });
 }
 
 async function generate(interaction: ChatInputCommandInteraction, services: Services) {

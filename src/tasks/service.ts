@@ -81,6 +81,11 @@ export type SubmissionPlan = OperationRequest & {
   prompt: string;
   access: Extract<GatewayAccess, { ok: true }>;
   sourceTaskId?: string;
+  /**
+   * The source is a video the bot posted: Discord re-signs attachment urls, so submit() asks for a fresh
+   * one. It is a network call, so it waits until the interaction has been answered.
+   */
+  postedSource?: { channelId: string; messageId: string };
 };
 
 export type Prepared = { ok: true; plan: SubmissionPlan } | { ok: false; message: string };
@@ -194,8 +199,14 @@ export class VideoService {
     }
   }
 
-  /** The source video of an edit or extension, as an `.mp4` link the gateway accepts. */
-  async #sourceUrl(context: InteractionContext, source: VideoSourceInput): Promise<{ ok: true; url: string; taskId?: string } | { ok: false; message: string }> {
+  /**
+   * The source video of an edit or extension, as an `.mp4` link the gateway accepts, from the store alone
+   * (the interaction is not answered yet). A posted attachment's url is refreshed later, in submit().
+   */
+  async #sourceUrl(
+    context: InteractionContext,
+    source: VideoSourceInput,
+  ): Promise<{ ok: true; url: string; taskId?: string; postedSource?: SubmissionPlan['postedSource'] } | { ok: false; message: string }> {
     if ('attachment' in source) {
       if (!isMp4Attachment(source.attachment)) {
         return { ok: false, message: `\`video\` must be an .mp4 file (got ${source.attachment.filename}).` };
@@ -207,10 +218,39 @@ export class VideoService {
     if (task.state !== 'succeeded' || task.outcome.moderated) {
       return { ok: false, message: `\`task\`: task \`${source.taskRef}\` has no finished video to work from (it is ${task.state}).` };
     }
-    let url = task.delivery.messageId ? await this.#deps.attachmentUrl(task.channelId, task.delivery.messageId).catch(() => undefined) : undefined;
-    url ??= task.outcome.storedFile?.publicUrl ?? task.delivery.attachmentUrl ?? task.outcome.videoUrl;
-    if (!url) return { ok: false, message: `\`task\`: the video of task \`${source.taskRef}\` is no longer available.` };
-    return { ok: true, url, taskId: task.id };
+    // A lasting stored link first; else the posted attachment (refreshed before sending); else the gateway's temporary link.
+    const publicUrl = task.outcome.storedFile?.publicUrl;
+    if (publicUrl) return { ok: true, url: publicUrl, taskId: task.id };
+    const { attachmentUrl, messageId } = task.delivery;
+    if (attachmentUrl && messageId) return { ok: true, url: attachmentUrl, taskId: task.id, postedSource: { channelId: task.channelId, messageId } };
+    if (task.outcome.videoUrl) return { ok: true, url: task.outcome.videoUrl, taskId: task.id };
+    return { ok: false, message: `\`task\`: the video of task \`${source.taskRef}\` is no longer available.` };
+  }
+
+  /** The plan with a freshly signed url of the posted source video, when Discord gives one that passes validation. */
+  async #withFreshSource(plan: SubmissionPlan): Promise<SubmissionPlan> {
+    const posted = plan.postedSource;
+    if (!posted || plan.operation === 'generate') return plan;
+    const url = await this.#deps.attachmentUrl(posted.channelId, posted.messageId).catch((error: unknown) => {
+      this.#deps.log.warn('could not refresh the url of a posted video; sending the stored one', { message: posted.messageId, error });
+      return undefined;
+    });
+    if (!url || url === plan.request.video.url) return plan;
+    const validation = { layer: plan.access.layer, vendor: this.#deps.vendor };
+    try {
+      if (plan.operation === 'edit') {
+        const request = { ...plan.request, video: { url } };
+        validateEdit(request, validation);
+        return { ...plan, request };
+      }
+      const request = { ...plan.request, video: { url } };
+      validateExtension(request, validation);
+      return { ...plan, request };
+    } catch (error) {
+      if (!(error instanceof ValidationError)) throw error;
+      this.#deps.log.warn('a refreshed video url does not validate; sending the stored one', { message: posted.messageId, error });
+      return plan;
+    }
   }
 
   async prepareEditOrExtension(
@@ -248,6 +288,7 @@ export class VideoService {
           prompt: input.prompt,
           access: granted.access,
           ...(source.taskId ? { sourceTaskId: source.taskId } : {}),
+          ...(source.postedSource ? { postedSource: source.postedSource } : {}),
         },
       };
     } catch (error) {
@@ -282,8 +323,9 @@ export class VideoService {
    * Submits a prepared task. The interaction must be deferred: the card is its reply. Stored before the
    * gateway is called, so a crash mid-submission is reported rather than forgotten.
    */
-  async submit(plan: SubmissionPlan, context: InteractionContext): Promise<TaskRecord> {
+  async submit(prepared: SubmissionPlan, context: InteractionContext): Promise<TaskRecord> {
     const { repository, clients, delivery, tracker, policy, log } = this.#deps;
+    const plan = await this.#withFreshSource(prepared);
     const now = Date.now();
     const id = newTaskId(now);
     let task: TaskRecord = {

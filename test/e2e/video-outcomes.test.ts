@@ -71,13 +71,18 @@ describe('submissions the gateway refuses', () => {
     ['[[http:429:insufficient_quota]]', 'quota is used up'],
     ['[[http:403:permission_denied]]', 'not allowed to use `svc-imagine-video-1.5`'],
     ['[[http:400:invalid_request_error]]', 'The gateway rejected the request'],
-  ])('%s is told plainly, sent once, and nothing is charged', async (trigger, words) => {
-    const { emulator } = world;
+  ])('%s is told plainly and privately, sent once, and nothing is charged', async (trigger, words) => {
+    const { emulator, discord } = world;
     const quota = emulator.quotaUsd('emulator-key');
     const prompt = `refused ${trigger} ${Math.random()}`;
-    const reply = await generate(prompt).waitForReply((message) => message.content.length > 0);
-    expect(reply.content).toContain(words);
-    expect(reply.content).toMatch(/request id `req_/);
+    const run = generate(prompt);
+    expect((await run.response()).type).toBe(5);
+    const told = await discord.waitFor(() => run.followUps[0], 10_000, 'a follow-up saying why');
+    expect(told.flags & 64).toBe(64);
+    expect(told.content).toContain(words);
+    expect(told.content).toMatch(/request id `req_/);
+    // The public "thinking…" reply is gone: only the caller reads the refusal.
+    expect(run.record.original?.deleted).toBe(true);
     expect(emulator.requests.filter((entry) => entry.method === 'POST' && JSON.stringify(entry.body).includes(prompt))).toHaveLength(1);
     expect(emulator.quotaUsd('emulator-key')).toBeCloseTo(quota, 6);
   });

@@ -112,7 +112,7 @@ async function startBot(info: ServerInfo): Promise<Bot> {
     applicationId: info.applicationId,
     interactionToken: 'expired',
     // Long past: status cards are not edited in the benchmark (they have no message yet).
-    interactionCreatedAt: 0,
+    interactionReceivedAt: 0,
     attachmentSizeLimit: 10 * 1024 * 1024,
   });
   const prepared = await video.prepareGeneration(context(0), {

@@ -31,7 +31,7 @@ import type { TaskTracker } from './tracker.ts';
 // hears it was accepted, submit it, and hand it to the tracker.
 
 export const INTERACTION_TOKEN_LIFETIME_MS = 15 * 60_000;
-/** Leave a margin: an edit sent at 14:59 may arrive after 15:00. */
+/** Leave a margin: the interaction reached the bot a little after Discord made it, and an edit sent at 14:59 may arrive after 15:00. */
 const TOKEN_SAFETY_MARGIN_MS = 30_000;
 
 export type GatewayAccess =
@@ -66,7 +66,11 @@ export interface InteractionContext {
   userId: string;
   applicationId: string;
   interactionToken: string;
-  interactionCreatedAt: number;
+  /**
+   * When this process received the interaction (Date.now()): its token expires 15 minutes from about
+   * then. Not the id's snowflake time, which another clock wrote.
+   */
+  interactionReceivedAt: number;
   attachmentSizeLimit: number;
 }
 
@@ -349,7 +353,7 @@ export class VideoService {
       card: {
         applicationId: context.applicationId,
         interactionToken: context.interactionToken,
-        tokenExpiresAt: context.interactionCreatedAt + INTERACTION_TOKEN_LIFETIME_MS - TOKEN_SAFETY_MARGIN_MS,
+        tokenExpiresAt: context.interactionReceivedAt + INTERACTION_TOKEN_LIFETIME_MS - TOKEN_SAFETY_MARGIN_MS,
       },
       attachmentSizeLimit: context.attachmentSizeLimit,
       delivery: { state: 'waiting', nonce: id, attempts: 0 },

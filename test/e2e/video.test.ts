@@ -67,4 +67,16 @@ describe('the bot on the stand-ins', () => {
     expect(submission?.body).toMatchObject({ video: { url: source.attachments[0]!.url } });
     expect(extended.attachments).toHaveLength(1);
   });
+
+  it('keeps the status card up to date when interaction ids carry a clock 20 minutes off the bot\'s', async () => {
+    const { discord, guild } = world;
+    discord.interactionIdClockSkewMs = -20 * 60_000;
+    try {
+      const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt: 'skewed' } });
+      expect((await run.response()).type).toBe(5);
+      await run.waitForReply((message) => JSON.stringify(message.embeds).includes('posted below'), 20_000);
+    } finally {
+      discord.interactionIdClockSkewMs = 0;
+    }
+  });
 });

@@ -169,6 +169,8 @@ export class DiscordStandIn {
   readonly #interactions: Interactions;
   readonly #failures: InjectedFailure[] = [];
   readonly #baseUrl: string;
+  /** Interaction ids carry a timestamp from a clock this far off the bot's (real hosts drift, and ids need not be time-based). */
+  interactionIdClockSkewMs = 0;
 
   constructor(server: Server, baseUrl: string, voice: VoiceServer, options: Required<StandInOptions>) {
     this.#server = server;
@@ -439,7 +441,7 @@ export class DiscordStandIn {
     if (!channel) throw new Error(`no channel ${channelId} in guild ${guildId}`);
     const member = guild.members.get(user.id);
     if (!member) throw new Error(`${user.username} is not a member of guild ${guildId}`);
-    const id = snowflake();
+    const id = snowflake(Date.now() + this.interactionIdClockSkewMs);
     const token = `aW50ZXJhY3Rpb24${randomBytes(48).toString('base64url')}`;
     const permissions = memberPermissions(guild, member);
     const payload: Record<string, unknown> = {

@@ -6,7 +6,7 @@ import type { GatewayClient } from '../gateway/client.ts';
 import type { TaskResult } from '../gateway/types.ts';
 import type { Logger } from '../log.ts';
 import { applyResult } from './apply-result.ts';
-import { describeStorageError } from './messages.ts';
+import { describeDeliveryFailure, describeStorageError } from './messages.ts';
 import type { TaskRecord } from './record.ts';
 import type { TaskRepository } from './repository.ts';
 import { cardStateKey, renderStatusCard } from './status-card.ts';
@@ -16,7 +16,6 @@ import { cardStateKey, renderStatusCard } from './status-card.ts';
 // A crash after the post but before "posted" is written leaves "posting"; the retry posts again with the
 // same nonce and enforce_nonce, and Discord answers with the message it already has instead of a second.
 
-export const MAX_DELIVERY_ATTEMPTS = 6;
 const MEBIBYTE = 1024 * 1024;
 
 export function resultButtons(taskId: string): APIActionRowComponent<APIComponentInMessageActionRow>[] {
@@ -172,14 +171,35 @@ export class VideoDelivery {
           ...current,
           delivery: { ...current.delivery, state: 'closed', lastError: 'The bot is not allowed to post in this channel, so the video could not be posted. A server admin can give it Send Messages and Attach Files here.' },
         };
-      } else if (current.delivery.attempts >= MAX_DELIVERY_ATTEMPTS) {
-        current = { ...current, delivery: { ...current.delivery, state: 'closed', lastError: 'Discord kept refusing the post, so the bot gave up.' } };
       } else {
         throw error;
       }
     }
     await repository.save(current);
     return this.#finish(current);
+  }
+
+  /**
+   * Counts a failed try to fetch or post a finished task's video, in the store so a restart does not reset
+   * it. Under `tries`, the task waits for the next try; at `tries`, it is closed and the card says what went
+   * wrong, with a link to the video when there is one.
+   */
+  async recordFailure(task: TaskRecord, error: unknown, tries: number): Promise<TaskRecord> {
+    const failures = (task.delivery.failures ?? 0) + 1;
+    const reason = describeDeliveryFailure(error);
+    if (failures < tries) {
+      const waiting: TaskRecord = { ...task, delivery: { ...task.delivery, failures, lastError: reason } };
+      await this.#deps.repository.save(waiting);
+      return waiting;
+    }
+    const link = linkFor(task);
+    const lastError = [`${reason} The bot tried ${failures} times and gave up.`, link ? `The video: ${link.url}\n${link.note}` : undefined]
+      .filter((line) => line !== undefined)
+      .join('\n');
+    const closed: TaskRecord = { ...task, delivery: { ...task.delivery, state: 'closed', failures, lastError } };
+    await this.#deps.repository.save(closed);
+    this.#deps.log.error('gave up delivering a finished video', { task: task.id, failures, error });
+    return this.#finish(closed);
   }
 
   async #finish(task: TaskRecord): Promise<TaskRecord> {

@@ -1,3 +1,6 @@
+import { DiscordAPIError, HTTPError } from 'discord.js';
+import { AuthenticationError, GatewayApiError, GatewayConnectionError, GatewayError, PermissionDeniedError } from '../gateway/errors.ts';
+import { NoGatewayAccessError } from './gateway-resolver.ts';
 import type { TaskOutcome, TaskRecord } from './record.ts';
 
 // What users read when something does not go to plan: plain words, what to do next, and the request id
@@ -116,4 +119,20 @@ export function describeExpired(task: TaskRecord): string {
 
 export function describeUnknownOutcome(): string {
   return 'The bot lost track of this request while sending it, so it cannot tell whether the gateway accepted it. Check `/video list` in a minute; if nothing shows up, try again.';
+}
+
+/** Why a finished video could not be fetched or posted this time, in plain words (the task is tried again, then closed). */
+export function describeDeliveryFailure(error: unknown): string {
+  if (error instanceof NoGatewayAccessError) return `The bot could not fetch the finished video: ${error.userMessage}`;
+  if (error instanceof AuthenticationError) {
+    return "The gateway refused the server's key when the bot fetched the finished video (401 invalid_api_key). A server admin can set a working key with `/config key`.";
+  }
+  if (error instanceof PermissionDeniedError) return withRequestId('The gateway did not let this key fetch the finished video (403 permission_denied).', error.requestId);
+  if (error instanceof GatewayApiError) {
+    return withRequestId(`The gateway answered HTTP ${error.status}${error.code ? ` \`${error.code}\`` : ''} when the bot fetched the finished video.`, error.requestId);
+  }
+  if (error instanceof GatewayConnectionError) return 'The bot could not reach the gateway to fetch the finished video.';
+  if (error instanceof GatewayError) return withRequestId("The gateway's answer about the finished video could not be read.", error.requestId);
+  if (error instanceof DiscordAPIError || error instanceof HTTPError) return `Discord kept refusing the post (HTTP ${error.status}).`;
+  return 'Something went wrong while the bot fetched or posted the finished video.';
 }

@@ -15,6 +15,11 @@ export interface PollPolicy {
   errorBackoffMs: { base: number; max: number };
   /** Give up on a task this long after submission: past the gateway's own 600 s timeout. */
   deadlineMs: number;
+  /**
+   * A finished task whose video cannot be fetched or posted is tried this many times in all (with the
+   * error backoff between tries), then closed with what went wrong and a link when there is one.
+   */
+  deliveryTries: number;
 }
 
 export const DEFAULT_POLL_POLICY: PollPolicy = {
@@ -23,6 +28,8 @@ export const DEFAULT_POLL_POLICY: PollPolicy = {
   jitter: 0.1,
   errorBackoffMs: { base: 5_000, max: 60_000 },
   deadlineMs: TASK_TIMEOUT_MS + 5 * 60_000,
+  // 5 + 10 + 20 + 40 + 60 s between the tries: a gateway or Discord hiccup of a couple of minutes is ridden out.
+  deliveryTries: 6,
 };
 
 export function pollPolicyWithInterval(intervalMs: number): PollPolicy {

@@ -66,7 +66,10 @@ export interface StatusCard {
 export interface Delivery {
   state: DeliveryState;
   nonce: string;
+  /** Posts tried. */
   attempts: number;
+  /** Failed tries to fetch or post the video, kept across restarts: past the policy's limit the task is closed. */
+  failures?: number;
   messageId?: string;
   /** The posted mp4's url: the source for edits and extensions of this task. */
   attachmentUrl?: string;
@@ -231,6 +234,7 @@ function parseDelivery(value: unknown, path: string): Delivery {
     state: requireOneOf(source, 'state', path, DELIVERY_STATES),
     nonce: requireString(source, 'nonce', path),
     attempts: requireNumber(source, 'attempts', path),
+    failures: optionalNumber(source, 'failures', path),
     messageId: optionalString(source, 'messageId', path),
     attachmentUrl: optionalString(source, 'attachmentUrl', path),
     linkReason: optionalString(source, 'linkReason', path),

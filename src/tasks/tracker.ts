@@ -136,13 +136,33 @@ export class TaskTracker {
         this.#reschedule(id, nextPollDelay(this.#options.policy, elapsed, next.progress, this.#options.random));
       }
     } catch (error) {
-      const failures = (this.#failures.get(id) ?? 0) + 1;
-      this.#failures.set(id, failures);
-      const delay = errorBackoffDelay(this.#options.policy, failures, this.#options.random);
-      this.#log.warn('task poll failed; backing off', { task: id, failures, retryInMs: delay, error });
-      if (task && this.#pastDeadline(task)) await this.#giveUp(task).catch((giveUpError: unknown) => this.#log.error('could not close a task', { task: id, error: giveUpError }));
-      else this.#reschedule(id, delay);
+      await this.#failed(id, task, error).catch((handlingError: unknown) => {
+        this.#log.error('could not record a failed task step; trying again later', { task: id, error: handlingError });
+        this.#reschedule(id, this.#options.policy.errorBackoffMs.max);
+      });
     }
+  }
+
+  /** A step failed: back off and try again, or close the task when its time or its tries are up. */
+  async #failed(id: string, read: TaskRecord | undefined, error: unknown): Promise<void> {
+    // The step may have moved the task on before failing (a poll found it done, then the download failed).
+    const task = (await this.#repository.get(id)) ?? read;
+    if (task && isTerminal(task.state) && needsWork(task)) {
+      // Fetching or posting a finished video failed: counted in the store, so a restart cannot make it endless.
+      this.#failures.delete(id);
+      const next = await this.#delivery.recordFailure(task, error, this.#options.policy.deliveryTries);
+      if (!needsWork(next)) return;
+      const delay = errorBackoffDelay(this.#options.policy, next.delivery.failures ?? 1, this.#options.random);
+      this.#log.warn('could not deliver a finished video; backing off', { task: id, failures: next.delivery.failures, retryInMs: delay, error });
+      this.#reschedule(id, delay);
+      return;
+    }
+    const failures = (this.#failures.get(id) ?? 0) + 1;
+    this.#failures.set(id, failures);
+    const delay = errorBackoffDelay(this.#options.policy, failures, this.#options.random);
+    this.#log.warn('task poll failed; backing off', { task: id, failures, retryInMs: delay, error });
+    if (task && this.#pastDeadline(task)) await this.#giveUp(task);
+    else this.#reschedule(id, delay);
   }
 
   #pastDeadline(task: TaskRecord): boolean {

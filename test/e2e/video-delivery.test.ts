@@ -1,0 +1,181 @@
+import { once } from 'node:events';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { REST } from 'discord.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DiscordOutbox } from '../../src/discord/outbox.ts';
+import { GatewayClientPool } from '../../src/gateway/pool.ts';
+import { silentLogger } from '../../src/log.ts';
+import { openStore, type Store } from '../../src/store.ts';
+import { VideoDelivery } from '../../src/tasks/delivery.ts';
+import { PolicyGatewayResolver } from '../../src/tasks/gateway-resolver.ts';
+import { DEFAULT_POLL_POLICY, type PollPolicy } from '../../src/tasks/poll-policy.ts';
+import type { TaskRecord } from '../../src/tasks/record.ts';
+import { TaskRepository, newTaskId } from '../../src/tasks/repository.ts';
+import type { GatewayAccess, GuildVideoPolicy } from '../../src/tasks/service.ts';
+import { TaskTracker } from '../../src/tasks/tracker.ts';
+import { startDiscordStandIn, type DiscordStandIn, type Message, type TestGuild } from '../support/discord/index.ts';
+
+// Delivery of finished videos when things keep going wrong, with the bot's real task services in this
+// process (so the backoff can be fast), the real discord.js REST client against the Discord stand-in, and
+// a small gateway that answers what each test needs.
+
+const MP4 = readFileSync(new URL('../../src/emulator/fixtures/sample.mp4', import.meta.url));
+const KEY = 'fake-gateway-key-1';
+/** Production's rules, with every wait cut to milliseconds. */
+const FAST_POLICY: PollPolicy = { ...DEFAULT_POLL_POLICY, intervalMs: 20, maxIntervalMs: 20, errorBackoffMs: { base: 20, max: 80 }, deliveryTries: 4 };
+
+/** A compatibility-layer gateway: every task is done, and its download answers what the test says. */
+class DoneGateway {
+  readonly server = createServer((request, response) => this.#handle(request, response));
+  contentRequests = 0;
+  onContent: (response: ServerResponse) => void = (response) => response.writeHead(200, { 'content-type': 'video/mp4', 'content-length': MP4.length }).end(MP4);
+  baseUrl = '';
+
+  #handle(request: IncomingMessage, response: ServerResponse): void {
+    request.resume();
+    response.setHeader('x-request-id', 'req_fake');
+    const content = /^\/v1\/videos\/([^/]+)\/content$/.exec(request.url ?? '');
+    if (content) {
+      this.contentRequests++;
+      this.onContent(response);
+      return;
+    }
+    const task = /^\/v1\/videos\/([^/]+)$/.exec(request.url ?? '');
+    const body = JSON.stringify({ task_id: task?.[1], status: 'succeeded', progress: 100, url: `${this.baseUrl}/files/${task?.[1]}.mp4` });
+    response.writeHead(200, { 'content-type': 'application/json' }).end(body);
+  }
+
+  async start(): Promise<void> {
+    this.server.listen(0, '127.0.0.1');
+    await once(this.server, 'listening');
+    const address = this.server.address();
+    this.baseUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+  }
+}
+
+let discord: DiscordStandIn;
+let guild: TestGuild;
+let gateway: DoneGateway;
+let store: Store;
+let directory: string;
+let rest: REST;
+let repository: TaskRepository;
+let tracker: TaskTracker;
+let clients: GatewayClientPool;
+let outbox: DiscordOutbox;
+/** What the server's settings say about its key; a test can take it away. */
+let access: GatewayAccess = { ok: true, apiKey: KEY, layer: 'compat', keyId: 'fake-key' };
+
+const policy: GuildVideoPolicy = {
+  resolveGatewayAccess: () => Promise.resolve(access),
+  defaults: () => Promise.resolve({ model: undefined, resolution: undefined, duration: undefined, aspectRatio: undefined, storage: { keepDays: 0, publicLink: false } }),
+  checkLimits: () => Promise.resolve({ ok: true }),
+  recordSubmission: () => Promise.resolve(),
+  releaseSubmission: () => Promise.resolve(),
+  recordCost: () => Promise.resolve(),
+};
+
+beforeAll(async () => {
+  gateway = new DoneGateway();
+  await gateway.start();
+  discord = await startDiscordStandIn();
+  guild = discord.createGuild();
+  directory = mkdtempSync(join(tmpdir(), 'video-delivery-'));
+  store = await openStore(`sqlite://${join(directory, 'bot.sqlite')}`, silentLogger);
+  rest = new REST({ api: discord.apiUrl }).setToken(discord.botToken);
+  outbox = new DiscordOutbox(rest);
+  repository = new TaskRepository(store);
+  clients = new GatewayClientPool({ baseUrl: gateway.baseUrl, log: silentLogger });
+  const delivery = new VideoDelivery({ repository, outbox, log: silentLogger, cardEditIntervalMs: 0 });
+  tracker = new TaskTracker(repository, new PolicyGatewayResolver(policy, clients, silentLogger), delivery, silentLogger, { policy: FAST_POLICY, maxInFlight: 4 });
+}, 30_000);
+
+afterAll(async () => {
+  await tracker?.stop();
+  await clients?.close();
+  await store?.close();
+  rest?.clearHashSweeper();
+  rest?.clearHandlerSweeper();
+  await discord?.close();
+  gateway?.server.close();
+  if (directory) rmSync(directory, { recursive: true, force: true });
+});
+
+/**
+ * A task as submit() leaves it, whose card is a channel message of the bot (its interaction token long
+ * gone), handed to the poller.
+ */
+async function track(overrides: Partial<TaskRecord> = {}): Promise<{ task: TaskRecord; card: () => Message }> {
+  const id = newTaskId();
+  const cardId = await outbox.say(guild.textChannelId, 'status card');
+  const now = Date.now();
+  const task: TaskRecord = {
+    id,
+    gatewayId: `task_${id}`,
+    layer: 'compat',
+    keyId: 'fake-key',
+    guildId: guild.id,
+    channelId: guild.textChannelId,
+    userId: guild.member.id,
+    operation: 'generate',
+    mode: 'text-to-video',
+    model: 'svc-imagine-video-1.5',
+    prompt: 'a test video',
+    request: { model: 'svc-imagine-video-1.5', prompt: 'a test video' },
+    createdAt: now,
+    submittedAt: now,
+    state: 'running',
+    polls: 0,
+    pollErrors: 0,
+    outcome: {},
+    card: { applicationId: discord.applicationId, interactionToken: 'expired', tokenExpiresAt: 0, messageId: cardId },
+    attachmentSizeLimit: 10 * 1024 * 1024,
+    delivery: { state: 'waiting', nonce: id, attempts: 0 },
+    ...overrides,
+  };
+  await repository.create(task);
+  tracker.track(task);
+  return { task, card: () => discord.state.messages.get(cardId)! };
+}
+
+function cardText(message: Message): string {
+  return JSON.stringify(message.embeds);
+}
+
+async function closedCard(card: () => Message): Promise<string> {
+  return discord.waitFor(() => (cardText(card()).includes('could not be posted') ? cardText(card()) : undefined), 10_000, 'a card saying the video could not be posted');
+}
+
+describe('a finished video the bot cannot fetch', () => {
+  it('is tried a bounded number of times, then the card says why and links the video', async () => {
+    gateway.onContent = (response) =>
+      response
+        .writeHead(401, { 'content-type': 'application/json' })
+        .end('{"error":{"message":"Invalid API key.","type":"gateway_api_error","param":null,"code":"invalid_api_key"}}');
+    const before = gateway.contentRequests;
+    const { task, card } = await track();
+    const text = await closedCard(card);
+    expect(text).toContain("refused the server's key");
+    expect(text).toContain(`tried ${FAST_POLICY.deliveryTries} times`);
+    expect(text).toContain(`${gateway.baseUrl}/files/${task.gatewayId}.mp4`);
+    expect(gateway.contentRequests - before).toBe(FAST_POLICY.deliveryTries);
+    expect((await repository.get(task.id))?.delivery).toMatchObject({ state: 'closed', failures: FAST_POLICY.deliveryTries });
+    expect(discord.messages(guild.textChannelId).some((message) => message.content.includes('your video is ready'))).toBe(false);
+  });
+
+  it('is closed the same way when the server\'s key was removed after it finished', async () => {
+    access = { ok: false, message: 'This server has no gateway key yet: a server admin can add one with `/config key`.' };
+    try {
+      const videoUrl = `${gateway.baseUrl}/files/done.mp4`;
+      const { card } = await track({ state: 'succeeded', finishedAt: Date.now(), outcome: { videoUrl } });
+      const text = await closedCard(card);
+      expect(text).toContain('no gateway key');
+      expect(text).toContain(videoUrl);
+    } finally {
+      access = { ok: true, apiKey: KEY, layer: 'compat', keyId: 'fake-key' };
+    }
+  });
+});

@@ -1,5 +1,5 @@
 import { DiscordAPIError, Routes, type REST, type RESTPostAPIChannelMessageJSONBody, type APIEmbed, type APIActionRowComponent, type APIComponentInMessageActionRow } from 'discord.js';
-import { isRecord, readArray, readString } from '../json.ts';
+import { isRecord, readArray, readRecord, readString } from '../json.ts';
 
 // What the background services send to Discord, through the bot's REST client: status cards edited
 // through the interaction token while it lives (15 min) and as channel messages after, and results
@@ -12,6 +12,9 @@ export const DISCORD_ERRORS = {
   missingAccess: 50001,
   missingPermissions: 50013,
   requestEntityTooLarge: 40005,
+  invalidFormBody: 50035,
+  /** Replying needs Read Message History in the channel. */
+  cannotReplyWithoutHistory: 160002,
 } as const;
 
 export interface MessagePayload {
@@ -59,6 +62,12 @@ function parsePostedMessage(raw: unknown): PostedMessage {
 
 export function isDiscordError(error: unknown, ...codes: number[]): error is DiscordAPIError {
   return error instanceof DiscordAPIError && codes.includes(Number(error.code));
+}
+
+/** Discord will not take this post as a reply (no Read Message History, or a `message_reference` it rejects); it may take it without. */
+export function isReplyRefusal(error: unknown): boolean {
+  if (isDiscordError(error, DISCORD_ERRORS.cannotReplyWithoutHistory)) return true;
+  return isDiscordError(error, DISCORD_ERRORS.invalidFormBody) && readRecord(readRecord(error.rawError, 'errors'), 'message_reference') !== undefined;
 }
 
 export class DiscordOutbox {

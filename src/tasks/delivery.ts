@@ -1,12 +1,12 @@
 import { ButtonStyle, ComponentType, type APIActionRowComponent, type APIComponentInMessageActionRow } from 'discord.js';
 import { customId } from '../discord/command.ts';
-import { DISCORD_ERRORS, isDiscordError, type DiscordOutbox, type FileToPost } from '../discord/outbox.ts';
+import { DISCORD_ERRORS, isDiscordError, isReplyRefusal, type DiscordOutbox, type FileToPost } from '../discord/outbox.ts';
 import { NotFoundError, ResponseTooLargeError, VideoUnavailableError } from '../gateway/errors.ts';
 import type { GatewayClient } from '../gateway/client.ts';
 import type { TaskResult } from '../gateway/types.ts';
 import type { Logger } from '../log.ts';
 import { applyResult } from './apply-result.ts';
-import { describeDeliveryFailure, describeStorageError } from './messages.ts';
+import { describeDeliveryFailure, describeMissingPermission, describeStorageError } from './messages.ts';
 import type { TaskRecord } from './record.ts';
 import type { TaskRepository } from './repository.ts';
 import { cardStateKey, renderStatusCard } from './status-card.ts';
@@ -73,7 +73,20 @@ export class VideoDelivery {
       return { ...task, card: { ...task.card, renderedAt: now, renderedState: key, messageId: messageId ?? task.card.messageId } };
     } catch (error) {
       // A card that cannot be edited (deleted, no access) must not stop the task or its delivery.
-      this.#deps.log.warn('could not update a status card', { task: task.id, error });
+      if (isDiscordError(error, DISCORD_ERRORS.missingAccess, DISCORD_ERRORS.missingPermissions)) {
+        // Past the interaction token the card is a channel message: without access there, nobody can be told.
+        this.#deps.log.error('cannot tell the user about a video task: the bot may not edit its status card in the channel', {
+          task: task.id,
+          channel: task.channelId,
+          user: task.userId,
+          state: task.state,
+          delivery: task.delivery.state,
+          problem: task.delivery.lastError,
+          error,
+        });
+      } else {
+        this.#deps.log.warn('could not update a status card', { task: task.id, error });
+      }
       return { ...task, card: { ...task.card, renderedAt: now, renderedState: key } };
     }
   }
@@ -106,7 +119,7 @@ export class VideoDelivery {
     } catch (error) {
       if (error instanceof ResponseTooLargeError) {
         const size = error.size === undefined ? 'over' : `${megabytes(error.size)}, over`;
-        linkReason = `The video is ${size} this server's upload limit of ${megabytes(current.attachmentSizeLimit)}, so here is a link instead.`;
+        linkReason = `The video is ${size} this server's upload limit of ${megabytes(current.attachmentSizeLimit)}.`;
       } else if (error instanceof VideoUnavailableError || error instanceof NotFoundError) {
         // The temporary video is gone: nothing can be posted any more.
         current = { ...current, state: 'expired', delivery: { ...current.delivery, state: 'closed', lastError: error.message } };
@@ -119,17 +132,11 @@ export class VideoDelivery {
     return this.#post(current, file, linkReason);
   }
 
-  async #post(task: TaskRecord, file: FileToPost | undefined, linkReason: string | undefined): Promise<TaskRecord> {
+  /** `asReply`: as a reply to the status card, unless Discord refused that once already. */
+  async #post(task: TaskRecord, file: FileToPost | undefined, linkReason: string | undefined, asReply = true): Promise<TaskRecord> {
     const { repository, outbox, log } = this.#deps;
     const link = file ? undefined : linkFor(task);
-    if (!file && !link) {
-      const closed: TaskRecord = {
-        ...task,
-        delivery: { ...task.delivery, state: 'closed', lastError: `${linkReason ?? ''} The gateway gave no link to share either.`.trim() },
-      };
-      await repository.save(closed);
-      return this.#finish(closed);
-    }
+    if (!file && !link) return this.#close(task, `${linkReason ?? ''} The gateway gave no link to share either, so the video could not be posted.`.trim());
 
     let current: TaskRecord = {
       ...task,
@@ -138,7 +145,7 @@ export class VideoDelivery {
     await repository.save(current);
 
     const lines = [`<@${task.userId}> your video is ready.`];
-    if (link) lines.push(linkReason ?? '', `${link.url}`, link.note);
+    if (link) lines.push(`${linkReason ?? ''} Here is a link instead:`.trim(), link.url, link.note);
     const storage = describeStorageError(task.outcome);
     if (storage) lines.push(storage);
     try {
@@ -147,7 +154,7 @@ export class VideoDelivery {
         content: lines.filter((line) => line !== '').join('\n'),
         ...(file ? { file } : {}),
         components: resultButtons(task.id),
-        ...(task.card.messageId ? { replyTo: task.card.messageId } : {}),
+        ...(asReply && task.card.messageId ? { replyTo: task.card.messageId } : {}),
         mentionUsers: [task.userId],
         nonce: task.delivery.nonce,
       });
@@ -162,21 +169,36 @@ export class VideoDelivery {
       };
       log.info('video posted', { task: task.id, message: posted.messageId, link: link !== undefined });
     } catch (error) {
+      // Each refusal below created no message, so posting again with the same nonce is safe.
       if (file && isDiscordError(error, DISCORD_ERRORS.requestEntityTooLarge)) {
         // The limit Discord enforced is lower than the one it announced: fall back to a link.
-        return this.#post(current, undefined, `The video is over this server's upload limit, so here is a link instead.`);
+        return this.#post(current, undefined, `The video is over this server's upload limit.`, asReply);
       }
-      if (isDiscordError(error, DISCORD_ERRORS.missingAccess, DISCORD_ERRORS.missingPermissions)) {
-        current = {
-          ...current,
-          delivery: { ...current.delivery, state: 'closed', lastError: 'The bot is not allowed to post in this channel, so the video could not be posted. A server admin can give it Send Messages and Attach Files here.' },
-        };
-      } else {
-        throw error;
+      if (file && isDiscordError(error, DISCORD_ERRORS.missingPermissions)) {
+        // Most likely Attach Files is missing; if Send Messages is missing too, the link post says so.
+        log.warn('Discord refused the video file (no Attach Files?); posting a link instead', { task: task.id, channel: task.channelId });
+        return this.#post(current, undefined, describeMissingPermission('Attach Files'), asReply);
       }
+      if (asReply && isReplyRefusal(error)) {
+        log.warn('Discord refused the post as a reply (no Read Message History?); posting it without', { task: task.id, channel: task.channelId, error });
+        return this.#post(current, file, linkReason, false);
+      }
+      if (!isDiscordError(error, DISCORD_ERRORS.missingAccess, DISCORD_ERRORS.missingPermissions)) throw error;
+      const missing = isDiscordError(error, DISCORD_ERRORS.missingAccess) ? 'View Channel' : 'Send Messages';
+      log.warn('Discord refused to post a video in its channel', { task: task.id, channel: task.channelId, missing });
+      return this.#close(current, describeMissingPermission(missing));
     }
     await repository.save(current);
     return this.#finish(current);
+  }
+
+  /** Closes a task that will not be posted; the card shows `reason` and a link to the video when there is one. */
+  async #close(task: TaskRecord, reason: string, failures = task.delivery.failures): Promise<TaskRecord> {
+    const link = linkFor(task);
+    const lastError = link ? `${reason}\nThe video: ${link.url}\n${link.note}` : reason;
+    const closed: TaskRecord = { ...task, delivery: { ...task.delivery, state: 'closed', lastError, ...(failures === undefined ? {} : { failures }) } };
+    await this.#deps.repository.save(closed);
+    return this.#finish(closed);
   }
 
   /**
@@ -192,14 +214,8 @@ export class VideoDelivery {
       await this.#deps.repository.save(waiting);
       return waiting;
     }
-    const link = linkFor(task);
-    const lastError = [`${reason} The bot tried ${failures} times and gave up.`, link ? `The video: ${link.url}\n${link.note}` : undefined]
-      .filter((line) => line !== undefined)
-      .join('\n');
-    const closed: TaskRecord = { ...task, delivery: { ...task.delivery, state: 'closed', failures, lastError } };
-    await this.#deps.repository.save(closed);
     this.#deps.log.error('gave up delivering a finished video', { task: task.id, failures, error });
-    return this.#finish(closed);
+    return this.#close(task, `${reason} The bot tried ${failures} times and gave up.`, failures);
   }
 
   async #finish(task: TaskRecord): Promise<TaskRecord> {

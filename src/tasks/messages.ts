@@ -121,6 +121,21 @@ export function describeUnknownOutcome(): string {
   return 'The bot lost track of this request while sending it, so it cannot tell whether the gateway accepted it. Check `/video list` in a minute; if nothing shows up, try again.';
 }
 
+/** A channel permission the bot needs to post a video, as Discord's settings name it. */
+export type PostingPermission = 'View Channel' | 'Send Messages' | 'Attach Files';
+
+/** Discord refused the bot's post for lack of a permission in the channel. */
+export function describeMissingPermission(permission: PostingPermission): string {
+  switch (permission) {
+    case 'View Channel':
+      return 'The bot cannot see this channel (it lacks the **View Channel** permission here), so the video could not be posted. A server admin can give it View Channel, Send Messages and Attach Files in this channel.';
+    case 'Send Messages':
+      return 'The bot may not send messages in this channel (it lacks the **Send Messages** permission here), so the video could not be posted. A server admin can give it Send Messages and Attach Files in this channel.';
+    case 'Attach Files':
+      return 'The bot may not upload files in this channel (it lacks the **Attach Files** permission here).';
+  }
+}
+
 /** Why a finished video could not be fetched or posted this time, in plain words (the task is tried again, then closed). */
 export function describeDeliveryFailure(error: unknown): string {
   if (error instanceof NoGatewayAccessError) return `The bot could not fetch the finished video: ${error.userMessage}`;

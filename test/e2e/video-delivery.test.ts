@@ -1,13 +1,13 @@
-import { once } from 'node:events';
+import { EventEmitter, once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { REST } from 'discord.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DiscordOutbox } from '../../src/discord/outbox.ts';
 import { GatewayClientPool } from '../../src/gateway/pool.ts';
-import { silentLogger } from '../../src/log.ts';
+import { createLogger, silentLogger, type LogFields } from '../../src/log.ts';
 import { openStore, type Store } from '../../src/store.ts';
 import { VideoDelivery } from '../../src/tasks/delivery.ts';
 import { PolicyGatewayResolver } from '../../src/tasks/gateway-resolver.ts';
@@ -31,8 +31,12 @@ const FAST_POLICY: PollPolicy = { ...DEFAULT_POLL_POLICY, intervalMs: 20, maxInt
 class DoneGateway {
   readonly server = createServer((request, response) => this.#handle(request, response));
   contentRequests = 0;
-  onContent: (response: ServerResponse) => void = (response) => response.writeHead(200, { 'content-type': 'video/mp4', 'content-length': MP4.length }).end(MP4);
+  onContent = DoneGateway.serveVideo;
   baseUrl = '';
+
+  static serveVideo(this: void, response: ServerResponse): void {
+    response.writeHead(200, { 'content-type': 'video/mp4', 'content-length': MP4.length }).end(MP4);
+  }
 
   #handle(request: IncomingMessage, response: ServerResponse): void {
     request.resume();
@@ -66,6 +70,36 @@ let repository: TaskRepository;
 let tracker: TaskTracker;
 let clients: GatewayClientPool;
 let outbox: DiscordOutbox;
+/** What the delivery logged, to see what operators are told when users cannot be. */
+const logged: LogFields[] = [];
+const logEvents = new EventEmitter();
+const deliveryLog = createLogger({
+  level: 'warn',
+  write: (line) => {
+    const fields: unknown = JSON.parse(line);
+    if (typeof fields === 'object' && fields !== null) logged.push({ ...fields });
+    logEvents.emit('line');
+  },
+});
+
+function waitForLog(message: string): Promise<LogFields> {
+  const find = () => logged.find((fields) => fields.msg === message);
+  return new Promise((resolve, reject) => {
+    const check = () => {
+      const found = find();
+      if (!found) return;
+      logEvents.off('line', check);
+      clearTimeout(timer);
+      resolve(found);
+    };
+    const timer = setTimeout(() => {
+      logEvents.off('line', check);
+      reject(new Error(`no log line "${message}"`));
+    }, 10_000);
+    logEvents.on('line', check);
+    check();
+  });
+}
 /** What the server's settings say about its key; a test can take it away. */
 let access: GatewayAccess = { ok: true, apiKey: KEY, layer: 'compat', keyId: 'fake-key' };
 
@@ -89,9 +123,14 @@ beforeAll(async () => {
   outbox = new DiscordOutbox(rest);
   repository = new TaskRepository(store);
   clients = new GatewayClientPool({ baseUrl: gateway.baseUrl, log: silentLogger });
-  const delivery = new VideoDelivery({ repository, outbox, log: silentLogger, cardEditIntervalMs: 0 });
+  const delivery = new VideoDelivery({ repository, outbox, log: deliveryLog, cardEditIntervalMs: 0 });
   tracker = new TaskTracker(repository, new PolicyGatewayResolver(policy, clients, silentLogger), delivery, silentLogger, { policy: FAST_POLICY, maxInFlight: 4 });
 }, 30_000);
+
+afterEach(() => {
+  gateway.onContent = DoneGateway.serveVideo;
+  discord.restoreBotPermissions(guild.textChannelId);
+});
 
 afterAll(async () => {
   await tracker?.stop();
@@ -106,11 +145,12 @@ afterAll(async () => {
 
 /**
  * A task as submit() leaves it, whose card is a channel message of the bot (its interaction token long
- * gone), handed to the poller.
+ * gone), handed to the poller. `onceCardPosted` sets up what Discord refuses from then on.
  */
-async function track(overrides: Partial<TaskRecord> = {}): Promise<{ task: TaskRecord; card: () => Message }> {
+async function track(overrides: Partial<TaskRecord> = {}, onceCardPosted: () => void = () => {}): Promise<{ task: TaskRecord; card: () => Message }> {
   const id = newTaskId();
   const cardId = await outbox.say(guild.textChannelId, 'status card');
+  onceCardPosted();
   const now = Date.now();
   const task: TaskRecord = {
     id,
@@ -177,5 +217,59 @@ describe('a finished video the bot cannot fetch', () => {
     } finally {
       access = { ok: true, apiKey: KEY, layer: 'compat', keyId: 'fake-key' };
     }
+  });
+});
+
+describe('Discord refusing the post', () => {
+  const channelPosts = () => discord.requests.filter((request) => request.method === 'POST' && request.path === `/channels/${guild.textChannelId}/messages`);
+  const resultOf = (task: TaskRecord) => (message: Message) => JSON.stringify(message.components).includes(`video:extend:${task.id}`);
+
+  it('posts a link instead of the file, naming Attach Files, where the bot may not upload', async () => {
+    const { task } = await track({}, () => discord.denyBotPermission(guild.textChannelId, 'attachFiles'));
+    const posted = await discord.waitForMessage(guild.textChannelId, resultOf(task));
+    expect(posted.attachments).toHaveLength(0);
+    expect(posted.content).toContain('Attach Files');
+    expect(posted.content).toContain(`${gateway.baseUrl}/files/${task.gatewayId}.mp4`);
+  });
+
+  it('posts the video without replying to the card where the bot may not read the history', async () => {
+    const refusedBefore = channelPosts().filter((request) => request.status === 400).length;
+    const { task } = await track({}, () => discord.denyBotPermission(guild.textChannelId, 'readMessageHistory'));
+    const posted = await discord.waitForMessage(guild.textChannelId, resultOf(task));
+    expect(posted.attachments[0]?.bytes).toEqual(MP4);
+    expect(posted.messageReference).toBeUndefined();
+    expect(channelPosts().filter((request) => request.status === 400).length - refusedBefore).toBe(1);
+  });
+
+  it('posts the video without replying when Discord rejects the message_reference', async () => {
+    const { task } = await track({}, () =>
+      discord.failRoute({
+        method: 'POST',
+        route: /^\/channels\/\d+\/messages$/,
+        times: 1,
+        status: 400,
+        code: 50035,
+        message: 'Invalid Form Body',
+        errors: { message_reference: { _errors: [{ code: 'REPLIES_UNKNOWN_MESSAGE', message: 'Unknown message' }] } },
+      }),
+    );
+    const posted = await discord.waitForMessage(guild.textChannelId, resultOf(task));
+    expect(posted.attachments[0]?.bytes).toEqual(MP4);
+    expect(posted.messageReference).toBeUndefined();
+  });
+
+  it('says on the card that Send Messages is missing, and links the video', async () => {
+    const { task, card } = await track({}, () => discord.denyBotPermission(guild.textChannelId, 'sendMessages'));
+    const text = await closedCard(card);
+    expect(text).toContain('Send Messages');
+    expect(text).toContain(`${gateway.baseUrl}/files/${task.gatewayId}.mp4`);
+    expect(discord.messages(guild.textChannelId).some(resultOf(task))).toBe(false);
+  });
+
+  it('logs an error naming the task when not even the card can be edited (past the interaction token)', async () => {
+    const { task } = await track({}, () => discord.denyBotPermission(guild.textChannelId, 'viewChannel'));
+    const line = await waitForLog('cannot tell the user about a video task: the bot may not edit its status card in the channel');
+    expect(line).toMatchObject({ level: 'error', task: task.id, channel: guild.textChannelId, delivery: 'closed' });
+    expect(String(line.problem)).toContain('View Channel');
   });
 });

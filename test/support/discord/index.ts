@@ -17,6 +17,7 @@ import {
   memberPermissions,
   roleObject,
   userObject,
+  type DeniableBotPermission,
   type Guild,
   type Member,
   type Message,
@@ -390,8 +391,20 @@ export class DiscordStandIn {
     this.#failures.push({ method: options.method, route: options.route, remaining: options.times, status: 429, retryAfterSeconds: options.retryAfterSeconds, global: options.global ?? false });
   }
 
-  failRoute(options: { method?: string; route: RegExp; times: number; status: number }): void {
-    this.#failures.push({ method: options.method, route: options.route, remaining: options.times, status: options.status });
+  failRoute(options: { method?: string; route: RegExp; times: number; status: number; code?: number; message?: string; errors?: Record<string, unknown> }): void {
+    const { times, ...failure } = options;
+    this.#failures.push({ ...failure, method: options.method, remaining: times });
+  }
+
+  /** Takes a channel permission from the bot: its posts and edits there are refused as Discord refuses them. */
+  denyBotPermission(channelId: string, permission: DeniableBotPermission): void {
+    const denied = this.state.deniedBotPermissions.get(channelId) ?? new Set();
+    denied.add(permission);
+    this.state.deniedBotPermissions.set(channelId, denied);
+  }
+
+  restoreBotPermissions(channelId: string): void {
+    this.state.deniedBotPermissions.delete(channelId);
   }
 
   expireInteraction(handle: InteractionHandle): void {

@@ -117,8 +117,11 @@ export function describeExpired(task: TaskRecord): string {
   );
 }
 
-export function describeUnknownOutcome(): string {
-  return 'The bot lost track of this request while sending it, so it cannot tell whether the gateway accepted it. Check `/video list` in a minute; if nothing shows up, try again.';
+export function describeUnknownOutcome(task: TaskRecord): string {
+  return withRequestId(
+    'The bot lost track of this request while sending it, so it cannot tell whether the gateway accepted (and charged) it. If no video shows up here, try again.',
+    task.outcome.requestId,
+  );
 }
 
 /** A channel permission the bot needs to post a video, as Discord's settings name it. */

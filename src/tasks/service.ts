@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { GatewayApiError, GatewayConnectionError, OutcomeUnknownError, ValidationError } from '../gateway/errors.ts';
+import { GatewayApiError, GatewayConnectionError, GatewayError, ValidationError } from '../gateway/errors.ts';
 import type { GatewayClientPool } from '../gateway/pool.ts';
 import { videoModelCapabilities, videoModelNames, type Layer } from '../gateway/spec.ts';
-import type { EditRequest, ExtensionRequest, GenerationRequest } from '../gateway/types.ts';
+import type { EditRequest, ExtensionRequest, GenerationRequest, SubmittedTask } from '../gateway/types.ts';
 import { validateEdit, validateExtension, validateGeneration } from '../gateway/validation.ts';
 import type { Logger } from '../log.ts';
 import { KeyedLock } from '../keyed-lock.ts';
@@ -366,26 +366,14 @@ export class VideoService {
     });
 
     const gateway = clients.get(plan.access.apiKey, plan.access.layer);
+    let submitted: SubmittedTask;
     try {
-      const submitted =
+      submitted =
         plan.operation === 'generate'
           ? await gateway.generate(plan.request)
           : plan.operation === 'edit'
             ? await gateway.edit(plan.request)
             : await gateway.extend(plan.request);
-      task = {
-        ...task,
-        gatewayId: submitted.id,
-        state: 'running',
-        submittedAt: Date.now(),
-        outcome: submitted.requestId ? { requestId: submitted.requestId } : {},
-      };
-      await repository.save(task);
-      log.info('video task submitted', { task: id, gatewayTask: submitted.id, layer: task.layer, operation: task.operation, guild: task.guildId });
-      task = await delivery.updateCard(task);
-      await repository.save(task);
-      tracker.track(task);
-      return task;
     } catch (error) {
       const refusal = refusalMessage(error, plan.model);
       if (refusal !== undefined) {
@@ -395,12 +383,33 @@ export class VideoService {
         await policy.releaseSubmission(task);
         throw new SubmissionRefusedError(refusal, task);
       }
-      // The gateway may have accepted it (no answer, or an answer the bot cannot read): say so honestly.
-      task = await delivery.updateCard({ ...task, state: 'unknown', finishedAt: Date.now(), delivery: { ...task.delivery, state: 'closed' } });
+      // The gateway may have accepted it (no answer, or an answer the bot cannot read): the card says so
+      // honestly, with the request id support can look up, and stays.
+      log.error('a video submission has an unknown outcome', { task: id, guild: task.guildId, error });
+      const requestId = error instanceof GatewayError ? error.requestId : undefined;
+      task = await delivery.updateCard({
+        ...task,
+        state: 'unknown',
+        finishedAt: Date.now(),
+        outcome: requestId ? { ...task.outcome, requestId } : task.outcome,
+        delivery: { ...task.delivery, state: 'closed' },
+      });
       await repository.save(task);
-      if (error instanceof OutcomeUnknownError) return task;
-      throw error;
+      return task;
     }
+    task = {
+      ...task,
+      gatewayId: submitted.id,
+      state: 'running',
+      submittedAt: Date.now(),
+      outcome: submitted.requestId ? { requestId: submitted.requestId } : {},
+    };
+    await repository.save(task);
+    log.info('video task submitted', { task: id, gatewayTask: submitted.id, layer: task.layer, operation: task.operation, guild: task.guildId });
+    task = await delivery.updateCard(task);
+    await repository.save(task);
+    tracker.track(task);
+    return task;
   }
 
   /** A task of this server by the bot's ref (`v…`) or by its gateway task id. */

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { EventEmitter, once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -14,25 +15,32 @@ import { PolicyGatewayResolver } from '../../src/tasks/gateway-resolver.ts';
 import { DEFAULT_POLL_POLICY, type PollPolicy } from '../../src/tasks/poll-policy.ts';
 import type { TaskRecord } from '../../src/tasks/record.ts';
 import { TaskRepository, newTaskId } from '../../src/tasks/repository.ts';
-import type { GatewayAccess, GuildVideoPolicy } from '../../src/tasks/service.ts';
+import { VideoService, type GatewayAccess, type GuildVideoPolicy, type InteractionContext } from '../../src/tasks/service.ts';
+import { renderStatusCard } from '../../src/tasks/status-card.ts';
 import { TaskTracker } from '../../src/tasks/tracker.ts';
 import { startDiscordStandIn, type DiscordStandIn, type Message, type TestGuild } from '../support/discord/index.ts';
 
-// Delivery of finished videos when things keep going wrong, with the bot's real task services in this
-// process (so the backoff can be fast), the real discord.js REST client against the Discord stand-in, and
-// a small gateway that answers what each test needs.
+// A video task's life when things go wrong (answers that cannot be read, downloads that keep failing,
+// Discord refusing posts), with the bot's real task services in this process (so backoffs can be fast),
+// the real discord.js REST client against the Discord stand-in, and a small gateway that answers what
+// each test needs.
 
 const MP4 = readFileSync(new URL('../../src/emulator/fixtures/sample.mp4', import.meta.url));
 const KEY = 'fake-gateway-key-1';
 /** Production's rules, with every wait cut to milliseconds. */
 const FAST_POLICY: PollPolicy = { ...DEFAULT_POLL_POLICY, intervalMs: 20, maxIntervalMs: 20, errorBackoffMs: { base: 20, max: 80 }, deliveryTries: 4 };
 
-/** A compatibility-layer gateway: every task is done, and its download answers what the test says. */
+/** A compatibility-layer gateway: every task is done, and its submissions and downloads answer what the test says. */
 class DoneGateway {
   readonly server = createServer((request, response) => this.#handle(request, response));
   contentRequests = 0;
+  onSubmit = DoneGateway.accept;
   onContent = DoneGateway.serveVideo;
   baseUrl = '';
+
+  static accept(this: void, response: ServerResponse): void {
+    response.writeHead(200, { 'content-type': 'application/json' }).end(`{"task_id":"task_${randomBytes(4).toString('hex')}","status":"queued"}`);
+  }
 
   static serveVideo(this: void, response: ServerResponse): void {
     response.writeHead(200, { 'content-type': 'video/mp4', 'content-length': MP4.length }).end(MP4);
@@ -41,6 +49,10 @@ class DoneGateway {
   #handle(request: IncomingMessage, response: ServerResponse): void {
     request.resume();
     response.setHeader('x-request-id', 'req_fake');
+    if (request.method === 'POST') {
+      this.onSubmit(response);
+      return;
+    }
     const content = /^\/v1\/videos\/([^/]+)\/content$/.exec(request.url ?? '');
     if (content) {
       this.contentRequests++;
@@ -70,6 +82,7 @@ let repository: TaskRepository;
 let tracker: TaskTracker;
 let clients: GatewayClientPool;
 let outbox: DiscordOutbox;
+let video: VideoService;
 /** What the delivery logged, to see what operators are told when users cannot be. */
 const logged: LogFields[] = [];
 const logEvents = new EventEmitter();
@@ -125,9 +138,11 @@ beforeAll(async () => {
   clients = new GatewayClientPool({ baseUrl: gateway.baseUrl, log: silentLogger });
   const delivery = new VideoDelivery({ repository, outbox, log: deliveryLog, cardEditIntervalMs: 0 });
   tracker = new TaskTracker(repository, new PolicyGatewayResolver(policy, clients, silentLogger), delivery, silentLogger, { policy: FAST_POLICY, maxInFlight: 4 });
+  video = new VideoService({ repository, tracker, delivery, clients, policy, store, vendor: 'svc', log: silentLogger, attachmentUrl: (channelId, messageId) => outbox.attachmentUrl(channelId, messageId) });
 }, 30_000);
 
 afterEach(() => {
+  gateway.onSubmit = DoneGateway.accept;
   gateway.onContent = DoneGateway.serveVideo;
   discord.restoreBotPermissions(guild.textChannelId);
 });
@@ -271,5 +286,30 @@ describe('Discord refusing the post', () => {
     const line = await waitForLog('cannot tell the user about a video task: the bot may not edit its status card in the channel');
     expect(line).toMatchObject({ level: 'error', task: task.id, channel: guild.textChannelId, delivery: 'closed' });
     expect(String(line.problem)).toContain('View Channel');
+  });
+});
+
+describe('a submission whose answer cannot be read', () => {
+  it('stays "outcome unknown" with the gateway\'s request id, instead of failing', async () => {
+    gateway.onSubmit = (response) => response.writeHead(200, { 'content-type': 'text/html' }).end('<html>surprise</html>');
+    const context: InteractionContext = {
+      guildId: guild.id,
+      channelId: guild.textChannelId,
+      userId: guild.member.id,
+      applicationId: discord.applicationId,
+      interactionToken: 'no-interaction',
+      interactionReceivedAt: Date.now(),
+      attachmentSizeLimit: 10 * 1024 * 1024,
+    };
+    const prepared = await video.prepareGeneration(context, {
+      prompt: 'unreadable answer', model: undefined, duration: undefined, resolution: undefined, aspectRatio: undefined,
+      image: undefined, lastFrame: undefined, referenceImages: [], voices: [], referenceAudio: undefined,
+    });
+    if (!prepared.ok) throw new Error(prepared.message);
+    const task = await video.submit(prepared.plan, context);
+    expect(task.state).toBe('unknown');
+    const card = JSON.stringify(renderStatusCard(task));
+    expect(card).toContain('Outcome unknown');
+    expect(card).toContain('request id `req_fake`');
   });
 });

@@ -103,11 +103,20 @@ export function describeStorageError(outcome: TaskOutcome): string | undefined {
   return `Long-term storage of this video failed (${outcome.storageError}), so it is not kept beyond the temporary link; the video itself is fine.`;
 }
 
+/**
+ * The bot's own deadline passed without a final answer. Nothing says the gateway refunded anything: it may
+ * still have made (and charged) the video, so admins get the ids to check.
+ */
 export function describeTimeout(task: TaskRecord): string {
-  return withRequestId(
-    `The gateway did not finish this video in time, so the bot stopped waiting. ${REFUNDED}`,
-    task.outcome.requestId,
-  );
+  const minutes = Math.round(((task.finishedAt ?? Date.now()) - (task.submittedAt ?? task.createdAt)) / 60_000);
+  const why =
+    task.pollErrors > 0
+      ? `The bot lost track of this video: its last ${task.pollErrors === 1 ? 'question' : `${task.pollErrors} questions`} to the gateway failed, and after ${minutes} min it stopped asking.`
+      : `The gateway still had not finished this video after ${minutes} min, so the bot stopped waiting.`;
+  const check = task.gatewayId
+    ? `It may still have been made and charged: a server admin can look up gateway task \`${task.gatewayId}\`.`
+    : 'It may still have been made and charged.';
+  return withRequestId(`${why} ${check}`, task.outcome.requestId);
 }
 
 export function describeExpired(task: TaskRecord): string {

@@ -33,8 +33,6 @@ export class TaskTracker {
   readonly #log: Logger;
   readonly #options: Required<TrackerOptions>;
   readonly #schedule = new Schedule();
-  /** Consecutive failures per task; only failing tasks have an entry. */
-  readonly #failures = new Map<string, number>();
   readonly #inFlight = new Set<Promise<void>>();
   readonly #finishedListeners: FinishedListener[] = [];
   #timer: NodeJS.Timeout | undefined;
@@ -125,12 +123,8 @@ export class TaskTracker {
     let task: TaskRecord | undefined;
     try {
       task = await this.#repository.get(id);
-      if (!task || !needsWork(task)) {
-        this.#failures.delete(id);
-        return;
-      }
+      if (!task || !needsWork(task)) return;
       const next = await this.#advance(task);
-      this.#failures.delete(id);
       if (needsWork(next)) {
         const elapsed = this.#options.now() - (next.submittedAt ?? next.createdAt);
         this.#reschedule(id, nextPollDelay(this.#options.policy, elapsed, next.progress, this.#options.random));
@@ -149,7 +143,6 @@ export class TaskTracker {
     const task = (await this.#repository.get(id)) ?? read;
     if (task && isTerminal(task.state) && needsWork(task)) {
       // Fetching or posting a finished video failed: counted in the store, so a restart cannot make it endless.
-      this.#failures.delete(id);
       const next = await this.#delivery.recordFailure(task, error, this.#options.policy.deliveryTries);
       if (!needsWork(next)) return;
       const delay = errorBackoffDelay(this.#options.policy, next.delivery.failures ?? 1, this.#options.random);
@@ -157,12 +150,18 @@ export class TaskTracker {
       this.#reschedule(id, delay);
       return;
     }
-    const failures = (this.#failures.get(id) ?? 0) + 1;
-    this.#failures.set(id, failures);
+    // A poll failed (the gateway unreachable, an error answer, no usable key): counted in the store, so
+    // the card can tell later whether the bot lost track of the task or the gateway just never finished it.
+    const failed = task ? { ...task, pollErrors: task.pollErrors + 1 } : undefined;
+    const failures = failed?.pollErrors ?? 1;
     const delay = errorBackoffDelay(this.#options.policy, failures, this.#options.random);
     this.#log.warn('task poll failed; backing off', { task: id, failures, retryInMs: delay, error });
-    if (task && this.#pastDeadline(task)) await this.#giveUp(task);
-    else this.#reschedule(id, delay);
+    if (failed && this.#pastDeadline(failed)) {
+      await this.#giveUp(failed);
+      return;
+    }
+    if (failed) await this.#repository.save(failed);
+    this.#reschedule(id, delay);
   }
 
   #pastDeadline(task: TaskRecord): boolean {

@@ -28,18 +28,23 @@ import { startDiscordStandIn, type DiscordStandIn, type Message, type TestGuild 
 const MP4 = readFileSync(new URL('../../src/emulator/fixtures/sample.mp4', import.meta.url));
 const KEY = 'fake-gateway-key-1';
 /** Production's rules, with every wait cut to milliseconds. */
-const FAST_POLICY: PollPolicy = { ...DEFAULT_POLL_POLICY, intervalMs: 20, maxIntervalMs: 20, errorBackoffMs: { base: 20, max: 80 }, deliveryTries: 4 };
+const FAST_POLICY: PollPolicy = { ...DEFAULT_POLL_POLICY, intervalMs: 20, maxIntervalMs: 20, errorBackoffMs: { base: 20, max: 80 }, deliveryTries: 4, deadlineMs: 500 };
 
 /** A compatibility-layer gateway: every task is done, and its submissions and downloads answer what the test says. */
 class DoneGateway {
   readonly server = createServer((request, response) => this.#handle(request, response));
   contentRequests = 0;
   onSubmit = DoneGateway.accept;
+  onPoll = DoneGateway.done;
   onContent = DoneGateway.serveVideo;
   baseUrl = '';
 
   static accept(this: void, response: ServerResponse): void {
     response.writeHead(200, { 'content-type': 'application/json' }).end(`{"task_id":"task_${randomBytes(4).toString('hex')}","status":"queued"}`);
+  }
+
+  static done(this: void, response: ServerResponse, taskId: string, baseUrl: string): void {
+    response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ task_id: taskId, status: 'succeeded', progress: 100, url: `${baseUrl}/files/${taskId}.mp4` }));
   }
 
   static serveVideo(this: void, response: ServerResponse): void {
@@ -59,9 +64,7 @@ class DoneGateway {
       this.onContent(response);
       return;
     }
-    const task = /^\/v1\/videos\/([^/]+)$/.exec(request.url ?? '');
-    const body = JSON.stringify({ task_id: task?.[1], status: 'succeeded', progress: 100, url: `${this.baseUrl}/files/${task?.[1]}.mp4` });
-    response.writeHead(200, { 'content-type': 'application/json' }).end(body);
+    this.onPoll(response, /^\/v1\/videos\/([^/]+)$/.exec(request.url ?? '')?.[1] ?? '', this.baseUrl);
   }
 
   async start(): Promise<void> {
@@ -143,6 +146,7 @@ beforeAll(async () => {
 
 afterEach(() => {
   gateway.onSubmit = DoneGateway.accept;
+  gateway.onPoll = DoneGateway.done;
   gateway.onContent = DoneGateway.serveVideo;
   discord.restoreBotPermissions(guild.textChannelId);
 });
@@ -232,6 +236,20 @@ describe('a finished video the bot cannot fetch', () => {
     } finally {
       access = { ok: true, apiKey: KEY, layer: 'compat', keyId: 'fake-key' };
     }
+  });
+});
+
+describe('a task the bot loses track of', () => {
+  it('is closed past the deadline without claiming a refund, naming the gateway task to check', async () => {
+    gateway.onPoll = (response) =>
+      response
+        .writeHead(401, { 'content-type': 'application/json' })
+        .end('{"error":{"message":"Invalid API key.","type":"gateway_api_error","param":null,"code":"invalid_api_key"}}');
+    const { task, card } = await track();
+    const text = await discord.waitFor(() => (cardText(card()).includes('Timed out') ? cardText(card()) : undefined), 10_000, 'a timed-out card');
+    expect(text).toContain('lost track of this video');
+    expect(text).toContain(`\`${task.gatewayId}\``);
+    expect(text).not.toContain('refunded');
   });
 });
 

@@ -109,6 +109,17 @@ describe('the status card', () => {
     expect(embed?.fields?.find((field) => field.name === 'Took')?.value).toBe('1m 05s');
   });
 
+  it.each([
+    ['its polls kept failing', 3, 'lost track of this video: its last 3 questions to the gateway failed'],
+    ['the gateway never finished it', 0, 'still had not finished this video after 15 min'],
+  ])('claims no refund when the bot gave up because %s, and names the gateway task to check', (_label, pollErrors, words) => {
+    const gaveUp: TaskRecord = { ...task, state: 'timed_out', pollErrors, finishedAt: task.submittedAt! + 15 * 60_000, delivery: { ...task.delivery, state: 'closed' } };
+    const details = renderStatusCard(gaveUp).embeds[0]?.fields?.find((field) => field.name === 'Details')?.value;
+    expect(details).toContain(words);
+    expect(details).toContain('gateway task `task_1`');
+    expect(details).not.toContain('refunded');
+  });
+
   it('changes its state key only when what it shows changes', () => {
     expect(cardStateKey({ ...task, polls: 3 })).toBe(cardStateKey(task));
     expect(cardStateKey({ ...task, progress: 10 })).not.toBe(cardStateKey(task));

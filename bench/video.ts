@@ -15,7 +15,7 @@ import { openStore } from '../src/store.ts';
 import { VideoDelivery } from '../src/tasks/delivery.ts';
 import { PolicyGatewayResolver } from '../src/tasks/gateway-resolver.ts';
 import { DEFAULT_POLL_POLICY } from '../src/tasks/poll-policy.ts';
-import { TaskRepository } from '../src/tasks/repository.ts';
+import { TaskRepository, newTaskId } from '../src/tasks/repository.ts';
 import { VideoService, type InteractionContext } from '../src/tasks/service.ts';
 import { TaskTracker } from '../src/tasks/tracker.ts';
 
@@ -141,7 +141,8 @@ async function submitAll(bot: Bot, tasks: number, onSubmitted: (id: string, at: 
     Array.from({ length: SUBMIT_CONCURRENCY }, async () => {
       while (next < tasks) {
         const index = next++;
-        const task = await bot.video.submit(bot.plan, bot.context(index));
+        // One prepared request, sent as many tasks: each needs its own id.
+        const task = await bot.video.submit({ ...bot.plan, taskId: newTaskId() }, bot.context(index));
         onSubmitted(task.id, task.submittedAt ?? Date.now());
       }
     }),

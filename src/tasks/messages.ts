@@ -56,6 +56,15 @@ export function describeSubmissionError(facts: SubmissionErrorFacts): string {
   return withRequestId(text, facts.requestId);
 }
 
+/** Regenerate sends the first request again, but Discord's links to its attachments last only about a day. */
+export function describeExpiredAttachments(operation: TaskRecord['operation']): string {
+  const again =
+    operation === 'generate'
+      ? 'Run `/video generate` again with fresh attachments.'
+      : `Run \`/video ${operation}\` again, with the video attached or picked as \`task\`.`;
+  return `That video was made from Discord attachments, and Discord's links to them expire after about a day, so the gateway can no longer fetch them. ${again}`;
+}
+
 const REFUNDED = 'The quota it used was refunded automatically.';
 
 /** Why a finished task has no video, in plain words. */

@@ -118,6 +118,27 @@ export function buildExtensionRequest(
   return request;
 }
 
+/** The name a task's video is stored under in the gateway's storage: one per task. */
+export function storageFilename(guildId: string, taskId: string): string {
+  return `discord-${guildId}-${taskId}.mp4`;
+}
+
+/**
+ * Whether a stored request points at a Discord attachment whose signed link has expired (`ex`, hex unix
+ * seconds, next to `is` and `hm`): the gateway could no longer fetch it.
+ */
+export function hasExpiredAttachmentLink(value: unknown, now: number): boolean {
+  if (typeof value === 'string') {
+    const query = URL.parse(value)?.searchParams;
+    const expires = query?.get('ex');
+    if (!query || !expires || !/^[0-9a-f]+$/i.test(expires) || !query.has('is') || !query.has('hm')) return false;
+    return Number.parseInt(expires, 16) * 1000 <= now;
+  }
+  if (Array.isArray(value)) return value.some((item) => hasExpiredAttachmentLink(item, now));
+  if (typeof value === 'object' && value !== null) return Object.values(value).some((item) => hasExpiredAttachmentLink(item, now));
+  return false;
+}
+
 export function storageOptionsFor(defaults: StorageDefaults, filename: string): StorageOptions | undefined {
   if (defaults.keepDays <= 0 && !defaults.publicLink) return undefined;
   const options: StorageOptions = { filename };

@@ -8,7 +8,7 @@ import type { Logger } from '../log.ts';
 import { KeyedLock } from '../keyed-lock.ts';
 import type { Collection, Store } from '../store.ts';
 import type { VideoDelivery } from './delivery.ts';
-import { describeSubmissionError } from './messages.ts';
+import { describeExpiredAttachments, describeSubmissionError } from './messages.ts';
 import { isTerminal, type TaskMode, type TaskRecord } from './record.ts';
 import { parseStoredRequest } from './stored-request.ts';
 import { newTaskId, type TaskRepository } from './repository.ts';
@@ -20,6 +20,8 @@ import {
   endUserId,
   generationMode,
   optionForField,
+  hasExpiredAttachmentLink,
+  storageFilename,
   storageOptionsFor,
   type AttachmentInput,
   type GenerationInput,
@@ -80,11 +82,15 @@ export type OperationRequest =
   | { operation: 'extend'; request: ExtensionRequest };
 
 export type SubmissionPlan = OperationRequest & {
+  /** The new task's id, made when the request is prepared: its storage filename carries it. */
+  taskId: string;
   mode: TaskMode;
   model: string;
   prompt: string;
   access: Extract<GatewayAccess, { ok: true }>;
   sourceTaskId?: string;
+  /** Regenerate: an earlier task's request sent again (its attachment links may have expired since). */
+  regenerated?: boolean;
   /**
    * The source is a video the bot posted: Discord re-signs attachment urls, so submit() asks for a fresh
    * one. It is a network call, so it waits until the interaction has been answered.
@@ -187,14 +193,14 @@ export class VideoService {
     }
     try {
       const taskId = newTaskId();
-      const storage = storageOptionsFor(defaults.storage, `discord-${context.guildId}-${taskId}.mp4`);
+      const storage = storageOptionsFor(defaults.storage, storageFilename(context.guildId, taskId));
       const request = buildGenerationRequest(withDefaults, endUserId(await this.#userSalt(), context.userId), storage);
       validateGeneration(request, { layer: granted.access.layer, vendor: this.#deps.vendor });
       const verdict = await this.#checkLimits(context);
       if (!verdict.ok) return verdict;
       return {
         ok: true,
-        plan: { operation: 'generate', mode: generationMode(request), model, prompt: input.prompt ?? '', request, access: granted.access },
+        plan: { operation: 'generate', taskId, mode: generationMode(request), model, prompt: input.prompt ?? '', request, access: granted.access },
       };
     } catch (error) {
       if (error instanceof InputError) return { ok: false, message: error.message };
@@ -287,6 +293,7 @@ export class VideoService {
         ok: true,
         plan: {
           ...operationRequest,
+          taskId: newTaskId(),
           mode: operation,
           model,
           prompt: input.prompt,
@@ -309,6 +316,7 @@ export class VideoService {
     if (!granted.ok) return granted;
     const verdict = await this.#checkLimits(context);
     if (!verdict.ok) return verdict;
+    if (hasExpiredAttachmentLink(original.request, Date.now())) return { ok: false, message: describeExpiredAttachments(original.operation) };
     const user = endUserId(await this.#userSalt(), context.userId);
     let operationRequest: OperationRequest;
     try {
@@ -317,9 +325,23 @@ export class VideoService {
       if (error instanceof ValidationError) return { ok: false, message: `That task cannot be sent again as it was: ${error.message}` };
       throw error;
     }
+    const taskId = newTaskId();
+    if (operationRequest.operation === 'generate' && operationRequest.request.storage_options) {
+      // A new task is stored under its own name, not over the original's file.
+      operationRequest.request.storage_options = { ...operationRequest.request.storage_options, filename: storageFilename(context.guildId, taskId) };
+    }
     return {
       ok: true,
-      plan: { ...operationRequest, mode: original.mode, model: original.model, prompt: original.prompt, access: granted.access, sourceTaskId: original.id },
+      plan: {
+        ...operationRequest,
+        taskId,
+        mode: original.mode,
+        model: original.model,
+        prompt: original.prompt,
+        access: granted.access,
+        sourceTaskId: original.id,
+        regenerated: true,
+      },
     };
   }
 
@@ -331,7 +353,7 @@ export class VideoService {
     const { repository, clients, delivery, tracker, policy, log } = this.#deps;
     const plan = await this.#withFreshSource(prepared);
     const now = Date.now();
-    const id = newTaskId(now);
+    const id = plan.taskId;
     let task: TaskRecord = {
       id,
       layer: plan.access.layer,
@@ -375,7 +397,7 @@ export class VideoService {
             ? await gateway.edit(plan.request)
             : await gateway.extend(plan.request);
     } catch (error) {
-      const refusal = refusalMessage(error, plan.model);
+      const refusal = refusalMessage(error, plan);
       if (refusal !== undefined) {
         // Refused, or never delivered: nothing exists at the gateway and nothing was charged.
         task = { ...task, state: 'failed', finishedAt: Date.now(), delivery: { ...task.delivery, state: 'closed' } };
@@ -438,8 +460,15 @@ export class VideoService {
   }
 }
 
+/** The request fields that carry a link the gateway fetches. */
+const LINK_FIELDS = /^(image|last_frame|reference_images|reference_audios|video)\b/;
+
 /** What to tell the user when a submission certainly created nothing, or undefined when it may have. */
-function refusalMessage(error: unknown, model: string): string | undefined {
+function refusalMessage(error: unknown, plan: SubmissionPlan): string | undefined {
+  const model = plan.model;
+  if (plan.regenerated && error instanceof GatewayApiError && error.status === 400 && LINK_FIELDS.test(error.param ?? '')) {
+    return describeExpiredAttachments(plan.operation);
+  }
   if (error instanceof GatewayApiError || error instanceof ValidationError) {
     return describeSubmissionError({
       code: error.code,

@@ -8,6 +8,7 @@ import { REST } from 'discord.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DiscordOutbox } from '../../src/discord/outbox.ts';
 import { GatewayClientPool } from '../../src/gateway/pool.ts';
+import { readRecord, readString } from '../../src/json.ts';
 import { createLogger, silentLogger, type LogFields } from '../../src/log.ts';
 import { openStore, type Store } from '../../src/store.ts';
 import { VideoDelivery } from '../../src/tasks/delivery.ts';
@@ -15,7 +16,15 @@ import { PolicyGatewayResolver } from '../../src/tasks/gateway-resolver.ts';
 import { DEFAULT_POLL_POLICY, type PollPolicy } from '../../src/tasks/poll-policy.ts';
 import type { TaskRecord } from '../../src/tasks/record.ts';
 import { TaskRepository, newTaskId } from '../../src/tasks/repository.ts';
-import { VideoService, type GatewayAccess, type GuildVideoPolicy, type InteractionContext } from '../../src/tasks/service.ts';
+import {
+  SubmissionRefusedError,
+  VideoService,
+  type GatewayAccess,
+  type GuildVideoPolicy,
+  type InteractionContext,
+  type Prepared,
+  type SubmissionPlan,
+} from '../../src/tasks/service.ts';
 import { renderStatusCard } from '../../src/tasks/status-card.ts';
 import { TaskTracker } from '../../src/tasks/tracker.ts';
 import { startDiscordStandIn, type DiscordStandIn, type Message, type TestGuild } from '../support/discord/index.ts';
@@ -34,6 +43,8 @@ const FAST_POLICY: PollPolicy = { ...DEFAULT_POLL_POLICY, intervalMs: 20, maxInt
 class DoneGateway {
   readonly server = createServer((request, response) => this.#handle(request, response));
   contentRequests = 0;
+  /** The bodies of every submission, parsed. */
+  readonly submissions: unknown[] = [];
   onSubmit = DoneGateway.accept;
   onPoll = DoneGateway.done;
   onContent = DoneGateway.serveVideo;
@@ -52,12 +63,15 @@ class DoneGateway {
   }
 
   #handle(request: IncomingMessage, response: ServerResponse): void {
-    request.resume();
     response.setHeader('x-request-id', 'req_fake');
     if (request.method === 'POST') {
-      this.onSubmit(response);
+      void text(request).then((body) => {
+        this.submissions.push(JSON.parse(body));
+        this.onSubmit(response);
+      });
       return;
     }
+    request.resume();
     const content = /^\/v1\/videos\/([^/]+)\/content$/.exec(request.url ?? '');
     if (content) {
       this.contentRequests++;
@@ -73,6 +87,12 @@ class DoneGateway {
     const address = this.server.address();
     this.baseUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
   }
+}
+
+async function text(request: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of request) chunks.push(Buffer.from(chunk as Uint8Array));
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 let discord: DiscordStandIn;
@@ -118,10 +138,12 @@ function waitForLog(message: string): Promise<LogFields> {
 }
 /** What the server's settings say about its key; a test can take it away. */
 let access: GatewayAccess = { ok: true, apiKey: KEY, layer: 'compat', keyId: 'fake-key' };
+/** The server keeps its videos in the gateway's storage for a week. */
+const storage = { keepDays: 7, publicLink: false };
 
 const policy: GuildVideoPolicy = {
   resolveGatewayAccess: () => Promise.resolve(access),
-  defaults: () => Promise.resolve({ model: undefined, resolution: undefined, duration: undefined, aspectRatio: undefined, storage: { keepDays: 0, publicLink: false } }),
+  defaults: () => Promise.resolve({ model: undefined, resolution: undefined, duration: undefined, aspectRatio: undefined, storage }),
   checkLimits: () => Promise.resolve({ ok: true }),
   recordSubmission: () => Promise.resolve(),
   releaseSubmission: () => Promise.resolve(),
@@ -307,27 +329,71 @@ describe('Discord refusing the post', () => {
   });
 });
 
+/** A member's /video interaction, as the command hands it to the service. */
+function interactionContext(): InteractionContext {
+  return {
+    guildId: guild.id,
+    channelId: guild.textChannelId,
+    userId: guild.member.id,
+    applicationId: discord.applicationId,
+    interactionToken: 'no-interaction',
+    interactionReceivedAt: Date.now(),
+    attachmentSizeLimit: 10 * 1024 * 1024,
+  };
+}
+
+function planned(prepared: Prepared): SubmissionPlan {
+  if (!prepared.ok) throw new Error(prepared.message);
+  return prepared.plan;
+}
+
+async function generate(prompt: string, image?: string): Promise<TaskRecord> {
+  const context = interactionContext();
+  const input = { prompt, model: undefined, duration: undefined, resolution: undefined, aspectRatio: undefined, lastFrame: undefined, referenceImages: [], voices: [], referenceAudio: undefined };
+  const attachment = image === undefined ? undefined : { url: image, filename: 'first.png', contentType: 'image/png', size: 100 };
+  return video.submit(planned(await video.prepareGeneration(context, { ...input, image: attachment })), context);
+}
+
+/** A Discord attachment link, signed until `expiresAt` (ms), as Discord's CDN writes them. */
+function attachmentLink(expiresAt: number): string {
+  return `https://cdn.discordapp.com/attachments/1/2/first.png?ex=${Math.floor(expiresAt / 1000).toString(16)}&is=${Math.floor(Date.now() / 1000).toString(16)}&hm=abc123`;
+}
+
 describe('a submission whose answer cannot be read', () => {
   it('stays "outcome unknown" with the gateway\'s request id, instead of failing', async () => {
     gateway.onSubmit = (response) => response.writeHead(200, { 'content-type': 'text/html' }).end('<html>surprise</html>');
-    const context: InteractionContext = {
-      guildId: guild.id,
-      channelId: guild.textChannelId,
-      userId: guild.member.id,
-      applicationId: discord.applicationId,
-      interactionToken: 'no-interaction',
-      interactionReceivedAt: Date.now(),
-      attachmentSizeLimit: 10 * 1024 * 1024,
-    };
-    const prepared = await video.prepareGeneration(context, {
-      prompt: 'unreadable answer', model: undefined, duration: undefined, resolution: undefined, aspectRatio: undefined,
-      image: undefined, lastFrame: undefined, referenceImages: [], voices: [], referenceAudio: undefined,
-    });
-    if (!prepared.ok) throw new Error(prepared.message);
-    const task = await video.submit(prepared.plan, context);
+    const task = await generate('unreadable answer');
     expect(task.state).toBe('unknown');
     const card = JSON.stringify(renderStatusCard(task));
     expect(card).toContain('Outcome unknown');
     expect(card).toContain('request id `req_fake`');
+  });
+});
+
+describe('Regenerate', () => {
+  it('stores the new video under the new task\'s own name', async () => {
+    const original = await generate('a lake at noon');
+    const again = await video.submit(planned(await video.prepareRegeneration(interactionContext(), original.id)), interactionContext());
+    expect(again.id).not.toBe(original.id);
+    const filenames = gateway.submissions.slice(-2).map((body) => readString(readRecord(body, 'storage_options'), 'filename'));
+    expect(filenames).toEqual([`discord-${guild.id}-${original.id}.mp4`, `discord-${guild.id}-${again.id}.mp4`]);
+  });
+
+  it('asks for fresh attachments when Discord\'s links to the original ones have expired', async () => {
+    const original = await generate('it starts to rain', attachmentLink(Date.now() + 3_600_000));
+    await repository.save({ ...original, request: { ...original.request, image: { url: attachmentLink(Date.now() - 60_000) } } });
+    const prepared = await video.prepareRegeneration(interactionContext(), original.id);
+    expect(prepared).toMatchObject({ ok: false, message: expect.stringContaining('Run `/video generate` again with fresh attachments') });
+  });
+
+  it('asks for fresh attachments when the gateway refuses an attachment link', async () => {
+    const original = await generate('it starts to snow', attachmentLink(Date.now() + 3_600_000));
+    gateway.onSubmit = (response) =>
+      response
+        .writeHead(400, { 'content-type': 'application/json' })
+        .end('{"error":{"message":"The image could not be fetched.","type":"gateway_api_error","param":"image.url","code":"invalid_request_error"}}');
+    const submitted = video.submit(planned(await video.prepareRegeneration(interactionContext(), original.id)), interactionContext());
+    await expect(submitted).rejects.toThrow(SubmissionRefusedError);
+    await expect(submitted).rejects.toThrow(/fresh attachments/);
   });
 });

@@ -1,6 +1,6 @@
 import { ButtonStyle, ComponentType, type APIActionRowComponent, type APIComponentInMessageActionRow } from 'discord.js';
 import { customId } from '../discord/command.ts';
-import { DISCORD_ERRORS, isDiscordError, isReplyRefusal, type DiscordOutbox, type FileToPost } from '../discord/outbox.ts';
+import { DISCORD_ERRORS, isDiscordError, isReplyRefusal, type DiscordOutbox, type FileToPost, type OwnMessage, type PostedMessage } from '../discord/outbox.ts';
 import { NotFoundError, ResponseTooLargeError, VideoUnavailableError } from '../gateway/errors.ts';
 import type { GatewayClient } from '../gateway/client.ts';
 import type { TaskResult } from '../gateway/types.ts';
@@ -39,6 +39,12 @@ function linkFor(task: TaskRecord): { url: string; note: string } | undefined {
   if (task.outcome.videoUrl) return { url: task.outcome.videoUrl, note: 'This is a temporary link and it expires soon: download the video now.' };
   return undefined;
 }
+
+/**
+ * Discord answers a repeated nonce with the first message only for "a few minutes": a post first tried
+ * longer ago than this may have gone out without the bot recording it, so the channel is searched first.
+ */
+const NONCE_TRUSTED_MS = 2 * 60_000;
 
 export interface DeliveryDeps {
   repository: TaskRepository;
@@ -100,6 +106,15 @@ export class VideoDelivery {
     let current = task;
     if (current.delivery.state === 'posted' || current.delivery.state === 'closed') return current;
 
+    const earlier = await this.#earlierPost(current);
+    if (earlier) {
+      // The bot posted it before it crashed (or lost Discord's answer), too long ago for the nonce to catch it.
+      current = { ...current, delivery: { ...current.delivery, state: 'posted', messageId: earlier.messageId, ...(earlier.attachmentUrl ? { attachmentUrl: earlier.attachmentUrl } : {}) } };
+      this.#deps.log.info('found the video already posted; recorded it instead of posting again', { task: current.id, message: earlier.messageId });
+      await repository.save(current);
+      return this.#finish(current);
+    }
+
     let latest = result;
     if (!latest) {
       if (!current.gatewayId) throw new Error(`task ${current.id} has no gateway id`);
@@ -132,6 +147,28 @@ export class VideoDelivery {
     return this.#post(current, file, linkReason);
   }
 
+  /**
+   * The post of this task already in its channel, when an earlier try may have made one that Discord's
+   * nonce no longer guards (tried longer ago than it remembers nonces). Only the last 50 messages are
+   * searched; without Read Message History nothing can be searched, and the video is posted again.
+   */
+  async #earlierPost(task: TaskRecord): Promise<PostedMessage | undefined> {
+    const { state, postingSince, nonce } = task.delivery;
+    if (state !== 'posting') return undefined;
+    if (postingSince !== undefined && Date.now() - postingSince < NONCE_TRUSTED_MS) return undefined;
+    let messages: OwnMessage[];
+    try {
+      messages = await this.#deps.outbox.recentOwnMessages(task.channelId);
+    } catch (error) {
+      if (!isDiscordError(error, DISCORD_ERRORS.missingAccess, DISCORD_ERRORS.missingPermissions)) throw error;
+      this.#deps.log.warn('cannot search the channel for an earlier post of a video; posting it again', { task: task.id, channel: task.channelId, error });
+      return undefined;
+    }
+    // Discord may leave the nonce out of listed messages; the result buttons carry the task id too.
+    const extendButton = customId('video', 'extend', task.id);
+    return messages.find((message) => message.nonce === nonce || message.customIds.includes(extendButton));
+  }
+
   /** `asReply`: as a reply to the status card, unless Discord refused that once already. */
   async #post(task: TaskRecord, file: FileToPost | undefined, linkReason: string | undefined, asReply = true): Promise<TaskRecord> {
     const { repository, outbox, log } = this.#deps;
@@ -140,7 +177,13 @@ export class VideoDelivery {
 
     let current: TaskRecord = {
       ...task,
-      delivery: { ...task.delivery, state: 'posting', attempts: task.delivery.attempts + 1, ...(linkReason ? { linkReason } : {}) },
+      delivery: {
+        ...task.delivery,
+        state: 'posting',
+        attempts: task.delivery.attempts + 1,
+        postingSince: task.delivery.postingSince ?? Date.now(),
+        ...(linkReason ? { linkReason } : {}),
+      },
     };
     await repository.save(current);
 

@@ -68,6 +68,8 @@ export interface Delivery {
   nonce: string;
   /** Posts tried. */
   attempts: number;
+  /** When the first post was tried: Discord honours a nonce only for a few minutes after it. */
+  postingSince?: number;
   /** Failed tries to fetch or post the video, kept across restarts: past the policy's limit the task is closed. */
   failures?: number;
   messageId?: string;
@@ -234,6 +236,7 @@ function parseDelivery(value: unknown, path: string): Delivery {
     state: requireOneOf(source, 'state', path, DELIVERY_STATES),
     nonce: requireString(source, 'nonce', path),
     attempts: requireNumber(source, 'attempts', path),
+    postingSince: optionalNumber(source, 'postingSince', path),
     failures: optionalNumber(source, 'failures', path),
     messageId: optionalString(source, 'messageId', path),
     attachmentUrl: optionalString(source, 'attachmentUrl', path),

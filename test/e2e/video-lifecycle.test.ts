@@ -11,7 +11,7 @@ import { GatewayClientPool } from '../../src/gateway/pool.ts';
 import { readRecord, readString } from '../../src/json.ts';
 import { createLogger, silentLogger, type LogFields } from '../../src/log.ts';
 import { openStore, type Store } from '../../src/store.ts';
-import { VideoDelivery } from '../../src/tasks/delivery.ts';
+import { VideoDelivery, resultButtons } from '../../src/tasks/delivery.ts';
 import { PolicyGatewayResolver } from '../../src/tasks/gateway-resolver.ts';
 import { DEFAULT_POLL_POLICY, type PollPolicy } from '../../src/tasks/poll-policy.ts';
 import type { TaskRecord } from '../../src/tasks/record.ts';
@@ -153,7 +153,8 @@ const policy: GuildVideoPolicy = {
 beforeAll(async () => {
   gateway = new DoneGateway();
   await gateway.start();
-  discord = await startDiscordStandIn();
+  // Discord forgets nonces after a few minutes; this one at once, as if every restart came long after.
+  discord = await startDiscordStandIn({ nonceWindowMs: 1 });
   guild = discord.createGuild();
   directory = mkdtempSync(join(tmpdir(), 'video-delivery-'));
   store = await openStore(`sqlite://${join(directory, 'bot.sqlite')}`, silentLogger);
@@ -189,7 +190,7 @@ afterAll(async () => {
  * gone), handed to the poller. `onceCardPosted` sets up what Discord refuses from then on.
  */
 async function track(overrides: Partial<TaskRecord> = {}, onceCardPosted: () => void = () => {}): Promise<{ task: TaskRecord; card: () => Message }> {
-  const id = newTaskId();
+  const id = overrides.id ?? newTaskId();
   const cardId = await outbox.say(guild.textChannelId, 'status card');
   onceCardPosted();
   const now = Date.now();
@@ -395,5 +396,30 @@ describe('Regenerate', () => {
     const submitted = video.submit(planned(await video.prepareRegeneration(interactionContext(), original.id)), interactionContext());
     await expect(submitted).rejects.toThrow(SubmissionRefusedError);
     await expect(submitted).rejects.toThrow(/fresh attachments/);
+  });
+});
+
+describe('a crash between posting a video and recording it', () => {
+  it('finds the earlier post after a restart past Discord\'s nonce window, instead of posting twice', async () => {
+    const id = newTaskId();
+    // What the process that crashed managed to do: the post went out, "posted" was never written.
+    const earlier = await outbox.post({
+      channelId: guild.textChannelId,
+      content: `<@${guild.member.id}> your video is ready.`,
+      file: { name: `video-${id}.mp4`, data: MP4, contentType: 'video/mp4' },
+      components: resultButtons(id),
+      mentionUsers: [],
+      nonce: id,
+    });
+    const { task, card } = await track({
+      id,
+      state: 'succeeded',
+      finishedAt: Date.now(),
+      delivery: { state: 'posting', nonce: id, attempts: 1, postingSince: Date.now() - 10 * 60_000 },
+    });
+    await discord.waitFor(() => (cardText(card()).includes('posted below') ? true : undefined), 10_000, 'a card saying the video was posted');
+    expect((await repository.get(task.id))?.delivery).toMatchObject({ state: 'posted', messageId: earlier.messageId, attachmentUrl: earlier.attachmentUrl });
+    const posts = discord.messages(guild.textChannelId).filter((message) => JSON.stringify(message.components).includes(`video:extend:${id}`));
+    expect(posts.map((message) => message.id)).toEqual([earlier.messageId]);
   });
 });

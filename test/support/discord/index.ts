@@ -5,7 +5,7 @@ import { isRecord } from '../../../src/json.ts';
 import { createLogger, type Logger } from '../../../src/log.ts';
 import { Gateway } from './gateway.ts';
 import { CALLBACK, Interactions, type Callback, type InteractionRecord } from './interactions.ts';
-import { MessageStore, RestApi, type InjectedFailure, type RecordedRequest } from './rest.ts';
+import { MessageStore, NONCE_WINDOW_MS, RestApi, type InjectedFailure, type RecordedRequest } from './rest.ts';
 import { snowflake } from './snowflake.ts';
 import {
   DEFAULT_ATTACHMENT_LIMIT,
@@ -38,6 +38,8 @@ export interface StandInOptions {
   responseDeadlineMs?: number;
   /** Discord's 15 min interaction token. */
   tokenLifetimeMs?: number;
+  /** How long a message nonce with enforce_nonce is remembered (Discord: a few minutes). */
+  nonceWindowMs?: number;
   heartbeatIntervalMs?: number;
   /** Where the stand-in logs requests (debug), routes it lacks (warn) and its own failures (error). */
   log?: Logger;
@@ -200,7 +202,7 @@ export class DiscordStandIn {
         this.uploads.push(upload);
         this.events.emit('upload', upload);
       },
-    });
+    }, options.nonceWindowMs);
     this.#interactions = new Interactions(this.state, messages, this.events, options);
     this.#gateway = new Gateway({
       state: this.state,
@@ -609,6 +611,7 @@ export async function startDiscordStandIn(options: StandInOptions = {}): Promise
   return new DiscordStandIn(server, `http://127.0.0.1:${address.port}`, voice, {
     responseDeadlineMs: options.responseDeadlineMs ?? 3000,
     tokenLifetimeMs: options.tokenLifetimeMs ?? 15 * 60_000,
+    nonceWindowMs: options.nonceWindowMs ?? NONCE_WINDOW_MS,
     heartbeatIntervalMs: options.heartbeatIntervalMs ?? 41_250,
     log: options.log ?? createLogger({ level: 'warn', fields: { component: 'discord-stand-in' } }),
   });

@@ -10,7 +10,7 @@ import { channelObject, memberObject, roleObject, userObject, type Message, type
 // callbacks and webhooks, channel messages with uploads, threads, and reads of guilds and members.
 
 export const MAX_REQUEST_BYTES = 25 * 1024 * 1024;
-const NONCE_WINDOW_MS = 5 * 60_000;
+export const NONCE_WINDOW_MS = 5 * 60_000;
 
 export interface RecordedRequest {
   method: string;
@@ -108,10 +108,12 @@ export interface MessageListeners {
 export class MessageStore {
   readonly #state: StandInState;
   readonly #listeners: MessageListeners;
+  readonly #nonceWindowMs: number;
 
-  constructor(state: StandInState, listeners: MessageListeners) {
+  constructor(state: StandInState, listeners: MessageListeners, nonceWindowMs = NONCE_WINDOW_MS) {
     this.#state = state;
     this.#listeners = listeners;
+    this.#nonceWindowMs = nonceWindowMs;
   }
 
   #checkUploads(channelId: string, files: ParsedBody['files']): void {
@@ -135,7 +137,7 @@ export class MessageStore {
       if (json.enforce_nonce === true) {
         // Discord: a repeated nonce from the same author within a few minutes returns the first message.
         const earlier = [...this.#state.messages.values()].find(
-          (message) => message.nonce === json.nonce && message.authorId === draft.authorId && message.channelId === draft.channelId && Date.now() - Date.parse(message.timestamp) < NONCE_WINDOW_MS,
+          (message) => message.nonce === json.nonce && message.authorId === draft.authorId && message.channelId === draft.channelId && Date.now() - Date.parse(message.timestamp) < this.#nonceWindowMs,
         );
         if (earlier) return earlier;
       }

@@ -6,7 +6,7 @@ import type { GatewayClient } from '../gateway/client.ts';
 import type { TaskResult } from '../gateway/types.ts';
 import type { Logger } from '../log.ts';
 import { applyResult } from './apply-result.ts';
-import { describeDeliveryFailure, describeMissingPermission, describeStorageError } from './messages.ts';
+import { describeDeliveryFailure, describeMissingPermission, describeOverUploadLimit, describeStorageError } from './messages.ts';
 import type { TaskRecord } from './record.ts';
 import type { TaskRepository } from './repository.ts';
 import { cardStateKey, renderStatusCard } from './status-card.ts';
@@ -16,7 +16,6 @@ import { cardStateKey, renderStatusCard } from './status-card.ts';
 // A crash after the post but before "posted" is written leaves "posting"; the retry posts again with the
 // same nonce and enforce_nonce, and Discord answers with the message it already has instead of a second.
 
-const MEBIBYTE = 1024 * 1024;
 
 export function resultButtons(taskId: string): APIActionRowComponent<APIComponentInMessageActionRow>[] {
   const button = (label: string, action: string) => ({
@@ -28,9 +27,6 @@ export function resultButtons(taskId: string): APIActionRowComponent<APIComponen
   return [{ type: ComponentType.ActionRow, components: [button('Extend', 'extend'), button('Edit', 'edit'), button('Regenerate', 'regenerate')] }];
 }
 
-function megabytes(bytes: number): string {
-  return `${(bytes / MEBIBYTE).toFixed(bytes < 10 * MEBIBYTE ? 1 : 0)} MB`;
-}
 
 /** A link to post instead of the file, and what to say about it. */
 function linkFor(task: TaskRecord): { url: string; note: string } | undefined {
@@ -133,8 +129,7 @@ export class VideoDelivery {
       file = { name: `video-${current.id}.mp4`, data: video.bytes, contentType: 'video/mp4' };
     } catch (error) {
       if (error instanceof ResponseTooLargeError) {
-        const size = error.size === undefined ? 'over' : `${megabytes(error.size)}, over`;
-        linkReason = `The video is ${size} this server's upload limit of ${megabytes(current.attachmentSizeLimit)}.`;
+        linkReason = describeOverUploadLimit(error.size, current.attachmentSizeLimit);
       } else if (error instanceof VideoUnavailableError || error instanceof NotFoundError) {
         // The temporary video is gone: nothing can be posted any more.
         current = { ...current, state: 'expired', delivery: { ...current.delivery, state: 'closed', lastError: error.message } };

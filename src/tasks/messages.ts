@@ -142,6 +142,25 @@ export function describeUnknownOutcome(task: TaskRecord): string {
   );
 }
 
+const KIBIBYTE = 1024;
+const MEBIBYTE = 1024 * KIBIBYTE;
+
+/** A size as people read it: bytes, KB below 1 MB, else MB; three significant digits plus `extraDecimals`. */
+export function formatSize(bytes: number, extraDecimals = 0): string {
+  if (bytes < KIBIBYTE) return `${bytes} bytes`;
+  const [value, unit] = bytes < MEBIBYTE ? [bytes / KIBIBYTE, 'KB'] : [bytes / MEBIBYTE, 'MB'];
+  const decimals = (value < 10 ? 2 : value < 100 ? 1 : 0) + extraDecimals;
+  return `${value.toFixed(decimals)} ${unit}`;
+}
+
+/** Why a video is linked rather than uploaded: its size (when known) against the server's limit, never reading as equal. */
+export function describeOverUploadLimit(size: number | undefined, limit: number): string {
+  if (size === undefined) return `The video is over this server's upload limit of ${formatSize(limit)}.`;
+  let extraDecimals = 0;
+  while (extraDecimals < 3 && formatSize(size, extraDecimals) === formatSize(limit, extraDecimals)) extraDecimals++;
+  return `The video is ${formatSize(size, extraDecimals)}, over this server's upload limit of ${formatSize(limit, extraDecimals)}.`;
+}
+
 /** A channel permission the bot needs to post a video, as Discord's settings name it. */
 export type PostingPermission = 'View Channel' | 'Send Messages' | 'Attach Files';
 

@@ -140,23 +140,37 @@ export class VideoService {
    * neither a member's quick repeats nor several members at once can slip past a per-member or server cap.
    */
   readonly #admission = new KeyedLock();
-  #salt: Buffer | undefined;
+  #salt: Promise<Buffer> | undefined;
 
   constructor(deps: VideoServiceDeps) {
     this.#deps = deps;
     this.#meta = deps.store.collection('video_meta', parseSalt);
   }
 
-  /** The installation's secret salt for end-user ids: made once, kept in the store. */
-  async #userSalt(): Promise<Buffer> {
-    if (this.#salt) return this.#salt;
+  /**
+   * The installation's secret salt for end-user ids: made once, kept in the store. Every caller waits for
+   * the same read (or creation), and a new salt is read back after writing it, so what is used is always
+   * what the store holds: two first uses cannot hash the same member with two salts.
+   */
+  #userSalt(): Promise<Buffer> {
+    if (!this.#salt) {
+      const loading = this.#loadUserSalt();
+      this.#salt = loading;
+      loading.catch(() => {
+        if (this.#salt === loading) this.#salt = undefined;
+      });
+    }
+    return this.#salt;
+  }
+
+  async #loadUserSalt(): Promise<Buffer> {
     let salt = await this.#meta.get('user-salt');
     if (!salt) {
-      salt = randomBytes(32).toString('base64url');
-      await this.#meta.set('user-salt', salt);
+      await this.#meta.set('user-salt', randomBytes(32).toString('base64url'));
+      salt = await this.#meta.get('user-salt');
+      if (!salt) throw new Error('the user salt was written but cannot be read back');
     }
-    this.#salt = Buffer.from(salt, 'base64url');
-    return this.#salt;
+    return Buffer.from(salt, 'base64url');
   }
 
   async #access(guildId: string): Promise<{ ok: true; access: Extract<GatewayAccess, { ok: true }> } | { ok: false; message: string }> {

@@ -423,3 +423,18 @@ describe('a crash between posting a video and recording it', () => {
     expect(posts.map((message) => message.id)).toEqual([earlier.messageId]);
   });
 });
+
+describe('the salt that keeps members\' ids from the gateway', () => {
+  it('is made once when two members\' first videos are prepared at the same moment', async () => {
+    const fresh = await openStore(`sqlite://${join(directory, 'fresh.sqlite')}`, silentLogger);
+    try {
+      const firstUse = new VideoService({ repository, tracker, delivery: new VideoDelivery({ repository, outbox, log: silentLogger, cardEditIntervalMs: 0 }), clients, policy, store: fresh, vendor: 'svc', log: silentLogger, attachmentUrl: () => Promise.resolve(undefined) });
+      const input = { prompt: 'first', model: undefined, duration: undefined, resolution: undefined, aspectRatio: undefined, image: undefined, lastFrame: undefined, referenceImages: [], voices: [], referenceAudio: undefined };
+      const [first, second] = await Promise.all([firstUse.prepareGeneration(interactionContext(), input), firstUse.prepareGeneration(interactionContext(), input)]);
+      expect(planned(first).request.user).toBeDefined();
+      expect(planned(second).request.user).toBe(planned(first).request.user);
+    } finally {
+      await fresh.close();
+    }
+  });
+});

@@ -226,7 +226,10 @@ async function autocomplete(interaction: AutocompleteInteraction, services: Serv
     }
   } else if (focused.name === 'task') {
     const tasks = interaction.guildId ? await services.video.recentTasks(interaction.guildId, interaction.user.id, MAX_CHOICES) : [];
+    // Edits and extensions need a finished video; /video status takes any task.
+    const needsVideo = interaction.options.getSubcommand(false) !== 'status';
     choices = tasks
+      .filter((task) => !needsVideo || (task.state === 'succeeded' && !task.outcome.moderated))
       .filter((task) => task.id.includes(typed) || task.prompt.toLowerCase().includes(typed) || (task.gatewayId ?? '').includes(typed))
       .map((task) => ({ name: `${task.state} · ${task.prompt || task.operation}`.slice(0, 100), value: task.id }));
   }

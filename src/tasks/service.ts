@@ -33,6 +33,8 @@ import type { TaskTracker } from './tracker.ts';
 // hears it was accepted, submit it, and hand it to the tracker.
 
 export const INTERACTION_TOKEN_LIFETIME_MS = 15 * 60_000;
+/** How long a key's model list serves autocomplete before the gateway is asked again. */
+const MODEL_LIST_TTL_MS = 60_000;
 /** Leave a margin: the interaction reached the bot a little after Discord made it, and an edit sent at 14:59 may arrive after 15:00. */
 const TOKEN_SAFETY_MARGIN_MS = 30_000;
 
@@ -141,6 +143,8 @@ export class VideoService {
    */
   readonly #admission = new KeyedLock();
   #salt: Promise<Buffer> | undefined;
+  /** Model lists per key fingerprint, for autocomplete. */
+  readonly #models = new Map<string, { at: number; models: Promise<string[]> }>();
 
   constructor(deps: VideoServiceDeps) {
     this.#deps = deps;
@@ -462,11 +466,28 @@ export class VideoService {
     return this.#deps.repository.recentForUser(guildId, userId, limit);
   }
 
-  /** Every model the server's key may use (`/v1/models`), for autocomplete. */
+  /**
+   * Every model the server's key may use (`/v1/models`), for autocomplete: asked once a minute per key,
+   * not on every keystroke.
+   */
   async models(guildId: string): Promise<string[]> {
     const access = await this.#deps.policy.resolveGatewayAccess(guildId);
     if (!access.ok) return [];
-    return (await this.#deps.clients.get(access.apiKey, access.layer).listModels()).map((model) => model.id);
+    const now = Date.now();
+    const cached = this.#models.get(access.keyId);
+    if (cached && now - cached.at < MODEL_LIST_TTL_MS) return cached.models;
+    for (const [keyId, entry] of this.#models) if (now - entry.at >= MODEL_LIST_TTL_MS) this.#models.delete(keyId);
+    const models = this.#deps.clients
+      .get(access.apiKey, access.layer)
+      .listModels()
+      .then((list) => list.map((model) => model.id));
+    const entry = { at: now, models };
+    this.#models.set(access.keyId, entry);
+    // A failed answer is not kept: the next keystroke asks again.
+    models.catch(() => {
+      if (this.#models.get(access.keyId) === entry) this.#models.delete(access.keyId);
+    });
+    return models;
   }
 
   async videoModels(guildId: string): Promise<string[]> {

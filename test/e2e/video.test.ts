@@ -79,4 +79,27 @@ describe('the bot on the stand-ins', () => {
       discord.interactionIdClockSkewMs = 0;
     }
   });
+
+  it('asks the gateway for the model list once a minute, not on every keystroke', async () => {
+    const { discord, emulator, guild } = world;
+    const modelLists = () => emulator.requests.filter((entry) => entry.path === '/v1/models').length;
+    const before = modelLists();
+    for (const typed of ['s', 'svc', 'svc-imagine']) {
+      const choices = await discord.autocomplete({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt: 'x', model: typed }, focused: 'model' });
+      expect(choices.map((choice) => choice.value)).toContain('svc-imagine-video-1.5');
+    }
+    expect(modelLists() - before).toBe(1);
+  });
+
+  it('offers only finished videos as the task to edit or extend, and every task for /video status', async () => {
+    const { discord, guild } = world;
+    const failed = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt: 'x [[fail:internal_error]]' } });
+    await failed.waitForReply((message) => JSON.stringify(message.embeds).includes('Failed'), 20_000);
+    const offered = (subcommand: string) =>
+      discord.autocomplete({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand, options: { task: '' }, focused: 'task' });
+    const forExtend = await offered('extend');
+    expect(forExtend.length).toBeGreaterThan(0);
+    expect(forExtend.every((choice) => choice.name.startsWith('succeeded'))).toBe(true);
+    expect((await offered('status')).some((choice) => choice.name.startsWith('failed'))).toBe(true);
+  });
 });

@@ -84,7 +84,7 @@ export interface TaskRecord {
   id: string;
   gatewayId?: string;
   layer: Layer;
-  /** Which key submitted the task (a fingerprint, never the key), so polls use the same one. */
+  /** Which key submitted the task (a fingerprint, never the key); the server's current key follows it. */
   keyId: string;
   guildId: string;
   channelId: string;

@@ -35,6 +35,8 @@ export class TaskTracker {
   readonly #schedule = new Schedule();
   readonly #inFlight = new Set<Promise<void>>();
   readonly #finishedListeners: FinishedListener[] = [];
+  /** Tasks created since then belong to this process: one still "submitting" is being sent right now. */
+  readonly #startedAt: number;
   #timer: NodeJS.Timeout | undefined;
   #timerDueAt = Infinity;
   #stopped = false;
@@ -45,6 +47,7 @@ export class TaskTracker {
     this.#delivery = delivery;
     this.#log = log;
     this.#options = { now: Date.now, random: Math.random, ...options };
+    this.#startedAt = this.#options.now();
   }
 
   /** Tasks being followed (scheduled or being worked on). */
@@ -181,7 +184,12 @@ export class TaskTracker {
   /** One step for one task: poll it, or post it, or close it. Returns the task as saved. */
   async #advance(task: TaskRecord): Promise<TaskRecord> {
     if (task.state === 'submitting') {
-      // Found at start: the previous process died while sending it. Nobody can tell if the gateway has it.
+      if (task.createdAt >= this.#startedAt && !this.#pastDeadline(task)) {
+        // Being sent by this process right now (a resume can list it): submit() hands it over when it is done.
+        this.#log.debug('a task is still being submitted by this process; leaving it to the submission', { task: task.id });
+        return task;
+      }
+      // Left by a previous process that died while sending it. Nobody can tell if the gateway has it.
       return this.#finish({ ...task, state: 'unknown', finishedAt: this.#options.now(), delivery: { ...task.delivery, state: 'closed' } });
     }
     if (this.#pastDeadline(task)) {

@@ -9,7 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DiscordOutbox } from '../../src/discord/outbox.ts';
 import { GatewayClientPool } from '../../src/gateway/pool.ts';
 import { readRecord, readString } from '../../src/json.ts';
-import { createLogger, silentLogger, type LogFields } from '../../src/log.ts';
+import { createLogger, silentLogger, type LogFields, type Logger, type LogLevel } from '../../src/log.ts';
 import { openStore, type Store } from '../../src/store.ts';
 import { VideoDelivery, resultButtons } from '../../src/tasks/delivery.ts';
 import { PolicyGatewayResolver } from '../../src/tasks/gateway-resolver.ts';
@@ -106,20 +106,26 @@ let tracker: TaskTracker;
 let clients: GatewayClientPool;
 let outbox: DiscordOutbox;
 let video: VideoService;
-/** What the delivery logged, to see what operators are told when users cannot be. */
-const logged: LogFields[] = [];
 const logEvents = new EventEmitter();
-const deliveryLog = createLogger({
-  level: 'warn',
-  write: (line) => {
-    const fields: unknown = JSON.parse(line);
-    if (typeof fields === 'object' && fields !== null) logged.push({ ...fields });
-    logEvents.emit('line');
-  },
-});
 
-function waitForLog(message: string): Promise<LogFields> {
-  const find = () => logged.find((fields) => fields.msg === message);
+/** A logger whose lines land in `lines`, to see what operators are told. */
+function recordingLogger(lines: LogFields[], level: LogLevel): Logger {
+  return createLogger({
+    level,
+    write: (line) => {
+      const fields: unknown = JSON.parse(line);
+      if (typeof fields === 'object' && fields !== null) lines.push({ ...fields });
+      logEvents.emit('line');
+    },
+  });
+}
+
+/** What the delivery logged. */
+const logged: LogFields[] = [];
+const deliveryLog = recordingLogger(logged, 'warn');
+
+function waitForLog(message: string, lines = logged): Promise<LogFields> {
+  const find = () => lines.find((fields) => fields.msg === message);
   return new Promise((resolve, reject) => {
     const check = () => {
       const found = find();
@@ -434,6 +440,45 @@ describe('the salt that keeps members\' ids from the gateway', () => {
       expect(planned(first).request.user).toBeDefined();
       expect(planned(second).request.user).toBe(planned(first).request.user);
     } finally {
+      await fresh.close();
+    }
+  });
+});
+
+describe('a resume while a task is being submitted', () => {
+  it('leaves the task to its submission instead of declaring its outcome unknown', async () => {
+    const fresh = await openStore(`sqlite://${join(directory, 'resume.sqlite')}`, silentLogger);
+    const freshRepository = new TaskRepository(fresh);
+    const freshDelivery = new VideoDelivery({ repository: freshRepository, outbox, log: silentLogger, cardEditIntervalMs: 0 });
+    const trackerLines: LogFields[] = [];
+    const trackerLog = recordingLogger(trackerLines, 'debug');
+    // The process starts: its tracker, then a member's /video whose submission the gateway holds.
+    const freshTracker = new TaskTracker(freshRepository, new PolicyGatewayResolver(policy, clients, silentLogger), freshDelivery, trackerLog, { policy: FAST_POLICY, maxInFlight: 4 });
+    const finished: TaskRecord[] = [];
+    freshTracker.onFinished((task) => finished.push(task));
+    const freshVideo = new VideoService({ repository: freshRepository, tracker: freshTracker, delivery: freshDelivery, clients, policy, store: fresh, vendor: 'svc', log: silentLogger, attachmentUrl: () => Promise.resolve(undefined) });
+    try {
+      let answer!: () => void;
+      const held = new Promise<void>((resolve) => {
+        gateway.onSubmit = (response) => {
+          answer = () => DoneGateway.accept(response);
+          resolve();
+        };
+      });
+      const context = interactionContext();
+      const input = { prompt: 'sent while resuming', model: undefined, duration: undefined, resolution: undefined, aspectRatio: undefined, image: undefined, lastFrame: undefined, referenceImages: [], voices: [], referenceAudio: undefined };
+      const submitted = freshVideo.submit(planned(await freshVideo.prepareGeneration(context, input)), context);
+      await held;
+      // Discord's "ready" comes now, and the resume lists the task that is still being sent.
+      await freshTracker.resume();
+      await waitForLog('a task is still being submitted by this process; leaving it to the submission', trackerLines);
+      answer();
+      const task = await submitted;
+      expect(task.state).toBe('running');
+      await discord.waitForMessage(guild.textChannelId, (message) => JSON.stringify(message.components).includes(`video:extend:${task.id}`));
+      expect(finished.map((done) => done.state)).toEqual(['succeeded']);
+    } finally {
+      await freshTracker.stop();
       await fresh.close();
     }
   });

@@ -98,7 +98,6 @@ export class VideoDelivery {
    * the task done, when the caller has it; otherwise the task is queried again.
    */
   async deliver(task: TaskRecord, gateway: GatewayClient, result?: TaskResult): Promise<TaskRecord> {
-    const { repository } = this.#deps;
     let current = task;
     if (current.delivery.state === 'posted' || current.delivery.state === 'closed') return current;
 
@@ -107,7 +106,6 @@ export class VideoDelivery {
       // The bot posted it before it crashed (or lost Discord's answer), too long ago for the nonce to catch it.
       current = { ...current, delivery: { ...current.delivery, state: 'posted', messageId: earlier.messageId, ...(earlier.attachmentUrl ? { attachmentUrl: earlier.attachmentUrl } : {}) } };
       this.#deps.log.info('found the video already posted; recorded it instead of posting again', { task: current.id, message: earlier.messageId });
-      await repository.save(current);
       return this.#finish(current);
     }
 
@@ -117,7 +115,6 @@ export class VideoDelivery {
       latest = await gateway.getTask(current.gatewayId);
       current = applyResult(current, latest, current.finishedAt ?? Date.now());
       if (current.delivery.state === 'closed' || current.state !== 'succeeded') {
-        await repository.save(current);
         return this.#finish(current);
       }
     }
@@ -133,7 +130,6 @@ export class VideoDelivery {
       } else if (error instanceof VideoUnavailableError || error instanceof NotFoundError) {
         // The temporary video is gone: nothing can be posted any more.
         current = { ...current, state: 'expired', delivery: { ...current.delivery, state: 'closed', lastError: error.message } };
-        await repository.save(current);
         return this.#finish(current);
       } else {
         throw error;
@@ -226,7 +222,6 @@ export class VideoDelivery {
       log.warn('Discord refused to post a video in its channel', { task: task.id, channel: task.channelId, missing });
       return this.#close(current, describeMissingPermission(missing));
     }
-    await repository.save(current);
     return this.#finish(current);
   }
 
@@ -235,7 +230,6 @@ export class VideoDelivery {
     const link = linkFor(task);
     const lastError = link ? `${reason}\nThe video: ${link.url}\n${link.note}` : reason;
     const closed: TaskRecord = { ...task, delivery: { ...task.delivery, state: 'closed', lastError, ...(failures === undefined ? {} : { failures }) } };
-    await this.#deps.repository.save(closed);
     return this.#finish(closed);
   }
 
@@ -256,9 +250,14 @@ export class VideoDelivery {
     return this.#close(task, `${reason} The bot tried ${failures} times and gave up.`, failures);
   }
 
+  /**
+   * Saves where a task ended up (posted or closed), then shows it on the card. The card's bookkeeping of a
+   * finished task is saved again only when the card's message id was learned: nothing edits it after.
+   */
   async #finish(task: TaskRecord): Promise<TaskRecord> {
+    await this.#deps.repository.save(task);
     const updated = await this.updateCard(task);
-    if (updated !== task) await this.#deps.repository.save(updated);
+    if (updated.card.messageId !== task.card.messageId) await this.#deps.repository.save(updated);
     return updated;
   }
 }

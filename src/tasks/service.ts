@@ -10,6 +10,7 @@ import type { Collection, Store } from '../store.ts';
 import type { VideoDelivery } from './delivery.ts';
 import { describeExpiredAttachments, describeSubmissionError } from './messages.ts';
 import { isTerminal, type TaskMode, type TaskRecord } from './record.ts';
+import { DEFAULT_POLL_POLICY } from './poll-policy.ts';
 import { parseStoredRequest } from './stored-request.ts';
 import { newTaskId, type TaskRepository } from './repository.ts';
 import {
@@ -183,9 +184,11 @@ export class VideoService {
   }
 
   async #checkLimits(context: InteractionContext): Promise<PolicyVerdict> {
-    const recent = await this.#deps.repository.recentForUser(context.guildId, context.userId);
+    const now = Date.now();
+    // A task older than the poller's deadline is finished (or closed at its next poll): only younger ones are read.
+    const recent = await this.#deps.repository.recentForUser(context.guildId, context.userId, undefined, now - DEFAULT_POLL_POLICY.deadlineMs);
     const active = recent.filter((task) => !isTerminal(task.state)).length;
-    return this.#deps.policy.checkLimits({ guildId: context.guildId, userId: context.userId, activeTasksOfUser: active, now: Date.now() });
+    return this.#deps.policy.checkLimits({ guildId: context.guildId, userId: context.userId, activeTasksOfUser: active, now });
   }
 
   #validationMessage(error: ValidationError): string {

@@ -43,7 +43,7 @@ export class TaskTracker {
   readonly #polls = new Set<Promise<void>>();
   /**
    * Finished tasks waiting to be posted, in order. A task the poller just found done comes with its record
-   * and the answer that showed it done (saved by the delivery's first step, not before: one write less).
+   * (as saved) and the answer that showed it done, so the delivery reads neither again.
    */
   readonly #deliveryQueue = new Map<string, { task: TaskRecord; result: TaskResult } | undefined>();
   readonly #deliveries = new Set<Promise<void>>();
@@ -196,10 +196,8 @@ export class TaskTracker {
 
   /** A step failed: back off and try again, or close the task when its time or its tries are up. */
   async #failed(id: string, read: TaskRecord | undefined, error: unknown): Promise<void> {
-    // The step may have saved the task further along before failing; a delivery works from the record the
-    // poll found done, which is not saved until the delivery's first write: the newer of the two counts.
-    const stored = await this.#repository.get(id);
-    const task = read && isTerminal(read.state) && !(stored && isTerminal(stored.state)) ? read : (stored ?? read);
+    // The step may have moved the task on before failing (saved it as posting, say).
+    const task = (await this.#repository.get(id)) ?? read;
     if (task && isTerminal(task.state) && needsWork(task)) {
       // Fetching or posting a finished video failed: counted in the store, so a restart cannot make it endless.
       const next = await this.#delivery.recordFailure(task, error, this.#options.policy.deliveryTries);
@@ -263,8 +261,9 @@ export class TaskTracker {
     }
     this.#notifyFinished(next);
     if (next.delivery.state === 'waiting') {
-      // Posted from the delivery queue, with this answer (a native video url is fetched without another poll).
-      // Not saved here: the delivery saves it as it starts posting, and after a crash the task is polled again.
+      // Saved as finished first, so a restart does not announce it again; then posted from the delivery
+      // queue, with this answer (a native video url is fetched without another poll).
+      await this.#repository.save(next);
       this.#queueDelivery(next.id, { task: next, result });
       return next;
     }

@@ -86,7 +86,8 @@ function attachmentInput(attachment: Attachment | null): AttachmentInput | undef
   return { url: attachment.url, filename: attachment.name, contentType: attachment.contentType ?? undefined, size: attachment.size };
 }
 
-function contextOf(interaction: RepliableInteraction): InteractionContext {
+/** `receivedAt` is when this process got the interaction: its token lives 15 minutes from about then. */
+function contextOf(interaction: RepliableInteraction, receivedAt: number): InteractionContext {
   if (!interaction.guildId || !interaction.channelId) throw new Error('/video runs in servers only');
   return {
     guildId: interaction.guildId,
@@ -94,7 +95,7 @@ function contextOf(interaction: RepliableInteraction): InteractionContext {
     userId: interaction.user.id,
     applicationId: interaction.applicationId,
     interactionToken: interaction.token,
-    interactionCreatedAt: interaction.createdTimestamp,
+    interactionReceivedAt: receivedAt,
     attachmentSizeLimit: interaction.attachmentSizeLimit || DEFAULT_ATTACHMENT_LIMIT,
   };
 }
@@ -111,7 +112,11 @@ async function mayMakeVideos(interaction: RepliableInteraction, services: Servic
   return verdict.ok;
 }
 
-/** Answers a prepared request: refused at once (ephemeral), or deferred and submitted with a status card. */
+/**
+ * Answers a prepared request: refused at once (ephemeral), or deferred and submitted with a status card.
+ * Preparing reads only the local store, so the answer is well within Discord's 3 s; whatever needs the
+ * network (Discord, the gateway) comes after the deferral.
+ */
 async function submitPrepared(interaction: RepliableInteraction, services: Services, context: InteractionContext, prepared: Prepared) {
   if (!prepared.ok) {
     await ephemeral(interaction, prepared.message);
@@ -122,14 +127,20 @@ async function submitPrepared(interaction: RepliableInteraction, services: Servi
     await services.video.submit(prepared.plan, context);
   } catch (error) {
     if (!(error instanceof SubmissionRefusedError)) throw error;
-    await interaction.editReply({ content: error.message, embeds: [], allowedMentions: { parse: [] } });
+    await refuseAfterDeferring(interaction, services, error.message);
   }
 }
 
-async function generate(interaction: ChatInputCommandInteraction, services: Services) {
+/** A refusal found after deferring: the public "thinking…" reply goes, and only the caller reads why. */
+async function refuseAfterDeferring(interaction: RepliableInteraction, services: Services, content: string) {
+  await interaction.deleteReply().catch((error: unknown) => services.log.warn('could not delete a deferred /video reply', { interaction: interaction.id, error }));
+  await interaction.followUp({ content, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } });
+}
+
+async function generate(interaction: ChatInputCommandInteraction, services: Services, receivedAt: number) {
   if (!(await mayMakeVideos(interaction, services))) return;
   const options = interaction.options;
-  const context = contextOf(interaction);
+  const context = contextOf(interaction, receivedAt);
   const referenceImages = ['reference_image', 'reference_image_2', 'reference_image_3']
     .map((name) => attachmentInput(options.getAttachment(name)))
     .filter((attachment) => attachment !== undefined);
@@ -148,7 +159,7 @@ async function generate(interaction: ChatInputCommandInteraction, services: Serv
   await submitPrepared(interaction, services, context, prepared);
 }
 
-async function editOrExtend(interaction: ChatInputCommandInteraction, services: Services, operation: 'edit' | 'extend') {
+async function editOrExtend(interaction: ChatInputCommandInteraction, services: Services, operation: 'edit' | 'extend', receivedAt: number) {
   if (!(await mayMakeVideos(interaction, services))) return;
   const options = interaction.options;
   const video = attachmentInput(options.getAttachment('video'));
@@ -157,7 +168,7 @@ async function editOrExtend(interaction: ChatInputCommandInteraction, services: 
     await ephemeral(interaction, 'Give exactly one source: `video` (an .mp4 attachment) or `task` (a finished task of this server).');
     return;
   }
-  const context = contextOf(interaction);
+  const context = contextOf(interaction, receivedAt);
   const prepared = await services.video.prepareEditOrExtension(context, operation, {
     prompt: options.getString('prompt', true),
     model: options.getString('model') ?? undefined,
@@ -215,7 +226,10 @@ async function autocomplete(interaction: AutocompleteInteraction, services: Serv
     }
   } else if (focused.name === 'task') {
     const tasks = interaction.guildId ? await services.video.recentTasks(interaction.guildId, interaction.user.id, MAX_CHOICES) : [];
+    // Edits and extensions need a finished video; /video status takes any task.
+    const needsVideo = interaction.options.getSubcommand(false) !== 'status';
     choices = tasks
+      .filter((task) => !needsVideo || (task.state === 'succeeded' && !task.outcome.moderated))
       .filter((task) => task.id.includes(typed) || task.prompt.toLowerCase().includes(typed) || (task.gatewayId ?? '').includes(typed))
       .map((task) => ({ name: `${task.state} · ${task.prompt || task.operation}`.slice(0, 100), value: task.id }));
   }
@@ -239,6 +253,7 @@ function promptModal(id: string, title: string, withDuration: boolean): ModalBui
 }
 
 async function button(interaction: ButtonInteraction, services: Services) {
+  const receivedAt = Date.now();
   const [, action, taskId] = customIdParts(interaction.customId);
   if (!taskId) throw new Error(`malformed video button ${interaction.customId}`);
   if (!(await mayMakeVideos(interaction, services))) return;
@@ -247,7 +262,7 @@ async function button(interaction: ButtonInteraction, services: Services) {
   } else if (action === 'edit') {
     await interaction.showModal(promptModal(customId('video', 'edit-modal', taskId), 'Edit this video', false));
   } else if (action === 'regenerate') {
-    const context = contextOf(interaction);
+    const context = contextOf(interaction, receivedAt);
     await submitPrepared(interaction, services, context, await services.video.prepareRegeneration(context, taskId));
   } else {
     throw new Error(`unknown video button ${interaction.customId}`);
@@ -255,6 +270,7 @@ async function button(interaction: ButtonInteraction, services: Services) {
 }
 
 async function modal(interaction: ModalSubmitInteraction, services: Services) {
+  const receivedAt = Date.now();
   const [, action, taskId] = customIdParts(interaction.customId);
   if (!taskId || (action !== 'extend-modal' && action !== 'edit-modal')) throw new Error(`unknown video modal ${interaction.customId}`);
   if (!(await mayMakeVideos(interaction, services))) return;
@@ -270,7 +286,7 @@ async function modal(interaction: ModalSubmitInteraction, services: Services) {
       }
     }
   }
-  const context = contextOf(interaction);
+  const context = contextOf(interaction, receivedAt);
   const prepared = await services.video.prepareEditOrExtension(context, action === 'extend-modal' ? 'extend' : 'edit', {
     prompt,
     model: undefined,
@@ -281,13 +297,14 @@ async function modal(interaction: ModalSubmitInteraction, services: Services) {
 }
 
 async function execute(interaction: ChatInputCommandInteraction, services: Services) {
+  const receivedAt = Date.now();
   switch (interaction.options.getSubcommand()) {
     case 'generate':
-      return generate(interaction, services);
+      return generate(interaction, services, receivedAt);
     case 'edit':
-      return editOrExtend(interaction, services, 'edit');
+      return editOrExtend(interaction, services, 'edit', receivedAt);
     case 'extend':
-      return editOrExtend(interaction, services, 'extend');
+      return editOrExtend(interaction, services, 'extend', receivedAt);
     case 'status':
       return status(interaction, services);
     case 'list':

@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import Keyv from 'keyv';
+import Keyv, { type DeserializedData } from 'keyv';
 import KeyvSqlite from '@keyv/sqlite';
 import KeyvRedis, { createClient, type RedisClientType } from '@keyv/redis';
 import type { Logger } from './log.ts';
@@ -84,6 +84,19 @@ class KeyvCollection<T> implements Collection<T> {
   }
 }
 
+/**
+ * Keyv's own deserializer runs JSON.parse with a reviver, several times slower than without, for what its
+ * serializer escapes: strings that start with `:` (Buffers are `:base64:…`). In its compact output such a
+ * string shows as `":` right after `{`, `[`, `,` or `:`; anything else parses plainly, with the same result.
+ */
+function deserializeStored<Value>(text: string): DeserializedData<Value> | undefined {
+  if (!/[{[,:]":/.test(text)) return JSON.parse(text) as DeserializedData<Value>;
+  return JSON.parse(text, (_key, value: unknown) => {
+    if (typeof value !== 'string' || !value.startsWith(':')) return value;
+    return value.startsWith(':base64:') ? Buffer.from(value.slice(8), 'base64') : value.slice(1);
+  }) as DeserializedData<Value>;
+}
+
 function redactUrl(url: string): string {
   return url.replace(/\/\/[^@/]*@/, '//***@');
 }
@@ -97,8 +110,13 @@ export async function openStore(url: string, log: Logger): Promise<Store> {
     kind = 'sqlite';
     const file = url.slice('sqlite://'.length);
     if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
-    // Each collection gets its own adapter (Keyv binds its namespace to the adapter) and its own table.
+    // Each collection gets its own adapter (Keyv binds its namespace to the adapter) and its own table, but
+    // they all send their queries through the first adapter's connection: connections of one process that
+    // write the same file fight over its lock, and SQLite settles that by sleeping (1, 2, 5, 10… ms), which
+    // made a write cost tens of milliseconds under load. An adapter's own connection only creates its table.
+    // (An in-memory database is one per connection, so there each adapter keeps its own.)
     const adapters: KeyvSqlite[] = [];
+    let sharedQuery: KeyvSqlite['query'] | undefined;
     const sqliteAdapter = (collection: string): KeyvSqlite => {
       const adapter = new KeyvSqlite({
         uri: `sqlite://${file}`,
@@ -107,6 +125,17 @@ export async function openStore(url: string, log: Logger): Promise<Store> {
         iterationLimit: ITERATION_PAGE,
       });
       adapters.push(adapter);
+      const ownQuery = adapter.query;
+      const shared = file === ':memory:' ? ownQuery : (sharedQuery ??= ownQuery);
+      if (shared !== ownQuery) {
+        const tableReady = ownQuery('SELECT 1');
+        tableReady.catch(() => undefined); // awaited by every query below, which fails with it
+        adapter.query = async (sql, ...parameters): Promise<unknown> => {
+          await tableReady;
+          const rows: unknown = await shared(sql, ...parameters);
+          return rows;
+        };
+      }
       return adapter;
     };
     createAdapter = sqliteAdapter;
@@ -136,7 +165,7 @@ export async function openStore(url: string, log: Logger): Promise<Store> {
     collection<T>(name: string, parse: Parse<T>): Collection<T> {
       if (openCollections.has(name)) throw new Error(`collection ${name} is already open`);
       openCollections.add(name);
-      const keyv = new Keyv({ store: createAdapter(name), namespace: name });
+      const keyv = new Keyv({ store: createAdapter(name), namespace: name, deserialize: deserializeStored });
       keyv.on('error', (error: unknown) => log.error('store error', { collection: name, error }));
       return new KeyvCollection<T>(name, keyv, parse, log);
     },

@@ -1,5 +1,5 @@
 import { DiscordAPIError, Routes, type REST, type RESTPostAPIChannelMessageJSONBody, type APIEmbed, type APIActionRowComponent, type APIComponentInMessageActionRow } from 'discord.js';
-import { isRecord, readArray, readString } from '../json.ts';
+import { isRecord, readArray, readRecord, readString } from '../json.ts';
 
 // What the background services send to Discord, through the bot's REST client: status cards edited
 // through the interaction token while it lives (15 min) and as channel messages after, and results
@@ -12,6 +12,9 @@ export const DISCORD_ERRORS = {
   missingAccess: 50001,
   missingPermissions: 50013,
   requestEntityTooLarge: 40005,
+  invalidFormBody: 50035,
+  /** Replying needs Read Message History in the channel. */
+  cannotReplyWithoutHistory: 160002,
 } as const;
 
 export interface MessagePayload {
@@ -31,6 +34,25 @@ export interface CardAddress {
 export interface PostedMessage {
   messageId: string;
   attachmentUrl: string | undefined;
+}
+
+/** One of the bot's own recent messages in a channel: enough to recognise a post it made. */
+export interface OwnMessage extends PostedMessage {
+  nonce: string | undefined;
+  /** The custom ids of its buttons. */
+  customIds: string[];
+}
+
+/** How many recent messages are searched for a post of the bot's (Discord's largest page). */
+const RECENT_MESSAGES = 50;
+
+function customIdsOf(raw: unknown): string[] {
+  return (readArray(raw, 'components') ?? []).flatMap((row) => (readArray(row, 'components') ?? []).flatMap((component) => readString(component, 'custom_id') ?? []));
+}
+
+function nonceOf(raw: unknown): string | undefined {
+  const nonce = isRecord(raw) ? raw.nonce : undefined;
+  return typeof nonce === 'string' || typeof nonce === 'number' ? String(nonce) : undefined;
 }
 
 export interface FileToPost {
@@ -61,8 +83,15 @@ export function isDiscordError(error: unknown, ...codes: number[]): error is Dis
   return error instanceof DiscordAPIError && codes.includes(Number(error.code));
 }
 
+/** Discord will not take this post as a reply (no Read Message History, or a `message_reference` it rejects); it may take it without. */
+export function isReplyRefusal(error: unknown): boolean {
+  if (isDiscordError(error, DISCORD_ERRORS.cannotReplyWithoutHistory)) return true;
+  return isDiscordError(error, DISCORD_ERRORS.invalidFormBody) && readRecord(readRecord(error.rawError, 'errors'), 'message_reference') !== undefined;
+}
+
 export class DiscordOutbox {
   readonly #rest: REST;
+  #ownUserId: Promise<string> | undefined;
 
   constructor(rest: REST) {
     this.#rest = rest;
@@ -118,6 +147,39 @@ export class DiscordOutbox {
     const thread: unknown = await this.#rest.post(Routes.threads(channelId, messageId), { body: { name, auto_archive_duration: 1440 } });
     const id = readString(thread, 'id');
     if (!id) throw new Error('Discord answered a thread creation without an id');
+    return id;
+  }
+
+  /**
+   * The bot's own messages among the channel's most recent ones, newest first. Needs Read Message
+   * History; Discord refuses with 50001 without it.
+   */
+  async recentOwnMessages(channelId: string): Promise<OwnMessage[]> {
+    const botUserId = await this.#botUserId();
+    const page: unknown = await this.#rest.get(Routes.channelMessages(channelId), { query: new URLSearchParams({ limit: String(RECENT_MESSAGES) }) });
+    return (Array.isArray(page) ? page : [])
+      .filter((message) => readString(readRecord(message, 'author'), 'id') === botUserId)
+      .flatMap((message) => {
+        const posted = readString(message, 'id') === undefined ? undefined : parsePostedMessage(message);
+        return posted ? [{ ...posted, nonce: nonceOf(message), customIds: customIdsOf(message) }] : [];
+      });
+  }
+
+  /** The bot's user id, asked once (again after a failure). */
+  #botUserId(): Promise<string> {
+    if (!this.#ownUserId) {
+      const asked = this.#askOwnUserId();
+      this.#ownUserId = asked;
+      asked.catch(() => {
+        if (this.#ownUserId === asked) this.#ownUserId = undefined;
+      });
+    }
+    return this.#ownUserId;
+  }
+
+  async #askOwnUserId(): Promise<string> {
+    const id = readString(await this.#rest.get(Routes.user()), 'id');
+    if (!id) throw new Error('Discord answered /users/@me without an id');
     return id;
   }
 

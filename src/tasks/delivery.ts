@@ -1,12 +1,12 @@
 import { ButtonStyle, ComponentType, type APIActionRowComponent, type APIComponentInMessageActionRow } from 'discord.js';
 import { customId } from '../discord/command.ts';
-import { DISCORD_ERRORS, isDiscordError, type DiscordOutbox, type FileToPost } from '../discord/outbox.ts';
+import { DISCORD_ERRORS, isDiscordError, isReplyRefusal, type DiscordOutbox, type FileToPost, type OwnMessage, type PostedMessage } from '../discord/outbox.ts';
 import { NotFoundError, ResponseTooLargeError, VideoUnavailableError } from '../gateway/errors.ts';
 import type { GatewayClient } from '../gateway/client.ts';
 import type { TaskResult } from '../gateway/types.ts';
 import type { Logger } from '../log.ts';
 import { applyResult } from './apply-result.ts';
-import { describeStorageError } from './messages.ts';
+import { describeDeliveryFailure, describeMissingPermission, describeOverUploadLimit, describeStorageError } from './messages.ts';
 import type { TaskRecord } from './record.ts';
 import type { TaskRepository } from './repository.ts';
 import { cardStateKey, renderStatusCard } from './status-card.ts';
@@ -16,8 +16,6 @@ import { cardStateKey, renderStatusCard } from './status-card.ts';
 // A crash after the post but before "posted" is written leaves "posting"; the retry posts again with the
 // same nonce and enforce_nonce, and Discord answers with the message it already has instead of a second.
 
-export const MAX_DELIVERY_ATTEMPTS = 6;
-const MEBIBYTE = 1024 * 1024;
 
 export function resultButtons(taskId: string): APIActionRowComponent<APIComponentInMessageActionRow>[] {
   const button = (label: string, action: string) => ({
@@ -29,9 +27,6 @@ export function resultButtons(taskId: string): APIActionRowComponent<APIComponen
   return [{ type: ComponentType.ActionRow, components: [button('Extend', 'extend'), button('Edit', 'edit'), button('Regenerate', 'regenerate')] }];
 }
 
-function megabytes(bytes: number): string {
-  return `${(bytes / MEBIBYTE).toFixed(bytes < 10 * MEBIBYTE ? 1 : 0)} MB`;
-}
 
 /** A link to post instead of the file, and what to say about it. */
 function linkFor(task: TaskRecord): { url: string; note: string } | undefined {
@@ -40,6 +35,12 @@ function linkFor(task: TaskRecord): { url: string; note: string } | undefined {
   if (task.outcome.videoUrl) return { url: task.outcome.videoUrl, note: 'This is a temporary link and it expires soon: download the video now.' };
   return undefined;
 }
+
+/**
+ * Discord answers a repeated nonce with the first message only for "a few minutes": a post first tried
+ * longer ago than this may have gone out without the bot recording it, so the channel is searched first.
+ */
+const NONCE_TRUSTED_MS = 2 * 60_000;
 
 export interface DeliveryDeps {
   repository: TaskRepository;
@@ -74,7 +75,20 @@ export class VideoDelivery {
       return { ...task, card: { ...task.card, renderedAt: now, renderedState: key, messageId: messageId ?? task.card.messageId } };
     } catch (error) {
       // A card that cannot be edited (deleted, no access) must not stop the task or its delivery.
-      this.#deps.log.warn('could not update a status card', { task: task.id, error });
+      if (isDiscordError(error, DISCORD_ERRORS.missingAccess, DISCORD_ERRORS.missingPermissions)) {
+        // Past the interaction token the card is a channel message: without access there, nobody can be told.
+        this.#deps.log.error('cannot tell the user about a video task: the bot may not edit its status card in the channel', {
+          task: task.id,
+          channel: task.channelId,
+          user: task.userId,
+          state: task.state,
+          delivery: task.delivery.state,
+          problem: task.delivery.lastError,
+          error,
+        });
+      } else {
+        this.#deps.log.warn('could not update a status card', { task: task.id, error });
+      }
       return { ...task, card: { ...task.card, renderedAt: now, renderedState: key } };
     }
   }
@@ -84,9 +98,16 @@ export class VideoDelivery {
    * the task done, when the caller has it; otherwise the task is queried again.
    */
   async deliver(task: TaskRecord, gateway: GatewayClient, result?: TaskResult): Promise<TaskRecord> {
-    const { repository } = this.#deps;
     let current = task;
     if (current.delivery.state === 'posted' || current.delivery.state === 'closed') return current;
+
+    const earlier = await this.#earlierPost(current);
+    if (earlier) {
+      // The bot posted it before it crashed (or lost Discord's answer), too long ago for the nonce to catch it.
+      current = { ...current, delivery: { ...current.delivery, state: 'posted', messageId: earlier.messageId, ...(earlier.attachmentUrl ? { attachmentUrl: earlier.attachmentUrl } : {}) } };
+      this.#deps.log.info('found the video already posted; recorded it instead of posting again', { task: current.id, message: earlier.messageId });
+      return this.#finish(current);
+    }
 
     let latest = result;
     if (!latest) {
@@ -94,7 +115,6 @@ export class VideoDelivery {
       latest = await gateway.getTask(current.gatewayId);
       current = applyResult(current, latest, current.finishedAt ?? Date.now());
       if (current.delivery.state === 'closed' || current.state !== 'succeeded') {
-        await repository.save(current);
         return this.#finish(current);
       }
     }
@@ -106,12 +126,10 @@ export class VideoDelivery {
       file = { name: `video-${current.id}.mp4`, data: video.bytes, contentType: 'video/mp4' };
     } catch (error) {
       if (error instanceof ResponseTooLargeError) {
-        const size = error.size === undefined ? 'over' : `${megabytes(error.size)}, over`;
-        linkReason = `The video is ${size} this server's upload limit of ${megabytes(current.attachmentSizeLimit)}, so here is a link instead.`;
+        linkReason = describeOverUploadLimit(error.size, current.attachmentSizeLimit);
       } else if (error instanceof VideoUnavailableError || error instanceof NotFoundError) {
         // The temporary video is gone: nothing can be posted any more.
         current = { ...current, state: 'expired', delivery: { ...current.delivery, state: 'closed', lastError: error.message } };
-        await repository.save(current);
         return this.#finish(current);
       } else {
         throw error;
@@ -120,26 +138,48 @@ export class VideoDelivery {
     return this.#post(current, file, linkReason);
   }
 
-  async #post(task: TaskRecord, file: FileToPost | undefined, linkReason: string | undefined): Promise<TaskRecord> {
+  /**
+   * The post of this task already in its channel, when an earlier try may have made one that Discord's
+   * nonce no longer guards (tried longer ago than it remembers nonces). Only the last 50 messages are
+   * searched; without Read Message History nothing can be searched, and the video is posted again.
+   */
+  async #earlierPost(task: TaskRecord): Promise<PostedMessage | undefined> {
+    const { state, postingSince, nonce } = task.delivery;
+    if (state !== 'posting') return undefined;
+    if (postingSince !== undefined && Date.now() - postingSince < NONCE_TRUSTED_MS) return undefined;
+    let messages: OwnMessage[];
+    try {
+      messages = await this.#deps.outbox.recentOwnMessages(task.channelId);
+    } catch (error) {
+      if (!isDiscordError(error, DISCORD_ERRORS.missingAccess, DISCORD_ERRORS.missingPermissions)) throw error;
+      this.#deps.log.warn('cannot search the channel for an earlier post of a video; posting it again', { task: task.id, channel: task.channelId, error });
+      return undefined;
+    }
+    // Discord may leave the nonce out of listed messages; the result buttons carry the task id too.
+    const extendButton = customId('video', 'extend', task.id);
+    return messages.find((message) => message.nonce === nonce || message.customIds.includes(extendButton));
+  }
+
+  /** `asReply`: as a reply to the status card, unless Discord refused that once already. */
+  async #post(task: TaskRecord, file: FileToPost | undefined, linkReason: string | undefined, asReply = true): Promise<TaskRecord> {
     const { repository, outbox, log } = this.#deps;
     const link = file ? undefined : linkFor(task);
-    if (!file && !link) {
-      const closed: TaskRecord = {
-        ...task,
-        delivery: { ...task.delivery, state: 'closed', lastError: `${linkReason ?? ''} The gateway gave no link to share either.`.trim() },
-      };
-      await repository.save(closed);
-      return this.#finish(closed);
-    }
+    if (!file && !link) return this.#close(task, `${linkReason ?? ''} The gateway gave no link to share either, so the video could not be posted.`.trim());
 
     let current: TaskRecord = {
       ...task,
-      delivery: { ...task.delivery, state: 'posting', attempts: task.delivery.attempts + 1, ...(linkReason ? { linkReason } : {}) },
+      delivery: {
+        ...task.delivery,
+        state: 'posting',
+        attempts: task.delivery.attempts + 1,
+        postingSince: task.delivery.postingSince ?? Date.now(),
+        ...(linkReason ? { linkReason } : {}),
+      },
     };
     await repository.save(current);
 
     const lines = [`<@${task.userId}> your video is ready.`];
-    if (link) lines.push(linkReason ?? '', `${link.url}`, link.note);
+    if (link) lines.push(`${linkReason ?? ''} Here is a link instead:`.trim(), link.url, link.note);
     const storage = describeStorageError(task.outcome);
     if (storage) lines.push(storage);
     try {
@@ -148,7 +188,7 @@ export class VideoDelivery {
         content: lines.filter((line) => line !== '').join('\n'),
         ...(file ? { file } : {}),
         components: resultButtons(task.id),
-        ...(task.card.messageId ? { replyTo: task.card.messageId } : {}),
+        ...(asReply && task.card.messageId ? { replyTo: task.card.messageId } : {}),
         mentionUsers: [task.userId],
         nonce: task.delivery.nonce,
       });
@@ -163,32 +203,62 @@ export class VideoDelivery {
       };
       log.info('video posted', { task: task.id, message: posted.messageId, link: link !== undefined });
     } catch (error) {
+      // Each refusal below created no message, so posting again with the same nonce is safe.
       if (file && isDiscordError(error, DISCORD_ERRORS.requestEntityTooLarge)) {
         // The limit Discord enforced is lower than the one it announced: fall back to a link.
-        return this.#post(current, undefined, `The video is over this server's upload limit, so here is a link instead.`);
+        return this.#post(current, undefined, `The video is over this server's upload limit.`, asReply);
       }
-      if (isDiscordError(error, DISCORD_ERRORS.missingAccess, DISCORD_ERRORS.missingPermissions)) {
-        current = {
-          ...current,
-          delivery: { ...current.delivery, state: 'closed', lastError: 'The bot is not allowed to post in this channel, so the video could not be posted. A server admin can give it Send Messages and Attach Files here.' },
-        };
-      } else if (current.delivery.attempts >= MAX_DELIVERY_ATTEMPTS) {
-        current = { ...current, delivery: { ...current.delivery, state: 'closed', lastError: 'Discord kept refusing the post, so the bot gave up.' } };
-      } else {
-        throw error;
+      if (file && isDiscordError(error, DISCORD_ERRORS.missingPermissions)) {
+        // Most likely Attach Files is missing; if Send Messages is missing too, the link post says so.
+        log.warn('Discord refused the video file (no Attach Files?); posting a link instead', { task: task.id, channel: task.channelId });
+        return this.#post(current, undefined, describeMissingPermission('Attach Files'), asReply);
       }
+      if (asReply && isReplyRefusal(error)) {
+        log.warn('Discord refused the post as a reply (no Read Message History?); posting it without', { task: task.id, channel: task.channelId, error });
+        return this.#post(current, file, linkReason, false);
+      }
+      if (!isDiscordError(error, DISCORD_ERRORS.missingAccess, DISCORD_ERRORS.missingPermissions)) throw error;
+      const missing = isDiscordError(error, DISCORD_ERRORS.missingAccess) ? 'View Channel' : 'Send Messages';
+      log.warn('Discord refused to post a video in its channel', { task: task.id, channel: task.channelId, missing });
+      return this.#close(current, describeMissingPermission(missing));
     }
-    // The card before the one save: killed between the two, the task is still "posting", and the next start
-    // posts again with the same nonce (Discord answers with the message it has) and then edits the card. Saved
-    // first, a kill before the edit would leave the card saying "running" for good.
-    const carded = await this.updateCard(current);
-    await repository.save(carded);
-    return carded;
+    return this.#finish(current);
   }
 
+  /** Closes a task that will not be posted; the card shows `reason` and a link to the video when there is one. */
+  async #close(task: TaskRecord, reason: string, failures = task.delivery.failures): Promise<TaskRecord> {
+    const link = linkFor(task);
+    const lastError = link ? `${reason}\nThe video: ${link.url}\n${link.note}` : reason;
+    const closed: TaskRecord = { ...task, delivery: { ...task.delivery, state: 'closed', lastError, ...(failures === undefined ? {} : { failures }) } };
+    return this.#finish(closed);
+  }
+
+  /**
+   * Counts a failed try to fetch or post a finished task's video, in the store so a restart does not reset
+   * it. Under `tries`, the task waits for the next try; at `tries`, it is closed and the card says what went
+   * wrong, with a link to the video when there is one.
+   */
+  async recordFailure(task: TaskRecord, error: unknown, tries: number): Promise<TaskRecord> {
+    const failures = (task.delivery.failures ?? 0) + 1;
+    const reason = describeDeliveryFailure(error);
+    if (failures < tries) {
+      const waiting: TaskRecord = { ...task, delivery: { ...task.delivery, failures, lastError: reason } };
+      await this.#deps.repository.save(waiting);
+      return waiting;
+    }
+    this.#deps.log.error('gave up delivering a finished video', { task: task.id, failures, error });
+    return this.#close(task, `${reason} The bot tried ${failures} times and gave up.`, failures);
+  }
+
+  /**
+   * Shows where a task ended up (posted or closed) on its card, then saves it: one save, after the card.
+   * Killed between the two, the task is still "posting" and the next start finishes it (posting again with
+   * the same nonce makes no second message); saved first, a kill before the edit would leave the card
+   * saying "running" for good.
+   */
   async #finish(task: TaskRecord): Promise<TaskRecord> {
     const updated = await this.updateCard(task);
-    if (updated !== task) await this.#deps.repository.save(updated);
+    await this.#deps.repository.save(updated);
     return updated;
   }
 }

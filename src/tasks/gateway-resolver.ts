@@ -5,7 +5,21 @@ import type { TaskRecord } from './record.ts';
 import type { GuildVideoPolicy } from './service.ts';
 import type { GatewayResolver } from './tracker.ts';
 
-/** Follows a task on the layer it was submitted on, with its server's current key. */
+/** The task's server has no key the bot can use any more (cleared, or unreadable); `message` says why, for members. */
+export class NoGatewayAccessError extends Error {
+  readonly userMessage: string;
+  constructor(guildId: string, userMessage: string) {
+    super(`server ${guildId} has no usable gateway key`);
+    this.name = 'NoGatewayAccessError';
+    this.userMessage = userMessage;
+  }
+}
+
+/**
+ * Follows a task on the layer it was submitted on, with its server's current key. Not the key that
+ * submitted it: after a rotation the new key still gets running tasks delivered, and a key an admin
+ * removed (often because it leaked or was revoked) is not kept in task records or used again.
+ */
 export class PolicyGatewayResolver implements GatewayResolver {
   readonly #policy: GuildVideoPolicy;
   readonly #clients: GatewayClientPool;
@@ -19,10 +33,10 @@ export class PolicyGatewayResolver implements GatewayResolver {
 
   async clientFor(task: TaskRecord): Promise<GatewayClient> {
     const access = await this.#policy.resolveGatewayAccess(task.guildId);
-    if (!access.ok) throw new Error(`server ${task.guildId} has no usable gateway key: ${access.message}`);
+    if (!access.ok) throw new NoGatewayAccessError(task.guildId, access.message);
     if (access.keyId !== task.keyId) {
-      // The admin replaced the key meanwhile; the old one is gone, so the new one is the only hope.
-      this.#log.warn('following a task with another key than the one that submitted it', { task: task.id });
+      // The admin replaced the key meanwhile: the new one follows the task.
+      this.#log.debug('following a task with another key than the one that submitted it', { task: task.id });
     }
     return this.#clients.get(access.apiKey, task.layer);
   }

@@ -1,3 +1,6 @@
+import { DiscordAPIError, HTTPError } from 'discord.js';
+import { AuthenticationError, GatewayApiError, GatewayConnectionError, GatewayError, PermissionDeniedError } from '../gateway/errors.ts';
+import { NoGatewayAccessError } from './gateway-resolver.ts';
 import type { TaskOutcome, TaskRecord } from './record.ts';
 
 // What users read when something does not go to plan: plain words, what to do next, and the request id
@@ -53,6 +56,15 @@ export function describeSubmissionError(facts: SubmissionErrorFacts): string {
   return withRequestId(text, facts.requestId);
 }
 
+/** Regenerate sends the first request again, but Discord's links to its attachments last only about a day. */
+export function describeExpiredAttachments(operation: TaskRecord['operation']): string {
+  const again =
+    operation === 'generate'
+      ? 'Run `/video generate` again with fresh attachments.'
+      : `Run \`/video ${operation}\` again, with the video attached or picked as \`task\`.`;
+  return `That video was made from Discord attachments, and Discord's links to them expire after about a day, so the gateway can no longer fetch them. ${again}`;
+}
+
 const REFUNDED = 'The quota it used was refunded automatically.';
 
 /** Why a finished task has no video, in plain words. */
@@ -100,11 +112,20 @@ export function describeStorageError(outcome: TaskOutcome): string | undefined {
   return `Long-term storage of this video failed (${outcome.storageError}), so it is not kept beyond the temporary link; the video itself is fine.`;
 }
 
+/**
+ * The bot's own deadline passed without a final answer. Nothing says the gateway refunded anything: it may
+ * still have made (and charged) the video, so admins get the ids to check.
+ */
 export function describeTimeout(task: TaskRecord): string {
-  return withRequestId(
-    `The gateway did not finish this video in time, so the bot stopped waiting. ${REFUNDED}`,
-    task.outcome.requestId,
-  );
+  const minutes = Math.round(((task.finishedAt ?? Date.now()) - (task.submittedAt ?? task.createdAt)) / 60_000);
+  const why =
+    task.pollErrors > 0
+      ? `The bot lost track of this video: its last ${task.pollErrors === 1 ? 'question' : `${task.pollErrors} questions`} to the gateway failed, and after ${minutes} min it stopped asking.`
+      : `The gateway still had not finished this video after ${minutes} min, so the bot stopped waiting.`;
+  const check = task.gatewayId
+    ? `It may still have been made and charged: a server admin can look up gateway task \`${task.gatewayId}\`.`
+    : 'It may still have been made and charged.';
+  return withRequestId(`${why} ${check}`, task.outcome.requestId);
 }
 
 export function describeExpired(task: TaskRecord): string {
@@ -114,6 +135,59 @@ export function describeExpired(task: TaskRecord): string {
   );
 }
 
-export function describeUnknownOutcome(): string {
-  return 'The bot lost track of this request while sending it, so it cannot tell whether the gateway accepted it. Check `/video list` in a minute; if nothing shows up, try again.';
+export function describeUnknownOutcome(task: TaskRecord): string {
+  return withRequestId(
+    'The bot lost track of this request while sending it, so it cannot tell whether the gateway accepted (and charged) it. If no video shows up here, try again.',
+    task.outcome.requestId,
+  );
+}
+
+const KIBIBYTE = 1024;
+const MEBIBYTE = 1024 * KIBIBYTE;
+
+/** A size as people read it: bytes, KB below 1 MB, else MB; three significant digits plus `extraDecimals`. */
+export function formatSize(bytes: number, extraDecimals = 0): string {
+  if (bytes < KIBIBYTE) return `${bytes} bytes`;
+  const [value, unit] = bytes < MEBIBYTE ? [bytes / KIBIBYTE, 'KB'] : [bytes / MEBIBYTE, 'MB'];
+  const decimals = (value < 10 ? 2 : value < 100 ? 1 : 0) + extraDecimals;
+  return `${value.toFixed(decimals)} ${unit}`;
+}
+
+/** Why a video is linked rather than uploaded: its size (when known) against the server's limit, never reading as equal. */
+export function describeOverUploadLimit(size: number | undefined, limit: number): string {
+  if (size === undefined) return `The video is over this server's upload limit of ${formatSize(limit)}.`;
+  let extraDecimals = 0;
+  while (extraDecimals < 3 && formatSize(size, extraDecimals) === formatSize(limit, extraDecimals)) extraDecimals++;
+  return `The video is ${formatSize(size, extraDecimals)}, over this server's upload limit of ${formatSize(limit, extraDecimals)}.`;
+}
+
+/** A channel permission the bot needs to post a video, as Discord's settings name it. */
+export type PostingPermission = 'View Channel' | 'Send Messages' | 'Attach Files';
+
+/** Discord refused the bot's post for lack of a permission in the channel. */
+export function describeMissingPermission(permission: PostingPermission): string {
+  switch (permission) {
+    case 'View Channel':
+      return 'The bot cannot see this channel (it lacks the **View Channel** permission here), so the video could not be posted. A server admin can give it View Channel, Send Messages and Attach Files in this channel.';
+    case 'Send Messages':
+      return 'The bot may not send messages in this channel (it lacks the **Send Messages** permission here), so the video could not be posted. A server admin can give it Send Messages and Attach Files in this channel.';
+    case 'Attach Files':
+      return 'The bot may not upload files in this channel (it lacks the **Attach Files** permission here).';
+  }
+}
+
+/** Why a finished video could not be fetched or posted this time, in plain words (the task is tried again, then closed). */
+export function describeDeliveryFailure(error: unknown): string {
+  if (error instanceof NoGatewayAccessError) return `The bot could not fetch the finished video: ${error.userMessage}`;
+  if (error instanceof AuthenticationError) {
+    return "The gateway refused the server's key when the bot fetched the finished video (401 invalid_api_key). A server admin can set a working key with `/config key`.";
+  }
+  if (error instanceof PermissionDeniedError) return withRequestId('The gateway did not let this key fetch the finished video (403 permission_denied).', error.requestId);
+  if (error instanceof GatewayApiError) {
+    return withRequestId(`The gateway answered HTTP ${error.status}${error.code ? ` \`${error.code}\`` : ''} when the bot fetched the finished video.`, error.requestId);
+  }
+  if (error instanceof GatewayConnectionError) return 'The bot could not reach the gateway to fetch the finished video.';
+  if (error instanceof GatewayError) return withRequestId("The gateway's answer about the finished video could not be read.", error.requestId);
+  if (error instanceof DiscordAPIError || error instanceof HTTPError) return `Discord kept refusing the post (HTTP ${error.status}).`;
+  return 'Something went wrong while the bot fetched or posted the finished video.';
 }

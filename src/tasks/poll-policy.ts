@@ -15,6 +15,11 @@ export interface PollPolicy {
   errorBackoffMs: { base: number; max: number };
   /** Give up on a task this long after submission: past the gateway's own 600 s timeout. */
   deadlineMs: number;
+  /**
+   * A finished task whose video cannot be fetched or posted is tried this many times in all (with the
+   * error backoff between tries), then closed with what went wrong and a link when there is one.
+   */
+  deliveryTries: number;
 }
 
 export const DEFAULT_POLL_POLICY: PollPolicy = {
@@ -23,6 +28,8 @@ export const DEFAULT_POLL_POLICY: PollPolicy = {
   jitter: 0.1,
   errorBackoffMs: { base: 5_000, max: 60_000 },
   deadlineMs: TASK_TIMEOUT_MS + 5 * 60_000,
+  // 5 + 10 + 20 + 40 + 60 s between the tries: a gateway or Discord hiccup of a couple of minutes is ridden out.
+  deliveryTries: 6,
 };
 
 export function pollPolicyWithInterval(intervalMs: number): PollPolicy {
@@ -51,10 +58,18 @@ export function nextPollDelay(
   return withJitter(bounded, policy.jitter, random);
 }
 
-/** The gap after `consecutiveErrors` failed polls in a row (1 for the first failure). */
+/** How far error backoffs are spread, as a share of the step: tasks that failed together retry apart. */
+const ERROR_JITTER = 0.25;
+
+/**
+ * The gap after `consecutiveErrors` failed polls in a row (1 for the first failure): from base, doubling,
+ * up to max. The jitter only ever lengthens a step (a failing gateway is never asked again sooner than
+ * base), except at the cap, where it shortens it instead, so the result always lies within [base, max].
+ */
 export function errorBackoffDelay(policy: PollPolicy, consecutiveErrors: number, random: () => number = Math.random): number {
   const { base, max } = policy.errorBackoffMs;
-  const delay = Math.min(max, base * 2 ** Math.max(0, consecutiveErrors - 1));
-  // Full jitter below the cap would let a failing gateway be polled almost at once; keep at least half.
-  return Math.round(delay * (0.5 + random() / 2));
+  const step = Math.min(max, base * 2 ** Math.max(0, consecutiveErrors - 1));
+  const spread = step * ERROR_JITTER * random();
+  const delay = step < max ? step + spread : step - spread;
+  return Math.round(Math.min(max, Math.max(base, delay)));
 }

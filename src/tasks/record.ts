@@ -2,7 +2,8 @@ import { LAYERS, VIDEO_OPERATIONS, type Layer, type VideoOperation } from '../ga
 import { isRecord } from '../json.ts';
 
 // A video task as the bot keeps it: written before the user hears "accepted", updated as the gateway
-// answers, and read back after any restart. Its shape is the store's schema, parsed on every read.
+// answers, and read back after any restart. Its shape is the store's schema, parsed on every read (into
+// objects of one shape, absent members undefined: a JSON round trip drops them, and parsing stays cheap).
 
 export const TASK_STATES = [
   /** Written just before the submission: if the bot dies now, the outcome is unknown. */
@@ -66,7 +67,12 @@ export interface StatusCard {
 export interface Delivery {
   state: DeliveryState;
   nonce: string;
+  /** Posts tried. */
   attempts: number;
+  /** When the first post was tried: Discord honours a nonce only for a few minutes after it. */
+  postingSince?: number;
+  /** Failed tries to fetch or post the video, kept across restarts: past the policy's limit the task is closed. */
+  failures?: number;
   messageId?: string;
   /** The posted mp4's url: the source for edits and extensions of this task. */
   attachmentUrl?: string;
@@ -79,7 +85,7 @@ export interface TaskRecord {
   id: string;
   gatewayId?: string;
   layer: Layer;
-  /** Which key submitted the task (a fingerprint, never the key), so polls use the same one. */
+  /** Which key submitted the task (a fingerprint, never the key); the server's current key follows it. */
   keyId: string;
   guildId: string;
   channelId: string;
@@ -175,20 +181,15 @@ function requireOneOf<T extends string>(
   return match;
 }
 
-/** Drops undefined members so records round-trip through JSON unchanged. */
-function compact<T extends object>(value: T): T {
-  return Object.fromEntries(Object.entries(value).filter(([, member]) => member !== undefined)) as T;
-}
-
 function parseStoredFile(value: unknown, path: string): StoredFile | undefined {
   if (value === undefined || value === null) return undefined;
   const source = requireObject(value, path);
-  return compact({
+  return {
     fileId: optionalString(source, 'fileId', path),
     filename: optionalString(source, 'filename', path),
     expiresAt: optionalNumber(source, 'expiresAt', path),
     publicUrl: optionalString(source, 'publicUrl', path),
-  });
+  };
 }
 
 function parseOutcome(value: unknown, path: string): TaskOutcome {
@@ -202,7 +203,7 @@ function parseOutcome(value: unknown, path: string): TaskOutcome {
       message: requireString(errorSource, 'message', `${path}.error`),
     };
   }
-  return compact({
+  return {
     videoUrl: optionalString(source, 'videoUrl', path),
     storedFile: parseStoredFile(source.storedFile, `${path}.storedFile`),
     storageError: optionalString(source, 'storageError', path),
@@ -210,32 +211,34 @@ function parseOutcome(value: unknown, path: string): TaskOutcome {
     costTicks: optionalNumber(source, 'costTicks', path),
     error,
     requestId: optionalString(source, 'requestId', path),
-  });
+  };
 }
 
 function parseCard(value: unknown, path: string): StatusCard {
   const source = requireObject(value, path);
-  return compact({
+  return {
     applicationId: requireString(source, 'applicationId', path),
     interactionToken: requireString(source, 'interactionToken', path),
     tokenExpiresAt: requireNumber(source, 'tokenExpiresAt', path),
     messageId: optionalString(source, 'messageId', path),
     renderedAt: optionalNumber(source, 'renderedAt', path),
     renderedState: optionalString(source, 'renderedState', path),
-  });
+  };
 }
 
 function parseDelivery(value: unknown, path: string): Delivery {
   const source = requireObject(value, path);
-  return compact({
+  return {
     state: requireOneOf(source, 'state', path, DELIVERY_STATES),
     nonce: requireString(source, 'nonce', path),
     attempts: requireNumber(source, 'attempts', path),
+    postingSince: optionalNumber(source, 'postingSince', path),
+    failures: optionalNumber(source, 'failures', path),
     messageId: optionalString(source, 'messageId', path),
     attachmentUrl: optionalString(source, 'attachmentUrl', path),
     linkReason: optionalString(source, 'linkReason', path),
     lastError: optionalString(source, 'lastError', path),
-  });
+  };
 }
 
 const TASK_MODES: readonly TaskMode[] = [...GENERATION_MODES, 'edit', 'extend'];
@@ -243,7 +246,7 @@ const TASK_MODES: readonly TaskMode[] = [...GENERATION_MODES, 'edit', 'extend'];
 export function parseTaskRecord(raw: unknown): TaskRecord {
   const path = 'task';
   const source = requireObject(raw, path);
-  return compact({
+  return {
     id: requireString(source, 'id', path),
     gatewayId: optionalString(source, 'gatewayId', path),
     layer: requireOneOf(source, 'layer', path, LAYERS),
@@ -268,5 +271,5 @@ export function parseTaskRecord(raw: unknown): TaskRecord {
     card: parseCard(source.card, `${path}.card`),
     attachmentSizeLimit: requireNumber(source, 'attachmentSizeLimit', path),
     delivery: parseDelivery(source.delivery, `${path}.delivery`),
-  });
+  };
 }

@@ -32,12 +32,23 @@ export function newTaskId(now = Date.now()): string {
   return `v${now.toString(36)}${randomBytes(6).toString('hex')}`;
 }
 
+/** When a task was created, read from its id; undefined for an id newTaskId() did not make. */
+export function taskIdCreatedAt(id: string): number | undefined {
+  const time = /^v([0-9a-z]+)[0-9a-f]{12}$/.exec(id)?.[1];
+  return time === undefined ? undefined : Number.parseInt(time, 36);
+}
+
 export class TaskRepository {
   readonly #tasks: Collection<TaskRecord>;
   readonly #active: Collection<true>;
   readonly #byGatewayId: Collection<string>;
   readonly #recentByUser: Collection<string[]>;
   readonly #lock = new KeyedLock();
+  /**
+   * Active tasks with a gateway id whose index entries (active marker, gateway id) this process has
+   * written: a task is saved several times while it runs, and rewriting them each time doubled the writes.
+   */
+  readonly #indexed = new Set<string>();
 
   constructor(store: Store) {
     this.#tasks = store.collection('tasks', parseTaskRecord);
@@ -59,9 +70,15 @@ export class TaskRepository {
   async save(task: TaskRecord): Promise<void> {
     const active = needsWork(task);
     await this.#tasks.set(task.id, task, active ? undefined : FINISHED_TASK_TTL_MS);
-    if (active) await this.#active.set(task.id, true);
-    else await this.#active.delete(task.id);
-    if (task.gatewayId) await this.#byGatewayId.set(`${task.layer}:${task.gatewayId}`, task.id, FINISHED_TASK_TTL_MS);
+    const indexed = this.#indexed.has(task.id);
+    if (task.gatewayId && !indexed) await this.#byGatewayId.set(`${task.layer}:${task.gatewayId}`, task.id, FINISHED_TASK_TTL_MS);
+    if (!active) {
+      await this.#active.delete(task.id);
+      this.#indexed.delete(task.id);
+    } else if (!indexed) {
+      await this.#active.set(task.id, true);
+      if (task.gatewayId) this.#indexed.add(task.id);
+    }
   }
 
   /** A new task: saved, and first in its member's recent list. */
@@ -74,9 +91,11 @@ export class TaskRepository {
     });
   }
 
-  async recentForUser(guildId: string, userId: string, limit = RECENT_PER_USER): Promise<TaskRecord[]> {
+  /** The member's most recent tasks, newest first; with `createdSince`, only those created since then (the others are not read). */
+  async recentForUser(guildId: string, userId: string, limit = RECENT_PER_USER, createdSince?: number): Promise<TaskRecord[]> {
     const ids = (await this.#recentByUser.get(`${guildId}:${userId}`)) ?? [];
-    const tasks = await Promise.all(ids.slice(0, limit).map((id) => this.get(id)));
+    const wanted = ids.slice(0, limit).filter((id) => createdSince === undefined || (taskIdCreatedAt(id) ?? Infinity) >= createdSince);
+    const tasks = await Promise.all(wanted.map((id) => this.get(id)));
     return tasks.filter((task) => task !== undefined);
   }
 

@@ -114,6 +114,27 @@ export function buildExtensionRequest(
   return request;
 }
 
+/** The name a task's video is stored under in the gateway's storage: one per task. */
+export function storageFilename(guildId: string, taskId: string): string {
+  return `discord-${guildId}-${taskId}.mp4`;
+}
+
+/**
+ * Whether a stored request points at a Discord attachment whose signed link has expired (`ex`, hex unix
+ * seconds, next to `is` and `hm`): the gateway could no longer fetch it.
+ */
+export function hasExpiredAttachmentLink(value: unknown, now: number): boolean {
+  if (typeof value === 'string') {
+    const query = URL.parse(value)?.searchParams;
+    const expires = query?.get('ex');
+    if (!query || !expires || !/^[0-9a-f]+$/i.test(expires) || !query.has('is') || !query.has('hm')) return false;
+    return Number.parseInt(expires, 16) * 1000 <= now;
+  }
+  if (Array.isArray(value)) return value.some((item) => hasExpiredAttachmentLink(item, now));
+  if (typeof value === 'object' && value !== null) return Object.values(value).some((item) => hasExpiredAttachmentLink(item, now));
+  return false;
+}
+
 export function storageOptionsFor(defaults: StorageDefaults, filename: string): StorageOptions | undefined {
   if (defaults.keepDays <= 0 && !defaults.publicLink) return undefined;
   const options: StorageOptions = { filename };
@@ -136,6 +157,23 @@ export function optionForField(field: string): string {
   if (field === 'size') return 'resolution';
   if (field.startsWith('storage_options')) return 'storage (a server setting: `/config storage`)';
   return field;
+}
+
+// The native layer passes upstream errors through as text, without `param`: the request fields that such
+// a text may name, most specific first, and the option a user changes for each.
+const FIELDS_IN_TEXT: [RegExp, string][] = [
+  [/\bvoice_id\b/, 'voice'],
+  [/\breference_audios?\b/, 'voice` / `reference_audio'],
+  [/\breference_images?\b/, 'reference_image'],
+  [/\blast_frame\b/, 'last_frame'],
+  [/\baspect_ratio\b/, 'aspect_ratio'],
+  [/\bresolution\b/, 'resolution'],
+  [/\bduration\b/, 'duration'],
+];
+
+/** The /video option an error text without `param` names by its request field, if any. */
+export function optionNamedIn(text: string): string | undefined {
+  return FIELDS_IN_TEXT.find(([field]) => field.test(text))?.[1];
 }
 
 /**

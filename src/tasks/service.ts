@@ -1,15 +1,16 @@
 import { randomBytes } from 'node:crypto';
-import { GatewayApiError, GatewayConnectionError, OutcomeUnknownError, ValidationError } from '../gateway/errors.ts';
+import { GatewayApiError, GatewayConnectionError, GatewayError, ValidationError } from '../gateway/errors.ts';
 import type { GatewayClientPool } from '../gateway/pool.ts';
 import { videoModelCapabilities, videoModelNames, type Layer } from '../gateway/spec.ts';
-import type { EditRequest, ExtensionRequest, GenerationRequest } from '../gateway/types.ts';
+import type { EditRequest, ExtensionRequest, GenerationRequest, SubmittedTask } from '../gateway/types.ts';
 import { validateEdit, validateExtension, validateGeneration } from '../gateway/validation.ts';
 import type { Logger } from '../log.ts';
 import { KeyedLock } from '../keyed-lock.ts';
 import type { Collection, Store } from '../store.ts';
 import type { VideoDelivery } from './delivery.ts';
-import { describeSubmissionError } from './messages.ts';
+import { describeExpiredAttachments, describeSubmissionError } from './messages.ts';
 import { isTerminal, type TaskMode, type TaskRecord } from './record.ts';
+import { DEFAULT_POLL_POLICY } from './poll-policy.ts';
 import { parseStoredRequest } from './stored-request.ts';
 import { newTaskId, type TaskRepository } from './repository.ts';
 import {
@@ -20,6 +21,9 @@ import {
   endUserId,
   generationMode,
   optionForField,
+  optionNamedIn,
+  hasExpiredAttachmentLink,
+  storageFilename,
   storageOptionsFor,
   type AttachmentInput,
   type GenerationInput,
@@ -31,7 +35,9 @@ import type { TaskTracker } from './tracker.ts';
 // hears it was accepted, submit it, and hand it to the tracker.
 
 export const INTERACTION_TOKEN_LIFETIME_MS = 15 * 60_000;
-/** Leave a margin: an edit sent at 14:59 may arrive after 15:00. */
+/** How long a key's model list serves autocomplete before the gateway is asked again. */
+const MODEL_LIST_TTL_MS = 60_000;
+/** Leave a margin: the interaction reached the bot a little after Discord made it, and an edit sent at 14:59 may arrive after 15:00. */
 const TOKEN_SAFETY_MARGIN_MS = 30_000;
 
 export type GatewayAccess =
@@ -66,7 +72,11 @@ export interface InteractionContext {
   userId: string;
   applicationId: string;
   interactionToken: string;
-  interactionCreatedAt: number;
+  /**
+   * When this process received the interaction (Date.now()): its token expires 15 minutes from about
+   * then. Not the id's snowflake time, which another clock wrote.
+   */
+  interactionReceivedAt: number;
   attachmentSizeLimit: number;
 }
 
@@ -76,11 +86,20 @@ export type OperationRequest =
   | { operation: 'extend'; request: ExtensionRequest };
 
 export type SubmissionPlan = OperationRequest & {
+  /** The new task's id, made when the request is prepared: its storage filename carries it. */
+  taskId: string;
   mode: TaskMode;
   model: string;
   prompt: string;
   access: Extract<GatewayAccess, { ok: true }>;
   sourceTaskId?: string;
+  /** Regenerate: an earlier task's request sent again (its attachment links may have expired since). */
+  regenerated?: boolean;
+  /**
+   * The source is a video the bot posted: Discord re-signs attachment urls, so submit() asks for a fresh
+   * one. It is a network call, so it waits until the interaction has been answered.
+   */
+  postedSource?: { channelId: string; messageId: string };
 };
 
 export type Prepared = { ok: true; plan: SubmissionPlan } | { ok: false; message: string };
@@ -125,23 +144,39 @@ export class VideoService {
    * neither a member's quick repeats nor several members at once can slip past a per-member or server cap.
    */
   readonly #admission = new KeyedLock();
-  #salt: Buffer | undefined;
+  #salt: Promise<Buffer> | undefined;
+  /** Model lists per key fingerprint, for autocomplete. */
+  readonly #models = new Map<string, { at: number; models: Promise<string[]> }>();
 
   constructor(deps: VideoServiceDeps) {
     this.#deps = deps;
     this.#meta = deps.store.collection('video_meta', parseSalt);
   }
 
-  /** The installation's secret salt for end-user ids: made once, kept in the store. */
-  async #userSalt(): Promise<Buffer> {
-    if (this.#salt) return this.#salt;
+  /**
+   * The installation's secret salt for end-user ids: made once, kept in the store. Every caller waits for
+   * the same read (or creation), and a new salt is read back after writing it, so what is used is always
+   * what the store holds: two first uses cannot hash the same member with two salts.
+   */
+  #userSalt(): Promise<Buffer> {
+    if (!this.#salt) {
+      const loading = this.#loadUserSalt();
+      this.#salt = loading;
+      loading.catch(() => {
+        if (this.#salt === loading) this.#salt = undefined;
+      });
+    }
+    return this.#salt;
+  }
+
+  async #loadUserSalt(): Promise<Buffer> {
     let salt = await this.#meta.get('user-salt');
     if (!salt) {
-      salt = randomBytes(32).toString('base64url');
-      await this.#meta.set('user-salt', salt);
+      await this.#meta.set('user-salt', randomBytes(32).toString('base64url'));
+      salt = await this.#meta.get('user-salt');
+      if (!salt) throw new Error('the user salt was written but cannot be read back');
     }
-    this.#salt = Buffer.from(salt, 'base64url');
-    return this.#salt;
+    return Buffer.from(salt, 'base64url');
   }
 
   async #access(guildId: string): Promise<{ ok: true; access: Extract<GatewayAccess, { ok: true }> } | { ok: false; message: string }> {
@@ -150,9 +185,11 @@ export class VideoService {
   }
 
   async #checkLimits(context: InteractionContext): Promise<PolicyVerdict> {
-    const recent = await this.#deps.repository.recentForUser(context.guildId, context.userId);
+    const now = Date.now();
+    // A task older than the poller's deadline is finished (or closed at its next poll): only younger ones are read.
+    const recent = await this.#deps.repository.recentForUser(context.guildId, context.userId, undefined, now - DEFAULT_POLL_POLICY.deadlineMs);
     const active = recent.filter((task) => !isTerminal(task.state)).length;
-    return this.#deps.policy.checkLimits({ guildId: context.guildId, userId: context.userId, activeTasksOfUser: active, now: Date.now() });
+    return this.#deps.policy.checkLimits({ guildId: context.guildId, userId: context.userId, activeTasksOfUser: active, now });
   }
 
   #validationMessage(error: ValidationError): string {
@@ -178,14 +215,14 @@ export class VideoService {
     }
     try {
       const taskId = newTaskId();
-      const storage = storageOptionsFor(defaults.storage, `discord-${context.guildId}-${taskId}.mp4`);
+      const storage = storageOptionsFor(defaults.storage, storageFilename(context.guildId, taskId));
       const request = buildGenerationRequest(withDefaults, endUserId(await this.#userSalt(), context.userId), storage);
       validateGeneration(request, { layer: granted.access.layer, vendor: this.#deps.vendor });
       const verdict = await this.#checkLimits(context);
       if (!verdict.ok) return verdict;
       return {
         ok: true,
-        plan: { operation: 'generate', mode: generationMode(request), model, prompt: input.prompt ?? '', request, access: granted.access },
+        plan: { operation: 'generate', taskId, mode: generationMode(request), model, prompt: input.prompt ?? '', request, access: granted.access },
       };
     } catch (error) {
       if (error instanceof InputError) return { ok: false, message: error.message };
@@ -194,8 +231,14 @@ export class VideoService {
     }
   }
 
-  /** The source video of an edit or extension, as an `.mp4` link the gateway accepts. */
-  async #sourceUrl(context: InteractionContext, source: VideoSourceInput): Promise<{ ok: true; url: string; taskId?: string } | { ok: false; message: string }> {
+  /**
+   * The source video of an edit or extension, as an `.mp4` link the gateway accepts, from the store alone
+   * (the interaction is not answered yet). A posted attachment's url is refreshed later, in submit().
+   */
+  async #sourceUrl(
+    context: InteractionContext,
+    source: VideoSourceInput,
+  ): Promise<{ ok: true; url: string; taskId?: string; postedSource?: SubmissionPlan['postedSource'] } | { ok: false; message: string }> {
     if ('attachment' in source) {
       if (!isMp4Attachment(source.attachment)) {
         return { ok: false, message: `\`video\` must be an .mp4 file (got ${source.attachment.filename}).` };
@@ -207,10 +250,39 @@ export class VideoService {
     if (task.state !== 'succeeded' || task.outcome.moderated) {
       return { ok: false, message: `\`task\`: task \`${source.taskRef}\` has no finished video to work from (it is ${task.state}).` };
     }
-    let url = task.delivery.messageId ? await this.#deps.attachmentUrl(task.channelId, task.delivery.messageId).catch(() => undefined) : undefined;
-    url ??= task.outcome.storedFile?.publicUrl ?? task.delivery.attachmentUrl ?? task.outcome.videoUrl;
-    if (!url) return { ok: false, message: `\`task\`: the video of task \`${source.taskRef}\` is no longer available.` };
-    return { ok: true, url, taskId: task.id };
+    // A lasting stored link first; else the posted attachment (refreshed before sending); else the gateway's temporary link.
+    const publicUrl = task.outcome.storedFile?.publicUrl;
+    if (publicUrl) return { ok: true, url: publicUrl, taskId: task.id };
+    const { attachmentUrl, messageId } = task.delivery;
+    if (attachmentUrl && messageId) return { ok: true, url: attachmentUrl, taskId: task.id, postedSource: { channelId: task.channelId, messageId } };
+    if (task.outcome.videoUrl) return { ok: true, url: task.outcome.videoUrl, taskId: task.id };
+    return { ok: false, message: `\`task\`: the video of task \`${source.taskRef}\` is no longer available.` };
+  }
+
+  /** The plan with a freshly signed url of the posted source video, when Discord gives one that passes validation. */
+  async #withFreshSource(plan: SubmissionPlan): Promise<SubmissionPlan> {
+    const posted = plan.postedSource;
+    if (!posted || plan.operation === 'generate') return plan;
+    const url = await this.#deps.attachmentUrl(posted.channelId, posted.messageId).catch((error: unknown) => {
+      this.#deps.log.warn('could not refresh the url of a posted video; sending the stored one', { message: posted.messageId, error });
+      return undefined;
+    });
+    if (!url || url === plan.request.video.url) return plan;
+    const validation = { layer: plan.access.layer, vendor: this.#deps.vendor };
+    try {
+      if (plan.operation === 'edit') {
+        const request = { ...plan.request, video: { url } };
+        validateEdit(request, validation);
+        return { ...plan, request };
+      }
+      const request = { ...plan.request, video: { url } };
+      validateExtension(request, validation);
+      return { ...plan, request };
+    } catch (error) {
+      if (!(error instanceof ValidationError)) throw error;
+      this.#deps.log.warn('a refreshed video url does not validate; sending the stored one', { message: posted.messageId, error });
+      return plan;
+    }
   }
 
   async prepareEditOrExtension(
@@ -243,11 +315,13 @@ export class VideoService {
         ok: true,
         plan: {
           ...operationRequest,
+          taskId: newTaskId(),
           mode: operation,
           model,
           prompt: input.prompt,
           access: granted.access,
           ...(source.taskId ? { sourceTaskId: source.taskId } : {}),
+          ...(source.postedSource ? { postedSource: source.postedSource } : {}),
         },
       };
     } catch (error) {
@@ -264,6 +338,7 @@ export class VideoService {
     if (!granted.ok) return granted;
     const verdict = await this.#checkLimits(context);
     if (!verdict.ok) return verdict;
+    if (hasExpiredAttachmentLink(original.request, Date.now())) return { ok: false, message: describeExpiredAttachments(original.operation) };
     const user = endUserId(await this.#userSalt(), context.userId);
     let operationRequest: OperationRequest;
     try {
@@ -272,9 +347,23 @@ export class VideoService {
       if (error instanceof ValidationError) return { ok: false, message: `That task cannot be sent again as it was: ${error.message}` };
       throw error;
     }
+    const taskId = newTaskId();
+    if (operationRequest.operation === 'generate' && operationRequest.request.storage_options) {
+      // A new task is stored under its own name, not over the original's file.
+      operationRequest.request.storage_options = { ...operationRequest.request.storage_options, filename: storageFilename(context.guildId, taskId) };
+    }
     return {
       ok: true,
-      plan: { ...operationRequest, mode: original.mode, model: original.model, prompt: original.prompt, access: granted.access, sourceTaskId: original.id },
+      plan: {
+        ...operationRequest,
+        taskId,
+        mode: original.mode,
+        model: original.model,
+        prompt: original.prompt,
+        access: granted.access,
+        sourceTaskId: original.id,
+        regenerated: true,
+      },
     };
   }
 
@@ -282,10 +371,11 @@ export class VideoService {
    * Submits a prepared task. The interaction must be deferred: the card is its reply. Stored before the
    * gateway is called, so a crash mid-submission is reported rather than forgotten.
    */
-  async submit(plan: SubmissionPlan, context: InteractionContext): Promise<TaskRecord> {
+  async submit(prepared: SubmissionPlan, context: InteractionContext): Promise<TaskRecord> {
     const { repository, clients, delivery, tracker, policy, log } = this.#deps;
+    const plan = await this.#withFreshSource(prepared);
     const now = Date.now();
-    const id = newTaskId(now);
+    const id = plan.taskId;
     let task: TaskRecord = {
       id,
       layer: plan.access.layer,
@@ -307,7 +397,7 @@ export class VideoService {
       card: {
         applicationId: context.applicationId,
         interactionToken: context.interactionToken,
-        tokenExpiresAt: context.interactionCreatedAt + INTERACTION_TOKEN_LIFETIME_MS - TOKEN_SAFETY_MARGIN_MS,
+        tokenExpiresAt: context.interactionReceivedAt + INTERACTION_TOKEN_LIFETIME_MS - TOKEN_SAFETY_MARGIN_MS,
       },
       attachmentSizeLimit: context.attachmentSizeLimit,
       delivery: { state: 'waiting', nonce: id, attempts: 0 },
@@ -320,28 +410,16 @@ export class VideoService {
     });
 
     const gateway = clients.get(plan.access.apiKey, plan.access.layer);
+    let submitted: SubmittedTask;
     try {
-      const submitted =
+      submitted =
         plan.operation === 'generate'
           ? await gateway.generate(plan.request)
           : plan.operation === 'edit'
             ? await gateway.edit(plan.request)
             : await gateway.extend(plan.request);
-      task = {
-        ...task,
-        gatewayId: submitted.id,
-        state: 'running',
-        submittedAt: Date.now(),
-        outcome: submitted.requestId ? { requestId: submitted.requestId } : {},
-      };
-      await repository.save(task);
-      log.info('video task submitted', { task: id, gatewayTask: submitted.id, layer: task.layer, operation: task.operation, guild: task.guildId });
-      task = await delivery.updateCard(task);
-      await repository.save(task);
-      tracker.track(task);
-      return task;
     } catch (error) {
-      const refusal = refusalMessage(error, plan.model);
+      const refusal = refusalMessage(error, plan);
       if (refusal !== undefined) {
         // Refused, or never delivered: nothing exists at the gateway and nothing was charged.
         task = { ...task, state: 'failed', finishedAt: Date.now(), delivery: { ...task.delivery, state: 'closed' } };
@@ -349,12 +427,33 @@ export class VideoService {
         await policy.releaseSubmission(task);
         throw new SubmissionRefusedError(refusal, task);
       }
-      // The gateway may have accepted it (no answer, or an answer the bot cannot read): say so honestly.
-      task = await delivery.updateCard({ ...task, state: 'unknown', finishedAt: Date.now(), delivery: { ...task.delivery, state: 'closed' } });
+      // The gateway may have accepted it (no answer, or an answer the bot cannot read): the card says so
+      // honestly, with the request id support can look up, and stays.
+      log.error('a video submission has an unknown outcome', { task: id, guild: task.guildId, error });
+      const requestId = error instanceof GatewayError ? error.requestId : undefined;
+      task = await delivery.updateCard({
+        ...task,
+        state: 'unknown',
+        finishedAt: Date.now(),
+        outcome: requestId ? { ...task.outcome, requestId } : task.outcome,
+        delivery: { ...task.delivery, state: 'closed' },
+      });
       await repository.save(task);
-      if (error instanceof OutcomeUnknownError) return task;
-      throw error;
+      return task;
     }
+    task = {
+      ...task,
+      gatewayId: submitted.id,
+      state: 'running',
+      submittedAt: Date.now(),
+      outcome: submitted.requestId ? { requestId: submitted.requestId } : {},
+    };
+    await repository.save(task);
+    log.info('video task submitted', { task: id, gatewayTask: submitted.id, layer: task.layer, operation: task.operation, guild: task.guildId });
+    task = await delivery.updateCard(task);
+    await repository.save(task);
+    tracker.track(task);
+    return task;
   }
 
   /** A task of this server by the bot's ref (`v…`) or by its gateway task id. */
@@ -371,11 +470,28 @@ export class VideoService {
     return this.#deps.repository.recentForUser(guildId, userId, limit);
   }
 
-  /** Every model the server's key may use (`/v1/models`), for autocomplete. */
+  /**
+   * Every model the server's key may use (`/v1/models`), for autocomplete: asked once a minute per key,
+   * not on every keystroke.
+   */
   async models(guildId: string): Promise<string[]> {
     const access = await this.#deps.policy.resolveGatewayAccess(guildId);
     if (!access.ok) return [];
-    return (await this.#deps.clients.get(access.apiKey, access.layer).listModels()).map((model) => model.id);
+    const now = Date.now();
+    const cached = this.#models.get(access.keyId);
+    if (cached && now - cached.at < MODEL_LIST_TTL_MS) return cached.models;
+    for (const [keyId, entry] of this.#models) if (now - entry.at >= MODEL_LIST_TTL_MS) this.#models.delete(keyId);
+    const models = this.#deps.clients
+      .get(access.apiKey, access.layer)
+      .listModels()
+      .then((list) => list.map((model) => model.id));
+    const entry = { at: now, models };
+    this.#models.set(access.keyId, entry);
+    // A failed answer is not kept: the next keystroke asks again.
+    models.catch(() => {
+      if (this.#models.get(access.keyId) === entry) this.#models.delete(access.keyId);
+    });
+    return models;
   }
 
   async videoModels(guildId: string): Promise<string[]> {
@@ -383,14 +499,21 @@ export class VideoService {
   }
 }
 
+/** The request fields that carry a link the gateway fetches. */
+const LINK_FIELDS = /^(image|last_frame|reference_images|reference_audios|video)\b/;
+
 /** What to tell the user when a submission certainly created nothing, or undefined when it may have. */
-function refusalMessage(error: unknown, model: string): string | undefined {
+function refusalMessage(error: unknown, plan: SubmissionPlan): string | undefined {
+  const model = plan.model;
+  if (plan.regenerated && error instanceof GatewayApiError && error.status === 400 && LINK_FIELDS.test(error.param ?? '')) {
+    return describeExpiredAttachments(plan.operation);
+  }
   if (error instanceof GatewayApiError || error instanceof ValidationError) {
     return describeSubmissionError({
       code: error.code,
       status: error.status,
       message: error instanceof GatewayApiError ? error.serverMessage : error.message,
-      param: error.param === undefined ? undefined : optionForField(error.param),
+      param: error.param !== undefined ? optionForField(error.param) : error instanceof GatewayApiError && error.status === 400 ? optionNamedIn(error.serverMessage) : undefined,
       requestId: error.requestId,
       model,
     });

@@ -76,7 +76,7 @@ function outcomeText(task: TaskRecord): string | undefined {
     case 'expired':
       return describeExpired(task);
     case 'unknown':
-      return describeUnknownOutcome();
+      return describeUnknownOutcome(task);
     case 'succeeded': {
       if (task.outcome.moderated) return describeModeration(task.outcome);
       const notes = [describeStorageError(task.outcome), task.delivery.state === 'closed' ? task.delivery.lastError : undefined];

@@ -1,4 +1,5 @@
 import type { GatewayClient } from '../gateway/client.ts';
+import type { TaskResult } from '../gateway/types.ts';
 import type { Logger } from '../log.ts';
 import { applyResult } from './apply-result.ts';
 import type { VideoDelivery } from './delivery.ts';
@@ -10,7 +11,8 @@ import { Schedule } from './schedule.ts';
 // The background poller: follows every stored task to a terminal status, has its video posted, and
 // resumes all of that after a restart. Memory per task is one schedule entry; the record itself is read
 // from the store when its turn comes. Polls in flight are bounded, errors back off, and a task the
-// gateway never finishes is given up after the policy's deadline.
+// gateway never finishes is given up after the policy's deadline. Downloads and posts have their own
+// small queue, so a burst of finished videos never holds up polls, and polls never hold up posts.
 
 export interface GatewayResolver {
   /** The client to follow this task with: the layer it was submitted on, and the key that submitted it. */
@@ -19,10 +21,15 @@ export interface GatewayResolver {
 
 export interface TrackerOptions {
   policy: PollPolicy;
+  /** Polls in flight at once. */
   maxInFlight: number;
+  /** Deliveries (download, then post) in flight at once; Discord paces posts anyway. */
+  maxDeliveriesInFlight?: number;
   now?: () => number;
   random?: () => number;
 }
+
+const DEFAULT_MAX_DELIVERIES_IN_FLIGHT = 8;
 
 export type FinishedListener = (task: TaskRecord) => void;
 
@@ -33,10 +40,16 @@ export class TaskTracker {
   readonly #log: Logger;
   readonly #options: Required<TrackerOptions>;
   readonly #schedule = new Schedule();
-  /** Consecutive failures per task; only failing tasks have an entry. */
-  readonly #failures = new Map<string, number>();
-  readonly #inFlight = new Set<Promise<void>>();
+  readonly #polls = new Set<Promise<void>>();
+  /**
+   * Finished tasks waiting to be posted, in order. A task the poller just found done comes with its record
+   * (as saved) and the answer that showed it done, so the delivery reads neither again.
+   */
+  readonly #deliveryQueue = new Map<string, { task: TaskRecord; result: TaskResult } | undefined>();
+  readonly #deliveries = new Set<Promise<void>>();
   readonly #finishedListeners: FinishedListener[] = [];
+  /** Tasks created since then belong to this process: one still "submitting" is being sent right now. */
+  readonly #startedAt: number;
   #timer: NodeJS.Timeout | undefined;
   #timerDueAt = Infinity;
   #stopped = false;
@@ -46,12 +59,13 @@ export class TaskTracker {
     this.#gateways = gateways;
     this.#delivery = delivery;
     this.#log = log;
-    this.#options = { now: Date.now, random: Math.random, ...options };
+    this.#options = { now: Date.now, random: Math.random, maxDeliveriesInFlight: DEFAULT_MAX_DELIVERIES_IN_FLIGHT, ...options };
+    this.#startedAt = this.#options.now();
   }
 
-  /** Tasks being followed (scheduled or being worked on). */
+  /** Tasks being followed (scheduled, waiting to be posted, or being worked on). */
   get size(): number {
-    return this.#schedule.size + this.#inFlight.size;
+    return this.#schedule.size + this.#polls.size + this.#deliveryQueue.size + this.#deliveries.size;
   }
 
   /** Called once per task that reaches a terminal state (succeeded, failed, expired, timed out, unknown). */
@@ -84,27 +98,46 @@ export class TaskTracker {
     this.#stopped = true;
     clearTimeout(this.#timer);
     this.#timer = undefined;
-    await Promise.allSettled([...this.#inFlight]);
+    // Queued deliveries stay in the store as they are: the next start resumes them.
+    await Promise.allSettled([...this.#polls, ...this.#deliveries]);
   }
 
   #pump(): void {
     if (this.#stopped) return;
     const now = this.#options.now();
-    while (this.#inFlight.size < this.#options.maxInFlight) {
+    while (this.#polls.size < this.#options.maxInFlight) {
       const id = this.#schedule.takeDue(now);
       if (id === undefined) break;
-      const work = this.#work(id).finally(() => {
-        this.#inFlight.delete(work);
-        this.#pump();
-      });
-      this.#inFlight.add(work);
+      this.#run(this.#polls, this.#work(id));
+    }
+    while (this.#deliveries.size < this.#options.maxDeliveriesInFlight) {
+      const next = this.#deliveryQueue.entries().next();
+      if (next.done) break;
+      const [id, found] = next.value;
+      this.#deliveryQueue.delete(id);
+      this.#run(this.#deliveries, this.#deliverWork(id, found));
     }
     this.#arm();
   }
 
+  #run(slots: Set<Promise<void>>, work: Promise<void>): void {
+    const running = work.finally(() => {
+      slots.delete(running);
+      this.#pump();
+    });
+    slots.add(running);
+  }
+
+  /** A finished task goes to the delivery queue (at most once). */
+  #queueDelivery(id: string, found?: { task: TaskRecord; result: TaskResult }): void {
+    if (this.#stopped) return;
+    this.#deliveryQueue.set(id, found);
+    this.#pump();
+  }
+
   /** One timer, for the earliest due task (when a poll slot is free to take it). */
   #arm(): void {
-    const dueAt = this.#inFlight.size < this.#options.maxInFlight ? (this.#schedule.peekDueAt() ?? Infinity) : Infinity;
+    const dueAt = this.#polls.size < this.#options.maxInFlight ? (this.#schedule.peekDueAt() ?? Infinity) : Infinity;
     if (dueAt === this.#timerDueAt && this.#timer) return;
     clearTimeout(this.#timer);
     this.#timer = undefined;
@@ -121,28 +154,71 @@ export class TaskTracker {
     if (!this.#stopped) this.#schedule.set(id, this.#options.now() + delayMs);
   }
 
+  /** A task's turn in the schedule: poll it, or close it, or hand it to the delivery queue. */
   async #work(id: string): Promise<void> {
     let task: TaskRecord | undefined;
     try {
       task = await this.#repository.get(id);
-      if (!task || !needsWork(task)) {
-        this.#failures.delete(id);
+      if (!task || !needsWork(task)) return;
+      if (isTerminal(task.state)) {
+        this.#queueDelivery(id);
         return;
       }
-      const next = await this.#advance(task);
-      this.#failures.delete(id);
-      if (needsWork(next)) {
+      const next = await this.#poll(task);
+      if (needsWork(next) && !isTerminal(next.state)) {
         const elapsed = this.#options.now() - (next.submittedAt ?? next.createdAt);
         this.#reschedule(id, nextPollDelay(this.#options.policy, elapsed, next.progress, this.#options.random));
       }
     } catch (error) {
-      const failures = (this.#failures.get(id) ?? 0) + 1;
-      this.#failures.set(id, failures);
-      const delay = errorBackoffDelay(this.#options.policy, failures, this.#options.random);
-      this.#log.warn('task poll failed; backing off', { task: id, failures, retryInMs: delay, error });
-      if (task && this.#pastDeadline(task)) await this.#giveUp(task).catch((giveUpError: unknown) => this.#log.error('could not close a task', { task: id, error: giveUpError }));
-      else this.#reschedule(id, delay);
+      await this.#recover(id, task, error);
     }
+  }
+
+  /** Downloads and posts a finished task's video, from what the poll found when at hand, else from the store. */
+  async #deliverWork(id: string, found: { task: TaskRecord; result: TaskResult } | undefined): Promise<void> {
+    let task: TaskRecord | undefined = found?.task;
+    try {
+      task ??= await this.#repository.get(id);
+      if (!task || !needsWork(task) || !isTerminal(task.state)) return;
+      const next = await this.#delivery.deliver(task, await this.#gateways.clientFor(task), found?.result);
+      if (needsWork(next)) this.#reschedule(id, this.#options.policy.intervalMs);
+    } catch (error) {
+      await this.#recover(id, task, error);
+    }
+  }
+
+  async #recover(id: string, task: TaskRecord | undefined, error: unknown): Promise<void> {
+    await this.#failed(id, task, error).catch((handlingError: unknown) => {
+      this.#log.error('could not record a failed task step; trying again later', { task: id, error: handlingError });
+      this.#reschedule(id, this.#options.policy.errorBackoffMs.max);
+    });
+  }
+
+  /** A step failed: back off and try again, or close the task when its time or its tries are up. */
+  async #failed(id: string, read: TaskRecord | undefined, error: unknown): Promise<void> {
+    // The step may have moved the task on before failing (saved it as posting, say).
+    const task = (await this.#repository.get(id)) ?? read;
+    if (task && isTerminal(task.state) && needsWork(task)) {
+      // Fetching or posting a finished video failed: counted in the store, so a restart cannot make it endless.
+      const next = await this.#delivery.recordFailure(task, error, this.#options.policy.deliveryTries);
+      if (!needsWork(next)) return;
+      const delay = errorBackoffDelay(this.#options.policy, next.delivery.failures ?? 1, this.#options.random);
+      this.#log.warn('could not deliver a finished video; backing off', { task: id, failures: next.delivery.failures, retryInMs: delay, error });
+      this.#reschedule(id, delay);
+      return;
+    }
+    // A poll failed (the gateway unreachable, an error answer, no usable key): counted in the store, so
+    // the card can tell later whether the bot lost track of the task or the gateway just never finished it.
+    const failed = task ? { ...task, pollErrors: task.pollErrors + 1 } : undefined;
+    const failures = failed?.pollErrors ?? 1;
+    const delay = errorBackoffDelay(this.#options.policy, failures, this.#options.random);
+    this.#log.warn('task poll failed; backing off', { task: id, failures, retryInMs: delay, error });
+    if (failed && this.#pastDeadline(failed)) {
+      await this.#giveUp(failed);
+      return;
+    }
+    if (failed) await this.#repository.save(failed);
+    this.#reschedule(id, delay);
   }
 
   #pastDeadline(task: TaskRecord): boolean {
@@ -159,10 +235,15 @@ export class TaskTracker {
     await this.#finish(closed);
   }
 
-  /** One step for one task: poll it, or post it, or close it. Returns the task as saved. */
-  async #advance(task: TaskRecord): Promise<TaskRecord> {
+  /** One step for a task that is not finished: poll it, or close it. Returns the task as saved. */
+  async #poll(task: TaskRecord): Promise<TaskRecord> {
     if (task.state === 'submitting') {
-      // Found at start: the previous process died while sending it. Nobody can tell if the gateway has it.
+      if (task.createdAt >= this.#startedAt && !this.#pastDeadline(task)) {
+        // Being sent by this process right now (a resume can list it): submit() hands it over when it is done.
+        this.#log.debug('a task is still being submitted by this process; leaving it to the submission', { task: task.id });
+        return task;
+      }
+      // Left by a previous process that died while sending it. Nobody can tell if the gateway has it.
       return this.#finish({ ...task, state: 'unknown', finishedAt: this.#options.now(), delivery: { ...task.delivery, state: 'closed' } });
     }
     if (this.#pastDeadline(task)) {
@@ -170,8 +251,6 @@ export class TaskTracker {
       return { ...task, state: 'timed_out', delivery: { ...task.delivery, state: 'closed' } };
     }
     const gateway = await this.#gateways.clientFor(task);
-    if (isTerminal(task.state)) return this.#delivery.deliver(task, gateway);
-
     if (!task.gatewayId) throw new Error(`task ${task.id} is running without a gateway id`);
     const result = await gateway.getTask(task.gatewayId);
     let next = applyResult(task, result, this.#options.now());
@@ -181,8 +260,13 @@ export class TaskTracker {
       return next;
     }
     this.#notifyFinished(next);
-    await this.#repository.save(next);
-    if (next.delivery.state === 'waiting') return this.#delivery.deliver(next, gateway, result);
+    if (next.delivery.state === 'waiting') {
+      // Saved as finished first, so a restart does not announce it again; then posted from the delivery
+      // queue, with this answer (a native video url is fetched without another poll).
+      await this.#repository.save(next);
+      this.#queueDelivery(next.id, { task: next, result });
+      return next;
+    }
     const carded = await this.#delivery.updateCard(next, this.#options.now());
     await this.#repository.save(carded);
     return carded;

@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import { ActionRowBuilder, ButtonBuilder, ButtonStyle, Client, Events, GatewayIntentBits, MessageFlags, SlashCommandBuilder } from 'discord.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Command } from '../../src/discord/command.ts';
 import { createDispatcher } from '../../src/discord/dispatcher.ts';
 import { isRecord, type JsonRecord } from '../../src/json.ts';
@@ -17,16 +17,23 @@ let discord: DiscordStandIn;
 let guild: TestGuild;
 let client: Client;
 const logged: JsonRecord[] = [];
+/** The 'late' answer waits at this gate, so a test can let the interaction expire before the handler fails. */
+const lateGate = { entered: Promise.withResolvers<void>(), release: Promise.withResolvers<void>() };
 
 const boom: Command<{ log: Logger }> = {
   data: new SlashCommandBuilder()
     .setName('boom')
     .setDescription('fails after answering as told')
-    .addStringOption((option) => option.setName('answer').setDescription('none, public, ephemeral').setRequired(true)),
+    .addStringOption((option) => option.setName('answer').setDescription('none, public, ephemeral, late').setRequired(true)),
   async execute(interaction) {
     const answer = interaction.options.getString('answer', true);
     if (answer === 'public') await interaction.deferReply();
     if (answer === 'ephemeral') await interaction.deferReply({ flags: MessageFlags.Ephemeral });
+    if (answer === 'late') {
+      await interaction.deferReply();
+      lateGate.entered.resolve();
+      await lateGate.release.promise;
+    }
     throw new Error('the command failed');
   },
   async button(interaction) {
@@ -111,5 +118,23 @@ describe('a handler that throws', () => {
     expect(source.deleted).toBe(false);
     expect({ content: source.content, components: source.components }).toEqual(before);
     expect(loggedFailure(referenceIn(followUp))).toBeDefined();
+  });
+
+  it('after its interaction expired: the same reference is logged with a warning that nobody could be told, and the next command is served', async () => {
+    const run = runBoom('late');
+    await lateGate.entered.promise;
+    discord.expireInteraction(run);
+    lateGate.release.resolve();
+    const untold = await vi.waitFor(() => {
+      const line = logged.find((entry) => entry.msg === 'could not tell the user about a failed interaction');
+      expect(line).toBeDefined();
+      return line!;
+    });
+    expect(untold.level).toBe('warn');
+    expect(typeof untold.reference === 'string' && loggedFailure(untold.reference)?.interaction).toBe(run.record.id);
+    expect(run.followUps).toEqual([]);
+
+    const next = await runBoom('none').reply();
+    expect(loggedFailure(referenceIn(next))).toBeDefined();
   });
 });

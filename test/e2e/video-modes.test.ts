@@ -73,10 +73,24 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
     expect(extended.submission.body).toMatchObject({ duration: 4, video: { url: expect.stringMatching(/\.mp4(\?|$)/) } });
   });
 
-  it('extends, edits and regenerates from the buttons under a posted video', async () => {
+  it('extends an .mp4 attachment and edits a finished task', async () => {
+    const extended = await makeVideo('extend', { prompt: 'the tide comes in', duration: 3, video: { filename: 'beach.mp4', bytes: MP4, contentType: 'video/mp4' } });
+    expect(extended.submission.path).toBe(`${prefix}/videos/extensions`);
+    expect(extended.submission.body).toMatchObject({ prompt: 'the tide comes in', duration: 3, video: { url: expect.stringMatching(/\/beach\.mp4\?/) } });
+
+    const taskRef = /video:extend:(v[0-9a-z]+)/.exec(JSON.stringify(extended.posted.components))![1]!;
+    const edited = await makeVideo('edit', { prompt: 'in black and white', task: taskRef });
+    expect(edited.submission.path).toBe(`${prefix}/videos/edits`);
+    expect(edited.submission.body).toMatchObject({ prompt: 'in black and white', video: { url: extended.posted.attachments[0]!.url } });
+  });
+
+  it('extends, edits and regenerates from the buttons under a posted video, after the bot restarted', async () => {
     const { discord, emulator, guild } = world;
     const { posted } = await makeVideo('generate', { prompt: 'a paper boat' });
     const taskRef = /video:extend:(v[0-9a-z]+)/.exec(JSON.stringify(posted.components))![1]!;
+    // Buttons keep their state in their custom id and the store, not in the process that posted them.
+    await world.bot.stop();
+    await world.restartBot();
 
     for (const [action, modalFields, path] of [
       ['extend', { prompt: 'it sails away', duration: '3' }, 'extensions'],

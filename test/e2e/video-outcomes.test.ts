@@ -2,175 +2,190 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { InteractionHandle, Message } from '../support/discord/index.ts';
 import { startWorld, type World } from '../support/world.ts';
 
-// What users are told when a video does not simply succeed, and how the bot copes with limits.
+// What users are told when a video does not simply succeed, and how the bot copes with limits, on both
+// layers (one emulator, stand-in and bot per layer, shared by every test of that layer).
 
-let world: World;
-beforeAll(async () => {
-  world = await startWorld({ emulator: { timing: { generation_ms: 300, task_timeout_ms: 1500 } }, standIn: { tokenLifetimeMs: 1200 } });
-}, 60_000);
-afterAll(() => world?.stop());
+describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
+  let world: World;
+  beforeAll(async () => {
+    world = await startWorld({ emulator: { timing: { generation_ms: 300, task_timeout_ms: 1500 } }, standIn: { tokenLifetimeMs: 1200 }, env: { GATEWAY_LAYER: layer } });
+  }, 60_000);
+  afterAll(() => world?.stop());
 
-function generate(prompt: string, options: Record<string, string | number> = {}, guild = world.guild): InteractionHandle {
-  return world.discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt, ...options } });
-}
+  function generate(prompt: string, options: Record<string, string | number> = {}, guild = world.guild): InteractionHandle {
+    return world.discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt, ...options } });
+  }
 
-function details(message: Message): string {
-  return JSON.stringify(message.embeds);
-}
+  function details(message: Message): string {
+    return JSON.stringify(message.embeds);
+  }
 
-async function finalCard(run: InteractionHandle, words: string): Promise<string> {
-  await world.discord.waitFor(
-    () => (run.record.original && details(run.record.original).includes(words) ? true : undefined),
-    15_000,
-    `a card saying "${words}"`,
-  );
-  return details(run.record.original!);
-}
+  /** The gateway's task id as the card shows it (`task_…` on the compatibility layer, `req_…` on the native one). */
+  function gatewayIdOn(card: Message): string | undefined {
+    return /"name":"Task","value":"`([^`]+)`"/.exec(details(card))?.[1];
+  }
 
-describe('asynchronous outcomes, told on the status card', () => {
-  it('explains a failure in plain words, with the refund and the request id', async () => {
-    const run = generate('x [[fail:invalid_argument]]');
-    const card = await finalCard(run, 'Failed');
-    expect(card).toContain('could not make this video');
-    expect(card).toContain('refunded automatically');
-    expect(card).toMatch(/request id `req_[0-9a-f]+`/);
-  });
+  async function finalCard(run: InteractionHandle, words: string): Promise<string> {
+    await world.discord.waitFor(
+      () => (run.record.original && details(run.record.original).includes(words) ? true : undefined),
+      15_000,
+      `a card saying "${words}"`,
+    );
+    return details(run.record.original!);
+  }
 
-  it.each([
-    ['failed_precondition', 'The model cannot do this'],
-    ['service_unavailable', 'overloaded'],
-    ['internal_error', 'internal error'],
-    ['permission_denied', 'not allowed to do this operation'],
-  ])('explains %s', async (code, words) => {
-    const card = await finalCard(generate(`x [[fail:${code}]]`), 'Failed');
-    expect(card).toContain(words);
-  });
-
-  it('says a moderated video was held back, and posts nothing', async () => {
-    const before = world.discord.messages(world.guild.textChannelId).filter((message) => message.attachments.length > 0).length;
-    const card = await finalCard(generate('x [[moderate]]'), 'Held back by moderation');
-    expect(card).toContain('content moderation');
-    expect(world.discord.messages(world.guild.textChannelId).filter((message) => message.attachments.length > 0)).toHaveLength(before);
-  });
-
-  it('says when the gateway timed a task out, and that the quota was refunded', async () => {
-    const card = await finalCard(generate('x [[hang]]'), 'Failed');
-    expect(card).toContain('did not finish this video in time');
-    expect(card).toContain('refunded automatically');
-  });
-
-  it('keeps the card up to date after the interaction token expired, as a channel message', async () => {
-    const run = generate('a slow one', { duration: 10 });
-    await finalCard(run, 'posted below');
-    expect(world.discord.requests.some((request) => request.method === 'PATCH' && /^\/channels\/\d+\/messages\/\d+$/.test(request.path) && request.status === 200)).toBe(true);
-  });
-});
-
-describe('submissions the gateway refuses', () => {
-  it.each([
-    ['[[http:429:insufficient_quota]]', 'quota is used up'],
-    ['[[http:403:permission_denied]]', 'not allowed to use `svc-imagine-video-1.5`'],
-    ['[[http:400:invalid_request_error]]', 'The gateway rejected the request'],
-  ])('%s is told plainly, sent once, and nothing is charged', async (trigger, words) => {
-    const { emulator } = world;
-    const quota = emulator.quotaUsd('emulator-key');
-    const prompt = `refused ${trigger} ${Math.random()}`;
-    const reply = await generate(prompt).waitForReply((message) => message.content.length > 0);
-    expect(reply.content).toContain(words);
-    expect(reply.content).toMatch(/request id `req_/);
-    expect(emulator.requests.filter((entry) => entry.method === 'POST' && JSON.stringify(entry.body).includes(prompt))).toHaveLength(1);
-    expect(emulator.quotaUsd('emulator-key')).toBeCloseTo(quota, 6);
-  });
-
-  it('an unknown voice is told with the gateway\'s own list, naming the `voice` option', async () => {
-    const reply = await generate(`a voice ${Math.random()}`, { voice: 'eve, nobody' }).waitForReply((message) => message.content.length > 0);
-    expect(reply.content).toContain('The gateway rejected the request (`voice`)');
-    expect(reply.content).toMatch(/Unknown voice_id "nobody"\. Available voices: altair, ara, .*zenith/);
-    expect(reply.content).toMatch(/request id `req_/);
-  });
-
-  it('retries an overloaded gateway within the spec\'s rules and then succeeds', async () => {
-    const { discord, emulator, guild } = world;
-    const prompt = `busy [[http:503:overloaded:1]] ${Math.random()}`;
-    const before = new Set(discord.messages(guild.textChannelId).map((message) => message.id));
-    generate(prompt);
-    await discord.waitForMessage(guild.textChannelId, (message) => !before.has(message.id) && message.attachments.length > 0, 20_000);
-    const attempts = emulator.requests.filter((entry) => entry.method === 'POST' && JSON.stringify(entry.body).includes(prompt));
-    expect(attempts.map((entry) => entry.status)).toEqual([503, 200]);
-    expect(attempts[1]!.at - attempts[0]!.at).toBeGreaterThanOrEqual(950);
-  });
-});
-
-describe('bad input', () => {
-  it.each([
-    [{ resolution: '1080p', model: 'svc-imagine-video' }, '`resolution`'],
-    [{ model: 'svc-imagine-video', voice: 'eve' }, '`voice` / `reference_audio`'],
-    [{ voice: 'eve, no!body' }, '`voice`: reference_audios[1].voice_id must be a voice id'],
-    [{ voice: 'eve, leo, ara, rex' }, 'at most 3 voices'],
-  ])('is refused at once, ephemerally, naming the option: %j', async (options, option) => {
-    const run = generate('a test', options);
-    const callback = await run.response();
-    expect(callback.type).toBe(4);
-    expect(callback.data.flags).toBe(64);
-    expect(String(callback.data.content)).toContain(option);
-  });
-
-  it('asks for exactly one source for an edit', async () => {
-    const { discord, guild } = world;
-    const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'edit', options: { prompt: 'x' } });
-    expect((await run.response()).data).toMatchObject({ flags: 64, content: expect.stringContaining('exactly one source') });
-    const wrong = discord.runCommand({
-      user: guild.member,
-      guildId: guild.id,
-      channelId: guild.textChannelId,
-      command: 'video',
-      subcommand: 'edit',
-      options: { prompt: 'x', video: { filename: 'clip.mov', bytes: Buffer.from('x'), contentType: 'video/quicktime' } },
+  describe('asynchronous outcomes, told on the status card', () => {
+    it('explains a failure in plain words, with the refund and the request id', async () => {
+      const run = generate('x [[fail:invalid_argument]]');
+      const card = await finalCard(run, 'Failed');
+      expect(card).toContain('could not make this video');
+      expect(card).toContain('refunded automatically');
+      expect(card).toMatch(/request id `req_[0-9a-f]+`/);
     });
-    expect((await wrong.response()).data).toMatchObject({ flags: 64, content: expect.stringContaining('`video` must be an .mp4 file') });
-  });
-});
 
-describe('status and history', () => {
-  it('shows a task\'s card and the caller\'s recent tasks', async () => {
-    const { discord, guild } = world;
-    const run = generate('for the record');
-    const card = await run.waitForReply((message) => details(message).includes('`task_'));
-    const gatewayId = /`(task_[0-9a-f]+)`/.exec(details(card))![1]!;
-    const status = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'status', options: { task: gatewayId } });
-    expect(details(await status.reply())).toContain('for the record');
-    const list = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'list' });
-    const text = (await list.reply()).content;
-    expect(text).toContain('Your recent videos');
-    expect(text).toContain('for the record');
-    const other = discord.runCommand({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'list' });
-    expect((await other.reply()).content).toContain('no videos');
-  });
-});
+    it.each([
+      ['failed_precondition', 'The model cannot do this'],
+      ['service_unavailable', 'overloaded'],
+      ['internal_error', 'internal error'],
+      ['permission_denied', 'not allowed to do this operation'],
+    ])('explains %s', async (code, words) => {
+      const card = await finalCard(generate(`x [[fail:${code}]]`), 'Failed');
+      expect(card).toContain(words);
+    });
 
-describe('upload limits', () => {
-  it('posts a link instead of the file when the video is over the server\'s limit, and says why', async () => {
-    const { discord } = world;
-    const small = discord.createGuild({ attachmentSizeLimit: 5000 });
-    const run = generate('too big for this server', {}, small);
-    expect((await run.response()).type).toBe(5);
-    const posted = await discord.waitForMessage(small.textChannelId, (message) => message.content.includes('your video is ready'), 20_000);
-    expect(posted.attachments).toHaveLength(0);
-    expect(posted.content).toContain("over this server's upload limit");
-    expect(posted.content).toMatch(/http:\/\/127\.0\.0\.1:\d+\/files\/[0-9a-f]+\.mp4/);
-    expect(posted.content).toContain('temporary link');
-    expect(discord.requests.some((request) => request.status === 413)).toBe(false);
+    it('says a moderated video was held back, and posts nothing', async () => {
+      const before = world.discord.messages(world.guild.textChannelId).filter((message) => message.attachments.length > 0).length;
+      const card = await finalCard(generate('x [[moderate]]'), 'Held back by moderation');
+      expect(card).toContain('content moderation');
+      expect(world.discord.messages(world.guild.textChannelId).filter((message) => message.attachments.length > 0)).toHaveLength(before);
+    });
+
+    it('says when the gateway timed a task out, and that the quota was refunded', async () => {
+      const card = await finalCard(generate('x [[hang]]'), 'Failed');
+      expect(card).toContain('did not finish this video in time');
+      expect(card).toContain('refunded automatically');
+    });
+
+    it('keeps the card up to date after the interaction token expired, as a channel message', async () => {
+      const run = generate('a slow one', { duration: 10 });
+      await finalCard(run, 'posted below');
+      expect(world.discord.requests.some((request) => request.method === 'PATCH' && /^\/channels\/\d+\/messages\/\d+$/.test(request.path) && request.status === 200)).toBe(true);
+    });
   });
 
-  it('falls back to a link when Discord enforces a lower limit than it announced', async () => {
-    const { discord } = world;
-    const shrinking = discord.createGuild();
-    const run = generate('the limit shrank', {}, shrinking);
-    await run.response();
-    discord.setAttachmentSizeLimit(shrinking.id, 5000);
-    const posted = await discord.waitForMessage(shrinking.textChannelId, (message) => message.content.includes('your video is ready'), 20_000);
-    expect(posted.attachments).toHaveLength(0);
-    expect(posted.content).toContain('upload limit');
-    expect(discord.requests.filter((request) => request.status === 413)).toHaveLength(1);
+  describe('submissions the gateway refuses', () => {
+    it.each([
+      ['[[http:429:insufficient_quota]]', 'quota is used up'],
+      ['[[http:403:permission_denied]]', 'not allowed to use `svc-imagine-video-1.5`'],
+      ['[[http:400:invalid_request_error]]', 'The gateway rejected the request'],
+    ])('%s is told plainly and privately, sent once, and nothing is charged', async (trigger, words) => {
+      const { emulator, discord } = world;
+      const quota = emulator.quotaUsd('emulator-key');
+      const prompt = `refused ${trigger} ${Math.random()}`;
+      const run = generate(prompt);
+      expect((await run.response()).type).toBe(5);
+      const told = await discord.waitFor(() => run.followUps[0], 10_000, 'a follow-up saying why');
+      expect(told.flags & 64).toBe(64);
+      expect(told.content).toContain(words);
+      expect(told.content).toMatch(/request id `req_/);
+      // The public "thinking…" reply is gone: only the caller reads the refusal.
+      expect(run.record.original?.deleted).toBe(true);
+      expect(emulator.requests.filter((entry) => entry.method === 'POST' && JSON.stringify(entry.body).includes(prompt))).toHaveLength(1);
+      expect(emulator.quotaUsd('emulator-key')).toBeCloseTo(quota, 6);
+    });
+
+    it('an unknown voice is told privately with the gateway\'s own list, naming the `voice` option', async () => {
+      const run = generate(`a voice ${Math.random()}`, { voice: 'eve, nobody' });
+      const told = await world.discord.waitFor(() => run.followUps[0], 10_000, 'a follow-up saying why');
+      expect(told.flags & 64).toBe(64);
+      expect(told.content).toContain('The gateway rejected the request (`voice`)');
+      expect(told.content).toMatch(/Unknown voice_id "nobody"\. Available voices: altair, ara, .*zenith/);
+      expect(told.content).toMatch(/request id `req_/);
+    });
+
+    it('retries an overloaded gateway within the spec\'s rules and then succeeds', async () => {
+      const { discord, emulator, guild } = world;
+      const prompt = `busy [[http:503:overloaded:1]] ${Math.random()}`;
+      const before = new Set(discord.messages(guild.textChannelId).map((message) => message.id));
+      generate(prompt);
+      await discord.waitForMessage(guild.textChannelId, (message) => !before.has(message.id) && message.attachments.length > 0, 20_000);
+      const attempts = emulator.requests.filter((entry) => entry.method === 'POST' && JSON.stringify(entry.body).includes(prompt));
+      expect(attempts.map((entry) => entry.status)).toEqual([503, 200]);
+      expect(attempts[1]!.at - attempts[0]!.at).toBeGreaterThanOrEqual(950);
+    });
+  });
+
+  describe('bad input', () => {
+    it.each([
+      [{ resolution: '1080p', model: 'svc-imagine-video' }, '`resolution`'],
+      [{ model: 'svc-imagine-video', voice: 'eve' }, '`voice` / `reference_audio`'],
+      [{ voice: 'eve, no!body' }, '`voice`: reference_audios[1].voice_id must be a voice id'],
+      [{ voice: 'eve, leo, ara, rex' }, 'at most 3 voices'],
+    ])('is refused at once, ephemerally, naming the option: %j', async (options, option) => {
+      const run = generate('a test', options);
+      const callback = await run.response();
+      expect(callback.type).toBe(4);
+      expect(callback.data.flags).toBe(64);
+      expect(String(callback.data.content)).toContain(option);
+    });
+
+    it('asks for exactly one source for an edit', async () => {
+      const { discord, guild } = world;
+      const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'edit', options: { prompt: 'x' } });
+      expect((await run.response()).data).toMatchObject({ flags: 64, content: expect.stringContaining('exactly one source') });
+      const wrong = discord.runCommand({
+        user: guild.member,
+        guildId: guild.id,
+        channelId: guild.textChannelId,
+        command: 'video',
+        subcommand: 'edit',
+        options: { prompt: 'x', video: { filename: 'clip.mov', bytes: Buffer.from('x'), contentType: 'video/quicktime' } },
+      });
+      expect((await wrong.response()).data).toMatchObject({ flags: 64, content: expect.stringContaining('`video` must be an .mp4 file') });
+    });
+  });
+
+  describe('status and history', () => {
+    it('shows a task\'s card and the caller\'s recent tasks', async () => {
+      const { discord, guild } = world;
+      const run = generate('for the record');
+      const card = await run.waitForReply((message) => gatewayIdOn(message) !== undefined);
+      const gatewayId = gatewayIdOn(card)!;
+      const status = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'status', options: { task: gatewayId } });
+      expect(details(await status.reply())).toContain('for the record');
+      const list = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'list' });
+      const text = (await list.reply()).content;
+      expect(text).toContain('Your recent videos');
+      expect(text).toContain('for the record');
+      const other = discord.runCommand({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'list' });
+      expect((await other.reply()).content).toContain('no videos');
+    });
+  });
+
+  describe('upload limits', () => {
+    it('posts a link instead of the file when the video is over the server\'s limit, and says why', async () => {
+      const { discord } = world;
+      const small = discord.createGuild({ attachmentSizeLimit: 5000 });
+      const run = generate('too big for this server', {}, small);
+      expect((await run.response()).type).toBe(5);
+      const posted = await discord.waitForMessage(small.textChannelId, (message) => message.content.includes('your video is ready'), 20_000);
+      expect(posted.attachments).toHaveLength(0);
+      expect(posted.content).toContain("over this server's upload limit");
+      expect(posted.content).toMatch(/http:\/\/127\.0\.0\.1:\d+\/files\/[0-9a-f]+\.mp4/);
+      expect(posted.content).toContain('temporary link');
+      expect(discord.requests.some((request) => request.status === 413)).toBe(false);
+    });
+
+    it('falls back to a link when Discord enforces a lower limit than it announced', async () => {
+      const { discord } = world;
+      const shrinking = discord.createGuild();
+      const run = generate('the limit shrank', {}, shrinking);
+      await run.response();
+      discord.setAttachmentSizeLimit(shrinking.id, 5000);
+      const posted = await discord.waitForMessage(shrinking.textChannelId, (message) => message.content.includes('your video is ready'), 20_000);
+      expect(posted.attachments).toHaveLength(0);
+      expect(posted.content).toContain('upload limit');
+      expect(discord.requests.filter((request) => request.status === 413)).toHaveLength(1);
+    });
   });
 });

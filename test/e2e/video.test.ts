@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Message } from '../support/discord/index.ts';
 import { startWorld, type World } from '../support/world.ts';
 
 let world: World;
@@ -6,6 +7,15 @@ beforeAll(async () => {
   world = await startWorld();
 }, 60_000);
 afterAll(() => world?.stop());
+
+/** Runs /video, checks it was deferred in time, and waits for the posted mp4. */
+async function makeVideo(subcommand: string, options: Record<string, string | number>): Promise<Message> {
+  const { discord, guild } = world;
+  const before = new Set(discord.messages(guild.textChannelId).map((message) => message.id));
+  const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand, options });
+  expect((await run.response()).type).toBe(5);
+  return discord.waitForMessage(guild.textChannelId, (message) => !before.has(message.id) && message.attachments.length > 0, 20_000);
+}
 
 describe('the bot on the stand-ins', () => {
   it('registers /video with its subcommands', () => {
@@ -43,5 +53,53 @@ describe('the bot on the stand-ins', () => {
     const labels = JSON.stringify(posted.components);
     for (const label of ['Extend', 'Edit', 'Regenerate']) expect(labels).toContain(label);
     await run.waitForReply((message) => JSON.stringify(message.embeds).includes('posted below'));
+  });
+
+  it('answers an extension of a posted video at once, though Discord takes over 3 s to re-sign its url', async () => {
+    const { discord, emulator } = world;
+    const source = await makeVideo('generate', { prompt: 'a kite' });
+    const taskRef = /video:extend:(v[0-9a-z]+)/.exec(JSON.stringify(source.components))![1]!;
+    discord.rateLimit({ method: 'GET', route: /^\/channels\/\d+\/messages\/\d+$/, times: 1, retryAfterSeconds: 4 });
+    const extended = await makeVideo('extend', { prompt: 'it flies higher', task: taskRef });
+    expect(discord.requests.some((request) => request.method === 'GET' && request.status === 429)).toBe(true);
+    const submission = [...emulator.requests].reverse().find((entry) => entry.method === 'POST' && entry.path === '/v1/videos/extensions');
+    // The posted file's url (re-signed by Discord where it does that).
+    expect(submission?.body).toMatchObject({ video: { url: source.attachments[0]!.url } });
+    expect(extended.attachments).toHaveLength(1);
+  });
+
+  it('keeps the status card up to date when interaction ids carry a clock 20 minutes off the bot\'s', async () => {
+    const { discord, guild } = world;
+    discord.interactionIdClockSkewMs = -20 * 60_000;
+    try {
+      const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt: 'skewed' } });
+      expect((await run.response()).type).toBe(5);
+      await run.waitForReply((message) => JSON.stringify(message.embeds).includes('posted below'), 20_000);
+    } finally {
+      discord.interactionIdClockSkewMs = 0;
+    }
+  });
+
+  it('asks the gateway for the model list once a minute, not on every keystroke', async () => {
+    const { discord, emulator, guild } = world;
+    const modelLists = () => emulator.requests.filter((entry) => entry.path === '/v1/models').length;
+    const before = modelLists();
+    for (const typed of ['s', 'svc', 'svc-imagine']) {
+      const choices = await discord.autocomplete({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt: 'x', model: typed }, focused: 'model' });
+      expect(choices.map((choice) => choice.value)).toContain('svc-imagine-video-1.5');
+    }
+    expect(modelLists() - before).toBe(1);
+  });
+
+  it('offers only finished videos as the task to edit or extend, and every task for /video status', async () => {
+    const { discord, guild } = world;
+    const failed = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt: 'x [[fail:internal_error]]' } });
+    await failed.waitForReply((message) => JSON.stringify(message.embeds).includes('Failed'), 20_000);
+    const offered = (subcommand: string) =>
+      discord.autocomplete({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand, options: { task: '' }, focused: 'task' });
+    const forExtend = await offered('extend');
+    expect(forExtend.length).toBeGreaterThan(0);
+    expect(forExtend.every((choice) => choice.name.startsWith('succeeded'))).toBe(true);
+    expect((await offered('status')).some((choice) => choice.name.startsWith('failed'))).toBe(true);
   });
 });

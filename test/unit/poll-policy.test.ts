@@ -24,12 +24,21 @@ describe('when to poll a task again', () => {
     expect(nextPollDelay(policy, 0, undefined, () => 1)).toBe(5_500);
   });
 
-  it('backs off after errors from 5 s up to 60 s', () => {
-    const upper = () => 1;
-    expect([1, 2, 3, 4, 5, 6].map((errors) => errorBackoffDelay(policy, errors, upper))).toEqual([
+  it('backs off after errors from 5 s, doubling, up to 60 s', () => {
+    expect([1, 2, 3, 4, 5, 6].map((errors) => errorBackoffDelay(policy, errors, () => 0))).toEqual([
       5_000, 10_000, 20_000, 40_000, 60_000, 60_000,
     ]);
-    expect(errorBackoffDelay(policy, 1, () => 0)).toBe(2_500);
+  });
+
+  it('jitters error backoffs without ever going below 5 s or above 60 s', () => {
+    const draws = [0, 0.1, 0.5, 0.9, 0.999_999];
+    const delays = [1, 2, 3, 4, 5, 6, 20].flatMap((errors) => draws.map((draw) => errorBackoffDelay(policy, errors, () => draw)));
+    expect(Math.min(...delays)).toBe(5_000);
+    expect(Math.max(...delays)).toBe(60_000);
+    // Spread both on the first error and at the cap, so tasks that failed together do not retry together.
+    expect(new Set(draws.map((draw) => errorBackoffDelay(policy, 1, () => draw))).size).toBe(draws.length);
+    expect(new Set(draws.map((draw) => errorBackoffDelay(policy, 6, () => draw))).size).toBe(draws.length);
+    expect(errorBackoffDelay(policy, 1, () => 0.999_999)).toBeLessThan(10_000);
   });
 
   it('gives up only after the gateway itself would have timed out', () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { TaskResult } from '../../src/gateway/types.ts';
 import { applyResult } from '../../src/tasks/apply-result.ts';
-import { describeFailure, describeSubmissionError } from '../../src/tasks/messages.ts';
+import { describeFailure, describeOverUploadLimit, describeSubmissionError } from '../../src/tasks/messages.ts';
 import { needsWork, parseTaskRecord, type TaskRecord } from '../../src/tasks/record.ts';
 import { cardStateKey, progressBar, renderStatusCard } from '../../src/tasks/status-card.ts';
 
@@ -109,9 +109,34 @@ describe('the status card', () => {
     expect(embed?.fields?.find((field) => field.name === 'Took')?.value).toBe('1m 05s');
   });
 
+  it.each([
+    ['its polls kept failing', 3, 'lost track of this video: its last 3 questions to the gateway failed'],
+    ['the gateway never finished it', 0, 'still had not finished this video after 15 min'],
+  ])('claims no refund when the bot gave up because %s, and names the gateway task to check', (_label, pollErrors, words) => {
+    const gaveUp: TaskRecord = { ...task, state: 'timed_out', pollErrors, finishedAt: task.submittedAt! + 15 * 60_000, delivery: { ...task.delivery, state: 'closed' } };
+    const details = renderStatusCard(gaveUp).embeds[0]?.fields?.find((field) => field.name === 'Details')?.value;
+    expect(details).toContain(words);
+    expect(details).toContain('gateway task `task_1`');
+    expect(details).not.toContain('refunded');
+  });
+
   it('changes its state key only when what it shows changes', () => {
     expect(cardStateKey({ ...task, polls: 3 })).toBe(cardStateKey(task));
     expect(cardStateKey({ ...task, progress: 10 })).not.toBe(cardStateKey(task));
+  });
+});
+
+describe('sizes in the "link instead" message', () => {
+  const MB = 1024 * 1024;
+
+  it.each([
+    [10.4 * MB, 10 * MB, 'The video is 10.4 MB, over this server\'s upload limit of 10.0 MB.'],
+    [10 * MB + 100, 10 * MB, 'The video is 10.0001 MB, over this server\'s upload limit of 10.0000 MB.'],
+    [612_345, 5000, 'The video is 598 KB, over this server\'s upload limit of 4.88 KB.'],
+    [52 * MB, 50 * MB, 'The video is 52.0 MB, over this server\'s upload limit of 50.0 MB.'],
+    [undefined, 8 * MB, 'The video is over this server\'s upload limit of 8.00 MB.'],
+  ])('%s bytes against a limit of %s read apart', (size, limit, text) => {
+    expect(describeOverUploadLimit(size, limit)).toBe(text);
   });
 });
 

@@ -4,7 +4,9 @@ import {
   buildGenerationRequest,
   endUserId,
   generationMode,
+  hasExpiredAttachmentLink,
   optionForField,
+  optionNamedIn,
   parseVoiceList,
   storageOptionsFor,
   type AttachmentInput,
@@ -106,6 +108,33 @@ describe('building a generation request from /video options', () => {
     ['resolution', 'resolution'],
   ])('maps the gateway field %s to the option %s', (field, option) => {
     expect(optionForField(field)).toBe(option);
+  });
+
+  it.each([
+    ['Unknown voice_id "nobody". Available voices: eve, leo', 'voice'],
+    ['reference_audios: at most 3 elements', 'voice` / `reference_audio'],
+    ['1080p is not allowed with reference_images', 'reference_image'],
+    ['duration must be between 1 and 15', 'duration'],
+    ['Something upstream went wrong', undefined],
+  ])('finds the option a native error text names: %s', (text, option) => {
+    expect(optionNamedIn(text)).toBe(option);
+  });
+});
+
+describe('attachment links of a request sent again', () => {
+  const now = Date.UTC(2026, 0, 2);
+  const link = (expiresAt: number) => `https://cdn.discordapp.com/attachments/1/2/a.png?ex=${Math.floor(expiresAt / 1000).toString(16)}&is=65a0b1c2&hm=0f1e2d`;
+
+  it('finds an expired Discord attachment anywhere in the stored request', () => {
+    expect(hasExpiredAttachmentLink({ model: 'm', image: { url: link(now - 1000) } }, now)).toBe(true);
+    expect(hasExpiredAttachmentLink({ reference_images: [{ url: link(now + 60_000) }, { url: link(now - 1) }] }, now)).toBe(true);
+    expect(hasExpiredAttachmentLink({ reference_audios: [{ voice_id: 'eve' }, { url: link(now - 1) }] }, now)).toBe(true);
+  });
+
+  it('leaves links that still work, and links that do not expire, alone', () => {
+    expect(hasExpiredAttachmentLink({ image: { url: link(now + 60_000) } }, now)).toBe(false);
+    expect(hasExpiredAttachmentLink({ image: { url: 'https://example.com/a.png?ex=1' } }, now)).toBe(false);
+    expect(hasExpiredAttachmentLink({ image: { url: 'data:image/png;base64,AAAA' }, prompt: 'ex=1&is=2&hm=3' }, now)).toBe(false);
   });
 });
 

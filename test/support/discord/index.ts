@@ -5,7 +5,7 @@ import { isRecord } from '../../../src/json.ts';
 import { createLogger, type Logger } from '../../../src/log.ts';
 import { Gateway } from './gateway.ts';
 import { CALLBACK, Interactions, type Callback, type InteractionRecord } from './interactions.ts';
-import { MessageStore, RestApi, type InjectedFailure, type RecordedRequest } from './rest.ts';
+import { MessageStore, NONCE_WINDOW_MS, RestApi, type InjectedFailure, type RecordedRequest } from './rest.ts';
 import { snowflake } from './snowflake.ts';
 import {
   DEFAULT_ATTACHMENT_LIMIT,
@@ -17,6 +17,7 @@ import {
   memberPermissions,
   roleObject,
   userObject,
+  type DeniableBotPermission,
   type Guild,
   type Member,
   type Message,
@@ -37,6 +38,8 @@ export interface StandInOptions {
   responseDeadlineMs?: number;
   /** Discord's 15 min interaction token. */
   tokenLifetimeMs?: number;
+  /** How long a message nonce with enforce_nonce is remembered (Discord: a few minutes). */
+  nonceWindowMs?: number;
   heartbeatIntervalMs?: number;
   /** Where the stand-in logs requests (debug), routes it lacks (warn) and its own failures (error). */
   log?: Logger;
@@ -174,6 +177,8 @@ export class DiscordStandIn {
   readonly #interactions: Interactions;
   readonly #failures: InjectedFailure[] = [];
   readonly #baseUrl: string;
+  /** Interaction ids carry a timestamp from a clock this far off the bot's (real hosts drift, and ids need not be time-based). */
+  interactionIdClockSkewMs = 0;
 
   constructor(server: Server, baseUrl: string, voice: VoiceServer, options: Required<StandInOptions>) {
     this.#server = server;
@@ -202,7 +207,7 @@ export class DiscordStandIn {
         this.uploads.push(upload);
         this.events.emit('upload', upload);
       },
-    });
+    }, options.nonceWindowMs);
     this.#interactions = new Interactions(this.state, messages, this.events, options);
     this.#gateway = new Gateway({
       state: this.state,
@@ -393,8 +398,20 @@ export class DiscordStandIn {
     this.#failures.push({ method: options.method, route: options.route, remaining: options.times, status: 429, retryAfterSeconds: options.retryAfterSeconds, global: options.global ?? false });
   }
 
-  failRoute(options: { method?: string; route: RegExp; times: number; status: number }): void {
-    this.#failures.push({ method: options.method, route: options.route, remaining: options.times, status: options.status });
+  failRoute(options: { method?: string; route: RegExp; times: number; status: number; code?: number; message?: string; errors?: Record<string, unknown> }): void {
+    const { times, ...failure } = options;
+    this.#failures.push({ ...failure, method: options.method, remaining: times });
+  }
+
+  /** Takes a channel permission from the bot: its posts and edits there are refused as Discord refuses them. */
+  denyBotPermission(channelId: string, permission: DeniableBotPermission): void {
+    const denied = this.state.deniedBotPermissions.get(channelId) ?? new Set();
+    denied.add(permission);
+    this.state.deniedBotPermissions.set(channelId, denied);
+  }
+
+  restoreBotPermissions(channelId: string): void {
+    this.state.deniedBotPermissions.delete(channelId);
   }
 
   expireInteraction(handle: InteractionHandle): void {
@@ -457,7 +474,7 @@ export class DiscordStandIn {
     if (!channel) throw new Error(`no channel ${channelId} in guild ${guildId}`);
     const member = guild.members.get(user.id);
     if (!member) throw new Error(`${user.username} is not a member of guild ${guildId}`);
-    const id = snowflake();
+    const id = snowflake(Date.now() + this.interactionIdClockSkewMs);
     const token = `aW50ZXJhY3Rpb24${randomBytes(48).toString('base64url')}`;
     const permissions = memberPermissions(guild, member);
     const payload: Record<string, unknown> = {
@@ -614,6 +631,7 @@ export async function startDiscordStandIn(options: StandInOptions = {}): Promise
   return new DiscordStandIn(server, `http://127.0.0.1:${address.port}`, voice, {
     responseDeadlineMs: options.responseDeadlineMs ?? 3000,
     tokenLifetimeMs: options.tokenLifetimeMs ?? 15 * 60_000,
+    nonceWindowMs: options.nonceWindowMs ?? NONCE_WINDOW_MS,
     heartbeatIntervalMs: options.heartbeatIntervalMs ?? 41_250,
     log: options.log ?? createLogger({ level: 'warn', fields: { component: 'discord-stand-in' } }),
   });

@@ -10,7 +10,7 @@ import { channelObject, memberObject, roleObject, userObject, type Message, type
 // callbacks and webhooks, channel messages with uploads, threads, and reads of guilds and members.
 
 export const MAX_REQUEST_BYTES = 25 * 1024 * 1024;
-const NONCE_WINDOW_MS = 5 * 60_000;
+export const NONCE_WINDOW_MS = 5 * 60_000;
 
 export interface RecordedRequest {
   method: string;
@@ -26,6 +26,10 @@ export interface InjectedFailure {
   status: number;
   retryAfterSeconds?: number;
   global?: boolean;
+  /** Discord's JSON error code, message and field errors (default: a bare 5xx body). */
+  code?: number;
+  message?: string;
+  errors?: Record<string, unknown>;
 }
 
 export class RestError extends Error {
@@ -104,10 +108,12 @@ export interface MessageListeners {
 export class MessageStore {
   readonly #state: StandInState;
   readonly #listeners: MessageListeners;
+  readonly #nonceWindowMs: number;
 
-  constructor(state: StandInState, listeners: MessageListeners) {
+  constructor(state: StandInState, listeners: MessageListeners, nonceWindowMs = NONCE_WINDOW_MS) {
     this.#state = state;
     this.#listeners = listeners;
+    this.#nonceWindowMs = nonceWindowMs;
   }
 
   #checkUploads(channelId: string, files: ParsedBody['files']): void {
@@ -131,7 +137,7 @@ export class MessageStore {
       if (json.enforce_nonce === true) {
         // Discord: a repeated nonce from the same author within a few minutes returns the first message.
         const earlier = [...this.#state.messages.values()].find(
-          (message) => message.nonce === json.nonce && message.authorId === draft.authorId && message.channelId === draft.channelId && Date.now() - Date.parse(message.timestamp) < NONCE_WINDOW_MS,
+          (message) => message.nonce === json.nonce && message.authorId === draft.authorId && message.channelId === draft.channelId && Date.now() - Date.parse(message.timestamp) < this.#nonceWindowMs,
         );
         if (earlier) return earlier;
       }
@@ -249,7 +255,7 @@ export class RestApi {
             ...(failure.global ? { 'x-ratelimit-global': 'true' } : {}),
           });
         } else {
-          sendJson(response, failure.status, { message: 'Internal Server Error', code: 0 });
+          sendJson(response, failure.status, { message: failure.message ?? 'Internal Server Error', code: failure.code ?? 0, ...(failure.errors ? { errors: failure.errors } : {}) });
         }
         return;
       }
@@ -354,9 +360,16 @@ export class RestApi {
       if (!message || message.channelId !== channelId || message.deleted) throw new RestError(404, 10008, 'Unknown Message');
       return message;
     };
+    // Refusals as Discord words them when the bot lacks a permission in the channel.
+    const denied = (channelId: string) => state.deniedBotPermissions.get(channelId) ?? new Set();
     this.#route('POST', /^\/channels\/(\d+)\/messages$/, async (match, request, response) => {
       channelOf(match[1] ?? '');
-      const message = messages.create({ channelId: match[1] ?? '', authorId: state.botUser.id, body: await parseBody(request) });
+      const body = await parseBody(request);
+      const missing = denied(match[1] ?? '');
+      if (missing.has('viewChannel')) throw new RestError(403, 50001, 'Missing Access');
+      if (missing.has('sendMessages') || (body.files.length > 0 && missing.has('attachFiles'))) throw new RestError(403, 50013, 'Missing Permissions');
+      if (isRecord(body.json.message_reference) && missing.has('readMessageHistory')) throw new RestError(400, 160002, 'Cannot reply without permission to read message history');
+      const message = messages.create({ channelId: match[1] ?? '', authorId: state.botUser.id, body });
       json(response, 200, state.messageObject(message));
     });
     this.#route('GET', /^\/channels\/(\d+)\/messages$/, (match, request, response) => {
@@ -381,6 +394,7 @@ export class RestApi {
       json(response, 200, state.messageObject(messageOf(match[1] ?? '', match[2] ?? '')));
     });
     this.#route('PATCH', /^\/channels\/(\d+)\/messages\/(\d+)$/, async (match, request, response) => {
+      if (denied(match[1] ?? '').has('viewChannel')) throw new RestError(403, 50001, 'Missing Access');
       const message = messageOf(match[1] ?? '', match[2] ?? '');
       if (message.authorId !== state.botUser.id) throw new RestError(403, 50005, 'Cannot edit a message authored by another user');
       json(response, 200, state.messageObject(messages.edit(message, await parseBody(request))));

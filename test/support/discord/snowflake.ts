@@ -4,7 +4,7 @@
 const DISCORD_EPOCH = 1_420_070_400_000n;
 let increment = 0n;
 
-export function snowflake(): string {
+export function snowflake(at = Date.now()): string {
   increment = (increment + 1n) & 0xfffn;
-  return (((BigInt(Date.now()) - DISCORD_EPOCH) << 22n) | increment).toString();
+  return (((BigInt(at) - DISCORD_EPOCH) << 22n) | increment).toString();
 }

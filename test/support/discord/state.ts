@@ -167,8 +167,13 @@ export function memberPermissions(guild: Guild, member: Member): bigint {
   return combined;
 }
 
+/** Channel permissions a test can take from the bot, to see how it copes with Discord's refusals. */
+export type DeniableBotPermission = 'viewChannel' | 'sendMessages' | 'attachFiles' | 'readMessageHistory';
+
 export class StandInState {
   readonly users = new Map<string, User>();
+  /** Per channel, what the bot may not do there (every permission by default). */
+  readonly deniedBotPermissions = new Map<string, Set<DeniableBotPermission>>();
   readonly guilds = new Map<string, Guild>();
   readonly messages = new Map<string, Message>();
   /** Registered commands: key "global" or a guild id. */

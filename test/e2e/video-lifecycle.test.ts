@@ -1,0 +1,485 @@
+import { randomBytes } from 'node:crypto';
+import { EventEmitter, once } from 'node:events';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { REST } from 'discord.js';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { DiscordOutbox } from '../../src/discord/outbox.ts';
+import { GatewayClientPool } from '../../src/gateway/pool.ts';
+import { readRecord, readString } from '../../src/json.ts';
+import { createLogger, silentLogger, type LogFields, type Logger, type LogLevel } from '../../src/log.ts';
+import { openStore, type Store } from '../../src/store.ts';
+import { VideoDelivery, resultButtons } from '../../src/tasks/delivery.ts';
+import { PolicyGatewayResolver } from '../../src/tasks/gateway-resolver.ts';
+import { DEFAULT_POLL_POLICY, type PollPolicy } from '../../src/tasks/poll-policy.ts';
+import type { TaskRecord } from '../../src/tasks/record.ts';
+import { TaskRepository, newTaskId } from '../../src/tasks/repository.ts';
+import {
+  SubmissionRefusedError,
+  VideoService,
+  type GatewayAccess,
+  type GuildVideoPolicy,
+  type InteractionContext,
+  type Prepared,
+  type SubmissionPlan,
+} from '../../src/tasks/service.ts';
+import { renderStatusCard } from '../../src/tasks/status-card.ts';
+import { TaskTracker } from '../../src/tasks/tracker.ts';
+import { startDiscordStandIn, type DiscordStandIn, type Message, type TestGuild } from '../support/discord/index.ts';
+
+// A video task's life when things go wrong (answers that cannot be read, downloads that keep failing,
+// Discord refusing posts), with the bot's real task services in this process (so backoffs can be fast),
+// the real discord.js REST client against the Discord stand-in, and a small gateway that answers what
+// each test needs.
+
+const MP4 = readFileSync(new URL('../../src/emulator/fixtures/sample.mp4', import.meta.url));
+const KEY = 'fake-gateway-key-1';
+/** Production's rules, with every wait cut to milliseconds. */
+const FAST_POLICY: PollPolicy = { ...DEFAULT_POLL_POLICY, intervalMs: 20, maxIntervalMs: 20, errorBackoffMs: { base: 20, max: 80 }, deliveryTries: 4, deadlineMs: 500 };
+
+/** A compatibility-layer gateway: every task is done, and its submissions and downloads answer what the test says. */
+class DoneGateway {
+  readonly server = createServer((request, response) => this.#handle(request, response));
+  contentRequests = 0;
+  /** The bodies of every submission, parsed. */
+  readonly submissions: unknown[] = [];
+  onSubmit = DoneGateway.accept;
+  onPoll = DoneGateway.done;
+  onContent = DoneGateway.serveVideo;
+  baseUrl = '';
+
+  static accept(this: void, response: ServerResponse): void {
+    response.writeHead(200, { 'content-type': 'application/json' }).end(`{"task_id":"task_${randomBytes(4).toString('hex')}","status":"queued"}`);
+  }
+
+  static done(this: void, response: ServerResponse, taskId: string, baseUrl: string): void {
+    response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ task_id: taskId, status: 'succeeded', progress: 100, url: `${baseUrl}/files/${taskId}.mp4` }));
+  }
+
+  static serveVideo(this: void, response: ServerResponse): void {
+    response.writeHead(200, { 'content-type': 'video/mp4', 'content-length': MP4.length }).end(MP4);
+  }
+
+  #handle(request: IncomingMessage, response: ServerResponse): void {
+    response.setHeader('x-request-id', 'req_fake');
+    if (request.method === 'POST') {
+      void text(request).then((body) => {
+        this.submissions.push(JSON.parse(body));
+        this.onSubmit(response);
+      });
+      return;
+    }
+    request.resume();
+    const content = /^\/v1\/videos\/([^/]+)\/content$/.exec(request.url ?? '');
+    if (content) {
+      this.contentRequests++;
+      this.onContent(response);
+      return;
+    }
+    this.onPoll(response, /^\/v1\/videos\/([^/]+)$/.exec(request.url ?? '')?.[1] ?? '', this.baseUrl);
+  }
+
+  async start(): Promise<void> {
+    this.server.listen(0, '127.0.0.1');
+    await once(this.server, 'listening');
+    const address = this.server.address();
+    this.baseUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+  }
+}
+
+async function text(request: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of request) chunks.push(Buffer.from(chunk as Uint8Array));
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+let discord: DiscordStandIn;
+let guild: TestGuild;
+let gateway: DoneGateway;
+let store: Store;
+let directory: string;
+let rest: REST;
+let repository: TaskRepository;
+let tracker: TaskTracker;
+let clients: GatewayClientPool;
+let outbox: DiscordOutbox;
+let video: VideoService;
+const logEvents = new EventEmitter();
+
+/** A logger whose lines land in `lines`, to see what operators are told. */
+function recordingLogger(lines: LogFields[], level: LogLevel): Logger {
+  return createLogger({
+    level,
+    write: (line) => {
+      const fields: unknown = JSON.parse(line);
+      if (typeof fields === 'object' && fields !== null) lines.push({ ...fields });
+      logEvents.emit('line');
+    },
+  });
+}
+
+/** What the delivery logged. */
+const logged: LogFields[] = [];
+const deliveryLog = recordingLogger(logged, 'warn');
+
+function waitForLog(message: string, lines = logged): Promise<LogFields> {
+  const find = () => lines.find((fields) => fields.msg === message);
+  return new Promise((resolve, reject) => {
+    const check = () => {
+      const found = find();
+      if (!found) return;
+      logEvents.off('line', check);
+      clearTimeout(timer);
+      resolve(found);
+    };
+    const timer = setTimeout(() => {
+      logEvents.off('line', check);
+      reject(new Error(`no log line "${message}"`));
+    }, 10_000);
+    logEvents.on('line', check);
+    check();
+  });
+}
+/** What the server's settings say about its key; a test can take it away. */
+let access: GatewayAccess = { ok: true, apiKey: KEY, layer: 'compat', keyId: 'fake-key' };
+/** The server keeps its videos in the gateway's storage for a week. */
+const storage = { keepDays: 7, publicLink: false };
+
+const policy: GuildVideoPolicy = {
+  resolveGatewayAccess: () => Promise.resolve(access),
+  defaults: () => Promise.resolve({ model: undefined, resolution: undefined, duration: undefined, aspectRatio: undefined, storage }),
+  checkLimits: () => Promise.resolve({ ok: true }),
+  recordSubmission: () => Promise.resolve(),
+  releaseSubmission: () => Promise.resolve(),
+  recordCost: () => Promise.resolve(),
+};
+
+beforeAll(async () => {
+  gateway = new DoneGateway();
+  await gateway.start();
+  // Discord forgets nonces after a few minutes; this one at once, as if every restart came long after.
+  discord = await startDiscordStandIn({ nonceWindowMs: 1 });
+  guild = discord.createGuild();
+  directory = mkdtempSync(join(tmpdir(), 'video-delivery-'));
+  store = await openStore(`sqlite://${join(directory, 'bot.sqlite')}`, silentLogger);
+  rest = new REST({ api: discord.apiUrl }).setToken(discord.botToken);
+  outbox = new DiscordOutbox(rest);
+  repository = new TaskRepository(store);
+  clients = new GatewayClientPool({ baseUrl: gateway.baseUrl, log: silentLogger });
+  const delivery = new VideoDelivery({ repository, outbox, log: deliveryLog, cardEditIntervalMs: 0 });
+  tracker = new TaskTracker(repository, new PolicyGatewayResolver(policy, clients, silentLogger), delivery, silentLogger, { policy: FAST_POLICY, maxInFlight: 4 });
+  video = new VideoService({ repository, tracker, delivery, clients, policy, store, vendor: 'svc', log: silentLogger, attachmentUrl: (channelId, messageId) => outbox.attachmentUrl(channelId, messageId) });
+}, 30_000);
+
+afterEach(() => {
+  gateway.onSubmit = DoneGateway.accept;
+  gateway.onPoll = DoneGateway.done;
+  gateway.onContent = DoneGateway.serveVideo;
+  discord.restoreBotPermissions(guild.textChannelId);
+});
+
+afterAll(async () => {
+  await tracker?.stop();
+  await clients?.close();
+  await store?.close();
+  rest?.clearHashSweeper();
+  rest?.clearHandlerSweeper();
+  await discord?.close();
+  gateway?.server.close();
+  if (directory) rmSync(directory, { recursive: true, force: true });
+});
+
+/**
+ * A task as submit() leaves it, whose card is a channel message of the bot (its interaction token long
+ * gone), handed to the poller. `onceCardPosted` sets up what Discord refuses from then on.
+ */
+async function track(overrides: Partial<TaskRecord> = {}, onceCardPosted: () => void = () => {}): Promise<{ task: TaskRecord; card: () => Message }> {
+  const id = overrides.id ?? newTaskId();
+  const cardId = await outbox.say(guild.textChannelId, 'status card');
+  onceCardPosted();
+  const now = Date.now();
+  const task: TaskRecord = {
+    id,
+    gatewayId: `task_${id}`,
+    layer: 'compat',
+    keyId: 'fake-key',
+    guildId: guild.id,
+    channelId: guild.textChannelId,
+    userId: guild.member.id,
+    operation: 'generate',
+    mode: 'text-to-video',
+    model: 'svc-imagine-video-1.5',
+    prompt: 'a test video',
+    request: { model: 'svc-imagine-video-1.5', prompt: 'a test video' },
+    createdAt: now,
+    submittedAt: now,
+    state: 'running',
+    polls: 0,
+    pollErrors: 0,
+    outcome: {},
+    card: { applicationId: discord.applicationId, interactionToken: 'expired', tokenExpiresAt: 0, messageId: cardId },
+    attachmentSizeLimit: 10 * 1024 * 1024,
+    delivery: { state: 'waiting', nonce: id, attempts: 0 },
+    ...overrides,
+  };
+  await repository.create(task);
+  tracker.track(task);
+  return { task, card: () => discord.state.messages.get(cardId)! };
+}
+
+function cardText(message: Message): string {
+  return JSON.stringify(message.embeds);
+}
+
+async function closedCard(card: () => Message): Promise<string> {
+  return discord.waitFor(() => (cardText(card()).includes('could not be posted') ? cardText(card()) : undefined), 10_000, 'a card saying the video could not be posted');
+}
+
+describe('a finished video the bot cannot fetch', () => {
+  it('is tried a bounded number of times, then the card says why and links the video', async () => {
+    gateway.onContent = (response) =>
+      response
+        .writeHead(401, { 'content-type': 'application/json' })
+        .end('{"error":{"message":"Invalid API key.","type":"gateway_api_error","param":null,"code":"invalid_api_key"}}');
+    const before = gateway.contentRequests;
+    const { task, card } = await track();
+    const text = await closedCard(card);
+    expect(text).toContain("refused the server's key");
+    expect(text).toContain(`tried ${FAST_POLICY.deliveryTries} times`);
+    expect(text).toContain(`${gateway.baseUrl}/files/${task.gatewayId}.mp4`);
+    expect(gateway.contentRequests - before).toBe(FAST_POLICY.deliveryTries);
+    expect((await repository.get(task.id))?.delivery).toMatchObject({ state: 'closed', failures: FAST_POLICY.deliveryTries });
+    expect(discord.messages(guild.textChannelId).some((message) => message.content.includes('your video is ready'))).toBe(false);
+  });
+
+  it('is closed the same way when the server\'s key was removed after it finished', async () => {
+    access = { ok: false, message: 'This server has no gateway key yet: a server admin can add one with `/config key`.' };
+    try {
+      const videoUrl = `${gateway.baseUrl}/files/done.mp4`;
+      const { card } = await track({ state: 'succeeded', finishedAt: Date.now(), outcome: { videoUrl } });
+      const text = await closedCard(card);
+      expect(text).toContain('no gateway key');
+      expect(text).toContain(videoUrl);
+    } finally {
+      access = { ok: true, apiKey: KEY, layer: 'compat', keyId: 'fake-key' };
+    }
+  });
+});
+
+describe('a task the bot loses track of', () => {
+  it('is closed past the deadline without claiming a refund, naming the gateway task to check', async () => {
+    gateway.onPoll = (response) =>
+      response
+        .writeHead(401, { 'content-type': 'application/json' })
+        .end('{"error":{"message":"Invalid API key.","type":"gateway_api_error","param":null,"code":"invalid_api_key"}}');
+    const { task, card } = await track();
+    const text = await discord.waitFor(() => (cardText(card()).includes('Timed out') ? cardText(card()) : undefined), 10_000, 'a timed-out card');
+    expect(text).toContain('lost track of this video');
+    expect(text).toContain(`\`${task.gatewayId}\``);
+    expect(text).not.toContain('refunded');
+  });
+});
+
+describe('Discord refusing the post', () => {
+  const channelPosts = () => discord.requests.filter((request) => request.method === 'POST' && request.path === `/channels/${guild.textChannelId}/messages`);
+  const resultOf = (task: TaskRecord) => (message: Message) => JSON.stringify(message.components).includes(`video:extend:${task.id}`);
+
+  it('posts a link instead of the file, naming Attach Files, where the bot may not upload', async () => {
+    const { task } = await track({}, () => discord.denyBotPermission(guild.textChannelId, 'attachFiles'));
+    const posted = await discord.waitForMessage(guild.textChannelId, resultOf(task));
+    expect(posted.attachments).toHaveLength(0);
+    expect(posted.content).toContain('Attach Files');
+    expect(posted.content).toContain(`${gateway.baseUrl}/files/${task.gatewayId}.mp4`);
+  });
+
+  it('posts the video without replying to the card where the bot may not read the history', async () => {
+    const refusedBefore = channelPosts().filter((request) => request.status === 400).length;
+    const { task } = await track({}, () => discord.denyBotPermission(guild.textChannelId, 'readMessageHistory'));
+    const posted = await discord.waitForMessage(guild.textChannelId, resultOf(task));
+    expect(posted.attachments[0]?.bytes).toEqual(MP4);
+    expect(posted.messageReference).toBeUndefined();
+    expect(channelPosts().filter((request) => request.status === 400).length - refusedBefore).toBe(1);
+  });
+
+  it('posts the video without replying when Discord rejects the message_reference', async () => {
+    const { task } = await track({}, () =>
+      discord.failRoute({
+        method: 'POST',
+        route: /^\/channels\/\d+\/messages$/,
+        times: 1,
+        status: 400,
+        code: 50035,
+        message: 'Invalid Form Body',
+        errors: { message_reference: { _errors: [{ code: 'REPLIES_UNKNOWN_MESSAGE', message: 'Unknown message' }] } },
+      }),
+    );
+    const posted = await discord.waitForMessage(guild.textChannelId, resultOf(task));
+    expect(posted.attachments[0]?.bytes).toEqual(MP4);
+    expect(posted.messageReference).toBeUndefined();
+  });
+
+  it('says on the card that Send Messages is missing, and links the video', async () => {
+    const { task, card } = await track({}, () => discord.denyBotPermission(guild.textChannelId, 'sendMessages'));
+    const text = await closedCard(card);
+    expect(text).toContain('Send Messages');
+    expect(text).toContain(`${gateway.baseUrl}/files/${task.gatewayId}.mp4`);
+    expect(discord.messages(guild.textChannelId).some(resultOf(task))).toBe(false);
+  });
+
+  it('logs an error naming the task when not even the card can be edited (past the interaction token)', async () => {
+    const { task } = await track({}, () => discord.denyBotPermission(guild.textChannelId, 'viewChannel'));
+    const line = await waitForLog('cannot tell the user about a video task: the bot may not edit its status card in the channel');
+    expect(line).toMatchObject({ level: 'error', task: task.id, channel: guild.textChannelId, delivery: 'closed' });
+    expect(String(line.problem)).toContain('View Channel');
+  });
+});
+
+/** A member's /video interaction, as the command hands it to the service. */
+function interactionContext(): InteractionContext {
+  return {
+    guildId: guild.id,
+    channelId: guild.textChannelId,
+    userId: guild.member.id,
+    applicationId: discord.applicationId,
+    interactionToken: 'no-interaction',
+    interactionReceivedAt: Date.now(),
+    attachmentSizeLimit: 10 * 1024 * 1024,
+  };
+}
+
+function planned(prepared: Prepared): SubmissionPlan {
+  if (!prepared.ok) throw new Error(prepared.message);
+  return prepared.plan;
+}
+
+async function generate(prompt: string, image?: string): Promise<TaskRecord> {
+  const context = interactionContext();
+  const input = { prompt, model: undefined, duration: undefined, resolution: undefined, aspectRatio: undefined, lastFrame: undefined, referenceImages: [], voices: [], referenceAudio: undefined };
+  const attachment = image === undefined ? undefined : { url: image, filename: 'first.png', contentType: 'image/png', size: 100 };
+  return video.submit(planned(await video.prepareGeneration(context, { ...input, image: attachment })), context);
+}
+
+/** A Discord attachment link, signed until `expiresAt` (ms), as Discord's CDN writes them. */
+function attachmentLink(expiresAt: number): string {
+  return `https://cdn.discordapp.com/attachments/1/2/first.png?ex=${Math.floor(expiresAt / 1000).toString(16)}&is=${Math.floor(Date.now() / 1000).toString(16)}&hm=abc123`;
+}
+
+describe('a submission whose answer cannot be read', () => {
+  it('stays "outcome unknown" with the gateway\'s request id, instead of failing', async () => {
+    gateway.onSubmit = (response) => response.writeHead(200, { 'content-type': 'text/html' }).end('<html>surprise</html>');
+    const task = await generate('unreadable answer');
+    expect(task.state).toBe('unknown');
+    const card = JSON.stringify(renderStatusCard(task));
+    expect(card).toContain('Outcome unknown');
+    expect(card).toContain('request id `req_fake`');
+  });
+});
+
+describe('Regenerate', () => {
+  it('stores the new video under the new task\'s own name', async () => {
+    const original = await generate('a lake at noon');
+    const again = await video.submit(planned(await video.prepareRegeneration(interactionContext(), original.id)), interactionContext());
+    expect(again.id).not.toBe(original.id);
+    const filenames = gateway.submissions.slice(-2).map((body) => readString(readRecord(body, 'storage_options'), 'filename'));
+    expect(filenames).toEqual([`discord-${guild.id}-${original.id}.mp4`, `discord-${guild.id}-${again.id}.mp4`]);
+  });
+
+  it('asks for fresh attachments when Discord\'s links to the original ones have expired', async () => {
+    const original = await generate('it starts to rain', attachmentLink(Date.now() + 3_600_000));
+    await repository.save({ ...original, request: { ...original.request, image: { url: attachmentLink(Date.now() - 60_000) } } });
+    const prepared = await video.prepareRegeneration(interactionContext(), original.id);
+    expect(prepared).toMatchObject({ ok: false, message: expect.stringContaining('Run `/video generate` again with fresh attachments') });
+  });
+
+  it('asks for fresh attachments when the gateway refuses an attachment link', async () => {
+    const original = await generate('it starts to snow', attachmentLink(Date.now() + 3_600_000));
+    gateway.onSubmit = (response) =>
+      response
+        .writeHead(400, { 'content-type': 'application/json' })
+        .end('{"error":{"message":"The image could not be fetched.","type":"gateway_api_error","param":"image.url","code":"invalid_request_error"}}');
+    const submitted = video.submit(planned(await video.prepareRegeneration(interactionContext(), original.id)), interactionContext());
+    await expect(submitted).rejects.toThrow(SubmissionRefusedError);
+    await expect(submitted).rejects.toThrow(/fresh attachments/);
+  });
+});
+
+describe('a crash between posting a video and recording it', () => {
+  it('finds the earlier post after a restart past Discord\'s nonce window, instead of posting twice', async () => {
+    const id = newTaskId();
+    // What the process that crashed managed to do: the post went out, "posted" was never written.
+    const earlier = await outbox.post({
+      channelId: guild.textChannelId,
+      content: `<@${guild.member.id}> your video is ready.`,
+      file: { name: `video-${id}.mp4`, data: MP4, contentType: 'video/mp4' },
+      components: resultButtons(id),
+      mentionUsers: [],
+      nonce: id,
+    });
+    const { task, card } = await track({
+      id,
+      state: 'succeeded',
+      finishedAt: Date.now(),
+      delivery: { state: 'posting', nonce: id, attempts: 1, postingSince: Date.now() - 10 * 60_000 },
+    });
+    await discord.waitFor(() => (cardText(card()).includes('posted below') ? true : undefined), 10_000, 'a card saying the video was posted');
+    expect((await repository.get(task.id))?.delivery).toMatchObject({ state: 'posted', messageId: earlier.messageId, attachmentUrl: earlier.attachmentUrl });
+    const posts = discord.messages(guild.textChannelId).filter((message) => JSON.stringify(message.components).includes(`video:extend:${id}`));
+    expect(posts.map((message) => message.id)).toEqual([earlier.messageId]);
+  });
+});
+
+describe('the salt that keeps members\' ids from the gateway', () => {
+  it('is made once when two members\' first videos are prepared at the same moment', async () => {
+    const fresh = await openStore(`sqlite://${join(directory, 'fresh.sqlite')}`, silentLogger);
+    try {
+      const firstUse = new VideoService({ repository, tracker, delivery: new VideoDelivery({ repository, outbox, log: silentLogger, cardEditIntervalMs: 0 }), clients, policy, store: fresh, vendor: 'svc', log: silentLogger, attachmentUrl: () => Promise.resolve(undefined) });
+      const input = { prompt: 'first', model: undefined, duration: undefined, resolution: undefined, aspectRatio: undefined, image: undefined, lastFrame: undefined, referenceImages: [], voices: [], referenceAudio: undefined };
+      const [first, second] = await Promise.all([firstUse.prepareGeneration(interactionContext(), input), firstUse.prepareGeneration(interactionContext(), input)]);
+      expect(planned(first).request.user).toBeDefined();
+      expect(planned(second).request.user).toBe(planned(first).request.user);
+    } finally {
+      await fresh.close();
+    }
+  });
+});
+
+describe('a resume while a task is being submitted', () => {
+  it('leaves the task to its submission instead of declaring its outcome unknown', async () => {
+    const fresh = await openStore(`sqlite://${join(directory, 'resume.sqlite')}`, silentLogger);
+    const freshRepository = new TaskRepository(fresh);
+    const freshDelivery = new VideoDelivery({ repository: freshRepository, outbox, log: silentLogger, cardEditIntervalMs: 0 });
+    const trackerLines: LogFields[] = [];
+    const trackerLog = recordingLogger(trackerLines, 'debug');
+    // The process starts: its tracker, then a member's /video whose submission the gateway holds.
+    const freshTracker = new TaskTracker(freshRepository, new PolicyGatewayResolver(policy, clients, silentLogger), freshDelivery, trackerLog, { policy: FAST_POLICY, maxInFlight: 4 });
+    const finished: TaskRecord[] = [];
+    freshTracker.onFinished((task) => finished.push(task));
+    const freshVideo = new VideoService({ repository: freshRepository, tracker: freshTracker, delivery: freshDelivery, clients, policy, store: fresh, vendor: 'svc', log: silentLogger, attachmentUrl: () => Promise.resolve(undefined) });
+    try {
+      let answer!: () => void;
+      const held = new Promise<void>((resolve) => {
+        gateway.onSubmit = (response) => {
+          answer = () => DoneGateway.accept(response);
+          resolve();
+        };
+      });
+      const context = interactionContext();
+      const input = { prompt: 'sent while resuming', model: undefined, duration: undefined, resolution: undefined, aspectRatio: undefined, image: undefined, lastFrame: undefined, referenceImages: [], voices: [], referenceAudio: undefined };
+      const submitted = freshVideo.submit(planned(await freshVideo.prepareGeneration(context, input)), context);
+      await held;
+      // Discord's "ready" comes now, and the resume lists the task that is still being sent.
+      await freshTracker.resume();
+      await waitForLog('a task is still being submitted by this process; leaving it to the submission', trackerLines);
+      answer();
+      const task = await submitted;
+      expect(task.state).toBe('running');
+      await discord.waitForMessage(guild.textChannelId, (message) => JSON.stringify(message.components).includes(`video:extend:${task.id}`));
+      expect(finished.map((done) => done.state)).toEqual(['succeeded']);
+    } finally {
+      await freshTracker.stop();
+      await fresh.close();
+    }
+  });
+});

@@ -255,11 +255,23 @@ describe('settings', () => {
     const members = Array.from({ length: 5 }, (_, index) => discord.createUser({ guildId: crowded.id, name: `crowd-${index}` }));
     const runs = members.map((member) => inCrowded(member, 'video', 'generate', { prompt: 'all at once' }));
     const isCard = (message: Message) => JSON.stringify(message.embeds).includes('`task_');
-    const answers = await Promise.all(runs.map((run) => run.waitForReply((message) => isCard(message) || message.content.includes('reached its'))));
+    // The cap is counted after the deferral: a refusal replaces the public "thinking…" with a private follow-up.
+    const answers = await Promise.all(
+      runs.map((run) =>
+        discord.waitFor(
+          () => (run.record.original && isCard(run.record.original) ? run.record.original : run.followUps.find((message) => message.content.includes('reached its'))),
+          10_000,
+          'a status card or a refusal',
+        ),
+      ),
+    );
     expect(answers.filter(isCard)).toHaveLength(2);
     const refusals = answers.filter((message) => !isCard(message));
     expect(refusals).toHaveLength(3);
-    for (const refusal of refusals) expect(refusal.content).toMatch(/^This server reached its 2 videos for today; try again <t:\d+:R>\.$/);
+    for (const refusal of refusals) {
+      expect(refusal.content).toMatch(/^This server reached its 2 videos for today; try again <t:\d+:R>\.$/);
+      expect(refusal.flags & 64).toBe(64);
+    }
   });
 
   it('records every change with who and when', async () => {

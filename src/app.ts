@@ -131,11 +131,11 @@ export async function startApp(config: BotConfig, log: Logger, signal: AbortSign
   });
   const voiceSettings = new VoiceSettingsStore(store, config.gatewayVendor);
   const voice = new VoiceService({ client, outbox, policy, settings: voiceSettings, wsBaseUrl: config.gatewayWsUrl, log });
-  tracker.onFinished((task) => {
-    void policy.recordCost(task).catch((error: unknown) => log.error('could not record a task cost', { task: task.id, error }));
+  tracker.onFinished(async (task) => {
     if (task.state === 'succeeded' && !task.outcome.moderated) {
       voice.announce(task.guildId, `A video is ready in the text channel: ${task.prompt.slice(0, 80) || task.operation}.`);
     }
+    await policy.recordCost(task);
   });
   const services: Services = { config, log, store, settings: policy, video, voice, voiceSettings };
   const dispatcher = createDispatcher(commands, services);

@@ -31,7 +31,12 @@ export interface TrackerOptions {
 
 const DEFAULT_MAX_DELIVERIES_IN_FLIGHT = 8;
 
-export type FinishedListener = (task: TaskRecord) => void;
+/**
+ * Told once a task reaches its end, and awaited before that is saved: what a listener records (a cost)
+ * survives a crash, because a task killed before its save is finished again after the restart. So a
+ * listener must be idempotent per task.
+ */
+export type FinishedListener = (task: TaskRecord) => Promise<void> | void;
 
 export class TaskTracker {
   readonly #repository: TaskRepository;
@@ -259,7 +264,7 @@ export class TaskTracker {
       await this.#repository.save(next);
       return next;
     }
-    this.#notifyFinished(next);
+    await this.#notifyFinished(next);
     if (next.delivery.state === 'waiting') {
       // Saved as finished first, so a restart does not announce it again; then posted from the delivery
       // queue, with this answer (a native video url is fetched without another poll).
@@ -273,19 +278,21 @@ export class TaskTracker {
   }
 
   async #finish(task: TaskRecord): Promise<TaskRecord> {
-    this.#notifyFinished(task);
+    await this.#notifyFinished(task);
     const carded = await this.#delivery.updateCard(task, this.#options.now());
     await this.#repository.save(carded);
     return carded;
   }
 
-  #notifyFinished(task: TaskRecord): void {
-    for (const listener of this.#finishedListeners) {
-      try {
-        listener(task);
-      } catch (error) {
-        this.#log.error('a task-finished listener failed', { task: task.id, error });
-      }
-    }
+  async #notifyFinished(task: TaskRecord): Promise<void> {
+    await Promise.all(
+      this.#finishedListeners.map(async (listener) => {
+        try {
+          await listener(task);
+        } catch (error) {
+          this.#log.error('a task-finished listener failed', { task: task.id, error });
+        }
+      }),
+    );
   }
 }

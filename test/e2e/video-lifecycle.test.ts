@@ -195,7 +195,7 @@ afterAll(async () => {
  * A task as submit() leaves it, whose card is a channel message of the bot (its interaction token long
  * gone), handed to the poller. `onceCardPosted` sets up what Discord refuses from then on.
  */
-async function track(overrides: Partial<TaskRecord> = {}, onceCardPosted: () => void = () => {}): Promise<{ task: TaskRecord; card: () => Message }> {
+async function track(overrides: Partial<TaskRecord> = {}, onceCardPosted: () => void = () => {}, by: TaskTracker = tracker): Promise<{ task: TaskRecord; card: () => Message }> {
   const id = overrides.id ?? newTaskId();
   const cardId = await outbox.say(guild.textChannelId, 'status card');
   onceCardPosted();
@@ -225,7 +225,7 @@ async function track(overrides: Partial<TaskRecord> = {}, onceCardPosted: () => 
     ...overrides,
   };
   await repository.create(task);
-  tracker.track(task);
+  by.track(task);
   return { task, card: () => discord.state.messages.get(cardId)! };
 }
 
@@ -448,6 +448,31 @@ describe('the salt that keeps members\' ids from the gateway', () => {
   });
 });
 
+describe('a task that finishes', () => {
+  it('is saved as finished only once what its end records (its cost) is recorded, so a kill in between records it after the restart', async () => {
+    const told = Promise.withResolvers<void>();
+    const recorded = Promise.withResolvers<void>();
+    const finishing = new TaskTracker(repository, new PolicyGatewayResolver(policy, clients, silentLogger), new VideoDelivery({ repository, outbox, log: silentLogger, cardEditIntervalMs: 0 }), silentLogger, { policy: FAST_POLICY, maxInFlight: 4 });
+    finishing.onFinished(async () => {
+      told.resolve();
+      await recorded.promise;
+    });
+    const saves = vi.spyOn(repository, 'save');
+    try {
+      const { task } = await track({}, () => {}, finishing);
+      await told.promise;
+      const savedAsFinished = () => saves.mock.calls.some(([saved]) => saved.id === task.id && saved.state === 'succeeded');
+      expect(savedAsFinished()).toBe(false);
+      recorded.resolve();
+      await vi.waitFor(() => expect(savedAsFinished()).toBe(true));
+    } finally {
+      recorded.resolve();
+      saves.mockRestore();
+      await finishing.stop();
+    }
+  });
+});
+
 describe('a resume while a task is being submitted', () => {
   it('leaves the task to its submission instead of declaring its outcome unknown', async () => {
     const fresh = await openStore(`sqlite://${join(directory, 'resume.sqlite')}`, silentLogger);
@@ -458,7 +483,9 @@ describe('a resume while a task is being submitted', () => {
     // The process starts: its tracker, then a member's /video whose submission the gateway holds.
     const freshTracker = new TaskTracker(freshRepository, new PolicyGatewayResolver(policy, clients, silentLogger), freshDelivery, trackerLog, { policy: FAST_POLICY, maxInFlight: 4 });
     const finished: TaskRecord[] = [];
-    freshTracker.onFinished((task) => finished.push(task));
+    freshTracker.onFinished((task) => {
+      finished.push(task);
+    });
     const freshVideo = new VideoService({ repository: freshRepository, tracker: freshTracker, delivery: freshDelivery, clients, policy, store: fresh, vendor: 'svc', log: silentLogger, attachmentUrl: () => Promise.resolve(undefined) });
     try {
       let answer!: () => void;

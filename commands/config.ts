@@ -10,8 +10,8 @@ import {
   type AutocompleteInteraction,
   type ChatInputCommandInteraction,
   type ModalSubmitInteraction,
-  type RepliableInteraction,
 } from 'discord.js';
+import { answerPrivately } from '../src/discord/answer.ts';
 import { customId, type Command } from '../src/discord/command.ts';
 import { isServerManager } from '../src/discord/member.ts';
 import { ASPECT_RATIOS, GENERATION_DURATION, LAYERS, RESOLUTIONS } from '../src/gateway/spec.ts';
@@ -76,10 +76,6 @@ const data = new SlashCommandBuilder()
       .addIntegerOption((option) => option.setName('daily_per_server').setDescription('Videos per server per day (UTC)').setMinValue(0).setMaxValue(MAX_LIMIT)),
   );
 
-async function ephemeral(interaction: RepliableInteraction, content: string): Promise<void> {
-  await interaction.reply({ content, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } });
-}
-
 async function describe(settings: GuildSettings, services: Services, guildId: string): Promise<string> {
   const roles = (ids: string[]) => (ids.length === 0 ? 'everyone' : ids.map((id) => `<@&${id}>`).join(', '));
   const limit = (value: number) => (value === 0 ? 'no limit' : String(value));
@@ -100,14 +96,14 @@ async function describe(settings: GuildSettings, services: Services, guildId: st
 }
 
 async function key(interaction: ChatInputCommandInteraction, services: Services) {
-  if (!services.settings.canStoreKeys) return ephemeral(interaction, MESSAGES.noSecret);
+  if (!services.settings.canStoreKeys) return answerPrivately(interaction, MESSAGES.noSecret);
   const input = new TextInputBuilder().setCustomId(KEY_INPUT).setLabel('Gateway API key').setStyle(TextInputStyle.Short).setRequired(true).setMinLength(8).setMaxLength(400);
   await interaction.showModal(new ModalBuilder().setCustomId(KEY_MODAL).setTitle('Gateway key for this server').addComponents(new ActionRowBuilder<TextInputBuilder>().addComponents(input)));
 }
 
 async function modal(interaction: ModalSubmitInteraction, services: Services) {
   if (interaction.customId !== KEY_MODAL || !interaction.guildId) throw new Error(`unknown config modal ${interaction.customId}`);
-  if (!isServerManager(interaction)) return ephemeral(interaction, 'Setting the gateway key needs the Manage Server permission.');
+  if (!isServerManager(interaction)) return answerPrivately(interaction, 'Setting the gateway key needs the Manage Server permission.');
   await interaction.deferReply({ flags: MessageFlags.Ephemeral });
   const result = await services.settings.setKey(interaction.guildId, interaction.fields.getTextInputValue(KEY_INPUT), interaction.user.id);
   await interaction.editReply(
@@ -121,14 +117,14 @@ async function roles(interaction: ChatInputCommandInteraction, services: Service
   const feature = FEATURES.find((candidate) => candidate === interaction.options.getString('feature', true));
   const action = interaction.options.getString('action', true);
   const roleId = interaction.options.getRole('role')?.id;
-  if (!feature) return ephemeral(interaction, '`feature` must be video or voice.');
+  if (!feature) return answerPrivately(interaction, '`feature` must be video or voice.');
   let description: string;
   let next: (current: string[]) => string[];
   if (action === 'clear') {
     description = `allowed everyone on /${feature}`;
     next = () => [];
   } else if (roleId === undefined) {
-    return ephemeral(interaction, '`role`: pick the role to allow or stop allowing.');
+    return answerPrivately(interaction, '`role`: pick the role to allow or stop allowing.');
   } else if (action === 'add') {
     description = `allowed <@&${roleId}> on /${feature}`;
     next = (current) => [...new Set([...current, roleId])];
@@ -136,7 +132,7 @@ async function roles(interaction: ChatInputCommandInteraction, services: Service
     description = `stopped allowing <@&${roleId}> on /${feature}`;
     next = (current) => current.filter((id) => id !== roleId);
   } else {
-    return ephemeral(interaction, '`action` must be add, remove or clear.');
+    return answerPrivately(interaction, '`action` must be add, remove or clear.');
   }
   const updated = await services.settings.update(guildId, interaction.user.id, description, (settings) => ({
     ...settings,
@@ -146,7 +142,7 @@ async function roles(interaction: ChatInputCommandInteraction, services: Service
 }
 
 async function saved(interaction: ChatInputCommandInteraction, settings: GuildSettings, services: Services, guildId: string, note = 'Saved.') {
-  await ephemeral(interaction, `${note}\n${await describe(settings, services, guildId)}`);
+  await answerPrivately(interaction, `${note}\n${await describe(settings, services, guildId)}`);
 }
 
 /** A model the server's key cannot use is refused now rather than on every /video; an unreachable gateway does not block the change. */
@@ -168,16 +164,16 @@ async function defaults(interaction: ChatInputCommandInteraction, services: Serv
     return saved(interaction, updated, services, guildId);
   }
   if (model === undefined && resolution === undefined && duration === undefined && aspectRatio === undefined) {
-    return ephemeral(interaction, 'Give at least one of `model`, `resolution`, `duration`, `aspect_ratio`, or `reset`.');
+    return answerPrivately(interaction, 'Give at least one of `model`, `resolution`, `duration`, `aspect_ratio`, or `reset`.');
   }
-  if (resolution !== undefined && !RESOLUTIONS.some((value) => value === resolution)) return ephemeral(interaction, `\`resolution\` must be one of ${RESOLUTIONS.join(', ')}.`);
-  if (aspectRatio !== undefined && !ASPECT_RATIOS.some((value) => value === aspectRatio)) return ephemeral(interaction, `\`aspect_ratio\` must be one of ${ASPECT_RATIOS.join(', ')}.`);
+  if (resolution !== undefined && !RESOLUTIONS.some((value) => value === resolution)) return answerPrivately(interaction, `\`resolution\` must be one of ${RESOLUTIONS.join(', ')}.`);
+  if (aspectRatio !== undefined && !ASPECT_RATIOS.some((value) => value === aspectRatio)) return answerPrivately(interaction, `\`aspect_ratio\` must be one of ${ASPECT_RATIOS.join(', ')}.`);
   if (duration !== undefined && (duration < GENERATION_DURATION.min || duration > GENERATION_DURATION.max)) {
-    return ephemeral(interaction, `\`duration\` must be ${GENERATION_DURATION.min} to ${GENERATION_DURATION.max} seconds.`);
+    return answerPrivately(interaction, `\`duration\` must be ${GENERATION_DURATION.min} to ${GENERATION_DURATION.max} seconds.`);
   }
   if (model !== undefined) {
     const problem = await checkModel(services, guildId, model);
-    if (problem) return ephemeral(interaction, problem);
+    if (problem) return answerPrivately(interaction, problem);
   }
   const change = {
     ...(model === undefined ? {} : { model }),
@@ -196,9 +192,9 @@ async function limits(interaction: ChatInputCommandInteraction, services: Servic
     dailyPerUser: interaction.options.getInteger('daily_per_user'),
     dailyPerServer: interaction.options.getInteger('daily_per_server'),
   };
-  if (Object.values(given).every((value) => value === null)) return ephemeral(interaction, 'Give at least one of `concurrent_per_user`, `daily_per_user`, `daily_per_server`.');
+  if (Object.values(given).every((value) => value === null)) return answerPrivately(interaction, 'Give at least one of `concurrent_per_user`, `daily_per_user`, `daily_per_server`.');
   for (const [option, value] of [['concurrent_per_user', given.concurrentPerUser], ['daily_per_user', given.dailyPerUser], ['daily_per_server', given.dailyPerServer]] as const) {
-    if (value !== null && (value < 0 || value > MAX_LIMIT)) return ephemeral(interaction, `\`${option}\` must be 0 (no limit) to ${MAX_LIMIT}.`);
+    if (value !== null && (value < 0 || value > MAX_LIMIT)) return answerPrivately(interaction, `\`${option}\` must be 0 (no limit) to ${MAX_LIMIT}.`);
   }
   const limit = (value: number) => (value === 0 ? 'no limit' : String(value));
   const parts = [
@@ -219,8 +215,8 @@ async function limits(interaction: ChatInputCommandInteraction, services: Servic
 
 async function execute(interaction: ChatInputCommandInteraction, services: Services) {
   const guildId = interaction.guildId;
-  if (!guildId) return ephemeral(interaction, 'Use this in a server.');
-  if (!isServerManager(interaction)) return ephemeral(interaction, '`/config` needs the Manage Server permission.');
+  if (!guildId) return answerPrivately(interaction, 'Use this in a server.');
+  if (!isServerManager(interaction)) return answerPrivately(interaction, '`/config` needs the Manage Server permission.');
   const options = interaction.options;
   const by = interaction.user.id;
   switch (options.getSubcommand()) {
@@ -228,13 +224,13 @@ async function execute(interaction: ChatInputCommandInteraction, services: Servi
       return key(interaction, services);
     case 'key-clear': {
       const cleared = await services.settings.clearKey(guildId, by);
-      return ephemeral(interaction, cleared ? "The server's gateway key was removed." : 'This server has no key of its own to remove.');
+      return answerPrivately(interaction, cleared ? "The server's gateway key was removed." : 'This server has no key of its own to remove.');
     }
     case 'show':
-      return ephemeral(interaction, await describe(await services.settings.get(guildId), services, guildId));
+      return answerPrivately(interaction, await describe(await services.settings.get(guildId), services, guildId));
     case 'layer': {
       const layer = LAYERS.find((candidate) => candidate === options.getString('layer', true));
-      if (!layer) return ephemeral(interaction, '`layer` must be compat or native.');
+      if (!layer) return answerPrivately(interaction, '`layer` must be compat or native.');
       const updated = await services.settings.update(guildId, by, `set the layer to ${layer}`, (settings) => ({ ...settings, layer }));
       return saved(interaction, updated, services, guildId, `Saved: new tasks use the ${layer} layer (tasks already running stay on theirs).`);
     }
@@ -242,7 +238,7 @@ async function execute(interaction: ChatInputCommandInteraction, services: Servi
       return defaults(interaction, services, guildId);
     case 'storage': {
       const keepDays = options.getInteger('keep_days', true);
-      if (keepDays < 0 || keepDays > STORAGE_MAX_DAYS) return ephemeral(interaction, `\`keep_days\` must be 0 (not kept) to ${STORAGE_MAX_DAYS}.`);
+      if (keepDays < 0 || keepDays > STORAGE_MAX_DAYS) return answerPrivately(interaction, `\`keep_days\` must be 0 (not kept) to ${STORAGE_MAX_DAYS}.`);
       const publicLink = options.getBoolean('public_link') ?? false;
       const updated = await services.settings.update(guildId, by, `set storage to ${keepDays} days${publicLink ? ' with a public link' : ''}`, (settings) => ({ ...settings, storage: { keepDays, publicLink } }));
       return saved(interaction, updated, services, guildId);

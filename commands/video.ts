@@ -13,6 +13,7 @@ import {
   type ModalSubmitInteraction,
   type RepliableInteraction,
 } from 'discord.js';
+import { answerPrivately } from '../src/discord/answer.ts';
 import { customId, customIdParts, type Command } from '../src/discord/command.ts';
 import { isServerManager, memberRoleIds } from '../src/discord/member.ts';
 import { ASPECT_RATIOS, BUILT_IN_VOICES, EXTENSION_DURATION, GENERATION_DURATION, RESOLUTIONS } from '../src/gateway/spec.ts';
@@ -100,15 +101,11 @@ function contextOf(interaction: RepliableInteraction, receivedAt: number): Inter
   };
 }
 
-async function ephemeral(interaction: RepliableInteraction, content: string): Promise<void> {
-  await interaction.reply({ content, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } });
-}
-
 /** The server's role rules for /video; an ephemeral refusal when the caller may not use it. */
 async function mayMakeVideos(interaction: RepliableInteraction, services: Services): Promise<boolean> {
   if (!interaction.guildId) return false;
   const verdict = await services.settings.mayUse(interaction.guildId, 'video', memberRoleIds(interaction), isServerManager(interaction));
-  if (!verdict.ok) await ephemeral(interaction, verdict.message);
+  if (!verdict.ok) await answerPrivately(interaction, verdict.message);
   return verdict.ok;
 }
 
@@ -119,7 +116,7 @@ async function mayMakeVideos(interaction: RepliableInteraction, services: Servic
  */
 async function submitPrepared(interaction: RepliableInteraction, services: Services, context: InteractionContext, prepared: Prepared) {
   if (!prepared.ok) {
-    await ephemeral(interaction, prepared.message);
+    await answerPrivately(interaction, prepared.message);
     return;
   }
   await interaction.deferReply();
@@ -127,15 +124,10 @@ async function submitPrepared(interaction: RepliableInteraction, services: Servi
     await services.video.submit(prepared.plan, context);
   } catch (error) {
     if (!(error instanceof SubmissionRefusedError)) throw error;
-    await refuseAfterDeferring(interaction, services, error.message);
+    await answerPrivately(interaction, error.message);
   }
 }
 
-/** A refusal found after deferring: the public "thinking…" reply goes, and only the caller reads why. */
-async function refuseAfterDeferring(interaction: RepliableInteraction, services: Services, content: string) {
-  await interaction.deleteReply().catch((error: unknown) => services.log.warn('could not delete a deferred /video reply', { interaction: interaction.id, error }));
-  await interaction.followUp({ content, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } });
-}
 
 async function generate(interaction: ChatInputCommandInteraction, services: Services, receivedAt: number) {
   if (!(await mayMakeVideos(interaction, services))) return;
@@ -165,7 +157,7 @@ async function editOrExtend(interaction: ChatInputCommandInteraction, services: 
   const video = attachmentInput(options.getAttachment('video'));
   const taskRef = options.getString('task') ?? undefined;
   if (!video === !taskRef) {
-    await ephemeral(interaction, 'Give exactly one source: `video` (an .mp4 attachment) or `task` (a finished task of this server).');
+    await answerPrivately(interaction, 'Give exactly one source: `video` (an .mp4 attachment) or `task` (a finished task of this server).');
     return;
   }
   const context = contextOf(interaction, receivedAt);
@@ -182,7 +174,7 @@ async function status(interaction: ChatInputCommandInteraction, services: Servic
   const ref = interaction.options.getString('task', true);
   const task = interaction.guildId ? await services.video.findTask(interaction.guildId, ref) : undefined;
   if (!task) {
-    await ephemeral(interaction, `\`task\`: no task \`${ref}\` on this server. \`/video list\` shows yours.`);
+    await answerPrivately(interaction, `\`task\`: no task \`${ref}\` on this server. \`/video list\` shows yours.`);
     return;
   }
   const posted = task.delivery.messageId
@@ -194,7 +186,7 @@ async function status(interaction: ChatInputCommandInteraction, services: Servic
 async function list(interaction: ChatInputCommandInteraction, services: Services) {
   const tasks = interaction.guildId ? await services.video.recentTasks(interaction.guildId, interaction.user.id) : [];
   if (tasks.length === 0) {
-    await ephemeral(interaction, 'You have no videos on this server yet. Start one with `/video generate`.');
+    await answerPrivately(interaction, 'You have no videos on this server yet. Start one with `/video generate`.');
     return;
   }
   const lines = tasks.map((task) => {
@@ -203,7 +195,7 @@ async function list(interaction: ChatInputCommandInteraction, services: Services
     const prompt = task.prompt.length > 60 ? `${task.prompt.slice(0, 59)}…` : task.prompt;
     return `\`${task.id}\` · **${task.state}${progress}** · ${task.operation} · ${when} · ${prompt}`;
   });
-  await ephemeral(interaction, `Your recent videos:\n${lines.join('\n')}`);
+  await answerPrivately(interaction, `Your recent videos:\n${lines.join('\n')}`);
 }
 
 async function autocomplete(interaction: AutocompleteInteraction, services: Services) {
@@ -281,7 +273,7 @@ async function modal(interaction: ModalSubmitInteraction, services: Services) {
     if (text !== '') {
       duration = Number(text);
       if (!Number.isInteger(duration) || duration < EXTENSION_DURATION.min || duration > EXTENSION_DURATION.max) {
-        await ephemeral(interaction, `Seconds to add must be a whole number from ${EXTENSION_DURATION.min} to ${EXTENSION_DURATION.max} (got "${text}").`);
+        await answerPrivately(interaction, `Seconds to add must be a whole number from ${EXTENSION_DURATION.min} to ${EXTENSION_DURATION.max} (got "${text}").`);
         return;
       }
     }
@@ -310,8 +302,8 @@ async function execute(interaction: ChatInputCommandInteraction, services: Servi
     case 'list':
       return list(interaction, services);
     case 'usage':
-      if (!interaction.guildId || !isServerManager(interaction)) return ephemeral(interaction, '`/video usage` is for members with the Manage Server permission.');
-      return ephemeral(interaction, await services.settings.usageReport(interaction.guildId));
+      if (!interaction.guildId || !isServerManager(interaction)) return answerPrivately(interaction, '`/video usage` is for members with the Manage Server permission.');
+      return answerPrivately(interaction, await services.settings.usageReport(interaction.guildId));
     default:
       throw new Error(`unknown /video subcommand ${interaction.options.getSubcommand()}`);
   }

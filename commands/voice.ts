@@ -6,6 +6,7 @@ import {
   type AutocompleteInteraction,
   type ChatInputCommandInteraction,
 } from 'discord.js';
+import { answerPrivately } from '../src/discord/answer.ts';
 import type { Command } from '../src/discord/command.ts';
 import { isServerManager, memberRoleIds } from '../src/discord/member.ts';
 import { BUILT_IN_VOICES } from '../src/gateway/spec.ts';
@@ -44,26 +45,22 @@ const data = new SlashCommandBuilder()
       .addIntegerOption((option) => option.setName('idle_minutes').setDescription('Leave after this long without speech').setMinValue(VOICE_LIMITS.idleMinutes.min).setMaxValue(VOICE_LIMITS.idleMinutes.max)),
   );
 
-async function ephemeral(interaction: ChatInputCommandInteraction, content: string): Promise<void> {
-  await interaction.reply({ content, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } });
-}
-
 async function join(interaction: ChatInputCommandInteraction, services: Services) {
-  if (!interaction.inCachedGuild()) return ephemeral(interaction, 'Use this in a server.');
+  if (!interaction.inCachedGuild()) return answerPrivately(interaction, 'Use this in a server.');
   const access = await services.settings.mayUse(interaction.guildId, 'voice', memberRoleIds(interaction), isServerManager(interaction));
-  if (!access.ok) return ephemeral(interaction, access.message);
+  if (!access.ok) return answerPrivately(interaction, access.message);
   const chosen = interaction.options.getChannel('channel');
   const channelId = chosen?.id ?? interaction.member.voice.channelId;
-  if (!channelId) return ephemeral(interaction, 'Join a voice channel first, or name one with the `channel` option.');
+  if (!channelId) return answerPrivately(interaction, 'Join a voice channel first, or name one with the `channel` option.');
   await interaction.deferReply({ flags: MessageFlags.Ephemeral });
   const result = await services.voice.join(interaction.guildId, channelId, interaction.channelId);
   await interaction.editReply(result.ok ? (result.alreadyThere ? `I am already listening in <#${channelId}>.` : `Joined <#${channelId}>.`) : result.message);
 }
 
 async function leave(interaction: ChatInputCommandInteraction, services: Services) {
-  if (!interaction.guildId) return ephemeral(interaction, 'Use this in a server.');
+  if (!interaction.guildId) return answerPrivately(interaction, 'Use this in a server.');
   const left = await services.voice.leave(interaction.guildId, `asked by <@${interaction.user.id}>`);
-  await ephemeral(interaction, left ? 'Left the voice channel.' : 'I am not in a voice channel on this server.');
+  await answerPrivately(interaction, left ? 'Left the voice channel.' : 'I am not in a voice channel on this server.');
 }
 
 function describeSettings(settings: VoiceSettings): string {
@@ -81,7 +78,7 @@ function describeSettings(settings: VoiceSettings): string {
 }
 
 async function settings(interaction: ChatInputCommandInteraction, services: Services) {
-  if (!interaction.guildId) return ephemeral(interaction, 'Use this in a server.');
+  if (!interaction.guildId) return answerPrivately(interaction, 'Use this in a server.');
   const options = interaction.options;
   const change: VoiceSettingsChange = {};
   const voice = options.getString('voice');
@@ -103,18 +100,18 @@ async function settings(interaction: ChatInputCommandInteraction, services: Serv
   if (idle !== null) change.idleMinutes = idle;
 
   if (Object.keys(change).length === 0) {
-    return ephemeral(interaction, describeSettings(await services.voiceSettings.get(interaction.guildId)));
+    return answerPrivately(interaction, describeSettings(await services.voiceSettings.get(interaction.guildId)));
   }
   if (!isServerManager(interaction)) {
-    return ephemeral(interaction, 'Changing voice settings needs the Manage Server permission.');
+    return answerPrivately(interaction, 'Changing voice settings needs the Manage Server permission.');
   }
   const problem = checkVoiceSettingsChange(change, services.config.gatewayVendor);
-  if (problem) return ephemeral(interaction, problem);
+  if (problem) return answerPrivately(interaction, problem);
   const updated = await services.voiceSettings.update(interaction.guildId, change, interaction.user.id);
   // The server's change history (/config show) records who changed what, and when.
   await services.settings.update(interaction.guildId, interaction.user.id, describeVoiceSettingsChange(change), (current) => current);
   const note = services.voice.isIn(interaction.guildId) ? '\nThe new settings apply from the next `/voice join`.' : '';
-  await ephemeral(interaction, `Saved.\n${describeSettings(updated)}${note}`);
+  await answerPrivately(interaction, `Saved.\n${describeSettings(updated)}${note}`);
 }
 
 async function autocomplete(interaction: AutocompleteInteraction, services: Services) {

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { MessageFlags, type Interaction, type RepliableInteraction } from 'discord.js';
+import type { Interaction } from 'discord.js';
+import { answerPrivately } from './answer.ts';
 import type { Logger } from '../log.ts';
 import { customIdParts, type Command } from './command.ts';
 
@@ -19,26 +20,6 @@ const RESTARTING = 'The bot is restarting. Try again in a minute.';
 export function errorReference(): string {
   const alphabet = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789';
   return [...randomBytes(6)].map((byte) => alphabet[byte % alphabet.length]).join('');
-}
-
-/**
- * An ephemeral answer whatever state the interaction is in. A public "thinking…" placeholder is removed
- * rather than edited (the whole channel would read it); after a deferUpdate the source message is left
- * as it is.
- */
-async function tellUser(interaction: RepliableInteraction, content: string): Promise<void> {
-  if (!interaction.deferred && !interaction.replied) {
-    await interaction.reply({ content, flags: MessageFlags.Ephemeral });
-    return;
-  }
-  const placeholderShown = interaction.deferred && !interaction.replied;
-  // deferReply sets `ephemeral` to true or false; deferUpdate leaves it null (no placeholder of its own).
-  if (placeholderShown && interaction.ephemeral === true) {
-    await interaction.editReply({ content, components: [], embeds: [] });
-    return;
-  }
-  if (placeholderShown && interaction.ephemeral === false) await interaction.deleteReply();
-  await interaction.followUp({ content, flags: MessageFlags.Ephemeral });
 }
 
 function describe(interaction: Interaction): Record<string, unknown> {
@@ -86,7 +67,7 @@ export function createDispatcher<S extends { log: Logger }>(commands: ReadonlyMa
       log.error('interaction handler failed', { ...describe(interaction), reference, error });
       if (!interaction.isRepliable()) return;
       try {
-        await tellUser(interaction, `Something went wrong (ref ${reference}). If it keeps happening, give this reference to the bot's operator.`);
+        await answerPrivately(interaction, `Something went wrong (ref ${reference}). If it keeps happening, give this reference to the bot's operator.`);
       } catch (replyError) {
         log.warn('could not tell the user about a failed interaction', { reference, error: replyError });
       }
@@ -96,7 +77,7 @@ export function createDispatcher<S extends { log: Logger }>(commands: ReadonlyMa
   return {
     async handle(interaction) {
       if (!accepting) {
-        if (interaction.isRepliable()) await tellUser(interaction, RESTARTING).catch(() => undefined);
+        if (interaction.isRepliable()) await answerPrivately(interaction, RESTARTING).catch(() => undefined);
         return;
       }
       const task = run(interaction);

@@ -18,7 +18,7 @@ import { OpusFrameDecoder, OpusFrameEncoder } from '../src/voice/audio/opus.ts';
 import { VoiceSession } from '../src/voice/session.ts';
 import { defaultVoiceSettings } from '../src/voice/settings.ts';
 import { REALTIME_PCM } from '../test/support/discord/audio-format.ts';
-import { generateTone } from '../test/support/discord/audio-tone.ts';
+import { generateTone, speechLikeTone } from '../test/support/discord/audio-tone.ts';
 import { encodePcmToOpusPackets } from '../test/support/discord/opus-codec.ts';
 import { trustCertificateInThisProcess } from '../test/support/discord/tls-trust.ts';
 import { parseVoiceStateRequest } from '../test/support/discord/voice-adapter.ts';
@@ -52,17 +52,6 @@ function median(values: number[]): number {
 function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
-}
-
-/** The same kind of audio the far end speaks: a tone with a little noise, 48 kHz stereo. */
-function speechLike48kStereo(seconds: number): Int16Array {
-  const tone = generateTone({ hz: 220, ms: seconds * 1000, amplitude: 0.4 });
-  let seed = 1;
-  for (let i = 0; i < tone.length; i++) {
-    seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
-    tone[i] = Math.max(-32768, Math.min(32767, tone[i]! + ((seed / 2 ** 31) * 2 - 1) * 2000));
-  }
-  return tone;
 }
 
 /** CPU ms of bare opusscript decoding and encoding this audio at 48 kHz stereo, the way a naive bot would. */
@@ -202,7 +191,7 @@ export interface VoiceBenchReport {
 }
 
 export async function benchmarkVoice(): Promise<VoiceBenchReport> {
-  const pcm48 = speechLike48kStereo(WINDOW_SECONDS);
+  const pcm48 = speechLikeTone(WINDOW_SECONDS);
   const packets = encodePcmToOpusPackets(pcm48);
   const deltas = answerDeltas(WINDOW_SECONDS);
   const far = await startFarEnds();

@@ -3,7 +3,7 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import { isRecord, readNumber, readRecord, readString } from '../src/json.ts';
 import { websocketText } from '../src/websocket-text.ts';
 import { REALTIME_PCM } from '../test/support/discord/audio-format.ts';
-import { generateTone } from '../test/support/discord/audio-tone.ts';
+import { generateTone, speechLikeTone } from '../test/support/discord/audio-tone.ts';
 import { OPUS_SILENCE_FRAME } from '../test/support/discord/opus-codec.ts';
 import { startVoiceServer, type BotAudioFrame } from '../test/support/discord/voice-server.ts';
 
@@ -37,17 +37,6 @@ function reply(message: Record<string, unknown>): void {
 
 const address = realtime.address();
 reply({ wsUrl: `ws://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}`, endpoint: voice.endpoint, certPem: voice.certPem });
-
-/** Speech-like audio (48 kHz stereo): a tone with a little noise, so Opus works as hard as on a voice. */
-function speechLike(seconds: number): Int16Array {
-  const tone = generateTone({ hz: 220, ms: seconds * 1000, amplitude: 0.4 });
-  let seed = 1;
-  for (let i = 0; i < tone.length; i++) {
-    seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
-    tone[i] = Math.max(-32768, Math.min(32767, tone[i]! + ((seed / 2 ** 31) * 2 - 1) * 2000));
-  }
-  return tone;
-}
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
 const between = (low: number, high: number) => low + Math.random() * (high - low);
@@ -96,7 +85,7 @@ async function converse(guildId: string, userId: string, seconds: number, answer
   const ws = socket;
   if (!ws) throw new Error('the bot has no realtime socket');
   voice.clearBotAudio(guildId);
-  const speaking = voice.speak(guildId, userId, speechLike(seconds));
+  const speaking = voice.speak(guildId, userId, speechLikeTone(seconds));
   const until = Date.now() + seconds * 1000;
   const answers: StreamedAnswer[] = [];
   let streamedMs = 0;

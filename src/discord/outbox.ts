@@ -1,5 +1,6 @@
 import { DiscordAPIError, Routes, type REST, type RESTPostAPIChannelMessageJSONBody, type APIEmbed, type APIActionRowComponent, type APIComponentInMessageActionRow } from 'discord.js';
 import { isRecord, readArray, readRecord, readString } from '../json.ts';
+import { onceUntilFailure } from '../once-until-failure.ts';
 
 // What the background services send to Discord, through the bot's REST client: status cards edited
 // through the interaction token while it lives (15 min) and as channel messages after, and results
@@ -91,7 +92,8 @@ export function isReplyRefusal(error: unknown): boolean {
 
 export class DiscordOutbox {
   readonly #rest: REST;
-  #ownUserId: Promise<string> | undefined;
+  /** The bot's user id, asked once (again after a failure). */
+  readonly #botUserId = onceUntilFailure(() => this.#askOwnUserId());
 
   constructor(rest: REST) {
     this.#rest = rest;
@@ -163,18 +165,6 @@ export class DiscordOutbox {
         const posted = readString(message, 'id') === undefined ? undefined : parsePostedMessage(message);
         return posted ? [{ ...posted, nonce: nonceOf(message), customIds: customIdsOf(message) }] : [];
       });
-  }
-
-  /** The bot's user id, asked once (again after a failure). */
-  #botUserId(): Promise<string> {
-    if (!this.#ownUserId) {
-      const asked = this.#askOwnUserId();
-      this.#ownUserId = asked;
-      asked.catch(() => {
-        if (this.#ownUserId === asked) this.#ownUserId = undefined;
-      });
-    }
-    return this.#ownUserId;
   }
 
   async #askOwnUserId(): Promise<string> {

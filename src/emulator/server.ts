@@ -11,6 +11,7 @@ import { renderCompat, renderNative } from './render.ts';
 import { TaskEngine, type Upload } from './tasks.ts';
 import { parseTriggers } from './triggers.ts';
 import { acceptRequest } from './validation.ts';
+import { waitUntil } from '../wait-until.ts';
 
 // A local gateway faithful to gateway-api.md, for development, demos, tests and benchmarks: both layers,
 // edits and extensions, quotas and limits, storage and uploads, realtime voice, and prompt triggers.
@@ -264,20 +265,20 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     config,
     requests: journal,
     waitForRequest(predicate, timeoutMs = 10_000) {
-      const seen = journal.find(predicate);
-      if (seen) return Promise.resolve(seen);
-      return new Promise((resolve, reject) => {
-        const onEntry = (entry: JournalEntry) => {
-          if (!predicate(entry)) return;
-          clearTimeout(timer);
-          journalEvents.off('entry', onEntry);
-          resolve(entry);
-        };
-        const timer = setTimeout(() => {
-          journalEvents.off('entry', onEntry);
-          reject(new Error(`the emulator saw no matching request within ${timeoutMs} ms`));
-        }, timeoutMs);
-        journalEvents.on('entry', onEntry);
+      // The whole journal once; after that, each new entry alone.
+      let newest: JournalEntry | undefined;
+      return waitUntil({
+        check: () => (newest === undefined ? journal.find(predicate) : predicate(newest) ? newest : undefined),
+        subscribe: (wake) => {
+          const onEntry = (entry: JournalEntry) => {
+            newest = entry;
+            wake();
+          };
+          journalEvents.on('entry', onEntry);
+          return () => journalEvents.off('entry', onEntry);
+        },
+        timeoutMs,
+        timeoutError: () => new Error(`the emulator saw no matching request within ${timeoutMs} ms`),
       });
     },
     quotaUsd(key) {

@@ -30,6 +30,7 @@ import {
   type StorageDefaults,
 } from './requests.ts';
 import type { TaskTracker } from './tracker.ts';
+import { onceUntilFailure } from '../once-until-failure.ts';
 
 // /video's work: check a request completely before anything is sent, store the task before the user
 // hears it was accepted, submit it, and hand it to the tracker.
@@ -144,29 +145,18 @@ export class VideoService {
    * neither a member's quick repeats nor several members at once can slip past a per-member or server cap.
    */
   readonly #admission = new KeyedLock();
-  #salt: Promise<Buffer> | undefined;
+  /**
+   * The installation's secret salt for end-user ids: made once, kept in the store. Every caller waits for
+   * the same read (or creation), and a new salt is read back after writing it, so what is used is always
+   * what the store holds: two first uses cannot hash the same member with two salts.
+   */
+  readonly #userSalt = onceUntilFailure(() => this.#loadUserSalt());
   /** Model lists per key fingerprint, for autocomplete. */
   readonly #models = new Map<string, { at: number; models: Promise<string[]> }>();
 
   constructor(deps: VideoServiceDeps) {
     this.#deps = deps;
     this.#meta = deps.store.collection('video_meta', parseSalt);
-  }
-
-  /**
-   * The installation's secret salt for end-user ids: made once, kept in the store. Every caller waits for
-   * the same read (or creation), and a new salt is read back after writing it, so what is used is always
-   * what the store holds: two first uses cannot hash the same member with two salts.
-   */
-  #userSalt(): Promise<Buffer> {
-    if (!this.#salt) {
-      const loading = this.#loadUserSalt();
-      this.#salt = loading;
-      loading.catch(() => {
-        if (this.#salt === loading) this.#salt = undefined;
-      });
-    }
-    return this.#salt;
   }
 
   async #loadUserSalt(): Promise<Buffer> {

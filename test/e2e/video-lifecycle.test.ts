@@ -28,6 +28,7 @@ import {
 import { renderStatusCard } from '../../src/tasks/status-card.ts';
 import { TaskTracker } from '../../src/tasks/tracker.ts';
 import { startDiscordStandIn, type DiscordStandIn, type Message, type TestGuild } from '../support/discord/index.ts';
+import { waitUntil } from '../../src/wait-until.ts';
 
 // A video task's life when things go wrong (answers that cannot be read, downloads that keep failing,
 // Discord refusing posts), with the bot's real task services in this process (so backoffs can be fast),
@@ -125,21 +126,14 @@ const logged: LogFields[] = [];
 const deliveryLog = recordingLogger(logged, 'warn');
 
 function waitForLog(message: string, lines = logged): Promise<LogFields> {
-  const find = () => lines.find((fields) => fields.msg === message);
-  return new Promise((resolve, reject) => {
-    const check = () => {
-      const found = find();
-      if (!found) return;
-      logEvents.off('line', check);
-      clearTimeout(timer);
-      resolve(found);
-    };
-    const timer = setTimeout(() => {
-      logEvents.off('line', check);
-      reject(new Error(`no log line "${message}"`));
-    }, 10_000);
-    logEvents.on('line', check);
-    check();
+  return waitUntil({
+    check: () => lines.find((fields) => fields.msg === message),
+    subscribe: (wake) => {
+      logEvents.on('line', wake);
+      return () => logEvents.off('line', wake);
+    },
+    timeoutMs: 10_000,
+    timeoutError: () => new Error(`no log line "${message}"`),
   });
 }
 /** What the server's settings say about its key; a test can take it away. */

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { BotAudioFrame } from '../support/discord/voice-server.ts';
-import { analyzeTone, rms, toneAmplitude } from '../support/discord/audio-analysis.ts';
+import { analyzeTone, audible, byTone } from '../support/discord/audio-analysis.ts';
 import { createVoiceOnlyUser } from '../support/discord/voice-driver.ts';
 import { FORCE_MESSAGE_TONE_HZ } from '../../src/emulator/realtime/session.ts';
 import { startWorld, type World } from '../support/world.ts';
@@ -24,22 +24,6 @@ afterEach(async () => {
   for (const user of [guild.member, guild.admin]) discord.leaveVoice(user, guild.id);
   discord.voice.clearBotAudio(guild.id);
 });
-
-/** Frames of the bot's audio that carry sound (not the silence Discord clients skip). */
-function audible(frames: readonly BotAudioFrame[]): BotAudioFrame[] {
-  return frames.filter((frame) => rms(frame.pcm) > 0.02);
-}
-
-/**
- * Frames that carry the tone at `hz` (a tenth of full scale or more) and clearly more than the one at
- * `otherHz`: the fade-in of a tone, or a codec transient between two answers, counts for neither.
- */
-function byTone(frames: readonly BotAudioFrame[], hz: number, otherHz: number): BotAudioFrame[] {
-  return frames.filter((frame) => {
-    const level = toneAmplitude(frame.pcm, hz);
-    return level > 0.1 && level > 2 * toneAmplitude(frame.pcm, otherHz);
-  });
-}
 
 function joined(frames: readonly BotAudioFrame[]): Int16Array {
   const out = new Int16Array(frames.reduce((sum, frame) => sum + frame.pcm.length, 0));

@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { waitUntil } from '../../src/wait-until.ts';
 
 // The bot as a real child process, started exactly like `npm start` (scripts/node src/main.ts), with its
 // JSON log lines parsed and awaitable.
@@ -102,29 +103,25 @@ export function startBot(options: StartBotOptions): BotProcess {
   );
 
   const waitForLog = (predicate: (line: LogLine) => boolean, timeoutMs = 20_000): Promise<LogLine> => {
-    const seen = logs.find(predicate);
-    if (seen) return Promise.resolve(seen);
-    return new Promise((resolve, reject) => {
-      const onLine = (line: LogLine) => {
-        if (!predicate(line)) return;
-        cleanup();
-        resolve(line);
-      };
-      const onExit = () => {
-        cleanup();
-        reject(new Error(`bot exited before the awaited log line; output:\n${raw.slice(-4000)}`));
-      };
-      const timer = setTimeout(() => {
-        cleanup();
-        reject(new Error(`timed out waiting for a bot log line; output:\n${raw.slice(-4000)}`));
-      }, timeoutMs);
-      const cleanup = () => {
-        clearTimeout(timer);
-        lines.off('line', onLine);
-        child.off('exit', onExit);
-      };
-      lines.on('line', onLine);
-      child.once('exit', onExit);
+    // Every line once; after that, each new line alone.
+    let newest: LogLine | undefined;
+    return waitUntil({
+      check: () => (newest === undefined ? logs.find(predicate) : predicate(newest) ? newest : undefined),
+      subscribe: (wake, fail) => {
+        const onLine = (line: LogLine) => {
+          newest = line;
+          wake();
+        };
+        const onExit = () => fail(new Error(`bot exited before the awaited log line; output:\n${raw.slice(-4000)}`));
+        lines.on('line', onLine);
+        child.once('exit', onExit);
+        return () => {
+          lines.off('line', onLine);
+          child.off('exit', onExit);
+        };
+      },
+      timeoutMs,
+      timeoutError: () => new Error(`timed out waiting for a bot log line; output:\n${raw.slice(-4000)}`),
     });
   };
 

@@ -8,6 +8,7 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { isRecord } from '../../src/json.ts';
 import { websocketText } from '../../src/websocket-text.ts';
+import { waitUntil } from '../../src/wait-until.ts';
 
 export type ClientEvent = Readonly<Record<string, unknown>>;
 
@@ -120,24 +121,14 @@ export class ScriptedRealtime {
 
   /** Resolves once `check` returns something; re-checked on every socket event (and on changed()). */
   waitFor<T>(check: () => T | undefined, what: string, timeoutMs = 10_000): Promise<T> {
-    const now = check();
-    if (now !== undefined) return Promise.resolve(now);
-    return new Promise((resolve, reject) => {
-      const waiter = () => {
-        const value = check();
-        if (value === undefined) return;
-        cleanup();
-        resolve(value);
-      };
-      const timer = setTimeout(() => {
-        cleanup();
-        reject(new Error(`waited ${timeoutMs} ms in vain for ${what}`));
-      }, timeoutMs);
-      const cleanup = () => {
-        clearTimeout(timer);
-        this.#waiters.delete(waiter);
-      };
-      this.#waiters.add(waiter);
+    return waitUntil({
+      check,
+      subscribe: (wake) => {
+        this.#waiters.add(wake);
+        return () => this.#waiters.delete(wake);
+      },
+      timeoutMs,
+      timeoutError: () => new Error(`waited ${timeoutMs} ms in vain for ${what}`),
     });
   }
 

@@ -9,7 +9,7 @@ import { RealtimeClient } from '../../src/gateway/realtime/client.ts';
 import { silentLogger } from '../../src/log.ts';
 import { defaultVoiceSettings, type VoiceSettings } from '../../src/voice/settings.ts';
 import { VoiceSession, type VoiceSessionOptions } from '../../src/voice/session.ts';
-import { analyzeTone, rms, toneAmplitude } from '../support/discord/audio-analysis.ts';
+import { analyzeTone, audible, byTone } from '../support/discord/audio-analysis.ts';
 import { REALTIME_PCM } from '../support/discord/audio-format.ts';
 import { generateTone } from '../support/discord/audio-tone.ts';
 import { trustCertificateInThisProcess } from '../support/discord/tls-trust.ts';
@@ -103,18 +103,6 @@ function deltas(pcm: Int16Array, chunkMs = 100): string[] {
 
 function tone(hz: number, ms: number): Int16Array {
   return generateTone({ hz, ms, amplitude: 0.4, format: REALTIME_PCM });
-}
-
-function audible(frames: readonly BotAudioFrame[]): BotAudioFrame[] {
-  return frames.filter((frame) => rms(frame.pcm) > 0.02);
-}
-
-/** Frames carrying the tone at `hz` (a tenth of full scale or more), clearly more than the one at `otherHz`. */
-function byTone(frames: readonly BotAudioFrame[], hz: number, otherHz: number): BotAudioFrame[] {
-  return frames.filter((frame) => {
-    const level = toneAmplitude(frame.pcm, hz);
-    return level > 0.1 && level > 2 * toneAmplitude(frame.pcm, otherHz);
-  });
 }
 
 /**

@@ -7,6 +7,7 @@ import type { RealtimeAuthorization, RealtimeDeps } from './deps.ts';
 import { DEFAULT_REALTIME_OPTIONS, RealtimeSession, type JournaledEvent, type RealtimeOptions } from './session.ts';
 import { websocketText } from '../../websocket-text.ts';
 import { newRequestId, parseRequestTarget } from '../http.ts';
+import { waitUntil } from '../../wait-until.ts';
 
 // The realtime endpoint: `wss://…/native/v1/realtime?model=…`, authorised by the Authorization header or
 // by a subprotocol (`<vendor>-client-secret.<token>` or `compat-insecure-api-key.<key>`). A refusal is an
@@ -61,21 +62,14 @@ export function attachRealtime(server: Server, deps: RealtimeDeps): RealtimeHand
         }
         return undefined;
       };
-      const found = find();
-      if (found) return Promise.resolve(found);
-      return new Promise((resolve, reject) => {
-        const onEvent = () => {
-          const match = find();
-          if (!match) return;
-          clearTimeout(timer);
-          events.off('clientEvent', onEvent);
-          resolve(match);
-        };
-        const timer = setTimeout(() => {
-          events.off('clientEvent', onEvent);
-          reject(new Error(`the realtime emulator received no matching client event within ${timeoutMs} ms`));
-        }, timeoutMs);
-        events.on('clientEvent', onEvent);
+      return waitUntil({
+        check: find,
+        subscribe: (wake) => {
+          events.on('clientEvent', wake);
+          return () => events.off('clientEvent', wake);
+        },
+        timeoutMs,
+        timeoutError: () => new Error(`the realtime emulator received no matching client event within ${timeoutMs} ms`),
       });
     },
     async close() {

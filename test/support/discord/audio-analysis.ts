@@ -117,3 +117,19 @@ export function analyzeTone(pcm: Int16Array, options: DominantFrequencyOptions =
   const purity = level === 0 ? 0 : Math.min(1, (amplitude / Math.SQRT2 / level) ** 2);
   return { dominantHz, rms: level, purity };
 }
+
+/** Frames that carry sound (not the silence Discord clients skip). */
+export function audible<Frame extends { pcm: Int16Array }>(frames: readonly Frame[]): Frame[] {
+  return frames.filter((frame) => rms(frame.pcm) > 0.02);
+}
+
+/**
+ * Frames that carry the tone at `hz` (a tenth of full scale or more) and clearly more than the one at
+ * `otherHz`: the fade-in of a tone, or a codec transient between two answers, counts for neither.
+ */
+export function byTone<Frame extends { pcm: Int16Array }>(frames: readonly Frame[], hz: number, otherHz: number): Frame[] {
+  return frames.filter((frame) => {
+    const level = toneAmplitude(frame.pcm, hz);
+    return level > 0.1 && level > 2 * toneAmplitude(frame.pcm, otherHz);
+  });
+}

@@ -25,6 +25,7 @@ import {
   type User,
 } from './state.ts';
 import { startVoiceServer, type VoiceServer } from './voice-server.ts';
+import { waitUntil } from '../../../src/wait-until.ts';
 
 // A local Discord for end-to-end tests: the real discord.js (in the bot's own process) talks to it over
 // REST and the gateway, @discordjs/voice over the voice websocket and UDP, and tests drive simulated users.
@@ -287,25 +288,17 @@ export class DiscordStandIn {
 
   /** Resolves once `check` returns something, re-checking after every stand-in event. */
   waitFor<T>(check: () => T | undefined, timeoutMs: number, what: string): Promise<T> {
-    const now = check();
-    if (now !== undefined) return Promise.resolve(now);
-    return new Promise((resolve, reject) => {
-      const names = ['message', 'messageUpdate', 'messageDelete', 'upload', 'callback', 'request', 'botReady', 'identify', 'resumed', 'botVoiceState', 'gatewayOpen', 'gatewayClose'];
-      const onEvent = () => {
-        const value = check();
-        if (value === undefined) return;
-        cleanup();
-        resolve(value);
-      };
-      const timer = setTimeout(() => {
-        cleanup();
-        reject(new Error(`the Discord stand-in waited ${timeoutMs} ms for ${what} in vain`));
-      }, timeoutMs);
-      const cleanup = () => {
-        clearTimeout(timer);
-        for (const name of names) this.events.off(name, onEvent);
-      };
-      for (const name of names) this.events.on(name, onEvent);
+    const names = ['message', 'messageUpdate', 'messageDelete', 'upload', 'callback', 'request', 'botReady', 'identify', 'resumed', 'botVoiceState', 'gatewayOpen', 'gatewayClose'];
+    return waitUntil({
+      check,
+      subscribe: (wake) => {
+        for (const name of names) this.events.on(name, wake);
+        return () => {
+          for (const name of names) this.events.off(name, wake);
+        };
+      },
+      timeoutMs,
+      timeoutError: () => new Error(`the Discord stand-in waited ${timeoutMs} ms for ${what} in vain`),
     });
   }
 

@@ -97,6 +97,22 @@ function deserializeStored<Value>(text: string): DeserializedData<Value> | undef
   }) as DeserializedData<Value>;
 }
 
+/**
+ * Keyv's format, written natively: its own serializer walks every value in JavaScript to mark what its
+ * deserializer (and deserializeStored) must read back specially, strings that start with `:` (written
+ * with one more) and Buffers (`:base64:…`). Plain JSON.stringify is right for any value without them,
+ * which the same test as above tells; only the others pay for a replacer.
+ */
+function serializeStored<Value>(data: DeserializedData<Value>): string {
+  const plain = JSON.stringify(data);
+  if (!/[{[,:]":/.test(plain) && !plain.includes('"type":"Buffer"')) return plain;
+  return JSON.stringify(data, function (this: Record<string, unknown>, key: string, value: unknown) {
+    const original = this[key];
+    if (Buffer.isBuffer(original)) return `:base64:${original.toString('base64')}`;
+    return typeof value === 'string' && value.startsWith(':') ? `:${value}` : value;
+  });
+}
+
 function redactUrl(url: string): string {
   return url.replace(/\/\/[^@/]*@/, '//***@');
 }
@@ -165,7 +181,7 @@ export async function openStore(url: string, log: Logger): Promise<Store> {
     collection<T>(name: string, parse: Parse<T>): Collection<T> {
       if (openCollections.has(name)) throw new Error(`collection ${name} is already open`);
       openCollections.add(name);
-      const keyv = new Keyv({ store: createAdapter(name), namespace: name, deserialize: deserializeStored });
+      const keyv = new Keyv({ store: createAdapter(name), namespace: name, serialize: serializeStored, deserialize: deserializeStored });
       keyv.on('error', (error: unknown) => log.error('store error', { collection: name, error }));
       return new KeyvCollection<T>(name, keyv, parse, log);
     },

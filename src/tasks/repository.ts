@@ -45,10 +45,12 @@ export class TaskRepository {
   readonly #recentByUser: Collection<string[]>;
   readonly #lock = new KeyedLock();
   /**
-   * Active tasks with a gateway id whose index entries (active marker, gateway id) this process has
-   * written: a task is saved several times while it runs, and rewriting them each time doubled the writes.
+   * Index entries this process has written for tasks still active: a task is saved several times while
+   * it runs, and rewriting them each time doubled the writes. Its active marker is written at its first
+   * save, its gateway id at the first save that has one.
    */
-  readonly #indexed = new Set<string>();
+  readonly #markedActive = new Set<string>();
+  readonly #gatewayIdIndexed = new Set<string>();
 
   constructor(store: Store) {
     this.#tasks = store.collection('tasks', parseTaskRecord);
@@ -70,14 +72,17 @@ export class TaskRepository {
   async save(task: TaskRecord): Promise<void> {
     const active = needsWork(task);
     await this.#tasks.set(task.id, task, active ? undefined : FINISHED_TASK_TTL_MS);
-    const indexed = this.#indexed.has(task.id);
-    if (task.gatewayId && !indexed) await this.#byGatewayId.set(`${task.layer}:${task.gatewayId}`, task.id, FINISHED_TASK_TTL_MS);
+    if (task.gatewayId && !this.#gatewayIdIndexed.has(task.id)) {
+      await this.#byGatewayId.set(`${task.layer}:${task.gatewayId}`, task.id, FINISHED_TASK_TTL_MS);
+      if (active) this.#gatewayIdIndexed.add(task.id);
+    }
     if (!active) {
       await this.#active.delete(task.id);
-      this.#indexed.delete(task.id);
-    } else if (!indexed) {
+      this.#markedActive.delete(task.id);
+      this.#gatewayIdIndexed.delete(task.id);
+    } else if (!this.#markedActive.has(task.id)) {
       await this.#active.set(task.id, true);
-      if (task.gatewayId) this.#indexed.add(task.id);
+      this.#markedActive.add(task.id);
     }
   }
 

@@ -64,6 +64,16 @@ describe.each([
     await others.delete('a');
   });
 
+  it('gives back strings that start with a colon, and Buffers, as they were written', async () => {
+    const store = await open(url());
+    const name = `odd_${randomUUID().slice(0, 8)}`;
+    const loose = store.collection(name, (raw) => raw);
+    const written = { text: ':base64:not really', list: [':a', 'b:', '::'], nested: { at: ':00' }, bytes: Buffer.from('salt'), plain: 'plain' };
+    await loose.set('odd', written);
+    expect(await loose.get('odd')).toEqual(written);
+    await loose.delete('odd');
+  });
+
   it('refuses to hand out a record that no longer parses', async () => {
     const location = url();
     const store = await open(location);

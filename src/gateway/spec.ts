@@ -57,6 +57,14 @@ export const BUILT_IN_VOICES = [
   'rex', 'rigel', 'sal', 'sirius', 'ursa', 'zagan', 'zenith',
 ] as const;
 
+/**
+ * A plausible voice id. Which voices exist is the gateway's to say (its 400 for an unknown voice lists
+ * them; provider-notes: the list may differ from the built-in one), so only the shape is checked.
+ */
+export function isVoiceId(value: string): boolean {
+  return /^[A-Za-z0-9_-]{1,64}$/.test(value);
+}
+
 export const HTTP_ERROR_CODES = {
   invalid_request_error: 400,
   invalid_api_key: 401,

@@ -12,6 +12,7 @@ import {
   DEFAULT_VENDOR,
   EXTENSION_DURATION,
   GENERATION_DURATION,
+  isVoiceId,
   MAX_REFERENCE_AUDIOS,
   MAX_STORAGE_EXPIRES_AFTER_S,
   RESOLUTIONS,
@@ -42,11 +43,6 @@ function contextOf(options: ValidationOptions): Context {
   return { layer: options.layer, vendor, names: videoModelNames(vendor) };
 }
 
-/**
- * A plausible voice id. Which voices exist is the gateway's to say (its 400 for an unknown voice lists
- * them; provider-notes: the list may differ from the built-in one), so only the shape is checked here.
- */
-const VOICE_ID = /^[A-Za-z0-9_-]{1,64}$/;
 
 function fail(field: string, message: string): never {
   throw new ValidationError(field, message);
@@ -96,7 +92,7 @@ function checkReferenceAudio(audio: ReferenceAudio, field: string): void {
   const hasVoice = audio.voice_id !== undefined;
   const hasUrl = audio.url !== undefined;
   if (hasVoice === hasUrl) fail(field, `${field} needs exactly one of voice_id (a built-in voice) or url (live voice audio).`);
-  if (hasVoice && (typeof audio.voice_id !== 'string' || !VOICE_ID.test(audio.voice_id))) {
+  if (hasVoice && (typeof audio.voice_id !== 'string' || !isVoiceId(audio.voice_id))) {
     fail(`${field}.voice_id`, `${field}.voice_id must be a voice id such as eve: letters, digits, - and _.`);
   }
   if (hasUrl && (typeof audio.url !== 'string' || !isHttpUrl(audio.url))) {

@@ -1,5 +1,5 @@
 import { isRecord } from '../json.ts';
-import { BUILT_IN_VOICES, realtimeModelNames } from '../gateway/spec.ts';
+import { BUILT_IN_VOICES, isVoiceId, realtimeModelNames } from '../gateway/spec.ts';
 import type { Collection, Store } from '../store.ts';
 
 // How a server's voice conversations behave, stored per server and changed with /voice settings.
@@ -73,8 +73,8 @@ export type VoiceSettingsChange = Partial<Omit<VoiceSettings, 'updatedBy' | 'upd
 
 /** Checks a change before it is stored; the message names the option and the rule. */
 export function checkVoiceSettingsChange(change: VoiceSettingsChange, vendor: string): string | undefined {
-  if (change.voice !== undefined && !BUILT_IN_VOICES.some((voice) => voice === change.voice?.toLowerCase())) {
-    return `\`voice\` must be one of the built-in voices (${BUILT_IN_VOICES.slice(0, 6).join(', ')}…); got "${change.voice}".`;
+  if (change.voice !== undefined && !isVoiceId(change.voice)) {
+    return `\`voice\` must be a voice id such as ${BUILT_IN_VOICES.slice(0, 4).join(', ')} (letters, digits, - and _); got "${change.voice}".`;
   }
   if (change.model !== undefined && !change.model.toLowerCase().startsWith(`${vendor.toLowerCase()}-voice-`)) {
     return `\`model\` must be a realtime voice model such as ${realtimeModelNames(vendor).join(', ')}; got "${change.model}".`;

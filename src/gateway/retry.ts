@@ -6,9 +6,9 @@
 //   - a connection that never carried the request (refused, DNS failure, connect timeout).
 // A submission answered upstream_timeout_no_response, or sent but not answered at all, may have created
 // (and charged) a task upstream: it becomes OutcomeUnknownError and is never retried. Reads (GET) retry
-// every retryable code of the spec, other network failures, and 429/502/503/504 answers without a code
-// the spec lists (a proxy in front of the gateway, or a native code the spec does not show), because
-// repeating a read costs nothing.
+// every retryable code of the spec, other network failures, and 429/500/502/503/504 answers without a
+// code the spec lists (a proxy in front of the gateway, or a native code the spec does not show: rule 2
+// calls 429 and 5xx temporary), because repeating a read costs nothing.
 
 import type { Logger } from '../log.ts';
 import { HTTP_ERROR_CODES, RETRYABLE_CODES } from './spec.ts';
@@ -16,6 +16,8 @@ import { GatewayApiError, GatewayConnectionError, OutcomeUnknownError } from './
 
 /** Answers that refuse a submission outright: the gateway says so, and no task exists. */
 const SUBMISSION_RETRYABLE_CODES: ReadonlySet<string> = new Set(['rate_limit', 'too_many_requests', 'overloaded', 'upstream_error']);
+/** Statuses that say "try again later" when the code does not say more (501 and 505 never get better). */
+const TEMPORARY_STATUSES: ReadonlySet<number> = new Set([429, 500, 502, 503, 504]);
 /** Answers after which the provider may have created (and charged) the task all the same. */
 const OUTCOME_UNKNOWN_CODES: ReadonlySet<string> = new Set(['upstream_timeout_no_response']);
 
@@ -75,7 +77,7 @@ function isRetryableAnswer(error: GatewayApiError, idempotent: boolean): boolean
   if (error.code !== undefined && Object.hasOwn(HTTP_ERROR_CODES, error.code)) return RETRYABLE_CODES.has(error.code);
   // No code (a proxy answering), or one the spec does not list (its native codes are "not shown"): the
   // status tells whether the trouble is temporary.
-  return error.status === 429 || error.status === 502 || error.status === 503 || error.status === 504;
+  return TEMPORARY_STATUSES.has(error.status);
 }
 
 /**

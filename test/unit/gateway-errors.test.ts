@@ -122,14 +122,17 @@ describe('retry decisions', () => {
   it('retries codeless 429/5xx (a proxy answering) only for reads', () => {
     expect(decide(answer(503, 'Service Unavailable'), true).retry).toBe(true);
     expect(decide(answer(503, 'Service Unavailable'), false).retry).toBe(false);
-    expect(decide(answer(500, ''), true).retry).toBe(false);
+    expect(decide(answer(500, ''), true).retry).toBe(true);
+    expect(decide(answer(500, ''), false).retry).toBe(false);
+    expect(decide(answer(501, 'Not Implemented'), true).retry).toBe(false);
   });
 
   it.each([
     [429, 'imagine:rate-limited', true],
     [503, 'imagine:busy', true],
     [502, 'bad_upstream', true],
-    [500, 'imagine:internal', false],
+    [500, 'imagine:internal', true],
+    [501, 'imagine:unsupported', false],
     [400, 'imagine:bad-prompt', false],
   ])('a native %i with a code the spec does not list (%s): a read follows the status rule, a submission is not repeated', (status, code, readRetried) => {
     const error = answer(status, nativeBody(code));

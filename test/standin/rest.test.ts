@@ -97,6 +97,15 @@ describe('interaction rules', () => {
     expect(second).toMatchObject({ status: 400, body: { code: 40060 } });
   });
 
+  it('refuses a response over Discord\'s limits with 50035 without acknowledging, so a fixed one still goes through', async () => {
+    const { run, callback } = ask();
+    const tooLong = await call('POST', callback, { json: { type: 4, data: { content: 'x'.repeat(2001) } }, auth: null });
+    expect(tooLong).toMatchObject({ status: 400, body: { code: 50035, errors: { data: { content: { _errors: [{ code: 'BASE_TYPE_MAX_LENGTH' }] } } } } });
+    const fits = await call('POST', callback, { json: { type: 4, data: { content: 'x'.repeat(2000) } }, auth: null });
+    expect(fits.status).toBe(204);
+    expect((await run.response()).data.content).toHaveLength(2000);
+  });
+
   it('answers a first response after the deadline with 10062, and run.response() rejects', async () => {
     const { run, callback } = ask();
     await expect(run.response()).rejects.toThrow(/for a response to \/ask in vain/);
@@ -203,6 +212,30 @@ describe('messages and uploads', () => {
     expect(field(edited.body, 'attachments')).toEqual([expect.objectContaining({ filename: 'b.txt' }), expect.objectContaining({ filename: 'c.txt' })]);
     const contentOnly = await call('PATCH', `/channels/${guild.textChannelId}/messages/${id}`, { json: { content: 'files stay' } });
     expect(field(contentOnly.body, 'attachments', '1', 'filename')).toBe('c.txt');
+  });
+
+  it('refuses messages and edits over Discord\'s content, embed and component limits with 400 / 50035', async () => {
+    const route = `/channels/${guild.textChannelId}/messages`;
+    const button = (customId: string) => ({ type: 2, style: 2, label: 'b', custom_id: customId });
+    const refused: [unknown, string[]][] = [
+      [{ content: 'x'.repeat(2001) }, ['content']],
+      [{ embeds: [{ title: 't'.repeat(257) }] }, ['embeds', '0', 'title']],
+      [{ embeds: [{ description: 'd'.repeat(4097) }] }, ['embeds', '0', 'description']],
+      [{ embeds: [{ fields: [{ name: 'n', value: 'v'.repeat(1025) }] }] }, ['embeds', '0', 'fields', '0', 'value']],
+      [{ embeds: [{ description: 'd'.repeat(4000) }, { description: 'd'.repeat(2001) }] }, ['embeds']],
+      [{ embeds: Array.from({ length: 11 }, () => ({ title: 't' })) }, ['embeds']],
+      [{ components: [{ type: 1, components: [button('c'.repeat(101))] }] }, ['components', '0', 'components', '0', 'custom_id']],
+      [{ components: [{ type: 1, components: Array.from({ length: 6 }, (_, index) => button(String(index))) }] }, ['components', '0', 'components']],
+    ];
+    for (const [json, path] of refused) {
+      const answer = await call('POST', route, { json });
+      expect(answer).toMatchObject({ status: 400, body: { code: 50035 } });
+      expect(field(answer.body, 'errors', ...path, '_errors', '0', 'code')).toBe('BASE_TYPE_MAX_LENGTH');
+    }
+    const posted = await call('POST', route, { json: { content: 'x'.repeat(2000), components: [{ type: 1, components: [button('c'.repeat(100))] }] } });
+    expect(posted.status).toBe(200);
+    const edited = await call('PATCH', `${route}/${String(field(posted.body, 'id'))}`, { json: { content: 'y'.repeat(2001) } });
+    expect(edited).toMatchObject({ status: 400, body: { code: 50035 } });
   });
 
   it('returns the first message for a repeated nonce with enforce_nonce, and creates anew without it', async () => {

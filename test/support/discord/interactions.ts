@@ -1,6 +1,6 @@
 import type { EventEmitter } from 'node:events';
 import { isRecord } from '../../../src/json.ts';
-import { RestError, type MessageStore, type ParsedBody } from './rest.ts';
+import { messageLimitErrors, RestError, type MessageStore, type ParsedBody } from './rest.ts';
 import type { Message, StandInState } from './state.ts';
 
 // Interactions as Discord enforces them: one first response within the deadline (10062 after it), one
@@ -17,6 +17,19 @@ export const CALLBACK = {
 
 const EPHEMERAL = 64;
 const LOADING = 128;
+
+/** Discord's limits on autocomplete choices: 25 of them, names and string values of at most 100 characters. */
+function choiceErrors(data: Readonly<Record<string, unknown>>): Record<string, unknown> | undefined {
+  const choices = Array.isArray(data.choices) ? data.choices : [];
+  const tooLong = (max: number) => ({ _errors: [{ code: 'BASE_TYPE_MAX_LENGTH', message: `Must be ${max} or fewer in length.` }] });
+  if (choices.length > 25) return { choices: tooLong(25) };
+  for (const [index, choice] of choices.entries()) {
+    if (!isRecord(choice)) continue;
+    if (typeof choice.name === 'string' && choice.name.length > 100) return { choices: { [index]: { name: tooLong(100) } } };
+    if (typeof choice.value === 'string' && choice.value.length > 100) return { choices: { [index]: { value: tooLong(100) } } };
+  }
+  return undefined;
+}
 
 export interface Callback {
   type: number;
@@ -88,6 +101,9 @@ export class Interactions {
     if (record.callbacks.length > 0) throw new RestError(400, 40060, 'Interaction has already been acknowledged.');
     const type = typeof body.json.type === 'number' ? body.json.type : 0;
     const data = isRecord(body.json.data) ? body.json.data : {};
+    // A refused response acknowledges nothing: checked before it is recorded.
+    const errors = type === CALLBACK.autocomplete ? choiceErrors(data) : messageLimitErrors(data);
+    if (errors) throw new RestError(400, 50035, 'Invalid Form Body', { data: errors });
     const callback: Callback = { type, data, at: Date.now() };
     record.callbacks.push(callback);
     const dataBody: ParsedBody = { json: data, files: body.files };

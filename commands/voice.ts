@@ -14,6 +14,8 @@ import type { Services } from '../src/services.ts';
 import { checkVoiceSettingsChange, describeVoiceSettingsChange, TURN_DETECTION_MODES, VOICE_LIMITS, type VoiceSettings, type VoiceSettingsChange } from '../src/voice/settings.ts';
 
 const MAX_CHOICES = 25;
+/** Instructions may be 2000 characters, as long as a whole Discord message: the reply shows their start. */
+const INSTRUCTIONS_PREVIEW = 500;
 
 const data = new SlashCommandBuilder()
   .setName('voice')
@@ -70,7 +72,7 @@ function describeSettings(settings: VoiceSettings): string {
     `**Turn detection:** ${settings.turnDetection}${settings.turnDetection === 'server' ? ` (threshold ${settings.vadThreshold}, ${settings.silenceMs} ms of silence ends a turn)` : ''}`,
     `**Transcripts:** ${settings.transcripts ? 'on, in a thread' : 'off'}`,
     `**Leaves after:** ${settings.idleMinutes} min without speech`,
-    `**Instructions:** ${settings.instructions}`,
+    `**Instructions:** ${settings.instructions.length > INSTRUCTIONS_PREVIEW ? `${settings.instructions.slice(0, INSTRUCTIONS_PREVIEW - 1)}… (${settings.instructions.length} characters)` : settings.instructions}`,
     settings.updatedBy ? `Last changed by <@${settings.updatedBy}> <t:${Math.floor((settings.updatedAt ?? 0) / 1000)}:R>.` : '',
   ]
     .filter((line) => line !== '')

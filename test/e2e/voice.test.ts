@@ -188,6 +188,17 @@ describe('voice conversations', () => {
     expect((await show.reply()).content).toMatch(new RegExp(`<t:\\d+:R> <@${guild.admin.id}> changed voice settings: voice ara, idle_minutes 7`));
   });
 
+  it('takes instructions as long as the option allows and still fits its answers in a Discord message', async () => {
+    const { discord, guild } = world;
+    const instructions = `Speak like a lighthouse keeper. ${'Keep it brief. '.repeat(200)}`.slice(0, 2000);
+    const change = discord.runCommand({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'settings', options: { instructions } });
+    const saved = await change.reply();
+    expect(saved.content).toContain('**Instructions:** Speak like a lighthouse keeper.');
+    expect(saved.content).toContain('(2000 characters)');
+    const show = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'settings' });
+    expect((await show.reply()).content).toContain('**Instructions:** Speak like a lighthouse keeper.');
+  });
+
   it('says so in the voice channel when a video of the server finishes', async () => {
     const { discord, emulator, guild } = world;
     // A fast gateway: the forced turn is over (response.done) long before the bot has played it.

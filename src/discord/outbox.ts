@@ -44,6 +44,28 @@ export interface OwnMessage extends PostedMessage {
   customIds: string[];
 }
 
+/** Discord refuses a message whose content is longer (400 / 50035). */
+export const MAX_CONTENT_LENGTH = 2000;
+
+/**
+ * `content` in messages Discord takes, in order: cut at the last line break or space of each piece when
+ * one falls in its second half, else at the limit (never inside a surrogate pair).
+ */
+export function splitContent(content: string): string[] {
+  const pieces: string[] = [];
+  let rest = content;
+  while (rest.length > MAX_CONTENT_LENGTH) {
+    const window = rest.slice(0, MAX_CONTENT_LENGTH);
+    const space = Math.max(window.lastIndexOf('\n'), window.lastIndexOf(' '));
+    let end = space >= MAX_CONTENT_LENGTH / 2 ? space : MAX_CONTENT_LENGTH;
+    if (end === MAX_CONTENT_LENGTH && /[\uD800-\uDBFF]/.test(rest.charAt(end - 1))) end--;
+    pieces.push(rest.slice(0, end));
+    rest = end === space ? rest.slice(end + 1) : rest.slice(end);
+  }
+  pieces.push(rest);
+  return pieces;
+}
+
 /** How many recent messages are searched for a post of the bot's (Discord's largest page). */
 const RECENT_MESSAGES = 50;
 
@@ -138,10 +160,18 @@ export class DiscordOutbox {
     return parsePostedMessage(message);
   }
 
-  /** A plain message that pings nobody; its id. */
+  /**
+   * A plain message that pings nobody; the id of its first part. Text the bot does not write itself (a
+   * transcript line) can be longer than one message allows: it goes out as several, in order.
+   */
   async say(channelId: string, content: string): Promise<string> {
-    const message: unknown = await this.#rest.post(Routes.channelMessages(channelId), { body: { content, allowed_mentions: { parse: [] } } });
-    return parsePostedMessage(message).messageId;
+    let firstId: string | undefined;
+    for (const piece of splitContent(content)) {
+      const message: unknown = await this.#rest.post(Routes.channelMessages(channelId), { body: { content: piece, allowed_mentions: { parse: [] } } });
+      firstId ??= parsePostedMessage(message).messageId;
+    }
+    if (firstId === undefined) throw new Error('nothing to say');
+    return firstId;
   }
 
   /** A public thread started from a message; its channel id. */

@@ -10,6 +10,7 @@ import {
   GuildMember,
   MessageFlags,
   ModalBuilder,
+  PermissionFlagsBits,
   Role,
   SlashCommandBuilder,
   TextInputBuilder,
@@ -109,6 +110,21 @@ describe('login and the gateway', () => {
     discord.leaveVoice(guild.member, guild.id);
     await left;
     expect(client.guilds.cache.get(guild.id)?.voiceStates.cache.get(guild.member.id)?.channelId ?? null).toBeNull();
+  });
+
+  it('shows a permission taken from the bot as its member overwrite on the channel, and gives it back', async () => {
+    const cachedGuild = client.guilds.cache.get(guild.id)!;
+    const voiceChannel = () => cachedGuild.channels.cache.get(guild.voiceChannelId)!;
+    const me = cachedGuild.members.me!;
+    const updated = once(client, Events.ChannelUpdate);
+    discord.denyBotPermission(guild.voiceChannelId, 'connect');
+    await updated;
+    expect(voiceChannel().permissionsFor(me).has(PermissionFlagsBits.Connect)).toBe(false);
+    expect(voiceChannel().permissionsFor(me).has(PermissionFlagsBits.Speak)).toBe(true);
+    const restored = once(client, Events.ChannelUpdate);
+    discord.restoreBotPermissions(guild.voiceChannelId);
+    await restored;
+    expect(voiceChannel().permissionsFor(me).has(PermissionFlagsBits.Connect)).toBe(true);
   });
 
   it('resumes after a dropped connection and receives what it missed', async () => {

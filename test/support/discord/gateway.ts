@@ -20,6 +20,7 @@ const REPLAY_LIMIT = 2000;
 const EVENT_INTENTS: Record<string, number> = {
   GUILD_CREATE: INTENT.guilds,
   CHANNEL_CREATE: INTENT.guilds,
+  CHANNEL_UPDATE: INTENT.guilds,
   THREAD_CREATE: INTENT.guilds,
   GUILD_ROLE_UPDATE: INTENT.guilds,
   GUILD_MEMBER_ADD: INTENT.guildMembers,
@@ -275,6 +276,8 @@ export class Gateway {
       this.dispatch('VOICE_STATE_UPDATE', this.#voiceState(guild, botId, null, previous?.sessionId ?? randomBytes(16).toString('hex')));
       return;
     }
+    // Discord does not answer a join the bot has no Connect permission for: the connection never starts.
+    if (state.deniedBotPermissions.get(channelId)?.has('connect')) return;
     const sessionId = randomBytes(16).toString('hex');
     guild.voiceStates.set(botId, { channelId, sessionId });
     const { token } = voice.expectBot({ guildId: guild.id, channelId, userId: botId, sessionId });

@@ -396,15 +396,31 @@ export class DiscordStandIn {
     this.#failures.push({ ...failure, method: options.method, remaining: times });
   }
 
-  /** Takes a channel permission from the bot: its posts and edits there are refused as Discord refuses them. */
+  /**
+   * Takes a channel permission from the bot, as a server admin's member overwrite does: the bot sees the
+   * overwrite (CHANNEL_UPDATE, interactions' app_permissions), and its requests there are refused as
+   * Discord refuses them.
+   */
   denyBotPermission(channelId: string, permission: DeniableBotPermission): void {
     const denied = this.state.deniedBotPermissions.get(channelId) ?? new Set();
     denied.add(permission);
     this.state.deniedBotPermissions.set(channelId, denied);
+    this.#showBotOverwrite(channelId);
   }
 
   restoreBotPermissions(channelId: string): void {
     this.state.deniedBotPermissions.delete(channelId);
+    this.#showBotOverwrite(channelId);
+  }
+
+  #showBotOverwrite(channelId: string): void {
+    const found = this.state.channel(channelId);
+    if (!found) return;
+    const botId = this.state.botUser.id;
+    const deny = this.state.deniedBotBits(channelId);
+    const others = (found.channel.permissionOverwrites ?? []).filter((overwrite) => overwrite.id !== botId);
+    found.channel.permissionOverwrites = deny === 0n ? others : [...others, { id: botId, type: 1, allow: 0n, deny }];
+    this.#gateway.dispatch('CHANNEL_UPDATE', channelObject(found.channel));
   }
 
   expireInteraction(handle: InteractionHandle): void {
@@ -480,7 +496,7 @@ export class DiscordStandIn {
       channel_id: channelId,
       channel: { ...channelObject(channel), permissions: permissions.toString() },
       member: memberObject(member, user, permissions),
-      app_permissions: ((1n << 50n) - 1n).toString(),
+      app_permissions: (((1n << 50n) - 1n) & ~this.state.deniedBotBits(channelId)).toString(),
       locale: 'en-US',
       guild_locale: 'en-US',
       entitlements: [],

@@ -496,6 +496,7 @@ export class RestApi {
     };
     this.#route('POST', /^\/channels\/(\d+)\/messages\/(\d+)\/threads$/, async (match, request, response) => {
       messageOf(match[1] ?? '', match[2] ?? '');
+      if (denied(match[1] ?? '').has('createPublicThreads')) throw new RestError(403, 50013, 'Missing Permissions');
       json(response, 201, createThread(match[1] ?? '', (await parseBody(request)).json));
     });
     this.#route('POST', /^\/channels\/(\d+)\/threads$/, async (match, request, response) => {

@@ -46,12 +46,21 @@ export interface Role {
   position: number;
 }
 
+/** A channel's permission overwrite for a role (type 0) or a member (type 1). */
+export interface PermissionOverwrite {
+  id: string;
+  type: 0 | 1;
+  allow: bigint;
+  deny: bigint;
+}
+
 export interface Channel {
   id: string;
   guildId: string;
   type: number;
   name: string;
   parentId?: string;
+  permissionOverwrites?: PermissionOverwrite[];
 }
 
 export interface Member {
@@ -152,7 +161,8 @@ export function roleObject(role: Role): Record<string, unknown> {
 }
 
 export function channelObject(channel: Channel): Record<string, unknown> {
-  const base = { id: channel.id, type: channel.type, guild_id: channel.guildId, name: channel.name, position: 0, permission_overwrites: [], flags: 0 };
+  const overwrites = (channel.permissionOverwrites ?? []).map((overwrite) => ({ id: overwrite.id, type: overwrite.type, allow: overwrite.allow.toString(), deny: overwrite.deny.toString() }));
+  const base = { id: channel.id, type: channel.type, guild_id: channel.guildId, name: channel.name, position: 0, permission_overwrites: overwrites, flags: 0 };
   if (channel.type === 2) return { ...base, bitrate: 64_000, user_limit: 0, rtc_region: null, parent_id: null, nsfw: false };
   if (channel.type === 11) {
     return { ...base, parent_id: channel.parentId, owner_id: null, message_count: 0, member_count: 0, thread_metadata: { archived: false, auto_archive_duration: 1440, archive_timestamp: new Date().toISOString(), locked: false } };
@@ -168,7 +178,7 @@ export function memberPermissions(guild: Guild, member: Member): bigint {
 }
 
 /** Channel permissions a test can take from the bot, to see how it copes with Discord's refusals. */
-export type DeniableBotPermission = 'viewChannel' | 'sendMessages' | 'attachFiles' | 'readMessageHistory';
+export type DeniableBotPermission = 'viewChannel' | 'sendMessages' | 'attachFiles' | 'readMessageHistory' | 'connect' | 'speak' | 'createPublicThreads';
 
 export class StandInState {
   readonly users = new Map<string, User>();
@@ -189,6 +199,11 @@ export class StandInState {
     this.botUser = { id: this.applicationId, username: 'video-voice-bot', bot: true };
     this.users.set(this.botUser.id, this.botUser);
     this.botToken = `${Buffer.from(this.botUser.id).toString('base64url')}.${randomBytes(4).toString('base64url')}.${randomBytes(20).toString('base64url')}`;
+  }
+
+  /** The permission bits the bot is denied in a channel. */
+  deniedBotBits(channelId: string): bigint {
+    return [...(this.deniedBotPermissions.get(channelId) ?? [])].reduce((bits, permission) => bits | PERMISSIONS[permission], 0n);
   }
 
   set baseUrl(url: string) {

@@ -1,5 +1,5 @@
 import { VoiceConnectionStatus, entersState, joinVoiceChannel, type VoiceConnection } from '@discordjs/voice';
-import type { Client, Guild, VoiceState } from 'discord.js';
+import { PermissionFlagsBits, type Client, type Guild, type VoiceState } from 'discord.js';
 import type { DiscordOutbox } from '../discord/outbox.ts';
 import { RealtimeClient } from '../gateway/realtime/client.ts';
 import { REALTIME_SESSION_MAX_MS } from '../gateway/spec.ts';
@@ -28,6 +28,24 @@ interface GuildVoice {
   /** When someone last spoke or the bot last answered. */
   activity: { last: number };
   settings: VoiceSettings;
+}
+
+const VOICE_PERMISSIONS = [
+  ['View Channel', PermissionFlagsBits.ViewChannel],
+  ['Connect', PermissionFlagsBits.Connect],
+  ['Speak', PermissionFlagsBits.Speak],
+] as const;
+
+/**
+ * What the bot lacks to talk in a voice channel, from the cached roles and overwrites. Discord does not
+ * answer a join without Connect at all (the connection would just time out), and without Speak the bot
+ * would listen but never be heard. Unknown (the bot's member not cached): nothing is reported missing.
+ */
+function missingVoicePermissions(guild: Guild, channelId: string): string[] {
+  const me = guild.members.me;
+  const permissions = me ? guild.channels.cache.get(channelId)?.permissionsFor(me) : undefined;
+  if (!permissions) return [];
+  return VOICE_PERMISSIONS.filter(([, flag]) => !permissions.has(flag)).map(([name]) => name);
 }
 
 export type JoinResult = { ok: true; alreadyThere?: boolean } | { ok: false; message: string };
@@ -74,6 +92,13 @@ export class VoiceService {
     if (this.#joining.has(guildId)) return { ok: false, message: 'I am already joining a voice channel here; give me a moment.' };
     const guild = this.#deps.client.guilds.cache.get(guildId);
     if (!guild) return { ok: false, message: 'I cannot see this server.' };
+    const missing = missingVoicePermissions(guild, voiceChannelId);
+    if (missing.length > 0) {
+      return {
+        ok: false,
+        message: `I may not join <#${voiceChannelId}>: I lack ${missing.map((name) => `**${name}**`).join(' and ')} there. A server admin can give me View Channel, Connect and Speak in that channel, or pick another with the \`channel\` option.`,
+      };
+    }
     const access = await this.#deps.policy.resolveGatewayAccess(guildId);
     if (!access.ok) return { ok: false, message: access.message };
 

@@ -55,6 +55,27 @@ describe('voice conversations', () => {
     await discord.waitForMessage(guild.textChannelId, (message) => message.content.startsWith('Stopped listening'));
   });
 
+  it('says which permission it lacks in a voice channel it may not connect to or speak in, without trying to join', async () => {
+    const { discord, guild } = world;
+    discord.joinVoice(guild.member, guild.id, guild.voiceChannelId);
+    for (const [permission, name] of [['connect', 'Connect'], ['speak', 'Speak']] as const) {
+      discord.denyBotPermission(guild.voiceChannelId, permission);
+      try {
+        const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'join' });
+        const reply = await run.reply(5_000);
+        expect(reply.flags & 64).toBe(64);
+        expect(reply.content).toBe(
+          `I may not join <#${guild.voiceChannelId}>: I lack **${name}** there. A server admin can give me View Channel, Connect and Speak in that channel, or pick another with the \`channel\` option.`,
+        );
+        expect(discord.botVoiceChannel(guild.id)).toBeUndefined();
+      } finally {
+        discord.restoreBotPermissions(guild.voiceChannelId);
+      }
+    }
+    discord.leaveVoice(guild.member, guild.id);
+    await joinVoice();
+  });
+
   it('hears a user\'s tone, decoded, and plays the model\'s echo back as the same tone', async () => {
     const { discord, emulator, guild } = world;
     await joinVoice();

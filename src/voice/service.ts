@@ -1,6 +1,6 @@
 import { VoiceConnectionStatus, entersState, joinVoiceChannel, type VoiceConnection } from '@discordjs/voice';
 import { PermissionFlagsBits, type Client, type Guild, type VoiceState } from 'discord.js';
-import type { DiscordOutbox } from '../discord/outbox.ts';
+import { DISCORD_ERRORS, isDiscordError, type DiscordOutbox } from '../discord/outbox.ts';
 import { RealtimeClient } from '../gateway/realtime/client.ts';
 import { REALTIME_SESSION_MAX_MS } from '../gateway/spec.ts';
 import type { Logger } from '../log.ts';
@@ -25,6 +25,8 @@ interface GuildVoice {
   voiceChannelId: string;
   textChannelId: string;
   transcriptThreadId: string | undefined;
+  /** The channel message the transcript thread starts from, once posted. */
+  transcriptAnchorId?: string;
   /** When someone last spoke or the bot last answered. */
   activity: { last: number };
   settings: VoiceSettings;
@@ -243,8 +245,17 @@ export class VoiceService {
     if (!entry?.settings.transcripts) return;
     try {
       if (!entry.transcriptThreadId) {
-        const anchor = await this.#deps.outbox.say(entry.textChannelId, `📝 Transcript of the conversation in <#${entry.voiceChannelId}>`);
-        entry.transcriptThreadId = await this.#deps.outbox.startThread(entry.textChannelId, anchor, 'Voice transcript');
+        // Posted once: a thread that cannot be opened must not leave one anchor per line in the channel.
+        entry.transcriptAnchorId ??= await this.#deps.outbox.say(entry.textChannelId, `📝 Transcript of the conversation in <#${entry.voiceChannelId}>`);
+        try {
+          entry.transcriptThreadId = await this.#deps.outbox.startThread(entry.textChannelId, entry.transcriptAnchorId, 'Voice transcript');
+        } catch (error) {
+          if (!isDiscordError(error, DISCORD_ERRORS.missingAccess, DISCORD_ERRORS.missingPermissions)) throw error;
+          entry.settings = { ...entry.settings, transcripts: false };
+          this.#deps.log.warn('may not open a transcript thread; no transcript for this conversation', { guild: guildId, channel: entry.textChannelId, error });
+          await this.#say(entry.textChannelId, 'I may not open a thread in this channel (I lack **Create Public Threads** here), so this conversation gets no transcript.');
+          return;
+        }
       }
       await this.#deps.outbox.say(entry.transcriptThreadId, `${speaker === 'bot' ? '**Bot**' : '**Voice**'}: ${text}`);
     } catch (error) {

@@ -193,6 +193,33 @@ describe('voice conversations', () => {
     expect(threadLines()).toHaveLength(linesBefore);
   });
 
+  it('says once that it may not open a transcript thread, and posts no anchor per line', async () => {
+    const { discord, guild } = world;
+    const enable = discord.runCommand({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'settings', options: { transcripts: true } });
+    await enable.reply();
+    discord.denyBotPermission(guild.textChannelId, 'createPublicThreads');
+    try {
+      const since = discord.messages(guild.textChannelId).length;
+      await joinVoice();
+      const played = (count: number) => (events: readonly { speaking: number }[]) => events.filter((event) => event.speaking !== 0).length >= count && events.at(-1)?.speaking === 0;
+      await discord.voice.speakTone(guild.id, guild.member.id, { hz: 500, ms: 500, amplitude: 0.5 });
+      await discord.waitForMessage(guild.textChannelId, (message) => message.content.includes('**Create Public Threads**'));
+      await discord.voice.waitForBotSpeaking(guild.id, played(1), 15_000);
+      await discord.voice.speakTone(guild.id, guild.member.id, { hz: 500, ms: 500, amplitude: 0.5 });
+      await discord.voice.waitForBotSpeaking(guild.id, played(2), 15_000);
+      const leave = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'leave' });
+      await leave.reply();
+      await discord.waitForMessage(guild.textChannelId, (message) => message.content.startsWith('Stopped listening'));
+      const posted = discord.messages(guild.textChannelId).slice(since).map((message) => message.content);
+      expect(posted.filter((content) => content.startsWith('📝'))).toHaveLength(1);
+      expect(posted.filter((content) => content.includes('Create Public Threads'))).toHaveLength(1);
+    } finally {
+      discord.restoreBotPermissions(guild.textChannelId);
+      const disable = discord.runCommand({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'settings', options: { transcripts: false } });
+      await disable.reply();
+    }
+  });
+
   it('refuses voice settings changes from members without Manage Server, naming the rule', async () => {
     const { discord, guild } = world;
     const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'settings', options: { transcripts: false } });

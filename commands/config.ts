@@ -254,7 +254,7 @@ async function execute(interaction: ChatInputCommandInteraction, services: Servi
 
 async function autocomplete(interaction: AutocompleteInteraction, services: Services) {
   const typed = interaction.options.getFocused().toLowerCase();
-  const models = interaction.guildId ? await services.video.videoModels(interaction.guildId).catch(() => []) : [];
+  const models = interaction.guildId ? await services.video.suggestedModels(interaction.guildId, 'video') : [];
   await interaction.respond(models.filter((model) => model.toLowerCase().includes(typed)).slice(0, 25).map((model) => ({ name: model, value: model })));
 }
 

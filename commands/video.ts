@@ -203,7 +203,7 @@ async function autocomplete(interaction: AutocompleteInteraction, services: Serv
   const typed = focused.value.toLowerCase();
   let choices: { name: string; value: string }[] = [];
   if (focused.name === 'model') {
-    const models = interaction.guildId ? await services.video.videoModels(interaction.guildId).catch(() => []) : [];
+    const models = interaction.guildId ? await services.video.suggestedModels(interaction.guildId, 'video') : [];
     choices = models.filter((model) => model.toLowerCase().includes(typed)).map((model) => ({ name: model, value: model }));
   } else if (focused.name === 'voice') {
     const chosen = parseVoiceList(focused.value);

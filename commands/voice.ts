@@ -123,7 +123,7 @@ async function autocomplete(interaction: AutocompleteInteraction, services: Serv
   if (focused.name === 'voice') names = BUILT_IN_VOICES.filter((voice) => voice.startsWith(typed));
   if (focused.name === 'model') {
     const vendor = services.config.gatewayVendor.toLowerCase();
-    const models = interaction.guildId ? await services.video.models(interaction.guildId).catch(() => []) : [];
+    const models = interaction.guildId ? await services.video.suggestedModels(interaction.guildId, 'any') : [];
     names = models.filter((model) => model.toLowerCase().startsWith(`${vendor}-voice-`) && model.toLowerCase().includes(typed));
   }
   await interaction.respond(names.slice(0, MAX_CHOICES).map((name) => ({ name, value: name })));

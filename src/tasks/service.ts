@@ -38,6 +38,8 @@ import { onceUntilFailure } from '../once-until-failure.ts';
 export const INTERACTION_TOKEN_LIFETIME_MS = 15 * 60_000;
 /** How long a key's model list serves autocomplete before the gateway is asked again. */
 const MODEL_LIST_TTL_MS = 60_000;
+/** Discord drops an autocomplete answer after 3 s: a model list slower than this is left out of it. */
+const SUGGESTION_WAIT_MS = 2_000;
 /** Leave a margin: the interaction reached the bot a little after Discord made it, and an edit sent at 14:59 may arrive after 15:00. */
 const TOKEN_SAFETY_MARGIN_MS = 30_000;
 
@@ -486,6 +488,23 @@ export class VideoService {
 
   async videoModels(guildId: string): Promise<string[]> {
     return (await this.models(guildId)).filter((id) => videoModelCapabilities(id, this.#deps.vendor) !== undefined);
+  }
+
+  /**
+   * The models to suggest while a member types: what the gateway says within SUGGESTION_WAIT_MS, else
+   * none this keystroke (the request goes on and fills the cache for the next one). Never throws.
+   */
+  async suggestedModels(guildId: string, kind: 'video' | 'any'): Promise<string[]> {
+    const list = (kind === 'video' ? this.videoModels(guildId) : this.models(guildId)).catch((): string[] => []);
+    let timer: NodeJS.Timeout | undefined;
+    const tooSlow = new Promise<string[]>((resolve) => {
+      timer = setTimeout(() => resolve([]), SUGGESTION_WAIT_MS);
+    });
+    try {
+      return await Promise.race([list, tooSlow]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 }
 

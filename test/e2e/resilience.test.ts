@@ -28,10 +28,14 @@ describe('when Discord answers 5xx or 429', () => {
   });
 });
 
+const MODEL_LIST = JSON.stringify({ object: 'list', data: [{ id: 'svc-imagine-video-1.5', object: 'model', owned_by: 'svc' }] });
+
 /** A gateway that answers what a test says, to reach paths the emulator never takes. */
 class FakeGateway {
   readonly server: Server;
   onSubmit: (response: ServerResponse) => void = (response) => response.writeHead(200, { 'content-type': 'application/json' }).end('{"task_id":"task_1","status":"queued"}');
+  onModels: (response: ServerResponse) => void = (response) => response.writeHead(200, { 'content-type': 'application/json' }).end(MODEL_LIST);
+  modelLists = 0;
   readonly submissions: IncomingMessage[] = [];
 
   constructor() {
@@ -41,6 +45,10 @@ class FakeGateway {
         this.submissions.push(request);
         this.server.emit('submission');
         this.onSubmit(response);
+      } else if (request.url === '/v1/models') {
+        this.modelLists++;
+        this.server.emit('models');
+        this.onModels(response);
       } else {
         response.writeHead(200, { 'content-type': 'application/json' }).end('{"task_id":"task_1","status":"processing","progress":10}');
       }
@@ -94,6 +102,20 @@ describe('with a gateway that misbehaves', () => {
     // Not replaced by "something went wrong".
     expect(JSON.stringify(run.record.original?.embeds)).toContain('Outcome unknown');
     expect(bot.logs.some((line) => line.msg === 'interaction handler failed')).toBe(false);
+  });
+
+  it('suggests no models rather than miss Discord\'s 3 s autocomplete deadline while the model list is slow, then the list it brought', async () => {
+    let answerModels!: () => void;
+    gateway.onModels = (response) => {
+      answerModels = () => response.writeHead(200, { 'content-type': 'application/json' }).end(MODEL_LIST);
+    };
+    const asked = once(gateway.server, 'models');
+    const typing = { user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt: 'x', model: 'svc' }, focused: 'model' };
+    expect(await discord.autocomplete(typing)).toEqual([]);
+    await asked;
+    answerModels();
+    expect((await discord.autocomplete(typing)).map((choice) => choice.value)).toEqual(['svc-imagine-video-1.5']);
+    expect(gateway.modelLists).toBe(1);
   });
 
   it('on SIGINT finishes what is in flight, closes the store, then exits 0', async () => {

@@ -194,15 +194,18 @@ export class GatewayClient {
     return { bytes: response.body, contentType: headerValue(response.headers, 'content-type') };
   }
 
-  /** The models the key's group may use. */
+  /**
+   * The models the key's group may use. The spec does not show this answer's shape: a bare list, or one
+   * under `data` (OpenAI's) or `models`, of names or of objects named by `id` (or `name`), are all read.
+   */
   async listModels(): Promise<GatewayModel[]> {
     const response = await this.#send({ method: 'GET', target: '/v1/models', idempotent: true, authorize: true, maxBytes: MAX_JSON_BYTES });
     const body = parseJsonBody(response);
-    const list = Array.isArray(body) ? body : readArray(body, 'data');
-    if (list === undefined) throw new MalformedResponseError('The model list answer has no data list.', { requestId: response.requestId });
+    const list = Array.isArray(body) ? body : (readArray(body, 'data') ?? readArray(body, 'models'));
+    if (list === undefined) throw new MalformedResponseError('The model list answer has no list of models.', { requestId: response.requestId });
     const models: GatewayModel[] = [];
     for (const entry of list) {
-      const id = typeof entry === 'string' ? entry : readNonEmptyString(entry, 'id');
+      const id = typeof entry === 'string' ? entry : (readNonEmptyString(entry, 'id') ?? readNonEmptyString(entry, 'name'));
       if (id !== undefined && id !== '') models.push({ id, ownedBy: readString(entry, 'owned_by') });
     }
     return models;

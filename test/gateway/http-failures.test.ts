@@ -247,6 +247,15 @@ describe('answers that are not what the spec promises', () => {
     await expect(client(server.url).createClientSecret(60)).rejects.toThrow(/client secret answer has no value/);
   });
 
+  it.each([
+    ['under data, as objects', { object: 'list', data: [{ id: 'svc-imagine-video' }, { id: 'svc-voice-latest', owned_by: 'svc' }] }],
+    ['under models, as objects named by name', { models: [{ name: 'svc-imagine-video' }, { name: 'svc-voice-latest' }] }],
+    ['as a bare list of names', ['svc-imagine-video', 'svc-voice-latest']],
+  ])('a model list %s is read (the spec does not show its shape)', async (_label, body) => {
+    const server = await serve((_request, response) => json(response, 200, body));
+    expect((await client(server.url).listModels()).map((model) => model.id)).toEqual(['svc-imagine-video', 'svc-voice-latest']);
+  });
+
   it('a model list in an unexpected shape is a clear error', async () => {
     const server = await serve((_request, response) => json(response, 200, { models: 'all' }));
     await expect(client(server.url).listModels()).rejects.toThrow(MalformedResponseError);

@@ -172,7 +172,8 @@ export class GatewayClient {
 
   /**
    * The finished video's bytes. Compatibility tasks are fetched through the gateway's `/content` with
-   * the key; native tasks from `video.url` without it (that address may be a third party's).
+   * the key; native tasks from `video.url`, with the key only when that address is on the gateway's own
+   * origin (every request to the gateway carries it), never when it is a third party's.
    */
   async downloadVideo(task: TaskResult, options: DownloadOptions): Promise<DownloadedVideo> {
     if (task.moderated) throw new VideoUnavailableError(`Task ${task.id}'s video was removed by content moderation.`, 'moderated');
@@ -186,7 +187,7 @@ export class GatewayClient {
       authorize = true;
     } else if (task.videoUrl !== undefined) {
       target = task.videoUrl;
-      authorize = false;
+      authorize = URL.parse(task.videoUrl)?.origin === new URL(this.baseUrl).origin;
     } else {
       throw new VideoUnavailableError(`Task ${task.id} succeeded without a video address.`, 'missing');
     }

@@ -265,9 +265,15 @@ describe('answers that are not what the spec promises', () => {
 describe('downloads', () => {
   const video = Buffer.alloc(5000, 7);
 
-  it('a compatibility download goes through /content with the key; a native one uses the url without it', async () => {
-    const server = await serve((_request, response) => {
+  it('a compatibility download goes through /content with the key; a native one uses the url, with the key only on the gateway\'s origin', async () => {
+    // A gateway that guards every route, its video files too, as the spec's "HTTP requests carry" allows.
+    const server = await serve((request, response) => {
+      if (request.headers.authorization !== `Bearer ${API_KEY}`) return json(response, 401, { error: { code: 'invalid_api_key', message: 'no key' } });
       response.writeHead(200, { 'content-type': 'video/mp4', 'content-length': String(video.length) });
+      response.end(video);
+    });
+    const storage = await serve((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/octet-stream' });
       response.end(video);
     });
     const compat = await client(server.url).downloadVideo(succeeded('compat'), { maxBytes: 10_000 });
@@ -275,8 +281,13 @@ describe('downloads', () => {
     expect(compat.contentType).toBe('video/mp4');
     expect(server.seen[0]).toMatchObject({ url: '/v1/videos/task_1/content', authorization: `Bearer ${API_KEY}` });
 
-    await client(server.url, { layer: 'native' }).downloadVideo(succeeded('native', `${server.url}/files/v.mp4?sig=1`), { maxBytes: 10_000 });
-    expect(server.seen[1]).toMatchObject({ url: '/files/v.mp4?sig=1', authorization: undefined });
+    const own = await client(`${server.url}/gw/`, { layer: 'native' }).downloadVideo(succeeded('native', `${server.url}/files/v.mp4?sig=1`), { maxBytes: 10_000 });
+    expect(own.bytes.equals(video)).toBe(true);
+    expect(server.seen[1]).toMatchObject({ url: '/files/v.mp4?sig=1', authorization: `Bearer ${API_KEY}` });
+
+    const elsewhere = await client(server.url, { layer: 'native' }).downloadVideo(succeeded('native', `${storage.url}/v.mp4?sig=1`), { maxBytes: 10_000 });
+    expect(elsewhere.bytes.equals(video)).toBe(true);
+    expect(storage.seen[0]).toMatchObject({ url: '/v.mp4?sig=1', authorization: undefined });
   });
 
   it('an announced size over maxBytes stops at once and carries the size', async () => {

@@ -224,6 +224,15 @@ describe('answers that are not what the spec promises', () => {
     expect(error).toMatchObject({ limit: 1024 * 1024 });
   });
 
+  it('reads the request id under either header name (the spec does not name it)', async () => {
+    const server = await serve((_request, response) => {
+      response.writeHead(400, { 'content-type': 'application/json; charset=utf-8', 'request-id': 'req_plain' });
+      response.end(JSON.stringify({ error: { message: 'bad prompt', type: 'gateway_api_error', param: 'prompt', code: 'invalid_request_error' } }));
+    });
+    const error = await client(server.url).getTask('task_1').catch((e: unknown) => e);
+    expect(error).toMatchObject({ status: 400, code: 'invalid_request_error', requestId: 'req_plain' });
+  });
+
   it('a success answer that is not JSON is a clear error', async () => {
     const server = await serve((_request, response) => {
       response.writeHead(200, { 'content-type': 'text/plain', 'x-request-id': 'req_text' });

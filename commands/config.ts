@@ -108,7 +108,7 @@ async function modal(interaction: ModalSubmitInteraction, services: Services) {
   const result = await services.settings.setKey(interaction.guildId, interaction.fields.getTextInputValue(KEY_INPUT), interaction.user.id);
   await interaction.editReply(
     result.ok
-      ? `Key saved (…${result.lastFour}); it can use ${result.models} models. It is stored encrypted and will not be shown again. \`/config key-clear\` removes it.`
+      ? `Key saved (…${result.lastFour})${result.models === undefined ? '' : `; it can use ${result.models} models`}. It is stored encrypted and will not be shown again. \`/config key-clear\` removes it.`
       : result.message,
   );
 }

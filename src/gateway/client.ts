@@ -172,7 +172,8 @@ export class GatewayClient {
 
   /**
    * The finished video's bytes. Compatibility tasks are fetched through the gateway's `/content` with
-   * the key; native tasks from `video.url` without it (that address may be a third party's).
+   * the key; native tasks from `video.url`, with the key only when that address is on the gateway's own
+   * origin (every request to the gateway carries it), never when it is a third party's.
    */
   async downloadVideo(task: TaskResult, options: DownloadOptions): Promise<DownloadedVideo> {
     if (task.moderated) throw new VideoUnavailableError(`Task ${task.id}'s video was removed by content moderation.`, 'moderated');
@@ -186,7 +187,7 @@ export class GatewayClient {
       authorize = true;
     } else if (task.videoUrl !== undefined) {
       target = task.videoUrl;
-      authorize = false;
+      authorize = URL.parse(task.videoUrl)?.origin === new URL(this.baseUrl).origin;
     } else {
       throw new VideoUnavailableError(`Task ${task.id} succeeded without a video address.`, 'missing');
     }
@@ -194,15 +195,18 @@ export class GatewayClient {
     return { bytes: response.body, contentType: headerValue(response.headers, 'content-type') };
   }
 
-  /** The models the key's group may use. */
+  /**
+   * The models the key's group may use. The spec does not show this answer's shape: a bare list, or one
+   * under `data` (OpenAI's) or `models`, of names or of objects named by `id` (or `name`), are all read.
+   */
   async listModels(): Promise<GatewayModel[]> {
     const response = await this.#send({ method: 'GET', target: '/v1/models', idempotent: true, authorize: true, maxBytes: MAX_JSON_BYTES });
     const body = parseJsonBody(response);
-    const list = Array.isArray(body) ? body : readArray(body, 'data');
-    if (list === undefined) throw new MalformedResponseError('The model list answer has no data list.', { requestId: response.requestId });
+    const list = Array.isArray(body) ? body : (readArray(body, 'data') ?? readArray(body, 'models'));
+    if (list === undefined) throw new MalformedResponseError('The model list answer has no list of models.', { requestId: response.requestId });
     const models: GatewayModel[] = [];
     for (const entry of list) {
-      const id = typeof entry === 'string' ? entry : readNonEmptyString(entry, 'id');
+      const id = typeof entry === 'string' ? entry : (readNonEmptyString(entry, 'id') ?? readNonEmptyString(entry, 'name'));
       if (id !== undefined && id !== '') models.push({ id, ownedBy: readString(entry, 'owned_by') });
     }
     return models;

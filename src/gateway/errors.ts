@@ -31,7 +31,7 @@ export class GatewayError extends Error {
   readonly code: string | undefined;
   readonly param: string | undefined;
   readonly type: string | undefined;
-  /** The response's `x-request-id`, for support. */
+  /** The response's request id (`x-request-id` or `request-id`), for support. */
   readonly requestId: string | undefined;
 
   constructor(message: string, details: GatewayErrorDetails = {}) {

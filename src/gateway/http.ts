@@ -95,6 +95,14 @@ export function headerValue(headers: IncomingHttpHeaders, name: string): string 
   return Array.isArray(value) ? value[0] : value;
 }
 
+/**
+ * The answer's request identifier. The spec says every response carries one but not under which header:
+ * `x-request-id` (the emulator's, OpenAI's) or `request-id`.
+ */
+export function requestIdOf(headers: IncomingHttpHeaders): string | undefined {
+  return headerValue(headers, 'x-request-id') ?? headerValue(headers, 'request-id');
+}
+
 /** Where the request went, for messages: origin and path, never the query (signed urls) or headers. */
 function describeTarget(method: string, url: string): string {
   try {
@@ -177,7 +185,7 @@ async function exchange(target: HttpRequest, deadline: AbortSignal): Promise<Htt
     throw networkFailure(error, target, false, deadline.aborted);
   }
   const { statusCode: status, headers, body } = response;
-  const requestId = headerValue(headers, 'x-request-id');
+  const requestId = requestIdOf(headers);
   const failed = status >= 400;
   const limit = failed ? MAX_ERROR_BODY_BYTES : target.maxBytes;
 

@@ -62,7 +62,14 @@ function readStorageError(source: JsonRecord | undefined): string | undefined {
   return readNonEmptyString(source, 'storage_error') ?? readNonEmptyString(readRecord(source, 'storage_error'), 'message');
 }
 
-function clampProgress(value: number | undefined): number | undefined {
+/**
+ * `progress` (0-100) when the answer has one. The spec does not show its type and provider-notes say to
+ * show it when present, so a number written as text ("40", "40%") counts too.
+ */
+function readProgress(body: JsonRecord): number | undefined {
+  const text = readString(body, 'progress');
+  const match = text === undefined ? undefined : /^\s*(\d+(?:\.\d+)?)\s*%?\s*$/.exec(text);
+  const value = match ? Number(match[1]) : readNumber(body, 'progress');
   return value === undefined ? undefined : Math.min(100, Math.max(0, value));
 }
 
@@ -129,7 +136,7 @@ export function parseTaskResult(answer: TaskAnswer): TaskResult {
     ...base,
     status,
     rawStatus,
-    progress: clampProgress(readNumber(body, 'progress')),
+    progress: readProgress(body),
     videoUrl: status === 'succeeded' && !moderated && url !== undefined && isHttpUrl(url) ? url : undefined,
     moderated,
     durationSeconds: readNumber(video, 'duration') ?? readNumber(body, 'duration'),

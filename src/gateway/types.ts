@@ -84,7 +84,7 @@ export interface SubmittedTask {
   status: 'running';
   /** The raw status when the layer reports one (compatibility: `queued` or `processing`). */
   rawStatus: string | undefined;
-  /** The answer's `x-request-id`, for support. */
+  /** The answer's request id (`x-request-id` or `request-id`), for support. */
   requestId: string | undefined;
 }
 

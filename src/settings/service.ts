@@ -1,4 +1,4 @@
-import { AuthenticationError, GatewayApiError, GatewayError } from '../gateway/errors.ts';
+import { AuthenticationError, GatewayApiError, GatewayError, MalformedResponseError } from '../gateway/errors.ts';
 import { keyFingerprint, type GatewayClientPool } from '../gateway/pool.ts';
 import type { Layer } from '../gateway/spec.ts';
 import { KeyedLock } from '../keyed-lock.ts';
@@ -31,7 +31,8 @@ export interface SettingsOptions {
   previousEncryptionSecret?: string | undefined;
 }
 
-export type SetKeyResult = { ok: true; lastFour: string; models: number } | { ok: false; message: string };
+/** `models`: how many models the key may use, when the gateway's model list could be read. */
+export type SetKeyResult = { ok: true; lastFour: string; models: number | undefined } | { ok: false; message: string };
 
 export type GatewayAccessProblem = 'no-key' | 'undecryptable' | 'no-secret';
 
@@ -128,12 +129,17 @@ export class SettingsService implements GuildVideoPolicy {
     return { ok: true, lastFour, models: checked.models };
   }
 
-  async #checkKey(key: string): Promise<{ ok: true; models: number } | { ok: false; message: string }> {
+  async #checkKey(key: string): Promise<{ ok: true; models: number | undefined } | { ok: false; message: string }> {
     const inUse = this.#isInUse(key);
     try {
       return { ok: true, models: (await this.#options.clients.get(key, 'compat').listModels()).length };
     } catch (error) {
       if (error instanceof AuthenticationError) return { ok: false, message: MESSAGES.keyRefused };
+      // The gateway took the key (a success answer) in a list shape the spec does not show: the key works.
+      if (error instanceof MalformedResponseError) {
+        this.#options.log.warn('the gateway accepted a server key but its model list could not be read', { error });
+        return { ok: true, models: undefined };
+      }
       const requestId = error instanceof GatewayError && error.requestId ? ` (request id \`${error.requestId}\`)` : '';
       const detail = error instanceof GatewayApiError ? `the gateway answered ${error.status} ${error.code ?? ''}`.trim() : 'the gateway could not be reached';
       this.#options.log.warn('could not check a server gateway key', { error });

@@ -4,7 +4,7 @@ import { RealtimeConnectionError, type RealtimeClient } from '../gateway/realtim
 import type { RealtimeServerEvent } from '../gateway/realtime/events.ts';
 import type { Logger } from '../log.ts';
 import { AnswerStreams } from './answer-streams.ts';
-import { bytesToSamples, FRAME_MS } from './audio/format.ts';
+import { FRAME_MS } from './audio/format.ts';
 import { SpeakerMixer } from './audio/mixer.ts';
 import { InputPump } from './input-pump.ts';
 import { VoiceListener } from './listener.ts';
@@ -307,7 +307,7 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
       case 'response.output_audio.delta': {
         const stream = this.#answers.audio(event);
         if (!stream) break;
-        this.#player.append(stream.key, bytesToSamples(event.audio));
+        this.#player.append(stream.key, event.audio);
         this.#options.onActivity?.();
         break;
       }

@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { AudioPlayerStatus, AudioResource, NoSubscriberBehavior, createAudioPlayer, type AudioPlayer, type VoiceConnection } from '@discordjs/voice';
 import type { Logger } from '../log.ts';
-import { FRAME_MS } from './audio/format.ts';
+import { BYTES_PER_SAMPLE, FRAME_MS, bytesToSamples } from './audio/format.ts';
 import { Framer } from './audio/framer.ts';
 import { OpusFrameEncoder } from './audio/opus.ts';
 
@@ -26,6 +26,8 @@ interface Item {
   stream: Readable;
   resource: AudioResource<string>;
   framer: Framer;
+  /** The first byte of a sample the last delta cut in two, waiting for the rest. */
+  oddByte: Buffer | undefined;
   bufferedFrames: number;
   ended: boolean;
   started: boolean;
@@ -76,11 +78,16 @@ export class SpeechPlayer {
     return this.#items.length > 0;
   }
 
-  /** Audio for an item; a new key queues behind the item playing. */
-  append(key: string, samples: Int16Array): void {
+  /**
+   * PCM bytes for an item; a new key queues behind the item playing. A delta need not end on a sample
+   * boundary (the spec says only "base64 audio"): a half sample waits for the next delta of its item.
+   */
+  append(key: string, pcm: Buffer): void {
     const item = this.#item(key);
     if (item.ended) return;
-    for (const frame of item.framer.push(samples)) this.#enqueue(item, frame);
+    const bytes = item.oddByte ? Buffer.concat([item.oddByte, pcm]) : pcm;
+    item.oddByte = bytes.length % BYTES_PER_SAMPLE === 0 ? undefined : Buffer.from(bytes.subarray(bytes.length - 1));
+    for (const frame of item.framer.push(bytesToSamples(bytes))) this.#enqueue(item, frame);
     this.#startIfReady(item);
   }
 
@@ -131,6 +138,7 @@ export class SpeechPlayer {
       stream,
       resource: new AudioResource<string>([], [stream], key, SILENCE_PADDING_FRAMES),
       framer: new Framer(),
+      oddByte: undefined,
       bufferedFrames: 0,
       ended: false,
       started: false,

@@ -224,6 +224,15 @@ describe('answers that are not what the spec promises', () => {
     expect(error).toMatchObject({ limit: 1024 * 1024 });
   });
 
+  it('reads the request id under either header name (the spec does not name it)', async () => {
+    const server = await serve((_request, response) => {
+      response.writeHead(400, { 'content-type': 'application/json; charset=utf-8', 'request-id': 'req_plain' });
+      response.end(JSON.stringify({ error: { message: 'bad prompt', type: 'gateway_api_error', param: 'prompt', code: 'invalid_request_error' } }));
+    });
+    const error = await client(server.url).getTask('task_1').catch((e: unknown) => e);
+    expect(error).toMatchObject({ status: 400, code: 'invalid_request_error', requestId: 'req_plain' });
+  });
+
   it('a success answer that is not JSON is a clear error', async () => {
     const server = await serve((_request, response) => {
       response.writeHead(200, { 'content-type': 'text/plain', 'x-request-id': 'req_text' });
@@ -247,6 +256,15 @@ describe('answers that are not what the spec promises', () => {
     await expect(client(server.url).createClientSecret(60)).rejects.toThrow(/client secret answer has no value/);
   });
 
+  it.each([
+    ['under data, as objects', { object: 'list', data: [{ id: 'svc-imagine-video' }, { id: 'svc-voice-latest', owned_by: 'svc' }] }],
+    ['under models, as objects named by name', { models: [{ name: 'svc-imagine-video' }, { name: 'svc-voice-latest' }] }],
+    ['as a bare list of names', ['svc-imagine-video', 'svc-voice-latest']],
+  ])('a model list %s is read (the spec does not show its shape)', async (_label, body) => {
+    const server = await serve((_request, response) => json(response, 200, body));
+    expect((await client(server.url).listModels()).map((model) => model.id)).toEqual(['svc-imagine-video', 'svc-voice-latest']);
+  });
+
   it('a model list in an unexpected shape is a clear error', async () => {
     const server = await serve((_request, response) => json(response, 200, { models: 'all' }));
     await expect(client(server.url).listModels()).rejects.toThrow(MalformedResponseError);
@@ -256,9 +274,15 @@ describe('answers that are not what the spec promises', () => {
 describe('downloads', () => {
   const video = Buffer.alloc(5000, 7);
 
-  it('a compatibility download goes through /content with the key; a native one uses the url without it', async () => {
-    const server = await serve((_request, response) => {
+  it('a compatibility download goes through /content with the key; a native one uses the url, with the key only on the gateway\'s origin', async () => {
+    // A gateway that guards every route, its video files too, as the spec's "HTTP requests carry" allows.
+    const server = await serve((request, response) => {
+      if (request.headers.authorization !== `Bearer ${API_KEY}`) return json(response, 401, { error: { code: 'invalid_api_key', message: 'no key' } });
       response.writeHead(200, { 'content-type': 'video/mp4', 'content-length': String(video.length) });
+      response.end(video);
+    });
+    const storage = await serve((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/octet-stream' });
       response.end(video);
     });
     const compat = await client(server.url).downloadVideo(succeeded('compat'), { maxBytes: 10_000 });
@@ -266,8 +290,13 @@ describe('downloads', () => {
     expect(compat.contentType).toBe('video/mp4');
     expect(server.seen[0]).toMatchObject({ url: '/v1/videos/task_1/content', authorization: `Bearer ${API_KEY}` });
 
-    await client(server.url, { layer: 'native' }).downloadVideo(succeeded('native', `${server.url}/files/v.mp4?sig=1`), { maxBytes: 10_000 });
-    expect(server.seen[1]).toMatchObject({ url: '/files/v.mp4?sig=1', authorization: undefined });
+    const own = await client(`${server.url}/gw/`, { layer: 'native' }).downloadVideo(succeeded('native', `${server.url}/files/v.mp4?sig=1`), { maxBytes: 10_000 });
+    expect(own.bytes.equals(video)).toBe(true);
+    expect(server.seen[1]).toMatchObject({ url: '/files/v.mp4?sig=1', authorization: `Bearer ${API_KEY}` });
+
+    const elsewhere = await client(server.url, { layer: 'native' }).downloadVideo(succeeded('native', `${storage.url}/v.mp4?sig=1`), { maxBytes: 10_000 });
+    expect(elsewhere.bytes.equals(video)).toBe(true);
+    expect(storage.seen[0]).toMatchObject({ url: '/v.mp4?sig=1', authorization: undefined });
   });
 
   it('an announced size over maxBytes stops at once and carries the size', async () => {

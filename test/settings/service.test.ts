@@ -164,6 +164,26 @@ describe("a server's own gateway key", () => {
     }
   });
 
+  it('is stored when the gateway takes it but answers a model list the client cannot read (its shape is not in the spec)', async () => {
+    const gateway: Server = createServer((request, response) => {
+      const ok = request.headers.authorization === `Bearer ${SERVER_KEY}`;
+      response.writeHead(ok ? 200 : 401, { 'content-type': 'application/json; charset=utf-8' });
+      response.end(JSON.stringify(ok ? { available: 'svc-imagine-video' } : { error: { code: 'invalid_api_key', message: 'no' } }));
+    });
+    await new Promise<void>((resolve) => gateway.listen(0, '127.0.0.1', resolve));
+    try {
+      const address = gateway.address();
+      if (address === null || typeof address === 'string') throw new Error('expected a TCP address');
+      const settings = await service({}, `http://127.0.0.1:${address.port}`);
+      expect(await settings.setKey(GUILD, SERVER_KEY, ADMIN)).toEqual({ ok: true, lastFour: '0c43', models: undefined });
+      expect((await settings.get(GUILD)).key).toMatchObject({ lastFour: '0c43' });
+      expect(await settings.setKey(GUILD, 'not-a-real-key-00000', ADMIN)).toEqual({ ok: false, message: MESSAGES.keyRefused });
+    } finally {
+      gateway.closeAllConnections();
+      await new Promise((resolve) => gateway.close(resolve));
+    }
+  });
+
   it('cannot be stored without KEY_ENCRYPTION_SECRET, which the admin and the log are told', async () => {
     const settings = await service({ encryptionSecret: undefined, operatorKey: OPERATOR_KEY });
     expect(settings.canStoreKeys).toBe(false);

@@ -76,6 +76,9 @@ describe('task results of both layers', () => {
     ['compat 202 without a body', 'compat', undefined, 202, undefined],
     ['compat queued', 'compat', { task_id: 'task_1', status: 'queued' }, 200, undefined],
     ['compat processing', 'compat', { task_id: 'task_1', status: 'processing', progress: 55 }, 200, 55],
+    ['compat processing with progress as text', 'compat', { task_id: 'task_1', status: 'processing', progress: '55' }, 200, 55],
+    ['native pending with progress as a percentage', 'native', { status: 'pending', progress: '40%' }, 202, 40],
+    ['native pending with progress that is not a number', 'native', { status: 'pending', progress: 'soon' }, 202, undefined],
   ])('%s is still running', (_what, layer, body, httpStatus, progress) => {
     const task = result(layer, body, httpStatus);
     expect(task.status).toBe('running');
@@ -103,7 +106,7 @@ describe('task results of both layers', () => {
   });
 
   it('ignores a non-http url and wrongly typed fields instead of crashing', () => {
-    const task = result('native', { status: 'done', progress: '50', video: { url: 'javascript:alert(1)', duration: 'long' }, usage: { cost_in_usd_ticks: 'many' } });
+    const task = result('native', { status: 'done', progress: 'half', video: { url: 'javascript:alert(1)', duration: 'long' }, usage: { cost_in_usd_ticks: 'many' } });
     expect(task).toMatchObject({ status: 'succeeded', videoUrl: undefined, progress: undefined, durationSeconds: undefined, costTicks: undefined });
   });
 });

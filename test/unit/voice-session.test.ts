@@ -128,6 +128,23 @@ describe('a voice session against a spec-faithful gateway', () => {
     expect(analyzeTone(joinFramePcm(audible(frames))).dominantHz).toBeCloseTo(440, -1);
   });
 
+  it('plays deltas that cut samples in two (the spec promises only base64 audio, not whole samples)', async () => {
+    const { socket } = await startSession();
+    const pcm = tone(440, 300);
+    const bytes = Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength);
+    socket.send({ type: 'response.created' });
+    for (let offset = 0; offset < bytes.length; offset += 4801) {
+      socket.send({ type: 'response.output_audio.delta', delta: bytes.subarray(offset, offset + 4801).toString('base64') });
+    }
+    socket.send({ type: 'response.output_audio.done' });
+    socket.send({ type: 'response.done' });
+    const frames = await heard(14);
+    const analysis = analyzeTone(joinFramePcm(audible(frames)));
+    expect(analysis.dominantHz).toBeCloseTo(440, -1);
+    // Every other delta read from a half sample would be loud noise, not the tone.
+    expect(analysis.purity).toBeGreaterThan(0.8);
+  });
+
   it('tells the channel about errors people should know of, once, and keeps routine ones to the log', async () => {
     const { socket, problems } = await startSession();
     socket.send({ type: 'error', error: { type: 'invalid_request_error', code: 'session_expired', message: 'The session reached its maximum duration.', param: null, event_id: null } });

@@ -3,6 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import { WebSocket } from 'ws';
 import { registerSecret, silentLogger, type Logger } from '../../log.ts';
 import { GatewayError } from '../errors.ts';
+import { requestIdOf } from '../http.ts';
 import { realtimeSubprotocolPrefixes } from '../spec.ts';
 import type { ClientSecret } from '../types.ts';
 import { isRecord, readString, readTimestamp } from '../../json.ts';
@@ -111,7 +112,7 @@ async function refusal(response: IncomingMessage): Promise<RealtimeConnectionErr
   } catch {
     // A body that is not JSON leaves the status as the whole story.
   }
-  return new RealtimeConnectionError(message, { status: response.statusCode, code, requestId: readString(response.headers, 'x-request-id') });
+  return new RealtimeConnectionError(message, { status: response.statusCode, code, requestId: requestIdOf(response.headers) });
 }
 
 /** Client events remembered by id, so an error naming one can say what it answers. */

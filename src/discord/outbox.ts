@@ -7,6 +7,7 @@ import { onceUntilFailure } from '../once-until-failure.ts';
 // posted as channel messages (a task can outlive any interaction token).
 
 export const DISCORD_ERRORS = {
+  unknownChannel: 10003,
   unknownMessage: 10008,
   unknownWebhook: 10015,
   invalidWebhookToken: 50027,

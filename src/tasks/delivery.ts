@@ -6,7 +6,7 @@ import type { GatewayClient } from '../gateway/client.ts';
 import type { TaskResult } from '../gateway/types.ts';
 import type { Logger } from '../log.ts';
 import { applyResult } from './apply-result.ts';
-import { describeDeliveryFailure, describeMissingPermission, describeOverUploadLimit, describeStorageError } from './messages.ts';
+import { CHANNEL_DELETED, describeDeliveryFailure, describeMissingPermission, describeOverUploadLimit, describeStorageError } from './messages.ts';
 import type { TaskRecord } from './record.ts';
 import type { TaskRepository } from './repository.ts';
 import { cardStateKey, renderStatusCard } from './status-card.ts';
@@ -151,6 +151,8 @@ export class VideoDelivery {
     try {
       messages = await this.#deps.outbox.recentOwnMessages(task.channelId);
     } catch (error) {
+      // A deleted channel: the post that follows is refused the same way, and closes the task.
+      if (isDiscordError(error, DISCORD_ERRORS.unknownChannel)) return undefined;
       if (!isDiscordError(error, DISCORD_ERRORS.missingAccess, DISCORD_ERRORS.missingPermissions)) throw error;
       this.#deps.log.warn('cannot search the channel for an earlier post of a video; posting it again', { task: task.id, channel: task.channelId, error });
       return undefined;
@@ -216,6 +218,11 @@ export class VideoDelivery {
       if (asReply && isReplyRefusal(error)) {
         log.warn('Discord refused the post as a reply (no Read Message History?); posting it without', { task: task.id, channel: task.channelId, error });
         return this.#post(current, file, linkReason, false);
+      }
+      if (isDiscordError(error, DISCORD_ERRORS.unknownChannel)) {
+        // Trying again cannot bring the channel back; /video status elsewhere still shows the card and its link.
+        log.warn('the channel of a finished video was deleted; closing the task', { task: task.id, channel: task.channelId });
+        return this.#close(current, CHANNEL_DELETED);
       }
       if (!isDiscordError(error, DISCORD_ERRORS.missingAccess, DISCORD_ERRORS.missingPermissions)) throw error;
       const missing = isDiscordError(error, DISCORD_ERRORS.missingAccess) ? 'View Channel' : 'Send Messages';

@@ -161,6 +161,9 @@ export function describeOverUploadLimit(size: number | undefined, limit: number)
   return `The video is ${formatSize(size, extraDecimals)}, over this server's upload limit of ${formatSize(limit, extraDecimals)}.`;
 }
 
+/** Discord answered that the task's channel no longer exists (10003). */
+export const CHANNEL_DELETED = 'The channel this video was made in has been deleted, so the video could not be posted there.';
+
 /** A channel permission the bot needs to post a video, as Discord's settings name it. */
 export type PostingPermission = 'View Channel' | 'Send Messages' | 'Attach Files';
 

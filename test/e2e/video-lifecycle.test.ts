@@ -323,6 +323,20 @@ describe('Discord refusing the post', () => {
     expect(discord.messages(guild.textChannelId).some(resultOf(task))).toBe(false);
   });
 
+  it('closes the task at the first refusal when its channel was deleted, keeping the link for /video status', async () => {
+    const before = gateway.contentRequests;
+    const { task } = await track({ channelId: '1999999999999999999' });
+    const closed = await vi.waitFor(async () => {
+      const saved = await repository.get(task.id);
+      expect(saved?.delivery.state).toBe('closed');
+      return saved!;
+    });
+    expect(closed.delivery.lastError).toContain('has been deleted');
+    expect(closed.delivery.lastError).toContain(`${gateway.baseUrl}/files/${task.gatewayId}.mp4`);
+    expect(closed.delivery.failures ?? 0).toBe(0);
+    expect(gateway.contentRequests - before).toBe(1);
+  });
+
   it('logs an error naming the task when not even the card can be edited (past the interaction token)', async () => {
     const { task } = await track({}, () => discord.denyBotPermission(guild.textChannelId, 'viewChannel'));
     const line = await waitForLog('cannot tell the user about a video task: the bot may not edit its status card in the channel');

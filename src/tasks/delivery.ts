@@ -59,9 +59,9 @@ export class VideoDelivery {
 
   /**
    * Edits the status card when what it shows changed, at most once per interval while the task runs.
-   * Returns the task with the card's bookkeeping updated (saved by the caller).
+   * Returns the task with the card's bookkeeping updated; showAndSave() saves it.
    */
-  async updateCard(task: TaskRecord, now = Date.now()): Promise<TaskRecord> {
+  async #updateCard(task: TaskRecord, now = Date.now()): Promise<TaskRecord> {
     const key = cardStateKey(task);
     if (task.card.renderedState === key) return task;
     const running = task.state === 'running' || task.state === 'submitting';
@@ -106,7 +106,7 @@ export class VideoDelivery {
       // The bot posted it before it crashed (or lost Discord's answer), too long ago for the nonce to catch it.
       current = { ...current, delivery: { ...current.delivery, state: 'posted', messageId: earlier.messageId, ...(earlier.attachmentUrl ? { attachmentUrl: earlier.attachmentUrl } : {}) } };
       this.#deps.log.info('found the video already posted; recorded it instead of posting again', { task: current.id, message: earlier.messageId });
-      return this.#finish(current);
+      return this.showAndSave(current);
     }
 
     let latest = result;
@@ -115,7 +115,7 @@ export class VideoDelivery {
       latest = await gateway.getTask(current.gatewayId);
       current = applyResult(current, latest, current.finishedAt ?? Date.now());
       if (current.delivery.state === 'closed' || current.state !== 'succeeded') {
-        return this.#finish(current);
+        return this.showAndSave(current);
       }
     }
 
@@ -130,7 +130,7 @@ export class VideoDelivery {
       } else if (error instanceof VideoUnavailableError || error instanceof NotFoundError) {
         // The temporary video is gone: nothing can be posted any more.
         current = { ...current, state: 'expired', delivery: { ...current.delivery, state: 'closed', lastError: error.message } };
-        return this.#finish(current);
+        return this.showAndSave(current);
       } else {
         throw error;
       }
@@ -229,7 +229,7 @@ export class VideoDelivery {
       log.warn('Discord refused to post a video in its channel', { task: task.id, channel: task.channelId, missing });
       return this.#close(current, describeMissingPermission(missing));
     }
-    return this.#finish(current);
+    return this.showAndSave(current);
   }
 
   /** Closes a task that will not be posted; the card shows `reason` and a link to the video when there is one. */
@@ -237,7 +237,7 @@ export class VideoDelivery {
     const link = linkFor(task);
     const lastError = link ? `${reason}\nThe video: ${link.url}\n${link.note}` : reason;
     const closed: TaskRecord = { ...task, delivery: { ...task.delivery, state: 'closed', lastError, ...(failures === undefined ? {} : { failures }) } };
-    return this.#finish(closed);
+    return this.showAndSave(closed);
   }
 
   /**
@@ -258,13 +258,13 @@ export class VideoDelivery {
   }
 
   /**
-   * Shows where a task ended up (posted or closed) on its card, then saves it: one save, after the card.
-   * Killed between the two, the task is still "posting" and the next start finishes it (posting again with
-   * the same nonce makes no second message); saved first, a kill before the edit would leave the card
-   * saying "running" for good.
+   * Shows the task on its card, then saves it (with when the card was drawn): one save, after the card.
+   * Killed between the two, the task is still in its previous state and the next start repeats the step
+   * (posting again with the same nonce makes no second message); saved first, a kill before the edit
+   * would leave the card saying "running" for good.
    */
-  async #finish(task: TaskRecord): Promise<TaskRecord> {
-    const updated = await this.updateCard(task);
+  async showAndSave(task: TaskRecord, now = Date.now()): Promise<TaskRecord> {
+    const updated = await this.#updateCard(task, now);
     await this.#deps.repository.save(updated);
     return updated;
   }

@@ -423,15 +423,13 @@ export class VideoService {
       // honestly, with the request id support can look up, and stays.
       log.error('a video submission has an unknown outcome', { task: id, guild: task.guildId, error });
       const requestId = error instanceof GatewayError ? error.requestId : undefined;
-      task = await delivery.updateCard({
+      return delivery.showAndSave({
         ...task,
         state: 'unknown',
         finishedAt: Date.now(),
         outcome: requestId ? { ...task.outcome, requestId } : task.outcome,
         delivery: { ...task.delivery, state: 'closed' },
       });
-      await repository.save(task);
-      return task;
     }
     task = {
       ...task,
@@ -442,8 +440,7 @@ export class VideoService {
     };
     await repository.save(task);
     log.info('video task submitted', { task: id, gatewayTask: submitted.id, layer: task.layer, operation: task.operation, guild: task.guildId });
-    task = await delivery.updateCard(task);
-    await repository.save(task);
+    task = await delivery.showAndSave(task);
     tracker.track(task);
     return task;
   }

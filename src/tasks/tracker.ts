@@ -258,12 +258,8 @@ export class TaskTracker {
     const gateway = await this.#gateways.clientFor(task);
     if (!task.gatewayId) throw new Error(`task ${task.id} is running without a gateway id`);
     const result = await gateway.getTask(task.gatewayId);
-    let next = applyResult(task, result, this.#options.now());
-    if (!isTerminal(next.state)) {
-      next = await this.#delivery.updateCard(next, this.#options.now());
-      await this.#repository.save(next);
-      return next;
-    }
+    const next = applyResult(task, result, this.#options.now());
+    if (!isTerminal(next.state)) return this.#delivery.showAndSave(next, this.#options.now());
     await this.#notifyFinished(next);
     if (next.delivery.state === 'waiting') {
       // Saved as finished first, so a restart does not announce it again; then posted from the delivery
@@ -272,16 +268,12 @@ export class TaskTracker {
       this.#queueDelivery(next.id, { task: next, result });
       return next;
     }
-    const carded = await this.#delivery.updateCard(next, this.#options.now());
-    await this.#repository.save(carded);
-    return carded;
+    return this.#delivery.showAndSave(next, this.#options.now());
   }
 
   async #finish(task: TaskRecord): Promise<TaskRecord> {
     await this.#notifyFinished(task);
-    const carded = await this.#delivery.updateCard(task, this.#options.now());
-    await this.#repository.save(carded);
-    return carded;
+    return this.#delivery.showAndSave(task, this.#options.now());
   }
 
   async #notifyFinished(task: TaskRecord): Promise<void> {

@@ -14,12 +14,12 @@ import type { Logger } from '../log.ts';
 import { HTTP_ERROR_CODES, RETRYABLE_CODES } from './spec.ts';
 import { GatewayApiError, GatewayConnectionError, OutcomeUnknownError } from './errors.ts';
 
-/** Answers that refuse a submission outright: the gateway says so, and no task exists. */
-const SUBMISSION_RETRYABLE_CODES: ReadonlySet<string> = new Set(['rate_limit', 'too_many_requests', 'overloaded', 'upstream_error']);
-/** Statuses that say "try again later" when the code does not say more (501 and 505 never get better). */
-const TEMPORARY_STATUSES: ReadonlySet<number> = new Set([429, 500, 502, 503, 504]);
 /** Answers after which the provider may have created (and charged) the task all the same. */
 const OUTCOME_UNKNOWN_CODES: ReadonlySet<string> = new Set(['upstream_timeout_no_response']);
+/** Answers that refuse a submission outright: the gateway says so, and no task exists. */
+const SUBMISSION_RETRYABLE_CODES: ReadonlySet<string> = new Set([...RETRYABLE_CODES].filter((code) => !OUTCOME_UNKNOWN_CODES.has(code)));
+/** Statuses that say "try again later" when the code does not say more (501 and 505 never get better). */
+const TEMPORARY_STATUSES: ReadonlySet<number> = new Set([429, 500, 502, 503, 504]);
 
 export interface RetryPolicy {
   /** Retries after the first attempt. */

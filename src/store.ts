@@ -85,12 +85,17 @@ class KeyvCollection<T> implements Collection<T> {
 }
 
 /**
+ * A JSON string value or key that starts with `:`, in compact JSON: `":` right after `{`, `[`, `,` or `:`.
+ * Keyv's format escapes exactly such strings (Buffers are `:base64:…`); text without one is plain JSON.
+ */
+const COLON_STRING = /[{[,:]":/;
+
+/**
  * Keyv's own deserializer runs JSON.parse with a reviver, several times slower than without, for what its
- * serializer escapes: strings that start with `:` (Buffers are `:base64:…`). In its compact output such a
- * string shows as `":` right after `{`, `[`, `,` or `:`; anything else parses plainly, with the same result.
+ * serializer escapes; text without COLON_STRING parses plainly, with the same result.
  */
 function deserializeStored<Value>(text: string): DeserializedData<Value> | undefined {
-  if (!/[{[,:]":/.test(text)) return JSON.parse(text) as DeserializedData<Value>;
+  if (!COLON_STRING.test(text)) return JSON.parse(text) as DeserializedData<Value>;
   return JSON.parse(text, (_key, value: unknown) => {
     if (typeof value !== 'string' || !value.startsWith(':')) return value;
     return value.startsWith(':base64:') ? Buffer.from(value.slice(8), 'base64') : value.slice(1);
@@ -101,11 +106,11 @@ function deserializeStored<Value>(text: string): DeserializedData<Value> | undef
  * Keyv's format, written natively: its own serializer walks every value in JavaScript to mark what its
  * deserializer (and deserializeStored) must read back specially, strings that start with `:` (written
  * with one more) and Buffers (`:base64:…`). Plain JSON.stringify is right for any value without them,
- * which the same test as above tells; only the others pay for a replacer.
+ * which COLON_STRING (and the Buffer mark) tells; only the others pay for a replacer.
  */
 function serializeStored<Value>(data: DeserializedData<Value>): string {
   const plain = JSON.stringify(data);
-  if (!/[{[,:]":/.test(plain) && !plain.includes('"type":"Buffer"')) return plain;
+  if (!COLON_STRING.test(plain) && !plain.includes('"type":"Buffer"')) return plain;
   return JSON.stringify(data, function (this: Record<string, unknown>, key: string, value: unknown) {
     const original = this[key];
     if (Buffer.isBuffer(original)) return `:base64:${original.toString('base64')}`;

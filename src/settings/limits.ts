@@ -26,7 +26,8 @@ export function discordRelativeTime(at: number): string {
   return `<t:${Math.floor(at / 1000)}:R>`;
 }
 
-function videos(count: number): string {
+/** "1 video", "3 videos". */
+export function videos(count: number): string {
   return count === 1 ? '1 video' : `${count} videos`;
 }
 

@@ -62,6 +62,11 @@ const MIN_KEY_LENGTH = 8;
 /** Finished states in which the gateway made the video, and so charged for it. */
 const MADE_A_VIDEO: ReadonlySet<TaskState> = new Set(['succeeded', 'expired']);
 
+/** `next`, with the change that made it from `current` recorded first in the history (the last HISTORY_KEPT are kept). */
+function withHistory(next: GuildSettings, current: GuildSettings, by: string, change: string): GuildSettings {
+  return { ...next, history: [{ at: Date.now(), by, change }, ...current.history].slice(0, HISTORY_KEPT) };
+}
+
 type ServerKey = { ok: true; key: string } | { ok: false; reason: 'undecryptable' | 'no-secret' };
 
 export class SettingsService implements GuildVideoPolicy {
@@ -100,7 +105,7 @@ export class SettingsService implements GuildVideoPolicy {
   update(guildId: string, by: string, description: string, change: (settings: GuildSettings) => GuildSettings): Promise<GuildSettings> {
     return this.#lock.run(guildId, async () => {
       const current = await this.get(guildId);
-      const next: GuildSettings = { ...change(current), history: [{ at: Date.now(), by, change: description }, ...current.history].slice(0, HISTORY_KEPT) };
+      const next = withHistory(change(current), current, by, description);
       await this.#settings.set(guildId, next);
       return next;
     });
@@ -162,10 +167,7 @@ export class SettingsService implements GuildVideoPolicy {
       const settings = await this.get(guildId);
       if (!settings.key) return false;
       const { key: removed, ...rest } = settings;
-      await this.#settings.set(guildId, {
-        ...rest,
-        history: [{ at: Date.now(), by, change: `cleared the gateway key (…${removed.lastFour})` }, ...settings.history].slice(0, HISTORY_KEPT),
-      });
+      await this.#settings.set(guildId, withHistory(rest, settings, by, `cleared the gateway key (…${removed.lastFour})`));
       this.#dropOpenKey(guildId);
       return true;
     });

@@ -2,6 +2,7 @@ import { KeyedLock } from '../keyed-lock.ts';
 import { isRecord, readNumber } from '../json.ts';
 import { USD_TICKS } from '../gateway/spec.ts';
 import type { Collection, Store } from '../store.ts';
+import { videos } from './limits.ts';
 
 // What each server used, per UTC day and per member: videos started and what the gateway charged.
 // One record per server per day keeps reads O(members); a cost is counted once per task, however often
@@ -146,10 +147,10 @@ export interface UsageReport {
 
 /** "3 videos, $0.40 + 2 without a reported cost": what is known, and how much is not. */
 function describeUsage(count: UsageCount): string {
-  const videos = count.tasks === 1 ? '1 video' : `${count.tasks} videos`;
-  if (count.costUnreported === 0) return `${videos}, ${usd(count.costTicks)}`;
+  const made = videos(count.tasks);
+  if (count.costUnreported === 0) return `${made}, ${usd(count.costTicks)}`;
   const unreported = `${count.costUnreported} without a reported cost`;
-  return count.costTicks === 0 ? `${videos}, ${unreported}` : `${videos}, ${usd(count.costTicks)} + ${unreported}`;
+  return count.costTicks === 0 ? `${made}, ${unreported}` : `${made}, ${usd(count.costTicks)} + ${unreported}`;
 }
 
 function section(title: string, counts: Record<string, UsageCount>): string {

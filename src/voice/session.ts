@@ -74,6 +74,11 @@ export function finalFailure(error: unknown): string | undefined {
 
 type RealtimeErrorEvent = Extract<RealtimeServerEvent, { type: 'error' }>;
 
+/** An error's code and message as one lower-case text with spaces for underscores, to match by meaning. */
+function errorWords(event: RealtimeErrorEvent): string {
+  return `${event.code ?? ''} ${event.message}`.toLowerCase().replaceAll('_', ' ');
+}
+
 /**
  * Whether a realtime error is part of normal operation rather than news for the channel. Decided by what
  * it means: the spec shows no codes, and servers word the same thing differently.
@@ -81,16 +86,14 @@ type RealtimeErrorEvent = Extract<RealtimeServerEvent, { type: 'error' }>;
 export function isRoutineRealtimeError(event: RealtimeErrorEvent): boolean {
   // A barge-in racing the end of the answer: there was nothing left to cancel, or the item is gone.
   if (event.clientEventType === 'response.cancel' || event.clientEventType === 'conversation.item.truncate') return true;
-  const text = `${event.code ?? ''} ${event.message}`.toLowerCase().replaceAll('_', ' ');
   // The same race, from a server that does not say which event it answers (e.g. `response_cancel_not_active`).
-  if (/no active response|cancel not active|nothing to cancel/.test(text)) return true;
+  if (/no active response|cancel not active|nothing to cancel/.test(errorWords(event))) return true;
   return isSessionLimitNotice(event);
 }
 
 /** The gateway says the session reached its time limit (e.g. `session_expired`): it closes next. */
 export function isSessionLimitNotice(event: RealtimeErrorEvent): boolean {
-  const text = `${event.code ?? ''} ${event.message}`.toLowerCase().replaceAll('_', ' ');
-  return /expired|maximum duration|duration limit|time limit/.test(text);
+  return /expired|maximum duration|duration limit|time limit/.test(errorWords(event));
 }
 
 /** A session limit learned from a gateway is never taken as shorter than this (a confused server must not cause a renewal storm). */

@@ -87,8 +87,11 @@ function attachmentInput(attachment: Attachment | null): AttachmentInput | undef
   return { url: attachment.url, filename: attachment.name, contentType: attachment.contentType ?? undefined, size: attachment.size };
 }
 
-/** `receivedAt` is when this process got the interaction: its token lives 15 minutes from about then. */
-function contextOf(interaction: RepliableInteraction, receivedAt: number): InteractionContext {
+/**
+ * The interaction's context, made as soon as its handler has checked access (a store read): "received"
+ * is now to within milliseconds, and its token lives 15 minutes from about then.
+ */
+function contextOf(interaction: RepliableInteraction): InteractionContext {
   if (!interaction.guildId || !interaction.channelId) throw new Error('/video runs in servers only');
   return {
     guildId: interaction.guildId,
@@ -96,7 +99,7 @@ function contextOf(interaction: RepliableInteraction, receivedAt: number): Inter
     userId: interaction.user.id,
     applicationId: interaction.applicationId,
     interactionToken: interaction.token,
-    interactionReceivedAt: receivedAt,
+    interactionReceivedAt: Date.now(),
     attachmentSizeLimit: interaction.attachmentSizeLimit || DEFAULT_ATTACHMENT_LIMIT,
   };
 }
@@ -128,11 +131,10 @@ async function submitPrepared(interaction: RepliableInteraction, services: Servi
   }
 }
 
-
-async function generate(interaction: ChatInputCommandInteraction, services: Services, receivedAt: number) {
+async function generate(interaction: ChatInputCommandInteraction, services: Services) {
   if (!(await mayMakeVideos(interaction, services))) return;
   const options = interaction.options;
-  const context = contextOf(interaction, receivedAt);
+  const context = contextOf(interaction);
   const referenceImages = ['reference_image', 'reference_image_2', 'reference_image_3']
     .map((name) => attachmentInput(options.getAttachment(name)))
     .filter((attachment) => attachment !== undefined);
@@ -151,7 +153,7 @@ async function generate(interaction: ChatInputCommandInteraction, services: Serv
   await submitPrepared(interaction, services, context, prepared);
 }
 
-async function editOrExtend(interaction: ChatInputCommandInteraction, services: Services, operation: 'edit' | 'extend', receivedAt: number) {
+async function editOrExtend(interaction: ChatInputCommandInteraction, services: Services, operation: 'edit' | 'extend') {
   if (!(await mayMakeVideos(interaction, services))) return;
   const options = interaction.options;
   const video = attachmentInput(options.getAttachment('video'));
@@ -160,7 +162,7 @@ async function editOrExtend(interaction: ChatInputCommandInteraction, services: 
     await answerPrivately(interaction, 'Give exactly one source: `video` (an .mp4 attachment) or `task` (a finished task of this server).');
     return;
   }
-  const context = contextOf(interaction, receivedAt);
+  const context = contextOf(interaction);
   const prepared = await services.video.prepareEditOrExtension(context, operation, {
     prompt: options.getString('prompt', true),
     model: options.getString('model') ?? undefined,
@@ -245,7 +247,6 @@ function promptModal(id: string, title: string, withDuration: boolean): ModalBui
 }
 
 async function button(interaction: ButtonInteraction, services: Services) {
-  const receivedAt = Date.now();
   const [, action, taskId] = customIdParts(interaction.customId);
   if (!taskId) throw new Error(`malformed video button ${interaction.customId}`);
   if (!(await mayMakeVideos(interaction, services))) return;
@@ -254,7 +255,7 @@ async function button(interaction: ButtonInteraction, services: Services) {
   } else if (action === 'edit') {
     await interaction.showModal(promptModal(customId('video', 'edit-modal', taskId), 'Edit this video', false));
   } else if (action === 'regenerate') {
-    const context = contextOf(interaction, receivedAt);
+    const context = contextOf(interaction);
     await submitPrepared(interaction, services, context, await services.video.prepareRegeneration(context, taskId));
   } else {
     throw new Error(`unknown video button ${interaction.customId}`);
@@ -262,7 +263,6 @@ async function button(interaction: ButtonInteraction, services: Services) {
 }
 
 async function modal(interaction: ModalSubmitInteraction, services: Services) {
-  const receivedAt = Date.now();
   const [, action, taskId] = customIdParts(interaction.customId);
   if (!taskId || (action !== 'extend-modal' && action !== 'edit-modal')) throw new Error(`unknown video modal ${interaction.customId}`);
   if (!(await mayMakeVideos(interaction, services))) return;
@@ -278,7 +278,7 @@ async function modal(interaction: ModalSubmitInteraction, services: Services) {
       }
     }
   }
-  const context = contextOf(interaction, receivedAt);
+  const context = contextOf(interaction);
   const prepared = await services.video.prepareEditOrExtension(context, action === 'extend-modal' ? 'extend' : 'edit', {
     prompt,
     model: undefined,
@@ -289,14 +289,13 @@ async function modal(interaction: ModalSubmitInteraction, services: Services) {
 }
 
 async function execute(interaction: ChatInputCommandInteraction, services: Services) {
-  const receivedAt = Date.now();
   switch (interaction.options.getSubcommand()) {
     case 'generate':
-      return generate(interaction, services, receivedAt);
+      return generate(interaction, services);
     case 'edit':
-      return editOrExtend(interaction, services, 'edit', receivedAt);
+      return editOrExtend(interaction, services, 'edit');
     case 'extend':
-      return editOrExtend(interaction, services, 'extend', receivedAt);
+      return editOrExtend(interaction, services, 'extend');
     case 'status':
       return status(interaction, services);
     case 'list':

@@ -203,7 +203,6 @@ export class VideoDelivery {
           ...(posted.attachmentUrl ? { attachmentUrl: posted.attachmentUrl } : {}),
         },
       };
-      log.info('video posted', { task: task.id, message: posted.messageId, link: link !== undefined });
     } catch (error) {
       // Each refusal below created no message, so posting again with the same nonce is safe.
       if (file && isDiscordError(error, DISCORD_ERRORS.requestEntityTooLarge)) {
@@ -229,7 +228,10 @@ export class VideoDelivery {
       log.warn('Discord refused to post a video in its channel', { task: task.id, channel: task.channelId, missing });
       return this.#close(current, describeMissingPermission(missing));
     }
-    return this.showAndSave(current);
+    const saved = await this.showAndSave(current);
+    // Logged once recorded: from here on the task is known as posted (edits and extensions use its attachment).
+    log.info('video posted', { task: task.id, message: saved.delivery.messageId, link: link !== undefined });
+    return saved;
   }
 
   /** Closes a task that will not be posted; the card shows `reason` and a link to the video when there is one. */

@@ -8,13 +8,16 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(() => world?.stop());
 
-/** Runs /video, checks it was deferred in time, and waits for the posted mp4. */
+/** Runs /video, checks it was deferred in time, and waits for the posted mp4 and the bot's record of it. */
 async function makeVideo(subcommand: string, options: Record<string, string | number>): Promise<Message> {
-  const { discord, guild } = world;
+  const { discord, guild, bot } = world;
   const before = new Set(discord.messages(guild.textChannelId).map((message) => message.id));
   const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand, options });
   expect((await run.response()).type).toBe(5);
-  return discord.waitForMessage(guild.textChannelId, (message) => !before.has(message.id) && message.attachments.length > 0, 20_000);
+  const posted = await discord.waitForMessage(guild.textChannelId, (message) => !before.has(message.id) && message.attachments.length > 0, 20_000);
+  // The post shows up a moment before the bot has recorded it; a video used as a source must be recorded.
+  await bot.waitForLog((line) => line.msg === 'video posted' && line.message === posted.id);
+  return posted;
 }
 
 describe('the bot on the stand-ins', () => {

@@ -43,7 +43,6 @@ function contextOf(options: ValidationOptions): Context {
   return { layer: options.layer, vendor, names: videoModelNames(vendor) };
 }
 
-
 function fail(field: string, message: string): never {
   throw new ValidationError(field, message);
 }

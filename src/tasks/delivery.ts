@@ -16,7 +16,6 @@ import { cardStateKey, renderStatusCard } from './status-card.ts';
 // A crash after the post but before "posted" is written leaves "posting"; the retry posts again with the
 // same nonce and enforce_nonce, and Discord answers with the message it already has instead of a second.
 
-
 export function resultButtons(taskId: string): APIActionRowComponent<APIComponentInMessageActionRow>[] {
   const button = (label: string, action: string) => ({
     type: ComponentType.Button as const,
@@ -26,7 +25,6 @@ export function resultButtons(taskId: string): APIActionRowComponent<APIComponen
   });
   return [{ type: ComponentType.ActionRow, components: [button('Extend', 'extend'), button('Edit', 'edit'), button('Regenerate', 'regenerate')] }];
 }
-
 
 /** A link to post instead of the file, and what to say about it. */
 function linkFor(task: TaskRecord): { url: string; note: string } | undefined {

@@ -26,7 +26,6 @@ export interface RealtimeHandle {
   close(): Promise<void>;
 }
 
-
 function refuse(socket: Duplex, status: number, body: Record<string, unknown>): void {
   const text = JSON.stringify(body);
   const reason = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found' }[status] ?? 'Error';

@@ -95,7 +95,6 @@ export function sessionUpdate(config: RealtimeSessionConfig): Record<string, unk
   };
 }
 
-
 async function refusal(response: IncomingMessage): Promise<RealtimeConnectionError> {
   const chunks: Buffer[] = [];
   for await (const chunk of response) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk)));

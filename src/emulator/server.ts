@@ -11,6 +11,7 @@ import { renderCompat, renderNative } from './render.ts';
 import { TaskEngine, type Upload } from './tasks.ts';
 import { parseTriggers } from './triggers.ts';
 import { acceptRequest } from './validation.ts';
+import { appendBounded } from './journal.ts';
 import { waitUntil } from '../wait-until.ts';
 
 // A local gateway faithful to gateway-api.md, for development, demos, tests and benchmarks: both layers,
@@ -232,8 +233,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       .catch((error: unknown) => answerFailure(request, response, path, error))
       .finally(() => {
         entry.status = response.statusCode;
-        if (journal.length >= MAX_JOURNAL_ENTRIES) journal.splice(0, MAX_JOURNAL_ENTRIES / 10);
-        journal.push(entry);
+        appendBounded(journal, entry, MAX_JOURNAL_ENTRIES);
         const bodyToForget = journal[journal.length - 1 - MAX_JOURNAL_BODIES];
         if (bodyToForget) delete bodyToForget.body;
         journalEvents.emit('entry', entry);

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { isRecord } from '../../json.ts';
 import type { Logger } from '../../log.ts';
+import { appendBounded } from '../journal.ts';
 import { DEFAULT_AUDIO_FORMAT, decodeAudio, encodeAudio, readAudioFormat, type AudioFormat } from './audio-format.ts';
 import { DEFAULT_VAD, EnergyVad, VAD_WINDOW_MS, type VadSettings } from './vad.ts';
 
@@ -32,8 +33,7 @@ const AUDIO_EVENTS: ReadonlySet<unknown> = new Set(['input_audio_buffer.append',
 
 function journal(entries: JournaledEvent[], event: Readonly<Record<string, unknown>>): void {
   if (AUDIO_EVENTS.has(event.type) && entries.at(-1)?.event.type === event.type) return;
-  if (entries.length >= MAX_JOURNAL_ENTRIES) entries.splice(0, entries.length - MAX_JOURNAL_ENTRIES + 1);
-  entries.push({ at: Date.now(), event });
+  appendBounded(entries, { at: Date.now(), event }, MAX_JOURNAL_ENTRIES);
 }
 
 export interface JournaledEvent {

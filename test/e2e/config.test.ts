@@ -292,19 +292,15 @@ describe('settings', () => {
       await run(spender, 'video', 'generate', { prompt, resolution, duration }).response();
       return emulator.waitForRequest((entry) => entry.method === 'POST' && JSON.stringify(entry.body).includes(prompt));
     };
-    // The cost is written as the task finishes, beside the post rather than before it: ask until it shows.
-    const usageShowing = async (expected: string) => {
-      let report = '';
-      for (let attempt = 0; attempt < 20 && !report.includes(expected); attempt++) report = (await run(ledger.admin, 'video', 'usage').reply()).content;
-      return report;
-    };
+    // The cost is recorded as the task finishes, before its video is posted.
+    const usage = async () => (await run(ledger.admin, 'video', 'usage').reply()).content;
 
     // The emulator's prices: $0.05, $0.08, $0.14 a second at 480p, 720p, 1080p; both layers report them.
     expect((await generate('priced on compat', '1080p', 3)).path).toBe('/v1/videos/generations');
     await run(ledger.admin, 'config', 'layer', { layer: 'native' }).reply();
     expect((await generate('priced on native', '720p', 5)).path).toBe('/native/v1/videos/generations');
     await discord.waitFor(() => (posted().length === 2 ? true : undefined), 20_000, 'both videos posted');
-    const priced = await usageShowing(`<@${spender.id}>: 2 videos, $0.82`);
+    const priced = await usage();
     expect(priced).toMatch(/^\*\*Today \(\d{4}-\d{2}-\d{2} UTC\)\*\*: 2 videos, \$0\.82\n/);
     expect(priced).toContain(`<@${spender.id}>: 2 videos, $0.82`);
     expect(priced).toMatch(/\*\*This month \(\d{4}-\d{2}\)\*\*: 2 videos, \$0\.82\n/);
@@ -316,7 +312,7 @@ describe('settings', () => {
     try {
       await generate('cost not reported', '480p', 2);
       await discord.waitFor(() => (posted().length === 3 ? true : undefined), 20_000, 'the third video posted');
-      const partly = await usageShowing('without a reported cost');
+      const partly = await usage();
       expect(partly).toContain(`<@${spender.id}>: 3 videos, $0.82 + 1 without a reported cost`);
     } finally {
       proxy.withholdCompatCost = false;

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import { GatewayClient } from '../../src/gateway/client.ts';
 import { RealtimeClient, RealtimeConnectionError } from '../../src/gateway/realtime/client.ts';
@@ -114,6 +114,10 @@ describe('the realtime client', () => {
       scripted = await ScriptedRealtime.start();
     });
     afterAll(() => scripted.close());
+    // Tests that hold back the confirmation turn it off; a failing one must not leave it off for the next.
+    afterEach(() => {
+      scripted.configure = true;
+    });
     const connect = (timeoutMs = 5000) =>
       RealtimeClient.connect({ wsBaseUrl: scripted.url, apiKey: 'scripted-key-0001', model: 'svc-voice-latest', session: { turnDetection: null }, timeoutMs });
     /** The next socket to open, once its session.update arrived. */
@@ -125,7 +129,6 @@ describe('the realtime client', () => {
     it('fails clearly, after a bounded wait, when the session is never confirmed', async () => {
       scripted.configure = false;
       const error = await connect(300).catch((caught: unknown) => caught);
-      scripted.configure = true;
       expect(error).toBeInstanceOf(RealtimeConnectionError);
       expect(String(error)).toContain('did not confirm the session (no session.updated within 300 ms)');
     });
@@ -138,7 +141,6 @@ describe('the realtime client', () => {
       const update = socket.sent('session.update')[0]!;
       socket.send({ type: 'error', error: { type: 'invalid_request_error', code: 'invalid_value', message: 'Unknown voice.', param: 'session.voice', event_id: update.event_id } });
       const error = await connecting;
-      scripted.configure = true;
       expect(error).toBeInstanceOf(RealtimeConnectionError);
       expect(error).toMatchObject({ code: 'invalid_value', message: 'the realtime session refused its configuration: Unknown voice.' });
     });
@@ -151,7 +153,6 @@ describe('the realtime client', () => {
       socket.send({ type: 'error', error: 'Rate limits are being updated.', code: 'notice' });
       socket.send({ type: 'session.updated', session: {} });
       const client = await connecting;
-      scripted.configure = true;
       const error = until(client, 'error');
       client.cancelResponse();
       const cancel = await scripted.waitFor(() => socket.sent('response.cancel')[0], 'the cancel');

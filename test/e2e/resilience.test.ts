@@ -136,25 +136,3 @@ describe('with a gateway that misbehaves', () => {
     expect(closing).toEqual(['store closed', 'stopped']);
   });
 });
-
-describe('a signal while the bot is still logging in', () => {
-  let discord: DiscordStandIn;
-  beforeAll(async () => {
-    discord = await startDiscordStandIn();
-  });
-  afterAll(async () => {
-    await discord?.close();
-    cleanupBotDirectories();
-  });
-
-  it('cancels the login retries, closes the store and exits 0', async () => {
-    discord.failRoute({ method: 'GET', route: /^\/gateway\/bot$/, times: 1_000, status: 503 });
-    const bot = startBot({
-      env: { DISCORD_TOKEN: discord.botToken, DISCORD_API_URL: discord.apiUrl, GATEWAY_BASE_URL: 'http://127.0.0.1:9', NODE_EXTRA_CA_CERTS: discord.caCertPath },
-    });
-    await bot.waitForLog((line) => line.msg === 'could not reach Discord; retrying', 30_000);
-    expect(await bot.stop('SIGINT')).toBe(0);
-    expect(bot.logs.some((line) => line.msg === 'store closed')).toBe(true);
-    expect(bot.logs.some((line) => line.msg === 'the bot could not start')).toBe(false);
-  });
-});

@@ -144,3 +144,20 @@ describe('DEV_GUILD_ID', () => {
     }
   });
 });
+
+describe('a signal while the bot is still logging in', () => {
+  let discord: DiscordStandIn;
+  beforeAll(async () => {
+    discord = await startDiscordStandIn();
+  });
+  afterAll(() => discord?.close());
+
+  it('cancels the login retries, closes the store and exits 0', async () => {
+    discord.failRoute({ method: 'GET', route: /^\/gateway\/bot$/, times: 1_000, status: 503 });
+    const bot = startBotOn(discord);
+    await bot.waitForLog((line) => line.msg === 'could not reach Discord; retrying', 30_000);
+    expect(await bot.stop('SIGINT')).toBe(0);
+    expect(bot.logs.some((line) => line.msg === 'store closed')).toBe(true);
+    expect(bot.logs.some((line) => line.msg === 'the bot could not start')).toBe(false);
+  });
+});

@@ -2,6 +2,7 @@ import { createInterface } from 'node:readline';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { isRecord, readNumber, readRecord, readString } from '../src/json.ts';
 import { websocketText } from '../src/websocket-text.ts';
+import { samplesToBytes } from '../src/voice/audio/format.ts';
 import { REALTIME_PCM } from '../test/support/discord/audio-format.ts';
 import { generateTone, speechLikeTone } from '../test/support/discord/audio-tone.ts';
 import { OPUS_SILENCE_FRAME } from '../test/support/discord/opus-codec.ts';
@@ -65,7 +66,7 @@ async function streamAnswer(ws: WebSocket, index: number, seconds: number): Prom
     const ms = Math.round(between(2, 20)) * 10;
     const piece = pcm.subarray(offset, offset + ms * samplesPerMs);
     await sleep(start + sentMs - 100 - Date.now() + between(0, 5));
-    ws.send(JSON.stringify({ type: 'response.output_audio.delta', response_id: responseId, item_id: itemId, output_index: 0, content_index: 0, delta: Buffer.from(piece.buffer, piece.byteOffset, piece.byteLength).toString('base64') }));
+    ws.send(JSON.stringify({ type: 'response.output_audio.delta', response_id: responseId, item_id: itemId, output_index: 0, content_index: 0, delta: samplesToBytes(piece).toString('base64') }));
     firstDeltaSentAt ||= Date.now();
     offset += piece.length;
     sentMs += piece.length / samplesPerMs;

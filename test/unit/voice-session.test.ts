@@ -7,6 +7,7 @@ import { VoiceConnectionStatus, entersState, joinVoiceChannel, type VoiceConnect
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RealtimeClient } from '../../src/gateway/realtime/client.ts';
 import { silentLogger } from '../../src/log.ts';
+import { samplesToBytes } from '../../src/voice/audio/format.ts';
 import { defaultVoiceSettings, type VoiceSettings } from '../../src/voice/settings.ts';
 import { VoiceSession, type VoiceSessionOptions } from '../../src/voice/session.ts';
 import { analyzeTone, audible, byTone } from '../support/discord/audio-analysis.ts';
@@ -96,7 +97,7 @@ function deltas(pcm: Int16Array, chunkMs = 100): string[] {
   const parts: string[] = [];
   for (let offset = 0; offset < pcm.length; offset += chunk) {
     const piece = pcm.subarray(offset, offset + chunk);
-    parts.push(Buffer.from(piece.buffer, piece.byteOffset, piece.byteLength).toString('base64'));
+    parts.push(samplesToBytes(piece).toString('base64'));
   }
   return parts;
 }

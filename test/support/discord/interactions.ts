@@ -1,6 +1,6 @@
 import type { EventEmitter } from 'node:events';
 import { isRecord } from '../../../src/json.ts';
-import { messageLimitErrors, RestError, type MessageStore, type ParsedBody } from './rest.ts';
+import { messageLimitErrors, RestError, tooLong, type MessageStore, type ParsedBody } from './rest.ts';
 import type { Message, StandInState } from './state.ts';
 
 // Interactions as Discord enforces them: one first response within the deadline (10062 after it), one
@@ -21,12 +21,11 @@ const LOADING = 128;
 /** Discord's limits on autocomplete choices: 25 of them, names and string values of at most 100 characters. */
 function choiceErrors(data: Readonly<Record<string, unknown>>): Record<string, unknown> | undefined {
   const choices = Array.isArray(data.choices) ? data.choices : [];
-  const tooLong = (max: number) => ({ _errors: [{ code: 'BASE_TYPE_MAX_LENGTH', message: `Must be ${max} or fewer in length.` }] });
-  if (choices.length > 25) return { choices: tooLong(25) };
+  if (choices.length > 25) return tooLong(['choices'], 25);
   for (const [index, choice] of choices.entries()) {
     if (!isRecord(choice)) continue;
-    if (typeof choice.name === 'string' && choice.name.length > 100) return { choices: { [index]: { name: tooLong(100) } } };
-    if (typeof choice.value === 'string' && choice.value.length > 100) return { choices: { [index]: { value: tooLong(100) } } };
+    if (typeof choice.name === 'string' && choice.name.length > 100) return tooLong(['choices', index, 'name'], 100);
+    if (typeof choice.value === 'string' && choice.value.length > 100) return tooLong(['choices', index, 'value'], 100);
   }
   return undefined;
 }

@@ -45,7 +45,7 @@ export class RestError extends Error {
 }
 
 /** Discord's limits on what one message carries; a message over any of them is refused with 400 / 50035. */
-export const MESSAGE_LIMITS = {
+const MESSAGE_LIMITS = {
   content: 2000,
   embeds: 10,
   embedTitle: 256,
@@ -67,7 +67,7 @@ function textLength(value: unknown): number {
 }
 
 /** Field errors as Discord nests them: `{content: {_errors: [...]}}`, `{embeds: {0: {title: {_errors}}}}`. */
-function tooLong(path: (string | number)[], max: number): Record<string, unknown> {
+export function tooLong(path: (string | number)[], max: number): Record<string, unknown> {
   const leaf: Record<string, unknown> = { _errors: [{ code: 'BASE_TYPE_MAX_LENGTH', message: `Must be ${max} or fewer in length.` }] };
   return path.reduceRight<Record<string, unknown>>((inner, key) => ({ [String(key)]: inner }), leaf);
 }
@@ -188,7 +188,7 @@ export class MessageStore {
   readonly #listeners: MessageListeners;
   readonly #nonceWindowMs: number;
 
-  constructor(state: StandInState, listeners: MessageListeners, nonceWindowMs = NONCE_WINDOW_MS) {
+  constructor(state: StandInState, listeners: MessageListeners, nonceWindowMs: number) {
     this.#state = state;
     this.#listeners = listeners;
     this.#nonceWindowMs = nonceWindowMs;

@@ -102,7 +102,6 @@ async function converse(guildId: string, userId: string, seconds: number, answer
   return {
     answers: answers.map((answer) => ({ ...answer, firstRtpAt: firstRtp(answer.firstDeltaSentAt)?.receivedAt })),
     userPackets: spoken.audioPackets,
-    botFrames: frames.length,
     answeredMs: Math.round(streamedMs),
   };
 }

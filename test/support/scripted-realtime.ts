@@ -94,7 +94,7 @@ export class ScriptedRealtime {
       }
       this.#sockets.handleUpgrade(request, socket, head, (ws) => {
         const expiresAt = this.sessionExpiresInMs === undefined ? undefined : (Date.now() + this.sessionExpiresInMs) / 1000;
-        this.sockets.push(new ScriptedSocket(ws, request, () => this.changed(), this.configure ? { ...(expiresAt === undefined ? {} : { expires_at: expiresAt }) } : undefined));
+        this.sockets.push(new ScriptedSocket(ws, request, () => this.changed(), this.configure ? (expiresAt === undefined ? {} : { expires_at: expiresAt }) : undefined));
         this.changed();
       });
     });

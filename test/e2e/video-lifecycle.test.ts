@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { EventEmitter, once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { text } from 'node:stream/consumers';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { REST } from 'discord.js';
@@ -90,10 +91,15 @@ class DoneGateway {
   }
 }
 
-async function text(request: IncomingMessage): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of request) chunks.push(Buffer.from(chunk as Uint8Array));
-  return Buffer.concat(chunks).toString('utf8');
+/** The compatibility layer's answer to a refused key. */
+const INVALID_KEY = '{"error":{"message":"Invalid API key.","type":"gateway_api_error","param":null,"code":"invalid_api_key"}}';
+
+/** A /video generate with none of its options set. */
+const NO_OPTIONS = { model: undefined, duration: undefined, resolution: undefined, aspectRatio: undefined, image: undefined, lastFrame: undefined, referenceImages: [], voices: [], referenceAudio: undefined };
+
+/** A tracker on this file's gateway and fast policy. */
+function trackerFor(repository: TaskRepository, delivery: VideoDelivery, log: Logger = silentLogger): TaskTracker {
+  return new TaskTracker(repository, new PolicyGatewayResolver(policy, clients, silentLogger), delivery, log, { policy: FAST_POLICY, maxInFlight: 4 });
 }
 
 let discord: DiscordStandIn;
@@ -163,7 +169,7 @@ beforeAll(async () => {
   repository = new TaskRepository(store);
   clients = new GatewayClientPool({ baseUrl: gateway.baseUrl, log: silentLogger });
   const delivery = new VideoDelivery({ repository, outbox, log: deliveryLog, cardEditIntervalMs: 0 });
-  tracker = new TaskTracker(repository, new PolicyGatewayResolver(policy, clients, silentLogger), delivery, silentLogger, { policy: FAST_POLICY, maxInFlight: 4 });
+  tracker = trackerFor(repository, delivery);
   video = new VideoService({ repository, tracker, delivery, clients, policy, store, vendor: 'svc', log: silentLogger, attachmentUrl: (channelId, messageId) => outbox.attachmentUrl(channelId, messageId) });
 }, 30_000);
 
@@ -236,7 +242,7 @@ describe('a finished video the bot cannot fetch', () => {
     gateway.onContent = (response) =>
       response
         .writeHead(401, { 'content-type': 'application/json' })
-        .end('{"error":{"message":"Invalid API key.","type":"gateway_api_error","param":null,"code":"invalid_api_key"}}');
+        .end(INVALID_KEY);
     const before = gateway.contentRequests;
     const { task, card } = await track();
     const text = await closedCard(card);
@@ -268,7 +274,7 @@ describe('a task the bot loses track of', () => {
     gateway.onPoll = (response) =>
       response
         .writeHead(401, { 'content-type': 'application/json' })
-        .end('{"error":{"message":"Invalid API key.","type":"gateway_api_error","param":null,"code":"invalid_api_key"}}');
+        .end(INVALID_KEY);
     const { task, card } = await track();
     const text = await discord.waitFor(() => (cardText(card()).includes('Timed out') ? cardText(card()) : undefined), 10_000, 'a timed-out card');
     expect(text).toContain('lost track of this video');
@@ -365,9 +371,8 @@ function planned(prepared: Prepared): SubmissionPlan {
 
 async function generate(prompt: string, image?: string): Promise<TaskRecord> {
   const context = interactionContext();
-  const input = { prompt, model: undefined, duration: undefined, resolution: undefined, aspectRatio: undefined, lastFrame: undefined, referenceImages: [], voices: [], referenceAudio: undefined };
   const attachment = image === undefined ? undefined : { url: image, filename: 'first.png', contentType: 'image/png', size: 100 };
-  return video.submit(planned(await video.prepareGeneration(context, { ...input, image: attachment })), context);
+  return video.submit(planned(await video.prepareGeneration(context, { ...NO_OPTIONS, prompt, image: attachment })), context);
 }
 
 /** A Discord attachment link, signed until `expiresAt` (ms), as Discord's CDN writes them. */
@@ -446,7 +451,7 @@ describe('the salt that keeps members\' ids from the gateway', () => {
     const fresh = await openStore(`sqlite://${join(directory, 'fresh.sqlite')}`, silentLogger);
     try {
       const firstUse = new VideoService({ repository, tracker, delivery: new VideoDelivery({ repository, outbox, log: silentLogger, cardEditIntervalMs: 0 }), clients, policy, store: fresh, vendor: 'svc', log: silentLogger, attachmentUrl: () => Promise.resolve(undefined) });
-      const input = { prompt: 'first', model: undefined, duration: undefined, resolution: undefined, aspectRatio: undefined, image: undefined, lastFrame: undefined, referenceImages: [], voices: [], referenceAudio: undefined };
+      const input = { ...NO_OPTIONS, prompt: 'first' };
       const [first, second] = await Promise.all([firstUse.prepareGeneration(interactionContext(), input), firstUse.prepareGeneration(interactionContext(), input)]);
       expect(planned(first).request.user).toBeDefined();
       expect(planned(second).request.user).toBe(planned(first).request.user);
@@ -460,7 +465,7 @@ describe('a task that finishes', () => {
   it('is saved as finished only once what its end records (its cost) is recorded, so a kill in between records it after the restart', async () => {
     const told = Promise.withResolvers<void>();
     const recorded = Promise.withResolvers<void>();
-    const finishing = new TaskTracker(repository, new PolicyGatewayResolver(policy, clients, silentLogger), new VideoDelivery({ repository, outbox, log: silentLogger, cardEditIntervalMs: 0 }), silentLogger, { policy: FAST_POLICY, maxInFlight: 4 });
+    const finishing = trackerFor(repository, new VideoDelivery({ repository, outbox, log: silentLogger, cardEditIntervalMs: 0 }));
     finishing.onFinished(async () => {
       told.resolve();
       await recorded.promise;
@@ -489,7 +494,7 @@ describe('a resume while a task is being submitted', () => {
     const trackerLines: LogFields[] = [];
     const trackerLog = recordingLogger(trackerLines, 'debug');
     // The process starts: its tracker, then a member's /video whose submission the gateway holds.
-    const freshTracker = new TaskTracker(freshRepository, new PolicyGatewayResolver(policy, clients, silentLogger), freshDelivery, trackerLog, { policy: FAST_POLICY, maxInFlight: 4 });
+    const freshTracker = trackerFor(freshRepository, freshDelivery, trackerLog);
     const finished: TaskRecord[] = [];
     freshTracker.onFinished((task) => {
       finished.push(task);
@@ -504,7 +509,7 @@ describe('a resume while a task is being submitted', () => {
         };
       });
       const context = interactionContext();
-      const input = { prompt: 'sent while resuming', model: undefined, duration: undefined, resolution: undefined, aspectRatio: undefined, image: undefined, lastFrame: undefined, referenceImages: [], voices: [], referenceAudio: undefined };
+      const input = { ...NO_OPTIONS, prompt: 'sent while resuming' };
       const submitted = freshVideo.submit(planned(await freshVideo.prepareGeneration(context, input)), context);
       await held;
       // Discord's "ready" comes now, and the resume lists the task that is still being sent.

@@ -1,8 +1,8 @@
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
-import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
+import { rawHttp } from '../support/raw-http.ts';
 
 // The emulator spoken to with raw HTTP, the way any client of the spec would: formats, bad input,
 // storage, uploads, url expiry, quotas and limits.
@@ -41,12 +41,7 @@ async function call(method: string, path: string, body?: unknown, options: { key
 
 /** Sends raw bytes (what fetch refuses to send) and reads the answer until the emulator closes the connection. */
 async function rawExchange(text: string): Promise<{ status: number; headers: string; body: unknown }> {
-  const socket = connect(emulator.port, '127.0.0.1');
-  const chunks: Buffer[] = [];
-  socket.on('data', (chunk: Buffer) => chunks.push(chunk));
-  socket.write(text);
-  await once(socket, 'close');
-  const answer = Buffer.concat(chunks).toString('utf8');
+  const answer = await rawHttp(emulator.port, text);
   const [head = '', body = ''] = answer.split('\r\n\r\n');
   return { status: Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1]), headers: head.toLowerCase(), body: body === '' ? undefined : (JSON.parse(body) as unknown) };
 }

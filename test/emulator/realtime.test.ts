@@ -1,9 +1,9 @@
 import { once } from 'node:events';
-import { connect as connectTcp } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { encodeAudio } from '../../src/emulator/realtime/audio-format.ts';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
+import { rawHttp } from '../support/raw-http.ts';
 import { websocketText } from '../../src/websocket-text.ts';
 import { REALTIME_PCM } from '../support/discord/audio-format.ts';
 import { analyzeTone } from '../support/discord/audio-analysis.ts';
@@ -140,15 +140,11 @@ describe('realtime authentication', () => {
 
 /** A websocket upgrade written by hand (what the ws library refuses to send); resolves with the status line. */
 async function rawUpgrade(target: string): Promise<string> {
-  const socket = connectTcp(emulator.port, '127.0.0.1');
-  const chunks: Buffer[] = [];
-  socket.on('data', (chunk: Buffer) => chunks.push(chunk));
-  socket.write(
+  return rawHttp(
+    emulator.port,
     `GET ${target} HTTP/1.1\r\nHost: emulator\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
       'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nAuthorization: Bearer emulator-key\r\n\r\n',
   );
-  await once(socket, 'close');
-  return Buffer.concat(chunks).toString('utf8');
 }
 
 describe('realtime upgrades that are not what the spec expects', () => {

@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { BotAudioFrame } from '../support/discord/voice-server.ts';
+import type { User } from '../support/discord/index.ts';
 import { analyzeTone, audible, byTone } from '../support/discord/audio-analysis.ts';
 import { FORCE_MESSAGE_TONE_HZ } from '../../src/emulator/realtime/session.ts';
 import { startWorld, type World } from '../support/world.ts';
@@ -40,6 +41,15 @@ async function joinVoice(): Promise<void> {
   const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'join' });
   expect((await run.reply()).content).toBe(`Joined <#${guild.voiceChannelId}>.`);
   await discord.voice.waitForBotConnection(guild.id);
+}
+
+/** `user` speaks a tone burst; the bot's answer (the emulator's echo) is heard as the same tone. */
+async function speakAndHear(w: World, user: User, hz: number): Promise<void> {
+  const { discord, guild } = w;
+  discord.voice.clearBotAudio(guild.id);
+  await discord.voice.speakTone(guild.id, user.id, { hz, ms: 500, amplitude: 0.5 });
+  const frames = await discord.voice.waitForBotAudio(guild.id, (received) => audible(received).length >= 20, 15_000);
+  expect(analyzeTone(joined(audible(frames))).dominantHz).toBeCloseTo(hz, -1);
 }
 
 describe('voice conversations', () => {
@@ -279,9 +289,7 @@ describe('voice conversations', () => {
     expect(discord.voice.refusedConnections).toBe(2);
     const settings = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'settings' });
     expect((await settings.reply()).content).toContain('**Voice:**');
-    await discord.voice.speakTone(guild.id, guild.member.id, { hz: 520, ms: 500, amplitude: 0.5 });
-    const frames = await discord.voice.waitForBotAudio(guild.id, (received) => audible(received).length >= 20, 15_000);
-    expect(analyzeTone(joined(audible(frames))).dominantHz).toBeCloseTo(520, -1);
+    await speakAndHear(world, guild.member, 520);
     expect(bot.child.exitCode).toBeNull();
   });
 
@@ -295,9 +303,7 @@ describe('voice conversations', () => {
     await bot.waitForLog((line) => line.msg === 'voice session state' && line.to === 'closed' && bot.logs.indexOf(line) >= since, 10_000);
     await discord.voice.waitForBotDisconnect(guild.id);
     await joinVoice();
-    await discord.voice.speakTone(guild.id, guild.member.id, { hz: 450, ms: 500, amplitude: 0.5 });
-    const frames = await discord.voice.waitForBotAudio(guild.id, (received) => audible(received).length >= 20, 15_000);
-    expect(analyzeTone(joined(audible(frames))).dominantHz).toBeCloseTo(450, -1);
+    await speakAndHear(world, guild.member, 450);
   });
 
   it('stays while someone it has no member data for is still in the channel', async () => {
@@ -309,9 +315,7 @@ describe('voice conversations', () => {
     await joinVoice();
     discord.leaveVoice(guild.member, guild.id);
     // Still listening: the one left in the channel is heard and answered.
-    await discord.voice.speakTone(guild.id, listener.id, { hz: 610, ms: 500, amplitude: 0.5 });
-    const frames = await discord.voice.waitForBotAudio(guild.id, (received) => audible(received).length >= 20, 15_000);
-    expect(analyzeTone(joined(audible(frames))).dominantHz).toBeCloseTo(610, -1);
+    await speakAndHear(world, listener, 610);
     expect(discord.botVoiceChannel(guild.id)).toBe(guild.voiceChannelId);
     discord.leaveVoice(listener, guild.id);
     await discord.waitForMessage(guild.textChannelId, (message) => message.content.includes('the channel is empty'));
@@ -333,14 +337,6 @@ describe('a short realtime session limit', () => {
   }, 60_000);
   afterAll(() => short?.stop());
 
-  async function speakAndHear(hz: number): Promise<void> {
-    const { discord, guild } = short;
-    discord.voice.clearBotAudio(guild.id);
-    await discord.voice.speakTone(guild.id, guild.member.id, { hz, ms: 500, amplitude: 0.5 });
-    const frames = await discord.voice.waitForBotAudio(guild.id, (received) => audible(received).length >= 20, 15_000);
-    expect(analyzeTone(joined(audible(frames))).dominantHz).toBeCloseTo(hz, -1);
-  }
-
   it('is crossed without leaving the channel or losing a turn: the bot learns it and renews at a quiet moment', async () => {
     const { discord, emulator, guild } = short;
     const { sessions } = emulator.realtime;
@@ -350,10 +346,10 @@ describe('a short realtime session limit', () => {
     await discord.voice.waitForBotConnection(guild.id);
     // The first session runs into the limit, which the gateway announces before closing it; the bot reopens at once.
     const second = (await emulator.realtime.waitForClientEvent((event, session) => event.type === 'session.update' && session !== sessions[0], 10_000)).session;
-    await speakAndHear(400);
+    await speakAndHear(short, short.guild.member, 400);
     // Knowing the limit now, the bot replaces the second session at a quiet moment before it.
     const third = (await emulator.realtime.waitForClientEvent((event, session) => event.type === 'session.update' && session !== sessions[0] && session !== second, 10_000)).session;
-    await speakAndHear(600);
+    await speakAndHear(short, short.guild.member, 600);
     expect(second.serverEvents.filter((entry) => entry.event.type === 'error')).toEqual([]);
     // Each turn was heard whole in its own session (and answered: the echo was heard).
     for (const session of [second, third]) {

@@ -1,10 +1,12 @@
+import { waitUntil } from '../../../src/wait-until.ts';
+
 // Lets tests await a condition on the stand-in's state ("the bot sent 50 frames") instead of
 // sleeping: every state change calls notify(), which re-checks the pending conditions.
 
 export const DEFAULT_WAIT_MS = 10_000;
 
 interface PendingWait {
-  check(): boolean;
+  wake(): void;
   fail(error: Error): void;
 }
 
@@ -12,46 +14,32 @@ export class ConditionWaiters {
   readonly #pending = new Set<PendingWait>();
   #closedWith: Error | undefined;
 
-  /** Resolves with check()'s first defined result; rejects after `timeoutMs` naming `description`. */
+  /** Resolves with check()'s first defined result; rejects when check throws, or after `timeoutMs` naming `description`. */
   waitFor<T>(check: () => T | undefined, description: string, timeoutMs = DEFAULT_WAIT_MS): Promise<T> {
     if (this.#closedWith) return Promise.reject(this.#closedWith);
-    const immediate = check();
-    if (immediate !== undefined) return Promise.resolve(immediate);
-    return new Promise<T>((resolve, reject) => {
-      const pending: PendingWait = {
-        check: () => {
-          let result: T | undefined;
-          try {
-            result = check();
-          } catch (error) {
-            settle();
-            reject(error instanceof Error ? error : new Error(String(error)));
-            return true;
-          }
-          if (result === undefined) return false;
-          settle();
-          resolve(result);
-          return true;
-        },
-        fail: (error) => {
-          settle();
-          reject(error);
-        },
-      };
-      const timer = setTimeout(
-        () => pending.fail(new Error(`voice stand-in: timed out after ${timeoutMs} ms waiting for ${description}`)),
-        timeoutMs,
-      );
-      const settle = () => {
-        clearTimeout(timer);
-        this.#pending.delete(pending);
-      };
-      this.#pending.add(pending);
+    return waitUntil({
+      check,
+      subscribe: (wake, fail) => {
+        const pending: PendingWait = {
+          wake: () => {
+            try {
+              wake();
+            } catch (error) {
+              fail(error instanceof Error ? error : new Error(String(error)));
+            }
+          },
+          fail,
+        };
+        this.#pending.add(pending);
+        return () => this.#pending.delete(pending);
+      },
+      timeoutMs,
+      timeoutError: () => new Error(`voice stand-in: timed out after ${timeoutMs} ms waiting for ${description}`),
     });
   }
 
   notify(): void {
-    for (const pending of [...this.#pending]) pending.check();
+    for (const pending of [...this.#pending]) pending.wake();
   }
 
   /** Fails every pending and future wait (the server is closing). */

@@ -1,11 +1,12 @@
-import { once } from 'node:events';
+import { EventEmitter, once } from 'node:events';
 import { ActionRowBuilder, ButtonBuilder, ButtonStyle, Client, Events, GatewayIntentBits, MessageFlags, SlashCommandBuilder } from 'discord.js';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Command } from '../../src/discord/command.ts';
 import { createDispatcher } from '../../src/discord/dispatcher.ts';
 import { isRecord, type JsonRecord } from '../../src/json.ts';
 import { createLogger, type Logger } from '../../src/log.ts';
 import { startDiscordStandIn, type DiscordStandIn, type Message, type TestGuild } from '../support/discord/index.ts';
+import { waitUntil } from '../../src/wait-until.ts';
 
 // A handler that throws: whatever it had already answered, the user alone reads "something went wrong"
 // (ephemeral, flag 64), the channel keeps nothing of it, and the log line carries the same reference.
@@ -17,6 +18,8 @@ let discord: DiscordStandIn;
 let guild: TestGuild;
 let client: Client;
 const logged: JsonRecord[] = [];
+/** Emits 'line' for every line logged. */
+const logLines = new EventEmitter();
 /** The 'late' answer waits at this gate, so a test can let the interaction expire before the handler fails. */
 const lateGate = { entered: Promise.withResolvers<void>(), release: Promise.withResolvers<void>() };
 
@@ -49,6 +52,7 @@ beforeAll(async () => {
     write: (line) => {
       const parsed: unknown = JSON.parse(line);
       if (isRecord(parsed)) logged.push(parsed);
+      logLines.emit('line');
     },
   });
   const dispatcher = createDispatcher(new Map([['boom', boom]]), { log });
@@ -125,10 +129,14 @@ describe('a handler that throws', () => {
     await lateGate.entered.promise;
     discord.expireInteraction(run);
     lateGate.release.resolve();
-    const untold = await vi.waitFor(() => {
-      const line = logged.find((entry) => entry.msg === 'could not tell the user about a failed interaction');
-      expect(line).toBeDefined();
-      return line!;
+    const untold = await waitUntil({
+      check: () => logged.find((entry) => entry.msg === 'could not tell the user about a failed interaction'),
+      subscribe: (wake) => {
+        logLines.on('line', wake);
+        return () => logLines.off('line', wake);
+      },
+      timeoutMs: 5000,
+      timeoutError: () => new Error('the dispatcher never logged that it could not tell the user'),
     });
     expect(untold.level).toBe('warn');
     expect(typeof untold.reference === 'string' && loggedFailure(untold.reference)?.interaction).toBe(run.record.id);

@@ -9,16 +9,16 @@ import { fileURLToPath } from 'node:url';
 import { REST, Routes } from 'discord.js';
 import { DiscordOutbox } from '../src/discord/outbox.ts';
 import { GatewayClientPool } from '../src/gateway/pool.ts';
-import { readArray, readNumber, readRecord, readString } from '../src/json.ts';
-import { silentLogger } from '../src/log.ts';
+import { readArray, readNumber, readRecord, readString } from '../src/lib/json.ts';
+import { silentLogger } from '../src/lib/log.ts';
 import { SettingsService } from '../src/settings/service.ts';
 import { openStore } from '../src/store.ts';
-import { VideoDelivery } from '../src/tasks/delivery.ts';
-import { PolicyGatewayResolver } from '../src/tasks/gateway-resolver.ts';
-import { DEFAULT_POLL_POLICY } from '../src/tasks/poll-policy.ts';
-import { TaskRepository, newTaskId } from '../src/tasks/repository.ts';
-import { VideoService, type InteractionContext } from '../src/tasks/service.ts';
-import { TaskTracker } from '../src/tasks/tracker.ts';
+import { VideoDelivery } from '../src/video/delivery.ts';
+import { PolicyGatewayResolver } from '../src/video/gateway-resolver.ts';
+import { DEFAULT_POLL_POLICY } from '../src/video/poll-policy.ts';
+import { TaskRepository, newTaskId } from '../src/video/repository.ts';
+import { VideoService, type InteractionContext } from '../src/video/service.ts';
+import { TaskTracker } from '../src/video/tracker.ts';
 
 // Issue 4's benchmark: many video tasks followed by one bot process, with the production poll policy,
 // against the emulator and the Discord stand-in (in a child process). Each task is a /video interaction

@@ -8,8 +8,8 @@ import { VoiceConnectionStatus, entersState, joinVoiceChannel, type DiscordGatew
 import OpusScript from 'opusscript';
 import { RealtimeClient } from '../src/gateway/realtime/client.ts';
 import { REALTIME_SESSION_MAX_MS } from '../src/gateway/spec.ts';
-import { isRecord, readArray, readNumber, readString } from '../src/json.ts';
-import { silentLogger } from '../src/log.ts';
+import { isRecord, readArray, readNumber, readString } from '../src/lib/json.ts';
+import { silentLogger } from '../src/lib/log.ts';
 import { parseServerEvent } from '../src/gateway/realtime/events.ts';
 import { bytesToSamples, samplesToBytes } from '../src/voice/audio/format.ts';
 import { Framer } from '../src/voice/audio/framer.ts';

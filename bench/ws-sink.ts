@@ -1,7 +1,7 @@
 import { createInterface } from 'node:readline';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { isRecord, readNumber, readRecord, readString } from '../src/json.ts';
-import { websocketText } from '../src/websocket-text.ts';
+import { isRecord, readNumber, readRecord, readString } from '../src/lib/json.ts';
+import { websocketText } from '../src/lib/websocket-text.ts';
 import { samplesToBytes } from '../src/voice/audio/format.ts';
 import { REALTIME_PCM } from '../test/support/discord/audio-format.ts';
 import { generateTone, speechLikeTone } from '../test/support/discord/audio-tone.ts';

@@ -18,10 +18,10 @@ import { customId, customIdParts, type Command } from '../src/discord/command.ts
 import { isServerManager, memberRoleIds } from '../src/discord/member.ts';
 import { ASPECT_RATIOS, BUILT_IN_VOICES, EXTENSION_DURATION, GENERATION_DURATION, RESOLUTIONS } from '../src/gateway/spec.ts';
 import type { Services } from '../src/services.ts';
-import type { AttachmentInput } from '../src/tasks/requests.ts';
-import { parseVoiceList } from '../src/tasks/requests.ts';
-import { SubmissionRefusedError, type InteractionContext, type Prepared } from '../src/tasks/service.ts';
-import { renderStatusCard } from '../src/tasks/status-card.ts';
+import type { AttachmentInput } from '../src/video/requests.ts';
+import { parseVoiceList } from '../src/video/requests.ts';
+import { SubmissionRefusedError, type InteractionContext, type Prepared } from '../src/video/service.ts';
+import { renderStatusCard } from '../src/video/status-card.ts';
 
 const DEFAULT_ATTACHMENT_LIMIT = 10 * 1024 * 1024;
 const MAX_CHOICES = 25;

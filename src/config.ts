@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { parseEnv } from 'node:util';
 import { LAYERS, DEFAULT_EDIT_PATH, DEFAULT_EXTENSION_PATH, DEFAULT_VENDOR, type Layer } from './gateway/spec.ts';
-import { LOG_LEVELS, type LogLevel } from './log.ts';
+import { LOG_LEVELS, type LogLevel } from './lib/log.ts';
 
 export interface BotConfig {
   discordToken: string;

@@ -1,6 +1,6 @@
 import { startApp } from './app.ts';
 import { loadConfig, readEnvironment } from './config.ts';
-import { createLogger, registerSecret } from './log.ts';
+import { createLogger, registerSecret } from './lib/log.ts';
 import { createShutdown, EXIT_FAILURE } from './shutdown.ts';
 
 // `npm start`: configuration from the environment (and .env), then the bot until SIGINT or SIGTERM.

@@ -1,8 +1,8 @@
 import type { BotConfig } from './config.ts';
-import type { Logger } from './log.ts';
+import type { Logger } from './lib/log.ts';
 import type { SettingsService } from './settings/service.ts';
 import type { Store } from './store.ts';
-import type { VideoService } from './tasks/service.ts';
+import type { VideoService } from './video/service.ts';
 import type { VoiceService } from './voice/service.ts';
 import type { VoiceSettingsStore } from './voice/settings.ts';
 

@@ -1,4 +1,4 @@
-import type { Logger } from './log.ts';
+import type { Logger } from './lib/log.ts';
 
 // What SIGINT and SIGTERM do to the process: one orderly stop, bounded in time; a second signal (an
 // impatient operator, or a supervisor's follow-up) or the deadline ends the process at once.

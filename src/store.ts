@@ -3,7 +3,7 @@ import { dirname } from 'node:path';
 import Keyv, { type DeserializedData } from 'keyv';
 import KeyvSqlite from '@keyv/sqlite';
 import KeyvRedis, { createClient, type RedisClientType } from '@keyv/redis';
-import type { Logger } from './log.ts';
+import type { Logger } from './lib/log.ts';
 
 // The bot's persistence: named collections of records in Keyv, on an embedded SQLite file by default
 // or on Redis for a store shared between processes. Records are parsed on every read: the store is a

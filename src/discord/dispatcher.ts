@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Interaction } from 'discord.js';
 import { answerPrivately } from './answer.ts';
-import type { Logger } from '../log.ts';
+import type { Logger } from '../lib/log.ts';
 import { customIdParts, type Command } from './command.ts';
 
 // Routes every interaction to its command module, and keeps the bot alive whatever a handler does: a

@@ -1,6 +1,6 @@
 import { DiscordAPIError, Routes, type REST, type RESTPostAPIChannelMessageJSONBody, type APIEmbed, type APIActionRowComponent, type APIComponentInMessageActionRow } from 'discord.js';
-import { isRecord, readArray, readRecord, readString } from '../json.ts';
-import { onceUntilFailure } from '../once-until-failure.ts';
+import { isRecord, readArray, readRecord, readString } from '../lib/json.ts';
+import { onceUntilFailure } from '../lib/once-until-failure.ts';
 
 // What the background services send to Discord, through the bot's REST client: status cards edited
 // through the interaction token while it lives (15 min) and as channel messages after, and results

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DiscordAPIError } from 'discord.js';
 import { backoffDelayMs, type RetryPolicy } from '../gateway/retry.ts';
-import type { Logger } from '../log.ts';
+import type { Logger } from '../lib/log.ts';
 
 // The Discord calls the bot cannot do without (login, command registration) are tried until they
 // succeed, Discord refuses them for good, or the bot shuts down. @discordjs/rest already retries a 5xx

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { createLogger } from '../log.ts';
+import { createLogger } from '../lib/log.ts';
 import { DEFAULT_KEY, EmulatorConfigError, parseEmulatorConfig, type EmulatorConfig } from './config.ts';
 import { startEmulator } from './server.ts';
 

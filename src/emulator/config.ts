@@ -1,5 +1,5 @@
 import { DEFAULT_VENDOR, realtimeModelNames, videoModelNames } from '../gateway/spec.ts';
-import { isRecord } from '../json.ts';
+import { isRecord } from '../lib/json.ts';
 
 // The emulator's configuration (`npm run emulator -- --config FILE`):
 // {"vendor":"svc", "keys":{"<key>":{"group":"<name>","quota_usd":50}}, "groups":{"<name>":{"models":[...]}},

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { isRecord } from '../json.ts';
-import { readBodyWithin } from '../http-body.ts';
+import { isRecord } from '../lib/json.ts';
+import { readBodyWithin } from '../lib/http-body.ts';
 import type { Layer } from '../gateway/spec.ts';
 
 // Answers in the spec's formats. Every response carries x-request-id; errors are the compatibility

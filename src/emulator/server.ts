@@ -1,8 +1,8 @@
 import { EventEmitter } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { isRecord } from '../json.ts';
+import { isRecord } from '../lib/json.ts';
 import { LAYER_PREFIX, type Layer, type VideoOperation } from '../gateway/spec.ts';
-import { silentLogger, type Logger } from '../log.ts';
+import { silentLogger, type Logger } from '../lib/log.ts';
 import { resolveConfig, type EmulatorConfig, type EmulatorConfigInput } from './config.ts';
 import { HttpError, invalidTargetError, layerOfPath, newRequestId, parseRequestTarget, readJsonObject, sendError, sendJson } from './http.ts';
 import { KeyRegistry, keyIdOf, type KeyAccount } from './keys.ts';
@@ -12,7 +12,7 @@ import { TaskEngine, type Upload } from './tasks.ts';
 import { parseTriggers } from './triggers.ts';
 import { acceptRequest } from './validation.ts';
 import { appendBounded } from './journal.ts';
-import { waitUntil } from '../wait-until.ts';
+import { waitUntil } from '../lib/wait-until.ts';
 
 // A local gateway faithful to gateway-api.md, for development, demos, tests and benchmarks: both layers,
 // edits and extensions, quotas and limits, storage and uploads, realtime voice, and prompt triggers.

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { request as httpRequest } from 'undici';
 import { USD_TICKS, type Layer, type VideoOperation } from '../gateway/spec.ts';
-import type { Logger } from '../log.ts';
+import type { Logger } from '../lib/log.ts';
 import type { EmulatorConfig } from './config.ts';
 import type { KeyAccount, KeyRegistry } from './keys.ts';
 import type { Triggers } from './triggers.ts';

@@ -1,4 +1,4 @@
-import { isHttpUrl, isRecord } from '../json.ts';
+import { isHttpUrl, isRecord } from '../lib/json.ts';
 import {
   ASPECT_RATIOS,
   BUILT_IN_VOICES,

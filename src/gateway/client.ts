@@ -2,7 +2,7 @@
 // goes through send(): one place for headers, size caps, error decoding and retries (retry.ts).
 
 import type { Dispatcher } from 'undici';
-import { registerSecret, silentLogger, type Logger } from '../log.ts';
+import { registerSecret, silentLogger, type Logger } from '../lib/log.ts';
 import {
   CLIENT_SECRET_DEFAULT_S,
   CLIENT_SECRET_MAX_S,
@@ -28,7 +28,7 @@ import {
   type GatewayTimeouts,
   type HttpResponse,
 } from './http.ts';
-import { parseJsonText, readArray, readNonEmptyString, readString, readTimestamp } from '../json.ts';
+import { parseJsonText, readArray, readNonEmptyString, readString, readTimestamp } from '../lib/json.ts';
 import { DEFAULT_RETRY_POLICY, parseRetryAfter, withRetries, type RetryPolicy } from './retry.ts';
 import { parseSubmission, parseTaskResult } from './task-result.ts';
 import { validateEdit, validateExtension, validateGeneration, type ValidationOptions } from './validation.ts';

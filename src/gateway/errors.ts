@@ -14,8 +14,8 @@
 //   ├── VideoUnavailableError      downloadVideo on a task without a video (moderated, failed, running)
 //   └── ValidationError            a request refused before anything was sent; `field` names the field
 
-import { redact } from '../log.ts';
-import { isRecord, readNumber, readRecord, readString, type JsonRecord, parseJsonText } from '../json.ts';
+import { redact } from '../lib/log.ts';
+import { isRecord, readNumber, readRecord, readString, type JsonRecord, parseJsonText } from '../lib/json.ts';
 
 export interface GatewayErrorDetails {
   status?: number | undefined;

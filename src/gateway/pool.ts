@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Logger } from '../log.ts';
+import type { Logger } from '../lib/log.ts';
 import { GatewayClient, type GatewayClientOptions } from './client.ts';
 import type { Layer } from './spec.ts';
 

@@ -10,7 +10,7 @@
 // code the spec lists (a proxy in front of the gateway, or a native code the spec does not show: rule 2
 // calls 429 and 5xx temporary), because repeating a read costs nothing.
 
-import type { Logger } from '../log.ts';
+import type { Logger } from '../lib/log.ts';
 import { HTTP_ERROR_CODES, RETRYABLE_CODES } from './spec.ts';
 import { GatewayApiError, GatewayConnectionError, OutcomeUnknownError } from './errors.ts';
 

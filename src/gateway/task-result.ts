@@ -14,7 +14,7 @@ import {
   readString,
   readTimestamp,
   type JsonRecord,
-} from '../json.ts';
+} from '../lib/json.ts';
 import type { StoredFile, SubmittedTask, TaskResult, TaskStatus } from './types.ts';
 
 // Both vocabularies are accepted on both layers: a status word never means two different things.

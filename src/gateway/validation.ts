@@ -23,7 +23,7 @@ import {
   type VideoModelCapabilities,
 } from './spec.ts';
 import { ValidationError } from './errors.ts';
-import { isHttpUrl } from '../json.ts';
+import { isHttpUrl } from '../lib/json.ts';
 import type { EditRequest, ExtensionRequest, GenerationRequest, ImageInput, ReferenceAudio, VideoSource } from './types.ts';
 
 export interface ValidationOptions {

@@ -1,4 +1,4 @@
-import { isRecord } from '../json.ts';
+import { isRecord } from '../lib/json.ts';
 import { LAYERS, type Layer } from '../gateway/spec.ts';
 import { parseSealedKey, type SealedKey } from './key-cipher.ts';
 

@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
-import { isRecord } from '../json.ts';
+import { isRecord } from '../lib/json.ts';
 
 // Servers' gateway keys at rest: AES-256-GCM under a key derived (HKDF-SHA256) from
 // KEY_ENCRYPTION_SECRET, bound to the server's id so a record cannot be moved to another server. A

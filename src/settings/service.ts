@@ -1,12 +1,12 @@
 import { AuthenticationError, GatewayApiError, GatewayError, MalformedResponseError } from '../gateway/errors.ts';
 import { keyFingerprint, type GatewayClientPool } from '../gateway/pool.ts';
 import type { Layer } from '../gateway/spec.ts';
-import { KeyedLock } from '../keyed-lock.ts';
+import { KeyedLock } from '../lib/keyed-lock.ts';
 import { MIN_ENCRYPTION_SECRET_LENGTH } from '../config.ts';
-import { registerSecret, type Logger } from '../log.ts';
+import { registerSecret, type Logger } from '../lib/log.ts';
 import type { Collection, Store } from '../store.ts';
-import type { TaskRecord, TaskState } from '../tasks/record.ts';
-import type { GuildVideoPolicy, VideoDefaults } from '../tasks/service.ts';
+import type { TaskRecord, TaskState } from '../video/record.ts';
+import type { GuildVideoPolicy, VideoDefaults } from '../video/service.ts';
 import { checkAccess, type AccessVerdict } from './access.ts';
 import { HISTORY_KEPT, defaultGuildSettings, parseGuildSettings, type Feature, type GuildSettings, type StoredKey } from './guild-settings.ts';
 import { KeyCipher, UnreadableKeyError } from './key-cipher.ts';

@@ -1,5 +1,5 @@
-import { KeyedLock } from '../keyed-lock.ts';
-import { isRecord, readNumber } from '../json.ts';
+import { KeyedLock } from '../lib/keyed-lock.ts';
+import { isRecord, readNumber } from '../lib/json.ts';
 import { USD_TICKS } from '../gateway/spec.ts';
 import type { Collection, Store } from '../store.ts';
 import { videos } from './limits.ts';

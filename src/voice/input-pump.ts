@@ -1,4 +1,4 @@
-import type { Logger } from '../log.ts';
+import type { Logger } from '../lib/log.ts';
 import { FRAME_MS, FRAME_SAMPLES, silentFrame } from './audio/format.ts';
 import type { SpeakerMixer } from './audio/mixer.ts';
 

@@ -1,6 +1,6 @@
 import { EndBehaviorType, type VoiceReceiver } from '@discordjs/voice';
 import type { Readable } from 'node:stream';
-import type { Logger } from '../log.ts';
+import type { Logger } from '../lib/log.ts';
 import type { SpeakerMixer } from './audio/mixer.ts';
 import { OpusFrameDecoder } from './audio/opus.ts';
 

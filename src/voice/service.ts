@@ -3,8 +3,8 @@ import { PermissionFlagsBits, type Client, type Guild, type VoiceState } from 'd
 import { DISCORD_ERRORS, isDiscordError, type DiscordOutbox } from '../discord/outbox.ts';
 import { RealtimeClient } from '../gateway/realtime/client.ts';
 import { REALTIME_SESSION_MAX_MS } from '../gateway/spec.ts';
-import type { Logger } from '../log.ts';
-import type { GuildVideoPolicy } from '../tasks/service.ts';
+import type { Logger } from '../lib/log.ts';
+import type { GuildVideoPolicy } from '../video/service.ts';
 import { VoiceAccessError, VoiceSession, finalFailure } from './session.ts';
 import type { VoiceSettings, VoiceSettingsStore } from './settings.ts';
 

@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import type { VoiceConnection } from '@discordjs/voice';
 import { RealtimeConnectionError, type RealtimeClient } from '../gateway/realtime/client.ts';
 import type { RealtimeServerEvent } from '../gateway/realtime/events.ts';
-import type { Logger } from '../log.ts';
+import type { Logger } from '../lib/log.ts';
 import { AnswerStreams } from './answer-streams.ts';
 import { FRAME_MS } from './audio/format.ts';
 import { SpeakerMixer } from './audio/mixer.ts';

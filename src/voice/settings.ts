@@ -1,4 +1,4 @@
-import { isRecord } from '../json.ts';
+import { isRecord } from '../lib/json.ts';
 import { BUILT_IN_VOICES, isVoiceId, realtimeModelNames } from '../gateway/spec.ts';
 import type { Collection, Store } from '../store.ts';
 

@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import { AudioPlayerStatus, AudioResource, NoSubscriberBehavior, createAudioPlayer, type AudioPlayer, type VoiceConnection } from '@discordjs/voice';
-import type { Logger } from '../log.ts';
+import type { Logger } from '../lib/log.ts';
 import { BYTES_PER_SAMPLE, FRAME_MS, bytesToSamples } from './audio/format.ts';
 import { Framer } from './audio/framer.ts';
 import { OpusFrameEncoder } from './audio/opus.ts';

@@ -3,10 +3,10 @@ import { ActionRowBuilder, ButtonBuilder, ButtonStyle, Client, Events, GatewayIn
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Command } from '../../src/discord/command.ts';
 import { createDispatcher } from '../../src/discord/dispatcher.ts';
-import { isRecord, type JsonRecord } from '../../src/json.ts';
-import { createLogger, type Logger } from '../../src/log.ts';
+import { isRecord, type JsonRecord } from '../../src/lib/json.ts';
+import { createLogger, type Logger } from '../../src/lib/log.ts';
 import { startDiscordStandIn, type DiscordStandIn, type Message, type TestGuild } from '../support/discord/index.ts';
-import { waitUntil } from '../../src/wait-until.ts';
+import { waitUntil } from '../../src/lib/wait-until.ts';
 
 // A handler that throws: whatever it had already answered, the user alone reads "something went wrong"
 // (ephemeral, flag 64), the channel keeps nothing of it, and the log line carries the same reference.

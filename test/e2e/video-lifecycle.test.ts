@@ -9,14 +9,14 @@ import { REST } from 'discord.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DiscordOutbox } from '../../src/discord/outbox.ts';
 import { GatewayClientPool } from '../../src/gateway/pool.ts';
-import { readRecord, readString } from '../../src/json.ts';
-import { createLogger, silentLogger, type LogFields, type Logger, type LogLevel } from '../../src/log.ts';
+import { readRecord, readString } from '../../src/lib/json.ts';
+import { createLogger, silentLogger, type LogFields, type Logger, type LogLevel } from '../../src/lib/log.ts';
 import { openStore, type Store } from '../../src/store.ts';
-import { VideoDelivery, resultButtons } from '../../src/tasks/delivery.ts';
-import { PolicyGatewayResolver } from '../../src/tasks/gateway-resolver.ts';
-import { DEFAULT_POLL_POLICY, type PollPolicy } from '../../src/tasks/poll-policy.ts';
-import type { TaskRecord } from '../../src/tasks/record.ts';
-import { TaskRepository, newTaskId } from '../../src/tasks/repository.ts';
+import { VideoDelivery, resultButtons } from '../../src/video/delivery.ts';
+import { PolicyGatewayResolver } from '../../src/video/gateway-resolver.ts';
+import { DEFAULT_POLL_POLICY, type PollPolicy } from '../../src/video/poll-policy.ts';
+import type { TaskRecord } from '../../src/video/record.ts';
+import { TaskRepository, newTaskId } from '../../src/video/repository.ts';
 import {
   SubmissionRefusedError,
   VideoService,
@@ -25,11 +25,11 @@ import {
   type InteractionContext,
   type Prepared,
   type SubmissionPlan,
-} from '../../src/tasks/service.ts';
-import { renderStatusCard } from '../../src/tasks/status-card.ts';
-import { TaskTracker } from '../../src/tasks/tracker.ts';
+} from '../../src/video/service.ts';
+import { renderStatusCard } from '../../src/video/status-card.ts';
+import { TaskTracker } from '../../src/video/tracker.ts';
 import { startDiscordStandIn, type DiscordStandIn, type Message, type TestGuild } from '../support/discord/index.ts';
-import { waitUntil } from '../../src/wait-until.ts';
+import { waitUntil } from '../../src/lib/wait-until.ts';
 
 // A video task's life when things go wrong (answers that cannot be read, downloads that keep failing,
 // Discord refusing posts), with the bot's real task services in this process (so backoffs can be fast),

@@ -4,7 +4,7 @@ import { WebSocket } from 'ws';
 import { encodeAudio } from '../../src/emulator/realtime/audio-format.ts';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import { rawHttp } from '../support/raw-http.ts';
-import { websocketText } from '../../src/websocket-text.ts';
+import { websocketText } from '../../src/lib/websocket-text.ts';
 import { REALTIME_PCM } from '../support/discord/audio-format.ts';
 import { analyzeTone } from '../support/discord/audio-analysis.ts';
 import { generateSilence, generateTone } from '../support/discord/audio-tone.ts';

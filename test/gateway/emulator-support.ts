@@ -4,7 +4,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Emulator } from '../../src/emulator/server.ts';
 import { GatewayClient, type GatewayClientOptions, type TaskResult } from '../../src/gateway/index.ts';
-import { isRecord, parseJsonText, readString } from '../../src/json.ts';
+import { isRecord, parseJsonText, readString } from '../../src/lib/json.ts';
 import type { Layer } from '../../src/gateway/spec.ts';
 
 export const EMULATOR_KEY = 'emulator-key';

@@ -4,12 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
-import { isRecord } from '../../src/json.ts';
+import { isRecord } from '../../src/lib/json.ts';
 import { GatewayClientPool } from '../../src/gateway/pool.ts';
-import { createLogger, type Logger } from '../../src/log.ts';
+import { createLogger, type Logger } from '../../src/lib/log.ts';
 import { MESSAGES, SettingsService, type SettingsOptions } from '../../src/settings/service.ts';
 import { openStore, type Store } from '../../src/store.ts';
-import type { TaskRecord } from '../../src/tasks/record.ts';
+import type { TaskRecord } from '../../src/video/record.ts';
 
 // The settings service on a real SQLite file and the real gateway emulator.
 

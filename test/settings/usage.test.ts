@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { silentLogger } from '../../src/log.ts';
+import { silentLogger } from '../../src/lib/log.ts';
 import { UsageLedger, dayKey } from '../../src/settings/usage.ts';
 import { openStore, type Store } from '../../src/store.ts';
 

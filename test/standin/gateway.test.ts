@@ -1,8 +1,8 @@
 import { once } from 'node:events';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { isRecord } from '../../src/json.ts';
-import { websocketText } from '../../src/websocket-text.ts';
+import { isRecord } from '../../src/lib/json.ts';
+import { websocketText } from '../../src/lib/websocket-text.ts';
 import { PERMISSIONS, startDiscordStandIn, type DiscordStandIn, type TestGuild } from '../support/discord/index.ts';
 
 // The gateway frame by frame, as a raw websocket client sees it: the handshake, what READY and

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isRecord } from '../../src/json.ts';
-import { createLogger } from '../../src/log.ts';
+import { isRecord } from '../../src/lib/json.ts';
+import { createLogger } from '../../src/lib/log.ts';
 import { startDiscordStandIn, type DiscordStandIn, type TestGuild, type Upload } from '../support/discord/index.ts';
 
 // Discord's REST rules, checked over plain HTTP: what the bot gets back when it does something right,

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { waitUntil } from '../../src/wait-until.ts';
+import { waitUntil } from '../../src/lib/wait-until.ts';
 
 // The bot as a real child process, started exactly like `npm start` (scripts/node src/main.ts), with its
 // JSON log lines parsed and awaitable.

@@ -6,9 +6,9 @@ import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { isRecord } from '../../src/json.ts';
-import { websocketText } from '../../src/websocket-text.ts';
-import { waitUntil } from '../../src/wait-until.ts';
+import { isRecord } from '../../src/lib/json.ts';
+import { websocketText } from '../../src/lib/websocket-text.ts';
+import { waitUntil } from '../../src/lib/wait-until.ts';
 
 export type ClientEvent = Readonly<Record<string, unknown>>;
 

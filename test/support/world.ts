@@ -1,5 +1,5 @@
 import { startEmulator, type Emulator, type EmulatorOptions } from '../../src/emulator/server.ts';
-import type { Logger } from '../../src/log.ts';
+import type { Logger } from '../../src/lib/log.ts';
 import { cleanupBotDirectories, makeDataDirectory, startBot, type BotProcess } from './bot-process.ts';
 import { startDiscordStandIn, type DiscordStandIn, type StandInOptions, type TestGuild } from './discord/index.ts';
 

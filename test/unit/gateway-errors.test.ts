@@ -19,7 +19,7 @@ import {
   type RetryPolicy,
 } from '../../src/gateway/retry.ts';
 import { HTTP_ERROR_CODES, RETRYABLE_CODES } from '../../src/gateway/spec.ts';
-import { registerSecret, silentLogger } from '../../src/log.ts';
+import { registerSecret, silentLogger } from '../../src/lib/log.ts';
 import { ERROR_CLASS_OF_CODE } from '../support/error-classes.ts';
 
 function answer(status: number, body: unknown, extra: { retryAfterMs?: number } = {}): GatewayApiError {

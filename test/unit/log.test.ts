@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createLogger, redact, registerSecret } from '../../src/log.ts';
+import { createLogger, redact, registerSecret } from '../../src/lib/log.ts';
 
 describe('structured logs', () => {
   it('writes one JSON object per line with level, message and fields', () => {

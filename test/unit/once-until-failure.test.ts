@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { onceUntilFailure } from '../../src/once-until-failure.ts';
+import { onceUntilFailure } from '../../src/lib/once-until-failure.ts';
 
 describe('onceUntilFailure', () => {
   it('runs the load once for every caller while it succeeds', async () => {

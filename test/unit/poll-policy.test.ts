@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_POLL_POLICY, errorBackoffDelay, nextPollDelay, pollPolicyWithInterval } from '../../src/tasks/poll-policy.ts';
+import { DEFAULT_POLL_POLICY, errorBackoffDelay, nextPollDelay, pollPolicyWithInterval } from '../../src/video/poll-policy.ts';
 
 const noJitter = () => 0.5;
 const policy = DEFAULT_POLL_POLICY;

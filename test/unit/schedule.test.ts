@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Schedule } from '../../src/tasks/schedule.ts';
+import { Schedule } from '../../src/video/schedule.ts';
 
 function drain(schedule: Schedule, now: number): string[] {
   const ids: string[] = [];

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { readString } from '../../src/json.ts';
-import { createLogger } from '../../src/log.ts';
+import { readString } from '../../src/lib/json.ts';
+import { createLogger } from '../../src/lib/log.ts';
 import { createShutdown, SHUTDOWN_DEADLINE_MS } from '../../src/shutdown.ts';
 
 // What a signal does to the process: the exit code after a clean, failed or hung stop, and a second signal.

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { TaskResult } from '../../src/gateway/types.ts';
-import { applyResult } from '../../src/tasks/apply-result.ts';
-import { describeFailure, describeOverUploadLimit, describeSubmissionError } from '../../src/tasks/messages.ts';
-import { needsWork, parseTaskRecord, type TaskRecord } from '../../src/tasks/record.ts';
-import { cardStateKey, progressBar, renderStatusCard } from '../../src/tasks/status-card.ts';
+import { applyResult } from '../../src/video/apply-result.ts';
+import { describeFailure, describeOverUploadLimit, describeSubmissionError } from '../../src/video/messages.ts';
+import { needsWork, parseTaskRecord, type TaskRecord } from '../../src/video/record.ts';
+import { cardStateKey, progressBar, renderStatusCard } from '../../src/video/status-card.ts';
 
 const task: TaskRecord = {
   id: 'vabc123',

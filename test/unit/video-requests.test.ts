@@ -11,7 +11,7 @@ import {
   storageOptionsFor,
   type AttachmentInput,
   type GenerationInput,
-} from '../../src/tasks/requests.ts';
+} from '../../src/video/requests.ts';
 
 const picture = (name: string, contentType = 'image/png'): AttachmentInput => ({
   url: `https://cdn.example/attachments/1/2/${name}?ex=1&is=2&hm=3`,

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { silentLogger } from '../../src/log.ts';
+import { silentLogger } from '../../src/lib/log.ts';
 import { FRAME_SAMPLES } from '../../src/voice/audio/format.ts';
 import { SpeakerMixer } from '../../src/voice/audio/mixer.ts';
 import { InputPump } from '../../src/voice/input-pump.ts';

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDiscordClient } from '../../src/discord/client.ts';
 import { DiscordOutbox } from '../../src/discord/outbox.ts';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
-import { silentLogger } from '../../src/log.ts';
+import { silentLogger } from '../../src/lib/log.ts';
 import { openStore, type Store } from '../../src/store.ts';
 import { VoiceService } from '../../src/voice/service.ts';
 import { VoiceSettingsStore } from '../../src/voice/settings.ts';

@@ -6,7 +6,7 @@
 import { VoiceConnectionStatus, entersState, joinVoiceChannel, type VoiceConnection } from '@discordjs/voice';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RealtimeClient } from '../../src/gateway/realtime/client.ts';
-import { silentLogger } from '../../src/log.ts';
+import { silentLogger } from '../../src/lib/log.ts';
 import { samplesToBytes } from '../../src/voice/audio/format.ts';
 import { defaultVoiceSettings, type VoiceSettings } from '../../src/voice/settings.ts';
 import { VoiceSession, type VoiceSessionOptions } from '../../src/voice/session.ts';

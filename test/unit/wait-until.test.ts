@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { waitUntil } from '../../src/wait-until.ts';
+import { waitUntil } from '../../src/lib/wait-until.ts';
 
 function waitForWord(events: EventEmitter, seen: string[], word: string, timeoutMs = 1_000) {
   return waitUntil({

@@ -1,4 +1,4 @@
-import { isRecord } from '../../json.ts';
+import { isRecord } from '../../lib/json.ts';
 
 // The realtime audio formats of provider-notes.md: `audio/pcm` (16-bit little-endian, 8000-48000 Hz) and
 // the G.711 pair `audio/pcmu` (mu-law) and `audio/pcma` (A-law) at 8 kHz, base64 in JSON. The session

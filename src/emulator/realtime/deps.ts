@@ -1,4 +1,4 @@
-import type { Logger } from '../../log.ts';
+import type { Logger } from '../../lib/log.ts';
 
 // The seam between the emulator's HTTP side (keys, groups, client secrets) and its realtime side.
 

@@ -5,9 +5,9 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import { realtimeSubprotocolPrefixes } from '../../gateway/spec.ts';
 import type { RealtimeAuthorization, RealtimeDeps } from './deps.ts';
 import { DEFAULT_REALTIME_OPTIONS, RealtimeSession, type JournaledEvent, type RealtimeOptions } from './session.ts';
-import { websocketText } from '../../websocket-text.ts';
+import { websocketText } from '../../lib/websocket-text.ts';
 import { newRequestId, parseRequestTarget } from '../http.ts';
-import { waitUntil } from '../../wait-until.ts';
+import { waitUntil } from '../../lib/wait-until.ts';
 
 // The realtime endpoint: `wss://…/native/v1/realtime?model=…`, authorised by the Authorization header or
 // by a subprotocol (`<vendor>-client-secret.<token>` or `compat-insecure-api-key.<key>`). A refusal is an

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { isRecord } from '../../json.ts';
-import type { Logger } from '../../log.ts';
+import { isRecord } from '../../lib/json.ts';
+import type { Logger } from '../../lib/log.ts';
 import { appendBounded } from '../journal.ts';
 import { DEFAULT_AUDIO_FORMAT, decodeAudio, encodeAudio, readAudioFormat, type AudioFormat } from './audio-format.ts';
 import { DEFAULT_VAD, EnergyVad, VAD_WINDOW_MS, type VadSettings } from './vad.ts';

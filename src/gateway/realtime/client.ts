@@ -1,14 +1,14 @@
 import { EventEmitter } from 'node:events';
 import type { IncomingMessage } from 'node:http';
 import { WebSocket } from 'ws';
-import { registerSecret, silentLogger, type Logger } from '../../log.ts';
+import { registerSecret, silentLogger, type Logger } from '../../lib/log.ts';
 import { GatewayError } from '../errors.ts';
 import { requestIdOf } from '../http.ts';
 import { realtimeSubprotocolPrefixes } from '../spec.ts';
 import type { ClientSecret } from '../types.ts';
-import { isRecord, readString, readTimestamp } from '../../json.ts';
+import { isRecord, readString, readTimestamp } from '../../lib/json.ts';
 import { parseServerEvent, type RealtimeServerEvent } from './events.ts';
-import { websocketText } from '../../websocket-text.ts';
+import { websocketText } from '../../lib/websocket-text.ts';
 
 // The bot's side of a realtime voice session (gateway-api.md, "Realtime voice"): one websocket to
 // `{ws_base_url}/native/v1/realtime?model=…` with the Authorization header (or a credential

@@ -1,4 +1,4 @@
-import { isRecord, readNumber, readRecord, readString, type JsonRecord } from '../../json.ts';
+import { isRecord, readNumber, readRecord, readString, type JsonRecord } from '../../lib/json.ts';
 
 // Realtime server events, parsed from untrusted JSON into one typed union. The provider uses two names
 // for some deltas (`response.output_audio.delta` and `response.audio.delta`, …): both arrive here under

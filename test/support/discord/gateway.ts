@@ -3,10 +3,10 @@ import type { EventEmitter } from 'node:events';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocket, WebSocketServer, type RawData } from 'ws';
-import { isRecord } from '../../../src/json.ts';
+import { isRecord } from '../../../src/lib/json.ts';
 import { channelObject, memberObject, roleObject, userObject, type Guild, type StandInState } from './state.ts';
 import type { VoiceStandIn } from './voice-contract.ts';
-import { websocketText } from '../../../src/websocket-text.ts';
+import { websocketText } from '../../../src/lib/websocket-text.ts';
 
 // Discord's gateway as @discordjs/ws 1.2 speaks it (JSON, no compression): HELLO, IDENTIFY, READY, a
 // complete GUILD_CREATE per guild, heartbeats, RESUME with replay of what was missed, and the voice state

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { createServer, type Server } from 'node:http';
-import { isRecord } from '../../../src/json.ts';
-import { createLogger, type Logger } from '../../../src/log.ts';
+import { isRecord } from '../../../src/lib/json.ts';
+import { createLogger, type Logger } from '../../../src/lib/log.ts';
 import { Gateway } from './gateway.ts';
 import { CALLBACK, Interactions, type Callback, type InteractionRecord } from './interactions.ts';
 import { MessageStore, NONCE_WINDOW_MS, RestApi, type InjectedFailure, type RecordedRequest } from './rest.ts';
@@ -25,7 +25,7 @@ import {
   type User,
 } from './state.ts';
 import { startVoiceServer, type VoiceServer } from './voice-server.ts';
-import { waitUntil } from '../../../src/wait-until.ts';
+import { waitUntil } from '../../../src/lib/wait-until.ts';
 
 // A local Discord for end-to-end tests: the real discord.js (in the bot's own process) talks to it over
 // REST and the gateway, @discordjs/voice over the voice websocket and UDP, and tests drive simulated users.

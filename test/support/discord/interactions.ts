@@ -1,5 +1,5 @@
 import type { EventEmitter } from 'node:events';
-import { isRecord } from '../../../src/json.ts';
+import { isRecord } from '../../../src/lib/json.ts';
 import { messageLimitErrors, RestError, tooLong, type MessageStore, type ParsedBody } from './rest.ts';
 import type { Message, StandInState } from './state.ts';
 

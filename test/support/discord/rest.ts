@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { isRecord } from '../../../src/json.ts';
-import { readBodyWithin } from '../../../src/http-body.ts';
-import type { Logger } from '../../../src/log.ts';
+import { isRecord } from '../../../src/lib/json.ts';
+import { readBodyWithin } from '../../../src/lib/http-body.ts';
+import type { Logger } from '../../../src/lib/log.ts';
 import type { Interactions } from './interactions.ts';
 import { snowflake } from './snowflake.ts';
 import { channelObject, memberObject, roleObject, userObject, type Message, type StandInState, type StoredAttachment, type Upload } from './state.ts';

@@ -2,7 +2,7 @@
 // currently talks on (a new one after RESUME) and, after SELECT_PROTOCOL, its UDP address.
 
 import type { WebSocket } from 'ws';
-import type { Logger } from '../../../src/log.ts';
+import type { Logger } from '../../../src/lib/log.ts';
 import { sealRtpPacket } from './rtp-crypto.ts';
 import type { SealRtpOptions } from './rtp-crypto.ts';
 import type { SpeakerLink } from './voice-speaker.ts';

@@ -1,7 +1,7 @@
 // Everything the bot sent in one guild: its RTP audio decrypted and decoded back to PCM (one Opus
 // decoder per bot stream, as a real listener would), and its SPEAKING announcements.
 
-import type { Logger } from '../../../src/log.ts';
+import type { Logger } from '../../../src/lib/log.ts';
 import { concatPcm } from './audio-format.ts';
 import { OPUS_SILENCE_FRAME, OpusFrameDecoder } from './opus-codec.ts';
 import { openRtpPacket } from './rtp-crypto.ts';

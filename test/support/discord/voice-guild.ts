@@ -1,7 +1,7 @@
 // Everything the voice stand-in knows about one guild: who the bot is expected to be, its live
 // connection, the simulated users in voice, and what the bot sent (kept after it leaves, for asserts).
 
-import type { Logger } from '../../../src/log.ts';
+import type { Logger } from '../../../src/lib/log.ts';
 import type { BotConnection } from './voice-bot-connection.ts';
 import { BotAudioRecorder } from './voice-bot-recorder.ts';
 import type { BotVoiceSession } from './voice-contract.ts';

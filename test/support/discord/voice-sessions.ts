@@ -4,7 +4,7 @@
 
 import { randomBytes, randomInt } from 'node:crypto';
 import type { WebSocket } from 'ws';
-import type { Logger } from '../../../src/log.ts';
+import type { Logger } from '../../../src/lib/log.ts';
 import { SECRET_KEY_LENGTH } from './rtp-crypto.ts';
 import { buildIpDiscoveryResponse, classifyDatagram } from './udp-datagrams.ts';
 import { BotConnection } from './voice-bot-connection.ts';

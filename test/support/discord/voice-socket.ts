@@ -3,7 +3,7 @@
 // heartbeats and SPEAKING. Anything out of order closes the socket with the code Discord uses.
 
 import type { RawData, WebSocket } from 'ws';
-import type { Logger } from '../../../src/log.ts';
+import type { Logger } from '../../../src/lib/log.ts';
 import { AEAD_AES256_GCM_RTPSIZE } from './rtp-crypto.ts';
 import type { BotConnection } from './voice-bot-connection.ts';
 import { VoiceCloseCode, VoiceOp, isDaveOp, parseClientMessage } from './voice-protocol.ts';

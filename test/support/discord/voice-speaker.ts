@@ -5,7 +5,7 @@
 
 import { randomInt } from 'node:crypto';
 import { setImmediate as yieldToEventLoop, setTimeout as sleep } from 'node:timers/promises';
-import type { Logger } from '../../../src/log.ts';
+import type { Logger } from '../../../src/lib/log.ts';
 import { CHANNELS, FULL_SCALE, SAMPLES_PER_MS } from './audio-format.ts';
 import { OPUS_SILENCE_FRAME, OpusFrameEncoder, isOpusFrameMs } from './opus-codec.ts';
 import type { OpusApplication, OpusFrameMs } from './opus-codec.ts';

@@ -1,4 +1,4 @@
-import { waitUntil } from '../../../src/wait-until.ts';
+import { waitUntil } from '../../../src/lib/wait-until.ts';
 
 // Lets tests await a condition on the stand-in's state ("the bot sent 50 frames") instead of
 // sleeping: every state change calls notify(), which re-checks the pending conditions.

@@ -1,6 +1,6 @@
 import type { GatewayClient } from '../gateway/client.ts';
 import type { TaskResult } from '../gateway/types.ts';
-import type { Logger } from '../log.ts';
+import type { Logger } from '../lib/log.ts';
 import { applyResult } from './apply-result.ts';
 import type { VideoDelivery } from './delivery.ts';
 import { errorBackoffDelay, nextPollDelay, type PollPolicy } from './poll-policy.ts';

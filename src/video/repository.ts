@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Layer } from '../gateway/spec.ts';
-import { KeyedLock } from '../keyed-lock.ts';
+import { KeyedLock } from '../lib/keyed-lock.ts';
 import type { Collection, Store } from '../store.ts';
 import { needsWork, parseTaskRecord, type TaskRecord } from './record.ts';
 

@@ -4,8 +4,8 @@ import type { GatewayClientPool } from '../gateway/pool.ts';
 import { videoModelCapabilities, videoModelNames, type Layer } from '../gateway/spec.ts';
 import type { EditRequest, ExtensionRequest, GenerationRequest, SubmittedTask } from '../gateway/types.ts';
 import { validateEdit, validateExtension, validateGeneration } from '../gateway/validation.ts';
-import type { Logger } from '../log.ts';
-import { KeyedLock } from '../keyed-lock.ts';
+import type { Logger } from '../lib/log.ts';
+import { KeyedLock } from '../lib/keyed-lock.ts';
 import type { Collection, Store } from '../store.ts';
 import type { VideoDelivery } from './delivery.ts';
 import { describeExpiredAttachments, describeSubmissionError } from './messages.ts';
@@ -30,7 +30,7 @@ import {
   type StorageDefaults,
 } from './requests.ts';
 import type { TaskTracker } from './tracker.ts';
-import { onceUntilFailure } from '../once-until-failure.ts';
+import { onceUntilFailure } from '../lib/once-until-failure.ts';
 
 // /video's work: check a request completely before anything is sent, store the task before the user
 // hears it was accepted, submit it, and hand it to the tracker.

@@ -1,5 +1,5 @@
 import { LAYERS, VIDEO_OPERATIONS, type Layer, type VideoOperation } from '../gateway/spec.ts';
-import { isRecord } from '../json.ts';
+import { isRecord } from '../lib/json.ts';
 
 // A video task as the bot keeps it: written before the user hears "accepted", updated as the gateway
 // answers, and read back after any restart. Its shape is the store's schema, parsed on every read (into

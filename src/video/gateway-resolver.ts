@@ -1,6 +1,6 @@
 import type { GatewayClient } from '../gateway/client.ts';
 import type { GatewayClientPool } from '../gateway/pool.ts';
-import type { Logger } from '../log.ts';
+import type { Logger } from '../lib/log.ts';
 import type { TaskRecord } from './record.ts';
 import type { GuildVideoPolicy } from './service.ts';
 import type { GatewayResolver } from './tracker.ts';

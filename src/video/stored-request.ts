@@ -1,5 +1,5 @@
 import { ValidationError } from '../gateway/errors.ts';
-import { isRecord } from '../json.ts';
+import { isRecord } from '../lib/json.ts';
 import type { VideoOperation } from '../gateway/spec.ts';
 import type { EditRequest, ExtensionRequest, GenerationRequest, ImageInput, ReferenceAudio, StorageOptions } from '../gateway/types.ts';
 import { validateEdit, validateExtension, validateGeneration, type ValidationOptions } from '../gateway/validation.ts';

@@ -4,7 +4,7 @@ import { DISCORD_ERRORS, isDiscordError, isReplyRefusal, type DiscordOutbox, typ
 import { NotFoundError, ResponseTooLargeError, VideoUnavailableError } from '../gateway/errors.ts';
 import type { GatewayClient } from '../gateway/client.ts';
 import type { TaskResult } from '../gateway/types.ts';
-import type { Logger } from '../log.ts';
+import type { Logger } from '../lib/log.ts';
 import { applyResult } from './apply-result.ts';
 import { CHANNEL_DELETED, describeDeliveryFailure, describeMissingPermission, describeOverUploadLimit, describeStorageError } from './messages.ts';
 import type { TaskRecord } from './record.ts';

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DiscordAPIError } from 'discord.js';
-import { backoffDelayMs, type RetryPolicy } from '../gateway/retry.ts';
+import { backoffDelay, type BackoffPolicy } from '../lib/backoff.ts';
 import type { Logger } from '../lib/log.ts';
 
 // The Discord calls the bot cannot do without (login, command registration) are tried until they
@@ -8,8 +8,8 @@ import type { Logger } from '../lib/log.ts';
 // three times and waits out a 429 with its Retry-After; this is the slower layer above it, for an
 // outage longer than that (5xx, 429 and network failures alike).
 
-/** Only the delays matter here: the calls retry without a count, until shutdown. */
-const DISCORD_BACKOFF: RetryPolicy = { maxRetries: Number.POSITIVE_INFINITY, baseDelayMs: 1_000, maxDelayMs: 60_000, maxRetryAfterMs: 60_000 };
+/** The waits between attempts; the calls retry without a count, until shutdown. */
+const DISCORD_BACKOFF: BackoffPolicy = { baseMs: 1_000, maxMs: 60_000, jitter: 0.25, spread: 'shorter' };
 
 /** A 4xx other than 429: Discord understood the request and refused it; asking again changes nothing. */
 export function isDiscordRefusal(error: unknown): error is DiscordAPIError {
@@ -50,7 +50,7 @@ export async function retryUntilDone<T>(attempt: () => Promise<T>, options: Retr
     } catch (error) {
       if (signal.aborted) throw abortError(signal);
       if (options.isFinal(error)) throw error;
-      const retryInMs = backoffDelayMs(retriesDone, DISCORD_BACKOFF);
+      const retryInMs = backoffDelay(retriesDone, DISCORD_BACKOFF);
       log.warn('could not reach Discord; retrying', { operation: options.operation, attempt: retriesDone + 1, retryInMs, error });
       await sleep(retryInMs, undefined, { signal }).catch(() => undefined);
     }

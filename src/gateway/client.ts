@@ -29,7 +29,8 @@ import {
   type HttpResponse,
 } from './http.ts';
 import { parseJsonText, readArray, readNonEmptyString, readString, readTimestamp } from '../lib/json.ts';
-import { DEFAULT_RETRY_POLICY, parseRetryAfter, withRetries, type RetryPolicy } from './retry.ts';
+import { parseRetryAfter } from '../lib/backoff.ts';
+import { DEFAULT_RETRY_POLICY, withRetries, type RetryPolicy } from './retry.ts';
 import { parseSubmission, parseTaskResult } from './task-result.ts';
 import { validateEdit, validateExtension, validateGeneration, type ValidationOptions } from './validation.ts';
 import type {

@@ -10,6 +10,7 @@
 // code the spec lists (a proxy in front of the gateway, or a native code the spec does not show: rule 2
 // calls 429 and 5xx temporary), because repeating a read costs nothing.
 
+import { backoffDelay, type BackoffPolicy } from '../lib/backoff.ts';
 import type { Logger } from '../lib/log.ts';
 import { HTTP_ERROR_CODES, RETRYABLE_CODES } from './spec.ts';
 import { GatewayApiError, GatewayConnectionError, OutcomeUnknownError } from './errors.ts';
@@ -51,25 +52,9 @@ export interface RetryContext {
   random?: () => number;
 }
 
-/** Exponential backoff for the given retry (0-based), capped, with jitter in [1 - JITTER_FRACTION, 1]. */
-export function backoffDelayMs(retryIndex: number, policy: RetryPolicy, random: () => number = Math.random): number {
-  const nominal = Math.min(policy.baseDelayMs * 2 ** retryIndex, policy.maxDelayMs);
-  return Math.round(nominal * (1 - JITTER_FRACTION * random()));
-}
-
-/**
- * `Retry-After` as milliseconds: delta seconds ("1", "1.5") or an HTTP date. undefined when absent or
- * unreadable; a date in the past is 0.
- */
-export function parseRetryAfter(value: string | undefined, now: number = Date.now()): number | undefined {
-  if (value === undefined) return undefined;
-  const text = value.trim();
-  if (text === '') return undefined;
-  if (/^\d+(\.\d+)?$/.test(text)) return Math.round(Number(text) * 1000);
-  if (!/[a-z]/i.test(text)) return undefined;
-  const date = Date.parse(text);
-  if (Number.isNaN(date)) return undefined;
-  return Math.max(0, date - now);
+/** The retry policy's waits: exponential, capped, and shortened (never lengthened) by the jitter. */
+export function gatewayBackoff(policy: RetryPolicy): BackoffPolicy {
+  return { baseMs: policy.baseDelayMs, maxMs: policy.maxDelayMs, jitter: JITTER_FRACTION, spread: 'shorter' };
 }
 
 function isRetryableAnswer(error: GatewayApiError, idempotent: boolean): boolean {
@@ -99,16 +84,15 @@ export function decideRetry(error: unknown, context: RetryContext): RetryDecisio
   const { policy } = context;
   if (context.retriesDone >= policy.maxRetries) return { retry: false, reason: 'retries exhausted' };
   if (error instanceof OutcomeUnknownError) return { retry: false, reason: 'the submission may have been accepted' };
-  const backoff = backoffDelayMs(context.retriesDone, policy, context.random);
+  const backoff = (retryAfterMs?: number) => backoffDelay(context.retriesDone, gatewayBackoff(policy), { retryAfterMs, random: context.random });
   if (error instanceof GatewayConnectionError) {
     if (error.requestSent && !context.idempotent) return { retry: false, reason: 'the submission may have been accepted' };
-    return { retry: true, delayMs: backoff };
+    return { retry: true, delayMs: backoff() };
   }
   if (error instanceof GatewayApiError) {
     if (!isRetryableAnswer(error, context.idempotent)) return { retry: false, reason: 'not retryable' };
-    if (error.retryAfterMs === undefined) return { retry: true, delayMs: backoff };
-    if (error.retryAfterMs > policy.maxRetryAfterMs) return { retry: false, reason: 'Retry-After is too long' };
-    return { retry: true, delayMs: Math.max(error.retryAfterMs, backoff) };
+    if (error.retryAfterMs !== undefined && error.retryAfterMs > policy.maxRetryAfterMs) return { retry: false, reason: 'Retry-After is too long' };
+    return { retry: true, delayMs: backoff(error.retryAfterMs) };
   }
   return { retry: false, reason: 'not a gateway failure' };
 }

@@ -1,4 +1,5 @@
 import { TASK_TIMEOUT_MS } from '../gateway/spec.ts';
+import { backoffDelay } from '../lib/backoff.ts';
 
 // When to ask the gateway about a task again. Polls cost gateway requests (and the benchmark holds the
 // bot to 1.1x the minimum), so the next poll aims at the moment the task should be done, estimated from
@@ -63,13 +64,9 @@ const ERROR_JITTER = 0.25;
 
 /**
  * The gap after `consecutiveErrors` failed polls in a row (1 for the first failure): from base, doubling,
- * up to max. The jitter only ever lengthens a step (a failing gateway is never asked again sooner than
- * base), except at the cap, where it shortens it instead, so the result always lies within [base, max].
+ * up to max, always within [base, max] (a failing gateway is never asked again sooner than base).
  */
 export function errorBackoffDelay(policy: PollPolicy, consecutiveErrors: number, random: () => number = Math.random): number {
   const { base, max } = policy.errorBackoffMs;
-  const step = Math.min(max, base * 2 ** Math.max(0, consecutiveErrors - 1));
-  const spread = step * ERROR_JITTER * random();
-  const delay = step < max ? step + spread : step - spread;
-  return Math.round(Math.min(max, Math.max(base, delay)));
+  return backoffDelay(consecutiveErrors - 1, { baseMs: base, maxMs: max, jitter: ERROR_JITTER, spread: 'within-bounds' }, { random });
 }

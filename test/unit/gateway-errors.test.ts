@@ -9,15 +9,8 @@ import {
   errorFromResponse,
   isModerationCode,
 } from '../../src/gateway/errors.ts';
-import {
-  DEFAULT_RETRY_POLICY,
-  JITTER_FRACTION,
-  backoffDelayMs,
-  decideRetry,
-  parseRetryAfter,
-  withRetries,
-  type RetryPolicy,
-} from '../../src/gateway/retry.ts';
+import { DEFAULT_RETRY_POLICY, JITTER_FRACTION, decideRetry, gatewayBackoff, withRetries, type RetryPolicy } from '../../src/gateway/retry.ts';
+import { backoffDelay, parseRetryAfter } from '../../src/lib/backoff.ts';
 import { HTTP_ERROR_CODES, RETRYABLE_CODES } from '../../src/gateway/spec.ts';
 import { registerSecret, silentLogger } from '../../src/lib/log.ts';
 import { ERROR_CLASS_OF_CODE } from '../support/error-classes.ts';
@@ -173,11 +166,11 @@ describe('retry decisions', () => {
 describe('backoff', () => {
   it('doubles per retry, is capped, and jitter only shortens it within bounds', () => {
     const policy = { ...DEFAULT_RETRY_POLICY, baseDelayMs: 200, maxDelayMs: 1000 };
-    expect([0, 1, 2, 3, 4].map((retry) => backoffDelayMs(retry, policy, () => 0))).toEqual([200, 400, 800, 1000, 1000]);
+    expect([0, 1, 2, 3, 4].map((retry) => backoffDelay(retry, gatewayBackoff(policy), { random: () => 0 }))).toEqual([200, 400, 800, 1000, 1000]);
     for (let retry = 0; retry < 5; retry++) {
       const nominal = Math.min(200 * 2 ** retry, 1000);
       for (const random of [0, 0.3, 0.999]) {
-        const delay = backoffDelayMs(retry, policy, () => random);
+        const delay = backoffDelay(retry, gatewayBackoff(policy), { random: () => random });
         expect(delay).toBeGreaterThanOrEqual(Math.floor(nominal * (1 - JITTER_FRACTION)));
         expect(delay).toBeLessThanOrEqual(nominal);
       }
@@ -185,7 +178,7 @@ describe('backoff', () => {
   });
 
   it('spreads clients out with real randomness', () => {
-    const delays = new Set(Array.from({ length: 50 }, () => backoffDelayMs(3, DEFAULT_RETRY_POLICY)));
+    const delays = new Set(Array.from({ length: 50 }, () => backoffDelay(3, gatewayBackoff(DEFAULT_RETRY_POLICY))));
     expect(delays.size).toBeGreaterThan(1);
   });
 });

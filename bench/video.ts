@@ -13,12 +13,10 @@ import { readArray, readNumber, readRecord, readString } from '../src/lib/json.t
 import { silentLogger } from '../src/lib/log.ts';
 import { SettingsService } from '../src/settings/service.ts';
 import { openStore } from '../src/store.ts';
-import { VideoDelivery } from '../src/video/delivery.ts';
-import { PolicyGatewayResolver } from '../src/video/gateway-resolver.ts';
-import { DEFAULT_POLL_POLICY } from '../src/video/poll-policy.ts';
-import { TaskRepository, newTaskId } from '../src/video/repository.ts';
-import { VideoService, type InteractionContext } from '../src/video/service.ts';
-import { TaskTracker } from '../src/video/tracker.ts';
+import type { InteractionContext } from '../src/ports/interaction-context.ts';
+import { createVideo, type Video } from '../src/video/index.ts';
+import type { SubmissionPlan } from '../src/video/plan.ts';
+import { newTaskId } from '../src/video/repository.ts';
 
 // Issue 4's benchmark: many video tasks followed by one bot process, with the production poll policy,
 // against the emulator and the Discord stand-in (in a child process). Each task is a /video interaction
@@ -133,11 +131,10 @@ export interface VideoBenchReport {
 }
 
 interface Bot {
-  video: VideoService;
-  tracker: TaskTracker;
+  video: Video;
   clients: GatewayClientPool;
   rest: REST;
-  plan: Extract<Awaited<ReturnType<VideoService['prepareGeneration']>>, { ok: true }>['plan'];
+  plan: SubmissionPlan;
   close(): Promise<void>;
 }
 
@@ -175,26 +172,19 @@ async function startBot(info: ServerInfo, first: Interaction): Promise<Bot> {
   const outbox = new DiscordOutbox(rest);
   const clients = new GatewayClientPool({ baseUrl: info.gatewayUrl, log: silentLogger });
   const policy = new SettingsService({ store, clients, log: silentLogger, operatorKey: 'emulator-key', defaultLayer: 'compat', encryptionSecret: undefined });
-  const repository = new TaskRepository(store);
-  const delivery = new VideoDelivery({ repository, outbox, log: silentLogger, cardEditIntervalMs: 4000 });
-  const tracker = new TaskTracker(repository, new PolicyGatewayResolver(policy, clients, silentLogger), delivery, silentLogger, {
-    policy: DEFAULT_POLL_POLICY,
-    maxInFlight: 16,
-  });
-  const video = new VideoService({ repository, tracker, delivery, clients, policy, store, vendor: 'svc', log: silentLogger, attachmentUrl: () => Promise.resolve(undefined) });
-  const prepared = await video.prepareGeneration(contextOf(info, first), {
+  const video = createVideo({ store, clients, policy, outbox, vendor: 'svc', log: silentLogger });
+  const prepared = await video.prepare.generation(contextOf(info, first), {
     prompt: 'benchmark', model: undefined, duration: 4, resolution: undefined, aspectRatio: undefined,
     image: undefined, lastFrame: undefined, referenceImages: [], voices: [], referenceAudio: undefined,
   });
   if (!prepared.ok) throw new Error(prepared.message);
   return {
     video,
-    tracker,
     clients,
     rest,
     plan: prepared.plan,
     async close() {
-      await tracker.stop();
+      await video.tracker.stop();
       await clients.close();
       await store.close();
       rmSync(directory, { recursive: true, force: true });

@@ -12,7 +12,8 @@ import {
   type ModalSubmitInteraction,
 } from 'discord.js';
 import { answerPrivately } from '../src/discord/answer.ts';
-import { customId, type Command } from '../src/discord/command.ts';
+import { customId } from '../src/discord/custom-id.ts';
+import type { Command } from '../src/interactions/command.ts';
 import { isServerManager } from '../src/discord/member.ts';
 import { ASPECT_RATIOS, GENERATION_DURATION, LAYERS, RESOLUTIONS } from '../src/gateway/spec.ts';
 import type { Services } from '../src/services.ts';
@@ -147,7 +148,7 @@ async function saved(interaction: ChatInputCommandInteraction, settings: GuildSe
 
 /** A model the server's key cannot use is refused now rather than on every /video; an unreachable gateway does not block the change. */
 async function checkModel(services: Services, guildId: string, model: string): Promise<string | undefined> {
-  const available = await services.video.videoModels(guildId).catch(() => undefined);
+  const available = await services.models.videoModels(guildId).catch(() => undefined);
   if (!available || available.length === 0 || available.includes(model)) return undefined;
   return `\`model\`: ${model} is not available to this server's key. Available: ${available.join(', ')}.`;
 }
@@ -254,7 +255,7 @@ async function execute(interaction: ChatInputCommandInteraction, services: Servi
 
 async function autocomplete(interaction: AutocompleteInteraction, services: Services) {
   const typed = interaction.options.getFocused().toLowerCase();
-  const models = interaction.guildId ? await services.video.suggestedModels(interaction.guildId, 'video') : [];
+  const models = interaction.guildId ? await services.models.suggested(interaction.guildId, 'video') : [];
   await interaction.respond(models.filter((model) => model.toLowerCase().includes(typed)).slice(0, 25).map((model) => ({ name: model, value: model })));
 }
 

@@ -14,17 +14,22 @@ import {
   type RepliableInteraction,
 } from 'discord.js';
 import { answerPrivately } from '../src/discord/answer.ts';
-import { customId, customIdParts, type Command } from '../src/discord/command.ts';
+import type { Command } from '../src/interactions/command.ts';
 import { isServerManager, memberRoleIds } from '../src/discord/member.ts';
 import { ASPECT_RATIOS, BUILT_IN_VOICES, EXTENSION_DURATION, GENERATION_DURATION, RESOLUTIONS } from '../src/gateway/spec.ts';
 import type { Services } from '../src/services.ts';
 import type { AttachmentInput } from '../src/video/requests.ts';
 import { parseVoiceList } from '../src/video/requests.ts';
-import { SubmissionRefusedError, type InteractionContext, type Prepared } from '../src/video/service.ts';
+import type { InteractionContext } from '../src/ports/interaction-context.ts';
+import type { Prepared } from '../src/video/plan.ts';
+import { SubmissionRefusedError } from '../src/video/submit.ts';
+import { parseVideoActionId, videoActionId } from '../src/video/actions.ts';
 import { renderStatusCard } from '../src/video/status-card.ts';
 
 const DEFAULT_ATTACHMENT_LIMIT = 10 * 1024 * 1024;
 const MAX_CHOICES = 25;
+/** How many of a member's tasks `/video list` shows. */
+const RECENT_LISTED = 10;
 
 const durationChoices = (range: { min: number; max: number }) =>
   Array.from({ length: range.max - range.min + 1 }, (_, index) => {
@@ -138,7 +143,7 @@ async function generate(interaction: ChatInputCommandInteraction, services: Serv
   const referenceImages = ['reference_image', 'reference_image_2', 'reference_image_3']
     .map((name) => attachmentInput(options.getAttachment(name)))
     .filter((attachment) => attachment !== undefined);
-  const prepared = await services.video.prepareGeneration(context, {
+  const prepared = await services.video.prepare.generation(context, {
     prompt: options.getString('prompt') ?? undefined,
     model: options.getString('model') ?? undefined,
     duration: options.getInteger('duration') ?? undefined,
@@ -163,7 +168,7 @@ async function editOrExtend(interaction: ChatInputCommandInteraction, services: 
     return;
   }
   const context = contextOf(interaction);
-  const prepared = await services.video.prepareEditOrExtension(context, operation, {
+  const prepared = await services.video.prepare.editOrExtension(context, operation, {
     prompt: options.getString('prompt', true),
     model: options.getString('model') ?? undefined,
     duration: options.getInteger('duration') ?? undefined,
@@ -174,7 +179,7 @@ async function editOrExtend(interaction: ChatInputCommandInteraction, services: 
 
 async function status(interaction: ChatInputCommandInteraction, services: Services) {
   const ref = interaction.options.getString('task', true);
-  const task = interaction.guildId ? await services.video.findTask(interaction.guildId, ref) : undefined;
+  const task = interaction.guildId ? await services.video.tasks.findInGuild(interaction.guildId, ref) : undefined;
   if (!task) {
     await answerPrivately(interaction, `\`task\`: no task \`${ref}\` on this server. \`/video list\` shows yours.`);
     return;
@@ -186,7 +191,7 @@ async function status(interaction: ChatInputCommandInteraction, services: Servic
 }
 
 async function list(interaction: ChatInputCommandInteraction, services: Services) {
-  const tasks = interaction.guildId ? await services.video.recentTasks(interaction.guildId, interaction.user.id) : [];
+  const tasks = interaction.guildId ? await services.video.tasks.recentForUser(interaction.guildId, interaction.user.id, RECENT_LISTED) : [];
   if (tasks.length === 0) {
     await answerPrivately(interaction, 'You have no videos on this server yet. Start one with `/video generate`.');
     return;
@@ -205,7 +210,7 @@ async function autocomplete(interaction: AutocompleteInteraction, services: Serv
   const typed = focused.value.toLowerCase();
   let choices: { name: string; value: string }[] = [];
   if (focused.name === 'model') {
-    const models = interaction.guildId ? await services.video.suggestedModels(interaction.guildId, 'video') : [];
+    const models = interaction.guildId ? await services.models.suggested(interaction.guildId, 'video') : [];
     choices = models.filter((model) => model.toLowerCase().includes(typed)).map((model) => ({ name: model, value: model }));
   } else if (focused.name === 'voice') {
     const chosen = parseVoiceList(focused.value);
@@ -219,7 +224,7 @@ async function autocomplete(interaction: AutocompleteInteraction, services: Serv
       });
     }
   } else if (focused.name === 'task') {
-    const tasks = interaction.guildId ? await services.video.recentTasks(interaction.guildId, interaction.user.id, MAX_CHOICES) : [];
+    const tasks = interaction.guildId ? await services.video.tasks.recentForUser(interaction.guildId, interaction.user.id, MAX_CHOICES) : [];
     // Edits and extensions need a finished video; /video status takes any task.
     const needsVideo = interaction.options.getSubcommand(false) !== 'status';
     choices = tasks
@@ -247,23 +252,23 @@ function promptModal(id: string, title: string, withDuration: boolean): ModalBui
 }
 
 async function button(interaction: ButtonInteraction, services: Services) {
-  const [, action, taskId] = customIdParts(interaction.customId);
+  const { action, taskId } = parseVideoActionId(interaction.customId) ?? {};
   if (!taskId) throw new Error(`malformed video button ${interaction.customId}`);
   if (!(await mayMakeVideos(interaction, services))) return;
   if (action === 'extend') {
-    await interaction.showModal(promptModal(customId('video', 'extend-modal', taskId), 'Extend this video', true));
+    await interaction.showModal(promptModal(videoActionId('extend-modal', taskId), 'Extend this video', true));
   } else if (action === 'edit') {
-    await interaction.showModal(promptModal(customId('video', 'edit-modal', taskId), 'Edit this video', false));
+    await interaction.showModal(promptModal(videoActionId('edit-modal', taskId), 'Edit this video', false));
   } else if (action === 'regenerate') {
     const context = contextOf(interaction);
-    await submitPrepared(interaction, services, context, await services.video.prepareRegeneration(context, taskId));
+    await submitPrepared(interaction, services, context, await services.video.prepare.regeneration(context, taskId));
   } else {
     throw new Error(`unknown video button ${interaction.customId}`);
   }
 }
 
 async function modal(interaction: ModalSubmitInteraction, services: Services) {
-  const [, action, taskId] = customIdParts(interaction.customId);
+  const { action, taskId } = parseVideoActionId(interaction.customId) ?? {};
   if (!taskId || (action !== 'extend-modal' && action !== 'edit-modal')) throw new Error(`unknown video modal ${interaction.customId}`);
   if (!(await mayMakeVideos(interaction, services))) return;
   const prompt = interaction.fields.getTextInputValue('prompt').trim();
@@ -279,7 +284,7 @@ async function modal(interaction: ModalSubmitInteraction, services: Services) {
     }
   }
   const context = contextOf(interaction);
-  const prepared = await services.video.prepareEditOrExtension(context, action === 'extend-modal' ? 'extend' : 'edit', {
+  const prepared = await services.video.prepare.editOrExtension(context, action === 'extend-modal' ? 'extend' : 'edit', {
     prompt,
     model: undefined,
     duration,

@@ -7,7 +7,7 @@ import {
   type ChatInputCommandInteraction,
 } from 'discord.js';
 import { answerPrivately } from '../src/discord/answer.ts';
-import type { Command } from '../src/discord/command.ts';
+import type { Command } from '../src/interactions/command.ts';
 import { isServerManager, memberRoleIds } from '../src/discord/member.ts';
 import { BUILT_IN_VOICES } from '../src/gateway/spec.ts';
 import type { Services } from '../src/services.ts';
@@ -123,7 +123,7 @@ async function autocomplete(interaction: AutocompleteInteraction, services: Serv
   if (focused.name === 'voice') names = BUILT_IN_VOICES.filter((voice) => voice.startsWith(typed));
   if (focused.name === 'model') {
     const vendor = services.config.gatewayVendor.toLowerCase();
-    const models = interaction.guildId ? await services.video.suggestedModels(interaction.guildId, 'any') : [];
+    const models = interaction.guildId ? await services.models.suggested(interaction.guildId, 'any') : [];
     names = models.filter((model) => model.toLowerCase().startsWith(`${vendor}-voice-`) && model.toLowerCase().includes(typed));
   }
   await interaction.respond(names.slice(0, MAX_CHOICES).map((name) => ({ name, value: name })));

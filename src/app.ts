@@ -1,21 +1,18 @@
 import { DiscordjsErrorCodes, Events, type Client } from 'discord.js';
 import type { BotConfig } from './config.ts';
 import { createDiscordClient } from './discord/client.ts';
-import { createDispatcher } from './discord/dispatcher.ts';
-import { loadCommands, registerCommands } from './discord/registry.ts';
+import { createDispatcher } from './interactions/dispatcher.ts';
+import { loadCommands, registerCommands } from './interactions/registry.ts';
 import { isDiscordRefusal, retryUntilDone } from './discord/retry.ts';
 import { DiscordOutbox } from './discord/outbox.ts';
+import { ModelCatalog } from './gateway/model-catalog.ts';
 import { GatewayClientPool } from './gateway/pool.ts';
 import type { Logger } from './lib/log.ts';
 import type { Services } from './services.ts';
 import { SettingsService } from './settings/service.ts';
 import { openStore } from './store.ts';
-import { VideoDelivery } from './video/delivery.ts';
+import { createVideo } from './video/index.ts';
 import { pollPolicyWithInterval } from './video/poll-policy.ts';
-import { TaskRepository } from './video/repository.ts';
-import { VideoService } from './video/service.ts';
-import { PolicyGatewayResolver } from './video/gateway-resolver.ts';
-import { TaskTracker } from './video/tracker.ts';
 import { VoiceService } from './voice/service.ts';
 import { VoiceSettingsStore } from './voice/settings.ts';
 
@@ -24,10 +21,6 @@ export interface App {
   /** Stops taking commands, lets those in flight finish, then closes Discord and the store. */
   stop(): Promise<void>;
 }
-
-/** Polls in flight at once: enough to follow thousands of tasks, few enough to be gentle on the gateway. */
-const MAX_POLLS_IN_FLIGHT = 16;
-const CARD_EDIT_INTERVAL_MS = 4_000;
 
 export class LoginRefusedError extends Error {
   constructor() {
@@ -103,9 +96,7 @@ export async function startApp(config: BotConfig, log: Logger, signal: AbortSign
     paths: { edits: config.gatewayEditPath, extensions: config.gatewayExtensionPath },
     log,
   });
-  const repository = new TaskRepository(store);
-  const delivery = new VideoDelivery({ repository, outbox, log, cardEditIntervalMs: CARD_EDIT_INTERVAL_MS });
-  const policy = new SettingsService({
+  const settings = new SettingsService({
     store,
     clients,
     log,
@@ -114,30 +105,31 @@ export async function startApp(config: BotConfig, log: Logger, signal: AbortSign
     encryptionSecret: config.keyEncryptionSecret,
     previousEncryptionSecret: config.keyEncryptionSecretPrevious,
   });
-  const tracker = new TaskTracker(repository, new PolicyGatewayResolver(policy, clients, log), delivery, log, {
-    policy: pollPolicyWithInterval(config.taskPollIntervalMs),
-    maxInFlight: MAX_POLLS_IN_FLIGHT,
-  });
-  const video = new VideoService({
-    repository,
-    tracker,
-    delivery,
-    clients,
-    policy,
+  const video = createVideo({
     store,
+    clients,
+    policy: settings,
+    outbox,
     vendor: config.gatewayVendor,
     log,
-    attachmentUrl: (channelId, messageId) => outbox.attachmentUrl(channelId, messageId),
+    pollPolicy: pollPolicyWithInterval(config.taskPollIntervalMs),
+  });
+  const models = new ModelCatalog({
+    clients,
+    vendor: config.gatewayVendor,
+    credentialsFor: async (guildId) => {
+      const access = await settings.resolveGatewayAccess(guildId);
+      return access.ok ? access : undefined;
+    },
   });
   const voiceSettings = new VoiceSettingsStore(store, config.gatewayVendor);
-  const voice = new VoiceService({ client, outbox, policy, settings: voiceSettings, wsBaseUrl: config.gatewayWsUrl, log });
-  tracker.onFinished(async (task) => {
+  const voice = new VoiceService({ client, outbox, access: settings, settings: voiceSettings, wsBaseUrl: config.gatewayWsUrl, log });
+  video.tracker.onFinished((task) => {
     if (task.state === 'succeeded' && !task.outcome.moderated) {
       voice.announce(task.guildId, `A video is ready in the text channel: ${task.prompt.slice(0, 80) || task.operation}.`);
     }
-    await policy.recordCost(task);
   });
-  const services: Services = { config, log, store, settings: policy, video, voice, voiceSettings };
+  const services: Services = { config, log, store, settings, models, video, voice, voiceSettings };
   const dispatcher = createDispatcher(commands, services);
 
   client.on(Events.Error, (error) => log.error('discord client error', { error }));
@@ -149,7 +141,7 @@ export async function startApp(config: BotConfig, log: Logger, signal: AbortSign
   const stopping = new AbortController();
   const running = AbortSignal.any([signal, stopping.signal]);
   client.once(Events.ClientReady, (ready) => {
-    tracker.resume().then(
+    video.tracker.resume().then(
       (count) => log.info('following unfinished video tasks', { count }),
       (error: unknown) => log.error('could not resume unfinished video tasks', { error }),
     );
@@ -191,7 +183,7 @@ export async function startApp(config: BotConfig, log: Logger, signal: AbortSign
       const failed = await closeInOrder(
         [
           ['voice connections', () => voice.stopAll()],
-          ['the task tracker', () => tracker.stop()],
+          ['the task tracker', () => video.tracker.stop()],
           ['the Discord client', () => client.destroy()],
           ['the gateway clients', () => clients.close()],
           ['the store', () => store.close()],

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { parseEnv } from 'node:util';
 import { LAYERS, DEFAULT_EDIT_PATH, DEFAULT_EXTENSION_PATH, DEFAULT_VENDOR, type Layer } from './gateway/spec.ts';
 import { LOG_LEVELS, type LogLevel } from './lib/log.ts';
+import { MIN_ENCRYPTION_SECRET_LENGTH } from './settings/key-cipher.ts';
 
 export interface BotConfig {
   discordToken: string;
@@ -30,7 +31,6 @@ export type Environment = Record<string, string | undefined>;
 export type ConfigResult = { ok: true; config: BotConfig } | { ok: false; problems: string[] };
 
 export const DEFAULT_STORE_URL = 'sqlite://data/bot.sqlite';
-export const MIN_ENCRYPTION_SECRET_LENGTH = 16;
 const SNOWFLAKE = /^\d{17,20}$/;
 export const DEFAULT_TASK_POLL_INTERVAL_MS = 5_000;
 const MIN_TASK_POLL_INTERVAL_MS = 100;

@@ -1,18 +1,21 @@
 import type { BotConfig } from './config.ts';
+import type { ModelCatalog } from './gateway/model-catalog.ts';
 import type { Logger } from './lib/log.ts';
 import type { SettingsService } from './settings/service.ts';
 import type { Store } from './store.ts';
-import type { VideoService } from './video/service.ts';
+import type { Video } from './video/index.ts';
 import type { VoiceService } from './voice/service.ts';
 import type { VoiceSettingsStore } from './voice/settings.ts';
 
-/** What command handlers may call. Handlers stay thin: the work happens in these services. */
+/** What command handlers may call. Handlers stay thin: the work happens in these parts. */
 export interface Services {
   config: BotConfig;
   log: Logger;
   store: Store;
   settings: SettingsService;
-  video: VideoService;
+  /** The models each server's key may use (autocomplete, checking a default). */
+  models: ModelCatalog;
+  video: Video;
   voice: VoiceService;
   voiceSettings: VoiceSettingsStore;
 }

@@ -5,6 +5,14 @@
 import type { Layer } from './spec.ts';
 import type { TaskError } from './errors.ts';
 
+/** What a call to the gateway is made with: a key, the layer it talks to, and the key's fingerprint. */
+export interface GatewayCredentials {
+  apiKey: string;
+  layer: Layer;
+  /** A stable, non-secret fingerprint of the key (`keyFingerprint`), to tell keys apart in records and caches. */
+  keyId: string;
+}
+
 /** Exactly one of `url` (public URL or base64 data URI) and `file_id`. */
 export interface ImageInput {
   url?: string;

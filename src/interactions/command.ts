@@ -21,17 +21,6 @@ export interface Command<S = Services> {
   modal?(interaction: ModalSubmitInteraction, services: S): Promise<void>;
 }
 
-export const CUSTOM_ID_SEPARATOR = ':';
-
-/** `video:extend:<task>` and the like: the command name first, so the dispatcher can route it. */
-export function customId(command: string, ...parts: string[]): string {
-  return [command, ...parts].join(CUSTOM_ID_SEPARATOR);
-}
-
-export function customIdParts(id: string): string[] {
-  return id.split(CUSTOM_ID_SEPARATOR);
-}
-
 function hasFunction(value: object, key: string): boolean {
   return typeof Reflect.get(value, key) === 'function';
 }

@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type { Interaction } from 'discord.js';
-import { answerPrivately } from './answer.ts';
+import { answerPrivately } from '../discord/answer.ts';
 import type { Logger } from '../lib/log.ts';
-import { customIdParts, type Command } from './command.ts';
+import { customIdParts } from '../discord/custom-id.ts';
+import type { Command } from './command.ts';
 
 // Routes every interaction to its command module, and keeps the bot alive whatever a handler does: a
 // handler that throws gives the user an ephemeral "something went wrong (ref ...)" and the log a line

@@ -1,9 +1,10 @@
+import type { Result } from '../lib/result.ts';
 import type { Feature, GuildSettings } from './guild-settings.ts';
 
 // Who may use /video and /voice on a server. The Manage Server check itself is `isServerManager()` in
 // src/discord/member.ts (it reads the interaction); this part only needs the member's roles.
 
-export type AccessVerdict = { ok: true } | { ok: false; message: string };
+export type AccessVerdict = Result;
 
 /** Everyone when the server allowed no roles; otherwise members with one of them, and admins always. */
 export function checkAccess(memberRoleIds: readonly string[], settings: Pick<GuildSettings, 'roles'>, feature: Feature, isServerManager: boolean): AccessVerdict {

@@ -1,9 +1,11 @@
+import type { Result } from '../lib/result.ts';
 import type { GuildSettings } from './guild-settings.ts';
 
 // Whether one more video fits a server's limits, decided from counts alone (no store, no clock) so the
 // arithmetic can be tested at day boundaries. Daily limits start over at midnight UTC.
 
-export type LimitVerdict = { ok: true } | { ok: false; message: string; /** When trying again can work; absent when it depends on a running video finishing. */ retryAt?: number };
+/** `retryAt`: when trying again can work; absent when it depends on a running video finishing. */
+export type LimitVerdict = Result<object, { retryAt?: number }>;
 
 export interface LimitCounts {
   /** The member's videos still being made. */

@@ -2,14 +2,15 @@ import { AuthenticationError, GatewayApiError, GatewayError, MalformedResponseEr
 import { keyFingerprint, type GatewayClientPool } from '../gateway/pool.ts';
 import type { Layer } from '../gateway/spec.ts';
 import { KeyedLock } from '../lib/keyed-lock.ts';
-import { MIN_ENCRYPTION_SECRET_LENGTH } from '../config.ts';
 import { registerSecret, type Logger } from '../lib/log.ts';
 import type { Collection, Store } from '../store.ts';
-import type { TaskRecord, TaskState } from '../video/record.ts';
-import type { GuildVideoPolicy, VideoDefaults } from '../video/service.ts';
+import { refuse, type Result } from '../lib/result.ts';
+import type { GatewayCredentials } from '../gateway/types.ts';
+import type { GuildVideoPolicy, LimitQuery, MemberTask, TaskCost } from '../ports/guild-policy.ts';
+import type { VideoDefaults } from '../ports/video-defaults.ts';
 import { checkAccess, type AccessVerdict } from './access.ts';
 import { HISTORY_KEPT, defaultGuildSettings, parseGuildSettings, type Feature, type GuildSettings, type StoredKey } from './guild-settings.ts';
-import { KeyCipher, UnreadableKeyError } from './key-cipher.ts';
+import { KeyCipher, MIN_ENCRYPTION_SECRET_LENGTH, UnreadableKeyError } from './key-cipher.ts';
 import { discordRelativeTime, evaluateLimits, type LimitVerdict } from './limits.ts';
 import { UsageLedger, formatUsageReport } from './usage.ts';
 
@@ -32,14 +33,12 @@ export interface SettingsOptions {
 }
 
 /** `models`: how many models the key may use, when the gateway's model list could be read. */
-export type SetKeyResult = { ok: true; lastFour: string; models: number | undefined } | { ok: false; message: string };
+export type SetKeyResult = Result<{ lastFour: string; models: number | undefined }>;
 
 export type GatewayAccessProblem = 'no-key' | 'undecryptable' | 'no-secret';
 
-/** Assignable to the video service's GatewayAccess, with where the key came from or why there is none. */
-export type SettingsGatewayAccess =
-  | { ok: true; apiKey: string; layer: Layer; source: 'server' | 'operator'; /** Stable, non-secret fingerprint. */ keyId: string }
-  | { ok: false; reason: GatewayAccessProblem; message: string };
+/** The port's GatewayAccess, with where the key came from or why there is none. */
+export type SettingsGatewayAccess = Result<GatewayCredentials & { source: 'server' | 'operator' }, { reason: GatewayAccessProblem }>;
 
 export const MESSAGES = {
   noKey: 'This server has no gateway key yet: a server admin can add one with `/config key`.',
@@ -59,15 +58,15 @@ export const MESSAGES = {
 } as const;
 
 const MIN_KEY_LENGTH = 8;
-/** Finished states in which the gateway made the video, and so charged for it. */
-const MADE_A_VIDEO: ReadonlySet<TaskState> = new Set(['succeeded', 'expired']);
 
 /** `next`, with the change that made it from `current` recorded first in the history (the last HISTORY_KEPT are kept). */
 function withHistory(next: GuildSettings, current: GuildSettings, by: string, change: string): GuildSettings {
   return { ...next, history: [{ at: Date.now(), by, change }, ...current.history].slice(0, HISTORY_KEPT) };
 }
 
-type ServerKey = { ok: true; key: string } | { ok: false; reason: 'undecryptable' | 'no-secret' };
+type ServerKey = Result<{ key: string }, { reason: 'undecryptable' | 'no-secret' }>;
+
+const CANNOT_OPEN = { ok: false, reason: 'undecryptable', message: MESSAGES.unreadable } as const;
 
 export class SettingsService implements GuildVideoPolicy {
   readonly #options: SettingsOptions;
@@ -118,10 +117,10 @@ export class SettingsService implements GuildVideoPolicy {
     const cipher = this.#cipher;
     if (!cipher) {
       this.#options.log.warn('a server tried to store a gateway key, but KEY_ENCRYPTION_SECRET is not set', { guild: guildId });
-      return { ok: false, message: MESSAGES.noSecret };
+      return refuse(MESSAGES.noSecret);
     }
     const trimmed = key.trim();
-    if (trimmed.length < MIN_KEY_LENGTH || /\s/.test(trimmed)) return { ok: false, message: MESSAGES.notAKey };
+    if (trimmed.length < MIN_KEY_LENGTH || /\s/.test(trimmed)) return refuse(MESSAGES.notAKey);
     // Before any request: whatever goes wrong from here on, the key cannot reach a log line.
     registerSecret(trimmed);
     const checked = await this.#checkKey(trimmed);
@@ -134,12 +133,12 @@ export class SettingsService implements GuildVideoPolicy {
     return { ok: true, lastFour, models: checked.models };
   }
 
-  async #checkKey(key: string): Promise<{ ok: true; models: number | undefined } | { ok: false; message: string }> {
+  async #checkKey(key: string): Promise<Result<{ models: number | undefined }>> {
     const inUse = this.#isInUse(key);
     try {
       return { ok: true, models: (await this.#options.clients.get(key, 'compat').listModels()).length };
     } catch (error) {
-      if (error instanceof AuthenticationError) return { ok: false, message: MESSAGES.keyRefused };
+      if (error instanceof AuthenticationError) return refuse(MESSAGES.keyRefused);
       // The gateway took the key (a success answer) in a list shape the spec does not show: the key works.
       if (error instanceof MalformedResponseError) {
         this.#options.log.warn('the gateway accepted a server key but its model list could not be read', { error });
@@ -148,7 +147,7 @@ export class SettingsService implements GuildVideoPolicy {
       const requestId = error instanceof GatewayError && error.requestId ? ` (request id \`${error.requestId}\`)` : '';
       const detail = error instanceof GatewayApiError ? `the gateway answered ${error.status} ${error.code ?? ''}`.trim() : 'the gateway could not be reached';
       this.#options.log.warn('could not check a server gateway key', { error });
-      return { ok: false, message: `The key could not be checked: ${detail}${requestId}. Nothing was stored; try again.` };
+      return refuse(`The key could not be checked: ${detail}${requestId}. Nothing was stored; try again.`);
     } finally {
       // A refused key must not keep a client; one already serving tasks keeps its own.
       if (!inUse) this.#options.clients.forget(key);
@@ -185,10 +184,10 @@ export class SettingsService implements GuildVideoPolicy {
     const sealed = stored.sealed;
     const cached = this.#openKeys.get(guildId);
     if (sealed && cached?.iv === sealed.iv) return { ok: true, key: cached.key };
-    if (!this.#cipher) return { ok: false, reason: 'no-secret' };
+    if (!this.#cipher) return { ok: false, reason: 'no-secret', message: MESSAGES.secretRemoved };
     if (!sealed) {
       this.#options.log.warn('a stored server key cannot be read', { guild: guildId, reason: 'damaged-record' });
-      return { ok: false, reason: 'undecryptable' };
+      return CANNOT_OPEN;
     }
     let opened: { plaintext: string; reseal: boolean };
     try {
@@ -196,7 +195,7 @@ export class SettingsService implements GuildVideoPolicy {
     } catch (error) {
       if (!(error instanceof UnreadableKeyError)) throw error;
       this.#options.log.warn('a stored server key cannot be read', { guild: guildId, reason: error.reason });
-      return { ok: false, reason: 'undecryptable' };
+      return CANNOT_OPEN;
     }
     registerSecret(opened.plaintext);
     let iv = sealed.iv;
@@ -228,7 +227,7 @@ export class SettingsService implements GuildVideoPolicy {
     const layer = settings.layer ?? this.#options.defaultLayer;
     if (settings.key) {
       const own = await this.#serverKey(guildId, settings.key);
-      if (!own.ok) return { ok: false, reason: own.reason, message: own.reason === 'no-secret' ? MESSAGES.secretRemoved : MESSAGES.unreadable };
+      if (!own.ok) return own;
       return { ok: true, apiKey: own.key, layer, source: 'server', keyId: keyFingerprint(own.key) };
     }
     const operatorKey = this.#options.operatorKey;
@@ -251,7 +250,7 @@ export class SettingsService implements GuildVideoPolicy {
     return { model: defaults.model, resolution: defaults.resolution, duration: defaults.duration, aspectRatio: defaults.aspectRatio, storage };
   }
 
-  async checkLimits(request: { guildId: string; userId: string; activeTasksOfUser: number; now: number }): Promise<LimitVerdict> {
+  async checkLimits(request: LimitQuery): Promise<LimitVerdict> {
     const { limits } = await this.get(request.guildId);
     const daily = limits.dailyPerUser > 0 || limits.dailyPerServer > 0;
     const today = daily ? (await this.#usage.day(request.guildId, request.now)).users : {};
@@ -266,11 +265,11 @@ export class SettingsService implements GuildVideoPolicy {
   // A task counts on the UTC day it was created, and so does its cost: submission, refusal and cost
   // always land in the same day record.
 
-  async recordSubmission(task: TaskRecord): Promise<void> {
+  async recordSubmission(task: MemberTask): Promise<void> {
     await this.#usage.recordSubmission(task.guildId, task.userId, task.createdAt);
   }
 
-  async releaseSubmission(task: TaskRecord): Promise<void> {
+  async releaseSubmission(task: MemberTask): Promise<void> {
     await this.#usage.releaseSubmission(task.guildId, task.userId, task.createdAt);
   }
 
@@ -279,10 +278,10 @@ export class SettingsService implements GuildVideoPolicy {
    * video the gateway made without reporting its cost is counted as such, never as free; a task that
    * made no video costs nothing (failures and timeouts are refunded: spec, "What the service does" 6).
    */
-  async recordCost(task: TaskRecord): Promise<void> {
-    const ticks = task.outcome.costTicks;
-    if (ticks === undefined ? !MADE_A_VIDEO.has(task.state) : ticks <= 0) return;
-    await this.#usage.recordCost(task.guildId, task.userId, task.id, ticks, task.createdAt);
+  async recordCost(cost: TaskCost): Promise<void> {
+    const ticks = cost.costTicks;
+    if (ticks === undefined ? !cost.madeVideo : ticks <= 0) return;
+    await this.#usage.recordCost(cost.guildId, cost.userId, cost.taskId, ticks, cost.createdAt);
   }
 
   // ---- Access and usage ------------------------------------------------------------------------

@@ -1,10 +1,10 @@
 import { ButtonStyle, ComponentType, type APIActionRowComponent, type APIComponentInMessageActionRow } from 'discord.js';
-import { customId } from '../discord/command.ts';
 import { DISCORD_ERRORS, isDiscordError, isReplyRefusal, type DiscordOutbox, type FileToPost, type OwnMessage, type PostedMessage } from '../discord/outbox.ts';
 import { NotFoundError, ResponseTooLargeError, VideoUnavailableError } from '../gateway/errors.ts';
 import type { GatewayClient } from '../gateway/client.ts';
 import type { TaskResult } from '../gateway/types.ts';
 import type { Logger } from '../lib/log.ts';
+import { videoActionId, type VideoAction } from './actions.ts';
 import { applyResult } from './apply-result.ts';
 import { CHANNEL_DELETED, describeDeliveryFailure, describeMissingPermission, describeOverUploadLimit, describeStorageError } from './messages.ts';
 import type { TaskRecord } from './record.ts';
@@ -17,11 +17,11 @@ import { cardStateKey, renderStatusCard } from './status-card.ts';
 // same nonce and enforce_nonce, and Discord answers with the message it already has instead of a second.
 
 export function resultButtons(taskId: string): APIActionRowComponent<APIComponentInMessageActionRow>[] {
-  const button = (label: string, action: string) => ({
+  const button = (label: string, action: VideoAction) => ({
     type: ComponentType.Button as const,
     style: ButtonStyle.Secondary as const,
     label,
-    custom_id: customId('video', action, taskId),
+    custom_id: videoActionId(action, taskId),
   });
   return [{ type: ComponentType.ActionRow, components: [button('Extend', 'extend'), button('Edit', 'edit'), button('Regenerate', 'regenerate')] }];
 }
@@ -156,7 +156,7 @@ export class VideoDelivery {
       return undefined;
     }
     // Discord may leave the nonce out of listed messages; the result buttons carry the task id too.
-    const extendButton = customId('video', 'extend', task.id);
+    const extendButton = videoActionId('extend', task.id);
     return messages.find((message) => message.nonce === nonce || message.customIds.includes(extendButton));
   }
 

@@ -1,8 +1,8 @@
 import type { GatewayClient } from '../gateway/client.ts';
 import type { GatewayClientPool } from '../gateway/pool.ts';
 import type { Logger } from '../lib/log.ts';
+import type { GatewayAccessResolver } from '../ports/gateway-access.ts';
 import type { TaskRecord } from './record.ts';
-import type { GuildVideoPolicy } from './service.ts';
 import type { GatewayResolver } from './tracker.ts';
 
 /** The task's server has no key the bot can use any more (cleared, or unreadable); `message` says why, for members. */
@@ -21,11 +21,11 @@ export class NoGatewayAccessError extends Error {
  * removed (often because it leaked or was revoked) is not kept in task records or used again.
  */
 export class PolicyGatewayResolver implements GatewayResolver {
-  readonly #policy: GuildVideoPolicy;
+  readonly #policy: GatewayAccessResolver;
   readonly #clients: GatewayClientPool;
   readonly #log: Logger;
 
-  constructor(policy: GuildVideoPolicy, clients: GatewayClientPool, log: Logger) {
+  constructor(policy: GatewayAccessResolver, clients: GatewayClientPool, log: Logger) {
     this.#policy = policy;
     this.#clients = clients;
     this.#log = log;

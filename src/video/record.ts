@@ -1,5 +1,6 @@
 import { LAYERS, VIDEO_OPERATIONS, type Layer, type VideoOperation } from '../gateway/spec.ts';
 import { isRecord } from '../lib/json.ts';
+import type { TaskCost } from '../ports/guild-policy.ts';
 
 // A video task as the bot keeps it: written before the user hears "accepted", updated as the gateway
 // answers, and read back after any restart. Its shape is the store's schema, parsed on every read (into
@@ -120,6 +121,14 @@ export function isTerminal(state: TaskState): boolean {
 /** Whether the poller still has work for this task: polling it, or posting its result. */
 export function needsWork(task: TaskRecord): boolean {
   return !isTerminal(task.state) || task.delivery.state === 'waiting' || task.delivery.state === 'posting';
+}
+
+/** Finished states in which the gateway made the video, and so charged for it. */
+const MADE_A_VIDEO: ReadonlySet<TaskState> = new Set(['succeeded', 'expired']);
+
+/** What a finished task cost, for the usage ledger: a failure or a timeout made nothing (it is refunded). */
+export function costOf(task: TaskRecord): TaskCost {
+  return { taskId: task.id, guildId: task.guildId, userId: task.userId, createdAt: task.createdAt, costTicks: task.outcome.costTicks, madeVideo: MADE_A_VIDEO.has(task.state) };
 }
 
 // ---- Parsing ---------------------------------------------------------------------------------------

@@ -68,6 +68,13 @@ export class TaskRepository {
     return id === undefined ? undefined : this.get(id);
   }
 
+  /** A task of this server by the bot's ref (`v…`) or by its gateway task id on either layer. */
+  async findInGuild(guildId: string, ref: string): Promise<TaskRecord | undefined> {
+    const trimmed = ref.trim();
+    const task = (await this.get(trimmed)) ?? (await this.getByGatewayId('compat', trimmed)) ?? (await this.getByGatewayId('native', trimmed));
+    return task?.guildId === guildId ? task : undefined;
+  }
+
   /** Writes the task and keeps the indexes in step with it. */
   async save(task: TaskRecord): Promise<void> {
     const active = needsWork(task);

@@ -2,6 +2,7 @@ import { createHmac } from 'node:crypto';
 import type { EditRequest, ExtensionRequest, GenerationRequest, ImageInput, ReferenceAudio, StorageOptions } from '../gateway/types.ts';
 import { MAX_REFERENCE_AUDIOS } from '../gateway/spec.ts';
 import type { GenerationMode } from './record.ts';
+import type { StorageDefaults } from '../ports/video-defaults.ts';
 
 // From what a user typed in Discord to the gateway's request, and back from the gateway's field names to
 // the option the user must fix.
@@ -24,12 +25,6 @@ export interface GenerationInput {
   referenceImages: AttachmentInput[];
   voices: string[];
   referenceAudio: AttachmentInput | undefined;
-}
-
-export interface StorageDefaults {
-  /** Keep the video in the gateway's storage this many days; 0 keeps nothing beyond the temporary link. */
-  keepDays: number;
-  publicLink: boolean;
 }
 
 export class InputError extends Error {

@@ -3,7 +3,7 @@ import { isRecord } from '../lib/json.ts';
 import type { VideoOperation } from '../gateway/spec.ts';
 import type { EditRequest, ExtensionRequest, GenerationRequest, ImageInput, ReferenceAudio, StorageOptions } from '../gateway/types.ts';
 import { validateEdit, validateExtension, validateGeneration, type ValidationOptions } from '../gateway/validation.ts';
-import type { OperationRequest } from './service.ts';
+import type { OperationRequest } from './plan.ts';
 
 // A request kept with its task, read back for Regenerate: rebuilt field by field from the stored JSON,
 // then held to the same validation as a new one.

@@ -4,7 +4,7 @@ import { DISCORD_ERRORS, isDiscordError, type DiscordOutbox } from '../discord/o
 import { RealtimeClient } from '../gateway/realtime/client.ts';
 import { REALTIME_SESSION_MAX_MS } from '../gateway/spec.ts';
 import type { Logger } from '../lib/log.ts';
-import type { GuildVideoPolicy } from '../video/service.ts';
+import type { GatewayAccessResolver } from '../ports/gateway-access.ts';
 import { VoiceAccessError, VoiceSession, finalFailure } from './session.ts';
 import type { VoiceSettings, VoiceSettingsStore } from './settings.ts';
 
@@ -55,7 +55,7 @@ export type JoinResult = { ok: true; alreadyThere?: boolean } | { ok: false; mes
 export interface VoiceServiceDeps {
   client: Client;
   outbox: DiscordOutbox;
-  policy: Pick<GuildVideoPolicy, 'resolveGatewayAccess'>;
+  access: GatewayAccessResolver;
   settings: VoiceSettingsStore;
   wsBaseUrl: string;
   log: Logger;
@@ -101,7 +101,7 @@ export class VoiceService {
         message: `I may not join <#${voiceChannelId}>: I lack ${missing.map((name) => `**${name}**`).join(' and ')} there. A server admin can give me View Channel, Connect and Speak in that channel, or pick another with the \`channel\` option.`,
       };
     }
-    const access = await this.#deps.policy.resolveGatewayAccess(guildId);
+    const access = await this.#deps.access.resolveGatewayAccess(guildId);
     if (!access.ok) return { ok: false, message: access.message };
 
     this.#joining.add(guildId);
@@ -129,7 +129,7 @@ export class VoiceService {
         sessionLimitMs: this.#deps.sessionLimitMs ?? REALTIME_SESSION_MAX_MS,
         reconnect: { baseMs: 500, maxMs: 30_000, maxAttempts: 8 },
         connectRealtime: async () => {
-          const latest = await this.#deps.policy.resolveGatewayAccess(guildId);
+          const latest = await this.#deps.access.resolveGatewayAccess(guildId);
           if (!latest.ok) throw new VoiceAccessError(latest.message);
           return RealtimeClient.connect({
             wsBaseUrl: this.#deps.wsBaseUrl,

@@ -1,8 +1,8 @@
 import { EventEmitter, once } from 'node:events';
 import { ActionRowBuilder, ButtonBuilder, ButtonStyle, Client, Events, GatewayIntentBits, MessageFlags, SlashCommandBuilder } from 'discord.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Command } from '../../src/discord/command.ts';
-import { createDispatcher } from '../../src/discord/dispatcher.ts';
+import type { Command } from '../../src/interactions/command.ts';
+import { createDispatcher } from '../../src/interactions/dispatcher.ts';
 import { isRecord, type JsonRecord } from '../../src/lib/json.ts';
 import { createLogger, type Logger } from '../../src/lib/log.ts';
 import { startDiscordStandIn, type DiscordStandIn, type Message, type TestGuild } from '../support/discord/index.ts';

@@ -12,22 +12,18 @@ import { GatewayClientPool } from '../../src/gateway/pool.ts';
 import { readRecord, readString } from '../../src/lib/json.ts';
 import { createLogger, silentLogger, type LogFields, type Logger, type LogLevel } from '../../src/lib/log.ts';
 import { openStore, type Store } from '../../src/store.ts';
-import { VideoDelivery, resultButtons } from '../../src/video/delivery.ts';
-import { PolicyGatewayResolver } from '../../src/video/gateway-resolver.ts';
+import type { GatewayAccess } from '../../src/ports/gateway-access.ts';
+import type { GuildVideoPolicy } from '../../src/ports/guild-policy.ts';
+import type { InteractionContext } from '../../src/ports/interaction-context.ts';
+import { resultButtons } from '../../src/video/delivery.ts';
+import { createVideo, type Video } from '../../src/video/index.ts';
+import type { Prepared, SubmissionPlan } from '../../src/video/plan.ts';
 import { DEFAULT_POLL_POLICY, type PollPolicy } from '../../src/video/poll-policy.ts';
 import type { TaskRecord } from '../../src/video/record.ts';
-import { TaskRepository, newTaskId } from '../../src/video/repository.ts';
-import {
-  SubmissionRefusedError,
-  VideoService,
-  type GatewayAccess,
-  type GuildVideoPolicy,
-  type InteractionContext,
-  type Prepared,
-  type SubmissionPlan,
-} from '../../src/video/service.ts';
+import { newTaskId, type TaskRepository } from '../../src/video/repository.ts';
 import { renderStatusCard } from '../../src/video/status-card.ts';
-import { TaskTracker } from '../../src/video/tracker.ts';
+import { SubmissionRefusedError } from '../../src/video/submit.ts';
+import type { TaskTracker } from '../../src/video/tracker.ts';
 import { startDiscordStandIn, type DiscordStandIn, type Message, type TestGuild } from '../support/discord/index.ts';
 import { waitUntil } from '../../src/lib/wait-until.ts';
 
@@ -97,9 +93,9 @@ const INVALID_KEY = '{"error":{"message":"Invalid API key.","type":"gateway_api_
 /** A /video generate with none of its options set. */
 const NO_OPTIONS = { model: undefined, duration: undefined, resolution: undefined, aspectRatio: undefined, image: undefined, lastFrame: undefined, referenceImages: [], voices: [], referenceAudio: undefined };
 
-/** A tracker on this file's gateway and fast policy. */
-function trackerFor(repository: TaskRepository, delivery: VideoDelivery, log: Logger = silentLogger): TaskTracker {
-  return new TaskTracker(repository, new PolicyGatewayResolver(policy, clients, silentLogger), delivery, log, { policy: FAST_POLICY, maxInFlight: 4 });
+/** The video part on this file's gateway and fast policy, on `on` (the shared store unless a test needs a fresh one). */
+function videoPart(log: Logger = silentLogger, on: Store = store): Video {
+  return createVideo({ store: on, clients, policy, outbox, vendor: 'svc', log, pollPolicy: FAST_POLICY, maxPollsInFlight: 4, cardEditIntervalMs: 0 });
 }
 
 let discord: DiscordStandIn;
@@ -112,7 +108,7 @@ let repository: TaskRepository;
 let tracker: TaskTracker;
 let clients: GatewayClientPool;
 let outbox: DiscordOutbox;
-let video: VideoService;
+let video: Video;
 const logEvents = new EventEmitter();
 
 /** A logger whose lines land in `lines`, to see what operators are told. */
@@ -166,11 +162,10 @@ beforeAll(async () => {
   store = await openStore(`sqlite://${join(directory, 'bot.sqlite')}`, silentLogger);
   rest = new REST({ api: discord.apiUrl }).setToken(discord.botToken);
   outbox = new DiscordOutbox(rest);
-  repository = new TaskRepository(store);
   clients = new GatewayClientPool({ baseUrl: gateway.baseUrl, log: silentLogger });
-  const delivery = new VideoDelivery({ repository, outbox, log: deliveryLog, cardEditIntervalMs: 0 });
-  tracker = trackerFor(repository, delivery);
-  video = new VideoService({ repository, tracker, delivery, clients, policy, store, vendor: 'svc', log: silentLogger, attachmentUrl: (channelId, messageId) => outbox.attachmentUrl(channelId, messageId) });
+  video = videoPart(deliveryLog);
+  repository = video.tasks;
+  tracker = video.tracker;
 }, 30_000);
 
 afterEach(() => {
@@ -195,7 +190,7 @@ afterAll(async () => {
  * A task as submit() leaves it, whose card is a channel message of the bot (its interaction token long
  * gone), handed to the poller. `onceCardPosted` sets up what Discord refuses from then on.
  */
-async function track(overrides: Partial<TaskRecord> = {}, onceCardPosted: () => void = () => {}, by: TaskTracker = tracker): Promise<{ task: TaskRecord; card: () => Message }> {
+async function track(overrides: Partial<TaskRecord> = {}, onceCardPosted: () => void = () => {}, by: Video = video): Promise<{ task: TaskRecord; card: () => Message }> {
   const id = overrides.id ?? newTaskId();
   const cardId = await outbox.say(guild.textChannelId, 'status card');
   onceCardPosted();
@@ -224,8 +219,8 @@ async function track(overrides: Partial<TaskRecord> = {}, onceCardPosted: () => 
     delivery: { state: 'waiting', nonce: id, attempts: 0 },
     ...overrides,
   };
-  await repository.create(task);
-  by.track(task);
+  await by.tasks.create(task);
+  by.tracker.track(task);
   return { task, card: () => discord.state.messages.get(cardId)! };
 }
 
@@ -372,7 +367,7 @@ function planned(prepared: Prepared): SubmissionPlan {
 async function generate(prompt: string, image?: string): Promise<TaskRecord> {
   const context = interactionContext();
   const attachment = image === undefined ? undefined : { url: image, filename: 'first.png', contentType: 'image/png', size: 100 };
-  return video.submit(planned(await video.prepareGeneration(context, { ...NO_OPTIONS, prompt, image: attachment })), context);
+  return video.submit(planned(await video.prepare.generation(context, { ...NO_OPTIONS, prompt, image: attachment })), context);
 }
 
 /** A Discord attachment link, signed until `expiresAt` (ms), as Discord's CDN writes them. */
@@ -394,7 +389,7 @@ describe('a submission whose answer cannot be read', () => {
 describe('Regenerate', () => {
   it('stores the new video under the new task\'s own name', async () => {
     const original = await generate('a lake at noon');
-    const again = await video.submit(planned(await video.prepareRegeneration(interactionContext(), original.id)), interactionContext());
+    const again = await video.submit(planned(await video.prepare.regeneration(interactionContext(), original.id)), interactionContext());
     expect(again.id).not.toBe(original.id);
     const filenames = gateway.submissions.slice(-2).map((body) => readString(readRecord(body, 'storage_options'), 'filename'));
     expect(filenames).toEqual([`discord-${guild.id}-${original.id}.mp4`, `discord-${guild.id}-${again.id}.mp4`]);
@@ -403,7 +398,7 @@ describe('Regenerate', () => {
   it('asks for fresh attachments when Discord\'s links to the original ones have expired', async () => {
     const original = await generate('it starts to rain', attachmentLink(Date.now() + 3_600_000));
     await repository.save({ ...original, request: { ...original.request, image: { url: attachmentLink(Date.now() - 60_000) } } });
-    const prepared = await video.prepareRegeneration(interactionContext(), original.id);
+    const prepared = await video.prepare.regeneration(interactionContext(), original.id);
     expect(prepared).toMatchObject({ ok: false, message: expect.stringContaining('Run `/video generate` again with fresh attachments') });
   });
 
@@ -413,7 +408,7 @@ describe('Regenerate', () => {
       response
         .writeHead(400, { 'content-type': 'application/json' })
         .end('{"error":{"message":"The image could not be fetched.","type":"gateway_api_error","param":"image.url","code":"invalid_request_error"}}');
-    const submitted = video.submit(planned(await video.prepareRegeneration(interactionContext(), original.id)), interactionContext());
+    const submitted = video.submit(planned(await video.prepare.regeneration(interactionContext(), original.id)), interactionContext());
     await expect(submitted).rejects.toThrow(SubmissionRefusedError);
     await expect(submitted).rejects.toThrow(/fresh attachments/);
   });
@@ -450,9 +445,9 @@ describe('the salt that keeps members\' ids from the gateway', () => {
   it('is made once when two members\' first videos are prepared at the same moment', async () => {
     const fresh = await openStore(`sqlite://${join(directory, 'fresh.sqlite')}`, silentLogger);
     try {
-      const firstUse = new VideoService({ repository, tracker, delivery: new VideoDelivery({ repository, outbox, log: silentLogger, cardEditIntervalMs: 0 }), clients, policy, store: fresh, vendor: 'svc', log: silentLogger, attachmentUrl: () => Promise.resolve(undefined) });
+      const firstUse = videoPart(silentLogger, fresh);
       const input = { ...NO_OPTIONS, prompt: 'first' };
-      const [first, second] = await Promise.all([firstUse.prepareGeneration(interactionContext(), input), firstUse.prepareGeneration(interactionContext(), input)]);
+      const [first, second] = await Promise.all([firstUse.prepare.generation(interactionContext(), input), firstUse.prepare.generation(interactionContext(), input)]);
       expect(planned(first).request.user).toBeDefined();
       expect(planned(second).request.user).toBe(planned(first).request.user);
     } finally {
@@ -465,12 +460,13 @@ describe('a task that finishes', () => {
   it('is saved as finished only once what its end records (its cost) is recorded, so a kill in between records it after the restart', async () => {
     const told = Promise.withResolvers<void>();
     const recorded = Promise.withResolvers<void>();
-    const finishing = trackerFor(repository, new VideoDelivery({ repository, outbox, log: silentLogger, cardEditIntervalMs: 0 }));
-    finishing.onFinished(async () => {
+    const fresh = await openStore(`sqlite://${join(directory, 'finishing.sqlite')}`, silentLogger);
+    const finishing = videoPart(silentLogger, fresh);
+    finishing.tracker.onFinished(async () => {
       told.resolve();
       await recorded.promise;
     });
-    const saves = vi.spyOn(repository, 'save');
+    const saves = vi.spyOn(finishing.tasks, 'save');
     try {
       const { task } = await track({}, () => {}, finishing);
       await told.promise;
@@ -481,7 +477,8 @@ describe('a task that finishes', () => {
     } finally {
       recorded.resolve();
       saves.mockRestore();
-      await finishing.stop();
+      await finishing.tracker.stop();
+      await fresh.close();
     }
   });
 });
@@ -489,17 +486,15 @@ describe('a task that finishes', () => {
 describe('a resume while a task is being submitted', () => {
   it('leaves the task to its submission instead of declaring its outcome unknown', async () => {
     const fresh = await openStore(`sqlite://${join(directory, 'resume.sqlite')}`, silentLogger);
-    const freshRepository = new TaskRepository(fresh);
-    const freshDelivery = new VideoDelivery({ repository: freshRepository, outbox, log: silentLogger, cardEditIntervalMs: 0 });
     const trackerLines: LogFields[] = [];
     const trackerLog = recordingLogger(trackerLines, 'debug');
     // The process starts: its tracker, then a member's /video whose submission the gateway holds.
-    const freshTracker = trackerFor(freshRepository, freshDelivery, trackerLog);
+    const freshVideo = videoPart(trackerLog, fresh);
+    const freshTracker = freshVideo.tracker;
     const finished: TaskRecord[] = [];
     freshTracker.onFinished((task) => {
       finished.push(task);
     });
-    const freshVideo = new VideoService({ repository: freshRepository, tracker: freshTracker, delivery: freshDelivery, clients, policy, store: fresh, vendor: 'svc', log: silentLogger, attachmentUrl: () => Promise.resolve(undefined) });
     try {
       let answer!: () => void;
       const held = new Promise<void>((resolve) => {
@@ -510,7 +505,7 @@ describe('a resume while a task is being submitted', () => {
       });
       const context = interactionContext();
       const input = { ...NO_OPTIONS, prompt: 'sent while resuming' };
-      const submitted = freshVideo.submit(planned(await freshVideo.prepareGeneration(context, input)), context);
+      const submitted = freshVideo.submit(planned(await freshVideo.prepare.generation(context, input)), context);
       await held;
       // Discord's "ready" comes now, and the resume lists the task that is still being sent.
       await freshTracker.resume();

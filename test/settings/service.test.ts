@@ -9,7 +9,7 @@ import { GatewayClientPool } from '../../src/gateway/pool.ts';
 import { createLogger, type Logger } from '../../src/lib/log.ts';
 import { MESSAGES, SettingsService, type SettingsOptions } from '../../src/settings/service.ts';
 import { openStore, type Store } from '../../src/store.ts';
-import type { TaskRecord } from '../../src/video/record.ts';
+import { costOf, type TaskRecord } from '../../src/video/record.ts';
 
 // The settings service on a real SQLite file and the real gateway emulator.
 
@@ -315,12 +315,12 @@ describe('limits and usage', () => {
       [task('l1', 'alice', LATE), 5_000_000_000],
     ] as const) {
       await settings.recordSubmission(record);
-      await Promise.all([settings.recordCost({ ...record, outcome: { costTicks: ticks } }), settings.recordCost({ ...record, outcome: { costTicks: ticks } })]);
+      await Promise.all([settings.recordCost(costOf({ ...record, outcome: { costTicks: ticks } })), settings.recordCost(costOf({ ...record, outcome: { costTicks: ticks } }))]);
     }
     // A restart that sees the task finish again does not count it twice.
     const reopened = await restart();
-    await reopened.recordCost(task('l1', 'alice', LATE, 5_000_000_000));
-    await reopened.recordCost(task('free', 'alice', LATE, 0));
+    await reopened.recordCost(costOf(task('l1', 'alice', LATE, 5_000_000_000)));
+    await reopened.recordCost(costOf(task('free', 'alice', LATE, 0)));
 
     expect(await reopened.usageReport(GUILD, LATE)).toBe(
       ['**Today (2026-11-30 UTC)**: 1 video, $0.50', '<@alice>: 1 video, $0.50', '', '**This month (2026-11)**: 2 videos, $3.50', '<@bob>: 1 video, $3.00', '<@alice>: 1 video, $0.50'].join('\n'),
@@ -334,10 +334,10 @@ describe('limits and usage', () => {
     const tasks = [finished('priced', 'succeeded', 4_000_000_000), finished('silent', 'succeeded'), finished('expired', 'expired'), finished('failed', 'failed'), finished('gave-up', 'timed_out')];
     for (const record of tasks) {
       await settings.recordSubmission(record);
-      await settings.recordCost(record);
+      await settings.recordCost(costOf(record));
     }
     // Seen finishing again after a restart: still counted once.
-    await (await restart()).recordCost(finished('silent', 'succeeded'));
+    await (await restart()).recordCost(costOf(finished('silent', 'succeeded')));
     expect(await (await restart()).usageReport(GUILD, LATE)).toContain('<@alice>: 5 videos, $0.40 + 2 without a reported cost');
   });
 });

@@ -48,7 +48,7 @@ beforeAll(async () => {
   service = new VoiceService({
     client,
     outbox: new DiscordOutbox(client.rest),
-    policy: { resolveGatewayAccess: () => Promise.resolve({ ok: true, apiKey: 'emulator-key', layer: 'native', keyId: 'emulator' }) },
+    access: { resolveGatewayAccess: () => Promise.resolve({ ok: true, apiKey: 'emulator-key', layer: 'native', keyId: 'emulator' }) },
     settings,
     wsBaseUrl: emulator.wsUrl,
     log: silentLogger,

@@ -1,0 +1,40 @@
+import type { Result } from '../lib/result.ts';
+import type { GatewayAccessResolver } from './gateway-access.ts';
+import type { VideoDefaults } from './video-defaults.ts';
+
+// What a server's settings decide for /video, as the video part asks for it: its key and layer, its
+// defaults, its limits, and the ledger its limits and usage report read.
+
+/** A member's video task, as the daily counts see it: it counts on the UTC day it was created. */
+export interface MemberTask {
+  guildId: string;
+  userId: string;
+  createdAt: number;
+}
+
+/** A finished task's cost, as the usage ledger records it (once per task, however often it is seen). */
+export interface TaskCost extends MemberTask {
+  taskId: string;
+  /** What the gateway reported; undefined when it reported nothing. */
+  costTicks: number | undefined;
+  /** Whether the gateway made (and so charged for) a video: failures and timeouts are refunded. */
+  madeVideo: boolean;
+}
+
+export interface LimitQuery {
+  guildId: string;
+  userId: string;
+  /** The member's tasks still in progress. */
+  activeTasksOfUser: number;
+  now: number;
+}
+
+export interface GuildVideoPolicy extends GatewayAccessResolver {
+  defaults(guildId: string): Promise<VideoDefaults>;
+  checkLimits(query: LimitQuery): Promise<Result>;
+  /** Counts a task against its member's and server's daily limits (before it is sent). */
+  recordSubmission(task: MemberTask): Promise<void>;
+  /** The gateway refused it: it does not count. */
+  releaseSubmission(task: MemberTask): Promise<void>;
+  recordCost(cost: TaskCost): Promise<void>;
+}

@@ -1,0 +1,17 @@
+// Who asked, where, and how the bot can still answer them: what a command hands the video part about
+// the interaction it is answering.
+
+export interface InteractionContext {
+  guildId: string;
+  channelId: string;
+  userId: string;
+  applicationId: string;
+  interactionToken: string;
+  /**
+   * When this process received the interaction (Date.now()): its token expires 15 minutes from about
+   * then. Not the id's snowflake time, which another clock wrote.
+   */
+  interactionReceivedAt: number;
+  /** The largest file the bot may upload in this channel (Discord's `attachment_size_limit`). */
+  attachmentSizeLimit: number;
+}

@@ -1,0 +1,16 @@
+// What a server chose for /video when a member leaves an option out: the server settings keep it, the
+// video part applies it.
+
+export interface StorageDefaults {
+  /** Keep the video in the gateway's storage this many days; 0 keeps nothing beyond the temporary link. */
+  keepDays: number;
+  publicLink: boolean;
+}
+
+export interface VideoDefaults {
+  model: string | undefined;
+  resolution: string | undefined;
+  duration: number | undefined;
+  aspectRatio: string | undefined;
+  storage: StorageDefaults;
+}

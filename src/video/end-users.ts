@@ -1,0 +1,42 @@
+import { randomBytes } from 'node:crypto';
+import { onceUntilFailure } from '../lib/once-until-failure.ts';
+import type { Collection, Store } from '../store.ts';
+import { endUserId } from './requests.ts';
+
+// The spec's `user` for each member: a keyed hash of the Discord id with this installation's secret salt,
+// made once and kept in the store.
+
+const SALT_KEY = 'user-salt';
+const SALT_BYTES = 32;
+
+function parseSalt(raw: unknown): string {
+  if (typeof raw !== 'string' || raw.length < SALT_BYTES) throw new Error('expected a salt');
+  return raw;
+}
+
+export class EndUserIds {
+  readonly #meta: Collection<string>;
+  /**
+   * Every caller waits for the same read (or creation), and a new salt is read back after writing it, so
+   * what is used is always what the store holds: two first uses cannot hash the same member with two salts.
+   */
+  readonly #salt = onceUntilFailure(() => this.#loadSalt());
+
+  constructor(store: Store) {
+    this.#meta = store.collection('video_meta', parseSalt);
+  }
+
+  async of(discordUserId: string): Promise<string> {
+    return endUserId(await this.#salt(), discordUserId);
+  }
+
+  async #loadSalt(): Promise<Buffer> {
+    let salt = await this.#meta.get(SALT_KEY);
+    if (!salt) {
+      await this.#meta.set(SALT_KEY, randomBytes(SALT_BYTES).toString('base64url'));
+      salt = await this.#meta.get(SALT_KEY);
+      if (!salt) throw new Error('the user salt was written but cannot be read back');
+    }
+    return Buffer.from(salt, 'base64url');
+  }
+}

@@ -1,0 +1,70 @@
+import type { DiscordOutbox } from '../discord/outbox.ts';
+import type { GatewayClientPool } from '../gateway/pool.ts';
+import type { Logger } from '../lib/log.ts';
+import type { GuildVideoPolicy } from '../ports/guild-policy.ts';
+import type { InteractionContext } from '../ports/interaction-context.ts';
+import type { Store } from '../store.ts';
+import { VideoDelivery } from './delivery.ts';
+import { EndUserIds } from './end-users.ts';
+import { PolicyGatewayResolver } from './gateway-resolver.ts';
+import type { SubmissionPlan } from './plan.ts';
+import { DEFAULT_POLL_POLICY, type PollPolicy } from './poll-policy.ts';
+import { VideoPreparation } from './prepare.ts';
+import { costOf, type TaskRecord } from './record.ts';
+import { TaskRepository } from './repository.ts';
+import { VideoSubmission } from './submit.ts';
+import { TaskTracker } from './tracker.ts';
+
+// The video part, built in one place from what it depends on: src/app.ts, the benchmarks and the tests
+// all take it from here.
+
+/** Polls in flight at once: enough to follow thousands of tasks, few enough to be gentle on the gateway. */
+const MAX_POLLS_IN_FLIGHT = 16;
+/** A running task's card is edited at most this often (each edit is a Discord request). */
+const CARD_EDIT_INTERVAL_MS = 4_000;
+
+export interface VideoDeps {
+  store: Store;
+  clients: GatewayClientPool;
+  policy: GuildVideoPolicy;
+  outbox: DiscordOutbox;
+  vendor: string;
+  log: Logger;
+  /** When and how often tasks are polled; default the production policy. */
+  pollPolicy?: PollPolicy;
+  maxPollsInFlight?: number;
+  cardEditIntervalMs?: number;
+}
+
+export interface Video {
+  /** Checks a request completely, before anything is sent. */
+  prepare: VideoPreparation;
+  /** Stores, sends and starts following a prepared request (see VideoSubmission.submit). */
+  submit(plan: SubmissionPlan, context: InteractionContext): Promise<TaskRecord>;
+  tasks: TaskRepository;
+  tracker: TaskTracker;
+}
+
+export function createVideo(deps: VideoDeps): Video {
+  const { store, clients, policy, outbox, vendor, log } = deps;
+  const tasks = new TaskRepository(store);
+  const delivery = new VideoDelivery({ repository: tasks, outbox, log, cardEditIntervalMs: deps.cardEditIntervalMs ?? CARD_EDIT_INTERVAL_MS });
+  const tracker = new TaskTracker(tasks, new PolicyGatewayResolver(policy, clients, log), delivery, log, {
+    policy: deps.pollPolicy ?? DEFAULT_POLL_POLICY,
+    maxInFlight: deps.maxPollsInFlight ?? MAX_POLLS_IN_FLIGHT,
+  });
+  // Awaited before the finished task is saved: a cost is recorded even when the bot dies right after.
+  tracker.onFinished((task) => policy.recordCost(costOf(task)));
+  const prepare = new VideoPreparation({ policy, repository: tasks, endUsers: new EndUserIds(store), vendor });
+  const submission = new VideoSubmission({
+    repository: tasks,
+    tracker,
+    delivery,
+    clients,
+    policy,
+    vendor,
+    log,
+    attachmentUrl: (channelId, messageId) => outbox.attachmentUrl(channelId, messageId),
+  });
+  return { prepare, submit: (plan, context) => submission.submit(plan, context), tasks, tracker };
+}

@@ -1,0 +1,34 @@
+import type { EditRequest, ExtensionRequest, GatewayCredentials, GenerationRequest } from '../gateway/types.ts';
+import type { Result } from '../lib/result.ts';
+import type { TaskMode } from './record.ts';
+import type { AttachmentInput } from './requests.ts';
+
+// A video request between its preparation (checked completely, nothing sent yet) and its submission.
+
+export type OperationRequest =
+  | { operation: 'generate'; request: GenerationRequest }
+  | { operation: 'edit'; request: EditRequest }
+  | { operation: 'extend'; request: ExtensionRequest };
+
+export type SubmissionPlan = OperationRequest & {
+  /** The new task's id, made when the request is prepared: its storage filename carries it. */
+  taskId: string;
+  mode: TaskMode;
+  model: string;
+  prompt: string;
+  access: GatewayCredentials;
+  sourceTaskId?: string;
+  /** Regenerate: an earlier task's request sent again (its attachment links may have expired since). */
+  regenerated?: boolean;
+  /**
+   * The source is a video the bot posted: Discord re-signs attachment urls, so the submission asks for a
+   * fresh one. It is a network call, so it waits until the interaction has been answered.
+   */
+  postedSource?: { channelId: string; messageId: string };
+};
+
+/** A plan ready to submit, or why the request cannot go (in words for the member). */
+export type Prepared = Result<{ plan: SubmissionPlan }>;
+
+/** Where the source of an edit or extension comes from: an attachment or a finished task. */
+export type VideoSourceInput = { attachment: AttachmentInput } | { taskRef: string };

@@ -1,0 +1,205 @@
+import { ValidationError } from '../gateway/errors.ts';
+import { videoModelCapabilities, videoModelNames } from '../gateway/spec.ts';
+import { validateEdit, validateExtension, validateGeneration } from '../gateway/validation.ts';
+import { refuse, type Result } from '../lib/result.ts';
+import type { GuildVideoPolicy } from '../ports/guild-policy.ts';
+import type { InteractionContext } from '../ports/interaction-context.ts';
+import type { EndUserIds } from './end-users.ts';
+import { checkMemberLimits } from './member-limits.ts';
+import { describeExpiredAttachments } from './messages.ts';
+import type { OperationRequest, Prepared, SubmissionPlan, VideoSourceInput } from './plan.ts';
+import { newTaskId, type TaskRepository } from './repository.ts';
+import {
+  InputError,
+  buildEditRequest,
+  buildExtensionRequest,
+  buildGenerationRequest,
+  generationMode,
+  hasExpiredAttachmentLink,
+  optionForField,
+  storageFilename,
+  storageOptionsFor,
+  type AttachmentInput,
+  type GenerationInput,
+} from './requests.ts';
+import { parseStoredRequest } from './stored-request.ts';
+
+// Preparing a /video request: the server's key and defaults applied, every rule of the spec and every
+// limit of the server checked, before anything is sent. Reads only the local store, so a command can
+// answer a refusal within Discord's 3 s and defer only what will be submitted.
+
+export interface VideoPreparationDeps {
+  policy: GuildVideoPolicy;
+  repository: TaskRepository;
+  endUsers: EndUserIds;
+  vendor: string;
+}
+
+function isMp4Attachment(attachment: AttachmentInput): boolean {
+  const type = attachment.contentType?.split(';')[0]?.trim().toLowerCase();
+  let path: string;
+  try {
+    path = new URL(attachment.url).pathname.toLowerCase();
+  } catch {
+    return false;
+  }
+  return path.endsWith('.mp4') && (type === undefined || type === 'video/mp4');
+}
+
+function validationRefusal(error: ValidationError) {
+  return refuse(`\`${optionForField(error.field)}\`: ${error.message}`);
+}
+
+type SourceUrl = Result<{ url: string; taskId?: string; postedSource?: SubmissionPlan['postedSource'] }>;
+
+export class VideoPreparation {
+  readonly #deps: VideoPreparationDeps;
+
+  constructor(deps: VideoPreparationDeps) {
+    this.#deps = deps;
+  }
+
+  async generation(context: InteractionContext, input: Omit<GenerationInput, 'model'> & { model: string | undefined }): Promise<Prepared> {
+    const { policy, vendor } = this.#deps;
+    const access = await policy.resolveGatewayAccess(context.guildId);
+    if (!access.ok) return access;
+    const defaults = await policy.defaults(context.guildId);
+    const model = input.model ?? defaults.model ?? videoModelNames(vendor).latest;
+    const withDefaults: GenerationInput = {
+      ...input,
+      model,
+      duration: input.duration ?? defaults.duration,
+      resolution: input.resolution ?? defaults.resolution,
+      aspectRatio: input.aspectRatio ?? defaults.aspectRatio,
+    };
+    // A server default must not make a request invalid that the user did not shape that way.
+    const capabilities = videoModelCapabilities(model, vendor);
+    if (input.resolution === undefined && withDefaults.resolution === '1080p' && (!capabilities?.fullHd || input.referenceImages.length > 0)) {
+      withDefaults.resolution = '720p';
+    }
+    try {
+      const taskId = newTaskId();
+      const storage = storageOptionsFor(defaults.storage, storageFilename(context.guildId, taskId));
+      const request = buildGenerationRequest(withDefaults, await this.#deps.endUsers.of(context.userId), storage);
+      validateGeneration(request, { layer: access.layer, vendor });
+      const verdict = await this.#checkLimits(context);
+      if (!verdict.ok) return verdict;
+      return { ok: true, plan: { operation: 'generate', taskId, mode: generationMode(request), model, prompt: input.prompt ?? '', request, access } };
+    } catch (error) {
+      if (error instanceof InputError) return refuse(error.message);
+      if (error instanceof ValidationError) return validationRefusal(error);
+      throw error;
+    }
+  }
+
+  async editOrExtension(
+    context: InteractionContext,
+    operation: 'edit' | 'extend',
+    input: { prompt: string; model: string | undefined; duration: number | undefined; source: VideoSourceInput },
+  ): Promise<Prepared> {
+    const { policy, vendor } = this.#deps;
+    const access = await policy.resolveGatewayAccess(context.guildId);
+    if (!access.ok) return access;
+    const source = await this.#sourceUrl(context, input.source);
+    if (!source.ok) return source;
+    const defaults = await policy.defaults(context.guildId);
+    const model = input.model ?? defaults.model ?? videoModelNames(vendor).latest;
+    const user = await this.#deps.endUsers.of(context.userId);
+    try {
+      const validation = { layer: access.layer, vendor };
+      let operationRequest: OperationRequest;
+      if (operation === 'edit') {
+        const request = buildEditRequest(model, input.prompt, source.url, user);
+        validateEdit(request, validation);
+        operationRequest = { operation, request };
+      } else {
+        const request = buildExtensionRequest(model, input.prompt, source.url, input.duration, user);
+        validateExtension(request, validation);
+        operationRequest = { operation, request };
+      }
+      const verdict = await this.#checkLimits(context);
+      if (!verdict.ok) return verdict;
+      return {
+        ok: true,
+        plan: {
+          ...operationRequest,
+          taskId: newTaskId(),
+          mode: operation,
+          model,
+          prompt: input.prompt,
+          access,
+          ...(source.taskId ? { sourceTaskId: source.taskId } : {}),
+          ...(source.postedSource ? { postedSource: source.postedSource } : {}),
+        },
+      };
+    } catch (error) {
+      if (error instanceof ValidationError) return validationRefusal(error);
+      throw error;
+    }
+  }
+
+  /** The same request again, as a new task (the Regenerate button). */
+  async regeneration(context: InteractionContext, taskRef: string): Promise<Prepared> {
+    const { policy, repository, vendor } = this.#deps;
+    const original = await repository.findInGuild(context.guildId, taskRef);
+    if (!original) return refuse('That task is no longer known to the bot, so it cannot be regenerated.');
+    const access = await policy.resolveGatewayAccess(context.guildId);
+    if (!access.ok) return access;
+    const verdict = await this.#checkLimits(context);
+    if (!verdict.ok) return verdict;
+    if (hasExpiredAttachmentLink(original.request, Date.now())) return refuse(describeExpiredAttachments(original.operation));
+    const user = await this.#deps.endUsers.of(context.userId);
+    let operationRequest: OperationRequest;
+    try {
+      operationRequest = parseStoredRequest(original.operation, { ...original.request, user }, { layer: access.layer, vendor });
+    } catch (error) {
+      if (error instanceof ValidationError) return refuse(`That task cannot be sent again as it was: ${error.message}`);
+      throw error;
+    }
+    const taskId = newTaskId();
+    if (operationRequest.operation === 'generate' && operationRequest.request.storage_options) {
+      // A new task is stored under its own name, not over the original's file.
+      operationRequest.request.storage_options = { ...operationRequest.request.storage_options, filename: storageFilename(context.guildId, taskId) };
+    }
+    return {
+      ok: true,
+      plan: {
+        ...operationRequest,
+        taskId,
+        mode: original.mode,
+        model: original.model,
+        prompt: original.prompt,
+        access,
+        sourceTaskId: original.id,
+        regenerated: true,
+      },
+    };
+  }
+
+  #checkLimits(context: InteractionContext): Promise<Result> {
+    return checkMemberLimits(this.#deps.repository, this.#deps.policy, context);
+  }
+
+  /**
+   * The source video of an edit or extension, as an `.mp4` link the gateway accepts, from the store alone
+   * (the interaction is not answered yet). A posted attachment's url is refreshed when it is submitted.
+   */
+  async #sourceUrl(context: InteractionContext, source: VideoSourceInput): Promise<SourceUrl> {
+    if ('attachment' in source) {
+      if (!isMp4Attachment(source.attachment)) return refuse(`\`video\` must be an .mp4 file (got ${source.attachment.filename}).`);
+      return { ok: true, url: source.attachment.url };
+    }
+    const task = await this.#deps.repository.findInGuild(context.guildId, source.taskRef);
+    if (!task) return refuse(`\`task\`: no task \`${source.taskRef}\` on this server. \`/video list\` shows yours.`);
+    if (task.state !== 'succeeded' || task.outcome.moderated) {
+      return refuse(`\`task\`: task \`${source.taskRef}\` has no finished video to work from (it is ${task.state}).`);
+    }
+    // A lasting stored link first; else the posted attachment (refreshed before sending); else the gateway's temporary link.
+    const publicUrl = task.outcome.storedFile?.publicUrl;
+    if (publicUrl) return { ok: true, url: publicUrl, taskId: task.id };
+    const { attachmentUrl, messageId } = task.delivery;
+    if (attachmentUrl && messageId) return { ok: true, url: attachmentUrl, taskId: task.id, postedSource: { channelId: task.channelId, messageId } };
+    if (task.outcome.videoUrl) return { ok: true, url: task.outcome.videoUrl, taskId: task.id };
+    return refuse(`\`task\`: the video of task \`${source.taskRef}\` is no longer available.`);
+  }
+}

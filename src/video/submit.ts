@@ -1,0 +1,196 @@
+import { GatewayApiError, GatewayConnectionError, GatewayError, ValidationError } from '../gateway/errors.ts';
+import type { GatewayClientPool } from '../gateway/pool.ts';
+import type { SubmittedTask } from '../gateway/types.ts';
+import { validateEdit, validateExtension } from '../gateway/validation.ts';
+import { KeyedLock } from '../lib/keyed-lock.ts';
+import type { Logger } from '../lib/log.ts';
+import type { GuildVideoPolicy } from '../ports/guild-policy.ts';
+import type { InteractionContext } from '../ports/interaction-context.ts';
+import type { VideoDelivery } from './delivery.ts';
+import { checkMemberLimits } from './member-limits.ts';
+import { describeExpiredAttachments, describeSubmissionError } from './messages.ts';
+import type { SubmissionPlan } from './plan.ts';
+import type { TaskRecord } from './record.ts';
+import type { TaskRepository } from './repository.ts';
+import { optionForField, optionNamedIn } from './requests.ts';
+import type { TaskTracker } from './tracker.ts';
+
+// Submitting a prepared request: the task is stored before the user hears it was accepted and before the
+// gateway is called (a crash mid-submission is reported, not forgotten), counted against the limits in
+// the same step, sent, shown on its card and handed to the tracker.
+
+export const INTERACTION_TOKEN_LIFETIME_MS = 15 * 60_000;
+/** Leave a margin: the interaction reached the bot a little after Discord made it, and an edit sent at 14:59 may arrive after 15:00. */
+const TOKEN_SAFETY_MARGIN_MS = 30_000;
+
+export interface VideoSubmissionDeps {
+  repository: TaskRepository;
+  tracker: TaskTracker;
+  delivery: VideoDelivery;
+  clients: GatewayClientPool;
+  policy: GuildVideoPolicy;
+  vendor: string;
+  log: Logger;
+  /** A fresh url of a posted result's mp4 (Discord re-signs attachment urls). */
+  attachmentUrl(channelId: string, messageId: string): Promise<string | undefined>;
+}
+
+/** The gateway refused a submission; `message` is what the user should read. */
+export class SubmissionRefusedError extends Error {
+  /** The stored task, when the refusal came from the gateway (a limit refuses before anything is stored). */
+  readonly task: TaskRecord | undefined;
+  constructor(message: string, task: TaskRecord | undefined) {
+    super(message);
+    this.name = 'SubmissionRefusedError';
+    this.task = task;
+  }
+}
+
+export class VideoSubmission {
+  readonly #deps: VideoSubmissionDeps;
+  /**
+   * Limits are checked and a new task counted as one step per server (the step is a few store calls), so
+   * neither a member's quick repeats nor several members at once can slip past a per-member or server cap.
+   */
+  readonly #admission = new KeyedLock();
+
+  constructor(deps: VideoSubmissionDeps) {
+    this.#deps = deps;
+  }
+
+  /**
+   * Submits a prepared task. The interaction must be deferred: the card is its reply. Throws
+   * SubmissionRefusedError when a limit or the gateway refuses it.
+   */
+  async submit(prepared: SubmissionPlan, context: InteractionContext): Promise<TaskRecord> {
+    const { repository, clients, delivery, tracker, policy, log } = this.#deps;
+    const plan = await this.#withFreshSource(prepared);
+    const id = plan.taskId;
+    let task: TaskRecord = {
+      id,
+      layer: plan.access.layer,
+      keyId: plan.access.keyId,
+      guildId: context.guildId,
+      channelId: context.channelId,
+      userId: context.userId,
+      operation: plan.operation,
+      mode: plan.mode,
+      model: plan.model,
+      prompt: plan.prompt,
+      request: { ...plan.request },
+      ...(plan.sourceTaskId ? { sourceTaskId: plan.sourceTaskId } : {}),
+      createdAt: Date.now(),
+      state: 'submitting',
+      polls: 0,
+      pollErrors: 0,
+      outcome: {},
+      card: {
+        applicationId: context.applicationId,
+        interactionToken: context.interactionToken,
+        tokenExpiresAt: context.interactionReceivedAt + INTERACTION_TOKEN_LIFETIME_MS - TOKEN_SAFETY_MARGIN_MS,
+      },
+      attachmentSizeLimit: context.attachmentSizeLimit,
+      delivery: { state: 'waiting', nonce: id, attempts: 0 },
+    };
+    await this.#admission.run(context.guildId, async () => {
+      const verdict = await checkMemberLimits(repository, policy, context);
+      if (!verdict.ok) throw new SubmissionRefusedError(verdict.message, undefined);
+      await repository.create(task);
+      await policy.recordSubmission(task);
+    });
+
+    const gateway = clients.get(plan.access.apiKey, plan.access.layer);
+    let submitted: SubmittedTask;
+    try {
+      submitted =
+        plan.operation === 'generate'
+          ? await gateway.generate(plan.request)
+          : plan.operation === 'edit'
+            ? await gateway.edit(plan.request)
+            : await gateway.extend(plan.request);
+    } catch (error) {
+      const refusal = refusalMessage(error, plan);
+      if (refusal !== undefined) {
+        // Refused, or never delivered: nothing exists at the gateway and nothing was charged.
+        task = { ...task, state: 'failed', finishedAt: Date.now(), delivery: { ...task.delivery, state: 'closed' } };
+        await repository.save(task);
+        await policy.releaseSubmission(task);
+        throw new SubmissionRefusedError(refusal, task);
+      }
+      // The gateway may have accepted it (no answer, or an answer the bot cannot read): the card says so
+      // honestly, with the request id support can look up, and stays.
+      log.error('a video submission has an unknown outcome', { task: id, guild: task.guildId, error });
+      const requestId = error instanceof GatewayError ? error.requestId : undefined;
+      return delivery.showAndSave({
+        ...task,
+        state: 'unknown',
+        finishedAt: Date.now(),
+        outcome: requestId ? { ...task.outcome, requestId } : task.outcome,
+        delivery: { ...task.delivery, state: 'closed' },
+      });
+    }
+    task = {
+      ...task,
+      gatewayId: submitted.id,
+      state: 'running',
+      submittedAt: Date.now(),
+      outcome: submitted.requestId ? { requestId: submitted.requestId } : {},
+    };
+    await repository.save(task);
+    log.info('video task submitted', { task: id, gatewayTask: submitted.id, layer: task.layer, operation: task.operation, guild: task.guildId });
+    task = await delivery.showAndSave(task);
+    tracker.track(task);
+    return task;
+  }
+
+  /** The plan with a freshly signed url of the posted source video, when Discord gives one that passes validation. */
+  async #withFreshSource(plan: SubmissionPlan): Promise<SubmissionPlan> {
+    const posted = plan.postedSource;
+    if (!posted || plan.operation === 'generate') return plan;
+    const url = await this.#deps.attachmentUrl(posted.channelId, posted.messageId).catch((error: unknown) => {
+      this.#deps.log.warn('could not refresh the url of a posted video; sending the stored one', { message: posted.messageId, error });
+      return undefined;
+    });
+    if (!url || url === plan.request.video.url) return plan;
+    const validation = { layer: plan.access.layer, vendor: this.#deps.vendor };
+    try {
+      if (plan.operation === 'edit') {
+        const request = { ...plan.request, video: { url } };
+        validateEdit(request, validation);
+        return { ...plan, request };
+      }
+      const request = { ...plan.request, video: { url } };
+      validateExtension(request, validation);
+      return { ...plan, request };
+    } catch (error) {
+      if (!(error instanceof ValidationError)) throw error;
+      this.#deps.log.warn('a refreshed video url does not validate; sending the stored one', { message: posted.messageId, error });
+      return plan;
+    }
+  }
+}
+
+/** The request fields that carry a link the gateway fetches. */
+const LINK_FIELDS = /^(image|last_frame|reference_images|reference_audios|video)\b/;
+
+/** What to tell the user when a submission certainly created nothing, or undefined when it may have. */
+function refusalMessage(error: unknown, plan: SubmissionPlan): string | undefined {
+  const model = plan.model;
+  if (plan.regenerated && error instanceof GatewayApiError && error.status === 400 && LINK_FIELDS.test(error.param ?? '')) {
+    return describeExpiredAttachments(plan.operation);
+  }
+  if (error instanceof GatewayApiError || error instanceof ValidationError) {
+    return describeSubmissionError({
+      code: error.code,
+      status: error.status,
+      message: error instanceof GatewayApiError ? error.serverMessage : error.message,
+      param: error.param !== undefined ? optionForField(error.param) : error instanceof GatewayApiError && error.status === 400 ? optionNamedIn(error.serverMessage) : undefined,
+      requestId: error.requestId,
+      model,
+    });
+  }
+  if (error instanceof GatewayConnectionError && !error.requestSent) {
+    return 'The video service cannot be reached right now, so nothing was sent or charged. Try again in a minute.';
+  }
+  return undefined;
+}

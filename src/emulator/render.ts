@@ -1,6 +1,6 @@
 import type { EmulatedTask, TaskEngine } from './tasks.ts';
 
-// What a query answers, per layer (gateway-api.md "Task result" and provider-notes.md "Query results").
+// What a query answers, per layer (docs/gateway.md, "Task result" and "Query results").
 
 export interface RenderedAnswer {
   status: number;

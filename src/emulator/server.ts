@@ -14,7 +14,7 @@ import { acceptRequest } from './validation.ts';
 import { appendBounded } from './journal.ts';
 import { waitUntil } from '../lib/wait-until.ts';
 
-// A local gateway faithful to gateway-api.md, for development, demos, tests and benchmarks: both layers,
+// A local gateway faithful to docs/gateway.md, for development, demos, tests and benchmarks: both layers,
 // edits and extensions, quotas and limits, storage and uploads, realtime voice, and prompt triggers.
 
 export interface JournalEntry {

@@ -1,4 +1,4 @@
-// The typed client of the video gateway (gateway-api.md): one per base URL, key and layer. Every call
+// The typed client of the video gateway (docs/gateway.md): one per base URL, key and layer. Every call
 // goes through send(): one place for headers, size caps, error decoding and retries (retry.ts).
 
 import type { Dispatcher } from 'undici';

@@ -1,4 +1,4 @@
-// Every retry decision of the gateway client lives here. The rules (gateway-api.md, "Retry rules"):
+// Every retry decision of the gateway client lives here. The rules (docs/gateway.md, "Retry rules"):
 // only the spec's retryable codes, a bounded number of times, exponential backoff with jitter that
 // honours Retry-After. On top of that, a submission (POST) is retried only when the gateway certainly
 // did not accept it, so a retry can never create and charge a second task:

@@ -1,4 +1,4 @@
-// The vocabulary of ../shared/spec/gateway-api.md (and provider-notes.md where the spec says
+// The vocabulary of docs/gateway.md (and of its "Where the contract is silent" section where the spec says
 // "not shown"), in one place, shared by the gateway client, the emulator and the commands.
 
 export const LAYERS = ['compat', 'native'] as const;
@@ -8,7 +8,7 @@ export const LAYER_PREFIX: Record<Layer, string> = { compat: '/v1', native: '/na
 
 export const DEFAULT_VENDOR = 'svc';
 
-// provider-notes.md: the edit and extension paths are "not shown"; these are the likely ones, under the
+// docs/gateway.md, "Edit and extension paths": the edit and extension paths are "not shown"; these are the likely ones, under the
 // layer prefix, and configurable.
 export const DEFAULT_EDIT_PATH = '/videos/edits';
 export const DEFAULT_EXTENSION_PATH = '/videos/extensions';
@@ -48,7 +48,7 @@ export const CLIENT_SECRET_DEFAULT_S = 600;
 /** 1 USD = 10^10 ticks (native `usage.cost_in_usd_ticks`). */
 export const USD_TICKS = 10_000_000_000;
 
-// provider-notes.md: built-in voices, case-insensitive, as suggestions (autocomplete). The gateway's own
+// docs/gateway.md, "Voices": built-in voices, case-insensitive, as suggestions (autocomplete). The gateway's own
 // list may differ and its 400 for an unknown voice lists the real one, so a video request's voice_id is
 // checked only for its shape.
 export const BUILT_IN_VOICES = [
@@ -59,7 +59,7 @@ export const BUILT_IN_VOICES = [
 
 /**
  * A plausible voice id. Which voices exist is the gateway's to say (its 400 for an unknown voice lists
- * them; provider-notes: the list may differ from the built-in one), so only the shape is checked.
+ * them; docs/gateway.md, "Voices": the list may differ from the built-in one), so only the shape is checked.
  */
 export function isVoiceId(value: string): boolean {
   return /^[A-Za-z0-9_-]{1,64}$/.test(value);

@@ -63,7 +63,7 @@ function readStorageError(source: JsonRecord | undefined): string | undefined {
 }
 
 /**
- * `progress` (0-100) when the answer has one. The spec does not show its type and provider-notes say to
+ * `progress` (0-100) when the answer has one. The spec does not show its type and docs/gateway.md ("Query results") says to
  * show it when present, so a number written as text ("40", "40%") counts too.
  */
 function readProgress(body: JsonRecord): number | undefined {
@@ -82,7 +82,7 @@ export interface TaskAnswer extends AnswerContext {
 }
 
 /**
- * A status-less answer means "still running" for the native layer (provider-notes: 200 and 202 alike, a
+ * A status-less answer means "still running" for the native layer (docs/gateway.md, "Query results": 200 and 202 alike, a
  * missing body is still pending) and for a 202 on either layer; elsewhere it is not a task result.
  */
 function statusMayBeMissing(answer: TaskAnswer): boolean {

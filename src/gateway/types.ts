@@ -138,7 +138,7 @@ export interface GatewayModel {
 
 export interface ClientSecret {
   value: string;
-  /** When the gateway says (provider-notes: `expires_at`); the spec does not show the answer. */
+  /** When the gateway says (docs/gateway.md, "Client secrets": `expires_at`); the spec does not show the answer. */
   expiresAt: Date | undefined;
 }
 

@@ -1,4 +1,4 @@
-// Checks a request against every rule and limit of gateway-api.md before anything is sent, so a user
+// Checks a request against every rule and limit of docs/gateway.md before anything is sent, so a user
 // hears what is wrong at once instead of after a round trip (or a failed, refunded task). Each failure
 // is a ValidationError whose `field` is the path of the offending value (`reference_audios[0].voice_id`,
 // `storage_options.filename`) and whose message states the rule.

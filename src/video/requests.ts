@@ -47,7 +47,7 @@ function imageFrom(option: string, attachment: AttachmentInput): ImageInput {
   return { url: attachment.url };
 }
 
-/** The mode follows from the fields sent (gateway-api.md, "Generation modes"). */
+/** The mode follows from the fields sent (docs/gateway.md, "Generation modes"). */
 export function generationMode(request: GenerationRequest): GenerationMode {
   if (request.last_frame) return 'first-last-frame';
   if (request.reference_images?.length || request.reference_audios?.length) return 'reference';

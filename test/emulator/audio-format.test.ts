@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { decodeAudio, encodeAudio, readAudioFormat, type AudioFormat } from '../../src/emulator/realtime/audio-format.ts';
 
-// The emulator's G.711 codecs and format rules (provider-notes: pcm 8000-48000 Hz, pcmu/pcma 8 kHz).
+// The emulator's G.711 codecs and format rules (docs/gateway.md, "Audio formats": pcm 8000-48000 Hz, pcmu/pcma 8 kHz).
 
 const MU_LAW: AudioFormat = { type: 'audio/pcmu', rate: 8000 };
 const A_LAW: AudioFormat = { type: 'audio/pcma', rate: 8000 };

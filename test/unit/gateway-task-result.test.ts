@@ -7,7 +7,7 @@ const result = (layer: Layer, body: unknown, httpStatus = 200) =>
   parseTaskResult({ id: 'task_1', layer, requestId: 'req_1', httpStatus, body });
 
 describe('task results of both layers', () => {
-  it('normalises a finished native task (provider-notes example)', () => {
+  it('normalises a finished native task (the "Query results" example of docs/gateway.md)', () => {
     const task = result('native', {
       status: 'done',
       video: { url: 'https://cdn.example.com/v/video.mp4', duration: 8, respect_moderation: true },

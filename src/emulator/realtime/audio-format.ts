@@ -1,6 +1,6 @@
 import { isRecord } from '../../lib/json.ts';
 
-// The realtime audio formats of provider-notes.md: `audio/pcm` (16-bit little-endian, 8000-48000 Hz) and
+// The realtime audio formats of docs/gateway.md ("Audio formats"): `audio/pcm` (16-bit little-endian, 8000-48000 Hz) and
 // the G.711 pair `audio/pcmu` (mu-law) and `audio/pcma` (A-law) at 8 kHz, base64 in JSON. The session
 // works on 16-bit samples; these functions convert at its edges.
 

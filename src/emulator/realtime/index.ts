@@ -43,7 +43,7 @@ export function attachRealtime(server: Server, deps: RealtimeDeps): RealtimeHand
     maxPayload: 16 * 1024 * 1024,
     handleProtocols: (_offered, request) => acceptedProtocol.get(request) ?? false,
   });
-  // Every answer carries a request id (gateway-api.md), the 101 of an accepted upgrade too.
+  // Every answer carries a request id (docs/gateway.md, "Request ids"), the 101 of an accepted upgrade too.
   sockets.on('headers', (headers) => headers.push(`X-Request-Id: ${newRequestId()}`));
   const sessions: RealtimeSession[] = [];
   const events = new EventEmitter();

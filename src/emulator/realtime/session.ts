@@ -279,7 +279,7 @@ export class RealtimeSession {
       this.#error('invalid_audio', `input_audio_buffer.append needs audio: base64 ${this.#inputFormat.type}.`, event.event_id, 'audio');
       return;
     }
-    // provider-notes: while a force_message with interruptible false plays, the caller's audio is dropped.
+    // docs/gateway.md, "force_message": while a force_message with interruptible false plays, the caller's audio is dropped.
     if (this.#current && !this.#current.interruptible && !this.#current.cancelled) return;
     const samples = decodeAudio(Buffer.from(text, 'base64'), this.#inputFormat);
     this.#buffer.push(samples);

@@ -10,7 +10,7 @@ import { isRecord, readString, readTimestamp } from '../../lib/json.ts';
 import { parseServerEvent, type RealtimeServerEvent } from './events.ts';
 import { websocketText } from '../../lib/websocket-text.ts';
 
-// The bot's side of a realtime voice session (gateway-api.md, "Realtime voice"): one websocket to
+// The bot's side of a realtime voice session (docs/gateway.md, "Realtime voice"): one websocket to
 // `{ws_base_url}/native/v1/realtime?model=…` with the Authorization header (or a credential
 // subprotocol, the way the spec's browser clients connect), `session.update` first, then
 // audio in as base64 PCM and typed events out. Reconnecting is the voice session's business, not this
@@ -42,7 +42,7 @@ interface ConnectBase {
 }
 
 /**
- * How the connection is authorised (gateway-api.md, Authentication): the API key in the Authorization
+ * How the connection is authorised (docs/gateway.md, "Authentication"): the API key in the Authorization
  * header, as a server connects (the bot does); or a subprotocol, as a browser must: a short-lived client
  * secret (`<vendor>-client-secret.<secret>`) or the key itself (`compat-insecure-api-key.<key>`).
  */

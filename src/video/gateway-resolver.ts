@@ -3,7 +3,11 @@ import type { GatewayClientPool } from '../gateway/pool.ts';
 import type { Logger } from '../lib/log.ts';
 import type { GatewayAccessResolver } from '../ports/gateway-access.ts';
 import type { TaskRecord } from './record.ts';
-import type { GatewayResolver } from './tracker.ts';
+
+export interface GatewayResolver {
+  /** The client to follow this task with: on the layer it was submitted on, with its server's current key. */
+  clientFor(task: TaskRecord): Promise<GatewayClient>;
+}
 
 /** The task's server has no key the bot can use any more (cleared, or unreadable); `message` says why, for members. */
 export class NoGatewayAccessError extends Error {

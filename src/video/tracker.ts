@@ -1,8 +1,8 @@
-import type { GatewayClient } from '../gateway/client.ts';
 import type { TaskResult } from '../gateway/types.ts';
 import type { Logger } from '../lib/log.ts';
 import { applyResult } from './apply-result.ts';
 import type { VideoDelivery } from './delivery.ts';
+import type { GatewayResolver } from './gateway-resolver.ts';
 import { errorBackoffDelay, nextPollDelay, type PollPolicy } from './poll-policy.ts';
 import { isTerminal, needsWork, type TaskRecord } from './record.ts';
 import type { TaskRepository } from './repository.ts';
@@ -13,11 +13,6 @@ import { Schedule } from './schedule.ts';
 // from the store when its turn comes. Polls in flight are bounded, errors back off, and a task the
 // gateway never finishes is given up after the policy's deadline. Downloads and posts have their own
 // small queue, so a burst of finished videos never holds up polls, and polls never hold up posts.
-
-export interface GatewayResolver {
-  /** The client to follow this task with: the layer it was submitted on, and the key that submitted it. */
-  clientFor(task: TaskRecord): Promise<GatewayClient>;
-}
 
 export interface TrackerOptions {
   policy: PollPolicy;

@@ -25,7 +25,7 @@ export default tseslint.config(
     rules: { '@typescript-eslint/no-unsafe-assignment': 'off' },
   },
   {
-    files: ['eslint.config.js'],
+    files: ['eslint.config.js', '.dependency-cruiser.mjs'],
     ...tseslint.configs.disableTypeChecked,
   },
 );

@@ -1,0 +1,117 @@
+// @ts-check
+// The layers of the code, checked by `npm run check` (CONTRIBUTING.md shows them as a picture). A change
+// that breaks one fails with the rule's name and the import that broke it.
+
+/** The parts of the bot: they meet through src/ports/, never by importing one another. */
+const PARTS = '(video|settings|voice)';
+
+/** @type {import('dependency-cruiser').IConfiguration} */
+export default {
+  forbidden: [
+    {
+      name: 'no-cycle',
+      comment: 'An import cycle (type-only imports count) ties its files into one knot that cannot be understood or changed alone.',
+      severity: 'error',
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: 'lib-is-the-bottom',
+      comment: 'src/lib holds small general pieces every layer may use; it uses nothing of the bot.',
+      severity: 'error',
+      from: { path: '^src/lib/' },
+      to: { path: '^src/', pathNot: '^src/lib/' },
+    },
+    {
+      name: 'gateway-client-stands-alone',
+      comment: 'The gateway client knows the gateway, not the bot: it imports only itself and src/lib.',
+      severity: 'error',
+      from: { path: '^src/gateway/' },
+      to: { path: '^src/', pathNot: '^src/(gateway|lib)/' },
+    },
+    {
+      name: 'emulator-stands-alone',
+      comment: 'The emulator is an independent gateway: it shares only the spec constants and src/lib with the bot.',
+      severity: 'error',
+      from: { path: '^src/emulator/' },
+      to: { path: '^src/', pathNot: ['^src/(emulator|lib)/', '^src/gateway/spec[.]ts$'] },
+    },
+    {
+      name: 'discord-adapter-is-a-leaf',
+      comment: 'src/discord talks to Discord (REST, answers, members); it knows nothing of what the bot does.',
+      severity: 'error',
+      from: { path: '^src/discord/' },
+      to: { path: '^src/', pathNot: '^src/(discord|lib)/' },
+    },
+    {
+      name: 'store-is-a-leaf',
+      comment: 'The store keeps records; it knows nothing of what is in them.',
+      severity: 'error',
+      from: { path: '^src/store[.]ts$' },
+      to: { path: '^src/', pathNot: '^src/lib/' },
+    },
+    {
+      name: 'ports-are-interfaces',
+      comment: 'A port is what one part offers another: types over the gateway types and src/lib, nothing more.',
+      severity: 'error',
+      from: { path: '^src/ports/' },
+      to: { path: '^src/', pathNot: ['^src/(ports|lib)/', '^src/gateway/(types|spec)[.]ts$'] },
+    },
+    {
+      name: 'parts-meet-through-ports',
+      comment: 'video, settings and voice do not import one another: what one needs of another is a port (src/ports/), wired in src/app.ts.',
+      severity: 'error',
+      from: { path: `^src/${PARTS}/` },
+      to: { path: `^src/${PARTS}/`, pathNot: '^src/$1/' },
+    },
+    {
+      name: 'no-reaching-up',
+      comment: 'Data flows one way (Discord event -> command -> service -> gateway client / store): the layers below never import the composition root, the configuration or the interaction routing.',
+      severity: 'error',
+      from: { path: `^src/(lib|gateway|emulator|discord|ports|${PARTS.slice(1, -1)})/|^src/store[.]ts$` },
+      to: { path: '^src/(app|main|services|shutdown|config)[.]ts$|^src/interactions/' },
+    },
+    {
+      name: 'src-does-not-import-commands',
+      comment: 'commands/ sits on top of src/: the registry loads the commands by file name, nothing in src/ imports one.',
+      severity: 'error',
+      from: { path: '^src/' },
+      to: { path: '^commands/' },
+    },
+    {
+      name: 'commands-are-independent',
+      comment: 'One file per slash command: what two commands share belongs in src/.',
+      severity: 'error',
+      from: { path: '^commands/' },
+      to: { path: '^commands/' },
+    },
+    {
+      name: 'production-code-imports-no-tests',
+      comment: 'The bot and the emulator run without test/ and bench/.',
+      severity: 'error',
+      from: { path: '^(src|commands)/' },
+      to: { path: '^(test|bench)/' },
+    },
+    {
+      name: 'no-dev-dependencies-at-run-time',
+      comment: 'npm ci --omit=dev must leave everything the bot and the emulator import.',
+      severity: 'error',
+      from: { path: '^(src|commands)/' },
+      to: { dependencyTypes: ['npm-dev'], dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'not-to-unresolvable',
+      comment: 'An import that resolves to nothing fails at run time.',
+      severity: 'error',
+      from: {},
+      to: { couldNotResolve: true },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    // Type-only imports are dependencies too: a cycle through `import type` is still a cycle.
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default', 'types'] },
+  },
+};

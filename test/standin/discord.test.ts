@@ -235,11 +235,12 @@ describe('interactions', () => {
     const failure = new Promise<unknown>((resolve) => {
       onInteraction = async (interaction) => {
         if (!interaction.isChatInputCommand()) return;
-        await new Promise((wait) => setTimeout(wait, 1700));
+        // `run` is set by then: the interaction reaches this handler over the gateway, after runCommand() returned.
+        await discord.waitForResponseDeadline(run);
         await interaction.reply('too late').then(() => resolve(undefined), resolve);
       };
     });
-    discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'probe', subcommand: 'all', options: { text: 'x' } });
+    const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'probe', subcommand: 'all', options: { text: 'x' } });
     expect(await failure).toMatchObject({ code: 10062 });
   });
 

@@ -153,7 +153,7 @@ describe('interaction rules', () => {
       const run = shortLived.runCommand({ user: server.member, guildId: server.id, channelId: server.textChannelId, command: 'ping' });
       const token = String(run.interaction.token);
       await fetch(`${shortLived.apiUrl}/v10/interactions/${String(run.interaction.id)}/${token}/callback`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"type":5}' });
-      await new Promise((resolve) => setTimeout(resolve, 80));
+      await shortLived.waitForTokenExpiry(run);
       const late = await fetch(`${shortLived.apiUrl}/v10/webhooks/${shortLived.applicationId}/${token}/messages/%40original`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: '{"content":"x"}' });
       expect(late.status).toBe(401);
       expect(await late.json()).toMatchObject({ code: 50027 });

@@ -173,6 +173,7 @@ export class DiscordStandIn {
   readonly voice: VoiceServer;
   readonly log: Logger;
   readonly responseDeadlineMs: number;
+  readonly tokenLifetimeMs: number;
   readonly #server: Server;
   readonly #gateway: Gateway;
   readonly #interactions: Interactions;
@@ -187,6 +188,7 @@ export class DiscordStandIn {
     this.voice = voice;
     this.log = options.log;
     this.responseDeadlineMs = options.responseDeadlineMs;
+    this.tokenLifetimeMs = options.tokenLifetimeMs;
     this.events.setMaxListeners(0);
     this.state.baseUrl = baseUrl;
     const messages = new MessageStore(this.state, {
@@ -288,7 +290,7 @@ export class DiscordStandIn {
 
   /** Resolves once `check` returns something, re-checking after every stand-in event. */
   waitFor<T>(check: () => T | undefined, timeoutMs: number, what: string): Promise<T> {
-    const names = ['message', 'messageUpdate', 'messageDelete', 'upload', 'callback', 'request', 'botReady', 'identify', 'resumed', 'botVoiceState', 'gatewayOpen', 'gatewayClose'];
+    const names = ['message', 'messageUpdate', 'messageDelete', 'upload', 'callback', 'interactionDeadline', 'interactionTokenExpired', 'request', 'botReady', 'identify', 'resumed', 'botVoiceState', 'gatewayOpen', 'gatewayClose'];
     return waitUntil({
       check,
       subscribe: (wake) => {
@@ -425,6 +427,16 @@ export class DiscordStandIn {
 
   expireInteraction(handle: InteractionHandle): void {
     this.#interactions.expire(handle.record);
+  }
+
+  /** Resolves once Discord's window for a first response to `handle` has closed: from then on a first response is refused with 10062. */
+  waitForResponseDeadline(handle: InteractionHandle, timeoutMs = this.responseDeadlineMs + 5000): Promise<true> {
+    return this.waitFor(() => (this.#interactions.deadlinePassed(handle.record) ? true : undefined), timeoutMs, `the response deadline of /${handle.record.name}`);
+  }
+
+  /** Resolves once the webhook token of `handle` is dead (its lifetime ran out, or expireInteraction()): from then on webhook calls with it are refused with 50027. */
+  waitForTokenExpiry(handle: InteractionHandle, timeoutMs = this.tokenLifetimeMs + 5000): Promise<true> {
+    return this.waitFor(() => (this.#interactions.tokenExpired(handle.record) ? true : undefined), timeoutMs, `the token of /${handle.record.name} to expire`);
   }
 
   dropGatewayConnection(): void {
@@ -624,6 +636,7 @@ export class DiscordStandIn {
   }
 
   async close(): Promise<void> {
+    this.#interactions.close();
     this.#gateway.close();
     this.#server.closeAllConnections();
     await new Promise<void>((resolve) => this.#server.close(() => resolve()));

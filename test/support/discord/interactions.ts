@@ -4,7 +4,9 @@ import { messageLimitErrors, RestError, tooLong, type MessageStore, type ParsedB
 import type { Message, StandInState } from './state.ts';
 
 // Interactions as Discord enforces them: one first response within the deadline (10062 after it), one
-// acknowledgement only (40060), and a webhook token that lives 15 minutes (50027 after it).
+// acknowledgement only (40060), and a webhook token that lives 15 minutes (50027 after it). The moment
+// each of the two ends is announced ('interactionDeadline', 'interactionTokenExpired'), so a test can
+// wait for it instead of sleeping past it.
 
 export const CALLBACK = {
   reply: 4,
@@ -65,6 +67,7 @@ export class Interactions {
   readonly #rules: InteractionRules;
   readonly #byId = new Map<string, InteractionRecord>();
   readonly #byToken = new Map<string, InteractionRecord>();
+  readonly #timers = new Set<NodeJS.Timeout>();
 
   constructor(state: StandInState, messages: MessageStore, events: EventEmitter, rules: InteractionRules) {
     this.#state = state;
@@ -76,10 +79,44 @@ export class Interactions {
   register(record: InteractionRecord): void {
     this.#byId.set(record.id, record);
     this.#byToken.set(record.token, record);
+    this.#announce(record, this.#rules.responseDeadlineMs, () => this.deadlinePassed(record), 'interactionDeadline');
+    this.#announce(record, this.#rules.tokenLifetimeMs, () => this.tokenExpired(record), 'interactionTokenExpired');
   }
 
   expire(record: InteractionRecord): void {
     record.tokenExpired = true;
+    this.#events.emit('interactionTokenExpired', record);
+  }
+
+  /** Whether the window for a first response has closed: a first response now is refused with 10062. */
+  deadlinePassed(record: InteractionRecord): boolean {
+    return Date.now() - record.createdAt > this.#rules.responseDeadlineMs;
+  }
+
+  /** Whether the webhook token is dead (its lifetime ran out, or it was expired early): webhook calls are refused with 50027. */
+  tokenExpired(record: InteractionRecord): boolean {
+    return record.tokenExpired || Date.now() - record.createdAt > this.#rules.tokenLifetimeMs;
+  }
+
+  /**
+   * Emits `event` with the record once `passed()` holds, `afterMs` after the interaction was created. A
+   * timer can fire a millisecond before Date.now() agrees, so it re-arms until the refusal checks would
+   * refuse too: once the event is out, they do.
+   */
+  #announce(record: InteractionRecord, afterMs: number, passed: () => boolean, event: string): void {
+    const timer = setTimeout(() => {
+      this.#timers.delete(timer);
+      if (passed()) this.#events.emit(event, record);
+      else this.#announce(record, afterMs, passed, event);
+    }, Math.max(0, record.createdAt + afterMs + 1 - Date.now()));
+    timer.unref();
+    this.#timers.add(timer);
+  }
+
+  /** Stops the announcements still pending (the stand-in is closing). */
+  close(): void {
+    for (const timer of this.#timers) clearTimeout(timer);
+    this.#timers.clear();
   }
 
   #draft(record: InteractionRecord, body: ParsedBody, extraFlags = 0) {
@@ -96,7 +133,7 @@ export class Interactions {
   callback(id: string, token: string, body: ParsedBody): Record<string, unknown> {
     const record = this.#byId.get(id);
     if (!record || record.token !== token) throw new RestError(404, 10062, 'Unknown interaction');
-    if (Date.now() - record.createdAt > this.#rules.responseDeadlineMs) throw new RestError(404, 10062, 'Unknown interaction');
+    if (this.deadlinePassed(record)) throw new RestError(404, 10062, 'Unknown interaction');
     if (record.callbacks.length > 0) throw new RestError(400, 40060, 'Interaction has already been acknowledged.');
     const type = typeof body.json.type === 'number' ? body.json.type : 0;
     const data = isRecord(body.json.data) ? body.json.data : {};
@@ -139,7 +176,7 @@ export class Interactions {
   #byLiveToken(token: string): InteractionRecord {
     const record = this.#byToken.get(token);
     if (!record) throw new RestError(404, 10015, 'Unknown Webhook');
-    if (record.tokenExpired || Date.now() - record.createdAt > this.#rules.tokenLifetimeMs) throw new RestError(401, 50027, 'Invalid Webhook Token');
+    if (this.tokenExpired(record)) throw new RestError(401, 50027, 'Invalid Webhook Token');
     return record;
   }
 

@@ -14,7 +14,7 @@ import {
 import { answerPrivately } from '../src/discord/answer.ts';
 import { customId } from '../src/discord/custom-id.ts';
 import type { Command } from '../src/interactions/command.ts';
-import { isServerManager } from '../src/discord/member.ts';
+import { guildOf, type HandledInteraction, type Requirement } from '../src/interactions/requirements.ts';
 import { ASPECT_RATIOS, GENERATION_DURATION, LAYERS, RESOLUTIONS } from '../src/gateway/spec.ts';
 import type { Services } from '../src/services.ts';
 import { FEATURES, STORAGE_MAX_DAYS, type GuildSettings } from '../src/settings/guild-settings.ts';
@@ -102,11 +102,15 @@ async function key(interaction: ChatInputCommandInteraction, services: Services)
   await interaction.showModal(new ModalBuilder().setCustomId(KEY_MODAL).setTitle('Gateway key for this server').addComponents(new ActionRowBuilder<TextInputBuilder>().addComponents(input)));
 }
 
+/** Every subcommand and the key form are for server admins (the command is also hidden from others by default). */
+function requires(interaction: HandledInteraction): Requirement {
+  return interaction.isModalSubmit() ? { manageServer: true, what: 'Setting the gateway key' } : { manageServer: true };
+}
+
 async function modal(interaction: ModalSubmitInteraction, services: Services) {
-  if (interaction.customId !== KEY_MODAL || !interaction.guildId) throw new Error(`unknown config modal ${interaction.customId}`);
-  if (!isServerManager(interaction)) return answerPrivately(interaction, 'Setting the gateway key needs the Manage Server permission.');
+  if (interaction.customId !== KEY_MODAL) throw new Error(`unknown config modal ${interaction.customId}`);
   await interaction.deferReply({ flags: MessageFlags.Ephemeral });
-  const result = await services.settings.setKey(interaction.guildId, interaction.fields.getTextInputValue(KEY_INPUT), interaction.user.id);
+  const result = await services.settings.setKey(guildOf(interaction), interaction.fields.getTextInputValue(KEY_INPUT), interaction.user.id);
   await interaction.editReply(
     result.ok
       ? `Key saved (…${result.lastFour})${result.models === undefined ? '' : `; it can use ${result.models} models`}. It is stored encrypted and will not be shown again. \`/config key-clear\` removes it.`
@@ -215,9 +219,7 @@ async function limits(interaction: ChatInputCommandInteraction, services: Servic
 }
 
 async function execute(interaction: ChatInputCommandInteraction, services: Services) {
-  const guildId = interaction.guildId;
-  if (!guildId) return answerPrivately(interaction, 'Use this in a server.');
-  if (!isServerManager(interaction)) return answerPrivately(interaction, '`/config` needs the Manage Server permission.');
+  const guildId = guildOf(interaction);
   const options = interaction.options;
   const by = interaction.user.id;
   switch (options.getSubcommand()) {
@@ -259,4 +261,4 @@ async function autocomplete(interaction: AutocompleteInteraction, services: Serv
   await interaction.respond(models.filter((model) => model.toLowerCase().includes(typed)).slice(0, 25).map((model) => ({ name: model, value: model })));
 }
 
-export default { data, execute, autocomplete, modal } satisfies Command;
+export default { data, requires, execute, autocomplete, modal } satisfies Command;

@@ -15,7 +15,7 @@ import {
 } from 'discord.js';
 import { answerPrivately } from '../src/discord/answer.ts';
 import type { Command } from '../src/interactions/command.ts';
-import { isServerManager, memberRoleIds } from '../src/discord/member.ts';
+import { guildOf, type HandledInteraction, type Requirement } from '../src/interactions/requirements.ts';
 import { ASPECT_RATIOS, BUILT_IN_VOICES, EXTENSION_DURATION, GENERATION_DURATION, RESOLUTIONS } from '../src/gateway/spec.ts';
 import type { Services } from '../src/services.ts';
 import type { AttachmentInput } from '../src/video/requests.ts';
@@ -93,8 +93,8 @@ function attachmentInput(attachment: Attachment | null): AttachmentInput | undef
 }
 
 /**
- * The interaction's context, made as soon as its handler has checked access (a store read): "received"
- * is now to within milliseconds, and its token lives 15 minutes from about then.
+ * The interaction's context, made as soon as its handler runs (the dispatcher checked access, a store
+ * read): "received" is now to within milliseconds, and its token lives 15 minutes from about then.
  */
 function contextOf(interaction: RepliableInteraction): InteractionContext {
   if (!interaction.guildId || !interaction.channelId) throw new Error('/video runs in servers only');
@@ -109,12 +109,13 @@ function contextOf(interaction: RepliableInteraction): InteractionContext {
   };
 }
 
-/** The server's role rules for /video; an ephemeral refusal when the caller may not use it. */
-async function mayMakeVideos(interaction: RepliableInteraction, services: Services): Promise<boolean> {
-  if (!interaction.guildId) return false;
-  const verdict = await services.settings.mayUse(interaction.guildId, 'video', memberRoleIds(interaction), isServerManager(interaction));
-  if (!verdict.ok) await answerPrivately(interaction, verdict.message);
-  return verdict.ok;
+/** Making a video (a subcommand, a button, a form) follows the server's role rules; looking at tasks needs only the server; the usage report is for admins. */
+function requires(interaction: HandledInteraction): Requirement {
+  if (!interaction.isChatInputCommand()) return { feature: 'video' };
+  const subcommand = interaction.options.getSubcommand();
+  if (subcommand === 'usage') return { manageServer: true };
+  if (subcommand === 'status' || subcommand === 'list') return { inServer: true };
+  return { feature: 'video' };
 }
 
 /**
@@ -137,7 +138,6 @@ async function submitPrepared(interaction: RepliableInteraction, services: Servi
 }
 
 async function generate(interaction: ChatInputCommandInteraction, services: Services) {
-  if (!(await mayMakeVideos(interaction, services))) return;
   const options = interaction.options;
   const context = contextOf(interaction);
   const referenceImages = ['reference_image', 'reference_image_2', 'reference_image_3']
@@ -159,7 +159,6 @@ async function generate(interaction: ChatInputCommandInteraction, services: Serv
 }
 
 async function editOrExtend(interaction: ChatInputCommandInteraction, services: Services, operation: 'edit' | 'extend') {
-  if (!(await mayMakeVideos(interaction, services))) return;
   const options = interaction.options;
   const video = attachmentInput(options.getAttachment('video'));
   const taskRef = options.getString('task') ?? undefined;
@@ -179,7 +178,7 @@ async function editOrExtend(interaction: ChatInputCommandInteraction, services: 
 
 async function status(interaction: ChatInputCommandInteraction, services: Services) {
   const ref = interaction.options.getString('task', true);
-  const task = interaction.guildId ? await services.video.tasks.findInGuild(interaction.guildId, ref) : undefined;
+  const task = await services.video.tasks.findInGuild(guildOf(interaction), ref);
   if (!task) {
     await answerPrivately(interaction, `\`task\`: no task \`${ref}\` on this server. \`/video list\` shows yours.`);
     return;
@@ -191,7 +190,7 @@ async function status(interaction: ChatInputCommandInteraction, services: Servic
 }
 
 async function list(interaction: ChatInputCommandInteraction, services: Services) {
-  const tasks = interaction.guildId ? await services.video.tasks.recentForUser(interaction.guildId, interaction.user.id, RECENT_LISTED) : [];
+  const tasks = await services.video.tasks.recentForUser(guildOf(interaction), interaction.user.id, RECENT_LISTED);
   if (tasks.length === 0) {
     await answerPrivately(interaction, 'You have no videos on this server yet. Start one with `/video generate`.');
     return;
@@ -254,7 +253,6 @@ function promptModal(id: string, title: string, withDuration: boolean): ModalBui
 async function button(interaction: ButtonInteraction, services: Services) {
   const { action, taskId } = parseVideoActionId(interaction.customId) ?? {};
   if (!taskId) throw new Error(`malformed video button ${interaction.customId}`);
-  if (!(await mayMakeVideos(interaction, services))) return;
   if (action === 'extend') {
     await interaction.showModal(promptModal(videoActionId('extend-modal', taskId), 'Extend this video', true));
   } else if (action === 'edit') {
@@ -270,7 +268,6 @@ async function button(interaction: ButtonInteraction, services: Services) {
 async function modal(interaction: ModalSubmitInteraction, services: Services) {
   const { action, taskId } = parseVideoActionId(interaction.customId) ?? {};
   if (!taskId || (action !== 'extend-modal' && action !== 'edit-modal')) throw new Error(`unknown video modal ${interaction.customId}`);
-  if (!(await mayMakeVideos(interaction, services))) return;
   const prompt = interaction.fields.getTextInputValue('prompt').trim();
   let duration: number | undefined;
   if (action === 'extend-modal') {
@@ -306,11 +303,10 @@ async function execute(interaction: ChatInputCommandInteraction, services: Servi
     case 'list':
       return list(interaction, services);
     case 'usage':
-      if (!interaction.guildId || !isServerManager(interaction)) return answerPrivately(interaction, '`/video usage` is for members with the Manage Server permission.');
-      return answerPrivately(interaction, await services.settings.usageReport(interaction.guildId));
+      return answerPrivately(interaction, await services.settings.usageReport(guildOf(interaction)));
     default:
       throw new Error(`unknown /video subcommand ${interaction.options.getSubcommand()}`);
   }
 }
 
-export default { data, execute, autocomplete, button, modal } satisfies Command;
+export default { data, requires, execute, autocomplete, button, modal } satisfies Command;

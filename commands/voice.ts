@@ -8,7 +8,7 @@ import {
 } from 'discord.js';
 import { answerPrivately } from '../src/discord/answer.ts';
 import type { Command } from '../src/interactions/command.ts';
-import { isServerManager, memberRoleIds } from '../src/discord/member.ts';
+import { guildOf, type HandledInteraction, type Requirement } from '../src/interactions/requirements.ts';
 import { BUILT_IN_VOICES } from '../src/gateway/spec.ts';
 import type { Services } from '../src/services.ts';
 import { checkVoiceSettingsChange, describeVoiceSettingsChange, TURN_DETECTION_MODES, VOICE_LIMITS, type VoiceSettings, type VoiceSettingsChange } from '../src/voice/settings.ts';
@@ -47,10 +47,19 @@ const data = new SlashCommandBuilder()
       .addIntegerOption((option) => option.setName('idle_minutes').setDescription('Leave after this long without speech').setMinValue(VOICE_LIMITS.idleMinutes.min).setMaxValue(VOICE_LIMITS.idleMinutes.max)),
   );
 
+/** Joining follows the server's role rules for /voice; anyone may look at the settings, admins change them. */
+function requires(interaction: HandledInteraction): Requirement {
+  if (!interaction.isChatInputCommand()) return { inServer: true };
+  const subcommand = interaction.options.getSubcommand();
+  if (subcommand === 'join') return { feature: 'voice' };
+  const changes = interaction.options.data.find((option) => option.name === subcommand)?.options ?? [];
+  if (subcommand === 'settings' && changes.length > 0) return { manageServer: true, what: 'Changing voice settings' };
+  return { inServer: true };
+}
+
 async function join(interaction: ChatInputCommandInteraction, services: Services) {
-  if (!interaction.inCachedGuild()) return answerPrivately(interaction, 'Use this in a server.');
-  const access = await services.settings.mayUse(interaction.guildId, 'voice', memberRoleIds(interaction), isServerManager(interaction));
-  if (!access.ok) return answerPrivately(interaction, access.message);
+  // The bot has every server it is in cached (the Guilds intent), and the dispatcher let this through only in one.
+  if (!interaction.inCachedGuild()) throw new Error('/voice join reached its handler outside a cached server');
   const chosen = interaction.options.getChannel('channel');
   const channelId = chosen?.id ?? interaction.member.voice.channelId;
   if (!channelId) return answerPrivately(interaction, 'Join a voice channel first, or name one with the `channel` option.');
@@ -60,8 +69,7 @@ async function join(interaction: ChatInputCommandInteraction, services: Services
 }
 
 async function leave(interaction: ChatInputCommandInteraction, services: Services) {
-  if (!interaction.guildId) return answerPrivately(interaction, 'Use this in a server.');
-  const left = await services.voice.leave(interaction.guildId, `asked by <@${interaction.user.id}>`);
+  const left = await services.voice.leave(guildOf(interaction), `asked by <@${interaction.user.id}>`);
   await answerPrivately(interaction, left ? 'Left the voice channel.' : 'I am not in a voice channel on this server.');
 }
 
@@ -80,7 +88,7 @@ function describeSettings(settings: VoiceSettings): string {
 }
 
 async function settings(interaction: ChatInputCommandInteraction, services: Services) {
-  if (!interaction.guildId) return answerPrivately(interaction, 'Use this in a server.');
+  const guildId = guildOf(interaction);
   const options = interaction.options;
   const change: VoiceSettingsChange = {};
   const voice = options.getString('voice');
@@ -102,17 +110,14 @@ async function settings(interaction: ChatInputCommandInteraction, services: Serv
   if (idle !== null) change.idleMinutes = idle;
 
   if (Object.keys(change).length === 0) {
-    return answerPrivately(interaction, describeSettings(await services.voiceSettings.get(interaction.guildId)));
-  }
-  if (!isServerManager(interaction)) {
-    return answerPrivately(interaction, 'Changing voice settings needs the Manage Server permission.');
+    return answerPrivately(interaction, describeSettings(await services.voiceSettings.get(guildId)));
   }
   const problem = checkVoiceSettingsChange(change, services.config.gatewayVendor);
   if (problem) return answerPrivately(interaction, problem);
-  const updated = await services.voiceSettings.update(interaction.guildId, change, interaction.user.id);
+  const updated = await services.voiceSettings.update(guildId, change, interaction.user.id);
   // The server's change history (/config show) records who changed what, and when.
-  await services.settings.update(interaction.guildId, interaction.user.id, describeVoiceSettingsChange(change), (current) => current);
-  const note = services.voice.isIn(interaction.guildId) ? '\nThe new settings apply from the next `/voice join`.' : '';
+  await services.settings.update(guildId, interaction.user.id, describeVoiceSettingsChange(change), (current) => current);
+  const note = services.voice.isIn(guildId) ? '\nThe new settings apply from the next `/voice join`.' : '';
   await answerPrivately(interaction, `Saved.\n${describeSettings(updated)}${note}`);
 }
 
@@ -142,4 +147,4 @@ async function execute(interaction: ChatInputCommandInteraction, services: Servi
   }
 }
 
-export default { data, execute, autocomplete } satisfies Command;
+export default { data, requires, execute, autocomplete } satisfies Command;

@@ -130,7 +130,7 @@ export async function startApp(config: BotConfig, log: Logger, signal: AbortSign
     }
   });
   const services: Services = { config, log, store, settings, models, video, voice, voiceSettings };
-  const dispatcher = createDispatcher(commands, services);
+  const dispatcher = createDispatcher(commands, services, { featureAccess: (guildId, feature, roles, isManager) => settings.mayUse(guildId, feature, roles, isManager) });
 
   client.on(Events.Error, (error) => log.error('discord client error', { error }));
   client.on(Events.Warn, (message) => log.warn('discord client warning', { detail: message }));

@@ -6,12 +6,15 @@ import type {
   RESTPostAPIChatInputApplicationCommandsJSONBody,
 } from 'discord.js';
 import type { Services } from '../services.ts';
+import type { HandledInteraction, Requirement } from './requirements.ts';
 
 /**
  * A slash command module (`commands/<name>.ts`, default export), after the discord.js guide's layout:
  * its definition and thin handlers that hand the work to a service. Buttons and modals whose
  * `custom_id` starts with `<name>:` come back to the same module, so their state lives in the id or the
  * store and survives a restart. `S` is what handlers receive: the bot's services (tests may pass less).
+ * What a member needs (in a server, Manage Server, a feature's role) is declared in `requires` and
+ * checked by the dispatcher before any handler runs.
  */
 export interface Command<S = Services> {
   data: { name: string; toJSON(): RESTPostAPIChatInputApplicationCommandsJSONBody };
@@ -19,6 +22,8 @@ export interface Command<S = Services> {
   autocomplete?(interaction: AutocompleteInteraction, services: S): Promise<void>;
   button?(interaction: ButtonInteraction, services: S): Promise<void>;
   modal?(interaction: ModalSubmitInteraction, services: S): Promise<void>;
+  /** What the member needs for this subcommand, button or form; nothing when absent. */
+  requires?(interaction: HandledInteraction): Requirement | undefined;
 }
 
 function hasFunction(value: object, key: string): boolean {
@@ -35,6 +40,6 @@ export function isCommand(value: unknown): value is Command {
     typeof Reflect.get(data, 'name') === 'string' &&
     hasFunction(data, 'toJSON') &&
     hasFunction(value, 'execute') &&
-    ['autocomplete', 'button', 'modal'].every((key) => Reflect.get(value, key) === undefined || hasFunction(value, key))
+    ['autocomplete', 'button', 'modal', 'requires'].every((key) => Reflect.get(value, key) === undefined || hasFunction(value, key))
   );
 }

@@ -4,6 +4,7 @@ import { answerPrivately } from '../discord/answer.ts';
 import type { Logger } from '../lib/log.ts';
 import { customIdParts } from '../discord/custom-id.ts';
 import type { Command } from './command.ts';
+import { checkRequirement, type FeatureAccess, type HandledInteraction } from './requirements.ts';
 
 // Routes every interaction to its command module, and keeps the bot alive whatever a handler does: a
 // handler that throws gives the user an ephemeral "something went wrong (ref ...)" and the log a line
@@ -34,29 +35,46 @@ function describe(interaction: Interaction): Record<string, unknown> {
   };
 }
 
+export interface DispatcherOptions {
+  /** The server's role rules, for commands that require a feature (default: everyone may). */
+  featureAccess?: FeatureAccess;
+}
+
+const EVERYONE: FeatureAccess = () => Promise.resolve({ ok: true });
+
 /** `services` goes to every handler; the dispatcher itself only logs through it. */
-export function createDispatcher<S extends { log: Logger }>(commands: ReadonlyMap<string, Command<S>>, services: S): Dispatcher {
+export function createDispatcher<S extends { log: Logger }>(commands: ReadonlyMap<string, Command<S>>, services: S, options: DispatcherOptions = {}): Dispatcher {
   const log = services.log;
+  const featureAccess = options.featureAccess ?? EVERYONE;
   const inFlight = new Set<Promise<void>>();
   let accepting = true;
 
+  /** The command's requirement for this interaction, checked; false when the member was refused (and told why). */
+  async function permitted(command: Command<S>, interaction: HandledInteraction): Promise<boolean> {
+    const requirement = command.requires?.(interaction);
+    if (!requirement) return true;
+    const verdict = await checkRequirement(interaction, requirement, featureAccess);
+    if (!verdict.ok) await answerPrivately(interaction, verdict.message);
+    return verdict.ok;
+  }
+
   async function route(interaction: Interaction): Promise<void> {
-    if (interaction.isChatInputCommand()) {
-      const command = commands.get(interaction.commandName);
-      if (!command) throw new Error(`no command named ${interaction.commandName}`);
-      await command.execute(interaction, services);
-    } else if (interaction.isAutocomplete()) {
+    if (interaction.isAutocomplete()) {
       const command = commands.get(interaction.commandName);
       if (command?.autocomplete) await command.autocomplete(interaction, services);
       else await interaction.respond([]);
+    } else if (interaction.isChatInputCommand()) {
+      const command = commands.get(interaction.commandName);
+      if (!command) throw new Error(`no command named ${interaction.commandName}`);
+      if (await permitted(command, interaction)) await command.execute(interaction, services);
     } else if (interaction.isButton()) {
       const command = commands.get(customIdParts(interaction.customId)[0] ?? '');
       if (!command?.button) throw new Error(`no button handler for ${interaction.customId}`);
-      await command.button(interaction, services);
+      if (await permitted(command, interaction)) await command.button(interaction, services);
     } else if (interaction.isModalSubmit()) {
       const command = commands.get(customIdParts(interaction.customId)[0] ?? '');
       if (!command?.modal) throw new Error(`no modal handler for ${interaction.customId}`);
-      await command.modal(interaction, services);
+      if (await permitted(command, interaction)) await command.modal(interaction, services);
     }
   }
 

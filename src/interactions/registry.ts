@@ -12,7 +12,7 @@ export async function loadCommands(directory: URL = COMMANDS_DIRECTORY): Promise
     const module: unknown = await import(new URL(file, directory).href);
     const command: unknown = typeof module === 'object' && module !== null ? Reflect.get(module, 'default') : undefined;
     if (!isCommand(command)) {
-      throw new Error(`commands/${file} must default-export a command: { data, execute, autocomplete?, button?, modal? }`);
+      throw new Error(`commands/${file} must default-export a command: { data, execute, requires?, autocomplete?, button?, modal? }`);
     }
     if (commands.has(command.data.name)) throw new Error(`commands/${file} repeats the command name ${command.data.name}`);
     commands.set(command.data.name, command);

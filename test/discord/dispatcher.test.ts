@@ -45,6 +45,23 @@ const boom: Command<{ log: Logger }> = {
   },
 };
 
+/** Who reached the guarded command's handler, and what the server's role rules were asked. */
+const guardedRuns: string[] = [];
+const featureQuestions: { feature: string; roles: readonly string[]; isServerManager: boolean }[] = [];
+
+const guarded: Command<{ log: Logger }> = {
+  data: new SlashCommandBuilder()
+    .setName('guarded')
+    .setDescription('declares what a member needs')
+    .addSubcommand((sub) => sub.setName('admin').setDescription('for server admins'))
+    .addSubcommand((sub) => sub.setName('feature').setDescription('follows the role rules of video')),
+  requires: (interaction) => (interaction.isChatInputCommand() && interaction.options.getSubcommand() === 'admin' ? { manageServer: true } : { feature: 'video' }),
+  async execute(interaction) {
+    guardedRuns.push(interaction.user.id);
+    await interaction.reply({ content: 'done', flags: MessageFlags.Ephemeral });
+  },
+};
+
 beforeAll(async () => {
   discord = await startDiscordStandIn();
   guild = discord.createGuild();
@@ -55,13 +72,18 @@ beforeAll(async () => {
       logLines.emit('line');
     },
   });
-  const dispatcher = createDispatcher(new Map([['boom', boom]]), { log });
+  const dispatcher = createDispatcher(new Map([['boom', boom], ['guarded', guarded]]), { log }, {
+    featureAccess: (_guildId, feature, roles, isServerManager) => {
+      featureQuestions.push({ feature, roles, isServerManager });
+      return Promise.resolve(isServerManager ? { ok: true } : { ok: false, message: 'On this server, /video is for testers.' });
+    },
+  });
   client = new Client({ intents: [GatewayIntentBits.Guilds], rest: { api: discord.apiUrl } });
   client.on(Events.InteractionCreate, (interaction) => void dispatcher.handle(interaction));
   const ready = once(client, Events.ClientReady);
   await client.login(discord.botToken);
   await ready;
-  await client.application!.commands.set([boom.data.toJSON()]);
+  await client.application!.commands.set([boom.data.toJSON(), guarded.data.toJSON()]);
 }, 30_000);
 
 afterAll(async () => {
@@ -144,5 +166,26 @@ describe('a handler that throws', () => {
 
     const next = await runBoom('none').reply();
     expect(loggedFailure(referenceIn(next))).toBeDefined();
+  });
+});
+
+describe("a command's requirements", () => {
+  function runGuarded(subcommand: string, user = guild.member) {
+    return discord.runCommand({ user, guildId: guild.id, channelId: guild.textChannelId, command: 'guarded', subcommand });
+  }
+
+  it('refuses a member without Manage Server privately, in the one wording, before the handler runs', async () => {
+    const refused = await runGuarded('admin').reply();
+    expect(refused).toMatchObject({ flags: EPHEMERAL, content: '`/guarded admin` needs the **Manage Server** permission.' });
+    expect(guardedRuns).not.toContain(guild.member.id);
+    expect((await runGuarded('admin', guild.admin).reply()).content).toBe('done');
+    expect(guardedRuns).toEqual([guild.admin.id]);
+  });
+
+  it("asks the server's role rules with the member's roles, and passes their refusal on privately", async () => {
+    const refused = await runGuarded('feature').reply();
+    expect(refused).toMatchObject({ flags: EPHEMERAL, content: 'On this server, /video is for testers.' });
+    expect(featureQuestions.at(-1)).toEqual({ feature: 'video', roles: expect.arrayContaining([guild.memberRoleId]), isServerManager: false });
+    expect(guardedRuns).not.toContain(guild.member.id);
   });
 });

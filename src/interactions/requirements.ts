@@ -1,0 +1,51 @@
+import type { ButtonInteraction, ChatInputCommandInteraction, ModalSubmitInteraction } from 'discord.js';
+import { customIdParts } from '../discord/custom-id.ts';
+import { isServerManager, memberRoleIds } from '../discord/member.ts';
+import { refuse, type Result } from '../lib/result.ts';
+import type { Feature } from '../settings/guild-settings.ts';
+
+// What a member needs before a command's handler runs, declared by the command and checked once, here,
+// by the dispatcher (the preconditions of mature command frameworks): no handler repeats these checks,
+// and every refusal reads the same way.
+
+/** An interaction a handler answers: a slash command, a button or a form. */
+export type HandledInteraction = ChatInputCommandInteraction | ButtonInteraction | ModalSubmitInteraction;
+
+export interface Requirement {
+  /** Only in a server, not in direct messages. */
+  inServer?: boolean;
+  /** The Manage Server permission (server admins), whatever the server's role rules say. */
+  manageServer?: boolean;
+  /** The server's role rules for this feature (`/config roles`); admins always pass. */
+  feature?: Feature;
+  /** What the member tried, for the refusal (default: the command as typed, e.g. `/video usage`). */
+  what?: string;
+}
+
+/** Whether a member with these roles may use a feature on a server: the server's role rules. */
+export type FeatureAccess = (guildId: string, feature: Feature, memberRoleIds: readonly string[], isServerManager: boolean) => Promise<Result>;
+
+/** The command as the member invoked it: `/voice settings`, or `/video` for its buttons and forms. */
+function invoked(interaction: HandledInteraction): string {
+  if (!interaction.isChatInputCommand()) return `\`/${customIdParts(interaction.customId)[0] ?? ''}\``;
+  const sub = interaction.options.getSubcommand(false);
+  return `\`/${interaction.commandName}${sub ? ` ${sub}` : ''}\``;
+}
+
+/** Checks a requirement in order (server, permission, role rules); a refusal says what is missing and for what. */
+export async function checkRequirement(interaction: HandledInteraction, requirement: Requirement, featureAccess: FeatureAccess): Promise<Result> {
+  const what = requirement.what ?? invoked(interaction);
+  const guildId = interaction.guildId;
+  const needsServer = requirement.inServer === true || requirement.manageServer === true || requirement.feature !== undefined;
+  if (needsServer && !guildId) return refuse(`${what} works only in a server.`);
+  const manager = isServerManager(interaction);
+  if (requirement.manageServer && !manager) return refuse(`${what} needs the **Manage Server** permission.`);
+  if (requirement.feature && guildId) return featureAccess(guildId, requirement.feature, memberRoleIds(interaction), manager);
+  return { ok: true };
+}
+
+/** The server of an interaction the dispatcher let through only in a server (an invariant, not input). */
+export function guildOf(interaction: HandledInteraction): string {
+  if (!interaction.guildId) throw new Error(`${invoked(interaction)} reached its handler outside a server`);
+  return interaction.guildId;
+}

@@ -51,6 +51,13 @@ export default {
       to: { path: '^src/', pathNot: '^src/lib/' },
     },
     {
+      name: 'messages-know-only-the-gateway',
+      comment: 'src/messages words what the gateway said for members; every part may use it, so it uses none of them.',
+      severity: 'error',
+      from: { path: '^src/messages/' },
+      to: { path: '^src/', pathNot: '^src/(messages|gateway|lib)/' },
+    },
+    {
       name: 'ports-are-interfaces',
       comment: 'A port is what one part offers another: types over the gateway types and src/lib, nothing more.',
       severity: 'error',
@@ -68,7 +75,7 @@ export default {
       name: 'no-reaching-up',
       comment: 'Data flows one way (Discord event -> command -> service -> gateway client / store): the layers below never import the composition root, the configuration or the interaction routing.',
       severity: 'error',
-      from: { path: `^src/(lib|gateway|emulator|discord|ports|${PARTS.slice(1, -1)})/|^src/store[.]ts$` },
+      from: { path: `^src/(lib|gateway|emulator|discord|messages|ports|${PARTS.slice(1, -1)})/|^src/store[.]ts$` },
       to: { path: '^src/(app|main|services|shutdown|config)[.]ts$|^src/interactions/' },
     },
     {

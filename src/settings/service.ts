@@ -1,4 +1,5 @@
-import { AuthenticationError, GatewayApiError, GatewayError, MalformedResponseError } from '../gateway/errors.ts';
+import { AuthenticationError, GatewayError, MalformedResponseError } from '../gateway/errors.ts';
+import { describeGatewayError } from '../messages/gateway-errors.ts';
 import { keyFingerprint, type GatewayClientPool } from '../gateway/pool.ts';
 import type { Layer } from '../gateway/spec.ts';
 import { KeyedLock } from '../lib/keyed-lock.ts';
@@ -53,7 +54,6 @@ export const MESSAGES = {
     'The operator must set it back to the same secret (with a new secret, a server admin must set the key again with `/config key`).',
   unreadable:
     "This server's stored gateway key can no longer be read (the bot's encryption secret changed, or the stored data was altered). A server admin must set it again with `/config key`.",
-  keyRefused: 'The gateway refused this key (401 invalid_api_key): check that it was copied whole and is still active. Nothing was stored.',
   notAKey: 'That does not look like a gateway key (no spaces, at least 8 characters). Nothing was stored.',
 } as const;
 
@@ -138,16 +138,15 @@ export class SettingsService implements GuildVideoPolicy {
     try {
       return { ok: true, models: (await this.#options.clients.get(key, 'compat').listModels()).length };
     } catch (error) {
-      if (error instanceof AuthenticationError) return refuse(MESSAGES.keyRefused);
       // The gateway took the key (a success answer) in a list shape the spec does not show: the key works.
       if (error instanceof MalformedResponseError) {
         this.#options.log.warn('the gateway accepted a server key but its model list could not be read', { error });
         return { ok: true, models: undefined };
       }
-      const requestId = error instanceof GatewayError && error.requestId ? ` (request id \`${error.requestId}\`)` : '';
-      const detail = error instanceof GatewayApiError ? `the gateway answered ${error.status} ${error.code ?? ''}`.trim() : 'the gateway could not be reached';
+      if (!(error instanceof GatewayError)) throw error;
       this.#options.log.warn('could not check a server gateway key', { error });
-      return refuse(`The key could not be checked: ${detail}${requestId}. Nothing was stored; try again.`);
+      const words = describeGatewayError(error, { key: 'offered', purpose: 'list the models' });
+      return refuse(error instanceof AuthenticationError ? `${words} Nothing was stored.` : `The key could not be checked. ${words} Nothing was stored.`);
     } finally {
       // A refused key must not keep a client; one already serving tasks keeps its own.
       if (!inUse) this.#options.clients.forget(key);

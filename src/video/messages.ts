@@ -1,60 +1,11 @@
 import { DiscordAPIError, HTTPError } from 'discord.js';
-import { AuthenticationError, GatewayApiError, GatewayConnectionError, GatewayError, PermissionDeniedError } from '../gateway/errors.ts';
+import { GatewayError } from '../gateway/errors.ts';
+import { describeGatewayError, withRequestId } from '../messages/gateway-errors.ts';
 import { NoGatewayAccessError } from './gateway-resolver.ts';
 import type { TaskOutcome, TaskRecord } from './record.ts';
 
 // What users read when something does not go to plan: plain words, what to do next, and the request id
 // support can use. Branches on codes, never on message text (the spec's rule).
-
-function withRequestId(text: string, requestId: string | undefined): string {
-  return requestId ? `${text} (request id \`${requestId}\`)` : text;
-}
-
-export interface SubmissionErrorFacts {
-  code: string | undefined;
-  status: number | undefined;
-  message: string;
-  param?: string | undefined;
-  requestId?: string | undefined;
-  model?: string | undefined;
-}
-
-/** A submission the gateway refused synchronously: nothing was created and nothing was charged. */
-export function describeSubmissionError(facts: SubmissionErrorFacts): string {
-  const { code, message, param, model } = facts;
-  let text: string;
-  switch (code) {
-    case 'insufficient_quota':
-      text = "This server's gateway quota is used up, or this video would cost more than what is left. A server admin can top it up. Nothing was charged.";
-      break;
-    case 'rate_limit':
-      text = 'The gateway is rate-limiting this key right now. Try again in a minute.';
-      break;
-    case 'too_many_requests':
-      text = "Too many videos are being made at once with this server's key. Try again when one finishes.";
-      break;
-    case 'invalid_api_key':
-      text = "The gateway refused this server's key. A server admin can set a new one with `/config key`.";
-      break;
-    case 'permission_denied':
-      text = `This server's key is not allowed to use ${model ? `\`${model}\`` : 'this model'}. Pick another model, or ask a server admin about the key's access.`;
-      break;
-    case 'model_not_found':
-      text = `The gateway does not know the model ${model ? `\`${model}\`` : 'you picked'}. Pick one from the list.`;
-      break;
-    case 'invalid_request_error':
-      text = `The gateway rejected the request${param ? ` (\`${param}\`)` : ''}: ${message}`;
-      break;
-    case 'overloaded':
-    case 'upstream_error':
-    case 'upstream_timeout_no_response':
-      text = `The video service is having trouble (\`${code}\`). Nothing was charged; try again in a few minutes.`;
-      break;
-    default:
-      text = `The gateway refused the request${code ? ` (\`${code}\`)` : ''}: ${message}`;
-  }
-  return withRequestId(text, facts.requestId);
-}
 
 /** Regenerate sends the first request again, but Discord's links to its attachments last only about a day. */
 export function describeExpiredAttachments(operation: TaskRecord['operation']): string {
@@ -182,15 +133,7 @@ export function describeMissingPermission(permission: PostingPermission): string
 /** Why a finished video could not be fetched or posted this time, in plain words (the task is tried again, then closed). */
 export function describeDeliveryFailure(error: unknown): string {
   if (error instanceof NoGatewayAccessError) return `The bot could not fetch the finished video: ${error.userMessage}`;
-  if (error instanceof AuthenticationError) {
-    return "The gateway refused the server's key when the bot fetched the finished video (401 invalid_api_key). A server admin can set a working key with `/config key`.";
-  }
-  if (error instanceof PermissionDeniedError) return withRequestId('The gateway did not let this key fetch the finished video (403 permission_denied).', error.requestId);
-  if (error instanceof GatewayApiError) {
-    return withRequestId(`The gateway answered HTTP ${error.status}${error.code ? ` \`${error.code}\`` : ''} when the bot fetched the finished video.`, error.requestId);
-  }
-  if (error instanceof GatewayConnectionError) return 'The bot could not reach the gateway to fetch the finished video.';
-  if (error instanceof GatewayError) return withRequestId("The gateway's answer about the finished video could not be read.", error.requestId);
+  if (error instanceof GatewayError) return `The bot could not fetch the finished video. ${describeGatewayError(error, { key: 'in-use', purpose: 'fetch the finished video' })}`;
   if (error instanceof DiscordAPIError || error instanceof HTTPError) return `Discord kept refusing the post (HTTP ${error.status}).`;
   return 'Something went wrong while the bot fetched or posted the finished video.';
 }

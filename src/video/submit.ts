@@ -8,7 +8,8 @@ import type { GuildVideoPolicy } from '../ports/guild-policy.ts';
 import type { InteractionContext } from '../ports/interaction-context.ts';
 import type { VideoDelivery } from './delivery.ts';
 import { checkMemberLimits } from './member-limits.ts';
-import { describeExpiredAttachments, describeSubmissionError } from './messages.ts';
+import { describeGatewayError } from '../messages/gateway-errors.ts';
+import { describeExpiredAttachments } from './messages.ts';
 import type { SubmissionPlan } from './plan.ts';
 import type { TaskRecord } from './record.ts';
 import type { TaskRepository } from './repository.ts';
@@ -174,23 +175,13 @@ export class VideoSubmission {
 const LINK_FIELDS = /^(image|last_frame|reference_images|reference_audios|video)\b/;
 
 /** What to tell the user when a submission certainly created nothing, or undefined when it may have. */
-function refusalMessage(error: unknown, plan: SubmissionPlan): string | undefined {
-  const model = plan.model;
+export function refusalMessage(error: unknown, plan: Pick<SubmissionPlan, 'model' | 'operation' | 'regenerated'>): string | undefined {
   if (plan.regenerated && error instanceof GatewayApiError && error.status === 400 && LINK_FIELDS.test(error.param ?? '')) {
     return describeExpiredAttachments(plan.operation);
   }
-  if (error instanceof GatewayApiError || error instanceof ValidationError) {
-    return describeSubmissionError({
-      code: error.code,
-      status: error.status,
-      message: error instanceof GatewayApiError ? error.serverMessage : error.message,
-      param: error.param !== undefined ? optionForField(error.param) : error instanceof GatewayApiError && error.status === 400 ? optionNamedIn(error.serverMessage) : undefined,
-      requestId: error.requestId,
-      model,
-    });
-  }
-  if (error instanceof GatewayConnectionError && !error.requestSent) {
-    return 'The video service cannot be reached right now, so nothing was sent or charged. Try again in a minute.';
-  }
-  return undefined;
+  const certainlyNothing = error instanceof GatewayApiError || error instanceof ValidationError || (error instanceof GatewayConnectionError && !error.requestSent);
+  if (!certainlyNothing || !(error instanceof GatewayError)) return undefined;
+  const option = error.param !== undefined ? optionForField(error.param) : error instanceof GatewayApiError && error.status === 400 ? optionNamedIn(error.serverMessage) : undefined;
+  const words = describeGatewayError(error, { key: 'in-use', purpose: `use \`${plan.model}\``, model: plan.model, option });
+  return `${words} Nothing was charged.`;
 }

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { TaskResult } from '../../src/gateway/types.ts';
 import { applyResult } from '../../src/video/apply-result.ts';
-import { describeFailure, describeOverUploadLimit, describeSubmissionError } from '../../src/video/messages.ts';
+import { GatewayApiError } from '../../src/gateway/errors.ts';
+import { describeFailure, describeOverUploadLimit } from '../../src/video/messages.ts';
+import { refusalMessage } from '../../src/video/submit.ts';
 import { needsWork, parseTaskRecord, type TaskRecord } from '../../src/video/record.ts';
 import { cardStateKey, progressBar, renderStatusCard } from '../../src/video/status-card.ts';
 
@@ -150,8 +152,9 @@ describe('messages for refused submissions', () => {
     ['model_not_found', /does not know the model `svc-imagine-video`/],
     ['overloaded', /having trouble \(`overloaded`\)/],
   ])('%s is explained', (code, pattern) => {
-    expect(describeSubmissionError({ code, status: 429, message: 'raw', model: 'svc-imagine-video', requestId: 'r1' })).toMatch(pattern);
-    expect(describeSubmissionError({ code, status: 429, message: 'raw', model: 'svc-imagine-video', requestId: 'r1' })).toContain('`r1`');
+    const refused = refusalMessage(new GatewayApiError({ code, status: 429, serverMessage: 'raw', requestId: 'r1' }), { model: 'svc-imagine-video', operation: 'generate' });
+    expect(refused).toMatch(pattern);
+    expect(refused).toContain('`r1`');
   });
 
   it('every asynchronous failure code is told in its own words', () => {

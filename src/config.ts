@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { parseEnv } from 'node:util';
 import { LAYERS, DEFAULT_EDIT_PATH, DEFAULT_EXTENSION_PATH, DEFAULT_VENDOR, type Layer } from './gateway/spec.ts';
 import { LOG_LEVELS, type LogLevel } from './lib/log.ts';
+import { httpUrl, urlWith } from './lib/url.ts';
 import { MIN_ENCRYPTION_SECRET_LENGTH } from './settings/key-cipher.ts';
 
 export interface BotConfig {
@@ -50,23 +51,6 @@ export function readEnvironment(envFile = '.env', environment: Environment = pro
   return { ...fromFile, ...fromEnvironment };
 }
 
-function httpUrl(value: string): URL | undefined {
-  try {
-    const url = new URL(value);
-    return url.protocol === 'http:' || url.protocol === 'https:' ? url : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-function websocketUrl(value: string): URL | undefined {
-  try {
-    const url = new URL(value);
-    return url.protocol === 'ws:' || url.protocol === 'wss:' ? url : undefined;
-  } catch {
-    return undefined;
-  }
-}
 
 function withoutTrailingSlash(url: URL): string {
   return url.toString().replace(/\/+$/, '');
@@ -82,12 +66,8 @@ function withoutApiVersion(url: URL): string {
 
 function isStoreUrl(value: string): boolean {
   if (value.startsWith('sqlite://')) return value.length > 'sqlite://'.length;
-  try {
-    const url = new URL(value);
-    return (url.protocol === 'redis:' || url.protocol === 'rediss:') && url.hostname !== '';
-  } catch {
-    return false;
-  }
+  const url = urlWith(['redis:', 'rediss:'], value);
+  return url !== undefined && url.hostname !== '';
 }
 
 /**
@@ -120,7 +100,7 @@ export function loadConfig(environment: Environment): ConfigResult {
   }
 
   const gatewayWsUrlText = read('GATEWAY_WS_URL');
-  let gatewayWsUrl = gatewayWsUrlText ? websocketUrl(gatewayWsUrlText) : undefined;
+  let gatewayWsUrl = gatewayWsUrlText ? urlWith(['ws:', 'wss:'], gatewayWsUrlText) : undefined;
   if (gatewayWsUrlText && !gatewayWsUrl) {
     problems.push(`GATEWAY_WS_URL must be a ws(s) URL (got "${gatewayWsUrlText}").`);
   }

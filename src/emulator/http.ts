@@ -34,11 +34,7 @@ export class HttpError extends Error {
 
 /** The request target as a URL, or undefined when it is not one (`GET //[`): any client can send that. */
 export function parseRequestTarget(target: string | undefined): URL | undefined {
-  try {
-    return new URL(target ?? '/', 'http://emulator');
-  } catch {
-    return undefined;
-  }
+  return URL.parse(target ?? '/', 'http://emulator') ?? undefined;
 }
 
 export function invalidTargetError(): HttpError {

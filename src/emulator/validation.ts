@@ -1,4 +1,5 @@
-import { isHttpUrl, isRecord } from '../lib/json.ts';
+import { isRecord } from '../lib/json.ts';
+import { isHttpUrl } from '../lib/url.ts';
 import {
   ASPECT_RATIOS,
   BUILT_IN_VOICES,

@@ -30,6 +30,7 @@ import {
 } from './http.ts';
 import { parseJsonText, readArray, readNonEmptyString, readString, readTimestamp } from '../lib/json.ts';
 import { parseRetryAfter } from '../lib/backoff.ts';
+import { httpUrl } from '../lib/url.ts';
 import { DEFAULT_RETRY_POLICY, withRetries, type RetryPolicy } from './retry.ts';
 import { parseSubmission, parseTaskResult } from './task-result.ts';
 import { validateEdit, validateExtension, validateGeneration, type ValidationOptions } from './validation.ts';
@@ -95,13 +96,8 @@ export class GatewayClient {
 
   constructor(options: GatewayClientOptions) {
     if (!options.apiKey) throw new TypeError('GatewayClient needs an API key.');
-    let base: URL;
-    try {
-      base = new URL(options.baseUrl);
-    } catch {
-      throw new TypeError('GatewayClient needs an http(s) base URL.');
-    }
-    if (base.protocol !== 'http:' && base.protocol !== 'https:') throw new TypeError('GatewayClient needs an http(s) base URL.');
+    const base = httpUrl(options.baseUrl);
+    if (!base) throw new TypeError('GatewayClient needs an http(s) base URL.');
     registerSecret(options.apiKey);
 
     this.layer = options.layer;
@@ -305,12 +301,8 @@ export class GatewayClient {
 /** A path for logs: an absolute video URL loses its query string (it may be signed). */
 function describePath(target: string): string {
   if (target.startsWith('/')) return target;
-  try {
-    const url = new URL(target);
-    return `${url.origin}${url.pathname}`;
-  } catch {
-    return 'video url';
-  }
+  const url = URL.parse(target);
+  return url ? `${url.origin}${url.pathname}` : 'video url';
 }
 
 /** A JSON answer body; undefined when empty (a pending native task may have none). */

@@ -105,12 +105,8 @@ export function requestIdOf(headers: IncomingHttpHeaders): string | undefined {
 
 /** Where the request went, for messages: origin and path, never the query (signed urls) or headers. */
 function describeTarget(method: string, url: string): string {
-  try {
-    const parsed = new URL(url);
-    return `${method} ${parsed.origin}${parsed.pathname}`;
-  } catch {
-    return method;
-  }
+  const parsed = URL.parse(url);
+  return parsed ? `${method} ${parsed.origin}${parsed.pathname}` : method;
 }
 
 function networkFailure(error: unknown, target: HttpRequest, answered: boolean, deadlinePassed: boolean, requestId?: string): GatewayConnectionError {

@@ -4,8 +4,8 @@
 import type { Layer } from './spec.ts';
 import { USD_TICKS } from './spec.ts';
 import { MalformedResponseError, decodeTaskError, isModerationCode } from './errors.ts';
+import { isHttpUrl } from '../lib/url.ts';
 import {
-  isHttpUrl,
   isRecord,
   readBoolean,
   readNonEmptyString,

@@ -23,7 +23,7 @@ import {
   type VideoModelCapabilities,
 } from './spec.ts';
 import { ValidationError } from './errors.ts';
-import { isHttpUrl } from '../lib/json.ts';
+import { httpUrl, isHttpUrl } from '../lib/url.ts';
 import type { EditRequest, ExtensionRequest, GenerationRequest, ImageInput, ReferenceAudio, VideoSource } from './types.ts';
 
 export interface ValidationOptions {
@@ -227,13 +227,7 @@ function checkVideoSource(video: VideoSource | undefined): void {
   const hasFileId = video.file_id !== undefined;
   if (hasUrl === hasFileId) fail('video', 'video needs exactly one of url or file_id.');
   if (hasUrl) {
-    let path: string | undefined;
-    try {
-      const parsed = typeof video.url === 'string' ? new URL(video.url) : undefined;
-      path = parsed && (parsed.protocol === 'http:' || parsed.protocol === 'https:') ? parsed.pathname : undefined;
-    } catch {
-      path = undefined;
-    }
+    const path = typeof video.url === 'string' ? httpUrl(video.url)?.pathname : undefined;
     if (path === undefined || !path.toLowerCase().endsWith('.mp4')) {
       fail('video.url', 'video.url must be an http(s) link to an .mp4 file that carries the .mp4 suffix.');
     }

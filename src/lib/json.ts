@@ -73,12 +73,3 @@ export function readTimestamp(source: unknown, key: string): Date | undefined {
   return undefined;
 }
 
-/** An absolute http(s) URL: what the gateway may be sent as a link, and what the bot may fetch. */
-export function isHttpUrl(text: string): boolean {
-  try {
-    const { protocol } = new URL(text);
-    return protocol === 'http:' || protocol === 'https:';
-  } catch {
-    return false;
-  }
-}

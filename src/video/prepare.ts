@@ -1,5 +1,5 @@
 import { ValidationError } from '../gateway/errors.ts';
-import { videoModelCapabilities, videoModelNames } from '../gateway/spec.ts';
+import { REFERENCE_MAX_RESOLUTION, videoModelCapabilities, videoModelNames } from '../gateway/spec.ts';
 import { validateEdit, validateExtension, validateGeneration } from '../gateway/validation.ts';
 import { refuse, type Result } from '../lib/result.ts';
 import type { GuildVideoPolicy } from '../ports/guild-policy.ts';
@@ -37,13 +37,8 @@ export interface VideoPreparationDeps {
 
 function isMp4Attachment(attachment: AttachmentInput): boolean {
   const type = attachment.contentType?.split(';')[0]?.trim().toLowerCase();
-  let path: string;
-  try {
-    path = new URL(attachment.url).pathname.toLowerCase();
-  } catch {
-    return false;
-  }
-  return path.endsWith('.mp4') && (type === undefined || type === 'video/mp4');
+  const path = URL.parse(attachment.url)?.pathname.toLowerCase();
+  return path !== undefined && path.endsWith('.mp4') && (type === undefined || type === 'video/mp4');
 }
 
 function validationRefusal(error: ValidationError) {
@@ -72,10 +67,11 @@ export class VideoPreparation {
       resolution: input.resolution ?? defaults.resolution,
       aspectRatio: input.aspectRatio ?? defaults.aspectRatio,
     };
-    // A server default must not make a request invalid that the user did not shape that way.
+    // A server default must not make a request invalid that the user did not shape that way: 1080p is
+    // lowered to the highest the request can have.
     const capabilities = videoModelCapabilities(model, vendor);
     if (input.resolution === undefined && withDefaults.resolution === '1080p' && (!capabilities?.fullHd || input.referenceImages.length > 0)) {
-      withDefaults.resolution = '720p';
+      withDefaults.resolution = REFERENCE_MAX_RESOLUTION;
     }
     try {
       const taskId = newTaskId();

@@ -152,7 +152,10 @@ async function saved(interaction: ChatInputCommandInteraction, settings: GuildSe
 
 /** A model the server's key cannot use is refused now rather than on every /video; an unreachable gateway does not block the change. */
 async function checkModel(services: Services, guildId: string, model: string): Promise<string | undefined> {
-  const available = await services.models.videoModels(guildId).catch(() => undefined);
+  const available = await services.models.videoModels(guildId).catch((error: unknown) => {
+    services.log.warn('could not list the models to check a default model; accepting it unchecked', { guild: guildId, error });
+    return undefined;
+  });
   if (!available || available.length === 0 || available.includes(model)) return undefined;
   return `\`model\`: ${model} is not available to this server's key. Available: ${available.join(', ')}.`;
 }

@@ -16,10 +16,10 @@ if (!result.ok) {
 }
 
 const { config } = result;
-registerSecret(config.discordToken);
-registerSecret(config.gatewayApiKey);
-registerSecret(config.keyEncryptionSecret);
-registerSecret(config.keyEncryptionSecretPrevious);
+registerSecret(config.discordToken, true);
+registerSecret(config.gatewayApiKey, true);
+registerSecret(config.keyEncryptionSecret, true);
+registerSecret(config.keyEncryptionSecretPrevious, true);
 const log = createLogger({ level: config.logLevel });
 
 process.on('unhandledRejection', (reason) => log.error('unhandled rejection', { error: reason }));

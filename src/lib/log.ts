@@ -18,16 +18,49 @@ const REDACTED = '[redacted]';
 // Shorter strings would scrub ordinary words; real keys and tokens are far longer.
 const MIN_SECRET_LENGTH = 8;
 /**
- * Every form a secret can take in a line: as written, and JSON-escaped as it appears inside a JSON
- * string (a `"` or `\` in it becomes `\"` or `\\`). Longest first, so no form is cut by a shorter one.
- * Computed once per secret, so scrubbing a line costs only the `includes` checks.
+ * How many secrets that come and go (servers' keys, keys offered and refused, realtime client secrets)
+ * are remembered: the least recently registered is forgotten first. A secret in use is registered again
+ * each time it is opened, so it stays; the process's own secrets are kept for good.
+ */
+export const MAX_PASSING_SECRETS = 1_000;
+
+/** The process's own secrets (the Discord token, the operator's key, the encryption secrets). */
+const lastingSecrets = new Set<string>();
+/** Other secrets, least recently registered first (a Map keeps insertion order). */
+const passingSecrets = new Map<string, true>();
+/**
+ * Every form a registered secret can take in a line: as written, and JSON-escaped as it appears inside a
+ * JSON string (a `"` or `\` in it becomes `\"` or `\\`). Longest first, so no form is cut by a shorter
+ * one. Rebuilt when the secrets change, so scrubbing a line costs only the `includes` checks.
  */
 let secretForms: string[] = [];
 
-export function registerSecret(secret: string | undefined): void {
+function rebuildForms(): void {
+  const forms = new Set<string>();
+  for (const secret of [...lastingSecrets, ...passingSecrets.keys()]) forms.add(secret).add(JSON.stringify(secret).slice(1, -1));
+  secretForms = [...forms].sort((a, b) => b.length - a.length);
+}
+
+/**
+ * Scrubs `secret` from every line logged from now on. `lasting`: the process's own secrets, never
+ * forgotten; others are kept while among the MAX_PASSING_SECRETS most recently registered.
+ */
+export function registerSecret(secret: string | undefined, lasting = false): void {
   if (!secret || secret.length < MIN_SECRET_LENGTH) return;
-  const escaped = JSON.stringify(secret).slice(1, -1);
-  secretForms = [...new Set([...secretForms, escaped, secret])].sort((a, b) => b.length - a.length);
+  if (lastingSecrets.has(secret)) return;
+  if (lasting) {
+    lastingSecrets.add(secret);
+    passingSecrets.delete(secret);
+  } else {
+    const known = passingSecrets.delete(secret);
+    passingSecrets.set(secret, true);
+    if (known) return;
+    for (const oldest of passingSecrets.keys()) {
+      if (passingSecrets.size <= MAX_PASSING_SECRETS) break;
+      passingSecrets.delete(oldest);
+    }
+  }
+  rebuildForms();
 }
 
 export function redact(text: string): string {

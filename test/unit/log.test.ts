@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createLogger, redact, registerSecret } from '../../src/lib/log.ts';
+import { MAX_PASSING_SECRETS, createLogger, redact, registerSecret } from '../../src/lib/log.ts';
 
 describe('structured logs', () => {
   it('writes one JSON object per line with level, message and fields', () => {
@@ -38,5 +38,21 @@ describe('structured logs', () => {
     const parsed: unknown = JSON.parse(line);
     expect(parsed).toMatchObject({ header: 'Bearer [redacted]', error: { message: 'bad key [redacted]' } });
     expect(redact(`plain text ${secret}`)).toBe('plain text [redacted]');
+  });
+
+  it('remembers a bounded number of passing secrets, forgetting the least recently registered, and keeps lasting ones', () => {
+    const token = 'discord-token-0123456789';
+    registerSecret(token, true);
+    const first = 'server-key-first-000000';
+    const refreshed = 'server-key-refreshed-000';
+    registerSecret(first);
+    registerSecret(refreshed);
+    for (let index = 0; index < MAX_PASSING_SECRETS - 2; index++) registerSecret(`server-key-${index.toString().padStart(8, '0')}`);
+    registerSecret(refreshed);
+    registerSecret('server-key-one-too-many');
+    expect(redact(first)).toBe(first);
+    expect(redact(refreshed)).toBe('[redacted]');
+    expect(redact('server-key-one-too-many')).toBe('[redacted]');
+    expect(redact(token)).toBe('[redacted]');
   });
 });

@@ -182,7 +182,11 @@ export class SettingsService implements GuildVideoPolicy {
   async #serverKey(guildId: string, stored: StoredKey): Promise<ServerKey> {
     const sealed = stored.sealed;
     const cached = this.#openKeys.get(guildId);
-    if (sealed && cached?.iv === sealed.iv) return { ok: true, key: cached.key };
+    if (sealed && cached?.iv === sealed.iv) {
+      // Each use keeps it among the secrets the logs scrub (that registry forgets the least recently used).
+      registerSecret(cached.key);
+      return { ok: true, key: cached.key };
+    }
     if (!this.#cipher) return { ok: false, reason: 'no-secret', message: MESSAGES.secretRemoved };
     if (!sealed) {
       this.#options.log.warn('a stored server key cannot be read', { guild: guildId, reason: 'damaged-record' });

@@ -16,7 +16,7 @@ import {
 import { answerPrivately } from '../src/discord/answer.ts';
 import type { Command } from '../src/interactions/command.ts';
 import { guildOf, type HandledInteraction, type Requirement } from '../src/interactions/requirements.ts';
-import { ASPECT_RATIOS, BUILT_IN_VOICES, EXTENSION_DURATION, GENERATION_DURATION, RESOLUTIONS } from '../src/gateway/spec.ts';
+import { ASPECT_RATIOS, BUILT_IN_VOICES, EDIT_MAX_SECONDS, EXTENSION_DURATION, GENERATION_DURATION, MAX_REFERENCE_AUDIO_SECONDS, RESOLUTIONS } from '../src/gateway/spec.ts';
 import type { Services } from '../src/services.ts';
 import type { AttachmentInput } from '../src/video/requests.ts';
 import { parseVoiceList } from '../src/video/requests.ts';
@@ -57,14 +57,14 @@ const data = new SlashCommandBuilder()
       .addAttachmentOption((option) => option.setName('reference_image_2').setDescription('Reference image <IMAGE_1>'))
       .addAttachmentOption((option) => option.setName('reference_image_3').setDescription('Reference image <IMAGE_2>'))
       .addStringOption((option) => option.setName('voice').setDescription('Up to three built-in voices, e.g. "eve, leo" (1.5 models)').setAutocomplete(true))
-      .addAttachmentOption((option) => option.setName('reference_audio').setDescription('A recording of a human voice, at most 15 s (1.5 models)')),
+      .addAttachmentOption((option) => option.setName('reference_audio').setDescription(`A recording of a human voice, at most ${MAX_REFERENCE_AUDIO_SECONDS} s (1.5 models)`)),
   )
   .addSubcommand((sub) =>
     sub
       .setName('edit')
       .setDescription('Edit a video: an .mp4 attachment or a finished task of this server')
       .addStringOption((option) => option.setName('prompt').setDescription('What to change').setRequired(true).setMaxLength(4000))
-      .addAttachmentOption((option) => option.setName('video').setDescription('The .mp4 to edit (at most 8.7 s)'))
+      .addAttachmentOption((option) => option.setName('video').setDescription(`The .mp4 to edit (at most ${EDIT_MAX_SECONDS} s)`))
       .addStringOption((option) => option.setName('task').setDescription('Or a finished task to edit').setAutocomplete(true))
       .addStringOption((option) => option.setName('model').setDescription('Video model').setAutocomplete(true)),
   )

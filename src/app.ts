@@ -22,7 +22,7 @@ export interface App {
   stop(): Promise<void>;
 }
 
-export class LoginRefusedError extends Error {
+class LoginRefusedError extends Error {
   constructor() {
     super('Discord refused DISCORD_TOKEN: check the token in the Discord developer portal (Bot > Reset Token).');
     this.name = 'LoginRefusedError';
@@ -30,7 +30,7 @@ export class LoginRefusedError extends Error {
 }
 
 /** Every route of a server that is not Discord's REST API (or the right path of one) answers 404. */
-export class DiscordApiUrlError extends Error {
+class DiscordApiUrlError extends Error {
   constructor() {
     super(
       'Discord answered 404 Not Found to the login request: DISCORD_API_URL does not point at a Discord REST API. ' +

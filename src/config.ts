@@ -33,7 +33,7 @@ export type ConfigResult = { ok: true; config: BotConfig } | { ok: false; proble
 
 export const DEFAULT_STORE_URL = 'sqlite://data/bot.sqlite';
 const SNOWFLAKE = /^\d{17,20}$/;
-export const DEFAULT_TASK_POLL_INTERVAL_MS = 5_000;
+const DEFAULT_TASK_POLL_INTERVAL_MS = 5_000;
 const MIN_TASK_POLL_INTERVAL_MS = 100;
 
 /** An empty (or blank) value counts as unset, wherever it is written. */

@@ -4,7 +4,7 @@ import { Client, GatewayIntentBits, Options } from 'discord.js';
  * Only the intents the bot needs, none privileged: GUILDS (servers, channels, roles, interactions)
  * and GUILD_VOICE_STATES (who is in which voice channel, and the voice connection handshake).
  */
-export const BOT_INTENTS = [GatewayIntentBits.Guilds, GatewayIntentBits.GuildVoiceStates];
+const BOT_INTENTS = [GatewayIntentBits.Guilds, GatewayIntentBits.GuildVoiceStates];
 
 export function createDiscordClient(apiUrl: string | undefined): Client {
   return new Client({

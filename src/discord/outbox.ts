@@ -52,7 +52,7 @@ export const MAX_CONTENT_LENGTH = 2000;
  * `content` in messages Discord takes, in order: cut at the last line break or space of each piece when
  * one falls in its second half, else at the limit (never inside a surrogate pair).
  */
-export function splitContent(content: string): string[] {
+function splitContent(content: string): string[] {
   const pieces: string[] = [];
   let rest = content;
   while (rest.length > MAX_CONTENT_LENGTH) {

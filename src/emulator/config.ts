@@ -39,14 +39,14 @@ export interface EmulatorConfigInput {
 }
 
 export const DEFAULT_KEY = 'emulator-key';
-export const DEFAULT_GROUP = 'default';
+const DEFAULT_GROUP = 'default';
 
 export function allModels(vendor: string): string[] {
   const video = videoModelNames(vendor);
   return [video.latest, video.classic, ...realtimeModelNames(vendor)];
 }
 
-export function defaultConfig(vendor = DEFAULT_VENDOR): EmulatorConfig {
+function defaultConfig(vendor = DEFAULT_VENDOR): EmulatorConfig {
   return {
     vendor,
     keys: { [DEFAULT_KEY]: { group: DEFAULT_GROUP, quota_usd: 50 } },
@@ -86,7 +86,7 @@ export function resolveConfig(input: EmulatorConfigInput = {}, { onlyGivenKeys =
 }
 
 /** Keys appear in error messages only masked. */
-export function maskKey(key: string): string {
+function maskKey(key: string): string {
   return key.length <= 8 ? '****' : `${key.slice(0, 4)}…${key.slice(-2)}`;
 }
 

@@ -7,7 +7,7 @@ import type { Layer } from '../gateway/spec.ts';
 // Answers in the spec's formats. Every response carries x-request-id; errors are the compatibility
 // envelope under /v1 and the native body under /native/v1.
 
-export const MAX_REQUEST_BODY_BYTES = 1024 * 1024;
+const MAX_REQUEST_BODY_BYTES = 1024 * 1024;
 
 export function newRequestId(): string {
   return `req_${randomBytes(10).toString('hex')}`;
@@ -48,7 +48,7 @@ function retryAfterFor(error: HttpError): number | undefined {
   return error.status === 429 || error.status === 503 ? 1 : undefined;
 }
 
-export function errorBody(layer: Layer, error: HttpError): unknown {
+function errorBody(layer: Layer, error: HttpError): unknown {
   if (layer === 'native') return { code: error.code, error: error.message, usage: { cost_in_usd_ticks: 0 } };
   return { error: { message: error.message, type: 'gateway_api_error', param: error.param, code: error.code } };
 }

@@ -3,6 +3,7 @@ import { isHttpUrl } from '../lib/url.ts';
 import {
   ASPECT_RATIOS,
   BUILT_IN_VOICES,
+  DEFAULT_RESOLUTION,
   EXTENSION_DURATION,
   GENERATION_DURATION,
   MAX_REFERENCE_AUDIOS,
@@ -22,7 +23,7 @@ import { HttpError } from './http.ts';
 // Choices where the spec is silent: the classic model cannot edit or extend (failed_precondition);
 // edits and extensions are priced at 720p; a prompt over 4096 characters is "too long".
 
-export const MAX_PROMPT_LENGTH = 4096;
+const MAX_PROMPT_LENGTH = 4096;
 const PRICE_PER_SECOND_USD: Record<string, number> = { '480p': 0.05, '720p': 0.08, '1080p': 0.14 };
 
 export interface AcceptedRequest {
@@ -189,7 +190,7 @@ export function acceptRequest(operation: VideoOperation, layer: Layer, body: Rea
   const hasLastFrame = body.last_frame !== undefined;
 
   const seconds = duration ?? GENERATION_DURATION.default;
-  const finalResolution = resolution ?? '480p';
+  const finalResolution = resolution ?? DEFAULT_RESOLUTION;
   if (seconds < GENERATION_DURATION.min || seconds > GENERATION_DURATION.max) {
     failWith('invalid_argument', `Duration must be between ${GENERATION_DURATION.min} and ${GENERATION_DURATION.max} seconds.`);
   }

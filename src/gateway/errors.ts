@@ -169,7 +169,7 @@ export interface DecodedErrorBody {
  * `{code, error: "text", usage}`. Also tolerates the mixes seen upstream (`{error:{message}}` on the
  * native layer, a top-level `message`).
  */
-export function decodeErrorBody(body: unknown): DecodedErrorBody {
+function decodeErrorBody(body: unknown): DecodedErrorBody {
   const envelope = readRecord(body, 'error');
   const costTicks = readNumber(readRecord(body, 'usage'), 'cost_in_usd_ticks');
   if (envelope) {

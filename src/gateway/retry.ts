@@ -69,7 +69,7 @@ function isRetryableAnswer(error: GatewayApiError, idempotent: boolean): boolean
  * What a failed submission means for the caller: an answer that leaves open whether the task exists
  * becomes OutcomeUnknownError (with the gateway's status, code and request id); anything else as is.
  */
-export function submissionFailure(error: unknown): unknown {
+function submissionFailure(error: unknown): unknown {
   if (!(error instanceof GatewayApiError) || error.code === undefined || !OUTCOME_UNKNOWN_CODES.has(error.code)) return error;
   return new OutcomeUnknownError(`${error.message}; the gateway may have accepted the task all the same, so it was not repeated`, {
     requestSent: true,

@@ -21,7 +21,6 @@ export const REFERENCE_MAX_RESOLUTION: Resolution = '720p';
 
 export const ASPECT_RATIOS = ['1:1', '16:9', '9:16', '4:3', '3:4', '3:2', '2:3'] as const;
 export type AspectRatio = (typeof ASPECT_RATIOS)[number];
-export const DEFAULT_ASPECT_RATIO: AspectRatio = '16:9';
 
 export const VIDEO_OPERATIONS = ['generate', 'edit', 'extend'] as const;
 export type VideoOperation = (typeof VIDEO_OPERATIONS)[number];
@@ -77,7 +76,6 @@ export const HTTP_ERROR_CODES = {
   upstream_timeout_no_response: 500,
   overloaded: 503,
 } as const;
-export type HttpErrorCode = keyof typeof HTTP_ERROR_CODES;
 
 export const RETRYABLE_CODES: ReadonlySet<string> = new Set([
   'rate_limit',
@@ -94,10 +92,7 @@ export const ASYNC_ERROR_CODES = [
   'service_unavailable',
   'internal_error',
 ] as const;
-export type AsyncErrorCode = (typeof ASYNC_ERROR_CODES)[number];
 
-export const NATIVE_STATUSES = ['pending', 'done', 'expired', 'failed'] as const;
-export const COMPAT_STATUSES = ['queued', 'processing', 'succeeded', 'failed'] as const;
 
 // ---- Model families ------------------------------------------------------------------------------
 // Capabilities follow the family (`<vendor>-imagine-video-<version>` versus the classic

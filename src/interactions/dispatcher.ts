@@ -19,7 +19,7 @@ export interface Dispatcher {
 const RESTARTING = 'The bot is restarting. Try again in a minute.';
 
 /** Short and unambiguous, so a user can read it out to an admin. */
-export function errorReference(): string {
+function errorReference(): string {
   const alphabet = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789';
   return [...randomBytes(6)].map((byte) => alphabet[byte % alphabet.length]).join('');
 }

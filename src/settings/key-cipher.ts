@@ -7,7 +7,7 @@ import { isRecord } from '../lib/json.ts';
 // is recognised rather than producing garbage, and a rotation can read records sealed under the
 // previous secret (KEY_ENCRYPTION_SECRET_PREVIOUS) and seal them again under the current one.
 
-export const CIPHER_VERSION = 1;
+const CIPHER_VERSION = 1;
 /** KEY_ENCRYPTION_SECRET's shortest length: the cipher's key is derived from it, so it must be hard to guess. */
 export const MIN_ENCRYPTION_SECRET_LENGTH = 16;
 const CONTEXT = 'video-voice-bot/guild-gateway-key/v1';

@@ -6,7 +6,7 @@ import { customId, customIdParts } from '../discord/custom-id.ts';
 const COMMAND = 'video';
 
 /** Buttons under a finished video, in the order they are shown, and the forms two of them open. */
-export const VIDEO_ACTIONS = ['extend', 'edit', 'regenerate', 'extend-modal', 'edit-modal'] as const;
+const VIDEO_ACTIONS = ['extend', 'edit', 'regenerate', 'extend-modal', 'edit-modal'] as const;
 export type VideoAction = (typeof VIDEO_ACTIONS)[number];
 
 export function videoActionId(action: VideoAction, taskId: string): string {

@@ -97,7 +97,7 @@ const KIBIBYTE = 1024;
 const MEBIBYTE = 1024 * KIBIBYTE;
 
 /** A size as people read it: bytes, KB below 1 MB, else MB; three significant digits plus `extraDecimals`. */
-export function formatSize(bytes: number, extraDecimals = 0): string {
+function formatSize(bytes: number, extraDecimals = 0): string {
   if (bytes < KIBIBYTE) return `${bytes} bytes`;
   const [value, unit] = bytes < MEBIBYTE ? [bytes / KIBIBYTE, 'KB'] : [bytes / MEBIBYTE, 'MB'];
   const decimals = (value < 10 ? 2 : value < 100 ? 1 : 0) + extraDecimals;

@@ -6,7 +6,7 @@ import type { TaskCost } from '../ports/guild-policy.ts';
 // answers, and read back after any restart. Its shape is the store's schema, parsed on every read (into
 // objects of one shape, absent members undefined: a JSON round trip drops them, and parsing stays cheap).
 
-export const TASK_STATES = [
+const TASK_STATES = [
   /** Written just before the submission: if the bot dies now, the outcome is unknown. */
   'submitting',
   'running',
@@ -21,11 +21,11 @@ export const TASK_STATES = [
 ] as const;
 export type TaskState = (typeof TASK_STATES)[number];
 
-export const GENERATION_MODES = ['text-to-video', 'image-to-video', 'reference', 'first-last-frame'] as const;
+const GENERATION_MODES = ['text-to-video', 'image-to-video', 'reference', 'first-last-frame'] as const;
 export type GenerationMode = (typeof GENERATION_MODES)[number];
 export type TaskMode = GenerationMode | 'edit' | 'extend';
 
-export const DELIVERY_STATES = [
+const DELIVERY_STATES = [
   /** Not yet posted (the task may still be running). */
   'waiting',
   /** About to post, with this nonce: after a crash, the same nonce cannot post twice. */
@@ -112,7 +112,7 @@ export interface TaskRecord {
   delivery: Delivery;
 }
 
-export const TERMINAL_STATES: ReadonlySet<TaskState> = new Set(['succeeded', 'failed', 'expired', 'timed_out', 'unknown']);
+const TERMINAL_STATES: ReadonlySet<TaskState> = new Set(['succeeded', 'failed', 'expired', 'timed_out', 'unknown']);
 
 export function isTerminal(state: TaskState): boolean {
   return TERMINAL_STATES.has(state);

@@ -10,7 +10,7 @@ import { needsWork, parseTaskRecord, type TaskRecord } from './record.ts';
 
 const RECENT_PER_USER = 25;
 /** Finished tasks are kept this long (for /video status, edits and extensions of them), then dropped. */
-export const FINISHED_TASK_TTL_MS = 90 * 24 * 3600_000;
+const FINISHED_TASK_TTL_MS = 90 * 24 * 3600_000;
 
 function parseStringArray(raw: unknown): string[] {
   if (!Array.isArray(raw) || !raw.every((item) => typeof item === 'string')) throw new Error('expected a list of ids');
@@ -33,7 +33,7 @@ export function newTaskId(now = Date.now()): string {
 }
 
 /** When a task was created, read from its id; undefined for an id newTaskId() did not make. */
-export function taskIdCreatedAt(id: string): number | undefined {
+function taskIdCreatedAt(id: string): number | undefined {
   const time = /^v([0-9a-z]+)[0-9a-f]{12}$/.exec(id)?.[1];
   return time === undefined ? undefined : Number.parseInt(time, 36);
 }

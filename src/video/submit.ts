@@ -20,7 +20,7 @@ import type { TaskTracker } from './tracker.ts';
 // gateway is called (a crash mid-submission is reported, not forgotten), counted against the limits in
 // the same step, sent, shown on its card and handed to the tracker.
 
-export const INTERACTION_TOKEN_LIFETIME_MS = 15 * 60_000;
+const INTERACTION_TOKEN_LIFETIME_MS = 15 * 60_000;
 /** Leave a margin: the interaction reached the bot a little after Discord made it, and an edit sent at 14:59 may arrive after 15:00. */
 const TOKEN_SAFETY_MARGIN_MS = 30_000;
 

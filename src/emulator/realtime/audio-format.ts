@@ -4,7 +4,7 @@ import { isRecord } from '../../lib/json.ts';
 // the G.711 pair `audio/pcmu` (mu-law) and `audio/pcma` (A-law) at 8 kHz, base64 in JSON. The session
 // works on 16-bit samples; these functions convert at its edges.
 
-export const AUDIO_ENCODINGS = ['audio/pcm', 'audio/pcmu', 'audio/pcma'] as const;
+const AUDIO_ENCODINGS = ['audio/pcm', 'audio/pcmu', 'audio/pcma'] as const;
 export type AudioEncoding = (typeof AUDIO_ENCODINGS)[number];
 
 export interface AudioFormat {
@@ -13,8 +13,8 @@ export interface AudioFormat {
 }
 
 export const DEFAULT_AUDIO_FORMAT: AudioFormat = { type: 'audio/pcm', rate: 24_000 };
-export const PCM_RATE = { min: 8000, max: 48_000 } as const;
-export const G711_RATE = 8000;
+const PCM_RATE = { min: 8000, max: 48_000 } as const;
+const G711_RATE = 8000;
 
 export type FormatReading = { ok: true; format: AudioFormat } | { ok: false; param: string; message: string };
 

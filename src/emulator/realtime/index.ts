@@ -14,7 +14,7 @@ import { waitUntil } from '../../lib/wait-until.ts';
 // HTTP answer to the upgrade, before any websocket exists; every answer carries x-request-id. Sessions
 // end at the configured limit.
 
-export const REALTIME_PATH = '/native/v1/realtime';
+const REALTIME_PATH = '/native/v1/realtime';
 const SESSION_EXPIRED_CLOSE = 1000;
 
 export interface RealtimeHandle {

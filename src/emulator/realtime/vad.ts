@@ -16,7 +16,7 @@ export const DEFAULT_VAD: VadSettings = { threshold: 0.5, silenceDurationMs: 500
 
 export type VadEvent = { type: 'speech_started'; atMs: number } | { type: 'speech_stopped'; atMs: number };
 
-export function windowRms(samples: Int16Array): number {
+function windowRms(samples: Int16Array): number {
   if (samples.length === 0) return 0;
   let sum = 0;
   for (const sample of samples) sum += (sample / 32768) ** 2;

@@ -73,7 +73,7 @@ interface ClientEvents {
   close: [code: number, reason: string];
 }
 
-export function sessionUpdate(config: RealtimeSessionConfig): Record<string, unknown> & { type: 'session.update' } {
+function sessionUpdate(config: RealtimeSessionConfig): Record<string, unknown> & { type: 'session.update' } {
   const format = { type: 'audio/pcm', rate: config.rate ?? 24_000 };
   const detection = config.turnDetection;
   return {

@@ -25,6 +25,3 @@ export function samplesToBytes(samples: Int16Array): Buffer {
   return Buffer.from(samples.buffer, samples.byteOffset, samples.byteLength);
 }
 
-export function durationMs(samples: number): number {
-  return (samples / SAMPLE_RATE) * 1000;
-}

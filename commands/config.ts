@@ -12,6 +12,7 @@ import {
   type ModalSubmitInteraction,
 } from 'discord.js';
 import { answerPrivately } from '../src/discord/answer.ts';
+import { containing, suggest } from '../src/discord/autocomplete.ts';
 import { customId } from '../src/discord/custom-id.ts';
 import type { Command } from '../src/interactions/command.ts';
 import { guildOf, type HandledInteraction, type Requirement } from '../src/interactions/requirements.ts';
@@ -259,9 +260,8 @@ async function execute(interaction: ChatInputCommandInteraction, services: Servi
 }
 
 async function autocomplete(interaction: AutocompleteInteraction, services: Services) {
-  const typed = interaction.options.getFocused().toLowerCase();
   const models = interaction.guildId ? await services.models.suggested(interaction.guildId, 'video') : [];
-  await interaction.respond(models.filter((model) => model.toLowerCase().includes(typed)).slice(0, 25).map((model) => ({ name: model, value: model })));
+  await suggest(interaction, containing(models, interaction.options.getFocused()));
 }
 
 export default { data, requires, execute, autocomplete, modal } satisfies Command;

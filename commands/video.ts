@@ -16,7 +16,8 @@ import {
 import { answerPrivately } from '../src/discord/answer.ts';
 import type { Command } from '../src/interactions/command.ts';
 import { guildOf, type HandledInteraction, type Requirement } from '../src/interactions/requirements.ts';
-import { ASPECT_RATIOS, BUILT_IN_VOICES, EDIT_MAX_SECONDS, EXTENSION_DURATION, GENERATION_DURATION, MAX_REFERENCE_AUDIO_SECONDS, RESOLUTIONS } from '../src/gateway/spec.ts';
+import { MAX_AUTOCOMPLETE_CHOICES, containing, suggest, type Choice } from '../src/discord/autocomplete.ts';
+import { ASPECT_RATIOS, BUILT_IN_VOICES, EDIT_MAX_SECONDS, EXTENSION_DURATION, GENERATION_DURATION, MAX_REFERENCE_AUDIOS, MAX_REFERENCE_AUDIO_SECONDS, RESOLUTIONS } from '../src/gateway/spec.ts';
 import type { Services } from '../src/services.ts';
 import type { AttachmentInput } from '../src/video/requests.ts';
 import { parseVoiceList } from '../src/video/requests.ts';
@@ -27,7 +28,6 @@ import { parseVideoActionId, videoActionId } from '../src/video/actions.ts';
 import { renderStatusCard } from '../src/video/status-card.ts';
 
 const DEFAULT_ATTACHMENT_LIMIT = 10 * 1024 * 1024;
-const MAX_CHOICES = 25;
 /** How many of a member's tasks `/video list` shows. */
 const RECENT_LISTED = 10;
 
@@ -207,31 +207,30 @@ async function list(interaction: ChatInputCommandInteraction, services: Services
 async function autocomplete(interaction: AutocompleteInteraction, services: Services) {
   const focused = interaction.options.getFocused(true);
   const typed = focused.value.toLowerCase();
-  let choices: { name: string; value: string }[] = [];
+  let choices: Choice[] = [];
   if (focused.name === 'model') {
-    const models = interaction.guildId ? await services.models.suggested(interaction.guildId, 'video') : [];
-    choices = models.filter((model) => model.toLowerCase().includes(typed)).map((model) => ({ name: model, value: model }));
+    choices = containing(interaction.guildId ? await services.models.suggested(interaction.guildId, 'video') : [], typed);
   } else if (focused.name === 'voice') {
     const chosen = parseVoiceList(focused.value);
     const endsWithSeparator = /[\s,]$/.test(focused.value) || focused.value === '';
     const done = endsWithSeparator ? chosen : chosen.slice(0, -1);
     const partial = endsWithSeparator ? '' : (chosen.at(-1) ?? '');
-    if (done.length < 3) {
+    if (done.length < MAX_REFERENCE_AUDIOS) {
       choices = BUILT_IN_VOICES.filter((voice) => voice.startsWith(partial) && !done.includes(voice)).map((voice) => {
         const value = [...done, voice].join(', ');
         return { name: value, value };
       });
     }
   } else if (focused.name === 'task') {
-    const tasks = interaction.guildId ? await services.video.tasks.recentForUser(interaction.guildId, interaction.user.id, MAX_CHOICES) : [];
+    const tasks = interaction.guildId ? await services.video.tasks.recentForUser(interaction.guildId, interaction.user.id, MAX_AUTOCOMPLETE_CHOICES) : [];
     // Edits and extensions need a finished video; /video status takes any task.
     const needsVideo = interaction.options.getSubcommand(false) !== 'status';
     choices = tasks
       .filter((task) => !needsVideo || (task.state === 'succeeded' && !task.outcome.moderated))
       .filter((task) => task.id.includes(typed) || task.prompt.toLowerCase().includes(typed) || (task.gatewayId ?? '').includes(typed))
-      .map((task) => ({ name: `${task.state} · ${task.prompt || task.operation}`.slice(0, 100), value: task.id }));
+      .map((task) => ({ name: `${task.state} · ${task.prompt || task.operation}`, value: task.id }));
   }
-  await interaction.respond(choices.slice(0, MAX_CHOICES));
+  await suggest(interaction, choices);
 }
 
 function promptModal(id: string, title: string, withDuration: boolean): ModalBuilder {

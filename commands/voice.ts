@@ -9,11 +9,11 @@ import {
 import { answerPrivately } from '../src/discord/answer.ts';
 import type { Command } from '../src/interactions/command.ts';
 import { guildOf, type HandledInteraction, type Requirement } from '../src/interactions/requirements.ts';
+import { containing, suggest } from '../src/discord/autocomplete.ts';
 import { BUILT_IN_VOICES } from '../src/gateway/spec.ts';
 import type { Services } from '../src/services.ts';
 import { checkVoiceSettingsChange, describeVoiceSettingsChange, TURN_DETECTION_MODES, VOICE_LIMITS, type VoiceSettings, type VoiceSettingsChange } from '../src/voice/settings.ts';
 
-const MAX_CHOICES = 25;
 /** Instructions may be 2000 characters, as long as a whole Discord message: the reply shows their start. */
 const INSTRUCTIONS_PREVIEW = 500;
 
@@ -129,9 +129,9 @@ async function autocomplete(interaction: AutocompleteInteraction, services: Serv
   if (focused.name === 'model') {
     const vendor = services.config.gatewayVendor.toLowerCase();
     const models = interaction.guildId ? await services.models.suggested(interaction.guildId, 'any') : [];
-    names = models.filter((model) => model.toLowerCase().startsWith(`${vendor}-voice-`) && model.toLowerCase().includes(typed));
+    names = containing(models, typed).filter((model) => model.toLowerCase().startsWith(`${vendor}-voice-`));
   }
-  await interaction.respond(names.slice(0, MAX_CHOICES).map((name) => ({ name, value: name })));
+  await suggest(interaction, names);
 }
 
 async function execute(interaction: ChatInputCommandInteraction, services: Services) {

@@ -45,6 +45,9 @@ export interface OwnMessage extends PostedMessage {
   customIds: string[];
 }
 
+/** A thread with no new message for this long (a day) is archived; Discord allows 60, 1440, 4320 or 10080. */
+const THREAD_ARCHIVE_MINUTES = 1440;
+
 /** Discord refuses a message whose content is longer (400 / 50035). */
 export const MAX_CONTENT_LENGTH = 2000;
 
@@ -177,7 +180,7 @@ export class DiscordOutbox {
 
   /** A public thread started from a message; its channel id. */
   async startThread(channelId: string, messageId: string, name: string): Promise<string> {
-    const thread: unknown = await this.#rest.post(Routes.threads(channelId, messageId), { body: { name, auto_archive_duration: 1440 } });
+    const thread: unknown = await this.#rest.post(Routes.threads(channelId, messageId), { body: { name, auto_archive_duration: THREAD_ARCHIVE_MINUTES } });
     const id = readString(thread, 'id');
     if (!id) throw new Error('Discord answered a thread creation without an id');
     return id;

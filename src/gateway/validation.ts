@@ -15,6 +15,7 @@ import {
   isVoiceId,
   MAX_REFERENCE_AUDIOS,
   MAX_STORAGE_EXPIRES_AFTER_S,
+  REFERENCE_MAX_RESOLUTION,
   RESOLUTIONS,
   videoModelCapabilities,
   videoModelNames,
@@ -204,7 +205,7 @@ export function validateGeneration(request: GenerationRequest, options: Validati
       fail(resolution.field, `${resolution.field} must be one of ${RESOLUTIONS.join(', ')}.`);
     }
     if (value === '1080p' && hasReferenceImages) {
-      fail(resolution.field, 'Reference-image mode allows at most 720p.');
+      fail(resolution.field, `Reference-image mode allows at most ${REFERENCE_MAX_RESOLUTION}.`);
     }
     if (value === '1080p' && (!capabilities.fullHd || hasLastFrame || hasReferences)) {
       fail(resolution.field, `1080p needs ${latest} and text-to-video or image-to-video.`);

@@ -16,6 +16,11 @@ import { websocketText } from '../../lib/websocket-text.ts';
 // audio in as base64 PCM and typed events out. Reconnecting is the voice session's business, not this
 // client's: it reports how a connection ended and nothing more.
 
+/** The realtime audio rate when the caller names none (docs/gateway.md, "Audio formats": 24 kHz by default). */
+const DEFAULT_SAMPLE_RATE = 24_000;
+/** How long the websocket handshake and the first session.updated may take. */
+const CONNECT_TIMEOUT_MS = 10_000;
+
 export interface TurnDetection {
   type: 'server_vad';
   threshold?: number;
@@ -74,7 +79,7 @@ interface ClientEvents {
 }
 
 function sessionUpdate(config: RealtimeSessionConfig): Record<string, unknown> & { type: 'session.update' } {
-  const format = { type: 'audio/pcm', rate: config.rate ?? 24_000 };
+  const format = { type: 'audio/pcm', rate: config.rate ?? DEFAULT_SAMPLE_RATE };
   const detection = config.turnDetection;
   return {
     type: 'session.update',
@@ -139,7 +144,7 @@ export class RealtimeClient extends EventEmitter<ClientEvents> {
   static connect(options: RealtimeConnectOptions): Promise<RealtimeClient> {
     const log = options.log ?? silentLogger;
     const url = `${options.wsBaseUrl.replace(/\/+$/, '')}/native/v1/realtime?model=${encodeURIComponent(options.model)}`;
-    const timeoutMs = options.timeoutMs ?? 10_000;
+    const timeoutMs = options.timeoutMs ?? CONNECT_TIMEOUT_MS;
     const { headers, protocols } = credentials(options);
     // No permessage-deflate: base64 audio hardly compresses, and zlib on every append and delta cost a
     // gateway that accepts it about 2% of a core (bench/voice.ts).

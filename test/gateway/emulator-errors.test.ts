@@ -3,15 +3,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
-import {
-  AuthenticationError,
-  BadRequestError,
-  type GatewayApiError,
-  OutcomeUnknownError,
-  PermissionDeniedError,
-  QuotaExceededError,
-  ServerError,
-} from '../../src/gateway/index.ts';
+import { AuthenticationError, BadRequestError, type GatewayApiError, OutcomeUnknownError, PermissionDeniedError, QuotaExceededError, ServerError } from '../../src/gateway/errors.ts';
 import { ASYNC_ERROR_CODES, HTTP_ERROR_CODES } from '../../src/gateway/spec.ts';
 import { ERROR_CLASS_OF_CODE } from '../support/error-classes.ts';
 import {

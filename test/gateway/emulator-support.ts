@@ -3,7 +3,8 @@
 
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Emulator } from '../../src/emulator/server.ts';
-import { GatewayClient, type GatewayClientOptions, type TaskResult } from '../../src/gateway/index.ts';
+import { GatewayClient, type GatewayClientOptions } from '../../src/gateway/client.ts';
+import type { TaskResult } from '../../src/gateway/types.ts';
 import { isRecord, parseJsonText, readString } from '../../src/lib/json.ts';
 import type { Layer } from '../../src/gateway/spec.ts';
 

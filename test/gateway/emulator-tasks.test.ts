@@ -3,12 +3,8 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
-import {
-  NotFoundError,
-  ResponseTooLargeError,
-  VideoUnavailableError,
-  type GatewayClient,
-} from '../../src/gateway/index.ts';
+import type { GatewayClient } from '../../src/gateway/client.ts';
+import { NotFoundError, ResponseTooLargeError, VideoUnavailableError } from '../../src/gateway/errors.ts';
 import { USD_TICKS, type Layer } from '../../src/gateway/spec.ts';
 import {
   EMULATOR_KEY,

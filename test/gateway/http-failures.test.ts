@@ -4,17 +4,10 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import {
-  GatewayClient,
-  GatewayConnectionError,
-  MalformedResponseError,
-  OutcomeUnknownError,
-  ResponseTooLargeError,
-  ServerError,
-  createGatewayDispatcher,
-  type GatewayClientOptions,
-  type TaskResult,
-} from '../../src/gateway/index.ts';
+import { GatewayClient, type GatewayClientOptions } from '../../src/gateway/client.ts';
+import { GatewayConnectionError, MalformedResponseError, OutcomeUnknownError, ResponseTooLargeError, ServerError } from '../../src/gateway/errors.ts';
+import { createGatewayDispatcher } from '../../src/gateway/http.ts';
+import type { TaskResult } from '../../src/gateway/types.ts';
 
 const API_KEY = 'test-key-9f8e7d6c5b4a';
 

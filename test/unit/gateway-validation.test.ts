@@ -1,13 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import {
-  ValidationError,
-  validateEdit,
-  validateExtension,
-  validateGeneration,
-  type EditRequest,
-  type ExtensionRequest,
-  type GenerationRequest,
-} from '../../src/gateway/index.ts';
+import { ValidationError } from '../../src/gateway/errors.ts';
+import type { EditRequest, ExtensionRequest, GenerationRequest } from '../../src/gateway/types.ts';
+import { validateEdit, validateExtension, validateGeneration } from '../../src/gateway/validation.ts';
 import type { Layer } from '../../src/gateway/spec.ts';
 
 const LATEST = 'svc-imagine-video-1.5';

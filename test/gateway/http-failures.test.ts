@@ -8,6 +8,7 @@ import { GatewayClient, type GatewayClientOptions } from '../../src/gateway/clie
 import { GatewayConnectionError, MalformedResponseError, OutcomeUnknownError, ResponseTooLargeError, ServerError } from '../../src/gateway/errors.ts';
 import { createGatewayDispatcher } from '../../src/gateway/http.ts';
 import type { TaskResult } from '../../src/gateway/types.ts';
+import { taskResult } from '../support/task-result.ts';
 
 const API_KEY = 'test-key-9f8e7d6c5b4a';
 
@@ -71,23 +72,8 @@ function json(response: ServerResponse, status: number, body: unknown, headers: 
   response.end(JSON.stringify(body));
 }
 
-const succeeded = (layer: 'compat' | 'native', videoUrl?: string): TaskResult => ({
-  id: 'task_1',
-  layer,
-  status: 'succeeded',
-  rawStatus: 'succeeded',
-  progress: 100,
-  videoUrl,
-  moderated: false,
-  durationSeconds: 2,
-  model: undefined,
-  file: undefined,
-  storageError: undefined,
-  costTicks: undefined,
-  costUsd: undefined,
-  error: undefined,
-  requestId: undefined,
-});
+const succeeded = (layer: 'compat' | 'native', videoUrl?: string): TaskResult =>
+  taskResult({ layer, status: 'succeeded', rawStatus: 'succeeded', progress: 100, videoUrl, durationSeconds: 2 });
 
 function expectNoKey(error: unknown): void {
   const text = JSON.stringify(error, Object.getOwnPropertyNames(error)) + String(error) + JSON.stringify((error as Error).cause ?? null);

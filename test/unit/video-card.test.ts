@@ -6,6 +6,7 @@ import { describeFailure, describeOverUploadLimit } from '../../src/video/messag
 import { refusalMessage } from '../../src/video/submit.ts';
 import { needsWork, parseTaskRecord, type TaskRecord } from '../../src/video/record.ts';
 import { cardStateKey, progressBar, renderStatusCard } from '../../src/video/status-card.ts';
+import { taskResult } from '../support/task-result.ts';
 
 const task: TaskRecord = {
   id: 'vabc123',
@@ -31,24 +32,7 @@ const task: TaskRecord = {
   delivery: { state: 'waiting', nonce: 'vabc123', attempts: 0 },
 };
 
-const result = (overrides: Partial<TaskResult>): TaskResult => ({
-  id: 'task_1',
-  layer: 'native',
-  status: 'running',
-  rawStatus: 'pending',
-  progress: undefined,
-  videoUrl: undefined,
-  moderated: false,
-  durationSeconds: undefined,
-  model: undefined,
-  file: undefined,
-  storageError: undefined,
-  costTicks: undefined,
-  costUsd: undefined,
-  error: undefined,
-  requestId: 'req-9',
-  ...overrides,
-});
+const result = (overrides: Partial<TaskResult>): TaskResult => taskResult({ requestId: 'req-9', ...overrides });
 
 describe('following a task', () => {
   it('keeps progress while running and still needs work', () => {

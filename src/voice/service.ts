@@ -115,7 +115,8 @@ export class VoiceService {
       connection.on('error', (error) => log.warn('voice connection error', { error }));
       try {
         await entersState(connection, VoiceConnectionStatus.Ready, JOIN_TIMEOUT_MS);
-      } catch {
+      } catch (error) {
+        log.warn('the voice connection did not become ready', { channel: voiceChannelId, error });
         connection.destroy();
         return { ok: false, message: 'I could not connect to that voice channel. Check that I may connect and speak there.' };
       }

@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import type { VoiceConnection } from '@discordjs/voice';
 import { RealtimeConnectionError, type RealtimeClient } from '../gateway/realtime/client.ts';
 import type { RealtimeServerEvent } from '../gateway/realtime/events.ts';
+import { backoffDelay } from '../lib/backoff.ts';
 import type { Logger } from '../lib/log.ts';
 import { AnswerStreams } from './answer-streams.ts';
 import { FRAME_MS } from './audio/format.ts';
@@ -14,9 +15,17 @@ import { SpeechPlayer } from './speech-player.ts';
 // A live conversation in one voice channel, as an explicit state machine:
 //
 //   connecting ──realtime ready──▶ live ──socket lost──▶ reconnecting ──ready──▶ live
-//        │                          │  │                      └──key refused, too many attempts──▶ closed
-//        │                          │  └──renewal: a fresh session replaces the old, still live
+//        │                         │  ▲                   │  ▲   │
+//        │                         └──┘                   └──┘   └──key refused, too many attempts──▶ closed
+//        │             renewal: a fresh              attempt failed: the
+//        │             session replaces              next, after a backoff
+//        │             the old one
 //        └──────────── stop() from any state ──────────────▶ closed
+//
+// Each state holds what belongs to it: live its realtime client, the answers of that session, its
+// renewal triggers and its turn bookkeeping; reconnecting its attempt and the timer before it. The one
+// transition (the #state setter) releases what the old state held and the new one does not keep, so
+// nothing of a session that was replaced or lost can act on the next: its listeners are gone.
 //
 // The voice connection stays up throughout: a lost or expiring realtime session never makes the bot
 // leave the channel. Sessions are renewed before the gateway's limit at a quiet moment (nobody speaking,
@@ -24,7 +33,47 @@ import { SpeechPlayer } from './speech-player.ts';
 // margin before it whatever is going on. A gateway that ends sessions sooner than the spec's limit (it
 // says so with an expiry error before closing) teaches the session its real limit.
 
-export type VoiceSessionState = 'connecting' | 'live' | 'reconnecting' | 'closed';
+export type VoiceSessionState = SessionState['status'];
+
+interface ConnectingState {
+  readonly status: 'connecting';
+}
+
+/** One realtime session, and everything that lasts as long as it does. */
+interface LiveState {
+  readonly status: 'live';
+  readonly client: RealtimeClient;
+  /** This session's answers: a new session starts afresh. */
+  readonly answers: AnswerStreams;
+  readonly openedAt: number;
+  /** The gateway said this session reached its limit: it closes next. */
+  limitNoticed: boolean;
+  /** A user turn the gateway heard start and has not answered yet (speech_started or a commit, until response.created). */
+  turnPending: boolean;
+  /** Responses between response.created and response.done. */
+  openResponses: number;
+  /**
+   * What starts a renewal: the window opening (then the look for a quiet moment) and the forced one at
+   * the margin. Each is undefined once it fired, and both while a renewal is under way.
+   */
+  readonly renewal: { quiet: NodeJS.Timeout | undefined; forced: NodeJS.Timeout | undefined };
+  readonly onEvent: (event: RealtimeServerEvent) => void;
+  readonly onClose: (code: number, reason: string) => void;
+}
+
+interface ReconnectingState {
+  readonly status: 'reconnecting';
+  /** 1 for the first attempt after the session was lost. */
+  readonly attempt: number;
+  /** Until the attempt starts. */
+  readonly timer: NodeJS.Timeout;
+}
+
+interface ClosedState {
+  readonly status: 'closed';
+}
+
+type SessionState = ConnectingState | LiveState | ReconnectingState | ClosedState;
 
 export interface VoiceSessionOptions {
   guildId: string;
@@ -123,22 +172,9 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
   readonly #player: SpeechPlayer;
   readonly #pump: InputPump;
   readonly #listener: VoiceListener;
-  #state: VoiceSessionState = 'connecting';
-  #client: RealtimeClient | undefined;
-  /** The answers of the current realtime session: a new session starts afresh. */
-  #answers = new AnswerStreams();
+  #current: SessionState = { status: 'connecting' };
+  /** The gateway's limit as far as the session knows: learned from one realtime session for the next. */
   #sessionLimitMs: number;
-  /** When the current realtime session opened, and whether it said it reached its limit. */
-  #openedAt = 0;
-  #limitNoticed = false;
-  /** Renewal timers: the window opening, the forced renewal, the quiet-moment check. */
-  readonly #renewTimers = new Set<NodeJS.Timeout>();
-  #renewing = false;
-  /** A user turn the gateway heard start and has not answered yet (speech_started or a commit, until response.created). */
-  #turnPending = false;
-  /** Responses between response.created and response.done. */
-  #openResponses = 0;
-  #reconnectAttempts = 0;
   #commitTimer: NodeJS.Timeout | undefined;
   /** Problems told in the channel, and when. */
   readonly #told = new Map<string, number>();
@@ -148,7 +184,14 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
     this.#options = options;
     this.#sessionLimitMs = options.sessionLimitMs;
     this.#log = options.log.child({ guild: options.guildId });
-    this.#player = new SpeechPlayer({ prebufferMs: PREBUFFER_MS, log: this.#log, onFinished: (key) => this.#answers.finished(key) });
+    this.#player = new SpeechPlayer({
+      prebufferMs: PREBUFFER_MS,
+      log: this.#log,
+      onFinished: (key) => {
+        const state = this.#state;
+        if (state.status === 'live') state.answers.finished(key);
+      },
+    });
     const manual = options.settings.turnDetection === 'discord';
     this.#pump = new InputPump({
       mixer: this.#mixer,
@@ -182,48 +225,85 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
   }
 
   get state(): VoiceSessionState {
-    return this.#state;
+    return this.#current.status;
   }
 
   get speaking(): boolean {
     return this.#player.speaking;
   }
 
-  #setState(state: VoiceSessionState): void {
-    if (this.#state === state) return;
-    this.#log.info('voice session state', { from: this.#state, to: state });
-    this.#state = state;
-    this.emit('state', state);
+  get #state(): SessionState {
+    return this.#current;
+  }
+
+  /**
+   * The one transition. What the old state held and the new one does not keep is released: the realtime
+   * client's listeners are removed and it is closed, timers are cleared; what the new state holds is
+   * taken up. A change of status is logged and emitted; a renewal (live to live) is not a change anyone
+   * outside notices.
+   */
+  set #state(next: SessionState) {
+    const previous = this.#current;
+    if (previous.status === 'live') {
+      clearTimeout(previous.renewal.quiet);
+      clearTimeout(previous.renewal.forced);
+      const keptClient = next.status === 'live' && next.client === previous.client;
+      if (!keptClient) {
+        previous.client.off('event', previous.onEvent);
+        previous.client.off('close', previous.onClose);
+        previous.client.close(1000, next.status === 'live' ? 'renewed' : 'leaving the voice channel');
+      }
+      // What was still playing of a session that is gone is not an answer to anything any more.
+      if (next.status !== 'live') {
+        this.#pump.sink = undefined;
+        this.#player.stop();
+      }
+    } else if (previous.status === 'reconnecting') {
+      clearTimeout(previous.timer);
+    }
+    this.#current = next;
+    if (next.status === 'live' && (previous.status !== 'live' || previous.client !== next.client)) {
+      next.client.on('event', next.onEvent);
+      next.client.on('close', next.onClose);
+      this.#pump.sink = next.client;
+      this.#armRenewal(next, { quiet: true, forced: true });
+    }
+    if (previous.status !== next.status) {
+      this.#log.info('voice session state', { from: previous.status, to: next.status });
+      this.emit('state', next.status);
+    }
   }
 
   /** Opens the realtime session; throws (and closes) when it cannot. */
   async start(): Promise<void> {
+    let client: RealtimeClient;
     try {
-      this.#attach(await this.#options.connectRealtime());
+      client = await this.#options.connectRealtime();
     } catch (error) {
       this.stop();
       throw error;
     }
+    if (this.#state.status !== 'connecting') {
+      client.close(1000, 'leaving the voice channel');
+      throw new Error('the voice session was stopped while it connected');
+    }
     this.#pump.start();
-    this.#setState('live');
+    this.#state = this.#liveState(client);
   }
 
   /** Says a line in the channel as a forced message (it is a response turn of its own). */
   announce(text: string): void {
-    this.#client?.forceMessage(text, { interruptible: true });
+    const state = this.#state;
+    if (state.status === 'live') state.client.forceMessage(text, { interruptible: true });
   }
 
   stop(): void {
-    if (this.#state === 'closed') return;
-    this.#setState('closed');
-    this.#clearRenewal();
+    if (this.#state.status === 'closed') return;
+    this.#state = { status: 'closed' };
     clearTimeout(this.#commitTimer);
     this.#pump.stop();
     this.#listener.stop();
     this.#player.destroy();
-    const client = this.#client;
-    this.#client = undefined;
-    client?.close(1000, 'leaving the voice channel');
   }
 
   /** A user left the channel. */
@@ -231,97 +311,132 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
     this.#listener.forget(userId);
   }
 
-  #attach(client: RealtimeClient): void {
-    this.#client = client;
-    this.#answers = new AnswerStreams();
-    this.#turnPending = false;
-    this.#openResponses = 0;
-    this.#openedAt = Date.now();
-    this.#limitNoticed = false;
-    this.#pump.sink = client;
-    client.on('event', (event) => this.#onEvent(client, event));
-    client.on('close', (code, reason) => this.#onClose(client, code, reason));
+  /** A live state for a freshly opened realtime session (the #state setter attaches it). */
+  #liveState(client: RealtimeClient): LiveState {
+    const openedAt = Date.now();
     // A gateway that says when the session expires is believed.
     const expiresAt = client.sessionExpiresAt;
-    if (expiresAt !== undefined) this.#sessionLimitMs = Math.min(this.#sessionLimitMs, Math.max(MIN_SESSION_LIMIT_MS, expiresAt.getTime() - this.#openedAt));
-    this.#scheduleRenewal();
+    if (expiresAt !== undefined) this.#sessionLimitMs = Math.min(this.#sessionLimitMs, Math.max(MIN_SESSION_LIMIT_MS, expiresAt.getTime() - openedAt));
+    const live: LiveState = {
+      status: 'live',
+      client,
+      answers: new AnswerStreams(),
+      openedAt,
+      limitNoticed: false,
+      turnPending: false,
+      openResponses: 0,
+      renewal: { quiet: undefined, forced: undefined },
+      onEvent: (event) => this.#onEvent(live, event),
+      onClose: (code, reason) => this.#onClose(live, code, reason),
+    };
+    return live;
   }
 
   /** Nobody speaking, no turn waiting for its answer, no answer coming or playing: a renewal loses nothing. */
-  get #quiet(): boolean {
-    return this.#listener.speakers === 0 && this.#pump.quiet && !this.#turnPending && this.#openResponses === 0 && !this.#player.speaking;
+  #quiet(live: LiveState): boolean {
+    return this.#listener.speakers === 0 && this.#pump.quiet && !live.turnPending && live.openResponses === 0 && !this.#player.speaking;
   }
 
-  #scheduleRenewal(): void {
-    this.#clearRenewal();
+  /** When the renewal window opens and when the renewal is forced, for this realtime session. */
+  #renewalTimes(live: LiveState): { windowAt: number; forcedAt: number } {
     const { windowMs, marginMs } = this.#options.renewal ?? renewalTimes(this.#sessionLimitMs);
-    const endsAt = this.#openedAt + this.#sessionLimitMs;
-    const at = (time: number, run: () => void) => {
-      const timer = setTimeout(() => {
-        this.#renewTimers.delete(timer);
-        run();
-      }, Math.max(0, time - Date.now()));
-      this.#renewTimers.add(timer);
-    };
-    at(endsAt - windowMs, () => this.#renewWhenQuiet());
-    at(endsAt - marginMs, () => void this.#renew('the session limit is near'));
+    const endsAt = live.openedAt + this.#sessionLimitMs;
+    return { windowAt: endsAt - windowMs, forcedAt: endsAt - marginMs };
   }
 
-  #renewWhenQuiet(): void {
-    if (this.#quiet) {
-      void this.#renew('a quiet moment before the session limit');
+  #armRenewal(live: LiveState, triggers: { quiet: boolean; forced: boolean }): void {
+    const { windowAt, forcedAt } = this.#renewalTimes(live);
+    if (triggers.quiet) {
+      live.renewal.quiet = setTimeout(() => {
+        live.renewal.quiet = undefined;
+        this.#renewWhenQuiet(live);
+      }, Math.max(0, windowAt - Date.now()));
+    }
+    if (triggers.forced) {
+      live.renewal.forced = setTimeout(() => {
+        live.renewal.forced = undefined;
+        void this.#renew(live, 'the session limit is near');
+      }, Math.max(0, forcedAt - Date.now()));
+    }
+  }
+
+  #renewWhenQuiet(live: LiveState): void {
+    if (this.#quiet(live)) {
+      void this.#renew(live, 'a quiet moment before the session limit');
       return;
     }
     const check = setInterval(() => {
-      if (!this.#quiet) return;
+      if (!this.#quiet(live)) return;
       clearInterval(check);
-      this.#renewTimers.delete(check);
-      void this.#renew('a quiet moment before the session limit');
+      live.renewal.quiet = undefined;
+      void this.#renew(live, 'a quiet moment before the session limit');
     }, QUIET_CHECK_MS);
-    this.#renewTimers.add(check);
+    live.renewal.quiet = check;
   }
 
-  #clearRenewal(): void {
-    for (const timer of this.#renewTimers) clearTimeout(timer);
-    this.#renewTimers.clear();
+  /**
+   * A fresh session before the old one reaches the gateway's limit; the channel never notices. One
+   * renewal at a time: the triggers still waiting are disarmed while it runs, and if it fails, those
+   * whose time has not passed meanwhile are armed again (the forced renewal tries after a failed quiet
+   * one; after that the session ends at its limit and is reopened).
+   */
+  async #renew(live: LiveState, why: string): Promise<void> {
+    const waiting = { quiet: live.renewal.quiet !== undefined, forced: live.renewal.forced !== undefined };
+    clearTimeout(live.renewal.quiet);
+    clearTimeout(live.renewal.forced);
+    live.renewal.quiet = undefined;
+    live.renewal.forced = undefined;
+    let fresh: RealtimeClient;
+    try {
+      fresh = await this.#options.connectRealtime();
+    } catch (error) {
+      this.#log.warn('realtime renewal failed; the session continues until it ends', { error });
+      if (this.#state === live) this.#armRenewal(live, { quiet: waiting.quiet, forced: waiting.forced && this.#renewalTimes(live).forcedAt > Date.now() });
+      return;
+    }
+    if (this.#state !== live) {
+      fresh.close();
+      return;
+    }
+    this.#state = this.#liveState(fresh);
+    this.#log.info('realtime session renewed', { why });
   }
 
-  #onEvent(client: RealtimeClient, event: RealtimeServerEvent): void {
-    if (client !== this.#client) return;
+  #onEvent(live: LiveState, event: RealtimeServerEvent): void {
     switch (event.type) {
       case 'input_audio_buffer.speech_started':
-        this.#turnPending = true;
+        live.turnPending = true;
         this.#options.onActivity?.();
         this.#bargeIn();
         break;
       case 'response.created':
-        this.#turnPending = false;
-        this.#openResponses++;
-        this.#answers.responseCreated(event.responseId);
+        live.turnPending = false;
+        live.openResponses++;
+        live.answers.responseCreated(event.responseId);
         break;
       case 'input_audio_buffer.committed':
-        this.#turnPending = true;
-        this.#answers.turnCommitted();
+        live.turnPending = true;
+        live.answers.turnCommitted();
         break;
       case 'response.output_item.added':
       case 'conversation.item.created':
-        this.#answers.itemAdded(event.type === 'response.output_item.added' ? event.responseId : undefined, event.itemId, event.role);
+        live.answers.itemAdded(event.type === 'response.output_item.added' ? event.responseId : undefined, event.itemId, event.role);
         break;
       case 'response.output_audio.delta': {
-        const stream = this.#answers.audio(event);
+        const stream = live.answers.audio(event);
         if (!stream) break;
         this.#player.append(stream.key, event.audio);
         this.#options.onActivity?.();
         break;
       }
       case 'response.output_audio.done': {
-        const key = this.#answers.audioDone(event);
+        const key = live.answers.audioDone(event);
         if (key !== undefined) this.#player.end(key);
         break;
       }
       case 'response.done':
-        this.#openResponses = Math.max(0, this.#openResponses - 1);
-        for (const key of this.#answers.responseDone(event.responseId)) this.#player.end(key);
+        live.openResponses = Math.max(0, live.openResponses - 1);
+        for (const key of live.answers.responseDone(event.responseId)) this.#player.end(key);
         break;
       case 'conversation.item.input_audio_transcription.completed':
         if (event.transcript) this.#options.onTranscript?.('user', event.transcript);
@@ -330,7 +445,7 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
         if (event.transcript) this.#options.onTranscript?.('bot', event.transcript);
         break;
       case 'error':
-        if (isSessionLimitNotice(event)) this.#limitNoticed = true;
+        if (isSessionLimitNotice(event)) live.limitNoticed = true;
         if (isRoutineRealtimeError(event)) {
           this.#log.debug('realtime notice', { code: event.code, message: event.message, answers: event.clientEventType });
         } else {
@@ -359,99 +474,78 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
    * its error is routine). Late deltas of what was cut off are dropped (AnswerStreams).
    */
   #bargeIn(): void {
-    if (!this.#player.speaking) return;
+    // Only a live session has answers playing: leaving live stops them.
+    const live = this.#state;
+    if (live.status !== 'live' || !this.#player.speaking) return;
     const stopped = this.#player.stop();
-    const client = this.#client;
-    client?.cancelResponse();
+    live.client.cancelResponse();
     for (const { key, playedMs } of stopped) {
-      const answer = this.#answers.cutOff(key);
+      const answer = live.answers.cutOff(key);
       // Only a real item id can be truncated; an answer whose item the server never named is just cancelled.
-      if (answer?.itemId !== undefined) client?.truncate(answer.itemId, answer.contentIndex, playedMs);
+      if (answer?.itemId !== undefined) live.client.truncate(answer.itemId, answer.contentIndex, playedMs);
       this.#log.info('barge-in', { item: answer?.itemId, playedMs });
     }
   }
 
   #endManualTurn(): void {
-    const client = this.#client;
-    if (!client || this.#listener.speakers > 0) return;
-    client.commit();
-    client.createResponse();
-    this.#turnPending = true;
+    const live = this.#state;
+    if (live.status !== 'live' || this.#listener.speakers > 0) return;
+    live.client.commit();
+    live.client.createResponse();
+    live.turnPending = true;
   }
 
-  #onClose(client: RealtimeClient, code: number, reason: string): void {
-    if (client !== this.#client || this.#state === 'closed') return;
+  /** The realtime session ended without being asked to (its listener is removed when the bot closes it). */
+  #onClose(live: LiveState, code: number, reason: string): void {
     this.#log.warn('realtime session closed; reconnecting', { code, reason });
-    this.#clearRenewal();
-    const lived = Date.now() - this.#openedAt;
-    if (this.#limitNoticed && lived < this.#sessionLimitMs) {
+    const lived = Date.now() - live.openedAt;
+    if (live.limitNoticed && lived < this.#sessionLimitMs) {
       this.#sessionLimitMs = Math.max(MIN_SESSION_LIMIT_MS, lived);
       this.#log.info('the gateway ends realtime sessions sooner than expected; renewing before that from now on', { limitMs: this.#sessionLimitMs });
     }
-    this.#client = undefined;
-    this.#pump.sink = undefined;
-    this.#player.stop();
-    this.#setState('reconnecting');
-    void this.#reconnect();
+    this.#reconnectLater(1);
+  }
+
+  /** The first attempt goes at once, the next ones after a growing, jittered wait. */
+  #reconnectLater(attempt: number): void {
+    const { baseMs, maxMs } = this.#options.reconnect;
+    const failed = attempt - 1;
+    const delay = failed === 0 ? 0 : backoffDelay(failed - 1, { baseMs, maxMs, jitter: 0.5, spread: 'shorter' });
+    const reconnecting: ReconnectingState = { status: 'reconnecting', attempt, timer: setTimeout(() => void this.#reconnect(reconnecting), delay) };
+    this.#state = reconnecting;
   }
 
   /**
-   * Reopens a lost session with backoff. A refused key (or no key any more) ends it at once, and so do
-   * too many failed attempts: the channel is told why, rather than the bot sitting there deaf.
+   * Reopens a lost session. A refused key (or no key any more) ends it at once, and so do too many
+   * failed attempts: the channel is told why, rather than the bot sitting there deaf.
    */
-  async #reconnect(): Promise<void> {
-    while (this.#state === 'reconnecting') {
-      const { baseMs, maxMs, maxAttempts } = this.#options.reconnect;
-      const delay = this.#reconnectAttempts === 0 ? 0 : Math.min(maxMs, baseMs * 2 ** (this.#reconnectAttempts - 1)) * (0.5 + Math.random() / 2);
-      this.#reconnectAttempts++;
-      await new Promise((resolve) => setTimeout(resolve, delay));
-      if (this.#state !== 'reconnecting') return;
-      try {
-        const client = await this.#options.connectRealtime();
-        if (this.#state !== 'reconnecting') {
-          client.close();
-          return;
-        }
-        this.#attach(client);
-        this.#reconnectAttempts = 0;
-        this.#setState('live');
-      } catch (error) {
-        this.#log.warn('realtime reconnect failed', { attempt: this.#reconnectAttempts, error });
-        const final = finalFailure(error);
-        if (final !== undefined) return this.#giveUp(final);
-        if (this.#reconnectAttempts >= maxAttempts) {
-          const detail = error instanceof Error ? ` (last: ${error.message})` : '';
-          return this.#giveUp(`The voice model could not be reached after ${this.#reconnectAttempts} attempts${detail}. Try \`/voice join\` again in a while.`);
-        }
+  async #reconnect(reconnecting: ReconnectingState): Promise<void> {
+    let client: RealtimeClient;
+    try {
+      client = await this.#options.connectRealtime();
+    } catch (error) {
+      // Stopped meanwhile: there is nobody left to tell.
+      if (this.#state !== reconnecting) return;
+      this.#log.warn('realtime reconnect failed', { attempt: reconnecting.attempt, error });
+      const final = finalFailure(error);
+      if (final !== undefined) return this.#giveUp(final);
+      if (reconnecting.attempt >= this.#options.reconnect.maxAttempts) {
+        const detail = error instanceof Error ? ` (last: ${error.message})` : '';
+        return this.#giveUp(`The voice model could not be reached after ${reconnecting.attempt} attempts${detail}. Try \`/voice join\` again in a while.`);
       }
+      this.#reconnectLater(reconnecting.attempt + 1);
+      return;
     }
+    if (this.#state !== reconnecting) {
+      client.close();
+      return;
+    }
+    this.#state = this.#liveState(client);
   }
 
   #giveUp(reason: string): void {
     this.#log.warn('giving up on the realtime session', { reason });
     this.stop();
     this.#options.onGiveUp?.(reason);
-  }
-
-  /** A fresh session before the old one reaches the gateway's limit; the channel never notices. */
-  async #renew(why: string): Promise<void> {
-    if (this.#state !== 'live' || this.#renewing) return;
-    this.#renewing = true;
-    try {
-      const fresh = await this.#options.connectRealtime();
-      if (this.#state !== 'live') {
-        fresh.close();
-        return;
-      }
-      const old = this.#client;
-      this.#attach(fresh);
-      old?.close(1000, 'renewed');
-      this.#log.info('realtime session renewed', { why });
-    } catch (error) {
-      // The forced renewal tries again; after that the session ends at its limit and is reopened.
-      this.#log.warn('realtime renewal failed; the session continues until it ends', { error });
-    } finally {
-      this.#renewing = false;
-    }
   }
 }

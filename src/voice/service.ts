@@ -18,6 +18,10 @@ const DISCONNECTED_GRACE_MS = 5_000;
 const RECOVERY_TIMEOUT_MS = JOIN_TIMEOUT_MS;
 const DISCONNECTED_REASON = 'I was disconnected from the voice channel';
 const IDLE_CHECK_MS = 30_000;
+/** A lost realtime session is reopened at once, then after up to 0.5 s, 1 s, 2 s… 30 s (each cut by up to half at random); the conversation ends after 8 failed attempts. */
+const REALTIME_RECONNECT = { baseMs: 500, maxMs: 30_000, maxAttempts: 8 };
+/** Audio before the detected start of speech that server VAD keeps, so a turn's first syllable is not cut. */
+const VAD_PREFIX_PADDING_MS = 300;
 
 interface GuildVoice {
   session: VoiceSession;
@@ -128,7 +132,7 @@ export class VoiceService {
         botUserId: this.#deps.client.user?.id ?? '',
         log,
         sessionLimitMs: this.#deps.sessionLimitMs ?? REALTIME_SESSION_MAX_MS,
-        reconnect: { baseMs: 500, maxMs: 30_000, maxAttempts: 8 },
+        reconnect: REALTIME_RECONNECT,
         connectRealtime: async () => {
           const latest = await this.#deps.access.resolveGatewayAccess(guildId);
           if (!latest.ok) throw new VoiceAccessError(latest.message);
@@ -139,7 +143,7 @@ export class VoiceService {
             session: {
               voice: settings.voice,
               instructions: settings.instructions,
-              turnDetection: settings.turnDetection === 'discord' ? null : { type: 'server_vad', threshold: settings.vadThreshold, silenceDurationMs: settings.silenceMs, prefixPaddingMs: 300 },
+              turnDetection: settings.turnDetection === 'discord' ? null : { type: 'server_vad', threshold: settings.vadThreshold, silenceDurationMs: settings.silenceMs, prefixPaddingMs: VAD_PREFIX_PADDING_MS },
             },
             log,
           });

@@ -3,6 +3,7 @@ import type { VoiceConnection } from '@discordjs/voice';
 import { RealtimeConnectionError, type RealtimeClient } from '../gateway/realtime/client.ts';
 import type { RealtimeServerEvent } from '../gateway/realtime/events.ts';
 import { backoffDelay } from '../lib/backoff.ts';
+import { describeGatewayError } from '../messages/gateway-errors.ts';
 import type { Logger } from '../lib/log.ts';
 import { AnswerStreams } from './answer-streams.ts';
 import { FRAME_MS } from './audio/format.ts';
@@ -114,11 +115,9 @@ export class VoiceAccessError extends Error {}
 /** Why a failure to open the realtime session is final, as a sentence for the channel; undefined when retrying may help. */
 export function finalFailure(error: unknown): string | undefined {
   if (error instanceof VoiceAccessError) return error.message;
-  if (!(error instanceof RealtimeConnectionError)) return undefined;
-  const code = error.code === undefined ? '' : ` ${error.code}`;
-  if (error.status === 401) return `The gateway refuses this server's key (401${code}): a server admin can set a working one with \`/config key\`.`;
-  if (error.status === 403) return `This server's key may not use the voice model (403${code}): a server admin can change the key with \`/config key\` or the model with \`/voice settings\`.`;
-  return undefined;
+  // A refused key or a model the key may not use: another attempt gets the same answer.
+  if (!(error instanceof RealtimeConnectionError) || (error.status !== 401 && error.status !== 403)) return undefined;
+  return describeGatewayError(error, { key: 'in-use', purpose: 'use this voice model (`/voice settings` picks another)' });
 }
 
 type RealtimeErrorEvent = Extract<RealtimeServerEvent, { type: 'error' }>;

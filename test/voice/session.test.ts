@@ -218,7 +218,7 @@ describe('a voice session against a spec-faithful gateway', () => {
     realtime.refusals.push(401, 401, 401);
     socket.close(1011, 'restarting');
     await realtime.waitFor(() => reasons[0], 'giving up');
-    expect(reasons).toEqual(["The gateway refuses this server's key (401 invalid_api_key): a server admin can set a working one with `/config key`."]);
+    expect(reasons).toEqual(["The gateway refused the server's key (401 invalid_api_key): a server admin can set a working one with `/config key`."]);
     expect(realtime.refused - refusedBefore).toBe(1);
     expect(started.state).toBe('closed');
   });

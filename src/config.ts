@@ -4,6 +4,7 @@ import { LAYERS, DEFAULT_EDIT_PATH, DEFAULT_EXTENSION_PATH, DEFAULT_VENDOR, type
 import { LOG_LEVELS, type LogLevel } from './lib/log.ts';
 import { httpUrl, urlWith } from './lib/url.ts';
 import { MIN_ENCRYPTION_SECRET_LENGTH } from './settings/key-cipher.ts';
+import type { Result } from './lib/result.ts';
 
 export interface BotConfig {
   discordToken: string;
@@ -29,7 +30,8 @@ export interface BotConfig {
 
 export type Environment = Record<string, string | undefined>;
 
-export type ConfigResult = { ok: true; config: BotConfig } | { ok: false; problems: string[] };
+/** The configuration, or every variable that is missing or wrong (`message` lists them, one a line). */
+export type ConfigResult = Result<{ config: BotConfig }, { problems: string[] }>;
 
 export const DEFAULT_STORE_URL = 'sqlite://data/bot.sqlite';
 const SNOWFLAKE = /^\d{17,20}$/;
@@ -160,7 +162,7 @@ export function loadConfig(environment: Environment): ConfigResult {
   }
 
   if (problems.length > 0 || !discordToken || !gatewayBaseUrl || !gatewayWsUrl || !gatewayLayer || !logLevel) {
-    return { ok: false, problems };
+    return { ok: false, problems, message: problems.join('\n') };
   }
   return {
     ok: true,

@@ -7,6 +7,7 @@ import type { Logger } from '../lib/log.ts';
 import type { GatewayAccessResolver } from '../ports/gateway-access.ts';
 import { VoiceAccessError, VoiceSession, finalFailure } from './session.ts';
 import type { VoiceSettings, VoiceSettingsStore } from './settings.ts';
+import type { Result } from '../lib/result.ts';
 
 // Voice conversations, one per server: joining and leaving, telling the text channel, leaving empty or
 // idle channels, transcripts in a thread, and spoken notices from the rest of the bot.
@@ -54,7 +55,7 @@ function missingVoicePermissions(guild: Guild, channelId: string): string[] {
   return VOICE_PERMISSIONS.filter(([, flag]) => !permissions.has(flag)).map(([name]) => name);
 }
 
-export type JoinResult = { ok: true; alreadyThere?: boolean } | { ok: false; message: string };
+export type JoinResult = Result<{ alreadyThere?: boolean }>;
 
 export interface VoiceServiceDeps {
   client: Client;

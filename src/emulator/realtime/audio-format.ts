@@ -1,4 +1,5 @@
 import { isRecord } from '../../lib/json.ts';
+import type { Result } from '../../lib/result.ts';
 
 // The realtime audio formats of docs/gateway.md ("Audio formats"): `audio/pcm` (16-bit little-endian, 8000-48000 Hz) and
 // the G.711 pair `audio/pcmu` (mu-law) and `audio/pcma` (A-law) at 8 kHz, base64 in JSON. The session
@@ -16,7 +17,7 @@ export const DEFAULT_AUDIO_FORMAT: AudioFormat = { type: 'audio/pcm', rate: 24_0
 const PCM_RATE = { min: 8000, max: 48_000 } as const;
 const G711_RATE = 8000;
 
-export type FormatReading = { ok: true; format: AudioFormat } | { ok: false; param: string; message: string };
+export type FormatReading = Result<{ format: AudioFormat }, { param: string }>;
 
 /**
  * A `format` object of `session.update` (`param` is where it sits, for the error), over the current one:

@@ -74,6 +74,8 @@ export class KeyRegistry {
   }
 
   charge(account: KeyAccount, usd: number): void {
+    // A charge can only take from the quota: a negative or NaN price is a fault, never a gift.
+    if (!(usd >= 0)) throw new Error(`refusing to charge an invalid amount (${usd})`);
     if (usd > account.remainingUsd + 1e-9) {
       throw new HttpError(429, 'insufficient_quota', `Insufficient quota: this request is estimated at $${usd.toFixed(2)} and $${account.remainingUsd.toFixed(2)} remains.`);
     }

@@ -26,9 +26,9 @@ import { HttpError } from './http.ts';
 const MAX_PROMPT_LENGTH = 4096;
 const PRICE_PER_SECOND_USD: Record<string, number> = { '480p': 0.05, '720p': 0.08, '1080p': 0.14 };
 
+/** What a task keeps of its request: not the prompt, which may be a megabyte and is never read again. */
 export interface AcceptedRequest {
   model: string;
-  prompt: string | undefined;
   /** Seconds of video the task produces (for pricing and the result's duration). */
   seconds: number;
   resolution: string;
@@ -140,7 +140,13 @@ function referenceImages(body: Readonly<Record<string, unknown>>): number {
   return value.length;
 }
 
-function price(resolution: string, seconds: number): number {
+/**
+ * What an accepted request is charged at submission. Only a valid request has a price: one that will fail
+ * (duration out of range, a conflicting mode) is charged nothing, so a negative or absurd duration can
+ * neither raise the quota nor be refused for a quota it would never spend.
+ */
+function price(resolution: string, seconds: number, asyncFailure: AcceptedRequest['asyncFailure']): number {
+  if (asyncFailure || !(seconds > 0)) return 0;
   return (PRICE_PER_SECOND_USD[resolution] ?? PRICE_PER_SECOND_USD['720p']!) * seconds;
 }
 
@@ -176,7 +182,7 @@ export function acceptRequest(operation: VideoOperation, layer: Layer, body: Rea
       }
       seconds = added;
     }
-    return { model, prompt, seconds, resolution: '720p', costUsd: price('720p', seconds), storage, uploadUrl: upload, asyncFailure };
+    return { model, seconds, resolution: '720p', costUsd: price('720p', seconds, asyncFailure), storage, uploadUrl: upload, asyncFailure };
   }
 
   let resolution = oneOf(optionalString(body, 'resolution'), RESOLUTIONS, 'resolution');
@@ -206,5 +212,5 @@ export function acceptRequest(operation: VideoOperation, layer: Layer, body: Rea
   }
   if (images > 0 && finalResolution === '1080p') failWith('failed_precondition', 'Reference-image mode allows at most 720p.');
 
-  return { model, prompt, seconds, resolution: finalResolution, costUsd: price(finalResolution, seconds), storage, uploadUrl: upload, asyncFailure };
+  return { model, seconds, resolution: finalResolution, costUsd: price(finalResolution, seconds, asyncFailure), storage, uploadUrl: upload, asyncFailure };
 }

@@ -13,7 +13,7 @@ let emulator: Emulator;
 beforeAll(async () => {
   emulator = await startEmulator({
     config: {
-      keys: { 'classic-key-0001': { group: 'classic', quota_usd: 1 } },
+      keys: { 'classic-key-0001': { group: 'classic', quota_usd: 1 }, 'pricing-key-0001': { group: 'default', quota_usd: 1 } },
       groups: { classic: { models: ['svc-imagine-video'] } },
       timing: { generation_ms: 80, task_timeout_ms: 400, url_ttl_ms: 300 },
       limits: { rate_per_minute: 100_000, concurrent_tasks: 1000 },
@@ -378,6 +378,32 @@ describe('quota', () => {
     const failed = (await waitUntilDone('compat', id)).body as { status: string; error: { code: string } };
     expect(failed).toMatchObject({ status: 'failed', error: { code: 'internal_error' } });
     expect(emulator.quotaUsd(KEY)).toBeCloseTo(before, 6);
+  });
+
+  it.each([
+    ['a negative duration', '/v1/videos/generations', { duration: -1000 }],
+    ['a negative seconds alias', '/v1/videos/generations', { seconds: -1000 }],
+    ['a negative duration', '/native/v1/videos/generations', { duration: -1000 }],
+    ['a negative extension', '/v1/videos/extensions', { duration: -1000, video: { url: 'https://clips.example/a.mp4' } }],
+  ])('charges nothing for %s on %s, and never raises the quota', async (_label, path, extra) => {
+    const key = 'pricing-key-0001';
+    const before = emulator.quotaUsd(key);
+    const answer = await call('POST', path, { model: 'svc-imagine-video-1.5', prompt: 'x', ...extra }, { key });
+    expect(answer.status).toBe(200);
+    expect(emulator.quotaUsd(key)).toBe(before);
+    const layer = path.startsWith('/native/') ? 'native' : 'compat';
+    const body = answer.body as { task_id?: string; request_id?: string };
+    const done = await waitUntilDone(layer, (layer === 'native' ? body.request_id : body.task_id)!);
+    expect(done.body).toMatchObject({ status: 'failed', error: { code: 'invalid_argument' }, usage: { cost_in_usd_ticks: 0 } });
+    expect(emulator.quotaUsd(key)).toBe(before);
+  });
+
+  it('prices only valid requests: a duration far out of range fails the task, not the quota check', async () => {
+    // At $0.05 a second this would cost $50,000 against a $1 quota, were it priced.
+    const answer = await call('POST', '/v1/videos/generations', { model: 'svc-imagine-video-1.5', prompt: 'x', duration: 1_000_000 }, { key: 'pricing-key-0001' });
+    expect(answer.status).toBe(200);
+    const done = await waitUntilDone('compat', (answer.body as { task_id: string }).task_id);
+    expect(done.body).toMatchObject({ status: 'failed', error: { code: 'invalid_argument' }, usage: { cost_in_usd_ticks: 0 } });
   });
 
   it('refuses a video the remaining quota cannot pay for', async () => {

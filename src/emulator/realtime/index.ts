@@ -16,6 +16,8 @@ import { waitUntil } from '../../lib/wait-until.ts';
 
 const REALTIME_PATH = '/native/v1/realtime';
 const SESSION_EXPIRED_CLOSE = 1000;
+/** The largest client message: a bigger frame closes its connection with 1009 (message too big). */
+export const MAX_REALTIME_MESSAGE_BYTES = 16 * 1024 * 1024;
 
 export interface RealtimeHandle {
   readonly sessions: RealtimeSession[];
@@ -40,7 +42,7 @@ export function attachRealtime(server: Server, deps: RealtimeDeps): RealtimeHand
   const acceptedProtocol = new WeakMap<IncomingMessage, string>();
   const sockets = new WebSocketServer({
     noServer: true,
-    maxPayload: 16 * 1024 * 1024,
+    maxPayload: MAX_REALTIME_MESSAGE_BYTES,
     handleProtocols: (_offered, request) => acceptedProtocol.get(request) ?? false,
   });
   // Every answer carries a request id (docs/gateway.md, "Request ids"), the 101 of an accepted upgrade too.
@@ -127,6 +129,10 @@ export function attachRealtime(server: Server, deps: RealtimeDeps): RealtimeHand
         deps.log.error('realtime message handling failed', { session: session.id, error });
       }
     });
+    // A protocol fault of one client (a frame over the limit, a bad opcode, invalid UTF-8) is reported
+    // here while ws closes that connection with the fitting code (1009, 1002, 1007); without a listener
+    // the error would end the whole process.
+    socket.on('error', (error) => deps.log.info('realtime connection closed for a protocol fault', { session: session.id, error: error.message }));
     socket.on('close', () => {
       clearTimeout(limit);
       timers.delete(limit);

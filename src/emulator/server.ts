@@ -1,10 +1,25 @@
 import { EventEmitter } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { isRecord } from '../lib/json.ts';
 import { LAYER_PREFIX, type Layer, type VideoOperation } from '../gateway/spec.ts';
 import { silentLogger, type Logger } from '../lib/log.ts';
 import { resolveConfig, type EmulatorConfig, type EmulatorConfigInput } from './config.ts';
-import { HttpError, invalidTargetError, layerOfPath, newRequestId, parseRequestTarget, readJsonObject, sendError, sendJson } from './http.ts';
+import {
+  closeAfterAnswer,
+  HttpError,
+  invalidTargetError,
+  layerOfPath,
+  MAX_HEADER_BYTES,
+  missingHostError,
+  newRequestId,
+  parseRequestTarget,
+  readJsonObject,
+  sendError,
+  sendErrorOnSocket,
+  sendJson,
+  unparsableRequestError,
+} from './http.ts';
 import { KeyRegistry, keyIdOf, type KeyAccount } from './keys.ts';
 import { attachRealtime, type RealtimeHandle } from './realtime/index.ts';
 import { renderCompat, renderNative } from './render.ts';
@@ -223,21 +238,75 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     }
   }
 
-  const server = createServer((request, response) => {
+  function record(entry: JournalEntry): void {
+    appendBounded(journal, entry, MAX_JOURNAL_ENTRIES);
+    const bodyToForget = journal[journal.length - 1 - MAX_JOURNAL_BODIES];
+    if (bodyToForget) delete bodyToForget.body;
+    journalEvents.emit('entry', entry);
+  }
+
+  /** The request each connection is answering, so that a fault in its body is answered in its name. */
+  const answering = new WeakMap<Duplex, { requestId: string; layer: Layer; response: ServerResponse }>();
+
+  /** Every request Node parsed; `refusal` answers it without routing (an expectation the emulator cannot meet). */
+  function handle(request: IncomingMessage, response: ServerResponse, refusal?: HttpError): void {
     const requestId = newRequestId();
     response.setHeader('x-request-id', requestId);
     const target = parseRequestTarget(request.url);
     const path = target?.pathname ?? request.url ?? '/';
     const entry: JournalEntry = { method: request.method ?? 'GET', path, status: 0, requestId, at: Date.now() };
-    (target ? route(request, response, path, entry) : Promise.reject(invalidTargetError()))
+    const { socket } = request;
+    answering.set(socket, { requestId, layer: layerOfPath(path), response });
+    response.once('finish', () => {
+      if (answering.get(socket)?.response === response) answering.delete(socket);
+    });
+    const problem = refusal ?? (target ? (request.httpVersion === '1.1' && request.headers.host === undefined ? missingHostError() : undefined) : invalidTargetError());
+    (problem ? Promise.reject(problem) : route(request, response, path, entry))
       .catch((error: unknown) => answerFailure(request, response, path, error))
       .finally(() => {
         entry.status = response.statusCode;
-        appendBounded(journal, entry, MAX_JOURNAL_ENTRIES);
-        const bodyToForget = journal[journal.length - 1 - MAX_JOURNAL_BODIES];
-        if (bodyToForget) delete bodyToForget.body;
-        journalEvents.emit('entry', entry);
+        record(entry);
       });
+  }
+
+  /** Connections already answered for a parse error: Node reports each later chunk they send again. */
+  const brokenConnections = new WeakSet<Duplex>();
+
+  /**
+   * A request Node could not parse (bad request line, header overflow, bad chunk, a timeout). Node would
+   * answer it bare (no request id, no body); the emulator answers in the spec's format: in the layer of
+   * the request whose body broke when there is one, else in the compatibility envelope, since no path
+   * was read. An answer already begun is not interrupted by a second one.
+   */
+  function answerUnparsable(error: Error & { code?: string }, socket: Duplex): void {
+    if (brokenConnections.has(socket)) return;
+    brokenConnections.add(socket);
+    const current = answering.get(socket);
+    if (error.code === 'ECONNRESET' || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    if (current?.response.headersSent) {
+      if (current.response.writableEnded) closeAfterAnswer(socket);
+      else socket.destroy();
+      return;
+    }
+    log.info('emulator answered a request it could not parse', { code: error.code });
+    sendErrorOnSocket(socket, current?.layer ?? 'compat', unparsableRequestError(error.code), current?.requestId ?? newRequestId());
+  }
+
+  const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, requireHostHeader: false }, handle);
+  server.on('clientError', answerUnparsable);
+  server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) =>
+    handle(request, response, new HttpError(417, 'invalid_request_error', `Expect: ${request.headers.expect ?? ''} cannot be met; only 100-continue is supported.`)),
+  );
+  // The emulator is no proxy: a CONNECT is a wrong method, answered like one, and its connection closed.
+  server.on('connect', (request: IncomingMessage, socket: Duplex) => {
+    socket.on('error', (error) => log.debug('CONNECT connection failed', { error: error.message }));
+    const requestId = newRequestId();
+    const path = request.url ?? '';
+    sendErrorOnSocket(socket, layerOfPath(path), new HttpError(405, 'invalid_request_error', 'CONNECT is not supported: the gateway is not a proxy.'), requestId);
+    record({ method: 'CONNECT', path, status: 405, requestId, at: Date.now() });
   });
 
   await new Promise<void>((resolve, reject) => {

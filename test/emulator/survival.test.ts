@@ -58,3 +58,24 @@ describe('a realtime frame over the size limit', () => {
     again.close();
   });
 });
+
+describe('connections that end abruptly', () => {
+  it.each([
+    ['an upgrade refused for its path', 'GET /nowhere HTTP/1.1\r\nHost: e\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n'],
+    ['an upgrade refused for its key', `GET ${REALTIME} HTTP/1.1\r\nHost: e\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nAuthorization: Bearer nope-nope-nope\r\n\r\n`],
+    ['a CONNECT', 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n'],
+    ['a request Node cannot parse', 'GET / HTTP/1.1\r\nHost: e\r\nBad Header\r\n\r\n'],
+  ])('a client that resets the connection right after %s leaves the process up', async (_label, request) => {
+    const { connect } = await import('node:net');
+    for (let attempt = 0; attempt < 20; attempt++) {
+      const socket = connect(emulator.port, '127.0.0.1');
+      await once(socket, 'connect');
+      socket.write(request);
+      // The emulator answers into a connection the client has already torn down.
+      socket.resetAndDestroy();
+      await once(socket, 'close');
+    }
+    expect(await modelsStatus()).toBe(200);
+    expect(emulator.exited()).toBeUndefined();
+  });
+});

@@ -6,7 +6,7 @@ import { realtimeSubprotocolPrefixes } from '../../gateway/spec.ts';
 import type { RealtimeAuthorization, RealtimeDeps } from './deps.ts';
 import { DEFAULT_REALTIME_OPTIONS, RealtimeSession, type JournaledEvent, type RealtimeOptions } from './session.ts';
 import { websocketText } from '../../lib/websocket-text.ts';
-import { newRequestId, parseRequestTarget } from '../http.ts';
+import { answerOnSocket, newRequestId, parseRequestTarget } from '../http.ts';
 import { waitUntil } from '../../lib/wait-until.ts';
 
 // The realtime endpoint: `wss://…/native/v1/realtime?model=…`, authorised by the Authorization header or
@@ -29,12 +29,7 @@ export interface RealtimeHandle {
 }
 
 function refuse(socket: Duplex, status: number, body: Record<string, unknown>): void {
-  const text = JSON.stringify(body);
-  const reason = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found' }[status] ?? 'Error';
-  socket.end(
-    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\n` +
-      `X-Request-Id: ${newRequestId()}\r\nConnection: close\r\n\r\n${text}`,
-  );
+  answerOnSocket(socket, status, body, newRequestId());
 }
 
 export function attachRealtime(server: Server, deps: RealtimeDeps): RealtimeHandle {
@@ -47,6 +42,9 @@ export function attachRealtime(server: Server, deps: RealtimeDeps): RealtimeHand
   });
   // Every answer carries a request id (docs/gateway.md, "Request ids"), the 101 of an accepted upgrade too.
   sockets.on('headers', (headers) => headers.push(`X-Request-Id: ${newRequestId()}`));
+  // A handshake ws cannot accept (no or a bad Sec-WebSocket-Key or -Version, Upgrade other than websocket)
+  // is refused like every other upgrade, not with ws's own bare text answer.
+  sockets.on('wsClientError', (error: Error, socket: Duplex) => refuse(socket, 400, { code: 'invalid_request_error', error: `${error.message}.` }));
   const sessions: RealtimeSession[] = [];
   const events = new EventEmitter();
   events.setMaxListeners(0);
@@ -141,6 +139,8 @@ export function attachRealtime(server: Server, deps: RealtimeDeps): RealtimeHand
   }
 
   server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+    // Node leaves an upgraded connection's errors to its new owner: a client that resets it must not end the process.
+    socket.on('error', (error) => deps.log.debug('realtime upgrade connection failed', { error: error.message }));
     const url = parseRequestTarget(request.url);
     if (!url) {
       refuse(socket, 400, { code: 'invalid_request_error', error: 'The request target is not a valid URL path.' });
@@ -148,6 +148,10 @@ export function attachRealtime(server: Server, deps: RealtimeDeps): RealtimeHand
     }
     if (url.pathname !== REALTIME_PATH) {
       refuse(socket, 404, { code: 'not_found', error: `No websocket route ${url.pathname}.` });
+      return;
+    }
+    if (request.method !== 'GET') {
+      refuse(socket, 405, { code: 'invalid_request_error', error: 'A websocket upgrade uses GET.' });
       return;
     }
     const model = url.searchParams.get('model');

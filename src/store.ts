@@ -33,27 +33,66 @@ export class StoredRecordError extends Error {
   }
 }
 
+/**
+ * The store did not answer (a connection lost or refused, a server stalled past the deadline): nothing can
+ * be said about the record, so this is never taken as "no record". Whoever asked tries again later.
+ */
+export class StoreUnavailableError extends Error {
+  constructor(message: string, cause?: unknown) {
+    super(message, cause === undefined ? undefined : { cause });
+    this.name = 'StoreUnavailableError';
+  }
+}
+
+/** Every store call answers within this, or fails with StoreUnavailableError (a stalled Redis queues commands). */
+export const STORE_DEADLINE_MS = 5_000;
+/** How long the start waits for the store to accept a connection, in calls' deadlines. */
+const CONNECT_DEADLINES = 3;
+/** Commands node-redis keeps for a lost connection; beyond it new ones fail at once instead of piling up. */
+const REDIS_QUEUE_MAX = 10_000;
 const SQLITE_BUSY_TIMEOUT_MS = 5_000;
 // The adapter pages with LIMIT/OFFSET; its default page of 10 makes a restart with many tasks quadratic.
 const ITERATION_PAGE = 500;
 
 type AdapterFactory = (collection: string) => KeyvSqlite | KeyvRedis<unknown>;
 
+/** `work`, or StoreUnavailableError when it fails or takes longer than `deadlineMs` (it may still land later). */
+async function withinDeadline<T>(work: Promise<T>, deadlineMs: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new StoreUnavailableError(`the store did not answer within ${deadlineMs} ms (${what})`)), deadlineMs);
+  });
+  try {
+    return await Promise.race([work, late]);
+  } catch (error) {
+    if (error instanceof StoreUnavailableError) throw error;
+    throw new StoreUnavailableError(`the store failed (${what})`, error);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 class KeyvCollection<T> implements Collection<T> {
   readonly #name: string;
   readonly #keyv: Keyv;
   readonly #parse: Parse<T>;
   readonly #log: Logger;
+  readonly #deadlineMs: number;
 
-  constructor(name: string, keyv: Keyv, parse: Parse<T>, log: Logger) {
+  constructor(name: string, keyv: Keyv, parse: Parse<T>, log: Logger, deadlineMs: number) {
     this.#name = name;
     this.#keyv = keyv;
     this.#parse = parse;
     this.#log = log;
+    this.#deadlineMs = deadlineMs;
+  }
+
+  #call<R>(what: string, id: string, work: () => Promise<R>): Promise<R> {
+    return withinDeadline(work(), this.#deadlineMs, `${what} ${this.#name} ${id}`);
   }
 
   async get(id: string): Promise<T | undefined> {
-    const raw: unknown = await this.#keyv.get(id);
+    const raw: unknown = await this.#call('read', id, () => this.#keyv.get(id));
     if (raw === undefined) return undefined;
     try {
       return this.#parse(raw);
@@ -63,23 +102,33 @@ class KeyvCollection<T> implements Collection<T> {
   }
 
   async set(id: string, value: T, ttlMs?: number): Promise<void> {
-    const written = await this.#keyv.set(id, value, ttlMs);
-    if (!written) throw new Error(`could not write ${this.#name} record ${id}`);
+    const written = await this.#call('write', id, () => this.#keyv.set(id, value, ttlMs));
+    if (!written) throw new StoreUnavailableError(`could not write ${this.#name} record ${id}`);
   }
 
   async delete(id: string): Promise<boolean> {
-    return this.#keyv.delete(id);
+    return this.#call('delete', id, () => this.#keyv.delete(id));
   }
 
   async *entries(): AsyncIterable<[string, T]> {
     if (!this.#keyv.iterator) throw new Error(`the ${this.#name} store cannot be iterated`);
-    for await (const [key, raw] of this.#keyv.iterator(undefined) as AsyncGenerator<[string, unknown]>) {
-      if (raw === undefined) continue;
-      try {
-        yield [key, this.#parse(raw)];
-      } catch (error) {
-        this.#log.warn('skipping an unreadable stored record', { collection: this.#name, id: key, error });
+    const records = this.#keyv.iterator(undefined) as AsyncGenerator<[string, unknown]>;
+    try {
+      for (;;) {
+        // Each page has the deadline of one call: a whole scan may take as long as it needs.
+        const step = await this.#call('scan', '', () => records.next());
+        if (step.done) return;
+        const [key, raw] = step.value;
+        if (raw === undefined) continue;
+        try {
+          yield [key, this.#parse(raw)];
+        } catch (error) {
+          this.#log.warn('skipping an unreadable stored record', { collection: this.#name, id: key, error });
+        }
       }
+    } finally {
+      // Not awaited: after a deadline the scan is still waiting for its page, and would hold this up.
+      records.return(undefined).catch(() => undefined);
     }
   }
 }
@@ -122,7 +171,13 @@ function redactUrl(url: string): string {
   return url.replace(/\/\/[^@/]*@/, '//***@');
 }
 
-export async function openStore(url: string, log: Logger): Promise<Store> {
+export interface StoreOptions {
+  /** Each call's deadline; default STORE_DEADLINE_MS (tests of a stalled store shorten it). */
+  deadlineMs?: number;
+}
+
+export async function openStore(url: string, log: Logger, options: StoreOptions = {}): Promise<Store> {
+  const deadlineMs = options.deadlineMs ?? STORE_DEADLINE_MS;
   let kind: Store['kind'];
   let createAdapter: AdapterFactory;
   let closeConnection: () => Promise<void>;
@@ -169,12 +224,20 @@ export async function openStore(url: string, log: Logger): Promise<Store> {
     };
   } else {
     kind = 'redis';
-    const client: RedisClientType = createClient({ url });
+    const client: RedisClientType = createClient({ url, commandsQueueMaxLength: REDIS_QUEUE_MAX, socket: { connectTimeout: deadlineMs } });
     client.on('error', (error: unknown) => log.error('redis connection error', { error }));
-    await client.connect();
-    createAdapter = (collection) => new KeyvRedis(client, { namespace: collection, keyPrefixSeparator: ':' });
+    const connectDeadlineMs = CONNECT_DEADLINES * deadlineMs;
+    try {
+      await withinDeadline(client.connect(), connectDeadlineMs, 'connect');
+    } catch (error) {
+      client.destroy();
+      throw new StoreUnavailableError(`could not connect to the store at STORE_URL ${redactUrl(url)} within ${connectDeadlineMs / 1000} s`, error);
+    }
+    // Errors are thrown, not swallowed: a read that fails must never look like "no record".
+    createAdapter = (collection) => new KeyvRedis(client, { namespace: collection, keyPrefixSeparator: ':', throwOnErrors: true });
     closeConnection = async () => {
-      await client.close();
+      // A graceful close waits for queued commands, which a lost server never answers.
+      await withinDeadline(client.close(), deadlineMs, 'close').catch(() => client.destroy());
     };
   }
 
@@ -186,9 +249,10 @@ export async function openStore(url: string, log: Logger): Promise<Store> {
     collection<T>(name: string, parse: Parse<T>): Collection<T> {
       if (openCollections.has(name)) throw new Error(`collection ${name} is already open`);
       openCollections.add(name);
-      const keyv = new Keyv({ store: createAdapter(name), namespace: name, serialize: serializeStored, deserialize: deserializeStored });
-      keyv.on('error', (error: unknown) => log.error('store error', { collection: name, error }));
-      return new KeyvCollection<T>(name, keyv, parse, log);
+      const keyv = new Keyv({ store: createAdapter(name), namespace: name, serialize: serializeStored, deserialize: deserializeStored, throwOnErrors: true });
+      // Thrown to the caller, who logs it with what it was doing; here only for debugging.
+      keyv.on('error', (error: unknown) => log.debug('store error', { collection: name, error }));
+      return new KeyvCollection<T>(name, keyv, parse, log, deadlineMs);
     },
     async close() {
       await closeConnection();

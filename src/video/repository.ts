@@ -9,6 +9,12 @@ import { needsWork, parseTaskRecord, type TaskRecord } from './record.ts';
 // task ids, and each member's recent tasks for /video list.
 
 const RECENT_PER_USER = 25;
+/**
+ * Index marks this process keeps for active tasks. A task that ends is unmarked when it is saved as
+ * finished; one that vanishes without that (deleted, or followed by another process) would stay, so the
+ * oldest marks go beyond this many: a mark only spares a write, and a lost one costs one.
+ */
+const MAX_MARKS = 100_000;
 /** Finished tasks are kept this long (for /video status, edits and extensions of them), then dropped. */
 const FINISHED_TASK_TTL_MS = 90 * 24 * 3600_000;
 
@@ -36,6 +42,15 @@ export function newTaskId(now = Date.now()): string {
 function taskIdCreatedAt(id: string): number | undefined {
   const time = /^v([0-9a-z]+)[0-9a-f]{12}$/.exec(id)?.[1];
   return time === undefined ? undefined : Number.parseInt(time, 36);
+}
+
+/** Adds `id` to a set of marks, forgetting the oldest beyond MAX_MARKS (a Set keeps insertion order). */
+function mark(marks: Set<string>, id: string): void {
+  marks.add(id);
+  for (const oldest of marks) {
+    if (marks.size <= MAX_MARKS) break;
+    marks.delete(oldest);
+  }
 }
 
 export class TaskRepository {
@@ -81,7 +96,7 @@ export class TaskRepository {
     await this.#tasks.set(task.id, task, active ? undefined : FINISHED_TASK_TTL_MS);
     if (task.gatewayId && !this.#gatewayIdIndexed.has(task.id)) {
       await this.#byGatewayId.set(`${task.layer}:${task.gatewayId}`, task.id, FINISHED_TASK_TTL_MS);
-      if (active) this.#gatewayIdIndexed.add(task.id);
+      if (active) mark(this.#gatewayIdIndexed, task.id);
     }
     if (!active) {
       await this.#active.delete(task.id);
@@ -89,7 +104,7 @@ export class TaskRepository {
       this.#gatewayIdIndexed.delete(task.id);
     } else if (!this.#markedActive.has(task.id)) {
       await this.#active.set(task.id, true);
-      this.#markedActive.add(task.id);
+      mark(this.#markedActive, task.id);
     }
   }
 

@@ -1,5 +1,6 @@
 import type { TaskResult } from '../gateway/types.ts';
 import type { Logger } from '../lib/log.ts';
+import { StoreUnavailableError, StoredRecordError } from '../store.ts';
 import { applyResult } from './apply-result.ts';
 import type { VideoDelivery } from './delivery.ts';
 import type { GatewayResolver } from './gateway-resolver.ts';
@@ -48,6 +49,8 @@ export class TaskTracker {
   readonly #deliveryQueue = new Map<string, { task: TaskRecord; result: TaskResult } | undefined>();
   readonly #deliveries = new Set<Promise<void>>();
   readonly #finishedListeners: FinishedListener[] = [];
+  /** Tasks whose last step failed in the store itself, and how many times in a row: the backoff grows. */
+  readonly #storeFailures = new Map<string, number>();
   /** Tasks created since then belong to this process: one still "submitting" is being sent right now. */
   readonly #startedAt: number;
   #timer: NodeJS.Timeout | undefined;
@@ -159,6 +162,7 @@ export class TaskTracker {
     let task: TaskRecord | undefined;
     try {
       task = await this.#repository.get(id);
+      this.#storeFailures.delete(id);
       if (!task || !needsWork(task)) return;
       if (isTerminal(task.state)) {
         this.#queueDelivery(id);
@@ -179,6 +183,7 @@ export class TaskTracker {
     let task: TaskRecord | undefined = found?.task;
     try {
       task ??= await this.#repository.get(id);
+      this.#storeFailures.delete(id);
       if (!task || !needsWork(task) || !isTerminal(task.state)) return;
       const next = await this.#delivery.deliver(task, await this.#gateways.clientFor(task), found?.result);
       if (needsWork(next)) this.#reschedule(id, this.#options.policy.intervalMs);
@@ -188,10 +193,29 @@ export class TaskTracker {
   }
 
   async #recover(id: string, task: TaskRecord | undefined, error: unknown): Promise<void> {
-    await this.#failed(id, task, error).catch((handlingError: unknown) => {
-      this.#log.error('could not record a failed task step; trying again later', { task: id, error: handlingError });
-      this.#reschedule(id, this.#options.policy.errorBackoffMs.max);
-    });
+    let storeError = error;
+    if (!(error instanceof StoreUnavailableError)) {
+      try {
+        await this.#failed(id, task, error);
+        this.#storeFailures.delete(id);
+        return;
+      } catch (recordingError) {
+        storeError = recordingError;
+      }
+    }
+    if (storeError instanceof StoredRecordError) {
+      // Nothing can be done with a record that does not parse; it stays in the store for a person to look at.
+      this.#storeFailures.delete(id);
+      this.#log.error('a stored video task is unreadable; it is no longer followed', { task: id, error: storeError });
+      return;
+    }
+    // The store could not say where the task stands, or record the failure: never taken as "gone", and not
+    // counted against the task (the gateway and Discord did nothing wrong).
+    const failures = (this.#storeFailures.get(id) ?? 0) + 1;
+    this.#storeFailures.set(id, failures);
+    const delay = errorBackoffDelay(this.#options.policy, failures, this.#options.random);
+    this.#log.warn('the store failed during a task step; trying again', { task: id, failures, retryInMs: delay, error: storeError });
+    this.#reschedule(id, delay);
   }
 
   /** A step failed: back off and try again, or close the task when its time or its tries are up. */

@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/lib/log.ts';
-import { openStore, StoredRecordError, type Store } from '../../src/store.ts';
+import { openStore, StoredRecordError, StoreUnavailableError, type Store } from '../../src/store.ts';
+import { startOwnRedis, type OwnRedis } from '../support/redis-server.ts';
 
 interface Note {
   text: string;
@@ -109,4 +110,47 @@ describe('the redis store', () => {
     expect(await reader.get('x')).toEqual({ text: 'hello', count: 3 });
     await writer.delete('x');
   });
+});
+
+describe('a redis store that fails', () => {
+  let redis: OwnRedis;
+  afterEach(async () => {
+    await redis?.close();
+  });
+
+  // Before, Keyv swallowed the failure and a stalled or dropped Redis read as "no record": the poller
+  // then dropped the task without a word.
+  it('fails a read while the server stalls, instead of answering "no record", and reads it once the server is back', async () => {
+    redis = await startOwnRedis();
+    const store = await openStore(redis.url, silentLogger, { deadlineMs: 300 });
+    opened.push(store);
+    const notes = store.collection('notes', parseNote);
+    await notes.set('kept', { text: 'still here', count: 1 });
+    redis.stall();
+    await expect(notes.get('kept')).rejects.toBeInstanceOf(StoreUnavailableError);
+    await expect(notes.set('other', { text: 'later', count: 2 })).rejects.toBeInstanceOf(StoreUnavailableError);
+    redis.resume();
+    expect(await notes.get('kept')).toEqual({ text: 'still here', count: 1 });
+  });
+
+  it('fails reads, writes and scans while the server is gone, and works again when it is back', async () => {
+    redis = await startOwnRedis();
+    const store = await openStore(redis.url, silentLogger, { deadlineMs: 300 });
+    opened.push(store);
+    const notes = store.collection('notes', parseNote);
+    await redis.kill();
+    await expect(notes.get('any')).rejects.toBeInstanceOf(StoreUnavailableError);
+    await expect(notes.delete('any')).rejects.toBeInstanceOf(StoreUnavailableError);
+    await expect((async () => {
+      for await (const entry of notes.entries()) void entry;
+    })()).rejects.toBeInstanceOf(StoreUnavailableError);
+    await redis.restart();
+    await expect.poll(() => notes.get('any').then(() => 'answered', () => 'failed'), { timeout: 5_000 }).toBe('answered');
+  });
+
+  it('refuses to start when the server cannot be reached, naming STORE_URL', async () => {
+    redis = await startOwnRedis();
+    await redis.kill();
+    await expect(openStore(redis.url, silentLogger, { deadlineMs: 300 })).rejects.toThrow(/STORE_URL/);
+  }, 30_000);
 });

@@ -1,7 +1,6 @@
 import {
   ActionRowBuilder,
   InteractionContextType,
-  MessageFlags,
   ModalBuilder,
   PermissionFlagsBits,
   SlashCommandBuilder,
@@ -11,7 +10,7 @@ import {
   type ChatInputCommandInteraction,
   type ModalSubmitInteraction,
 } from 'discord.js';
-import { answerPrivately } from '../src/discord/answer.ts';
+import { answerPrivately, type Placeholder } from '../src/discord/answer.ts';
 import { containing, suggest } from '../src/discord/autocomplete.ts';
 import { customId } from '../src/discord/custom-id.ts';
 import type { Command } from '../src/interactions/command.ts';
@@ -110,9 +109,9 @@ function requires(interaction: HandledInteraction): Requirement {
 
 async function modal(interaction: ModalSubmitInteraction, services: Services) {
   if (interaction.customId !== KEY_MODAL) throw new Error(`unknown config modal ${interaction.customId}`);
-  await interaction.deferReply({ flags: MessageFlags.Ephemeral });
   const result = await services.settings.setKey(guildOf(interaction), interaction.fields.getTextInputValue(KEY_INPUT), interaction.user.id);
-  await interaction.editReply(
+  await answerPrivately(
+    interaction,
     result.ok
       ? `Key saved (…${result.lastFour})${result.models === undefined ? '' : `; it can use ${result.models} models`}. It is stored encrypted and will not be shown again. \`/config key-clear\` removes it.`
       : result.message,
@@ -264,4 +263,9 @@ async function autocomplete(interaction: AutocompleteInteraction, services: Serv
   await suggest(interaction, containing(models, interaction.options.getFocused()));
 }
 
-export default { data, requires, execute, autocomplete, modal } satisfies Command;
+/** `/config key` opens a form; everything else answers the admin privately. */
+function answers(interaction: HandledInteraction): Placeholder | 'form' {
+  return interaction.isChatInputCommand() && interaction.options.getSubcommand() === 'key' ? 'form' : 'private';
+}
+
+export default { data, requires, answers, execute, autocomplete, modal } satisfies Command;

@@ -1,7 +1,6 @@
 import {
   ActionRowBuilder,
   InteractionContextType,
-  MessageFlags,
   ModalBuilder,
   SlashCommandBuilder,
   TextInputBuilder,
@@ -13,7 +12,7 @@ import {
   type ModalSubmitInteraction,
   type RepliableInteraction,
 } from 'discord.js';
-import { answerPrivately } from '../src/discord/answer.ts';
+import { answerPrivately, deferPublicly, type Placeholder } from '../src/discord/answer.ts';
 import type { Command } from '../src/interactions/command.ts';
 import { guildOf, type HandledInteraction, type Requirement } from '../src/interactions/requirements.ts';
 import { MAX_AUTOCOMPLETE_CHOICES, containing, suggest, type Choice } from '../src/discord/autocomplete.ts';
@@ -109,8 +108,13 @@ function contextOf(interaction: RepliableInteraction): InteractionContext {
   };
 }
 
-/** Making a video (a subcommand, a button, a form) follows the server's role rules; looking at tasks needs only the server; the usage report is for admins. */
+/**
+ * Making a video (a subcommand, a form) follows the server's role rules; looking at tasks needs only the
+ * server; the usage report is for admins. The Extend and Edit buttons open a form, which must come at once:
+ * the form's submission is checked instead.
+ */
 function requires(interaction: HandledInteraction): Requirement {
+  if (interaction.isButton()) return parseVideoActionId(interaction.customId)?.action === 'regenerate' ? { feature: 'video' } : { inServer: true };
   if (!interaction.isChatInputCommand()) return { feature: 'video' };
   const subcommand = interaction.options.getSubcommand();
   if (subcommand === 'usage') return { manageServer: true };
@@ -128,7 +132,7 @@ async function submitPrepared(interaction: RepliableInteraction, services: Servi
     await answerPrivately(interaction, prepared.message);
     return;
   }
-  await interaction.deferReply();
+  await deferPublicly(interaction);
   try {
     await services.video.submit(prepared.plan, context);
   } catch (error) {
@@ -186,7 +190,7 @@ async function status(interaction: ChatInputCommandInteraction, services: Servic
   const posted = task.delivery.messageId
     ? `Result: https://discord.com/channels/${task.guildId}/${task.channelId}/${task.delivery.messageId}`
     : undefined;
-  await interaction.reply({ ...renderStatusCard(task), content: posted, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } });
+  await answerPrivately(interaction, { ...renderStatusCard(task), ...(posted ? { content: posted } : {}) });
 }
 
 async function list(interaction: ChatInputCommandInteraction, services: Services) {
@@ -308,4 +312,12 @@ async function execute(interaction: ChatInputCommandInteraction, services: Servi
   }
 }
 
-export default { data, requires, execute, autocomplete, button, modal } satisfies Command;
+/** A status card everyone sees for what makes a video; a form for Extend and Edit; a private answer otherwise. */
+function answers(interaction: HandledInteraction): Placeholder | 'form' {
+  if (interaction.isButton()) return parseVideoActionId(interaction.customId)?.action === 'regenerate' ? 'public' : 'form';
+  if (interaction.isModalSubmit()) return 'public';
+  const subcommand = interaction.options.getSubcommand();
+  return subcommand === 'generate' || subcommand === 'edit' || subcommand === 'extend' ? 'public' : 'private';
+}
+
+export default { data, requires, answers, execute, autocomplete, button, modal } satisfies Command;

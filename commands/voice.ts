@@ -1,7 +1,6 @@
 import {
   ChannelType,
   InteractionContextType,
-  MessageFlags,
   SlashCommandBuilder,
   type AutocompleteInteraction,
   type ChatInputCommandInteraction,
@@ -63,9 +62,8 @@ async function join(interaction: ChatInputCommandInteraction, services: Services
   const chosen = interaction.options.getChannel('channel');
   const channelId = chosen?.id ?? interaction.member.voice.channelId;
   if (!channelId) return answerPrivately(interaction, 'Join a voice channel first, or name one with the `channel` option.');
-  await interaction.deferReply({ flags: MessageFlags.Ephemeral });
   const result = await services.voice.join(interaction.guildId, channelId, interaction.channelId);
-  await interaction.editReply(result.ok ? (result.alreadyThere ? `I am already listening in <#${channelId}>.` : `Joined <#${channelId}>.`) : result.message);
+  await answerPrivately(interaction, result.ok ? (result.alreadyThere ? `I am already listening in <#${channelId}>.` : `Joined <#${channelId}>.`) : result.message);
 }
 
 async function leave(interaction: ChatInputCommandInteraction, services: Services) {

@@ -1,13 +1,65 @@
-import { MessageFlags, type RepliableInteraction } from 'discord.js';
+import { MessageFlags, type APIEmbed, type RepliableInteraction } from 'discord.js';
+
+// Answering an interaction, the one way handlers and the dispatcher do it. Discord drops an interaction
+// that is not answered within 3 s; work that needs the store or the network may take longer (a stalled
+// store answers only at its deadline), so acknowledgeWhileSlow() defers it after ACKNOWLEDGE_WITHIN_MS
+// with the placeholder the command chose. Every answer below waits for that deferral and adapts to it, and
+// the deferral never starts while an answer is on its way: the two never cross.
+
+/** Leaves a second and a half of Discord's three for the deferral to arrive. */
+const ACKNOWLEDGE_WITHIN_MS = 1_500;
+
+/** Who sees the "thinking…" placeholder of a deferred interaction: everyone in the channel, or the member. */
+export type Placeholder = 'public' | 'private';
+
+/** Deferrals started by acknowledgeWhileSlow(), which every answer waits for first. */
+const deferrals = new WeakMap<RepliableInteraction, Promise<unknown>>();
+/** Interactions an answer has started for: no deferral may start after that. */
+const answering = new WeakSet<RepliableInteraction>();
+
+/** Marks the interaction as being answered, once any deferral under way has arrived. */
+async function startAnswer(interaction: RepliableInteraction): Promise<void> {
+  answering.add(interaction);
+  await deferrals.get(interaction);
+}
+
+/**
+ * Runs `handle`; if the interaction is still unanswered after ACKNOWLEDGE_WITHIN_MS, defers it meanwhile
+ * with a `placeholder`. Answers given through this module adapt to the deferral.
+ */
+export async function acknowledgeWhileSlow(interaction: RepliableInteraction, placeholder: Placeholder, handle: () => Promise<void>): Promise<void> {
+  const timer = setTimeout(() => {
+    if (answering.has(interaction) || interaction.deferred || interaction.replied) return;
+    const deferral = interaction.deferReply(placeholder === 'private' ? { flags: MessageFlags.Ephemeral } : {});
+    // Its failure reaches whoever answers next (startAnswer awaits it); unanswered, it must not go unheard.
+    deferral.catch(() => undefined);
+    deferrals.set(interaction, deferral);
+  }, ACKNOWLEDGE_WITHIN_MS);
+  try {
+    await handle();
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** A public "thinking…" placeholder that a later edit (the status card) replaces; nothing when one is shown already. */
+export async function deferPublicly(interaction: RepliableInteraction): Promise<void> {
+  await startAnswer(interaction);
+  if (!interaction.deferred && !interaction.replied) await interaction.deferReply();
+}
+
+export type PrivateAnswer = string | { content?: string; embeds?: APIEmbed[] };
 
 /**
  * Tells only the member who acted, whatever the interaction has answered so far: a first reply is
  * ephemeral; a private "thinking…" placeholder becomes the message; a public one is removed rather than
  * edited (the whole channel would read it) and the message follows privately; after a deferUpdate the
- * message with the component stays as it was. Mentions in `content` never ping anyone.
+ * message with the component stays as it was. Mentions never ping anyone.
  */
-export async function answerPrivately(interaction: RepliableInteraction, content: string): Promise<void> {
-  const message = { content, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } } as const;
+export async function answerPrivately(interaction: RepliableInteraction, answer: PrivateAnswer): Promise<void> {
+  await startAnswer(interaction);
+  const body = typeof answer === 'string' ? { content: answer } : answer;
+  const message = { ...body, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } } as const;
   if (!interaction.deferred && !interaction.replied) {
     await interaction.reply(message);
     return;
@@ -15,7 +67,7 @@ export async function answerPrivately(interaction: RepliableInteraction, content
   const placeholderShown = interaction.deferred && !interaction.replied;
   // deferReply sets `ephemeral` to true or false; deferUpdate leaves it null (no placeholder of its own).
   if (placeholderShown && interaction.ephemeral === true) {
-    await interaction.editReply({ content, components: [], embeds: [], allowedMentions: { parse: [] } });
+    await interaction.editReply({ content: body.content ?? null, components: [], embeds: body.embeds ?? [], allowedMentions: { parse: [] } });
     return;
   }
   if (placeholderShown && interaction.ephemeral === false) {

@@ -11,6 +11,8 @@ export type Choice = string | { name: string; value: string };
 
 /** Answers with the first suggestions that fit, names cut to what Discord shows. */
 export async function suggest(interaction: AutocompleteInteraction, choices: readonly Choice[]): Promise<void> {
+  // Answered already (empty, when these came too late for Discord's 3 s): a second answer is refused.
+  if (interaction.responded) return;
   await interaction.respond(
     choices.slice(0, MAX_AUTOCOMPLETE_CHOICES).map((choice) => {
       const { name, value } = typeof choice === 'string' ? { name: choice, value: choice } : choice;

@@ -5,6 +5,7 @@ import type {
   ModalSubmitInteraction,
   RESTPostAPIChatInputApplicationCommandsJSONBody,
 } from 'discord.js';
+import type { Placeholder } from '../discord/answer.ts';
 import type { Services } from '../services.ts';
 import type { HandledInteraction, Requirement } from './requirements.ts';
 
@@ -24,6 +25,12 @@ export interface Command<S = Services> {
   modal?(interaction: ModalSubmitInteraction, services: S): Promise<void>;
   /** What the member needs for this subcommand, button or form; nothing when absent. */
   requires?(interaction: HandledInteraction): Requirement | undefined;
+  /**
+   * How this interaction is first answered: with a form (`form`: it must be the first answer, so nothing
+   * slow may come before it), or a message everyone sees (`public`, e.g. a status card) or only the member
+   * (`private`, the default). A slow answer is deferred meanwhile with a placeholder of that kind.
+   */
+  answers?(interaction: HandledInteraction): Placeholder | 'form';
 }
 
 function hasFunction(value: object, key: string): boolean {
@@ -40,6 +47,6 @@ export function isCommand(value: unknown): value is Command {
     typeof Reflect.get(data, 'name') === 'string' &&
     hasFunction(data, 'toJSON') &&
     hasFunction(value, 'execute') &&
-    ['autocomplete', 'button', 'modal', 'requires'].every((key) => Reflect.get(value, key) === undefined || hasFunction(value, key))
+    ['autocomplete', 'button', 'modal', 'requires', 'answers'].every((key) => Reflect.get(value, key) === undefined || hasFunction(value, key))
   );
 }

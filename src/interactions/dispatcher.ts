@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import type { Interaction } from 'discord.js';
-import { answerPrivately } from '../discord/answer.ts';
+import type { AutocompleteInteraction, Interaction } from 'discord.js';
+import { acknowledgeWhileSlow, answerPrivately } from '../discord/answer.ts';
+import { StoreUnavailableError } from '../store.ts';
 import type { Logger } from '../lib/log.ts';
 import { customIdParts } from '../discord/custom-id.ts';
 import type { Command } from './command.ts';
@@ -17,6 +18,8 @@ export interface Dispatcher {
 }
 
 const RESTARTING = 'The bot is restarting. Try again in a minute.';
+/** Discord drops autocomplete answers after 3 s; this leaves time for the answer to travel. */
+const AUTOCOMPLETE_WITHIN_MS = 2_500;
 
 /** Short and unambiguous, so a user can read it out to an admin. */
 function errorReference(): string {
@@ -49,33 +52,58 @@ export function createDispatcher<S extends { log: Logger }>(commands: ReadonlyMa
   const inFlight = new Set<Promise<void>>();
   let accepting = true;
 
-  /** The command's requirement for this interaction, checked; false when the member was refused (and told why). */
-  async function permitted(command: Command<S>, interaction: HandledInteraction): Promise<boolean> {
-    const requirement = command.requires?.(interaction);
-    if (!requirement) return true;
-    const verdict = await checkRequirement(interaction, requirement, featureAccess);
-    if (!verdict.ok) await answerPrivately(interaction, verdict.message);
-    return verdict.ok;
+  /**
+   * The command's requirement checked, then its handler, with the interaction deferred meanwhile if that
+   * takes long (a requirement may read the store); a form must come first, so nothing is deferred for one.
+   */
+  async function handleWith(command: Command<S>, interaction: HandledInteraction, handler: () => Promise<void>): Promise<void> {
+    const handle = async () => {
+      const requirement = command.requires?.(interaction);
+      const verdict = requirement ? await checkRequirement(interaction, requirement, featureAccess) : undefined;
+      if (verdict && !verdict.ok) await answerPrivately(interaction, verdict.message);
+      else await handler();
+    };
+    const first = command.answers?.(interaction) ?? 'private';
+    if (first === 'form') await handle();
+    else await acknowledgeWhileSlow(interaction, first, handle);
   }
 
   async function route(interaction: Interaction): Promise<void> {
     if (interaction.isAutocomplete()) {
       const command = commands.get(interaction.commandName);
-      if (command?.autocomplete) await command.autocomplete(interaction, services);
+      if (command?.autocomplete) await suggestInTime(interaction, command.autocomplete(interaction, services));
       else await interaction.respond([]);
     } else if (interaction.isChatInputCommand()) {
       const command = commands.get(interaction.commandName);
       if (!command) throw new Error(`no command named ${interaction.commandName}`);
-      if (await permitted(command, interaction)) await command.execute(interaction, services);
+      await handleWith(command, interaction, () => command.execute(interaction, services));
     } else if (interaction.isButton()) {
       const command = commands.get(customIdParts(interaction.customId)[0] ?? '');
       if (!command?.button) throw new Error(`no button handler for ${interaction.customId}`);
-      if (await permitted(command, interaction)) await command.button(interaction, services);
+      await handleWith(command, interaction, () => command.button?.(interaction, services) ?? Promise.resolve());
     } else if (interaction.isModalSubmit()) {
       const command = commands.get(customIdParts(interaction.customId)[0] ?? '');
       if (!command?.modal) throw new Error(`no modal handler for ${interaction.customId}`);
-      if (await permitted(command, interaction)) await command.modal(interaction, services);
+      await handleWith(command, interaction, () => command.modal?.(interaction, services) ?? Promise.resolve());
     }
+  }
+
+  /**
+   * Discord drops suggestions that come after 3 s: when the handler is slower than that (a store at its
+   * deadline), none are offered this keystroke, and what the handler suggests later is not sent.
+   */
+  async function suggestInTime(interaction: AutocompleteInteraction, suggesting: Promise<void>): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => {
+      timer = setTimeout(() => resolve('late'), AUTOCOMPLETE_WITHIN_MS);
+    });
+    try {
+      if ((await Promise.race([suggesting, late])) !== 'late') return;
+    } finally {
+      clearTimeout(timer);
+    }
+    suggesting.catch((error: unknown) => log.warn('a slow autocomplete failed after it was answered', { ...describe(interaction), error }));
+    await interaction.respond([]);
   }
 
   async function run(interaction: Interaction): Promise<void> {
@@ -83,10 +111,17 @@ export function createDispatcher<S extends { log: Logger }>(commands: ReadonlyMa
       await route(interaction);
     } catch (error) {
       const reference = errorReference();
-      log.error('interaction handler failed', { ...describe(interaction), reference, error });
+      const storeDown = error instanceof StoreUnavailableError;
+      if (storeDown) log.warn('interaction stopped: the store is unavailable', { ...describe(interaction), reference, error });
+      else log.error('interaction handler failed', { ...describe(interaction), reference, error });
       if (!interaction.isRepliable()) return;
       try {
-        await answerPrivately(interaction, `Something went wrong (ref ${reference}). If it keeps happening, give this reference to the bot's operator.`);
+        await answerPrivately(
+          interaction,
+          storeDown
+            ? `The bot's storage is not answering right now, so this could not be done. Try again in a minute (ref ${reference}).`
+            : `Something went wrong (ref ${reference}). If it keeps happening, give this reference to the bot's operator.`,
+        );
       } catch (replyError) {
         log.warn('could not tell the user about a failed interaction', { reference, error: replyError });
       }

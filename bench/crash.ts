@@ -1,14 +1,19 @@
+import { startOwnRedis, type OwnRedis } from '../test/support/redis-server.ts';
 import { startWorld } from '../test/support/world.ts';
 
-// Issue 4's crash run, longer than the test suite's: the bot (a child process started as `npm start`
-// starts it) is killed with SIGKILL at random moments while tasks are being submitted, polled,
-// downloaded and posted, and restarted on the same SQLite store each time. Every task whose status card
-// showed must end with exactly one posted video.
+// The crash run, longer than the test suite's: the bot (a child process started as `npm start` starts
+// it) is killed with SIGKILL at random moments while tasks are being submitted, polled, downloaded and
+// posted, and restarted on the same store each time: the embedded SQLite file, or a Redis server of the
+// run's own. Every task whose status card showed must end with exactly one posted video.
+
+export const CRASH_STORES = ['sqlite', 'redis'] as const;
+export type CrashStore = (typeof CRASH_STORES)[number];
 
 export interface CrashOptions {
   tasks: number;
   kills: number;
   seed: number;
+  store: CrashStore;
 }
 
 export interface CrashReport extends CrashOptions {
@@ -32,9 +37,24 @@ function seeded(seed: number): () => number {
 
 const CARD_REF = /ref (v[0-9a-z]+)/;
 
+/** Enough quota for every task several times over: the run is about crashes, not about the gateway's limits. */
+const QUOTA_USD_PER_TASK = 5;
+
 export async function benchmarkCrashes(options: CrashOptions): Promise<CrashReport> {
   const random = seeded(options.seed);
-  const world = await startWorld({ emulator: { timing: { generation_ms: 1500 }, limits: { rate_per_minute: 100_000, concurrent_tasks: 1000 } } });
+  let redis: OwnRedis | undefined;
+  if (options.store === 'redis') redis = await startOwnRedis();
+  const world = await startWorld({
+    emulator: {
+      timing: { generation_ms: 1500 },
+      limits: { rate_per_minute: 100_000, concurrent_tasks: 100_000 },
+      keys: { 'emulator-key': { group: 'default', quota_usd: options.tasks * QUOTA_USD_PER_TASK } },
+    },
+    ...(redis ? { env: { STORE_URL: redis.url } } : {}),
+  }).catch(async (error: unknown) => {
+    await redis?.close();
+    throw error;
+  });
   try {
     const { discord, guild } = world;
     const refs: string[] = [];
@@ -52,7 +72,11 @@ export async function benchmarkCrashes(options: CrashOptions): Promise<CrashRepo
     const perRound = Math.ceil(options.tasks / options.kills);
     for (let round = 0; round < options.kills; round++) {
       const batch = Math.min(perRound, options.tasks - refs.length);
-      await Promise.all(Array.from({ length: batch }, (_, offset) => submit(refs.length + offset)));
+      // Every submission of the round settles before anything else happens, even when one fails: a failure
+      // stops the run only after the others, so the world is never torn down under them.
+      const submitted = await Promise.allSettled(Array.from({ length: batch }, (_, offset) => submit(refs.length + offset)));
+      const failure = submitted.find((result) => result.status === 'rejected');
+      if (failure) throw new Error(`a /video of round ${round + 1} was not accepted`, { cause: failure.reason });
       await new Promise((resolve) => setTimeout(resolve, random() * 2500));
       unpostedAtKills += refs.filter((ref) => postsOf(ref).length === 0).length;
       await world.bot.kill();
@@ -77,6 +101,7 @@ export async function benchmarkCrashes(options: CrashOptions): Promise<CrashRepo
     };
   } finally {
     await world.stop();
+    await redis?.close();
   }
 }
 
@@ -84,7 +109,7 @@ export function printCrashReport(report: CrashReport): void {
   const listed = (refs: string[]) => `${refs.length}${refs.length > 0 ? ` (${refs.join(', ')})` : ''}`;
   const lines = [
     '',
-    `crash run: ${report.tasks} tasks, ${report.kills} SIGKILLs at random moments (replay with --seed ${report.seed})`,
+    `crash run on ${report.store}: ${report.tasks} tasks, ${report.kills} SIGKILLs at random moments (replay with --seed ${report.seed})`,
     `  unposted at the kills ${report.unpostedAtKills} (${(report.unpostedAtKills / report.kills).toFixed(1)} a kill on average)`,
     `  posted exactly once  ${report.posted} of ${report.tasks}`,
     `  lost                 ${listed(report.lost)}`,

@@ -1,14 +1,19 @@
 import { parseArgs } from 'node:util';
-import { benchmarkCrashes, printCrashReport } from './crash.ts';
+import { CRASH_STORES, benchmarkCrashes, printCrashReport } from './crash.ts';
 import { benchmarkVideoTracking, printVideoReport } from './video.ts';
 import { benchmarkVoice, printVoiceReport } from './voice.ts';
 
-// `npm run bench [-- --only video|voice|crash] [--tasks N] [--kills N] [--seed N]`: every benchmark,
-// figures as ratios against baselines measured in the same run.
+// `npm run bench [-- --only video|voice|crash] [--tasks N] [--kills N] [--seed N] [--store sqlite|redis]`:
+// every benchmark, figures as ratios against baselines measured in the same run.
 
 const { values } = parseArgs({
-  options: { only: { type: 'string' }, tasks: { type: 'string' }, kills: { type: 'string' }, seed: { type: 'string' } },
+  options: { only: { type: 'string' }, tasks: { type: 'string' }, kills: { type: 'string' }, seed: { type: 'string' }, store: { type: 'string' } },
 });
+const stores = CRASH_STORES.filter((store) => values.store === undefined || values.store === store);
+if (stores.length === 0) {
+  process.stderr.write(`--store must be sqlite or redis (got ${values.store})\n`);
+  process.exit(2);
+}
 const only = values.only;
 if (only !== undefined && !['video', 'voice', 'crash'].includes(only)) {
   process.stderr.write(`--only must be video, voice or crash (got ${only})\n`);
@@ -25,5 +30,6 @@ if (!only || only === 'voice') {
 
 if (!only || only === 'crash') {
   const tasks = only === 'crash' && values.tasks !== undefined ? Number(values.tasks) : 40;
-  printCrashReport(await benchmarkCrashes({ tasks, kills: Number(values.kills ?? 15), seed: Number(values.seed ?? Date.now() % 100_000) }));
+  const seed = Number(values.seed ?? Date.now() % 100_000);
+  for (const store of stores) printCrashReport(await benchmarkCrashes({ tasks, kills: Number(values.kills ?? 15), seed, store }));
 }

@@ -125,8 +125,14 @@ export function sendErrorOnSocket(socket: Duplex, layer: Layer, error: HttpError
   answerOnSocket(socket, error.status, errorBody(layer, error), requestId);
 }
 
+export interface JsonBody {
+  value: Readonly<Record<string, unknown>>;
+  /** The body as it was sent (`{}` for an empty one). */
+  text: string;
+}
+
 /** The body as JSON; a body over the cap, not JSON, or not an object is the spec's "malformed body" 400. */
-export async function readJsonObject(request: IncomingMessage): Promise<Readonly<Record<string, unknown>>> {
+export async function readJsonObject(request: IncomingMessage): Promise<JsonBody> {
   let body: Buffer | undefined;
   try {
     body = await readBodyWithin(request, MAX_REQUEST_BODY_BYTES);
@@ -136,7 +142,7 @@ export async function readJsonObject(request: IncomingMessage): Promise<Readonly
   }
   if (!body) throw new HttpError(400, 'invalid_request_error', `The request body is larger than ${MAX_REQUEST_BODY_BYTES} bytes.`);
   const text = body.toString('utf8');
-  if (text.trim() === '') return {};
+  if (text.trim() === '') return { value: {}, text: '{}' };
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -144,5 +150,5 @@ export async function readJsonObject(request: IncomingMessage): Promise<Readonly
     throw new HttpError(400, 'invalid_request_error', 'The request body is not valid JSON.');
   }
   if (!isRecord(value)) throw new HttpError(400, 'invalid_request_error', 'The request body must be a JSON object.');
-  return value;
+  return { value, text };
 }

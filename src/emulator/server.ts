@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { isRecord } from '../lib/json.ts';
+import { isRecord, parseJsonText } from '../lib/json.ts';
 import { LAYER_PREFIX, type Layer, type VideoOperation } from '../gateway/spec.ts';
 import { silentLogger, type Logger } from '../lib/log.ts';
 import { resolveConfig, type EmulatorConfig, type EmulatorConfigInput } from './config.ts';
@@ -26,7 +26,7 @@ import { renderCompat, renderNative } from './render.ts';
 import { TaskEngine, type Upload } from './tasks.ts';
 import { parseTriggers } from './triggers.ts';
 import { acceptRequest } from './validation.ts';
-import { appendBounded } from './journal.ts';
+import { BoundedJournal, type JournalLimits } from './journal.ts';
 import { waitUntil } from '../lib/wait-until.ts';
 
 // A local gateway faithful to docs/gateway.md, for development, demos, tests and benchmarks: both layers,
@@ -38,6 +38,10 @@ export interface JournalEntry {
   status: number;
   /** Which key called (a fingerprint: `emulator.keyIdOf(key)`), when it authenticated. */
   keyId?: string;
+  /**
+   * The request body, parsed, of the newest submissions (see BODY_JOURNAL_LIMITS). It is kept as the text
+   * that was sent and parsed on each read: a parsed body of nested junk weighs many times its text.
+   */
   body?: unknown;
   requestId: string;
   at: number;
@@ -66,9 +70,13 @@ export interface Emulator {
   close(): Promise<void>;
 }
 
-/** The journal keeps this many newest requests, and the bodies of only the newest few. */
-const MAX_JOURNAL_ENTRIES = 200_000;
-const MAX_JOURNAL_BODIES = 1000;
+/**
+ * The journal keeps the newest requests within these bounds, each weighed as JOURNAL_ENTRY_BYTES plus its
+ * path (a path may be 16 KiB long), and the bodies of the newest submissions within BODY_JOURNAL_LIMITS.
+ */
+const JOURNAL_LIMITS: JournalLimits = { maxEntries: 100_000, maxBytes: 32 * 1024 * 1024 };
+const JOURNAL_ENTRY_BYTES = 256;
+const BODY_JOURNAL_LIMITS: JournalLimits = { maxEntries: 1000, maxBytes: 8 * 1024 * 1024 };
 
 const OPERATIONS: Record<string, VideoOperation> = { generations: 'generate', edits: 'edit', extensions: 'extend' };
 const SUBMIT = /^\/(v1|native\/v1)\/videos\/(generations|edits|extensions)$/;
@@ -96,7 +104,10 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   const log = options.log ?? silentLogger;
   const keys = new KeyRegistry(config);
   const engine = new TaskEngine(config, keys, log);
-  const journal: JournalEntry[] = [];
+  const journal = new BoundedJournal<JournalEntry>(JOURNAL_LIMITS);
+  const bodies = new BoundedJournal<JournalEntry>(BODY_JOURNAL_LIMITS, (entry) => delete entry.body);
+  /** The size of each journaled body, until its entry is recorded. */
+  const bodySizes = new WeakMap<JournalEntry, number>();
   const journalEvents = new EventEmitter();
   /** How often each `[[http:...:N]]` prompt has been refused so far. */
   const triggerCounts = new Map<string, number>();
@@ -112,8 +123,8 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     const now = Date.now();
     // The key first: a stranger's body is never read, however large or broken.
     const account = authorize(request, entry, now);
-    const body = await readJsonObject(request);
-    entry.body = body;
+    const { value: body, text } = await readJsonObject(request);
+    keepBody(entry, text);
     const prompt = typeof body.prompt === 'string' ? body.prompt : undefined;
     const triggers = parseTriggers(prompt);
     if (triggers.http) {
@@ -166,7 +177,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   async function clientSecret(request: IncomingMessage, response: ServerResponse, entry: JournalEntry) {
     const now = Date.now();
     const account = authorize(request, entry, now);
-    const body = await readJsonObject(request);
+    const { value: body } = await readJsonObject(request);
     const expiresAfter = body.expires_after;
     let seconds: number | undefined;
     if (expiresAfter !== undefined) {
@@ -238,10 +249,22 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     }
   }
 
+  function keepBody(entry: JournalEntry, text: string): void {
+    Object.defineProperty(entry, 'body', {
+      get: () => {
+        const parsed = parseJsonText(text);
+        return parsed.ok ? parsed.value : undefined;
+      },
+      enumerable: true,
+      configurable: true,
+    });
+    bodySizes.set(entry, text.length);
+  }
+
   function record(entry: JournalEntry): void {
-    appendBounded(journal, entry, MAX_JOURNAL_ENTRIES);
-    const bodyToForget = journal[journal.length - 1 - MAX_JOURNAL_BODIES];
-    if (bodyToForget) delete bodyToForget.body;
+    journal.append(entry, JOURNAL_ENTRY_BYTES + entry.method.length + entry.path.length);
+    const bodySize = bodySizes.get(entry);
+    if (bodySize !== undefined) bodies.append(entry, bodySize);
     journalEvents.emit('entry', entry);
   }
 
@@ -332,12 +355,12 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     wsUrl: `ws://127.0.0.1:${port}`,
     port,
     config,
-    requests: journal,
+    requests: journal.entries,
     waitForRequest(predicate, timeoutMs = 10_000) {
       // The whole journal once; after that, each new entry alone.
       let newest: JournalEntry | undefined;
       return waitUntil({
-        check: () => (newest === undefined ? journal.find(predicate) : predicate(newest) ? newest : undefined),
+        check: () => (newest === undefined ? journal.entries.find(predicate) : predicate(newest) ? newest : undefined),
         subscribe: (wake) => {
           const onEntry = (entry: JournalEntry) => {
             newest = entry;

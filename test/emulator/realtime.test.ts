@@ -386,6 +386,78 @@ describe('memory over a long session', () => {
     connection.socket.close();
   });
 
+  const NARROWBAND = { sampleRate: 8000, channels: 1 };
+  /** The uncommitted input a session keeps (README, "The gateway emulator"). */
+  const MAX_BUFFERED_SECONDS = 180;
+
+  function appendSeconds(connection: Connection, pcm: Int16Array, secondsPerEvent: number): void {
+    const step = secondsPerEvent * NARROWBAND.sampleRate;
+    for (let offset = 0; offset < pcm.length; offset += step) connection.send({ type: 'input_audio_buffer.append', audio: base64(pcm.subarray(offset, offset + step)) });
+  }
+
+  it('keeps at most 3 minutes of uncommitted audio in manual mode, answering what does not fit with an error', async () => {
+    const connection = await configured({ turn_detection: null, audio: { input: { format: { type: 'audio/pcm', rate: NARROWBAND.sampleRate } } } });
+    // Four minutes in one-minute appends: the fourth does not fit.
+    appendSeconds(connection, generateSilence(240_000, NARROWBAND), 60);
+    connection.send({ type: 'input_audio_buffer.append', audio: base64(generateSilence(1000, NARROWBAND)), event_id: 'one_more' });
+    expect(await connection.next('error')).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', code: 'input_audio_buffer_full', param: 'audio' } });
+    expect(await connection.next('error')).toMatchObject({ error: { code: 'input_audio_buffer_full', event_id: 'one_more' } });
+    connection.send({ type: 'input_audio_buffer.commit' });
+    expect(await connection.next('conversation.item.input_audio_transcription.completed')).toMatchObject({ transcript: `(${MAX_BUFFERED_SECONDS.toFixed(1)} s of speech)` });
+    // Committed, the buffer has room again.
+    connection.send({ type: 'input_audio_buffer.append', audio: base64(generateSilence(1000, NARROWBAND)) });
+    connection.send({ type: 'input_audio_buffer.commit' });
+    expect(await connection.next('conversation.item.input_audio_transcription.completed')).toMatchObject({ transcript: '(1.0 s of speech)' });
+    expect(connection.events.filter((event) => event.type === 'error')).toHaveLength(2);
+    connection.socket.close();
+  });
+
+  it('keeps the last 3 minutes of a turn that never pauses with server VAD, saying so once', async () => {
+    const connection = await configured({
+      turn_detection: { type: 'server_vad', silence_duration_ms: 500, prefix_padding_ms: 0 },
+      audio: { input: { format: { type: 'audio/pcm', rate: NARROWBAND.sampleRate } } },
+    });
+    appendSeconds(connection, generateTone({ hz: 440, ms: 200_000, amplitude: 0.4, format: NARROWBAND }), 10);
+    appendSeconds(connection, generateSilence(1000, NARROWBAND), 1);
+    expect(await connection.next('error')).toMatchObject({ error: { code: 'input_audio_buffer_full' } });
+    const transcript = String((await connection.next('conversation.item.input_audio_transcription.completed')).transcript);
+    const seconds = Number(/^\((\d+\.\d) s of speech\)$/.exec(transcript)?.[1]);
+    expect(seconds).toBeGreaterThan(MAX_BUFFERED_SECONDS - 1);
+    expect(seconds).toBeLessThanOrEqual(MAX_BUFFERED_SECONDS);
+    expect(connection.events.filter((event) => event.type === 'error')).toHaveLength(1);
+    connection.socket.close();
+  });
+
+  it('bounds its journals by size: at most 1 MiB of events each, an event over 16 KiB kept by its type alone', async () => {
+    const connection = await configured({});
+    const filler = 'x'.repeat(12 * 1024);
+    for (let index = 0; index < 200; index++) connection.send({ type: 'nonsense', event_id: `junk_${index}`, filler });
+    connection.send({ type: 'nonsense.huge', event_id: 'huge', filler: 'y'.repeat(1024 * 1024) });
+    const { session } = await emulator.realtime.waitForClientEvent((event) => event.event_id === 'huge');
+    const journaled = session.clientEvents.reduce((sum, entry) => sum + JSON.stringify(entry.event).length, 0);
+    expect(journaled).toBeLessThanOrEqual(1024 * 1024);
+    expect(session.clientEvents.at(-1)?.event).toEqual({ type: 'nonsense.huge', event_id: 'huge' });
+    expect(session.clientEvents.at(-2)?.event).toEqual({ type: 'nonsense', event_id: 'junk_199', filler });
+    // The server's journal holds the 201 error events, each small.
+    await connection.next('error');
+    connection.socket.close();
+  });
+
+  it('queues at most 8 responses behind the one playing, and refuses a force_message over 4096 characters', async () => {
+    const connection = await configured({});
+    const forced = (text: string, eventId: string) => ({ type: 'conversation.item.create', event_id: eventId, item: { type: 'force_message', role: 'assistant', content: [{ type: 'output_text', text }] } });
+    connection.send(forced('x'.repeat(4097), 'too_long'));
+    expect(await connection.next('error')).toMatchObject({ error: { code: 'invalid_force_message', event_id: 'too_long' } });
+    // Each a 5 s tone: none finishes while the twelve arrive.
+    for (let index = 0; index < 12; index++) connection.send(forced('A long line to say. '.repeat(10), `line_${index}`));
+    for (const index of [9, 10, 11]) {
+      expect(await connection.next('error')).toMatchObject({ error: { code: 'conversation_already_has_active_response', event_id: `line_${index}` } });
+    }
+    connection.send({ type: 'response.cancel' });
+    await connection.next('response.done');
+    connection.socket.close();
+  });
+
   it('forgets closed sessions once their retention has passed', async () => {
     const short = await startEmulator({ config: { timing: { realtime_session_max_ms: 100 } } });
     short.realtime.options.closedSessionRetentionMs = 0;

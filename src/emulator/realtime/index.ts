@@ -104,8 +104,8 @@ export function attachRealtime(server: Server, deps: RealtimeDeps): RealtimeHand
     const session = new RealtimeSession(
       model,
       keyId,
-      (event) => {
-        if (socket.readyState === socket.OPEN) socket.send(JSON.stringify(event));
+      (text) => {
+        if (socket.readyState === socket.OPEN) socket.send(text);
       },
       handle.options,
       deps.log,

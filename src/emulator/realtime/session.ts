@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { isRecord } from '../../lib/json.ts';
 import type { Logger } from '../../lib/log.ts';
-import { appendBounded } from '../journal.ts';
+import { appendBounded, BoundedJournal, type JournalLimits } from '../journal.ts';
 import { DEFAULT_AUDIO_FORMAT, decodeAudio, encodeAudio, readAudioFormat, type AudioFormat } from './audio-format.ts';
 import { DEFAULT_VAD, EnergyVad, VAD_WINDOW_MS, type VadSettings } from './vad.ts';
 
@@ -26,14 +26,25 @@ export const FORCE_MESSAGE_TONE_HZ = 880;
 
 /**
  * The journals keep what tests and demos look at, not the audio itself: of a run of audio events of
- * one type only the first is kept, and each journal keeps its newest entries up to this many.
+ * one type only the first is kept; an event over JOURNALED_EVENT_MAX_BYTES is kept by its type and id
+ * alone; and each journal keeps its newest entries within these bounds.
  */
-const MAX_JOURNAL_ENTRIES = 5000;
+const JOURNAL_LIMITS: JournalLimits = { maxEntries: 5000, maxBytes: 1024 * 1024 };
+const JOURNALED_EVENT_MAX_BYTES = 16 * 1024;
+/** In an event journaled by its type and id alone, each is kept to this many characters. */
+const JOURNALED_NAME_MAX_CHARS = 256;
 const AUDIO_EVENTS: ReadonlySet<unknown> = new Set(['input_audio_buffer.append', 'response.output_audio.delta']);
 
-function journal(entries: JournaledEvent[], event: Readonly<Record<string, unknown>>): void {
-  if (AUDIO_EVENTS.has(event.type) && entries.at(-1)?.event.type === event.type) return;
-  appendBounded(entries, { at: Date.now(), event }, MAX_JOURNAL_ENTRIES);
+/** Journals `event`, whose JSON text is `size` characters long. */
+function journal(journal: BoundedJournal<JournaledEvent>, event: Readonly<Record<string, unknown>>, size: number): void {
+  if (AUDIO_EVENTS.has(event.type) && journal.entries.at(-1)?.event.type === event.type) return;
+  if (size <= JOURNALED_EVENT_MAX_BYTES) {
+    journal.append({ at: Date.now(), event }, size);
+    return;
+  }
+  const name = (value: unknown) => (typeof value === 'string' ? value.slice(0, JOURNALED_NAME_MAX_CHARS) : undefined);
+  const stub = { type: name(event.type), ...(name(event.event_id) === undefined ? {} : { event_id: name(event.event_id) }) };
+  journal.append({ at: Date.now(), event: stub }, JSON.stringify(stub).length);
 }
 
 export interface JournaledEvent {
@@ -41,7 +52,8 @@ export interface JournaledEvent {
   event: Readonly<Record<string, unknown>>;
 }
 
-type Send = (event: Record<string, unknown>) => void;
+/** Sends one event, already written as JSON. */
+type Send = (text: string) => void;
 
 interface ActiveResponse {
   id: string;
@@ -59,6 +71,18 @@ const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
 /** The emulator's bounds on turn_detection (the spec shows none): enough for any real use, and no more audio kept. */
 const MAX_VAD_MS = 10_000;
+/**
+ * The most input audio a session holds uncommitted, at any rate (the spec gives no bound): in manual
+ * mode what does not fit is dropped, with server VAD a turn keeps its newest part; either way the client
+ * hears of it in an `input_audio_buffer_full` error.
+ */
+export const MAX_BUFFERED_AUDIO_MS = 180_000;
+/** Responses waiting behind the one playing: more is answered `conversation_already_has_active_response`. */
+const MAX_QUEUED_RESPONSES = 8;
+/** A force_message is spoken in at most a few seconds: longer text is refused rather than kept and echoed. */
+const MAX_FORCE_MESSAGE_CHARS = 4096;
+/** Assistant items remembered for truncation, and truncations kept for tests: the newest this many. */
+const MAX_REMEMBERED_ITEMS = 1000;
 
 function tone(hz: number, ms: number, rate: number): Int16Array {
   const samples = new Int16Array(Math.round((ms * rate) / 1000));
@@ -70,8 +94,12 @@ export class RealtimeSession {
   readonly id = id('sess');
   readonly model: string;
   readonly keyId: string;
-  readonly clientEvents: JournaledEvent[] = [];
-  readonly serverEvents: JournaledEvent[] = [];
+  readonly #clientJournal = new BoundedJournal<JournaledEvent>(JOURNAL_LIMITS);
+  readonly #serverJournal = new BoundedJournal<JournaledEvent>(JOURNAL_LIMITS);
+  /** The client's events, newest last, within the journal's bounds. */
+  readonly clientEvents: JournaledEvent[] = this.#clientJournal.entries;
+  /** The events sent, newest last, within the journal's bounds. */
+  readonly serverEvents: JournaledEvent[] = this.#serverJournal.entries;
   /** Truncations the client asked for: what it says was really played. */
   readonly truncations: { itemId: string; audioEndMs: number }[] = [];
   readonly #send: Send;
@@ -88,6 +116,8 @@ export class RealtimeSession {
   /** Samples that do not yet fill a whole VAD window. */
   #window = new Int16Array(0);
   #turnStartMs = 0;
+  /** Whether the turn in progress (server VAD) outgrew the buffer and the client was told. */
+  #turnOverflowReported = false;
   #lastTurnAudio: Int16Array | undefined;
   #lastItemId: string | null = null;
   #pendingUserItem: string | undefined;
@@ -95,6 +125,8 @@ export class RealtimeSession {
   readonly #assistantItems = new Map<string, number>();
   #current: ActiveResponse | undefined;
   #queue: Promise<void> = Promise.resolve();
+  /** Responses queued or playing. */
+  #responses = 0;
   #closedAt: number | undefined;
 
   readonly #log: Logger;
@@ -110,8 +142,9 @@ export class RealtimeSession {
   emit(type: string, fields: Record<string, unknown> = {}): void {
     if (this.#closedAt !== undefined) return;
     const event = { event_id: id('event'), type, ...fields };
-    journal(this.serverEvents, event);
-    this.#send(event);
+    const text = JSON.stringify(event);
+    journal(this.#serverJournal, event, text.length);
+    this.#send(text);
   }
 
   #error(code: string, message: string, clientEventId?: unknown, param: string | null = null): void {
@@ -154,7 +187,7 @@ export class RealtimeSession {
       this.#error('invalid_event', 'An event must be a JSON object with a type.');
       return;
     }
-    journal(this.clientEvents, event);
+    journal(this.#clientJournal, event, text.length);
     if (!this.#configured && event.type !== 'session.update') {
       this.#error('session_not_configured', 'The first event must be session.update.', event.event_id);
       return;
@@ -177,7 +210,7 @@ export class RealtimeSession {
       case 'conversation.item.truncate':
         return this.#truncate(event);
       case 'response.create':
-        return this.#respondToLastTurn();
+        return this.#respondToLastTurn(event);
       case 'response.cancel':
         return this.#cancel(event);
       default:
@@ -265,12 +298,24 @@ export class RealtimeSession {
     return all.slice(toSample(fromMs), Math.max(toSample(fromMs), toSample(toMs)));
   }
 
-  /** Forgets the input before `untilMs`. */
+  /** Forgets the input before `untilMs`: whole appended parts at once, so it costs little however often it runs. */
   #trimBuffer(untilMs: number): void {
-    const rest = this.#bufferedAudio(untilMs, this.#bufferEndMs());
-    this.#buffer = rest.length > 0 ? [rest] : [];
-    this.#bufferSamples = rest.length;
+    let drop = Math.min(this.#bufferSamples, Math.max(0, Math.round(((untilMs - this.#bufferStartMs) * this.#inputFormat.rate) / 1000)));
+    this.#bufferSamples -= drop;
+    let whole = 0;
+    while (whole < this.#buffer.length && this.#buffer[whole]!.length <= drop) drop -= this.#buffer[whole++]!.length;
+    this.#buffer.splice(0, whole);
+    // A copy, so the dropped head's memory goes with it.
+    if (drop > 0) this.#buffer[0] = this.#buffer[0]!.slice(drop);
     this.#bufferStartMs = untilMs;
+  }
+
+  #maxBufferedSamples(): number {
+    return Math.round((MAX_BUFFERED_AUDIO_MS * this.#inputFormat.rate) / 1000);
+  }
+
+  #bufferFull(clientEventId: unknown, dropped: string): void {
+    this.#error('input_audio_buffer_full', `The input audio buffer holds at most ${MAX_BUFFERED_AUDIO_MS / 1000} s of uncommitted audio; ${dropped}.`, clientEventId, 'audio');
   }
 
   #append(event: Readonly<Record<string, unknown>>): void {
@@ -281,10 +326,21 @@ export class RealtimeSession {
     }
     // docs/gateway.md, "force_message": while a force_message with interruptible false plays, the caller's audio is dropped.
     if (this.#current && !this.#current.interruptible && !this.#current.cancelled) return;
-    const samples = decodeAudio(Buffer.from(text, 'base64'), this.#inputFormat);
+    let samples = decodeAudio(Buffer.from(text, 'base64'), this.#inputFormat);
+    if (!this.#vad) {
+      // Manual mode: what does not fit waits for no commit; it is dropped, and the client is told.
+      const room = Math.max(0, this.#maxBufferedSamples() - this.#bufferSamples);
+      if (samples.length > room) {
+        this.#bufferFull(event.event_id, room === 0 ? 'this audio was dropped: commit or clear the buffer' : 'the end of this audio was dropped');
+        samples = samples.slice(0, room);
+      }
+      if (samples.length === 0) return;
+      this.#buffer.push(samples);
+      this.#bufferSamples += samples.length;
+      return;
+    }
     this.#buffer.push(samples);
     this.#bufferSamples += samples.length;
-    if (!this.#vad) return;
     const windowSamples = Math.round((this.#inputFormat.rate * VAD_WINDOW_MS) / 1000);
     let pending = new Int16Array(this.#window.length + samples.length);
     pending.set(this.#window);
@@ -293,6 +349,7 @@ export class RealtimeSession {
       const verdict = this.#vad.window(pending.subarray(0, windowSamples), VAD_WINDOW_MS);
       pending = pending.subarray(windowSamples);
       if (verdict?.type === 'speech_started') {
+        this.#turnOverflowReported = false;
         this.#turnStartMs = Math.max(this.#bufferStartMs, verdict.atMs - this.#vadSettings.prefixPaddingMs);
         this.#pendingUserItem = id('item');
         this.emit('input_audio_buffer.speech_started', { audio_start_ms: this.#turnStartMs, item_id: this.#pendingUserItem });
@@ -304,6 +361,13 @@ export class RealtimeSession {
       }
     }
     this.#window = Int16Array.from(pending);
+    if (this.#vad.speaking && this.#bufferSamples > this.#maxBufferedSamples()) {
+      // A turn that never pauses keeps its newest part; the client hears of it once per turn.
+      this.#trimBuffer(this.#bufferEndMs() - MAX_BUFFERED_AUDIO_MS);
+      this.#turnStartMs = Math.max(this.#turnStartMs, this.#bufferStartMs);
+      if (!this.#turnOverflowReported) this.#bufferFull(event.event_id, 'this turn keeps only its newest audio');
+      this.#turnOverflowReported = true;
+    }
     if (!this.#vad.speaking) {
       // Between turns only the prefix padding can still matter; silence fed for hours must not pile up.
       const processedEndMs = this.#bufferEndMs() - (this.#window.length / this.#inputFormat.rate) * 1000;
@@ -340,10 +404,10 @@ export class RealtimeSession {
     this.#trimBuffer(endMs);
   }
 
-  #respondToLastTurn(): void {
+  #respondToLastTurn(event: Readonly<Record<string, unknown>>): void {
     const audio = this.#lastTurnAudio ?? new Int16Array(0);
     this.#lastTurnAudio = undefined;
-    this.#respond(audio, `Echo of ${(audio.length / this.#inputFormat.rate).toFixed(1)} seconds.`);
+    this.#respond(audio, `Echo of ${(audio.length / this.#inputFormat.rate).toFixed(1)} seconds.`, true, event.event_id);
   }
 
   #itemCreate(event: Readonly<Record<string, unknown>>): void {
@@ -364,8 +428,12 @@ export class RealtimeSession {
       this.#error('invalid_force_message', 'A force_message needs role assistant and output_text content.', event.event_id, 'item');
       return;
     }
+    if (text.length > MAX_FORCE_MESSAGE_CHARS) {
+      this.#error('invalid_force_message', `A force_message's text may be at most ${MAX_FORCE_MESSAGE_CHARS} characters.`, event.event_id, 'item.content');
+      return;
+    }
     const ms = Math.min(this.#options.maxToneMs, Math.max(200, text.length * this.#options.toneMsPerCharacter));
-    this.#respond(tone(FORCE_MESSAGE_TONE_HZ, ms, this.#outputFormat.rate), text, item.interruptible !== false);
+    this.#respond(tone(FORCE_MESSAGE_TONE_HZ, ms, this.#outputFormat.rate), text, item.interruptible !== false, event.event_id);
   }
 
   #truncate(event: Readonly<Record<string, unknown>>): void {
@@ -384,7 +452,7 @@ export class RealtimeSession {
       this.#error('invalid_audio_end_ms', `audio_end_ms ${audioEndMs} is past the item's ${Math.round(lengthMs)} ms.`, event.event_id, 'audio_end_ms');
       return;
     }
-    this.truncations.push({ itemId, audioEndMs });
+    appendBounded(this.truncations, { itemId, audioEndMs }, MAX_REMEMBERED_ITEMS);
     this.emit('conversation.item.truncated', { item_id: itemId, content_index: typeof event.content_index === 'number' ? event.content_index : 0, audio_end_ms: audioEndMs });
   }
 
@@ -396,12 +464,20 @@ export class RealtimeSession {
     this.#current.cancelled = true;
   }
 
-  /** Queues a response that speaks `audio` and says `transcript`. */
-  #respond(audio: Int16Array, transcript: string, interruptible = true): void {
-    this.#queue = this.#queue.then(() => this.#stream(audio, transcript, interruptible)).catch((error: unknown) => {
-      this.#current = undefined;
-      this.#fault(error);
-    });
+  /** Queues a response that speaks `audio` and says `transcript`; a full queue refuses it (`clientEventId` caused it). */
+  #respond(audio: Int16Array, transcript: string, interruptible = true, clientEventId?: unknown): void {
+    if (this.#responses > MAX_QUEUED_RESPONSES) {
+      this.#error('conversation_already_has_active_response', `A response is playing and ${MAX_QUEUED_RESPONSES} more are waiting; this one was not queued.`, clientEventId);
+      return;
+    }
+    this.#responses++;
+    this.#queue = this.#queue
+      .then(() => this.#stream(audio, transcript, interruptible))
+      .catch((error: unknown) => {
+        this.#current = undefined;
+        this.#fault(error);
+      })
+      .finally(() => this.#responses--);
   }
 
   async #stream(audio: Int16Array, transcript: string, interruptible: boolean): Promise<void> {
@@ -411,6 +487,10 @@ export class RealtimeSession {
     const ids = { response_id: response.id, item_id: response.itemId, output_index: 0, content_index: 0 };
     const lengthMs = (audio.length / this.#outputFormat.rate) * 1000;
     this.#assistantItems.set(response.itemId, lengthMs);
+    if (this.#assistantItems.size > MAX_REMEMBERED_ITEMS) {
+      const [oldest] = this.#assistantItems.keys();
+      if (oldest !== undefined) this.#assistantItems.delete(oldest);
+    }
     const item = { id: response.itemId, object: 'realtime.item', type: 'message', role: 'assistant', status: 'in_progress', content: [] };
     this.emit('response.created', { response: { id: response.id, object: 'realtime.response', status: 'in_progress', output: [] } });
     this.emit('response.output_item.added', { response_id: response.id, output_index: 0, item });

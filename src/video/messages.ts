@@ -2,7 +2,7 @@ import { DiscordAPIError, HTTPError } from 'discord.js';
 import { GatewayError } from '../gateway/errors.ts';
 import { describeGatewayError, withRequestId } from '../messages/gateway-errors.ts';
 import { NoGatewayAccessError } from './gateway-resolver.ts';
-import type { TaskOutcome, TaskRecord } from './record.ts';
+import { TASK_NOT_FOUND, type TaskOutcome, type TaskRecord } from './record.ts';
 
 // What users read when something does not go to plan: plain words, what to do next, and the request id
 // support can use. Branches on codes, never on message text (the spec's rule).
@@ -21,6 +21,13 @@ const REFUNDED = 'The quota it used was refunded automatically.';
 /** Why a finished task has no video, in plain words. */
 export function describeFailure(outcome: TaskOutcome): string {
   const error = outcome.error ?? { code: 'unknown', message: 'The gateway gave no reason.' };
+  if (error.code === TASK_NOT_FOUND) {
+    // Nothing says the task was refunded, or even that it ended: the gateway just no longer has it.
+    return withRequestId(
+      'The gateway no longer knows this task (404): it may have restarted and lost it, so no video will come. Try again; a server admin can check with the gateway whether it was charged.',
+      outcome.requestId,
+    );
+  }
   let text: string;
   switch (error.code) {
     case 'invalid_argument':

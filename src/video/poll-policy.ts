@@ -14,7 +14,10 @@ export interface PollPolicy {
   jitter: number;
   /** Backoff after failed polls (network, 5xx, 429): from base, doubling, up to max. */
   errorBackoffMs: { base: number; max: number };
-  /** Give up on a task this long after submission: past the gateway's own 600 s timeout. */
+  /**
+   * Give up on a task this long after it was created: the gateway fails every task 600 s after its
+   * creation, so an answer past that (and a short grace for the last polls) will not come.
+   */
   deadlineMs: number;
   /**
    * A finished task whose video cannot be fetched or posted is tried this many times in all (with the
@@ -23,12 +26,15 @@ export interface PollPolicy {
   deliveryTries: number;
 }
 
+/** Past the gateway's 600 s: time for the polls that see a task fail at its timeout, even backing off. */
+const DEADLINE_GRACE_MS = 60_000;
+
 export const DEFAULT_POLL_POLICY: PollPolicy = {
   intervalMs: 5_000,
   maxIntervalMs: 20_000,
   jitter: 0.1,
   errorBackoffMs: { base: 5_000, max: 60_000 },
-  deadlineMs: TASK_TIMEOUT_MS + 5 * 60_000,
+  deadlineMs: TASK_TIMEOUT_MS + DEADLINE_GRACE_MS,
   // 5 + 10 + 20 + 40 + 60 s between the tries: a gateway or Discord hiccup of a couple of minutes is ridden out.
   deliveryTries: 6,
 };

@@ -118,6 +118,9 @@ export function isTerminal(state: TaskState): boolean {
   return TERMINAL_STATES.has(state);
 }
 
+/** The error code a task gets when the gateway answers that it does not know it (404): it will never finish. */
+export const TASK_NOT_FOUND = 'not_found';
+
 /** Whether the poller still has work for this task: polling it, or posting its result. */
 export function needsWork(task: TaskRecord): boolean {
   return !isTerminal(task.state) || task.delivery.state === 'waiting' || task.delivery.state === 'posting';

@@ -1,11 +1,12 @@
 import type { TaskResult } from '../gateway/types.ts';
 import type { Logger } from '../lib/log.ts';
 import { StoreUnavailableError, StoredRecordError } from '../store.ts';
+import { NotFoundError } from '../gateway/errors.ts';
 import { applyResult } from './apply-result.ts';
 import type { VideoDelivery } from './delivery.ts';
 import type { GatewayResolver } from './gateway-resolver.ts';
 import { errorBackoffDelay, nextPollDelay, type PollPolicy } from './poll-policy.ts';
-import { isTerminal, needsWork, type TaskRecord } from './record.ts';
+import { TASK_NOT_FOUND, isTerminal, needsWork, type TaskRecord } from './record.ts';
 import type { TaskRepository } from './repository.ts';
 import { Schedule } from './schedule.ts';
 
@@ -231,6 +232,18 @@ export class TaskTracker {
       this.#reschedule(id, delay);
       return;
     }
+    if (task && !isTerminal(task.state) && error instanceof NotFoundError) {
+      // The gateway no longer knows the task (it restarted and lost it, say): no later poll will find it.
+      this.#log.warn('the gateway does not know a running task; closing it', { task: id, gatewayTask: task.gatewayId, error });
+      await this.#finish({
+        ...task,
+        state: 'failed',
+        finishedAt: this.#options.now(),
+        outcome: { ...task.outcome, error: { code: TASK_NOT_FOUND, message: error.serverMessage }, requestId: error.requestId ?? task.outcome.requestId },
+        delivery: { ...task.delivery, state: 'closed' },
+      });
+      return;
+    }
     // A poll failed (the gateway unreachable, an error answer, no usable key): counted in the store, so
     // the card can tell later whether the bot lost track of the task or the gateway just never finished it.
     const failed = task ? { ...task, pollErrors: task.pollErrors + 1 } : undefined;
@@ -246,7 +259,7 @@ export class TaskTracker {
   }
 
   #pastDeadline(task: TaskRecord): boolean {
-    return !isTerminal(task.state) && this.#options.now() - (task.submittedAt ?? task.createdAt) > this.#options.policy.deadlineMs;
+    return !isTerminal(task.state) && this.#options.now() - task.createdAt > this.#options.policy.deadlineMs;
   }
 
   async #giveUp(task: TaskRecord): Promise<void> {

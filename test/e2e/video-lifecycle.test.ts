@@ -276,6 +276,19 @@ describe('a task the bot loses track of', () => {
     expect(text).toContain(`\`${task.gatewayId}\``);
     expect(text).not.toContain('refunded');
   });
+
+  it('is closed at the first 404 (the gateway lost it), the card saying so, instead of being polled until the deadline', async () => {
+    let polls = 0;
+    gateway.onPoll = (response) => {
+      polls++;
+      response.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"message":"No deferred video"}}');
+    };
+    const { card } = await track({ createdAt: Date.now() + 60_000 });
+    const text = await discord.waitFor(() => (cardText(card()).includes('Failed') ? cardText(card()) : undefined), 10_000, 'a failed card');
+    expect(text).toContain('no longer knows this task');
+    expect(text).not.toContain('refunded');
+    expect(polls).toBe(1);
+  });
 });
 
 describe('Discord refusing the post', () => {

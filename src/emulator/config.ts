@@ -3,7 +3,7 @@ import { isRecord } from '../lib/json.ts';
 
 // The emulator's configuration (`npm run emulator -- --config FILE`):
 // {"vendor":"svc", "keys":{"<key>":{"group":"<name>","quota_usd":50}}, "groups":{"<name>":{"models":[...]}},
-//  "timing":{"generation_ms":2000,"task_timeout_ms":600000,"realtime_session_max_ms":7200000,"url_ttl_ms":3600000},
+//  "timing":{"generation_ms":2000,"task_timeout_ms":600000,"realtime_session_max_ms":7200000,"url_ttl_ms":3600000,"upload_timeout_ms":30000},
 //  "limits":{"rate_per_minute":600,"concurrent_tasks":8}, "video":{"bytes":null}}
 // Every part is optional. Without keys there is one key, `emulator-key`, whose group has every model.
 
@@ -23,6 +23,8 @@ export interface EmulatorConfig {
     url_ttl_ms: number;
     /** The window rate_per_minute counts requests in: a minute, shorter only to test the limit quickly. */
     rate_window_ms: number;
+    /** The deadline of a PUT to `output.upload_url`, from connecting to the answer's end. */
+    upload_timeout_ms: number;
   };
   limits: { rate_per_minute: number; concurrent_tasks: number };
   /** Pad the served mp4 to this many bytes (to test upload limits); null serves the fixture as is. */
@@ -51,7 +53,7 @@ function defaultConfig(vendor = DEFAULT_VENDOR): EmulatorConfig {
     vendor,
     keys: { [DEFAULT_KEY]: { group: DEFAULT_GROUP, quota_usd: 50 } },
     groups: { [DEFAULT_GROUP]: { models: allModels(vendor) } },
-    timing: { generation_ms: 2000, task_timeout_ms: 600_000, realtime_session_max_ms: 7_200_000, url_ttl_ms: 3_600_000, rate_window_ms: 60_000 },
+    timing: { generation_ms: 2000, task_timeout_ms: 600_000, realtime_session_max_ms: 7_200_000, url_ttl_ms: 3_600_000, rate_window_ms: 60_000, upload_timeout_ms: 30_000 },
     limits: { rate_per_minute: 600, concurrent_tasks: 8 },
     video: { bytes: null },
   };
@@ -104,7 +106,7 @@ function expectObject(value: unknown, path: string): Readonly<Record<string, unk
 
 const KNOWN = {
   top: ['vendor', 'keys', 'groups', 'timing', 'limits', 'video'],
-  timing: ['generation_ms', 'task_timeout_ms', 'realtime_session_max_ms', 'url_ttl_ms', 'rate_window_ms'],
+  timing: ['generation_ms', 'task_timeout_ms', 'realtime_session_max_ms', 'url_ttl_ms', 'rate_window_ms', 'upload_timeout_ms'],
   limits: ['rate_per_minute', 'concurrent_tasks'],
   video: ['bytes'],
 } as const;

@@ -24,7 +24,7 @@ import { KeyRegistry, keyIdOf, type KeyAccount } from './keys.ts';
 import { attachRealtime, type RealtimeHandle } from './realtime/index.ts';
 import { renderCompat, renderNative } from './render.ts';
 import { TaskEngine, type Upload } from './tasks.ts';
-import { parseTriggers } from './triggers.ts';
+import { parseTriggers, TriggerCounts } from './triggers.ts';
 import { acceptRequest } from './validation.ts';
 import { BoundedJournal, type JournalLimits } from './journal.ts';
 import { waitUntil } from '../lib/wait-until.ts';
@@ -109,8 +109,8 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   /** The size of each journaled body, until its entry is recorded. */
   const bodySizes = new WeakMap<JournalEntry, number>();
   const journalEvents = new EventEmitter();
-  /** How often each `[[http:...:N]]` prompt has been refused so far. */
-  const triggerCounts = new Map<string, number>();
+  /** How often each `[[http:...:N]]` prompt has been submitted so far. */
+  const triggerCounts = new TriggerCounts();
 
   function authorize(request: IncomingMessage, entry: JournalEntry, now: number): KeyAccount {
     const account = keys.authenticate(request.headers.authorization);
@@ -128,9 +128,8 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     const prompt = typeof body.prompt === 'string' ? body.prompt : undefined;
     const triggers = parseTriggers(prompt);
     if (triggers.http) {
-      const count = (triggerCounts.get(prompt ?? '') ?? 0) + 1;
-      triggerCounts.set(prompt ?? '', count);
-      if (triggers.http.times === undefined || count <= triggers.http.times) {
+      const { times } = triggers.http;
+      if (times === undefined || triggerCounts.count(prompt ?? '') <= times) {
         throw new HttpError(triggers.http.status, triggers.http.code, `Refused on request (${triggers.http.code}).`);
       }
     }

@@ -5,6 +5,7 @@ import type { Logger } from '../lib/log.ts';
 import type { EmulatorConfig } from './config.ts';
 import type { KeyAccount, KeyRegistry } from './keys.ts';
 import type { Triggers } from './triggers.ts';
+import { BoundedJournal, type JournalLimits } from './journal.ts';
 import type { AcceptedRequest } from './validation.ts';
 import { videoBytes, FIXTURE_DURATION_S } from './video-file.ts';
 
@@ -14,7 +15,9 @@ import { videoBytes, FIXTURE_DURATION_S } from './video-file.ts';
 // emulator must PUT the video there by itself.
 //
 // Memory stays bounded in a long run: a finished task is forgotten (a query answers 404) once another url
-// lifetime has passed after its url expired, and a stored file once its own expiry has passed.
+// lifetime has passed after its url expired, a stored file once its own expiry has passed, and the list
+// of uploads keeps the newest (UPLOAD_LIMITS). An upload that is not answered in timing.upload_timeout_ms
+// is given up; closing the emulator gives up those under way.
 
 type Plan =
   | { kind: 'succeed'; moderated: boolean; storageFails: boolean }
@@ -42,8 +45,15 @@ export interface EmulatedTask {
 export interface Upload {
   url: string;
   bytes: number;
+  /** The answer's status, once there is one. */
   status: number | undefined;
+  /** Why the PUT failed (no answer by the deadline, a refused connection), when it did. */
+  error: string | undefined;
 }
+
+/** The uploads listed: the newest 1,000, within 4 MiB of urls (an url may be long). */
+const UPLOAD_LIMITS: JournalLimits = { maxEntries: 1000, maxBytes: 4 * 1024 * 1024 };
+const UPLOAD_ENTRY_BYTES = 64;
 
 function newId(layer: Layer): string {
   // Ids carry their layer, so one layer never finds the other's tasks.
@@ -60,7 +70,11 @@ export class TaskEngine {
   readonly #storedFiles = new Map<string, EmulatedTask>();
   readonly #timers = new Set<NodeJS.Timeout>();
   readonly #pendingUploads = new Set<Promise<void>>();
-  readonly uploads: Upload[] = [];
+  /** Aborted by close(): uploads still under way are given up. */
+  readonly #closing = new AbortController();
+  readonly #uploads = new BoundedJournal<Upload>(UPLOAD_LIMITS);
+  /** The newest uploads, oldest first. */
+  readonly uploads: Upload[] = this.#uploads.entries;
   baseUrl = '';
   #lastSweepAt = 0;
 
@@ -239,14 +253,26 @@ export class TaskEngine {
       this.settle(task, Math.max(Date.now(), task.createdAt + delayMs));
       if (task.state !== 'succeeded' || !task.request.uploadUrl) return;
       const bytes = videoBytes(this.#config.video.bytes);
-      const upload: Upload = { url: task.request.uploadUrl, bytes: bytes.length, status: undefined };
-      this.uploads.push(upload);
-      const put = httpRequest(task.request.uploadUrl, { method: 'PUT', body: bytes, headers: { 'content-type': 'video/mp4' } })
+      const upload: Upload = { url: task.request.uploadUrl, bytes: bytes.length, status: undefined, error: undefined };
+      this.#uploads.append(upload, UPLOAD_ENTRY_BYTES + upload.url.length);
+      const timeoutMs = this.#config.timing.upload_timeout_ms;
+      const deadline = AbortSignal.timeout(timeoutMs);
+      const signal = AbortSignal.any([deadline, this.#closing.signal]);
+      const put = httpRequest(task.request.uploadUrl, { method: 'PUT', body: bytes, headers: { 'content-type': 'video/mp4' }, signal })
         .then(async (response) => {
           upload.status = response.statusCode;
           await response.body.dump();
         })
-        .catch((error: unknown) => this.#log.warn('upload_url PUT failed', { task: task.id, error }))
+        .catch((error: unknown) => {
+          upload.error = deadline.aborted
+            ? `no answer within ${timeoutMs} ms`
+            : signal.aborted
+              ? 'the emulator closed'
+              : error instanceof Error
+                ? error.message
+                : String(error);
+          this.#log.warn('upload_url PUT failed', { task: task.id, error: upload.error });
+        })
         .finally(() => this.#pendingUploads.delete(put));
       this.#pendingUploads.add(put);
     }, delayMs);
@@ -256,6 +282,7 @@ export class TaskEngine {
   async close(): Promise<void> {
     for (const timer of this.#timers) clearTimeout(timer);
     this.#timers.clear();
+    this.#closing.abort();
     await Promise.allSettled([...this.#pendingUploads]);
   }
 }

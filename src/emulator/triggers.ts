@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+
 // Deterministic behaviour chosen in the prompt, for tests and demos:
 //   [[fail:CODE]]            the task fails with that asynchronous code
 //   [[hang]]                 the task never finishes, so the gateway's timeout fails it
@@ -30,4 +32,30 @@ export function parseTriggers(prompt: string | undefined): Triggers {
     moderate: text.includes('[[moderate]]'),
     storageFail: text.includes('[[storage-fail]]'),
   };
+}
+
+/** Prompts whose `[[http:STATUS:CODE:N]]` submissions are counted: the most recently used this many. */
+export const MAX_COUNTED_PROMPTS = 1000;
+
+/**
+ * How many times each prompt carrying `[[http:STATUS:CODE:N]]` has been submitted, for the most recently
+ * used MAX_COUNTED_PROMPTS prompts; an older prompt's count is forgotten and starts again. Prompts are
+ * known by their digest, so a megabyte prompt costs no more to remember than a short one.
+ */
+export class TriggerCounts {
+  /** Least recently used first (a Map keeps insertion order). */
+  readonly #counts = new Map<string, number>();
+
+  /** Counts one more submission of `prompt`; answers how many there have been, this one included. */
+  count(prompt: string): number {
+    const key = createHash('sha256').update(prompt).digest('base64url');
+    const count = (this.#counts.get(key) ?? 0) + 1;
+    this.#counts.delete(key);
+    this.#counts.set(key, count);
+    if (this.#counts.size > MAX_COUNTED_PROMPTS) {
+      const [oldest] = this.#counts.keys();
+      if (oldest !== undefined) this.#counts.delete(oldest);
+    }
+    return count;
+  }
 }

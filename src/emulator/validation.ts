@@ -24,6 +24,12 @@ import { HttpError } from './http.ts';
 // edits and extensions are priced at 720p; a prompt over 4096 characters is "too long".
 
 const MAX_PROMPT_LENGTH = 4096;
+/**
+ * A task keeps its upload address and stored file name for hours, so their length is bounded (the spec
+ * gives none): room for any signed URL and any file name, not for a megabyte of either.
+ */
+const MAX_UPLOAD_URL_LENGTH = 8192;
+const MAX_FILENAME_LENGTH = 1024;
 const PRICE_PER_SECOND_USD: Record<string, number> = { '480p': 0.05, '720p': 0.08, '1080p': 0.14 };
 
 /** What a task keeps of its request: not the prompt, which may be a megabyte and is never read again. */
@@ -92,6 +98,7 @@ function storageOptions(body: Readonly<Record<string, unknown>>): AcceptedReques
   if (value === undefined || value === null) return undefined;
   if (!isRecord(value)) throw bad('storage_options', 'storage_options must be an object.');
   if (typeof value.filename !== 'string' || value.filename === '') throw bad('storage_options.filename', 'storage_options.filename is required.');
+  if (value.filename.length > MAX_FILENAME_LENGTH) throw bad('storage_options.filename', `storage_options.filename may be at most ${MAX_FILENAME_LENGTH} characters.`);
   let expiresAfter: number | undefined;
   if (value.expires_after !== undefined) {
     if (typeof value.expires_after !== 'number' || !Number.isInteger(value.expires_after) || value.expires_after < 1) {
@@ -110,6 +117,7 @@ function uploadUrl(body: Readonly<Record<string, unknown>>): string | undefined 
   const output = body.output;
   if (output === undefined || output === null) return undefined;
   if (!isRecord(output) || typeof output.upload_url !== 'string') throw bad('output.upload_url', 'output.upload_url must be a string.');
+  if (output.upload_url.length > MAX_UPLOAD_URL_LENGTH) throw bad('output.upload_url', `output.upload_url may be at most ${MAX_UPLOAD_URL_LENGTH} characters.`);
   if (!isHttpUrl(output.upload_url)) throw bad('output.upload_url', 'output.upload_url must be an http(s) address.');
   return output.upload_url;
 }

@@ -1,8 +1,12 @@
+import { setTimeout } from 'node:timers/promises';
 import { GatewayApiError, GatewayConnectionError, GatewayError, ValidationError } from '../gateway/errors.ts';
 import type { GatewayClientPool } from '../gateway/pool.ts';
 import type { SubmittedTask } from '../gateway/types.ts';
 import { validateEdit, validateExtension } from '../gateway/validation.ts';
+import { TASK_TIMEOUT_MS } from '../gateway/spec.ts';
+import { backoffDelay, type BackoffPolicy } from '../lib/backoff.ts';
 import { KeyedLock } from '../lib/keyed-lock.ts';
+import { StoreUnavailableError } from '../store.ts';
 import type { Logger } from '../lib/log.ts';
 import type { GuildVideoPolicy } from '../ports/guild-policy.ts';
 import type { InteractionContext } from '../ports/interaction-context.ts';
@@ -23,6 +27,8 @@ import type { TaskTracker } from './tracker.ts';
 const INTERACTION_TOKEN_LIFETIME_MS = 15 * 60_000;
 /** Leave a margin: the interaction reached the bot a little after Discord made it, and an edit sent at 14:59 may arrive after 15:00. */
 const TOKEN_SAFETY_MARGIN_MS = 30_000;
+/** Storing an accepted task is asked again from 1 s, doubling to 30 s, while the store fails. */
+const KEEP_BACKOFF: BackoffPolicy = { baseMs: 1_000, maxMs: 30_000, jitter: 0.25, spread: 'within-bounds' };
 
 export interface VideoSubmissionDeps {
   repository: TaskRepository;
@@ -137,11 +143,37 @@ export class VideoSubmission {
       submittedAt: Date.now(),
       outcome: submitted.requestId ? { requestId: submitted.requestId } : {},
     };
-    await repository.save(task);
+    await this.#keepAccepted(task);
     log.info('video task submitted', { task: id, gatewayTask: submitted.id, layer: task.layer, operation: task.operation, guild: task.guildId });
-    task = await delivery.showAndSave(task);
+    // Followed from here on whatever the card does: the tracker edits it again at its next step.
     tracker.track(task);
-    return task;
+    try {
+      return await delivery.showAndSave(task);
+    } catch (error) {
+      log.warn('could not show a submitted task on its card yet; the tracker will', { task: id, error });
+      return task;
+    }
+  }
+
+  /**
+   * Stores a task the gateway accepted. Only this record knows the gateway's id, so a store that fails is
+   * asked again (with the error backoff) for as long as the gateway keeps the task, rather than losing it.
+   */
+  async #keepAccepted(task: TaskRecord): Promise<void> {
+    for (let failures = 0; ; failures++) {
+      try {
+        await this.#deps.repository.save(task);
+        return;
+      } catch (error) {
+        if (!(error instanceof StoreUnavailableError) || Date.now() - task.createdAt > TASK_TIMEOUT_MS) {
+          this.#deps.log.error('an accepted video task could not be stored; it is lost to the bot', { task: task.id, gatewayTask: task.gatewayId, error });
+          throw error;
+        }
+        const delayMs = backoffDelay(failures, KEEP_BACKOFF);
+        this.#deps.log.warn('could not store an accepted video task; trying again', { task: task.id, gatewayTask: task.gatewayId, retryInMs: delayMs, error });
+        await setTimeout(delayMs);
+      }
+    }
   }
 
   /** The plan with a freshly signed url of the posted source video, when Discord gives one that passes validation. */

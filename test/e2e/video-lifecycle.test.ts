@@ -11,7 +11,7 @@ import { DiscordOutbox } from '../../src/discord/outbox.ts';
 import { GatewayClientPool } from '../../src/gateway/pool.ts';
 import { readRecord, readString } from '../../src/lib/json.ts';
 import { createLogger, silentLogger, type LogFields, type Logger, type LogLevel } from '../../src/lib/log.ts';
-import { openStore, type Store } from '../../src/store.ts';
+import { openStore, StoreUnavailableError, type Store } from '../../src/store.ts';
 import type { GatewayAccess } from '../../src/ports/gateway-access.ts';
 import type { GuildVideoPolicy } from '../../src/ports/guild-policy.ts';
 import type { InteractionContext } from '../../src/ports/interaction-context.ts';
@@ -491,6 +491,35 @@ describe('a task that finishes', () => {
       recorded.resolve();
       saves.mockRestore();
       await finishing.tracker.stop();
+      await fresh.close();
+    }
+  });
+});
+
+describe('a task the gateway accepted while the store fails', () => {
+  it('is stored once the store answers again and then followed to its post, not lost', async () => {
+    const fresh = await openStore(`sqlite://${join(directory, 'store-fails.sqlite')}`, silentLogger);
+    // This file's policy gives up after half a second; storing late takes longer than that here.
+    const part = createVideo({ store: fresh, clients, policy, outbox, vendor: 'svc', log: silentLogger, pollPolicy: { ...FAST_POLICY, deadlineMs: 60_000 }, cardEditIntervalMs: 0 });
+    const realSave = part.tasks.save.bind(part.tasks);
+    let refused = 0;
+    const saves = vi.spyOn(part.tasks, 'save').mockImplementation(async (task) => {
+      // The store fails the first two writes of the accepted task (the one that records the gateway's id).
+      if (task.gatewayId !== undefined && task.state === 'running' && refused < 2) {
+        refused++;
+        throw new StoreUnavailableError('the store did not answer within 5000 ms (write tasks)');
+      }
+      return realSave(task);
+    });
+    try {
+      const context = interactionContext();
+      const task = await part.submit(planned(await part.prepare.generation(context, { ...NO_OPTIONS, prompt: 'stored late' })), context);
+      expect(refused).toBe(2);
+      expect(task.state).toBe('running');
+      await discord.waitForMessage(guild.textChannelId, (message) => JSON.stringify(message.components).includes(`video:extend:${task.id}`));
+    } finally {
+      saves.mockRestore();
+      await part.tracker.stop();
       await fresh.close();
     }
   });

@@ -10,7 +10,11 @@ function send(message: Record<string, unknown>): void {
 }
 
 const emulator = await startEmulator({
-  config: { timing: { generation_ms: 50 }, limits: { rate_per_minute: 1_000_000, concurrent_tasks: 1_000_000 } },
+  config: {
+    keys: { 'emulator-key': { group: 'default', quota_usd: 1_000_000_000 } },
+    timing: { generation_ms: 50 },
+    limits: { rate_per_minute: 1_000_000, concurrent_tasks: 1_000_000 },
+  },
 });
 
 process.on('message', (message: unknown) => {

@@ -156,9 +156,14 @@ export class RealtimeSession {
     return this.#closedAt;
   }
 
+  /** Ends the session; its audio goes at once, its journals stay while the session is retained for tests. */
   close(): void {
     this.#closedAt ??= Date.now();
     if (this.#current) this.#current.cancelled = true;
+    this.#buffer = [];
+    this.#bufferSamples = 0;
+    this.#window = new Int16Array(0);
+    this.#lastTurnAudio = undefined;
   }
 
   /** Handles one client event. Never throws: a fault is answered with an error event and the session goes on. */

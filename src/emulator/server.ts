@@ -313,11 +313,17 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       else socket.destroy();
       return;
     }
-    log.info('emulator answered a request it could not parse', { code: error.code });
+    log.debug('emulator answered a request it could not parse', { code: error.code });
     sendErrorOnSocket(socket, current?.layer ?? 'compat', unparsableRequestError(error.code), current?.requestId ?? newRequestId());
   }
 
   const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, requireHostHeader: false }, handle);
+  // Every connection, upgraded and hand-answered ones too (Node stops tracking those), so close() ends them all.
+  const connections = new Set<Duplex>();
+  server.on('connection', (socket: Duplex) => {
+    connections.add(socket);
+    socket.once('close', () => connections.delete(socket));
+  });
   server.on('clientError', answerUnparsable);
   server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) =>
     handle(request, response, new HttpError(417, 'invalid_request_error', `Expect: ${request.headers.expect ?? ''} cannot be met; only 100-continue is supported.`)),
@@ -385,6 +391,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       await realtime.close();
       await engine.close();
       server.closeAllConnections();
+      for (const socket of connections) socket.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };

@@ -14,10 +14,12 @@ import {
 } from './spec.ts';
 import {
   MalformedResponseError,
+  NotAVideoError,
   ValidationError,
   VideoUnavailableError,
   errorFromResponse,
 } from './errors.ts';
+import { DownloadHosts, createDownloadDispatcher, sharedDownloadDispatcher } from './download-guard.ts';
 import {
   DEFAULT_TIMEOUTS,
   MAX_JSON_BYTES,
@@ -30,10 +32,11 @@ import {
 } from './http.ts';
 import { parseJsonText, readArray, readNonEmptyString, readString, readTimestamp } from '../lib/json.ts';
 import { parseRetryAfter } from '../lib/backoff.ts';
-import { httpUrl } from '../lib/url.ts';
+import { httpUrl, isHttpUrl } from '../lib/url.ts';
 import { DEFAULT_RETRY_POLICY, withRetries, type RetryPolicy } from './retry.ts';
 import { parseSubmission, parseTaskResult } from './task-result.ts';
 import { validateEdit, validateExtension, validateGeneration, type ValidationOptions } from './validation.ts';
+import { VIDEO_SIGNATURE_BYTES, videoContainerOf } from './video-format.ts';
 import type {
   ClientSecret,
   DownloadedVideo,
@@ -41,6 +44,7 @@ import type {
   ExtensionRequest,
   GatewayModel,
   GenerationRequest,
+  SavedVideo,
   SubmittedTask,
   TaskResult,
 } from './types.ts';
@@ -60,12 +64,22 @@ export interface GatewayClientOptions {
   timeouts?: Partial<GatewayTimeouts>;
   /** A shared pool; by default one Agent is shared by every client in the process. */
   dispatcher?: Dispatcher;
+  /**
+   * Hosts a video download may reach even at an address that is not public (a storage server on the
+   * private network), besides the gateway's own host, which always may (docs/gateway.md, "Video download").
+   */
+  downloadAllowedHosts?: readonly string[];
   log?: Logger;
 }
 
 export interface DownloadOptions {
   /** The largest video the caller can use (e.g. Discord's upload limit); bigger ones throw ResponseTooLargeError. */
   maxBytes: number;
+}
+
+export interface SaveOptions extends DownloadOptions {
+  /** The file to write the video to (created, or emptied first). The caller removes it, whatever happens. */
+  path: string;
 }
 
 interface SendOptions {
@@ -77,6 +91,10 @@ interface SendOptions {
   /** Send the API key. Only to the gateway itself, never to a third-party video address. */
   authorize: boolean;
   maxBytes: number;
+  /** A video download: through the pool that refuses addresses that are not public (download-guard.ts). */
+  download?: boolean;
+  /** Write the successful answer's body to this file instead of memory. */
+  saveTo?: string;
 }
 
 const MAX_REDIRECTS = 3;
@@ -92,6 +110,8 @@ export class GatewayClient {
   readonly #timeouts: GatewayTimeouts;
   readonly #dispatcher: Dispatcher;
   readonly #ownsDispatcher: boolean;
+  readonly #downloadDispatcher: Dispatcher;
+  readonly #ownsDownloadDispatcher: boolean;
   readonly #log: Logger;
 
   constructor(options: GatewayClientOptions) {
@@ -118,6 +138,12 @@ export class GatewayClient {
     this.#dispatcher =
       options.dispatcher ??
       (this.#ownsDispatcher ? createGatewayDispatcher({ connectMs: this.#timeouts.connectMs }) : sharedGatewayDispatcher());
+    // Downloads have a pool of their own, whose connections are checked (download-guard.ts).
+    const downloadHosts = new DownloadHosts([base.hostname, ...(options.downloadAllowedHosts ?? [])]);
+    this.#ownsDownloadDispatcher = options.timeouts?.connectMs !== undefined;
+    this.#downloadDispatcher = this.#ownsDownloadDispatcher
+      ? createDownloadDispatcher(downloadHosts, { connectMs: this.#timeouts.connectMs })
+      : sharedDownloadDispatcher(downloadHosts, this.#timeouts.connectMs);
     this.#log = (options.log ?? silentLogger).child({ component: 'gateway', layer: options.layer });
   }
 
@@ -168,28 +194,45 @@ export class GatewayClient {
   }
 
   /**
-   * The finished video's bytes. Compatibility tasks are fetched through the gateway's `/content` with
-   * the key; native tasks from `video.url`, with the key only when that address is on the gateway's own
-   * origin (every request to the gateway carries it), never when it is a third party's.
+   * The finished video's bytes, in memory, as they came. Compatibility tasks are fetched through the
+   * gateway's `/content` with the key; native tasks from `video.url`, with the key only when that address
+   * is on the gateway's own origin (every request to the gateway carries it), never when it is a third
+   * party's. Only public addresses are fetched, besides the gateway's own host and the allowed ones.
    */
   async downloadVideo(task: TaskResult, options: DownloadOptions): Promise<DownloadedVideo> {
+    const response = await this.#send({ ...this.#videoSource(task), method: 'GET', idempotent: true, maxBytes: options.maxBytes, download: true });
+    return { bytes: response.body, contentType: headerValue(response.headers, 'content-type') };
+  }
+
+  /**
+   * The finished video written to `options.path`, from the same address as downloadVideo(), streamed
+   * under the size cap so that no more than a chunk of it is ever in memory. A body that does not start
+   * like an mp4 or a WebM is a NotAVideoError.
+   */
+  async saveVideo(task: TaskResult, options: SaveOptions): Promise<SavedVideo> {
+    const response = await this.#send({ ...this.#videoSource(task), method: 'GET', idempotent: true, maxBytes: options.maxBytes, download: true, saveTo: options.path });
+    const contentType = headerValue(response.headers, 'content-type');
+    const container = videoContainerOf(response.saved?.head ?? Buffer.alloc(0));
+    if (container === undefined) throw new NotAVideoError(contentType, { status: response.status, requestId: response.requestId });
+    return { size: response.saved?.size ?? 0, contentType, container };
+  }
+
+  /** Where a finished task's video comes from, and whether the key goes with the request. */
+  #videoSource(task: TaskResult): { target: string; authorize: boolean } {
     if (task.moderated) throw new VideoUnavailableError(`Task ${task.id}'s video was removed by content moderation.`, 'moderated');
     if (task.status !== 'succeeded') {
       throw new VideoUnavailableError(`Task ${task.id} has no video: its status is ${task.status}.`, task.status);
     }
-    let target: string;
-    let authorize: boolean;
     if (task.layer === 'compat') {
-      target = `${LAYER_PREFIX.compat}/videos/${encodeURIComponent(task.id)}/content`;
-      authorize = true;
-    } else if (task.videoUrl !== undefined) {
-      target = task.videoUrl;
-      authorize = URL.parse(task.videoUrl)?.origin === new URL(this.baseUrl).origin;
-    } else {
-      throw new VideoUnavailableError(`Task ${task.id} succeeded without a video address.`, 'missing');
+      return { target: `${LAYER_PREFIX.compat}/videos/${encodeURIComponent(task.id)}/content`, authorize: true };
     }
-    const response = await this.#send({ method: 'GET', target, idempotent: true, authorize, maxBytes: options.maxBytes });
-    return { bytes: response.body, contentType: headerValue(response.headers, 'content-type') };
+    if (task.videoUrl !== undefined && isHttpUrl(task.videoUrl)) {
+      return { target: task.videoUrl, authorize: URL.parse(task.videoUrl)?.origin === new URL(this.baseUrl).origin };
+    }
+    if (task.videoUrl !== undefined || task.refusedVideoUrl !== undefined) {
+      throw new VideoUnavailableError(`Task ${task.id}'s video address is not an http(s) link, so it was not fetched.`, 'not-http');
+    }
+    throw new VideoUnavailableError(`Task ${task.id} succeeded without a video address.`, 'missing');
   }
 
   /**
@@ -230,9 +273,10 @@ export class GatewayClient {
     return { value, expiresAt: readTimestamp(body, 'expires_at') };
   }
 
-  /** Closes the pool if this client made its own; a shared or injected one stays open. */
+  /** Closes the pools this client made its own; shared or injected ones stay open. */
   async close(): Promise<void> {
     if (this.#ownsDispatcher) await this.#dispatcher.close();
+    if (this.#ownsDownloadDispatcher) await this.#downloadDispatcher.close();
   }
 
   async #send(options: SendOptions): Promise<HttpResponse> {
@@ -282,9 +326,10 @@ export class GatewayClient {
         headers,
         ...(options.body === undefined ? {} : { body: JSON.stringify(options.body) }),
         idempotent: options.idempotent,
-        dispatcher: this.#dispatcher,
+        dispatcher: options.download === true ? this.#downloadDispatcher : this.#dispatcher,
         timeouts: this.#timeouts,
         maxBytes: options.maxBytes,
+        ...(options.saveTo === undefined ? {} : { saveTo: options.saveTo, headBytes: VIDEO_SIGNATURE_BYTES }),
       });
       const location = headerValue(response.headers, 'location');
       if (options.method !== 'GET' || !REDIRECT_STATUSES.has(response.status) || location === undefined || redirects >= MAX_REDIRECTS) {

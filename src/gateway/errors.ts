@@ -11,7 +11,10 @@
 //   │   └── OutcomeUnknownError    a submission was sent but never answered: a task may exist
 //   ├── MalformedResponseError     an answer that is not what the spec promises
 //   ├── ResponseTooLargeError      a body over its cap (a video over the caller's maxBytes)
-//   ├── VideoUnavailableError      downloadVideo on a task without a video (moderated, failed, running)
+//   ├── VideoUnavailableError      downloadVideo on a task without a video (moderated, failed, running,
+//   │                              or an address that is not an http(s) link)
+//   ├── DownloadRefusedError       a download address that is not public (loopback, private, metadata…)
+//   ├── NotAVideoError             a downloaded body that is neither an mp4 nor a WebM
 //   └── ValidationError            a request refused before anything was sent; `field` names the field
 
 import { redact } from '../lib/log.ts';
@@ -130,7 +133,8 @@ export class ResponseTooLargeError extends GatewayError {
   }
 }
 
-export type VideoUnavailableReason = 'moderated' | 'failed' | 'expired' | 'running' | 'missing';
+/** `not-http`: the gateway gave the video's address as something other than an http(s) link. */
+export type VideoUnavailableReason = 'moderated' | 'failed' | 'expired' | 'running' | 'missing' | 'not-http';
 
 export class VideoUnavailableError extends GatewayError {
   readonly reason: VideoUnavailableReason;
@@ -138,6 +142,35 @@ export class VideoUnavailableError extends GatewayError {
   constructor(message: string, reason: VideoUnavailableReason) {
     super(message);
     this.reason = reason;
+  }
+}
+
+/**
+ * A download that would connect to an address that is not on the public internet (loopback, private,
+ * link-local, metadata…) on a host that is neither the gateway's own nor allowed. Nothing was sent.
+ */
+export class DownloadRefusedError extends GatewayError {
+  /** The host as the address (or a redirect) named it. */
+  readonly host: string;
+  /** The IP address it is, or resolved to. */
+  readonly address: string;
+
+  constructor(host: string, address: string) {
+    const where = host === address ? address : `${host} (${address})`;
+    super(`The video address ${where} is not a public address and its host is not allowed, so it was not fetched`);
+    this.host = host;
+    this.address = address;
+  }
+}
+
+/** A download whose body does not start like a video (an mp4 `ftyp` box or a WebM/Matroska header). */
+export class NotAVideoError extends GatewayError {
+  /** What the answer said it was (`content-type`), when it said. */
+  readonly contentType: string | undefined;
+
+  constructor(contentType: string | undefined, details: GatewayErrorDetails = {}) {
+    super(`The video address answered with something that is not a video${contentType ? ` (${contentType})` : ''}`, details);
+    this.contentType = contentType;
   }
 }
 

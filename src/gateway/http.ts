@@ -1,9 +1,10 @@
 // The HTTP layer under the gateway client: one pooled undici dispatcher, timeouts, size caps on every
 // body, and network failures turned into typed errors that say whether the request ever left.
 
-import { Agent, request, type Dispatcher } from 'undici';
+import { open, type FileHandle } from 'node:fs/promises';
 import type { IncomingHttpHeaders } from 'node:http';
-import { GatewayConnectionError, OutcomeUnknownError, ResponseTooLargeError } from './errors.ts';
+import { Agent, request, type Dispatcher } from 'undici';
+import { DownloadRefusedError, GatewayConnectionError, OutcomeUnknownError, ResponseTooLargeError } from './errors.ts';
 
 export interface GatewayTimeouts {
   /** TCP/TLS connection setup. */
@@ -53,13 +54,23 @@ export interface HttpRequest {
   timeouts: GatewayTimeouts;
   /** Cap on a successful answer's body; error bodies have their own small cap. */
   maxBytes: number;
+  /**
+   * Write a successful (2xx) answer's body to this file (created or emptied) instead of memory, under
+   * the same cap; other answers are read into `body` as usual.
+   */
+  saveTo?: string;
+  /** With `saveTo`: how many leading bytes of the saved body to keep in `saved.head`. */
+  headBytes?: number;
 }
 
 export interface HttpResponse {
   status: number;
   headers: IncomingHttpHeaders;
   requestId: string | undefined;
+  /** Empty when the body went to a file (`saved`). */
   body: Buffer;
+  /** When the body was written to `HttpRequest.saveTo`: its size and its first bytes. */
+  saved?: { size: number; head: Buffer };
 }
 
 // Failures that happen before a single byte of the request left: the gateway cannot have seen it.
@@ -131,6 +142,51 @@ function discard(body: Dispatcher.ResponseData['body']): void {
   body.destroy();
 }
 
+/** The refusal of a download's address, looking through undici's and net's wrappers. */
+function downloadRefusal(error: unknown): DownloadRefusedError | undefined {
+  if (error instanceof DownloadRefusedError) return error;
+  if (!(error instanceof Error)) return undefined;
+  if (error instanceof AggregateError) {
+    for (const inner of error.errors) {
+      const found = downloadRefusal(inner);
+      if (found) return found;
+    }
+  }
+  return downloadRefusal(error.cause);
+}
+
+/** A write to the download's file failed: the bot's own trouble (a full disk), not the network's. */
+class FileWriteFailure extends Error {}
+
+/**
+ * Streams a body into an open file under a cap, one chunk in memory at a time (each write is awaited
+ * before the next chunk is read, so a slow disk slows the download instead of filling memory).
+ */
+async function saveCapped(
+  body: Dispatcher.ResponseData['body'],
+  limit: number,
+  file: FileHandle,
+  headBytes: number,
+): Promise<{ size: number; head: Buffer; overflow: boolean }> {
+  let size = 0;
+  let head = Buffer.alloc(0);
+  for await (const chunk of body) {
+    const buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk));
+    if (size + buffer.length > limit) {
+      discard(body);
+      return { size, head, overflow: true };
+    }
+    if (head.length < headBytes) head = Buffer.concat([head, buffer.subarray(0, headBytes - head.length)]);
+    try {
+      await file.write(buffer);
+    } catch (error) {
+      throw new FileWriteFailure('could not write the download to its file', { cause: error });
+    }
+    size += buffer.length;
+  }
+  return { size, head, overflow: false };
+}
+
 async function readCapped(
   body: Dispatcher.ResponseData['body'],
   limit: number,
@@ -178,7 +234,8 @@ async function exchange(target: HttpRequest, deadline: AbortSignal): Promise<Htt
       signal: deadline,
     });
   } catch (error) {
-    throw networkFailure(error, target, false, deadline.aborted);
+    // Refused before connecting: nothing was sent, and trying again would be refused the same way.
+    throw downloadRefusal(error) ?? networkFailure(error, target, false, deadline.aborted);
   }
   const { statusCode: status, headers, body } = response;
   const requestId = requestIdOf(headers);
@@ -193,6 +250,8 @@ async function exchange(target: HttpRequest, deadline: AbortSignal): Promise<Htt
       { size: announced, limit, status, requestId },
     );
   }
+  const saveTo = status >= 200 && status < 300 ? target.saveTo : undefined;
+  if (saveTo !== undefined) return saveBody(target, response, saveTo, deadline, requestId);
   let read: { bytes: Buffer; overflow: boolean };
   try {
     read = await readCapped(body, limit);
@@ -208,4 +267,28 @@ async function exchange(target: HttpRequest, deadline: AbortSignal): Promise<Htt
   }
   // An error body cut at its cap is still worth decoding as far as it goes.
   return { status, headers, requestId, body: read.bytes };
+}
+
+async function saveBody(target: HttpRequest, response: Dispatcher.ResponseData, path: string, deadline: AbortSignal, requestId: string | undefined): Promise<HttpResponse> {
+  const { statusCode: status, headers, body } = response;
+  let saved: { size: number; head: Buffer; overflow: boolean };
+  let file: FileHandle | undefined;
+  try {
+    file = await open(path, 'w');
+    saved = await saveCapped(body, target.maxBytes, file, target.headBytes ?? 0);
+  } catch (error) {
+    discard(body);
+    if (file === undefined) throw error;
+    if (error instanceof FileWriteFailure) throw error.cause;
+    throw networkFailure(error, target, true, deadline.aborted, requestId);
+  } finally {
+    await file?.close();
+  }
+  if (saved.overflow) {
+    throw new ResponseTooLargeError(
+      `${describeTarget(target.method, target.url)} sent more than the limit of ${target.maxBytes} bytes`,
+      { size: undefined, limit: target.maxBytes, status, requestId },
+    );
+  }
+  return { status, headers, requestId, body: Buffer.alloc(0), saved: { size: saved.size, head: saved.head } };
 }

@@ -49,11 +49,15 @@ export function parseSubmission(body: unknown, context: AnswerContext): Submitte
 function parseStoredFile(value: JsonRecord | undefined): StoredFile | undefined {
   const fileId = readNonEmptyString(value, 'file_id');
   if (value === undefined || fileId === undefined) return undefined;
+  // A link the bot would post: only an http(s) one (a `javascript:` link once went out as "a lasting link").
+  const publicUrl = readNonEmptyString(value, 'public_url');
+  const usable = publicUrl !== undefined && isHttpUrl(publicUrl);
   return {
     fileId,
     filename: readString(value, 'filename'),
     expiresAt: readTimestamp(value, 'expires_at'),
-    publicUrl: readNonEmptyString(value, 'public_url'),
+    publicUrl: usable ? publicUrl : undefined,
+    ...(publicUrl !== undefined && !usable ? { refusedPublicUrl: publicUrl } : {}),
   };
 }
 
@@ -131,13 +135,16 @@ export function parseTaskResult(answer: TaskAnswer): TaskResult {
     isModerationCode(error?.code);
   const url = answer.layer === 'compat' ? (readNonEmptyString(body, 'url') ?? readNonEmptyString(video, 'url')) : readNonEmptyString(video, 'url');
   const costTicks = readNumber(readRecord(body, 'usage'), 'cost_in_usd_ticks');
+  const hasVideo = status === 'succeeded' && !moderated && url !== undefined;
+  const usableUrl = hasVideo && isHttpUrl(url);
 
   return {
     ...base,
     status,
     rawStatus,
     progress: readProgress(body),
-    videoUrl: status === 'succeeded' && !moderated && url !== undefined && isHttpUrl(url) ? url : undefined,
+    videoUrl: usableUrl ? url : undefined,
+    ...(hasVideo && !usableUrl ? { refusedVideoUrl: url } : {}),
     moderated,
     durationSeconds: readNumber(video, 'duration') ?? readNumber(body, 'duration'),
     model: readString(body, 'model'),

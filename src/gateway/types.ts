@@ -101,8 +101,10 @@ export interface StoredFile {
   filename: string | undefined;
   /** Only when the request set `expires_after`. */
   expiresAt: Date | undefined;
-  /** Only when requested and enabled. */
+  /** Only when requested and enabled, and only an http(s) address. */
   publicUrl: string | undefined;
+  /** A `public_url` that is not an http(s) address (`javascript:…`), as the gateway wrote it: never to be shared. */
+  refusedPublicUrl?: string;
 }
 
 export interface TaskResult {
@@ -114,6 +116,8 @@ export interface TaskResult {
   progress: number | undefined;
   /** A usable, non-empty video address; undefined while running, when failed, or when moderated. */
   videoUrl: string | undefined;
+  /** A succeeded task's video address that is not an http(s) link (`javascript:…`), as the gateway wrote it: never fetched or shared. */
+  refusedVideoUrl?: string;
   /**
    * The video was removed by content moderation (`respect_moderation: false` with an empty url, or a
    * moderation error code). Tell the user; there is nothing to post.
@@ -145,4 +149,11 @@ export interface ClientSecret {
 export interface DownloadedVideo {
   bytes: Buffer;
   contentType: string | undefined;
+}
+
+/** A video written to a file by `saveVideo`, checked to start like one. */
+export interface SavedVideo {
+  size: number;
+  contentType: string | undefined;
+  container: 'mp4' | 'webm';
 }

@@ -15,3 +15,25 @@ export function httpUrl(text: string): URL | undefined {
 export function isHttpUrl(text: string): boolean {
   return httpUrl(text) !== undefined;
 }
+
+/**
+ * The scheme `text` starts with (`javascript:`, `file:`), safe to show in a message, or undefined
+ * when it has none: what to say about an address that is refused, without repeating the address.
+ */
+export function urlScheme(text: string): string | undefined {
+  return /^\s*([a-z][a-z0-9+.-]{0,31}:)/i.exec(text)?.[1]?.toLowerCase();
+}
+
+/**
+ * A host name or IP address as URLs write it, to compare hosts: lower case, an IPv4 address in its
+ * dotted form, an IPv6 address compressed and without brackets. Undefined for anything that is not a
+ * bare host (a port, a path, credentials, spaces or a wildcard).
+ */
+export function hostKey(text: string): string | undefined {
+  const bare = text.trim().replace(/^\[(.*)\]$/, '$1');
+  if (bare === '' || /[\s/@?#*]/.test(bare)) return undefined;
+  const ipv6 = bare.includes(':');
+  const url = URL.parse(`http://${ipv6 ? `[${bare}]` : bare}/`);
+  if (!url || url.port !== '' || url.hostname === '') return undefined;
+  return url.hostname.replace(/^\[(.*)\]$/, '$1');
+}

@@ -1,4 +1,12 @@
-import { GatewayApiError, GatewayConnectionError, ValidationError, type GatewayError } from '../gateway/errors.ts';
+import {
+  DownloadRefusedError,
+  GatewayApiError,
+  GatewayConnectionError,
+  NotAVideoError,
+  ValidationError,
+  VideoUnavailableError,
+  type GatewayError,
+} from '../gateway/errors.ts';
 
 // Every gateway error a member reads (a refused submission, a video that cannot be fetched, a key that
 // does not work, a voice conversation that cannot start) is worded here, by its code and status, never
@@ -20,8 +28,33 @@ export function withRequestId(text: string, requestId: string | undefined): stri
   return requestId ? `${text} (request id \`${requestId}\`)` : text;
 }
 
+/** A host or address the gateway named, when it is plain enough to show as code; else undefined. */
+function plainHost(text: string): string | undefined {
+  return /^[a-z0-9.:-]{1,100}$/i.test(text) ? text : undefined;
+}
+
+/** A video address the bot would not use, in words: what was wrong with it and what the bot did. */
+function explainRefusedDownload(error: GatewayError): string | undefined {
+  if (error instanceof DownloadRefusedError) {
+    const host = plainHost(error.host);
+    const address = plainHost(error.address);
+    const where = [host, address].filter((part, index, parts) => part !== undefined && parts.indexOf(part) === index).map((part) => `\`${part}\``);
+    return `The gateway gave an address for the video ${where.length > 0 ? `(${where.join(', ')}) ` : ''}that is not on the public internet, so the bot did not fetch it. The bot's operator can allow a host with DOWNLOAD_ALLOWED_HOSTS.`;
+  }
+  if (error instanceof NotAVideoError) {
+    const type = /^[\w.+-]+\/[\w.+-]+/.exec(error.contentType ?? '')?.[0];
+    return `The gateway's video address answered with something that is not a video${type ? ` (\`${type}\`)` : ''}, so the bot did not post it.`;
+  }
+  if (error instanceof VideoUnavailableError && error.reason === 'not-http') {
+    return 'The gateway gave an address for the video that is not an http(s) link, so the bot did not fetch it.';
+  }
+  return undefined;
+}
+
 /** What the status and code say went wrong, in words for a member; the request id is added by the caller. */
 function explain(error: GatewayError, context: GatewayErrorContext): string {
+  const refused = explainRefusedDownload(error);
+  if (refused !== undefined) return refused;
   const code = error.code;
   const said = `${error.status ?? ''}${code ? ` ${code}` : ''}`.trim();
   const model = context.model ? `\`${context.model}\`` : 'this model';

@@ -122,3 +122,19 @@ describe('submission answers', () => {
     expect(() => parseSubmission({ task_id: 't1' }, { layer: 'native', requestId: undefined })).toThrow(MalformedResponseError);
   });
 });
+
+describe('links in task results', () => {
+  it('keeps a video address that is not an http(s) link apart, so it is never fetched or shared', () => {
+    const task = result('native', { status: 'done', video: { url: 'javascript:alert(1)' } });
+    expect(task).toMatchObject({ status: 'succeeded', videoUrl: undefined, refusedVideoUrl: 'javascript:alert(1)' });
+    expect(result('native', { status: 'done', video: { url: 'https://x.example/v.mp4' } }).refusedVideoUrl).toBeUndefined();
+    expect(result('native', { status: 'pending', video: { url: 'javascript:alert(1)' } }).refusedVideoUrl).toBeUndefined();
+  });
+
+  it('shares a stored file\'s public_url only when it is an http(s) link', () => {
+    const task = result('native', { status: 'done', video: { url: 'https://x.example/v.mp4', file_output: { file_id: 'file_1', public_url: 'javascript:alert(1)' } } });
+    expect(task.file).toMatchObject({ fileId: 'file_1', publicUrl: undefined, refusedPublicUrl: 'javascript:alert(1)' });
+    const good = result('native', { status: 'done', video: { url: 'https://x.example/v.mp4', file_output: { file_id: 'file_1', public_url: 'https://files.example.com/v.mp4' } } });
+    expect(good.file).toEqual({ fileId: 'file_1', filename: undefined, expiresAt: undefined, publicUrl: 'https://files.example.com/v.mp4' });
+  });
+});

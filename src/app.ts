@@ -94,6 +94,7 @@ export async function startApp(config: BotConfig, log: Logger, signal: AbortSign
     baseUrl: config.gatewayBaseUrl,
     vendor: config.gatewayVendor,
     paths: { edits: config.gatewayEditPath, extensions: config.gatewayExtensionPath },
+    ...(config.downloadAllowedHosts ? { downloadAllowedHosts: config.downloadAllowedHosts } : {}),
     log,
   });
   const settings = new SettingsService({

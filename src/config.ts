@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { parseEnv } from 'node:util';
 import { LAYERS, DEFAULT_EDIT_PATH, DEFAULT_EXTENSION_PATH, DEFAULT_VENDOR, type Layer } from './gateway/spec.ts';
 import { LOG_LEVELS, type LogLevel } from './lib/log.ts';
-import { httpUrl, urlWith } from './lib/url.ts';
+import { hostKey, httpUrl, urlWith } from './lib/url.ts';
 import { MIN_ENCRYPTION_SECRET_LENGTH } from './settings/key-cipher.ts';
 import type { Result } from './lib/result.ts';
 
@@ -26,6 +26,11 @@ export interface BotConfig {
   logLevel: LogLevel;
   /** How often running video tasks are polled at first (later polls follow the reported progress). */
   taskPollIntervalMs: number;
+  /**
+   * Hosts (names or IP addresses) a video download may reach even at an address that is not public,
+   * besides GATEWAY_BASE_URL's host (DOWNLOAD_ALLOWED_HOSTS); undefined when none are listed.
+   */
+  downloadAllowedHosts: string[] | undefined;
 }
 
 export type Environment = Record<string, string | undefined>;
@@ -161,6 +166,17 @@ export function loadConfig(environment: Environment): ConfigResult {
     problems.push(`TASK_POLL_INTERVAL_MS must be a whole number of milliseconds, at least ${MIN_TASK_POLL_INTERVAL_MS} (got "${pollText}").`);
   }
 
+  const allowedHostsText = read('DOWNLOAD_ALLOWED_HOSTS');
+  const downloadAllowedHosts: string[] = [];
+  for (const entry of (allowedHostsText ?? '').split(',').map((part) => part.trim()).filter((part) => part !== '')) {
+    const host = hostKey(entry);
+    if (host === undefined) {
+      problems.push(`DOWNLOAD_ALLOWED_HOSTS must be a comma-separated list of host names or IP addresses, without scheme, port or path, such as storage.internal,10.0.0.5 (got "${entry}").`);
+    } else {
+      downloadAllowedHosts.push(host);
+    }
+  }
+
   if (problems.length > 0 || !discordToken || !gatewayBaseUrl || !gatewayWsUrl || !gatewayLayer || !logLevel) {
     return { ok: false, problems, message: problems.join('\n') };
   }
@@ -182,6 +198,7 @@ export function loadConfig(environment: Environment): ConfigResult {
       devGuildId,
       logLevel,
       taskPollIntervalMs,
+      downloadAllowedHosts: downloadAllowedHosts.length > 0 ? downloadAllowedHosts : undefined,
     },
   };
 }

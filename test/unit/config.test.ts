@@ -116,4 +116,15 @@ describe('configuration from the environment', () => {
     expect(result.ok && result.config.discordToken).toBe('from-file-token');
     expect(result.ok && result.config.gatewayBaseUrl).toBe('http://127.0.0.1:8787');
   });
+
+  it('reads DOWNLOAD_ALLOWED_HOSTS as host names or IP addresses, as URLs write them', () => {
+    const result = loadConfig({ ...minimal, DOWNLOAD_ALLOWED_HOSTS: ' Storage.Internal , 10.0.0.5,[::1],,' });
+    expect(result.ok && result.config.downloadAllowedHosts).toEqual(['storage.internal', '10.0.0.5', '::1']);
+  });
+
+  it.each(['http://storage.internal', 'storage.internal:9000', '*.internal', 'a b'])('names DOWNLOAD_ALLOWED_HOSTS when an entry is "%s"', (entry) => {
+    expect(problemsOf({ ...minimal, DOWNLOAD_ALLOWED_HOSTS: `10.0.0.5,${entry}` })).toEqual([
+      `DOWNLOAD_ALLOWED_HOSTS must be a comma-separated list of host names or IP addresses, without scheme, port or path, such as storage.internal,10.0.0.5 (got "${entry}").`,
+    ]);
+  });
 });

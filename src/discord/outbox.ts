@@ -1,3 +1,4 @@
+import { openAsBlob } from 'node:fs';
 import { DiscordAPIError, Routes, type REST, type RESTPostAPIChannelMessageJSONBody, type APIEmbed, type APIActionRowComponent, type APIComponentInMessageActionRow } from 'discord.js';
 import { isRecord, readArray, readRecord, readString } from '../lib/json.ts';
 import { onceUntilFailure } from '../lib/once-until-failure.ts';
@@ -82,11 +83,8 @@ function nonceOf(raw: unknown): string | undefined {
   return typeof nonce === 'string' || typeof nonce === 'number' ? String(nonce) : undefined;
 }
 
-export interface FileToPost {
-  name: string;
-  data: Buffer;
-  contentType: string;
-}
+/** A file to upload: its bytes in memory, or (for anything big, such as a video) a file on disk, streamed from there. */
+export type FileToPost = { name: string; contentType: string } & ({ data: Buffer } | { path: string });
 
 export interface ChannelPost extends MessagePayload {
   channelId: string;
@@ -114,6 +112,21 @@ export function isDiscordError(error: unknown, ...codes: number[]): error is Dis
 export function isReplyRefusal(error: unknown): boolean {
   if (isDiscordError(error, DISCORD_ERRORS.cannotReplyWithoutHistory)) return true;
   return isDiscordError(error, DISCORD_ERRORS.invalidFormBody) && readRecord(readRecord(error.rawError, 'errors'), 'message_reference') !== undefined;
+}
+
+/**
+ * The multipart body @discordjs/rest would build from `files` (the file as `files[0]`, then the JSON as
+ * `payload_json`), except that the file part reads from disk as the request goes out: @discordjs/rest
+ * copies `files[].data` into a Blob, so a video given as bytes is held in memory whole, and copied.
+ * It must be the global FormData: @discordjs/rest passes a body through as is only when it is an
+ * instance of that class (its undici, 6.x, then encodes it and streams each part), and would try to
+ * read any other FormData as a list of chunks.
+ */
+async function multipartFromDisk(payload: RESTPostAPIChannelMessageJSONBody, file: { name: string; contentType: string; path: string }): Promise<FormData> {
+  const form = new FormData();
+  form.append('files[0]', await openAsBlob(file.path, { type: file.contentType }), file.name);
+  form.append('payload_json', JSON.stringify(payload));
+  return form;
 }
 
 export class DiscordOutbox {
@@ -156,11 +169,15 @@ export class DiscordOutbox {
       allowed_mentions: { users: post.mentionUsers },
       message_reference: post.replyTo ? { message_id: post.replyTo, fail_if_not_exists: false } : undefined,
     };
-    if (post.file) body.attachments = [{ id: 0, filename: post.file.name }];
-    const message: unknown = await this.#rest.post(Routes.channelMessages(post.channelId), {
-      body,
-      files: post.file ? [{ name: post.file.name, data: post.file.data, contentType: post.file.contentType }] : undefined,
-    });
+    const file = post.file;
+    if (file) body.attachments = [{ id: 0, filename: file.name }];
+    const message: unknown =
+      file && 'path' in file
+        ? await this.#rest.post(Routes.channelMessages(post.channelId), { body: await multipartFromDisk(body, file), passThroughBody: true })
+        : await this.#rest.post(Routes.channelMessages(post.channelId), {
+            body,
+            files: file ? [{ name: file.name, data: file.data, contentType: file.contentType }] : undefined,
+          });
     return parsePostedMessage(message);
   }
 

@@ -1,3 +1,9 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { buffer } from 'node:stream/consumers';
 import { REST } from 'discord.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DiscordOutbox, MAX_CONTENT_LENGTH } from '../../src/discord/outbox.ts';
@@ -39,5 +45,62 @@ describe('say', () => {
     const text = 'y'.repeat(MAX_CONTENT_LENGTH);
     await outbox.say(channel, text);
     expect(discord.messages(channel).slice(before).map((message) => message.content)).toEqual([text]);
+  });
+});
+
+describe('post', () => {
+  const MP4 = readFileSync(new URL('../../src/emulator/fixtures/sample.mp4', import.meta.url));
+  let directory: string;
+  let path: string;
+
+  beforeAll(() => {
+    directory = mkdtempSync(join(tmpdir(), 'outbox-'));
+    path = join(directory, 'video.video');
+    writeFileSync(path, MP4);
+  });
+  afterAll(() => rmSync(directory, { recursive: true, force: true }));
+
+  it('uploads a file read from disk as Discord takes it, like one given as bytes', async () => {
+    const channel = guild.textChannelId;
+    const fromDisk = await outbox.post({ channelId: channel, content: 'from disk', file: { name: 'video-a.mp4', contentType: 'video/mp4', path }, mentionUsers: [], nonce: 'disk-1' });
+    const fromMemory = await outbox.post({ channelId: channel, content: 'from memory', file: { name: 'video-b.mp4', contentType: 'video/mp4', data: MP4 }, mentionUsers: [], nonce: 'memory-1' });
+    for (const [posted, name, nonce] of [[fromDisk, 'video-a.mp4', 'disk-1'], [fromMemory, 'video-b.mp4', 'memory-1']] as const) {
+      const message = discord.state.messages.get(posted.messageId);
+      expect(message).toMatchObject({ nonce, attachments: [{ filename: name, contentType: 'video/mp4' }] });
+      expect(message?.attachments[0]?.bytes.equals(MP4)).toBe(true);
+      expect(posted.attachmentUrl).toBe(message?.attachments[0]?.url);
+    }
+    // The nonce still guards a repeat.
+    const again = await outbox.post({ channelId: channel, content: 'from disk', file: { name: 'video-a.mp4', contentType: 'video/mp4', path }, mentionUsers: [], nonce: 'disk-1' });
+    expect(again.messageId).toBe(fromDisk.messageId);
+  });
+
+  it('sends the same multipart parts, in the same order, as @discordjs/rest builds from bytes: files[0], then payload_json', async () => {
+    const bodies: { type: string; body: Buffer }[] = [];
+    const server = createServer((request, response) => {
+      void buffer(request).then((body) => {
+        bodies.push({ type: request.headers['content-type'] ?? '', body });
+        response.writeHead(200, { 'content-type': 'application/json' }).end('{"id":"1","attachments":[]}');
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const rest = new REST({ api: `http://127.0.0.1:${(server.address() as AddressInfo).port}/api` }).setToken('token');
+    try {
+      const raw = new DiscordOutbox(rest);
+      const post = { channelId: guild.textChannelId, content: 'hi', mentionUsers: ['1'], nonce: 'n-1' };
+      await raw.post({ ...post, file: { name: 'v.mp4', contentType: 'video/mp4', path } });
+      await raw.post({ ...post, file: { name: 'v.mp4', contentType: 'video/mp4', data: MP4 } });
+    } finally {
+      rest.clearHashSweeper();
+      rest.clearHandlerSweeper();
+      server.close();
+    }
+    const [disk, memory] = bodies.map(({ type, body }) => {
+      const boundary = /boundary=(.+)$/.exec(type)?.[1] ?? '';
+      return { type: type.replace(boundary, 'B'), body: body.toString('latin1').replaceAll(boundary, 'B') };
+    });
+    expect(disk?.type).toMatch(/^multipart\/form-data; boundary=B$/);
+    expect(disk).toEqual(memory);
+    expect(disk?.body.indexOf('name="files[0]"; filename="v.mp4"')).toBeLessThan(disk?.body.indexOf('name="payload_json"') ?? -1);
   });
 });

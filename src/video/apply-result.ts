@@ -1,4 +1,5 @@
 import type { TaskResult } from '../gateway/types.ts';
+import { urlScheme } from '../lib/url.ts';
 import type { TaskOutcome, TaskRecord, TaskState } from './record.ts';
 
 // Folds what the gateway says about a task into the bot's record (a new record; the old one is left
@@ -20,6 +21,7 @@ function outcomeOf(result: TaskResult, previous: TaskOutcome): TaskOutcome {
       ...(result.file.filename === undefined ? {} : { filename: result.file.filename }),
       ...(result.file.expiresAt === undefined ? {} : { expiresAt: result.file.expiresAt.getTime() }),
       ...(result.file.publicUrl === undefined ? {} : { publicUrl: result.file.publicUrl }),
+      ...(result.file.refusedPublicUrl === undefined ? {} : { refusedPublicUrl: urlScheme(result.file.refusedPublicUrl) ?? '' }),
     };
   }
   if (result.storageError !== undefined) outcome.storageError = result.storageError;

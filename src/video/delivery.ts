@@ -1,12 +1,22 @@
 import { ButtonStyle, ComponentType, type APIActionRowComponent, type APIComponentInMessageActionRow } from 'discord.js';
 import { DISCORD_ERRORS, isDiscordError, isReplyRefusal, type DiscordOutbox, type FileToPost, type OwnMessage, type PostedMessage } from '../discord/outbox.ts';
-import { NotFoundError, ResponseTooLargeError, VideoUnavailableError } from '../gateway/errors.ts';
+import { DownloadRefusedError, NotAVideoError, NotFoundError, ResponseTooLargeError, VideoUnavailableError, type GatewayError } from '../gateway/errors.ts';
 import type { GatewayClient } from '../gateway/client.ts';
-import type { TaskResult } from '../gateway/types.ts';
+import type { SavedVideo, TaskResult } from '../gateway/types.ts';
 import type { Logger } from '../lib/log.ts';
+import { isHttpUrl } from '../lib/url.ts';
 import { videoActionId, type VideoAction } from './actions.ts';
 import { applyResult } from './apply-result.ts';
-import { CHANNEL_DELETED, describeDeliveryFailure, describeMissingPermission, describeOverUploadLimit, describeStorageError } from './messages.ts';
+import type { DownloadFiles } from './download-files.ts';
+import {
+  CHANNEL_DELETED,
+  describeDeliveryFailure,
+  describeMissingPermission,
+  describeOverUploadLimit,
+  describeRefusedPublicUrl,
+  describeRefusedVideo,
+  describeStorageError,
+} from './messages.ts';
 import type { TaskRecord } from './record.ts';
 import type { TaskRepository } from './repository.ts';
 import { cardStateKey, renderStatusCard } from './status-card.ts';
@@ -15,6 +25,8 @@ import { cardStateKey, renderStatusCard } from './status-card.ts';
 //   waiting --(download, then write "posting")--> posting --(post with nonce)--> posted
 // A crash after the post but before "posted" is written leaves "posting"; the retry posts again with the
 // same nonce and enforce_nonce, and Discord answers with the message it already has instead of a second.
+// The video goes from the gateway to a temporary file and from there to Discord, a chunk at a time: a
+// delivery holds a few hundred KB of it in memory whatever its size.
 
 export function resultButtons(taskId: string): APIActionRowComponent<APIComponentInMessageActionRow>[] {
   const button = (label: string, action: VideoAction) => ({
@@ -26,12 +38,23 @@ export function resultButtons(taskId: string): APIActionRowComponent<APIComponen
   return [{ type: ComponentType.ActionRow, components: [button('Extend', 'extend'), button('Edit', 'edit'), button('Regenerate', 'regenerate')] }];
 }
 
-/** A link to post instead of the file, and what to say about it. */
+/** A link to post instead of the file, and what to say about it. Only ever an http(s) link. */
 function linkFor(task: TaskRecord): { url: string; note: string } | undefined {
   const stored = task.outcome.storedFile?.publicUrl;
-  if (stored) return { url: stored, note: 'This is a lasting link from the gateway\'s storage.' };
-  if (task.outcome.videoUrl) return { url: task.outcome.videoUrl, note: 'This is a temporary link and it expires soon: download the video now.' };
+  if (stored !== undefined && isHttpUrl(stored)) return { url: stored, note: 'This is a lasting link from the gateway\'s storage.' };
+  const temporary = task.outcome.videoUrl;
+  if (temporary !== undefined && isHttpUrl(temporary)) return { url: temporary, note: 'This is a temporary link and it expires soon: download the video now.' };
   return undefined;
+}
+
+const CONTENT_TYPES: Record<SavedVideo['container'], string> = { mp4: 'video/mp4', webm: 'video/webm' };
+
+/**
+ * A video the bot will not fetch or post, whatever it tries: an address that is not public or not an
+ * http(s) link, or a body that is not a video.
+ */
+function isRefusedVideo(error: unknown): error is GatewayError {
+  return error instanceof DownloadRefusedError || error instanceof NotAVideoError || (error instanceof VideoUnavailableError && error.reason === 'not-http');
 }
 
 /**
@@ -43,6 +66,8 @@ const NONCE_TRUSTED_MS = 2 * 60_000;
 export interface DeliveryDeps {
   repository: TaskRepository;
   outbox: DiscordOutbox;
+  /** Where videos wait between their download and their post. */
+  files: DownloadFiles;
   log: Logger;
   /** The status card is edited at most this often while a task runs (terminal edits always go out). */
   cardEditIntervalMs: number;
@@ -117,23 +142,33 @@ export class VideoDelivery {
       }
     }
 
-    let file: FileToPost | undefined;
-    let linkReason: string | undefined;
+    const path = await this.#deps.files.pathFor(current.id);
     try {
-      const video = await gateway.downloadVideo(latest, { maxBytes: current.attachmentSizeLimit });
-      file = { name: `video-${current.id}.mp4`, data: video.bytes, contentType: 'video/mp4' };
-    } catch (error) {
-      if (error instanceof ResponseTooLargeError) {
-        linkReason = describeOverUploadLimit(error.size, current.attachmentSizeLimit);
-      } else if (error instanceof VideoUnavailableError || error instanceof NotFoundError) {
-        // The temporary video is gone: nothing can be posted any more.
-        current = { ...current, state: 'expired', delivery: { ...current.delivery, state: 'closed', lastError: error.message } };
-        return this.showAndSave(current);
-      } else {
-        throw error;
+      let file: FileToPost | undefined;
+      let linkReason: string | undefined;
+      try {
+        const video = await gateway.saveVideo(latest, { maxBytes: current.attachmentSizeLimit, path });
+        file = { name: `video-${current.id}.${video.container}`, path, contentType: CONTENT_TYPES[video.container] };
+      } catch (error) {
+        if (error instanceof ResponseTooLargeError) {
+          linkReason = describeOverUploadLimit(error.size, current.attachmentSizeLimit);
+        } else if (isRefusedVideo(error)) {
+          // Trying again would be refused the same way; the address is not shared as a link either.
+          this.#deps.log.warn('refused a finished video', { task: current.id, error });
+          const { videoUrl: _refused, ...outcome } = current.outcome;
+          return await this.#close({ ...current, outcome }, describeRefusedVideo(error));
+        } else if (error instanceof VideoUnavailableError || error instanceof NotFoundError) {
+          // The temporary video is gone: nothing can be posted any more.
+          current = { ...current, state: 'expired', delivery: { ...current.delivery, state: 'closed', lastError: error.message } };
+          return await this.showAndSave(current);
+        } else {
+          throw error;
+        }
       }
+      return await this.#post(current, file, linkReason);
+    } finally {
+      await this.#deps.files.remove(path);
     }
-    return this.#post(current, file, linkReason);
   }
 
   /**
@@ -182,6 +217,8 @@ export class VideoDelivery {
     if (link) lines.push(`${linkReason ?? ''} Here is a link instead:`.trim(), link.url, link.note);
     const storage = describeStorageError(task.outcome);
     if (storage) lines.push(storage);
+    const refusedLink = describeRefusedPublicUrl(task.outcome);
+    if (refusedLink) lines.push(refusedLink);
     try {
       const posted = await outbox.post({
         channelId: task.channelId,

@@ -5,6 +5,7 @@ import type { GuildVideoPolicy } from '../ports/guild-policy.ts';
 import type { InteractionContext } from '../ports/interaction-context.ts';
 import type { Store } from '../store.ts';
 import { VideoDelivery } from './delivery.ts';
+import { DownloadFiles } from './download-files.ts';
 import { EndUserIds } from './end-users.ts';
 import { PolicyGatewayResolver } from './gateway-resolver.ts';
 import type { SubmissionPlan } from './plan.ts';
@@ -34,6 +35,8 @@ export interface VideoDeps {
   pollPolicy?: PollPolicy;
   maxPollsInFlight?: number;
   cardEditIntervalMs?: number;
+  /** Where downloaded videos wait for their post; default a directory under the OS temporary directory. */
+  downloadDirectory?: string;
 }
 
 export interface Video {
@@ -48,7 +51,10 @@ export interface Video {
 export function createVideo(deps: VideoDeps): Video {
   const { store, clients, policy, outbox, vendor, log } = deps;
   const tasks = new TaskRepository(store);
-  const delivery = new VideoDelivery({ repository: tasks, outbox, log, cardEditIntervalMs: deps.cardEditIntervalMs ?? CARD_EDIT_INTERVAL_MS });
+  const files = new DownloadFiles(log, deps.downloadDirectory);
+  // Leftovers of a bot killed mid-download are swept now, rather than at the first delivery.
+  files.ready().catch((error: unknown) => log.warn('could not prepare the directory for downloaded videos; the first delivery tries again', { error }));
+  const delivery = new VideoDelivery({ repository: tasks, outbox, files, log, cardEditIntervalMs: deps.cardEditIntervalMs ?? CARD_EDIT_INTERVAL_MS });
   const tracker = new TaskTracker(tasks, new PolicyGatewayResolver(policy, clients, log), delivery, log, {
     policy: deps.pollPolicy ?? DEFAULT_POLL_POLICY,
     maxInFlight: deps.maxPollsInFlight ?? MAX_POLLS_IN_FLIGHT,

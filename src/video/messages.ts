@@ -70,6 +70,18 @@ export function describeStorageError(outcome: TaskOutcome): string | undefined {
   return `Long-term storage of this video failed (${outcome.storageError}), so it is not kept beyond the temporary link; the video itself is fine.`;
 }
 
+/** The gateway's storage gave a lasting link that is not an http(s) address: said instead of sharing it. */
+export function describeRefusedPublicUrl(outcome: TaskOutcome): string | undefined {
+  const scheme = outcome.storedFile?.refusedPublicUrl;
+  if (scheme === undefined) return undefined;
+  return `The gateway's storage gave a lasting link that is not an http(s) address${scheme ? ` (\`${scheme}\`)` : ''}, so the bot does not share it.`;
+}
+
+/** A video the bot refused to fetch or post (an address that is not public or not http(s), a body that is not a video). */
+export function describeRefusedVideo(error: GatewayError): string {
+  return describeGatewayError(error, { key: 'in-use', purpose: 'fetch the finished video' });
+}
+
 /**
  * The bot's own deadline passed without a final answer. Nothing says the gateway refunded anything: it may
  * still have made (and charged) the video, so admins get the ids to check.

@@ -2,6 +2,7 @@ import { ValidationError } from '../gateway/errors.ts';
 import { REFERENCE_MAX_RESOLUTION, videoModelCapabilities, videoModelNames } from '../gateway/spec.ts';
 import { validateEdit, validateExtension, validateGeneration } from '../gateway/validation.ts';
 import { refuse, type Result } from '../lib/result.ts';
+import { isHttpUrl } from '../lib/url.ts';
 import type { GuildVideoPolicy } from '../ports/guild-policy.ts';
 import type { InteractionContext } from '../ports/interaction-context.ts';
 import type { EndUserIds } from './end-users.ts';
@@ -192,7 +193,7 @@ export class VideoPreparation {
     }
     // A lasting stored link first; else the posted attachment (refreshed before sending); else the gateway's temporary link.
     const publicUrl = task.outcome.storedFile?.publicUrl;
-    if (publicUrl) return { ok: true, url: publicUrl, taskId: task.id };
+    if (publicUrl !== undefined && isHttpUrl(publicUrl)) return { ok: true, url: publicUrl, taskId: task.id };
     const { attachmentUrl, messageId } = task.delivery;
     if (attachmentUrl && messageId) return { ok: true, url: attachmentUrl, taskId: task.id, postedSource: { channelId: task.channelId, messageId } };
     if (task.outcome.videoUrl) return { ok: true, url: task.outcome.videoUrl, taskId: task.id };

@@ -40,7 +40,13 @@ export interface StoredFile {
   fileId?: string;
   filename?: string;
   expiresAt?: number;
+  /** Only an http(s) address. */
   publicUrl?: string;
+  /**
+   * The gateway's `public_url` was not an http(s) address: its scheme (such as `javascript:`; empty
+   * when it had none), never the address itself, which is not kept, shown or shared.
+   */
+  refusedPublicUrl?: string;
 }
 
 export interface TaskOutcome {
@@ -201,6 +207,7 @@ function parseStoredFile(value: unknown, path: string): StoredFile | undefined {
     filename: optionalString(source, 'filename', path),
     expiresAt: optionalNumber(source, 'expiresAt', path),
     publicUrl: optionalString(source, 'publicUrl', path),
+    refusedPublicUrl: optionalString(source, 'refusedPublicUrl', path),
   };
 }
 

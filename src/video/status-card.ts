@@ -3,6 +3,7 @@ import {
   describeExpired,
   describeFailure,
   describeModeration,
+  describeRefusedPublicUrl,
   describeStorageError,
   describeTimeout,
   describeUnknownOutcome,
@@ -79,7 +80,11 @@ function outcomeText(task: TaskRecord): string | undefined {
       return describeUnknownOutcome(task);
     case 'succeeded': {
       if (task.outcome.moderated) return describeModeration(task.outcome);
-      const notes = [describeStorageError(task.outcome), task.delivery.state === 'closed' ? task.delivery.lastError : undefined];
+      const notes = [
+        describeStorageError(task.outcome),
+        describeRefusedPublicUrl(task.outcome),
+        task.delivery.state === 'closed' ? task.delivery.lastError : undefined,
+      ];
       const text = notes.filter((note) => note !== undefined).join('\n');
       return text || undefined;
     }

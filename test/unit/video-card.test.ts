@@ -148,3 +148,14 @@ describe('messages for refused submissions', () => {
     expect(new Set(texts).size).toBe(5);
   });
 });
+
+describe('a lasting link that is not http(s)', () => {
+  it('is kept as its scheme only, and the card says it is not shared', () => {
+    const next = applyResult(task, result({ status: 'succeeded', videoUrl: 'https://v/x.mp4', file: { fileId: 'f1', filename: 'x.mp4', expiresAt: undefined, publicUrl: undefined, refusedPublicUrl: 'javascript:alert(1)' } }), 1_700_000_010_000);
+    expect(next.outcome.storedFile).toEqual({ fileId: 'f1', filename: 'x.mp4', refusedPublicUrl: 'javascript:' });
+    expect(parseTaskRecord(JSON.parse(JSON.stringify(next)))).toEqual(next);
+    const card = JSON.stringify(renderStatusCard(next));
+    expect(card).toContain("The gateway's storage gave a lasting link that is not an http(s) address (`javascript:`), so the bot does not share it.");
+    expect(card).not.toContain('alert');
+  });
+});

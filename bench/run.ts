@@ -1,13 +1,14 @@
 import { parseArgs } from 'node:util';
 import { CRASH_STORES, benchmarkCrashes, printCrashReport } from './crash.ts';
+import { benchmarkDelivery, printDeliveryReport } from './delivery.ts';
 import { benchmarkVideoTracking, printVideoReport } from './video.ts';
 import { benchmarkVoice, printVoiceReport } from './voice.ts';
 
-// `npm run bench [-- --only video|voice|crash] [--tasks N] [--kills N] [--seed N] [--store sqlite|redis]`:
-// every benchmark, figures as ratios against baselines measured in the same run.
+// `npm run bench [-- --only video|delivery|voice|crash] [--tasks N] [--kills N] [--seed N] [--store sqlite|redis]
+// [--video-mb N]`: every benchmark, figures as ratios against baselines measured in the same run.
 
 const { values } = parseArgs({
-  options: { only: { type: 'string' }, tasks: { type: 'string' }, kills: { type: 'string' }, seed: { type: 'string' }, store: { type: 'string' } },
+  options: { only: { type: 'string' }, tasks: { type: 'string' }, kills: { type: 'string' }, seed: { type: 'string' }, store: { type: 'string' }, 'video-mb': { type: 'string' } },
 });
 const stores = CRASH_STORES.filter((store) => values.store === undefined || values.store === store);
 if (stores.length === 0) {
@@ -15,13 +16,17 @@ if (stores.length === 0) {
   process.exit(2);
 }
 const only = values.only;
-if (only !== undefined && !['video', 'voice', 'crash'].includes(only)) {
-  process.stderr.write(`--only must be video, voice or crash (got ${only})\n`);
+if (only !== undefined && !['video', 'delivery', 'voice', 'crash'].includes(only)) {
+  process.stderr.write(`--only must be video, delivery, voice or crash (got ${only})\n`);
   process.exit(2);
 }
 
 if (!only || only === 'video') {
   printVideoReport(await benchmarkVideoTracking(Number(values.tasks ?? 10_000)));
+}
+
+if (!only || only === 'delivery') {
+  printDeliveryReport(await benchmarkDelivery({ videoBytes: Number(values['video-mb'] ?? 50) * 1024 * 1024 }));
 }
 
 if (!only || only === 'voice') {

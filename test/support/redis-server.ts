@@ -12,6 +12,8 @@ export interface OwnRedis {
   stall(): void;
   /** Lets a stalled server go on (SIGCONT). */
   resume(): void;
+  /** Drops every client connection (CLIENT KILL); what the server holds stays. */
+  dropConnections(): Promise<void>;
   /** Kills the server; every connection drops. */
   kill(): Promise<void>;
   /** Starts the server again on the same port (after kill()); what it held is gone. */
@@ -55,6 +57,11 @@ export async function startOwnRedis(): Promise<OwnRedis> {
   return {
     url: `redis://127.0.0.1:${port}`,
     stall: () => child.kill('SIGSTOP'),
+    async dropConnections() {
+      const cli = spawn('redis-cli', ['-p', String(port), 'CLIENT', 'KILL', 'TYPE', 'normal'], { stdio: 'ignore' });
+      const [code] = (await once(cli, 'exit')) as [number | null];
+      if (code !== 0) throw new Error(`redis-cli CLIENT KILL exited with ${code}`);
+    },
     resume: () => child.kill('SIGCONT'),
     kill: () => stop('SIGKILL'),
     async restart() {

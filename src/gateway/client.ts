@@ -327,7 +327,8 @@ export class GatewayClient {
         ...(options.body === undefined ? {} : { body: JSON.stringify(options.body) }),
         idempotent: options.idempotent,
         dispatcher: options.download === true ? this.#downloadDispatcher : this.#dispatcher,
-        timeouts: this.#timeouts,
+        // A download may take as long as a large video does; an answer of a few bytes may not.
+        timeouts: options.download === true ? this.#timeouts : { ...this.#timeouts, totalMs: this.#timeouts.answerMs },
         maxBytes: options.maxBytes,
         ...(options.saveTo === undefined ? {} : { saveTo: options.saveTo, headBytes: VIDEO_SIGNATURE_BYTES }),
       });

@@ -14,13 +14,18 @@ export interface GatewayTimeouts {
   /** The longest silence while a body streams in (not the whole download). */
   bodyMs: number;
   /**
-   * The whole exchange, from sending to the last byte, so a server trickling bytes cannot hold a request
-   * forever. Long enough for a large video on a slow link.
+   * The whole exchange of a video download, from sending to the last byte, so a server trickling bytes
+   * cannot hold it forever. Long enough for a large video on a slow link.
    */
   totalMs: number;
+  /**
+   * The whole exchange of a JSON answer (a submission, a poll, the model list): short, so that a gateway
+   * trickling its answer holds one of the poller's few slots for seconds, not minutes.
+   */
+  answerMs: number;
 }
 
-export const DEFAULT_TIMEOUTS: GatewayTimeouts = { connectMs: 10_000, headersMs: 30_000, bodyMs: 30_000, totalMs: 300_000 };
+export const DEFAULT_TIMEOUTS: GatewayTimeouts = { connectMs: 10_000, headersMs: 20_000, bodyMs: 20_000, totalMs: 300_000, answerMs: 20_000 };
 
 /** JSON answers of the gateway are small; anything bigger is a fault, not data. */
 export const MAX_JSON_BYTES = 1024 * 1024;

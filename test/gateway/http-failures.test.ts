@@ -173,9 +173,9 @@ describe('a server that trickles its answer', () => {
       response.on('close', () => clearInterval(trickle));
     });
   }
-  const patient = { timeouts: { headersMs: 300, bodyMs: 300, totalMs: 600 }, retry: { maxRetries: 1, baseDelayMs: 10 } };
+  const patient = { timeouts: { headersMs: 300, bodyMs: 300, answerMs: 600 }, retry: { maxRetries: 1, baseDelayMs: 10 } };
 
-  it('cannot hold a poll past the overall deadline; the poll is retried once, then reported as a timeout', async () => {
+  it('cannot hold a poll past the answers\' deadline; the poll is retried once, then reported as a timeout', async () => {
     const server = await trickling();
     const error = await client(server.url, patient).getTask('task_1').catch((e: unknown) => e);
     expect(error).toBeInstanceOf(GatewayConnectionError);
@@ -183,6 +183,25 @@ describe('a server that trickles its answer', () => {
     expect(error).toMatchObject({ timedOut: true, requestSent: true, requestId: 'req_slow' });
     expect((error as Error).message).toMatch(/did not finish within its 600 ms deadline/);
     expect(server.seen).toHaveLength(2);
+  });
+
+  it('holds a video download to the downloads\' longer deadline, not to the answers\' one', async () => {
+    const video = Buffer.alloc(40, 7);
+    const server = await serve((_request, response) => {
+      response.writeHead(200, { 'content-type': 'video/mp4', 'content-length': video.length, 'x-request-id': 'req_slow_video' });
+      let sent = 0;
+      const trickle = setInterval(() => {
+        response.write(video.subarray(sent, sent + 1));
+        if (++sent === video.length) {
+          clearInterval(trickle);
+          response.end();
+        }
+      }, 25);
+      response.on('close', () => clearInterval(trickle));
+    });
+    const native = client(server.url, { layer: 'native', timeouts: { headersMs: 300, bodyMs: 300, answerMs: 300, totalMs: 10_000 } });
+    const downloaded = await native.downloadVideo(succeeded('native', `${server.url}/files/slow.mp4`), { maxBytes: 1024 });
+    expect(downloaded.bytes).toEqual(video);
   });
 
   it('cannot hold a submission either: its outcome is unknown and it is sent once', async () => {

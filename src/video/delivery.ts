@@ -286,9 +286,8 @@ export class VideoDelivery {
     const failures = (task.delivery.failures ?? 0) + 1;
     const reason = describeDeliveryFailure(error);
     if (failures < tries) {
-      const waiting: TaskRecord = { ...task, delivery: { ...task.delivery, failures, lastError: reason } };
-      await this.#deps.repository.save(waiting);
-      return waiting;
+      // Shown on the card while it waits: nobody should watch "posting…" for minutes without a word.
+      return this.showAndSave({ ...task, delivery: { ...task.delivery, failures, lastError: reason } });
     }
     this.#deps.log.error('gave up delivering a finished video', { task: task.id, failures, error });
     return this.#close(task, `${reason} The bot tried ${failures} times and gave up.`, failures);

@@ -82,6 +82,18 @@ export function describeRefusedVideo(error: GatewayError): string {
   return describeGatewayError(error, { key: 'in-use', purpose: 'fetch the finished video' });
 }
 
+/** While polls fail: the card says so, and until when the bot keeps asking. */
+export function describeGatewayNotAnswering(task: TaskRecord, givesUpAt: number): string {
+  const checks = task.pollErrors === 1 ? 'the last check' : `the last ${task.pollErrors} checks`;
+  return `The gateway is not answering (${checks} failed); the bot keeps trying until <t:${Math.floor(givesUpAt / 1000)}:t>.`;
+}
+
+/** While fetching or posting a finished video fails: what went wrong, and that the bot tries again. */
+export function describeDeliveryRetry(task: TaskRecord): string {
+  const failures = task.delivery.failures ?? 0;
+  return `${task.delivery.lastError ?? 'Fetching or posting the video failed.'} The bot tries again shortly (${failures} ${failures === 1 ? 'try' : 'tries'} failed so far).`;
+}
+
 /**
  * The bot's own deadline passed without a final answer. Nothing says the gateway refunded anything: it may
  * still have made (and charged) the video, so admins get the ids to check.

@@ -1,13 +1,16 @@
 import type { APIEmbed } from 'discord.js';
 import {
+  describeDeliveryRetry,
   describeExpired,
   describeFailure,
+  describeGatewayNotAnswering,
   describeModeration,
   describeRefusedPublicUrl,
   describeStorageError,
   describeTimeout,
   describeUnknownOutcome,
 } from './messages.ts';
+import { DEFAULT_POLL_POLICY } from './poll-policy.ts';
 import type { TaskRecord } from './record.ts';
 
 // The status card: the reply to /video, edited in place as the task moves. Elapsed time is a Discord
@@ -78,12 +81,16 @@ function outcomeText(task: TaskRecord): string | undefined {
       return describeExpired(task);
     case 'unknown':
       return describeUnknownOutcome(task);
+    case 'running':
+      return task.pollErrors > 0 ? describeGatewayNotAnswering(task, task.createdAt + DEFAULT_POLL_POLICY.deadlineMs) : undefined;
     case 'succeeded': {
       if (task.outcome.moderated) return describeModeration(task.outcome);
+      const retrying = task.delivery.state !== 'closed' && task.delivery.state !== 'posted' && task.delivery.failures !== undefined;
       const notes = [
         describeStorageError(task.outcome),
         describeRefusedPublicUrl(task.outcome),
         task.delivery.state === 'closed' ? task.delivery.lastError : undefined,
+        retrying ? describeDeliveryRetry(task) : undefined,
       ];
       const text = notes.filter((note) => note !== undefined).join('\n');
       return text || undefined;
@@ -102,7 +109,8 @@ function color(task: TaskRecord): number {
 
 /** What the card shows, as a key: an edit that would not change it is skipped. */
 export function cardStateKey(task: TaskRecord): string {
-  return [task.state, task.progress ?? '', task.delivery.state, task.delivery.linkReason ?? '', task.gatewayId ?? ''].join('|');
+  const trouble = task.pollErrors > 0 ? 'polls failing' : (task.delivery.failures ?? '');
+  return [task.state, task.progress ?? '', task.delivery.state, task.delivery.linkReason ?? '', task.gatewayId ?? '', trouble].join('|');
 }
 
 export function renderStatusCard(task: TaskRecord): { embeds: APIEmbed[] } {

@@ -254,7 +254,8 @@ export class TaskTracker {
       await this.#giveUp(failed);
       return;
     }
-    if (failed) await this.#repository.save(failed);
+    // The card says the gateway is not answering, and until when the bot keeps asking.
+    if (failed) await this.#delivery.showAndSave(failed, this.#options.now());
     this.#reschedule(id, delay);
   }
 

@@ -240,6 +240,8 @@ describe('a finished video the bot cannot fetch', () => {
         .end(INVALID_KEY);
     const before = gateway.contentRequests;
     const { task, card } = await track();
+    // Between the tries the card says what went wrong and that the bot tries again.
+    await discord.waitFor(() => (cardText(card()).includes('tries again shortly') ? true : undefined), 10_000, 'a card saying the bot tries again');
     const text = await closedCard(card);
     expect(text).toContain("refused the server's key");
     expect(text).toContain(`tried ${FAST_POLICY.deliveryTries} times`);
@@ -275,6 +277,20 @@ describe('a task the bot loses track of', () => {
     expect(text).toContain('lost track of this video');
     expect(text).toContain(`\`${task.gatewayId}\``);
     expect(text).not.toContain('refunded');
+  });
+
+  it('says on its card, while its polls fail, that the gateway is not answering and until when the bot keeps trying', async () => {
+    let failing = true;
+    gateway.onPoll = (response, taskId, baseUrl) => {
+      if (!failing) return DoneGateway.done(response, taskId, baseUrl);
+      response.writeHead(503, { 'content-type': 'application/json' }).end('{"error":{"message":"busy","type":"gateway_api_error","param":null,"code":"overloaded"}}');
+    };
+    const { task, card } = await track({ createdAt: Date.now() + 60_000 });
+    const text = await discord.waitFor(() => (cardText(card()).includes('not answering') ? cardText(card()) : undefined), 10_000, 'a card saying the gateway is not answering');
+    expect(text).toMatch(/keeps trying until <t:\d+:t>/);
+    failing = false;
+    await discord.waitForMessage(guild.textChannelId, (message) => JSON.stringify(message.components).includes(`video:extend:${task.id}`));
+    await discord.waitFor(() => (cardText(card()).includes('posted below') && !cardText(card()).includes('not answering') ? true : undefined), 10_000, 'a card without the trouble');
   });
 
   it('is closed at the first 404 (the gateway lost it), the card saying so, instead of being polled until the deadline', async () => {

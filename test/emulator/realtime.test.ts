@@ -1,6 +1,7 @@
 import { once } from 'node:events';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
+import { appendInFrames, base64, collectAudio, connectRealtime, REALTIME_MODEL, type ConnectOptions, type Connection } from './realtime-socket.ts';
 import { encodeAudio } from '../../src/emulator/realtime/audio-format.ts';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import { rawHttp } from '../support/raw-http.ts';
@@ -23,75 +24,17 @@ beforeAll(async () => {
 });
 afterAll(() => emulator.close());
 
-const MODEL = 'svc-voice-latest';
+const MODEL = REALTIME_MODEL;
 
-interface Connection {
-  socket: WebSocket;
-  events: Record<string, unknown>[];
-  next(type: string, timeoutMs?: number): Promise<Record<string, unknown>>;
-  send(event: Record<string, unknown>): void;
+function connect(options: ConnectOptions = {}): Promise<Connection> {
+  return connectRealtime(emulator.wsUrl, options);
 }
 
-function connect(options: { headers?: Record<string, string>; protocols?: string[]; model?: string } = {}): Promise<Connection> {
-  const url = `${emulator.wsUrl}/native/v1/realtime?model=${options.model ?? MODEL}`;
-  const socket = new WebSocket(url, options.protocols ?? [], { headers: options.headers ?? { Authorization: 'Bearer emulator-key' } });
-  const events: Record<string, unknown>[] = [];
-  let cursor = 0;
-  socket.on('message', (data) => {
-    events.push(JSON.parse(websocketText(data)) as Record<string, unknown>);
-    socket.emit('event');
-  });
-  const connection: Connection = {
-    socket,
-    events,
-    async next(type, timeoutMs = 5000) {
-      const deadline = Date.now() + timeoutMs;
-      for (;;) {
-        const index = events.findIndex((event, position) => position >= cursor && event.type === type);
-        if (index >= 0) {
-          cursor = index + 1;
-          return events[index]!;
-        }
-        if (Date.now() > deadline) throw new Error(`no ${type} event; saw ${events.map((event) => String(event.type)).join(', ')}`);
-        await Promise.race([once(socket, 'event'), new Promise((resolve) => setTimeout(resolve, deadline - Date.now()))]);
-      }
-    },
-    send: (event) => socket.send(JSON.stringify(event)),
-  };
-  return new Promise((resolve, reject) => {
-    socket.once('open', () => resolve(connection));
-    socket.once('unexpected-response', (_request, response) =>
-      reject(Object.assign(new Error('refused'), { status: response.statusCode, requestId: response.headers['x-request-id'] })),
-    );
-    socket.once('error', reject);
-  });
-}
-
-function base64(pcm: Int16Array): string {
-  return Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength).toString('base64');
-}
-
-function appendInFrames(connection: Connection, pcm: Int16Array): void {
-  for (let offset = 0; offset < pcm.length; offset += 480) connection.send({ type: 'input_audio_buffer.append', audio: base64(pcm.subarray(offset, offset + 480)) });
-}
-
-async function configured(session: Record<string, unknown>, options: Parameters<typeof connect>[0] = {}): Promise<Connection> {
+async function configured(session: Record<string, unknown>, options: ConnectOptions = {}): Promise<Connection> {
   const connection = await connect(options);
   connection.send({ type: 'session.update', session });
   await connection.next('session.updated');
   return connection;
-}
-
-/** Waits for the next response to finish and returns the audio it streamed. */
-async function collectAudio(connection: Connection): Promise<{ pcm: Int16Array; done: Record<string, unknown> }> {
-  const done = await connection.next('response.done');
-  const responseId = (done.response as { id: string }).id;
-  const bytes = Buffer.concat(
-    connection.events
-      .filter((event) => event.type === 'response.output_audio.delta' && event.response_id === responseId)
-      .map((event) => Buffer.from(String(event.delta), 'base64')),
-  );
-  return { pcm: new Int16Array(bytes.buffer, bytes.byteOffset, bytes.length / 2), done };
 }
 
 describe('realtime authentication', () => {

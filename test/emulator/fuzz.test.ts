@@ -9,7 +9,7 @@ import { startEmulatorProcess, type EmulatorProcess } from './emulator-process.t
 // layers and 500 malformed realtime messages. It must stay up, keep its heap bounded, and answer every
 // HTTP request with an x-request-id and, for an error, a JSON body in the format of the request's layer
 // (docs/gateway.md, "Error format per layer"). A request Node cannot parse has no path, so it is answered
-// in the compatibility envelope; a websocket upgrade is refused in the native style ({ code, error }).
+// in the compatibility envelope; a websocket upgrade is refused in the native body ({ code, error, usage }).
 //
 // The inputs come from a seeded generator: FUZZ_SEED=<n> replays a run, and a failure names its seed
 // and case.
@@ -62,7 +62,7 @@ class Random {
 }
 
 type Layer = 'compat' | 'native';
-/** The format an error answer must have: a layer's, or the native style of a refused websocket upgrade. */
+/** The format an error answer must have: a layer's, or the native body of a refused websocket upgrade. */
 type Expected = Layer | 'upgrade';
 
 interface HttpCase {
@@ -320,7 +320,7 @@ function problemWith(testCase: HttpCase, answer: RawAnswer): string | undefined 
   const ok =
     format === 'compat'
       ? isRecord(body) && isRecord(body.error) && typeof body.error.message === 'string' && typeof body.error.type === 'string' && typeof body.error.code === 'string' && (body.error.param === null || typeof body.error.param === 'string')
-      : isRecord(body) && typeof body.code === 'string' && typeof body.error === 'string' && (format === 'upgrade' || isRecord(body.usage));
+      : isRecord(body) && typeof body.code === 'string' && typeof body.error === 'string' && isRecord(body.usage);
   return ok ? undefined : `status ${answer.status}: not the ${format} error format: ${answer.body.toString('utf8').slice(0, 200)}`;
 }
 

@@ -72,6 +72,22 @@ describe('realtime authentication', () => {
     await expect(connect(options)).rejects.toMatchObject({ status, requestId: expect.stringMatching(/^req_/) });
   });
 
+  it.each([
+    ['a wrong key', `GET /native/v1/realtime?model=${MODEL}`, 'Authorization: Bearer wrong-key-000\r\n', 401],
+    ['no model', 'GET /native/v1/realtime', 'Authorization: Bearer emulator-key\r\n', 400],
+    ['an unknown model', 'GET /native/v1/realtime?model=svc-voice-nonexistent', 'Authorization: Bearer emulator-key\r\n', 404],
+    ['a bad Sec-WebSocket-Version', `GET /native/v1/realtime?model=${MODEL}`, 'Authorization: Bearer emulator-key\r\nSec-WebSocket-Version: 7\r\n', 400],
+  ])('refuses an upgrade with %s in the native error body, usage included', async (_label, requestLine, headers, status) => {
+    const answer = await rawHttp(
+      emulator.port,
+      `${requestLine} HTTP/1.1\r\nHost: emulator\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n` +
+        `${headers.includes('Sec-WebSocket-Version') ? '' : 'Sec-WebSocket-Version: 13\r\n'}${headers}\r\n`,
+    );
+    expect(answer).toMatch(new RegExp(`^HTTP/1\\.1 ${status} `));
+    const body: unknown = JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4));
+    expect(body).toEqual({ code: expect.any(String), error: expect.any(String), usage: { cost_in_usd_ticks: 0 } });
+  });
+
   it('answers the accepted upgrade (101) with a request id', async () => {
     const socket = new WebSocket(`${emulator.wsUrl}/native/v1/realtime?model=${MODEL}`, { headers: { Authorization: 'Bearer emulator-key' } });
     const [response] = (await once(socket, 'upgrade')) as [{ statusCode: number; headers: Record<string, string | undefined> }];

@@ -6,13 +6,13 @@ import { realtimeSubprotocolPrefixes } from '../../gateway/spec.ts';
 import type { RealtimeAuthorization, RealtimeDeps } from './deps.ts';
 import { DEFAULT_REALTIME_OPTIONS, RealtimeSession, type JournaledEvent, type RealtimeOptions } from './session.ts';
 import { websocketText } from '../../lib/websocket-text.ts';
-import { answerOnSocket, newRequestId, parseRequestTarget } from '../http.ts';
+import { HttpError, newRequestId, parseRequestTarget, sendErrorOnSocket } from '../http.ts';
 import { waitUntil } from '../../lib/wait-until.ts';
 
 // The realtime endpoint: `wss://…/native/v1/realtime?model=…`, authorised by the Authorization header or
 // by a subprotocol (`<vendor>-client-secret.<token>` or `compat-insecure-api-key.<key>`). A refusal is an
-// HTTP answer to the upgrade, before any websocket exists; every answer carries x-request-id. Sessions
-// end at the configured limit.
+// HTTP answer to the upgrade, before any websocket exists, in the native error body (the endpoint's layer);
+// every answer carries x-request-id. Sessions end at the configured limit.
 
 const REALTIME_PATH = '/native/v1/realtime';
 const SESSION_EXPIRED_CLOSE = 1000;
@@ -28,8 +28,9 @@ export interface RealtimeHandle {
   close(): Promise<void>;
 }
 
-function refuse(socket: Duplex, status: number, body: Record<string, unknown>): void {
-  answerOnSocket(socket, status, body, newRequestId());
+/** Refuses an upgrade with `{ code, error, usage }`, the native layer's error body (docs/gateway.md, "Error format per layer"). */
+function refuse(socket: Duplex, status: number, code: string, message: string): void {
+  sendErrorOnSocket(socket, 'native', new HttpError(status, code, message), newRequestId());
 }
 
 export function attachRealtime(server: Server, deps: RealtimeDeps): RealtimeHandle {
@@ -44,7 +45,7 @@ export function attachRealtime(server: Server, deps: RealtimeDeps): RealtimeHand
   sockets.on('headers', (headers) => headers.push(`X-Request-Id: ${newRequestId()}`));
   // A handshake ws cannot accept (no or a bad Sec-WebSocket-Key or -Version, Upgrade other than websocket)
   // is refused like every other upgrade, not with ws's own bare text answer.
-  sockets.on('wsClientError', (error: Error, socket: Duplex) => refuse(socket, 400, { code: 'invalid_request_error', error: `${error.message}.` }));
+  sockets.on('wsClientError', (error: Error, socket: Duplex) => refuse(socket, 400, 'invalid_request_error', `${error.message}.`));
   const sessions: RealtimeSession[] = [];
   const events = new EventEmitter();
   events.setMaxListeners(0);
@@ -143,26 +144,26 @@ export function attachRealtime(server: Server, deps: RealtimeDeps): RealtimeHand
     socket.on('error', (error) => deps.log.debug('realtime upgrade connection failed', { error: error.message }));
     const url = parseRequestTarget(request.url);
     if (!url) {
-      refuse(socket, 400, { code: 'invalid_request_error', error: 'The request target is not a valid URL path.' });
+      refuse(socket, 400, 'invalid_request_error', 'The request target is not a valid URL path.');
       return;
     }
     if (url.pathname !== REALTIME_PATH) {
-      refuse(socket, 404, { code: 'not_found', error: `No websocket route ${url.pathname}.` });
+      refuse(socket, 404, 'not_found', `No websocket route ${url.pathname}.`);
       return;
     }
     if (request.method !== 'GET') {
-      refuse(socket, 405, { code: 'invalid_request_error', error: 'A websocket upgrade uses GET.' });
+      refuse(socket, 405, 'invalid_request_error', 'A websocket upgrade uses GET.');
       return;
     }
     const model = url.searchParams.get('model');
     if (!model) {
-      refuse(socket, 400, { code: 'invalid_request_error', error: 'The model query parameter is required.' });
+      refuse(socket, 400, 'invalid_request_error', 'The model query parameter is required.');
       return;
     }
     const { result, protocol } = authorize(request, model);
     if (!result.ok) {
       deps.log.info('realtime connection refused', { status: result.status, code: result.code });
-      refuse(socket, result.status, { code: result.code, error: result.message });
+      refuse(socket, result.status, result.code, result.message);
       return;
     }
     if (protocol) acceptedProtocol.set(request, protocol);

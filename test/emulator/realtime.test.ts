@@ -73,6 +73,40 @@ describe('realtime authentication', () => {
   });
 
   it.each([
+    [['realtime'], 'realtime'],
+    // What the openai SDK offers from a runtime WebSocket: a credential and routing subprotocols besides realtime.
+    [['realtime', 'compat-insecure-api-key.emulator-key', 'openai-organization.org_1'], 'realtime'],
+    [['compat-insecure-api-key.emulator-key', 'openai-agents-sdk.0.20.0'], 'openai-agents-sdk.0.20.0'],
+  ])('with the Authorization header, picks a subprotocol without a credential from %j: %s', async (protocols, chosen) => {
+    const connection = await configured({}, { protocols });
+    expect(connection.socket.protocol).toBe(chosen);
+    connection.socket.close();
+  });
+
+  it('with the Authorization header, refuses an upgrade that offers only credential subprotocols, rather than echo one', async () => {
+    await expect(connect({ protocols: ['compat-insecure-api-key.emulator-key'] })).rejects.toMatchObject({ status: 400, requestId: expect.stringMatching(/^req_/) });
+  });
+
+  it('keeps echoing the credential subprotocol that authorised, when it is offered with realtime', async () => {
+    const connection = await connect({ headers: {}, protocols: ['realtime', 'compat-insecure-api-key.emulator-key'] });
+    expect(connection.socket.protocol).toBe('compat-insecure-api-key.emulator-key');
+    connection.socket.close();
+  });
+
+  it('opens for the runtime WebSocket (undici) with the Authorization header and the realtime subprotocol, as the openai SDK connects to Azure', async () => {
+    // Node's WebSocket, like every browser's, fails a handshake that offered subprotocols and got none back.
+    const RuntimeWebSocket = globalThis.WebSocket as unknown as new (url: string, init: { protocols: string[]; headers: Record<string, string> }) => globalThis.WebSocket;
+    const socket = new RuntimeWebSocket(`${emulator.wsUrl}/native/v1/realtime?model=${MODEL}`, { protocols: ['realtime'], headers: { Authorization: 'Bearer emulator-key' } });
+    const opened = await new Promise<boolean>((resolve) => {
+      socket.addEventListener('open', () => resolve(true));
+      socket.addEventListener('error', () => resolve(false));
+    });
+    expect(opened).toBe(true);
+    expect(socket.protocol).toBe('realtime');
+    socket.close();
+  });
+
+  it.each([
     ['a wrong key', `GET /native/v1/realtime?model=${MODEL}`, 'Authorization: Bearer wrong-key-000\r\n', 401],
     ['no model', 'GET /native/v1/realtime', 'Authorization: Bearer emulator-key\r\n', 400],
     ['an unknown model', 'GET /native/v1/realtime?model=svc-voice-nonexistent', 'Authorization: Bearer emulator-key\r\n', 404],

@@ -4,7 +4,7 @@ import type { Logger } from '../../lib/log.ts';
 
 export type RealtimeAuthorization =
   | { ok: true; /** Stable, non-secret id of the key (for journals and logs). */ keyId: string }
-  | { ok: false; status: 401 | 403 | 404; code: string; message: string };
+  | { ok: false; status: 400 | 401 | 403 | 404; code: string; message: string };
 
 export interface RealtimeDeps {
   vendor: string;

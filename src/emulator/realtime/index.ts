@@ -29,6 +29,14 @@ export interface RealtimeHandle {
 }
 
 /** Refuses an upgrade with `{ code, error, usage }`, the native layer's error body (docs/gateway.md, "Error format per layer"). */
+/** The subprotocol without a credential that realtime SDKs offer (the openai SDK: `realtime` with its key and routing ones). */
+const PLAIN_SUBPROTOCOL = 'realtime';
+
+/** A subprotocol that carries a key or a secret: the spec's two, and other vendors' (`openai-insecure-api-key.<key>`). */
+function carriesCredential(protocol: string, prefixes: { clientSecret: string; apiKey: string }): boolean {
+  return protocol.startsWith(prefixes.clientSecret) || protocol.startsWith(prefixes.apiKey) || /(?:insecure-api-key|client-secret)\./i.test(protocol);
+}
+
 function refuse(socket: Duplex, status: number, code: string, message: string): void {
   sendErrorOnSocket(socket, 'native', new HttpError(status, code, message), newRequestId());
 }
@@ -80,13 +88,27 @@ export function attachRealtime(server: Server, deps: RealtimeDeps): RealtimeHand
     },
   };
 
+  /**
+   * Who may open the session, and the subprotocol the 101 names. A client that offered subprotocols fails
+   * a handshake that names none (ws and every browser do), so one of those offered is always named: the
+   * credential subprotocol that authorised, or, when the Authorization header did, one without a
+   * credential (`realtime` first), since a credential is never sent back when it was not what authorised.
+   */
   function authorize(request: IncomingMessage, model: string): { result: RealtimeAuthorization; protocol: string | undefined } {
     const header = request.headers.authorization;
-    const bearer = header === undefined ? undefined : /^Bearer (\S+)$/.exec(header)?.[1];
-    if (header !== undefined) {
-      return { result: bearer ? deps.authorizeApiKey(bearer, model) : { ok: false, status: 401, code: 'invalid_api_key', message: 'Invalid API key.' }, protocol: undefined };
-    }
     const offered = (request.headers['sec-websocket-protocol'] ?? '').split(',').map((value) => value.trim()).filter((value) => value !== '');
+    if (header !== undefined) {
+      const bearer = /^Bearer (\S+)$/.exec(header)?.[1];
+      const result = bearer ? deps.authorizeApiKey(bearer, model) : { ok: false as const, status: 401 as const, code: 'invalid_api_key', message: 'Invalid API key.' };
+      if (!result.ok || offered.length === 0) return { result, protocol: undefined };
+      const plain = offered.filter((protocol) => !carriesCredential(protocol, prefixes));
+      const protocol = plain.find((candidate) => candidate === PLAIN_SUBPROTOCOL) ?? plain[0];
+      if (protocol === undefined) {
+        const message = 'Every subprotocol offered carries a credential, and the Authorization header already authorised: offer one without a credential (such as realtime), or none.';
+        return { result: { ok: false, status: 400, code: 'invalid_request_error', message }, protocol: undefined };
+      }
+      return { result, protocol };
+    }
     for (const protocol of offered) {
       if (protocol.startsWith(prefixes.clientSecret)) return { result: deps.authorizeClientSecret(protocol.slice(prefixes.clientSecret.length), model), protocol };
       if (protocol.startsWith(prefixes.apiKey)) return { result: deps.authorizeApiKey(protocol.slice(prefixes.apiKey.length), model), protocol };

@@ -347,6 +347,22 @@ describe('changing settings during a session', () => {
     connection.socket.close();
   });
 
+  const WEATHER_TOOL = { type: 'function', name: 'get_weather', description: 'The weather in a city.', parameters: { type: 'object', properties: { city: { type: 'string' } } } };
+
+  it('describes the whole session in session.updated after a partial session.update', async () => {
+    const vad = { type: 'server_vad', threshold: 0.4, silence_duration_ms: 300, prefix_padding_ms: 100 };
+    const format = { type: 'audio/pcm', rate: 16000 };
+    const connection = await configured({ voice: 'ara', instructions: 'Be brief.', turn_detection: vad, audio: { input: { format }, output: { format } }, tools: [WEATHER_TOOL] });
+    const whole = { voice: 'ara', turn_detection: vad, audio: { input: { format }, output: { format } }, tools: [WEATHER_TOOL] };
+    connection.send({ type: 'session.update', session: { instructions: 'Now be chatty.' } });
+    const first = await connection.next('session.updated');
+    expect(first.session).toMatchObject({ id: expect.stringMatching(/^sess_/), model: MODEL, instructions: 'Now be chatty.', ...whole });
+    connection.send({ type: 'session.update', session: { voice: 'leo' } });
+    const second = await connection.next('session.updated');
+    expect(second.session).toMatchObject({ instructions: 'Now be chatty.', ...whole, voice: 'leo' });
+    connection.socket.close();
+  });
+
   it('places turns right after switching from manual mode to server VAD', async () => {
     const connection = await configured({ turn_detection: null });
     appendInFrames(connection, generateSilence(400, REALTIME_PCM));

@@ -90,6 +90,57 @@ function tone(hz: number, ms: number, rate: number): Int16Array {
   return samples;
 }
 
+/** The voice of a session that names none (the emulator speaks tones: the voice is only reported). */
+export const DEFAULT_REALTIME_VOICE = 'eve';
+/** The longest instructions and the most tools a session keeps (the spec gives no bound; a session holds them for hours). */
+export const MAX_INSTRUCTIONS_CHARS = 32_768;
+export const MAX_TOOLS = 128;
+export const MAX_TOOLS_JSON_CHARS = 256 * 1024;
+/** A function name as the widely used realtime protocol allows it. */
+const FUNCTION_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+
+type Reading<T> = { ok: true; value: T } | { ok: false; param: string; message: string };
+
+/** `session.voice`: undefined keeps `current`. */
+function readVoice(value: unknown, current: string): Reading<string> {
+  if (value === undefined) return { ok: true, value: current };
+  if (typeof value !== 'string') return { ok: false, param: 'session.voice', message: 'session.voice must be a string.' };
+  return { ok: true, value };
+}
+
+function readInstructions(value: unknown, current: string): Reading<string> {
+  if (value === undefined) return { ok: true, value: current };
+  const param = 'session.instructions';
+  if (typeof value !== 'string') return { ok: false, param, message: `${param} must be a string.` };
+  if (value.length > MAX_INSTRUCTIONS_CHARS) return { ok: false, param, message: `${param} may be at most ${MAX_INSTRUCTIONS_CHARS} characters.` };
+  return { ok: true, value };
+}
+
+/**
+ * `session.tools`: undefined keeps `current`. Each tool is an object with a `type` (the native layer passes
+ * new tool types on, so any is kept); a `function` tool needs a name of its own. Kept as sent.
+ */
+function readTools(value: unknown, current: readonly Readonly<Record<string, unknown>>[]): Reading<readonly Readonly<Record<string, unknown>>[]> {
+  if (value === undefined) return { ok: true, value: current };
+  const param = 'session.tools';
+  if (!Array.isArray(value)) return { ok: false, param, message: `${param} must be an array.` };
+  if (value.length > MAX_TOOLS) return { ok: false, param, message: `${param} may hold at most ${MAX_TOOLS} tools.` };
+  if (JSON.stringify(value).length > MAX_TOOLS_JSON_CHARS) return { ok: false, param, message: `${param} may be at most ${MAX_TOOLS_JSON_CHARS} characters of JSON.` };
+  const tools: Readonly<Record<string, unknown>>[] = [];
+  const names = new Set<string>();
+  for (const [index, tool] of value.entries()) {
+    const at = `${param}[${index}]`;
+    if (!isRecord(tool) || typeof tool.type !== 'string' || tool.type === '') return { ok: false, param: `${at}.type`, message: `${at} must be an object with a type.` };
+    if (tool.type === 'function') {
+      if (typeof tool.name !== 'string' || !FUNCTION_NAME.test(tool.name)) return { ok: false, param: `${at}.name`, message: `${at}.name must be 1 to 64 letters, digits, _ or -.` };
+      if (names.has(tool.name)) return { ok: false, param: `${at}.name`, message: `${at}.name: another function tool is already named ${tool.name}.` };
+      names.add(tool.name);
+    }
+    tools.push(tool);
+  }
+  return { ok: true, value: tools };
+}
+
 export class RealtimeSession {
   readonly id = id('sess');
   readonly model: string;
@@ -107,6 +158,9 @@ export class RealtimeSession {
   #configured = false;
   #inputFormat: AudioFormat = DEFAULT_AUDIO_FORMAT;
   #outputFormat: AudioFormat = DEFAULT_AUDIO_FORMAT;
+  #voice: string = DEFAULT_REALTIME_VOICE;
+  #instructions = '';
+  #tools: readonly Readonly<Record<string, unknown>>[] = [];
   #vad: EnergyVad | undefined = new EnergyVad(DEFAULT_VAD);
   #vadSettings: VadSettings = DEFAULT_VAD;
   /** Input not yet committed, starting at #bufferStartMs of the session's input timeline. */
@@ -237,13 +291,22 @@ export class RealtimeSession {
     const input = formatOf('input', this.#inputFormat);
     const output = formatOf('output', this.#outputFormat);
     const detection = this.#readTurnDetection(session);
+    const voice = readVoice(session.voice, this.#voice);
+    const instructions = readInstructions(session.instructions, this.#instructions);
+    const tools = readTools(session.tools, this.#tools);
     // All or nothing: a bad value leaves every previous setting in force.
     const refuse = (problem: { param: string; message: string }) => this.#error('invalid_value', problem.message, event.event_id, problem.param);
     if (!input.ok) return refuse(input);
     if (!output.ok) return refuse(output);
     if (!detection.ok) return refuse(detection);
+    if (!voice.ok) return refuse(voice);
+    if (!instructions.ok) return refuse(instructions);
+    if (!tools.ok) return refuse(tools);
     this.#inputFormat = input.format;
     this.#outputFormat = output.format;
+    this.#voice = voice.value;
+    this.#instructions = instructions.value;
+    this.#tools = tools.value;
     if (detection.settings === null) {
       this.#vad = undefined;
       this.#window = new Int16Array(0);
@@ -253,20 +316,36 @@ export class RealtimeSession {
       if (this.#vad) this.#vad.settings = this.#vadSettings;
       else this.#vad = new EnergyVad(this.#vadSettings, this.#bufferEndMs());
     }
-    const summary = {
-      id: this.id,
-      model: this.model,
-      voice: session.voice,
-      instructions: session.instructions,
-      turn_detection: this.#vad ? { type: 'server_vad', threshold: this.#vadSettings.threshold, silence_duration_ms: this.#vadSettings.silenceDurationMs, prefix_padding_ms: this.#vadSettings.prefixPaddingMs } : null,
-      audio: { input: { format: { ...this.#inputFormat } }, output: { format: { ...this.#outputFormat } } },
-    };
     if (!this.#configured) {
       this.#configured = true;
-      this.emit('session.created', { session: summary });
+      this.emit('session.created', { session: this.#describe() });
       this.emit('conversation.created', { conversation: { id: id('conv'), object: 'realtime.conversation' } });
     }
-    this.emit('session.updated', { session: summary });
+    this.emit('session.updated', { session: this.#describe() });
+  }
+
+  /** The whole session as it now stands, as session.created and session.updated describe it. */
+  #describe(): Record<string, unknown> {
+    return {
+      id: this.id,
+      object: 'realtime.session',
+      model: this.model,
+      voice: this.#voice,
+      instructions: this.#instructions,
+      turn_detection: this.#vad ? { type: 'server_vad', threshold: this.#vadSettings.threshold, silence_duration_ms: this.#vadSettings.silenceDurationMs, prefix_padding_ms: this.#vadSettings.prefixPaddingMs } : null,
+      audio: { input: { format: { ...this.#inputFormat } }, output: { format: { ...this.#outputFormat } } },
+      tools: this.#tools,
+    };
+  }
+
+  /** Whether the session declared a function tool of this name. */
+  declaresFunction(name: string): boolean {
+    return this.#tools.some((tool) => tool.type === 'function' && tool.name === name);
+  }
+
+  /** The names of the function tools the session declared. */
+  get functionNames(): string[] {
+    return this.#tools.flatMap((tool) => (tool.type === 'function' && typeof tool.name === 'string' ? [tool.name] : []));
   }
 
   /** `turn_detection`: undefined keeps the current mode, null is manual mode. */

@@ -2,7 +2,6 @@ import { isRecord } from '../lib/json.ts';
 import { isHttpUrl } from '../lib/url.ts';
 import {
   ASPECT_RATIOS,
-  BUILT_IN_VOICES,
   DEFAULT_RESOLUTION,
   EXTENSION_DURATION,
   GENERATION_DURATION,
@@ -14,6 +13,7 @@ import {
   type VideoOperation,
 } from '../gateway/spec.ts';
 import { HttpError } from './http.ts';
+import { knownVoice, unknownVoiceMessage } from './voices.ts';
 
 // The emulator's own checks, as a real gateway makes them (not the bot's client validation, so that
 // each keeps the other honest). Schema problems are refused at once with HTTP 400 and `param`;
@@ -133,9 +133,7 @@ function referenceAudios(body: Readonly<Record<string, unknown>>): number {
     const hasVoice = typeof item.voice_id === 'string';
     const hasUrl = typeof item.url === 'string';
     if (hasVoice === hasUrl) throw bad(param, `${param} must have exactly one of voice_id and url.`);
-    if (hasVoice && !BUILT_IN_VOICES.some((voice) => voice === String(item.voice_id).toLowerCase())) {
-      throw bad(`${param}.voice_id`, `Unknown voice_id "${String(item.voice_id)}". Available voices: ${BUILT_IN_VOICES.join(', ')}.`);
-    }
+    if (hasVoice && knownVoice(String(item.voice_id)) === undefined) throw bad(`${param}.voice_id`, unknownVoiceMessage('voice_id', String(item.voice_id)));
   });
   return value.length;
 }

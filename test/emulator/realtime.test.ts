@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { appendInFrames, base64, collectAudio, connectRealtime, REALTIME_MODEL, type ConnectOptions, type Connection } from './realtime-socket.ts';
 import { encodeAudio } from '../../src/emulator/realtime/audio-format.ts';
+import { BUILT_IN_VOICES } from '../../src/gateway/spec.ts';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import { rawHttp } from '../support/raw-http.ts';
 import { websocketText } from '../../src/lib/websocket-text.ts';
@@ -360,6 +361,26 @@ describe('changing settings during a session', () => {
     connection.send({ type: 'session.update', session: { voice: 'leo' } });
     const second = await connection.next('session.updated');
     expect(second.session).toMatchObject({ instructions: 'Now be chatty.', ...whole, voice: 'leo' });
+    connection.socket.close();
+  });
+
+  it('refuses an unknown voice with an error naming session.voice and listing the voices, and keeps the previous voice', async () => {
+    const connection = await configured({ voice: 'eve', instructions: 'Be brief.' });
+    connection.send({ type: 'session.update', event_id: 'evt_voice', session: { voice: 'nobody', instructions: 'Never applied.' } });
+    const error = await connection.next('error');
+    expect(error).toMatchObject({ error: { type: 'invalid_request_error', code: 'invalid_value', param: 'session.voice', event_id: 'evt_voice' } });
+    const message = String((error.error as { message: string }).message);
+    expect(message).toContain('nobody');
+    for (const voice of BUILT_IN_VOICES) expect(message).toContain(voice);
+    connection.send({ type: 'session.update', session: { turn_detection: null } });
+    expect((await connection.next('session.updated')).session).toMatchObject({ voice: 'eve', instructions: 'Be brief.', turn_detection: null });
+    connection.socket.close();
+  });
+
+  it('takes a voice id in any letter case', async () => {
+    const connection = await configured({ voice: 'Ara' });
+    expect(connection.events.find((event) => event.type === 'session.updated')).toMatchObject({ session: { voice: 'ara' } });
+    expect(connection.events.some((event) => event.type === 'error')).toBe(false);
     connection.socket.close();
   });
 

@@ -4,6 +4,7 @@ import type { Logger } from '../../lib/log.ts';
 import { appendBounded, BoundedJournal, type JournalLimits } from '../journal.ts';
 import { DEFAULT_AUDIO_FORMAT, decodeAudio, encodeAudio, readAudioFormat, type AudioFormat } from './audio-format.ts';
 import { DEFAULT_VAD, EnergyVad, VAD_WINDOW_MS, type VadSettings } from './vad.ts';
+import { knownVoice, unknownVoiceMessage } from '../voices.ts';
 
 // One realtime session: `session.update` first, then audio in, and an echo model that answers each user
 // turn by playing the user's own audio back. Events follow the realtime API's shapes (event ids, item
@@ -101,11 +102,13 @@ const FUNCTION_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
 type Reading<T> = { ok: true; value: T } | { ok: false; param: string; message: string };
 
-/** `session.voice`: undefined keeps `current`. */
+/** `session.voice`: undefined keeps `current`; a voice of the list in any letter case, kept as the list spells it. */
 function readVoice(value: unknown, current: string): Reading<string> {
   if (value === undefined) return { ok: true, value: current };
-  if (typeof value !== 'string') return { ok: false, param: 'session.voice', message: 'session.voice must be a string.' };
-  return { ok: true, value };
+  const param = 'session.voice';
+  const voice = typeof value === 'string' ? knownVoice(value) : undefined;
+  if (voice === undefined) return { ok: false, param, message: unknownVoiceMessage(param, typeof value === 'string' ? value : JSON.stringify(value)) };
+  return { ok: true, value: voice };
 }
 
 function readInstructions(value: unknown, current: string): Reading<string> {

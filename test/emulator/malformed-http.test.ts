@@ -126,6 +126,6 @@ describe('websocket handshakes ws cannot accept, on the realtime path', () => {
     const answer = await exchange(bytes);
     expect(answer.status).toBe(status);
     expect(answer.headers['x-request-id']).toMatch(/^req_/);
-    expect(answer.body).toEqual({ code: 'invalid_request_error', error: expect.any(String) });
+    expect(answer.body).toEqual({ code: 'invalid_request_error', error: expect.any(String), usage: { cost_in_usd_ticks: 0 } });
   });
 });

@@ -4,6 +4,7 @@ import type { Logger } from '../../lib/log.ts';
 import { appendBounded, BoundedJournal, type JournalLimits } from '../journal.ts';
 import { DEFAULT_AUDIO_FORMAT, decodeAudio, encodeAudio, readAudioFormat, type AudioFormat } from './audio-format.ts';
 import { DEFAULT_VAD, EnergyVad, VAD_WINDOW_MS, type VadSettings } from './vad.ts';
+import { Conversation, type ConversationItem, type ConversationLimits } from './conversation.ts';
 import { knownVoice, unknownVoiceMessage } from '../voices.ts';
 
 // One realtime session: `session.update` first, then audio in, and an echo model that answers each user
@@ -84,6 +85,8 @@ const MAX_QUEUED_RESPONSES = 8;
 const MAX_FORCE_MESSAGE_CHARS = 4096;
 /** Assistant items remembered for truncation, and truncations kept for tests: the newest this many. */
 const MAX_REMEMBERED_ITEMS = 1000;
+/** The conversation's items kept for conversation.item.retrieve: the newest, within these bounds. */
+const CONVERSATION_LIMITS: ConversationLimits = { maxItems: MAX_REMEMBERED_ITEMS, maxChars: 1024 * 1024 };
 
 function tone(hz: number, ms: number, rate: number): Int16Array {
   const samples = new Int16Array(Math.round((ms * rate) / 1000));
@@ -176,7 +179,7 @@ export class RealtimeSession {
   /** Whether the turn in progress (server VAD) outgrew the buffer and the client was told. */
   #turnOverflowReported = false;
   #lastTurnAudio: Int16Array | undefined;
-  #lastItemId: string | null = null;
+  readonly #conversation = new Conversation(CONVERSATION_LIMITS);
   #pendingUserItem: string | undefined;
   /** Audio items the assistant produced, by id, for truncation. */
   readonly #assistantItems = new Map<string, number>();
@@ -268,7 +271,9 @@ export class RealtimeSession {
       case 'conversation.item.create':
         return this.#itemCreate(event);
       case 'conversation.item.delete':
-        return this.emit('conversation.item.deleted', { item_id: event.item_id });
+        return this.#deleteItem(event);
+      case 'conversation.item.retrieve':
+        return this.#retrieveItem(event);
       case 'conversation.item.truncate':
         return this.#truncate(event);
       case 'response.create':
@@ -465,14 +470,13 @@ export class RealtimeSession {
   #commitTurn(audio: Int16Array, respond: boolean): void {
     const itemId = this.#pendingUserItem ?? id('item');
     this.#pendingUserItem = undefined;
-    this.emit('input_audio_buffer.committed', { previous_item_id: this.#lastItemId, item_id: itemId });
-    this.emit('conversation.item.created', {
-      previous_item_id: this.#lastItemId,
-      item: { id: itemId, object: 'realtime.item', type: 'message', role: 'user', status: 'completed', content: [{ type: 'input_audio', transcript: null }] },
-    });
-    this.#lastItemId = itemId;
+    this.emit('input_audio_buffer.committed', { previous_item_id: this.#conversation.lastId, item_id: itemId });
+    const item = { id: itemId, object: 'realtime.item', type: 'message', role: 'user', status: 'completed', content: [{ type: 'input_audio', transcript: null }] };
+    this.#addItem(item);
     const seconds = audio.length / this.#inputFormat.rate;
-    this.emit('conversation.item.input_audio_transcription.completed', { item_id: itemId, content_index: 0, transcript: `(${seconds.toFixed(1)} s of speech)` });
+    const transcript = `(${seconds.toFixed(1)} s of speech)`;
+    this.emit('conversation.item.input_audio_transcription.completed', { item_id: itemId, content_index: 0, transcript });
+    this.#finishItem({ ...item, content: [{ type: 'input_audio', transcript }] });
     this.#lastTurnAudio = audio;
     if (respond) this.#respond(audio, `Echo of ${seconds.toFixed(1)} seconds.`);
   }
@@ -504,9 +508,17 @@ export class RealtimeSession {
       return;
     }
     if (item.type !== 'force_message') {
-      const itemId = typeof item.id === 'string' ? item.id : id('item');
-      this.emit('conversation.item.created', { previous_item_id: this.#lastItemId, item: { ...item, id: itemId } });
-      this.#lastItemId = itemId;
+      if (item.id !== undefined && (typeof item.id !== 'string' || item.id === '')) {
+        this.#error('invalid_value', 'item.id must be a non-empty string when it is given.', event.event_id, 'item.id');
+        return;
+      }
+      if (typeof item.id === 'string' && this.#conversation.has(item.id)) {
+        this.#error('invalid_value', `The conversation already has an item ${item.id}.`, event.event_id, 'item.id');
+        return;
+      }
+      const created = { ...item, id: typeof item.id === 'string' ? item.id : id('item'), object: 'realtime.item', status: typeof item.status === 'string' ? item.status : 'completed' };
+      this.#addItem(created);
+      this.#finishItem(created);
       return;
     }
     const content = Array.isArray(item.content) ? item.content : [];
@@ -521,6 +533,45 @@ export class RealtimeSession {
     }
     const ms = Math.min(this.#options.maxToneMs, Math.max(200, text.length * this.#options.toneMsPerCharacter));
     this.#respond(tone(FORCE_MESSAGE_TONE_HZ, ms, this.#outputFormat.rate), text, item.interruptible !== false, event.event_id);
+  }
+
+  /** A new item at the end of the conversation: conversation.item.created (older clients) and conversation.item.added. */
+  #addItem(item: ConversationItem): void {
+    const previous = this.#conversation.add(item);
+    this.emit('conversation.item.created', { previous_item_id: previous, item });
+    this.emit('conversation.item.added', { previous_item_id: previous, item });
+  }
+
+  /** The item in its final state (a user turn with its transcript, an answer with its content): conversation.item.done. */
+  #finishItem(item: ConversationItem): void {
+    const previous = this.#conversation.update(item);
+    this.emit('conversation.item.done', { previous_item_id: previous ?? null, item });
+  }
+
+  /** The item id a client event names, or undefined after answering that it names none. */
+  #itemIdOf(event: Readonly<Record<string, unknown>>): string | undefined {
+    if (typeof event.item_id === 'string' && event.item_id !== '') return event.item_id;
+    this.#error('missing_field', `${String(event.type)} needs an item_id.`, event.event_id, 'item_id');
+    return undefined;
+  }
+
+  #itemNotFound(event: Readonly<Record<string, unknown>>, itemId: string): void {
+    this.#error('item_not_found', `The conversation has no item ${itemId}.`, event.event_id, 'item_id');
+  }
+
+  #retrieveItem(event: Readonly<Record<string, unknown>>): void {
+    const itemId = this.#itemIdOf(event);
+    if (itemId === undefined) return;
+    const found = this.#conversation.get(itemId);
+    if (!found) return this.#itemNotFound(event, itemId);
+    this.emit('conversation.item.retrieved', { item: found.item });
+  }
+
+  #deleteItem(event: Readonly<Record<string, unknown>>): void {
+    const itemId = this.#itemIdOf(event);
+    if (itemId === undefined) return;
+    if (!this.#conversation.delete(itemId)) return this.#itemNotFound(event, itemId);
+    this.emit('conversation.item.deleted', { item_id: itemId });
   }
 
   #truncate(event: Readonly<Record<string, unknown>>): void {
@@ -581,8 +632,7 @@ export class RealtimeSession {
     const item = { id: response.itemId, object: 'realtime.item', type: 'message', role: 'assistant', status: 'in_progress', content: [] };
     this.emit('response.created', { response: { id: response.id, object: 'realtime.response', status: 'in_progress', output: [] } });
     this.emit('response.output_item.added', { response_id: response.id, output_index: 0, item });
-    this.emit('conversation.item.created', { previous_item_id: this.#lastItemId, item });
-    this.#lastItemId = response.itemId;
+    this.#addItem(item);
     this.emit('response.content_part.added', { ...ids, part: { type: 'audio', transcript: '' } });
 
     const chunkSamples = Math.max(1, Math.round((this.#options.chunkMs * this.#outputFormat.rate) / 1000));
@@ -605,6 +655,7 @@ export class RealtimeSession {
     this.emit('response.content_part.done', { ...ids, part: { type: 'audio', transcript } });
     const done = { ...item, status: status === 'completed' ? 'completed' : 'incomplete', content: [{ type: 'audio', transcript }] };
     this.emit('response.output_item.done', { response_id: response.id, output_index: 0, item: done });
+    this.#finishItem(done);
     this.emit('response.done', { response: { id: response.id, object: 'realtime.response', status, output: [done] } });
     this.#current = undefined;
   }

@@ -22,6 +22,7 @@ import {
 } from './http.ts';
 import { KeyRegistry, keyIdOf, type KeyAccount } from './keys.ts';
 import { attachRealtime, type RealtimeHandle } from './realtime/index.ts';
+import { handleScriptRequest, REALTIME_SCRIPT_PATH } from './realtime/script.ts';
 import { renderCompat, renderNative } from './render.ts';
 import { TaskEngine, type Upload } from './tasks.ts';
 import { parseTriggers, TriggerCounts } from './triggers.ts';
@@ -228,6 +229,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       if (method !== 'POST') throw new HttpError(405, 'invalid_request_error', `Use POST for ${path}.`);
       return clientSecret(request, response, entry);
     }
+    if (path === REALTIME_SCRIPT_PATH) return handleScriptRequest(request, response, () => authorize(request, entry, Date.now()).keyId, realtime);
     throw new HttpError(404, 'not_found', `No route ${method} ${path}.`);
   }
 

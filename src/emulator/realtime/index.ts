@@ -6,6 +6,7 @@ import { realtimeSubprotocolPrefixes } from '../../gateway/spec.ts';
 import type { RealtimeAuthorization, RealtimeDeps } from './deps.ts';
 import { DEFAULT_REALTIME_OPTIONS, RealtimeSession, type JournaledEvent, type RealtimeOptions } from './session.ts';
 import { websocketText } from '../../lib/websocket-text.ts';
+import { ScriptBoard, type ScriptTaker, type TurnScript } from './script.ts';
 import { HttpError, newRequestId, parseRequestTarget, sendErrorOnSocket } from '../http.ts';
 import { waitUntil } from '../../lib/wait-until.ts';
 
@@ -19,12 +20,14 @@ const SESSION_EXPIRED_CLOSE = 1000;
 /** The largest client message: a bigger frame closes its connection with 1009 (message too big). */
 export const MAX_REALTIME_MESSAGE_BYTES = 16 * 1024 * 1024;
 
-export interface RealtimeHandle {
+export interface RealtimeHandle extends ScriptTaker {
   readonly sessions: RealtimeSession[];
   /** The first client event (past or future) matching the predicate, with its session. */
   waitForClientEvent(predicate: (event: Readonly<Record<string, unknown>>, session: RealtimeSession) => boolean, timeoutMs?: number): Promise<{ session: RealtimeSession; event: JournaledEvent }>;
   /** Options for sessions opened from now on (pace of the echo, tone lengths). */
   options: RealtimeOptions;
+  /** Keeps a script for a coming user turn (POST /_emulator/realtime/script); throws an HttpError when it is refused. */
+  script(keyId: string, body: Readonly<Record<string, unknown>>): TurnScript;
   close(): Promise<void>;
 }
 
@@ -59,9 +62,11 @@ export function attachRealtime(server: Server, deps: RealtimeDeps): RealtimeHand
   events.setMaxListeners(0);
   const timers = new Set<NodeJS.Timeout>();
   const prefixes = realtimeSubprotocolPrefixes(deps.vendor);
+  const scripts = new ScriptBoard();
   const handle: RealtimeHandle = {
     sessions,
     options: { ...DEFAULT_REALTIME_OPTIONS },
+    script: (keyId, body) => scripts.add(keyId, body, sessions),
     waitForClientEvent(predicate, timeoutMs = 10_000) {
       const find = () => {
         for (const session of sessions) {
@@ -132,6 +137,7 @@ export function attachRealtime(server: Server, deps: RealtimeDeps): RealtimeHand
       },
       handle.options,
       deps.log,
+      (current) => scripts.take(current),
     );
     sessions.push(session);
     const limit = setTimeout(() => {
@@ -158,6 +164,7 @@ export function attachRealtime(server: Server, deps: RealtimeDeps): RealtimeHand
       clearTimeout(limit);
       timers.delete(limit);
       session.close();
+      scripts.forget(session.id);
     });
   }
 

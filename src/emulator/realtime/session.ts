@@ -5,6 +5,7 @@ import { appendBounded, BoundedJournal, type JournalLimits } from '../journal.ts
 import { DEFAULT_AUDIO_FORMAT, decodeAudio, encodeAudio, readAudioFormat, type AudioFormat } from './audio-format.ts';
 import { DEFAULT_VAD, EnergyVad, VAD_WINDOW_MS, type VadSettings } from './vad.ts';
 import { Conversation, type ConversationItem, type ConversationLimits } from './conversation.ts';
+import type { ScriptedCall, TurnScript } from './script.ts';
 import { knownVoice, unknownVoiceMessage } from '../voices.ts';
 
 // One realtime session: `session.update` first, then audio in, and an echo model that answers each user
@@ -24,6 +25,7 @@ export interface RealtimeOptions {
 }
 
 export const DEFAULT_REALTIME_OPTIONS: RealtimeOptions = { paceFactor: 1.25, chunkMs: 100, toneMsPerCharacter: 60, maxToneMs: 5000, closedSessionRetentionMs: 60_000 };
+/** Every line the model speaks from text (a force_message, a scripted answer, a function's output) is a tone of this pitch. */
 export const FORCE_MESSAGE_TONE_HZ = 880;
 
 /**
@@ -85,6 +87,23 @@ const MAX_QUEUED_RESPONSES = 8;
 const MAX_FORCE_MESSAGE_CHARS = 4096;
 /** Assistant items remembered for truncation, and truncations kept for tests: the newest this many. */
 const MAX_REMEMBERED_ITEMS = 1000;
+/** The most of a text the model speaks (a function's output may be longer; the tone is at most maxToneMs anyway). */
+const MAX_SPOKEN_CHARS = 4096;
+/** A function call's arguments arrive in this many deltas (fewer when shorter), then whole. */
+const ARGUMENT_DELTAS = 3;
+
+interface Turn {
+  audio: Int16Array;
+  /** What was posted for this turn; cleared once the turn is answered. */
+  script: TurnScript | undefined;
+}
+
+interface FunctionCall {
+  /** The scripted text the model says once the output is back, instead of the output itself. */
+  followUpText: string | undefined;
+  answered: boolean;
+}
+
 /** The conversation's items kept for conversation.item.retrieve: the newest, within these bounds. */
 const CONVERSATION_LIMITS: ConversationLimits = { maxItems: MAX_REMEMBERED_ITEMS, maxChars: 1024 * 1024 };
 
@@ -178,7 +197,13 @@ export class RealtimeSession {
   #turnStartMs = 0;
   /** Whether the turn in progress (server VAD) outgrew the buffer and the client was told. */
   #turnOverflowReported = false;
-  #lastTurnAudio: Int16Array | undefined;
+  /** The last user turn, until a response.create answers it (manual mode). */
+  #lastTurn: Turn | undefined;
+  readonly #takeScript: (session: RealtimeSession) => TurnScript | undefined;
+  /** The function calls of the conversation by call_id (the newest MAX_REMEMBERED_ITEMS). */
+  readonly #calls = new Map<string, FunctionCall>();
+  /** Function outputs the client gave since the last response.create: the next one speaks them. */
+  #pendingOutputs: { callId: string; output: string }[] = [];
   readonly #conversation = new Conversation(CONVERSATION_LIMITS);
   #pendingUserItem: string | undefined;
   /** Audio items the assistant produced, by id, for truncation. */
@@ -191,7 +216,9 @@ export class RealtimeSession {
 
   readonly #log: Logger;
 
-  constructor(model: string, keyId: string, send: Send, options: RealtimeOptions, log: Logger) {
+  /** `takeScript` gives the script of each user turn, if one was posted (script.ts). */
+  constructor(model: string, keyId: string, send: Send, options: RealtimeOptions, log: Logger, takeScript: (session: RealtimeSession) => TurnScript | undefined = () => undefined) {
+    this.#takeScript = takeScript;
     this.model = model;
     this.keyId = keyId;
     this.#send = send;
@@ -223,7 +250,8 @@ export class RealtimeSession {
     this.#buffer = [];
     this.#bufferSamples = 0;
     this.#window = new Int16Array(0);
-    this.#lastTurnAudio = undefined;
+    this.#lastTurn = undefined;
+    this.#pendingOutputs = [];
   }
 
   /** Handles one client event. Never throws: a fault is answered with an error event and the session goes on. */
@@ -473,12 +501,13 @@ export class RealtimeSession {
     this.emit('input_audio_buffer.committed', { previous_item_id: this.#conversation.lastId, item_id: itemId });
     const item = { id: itemId, object: 'realtime.item', type: 'message', role: 'user', status: 'completed', content: [{ type: 'input_audio', transcript: null }] };
     this.#addItem(item);
-    const seconds = audio.length / this.#inputFormat.rate;
-    const transcript = `(${seconds.toFixed(1)} s of speech)`;
+    const script = this.#takeScript(this);
+    const transcript = script?.transcript ?? `(${(audio.length / this.#inputFormat.rate).toFixed(1)} s of speech)`;
     this.emit('conversation.item.input_audio_transcription.completed', { item_id: itemId, content_index: 0, transcript });
     this.#finishItem({ ...item, content: [{ type: 'input_audio', transcript }] });
-    this.#lastTurnAudio = audio;
-    if (respond) this.#respond(audio, `Echo of ${seconds.toFixed(1)} seconds.`);
+    const turn: Turn = { audio, script };
+    this.#lastTurn = turn;
+    if (respond) this.#answerTurn(turn);
   }
 
   #commit(event: Readonly<Record<string, unknown>>): void {
@@ -496,9 +525,33 @@ export class RealtimeSession {
   }
 
   #respondToLastTurn(event: Readonly<Record<string, unknown>>): void {
-    const audio = this.#lastTurnAudio ?? new Int16Array(0);
-    this.#lastTurnAudio = undefined;
-    this.#respond(audio, `Echo of ${(audio.length / this.#inputFormat.rate).toFixed(1)} seconds.`, true, event.event_id);
+    if (this.#pendingOutputs.length > 0) {
+      // docs/gateway.md, "Function tools": after the outputs, response.create makes the model speak about them.
+      const outputs = this.#pendingOutputs;
+      this.#pendingOutputs = [];
+      const scripted = outputs.map((output) => this.#calls.get(output.callId)?.followUpText).find((text) => text !== undefined);
+      this.#speak(scripted ?? outputs.map((output) => output.output).join(' '), true, event.event_id);
+      return;
+    }
+    const turn = this.#lastTurn ?? { audio: new Int16Array(0), script: undefined };
+    this.#lastTurn = undefined;
+    this.#answerTurn(turn, event.event_id);
+  }
+
+  /** The model's answer to a turn: the echo, or what the turn's script says (used once). */
+  #answerTurn(turn: Turn, clientEventId?: unknown): void {
+    const { script } = turn;
+    turn.script = undefined;
+    if (script?.functionCall) return this.#respondWithCall(script.functionCall, script.text, clientEventId);
+    if (script?.text !== undefined) return this.#speak(script.text, true, clientEventId);
+    this.#respond(turn.audio, `Echo of ${(turn.audio.length / this.#inputFormat.rate).toFixed(1)} seconds.`, true, clientEventId);
+  }
+
+  /** Queues a response that says `text` as a tone whose length follows it. */
+  #speak(text: string, interruptible: boolean, clientEventId?: unknown): void {
+    const spoken = text.slice(0, MAX_SPOKEN_CHARS);
+    const ms = Math.min(this.#options.maxToneMs, Math.max(200, spoken.length * this.#options.toneMsPerCharacter));
+    this.#respond(tone(FORCE_MESSAGE_TONE_HZ, ms, this.#outputFormat.rate), spoken, interruptible, clientEventId);
   }
 
   #itemCreate(event: Readonly<Record<string, unknown>>): void {
@@ -516,6 +569,9 @@ export class RealtimeSession {
         this.#error('invalid_value', `The conversation already has an item ${item.id}.`, event.event_id, 'item.id');
         return;
       }
+      if (item.type === 'function_call_output' && !this.#acceptOutput(item, event.event_id)) return;
+      // A call the client writes into the conversation (history it restores) may be answered like the model's own.
+      if (item.type === 'function_call' && typeof item.call_id === 'string' && !this.#calls.has(item.call_id)) this.#rememberCall(item.call_id, undefined);
       const created = { ...item, id: typeof item.id === 'string' ? item.id : id('item'), object: 'realtime.item', status: typeof item.status === 'string' ? item.status : 'completed' };
       this.#addItem(created);
       this.#finishItem(created);
@@ -531,8 +587,7 @@ export class RealtimeSession {
       this.#error('invalid_force_message', `A force_message's text may be at most ${MAX_FORCE_MESSAGE_CHARS} characters.`, event.event_id, 'item.content');
       return;
     }
-    const ms = Math.min(this.#options.maxToneMs, Math.max(200, text.length * this.#options.toneMsPerCharacter));
-    this.#respond(tone(FORCE_MESSAGE_TONE_HZ, ms, this.#outputFormat.rate), text, item.interruptible !== false, event.event_id);
+    this.#speak(text, item.interruptible !== false, event.event_id);
   }
 
   /** A new item at the end of the conversation: conversation.item.created (older clients) and conversation.item.added. */
@@ -602,20 +657,81 @@ export class RealtimeSession {
     this.#current.cancelled = true;
   }
 
-  /** Queues a response that speaks `audio` and says `transcript`; a full queue refuses it (`clientEventId` caused it). */
+  /** Queues a response that speaks `audio` and says `transcript`. */
   #respond(audio: Int16Array, transcript: string, interruptible = true, clientEventId?: unknown): void {
+    this.#enqueue(() => this.#stream(audio, transcript, interruptible), clientEventId);
+  }
+
+  /** Queues a response that calls a function (docs/gateway.md, "Function tools"); `followUpText` is said once its output is back. */
+  #respondWithCall(call: ScriptedCall, followUpText: string | undefined, clientEventId?: unknown): void {
+    this.#enqueue(() => this.#streamCall(call, followUpText), clientEventId);
+  }
+
+  /** Runs a response after those before it; a full queue refuses it (`clientEventId` caused it). */
+  #enqueue(run: () => Promise<void> | void, clientEventId: unknown): void {
     if (this.#responses > MAX_QUEUED_RESPONSES) {
       this.#error('conversation_already_has_active_response', `A response is playing and ${MAX_QUEUED_RESPONSES} more are waiting; this one was not queued.`, clientEventId);
       return;
     }
     this.#responses++;
     this.#queue = this.#queue
-      .then(() => this.#stream(audio, transcript, interruptible))
+      .then(run)
       .catch((error: unknown) => {
         this.#current = undefined;
         this.#fault(error);
       })
       .finally(() => this.#responses--);
+  }
+
+  #rememberCall(callId: string, followUpText: string | undefined): void {
+    this.#calls.set(callId, { followUpText, answered: false });
+    if (this.#calls.size > MAX_REMEMBERED_ITEMS) {
+      const [oldest] = this.#calls.keys();
+      if (oldest !== undefined) this.#calls.delete(oldest);
+    }
+  }
+
+  /** Checks a function_call_output item (a call of this conversation, answered once, a string output); false after answering why not. */
+  #acceptOutput(item: Readonly<Record<string, unknown>>, clientEventId: unknown): boolean {
+    const callId = item.call_id;
+    const call = typeof callId === 'string' ? this.#calls.get(callId) : undefined;
+    if (typeof callId !== 'string' || !call) {
+      this.#error('invalid_value', `No function call ${typeof callId === 'string' ? callId : JSON.stringify(callId)} in this conversation: item.call_id must name one.`, clientEventId, 'item.call_id');
+      return false;
+    }
+    if (call.answered) {
+      this.#error('invalid_value', `The function call ${callId} already has its output.`, clientEventId, 'item.call_id');
+      return false;
+    }
+    if (typeof item.output !== 'string') {
+      this.#error('invalid_value', 'item.output must be a string (usually JSON).', clientEventId, 'item.output');
+      return false;
+    }
+    call.answered = true;
+    this.#pendingOutputs.push({ callId, output: item.output });
+    return true;
+  }
+
+  /** The tool-call flow: the call's item, its arguments (in a few deltas, then whole), and response.done listing it. */
+  #streamCall(call: ScriptedCall, followUpText: string | undefined): void {
+    if (this.#closedAt !== undefined) return;
+    const responseId = id('resp');
+    const callId = id('call');
+    this.#rememberCall(callId, followUpText);
+    const item = { id: id('item'), object: 'realtime.item', type: 'function_call', status: 'in_progress', call_id: callId, name: call.name, arguments: '' };
+    const ids = { response_id: responseId, item_id: item.id, output_index: 0, call_id: callId };
+    this.emit('response.created', { response: { id: responseId, object: 'realtime.response', status: 'in_progress', output: [] } });
+    this.emit('response.output_item.added', { response_id: responseId, output_index: 0, item });
+    this.#addItem(item);
+    const pieceLength = Math.max(1, Math.ceil(call.arguments.length / ARGUMENT_DELTAS));
+    for (let offset = 0; offset < call.arguments.length; offset += pieceLength) {
+      this.emit('response.function_call_arguments.delta', { ...ids, delta: call.arguments.slice(offset, offset + pieceLength) });
+    }
+    this.emit('response.function_call_arguments.done', { ...ids, name: call.name, arguments: call.arguments });
+    const done = { ...item, status: 'completed', arguments: call.arguments };
+    this.emit('response.output_item.done', { response_id: responseId, output_index: 0, item: done });
+    this.#finishItem(done);
+    this.emit('response.done', { response: { id: responseId, object: 'realtime.response', status: 'completed', output: [done] } });
   }
 
   async #stream(audio: Int16Array, transcript: string, interruptible: boolean): Promise<void> {

@@ -9,8 +9,10 @@ import type { ScriptedCall, TurnScript } from './script.ts';
 import { knownVoice, unknownVoiceMessage } from '../voices.ts';
 
 // One realtime session: `session.update` first, then audio in, and an echo model that answers each user
-// turn by playing the user's own audio back. Events follow the realtime API's shapes (event ids, item
-// ids, response ids, output and content indexes).
+// turn by playing the user's own audio back, unless a script (script.ts) says what the turn is heard as
+// and how it is answered: a line of text, or a call of a function tool whose output the model then
+// speaks. Events follow the realtime API's shapes (event ids, item ids, response ids, output and content
+// indexes), and every item is announced as the ecosystem's SDKs read it (added, then done).
 
 export interface RealtimeOptions {
   /** Audio is streamed this many times faster than real time (clients must buffer). */

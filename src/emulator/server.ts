@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { Duplex } from 'node:stream';
 import { isRecord, parseJsonText } from '../lib/json.ts';
 import { LAYER_PREFIX, type Layer, type VideoOperation } from '../gateway/spec.ts';
@@ -29,6 +30,7 @@ import { parseTriggers, TriggerCounts } from './triggers.ts';
 import { acceptRequest } from './validation.ts';
 import { BoundedJournal, type JournalLimits } from './journal.ts';
 import { waitUntil } from '../lib/wait-until.ts';
+import { DEFAULT_BIND_HOST, generateCertificate, parsePublicUrl, reachableHost, urlHost, type EmulatorTls, type GeneratedCertificate } from './hosting.ts';
 
 // A local gateway faithful to docs/gateway.md, for development, demos, tests and benchmarks: both layers,
 // edits and extensions, quotas and limits, storage and uploads, realtime voice, and prompt triggers.
@@ -51,15 +53,34 @@ export interface JournalEntry {
 export interface EmulatorOptions {
   config?: EmulatorConfigInput;
   port?: number;
+  /** The address to listen on; default 127.0.0.1. */
   host?: string;
+  /**
+   * Serve HTTPS and WSS (on the same port): `true` with a self-signed certificate made at start for
+   * localhost, 127.0.0.1, ::1, `host` and the public URL's host (see `caCert`), or one's own PEM pair.
+   */
+  tls?: EmulatorTls;
+  /**
+   * The base of every URL the emulator gives out (video urls, `baseUrl`, `wsUrl`) instead of its
+   * listening address: how clients elsewhere (another machine, behind a proxy) reach it.
+   */
+  publicUrl?: string;
   log?: Logger;
   /** Use only the configured keys (a configuration file), not also the default `emulator-key`. */
   onlyGivenKeys?: boolean;
 }
 
 export interface Emulator {
+  /** The base of the URLs the emulator gives out: the public URL when given, else `listenUrl`. */
   readonly baseUrl: string;
+  /** `baseUrl` as a websocket URL (`ws:` or `wss:`). */
   readonly wsUrl: string;
+  /** Where it listens: `http(s)://<host>:<port>`, 127.0.0.1 for a wildcard host. */
+  readonly listenUrl: string;
+  /** The certificate made at start (PEM), to trust as an authority (`ca`); undefined without TLS or with one's own. */
+  readonly caCert: string | undefined;
+  /** Its file, for NODE_EXTRA_CA_CERTS; removed by close(). */
+  readonly caCertPath: string | undefined;
   readonly port: number;
   readonly config: EmulatorConfig;
   readonly requests: JournalEntry[];
@@ -102,6 +123,8 @@ function sendVideo(response: ServerResponse, bytes: Buffer): void {
 
 export async function startEmulator(options: EmulatorOptions = {}): Promise<Emulator> {
   const config = resolveConfig(options.config, { onlyGivenKeys: options.onlyGivenKeys ?? false });
+  const publicUrl = options.publicUrl === undefined ? undefined : parsePublicUrl(options.publicUrl);
+  const bindHost = options.host ?? DEFAULT_BIND_HOST;
   const log = options.log ?? silentLogger;
   const keys = new KeyRegistry(config);
   const engine = new TaskEngine(config, keys, log);
@@ -112,6 +135,11 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   const journalEvents = new EventEmitter();
   /** How often each `[[http:...:N]]` prompt has been submitted so far. */
   const triggerCounts = new TriggerCounts();
+  const generated: GeneratedCertificate | undefined =
+    options.tls === true ? await generateCertificate([bindHost, ...(publicUrl ? [publicUrl.host] : [])]) : undefined;
+  const identity = options.tls === true ? generated : options.tls;
+  /** TLS connections whose handshake is done: a client error on any other is a failed handshake. */
+  const secured = new WeakSet<Duplex>();
 
   function authorize(request: IncomingMessage, entry: JournalEntry, now: number): KeyAccount {
     const account = keys.authenticate(request.headers.authorization);
@@ -303,6 +331,12 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
    * was read. An answer already begun is not interrupted by a second one.
    */
   function answerUnparsable(error: Error & { code?: string }, socket: Duplex): void {
+    if (identity && !secured.has(socket)) {
+      // Plain HTTP (or anything else but TLS) on the TLS port: there is no channel to answer it on.
+      log.debug('emulator dropped a connection whose TLS handshake failed', { code: error.code });
+      socket.destroy();
+      return;
+    }
     if (brokenConnections.has(socket)) return;
     brokenConnections.add(socket);
     const current = answering.get(socket);
@@ -319,7 +353,9 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     sendErrorOnSocket(socket, current?.layer ?? 'compat', unparsableRequestError(error.code), current?.requestId ?? newRequestId());
   }
 
-  const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, requireHostHeader: false }, handle);
+  const serverOptions = { maxHeaderSize: MAX_HEADER_BYTES, requireHostHeader: false };
+  const server: Server = identity ? createHttpsServer({ ...serverOptions, cert: identity.cert, key: identity.key }, handle) : createServer(serverOptions, handle);
+  if (identity) server.on('secureConnection', (socket: Duplex) => secured.add(socket));
   // Every connection, upgraded and hand-answered ones too (Node stops tracking those), so close() ends them all.
   const connections = new Set<Duplex>();
   server.on('connection', (socket: Duplex) => {
@@ -339,14 +375,20 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     record({ method: 'CONNECT', path, status: 405, requestId, at: Date.now() });
   });
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => resolve());
-  });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(options.port ?? 0, bindHost, () => resolve());
+    });
+  } catch (error) {
+    await generated?.remove();
+    throw error;
+  }
   const address = server.address();
   if (address === null || typeof address === 'string') throw new Error('the emulator is not listening on a TCP port');
   const { port } = address;
-  const baseUrl = `http://127.0.0.1:${port}`;
+  const listenUrl = `${identity ? 'https' : 'http'}://${urlHost(reachableHost(bindHost))}:${port}`;
+  const baseUrl = publicUrl?.base ?? listenUrl;
   engine.baseUrl = baseUrl;
 
   const realtime = attachRealtime(server, {
@@ -359,7 +401,10 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
 
   return {
     baseUrl,
-    wsUrl: `ws://127.0.0.1:${port}`,
+    wsUrl: baseUrl.replace(/^http/, 'ws'),
+    listenUrl,
+    caCert: generated?.cert,
+    caCertPath: generated?.path,
     port,
     config,
     requests: journal.entries,
@@ -395,6 +440,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       server.closeAllConnections();
       for (const socket of connections) socket.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      await generated?.remove();
     },
   };
 }

@@ -1,10 +1,15 @@
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { X509Certificate } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { promisify } from 'node:util';
+import { generate } from 'selfsigned';
+import { Agent, fetch as undiciFetch } from 'undici';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { isRecord, parseJsonText, readString } from '../../src/lib/json.ts';
 
 // `npm run emulator -- --port N --config FILE`, as a real process.
 
@@ -29,6 +34,30 @@ async function listeningUrl(process: ReturnType<typeof run>): Promise<string> {
     if (match?.[1]) return match[1];
     await once(process.child.stdout, 'data');
   }
+}
+
+/** The start-up line ('gateway emulator listening'), once the process printed it. */
+async function startupLine(process: ReturnType<typeof run>): Promise<Readonly<Record<string, unknown>>> {
+  for (;;) {
+    for (const line of process.output().split('\n')) {
+      const parsed = parseJsonText(line);
+      if (parsed.ok && isRecord(parsed.value) && parsed.value.msg === 'gateway emulator listening') return parsed.value;
+    }
+    if (process.child.exitCode !== null) throw new Error(`the emulator ended: ${process.output()}`);
+    await once(process.child.stdout, 'data');
+  }
+}
+
+async function stop(process: ReturnType<typeof run>): Promise<void> {
+  process.child.kill('SIGTERM');
+  await once(process.child, 'exit');
+}
+
+/** The status a separate Node process gets for GET `url` with the default key, with `env` as its environment. */
+async function statusFromAnotherProcess(url: string, env: Record<string, string>): Promise<string> {
+  const script = "fetch(process.argv[1], { headers: { authorization: 'Bearer emulator-key' } }).then((r) => process.stdout.write(String(r.status)), (e) => process.stdout.write(String(e.cause?.code ?? e)))";
+  const { stdout } = await promisify(execFile)(join(ROOT, 'scripts', 'node'), ['-e', script, url], { env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env } });
+  return stdout;
 }
 
 describe('the emulator command', () => {
@@ -83,5 +112,76 @@ describe('the emulator command', () => {
     const flag = run(['--speed', 'fast']);
     expect((await once(flag.child, 'exit'))[0]).toBe(2);
     expect(flag.output()).toContain('usage: --port N --config FILE');
+  });
+
+  it('with --tls, serves https and wss and prints the certificate file that clients trust with NODE_EXTRA_CA_CERTS', async () => {
+    const emulator = run(['--tls', '--port', '0']);
+    try {
+      const line = await startupLine(emulator);
+      const url = readString(line, 'url') ?? '';
+      expect(url).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
+      expect(readString(line, 'realtime')).toBe(`${url.replace('https:', 'wss:')}/native/v1/realtime?model=svc-voice-latest`);
+      const caFile = readString(line, 'caFile') ?? '';
+      expect(readFileSync(caFile, 'utf8')).toContain('BEGIN CERTIFICATE');
+      expect(await statusFromAnotherProcess(`${url}/v1/models`, { NODE_EXTRA_CA_CERTS: caFile })).toBe('200');
+      expect(await statusFromAnotherProcess(`${url}/v1/models`, {})).toBe('DEPTH_ZERO_SELF_SIGNED_CERT');
+    } finally {
+      await stop(emulator);
+    }
+    // Stopping removes the file: the next start makes a new certificate.
+    expect(existsSync(readString(await startupLine(emulator), 'caFile') ?? '')).toBe(false);
+  });
+
+  it('reads --host, --public-url and --tls from EMULATOR_HOST, EMULATOR_PUBLIC_URL and EMULATOR_TLS=1', async () => {
+    const emulator = run([], { EMULATOR_PORT: '0', EMULATOR_TLS: '1', EMULATOR_HOST: '127.0.0.2', EMULATOR_PUBLIC_URL: 'https://gateway.example.test:9443' });
+    try {
+      const line = await startupLine(emulator);
+      expect(line.url).toBe('https://gateway.example.test:9443');
+      expect(line.realtime).toBe('wss://gateway.example.test:9443/native/v1/realtime?model=svc-voice-latest');
+      const listening = readString(line, 'listening') ?? '';
+      expect(listening).toMatch(/^https:\/\/127\.0\.0\.2:\d+$/);
+      const ca = readFileSync(readString(line, 'caFile') ?? '', 'utf8');
+      expect(new X509Certificate(ca).subjectAltName).toContain('DNS:gateway.example.test');
+      const agent = new Agent({ connect: { ca } });
+      try {
+        expect((await undiciFetch(`${listening}/v1/models`, { headers: { authorization: 'Bearer emulator-key' }, dispatcher: agent })).status).toBe(200);
+      } finally {
+        await agent.close();
+      }
+    } finally {
+      await stop(emulator);
+    }
+  });
+
+  it('serves the certificate of --cert and --key (or EMULATOR_CERT and EMULATOR_KEY), and prints no certificate file', async () => {
+    const own = await generate([{ name: 'commonName', value: 'own test certificate' }], {
+      keyType: 'ec',
+      algorithm: 'sha256',
+      extensions: [{ name: 'subjectAltName', altNames: [{ type: 7, ip: '127.0.0.1' }] }],
+    });
+    const certFile = join(directory, 'own-cert.pem');
+    const keyFile = join(directory, 'own-key.pem');
+    writeFileSync(certFile, own.cert);
+    writeFileSync(keyFile, own.private);
+    for (const emulator of [run(['--port', '0', '--cert', certFile, '--key', keyFile]), run([], { EMULATOR_PORT: '0', EMULATOR_CERT: certFile, EMULATOR_KEY: keyFile })]) {
+      try {
+        const line = await startupLine(emulator);
+        expect(line.url).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
+        expect(line.caFile).toBeUndefined();
+        expect(await statusFromAnotherProcess(`${readString(line, 'url')}/v1/models`, { NODE_EXTRA_CA_CERTS: certFile })).toBe('200');
+      } finally {
+        await stop(emulator);
+      }
+    }
+  });
+
+  it.each([
+    [['--cert', 'cert.pem'], '--cert and --key (EMULATOR_CERT and EMULATOR_KEY) go together'],
+    [['--public-url', 'gateway.example.test'], '--public-url: the public URL must be an absolute http(s) URL'],
+    [['--cert', '/nonexistent/cert.pem', '--key', '/nonexistent/key.pem'], 'cannot read the certificate file /nonexistent/cert.pem'],
+  ])('exits 2 for %j', async (args, message) => {
+    const emulator = run(args);
+    expect((await once(emulator.child, 'exit'))[0]).toBe(2);
+    expect(emulator.output()).toContain(message);
   });
 });

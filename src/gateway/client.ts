@@ -27,6 +27,7 @@ import {
   headerValue,
   sendRequest,
   sharedGatewayDispatcher,
+  trustedAuthorities,
   type GatewayTimeouts,
   type HttpResponse,
 } from './http.ts';
@@ -64,6 +65,13 @@ export interface GatewayClientOptions {
   timeouts?: Partial<GatewayTimeouts>;
   /** A shared pool; by default one Agent is shared by every client in the process. */
   dispatcher?: Dispatcher;
+  /**
+   * A certificate (PEM) to trust besides the public authorities, for a gateway whose certificate none
+   * of them signed (the emulator's `--tls`). The client then has pools of its own (an injected
+   * `dispatcher` still carries the API calls, and decides what it trusts). A process started with
+   * NODE_EXTRA_CA_CERTS needs none of this.
+   */
+  ca?: string;
   /**
    * Hosts a video download may reach even at an address that is not public (a storage server on the
    * private network), besides the gateway's own host, which always may (docs/gateway.md, "Video download").
@@ -133,16 +141,18 @@ export class GatewayClient {
     };
     this.#retry = { ...DEFAULT_RETRY_POLICY, ...options.retry };
     this.#timeouts = { ...DEFAULT_TIMEOUTS, ...options.timeouts };
-    // A custom connect timeout lives on the pool, so it needs a pool of its own.
-    this.#ownsDispatcher = options.dispatcher === undefined && options.timeouts?.connectMs !== undefined;
+    // A custom connect timeout or trusted certificate lives on the pool, so it needs a pool of its own.
+    const ownPools = options.timeouts?.connectMs !== undefined || options.ca !== undefined;
+    const ca = trustedAuthorities(options.ca);
+    this.#ownsDispatcher = options.dispatcher === undefined && ownPools;
     this.#dispatcher =
       options.dispatcher ??
-      (this.#ownsDispatcher ? createGatewayDispatcher({ connectMs: this.#timeouts.connectMs }) : sharedGatewayDispatcher());
+      (this.#ownsDispatcher ? createGatewayDispatcher({ connectMs: this.#timeouts.connectMs, ...(ca ? { ca } : {}) }) : sharedGatewayDispatcher());
     // Downloads have a pool of their own, whose connections are checked (download-guard.ts).
     const downloadHosts = new DownloadHosts([base.hostname, ...(options.downloadAllowedHosts ?? [])]);
-    this.#ownsDownloadDispatcher = options.timeouts?.connectMs !== undefined;
+    this.#ownsDownloadDispatcher = ownPools;
     this.#downloadDispatcher = this.#ownsDownloadDispatcher
-      ? createDownloadDispatcher(downloadHosts, { connectMs: this.#timeouts.connectMs })
+      ? createDownloadDispatcher(downloadHosts, { connectMs: this.#timeouts.connectMs, ...(ca ? { ca } : {}) })
       : sharedDownloadDispatcher(downloadHosts, this.#timeouts.connectMs);
     this.#log = (options.log ?? silentLogger).child({ component: 'gateway', layer: options.layer });
   }

@@ -3,6 +3,7 @@
 
 import { open, type FileHandle } from 'node:fs/promises';
 import type { IncomingHttpHeaders } from 'node:http';
+import { rootCertificates } from 'node:tls';
 import { Agent, request, type Dispatcher } from 'undici';
 import { DownloadRefusedError, GatewayConnectionError, OutcomeUnknownError, ResponseTooLargeError } from './errors.ts';
 
@@ -32,12 +33,20 @@ export const MAX_JSON_BYTES = 1024 * 1024;
 /** Enough of an error body to read its code and message. */
 const MAX_ERROR_BODY_BYTES = 64 * 1024;
 
-export function createGatewayDispatcher(options: { connectMs?: number; connections?: number } = {}): Agent {
+export function createGatewayDispatcher(options: { connectMs?: number; connections?: number; ca?: readonly string[] } = {}): Agent {
   return new Agent({
-    connect: { timeout: options.connectMs ?? DEFAULT_TIMEOUTS.connectMs },
+    connect: { timeout: options.connectMs ?? DEFAULT_TIMEOUTS.connectMs, ...(options.ca ? { ca: [...options.ca] } : {}) },
     connections: options.connections ?? 16,
     keepAliveTimeout: 10_000,
   });
+}
+
+/**
+ * The authorities a connection trusts when the caller adds `ca` (PEM): Node's public ones and `ca`.
+ * Undefined without it, which keeps Node's default (NODE_EXTRA_CA_CERTS included).
+ */
+export function trustedAuthorities(ca: string | undefined): string[] | undefined {
+  return ca === undefined ? undefined : [...rootCertificates, ca];
 }
 
 let shared: Agent | undefined;

@@ -3,7 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import { WebSocket } from 'ws';
 import { registerSecret, silentLogger, type Logger } from '../../lib/log.ts';
 import { GatewayError } from '../errors.ts';
-import { requestIdOf } from '../http.ts';
+import { requestIdOf, trustedAuthorities } from '../http.ts';
 import { realtimeSubprotocolPrefixes } from '../spec.ts';
 import type { ClientSecret } from '../types.ts';
 import { isRecord, readString, readTimestamp } from '../../lib/json.ts';
@@ -43,6 +43,8 @@ interface ConnectBase {
   session: RealtimeSessionConfig;
   /** Give up on the handshake and the session.updated answer after this long. */
   timeoutMs?: number;
+  /** A certificate (PEM) to trust besides the public authorities (a `wss:` emulator's own; see GatewayClient). */
+  ca?: string;
   log?: Logger;
 }
 
@@ -148,7 +150,8 @@ export class RealtimeClient extends EventEmitter<ClientEvents> {
     const { headers, protocols } = credentials(options);
     // No permessage-deflate: base64 audio hardly compresses, and zlib on every append and delta cost a
     // gateway that accepts it about 2% of a core (bench/voice.ts).
-    const socket = new WebSocket(url, protocols, { headers, handshakeTimeout: timeoutMs, perMessageDeflate: false });
+    const ca = trustedAuthorities(options.ca);
+    const socket = new WebSocket(url, protocols, { headers, handshakeTimeout: timeoutMs, perMessageDeflate: false, ...(ca ? { ca } : {}) });
     const client = new RealtimeClient(socket, log);
 
     return new Promise((resolve, reject) => {

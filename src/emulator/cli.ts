@@ -120,6 +120,13 @@ try {
   process.stderr.write(`emulator: cannot start: ${error instanceof Error ? error.message : String(error)}\n`);
   process.exit(EXIT_START_FAILED);
 }
+// Before the start-up line: a stop signalled as soon as it is read still closes the emulator (and
+// removes the certificate file it made).
+const stop = () => {
+  void emulator.close().then(() => process.exit(0));
+};
+process.on('SIGINT', stop);
+process.on('SIGTERM', stop);
 log.info('gateway emulator listening', {
   url: emulator.baseUrl,
   ...(emulator.listenUrl === emulator.baseUrl ? {} : { listening: emulator.listenUrl }),
@@ -129,9 +136,3 @@ log.info('gateway emulator listening', {
   keys: Object.keys(emulator.config.keys).length,
   ...(config ? {} : { key: DEFAULT_KEY }),
 });
-
-const stop = () => {
-  void emulator.close().then(() => process.exit(0));
-};
-process.on('SIGINT', stop);
-process.on('SIGTERM', stop);

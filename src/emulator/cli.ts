@@ -7,7 +7,7 @@ import { startEmulator, type Emulator } from './server.ts';
 
 // `npm run emulator -- --port N --config FILE --host ADDR --public-url URL --tls` (or `--cert FILE --key
 // FILE` instead of --tls), or through EMULATOR_PORT, EMULATOR_CONFIG, EMULATOR_HOST, EMULATOR_PUBLIC_URL,
-// EMULATOR_TLS=1, EMULATOR_CERT and EMULATOR_KEY. Default port 8787, host 127.0.0.1, plain HTTP.
+// EMULATOR_TLS=1, EMULATOR_TLS_CERT and EMULATOR_TLS_KEY. Default port 8787, host 127.0.0.1, plain HTTP.
 
 const EXIT_USAGE = 2;
 const EXIT_START_FAILED = 1;
@@ -48,9 +48,9 @@ function readPem(file: string, what: string): string {
 }
 
 function readTls(values: { tls?: boolean; cert?: string; key?: string }): EmulatorTls | undefined {
-  const certFile = values.cert ?? env('EMULATOR_CERT');
-  const keyFile = values.key ?? env('EMULATOR_KEY');
-  if ((certFile === undefined) !== (keyFile === undefined)) fail('--cert and --key (EMULATOR_CERT and EMULATOR_KEY) go together');
+  const certFile = values.cert ?? env('EMULATOR_TLS_CERT');
+  const keyFile = values.key ?? env('EMULATOR_TLS_KEY');
+  if ((certFile === undefined) !== (keyFile === undefined)) fail('--cert and --key (EMULATOR_TLS_CERT and EMULATOR_TLS_KEY) go together');
   if (certFile !== undefined && keyFile !== undefined) return { cert: readPem(certFile, 'certificate'), key: readPem(keyFile, 'key') };
   return values.tls === true || readFlag('EMULATOR_TLS') ? true : undefined;
 }

@@ -153,7 +153,7 @@ describe('the emulator command', () => {
     }
   });
 
-  it('serves the certificate of --cert and --key (or EMULATOR_CERT and EMULATOR_KEY), and prints no certificate file', async () => {
+  it('serves the certificate of --cert and --key (or EMULATOR_TLS_CERT and EMULATOR_TLS_KEY), and prints no certificate file', async () => {
     const own = await generate([{ name: 'commonName', value: 'own test certificate' }], {
       keyType: 'ec',
       algorithm: 'sha256',
@@ -163,7 +163,7 @@ describe('the emulator command', () => {
     const keyFile = join(directory, 'own-key.pem');
     writeFileSync(certFile, own.cert);
     writeFileSync(keyFile, own.private);
-    for (const emulator of [run(['--port', '0', '--cert', certFile, '--key', keyFile]), run([], { EMULATOR_PORT: '0', EMULATOR_CERT: certFile, EMULATOR_KEY: keyFile })]) {
+    for (const emulator of [run(['--port', '0', '--cert', certFile, '--key', keyFile]), run([], { EMULATOR_PORT: '0', EMULATOR_TLS_CERT: certFile, EMULATOR_TLS_KEY: keyFile })]) {
       try {
         const line = await startupLine(emulator);
         expect(line.url).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
@@ -176,7 +176,7 @@ describe('the emulator command', () => {
   });
 
   it.each([
-    [['--cert', 'cert.pem'], '--cert and --key (EMULATOR_CERT and EMULATOR_KEY) go together'],
+    [['--cert', 'cert.pem'], '--cert and --key (EMULATOR_TLS_CERT and EMULATOR_TLS_KEY) go together'],
     [['--public-url', 'gateway.example.test'], '--public-url: the public URL must be an absolute http(s) URL'],
     [['--cert', '/nonexistent/cert.pem', '--key', '/nonexistent/key.pem'], 'cannot read the certificate file /nonexistent/cert.pem'],
   ])('exits 2 for %j', async (args, message) => {

@@ -134,7 +134,7 @@ describe('audio between the bot and the stand-in', () => {
     expect(silence.length).toBeLessThanOrEqual(5);
     expect(frames.slice(-silence.length).every(isSilenceFrame)).toBe(true);
     expect(server.botSpeaking(GUILD_ID).map((event) => event.speaking)).toEqual([1, 0]);
-    expect(server.botPacketProblems(GUILD_ID)).toEqual({ undecryptable: 0, undecodable: 0 });
+    expect(server.botPacketProblems(GUILD_ID)).toEqual({ undecryptable: 0, undecodable: 0, unencrypted: 0, daveUndecryptable: 0 });
 
     const tone = analyzeTone(slicePcm(joinFramePcm(audio), 100, 400));
     expect(Math.abs(tone.dominantHz - 440)).toBeLessThanOrEqual(3);

@@ -1,5 +1,6 @@
 // The real @discordjs/voice connects to the stand-in's voice server: TLS websocket, UDP IP discovery,
-// aead_aes256_gcm_rtpsize, DAVE declined; heartbeats, RESUME, refusal of a wrong token, clean leave.
+// aead_aes256_gcm_rtpsize, DAVE (or, with the stand-in's `dave: false`, DAVE declined); heartbeats,
+// RESUME, refusal of a wrong token, clean leave.
 // The library runs in this test's process; it trusts the stand-in's certificate through
 // tls.setDefaultCACertificates (NODE_EXTRA_CA_CERTS is only read at process start), and a child
 // process checks the NODE_EXTRA_CA_CERTS route the bot's own process uses.
@@ -66,19 +67,21 @@ function join(options: { debug?: boolean } = {}): VoiceConnection {
 }
 
 describe('voice connection to the stand-in', () => {
-  it('reaches Ready with transport encryption only: the bot offers DAVE, the stand-in declines it', async () => {
+  it('reaches Ready with transport encryption and DAVE: the bot offers DAVE 1, the stand-in takes it, the bot sends its key package', async () => {
     const connection = join();
     await entersState(connection, VoiceConnectionStatus.Ready, 10_000);
     const info = await server.waitForBotConnection(GUILD_ID);
 
     expect(info).toMatchObject({ guildId: GUILD_ID, channelId: CHANNEL_ID, userId: BOT_ID });
     expect(info.maxDaveProtocolVersion).toBeGreaterThanOrEqual(1);
-    // No end-to-end session means no privacy code for users to compare.
+    expect(info.dave).toMatchObject({ protocolVersion: 1, epoch: undefined });
+    await server.dave.waitForEvent(GUILD_ID, (event) => event.type === 'keyPackage' && event.userId === BOT_ID);
+    // Alone in the channel the bot has nobody to share a group with: no privacy code yet.
     expect(connection.voicePrivacyCode).toBeUndefined();
     const ops = server.botMessages(GUILD_ID).map((message) => message.op);
     expect(ops).toContain(VoiceOp.Identify);
     expect(ops).toContain(VoiceOp.SelectProtocol);
-    expect(ops.filter(isDaveOp)).toEqual([]);
+    expect(ops.filter(isDaveOp)).toEqual([26]);
     // The library's UDP keepalives are tolerated (and counted).
     expect(server.keepalivesReceived).toBeGreaterThan(0);
     expect(errors).toEqual([]);
@@ -147,6 +150,29 @@ describe('voice connection to the stand-in', () => {
     expect(closeEvent[0]).toBe(4004);
     expect(String(closeEvent[1])).toContain('token');
     expect(String(closeEvent[1])).not.toContain(wrongToken);
+  });
+});
+
+describe('a stand-in with DAVE off', () => {
+  it('declines DAVE: SESSION_DESCRIPTION says 0, and the bot sends no DAVE op', async () => {
+    const declining = await startVoiceServer({ dave: false });
+    const trusted = trustCertificateInThisProcess(declining.certPem);
+    const declined = new InProcessVoiceGateway(declining, BOT_ID);
+    const guildId = '200000000000000003';
+    const connection = joinVoiceChannel({ guildId, channelId: CHANNEL_ID, adapterCreator: declined.adapterCreator(guildId), selfDeaf: false, debug: true });
+    const described = new Promise<string>((resolve) => connection.on('debug', (line) => line.includes('"op":4,') && resolve(line)));
+    try {
+      await entersState(connection, VoiceConnectionStatus.Ready, 10_000);
+      const info = await declining.waitForBotConnection(guildId);
+      expect(await described).toContain('"dave_protocol_version":0');
+      expect(info.dave).toBeUndefined();
+      expect(connection.voicePrivacyCode).toBeUndefined();
+      expect(declining.botMessages(guildId).map((message) => message.op).filter(isDaveOp)).toEqual([]);
+    } finally {
+      connection.destroy();
+      await declining.close();
+      trusted();
+    }
   });
 });
 

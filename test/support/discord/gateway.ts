@@ -5,7 +5,7 @@ import type { Duplex } from 'node:stream';
 import { WebSocket, WebSocketServer, type RawData } from 'ws';
 import { isRecord } from '../../../src/lib/json.ts';
 import { channelObject, memberObject, roleObject, userObject, type Guild, type StandInState } from './state.ts';
-import type { VoiceStandIn } from './voice-contract.ts';
+import type { VoiceStandIn, VoiceUserOptions } from './voice-contract.ts';
 import { websocketText } from '../../../src/lib/websocket-text.ts';
 
 // Discord's gateway as @discordjs/ws 1.2 speaks it (JSON, no compression): HELLO, IDENTIFY, READY, a
@@ -148,12 +148,12 @@ export class Gateway {
   }
 
   /** A simulated user joins (channelId) or leaves (null) a voice channel. */
-  userVoiceState(guild: Guild, userId: string, channelId: string | null): void {
+  userVoiceState(guild: Guild, userId: string, channelId: string | null, options?: VoiceUserOptions): void {
     const sessionId = guild.voiceStates.get(userId)?.sessionId ?? randomBytes(16).toString('hex');
     if (channelId) guild.voiceStates.set(userId, { channelId, sessionId });
     else guild.voiceStates.delete(userId);
     this.dispatch('VOICE_STATE_UPDATE', this.#voiceState(guild, userId, channelId, sessionId));
-    if (channelId) this.#options.voice.userJoined(guild.id, channelId, userId);
+    if (channelId) this.#options.voice.userJoined(guild.id, channelId, userId, options);
     else this.#options.voice.userLeft(guild.id, userId);
   }
 

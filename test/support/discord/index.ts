@@ -24,7 +24,7 @@ import {
   type Upload,
   type User,
 } from './state.ts';
-import { startVoiceServer, type VoiceServer } from './voice-server.ts';
+import { startVoiceServer, type VoiceServer, type VoiceUserOptions } from './voice-server.ts';
 import { waitUntil } from '../../../src/lib/wait-until.ts';
 
 // A local Discord for end-to-end tests: the real discord.js (in the bot's own process) talks to it over
@@ -44,6 +44,11 @@ export interface StandInOptions {
   heartbeatIntervalMs?: number;
   /** Where the stand-in logs requests (debug), routes it lacks (warn) and its own failures (error). */
   log?: Logger;
+  /**
+   * DAVE end-to-end encryption in voice (default true, as on Discord). false: the voice server answers
+   * dave_protocol_version 0, as it did before it spoke DAVE (test/support/discord/README.md, "DAVE").
+   */
+  dave?: boolean;
 }
 
 export interface AutocompleteChoice {
@@ -182,7 +187,7 @@ export class DiscordStandIn {
   /** Interaction ids carry a timestamp from a clock this far off the bot's (real hosts drift, and ids need not be time-based). */
   interactionIdClockSkewMs = 0;
 
-  constructor(server: Server, baseUrl: string, voice: VoiceServer, options: Required<StandInOptions>) {
+  constructor(server: Server, baseUrl: string, voice: VoiceServer, options: Required<Omit<StandInOptions, 'dave'>>) {
     this.#server = server;
     this.#baseUrl = baseUrl;
     this.voice = voice;
@@ -456,8 +461,9 @@ export class DiscordStandIn {
     return this.#gateway.connected;
   }
 
-  joinVoice(user: User, guildId: string, channelId: string): void {
-    this.#gateway.userVoiceState(this.#guild(guildId), user.id, channelId);
+  /** The user joins a voice channel; `{ dave: false }`: their client has no DAVE, and the call downgrades. */
+  joinVoice(user: User, guildId: string, channelId: string, options?: VoiceUserOptions): void {
+    this.#gateway.userVoiceState(this.#guild(guildId), user.id, channelId, options);
   }
 
   leaveVoice(user: User, guildId: string): void {
@@ -645,7 +651,7 @@ export class DiscordStandIn {
 }
 
 export async function startDiscordStandIn(options: StandInOptions = {}): Promise<DiscordStandIn> {
-  const voice = await startVoiceServer();
+  const voice = await startVoiceServer({ dave: options.dave ?? true });
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.address();

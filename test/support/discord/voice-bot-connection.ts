@@ -1,10 +1,14 @@
 // The bot's identified voice session in one guild: its SSRC, the transport key, the websocket it
-// currently talks on (a new one after RESUME) and, after SELECT_PROTOCOL, its UDP address.
+// currently talks on (a new one after RESUME) and, after SELECT_PROTOCOL, its UDP address. It is the
+// bot's side of the channel's DAVE call too: DAVE messages go out on its websocket with the same
+// sequence numbers as JSON ones.
 
 import type { WebSocket } from 'ws';
 import type { Logger } from '../../../src/lib/log.ts';
 import { sealRtpPacket } from './rtp-crypto.ts';
 import type { SealRtpOptions } from './rtp-crypto.ts';
+import type { DaveParticipant } from './dave-call.ts';
+import { serverBinaryFrame } from './dave-wire.ts';
 import type { SpeakerLink } from './voice-speaker.ts';
 import { VoiceOp } from './voice-protocol.ts';
 
@@ -24,7 +28,8 @@ export interface BotConnectionOptions {
 
 const OPEN = 1;
 
-export class BotConnection implements SpeakerLink {
+export class BotConnection implements SpeakerLink, DaveParticipant {
+  readonly kind = 'bot' as const;
   readonly guildId: string;
   readonly userId: string;
   readonly sessionId: string;
@@ -69,6 +74,28 @@ export class BotConnection implements SpeakerLink {
     this.#sequence++;
     socket.send(JSON.stringify({ op, d, seq: this.#sequence }));
     return true;
+  }
+
+  /** Sends a binary (DAVE) message: u16 sequence number, op, payload. */
+  sendBinary(op: number, payload: Buffer): void {
+    const socket = this.socket;
+    if (socket?.readyState !== OPEN) {
+      this.#log.warn('voice stand-in: a DAVE message to the bot is lost: its websocket is not open', { guildId: this.guildId, op });
+      return;
+    }
+    this.#sequence++;
+    socket.send(serverBinaryFrame(this.#sequence, op, payload));
+  }
+
+  sendJson(op: number, d: Record<string, unknown>): void {
+    if (!this.send(op, d)) this.#log.warn('voice stand-in: a DAVE message to the bot is lost: its websocket is not open', { guildId: this.guildId, op });
+  }
+
+  /** The bot learnt the call's protocol version from SESSION_DESCRIPTION; its key package follows by itself. */
+  start(): void {}
+
+  get maxProtocolVersion(): number {
+    return this.maxDaveProtocolVersion;
   }
 
   get lastSequence(): number {

@@ -22,6 +22,15 @@ export interface ReceivedBotAudio {
   pcm: Int16Array;
 }
 
+export interface VoiceUserOptions {
+  /**
+   * Whether the user's client speaks DAVE (default true). A client without it makes the channel's call
+   * downgrade to protocol 0 (transport encryption only) while it is there, as in Discord's transitory
+   * phase before end-to-end encryption became mandatory.
+   */
+  dave?: boolean;
+}
+
 export interface VoiceStandIn {
   /** `host:port` for VOICE_SERVER_UPDATE (no scheme). */
   readonly endpoint: string;
@@ -30,7 +39,7 @@ export interface VoiceStandIn {
   /** The bot left the guild's voice channel (op 4 with channel_id null). */
   botLeft(guildId: string): void;
   /** A simulated user is now in (or has left) a voice channel; the gateway dispatches VOICE_STATE_UPDATE. */
-  userJoined(guildId: string, channelId: string, userId: string): void;
+  userJoined(guildId: string, channelId: string, userId: string, options?: VoiceUserOptions): void;
   userLeft(guildId: string, userId: string): void;
   close(): Promise<void>;
 }

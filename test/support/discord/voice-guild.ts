@@ -1,9 +1,13 @@
 // Everything the voice stand-in knows about one guild: who the bot is expected to be, its live
-// connection, the simulated users in voice, and what the bot sent (kept after it leaves, for asserts).
+// connection, the simulated users in voice (each with its DAVE client), the DAVE call of each voice
+// channel, and what the bot sent (kept after it leaves, for asserts).
 
 import type { Logger } from '../../../src/lib/log.ts';
+import type { DaveCall, DaveParticipant } from './dave-call.ts';
+import type { SimulatedDaveMember } from './dave-sim-member.ts';
 import type { BotConnection } from './voice-bot-connection.ts';
 import { BotAudioRecorder } from './voice-bot-recorder.ts';
+import type { BotFrameListener } from './voice-bot-recorder.ts';
 import type { BotVoiceSession } from './voice-contract.ts';
 import type { SimulatedSpeaker, SpeakerLink } from './voice-speaker.ts';
 
@@ -25,6 +29,13 @@ export interface BotSocketClose {
 export interface SimulatedUser {
   channelId: string;
   speaker: SimulatedSpeaker;
+  /** Whether its client speaks DAVE (a member without it makes the call downgrade). */
+  daveCapable: boolean;
+  /**
+   * How the channel's DAVE call reaches it, and its DAVE client (none for a client without DAVE);
+   * undefined with DAVE off.
+   */
+  dave: { participant: DaveParticipant; member: SimulatedDaveMember | undefined } | undefined;
 }
 
 export class GuildVoice {
@@ -32,14 +43,16 @@ export class GuildVoice {
   expected: ExpectedBot | undefined;
   connection: BotConnection | undefined;
   readonly users = new Map<string, SimulatedUser>();
+  /** The DAVE call of each voice channel (only with DAVE on). */
+  readonly calls = new Map<string, DaveCall>();
   readonly recorder: BotAudioRecorder;
   /** Every op the bot sent on its voice websockets, in order. */
   readonly botMessages: BotMessageRecord[] = [];
   readonly socketCloses: BotSocketClose[] = [];
 
-  constructor(guildId: string, log: Logger) {
+  constructor(guildId: string, log: Logger, onBotFrame: () => void) {
     this.guildId = guildId;
-    this.recorder = new BotAudioRecorder(log.child({ guildId }));
+    this.recorder = new BotAudioRecorder(log.child({ guildId }), onBotFrame);
   }
 
   /** Why `userId` cannot be heard by the bot right now, or the link to reach the bot. */
@@ -57,5 +70,14 @@ export class GuildVoice {
 
   usersIn(channelId: string): string[] {
     return [...this.users].filter(([, user]) => user.channelId === channelId).map(([userId]) => userId);
+  }
+
+  /**
+   * Who listens to the bot in its channel: a simulated member whose DAVE client holds the bot's key, or
+   * else the first one with DAVE; undefined when no member with DAVE is there.
+   */
+  listenerFor(channelId: string, botUserId: string): BotFrameListener | undefined {
+    const members = [...this.users.values()].filter((user) => user.channelId === channelId).flatMap((user) => (user.dave?.member ? [user.dave.member] : []));
+    return members.find((member) => member.hears(botUserId)) ?? members[0];
   }
 }

@@ -17,8 +17,11 @@ export const VoiceOp = {
   ClientDisconnect: 13,
 } as const;
 
-/** DAVE (end-to-end encryption) uses ops 21-31; the stand-in declines DAVE, so none should flow. */
+/** DAVE (end-to-end encryption) uses ops 21-31 (dave-wire.ts names them). */
 export const DAVE_OPS = { first: 21, last: 31 } as const;
+
+const DAVE_TRANSITION_READY = 23;
+const DAVE_INVALID_COMMIT_WELCOME = 31;
 
 export function isDaveOp(op: number): boolean {
   return op >= DAVE_OPS.first && op <= DAVE_OPS.last;
@@ -38,6 +41,8 @@ export const VoiceCloseCode = {
   /** The client resumes after this one. */
   ServerCrashed: 4015,
   UnknownEncryptionMode: 4016,
+  /** A client that offers no DAVE protocol version where end-to-end encryption is required. */
+  DaveProtocolRequired: 4017,
 } as const;
 
 export interface IdentifyData {
@@ -68,6 +73,8 @@ export type ClientMessage =
   | { kind: 'heartbeat'; nonce: unknown }
   | { kind: 'speaking'; speaking: number; ssrc: number | undefined }
   | { kind: 'resume'; data: ResumeData }
+  /** DAVE's JSON ops from a client: 23 (ready for a transition) and 31 (an invalid commit or Welcome). */
+  | { kind: 'dave'; op: number; transitionId: number }
   /** Anything else with a numeric op: the caller decides (DAVE ops are tolerated, unknown ones close). */
   | { kind: 'other'; op: number };
 
@@ -147,6 +154,12 @@ export function parseClientMessage(text: string): ParseResult {
         return fail('RESUME needs server_id, session_id and token strings');
       }
       return { ok: true, message: { kind: 'resume', data: { serverId, sessionId, token, seqAck: numberField(d, 'seq_ack') } } };
+    }
+    case DAVE_TRANSITION_READY:
+    case DAVE_INVALID_COMMIT_WELCOME: {
+      const transitionId = isRecord(d) ? numberField(d, 'transition_id') : undefined;
+      if (transitionId === undefined || !Number.isInteger(transitionId)) return fail(`op ${op} needs a numeric transition_id`);
+      return { ok: true, message: { kind: 'dave', op, transitionId } };
     }
     default:
       return { ok: true, message: { kind: 'other', op } };

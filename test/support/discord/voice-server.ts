@@ -1,7 +1,8 @@
 // The Discord stand-in's voice server: a TLS websocket (self-signed certificate made at start) and a
-// UDP socket, speaking Discord's voice protocol v8 with `aead_aes256_gcm_rtpsize` and DAVE declined,
-// so that the real @discordjs/voice connects to it unchanged. Simulated users speak PCM to the bot;
-// everything the bot plays is decrypted, decoded and recorded per guild.
+// UDP socket, speaking Discord's voice protocol v8 with `aead_aes256_gcm_rtpsize` and DAVE v1 end-to-end
+// encryption (on by default; `dave: false` declines it), so that the real @discordjs/voice connects to it
+// unchanged. Simulated users speak PCM to the bot; everything the bot plays is decrypted, decoded and
+// recorded per guild.
 //
 // The stand-in's gateway drives it through VoiceStandIn (expectBot on the bot's op 4, userJoined...);
 // tests use the rest (speak, botAudio, waitFor...).
@@ -19,7 +20,10 @@ import { createSelfSignedCertificate } from './tls-certificate.ts';
 import type { SelfSignedCertificate } from './tls-certificate.ts';
 import type { BotConnection } from './voice-bot-connection.ts';
 import type { BotAudioFrame, BotPacketProblems, BotSpeakingEvent } from './voice-bot-recorder.ts';
-import type { BotVoiceSession, VoiceStandIn } from './voice-contract.ts';
+import { DEFAULT_TRANSITION_TIMEOUT_MS } from './dave-call.ts';
+import type { DaveCallState } from './dave-call.ts';
+import type { BotVoiceSession, VoiceStandIn, VoiceUserOptions } from './voice-contract.ts';
+import { VoiceDave } from './voice-dave.ts';
 import type { BotMessageRecord, BotSocketClose } from './voice-guild.ts';
 import { VoiceSessions } from './voice-sessions.ts';
 import { attachVoiceSocket } from './voice-socket.ts';
@@ -27,6 +31,8 @@ import type { SimulatedSpeaker, SpeakOptions, SpeakResult } from './voice-speake
 
 export type { BotAudioFrame, BotPacketProblems, BotSpeakingEvent } from './voice-bot-recorder.ts';
 export type { BotMessageRecord, BotSocketClose } from './voice-guild.ts';
+export type { DaveCallState, DaveEvent, HeldWelcome, SimulatedDaveState } from './voice-dave.ts';
+export type { VoiceUserOptions } from './voice-contract.ts';
 export type { SpeakOptions, SpeakResult } from './voice-speaker.ts';
 
 const HOST = '127.0.0.1';
@@ -40,6 +46,13 @@ export interface VoiceServerOptions {
    * bot drops packets from SSRCs it cannot map to a user, and the websocket is slower than UDP.
    */
   speakingLeadMs?: number;
+  /**
+   * DAVE end-to-end encryption in every voice channel (default true, as on Discord since March 2026).
+   * false answers dave_protocol_version 0 and leaves ops 21-31 unanswered, as the stand-in did before.
+   */
+  dave?: boolean;
+  /** How long a DAVE transition waits for every member's op 23 before it executes anyway (2 s). */
+  daveTransitionTimeoutMs?: number;
 }
 
 export interface BotVoiceConnectionInfo {
@@ -47,17 +60,20 @@ export interface BotVoiceConnectionInfo {
   channelId: string;
   userId: string;
   ssrc: number;
-  /** What the bot offered in IDENTIFY; the stand-in always answers dave_protocol_version 0. */
+  /** What the bot offered in IDENTIFY. */
   maxDaveProtocolVersion: number;
+  /** The bot's DAVE call (undefined with DAVE off). */
+  dave: { protocolVersion: number; epoch: bigint | undefined; groupMembers: string[]; lastTransitionId: number | undefined } | undefined;
 }
 
-function infoOf(connection: BotConnection): BotVoiceConnectionInfo {
+function infoOf(connection: BotConnection, dave: DaveCallState | undefined): BotVoiceConnectionInfo {
   return {
     guildId: connection.guildId,
     channelId: connection.channelId,
     userId: connection.userId,
     ssrc: connection.ssrc,
     maxDaveProtocolVersion: connection.maxDaveProtocolVersion,
+    dave: dave && { protocolVersion: dave.protocolVersion, epoch: dave.epoch, groupMembers: dave.groupMembers, lastTransitionId: dave.lastTransitionId },
   };
 }
 
@@ -84,6 +100,10 @@ export class VoiceServer implements VoiceStandIn {
   readonly udpPort: number;
   /** Voice websocket upgrades refused so far (see refuseConnections). */
   refusedConnections = 0;
+  /** Whether voice channels run DAVE. */
+  readonly daveEnabled: boolean;
+  /** The DAVE side: calls, simulated members' clients, faults. */
+  readonly dave: VoiceDave;
 
   readonly #parts: VoiceServerParts;
   readonly #log: Logger;
@@ -141,9 +161,13 @@ export class VoiceServer implements VoiceStandIn {
       udpAddress: { address: HOST, port: this.udpPort },
       heartbeatIntervalMs: parts.options.heartbeatIntervalMs ?? 13_750,
       speakingLeadMs: parts.options.speakingLeadMs ?? 40,
+      dave: parts.options.dave ?? true,
+      daveTransitionTimeoutMs: parts.options.daveTransitionTimeoutMs ?? DEFAULT_TRANSITION_TIMEOUT_MS,
       sendDatagram: (packet, port, host) => this.#sendDatagram(packet, port, host),
     });
 
+    this.daveEnabled = parts.options.dave ?? true;
+    this.dave = new VoiceDave(this.#sessions);
     this.#wss = new WebSocketServer({ server: parts.https, verifyClient: (_info, admit) => this.#admit(admit) });
     const socketHost = this.#sessions.socketHost();
     this.#wss.on('connection', (socket) => attachVoiceSocket(socket, socketHost));
@@ -164,8 +188,9 @@ export class VoiceServer implements VoiceStandIn {
     this.#sessions.botLeft(guildId);
   }
 
-  userJoined(guildId: string, channelId: string, userId: string): void {
-    this.#sessions.userJoined(guildId, channelId, userId);
+  /** A simulated user joins a voice channel; `{ dave: false }` for a client without DAVE (the call downgrades). */
+  userJoined(guildId: string, channelId: string, userId: string, options?: VoiceUserOptions): void {
+    this.#sessions.userJoined(guildId, channelId, userId, options);
   }
 
   userLeft(guildId: string, userId: string): void {
@@ -192,7 +217,10 @@ export class VoiceServer implements VoiceStandIn {
     return this.speak(guildId, userId, generateTone(tone), options);
   }
 
-  /** Sends one RTP packet carrying `opusPayload` as is (encrypted properly): for corrupt-packet tests. */
+  /**
+   * Sends one RTP packet carrying `opusPayload` as is (encrypted properly, end to end too in a DAVE call,
+   * as a client encrypts whatever its encoder made): for corrupt-packet tests.
+   */
   async sendRawPacket(
     guildId: string,
     userId: string,
@@ -252,10 +280,10 @@ export class VoiceServer implements VoiceStandIn {
 
   /** Packets from the bot that could not be decrypted or were not valid Opus. */
   botPacketProblems(guildId: string): BotPacketProblems {
-    return { ...(this.#sessions.guilds.get(guildId)?.recorder.problems ?? { undecryptable: 0, undecodable: 0 }) };
+    return { ...(this.#sessions.guilds.get(guildId)?.recorder.problems ?? { undecryptable: 0, undecodable: 0, unencrypted: 0, daveUndecryptable: 0 }) };
   }
 
-  /** Every op the bot sent on its voice websockets in the guild (DAVE would show as 21-31). */
+  /** Every op the bot sent on its voice websockets in the guild (DAVE's show as 23, 26, 28 and 31). */
   botMessages(guildId: string): readonly BotMessageRecord[] {
     return this.#sessions.guilds.get(guildId)?.botMessages ?? [];
   }
@@ -270,15 +298,26 @@ export class VoiceServer implements VoiceStandIn {
     return this.#sessions.keepalives;
   }
 
-  /** The bot's connection in the guild if it can carry audio now. */
+  /** The bot's connection in the guild if it is connected (its session described, its websocket open). */
   botConnection(guildId: string): BotVoiceConnectionInfo | undefined {
     const connection = this.#connectionOf(guildId);
-    return connection?.ready ? infoOf(connection) : undefined;
+    return connection?.ready ? infoOf(connection, this.#sessions.botCall(guildId)?.state()) : undefined;
   }
 
-  /** Resolves once the bot's voice connection in the guild is ready for audio both ways. */
+  /**
+   * Resolves once the bot's voice connection in the guild is ready for audio both ways: connected, and
+   * in a DAVE call settled with everyone in the channel (see dave.settled()).
+   */
   waitForBotConnection(guildId: string, timeoutMs?: number): Promise<BotVoiceConnectionInfo> {
-    return this.#sessions.waiters.waitFor(() => this.botConnection(guildId), `the bot's voice connection in guild ${guildId}`, timeoutMs);
+    return this.#sessions.waiters.waitFor(
+      () => {
+        const info = this.botConnection(guildId);
+        if (!info || !this.daveEnabled) return info;
+        return this.#sessions.botCall(guildId)?.settled() ? info : undefined;
+      },
+      `the bot's voice connection in guild ${guildId}${this.daveEnabled ? ' (and its DAVE call to settle)' : ''}`,
+      timeoutMs,
+    );
   }
 
   /** Resolves once the bot has no open voice websocket in the guild. */

@@ -1,19 +1,27 @@
 // The voice server's bookkeeping: per guild, who the bot is expected to be (from the gateway's
-// expectBot), its identified connection, the simulated users; plus routing of UDP datagrams by SSRC.
-// The websocket protocol order lives in voice-socket.ts; the public API in voice-server.ts.
+// expectBot), its identified connection, the simulated users and their DAVE clients, each voice
+// channel's DAVE call; plus routing of UDP datagrams by SSRC. The websocket protocol order lives in
+// voice-socket.ts; the public API in voice-server.ts.
 
 import { randomBytes, randomInt } from 'node:crypto';
 import type { WebSocket } from 'ws';
 import type { Logger } from '../../../src/lib/log.ts';
+import { DaveCall } from './dave-call.ts';
+import type { DaveParticipant } from './dave-call.ts';
+import { SimulatedDaveMember } from './dave-sim-member.ts';
+import type { ClientDaveMessage } from './dave-sim-member.ts';
+import { DAVE_PROTOCOL_VERSION } from './dave-wire.ts';
 import { SECRET_KEY_LENGTH } from './rtp-crypto.ts';
 import { buildIpDiscoveryResponse, classifyDatagram } from './udp-datagrams.ts';
 import { BotConnection } from './voice-bot-connection.ts';
-import type { BotVoiceSession } from './voice-contract.ts';
+import type { BotVoiceSession, VoiceUserOptions } from './voice-contract.ts';
 import { GuildVoice } from './voice-guild.ts';
+import type { SimulatedUser } from './voice-guild.ts';
 import { VoiceCloseCode, VoiceOp } from './voice-protocol.ts';
 import type { IdentifyData, ResumeData } from './voice-protocol.ts';
 import type { Rejection, VoiceSocketHost } from './voice-socket.ts';
 import { SimulatedSpeaker } from './voice-speaker.ts';
+import type { SpeakerDave } from './voice-speaker.ts';
 import { ConditionWaiters } from './voice-waiters.ts';
 
 export interface VoiceSessionsOptions {
@@ -21,6 +29,9 @@ export interface VoiceSessionsOptions {
   udpAddress: { address: string; port: number };
   heartbeatIntervalMs: number;
   speakingLeadMs: number;
+  /** Whether voice channels run DAVE (end-to-end encryption). */
+  dave: boolean;
+  daveTransitionTimeoutMs: number;
   sendDatagram: (packet: Buffer, port: number, address: string) => void;
 }
 
@@ -34,6 +45,8 @@ export class VoiceSessions {
   /** Bot connections by their SSRC: UDP packets carry nothing else to tell guilds apart. */
   readonly #connectionsBySsrc = new Map<number, BotConnection>();
   readonly #usedSsrcs = new Set<number>();
+  /** The DAVE call each bot connection is a member of. */
+  readonly #botCalls = new Map<BotConnection, DaveCall>();
 
   constructor(options: VoiceSessionsOptions) {
     this.#options = options;
@@ -43,7 +56,7 @@ export class VoiceSessions {
   guild(guildId: string): GuildVoice {
     let guild = this.guilds.get(guildId);
     if (!guild) {
-      guild = new GuildVoice(guildId, this.#log);
+      guild = new GuildVoice(guildId, this.#log, () => this.waiters.notify());
       this.guilds.set(guildId, guild);
     }
     return guild;
@@ -56,7 +69,11 @@ export class VoiceSessions {
     const token = randomBytes(24).toString('base64url');
     guild.expected = { ...session, token };
     // Moved within the guild on the same voice server: the live connection now serves the new channel.
-    if (guild.connection && guild.connection.userId === session.userId) guild.connection.channelId = session.channelId;
+    if (guild.connection && guild.connection.userId === session.userId && guild.connection.channelId !== session.channelId) {
+      // Its DAVE session belongs to the old channel's group: it joins the new call when it identifies again.
+      this.#leaveCall(guild.connection);
+      guild.connection.channelId = session.channelId;
+    }
     this.#log.info('voice stand-in: expecting the bot', {
       guildId: session.guildId,
       channelId: session.channelId,
@@ -79,27 +96,35 @@ export class VoiceSessions {
     this.waiters.notify();
   }
 
-  userJoined(guildId: string, channelId: string, userId: string): void {
+  userJoined(guildId: string, channelId: string, userId: string, options: VoiceUserOptions = {}): void {
     const guild = this.guild(guildId);
     const existing = guild.users.get(userId);
     const previousChannel = existing?.channelId;
+    let user: SimulatedUser;
     if (existing) {
+      if (previousChannel !== channelId || (options.dave !== undefined && options.dave !== existing.daveCapable)) this.#detachDave(guild, existing);
       existing.channelId = channelId;
+      existing.daveCapable = options.dave ?? existing.daveCapable;
+      user = existing;
     } else {
       const speaker = new SimulatedSpeaker({
         userId,
         ssrc: this.#allocateSsrc(),
         link: () => guild.linkFor(userId),
+        dave: () => this.#speakerDave(guild, userId),
         speakingLeadMs: this.#options.speakingLeadMs,
         log: this.#log.child({ guildId }),
       });
-      guild.users.set(userId, { channelId, speaker });
+      user = { channelId, speaker, daveCapable: options.dave ?? true, dave: undefined };
+      guild.users.set(userId, user);
     }
     const connection = guild.connection;
     if (connection?.ready && previousChannel !== channelId) {
       if (channelId === connection.channelId) connection.send(VoiceOp.ClientsConnect, { user_ids: [userId] });
       else if (previousChannel === connection.channelId) connection.send(VoiceOp.ClientDisconnect, { user_id: userId });
     }
+    // After op 11 to the bot: the gateway must announce a user before proposing to add them.
+    if (!user.dave) this.#attachDave(guild, user, userId);
   }
 
   userLeft(guildId: string, userId: string): void {
@@ -107,12 +132,92 @@ export class VoiceSessions {
     const user = guild?.users.get(userId);
     if (!guild || !user) return;
     user.speaker.stop();
+    this.#detachDave(guild, user);
     guild.users.delete(userId);
     this.#usedSsrcs.delete(user.speaker.ssrc);
     const connection = guild.connection;
     if (connection?.ready && connection.channelId === user.channelId) {
       connection.send(VoiceOp.ClientDisconnect, { user_id: userId });
     }
+  }
+
+  /** The DAVE call of a voice channel (undefined with DAVE off). */
+  call(guildId: string, channelId: string): DaveCall | undefined {
+    if (!this.#options.dave) return undefined;
+    const guild = this.guild(guildId);
+    let call = guild.calls.get(channelId);
+    if (!call) {
+      call = new DaveCall({
+        guildId,
+        channelId,
+        transitionTimeoutMs: this.#options.daveTransitionTimeoutMs,
+        log: this.#log,
+        changed: () => this.waiters.notify(),
+      });
+      guild.calls.set(channelId, call);
+    }
+    return call;
+  }
+
+  /** The call the bot's connection in the guild is a member of. */
+  botCall(guildId: string): DaveCall | undefined {
+    const connection = this.guilds.get(guildId)?.connection;
+    return connection ? this.#botCalls.get(connection) : undefined;
+  }
+
+  #attachDave(guild: GuildVoice, user: SimulatedUser, userId: string): void {
+    const call = this.call(guild.guildId, user.channelId);
+    if (!call) return;
+    if (!user.daveCapable) {
+      const participant: DaveParticipant = { userId, kind: 'simulated', maxProtocolVersion: 0, start: () => undefined, sendBinary: () => undefined, sendJson: () => undefined };
+      user.dave = { participant, member: undefined };
+      call.connect(participant);
+      return;
+    }
+    const member = new SimulatedDaveMember({
+      userId,
+      channelId: user.channelId,
+      send: (message: ClientDaveMessage) => call.receive(participant, message),
+      changed: () => this.waiters.notify(),
+      log: this.#log.child({ guildId: guild.guildId }),
+    });
+    const participant: DaveParticipant = {
+      userId,
+      kind: 'simulated',
+      maxProtocolVersion: DAVE_PROTOCOL_VERSION,
+      start: (protocolVersion) => member.start(protocolVersion),
+      sendBinary: (op, payload) => member.deliverBinary(op, payload),
+      sendJson: (op, d) => member.deliverJson(op, d),
+    };
+    user.dave = { participant, member };
+    call.connect(participant);
+  }
+
+  #detachDave(guild: GuildVoice, user: SimulatedUser): void {
+    const dave = user.dave;
+    if (!dave) return;
+    user.dave = undefined;
+    dave.member?.close();
+    guild.calls.get(user.channelId)?.disconnect(dave.participant);
+  }
+
+  #speakerDave(guild: GuildVoice, userId: string): SpeakerDave | undefined {
+    const dave = guild.users.get(userId)?.dave;
+    if (!dave) return undefined;
+    const member = dave.member;
+    // A client without DAVE sends in the clear; the call runs at protocol 0 while it is there.
+    if (!member) return { protect: (opus) => opus, untilHeardBy: () => Promise.resolve() };
+    return {
+      protect: (opus) => member.protect(opus),
+      untilHeardBy: async (botUserId) => {
+        await this.waiters.waitFor(() => (member.heardBy(botUserId) ? true : undefined), `the bot (${botUserId}) to hold user ${userId}'s DAVE key`);
+      },
+    };
+  }
+
+  #leaveCall(connection: BotConnection): void {
+    this.#botCalls.get(connection)?.disconnect(connection);
+    this.#botCalls.delete(connection);
   }
 
   // ---- The bot's side -------------------------------------------------------------------------------
@@ -124,9 +229,16 @@ export class VoiceSessions {
       log: this.#log,
       identify: (socket, data) => this.#identify(socket, data),
       resume: (socket, data) => this.#resume(socket, data),
+      daveProtocolVersion: (connection) => this.call(connection.guildId, connection.channelId)?.protocolVersion ?? 0,
       sessionDescribed: (connection) => {
         const users = this.guilds.get(connection.guildId)?.usersIn(connection.channelId) ?? [];
         if (users.length > 0) connection.send(VoiceOp.ClientsConnect, { user_ids: users });
+        // After op 11: the bot must know who is in the call before it is asked to add them.
+        const call = this.call(connection.guildId, connection.channelId);
+        if (call && !this.#botCalls.has(connection)) {
+          this.#botCalls.set(connection, call);
+          call.connect(connection);
+        }
         this.#log.info('voice stand-in: bot voice connection ready', { guildId: connection.guildId, ssrc: connection.ssrc });
         this.waiters.notify();
       },
@@ -134,6 +246,11 @@ export class VoiceSessions {
         if (!connection) return;
         this.guilds.get(connection.guildId)?.botMessages.push({ at: Date.now(), op });
         this.waiters.notify();
+      },
+      daveMessage: (connection, message) => {
+        const call = this.#botCalls.get(connection);
+        if (call) call.receive(connection, message);
+        else this.#log.warn('voice stand-in: a DAVE message from the bot, which is in no DAVE call', { guildId: connection.guildId, op: message.op });
       },
       botSpeaking: (connection, speaking, ssrc) => {
         this.guilds.get(connection.guildId)?.recorder.recordSpeaking({ at: Date.now(), speaking, ssrc });
@@ -167,7 +284,11 @@ export class VoiceSessions {
         const connection = this.#connectionsBySsrc.get(datagram.ssrc);
         if (!connection) return;
         const guild = this.guilds.get(connection.guildId);
-        if (guild?.recorder.record(message, connection.secretKey, Date.now())) this.waiters.notify();
+        if (!guild) return;
+        const endToEnd = this.#botCalls.has(connection)
+          ? { botUserId: connection.userId, listener: () => guild.listenerFor(connection.channelId, connection.userId) }
+          : undefined;
+        if (guild.recorder.record(message, connection.secretKey, Date.now(), endToEnd)) this.waiters.notify();
         return;
       }
       case 'unknown':
@@ -180,7 +301,11 @@ export class VoiceSessions {
   shutdown(): void {
     this.waiters.close('the voice server closed');
     for (const guild of this.guilds.values()) {
-      for (const user of guild.users.values()) user.speaker.stop();
+      for (const user of guild.users.values()) {
+        user.speaker.stop();
+        user.dave?.member?.close();
+      }
+      for (const call of guild.calls.values()) call.close();
       guild.recorder.close();
     }
   }
@@ -196,6 +321,7 @@ export class VoiceSessions {
   }
 
   #forgetConnection(connection: BotConnection): void {
+    this.#leaveCall(connection);
     if (this.#connectionsBySsrc.get(connection.ssrc) === connection) this.#connectionsBySsrc.delete(connection.ssrc);
     this.#usedSsrcs.delete(connection.ssrc);
   }
@@ -214,6 +340,10 @@ export class VoiceSessions {
     ].filter((field) => field !== false);
     if (mismatched.length > 0) {
       return { closeCode: VoiceCloseCode.AuthenticationFailed, reason: `IDENTIFY does not match: ${mismatched.join(', ')}` };
+    }
+    // Since March 2026 Discord requires end-to-end encryption in voice: a client without DAVE is refused.
+    if (this.#options.dave && data.maxDaveProtocolVersion < DAVE_PROTOCOL_VERSION) {
+      return { closeCode: VoiceCloseCode.DaveProtocolRequired, reason: 'E2EE/DAVE protocol required' };
     }
     const previous = guild.connection;
     if (previous) {

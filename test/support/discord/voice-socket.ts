@@ -1,10 +1,14 @@
 // One voice websocket from the bot's point of view: HELLO, then IDENTIFY (or RESUME), READY, UDP IP
-// discovery (handled by the server's UDP side), SELECT_PROTOCOL, SESSION_DESCRIPTION declining DAVE,
-// heartbeats and SPEAKING. Anything out of order closes the socket with the code Discord uses.
+// discovery (handled by the server's UDP side), SELECT_PROTOCOL, SESSION_DESCRIPTION with the call's
+// DAVE protocol version, heartbeats and SPEAKING; with DAVE, the bot's binary frames (ops 26 and 28) and
+// its JSON ops 23 and 31 go to the channel's DAVE call. Anything out of order closes the socket with
+// the code Discord uses.
 
 import type { RawData, WebSocket } from 'ws';
 import type { Logger } from '../../../src/lib/log.ts';
 import { AEAD_AES256_GCM_RTPSIZE } from './rtp-crypto.ts';
+import type { ClientDaveMessage } from './dave-sim-member.ts';
+import { parseClientBinaryFrame } from './dave-wire.ts';
 import type { BotConnection } from './voice-bot-connection.ts';
 import { VoiceCloseCode, VoiceOp, isDaveOp, parseClientMessage } from './voice-protocol.ts';
 import type { IdentifyData, ResumeData } from './voice-protocol.ts';
@@ -21,8 +25,12 @@ export interface VoiceSocketHost {
   readonly log: Logger;
   identify(socket: WebSocket, data: IdentifyData): BotConnection | Rejection;
   resume(socket: WebSocket, data: ResumeData): BotConnection | Rejection;
+  /** The DAVE protocol version SESSION_DESCRIPTION announces: the call's (0 without DAVE). */
+  daveProtocolVersion(connection: BotConnection): number;
   /** SESSION_DESCRIPTION was sent: the connection can carry audio. */
   sessionDescribed(connection: BotConnection): void;
+  /** A DAVE message from the bot: binary ops 26 and 28, JSON ops 23 and 31. */
+  daveMessage(connection: BotConnection, message: ClientDaveMessage): void;
   /** Records an op the bot sent (messages before IDENTIFY belong to no guild and are not recorded). */
   botMessage(connection: BotConnection | undefined, op: number): void;
   botSpeaking(connection: BotConnection, speaking: number, ssrc: number | undefined): void;
@@ -57,10 +65,16 @@ export function attachVoiceSocket(socket: WebSocket, host: VoiceSocketHost): voi
 
   socket.on('message', (data, isBinary) => {
     if (isBinary) {
-      // Binary frames carry DAVE's MLS messages: [op u8][payload]. DAVE was declined, so just record.
-      const op = bytesOf(data)[0] ?? -1;
-      host.botMessage(connection, op);
-      log.warn('voice stand-in: the bot sent a binary (DAVE) message although DAVE was declined', { op });
+      // Binary frames carry DAVE's MLS messages: [op u8][payload].
+      const frame = parseClientBinaryFrame(bytesOf(data));
+      host.botMessage(connection, frame?.op ?? -1);
+      if (!connection) return reject(VoiceCloseCode.NotAuthenticated, 'a binary message before IDENTIFY');
+      if (!frame) return reject(VoiceCloseCode.DecodeError, 'an empty binary message');
+      if (host.daveProtocolVersion(connection) === 0) {
+        log.warn('voice stand-in: the bot sent a binary (DAVE) message into a call without DAVE', { op: frame.op });
+        return;
+      }
+      host.daveMessage(connection, { kind: 'binary', op: frame.op, payload: frame.payload });
       return;
     }
     const parsed = parseClientMessage(textOf(data));
@@ -112,8 +126,8 @@ export function attachVoiceSocket(socket: WebSocket, host: VoiceSocketHost): voi
         connection.send(VoiceOp.SessionDescription, {
           mode: AEAD_AES256_GCM_RTPSIZE,
           secret_key: [...connection.secretKey],
-          // 0 declines DAVE end-to-end encryption: the client sends and expects no ops 21-31.
-          dave_protocol_version: 0,
+          // 0 declines DAVE end-to-end encryption: the client then sends and expects no ops 21-31.
+          dave_protocol_version: host.daveProtocolVersion(connection),
           audio_codec: 'opus',
           video_codec: null,
           media_session_id: `standin-${connection.ssrc}`,
@@ -126,11 +140,16 @@ export function attachVoiceSocket(socket: WebSocket, host: VoiceSocketHost): voi
         if (!connection) return reject(VoiceCloseCode.NotAuthenticated, 'SPEAKING before IDENTIFY');
         host.botSpeaking(connection, message.speaking, message.ssrc);
         return;
+      case 'dave':
+        host.botMessage(connection, message.op);
+        if (!connection) return reject(VoiceCloseCode.NotAuthenticated, `op ${message.op} before IDENTIFY`);
+        host.daveMessage(connection, { kind: 'json', op: message.op, transitionId: message.transitionId });
+        return;
       case 'other':
         host.botMessage(connection, message.op);
         if (!connection) return reject(VoiceCloseCode.NotAuthenticated, `op ${message.op} before IDENTIFY`);
         if (isDaveOp(message.op)) {
-          log.warn('voice stand-in: the bot sent a DAVE op although DAVE was declined', { op: message.op });
+          log.warn('voice stand-in: the bot sent a DAVE op that only the server sends', { op: message.op });
           return;
         }
         if (message.op === VoiceOp.Video) return;

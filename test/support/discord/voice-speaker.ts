@@ -1,7 +1,9 @@
 // One simulated user's microphone in one guild: PCM in, encrypted RTP/Opus to the bot out, the way a
 // Discord client behaves. SPEAKING (op 5) announces the user's SSRC before the first packet; frames are
 // paced on a drift-free 20 ms clock; digital silence is NOT transmitted (after a few F8 FF FE frames
-// the client goes quiet), while the RTP timestamp keeps counting samples through the silence.
+// the client goes quiet), while the RTP timestamp keeps counting samples through the silence. In a
+// DAVE call each Opus frame is end-to-end encrypted by the user's DAVE client after encoding and before
+// transport encryption, and the first frame waits until the bot holds the key for it.
 
 import { randomInt } from 'node:crypto';
 import { setImmediate as yieldToEventLoop, setTimeout as sleep } from 'node:timers/promises';
@@ -13,6 +15,8 @@ import type { SealRtpOptions } from './rtp-crypto.ts';
 
 /** What a speaker needs from the bot's current voice connection. */
 export interface SpeakerLink {
+  /** The bot's user id. */
+  readonly userId: string;
   /** Sends op 5 SPEAKING for the user; true when this connection had not heard of the SSRC before. */
   announceSpeaking(userId: string, ssrc: number): boolean;
   /**
@@ -20,6 +24,14 @@ export interface SpeakerLink {
    * `breakSeal`, the authentication tag is damaged so the bot's decryption of it fails.
    */
   sendRtp(packet: Omit<SealRtpOptions, 'key' | 'nonce'>, options?: { breakSeal?: boolean }): void;
+}
+
+/** The user's DAVE client, as far as speaking goes. */
+export interface SpeakerDave {
+  /** What goes on the wire for one Opus frame; undefined when it has no key to send with (not sent). */
+  protect(opus: Buffer): Buffer | undefined;
+  /** Resolves once `botUserId` can decrypt what the user sends (at once when the call is not encrypted). */
+  untilHeardBy(botUserId: string): Promise<void>;
 }
 
 export interface SpeakOptions {
@@ -62,6 +74,8 @@ export interface SpeakerOptions {
   ssrc: number;
   /** The bot's connection as it is now, or why the user cannot be heard. */
   link: () => SpeakerLink | string;
+  /** The user's DAVE client in the channel it is in now; undefined without DAVE. */
+  dave: () => SpeakerDave | undefined;
   /** Wait after the very first SPEAKING on a connection, so the bot maps the SSRC before audio arrives. */
   speakingLeadMs: number;
   log: Logger;
@@ -133,6 +147,9 @@ export class SimulatedSpeaker {
   }
 
   async #mapSsrc(link: SpeakerLink, signal: AbortSignal): Promise<void> {
+    // Like a Discord client, it says nothing the bot could not decrypt: first the bot must hold its key.
+    await this.#options.dave()?.untilHeardBy(link.userId);
+    signal.throwIfAborted();
     const first = link.announceSpeaking(this.userId, this.ssrc);
     if (first && this.#options.speakingLeadMs > 0) await sleep(this.#options.speakingLeadMs, undefined, { signal });
   }
@@ -146,7 +163,11 @@ export class SimulatedSpeaker {
     return this.#encoder;
   }
 
-  #send(link: SpeakerLink, payload: Buffer, headerExtension: boolean, breakSeal = false): void {
+  #send(link: SpeakerLink, opus: Buffer, headerExtension: boolean, breakSeal = false): void {
+    const dave = this.#options.dave();
+    const payload = dave ? dave.protect(opus) : opus;
+    // Without a key a DAVE client drops the frame before it becomes a packet.
+    if (!payload) return;
     link.sendRtp(
       {
         sequence: this.#sequence,

@@ -286,6 +286,28 @@ describe('DAVE faults reaching the real library', () => {
     expect(connection.voicePrivacyCode).toBe(displayableCode(alice.epochAuthenticator!));
   });
 
+  it("while the bot waits for its Welcome, @discordjs/voice hands members' DAVE frames to the receive stream undecrypted", async () => {
+    const guildId = nextGuild();
+    server.userJoined(guildId, CHANNEL_ID, ALICE);
+    server.userJoined(guildId, CHANNEL_ID, BOB);
+    await server.dave.waitForMember(guildId, ALICE, (state) => state.sendingEpoch === 1n);
+    const held = server.dave.holdNextWelcome(guildId, BOT_ID, CHANNEL_ID);
+    const connection = join(guildId);
+    await entersState(connection, VoiceConnectionStatus.Ready, 10_000);
+    await held.held;
+    const { packets } = listen(connection, ALICE);
+    const ended = speakingEnds(connection, ALICE, 1);
+    // Alice was talking already: she goes on with the key of her group with Bob.
+    await server.speakTone(guildId, ALICE, { hz: 500, ms: 200, amplitude: 0.5 }, { realtime: false, waitForBotKey: false, trailingSilenceFrames: 0 });
+    await ended;
+
+    // DAVESession.decrypt returns the packet as it came while its session is not ready.
+    expect(packets).toHaveLength(10);
+    expect(packets.every((packet) => packet.subarray(-2).equals(Buffer.from([0xfa, 0xfa])))).toBe(true);
+    held.release();
+    await server.waitForBotConnection(guildId);
+  });
+
   it('a stale key: the bot cannot decrypt the member, gives up after 36 failures, reports op 31 and rebuilds its session', async () => {
     const guildId = nextGuild();
     server.userJoined(guildId, CHANNEL_ID, ALICE);

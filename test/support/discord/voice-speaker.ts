@@ -47,11 +47,17 @@ export interface SpeakOptions {
   /** Attach a one-byte RTP header extension (audio level) like Discord clients do. Default false. */
   headerExtension?: boolean;
   /**
-   * Frames (0-based, of the PCM) whose packet goes out with a damaged authentication tag. The bot's
-   * decryption fails on it and @discordjs/voice destroys the user's receive stream, as it does after
-   * repeated DAVE decryption failures; the packets around it are sound.
+   * Frames (0-based, of the PCM) whose packet goes out with a damaged transport authentication tag. The
+   * bot's decryption fails on it and @discordjs/voice destroys the user's receive stream, as it also does
+   * when DAVE decryption keeps failing and it cannot recover by op 31; the packets around it are sound.
    */
   brokenSealFrames?: readonly number[];
+  /**
+   * In a DAVE call, wait before the first frame until the bot holds the user's key (default true).
+   * false: talk at once with whatever key the user has, as a member who was already talking when the
+   * bot joined does; the bot gets frames it cannot decrypt yet (a user without a key sends nothing).
+   */
+  waitForBotKey?: boolean;
   signal?: AbortSignal;
 }
 
@@ -146,9 +152,9 @@ export class SimulatedSpeaker {
     return link;
   }
 
-  async #mapSsrc(link: SpeakerLink, signal: AbortSignal): Promise<void> {
-    // Like a Discord client, it says nothing the bot could not decrypt: first the bot must hold its key.
-    await this.#options.dave()?.untilHeardBy(link.userId);
+  async #mapSsrc(link: SpeakerLink, signal: AbortSignal, waitForBotKey = true): Promise<void> {
+    // Tests hear whole utterances: unless told otherwise, the bot holds the user's key before the first frame.
+    if (waitForBotKey) await this.#options.dave()?.untilHeardBy(link.userId);
     signal.throwIfAborted();
     const first = link.announceSpeaking(this.userId, this.ssrc);
     if (first && this.#options.speakingLeadMs > 0) await sleep(this.#options.speakingLeadMs, undefined, { signal });
@@ -215,7 +221,7 @@ export class SimulatedSpeaker {
     const encoder = this.#encoderFor(options.application ?? 'audio');
 
     try {
-      await this.#mapSsrc(this.#requireLink(), signal);
+      await this.#mapSsrc(this.#requireLink(), signal, options.waitForBotKey);
     } catch (error) {
       if (signal.aborted) return { ...result, interrupted: true };
       throw error;

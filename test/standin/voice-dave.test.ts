@@ -75,14 +75,13 @@ function nextGuild(): string {
   return `2000000000000000${String(guildCounter).padStart(2, '0')}`;
 }
 
-function join(guildId: string, options: { daveEncryption?: boolean; debug?: boolean } = {}): VoiceConnection {
+function join(guildId: string, options: { debug?: boolean } = {}): VoiceConnection {
   connectionErrors = [];
   const connection = joinVoiceChannel({
     guildId,
     channelId: CHANNEL_ID,
     adapterCreator: gateway.adapterCreator(guildId),
     selfDeaf: false,
-    daveEncryption: options.daveEncryption,
     debug: options.debug,
   });
   connection.on('error', (error) => connectionErrors.push(error));

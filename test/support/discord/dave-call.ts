@@ -435,28 +435,25 @@ export class DaveCall {
   async #proposeInGroup(group: GroupView, live: Member[]): Promise<void> {
     const sender = await this.#externalSender();
     const created: InFlightProposal[] = [];
-    group.leaves.forEach((userId, leaf) => {
-      if (userId === undefined) return;
+    // Removes first: the leaves of who left, or of who reported an invalid commit or Welcome.
+    for (const [leaf, userId] of group.leaves.entries()) {
+      if (userId === undefined) continue;
       const member = this.#members.get(userId);
-      if (member && !member.reportedInvalid) return;
-      if (this.#inFlight.some((proposal) => proposal.kind === 'remove' && proposal.leaf === leaf)) return;
-      created.push({ kind: 'remove', userId, leaf, bytes: Buffer.alloc(0), ref: Buffer.alloc(0), refHex: '', sentTo: new Set() });
-    });
+      if (member && !member.reportedInvalid) continue;
+      if (this.#inFlight.some((proposal) => proposal.kind === 'remove' && proposal.leaf === leaf)) continue;
+      const signed = await sender.proposeRemove(group.epoch, leaf);
+      created.push({ ...signed, kind: 'remove', userId, leaf, refHex: signed.ref.toString('hex'), sentTo: new Set() });
+    }
+    // Then adds: who waits with a key package and has no good leaf.
     for (const member of this.#members.values()) {
       const keyPackage = member.keyPackage;
       if (!keyPackage || !this.#dave(member)) continue;
       if (group.leafOf(member.participant.userId) !== undefined && !member.reportedInvalid) continue;
       if (this.#inFlight.some((proposal) => proposal.kind === 'add' && proposal.keyPackage === keyPackage)) continue;
-      created.push({ kind: 'add', userId: member.participant.userId, keyPackage, bytes: Buffer.alloc(0), ref: Buffer.alloc(0), refHex: '', sentTo: new Set() });
+      const signed = await sender.proposeAdd(group.epoch, keyPackage);
+      created.push({ ...signed, kind: 'add', userId: member.participant.userId, keyPackage, refHex: signed.ref.toString('hex'), sentTo: new Set() });
     }
     if (created.length === 0) return;
-    for (const proposal of created) {
-      const signed =
-        proposal.kind === 'remove' ? await sender.proposeRemove(group.epoch, proposal.leaf ?? 0) : await sender.proposeAdd(group.epoch, proposal.keyPackage ?? this.#never());
-      proposal.bytes = signed.bytes;
-      proposal.ref = signed.ref;
-      proposal.refHex = signed.ref.toString('hex');
-    }
     this.#inFlight.push(...created);
     for (const recipient of live) {
       for (const proposal of created) proposal.sentTo.add(recipient.participant.userId);
@@ -490,10 +487,6 @@ export class DaveCall {
       recipient.participant.sendBinary(DaveOp.MlsProposals, proposalsPayload(ProposalsOperation.Append, unsent.map((proposal) => proposal.bytes)));
     }
     if (created.length > 0) this.#record({ type: 'proposals', epoch: 0n, adds: created, removes: [] });
-  }
-
-  #never(): never {
-    throw new Error('an add proposal without a key package');
   }
 
   async #onCommitWelcome(member: Member, payload: Buffer): Promise<void> {

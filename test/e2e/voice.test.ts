@@ -96,6 +96,9 @@ describe('voice conversations', () => {
     const tone = analyzeTone(joined(audible(frames)));
     expect(tone.dominantHz).toBeGreaterThan(430);
     expect(tone.dominantHz).toBeLessThan(450);
+    // The call is end-to-end encrypted (DAVE) and the member heard all of it: nothing came in the clear.
+    expect(discord.voice.botConnection(guild.id)?.dave).toMatchObject({ protocolVersion: 1, groupMembers: expect.arrayContaining([guild.member.id]) });
+    expect(discord.voice.botPacketProblems(guild.id)).toMatchObject({ unencrypted: 0, daveUndecryptable: 0 });
   });
 
   it('stops talking when talked over, cancels, truncates to what was really heard, and never plays the rest', async () => {
@@ -290,6 +293,7 @@ describe('voice conversations', () => {
     const settings = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'settings' });
     expect((await settings.reply()).content).toContain('**Voice:**');
     await speakAndHear(world, guild.member, 520);
+    expect(discord.voice.botPacketProblems(guild.id)).toMatchObject({ unencrypted: 0, daveUndecryptable: 0 });
     expect(bot.child.exitCode).toBeNull();
   });
 
@@ -327,6 +331,72 @@ describe('voice conversations', () => {
     discord.leaveVoice(guild.member, guild.id);
     await discord.waitFor(() => (discord.botVoiceChannel(guild.id) ? undefined : true), 10_000, 'the bot leaving an empty channel');
     await discord.waitForMessage(guild.textChannelId, (message) => message.content.includes('the channel is empty'));
+  });
+});
+
+describe('voice conversations under DAVE end-to-end encryption', () => {
+  const turns = (session: { serverEvents: readonly { event: { type?: unknown } }[] }) => session.serverEvents.filter((entry) => entry.event.type === 'input_audio_buffer.committed').length;
+
+  it('hears nothing of a member it holds no key for yet (its Welcome comes late), then hears that member', async () => {
+    const { discord, emulator, guild } = world;
+    discord.joinVoice(guild.admin, guild.id, guild.voiceChannelId);
+    discord.joinVoice(guild.member, guild.id, guild.voiceChannelId);
+    await discord.voice.dave.waitForMember(guild.id, guild.member.id, (state) => state.sendingEpoch !== undefined);
+    const held = discord.voice.dave.holdNextWelcome(guild.id, discord.botUserId, guild.voiceChannelId);
+    const earlier = [...emulator.realtime.sessions];
+    const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'join' });
+    expect((await run.reply()).content).toBe(`Joined <#${guild.voiceChannelId}>.`);
+    const { session } = await emulator.realtime.waitForClientEvent((event, candidate) => event.type === 'session.update' && !earlier.includes(candidate), 10_000);
+    await held.held;
+    // The member was talking already and goes on, with a key the bot does not hold yet: Discord
+    // forwards those frames to the bot all the same.
+    await discord.voice.speakTone(guild.id, guild.member.id, { hz: 300, ms: 800, amplitude: 0.5 }, { waitForBotKey: false });
+    held.release();
+    await discord.voice.waitForBotConnection(guild.id);
+    discord.voice.clearBotAudio(guild.id);
+    await discord.voice.speakTone(guild.id, guild.member.id, { hz: 520, ms: 500, amplitude: 0.5 });
+    const frames = await discord.voice.waitForBotAudio(guild.id, (received) => audible(received).length >= 20, 15_000);
+    // The gateway heard one turn: the half second the member said once the bot could decrypt it. Frames
+    // it could not decrypt must not reach the gateway as sound (they would be heard as loud noise).
+    const transcripts = session.serverEvents.filter((entry) => entry.event.type === 'conversation.item.input_audio_transcription.completed');
+    expect(transcripts).toHaveLength(1);
+    expect(Number(/\(([\d.]+) s of speech\)/.exec(String(transcripts[0]?.event.transcript))?.[1])).toBeLessThan(1);
+    expect(analyzeTone(joined(audible(frames))).dominantHz).toBeCloseTo(520, -1);
+  });
+
+  it("stops hearing a member whose frames it cannot decrypt (a stale key), and hears the member again once the key is good", async () => {
+    const { discord, emulator, guild } = world;
+    await joinVoice();
+    const session = emulator.realtime.sessions.at(-1)!;
+    discord.voice.dave.staleKey(guild.id, guild.member.id);
+    await discord.voice.speakTone(guild.id, guild.member.id, { hz: 300, ms: 1500, amplitude: 0.5 });
+    discord.voice.dave.staleKey(guild.id, guild.member.id, false);
+    // @discordjs/voice gives up after 36 failures in a row: it reports op 31 and rebuilds its session.
+    await discord.voice.dave.waitForEvent(guild.id, (event) => event.type === 'invalidReport' && event.userId === discord.botUserId);
+    await discord.voice.waitForBotConnection(guild.id);
+    await speakAndHear(world, guild.member, 520);
+    expect(turns(session)).toBe(1);
+  });
+
+  it('with transition id 0 as its last transition, still hears a member again after frames it could not decrypt', async () => {
+    const { bot, discord, emulator, guild } = world;
+    discord.voice.dave.zeroNextTransitionId(guild.id, guild.voiceChannelId);
+    await joinVoice();
+    expect(discord.voice.dave.state(guild.id).lastTransitionId).toBe(0);
+    const session = emulator.realtime.sessions.at(-1)!;
+    const since = bot.logs.length;
+    const messagesSince = discord.voice.botMessages(guild.id).length;
+    discord.voice.dave.staleKey(guild.id, guild.member.id);
+    await discord.voice.speakTone(guild.id, guild.member.id, { hz: 300, ms: 1500, amplitude: 0.5 });
+    discord.voice.dave.staleKey(guild.id, guild.member.id, false);
+    await speakAndHear(world, guild.member, 520);
+    expect(turns(session)).toBe(1);
+    // Past 36 failures DAVESession.decrypt throws instead of recovering (its last transition id, 0, is
+    // falsy): no op 31, each packet destroys the receive stream and the bot subscribes again. It hears
+    // the member again only because the member's key came right; a bot whose own keys were wrong would
+    // stay deaf, as it never asks to be added again.
+    expect(bot.logs.slice(since).some((line) => line.msg === 'a voice receive stream failed; the speaker is subscribed again')).toBe(true);
+    expect(discord.voice.botMessages(guild.id).slice(messagesSince).some((message) => message.op === 31)).toBe(false);
   });
 });
 

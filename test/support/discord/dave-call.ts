@@ -22,6 +22,8 @@ import { DAVE_PROTOCOL_VERSION, DaveOp, ProposalsOperation, proposalsPayload, tr
 export const DEFAULT_TRANSITION_TIMEOUT_MS = 2_000;
 const MAX_TRANSITION_ID = 0xffff;
 const HISTORY_LIMIT = 500;
+/** Executed transitions remembered for late op 23s. */
+const EXECUTED_LIMIT = 64;
 
 /** One member of the call as the gateway reaches it: the bot's websocket, or a simulated client. */
 export interface DaveParticipant {
@@ -584,7 +586,7 @@ export class DaveCall {
     if (transitionId === 0) {
       for (const member of inGroup) member.readyEpoch = view.epoch;
       this.#lastTransitionId = 0;
-      this.#executed.set(0, view.epoch);
+      this.#remember(0, view.epoch);
       this.#record({ type: 'transitionExecuted', transitionId: 0, epoch: view.epoch, protocolVersion: this.protocolVersion, timedOutWaitingFor: [] });
       await this.#reconcile();
       return;
@@ -638,11 +640,20 @@ export class DaveCall {
     if (transition && transition.waiting.size === 0) await this.#execute(transition);
   }
 
+  #remember(transitionId: number, epoch: bigint | undefined): void {
+    this.#executed.delete(transitionId);
+    this.#executed.set(transitionId, epoch);
+    for (const oldest of this.#executed.keys()) {
+      if (this.#executed.size <= EXECUTED_LIMIT) break;
+      this.#executed.delete(oldest);
+    }
+  }
+
   async #execute(transition: Transition): Promise<void> {
     clearTimeout(transition.timer);
     this.#transition = undefined;
     this.#lastTransitionId = transition.id;
-    this.#executed.set(transition.id, transition.epoch);
+    this.#remember(transition.id, transition.epoch);
     // Who timed out gets its op 22 when its op 23 comes (#onReady); a downgrade reaches everyone at once.
     const recipients = [...this.#members.values()].filter((member) =>
       transition.kind === 'downgrade'

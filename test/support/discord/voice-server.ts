@@ -278,7 +278,11 @@ export class VoiceServer implements VoiceStandIn {
     this.#sessions.guilds.get(guildId)?.recorder.clear();
   }
 
-  /** Packets from the bot that could not be decrypted or were not valid Opus. */
+  /**
+   * Packets from the bot that failed transport decryption, were not valid Opus, came in the clear into
+   * an end-to-end encrypted call (dropped, as Discord's clients drop them), or were DAVE frames no member
+   * in the channel could decrypt.
+   */
   botPacketProblems(guildId: string): BotPacketProblems {
     return { ...(this.#sessions.guilds.get(guildId)?.recorder.problems ?? { undecryptable: 0, undecodable: 0, unencrypted: 0, daveUndecryptable: 0 }) };
   }

@@ -11,6 +11,7 @@ import { guildOf, type HandledInteraction, type Requirement } from '../src/inter
 import { containing, suggest } from '../src/discord/autocomplete.ts';
 import { BUILT_IN_VOICES } from '../src/gateway/spec.ts';
 import type { Services } from '../src/services.ts';
+import { describeCallEncryption } from '../src/voice/call-encryption.ts';
 import { checkVoiceSettingsChange, describeVoiceSettingsChange, TURN_DETECTION_MODES, VOICE_LIMITS, type VoiceSettings, type VoiceSettingsChange } from '../src/voice/settings.ts';
 
 /** Instructions may be 2000 characters, as long as a whole Discord message: the reply shows their start. */
@@ -63,7 +64,8 @@ async function join(interaction: ChatInputCommandInteraction, services: Services
   const channelId = chosen?.id ?? interaction.member.voice.channelId;
   if (!channelId) return answerPrivately(interaction, 'Join a voice channel first, or name one with the `channel` option.');
   const result = await services.voice.join(interaction.guildId, channelId, interaction.channelId);
-  await answerPrivately(interaction, result.ok ? (result.alreadyThere ? `I am already listening in <#${channelId}>.` : `Joined <#${channelId}>.`) : result.message);
+  if (!result.ok) return answerPrivately(interaction, result.message);
+  await answerPrivately(interaction, result.alreadyThere ? `I am already listening in <#${channelId}>.` : `Joined <#${channelId}>. ${describeCallEncryption(result.encryption)}`);
 }
 
 async function leave(interaction: ChatInputCommandInteraction, services: Services) {

@@ -1,6 +1,7 @@
 import { EndBehaviorType, type VoiceReceiver } from '@discordjs/voice';
 import type { Readable } from 'node:stream';
 import type { Logger } from '../lib/log.ts';
+import { isDaveFrame } from './audio/dave-frame.ts';
 import type { SpeakerMixer } from './audio/mixer.ts';
 import { OpusFrameDecoder } from './audio/opus.ts';
 
@@ -8,7 +9,9 @@ import { OpusFrameDecoder } from './audio/opus.ts';
 // decoded frame handed to the mixer. The library destroys a stream when a packet fails decryption (for
 // DAVE, after 36 failures in a row). Its speaking "start" only fires again after 100 ms without packets,
 // so a user who keeps talking would go unheard until they pause: a destroyed stream is replaced at once
-// while its user is still speaking.
+// while its user is still speaking. A frame still end-to-end encrypted (the library passes them on while
+// its DAVE session has no keys) is dropped, never decoded: as Opus it is loud noise. An Opus packet that
+// happens to end in a well-formed DAVE trailer (well under one in a million) is lost as one 20 ms frame.
 
 export interface ListenerEvents {
   /** A user began speaking (Discord's speaking start). */
@@ -17,6 +20,10 @@ export interface ListenerEvents {
   onAllSilent?(): void;
   /** A packet was decoded and queued, at this time (for latency measurements). */
   onPacket?(userId: string, receivedAt: number): void;
+  /** A frame arrived still end-to-end encrypted, and was dropped. */
+  onUndecrypted?(userId: string): void;
+  /** A receive stream ended with an error (it is replaced while its user speaks). */
+  onReceiveError?(userId: string, error: Error): void;
 }
 
 export class VoiceListener {
@@ -70,6 +77,10 @@ export class VoiceListener {
     const speakerDecoder = decoder;
     stream.on('data', (packet: Buffer) => {
       const receivedAt = performance.now();
+      if (isDaveFrame(packet)) {
+        this.#events.onUndecrypted?.(userId);
+        return;
+      }
       const pcm = speakerDecoder.decode(packet);
       if (!pcm) {
         this.#log.debug('skipped an undecodable voice packet', { user: userId, corrupt: speakerDecoder.corruptPackets });
@@ -78,7 +89,10 @@ export class VoiceListener {
       this.#mixer.push(userId, pcm);
       this.#events.onPacket?.(userId, receivedAt);
     });
-    stream.once('error', (error) => this.#log.warn('a voice receive stream failed; the speaker is subscribed again', { user: userId, error }));
+    stream.once('error', (error) => {
+      this.#log.warn('a voice receive stream failed; the speaker is subscribed again', { user: userId, error });
+      this.#events.onReceiveError?.(userId, error);
+    });
     stream.once('close', () => {
       if (this.#streams.get(userId) !== stream) return;
       this.#streams.delete(userId);

@@ -5,6 +5,7 @@ import { RealtimeClient } from '../gateway/realtime/client.ts';
 import { REALTIME_SESSION_MAX_MS } from '../gateway/spec.ts';
 import type { Logger } from '../lib/log.ts';
 import type { GatewayAccessResolver } from '../ports/gateway-access.ts';
+import { describeCallEncryption, type CallEncryption } from './call-encryption.ts';
 import { VoiceAccessError, VoiceSession, finalFailure } from './session.ts';
 import type { VoiceSettings, VoiceSettingsStore } from './settings.ts';
 import type { Result } from '../lib/result.ts';
@@ -13,6 +14,8 @@ import type { Result } from '../lib/result.ts';
 // idle channels, transcripts in a thread, and spoken notices from the rest of the bot.
 
 const JOIN_TIMEOUT_MS = 20_000;
+/** After joining an encrypted call, how long the bot waits for its keys (and the privacy code) before it answers. */
+const ENCRYPTION_JOIN_WAIT_MS = 3_000;
 /** A disconnected voice connection gets this long to start over (a move or a resume) before the bot gives up. */
 const DISCONNECTED_GRACE_MS = 5_000;
 /** A connection that is not Ready (rejoining, resuming) gets this long to be Ready again. */
@@ -55,7 +58,7 @@ function missingVoicePermissions(guild: Guild, channelId: string): string[] {
   return VOICE_PERMISSIONS.filter(([, flag]) => !permissions.has(flag)).map(([name]) => name);
 }
 
-export type JoinResult = Result<{ alreadyThere?: boolean }>;
+export type JoinResult = Result<{ alreadyThere: true } | { alreadyThere?: false; encryption: CallEncryption }>;
 
 export interface VoiceServiceDeps {
   client: Client;
@@ -165,11 +168,12 @@ export class VoiceService {
       }
       this.#watch(guildId, connection);
       this.#guilds.set(guildId, { session, connection, voiceChannelId, textChannelId, transcriptThreadId: undefined, activity, settings });
+      const encryption = await session.encryptionSettled(ENCRYPTION_JOIN_WAIT_MS);
       await this.#say(
         textChannelId,
-        `🎙️ Listening in <#${voiceChannelId}>. What people say there is sent to the voice model and answered out loud. Use \`/voice leave\` to stop.`,
+        `🎙️ Listening in <#${voiceChannelId}>. What people say there is sent to the voice model and answered out loud. Use \`/voice leave\` to stop.\n${describeCallEncryption(encryption)}`,
       );
-      return { ok: true };
+      return { ok: true, encryption };
     } finally {
       this.#joining.delete(guildId);
     }

@@ -6,12 +6,13 @@ import { backoffDelay } from '../lib/backoff.ts';
 import { describeGatewayError } from '../messages/gateway-errors.ts';
 import type { Logger } from '../lib/log.ts';
 import { AnswerStreams } from './answer-streams.ts';
+import { CallEncryptionMonitor, type CallEncryption } from './call-encryption.ts';
 import { FRAME_MS } from './audio/format.ts';
 import { SpeakerMixer } from './audio/mixer.ts';
 import { InputPump } from './input-pump.ts';
 import { VoiceListener } from './listener.ts';
 import type { VoiceSettings } from './settings.ts';
-import { SpeechPlayer } from './speech-player.ts';
+import { SpeechPlayer, type StoppedItem } from './speech-player.ts';
 
 // A live conversation in one voice channel, as an explicit state machine:
 //
@@ -171,6 +172,7 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
   readonly #player: SpeechPlayer;
   readonly #pump: InputPump;
   readonly #listener: VoiceListener;
+  readonly #encryption: CallEncryptionMonitor;
   #current: SessionState = { status: 'connecting' };
   /** The gateway's limit as far as the session knows: learned from one realtime session for the next. */
   #sessionLimitMs: number;
@@ -183,6 +185,8 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
     this.#options = options;
     this.#sessionLimitMs = options.sessionLimitMs;
     this.#log = options.log.child({ guild: options.guildId });
+    const encryption = new CallEncryptionMonitor(options.connection, { log: this.#log });
+    this.#encryption = encryption;
     this.#player = new SpeechPlayer({
       prebufferMs: PREBUFFER_MS,
       log: this.#log,
@@ -190,7 +194,13 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
         const state = this.#state;
         if (state.status === 'live') state.answers.finished(key);
       },
+      mayPlay: () => encryption.playable,
+      onGaveUpWaiting: (stopped) => {
+        this.#cutOff(stopped);
+        this.#tell('I could not answer out loud: the call\'s end-to-end encryption was not ready in time.');
+      },
     });
+    encryption.on('change', () => this.#player.playabilityChanged());
     const manual = options.settings.turnDetection === 'discord';
     this.#pump = new InputPump({
       mixer: this.#mixer,
@@ -215,9 +225,12 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
           this.#commitTimer = setTimeout(() => this.#endManualTurn(), MANUAL_COMMIT_DELAY_MS);
         },
         onPacket: (_userId, receivedAt) => {
+          encryption.frameHeard();
           options.probe?.onPacket?.(receivedAt);
           this.#pump.audioArrived();
         },
+        onUndecrypted: () => encryption.frameWithoutKey(),
+        onReceiveError: () => encryption.receiveFailed(),
       },
     });
     this.#player.subscribe(options.connection);
@@ -229,6 +242,16 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
 
   get speaking(): boolean {
     return this.#player.speaking;
+  }
+
+  /** The call's end-to-end encryption as it stands. */
+  get encryption(): CallEncryption {
+    return this.#encryption.state;
+  }
+
+  /** The call's encryption once the bot holds its keys and knows the privacy code, or as it is after `timeoutMs`. */
+  encryptionSettled(timeoutMs: number): Promise<CallEncryption> {
+    return this.#encryption.whenSettled(timeoutMs);
   }
 
   get #state(): SessionState {
@@ -303,6 +326,7 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
     this.#pump.stop();
     this.#listener.stop();
     this.#player.destroy();
+    this.#encryption.stop();
   }
 
   /** A user left the channel. */
@@ -474,15 +498,20 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
    */
   #bargeIn(): void {
     // Only a live session has answers playing: leaving live stops them.
+    if (this.#state.status !== 'live' || !this.#player.speaking) return;
+    this.#cutOff(this.#player.stop(), 'barge-in');
+  }
+
+  /** Answers stopped before their end: cancel what is still coming, and keep only what was heard. */
+  #cutOff(stopped: StoppedItem[], why = 'not heard'): void {
     const live = this.#state;
-    if (live.status !== 'live' || !this.#player.speaking) return;
-    const stopped = this.#player.stop();
+    if (live.status !== 'live') return;
     live.client.cancelResponse();
     for (const { key, playedMs } of stopped) {
       const answer = live.answers.cutOff(key);
       // Only a real item id can be truncated; an answer whose item the server never named is just cancelled.
       if (answer?.itemId !== undefined) live.client.truncate(answer.itemId, answer.contentIndex, playedMs);
-      this.#log.info('barge-in', { item: answer?.itemId, playedMs });
+      this.#log.info(why, { item: answer?.itemId, playedMs });
     }
   }
 

@@ -11,6 +11,10 @@ import { OpusFrameEncoder } from './audio/opus.ts';
 // gaps. The player counts the packets it really sent, which is what a barge-in truncates the
 // conversation to.
 //
+// In an end-to-end encrypted call the library sends what it is given in the clear while its DAVE session
+// has no keys, and members' clients drop such frames: the player plays only while `mayPlay` says so. An
+// answer waits for it (paused, or not started), at most ENCRYPTION_WAIT_MS, then is given up.
+//
 // Resources are built directly from Opus packets: createAudioResource() would first build
 // @discordjs/voice's transformer graph, which probes for FFmpeg with spawnSync and blocks the event loop.
 
@@ -20,6 +24,8 @@ const SILENCE_PADDING_FRAMES = 5;
 const MAX_MISSED_FRAMES = 50;
 /** Opus silence, as players send it. */
 const OPUS_SILENCE = Buffer.from([0xf8, 0xff, 0xfe]);
+/** How long an answer waits for the call's encryption to be ready before it is given up. */
+export const ENCRYPTION_WAIT_MS = 10_000;
 
 interface Item {
   key: string;
@@ -44,6 +50,10 @@ export interface SpeechPlayerOptions {
   log: Logger;
   /** An item was played to its end. */
   onFinished?(key: string): void;
+  /** Whether what is played now would reach listeners (see above); default always. */
+  mayPlay?: () => boolean;
+  /** Answers waited ENCRYPTION_WAIT_MS for `mayPlay` and were stopped, with what of them was heard. */
+  onGaveUpWaiting?(stopped: StoppedItem[]): void;
 }
 
 export class SpeechPlayer {
@@ -55,11 +65,15 @@ export class SpeechPlayer {
   /** The item playing (first) and those waiting behind it. */
   readonly #items: Item[] = [];
   readonly #connections = new Set<VoiceConnection>();
+  readonly #mayPlay: () => boolean;
+  /** Running while an answer waits for `mayPlay`. */
+  #waitingSince: NodeJS.Timeout | undefined;
 
   constructor(options: SpeechPlayerOptions) {
     this.#prebufferFrames = Math.max(1, Math.ceil(options.prebufferMs / FRAME_MS));
     this.#log = options.log;
     this.#options = options;
+    this.#mayPlay = options.mayPlay ?? (() => true);
     this.player = createAudioPlayer({ behaviors: { noSubscriber: NoSubscriberBehavior.Play, maxMissedFrames: MAX_MISSED_FRAMES } });
     this.player.on('error', (error) => this.#log.warn('voice playback error', { error }));
     this.player.on('stateChange', (previous, next) => {
@@ -108,6 +122,8 @@ export class SpeechPlayer {
    * it is not counted; once its audio has all been read, only silence padding was pending.
    */
   stop(): StoppedItem[] {
+    clearTimeout(this.#waitingSince);
+    this.#waitingSince = undefined;
     const wasPlaying = this.#items[0]?.started === true;
     const stopped = this.#items.splice(0).map((item) => {
       const pendingMs = item.stream.readableEnded ? 0 : FRAME_MS;
@@ -122,6 +138,20 @@ export class SpeechPlayer {
       for (const connection of this.#connections) connection.prepareAudioPacket(OPUS_SILENCE);
     }
     return stopped;
+  }
+
+  /** `mayPlay` may have changed: a waiting answer starts or resumes, a playing one pauses. */
+  playabilityChanged(): void {
+    const first = this.#items[0];
+    if (!this.#mayPlay()) {
+      // Silence frames go out in the clear by design (Discord's clients expect them), so the pause may pad.
+      if (first?.started && this.player.pause(true)) this.#waitForPlayability();
+      return;
+    }
+    clearTimeout(this.#waitingSince);
+    this.#waitingSince = undefined;
+    if (this.player.state.status === AudioPlayerStatus.Paused) this.player.unpause();
+    if (first) this.#startIfReady(first);
   }
 
   destroy(): void {
@@ -155,8 +185,18 @@ export class SpeechPlayer {
   #startIfReady(item: Item): void {
     if (item.started || this.#items[0] !== item) return;
     if (item.bufferedFrames < this.#prebufferFrames && !item.ended) return;
+    if (!this.#mayPlay()) return this.#waitForPlayability();
     item.started = true;
     this.player.play(item.resource);
+  }
+
+  #waitForPlayability(): void {
+    this.#waitingSince ??= setTimeout(() => {
+      this.#waitingSince = undefined;
+      if (this.#mayPlay() || this.#items.length === 0) return;
+      this.#log.warn('answers waited too long for the call\'s encryption and were given up', { waitedMs: ENCRYPTION_WAIT_MS, answers: this.#items.length });
+      this.#options.onGaveUpWaiting?.(this.stop());
+    }, ENCRYPTION_WAIT_MS);
   }
 
   #onItemFinished(): void {

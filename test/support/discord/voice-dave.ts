@@ -17,12 +17,24 @@ export interface SimulatedDaveState {
   epochAuthenticator: Buffer | undefined;
   /** The users of its group, by its own MLS state. */
   groupMembers: string[];
+  /** The voice privacy code its client shows for the call (from the epoch authenticator), undefined while pending. */
+  privacyCode: string | undefined;
   /** The epoch its sender key belongs to. */
   sendingEpoch: bigint | undefined;
   executedTransitions: number[];
   stats: SimulatedMemberStats;
   /** Messages its client could not handle. */
   errors: string[];
+}
+
+/**
+ * The whitepaper's displayable code: 30 digits in groups of five, each group the next five bytes of the
+ * epoch authenticator read big-endian, modulo 10^5.
+ */
+export function displayablePrivacyCode(authenticator: Buffer): string {
+  const groups: string[] = [];
+  for (let offset = 0; offset < 30; offset += 5) groups.push((authenticator.readUIntBE(offset, 5) % 100_000).toString().padStart(5, '0'));
+  return groups.join(' ');
 }
 
 export class VoiceDave {
@@ -71,6 +83,7 @@ export class VoiceDave {
       protocolVersion: member.protocolVersion,
       epoch: member.epoch,
       epochAuthenticator: member.epochAuthenticator,
+      privacyCode: member.epochAuthenticator && displayablePrivacyCode(member.epochAuthenticator),
       groupMembers: member.members(),
       sendingEpoch: member.sendingEpoch,
       executedTransitions: [...member.executedTransitions],

@@ -350,6 +350,40 @@ describe('voice conversations under DAVE end-to-end encryption', () => {
   const turns = (session: { serverEvents: readonly { event: { type?: unknown } }[] }) => session.serverEvents.filter((entry) => entry.event.type === 'input_audio_buffer.committed').length;
   const NOT_SETTLED = ' 🔒 This call is end-to-end encrypted; its voice privacy code is not settled yet.';
 
+  const spokenSeconds = (entry: { event: { transcript?: unknown } } | undefined) => Number(/\(([\d.]+) s of speech\)/.exec(String(entry?.event.transcript))?.[1]);
+
+  it('hears a member whole while others join and leave mid-sentence (the keys rotate), and every member decrypts its answers', async () => {
+    const { discord, emulator, guild } = world;
+    await joinVoice();
+    const session = emulator.realtime.sessions.at(-1)!;
+    const transcripts = () => session.serverEvents.filter((entry) => entry.event.type === 'conversation.item.input_audio_transcription.completed');
+    const before = discord.voice.dave.state(guild.id).epoch ?? 0n;
+    // The admin comes in while the member talks: a new epoch, new sender keys on every side.
+    const first = discord.voice.speakTone(guild.id, guild.member.id, { hz: 440, ms: 1500, amplitude: 0.5 });
+    discord.joinVoice(guild.admin, guild.id, guild.voiceChannelId);
+    await first;
+    const answer = await discord.voice.waitForBotAudio(guild.id, (received) => audible(received).length >= 60, 15_000);
+    expect(analyzeTone(joined(audible(answer))).dominantHz).toBeCloseTo(440, -1);
+    expect(spokenSeconds(transcripts()[0])).toBeGreaterThan(1.3);
+    const admin = await discord.voice.dave.waitForMember(guild.id, guild.admin.id, (state) => state.stats.decrypted >= 60);
+    expect(admin.stats).toMatchObject({ unencrypted: 0, undecryptable: 0 });
+    // And leaves while the member talks again: the group shrinks, the keys rotate once more.
+    await discord.voice.waitForBotSpeaking(guild.id, (events) => events.at(-1)?.speaking === 0, 15_000);
+    discord.voice.clearBotAudio(guild.id);
+    const second = discord.voice.speakTone(guild.id, guild.member.id, { hz: 620, ms: 1500, amplitude: 0.5 });
+    discord.leaveVoice(guild.admin, guild.id);
+    await second;
+    const again = await discord.voice.waitForBotAudio(guild.id, (received) => audible(received).length >= 60, 15_000);
+    expect(analyzeTone(joined(audible(again))).dominantHz).toBeCloseTo(620, -1);
+    await discord.waitFor(() => transcripts()[1], 10_000, 'the second turn\'s transcript');
+    expect(spokenSeconds(transcripts()[1])).toBeGreaterThan(1.3);
+    expect(discord.voice.dave.state(guild.id).epoch).toBeGreaterThan(before + 1n);
+    const member = discord.voice.dave.member(guild.id, guild.member.id)!;
+    expect(member.stats).toMatchObject({ unencrypted: 0, undecryptable: 0 });
+    expect(member.stats.decrypted).toBeGreaterThanOrEqual(120);
+    expect(discord.voice.botPacketProblems(guild.id)).toMatchObject({ unencrypted: 0, daveUndecryptable: 0 });
+  });
+
   it('hears nothing of a member it holds no key for yet (its Welcome comes late), then hears that member', async () => {
     const { discord, emulator, guild } = world;
     discord.joinVoice(guild.admin, guild.id, guild.voiceChannelId);
@@ -373,7 +407,7 @@ describe('voice conversations under DAVE end-to-end encryption', () => {
     // it could not decrypt must not reach the gateway as sound (they would be heard as loud noise).
     const transcripts = session.serverEvents.filter((entry) => entry.event.type === 'conversation.item.input_audio_transcription.completed');
     expect(transcripts).toHaveLength(1);
-    expect(Number(/\(([\d.]+) s of speech\)/.exec(String(transcripts[0]?.event.transcript))?.[1])).toBeLessThan(1);
+    expect(spokenSeconds(transcripts[0])).toBeLessThan(1);
     expect(analyzeTone(joined(audible(frames))).dominantHz).toBeCloseTo(520, -1);
   });
 

@@ -49,7 +49,10 @@ export interface BotFrameListener {
 /** How the bot's frames are opened end to end: who sent them and who listens (undefined: nobody). */
 export interface EndToEnd {
   botUserId: string;
+  /** The member whose opening of a frame is recorded (its audio, its problems). */
   listener: () => BotFrameListener | undefined;
+  /** Every member in the channel: each opens each frame too, and counts in its own stats what it could not. */
+  everyone: () => BotFrameListener[];
 }
 
 interface Received {
@@ -136,6 +139,7 @@ export class BotAudioRecorder {
           this.#log.warn('voice stand-in: a DAVE frame from the bot does not decrypt', { reason: result.reason });
           return false;
         }
+        for (const other of endToEnd.everyone()) if (other !== listener) other.open(endToEnd.botUserId, opus, { count: !other.busy });
         opus = result.opus;
       } else if (parseProtocolFrame(opus)) {
         // Nobody in the channel holds keys for it.

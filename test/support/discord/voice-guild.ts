@@ -77,7 +77,12 @@ export class GuildVoice {
    * else the first one with DAVE; undefined when no member with DAVE is there.
    */
   listenerFor(channelId: string, botUserId: string): BotFrameListener | undefined {
-    const members = [...this.users.values()].filter((user) => user.channelId === channelId).flatMap((user) => (user.dave?.member ? [user.dave.member] : []));
+    const members = this.daveClientsIn(channelId);
     return members.find((member) => member.hears(botUserId)) ?? members[0];
+  }
+
+  /** The DAVE clients of the simulated members in a channel: each opens what the bot plays there. */
+  daveClientsIn(channelId: string): SimulatedDaveMember[] {
+    return [...this.users.values()].filter((user) => user.channelId === channelId).flatMap((user) => (user.dave?.member ? [user.dave.member] : []));
   }
 }

@@ -286,7 +286,7 @@ export class VoiceSessions {
         const guild = this.guilds.get(connection.guildId);
         if (!guild) return;
         const endToEnd = this.#botCalls.has(connection)
-          ? { botUserId: connection.userId, listener: () => guild.listenerFor(connection.channelId, connection.userId) }
+          ? { botUserId: connection.userId, listener: () => guild.listenerFor(connection.channelId, connection.userId), everyone: () => guild.daveClientsIn(connection.channelId) }
           : undefined;
         if (guild.recorder.record(message, connection.secretKey, Date.now(), endToEnd)) this.waiters.notify();
         return;

@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { VoiceConnectionStatus, entersState, joinVoiceChannel, type DiscordGatewayAdapterCreator } from '@discordjs/voice';
+import { NetworkingStatusCode, VoiceConnectionStatus, entersState, joinVoiceChannel, type DiscordGatewayAdapterCreator, type VoiceConnection } from '@discordjs/voice';
 import OpusScript from 'opusscript';
 import { RealtimeClient } from '../src/gateway/realtime/client.ts';
 import { REALTIME_SESSION_MAX_MS } from '../src/gateway/spec.ts';
@@ -22,6 +22,7 @@ import { generateTone, speechLikeTone } from '../test/support/discord/audio-tone
 import { encodePcmToOpusPackets } from '../test/support/discord/opus-codec.ts';
 import { trustCertificateInThisProcess } from '../test/support/discord/tls-trust.ts';
 import { parseVoiceStateRequest } from '../test/support/discord/voice-adapter.ts';
+import type { BotPacketProblems } from '../test/support/discord/voice-server.ts';
 
 // Issue 6's benchmarks, on the real pipeline: the bot's VoiceSession in this process, joined with the
 // real @discordjs/voice to a voice server and talking over a websocket to a realtime gateway, both in a
@@ -34,12 +35,18 @@ import { parseVoiceStateRequest } from '../test/support/discord/voice-adapter.ts
 // and the audio work alone (the same classes in a loop), which is what the pipeline's own code costs.
 // Latency in: a user's packet arriving to the append that carries it. Latency out: an answer's first
 // delta arriving to its first RTP packet at the voice server.
+//
+// Issue 15: the same conversation runs twice in one run, on a plain call and on a call end-to-end
+// encrypted with DAVE (the user's frames are DAVE frames the bot's @discordjs/voice decrypts; what it
+// plays it encrypts, and a member at the far end opens it), each with its own far ends and baselines;
+// what DAVE adds is the difference, and the far end counts the bot's frames it could not open.
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const WINDOW_SECONDS = 20;
 const WARM_UP_SECONDS = 4;
 const RUNS = 3;
-const GUILD_ID = '200000000000000001';
+const PLAIN_GUILD_ID = '200000000000000001';
+const DAVE_GUILD_ID = '200000000000000002';
 const CHANNEL_ID = '300000000000000001';
 const BOT_ID = '100000000000000001';
 const USER_ID = '400000000000000001';
@@ -142,8 +149,8 @@ interface FarEnds {
   stop(): Promise<void>;
 }
 
-async function startFarEnds(): Promise<FarEnds> {
-  const child = spawn(join(ROOT, 'scripts', 'node'), [join(ROOT, 'bench', 'ws-sink.ts')], { stdio: ['pipe', 'pipe', 'inherit'] });
+async function startFarEnds({ dave }: { dave: boolean }): Promise<FarEnds> {
+  const child = spawn(join(ROOT, 'scripts', 'node'), [join(ROOT, 'bench', 'ws-sink.ts'), dave ? '--dave' : '--no-dave'], { stdio: ['pipe', 'pipe', 'inherit'] });
   const lines = createInterface({ input: child.stdout });
   const pending = new Map<number, (answer: Record<string, unknown>) => void>();
   const first = new Promise<Record<string, unknown>>((resolve) => {
@@ -199,9 +206,71 @@ function adapterFor(far: FarEnds, guildId: string): DiscordGatewayAdapterCreator
   });
 }
 
-export interface VoiceBenchReport {
-  windowSeconds: number;
-  runs: number;
+function readPacketProblems(answer: Record<string, unknown>): BotPacketProblems {
+  return {
+    undecryptable: readNumber(answer, 'undecryptable') ?? 0,
+    undecodable: readNumber(answer, 'undecodable') ?? 0,
+    unencrypted: readNumber(answer, 'unencrypted') ?? 0,
+    daveUndecryptable: readNumber(answer, 'daveUndecryptable') ?? 0,
+  };
+}
+
+/** What the bot's DAVE session (davey) counts of its own work, cumulative. */
+interface DaveCounts {
+  encryptMicros: number;
+  decryptMicros: number;
+  encrypted: number;
+  decrypted: number;
+  decryptFailures: number;
+  passedThrough: number;
+}
+
+/** davey's session: @discordjs/voice types it by the methods it calls, and these are davey's too. */
+interface DaveyStatistics {
+  getEncryptionStats(): unknown;
+  getDecryptionStats(userId: string): unknown;
+}
+
+function hasStatistics(session: object): session is DaveyStatistics {
+  return 'getEncryptionStats' in session && typeof session.getEncryptionStats === 'function' && 'getDecryptionStats' in session && typeof session.getDecryptionStats === 'function';
+}
+
+/** The bot's DAVE counts for what it sent and what it heard of `userId`; undefined without a DAVE session. */
+function daveCountsOf(connection: VoiceConnection, userId: string): DaveCounts | undefined {
+  if (connection.state.status !== VoiceConnectionStatus.Ready) return undefined;
+  const networking = connection.state.networking.state;
+  const session = networking.code === NetworkingStatusCode.Ready ? networking.dave?.session : undefined;
+  if (!session || !hasStatistics(session)) return undefined;
+  const sent = session.getEncryptionStats();
+  const heard = session.getDecryptionStats(userId);
+  const read = (stats: unknown, key: string) => (isRecord(stats) ? (readNumber(stats, key) ?? 0) : 0);
+  return {
+    encryptMicros: read(sent, 'duration'),
+    decryptMicros: read(heard, 'duration'),
+    encrypted: read(sent, 'successes'),
+    decrypted: read(heard, 'successes'),
+    decryptFailures: read(heard, 'failures'),
+    passedThrough: read(heard, 'passthroughs'),
+  };
+}
+
+interface Latency {
+  p50: number;
+  p99: number;
+  samples: number;
+}
+
+function latencyOf(values: number[]): Latency {
+  return { p50: percentile(values, 50), p99: percentile(values, 99), samples: values.length };
+}
+
+/** What one call measured: its windows, the baselines measured between them, its latencies. */
+export interface VoiceCallReport {
+  /** Whether the call ran DAVE end-to-end encryption (besides the transport encryption every call has). */
+  dave: boolean;
+  /** The call once it settled, as the voice server saw it: 1 for DAVE, 0 without; its MLS group's size. */
+  daveProtocolVersion: number;
+  daveGroupMembers: number;
   /** Share of one core per run, and the baseline's share for the same audio measured beside it. */
   botShares: number[];
   baselineShares: number[];
@@ -209,25 +278,62 @@ export interface VoiceBenchReport {
   audioWorkShares: number[];
   /** Waking as often as the conversation makes the bot wake, doing nothing else, per run. */
   wakeUpFloorShares: number[];
-  inputLatencyMs: { p50: number; p99: number; samples: number };
-  outputLatencyMs: { p50: number; p99: number; samples: number };
+  inputLatencyMs: Latency;
+  outputLatencyMs: Latency;
   userPackets: number;
   answeredSeconds: number;
+  /** What the far end found wrong with the bot's packets over the whole call (all 0 when all is well). */
+  botPacketProblems: BotPacketProblems;
+  /** The bot's frames the simulated member opened end to end (0 without DAVE). */
+  botFramesOpenedByMember: number;
+  /** The user's frames not sent for want of a DAVE sender key (0 without DAVE). */
+  userFramesWithoutKey: number;
+  /**
+   * The bot's DAVE work over the windows as davey times it (encrypting what it plays, decrypting what it
+   * hears), as a share of one core per run, and its counts; undefined without DAVE.
+   */
+  daveWork: { shares: number[]; encrypted: number; decrypted: number; decryptFailures: number; passedThrough: number } | undefined;
 }
 
-export async function benchmarkVoice(): Promise<VoiceBenchReport> {
-  const pcm48 = speechLikeTone(WINDOW_SECONDS);
-  const packets = encodePcmToOpusPackets(pcm48);
-  const deltas = answerDeltas(WINDOW_SECONDS);
-  const far = await startFarEnds();
+export interface VoiceBenchReport {
+  windowSeconds: number;
+  runs: number;
+  plain: VoiceCallReport;
+  dave: VoiceCallReport;
+}
+
+/** The audio every call plays: the user's speech as PCM and as Opus packets, and answers as deltas. */
+interface BenchAudio {
+  pcm48: Int16Array;
+  packets: Buffer[];
+  deltas: string[];
+}
+
+const gc = (globalThis as { gc?: () => void }).gc ?? (() => {});
+
+/** A call the bot is in, on far ends of its own: it converses a window at a time, then reports. */
+interface BenchCall {
+  /** One window of real-time two-way audio, with the baselines measured just before it. */
+  window(run: number): Promise<void>;
+  report(): Promise<VoiceCallReport>;
+  leave(): Promise<void>;
+}
+
+/**
+ * The bot joins a call on fresh far ends, in its own guild (with DAVE it waits for the call to settle, so
+ * that its session holds the group's keys before anyone talks), starts its session and warms up.
+ */
+async function joinCall({ dave }: { dave: boolean }, { pcm48, packets, deltas }: BenchAudio): Promise<BenchCall> {
+  const guildId = dave ? DAVE_GUILD_ID : PLAIN_GUILD_ID;
+  const far = await startFarEnds({ dave });
   const untrust = trustCertificateInThisProcess(far.certPem);
-  const connection = joinVoiceChannel({ guildId: GUILD_ID, channelId: CHANNEL_ID, adapterCreator: adapterFor(far, GUILD_ID), selfDeaf: false });
-  connection.on('error', (error) => process.stderr.write(`voice connection error: ${error.message}\n`));
+  const connection = joinVoiceChannel({ guildId, channelId: CHANNEL_ID, adapterCreator: adapterFor(far, guildId), selfDeaf: false });
+  connection.on('error', (error) => process.stderr.write(`voice connection error (${dave ? 'DAVE' : 'plain'} call): ${error.message}\n`));
   const firstDeltaAt = new Map<string, number>();
   const arrivals: number[] = [];
   const input: number[] = [];
   const session = new VoiceSession({
-    guildId: GUILD_ID,
+    guildId,
     connection,
     settings: defaultVoiceSettings('svc'),
     connectRealtime: async () => {
@@ -248,25 +354,41 @@ export async function benchmarkVoice(): Promise<VoiceBenchReport> {
       },
     },
   });
-  const gc = (globalThis as { gc?: () => void }).gc ?? (() => {});
+  const leave = async () => {
+    session.stop();
+    connection.destroy();
+    await far.stop();
+    untrust();
+  };
+  let call: Record<string, unknown>;
   try {
-    await far.request({ op: 'userJoined', guildId: GUILD_ID, channelId: CHANNEL_ID, userId: USER_ID });
+    await far.request({ op: 'userJoined', guildId, channelId: CHANNEL_ID, userId: USER_ID });
     await entersState(connection, VoiceConnectionStatus.Ready, 10_000);
-    await far.request({ op: 'waitForBotConnection', guildId: GUILD_ID });
+    call = await far.request({ op: 'waitForBotConnection', guildId });
+    const version = readNumber(call, 'daveProtocolVersion') ?? 0;
+    if ((version > 0) !== dave) throw new Error(`the ${dave ? 'DAVE' : 'plain'} call settled at DAVE protocol version ${version}`);
     await session.start();
-    // Warm up (JIT, WebAssembly, buffers), then windows of real-time audio with the baseline between them.
-    await far.request({ op: 'converse', guildId: GUILD_ID, userId: USER_ID, seconds: WARM_UP_SECONDS, answerIndex: 0 });
-    baselineCpuMs(packets.slice(0, 100), pcm48.subarray(0, 100 * 1920));
-    audioWorkCpuMs(packets.slice(0, 100), deltas.slice(0, 20));
-    const botShares: number[] = [];
-    const baselineShares: number[] = [];
-    const audioWorkShares: number[] = [];
-    const wakeUpFloorShares: number[] = [];
-    const output: number[] = [];
-    let userPackets = 0;
-    let answeredMs = 0;
-    input.length = 0;
-    for (let run = 0; run < RUNS; run++) {
+    // Warm up (JIT, WebAssembly, buffers) before the measured windows.
+    await far.request({ op: 'converse', guildId, userId: USER_ID, seconds: WARM_UP_SECONDS, answerIndex: 0 });
+  } catch (error) {
+    await leave();
+    throw error;
+  }
+  baselineCpuMs(packets.slice(0, 100), pcm48.subarray(0, 100 * 1920));
+  audioWorkCpuMs(packets.slice(0, 100), deltas.slice(0, 20));
+  const botShares: number[] = [];
+  const baselineShares: number[] = [];
+  const audioWorkShares: number[] = [];
+  const wakeUpFloorShares: number[] = [];
+  const output: number[] = [];
+  let userPackets = 0;
+  let answeredMs = 0;
+  input.length = 0;
+  const daveShares: number[] = [];
+  const daveAtStart = daveCountsOf(connection, USER_ID);
+  let daveAtEnd = daveAtStart;
+  return {
+    async window(run) {
       gc();
       baselineShares.push(baselineCpuMs(packets, pcm48) / (WINDOW_SECONDS * 1000));
       gc();
@@ -276,9 +398,13 @@ export async function benchmarkVoice(): Promise<VoiceBenchReport> {
       arrivals.length = 0;
       const cpu = process.cpuUsage();
       const wallStart = performance.now();
-      const result = await far.request({ op: 'converse', guildId: GUILD_ID, userId: USER_ID, seconds: WINDOW_SECONDS, answerIndex: (run + 1) * 1000 });
+      const daveBefore = daveCountsOf(connection, USER_ID);
+      const result = await far.request({ op: 'converse', guildId, userId: USER_ID, seconds: WINDOW_SECONDS, answerIndex: (run + 1) * 1000 });
       const used = process.cpuUsage(cpu);
-      botShares.push((used.user + used.system) / 1000 / (performance.now() - wallStart));
+      const wallMs = performance.now() - wallStart;
+      botShares.push((used.user + used.system) / 1000 / wallMs);
+      daveAtEnd = daveCountsOf(connection, USER_ID);
+      if (daveBefore && daveAtEnd) daveShares.push((daveAtEnd.encryptMicros - daveBefore.encryptMicros + daveAtEnd.decryptMicros - daveBefore.decryptMicros) / 1000 / wallMs);
       userPackets += readNumber(result, 'userPackets') ?? 0;
       answeredMs += readNumber(result, 'answeredMs') ?? 0;
       for (const answer of readArray(result, 'answers') ?? []) {
@@ -286,42 +412,106 @@ export async function benchmarkVoice(): Promise<VoiceBenchReport> {
         const rtpAt = readNumber(answer, 'firstRtpAt');
         if (deltaAt !== undefined && rtpAt !== undefined) output.push(rtpAt - deltaAt);
       }
+    },
+    async report() {
+      const problems = await far.request({ op: 'botPacketProblems', guildId, userId: USER_ID });
+      return {
+        dave,
+        daveProtocolVersion: readNumber(call, 'daveProtocolVersion') ?? 0,
+        daveGroupMembers: readNumber(call, 'daveGroupMembers') ?? 0,
+        botShares,
+        baselineShares,
+        audioWorkShares,
+        wakeUpFloorShares,
+        inputLatencyMs: latencyOf(input),
+        outputLatencyMs: latencyOf(output),
+        userPackets,
+        answeredSeconds: answeredMs / 1000,
+        botPacketProblems: readPacketProblems(problems),
+        botFramesOpenedByMember: readNumber(problems, 'botFramesOpenedByMember') ?? 0,
+        userFramesWithoutKey: readNumber(problems, 'userFramesWithoutKey') ?? 0,
+        daveWork: daveAtStart && daveAtEnd && {
+          shares: daveShares,
+          encrypted: daveAtEnd.encrypted - daveAtStart.encrypted,
+          decrypted: daveAtEnd.decrypted - daveAtStart.decrypted,
+          decryptFailures: daveAtEnd.decryptFailures - daveAtStart.decryptFailures,
+          passedThrough: daveAtEnd.passedThrough - daveAtStart.passedThrough,
+        },
+      };
+    },
+    leave,
+  };
+}
+
+/**
+ * The same conversation on a plain call and on a call end-to-end encrypted with DAVE, both joined at
+ * once (the one not talking sits idle) and measured in alternating windows, ABBA (plain first in even
+ * runs, DAVE first in odd ones), so that the machine's drift and the order weigh on both alike.
+ */
+export async function benchmarkVoice(): Promise<VoiceBenchReport> {
+  const pcm48 = speechLikeTone(WINDOW_SECONDS);
+  const audio: BenchAudio = { pcm48, packets: encodePcmToOpusPackets(pcm48), deltas: answerDeltas(WINDOW_SECONDS) };
+  const plainCall = await joinCall({ dave: false }, audio);
+  try {
+    const daveCall = await joinCall({ dave: true }, audio);
+    try {
+      for (let run = 0; run < RUNS; run++) {
+        for (const call of run % 2 === 0 ? [plainCall, daveCall] : [daveCall, plainCall]) await call.window(run);
+      }
+      return { windowSeconds: WINDOW_SECONDS, runs: RUNS, plain: await plainCall.report(), dave: await daveCall.report() };
+    } finally {
+      await daveCall.leave();
     }
-    return {
-      windowSeconds: WINDOW_SECONDS,
-      runs: RUNS,
-      botShares,
-      baselineShares,
-      audioWorkShares,
-      wakeUpFloorShares,
-      inputLatencyMs: { p50: percentile(input, 50), p99: percentile(input, 99), samples: input.length },
-      outputLatencyMs: { p50: percentile(output, 50), p99: percentile(output, 99), samples: output.length },
-      userPackets,
-      answeredSeconds: answeredMs / 1000,
-    };
   } finally {
-    session.stop();
-    connection.destroy();
-    await far.stop();
-    untrust();
+    await plainCall.leave();
   }
 }
 
+const percent = (share: number) => `${(share * 100).toFixed(2)}%`;
+const runsOf = (shares: number[]) => `runs: ${shares.map(percent).join(', ')}`;
+const ratioToBaseline = (call: VoiceCallReport) => median(call.botShares.map((share, run) => share / call.baselineShares[run]!));
+
+function callLines(call: VoiceCallReport): string[] {
+  const audioWorkRatios = call.audioWorkShares.map((share, run) => share / call.baselineShares[run]!);
+  const problems = call.botPacketProblems;
+  return [
+    call.dave
+      ? `DAVE call (protocol ${call.daveProtocolVersion}, ${call.daveGroupMembers} members in its MLS group, settled before anyone talked)`
+      : 'plain call (DAVE off: transport encryption only)',
+    `  (${call.userPackets} user packets in, ${call.answeredSeconds.toFixed(1)} s of answers out; far ends in another process)`,
+    `  bare opusscript      ${percent(median(call.baselineShares))} of one core for decode+encode at 48 kHz stereo (${runsOf(call.baselineShares)})`,
+    `  pipeline work        ${percent(median(call.audioWorkShares))} of one core (target <= 1.0%), ${median(audioWorkRatios).toFixed(2)}x the bare baseline (target <= 0.5)`,
+    `                       (${runsOf(call.audioWorkShares)}): decode, mix, base64 and the append event; parse the delta event, frame, encode`,
+    `  whole bot process    ${percent(median(call.botShares))} of one core, ${ratioToBaseline(call).toFixed(2)}x the baseline (${runsOf(call.botShares)}): the pipeline, and`,
+    `                       the voice library's UDP, encryption${call.dave ? ' (DAVE too)' : ''} and 20 ms clocks, the websocket, the kernel`,
+    `  wake-up floor        ${percent(median(call.wakeUpFloorShares))} of one core for 150 empty wake-ups a second on this machine (${runsOf(call.wakeUpFloorShares)})`,
+    `  in:  packet -> append        p50 ${call.inputLatencyMs.p50.toFixed(1)} ms, p99 ${call.inputLatencyMs.p99.toFixed(1)} ms over ${call.inputLatencyMs.samples} packets (target p99 <= 40 ms)`,
+    `  out: first delta -> RTP out  p50 ${call.outputLatencyMs.p50.toFixed(1)} ms, p99 ${call.outputLatencyMs.p99.toFixed(1)} ms over ${call.outputLatencyMs.samples} answers (target p99 <= 40 ms)`,
+    ...(call.daveWork
+      ? [
+          `  DAVE work alone      ${percent(median(call.daveWork.shares))} of one core as davey times it (${runsOf(call.daveWork.shares)}): ${call.daveWork.encrypted} frames encrypted,`,
+          `                       ${call.daveWork.decrypted} of the user's decrypted, ${call.daveWork.decryptFailures} failed, ${call.daveWork.passedThrough} passed through in the clear (after the warm-up)`,
+        ]
+      : []),
+    call.dave
+      ? `  bot's frames at the far end, whole call: ${problems.unencrypted} in the clear, ${problems.daveUndecryptable} not DAVE-decryptable (target 0 each), ${problems.undecryptable} failing transport decryption, ${problems.undecodable} not Opus; ${call.botFramesOpenedByMember} opened end to end by the member (user frames unsent for want of a key: ${call.userFramesWithoutKey})`
+      : `  bot's frames at the far end, whole call: ${problems.undecryptable} failing transport decryption, ${problems.undecodable} not Opus`,
+  ];
+}
+
 export function printVoiceReport(report: VoiceBenchReport): void {
-  const percent = (share: number) => `${(share * 100).toFixed(2)}%`;
-  const ratios = report.botShares.map((share, run) => share / report.baselineShares[run]!);
-  const audioWorkRatios = report.audioWorkShares.map((share, run) => share / report.baselineShares[run]!);
+  const { plain, dave } = report;
+  // Windows of the same run are paired (adjacent in time); the median of the pairs' differences.
+  const added = plain.botShares.map((share, run) => dave.botShares[run]! - share);
   const lines = [
-    `voice: ${report.runs} windows of ${report.windowSeconds} s of two-way audio in one session, on the real pipeline`,
-    `  (${report.userPackets} user packets in, ${report.answeredSeconds.toFixed(1)} s of answers out; far ends in another process)`,
-    `  bare opusscript      ${percent(median(report.baselineShares))} of one core for decode+encode at 48 kHz stereo (runs: ${report.baselineShares.map(percent).join(', ')})`,
-    `  pipeline work        ${percent(median(report.audioWorkShares))} of one core (target <= 1.0%), ${median(audioWorkRatios).toFixed(2)}x the bare baseline (target <= 0.5)`,
-    `                       (runs: ${report.audioWorkShares.map(percent).join(', ')}): decode, mix, base64 and the append event; parse the delta event, frame, encode`,
-    `  whole bot process    ${percent(median(report.botShares))} of one core, ${median(ratios).toFixed(2)}x the baseline (runs: ${report.botShares.map(percent).join(', ')}): the pipeline, and`,
-    `                       the voice library's UDP, encryption and 20 ms clocks, the websocket, the kernel`,
-    `  wake-up floor        ${percent(median(report.wakeUpFloorShares))} of one core for 150 empty wake-ups a second on this machine (runs: ${report.wakeUpFloorShares.map(percent).join(', ')})`,
-    `  in:  packet -> append        p50 ${report.inputLatencyMs.p50.toFixed(1)} ms, p99 ${report.inputLatencyMs.p99.toFixed(1)} ms over ${report.inputLatencyMs.samples} packets (target p99 <= 40 ms)`,
-    `  out: first delta -> RTP out  p50 ${report.outputLatencyMs.p50.toFixed(1)} ms, p99 ${report.outputLatencyMs.p99.toFixed(1)} ms over ${report.outputLatencyMs.samples} answers (target p99 <= 40 ms)`,
+    `voice: ${report.runs} windows of ${report.windowSeconds} s of two-way audio per call, on the real pipeline: a plain call and a DAVE call,`,
+    `  one session each, measured in alternating windows (the other call sits idle)`,
+    ...callLines(plain),
+    ...callLines(dave),
+    `DAVE adds ${percent(median(added))} of one core per session (target <= 0.3%), median of the paired windows' differences (${added.map(percent).join(', ')});`,
+    `  whole bot process ${percent(median(plain.botShares))} -> ${percent(median(dave.botShares))}, ${ratioToBaseline(plain).toFixed(2)}x -> ${ratioToBaseline(dave).toFixed(2)}x its baseline;` +
+      ` davey's own encrypt and decrypt ${dave.daveWork ? percent(median(dave.daveWork.shares)) : 'not measured'}`,
+    `  latency p99 with DAVE: in ${dave.inputLatencyMs.p99.toFixed(1)} ms, out ${dave.outputLatencyMs.p99.toFixed(1)} ms (target <= 40 ms each; plain: in ${plain.inputLatencyMs.p99.toFixed(1)} ms, out ${plain.outputLatencyMs.p99.toFixed(1)} ms)`,
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
 }

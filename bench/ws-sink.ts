@@ -1,4 +1,5 @@
 import { createInterface } from 'node:readline';
+import { parseArgs } from 'node:util';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { isRecord, readNumber, readRecord, readString } from '../src/lib/json.ts';
 import { websocketText } from '../src/lib/websocket-text.ts';
@@ -6,17 +7,20 @@ import { samplesToBytes } from '../src/voice/audio/format.ts';
 import { REALTIME_PCM } from '../test/support/discord/audio-format.ts';
 import { generateTone, speechLikeTone } from '../test/support/discord/audio-tone.ts';
 import { OPUS_SILENCE_FRAME } from '../test/support/discord/opus-codec.ts';
-import { startVoiceServer, type BotAudioFrame } from '../test/support/discord/voice-server.ts';
+import { startVoiceServer, type BotAudioFrame, type BotPacketProblems } from '../test/support/discord/voice-server.ts';
 
 // The far ends of the voice benchmark, in their own process so that their work is not counted as the
 // bot's: the gateway's realtime socket (it configures the session, swallows the bot's audio and streams
 // spoken answers back in real time, in deltas of uneven sizes) and Discord's voice server (a user who
 // talks without pause, and a listener that records when each of the bot's RTP packets arrives).
+// `--dave` (the default, as on Discord) runs the voice channel end-to-end encrypted with DAVE: the user's
+// frames are DAVE frames and a member opens each frame the bot plays; `--no-dave` runs it without.
 //
 // Driven over stdin/stdout, one JSON object per line: it first says where it listens; then each request
 // `{id, op, ...}` gets `{id, ...}` back.
 
-const voice = await startVoiceServer({ speakingLeadMs: 40 });
+const { values: flags } = parseArgs({ options: { dave: { type: 'boolean', default: true } }, allowNegative: true });
+const voice = await startVoiceServer({ speakingLeadMs: 40, dave: flags.dave });
 // It offers compression, as a gateway may: the bot should decline it (zlib on every append is costly).
 const realtime = new WebSocketServer({ port: 0, host: '127.0.0.1', perMessageDeflate: true });
 await new Promise((resolve) => realtime.once('listening', resolve));
@@ -38,6 +42,29 @@ function reply(message: Record<string, unknown>): void {
 
 const address = realtime.address();
 reply({ wsUrl: `ws://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}`, endpoint: voice.endpoint, certPem: voice.certPem });
+
+/**
+ * The bot's packet problems over the whole call. clearBotAudio() starts the voice server's counts over,
+ * so each window's counts are added here before it clears them.
+ */
+const problemsBeforeLastClear = new Map<string, BotPacketProblems>();
+
+function problemsOverTheCall(guildId: string): BotPacketProblems {
+  const since = voice.botPacketProblems(guildId);
+  const before = problemsBeforeLastClear.get(guildId);
+  if (!before) return since;
+  return {
+    undecryptable: before.undecryptable + since.undecryptable,
+    undecodable: before.undecodable + since.undecodable,
+    unencrypted: before.unencrypted + since.unencrypted,
+    daveUndecryptable: before.daveUndecryptable + since.daveUndecryptable,
+  };
+}
+
+function clearBotAudio(guildId: string): void {
+  problemsBeforeLastClear.set(guildId, problemsOverTheCall(guildId));
+  voice.clearBotAudio(guildId);
+}
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
 const between = (low: number, high: number) => low + Math.random() * (high - low);
@@ -85,7 +112,7 @@ async function streamAnswer(ws: WebSocket, index: number, seconds: number): Prom
 async function converse(guildId: string, userId: string, seconds: number, answerIndex: number): Promise<Record<string, unknown>> {
   const ws = socket;
   if (!ws) throw new Error('the bot has no realtime socket');
-  voice.clearBotAudio(guildId);
+  clearBotAudio(guildId);
   const speaking = voice.speak(guildId, userId, speechLikeTone(seconds));
   const until = Date.now() + seconds * 1000;
   const answers: StreamedAnswer[] = [];
@@ -124,9 +151,15 @@ async function handle(request: Record<string, unknown>): Promise<Record<string, 
     case 'userJoined':
       voice.userJoined(guildId, readString(request, 'channelId') ?? '', readString(request, 'userId') ?? '');
       return {};
-    case 'waitForBotConnection':
-      await voice.waitForBotConnection(guildId, 10_000);
-      return {};
+    case 'waitForBotConnection': {
+      // With DAVE on this also waits for the bot's call to settle: the bot's session holds the group's keys.
+      const connection = await voice.waitForBotConnection(guildId, 10_000);
+      return { daveProtocolVersion: connection.dave?.protocolVersion ?? 0, daveGroupMembers: connection.dave?.groupMembers.length ?? 0 };
+    }
+    case 'botPacketProblems': {
+      const member = flags.dave ? voice.dave.member(guildId, readString(request, 'userId') ?? '') : undefined;
+      return { ...problemsOverTheCall(guildId), botFramesOpenedByMember: member?.stats.decrypted ?? 0, userFramesWithoutKey: member?.stats.droppedWithoutKey ?? 0 };
+    }
     case 'converse':
       return converse(guildId, readString(request, 'userId') ?? '', readNumber(request, 'seconds') ?? 10, readNumber(request, 'answerIndex') ?? 0);
     default:

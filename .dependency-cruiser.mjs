@@ -44,6 +44,13 @@ export default {
       to: { path: '^src/', pathNot: '^src/(discord|lib)/' },
     },
     {
+      name: 'shards-know-only-processes',
+      comment: 'src/shards/ plans shards and supervises worker processes: it knows nothing of the bot it runs.',
+      severity: 'error',
+      from: { path: '^src/shards/' },
+      to: { path: '^src/', pathNot: '^src/(shards|lib)/' },
+    },
+    {
       name: 'store-is-a-leaf',
       comment: 'The store keeps records; it knows nothing of what is in them.',
       severity: 'error',
@@ -75,7 +82,7 @@ export default {
       name: 'no-reaching-up',
       comment: 'Data flows one way (Discord event -> command -> service -> gateway client / store): the layers below never import the composition root, the configuration or the interaction routing.',
       severity: 'error',
-      from: { path: `^src/(lib|gateway|emulator|discord|messages|ports|${PARTS.slice(1, -1)})/|^src/store[.]ts$` },
+      from: { path: `^src/(lib|gateway|emulator|discord|messages|ports|shards|${PARTS.slice(1, -1)})/|^src/store[.]ts$` },
       to: { path: '^src/(app|main|services|shutdown|config)[.]ts$|^src/interactions/' },
     },
     {

@@ -1,15 +1,17 @@
-import { DiscordjsErrorCodes, Events, type Client } from 'discord.js';
+import { Events, type Client, type REST } from 'discord.js';
 import type { BotConfig } from './config.ts';
-import { createDiscordClient } from './discord/client.ts';
+import { createDiscordClient, type ClientShards } from './discord/client.ts';
 import { createDispatcher } from './interactions/dispatcher.ts';
+import type { Command } from './interactions/command.ts';
 import { loadCommands, registerCommands } from './interactions/registry.ts';
-import { isDiscordRefusal, retryUntilDone } from './discord/retry.ts';
+import { explainStartFailure, isDiscordRefusal, isTokenRefusal, retryUntilDone } from './discord/retry.ts';
 import { DiscordOutbox } from './discord/outbox.ts';
 import { ModelCatalog } from './gateway/model-catalog.ts';
 import { GatewayClientPool } from './gateway/pool.ts';
 import type { Logger } from './lib/log.ts';
 import type { Services } from './services.ts';
 import { SettingsService } from './settings/service.ts';
+import { shardOfGuild } from './shards/plan.ts';
 import { openStore } from './store.ts';
 import { createVideo } from './video/index.ts';
 import { pollPolicyWithInterval } from './video/poll-policy.ts';
@@ -22,28 +24,6 @@ export interface App {
   stop(): Promise<void>;
 }
 
-class LoginRefusedError extends Error {
-  constructor() {
-    super('Discord refused DISCORD_TOKEN: check the token in the Discord developer portal (Bot > Reset Token).');
-    this.name = 'LoginRefusedError';
-  }
-}
-
-/** Every route of a server that is not Discord's REST API (or the right path of one) answers 404. */
-class DiscordApiUrlError extends Error {
-  constructor() {
-    super(
-      'Discord answered 404 Not Found to the login request: DISCORD_API_URL does not point at a Discord REST API. ' +
-        'Set it to the REST base, e.g. http://127.0.0.1:8900/api, or remove it to use discord.com.',
-    );
-    this.name = 'DiscordApiUrlError';
-  }
-}
-
-function isTokenRefusal(error: unknown): boolean {
-  return error instanceof Error && 'code' in error && error.code === DiscordjsErrorCodes.TokenInvalid;
-}
-
 /** Discord may be briefly unreachable or answer 5xx/429 at start: keep trying, but not after a refusal. */
 async function loginWithRetry(client: Client, token: string, log: Logger, signal: AbortSignal): Promise<void> {
   try {
@@ -54,9 +34,7 @@ async function loginWithRetry(client: Client, token: string, log: Logger, signal
       isFinal: (error) => isTokenRefusal(error) || isDiscordRefusal(error),
     });
   } catch (error) {
-    if (isTokenRefusal(error)) throw new LoginRefusedError();
-    if (isDiscordRefusal(error) && error.status === 404) throw new DiscordApiUrlError();
-    throw error;
+    throw explainStartFailure(error);
   }
 }
 
@@ -65,6 +43,21 @@ function registrationRefusalHint(devGuildId: string | undefined): string {
   return devGuildId
     ? `Discord refused to register the commands on DEV_GUILD_ID ${devGuildId}: is the bot a member of that server, invited with the applications.commands scope? Remove DEV_GUILD_ID to register them globally.`
     : 'Discord refused the command definitions: see the error for the field it names.';
+}
+
+/**
+ * Registers the slash commands (on DEV_GUILD_ID, or globally), retrying while Discord is unreachable;
+ * a refusal (4xx) is logged with what to check. Resolves with how many, or undefined when it failed or
+ * `signal` ended it.
+ */
+export async function registerBotCommands(rest: REST, applicationId: string, commands: readonly Command[], config: BotConfig, log: Logger, signal: AbortSignal): Promise<number | undefined> {
+  try {
+    return await retryUntilDone(() => registerCommands(rest, applicationId, commands, config.devGuildId), { operation: 'command registration', log, signal, isFinal: isDiscordRefusal });
+  } catch (error) {
+    // Only a refusal (4xx) ends the retries, or a shutdown.
+    if (!signal.aborted) log.error('could not register commands', { hint: registrationRefusalHint(config.devGuildId), error });
+    return undefined;
+  }
 }
 
 /** Runs every step even when one fails (a stuck voice connection must not keep the store open). */
@@ -81,14 +74,23 @@ async function closeInOrder(steps: [what: string, close: () => Promise<unknown>]
   return failed;
 }
 
+export interface StartOptions {
+  /**
+   * A worker of a sharded bot: the shards it holds. It answers, follows the tasks of and talks in only
+   * the guilds of those shards; the supervisor registers the commands.
+   */
+  shards?: ClientShards;
+}
+
 /**
  * Starts the bot. Aborting `signal` cancels a start still under way (login retries included): what was
  * opened is closed and the promise rejects with the signal's reason.
  */
-export async function startApp(config: BotConfig, log: Logger, signal: AbortSignal = new AbortController().signal): Promise<App> {
+export async function startApp(config: BotConfig, log: Logger, signal: AbortSignal = new AbortController().signal, options: StartOptions = {}): Promise<App> {
+  const { shards } = options;
   const commands = await loadCommands();
   const store = await openStore(config.storeUrl, log);
-  const client = createDiscordClient(config.discordApiUrl);
+  const client = createDiscordClient(config.discordApiUrl, shards);
   const outbox = new DiscordOutbox(client.rest);
   const clients = new GatewayClientPool({
     baseUrl: config.gatewayBaseUrl,
@@ -142,29 +144,18 @@ export async function startApp(config: BotConfig, log: Logger, signal: AbortSign
   const stopping = new AbortController();
   const running = AbortSignal.any([signal, stopping.signal]);
   client.once(Events.ClientReady, (ready) => {
-    video.tracker.resume().then(
+    const ownsGuild = shards && ((guildId: string) => shards.ids.includes(shardOfGuild(guildId, shards.count)));
+    video.tracker.resume(ownsGuild).then(
       (count) => log.info('following unfinished video tasks', { count }),
       (error: unknown) => log.error('could not resume unfinished video tasks', { error }),
     );
-    retryUntilDone(() => registerCommands(ready.application, commands.values(), config.devGuildId), {
-      operation: 'command registration',
-      log,
-      signal: running,
-      isFinal: isDiscordRefusal,
-    }).then(
-      (count) =>
-        log.info('ready', {
-          user: ready.user.id,
-          guilds: ready.guilds.cache.size,
-          commands: count,
-          scope: config.devGuildId ? `guild ${config.devGuildId}` : 'global',
-        }),
-      (error: unknown) => {
-        // Only a refusal (4xx) ends the retries, or a shutdown.
-        if (running.aborted) return;
-        log.error('could not register commands', { hint: registrationRefusalHint(config.devGuildId), error });
-      },
-    );
+    if (shards) {
+      log.info('ready', { user: ready.user.id, guilds: ready.guilds.cache.size, shardCount: shards.count });
+      return;
+    }
+    void registerBotCommands(client.rest, ready.application.id, [...commands.values()], config, log, running).then((count) => {
+      if (count !== undefined) log.info('ready', { user: ready.user.id, guilds: ready.guilds.cache.size, commands: count, scope: config.devGuildId ? `guild ${config.devGuildId}` : 'global' });
+    });
   });
 
   try {

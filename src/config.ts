@@ -4,6 +4,7 @@ import { LAYERS, DEFAULT_EDIT_PATH, DEFAULT_EXTENSION_PATH, DEFAULT_VENDOR, type
 import { LOG_LEVELS, type LogLevel } from './lib/log.ts';
 import { hostKey, httpUrl, urlWith } from './lib/url.ts';
 import { MIN_ENCRYPTION_SECRET_LENGTH } from './settings/key-cipher.ts';
+import { MAX_SHARD_COUNT, parseShardIds, type ShardingRequest } from './shards/plan.ts';
 import type { Result } from './lib/result.ts';
 
 export interface BotConfig {
@@ -31,6 +32,8 @@ export interface BotConfig {
    * besides GATEWAY_BASE_URL's host (DOWNLOAD_ALLOWED_HOSTS); undefined when none are listed.
    */
   downloadAllowedHosts: string[] | undefined;
+  /** SHARD_COUNT, SHARD_IDS and SHARDS_PER_PROCESS, checked as far as they can be before Discord is asked. */
+  sharding: ShardingRequest;
 }
 
 export type Environment = Record<string, string | undefined>;
@@ -177,6 +180,23 @@ export function loadConfig(environment: Environment): ConfigResult {
     }
   }
 
+  const shardCountText = read('SHARD_COUNT') ?? 'auto';
+  const shardCount = shardCountText.toLowerCase() === 'auto' ? 'auto' : Number(shardCountText);
+  if (shardCount !== 'auto' && (!Number.isInteger(shardCount) || shardCount < 1 || shardCount > MAX_SHARD_COUNT)) {
+    problems.push(`SHARD_COUNT must be "auto" (Discord's recommendation) or a whole number of shards from 1 to ${MAX_SHARD_COUNT} (got "${shardCountText}").`);
+  }
+  const shardIds = read('SHARD_IDS');
+  if (shardIds !== undefined) {
+    // With "auto" the ranges are checked against the count once Discord has said it.
+    const checked = parseShardIds(shardIds, typeof shardCount === 'number' && Number.isInteger(shardCount) && shardCount >= 1 ? shardCount : Number.MAX_SAFE_INTEGER);
+    if (!checked.ok) problems.push(checked.message);
+  }
+  const perProcessText = read('SHARDS_PER_PROCESS');
+  const shardsPerProcess = perProcessText === undefined ? 1 : Number(perProcessText);
+  if (!Number.isInteger(shardsPerProcess) || shardsPerProcess < 1 || shardsPerProcess > MAX_SHARD_COUNT) {
+    problems.push(`SHARDS_PER_PROCESS must be a whole number of shards per worker process, at least 1 (got "${perProcessText}").`);
+  }
+
   if (problems.length > 0 || !discordToken || !gatewayBaseUrl || !gatewayWsUrl || !gatewayLayer || !logLevel) {
     return { ok: false, problems, message: problems.join('\n') };
   }
@@ -199,6 +219,7 @@ export function loadConfig(environment: Environment): ConfigResult {
       logLevel,
       taskPollIntervalMs,
       downloadAllowedHosts: downloadAllowedHosts.length > 0 ? downloadAllowedHosts : undefined,
+      sharding: { count: shardCount, ids: shardIds, perProcess: shardsPerProcess },
     },
   };
 }

@@ -1,47 +1,139 @@
-import { startApp } from './app.ts';
-import { loadConfig, readEnvironment } from './config.ts';
-import { createLogger, registerSecret } from './lib/log.ts';
-import { createShutdown, EXIT_FAILURE } from './shutdown.ts';
+import { registerBotCommands, startApp, type App } from './app.ts';
+import { loadConfig, readEnvironment, type BotConfig } from './config.ts';
+import { createDiscordRest, fetchApplicationId, fetchGatewayBot, type ClientShards } from './discord/client.ts';
+import { explainStartFailure, isDiscordRefusal, retryUntilDone } from './discord/retry.ts';
+import { loadCommands } from './interactions/registry.ts';
+import { createLogger, registerSecret, type Logger } from './lib/log.ts';
+import { describeShards, isSingleProcess, planShards, type ShardPlan } from './shards/plan.ts';
+import { Supervisor, WORKER_SHARDS_VARIABLE, WORKER_SHARD_COUNT_VARIABLE } from './shards/supervisor.ts';
+import { createShutdown, EXIT_FAILURE, SHUTDOWN_DEADLINE_MS } from './shutdown.ts';
 
-// `npm start`: configuration from the environment (and .env), then the bot until SIGINT or SIGTERM.
+// `npm start`: configuration from the environment (and .env), then until SIGINT or SIGTERM either the
+// bot in this process (one shard in all, SHARD_IDS unset: as before sharding), or a supervisor of worker
+// processes, each the bot on its shards (src/shards/).
 
 const EXIT_CONFIG = 2;
+/** The supervisor gives its workers their own shutdown time, and a little more, before it kills them. */
+const WORKER_STOP_DEADLINE_MS = SHUTDOWN_DEADLINE_MS + 2_000;
 
-const result = loadConfig(readEnvironment());
-if (!result.ok) {
-  process.stderr.write(
-    `The bot cannot start; fix these variables (in the environment or .env):\n${result.problems.map((problem) => `  - ${problem}`).join('\n')}\n`,
-  );
+function refuse(problems: string[]): never {
+  process.stderr.write(`The bot cannot start; fix these variables (in the environment or .env):\n${problems.map((problem) => `  - ${problem}`).join('\n')}\n`);
   process.exit(EXIT_CONFIG);
 }
+
+/** The shards the supervisor gave this process, when it is a worker. */
+function workerShards(environment: NodeJS.ProcessEnv): ClientShards | undefined {
+  const ids = environment[WORKER_SHARDS_VARIABLE];
+  const count = Number(environment[WORKER_SHARD_COUNT_VARIABLE]);
+  if (ids === undefined || !Number.isInteger(count)) return undefined;
+  return { ids: ids.split(',').map(Number), count };
+}
+
+/** The shard count (asking Discord when it is "auto") and this machine's workers. */
+async function resolvePlan(config: BotConfig, log: Logger, signal: AbortSignal): Promise<ShardPlan> {
+  let count = config.sharding.count;
+  if (count === 'auto') {
+    const rest = createDiscordRest(config.discordApiUrl, config.discordToken);
+    try {
+      count = (await retryUntilDone(() => fetchGatewayBot(rest), { operation: 'asking Discord for the shard count', log, signal, isFinal: isDiscordRefusal })).shards;
+    } catch (error) {
+      throw explainStartFailure(error);
+    }
+  }
+  const planned = planShards(config.sharding, count);
+  if (!planned.ok) refuse([planned.message]);
+  return planned.plan;
+}
+
+function runBot(config: BotConfig, log: Logger, shards: ClientShards | undefined): void {
+  const startup = new AbortController();
+  const starting: Promise<App> = startApp(config, log, startup.signal, shards ? { shards } : {});
+  starting.catch((error: unknown) => {
+    // A start cancelled by a signal is the shutdown's to finish.
+    if (startup.signal.aborted) return;
+    log.error('the bot could not start', { error });
+    process.exit(EXIT_FAILURE);
+  });
+  onSignals(
+    createShutdown({
+      log,
+      async stop() {
+        startup.abort(new Error('shutting down before the bot was up'));
+        // A cancelled start closes what it opened before it rejects.
+        const app = await starting.catch(() => undefined);
+        await app?.stop();
+      },
+      exit: (code) => process.exit(code),
+    }),
+  );
+}
+
+async function runSupervisor(config: BotConfig, log: Logger, plan: ShardPlan, signal: AbortSignal): Promise<void> {
+  if (config.storeUrl.startsWith('sqlite:') && (plan.workers.length > 1 || plan.ids.length < plan.count)) {
+    const where = plan.workers.length > 1 ? `${plan.workers.length} worker processes on this machine` : `shards ${describeShards(plan.ids)} of ${plan.count} here and the rest elsewhere`;
+    refuse([
+      `STORE_URL is the embedded SQLite store, which serves one process only, but SHARD_COUNT=${plan.count}, SHARD_IDS and SHARDS_PER_PROCESS make ${where}. ` +
+        'Set STORE_URL=redis://<host>:<port> to a Redis server every worker and machine shares (or run one shard in one process).',
+    ]);
+  }
+  log.info('starting worker processes', { shardCount: plan.count, shards: describeShards(plan.ids), workers: plan.workers.map(describeShards) });
+  // Once per start, here rather than in every worker.
+  const rest = createDiscordRest(config.discordApiUrl, config.discordToken);
+  const commands = await loadCommands();
+  const applicationId = await retryUntilDone(() => fetchApplicationId(rest), { operation: 'looking up the application', log, signal, isFinal: isDiscordRefusal });
+  const registering = registerBotCommands(rest, applicationId, [...commands.values()], config, log, signal).then((count) => {
+    if (count !== undefined) log.info('commands registered', { commands: count, scope: config.devGuildId ? `guild ${config.devGuildId}` : 'global' });
+  });
+  const entry = process.argv[1];
+  if (entry === undefined) throw new Error('the supervisor cannot tell which module to start its workers from');
+  const supervisor = new Supervisor({ plan, entry, execArgv: process.execArgv, env: process.env, log, stopDeadlineMs: WORKER_STOP_DEADLINE_MS });
+  supervisor.start();
+  onSignals(
+    createShutdown({
+      log,
+      deadlineMs: WORKER_STOP_DEADLINE_MS + 3_000,
+      async stop() {
+        await Promise.all([supervisor.stop(), registering]);
+      },
+      exit: (code) => process.exit(code),
+    }),
+  );
+}
+
+function onSignals(shutdown: (signal: string) => Promise<void>): void {
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+}
+
+const result = loadConfig(readEnvironment());
+if (!result.ok) refuse(result.problems);
 
 const { config } = result;
 registerSecret(config.discordToken, true);
 registerSecret(config.gatewayApiKey, true);
 registerSecret(config.keyEncryptionSecret, true);
 registerSecret(config.keyEncryptionSecretPrevious, true);
-const log = createLogger({ level: config.logLevel });
+const rootLog = createLogger({ level: config.logLevel });
+process.on('unhandledRejection', (reason) => rootLog.error('unhandled rejection', { error: reason }));
 
-process.on('unhandledRejection', (reason) => log.error('unhandled rejection', { error: reason }));
-
-const startup = new AbortController();
-const starting = startApp(config, log, startup.signal);
-starting.catch((error: unknown) => {
-  // A start cancelled by a signal is the shutdown's to finish.
-  if (startup.signal.aborted) return;
-  log.error('the bot could not start', { error });
-  process.exit(EXIT_FAILURE);
-});
-
-const shutdown = createShutdown({
-  log,
-  async stop() {
-    startup.abort(new Error('shutting down before the bot was up'));
-    // A cancelled start closes what it opened before it rejects.
-    const app = await starting.catch(() => undefined);
-    await app?.stop();
-  },
-  exit: (code) => process.exit(code),
-});
-process.on('SIGINT', () => void shutdown('SIGINT'));
-process.on('SIGTERM', () => void shutdown('SIGTERM'));
+const assigned = workerShards(process.env);
+if (assigned) {
+  runBot(config, rootLog.child({ shards: describeShards(assigned.ids) }), assigned);
+} else {
+  // Until the plan is known a signal just ends the process: nothing has been opened yet.
+  const planning = new AbortController();
+  const stopPlanning = () => planning.abort(new Error('stopped before the bot started'));
+  process.once('SIGINT', stopPlanning);
+  process.once('SIGTERM', stopPlanning);
+  try {
+    const plan = await resolvePlan(config, rootLog, planning.signal);
+    process.off('SIGINT', stopPlanning);
+    process.off('SIGTERM', stopPlanning);
+    if (isSingleProcess(config.sharding, plan)) runBot(config, rootLog, undefined);
+    else await runSupervisor(config, rootLog.child({ supervisor: true }), plan, planning.signal);
+  } catch (error) {
+    if (planning.signal.aborted) process.exit(0);
+    rootLog.error('the bot could not start', { error });
+    process.exit(EXIT_FAILURE);
+  }
+}

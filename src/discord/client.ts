@@ -1,16 +1,54 @@
-import { Client, GatewayIntentBits, Options } from 'discord.js';
+import { Client, GatewayIntentBits, Options, REST, Routes } from 'discord.js';
+import { readNumber, readRecord, readString } from '../lib/json.ts';
 
 /**
  * Only the intents the bot needs, none privileged: GUILDS (servers, channels, roles, interactions)
  * and GUILD_VOICE_STATES (who is in which voice channel, and the voice connection handshake).
  */
 const BOT_INTENTS = [GatewayIntentBits.Guilds, GatewayIntentBits.GuildVoiceStates];
+/** Every REST call to Discord answers within this long or fails (discord.js's default is 15 s). */
+const REST_TIMEOUT_MS = 15_000;
 
-export function createDiscordClient(apiUrl: string | undefined): Client {
+/** The shards a client holds, out of how many in all (discord.js's own sharding runs them). */
+export interface ClientShards {
+  ids: number[];
+  count: number;
+}
+
+export function createDiscordClient(apiUrl: string | undefined, shards?: ClientShards): Client {
   return new Client({
     intents: BOT_INTENTS,
-    rest: apiUrl ? { api: apiUrl } : {},
+    rest: { timeout: REST_TIMEOUT_MS, ...(apiUrl ? { api: apiUrl } : {}) },
+    ...(shards ? { shards: shards.ids, shardCount: shards.count } : {}),
     // The bot reads no message history: keep the caches small.
     makeCache: Options.cacheWithLimits({ ...Options.DefaultMakeCacheSettings, MessageManager: 0 }),
   });
+}
+
+/** Discord's REST API without a gateway connection (the sharding supervisor's lookups and registration). */
+export function createDiscordRest(apiUrl: string | undefined, token: string): REST {
+  return new REST({ timeout: REST_TIMEOUT_MS, ...(apiUrl ? { api: apiUrl } : {}) }).setToken(token);
+}
+
+export interface GatewayBotInfo {
+  /** Discord's recommended shard count. */
+  shards: number;
+  /** How many shards may identify at once (one per rate-limit bucket every 5 s). */
+  maxConcurrency: number;
+}
+
+/** GET /gateway/bot: the recommended shard count and the identify concurrency. */
+export async function fetchGatewayBot(rest: REST): Promise<GatewayBotInfo> {
+  const answer: unknown = await rest.get(Routes.gatewayBot());
+  const shards = readNumber(answer, 'shards');
+  const maxConcurrency = readNumber(readRecord(answer, 'session_start_limit'), 'max_concurrency') ?? 1;
+  if (shards === undefined || !Number.isInteger(shards) || shards < 1) throw new Error('Discord answered GET /gateway/bot without a usable shard count');
+  return { shards, maxConcurrency: Number.isInteger(maxConcurrency) && maxConcurrency >= 1 ? maxConcurrency : 1 };
+}
+
+/** GET /applications/@me: the application whose commands the bot registers. */
+export async function fetchApplicationId(rest: REST): Promise<string> {
+  const id = readString(await rest.get(Routes.currentApplication()), 'id');
+  if (!id) throw new Error('Discord answered GET /applications/@me without an id');
+  return id;
 }

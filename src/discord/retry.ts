@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DiscordAPIError } from 'discord.js';
+import { DiscordAPIError, DiscordjsErrorCodes } from 'discord.js';
 import { backoffDelay, type BackoffPolicy } from '../lib/backoff.ts';
 import type { Logger } from '../lib/log.ts';
 
@@ -55,4 +55,37 @@ export async function retryUntilDone<T>(attempt: () => Promise<T>, options: Retr
       await sleep(retryInMs, undefined, { signal }).catch(() => undefined);
     }
   }
+}
+
+class LoginRefusedError extends Error {
+  constructor() {
+    super('Discord refused DISCORD_TOKEN: check the token in the Discord developer portal (Bot > Reset Token).');
+    this.name = 'LoginRefusedError';
+  }
+}
+
+/** Every route of a server that is not Discord's REST API (or the right path of one) answers 404. */
+class DiscordApiUrlError extends Error {
+  constructor() {
+    super(
+      'Discord answered 404 Not Found to the login request: DISCORD_API_URL does not point at a Discord REST API. ' +
+        'Set it to the REST base, e.g. http://127.0.0.1:8900/api, or remove it to use discord.com.',
+    );
+    this.name = 'DiscordApiUrlError';
+  }
+}
+
+/** discord.js's own refusal of a token at login, before any request. */
+export function isTokenRefusal(error: unknown): boolean {
+  return error instanceof Error && 'code' in error && error.code === DiscordjsErrorCodes.TokenInvalid;
+}
+
+/**
+ * A failure of the first calls to Discord (the shard count, the login) in words that name the variable
+ * to fix: a refused token (401) names DISCORD_TOKEN, a 404 DISCORD_API_URL; anything else is unchanged.
+ */
+export function explainStartFailure(error: unknown): unknown {
+  if (isTokenRefusal(error) || (error instanceof DiscordAPIError && error.status === 401)) return new LoginRefusedError();
+  if (isDiscordRefusal(error) && error.status === 404) return new DiscordApiUrlError();
+  return error;
 }

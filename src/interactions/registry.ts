@@ -1,5 +1,5 @@
 import { readdir } from 'node:fs/promises';
-import type { ClientApplication } from 'discord.js';
+import { Routes, type REST } from 'discord.js';
 import { isCommand, type Command } from './command.ts';
 
 const COMMANDS_DIRECTORY = new URL('../../commands/', import.meta.url);
@@ -21,12 +21,8 @@ export async function loadCommands(directory: URL = COMMANDS_DIRECTORY): Promise
 }
 
 /** Registering on one server (`guildId`) updates at once; global commands take a while to reach every server. */
-export async function registerCommands(
-  application: ClientApplication,
-  commands: Iterable<Command>,
-  guildId: string | undefined,
-): Promise<number> {
-  const body = [...commands].map((command) => command.data.toJSON());
-  await (guildId ? application.commands.set(body, guildId) : application.commands.set(body));
+export async function registerCommands(rest: REST, applicationId: string, commands: readonly Command[], guildId: string | undefined): Promise<number> {
+  const body = commands.map((command) => command.data.toJSON());
+  await rest.put(guildId ? Routes.applicationGuildCommands(applicationId, guildId) : Routes.applicationCommands(applicationId), { body });
   return body.length;
 }

@@ -28,9 +28,15 @@ function parseString(raw: unknown): string {
   return raw;
 }
 
-function parseActiveMarker(raw: unknown): true {
-  if (raw !== true) throw new Error('expected true');
-  return true;
+/**
+ * An active task's marker holds its guild, so that a worker can resume its own guilds' tasks without
+ * reading the others'; markers written before sharding hold `true` (the guild is read from the task).
+ */
+type ActiveMarker = string | true;
+
+function parseActiveMarker(raw: unknown): ActiveMarker {
+  if (raw !== true && (typeof raw !== 'string' || raw === '')) throw new Error('expected a guild id or true');
+  return raw;
 }
 
 /** Sortable by creation time, and short enough to be a Discord message nonce (at most 25 characters). */
@@ -55,7 +61,7 @@ function mark(marks: Set<string>, id: string): void {
 
 export class TaskRepository {
   readonly #tasks: Collection<TaskRecord>;
-  readonly #active: Collection<true>;
+  readonly #active: Collection<ActiveMarker>;
   readonly #byGatewayId: Collection<string>;
   readonly #recentByUser: Collection<string[]>;
   readonly #lock = new KeyedLock();
@@ -103,7 +109,7 @@ export class TaskRepository {
       this.#markedActive.delete(task.id);
       this.#gatewayIdIndexed.delete(task.id);
     } else if (!this.#markedActive.has(task.id)) {
-      await this.#active.set(task.id, true);
+      await this.#active.set(task.id, task.guildId);
       mark(this.#markedActive, task.id);
     }
   }
@@ -127,7 +133,11 @@ export class TaskRepository {
   }
 
   /** Ids of every task that still needs polling or posting: what a restart resumes. */
-  async *activeIds(): AsyncIterable<string> {
-    for await (const [id] of this.#active.entries()) yield id;
+  async *activeIds(ownsGuild: (guildId: string) => boolean = () => true): AsyncIterable<string> {
+    for await (const [id, marker] of this.#active.entries()) {
+      const guildId = marker === true ? (await this.#tasks.get(id))?.guildId : marker;
+      // A marker whose task has gone is resumed by whoever meets it: the tracker closes it.
+      if (guildId === undefined || ownsGuild(guildId)) yield id;
+    }
   }
 }

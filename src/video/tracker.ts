@@ -77,11 +77,14 @@ export class TaskTracker {
     this.#finishedListeners.push(listener);
   }
 
-  /** Picks up every task that still needs work, as after a restart. */
-  async resume(): Promise<number> {
+  /**
+   * Picks up every task that still needs work, as after a restart: with sharding, those of the guilds
+   * `ownsGuild` says are this worker's (the tasks of a guild move with the guild when shards change).
+   */
+  async resume(ownsGuild?: (guildId: string) => boolean): Promise<number> {
     const now = this.#options.now();
     let count = 0;
-    for await (const id of this.#repository.activeIds()) {
+    for await (const id of this.#repository.activeIds(ownsGuild)) {
       // Spread the first polls over one interval so a restart with many tasks does not burst.
       this.#schedule.set(id, now + Math.floor(this.#options.random() * this.#options.policy.intervalMs));
       count++;

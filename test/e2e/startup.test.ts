@@ -75,8 +75,9 @@ describe('when Discord answers 5xx and 429 at login and at command registration'
     discord.rateLimit({ method: 'GET', route: /^\/gateway\/bot$/, times: 1, retryAfterSeconds: 1 });
     discord.failRoute({ method: 'PUT', route: /^\/applications\/\d+\/commands$/, times: 4, status: 503 });
     discord.rateLimit({ method: 'PUT', route: /^\/applications\/\d+\/commands$/, times: 1, retryAfterSeconds: 1 });
-    // Versioned, as Discord's documentation writes the base: the bot must not add a second /v10.
-    bot = startBotOn(discord, { DISCORD_API_URL: `${discord.apiUrl}/v10` });
+    // Versioned, as Discord's documentation writes the base: the bot must not add a second /v10. One
+    // shard named: the bot does not ask GET /gateway/bot for a count, so the failures meet the login.
+    bot = startBotOn(discord, { DISCORD_API_URL: `${discord.apiUrl}/v10`, SHARD_COUNT: '1' });
     await bot.waitForLog((line) => line.msg === 'ready', 30_000);
   }, 60_000);
   afterAll(async () => {
@@ -154,8 +155,8 @@ describe('a signal while the bot is still logging in', () => {
 
   it('cancels the login retries, closes the store and exits 0', async () => {
     discord.failRoute({ method: 'GET', route: /^\/gateway\/bot$/, times: 1_000, status: 503 });
-    const bot = startBotOn(discord);
-    await bot.waitForLog((line) => line.msg === 'could not reach Discord; retrying', 30_000);
+    const bot = startBotOn(discord, { SHARD_COUNT: '1' });
+    await bot.waitForLog((line) => line.msg === 'could not reach Discord; retrying' && line.operation === 'login', 30_000);
     expect(await bot.stop('SIGINT')).toBe(0);
     expect(bot.logs.some((line) => line.msg === 'store closed')).toBe(true);
     expect(bot.logs.some((line) => line.msg === 'the bot could not start')).toBe(false);

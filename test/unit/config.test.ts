@@ -32,8 +32,27 @@ describe('configuration from the environment', () => {
         devGuildId: undefined,
         logLevel: 'info',
         taskPollIntervalMs: 5_000,
+        downloadAllowedHosts: undefined,
+        sharding: { count: 'auto', ids: undefined, perProcess: 1 },
       },
     });
+  });
+
+  it('reads SHARD_COUNT, SHARD_IDS and SHARDS_PER_PROCESS', () => {
+    const result = loadConfig({ ...minimal, SHARD_COUNT: '8', SHARD_IDS: '0-3, 6', SHARDS_PER_PROCESS: '2' });
+    expect(result.ok && result.config.sharding).toEqual({ count: 8, ids: '0-3, 6', perProcess: 2 });
+    expect(loadConfig({ ...minimal, SHARD_COUNT: 'AUTO', SHARD_IDS: '5' }).ok).toBe(true);
+  });
+
+  it.each([
+    [{ SHARD_COUNT: '0' }, 'SHARD_COUNT must be "auto" (Discord\'s recommendation) or a whole number of shards from 1 to 10000 (got "0").'],
+    [{ SHARD_COUNT: 'two' }, 'SHARD_COUNT must be "auto" (Discord\'s recommendation) or a whole number of shards from 1 to 10000 (got "two").'],
+    [{ SHARD_COUNT: '2', SHARD_IDS: '0-2' }, 'SHARD_IDS names shard 2, but SHARD_COUNT is 2 (shards 0 to 1).'],
+    [{ SHARD_IDS: '3-1' }, 'SHARD_IDS has a range that runs backwards: "3-1".'],
+    [{ SHARD_IDS: '0;1' }, 'SHARD_IDS must list shard ids and ranges such as 0-3 or 0,2,5 (got "0;1").'],
+    [{ SHARDS_PER_PROCESS: '0' }, 'SHARDS_PER_PROCESS must be a whole number of shards per worker process, at least 1 (got "0").'],
+  ])('refuses %o naming the variable', (variables, problem) => {
+    expect(problemsOf({ ...minimal, ...variables })).toEqual([problem]);
   });
 
   it('derives wss from an https gateway and keeps an explicit websocket url', () => {

@@ -71,7 +71,7 @@ describe('the voice service', () => {
     const seen = new Promise((resolve) => client.once(Events.VoiceStateUpdate, resolve));
     discord.joinVoice(guild.member, guild.id, guild.voiceChannelId);
     await seen;
-    expect(await service.join(guild.id, guild.voiceChannelId, guild.textChannelId)).toEqual({ ok: true });
+    expect(await service.join(guild.id, guild.voiceChannelId, guild.textChannelId)).toMatchObject({ ok: true, encryption: { encrypted: true, ready: true } });
 
     clock += 119_000;
     await nextLook();

@@ -1,0 +1,130 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { backoffDelay, type BackoffPolicy } from '../lib/backoff.ts';
+import type { Logger } from '../lib/log.ts';
+import { describeShards, type ShardPlan } from './plan.ts';
+
+// `npm start` when the bot is sharded: one worker process per group of shards, each the bot itself on
+// discord.js's own sharding (a Client holding those shards). The supervisor only keeps the processes
+// running: a worker that dies is started again after a backoff that grows while it keeps dying soon after
+// starting; SIGINT/SIGTERM is passed on to every worker, which stops as a single bot does, and a worker
+// still running at the deadline is killed.
+//
+// Neither of the libraries for this fits: discord.js's ShardingManager runs exactly one shard per
+// process (no SHARDS_PER_PROCESS), and discord-hybrid-sharding, which groups shards, restarts at a fixed
+// delay and stops restarting after a number of deaths. What the supervisor adds is process supervision.
+
+/** The environment a worker reads its shards from (set by the supervisor only). */
+export const WORKER_SHARDS_VARIABLE = 'BOT_WORKER_SHARDS';
+export const WORKER_SHARD_COUNT_VARIABLE = 'BOT_WORKER_SHARD_COUNT';
+
+/** Restarts wait 1 s, 2 s, 4 s… up to a minute; a worker that ran this long starts the count afresh. */
+const RESTART_BACKOFF: BackoffPolicy = { baseMs: 1_000, maxMs: 60_000, jitter: 0.25, spread: 'within-bounds' };
+const STABLE_AFTER_MS = 60_000;
+
+export interface SupervisorOptions {
+  plan: ShardPlan;
+  /** The module a worker runs (the bot's main), with the node flags it was started with. */
+  entry: string;
+  execArgv: string[];
+  env: NodeJS.ProcessEnv;
+  log: Logger;
+  /** How long workers get to stop before they are killed. */
+  stopDeadlineMs: number;
+  restartBackoff?: BackoffPolicy;
+}
+
+interface Worker {
+  readonly shards: number[];
+  readonly label: string;
+  child: ChildProcess | undefined;
+  startedAt: number;
+  /** Restarts in a row, each soon after the one before. */
+  quickRestarts: number;
+  restartTimer: NodeJS.Timeout | undefined;
+}
+
+function isRunning(child: ChildProcess): boolean {
+  return child.exitCode === null && child.signalCode === null;
+}
+
+async function exitOf(child: ChildProcess): Promise<void> {
+  if (isRunning(child)) await once(child, 'exit');
+}
+
+export class Supervisor {
+  readonly #options: SupervisorOptions;
+  readonly #workers: Worker[];
+  #stopping = false;
+
+  constructor(options: SupervisorOptions) {
+    this.#options = options;
+    this.#workers = options.plan.workers.map((shards) => ({ shards, label: describeShards(shards), child: undefined, startedAt: 0, quickRestarts: 0, restartTimer: undefined }));
+  }
+
+  /** Process ids of the running workers, by their shards (for tests and operators). */
+  get workers(): { shards: string; pid: number | undefined }[] {
+    return this.#workers.map((worker) => ({ shards: worker.label, pid: worker.child?.pid }));
+  }
+
+  start(): void {
+    for (const worker of this.#workers) this.#spawn(worker);
+  }
+
+  /** Stops every worker: SIGTERM, then SIGKILL for any still running at the deadline. */
+  async stop(): Promise<void> {
+    this.#stopping = true;
+    const running: ChildProcess[] = [];
+    for (const worker of this.#workers) {
+      clearTimeout(worker.restartTimer);
+      const child = worker.child;
+      if (child && isRunning(child)) running.push(child);
+    }
+    for (const child of running) child.kill('SIGTERM');
+    const exited = Promise.all(running.map(exitOf));
+    let deadline: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => {
+      deadline = setTimeout(() => resolve('late'), this.#options.stopDeadlineMs);
+    });
+    const outcome = await Promise.race([exited, late]);
+    clearTimeout(deadline);
+    if (outcome === 'late') {
+      const stuck = running.filter(isRunning);
+      this.#options.log.error('workers did not stop in time; killing them', { pids: stuck.map((child) => child.pid), deadlineMs: this.#options.stopDeadlineMs });
+      for (const child of stuck) child.kill('SIGKILL');
+      await Promise.all(stuck.map(exitOf));
+    }
+    this.#options.log.info('all workers stopped');
+  }
+
+  #spawn(worker: Worker): void {
+    const { plan, entry, execArgv, env, log } = this.#options;
+    const child = fork(entry, [], {
+      execArgv,
+      env: { ...env, [WORKER_SHARDS_VARIABLE]: worker.shards.join(','), [WORKER_SHARD_COUNT_VARIABLE]: String(plan.count) },
+      stdio: 'inherit',
+    });
+    worker.child = child;
+    worker.startedAt = Date.now();
+    log.info('worker started', { shards: worker.label, pid: child.pid, shardCount: plan.count });
+    child.once('exit', (code, signal) => this.#exited(worker, child, code, signal));
+  }
+
+  #exited(worker: Worker, child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
+    if (worker.child !== child) return;
+    worker.child = undefined;
+    if (this.#stopping) {
+      this.#options.log.info('worker stopped', { shards: worker.label, pid: child.pid, code, signal });
+      return;
+    }
+    const ranMs = Date.now() - worker.startedAt;
+    worker.quickRestarts = ranMs >= STABLE_AFTER_MS ? 0 : worker.quickRestarts + 1;
+    const delayMs = backoffDelay(Math.max(0, worker.quickRestarts - 1), this.#options.restartBackoff ?? RESTART_BACKOFF);
+    const why = signal ? `killed by ${signal}` : `exited with code ${code}`;
+    this.#options.log.warn('a worker died; starting it again', { shards: worker.label, pid: child.pid, why, ranMs, restartInMs: delayMs });
+    worker.restartTimer = setTimeout(() => {
+      worker.restartTimer = undefined;
+      if (!this.#stopping) this.#spawn(worker);
+    }, delayMs);
+  }
+}

@@ -38,6 +38,21 @@ describe('starting the bot with bad configuration', () => {
     expect(bot.output()).toMatch(/GATEWAY_LAYER must be "compat" or "native"/);
     expect(bot.output()).not.toContain(token);
   });
+
+  it('refuses two worker processes on the embedded SQLite store, naming STORE_URL, before anything starts', async () => {
+    const bot = startBot({ env: { DISCORD_TOKEN: 'discord-token-value', GATEWAY_BASE_URL: UNUSED_GATEWAY, SHARD_COUNT: '2' } });
+    expect(await bot.exited).toBe(2);
+    expect(bot.output()).toContain('STORE_URL is the embedded SQLite store, which serves one process only, but SHARD_COUNT=2');
+    expect(bot.output()).toContain('2 worker processes on this machine');
+    expect(bot.output()).toContain('Set STORE_URL=redis://');
+    expect(bot.logs.some((line) => line.msg === 'worker started')).toBe(false);
+  });
+
+  it('names SHARD_IDS when it names a shard past SHARD_COUNT', async () => {
+    const bot = startBot({ env: { DISCORD_TOKEN: 'discord-token-value', GATEWAY_BASE_URL: UNUSED_GATEWAY, SHARD_COUNT: '2', SHARD_IDS: '1-2' } });
+    expect(await bot.exited).toBe(2);
+    expect(bot.output()).toContain('SHARD_IDS names shard 2, but SHARD_COUNT is 2 (shards 0 to 1).');
+  });
 });
 
 describe('when Discord refuses the login', () => {

@@ -3,6 +3,7 @@ import { dirname } from 'node:path';
 import Keyv, { type DeserializedData } from 'keyv';
 import KeyvSqlite from '@keyv/sqlite';
 import KeyvRedis, { createClient, type RedisClientType } from '@keyv/redis';
+import { KeyedLock } from './lib/keyed-lock.ts';
 import type { Logger } from './lib/log.ts';
 
 // The bot's persistence: named collections of records in Keyv, on an embedded SQLite file by default
@@ -18,6 +19,18 @@ export interface Collection<T> {
   delete(id: string): Promise<boolean>;
   /** Every record, in no particular order. Records that no longer parse are logged and skipped. */
   entries(): AsyncIterable<[id: string, value: T]>;
+  /**
+   * Writes `value` unless there is a record, as one step for every process sharing the store: `created`
+   * says whether this call wrote it, `value` is what the store holds (this value, or the one already there).
+   */
+  setIfAbsent(id: string, value: T, ttlMs?: number): Promise<{ created: boolean; value: T }>;
+  /**
+   * Reads, changes and writes one record as one step for every process sharing the store: `change` gets the
+   * record (undefined when there is none), its own to modify, and returns the record to write, or undefined
+   * to write nothing. When another writer changed the record between the read and the write, `change` runs
+   * again on what that writer left, so it must do nothing else. Returns what the store holds afterwards.
+   */
+  update(id: string, change: (current: T | undefined) => T | undefined, ttlMs?: number): Promise<T | undefined>;
 }
 
 export interface Store {
@@ -54,13 +67,31 @@ const SQLITE_BUSY_TIMEOUT_MS = 5_000;
 // The adapter pages with LIMIT/OFFSET; its default page of 10 makes a restart with many tasks quadratic.
 const ITERATION_PAGE = 500;
 
-type AdapterFactory = (collection: string) => KeyvSqlite | KeyvRedis<unknown>;
+/**
+ * What Keyv does not do, written natively for each backend over the records Keyv writes (its keys, its
+ * serialized `{ value, expires }` text), so a record written either way reads the same.
+ */
+interface AtomicAccess {
+  /** The stored text under Keyv's `key`, expired or not; undefined when there is none. */
+  read(key: string): Promise<string | undefined>;
+  /**
+   * Writes `text` under Keyv's `key` if the record still holds exactly `expected` (undefined: none), as one
+   * step for every process on the store; whether it wrote.
+   */
+  replace(key: string, expected: string | undefined, text: string, ttlMs: number | undefined): Promise<boolean>;
+}
+
+type AdapterFactory = (collection: string) => { adapter: KeyvSqlite | KeyvRedis<unknown>; atomic: AtomicAccess };
+
+function deadlineMessage(deadlineMs: number, what: string): string {
+  return `the store did not answer within ${deadlineMs} ms (${what})`;
+}
 
 /** `work`, or StoreUnavailableError when it fails or takes longer than `deadlineMs` (it may still land later). */
 async function withinDeadline<T>(work: Promise<T>, deadlineMs: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new StoreUnavailableError(`the store did not answer within ${deadlineMs} ms (${what})`)), deadlineMs);
+    timer = setTimeout(() => reject(new StoreUnavailableError(deadlineMessage(deadlineMs, what))), deadlineMs);
   });
   try {
     return await Promise.race([work, late]);
@@ -76,12 +107,16 @@ class KeyvCollection<T> implements Collection<T> {
   readonly #name: string;
   readonly #keyv: Keyv;
   readonly #parse: Parse<T>;
+  readonly #atomic: AtomicAccess;
   readonly #log: Logger;
   readonly #deadlineMs: number;
+  /** Atomic changes of one record in this process wait for each other instead of racing to their writes. */
+  readonly #lock = new KeyedLock();
 
-  constructor(name: string, keyv: Keyv, parse: Parse<T>, log: Logger, deadlineMs: number) {
+  constructor(name: string, keyv: Keyv, atomic: AtomicAccess, parse: Parse<T>, log: Logger, deadlineMs: number) {
     this.#name = name;
     this.#keyv = keyv;
+    this.#atomic = atomic;
     this.#parse = parse;
     this.#log = log;
     this.#deadlineMs = deadlineMs;
@@ -108,6 +143,63 @@ class KeyvCollection<T> implements Collection<T> {
 
   async delete(id: string): Promise<boolean> {
     return this.#call('delete', id, () => this.#keyv.delete(id));
+  }
+
+  async setIfAbsent(id: string, value: T, ttlMs?: number): Promise<{ created: boolean; value: T }> {
+    const outcome = await this.#atomically(id, (current) => (current === undefined ? value : undefined), ttlMs);
+    // Not written: there was a record, and that is what the store holds.
+    return { created: outcome.written, value: outcome.value ?? value };
+  }
+
+  async update(id: string, change: (current: T | undefined) => T | undefined, ttlMs?: number): Promise<T | undefined> {
+    return (await this.#atomically(id, change, ttlMs)).value;
+  }
+
+  /**
+   * Compare-and-set, tried again on what another process wrote until it holds. The whole step, waiting for
+   * this process's earlier changes of the record included, answers within one deadline.
+   */
+  #atomically(id: string, change: (current: T | undefined) => T | undefined, ttlMs: number | undefined): Promise<{ value: T | undefined; written: boolean }> {
+    const giveUpAt = Date.now() + this.#deadlineMs;
+    const key = this.#keyv._getKeyPrefix(id);
+    // As Keyv's own set: no ttl (or 0) keeps the record for good.
+    const ttl = ttlMs ? ttlMs : undefined;
+    return this.#lock.run(id, async () => {
+      for (let attempt = 0; ; attempt++) {
+        const raw = await this.#callUntil(giveUpAt, attempt === 0 ? 'read' : 'read again', id, () => this.#atomic.read(key));
+        const current = raw === undefined ? undefined : this.#decode(id, raw);
+        const next = change(current);
+        if (next === undefined) return { value: current, written: false };
+        const text = serializeStored<T>({ value: next, expires: ttl === undefined ? undefined : Date.now() + ttl });
+        if (await this.#callUntil(giveUpAt, 'write', id, () => this.#atomic.replace(key, raw, text, ttl))) return { value: next, written: true };
+        // Another process wrote between this read and this write: decide again on what it left.
+      }
+    });
+  }
+
+  /** #call with what is left of a deadline that runs out at `giveUpAt`. */
+  #callUntil<R>(giveUpAt: number, what: string, id: string, work: () => Promise<R>): Promise<R> {
+    const left = giveUpAt - Date.now();
+    const label = `${what} ${this.#name} ${id}`;
+    if (left <= 0) return Promise.reject(new StoreUnavailableError(deadlineMessage(this.#deadlineMs, label)));
+    return withinDeadline(work(), left, label);
+  }
+
+  /** A record from its stored text as Keyv reads it: undefined when it has expired. */
+  #decode(id: string, raw: string): T | undefined {
+    let data: DeserializedData<unknown> | undefined;
+    try {
+      data = deserializeStored<unknown>(raw);
+    } catch (error) {
+      throw new StoredRecordError(this.#name, id, error);
+    }
+    if (data === undefined || data === null || data.value === undefined) return undefined;
+    if (typeof data.expires === 'number' && Date.now() > data.expires) return undefined;
+    try {
+      return this.#parse(data.value);
+    } catch (error) {
+      throw new StoredRecordError(this.#name, id, error);
+    }
   }
 
   async *entries(): AsyncIterable<[string, T]> {
@@ -171,6 +263,61 @@ function redactUrl(url: string): string {
   return url.replace(/\/\/[^@/]*@/, '//***@');
 }
 
+function storedText(rows: unknown): string | undefined {
+  if (!Array.isArray(rows) || rows.length === 0) return undefined;
+  const row: unknown = rows[0];
+  const value: unknown = typeof row === 'object' && row !== null && 'value' in row ? row.value : undefined;
+  if (typeof value !== 'string') throw new Error('a stored row has no text value');
+  return value;
+}
+
+/**
+ * On SQLite (one process): a conditional insert or update of the adapter's row, answering whether it
+ * wrote; the adapter keeps no ttl of its own (expiry is the record's `expires`, as Keyv reads it).
+ */
+function sqliteAtomic(adapter: KeyvSqlite): AtomicAccess {
+  const table = adapter.opts.table;
+  if (table === undefined) throw new Error('the SQLite adapter has no table');
+  return {
+    async read(key) {
+      return storedText(await adapter.query(`SELECT value FROM ${table} WHERE key = ?`, key));
+    },
+    async replace(key, expected, text) {
+      const rows: unknown =
+        expected === undefined
+          ? await adapter.query(`INSERT INTO ${table} (key, value) VALUES (?, ?) ON CONFLICT(key) DO NOTHING RETURNING key`, key, text)
+          : await adapter.query(`UPDATE ${table} SET value = ? WHERE key = ? AND value = ? RETURNING key`, text, key, expected);
+      return Array.isArray(rows) && rows.length > 0;
+    },
+  };
+}
+
+/** Sets KEYS[1] to ARGV[2] (with ARGV[3] ms to live, if given) only while it holds ARGV[1]; 1 if it did. */
+const REDIS_COMPARE_AND_SET = `if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+if ARGV[3] then redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) else redis.call('SET', KEYS[1], ARGV[2]) end
+return 1`;
+
+/**
+ * On Redis, shared by every worker: SET NX for a record that is not there, a script (atomic on the server)
+ * for one that is, on the adapter's own key names (namespace, separator, Keyv's key) and with its ttl.
+ */
+function redisAtomic(client: RedisClientType, adapter: KeyvRedis<unknown>): AtomicAccess {
+  const nativeKey = (key: string): string => adapter.createKeyPrefix(key, adapter.namespace);
+  return {
+    async read(key) {
+      return (await client.get(nativeKey(key))) ?? undefined;
+    },
+    async replace(key, expected, text, ttlMs) {
+      if (expected === undefined) {
+        const expiration = ttlMs === undefined ? {} : { expiration: { type: 'PX', value: ttlMs } as const };
+        return (await client.set(nativeKey(key), text, { condition: 'NX', ...expiration })) !== null;
+      }
+      const ttl = ttlMs === undefined ? [] : [String(ttlMs)];
+      return (await client.eval(REDIS_COMPARE_AND_SET, { keys: [nativeKey(key)], arguments: [expected, text, ...ttl] })) === 1;
+    },
+  };
+}
+
 export interface StoreOptions {
   /** Each call's deadline; default STORE_DEADLINE_MS (tests of a stalled store shorten it). */
   deadlineMs?: number;
@@ -193,7 +340,7 @@ export async function openStore(url: string, log: Logger, options: StoreOptions 
     // (An in-memory database is one per connection, so there each adapter keeps its own.)
     const adapters: KeyvSqlite[] = [];
     let sharedQuery: KeyvSqlite['query'] | undefined;
-    const sqliteAdapter = (collection: string): KeyvSqlite => {
+    const sqliteAdapter = (collection: string): { adapter: KeyvSqlite; atomic: AtomicAccess } => {
       const adapter = new KeyvSqlite({
         uri: `sqlite://${file}`,
         table: collection,
@@ -212,11 +359,11 @@ export async function openStore(url: string, log: Logger, options: StoreOptions 
           return rows;
         };
       }
-      return adapter;
+      return { adapter, atomic: sqliteAtomic(adapter) };
     };
     createAdapter = sqliteAdapter;
     // WAL lets the poller read while a command writes; NORMAL sync is durable across process crashes.
-    const probe = sqliteAdapter('meta');
+    const { adapter: probe } = sqliteAdapter('meta');
     await probe.query('PRAGMA journal_mode=WAL');
     await probe.query('PRAGMA synchronous=NORMAL');
     closeConnection = async () => {
@@ -234,7 +381,10 @@ export async function openStore(url: string, log: Logger, options: StoreOptions 
       throw new StoreUnavailableError(`could not connect to the store at STORE_URL ${redactUrl(url)} within ${connectDeadlineMs / 1000} s`, error);
     }
     // Errors are thrown, not swallowed: a read that fails must never look like "no record".
-    createAdapter = (collection) => new KeyvRedis(client, { namespace: collection, keyPrefixSeparator: ':', throwOnErrors: true });
+    createAdapter = (collection) => {
+      const adapter = new KeyvRedis(client, { namespace: collection, keyPrefixSeparator: ':', throwOnErrors: true });
+      return { adapter, atomic: redisAtomic(client, adapter) };
+    };
     closeConnection = async () => {
       // A graceful close waits for queued commands, which a lost server never answers.
       await withinDeadline(client.close(), deadlineMs, 'close').catch(() => client.destroy());
@@ -249,10 +399,11 @@ export async function openStore(url: string, log: Logger, options: StoreOptions 
     collection<T>(name: string, parse: Parse<T>): Collection<T> {
       if (openCollections.has(name)) throw new Error(`collection ${name} is already open`);
       openCollections.add(name);
-      const keyv = new Keyv({ store: createAdapter(name), namespace: name, serialize: serializeStored, deserialize: deserializeStored, throwOnErrors: true });
+      const { adapter, atomic } = createAdapter(name);
+      const keyv = new Keyv({ store: adapter, namespace: name, serialize: serializeStored, deserialize: deserializeStored, throwOnErrors: true });
       // Thrown to the caller, who logs it with what it was doing; here only for debugging.
       keyv.on('error', (error: unknown) => log.debug('store error', { collection: name, error }));
-      return new KeyvCollection<T>(name, keyv, parse, log, deadlineMs);
+      return new KeyvCollection<T>(name, keyv, atomic, parse, log, deadlineMs);
     },
     async close() {
       await closeConnection();

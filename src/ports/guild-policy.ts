@@ -29,10 +29,25 @@ export interface LimitQuery {
   now: number;
 }
 
+/**
+ * A daily limit was reached between checkLimits and recordSubmission (another worker counted a task of the
+ * server meanwhile): the task was not counted. `message` is for the member.
+ */
+export class LimitReachedError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'LimitReachedError';
+  }
+}
+
 export interface GuildVideoPolicy extends GatewayAccessResolver {
   defaults(guildId: string): Promise<VideoDefaults>;
   checkLimits(query: LimitQuery): Promise<Result>;
-  /** Counts a task against its member's and server's daily limits (before it is sent). */
+  /**
+   * Counts a task against its member's and server's daily limits (before it is sent), checking them in the
+   * same step on the store: when counting it would pass one, nothing is counted and it rejects with
+   * LimitReachedError, so workers admitting at once never pass a limit together.
+   */
   recordSubmission(task: MemberTask): Promise<void>;
   /** The gateway refused it: it does not count. */
   releaseSubmission(task: MemberTask): Promise<void>;

@@ -33,11 +33,8 @@ export function videos(count: number): string {
   return count === 1 ? '1 video' : `${count} videos`;
 }
 
-/**
- * The first limit that refuses, in the order that tells the member the truth about when to come back: a
- * daily limit first, since a running video finishing does not lift it.
- */
-export function evaluateLimits(limits: GuildSettings['limits'], counts: LimitCounts): LimitVerdict {
+/** The daily limits alone: what the usage ledger checks in the same step as it counts a task. */
+export function evaluateDailyLimits(limits: GuildSettings['limits'], counts: Omit<LimitCounts, 'activeTasksOfUser'>): LimitVerdict {
   const retryAt = nextUtcMidnight(counts.now);
   if (limits.dailyPerUser > 0 && counts.userTasksToday >= limits.dailyPerUser) {
     return { ok: false, retryAt, message: `You reached this server's limit of ${videos(limits.dailyPerUser)} a day. Try again ${discordRelativeTime(retryAt)}.` };
@@ -45,6 +42,16 @@ export function evaluateLimits(limits: GuildSettings['limits'], counts: LimitCou
   if (limits.dailyPerServer > 0 && counts.serverTasksToday >= limits.dailyPerServer) {
     return { ok: false, retryAt, message: `This server reached its ${videos(limits.dailyPerServer)} for today; try again ${discordRelativeTime(retryAt)}.` };
   }
+  return { ok: true };
+}
+
+/**
+ * The first limit that refuses, in the order that tells the member the truth about when to come back: a
+ * daily limit first, since a running video finishing does not lift it.
+ */
+export function evaluateLimits(limits: GuildSettings['limits'], counts: LimitCounts): LimitVerdict {
+  const daily = evaluateDailyLimits(limits, counts);
+  if (!daily.ok) return daily;
   if (limits.concurrentPerUser > 0 && counts.activeTasksOfUser >= limits.concurrentPerUser) {
     return {
       ok: false,

@@ -2,16 +2,15 @@ import { AuthenticationError, GatewayError, MalformedResponseError } from '../ga
 import { describeGatewayError } from '../messages/gateway-errors.ts';
 import { keyFingerprint, type GatewayClientPool } from '../gateway/pool.ts';
 import type { Layer } from '../gateway/spec.ts';
-import { KeyedLock } from '../lib/keyed-lock.ts';
 import { registerSecret, type Logger } from '../lib/log.ts';
 import type { Collection, Store } from '../store.ts';
 import { refuse, type Result } from '../lib/result.ts';
 import type { GatewayCredentials } from '../gateway/types.ts';
-import type { GuildVideoPolicy, LimitQuery, MemberTask, TaskCost } from '../ports/guild-policy.ts';
+import { LimitReachedError, type GuildVideoPolicy, type LimitQuery, type MemberTask, type TaskCost } from '../ports/guild-policy.ts';
 import type { VideoDefaults } from '../ports/video-defaults.ts';
 import { checkAccess, type AccessVerdict } from './access.ts';
 import { HISTORY_KEPT, defaultGuildSettings, parseGuildSettings, type Feature, type GuildSettings, type StoredKey } from './guild-settings.ts';
-import { KeyCipher, MIN_ENCRYPTION_SECRET_LENGTH, UnreadableKeyError } from './key-cipher.ts';
+import { KeyCipher, MIN_ENCRYPTION_SECRET_LENGTH, UnreadableKeyError, type SealedKey } from './key-cipher.ts';
 import { discordRelativeTime, evaluateLimits, type LimitVerdict } from './limits.ts';
 import { UsageLedger, formatUsageReport } from './usage.ts';
 
@@ -73,8 +72,6 @@ export class SettingsService implements GuildVideoPolicy {
   readonly #settings: Collection<GuildSettings>;
   readonly #cipher: KeyCipher | undefined;
   readonly #usage: UsageLedger;
-  /** Every change of a server's record runs alone, so two admins' changes cannot overwrite each other. */
-  readonly #lock = new KeyedLock();
   /**
    * Opened keys, so polls do not decrypt each time. Keyed by the sealed record's iv: a new key (from this
    * process or another one sharing the store) has a new iv, so a stale entry is never used.
@@ -85,7 +82,7 @@ export class SettingsService implements GuildVideoPolicy {
     this.#options = options;
     this.#settings = options.store.collection('guild_settings', parseGuildSettings);
     this.#cipher = options.encryptionSecret ? new KeyCipher(options.encryptionSecret, options.previousEncryptionSecret) : undefined;
-    this.#usage = new UsageLedger(options.store);
+    this.#usage = new UsageLedger(options.store, options.log);
     if (!this.#cipher) options.log.warn('KEY_ENCRYPTION_SECRET is not set: servers cannot store their own gateway keys');
   }
 
@@ -98,16 +95,17 @@ export class SettingsService implements GuildVideoPolicy {
   }
 
   /**
-   * Applies a change (a pure function of the current settings) and records who made it and when; the last
-   * HISTORY_KEPT changes are kept, newest first.
+   * Applies a change (a pure function of the current settings: it may run again when another writer came
+   * first) and records who made it and when; the last HISTORY_KEPT changes are kept, newest first. One
+   * atomic step on the store, so two admins' changes (or two workers') cannot overwrite each other.
    */
-  update(guildId: string, by: string, description: string, change: (settings: GuildSettings) => GuildSettings): Promise<GuildSettings> {
-    return this.#lock.run(guildId, async () => {
-      const current = await this.get(guildId);
-      const next = withHistory(change(current), current, by, description);
-      await this.#settings.set(guildId, next);
-      return next;
+  async update(guildId: string, by: string, description: string, change: (settings: GuildSettings) => GuildSettings): Promise<GuildSettings> {
+    const updated = await this.#settings.update(guildId, (stored) => {
+      const current = stored ?? defaultGuildSettings();
+      return withHistory(change(current), current, by, description);
     });
+    if (!updated) throw new Error('a settings change wrote no record'); // the change above always returns one
+    return updated;
   }
 
   // ---- Keys ------------------------------------------------------------------------------------
@@ -160,15 +158,16 @@ export class SettingsService implements GuildVideoPolicy {
   }
 
   /** Removes the server's own key (the operator's key, if any, serves the server again). */
-  clearKey(guildId: string, by: string): Promise<boolean> {
-    return this.#lock.run(guildId, async () => {
-      const settings = await this.get(guildId);
-      if (!settings.key) return false;
+  async clearKey(guildId: string, by: string): Promise<boolean> {
+    let cleared = false;
+    await this.#settings.update(guildId, (settings) => {
+      cleared = settings?.key !== undefined;
+      if (!settings?.key) return undefined;
       const { key: removed, ...rest } = settings;
-      await this.#settings.set(guildId, withHistory(rest, settings, by, `cleared the gateway key (…${removed.lastFour})`));
-      this.#dropOpenKey(guildId);
-      return true;
+      return withHistory(rest, settings, by, `cleared the gateway key (…${removed.lastFour})`);
     });
+    if (cleared) this.#dropOpenKey(guildId);
+    return cleared;
   }
 
   /** Forgets a server's replaced or removed key, and its clients unless another server uses the same key. */
@@ -208,18 +207,19 @@ export class SettingsService implements GuildVideoPolicy {
   }
 
   /** Seals a key read under the previous secret again under the current one; the new iv, if it was written. */
-  #reseal(guildId: string, plaintext: string, readIv: string): Promise<string | undefined> {
+  async #reseal(guildId: string, plaintext: string, readIv: string): Promise<string | undefined> {
     const cipher = this.#cipher;
-    if (!cipher) return Promise.resolve(undefined);
-    return this.#lock.run(guildId, async () => {
-      const settings = await this.get(guildId);
-      // An admin may have set another key meanwhile: leave theirs alone.
-      if (!settings.key || settings.key.sealed?.iv !== readIv) return undefined;
-      const sealed = cipher.seal(plaintext, guildId);
-      await this.#settings.set(guildId, { ...settings, key: { ...settings.key, sealed } });
-      this.#options.log.info('sealed a server key again under the current KEY_ENCRYPTION_SECRET', { guild: guildId });
-      return sealed.iv;
+    if (!cipher) return undefined;
+    let sealed: SealedKey | undefined;
+    await this.#settings.update(guildId, (settings) => {
+      sealed = undefined;
+      // An admin (or another worker's reseal) may have set another key meanwhile: leave theirs alone.
+      if (!settings?.key || settings.key.sealed?.iv !== readIv) return undefined;
+      sealed = cipher.seal(plaintext, guildId);
+      return { ...settings, key: { ...settings.key, sealed } };
     });
+    if (sealed) this.#options.log.info('sealed a server key again under the current KEY_ENCRYPTION_SECRET', { guild: guildId });
+    return sealed?.iv;
   }
 
   // ---- GuildVideoPolicy ------------------------------------------------------------------------
@@ -269,7 +269,9 @@ export class SettingsService implements GuildVideoPolicy {
   // always land in the same day record.
 
   async recordSubmission(task: MemberTask): Promise<void> {
-    await this.#usage.recordSubmission(task.guildId, task.userId, task.createdAt);
+    const { limits } = await this.get(task.guildId);
+    const verdict = await this.#usage.admitSubmission(task.guildId, task.userId, task.createdAt, limits);
+    if (!verdict.ok) throw new LimitReachedError(verdict.message);
   }
 
   async releaseSubmission(task: MemberTask): Promise<void> {

@@ -1,14 +1,17 @@
-import { KeyedLock } from '../lib/keyed-lock.ts';
 import { isRecord, readNumber } from '../lib/json.ts';
+import type { Logger } from '../lib/log.ts';
 import { USD_TICKS } from '../gateway/spec.ts';
 import type { Collection, Store } from '../store.ts';
-import { videos } from './limits.ts';
+import type { GuildSettings } from './guild-settings.ts';
+import { evaluateDailyLimits, videos, type LimitVerdict } from './limits.ts';
 
 // What each server used, per UTC day and per member: videos started and what the gateway charged.
 // One record per server per day keeps reads O(members); a cost is counted once per task, however often
 // a restart makes the bot see the task finish. The spec does not promise a cost in every query answer
 // (the compatibility layer's other fields are "not shown"), so a finished video without one is counted
 // apart: adding it as $0.00 would present a guess as the real cost.
+// Every change of a day record is one atomic step on the store (Collection.update), so counts stay exact
+// when several workers sharing the store write the same record at once (a guild handed over between them).
 
 export interface UsageCount {
   tasks: number;
@@ -64,31 +67,48 @@ function add(into: Record<string, UsageCount>, userId: string, count: UsageCount
   addTo((into[userId] ??= noUsage()), count);
 }
 
+function daySums(usage: DayUsage, userId: string): { userTasks: number; serverTasks: number } {
+  return { userTasks: usage.users[userId]?.tasks ?? 0, serverTasks: Object.values(usage.users).reduce((sum, count) => sum + count.tasks, 0) };
+}
+
 export class UsageLedger {
   readonly #days: Collection<DayUsage>;
   readonly #costed: Collection<true>;
-  /** Read-modify-write of a day record must not interleave with another one in this process. */
-  readonly #lock = new KeyedLock();
+  readonly #log: Logger;
 
-  constructor(store: Store) {
+  constructor(store: Store, log: Logger) {
     this.#days = store.collection('usage_days', parseDayUsage);
     this.#costed = store.collection('usage_costed_tasks', parseTrue);
+    this.#log = log;
   }
 
-  /** `change` says whether it changed anything worth writing. */
-  #update(guildId: string, at: number, change: (usage: DayUsage) => boolean): Promise<void> {
-    const key = `${guildId}:${dayKey(at)}`;
-    return this.#lock.run(key, async () => {
-      const usage = (await this.#days.get(key)) ?? { users: {} };
-      if (change(usage)) await this.#days.set(key, usage, KEEP_MS);
-    });
+  /** `change` modifies the day's record and says whether it changed anything worth writing; it may run more than once. */
+  async #update(guildId: string, at: number, change: (usage: DayUsage) => boolean): Promise<void> {
+    await this.#days.update(
+      `${guildId}:${dayKey(at)}`,
+      (stored) => {
+        const usage = stored ?? { users: {} };
+        return change(usage) ? usage : undefined;
+      },
+      KEEP_MS,
+    );
   }
 
-  recordSubmission(guildId: string, userId: string, at: number): Promise<void> {
-    return this.#update(guildId, at, (usage) => {
+  /**
+   * Counts a task on the day of `at` unless the server's daily limits refuse it, checking and counting in
+   * one step: workers admitting at once never pass a limit together.
+   */
+  async admitSubmission(guildId: string, userId: string, at: number, limits: GuildSettings['limits']): Promise<LimitVerdict> {
+    let verdict: LimitVerdict = { ok: true };
+    await this.#update(guildId, at, (usage) => {
+      const { userTasks, serverTasks } = daySums(usage, userId);
+      // Decided again on each attempt: the last one is what the record says.
+      verdict = evaluateDailyLimits(limits, { userTasksToday: userTasks, serverTasksToday: serverTasks, now: at });
+      if (!verdict.ok) return false;
       add(usage.users, userId, { ...noUsage(), tasks: 1 });
       return true;
     });
+    return verdict;
   }
 
   /** The gateway refused the task: it does not count against today's limits. */
@@ -103,19 +123,25 @@ export class UsageLedger {
 
   /**
    * Adds a finished task's cost to the day it was started, or counts it as unreported (`undefined`); a
-   * second report of the same task changes nothing.
+   * second report of the same task changes nothing, from this worker or another.
    */
-  recordCost(guildId: string, userId: string, taskId: string, costTicks: number | undefined, at: number): Promise<void> {
-    const key = `${guildId}:${dayKey(at)}`;
-    // A task always maps to one day record, so checking and marking under that record's lock keeps two
-    // reports racing in this process from both adding.
-    return this.#lock.run(key, async () => {
-      if (await this.#costed.get(taskId)) return;
-      const usage = (await this.#days.get(key)) ?? { users: {} };
-      add(usage.users, userId, costTicks === undefined ? { ...noUsage(), costUnreported: 1 } : { ...noUsage(), costTicks });
-      await this.#days.set(key, usage, KEEP_MS);
-      await this.#costed.set(taskId, true, KEEP_MS);
-    });
+  async recordCost(guildId: string, userId: string, taskId: string, costTicks: number | undefined, at: number): Promise<void> {
+    // The task is claimed first (set if absent): of two reports at once, one counts it. A worker that dies
+    // between claim and count leaves it uncounted, which errs on the side of not charging twice.
+    const { created } = await this.#costed.setIfAbsent(taskId, true, KEEP_MS);
+    if (!created) return;
+    try {
+      await this.#update(guildId, at, (usage) => {
+        add(usage.users, userId, costTicks === undefined ? { ...noUsage(), costUnreported: 1 } : { ...noUsage(), costTicks });
+        return true;
+      });
+    } catch (error) {
+      // Not counted: the claim goes too, so that the next report of the task counts it.
+      await this.#costed.delete(taskId).catch((undoError: unknown) => {
+        this.#log.warn('a task cost could not be counted nor its claim taken back; it stays uncounted', { task: taskId, error: undoError });
+      });
+      throw error;
+    }
   }
 
   async day(guildId: string, at: number): Promise<DayUsage> {

@@ -17,8 +17,9 @@ function parseSalt(raw: unknown): string {
 export class EndUserIds {
   readonly #meta: Collection<string>;
   /**
-   * Every caller waits for the same read (or creation), and a new salt is read back after writing it, so
-   * what is used is always what the store holds: two first uses cannot hash the same member with two salts.
+   * Every caller waits for the same read (or creation). A new salt is written only if there is none, in one
+   * step for every worker sharing the store, and what is used is what the store holds: two first uses,
+   * in this process or two, cannot hash the same member with two salts.
    */
   readonly #salt = onceUntilFailure(() => this.#loadSalt());
 
@@ -31,12 +32,7 @@ export class EndUserIds {
   }
 
   async #loadSalt(): Promise<Buffer> {
-    let salt = await this.#meta.get(SALT_KEY);
-    if (!salt) {
-      await this.#meta.set(SALT_KEY, randomBytes(SALT_BYTES).toString('base64url'));
-      salt = await this.#meta.get(SALT_KEY);
-      if (!salt) throw new Error('the user salt was written but cannot be read back');
-    }
-    return Buffer.from(salt, 'base64url');
+    const { value } = await this.#meta.setIfAbsent(SALT_KEY, randomBytes(SALT_BYTES).toString('base64url'));
+    return Buffer.from(value, 'base64url');
   }
 }

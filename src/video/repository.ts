@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import type { Layer } from '../gateway/spec.ts';
-import { KeyedLock } from '../lib/keyed-lock.ts';
 import type { Collection, Store } from '../store.ts';
 import { needsWork, parseTaskRecord, type TaskRecord } from './record.ts';
 
@@ -64,7 +63,6 @@ export class TaskRepository {
   readonly #active: Collection<ActiveMarker>;
   readonly #byGatewayId: Collection<string>;
   readonly #recentByUser: Collection<string[]>;
-  readonly #lock = new KeyedLock();
   /**
    * Index entries this process has written for tasks still active: a task is saved several times while
    * it runs, and rewriting them each time doubled the writes. Its active marker is written at its first
@@ -117,11 +115,9 @@ export class TaskRepository {
   /** A new task: saved, and first in its member's recent list. */
   async create(task: TaskRecord): Promise<void> {
     await this.save(task);
-    const key = `${task.guildId}:${task.userId}`;
-    await this.#lock.run(key, async () => {
-      const recent = (await this.#recentByUser.get(key)) ?? [];
-      await this.#recentByUser.set(key, [task.id, ...recent.filter((id) => id !== task.id)].slice(0, RECENT_PER_USER));
-    });
+    // One atomic step on the store: two tasks of a member created at once (by two workers, while a guild is
+    // handed over) both stay on the list that /video list and the per-member limit read.
+    await this.#recentByUser.update(`${task.guildId}:${task.userId}`, (recent = []) => [task.id, ...recent.filter((id) => id !== task.id)].slice(0, RECENT_PER_USER));
   }
 
   /** The member's most recent tasks, newest first; with `createdSince`, only those created since then (the others are not read). */

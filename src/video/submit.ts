@@ -8,7 +8,7 @@ import { backoffDelay, type BackoffPolicy } from '../lib/backoff.ts';
 import { KeyedLock } from '../lib/keyed-lock.ts';
 import { StoreUnavailableError } from '../store.ts';
 import type { Logger } from '../lib/log.ts';
-import type { GuildVideoPolicy } from '../ports/guild-policy.ts';
+import { LimitReachedError, type GuildVideoPolicy } from '../ports/guild-policy.ts';
 import type { InteractionContext } from '../ports/interaction-context.ts';
 import type { VideoDelivery } from './delivery.ts';
 import { checkMemberLimits } from './member-limits.ts';
@@ -58,6 +58,8 @@ export class VideoSubmission {
   /**
    * Limits are checked and a new task counted as one step per server (the step is a few store calls), so
    * neither a member's quick repeats nor several members at once can slip past a per-member or server cap.
+   * Across workers (a guild handed over between them) the daily limits hold too: the policy checks them
+   * again in the same store step that counts the task.
    */
   readonly #admission = new KeyedLock();
 
@@ -102,8 +104,20 @@ export class VideoSubmission {
     await this.#admission.run(context.guildId, async () => {
       const verdict = await checkMemberLimits(repository, policy, context);
       if (!verdict.ok) throw new SubmissionRefusedError(verdict.message, undefined);
-      await repository.create(task);
-      await policy.recordSubmission(task);
+      try {
+        await policy.recordSubmission(task);
+      } catch (error) {
+        if (error instanceof LimitReachedError) throw new SubmissionRefusedError(error.message, undefined);
+        throw error;
+      }
+      try {
+        await repository.create(task);
+      } catch (error) {
+        await policy.releaseSubmission(task).catch((releaseError: unknown) => {
+          log.warn('a task that could not be stored stays counted against the limits today', { task: id, guild: task.guildId, error: releaseError });
+        });
+        throw error;
+      }
     });
 
     const gateway = clients.get(plan.access.apiKey, plan.access.layer);

@@ -125,10 +125,14 @@ export class VoiceSettingsStore {
     return (await this.#collection.get(guildId)) ?? this.#defaults;
   }
 
+  /** One atomic step on the store: two admins changing different settings at once both keep theirs. */
   async update(guildId: string, change: VoiceSettingsChange, by: string): Promise<VoiceSettings> {
-    const next: VoiceSettings = { ...(await this.get(guildId)), ...change, updatedBy: by, updatedAt: Date.now() };
-    if (change.voice !== undefined) next.voice = change.voice.toLowerCase();
-    await this.#collection.set(guildId, next);
-    return next;
+    const updated = await this.#collection.update(guildId, (current) => {
+      const next: VoiceSettings = { ...(current ?? this.#defaults), ...change, updatedBy: by, updatedAt: Date.now() };
+      if (change.voice !== undefined) next.voice = change.voice.toLowerCase();
+      return next;
+    });
+    if (!updated) throw new Error('a voice settings change wrote no record'); // the change above always returns one
+    return updated;
   }
 }

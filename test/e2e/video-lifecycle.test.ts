@@ -13,7 +13,7 @@ import { readRecord, readString } from '../../src/lib/json.ts';
 import { createLogger, silentLogger, type LogFields, type Logger, type LogLevel } from '../../src/lib/log.ts';
 import { openStore, StoreUnavailableError, type Store } from '../../src/store.ts';
 import type { GatewayAccess } from '../../src/ports/gateway-access.ts';
-import type { GuildVideoPolicy } from '../../src/ports/guild-policy.ts';
+import { LimitReachedError, type GuildVideoPolicy, type MemberTask } from '../../src/ports/guild-policy.ts';
 import type { InteractionContext } from '../../src/ports/interaction-context.ts';
 import { resultButtons } from '../../src/video/delivery.ts';
 import { createVideo, type Video } from '../../src/video/index.ts';
@@ -143,11 +143,15 @@ let access: GatewayAccess = { ok: true, apiKey: KEY, layer: 'compat', keyId: 'fa
 /** The server keeps its videos in the gateway's storage for a week. */
 const storage = { keepDays: 7, publicLink: false };
 
+/** Counting a submission against the daily limits; a test can have it refused, as the settings do when a limit is reached. */
+const admitAll = (_task: MemberTask): Promise<void> => Promise.resolve();
+let countSubmission = admitAll;
+
 const policy: GuildVideoPolicy = {
   resolveGatewayAccess: () => Promise.resolve(access),
   defaults: () => Promise.resolve({ model: undefined, resolution: undefined, duration: undefined, aspectRatio: undefined, storage }),
   checkLimits: () => Promise.resolve({ ok: true }),
-  recordSubmission: () => Promise.resolve(),
+  recordSubmission: (task) => countSubmission(task),
   releaseSubmission: () => Promise.resolve(),
   recordCost: () => Promise.resolve(),
 };
@@ -169,6 +173,7 @@ beforeAll(async () => {
 }, 30_000);
 
 afterEach(() => {
+  countSubmission = admitAll;
   gateway.onSubmit = DoneGateway.accept;
   gateway.onPoll = DoneGateway.done;
   gateway.onContent = DoneGateway.serveVideo;
@@ -412,6 +417,25 @@ describe('a submission whose answer cannot be read', () => {
     const card = JSON.stringify(renderStatusCard(task));
     expect(card).toContain('Outcome unknown');
     expect(card).toContain('request id `req_fake`');
+  });
+});
+
+describe('a daily limit reached on another worker since the check', () => {
+  it("refuses the submission in the limit's words, with nothing stored or sent", async () => {
+    const words = 'This server reached its 5 videos for today; try again tomorrow.';
+    const counted: MemberTask[] = [];
+    countSubmission = (task) => {
+      counted.push(task);
+      return Promise.reject(new LimitReachedError(words));
+    };
+    const submissionsBefore = gateway.submissions.length;
+    const error = await generate('one video too many').then(() => undefined, (refusal: unknown) => refusal);
+    expect(error).toBeInstanceOf(SubmissionRefusedError);
+    expect(error).toMatchObject({ message: words, task: undefined });
+    expect(counted).toHaveLength(1);
+    expect(gateway.submissions).toHaveLength(submissionsBefore);
+    const recent = await repository.recentForUser(guild.id, guild.member.id);
+    expect(recent.map((task) => task.prompt)).not.toContain('one video too many');
   });
 });
 

@@ -90,7 +90,14 @@ export async function startApp(config: BotConfig, log: Logger, signal: AbortSign
   const { shards } = options;
   const commands = await loadCommands();
   const store = await openStore(config.storeUrl, log);
-  const client = createDiscordClient(config.discordApiUrl, shards);
+  // A worker's shards take turns identifying with every other worker's, through the shared store.
+  const identifyBuckets = store.collection('identify_buckets', (raw): true => {
+    if (raw !== true) throw new Error('expected true');
+    return true;
+  });
+  const client = createDiscordClient(config.discordApiUrl, {
+    ...(shards ? { shards, claimIdentify: async (bucket, ttlMs) => (await identifyBuckets.setIfAbsent(String(bucket), true, ttlMs)).created } : {}),
+  });
   const outbox = new DiscordOutbox(client.rest);
   const clients = new GatewayClientPool({
     baseUrl: config.gatewayBaseUrl,

@@ -1,5 +1,6 @@
 import { Client, GatewayIntentBits, Options, REST, Routes } from 'discord.js';
 import { readNumber, readRecord, readString } from '../lib/json.ts';
+import { SharedIdentifyThrottler, type ClaimIdentifyBucket } from './identify-throttle.ts';
 
 /**
  * Only the intents the bot needs, none privileged: GUILDS (servers, channels, roles, interactions)
@@ -15,11 +16,31 @@ export interface ClientShards {
   count: number;
 }
 
-export function createDiscordClient(apiUrl: string | undefined, shards?: ClientShards): Client {
+export interface ClientOptions {
+  shards?: ClientShards;
+  /**
+   * How a shard claims its identify window from every process of the bot (the shared store). Without it
+   * discord.js spaces identifies within this process only.
+   */
+  claimIdentify?: ClaimIdentifyBucket;
+}
+
+export function createDiscordClient(apiUrl: string | undefined, options: ClientOptions = {}): Client {
+  const { shards, claimIdentify } = options;
   return new Client({
     intents: BOT_INTENTS,
     rest: { timeout: REST_TIMEOUT_MS, ...(apiUrl ? { api: apiUrl } : {}) },
     ...(shards ? { shards: shards.ids, shardCount: shards.count } : {}),
+    ...(claimIdentify
+      ? {
+          ws: {
+            buildIdentifyThrottler: async (manager) => {
+              const information = await manager.fetchGatewayInformation();
+              return new SharedIdentifyThrottler(information.session_start_limit.max_concurrency, claimIdentify);
+            },
+          },
+        }
+      : {}),
     // The bot reads no message history: keep the caches small.
     makeCache: Options.cacheWithLimits({ ...Options.DefaultMakeCacheSettings, MessageManager: 0 }),
   });

@@ -265,7 +265,7 @@ export class VideoDelivery {
     }
     const saved = await this.showAndSave(current);
     // Logged once recorded: from here on the task is known as posted (edits and extensions use its attachment).
-    log.info('video posted', { task: task.id, message: saved.delivery.messageId, link: link !== undefined });
+    log.info('video posted', { task: task.id, guild: task.guildId, message: saved.delivery.messageId, link: link !== undefined });
     return saved;
   }
 

@@ -3,10 +3,10 @@ import { EventEmitter } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import { isRecord } from '../../../src/lib/json.ts';
 import { createLogger, type Logger } from '../../../src/lib/log.ts';
-import { Gateway } from './gateway.ts';
+import { Gateway, type IdentifyRecord, type ShardPair, type ShardSession } from './gateway.ts';
 import { CALLBACK, Interactions, type Callback, type InteractionRecord } from './interactions.ts';
 import { MessageStore, NONCE_WINDOW_MS, RestApi, type InjectedFailure, type RecordedRequest } from './rest.ts';
-import { snowflake } from './snowflake.ts';
+import { shardOfGuild, snowflake, snowflakeOnShard } from './snowflake.ts';
 import {
   DEFAULT_ATTACHMENT_LIMIT,
   EVERYONE_PERMISSIONS,
@@ -33,6 +33,8 @@ import { waitUntil } from '../../../src/lib/wait-until.ts';
 export { PERMISSIONS, type Message, type Upload, type User };
 export type { Callback, InteractionRecord } from './interactions.ts';
 export type { RecordedRequest } from './rest.ts';
+export type { IdentifyOutcome, IdentifyRecord, ShardPair, ShardSession } from './gateway.ts';
+export { shardOfGuild };
 
 export interface StandInOptions {
   /** Discord's 3 s for the first response; shorter in tests that prove the deadline. */
@@ -49,6 +51,12 @@ export interface StandInOptions {
    * dave_protocol_version 0, as it did before it spoke DAVE (test/support/discord/README.md, "DAVE").
    */
   dave?: boolean;
+  /** The shard count GET /gateway/bot recommends (default 1). */
+  shards?: number;
+  /** session_start_limit.max_concurrency: how many rate-limit buckets of identifies there are (default 1). */
+  maxConcurrency?: number;
+  /** How long a bucket stays taken after an accepted IDENTIFY (Discord: 5 s; default 5000; 0 turns the limit off). */
+  identifyWindowMs?: number;
 }
 
 export interface AutocompleteChoice {
@@ -90,6 +98,8 @@ export interface CommandRun {
 const OPTION = { subcommand: 1, group: 2, string: 3, integer: 4, boolean: 5, user: 6, channel: 7, role: 8, mentionable: 9, number: 10, attachment: 11 } as const;
 const INTERACTION = { command: 2, component: 3, autocomplete: 4, modal: 5 } as const;
 const EPHEMERAL = 64;
+/** Discord's identify window per rate-limit bucket. */
+const IDENTIFY_WINDOW_MS = 5000;
 const LOADING = 128;
 
 function isAttachment(value: unknown): value is AttachmentValue {
@@ -188,6 +198,9 @@ export class DiscordStandIn {
   interactionIdClockSkewMs = 0;
 
   constructor(server: Server, baseUrl: string, voice: VoiceServer, options: Required<Omit<StandInOptions, 'dave'>>) {
+    for (const [name, value, least] of [['shards', options.shards, 1], ['maxConcurrency', options.maxConcurrency, 1], ['identifyWindowMs', options.identifyWindowMs, 0]] as const) {
+      if (!Number.isSafeInteger(value) || value < least) throw new Error(`the stand-in's ${name} is a whole number from ${least}, not ${value}`);
+    }
     this.#server = server;
     this.#baseUrl = baseUrl;
     this.voice = voice;
@@ -221,8 +234,11 @@ export class DiscordStandIn {
       state: this.state,
       voice,
       events: this.events,
+      log: this.log,
       heartbeatIntervalMs: options.heartbeatIntervalMs,
       url: () => `${baseUrl.replace('http', 'ws')}/gateway`,
+      maxConcurrency: options.maxConcurrency,
+      identifyWindowMs: options.identifyWindowMs,
     });
     const rest = new RestApi({
       log: this.log,
@@ -230,6 +246,7 @@ export class DiscordStandIn {
       messages,
       interactions: this.#interactions,
       gatewayUrl: () => `${baseUrl.replace('http', 'ws')}/gateway`,
+      gatewayBot: { shards: options.shards, maxConcurrency: options.maxConcurrency },
       dispatch: (event, data) => this.#gateway.dispatch(event, data),
       record: (request) => {
         this.requests.push(request);
@@ -295,7 +312,7 @@ export class DiscordStandIn {
 
   /** Resolves once `check` returns something, re-checking after every stand-in event. */
   waitFor<T>(check: () => T | undefined, timeoutMs: number, what: string): Promise<T> {
-    const names = ['message', 'messageUpdate', 'messageDelete', 'upload', 'callback', 'interactionDeadline', 'interactionTokenExpired', 'request', 'botReady', 'identify', 'resumed', 'botVoiceState', 'gatewayOpen', 'gatewayClose'];
+    const names = ['message', 'messageUpdate', 'messageDelete', 'upload', 'callback', 'interactionDeadline', 'interactionTokenExpired', 'request', 'botReady', 'identify', 'identifyRefused', 'resumed', 'botVoiceState', 'gatewayOpen', 'gatewayClose'];
     return waitUntil({
       check,
       subscribe: (wake) => {
@@ -332,8 +349,12 @@ export class DiscordStandIn {
     return member;
   }
 
-  createGuild(options: { name?: string; attachmentSizeLimit?: number } = {}): TestGuild {
-    const id = snowflake();
+  /**
+   * A server with the bot in it. `shard: [id, count]` picks its id so that it lands on shard `id` of
+   * `count` (`(guild_id >> 22) % count`), with a timestamp at most `count - 1` ms in the past.
+   */
+  createGuild(options: { name?: string; attachmentSizeLimit?: number; shard?: ShardPair } = {}): TestGuild {
+    const id = options.shard ? snowflakeOnShard(options.shard[0], options.shard[1]) : snowflake();
     const owner = this.#newUser('owner');
     const adminRoleId = snowflake();
     const memberRoleId = snowflake();
@@ -370,9 +391,33 @@ export class DiscordStandIn {
     this.#guild(guildId).attachmentSizeLimit = bytes;
   }
 
-  /** IDENTIFY done and every GUILD_CREATE sent. */
+  /** IDENTIFY done and every GUILD_CREATE sent (by any shard's session). */
   waitForBot(timeoutMs = 20_000): Promise<true> {
     return this.waitFor(() => (this.#gateway.ready ? true : undefined), timeoutMs, 'bot login');
+  }
+
+  /** A session of shard `shardId` identified (READY and its guilds' GUILD_CREATEs sent) and connected. */
+  waitForShard(shardId: number, timeoutMs = 20_000): Promise<ShardSession> {
+    return this.waitFor(() => this.shardSessions().find((session) => session.shard[0] === shardId && session.connected), timeoutMs, `a session of shard ${shardId}`);
+  }
+
+  /** Every IDENTIFY the gateway got, in order: shard, time, rate-limit bucket and what became of it. */
+  get identifies(): readonly IdentifyRecord[] {
+    return this.#gateway.identifies;
+  }
+
+  /** The gateway sessions that receive events or may resume, each with its shard and the guilds it receives. */
+  shardSessions(): ShardSession[] {
+    return this.#gateway.sessions();
+  }
+
+  /**
+   * Drops the connections of shard `shardId`'s sessions, leaving the sessions resumable: without a code
+   * as a network failure would, with one as Discord closing with that code (4000: discord.js resumes).
+   * Throws when no session of that shard is connected.
+   */
+  dropShardConnection(shardId: number, options: { code?: number } = {}): void {
+    this.#gateway.dropShardConnection(shardId, options.code);
   }
 
   waitForCommands(guildId?: string, timeoutMs = 20_000): Promise<Record<string, unknown>[]> {
@@ -444,6 +489,7 @@ export class DiscordStandIn {
     return this.waitFor(() => (this.#interactions.tokenExpired(handle.record) ? true : undefined), timeoutMs, `the token of /${handle.record.name} to expire`);
   }
 
+  /** Drops every session's connection (each shard's) as a network failure would; the bot resumes. */
   dropGatewayConnection(): void {
     this.#gateway.dropConnection();
   }
@@ -457,6 +503,7 @@ export class DiscordStandIn {
     return this.#gateway.identifiedIntents;
   }
 
+  /** The session of the last accepted IDENTIFY is connected (for a sharded bot, see shardSessions()). */
   get gatewayConnected(): boolean {
     return this.#gateway.connected;
   }
@@ -661,6 +708,9 @@ export async function startDiscordStandIn(options: StandInOptions = {}): Promise
     tokenLifetimeMs: options.tokenLifetimeMs ?? 15 * 60_000,
     nonceWindowMs: options.nonceWindowMs ?? NONCE_WINDOW_MS,
     heartbeatIntervalMs: options.heartbeatIntervalMs ?? 41_250,
+    shards: options.shards ?? 1,
+    maxConcurrency: options.maxConcurrency ?? 1,
+    identifyWindowMs: options.identifyWindowMs ?? IDENTIFY_WINDOW_MS,
     log: options.log ?? createLogger({ level: 'warn', fields: { component: 'discord-stand-in' } }),
   });
 }

@@ -296,6 +296,8 @@ export interface RestDeps {
   messages: MessageStore;
   interactions: Interactions;
   gatewayUrl: () => string;
+  /** What GET /gateway/bot recommends: the shard count and session_start_limit.max_concurrency. */
+  gatewayBot: { shards: number; maxConcurrency: number };
   dispatch: (event: string, data: Record<string, unknown>) => void;
   record: (request: RecordedRequest) => void;
   failures: InjectedFailure[];
@@ -369,7 +371,8 @@ export class RestApi {
     const json = sendJson;
 
     this.#route('GET', /^\/gateway\/bot$/, (_m, _q, response) => {
-      json(response, 200, { url: this.#deps.gatewayUrl(), shards: 1, session_start_limit: { total: 1000, remaining: 1000, reset_after: 0, max_concurrency: 1 } });
+      const { shards, maxConcurrency } = this.#deps.gatewayBot;
+      json(response, 200, { url: this.#deps.gatewayUrl(), shards, session_start_limit: { total: 1000, remaining: 1000, reset_after: 0, max_concurrency: maxConcurrency } });
     });
     this.#route('GET', /^\/gateway$/, (_m, _q, response) => json(response, 200, { url: this.#deps.gatewayUrl() }), false);
     this.#route('GET', /^\/users\/@me$/, (_m, _q, response) => json(response, 200, userObject(state.botUser)));

@@ -2,9 +2,29 @@
 // counter. discord.js routes rate-limit buckets by \d{17,19}, so toy ids like "1" would not do.
 
 const DISCORD_EPOCH = 1_420_070_400_000n;
+const TIMESTAMP_SHIFT = 22n;
 let increment = 0n;
 
 export function snowflake(at = Date.now()): string {
   increment = (increment + 1n) & 0xfffn;
-  return (((BigInt(at) - DISCORD_EPOCH) << 22n) | increment).toString();
+  return (((BigInt(at) - DISCORD_EPOCH) << TIMESTAMP_SHIFT) | increment).toString();
+}
+
+/** The shard whose session receives a guild's events: Discord's `(guild_id >> 22) % num_shards`. */
+export function shardOfGuild(guildId: string, shardCount: number): number {
+  return Number((BigInt(guildId) >> TIMESTAMP_SHIFT) % BigInt(shardCount));
+}
+
+/**
+ * A snowflake that lands on `shardId` of `shardCount`: the shard depends only on the timestamp, so the
+ * id is made at the latest millisecond no later than `at` whose offset from Discord's epoch is
+ * `shardId` modulo `shardCount` (at most `shardCount - 1` ms in the past).
+ */
+export function snowflakeOnShard(shardId: number, shardCount: number, at = Date.now()): string {
+  if (!Number.isInteger(shardCount) || shardCount < 1) throw new Error(`a shard count is a whole number from 1, not ${shardCount}`);
+  if (!Number.isInteger(shardId) || shardId < 0 || shardId >= shardCount) throw new Error(`shard ${shardId} is not one of 0 to ${shardCount - 1}`);
+  const count = BigInt(shardCount);
+  const since = BigInt(at) - DISCORD_EPOCH;
+  const back = (((since - BigInt(shardId)) % count) + count) % count;
+  return snowflake(Number(BigInt(at) - back));
 }

@@ -182,3 +182,35 @@ describe('two machines (SHARD_IDS=0 and SHARD_IDS=1 of SHARD_COUNT=2) on one Red
     expect(posted.guild).toBe(guilds[3]!.id);
   });
 });
+
+describe('a change of SHARD_COUNT', () => {
+  let rig: Rig;
+  afterAll(() => stopRig(rig));
+
+  it('moves a guild\'s unfinished tasks with the guild to the worker that now holds its shard', async () => {
+    rig = await startRig();
+    const { discord, emulator, guilds } = rig;
+    const guild = guilds[2]!;
+    emulator.config.timing.generation_ms = 4_000;
+    // One shard in all: one process holds every guild, and stops while the gateway is still generating.
+    const single = startBot({ env: { ...rig.env, SHARD_COUNT: '1' }, dataDirectory: makeDataDirectory() });
+    await single.waitForLog((line) => line.msg === 'ready', 30_000);
+    const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt: 'a moving fox' } });
+    expect((await run.response()).type).toBe(5);
+    await single.waitForLog((line) => line.msg === 'video task submitted');
+    expect(await single.stop('SIGTERM')).toBe(0);
+    emulator.config.timing.generation_ms = 300;
+    // Two shards: the guild is on shard 1, whose worker picks the task up; shard 0's worker leaves it.
+    const sharded = startBot({ env: { ...rig.env, SHARD_COUNT: '2' }, dataDirectory: makeDataDirectory() });
+    try {
+      await workersReady(sharded, [0, 1]);
+      const resumed = await Promise.all(['0', '1'].map((shards) => sharded.waitForLog((line) => line.msg === 'following unfinished video tasks' && line.shards === shards)));
+      expect(resumed.map((line) => line.count)).toEqual([0, 1]);
+      const posted = await sharded.waitForLog((line) => line.msg === 'video posted' && line.guild === guild.id, 30_000);
+      expect(posted.shards).toBe('1');
+      expect(videoPosts(discord, guild)).toHaveLength(1);
+    } finally {
+      await sharded.stop();
+    }
+  }, 90_000);
+});

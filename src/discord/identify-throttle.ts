@@ -9,8 +9,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 /** Claims a bucket for `ttlMs` across every process sharing the store; false while another holds it. */
 export type ClaimIdentifyBucket = (bucket: number, ttlMs: number) => Promise<boolean>;
 
-/** Discord's identify window per bucket. */
-export const IDENTIFY_WINDOW_MS = 5_000;
+/**
+ * Discord's identify window per bucket (5 s), and a margin: the identify leaves a moment after the claim,
+ * and network delays must not bring two identifies of one bucket within 5 s of each other at Discord.
+ */
+export const IDENTIFY_WINDOW_MS = 5_000 + 1_000;
 /** How often a shard asks again while its bucket is taken (spread so that waiting shards do not ask together). */
 const RETRY_MS = 250;
 

@@ -1,8 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { BotAudioFrame } from '../support/discord/voice-server.ts';
+import type { BotAudioFrame, HeldWelcome } from '../support/discord/voice-server.ts';
 import type { User } from '../support/discord/index.ts';
 import { analyzeTone, audible, byTone } from '../support/discord/audio-analysis.ts';
-import { FORCE_MESSAGE_TONE_HZ } from '../../src/emulator/realtime/session.ts';
+import { FORCE_MESSAGE_TONE_HZ, type RealtimeSession } from '../../src/emulator/realtime/session.ts';
 import { startWorld, type World } from '../support/world.ts';
 
 // Live voice on the stand-ins: the bot in a voice channel of the Discord stand-in, its realtime session
@@ -11,6 +11,10 @@ import { startWorld, type World } from '../support/world.ts';
 let world: World;
 beforeAll(async () => {
   world = await startWorld({ emulator: { timing: { generation_ms: 200 } } });
+  // These tests are about what is heard and played: the bot answers every turn, however many people
+  // are in the channel (test/e2e/voice-addressing.test.ts covers when it answers).
+  const { discord, guild } = world;
+  await discord.runCommand({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'settings', options: { respond: 'always' } }).reply();
 }, 60_000);
 afterAll(() => world?.stop());
 
@@ -350,6 +354,25 @@ describe('voice conversations under DAVE end-to-end encryption', () => {
   const turns = (session: { serverEvents: readonly { event: { type?: unknown } }[] }) => session.serverEvents.filter((entry) => entry.event.type === 'input_audio_buffer.committed').length;
   const NOT_SETTLED = ' 🔒 This call is end-to-end encrypted; its voice privacy code is not settled yet.';
 
+  /**
+   * Two members make the call's group before the bot comes, so the bot is added with a Welcome, which
+   * the call holds back: /voice join answers before the bot holds the call's keys. Returns the held
+   * Welcome and the conversation's realtime session.
+   */
+  async function joinWithWelcomeHeld(): Promise<{ held: HeldWelcome; session: RealtimeSession }> {
+    const { discord, emulator, guild } = world;
+    discord.joinVoice(guild.admin, guild.id, guild.voiceChannelId);
+    discord.joinVoice(guild.member, guild.id, guild.voiceChannelId);
+    await discord.voice.dave.waitForMember(guild.id, guild.member.id, (state) => state.sendingEpoch !== undefined);
+    const held = discord.voice.dave.holdNextWelcome(guild.id, discord.botUserId, guild.voiceChannelId);
+    const earlier = [...emulator.realtime.sessions];
+    const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'join' });
+    expect((await run.reply()).content).toBe(`Joined <#${guild.voiceChannelId}>.${NOT_SETTLED}`);
+    const { session } = await emulator.realtime.waitForClientEvent((event, candidate) => event.type === 'session.update' && !earlier.includes(candidate), 10_000);
+    await held.held;
+    return { held, session };
+  }
+
   const spokenSeconds = (entry: { event: { transcript?: unknown } } | undefined) => Number(/\(([\d.]+) s of speech\)/.exec(String(entry?.event.transcript))?.[1]);
 
   it('hears a member whole while others join and leave mid-sentence (the keys rotate), and every member decrypts its answers', async () => {
@@ -375,7 +398,7 @@ describe('voice conversations under DAVE end-to-end encryption', () => {
     await second;
     const again = await discord.voice.waitForBotAudio(guild.id, (received) => audible(received).length >= 60, 15_000);
     expect(analyzeTone(joined(audible(again))).dominantHz).toBeCloseTo(620, -1);
-    await discord.waitFor(() => transcripts()[1], 10_000, 'the second turn\'s transcript');
+    await emulator.realtime.waitForServerEvent((candidate, which) => which === session && candidate.type === 'conversation.item.input_audio_transcription.completed' && transcripts().length >= 2, 10_000);
     expect(spokenSeconds(transcripts()[1])).toBeGreaterThan(1.3);
     expect(discord.voice.dave.state(guild.id).epoch).toBeGreaterThan(before + 1n);
     const member = discord.voice.dave.member(guild.id, guild.member.id)!;
@@ -385,16 +408,8 @@ describe('voice conversations under DAVE end-to-end encryption', () => {
   });
 
   it('hears nothing of a member it holds no key for yet (its Welcome comes late), then hears that member', async () => {
-    const { discord, emulator, guild } = world;
-    discord.joinVoice(guild.admin, guild.id, guild.voiceChannelId);
-    discord.joinVoice(guild.member, guild.id, guild.voiceChannelId);
-    await discord.voice.dave.waitForMember(guild.id, guild.member.id, (state) => state.sendingEpoch !== undefined);
-    const held = discord.voice.dave.holdNextWelcome(guild.id, discord.botUserId, guild.voiceChannelId);
-    const earlier = [...emulator.realtime.sessions];
-    const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'join' });
-    expect((await run.reply()).content).toBe(`Joined <#${guild.voiceChannelId}>.${NOT_SETTLED}`);
-    const { session } = await emulator.realtime.waitForClientEvent((event, candidate) => event.type === 'session.update' && !earlier.includes(candidate), 10_000);
-    await held.held;
+    const { discord, guild } = world;
+    const { held, session } = await joinWithWelcomeHeld();
     // The member was talking already and goes on, with a key the bot does not hold yet: Discord
     // forwards those frames to the bot all the same.
     await discord.voice.speakTone(guild.id, guild.member.id, { hz: 300, ms: 800, amplitude: 0.5 }, { waitForBotKey: false });
@@ -413,19 +428,12 @@ describe('voice conversations under DAVE end-to-end encryption', () => {
 
   it('holds back an answer that comes before it holds the call\'s keys, plays it once it does, and never plays in the clear', async () => {
     const { discord, emulator, guild } = world;
-    // Two members make the call's group before the bot comes, so the bot is added with a Welcome.
-    discord.joinVoice(guild.admin, guild.id, guild.voiceChannelId);
-    discord.joinVoice(guild.member, guild.id, guild.voiceChannelId);
-    await discord.voice.dave.waitForMember(guild.id, guild.member.id, (state) => state.sendingEpoch !== undefined);
-    const held = discord.voice.dave.holdNextWelcome(guild.id, discord.botUserId, guild.voiceChannelId);
-    const join = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'join' });
-    expect((await join.reply()).content).toBe(`Joined <#${guild.voiceChannelId}>.${NOT_SETTLED}`);
-    await held.held;
+    const { held } = await joinWithWelcomeHeld();
     // A video finishes while the bot waits for its Welcome: the model's spoken notice arrives whole.
     const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt: 'a lantern at dusk' } });
     await run.response();
     const { event, session } = await emulator.realtime.waitForClientEvent((candidate) => candidate.type === 'conversation.item.create', 20_000);
-    await discord.waitFor(() => session.serverEvents.some((entry) => entry.at >= event.at && entry.event.type === 'response.done') || undefined, 20_000, 'the spoken notice to be sent whole');
+    await emulator.realtime.waitForServerEvent((candidate, which) => which === session && candidate.type === 'response.done' && session.serverEvents.some((entry) => entry.event === candidate && entry.at >= event.at), 20_000);
     expect(audible(discord.voice.botAudio(guild.id))).toEqual([]);
     held.release();
     const frames = await discord.voice.waitForBotAudio(guild.id, (received) => audible(received).length >= 20, 15_000);
@@ -471,17 +479,10 @@ describe('voice conversations under DAVE end-to-end encryption', () => {
 
   it('rejoins the channel when members stay undecryptable, and hears them again without losing the conversation', async () => {
     const { bot, discord, emulator, guild } = world;
-    discord.joinVoice(guild.admin, guild.id, guild.voiceChannelId);
-    discord.joinVoice(guild.member, guild.id, guild.voiceChannelId);
-    await discord.voice.dave.waitForMember(guild.id, guild.member.id, (state) => state.sendingEpoch !== undefined);
     // The bot's Welcome never comes: its DAVE session stays without keys, and nothing in the library
     // changes that.
-    const held = discord.voice.dave.holdNextWelcome(guild.id, discord.botUserId, guild.voiceChannelId);
-    const join = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'join' });
-    expect((await join.reply()).content).toBe(`Joined <#${guild.voiceChannelId}>.${NOT_SETTLED}`);
-    await held.held;
+    const { session } = await joinWithWelcomeHeld();
     const sessions = emulator.realtime.sessions.length;
-    const session = emulator.realtime.sessions.at(-1)!;
     const since = bot.logs.length;
     const stoppedNotices = () => discord.messages(guild.textChannelId).filter((message) => message.content.startsWith('Stopped listening')).length;
     const stoppedBefore = stoppedNotices();

@@ -24,6 +24,8 @@ export interface RealtimeHandle extends ScriptTaker {
   readonly sessions: RealtimeSession[];
   /** The first client event (past or future) matching the predicate, with its session. */
   waitForClientEvent(predicate: (event: Readonly<Record<string, unknown>>, session: RealtimeSession) => boolean, timeoutMs?: number): Promise<{ session: RealtimeSession; event: JournaledEvent }>;
+  /** The same for what the emulator sent (checked whenever it sends an event). */
+  waitForServerEvent(predicate: (event: Readonly<Record<string, unknown>>, session: RealtimeSession) => boolean, timeoutMs?: number): Promise<{ session: RealtimeSession; event: JournaledEvent }>;
   /** Options for sessions opened from now on (pace of the echo, tone lengths). */
   options: RealtimeOptions;
   /** Keeps a script for a coming user turn (POST /_emulator/realtime/script); throws an HttpError when it is refused. */
@@ -63,27 +65,39 @@ export function attachRealtime(server: Server, deps: RealtimeDeps): RealtimeHand
   const timers = new Set<NodeJS.Timeout>();
   const prefixes = realtimeSubprotocolPrefixes(deps.vendor);
   const scripts = new ScriptBoard();
+  /** The first journaled event of a session that `predicate` matches, checked again whenever one is journaled. */
+  const waitForJournaled = (
+    kind: 'clientEvent' | 'serverEvent',
+    journalOf: (session: RealtimeSession) => readonly JournaledEvent[],
+    predicate: (event: Readonly<Record<string, unknown>>, session: RealtimeSession) => boolean,
+    timeoutMs: number,
+  ): Promise<{ session: RealtimeSession; event: JournaledEvent }> => {
+    const find = () => {
+      for (const session of sessions) {
+        const event = journalOf(session).find((entry) => predicate(entry.event, session));
+        if (event) return { session, event };
+      }
+      return undefined;
+    };
+    return waitUntil({
+      check: find,
+      subscribe: (wake) => {
+        events.on(kind, wake);
+        return () => events.off(kind, wake);
+      },
+      timeoutMs,
+      timeoutError: () => new Error(`the realtime emulator ${kind === 'clientEvent' ? 'received' : 'sent'} no matching event within ${timeoutMs} ms`),
+    });
+  };
   const handle: RealtimeHandle = {
     sessions,
     options: { ...DEFAULT_REALTIME_OPTIONS },
     script: (keyId, body) => scripts.add(keyId, body, sessions),
     waitForClientEvent(predicate, timeoutMs = 10_000) {
-      const find = () => {
-        for (const session of sessions) {
-          const event = session.clientEvents.find((entry) => predicate(entry.event, session));
-          if (event) return { session, event };
-        }
-        return undefined;
-      };
-      return waitUntil({
-        check: find,
-        subscribe: (wake) => {
-          events.on('clientEvent', wake);
-          return () => events.off('clientEvent', wake);
-        },
-        timeoutMs,
-        timeoutError: () => new Error(`the realtime emulator received no matching client event within ${timeoutMs} ms`),
-      });
+      return waitForJournaled('clientEvent', (session) => session.clientEvents, predicate, timeoutMs);
+    },
+    waitForServerEvent(predicate, timeoutMs = 10_000) {
+      return waitForJournaled('serverEvent', (session) => session.serverEvents, predicate, timeoutMs);
     },
     async close() {
       for (const timer of timers) clearTimeout(timer);
@@ -134,6 +148,7 @@ export function attachRealtime(server: Server, deps: RealtimeDeps): RealtimeHand
       keyId,
       (text) => {
         if (socket.readyState === socket.OPEN) socket.send(text);
+        events.emit('serverEvent');
       },
       handle.options,
       deps.log,

@@ -77,11 +77,25 @@ const data = new SlashCommandBuilder()
       .addIntegerOption((option) => option.setName('daily_per_server').setDescription('Videos per server per day (UTC)').setMinValue(0).setMaxValue(MAX_LIMIT)),
   );
 
+/**
+ * `/config show`'s first line: what stands between this server and a working bot, in one look (a gateway
+ * key for /video and /voice, the operator's encryption secret for a key of the server's own), or that
+ * nothing does.
+ */
+async function missingLine(services: Services, guildId: string): Promise<string> {
+  const missing: string[] = [];
+  const access = await services.settings.resolveGatewayAccess(guildId);
+  if (!access.ok) missing.push('a gateway key: `/video` and `/voice` cannot work until a server admin sets one with `/config key`');
+  if (!services.settings.canStoreKeys) missing.push("the bot's encryption secret: the operator has not set KEY_ENCRYPTION_SECRET, so no server can store a key of its own");
+  return missing.length === 0 ? '**Missing:** nothing; `/video` and `/voice` are ready to use.' : `**Missing:** ${missing.join('; ')}.`;
+}
+
 async function describe(settings: GuildSettings, services: Services, guildId: string): Promise<string> {
   const roles = (ids: string[]) => (ids.length === 0 ? 'everyone' : ids.map((id) => `<@&${id}>`).join(', '));
   const limit = (value: number) => (value === 0 ? 'no limit' : String(value));
   const { defaults, storage, limits } = settings;
   return [
+    await missingLine(services, guildId),
     `**Gateway key in use:** ${await services.settings.describeKeyInUse(guildId)}`,
     `**Layer:** ${settings.layer ?? `${services.config.gatewayLayer} (the operator's default)`}`,
     `**Defaults:** model ${defaults.model ?? 'latest'}, ${defaults.resolution ?? 'gateway default'} resolution, ${defaults.duration === undefined ? 'gateway default' : `${defaults.duration} s`}, aspect ratio ${defaults.aspectRatio ?? 'gateway default'}`,

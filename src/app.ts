@@ -6,6 +6,7 @@ import type { Command } from './interactions/command.ts';
 import { loadCommands, registerCommands } from './interactions/registry.ts';
 import { explainStartFailure, isDiscordRefusal, isTokenRefusal, retryUntilDone } from './discord/retry.ts';
 import { DiscordOutbox } from './discord/outbox.ts';
+import { inviteUrl } from './discord/invite.ts';
 import { ModelCatalog } from './gateway/model-catalog.ts';
 import { GatewayClientPool } from './gateway/pool.ts';
 import type { Logger } from './lib/log.ts';
@@ -160,6 +161,7 @@ export async function startApp(config: BotConfig, log: Logger, signal: AbortSign
       log.info('ready', { user: ready.user.id, guilds: ready.guilds.cache.size, shardCount: shards.count });
       return;
     }
+    log.info('invite link', { url: inviteUrl(ready.application.id) });
     void registerBotCommands(client.rest, ready.application.id, [...commands.values()], config, log, running).then((count) => {
       if (count !== undefined) log.info('ready', { user: ready.user.id, guilds: ready.guilds.cache.size, commands: count, scope: config.devGuildId ? `guild ${config.devGuildId}` : 'global' });
     });

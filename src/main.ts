@@ -1,6 +1,7 @@
 import { registerBotCommands, startApp, type App } from './app.ts';
 import { loadConfig, readEnvironment, type BotConfig } from './config.ts';
 import { createDiscordRest, fetchApplicationId, fetchGatewayBot, type ClientShards } from './discord/client.ts';
+import { inviteUrl } from './discord/invite.ts';
 import { explainStartFailure, isDiscordRefusal, retryUntilDone } from './discord/retry.ts';
 import { loadCommands } from './interactions/registry.ts';
 import { createLogger, registerSecret, type Logger } from './lib/log.ts';
@@ -81,6 +82,7 @@ async function runSupervisor(config: BotConfig, log: Logger, plan: ShardPlan, si
   const rest = createDiscordRest(config.discordApiUrl, config.discordToken);
   const commands = await loadCommands();
   const applicationId = await retryUntilDone(() => fetchApplicationId(rest), { operation: 'looking up the application', log, signal, isFinal: isDiscordRefusal });
+  log.info('invite link', { url: inviteUrl(applicationId) });
   const registering = registerBotCommands(rest, applicationId, [...commands.values()], config, log, signal).then((count) => {
     if (count !== undefined) log.info('commands registered', { commands: count, scope: config.devGuildId ? `guild ${config.devGuildId}` : 'global' });
   });

@@ -5,10 +5,13 @@ import { benchmarkVideoTracking, printVideoReport } from './video.ts';
 import { benchmarkVoice, printVoiceReport } from './voice.ts';
 
 // `npm run bench [-- --only video|delivery|voice|crash] [--tasks N] [--kills N] [--seed N] [--store sqlite|redis]
-// [--video-mb N]`: every benchmark, figures as ratios against baselines measured in the same run.
+// [--video-mb N] [--workers N]`: every benchmark, figures as ratios against baselines measured in the same run.
+// The video benchmark runs its tasks through one process and then through --workers workers (default 2,
+// one shard each; 1: the single process only), both on a Redis of its own, or with --store sqlite on
+// SQLite in the single process alone.
 
 const { values } = parseArgs({
-  options: { only: { type: 'string' }, tasks: { type: 'string' }, kills: { type: 'string' }, seed: { type: 'string' }, store: { type: 'string' }, 'video-mb': { type: 'string' } },
+  options: { only: { type: 'string' }, tasks: { type: 'string' }, kills: { type: 'string' }, seed: { type: 'string' }, store: { type: 'string' }, 'video-mb': { type: 'string' }, workers: { type: 'string' } },
 });
 const stores = CRASH_STORES.filter((store) => values.store === undefined || values.store === store);
 if (stores.length === 0) {
@@ -21,8 +24,15 @@ if (only !== undefined && !['video', 'delivery', 'voice', 'crash'].includes(only
   process.exit(2);
 }
 
+const videoStore = values.store === 'sqlite' ? 'sqlite' : 'redis';
+const videoWorkers = Number(values.workers ?? (videoStore === 'sqlite' ? 1 : 2));
+if (!Number.isInteger(videoWorkers) || videoWorkers < 1 || (videoStore === 'sqlite' && videoWorkers > 1)) {
+  process.stderr.write(`--workers must be a whole number from 1, and 1 with --store sqlite (workers share a Redis) (got ${values.workers})\n`);
+  process.exit(2);
+}
+
 if (!only || only === 'video') {
-  printVideoReport(await benchmarkVideoTracking(Number(values.tasks ?? 10_000)));
+  printVideoReport(await benchmarkVideoTracking({ tasks: Number(values.tasks ?? 10_000), workers: videoWorkers, store: videoStore }));
 }
 
 if (!only || only === 'delivery') {

@@ -4,11 +4,13 @@ import { startDiscordStandIn } from '../test/support/discord/index.ts';
 import { snowflake } from '../test/support/discord/snowflake.ts';
 
 // The far side of the video benchmark, in its own process so that its work does not count against the
-// bot's event loop: the gateway emulator, the Discord stand-in with a few servers, and a control
-// endpoint that makes /video interactions and reports what the two saw.
+// bot's event loop: the gateway emulator, the Discord stand-in with a few servers spread over its shards
+// (BENCH_SHARDS, round robin), and a control endpoint that makes /video interactions and reports what the
+// two saw.
 
 const GENERATION_MS = Number(process.env.BENCH_GENERATION_MS ?? 3000);
 const GUILDS = Number(process.env.BENCH_GUILDS ?? 20);
+const SHARDS = Number(process.env.BENCH_SHARDS ?? 1);
 /** Members who make videos, per server: a few videos each, as on a real server, not hundreds at once. */
 const MEMBERS_PER_GUILD = 50;
 
@@ -16,8 +18,8 @@ const emulator = await startEmulator({
   config: { timing: { generation_ms: GENERATION_MS }, limits: { rate_per_minute: 10_000_000, concurrent_tasks: 1_000_000 }, keys: { 'emulator-key': { group: 'default', quota_usd: 1_000_000 } } },
 });
 // Interactions are made in bulk ahead of their tasks, so the 3 s answer deadline is lifted.
-const discord = await startDiscordStandIn({ responseDeadlineMs: 3_600_000 });
-const guilds = Array.from({ length: GUILDS }, () => discord.createGuild());
+const discord = await startDiscordStandIn({ responseDeadlineMs: 3_600_000, shards: SHARDS });
+const guilds = Array.from({ length: GUILDS }, (_, index) => discord.createGuild({ shard: [index % SHARDS, SHARDS] }));
 const channels = guilds.map((guild) => guild.textChannelId);
 const members = guilds.map((guild) => Array.from({ length: MEMBERS_PER_GUILD }, () => discord.createUser({ guildId: guild.id })));
 // The bot is not connected to the stand-in's gateway: /video is registered here, as the bot would.

@@ -51,6 +51,20 @@ export default {
       to: { path: '^src/', pathNot: '^src/(shards|lib)/' },
     },
     {
+      name: 'ops-knows-only-lib',
+      comment: 'src/ops serves /healthz, /readyz and /metrics (prom-client); it is handed what it reports, and knows nothing of the bot.',
+      severity: 'error',
+      from: { path: '^src/ops/' },
+      to: { path: '^src/', pathNot: '^src/(ops|lib)/' },
+    },
+    {
+      name: 'metrics-through-the-interface',
+      comment: 'The parts count through BotMetrics (src/lib/metrics.ts), which they are handed; only the composition root knows the ops port and prom-client.',
+      severity: 'error',
+      from: { path: '^src/', pathNot: ['^src/ops/', '^src/(app|main)[.]ts$'] },
+      to: { path: '^src/ops/|^node_modules/prom-client/' },
+    },
+    {
       name: 'store-is-a-leaf',
       comment: 'The store keeps records; it knows nothing of what is in them.',
       severity: 'error',
@@ -82,7 +96,7 @@ export default {
       name: 'no-reaching-up',
       comment: 'Data flows one way (Discord event -> command -> service -> gateway client / store): the layers below never import the composition root, the configuration or the interaction routing.',
       severity: 'error',
-      from: { path: `^src/(lib|gateway|emulator|discord|messages|ports|shards|${PARTS.slice(1, -1)})/|^src/store[.]ts$` },
+      from: { path: `^src/(lib|gateway|emulator|discord|messages|ports|shards|ops|${PARTS.slice(1, -1)})/|^src/store[.]ts$` },
       to: { path: '^src/(app|main|services|shutdown|config)[.]ts$|^src/interactions/' },
     },
     {

@@ -1,4 +1,4 @@
-import { Events, type Client, type REST } from 'discord.js';
+import { Events, RESTEvents, Status, type Client, type REST } from 'discord.js';
 import type { BotConfig } from './config.ts';
 import { createDiscordClient, type ClientShards } from './discord/client.ts';
 import { createDispatcher } from './interactions/dispatcher.ts';
@@ -10,10 +10,13 @@ import { inviteUrl } from './discord/invite.ts';
 import { ModelCatalog } from './gateway/model-catalog.ts';
 import { GatewayClientPool } from './gateway/pool.ts';
 import type { Logger } from './lib/log.ts';
+import { NO_METRICS, type BotMetrics } from './lib/metrics.ts';
+import { createOpsMetrics, type OpsMetrics } from './ops/metrics.ts';
+import { startOpsServer, type OpsServer, type Readiness } from './ops/server.ts';
 import type { Services } from './services.ts';
 import { SettingsService } from './settings/service.ts';
 import { shardOfGuild } from './shards/plan.ts';
-import { openStore } from './store.ts';
+import { openStore, type Store } from './store.ts';
 import { createVideo } from './video/index.ts';
 import { pollPolicyWithInterval } from './video/poll-policy.ts';
 import { VoiceService } from './voice/service.ts';
@@ -83,6 +86,31 @@ export interface StartOptions {
   shards?: ClientShards;
 }
 
+/** Ready when every shard of this process is connected to Discord and the store answers; else why not. */
+async function readiness(client: Client, store: Store, ping: { get(id: string): Promise<unknown> }): Promise<Readiness> {
+  const shards = [...client.ws.shards.values()];
+  if (shards.length === 0) return { ready: false, reason: 'not connected to Discord yet' };
+  const down = shards.filter((shard) => shard.status !== Status.Ready).map((shard) => shard.id);
+  if (down.length > 0) return { ready: false, reason: `not connected to Discord on shard ${down.join(', ')}` };
+  try {
+    await ping.get('ping');
+  } catch (error) {
+    return { ready: false, reason: `the ${store.kind} store does not answer (STORE_URL): ${error instanceof Error ? error.name : 'error'}` };
+  }
+  return { ready: true };
+}
+
+const TOO_MANY_REQUESTS = 429;
+const SERVER_ERRORS_FROM = 500;
+
+/** Counts Discord's 429s, and the answers discord.js's REST client tries again after (a 429, a 5xx). */
+function countDiscordRest(client: Client, metrics: BotMetrics): void {
+  client.rest.on(RESTEvents.RateLimited, (info) => metrics.discordRateLimited(info.global));
+  client.rest.on(RESTEvents.Response, (_request, response) => {
+    if (response.status === TOO_MANY_REQUESTS || response.status >= SERVER_ERRORS_FROM) metrics.discordRetry();
+  });
+}
+
 /**
  * Starts the bot. Aborting `signal` cancels a start still under way (login retries included): what was
  * opened is closed and the promise rejects with the signal's reason.
@@ -91,6 +119,11 @@ export async function startApp(config: BotConfig, log: Logger, signal: AbortSign
   const { shards } = options;
   const commands = await loadCommands();
   const store = await openStore(config.storeUrl, log);
+  // The ops port counts from the start, and answers /readyz 503 until Discord is connected.
+  let ops: OpsServer | undefined;
+  const opsMetrics: OpsMetrics | undefined = config.ops ? createOpsMetrics({ followedVideoTasks: () => video.tracker.size }) : undefined;
+  const metrics: BotMetrics = opsMetrics ?? NO_METRICS;
+  const readinessPing = store.collection('ops_readiness', (raw): unknown => raw);
   // A worker's shards take turns identifying with every other worker's, through the shared store.
   const identifyBuckets = store.collection('identify_buckets', (raw): true => {
     if (raw !== true) throw new Error('expected true');
@@ -99,6 +132,7 @@ export async function startApp(config: BotConfig, log: Logger, signal: AbortSign
   const client = createDiscordClient(config.discordApiUrl, {
     ...(shards ? { shards, claimIdentify: async (bucket, ttlMs) => (await identifyBuckets.setIfAbsent(String(bucket), true, ttlMs)).created } : {}),
   });
+  countDiscordRest(client, metrics);
   const outbox = new DiscordOutbox(client.rest);
   const clients = new GatewayClientPool({
     baseUrl: config.gatewayBaseUrl,
@@ -106,6 +140,7 @@ export async function startApp(config: BotConfig, log: Logger, signal: AbortSign
     paths: { edits: config.gatewayEditPath, extensions: config.gatewayExtensionPath },
     ...(config.downloadAllowedHosts ? { downloadAllowedHosts: config.downloadAllowedHosts } : {}),
     log,
+    metrics,
   });
   const settings = new SettingsService({
     store,
@@ -123,6 +158,7 @@ export async function startApp(config: BotConfig, log: Logger, signal: AbortSign
     outbox,
     vendor: config.gatewayVendor,
     log,
+    metrics,
     pollPolicy: pollPolicyWithInterval(config.taskPollIntervalMs),
   });
   const models = new ModelCatalog({
@@ -134,7 +170,7 @@ export async function startApp(config: BotConfig, log: Logger, signal: AbortSign
     },
   });
   const voiceSettings = new VoiceSettingsStore(store, config.gatewayVendor);
-  const voice = new VoiceService({ client, outbox, access: settings, settings: voiceSettings, wsBaseUrl: config.gatewayWsUrl, log });
+  const voice = new VoiceService({ client, outbox, access: settings, settings: voiceSettings, wsBaseUrl: config.gatewayWsUrl, metrics, log });
   video.tracker.onFinished((task) => {
     if (task.state === 'succeeded' && !task.outcome.moderated) {
       voice.announce(task.guildId, `A video is ready in the text channel: ${task.prompt.slice(0, 80) || task.operation}.`);
@@ -168,10 +204,13 @@ export async function startApp(config: BotConfig, log: Logger, signal: AbortSign
   });
 
   try {
+    if (config.ops && opsMetrics) {
+      ops = await startOpsServer({ ...config.ops, registry: opsMetrics.registry, readiness: () => readiness(client, store, readinessPing), log });
+    }
     await loginWithRetry(client, config.discordToken, log, signal);
   } catch (error) {
     stopping.abort();
-    await closeInOrder([['the Discord client', () => client.destroy()], ['the gateway clients', () => clients.close()], ['the store', () => store.close()]], log);
+    await closeInOrder([['the ops port', async () => ops?.close()], ['the Discord client', () => client.destroy()], ['the gateway clients', () => clients.close()], ['the store', () => store.close()]], log);
     throw error;
   }
 
@@ -188,6 +227,7 @@ export async function startApp(config: BotConfig, log: Logger, signal: AbortSign
           ['the Discord client', () => client.destroy()],
           ['the gateway clients', () => clients.close()],
           ['the store', () => store.close()],
+          ['the ops port', async () => ops?.close()],
         ],
         log,
       );

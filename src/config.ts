@@ -32,9 +32,15 @@ export interface BotConfig {
    * besides GATEWAY_BASE_URL's host (DOWNLOAD_ALLOWED_HOSTS); undefined when none are listed.
    */
   downloadAllowedHosts: string[] | undefined;
+  /** OPS_PORT and OPS_HOST: where /healthz, /readyz and /metrics are served; undefined when OPS_PORT is unset (off). */
+  ops: { host: string; port: number } | undefined;
   /** SHARD_COUNT, SHARD_IDS and SHARDS_PER_PROCESS, checked as far as they can be before Discord is asked. */
   sharding: ShardingRequest;
 }
+
+/** The ops port listens on loopback unless OPS_HOST opens it wider (a container needs 0.0.0.0). */
+const DEFAULT_OPS_HOST = '127.0.0.1';
+const MAX_PORT = 65_535;
 
 export type Environment = Record<string, string | undefined>;
 
@@ -180,6 +186,14 @@ export function loadConfig(environment: Environment): ConfigResult {
     }
   }
 
+  const opsPortText = read('OPS_PORT');
+  const opsPort = opsPortText === undefined ? undefined : Number(opsPortText);
+  if (opsPort !== undefined && (!Number.isInteger(opsPort) || opsPort < 0 || opsPort > MAX_PORT)) {
+    problems.push(`OPS_PORT must be a TCP port from 1 to ${MAX_PORT} (0: any free port, logged) for /healthz, /readyz and /metrics, or unset to serve none (got "${opsPortText}").`);
+  }
+  const opsHost = read('OPS_HOST') ?? DEFAULT_OPS_HOST;
+  if (opsHost.includes('/') || opsHost.includes(' ')) problems.push(`OPS_HOST must be an address to listen on, such as 127.0.0.1 or 0.0.0.0 (got "${opsHost}").`);
+
   const shardCountText = read('SHARD_COUNT') ?? 'auto';
   const shardCount = shardCountText.toLowerCase() === 'auto' ? 'auto' : Number(shardCountText);
   if (shardCount !== 'auto' && (!Number.isInteger(shardCount) || shardCount < 1 || shardCount > MAX_SHARD_COUNT)) {
@@ -219,6 +233,7 @@ export function loadConfig(environment: Environment): ConfigResult {
       logLevel,
       taskPollIntervalMs,
       downloadAllowedHosts: downloadAllowedHosts.length > 0 ? downloadAllowedHosts : undefined,
+      ops: opsPort === undefined ? undefined : { host: opsHost, port: opsPort },
       sharding: { count: shardCount, ids: shardIds, perProcess: shardsPerProcess },
     },
   };

@@ -6,7 +6,7 @@ import { explainStartFailure, isDiscordRefusal, retryUntilDone } from './discord
 import { loadCommands } from './interactions/registry.ts';
 import { createLogger, registerSecret, type Logger } from './lib/log.ts';
 import { describeShards, isSingleProcess, planShards, type ShardPlan } from './shards/plan.ts';
-import { Supervisor, WORKER_SHARDS_VARIABLE, WORKER_SHARD_COUNT_VARIABLE } from './shards/supervisor.ts';
+import { Supervisor, WORKER_INDEX_VARIABLE, WORKER_SHARDS_VARIABLE, WORKER_SHARD_COUNT_VARIABLE } from './shards/supervisor.ts';
 import { createShutdown, EXIT_FAILURE, SHUTDOWN_DEADLINE_MS } from './shutdown.ts';
 
 // `npm start`: configuration from the environment (and .env), then until SIGINT or SIGTERM either the
@@ -102,6 +102,12 @@ async function runSupervisor(config: BotConfig, log: Logger, plan: ShardPlan, si
   );
 }
 
+/** A worker serves its ops port at OPS_PORT plus its index on the machine (README, "Health and metrics"); 0 stays any free port. */
+function withWorkerOpsPort(config: BotConfig, index: number): BotConfig {
+  if (!config.ops || config.ops.port === 0 || !Number.isInteger(index)) return config;
+  return { ...config, ops: { ...config.ops, port: config.ops.port + index } };
+}
+
 function onSignals(shutdown: (signal: string) => Promise<void>): void {
   process.on('SIGINT', () => void shutdown('SIGINT'));
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
@@ -120,7 +126,7 @@ process.on('unhandledRejection', (reason) => rootLog.error('unhandled rejection'
 
 const assigned = workerShards(process.env);
 if (assigned) {
-  runBot(config, rootLog.child({ shards: describeShards(assigned.ids) }), assigned);
+  runBot(withWorkerOpsPort(config, Number(process.env[WORKER_INDEX_VARIABLE] ?? 0)), rootLog.child({ shards: describeShards(assigned.ids) }), assigned);
 } else {
   // Until the plan is known a signal just ends the process: nothing has been opened yet.
   const planning = new AbortController();

@@ -3,6 +3,7 @@
 
 import type { Dispatcher } from 'undici';
 import { registerSecret, silentLogger, type Logger } from '../lib/log.ts';
+import { NO_METRICS, routeLabel, type BotMetrics } from '../lib/metrics.ts';
 import {
   CLIENT_SECRET_DEFAULT_S,
   CLIENT_SECRET_MAX_S,
@@ -78,6 +79,8 @@ export interface GatewayClientOptions {
    */
   downloadAllowedHosts?: readonly string[];
   log?: Logger;
+  /** Counts each request by route and status (default: nothing counted). */
+  metrics?: Pick<BotMetrics, 'gatewayRequest'>;
 }
 
 export interface DownloadOptions {
@@ -121,6 +124,7 @@ export class GatewayClient {
   readonly #downloadDispatcher: Dispatcher;
   readonly #ownsDownloadDispatcher: boolean;
   readonly #log: Logger;
+  readonly #metrics: Pick<BotMetrics, 'gatewayRequest'>;
 
   constructor(options: GatewayClientOptions) {
     if (!options.apiKey) throw new TypeError('GatewayClient needs an API key.');
@@ -155,6 +159,7 @@ export class GatewayClient {
       ? createDownloadDispatcher(downloadHosts, { connectMs: this.#timeouts.connectMs, ...(ca ? { ca } : {}) })
       : sharedDownloadDispatcher(downloadHosts, this.#timeouts.connectMs);
     this.#log = (options.log ?? silentLogger).child({ component: 'gateway', layer: options.layer });
+    this.#metrics = options.metrics ?? NO_METRICS;
   }
 
   /** The options for validateGeneration() & co. that match this client. */
@@ -294,7 +299,12 @@ export class GatewayClient {
     return withRetries(
       async (attempt) => {
         const started = Date.now();
-        const response = await this.#sendFollowingRedirects(options);
+        const route = routeLabel(options.target);
+        const response = await this.#sendFollowingRedirects(options).catch((error: unknown) => {
+          this.#metrics.gatewayRequest(options.method, route, 'error');
+          throw error;
+        });
+        this.#metrics.gatewayRequest(options.method, route, response.status);
         this.#log.debug('gateway answered', {
           operation,
           attempt,

@@ -17,6 +17,8 @@ import { describeShards, type ShardPlan } from './plan.ts';
 /** The environment a worker reads its shards from (set by the supervisor only). */
 export const WORKER_SHARDS_VARIABLE = 'BOT_WORKER_SHARDS';
 export const WORKER_SHARD_COUNT_VARIABLE = 'BOT_WORKER_SHARD_COUNT';
+/** The worker's place among this machine's workers, 0 to n-1 (each worker's ops port is OPS_PORT plus it). */
+export const WORKER_INDEX_VARIABLE = 'BOT_WORKER_INDEX';
 
 /** Restarts wait 1 s, 2 s, 4 s… up to a minute; a worker that ran this long starts the count afresh. */
 const RESTART_BACKOFF: BackoffPolicy = { baseMs: 1_000, maxMs: 60_000, jitter: 0.25, spread: 'within-bounds' };
@@ -35,6 +37,7 @@ export interface SupervisorOptions {
 }
 
 interface Worker {
+  readonly index: number;
   readonly shards: number[];
   readonly label: string;
   child: ChildProcess | undefined;
@@ -59,7 +62,7 @@ export class Supervisor {
 
   constructor(options: SupervisorOptions) {
     this.#options = options;
-    this.#workers = options.plan.workers.map((shards) => ({ shards, label: describeShards(shards), child: undefined, startedAt: 0, quickRestarts: 0, restartTimer: undefined }));
+    this.#workers = options.plan.workers.map((shards, index) => ({ index, shards, label: describeShards(shards), child: undefined, startedAt: 0, quickRestarts: 0, restartTimer: undefined }));
   }
 
   /** Process ids of the running workers, by their shards (for tests and operators). */
@@ -101,7 +104,7 @@ export class Supervisor {
     const { plan, entry, execArgv, env, log } = this.#options;
     const child = fork(entry, [], {
       execArgv,
-      env: { ...env, [WORKER_SHARDS_VARIABLE]: worker.shards.join(','), [WORKER_SHARD_COUNT_VARIABLE]: String(plan.count) },
+      env: { ...env, [WORKER_SHARDS_VARIABLE]: worker.shards.join(','), [WORKER_SHARD_COUNT_VARIABLE]: String(plan.count), [WORKER_INDEX_VARIABLE]: String(worker.index) },
       stdio: 'inherit',
     });
     worker.child = child;

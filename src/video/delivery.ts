@@ -20,6 +20,7 @@ import {
 import type { TaskRecord } from './record.ts';
 import type { TaskRepository } from './repository.ts';
 import { cardStateKey, renderStatusCard } from './status-card.ts';
+import type { BotMetrics } from '../lib/metrics.ts';
 
 // Posting a finished video exactly once. Delivery is a small state machine kept in the store:
 //   waiting --(download, then write "posting")--> posting --(post with nonce)--> posted
@@ -64,6 +65,8 @@ function isRefusedVideo(error: unknown): error is GatewayError {
 const NONCE_TRUSTED_MS = 2 * 60_000;
 
 export interface DeliveryDeps {
+  /** Counts posts (and how long after the gateway finished) and failures by reason; default none. */
+  metrics?: Pick<BotMetrics, 'videoPosted' | 'videoDeliveryFailure'>;
   repository: TaskRepository;
   outbox: DiscordOutbox;
   /** Where videos wait between their download and their post. */
@@ -246,6 +249,7 @@ export class VideoDelivery {
       }
       if (file && isDiscordError(error, DISCORD_ERRORS.missingPermissions)) {
         // Most likely Attach Files is missing; if Send Messages is missing too, the link post says so.
+        this.#deps.metrics?.videoDeliveryFailure('posted_as_link');
         log.warn('Discord refused the video file (no Attach Files?); posting a link instead', { task: task.id, channel: task.channelId });
         return this.#post(current, undefined, describeMissingPermission('Attach Files'), asReply);
       }
@@ -255,16 +259,19 @@ export class VideoDelivery {
       }
       if (isDiscordError(error, DISCORD_ERRORS.unknownChannel)) {
         // Trying again cannot bring the channel back; /video status elsewhere still shows the card and its link.
+        this.#deps.metrics?.videoDeliveryFailure('channel_deleted');
         log.warn('the channel of a finished video was deleted; closing the task', { task: task.id, channel: task.channelId });
         return this.#close(current, CHANNEL_DELETED);
       }
       if (!isDiscordError(error, DISCORD_ERRORS.missingAccess, DISCORD_ERRORS.missingPermissions)) throw error;
       const missing = isDiscordError(error, DISCORD_ERRORS.missingAccess) ? 'View Channel' : 'Send Messages';
+      this.#deps.metrics?.videoDeliveryFailure('missing_permission');
       log.warn('Discord refused to post a video in its channel', { task: task.id, channel: task.channelId, missing });
       return this.#close(current, describeMissingPermission(missing));
     }
     const saved = await this.showAndSave(current);
     // Logged once recorded: from here on the task is known as posted (edits and extensions use its attachment).
+    if (task.finishedAt !== undefined) this.#deps.metrics?.videoPosted(Math.max(0, Date.now() - task.finishedAt) / 1000);
     log.info('video posted', { task: task.id, guild: task.guildId, message: saved.delivery.messageId, link: link !== undefined });
     return saved;
   }
@@ -284,6 +291,7 @@ export class VideoDelivery {
    */
   async recordFailure(task: TaskRecord, error: unknown, tries: number): Promise<TaskRecord> {
     const failures = (task.delivery.failures ?? 0) + 1;
+    this.#deps.metrics?.videoDeliveryFailure('error');
     const reason = describeDeliveryFailure(error);
     if (failures < tries) {
       // Shown on the card while it waits: nobody should watch "posting…" for minutes without a word.

@@ -1,6 +1,7 @@
 import type { DiscordOutbox } from '../discord/outbox.ts';
 import type { GatewayClientPool } from '../gateway/pool.ts';
 import type { Logger } from '../lib/log.ts';
+import { NO_METRICS, type BotMetrics } from '../lib/metrics.ts';
 import type { GuildVideoPolicy } from '../ports/guild-policy.ts';
 import type { InteractionContext } from '../ports/interaction-context.ts';
 import type { Store } from '../store.ts';
@@ -31,6 +32,8 @@ export interface VideoDeps {
   outbox: DiscordOutbox;
   vendor: string;
   log: Logger;
+  /** What the part counts for the operator; default nothing. */
+  metrics?: BotMetrics;
   /** When and how often tasks are polled; default the production policy. */
   pollPolicy?: PollPolicy;
   maxPollsInFlight?: number;
@@ -50,17 +53,20 @@ export interface Video {
 
 export function createVideo(deps: VideoDeps): Video {
   const { store, clients, policy, outbox, vendor, log } = deps;
+  const metrics = deps.metrics ?? NO_METRICS;
   const tasks = new TaskRepository(store);
   const files = new DownloadFiles(log, deps.downloadDirectory);
   // Leftovers of a bot killed mid-download are swept now, rather than at the first delivery.
   files.ready().catch((error: unknown) => log.warn('could not prepare the directory for downloaded videos; the first delivery tries again', { error }));
-  const delivery = new VideoDelivery({ repository: tasks, outbox, files, log, cardEditIntervalMs: deps.cardEditIntervalMs ?? CARD_EDIT_INTERVAL_MS });
+  const delivery = new VideoDelivery({ repository: tasks, outbox, files, log, cardEditIntervalMs: deps.cardEditIntervalMs ?? CARD_EDIT_INTERVAL_MS, metrics });
   const tracker = new TaskTracker(tasks, new PolicyGatewayResolver(policy, clients, log), delivery, log, {
     policy: deps.pollPolicy ?? DEFAULT_POLL_POLICY,
     maxInFlight: deps.maxPollsInFlight ?? MAX_POLLS_IN_FLIGHT,
+    metrics,
   });
   // Awaited before the finished task is saved: a cost is recorded even when the bot dies right after.
   tracker.onFinished((task) => policy.recordCost(costOf(task)));
+  tracker.onFinished((task) => metrics.videoTaskFinished(task.state, task.layer));
   const prepare = new VideoPreparation({ policy, repository: tasks, endUsers: new EndUserIds(store), vendor });
   const submission = new VideoSubmission({
     repository: tasks,
@@ -70,6 +76,7 @@ export function createVideo(deps: VideoDeps): Video {
     policy,
     vendor,
     log,
+    metrics,
     attachmentUrl: (channelId, messageId) => outbox.attachmentUrl(channelId, messageId),
   });
   return { prepare, submit: (plan, context) => submission.submit(plan, context), tasks, tracker };

@@ -8,6 +8,7 @@ import { backoffDelay, type BackoffPolicy } from '../lib/backoff.ts';
 import { KeyedLock } from '../lib/keyed-lock.ts';
 import { StoreUnavailableError } from '../store.ts';
 import type { Logger } from '../lib/log.ts';
+import { codeLabel, type BotMetrics } from '../lib/metrics.ts';
 import { LimitReachedError, type GuildVideoPolicy } from '../ports/guild-policy.ts';
 import type { InteractionContext } from '../ports/interaction-context.ts';
 import type { VideoDelivery } from './delivery.ts';
@@ -38,6 +39,8 @@ export interface VideoSubmissionDeps {
   policy: GuildVideoPolicy;
   vendor: string;
   log: Logger;
+  /** Counts submissions by outcome and gateway code; default none. */
+  metrics?: Pick<BotMetrics, 'videoSubmission'>;
   /** A fresh url of a posted result's mp4 (Discord re-signs attachment urls). */
   attachmentUrl(channelId: string, messageId: string): Promise<string | undefined>;
 }
@@ -103,11 +106,17 @@ export class VideoSubmission {
     };
     await this.#admission.run(context.guildId, async () => {
       const verdict = await checkMemberLimits(repository, policy, context);
-      if (!verdict.ok) throw new SubmissionRefusedError(verdict.message, undefined);
+      if (!verdict.ok) {
+        this.#deps.metrics?.videoSubmission('limited', task.layer, undefined);
+        throw new SubmissionRefusedError(verdict.message, undefined);
+      }
       try {
         await policy.recordSubmission(task);
       } catch (error) {
-        if (error instanceof LimitReachedError) throw new SubmissionRefusedError(error.message, undefined);
+        if (error instanceof LimitReachedError) {
+          this.#deps.metrics?.videoSubmission('limited', task.layer, undefined);
+          throw new SubmissionRefusedError(error.message, undefined);
+        }
         throw error;
       }
       try {
@@ -131,6 +140,7 @@ export class VideoSubmission {
             : await gateway.extend(plan.request);
     } catch (error) {
       const refusal = refusalMessage(error, plan);
+      this.#deps.metrics?.videoSubmission(refusal === undefined ? 'unknown' : 'refused', task.layer, error instanceof GatewayError ? codeLabel(error.code, error.status) : 'no_answer');
       if (refusal !== undefined) {
         // Refused, or never delivered: nothing exists at the gateway and nothing was charged.
         task = { ...task, state: 'failed', finishedAt: Date.now(), delivery: { ...task.delivery, state: 'closed' } };
@@ -158,6 +168,7 @@ export class VideoSubmission {
       outcome: submitted.requestId ? { requestId: submitted.requestId } : {},
     };
     await this.#keepAccepted(task);
+    this.#deps.metrics?.videoSubmission('accepted', task.layer, undefined);
     log.info('video task submitted', { task: id, gatewayTask: submitted.id, layer: task.layer, operation: task.operation, guild: task.guildId });
     // Followed from here on whatever the card does: the tracker edits it again at its next step.
     tracker.track(task);

@@ -1,5 +1,6 @@
 import type { TaskResult } from '../gateway/types.ts';
 import type { Logger } from '../lib/log.ts';
+import { NO_METRICS, type BotMetrics } from '../lib/metrics.ts';
 import { StoreUnavailableError, StoredRecordError } from '../store.ts';
 import { NotFoundError } from '../gateway/errors.ts';
 import { applyResult } from './apply-result.ts';
@@ -22,6 +23,8 @@ export interface TrackerOptions {
   maxInFlight: number;
   /** Deliveries (download, then post) in flight at once; Discord paces posts anyway. */
   maxDeliveriesInFlight?: number;
+  /** Counts polls; default none. */
+  metrics?: Pick<BotMetrics, 'videoPoll'>;
   now?: () => number;
   random?: () => number;
 }
@@ -63,7 +66,7 @@ export class TaskTracker {
     this.#gateways = gateways;
     this.#delivery = delivery;
     this.#log = log;
-    this.#options = { now: Date.now, random: Math.random, maxDeliveriesInFlight: DEFAULT_MAX_DELIVERIES_IN_FLIGHT, ...options };
+    this.#options = { now: Date.now, random: Math.random, maxDeliveriesInFlight: DEFAULT_MAX_DELIVERIES_IN_FLIGHT, metrics: NO_METRICS, ...options };
     this.#startedAt = this.#options.now();
   }
 
@@ -293,6 +296,7 @@ export class TaskTracker {
     }
     const gateway = await this.#gateways.clientFor(task);
     if (!task.gatewayId) throw new Error(`task ${task.id} is running without a gateway id`);
+    this.#options.metrics.videoPoll(task.layer);
     const result = await gateway.getTask(task.gatewayId);
     const next = applyResult(task, result, this.#options.now());
     if (!isTerminal(next.state)) return this.#delivery.showAndSave(next, this.#options.now());

@@ -9,6 +9,7 @@ import { describeCallEncryption, type CallEncryption } from './call-encryption.t
 import { VoiceAccessError, VoiceSession, finalFailure } from './session.ts';
 import type { VoiceSettings, VoiceSettingsStore } from './settings.ts';
 import type { Result } from '../lib/result.ts';
+import type { BotMetrics } from '../lib/metrics.ts';
 
 // Voice conversations, one per server: joining and leaving, telling the text channel, leaving empty or
 // idle channels, transcripts in a thread, and spoken notices from the rest of the bot.
@@ -71,6 +72,8 @@ export interface VoiceServiceDeps {
   sessionLimitMs?: number;
   /** The clock idleness is measured by, and how often it is looked at (tests and demos only). */
   idle?: { now: () => number; checkMs: number };
+  /** Counts live conversations, frames heard and realtime reconnects; default none. */
+  metrics?: Pick<BotMetrics, 'voiceConversations' | 'voiceFrames' | 'realtimeReconnect'>;
 }
 
 export class VoiceService {
@@ -158,6 +161,7 @@ export class VoiceService {
         onActivity: () => {
           activity.last = this.#now();
         },
+        ...(this.#deps.metrics ? { probe: { onPacket: () => this.#deps.metrics?.voiceFrames('in', 1) } } : {}),
       });
       try {
         await session.start();
@@ -168,6 +172,10 @@ export class VoiceService {
       }
       this.#watch(guildId, connection);
       this.#guilds.set(guildId, { session, connection, voiceChannelId, textChannelId, transcriptThreadId: undefined, activity, settings });
+      this.#deps.metrics?.voiceConversations(1);
+      session.on('state', (status) => {
+        if (status === 'reconnecting') this.#deps.metrics?.realtimeReconnect();
+      });
       const encryption = await session.encryptionSettled(ENCRYPTION_JOIN_WAIT_MS);
       await this.#say(
         textChannelId,
@@ -214,6 +222,7 @@ export class VoiceService {
     const entry = this.#guilds.get(guildId);
     if (!entry) return false;
     this.#guilds.delete(guildId);
+    this.#deps.metrics?.voiceConversations(-1);
     entry.session.stop();
     if (entry.connection.state.status !== VoiceConnectionStatus.Destroyed) entry.connection.destroy();
     this.#deps.log.info('left voice', { guild: guildId, reason });

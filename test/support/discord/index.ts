@@ -191,6 +191,8 @@ export class DiscordStandIn {
   readonly tokenLifetimeMs: number;
   readonly #server: Server;
   readonly #gateway: Gateway;
+  /** takeGatewayDown() until bringGatewayBack(): gateway websocket upgrades are refused with 503. */
+  #gatewayDown = false;
   readonly #interactions: Interactions;
   readonly #failures: InjectedFailure[] = [];
   readonly #baseUrl: string;
@@ -276,7 +278,8 @@ export class DiscordStandIn {
       });
     });
     server.on('upgrade', (request, socket, head) => {
-      if (new URL(request.url ?? '/', 'http://stand-in').pathname === '/gateway') this.#gateway.handleUpgrade(request, socket, head);
+      if (this.#gatewayDown) socket.end('HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\nconnection: close\r\n\r\n');
+      else if (new URL(request.url ?? '/', 'http://stand-in').pathname === '/gateway') this.#gateway.handleUpgrade(request, socket, head);
       else socket.destroy();
     });
   }
@@ -487,6 +490,19 @@ export class DiscordStandIn {
   /** Resolves once the webhook token of `handle` is dead (its lifetime ran out, or expireInteraction()): from then on webhook calls with it are refused with 50027. */
   waitForTokenExpiry(handle: InteractionHandle, timeoutMs = this.tokenLifetimeMs + 5000): Promise<true> {
     return this.waitFor(() => (this.#interactions.tokenExpired(handle.record) ? true : undefined), timeoutMs, `the token of /${handle.record.name} to expire`);
+  }
+
+  /**
+   * A gateway outage: every session's connection is cut and new websocket connections are answered 503
+   * until bringGatewayBack(); REST goes on answering.
+   */
+  takeGatewayDown(): void {
+    this.#gatewayDown = true;
+    this.#gateway.dropConnection();
+  }
+
+  bringGatewayBack(): void {
+    this.#gatewayDown = false;
   }
 
   /** Drops every session's connection (each shard's) as a network failure would; the bot resumes. */

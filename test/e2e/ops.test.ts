@@ -1,0 +1,141 @@
+import { setTimeout as delay } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startWorld, type World } from '../support/world.ts';
+
+// The operator's port (OPS_PORT): /healthz, /readyz through a Discord gateway outage, and /metrics as
+// Prometheus text whose counters move as a /video task and a voice conversation run, with no secret,
+// prompt or user id in it.
+
+const PROMPT = 'a lighthouse that must never appear in metrics';
+const SECRET = 'ops-test-encryption-secret-0123456789';
+/** How often /readyz is asked while it is expected to change (the bot emits no event a test could await). */
+const READYZ_POLL_MS = 100;
+
+let world: World;
+let base: string;
+
+beforeAll(async () => {
+  world = await startWorld({ env: { OPS_PORT: '0', KEY_ENCRYPTION_SECRET: SECRET }, emulator: { timing: { generation_ms: 200 } } });
+  const listening = await world.bot.waitForLog((line) => line.msg === 'ops port listening');
+  expect(listening.host).toBe('127.0.0.1');
+  base = `http://127.0.0.1:${String(listening.port)}`;
+}, 60_000);
+afterAll(() => world?.stop());
+
+async function get(path: string): Promise<{ status: number; type: string; body: string }> {
+  const response = await fetch(`${base}${path}`);
+  return { status: response.status, type: response.headers.get('content-type') ?? '', body: await response.text() };
+}
+
+async function readyzUntil(status: number, timeoutMs = 30_000): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const answer = await get('/readyz');
+    if (answer.status === status) return answer.body;
+    if (Date.now() > deadline) throw new Error(`/readyz stayed ${answer.status} (${answer.body.trim()}), not ${status}`);
+    await delay(READYZ_POLL_MS);
+  }
+}
+
+interface Sample {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
+
+/** Prometheus text exposition format 0.0.4: # HELP / # TYPE lines, then `name{label="value",…} number`. */
+function parsePrometheus(text: string): Sample[] {
+  const samples: Sample[] = [];
+  for (const line of text.split('\n')) {
+    if (line === '' || line.startsWith('#')) continue;
+    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)(?: \d+)?$/.exec(line);
+    if (!match) throw new Error(`not a Prometheus sample line: ${line}`);
+    const labels: Record<string, string> = {};
+    for (const pair of (match[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[pair[1]!] = pair[2]!;
+    // Go's ParseFloat, which Prometheus reads values with, takes NaN in any case (prom-client writes Nan).
+    const raw = match[3]!;
+    const value = raw === '+Inf' ? Infinity : raw === '-Inf' ? -Infinity : /^nan$/i.test(raw) ? NaN : Number(raw);
+    if (Number.isNaN(value) && !/^nan$/i.test(raw)) throw new Error(`not a Prometheus sample value: ${line}`);
+    samples.push({ name: match[1]!, labels, value });
+  }
+  return samples;
+}
+
+async function metrics(): Promise<{ text: string; samples: Sample[] }> {
+  const answer = await get('/metrics');
+  expect(answer.status).toBe(200);
+  expect(answer.type).toContain('text/plain');
+  return { text: answer.body, samples: parsePrometheus(answer.body) };
+}
+
+/** The sum of a metric's samples whose labels include `labels`. */
+function total(samples: Sample[], name: string, labels: Record<string, string> = {}): number {
+  return samples.filter((sample) => sample.name === name && Object.entries(labels).every(([key, value]) => sample.labels[key] === value)).reduce((sum, sample) => sum + sample.value, 0);
+}
+
+describe('the ops port', () => {
+  it('answers /healthz while the process runs', async () => {
+    const answer = await get('/healthz');
+    expect(answer.status).toBe(200);
+    expect(answer.body).toBe('ok\n');
+    expect((await get('/nothing')).status).toBe(404);
+  });
+
+  it('is ready, answers 503 with the reason while the Discord gateway is down, and is ready again once it is back', async () => {
+    await readyzUntil(200);
+    world.discord.takeGatewayDown();
+    try {
+      expect(await readyzUntil(503)).toMatch(/^not ready: not connected to Discord on shard 0/);
+    } finally {
+      world.discord.bringGatewayBack();
+    }
+    expect(await readyzUntil(200, 60_000)).toBe('ready\n');
+  }, 90_000);
+
+  it('counts a /video task from submission to post, and a voice conversation, in Prometheus text', async () => {
+    const { discord, guild } = world;
+    const before = (await metrics()).samples;
+    for (const name of ['nodejs_eventloop_lag_p99_seconds', 'nodejs_eventloop_lag_seconds', 'process_resident_memory_bytes', 'nodejs_heap_size_used_bytes']) {
+      expect(before.some((sample) => sample.name === name)).toBe(true);
+    }
+
+    const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt: PROMPT } });
+    const posted = await discord.waitForMessage(guild.textChannelId, (message) => message.attachments.length > 0, 20_000);
+    await world.bot.waitForLog((line) => line.msg === 'video posted' && line.message === posted.id);
+    await run.response();
+
+    const { samples: afterVideo } = await metrics();
+    const moved = (name: string, labels: Record<string, string> = {}) => total(afterVideo, name, labels) - total(before, name, labels);
+    expect(moved('bot_video_submissions_total', { outcome: 'accepted', layer: 'compat' })).toBe(1);
+    expect(moved('bot_video_tasks_finished_total', { state: 'succeeded', layer: 'compat' })).toBe(1);
+    expect(moved('bot_video_polls_total', { layer: 'compat' })).toBeGreaterThanOrEqual(1);
+    expect(moved('bot_gateway_requests_total', { method: 'POST', route: '/v1/videos/generations', status: '200' })).toBe(1);
+    expect(moved('bot_gateway_requests_total', { method: 'GET', route: '/v1/videos/:id', status: '200' })).toBeGreaterThanOrEqual(1);
+    expect(moved('bot_video_post_delay_seconds_count')).toBe(1);
+
+    discord.joinVoice(guild.member, guild.id, guild.voiceChannelId);
+    await discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'join' }).reply();
+    await discord.voice.waitForBotConnection(guild.id);
+    await discord.voice.speakTone(guild.id, guild.member.id, { hz: 440, ms: 500, amplitude: 0.5 });
+    const { samples: inCall } = await metrics();
+    expect(total(inCall, 'bot_voice_conversations')).toBe(1);
+    // 20 ms frames: half a second of speech is 25 of them, all heard.
+    expect(total(inCall, 'bot_voice_frames_total', { direction: 'in' }) - total(before, 'bot_voice_frames_total', { direction: 'in' })).toBeGreaterThanOrEqual(25);
+    expect(total(inCall, 'bot_realtime_reconnects_total')).toBe(0);
+
+    await discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'leave' }).reply();
+    expect(total((await metrics()).samples, 'bot_voice_conversations')).toBe(0);
+  }, 60_000);
+
+  it('puts no secret, prompt or user id in /metrics, and only bounded label values', async () => {
+    const { discord, guild } = world;
+    const { text, samples } = await metrics();
+    for (const forbidden of [discord.botToken, 'emulator-key', SECRET, PROMPT, 'lighthouse', guild.member.id, guild.admin.id, discord.botUserId, guild.id]) {
+      expect(text).not.toContain(forbidden);
+    }
+    for (const sample of samples.filter((sample) => sample.name.startsWith('bot_'))) {
+      for (const value of Object.values(sample.labels)) expect(value).toMatch(/^[a-zA-Z0-9_:/.+-]{1,64}$/);
+      if (sample.labels.route !== undefined) expect(sample.labels.route).toMatch(/^(\/(v\d+|[a-z]+|:id))+$|^video url$/);
+    }
+  });
+});

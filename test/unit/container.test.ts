@@ -1,0 +1,87 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+
+// The Dockerfile and compose.yaml cannot be built on these machines (no docker): this checks what can be
+// checked without it. Every file the Dockerfile copies from the repo exists, every npm script it or
+// compose.yaml runs is defined, and .dockerignore keeps data, .env and node_modules out.
+
+const ROOT = new URL('../../', import.meta.url);
+const read = (path: string) => readFileSync(new URL(path, ROOT), 'utf8');
+const exists = (path: string) => existsSync(new URL(path, ROOT));
+const packageJson: unknown = JSON.parse(read('package.json'));
+const scripts = (typeof packageJson === 'object' && packageJson !== null && 'scripts' in packageJson ? packageJson.scripts : {}) as Record<string, string>;
+
+/** The Dockerfile's instructions, continuation lines joined and comments left out. */
+function instructions(): { keyword: string; rest: string }[] {
+  return read('Dockerfile')
+    .replace(/\\\n/g, ' ')
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '' && !line.startsWith('#'))
+    .map((line) => {
+      const [keyword = '', ...rest] = line.split(/\s+/);
+      return { keyword: keyword.toUpperCase(), rest: rest.join(' ') };
+    });
+}
+
+/** The npm scripts a shell command or exec-form array runs (`npm start`, `npm run X`). */
+function npmScripts(command: string): string[] {
+  return [...command.matchAll(/npm"?,?\s*"?(start|run"?,?\s*"?([\w:-]+))/g)].map((match) => match[2] ?? match[1]!);
+}
+
+describe('the container image', () => {
+  it('copies only files that exist in the repo (besides what the build stage made)', () => {
+    const copies = instructions().filter((instruction) => instruction.keyword === 'COPY' && !instruction.rest.includes('--from='));
+    expect(copies.length).toBeGreaterThan(0);
+    for (const { rest } of copies) {
+      const parts = rest.split(/\s+/).filter((part) => !part.startsWith('--'));
+      const sources = parts.slice(0, -1);
+      expect(sources.length).toBeGreaterThan(0);
+      for (const source of sources) expect(exists(source), `COPY ${source}`).toBe(true);
+    }
+  });
+
+  it('runs only npm scripts and files that exist: npm ci from the lock file, npm start, a HEALTHCHECK on /healthz', () => {
+    const all = instructions();
+    const runs = all.filter((instruction) => ['RUN', 'CMD', 'HEALTHCHECK', 'ENTRYPOINT'].includes(instruction.keyword));
+    const text = runs.map((instruction) => instruction.rest).join('\n');
+    expect(text).toContain('npm ci --omit=dev');
+    expect(exists('package-lock.json')).toBe(true);
+    expect(all.find((instruction) => instruction.keyword === 'CMD')?.rest).toBe('["npm", "start"]');
+    for (const script of npmScripts(text)) expect(scripts[script], `npm script ${script}`).toBeDefined();
+    // npm start runs scripts/node on src/main.ts: both are copied.
+    expect(scripts.start).toBe('scripts/node src/main.ts');
+    for (const file of ['scripts/node', 'src/main.ts']) expect(exists(file)).toBe(true);
+    expect(all.find((instruction) => instruction.keyword === 'HEALTHCHECK')?.rest).toMatch(/\/healthz/);
+  });
+
+  it('runs Node 22 slim as a non-root user, builds native modules in the build stage, keeps the SQLite folder in a volume', () => {
+    const all = instructions();
+    const froms = all.filter((instruction) => instruction.keyword === 'FROM').map((instruction) => instruction.rest);
+    expect(froms.length).toBe(2);
+    expect(froms[0]).toMatch(/^node:22\S* AS build$/);
+    expect(froms[1]).toMatch(/^node:22-\S*slim$/);
+    const runtime = all.slice(all.findIndex((instruction) => instruction.keyword === 'FROM' && instruction.rest === froms[1]));
+    expect(runtime.find((instruction) => instruction.keyword === 'USER')?.rest).toBe('node');
+    expect(runtime.some((instruction) => instruction.keyword === 'RUN' && instruction.rest.includes('npm ci'))).toBe(false);
+    expect(runtime.find((instruction) => instruction.keyword === 'VOLUME')?.rest).toBe('["/app/data"]');
+    // STORE_URL's default, relative to the working directory /app.
+    expect(read('src/config.ts')).toContain("DEFAULT_STORE_URL = 'sqlite://data/bot.sqlite'");
+    expect(runtime.find((instruction) => instruction.keyword === 'WORKDIR')?.rest).toBe('/app');
+  });
+
+  it('keeps data, .env and node_modules out of the image', () => {
+    const ignored = read('.dockerignore').split('\n').map((line) => line.trim());
+    for (const entry of ['data', '.env', 'node_modules']) expect(ignored).toContain(entry);
+  });
+
+  it("compose.yaml builds this Dockerfile and runs only npm scripts that exist; the bot's ops port matches the image's", () => {
+    const compose = read('compose.yaml');
+    expect(compose).toMatch(/^\s+build: \.$/m);
+    for (const script of npmScripts(compose)) expect(scripts[script], `npm script ${script}`).toBeDefined();
+    expect(compose).toContain('profiles: [emulator]');
+    expect(compose).toMatch(/STORE_URL: redis:\/\/redis:6379/);
+    expect(read('Dockerfile')).toContain('OPS_PORT=9464');
+    expect(compose).toContain('OPS_PORT: "9464"');
+  });
+});

@@ -48,6 +48,8 @@ const EVERYONE: FeatureAccess = () => Promise.resolve({ ok: true });
 /** `services` goes to every handler; the dispatcher itself only logs through it. */
 export function createDispatcher<S extends { log: Logger }>(commands: ReadonlyMap<string, Command<S>>, services: S, options: DispatcherOptions = {}): Dispatcher {
   const log = services.log;
+  /** What a handler gets: the services, with a log whose every line names the interaction (one grep follows it). */
+  const servicesFor = (interaction: Interaction): S => ({ ...services, log: log.child({ interaction: interaction.id }) });
   const featureAccess = options.featureAccess ?? EVERYONE;
   const inFlight = new Set<Promise<void>>();
   let accepting = true;
@@ -71,20 +73,20 @@ export function createDispatcher<S extends { log: Logger }>(commands: ReadonlyMa
   async function route(interaction: Interaction): Promise<void> {
     if (interaction.isAutocomplete()) {
       const command = commands.get(interaction.commandName);
-      if (command?.autocomplete) await suggestInTime(interaction, command.autocomplete(interaction, services));
+      if (command?.autocomplete) await suggestInTime(interaction, command.autocomplete(interaction, servicesFor(interaction)));
       else await interaction.respond([]);
     } else if (interaction.isChatInputCommand()) {
       const command = commands.get(interaction.commandName);
       if (!command) throw new Error(`no command named ${interaction.commandName}`);
-      await handleWith(command, interaction, () => command.execute(interaction, services));
+      await handleWith(command, interaction, () => command.execute(interaction, servicesFor(interaction)));
     } else if (interaction.isButton()) {
       const command = commands.get(customIdParts(interaction.customId)[0] ?? '');
       if (!command?.button) throw new Error(`no button handler for ${interaction.customId}`);
-      await handleWith(command, interaction, () => command.button?.(interaction, services) ?? Promise.resolve());
+      await handleWith(command, interaction, () => command.button?.(interaction, servicesFor(interaction)) ?? Promise.resolve());
     } else if (interaction.isModalSubmit()) {
       const command = commands.get(customIdParts(interaction.customId)[0] ?? '');
       if (!command?.modal) throw new Error(`no modal handler for ${interaction.customId}`);
-      await handleWith(command, interaction, () => command.modal?.(interaction, services) ?? Promise.resolve());
+      await handleWith(command, interaction, () => command.modal?.(interaction, servicesFor(interaction)) ?? Promise.resolve());
     }
   }
 
@@ -123,7 +125,7 @@ export function createDispatcher<S extends { log: Logger }>(commands: ReadonlyMa
             : `Something went wrong (ref ${reference}). If it keeps happening, give this reference to the bot's operator.`,
         );
       } catch (replyError) {
-        log.warn('could not tell the user about a failed interaction', { reference, error: replyError });
+        log.warn('could not tell the user about a failed interaction', { ...describe(interaction), reference, error: replyError });
       }
     }
   }

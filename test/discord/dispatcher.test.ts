@@ -56,8 +56,9 @@ const guarded: Command<{ log: Logger }> = {
     .addSubcommand((sub) => sub.setName('admin').setDescription('for server admins'))
     .addSubcommand((sub) => sub.setName('feature').setDescription('follows the role rules of video')),
   requires: (interaction) => (interaction.isChatInputCommand() && interaction.options.getSubcommand() === 'admin' ? { manageServer: true } : { feature: 'video' }),
-  async execute(interaction) {
+  async execute(interaction, services) {
     guardedRuns.push(interaction.user.id);
+    services.log.info('guarded command ran');
     await interaction.reply({ content: 'done', flags: MessageFlags.Ephemeral });
   },
 };
@@ -161,6 +162,7 @@ describe('a handler that throws', () => {
       timeoutError: () => new Error('the dispatcher never logged that it could not tell the user'),
     });
     expect(untold.level).toBe('warn');
+    expect(untold.interaction).toBe(run.record.id);
     expect(typeof untold.reference === 'string' && loggedFailure(untold.reference)?.interaction).toBe(run.record.id);
     expect(run.followUps).toEqual([]);
 
@@ -180,6 +182,12 @@ describe("a command's requirements", () => {
     expect(guardedRuns).not.toContain(guild.member.id);
     expect((await runGuarded('admin', guild.admin).reply()).content).toBe('done');
     expect(guardedRuns).toEqual([guild.admin.id]);
+  });
+
+  it('hands the handler a log whose every line names the interaction, so one grep follows it', async () => {
+    const run = runGuarded('admin', guild.admin);
+    await run.reply();
+    expect(logged.filter((line) => line.msg === 'guarded command ran').map((line) => line.interaction)).toContain(run.record.id);
   });
 
   it("asks the server's role rules with the member's roles, and passes their refusal on privately", async () => {

@@ -12,7 +12,16 @@ import { containing, suggest } from '../src/discord/autocomplete.ts';
 import { BUILT_IN_VOICES } from '../src/gateway/spec.ts';
 import type { Services } from '../src/services.ts';
 import { describeCallEncryption } from '../src/voice/call-encryption.ts';
-import { checkVoiceSettingsChange, describeVoiceSettingsChange, TURN_DETECTION_MODES, VOICE_LIMITS, type VoiceSettings, type VoiceSettingsChange } from '../src/voice/settings.ts';
+import {
+  checkVoiceSettingsChange,
+  describeVoiceSettingsChange,
+  parseWakeWords,
+  RESPOND_MODES,
+  TURN_DETECTION_MODES,
+  VOICE_LIMITS,
+  type VoiceSettings,
+  type VoiceSettingsChange,
+} from '../src/voice/settings.ts';
 
 /** Instructions may be 2000 characters, as long as a whole Discord message: the reply shows their start. */
 const INSTRUCTIONS_PREVIEW = 500;
@@ -44,7 +53,19 @@ const data = new SlashCommandBuilder()
       .addNumberOption((option) => option.setName('vad_threshold').setDescription('How loud counts as speech (server mode)').setMinValue(VOICE_LIMITS.vadThreshold.min).setMaxValue(VOICE_LIMITS.vadThreshold.max))
       .addIntegerOption((option) => option.setName('silence_ms').setDescription('Pause that ends a turn (server mode)').setMinValue(VOICE_LIMITS.silenceMs.min).setMaxValue(VOICE_LIMITS.silenceMs.max))
       .addBooleanOption((option) => option.setName('transcripts').setDescription('Post what is said in a thread'))
-      .addIntegerOption((option) => option.setName('idle_minutes').setDescription('Leave after this long without speech').setMinValue(VOICE_LIMITS.idleMinutes.min).setMaxValue(VOICE_LIMITS.idleMinutes.max)),
+      .addIntegerOption((option) => option.setName('idle_minutes').setDescription('Leave after this long without speech').setMinValue(VOICE_LIMITS.idleMinutes.min).setMaxValue(VOICE_LIMITS.idleMinutes.max))
+      .addStringOption((option) =>
+        option
+          .setName('respond')
+          .setDescription('Which turns the bot answers')
+          .addChoices(
+            { name: 'auto: every turn with one person, only when named with more', value: 'auto' },
+            { name: 'always: every turn', value: 'always' },
+            { name: 'when_named: only turns that name the bot', value: 'when_named' },
+          ),
+      )
+      .addStringOption((option) => option.setName('wake_words').setDescription('Names it answers to, comma-separated (empty: its display name)').setMaxLength(400))
+      .addBooleanOption((option) => option.setName('tools').setDescription('Let the model make videos and check them for whoever asks (same rules as /video)')),
   );
 
 /** Joining follows the server's role rules for /voice; anyone may look at the settings, admins change them. */
@@ -73,6 +94,17 @@ async function leave(interaction: ChatInputCommandInteraction, services: Service
   await answerPrivately(interaction, left ? 'Left the voice channel.' : 'I am not in a voice channel on this server.');
 }
 
+function describeRespond(settings: VoiceSettings): string {
+  const names = settings.wakeWords.length > 0 ? settings.wakeWords.map((word) => `"${word}"`).join(', ') : 'its display name';
+  const when =
+    settings.respond === 'always'
+      ? 'every turn'
+      : settings.respond === 'when_named'
+        ? 'only turns that name it'
+        : 'every turn with one person in the channel, only turns that name it with more';
+  return `${settings.respond}: ${when} (its names: ${names})`;
+}
+
 function describeSettings(settings: VoiceSettings): string {
   return [
     `**Voice:** ${settings.voice}`,
@@ -80,6 +112,8 @@ function describeSettings(settings: VoiceSettings): string {
     `**Turn detection:** ${settings.turnDetection}${settings.turnDetection === 'server' ? ` (threshold ${settings.vadThreshold}, ${settings.silenceMs} ms of silence ends a turn)` : ''}`,
     `**Transcripts:** ${settings.transcripts ? 'on, in a thread' : 'off'}`,
     `**Leaves after:** ${settings.idleMinutes} min without speech`,
+    `**Answers:** ${describeRespond(settings)}`,
+    `**Tools:** ${settings.tools === false ? 'off' : 'on (generate_video, video_status, with the rules of /video)'}`,
     `**Instructions:** ${settings.instructions.length > INSTRUCTIONS_PREVIEW ? `${settings.instructions.slice(0, INSTRUCTIONS_PREVIEW - 1)}… (${settings.instructions.length} characters)` : settings.instructions}`,
     settings.updatedBy ? `Last changed by <@${settings.updatedBy}> <t:${Math.floor((settings.updatedAt ?? 0) / 1000)}:R>.` : '',
   ]
@@ -108,6 +142,16 @@ async function settings(interaction: ChatInputCommandInteraction, services: Serv
   if (transcripts !== null) change.transcripts = transcripts;
   const idle = options.getInteger('idle_minutes');
   if (idle !== null) change.idleMinutes = idle;
+  const respond = options.getString('respond');
+  if (respond !== null) {
+    const chosen = RESPOND_MODES.find((candidate) => candidate === respond);
+    if (!chosen) return answerPrivately(interaction, `\`respond\` must be one of ${RESPOND_MODES.join(', ')}; got "${respond}".`);
+    change.respond = chosen;
+  }
+  const wakeWords = options.getString('wake_words');
+  if (wakeWords !== null) change.wakeWords = parseWakeWords(wakeWords);
+  const tools = options.getBoolean('tools');
+  if (tools !== null) change.tools = tools;
 
   if (Object.keys(change).length === 0) {
     return answerPrivately(interaction, describeSettings(await services.voiceSettings.get(guildId)));

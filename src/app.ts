@@ -19,6 +19,7 @@ import { shardOfGuild } from './shards/plan.ts';
 import { openStore, type Store } from './store.ts';
 import { createVideo } from './video/index.ts';
 import { pollPolicyWithInterval } from './video/poll-policy.ts';
+import { VoiceVideo } from './video/voice-requests.ts';
 import { VoiceService } from './voice/service.ts';
 import { VoiceSettingsStore } from './voice/settings.ts';
 
@@ -170,7 +171,16 @@ export async function startApp(config: BotConfig, log: Logger, signal: AbortSign
     },
   });
   const voiceSettings = new VoiceSettingsStore(store, config.gatewayVendor);
-  const voice = new VoiceService({ client, outbox, access: settings, settings: voiceSettings, wsBaseUrl: config.gatewayWsUrl, metrics, log });
+  // The model's video tools run as the member who spoke: /video's role rules, limits, key and defaults.
+  const videoRequests = new VoiceVideo({
+    prepare: video.prepare,
+    submit: (plan, context) => video.submit(plan, context),
+    tasks: video.tasks,
+    outbox,
+    mayUseVideo: (caller) => settings.mayUse(caller.guildId, 'video', caller.roleIds, caller.isServerManager),
+    log,
+  });
+  const voice = new VoiceService({ client, outbox, access: settings, settings: voiceSettings, wsBaseUrl: config.gatewayWsUrl, metrics, videoRequests, log });
   video.tracker.onFinished((task) => {
     if (task.state === 'succeeded' && !task.outcome.moderated) {
       voice.announce(task.guildId, `A video is ready in the text channel: ${task.prompt.slice(0, 80) || task.operation}.`);

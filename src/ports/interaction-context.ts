@@ -14,4 +14,9 @@ export interface InteractionContext {
   interactionReceivedAt: number;
   /** The largest file the bot may upload in this channel (Discord's `attachment_size_limit`). */
   attachmentSizeLimit: number;
+  /**
+   * A request that came without an interaction (asked for by voice): the channel message that is its
+   * card. The card is then edited as that message (`interactionToken` is empty).
+   */
+  cardMessageId?: string;
 }

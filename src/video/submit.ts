@@ -99,7 +99,8 @@ export class VideoSubmission {
       card: {
         applicationId: context.applicationId,
         interactionToken: context.interactionToken,
-        tokenExpiresAt: context.interactionReceivedAt + INTERACTION_TOKEN_LIFETIME_MS - TOKEN_SAFETY_MARGIN_MS,
+        tokenExpiresAt: context.cardMessageId === undefined ? context.interactionReceivedAt + INTERACTION_TOKEN_LIFETIME_MS - TOKEN_SAFETY_MARGIN_MS : 0,
+        ...(context.cardMessageId === undefined ? {} : { messageId: context.cardMessageId }),
       },
       attachmentSizeLimit: context.attachmentSizeLimit,
       delivery: { state: 'waiting', nonce: id, attempts: 0 },

@@ -38,6 +38,8 @@ const TAIL_START_MS = 2 * FRAME_MS;
 const MAX_HOLD_MS = FRAME_MS + 5;
 
 export class InputPump {
+  /** How long silence is fed after the last speech; changes when the session switches turn detection. */
+  #silenceTailMs: number;
   readonly #options: Required<Omit<InputPumpOptions, 'onAppend'>> & Pick<InputPumpOptions, 'onAppend'>;
   #sink: AudioSink | undefined;
   #running = false;
@@ -53,10 +55,16 @@ export class InputPump {
 
   constructor(options: InputPumpOptions) {
     this.#options = { framesPerAppend: 1, highWaterMarkBytes: 64 * 1024, maxBacklogFrames: 50, ...options };
+    this.#silenceTailMs = options.silenceTailMs;
   }
 
   get droppedFrames(): number {
     return this.#dropped;
+  }
+
+  /** From the next speech on (server VAD must hear silence to end a turn; a manual turn needs none). */
+  set silenceTailMs(ms: number) {
+    this.#silenceTailMs = ms;
   }
 
   /** No speech waiting and no trailing silence being fed: the gateway has heard the end of everything said. */
@@ -96,7 +104,7 @@ export class InputPump {
   }
 
   #speech(frame: Int16Array, now: number): void {
-    this.#silenceLeftMs = this.#options.silenceTailMs;
+    this.#silenceLeftMs = this.#silenceTailMs;
     this.#nextSilenceAt = now + TAIL_START_MS;
     this.#queue(frame, now);
     if (this.#pending.length >= this.#options.framesPerAppend) this.#flush();

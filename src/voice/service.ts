@@ -1,12 +1,15 @@
 import { VoiceConnectionStatus, entersState, joinVoiceChannel, type VoiceConnection } from '@discordjs/voice';
-import { PermissionFlagsBits, type Client, type Guild, type VoiceState } from 'discord.js';
+import { PermissionFlagsBits, type Client, type Guild, type GuildMember, type VoiceState } from 'discord.js';
 import { DISCORD_ERRORS, isDiscordError, type DiscordOutbox } from '../discord/outbox.ts';
-import { RealtimeClient } from '../gateway/realtime/client.ts';
+import { RealtimeClient, type RealtimeSessionConfig } from '../gateway/realtime/client.ts';
 import { REALTIME_SESSION_MAX_MS } from '../gateway/spec.ts';
 import type { Logger } from '../lib/log.ts';
 import type { GatewayAccessResolver } from '../ports/gateway-access.ts';
+import type { VoiceCaller, VoiceVideoRequests } from '../ports/voice-video.ts';
+import { addressesBot, answersOnlyWhenNamed } from './addressing.ts';
 import { describeCallEncryption, type CallEncryption } from './call-encryption.ts';
-import { VoiceAccessError, VoiceSession, finalFailure } from './session.ts';
+import { VoiceAccessError, VoiceSession, finalFailure, type VoiceFunctionCall } from './session.ts';
+import { VOICE_TOOLS, runToolCall } from './tools.ts';
 import type { VoiceSettings, VoiceSettingsStore } from './settings.ts';
 import type { Result } from '../lib/result.ts';
 import type { BotMetrics } from '../lib/metrics.ts';
@@ -68,6 +71,8 @@ export interface VoiceServiceDeps {
   settings: VoiceSettingsStore;
   wsBaseUrl: string;
   log: Logger;
+  /** What the model's video tools do (generate_video, video_status); without it no tools are declared. */
+  videoRequests?: VoiceVideoRequests;
   /** The gateway's realtime session limit; default the spec's 120 minutes. */
   sessionLimitMs?: number;
   /** The clock idleness is measured by, and how often it is looked at (tests and demos only). */
@@ -132,6 +137,12 @@ export class VoiceService {
         return { ok: false, message: 'I could not connect to that voice channel. Check that I may connect and speak there.' };
       }
       const activity = { last: this.#now() };
+      const sessionConfig = (manual: boolean): RealtimeSessionConfig => ({
+        voice: settings.voice,
+        instructions: settings.instructions,
+        turnDetection: manual ? null : { type: 'server_vad', threshold: settings.vadThreshold, silenceDurationMs: settings.silenceMs, prefixPaddingMs: VAD_PREFIX_PADDING_MS },
+        ...(this.#toolsOn(settings) ? { tools: VOICE_TOOLS } : {}),
+      });
       const session = new VoiceSession({
         guildId,
         connection,
@@ -140,22 +151,16 @@ export class VoiceService {
         log,
         sessionLimitMs: this.#deps.sessionLimitMs ?? REALTIME_SESSION_MAX_MS,
         reconnect: REALTIME_RECONNECT,
-        connectRealtime: async () => {
+        connectRealtime: async (manual) => {
           const latest = await this.#deps.access.resolveGatewayAccess(guildId);
           if (!latest.ok) throw new VoiceAccessError(latest.message);
-          return RealtimeClient.connect({
-            wsBaseUrl: this.#deps.wsBaseUrl,
-            apiKey: latest.apiKey,
-            model: settings.model,
-            session: {
-              voice: settings.voice,
-              instructions: settings.instructions,
-              turnDetection: settings.turnDetection === 'discord' ? null : { type: 'server_vad', threshold: settings.vadThreshold, silenceDurationMs: settings.silenceMs, prefixPaddingMs: VAD_PREFIX_PADDING_MS },
-            },
-            log,
-          });
+          return RealtimeClient.connect({ wsBaseUrl: this.#deps.wsBaseUrl, apiKey: latest.apiKey, model: settings.model, session: sessionConfig(manual), log });
         },
-        onTranscript: (speaker, text) => void this.#transcript(guildId, speaker, text),
+        sessionConfig,
+        onlyWhenNamed: answersOnlyWhenNamed(settings.respond, this.#peopleIn(guild, voiceChannelId)),
+        addressed: (transcript) => addressesBot(transcript, this.#wakeWords(guild, settings)),
+        onFunctionCall: (call) => this.#functionCall(guild, textChannelId, call),
+        onTranscript: (speaker, text, answered) => void this.#transcript(guildId, speaker, text, answered),
         onProblem: (message) => void this.#say(textChannelId, message),
         onGiveUp: (reason) => void this.#stopBecause(guildId, reason),
         onActivity: () => {
@@ -259,7 +264,44 @@ export class VoiceService {
     }
   }
 
-  async #transcript(guildId: string, speaker: 'user' | 'bot', text: string): Promise<void> {
+  /** Tools are declared when the server has not turned them off and the video part is wired. */
+  #toolsOn(settings: VoiceSettings): boolean {
+    return this.#deps.videoRequests !== undefined && settings.tools !== false;
+  }
+
+  /** What counts as the bot's name: the server's wake words, else its display name there. */
+  #wakeWords(guild: Guild, settings: VoiceSettings): string[] {
+    if (settings.wakeWords.length > 0) return settings.wakeWords;
+    const name = guild.members.me?.displayName ?? this.#deps.client.user?.username;
+    return name === undefined ? [] : [name];
+  }
+
+  /** A tool call runs as the member who spoke the turn, with their roles and permissions. */
+  async #functionCall(guild: Guild, textChannelId: string, call: VoiceFunctionCall): Promise<string> {
+    const requests = this.#deps.videoRequests;
+    if (!requests) return JSON.stringify({ status: 'not_done', message: 'No tools are available here.' });
+    let caller: VoiceCaller | undefined;
+    if (call.speakerId !== undefined) {
+      let member: GuildMember | undefined;
+      try {
+        member = guild.members.cache.get(call.speakerId) ?? (await guild.members.fetch(call.speakerId));
+      } catch (error) {
+        this.#deps.log.warn('could not look up the member who spoke a turn with a tool call', { guild: guild.id, user: call.speakerId, error });
+      }
+      if (member) {
+        caller = {
+          guildId: guild.id,
+          channelId: textChannelId,
+          userId: member.id,
+          roleIds: member.roles.cache.filter((role) => role.id !== guild.id).map((role) => role.id),
+          isServerManager: member.permissions.has(PermissionFlagsBits.ManageGuild),
+        };
+      }
+    }
+    return runToolCall(requests, caller, call.name, call.arguments);
+  }
+
+  async #transcript(guildId: string, speaker: 'user' | 'bot', text: string, answered: boolean): Promise<void> {
     const entry = this.#guilds.get(guildId);
     if (!entry?.settings.transcripts) return;
     try {
@@ -276,7 +318,9 @@ export class VoiceService {
           return;
         }
       }
-      await this.#deps.outbox.say(entry.transcriptThreadId, `${speaker === 'bot' ? '**Bot**' : '**Voice**'}: ${text}`);
+      // A member's line says whether the bot answered it (it answers only turns that name it, with several people in the channel).
+      const mark = speaker === 'user' ? (answered ? ' · ✅ answered' : ' · not answered (not addressed to me)') : '';
+      await this.#deps.outbox.say(entry.transcriptThreadId, `${speaker === 'bot' ? '**Bot**' : '**Voice**'}: ${text}${mark}`);
     } catch (error) {
       this.#deps.log.warn('could not post a transcript line', { guild: guildId, error });
     }
@@ -296,7 +340,12 @@ export class VoiceService {
     } else if (before.channelId === entry.voiceChannelId && after.channelId !== entry.voiceChannelId) {
       entry.session.forgetUser(after.id);
     }
-    if (this.#peopleIn(after.guild, entry.voiceChannelId) === 0) void this.leave(guildId, 'the channel is empty');
+    const people = this.#peopleIn(after.guild, entry.voiceChannelId);
+    if (people === 0) {
+      void this.leave(guildId, 'the channel is empty');
+      return;
+    }
+    entry.session.answerOnlyWhenNamed(answersOnlyWhenNamed(entry.settings.respond, people));
   }
 
   /**

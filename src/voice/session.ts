@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { VoiceConnection } from '@discordjs/voice';
-import { RealtimeConnectionError, type RealtimeClient } from '../gateway/realtime/client.ts';
-import type { RealtimeServerEvent } from '../gateway/realtime/events.ts';
+import { RealtimeConnectionError, type RealtimeClient, type RealtimeSessionConfig } from '../gateway/realtime/client.ts';
+import type { RealtimeFunctionCall, RealtimeServerEvent } from '../gateway/realtime/events.ts';
 import { backoffDelay } from '../lib/backoff.ts';
 import { describeGatewayError } from '../messages/gateway-errors.ts';
 import type { Logger } from '../lib/log.ts';
@@ -54,6 +54,10 @@ interface LiveState {
   turnPending: boolean;
   /** Responses between response.created and response.done. */
   openResponses: number;
+  /** Turns committed while answering only when named, whose transcript (and so whether to answer) is still to come. */
+  decisionsPending: number;
+  /** Function calls of the current turn, by call id, and the output each got (the first acted on, the rest told). */
+  readonly calls: CallBook;
   /**
    * What starts a renewal: the window opening (then the look for a quiet moment) and the forced one at
    * the margin. Each is undefined once it fired, and both while a renewal is under way.
@@ -75,14 +79,39 @@ interface ClosedState {
   readonly status: 'closed';
 }
 
+/** What one turn's function calls came to: the turn's call acted on, and outputs given by call id. */
+interface CallBook {
+  /** The call acted on this turn (name and arguments), and the output it will get. */
+  acted: { signature: string; output: Promise<string> } | undefined;
+  /** Calls already handled, of this turn and recent ones. */
+  readonly seen: Set<string>;
+}
+
+/** A function call of the model, with who spoke the turn it answers. */
+export interface VoiceFunctionCall extends RealtimeFunctionCall {
+  /** The member whose audio made up most of the turn; undefined when nobody was heard. */
+  speakerId: string | undefined;
+}
+
 type SessionState = ConnectingState | LiveState | ReconnectingState | ClosedState;
 
 export interface VoiceSessionOptions {
   guildId: string;
   connection: VoiceConnection;
   settings: VoiceSettings;
-  /** Opens a configured realtime session (the key, model and settings are the caller's business). */
-  connectRealtime(): Promise<RealtimeClient>;
+  /**
+   * Opens a configured realtime session (the key, model and settings are the caller's business). `manual`:
+   * with `turn_detection: null`, the bot ending turns itself.
+   */
+  connectRealtime(manual: boolean): Promise<RealtimeClient>;
+  /** The session's configuration in either turn mode, sent when it switches between them. Without it the mode never changes. */
+  sessionConfig?(manual: boolean): RealtimeSessionConfig;
+  /** Answer only turns whose transcript names the bot (from the start; see `answerOnlyWhenNamed`). */
+  onlyWhenNamed?: boolean;
+  /** Whether a transcript names the bot. */
+  addressed?(transcript: string): boolean;
+  /** Runs a function the model called; resolves with the output the model is given (never rejects). */
+  onFunctionCall?(call: VoiceFunctionCall): Promise<string>;
   log: Logger;
   /** How long the gateway keeps a realtime session open (the spec: 120 minutes). */
   sessionLimitMs: number;
@@ -95,7 +124,8 @@ export interface VoiceSessionOptions {
   reconnect: { baseMs: number; maxMs: number; maxAttempts: number };
   /** The bot's own user id: its audio is never listened to. */
   botUserId: string;
-  onTranscript?(speaker: 'user' | 'bot', text: string): void;
+  /** A line of the conversation; a user's line says whether the bot answers it. */
+  onTranscript?(speaker: 'user' | 'bot', text: string, answered: boolean): void;
   /** A problem users should hear about (said in the text channel). */
   onProblem?(message: string): void;
   /** The session could not be reopened and is closed: why, in a sentence for the text channel. */
@@ -150,6 +180,13 @@ const MIN_SESSION_LIMIT_MS = 1_000;
 /** While the renewal window is open, how often the session looks for a quiet moment. */
 const QUIET_CHECK_MS = 100;
 
+/** Call ids remembered so that the same call seen twice (its done event, then response.done) runs once. */
+const REMEMBERED_CALLS = 64;
+
+function newCallBook(): CallBook {
+  return { acted: undefined, seen: new Set() };
+}
+
 export function renewalTimes(limitMs: number): { windowMs: number; marginMs: number } {
   return { windowMs: Math.min(10 * 60_000, limitMs / 3), marginMs: Math.min(60_000, limitMs / 10) };
 }
@@ -177,6 +214,12 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
   /** The gateway's limit as far as the session knows: learned from one realtime session for the next. */
   #sessionLimitMs: number;
   #commitTimer: NodeJS.Timeout | undefined;
+  /** Only turns that name the bot are answered (and the bot ends turns itself, so it can decide before answering). */
+  #onlyWhenNamed: boolean;
+  /** Packets per speaker since the last turn ended: who spoke a turn. */
+  readonly #turnPackets = new Map<string, number>();
+  /** Who spoke most of the last turn that ended. */
+  #lastTurnSpeaker: string | undefined;
   /** Problems told in the channel, and when. */
   readonly #told = new Map<string, number>();
 
@@ -201,12 +244,11 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
       },
     });
     encryption.on('change', () => this.#player.playabilityChanged());
-    const manual = options.settings.turnDetection === 'discord';
+    this.#onlyWhenNamed = options.onlyWhenNamed ?? false;
     this.#pump = new InputPump({
       mixer: this.#mixer,
       log: this.#log,
-      // Server VAD must hear silence to end a turn; in Discord mode the bot ends turns itself.
-      silenceTailMs: manual ? 0 : Math.max(1000, 2 * options.settings.silenceMs),
+      silenceTailMs: this.#silenceTailMs(),
       framesPerAppend: FRAMES_PER_APPEND,
       onAppend: options.probe?.onAppend && ((frames, sentAt) => options.probe?.onAppend?.(frames, sentAt)),
     });
@@ -218,13 +260,14 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
           options.onActivity?.();
           clearTimeout(this.#commitTimer);
           // Without server VAD there is no speech_started: Discord's own speaking signal is the barge-in.
-          if (manual) this.#bargeIn();
+          if (this.#manual) this.#bargeIn();
         },
         onAllSilent: () => {
-          if (!manual) return;
+          if (!this.#manual) return;
           this.#commitTimer = setTimeout(() => this.#endManualTurn(), MANUAL_COMMIT_DELAY_MS);
         },
-        onPacket: (_userId, receivedAt) => {
+        onPacket: (userId, receivedAt) => {
+          this.#turnPackets.set(userId, (this.#turnPackets.get(userId) ?? 0) + 1);
           encryption.frameHeard();
           options.probe?.onPacket?.(receivedAt);
           this.#pump.audioArrived();
@@ -252,6 +295,38 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
   /** The call's encryption once the bot holds its keys and knows the privacy code, or as it is after `timeoutMs`. */
   encryptionSettled(timeoutMs: number): Promise<CallEncryption> {
     return this.#encryption.whenSettled(timeoutMs);
+  }
+
+  /** The bot ends turns itself: Discord turn detection, or answering only when named. */
+  get #manual(): boolean {
+    return this.#options.settings.turnDetection === 'discord' || this.#onlyWhenNamed;
+  }
+
+  /** Server VAD must hear silence to end a turn; when the bot ends turns itself, none is needed. */
+  #silenceTailMs(): number {
+    return this.#manual ? 0 : Math.max(1000, 2 * this.#options.settings.silenceMs);
+  }
+
+  get onlyWhenNamed(): boolean {
+    return this.#onlyWhenNamed;
+  }
+
+  /**
+   * Answer every turn, or only those that name the bot (people joined or left). The realtime session is
+   * kept: a session.update switches it between server VAD and manual turns.
+   */
+  answerOnlyWhenNamed(value: boolean): void {
+    if (value === this.#onlyWhenNamed) return;
+    const wasManual = this.#manual;
+    this.#onlyWhenNamed = value;
+    this.#log.info('voice answers', { onlyWhenNamed: value });
+    if (wasManual === this.#manual) return;
+    this.#pump.silenceTailMs = this.#silenceTailMs();
+    const state = this.#state;
+    const config = this.#options.sessionConfig?.(this.#manual);
+    if (state.status === 'live' && config) state.client.updateSession(config);
+    // Speech already under way when the mode changed still ends as a manual turn.
+    if (this.#manual && this.#listener.speakers === 0) clearTimeout(this.#commitTimer);
   }
 
   get #state(): SessionState {
@@ -300,7 +375,7 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
   async start(): Promise<void> {
     let client: RealtimeClient;
     try {
-      client = await this.#options.connectRealtime();
+      client = await this.#options.connectRealtime(this.#manual);
     } catch (error) {
       this.stop();
       throw error;
@@ -348,6 +423,8 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
       limitNoticed: false,
       turnPending: false,
       openResponses: 0,
+      decisionsPending: 0,
+      calls: newCallBook(),
       renewal: { quiet: undefined, forced: undefined },
       onEvent: (event) => this.#onEvent(live, event),
       onClose: (code, reason) => this.#onClose(live, code, reason),
@@ -411,7 +488,7 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
     live.renewal.forced = undefined;
     let fresh: RealtimeClient;
     try {
-      fresh = await this.#options.connectRealtime();
+      fresh = await this.#options.connectRealtime(this.#manual);
     } catch (error) {
       this.#log.warn('realtime renewal failed; the session continues until it ends', { error });
       if (this.#state === live) this.#armRenewal(live, { quiet: waiting.quiet, forced: waiting.forced && this.#renewalTimes(live).forcedAt > Date.now() });
@@ -440,6 +517,8 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
       case 'input_audio_buffer.committed':
         live.turnPending = true;
         live.answers.turnCommitted();
+        // With server VAD the gateway ends turns; the bot's own commits took their speaker already.
+        if (!this.#manual) this.#turnEnded(live);
         break;
       case 'response.output_item.added':
       case 'conversation.item.created':
@@ -460,12 +539,17 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
       case 'response.done':
         live.openResponses = Math.max(0, live.openResponses - 1);
         for (const key of live.answers.responseDone(event.responseId)) this.#player.end(key);
+        // A call the item events never announced is read from the response's output.
+        for (const call of event.functionCalls) this.#functionCall(live, call, event.status);
+        break;
+      case 'response.function_call_arguments.done':
+        this.#functionCall(live, event.call, undefined);
         break;
       case 'conversation.item.input_audio_transcription.completed':
-        if (event.transcript) this.#options.onTranscript?.('user', event.transcript);
+        this.#heard(live, event.transcript);
         break;
       case 'response.output_audio_transcript.done':
-        if (event.transcript) this.#options.onTranscript?.('bot', event.transcript);
+        if (event.transcript) this.#options.onTranscript?.('bot', event.transcript, true);
         break;
       case 'error':
         if (isSessionLimitNotice(event)) live.limitNoticed = true;
@@ -519,8 +603,81 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
     const live = this.#state;
     if (live.status !== 'live' || this.#listener.speakers > 0) return;
     live.client.commit();
-    live.client.createResponse();
+    this.#turnEnded(live);
     live.turnPending = true;
+    // Answering only when named: the transcript decides (#heard); the turn joins the context either way.
+    if (this.#onlyWhenNamed) live.decisionsPending++;
+    else live.client.createResponse();
+  }
+
+  /** A turn ended: who spoke most of it, and a fresh book of function calls. */
+  #turnEnded(live: LiveState): void {
+    let speaker: string | undefined;
+    let most = 0;
+    for (const [userId, packets] of this.#turnPackets) {
+      if (packets > most) [speaker, most] = [userId, packets];
+    }
+    this.#turnPackets.clear();
+    if (speaker !== undefined) this.#lastTurnSpeaker = speaker;
+    live.calls.acted = undefined;
+  }
+
+  /** A user turn's transcript: answered when the bot answers everything, or when it names the bot. */
+  #heard(live: LiveState, transcript: string): void {
+    let answered = true;
+    if (live.decisionsPending > 0) {
+      live.decisionsPending--;
+      answered = this.#options.addressed?.(transcript) ?? true;
+      if (answered) {
+        live.client.createResponse();
+      } else {
+        live.turnPending = false;
+        this.#log.debug('a turn that does not name the bot: heard, not answered');
+      }
+    }
+    if (transcript) this.#options.onTranscript?.('user', transcript, answered);
+  }
+
+  /**
+   * A function call of the model, from its arguments' done event or from response.done (whichever comes
+   * first; the other is the same call). One call per turn is acted on: the same call again gets the same
+   * output, another is told only one is done per request. A call in an answer cut off by a barge-in is
+   * not run: the member spoke over it, and the next turn says what they want now.
+   */
+  #functionCall(live: LiveState, call: RealtimeFunctionCall, responseStatus: string | undefined): void {
+    const { calls } = live;
+    if (calls.seen.has(call.callId)) return;
+    calls.seen.add(call.callId);
+    if (calls.seen.size > REMEMBERED_CALLS) calls.seen.delete(calls.seen.values().next().value!);
+    const options = this.#options;
+    if (!options.onFunctionCall) return;
+    const cutOff = responseStatus === 'cancelled' || live.answers.isCutOff(call.responseId, call.itemId);
+    let output: Promise<string>;
+    const signature = `${call.name}\u0000${call.arguments}`;
+    if (cutOff) {
+      output = Promise.resolve(JSON.stringify({ status: 'not_done', message: 'The member spoke over this request, so it was not carried out.' }));
+    } else if (calls.acted?.signature === signature) {
+      output = calls.acted.output;
+    } else if (calls.acted) {
+      output = Promise.resolve(JSON.stringify({ status: 'not_done', message: 'Only one action is carried out per request; this one was not. Ask again for it.' }));
+    } else {
+      this.#log.info('function call', { name: call.name, call: call.callId });
+      output = options.onFunctionCall({ ...call, speakerId: this.#lastTurnSpeaker }).catch((error: unknown) => {
+        this.#log.error('a function call failed', { name: call.name, error });
+        return JSON.stringify({ status: 'failed', message: 'Something went wrong on my side; nothing was done.' });
+      });
+      calls.acted = { signature, output };
+    }
+    void output.then((text) => {
+      // A session renewed or lost meanwhile has no call to answer: the new one never saw it.
+      if (this.#state !== live) {
+        this.#log.info('a function call finished after its realtime session ended; its output is dropped', { name: call.name });
+        return;
+      }
+      live.client.sendFunctionOutput(call.callId, text);
+      // Cut off: the member's new turn is answered anyway; the output only keeps the context honest.
+      if (!cutOff) live.client.createResponse();
+    });
   }
 
   /** The realtime session ended without being asked to (its listener is removed when the bot closes it). */
@@ -550,7 +707,7 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
   async #reconnect(reconnecting: ReconnectingState): Promise<void> {
     let client: RealtimeClient;
     try {
-      client = await this.#options.connectRealtime();
+      client = await this.#options.connectRealtime(this.#manual);
     } catch (error) {
       // Stopped meanwhile: there is nobody left to tell.
       if (this.#state !== reconnecting) return;

@@ -1,11 +1,19 @@
 import { isRecord } from '../lib/json.ts';
 import { BUILT_IN_VOICES, isVoiceId, realtimeModelNames } from '../gateway/spec.ts';
 import type { Collection, Store } from '../store.ts';
+import { normalizeSpeech } from './addressing.ts';
 
 // How a server's voice conversations behave, stored per server and changed with /voice settings.
 
 export const TURN_DETECTION_MODES = ['server', 'discord'] as const;
 export type TurnDetectionMode = (typeof TURN_DETECTION_MODES)[number];
+
+/**
+ * When the bot answers a turn. `auto`: every turn with one person in the channel, only turns that name
+ * it with two or more; `always` and `when_named` fix one of those.
+ */
+export const RESPOND_MODES = ['auto', 'always', 'when_named'] as const;
+export type RespondMode = (typeof RESPOND_MODES)[number];
 
 export interface VoiceSettings {
   voice: string;
@@ -19,6 +27,11 @@ export interface VoiceSettings {
   transcripts: boolean;
   /** Leave after this many minutes without anyone speaking. */
   idleMinutes: number;
+  respond: RespondMode;
+  /** What counts as the bot's name; empty: its display name in the server. */
+  wakeWords: string[];
+  /** Declare the video tools to the model; undefined: on when the server lets members use /video. */
+  tools?: boolean;
   updatedBy?: string;
   updatedAt?: number;
 }
@@ -28,6 +41,8 @@ export const VOICE_LIMITS = {
   silenceMs: { min: 200, max: 3000 },
   idleMinutes: { min: 1, max: 120 },
   instructionsLength: 2000,
+  wakeWords: 10,
+  wakeWordLength: 40,
 } as const;
 
 export function defaultVoiceSettings(vendor: string): VoiceSettings {
@@ -40,7 +55,17 @@ export function defaultVoiceSettings(vendor: string): VoiceSettings {
     silenceMs: 500,
     transcripts: false,
     idleMinutes: 10,
+    respond: 'auto',
+    wakeWords: [],
   };
+}
+
+/** `wake_words` as typed (comma-separated) to the list kept; blanks dropped. */
+export function parseWakeWords(text: string): string[] {
+  return text
+    .split(',')
+    .map((word) => word.trim())
+    .filter((word) => word !== '');
 }
 
 function parseVoiceSettings(raw: unknown, defaults: VoiceSettings): VoiceSettings {
@@ -53,6 +78,9 @@ function parseVoiceSettings(raw: unknown, defaults: VoiceSettings): VoiceSetting
   const isNumber = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value);
   const isBoolean = (value: unknown): value is boolean => typeof value === 'boolean';
   const isMode = (value: unknown): value is TurnDetectionMode => TURN_DETECTION_MODES.some((mode) => mode === value);
+  const isRespond = (value: unknown): value is RespondMode => RESPOND_MODES.some((mode) => mode === value);
+  const isWords = (value: unknown): value is string[] => Array.isArray(value) && value.every((word) => typeof word === 'string');
+  const tools = pick<boolean | undefined>('tools', isBoolean, undefined);
   const updatedBy = pick<string | undefined>('updatedBy', isString, undefined);
   const updatedAt = pick<number | undefined>('updatedAt', isNumber, undefined);
   return {
@@ -64,6 +92,9 @@ function parseVoiceSettings(raw: unknown, defaults: VoiceSettings): VoiceSetting
     silenceMs: pick('silenceMs', isNumber, defaults.silenceMs),
     transcripts: pick('transcripts', isBoolean, defaults.transcripts),
     idleMinutes: pick('idleMinutes', isNumber, defaults.idleMinutes),
+    respond: pick('respond', isRespond, defaults.respond),
+    wakeWords: pick('wakeWords', isWords, defaults.wakeWords),
+    ...(tools === undefined ? {} : { tools }),
     ...(updatedBy === undefined ? {} : { updatedBy }),
     ...(updatedAt === undefined ? {} : { updatedAt }),
   };
@@ -81,6 +112,13 @@ export function checkVoiceSettingsChange(change: VoiceSettingsChange, vendor: st
   }
   if (change.instructions !== undefined && change.instructions.length > VOICE_LIMITS.instructionsLength) {
     return `\`instructions\` can be at most ${VOICE_LIMITS.instructionsLength} characters.`;
+  }
+  if (change.wakeWords !== undefined) {
+    if (change.wakeWords.length > VOICE_LIMITS.wakeWords) return `\`wake_words\` can list at most ${VOICE_LIMITS.wakeWords} names, separated by commas.`;
+    const long = change.wakeWords.find((word) => word.length > VOICE_LIMITS.wakeWordLength);
+    if (long !== undefined) return `\`wake_words\`: each name can be at most ${VOICE_LIMITS.wakeWordLength} characters; "${long.slice(0, 20)}…" is longer.`;
+    const empty = change.wakeWords.find((word) => normalizeSpeech(word) === '');
+    if (empty !== undefined) return `\`wake_words\`: "${empty}" has no letters or digits to listen for.`;
   }
   const ranges: [keyof typeof VOICE_LIMITS, number | undefined, string][] = [
     ['vadThreshold', change.vadThreshold, 'vad_threshold'],
@@ -106,6 +144,9 @@ export function describeVoiceSettingsChange(change: VoiceSettingsChange): string
     change.silenceMs === undefined ? undefined : `silence_ms ${change.silenceMs}`,
     change.transcripts === undefined ? undefined : `transcripts ${change.transcripts ? 'on' : 'off'}`,
     change.idleMinutes === undefined ? undefined : `idle_minutes ${change.idleMinutes}`,
+    change.respond === undefined ? undefined : `respond ${change.respond}`,
+    change.wakeWords === undefined ? undefined : `wake_words ${change.wakeWords.length === 0 ? '(the bot\'s name)' : change.wakeWords.join(', ')}`,
+    change.tools === undefined ? undefined : `tools ${change.tools ? 'on' : 'off'}`,
     // Instructions can be long: the history says they changed, /voice settings shows them.
     change.instructions === undefined ? undefined : 'new instructions',
   ].filter((part) => part !== undefined);

@@ -35,6 +35,16 @@ export interface RealtimeSessionConfig {
   turnDetection: TurnDetection | null;
   /** PCM sample rate in and out; default 24000. */
   rate?: number;
+  /** Function tools the model may call (`{ type: 'function', name, description, parameters }`). */
+  tools?: readonly FunctionTool[];
+}
+
+export interface FunctionTool {
+  type: 'function';
+  name: string;
+  description: string;
+  /** A JSON schema of the arguments. */
+  parameters: Record<string, unknown>;
 }
 
 interface ConnectBase {
@@ -98,6 +108,7 @@ function sessionUpdate(config: RealtimeSessionConfig): Record<string, unknown> &
               ...(detection.prefixPaddingMs === undefined ? {} : { prefix_padding_ms: detection.prefixPaddingMs }),
             },
       audio: { input: { format }, output: { format } },
+      ...(config.tools === undefined ? {} : { tools: config.tools }),
     },
   };
 }
@@ -278,6 +289,11 @@ export class RealtimeClient extends EventEmitter<ClientEvents> {
 
   truncate(itemId: string, contentIndex: number, audioEndMs: number): void {
     this.#send({ type: 'conversation.item.truncate', item_id: itemId, content_index: contentIndex, audio_end_ms: Math.round(audioEndMs) });
+  }
+
+  /** A function call's result, for the model (then `createResponse()` to have it speak about it). */
+  sendFunctionOutput(callId: string, output: string): void {
+    this.#send({ type: 'conversation.item.create', item: { type: 'function_call_output', call_id: callId, output } });
   }
 
   /** A line spoken as is, as a whole response turn of its own (no response.create after it). */

@@ -5,6 +5,15 @@ import { isRecord, readNumber, readRecord, readString, type JsonRecord } from '.
 // the spec's name. The spec promises only `delta` on an audio delta: item, response and content index
 // are read when present and never required.
 
+/** A function the model calls (docs/gateway.md, "Function tools"): `arguments` is the JSON text it sent. */
+export interface RealtimeFunctionCall {
+  callId: string;
+  name: string;
+  arguments: string;
+  responseId: string | undefined;
+  itemId: string | undefined;
+}
+
 export type RealtimeServerEvent =
   | { type: 'session.created' | 'session.updated'; session: JsonRecord }
   | { type: 'input_audio_buffer.speech_started'; itemId: string | undefined; audioStartMs: number | undefined }
@@ -20,7 +29,9 @@ export type RealtimeServerEvent =
   | { type: 'response.output_audio_transcript.delta'; responseId: string | undefined; itemId: string | undefined; delta: string }
   | { type: 'response.output_audio_transcript.done'; responseId: string | undefined; itemId: string | undefined; transcript: string }
   | { type: 'response.output_text.delta'; responseId: string | undefined; itemId: string | undefined; delta: string }
-  | { type: 'response.done'; responseId: string | undefined; status: string | undefined }
+  /** `functionCalls`: the calls the response's `output` lists (a server may announce a call only here). */
+  | { type: 'response.done'; responseId: string | undefined; status: string | undefined; functionCalls: RealtimeFunctionCall[] }
+  | { type: 'response.function_call_arguments.done'; call: RealtimeFunctionCall }
   | { type: 'conversation.item.truncated'; itemId: string | undefined; audioEndMs: number | undefined }
   | {
       type: 'error';
@@ -43,6 +54,26 @@ const ALIASES: Record<string, string> = {
   'response.text.delta': 'response.output_text.delta',
   'response.text.done': 'response.output_text.done',
 };
+
+/**
+ * A function call from an output item (`{ type: 'function_call', call_id, name, arguments }`) or an
+ * arguments' done event (`{ call_id, name, arguments, item_id }`); undefined when it is not one.
+ */
+function functionCallOf(value: unknown, responseId: string | undefined, itemId: string | undefined): RealtimeFunctionCall | undefined {
+  if (!isRecord(value)) return undefined;
+  const type = readString(value, 'type');
+  if (type !== 'function_call' && type !== 'response.function_call_arguments.done') return undefined;
+  const callId = readString(value, 'call_id');
+  const name = readString(value, 'name');
+  if (callId === undefined || name === undefined) return undefined;
+  return {
+    callId,
+    name,
+    arguments: readString(value, 'arguments') ?? '',
+    responseId: readString(value, 'response_id') ?? responseId,
+    itemId: type === 'function_call' ? readString(value, 'id') : (readString(value, 'item_id') ?? itemId),
+  };
+}
 
 /** The event, or undefined when the message is not an event at all (not JSON, no type). */
 export function parseServerEvent(text: string): RealtimeServerEvent | undefined {
@@ -94,7 +125,14 @@ export function parseServerEvent(text: string): RealtimeServerEvent | undefined 
       return { type, responseId, itemId, transcript: readString(raw, 'transcript') ?? '' };
     case 'response.done': {
       const response = readRecord(raw, 'response');
-      return { type, responseId: readString(response, 'id') ?? responseId, status: readString(response, 'status') };
+      const id = readString(response, 'id') ?? responseId;
+      const output = response?.output;
+      const functionCalls = Array.isArray(output) ? output.map((item) => functionCallOf(item, id, undefined)).filter((call) => call !== undefined) : [];
+      return { type, responseId: id, status: readString(response, 'status'), functionCalls };
+    }
+    case 'response.function_call_arguments.done': {
+      const call = functionCallOf(raw, responseId, itemId);
+      return call ? { type, call } : { type: 'other', name, raw };
     }
     case 'conversation.item.truncated':
       return { type, itemId, audioEndMs: readNumber(raw, 'audio_end_ms') };

@@ -1,0 +1,36 @@
+// What a voice conversation asks of the video part when the model calls one of its tools: a video made,
+// or a task looked up, as the member who spoke would get it with /video. The answer is in words the
+// model can say.
+
+/** The member a call runs as, and where the conversation's text channel is. */
+export interface VoiceCaller {
+  guildId: string;
+  /** The conversation's text channel: the task's card and video are posted there. */
+  channelId: string;
+  userId: string;
+  roleIds: readonly string[];
+  isServerManager: boolean;
+}
+
+export interface VoiceVideoRequest {
+  prompt: string;
+  duration: number | undefined;
+  aspectRatio: string | undefined;
+  resolution: string | undefined;
+}
+
+/**
+ * What came of a request: `submitted` (with the task's short ref), `refused` (why, in /video's words
+ * for the member), `failed` (it could not be done), `found` / `not_found` for a status.
+ */
+export interface VoiceToolOutcome {
+  status: 'submitted' | 'refused' | 'failed' | 'found' | 'not_found';
+  message: string;
+  task?: string;
+}
+
+export interface VoiceVideoRequests {
+  generate(caller: VoiceCaller, request: VoiceVideoRequest): Promise<VoiceToolOutcome>;
+  /** The caller's latest task on the server, or the one `taskRef` names. */
+  status(caller: VoiceCaller, taskRef: string | undefined): Promise<VoiceToolOutcome>;
+}

@@ -1,0 +1,94 @@
+import type { DiscordOutbox } from '../discord/outbox.ts';
+import type { Logger } from '../lib/log.ts';
+import type { Result } from '../lib/result.ts';
+import type { InteractionContext } from '../ports/interaction-context.ts';
+import type { VoiceCaller, VoiceToolOutcome, VoiceVideoRequest, VoiceVideoRequests } from '../ports/voice-video.ts';
+import type { VideoPreparation } from './prepare.ts';
+import type { SubmissionPlan } from './plan.ts';
+import type { TaskRecord } from './record.ts';
+import type { TaskRepository } from './repository.ts';
+import { SubmissionRefusedError } from './submit.ts';
+
+// /video generate and /video status for a member who asked by voice: the same preparation, role rules,
+// limits, key and defaults as the command, and the same card (a channel message here, since there is
+// no interaction to answer), with the outcome in words the voice model can say.
+
+/** Discord's upload limit in a channel without boosts: a voice request has no interaction to say the channel's. */
+const DEFAULT_ATTACHMENT_LIMIT = 10 * 1024 * 1024;
+
+export interface VoiceVideoDeps {
+  prepare: VideoPreparation;
+  submit(plan: SubmissionPlan, context: InteractionContext): Promise<TaskRecord>;
+  tasks: TaskRepository;
+  outbox: DiscordOutbox;
+  /** The server's role rules for /video, as the dispatcher applies them to the command. */
+  mayUseVideo(caller: VoiceCaller): Promise<Result>;
+  log: Logger;
+}
+
+function describeTask(task: TaskRecord): string {
+  const progress = task.state === 'running' && task.progress !== undefined ? `, ${Math.round(task.progress)}% done` : '';
+  const posted = task.delivery.state === 'posted' ? ' The video is posted in the text channel.' : '';
+  return `Task ${task.id} ("${task.prompt.slice(0, 80)}") is ${task.state}${progress}.${posted}`;
+}
+
+export class VoiceVideo implements VoiceVideoRequests {
+  readonly #deps: VoiceVideoDeps;
+
+  constructor(deps: VoiceVideoDeps) {
+    this.#deps = deps;
+  }
+
+  async generate(caller: VoiceCaller, request: VoiceVideoRequest): Promise<VoiceToolOutcome> {
+    const { prepare, outbox, log } = this.#deps;
+    const allowed = await this.#deps.mayUseVideo(caller);
+    if (!allowed.ok) return { status: 'refused', message: allowed.message };
+    const context: InteractionContext = {
+      guildId: caller.guildId,
+      channelId: caller.channelId,
+      userId: caller.userId,
+      applicationId: '',
+      interactionToken: '',
+      interactionReceivedAt: Date.now(),
+      attachmentSizeLimit: DEFAULT_ATTACHMENT_LIMIT,
+    };
+    const prepared = await prepare.generation(context, {
+      prompt: request.prompt,
+      model: undefined,
+      duration: request.duration,
+      resolution: request.resolution,
+      aspectRatio: request.aspectRatio,
+      image: undefined,
+      lastFrame: undefined,
+      referenceImages: [],
+      voices: [],
+      referenceAudio: undefined,
+    });
+    if (!prepared.ok) return { status: 'refused', message: prepared.message };
+    let cardMessageId: string;
+    try {
+      cardMessageId = await outbox.say(caller.channelId, `🎙️ <@${caller.userId}> asked for a video by voice.`);
+    } catch (error) {
+      log.warn('could not post the card of a video asked for by voice', { guild: caller.guildId, channel: caller.channelId, error });
+      return { status: 'failed', message: 'I could not post in the text channel, so I did not start the video.' };
+    }
+    try {
+      const task = await this.#deps.submit(prepared.plan, { ...context, cardMessageId });
+      if (task.state === 'unknown') return { status: 'failed', message: `The gateway did not answer clearly; task ${task.id} may or may not have started. Its card in the text channel says more.`, task: task.id };
+      return { status: 'submitted', message: `The video is being made: task ${task.id}. Its card is in the text channel, and the video follows there when it is ready.`, task: task.id };
+    } catch (error) {
+      if (error instanceof SubmissionRefusedError) return { status: 'refused', message: error.message };
+      log.error('a video asked for by voice failed', { guild: caller.guildId, error });
+      return { status: 'failed', message: 'Something went wrong while starting the video; nothing was made.' };
+    }
+  }
+
+  async status(caller: VoiceCaller, taskRef: string | undefined): Promise<VoiceToolOutcome> {
+    const { tasks } = this.#deps;
+    const task = taskRef === undefined ? (await tasks.recentForUser(caller.guildId, caller.userId, 1))[0] : await tasks.findInGuild(caller.guildId, taskRef);
+    if (!task) {
+      return { status: 'not_found', message: taskRef === undefined ? 'You have no videos on this server yet.' : `There is no task ${taskRef} on this server.` };
+    }
+    return { status: 'found', message: describeTask(task), task: task.id };
+  }
+}

@@ -270,7 +270,14 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
         return;
       }
       // A body left unread (refused before reading it, or over the cap) is not drained: the connection ends.
-      if (!request.complete) response.setHeader('connection', 'close');
+      // Not at once, though: Node destroys a closing connection as soon as the answer is out, and with the
+      // client still sending, the reset can reach it before the answer does. It lingers instead, reading
+      // and dropping what still comes, until the client closes (closeAfterAnswer).
+      if (!request.complete) {
+        response.setHeader('connection', 'close');
+        const socket = request.socket;
+        socket.destroySoon = () => closeAfterAnswer(socket);
+      }
       sendError(response, layerOfPath(path), error instanceof HttpError ? error : new HttpError(500, 'upstream_error', 'The emulator failed unexpectedly.'));
     } catch (failure) {
       log.error('emulator could not answer a failed request', { path, error: failure });

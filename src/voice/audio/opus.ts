@@ -1,11 +1,13 @@
-import OpusScript from 'opusscript';
-import { CHANNELS, FRAME_SAMPLES, SAMPLE_RATE, bytesToSamples } from './format.ts';
+import { CHANNELS, FRAME_SAMPLES, SAMPLE_RATE } from './format.ts';
+import { OpusScriptCodec } from './opusscript-codec.ts';
 
 // Opus at the bot's format. Decoders keep state from packet to packet, so each speaker has their own; a
 // corrupt packet is skipped rather than allowed to end the speaker's stream (prism's decoder would).
+// Through OpusScriptCodec: with opusscript's own encode() and decode(), a process past about 38
+// conversations had codecs that threw, and one that grew its heap further crashed (see there).
 
 export class OpusFrameDecoder {
-  readonly #codec = new OpusScript(SAMPLE_RATE, CHANNELS, OpusScript.Application.VOIP);
+  readonly #codec = new OpusScriptCodec(SAMPLE_RATE, CHANNELS, 'voip');
   #corrupt = 0;
 
   /** Packets that could not be decoded (and were skipped) so far. */
@@ -13,12 +15,11 @@ export class OpusFrameDecoder {
     return this.#corrupt;
   }
 
-  /** The samples of one packet (20 ms: 480), or undefined for a packet libopus refuses. */
+  /** The samples of one packet (20 ms: 480), or undefined for a packet libopus refuses (or longer than 60 ms). */
   decode(packet: Buffer): Int16Array | undefined {
     try {
-      // opusscript hands back a fresh copy of its output: no need for another.
       const pcm = this.#codec.decode(packet);
-      return pcm.length > 0 ? bytesToSamples(pcm) : undefined;
+      return pcm.length > 0 ? pcm : undefined;
     } catch {
       this.#corrupt++;
       return undefined;
@@ -40,17 +41,17 @@ const ENCODER_COMPLEXITY = 3;
 const ENCODER_BITRATE = 24_000;
 
 export class OpusFrameEncoder {
-  readonly #codec = new OpusScript(SAMPLE_RATE, CHANNELS, OpusScript.Application.AUDIO);
+  readonly #codec = new OpusScriptCodec(SAMPLE_RATE, CHANNELS, 'audio');
 
   constructor() {
-    this.#codec.encoderCTL(OPUS_SET_COMPLEXITY, ENCODER_COMPLEXITY);
-    this.#codec.encoderCTL(OPUS_SET_BITRATE, ENCODER_BITRATE);
+    this.#codec.encoderCtl(OPUS_SET_COMPLEXITY, ENCODER_COMPLEXITY);
+    this.#codec.encoderCtl(OPUS_SET_BITRATE, ENCODER_BITRATE);
   }
 
   /** One 20 ms frame (480 samples) to one Opus packet. */
   encode(frame: Int16Array): Buffer {
     if (frame.length !== FRAME_SAMPLES) throw new RangeError(`an Opus frame is ${FRAME_SAMPLES} samples, got ${frame.length}`);
-    return this.#codec.encode(Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength), FRAME_SAMPLES);
+    return this.#codec.encode(frame, FRAME_SAMPLES);
   }
 
   delete(): void {

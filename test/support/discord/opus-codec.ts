@@ -1,7 +1,9 @@
 // Opus through opusscript (WebAssembly: no native build, same as the bot's fallback), one 48 kHz
-// stereo frame at a time. Encoders and decoders keep state across frames: one per stream.
+// stereo frame at a time. Encoders and decoders keep state across frames: one per stream. Through
+// the bot's OpusScriptCodec, which moves the samples itself: with opusscript's own encode() and decode()
+// (PCM at twice its buffers' address), a stand-in hosting a couple of dozen channels aborted in libopus.
 
-import OpusScript from 'opusscript';
+import { OpusScriptCodec } from '../../../src/voice/audio/opusscript-codec.ts';
 import { CHANNELS, SAMPLE_RATE, SAMPLES_PER_MS } from './audio-format.ts';
 
 /** The 3-byte Opus frame Discord clients and @discordjs/voice send for silence. */
@@ -30,15 +32,16 @@ export interface OpusEncoderOptions {
   bitrate?: number;
 }
 
+/** libopus's OPUS_SET_BITRATE request. */
+const OPUS_SET_BITRATE = 4002;
+
 export class OpusFrameEncoder {
-  readonly #opus: OpusScript;
+  readonly #opus: OpusScriptCodec;
   #closed = false;
 
   constructor(options: OpusEncoderOptions = {}) {
-    const application =
-      options.application === 'voip' ? OpusScript.Application.VOIP : OpusScript.Application.AUDIO;
-    this.#opus = new OpusScript(SAMPLE_RATE, CHANNELS, application);
-    this.#opus.setBitrate(options.bitrate ?? 64_000);
+    this.#opus = new OpusScriptCodec(SAMPLE_RATE, CHANNELS, options.application ?? 'audio');
+    this.#opus.encoderCtl(OPUS_SET_BITRATE, options.bitrate ?? 64_000);
   }
 
   /** Encodes exactly one frame (10, 20, 40 or 60 ms of interleaved stereo PCM) into one Opus packet. */
@@ -48,7 +51,7 @@ export class OpusFrameEncoder {
     if (!isOpusFrameMs(samplesPerChannel / SAMPLES_PER_MS)) {
       throw new RangeError(`not an Opus frame length: ${samplesPerChannel} samples per channel`);
     }
-    return this.#opus.encode(Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength), samplesPerChannel);
+    return this.#opus.encode(frame, samplesPerChannel);
   }
 
   close(): void {
@@ -59,18 +62,14 @@ export class OpusFrameEncoder {
 }
 
 export class OpusFrameDecoder {
-  readonly #opus = new OpusScript(SAMPLE_RATE, CHANNELS, OpusScript.Application.AUDIO);
+  readonly #opus = new OpusScriptCodec(SAMPLE_RATE, CHANNELS, 'audio');
   #closed = false;
 
   /** Decodes one packet into interleaved stereo PCM. Throws on a packet that is not valid Opus. */
   decode(packet: Buffer): Int16Array {
     if (this.#closed) throw new Error('Opus decoder is closed');
     if (packet.length === 0) throw new Error('empty Opus packet');
-    const bytes = this.#opus.decode(packet);
-    // Copy into a fresh, aligned buffer: the decoder's output may sit at an odd offset of a shared pool.
-    const pcm = new Int16Array(bytes.length / 2);
-    new Uint8Array(pcm.buffer).set(bytes);
-    return pcm;
+    return this.#opus.decode(packet);
   }
 
   close(): void {

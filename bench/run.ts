@@ -3,8 +3,9 @@ import { CRASH_STORES, benchmarkCrashes, printCrashReport } from './crash.ts';
 import { benchmarkDelivery, printDeliveryReport } from './delivery.ts';
 import { benchmarkVideoTracking, printVideoReport } from './video.ts';
 import { benchmarkVoice, printVoiceReport } from './voice.ts';
+import { benchmarkVoiceCapacity, printVoiceCapacityReport } from './voice-capacity.ts';
 
-// `npm run bench [-- --only video|delivery|voice|crash] [--tasks N] [--kills N] [--seed N] [--store sqlite|redis]
+// `npm run bench [-- --only video|delivery|voice|voice-capacity|crash] [--tasks N] [--kills N] [--seed N] [--store sqlite|redis]
 // [--video-mb N] [--workers N]`: every benchmark, figures as ratios against baselines measured in the same run.
 // The video benchmark runs its tasks through one process and then through --workers workers (default 2,
 // one shard each; 1: the single process only), both on a Redis of its own, or with --store sqlite on
@@ -19,8 +20,8 @@ if (stores.length === 0) {
   process.exit(2);
 }
 const only = values.only;
-if (only !== undefined && !['video', 'delivery', 'voice', 'crash'].includes(only)) {
-  process.stderr.write(`--only must be video, delivery, voice or crash (got ${only})\n`);
+if (only !== undefined && !['video', 'delivery', 'voice', 'voice-capacity', 'crash'].includes(only)) {
+  process.stderr.write(`--only must be video, delivery, voice, voice-capacity or crash (got ${only})\n`);
   process.exit(2);
 }
 
@@ -41,6 +42,10 @@ if (!only || only === 'delivery') {
 
 if (!only || only === 'voice') {
   printVoiceReport(await benchmarkVoice());
+}
+
+if (!only || only === 'voice-capacity') {
+  printVoiceCapacityReport(await benchmarkVoiceCapacity());
 }
 
 if (!only || only === 'crash') {

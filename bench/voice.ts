@@ -1,28 +1,16 @@
-import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
-import { join } from 'node:path';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
-import { NetworkingStatusCode, VoiceConnectionStatus, entersState, joinVoiceChannel, type DiscordGatewayAdapterCreator, type VoiceConnection } from '@discordjs/voice';
-import OpusScript from 'opusscript';
-import { RealtimeClient } from '../src/gateway/realtime/client.ts';
-import { REALTIME_SESSION_MAX_MS } from '../src/gateway/spec.ts';
-import { isRecord, readArray, readNumber, readString } from '../src/lib/json.ts';
-import { silentLogger } from '../src/lib/log.ts';
+import { NetworkingStatusCode, VoiceConnectionStatus, type VoiceConnection } from '@discordjs/voice';
+import { isRecord, readNumber } from '../src/lib/json.ts';
 import { parseServerEvent } from '../src/gateway/realtime/events.ts';
 import { bytesToSamples, samplesToBytes } from '../src/voice/audio/format.ts';
 import { Framer } from '../src/voice/audio/framer.ts';
 import { SpeakerMixer } from '../src/voice/audio/mixer.ts';
 import { OpusFrameDecoder, OpusFrameEncoder } from '../src/voice/audio/opus.ts';
-import { VoiceSession } from '../src/voice/session.ts';
-import { defaultVoiceSettings } from '../src/voice/settings.ts';
 import { REALTIME_PCM } from '../test/support/discord/audio-format.ts';
 import { generateTone, speechLikeTone } from '../test/support/discord/audio-tone.ts';
 import { encodePcmToOpusPackets } from '../test/support/discord/opus-codec.ts';
 import { trustCertificateInThisProcess } from '../test/support/discord/tls-trust.ts';
-import { parseVoiceStateRequest } from '../test/support/discord/voice-adapter.ts';
 import type { BotPacketProblems } from '../test/support/discord/voice-server.ts';
+import { USER_ID, baselineCpuMs, gc, latencyOf, median, openConversation, readPacketProblems, startFarEnds, type BotConversation, type Latency } from './voice-rig.ts';
 
 // Issue 6's benchmarks, on the real pipeline: the bot's VoiceSession in this process, joined with the
 // real @discordjs/voice to a voice server and talking over a websocket to a realtime gateway, both in a
@@ -41,41 +29,11 @@ import type { BotPacketProblems } from '../test/support/discord/voice-server.ts'
 // plays it encrypts, and a member at the far end opens it), each with its own far ends and baselines;
 // what DAVE adds is the difference, and the far end counts the bot's frames it could not open.
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const WINDOW_SECONDS = 20;
 const WARM_UP_SECONDS = 4;
 const RUNS = 3;
 const PLAIN_GUILD_ID = '200000000000000001';
 const DAVE_GUILD_ID = '200000000000000002';
-const CHANNEL_ID = '300000000000000001';
-const BOT_ID = '100000000000000001';
-const USER_ID = '400000000000000001';
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? 0;
-}
-
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
-}
-
-/** CPU ms of bare opusscript decoding and encoding this audio at 48 kHz stereo, the way a naive bot would. */
-function baselineCpuMs(packets: Buffer[], pcm48kStereo: Int16Array): number {
-  const decoder = new OpusScript(48_000, 2, OpusScript.Application.AUDIO);
-  const encoder = new OpusScript(48_000, 2, OpusScript.Application.AUDIO);
-  const frame = 960 * 2;
-  const start = process.cpuUsage();
-  for (const packet of packets) decoder.decode(packet);
-  for (let offset = 0; offset + frame <= pcm48kStereo.length; offset += frame) {
-    encoder.encode(Buffer.from(pcm48kStereo.buffer, pcm48kStereo.byteOffset + offset * 2, frame * 2), 960);
-  }
-  const used = process.cpuUsage(start);
-  decoder.delete();
-  encoder.delete();
-  return (used.user + used.system) / 1000;
-}
 
 /** 24 kHz mono answer audio as the far end sends it: delta events of 20 to 200 ms, as JSON text. */
 function answerDeltas(seconds: number): string[] {
@@ -141,80 +99,6 @@ async function wakeUpFloorShare(seconds: number): Promise<number> {
   return (used.user + used.system) / 1000 / (performance.now() - wallStart);
 }
 
-interface FarEnds {
-  wsUrl: string;
-  endpoint: string;
-  certPem: string;
-  request(message: Record<string, unknown>): Promise<Record<string, unknown>>;
-  stop(): Promise<void>;
-}
-
-async function startFarEnds({ dave }: { dave: boolean }): Promise<FarEnds> {
-  const child = spawn(join(ROOT, 'scripts', 'node'), [join(ROOT, 'bench', 'ws-sink.ts'), dave ? '--dave' : '--no-dave'], { stdio: ['pipe', 'pipe', 'inherit'] });
-  const lines = createInterface({ input: child.stdout });
-  const pending = new Map<number, (answer: Record<string, unknown>) => void>();
-  const first = new Promise<Record<string, unknown>>((resolve) => {
-    lines.on('line', (line) => {
-      const message: unknown = JSON.parse(line);
-      if (!isRecord(message)) return;
-      const id = readNumber(message, 'id');
-      if (id === undefined) return resolve(message);
-      pending.get(id)?.(message);
-      pending.delete(id);
-    });
-  });
-  const hello = await first;
-  let nextId = 0;
-  return {
-    wsUrl: readString(hello, 'wsUrl') ?? '',
-    endpoint: readString(hello, 'endpoint') ?? '',
-    certPem: readString(hello, 'certPem') ?? '',
-    request(message) {
-      const id = ++nextId;
-      return new Promise((resolve, reject) => {
-        pending.set(id, (answer) => (typeof answer.error === 'string' ? reject(new Error(answer.error)) : resolve(answer)));
-        child.stdin.write(`${JSON.stringify({ id, ...message })}\n`);
-      });
-    },
-    async stop() {
-      child.kill('SIGTERM');
-      await once(child, 'exit');
-    },
-  };
-}
-
-/** The bot's gateway side of the voice handshake, answered by the far end's voice server. */
-function adapterFor(far: FarEnds, guildId: string): DiscordGatewayAdapterCreator {
-  const sessionId = randomBytes(16).toString('hex');
-  return (methods) => ({
-    sendPayload(payload) {
-      const request = parseVoiceStateRequest(payload);
-      if (!request) return false;
-      const state = { guild_id: guildId, channel_id: request.channelId, user_id: BOT_ID, session_id: sessionId, deaf: false, mute: false, self_deaf: false, self_mute: false, self_video: false, suppress: false, request_to_speak_timestamp: null };
-      if (request.channelId === null) {
-        void far.request({ op: 'botLeft', guildId });
-        methods.onVoiceStateUpdate(state);
-        return true;
-      }
-      void far.request({ op: 'expectBot', guildId, session: { channelId: request.channelId, userId: BOT_ID, sessionId } }).then((answer) => {
-        methods.onVoiceStateUpdate(state);
-        methods.onVoiceServerUpdate({ token: readString(answer, 'token') ?? '', guild_id: guildId, endpoint: far.endpoint });
-      });
-      return true;
-    },
-    destroy() {},
-  });
-}
-
-function readPacketProblems(answer: Record<string, unknown>): BotPacketProblems {
-  return {
-    undecryptable: readNumber(answer, 'undecryptable') ?? 0,
-    undecodable: readNumber(answer, 'undecodable') ?? 0,
-    unencrypted: readNumber(answer, 'unencrypted') ?? 0,
-    daveUndecryptable: readNumber(answer, 'daveUndecryptable') ?? 0,
-  };
-}
-
 /** What the bot's DAVE session (davey) counts of its own work, cumulative. */
 interface DaveCounts {
   encryptMicros: number;
@@ -252,16 +136,6 @@ function daveCountsOf(connection: VoiceConnection, userId: string): DaveCounts |
     decryptFailures: read(heard, 'failures'),
     passedThrough: read(heard, 'passthroughs'),
   };
-}
-
-interface Latency {
-  p50: number;
-  p99: number;
-  samples: number;
-}
-
-function latencyOf(values: number[]): Latency {
-  return { p50: percentile(values, 50), p99: percentile(values, 99), samples: values.length };
 }
 
 /** What one call measured: its windows, the baselines measured between them, its latencies. */
@@ -309,8 +183,6 @@ interface BenchAudio {
   deltas: string[];
 }
 
-const gc = (globalThis as { gc?: () => void }).gc ?? (() => {});
-
 /** A call the bot is in, on far ends of its own: it converses a window at a time, then reports. */
 interface BenchCall {
   /** One window of real-time two-way audio, with the baselines measured just before it. */
@@ -327,47 +199,27 @@ async function joinCall({ dave }: { dave: boolean }, { pcm48, packets, deltas }:
   const guildId = dave ? DAVE_GUILD_ID : PLAIN_GUILD_ID;
   const far = await startFarEnds({ dave });
   const untrust = trustCertificateInThisProcess(far.certPem);
-  const connection = joinVoiceChannel({ guildId, channelId: CHANNEL_ID, adapterCreator: adapterFor(far, guildId), selfDeaf: false });
-  connection.on('error', (error) => process.stderr.write(`voice connection error (${dave ? 'DAVE' : 'plain'} call): ${error.message}\n`));
-  const firstDeltaAt = new Map<string, number>();
-  const arrivals: number[] = [];
-  const input: number[] = [];
-  const session = new VoiceSession({
-    guildId,
-    connection,
-    settings: defaultVoiceSettings('svc'),
-    connectRealtime: async () => {
-      const client = await RealtimeClient.connect({ wsBaseUrl: far.wsUrl, apiKey: 'bench-key-000000', model: 'svc-voice-latest', session: { turnDetection: { type: 'server_vad' } } });
-      client.on('event', (event) => {
-        if (event.type === 'response.output_audio.delta' && event.responseId !== undefined && !firstDeltaAt.has(event.responseId)) firstDeltaAt.set(event.responseId, Date.now());
-      });
-      return client;
-    },
-    log: silentLogger,
-    sessionLimitMs: REALTIME_SESSION_MAX_MS,
-    reconnect: { baseMs: 500, maxMs: 5000, maxAttempts: 3 },
-    botUserId: BOT_ID,
-    probe: {
-      onPacket: (receivedAt) => arrivals.push(receivedAt),
-      onAppend: (frames, sentAt) => {
-        for (let frame = 0; frame < frames && arrivals.length > 0; frame++) input.push(sentAt - arrivals.shift()!);
-      },
-    },
-  });
-  const leave = async () => {
-    session.stop();
-    connection.destroy();
+  const stopFarEnds = async () => {
     await far.stop();
     untrust();
   };
-  let call: Record<string, unknown>;
+  let conversation: BotConversation;
   try {
-    await far.request({ op: 'userJoined', guildId, channelId: CHANNEL_ID, userId: USER_ID });
-    await entersState(connection, VoiceConnectionStatus.Ready, 10_000);
-    call = await far.request({ op: 'waitForBotConnection', guildId });
-    const version = readNumber(call, 'daveProtocolVersion') ?? 0;
-    if ((version > 0) !== dave) throw new Error(`the ${dave ? 'DAVE' : 'plain'} call settled at DAVE protocol version ${version}`);
-    await session.start();
+    conversation = await openConversation(far, {
+      guildId,
+      dave,
+      onError: (error) => process.stderr.write(`voice connection error (${dave ? 'DAVE' : 'plain'} call): ${error.message}\n`),
+    });
+  } catch (error) {
+    await stopFarEnds();
+    throw error;
+  }
+  const { connection, call } = conversation;
+  const leave = async () => {
+    conversation.leave();
+    await stopFarEnds();
+  };
+  try {
     // Warm up (JIT, WebAssembly, buffers) before the measured windows.
     await far.request({ op: 'converse', guildId, userId: USER_ID, seconds: WARM_UP_SECONDS, answerIndex: 0 });
   } catch (error) {
@@ -380,10 +232,11 @@ async function joinCall({ dave }: { dave: boolean }, { pcm48, packets, deltas }:
   const baselineShares: number[] = [];
   const audioWorkShares: number[] = [];
   const wakeUpFloorShares: number[] = [];
+  const input: number[] = [];
   const output: number[] = [];
   let userPackets = 0;
   let answeredMs = 0;
-  input.length = 0;
+  conversation.resetProbes();
   const daveShares: number[] = [];
   const daveAtStart = daveCountsOf(connection, USER_ID);
   let daveAtEnd = daveAtStart;
@@ -395,7 +248,7 @@ async function joinCall({ dave }: { dave: boolean }, { pcm48, packets, deltas }:
       audioWorkShares.push(audioWorkCpuMs(packets, deltas) / (WINDOW_SECONDS * 1000));
       wakeUpFloorShares.push(await wakeUpFloorShare(5));
       gc();
-      arrivals.length = 0;
+      conversation.resetProbes();
       const cpu = process.cpuUsage();
       const wallStart = performance.now();
       const daveBefore = daveCountsOf(connection, USER_ID);
@@ -407,18 +260,15 @@ async function joinCall({ dave }: { dave: boolean }, { pcm48, packets, deltas }:
       if (daveBefore && daveAtEnd) daveShares.push((daveAtEnd.encryptMicros - daveBefore.encryptMicros + daveAtEnd.decryptMicros - daveBefore.decryptMicros) / 1000 / wallMs);
       userPackets += readNumber(result, 'userPackets') ?? 0;
       answeredMs += readNumber(result, 'answeredMs') ?? 0;
-      for (const answer of readArray(result, 'answers') ?? []) {
-        const deltaAt = firstDeltaAt.get(readString(answer, 'responseId') ?? '');
-        const rtpAt = readNumber(answer, 'firstRtpAt');
-        if (deltaAt !== undefined && rtpAt !== undefined) output.push(rtpAt - deltaAt);
-      }
+      input.push(...conversation.takeInputLatencies());
+      output.push(...conversation.outputLatencies(result));
     },
     async report() {
       const problems = await far.request({ op: 'botPacketProblems', guildId, userId: USER_ID });
       return {
         dave,
-        daveProtocolVersion: readNumber(call, 'daveProtocolVersion') ?? 0,
-        daveGroupMembers: readNumber(call, 'daveGroupMembers') ?? 0,
+        daveProtocolVersion: call.daveProtocolVersion,
+        daveGroupMembers: call.daveGroupMembers,
         botShares,
         baselineShares,
         audioWorkShares,

@@ -1,3 +1,4 @@
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { WebSocketServer, type WebSocket } from 'ws';
@@ -6,7 +7,7 @@ import { websocketText } from '../src/lib/websocket-text.ts';
 import { samplesToBytes } from '../src/voice/audio/format.ts';
 import { REALTIME_PCM } from '../test/support/discord/audio-format.ts';
 import { generateTone, speechLikeTone } from '../test/support/discord/audio-tone.ts';
-import { OPUS_SILENCE_FRAME } from '../test/support/discord/opus-codec.ts';
+import { OPUS_SILENCE_FRAME, encodePcmToOpusPackets } from '../test/support/discord/opus-codec.ts';
 import { startVoiceServer, type BotAudioFrame, type BotPacketProblems } from '../test/support/discord/voice-server.ts';
 
 // The far ends of the voice benchmark, in their own process so that their work is not counted as the
@@ -16,17 +17,27 @@ import { startVoiceServer, type BotAudioFrame, type BotPacketProblems } from '..
 // `--dave` (the default, as on Discord) runs the voice channel end-to-end encrypted with DAVE: the user's
 // frames are DAVE frames and a member opens each frame the bot plays; `--no-dave` runs it without.
 //
-// Driven over stdin/stdout, one JSON object per line: it first says where it listens; then each request
-// `{id, op, ...}` gets `{id, ...}` back.
+// It hosts any number of conversations, each in its own guild: the bot's realtime socket names its guild
+// in its URL (`<wsUrl>/guild/<id>/...`). Driven over stdin/stdout, one JSON object per line: it first says
+// where it listens; then each request `{id, op, ...}` gets `{id, ...}` back.
 
 const { values: flags } = parseArgs({ options: { dave: { type: 'boolean', default: true } }, allowNegative: true });
 const voice = await startVoiceServer({ speakingLeadMs: 40, dave: flags.dave });
 // It offers compression, as a gateway may: the bot should decline it (zlib on every append is costly).
 const realtime = new WebSocketServer({ port: 0, host: '127.0.0.1', perMessageDeflate: true });
 await new Promise((resolve) => realtime.once('listening', resolve));
-let socket: WebSocket | undefined;
-realtime.on('connection', (connection) => {
-  socket = connection;
+/** Each conversation's realtime socket, by the guild its URL names (see realtimeUrlOf in voice-rig.ts). */
+const sockets = new Map<string, WebSocket>();
+realtime.on('connection', (connection, request) => {
+  const guildId = /^\/guild\/(\d+)\//.exec(request.url ?? '')?.[1];
+  if (guildId === undefined) {
+    connection.close(1008, 'no guild in the URL');
+    return;
+  }
+  sockets.set(guildId, connection);
+  connection.on('close', () => {
+    if (sockets.get(guildId) === connection) sockets.delete(guildId);
+  });
   connection.on('message', (data) => {
     const text = websocketText(data);
     // Appends (fifty a second) are swallowed unread; only the configuration is answered.
@@ -35,6 +46,10 @@ realtime.on('connection', (connection) => {
     }
   });
 });
+
+/** How late this process runs (a far end running late notes the bot's packets late). */
+const loopDelay = monitorEventLoopDelay({ resolution: 20 });
+loopDelay.enable();
 
 function reply(message: Record<string, unknown>): void {
   process.stdout.write(`${JSON.stringify(message)}\n`);
@@ -75,6 +90,21 @@ interface StreamedAnswer {
   firstDeltaSentAt: number;
 }
 
+/** The longest answer streamed. */
+const MAX_ANSWER_SECONDS = 3;
+/** Answer tones by pitch, made once at the longest length (many conversations share them). */
+const answerTones = new Map<number, Int16Array>();
+
+/** `seconds` of a 24 kHz mono tone at `hz`. */
+function answerTone(hz: number, seconds: number): Int16Array {
+  let tone = answerTones.get(hz);
+  if (!tone) {
+    tone = generateTone({ hz, ms: MAX_ANSWER_SECONDS * 1000, amplitude: 0.4, format: REALTIME_PCM });
+    answerTones.set(hz, tone);
+  }
+  return tone.subarray(0, Math.min(tone.length, Math.round(seconds * REALTIME_PCM.sampleRate)));
+}
+
 /**
  * One spoken answer as a gateway streams it: deltas of 20 to 200 ms, sent as they are due in real time
  * with up to 100 ms of lead and a few ms of jitter.
@@ -82,7 +112,7 @@ interface StreamedAnswer {
 async function streamAnswer(ws: WebSocket, index: number, seconds: number): Promise<StreamedAnswer> {
   const responseId = `resp_${index}`;
   const itemId = `item_${index}`;
-  const pcm = generateTone({ hz: 330 + (index % 5) * 40, ms: seconds * 1000, amplitude: 0.4, format: REALTIME_PCM });
+  const pcm = answerTone(330 + (index % 5) * 40, seconds);
   const samplesPerMs = REALTIME_PCM.sampleRate / 1000;
   ws.send(JSON.stringify({ type: 'response.created', response: { id: responseId, status: 'in_progress' } }));
   ws.send(JSON.stringify({ type: 'response.output_item.added', response_id: responseId, output_index: 0, item: { id: itemId, role: 'assistant' } }));
@@ -105,20 +135,37 @@ async function streamAnswer(ws: WebSocket, index: number, seconds: number): Prom
   return { responseId, firstDeltaSentAt };
 }
 
+/** The user's speech for `seconds`, as PCM and as Opus packets, made once per length (many conversations share it). */
+const speeches = new Map<number, { pcm: Int16Array; packets: Buffer[] }>();
+
+function speechOf(seconds: number): { pcm: Int16Array; packets: Buffer[] } {
+  let speech = speeches.get(seconds);
+  if (!speech) {
+    const pcm = speechLikeTone(seconds);
+    speech = { pcm, packets: encodePcmToOpusPackets(pcm) };
+    speeches.set(seconds, speech);
+  }
+  return speech;
+}
+
 /**
  * `seconds` of two-way audio: the user talks all along while answers of 1 to 3 s follow each other with
  * pauses of 300 to 500 ms. Returns when each answer's first delta went out and its first RTP packet came in.
+ * With `preEncoded` the user's speech is Opus-encoded once for every conversation rather than frame by
+ * frame as it is said (the packets are the same): many conversations at once would otherwise spend this
+ * process's CPU on encoders.
  */
-async function converse(guildId: string, userId: string, seconds: number, answerIndex: number): Promise<Record<string, unknown>> {
-  const ws = socket;
-  if (!ws) throw new Error('the bot has no realtime socket');
+async function converse(guildId: string, userId: string, seconds: number, answerIndex: number, preEncoded: boolean): Promise<Record<string, unknown>> {
+  const ws = sockets.get(guildId);
+  if (!ws) throw new Error(`the bot has no realtime socket in guild ${guildId}`);
   clearBotAudio(guildId);
-  const speaking = voice.speak(guildId, userId, speechLikeTone(seconds));
+  const speech = preEncoded ? speechOf(seconds) : undefined;
+  const speaking = speech ? voice.speak(guildId, userId, speech.pcm, { opusPackets: speech.packets }) : voice.speak(guildId, userId, speechLikeTone(seconds));
   const until = Date.now() + seconds * 1000;
   const answers: StreamedAnswer[] = [];
   let streamedMs = 0;
   while (Date.now() + 1500 < until) {
-    const answerSeconds = between(1, Math.min(3, (until - Date.now()) / 1000 - 0.5));
+    const answerSeconds = between(1, Math.min(MAX_ANSWER_SECONDS, (until - Date.now()) / 1000 - 0.5));
     answers.push(await streamAnswer(ws, answerIndex + answers.length, answerSeconds));
     streamedMs += answerSeconds * 1000;
     await sleep(between(300, 500));
@@ -161,7 +208,14 @@ async function handle(request: Record<string, unknown>): Promise<Record<string, 
       return { ...problemsOverTheCall(guildId), botFramesOpenedByMember: member?.stats.decrypted ?? 0, userFramesWithoutKey: member?.stats.droppedWithoutKey ?? 0 };
     }
     case 'converse':
-      return converse(guildId, readString(request, 'userId') ?? '', readNumber(request, 'seconds') ?? 10, readNumber(request, 'answerIndex') ?? 0);
+      return converse(guildId, readString(request, 'userId') ?? '', readNumber(request, 'seconds') ?? 10, readNumber(request, 'answerIndex') ?? 0, request.preEncoded === true);
+    case 'cpu': {
+      // Its CPU so far, and its event loop's delay p99 since the last time it was asked.
+      const used = process.cpuUsage();
+      const loopDelayP99Ms = loopDelay.percentile(99) / 1e6;
+      loopDelay.reset();
+      return { cpuMs: (used.user + used.system) / 1000, loopDelayP99Ms };
+    }
     default:
       throw new Error(`unknown op ${String(request.op)}`);
   }

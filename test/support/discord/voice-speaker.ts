@@ -58,6 +58,12 @@ export interface SpeakOptions {
    * bot joined does; the bot gets frames it cannot decrypt yet (a user without a key sends nothing).
    */
   waitForBotKey?: boolean;
+  /**
+   * The Opus packets of `pcm`, one per frame, already encoded (as encodePcmToOpusPackets makes them):
+   * sent instead of encoding each frame again, so that a benchmark's far end with many speakers does not
+   * spend its CPU on encoders. Silence is still judged on `pcm`.
+   */
+  opusPackets?: readonly Buffer[];
   signal?: AbortSignal;
 }
 
@@ -218,7 +224,7 @@ export class SimulatedSpeaker {
       interrupted: false,
     };
     if (signal.aborted) return { ...result, interrupted: true };
-    const encoder = this.#encoderFor(options.application ?? 'audio');
+    const application = options.application ?? 'audio';
 
     try {
       await this.#mapSsrc(this.#requireLink(), signal, options.waitForBotKey);
@@ -259,7 +265,7 @@ export class SimulatedSpeaker {
         announcedAhead = false;
         talking = true;
         silenceLeft = trailingSilence;
-        this.#send(link, encoder.encode(frame), headerExtension, options.brokenSealFrames?.includes(slot));
+        this.#send(link, options.opusPackets?.[slot] ?? this.#encoderFor(application).encode(frame), headerExtension, options.brokenSealFrames?.includes(slot));
         result.audioPackets++;
         result.lastPacketAt = Date.now();
         result.firstPacketAt ??= result.lastPacketAt;

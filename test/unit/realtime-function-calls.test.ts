@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseServerEvent } from '../../src/gateway/realtime/events.ts';
 
-// The function-call flow of ../shared/spec/provider-notes.md: a call is read from its arguments' done
+// The function-call flow of docs/gateway.md ("Function tools"): a call is read from its arguments' done
 // event, or from the output of response.done when a server sends nothing else.
 describe('realtime function calls', () => {
   it('reads a call from response.function_call_arguments.done', () => {

@@ -1,7 +1,7 @@
-// The voice session's side of the function-call flow (../shared/spec/provider-notes.md, "Function tools
-// in realtime"), against a scripted realtime server that sends what the emulator never does: a call
-// only in response.done, a function nobody declared, the same call twice, a call in an answer that was
-// talked over. The real @discordjs/voice is connected to the Discord stand-in's voice server.
+// The voice session's side of the function-call flow (docs/gateway.md, "Function tools"), against a
+// scripted realtime server that sends what the emulator never does: a call only in response.done, a
+// function nobody declared, the same call twice, a call in an answer that was talked over. The real
+// @discordjs/voice is connected to the Discord stand-in's voice server.
 
 import { VoiceConnectionStatus, entersState, joinVoiceChannel, type VoiceConnection } from '@discordjs/voice';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';

@@ -3,7 +3,7 @@
 // Discord stand-in's voice server in this process: what the session sends to the gateway, and what a
 // listener in the channel really hears.
 
-import { VoiceConnectionStatus, entersState, joinVoiceChannel, type VoiceConnection } from '@discordjs/voice';
+import type { VoiceConnection } from '@discordjs/voice';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RealtimeClient } from '../../src/gateway/realtime/client.ts';
 import { silentLogger } from '../../src/lib/log.ts';
@@ -13,34 +13,25 @@ import { VoiceSession, type VoiceSessionOptions } from '../../src/voice/session.
 import { analyzeTone, audible, byTone } from '../support/discord/audio-analysis.ts';
 import { REALTIME_PCM } from '../support/discord/audio-format.ts';
 import { generateTone } from '../support/discord/audio-tone.ts';
-import { trustCertificateInThisProcess } from '../support/discord/tls-trust.ts';
-import { InProcessVoiceGateway } from '../support/discord/voice-adapter.ts';
 import { joinFramePcm } from '../support/discord/voice-bot-recorder.ts';
-import { startVoiceServer, type BotAudioFrame, type VoiceServer } from '../support/discord/voice-server.ts';
-import { ScriptedRealtime, type ScriptedSocket } from '../support/scripted-realtime.ts';
+import type { BotAudioFrame, VoiceServer } from '../support/discord/voice-server.ts';
+import type { ScriptedRealtime, ScriptedSocket } from '../support/scripted-realtime.ts';
+import { startScriptedVoice, type ScriptedVoice } from '../support/scripted-voice.ts';
 
 const BOT_ID = '100000000000000001';
 const USER_ID = '400000000000000001';
 const GUILD_ID = '200000000000000001';
 const CHANNEL_ID = '300000000000000001';
 
+let rig: ScriptedVoice;
 let voice: VoiceServer;
-let untrust: () => void;
 let connection: VoiceConnection;
 let realtime: ScriptedRealtime;
 let session: VoiceSession | undefined;
-const connectionErrors: Error[] = [];
 
 beforeAll(async () => {
-  voice = await startVoiceServer();
-  untrust = trustCertificateInThisProcess(voice.certPem);
-  realtime = await ScriptedRealtime.start();
-  const gateway = new InProcessVoiceGateway(voice, BOT_ID);
-  voice.userJoined(GUILD_ID, CHANNEL_ID, USER_ID);
-  connection = joinVoiceChannel({ guildId: GUILD_ID, channelId: CHANNEL_ID, adapterCreator: gateway.adapterCreator(GUILD_ID), selfDeaf: false });
-  connection.on('error', (error) => connectionErrors.push(error));
-  await entersState(connection, VoiceConnectionStatus.Ready, 10_000);
-  await voice.waitForBotConnection(GUILD_ID);
+  rig = await startScriptedVoice({ botId: BOT_ID, userId: USER_ID, guildId: GUILD_ID, channelId: CHANNEL_ID });
+  ({ voice, connection, realtime } = rig);
 });
 
 afterEach(() => {
@@ -53,11 +44,8 @@ afterEach(() => {
 });
 
 afterAll(async () => {
-  if (connection.state.status !== VoiceConnectionStatus.Destroyed) connection.destroy();
-  await realtime.close();
-  await voice.close();
-  untrust();
-  expect(connectionErrors).toEqual([]);
+  await rig.close();
+  expect(rig.connectionErrors).toEqual([]);
 });
 
 interface Started {

@@ -1,3 +1,4 @@
+import type { REST } from 'discord.js';
 import { registerBotCommands, startApp, type App } from './app.ts';
 import { loadConfig, readEnvironment, type BotConfig } from './config.ts';
 import { createDiscordRest, fetchApplicationId, fetchGatewayBot, type ClientShards } from './discord/client.ts';
@@ -31,10 +32,9 @@ function workerShards(environment: NodeJS.ProcessEnv): ClientShards | undefined 
 }
 
 /** The shard count (asking Discord when it is "auto") and this machine's workers. */
-async function resolvePlan(config: BotConfig, log: Logger, signal: AbortSignal): Promise<ShardPlan> {
+async function resolvePlan(config: BotConfig, rest: REST, log: Logger, signal: AbortSignal): Promise<ShardPlan> {
   let count = config.sharding.count;
   if (count === 'auto') {
-    const rest = createDiscordRest(config.discordApiUrl, config.discordToken);
     try {
       count = (await retryUntilDone(() => fetchGatewayBot(rest), { operation: 'asking Discord for the shard count', log, signal, isFinal: isDiscordRefusal })).shards;
     } catch (error) {
@@ -69,7 +69,7 @@ function runBot(config: BotConfig, log: Logger, shards: ClientShards | undefined
   );
 }
 
-async function runSupervisor(config: BotConfig, log: Logger, plan: ShardPlan, signal: AbortSignal): Promise<void> {
+async function runSupervisor(config: BotConfig, rest: REST, log: Logger, plan: ShardPlan, signal: AbortSignal): Promise<void> {
   if (config.storeUrl.startsWith('sqlite:') && (plan.workers.length > 1 || plan.ids.length < plan.count)) {
     const where = plan.workers.length > 1 ? `${plan.workers.length} worker processes on this machine` : `shards ${describeShards(plan.ids)} of ${plan.count} here and the rest elsewhere`;
     refuse([
@@ -78,12 +78,13 @@ async function runSupervisor(config: BotConfig, log: Logger, plan: ShardPlan, si
     ]);
   }
   log.info('starting worker processes', { shardCount: plan.count, shards: describeShards(plan.ids), workers: plan.workers.map(describeShards) });
-  // Once per start, here rather than in every worker.
-  const rest = createDiscordRest(config.discordApiUrl, config.discordToken);
+  // Once per start, here rather than in every worker; a shutdown ends registration retries too.
+  const stopping = new AbortController();
+  const running = AbortSignal.any([signal, stopping.signal]);
   const commands = await loadCommands();
   const applicationId = await retryUntilDone(() => fetchApplicationId(rest), { operation: 'looking up the application', log, signal, isFinal: isDiscordRefusal });
   log.info('invite link', { url: inviteUrl(applicationId) });
-  const registering = registerBotCommands(rest, applicationId, [...commands.values()], config, log, signal).then((count) => {
+  const registering = registerBotCommands(rest, applicationId, [...commands.values()], config, log, running).then((count) => {
     if (count !== undefined) log.info('commands registered', { commands: count, scope: config.devGuildId ? `guild ${config.devGuildId}` : 'global' });
   });
   const entry = process.argv[1];
@@ -95,6 +96,7 @@ async function runSupervisor(config: BotConfig, log: Logger, plan: ShardPlan, si
       log,
       deadlineMs: WORKER_STOP_DEADLINE_MS + 3_000,
       async stop() {
+        stopping.abort(new Error('shutting down'));
         await Promise.all([supervisor.stop(), registering]);
       },
       exit: (code) => process.exit(code),
@@ -134,11 +136,12 @@ if (assigned) {
   process.once('SIGINT', stopPlanning);
   process.once('SIGTERM', stopPlanning);
   try {
-    const plan = await resolvePlan(config, rootLog, planning.signal);
+    const rest = createDiscordRest(config.discordApiUrl, config.discordToken);
+    const plan = await resolvePlan(config, rest, rootLog, planning.signal);
     process.off('SIGINT', stopPlanning);
     process.off('SIGTERM', stopPlanning);
     if (isSingleProcess(config.sharding, plan)) runBot(config, rootLog, undefined);
-    else await runSupervisor(config, rootLog.child({ supervisor: true }), plan, planning.signal);
+    else await runSupervisor(config, rest, rootLog.child({ supervisor: true }), plan, planning.signal);
   } catch (error) {
     if (planning.signal.aborted) process.exit(0);
     rootLog.error('the bot could not start', { error });

@@ -16,7 +16,7 @@ import { startOpsServer, type OpsServer, type Readiness } from './ops/server.ts'
 import type { Services } from './services.ts';
 import { SettingsService } from './settings/service.ts';
 import { shardOfGuild } from './shards/plan.ts';
-import { openStore, type Store } from './store.ts';
+import { openStore, parseMarker, type Store } from './store.ts';
 import { createVideo } from './video/index.ts';
 import { pollPolicyWithInterval } from './video/poll-policy.ts';
 import { VoiceVideo } from './video/voice-requests.ts';
@@ -126,10 +126,7 @@ export async function startApp(config: BotConfig, log: Logger, signal: AbortSign
   const metrics: BotMetrics = opsMetrics ?? NO_METRICS;
   const readinessPing = store.collection('ops_readiness', (raw): unknown => raw);
   // A worker's shards take turns identifying with every other worker's, through the shared store.
-  const identifyBuckets = store.collection('identify_buckets', (raw): true => {
-    if (raw !== true) throw new Error('expected true');
-    return true;
-  });
+  const identifyBuckets = store.collection('identify_buckets', parseMarker);
   const client = createDiscordClient(config.discordApiUrl, {
     ...(shards ? { shards, claimIdentify: async (bucket, ttlMs) => (await identifyBuckets.setIfAbsent(String(bucket), true, ttlMs)).created } : {}),
   });

@@ -13,6 +13,12 @@ import type { Logger } from './lib/log.ts';
 /** Turns a stored value into a typed record, throwing when it does not fit. */
 export type Parse<T> = (raw: unknown) => T;
 
+/** The parser of a record that only marks that something is so (its value is `true`). */
+export function parseMarker(raw: unknown): true {
+  if (raw !== true) throw new Error('expected true');
+  return true;
+}
+
 export interface Collection<T> {
   get(id: string): Promise<T | undefined>;
   set(id: string, value: T, ttlMs?: number): Promise<void>;

@@ -1,7 +1,7 @@
 import { isRecord, readNumber } from '../lib/json.ts';
 import type { Logger } from '../lib/log.ts';
 import { USD_TICKS } from '../gateway/spec.ts';
-import type { Collection, Store } from '../store.ts';
+import { parseMarker, type Collection, type Store } from '../store.ts';
 import type { GuildSettings } from './guild-settings.ts';
 import { evaluateDailyLimits, videos, type LimitVerdict } from './limits.ts';
 
@@ -44,11 +44,6 @@ function parseDayUsage(raw: unknown): DayUsage {
   return { users };
 }
 
-function parseTrue(raw: unknown): true {
-  if (raw !== true) throw new Error('expected true');
-  return true;
-}
-
 export function usd(ticks: number): string {
   return `$${(ticks / USD_TICKS).toFixed(2)}`;
 }
@@ -78,7 +73,7 @@ export class UsageLedger {
 
   constructor(store: Store, log: Logger) {
     this.#days = store.collection('usage_days', parseDayUsage);
-    this.#costed = store.collection('usage_costed_tasks', parseTrue);
+    this.#costed = store.collection('usage_costed_tasks', parseMarker);
     this.#log = log;
   }
 

@@ -78,7 +78,14 @@ describe('faults from the store and the gateway at once', () => {
   it('ends every task posted exactly once or closed saying why, answers /video while the store stalls, and stays bounded', async () => {
     const faults: Fault[][] = [[], ['malformed'], ['wrong-types'], ['huge'], ['drip'], ['overloaded', 'overloaded'], ['forget'], ['redirect-internal']];
     gateway.script(faults);
-    const tasks = await Promise.all(faults.map((_, index) => submitted(`fault run ${index}`)));
+    // One after another: the gateway hands its faults out in the order it takes submissions, and tasks
+    // sent at once could reach it in any order.
+    const tasks: { ref: string; card: () => Message }[] = [];
+    for (const index of faults.keys()) {
+      const mark = bot.logs.length;
+      tasks.push(await submitted(`fault run ${index}`));
+      await bot.waitForLog(() => bot.logs.slice(mark).some((line) => line.msg === 'video task submitted'), 30_000);
+    }
 
     // The store stalls past its deadline while the tasks run: a /video meanwhile is deferred, then told.
     redis.stall();

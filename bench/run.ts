@@ -3,16 +3,17 @@ import { CRASH_STORES, benchmarkCrashes, printCrashReport } from './crash.ts';
 import { benchmarkDelivery, printDeliveryReport } from './delivery.ts';
 import { benchmarkVideoTracking, printVideoReport } from './video.ts';
 import { benchmarkVoice, printVoiceReport } from './voice.ts';
+import { benchmarkVoiceAddressing, printVoiceAddressingReport } from './voice-addressing.ts';
 import { benchmarkVoiceCapacity, printVoiceCapacityReport } from './voice-capacity.ts';
 
-// `npm run bench [-- --only video|delivery|voice|voice-capacity|crash] [--tasks N] [--kills N] [--seed N] [--store sqlite|redis]
+// `npm run bench [-- --only video|delivery|voice|voice-addressing|voice-capacity|crash] [--tasks N] [--turns N] [--kills N] [--seed N] [--store sqlite|redis]
 // [--video-mb N] [--workers N]`: every benchmark, figures as ratios against baselines measured in the same run.
 // The video benchmark runs its tasks through one process and then through --workers workers (default 2,
 // one shard each; 1: the single process only), both on a Redis of its own, or with --store sqlite on
 // SQLite in the single process alone.
 
 const { values } = parseArgs({
-  options: { only: { type: 'string' }, tasks: { type: 'string' }, kills: { type: 'string' }, seed: { type: 'string' }, store: { type: 'string' }, 'video-mb': { type: 'string' }, workers: { type: 'string' } },
+  options: { only: { type: 'string' }, tasks: { type: 'string' }, kills: { type: 'string' }, seed: { type: 'string' }, store: { type: 'string' }, 'video-mb': { type: 'string' }, workers: { type: 'string' }, turns: { type: 'string' } },
 });
 const stores = CRASH_STORES.filter((store) => values.store === undefined || values.store === store);
 if (stores.length === 0) {
@@ -20,8 +21,8 @@ if (stores.length === 0) {
   process.exit(2);
 }
 const only = values.only;
-if (only !== undefined && !['video', 'delivery', 'voice', 'voice-capacity', 'crash'].includes(only)) {
-  process.stderr.write(`--only must be video, delivery, voice, voice-capacity or crash (got ${only})\n`);
+if (only !== undefined && !['video', 'delivery', 'voice', 'voice-addressing', 'voice-capacity', 'crash'].includes(only)) {
+  process.stderr.write(`--only must be video, delivery, voice, voice-addressing, voice-capacity or crash (got ${only})\n`);
   process.exit(2);
 }
 
@@ -42,6 +43,10 @@ if (!only || only === 'delivery') {
 
 if (!only || only === 'voice') {
   printVoiceReport(await benchmarkVoice());
+}
+
+if (!only || only === 'voice-addressing') {
+  printVoiceAddressingReport(await benchmarkVoiceAddressing({ turns: Number(values.turns ?? 40) }));
 }
 
 if (!only || only === 'voice-capacity') {

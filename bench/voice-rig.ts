@@ -39,12 +39,13 @@ export function percentile(values: number[], p: number): number {
 
 export interface Latency {
   p50: number;
+  p95: number;
   p99: number;
   samples: number;
 }
 
 export function latencyOf(values: number[]): Latency {
-  return { p50: percentile(values, 50), p99: percentile(values, 99), samples: values.length };
+  return { p50: percentile(values, 50), p95: percentile(values, 95), p99: percentile(values, 99), samples: values.length };
 }
 
 /**

@@ -1,9 +1,11 @@
 import { once } from 'node:events';
 import {
   ActionRowBuilder,
+  ApplicationCommandType,
   ButtonBuilder,
   ButtonStyle,
   Client,
+  ContextMenuCommandBuilder,
   DiscordAPIError,
   Events,
   GatewayIntentBits,
@@ -52,6 +54,8 @@ const probe = new SlashCommandBuilder()
       .addSubcommand((sub) => sub.setName('inner').setDescription('in the group').addMentionableOption((option) => option.setName('target').setDescription('m').setRequired(true))),
   );
 
+const onMessage = new ContextMenuCommandBuilder().setName('Probe message').setType(ApplicationCommandType.Message);
+
 beforeAll(async () => {
   discord = await startDiscordStandIn({ responseDeadlineMs: 1500, heartbeatIntervalMs: 500 });
   guild = discord.createGuild({ attachmentSizeLimit: 1000 });
@@ -62,7 +66,7 @@ beforeAll(async () => {
   const ready = once(client, Events.ClientReady);
   await client.login(discord.botToken);
   await ready;
-  await client.application!.commands.set([probe.toJSON()]);
+  await client.application!.commands.set([probe.toJSON(), onMessage.toJSON()]);
 }, 30_000);
 
 afterAll(async () => {
@@ -85,7 +89,7 @@ describe('login and the gateway', () => {
   });
 
   it('records the registered commands, global and per server', async () => {
-    expect(discord.commands().map((command) => command.name)).toEqual(['probe']);
+    expect(discord.commands().map((command) => [command.name, command.type])).toEqual([['probe', 1], ['Probe message', 3]]);
     await client.application!.commands.set([probe.toJSON()], guild.id);
     expect(discord.commands(guild.id)).toEqual([expect.objectContaining({ name: 'probe', guild_id: guild.id })]);
     const fetched = await client.application!.commands.fetch({ guildId: guild.id });
@@ -285,6 +289,60 @@ describe('interactions', () => {
     expect((await submit.reply()).content).toBe('got 42');
     const choices = await discord.autocomplete({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'probe', subcommand: 'all', options: { text: 'ca' }, focused: 'text' });
     expect(choices).toEqual([{ name: 'ca!', value: 'v' }]);
+  });
+});
+
+describe('message commands', () => {
+  it("delivers a message command on a member's message with its attachments and embeds, and a modal from it", async () => {
+    const picture = Buffer.from('89504e470d0a1a0a', 'hex');
+    const posted = discord.postMessage({
+      user: guild.admin,
+      channelId: guild.textChannelId,
+      content: 'look',
+      attachments: [{ filename: 'cat.png', bytes: picture, contentType: 'image/png' }],
+      embeds: [{ type: 'image', url: 'https://example.com/dog.gif', thumbnail: { url: 'https://example.com/dog.gif', proxy_url: 'https://media.example/dog.gif' } }],
+    });
+    expect(discord.uploads.some((upload) => upload.messageId === posted.id)).toBe(false);
+    const seen = new Promise<Record<string, unknown>>((resolve) => {
+      onInteraction = async (interaction) => {
+        if (interaction.isMessageContextMenuCommand()) {
+          const target = interaction.targetMessage;
+          const attachment = target.attachments.first();
+          const bytes = attachment ? Buffer.from(await (await fetch(attachment.url)).arrayBuffer()) : undefined;
+          const modal = new ModalBuilder().setCustomId('probe:on-message').setTitle('Form');
+          modal.addComponents(new ActionRowBuilder<TextInputBuilder>().addComponents(new TextInputBuilder().setCustomId('answer').setLabel('Answer').setStyle(TextInputStyle.Short)));
+          await interaction.showModal(modal);
+          resolve({
+            name: interaction.commandName,
+            target: interaction.targetId,
+            author: target.author.id,
+            content: target.content,
+            attachment: attachment && { name: attachment.name, contentType: attachment.contentType, size: attachment.size, bytes },
+            thumbnail: target.embeds[0]?.thumbnail?.proxyURL,
+          });
+        } else if (interaction.isModalSubmit()) {
+          await interaction.reply({ content: `got ${interaction.fields.getTextInputValue('answer')}`, flags: MessageFlags.Ephemeral });
+        }
+      };
+    });
+    const run = discord.runMessageCommand({ user: guild.member, message: posted, command: 'Probe message' });
+    expect(await seen).toEqual({
+      name: 'Probe message',
+      target: posted.id,
+      author: guild.admin.id,
+      content: 'look',
+      attachment: { name: 'cat.png', contentType: 'image/png', size: picture.length, bytes: picture },
+      thumbnail: 'https://media.example/dog.gif',
+    });
+    expect(await run.modal()).toEqual({ customId: 'probe:on-message', inputs: ['answer'] });
+    const submit = discord.submitModal({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, customId: 'probe:on-message', fields: { answer: '7' } });
+    expect((await submit.reply()).content).toBe('got 7');
+  });
+
+  it('runs a slash command only as a slash command, and a message command only on a message', () => {
+    const posted = discord.postMessage({ user: guild.member, channelId: guild.textChannelId, content: 'plain' });
+    expect(() => discord.runMessageCommand({ user: guild.member, message: posted, command: 'probe' })).toThrow('probe is not a message command');
+    expect(() => discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'Probe message' })).toThrow('Probe message is not a slash command');
   });
 });
 

@@ -97,6 +97,8 @@ export interface CommandRun {
 
 const OPTION = { subcommand: 1, group: 2, string: 3, integer: 4, boolean: 5, user: 6, channel: 7, role: 8, mentionable: 9, number: 10, attachment: 11 } as const;
 const INTERACTION = { command: 2, component: 3, autocomplete: 4, modal: 5 } as const;
+/** Application command types: a slash command, and the Apps menu on a message. */
+const COMMAND_TYPE = { chatInput: 1, message: 3 } as const;
 const EPHEMERAL = 64;
 /** Discord's identify window per rate-limit bucket. */
 const IDENTIFY_WINDOW_MS = 5000;
@@ -194,6 +196,7 @@ export class DiscordStandIn {
   /** takeGatewayDown() until bringGatewayBack(): gateway websocket upgrades are refused with 503. */
   #gatewayDown = false;
   readonly #interactions: Interactions;
+  readonly #messages: MessageStore;
   readonly #failures: InjectedFailure[] = [];
   readonly #baseUrl: string;
   /** Interaction ids carry a timestamp from a clock this far off the bot's (real hosts drift, and ids need not be time-based). */
@@ -211,7 +214,7 @@ export class DiscordStandIn {
     this.tokenLifetimeMs = options.tokenLifetimeMs;
     this.events.setMaxListeners(0);
     this.state.baseUrl = baseUrl;
-    const messages = new MessageStore(this.state, {
+    const messages = (this.#messages = new MessageStore(this.state, {
       created: (message) => {
         this.events.emit('message', message);
         this.#dispatchMessage('MESSAGE_CREATE', message);
@@ -227,10 +230,12 @@ export class DiscordStandIn {
         }
       },
       uploaded: (upload) => {
+        // Files a member posts are theirs (postMessage), not the bot's uploads.
+        if (this.state.messages.get(upload.messageId)?.authorId !== this.state.botUser.id) return;
         this.uploads.push(upload);
         this.events.emit('upload', upload);
       },
-    }, options.nonceWindowMs);
+    }, options.nonceWindowMs));
     this.#interactions = new Interactions(this.state, messages, this.events, options);
     this.#gateway = new Gateway({
       state: this.state,
@@ -606,6 +611,7 @@ export class DiscordStandIn {
 
   #commandData(run: CommandRun, focused?: string): Record<string, unknown> {
     const definition = this.#definition(run.guildId, run.command);
+    if (definition.type !== COMMAND_TYPE.chatInput) throw new Error(`${run.command} is not a slash command`);
     const resolved: Record<string, Record<string, unknown>> = {};
     let level: unknown[] = Array.isArray(definition.options) ? definition.options : [];
     const path: { name: string; type: number }[] = [];
@@ -673,6 +679,48 @@ export class DiscordStandIn {
     record.name = run.command;
     payload.data = this.#commandData(run);
     return this.#start(record, payload);
+  }
+
+  /**
+   * A member picks a message command from the Apps menu of `message`: type 2 with `data.type` 3,
+   * `target_id` the message, and the message itself in `resolved.messages`, as Discord sends it (content,
+   * attachments and embeds included, whatever the bot's intents).
+   */
+  runMessageCommand(options: { user: User; message: Message; command: string }): InteractionHandle {
+    const found = this.state.channel(options.message.channelId);
+    if (!found) throw new Error('the message is in no known channel');
+    const definition = this.#definition(found.guild.id, options.command);
+    if (definition.type !== COMMAND_TYPE.message) throw new Error(`${options.command} is not a message command`);
+    const { record, payload } = this.#base(INTERACTION.command, options.user, found.guild.id, options.message.channelId);
+    record.name = options.command;
+    payload.data = {
+      id: definition.id,
+      name: options.command,
+      type: COMMAND_TYPE.message,
+      target_id: options.message.id,
+      resolved: { messages: { [options.message.id]: this.state.messageObject(options.message) } },
+      guild_id: found.guild.id,
+    };
+    return this.#start(record, payload);
+  }
+
+  /**
+   * A member posts a message in a channel: text, files (stored and served as Discord's CDN serves
+   * attachments) and embeds (as Discord makes them for a link, say). It is dispatched as MESSAGE_CREATE.
+   */
+  postMessage(options: { user: User; channelId: string; content?: string; attachments?: AttachmentValue[]; embeds?: Record<string, unknown>[] }): Message {
+    const found = this.state.channel(options.channelId);
+    if (!found) throw new Error(`no channel ${options.channelId}`);
+    if (!found.guild.members.has(options.user.id)) throw new Error(`${options.user.username} is not a member of guild ${found.guild.id}`);
+    const attachments = options.attachments ?? [];
+    return this.#messages.create({
+      channelId: options.channelId,
+      authorId: options.user.id,
+      body: {
+        json: { content: options.content ?? '', embeds: options.embeds ?? [], attachments: attachments.map((file, index) => ({ id: String(index), filename: file.filename })) },
+        files: attachments.map((file, index) => ({ part: index, name: file.filename, contentType: file.contentType, bytes: file.bytes })),
+      },
+    });
   }
 
   /** A user typing in an option with autocomplete: resolves with the choices the bot offered. */

@@ -393,7 +393,8 @@ export class RestApi {
         id: snowflake(),
         application_id: state.applicationId,
         version: snowflake(),
-        type: 1,
+        // A slash command (1) unless the definition says otherwise: a message command is 3.
+        type: isRecord(command) && typeof command.type === 'number' ? command.type : 1,
         ...(scope === 'guild' ? { guild_id: match[2] } : {}),
       }));
       state.commands.set(scope === 'guild' ? (match[2] ?? '') : 'global', registered);

@@ -25,10 +25,11 @@ export interface BotMetrics {
   voiceConversations(change: 1 | -1): void;
   /** Opus frames heard from a channel ('in') or played into it ('out'). */
   voiceFrames(direction: VoiceDirection, count: number): void;
+  /** Members' frames that could not be decrypted (the library failed, or the bot held no key yet). */
   voiceDecryptFailures(count: number): void;
   realtimeReconnect(): void;
   realtimeRenewal(): void;
-  /** How long audio took one way, in seconds: 'in' from a packet heard to its append to the realtime session, 'out' from the answer's audio to its play. */
+  /** How long audio took one way, in seconds: 'in' from an append's oldest packet heard to the append leaving, 'out' from an answer's first audio to its play. */
   voiceLatency(direction: VoiceDirection, seconds: number): void;
 }
 

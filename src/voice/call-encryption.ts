@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { DAVESession, VoiceConnection, VoiceConnectionState } from '@discordjs/voice';
 import type { Logger } from '../lib/log.ts';
+import type { BotMetrics } from '../lib/metrics.ts';
 
 // DAVE, Discord's end-to-end encryption of voice calls, as the bot's conversation sees it: whether the
 // call is encrypted, whether the bot holds the group's keys (only then may it play, or hear anyone), the
@@ -103,11 +104,14 @@ export class CallEncryptionMonitor extends EventEmitter<MonitorEvents> {
   readonly #onInvalidTransition = (transitionId: number) =>
     this.#log.warn('a DAVE transition failed; the voice library rebuilds its session and asks to be added again', { transitionId, ...this.#totals });
 
-  constructor(connection: VoiceConnection, options: { log: Logger; now?: () => number }) {
+  readonly #metrics: Pick<BotMetrics, 'voiceDecryptFailures'> | undefined;
+
+  constructor(connection: VoiceConnection, options: { log: Logger; now?: () => number; metrics?: Pick<BotMetrics, 'voiceDecryptFailures'> | undefined }) {
     super();
     this.#connection = connection;
     this.#log = options.log;
     this.#now = options.now ?? Date.now;
+    this.#metrics = options.metrics;
     this.#current = readEncryption(undefined);
     connection.on('stateChange', this.#onConnectionState);
     this.#summary = setInterval(() => this.#logFailures(), SUMMARY_EVERY_MS);
@@ -162,6 +166,7 @@ export class CallEncryptionMonitor extends EventEmitter<MonitorEvents> {
   /** A frame reached the listener still encrypted: the bot held no key for it. */
   frameWithoutKey(): void {
     this.#totals.withoutKey++;
+    this.#metrics?.voiceDecryptFailures(1);
     this.#failing();
   }
 
@@ -188,6 +193,7 @@ export class CallEncryptionMonitor extends EventEmitter<MonitorEvents> {
   #onDebug(message: string): void {
     if (message.startsWith('Failed to decrypt')) {
       this.#totals.failed++;
+      this.#metrics?.voiceDecryptFailures(1);
       this.#consecutiveFailures++;
       this.#failing();
       return;

@@ -8,7 +8,7 @@ import type { GatewayAccessResolver } from '../ports/gateway-access.ts';
 import type { VoiceCaller, VoiceVideoRequests } from '../ports/voice-video.ts';
 import { addressesBot, answersOnlyWhenNamed } from './addressing.ts';
 import { describeCallEncryption, type CallEncryption } from './call-encryption.ts';
-import { VoiceAccessError, VoiceSession, finalFailure, type VoiceFunctionCall } from './session.ts';
+import { VoiceAccessError, VoiceSession, finalFailure, type VoiceFunctionCall, type VoiceSessionMetrics } from './session.ts';
 import { VOICE_TOOLS, runToolCall } from './tools.ts';
 import type { VoiceSettings, VoiceSettingsStore } from './settings.ts';
 import type { Result } from '../lib/result.ts';
@@ -77,8 +77,8 @@ export interface VoiceServiceDeps {
   sessionLimitMs?: number;
   /** The clock idleness is measured by, and how often it is looked at (tests and demos only). */
   idle?: { now: () => number; checkMs: number };
-  /** Counts live conversations, frames heard and realtime reconnects; default none. */
-  metrics?: Pick<BotMetrics, 'voiceConversations' | 'voiceFrames' | 'realtimeReconnect'>;
+  /** Counts live conversations and realtime reconnects, and each session's frames, decryption failures, renewals and latency; default none. */
+  metrics?: Pick<BotMetrics, 'voiceConversations' | 'realtimeReconnect'> & VoiceSessionMetrics;
 }
 
 export class VoiceService {
@@ -166,7 +166,7 @@ export class VoiceService {
         onActivity: () => {
           activity.last = this.#now();
         },
-        ...(this.#deps.metrics ? { probe: { onPacket: () => this.#deps.metrics?.voiceFrames('in', 1) } } : {}),
+        metrics: this.#deps.metrics,
       });
       try {
         await session.start();

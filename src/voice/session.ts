@@ -5,6 +5,7 @@ import type { RealtimeFunctionCall, RealtimeServerEvent } from '../gateway/realt
 import { backoffDelay } from '../lib/backoff.ts';
 import { describeGatewayError } from '../messages/gateway-errors.ts';
 import type { Logger } from '../lib/log.ts';
+import type { BotMetrics } from '../lib/metrics.ts';
 import { AnswerStreams } from './answer-streams.ts';
 import { CallEncryptionMonitor, type CallEncryption } from './call-encryption.ts';
 import { FRAME_MS } from './audio/format.ts';
@@ -132,9 +133,13 @@ export interface VoiceSessionOptions {
   onGiveUp?(reason: string): void;
   /** Someone spoke or the bot answered: the channel is not idle. */
   onActivity?(): void;
+  /** Counts frames each way, decryption failures, renewals and audio latency each way; default none. */
+  metrics?: VoiceSessionMetrics;
   /** Timing hooks for benchmarks: a user's packet arrived (performance.now()), an append left with `frames` 20 ms frames. */
   probe?: { onPacket?(receivedAt: number): void; onAppend?(frames: number, sentAt: number): void };
 }
+
+export type VoiceSessionMetrics = Pick<BotMetrics, 'voiceFrames' | 'voiceDecryptFailures' | 'realtimeRenewal' | 'voiceLatency'>;
 
 interface SessionEvents {
   state: [VoiceSessionState];
@@ -222,17 +227,21 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
   #lastTurnSpeaker: string | undefined;
   /** Problems told in the channel, and when. */
   readonly #told = new Map<string, number>();
+  /** When the oldest packet not yet appended arrived (performance.now()): an append's latency in. */
+  #oldestUnappendedAt: number | undefined;
 
   constructor(options: VoiceSessionOptions) {
     super();
     this.#options = options;
     this.#sessionLimitMs = options.sessionLimitMs;
     this.#log = options.log.child({ guild: options.guildId });
-    const encryption = new CallEncryptionMonitor(options.connection, { log: this.#log });
+    const metrics = options.metrics;
+    const encryption = new CallEncryptionMonitor(options.connection, { log: this.#log, metrics });
     this.#encryption = encryption;
     this.#player = new SpeechPlayer({
       prebufferMs: PREBUFFER_MS,
       log: this.#log,
+      metrics,
       onFinished: (key) => {
         const state = this.#state;
         if (state.status === 'live') state.answers.finished(key);
@@ -250,7 +259,11 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
       log: this.#log,
       silenceTailMs: this.#silenceTailMs(),
       framesPerAppend: FRAMES_PER_APPEND,
-      onAppend: options.probe?.onAppend && ((frames, sentAt) => options.probe?.onAppend?.(frames, sentAt)),
+      onAppend: (frames, sentAt) => {
+        if (metrics && this.#oldestUnappendedAt !== undefined) metrics.voiceLatency('in', (sentAt - this.#oldestUnappendedAt) / 1000);
+        this.#oldestUnappendedAt = undefined;
+        options.probe?.onAppend?.(frames, sentAt);
+      },
     });
     this.#listener = new VoiceListener(options.connection.receiver, this.#mixer, {
       log: this.#log,
@@ -269,6 +282,8 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
         onPacket: (userId, receivedAt) => {
           this.#turnPackets.set(userId, (this.#turnPackets.get(userId) ?? 0) + 1);
           encryption.frameHeard();
+          metrics?.voiceFrames('in', 1);
+          this.#oldestUnappendedAt ??= receivedAt;
           options.probe?.onPacket?.(receivedAt);
           this.#pump.audioArrived();
         },
@@ -499,6 +514,7 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
       return;
     }
     this.#state = this.#liveState(fresh);
+    this.#options.metrics?.realtimeRenewal();
     this.#log.info('realtime session renewed', { why });
   }
 

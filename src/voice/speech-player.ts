@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 import { AudioPlayerStatus, AudioResource, NoSubscriberBehavior, createAudioPlayer, type AudioPlayer, type VoiceConnection } from '@discordjs/voice';
 import type { Logger } from '../lib/log.ts';
+import type { BotMetrics } from '../lib/metrics.ts';
 import { BYTES_PER_SAMPLE, FRAME_MS, bytesToSamples } from './audio/format.ts';
 import { Framer } from './audio/framer.ts';
 import { OpusFrameEncoder } from './audio/opus.ts';
@@ -37,6 +38,8 @@ interface Item {
   bufferedFrames: number;
   ended: boolean;
   started: boolean;
+  /** When its first audio came (performance.now()): its latency out runs to the moment it starts playing. */
+  firstAudioAt: number;
 }
 
 export interface StoppedItem {
@@ -54,6 +57,8 @@ export interface SpeechPlayerOptions {
   mayPlay?: () => boolean;
   /** Answers waited ENCRYPTION_WAIT_MS for `mayPlay` and were stopped, with what of them was heard. */
   onGaveUpWaiting?(stopped: StoppedItem[]): void;
+  /** Counts the frames played and each answer's wait from its first audio to its play; default none. */
+  metrics?: Pick<BotMetrics, 'voiceFrames' | 'voiceLatency'> | undefined;
 }
 
 export class SpeechPlayer {
@@ -128,6 +133,7 @@ export class SpeechPlayer {
     const stopped = this.#items.splice(0).map((item) => {
       const pendingMs = item.stream.readableEnded ? 0 : FRAME_MS;
       const playedMs = item.started ? Math.max(0, item.resource.playbackDuration - pendingMs) : 0;
+      this.#countPlayed(playedMs);
       item.stream.destroy();
       return { key: item.key, playedMs };
     });
@@ -172,6 +178,7 @@ export class SpeechPlayer {
       bufferedFrames: 0,
       ended: false,
       started: false,
+      firstAudioAt: performance.now(),
     };
     this.#items.push(item);
     return item;
@@ -187,6 +194,7 @@ export class SpeechPlayer {
     if (item.bufferedFrames < this.#prebufferFrames && !item.ended) return;
     if (!this.#mayPlay()) return this.#waitForPlayability();
     item.started = true;
+    this.#options.metrics?.voiceLatency('out', (performance.now() - item.firstAudioAt) / 1000);
     this.player.play(item.resource);
   }
 
@@ -199,10 +207,16 @@ export class SpeechPlayer {
     }, ENCRYPTION_WAIT_MS);
   }
 
+  #countPlayed(playedMs: number): void {
+    const frames = Math.round(playedMs / FRAME_MS);
+    if (frames > 0) this.#options.metrics?.voiceFrames('out', frames);
+  }
+
   #onItemFinished(): void {
     const finished = this.#items[0];
     if (!finished?.started) return;
     this.#items.shift();
+    this.#countPlayed(finished.resource.playbackDuration);
     this.#options.onFinished?.(finished.key);
     const next = this.#items[0];
     if (next) this.#startIfReady(next);

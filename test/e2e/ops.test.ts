@@ -1,6 +1,8 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWorld, type World } from '../support/world.ts';
+import { audible } from '../support/discord/audio-analysis.ts';
+import { parsePrometheus, total, type Sample } from '../support/prometheus.ts';
 
 // The operator's port (OPS_PORT): /healthz, /readyz through a Discord gateway outage, and /metrics as
 // Prometheus text whose counters move as a /video task and a voice conversation run, with no secret,
@@ -37,40 +39,11 @@ async function readyzUntil(status: number, timeoutMs = 30_000): Promise<string> 
   }
 }
 
-interface Sample {
-  name: string;
-  labels: Record<string, string>;
-  value: number;
-}
-
-/** Prometheus text exposition format 0.0.4: # HELP / # TYPE lines, then `name{label="value",…} number`. */
-function parsePrometheus(text: string): Sample[] {
-  const samples: Sample[] = [];
-  for (const line of text.split('\n')) {
-    if (line === '' || line.startsWith('#')) continue;
-    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)(?: \d+)?$/.exec(line);
-    if (!match) throw new Error(`not a Prometheus sample line: ${line}`);
-    const labels: Record<string, string> = {};
-    for (const pair of (match[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[pair[1]!] = pair[2]!;
-    // Go's ParseFloat, which Prometheus reads values with, takes NaN in any case (prom-client writes Nan).
-    const raw = match[3]!;
-    const value = raw === '+Inf' ? Infinity : raw === '-Inf' ? -Infinity : /^nan$/i.test(raw) ? NaN : Number(raw);
-    if (Number.isNaN(value) && !/^nan$/i.test(raw)) throw new Error(`not a Prometheus sample value: ${line}`);
-    samples.push({ name: match[1]!, labels, value });
-  }
-  return samples;
-}
-
 async function metrics(): Promise<{ text: string; samples: Sample[] }> {
   const answer = await get('/metrics');
   expect(answer.status).toBe(200);
   expect(answer.type).toContain('text/plain');
   return { text: answer.body, samples: parsePrometheus(answer.body) };
-}
-
-/** The sum of a metric's samples whose labels include `labels`. */
-function total(samples: Sample[], name: string, labels: Record<string, string> = {}): number {
-  return samples.filter((sample) => sample.name === name && Object.entries(labels).every(([key, value]) => sample.labels[key] === value)).reduce((sum, sample) => sum + sample.value, 0);
 }
 
 describe('the ops port', () => {
@@ -117,10 +90,21 @@ describe('the ops port', () => {
     await discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'join' }).reply();
     await discord.voice.waitForBotConnection(guild.id);
     await discord.voice.speakTone(guild.id, guild.member.id, { hz: 440, ms: 500, amplitude: 0.5 });
+    // The emulator echoes the turn: the bot plays it, then stops speaking (op 5 with no flags).
+    await discord.voice.waitForBotAudio(guild.id, (frames) => audible(frames).length >= 20, 15_000);
+    await discord.voice.waitForBotSpeaking(guild.id, (events) => events.at(-1)?.speaking === 0, 15_000);
     const { samples: inCall } = await metrics();
+    const movedInCall = (name: string, labels: Record<string, string> = {}) => total(inCall, name, labels) - total(before, name, labels);
     expect(total(inCall, 'bot_voice_conversations')).toBe(1);
-    // 20 ms frames: half a second of speech is 25 of them, all heard.
-    expect(total(inCall, 'bot_voice_frames_total', { direction: 'in' }) - total(before, 'bot_voice_frames_total', { direction: 'in' })).toBeGreaterThanOrEqual(25);
+    // 20 ms frames: half a second of speech is 25 of them, all heard; the echo is as long, all played.
+    expect(movedInCall('bot_voice_frames_total', { direction: 'in' })).toBeGreaterThanOrEqual(25);
+    expect(movedInCall('bot_voice_frames_total', { direction: 'out' })).toBeGreaterThanOrEqual(20);
+    // Each append carries its oldest packet's wait; the answer its wait from first audio to play.
+    expect(movedInCall('bot_voice_latency_seconds_count', { direction: 'in' })).toBeGreaterThanOrEqual(12);
+    expect(movedInCall('bot_voice_latency_seconds_count', { direction: 'out' })).toBe(1);
+    expect(movedInCall('bot_voice_latency_seconds_bucket', { direction: 'out', le: '1' })).toBe(1);
+    // The call is end-to-end encrypted and every frame decrypted.
+    expect(movedInCall('bot_voice_decrypt_failures_total')).toBe(0);
     expect(total(inCall, 'bot_realtime_reconnects_total')).toBe(0);
 
     await discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'leave' }).reply();

@@ -1,9 +1,12 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FORCE_MESSAGE_TONE_HZ } from '../../src/emulator/realtime/session.ts';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import { startBot, cleanupBotDirectories, makeDataDirectory, type BotProcess, type LogLine } from '../support/bot-process.ts';
 import { analyzeTone, audible } from '../support/discord/audio-analysis.ts';
 import { startDiscordStandIn, type DiscordStandIn, type Message, type TestGuild } from '../support/discord/index.ts';
+import { parsePrometheus, total } from '../support/prometheus.ts';
 import { startOwnRedis, type OwnRedis } from '../support/redis-server.ts';
 import { botEnvironment } from '../support/world.ts';
 
@@ -54,6 +57,28 @@ async function makeVideo(discord: DiscordStandIn, bot: BotProcess, guild: TestGu
   return bot.waitForLog((line) => line.msg === 'video posted' && line.message === posted.id);
 }
 
+/** Two free TCP ports in a row on 127.0.0.1 (a base for OPS_PORT, which workers take plus their index). */
+async function consecutiveFreePorts(): Promise<number> {
+  const tryListen = (port: number) =>
+    new Promise<Server | undefined>((resolve) => {
+      const server = createServer();
+      server.once('error', () => resolve(undefined));
+      server.listen(port, '127.0.0.1', () => resolve(server));
+    });
+  const close = (server: Server) => new Promise((resolve) => server.close(resolve));
+  for (;;) {
+    const first = await tryListen(0);
+    if (!first) continue;
+    const base = (first.address() as AddressInfo).port;
+    const second = base < 65_535 ? await tryListen(base + 1) : undefined;
+    await close(first);
+    if (second) {
+      await close(second);
+      return base;
+    }
+  }
+}
+
 function videoPosts(discord: DiscordStandIn, guild: TestGuild): Message[] {
   return discord.messages(guild.textChannelId).filter((message) => message.attachments.length > 0);
 }
@@ -61,9 +86,11 @@ function videoPosts(discord: DiscordStandIn, guild: TestGuild): Message[] {
 describe('two workers on one machine (SHARD_COUNT from Discord, two shards)', () => {
   let rig: Rig;
   let bot: BotProcess;
+  let opsPort: number;
   beforeAll(async () => {
     rig = await startRig();
-    bot = startBot({ env: rig.env, dataDirectory: makeDataDirectory() });
+    opsPort = await consecutiveFreePorts();
+    bot = startBot({ env: { ...rig.env, OPS_PORT: String(opsPort) }, dataDirectory: makeDataDirectory() });
     await workersReady(bot, [0, 1]);
   }, 90_000);
   afterAll(async () => {
@@ -91,6 +118,19 @@ describe('two workers on one machine (SHARD_COUNT from Discord, two shards)', ()
     const { discord, guilds } = rig;
     const posted = await Promise.all(guilds.map((guild, index) => makeVideo(discord, bot, guild, `a harbour ${index}`)));
     expect(posted.map((line) => [line.guild, line.shards])).toEqual(guilds.map((guild, index) => [guild.id, index < 2 ? '0' : '1']));
+  });
+
+  it('serves each worker\'s /readyz and /metrics on OPS_PORT plus its index, covering its own shards', async () => {
+    const listening = bot.logs.filter((line) => line.msg === 'ops port listening');
+    expect(listening.map((line) => [line.shards, line.port]).sort()).toEqual([['0', opsPort], ['1', opsPort + 1]]);
+    for (const [index, shard] of ['0', '1'].entries()) {
+      const base = `http://127.0.0.1:${opsPort + index}`;
+      const ready = await fetch(`${base}/readyz`);
+      expect([ready.status, await ready.text()]).toEqual([200, 'ready\n']);
+      // The worker of a shard posted the videos of that shard's two guilds, and no others.
+      const samples = parsePrometheus(await (await fetch(`${base}/metrics`)).text());
+      expect(total(samples, 'bot_video_tasks_finished_total', { state: 'succeeded' }), `worker of shard ${shard}`).toBe(2);
+    }
   });
 
   it('runs voice conversations in a guild of each shard at the same time', async () => {

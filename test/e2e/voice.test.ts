@@ -3,14 +3,19 @@ import type { BotAudioFrame, HeldWelcome } from '../support/discord/voice-server
 import type { User } from '../support/discord/index.ts';
 import { analyzeTone, audible, byTone } from '../support/discord/audio-analysis.ts';
 import { FORCE_MESSAGE_TONE_HZ, type RealtimeSession } from '../../src/emulator/realtime/session.ts';
+import { parsePrometheus, total, type Sample } from '../support/prometheus.ts';
 import { startWorld, type World } from '../support/world.ts';
 
 // Live voice on the stand-ins: the bot in a voice channel of the Discord stand-in, its realtime session
 // on the emulator, whose model echoes each turn back.
 
 let world: World;
+/** The bot's /metrics (OPS_PORT), parsed. */
+let metrics: () => Promise<Sample[]>;
 beforeAll(async () => {
-  world = await startWorld({ emulator: { timing: { generation_ms: 200 } } });
+  world = await startWorld({ env: { OPS_PORT: '0' }, emulator: { timing: { generation_ms: 200 } } });
+  const ops = await world.bot.waitForLog((line) => line.msg === 'ops port listening');
+  metrics = async () => parsePrometheus(await (await fetch(`http://127.0.0.1:${String(ops.port)}/metrics`)).text());
   // These tests are about what is heard and played: the bot answers every turn, however many people
   // are in the channel (test/e2e/voice-addressing.test.ts covers when it answers).
   const { discord, guild } = world;
@@ -445,6 +450,7 @@ describe('voice conversations under DAVE end-to-end encryption', () => {
     const { discord, emulator, guild } = world;
     await joinVoice();
     const session = emulator.realtime.sessions.at(-1)!;
+    const failuresBefore = total(await metrics(), 'bot_voice_decrypt_failures_total');
     discord.voice.dave.staleKey(guild.id, guild.member.id);
     await discord.voice.speakTone(guild.id, guild.member.id, { hz: 300, ms: 1500, amplitude: 0.5 });
     discord.voice.dave.staleKey(guild.id, guild.member.id, false);
@@ -453,6 +459,8 @@ describe('voice conversations under DAVE end-to-end encryption', () => {
     await discord.voice.waitForBotConnection(guild.id);
     await speakAndHear(world, guild.member, 520);
     expect(turns(session)).toBe(1);
+    // The operator sees the frames that failed (each one the library could not decrypt, and any after).
+    expect(total(await metrics(), 'bot_voice_decrypt_failures_total') - failuresBefore).toBeGreaterThanOrEqual(36);
   });
 
   it('with transition id 0 as its last transition, rebuilds its DAVE session after frames it cannot decrypt instead of failing on each', async () => {

@@ -9,7 +9,7 @@ import { RealtimeClient } from '../../src/gateway/realtime/client.ts';
 import { silentLogger } from '../../src/lib/log.ts';
 import { samplesToBytes } from '../../src/voice/audio/format.ts';
 import { defaultVoiceSettings, type VoiceSettings } from '../../src/voice/settings.ts';
-import { VoiceSession, type VoiceSessionOptions } from '../../src/voice/session.ts';
+import { VoiceSession, type VoiceSessionMetrics, type VoiceSessionOptions } from '../../src/voice/session.ts';
 import { analyzeTone, audible, byTone } from '../support/discord/audio-analysis.ts';
 import { REALTIME_PCM } from '../support/discord/audio-format.ts';
 import { generateTone } from '../support/discord/audio-tone.ts';
@@ -235,10 +235,21 @@ describe('a voice session against a spec-faithful gateway', () => {
       return next;
     }
 
-    it('waits for the answer to finish playing, then renews without the channel noticing', async () => {
+    it('waits for the answer to finish playing, then renews without the channel noticing (and counts both)', async () => {
       const states: string[] = [];
+      const counted = { renewals: 0, framesOut: 0, latenciesOut: [] as number[] };
+      const metrics: VoiceSessionMetrics = {
+        voiceFrames: (direction, count) => {
+          if (direction === 'out') counted.framesOut += count;
+        },
+        voiceDecryptFailures: () => {},
+        realtimeRenewal: () => counted.renewals++,
+        voiceLatency: (direction, seconds) => {
+          if (direction === 'out') counted.latenciesOut.push(seconds);
+        },
+      };
       // The window opens 1 s into a 3 s session; the renewal is forced 100 ms before its end.
-      const { session: started, socket } = await startSession({ sessionLimitMs: 3000, renewal: { windowMs: 2000, marginMs: 100 } });
+      const { session: started, socket } = await startSession({ sessionLimitMs: 3000, renewal: { windowMs: 2000, marginMs: 100 }, metrics });
       started.on('state', (state) => states.push(state));
       socket.send({ type: 'response.created', response: { id: 'resp_1' } });
       for (const delta of deltas(tone(440, 1600))) socket.send({ type: 'response.output_audio.delta', response_id: 'resp_1', item_id: 'item_1', delta });
@@ -253,6 +264,11 @@ describe('a voice session against a spec-faithful gateway', () => {
       expect(fresh.openedAt).toBeGreaterThanOrEqual(frames.at(-1)!.receivedAt);
       expect(states).toEqual([]);
       expect(fresh.sent('session.update')).toHaveLength(1);
+      // 1.6 s of answer is 80 frames played (and the silence after it); it waited for its pre-buffer only.
+      expect(counted).toMatchObject({ renewals: 1 });
+      expect(counted.framesOut).toBeGreaterThanOrEqual(80);
+      expect(counted.latenciesOut).toHaveLength(1);
+      expect(counted.latenciesOut[0]).toBeLessThan(0.5);
     });
 
     it('renews at the safety margin when the channel is never quiet', async () => {

@@ -28,14 +28,14 @@ export function renderNative(engine: TaskEngine, task: EmulatedTask, now: number
     task.polls++;
     return task.polls % 2 === 0 ? { status: 202, body: undefined } : { status: 202, body: { status: 'pending', progress: engine.progress(task, now) } };
   }
-  const usage = { cost_in_usd_ticks: engine.costTicks(task) };
-  if (task.state === 'failed') return { status: 200, body: { ...base, status: 'failed', error: task.error, usage } };
+  const usage = engine.usage(task);
+  if (task.state === 'failed') return { status: 200, body: { ...base, status: 'failed', error: task.error, ...usage } };
   if (task.plan.kind === 'succeed' && task.plan.moderated) {
-    return { status: 200, body: { ...base, status: 'done', video: { url: '', duration: engine.resultSeconds(task), respect_moderation: false }, progress: 100, usage } };
+    return { status: 200, body: { ...base, status: 'done', video: { url: '', duration: engine.resultSeconds(task), respect_moderation: false }, progress: 100, ...usage } };
   }
-  if (engine.urlExpired(task, now)) return { status: 200, body: { ...base, status: 'expired', usage } };
+  if (engine.urlExpired(task, now)) return { status: 200, body: { ...base, status: 'expired', ...usage } };
   const video = { url: engine.temporaryUrl(task) ?? '', duration: engine.resultSeconds(task), respect_moderation: true, ...storage(task) };
-  return { status: 200, body: { ...base, status: 'done', video, progress: 100, usage } };
+  return { status: 200, body: { ...base, status: 'done', video, progress: 100, ...usage } };
 }
 
 export function renderCompat(engine: TaskEngine, task: EmulatedTask, now: number): RenderedAnswer {
@@ -44,12 +44,12 @@ export function renderCompat(engine: TaskEngine, task: EmulatedTask, now: number
     const progress = engine.progress(task, now);
     return { status: 200, body: { ...base, status: progress < 10 ? 'queued' : 'processing', progress } };
   }
-  const usage = { cost_in_usd_ticks: engine.costTicks(task) };
-  if (task.state === 'failed') return { status: 200, body: { ...base, status: 'failed', error: task.error, usage } };
+  const usage = engine.usage(task);
+  if (task.state === 'failed') return { status: 200, body: { ...base, status: 'failed', error: task.error, ...usage } };
   // Moderation on this layer mirrors the native one: succeeded, no url, respect_moderation false.
   if (task.plan.kind === 'succeed' && task.plan.moderated) {
-    return { status: 200, body: { ...base, status: 'succeeded', url: '', progress: 100, video: { respect_moderation: false }, usage } };
+    return { status: 200, body: { ...base, status: 'succeeded', url: '', progress: 100, video: { respect_moderation: false }, ...usage } };
   }
   const video = { respect_moderation: true, duration: engine.resultSeconds(task), ...storage(task) };
-  return { status: 200, body: { ...base, status: 'succeeded', url: engine.temporaryUrl(task) ?? '', progress: 100, video, usage } };
+  return { status: 200, body: { ...base, status: 'succeeded', url: engine.temporaryUrl(task) ?? '', progress: 100, video, ...usage } };
 }

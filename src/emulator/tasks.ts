@@ -40,6 +40,8 @@ export interface EmulatedTask {
   stored: { fileId: string; expiresAt: number | undefined; publicUrl: string | undefined } | undefined;
   storageError: string | undefined;
   polls: number;
+  /** `[[no-cost]]`: its answers leave `usage` out. */
+  costUnreported: boolean;
 }
 
 export interface Upload {
@@ -123,6 +125,7 @@ export class TaskEngine {
       stored: undefined,
       storageError: undefined,
       polls: 0,
+      costUnreported: triggers.noCost,
     };
     this.#sweep(now);
     this.#tasks.set(task.id, task);
@@ -235,6 +238,11 @@ export class TaskEngine {
 
   costTicks(task: EmulatedTask): number {
     return task.state === 'failed' ? 0 : Math.round(task.request.costUsd * USD_TICKS);
+  }
+
+  /** A finished task's `usage`, as its answers spread it in: none for a task told to report no cost. */
+  usage(task: EmulatedTask): { usage?: { cost_in_usd_ticks: number } } {
+    return task.costUnreported ? {} : { usage: { cost_in_usd_ticks: this.costTicks(task) } };
   }
 
   resultSeconds(task: EmulatedTask): number {

@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 //   [[http:STATUS:CODE:N]]   only the first N submissions carrying this exact prompt are refused
 //   [[moderate]]             a moderated result (done, respect_moderation false, no url)
 //   [[storage-fail]]         storage fails; the task succeeds and the url still works
+//   [[no-cost]]              the task's answers carry no `usage` (the contract does not promise a cost)
 
 export interface Triggers {
   failCode: string | undefined;
@@ -15,6 +16,7 @@ export interface Triggers {
   http: { status: number; code: string; times: number | undefined } | undefined;
   moderate: boolean;
   storageFail: boolean;
+  noCost: boolean;
 }
 
 function isErrorStatus(status: number): boolean {
@@ -31,6 +33,7 @@ export function parseTriggers(prompt: string | undefined): Triggers {
     http: http && isErrorStatus(Number(http[1])) ? { status: Number(http[1]), code: http[2] ?? 'upstream_error', times: http[3] === undefined ? undefined : Number(http[3]) } : undefined,
     moderate: text.includes('[[moderate]]'),
     storageFail: text.includes('[[storage-fail]]'),
+    noCost: text.includes('[[no-cost]]'),
   };
 }
 

@@ -87,6 +87,15 @@ describe.each(LAYER_CASES)('a task on the %s layer', (layer: Layer) => {
     expect(emulator.quotaUsd(EMULATOR_KEY)).toBeCloseTo(afterSuccess, 9);
   });
 
+  it('leaves the cost out of the answers of a task told to, and still charges for it', async () => {
+    const client = clientFor(emulator, layer);
+    const before = emulator.quotaUsd(EMULATOR_KEY);
+    const task = await client.generate({ model: LATEST, prompt: uniquePrompt('[[no-cost]] a quiet one', layer), duration: 2 });
+    const { final } = await pollUntilSettled(client, task.id);
+    expect(final).toMatchObject({ status: 'succeeded', costTicks: undefined, costUsd: undefined });
+    expect(emulator.quotaUsd(EMULATOR_KEY)).toBeLessThan(before);
+  });
+
   it('times out a task that never finishes, as failed and refunded', async () => {
     const client = clientFor(emulator, layer);
     const before = emulator.quotaUsd(EMULATOR_KEY);

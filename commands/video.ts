@@ -1,18 +1,13 @@
 import {
-  ActionRowBuilder,
   InteractionContextType,
-  ModalBuilder,
   SlashCommandBuilder,
-  TextInputBuilder,
-  TextInputStyle,
   type Attachment,
   type AutocompleteInteraction,
   type ButtonInteraction,
   type ChatInputCommandInteraction,
   type ModalSubmitInteraction,
-  type RepliableInteraction,
 } from 'discord.js';
-import { answerPrivately, deferPublicly, type Placeholder } from '../src/discord/answer.ts';
+import { answerPrivately, type Placeholder } from '../src/discord/answer.ts';
 import type { Command } from '../src/interactions/command.ts';
 import { guildOf, type HandledInteraction, type Requirement } from '../src/interactions/requirements.ts';
 import { MAX_AUTOCOMPLETE_CHOICES, containing, suggest, type Choice } from '../src/discord/autocomplete.ts';
@@ -20,13 +15,10 @@ import { ASPECT_RATIOS, BUILT_IN_VOICES, EDIT_MAX_SECONDS, EXTENSION_DURATION, G
 import type { Services } from '../src/services.ts';
 import type { AttachmentInput } from '../src/video/requests.ts';
 import { parseVoiceList } from '../src/video/requests.ts';
-import type { InteractionContext } from '../src/ports/interaction-context.ts';
-import type { Prepared } from '../src/video/plan.ts';
-import { SubmissionRefusedError } from '../src/video/submit.ts';
 import { parseVideoActionId, videoActionId } from '../src/video/actions.ts';
+import { attachmentInput as fromAttachment, interactionContext, readVideoForm, submitPrepared, videoForm } from '../src/interactions/video-commands.ts';
 import { renderStatusCard } from '../src/video/status-card.ts';
 
-const DEFAULT_ATTACHMENT_LIMIT = 10 * 1024 * 1024;
 /** How many of a member's tasks `/video list` shows. */
 const RECENT_LISTED = 10;
 
@@ -87,25 +79,7 @@ const data = new SlashCommandBuilder()
   .addSubcommand((sub) => sub.setName('usage').setDescription("Today's and this month's videos and cost per member (Manage Server)"));
 
 function attachmentInput(attachment: Attachment | null): AttachmentInput | undefined {
-  if (!attachment) return undefined;
-  return { url: attachment.url, filename: attachment.name, contentType: attachment.contentType ?? undefined, size: attachment.size };
-}
-
-/**
- * The interaction's context, made as soon as its handler runs (the dispatcher checked access, a store
- * read): "received" is now to within milliseconds, and its token lives 15 minutes from about then.
- */
-function contextOf(interaction: RepliableInteraction): InteractionContext {
-  if (!interaction.guildId || !interaction.channelId) throw new Error('/video runs in servers only');
-  return {
-    guildId: interaction.guildId,
-    channelId: interaction.channelId,
-    userId: interaction.user.id,
-    applicationId: interaction.applicationId,
-    interactionToken: interaction.token,
-    interactionReceivedAt: Date.now(),
-    attachmentSizeLimit: interaction.attachmentSizeLimit || DEFAULT_ATTACHMENT_LIMIT,
-  };
+  return attachment ? fromAttachment(attachment) : undefined;
 }
 
 /**
@@ -122,28 +96,9 @@ function requires(interaction: HandledInteraction): Requirement {
   return { feature: 'video' };
 }
 
-/**
- * Answers a prepared request: refused at once (ephemeral), or deferred and submitted with a status card.
- * Preparing reads only the local store, so the answer is well within Discord's 3 s; whatever needs the
- * network (Discord, the gateway) comes after the deferral.
- */
-async function submitPrepared(interaction: RepliableInteraction, services: Services, context: InteractionContext, prepared: Prepared) {
-  if (!prepared.ok) {
-    await answerPrivately(interaction, prepared.message);
-    return;
-  }
-  await deferPublicly(interaction);
-  try {
-    await services.video.submit(prepared.plan, context);
-  } catch (error) {
-    if (!(error instanceof SubmissionRefusedError)) throw error;
-    await answerPrivately(interaction, error.message);
-  }
-}
-
 async function generate(interaction: ChatInputCommandInteraction, services: Services) {
   const options = interaction.options;
-  const context = contextOf(interaction);
+  const context = interactionContext(interaction);
   const referenceImages = ['reference_image', 'reference_image_2', 'reference_image_3']
     .map((name) => attachmentInput(options.getAttachment(name)))
     .filter((attachment) => attachment !== undefined);
@@ -170,7 +125,7 @@ async function editOrExtend(interaction: ChatInputCommandInteraction, services: 
     await answerPrivately(interaction, 'Give exactly one source: `video` (an .mp4 attachment) or `task` (a finished task of this server).');
     return;
   }
-  const context = contextOf(interaction);
+  const context = interactionContext(interaction);
   const prepared = await services.video.prepare.editOrExtension(context, operation, {
     prompt: options.getString('prompt', true),
     model: options.getString('model') ?? undefined,
@@ -237,31 +192,18 @@ async function autocomplete(interaction: AutocompleteInteraction, services: Serv
   await suggest(interaction, choices);
 }
 
-function promptModal(id: string, title: string, withDuration: boolean): ModalBuilder {
-  const modal = new ModalBuilder().setCustomId(id).setTitle(title);
-  const prompt = new TextInputBuilder().setCustomId('prompt').setLabel('Prompt').setStyle(TextInputStyle.Paragraph).setRequired(true).setMaxLength(4000);
-  modal.addComponents(new ActionRowBuilder<TextInputBuilder>().addComponents(prompt));
-  if (withDuration) {
-    const duration = new TextInputBuilder()
-      .setCustomId('duration')
-      .setLabel(`Seconds to add (${EXTENSION_DURATION.min}-${EXTENSION_DURATION.max}, default ${EXTENSION_DURATION.default})`)
-      .setStyle(TextInputStyle.Short)
-      .setRequired(false)
-      .setMaxLength(2);
-    modal.addComponents(new ActionRowBuilder<TextInputBuilder>().addComponents(duration));
-  }
-  return modal;
-}
+/** The Extend form's field for the seconds to add. */
+const SECONDS_TO_ADD = { label: 'Seconds to add', range: EXTENSION_DURATION };
 
 async function button(interaction: ButtonInteraction, services: Services) {
   const { action, taskId } = parseVideoActionId(interaction.customId) ?? {};
   if (!taskId) throw new Error(`malformed video button ${interaction.customId}`);
   if (action === 'extend') {
-    await interaction.showModal(promptModal(videoActionId('extend-modal', taskId), 'Extend this video', true));
+    await interaction.showModal(videoForm({ id: videoActionId('extend-modal', taskId), title: 'Extend this video', seconds: SECONDS_TO_ADD }));
   } else if (action === 'edit') {
-    await interaction.showModal(promptModal(videoActionId('edit-modal', taskId), 'Edit this video', false));
+    await interaction.showModal(videoForm({ id: videoActionId('edit-modal', taskId), title: 'Edit this video' }));
   } else if (action === 'regenerate') {
-    const context = contextOf(interaction);
+    const context = interactionContext(interaction);
     await submitPrepared(interaction, services, context, await services.video.prepare.regeneration(context, taskId));
   } else {
     throw new Error(`unknown video button ${interaction.customId}`);
@@ -271,23 +213,16 @@ async function button(interaction: ButtonInteraction, services: Services) {
 async function modal(interaction: ModalSubmitInteraction, services: Services) {
   const { action, taskId } = parseVideoActionId(interaction.customId) ?? {};
   if (!taskId || (action !== 'extend-modal' && action !== 'edit-modal')) throw new Error(`unknown video modal ${interaction.customId}`);
-  const prompt = interaction.fields.getTextInputValue('prompt').trim();
-  let duration: number | undefined;
-  if (action === 'extend-modal') {
-    const text = interaction.fields.getTextInputValue('duration').trim();
-    if (text !== '') {
-      duration = Number(text);
-      if (!Number.isInteger(duration) || duration < EXTENSION_DURATION.min || duration > EXTENSION_DURATION.max) {
-        await answerPrivately(interaction, `Seconds to add must be a whole number from ${EXTENSION_DURATION.min} to ${EXTENSION_DURATION.max} (got "${text}").`);
-        return;
-      }
-    }
+  const form = readVideoForm(interaction, action === 'extend-modal' ? SECONDS_TO_ADD : undefined);
+  if (!form.ok) {
+    await answerPrivately(interaction, form.message);
+    return;
   }
-  const context = contextOf(interaction);
+  const context = interactionContext(interaction);
   const prepared = await services.video.prepare.editOrExtension(context, action === 'extend-modal' ? 'extend' : 'edit', {
-    prompt,
+    prompt: form.prompt,
     model: undefined,
-    duration,
+    duration: form.seconds,
     source: { taskRef: taskId },
   });
   await submitPrepared(interaction, services, context, prepared);
@@ -315,7 +250,7 @@ async function execute(interaction: ChatInputCommandInteraction, services: Servi
 /** A status card everyone sees for what makes a video; a form for Extend and Edit; a private answer otherwise. */
 function answers(interaction: HandledInteraction): Placeholder | 'form' {
   if (interaction.isButton()) return parseVideoActionId(interaction.customId)?.action === 'regenerate' ? 'public' : 'form';
-  if (interaction.isModalSubmit()) return 'public';
+  if (!interaction.isChatInputCommand()) return 'public';
   const subcommand = interaction.options.getSubcommand();
   return subcommand === 'generate' || subcommand === 'edit' || subcommand === 'extend' ? 'public' : 'private';
 }

@@ -77,8 +77,12 @@ export function createDispatcher<S extends { log: Logger }>(commands: ReadonlyMa
       else await interaction.respond([]);
     } else if (interaction.isChatInputCommand()) {
       const command = commands.get(interaction.commandName);
-      if (!command) throw new Error(`no command named ${interaction.commandName}`);
-      await handleWith(command, interaction, () => command.execute(interaction, servicesFor(interaction)));
+      if (!command?.execute) throw new Error(`no slash command named ${interaction.commandName}`);
+      await handleWith(command, interaction, () => command.execute?.(interaction, servicesFor(interaction)) ?? Promise.resolve());
+    } else if (interaction.isMessageContextMenuCommand()) {
+      const command = commands.get(interaction.commandName);
+      if (!command?.messageCommand) throw new Error(`no message command named ${interaction.commandName}`);
+      await handleWith(command, interaction, () => command.messageCommand?.(interaction, servicesFor(interaction)) ?? Promise.resolve());
     } else if (interaction.isButton()) {
       const command = commands.get(customIdParts(interaction.customId)[0] ?? '');
       if (!command?.button) throw new Error(`no button handler for ${interaction.customId}`);

@@ -1,4 +1,4 @@
-import type { ButtonInteraction, ChatInputCommandInteraction, ModalSubmitInteraction } from 'discord.js';
+import type { ButtonInteraction, ChatInputCommandInteraction, MessageContextMenuCommandInteraction, ModalSubmitInteraction } from 'discord.js';
 import { customIdParts } from '../discord/custom-id.ts';
 import { isServerManager, memberRoleIds } from '../discord/member.ts';
 import { refuse, type Result } from '../lib/result.ts';
@@ -8,8 +8,8 @@ import type { Feature } from '../settings/guild-settings.ts';
 // by the dispatcher (the preconditions of mature command frameworks): no handler repeats these checks,
 // and every refusal reads the same way.
 
-/** An interaction a handler answers: a slash command, a button or a form. */
-export type HandledInteraction = ChatInputCommandInteraction | ButtonInteraction | ModalSubmitInteraction;
+/** An interaction a handler answers: a slash command, a message command, a button or a form. */
+export type HandledInteraction = ChatInputCommandInteraction | MessageContextMenuCommandInteraction | ButtonInteraction | ModalSubmitInteraction;
 
 export interface Requirement {
   /** Only in a server, not in direct messages. */
@@ -25,8 +25,9 @@ export interface Requirement {
 /** Whether a member with these roles may use a feature on a server: the server's role rules. */
 export type FeatureAccess = (guildId: string, feature: Feature, memberRoleIds: readonly string[], isServerManager: boolean) => Promise<Result>;
 
-/** The command as the member invoked it: `/voice settings`, or `/video` for its buttons and forms. */
+/** The command as the member invoked it: `/voice settings`, **Animate image** from a message's Apps menu, or `/video` for its buttons and forms. */
 function invoked(interaction: HandledInteraction): string {
+  if (interaction.isMessageContextMenuCommand()) return `**${interaction.commandName}**`;
   if (!interaction.isChatInputCommand()) return `\`/${customIdParts(interaction.customId)[0] ?? ''}\``;
   const sub = interaction.options.getSubcommand(false);
   return `\`/${interaction.commandName}${sub ? ` ${sub}` : ''}\``;

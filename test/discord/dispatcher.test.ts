@@ -1,5 +1,5 @@
 import { EventEmitter, once } from 'node:events';
-import { ActionRowBuilder, ButtonBuilder, ButtonStyle, Client, Events, GatewayIntentBits, MessageFlags, SlashCommandBuilder } from 'discord.js';
+import { ActionRowBuilder, ApplicationCommandType, ButtonBuilder, ButtonStyle, Client, ContextMenuCommandBuilder, Events, GatewayIntentBits, MessageFlags, SlashCommandBuilder } from 'discord.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Command } from '../../src/interactions/command.ts';
 import { createDispatcher } from '../../src/interactions/dispatcher.ts';
@@ -63,6 +63,15 @@ const guarded: Command<{ log: Logger }> = {
   },
 };
 
+/** A message command (the Apps menu on a message), for server admins. */
+const quote: Command<{ log: Logger }> = {
+  data: new ContextMenuCommandBuilder().setName('Quote').setType(ApplicationCommandType.Message),
+  requires: () => ({ manageServer: true }),
+  async messageCommand(interaction) {
+    await interaction.reply({ content: `quoted: ${interaction.targetMessage.content}`, flags: MessageFlags.Ephemeral });
+  },
+};
+
 beforeAll(async () => {
   discord = await startDiscordStandIn();
   guild = discord.createGuild();
@@ -73,7 +82,7 @@ beforeAll(async () => {
       logLines.emit('line');
     },
   });
-  const dispatcher = createDispatcher(new Map([['boom', boom], ['guarded', guarded]]), { log }, {
+  const dispatcher = createDispatcher(new Map([['boom', boom], ['guarded', guarded], ['Quote', quote]]), { log }, {
     featureAccess: (_guildId, feature, roles, isServerManager) => {
       featureQuestions.push({ feature, roles, isServerManager });
       return Promise.resolve(isServerManager ? { ok: true } : { ok: false, message: 'On this server, /video is for testers.' });
@@ -84,7 +93,7 @@ beforeAll(async () => {
   const ready = once(client, Events.ClientReady);
   await client.login(discord.botToken);
   await ready;
-  await client.application!.commands.set([boom.data.toJSON(), guarded.data.toJSON()]);
+  await client.application!.commands.set([boom.data.toJSON(), guarded.data.toJSON(), quote.data.toJSON()]);
 }, 30_000);
 
 afterAll(async () => {
@@ -195,5 +204,15 @@ describe("a command's requirements", () => {
     expect(refused).toMatchObject({ flags: EPHEMERAL, content: 'On this server, /video is for testers.' });
     expect(featureQuestions.at(-1)).toEqual({ feature: 'video', roles: expect.arrayContaining([guild.memberRoleId]), isServerManager: false });
     expect(guardedRuns).not.toContain(guild.member.id);
+  });
+});
+
+describe('a message command', () => {
+  it('reaches its handler with the message it was picked on, after its requirements, which name it as members saw it', async () => {
+    const posted = discord.postMessage({ user: guild.member, channelId: guild.textChannelId, content: 'hello there' });
+    const refused = await discord.runMessageCommand({ user: guild.member, message: posted, command: 'Quote' }).reply();
+    expect(refused).toMatchObject({ flags: EPHEMERAL, content: '**Quote** needs the **Manage Server** permission.' });
+    const quoted = await discord.runMessageCommand({ user: guild.admin, message: posted, command: 'Quote' }).reply();
+    expect(quoted.content).toBe('quoted: hello there');
   });
 });

@@ -16,7 +16,7 @@ import type { Services } from '../src/services.ts';
 import type { AttachmentInput } from '../src/video/requests.ts';
 import { parseVoiceList } from '../src/video/requests.ts';
 import { parseVideoActionId, videoActionId } from '../src/video/actions.ts';
-import { attachmentInput as fromAttachment, interactionContext, readVideoForm, submitPrepared, videoForm } from '../src/interactions/video-commands.ts';
+import { SECONDS_TO_ADD, attachmentInput as fromAttachment, interactionContext, readVideoForm, submitPrepared, videoForm } from '../src/interactions/video-commands.ts';
 import { renderStatusCard } from '../src/video/status-card.ts';
 
 /** How many of a member's tasks `/video list` shows. */
@@ -191,9 +191,6 @@ async function autocomplete(interaction: AutocompleteInteraction, services: Serv
   }
   await suggest(interaction, choices);
 }
-
-/** The Extend form's field for the seconds to add. */
-const SECONDS_TO_ADD = { label: 'Seconds to add', range: EXTENSION_DURATION };
 
 async function button(interaction: ButtonInteraction, services: Services) {
   const { action, taskId } = parseVideoActionId(interaction.customId) ?? {};

@@ -1,12 +1,26 @@
-import { ActionRowBuilder, ModalBuilder, TextInputBuilder, TextInputStyle, type Attachment, type ModalSubmitInteraction, type RepliableInteraction } from 'discord.js';
+import {
+  ActionRowBuilder,
+  ModalBuilder,
+  TextInputBuilder,
+  TextInputStyle,
+  type Attachment,
+  type Message,
+  type MessageContextMenuCommandInteraction,
+  type ModalSubmitInteraction,
+  type RepliableInteraction,
+} from 'discord.js';
 import { answerPrivately, deferPublicly } from '../discord/answer.ts';
-import type { DurationRange } from '../gateway/spec.ts';
+import { customId, customIdParts } from '../discord/custom-id.ts';
+import { EXTENSION_DURATION, type DurationRange } from '../gateway/spec.ts';
 import { refuse, type Result } from '../lib/result.ts';
 import type { InteractionContext } from '../ports/interaction-context.ts';
 import type { Services } from '../services.ts';
+import { describeMissingSource, pickImage, pickVideo, type EmbeddedPicture, type MessageMedia } from '../video/message-sources.ts';
 import type { Prepared } from '../video/plan.ts';
 import type { AttachmentInput } from '../video/requests.ts';
 import { SubmissionRefusedError } from '../video/submit.ts';
+import type { Command } from './command.ts';
+import { guildOf } from './requirements.ts';
 
 // What the commands that make videos share (/video, its buttons and forms, and the message commands that
 // act on a message's picture or video): the interaction as the video part sees it, submitting a prepared
@@ -60,13 +74,22 @@ export async function submitPrepared(interaction: RepliableInteraction, services
   }
 }
 
+/** A form's field for a number of seconds: what its label calls it, its range, and the default it names (the range's by default). */
+export interface SecondsField {
+  label: string;
+  range: DurationRange;
+  defaultText?: string;
+}
+
+/** The Extend forms' field: the seconds added to the video. */
+export const SECONDS_TO_ADD: SecondsField = { label: 'Seconds to add', range: EXTENSION_DURATION };
+
 export interface VideoFormShape {
   id: string;
   title: string;
   /** Whether the prompt may be left empty (a picture to animate says enough by itself). */
   promptOptional?: boolean;
-  /** A field for a number of seconds, with what the label calls it (`Seconds to add`) and its range. */
-  seconds?: { label: string; range: DurationRange };
+  seconds?: SecondsField;
 }
 
 /** A form asking for a prompt and, when `seconds` is given, a number of seconds. */
@@ -80,10 +103,10 @@ export function videoForm(shape: VideoFormShape): ModalBuilder {
     .setMaxLength(MAX_PROMPT_LENGTH);
   modal.addComponents(new ActionRowBuilder<TextInputBuilder>().addComponents(prompt));
   if (shape.seconds) {
-    const { label, range } = shape.seconds;
+    const { label, range, defaultText } = shape.seconds;
     const seconds = new TextInputBuilder()
       .setCustomId(FORM_FIELDS.seconds)
-      .setLabel(`${label} (${range.min}-${range.max}, default ${range.default})`)
+      .setLabel(`${label} (${range.min}-${range.max}, default ${defaultText ?? range.default})`)
       .setStyle(TextInputStyle.Short)
       .setRequired(false)
       .setMaxLength(MAX_SECONDS_LENGTH);
@@ -93,7 +116,7 @@ export function videoForm(shape: VideoFormShape): ModalBuilder {
 }
 
 /** What a video form's member typed: the prompt (empty when left out) and the seconds (undefined when left out), or why the seconds will not do. */
-export function readVideoForm(interaction: ModalSubmitInteraction, seconds?: { label: string; range: DurationRange }): Result<{ prompt: string; seconds: number | undefined }> {
+export function readVideoForm(interaction: ModalSubmitInteraction, seconds?: SecondsField): Result<{ prompt: string; seconds: number | undefined }> {
   const prompt = interaction.fields.getTextInputValue(FORM_FIELDS.prompt).trim();
   if (!seconds) return { ok: true, prompt, seconds: undefined };
   const text = interaction.fields.getTextInputValue(FORM_FIELDS.seconds).trim();
@@ -102,4 +125,84 @@ export function readVideoForm(interaction: ModalSubmitInteraction, seconds?: { l
   const { min, max } = seconds.range;
   if (!Number.isInteger(value) || value < min || value > max) return refuse(`${seconds.label} must be a whole number from ${min} to ${max} (got "${text}").`);
   return { ok: true, prompt, seconds: value };
+}
+
+// ---- Message commands: a video from a message's picture or .mp4 (the Apps menu on a message) -----------
+
+/** A message command that makes a video from what a message carries. */
+export interface MessageVideoCommand {
+  /** Its name in the Apps menu, also the first part of its form's id. */
+  name: string;
+  /** What it needs of the message: a picture, or an .mp4. */
+  needs: 'image' | 'video';
+  form: Omit<VideoFormShape, 'id'>;
+}
+
+export type FilledVideoForm = { prompt: string; seconds: number | undefined };
+
+/** How a message command's video is prepared, from the source the member picked and what they filled in. */
+export type PrepareFromSource = (services: Services, context: InteractionContext, source: AttachmentInput, form: FilledVideoForm) => Promise<Prepared>;
+
+function embeddedPicture(picture: { url: string; proxyURL?: string } | null): EmbeddedPicture | undefined {
+  return picture ? { url: picture.url, proxyUrl: picture.proxyURL } : undefined;
+}
+
+/** What a Discord message carries that could become a video's source, as the video part reads it. */
+export function messageMedia(message: Message): MessageMedia {
+  return {
+    attachments: message.attachments.map(attachmentInput),
+    embeds: message.embeds.map((embed) => ({ type: embed.data.type, image: embeddedPicture(embed.image), thumbnail: embeddedPicture(embed.thumbnail) })),
+  };
+}
+
+/** Picks the message's picture or .mp4 and opens the command's form for it, or tells the member privately what the command needs. */
+async function openSourceForm(interaction: MessageContextMenuCommandInteraction, services: Services, command: MessageVideoCommand): Promise<void> {
+  const media = messageMedia(interaction.targetMessage);
+  const source = command.needs === 'image' ? pickImage(media) : pickVideo(media);
+  if (!source) {
+    await answerPrivately(interaction, describeMissingSource(command.name, command.needs, media));
+    return;
+  }
+  // Kept beside the form rather than before it, so a slow store cannot make the form late; a form whose
+  // pick was not kept asks the member to start again when it is submitted.
+  const keeping = services.video.sourceForms.keep(interaction.id, { guildId: guildOf(interaction), userId: interaction.user.id, source }).catch((error: unknown) => {
+    services.log.warn('could not keep the source picked with a message command; its form will ask to start again', { command: command.name, error });
+  });
+  await interaction.showModal(videoForm({ ...command.form, id: customId(command.name, interaction.id) }));
+  await keeping;
+}
+
+/**
+ * Submits a message command's form: its source and fields, prepared by the video part (`prepare`) with the
+ * same rules, limits and defaults as /video, and followed on a status card.
+ */
+async function submitSourceForm(interaction: ModalSubmitInteraction, services: Services, command: MessageVideoCommand, prepare: PrepareFromSource): Promise<void> {
+  const formId = customIdParts(interaction.customId)[1] ?? '';
+  const source = await services.video.sourceForms.find(formId, guildOf(interaction), interaction.user.id);
+  if (!source) {
+    await answerPrivately(interaction, `This form is no longer open. Pick **${command.name}** on the message again.`);
+    return;
+  }
+  const form = readVideoForm(interaction, command.form.seconds);
+  if (!form.ok) {
+    await answerPrivately(interaction, form.message);
+    return;
+  }
+  const context = interactionContext(interaction);
+  await submitPrepared(interaction, services, context, await prepare(services, context, source, form));
+}
+
+/**
+ * The handlers of a message command that makes a video from a message's picture or .mp4: its form
+ * (opened at once, within Discord's 3 s), then, when the form is submitted, the server's role rules for
+ * /video (read from the store, so only then, as for the Extend and Edit buttons) and the video, prepared
+ * by `prepare` and followed on a status card everyone sees.
+ */
+export function messageVideoHandlers(command: MessageVideoCommand, prepare: PrepareFromSource): Required<Pick<Command, 'requires' | 'answers' | 'messageCommand' | 'modal'>> {
+  return {
+    requires: (interaction) => (interaction.isModalSubmit() ? { feature: 'video', what: `**${command.name}**` } : { inServer: true }),
+    answers: (interaction) => (interaction.isModalSubmit() ? 'public' : 'form'),
+    messageCommand: (interaction, services) => openSourceForm(interaction, services, command),
+    modal: (interaction, services) => submitSourceForm(interaction, services, command, prepare),
+  };
 }

@@ -11,6 +11,7 @@ import { EndUserIds } from './end-users.ts';
 import { PolicyGatewayResolver } from './gateway-resolver.ts';
 import type { SubmissionPlan } from './plan.ts';
 import { DEFAULT_POLL_POLICY, type PollPolicy } from './poll-policy.ts';
+import { SourceForms } from './message-sources.ts';
 import { VideoPreparation } from './prepare.ts';
 import { costOf, type TaskRecord } from './record.ts';
 import { TaskRepository } from './repository.ts';
@@ -49,6 +50,8 @@ export interface Video {
   submit(plan: SubmissionPlan, context: InteractionContext): Promise<TaskRecord>;
   tasks: TaskRepository;
   tracker: TaskTracker;
+  /** What members picked with a message command, while they fill in its form. */
+  sourceForms: SourceForms;
 }
 
 export function createVideo(deps: VideoDeps): Video {
@@ -79,5 +82,5 @@ export function createVideo(deps: VideoDeps): Video {
     metrics,
     attachmentUrl: (channelId, messageId) => outbox.attachmentUrl(channelId, messageId),
   });
-  return { prepare, submit: (plan, context) => submission.submit(plan, context), tasks, tracker };
+  return { prepare, submit: (plan, context) => submission.submit(plan, context), tasks, tracker, sourceForms: new SourceForms(store) };
 }

@@ -17,10 +17,10 @@ import {
   buildGenerationRequest,
   generationMode,
   hasExpiredAttachmentLink,
+  isMp4Attachment,
   optionForField,
   storageFilename,
   storageOptionsFor,
-  type AttachmentInput,
   type GenerationInput,
 } from './requests.ts';
 import { parseStoredRequest } from './stored-request.ts';
@@ -34,12 +34,6 @@ export interface VideoPreparationDeps {
   repository: TaskRepository;
   endUsers: EndUserIds;
   vendor: string;
-}
-
-function isMp4Attachment(attachment: AttachmentInput): boolean {
-  const type = attachment.contentType?.split(';')[0]?.trim().toLowerCase();
-  const path = URL.parse(attachment.url)?.pathname.toLowerCase();
-  return path !== undefined && path.endsWith('.mp4') && (type === undefined || type === 'video/mp4');
 }
 
 function validationRefusal(error: ValidationError) {

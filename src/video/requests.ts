@@ -11,7 +11,8 @@ export interface AttachmentInput {
   url: string;
   filename: string;
   contentType: string | undefined;
-  size: number;
+  /** Bytes, when Discord says (a picture embedded from a link has no size). */
+  size?: number;
 }
 
 export interface GenerationInput {
@@ -38,9 +39,29 @@ export class InputError extends Error {
 }
 
 const IMAGE_TYPES = new Set(['image/png', 'image/jpeg', 'image/webp', 'image/gif']);
+/** The names of those pictures, for a file Discord gave no content type. */
+const IMAGE_NAME = /\.(png|jpe?g|webp|gif)$/i;
+
+/** An attachment's media type without parameters, in lower case (`image/png`), when Discord gave one. */
+function mediaType(attachment: AttachmentInput): string | undefined {
+  return attachment.contentType?.split(';')[0]?.trim().toLowerCase();
+}
+
+/** A picture the gateway takes as a frame or a reference: PNG, JPEG, WebP or GIF, by its type, or by its name when it has no type. */
+export function isImageAttachment(attachment: AttachmentInput): boolean {
+  const type = mediaType(attachment);
+  return type === undefined ? IMAGE_NAME.test(attachment.filename) : IMAGE_TYPES.has(type);
+}
+
+/** A video the gateway edits or extends: a link to an `.mp4` (the contract wants the suffix), `video/mp4` when it has a type. */
+export function isMp4Attachment(attachment: AttachmentInput): boolean {
+  const type = mediaType(attachment);
+  const path = URL.parse(attachment.url)?.pathname.toLowerCase();
+  return path !== undefined && path.endsWith('.mp4') && (type === undefined || type === 'video/mp4');
+}
 
 function imageFrom(option: string, attachment: AttachmentInput): ImageInput {
-  const type = attachment.contentType?.split(';')[0]?.trim().toLowerCase();
+  const type = mediaType(attachment);
   if (type !== undefined && !IMAGE_TYPES.has(type)) {
     throw new InputError(option, `\`${option}\` must be a PNG, JPEG, WebP or GIF picture (got ${attachment.filename}, ${type}).`);
   }
@@ -82,7 +103,7 @@ export function buildGenerationRequest(input: GenerationInput, user: string, sto
   }
   const audios: ReferenceAudio[] = input.voices.map((voice) => ({ voice_id: voice }));
   if (input.referenceAudio) {
-    const type = input.referenceAudio.contentType?.split(';')[0]?.trim().toLowerCase();
+    const type = mediaType(input.referenceAudio);
     if (type !== undefined && !type.startsWith('audio/')) {
       throw new InputError('reference_audio', `\`reference_audio\` must be an audio file of a human voice, at most 15 s (got ${input.referenceAudio.filename}).`);
     }

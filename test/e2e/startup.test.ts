@@ -18,9 +18,13 @@ function startBotOn(discord: DiscordStandIn, env: Record<string, string> = {}): 
   });
 }
 
-function commandNames(commands: Record<string, unknown>[]): unknown[] {
-  return commands.map((command) => command.name).sort();
+/** The registered commands by name and type (1 a slash command, 3 a message command), in name order. */
+function commandKinds(commands: Record<string, unknown>[]): unknown[] {
+  return commands.map((command) => [command.name, command.type]).sort(([a], [b]) => String(a).localeCompare(String(b)));
 }
+
+/** Every command the bot has: its slash commands and the message commands of a message's Apps menu. */
+const ALL_COMMANDS = [['Animate image', 3], ['config', 1], ['Edit video', 3], ['Extend video', 3], ['video', 1], ['voice', 1]];
 
 describe('starting the bot with bad configuration', () => {
   it('exits with a message naming each missing variable', async () => {
@@ -106,9 +110,11 @@ describe('when Discord answers 5xx and 429 at login and at command registration'
     expect(failed('/gateway/bot', 429)).toBe(1);
     expect(failed('/commands', 503)).toBe(4);
     expect(failed('/commands', 429)).toBe(1);
-    expect(commandNames(discord.commands())).toEqual(['config', 'video', 'voice']);
+    expect(commandKinds(discord.commands())).toEqual(ALL_COMMANDS);
+    // Slash and message commands alike in one bulk overwrite.
+    expect(discord.requests.filter((request) => request.method === 'PUT' && request.path.endsWith('/commands') && request.status === 200)).toHaveLength(1);
     expect(discord.commands(guild.id)).toEqual([]);
-    expect(bot.logs.find((line) => line.msg === 'ready')).toMatchObject({ commands: 3, scope: 'global' });
+    expect(bot.logs.find((line) => line.msg === 'ready')).toMatchObject({ commands: ALL_COMMANDS.length, scope: 'global' });
     expect(bot.child.exitCode).toBeNull();
   });
 
@@ -139,7 +145,7 @@ describe('DEV_GUILD_ID', () => {
     const bot = startBotOn(discord, { DEV_GUILD_ID: guild.id });
     try {
       expect(await bot.waitForLog((line) => line.msg === 'ready', 30_000)).toMatchObject({ scope: `guild ${guild.id}` });
-      expect(commandNames(discord.commands(guild.id))).toEqual(['config', 'video', 'voice']);
+      expect(commandKinds(discord.commands(guild.id))).toEqual(ALL_COMMANDS);
       expect(discord.commands()).toEqual([]);
     } finally {
       await bot.stop();

@@ -1,0 +1,17 @@
+import { ApplicationCommandType, ContextMenuCommandBuilder, InteractionContextType } from 'discord.js';
+import type { Command } from '../src/interactions/command.ts';
+import { messageVideoHandlers, type MessageVideoCommand } from '../src/interactions/video-commands.ts';
+
+// Edit video (the Apps menu on a message with an .mp4, anyone's): changes that video as the prompt says,
+// as `/video edit video:` does.
+
+const command: MessageVideoCommand = { name: 'Edit video', needs: 'video', form: { title: 'Edit this video' } };
+
+const data = new ContextMenuCommandBuilder().setName(command.name).setType(ApplicationCommandType.Message).setContexts(InteractionContextType.Guild);
+
+export default {
+  data,
+  ...messageVideoHandlers(command, (services, context, video, form) =>
+    services.video.prepare.editOrExtension(context, 'edit', { prompt: form.prompt, model: undefined, duration: undefined, source: { attachment: video } }),
+  ),
+} satisfies Command;

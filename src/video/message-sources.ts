@@ -1,0 +1,105 @@
+import { readNumber, readRecord, readString } from '../lib/json.ts';
+import { httpUrl } from '../lib/url.ts';
+import type { Collection, Store } from '../store.ts';
+import { isImageAttachment, isMp4Attachment, type AttachmentInput } from './requests.ts';
+
+// The message commands act on a message where it sits: Animate image takes its picture as the first frame,
+// Extend video and Edit video its .mp4. What a message offers is picked here, from plain data the command
+// hands in; the pick is then kept while the member fills in the command's form, because Discord sends the
+// message with the command but not with the form's submission, and a bot without the Message Content
+// intent cannot read a member's attachments back later.
+
+/** A picture in an embed: Discord's copy (`proxyUrl`) and the address it came from. */
+export interface EmbeddedPicture {
+  url: string;
+  proxyUrl: string | undefined;
+}
+
+/** An embed as far as pictures go: a link's image embed (type `image`) shows it as its thumbnail. */
+export interface EmbedMedia {
+  type: string | undefined;
+  image: EmbeddedPicture | undefined;
+  thumbnail: EmbeddedPicture | undefined;
+}
+
+/** What a message carries that could become a video's source. */
+export interface MessageMedia {
+  attachments: readonly AttachmentInput[];
+  embeds: readonly EmbedMedia[];
+}
+
+/** A picture of an embed as a source, at Discord's copy when there is one; only an http(s) link. */
+function embeddedSource(picture: EmbeddedPicture | undefined): AttachmentInput | undefined {
+  const url = [picture?.proxyUrl, picture?.url].map((candidate) => (candidate === undefined ? undefined : httpUrl(candidate))).find((candidate) => candidate !== undefined);
+  if (!url) return undefined;
+  const filename = url.pathname.split('/').at(-1) || 'embedded picture';
+  return { url: url.href, filename, contentType: undefined };
+}
+
+/** The picture to animate: the first attached PNG, JPEG, WebP or GIF, else the first embedded picture. */
+export function pickImage(message: MessageMedia): AttachmentInput | undefined {
+  const attached = message.attachments.find(isImageAttachment);
+  if (attached) return attached;
+  for (const embed of message.embeds) {
+    const picture = embeddedSource(embed.image) ?? (embed.type === 'image' ? embeddedSource(embed.thumbnail) : undefined);
+    if (picture) return picture;
+  }
+  return undefined;
+}
+
+/** The video to extend or edit: the first `.mp4` attachment. */
+export function pickVideo(message: MessageMedia): AttachmentInput | undefined {
+  return message.attachments.find(isMp4Attachment);
+}
+
+/** What the attachments are, for a member told that none of them will do. */
+function attachedNames(message: MessageMedia): string {
+  return message.attachments.length === 0 ? '' : ` (it has ${message.attachments.map((attachment) => attachment.filename).join(', ')})`;
+}
+
+/** Why a message command cannot act on this message, and what it needs. */
+export function describeMissingSource(command: string, needs: 'image' | 'video', message: MessageMedia): string {
+  return needs === 'image'
+    ? `**${command}** works on a message with a picture (PNG, JPEG, WebP or GIF, attached or embedded); this message has none${attachedNames(message)}.`
+    : `**${command}** works on a message with an .mp4 attachment; this message has none${attachedNames(message)}.`;
+}
+
+/** The source a member picked with a message command, kept until they submit its form. */
+export interface SourceForm {
+  guildId: string;
+  userId: string;
+  source: AttachmentInput;
+}
+
+/** How long a form's pick is kept: a member writing a prompt takes minutes, not hours. */
+const FORM_KEPT_MS = 30 * 60_000;
+
+function parseSourceForm(raw: unknown): SourceForm {
+  const guildId = readString(raw, 'guildId');
+  const userId = readString(raw, 'userId');
+  const source = readRecord(raw, 'source');
+  const url = readString(source, 'url');
+  const filename = readString(source, 'filename');
+  if (guildId === undefined || userId === undefined || url === undefined || filename === undefined) throw new Error('a source form needs guildId, userId and source.url and .filename');
+  const size = readNumber(source, 'size');
+  return { guildId, userId, source: { url, filename, contentType: readString(source, 'contentType'), ...(size === undefined ? {} : { size }) } };
+}
+
+export class SourceForms {
+  readonly #forms: Collection<SourceForm>;
+
+  constructor(store: Store) {
+    this.#forms = store.collection('video_source_forms', parseSourceForm);
+  }
+
+  /** Keeps a pick under the id its form carries (the message command's interaction id). */
+  keep(formId: string, form: SourceForm): Promise<void> {
+    return this.#forms.set(formId, form, FORM_KEPT_MS);
+  }
+
+  /** The source of a form, when it is still kept and it is this member's form on this server. */
+  async find(formId: string, guildId: string, userId: string): Promise<AttachmentInput | undefined> {
+    const form = await this.#forms.get(formId);
+    return form && form.guildId === guildId && form.userId === userId ? form.source : undefined;
+  }
+}

@@ -1,0 +1,125 @@
+import { readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { JournalEntry } from '../../src/emulator/server.ts';
+import type { InteractionHandle, Message, User } from '../support/discord/index.ts';
+import { startWorld, type World } from '../support/world.ts';
+
+// Video where people already are (issue 19), on both layers: the message commands of a message's Apps
+// menu (Animate image, Extend video, Edit video) on members' messages.
+
+const PNG = Buffer.from('89504e470d0a1a0a0000000d4948445200000001000000010806000000', 'hex');
+const MP4 = readFileSync(new URL('../../src/emulator/fixtures/sample.mp4', import.meta.url));
+const EPHEMERAL = 64;
+const DEFERRED_REPLY = 5;
+
+describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
+  let world: World;
+  const prefix = layer === 'compat' ? '/v1' : '/native/v1';
+
+  beforeAll(async () => {
+    world = await startWorld({ env: { GATEWAY_LAYER: layer } });
+  }, 60_000);
+  afterAll(() => world?.stop());
+
+  /** A message a member posts in the server's text channel. */
+  function post(user: User, options: { content?: string; files?: { filename: string; bytes: Buffer; contentType: string }[]; embeds?: Record<string, unknown>[] }): Message {
+    const { discord, guild } = world;
+    return discord.postMessage({ user, channelId: guild.textChannelId, content: options.content ?? '', attachments: options.files ?? [], embeds: options.embeds ?? [] });
+  }
+
+  function isSubmission(entry: JournalEntry): boolean {
+    return entry.method === 'POST' && entry.path.startsWith(`${prefix}/videos/`);
+  }
+
+  function submissions(): JournalEntry[] {
+    return world.emulator.requests.filter(isSubmission);
+  }
+
+  /**
+   * Picks `command` on `message` as `user`, fills its form with `fields`, and waits for the video: the
+   * form's inputs, the submission the gateway took, the card and the posted video.
+   */
+  async function onMessage(command: string, message: Message, fields: Record<string, string>, user = world.guild.member) {
+    const { discord, emulator, guild } = world;
+    const before = new Set(discord.messages(guild.textChannelId).map((existing) => existing.id));
+    const earlier = new Set(submissions());
+    const form = await discord.runMessageCommand({ user, message, command }).modal();
+    const submit = discord.submitModal({ user, guildId: guild.id, channelId: guild.textChannelId, customId: form.customId, fields });
+    expect((await submit.response()).type).toBe(DEFERRED_REPLY);
+    const posted = await discord.waitForMessage(guild.textChannelId, (candidate) => !before.has(candidate.id) && candidate.attachments.length > 0, 20_000);
+    const submission = await emulator.waitForRequest((entry) => isSubmission(entry) && !earlier.has(entry));
+    const card = await submit.waitForReply((reply) => JSON.stringify(reply.embeds).includes('posted below'));
+    return { inputs: form.inputs, submission, card, posted };
+  }
+
+  /** Picks `command` on `message` and expects a private answer and nothing sent to the gateway. */
+  async function refusedOn(command: string, message: Message, user = world.guild.member): Promise<string> {
+    const submitted = submissions().length;
+    const run: InteractionHandle = world.discord.runMessageCommand({ user, message, command });
+    const answer = await run.response();
+    expect(answer.data.flags).toBe(EPHEMERAL);
+    expect(submissions()).toHaveLength(submitted);
+    return String(answer.data.content);
+  }
+
+  describe('the message commands', () => {
+    it("Animate image makes a video with a member's attached picture as its first frame", async () => {
+      const { guild } = world;
+      const picture = post(guild.admin, { content: 'sunset from my window', files: [{ filename: 'sunset.png', bytes: PNG, contentType: 'image/png' }] });
+      const { inputs, submission, card, posted } = await onMessage('Animate image', picture, { prompt: '', duration: '3' });
+      expect(inputs).toEqual(['prompt', 'duration']);
+      expect(submission.path).toBe(`${prefix}/videos/generations`);
+      expect(submission.body).toEqual({ model: 'svc-imagine-video-1.5', duration: 3, image: { url: picture.attachments[0]!.url }, user: expect.any(String) });
+      expect(JSON.stringify(card.embeds)).toContain('Image to video');
+      expect(JSON.stringify(card.embeds)).toContain(`Requested by <@${guild.member.id}>`);
+      expect(posted.content).toContain(`<@${guild.member.id}> your video is ready`);
+      expect(posted.attachments[0]?.bytes).toEqual(MP4);
+    });
+
+    it("Animate image takes the picture of a link's image embed, at Discord's copy", async () => {
+      const proxied = 'https://images-ext-1.discordapp.net/external/abc/https/example.com/fox.gif';
+      const link = post(world.guild.admin, { content: 'https://example.com/fox.gif', embeds: [{ type: 'image', url: 'https://example.com/fox.gif', thumbnail: { url: 'https://example.com/fox.gif', proxy_url: proxied } }] });
+      const { submission } = await onMessage('Animate image', link, { prompt: 'the fox runs off', duration: '' });
+      expect(submission.body).toMatchObject({ prompt: 'the fox runs off', image: { url: proxied } });
+    });
+
+    it("Extend video extends a member's .mp4 with the prompt and the seconds to add", async () => {
+      const clip = post(world.guild.admin, { files: [{ filename: 'beach.mp4', bytes: MP4, contentType: 'video/mp4' }] });
+      const { inputs, submission, card } = await onMessage('Extend video', clip, { prompt: 'the tide comes in', duration: '3' });
+      expect(inputs).toEqual(['prompt', 'duration']);
+      expect(submission.path).toBe(`${prefix}/videos/extensions`);
+      expect(submission.body).toMatchObject({ prompt: 'the tide comes in', duration: 3, video: { url: clip.attachments[0]!.url } });
+      expect(JSON.stringify(card.embeds)).toContain('Video extension');
+    });
+
+    it("Edit video edits a member's .mp4 as the prompt says", async () => {
+      const clip = post(world.guild.admin, { content: 'our garden', files: [{ filename: 'notes.txt', bytes: Buffer.from('hi'), contentType: 'text/plain' }, { filename: 'garden.mp4', bytes: MP4, contentType: 'video/mp4' }] });
+      const { inputs, submission, card } = await onMessage('Edit video', clip, { prompt: 'make it snow' });
+      expect(inputs).toEqual(['prompt']);
+      expect(submission.path).toBe(`${prefix}/videos/edits`);
+      expect(submission.body).toMatchObject({ prompt: 'make it snow', video: { url: clip.attachments[1]!.url } });
+      expect(JSON.stringify(card.embeds)).toContain('Video edit');
+    });
+
+    it('on a message without what the command needs, answers privately saying what it needs, and submits nothing', async () => {
+      const { guild } = world;
+      const words = post(guild.admin, { content: 'just words' });
+      const picture = post(guild.admin, { files: [{ filename: 'cat.png', bytes: PNG, contentType: 'image/png' }] });
+      expect(await refusedOn('Animate image', words)).toBe('**Animate image** works on a message with a picture (PNG, JPEG, WebP or GIF, attached or embedded); this message has none.');
+      expect(await refusedOn('Extend video', picture)).toBe('**Extend video** works on a message with an .mp4 attachment; this message has none (it has cat.png).');
+      expect(await refusedOn('Edit video', words)).toBe('**Edit video** works on a message with an .mp4 attachment; this message has none.');
+    });
+
+    it("takes a form only from the member it was opened for, and says so when it is no longer open", async () => {
+      const { discord, guild } = world;
+      const picture = post(guild.admin, { files: [{ filename: 'owl.png', bytes: PNG, contentType: 'image/png' }] });
+      const form = await discord.runMessageCommand({ user: guild.member, message: picture, command: 'Animate image' }).modal();
+      const submitted = submissions().length;
+      for (const [user, customId] of [[guild.admin, form.customId], [guild.member, 'Animate image:1234567890123456789']] as const) {
+        const answer = await discord.submitModal({ user, guildId: guild.id, channelId: guild.textChannelId, customId, fields: { prompt: 'it flies', duration: '' } }).response();
+        expect(answer.data).toMatchObject({ flags: EPHEMERAL, content: 'This form is no longer open. Pick **Animate image** on the message again.' });
+      }
+      expect(submissions()).toHaveLength(submitted);
+    });
+  });
+});

@@ -17,7 +17,6 @@ import type { AttachmentInput } from '../src/video/requests.ts';
 import { parseVoiceList } from '../src/video/requests.ts';
 import { parseVideoActionId, videoActionId } from '../src/video/actions.ts';
 import { SECONDS_TO_ADD, attachmentInput as fromAttachment, interactionContext, readVideoForm, submitPrepared, videoForm } from '../src/interactions/video-commands.ts';
-import { renderStatusCard } from '../src/video/status-card.ts';
 
 /** How many of a member's tasks `/video list` shows. */
 const RECENT_LISTED = 10;
@@ -145,7 +144,7 @@ async function status(interaction: ChatInputCommandInteraction, services: Servic
   const posted = task.delivery.messageId
     ? `Result: https://discord.com/channels/${task.guildId}/${task.channelId}/${task.delivery.messageId}`
     : undefined;
-  await answerPrivately(interaction, { ...renderStatusCard(task), ...(posted ? { content: posted } : {}) });
+  await answerPrivately(interaction, { ...(await services.video.card(task)), ...(posted ? { content: posted } : {}) });
 }
 
 async function list(interaction: ChatInputCommandInteraction, services: Services) {

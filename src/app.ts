@@ -153,6 +153,7 @@ export async function startApp(config: BotConfig, log: Logger, signal: AbortSign
     store,
     clients,
     policy: settings,
+    costs: settings,
     outbox,
     vendor: config.gatewayVendor,
     log,

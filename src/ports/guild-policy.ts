@@ -40,6 +40,19 @@ export class LimitReachedError extends Error {
   }
 }
 
+/** What a member's videos cost on one UTC day on a server, as the usage ledger counted them. */
+export interface MemberDayCost {
+  costTicks: number;
+  /** Their videos of that day whose cost the gateway did not report. */
+  costUnreported: number;
+}
+
+/** The usage ledger's totals, for a status card that shows a task's cost beside its member's day. */
+export interface MemberCosts {
+  /** The member's costs on the server on the UTC day of `at`. */
+  memberDayCost(guildId: string, userId: string, at: number): Promise<MemberDayCost>;
+}
+
 export interface GuildVideoPolicy extends GatewayAccessResolver {
   defaults(guildId: string): Promise<VideoDefaults>;
   checkLimits(query: LimitQuery): Promise<Result>;

@@ -6,7 +6,7 @@ import { registerSecret, type Logger } from '../lib/log.ts';
 import type { Collection, Store } from '../store.ts';
 import { refuse, type Result } from '../lib/result.ts';
 import type { GatewayCredentials } from '../gateway/types.ts';
-import { LimitReachedError, type GuildVideoPolicy, type LimitQuery, type MemberTask, type TaskCost } from '../ports/guild-policy.ts';
+import { LimitReachedError, type GuildVideoPolicy, type LimitQuery, type MemberCosts, type MemberDayCost, type MemberTask, type TaskCost } from '../ports/guild-policy.ts';
 import type { VideoDefaults } from '../ports/video-defaults.ts';
 import { checkAccess, type AccessVerdict } from './access.ts';
 import { HISTORY_KEPT, defaultGuildSettings, parseGuildSettings, type Feature, type GuildSettings, type StoredKey } from './guild-settings.ts';
@@ -67,7 +67,7 @@ type ServerKey = Result<{ key: string }, { reason: 'undecryptable' | 'no-secret'
 
 const CANNOT_OPEN = { ok: false, reason: 'undecryptable', message: MESSAGES.unreadable } as const;
 
-export class SettingsService implements GuildVideoPolicy {
+export class SettingsService implements GuildVideoPolicy, MemberCosts {
   readonly #options: SettingsOptions;
   readonly #settings: Collection<GuildSettings>;
   readonly #cipher: KeyCipher | undefined;
@@ -287,6 +287,12 @@ export class SettingsService implements GuildVideoPolicy {
     const ticks = cost.costTicks;
     if (ticks === undefined ? !cost.madeVideo : ticks <= 0) return;
     await this.#usage.recordCost(cost.guildId, cost.userId, cost.taskId, ticks, cost.createdAt);
+  }
+
+  /** What the member's videos on the server cost on the UTC day of `at` (the day each task was started). */
+  async memberDayCost(guildId: string, userId: string, at: number): Promise<MemberDayCost> {
+    const count = (await this.#usage.day(guildId, at)).users[userId];
+    return { costTicks: count?.costTicks ?? 0, costUnreported: count?.costUnreported ?? 0 };
   }
 
   // ---- Access and usage ------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 import { isRecord, readNumber } from '../lib/json.ts';
 import type { Logger } from '../lib/log.ts';
-import { USD_TICKS } from '../gateway/spec.ts';
+import { dayKey } from '../lib/day-key.ts';
+import { formatCost } from '../messages/cost.ts';
 import { parseMarker, type Collection, type Store } from '../store.ts';
 import type { GuildSettings } from './guild-settings.ts';
 import { evaluateDailyLimits, videos, type LimitVerdict } from './limits.ts';
@@ -28,10 +29,6 @@ export interface DayUsage {
 const KEEP_MS = 40 * 24 * 3600_000;
 const REPORT_ROWS = 20;
 
-export function dayKey(at: number): string {
-  return new Date(at).toISOString().slice(0, 10);
-}
-
 function parseDayUsage(raw: unknown): DayUsage {
   if (!isRecord(raw) || !isRecord(raw.users)) throw new Error('day usage must have users');
   const users: Record<string, UsageCount> = {};
@@ -42,10 +39,6 @@ function parseDayUsage(raw: unknown): DayUsage {
     if (tasks !== undefined && costTicks !== undefined) users[userId] = { tasks, costTicks, costUnreported: readNumber(value, 'costUnreported') ?? 0 };
   }
   return { users };
-}
-
-export function usd(ticks: number): string {
-  return `$${(ticks / USD_TICKS).toFixed(2)}`;
 }
 
 function noUsage(): UsageCount {
@@ -169,9 +162,9 @@ export interface UsageReport {
 /** "3 videos, $0.40 + 2 without a reported cost": what is known, and how much is not. */
 function describeUsage(count: UsageCount): string {
   const made = videos(count.tasks);
-  if (count.costUnreported === 0) return `${made}, ${usd(count.costTicks)}`;
+  if (count.costUnreported === 0) return `${made}, ${formatCost(count.costTicks)}`;
   const unreported = `${count.costUnreported} without a reported cost`;
-  return count.costTicks === 0 ? `${made}, ${unreported}` : `${made}, ${usd(count.costTicks)} + ${unreported}`;
+  return count.costTicks === 0 ? `${made}, ${unreported}` : `${made}, ${formatCost(count.costTicks)} + ${unreported}`;
 }
 
 function section(title: string, counts: Record<string, UsageCount>): string {

@@ -1,4 +1,4 @@
-import { ButtonStyle, ComponentType, type APIActionRowComponent, type APIComponentInMessageActionRow } from 'discord.js';
+import { ButtonStyle, ComponentType, type APIActionRowComponent, type APIComponentInMessageActionRow, type APIEmbed } from 'discord.js';
 import { DISCORD_ERRORS, isDiscordError, isReplyRefusal, type DiscordOutbox, type FileToPost, type OwnMessage, type PostedMessage } from '../discord/outbox.ts';
 import { DownloadRefusedError, NotAVideoError, NotFoundError, ResponseTooLargeError, VideoUnavailableError, type GatewayError } from '../gateway/errors.ts';
 import type { GatewayClient } from '../gateway/client.ts';
@@ -17,7 +17,8 @@ import {
   describeRefusedVideo,
   describeStorageError,
 } from './messages.ts';
-import type { TaskRecord } from './record.ts';
+import type { MemberCosts, MemberDayCost } from '../ports/guild-policy.ts';
+import { isTerminal, type TaskRecord } from './record.ts';
 import type { TaskRepository } from './repository.ts';
 import { cardStateKey, renderStatusCard } from './status-card.ts';
 import type { BotMetrics } from '../lib/metrics.ts';
@@ -74,6 +75,8 @@ export interface DeliveryDeps {
   log: Logger;
   /** The status card is edited at most this often while a task runs (terminal edits always go out). */
   cardEditIntervalMs: number;
+  /** Members' costs of the day, shown on the card beside a finished task's cost; default none (the cost alone). */
+  costs?: MemberCosts;
 }
 
 export class VideoDelivery {
@@ -81,6 +84,28 @@ export class VideoDelivery {
 
   constructor(deps: DeliveryDeps) {
     this.#deps = deps;
+  }
+
+  /**
+   * A task's status card as it stands: when the gateway reported what a finished task cost, with its
+   * member's total on that day.
+   */
+  async card(task: TaskRecord, now = Date.now()): Promise<{ embeds: APIEmbed[] }> {
+    const memberDay = await this.#memberDayCost(task);
+    return renderStatusCard(task, { now, ...(memberDay ? { memberDay } : {}) });
+  }
+
+  /** The member's costs on the day a finished, costed task counts on; undefined when there is nothing to show or they cannot be read. */
+  async #memberDayCost(task: TaskRecord): Promise<MemberDayCost | undefined> {
+    const costs = this.#deps.costs;
+    if (!costs || task.outcome.costTicks === undefined || !isTerminal(task.state)) return undefined;
+    try {
+      return await costs.memberDayCost(task.guildId, task.userId, task.createdAt);
+    } catch (error) {
+      // The card still shows the task and its cost: the day's total is a courtesy, not worth a card left behind.
+      this.#deps.log.warn("could not read a member's costs of the day; the status card shows the task's cost alone", { task: task.id, error });
+      return undefined;
+    }
   }
 
   /**
@@ -95,7 +120,7 @@ export class VideoDelivery {
     try {
       const messageId = await this.#deps.outbox.editCard(
         { ...task.card, channelId: task.channelId, messageId: task.card.messageId },
-        renderStatusCard(task),
+        await this.card(task, now),
         now,
       );
       return { ...task, card: { ...task.card, renderedAt: now, renderedState: key, messageId: messageId ?? task.card.messageId } };

@@ -1,8 +1,9 @@
+import type { APIEmbed } from 'discord.js';
 import type { DiscordOutbox } from '../discord/outbox.ts';
 import type { GatewayClientPool } from '../gateway/pool.ts';
 import type { Logger } from '../lib/log.ts';
 import { NO_METRICS, type BotMetrics } from '../lib/metrics.ts';
-import type { GuildVideoPolicy } from '../ports/guild-policy.ts';
+import type { GuildVideoPolicy, MemberCosts } from '../ports/guild-policy.ts';
 import type { InteractionContext } from '../ports/interaction-context.ts';
 import type { Store } from '../store.ts';
 import { VideoDelivery } from './delivery.ts';
@@ -30,6 +31,8 @@ export interface VideoDeps {
   store: Store;
   clients: GatewayClientPool;
   policy: GuildVideoPolicy;
+  /** Members' costs of the day, for the status cards; default none (a card shows a task's cost alone). */
+  costs?: MemberCosts;
   outbox: DiscordOutbox;
   vendor: string;
   log: Logger;
@@ -50,6 +53,8 @@ export interface Video {
   submit(plan: SubmissionPlan, context: InteractionContext): Promise<TaskRecord>;
   tasks: TaskRepository;
   tracker: TaskTracker;
+  /** A task's status card as it stands (with its cost and its member's total that day, when reported). */
+  card(task: TaskRecord): Promise<{ embeds: APIEmbed[] }>;
   /** What members picked with a message command, while they fill in its form. */
   sourceForms: SourceForms;
 }
@@ -61,7 +66,15 @@ export function createVideo(deps: VideoDeps): Video {
   const files = new DownloadFiles(log, deps.downloadDirectory);
   // Leftovers of a bot killed mid-download are swept now, rather than at the first delivery.
   files.ready().catch((error: unknown) => log.warn('could not prepare the directory for downloaded videos; the first delivery tries again', { error }));
-  const delivery = new VideoDelivery({ repository: tasks, outbox, files, log, cardEditIntervalMs: deps.cardEditIntervalMs ?? CARD_EDIT_INTERVAL_MS, metrics });
+  const delivery = new VideoDelivery({
+    repository: tasks,
+    outbox,
+    files,
+    log,
+    cardEditIntervalMs: deps.cardEditIntervalMs ?? CARD_EDIT_INTERVAL_MS,
+    metrics,
+    ...(deps.costs ? { costs: deps.costs } : {}),
+  });
   const tracker = new TaskTracker(tasks, new PolicyGatewayResolver(policy, clients, log), delivery, log, {
     policy: deps.pollPolicy ?? DEFAULT_POLL_POLICY,
     maxInFlight: deps.maxPollsInFlight ?? MAX_POLLS_IN_FLIGHT,
@@ -82,5 +95,5 @@ export function createVideo(deps: VideoDeps): Video {
     metrics,
     attachmentUrl: (channelId, messageId) => outbox.attachmentUrl(channelId, messageId),
   });
-  return { prepare, submit: (plan, context) => submission.submit(plan, context), tasks, tracker, sourceForms: new SourceForms(store) };
+  return { prepare, submit: (plan, context) => submission.submit(plan, context), tasks, tracker, card: (task) => delivery.card(task), sourceForms: new SourceForms(store) };
 }

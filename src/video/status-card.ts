@@ -1,4 +1,7 @@
 import type { APIEmbed } from 'discord.js';
+import { dayKey } from '../lib/day-key.ts';
+import { formatCost } from '../messages/cost.ts';
+import type { MemberDayCost } from '../ports/guild-policy.ts';
 import {
   describeDeliveryRetry,
   describeExpired,
@@ -11,7 +14,7 @@ import {
   describeUnknownOutcome,
 } from './messages.ts';
 import { DEFAULT_POLL_POLICY } from './poll-policy.ts';
-import type { TaskRecord } from './record.ts';
+import { isTerminal, type TaskRecord } from './record.ts';
 
 // The status card: the reply to /video, edited in place as the task moves. Elapsed time is a Discord
 // timestamp (`<t:…:R>`), which every client keeps current by itself, so the card only needs an edit
@@ -113,7 +116,27 @@ export function cardStateKey(task: TaskRecord): string {
   return [task.state, task.progress ?? '', task.delivery.state, task.delivery.linkReason ?? '', task.gatewayId ?? '', trouble].join('|');
 }
 
-export function renderStatusCard(task: TaskRecord): { embeds: APIEmbed[] } {
+/** What a card knows besides its task: when it is drawn, and its member's costs on the task's day (the usage ledger's). */
+export interface CardContext {
+  now: number;
+  memberDay?: MemberDayCost;
+}
+
+/**
+ * What a finished task cost, when the gateway said (`$0.42 · your total today $1.30`), with its member's
+ * total on the day it counts on; nothing when the gateway reported no cost: never a guess.
+ */
+function costText(task: TaskRecord, context: CardContext): string | undefined {
+  const ticks = task.outcome.costTicks;
+  if (ticks === undefined || !isTerminal(task.state)) return undefined;
+  const day = context.memberDay;
+  if (!day) return formatCost(ticks);
+  const when = dayKey(task.createdAt) === dayKey(context.now) ? 'today' : `on ${dayKey(task.createdAt)}`;
+  const unreported = day.costUnreported > 0 ? ` (+ ${day.costUnreported} without a reported cost)` : '';
+  return `${formatCost(ticks)} · your total ${when} ${formatCost(day.costTicks)}${unreported}`;
+}
+
+export function renderStatusCard(task: TaskRecord, context: CardContext = { now: Date.now() }): { embeds: APIEmbed[] } {
   const fields: NonNullable<APIEmbed['fields']> = [
     { name: 'Model', value: `\`${task.model}\``, inline: true },
     { name: 'Mode', value: MODE_LABELS[task.mode], inline: true },
@@ -127,6 +150,8 @@ export function renderStatusCard(task: TaskRecord): { embeds: APIEmbed[] } {
       ? { name: 'Started', value: `<t:${unixSeconds(startedAt)}:R>`, inline: true }
       : { name: 'Took', value: formatDuration(task.finishedAt - startedAt), inline: true },
   );
+  const cost = costText(task, context);
+  if (cost) fields.push({ name: 'Cost', value: cost });
   const outcome = outcomeText(task);
   if (outcome) fields.push({ name: 'Details', value: truncate(outcome, 1024) });
 

@@ -5,7 +5,7 @@ import type { InteractionHandle, Message, User } from '../support/discord/index.
 import { startWorld, type World } from '../support/world.ts';
 
 // Video where people already are (issue 19), on both layers: the message commands of a message's Apps
-// menu (Animate image, Extend video, Edit video) on members' messages.
+// menu (Animate image, Extend video, Edit video) on members' messages, and the cost on the status card.
 
 const PNG = Buffer.from('89504e470d0a1a0a0000000d4948445200000001000000010806000000', 'hex');
 const MP4 = readFileSync(new URL('../../src/emulator/fixtures/sample.mp4', import.meta.url));
@@ -120,6 +120,32 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
         expect(answer.data).toMatchObject({ flags: EPHEMERAL, content: 'This form is no longer open. Pick **Animate image** on the message again.' });
       }
       expect(submissions()).toHaveLength(submitted);
+    });
+  });
+
+  /** Runs `/video generate` as `user` and waits for its card to say the video was posted. */
+  async function generated(user: User, prompt: string, options: Record<string, number> = {}): Promise<Message> {
+    const { discord, guild } = world;
+    const run = discord.runCommand({ user, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt, ...options } });
+    return run.waitForReply((card) => JSON.stringify(card.embeds).includes('posted below'), 20_000);
+  }
+
+  function costOn(card: Message): string | undefined {
+    const fields = JSON.stringify(card.embeds);
+    return /"name":"Cost","value":"([^"]*)"/.exec(fields)?.[1];
+  }
+
+  describe('the cost on the card', () => {
+    it("shows what a finished task cost and its member's total today on the server", async () => {
+      const spender = world.discord.createUser({ guildId: world.guild.id, name: 'spender' });
+      // The emulator's price at 480p: $0.05 a second.
+      expect(costOn(await generated(spender, 'a lighthouse at dusk', { duration: 4 }))).toBe('$0.20 · your total today $0.20');
+      expect(costOn(await generated(spender, 'a harbour at night', { duration: 2 }))).toBe('$0.10 · your total today $0.30');
+    });
+
+    it('says nothing of cost when the gateway reported none', async () => {
+      const card = await generated(world.guild.member, 'a quiet field [[no-cost]]');
+      expect(JSON.stringify(card.embeds)).not.toMatch(/Cost|\$/);
     });
   });
 });

@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/lib/log.ts';
-import { UsageLedger, dayKey } from '../../src/settings/usage.ts';
+import { dayKey } from '../../src/lib/day-key.ts';
+import { UsageLedger } from '../../src/settings/usage.ts';
 import { openStore, type Store } from '../../src/store.ts';
 
 const NO_LIMITS = { concurrentPerUser: 0, dailyPerUser: 0, dailyPerServer: 0 };

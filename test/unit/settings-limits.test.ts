@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { checkAccess } from '../../src/settings/access.ts';
 import { evaluateLimits, nextUtcMidnight } from '../../src/settings/limits.ts';
-import { dayKey, formatUsageReport, usd } from '../../src/settings/usage.ts';
+import { dayKey } from '../../src/lib/day-key.ts';
+import { formatCost } from '../../src/messages/cost.ts';
+import { formatUsageReport } from '../../src/settings/usage.ts';
 
 const NO_LIMITS = { concurrentPerUser: 0, dailyPerUser: 0, dailyPerServer: 0 };
 const LATE = Date.UTC(2026, 10, 22, 23, 59, 59, 999);
@@ -24,9 +26,13 @@ describe('UTC days', () => {
   });
 
   it('shows ticks as dollars (1 USD = 10^10 ticks)', () => {
-    expect(usd(6_400_000_000)).toBe('$0.64');
-    expect(usd(25_000_000_000)).toBe('$2.50');
-    expect(usd(0)).toBe('$0.00');
+    expect(formatCost(6_400_000_000)).toBe('$0.64');
+    expect(formatCost(25_000_000_000)).toBe('$2.50');
+    expect(formatCost(0)).toBe('$0.00');
+    expect(formatCost(12_345_600_000_000)).toBe('$1,234.56');
+    // Less than a cent is not nothing, and is not shown as $0.00.
+    expect(formatCost(10_000_000)).toBe('under $0.01');
+    expect(formatCost(60_000_000)).toBe('$0.01');
   });
 });
 

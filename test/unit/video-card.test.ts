@@ -106,6 +106,25 @@ describe('the status card', () => {
     expect(details).not.toContain('refunded');
   });
 
+  describe('what a finished task cost', () => {
+    const done: TaskRecord = { ...task, state: 'succeeded', finishedAt: task.submittedAt! + 30_000, outcome: { costTicks: 4_200_000_000 }, delivery: { ...task.delivery, state: 'posted' } };
+    const costOn = (shown: TaskRecord, context: Parameters<typeof renderStatusCard>[1]) => renderStatusCard(shown, context).embeds[0]?.fields?.find((field) => field.name === 'Cost')?.value;
+    const sameDay = task.createdAt + 60_000;
+
+    it("is shown with the member's total that day", () => {
+      expect(costOn(done, { now: sameDay, memberDay: { costTicks: 13_000_000_000, costUnreported: 0 } })).toBe('$0.42 · your total today $1.30');
+      expect(costOn(done, { now: sameDay + 86_400_000, memberDay: { costTicks: 13_000_000_000, costUnreported: 0 } })).toBe('$0.42 · your total on 2023-11-14 $1.30');
+      expect(costOn(done, { now: sameDay, memberDay: { costTicks: 4_200_000_000, costUnreported: 2 } })).toBe('$0.42 · your total today $0.42 (+ 2 without a reported cost)');
+      expect(costOn(done, { now: sameDay })).toBe('$0.42');
+    });
+
+    it('is not shown while the task runs, nor when the gateway reported none: no guess, no $0.00', () => {
+      expect(costOn({ ...done, state: 'running', finishedAt: undefined }, { now: sameDay, memberDay: { costTicks: 1, costUnreported: 0 } })).toBeUndefined();
+      const unreported = renderStatusCard({ ...done, outcome: {} }, { now: sameDay, memberDay: { costTicks: 13_000_000_000, costUnreported: 1 } });
+      expect(JSON.stringify(unreported)).not.toMatch(/Cost|\$/);
+    });
+  });
+
   it('changes its state key only when what it shows changes', () => {
     expect(cardStateKey({ ...task, polls: 3 })).toBe(cardStateKey(task));
     expect(cardStateKey({ ...task, progress: 10 })).not.toBe(cardStateKey(task));

@@ -1,0 +1,13 @@
+import { USD_TICKS } from '../gateway/spec.ts';
+
+// What the gateway charged, in words for members: dollars as people write them.
+
+const DOLLARS = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD' });
+/** The smallest amount dollars-and-cents can show. */
+const ONE_CENT_TICKS = USD_TICKS / 100;
+
+/** A cost in ticks (1 USD = 10^10) as `$0.42` or `$1,234.50`; a cost under a cent but not nothing as `under $0.01`, never as `$0.00`. */
+export function formatCost(ticks: number): string {
+  if (ticks > 0 && ticks < ONE_CENT_TICKS / 2) return 'under $0.01';
+  return DOLLARS.format(ticks / USD_TICKS);
+}

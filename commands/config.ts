@@ -17,7 +17,7 @@ import type { Command } from '../src/interactions/command.ts';
 import { guildOf, type HandledInteraction, type Requirement } from '../src/interactions/requirements.ts';
 import { ASPECT_RATIOS, GENERATION_DURATION, LAYERS, RESOLUTIONS } from '../src/gateway/spec.ts';
 import type { Services } from '../src/services.ts';
-import { FEATURES, STORAGE_MAX_DAYS, type GuildSettings } from '../src/settings/guild-settings.ts';
+import { FEATURES, RESULT_BUTTONS, STORAGE_MAX_DAYS, type GuildSettings } from '../src/settings/guild-settings.ts';
 import { MESSAGES } from '../src/settings/service.ts';
 
 // /config: a server's own gateway key, layer, defaults, storage, access and limits. Manage Server only,
@@ -44,11 +44,17 @@ const data = new SlashCommandBuilder()
   .addSubcommand((sub) =>
     sub
       .setName('defaults')
-      .setDescription('Defaults for /video generate')
+      .setDescription('Defaults for /video, and who may press the buttons under a video')
       .addStringOption((option) => option.setName('model').setDescription('Default video model').setAutocomplete(true))
       .addStringOption((option) => option.setName('resolution').setDescription('Default resolution').addChoices(...RESOLUTIONS.map((value) => ({ name: value, value }))))
       .addIntegerOption((option) => option.setName('duration').setDescription('Default length in seconds').setMinValue(GENERATION_DURATION.min).setMaxValue(GENERATION_DURATION.max))
       .addStringOption((option) => option.setName('aspect_ratio').setDescription('Default aspect ratio').addChoices(...ASPECT_RATIOS.map((value) => ({ name: value, value }))))
+      .addStringOption((option) =>
+        option
+          .setName('buttons')
+          .setDescription('Who may press Extend, Edit and Regenerate under a video (default: anyone)')
+          .addChoices({ name: 'anyone', value: 'anyone' }, { name: 'owner: only the member who made the video', value: 'owner' }),
+      )
       .addBooleanOption((option) => option.setName('reset').setDescription('Forget all defaults')),
   )
   .addSubcommand((sub) =>
@@ -99,6 +105,7 @@ async function describe(settings: GuildSettings, services: Services, guildId: st
     `**Gateway key in use:** ${await services.settings.describeKeyInUse(guildId)}`,
     `**Layer:** ${settings.layer ?? `${services.config.gatewayLayer} (the operator's default)`}`,
     `**Defaults:** model ${defaults.model ?? 'latest'}, ${defaults.resolution ?? 'gateway default'} resolution, ${defaults.duration === undefined ? 'gateway default' : `${defaults.duration} s`}, aspect ratio ${defaults.aspectRatio ?? 'gateway default'}`,
+    `**Buttons under a video** (Extend, Edit, Regenerate): ${defaults.buttons === 'owner' ? 'only the member who made the video may press them' : 'anyone may press them'}`,
     `**Storage:** ${storage.keepDays === 0 ? 'videos are not kept beyond the temporary link' : `kept ${storage.keepDays} days`}${storage.publicLink ? ', with a public link' : ''}`,
     `**Who may use /video:** ${roles(settings.roles.video)}; **/voice:** ${roles(settings.roles.voice)}`,
     `**Limits:** ${limit(limits.concurrentPerUser)} in progress per member, ${limit(limits.dailyPerUser)} a day per member, ${limit(limits.dailyPerServer)} a day for the server`,
@@ -180,14 +187,17 @@ async function defaults(interaction: ChatInputCommandInteraction, services: Serv
   const resolution = options.getString('resolution') ?? undefined;
   const duration = options.getInteger('duration') ?? undefined;
   const aspectRatio = options.getString('aspect_ratio') ?? undefined;
+  const buttonsGiven = options.getString('buttons') ?? undefined;
   const reset = options.getBoolean('reset') === true;
   if (reset) {
     const updated = await services.settings.update(guildId, interaction.user.id, 'reset the video defaults', (settings) => ({ ...settings, defaults: {} }));
     return saved(interaction, updated, services, guildId);
   }
-  if (model === undefined && resolution === undefined && duration === undefined && aspectRatio === undefined) {
-    return answerPrivately(interaction, 'Give at least one of `model`, `resolution`, `duration`, `aspect_ratio`, or `reset`.');
+  if (model === undefined && resolution === undefined && duration === undefined && aspectRatio === undefined && buttonsGiven === undefined) {
+    return answerPrivately(interaction, 'Give at least one of `model`, `resolution`, `duration`, `aspect_ratio`, `buttons`, or `reset`.');
   }
+  const buttons = RESULT_BUTTONS.find((value) => value === buttonsGiven);
+  if (buttonsGiven !== undefined && buttons === undefined) return answerPrivately(interaction, `\`buttons\` must be one of ${RESULT_BUTTONS.join(', ')}.`);
   if (resolution !== undefined && !RESOLUTIONS.some((value) => value === resolution)) return answerPrivately(interaction, `\`resolution\` must be one of ${RESOLUTIONS.join(', ')}.`);
   if (aspectRatio !== undefined && !ASPECT_RATIOS.some((value) => value === aspectRatio)) return answerPrivately(interaction, `\`aspect_ratio\` must be one of ${ASPECT_RATIOS.join(', ')}.`);
   if (duration !== undefined && (duration < GENERATION_DURATION.min || duration > GENERATION_DURATION.max)) {
@@ -202,8 +212,9 @@ async function defaults(interaction: ChatInputCommandInteraction, services: Serv
     ...(resolution === undefined ? {} : { resolution }),
     ...(duration === undefined ? {} : { duration }),
     ...(aspectRatio === undefined ? {} : { aspectRatio }),
+    ...(buttons === undefined ? {} : { buttons }),
   };
-  const description = `set video defaults: ${[model, resolution, duration === undefined ? undefined : `${duration} s`, aspectRatio].filter((part) => part !== undefined).join(', ')}`;
+  const description = `set video defaults: ${[model, resolution, duration === undefined ? undefined : `${duration} s`, aspectRatio, buttons === undefined ? undefined : `buttons ${buttons}`].filter((part) => part !== undefined).join(', ')}`;
   const updated = await services.settings.update(guildId, interaction.user.id, description, (settings) => ({ ...settings, defaults: { ...settings.defaults, ...change } }));
   await saved(interaction, updated, services, guildId);
 }

@@ -16,6 +16,7 @@ import type { Services } from '../src/services.ts';
 import type { AttachmentInput } from '../src/video/requests.ts';
 import { parseVoiceList } from '../src/video/requests.ts';
 import { parseVideoActionId, videoActionId } from '../src/video/actions.ts';
+import { settledWithin } from '../src/lib/wait-until.ts';
 import { SECONDS_TO_ADD, attachmentInput as fromAttachment, interactionContext, readVideoForm, submitPrepared, videoForm } from '../src/interactions/video-commands.ts';
 
 /** How many of a member's tasks `/video list` shows. */
@@ -84,7 +85,7 @@ function attachmentInput(attachment: Attachment | null): AttachmentInput | undef
 /**
  * Making a video (a subcommand, a form) follows the server's role rules; looking at tasks needs only the
  * server; the usage report is for admins. The Extend and Edit buttons open a form, which must come at once:
- * the form's submission is checked instead.
+ * the form's submission is checked instead (and who may press them, see pressRefusal()).
  */
 function requires(interaction: HandledInteraction): Requirement {
   if (interaction.isButton()) return parseVideoActionId(interaction.customId)?.action === 'regenerate' ? { feature: 'video' } : { inServer: true };
@@ -191,10 +192,29 @@ async function autocomplete(interaction: AutocompleteInteraction, services: Serv
   await suggest(interaction, choices);
 }
 
+/** How long a press of Extend or Edit waits to hear whether the member may press it, before its form is shown anyway: Discord's 3 s run from the press. */
+const PRESS_CHECK_MS = 1_000;
+
+/**
+ * Why this member may not press a button under this video (the server keeps them to the member who made
+ * it), when the store says so in time for the form; the form's submission is checked in any case.
+ */
+async function pressRefusal(interaction: ButtonInteraction, services: Services, taskId: string): Promise<string | undefined> {
+  const checking = services.video.prepare.buttonAccess({ guildId: guildOf(interaction), userId: interaction.user.id }, taskId).catch((error: unknown) => {
+    services.log.warn('could not check who may press a video button; its form is shown, and checked when submitted', { error });
+    return undefined;
+  });
+  const verdict = await settledWithin(checking, PRESS_CHECK_MS);
+  return verdict && !verdict.ok ? verdict.message : undefined;
+}
+
 async function button(interaction: ButtonInteraction, services: Services) {
   const { action, taskId } = parseVideoActionId(interaction.customId) ?? {};
   if (!taskId) throw new Error(`malformed video button ${interaction.customId}`);
-  if (action === 'extend') {
+  const refused = action === 'extend' || action === 'edit' ? await pressRefusal(interaction, services, taskId) : undefined;
+  if (refused !== undefined) {
+    await answerPrivately(interaction, refused);
+  } else if (action === 'extend') {
     await interaction.showModal(videoForm({ id: videoActionId('extend-modal', taskId), title: 'Extend this video', seconds: SECONDS_TO_ADD }));
   } else if (action === 'edit') {
     await interaction.showModal(videoForm({ id: videoActionId('edit-modal', taskId), title: 'Edit this video' }));
@@ -219,7 +239,7 @@ async function modal(interaction: ModalSubmitInteraction, services: Services) {
     prompt: form.prompt,
     model: undefined,
     duration: form.seconds,
-    source: { taskRef: taskId },
+    source: { taskRef: taskId, byButton: true },
   });
   await submitPrepared(interaction, services, context, prepared);
 }

@@ -35,3 +35,19 @@ export function waitUntil<T>(options: {
     if (settled) listening.stop();
   });
 }
+
+/**
+ * What `promise` comes to, when it settles within `ms`; undefined when it takes longer. It goes on
+ * regardless, and a rejection after `ms` is left to the caller's own handler of `promise`.
+ */
+export async function settledWithin<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), ms);
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -7,10 +7,18 @@ export interface StorageDefaults {
   publicLink: boolean;
 }
 
+/**
+ * Who may press the buttons under a posted video (Extend, Edit, Regenerate): any member (the default), or
+ * only the member who made it. The new task is the presser's either way.
+ */
+export type ResultButtons = 'anyone' | 'owner';
+
 export interface VideoDefaults {
   model: string | undefined;
   resolution: string | undefined;
   duration: number | undefined;
   aspectRatio: string | undefined;
   storage: StorageDefaults;
+  /** Unset: anyone. */
+  buttons?: ResultButtons;
 }

@@ -1,11 +1,14 @@
 import { isRecord } from '../lib/json.ts';
 import { LAYERS, type Layer } from '../gateway/spec.ts';
+import type { ResultButtons } from '../ports/video-defaults.ts';
 import { parseSealedKey, type SealedKey } from './key-cipher.ts';
 
 // One server's settings, as stored: its own gateway key (sealed), layer, defaults, storage, who may use
 // the bot, limits, and the record of every change.
 
 export const FEATURES = ['video', 'voice'] as const;
+/** Who may press the buttons under a video; the first is the default. */
+export const RESULT_BUTTONS: readonly ResultButtons[] = ['anyone', 'owner'];
 export type Feature = (typeof FEATURES)[number];
 
 export interface StoredKey {
@@ -26,7 +29,8 @@ export interface GuildSettings {
   key?: StoredKey;
   /** Unset: the operator's GATEWAY_LAYER. */
   layer?: Layer;
-  defaults: { model?: string; resolution?: string; duration?: number; aspectRatio?: string };
+  /** Request defaults, and who may press the buttons under a video (`buttons`, unset: anyone): all set with /config defaults. */
+  defaults: { model?: string; resolution?: string; duration?: number; aspectRatio?: string; buttons?: ResultButtons };
   storage: { keepDays: number; publicLink: boolean };
   /** Roles allowed to use each feature; empty means everyone. */
   roles: Record<Feature, string[]>;
@@ -88,16 +92,19 @@ export function parseGuildSettings(raw: unknown): GuildSettings {
   }
   const layer = LAYERS.find((candidate) => candidate === raw.layer);
   if (layer) settings.layer = layer;
-  if (isRecord(raw.defaults)) {
-    const model = string(raw.defaults.model);
-    const resolution = string(raw.defaults.resolution);
-    const aspectRatio = string(raw.defaults.aspectRatio);
-    const duration = typeof raw.defaults.duration === 'number' ? raw.defaults.duration : undefined;
+  const stored = raw.defaults;
+  if (isRecord(stored)) {
+    const model = string(stored.model);
+    const resolution = string(stored.resolution);
+    const aspectRatio = string(stored.aspectRatio);
+    const duration = typeof stored.duration === 'number' ? stored.duration : undefined;
+    const buttons = RESULT_BUTTONS.find((candidate) => candidate === stored.buttons);
     settings.defaults = {
       ...(model === undefined ? {} : { model }),
       ...(resolution === undefined ? {} : { resolution }),
       ...(aspectRatio === undefined ? {} : { aspectRatio }),
       ...(duration === undefined ? {} : { duration }),
+      ...(buttons === undefined ? {} : { buttons }),
     };
   }
   if (isRecord(raw.storage)) {

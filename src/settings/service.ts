@@ -250,7 +250,7 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts {
 
   async defaults(guildId: string): Promise<VideoDefaults> {
     const { defaults, storage } = await this.get(guildId);
-    return { model: defaults.model, resolution: defaults.resolution, duration: defaults.duration, aspectRatio: defaults.aspectRatio, storage };
+    return { model: defaults.model, resolution: defaults.resolution, duration: defaults.duration, aspectRatio: defaults.aspectRatio, storage, buttons: defaults.buttons ?? 'anyone' };
   }
 
   async checkLimits(request: LimitQuery): Promise<LimitVerdict> {

@@ -16,6 +16,11 @@ export function describeExpiredAttachments(operation: TaskRecord['operation']): 
   return `That video was made from Discord attachments, and Discord's links to them expire after about a day, so the gateway can no longer fetch them. ${again}`;
 }
 
+/** A member pressed a button under someone else's video on a server that keeps them to the video's owner. */
+export function describeOwnersButtons(ownerId: string): string {
+  return `This is <@${ownerId}>'s video: on this server, only the member who made a video may press its buttons.`;
+}
+
 const REFUNDED = 'The quota it used was refunded automatically.';
 
 /** Why a finished task has no video, in plain words. */

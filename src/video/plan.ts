@@ -30,5 +30,8 @@ export type SubmissionPlan = OperationRequest & {
 /** A plan ready to submit, or why the request cannot go (in words for the member). */
 export type Prepared = Result<{ plan: SubmissionPlan }>;
 
-/** Where the source of an edit or extension comes from: an attachment or a finished task. */
-export type VideoSourceInput = { attachment: AttachmentInput } | { taskRef: string };
+/**
+ * Where the source of an edit or extension comes from: an attachment, or a finished task (`byButton`: the
+ * Extend or Edit button under its video, which the server may keep to the member who made it).
+ */
+export type VideoSourceInput = { attachment: AttachmentInput } | { taskRef: string; byButton?: boolean };

@@ -7,8 +7,9 @@ import type { GuildVideoPolicy } from '../ports/guild-policy.ts';
 import type { InteractionContext } from '../ports/interaction-context.ts';
 import type { EndUserIds } from './end-users.ts';
 import { checkMemberLimits } from './member-limits.ts';
-import { describeExpiredAttachments } from './messages.ts';
+import { describeExpiredAttachments, describeOwnersButtons } from './messages.ts';
 import type { OperationRequest, Prepared, SubmissionPlan, VideoSourceInput } from './plan.ts';
+import type { TaskRecord } from './record.ts';
 import { newTaskId, type TaskRepository } from './repository.ts';
 import {
   InputError,
@@ -129,11 +130,30 @@ export class VideoPreparation {
     }
   }
 
+  /**
+   * Whether a member may press the buttons under a task's video (Extend, Edit, Regenerate): anyone, unless
+   * the server keeps them to the member who made it (`/config defaults buttons: owner`). Either way what
+   * they make is the presser's own task, under their own role rules and limits. A task the bot no longer
+   * knows is let through: the button's own step says so.
+   */
+  async buttonAccess(context: Pick<InteractionContext, 'guildId' | 'userId'>, taskRef: string): Promise<Result> {
+    const task = await this.#deps.repository.findInGuild(context.guildId, taskRef);
+    return task ? this.#mayPress(context, task) : { ok: true };
+  }
+
+  async #mayPress(context: Pick<InteractionContext, 'guildId' | 'userId'>, task: TaskRecord): Promise<Result> {
+    if (task.userId === context.userId) return { ok: true };
+    const { buttons } = await this.#deps.policy.defaults(context.guildId);
+    return buttons === 'owner' ? refuse(describeOwnersButtons(task.userId)) : { ok: true };
+  }
+
   /** The same request again, as a new task (the Regenerate button). */
   async regeneration(context: InteractionContext, taskRef: string): Promise<Prepared> {
     const { policy, repository, vendor } = this.#deps;
     const original = await repository.findInGuild(context.guildId, taskRef);
     if (!original) return refuse('That task is no longer known to the bot, so it cannot be regenerated.');
+    const pressable = await this.#mayPress(context, original);
+    if (!pressable.ok) return pressable;
     const access = await policy.resolveGatewayAccess(context.guildId);
     if (!access.ok) return access;
     const verdict = await this.#checkLimits(context);
@@ -182,6 +202,10 @@ export class VideoPreparation {
     }
     const task = await this.#deps.repository.findInGuild(context.guildId, source.taskRef);
     if (!task) return refuse(`\`task\`: no task \`${source.taskRef}\` on this server. \`/video list\` shows yours.`);
+    if (source.byButton) {
+      const pressable = await this.#mayPress(context, task);
+      if (!pressable.ok) return pressable;
+    }
     if (task.state !== 'succeeded' || task.outcome.moderated) {
       return refuse(`\`task\`: task \`${source.taskRef}\` has no finished video to work from (it is ${task.state}).`);
     }

@@ -5,7 +5,8 @@ import type { InteractionHandle, Message, User } from '../support/discord/index.
 import { startWorld, type World } from '../support/world.ts';
 
 // Video where people already are (issue 19), on both layers: the message commands of a message's Apps
-// menu (Animate image, Extend video, Edit video) on members' messages, and the cost on the status card.
+// menu (Animate image, Extend video, Edit video) on members' messages, the cost on the status card, and
+// who may press the buttons under a video.
 
 const PNG = Buffer.from('89504e470d0a1a0a0000000d4948445200000001000000010806000000', 'hex');
 const MP4 = readFileSync(new URL('../../src/emulator/fixtures/sample.mp4', import.meta.url));
@@ -146,6 +147,50 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
     it('says nothing of cost when the gateway reported none', async () => {
       const card = await generated(world.guild.member, 'a quiet field [[no-cost]]');
       expect(JSON.stringify(card.embeds)).not.toMatch(/Cost|\$/);
+    });
+  });
+
+  describe('the buttons under a video', () => {
+    // Member A is the server's admin, member B a plain member; the video is A's.
+    let video: Message;
+    let ref: string;
+    beforeAll(async () => {
+      const { discord, guild } = world;
+      const run = discord.runCommand({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt: 'a paper boat' } });
+      const card = await run.waitForReply((reply) => JSON.stringify(reply.embeds).includes('posted below'), 20_000);
+      video = await discord.waitForMessage(guild.textChannelId, (message) => message.messageReference?.message_id === card.id);
+      ref = /video:extend:(v[0-9a-z]+)/.exec(JSON.stringify(video.components))![1]!;
+    }, 30_000);
+
+    it("by default work for any member: B's Extend on A's video makes B's task", async () => {
+      const { discord, guild } = world;
+      const before = new Set(discord.messages(guild.textChannelId).map((message) => message.id));
+      const form = await discord.clickButton({ user: guild.member, message: video, customId: `video:extend:${ref}` }).modal();
+      const submit = discord.submitModal({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, customId: form.customId, fields: { prompt: 'it sails away', duration: '3' } });
+      const card = await submit.waitForReply((reply) => JSON.stringify(reply.embeds).includes('posted below'), 20_000);
+      expect(JSON.stringify(card.embeds)).toContain(`Requested by <@${guild.member.id}>`);
+      const extended = await discord.waitForMessage(guild.textChannelId, (message) => !before.has(message.id) && message.attachments.length > 0);
+      expect(extended.content).toContain(`<@${guild.member.id}> your video is ready`);
+      const submission = [...submissions()].reverse().find((entry) => entry.path === `${prefix}/videos/extensions`);
+      expect(submission?.body).toMatchObject({ prompt: 'it sails away', duration: 3 });
+    });
+
+    it('with buttons: owner, refuse B privately saying whose video it is, and submit nothing; A may still press them', async () => {
+      const { discord, guild } = world;
+      const set = await discord.runCommand({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, command: 'config', subcommand: 'defaults', options: { buttons: 'owner' } }).reply();
+      expect(set.content).toContain('**Buttons under a video** (Extend, Edit, Regenerate): only the member who made the video may press them');
+      const submitted = submissions().length;
+      const refusal = `This is <@${guild.admin.id}>'s video: on this server, only the member who made a video may press its buttons.`;
+      for (const action of ['extend', 'edit', 'regenerate']) {
+        const answer = await discord.clickButton({ user: guild.member, message: video, customId: `video:${action}:${ref}` }).response();
+        expect(answer, action).toMatchObject({ type: 4, data: { flags: EPHEMERAL, content: refusal } });
+      }
+      // A form opened before the change is checked again when it is submitted.
+      const late = await discord.submitModal({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, customId: `video:edit-modal:${ref}`, fields: { prompt: 'make it golden' } }).response();
+      expect(late.data).toMatchObject({ flags: EPHEMERAL, content: refusal });
+      expect(submissions()).toHaveLength(submitted);
+      const own = await discord.clickButton({ user: guild.admin, message: video, customId: `video:edit:${ref}` }).modal();
+      expect(own.customId).toBe(`video:edit-modal:${ref}`);
     });
   });
 });

@@ -12,7 +12,7 @@ describe('stored server settings', () => {
     const settings = {
       key: { sealed: new KeyCipher('a-long-encryption-secret').seal('sk-some-gateway-key', 'g'), lastFour: '-key', setBy: 'u1', setAt: 1 },
       layer: 'native' as const,
-      defaults: { model: 'svc-imagine-video', resolution: '720p', duration: 6, aspectRatio: '16:9' },
+      defaults: { model: 'svc-imagine-video', resolution: '720p', duration: 6, aspectRatio: '16:9', buttons: 'owner' as const },
       storage: { keepDays: 7, publicLink: true },
       roles: { video: ['r1'], voice: [] },
       limits: { concurrentPerUser: 2, dailyPerUser: 10, dailyPerServer: 50 },
@@ -29,8 +29,10 @@ describe('stored server settings', () => {
   });
 
   it('turns nonsense limits and storage into "no limit" and the allowed range', () => {
-    const parsed = parseGuildSettings({ layer: 'warp', limits: { concurrentPerUser: -1, dailyPerUser: 2.5, dailyPerServer: '9' }, storage: { keepDays: 365, publicLink: 'yes' } });
+    const parsed = parseGuildSettings({ layer: 'warp', defaults: { buttons: 'admins' }, limits: { concurrentPerUser: -1, dailyPerUser: 2.5, dailyPerServer: '9' }, storage: { keepDays: 365, publicLink: 'yes' } });
     expect(parsed.layer).toBeUndefined();
+    // Who may press the buttons under a video: anyone unless the record says owner.
+    expect(parsed.defaults.buttons).toBeUndefined();
     expect(parsed.limits).toEqual({ concurrentPerUser: 0, dailyPerUser: 0, dailyPerServer: 0 });
     expect(parsed.storage).toEqual({ keepDays: 30, publicLink: false });
   });

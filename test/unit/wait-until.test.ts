@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { waitUntil } from '../../src/lib/wait-until.ts';
+import { settledWithin, waitUntil } from '../../src/lib/wait-until.ts';
 
 function waitForWord(events: EventEmitter, seen: string[], word: string, timeoutMs = 1_000) {
   return waitUntil({
@@ -42,5 +42,13 @@ describe('waitUntil', () => {
     await expect(failed).rejects.toThrow('the process exited');
     await expect(waitForWord(events, [], 'ready', 10)).rejects.toThrow('no "ready"');
     expect(events.listenerCount('word') + events.listenerCount('gone')).toBe(0);
+  });
+});
+
+describe('settledWithin', () => {
+  it('gives what a promise comes to in time, undefined when it is late, and passes a rejection in time on', async () => {
+    expect(await settledWithin(Promise.resolve('at once'), 1_000)).toBe('at once');
+    expect(await settledWithin(new Promise<string>(() => undefined), 10)).toBeUndefined();
+    await expect(settledWithin(Promise.reject(new Error('refused')), 1_000)).rejects.toThrow('refused');
   });
 });

@@ -108,7 +108,7 @@ export default {
     },
     {
       name: 'commands-are-independent',
-      comment: 'One file per slash command: what two commands share belongs in src/.',
+      comment: 'One file per application command (slash or message command): what two commands share belongs in src/.',
       severity: 'error',
       from: { path: '^commands/' },
       to: { path: '^commands/' },

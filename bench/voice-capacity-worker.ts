@@ -168,14 +168,16 @@ async function handle(request: Record<string, unknown>): Promise<Record<string, 
       const input: number[] = [];
       const output: number[] = [];
       const sent: number[] = [];
+      const toPlay: number[] = [];
       for (const [guildId, conversation] of conversations) {
         input.push(...conversation.takeInputLatencies());
+        toPlay.push(...conversation.takePlayWaits());
         const result = results[guildId];
         if (!isRecord(result)) continue;
         output.push(...conversation.outputLatencies(result));
         sent.push(...conversation.sentLatencies(result));
       }
-      return { cpuShare: (used.user + used.system) / 1000 / wallMs, input, output, sent, loopDelayP99Ms, loopDelayMaxMs, waitShare, ...gc };
+      return { cpuShare: (used.user + used.system) / 1000 / wallMs, input, output, sent, toPlay, loopDelayP99Ms, loopDelayMaxMs, waitShare, ...gc };
     }
     case 'profileStart': {
       const session = new Session();

@@ -68,6 +68,8 @@ export interface CapacityStep {
   output: Latency;
   /** Out as the bot sees it: an answer's first delta to the first audio packet its voice library sent (no far-end delay in it). */
   sent: Latency;
+  /** The bot's own part of out: an answer's first audio to its play; the rest of out is @discordjs/voice's clock and the network. */
+  toPlay: Latency;
   /** Event-loop delay p99 over the window (the worst worker, and the worst far end), the 20 ms sampling interval included; the workers' longest. */
   loopDelayP99Ms: number;
   loopDelayMaxMs: number;
@@ -283,6 +285,7 @@ export class CapacityRig {
     const input = ends.flatMap((end) => numbers(readArray(end, 'input')));
     const output = ends.flatMap((end) => numbers(readArray(end, 'output')));
     const sent = ends.flatMap((end) => numbers(readArray(end, 'sent')));
+    const toPlay = ends.flatMap((end) => numbers(readArray(end, 'toPlay')));
     const workerShares = ends.map((end) => readNumber(end, 'cpuShare') ?? 0);
     const farEndCores = farCpuAfter.reduce((sum, after, index) => sum + after.cpuMs - farCpuBefore[index]!.cpuMs, 0) / wallMs;
     const machineCores = machineBefore && machineAfter ? ((machineAfter.busy - machineBefore.busy) / (machineAfter.total - machineBefore.total)) * availableParallelism() : undefined;
@@ -295,6 +298,7 @@ export class CapacityRig {
       input: latencyOf(input),
       output: latencyOf(output),
       sent: latencyOf(sent),
+      toPlay: latencyOf(toPlay),
       loopDelayP99Ms: Math.max(...ends.map((end) => readNumber(end, 'loopDelayP99Ms') ?? 0)),
       loopDelayMaxMs: Math.max(...ends.map((end) => readNumber(end, 'loopDelayMaxMs') ?? 0)),
       farEndLoopDelayP99Ms: Math.max(...farCpuAfter.map((far) => far.loopDelayP99Ms)),
@@ -428,7 +432,7 @@ function stepLine(step: CapacityStep): string {
   const ms = (latency: Latency) => `${latency.p50.toFixed(0)}/${latency.p99.toFixed(0)} ms`;
   return (
     `  ${String(step.conversations).padStart(4)} conversations: CPU ${workers} of a core; in p50/p99 ${ms(step.input)}; out p50/p99 ${ms(step.output)} over ${step.output.samples} answers` +
-    ` (sent, at the bot: ${ms(step.sent)})  ${step.pastBounds.length === 0 ? 'within' : `PAST: ${step.pastBounds.join(', ')}`}\n` +
+    ` (sent, at the bot: ${ms(step.sent)}; to play: ${ms(step.toPlay)})  ${step.pastBounds.length === 0 ? 'within' : `PAST: ${step.pastBounds.join(', ')}`}\n` +
     `        far ends ${step.farEndCores.toFixed(2)} cores${step.otherCores === undefined ? '' : `, others ${step.otherCores.toFixed(2)} cores`};` +
     (step.waitShare === undefined ? '' : ` the bot waited for a CPU ${percent(step.waitShare)} of the time;`) +
     ` event-loop delay p99 ${step.loopDelayP99Ms.toFixed(0)} ms (max ${step.loopDelayMaxMs.toFixed(0)}), far ends ${step.farEndLoopDelayP99Ms.toFixed(0)} ms; gc ${percent(step.gcShare)} (longest ${step.gcLongestMs.toFixed(0)} ms)`
@@ -464,7 +468,8 @@ export function printVoiceCapacityReport(report: VoiceCapacityReport): void {
     `voice capacity: concurrent two-way conversations (DAVE on), each in its own guild and channel, windows of ${report.windowSeconds} s;`,
     `  bounds: latency p99 in (packet -> append) <= ${LATENCY_BOUND_MS} ms, out (first delta -> RTP) <= ${LATENCY_BOUND_MS} ms + ${SHARED_CLOCK_WAIT_MS} ms for @discordjs/voice's shared 20 ms clock,`,
     `  each worker's CPU <= ${percent(CPU_BOUND_SHARE)} of one core; ${report.cores} cores on this machine. Out is noted at the voice server, as bench/voice.ts does;`,
-    `  "sent, at the bot" is the same up to the packet leaving the bot. "others": the rest of the machine's CPU over the window. Event-loop delays include the 20 ms sampling interval.`,
+    `  "sent, at the bot" is the same up to the packet leaving the bot; "to play" is the bot's own part of it, the first audio to the player starting (the rest is the library's`,
+    `  clock: the next 20 ms tick, where it prepares the packet, and the tick after, where it sends it). "others": the rest of the machine's CPU over the window. Event-loop delays include the 20 ms sampling interval.`,
     ...runLines(report.one, report.cores),
     ...runLines(report.two, report.cores),
     `  two workers against one: ${(report.two.capacity / Math.max(1, report.one.capacity)).toFixed(2)}x the conversations`,

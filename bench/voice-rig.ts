@@ -8,6 +8,7 @@ import { VoiceConnectionStatus, entersState, joinVoiceChannel, type DiscordGatew
 import { RealtimeClient } from '../src/gateway/realtime/client.ts';
 import { REALTIME_SESSION_MAX_MS } from '../src/gateway/spec.ts';
 import { isRecord, readArray, readNumber, readString } from '../src/lib/json.ts';
+import { NO_METRICS } from '../src/lib/metrics.ts';
 import { silentLogger } from '../src/lib/log.ts';
 import { OpusScriptCodec } from '../src/voice/audio/opusscript-codec.ts';
 import { VoiceSession } from '../src/voice/session.ts';
@@ -239,6 +240,11 @@ export interface BotConversation {
   resetProbes(): void;
   /** Latencies in since the last reset or take, which it forgets: a user's packet arriving (ms) to the append that carried it. */
   takeInputLatencies(): number[];
+  /**
+   * The bot's own part of latency out since the last reset or take, which it forgets: each answer's first
+   * audio to its play (the session's voice_latency out metric); the rest is the voice library's clock.
+   */
+  takePlayWaits(): number[];
   /** Latencies out of a `converse` answer: each answer's first delta arriving here to its first RTP packet there. */
   outputLatencies(converse: Record<string, unknown>): number[];
   /**
@@ -263,6 +269,7 @@ export async function openConversation(
   const firstDeltaAt = new Map<string, number>();
   const arrivals: number[] = [];
   const input: number[] = [];
+  const playWaits: number[] = [];
   const session = new VoiceSession({
     guildId,
     connection,
@@ -278,6 +285,12 @@ export async function openConversation(
     sessionLimitMs: REALTIME_SESSION_MAX_MS,
     reconnect: { baseMs: 500, maxMs: 5000, maxAttempts: 3 },
     botUserId: BOT_ID,
+    metrics: {
+      ...NO_METRICS,
+      voiceLatency: (direction, seconds) => {
+        if (direction === 'out') playWaits.push(seconds * 1000);
+      },
+    },
     probe: {
       onPacket: (receivedAt) => arrivals.push(receivedAt),
       onAppend: (frames, sentAt) => {
@@ -303,9 +316,11 @@ export async function openConversation(
       resetProbes() {
         arrivals.length = 0;
         input.length = 0;
+        playWaits.length = 0;
         audioSentAt.length = 0;
       },
       takeInputLatencies: () => input.splice(0),
+      takePlayWaits: () => playWaits.splice(0),
       outputLatencies(converse) {
         const latencies: number[] = [];
         for (const answer of readArray(converse, 'answers') ?? []) {

@@ -151,6 +151,9 @@ function speechOf(seconds: number): { pcm: Int16Array; packets: Buffer[] } {
 /**
  * `seconds` of two-way audio: the user talks all along while answers of 1 to 3 s follow each other with
  * pauses of 300 to 500 ms. Returns when each answer's first delta went out and its first RTP packet came in.
+ * Conversations asked at once do not keep step: the user starts within one 20 ms frame of the request and
+ * the first answer after a pause like the others, as people in different calls are not in phase (in step,
+ * every conversation's packets and first answers would reach the bot in the same millisecond).
  * With `preEncoded` the user's speech is Opus-encoded once for every conversation rather than frame by
  * frame as it is said (the packets are the same): many conversations at once would otherwise spend this
  * process's CPU on encoders.
@@ -159,16 +162,18 @@ async function converse(guildId: string, userId: string, seconds: number, answer
   const ws = sockets.get(guildId);
   if (!ws) throw new Error(`the bot has no realtime socket in guild ${guildId}`);
   clearBotAudio(guildId);
+  await sleep(between(0, 20));
   const speech = preEncoded ? speechOf(seconds) : undefined;
   const speaking = speech ? voice.speak(guildId, userId, speech.pcm, { opusPackets: speech.packets }) : voice.speak(guildId, userId, speechLikeTone(seconds));
   const until = Date.now() + seconds * 1000;
   const answers: StreamedAnswer[] = [];
   let streamedMs = 0;
-  while (Date.now() + 1500 < until) {
+  for (;;) {
+    await sleep(between(300, 500));
+    if (Date.now() + 1500 >= until) break;
     const answerSeconds = between(1, Math.min(MAX_ANSWER_SECONDS, (until - Date.now()) / 1000 - 0.5));
     answers.push(await streamAnswer(ws, answerIndex + answers.length, answerSeconds));
     streamedMs += answerSeconds * 1000;
-    await sleep(between(300, 500));
   }
   const spoken = await speaking;
   const frames = voice.botAudio(guildId).filter((frame) => !frame.opus.equals(OPUS_SILENCE_FRAME));

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -8,6 +8,7 @@ import { REST } from 'discord.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DiscordOutbox, MAX_CONTENT_LENGTH } from '../../src/discord/outbox.ts';
 import { startDiscordStandIn, type DiscordStandIn, type TestGuild } from '../support/discord/index.ts';
+import { SAMPLE_MP4 } from '../support/media.ts';
 
 // What the background services send to Discord, through discord.js's own REST client against the
 // stand-in, which refuses what Discord refuses.
@@ -49,25 +50,24 @@ describe('say', () => {
 });
 
 describe('post', () => {
-  const MP4 = readFileSync(new URL('../../src/emulator/fixtures/sample.mp4', import.meta.url));
   let directory: string;
   let path: string;
 
   beforeAll(() => {
     directory = mkdtempSync(join(tmpdir(), 'outbox-'));
     path = join(directory, 'video.video');
-    writeFileSync(path, MP4);
+    writeFileSync(path, SAMPLE_MP4);
   });
   afterAll(() => rmSync(directory, { recursive: true, force: true }));
 
   it('uploads a file read from disk as Discord takes it, like one given as bytes', async () => {
     const channel = guild.textChannelId;
     const fromDisk = await outbox.post({ channelId: channel, content: 'from disk', file: { name: 'video-a.mp4', contentType: 'video/mp4', path }, mentionUsers: [], nonce: 'disk-1' });
-    const fromMemory = await outbox.post({ channelId: channel, content: 'from memory', file: { name: 'video-b.mp4', contentType: 'video/mp4', data: MP4 }, mentionUsers: [], nonce: 'memory-1' });
+    const fromMemory = await outbox.post({ channelId: channel, content: 'from memory', file: { name: 'video-b.mp4', contentType: 'video/mp4', data: SAMPLE_MP4 }, mentionUsers: [], nonce: 'memory-1' });
     for (const [posted, name, nonce] of [[fromDisk, 'video-a.mp4', 'disk-1'], [fromMemory, 'video-b.mp4', 'memory-1']] as const) {
       const message = discord.state.messages.get(posted.messageId);
       expect(message).toMatchObject({ nonce, attachments: [{ filename: name, contentType: 'video/mp4' }] });
-      expect(message?.attachments[0]?.bytes.equals(MP4)).toBe(true);
+      expect(message?.attachments[0]?.bytes.equals(SAMPLE_MP4)).toBe(true);
       expect(posted.attachmentUrl).toBe(message?.attachments[0]?.url);
     }
     // The nonce still guards a repeat.
@@ -89,7 +89,7 @@ describe('post', () => {
       const raw = new DiscordOutbox(rest);
       const post = { channelId: guild.textChannelId, content: 'hi', mentionUsers: ['1'], nonce: 'n-1' };
       await raw.post({ ...post, file: { name: 'v.mp4', contentType: 'video/mp4', path } });
-      await raw.post({ ...post, file: { name: 'v.mp4', contentType: 'video/mp4', data: MP4 } });
+      await raw.post({ ...post, file: { name: 'v.mp4', contentType: 'video/mp4', data: SAMPLE_MP4 } });
     } finally {
       rest.clearHashSweeper();
       rest.clearHandlerSweeper();

@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -19,13 +19,13 @@ import type { TaskRecord } from '../../src/video/record.ts';
 import { newTaskId } from '../../src/video/repository.ts';
 import { startDiscordStandIn, type DiscordStandIn, type Message, type TestGuild, type Upload } from '../support/discord/index.ts';
 import { startWorld, type World } from '../support/world.ts';
+import { SAMPLE_MP4 } from '../support/media.ts';
 
 // What the bot fetches and posts when a native task finishes, whatever the gateway answers: only videos,
 // only from public addresses (or the gateway's own host, or hosts the operator allows), only http(s)
 // links, and through a file on disk rather than memory. The bot's task services run in this process on
 // a scripted native gateway and the Discord stand-in; the last tests run the bot as a process.
 
-const MP4 = readFileSync(new URL('../../src/emulator/fixtures/sample.mp4', import.meta.url));
 const KEY = 'fake-native-key-1';
 const FAST_POLICY: PollPolicy = { ...DEFAULT_POLL_POLICY, intervalMs: 20, maxIntervalMs: 20, errorBackoffMs: { base: 20, max: 80 }, deliveryTries: 3, deadlineMs: 5_000 };
 
@@ -58,7 +58,7 @@ class LocalServer {
   }
 }
 
-function serveVideo(response: ServerResponse, bytes: Buffer = MP4, type = 'video/mp4'): void {
+function serveVideo(response: ServerResponse, bytes: Buffer = SAMPLE_MP4, type = 'video/mp4'): void {
   response.writeHead(200, { 'content-type': type, 'content-length': bytes.length }).end(bytes);
 }
 
@@ -241,7 +241,7 @@ describe('a native video address that is not public', () => {
     const { task, card } = await track(allowing);
     await cardSaying(card, 'posted below');
     expect(internal.requests.length).toBe(before + 1);
-    expect(postOf(task)?.attachments[0]?.bytes.equals(MP4)).toBe(true);
+    expect(postOf(task)?.attachments[0]?.bytes.equals(SAMPLE_MP4)).toBe(true);
   });
 
   it('is fetched and posted on the gateway\'s own host', async () => {
@@ -340,10 +340,10 @@ describe('the video on its way to Discord', () => {
     answer = done(`${gateway.url}/files/grows.mp4`);
     serveFile = (_request, response) => {
       response.writeHead(200, { 'content-type': 'video/mp4' });
-      response.write(MP4);
-      response.end(Buffer.alloc(MP4.length));
+      response.write(SAMPLE_MP4);
+      response.end(Buffer.alloc(SAMPLE_MP4.length));
     };
-    const { task, card } = await track(video, { attachmentSizeLimit: MP4.length + 10 });
+    const { task, card } = await track(video, { attachmentSizeLimit: SAMPLE_MP4.length + 10 });
     await cardSaying(card, 'link posted below');
     expect(postOf(task)?.content).toContain(`${gateway.url}/files/grows.mp4`);
     await vi.waitFor(() => expect(filesUnder(downloads)).toEqual([]));
@@ -356,7 +356,7 @@ describe('the video on its way to Discord', () => {
     const living = join(root, `${process.ppid}-0badf00d`);
     for (const folder of [dead, living]) {
       mkdirSync(folder, { recursive: true });
-      writeFileSync(join(folder, 'left.video'), MP4);
+      writeFileSync(join(folder, 'left.video'), SAMPLE_MP4);
     }
     const part = await videoPart(clients, root);
     try {

@@ -1,15 +1,13 @@
-import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JournalEntry } from '../../src/emulator/server.ts';
 import type { InteractionHandle, Message, User } from '../support/discord/index.ts';
 import { startWorld, type World } from '../support/world.ts';
+import { PNG_HEADER, SAMPLE_MP4 } from '../support/media.ts';
 
 // Video where people already are (issue 19), on both layers: the message commands of a message's Apps
 // menu (Animate image, Extend video, Edit video) on members' messages, the cost on the status card, and
 // who may press the buttons under a video.
 
-const PNG = Buffer.from('89504e470d0a1a0a0000000d4948445200000001000000010806000000', 'hex');
-const MP4 = readFileSync(new URL('../../src/emulator/fixtures/sample.mp4', import.meta.url));
 const EPHEMERAL = 64;
 const DEFERRED_REPLY = 5;
 
@@ -66,7 +64,7 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
   describe('the message commands', () => {
     it("Animate image makes a video with a member's attached picture as its first frame", async () => {
       const { guild } = world;
-      const picture = post(guild.admin, { content: 'sunset from my window', files: [{ filename: 'sunset.png', bytes: PNG, contentType: 'image/png' }] });
+      const picture = post(guild.admin, { content: 'sunset from my window', files: [{ filename: 'sunset.png', bytes: PNG_HEADER, contentType: 'image/png' }] });
       const { inputs, submission, card, posted } = await onMessage('Animate image', picture, { prompt: '', duration: '3' });
       expect(inputs).toEqual(['prompt', 'duration']);
       expect(submission.path).toBe(`${prefix}/videos/generations`);
@@ -74,7 +72,7 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
       expect(JSON.stringify(card.embeds)).toContain('Image to video');
       expect(JSON.stringify(card.embeds)).toContain(`Requested by <@${guild.member.id}>`);
       expect(posted.content).toContain(`<@${guild.member.id}> your video is ready`);
-      expect(posted.attachments[0]?.bytes).toEqual(MP4);
+      expect(posted.attachments[0]?.bytes).toEqual(SAMPLE_MP4);
     });
 
     it("Animate image takes the picture of a link's image embed, at Discord's copy", async () => {
@@ -85,7 +83,7 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
     });
 
     it("Extend video extends a member's .mp4 with the prompt and the seconds to add", async () => {
-      const clip = post(world.guild.admin, { files: [{ filename: 'beach.mp4', bytes: MP4, contentType: 'video/mp4' }] });
+      const clip = post(world.guild.admin, { files: [{ filename: 'beach.mp4', bytes: SAMPLE_MP4, contentType: 'video/mp4' }] });
       const { inputs, submission, card } = await onMessage('Extend video', clip, { prompt: 'the tide comes in', duration: '3' });
       expect(inputs).toEqual(['prompt', 'duration']);
       expect(submission.path).toBe(`${prefix}/videos/extensions`);
@@ -94,7 +92,7 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
     });
 
     it("Edit video edits a member's .mp4 as the prompt says", async () => {
-      const clip = post(world.guild.admin, { content: 'our garden', files: [{ filename: 'notes.txt', bytes: Buffer.from('hi'), contentType: 'text/plain' }, { filename: 'garden.mp4', bytes: MP4, contentType: 'video/mp4' }] });
+      const clip = post(world.guild.admin, { content: 'our garden', files: [{ filename: 'notes.txt', bytes: Buffer.from('hi'), contentType: 'text/plain' }, { filename: 'garden.mp4', bytes: SAMPLE_MP4, contentType: 'video/mp4' }] });
       const { inputs, submission, card } = await onMessage('Edit video', clip, { prompt: 'make it snow' });
       expect(inputs).toEqual(['prompt']);
       expect(submission.path).toBe(`${prefix}/videos/edits`);
@@ -105,7 +103,7 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
     it('on a message without what the command needs, answers privately saying what it needs, and submits nothing', async () => {
       const { guild } = world;
       const words = post(guild.admin, { content: 'just words' });
-      const picture = post(guild.admin, { files: [{ filename: 'cat.png', bytes: PNG, contentType: 'image/png' }] });
+      const picture = post(guild.admin, { files: [{ filename: 'cat.png', bytes: PNG_HEADER, contentType: 'image/png' }] });
       expect(await refusedOn('Animate image', words)).toBe('**Animate image** works on a message with a picture (PNG, JPEG, WebP or GIF, attached or embedded); this message has none.');
       expect(await refusedOn('Extend video', picture)).toBe('**Extend video** works on a message with an .mp4 attachment; this message has none (it has cat.png).');
       expect(await refusedOn('Edit video', words)).toBe('**Edit video** works on a message with an .mp4 attachment; this message has none.');
@@ -113,7 +111,7 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
 
     it("takes a form only from the member it was opened for, and says so when it is no longer open", async () => {
       const { discord, guild } = world;
-      const picture = post(guild.admin, { files: [{ filename: 'owl.png', bytes: PNG, contentType: 'image/png' }] });
+      const picture = post(guild.admin, { files: [{ filename: 'owl.png', bytes: PNG_HEADER, contentType: 'image/png' }] });
       const form = await discord.runMessageCommand({ user: guild.member, message: picture, command: 'Animate image' }).modal();
       const submitted = submissions().length;
       for (const [user, customId] of [[guild.admin, form.customId], [guild.member, 'Animate image:1234567890123456789']] as const) {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { EventEmitter, once } from 'node:events';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { text } from 'node:stream/consumers';
 import { tmpdir } from 'node:os';
@@ -26,13 +26,13 @@ import { SubmissionRefusedError } from '../../src/video/submit.ts';
 import type { TaskTracker } from '../../src/video/tracker.ts';
 import { startDiscordStandIn, type DiscordStandIn, type Message, type TestGuild } from '../support/discord/index.ts';
 import { waitUntil } from '../../src/lib/wait-until.ts';
+import { SAMPLE_MP4 } from '../support/media.ts';
 
 // A video task's life when things go wrong (answers that cannot be read, downloads that keep failing,
 // Discord refusing posts), with the bot's real task services in this process (so backoffs can be fast),
 // the real discord.js REST client against the Discord stand-in, and a small gateway that answers what
 // each test needs.
 
-const MP4 = readFileSync(new URL('../../src/emulator/fixtures/sample.mp4', import.meta.url));
 const KEY = 'fake-gateway-key-1';
 /** Production's rules, with every wait cut to milliseconds. */
 const FAST_POLICY: PollPolicy = { ...DEFAULT_POLL_POLICY, intervalMs: 20, maxIntervalMs: 20, errorBackoffMs: { base: 20, max: 80 }, deliveryTries: 4, deadlineMs: 500 };
@@ -57,7 +57,7 @@ class DoneGateway {
   }
 
   static serveVideo(this: void, response: ServerResponse): void {
-    response.writeHead(200, { 'content-type': 'video/mp4', 'content-length': MP4.length }).end(MP4);
+    response.writeHead(200, { 'content-type': 'video/mp4', 'content-length': SAMPLE_MP4.length }).end(SAMPLE_MP4);
   }
 
   #handle(request: IncomingMessage, response: ServerResponse): void {
@@ -328,7 +328,7 @@ describe('Discord refusing the post', () => {
     const refusedBefore = channelPosts().filter((request) => request.status === 400).length;
     const { task } = await track({}, () => discord.denyBotPermission(guild.textChannelId, 'readMessageHistory'));
     const posted = await discord.waitForMessage(guild.textChannelId, resultOf(task));
-    expect(posted.attachments[0]?.bytes).toEqual(MP4);
+    expect(posted.attachments[0]?.bytes).toEqual(SAMPLE_MP4);
     expect(posted.messageReference).toBeUndefined();
     expect(channelPosts().filter((request) => request.status === 400).length - refusedBefore).toBe(1);
   });
@@ -346,7 +346,7 @@ describe('Discord refusing the post', () => {
       }),
     );
     const posted = await discord.waitForMessage(guild.textChannelId, resultOf(task));
-    expect(posted.attachments[0]?.bytes).toEqual(MP4);
+    expect(posted.attachments[0]?.bytes).toEqual(SAMPLE_MP4);
     expect(posted.messageReference).toBeUndefined();
   });
 
@@ -474,7 +474,7 @@ describe('a crash between posting a video and recording it', () => {
     const earlier = await outbox.post({
       channelId: guild.textChannelId,
       content: `<@${guild.member.id}> your video is ready.`,
-      file: { name: `video-${id}.mp4`, data: MP4, contentType: 'video/mp4' },
+      file: { name: `video-${id}.mp4`, data: SAMPLE_MP4, contentType: 'video/mp4' },
       components: resultButtons(id),
       mentionUsers: [],
       nonce: id,

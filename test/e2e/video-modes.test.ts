@@ -1,14 +1,12 @@
-import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JournalEntry } from '../../src/emulator/server.ts';
 import type { Message } from '../support/discord/index.ts';
 import { startWorld, type World } from '../support/world.ts';
+import { PNG_HEADER, SAMPLE_MP4 } from '../support/media.ts';
 
 // Every way to make a video, on both layers, each ending with the emulator's mp4 posted in the channel.
 
-const PNG = Buffer.from('89504e470d0a1a0a0000000d4948445200000001000000010806000000', 'hex');
-const MP4 = readFileSync(new URL('../../src/emulator/fixtures/sample.mp4', import.meta.url));
-const picture = (name: string) => ({ filename: name, bytes: PNG, contentType: 'image/png' });
+const picture = (name: string) => ({ filename: name, bytes: PNG_HEADER, contentType: 'image/png' });
 
 describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
   let world: World;
@@ -28,7 +26,7 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
     expect(callback.type, JSON.stringify(callback.data)).toBe(5);
     const posted = await discord.waitForMessage(guild.textChannelId, (message) => !before.has(message.id) && message.attachments.length > 0, 20_000);
     const submission = [...emulator.requests].reverse().find((entry) => entry.method === 'POST' && entry.status === 200 && entry.path.startsWith(prefix))!;
-    expect(posted.attachments[0]?.bytes).toEqual(MP4);
+    expect(posted.attachments[0]?.bytes).toEqual(SAMPLE_MP4);
     return { posted, submission };
   }
 
@@ -61,7 +59,7 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
   });
 
   it('edits an .mp4 attachment and extends a finished task', async () => {
-    const edited = await makeVideo('edit', { prompt: 'make it night', video: { filename: 'clip.mp4', bytes: MP4, contentType: 'video/mp4' } });
+    const edited = await makeVideo('edit', { prompt: 'make it night', video: { filename: 'clip.mp4', bytes: SAMPLE_MP4, contentType: 'video/mp4' } });
     expect(edited.submission.path).toBe(`${prefix}/videos/edits`);
     expect(edited.submission.body).toMatchObject({ prompt: 'make it night', video: { url: expect.stringMatching(/\/clip\.mp4\?/) } });
 
@@ -74,7 +72,7 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
   });
 
   it('extends an .mp4 attachment and edits a finished task', async () => {
-    const extended = await makeVideo('extend', { prompt: 'the tide comes in', duration: 3, video: { filename: 'beach.mp4', bytes: MP4, contentType: 'video/mp4' } });
+    const extended = await makeVideo('extend', { prompt: 'the tide comes in', duration: 3, video: { filename: 'beach.mp4', bytes: SAMPLE_MP4, contentType: 'video/mp4' } });
     expect(extended.submission.path).toBe(`${prefix}/videos/extensions`);
     expect(extended.submission.body).toMatchObject({ prompt: 'the tide comes in', duration: 3, video: { url: expect.stringMatching(/\/beach\.mp4\?/) } });
 

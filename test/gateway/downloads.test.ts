@@ -12,9 +12,9 @@ import { GatewayClient, type GatewayClientOptions } from '../../src/gateway/clie
 import { DownloadRefusedError, NotAVideoError, ResponseTooLargeError, VideoUnavailableError } from '../../src/gateway/errors.ts';
 import type { TaskResult } from '../../src/gateway/types.ts';
 import { taskResult } from '../support/task-result.ts';
+import { SAMPLE_MP4 } from '../support/media.ts';
 
 const API_KEY = 'test-key-download-guard';
-const MP4 = readFileSync(new URL('../../src/emulator/fixtures/sample.mp4', import.meta.url));
 const WEBM_HEAD = Buffer.from([0x1a, 0x45, 0xdf, 0xa3, 0x9f, 0x42, 0x86, 0x81, 0x01, 0x42, 0xf7, 0x81]);
 
 interface LocalServer {
@@ -59,7 +59,7 @@ async function serve(host: string, handler: (request: IncomingMessage, response:
   return local;
 }
 
-function video(response: ServerResponse, bytes: Buffer = MP4, type = 'video/mp4'): void {
+function video(response: ServerResponse, bytes: Buffer = SAMPLE_MP4, type = 'video/mp4'): void {
   response.writeHead(200, { 'content-type': type, 'content-length': String(bytes.length) }).end(bytes);
 }
 
@@ -139,11 +139,11 @@ describe('addresses a download may reach', () => {
     const gateway = await serve('127.0.0.1', (_request, response) => video(response));
     const files = await serve('127.0.0.1', (_request, response) => video(response));
     const saved = await client(gateway.url).downloadVideo(native(`${files.url}/v.mp4`), { maxBytes: 1_000_000 });
-    expect(saved.bytes.equals(MP4)).toBe(true);
+    expect(saved.bytes.equals(SAMPLE_MP4)).toBe(true);
 
     const port = new URL(gateway.url).port;
     const byName = await client(`http://localhost:${port}`).downloadVideo(native(`http://localhost:${new URL(files.url).port}/v.mp4`), { maxBytes: 1_000_000 });
-    expect(byName.bytes.equals(MP4)).toBe(true);
+    expect(byName.bytes.equals(SAMPLE_MP4)).toBe(true);
   });
 
   it('hosts the operator allows, by address or by name, redirects included', async () => {
@@ -152,18 +152,18 @@ describe('addresses a download may reach', () => {
     const v6 = await serve('::1', (_request, response) => video(response));
     const allowing = client(gateway.url, { downloadAllowedHosts: ['127.0.0.2', 'LOCALHOST', '[::1]'] });
 
-    expect((await allowing.downloadVideo(native(`${storage.url}/v.mp4`), { maxBytes: 1_000_000 })).bytes.equals(MP4)).toBe(true);
-    expect((await allowing.downloadVideo(native(`${v6.url}/v.mp4`), { maxBytes: 1_000_000 })).bytes.equals(MP4)).toBe(true);
+    expect((await allowing.downloadVideo(native(`${storage.url}/v.mp4`), { maxBytes: 1_000_000 })).bytes.equals(SAMPLE_MP4)).toBe(true);
+    expect((await allowing.downloadVideo(native(`${v6.url}/v.mp4`), { maxBytes: 1_000_000 })).bytes.equals(SAMPLE_MP4)).toBe(true);
     const local = await serve('127.0.0.1', (_request, response) => video(response));
     const named = `http://localhost:${new URL(local.url).port}/v.mp4`;
-    expect((await allowing.downloadVideo(native(named), { maxBytes: 1_000_000 })).bytes.equals(MP4)).toBe(true);
+    expect((await allowing.downloadVideo(native(named), { maxBytes: 1_000_000 })).bytes.equals(SAMPLE_MP4)).toBe(true);
 
     const redirecting = await serve('127.0.0.1', (_request, response) => {
       response.writeHead(302, { location: `${storage.url}/moved.mp4` }).end();
     });
     const path = newPath();
     await allowing.saveVideo(native(`${redirecting.url}/v.mp4`), { maxBytes: 1_000_000, path });
-    expect(readFileSync(path).equals(MP4)).toBe(true);
+    expect(readFileSync(path).equals(SAMPLE_MP4)).toBe(true);
     expect(storage.requests).toContain('/moved.mp4');
   });
 });
@@ -173,8 +173,8 @@ describe('saving a video to a file', () => {
     const gateway = await serve('127.0.0.1', (request, response) => (request.url === '/webm' ? video(response, WEBM_HEAD, 'video/webm') : video(response)));
     const path = newPath();
     const saved = await client(gateway.url).saveVideo(native(`${gateway.url}/files/v.mp4`), { maxBytes: 1_000_000, path });
-    expect(saved).toEqual({ size: MP4.length, contentType: 'video/mp4', container: 'mp4' });
-    expect(readFileSync(path).equals(MP4)).toBe(true);
+    expect(saved).toEqual({ size: SAMPLE_MP4.length, contentType: 'video/mp4', container: 'mp4' });
+    expect(readFileSync(path).equals(SAMPLE_MP4)).toBe(true);
     const webm = await client(gateway.url).saveVideo(native(`${gateway.url}/webm`), { maxBytes: 1_000_000, path: newPath() });
     expect(webm.container).toBe('webm');
   });
@@ -190,12 +190,12 @@ describe('saving a video to a file', () => {
   it('stops a body that grows over the cap while it streams', async () => {
     const gateway = await serve('127.0.0.1', (_request, response) => {
       response.writeHead(200, { 'content-type': 'video/mp4' });
-      response.write(MP4);
-      response.end(MP4);
+      response.write(SAMPLE_MP4);
+      response.end(SAMPLE_MP4);
     });
-    const error = await client(gateway.url).saveVideo(native(`${gateway.url}/files/v.mp4`), { maxBytes: MP4.length + 100, path: newPath() }).catch((caught: unknown) => caught);
+    const error = await client(gateway.url).saveVideo(native(`${gateway.url}/files/v.mp4`), { maxBytes: SAMPLE_MP4.length + 100, path: newPath() }).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(ResponseTooLargeError);
-    expect(error).toMatchObject({ size: undefined, limit: MP4.length + 100 });
+    expect(error).toMatchObject({ size: undefined, limit: SAMPLE_MP4.length + 100 });
   });
 
   it('fetches nothing for an address that is not an http(s) link', async () => {

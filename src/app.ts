@@ -12,7 +12,8 @@ import { GatewayClientPool } from './gateway/pool.ts';
 import type { Logger } from './lib/log.ts';
 import { NO_METRICS, type BotMetrics } from './lib/metrics.ts';
 import { createOpsMetrics, type OpsMetrics } from './ops/metrics.ts';
-import { startOpsServer, type OpsServer, type Readiness } from './ops/server.ts';
+import { metricsOf, startOpsServer, type Readiness } from './ops/server.ts';
+import { answerOpsQuestions } from './ops/worker-metrics.ts';
 import type { Services } from './services.ts';
 import { SettingsService } from './settings/service.ts';
 import { shardOfGuild } from './shards/plan.ts';
@@ -120,8 +121,9 @@ export async function startApp(config: BotConfig, log: Logger, signal: AbortSign
   const { shards } = options;
   const commands = await loadCommands();
   const store = await openStore(config.storeUrl, log);
-  // The ops port counts from the start, and answers /readyz 503 until Discord is connected.
-  let ops: OpsServer | undefined;
+  // The ops port counts from the start, and answers /readyz 503 until Discord is connected. A worker of a
+  // sharded start serves no port: it answers its supervisor, which serves one for the machine.
+  let ops: { close(): Promise<void> } | undefined;
   const opsMetrics: OpsMetrics | undefined = config.ops ? createOpsMetrics({ followedVideoTasks: () => video.tracker.size }) : undefined;
   const metrics: BotMetrics = opsMetrics ?? NO_METRICS;
   const readinessPing = store.collection('ops_readiness', (raw): unknown => raw);
@@ -213,7 +215,19 @@ export async function startApp(config: BotConfig, log: Logger, signal: AbortSign
 
   try {
     if (config.ops && opsMetrics) {
-      ops = await startOpsServer({ ...config.ops, registry: opsMetrics.registry, readiness: () => readiness(client, store, readinessPing), log });
+      const { registry } = opsMetrics;
+      const ready = () => readiness(client, store, readinessPing);
+      if (shards) {
+        const stopAnswering = answerOpsQuestions(registry, ready, log);
+        ops = {
+          close: () => {
+            stopAnswering();
+            return Promise.resolve();
+          },
+        };
+      } else {
+        ops = await startOpsServer({ ...config.ops, metrics: () => metricsOf(registry), readiness: ready, log });
+      }
     }
     await loginWithRetry(client, config.discordToken, log, signal);
   } catch (error) {

@@ -7,7 +7,10 @@ import { explainStartFailure, isDiscordRefusal, retryUntilDone } from './discord
 import { loadCommands } from './interactions/registry.ts';
 import { createLogger, registerSecret, type Logger } from './lib/log.ts';
 import { describeShards, isSingleProcess, planShards, type ShardPlan } from './shards/plan.ts';
-import { Supervisor, WORKER_INDEX_VARIABLE, WORKER_SHARDS_VARIABLE, WORKER_SHARD_COUNT_VARIABLE } from './shards/supervisor.ts';
+import { startOpsServer, type OpsServer } from './ops/server.ts';
+import { OPS_QUESTION, aggregateWorkerMetrics, aggregateWorkerReadiness } from './ops/worker-metrics.ts';
+import { Supervisor, WORKER_SHARDS_VARIABLE, WORKER_SHARD_COUNT_VARIABLE } from './shards/supervisor.ts';
+import { STORE_DEADLINE_MS } from './store.ts';
 import { createShutdown, EXIT_FAILURE, SHUTDOWN_DEADLINE_MS } from './shutdown.ts';
 
 // `npm start`: configuration from the environment (and .env), then until SIGINT or SIGTERM either the
@@ -17,6 +20,8 @@ import { createShutdown, EXIT_FAILURE, SHUTDOWN_DEADLINE_MS } from './shutdown.t
 const EXIT_CONFIG = 2;
 /** The supervisor gives its workers their own shutdown time, and a little more, before it kills them. */
 const WORKER_STOP_DEADLINE_MS = SHUTDOWN_DEADLINE_MS + 2_000;
+/** A worker's readiness waits on its store for up to STORE_DEADLINE_MS; the supervisor waits a little longer for the answer. */
+const OPS_ANSWER_DEADLINE_MS = STORE_DEADLINE_MS + 1_000;
 
 function refuse(problems: string[]): never {
   process.stderr.write(`The bot cannot start; fix these variables (in the environment or .env):\n${problems.map((problem) => `  - ${problem}`).join('\n')}\n`);
@@ -91,6 +96,12 @@ async function runSupervisor(config: BotConfig, rest: REST, log: Logger, plan: S
   if (entry === undefined) throw new Error('the supervisor cannot tell which module to start its workers from');
   const supervisor = new Supervisor({ plan, entry, execArgv: process.execArgv, env: process.env, log, stopDeadlineMs: WORKER_STOP_DEADLINE_MS });
   supervisor.start();
+  // One ops port for the machine: every worker's metrics summed, ready when every worker is.
+  let ops: OpsServer | undefined;
+  if (config.ops) {
+    const askWorkers = () => supervisor.ask({ question: OPS_QUESTION }, OPS_ANSWER_DEADLINE_MS);
+    ops = await startOpsServer({ ...config.ops, metrics: async () => aggregateWorkerMetrics(await askWorkers()), readiness: async () => aggregateWorkerReadiness(await askWorkers()), log });
+  }
   onSignals(
     createShutdown({
       log,
@@ -98,16 +109,11 @@ async function runSupervisor(config: BotConfig, rest: REST, log: Logger, plan: S
       async stop() {
         stopping.abort(new Error('shutting down'));
         await Promise.all([supervisor.stop(), registering]);
+        await ops?.close();
       },
       exit: (code) => process.exit(code),
     }),
   );
-}
-
-/** A worker serves its ops port at OPS_PORT plus its index on the machine (README, "Health and metrics"); 0 stays any free port. */
-function withWorkerOpsPort(config: BotConfig, index: number): BotConfig {
-  if (!config.ops || config.ops.port === 0 || !Number.isInteger(index)) return config;
-  return { ...config, ops: { ...config.ops, port: config.ops.port + index } };
 }
 
 function onSignals(shutdown: (signal: string) => Promise<void>): void {
@@ -128,7 +134,7 @@ process.on('unhandledRejection', (reason) => rootLog.error('unhandled rejection'
 
 const assigned = workerShards(process.env);
 if (assigned) {
-  runBot(withWorkerOpsPort(config, Number(process.env[WORKER_INDEX_VARIABLE] ?? 0)), rootLog.child({ shards: describeShards(assigned.ids) }), assigned);
+  runBot(config, rootLog.child({ shards: describeShards(assigned.ids) }), assigned);
 } else {
   // Until the plan is known a signal just ends the process: nothing has been opened yet.
   const planning = new AbortController();

@@ -9,10 +9,22 @@ import type { Logger } from '../lib/log.ts';
 
 export type Readiness = { ready: true } | { ready: false; reason: string };
 
+/** Prometheus text, and the content type it is served with. */
+export interface MetricsText {
+  contentType: string;
+  body: string;
+}
+
+/** A registry's metrics as Prometheus text. */
+export async function metricsOf(registry: Registry): Promise<MetricsText> {
+  return { contentType: registry.contentType, body: await registry.metrics() };
+}
+
 export interface OpsServerOptions {
   host: string;
   port: number;
-  registry: Registry;
+  /** What GET /metrics serves: this process's registry, or every worker's summed by the supervisor. */
+  metrics: () => Promise<MetricsText>;
   readiness: () => Promise<Readiness>;
   log: Logger;
 }
@@ -24,7 +36,7 @@ export interface OpsServer {
 }
 
 export async function startOpsServer(options: OpsServerOptions): Promise<OpsServer> {
-  const { registry, readiness, log } = options;
+  const { metrics, readiness, log } = options;
   const server: Server = createServer((request, response) => {
     const path = new URL(request.url ?? '/', 'http://ops').pathname;
     const send = (status: number, type: string, body: string): void => {
@@ -39,8 +51,10 @@ export async function startOpsServer(options: OpsServerOptions): Promise<OpsServ
           const state = await readiness();
           return state.ready ? send(200, 'text/plain; charset=utf-8', 'ready\n') : send(503, 'text/plain; charset=utf-8', `not ready: ${state.reason}\n`);
         }
-        case '/metrics':
-          return send(200, registry.contentType, await registry.metrics());
+        case '/metrics': {
+          const { contentType, body } = await metrics();
+          return send(200, contentType, body);
+        }
         default:
           return send(404, 'text/plain; charset=utf-8', 'not found: GET /healthz, /readyz or /metrics\n');
       }

@@ -1,6 +1,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { backoffDelay, type BackoffPolicy } from '../lib/backoff.ts';
+import { isRecord } from '../lib/json.ts';
 import type { Logger } from '../lib/log.ts';
 import { describeShards, type ShardPlan } from './plan.ts';
 
@@ -17,8 +18,23 @@ import { describeShards, type ShardPlan } from './plan.ts';
 /** The environment a worker reads its shards from (set by the supervisor only). */
 export const WORKER_SHARDS_VARIABLE = 'BOT_WORKER_SHARDS';
 export const WORKER_SHARD_COUNT_VARIABLE = 'BOT_WORKER_SHARD_COUNT';
-/** The worker's place among this machine's workers, 0 to n-1 (each worker's ops port is OPS_PORT plus it). */
-export const WORKER_INDEX_VARIABLE = 'BOT_WORKER_INDEX';
+
+/**
+ * A question the supervisor asks its workers over their IPC channel (`{ question, id, ... }`), and what a
+ * worker's answer carries besides (`{ answer: question, id, ... }`).
+ */
+export interface WorkerQuestion {
+  question: string;
+  [field: string]: unknown;
+}
+
+/** What one worker answered; `answer` is undefined when it is not running or did not answer in time. */
+export interface WorkerAnswer {
+  shards: string;
+  answer: Record<string, unknown> | undefined;
+  /** Why there is no answer. */
+  missing?: 'not running' | 'no answer in time';
+}
 
 /** Restarts wait 1 s, 2 s, 4 s… up to a minute; a worker that ran this long starts the count afresh. */
 const RESTART_BACKOFF: BackoffPolicy = { baseMs: 1_000, maxMs: 60_000, jitter: 0.25, spread: 'within-bounds' };
@@ -37,7 +53,6 @@ export interface SupervisorOptions {
 }
 
 interface Worker {
-  readonly index: number;
   readonly shards: number[];
   readonly label: string;
   child: ChildProcess | undefined;
@@ -59,10 +74,11 @@ export class Supervisor {
   readonly #options: SupervisorOptions;
   readonly #workers: Worker[];
   #stopping = false;
+  #nextQuestion = 0;
 
   constructor(options: SupervisorOptions) {
     this.#options = options;
-    this.#workers = options.plan.workers.map((shards, index) => ({ index, shards, label: describeShards(shards), child: undefined, startedAt: 0, quickRestarts: 0, restartTimer: undefined }));
+    this.#workers = options.plan.workers.map((shards) => ({ shards, label: describeShards(shards), child: undefined, startedAt: 0, quickRestarts: 0, restartTimer: undefined }));
   }
 
   /** Process ids of the running workers, by their shards (for tests and operators). */
@@ -72,6 +88,35 @@ export class Supervisor {
 
   start(): void {
     for (const worker of this.#workers) this.#spawn(worker);
+  }
+
+  /** Asks every worker `question` at once; each answers within `timeoutMs` or is reported as missing. */
+  ask(question: WorkerQuestion, timeoutMs: number): Promise<WorkerAnswer[]> {
+    return Promise.all(this.#workers.map((worker) => this.#askOne(worker, question, timeoutMs)));
+  }
+
+  async #askOne(worker: Worker, question: WorkerQuestion, timeoutMs: number): Promise<WorkerAnswer> {
+    const child = worker.child;
+    if (!child || !isRunning(child) || !child.connected) return { shards: worker.label, answer: undefined, missing: 'not running' };
+    const id = ++this.#nextQuestion;
+    return new Promise((resolve) => {
+      const done = (answer: Record<string, unknown> | undefined, missing?: WorkerAnswer['missing']) => {
+        clearTimeout(timer);
+        child.off('message', onMessage);
+        child.off('exit', onExit);
+        resolve(missing ? { shards: worker.label, answer, missing } : { shards: worker.label, answer });
+      };
+      const onMessage = (message: unknown) => {
+        if (isRecord(message) && message.answer === question.question && message.id === id) done(message);
+      };
+      const onExit = () => done(undefined, 'not running');
+      const timer = setTimeout(() => done(undefined, 'no answer in time'), timeoutMs);
+      child.on('message', onMessage);
+      child.once('exit', onExit);
+      child.send({ ...question, id }, (error) => {
+        if (error) done(undefined, 'not running');
+      });
+    });
   }
 
   /** Stops every worker: SIGTERM, then SIGKILL for any still running at the deadline. */
@@ -104,7 +149,7 @@ export class Supervisor {
     const { plan, entry, execArgv, env, log } = this.#options;
     const child = fork(entry, [], {
       execArgv,
-      env: { ...env, [WORKER_SHARDS_VARIABLE]: worker.shards.join(','), [WORKER_SHARD_COUNT_VARIABLE]: String(plan.count), [WORKER_INDEX_VARIABLE]: String(worker.index) },
+      env: { ...env, [WORKER_SHARDS_VARIABLE]: worker.shards.join(','), [WORKER_SHARD_COUNT_VARIABLE]: String(plan.count) },
       stdio: 'inherit',
     });
     worker.child = child;

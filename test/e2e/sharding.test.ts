@@ -1,5 +1,3 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FORCE_MESSAGE_TONE_HZ } from '../../src/emulator/realtime/session.ts';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
@@ -57,28 +55,6 @@ async function makeVideo(discord: DiscordStandIn, bot: BotProcess, guild: TestGu
   return bot.waitForLog((line) => line.msg === 'video posted' && line.message === posted.id);
 }
 
-/** Two free TCP ports in a row on 127.0.0.1 (a base for OPS_PORT, which workers take plus their index). */
-async function consecutiveFreePorts(): Promise<number> {
-  const tryListen = (port: number) =>
-    new Promise<Server | undefined>((resolve) => {
-      const server = createServer();
-      server.once('error', () => resolve(undefined));
-      server.listen(port, '127.0.0.1', () => resolve(server));
-    });
-  const close = (server: Server) => new Promise((resolve) => server.close(resolve));
-  for (;;) {
-    const first = await tryListen(0);
-    if (!first) continue;
-    const base = (first.address() as AddressInfo).port;
-    const second = base < 65_535 ? await tryListen(base + 1) : undefined;
-    await close(first);
-    if (second) {
-      await close(second);
-      return base;
-    }
-  }
-}
-
 function videoPosts(discord: DiscordStandIn, guild: TestGuild): Message[] {
   return discord.messages(guild.textChannelId).filter((message) => message.attachments.length > 0);
 }
@@ -86,13 +62,19 @@ function videoPosts(discord: DiscordStandIn, guild: TestGuild): Message[] {
 describe('two workers on one machine (SHARD_COUNT from Discord, two shards)', () => {
   let rig: Rig;
   let bot: BotProcess;
-  let opsPort: number;
+  /** The machine's ops port, which the supervisor serves for both workers. */
+  let ops: string;
   beforeAll(async () => {
     rig = await startRig();
-    opsPort = await consecutiveFreePorts();
-    bot = startBot({ env: { ...rig.env, OPS_PORT: String(opsPort) }, dataDirectory: makeDataDirectory() });
+    bot = startBot({ env: { ...rig.env, OPS_PORT: '0' }, dataDirectory: makeDataDirectory() });
     await workersReady(bot, [0, 1]);
+    const listening = await bot.waitForLog((line) => line.msg === 'ops port listening');
+    ops = `http://127.0.0.1:${String(listening.port)}`;
   }, 90_000);
+  const readyz = async () => {
+    const answer = await fetch(`${ops}/readyz`);
+    return [answer.status, await answer.text()];
+  };
   afterAll(async () => {
     if (bot?.child.exitCode === null) await bot.stop();
     await stopRig(rig);
@@ -120,17 +102,15 @@ describe('two workers on one machine (SHARD_COUNT from Discord, two shards)', ()
     expect(posted.map((line) => [line.guild, line.shards])).toEqual(guilds.map((guild, index) => [guild.id, index < 2 ? '0' : '1']));
   });
 
-  it('serves each worker\'s /readyz and /metrics on OPS_PORT plus its index, covering its own shards', async () => {
+  it('serves one ops port for the machine: /readyz when both workers are, /metrics summed over them', async () => {
+    // The supervisor serves it; the workers serve none of their own.
     const listening = bot.logs.filter((line) => line.msg === 'ops port listening');
-    expect(listening.map((line) => [line.shards, line.port]).sort()).toEqual([['0', opsPort], ['1', opsPort + 1]]);
-    for (const [index, shard] of ['0', '1'].entries()) {
-      const base = `http://127.0.0.1:${opsPort + index}`;
-      const ready = await fetch(`${base}/readyz`);
-      expect([ready.status, await ready.text()]).toEqual([200, 'ready\n']);
-      // The worker of a shard posted the videos of that shard's two guilds, and no others.
-      const samples = parsePrometheus(await (await fetch(`${base}/metrics`)).text());
-      expect(total(samples, 'bot_video_tasks_finished_total', { state: 'succeeded' }), `worker of shard ${shard}`).toBe(2);
-    }
+    expect(listening.map((line) => [line.supervisor, line.shards])).toEqual([[true, undefined]]);
+    expect(await readyz()).toEqual([200, 'ready\n']);
+    // Each worker posted the videos of its shard's two guilds: four in all.
+    const samples = parsePrometheus(await (await fetch(`${ops}/metrics`)).text());
+    expect(total(samples, 'bot_video_tasks_finished_total', { state: 'succeeded' })).toBe(4);
+    expect(total(samples, 'bot_video_post_delay_seconds_count')).toBe(4);
   });
 
   it('runs voice conversations in a guild of each shard at the same time', async () => {
@@ -173,7 +153,10 @@ describe('two workers on one machine (SHARD_COUNT from Discord, two shards)', ()
       process.kill(Number(worker?.pid), 'SIGKILL');
       const died = await bot.waitForLog((line) => line.msg === 'a worker died; starting it again' && line.shards === '1', 10_000);
       expect(died.why).toBe('killed by SIGKILL');
+      // Until it is back (its restart waits at least 750 ms), the machine is not ready, and says which worker.
+      expect(await readyz()).toEqual([503, 'not ready: shards 1: the worker is not running\n']);
       await workersReady(bot, [1], since);
+      expect(await readyz()).toEqual([200, 'ready\n']);
       for (const [index, guild] of onShard1.entries()) {
         await discord.waitFor(() => (videoPosts(discord, guild).length >= before[index]! + 2 ? true : undefined), 40_000, `two videos posted in guild ${guild.id}`);
       }

@@ -29,6 +29,13 @@ const steady = workerModule(
 /** Stays up and ignores SIGTERM; writes a file once it does. */
 const stubbornReady = join(directory, 'stubborn-ready');
 const stubborn = workerModule('stubborn', `import { writeFileSync } from 'node:fs'; process.on('SIGTERM', () => {}); writeFileSync(${JSON.stringify(stubbornReady)}, 'ready'); setInterval(() => {}, 1000);`);
+/** Answers the supervisor's questions when it holds shards 0 and 1, with its shards and the question's `value`; the others stay silent. */
+const answering = workerModule(
+  'answering',
+  `import { writeFileSync } from 'node:fs'; const shards = process.env.${WORKER_SHARDS_VARIABLE};` +
+    ` process.on('message', (m) => { if (shards === '0,1') process.send({ answer: m.question, id: m.id, shards, value: m.value }); });` +
+    ` process.on('SIGTERM', () => process.exit(0)); writeFileSync(${JSON.stringify(directory)} + '/answering-' + shards, 'ready');`,
+);
 
 let lines: Record<string, unknown>[];
 let supervisor: Supervisor | undefined;
@@ -118,5 +125,20 @@ describe('the worker supervisor', () => {
     await running.stop();
     expect(lines.some((line) => line.msg === 'workers did not stop in time; killing them')).toBe(true);
     expect(lines.find((line) => line.msg === 'worker stopped')).toMatchObject({ signal: 'SIGKILL' });
+  });
+
+  it('asks every worker a question over IPC: an answer from each that gives one, "no answer in time" or "not running" for the others', async () => {
+    const running = start(answering, [[0, 1], [2, 3]]);
+    await Promise.all(['0,1', '2,3'].map((shards) => waitForFile(join(directory, `answering-${shards}`))));
+    const answers = await running.ask({ question: 'how-are-you', value: 7 }, 300);
+    expect(answers).toEqual([
+      { shards: '0-1', answer: { answer: 'how-are-you', id: expect.any(Number), shards: '0,1', value: 7 } },
+      { shards: '2-3', answer: undefined, missing: 'no answer in time' },
+    ]);
+    await running.stop();
+    expect(await running.ask({ question: 'how-are-you' }, 300)).toEqual([
+      { shards: '0-1', answer: undefined, missing: 'not running' },
+      { shards: '2-3', answer: undefined, missing: 'not running' },
+    ]);
   });
 });

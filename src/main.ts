@@ -95,13 +95,14 @@ async function runSupervisor(config: BotConfig, rest: REST, log: Logger, plan: S
   const entry = process.argv[1];
   if (entry === undefined) throw new Error('the supervisor cannot tell which module to start its workers from');
   const supervisor = new Supervisor({ plan, entry, execArgv: process.execArgv, env: process.env, log, stopDeadlineMs: WORKER_STOP_DEADLINE_MS });
-  supervisor.start();
-  // One ops port for the machine: every worker's metrics summed, ready when every worker is.
+  // One ops port for the machine: every worker's metrics summed, ready when every worker is. Opened before
+  // the workers start, so a port that cannot be had stops the start with no worker left behind.
   let ops: OpsServer | undefined;
   if (config.ops) {
     const askWorkers = () => supervisor.ask({ question: OPS_QUESTION }, OPS_ANSWER_DEADLINE_MS);
     ops = await startOpsServer({ ...config.ops, metrics: async () => aggregateWorkerMetrics(await askWorkers()), readiness: async () => aggregateWorkerReadiness(await askWorkers()), log });
   }
+  supervisor.start();
   onSignals(
     createShutdown({
       log,

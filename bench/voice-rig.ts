@@ -84,9 +84,11 @@ export async function startLineChild(script: string, args: string[], options: { 
   const node = join(ROOT, 'scripts', 'node');
   const command = [...(options.cpus === undefined ? [] : ['taskset', '-c', options.cpus]), node, ...(options.nodeFlags ?? []), join(ROOT, 'bench', script), ...args];
   const child = spawn(command[0]!, command.slice(1), { stdio: ['pipe', 'pipe', 'inherit'] });
-  // A line written as it exits (an answer to what it asked on its way out) has nobody to read it.
+  // A line written as it exits (an answer to what it asked on its way out, once it was told to stop) has
+  // nobody to read it.
+  let stopping = false;
   child.stdin.on('error', (error) => {
-    if (child.exitCode === null && child.signalCode === null) process.stderr.write(`${script}: its stdin failed: ${error.message}\n`);
+    if (!stopping && child.exitCode === null && child.signalCode === null) process.stderr.write(`${script}: its stdin failed: ${error.message}\n`);
   });
   const lines = createInterface({ input: child.stdout });
   const pending = new Map<number, { resolve(answer: Record<string, unknown>): void; reject(error: Error): void }>();
@@ -130,6 +132,7 @@ export async function startLineChild(script: string, args: string[], options: { 
     },
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
+      stopping = true;
       child.kill('SIGTERM');
       await exited;
     },

@@ -283,7 +283,8 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
           this.#turnPackets.set(userId, (this.#turnPackets.get(userId) ?? 0) + 1);
           encryption.frameHeard();
           metrics?.voiceFrames('in', 1);
-          this.#oldestUnappendedAt ??= receivedAt;
+          // While the realtime session reconnects the audio is dropped, not late: it has no latency.
+          if (this.#current.status === 'live') this.#oldestUnappendedAt ??= receivedAt;
           options.probe?.onPacket?.(receivedAt);
           this.#pump.audioArrived();
         },
@@ -368,6 +369,7 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
       // What was still playing of a session that is gone is not an answer to anything any more.
       if (next.status !== 'live') {
         this.#pump.sink = undefined;
+        this.#oldestUnappendedAt = undefined;
         this.#player.stop();
       }
     } else if (previous.status === 'reconnecting') {
@@ -378,6 +380,7 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
       next.client.on('event', next.onEvent);
       next.client.on('close', next.onClose);
       this.#pump.sink = next.client;
+      this.#oldestUnappendedAt = undefined;
       this.#armRenewal(next, { quiet: true, forced: true });
     }
     if (previous.status !== next.status) {

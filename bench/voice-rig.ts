@@ -80,8 +80,13 @@ export interface LineChild {
  * Starts `script` under the project's node with `args`. Lines without an id that come after the first are
  * handed to `onMessage` (a worker's requests of its own); an answer with `error` rejects its request.
  */
-export async function startLineChild(script: string, args: string[], options: { nodeFlags?: string[]; cpus?: string; onMessage?(message: Record<string, unknown>): void } = {}): Promise<LineChild> {
-  const node = join(ROOT, 'scripts', 'node');
+export async function startLineChild(
+  script: string,
+  args: string[],
+  options: { nodeFlags?: string[]; cpus?: string; asBot?: boolean; onMessage?(message: Record<string, unknown>): void } = {},
+): Promise<LineChild> {
+  // A process that holds the bot's conversations runs as the bot does (scripts/bot: its V8 settings).
+  const node = join(ROOT, 'scripts', options.asBot ? 'bot' : 'node');
   const command = [...(options.cpus === undefined ? [] : ['taskset', '-c', options.cpus]), node, ...(options.nodeFlags ?? []), join(ROOT, 'bench', script), ...args];
   const child = spawn(command[0]!, command.slice(1), { stdio: ['pipe', 'pipe', 'inherit'] });
   // A line written as it exits (an answer to what it asked on its way out, once it was told to stop) has

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { waitUntil } from '../../src/lib/wait-until.ts';
 
-// The bot as a real child process, started exactly like `npm start` (scripts/node src/main.ts), with its
+// The bot as a real child process, started exactly like `npm start` (scripts/bot), with its
 // JSON log lines parsed and awaitable.
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -71,7 +71,7 @@ export function startBot(options: StartBotOptions): BotProcess {
     ...options.env,
   };
   // The bot must not read the developer's own .env: run it from an empty directory.
-  const child = spawn(join(ROOT, 'scripts', 'node'), [join(ROOT, 'src', 'main.ts')], {
+  const child = spawn(join(ROOT, 'scripts', 'bot'), [], {
     cwd: dataDirectory,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],

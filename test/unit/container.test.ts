@@ -49,9 +49,10 @@ describe('the container image', () => {
     expect(exists('package-lock.json')).toBe(true);
     expect(all.find((instruction) => instruction.keyword === 'CMD')?.rest).toBe('["npm", "start"]');
     for (const script of npmScripts(text)) expect(scripts[script], `npm script ${script}`).toBeDefined();
-    // npm start runs scripts/node on src/main.ts: both are copied.
-    expect(scripts.start).toBe('scripts/node src/main.ts');
-    for (const file of ['scripts/node', 'src/main.ts']) expect(exists(file)).toBe(true);
+    // npm start runs scripts/bot, which runs scripts/node on src/main.ts: all are copied.
+    expect(scripts.start).toBe('scripts/bot');
+    expect(read('scripts/bot')).toContain('src/main.ts');
+    for (const file of ['scripts/bot', 'scripts/node', 'src/main.ts']) expect(exists(file)).toBe(true);
     expect(all.find((instruction) => instruction.keyword === 'HEALTHCHECK')?.rest).toMatch(/\/healthz/);
   });
 

@@ -1,7 +1,7 @@
 import type { FunctionTool } from '../gateway/realtime/client.ts';
 import { ASPECT_RATIOS, GENERATION_DURATION, RESOLUTIONS } from '../gateway/spec.ts';
 import { isRecord } from '../lib/json.ts';
-import type { Result } from '../lib/result.ts';
+import { refuse, type Result } from '../lib/result.ts';
 import type { VoiceCaller, VoiceToolOutcome, VoiceVideoRequest, VoiceVideoRequests } from '../ports/voice-video.ts';
 
 // The function tools a voice conversation declares, the checks of the arguments the model sends, and
@@ -44,45 +44,41 @@ export const VOICE_TOOLS: readonly FunctionTool[] = [
 
 export type ToolCall = { name: 'generate_video'; request: VoiceVideoRequest } | { name: 'video_status'; taskRef: string | undefined };
 
-function argumentProblem(message: string): Result<{ call: ToolCall }> {
-  return { ok: false, message };
-}
-
 /** The call as one of the tools with checked arguments, or what is wrong with it (for the model, naming the argument). */
 export function parseToolCall(name: string, argumentsText: string): Result<{ call: ToolCall }> {
   if (name !== 'generate_video' && name !== 'video_status') {
-    return argumentProblem(`There is no function "${name.slice(0, 64)}". The functions are generate_video and video_status.`);
+    return refuse(`There is no function "${name.slice(0, 64)}". The functions are generate_video and video_status.`);
   }
   let parsed: unknown;
   try {
     parsed = argumentsText.trim() === '' ? {} : JSON.parse(argumentsText);
   } catch {
-    return argumentProblem(`The arguments of ${name} are not valid JSON; nothing was done.`);
+    return refuse(`The arguments of ${name} are not valid JSON; nothing was done.`);
   }
-  if (!isRecord(parsed)) return argumentProblem(`The arguments of ${name} must be a JSON object; nothing was done.`);
+  if (!isRecord(parsed)) return refuse(`The arguments of ${name} must be a JSON object; nothing was done.`);
   if (name === 'video_status') {
     const unknown = Object.keys(parsed).find((key) => key !== 'task');
-    if (unknown !== undefined) return argumentProblem(`video_status has no argument "${unknown.slice(0, 64)}"; it takes only task.`);
+    if (unknown !== undefined) return refuse(`video_status has no argument "${unknown.slice(0, 64)}"; it takes only task.`);
     const task = parsed.task;
     if (task !== undefined && (typeof task !== 'string' || task.trim() === '' || task.length > TASK_REF_MAX_CHARS)) {
-      return argumentProblem('task must be a task ref (text), or left out for the latest task.');
+      return refuse('task must be a task ref (text), or left out for the latest task.');
     }
     return { ok: true, call: { name, taskRef: typeof task === 'string' ? task.trim() : undefined } };
   }
   const known = ['prompt', 'duration', 'aspect_ratio', 'resolution'];
   const unknown = Object.keys(parsed).find((key) => !known.includes(key));
-  if (unknown !== undefined) return argumentProblem(`generate_video has no argument "${unknown.slice(0, 64)}"; it takes ${known.join(', ')}.`);
+  if (unknown !== undefined) return refuse(`generate_video has no argument "${unknown.slice(0, 64)}"; it takes ${known.join(', ')}.`);
   const { prompt, duration, aspect_ratio: aspectRatio, resolution } = parsed;
-  if (typeof prompt !== 'string' || prompt.trim() === '') return argumentProblem('prompt is required: say what the video should show. Nothing was done.');
-  if (prompt.length > VOICE_PROMPT_MAX_CHARS) return argumentProblem(`prompt can be at most ${VOICE_PROMPT_MAX_CHARS} characters. Nothing was done.`);
+  if (typeof prompt !== 'string' || prompt.trim() === '') return refuse('prompt is required: say what the video should show. Nothing was done.');
+  if (prompt.length > VOICE_PROMPT_MAX_CHARS) return refuse(`prompt can be at most ${VOICE_PROMPT_MAX_CHARS} characters. Nothing was done.`);
   if (duration !== undefined && (typeof duration !== 'number' || !Number.isInteger(duration) || duration < GENERATION_DURATION.min || duration > GENERATION_DURATION.max)) {
-    return argumentProblem(`duration must be a whole number of seconds from ${GENERATION_DURATION.min} to ${GENERATION_DURATION.max}. Nothing was done.`);
+    return refuse(`duration must be a whole number of seconds from ${GENERATION_DURATION.min} to ${GENERATION_DURATION.max}. Nothing was done.`);
   }
   if (aspectRatio !== undefined && !ASPECT_RATIOS.some((ratio) => ratio === aspectRatio)) {
-    return argumentProblem(`aspect_ratio must be one of ${ASPECT_RATIOS.join(', ')}. Nothing was done.`);
+    return refuse(`aspect_ratio must be one of ${ASPECT_RATIOS.join(', ')}. Nothing was done.`);
   }
   if (resolution !== undefined && !RESOLUTIONS.some((value) => value === resolution)) {
-    return argumentProblem(`resolution must be one of ${RESOLUTIONS.join(', ')}. Nothing was done.`);
+    return refuse(`resolution must be one of ${RESOLUTIONS.join(', ')}. Nothing was done.`);
   }
   return {
     ok: true,

@@ -13,7 +13,7 @@ import { answerPrivately, deferPublicly } from '../discord/answer.ts';
 import { customId, customIdParts } from '../discord/custom-id.ts';
 import { EXTENSION_DURATION, type DurationRange } from '../gateway/spec.ts';
 import { refuse, type Result } from '../lib/result.ts';
-import type { InteractionContext } from '../ports/interaction-context.ts';
+import { DEFAULT_ATTACHMENT_SIZE_LIMIT, type InteractionContext } from '../ports/interaction-context.ts';
 import type { Services } from '../services.ts';
 import { describeMissingSource, pickImage, pickVideo, type EmbeddedPicture, type MessageMedia } from '../video/message-sources.ts';
 import type { Prepared } from '../video/plan.ts';
@@ -26,7 +26,6 @@ import { guildOf } from './requirements.ts';
 // act on a message's picture or video): the interaction as the video part sees it, submitting a prepared
 // request behind its status card, and the forms that ask for a prompt and a number of seconds.
 
-const DEFAULT_ATTACHMENT_LIMIT = 10 * 1024 * 1024;
 /** The fields of a video form. */
 export const FORM_FIELDS = { prompt: 'prompt', seconds: 'duration' } as const;
 const MAX_PROMPT_LENGTH = 4000;
@@ -51,7 +50,7 @@ export function interactionContext(interaction: RepliableInteraction): Interacti
     applicationId: interaction.applicationId,
     interactionToken: interaction.token,
     interactionReceivedAt: Date.now(),
-    attachmentSizeLimit: interaction.attachmentSizeLimit || DEFAULT_ATTACHMENT_LIMIT,
+    attachmentSizeLimit: interaction.attachmentSizeLimit || DEFAULT_ATTACHMENT_SIZE_LIMIT,
   };
 }
 

@@ -1,6 +1,9 @@
 // Who asked, where, and how the bot can still answer them: what a command hands the video part about
 // the interaction it is answering.
 
+/** Discord's upload limit in a channel without boosts: for an interaction that does not say its channel's, or a request without one. */
+export const DEFAULT_ATTACHMENT_SIZE_LIMIT = 10 * 1024 * 1024;
+
 export interface InteractionContext {
   guildId: string;
   channelId: string;

@@ -1,7 +1,7 @@
 import type { DiscordOutbox } from '../discord/outbox.ts';
 import type { Logger } from '../lib/log.ts';
 import type { Result } from '../lib/result.ts';
-import type { InteractionContext } from '../ports/interaction-context.ts';
+import { DEFAULT_ATTACHMENT_SIZE_LIMIT, type InteractionContext } from '../ports/interaction-context.ts';
 import type { VoiceCaller, VoiceToolOutcome, VoiceVideoRequest, VoiceVideoRequests } from '../ports/voice-video.ts';
 import type { VideoPreparation } from './prepare.ts';
 import type { SubmissionPlan } from './plan.ts';
@@ -12,9 +12,6 @@ import { SubmissionRefusedError } from './submit.ts';
 // /video generate and /video status for a member who asked by voice: the same preparation, role rules,
 // limits, key and defaults as the command, and the same card (a channel message here, since there is
 // no interaction to answer), with the outcome in words the voice model can say.
-
-/** Discord's upload limit in a channel without boosts: a voice request has no interaction to say the channel's. */
-const DEFAULT_ATTACHMENT_LIMIT = 10 * 1024 * 1024;
 
 export interface VoiceVideoDeps {
   prepare: VideoPreparation;
@@ -50,7 +47,7 @@ export class VoiceVideo implements VoiceVideoRequests {
       applicationId: '',
       interactionToken: '',
       interactionReceivedAt: Date.now(),
-      attachmentSizeLimit: DEFAULT_ATTACHMENT_LIMIT,
+      attachmentSizeLimit: DEFAULT_ATTACHMENT_SIZE_LIMIT,
     };
     const prepared = await prepare.generation(context, {
       prompt: request.prompt,

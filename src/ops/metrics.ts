@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { BotMetrics } from '../lib/metrics.ts';
+import type { BotMetrics, VoiceDirection } from '../lib/metrics.ts';
 
 // The bot's metrics in a prom-client registry: Node's defaults (event-loop delay included) and what the
 // parts record through BotMetrics. Every label value comes from a fixed set or is an id-free route.
@@ -37,6 +37,10 @@ export function createOpsMetrics(options: OpsMetricsOptions = {}): OpsMetrics {
   const reconnects = new Counter({ name: `${PREFIX}realtime_reconnects_total`, help: 'Realtime sessions lost and reopened (each time reconnecting begins).', registers });
   const renewals = new Counter({ name: `${PREFIX}realtime_renewals_total`, help: 'Realtime sessions renewed before their time limit.', registers });
   const latency = new Histogram({ name: `${PREFIX}voice_latency_seconds`, help: 'Audio latency each way, in seconds.', labelNames: ['direction'], buckets: VOICE_LATENCY_BUCKETS, registers });
+  // Frames and latency are counted per packet and per append of every conversation: each direction's
+  // series is looked up once, at its first count, not hashed from its labels again on every call.
+  const framesBy: Partial<Record<VoiceDirection, Counter.Internal>> = {};
+  const latencyBy: Partial<Record<VoiceDirection, Histogram.Internal<'direction'>>> = {};
   const { followedVideoTasks } = options;
   if (followedVideoTasks) {
     new Gauge({
@@ -60,10 +64,10 @@ export function createOpsMetrics(options: OpsMetricsOptions = {}): OpsMetrics {
     discordRateLimited: (global) => rateLimited.inc({ scope: global ? 'global' : 'route' }),
     discordRetry: () => retries.inc(),
     voiceConversations: (change) => conversations.inc(change),
-    voiceFrames: (direction, count) => frames.inc({ direction }, count),
+    voiceFrames: (direction, count) => (framesBy[direction] ??= frames.labels({ direction })).inc(count),
     voiceDecryptFailures: (count) => decryptFailures.inc(count),
     realtimeReconnect: () => reconnects.inc(),
     realtimeRenewal: () => renewals.inc(),
-    voiceLatency: (direction, seconds) => latency.observe({ direction }, seconds),
+    voiceLatency: (direction, seconds) => (latencyBy[direction] ??= latency.labels({ direction })).observe(seconds),
   };
 }

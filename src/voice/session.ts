@@ -284,7 +284,7 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
           encryption.frameHeard();
           metrics?.voiceFrames('in', 1);
           // While the realtime session reconnects the audio is dropped, not late: it has no latency.
-          if (this.#current.status === 'live') this.#oldestUnappendedAt ??= receivedAt;
+          if (this.#state.status === 'live') this.#oldestUnappendedAt ??= receivedAt;
           options.probe?.onPacket?.(receivedAt);
           this.#pump.audioArrived();
         },

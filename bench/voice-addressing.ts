@@ -1,12 +1,9 @@
 import { performance } from 'node:perf_hooks';
 import { RealtimeClient } from '../src/gateway/realtime/client.ts';
-import { silentLogger } from '../src/lib/log.ts';
 import { addressesBot } from '../src/voice/addressing.ts';
 import { defaultVoiceSettings } from '../src/voice/settings.ts';
-import { VoiceSession } from '../src/voice/session.ts';
 import { generateTone } from '../test/support/discord/audio-tone.ts';
-import type { ScriptedSocket } from '../test/support/scripted-realtime.ts';
-import { startScriptedVoice, type ScriptedVoice } from '../test/support/scripted-voice.ts';
+import { startScriptedSession, startScriptedVoice, type ScriptedVoice } from '../test/support/scripted-voice.ts';
 import { latencyOf, type Latency } from './voice-rig.ts';
 
 // Issue 17: what answering only when named adds before an answer (target: response.create within
@@ -45,22 +42,13 @@ export interface VoiceAddressingReport {
 
 /** Runs `turns` turns through a session; every turn's transcript names the bot. */
 async function measureTurns(rig: ScriptedVoice, gated: boolean, turns: number): Promise<AddressingModeReport> {
-  const { realtime, voice, connection } = rig;
-  const before = realtime.sockets.length;
-  const session = new VoiceSession({
-    guildId: GUILD_ID,
-    connection,
+  const { realtime, voice } = rig;
+  const { session, socket } = await startScriptedSession(rig, {
     settings: { ...defaultVoiceSettings('svc'), turnDetection: 'discord' },
     connectRealtime: () => RealtimeClient.connect({ wsBaseUrl: realtime.url, apiKey: 'bench-key-0001', model: 'svc-voice-latest', session: { turnDetection: null }, timeoutMs: 5000 }),
     onlyWhenNamed: gated,
     addressed: (transcript) => addressesBot(transcript, [WAKE_WORD]),
-    log: silentLogger,
-    sessionLimitMs: 3_600_000,
-    reconnect: { baseMs: 10, maxMs: 40, maxAttempts: 5 },
-    botUserId: BOT_ID,
   });
-  await session.start();
-  const socket: ScriptedSocket = await realtime.waitFor(() => realtime.sockets[before], 'the realtime socket');
   const speechEnd: number[] = [];
   const decision: number[] = [];
   const pcm = generateTone({ hz: 440, ms: TURN_MS, amplitude: 0.4 });

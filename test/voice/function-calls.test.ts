@@ -3,21 +3,17 @@
 // function nobody declared, the same call twice, a call in an answer that was talked over. The real
 // @discordjs/voice is connected to the Discord stand-in's voice server.
 
-import type { VoiceConnection } from '@discordjs/voice';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { RealtimeClient } from '../../src/gateway/realtime/client.ts';
-import { silentLogger } from '../../src/lib/log.ts';
 import type { VoiceCaller, VoiceVideoRequest, VoiceVideoRequests } from '../../src/ports/voice-video.ts';
 import { samplesToBytes } from '../../src/voice/audio/format.ts';
-import { defaultVoiceSettings } from '../../src/voice/settings.ts';
-import { VoiceSession, type VoiceFunctionCall } from '../../src/voice/session.ts';
+import type { VoiceFunctionCall, VoiceSession } from '../../src/voice/session.ts';
 import { runToolCall } from '../../src/voice/tools.ts';
 import { audible } from '../support/discord/audio-analysis.ts';
 import { REALTIME_PCM } from '../support/discord/audio-format.ts';
 import { generateTone } from '../support/discord/audio-tone.ts';
 import type { VoiceServer } from '../support/discord/voice-server.ts';
 import type { ScriptedRealtime, ScriptedSocket } from '../support/scripted-realtime.ts';
-import { startScriptedVoice, type ScriptedVoice } from '../support/scripted-voice.ts';
+import { startScriptedSession, startScriptedVoice, type ScriptedVoice } from '../support/scripted-voice.ts';
 
 const BOT_ID = '100000000000000002';
 const USER_ID = '400000000000000002';
@@ -26,13 +22,12 @@ const CHANNEL_ID = '300000000000000002';
 
 let rig: ScriptedVoice;
 let voice: VoiceServer;
-let connection: VoiceConnection;
 let realtime: ScriptedRealtime;
 let session: VoiceSession | undefined;
 
 beforeAll(async () => {
   rig = await startScriptedVoice({ botId: BOT_ID, userId: USER_ID, guildId: GUILD_ID, channelId: CHANNEL_ID });
-  ({ voice, connection, realtime } = rig);
+  ({ voice, realtime } = rig);
 });
 
 afterEach(() => {
@@ -56,24 +51,14 @@ async function startSession(): Promise<{ socket: ScriptedSocket; asked: VoiceVid
     },
     status: () => Promise.resolve({ status: 'not_found', message: 'You have no videos on this server yet.' }),
   };
-  session = new VoiceSession({
-    guildId: GUILD_ID,
-    connection,
-    settings: defaultVoiceSettings('svc'),
-    connectRealtime: () => RealtimeClient.connect({ wsBaseUrl: realtime.url, apiKey: 'scripted-key-0002', model: 'svc-voice-latest', session: { turnDetection: { type: 'server_vad' } }, timeoutMs: 2000 }),
-    log: silentLogger,
-    sessionLimitMs: 3_600_000,
-    reconnect: { baseMs: 10, maxMs: 40, maxAttempts: 5 },
-    botUserId: BOT_ID,
+  const started = await startScriptedSession(rig, {
     onFunctionCall: (call) => {
       calls.push(call);
       return runToolCall(requests, CALLER, call.name, call.arguments);
     },
   });
-  const before = realtime.sockets.length;
-  await session.start();
-  const socket = await realtime.waitFor(() => realtime.sockets[before], 'the realtime socket');
-  return { socket, asked, calls };
+  session = started.session;
+  return { socket: started.socket, asked, calls };
 }
 
 const outputs = (socket: ScriptedSocket) =>

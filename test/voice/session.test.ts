@@ -3,20 +3,17 @@
 // Discord stand-in's voice server in this process: what the session sends to the gateway, and what a
 // listener in the channel really hears.
 
-import type { VoiceConnection } from '@discordjs/voice';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { RealtimeClient } from '../../src/gateway/realtime/client.ts';
-import { silentLogger } from '../../src/lib/log.ts';
 import { samplesToBytes } from '../../src/voice/audio/format.ts';
 import { defaultVoiceSettings, type VoiceSettings } from '../../src/voice/settings.ts';
-import { VoiceSession, type VoiceSessionMetrics, type VoiceSessionOptions } from '../../src/voice/session.ts';
+import type { VoiceSession, VoiceSessionMetrics, VoiceSessionOptions } from '../../src/voice/session.ts';
 import { analyzeTone, audible, byTone } from '../support/discord/audio-analysis.ts';
 import { REALTIME_PCM } from '../support/discord/audio-format.ts';
 import { generateTone } from '../support/discord/audio-tone.ts';
 import { joinFramePcm } from '../support/discord/voice-bot-recorder.ts';
 import type { BotAudioFrame, VoiceServer } from '../support/discord/voice-server.ts';
 import type { ScriptedRealtime, ScriptedSocket } from '../support/scripted-realtime.ts';
-import { startScriptedVoice, type ScriptedVoice } from '../support/scripted-voice.ts';
+import { startScriptedSession, startScriptedVoice, type ScriptedVoice } from '../support/scripted-voice.ts';
 
 const BOT_ID = '100000000000000001';
 const USER_ID = '400000000000000001';
@@ -25,13 +22,12 @@ const CHANNEL_ID = '300000000000000001';
 
 let rig: ScriptedVoice;
 let voice: VoiceServer;
-let connection: VoiceConnection;
 let realtime: ScriptedRealtime;
 let session: VoiceSession | undefined;
 
 beforeAll(async () => {
   rig = await startScriptedVoice({ botId: BOT_ID, userId: USER_ID, guildId: GUILD_ID, channelId: CHANNEL_ID });
-  ({ voice, connection, realtime } = rig);
+  ({ voice, realtime } = rig);
 });
 
 afterEach(() => {
@@ -56,27 +52,16 @@ interface Started {
 
 async function startSession(overrides: Partial<VoiceSessionOptions> = {}, settings: Partial<VoiceSettings> = {}): Promise<Started> {
   const problems: string[] = [];
-  const started = new VoiceSession({
-    guildId: GUILD_ID,
-    connection,
+  const started = await startScriptedSession(rig, {
     settings: { ...defaultVoiceSettings('svc'), ...settings },
-    connectRealtime: () =>
-      RealtimeClient.connect({ wsBaseUrl: realtime.url, apiKey: 'scripted-key-0001', model: 'svc-voice-latest', session: { turnDetection: { type: 'server_vad' } }, timeoutMs: 2000 }),
-    log: silentLogger,
-    sessionLimitMs: 3_600_000,
-    reconnect: { baseMs: 10, maxMs: 40, maxAttempts: 5 },
-    botUserId: BOT_ID,
     onProblem: (message) => {
       problems.push(message);
       realtime.changed();
     },
     ...overrides,
   });
-  session = started;
-  const before = realtime.sockets.length;
-  await started.start();
-  const socket = await realtime.waitFor(() => realtime.sockets[before], 'the realtime socket');
-  return { session: started, socket, problems };
+  session = started.session;
+  return { ...started, problems };
 }
 
 /** 24 kHz mono PCM as base64 deltas of `chunkMs` each. */

@@ -18,13 +18,13 @@ import { DEFAULT_POLL_POLICY, type PollPolicy } from '../../src/video/poll-polic
 import type { TaskRecord } from '../../src/video/record.ts';
 import { newTaskId } from '../../src/video/repository.ts';
 import { startDiscordStandIn, type DiscordStandIn, type Message, type TestGuild, type Upload } from '../support/discord/index.ts';
-import { startWorld, type World } from '../support/world.ts';
 import { SAMPLE_MP4 } from '../support/media.ts';
 
 // What the bot fetches and posts when a native task finishes, whatever the gateway answers: only videos,
 // only from public addresses (or the gateway's own host, or hosts the operator allows), only http(s)
 // links, and through a file on disk rather than memory. The bot's task services run in this process on
-// a scripted native gateway and the Discord stand-in; the last tests run the bot as a process.
+// a scripted native gateway and the Discord stand-in; test/e2e/video-downloads.test.ts runs the bot as a
+// process.
 
 const KEY = 'fake-native-key-1';
 const FAST_POLICY: PollPolicy = { ...DEFAULT_POLL_POLICY, intervalMs: 20, maxIntervalMs: 20, errorBackoffMs: { base: 20, max: 80 }, deliveryTries: 3, deadlineMs: 5_000 };
@@ -378,35 +378,3 @@ function filesUnder(root: string): { name: string; size: number }[] {
     }),
   );
 }
-
-describe('the bot as a process, configured through its environment', () => {
-  let world: World;
-  beforeAll(async () => {
-    world = await startWorld({ env: { GATEWAY_LAYER: 'native' } });
-  }, 60_000);
-  afterAll(() => world?.stop());
-
-  async function generate(): Promise<string> {
-    const run = world.discord.runCommand({ user: world.guild.member, guildId: world.guild.id, channelId: world.guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt: 'a lighthouse at dusk' } });
-    return world.discord.waitFor(
-      () => {
-        const text = run.record.original ? JSON.stringify(run.record.original.embeds) : '';
-        return text.includes('posted below') || text.includes('could not be posted') ? text : undefined;
-      },
-      20_000,
-      'a finished card',
-    );
-  }
-
-  it('refuses a video address on another host than GATEWAY_BASE_URL\'s when it is not public, and fetches it once DOWNLOAD_ALLOWED_HOSTS lists it', async () => {
-    // The emulator names its videos at 127.0.0.1; the bot knows the gateway as localhost.
-    const byName = world.emulator.baseUrl.replace('127.0.0.1', 'localhost');
-    await world.bot.stop();
-    await world.restartBot({ GATEWAY_BASE_URL: byName });
-    expect(await generate()).toContain('not on the public internet');
-
-    await world.bot.stop();
-    await world.restartBot({ GATEWAY_BASE_URL: byName, DOWNLOAD_ALLOWED_HOSTS: 'storage.invalid, 127.0.0.1' });
-    expect(await generate()).toContain('posted below');
-  }, 60_000);
-});

@@ -1,0 +1,37 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startWorld, type World } from '../support/world.ts';
+
+// Which video addresses the bot as a process fetches, as its environment configures it (GATEWAY_BASE_URL,
+// DOWNLOAD_ALLOWED_HOSTS); test/video/downloads.test.ts covers what it fetches and posts, in this process.
+
+describe('the bot as a process, configured through its environment', () => {
+  let world: World;
+  beforeAll(async () => {
+    world = await startWorld({ env: { GATEWAY_LAYER: 'native' } });
+  }, 60_000);
+  afterAll(() => world?.stop());
+
+  async function generate(): Promise<string> {
+    const run = world.discord.runCommand({ user: world.guild.member, guildId: world.guild.id, channelId: world.guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt: 'a lighthouse at dusk' } });
+    return world.discord.waitFor(
+      () => {
+        const text = run.record.original ? JSON.stringify(run.record.original.embeds) : '';
+        return text.includes('posted below') || text.includes('could not be posted') ? text : undefined;
+      },
+      20_000,
+      'a finished card',
+    );
+  }
+
+  it('refuses a video address on another host than GATEWAY_BASE_URL\'s when it is not public, and fetches it once DOWNLOAD_ALLOWED_HOSTS lists it', async () => {
+    // The emulator names its videos at 127.0.0.1; the bot knows the gateway as localhost.
+    const byName = world.emulator.baseUrl.replace('127.0.0.1', 'localhost');
+    await world.bot.stop();
+    await world.restartBot({ GATEWAY_BASE_URL: byName });
+    expect(await generate()).toContain('not on the public internet');
+
+    await world.bot.stop();
+    await world.restartBot({ GATEWAY_BASE_URL: byName, DOWNLOAD_ALLOWED_HOSTS: 'storage.invalid, 127.0.0.1' });
+    expect(await generate()).toContain('posted below');
+  }, 60_000);
+});

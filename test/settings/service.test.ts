@@ -10,6 +10,7 @@ import { createLogger, type Logger } from '../../src/lib/log.ts';
 import { MESSAGES, SettingsService, type SettingsOptions } from '../../src/settings/service.ts';
 import { openStore, type Store } from '../../src/store.ts';
 import { costOf, type TaskRecord } from '../../src/video/record.ts';
+import { taskRecord } from '../support/task-result.ts';
 
 // The settings service on a real SQLite file and the real gateway emulator.
 
@@ -75,27 +76,15 @@ function storeBytes(): Buffer {
 }
 
 function task(id: string, userId: string, createdAt: number, costTicks?: number): TaskRecord {
-  return {
+  return taskRecord({
     id,
-    layer: 'native',
-    keyId: 'k',
     guildId: GUILD,
-    channelId: 'c',
     userId,
-    operation: 'generate',
-    mode: 'text-to-video',
-    model: 'svc-imagine-video',
-    prompt: 'p',
-    request: {},
     createdAt,
     state: 'succeeded',
-    polls: 0,
-    pollErrors: 0,
     outcome: costTicks === undefined ? {} : { costTicks },
-    card: { applicationId: 'a', interactionToken: 't', tokenExpiresAt: 0 },
-    attachmentSizeLimit: 0,
     delivery: { state: 'posted', nonce: id, attempts: 1 },
-  };
+  });
 }
 
 describe("a server's own gateway key", () => {

@@ -1,4 +1,5 @@
 import type { TaskResult } from '../../src/gateway/types.ts';
+import type { TaskRecord } from '../../src/video/record.ts';
 
 /** A gateway task result as the client hands it over: a running native task that says nothing more, with `overrides`. */
 export function taskResult(overrides: Partial<TaskResult> = {}): TaskResult {
@@ -18,6 +19,41 @@ export function taskResult(overrides: Partial<TaskResult> = {}): TaskResult {
     costUsd: undefined,
     error: undefined,
     requestId: undefined,
+    ...overrides,
+  };
+}
+
+/**
+ * A video task as the bot stores it: a native text-to-video generation submitted and running, its card
+ * not yet posted, with `overrides`. Its request is the model and prompt it was given, its delivery nonce
+ * its id.
+ */
+export function taskRecord(overrides: Partial<TaskRecord> = {}): TaskRecord {
+  const id = overrides.id ?? 'vabc123';
+  const model = overrides.model ?? 'svc-imagine-video-1.5';
+  const prompt = overrides.prompt ?? 'a test video';
+  return {
+    id,
+    gatewayId: 'task_1',
+    layer: 'native',
+    keyId: 'fake-key',
+    guildId: '100000000000000001',
+    channelId: '100000000000000002',
+    userId: '100000000000000003',
+    operation: 'generate',
+    mode: 'text-to-video',
+    model,
+    prompt,
+    request: { model, prompt },
+    createdAt: 1_700_000_000_000,
+    submittedAt: 1_700_000_001_000,
+    state: 'running',
+    polls: 0,
+    pollErrors: 0,
+    outcome: {},
+    card: { applicationId: 'app', interactionToken: 'token', tokenExpiresAt: 1_700_000_900_000 },
+    attachmentSizeLimit: 10 * 1024 * 1024,
+    delivery: { state: 'waiting', nonce: id, attempts: 0 },
     ...overrides,
   };
 }

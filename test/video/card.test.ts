@@ -6,31 +6,9 @@ import { describeFailure, describeOverUploadLimit } from '../../src/video/messag
 import { refusalMessage } from '../../src/video/submit.ts';
 import { needsWork, parseTaskRecord, type TaskRecord } from '../../src/video/record.ts';
 import { cardStateKey, progressBar, renderStatusCard } from '../../src/video/status-card.ts';
-import { taskResult } from '../support/task-result.ts';
+import { taskRecord, taskResult } from '../support/task-result.ts';
 
-const task: TaskRecord = {
-  id: 'vabc123',
-  gatewayId: 'task_1',
-  layer: 'native',
-  keyId: 'k1',
-  guildId: '100000000000000001',
-  channelId: '100000000000000002',
-  userId: '100000000000000003',
-  operation: 'generate',
-  mode: 'text-to-video',
-  model: 'svc-imagine-video-1.5',
-  prompt: 'a cat surfing',
-  request: { model: 'svc-imagine-video-1.5', prompt: 'a cat surfing' },
-  createdAt: 1_700_000_000_000,
-  submittedAt: 1_700_000_001_000,
-  state: 'running',
-  polls: 0,
-  pollErrors: 0,
-  outcome: {},
-  card: { applicationId: 'app', interactionToken: 'token', tokenExpiresAt: 1_700_000_900_000 },
-  attachmentSizeLimit: 10_485_760,
-  delivery: { state: 'waiting', nonce: 'vabc123', attempts: 0 },
-};
+const task = taskRecord({ prompt: 'a cat surfing' });
 
 const result = (overrides: Partial<TaskResult>): TaskResult => taskResult({ requestId: 'req-9', ...overrides });
 

@@ -19,6 +19,7 @@ import type { TaskRecord } from '../../src/video/record.ts';
 import { newTaskId } from '../../src/video/repository.ts';
 import { startDiscordStandIn, type DiscordStandIn, type Message, type TestGuild, type Upload } from '../support/discord/index.ts';
 import { SAMPLE_MP4 } from '../support/media.ts';
+import { taskRecord } from '../support/task-result.ts';
 
 // What the bot fetches and posts when a native task finishes, whatever the gateway answers: only videos,
 // only from public addresses (or the gateway's own host, or hosts the operator allows), only http(s)
@@ -147,30 +148,17 @@ async function track(by: Video = video, overrides: Partial<TaskRecord> = {}): Pr
   const id = newTaskId();
   const cardId = await outbox.say(guild.textChannelId, 'status card');
   const now = Date.now();
-  const task: TaskRecord = {
+  const task = taskRecord({
     id,
     gatewayId: `req_${id}`,
-    layer: 'native',
-    keyId: 'fake-key',
     guildId: guild.id,
     channelId: guild.textChannelId,
     userId: guild.member.id,
-    operation: 'generate',
-    mode: 'text-to-video',
-    model: 'svc-imagine-video-1.5',
-    prompt: 'a test video',
-    request: { model: 'svc-imagine-video-1.5', prompt: 'a test video' },
     createdAt: now,
     submittedAt: now,
-    state: 'running',
-    polls: 0,
-    pollErrors: 0,
-    outcome: {},
     card: { applicationId: discord.applicationId, interactionToken: 'expired', tokenExpiresAt: 0, messageId: cardId },
-    attachmentSizeLimit: 10 * 1024 * 1024,
-    delivery: { state: 'waiting', nonce: id, attempts: 0 },
     ...overrides,
-  };
+  });
   await by.tasks.create(task);
   by.tracker.track(task);
   return { task, card: () => discord.state.messages.get(cardId)! };

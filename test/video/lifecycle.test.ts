@@ -27,6 +27,7 @@ import type { TaskTracker } from '../../src/video/tracker.ts';
 import { startDiscordStandIn, type DiscordStandIn, type Message, type TestGuild } from '../support/discord/index.ts';
 import { waitUntil } from '../../src/lib/wait-until.ts';
 import { SAMPLE_MP4 } from '../support/media.ts';
+import { taskRecord } from '../support/task-result.ts';
 
 // A video task's life when things go wrong (answers that cannot be read, downloads that keep failing,
 // Discord refusing posts), with the bot's real task services in this process (so backoffs can be fast),
@@ -200,30 +201,18 @@ async function track(overrides: Partial<TaskRecord> = {}, onceCardPosted: () => 
   const cardId = await outbox.say(guild.textChannelId, 'status card');
   onceCardPosted();
   const now = Date.now();
-  const task: TaskRecord = {
+  const task = taskRecord({
     id,
     gatewayId: `task_${id}`,
     layer: 'compat',
-    keyId: 'fake-key',
     guildId: guild.id,
     channelId: guild.textChannelId,
     userId: guild.member.id,
-    operation: 'generate',
-    mode: 'text-to-video',
-    model: 'svc-imagine-video-1.5',
-    prompt: 'a test video',
-    request: { model: 'svc-imagine-video-1.5', prompt: 'a test video' },
     createdAt: now,
     submittedAt: now,
-    state: 'running',
-    polls: 0,
-    pollErrors: 0,
-    outcome: {},
     card: { applicationId: discord.applicationId, interactionToken: 'expired', tokenExpiresAt: 0, messageId: cardId },
-    attachmentSizeLimit: 10 * 1024 * 1024,
-    delivery: { state: 'waiting', nonce: id, attempts: 0 },
     ...overrides,
-  };
+  });
   await by.tasks.create(task);
   by.tracker.track(task);
   return { task, card: () => discord.state.messages.get(cardId)! };

@@ -1,7 +1,7 @@
-import { setTimeout as delay } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWorld, type World } from '../support/world.ts';
 import { audible } from '../support/discord/audio-analysis.ts';
+import { pollUntil } from '../support/poll.ts';
 import { parsePrometheus, total, type Sample } from '../support/prometheus.ts';
 
 // The operator's port (OPS_PORT): /healthz, /readyz through a Discord gateway outage, and /metrics as
@@ -29,14 +29,14 @@ async function get(path: string): Promise<{ status: number; type: string; body: 
   return { status: response.status, type: response.headers.get('content-type') ?? '', body: await response.text() };
 }
 
-async function readyzUntil(status: number, timeoutMs = 30_000): Promise<string> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const answer = await get('/readyz');
-    if (answer.status === status) return answer.body;
-    if (Date.now() > deadline) throw new Error(`/readyz stayed ${answer.status} (${answer.body.trim()}), not ${status}`);
-    await delay(READYZ_POLL_MS);
-  }
+function readyzUntil(status: number, timeoutMs = 30_000): Promise<string> {
+  return pollUntil({
+    ask: () => get('/readyz'),
+    found: (answer) => (answer.status === status ? answer.body : undefined),
+    intervalMs: READYZ_POLL_MS,
+    timeoutMs,
+    timeoutError: (last) => new Error(`/readyz stayed ${last?.status} (${last?.body.trim()}), not ${status}`),
+  });
 }
 
 async function metrics(): Promise<{ text: string; samples: Sample[] }> {

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import { isRecord, readString } from '../../src/lib/json.ts';
+import { pollUntil, TEST_TIMEOUT_MS } from '../support/poll.ts';
 import { rawHttp } from '../support/raw-http.ts';
 
 // Where the emulator listens and how it names itself: HTTPS and WSS with a certificate made at start or
@@ -48,11 +49,13 @@ async function finishedTask(emulator: Emulator, dispatcher?: Agent): Promise<Rec
     ...(dispatcher ? { dispatcher } : {}),
   });
   const { task_id: id } = (await submitted.json()) as { task_id: string };
-  for (;;) {
-    const answer: unknown = await (await fetch(`${base}/v1/videos/${id}`, { headers: AUTH, ...(dispatcher ? { dispatcher } : {}) })).json();
-    if (isRecord(answer) && answer.status === 'succeeded') return answer;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+  return pollUntil({
+    ask: async (): Promise<unknown> => (await fetch(`${base}/v1/videos/${id}`, { headers: AUTH, ...(dispatcher ? { dispatcher } : {}) })).json(),
+    found: (answer) => (isRecord(answer) && answer.status === 'succeeded' ? answer : undefined),
+    intervalMs: 20,
+    timeoutMs: TEST_TIMEOUT_MS,
+    timeoutError: (last) => new Error(`task ${id} not succeeded: ${JSON.stringify(last)}`),
+  });
 }
 
 function storedUrl(task: Record<string, unknown>): string | undefined {

@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
+import { pollUntil, TEST_TIMEOUT_MS } from '../support/poll.ts';
 import { rawHttp } from '../support/raw-http.ts';
 
 // The emulator spoken to with raw HTTP, the way any client of the spec would: formats, bad input,
@@ -47,17 +48,19 @@ async function rawExchange(text: string): Promise<{ status: number; headers: str
 }
 
 /** Polls a task (as clients of the spec must) until its status is one of `until`. */
-async function pollUntil(layer: 'compat' | 'native', id: string, until: (status: string | undefined) => boolean): Promise<Answer> {
+function pollTask(layer: 'compat' | 'native', id: string, until: (status: string | undefined) => boolean): Promise<Answer> {
   const path = layer === 'compat' ? `/v1/videos/${id}` : `/native/v1/videos/${id}`;
-  for (;;) {
-    const answer = await call('GET', path);
-    if (until((answer.body as { status?: string } | undefined)?.status)) return answer;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+  return pollUntil({
+    ask: () => call('GET', path),
+    found: (answer) => (until((answer.body as { status?: string } | undefined)?.status) ? answer : undefined),
+    intervalMs: 20,
+    timeoutMs: TEST_TIMEOUT_MS,
+    timeoutError: (last) => new Error(`task ${id} still ${JSON.stringify(last?.body)}`),
+  });
 }
 
 function waitUntilDone(layer: 'compat' | 'native', id: string): Promise<Answer> {
-  return pollUntil(layer, id, (status) => status !== undefined && !['queued', 'processing', 'pending'].includes(status));
+  return pollTask(layer, id, (status) => status !== undefined && !['queued', 'processing', 'pending'].includes(status));
 }
 
 describe('error formats', () => {
@@ -256,10 +259,10 @@ describe('results', () => {
     const done = (await waitUntilDone('native', id)).body as { status: string; video: { url: string } };
     expect(done.status).toBe('done');
     expect((await fetch(done.video.url)).status).toBe(200);
-    await pollUntil('native', id, (status) => status === 'expired');
+    await pollTask('native', id, (status) => status === 'expired');
     expect((await fetch(done.video.url)).status).toBe(404);
     // Another url lifetime later the task itself is forgotten, so a long-running emulator stays small.
-    expect((await pollUntil('native', id, (status) => status !== 'expired')).status).toBe(404);
+    expect((await pollTask('native', id, (status) => status !== 'expired')).status).toBe(404);
   });
 
   it('keeps the video when asked, with a public link and an expiry', async () => {

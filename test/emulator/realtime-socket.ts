@@ -1,5 +1,5 @@
-import { once } from 'node:events';
 import { WebSocket } from 'ws';
+import { waitUntil } from '../../src/lib/wait-until.ts';
 import { websocketText } from '../../src/lib/websocket-text.ts';
 
 // A plain websocket to the emulator's realtime endpoint, for the realtime tests: every event received is
@@ -35,16 +35,20 @@ export function connectRealtime(wsUrl: string, options: ConnectOptions = {}): Pr
     socket,
     events,
     async next(type, timeoutMs = 5000) {
-      const deadline = Date.now() + timeoutMs;
-      for (;;) {
-        const index = events.findIndex((event, position) => position >= cursor && event.type === type);
-        if (index >= 0) {
-          cursor = index + 1;
-          return events[index]!;
-        }
-        if (Date.now() > deadline) throw new Error(`no ${type} event; saw ${events.map((event) => String(event.type)).join(', ')}`);
-        await Promise.race([once(socket, 'event'), new Promise((resolve) => setTimeout(resolve, deadline - Date.now()))]);
-      }
+      const index = await waitUntil({
+        check: () => {
+          const found = events.findIndex((event, position) => position >= cursor && event.type === type);
+          return found >= 0 ? found : undefined;
+        },
+        subscribe: (wake) => {
+          socket.on('event', wake);
+          return () => socket.off('event', wake);
+        },
+        timeoutMs,
+        timeoutError: () => new Error(`no ${type} event; saw ${events.map((event) => String(event.type)).join(', ')}`),
+      });
+      cursor = index + 1;
+      return events[index]!;
     },
     send: (event) => socket.send(JSON.stringify(event)),
   };

@@ -1,12 +1,12 @@
 // Shared by the gateway client's tests against the emulator: a client per layer, polling to a terminal
 // state, and reading the emulator's journal.
 
-import { setTimeout as delay } from 'node:timers/promises';
 import type { Emulator } from '../../src/emulator/server.ts';
 import { GatewayClient, type GatewayClientOptions } from '../../src/gateway/client.ts';
 import type { TaskResult } from '../../src/gateway/types.ts';
 import { isRecord, parseJsonText, readString } from '../../src/lib/json.ts';
 import type { Layer } from '../../src/gateway/spec.ts';
+import { pollUntil } from '../support/poll.ts';
 
 export const EMULATOR_KEY = 'emulator-key';
 export const LATEST = 'svc-imagine-video-1.5';
@@ -35,15 +35,19 @@ export async function pollUntilSettled(
   id: string,
   timeoutMs = 5000,
 ): Promise<{ final: TaskResult; polls: TaskResult[] }> {
-  const deadline = Date.now() + timeoutMs;
   const polls: TaskResult[] = [];
-  for (;;) {
-    const result = await client.getTask(id);
-    polls.push(result);
-    if (result.status !== 'running') return { final: result, polls };
-    if (Date.now() > deadline) throw new Error(`task ${id} still running after ${timeoutMs} ms`);
-    await delay(20);
-  }
+  const final = await pollUntil({
+    ask: async () => {
+      const result = await client.getTask(id);
+      polls.push(result);
+      return result;
+    },
+    found: (result) => (result.status !== 'running' ? result : undefined),
+    intervalMs: 20,
+    timeoutMs,
+    timeoutError: () => new Error(`task ${id} still running after ${timeoutMs} ms`),
+  });
+  return { final, polls };
 }
 
 type JournalEntry = Emulator['requests'][number];

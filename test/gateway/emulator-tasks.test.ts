@@ -6,6 +6,7 @@ import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import type { GatewayClient } from '../../src/gateway/client.ts';
 import { NotFoundError, ResponseTooLargeError, VideoUnavailableError } from '../../src/gateway/errors.ts';
 import { USD_TICKS, type Layer } from '../../src/gateway/spec.ts';
+import { pollUntil } from '../support/poll.ts';
 import {
   EMULATOR_KEY,
   FAST_CONFIG,
@@ -206,12 +207,13 @@ describe('downloads and their limits', () => {
       const task = await client.generate({ model: LATEST, prompt: uniquePrompt('short lived', 'ttl') });
       const { final } = await pollUntilSettled(client, task.id);
       expect(final.status).toBe('succeeded');
-      let latest = final;
-      const deadline = Date.now() + 3000;
-      while (latest.status !== 'expired' && Date.now() < deadline) {
-        await new Promise((resolve) => setTimeout(resolve, 50));
-        latest = await client.getTask(task.id);
-      }
+      const latest = await pollUntil({
+        ask: () => client.getTask(task.id),
+        found: (answer) => (answer.status === 'expired' ? answer : undefined),
+        intervalMs: 50,
+        timeoutMs: 3000,
+        timeoutError: (last) => new Error(`task ${task.id} still ${last?.status ?? final.status} after 3000 ms`),
+      });
       expect(latest.status).toBe('expired');
       await expect(client.downloadVideo(final, { maxBytes: 1024 * 1024 })).rejects.toBeInstanceOf(NotFoundError);
       await expect(client.downloadVideo(latest, { maxBytes: 1024 * 1024 })).rejects.toMatchObject({ reason: 'expired' });

@@ -1,8 +1,8 @@
-import { setTimeout as delay } from 'node:timers/promises';
 import OpenAI, { APIError, AuthenticationError, BadRequestError, InternalServerError, NotFoundError, PermissionDeniedError, RateLimitError } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import { isRecord, readString } from '../../src/lib/json.ts';
+import { pollUntil } from '../support/poll.ts';
 import { EMULATOR_KEY, VIDEO_MODEL } from './sdk-support.ts';
 
 // The openai SDK's generic HTTP calls (client.post, client.get) and its video download on the emulator's
@@ -38,14 +38,14 @@ function submit(sdk: OpenAI, body: Record<string, unknown>) {
   return sdk.post<unknown>('/videos/generations', { body: { model: VIDEO_MODEL, duration: 2, ...body } });
 }
 
-async function pollUntilTerminal(sdk: OpenAI, taskId: string): Promise<Readonly<Record<string, unknown>>> {
-  const deadline = Date.now() + 5000;
-  for (;;) {
-    const task = record(await sdk.get<unknown>(`/videos/${taskId}`));
-    if (task.status === 'succeeded' || task.status === 'failed') return task;
-    if (Date.now() > deadline) throw new Error(`task ${taskId} still ${String(task.status)}`);
-    await delay(20);
-  }
+function pollUntilTerminal(sdk: OpenAI, taskId: string): Promise<Readonly<Record<string, unknown>>> {
+  return pollUntil({
+    ask: async () => record(await sdk.get<unknown>(`/videos/${taskId}`)),
+    found: (task) => (task.status === 'succeeded' || task.status === 'failed' ? task : undefined),
+    intervalMs: 20,
+    timeoutMs: 5000,
+    timeoutError: (last) => new Error(`task ${taskId} still ${String(last?.status)}`),
+  });
 }
 
 describe('the openai SDK on the compatibility layer', () => {

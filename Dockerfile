@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # The bot as a container: `docker build -t video-voice-bot .`, then run it with DISCORD_TOKEN and
 # GATEWAY_BASE_URL in its environment (compose.yaml adds Redis and, with --profile emulator, the gateway
-# emulator). test/unit/container.test.ts checks that what this file copies and runs exists in the repo.
+# emulator). test/app/container.test.ts checks that what this file copies and runs exists in the repo.
 
 # Build stage: the full Node 22 image has python3, make and g++ for native modules (sqlite3) that have
 # no prebuilt binary for the platform. Only production dependencies are installed.

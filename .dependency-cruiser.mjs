@@ -72,11 +72,11 @@ export default {
       to: { path: '^src/', pathNot: '^src/lib/' },
     },
     {
-      name: 'messages-know-only-the-gateway',
-      comment: 'src/messages words what the gateway said for members; every part may use it, so it uses none of them.',
+      name: 'wording-knows-only-the-gateway',
+      comment: 'src/wording words what the gateway said (errors, costs) for members; every part may use it, so it uses none of them.',
       severity: 'error',
-      from: { path: '^src/messages/' },
-      to: { path: '^src/', pathNot: '^src/(messages|gateway|lib)/' },
+      from: { path: '^src/wording/' },
+      to: { path: '^src/', pathNot: '^src/(wording|gateway|lib)/' },
     },
     {
       name: 'ports-are-interfaces',
@@ -96,7 +96,7 @@ export default {
       name: 'no-reaching-up',
       comment: 'Data flows one way (Discord event -> command -> service -> gateway client / store): the layers below never import the composition root, the configuration or the interaction routing.',
       severity: 'error',
-      from: { path: `^src/(lib|gateway|emulator|discord|messages|ports|shards|ops|${PARTS.slice(1, -1)})/|^src/store[.]ts$` },
+      from: { path: `^src/(lib|gateway|emulator|discord|wording|ports|shards|ops|${PARTS.slice(1, -1)})/|^src/store[.]ts$` },
       to: { path: '^src/(app|main|services|shutdown|config)[.]ts$|^src/interactions/' },
     },
     {

@@ -1,5 +1,5 @@
 import { AuthenticationError, GatewayError, MalformedResponseError } from '../gateway/errors.ts';
-import { describeGatewayError } from '../messages/gateway-errors.ts';
+import { describeGatewayError } from '../wording/gateway-errors.ts';
 import { keyFingerprint, type GatewayClientPool } from '../gateway/pool.ts';
 import type { Layer } from '../gateway/spec.ts';
 import { registerSecret, type Logger } from '../lib/log.ts';

@@ -16,7 +16,7 @@ import {
   describeRefusedPublicUrl,
   describeRefusedVideo,
   describeStorageError,
-} from './messages.ts';
+} from './wording.ts';
 import type { MemberCosts, MemberDayCost } from '../ports/guild-policy.ts';
 import { isTerminal, type TaskRecord } from './record.ts';
 import type { TaskRepository } from './repository.ts';

@@ -7,7 +7,7 @@ import type { GuildVideoPolicy } from '../ports/guild-policy.ts';
 import type { InteractionContext } from '../ports/interaction-context.ts';
 import type { EndUserIds } from './end-users.ts';
 import { checkMemberLimits } from './member-limits.ts';
-import { describeExpiredAttachments, describeOwnersButtons } from './messages.ts';
+import { describeExpiredAttachments, describeOwnersButtons } from './wording.ts';
 import type { OperationRequest, Prepared, SubmissionPlan, VideoSourceInput } from './plan.ts';
 import type { TaskRecord } from './record.ts';
 import { newTaskId, type TaskRepository } from './repository.ts';

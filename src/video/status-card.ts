@@ -1,6 +1,6 @@
 import type { APIEmbed } from 'discord.js';
 import { dayKey } from '../lib/day-key.ts';
-import { formatCost } from '../messages/cost.ts';
+import { formatCost } from '../wording/cost.ts';
 import type { MemberDayCost } from '../ports/guild-policy.ts';
 import {
   describeDeliveryRetry,
@@ -12,7 +12,7 @@ import {
   describeStorageError,
   describeTimeout,
   describeUnknownOutcome,
-} from './messages.ts';
+} from './wording.ts';
 import { DEFAULT_POLL_POLICY } from './poll-policy.ts';
 import { isTerminal, type TaskRecord } from './record.ts';
 

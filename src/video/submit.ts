@@ -13,8 +13,8 @@ import { LimitReachedError, type GuildVideoPolicy } from '../ports/guild-policy.
 import type { InteractionContext } from '../ports/interaction-context.ts';
 import type { VideoDelivery } from './delivery.ts';
 import { checkMemberLimits } from './member-limits.ts';
-import { describeGatewayError } from '../messages/gateway-errors.ts';
-import { describeExpiredAttachments } from './messages.ts';
+import { describeGatewayError } from '../wording/gateway-errors.ts';
+import { describeExpiredAttachments } from './wording.ts';
 import type { SubmissionPlan } from './plan.ts';
 import type { TaskRecord } from './record.ts';
 import type { TaskRepository } from './repository.ts';

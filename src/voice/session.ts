@@ -3,7 +3,7 @@ import type { VoiceConnection } from '@discordjs/voice';
 import { RealtimeConnectionError, type RealtimeClient, type RealtimeSessionConfig } from '../gateway/realtime/client.ts';
 import type { RealtimeFunctionCall, RealtimeServerEvent } from '../gateway/realtime/events.ts';
 import { backoffDelay } from '../lib/backoff.ts';
-import { describeGatewayError } from '../messages/gateway-errors.ts';
+import { describeGatewayError } from '../wording/gateway-errors.ts';
 import type { Logger } from '../lib/log.ts';
 import type { BotMetrics } from '../lib/metrics.ts';
 import { AnswerStreams } from './answer-streams.ts';

@@ -20,7 +20,7 @@ const BREAKING_IMPORTS: [file: string, source: string, rule: string][] = [
   ['src/emulator/server.ts', "import { client } from '../gateway/client.ts';\nexport const server = client;", 'emulator-stands-alone'],
   ['src/discord/outbox.ts', "import { part } from '../video/part.ts';\nexport const outbox = part;", 'discord-adapter-is-a-leaf'],
   ['src/store.ts', "import { part } from './video/part.ts';\nexport const store = part;", 'store-is-a-leaf'],
-  ['src/messages/words.ts', "import { part } from '../video/part.ts';\nexport const words = part;", 'messages-know-only-the-gateway'],
+  ['src/wording/words.ts', "import { part } from '../video/part.ts';\nexport const words = part;", 'wording-knows-only-the-gateway'],
   ['src/ports/port.ts', "import type { Part } from '../video/part.ts';\nexport type Port = Part;", 'ports-are-interfaces'],
   ['src/video/part.ts', "import type { Voice } from '../voice/voice.ts';\nexport type Part = Voice;\nexport const part = 1;", 'parts-meet-through-ports'],
   ['src/voice/voice.ts', "import { app } from '../app.ts';\nexport type Voice = typeof app;", 'no-reaching-up'],

@@ -3,7 +3,7 @@ import { DownloadHosts, isPublicAddress } from '../../src/gateway/download-guard
 import { DownloadRefusedError, NotAVideoError, VideoUnavailableError } from '../../src/gateway/errors.ts';
 import { videoContainerOf } from '../../src/gateway/video-format.ts';
 import { hostKey, urlScheme } from '../../src/lib/url.ts';
-import { describeGatewayError } from '../../src/messages/gateway-errors.ts';
+import { describeGatewayError } from '../../src/wording/gateway-errors.ts';
 
 // Which addresses a video download may connect to, what counts as a video, and how refusals are worded.
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { checkAccess } from '../../src/settings/access.ts';
 import { evaluateLimits, nextUtcMidnight } from '../../src/settings/limits.ts';
 import { dayKey } from '../../src/lib/day-key.ts';
-import { formatCost } from '../../src/messages/cost.ts';
+import { formatCost } from '../../src/wording/cost.ts';
 import { formatUsageReport } from '../../src/settings/usage.ts';
 
 const NO_LIMITS = { concurrentPerUser: 0, dailyPerUser: 0, dailyPerServer: 0 };

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { TaskResult } from '../../src/gateway/types.ts';
 import { applyResult } from '../../src/video/apply-result.ts';
 import { GatewayApiError } from '../../src/gateway/errors.ts';
-import { describeFailure, describeOverUploadLimit } from '../../src/video/messages.ts';
+import { describeFailure, describeOverUploadLimit } from '../../src/video/wording.ts';
 import { refusalMessage } from '../../src/video/submit.ts';
 import { needsWork, parseTaskRecord, type TaskRecord } from '../../src/video/record.ts';
 import { cardStateKey, progressBar, renderStatusCard } from '../../src/video/status-card.ts';

@@ -1,6 +1,6 @@
 import { DiscordAPIError, HTTPError } from 'discord.js';
 import { GatewayError } from '../gateway/errors.ts';
-import { describeGatewayError, withRequestId } from '../messages/gateway-errors.ts';
+import { describeGatewayError, withRequestId } from '../wording/gateway-errors.ts';
 import { NoGatewayAccessError } from './gateway-resolver.ts';
 import { TASK_NOT_FOUND, type TaskOutcome, type TaskRecord } from './record.ts';
 

@@ -48,7 +48,7 @@ async function startBot(info: ServerInfo, storeUrl: string, first: Interaction):
   const rest = new REST({ api: info.apiUrl, globalRequestsPerSecond: 100_000 }).setToken(info.botToken);
   const outbox = new DiscordOutbox(rest);
   const clients = new GatewayClientPool({ baseUrl: info.gatewayUrl, log: silentLogger });
-  const policy = new SettingsService({ store, clients, log: silentLogger, operatorKey: 'emulator-key', defaultLayer: 'compat', encryptionSecret: undefined });
+  const policy = new SettingsService({ store, clients, log: silentLogger, operatorKey: 'emulator-key', defaultLayer: 'compat', gatewayVendor: 'svc', encryptionSecret: undefined });
   const video = createVideo({ store, clients, policy, outbox, vendor: 'svc', log: silentLogger });
   const prepared = await video.prepare.generation(contextOf(info, first), {
     prompt: 'benchmark', model: undefined, duration: 4, resolution: undefined, aspectRatio: undefined,

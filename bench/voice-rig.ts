@@ -12,7 +12,7 @@ import { NO_METRICS } from '../src/lib/metrics.ts';
 import { silentLogger } from '../src/lib/log.ts';
 import { OpusScriptCodec } from '../src/voice/audio/opusscript-codec.ts';
 import { VoiceSession } from '../src/voice/session.ts';
-import { defaultVoiceSettings } from '../src/voice/settings.ts';
+import { defaultVoiceSettings } from '../src/settings/voice-settings.ts';
 import { parseVoiceStateRequest } from '../test/support/discord/voice-adapter.ts';
 import type { BotPacketProblems } from '../test/support/discord/voice-server.ts';
 

@@ -12,16 +12,8 @@ import { containing, suggest } from '../src/discord/autocomplete.ts';
 import { BUILT_IN_VOICES } from '../src/gateway/spec.ts';
 import type { Services } from '../src/services.ts';
 import { describeCallEncryption } from '../src/voice/call-encryption.ts';
-import {
-  checkVoiceSettingsChange,
-  describeVoiceSettingsChange,
-  parseWakeWords,
-  RESPOND_MODES,
-  TURN_DETECTION_MODES,
-  VOICE_LIMITS,
-  type VoiceSettings,
-  type VoiceSettingsChange,
-} from '../src/voice/settings.ts';
+import type { VoiceSettings } from '../src/ports/voice-settings.ts';
+import { checkVoiceSettingsChange, parseWakeWords, RESPOND_MODES, TURN_DETECTION_MODES, VOICE_LIMITS, type VoiceSettingsChange } from '../src/settings/voice-settings.ts';
 
 /** Instructions may be 2000 characters, as long as a whole Discord message: the reply shows their start. */
 const INSTRUCTIONS_PREVIEW = 500;
@@ -154,13 +146,12 @@ async function settings(interaction: ChatInputCommandInteraction, services: Serv
   if (tools !== null) change.tools = tools;
 
   if (Object.keys(change).length === 0) {
-    return answerPrivately(interaction, describeSettings(await services.voiceSettings.get(guildId)));
+    return answerPrivately(interaction, describeSettings(await services.settings.voiceSettings(guildId)));
   }
   const problem = checkVoiceSettingsChange(change, services.config.gatewayVendor);
   if (problem) return answerPrivately(interaction, problem);
-  const updated = await services.voiceSettings.update(guildId, change, interaction.user.id);
-  // The server's change history (/config show) records who changed what, and when.
-  await services.settings.update(guildId, interaction.user.id, describeVoiceSettingsChange(change), (current) => current);
+  // Recorded in the server's change history (/config show) with who and when, in the same step.
+  const updated = await services.settings.changeVoiceSettings(guildId, change, interaction.user.id);
   const note = services.voice.isIn(guildId) ? '\nThe new settings apply from the next `/voice join`.' : '';
   await answerPrivately(interaction, `Saved.\n${describeSettings(updated)}${note}`);
 }

@@ -22,7 +22,6 @@ import { createVideo } from './video/index.ts';
 import { pollPolicyWithInterval } from './video/poll-policy.ts';
 import { VoiceVideo } from './video/voice-requests.ts';
 import { VoiceService } from './voice/service.ts';
-import { VoiceSettingsStore } from './voice/settings.ts';
 
 export interface App {
   client: Client;
@@ -148,6 +147,7 @@ export async function startApp(config: BotConfig, log: Logger, signal: AbortSign
     log,
     operatorKey: config.gatewayApiKey,
     defaultLayer: config.gatewayLayer,
+    gatewayVendor: config.gatewayVendor,
     encryptionSecret: config.keyEncryptionSecret,
     previousEncryptionSecret: config.keyEncryptionSecretPrevious,
   });
@@ -170,7 +170,6 @@ export async function startApp(config: BotConfig, log: Logger, signal: AbortSign
       return access.ok ? access : undefined;
     },
   });
-  const voiceSettings = new VoiceSettingsStore(store, config.gatewayVendor);
   // The model's video tools run as the member who spoke: /video's role rules, limits, key and defaults.
   const videoRequests = new VoiceVideo({
     prepare: video.prepare,
@@ -180,13 +179,13 @@ export async function startApp(config: BotConfig, log: Logger, signal: AbortSign
     mayUseVideo: (caller) => settings.mayUse(caller.guildId, 'video', caller.roleIds, caller.isServerManager),
     log,
   });
-  const voice = new VoiceService({ client, outbox, access: settings, settings: voiceSettings, wsBaseUrl: config.gatewayWsUrl, metrics, videoRequests, log });
+  const voice = new VoiceService({ client, outbox, access: settings, settings, wsBaseUrl: config.gatewayWsUrl, metrics, videoRequests, log });
   video.tracker.onFinished((task) => {
     if (task.state === 'succeeded' && !task.outcome.moderated) {
       voice.announce(task.guildId, `A video is ready in the text channel: ${task.prompt.slice(0, 80) || task.operation}.`);
     }
   });
-  const services: Services = { config, log, store, settings, models, video, voice, voiceSettings };
+  const services: Services = { config, log, store, settings, models, video, voice };
   const dispatcher = createDispatcher(commands, services, { featureAccess: (guildId, feature, roles, isManager) => settings.mayUse(guildId, feature, roles, isManager) });
 
   client.on(Events.Error, (error) => log.error('discord client error', { error }));

@@ -5,7 +5,6 @@ import type { SettingsService } from './settings/service.ts';
 import type { Store } from './store.ts';
 import type { Video } from './video/index.ts';
 import type { VoiceService } from './voice/service.ts';
-import type { VoiceSettingsStore } from './voice/settings.ts';
 
 /** What command handlers may call. Handlers stay thin: the work happens in these parts. */
 export interface Services {
@@ -17,5 +16,4 @@ export interface Services {
   models: ModelCatalog;
   video: Video;
   voice: VoiceService;
-  voiceSettings: VoiceSettingsStore;
 }

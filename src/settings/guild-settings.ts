@@ -2,9 +2,10 @@ import { isRecord } from '../lib/json.ts';
 import { LAYERS, type Layer } from '../gateway/spec.ts';
 import type { ResultButtons } from '../ports/video-defaults.ts';
 import { parseSealedKey, type SealedKey } from './key-cipher.ts';
+import { parseStoredVoiceSettings, type StoredVoiceSettings } from './voice-settings.ts';
 
 // One server's settings, as stored: its own gateway key (sealed), layer, defaults, storage, who may use
-// the bot, limits, and the record of every change.
+// the bot, limits, its voice conversations, and the record of every change.
 
 export const FEATURES = ['video', 'voice'] as const;
 /** Who may press the buttons under a video; the first is the default. */
@@ -36,6 +37,8 @@ export interface GuildSettings {
   roles: Record<Feature, string[]>;
   /** 0 means no limit. */
   limits: { concurrentPerUser: number; dailyPerUser: number; dailyPerServer: number };
+  /** What /voice settings changed; unset: the defaults (or what an older version kept in its own record). */
+  voice?: StoredVoiceSettings;
   history: SettingsChange[];
 }
 
@@ -118,6 +121,7 @@ export function parseGuildSettings(raw: unknown): GuildSettings {
       dailyPerServer: count(raw.limits.dailyPerServer),
     };
   }
+  if (isRecord(raw.voice)) settings.voice = parseStoredVoiceSettings(raw.voice);
   if (Array.isArray(raw.history)) {
     settings.history = raw.history.flatMap((entry: unknown) => {
       if (!isRecord(entry)) return [];

@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import { AuthenticationError, GatewayError, MalformedResponseError } from '../gateway/errors.ts';
 import { describeGatewayError } from '../wording/gateway-errors.ts';
 import { keyFingerprint, type GatewayClientPool } from '../gateway/pool.ts';
@@ -8,14 +9,23 @@ import { refuse, type Result } from '../lib/result.ts';
 import type { GatewayCredentials } from '../gateway/types.ts';
 import { LimitReachedError, type GuildVideoPolicy, type LimitQuery, type MemberCosts, type MemberDayCost, type MemberTask, type TaskCost } from '../ports/guild-policy.ts';
 import type { VideoDefaults } from '../ports/video-defaults.ts';
+import type { VoiceSettings, VoiceSettingsSource } from '../ports/voice-settings.ts';
 import { checkAccess, type AccessVerdict } from './access.ts';
 import { HISTORY_KEPT, defaultGuildSettings, parseGuildSettings, type Feature, type GuildSettings, type StoredKey } from './guild-settings.ts';
 import { KeyCipher, MIN_ENCRYPTION_SECRET_LENGTH, UnreadableKeyError, type SealedKey } from './key-cipher.ts';
 import { discordRelativeTime, evaluateLimits, type LimitVerdict } from './limits.ts';
 import { UsageLedger, formatUsageReport } from './usage.ts';
+import {
+  applyVoiceSettingsChange,
+  defaultVoiceSettings,
+  describeVoiceSettingsChange,
+  parseStoredVoiceSettings,
+  type StoredVoiceSettings,
+  type VoiceSettingsChange,
+} from './voice-settings.ts';
 
 // What each server decides: its own gateway key (sealed at rest, never shown again), layer, defaults,
-// storage, who may use the bot and how much. The operator's GATEWAY_API_KEY serves servers without a key
+// storage, who may use the bot and how much, and how its voice conversations behave. The operator's GATEWAY_API_KEY serves servers without a key
 // of their own.
 
 export interface SettingsOptions {
@@ -26,6 +36,8 @@ export interface SettingsOptions {
   operatorKey: string | undefined;
   /** GATEWAY_LAYER: the layer of servers that did not choose one. */
   defaultLayer: Layer;
+  /** GATEWAY_VENDOR: whose realtime models the voice settings default to. */
+  gatewayVendor: string;
   /** KEY_ENCRYPTION_SECRET: without it servers cannot store keys. */
   encryptionSecret: string | undefined;
   /** KEY_ENCRYPTION_SECRET_PREVIOUS: during a rotation, keys sealed under it are read and sealed again. */
@@ -67,9 +79,15 @@ type ServerKey = Result<{ key: string }, { reason: 'undecryptable' | 'no-secret'
 
 const CANNOT_OPEN = { ok: false, reason: 'undecryptable', message: MESSAGES.unreadable } as const;
 
-export class SettingsService implements GuildVideoPolicy, MemberCosts {
+export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSettingsSource {
   readonly #options: SettingsOptions;
   readonly #settings: Collection<GuildSettings>;
+  /**
+   * Where versions before voice settings joined the server's settings kept them, one record per server:
+   * read while the server's settings have none, never written.
+   */
+  readonly #olderVoiceSettings: Collection<StoredVoiceSettings>;
+  readonly #voiceDefaults: VoiceSettings;
   readonly #cipher: KeyCipher | undefined;
   readonly #usage: UsageLedger;
   /**
@@ -81,6 +99,8 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts {
   constructor(options: SettingsOptions) {
     this.#options = options;
     this.#settings = options.store.collection('guild_settings', parseGuildSettings);
+    this.#olderVoiceSettings = options.store.collection('voice_settings', parseStoredVoiceSettings);
+    this.#voiceDefaults = defaultVoiceSettings(options.gatewayVendor);
     this.#cipher = options.encryptionSecret ? new KeyCipher(options.encryptionSecret, options.previousEncryptionSecret) : undefined;
     this.#usage = new UsageLedger(options.store, options.log);
     if (!this.#cipher) options.log.warn('KEY_ENCRYPTION_SECRET is not set: servers cannot store their own gateway keys');
@@ -95,17 +115,41 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts {
   }
 
   /**
-   * Applies a change (a pure function of the current settings: it may run again when another writer came
-   * first) and records who made it and when; the last HISTORY_KEPT changes are kept, newest first. One
-   * atomic step on the store, so two admins' changes (or two workers') cannot overwrite each other.
+   * Applies a change (a pure function of the current settings that leaves them as they are: it may run
+   * again when another writer came first) and records who made it and when; the last HISTORY_KEPT changes
+   * are kept, newest first. One atomic step on the store, so two admins' changes (or two workers') cannot
+   * overwrite each other. A change that leaves every setting as it was writes nothing and records nothing.
    */
   async update(guildId: string, by: string, description: string, change: (settings: GuildSettings) => GuildSettings): Promise<GuildSettings> {
     const updated = await this.#settings.update(guildId, (stored) => {
       const current = stored ?? defaultGuildSettings();
-      return withHistory(change(current), current, by, description);
+      const next = change(current);
+      return isDeepStrictEqual(next, current) ? undefined : withHistory(next, current, by, description);
     });
-    if (!updated) throw new Error('a settings change wrote no record'); // the change above always returns one
-    return updated;
+    // Nothing written and nothing stored: the server has the defaults.
+    return updated ?? defaultGuildSettings();
+  }
+
+  // ---- Voice -----------------------------------------------------------------------------------
+
+  /** The server's voice settings: what /voice settings changed, the defaults for the rest. */
+  async voiceSettings(guildId: string): Promise<VoiceSettings> {
+    const { voice } = await this.get(guildId);
+    return { ...this.#voiceDefaults, ...(voice ?? (await this.#olderVoiceSettings.get(guildId))) };
+  }
+
+  /**
+   * Changes voice settings and records the change in the server's history, in one step; two admins
+   * changing different settings at once both keep theirs. A change to what is already set writes nothing.
+   */
+  async changeVoiceSettings(guildId: string, change: VoiceSettingsChange, by: string): Promise<VoiceSettings> {
+    const older = await this.#olderVoiceSettings.get(guildId);
+    const effective = (settings: GuildSettings): VoiceSettings => ({ ...this.#voiceDefaults, ...(settings.voice ?? older) });
+    const updated = await this.update(guildId, by, describeVoiceSettingsChange(change), (settings) => {
+      const voice = applyVoiceSettingsChange(effective(settings), change, by, Date.now());
+      return voice === undefined ? settings : { ...settings, voice };
+    });
+    return effective(updated);
   }
 
   // ---- Keys ------------------------------------------------------------------------------------

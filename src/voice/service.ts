@@ -6,11 +6,11 @@ import { REALTIME_SESSION_MAX_MS } from '../gateway/spec.ts';
 import type { Logger } from '../lib/log.ts';
 import type { GatewayAccessResolver } from '../ports/gateway-access.ts';
 import type { VoiceCaller, VoiceVideoRequests } from '../ports/voice-video.ts';
+import type { VoiceSettings, VoiceSettingsSource } from '../ports/voice-settings.ts';
 import { addressesBot, answersOnlyWhenNamed } from './addressing.ts';
 import { describeCallEncryption, type CallEncryption } from './call-encryption.ts';
 import { VoiceAccessError, VoiceSession, finalFailure, type VoiceFunctionCall, type VoiceSessionMetrics } from './session.ts';
 import { VOICE_TOOLS, runToolCall } from './tools.ts';
-import type { VoiceSettings, VoiceSettingsStore } from './settings.ts';
 import type { Result } from '../lib/result.ts';
 import type { BotMetrics } from '../lib/metrics.ts';
 
@@ -68,7 +68,8 @@ export interface VoiceServiceDeps {
   client: Client;
   outbox: DiscordOutbox;
   access: GatewayAccessResolver;
-  settings: VoiceSettingsStore;
+  /** Each server's voice settings, read at every join. */
+  settings: VoiceSettingsSource;
   wsBaseUrl: string;
   log: Logger;
   /** What the model's video tools do (generate_video, video_status); without it no tools are declared. */
@@ -123,7 +124,7 @@ export class VoiceService {
     this.#joining.add(guildId);
     try {
       if (current) await this.leave(guildId, 'moving to another channel', false);
-      const settings = await this.#deps.settings.get(guildId);
+      const settings = await this.#deps.settings.voiceSettings(guildId);
       const log = this.#deps.log.child({ guild: guildId });
       const connection = joinVoiceChannel({ guildId, channelId: voiceChannelId, adapterCreator: guild.voiceAdapterCreator, selfDeaf: false, selfMute: false });
       // Websocket, UDP and DAVE failures surface as 'error' events; unheard, one would end the process.

@@ -12,7 +12,7 @@ import { FRAME_MS } from './audio/format.ts';
 import { SpeakerMixer } from './audio/mixer.ts';
 import { InputPump } from './input-pump.ts';
 import { VoiceListener } from './listener.ts';
-import type { VoiceSettings } from './settings.ts';
+import type { VoiceSettings } from '../ports/voice-settings.ts';
 import { SpeechPlayer, type StoppedItem } from './speech-player.ts';
 
 // A live conversation in one voice channel, as an explicit state machine:

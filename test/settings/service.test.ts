@@ -59,7 +59,7 @@ async function service(options: Partial<SettingsOptions> = {}, baseUrl = emulato
   const store = await openStore(`sqlite://${storeFile}`, log);
   const clients = new GatewayClientPool({ baseUrl, log, retry: { maxRetries: 0 } });
   opened.push({ store, clients });
-  return new SettingsService({ store, clients, log, operatorKey: undefined, defaultLayer: 'compat', encryptionSecret: SECRET, ...options });
+  return new SettingsService({ store, clients, log, operatorKey: undefined, defaultLayer: 'compat', gatewayVendor: 'svc', encryptionSecret: SECRET, ...options });
 }
 
 async function restart(options: Partial<SettingsOptions> = {}): Promise<SettingsService> {
@@ -260,7 +260,10 @@ describe('settings changes', () => {
     expect(stored.history.every((entry) => entry.at >= before && entry.at <= Date.now())).toBe(true);
 
     const busy = await restart();
-    for (let index = 0; index < 55; index++) await busy.update(GUILD, 'a', `change ${index}`, (current) => current);
+    // Each a real change: one that changes nothing is not recorded.
+    for (let index = 0; index < 55; index++) {
+      await busy.update(GUILD, 'a', `change ${index}`, (current) => ({ ...current, limits: { ...current.limits, concurrentPerUser: index + 1 } }));
+    }
     const history = (await busy.get(GUILD)).history;
     expect(history).toHaveLength(50);
     expect(history[0]?.change).toBe('change 54');
@@ -273,6 +276,47 @@ describe('settings changes', () => {
     expect(await settings.mayUse(GUILD, 'voice', ['r1'], false)).toEqual({ ok: true });
     expect(await settings.mayUse(GUILD, 'voice', [], true)).toEqual({ ok: true });
     expect(await settings.mayUse(GUILD, 'video', [], false)).toEqual({ ok: true });
+  });
+});
+
+describe('voice settings', () => {
+  it('are changed with the rest of the settings, and the change is recorded in the same history', async () => {
+    const settings = await service();
+    expect(await settings.voiceSettings(GUILD)).toMatchObject({ voice: 'eve', idleMinutes: 10, model: 'svc-voice-latest' });
+    const changed = await settings.changeVoiceSettings(GUILD, { voice: 'Ara', idleMinutes: 7 }, ADMIN);
+    expect(changed).toMatchObject({ voice: 'ara', idleMinutes: 7, updatedBy: ADMIN });
+
+    const stored = await (await restart()).get(GUILD);
+    expect(stored.voice).toMatchObject({ voice: 'ara', idleMinutes: 7 });
+    expect(stored.history).toEqual([{ at: expect.any(Number), by: ADMIN, change: 'changed voice settings: voice ara, idle_minutes 7' }]);
+  });
+
+  it('write nothing when set to what they already are, and neither do the other settings', async () => {
+    const settings = await service();
+    await settings.changeVoiceSettings(GUILD, { voice: 'ara', transcripts: true }, ADMIN);
+    await settings.update(GUILD, ADMIN, 'set the layer to native', (current) => ({ ...current, layer: 'native' }));
+    const raw = await openStore(`sqlite://${storeFile}`, log);
+    const records = raw.collection('guild_settings', (value) => value);
+    const before = await records.get(GUILD);
+
+    const again = await settings.changeVoiceSettings(GUILD, { voice: 'Ara', transcripts: true }, 'someone-else');
+    expect(again).toMatchObject({ voice: 'ara', transcripts: true, updatedBy: ADMIN });
+    await settings.update(GUILD, 'someone-else', 'set the layer to native', (current) => ({ ...current, layer: 'native' }));
+
+    expect(await records.get(GUILD)).toEqual(before);
+    expect((await settings.get(GUILD)).history.map((entry) => entry.change)).toEqual(['set the layer to native', 'changed voice settings: voice ara, transcripts on']);
+    await raw.close();
+  });
+
+  it('kept by an older version in their own record are read, and carried over at the first change', async () => {
+    const raw = await openStore(`sqlite://${storeFile}`, log);
+    await raw.collection('voice_settings', (value) => value).set(GUILD, { voice: 'leo', silenceMs: 800, model: 'svc-voice-1', wakeWords: ['computer'], updatedBy: ADMIN, updatedAt: 1 });
+    await raw.close();
+    const settings = await service();
+    expect(await settings.voiceSettings(GUILD)).toMatchObject({ voice: 'leo', silenceMs: 800, model: 'svc-voice-1', wakeWords: ['computer'], idleMinutes: 10 });
+
+    await settings.changeVoiceSettings(GUILD, { idleMinutes: 3 }, ADMIN);
+    expect(await (await restart()).voiceSettings(GUILD)).toMatchObject({ voice: 'leo', silenceMs: 800, model: 'svc-voice-1', wakeWords: ['computer'], idleMinutes: 3 });
   });
 });
 

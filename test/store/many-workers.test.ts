@@ -12,7 +12,6 @@ import { dayKey } from '../../src/lib/day-key.ts';
 import { UsageLedger } from '../../src/settings/usage.ts';
 import { openStore, type Store } from '../../src/store.ts';
 import { EndUserIds } from '../../src/video/end-users.ts';
-import { VoiceSettingsStore } from '../../src/voice/settings.ts';
 import { startOwnRedis, type OwnRedis } from '../support/redis-server.ts';
 
 // The records every worker may write, written by two workers at once: two stores opened on one url, as
@@ -80,7 +79,7 @@ function sqliteUrl(): string {
 /** A guild id no other test (or earlier run) uses. */
 function newGuild(): string {
   const guild = `9${BigInt(`0x${randomUUID().replaceAll('-', '').slice(0, 14)}`).toString()}`;
-  written.push(['guild_settings', guild], ['voice_settings', guild], ['usage_days', `${guild}:${dayKey(DAY)}`]);
+  written.push(['guild_settings', guild], ['usage_days', `${guild}:${dayKey(DAY)}`]);
   return guild;
 }
 
@@ -88,7 +87,7 @@ function newGuild(): string {
 function settingsOf(store: Store): SettingsService {
   const clients = new GatewayClientPool({ baseUrl: 'http://127.0.0.1:9', log: silentLogger });
   pools.push(clients);
-  return new SettingsService({ store, clients, log: silentLogger, operatorKey: undefined, defaultLayer: 'compat', encryptionSecret: undefined });
+  return new SettingsService({ store, clients, log: silentLogger, operatorKey: undefined, defaultLayer: 'compat', gatewayVendor: 'svc', encryptionSecret: undefined });
 }
 
 function member(index: number): string {
@@ -162,10 +161,14 @@ describe.each([
 
   it("keep both admins' voice settings when they change different ones on both at once", async () => {
     const here = url();
-    const [first, second] = await twoWorkers(here, (store) => new VoiceSettingsStore(store, 'svc'));
+    const [first, second] = await twoWorkers(here, settingsOf);
     const guild = newGuild();
-    await Promise.all([first.update(guild, { silenceMs: 900 }, member(1)), second.update(guild, { transcripts: true }, member(2)), first.update(guild, { idleMinutes: 20 }, member(1))]);
-    expect(await second.get(guild)).toMatchObject({ silenceMs: 900, transcripts: true, idleMinutes: 20 });
+    await Promise.all([
+      first.changeVoiceSettings(guild, { silenceMs: 900 }, member(1)),
+      second.changeVoiceSettings(guild, { transcripts: true }, member(2)),
+      first.changeVoiceSettings(guild, { idleMinutes: 20 }, member(1)),
+    ]);
+    expect(await second.voiceSettings(guild)).toMatchObject({ silenceMs: 900, transcripts: true, idleMinutes: 20 });
   });
 });
 

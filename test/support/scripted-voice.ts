@@ -1,7 +1,7 @@
 import { VoiceConnectionStatus, entersState, joinVoiceChannel, type VoiceConnection } from '@discordjs/voice';
 import { RealtimeClient } from '../../src/gateway/realtime/client.ts';
 import { silentLogger } from '../../src/lib/log.ts';
-import { defaultVoiceSettings } from '../../src/voice/settings.ts';
+import { defaultVoiceSettings } from '../../src/settings/voice-settings.ts';
 import { VoiceSession, type VoiceSessionOptions } from '../../src/voice/session.ts';
 import { trustCertificateInThisProcess } from './discord/tls-trust.ts';
 import { InProcessVoiceGateway } from './discord/voice-adapter.ts';

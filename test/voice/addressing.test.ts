@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { addressesBot, answersOnlyWhenNamed, normalizeSpeech } from '../../src/voice/addressing.ts';
-import { checkVoiceSettingsChange, parseWakeWords } from '../../src/voice/settings.ts';
+import { checkVoiceSettingsChange, parseWakeWords } from '../../src/settings/voice-settings.ts';
 
 // Whether a turn names the bot: case, punctuation and a leading "hey"/"ok" do not matter.
 describe('wake word matching', () => {

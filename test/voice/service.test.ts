@@ -10,7 +10,8 @@ import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import { silentLogger } from '../../src/lib/log.ts';
 import { openStore, type Store } from '../../src/store.ts';
 import { VoiceService } from '../../src/voice/service.ts';
-import { VoiceSettingsStore } from '../../src/voice/settings.ts';
+import { SettingsService } from '../../src/settings/service.ts';
+import { GatewayClientPool } from '../../src/gateway/pool.ts';
 import { startDiscordStandIn, type DiscordStandIn, type TestGuild } from '../support/discord/index.ts';
 import { trustCertificateInThisProcess } from '../support/discord/tls-trust.ts';
 
@@ -19,7 +20,8 @@ let discord: DiscordStandIn;
 let guild: TestGuild;
 let client: Client;
 let store: Store;
-let settings: VoiceSettingsStore;
+let settings: SettingsService;
+let clients: GatewayClientPool;
 let service: VoiceService;
 let untrust: () => void;
 
@@ -44,7 +46,8 @@ beforeAll(async () => {
   await client.login(discord.botToken);
   await ready;
   store = await openStore('sqlite://:memory:', silentLogger);
-  settings = new VoiceSettingsStore(store, 'svc');
+  clients = new GatewayClientPool({ baseUrl: emulator.baseUrl, log: silentLogger });
+  settings = new SettingsService({ store, clients, log: silentLogger, operatorKey: 'emulator-key', defaultLayer: 'native', gatewayVendor: 'svc', encryptionSecret: undefined });
   service = new VoiceService({
     client,
     outbox: new DiscordOutbox(client.rest),
@@ -59,6 +62,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await service?.stopAll();
   await client?.destroy();
+  await clients?.close();
   await store?.close();
   await discord?.close();
   await emulator?.close();
@@ -67,7 +71,7 @@ afterAll(async () => {
 
 describe('the voice service', () => {
   it('leaves after the configured time without anyone speaking, and not before', async () => {
-    await settings.update(guild.id, { idleMinutes: 2 }, guild.admin.id);
+    await settings.changeVoiceSettings(guild.id, { idleMinutes: 2 }, guild.admin.id);
     const seen = new Promise((resolve) => client.once(Events.VoiceStateUpdate, resolve));
     discord.joinVoice(guild.member, guild.id, guild.voiceChannelId);
     await seen;

@@ -5,7 +5,8 @@
 
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { samplesToBytes } from '../../src/voice/audio/format.ts';
-import { defaultVoiceSettings, type VoiceSettings } from '../../src/voice/settings.ts';
+import type { VoiceSettings } from '../../src/ports/voice-settings.ts';
+import { defaultVoiceSettings } from '../../src/settings/voice-settings.ts';
 import type { VoiceSession, VoiceSessionMetrics, VoiceSessionOptions } from '../../src/voice/session.ts';
 import { analyzeTone, audible, byTone } from '../support/discord/audio-analysis.ts';
 import { REALTIME_PCM } from '../support/discord/audio-format.ts';

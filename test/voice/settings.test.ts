@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkVoiceSettingsChange } from '../../src/voice/settings.ts';
+import { checkVoiceSettingsChange } from '../../src/settings/voice-settings.ts';
 
 // /voice settings checks a change before storing it; which voices exist is the gateway's to say.
 describe('a voice settings change', () => {

@@ -1,40 +1,13 @@
+import { isDeepStrictEqual } from 'node:util';
 import { isRecord } from '../lib/json.ts';
 import { BUILT_IN_VOICES, isVoiceId, realtimeModelNames } from '../gateway/spec.ts';
-import type { Collection, Store } from '../store.ts';
-import { normalizeSpeech } from './addressing.ts';
+import type { RespondMode, TurnDetectionMode, VoiceSettings } from '../ports/voice-settings.ts';
 
-// How a server's voice conversations behave, stored per server and changed with /voice settings.
+// How a server's voice conversations behave, kept with the rest of its settings and changed with /voice
+// settings; the voice part reads them through the VoiceSettingsSource port.
 
-export const TURN_DETECTION_MODES = ['server', 'discord'] as const;
-export type TurnDetectionMode = (typeof TURN_DETECTION_MODES)[number];
-
-/**
- * When the bot answers a turn. `auto`: every turn with one person in the channel, only turns that name
- * it with two or more; `always` and `when_named` fix one of those.
- */
-export const RESPOND_MODES = ['auto', 'always', 'when_named'] as const;
-export type RespondMode = (typeof RESPOND_MODES)[number];
-
-export interface VoiceSettings {
-  voice: string;
-  instructions: string;
-  model: string;
-  /** `server`: the gateway's voice activity detection; `discord`: a turn ends when Discord says everyone stopped. */
-  turnDetection: TurnDetectionMode;
-  vadThreshold: number;
-  silenceMs: number;
-  /** Post what is said, both ways, in a thread of the text channel. */
-  transcripts: boolean;
-  /** Leave after this many minutes without anyone speaking. */
-  idleMinutes: number;
-  respond: RespondMode;
-  /** What counts as the bot's name; empty: its display name in the server. */
-  wakeWords: string[];
-  /** Declare the video tools to the model; undefined: on when the server lets members use /video. */
-  tools?: boolean;
-  updatedBy?: string;
-  updatedAt?: number;
-}
+export const TURN_DETECTION_MODES: readonly TurnDetectionMode[] = ['server', 'discord'];
+export const RESPOND_MODES: readonly RespondMode[] = ['auto', 'always', 'when_named'];
 
 export const VOICE_LIMITS = {
   vadThreshold: { min: 0.05, max: 1 },
@@ -68,11 +41,18 @@ export function parseWakeWords(text: string): string[] {
     .filter((word) => word !== '');
 }
 
-function parseVoiceSettings(raw: unknown, defaults: VoiceSettings): VoiceSettings {
+/**
+ * What a server chose, as stored: each setting that reads right, the rest left to the defaults (which
+ * name the vendor's models, so they are applied by whoever knows the vendor).
+ */
+export type StoredVoiceSettings = Partial<VoiceSettings>;
+
+export function parseStoredVoiceSettings(raw: unknown): StoredVoiceSettings {
   if (!isRecord(raw)) throw new Error('voice settings must be an object');
-  const pick = <T>(key: keyof VoiceSettings, check: (value: unknown) => value is T, fallback: T): T => {
+  const stored: StoredVoiceSettings = {};
+  const keep = <K extends keyof VoiceSettings>(key: K, check: (value: unknown) => value is VoiceSettings[K]): void => {
     const value = raw[key];
-    return value === undefined ? fallback : check(value) ? value : fallback;
+    if (check(value)) stored[key] = value;
   };
   const isString = (value: unknown): value is string => typeof value === 'string';
   const isNumber = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value);
@@ -80,27 +60,28 @@ function parseVoiceSettings(raw: unknown, defaults: VoiceSettings): VoiceSetting
   const isMode = (value: unknown): value is TurnDetectionMode => TURN_DETECTION_MODES.some((mode) => mode === value);
   const isRespond = (value: unknown): value is RespondMode => RESPOND_MODES.some((mode) => mode === value);
   const isWords = (value: unknown): value is string[] => Array.isArray(value) && value.every((word) => typeof word === 'string');
-  const tools = pick<boolean | undefined>('tools', isBoolean, undefined);
-  const updatedBy = pick<string | undefined>('updatedBy', isString, undefined);
-  const updatedAt = pick<number | undefined>('updatedAt', isNumber, undefined);
-  return {
-    voice: pick('voice', isString, defaults.voice),
-    instructions: pick('instructions', isString, defaults.instructions),
-    model: pick('model', isString, defaults.model),
-    turnDetection: pick('turnDetection', isMode, defaults.turnDetection),
-    vadThreshold: pick('vadThreshold', isNumber, defaults.vadThreshold),
-    silenceMs: pick('silenceMs', isNumber, defaults.silenceMs),
-    transcripts: pick('transcripts', isBoolean, defaults.transcripts),
-    idleMinutes: pick('idleMinutes', isNumber, defaults.idleMinutes),
-    respond: pick('respond', isRespond, defaults.respond),
-    wakeWords: pick('wakeWords', isWords, defaults.wakeWords),
-    ...(tools === undefined ? {} : { tools }),
-    ...(updatedBy === undefined ? {} : { updatedBy }),
-    ...(updatedAt === undefined ? {} : { updatedAt }),
-  };
+  keep('voice', isString);
+  keep('instructions', isString);
+  keep('model', isString);
+  keep('turnDetection', isMode);
+  keep('vadThreshold', isNumber);
+  keep('silenceMs', isNumber);
+  keep('transcripts', isBoolean);
+  keep('idleMinutes', isNumber);
+  keep('respond', isRespond);
+  keep('wakeWords', isWords);
+  keep('tools', isBoolean);
+  keep('updatedBy', isString);
+  keep('updatedAt', isNumber);
+  return stored;
 }
 
 export type VoiceSettingsChange = Partial<Omit<VoiceSettings, 'updatedBy' | 'updatedAt'>>;
+
+/** Whether a wake word keeps a letter or digit once the voice part normalises what it hears (NFKC, then letters and digits). */
+function hasSomethingToHear(word: string): boolean {
+  return /[\p{L}\p{N}]/u.test(word.normalize('NFKC'));
+}
 
 /** Checks a change before it is stored; the message names the option and the rule. */
 export function checkVoiceSettingsChange(change: VoiceSettingsChange, vendor: string): string | undefined {
@@ -117,7 +98,7 @@ export function checkVoiceSettingsChange(change: VoiceSettingsChange, vendor: st
     if (change.wakeWords.length > VOICE_LIMITS.wakeWords) return `\`wake_words\` can list at most ${VOICE_LIMITS.wakeWords} names, separated by commas.`;
     const long = change.wakeWords.find((word) => word.length > VOICE_LIMITS.wakeWordLength);
     if (long !== undefined) return `\`wake_words\`: each name can be at most ${VOICE_LIMITS.wakeWordLength} characters; "${long.slice(0, 20)}…" is longer.`;
-    const empty = change.wakeWords.find((word) => normalizeSpeech(word) === '');
+    const empty = change.wakeWords.find((word) => !hasSomethingToHear(word));
     if (empty !== undefined) return `\`wake_words\`: "${empty}" has no letters or digits to listen for.`;
   }
   const ranges: [keyof typeof VOICE_LIMITS, number | undefined, string][] = [
@@ -153,27 +134,14 @@ export function describeVoiceSettingsChange(change: VoiceSettingsChange): string
   return `changed voice settings: ${parts.join(', ')}`;
 }
 
-export class VoiceSettingsStore {
-  readonly #collection: Collection<VoiceSettings>;
-  readonly #defaults: VoiceSettings;
-
-  constructor(store: Store, vendor: string) {
-    this.#defaults = defaultVoiceSettings(vendor);
-    this.#collection = store.collection('voice_settings', (raw) => parseVoiceSettings(raw, this.#defaults));
-  }
-
-  async get(guildId: string): Promise<VoiceSettings> {
-    return (await this.#collection.get(guildId)) ?? this.#defaults;
-  }
-
-  /** One atomic step on the store: two admins changing different settings at once both keep theirs. */
-  async update(guildId: string, change: VoiceSettingsChange, by: string): Promise<VoiceSettings> {
-    const updated = await this.#collection.update(guildId, (current) => {
-      const next: VoiceSettings = { ...(current ?? this.#defaults), ...change, updatedBy: by, updatedAt: Date.now() };
-      if (change.voice !== undefined) next.voice = change.voice.toLowerCase();
-      return next;
-    });
-    if (!updated) throw new Error('a voice settings change wrote no record'); // the change above always returns one
-    return updated;
-  }
+/**
+ * `current` with `change` applied, stamped with who made it and when; undefined when the change sets
+ * every setting to what it already is (nothing to write, nothing to record).
+ */
+export function applyVoiceSettingsChange(current: VoiceSettings, change: VoiceSettingsChange, by: string, at: number): VoiceSettings | undefined {
+  const { updatedBy: _by, updatedAt: _at, ...settings } = current;
+  const next: VoiceSettings = { ...settings, ...change };
+  if (change.voice !== undefined) next.voice = change.voice.toLowerCase();
+  if (isDeepStrictEqual(next, settings)) return undefined;
+  return { ...next, updatedBy: by, updatedAt: at };
 }

@@ -1,0 +1,36 @@
+// How a server's voice conversations behave: the server settings keep it (changed with /voice
+// settings), the voice part reads it when it joins a channel.
+
+/** `server`: the gateway's voice activity detection; `discord`: a turn ends when Discord says everyone stopped. */
+export type TurnDetectionMode = 'server' | 'discord';
+
+/**
+ * When the bot answers a turn. `auto`: every turn with one person in the channel, only turns that name
+ * it with two or more; `always` and `when_named` fix one of those.
+ */
+export type RespondMode = 'auto' | 'always' | 'when_named';
+
+export interface VoiceSettings {
+  voice: string;
+  instructions: string;
+  model: string;
+  turnDetection: TurnDetectionMode;
+  vadThreshold: number;
+  silenceMs: number;
+  /** Post what is said, both ways, in a thread of the text channel. */
+  transcripts: boolean;
+  /** Leave after this many minutes without anyone speaking. */
+  idleMinutes: number;
+  respond: RespondMode;
+  /** What counts as the bot's name; empty: its display name in the server. */
+  wakeWords: string[];
+  /** Declare the video tools to the model; undefined: on when the server lets members use /video. */
+  tools?: boolean;
+  updatedBy?: string;
+  updatedAt?: number;
+}
+
+export interface VoiceSettingsSource {
+  /** The server's voice settings: what it chose, the defaults for the rest. */
+  voiceSettings(guildId: string): Promise<VoiceSettings>;
+}

@@ -11,6 +11,7 @@ import { LimitReachedError, type GuildVideoPolicy, type LimitQuery, type MemberC
 import type { VideoDefaults } from '../ports/video-defaults.ts';
 import type { VoiceSettings, VoiceSettingsSource } from '../ports/voice-settings.ts';
 import { checkAccess, type AccessVerdict } from './access.ts';
+import { describeServerSettings } from './config-options.ts';
 import { HISTORY_KEPT, defaultGuildSettings, parseGuildSettings, type Feature, type GuildSettings, type StoredKey } from './guild-settings.ts';
 import { KeyCipher, MIN_ENCRYPTION_SECRET_LENGTH, UnreadableKeyError, type SealedKey } from './key-cipher.ts';
 import { discordRelativeTime, evaluateLimits, type LimitVerdict } from './limits.ts';
@@ -280,6 +281,14 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
     const operatorKey = this.#options.operatorKey;
     if (!operatorKey) return { ok: false, reason: 'no-key', message: MESSAGES.noKey };
     return { ok: true, apiKey: operatorKey, layer, source: 'operator', keyId: keyFingerprint(operatorKey) };
+  }
+
+  /** `/config show`: `settings` (what a change just wrote; unless given, what is stored) and what stands between the server and a working bot. */
+  async describe(guildId: string, settings?: GuildSettings): Promise<string> {
+    const shown = settings ?? (await this.get(guildId));
+    const access = await this.resolveGatewayAccess(guildId);
+    const keyInUse = await this.describeKeyInUse(guildId);
+    return describeServerSettings(shown, { hasKey: access.ok, canStoreKeys: this.canStoreKeys, keyInUse, defaultLayer: this.#options.defaultLayer });
   }
 
   /** `/config show`'s key line: which key serves the server (its own, the operator's, or none) and why. */

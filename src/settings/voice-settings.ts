@@ -1,6 +1,8 @@
 import { isDeepStrictEqual } from 'node:util';
 import { isRecord } from '../lib/json.ts';
 import { BUILT_IN_VOICES, isVoiceId, realtimeModelNames } from '../gateway/spec.ts';
+import type { SubcommandDefinition } from '../discord/command-options.ts';
+import { refuse, type Result } from '../lib/result.ts';
 import type { RespondMode, TurnDetectionMode, VoiceSettings } from '../ports/voice-settings.ts';
 
 // How a server's voice conversations behave, kept with the rest of its settings and changed with /voice
@@ -144,4 +146,111 @@ export function applyVoiceSettingsChange(current: VoiceSettings, change: VoiceSe
   if (change.voice !== undefined) next.voice = change.voice.toLowerCase();
   if (isDeepStrictEqual(next, settings)) return undefined;
   return { ...next, updatedBy: by, updatedAt: at };
+}
+
+// ---- /voice settings ---------------------------------------------------------------------------
+
+/** Instructions may be 2000 characters, as long as a whole Discord message: the reply shows their start. */
+const INSTRUCTIONS_PREVIEW = 500;
+
+export const VOICE_SETTINGS_SUBCOMMAND = {
+  name: 'settings',
+  description: 'Show or change how voice conversations work on this server (Manage Server to change)',
+  options: [
+    { type: 'string', name: 'voice', description: "The model's voice", autocomplete: true },
+    { type: 'string', name: 'instructions', description: 'What the model should be like', maxLength: VOICE_LIMITS.instructionsLength },
+    { type: 'string', name: 'model', description: 'Realtime model', autocomplete: true },
+    {
+      type: 'string',
+      name: 'turn_detection',
+      description: 'Who decides that someone finished speaking',
+      choices: [
+        { name: 'server: the gateway listens for pauses', value: 'server' },
+        { name: 'discord: when Discord says speaking stopped', value: 'discord' },
+      ],
+    },
+    { type: 'number', name: 'vad_threshold', description: 'How loud counts as speech (server mode)', min: VOICE_LIMITS.vadThreshold.min, max: VOICE_LIMITS.vadThreshold.max },
+    { type: 'integer', name: 'silence_ms', description: 'Pause that ends a turn (server mode)', min: VOICE_LIMITS.silenceMs.min, max: VOICE_LIMITS.silenceMs.max },
+    { type: 'boolean', name: 'transcripts', description: 'Post what is said in a thread' },
+    { type: 'integer', name: 'idle_minutes', description: 'Leave after this long without speech', min: VOICE_LIMITS.idleMinutes.min, max: VOICE_LIMITS.idleMinutes.max },
+    {
+      type: 'string',
+      name: 'respond',
+      description: 'Which turns the bot answers',
+      choices: [
+        { name: 'auto: every turn with one person, only when named with more', value: 'auto' },
+        { name: 'always: every turn', value: 'always' },
+        { name: 'when_named: only turns that name the bot', value: 'when_named' },
+      ],
+    },
+    { type: 'string', name: 'wake_words', description: 'Names it answers to, comma-separated (empty: its display name)', maxLength: 400 },
+    { type: 'boolean', name: 'tools', description: 'Let the model make videos and check them for whoever asks (same rules as /video)' },
+  ],
+} as const satisfies SubcommandDefinition;
+
+/** The options of /voice settings as given, by the names of VoiceSettings; null: left out. */
+export interface VoiceSettingsGiven {
+  voice: string | null;
+  instructions: string | null;
+  model: string | null;
+  turnDetection: string | null;
+  vadThreshold: number | null;
+  silenceMs: number | null;
+  transcripts: boolean | null;
+  idleMinutes: number | null;
+  respond: string | null;
+  wakeWords: string | null;
+  tools: boolean | null;
+}
+
+/** The change the options ask for (empty: they ask to see the settings), or why it is refused. */
+export function voiceSettingsChange(given: VoiceSettingsGiven, vendor: string): Result<{ change: VoiceSettingsChange }> {
+  const change: VoiceSettingsChange = {};
+  if (given.voice !== null) change.voice = given.voice;
+  if (given.instructions !== null) change.instructions = given.instructions;
+  if (given.model !== null) change.model = given.model;
+  const mode = TURN_DETECTION_MODES.find((candidate) => candidate === given.turnDetection);
+  if (mode) change.turnDetection = mode;
+  if (given.vadThreshold !== null) change.vadThreshold = given.vadThreshold;
+  if (given.silenceMs !== null) change.silenceMs = given.silenceMs;
+  if (given.transcripts !== null) change.transcripts = given.transcripts;
+  if (given.idleMinutes !== null) change.idleMinutes = given.idleMinutes;
+  if (given.respond !== null) {
+    const chosen = RESPOND_MODES.find((candidate) => candidate === given.respond);
+    if (!chosen) return refuse(`\`respond\` must be one of ${RESPOND_MODES.join(', ')}; got "${given.respond}".`);
+    change.respond = chosen;
+  }
+  if (given.wakeWords !== null) change.wakeWords = parseWakeWords(given.wakeWords);
+  if (given.tools !== null) change.tools = given.tools;
+  if (Object.keys(change).length === 0) return { ok: true, change };
+  const problem = checkVoiceSettingsChange(change, vendor);
+  return problem ? refuse(problem) : { ok: true, change };
+}
+
+function describeRespond(settings: VoiceSettings): string {
+  const names = settings.wakeWords.length > 0 ? settings.wakeWords.map((word) => `"${word}"`).join(', ') : 'its display name';
+  const when =
+    settings.respond === 'always'
+      ? 'every turn'
+      : settings.respond === 'when_named'
+        ? 'only turns that name it'
+        : 'every turn with one person in the channel, only turns that name it with more';
+  return `${settings.respond}: ${when} (its names: ${names})`;
+}
+
+/** `/voice settings`, and what every change answers with. */
+export function describeVoiceSettings(settings: VoiceSettings): string {
+  return [
+    `**Voice:** ${settings.voice}`,
+    `**Model:** ${settings.model}`,
+    `**Turn detection:** ${settings.turnDetection}${settings.turnDetection === 'server' ? ` (threshold ${settings.vadThreshold}, ${settings.silenceMs} ms of silence ends a turn)` : ''}`,
+    `**Transcripts:** ${settings.transcripts ? 'on, in a thread' : 'off'}`,
+    `**Leaves after:** ${settings.idleMinutes} min without speech`,
+    `**Answers:** ${describeRespond(settings)}`,
+    `**Tools:** ${settings.tools === false ? 'off' : 'on (generate_video, video_status, with the rules of /video)'}`,
+    `**Instructions:** ${settings.instructions.length > INSTRUCTIONS_PREVIEW ? `${settings.instructions.slice(0, INSTRUCTIONS_PREVIEW - 1)}… (${settings.instructions.length} characters)` : settings.instructions}`,
+    settings.updatedBy ? `Last changed by <@${settings.updatedBy}> <t:${Math.floor((settings.updatedAt ?? 0) / 1000)}:R>.` : '',
+  ]
+    .filter((line) => line !== '')
+    .join('\n');
 }

@@ -1,0 +1,241 @@
+import type { SubcommandDefinition } from '../discord/command-options.ts';
+import { ASPECT_RATIOS, GENERATION_DURATION, LAYERS, RESOLUTIONS, type Layer } from '../gateway/spec.ts';
+import { refuse, type Result } from '../lib/result.ts';
+import { FEATURES, RESULT_BUTTONS, STORAGE_MAX_DAYS, type GuildSettings } from './guild-settings.ts';
+
+// /config's subcommands: what each asks in what words, what it accepts (and why not, to the admin), and
+// the change it makes with the words the server's history records it in. commands/config.ts reads the
+// options and hands them here.
+
+const MAX_LIMIT = 10_000;
+
+export const CONFIG_COMMAND = { name: 'config', description: 'Server settings for the video and voice bot (Manage Server)' } as const;
+
+export const CONFIG_SUBCOMMANDS = {
+  key: { name: 'key', description: "Set this server's gateway key (asked in a private form)" },
+  keyClear: { name: 'key-clear', description: "Remove this server's gateway key" },
+  show: { name: 'show', description: "This server's settings" },
+  layer: {
+    name: 'layer',
+    description: 'Which gateway layer new tasks use',
+    options: [{ type: 'string', name: 'layer', description: 'compat (/v1) or native (/native/v1)', required: true, choices: LAYERS.map((layer) => ({ name: layer, value: layer })) }],
+  },
+  defaults: {
+    name: 'defaults',
+    description: 'Defaults for /video, and who may press the buttons under a video',
+    options: [
+      { type: 'string', name: 'model', description: 'Default video model', autocomplete: true },
+      { type: 'string', name: 'resolution', description: 'Default resolution', choices: RESOLUTIONS.map((value) => ({ name: value, value })) },
+      { type: 'integer', name: 'duration', description: 'Default length in seconds', min: GENERATION_DURATION.min, max: GENERATION_DURATION.max },
+      { type: 'string', name: 'aspect_ratio', description: 'Default aspect ratio', choices: ASPECT_RATIOS.map((value) => ({ name: value, value })) },
+      {
+        type: 'string',
+        name: 'buttons',
+        description: 'Who may press Extend, Edit and Regenerate under a video (default: anyone)',
+        choices: [
+          { name: 'anyone', value: 'anyone' },
+          { name: 'owner: only the member who made the video', value: 'owner' },
+        ],
+      },
+      { type: 'boolean', name: 'reset', description: 'Forget all defaults' },
+    ],
+  },
+  storage: {
+    name: 'storage',
+    description: "Keep videos in the gateway's storage",
+    options: [
+      { type: 'integer', name: 'keep_days', description: `Days to keep each video (0 = not kept, at most ${STORAGE_MAX_DAYS})`, required: true, min: 0, max: STORAGE_MAX_DAYS },
+      { type: 'boolean', name: 'public_link', description: 'Also make a public link (used when a video is too big to upload)' },
+    ],
+  },
+  roles: {
+    name: 'roles',
+    description: 'Who may use /video or /voice (no roles = everyone)',
+    options: [
+      { type: 'string', name: 'feature', description: 'Which command', required: true, choices: FEATURES.map((feature) => ({ name: `/${feature}`, value: feature })) },
+      {
+        type: 'string',
+        name: 'action',
+        description: 'What to do',
+        required: true,
+        choices: [
+          { name: 'allow a role', value: 'add' },
+          { name: 'stop allowing a role', value: 'remove' },
+          { name: 'allow everyone', value: 'clear' },
+        ],
+      },
+      { type: 'role', name: 'role', description: 'The role (for allow / stop allowing)' },
+    ],
+  },
+  limits: {
+    name: 'limits',
+    description: 'How much members may use (0 = no limit)',
+    options: [
+      { type: 'integer', name: 'concurrent_per_user', description: 'Videos in progress at once, per member', min: 0, max: MAX_LIMIT },
+      { type: 'integer', name: 'daily_per_user', description: 'Videos per member per day (UTC)', min: 0, max: MAX_LIMIT },
+      { type: 'integer', name: 'daily_per_server', description: 'Videos per server per day (UTC)', min: 0, max: MAX_LIMIT },
+    ],
+  },
+} as const satisfies Record<string, SubcommandDefinition>;
+
+/** A change an admin asked for: how the history words it, and what it does to the settings. */
+export type SettingsChangeRequest = Result<{ description: string; change: (settings: GuildSettings) => GuildSettings; note?: string }>;
+
+export function layerChange(given: string): SettingsChangeRequest {
+  const layer: Layer | undefined = LAYERS.find((candidate) => candidate === given);
+  if (!layer) return refuse('`layer` must be compat or native.');
+  return {
+    ok: true,
+    description: `set the layer to ${layer}`,
+    change: (settings) => ({ ...settings, layer }),
+    note: `Saved: new tasks use the ${layer} layer (tasks already running stay on theirs).`,
+  };
+}
+
+export interface DefaultsGiven {
+  model: string | undefined;
+  resolution: string | undefined;
+  duration: number | undefined;
+  aspectRatio: string | undefined;
+  buttons: string | undefined;
+  reset: boolean;
+}
+
+/** The model is checked apart (checkDefaultModel): the models a key may use are the gateway's to say. */
+export function defaultsChange(given: DefaultsGiven): SettingsChangeRequest {
+  if (given.reset) return { ok: true, description: 'reset the video defaults', change: (settings) => ({ ...settings, defaults: {} }) };
+  const { model, resolution, duration, aspectRatio } = given;
+  if (model === undefined && resolution === undefined && duration === undefined && aspectRatio === undefined && given.buttons === undefined) {
+    return refuse('Give at least one of `model`, `resolution`, `duration`, `aspect_ratio`, `buttons`, or `reset`.');
+  }
+  const buttons = RESULT_BUTTONS.find((value) => value === given.buttons);
+  if (given.buttons !== undefined && buttons === undefined) return refuse(`\`buttons\` must be one of ${RESULT_BUTTONS.join(', ')}.`);
+  if (resolution !== undefined && !RESOLUTIONS.some((value) => value === resolution)) return refuse(`\`resolution\` must be one of ${RESOLUTIONS.join(', ')}.`);
+  if (aspectRatio !== undefined && !ASPECT_RATIOS.some((value) => value === aspectRatio)) return refuse(`\`aspect_ratio\` must be one of ${ASPECT_RATIOS.join(', ')}.`);
+  if (duration !== undefined && (duration < GENERATION_DURATION.min || duration > GENERATION_DURATION.max)) {
+    return refuse(`\`duration\` must be ${GENERATION_DURATION.min} to ${GENERATION_DURATION.max} seconds.`);
+  }
+  const defaults = {
+    ...(model === undefined ? {} : { model }),
+    ...(resolution === undefined ? {} : { resolution }),
+    ...(duration === undefined ? {} : { duration }),
+    ...(aspectRatio === undefined ? {} : { aspectRatio }),
+    ...(buttons === undefined ? {} : { buttons }),
+  };
+  const words = [model, resolution, duration === undefined ? undefined : `${duration} s`, aspectRatio, buttons === undefined ? undefined : `buttons ${buttons}`];
+  return {
+    ok: true,
+    description: `set video defaults: ${words.filter((part) => part !== undefined).join(', ')}`,
+    change: (settings) => ({ ...settings, defaults: { ...settings.defaults, ...defaults } }),
+  };
+}
+
+/** A default model the server's key cannot use; `available` undefined or empty: the list could not be read, and the model is accepted. */
+export function checkDefaultModel(model: string, available: readonly string[] | undefined): string | undefined {
+  if (!available || available.length === 0 || available.includes(model)) return undefined;
+  return `\`model\`: ${model} is not available to this server's key. Available: ${available.join(', ')}.`;
+}
+
+export function storageChange(keepDays: number, publicLink: boolean): SettingsChangeRequest {
+  if (keepDays < 0 || keepDays > STORAGE_MAX_DAYS) return refuse(`\`keep_days\` must be 0 (not kept) to ${STORAGE_MAX_DAYS}.`);
+  return {
+    ok: true,
+    description: `set storage to ${keepDays} days${publicLink ? ' with a public link' : ''}`,
+    change: (settings) => ({ ...settings, storage: { keepDays, publicLink } }),
+  };
+}
+
+export function rolesChange(givenFeature: string, action: string, roleId: string | undefined): SettingsChangeRequest {
+  const feature = FEATURES.find((candidate) => candidate === givenFeature);
+  if (!feature) return refuse('`feature` must be video or voice.');
+  let description: string;
+  let next: (current: string[]) => string[];
+  if (action === 'clear') {
+    description = `allowed everyone on /${feature}`;
+    next = () => [];
+  } else if (roleId === undefined) {
+    return refuse('`role`: pick the role to allow or stop allowing.');
+  } else if (action === 'add') {
+    description = `allowed <@&${roleId}> on /${feature}`;
+    next = (current) => [...new Set([...current, roleId])];
+  } else if (action === 'remove') {
+    description = `stopped allowing <@&${roleId}> on /${feature}`;
+    next = (current) => current.filter((id) => id !== roleId);
+  } else {
+    return refuse('`action` must be add, remove or clear.');
+  }
+  return { ok: true, description, change: (settings) => ({ ...settings, roles: { ...settings.roles, [feature]: next(settings.roles[feature]) } }) };
+}
+
+/** null: the option was left out. */
+export type LimitsGiven = Record<keyof GuildSettings['limits'], number | null>;
+
+export function limitsChange(given: LimitsGiven): SettingsChangeRequest {
+  if (Object.values(given).every((value) => value === null)) return refuse('Give at least one of `concurrent_per_user`, `daily_per_user`, `daily_per_server`.');
+  for (const [option, value] of [['concurrent_per_user', given.concurrentPerUser], ['daily_per_user', given.dailyPerUser], ['daily_per_server', given.dailyPerServer]] as const) {
+    if (value !== null && (value < 0 || value > MAX_LIMIT)) return refuse(`\`${option}\` must be 0 (no limit) to ${MAX_LIMIT}.`);
+  }
+  const parts = [
+    given.concurrentPerUser === null ? undefined : `${limit(given.concurrentPerUser)} in progress per member`,
+    given.dailyPerUser === null ? undefined : `${limit(given.dailyPerUser)} a day per member`,
+    given.dailyPerServer === null ? undefined : `${limit(given.dailyPerServer)} a day for the server`,
+  ];
+  return {
+    ok: true,
+    description: `set limits: ${parts.filter((part) => part !== undefined).join(', ')}`,
+    change: (settings) => ({
+      ...settings,
+      limits: {
+        concurrentPerUser: given.concurrentPerUser ?? settings.limits.concurrentPerUser,
+        dailyPerUser: given.dailyPerUser ?? settings.limits.dailyPerUser,
+        dailyPerServer: given.dailyPerServer ?? settings.limits.dailyPerServer,
+      },
+    }),
+  };
+}
+
+function limit(value: number): string {
+  return value === 0 ? 'no limit' : String(value);
+}
+
+/** What `/config show` says beyond the stored settings: facts the service knows. */
+export interface ShownFacts {
+  /** The server can use a gateway key (its own or the operator's). */
+  hasKey: boolean;
+  canStoreKeys: boolean;
+  keyInUse: string;
+  defaultLayer: Layer;
+}
+
+/**
+ * `/config show`'s first line: what stands between this server and a working bot, in one look (a gateway
+ * key for /video and /voice, the operator's encryption secret for a key of the server's own), or that
+ * nothing does.
+ */
+function missingLine(facts: ShownFacts): string {
+  const missing: string[] = [];
+  if (!facts.hasKey) missing.push('a gateway key: `/video` and `/voice` cannot work until a server admin sets one with `/config key`');
+  if (!facts.canStoreKeys) missing.push("the bot's encryption secret: the operator has not set KEY_ENCRYPTION_SECRET, so no server can store a key of its own");
+  return missing.length === 0 ? '**Missing:** nothing; `/video` and `/voice` are ready to use.' : `**Missing:** ${missing.join('; ')}.`;
+}
+
+/** `/config show`, and what every change answers with. */
+export function describeServerSettings(settings: GuildSettings, facts: ShownFacts): string {
+  const roles = (ids: string[]) => (ids.length === 0 ? 'everyone' : ids.map((id) => `<@&${id}>`).join(', '));
+  const { defaults, storage, limits } = settings;
+  return [
+    missingLine(facts),
+    `**Gateway key in use:** ${facts.keyInUse}`,
+    `**Layer:** ${settings.layer ?? `${facts.defaultLayer} (the operator's default)`}`,
+    `**Defaults:** model ${defaults.model ?? 'latest'}, ${defaults.resolution ?? 'gateway default'} resolution, ${defaults.duration === undefined ? 'gateway default' : `${defaults.duration} s`}, aspect ratio ${defaults.aspectRatio ?? 'gateway default'}`,
+    `**Buttons under a video** (Extend, Edit, Regenerate): ${defaults.buttons === 'owner' ? 'only the member who made the video may press them' : 'anyone may press them'}`,
+    `**Storage:** ${storage.keepDays === 0 ? 'videos are not kept beyond the temporary link' : `kept ${storage.keepDays} days`}${storage.publicLink ? ', with a public link' : ''}`,
+    `**Who may use /video:** ${roles(settings.roles.video)}; **/voice:** ${roles(settings.roles.voice)}`,
+    `**Limits:** ${limit(limits.concurrentPerUser)} in progress per member, ${limit(limits.dailyPerUser)} a day per member, ${limit(limits.dailyPerServer)} a day for the server`,
+    settings.history.length > 0
+      ? `**Recent changes:**\n${settings.history.slice(0, 5).map((entry) => `<t:${Math.floor(entry.at / 1000)}:R> <@${entry.by}> ${entry.change}`).join('\n')}`
+      : '',
+  ]
+    .filter((line) => line !== '')
+    .join('\n');
+}

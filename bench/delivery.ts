@@ -12,7 +12,7 @@ import type { TaskResult } from '../src/gateway/types.ts';
 import { readNumber, readString } from '../src/lib/json.ts';
 import { silentLogger } from '../src/lib/log.ts';
 import type { GuildVideoPolicy } from '../src/ports/guild-policy.ts';
-import { openStore, type Store } from '../src/store.ts';
+import { openStore, type Store } from '../src/store/index.ts';
 import { createVideo, type Video } from '../src/video/index.ts';
 import { DEFAULT_POLL_POLICY } from '../src/video/poll-policy.ts';
 import type { TaskRecord } from '../src/video/record.ts';

@@ -5,7 +5,7 @@ import { GatewayClientPool } from '../src/gateway/pool.ts';
 import { silentLogger } from '../src/lib/log.ts';
 import type { InteractionContext } from '../src/ports/interaction-context.ts';
 import { SettingsService } from '../src/settings/service.ts';
-import { openStore } from '../src/store.ts';
+import { openStore } from '../src/store/index.ts';
 import { createVideo, type Video } from '../src/video/index.ts';
 import type { SubmissionPlan } from '../src/video/plan.ts';
 import { newTaskId } from '../src/video/repository.ts';

@@ -17,7 +17,7 @@ import { answerOpsQuestions } from './ops/worker-metrics.ts';
 import type { Services } from './services.ts';
 import { SettingsService } from './settings/service.ts';
 import { shardOfGuild } from './shards/plan.ts';
-import { openStore, parseMarker, type Store } from './store.ts';
+import { openStore, parseMarker, type Store } from './store/index.ts';
 import { createVideo } from './video/index.ts';
 import { pollPolicyWithInterval } from './video/poll-policy.ts';
 import { VoiceVideo } from './video/voice-requests.ts';

@@ -10,7 +10,7 @@ import { describeShards, isSingleProcess, planShards, type ShardPlan } from './s
 import { startOpsServer, type OpsServer } from './ops/server.ts';
 import { OPS_QUESTION, aggregateWorkerMetrics, aggregateWorkerReadiness } from './ops/worker-metrics.ts';
 import { Supervisor, WORKER_SHARDS_VARIABLE, WORKER_SHARD_COUNT_VARIABLE } from './shards/supervisor.ts';
-import { STORE_DEADLINE_MS } from './store.ts';
+import { STORE_DEADLINE_MS } from './store/index.ts';
 import { createShutdown, EXIT_FAILURE, SHUTDOWN_DEADLINE_MS } from './shutdown.ts';
 
 // `npm start`: configuration from the environment (and .env), then until SIGINT or SIGTERM either the

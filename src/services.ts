@@ -2,7 +2,7 @@ import type { BotConfig } from './config.ts';
 import type { ModelCatalog } from './gateway/model-catalog.ts';
 import type { Logger } from './lib/log.ts';
 import type { SettingsService } from './settings/service.ts';
-import type { Store } from './store.ts';
+import type { Store } from './store/index.ts';
 import type { Video } from './video/index.ts';
 import type { VoiceService } from './voice/service.ts';
 

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { AutocompleteInteraction, Interaction } from 'discord.js';
 import { acknowledgeWhileSlow, answerPrivately } from '../discord/answer.ts';
-import { StoreUnavailableError } from '../store.ts';
+import { StoreUnavailableError } from '../store/index.ts';
 import type { Logger } from '../lib/log.ts';
 import { customIdParts } from '../discord/custom-id.ts';
 import type { Command } from './command.ts';

@@ -4,7 +4,7 @@ import { describeGatewayError } from '../wording/gateway-errors.ts';
 import { keyFingerprint, type GatewayClientPool } from '../gateway/pool.ts';
 import type { Layer } from '../gateway/spec.ts';
 import { registerSecret, type Logger } from '../lib/log.ts';
-import type { Collection, Store } from '../store.ts';
+import type { Collection, Store } from '../store/index.ts';
 import { refuse, type Result } from '../lib/result.ts';
 import type { GatewayCredentials } from '../gateway/types.ts';
 import { LimitReachedError, type GuildVideoPolicy, type LimitQuery, type MemberCosts, type MemberDayCost, type MemberTask, type TaskCost } from '../ports/guild-policy.ts';

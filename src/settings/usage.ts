@@ -2,7 +2,7 @@ import { isRecord, readNumber } from '../lib/json.ts';
 import type { Logger } from '../lib/log.ts';
 import { dayKey } from '../lib/day-key.ts';
 import { formatCost } from '../wording/cost.ts';
-import { parseMarker, type Collection, type Store } from '../store.ts';
+import { parseMarker, type Collection, type Store } from '../store/index.ts';
 import type { GuildSettings } from './guild-settings.ts';
 import { evaluateDailyLimits, videos, type LimitVerdict } from './limits.ts';
 

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { onceUntilFailure } from '../lib/once-until-failure.ts';
-import type { Collection, Store } from '../store.ts';
+import type { Collection, Store } from '../store/index.ts';
 import { endUserId } from './requests.ts';
 
 // The spec's `user` for each member: a keyed hash of the Discord id with this installation's secret salt,

@@ -5,7 +5,7 @@ import type { Logger } from '../lib/log.ts';
 import { NO_METRICS, type BotMetrics } from '../lib/metrics.ts';
 import type { GuildVideoPolicy, MemberCosts } from '../ports/guild-policy.ts';
 import type { InteractionContext } from '../ports/interaction-context.ts';
-import type { Store } from '../store.ts';
+import type { Store } from '../store/index.ts';
 import { VideoDelivery } from './delivery.ts';
 import { DownloadFiles } from './download-files.ts';
 import { EndUserIds } from './end-users.ts';

@@ -1,6 +1,6 @@
 import { readNumber, readRecord, readString } from '../lib/json.ts';
 import { httpUrl } from '../lib/url.ts';
-import type { Collection, Store } from '../store.ts';
+import type { Collection, Store } from '../store/index.ts';
 import { isImageAttachment, isMp4Attachment, type AttachmentInput } from './requests.ts';
 
 // The message commands act on a message where it sits: Animate image takes its picture as the first frame,

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Layer } from '../gateway/spec.ts';
-import type { Collection, Store } from '../store.ts';
+import type { Collection, Store } from '../store/index.ts';
 import { needsWork, parseTaskRecord, type TaskRecord } from './record.ts';
 
 // Where tasks live. Besides the records themselves, three small indexes keep every read cheap however

@@ -6,7 +6,7 @@ import { validateEdit, validateExtension } from '../gateway/validation.ts';
 import { TASK_TIMEOUT_MS } from '../gateway/spec.ts';
 import { backoffDelay, type BackoffPolicy } from '../lib/backoff.ts';
 import { KeyedLock } from '../lib/keyed-lock.ts';
-import { StoreUnavailableError } from '../store.ts';
+import { StoreUnavailableError } from '../store/index.ts';
 import type { Logger } from '../lib/log.ts';
 import { codeLabel, type BotMetrics } from '../lib/metrics.ts';
 import { LimitReachedError, type GuildVideoPolicy } from '../ports/guild-policy.ts';

@@ -1,7 +1,7 @@
 import type { TaskResult } from '../gateway/types.ts';
 import type { Logger } from '../lib/log.ts';
 import { NO_METRICS, type BotMetrics } from '../lib/metrics.ts';
-import { StoreUnavailableError, StoredRecordError } from '../store.ts';
+import { StoreUnavailableError, StoredRecordError } from '../store/index.ts';
 import { NotFoundError } from '../gateway/errors.ts';
 import { applyResult } from './apply-result.ts';
 import type { VideoDelivery } from './delivery.ts';

@@ -8,7 +8,7 @@ import { isRecord } from '../../src/lib/json.ts';
 import { GatewayClientPool } from '../../src/gateway/pool.ts';
 import { createLogger, type Logger } from '../../src/lib/log.ts';
 import { MESSAGES, SettingsService, type SettingsOptions } from '../../src/settings/service.ts';
-import { openStore, type Store } from '../../src/store.ts';
+import { openStore, type Store } from '../../src/store/index.ts';
 import { costOf, type TaskRecord } from '../../src/video/record.ts';
 import { taskRecord } from '../support/task-result.ts';
 

@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/lib/log.ts';
 import { dayKey } from '../../src/lib/day-key.ts';
 import { UsageLedger } from '../../src/settings/usage.ts';
-import { openStore, type Store } from '../../src/store.ts';
+import { openStore, type Store } from '../../src/store/index.ts';
 
 const NO_LIMITS = { concurrentPerUser: 0, dailyPerUser: 0, dailyPerServer: 0 };
 

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { createClient } from '@keyv/redis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/lib/log.ts';
-import { openStore, StoredRecordError, StoreUnavailableError, type Collection, type Store } from '../../src/store.ts';
+import { openStore, StoredRecordError, StoreUnavailableError, type Collection, type Store } from '../../src/store/index.ts';
 import { startOwnRedis, type OwnRedis } from '../support/redis-server.ts';
 
 // The store's atomic steps (setIfAbsent, update) on real SQLite and the real Redis, with two stores opened

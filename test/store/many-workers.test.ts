@@ -10,7 +10,7 @@ import { HISTORY_KEPT } from '../../src/settings/guild-settings.ts';
 import { SettingsService } from '../../src/settings/service.ts';
 import { dayKey } from '../../src/lib/day-key.ts';
 import { UsageLedger } from '../../src/settings/usage.ts';
-import { openStore, type Store } from '../../src/store.ts';
+import { openStore, type Store } from '../../src/store/index.ts';
 import { EndUserIds } from '../../src/video/end-users.ts';
 import { startOwnRedis, type OwnRedis } from '../support/redis-server.ts';
 

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/lib/log.ts';
-import { openStore, StoredRecordError, StoreUnavailableError, type Store } from '../../src/store.ts';
+import { openStore, StoredRecordError, StoreUnavailableError, type Store } from '../../src/store/index.ts';
 import { startOwnRedis, type OwnRedis } from '../support/redis-server.ts';
 
 interface Note {

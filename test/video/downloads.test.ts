@@ -11,7 +11,7 @@ import { DiscordOutbox } from '../../src/discord/outbox.ts';
 import { videoBytes } from '../../src/emulator/video-file.ts';
 import { GatewayClientPool } from '../../src/gateway/pool.ts';
 import { silentLogger } from '../../src/lib/log.ts';
-import { openStore, type Store } from '../../src/store.ts';
+import { openStore, type Store } from '../../src/store/index.ts';
 import type { GuildVideoPolicy } from '../../src/ports/guild-policy.ts';
 import { createVideo, type Video } from '../../src/video/index.ts';
 import { DEFAULT_POLL_POLICY, type PollPolicy } from '../../src/video/poll-policy.ts';

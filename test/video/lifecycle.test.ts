@@ -11,7 +11,7 @@ import { DiscordOutbox } from '../../src/discord/outbox.ts';
 import { GatewayClientPool } from '../../src/gateway/pool.ts';
 import { readRecord, readString } from '../../src/lib/json.ts';
 import { createLogger, silentLogger, type LogFields, type Logger, type LogLevel } from '../../src/lib/log.ts';
-import { openStore, StoreUnavailableError, type Store } from '../../src/store.ts';
+import { openStore, StoreUnavailableError, type Store } from '../../src/store/index.ts';
 import type { GatewayAccess } from '../../src/ports/gateway-access.ts';
 import { LimitReachedError, type GuildVideoPolicy, type MemberTask } from '../../src/ports/guild-policy.ts';
 import type { InteractionContext } from '../../src/ports/interaction-context.ts';

@@ -8,7 +8,7 @@ import { createDiscordClient } from '../../src/discord/client.ts';
 import { DiscordOutbox } from '../../src/discord/outbox.ts';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import { silentLogger } from '../../src/lib/log.ts';
-import { openStore, type Store } from '../../src/store.ts';
+import { openStore, type Store } from '../../src/store/index.ts';
 import { VoiceService } from '../../src/voice/service.ts';
 import { SettingsService } from '../../src/settings/service.ts';
 import { GatewayClientPool } from '../../src/gateway/pool.ts';

@@ -16,7 +16,7 @@ import { newId, type Emit, type Refuse } from './session-io.ts';
 // it is: its configuration (session-config.ts), the input audio buffer (input-buffer.ts), the
 // conversation's items (items.ts) and the model's responses (responses.ts).
 
-export { DEFAULT_REALTIME_OPTIONS, type RealtimeOptions } from './options.ts';
+// What tests read of a session's speech, from where they have always imported it.
 export { FORCE_MESSAGE_TONE_HZ } from './responses.ts';
 export type { JournaledEvent } from './event-journal.ts';
 

@@ -21,7 +21,7 @@ export default tseslint.config(
   },
   {
     // Vitest's asymmetric matchers (expect.any, expect.stringContaining) are typed any by design.
-    files: ['test/**/*.ts'],
+    files: ['test/**/*.ts', 'packages/*/test/**/*.ts'],
     rules: { '@typescript-eslint/no-unsafe-assignment': 'off' },
   },
   {

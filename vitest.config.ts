@@ -2,7 +2,7 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
+    include: ['test/**/*.test.ts', 'packages/*/test/**/*.test.ts'],
     // Forks, not threads: e2e tests start servers and child processes, and each file gets a clean process.
     pool: 'forks',
     // Most files wait on sockets, child processes and real-time audio rather than compute (the suite uses

@@ -1,7 +1,6 @@
 import { createServer } from 'node:http';
 import { startEmulator } from '../src/emulator/server.ts';
-import { startDiscordStandIn } from '../test/support/discord/index.ts';
-import { snowflake } from '../test/support/discord/snowflake.ts';
+import { snowflake, startDiscordStandIn } from 'discord-standin';
 
 // The far side of the video benchmark, in its own process so that its work does not count against the
 // bot's event loop: the gateway emulator, the Discord stand-in with a few servers spread over its shards

@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { RealtimeClient } from '../src/gateway/realtime/client.ts';
 import { addressesBot } from '../src/voice/addressing.ts';
 import { defaultVoiceSettings } from '../src/settings/voice-settings.ts';
-import { generateTone } from '../test/support/discord/audio-tone.ts';
+import { generateTone } from 'discord-standin';
 import { startScriptedSession, startScriptedVoice, type ScriptedVoice } from '../test/support/scripted-voice.ts';
 import { latencyOf, type Latency } from './voice-rig.ts';
 

@@ -3,9 +3,7 @@ import { Session } from 'node:inspector/promises';
 import { PerformanceObserver, monitorEventLoopDelay } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { isRecord, readNumber, readRecord, readString } from '../src/lib/json.ts';
-import { speechLikeTone } from '../test/support/discord/audio-tone.ts';
-import { encodePcmToOpusPackets } from '../test/support/discord/opus-codec.ts';
-import { trustCertificateInThisProcess } from '../test/support/discord/tls-trust.ts';
+import { encodePcmToOpusPackets, speechLikeTone, trustCertificateInThisProcess } from 'discord-standin';
 import { baselineCpuMs, gc, openConversation, type BotConversation, type FarEndControl } from './voice-rig.ts';
 
 // One bot worker of the voice capacity benchmark (bench/voice-capacity.ts): a process holding many

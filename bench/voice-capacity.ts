@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { readArray, readNumber, readRecord } from '../src/lib/json.ts';
 import { summariseProfile, type ProfileSummary } from './cpu-profile.ts';
 import { USER_ID, latencyOf, median, percentile, readPacketProblems, startFarEnds, startLineChild, type FarEnds, type Latency, type LineChild } from './voice-rig.ts';
-import type { BotPacketProblems } from '../test/support/discord/voice-server.ts';
+import type { BotPacketProblems } from 'discord-standin';
 
 // Issue 16's voice capacity: how many two-way conversations one bot process holds within the bounds
 // below, on the real pipeline of bench/voice.ts (the bot's VoiceSession on the real @discordjs/voice, DAVE

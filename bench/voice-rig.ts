@@ -13,8 +13,7 @@ import { silentLogger } from '../src/lib/log.ts';
 import { OpusScriptCodec } from '../src/voice/audio/opusscript-codec.ts';
 import { VoiceSession } from '../src/voice/session.ts';
 import { defaultVoiceSettings } from '../src/settings/voice-settings.ts';
-import { parseVoiceStateRequest } from '../test/support/discord/voice-adapter.ts';
-import type { BotPacketProblems } from '../test/support/discord/voice-server.ts';
+import { type BotPacketProblems, parseVoiceStateRequest } from 'discord-standin';
 
 // What the voice benchmarks share (bench/voice.ts: one conversation, plain and DAVE; bench/voice-capacity.ts:
 // many at once): the far ends in a child process (bench/ws-sink.ts) driven over its stdin/stdout, the

@@ -5,11 +5,7 @@ import { bytesToSamples, samplesToBytes } from '../src/voice/audio/format.ts';
 import { Framer } from '../src/voice/audio/framer.ts';
 import { SpeakerMixer } from '../src/voice/audio/mixer.ts';
 import { OpusFrameDecoder, OpusFrameEncoder } from '../src/voice/audio/opus.ts';
-import { REALTIME_PCM } from '../test/support/discord/audio-format.ts';
-import { generateTone, speechLikeTone } from '../test/support/discord/audio-tone.ts';
-import { encodePcmToOpusPackets } from '../test/support/discord/opus-codec.ts';
-import { trustCertificateInThisProcess } from '../test/support/discord/tls-trust.ts';
-import type { BotPacketProblems } from '../test/support/discord/voice-server.ts';
+import { type BotPacketProblems, encodePcmToOpusPackets, generateTone, REALTIME_PCM, speechLikeTone, trustCertificateInThisProcess } from 'discord-standin';
 import { USER_ID, baselineCpuMs, gc, latencyOf, median, openConversation, readPacketProblems, startFarEnds, type BotConversation, type Latency } from './voice-rig.ts';
 
 // Issue 6's benchmarks, on the real pipeline: the bot's VoiceSession in this process, joined with the

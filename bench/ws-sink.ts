@@ -5,10 +5,7 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import { isRecord, readNumber, readRecord, readString } from '../src/lib/json.ts';
 import { websocketText } from '../src/lib/websocket-text.ts';
 import { samplesToBytes } from '../src/voice/audio/format.ts';
-import { REALTIME_PCM } from '../test/support/discord/audio-format.ts';
-import { generateTone, speechLikeTone } from '../test/support/discord/audio-tone.ts';
-import { OPUS_SILENCE_FRAME, encodePcmToOpusPackets } from '../test/support/discord/opus-codec.ts';
-import { startVoiceServer, type BotAudioFrame, type BotPacketProblems } from '../test/support/discord/voice-server.ts';
+import { type BotAudioFrame, type BotPacketProblems, encodePcmToOpusPackets, generateTone, OPUS_SILENCE_FRAME, REALTIME_PCM, speechLikeTone, startVoiceServer } from 'discord-standin';
 
 // The far ends of the voice benchmark, in their own process so that their work is not counted as the
 // bot's: the gateway's realtime socket (it configures the session, swallows the bot's audio and streams

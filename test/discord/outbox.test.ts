@@ -7,7 +7,7 @@ import { buffer } from 'node:stream/consumers';
 import { REST } from 'discord.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DiscordOutbox, MAX_CONTENT_LENGTH } from '../../src/discord/outbox.ts';
-import { startDiscordStandIn, type DiscordStandIn, type TestGuild } from '../support/discord/index.ts';
+import { type DiscordStandIn, startDiscordStandIn, type TestGuild } from 'discord-standin';
 import { SAMPLE_MP4 } from '../support/media.ts';
 
 // What the background services send to Discord, through discord.js's own REST client against the

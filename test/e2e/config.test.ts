@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isRecord, parseJsonText } from '../../src/lib/json.ts';
 import { createLogger } from '../../src/lib/log.ts';
 import type { BotProcess } from '../support/bot-process.ts';
-import type { InteractionHandle, Message, TestGuild, User } from '../support/discord/index.ts';
+import type { InteractionHandle, Message, TestGuild, User } from 'discord-standin';
 import { startWorld, type World } from '../support/world.ts';
 
 // Server admins on the stand-ins: their own key through a private form, kept encrypted; defaults,

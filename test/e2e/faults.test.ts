@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import { cleanupBotDirectories, startBot, type BotProcess } from '../support/bot-process.ts';
-import { startDiscordStandIn, type DiscordStandIn, type Message, type TestGuild } from '../support/discord/index.ts';
+import { type DiscordStandIn, type Message, startDiscordStandIn, type TestGuild } from 'discord-standin';
 import { startHostileGateway, type Fault, type HostileGateway } from '../support/hostile-gateway.ts';
 import { startOwnRedis, type OwnRedis } from '../support/redis-server.ts';
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { botPermissionsInteger } from '../../src/discord/invite.ts';
-import type { User } from '../support/discord/index.ts';
+import type { User } from 'discord-standin';
 import { startWorld, type World } from '../support/world.ts';
 
 // A first run on Discord, as README's "Set up on Discord" describes it: the invite link in the log, a

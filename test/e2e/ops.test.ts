@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWorld, type World } from '../support/world.ts';
-import { audible } from '../support/discord/audio-analysis.ts';
 import { pollUntil } from '../support/poll.ts';
+import { audible } from 'discord-standin';
 import { parsePrometheus, total, type Sample } from '../support/prometheus.ts';
 
 // The operator's port (OPS_PORT): /healthz, /readyz through a Discord gateway outage, and /metrics as

@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { cleanupBotDirectories, startBot, type BotProcess } from '../support/bot-process.ts';
-import { startDiscordStandIn, type DiscordStandIn, type TestGuild } from '../support/discord/index.ts';
+import { type DiscordStandIn, startDiscordStandIn, type TestGuild } from 'discord-standin';
 import { startWorld, type World } from '../support/world.ts';
 
 // The bot stays up and honest when Discord or the gateway misbehave, and shuts down without losing work.

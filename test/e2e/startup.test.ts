@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { cleanupBotDirectories, startBot, type BotProcess } from '../support/bot-process.ts';
-import { startDiscordStandIn, type DiscordStandIn, type TestGuild } from '../support/discord/index.ts';
+import { type DiscordStandIn, startDiscordStandIn, type TestGuild } from 'discord-standin';
 
 // Starting the bot: bad configuration, a Discord that fails at first, registration scopes, and the
 // refusals that must stop the bot with a message naming the variable to fix.

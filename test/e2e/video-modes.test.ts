@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JournalEntry } from '../../src/emulator/server.ts';
-import type { Message } from '../support/discord/index.ts';
+import type { Message } from 'discord-standin';
 import { startWorld, type World } from '../support/world.ts';
 import { PNG_HEADER, SAMPLE_MP4 } from '../support/media.ts';
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { InteractionHandle, Message } from '../support/discord/index.ts';
+import type { InteractionHandle, Message } from 'discord-standin';
 import { startWorld, type World } from '../support/world.ts';
 
 // What users are told when a video does not simply succeed, and how the bot copes with limits, on both

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Message } from '../support/discord/index.ts';
+import type { Message } from 'discord-standin';
 import { startWorld, type World } from '../support/world.ts';
 
 let world: World;

@@ -1,7 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { RealtimeSession } from '../../src/emulator/realtime/session.ts';
-import { audible } from '../support/discord/audio-analysis.ts';
-import type { User } from '../support/discord/index.ts';
+import { audible, type User } from 'discord-standin';
 import { startWorld, type World } from '../support/world.ts';
 
 // Voice that knows when it is spoken to (respond, wake_words) and makes videos when asked (tools), on

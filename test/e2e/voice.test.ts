@@ -1,7 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { BotAudioFrame, HeldWelcome } from '../support/discord/voice-server.ts';
-import type { User } from '../support/discord/index.ts';
-import { analyzeTone, audible, byTone } from '../support/discord/audio-analysis.ts';
+import { analyzeTone, audible, type BotAudioFrame, byTone, type HeldWelcome, type User } from 'discord-standin';
 import { FORCE_MESSAGE_TONE_HZ, type RealtimeSession } from '../../src/emulator/realtime/session.ts';
 import { parsePrometheus, total, type Sample } from '../support/prometheus.ts';
 import { startWorld, type World } from '../support/world.ts';

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
-import { REALTIME_PCM } from '../support/discord/audio-format.ts';
-import { generateSilence, generateTone } from '../support/discord/audio-tone.ts';
+import { generateSilence, generateTone, REALTIME_PCM } from 'discord-standin';
 import { appendInFrames, collectAudio, connectRealtime, type Connection } from './realtime-socket.ts';
 
 // The conversation's items as the realtime SDKs of the ecosystem read them: each item is announced with

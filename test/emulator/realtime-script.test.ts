@@ -1,8 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
-import { REALTIME_PCM } from '../support/discord/audio-format.ts';
-import { analyzeTone } from '../support/discord/audio-analysis.ts';
-import { generateSilence, generateTone } from '../support/discord/audio-tone.ts';
+import { analyzeTone, generateSilence, generateTone, REALTIME_PCM } from 'discord-standin';
 import { appendInFrames, collectAudio, connectRealtime, type Connection } from './realtime-socket.ts';
 
 // Function tools, and the script that makes the echo model call one: POST /_emulator/realtime/script

@@ -7,9 +7,7 @@ import { BUILT_IN_VOICES } from '../../src/gateway/spec.ts';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import { rawHttp } from '../support/raw-http.ts';
 import { websocketText } from '../../src/lib/websocket-text.ts';
-import { REALTIME_PCM } from '../support/discord/audio-format.ts';
-import { analyzeTone } from '../support/discord/audio-analysis.ts';
-import { generateSilence, generateTone } from '../support/discord/audio-tone.ts';
+import { analyzeTone, generateSilence, generateTone, REALTIME_PCM } from 'discord-standin';
 
 // The emulator's realtime endpoint, spoken to with a plain websocket.
 

@@ -3,8 +3,7 @@ import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import { GatewayClient } from '../../src/gateway/client.ts';
 import { RealtimeClient, RealtimeConnectionError } from '../../src/gateway/realtime/client.ts';
 import type { RealtimeServerEvent } from '../../src/gateway/realtime/events.ts';
-import { REALTIME_PCM } from '../support/discord/audio-format.ts';
-import { generateSilence, generateTone } from '../support/discord/audio-tone.ts';
+import { generateSilence, generateTone, REALTIME_PCM } from 'discord-standin';
 import { ScriptedRealtime } from '../support/scripted-realtime.ts';
 
 // The bot's realtime client against the emulator, over a real websocket.

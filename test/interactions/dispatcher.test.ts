@@ -5,7 +5,7 @@ import type { Command } from '../../src/interactions/command.ts';
 import { createDispatcher } from '../../src/interactions/dispatcher.ts';
 import { isRecord, type JsonRecord } from '../../src/lib/json.ts';
 import { createLogger, type Logger } from '../../src/lib/log.ts';
-import { startDiscordStandIn, type DiscordStandIn, type Message, type TestGuild } from '../support/discord/index.ts';
+import { type DiscordStandIn, type Message, startDiscordStandIn, type TestGuild } from 'discord-standin';
 import { waitUntil } from '../../src/lib/wait-until.ts';
 
 // A handler that throws: whatever it had already answered, the user alone reads "something went wrong"

@@ -9,8 +9,7 @@ import type { RealtimeClientEvent, RealtimeServerEvent } from 'openai/resources/
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import { waitUntil } from '../../src/lib/wait-until.ts';
-import { REALTIME_PCM } from '../support/discord/audio-format.ts';
-import { analyzeTone } from '../support/discord/audio-analysis.ts';
+import { analyzeTone, REALTIME_PCM } from 'discord-standin';
 import { EMULATOR_KEY, QUICK_VAD, VOICE_MODEL, base64Frames, pcmOf, spokenTurn } from './sdk-support.ts';
 
 // The openai SDK's realtime client for Node (OpenAIRealtimeWS, on ws) against the emulator started with

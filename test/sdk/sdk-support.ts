@@ -1,7 +1,6 @@
 import type { Emulator } from '../../src/emulator/server.ts';
 import { isRecord } from '../../src/lib/json.ts';
-import { REALTIME_PCM } from '../support/discord/audio-format.ts';
-import { generateSilence, generateTone } from '../support/discord/audio-tone.ts';
+import { generateSilence, generateTone, REALTIME_PCM } from 'discord-standin';
 
 // Shared by the tests that drive the emulator with third-party SDKs: the emulator's default key and
 // models, a spoken turn as 24 kHz PCM, and the script endpoint that makes the echo model call a tool.

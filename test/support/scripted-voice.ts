@@ -3,9 +3,7 @@ import { RealtimeClient } from '../../src/gateway/realtime/client.ts';
 import { silentLogger } from '../../src/lib/log.ts';
 import { defaultVoiceSettings } from '../../src/settings/voice-settings.ts';
 import { VoiceSession, type VoiceSessionOptions } from '../../src/voice/session.ts';
-import { trustCertificateInThisProcess } from './discord/tls-trust.ts';
-import { InProcessVoiceGateway } from './discord/voice-adapter.ts';
-import { startVoiceServer, type VoiceServer } from './discord/voice-server.ts';
+import { InProcessVoiceGateway, startVoiceServer, trustCertificateInThisProcess, type VoiceServer } from 'discord-standin';
 import { ScriptedRealtime, type ScriptedSocket } from './scripted-realtime.ts';
 
 // What the voice session tests stand on: the Discord stand-in's voice server in this process with one

@@ -1,7 +1,7 @@
 import { startEmulator, type Emulator, type EmulatorOptions } from '../../src/emulator/server.ts';
 import type { Logger } from '../../src/lib/log.ts';
 import { cleanupBotDirectories, makeDataDirectory, startBot, type BotProcess } from './bot-process.ts';
-import { startDiscordStandIn, type DiscordStandIn, type StandInOptions, type TestGuild } from './discord/index.ts';
+import { type DiscordStandIn, type StandInOptions, startDiscordStandIn, type TestGuild } from 'discord-standin';
 
 // Everything an end-to-end test needs: the gateway emulator, the Discord stand-in with one server, and the
 // bot as a child process started the way `npm start` starts it, configured through its environment.

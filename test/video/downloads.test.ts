@@ -17,7 +17,7 @@ import { createVideo, type Video } from '../../src/video/index.ts';
 import { DEFAULT_POLL_POLICY, type PollPolicy } from '../../src/video/poll-policy.ts';
 import type { TaskRecord } from '../../src/video/record.ts';
 import { newTaskId } from '../../src/video/repository.ts';
-import { startDiscordStandIn, type DiscordStandIn, type Message, type TestGuild, type Upload } from '../support/discord/index.ts';
+import { startDiscordStandIn, type DiscordStandIn, type Message, type TestGuild, type Upload } from 'discord-standin';
 import { SAMPLE_MP4 } from '../support/media.ts';
 import { taskRecord } from '../support/task-result.ts';
 

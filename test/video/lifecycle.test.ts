@@ -24,7 +24,7 @@ import { newTaskId, type TaskRepository } from '../../src/video/repository.ts';
 import { renderStatusCard } from '../../src/video/status-card.ts';
 import { SubmissionRefusedError } from '../../src/video/submit.ts';
 import type { TaskTracker } from '../../src/video/tracker.ts';
-import { startDiscordStandIn, type DiscordStandIn, type Message, type TestGuild } from '../support/discord/index.ts';
+import { type DiscordStandIn, type Message, startDiscordStandIn, type TestGuild } from 'discord-standin';
 import { waitUntil } from '../../src/lib/wait-until.ts';
 import { SAMPLE_MP4 } from '../support/media.ts';
 import { taskRecord } from '../support/task-result.ts';

@@ -3,10 +3,7 @@ import { FRAME_SAMPLES, bytesToSamples } from '../../src/voice/audio/format.ts';
 import { Framer } from '../../src/voice/audio/framer.ts';
 import { SpeakerMixer } from '../../src/voice/audio/mixer.ts';
 import { OpusFrameDecoder, OpusFrameEncoder } from '../../src/voice/audio/opus.ts';
-import { analyzeTone } from '../support/discord/audio-analysis.ts';
-import { REALTIME_PCM } from '../support/discord/audio-format.ts';
-import { generateTone } from '../support/discord/audio-tone.ts';
-import { CORRUPT_OPUS_PACKET, encodePcmToOpusPackets } from '../support/discord/opus-codec.ts';
+import { analyzeTone, CORRUPT_OPUS_PACKET, encodePcmToOpusPackets, generateTone, REALTIME_PCM } from 'discord-standin';
 
 const tone = (hz: number, ms: number, amplitude = 0.4) => generateTone({ hz, ms, amplitude, format: REALTIME_PCM });
 

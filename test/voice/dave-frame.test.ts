@@ -1,9 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { isDaveFrame } from '../../src/voice/audio/dave-frame.ts';
-import { speechLikeTone } from '../support/discord/audio-tone.ts';
-import { FrameEncryptor } from '../support/discord/dave-frame.ts';
-import { OPUS_SILENCE_FRAME, encodePcmToOpusPackets } from '../support/discord/opus-codec.ts';
+import { encodePcmToOpusPackets, FrameEncryptor, OPUS_SILENCE_FRAME, speechLikeTone } from 'discord-standin';
 
 // The listener drops frames still end-to-end encrypted instead of decoding them as noise: it must know
 // every DAVE frame and take no Opus packet for one.

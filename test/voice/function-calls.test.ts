@@ -8,10 +8,7 @@ import type { VoiceCaller, VoiceVideoRequest, VoiceVideoRequests } from '../../s
 import { samplesToBytes } from '../../src/voice/audio/format.ts';
 import type { VoiceFunctionCall, VoiceSession } from '../../src/voice/session.ts';
 import { runToolCall } from '../../src/voice/tools.ts';
-import { audible } from '../support/discord/audio-analysis.ts';
-import { REALTIME_PCM } from '../support/discord/audio-format.ts';
-import { generateTone } from '../support/discord/audio-tone.ts';
-import type { VoiceServer } from '../support/discord/voice-server.ts';
+import { audible, generateTone, REALTIME_PCM, type VoiceServer } from 'discord-standin';
 import type { ScriptedRealtime, ScriptedSocket } from '../support/scripted-realtime.ts';
 import { startScriptedSession, startScriptedVoice, type ScriptedVoice } from '../support/scripted-voice.ts';
 

@@ -12,8 +12,7 @@ import { openStore, type Store } from '../../src/store/index.ts';
 import { VoiceService } from '../../src/voice/service.ts';
 import { SettingsService } from '../../src/settings/service.ts';
 import { GatewayClientPool } from '../../src/gateway/pool.ts';
-import { startDiscordStandIn, type DiscordStandIn, type TestGuild } from '../support/discord/index.ts';
-import { trustCertificateInThisProcess } from '../support/discord/tls-trust.ts';
+import { type DiscordStandIn, startDiscordStandIn, type TestGuild, trustCertificateInThisProcess } from 'discord-standin';
 
 let emulator: Emulator;
 let discord: DiscordStandIn;

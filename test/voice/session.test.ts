@@ -8,11 +8,7 @@ import { samplesToBytes } from '../../src/voice/audio/format.ts';
 import type { VoiceSettings } from '../../src/ports/voice-settings.ts';
 import { defaultVoiceSettings } from '../../src/settings/voice-settings.ts';
 import type { VoiceSession, VoiceSessionMetrics, VoiceSessionOptions } from '../../src/voice/session.ts';
-import { analyzeTone, audible, byTone } from '../support/discord/audio-analysis.ts';
-import { REALTIME_PCM } from '../support/discord/audio-format.ts';
-import { generateTone } from '../support/discord/audio-tone.ts';
-import { joinFramePcm } from '../support/discord/voice-bot-recorder.ts';
-import type { BotAudioFrame, VoiceServer } from '../support/discord/voice-server.ts';
+import { analyzeTone, audible, type BotAudioFrame, byTone, generateTone, joinFramePcm, REALTIME_PCM, type VoiceServer } from 'discord-standin';
 import type { ScriptedRealtime, ScriptedSocket } from '../support/scripted-realtime.ts';
 import { startScriptedSession, startScriptedVoice, type ScriptedVoice } from '../support/scripted-voice.ts';
 

@@ -1,0 +1,261 @@
+import { randomBytes } from 'node:crypto';
+import { isRecord } from '../lib/json.ts';
+import type { InteractionRecord } from '../rest/interactions.ts';
+import type { VoiceUserOptions } from '../voice/contract.ts';
+import { snowflake } from '../world/snowflake.ts';
+import { channelObject, memberObject, memberPermissions, roleObject, userObject, type Message, type User } from '../world/state.ts';
+import type { StandInFaults } from './faults.ts';
+import { InteractionHandle, type AutocompleteChoice } from './interaction-handle.ts';
+import type { StandInObservation } from './observation.ts';
+import { guildOf, type StandInParts } from './parts.ts';
+
+// What simulated users do: run commands (slash commands and the Apps menu on a message), click buttons,
+// submit modals, type into autocomplete, post messages, and join and leave voice channels. Each arrives
+// at the bot as Discord sends it.
+
+export interface AttachmentValue {
+  filename: string;
+  bytes: Buffer;
+  contentType: string;
+}
+
+export type OptionValue = string | number | boolean | AttachmentValue | User;
+
+export interface CommandRun {
+  user: User;
+  guildId: string;
+  channelId: string;
+  command: string;
+  group?: string;
+  subcommand?: string;
+  options?: Record<string, OptionValue | undefined>;
+}
+
+const OPTION = { subcommand: 1, group: 2, string: 3, integer: 4, boolean: 5, user: 6, channel: 7, role: 8, mentionable: 9, number: 10, attachment: 11 } as const;
+const INTERACTION = { command: 2, component: 3, autocomplete: 4, modal: 5 } as const;
+/** Application command types: a slash command, and the Apps menu on a message. */
+const COMMAND_TYPE = { chatInput: 1, message: 3 } as const;
+
+function isAttachment(value: unknown): value is AttachmentValue {
+  return isRecord(value) && Buffer.isBuffer(value.bytes) && typeof value.filename === 'string';
+}
+
+function isUser(value: unknown): value is User {
+  return isRecord(value) && typeof value.id === 'string' && typeof value.username === 'string';
+}
+
+export class StandInActions {
+  readonly #parts: StandInParts;
+  readonly #observation: StandInObservation;
+  readonly #faults: StandInFaults;
+
+  constructor(parts: StandInParts, observation: StandInObservation, faults: StandInFaults) {
+    this.#parts = parts;
+    this.#observation = observation;
+    this.#faults = faults;
+  }
+
+  /** The user joins a voice channel; `{ dave: false }`: their client has no DAVE, and the call downgrades. */
+  joinVoice(user: User, guildId: string, channelId: string, options?: VoiceUserOptions): void {
+    this.#parts.gateway.userVoiceState(guildOf(this.#parts, guildId), user.id, channelId, options);
+  }
+
+  leaveVoice(user: User, guildId: string): void {
+    this.#parts.gateway.userVoiceState(guildOf(this.#parts, guildId), user.id, null);
+  }
+
+  #definition(guildId: string, command: string): Record<string, unknown> {
+    const definition = [...(this.#parts.state.commands.get(guildId) ?? []), ...(this.#parts.state.commands.get('global') ?? [])].find((candidate) => candidate.name === command);
+    if (!definition) throw new Error(`the bot registered no /${command}`);
+    return definition;
+  }
+
+  #base(type: number, user: User, guildId: string, channelId: string): { record: InteractionRecord; payload: Record<string, unknown> } {
+    const guild = guildOf(this.#parts, guildId);
+    const channel = guild.channels.find((candidate) => candidate.id === channelId);
+    if (!channel) throw new Error(`no channel ${channelId} in guild ${guildId}`);
+    const member = guild.members.get(user.id);
+    if (!member) throw new Error(`${user.username} is not a member of guild ${guildId}`);
+    const id = snowflake(Date.now() + this.#faults.interactionIdClockSkewMs);
+    const token = `aW50ZXJhY3Rpb24${randomBytes(48).toString('base64url')}`;
+    const permissions = memberPermissions(guild, member);
+    const payload: Record<string, unknown> = {
+      id,
+      application_id: this.#parts.state.applicationId,
+      type,
+      token,
+      version: 1,
+      guild_id: guildId,
+      channel_id: channelId,
+      channel: { ...channelObject(channel), permissions: permissions.toString() },
+      member: memberObject(member, user, permissions),
+      app_permissions: (((1n << 50n) - 1n) & ~this.#parts.state.deniedBotBits(channelId)).toString(),
+      locale: 'en-US',
+      guild_locale: 'en-US',
+      entitlements: [],
+      authorizing_integration_owners: { '0': guildId },
+      context: 0,
+      attachment_size_limit: guild.attachmentSizeLimit,
+    };
+    const record: InteractionRecord = {
+      id,
+      token,
+      type,
+      name: '',
+      createdAt: Date.now(),
+      guildId,
+      channelId,
+      userId: user.id,
+      payload,
+      callbacks: [],
+      original: undefined,
+      followUps: [],
+      sourceMessage: undefined,
+      tokenExpired: false,
+    };
+    return { record, payload };
+  }
+
+  #commandData(run: CommandRun, focused?: string): Record<string, unknown> {
+    const definition = this.#definition(run.guildId, run.command);
+    if (definition.type !== COMMAND_TYPE.chatInput) throw new Error(`${run.command} is not a slash command`);
+    const resolved: Record<string, Record<string, unknown>> = {};
+    let level: unknown[] = Array.isArray(definition.options) ? definition.options : [];
+    const path: { name: string; type: number }[] = [];
+    for (const [name, type] of [[run.group, OPTION.group], [run.subcommand, OPTION.subcommand]] as const) {
+      if (!name) continue;
+      const option = level.find((candidate) => isRecord(candidate) && candidate.name === name);
+      if (!isRecord(option)) throw new Error(`/${run.command} has no ${name}`);
+      path.push({ name, type });
+      level = Array.isArray(option.options) ? option.options : [];
+    }
+    const values = Object.entries(run.options ?? {}).flatMap(([name, value]) => {
+      if (value === undefined) return [];
+      const option = level.find((candidate) => isRecord(candidate) && candidate.name === name);
+      if (!isRecord(option) || typeof option.type !== 'number') throw new Error(`/${run.command} ${path.map((part) => part.name).join(' ')} has no option ${name}`);
+      return [{ name, type: option.type, value: this.#optionValue(option.type, value, run, resolved), ...(focused === name ? { focused: true } : {}) }];
+    });
+    let options: unknown[] = values;
+    for (const part of [...path].reverse()) options = [{ name: part.name, type: part.type, options }];
+    return { id: definition.id, name: run.command, type: 1, options, resolved, guild_id: run.guildId };
+  }
+
+  #optionValue(type: number, value: OptionValue, run: CommandRun, resolved: Record<string, Record<string, unknown>>): unknown {
+    const id = typeof value === 'string' ? value : isUser(value) ? value.id : '';
+    if (type === OPTION.attachment) {
+      if (!isAttachment(value)) throw new Error('an attachment option takes { filename, bytes, contentType }');
+      const stored = this.#parts.state.storeAttachment(run.channelId, value.filename, value.contentType, value.bytes);
+      (resolved.attachments ??= {})[stored.id] = { id: stored.id, filename: stored.filename, size: stored.bytes.length, url: stored.url, proxy_url: stored.url, content_type: stored.contentType };
+      return stored.id;
+    }
+    // A mentionable is a user or a role; Discord resolves it as whichever it is.
+    const mentionsUser = type === OPTION.mentionable && (isUser(value) || this.#parts.state.users.has(id));
+    if (type === OPTION.user || mentionsUser) {
+      const user = isUser(value) ? value : this.#parts.state.users.get(id);
+      if (!user) throw new Error(`no user ${id}`);
+      (resolved.users ??= {})[user.id] = userObject(user);
+      const member = guildOf(this.#parts, run.guildId).members.get(user.id);
+      if (member) (resolved.members ??= {})[user.id] = { roles: member.roleIds, joined_at: member.joinedAt, nick: null, avatar: null, flags: 0, pending: false, premium_since: null, communication_disabled_until: null };
+      return user.id;
+    }
+    if (type === OPTION.channel) {
+      const channel = guildOf(this.#parts, run.guildId).channels.find((candidate) => candidate.id === id);
+      if (!channel) throw new Error(`no channel ${id}`);
+      (resolved.channels ??= {})[channel.id] = { ...channelObject(channel), permissions: ((1n << 50n) - 1n).toString() };
+      return channel.id;
+    }
+    if (type === OPTION.role || type === OPTION.mentionable) {
+      const role = guildOf(this.#parts, run.guildId).roles.find((candidate) => candidate.id === id);
+      if (!role) throw new Error(type === OPTION.role ? `no role ${id}` : `no user or role ${id}`);
+      (resolved.roles ??= {})[role.id] = roleObject(role);
+      return role.id;
+    }
+    if (isAttachment(value) || isUser(value)) throw new Error(`option type ${type} takes a plain value`);
+    return value;
+  }
+
+  #start(record: InteractionRecord, payload: Record<string, unknown>): InteractionHandle {
+    this.#parts.interactions.register(record);
+    this.#observation.interactions.push(record);
+    this.#parts.gateway.dispatch('INTERACTION_CREATE', payload);
+    return new InteractionHandle(record, this.#observation);
+  }
+
+  runCommand(run: CommandRun): InteractionHandle {
+    const { record, payload } = this.#base(INTERACTION.command, run.user, run.guildId, run.channelId);
+    record.name = run.command;
+    payload.data = this.#commandData(run);
+    return this.#start(record, payload);
+  }
+
+  /**
+   * A member picks a message command from the Apps menu of `message`: type 2 with `data.type` 3,
+   * `target_id` the message, and the message itself in `resolved.messages`, as Discord sends it (content,
+   * attachments and embeds included, whatever the bot's intents).
+   */
+  runMessageCommand(options: { user: User; message: Message; command: string }): InteractionHandle {
+    const found = this.#parts.state.channel(options.message.channelId);
+    if (!found) throw new Error('the message is in no known channel');
+    const definition = this.#definition(found.guild.id, options.command);
+    if (definition.type !== COMMAND_TYPE.message) throw new Error(`${options.command} is not a message command`);
+    const { record, payload } = this.#base(INTERACTION.command, options.user, found.guild.id, options.message.channelId);
+    record.name = options.command;
+    payload.data = {
+      id: definition.id,
+      name: options.command,
+      type: COMMAND_TYPE.message,
+      target_id: options.message.id,
+      resolved: { messages: { [options.message.id]: this.#parts.state.messageObject(options.message) } },
+      guild_id: found.guild.id,
+    };
+    return this.#start(record, payload);
+  }
+
+  /**
+   * A member posts a message in a channel: text, files (stored and served as Discord's CDN serves
+   * attachments) and embeds (as Discord makes them for a link, say). It is dispatched as MESSAGE_CREATE.
+   */
+  postMessage(options: { user: User; channelId: string; content?: string; attachments?: AttachmentValue[]; embeds?: Record<string, unknown>[] }): Message {
+    const found = this.#parts.state.channel(options.channelId);
+    if (!found) throw new Error(`no channel ${options.channelId}`);
+    if (!found.guild.members.has(options.user.id)) throw new Error(`${options.user.username} is not a member of guild ${found.guild.id}`);
+    const attachments = options.attachments ?? [];
+    return this.#parts.messages.create({
+      channelId: options.channelId,
+      authorId: options.user.id,
+      body: {
+        json: { content: options.content ?? '', embeds: options.embeds ?? [], attachments: attachments.map((file, index) => ({ id: String(index), filename: file.filename })) },
+        files: attachments.map((file, index) => ({ part: index, name: file.filename, contentType: file.contentType, bytes: file.bytes })),
+      },
+    });
+  }
+
+  /** A user typing in an option with autocomplete: resolves with the choices the bot offered. */
+  autocomplete(run: CommandRun & { focused: string }): Promise<AutocompleteChoice[]> {
+    const { record, payload } = this.#base(INTERACTION.autocomplete, run.user, run.guildId, run.channelId);
+    record.name = run.command;
+    payload.data = this.#commandData(run, run.focused);
+    return this.#start(record, payload).choices();
+  }
+
+  clickButton(options: { user: User; message: Message; customId: string }): InteractionHandle {
+    const found = this.#parts.state.channel(options.message.channelId);
+    if (!found) throw new Error('the message is in no known channel');
+    const { record, payload } = this.#base(INTERACTION.component, options.user, found.guild.id, options.message.channelId);
+    record.name = options.customId;
+    record.sourceMessage = options.message;
+    payload.data = { custom_id: options.customId, component_type: 2 };
+    payload.message = this.#parts.state.messageObject(options.message);
+    return this.#start(record, payload);
+  }
+
+  submitModal(options: { user: User; guildId: string; channelId: string; customId: string; fields: Record<string, string> }): InteractionHandle {
+    const { record, payload } = this.#base(INTERACTION.modal, options.user, options.guildId, options.channelId);
+    record.name = options.customId;
+    payload.data = {
+      custom_id: options.customId,
+      components: Object.entries(options.fields).map(([customId, value]) => ({ type: 1, components: [{ type: 4, custom_id: customId, value }] })),
+    };
+    return this.#start(record, payload);
+  }
+}

@@ -1,0 +1,94 @@
+import { randomBytes } from 'node:crypto';
+import type { ShardPair } from '../gateway/gateway.ts';
+import { snowflake, snowflakeOnShard } from '../world/snowflake.ts';
+import { DEFAULT_ATTACHMENT_LIMIT, EVERYONE_PERMISSIONS, PERMISSIONS, memberObject, type Guild, type Member, type User } from '../world/state.ts';
+import { guildOf, type StandInParts } from './parts.ts';
+
+// The world a test sets up: servers with their roles, channels and members, and users.
+
+export interface TestGuild {
+  id: string;
+  name: string;
+  textChannelId: string;
+  voiceChannelId: string;
+  adminRoleId: string;
+  memberRoleId: string;
+  /** Has Manage Server through the admin role. */
+  admin: User;
+  /** No permission beyond @everyone. */
+  member: User;
+}
+
+export class StandInWorld {
+  readonly #parts: StandInParts;
+
+  constructor(parts: StandInParts) {
+    this.#parts = parts;
+  }
+
+  /** A simulated user, a member of the guild when one is given (GUILD_MEMBER_ADD for bots with that intent). */
+  createUser(options: { guildId?: string; name?: string; roles?: string[] } = {}): User {
+    const user = this.#newUser(options.name);
+    if (options.guildId) {
+      const guild = guildOf(this.#parts, options.guildId);
+      const member = this.#addMember(guild, user, options.roles ?? []);
+      this.#parts.gateway.dispatch('GUILD_MEMBER_ADD', { guild_id: guild.id, ...memberObject(member, user) });
+    }
+    return user;
+  }
+
+  #newUser(name: string | undefined): User {
+    const user: User = { id: snowflake(), username: name ?? `user-${randomBytes(3).toString('hex')}`, bot: false };
+    this.#parts.state.users.set(user.id, user);
+    return user;
+  }
+
+  #addMember(guild: Guild, user: User, roleIds: string[]): Member {
+    const member: Member = { userId: user.id, roleIds, joinedAt: new Date().toISOString() };
+    guild.members.set(user.id, member);
+    return member;
+  }
+
+  /**
+   * A server with the bot in it. `shard: [id, count]` picks its id so that it lands on shard `id` of
+   * `count` (`(guild_id >> 22) % count`), with a timestamp at most `count - 1` ms in the past.
+   */
+  createGuild(options: { name?: string; attachmentSizeLimit?: number; shard?: ShardPair } = {}): TestGuild {
+    const { state, gateway } = this.#parts;
+    const id = options.shard ? snowflakeOnShard(options.shard[0], options.shard[1]) : snowflake();
+    const owner = this.#newUser('owner');
+    const adminRoleId = snowflake();
+    const memberRoleId = snowflake();
+    const guild: Guild = {
+      id,
+      name: options.name ?? `server-${randomBytes(2).toString('hex')}`,
+      ownerId: owner.id,
+      attachmentSizeLimit: options.attachmentSizeLimit ?? DEFAULT_ATTACHMENT_LIMIT,
+      roles: [
+        { id, name: '@everyone', permissions: EVERYONE_PERMISSIONS, position: 0 },
+        { id: adminRoleId, name: 'Admins', permissions: PERMISSIONS.manageGuild, position: 2 },
+        { id: memberRoleId, name: 'Members', permissions: 0n, position: 1 },
+      ],
+      channels: [
+        { id: snowflake(), guildId: id, type: 0, name: 'general' },
+        { id: snowflake(), guildId: id, type: 2, name: 'Voice' },
+      ],
+      members: new Map(),
+      voiceStates: new Map(),
+    };
+    const admin = this.#newUser('admin');
+    const member = this.#newUser('member');
+    this.#addMember(guild, owner, []);
+    this.#addMember(guild, state.botUser, []);
+    this.#addMember(guild, admin, [adminRoleId]);
+    this.#addMember(guild, member, [memberRoleId]);
+    state.guilds.set(id, guild);
+    // A server added while the bot runs arrives as the bot joining it, members included.
+    if (gateway.ready) gateway.dispatch('GUILD_CREATE', gateway.guildCreate(guild));
+    return { id, name: guild.name, textChannelId: guild.channels[0]!.id, voiceChannelId: guild.channels[1]!.id, adminRoleId, memberRoleId, admin, member };
+  }
+
+  setAttachmentSizeLimit(guildId: string, bytes: number): void {
+    guildOf(this.#parts, guildId).attachmentSizeLimit = bytes;
+  }
+}

@@ -4,7 +4,9 @@
 # emulator). test/app/container.test.ts checks that what this file copies and runs exists in the repo.
 
 # Build stage: the full Node 22 image has python3, make and g++ for native modules (sqlite3) that have
-# no prebuilt binary for the platform. Only production dependencies are installed.
+# no prebuilt binary for the platform. Only production dependencies are installed. The workspace
+# packages/discord-standin (the Discord stand-in, for tests) is not copied: npm ci skips a workspace whose
+# folder is absent, so the image installs the same modules as without it.
 FROM node:22-bookworm AS build
 WORKDIR /app
 COPY package.json package-lock.json ./

@@ -29,7 +29,7 @@ import { InProcessVoiceGateway } from '../src/voice/adapter.ts';
 import { isSilenceFrame, joinFramePcm } from '../src/voice/bot-recorder.ts';
 import { VoiceOp } from '../src/voice/protocol.ts';
 import { startVoiceServer } from '../src/voice/server.ts';
-import type { VoiceServer } from '../src/voice/server.ts';
+import type { BotAudioFrame, VoiceServer } from '../src/voice/server.ts';
 
 const BOT_ID = '100000000000000001';
 const CHANNEL_ID = '300000000000000001';
@@ -116,12 +116,85 @@ async function play(connection: VoiceConnection, hz: number, ms: number): Promis
   return packets.length;
 }
 
-function listen(connection: VoiceConnection, userId: string): { packets: Buffer[]; stream: AudioReceiveStream } {
+interface Listening {
+  packets: Buffer[];
+  stream: AudioReceiveStream;
+}
+
+function listen(connection: VoiceConnection, userId: string): Listening {
   const stream = connection.receiver.subscribe(userId, { end: { behavior: EndBehaviorType.Manual } });
   streams.push(stream);
   const packets: Buffer[] = [];
   stream.on('data', (packet: Buffer) => packets.push(packet));
   return { packets, stream };
+}
+
+/** Packets of an utterance that may be lost on the way, as on a real network. */
+const LOSS_ALLOWED = 1;
+
+/**
+ * The packets heard, once `enough` holds for them. They are waited for, not the library's speaking "end"
+ * (100 ms without a packet), which on a busy machine fires mid-utterance while packets are still on
+ * their way. After `patienceMs` without `enough`, what came is returned: a packet may have been lost,
+ * and the test's assertions say how many may be missing.
+ */
+async function heard({ packets, stream }: Listening, enough: (packets: readonly Buffer[]) => boolean, patienceMs = 5_000): Promise<Buffer[]> {
+  if (!enough(packets)) {
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        stream.off('data', onData);
+        stream.off('close', done);
+        resolve();
+      };
+      // Registered after listen()'s own handler, so `packets` already holds the packet.
+      const onData = () => {
+        if (enough(packets)) done();
+      };
+      const timer = setTimeout(done, patienceMs);
+      stream.on('data', onData);
+      stream.on('close', done);
+    });
+  }
+  return [...packets];
+}
+
+/** `count` packets of `sent`: all, or all but the few a real network may lose. */
+function expectMostOf(count: number, sent: number): void {
+  expect(count).toBeGreaterThanOrEqual(sent - LOSS_ALLOWED);
+  expect(count).toBeLessThanOrEqual(sent);
+}
+
+/**
+ * A spoken utterance as heard: its audio frames, then only the F8 FF FE frames that end it, each
+ * decrypted (a frame that fails to decrypt is dropped by the library, one passed through undecrypted
+ * decodes as noise, not as the tone).
+ */
+function expectUtterance(packets: readonly Buffer[], spoken: { audioPackets: number; silencePackets: number }): Buffer[] {
+  expectMostOf(packets.length, spoken.audioPackets + spoken.silencePackets);
+  const audio = packets.filter((packet) => !packet.equals(OPUS_SILENCE_FRAME));
+  expectMostOf(audio.length, spoken.audioPackets);
+  expect(packets.slice(audio.length).every((packet) => packet.equals(OPUS_SILENCE_FRAME))).toBe(true);
+  return audio;
+}
+
+/**
+ * The bot's audio frames (not its F8 FF FE) once `sent` of them and a silence frame after them were
+ * heard. The member opens a frame only once it has processed the commit that brings the frame's key,
+ * which on a busy machine can be well after the bot stopped speaking, so the frames are waited for.
+ * After `patienceMs` without them all, what came is returned (as in heard()).
+ */
+async function botAudioHeard(guildId: string, sent: number, patienceMs = 10_000): Promise<BotAudioFrame[]> {
+  const audio = () => server.botAudio(guildId).filter((frame) => !isSilenceFrame(frame));
+  await server
+    .waitForBotAudio(guildId, (frames) => audio().length >= sent && frames.length > 0 && isSilenceFrame(frames.at(-1)!), patienceMs)
+    .catch(() => undefined);
+  return audio();
+}
+
+/** A DAVE frame as it came, not decrypted: it still ends with the protocol's FA FA marker. */
+function undecrypted(packet: Buffer): boolean {
+  return packet.subarray(-2).equals(Buffer.from([0xfa, 0xfa]));
 }
 
 function decode(packets: readonly Buffer[]): Int16Array {
@@ -131,18 +204,6 @@ function decode(packets: readonly Buffer[]): Int16Array {
   } finally {
     decoder.close();
   }
-}
-
-function speakingEnds(connection: VoiceConnection, userId: string, count: number): Promise<void> {
-  let ends = 0;
-  return new Promise((resolve) => {
-    const onEnd = (id: string) => {
-      if (id !== userId || ++ends < count) return;
-      connection.receiver.speaking.off('end', onEnd);
-      resolve();
-    };
-    connection.receiver.speaking.on('end', onEnd);
-  });
 }
 
 describe('the bot in a DAVE call', () => {
@@ -169,12 +230,12 @@ describe('the bot in a DAVE call', () => {
     const sent = await play(connection, 440, 600);
     await server.waitForBotSpeaking(guildId, (events) => events.some((event) => event.speaking === 0));
 
-    const frames = server.botAudio(guildId);
-    const audio = frames.filter((frame) => !isSilenceFrame(frame));
-    expect(audio).toHaveLength(sent);
-    expect(frames.filter(isSilenceFrame).length).toBeGreaterThanOrEqual(1);
+    const audio = await botAudioHeard(guildId, sent);
+    expectMostOf(audio.length, sent);
+    expect(server.botAudio(guildId).filter(isSilenceFrame).length).toBeGreaterThanOrEqual(1);
     expect(server.botPacketProblems(guildId)).toEqual({ undecryptable: 0, undecodable: 0, unencrypted: 0, daveUndecryptable: 0 });
-    expect(server.dave.member(guildId, ALICE)?.stats).toMatchObject({ decrypted: sent, unencrypted: 0, undecryptable: 0 });
+    // Every frame heard was decrypted by the member.
+    expect(server.dave.member(guildId, ALICE)?.stats).toMatchObject({ decrypted: audio.length, unencrypted: 0, undecryptable: 0 });
     expect(Math.abs(analyzeTone(slicePcm(joinFramePcm(audio), 100, 400)).dominantHz - 440)).toBeLessThanOrEqual(3);
   });
 
@@ -182,23 +243,19 @@ describe('the bot in a DAVE call', () => {
     const guildId = nextGuild();
     server.userJoined(guildId, CHANNEL_ID, ALICE);
     const connection = await joinReady(guildId);
-    const { packets } = listen(connection, ALICE);
-    const ended = speakingEnds(connection, ALICE, 1);
+    const listening = listen(connection, ALICE);
     const result = await server.speakTone(guildId, ALICE, { hz: 660, ms: 400, amplitude: 0.5 });
-    await ended;
 
     expect(result).toMatchObject({ audioPackets: 20, silencePackets: 5 });
-    expect(packets).toHaveLength(25);
-    expect(packets.slice(20).every((packet) => packet.equals(OPUS_SILENCE_FRAME))).toBe(true);
-    expect(Math.abs(analyzeTone(slicePcm(decode(packets.slice(0, 20)), 100, 250)).dominantHz - 660)).toBeLessThanOrEqual(3);
+    const audio = expectUtterance(await heard(listening, (packets) => packets.length >= 25), result);
+    expect(Math.abs(analyzeTone(slicePcm(decode(audio), 100, 250)).dominantHz - 660)).toBeLessThanOrEqual(3);
   });
 
   it('keeps hearing and being heard while members join and leave mid-utterance (keys rotate twice)', async () => {
     const guildId = nextGuild();
     server.userJoined(guildId, CHANNEL_ID, ALICE);
     const connection = await joinReady(guildId);
-    const { packets } = listen(connection, ALICE);
-    const ended = speakingEnds(connection, ALICE, 1);
+    const listening = listen(connection, ALICE);
     const epochs: bigint[] = [];
     const speaking = server.speakTone(guildId, ALICE, { hz: 500, ms: 2000, amplitude: 0.5 });
     const playing = play(connection, 880, 2000);
@@ -209,15 +266,14 @@ describe('the bot in a DAVE call', () => {
     server.userLeft(guildId, BOB);
     epochs.push((await server.dave.waitFor(guildId, (state) => state.epoch === 3n && state.pendingTransition === undefined)).epoch ?? 0n);
     const [spoken, sent] = await Promise.all([speaking, playing]);
-    await ended;
 
     expect(epochs).toEqual([2n, 3n]);
     // Every frame Alice said reached the bot decrypted, across both rotations.
-    expect(packets).toHaveLength(spoken.audioPackets + spoken.silencePackets);
-    expect(dominantFrequency(slicePcm(decode(packets.slice(0, spoken.audioPackets)), 1000, 400))).toBeCloseTo(500, -1);
-    // Every frame the bot played reached Alice decrypted: nothing in the clear, nothing lost.
+    const packets = await heard(listening, (received) => received.length >= spoken.audioPackets + spoken.silencePackets);
+    expect(dominantFrequency(slicePcm(decode(expectUtterance(packets, spoken)), 1000, 400))).toBeCloseTo(500, -1);
+    // Every frame the bot played reached Alice decrypted: nothing in the clear, nothing lost (but what a network may lose).
     await server.waitForBotSpeaking(guildId, (events) => events.some((event) => event.speaking === 0));
-    expect(server.botAudio(guildId).filter((frame) => !isSilenceFrame(frame))).toHaveLength(sent);
+    expectMostOf((await botAudioHeard(guildId, sent)).length, sent);
     expect(server.botPacketProblems(guildId)).toEqual({ undecryptable: 0, undecodable: 0, unencrypted: 0, daveUndecryptable: 0 });
     expect(server.dave.history(guildId).filter((event) => event.type === 'commit').map((event) => event.type === 'commit' && [event.adds, event.removes])).toEqual([
       [[ALICE], []],
@@ -235,11 +291,11 @@ describe('the bot in a DAVE call', () => {
     server.userJoined(guildId, CHANNEL_ID, ALICE);
     const sent = await playing;
 
+    // Alice's client dropped what came in the clear once she was in the call, and decrypted the rest (once
+    // it has processed its Welcome, which on a busy machine can be after the bot stopped playing).
+    await server.dave.waitForMember(guildId, ALICE, (member) => member.stats.decrypted > 0);
     const problems = server.botPacketProblems(guildId);
-    const decrypted = server.dave.member(guildId, ALICE)?.stats.decrypted ?? 0;
-    // Alice's client dropped what came in the clear once she was in the call, and decrypted the rest.
     expect(problems.unencrypted).toBeGreaterThan(0);
-    expect(decrypted).toBeGreaterThan(0);
     expect(problems.daveUndecryptable).toBe(0);
     expect(server.botAudio(guildId).filter((frame) => !isSilenceFrame(frame)).length).toBeLessThanOrEqual(sent - problems.unencrypted);
   });
@@ -262,7 +318,7 @@ describe('DAVE faults reaching the real library', () => {
     expect(connection.voicePrivacyCode).toBe(displayableCode(bob.epochAuthenticator!));
     const sent = await play(connection, 440, 300);
     await server.waitForBotSpeaking(guildId, (events) => events.some((event) => event.speaking === 0));
-    expect(server.botAudio(guildId).filter((frame) => !isSilenceFrame(frame))).toHaveLength(sent);
+    expectMostOf((await botAudioHeard(guildId, sent)).length, sent);
     expect(server.botPacketProblems(guildId)).toMatchObject({ unencrypted: 0, daveUndecryptable: 0 });
   });
 
@@ -276,7 +332,8 @@ describe('DAVE faults reaching the real library', () => {
     await entersState(connection, VoiceConnectionStatus.Ready, 10_000);
     await held.held;
     const executed = await server.dave.waitForEvent(guildId, (event) => event.type === 'transitionExecuted' && event.transitionId === 2);
-    expect(executed).toMatchObject({ timedOutWaitingFor: [BOT_ID] });
+    // Without the bot; on a busy machine a member may also miss the (shortened) timeout, which is no matter here.
+    expect(executed).toMatchObject({ timedOutWaitingFor: expect.arrayContaining([BOT_ID]) });
     expect(connection.voicePrivacyCode).toBeUndefined();
 
     held.release();
@@ -294,15 +351,14 @@ describe('DAVE faults reaching the real library', () => {
     const connection = join(guildId);
     await entersState(connection, VoiceConnectionStatus.Ready, 10_000);
     await held.held;
-    const { packets } = listen(connection, ALICE);
-    const ended = speakingEnds(connection, ALICE, 1);
+    const listening = listen(connection, ALICE);
     // Alice was talking already: she goes on with the key of her group with Bob.
     await server.speakTone(guildId, ALICE, { hz: 500, ms: 200, amplitude: 0.5 }, { realtime: false, waitForBotKey: false, trailingSilenceFrames: 0 });
-    await ended;
+    const packets = await heard(listening, (received) => received.length >= 10);
 
     // DAVESession.decrypt returns the packet as it came while its session is not ready.
-    expect(packets).toHaveLength(10);
-    expect(packets.every((packet) => packet.subarray(-2).equals(Buffer.from([0xfa, 0xfa])))).toBe(true);
+    expectMostOf(packets.length, 10);
+    expect(packets.every(undecrypted)).toBe(true);
     held.release();
     await server.waitForBotConnection(guildId);
   });
@@ -311,25 +367,23 @@ describe('DAVE faults reaching the real library', () => {
     const guildId = nextGuild();
     server.userJoined(guildId, CHANNEL_ID, ALICE);
     const connection = await joinReady(guildId);
-    const { packets } = listen(connection, ALICE);
+    const listening = listen(connection, ALICE);
     server.dave.staleKey(guildId, ALICE);
-    const staleEnded = speakingEnds(connection, ALICE, 1);
     await server.speakTone(guildId, ALICE, { hz: 600, ms: 1000, amplitude: 0.5 }, { realtime: false, trailingSilenceFrames: 0 });
     await server.dave.waitForEvent(guildId, (event) => event.type === 'invalidReport' && event.userId === BOT_ID);
-    await staleEnded;
-    // What reached the stream is not one decrypted frame: while the session is rebuilt the library lets
-    // DAVE frames through as they came (its session is not ready, so it does not try to decrypt them).
-    expect(packets.every((packet) => packet.subarray(-2).equals(Buffer.from([0xfa, 0xfa])))).toBe(true);
-    const passedThrough = packets.length;
 
     server.dave.staleKey(guildId, ALICE, false);
     await server.waitForBotConnection(guildId);
-    const ended = speakingEnds(connection, ALICE, 1);
-    await server.speakTone(guildId, ALICE, { hz: 600, ms: 200, amplitude: 0.5 }, { realtime: false });
-    await ended;
-    const heard = packets.slice(passedThrough);
-    expect(heard).toHaveLength(10 + 5);
-    expect(dominantFrequency(slicePcm(decode(heard.slice(0, 10)), 60, 120))).toBeCloseTo(600, -1);
+    const spoken = await server.speakTone(guildId, ALICE, { hz: 600, ms: 200, amplitude: 0.5 }, { realtime: false });
+    const packets = await heard(listening, (received) => received.filter((packet) => !undecrypted(packet)).length >= 15);
+    // What reached the stream of the first utterance is not one decrypted frame: while the session is
+    // rebuilt the library lets DAVE frames through as they came (its session is not ready, so it does not
+    // try to decrypt them). They all came before the second utterance, which was heard decrypted.
+    const passedThrough = packets.findIndex((packet) => !undecrypted(packet));
+    expect(passedThrough).toBeGreaterThanOrEqual(0);
+    const again = packets.slice(passedThrough);
+    expect(again.every((packet) => !undecrypted(packet))).toBe(true);
+    expect(dominantFrequency(slicePcm(decode(expectUtterance(again, spoken)), 60, 120))).toBeCloseTo(600, -1);
   });
 
   it('transition id 0, then a stale key: with 0 as its last transition @discordjs/voice 0.19.2 throws instead of recovering, and the receive stream dies', async () => {
@@ -361,7 +415,7 @@ describe('DAVE faults reaching the real library', () => {
     // Everyone sends in the clear now; the member's client lets it through (passthrough).
     const sent = await play(connection, 440, 300);
     await server.waitForBotSpeaking(guildId, (events) => events.some((event) => event.speaking === 0));
-    expect(server.botAudio(guildId).filter((frame) => !isSilenceFrame(frame))).toHaveLength(sent);
+    expectMostOf((await botAudioHeard(guildId, sent)).length, sent);
     expect(server.botPacketProblems(guildId)).toMatchObject({ unencrypted: 0, daveUndecryptable: 0 });
     expect(debug.some((line) => line.includes('Session downgraded'))).toBe(true);
 

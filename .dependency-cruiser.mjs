@@ -59,7 +59,8 @@ export default {
     },
     {
       name: 'metrics-through-the-interface',
-      comment: 'The parts count through BotMetrics (src/lib/metrics.ts), which they are handed; only the composition root knows the ops port and prom-client.',
+      comment:
+        'The parts count through BotMetrics (src/lib/metrics.ts), which they are handed; only the composition root knows the ops port and prom-client.',
       severity: 'error',
       from: { path: '^src/', pathNot: ['^src/ops/', '^src/(app|main)[.]ts$'] },
       to: { path: '^src/ops/|^node_modules/prom-client/' },
@@ -94,14 +95,16 @@ export default {
     },
     {
       name: 'parts-meet-through-ports',
-      comment: 'video, settings and voice do not import one another: what one needs of another is a port (src/ports/), wired in src/app.ts.',
+      comment:
+        'video, settings and voice do not import one another: what one needs of another is a port (src/ports/), wired in src/app.ts.',
       severity: 'error',
       from: { path: `^src/${PARTS}/` },
       to: { path: `^src/${PARTS}/`, pathNot: '^src/$1/' },
     },
     {
       name: 'no-reaching-up',
-      comment: 'Data flows one way (Discord event -> command -> service -> gateway client / store): the layers below never import the composition root, the configuration or the interaction routing.',
+      comment:
+        'Data flows one way (Discord event -> command -> service -> gateway client / store): the layers below never import the composition root, the configuration or the interaction routing.',
       severity: 'error',
       from: { path: `^src/(lib|gateway|emulator|discord|wording|ports|shards|ops|store|${PARTS.slice(1, -1)})/` },
       to: { path: '^src/(app|main|services|shutdown|config)[.]ts$|^src/interactions/' },
@@ -136,14 +139,16 @@ export default {
     },
     {
       name: 'standin-through-its-entry-point',
-      comment: 'The Discord stand-in (packages/discord-standin) is a package: everyone else imports it as `discord-standin`, its src/index.ts, never a file inside it.',
+      comment:
+        'The Discord stand-in (packages/discord-standin) is a package: everyone else imports it as `discord-standin`, its src/index.ts, never a file inside it.',
       severity: 'error',
       from: { pathNot: '^packages/discord-standin/' },
       to: { path: '^packages/discord-standin/', pathNot: '^packages/discord-standin/src/index[.]ts$' },
     },
     {
       name: 'dave-does-not-know-rest',
-      comment: "The stand-in's DAVE side (a channel's call, MLS, frames, simulated clients) is voice only: it knows nothing of the REST API.",
+      comment:
+        "The stand-in's DAVE side (a channel's call, MLS, frames, simulated clients) is voice only: it knows nothing of the REST API.",
       severity: 'error',
       from: { path: '^packages/discord-standin/src/dave/' },
       to: { path: '^packages/discord-standin/src/rest/' },
@@ -157,7 +162,8 @@ export default {
     },
     {
       name: 'standin-stands-alone',
-      comment: 'The stand-in is a product of its own, usable by any discord.js project: it imports nothing outside its package but node_modules.',
+      comment:
+        'The stand-in is a product of its own, usable by any discord.js project: it imports nothing outside its package but node_modules.',
       severity: 'error',
       from: { path: '^packages/discord-standin/' },
       to: { pathNot: ['^packages/discord-standin/', '^node_modules/'], dependencyTypesNot: ['core'] },

@@ -26,7 +26,23 @@ interface ProfileNode {
 }
 
 /** davey's native session methods as @discordjs/voice calls them, and napi-rs's finalising of the buffers they return. */
-const DAVEY_NATIVES = new Set(['custom_gc', 'encryptOpus', 'encrypt', 'decrypt', 'processProposals', 'processCommit', 'processWelcome', 'setExternalSender', 'getSerializedKeyPackage', 'reinit', 'reset', 'getVerificationCode', 'getUserIds', 'canPassthrough', 'setPassthroughMode']);
+const DAVEY_NATIVES = new Set([
+  'custom_gc',
+  'encryptOpus',
+  'encrypt',
+  'decrypt',
+  'processProposals',
+  'processCommit',
+  'processWelcome',
+  'setExternalSender',
+  'getSerializedKeyPackage',
+  'reinit',
+  'reset',
+  'getVerificationCode',
+  'getUserIds',
+  'canPassthrough',
+  'setPassthroughMode',
+]);
 
 /** V8's own entries, by the name it gives them. */
 const SPECIAL = new Map([
@@ -47,7 +63,7 @@ export function moduleOfUrl(url: string): string | undefined {
   const packagePath = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url);
   if (packagePath) return packagePath[1]!;
   const own = /\/(src\/[^/]+|bench|test)\//.exec(url);
-  if (own) return own[1] === 'src/voice' ? 'src/voice (the bot\'s voice code)' : own[1]!;
+  if (own) return own[1] === 'src/voice' ? "src/voice (the bot's voice code)" : own[1]!;
   return 'other scripts';
 }
 

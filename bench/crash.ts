@@ -59,7 +59,14 @@ export async function benchmarkCrashes(options: CrashOptions): Promise<CrashRepo
     const { discord, guild } = world;
     const refs: string[] = [];
     const submit = async (index: number) => {
-      const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt: `crash run ${index}` } });
+      const run = discord.runCommand({
+        user: guild.member,
+        guildId: guild.id,
+        channelId: guild.textChannelId,
+        command: 'video',
+        subcommand: 'generate',
+        options: { prompt: `crash run ${index}` },
+      });
       const card = await run.waitForReply((message) => CARD_REF.test(JSON.stringify(message.embeds)), 30_000);
       refs.push(CARD_REF.exec(JSON.stringify(card.embeds))![1]!);
     };
@@ -67,7 +74,9 @@ export async function benchmarkCrashes(options: CrashOptions): Promise<CrashRepo
     // Submissions are spread over the rounds, so kills land while some tasks are young and others are
     // being downloaded or posted.
     const postsOf = (ref: string) =>
-      discord.messages(guild.textChannelId).filter((message) => message.attachments.length > 0 && JSON.stringify(message.components).includes(`video:extend:${ref}`));
+      discord
+        .messages(guild.textChannelId)
+        .filter((message) => message.attachments.length > 0 && JSON.stringify(message.components).includes(`video:extend:${ref}`));
     let unpostedAtKills = 0;
     const perRound = Math.ceil(options.tasks / options.kills);
     for (let round = 0; round < options.kills; round++) {

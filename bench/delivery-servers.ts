@@ -43,7 +43,11 @@ const gateway = createServer((request, response) => {
   request.resume();
   const poll = /^\/native\/v1\/videos\/([^/]+)$/.exec(request.url ?? '');
   if (poll) {
-    const body = JSON.stringify({ status: 'done', progress: 100, video: { url: `${baseUrl(gateway)}/files/${poll[1]}.mp4`, duration: 8, respect_moderation: true } });
+    const body = JSON.stringify({
+      status: 'done',
+      progress: 100,
+      video: { url: `${baseUrl(gateway)}/files/${poll[1]}.mp4`, duration: 8, respect_moderation: true },
+    });
     response.writeHead(200, { 'content-type': 'application/json', 'x-request-id': 'req_bench' }).end(body);
     return;
   }

@@ -93,7 +93,14 @@ async function peakDuring(work: () => Promise<unknown>, live = false): Promise<M
 
 const policy: GuildVideoPolicy = {
   resolveGatewayAccess: () => Promise.resolve({ ok: true, apiKey: KEY, layer: 'native', keyId: 'bench' }),
-  defaults: () => Promise.resolve({ model: undefined, resolution: undefined, duration: undefined, aspectRatio: undefined, storage: { keepDays: 0, publicLink: false } }),
+  defaults: () =>
+    Promise.resolve({
+      model: undefined,
+      resolution: undefined,
+      duration: undefined,
+      aspectRatio: undefined,
+      storage: { keepDays: 0, publicLink: false },
+    }),
   checkLimits: () => Promise.resolve({ ok: true }),
   recordSubmission: () => Promise.resolve(),
   releaseSubmission: () => Promise.resolve(),
@@ -159,17 +166,25 @@ export async function benchmarkDelivery(options: { videoBytes?: number; concurre
   let rest: REST | undefined;
   try {
     const started = performance.now();
-    const info: unknown = JSON.parse(await new Promise<string>((resolve) => createInterface({ input: child.stdout }).once('line', resolve)));
+    const info: unknown = JSON.parse(
+      await new Promise<string>((resolve) => createInterface({ input: child.stdout }).once('line', resolve)),
+    );
     const gatewayUrl = readString(info, 'gatewayUrl');
     const apiUrl = readString(info, 'apiUrl');
-    if (gatewayUrl === undefined || apiUrl === undefined || readNumber(info, 'videoBytes') !== videoBytes) throw new Error('the delivery bench servers did not start');
+    if (gatewayUrl === undefined || apiUrl === undefined || readNumber(info, 'videoBytes') !== videoBytes)
+      throw new Error('the delivery bench servers did not start');
 
     store = await openStore(`sqlite://${join(directory, 'bench.sqlite')}`, silentLogger);
     rest = new REST({ api: apiUrl, globalRequestsPerSecond: 100_000 }).setToken('bench-token');
     const outbox = new DiscordOutbox(rest);
     clients = new GatewayClientPool({ baseUrl: gatewayUrl, log: silentLogger });
     const running = createVideo({
-      store, clients, policy, outbox, vendor: 'svc', log: silentLogger,
+      store,
+      clients,
+      policy,
+      outbox,
+      vendor: 'svc',
+      log: silentLogger,
       pollPolicy: { ...DEFAULT_POLL_POLICY, intervalMs: 10, maxIntervalMs: 10 },
       cardEditIntervalMs: 0,
       downloadDirectory: join(directory, 'downloads'),
@@ -180,14 +195,25 @@ export async function benchmarkDelivery(options: { videoBytes?: number; concurre
 
     const streamed = await peakDuring(() => deliverAll(running, [finishedTask(attachmentSizeLimit)]));
     const streamedLive = await peakDuring(() => deliverAll(running, [finishedTask(attachmentSizeLimit)]), true);
-    const streamedConcurrent = await peakDuring(() => deliverAll(running, Array.from({ length: concurrent }, () => finishedTask(attachmentSizeLimit))));
+    const streamedConcurrent = await peakDuring(() =>
+      deliverAll(
+        running,
+        Array.from({ length: concurrent }, () => finishedTask(attachmentSizeLimit)),
+      ),
+    );
 
     // The baseline: the same video, fetched whole into memory and posted from there.
     const client = clients.get(KEY, 'native');
     const done = await client.getTask('req_baseline');
     const inMemory = async (): Promise<void> => {
       const downloaded = await client.downloadVideo(done satisfies TaskResult, { maxBytes: attachmentSizeLimit });
-      await outbox.post({ channelId: CHANNEL, content: 'baseline', file: { name: 'video.mp4', contentType: 'video/mp4', data: downloaded.bytes }, mentionUsers: [], nonce: 'baseline' });
+      await outbox.post({
+        channelId: CHANNEL,
+        content: 'baseline',
+        file: { name: 'video.mp4', contentType: 'video/mp4', data: downloaded.bytes },
+        mentionUsers: [],
+        nonce: 'baseline',
+      });
     };
     const buffered = await peakDuring(inMemory);
     const bufferedLive = await peakDuring(inMemory, true);

@@ -13,7 +13,16 @@ import { benchmarkVoiceCapacity, printVoiceCapacityReport } from './voice-capaci
 // SQLite in the single process alone.
 
 const { values } = parseArgs({
-  options: { only: { type: 'string' }, tasks: { type: 'string' }, kills: { type: 'string' }, seed: { type: 'string' }, store: { type: 'string' }, 'video-mb': { type: 'string' }, workers: { type: 'string' }, turns: { type: 'string' } },
+  options: {
+    only: { type: 'string' },
+    tasks: { type: 'string' },
+    kills: { type: 'string' },
+    seed: { type: 'string' },
+    store: { type: 'string' },
+    'video-mb': { type: 'string' },
+    workers: { type: 'string' },
+    turns: { type: 'string' },
+  },
 });
 const stores = CRASH_STORES.filter((store) => values.store === undefined || values.store === store);
 if (stores.length === 0) {
@@ -29,7 +38,9 @@ if (only !== undefined && !['video', 'delivery', 'voice', 'voice-addressing', 'v
 const videoStore = values.store === 'sqlite' ? 'sqlite' : 'redis';
 const videoWorkers = Number(values.workers ?? (videoStore === 'sqlite' ? 1 : 2));
 if (!Number.isInteger(videoWorkers) || videoWorkers < 1 || (videoStore === 'sqlite' && videoWorkers > 1)) {
-  process.stderr.write(`--workers must be a whole number from 1, and 1 with --store sqlite (workers share a Redis) (got ${values.workers})\n`);
+  process.stderr.write(
+    `--workers must be a whole number from 1, and 1 with --store sqlite (workers share a Redis) (got ${values.workers})\n`,
+  );
   process.exit(2);
 }
 

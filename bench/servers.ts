@@ -14,7 +14,11 @@ const SHARDS = Number(process.env.BENCH_SHARDS ?? 1);
 const MEMBERS_PER_GUILD = 50;
 
 const emulator = await startEmulator({
-  config: { timing: { generation_ms: GENERATION_MS }, limits: { rate_per_minute: 10_000_000, concurrent_tasks: 1_000_000 }, keys: { 'emulator-key': { group: 'default', quota_usd: 1_000_000 } } },
+  config: {
+    timing: { generation_ms: GENERATION_MS },
+    limits: { rate_per_minute: 10_000_000, concurrent_tasks: 1_000_000 },
+    keys: { 'emulator-key': { group: 'default', quota_usd: 1_000_000 } },
+  },
 });
 // Interactions are made in bulk ahead of their tasks, so the 3 s answer deadline is lifted.
 const discord = await startDiscordStandIn({ responseDeadlineMs: 3_600_000, shards: SHARDS });
@@ -31,7 +35,8 @@ function discordTraffic(): Record<string, number> {
   const traffic = { defers: 0, cardEdits: 0, posts: 0, other: 0 };
   for (const request of discord.requests) {
     if (request.method === 'POST' && /^\/interactions\/\d+\/[^/]+\/callback$/.test(request.path)) traffic.defers++;
-    else if (request.method === 'PATCH' && (/^\/webhooks\//.test(request.path) || /^\/channels\/\d+\/messages\/\d+$/.test(request.path))) traffic.cardEdits++;
+    else if (request.method === 'PATCH' && (/^\/webhooks\//.test(request.path) || /^\/channels\/\d+\/messages\/\d+$/.test(request.path)))
+      traffic.cardEdits++;
     else if (request.method === 'POST' && /^\/channels\/\d+\/messages$/.test(request.path)) traffic.posts++;
     else traffic.other++;
   }
@@ -53,7 +58,14 @@ const control = createServer((request, response) => {
       const server = index % guilds.length;
       const guild = guilds[server]!;
       const user = members[server]![Math.floor(index / guilds.length) % MEMBERS_PER_GUILD]!;
-      const run = discord.runCommand({ user, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt: 'benchmark' } });
+      const run = discord.runCommand({
+        user,
+        guildId: guild.id,
+        channelId: guild.textChannelId,
+        command: 'video',
+        subcommand: 'generate',
+        options: { prompt: 'benchmark' },
+      });
       return { id: run.record.id, token: run.record.token, guildId: guild.id, channelId: guild.textChannelId, userId: user.id };
     });
     const body = JSON.stringify(made);
@@ -72,10 +84,17 @@ const control = createServer((request, response) => {
     else requests.other++;
   }
   const posts = channels.flatMap((channel) =>
-    discord.messages(channel).flatMap((message) => (typeof message.nonce === 'string' ? [{ nonce: message.nonce, at: Date.parse(message.timestamp) }] : [])),
+    discord
+      .messages(channel)
+      .flatMap((message) => (typeof message.nonce === 'string' ? [{ nonce: message.nonce, at: Date.parse(message.timestamp) }] : [])),
   );
   // While the bot runs, only the count: a big answer would cost the bot's event loop what it measures.
-  const body = JSON.stringify({ requests, discord: discordTraffic(), postCount: posts.length, ...(url.searchParams.has('posts') ? { posts } : {}) });
+  const body = JSON.stringify({
+    requests,
+    discord: discordTraffic(),
+    postCount: posts.length,
+    ...(url.searchParams.has('posts') ? { posts } : {}),
+  });
   response.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body);
 });
 control.listen(0, '127.0.0.1', () => {

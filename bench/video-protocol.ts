@@ -129,7 +129,8 @@ export function parseFinishedRun(raw: unknown): FinishedRun {
     submitted: requireArray(answer, 'submitted').map((entry): [string, number] => {
       const id: unknown = Array.isArray(entry) ? entry[0] : undefined;
       const at: unknown = Array.isArray(entry) ? entry[1] : undefined;
-      if (typeof id !== 'string' || typeof at !== 'number') throw new Error('a video worker answered a submission that is not [task id, time]');
+      if (typeof id !== 'string' || typeof at !== 'number')
+        throw new Error('a video worker answered a submission that is not [task id, time]');
       return [id, at];
     }),
   };

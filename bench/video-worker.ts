@@ -10,7 +10,15 @@ import { createVideo, type Video } from '../src/video/index.ts';
 import type { SubmissionPlan } from '../src/video/plan.ts';
 import { newTaskId } from '../src/video/repository.ts';
 import { collectGarbage, loopDelayP99Ms, startLoopDelay } from './measure.ts';
-import { parseServerInfo, parseWorkerRequest, type FinishedRun, type HeldMemory, type Interaction, type ServerInfo, type WorkerRequest } from './video-protocol.ts';
+import {
+  parseServerInfo,
+  parseWorkerRequest,
+  type FinishedRun,
+  type HeldMemory,
+  type Interaction,
+  type ServerInfo,
+  type WorkerRequest,
+} from './video-protocol.ts';
 
 // One bot process of the video benchmark (bench/video.ts): the one process of the single-process run, or
 // one of the workers of a sharded run, given the interactions of its shard's guilds as Discord's gateway
@@ -48,11 +56,27 @@ async function startBot(info: ServerInfo, storeUrl: string, first: Interaction):
   const rest = new REST({ api: info.apiUrl, globalRequestsPerSecond: 100_000 }).setToken(info.botToken);
   const outbox = new DiscordOutbox(rest);
   const clients = new GatewayClientPool({ baseUrl: info.gatewayUrl, log: silentLogger });
-  const policy = new SettingsService({ store, clients, log: silentLogger, operatorKey: 'emulator-key', defaultLayer: 'compat', gatewayVendor: 'svc', encryptionSecret: undefined });
+  const policy = new SettingsService({
+    store,
+    clients,
+    log: silentLogger,
+    operatorKey: 'emulator-key',
+    defaultLayer: 'compat',
+    gatewayVendor: 'svc',
+    encryptionSecret: undefined,
+  });
   const video = createVideo({ store, clients, policy, outbox, vendor: 'svc', log: silentLogger });
   const prepared = await video.prepare.generation(contextOf(info, first), {
-    prompt: 'benchmark', model: undefined, duration: 4, resolution: undefined, aspectRatio: undefined,
-    image: undefined, lastFrame: undefined, referenceImages: [], voices: [], referenceAudio: undefined,
+    prompt: 'benchmark',
+    model: undefined,
+    duration: 4,
+    resolution: undefined,
+    aspectRatio: undefined,
+    image: undefined,
+    lastFrame: undefined,
+    referenceImages: [],
+    voices: [],
+    referenceAudio: undefined,
   });
   if (!prepared.ok) throw new Error(prepared.message);
   return {
@@ -68,7 +92,12 @@ async function startBot(info: ServerInfo, storeUrl: string, first: Interaction):
 }
 
 /** Each interaction as /video handles it: deferred at once, then submitted with its status card. */
-async function submitAll(info: ServerInfo, bot: Bot, interactions: Interaction[], onSubmitted: (id: string, at: number) => void = () => {}): Promise<void> {
+async function submitAll(
+  info: ServerInfo,
+  bot: Bot,
+  interactions: Interaction[],
+  onSubmitted: (id: string, at: number) => void = () => {},
+): Promise<void> {
   let next = 0;
   await Promise.all(
     Array.from({ length: SUBMIT_CONCURRENCY }, async () => {
@@ -148,8 +177,10 @@ const send = process.send?.bind(process);
 if (!send) throw new Error('bench/video-worker.ts runs as a worker of bench/video.ts (started with fork)');
 const info = parseServerInfo(JSON.parse(process.argv[2] ?? 'null'));
 process.on('message', (raw) => {
-  Promise.resolve(raw).then((request) => answer(info, parseWorkerRequest(request))).then(
-    (reply) => send(reply),
-    (error: unknown) => send({ error: error instanceof Error ? (error.stack ?? error.message) : String(error) }),
-  );
+  Promise.resolve(raw)
+    .then((request) => answer(info, parseWorkerRequest(request)))
+    .then(
+      (reply) => send(reply),
+      (error: unknown) => send({ error: error instanceof Error ? (error.stack ?? error.message) : String(error) }),
+    );
 });

@@ -72,8 +72,18 @@ function parseStats(raw: unknown): Stats {
   const requests = readRecord(raw, 'requests');
   const discord = readRecord(raw, 'discord');
   return {
-    requests: { submit: count(requests, 'submit'), poll: count(requests, 'poll'), download: count(requests, 'download'), other: count(requests, 'other') },
-    discord: { defers: count(discord, 'defers'), cardEdits: count(discord, 'cardEdits'), posts: count(discord, 'posts'), other: count(discord, 'other') },
+    requests: {
+      submit: count(requests, 'submit'),
+      poll: count(requests, 'poll'),
+      download: count(requests, 'download'),
+      other: count(requests, 'other'),
+    },
+    discord: {
+      defers: count(discord, 'defers'),
+      cardEdits: count(discord, 'cardEdits'),
+      posts: count(discord, 'posts'),
+      other: count(discord, 'other'),
+    },
     postCount: count(raw, 'postCount'),
     posts: (readArray(raw, 'posts') ?? []).flatMap((post) => {
       const nonce = readString(post, 'nonce');
@@ -233,7 +243,8 @@ class VideoWorker {
         then();
       };
       const onMessage = (answer: unknown) => settle(() => resolve(answer));
-      const onExit = (code: number | null, signal: string | null) => settle(() => reject(new Error(`a video worker ended (${signal ?? code}) before it answered ${request.op}`)));
+      const onExit = (code: number | null, signal: string | null) =>
+        settle(() => reject(new Error(`a video worker ended (${signal ?? code}) before it answered ${request.op}`)));
       child.on('message', onMessage);
       child.on('exit', onExit);
       child.send(request);
@@ -261,7 +272,13 @@ async function interactionsByShard(info: ServerInfo, count: number, shards: numb
 }
 
 /** `tasks` new interactions, grouped by shard, and a fresh store for `use` (the whole phase) to give them to the workers on. */
-async function withPhase<T>(info: ServerInfo, stores: StoreSource, shards: number, tasks: number, use: (storeUrl: string, shares: Interaction[][]) => Promise<T>): Promise<T> {
+async function withPhase<T>(
+  info: ServerInfo,
+  stores: StoreSource,
+  shards: number,
+  tasks: number,
+  use: (storeUrl: string, shares: Interaction[][]) => Promise<T>,
+): Promise<T> {
   const shares = await interactionsByShard(info, tasks, shards);
   const store = stores.fresh();
   try {
@@ -300,7 +317,11 @@ async function measureRun(options: RunOptions): Promise<VideoRunReport> {
   }
 }
 
-async function measureRunOn(info: ServerInfo, stores: StoreSource, { tasks, workers, shards, generationMs }: RunOptions): Promise<VideoRunReport> {
+async function measureRunOn(
+  info: ServerInfo,
+  stores: StoreSource,
+  { tasks, workers, shards, generationMs }: RunOptions,
+): Promise<VideoRunReport> {
   const started = performance.now();
   const fleet = Array.from({ length: workers }, () => new VideoWorker(info));
   try {
@@ -308,7 +329,9 @@ async function measureRunOn(info: ServerInfo, stores: StoreSource, { tasks, work
     await setGeneration(info, HELD_GENERATION_MS);
     // The single process is measured on the way too, once it holds a worker's share.
     const checkpoint = workers === 1 ? Math.ceil(tasks / shards) : tasks;
-    const held = await withPhase(info, stores, workers, tasks, (storeUrl, shares) => Promise.all(fleet.map((worker, shard) => worker.hold(storeUrl, shares[shard]!, checkpoint))));
+    const held = await withPhase(info, stores, workers, tasks, (storeUrl, shares) =>
+      Promise.all(fleet.map((worker, shard) => worker.hold(storeUrl, shares[shard]!, checkpoint))),
+    );
 
     // Phase 2, timing: fast generations, followed to their posts.
     await setGeneration(info, generationMs);
@@ -344,7 +367,9 @@ async function measureRunOn(info: ServerInfo, stores: StoreSource, { tasks, work
       tasksPerWorker: finished.map((run) => run.submitted.length),
       bytesPerTask: sum(held.map((memory) => memory.heapBytes)) / tasks,
       restCacheBytesPerTask: sum(held.map((memory) => memory.restCacheBytes)) / tasks,
-      ...(checkpoint < tasks ? { atWorkerShare: { tasks: held[0]!.checkpointTasks, bytesPerTask: held[0]!.checkpointHeapBytes / held[0]!.checkpointTasks } } : {}),
+      ...(checkpoint < tasks
+        ? { atWorkerShare: { tasks: held[0]!.checkpointTasks, bytesPerTask: held[0]!.checkpointHeapBytes / held[0]!.checkpointTasks } }
+        : {}),
       rssBytesPerTask: sum(held.map((memory) => memory.rssBytes)) / tasks,
       requestsPerTask: (requests.submit + requests.poll + requests.download) / tasks,
       requestBreakdown: requests,
@@ -368,7 +393,8 @@ export async function benchmarkVideoTracking(options: VideoBenchOptions): Promis
   idle.disable();
   const baseline = baselineBytesPerEntry(tasks);
   const runs: VideoRunReport[] = [];
-  for (const fleet of workers > 1 ? [1, workers] : [1]) runs.push(await measureRun({ tasks, workers: fleet, shards: workers, store, generationMs }));
+  for (const fleet of workers > 1 ? [1, workers] : [1])
+    runs.push(await measureRun({ tasks, workers: fleet, shards: workers, store, generationMs }));
   return { tasks, store, shards: workers, baselineBytesPerEntry: baseline, idleLoopDelayP99Ms: loopDelayP99Ms(idle), runs };
 }
 
@@ -385,7 +411,11 @@ function runLines(report: VideoBenchReport, run: VideoRunReport): string[] {
     `video tracking, ${runName(run)}: ${report.tasks} tasks in ${run.wallSeconds.toFixed(1)} s (${report.store} store${shares})`,
     `  memory per task      ${kb(run.bytesPerTask)} while tracked${sharded ? ', summed over the workers' : ''}  (${(run.bytesPerTask / report.baselineBytesPerEntry).toFixed(1)}x a bare Map entry of ${report.baselineBytesPerEntry.toFixed(0)} B; target <= 2 KB)`,
     `    of which discord.js ${kb(run.restCacheBytesPerTask)} (its REST client's routes per interaction token, swept after an hour), the rest ${kb(run.bytesPerTask - run.restCacheBytesPerTask)}`,
-    ...(run.atWorkerShare ? [`    ${`at ${run.atWorkerShare.tasks} tasks`.padEnd(20)}${kb(run.atWorkerShare.bytesPerTask)} (on the way, once it held as many as each of ${report.shards} workers does)`] : []),
+    ...(run.atWorkerShare
+      ? [
+          `    ${`at ${run.atWorkerShare.tasks} tasks`.padEnd(20)}${kb(run.atWorkerShare.bytesPerTask)} (on the way, once it held as many as each of ${report.shards} workers does)`,
+        ]
+      : []),
     `  RSS growth           ${kb(run.rssBytesPerTask)} per task at the same moments${sharded ? ', summed over the workers' : ''}`,
     `  gateway requests     ${run.requestsPerTask.toFixed(3)} per task = ${(run.requestsPerTask / MIN_REQUESTS_PER_TASK).toFixed(3)}x the minimum of ${MIN_REQUESTS_PER_TASK} (target <= 1.1x)  ${JSON.stringify(run.requestBreakdown)}`,
     `  Discord requests     ${run.discordPerTask.toFixed(3)} per task  ${JSON.stringify(run.discordBreakdown)} (defer, status card edits, the post)`,
@@ -418,7 +448,9 @@ function comparisonLines(sharded: VideoRunReport, single: VideoRunReport): strin
     row('Discord requests per task', sharded.discordPerTask, single.discordPerTask, fixed(3), REQUESTS_UNCHANGED_WITHIN),
     row('memory per task', sharded.bytesPerTask, single.bytesPerTask, kb, MEMORY_UNCHANGED_WITHIN),
     // For what the process costs once whatever its load; no verdict, as one point on the way is noisier than the whole.
-    ...(single.atWorkerShare ? [row(`  one process at ${single.atWorkerShare.tasks} tasks`, sharded.bytesPerTask, single.atWorkerShare.bytesPerTask, kb)] : []),
+    ...(single.atWorkerShare
+      ? [row(`  one process at ${single.atWorkerShare.tasks} tasks`, sharded.bytesPerTask, single.atWorkerShare.bytesPerTask, kb)]
+      : []),
     row('RSS growth per task', sharded.rssBytesPerTask, single.rssBytesPerTask, kb),
     row('bot CPU per task', sharded.cpuMsPerTask, single.cpuMsPerTask, (value) => `${value.toFixed(2)} ms`),
     row('end -> posted p50', sharded.postedAfterEndMs.p50, single.postedAfterEndMs.p50, ms),

@@ -45,7 +45,14 @@ async function measureTurns(rig: ScriptedVoice, gated: boolean, turns: number): 
   const { realtime, voice } = rig;
   const { session, socket } = await startScriptedSession(rig, {
     settings: { ...defaultVoiceSettings('svc'), turnDetection: 'discord' },
-    connectRealtime: () => RealtimeClient.connect({ wsBaseUrl: realtime.url, apiKey: 'bench-key-0001', model: 'svc-voice-latest', session: { turnDetection: null }, timeoutMs: 5000 }),
+    connectRealtime: () =>
+      RealtimeClient.connect({
+        wsBaseUrl: realtime.url,
+        apiKey: 'bench-key-0001',
+        model: 'svc-voice-latest',
+        session: { turnDetection: null },
+        timeoutMs: 5000,
+      }),
     onlyWhenNamed: gated,
     addressed: (transcript) => addressesBot(transcript, [WAKE_WORD]),
   });
@@ -60,8 +67,14 @@ async function measureTurns(rig: ScriptedVoice, gated: boolean, turns: number): 
       const spokeAt = performance.now();
       await realtime.waitFor(() => socket.sent('input_audio_buffer.commit').length > commits || undefined, 'the turn committed');
       const transcriptAt = performance.now();
-      if (gated && socket.sent('response.create').length > creates) throw new Error('the session answered before hearing whether it was named');
-      socket.send({ type: 'conversation.item.input_audio_transcription.completed', item_id: `item_${turn}`, content_index: 0, transcript: `Hey ${WAKE_WORD}, tell me something number ${turn}` });
+      if (gated && socket.sent('response.create').length > creates)
+        throw new Error('the session answered before hearing whether it was named');
+      socket.send({
+        type: 'conversation.item.input_audio_transcription.completed',
+        item_id: `item_${turn}`,
+        content_index: 0,
+        transcript: `Hey ${WAKE_WORD}, tell me something number ${turn}`,
+      });
       await realtime.waitFor(() => socket.sent('response.create').length > creates || undefined, 'response.create');
       const answeredAt = performance.now();
       speechEnd.push(answeredAt - spokeAt);

@@ -20,7 +20,15 @@ const farEnds = new Map<number, FarEndControl>();
 const conversations = new Map<string, BotConversation>();
 const relays = new Map<number, { resolve(answer: Record<string, unknown>): void; reject(error: Error): void }>();
 let nextRelay = 0;
-let window: { cpu: NodeJS.CpuUsage; wallStart: number; loopDelay: ReturnType<typeof monitorEventLoopDelay>; gc: GcWatch; runDelayNs: number | undefined } | undefined;
+let window:
+  | {
+      cpu: NodeJS.CpuUsage;
+      wallStart: number;
+      loopDelay: ReturnType<typeof monitorEventLoopDelay>;
+      gc: GcWatch;
+      runDelayNs: number | undefined;
+    }
+  | undefined;
 
 /** Garbage collection pauses over a window: their total and the longest. */
 interface GcWatch {
@@ -111,7 +119,11 @@ async function handle(request: Record<string, unknown>): Promise<Record<string, 
     case 'addFarEnd': {
       const far = readNumber(request, 'far') ?? 0;
       trustCertificateInThisProcess(readString(request, 'certPem') ?? '');
-      farEnds.set(far, { endpoint: readString(request, 'endpoint') ?? '', wsUrl: readString(request, 'wsUrl') ?? '', request: relayTo(far) });
+      farEnds.set(far, {
+        endpoint: readString(request, 'endpoint') ?? '',
+        wsUrl: readString(request, 'wsUrl') ?? '',
+        request: relayTo(far),
+      });
       return {};
     }
     case 'join': {
@@ -145,7 +157,13 @@ async function handle(request: Record<string, unknown>): Promise<Record<string, 
       for (const conversation of conversations.values()) conversation.resetProbes();
       const loopDelay = monitorEventLoopDelay({ resolution: LOOP_DELAY_RESOLUTION_MS });
       loopDelay.enable();
-      window = { cpu: process.cpuUsage(), wallStart: performance.now(), loopDelay, gc: watchGc(), runDelayNs: await mainThreadRunDelayNs() };
+      window = {
+        cpu: process.cpuUsage(),
+        wallStart: performance.now(),
+        loopDelay,
+        gc: watchGc(),
+        runDelayNs: await mainThreadRunDelayNs(),
+      };
       return {};
     }
     case 'windowEnd': {
@@ -158,7 +176,8 @@ async function handle(request: Record<string, unknown>): Promise<Record<string, 
       window.gc.observer.disconnect();
       const runDelayNs = await mainThreadRunDelayNs();
       // The share of the window the main thread spent runnable but waiting for a CPU another process held.
-      const waitShare = runDelayNs === undefined || window.runDelayNs === undefined ? undefined : (runDelayNs - window.runDelayNs) / 1e6 / wallMs;
+      const waitShare =
+        runDelayNs === undefined || window.runDelayNs === undefined ? undefined : (runDelayNs - window.runDelayNs) / 1e6 / wallMs;
       const gc = { gcShare: window.gc.totalMs / wallMs, gcLongestMs: window.gc.longestMs };
       window = undefined;
       // The far ends' answers to `converse`, by guild: the output latencies are read against them.
@@ -175,7 +194,17 @@ async function handle(request: Record<string, unknown>): Promise<Record<string, 
         output.push(...conversation.outputLatencies(result));
         sent.push(...conversation.sentLatencies(result));
       }
-      return { cpuShare: (used.user + used.system) / 1000 / wallMs, input, output, sent, toPlay, loopDelayP99Ms, loopDelayMaxMs, waitShare, ...gc };
+      return {
+        cpuShare: (used.user + used.system) / 1000 / wallMs,
+        input,
+        output,
+        sent,
+        toPlay,
+        loopDelayP99Ms,
+        loopDelayMaxMs,
+        waitShare,
+        ...gc,
+      };
     }
     case 'profileStart': {
       const session = new Session();

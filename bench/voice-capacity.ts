@@ -4,7 +4,18 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readArray, readNumber, readRecord } from '../src/lib/json.ts';
 import { summariseProfile, type ProfileSummary } from './cpu-profile.ts';
-import { USER_ID, latencyOf, median, percentile, readPacketProblems, startFarEnds, startLineChild, type FarEnds, type Latency, type LineChild } from './voice-rig.ts';
+import {
+  USER_ID,
+  latencyOf,
+  median,
+  percentile,
+  readPacketProblems,
+  startFarEnds,
+  startLineChild,
+  type FarEnds,
+  type Latency,
+  type LineChild,
+} from './voice-rig.ts';
 import type { BotPacketProblems } from 'discord-standin';
 
 // Issue 16's voice capacity: how many two-way conversations one bot process holds within the bounds
@@ -134,13 +145,26 @@ function hasTaskset(): boolean {
 
 /** Each worker on a core of its own, the far ends on the cores left (or sharing the workers' when none are). */
 export function placeProcesses(workers: number, cores: number): Placement {
-  if (!hasTaskset() || cores < workers) return { workerCpus: Array.from({ length: workers }, () => undefined), farEndCpus: undefined, note: `no pinning (taskset missing or fewer than ${workers} cores): the scheduler places every process` };
+  if (!hasTaskset() || cores < workers)
+    return {
+      workerCpus: Array.from({ length: workers }, () => undefined),
+      farEndCpus: undefined,
+      note: `no pinning (taskset missing or fewer than ${workers} cores): the scheduler places every process`,
+    };
   const workerCpus = Array.from({ length: workers }, (_, index) => String(index));
   if (cores > workers) {
     const farEndCpus = cores - 1 === workers ? String(workers) : `${workers}-${cores - 1}`;
-    return { workerCpus, farEndCpus, note: `worker${workers > 1 ? 's' : ''} on CPU ${workerCpus.join(' and ')}, far ends on CPU ${farEndCpus} (taskset)` };
+    return {
+      workerCpus,
+      farEndCpus,
+      note: `worker${workers > 1 ? 's' : ''} on CPU ${workerCpus.join(' and ')}, far ends on CPU ${farEndCpus} (taskset)`,
+    };
   }
-  return { workerCpus, farEndCpus: undefined, note: `workers on CPU ${workerCpus.join(' and ')}; this machine has no core left, so the far ends share the workers' ${cores} (taskset)` };
+  return {
+    workerCpus,
+    farEndCpus: undefined,
+    note: `workers on CPU ${workerCpus.join(' and ')}; this machine has no core left, so the far ends share the workers' ${cores} (taskset)`,
+  };
 }
 
 /** A bot worker, with the far ends it may ask things of (the voice handshake goes through here; `farEnds` may grow). */
@@ -157,7 +181,8 @@ async function startWorker(cpus: string | undefined, farEnds: readonly FarEnds[]
     );
   };
   const worker = await startLineChild('voice-capacity-worker.ts', [], { cpus, nodeFlags: ['--expose-gc'], asBot: true, onMessage: relay });
-  for (const [index, far] of farEnds.entries()) await worker.request({ op: 'addFarEnd', far: index, endpoint: far.endpoint, wsUrl: far.wsUrl, certPem: far.certPem });
+  for (const [index, far] of farEnds.entries())
+    await worker.request({ op: 'addFarEnd', far: index, endpoint: far.endpoint, wsUrl: far.wsUrl, certPem: far.certPem });
   return worker;
 }
 
@@ -232,7 +257,8 @@ export class CapacityRig {
   async #addFarEnd(): Promise<void> {
     const far = await startFarEnds({ dave: true, cpus: this.#placement.farEndCpus });
     const index = this.farEnds.push(far) - 1;
-    for (const worker of this.workers) await worker.request({ op: 'addFarEnd', far: index, endpoint: far.endpoint, wsUrl: far.wsUrl, certPem: far.certPem });
+    for (const worker of this.workers)
+      await worker.request({ op: 'addFarEnd', far: index, endpoint: far.endpoint, wsUrl: far.wsUrl, certPem: far.certPem });
   }
 
   /** Joins conversations until `count` are held (spread evenly over the workers; far ends filled in turn), and warms the new ones up. */
@@ -258,7 +284,17 @@ export class CapacityRig {
     await Promise.all(
       seats.map(async (seat, index) => {
         await sleep((index * 20) / seats.length);
-        results.set(seat.guildId, await this.farEnds[seat.far]!.request({ op: 'converse', guildId: seat.guildId, userId: USER_ID, seconds, answerIndex, preEncoded: true }));
+        results.set(
+          seat.guildId,
+          await this.farEnds[seat.far]!.request({
+            op: 'converse',
+            guildId: seat.guildId,
+            userId: USER_ID,
+            seconds,
+            answerIndex,
+            preEncoded: true,
+          }),
+        );
       }),
     );
     return results;
@@ -269,7 +305,8 @@ export class CapacityRig {
     await this.ensure(count);
     const seats = this.seats.slice(0, count);
     const baselines: number[] = [];
-    for (const worker of this.workers) baselines.push(readNumber(await worker.request({ op: 'baseline', seconds: WINDOW_SECONDS }), 'share') ?? 0);
+    for (const worker of this.workers)
+      baselines.push(readNumber(await worker.request({ op: 'baseline', seconds: WINDOW_SECONDS }), 'share') ?? 0);
     await untilQuiet(QUIET_WAIT_MS);
     const farCpuBefore = await Promise.all(this.farEnds.map((far) => far.cpu()));
     const machineBefore = await machineCpu();
@@ -291,13 +328,19 @@ export class CapacityRig {
     const toPlay = ends.flatMap((end) => numbers(readArray(end, 'toPlay')));
     const workerShares = ends.map((end) => readNumber(end, 'cpuShare') ?? 0);
     const farEndCores = farCpuAfter.reduce((sum, after, index) => sum + after.cpuMs - farCpuBefore[index]!.cpuMs, 0) / wallMs;
-    const machineCores = machineBefore && machineAfter ? ((machineAfter.busy - machineBefore.busy) / (machineAfter.total - machineBefore.total)) * availableParallelism() : undefined;
+    const machineCores =
+      machineBefore && machineAfter
+        ? ((machineAfter.busy - machineBefore.busy) / (machineAfter.total - machineBefore.total)) * availableParallelism()
+        : undefined;
     const step: CapacityStep = {
       conversations: count,
       workerShares,
       workerConversations: this.workers.map((_, index) => seats.filter((seat) => seat.worker === index).length),
       farEndCores,
-      otherCores: machineCores === undefined ? undefined : Math.max(0, machineCores - farEndCores - workerShares.reduce((sum, share) => sum + share, 0)),
+      otherCores:
+        machineCores === undefined
+          ? undefined
+          : Math.max(0, machineCores - farEndCores - workerShares.reduce((sum, share) => sum + share, 0)),
       input: latencyOf(input),
       output: latencyOf(output),
       sent: latencyOf(sent),
@@ -305,7 +348,9 @@ export class CapacityRig {
       loopDelayP99Ms: Math.max(...ends.map((end) => readNumber(end, 'loopDelayP99Ms') ?? 0)),
       loopDelayMaxMs: Math.max(...ends.map((end) => readNumber(end, 'loopDelayMaxMs') ?? 0)),
       farEndLoopDelayP99Ms: Math.max(...farCpuAfter.map((far) => far.loopDelayP99Ms)),
-      waitShare: ends.some((end) => readNumber(end, 'waitShare') === undefined) ? undefined : Math.max(...ends.map((end) => readNumber(end, 'waitShare') ?? 0)),
+      waitShare: ends.some((end) => readNumber(end, 'waitShare') === undefined)
+        ? undefined
+        : Math.max(...ends.map((end) => readNumber(end, 'waitShare') ?? 0)),
       gcShare: Math.max(...ends.map((end) => readNumber(end, 'gcShare') ?? 0)),
       gcLongestMs: Math.max(...ends.map((end) => readNumber(end, 'gcLongestMs') ?? 0)),
       baselineShare: median(baselines),
@@ -328,7 +373,9 @@ export class CapacityRig {
     return {
       cpuShare: readNumber(answer, 'cpuShare') ?? 0,
       systemShare: readNumber(answer, 'systemShare') ?? 0,
-      threadShares: Object.entries(threads).flatMap(([name, share]) => (typeof share === 'number' ? [{ name, share }] : [])).sort((a, b) => b.share - a.share),
+      threadShares: Object.entries(threads)
+        .flatMap(([name, share]) => (typeof share === 'number' ? [{ name, share }] : []))
+        .sort((a, b) => b.share - a.share),
     };
   }
 
@@ -336,7 +383,9 @@ export class CapacityRig {
   async problems(): Promise<BotPacketProblems> {
     const total: BotPacketProblems = { undecryptable: 0, undecodable: 0, unencrypted: 0, daveUndecryptable: 0 };
     for (const seat of this.seats) {
-      const problems = readPacketProblems(await this.farEnds[seat.far]!.request({ op: 'botPacketProblems', guildId: seat.guildId, userId: USER_ID }));
+      const problems = readPacketProblems(
+        await this.farEnds[seat.far]!.request({ op: 'botPacketProblems', guildId: seat.guildId, userId: USER_ID }),
+      );
       total.undecryptable += problems.undecryptable;
       total.undecodable += problems.undecodable;
       total.unencrypted += problems.unencrypted;
@@ -386,7 +435,9 @@ async function searchCapacity(rig: CapacityRig, log: (line: string) => void): Pr
 
 /** Least squares of a worker's CPU share on the conversations it held, over the steps within the bounds. */
 function fitCpu(steps: CapacityStep[]): { slope: number; intercept: number } | undefined {
-  const points = steps.filter((step) => step.pastBounds.length === 0).flatMap((step) => step.workerShares.map((share, index) => [step.workerConversations[index]!, share] as const));
+  const points = steps
+    .filter((step) => step.pastBounds.length === 0)
+    .flatMap((step) => step.workerShares.map((share, index) => [step.workerConversations[index]!, share] as const));
   if (new Set(points.map(([x]) => x)).size < 2) return undefined;
   const meanX = points.reduce((sum, [x]) => sum + x, 0) / points.length;
   const meanY = points.reduce((sum, [, y]) => sum + y, 0) / points.length;
@@ -394,9 +445,16 @@ function fitCpu(steps: CapacityStep[]): { slope: number; intercept: number } | u
   return { slope, intercept: meanY - slope * meanX };
 }
 
-async function capacityRun(workers: number, cores: number, log: (line: string) => void, profilePath?: string): Promise<{ run: CapacityRun; profiled: { conversations: number; window: ProfiledWindow } | undefined }> {
+async function capacityRun(
+  workers: number,
+  cores: number,
+  log: (line: string) => void,
+  profilePath?: string,
+): Promise<{ run: CapacityRun; profiled: { conversations: number; window: ProfiledWindow } | undefined }> {
   const placement = placeProcesses(workers, cores);
-  log(`voice capacity, ${workers} worker${workers > 1 ? 's' : ''}: ${placement.note}; a far-end process per ${CONVERSATIONS_PER_FAR_END} conversations`);
+  log(
+    `voice capacity, ${workers} worker${workers > 1 ? 's' : ''}: ${placement.note}; a far-end process per ${CONVERSATIONS_PER_FAR_END} conversations`,
+  );
   const rig = await CapacityRig.start(placement);
   try {
     const steps = await searchCapacity(rig, log);
@@ -410,7 +468,17 @@ async function capacityRun(workers: number, cores: number, log: (line: string) =
     }
     const fit = fitCpu(steps);
     return {
-      run: { workers, placement, farEndProcesses: rig.farEnds.length, steps, capacity, marginalShare: fit?.slope, fixedShare: fit?.intercept, problems: await rig.problems(), notDave: rig.notDave },
+      run: {
+        workers,
+        placement,
+        farEndProcesses: rig.farEnds.length,
+        steps,
+        capacity,
+        marginalShare: fit?.slope,
+        fixedShare: fit?.intercept,
+        problems: await rig.problems(),
+        notDave: rig.notDave,
+      },
       profiled,
     };
   } finally {
@@ -418,12 +486,18 @@ async function capacityRun(workers: number, cores: number, log: (line: string) =
   }
 }
 
-export async function benchmarkVoiceCapacity(log: (line: string) => void = (line) => process.stderr.write(`${line}\n`)): Promise<VoiceCapacityReport> {
+export async function benchmarkVoiceCapacity(
+  log: (line: string) => void = (line) => process.stderr.write(`${line}\n`),
+): Promise<VoiceCapacityReport> {
   const cores = availableParallelism();
   const profilePath = join(tmpdir(), `voice-capacity-${Date.now()}.cpuprofile`);
   const one = await capacityRun(1, cores, log, profilePath);
   const two = await capacityRun(2, cores, log);
-  const profile = one.profiled && { ...one.profiled, path: profilePath, summary: summariseProfile(JSON.parse(await readFile(profilePath, 'utf8'))) };
+  const profile = one.profiled && {
+    ...one.profiled,
+    path: profilePath,
+    summary: summariseProfile(JSON.parse(await readFile(profilePath, 'utf8'))),
+  };
   return { windowSeconds: WINDOW_SECONDS, cores, one: one.run, two: two.run, profile };
 }
 
@@ -446,7 +520,9 @@ function runLines(run: CapacityRun, cores: number): string[] {
   const baseline = median(run.steps.map((step) => step.baselineShare));
   const within = run.steps.filter((step) => step.pastBounds.length === 0);
   const last = within.find((step) => step.conversations === run.capacity);
-  const firstPast = [...run.steps].sort((a, b) => a.conversations - b.conversations).find((step) => step.pastBounds.length > 0 && step.conversations > run.capacity);
+  const firstPast = [...run.steps]
+    .sort((a, b) => a.conversations - b.conversations)
+    .find((step) => step.pastBounds.length > 0 && step.conversations > run.capacity);
   const perCore = run.capacity / run.workers;
   const atCpuBound = run.marginalShare && run.fixedShare !== undefined ? (CPU_BOUND_SHARE - run.fixedShare) / run.marginalShare : undefined;
   const problems = run.problems;
@@ -457,7 +533,9 @@ function runLines(run: CapacityRun, cores: number): string[] {
     `  within the bounds: ${run.capacity} conversations in all, ${perCore.toFixed(1)} per core (target >= 50)` +
       (firstPast ? `; ${firstPast.conversations} is past them (${firstPast.pastBounds.join(', ')})` : '; no step went past them'),
     `  with out p99 held to ${LATENCY_BOUND_MS} ms itself (no allowance for the shared clock): ${literal} conversations`,
-    last ? `  far ends at ${last.conversations} conversations: ${last.farEndCores.toFixed(2)} cores (of ${cores} on this machine)` : '  no step within the bounds',
+    last
+      ? `  far ends at ${last.conversations} conversations: ${last.farEndCores.toFixed(2)} cores (of ${cores} on this machine)`
+      : '  no step within the bounds',
     run.marginalShare !== undefined && run.fixedShare !== undefined
       ? `  marginal CPU of one more conversation ${percent(run.marginalShare)} of a core, ${(run.marginalShare / baseline).toFixed(2)}x the bare opusscript baseline of one conversation (${percent(baseline)}),` +
         ` over ${run.fixedShare >= 0 ? '' : 'an intercept of '}${percent(run.fixedShare)} fixed; at that slope 90% of a core holds ${atCpuBound?.toFixed(0)} per worker`

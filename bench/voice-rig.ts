@@ -4,7 +4,13 @@ import { once } from 'node:events';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { VoiceConnectionStatus, entersState, joinVoiceChannel, type DiscordGatewayAdapterCreator, type VoiceConnection } from '@discordjs/voice';
+import {
+  VoiceConnectionStatus,
+  entersState,
+  joinVoiceChannel,
+  type DiscordGatewayAdapterCreator,
+  type VoiceConnection,
+} from '@discordjs/voice';
 import { RealtimeClient } from '../src/gateway/realtime/client.ts';
 import { REALTIME_SESSION_MAX_MS } from '../src/gateway/spec.ts';
 import { isRecord, readArray, readNumber, readString } from '../src/lib/json.ts';
@@ -59,7 +65,8 @@ export function baselineCpuMs(packets: Buffer[], pcm48kStereo: Int16Array): numb
   const frame = 960 * 2;
   const start = process.cpuUsage();
   for (const packet of packets) decoder.decode(packet);
-  for (let offset = 0; offset + frame <= pcm48kStereo.length; offset += frame) encoder.encode(pcm48kStereo.subarray(offset, offset + frame), 960);
+  for (let offset = 0; offset + frame <= pcm48kStereo.length; offset += frame)
+    encoder.encode(pcm48kStereo.subarray(offset, offset + frame), 960);
   const used = process.cpuUsage(start);
   decoder.delete();
   encoder.delete();
@@ -86,13 +93,20 @@ export async function startLineChild(
 ): Promise<LineChild> {
   // A process that holds the bot's conversations runs as the bot does (scripts/bot: its V8 settings).
   const node = join(ROOT, 'scripts', options.asBot ? 'bot' : 'node');
-  const command = [...(options.cpus === undefined ? [] : ['taskset', '-c', options.cpus]), node, ...(options.nodeFlags ?? []), join(ROOT, 'bench', script), ...args];
+  const command = [
+    ...(options.cpus === undefined ? [] : ['taskset', '-c', options.cpus]),
+    node,
+    ...(options.nodeFlags ?? []),
+    join(ROOT, 'bench', script),
+    ...args,
+  ];
   const child = spawn(command[0]!, command.slice(1), { stdio: ['pipe', 'pipe', 'inherit'] });
   // A line written as it exits (an answer to what it asked on its way out, once it was told to stop) has
   // nobody to read it.
   let stopping = false;
   child.stdin.on('error', (error) => {
-    if (!stopping && child.exitCode === null && child.signalCode === null) process.stderr.write(`${script}: its stdin failed: ${error.message}\n`);
+    if (!stopping && child.exitCode === null && child.signalCode === null)
+      process.stderr.write(`${script}: its stdin failed: ${error.message}\n`);
   });
   const lines = createInterface({ input: child.stdout });
   const pending = new Map<number, { resolve(answer: Record<string, unknown>): void; reject(error: Error): void }>();
@@ -187,16 +201,30 @@ export function adapterFor(far: FarEndControl, guildId: string): DiscordGatewayA
     sendPayload(payload) {
       const request = parseVoiceStateRequest(payload);
       if (!request) return false;
-      const state = { guild_id: guildId, channel_id: request.channelId, user_id: BOT_ID, session_id: sessionId, deaf: false, mute: false, self_deaf: false, self_mute: false, self_video: false, suppress: false, request_to_speak_timestamp: null };
+      const state = {
+        guild_id: guildId,
+        channel_id: request.channelId,
+        user_id: BOT_ID,
+        session_id: sessionId,
+        deaf: false,
+        mute: false,
+        self_deaf: false,
+        self_mute: false,
+        self_video: false,
+        suppress: false,
+        request_to_speak_timestamp: null,
+      };
       if (request.channelId === null) {
         void far.request({ op: 'botLeft', guildId });
         methods.onVoiceStateUpdate(state);
         return true;
       }
-      void far.request({ op: 'expectBot', guildId, session: { channelId: request.channelId, userId: BOT_ID, sessionId } }).then((answer) => {
-        methods.onVoiceStateUpdate(state);
-        methods.onVoiceServerUpdate({ token: readString(answer, 'token') ?? '', guild_id: guildId, endpoint: far.endpoint });
-      });
+      void far
+        .request({ op: 'expectBot', guildId, session: { channelId: request.channelId, userId: BOT_ID, sessionId } })
+        .then((answer) => {
+          methods.onVoiceStateUpdate(state);
+          methods.onVoiceServerUpdate({ token: readString(answer, 'token') ?? '', guild_id: guildId, endpoint: far.endpoint });
+        });
       return true;
     },
     destroy() {},
@@ -268,7 +296,12 @@ export interface BotConversation {
  */
 export async function openConversation(
   far: FarEndControl,
-  { guildId, dave, onError, watchSending = false }: { guildId: string; dave: boolean; onError: (error: Error) => void; watchSending?: boolean },
+  {
+    guildId,
+    dave,
+    onError,
+    watchSending = false,
+  }: { guildId: string; dave: boolean; onError: (error: Error) => void; watchSending?: boolean },
 ): Promise<BotConversation> {
   const connection = joinVoiceChannel({ guildId, channelId: CHANNEL_ID, adapterCreator: adapterFor(far, guildId), selfDeaf: false });
   connection.on('error', onError);
@@ -282,9 +315,15 @@ export async function openConversation(
     connection,
     settings: defaultVoiceSettings('svc'),
     connectRealtime: async () => {
-      const client = await RealtimeClient.connect({ wsBaseUrl: realtimeUrlOf(far, guildId), apiKey: 'bench-key-000000', model: 'svc-voice-latest', session: { turnDetection: { type: 'server_vad' } } });
+      const client = await RealtimeClient.connect({
+        wsBaseUrl: realtimeUrlOf(far, guildId),
+        apiKey: 'bench-key-000000',
+        model: 'svc-voice-latest',
+        session: { turnDetection: { type: 'server_vad' } },
+      });
       client.on('event', (event) => {
-        if (event.type === 'response.output_audio.delta' && event.responseId !== undefined && !firstDeltaAt.has(event.responseId)) firstDeltaAt.set(event.responseId, Date.now());
+        if (event.type === 'response.output_audio.delta' && event.responseId !== undefined && !firstDeltaAt.has(event.responseId))
+          firstDeltaAt.set(event.responseId, Date.now());
       });
       return client;
     },
@@ -313,8 +352,12 @@ export async function openConversation(
     await far.request({ op: 'userJoined', guildId, channelId: CHANNEL_ID, userId: USER_ID });
     await entersState(connection, VoiceConnectionStatus.Ready, 10_000);
     const settled = await far.request({ op: 'waitForBotConnection', guildId });
-    const call = { daveProtocolVersion: readNumber(settled, 'daveProtocolVersion') ?? 0, daveGroupMembers: readNumber(settled, 'daveGroupMembers') ?? 0 };
-    if (call.daveProtocolVersion > 0 !== dave) throw new Error(`the ${dave ? 'DAVE' : 'plain'} call settled at DAVE protocol version ${call.daveProtocolVersion}`);
+    const call = {
+      daveProtocolVersion: readNumber(settled, 'daveProtocolVersion') ?? 0,
+      daveGroupMembers: readNumber(settled, 'daveGroupMembers') ?? 0,
+    };
+    if (call.daveProtocolVersion > 0 !== dave)
+      throw new Error(`the ${dave ? 'DAVE' : 'plain'} call settled at DAVE protocol version ${call.daveProtocolVersion}`);
     await session.start();
     return {
       guildId,

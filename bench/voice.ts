@@ -5,8 +5,26 @@ import { bytesToSamples, samplesToBytes } from '../src/voice/audio/format.ts';
 import { Framer } from '../src/voice/audio/framer.ts';
 import { SpeakerMixer } from '../src/voice/audio/mixer.ts';
 import { OpusFrameDecoder, OpusFrameEncoder } from '../src/voice/audio/opus.ts';
-import { type BotPacketProblems, encodePcmToOpusPackets, generateTone, REALTIME_PCM, speechLikeTone, trustCertificateInThisProcess } from 'discord-standin';
-import { USER_ID, baselineCpuMs, gc, latencyOf, median, openConversation, readPacketProblems, startFarEnds, type BotConversation, type Latency } from './voice-rig.ts';
+import {
+  type BotPacketProblems,
+  encodePcmToOpusPackets,
+  generateTone,
+  REALTIME_PCM,
+  speechLikeTone,
+  trustCertificateInThisProcess,
+} from 'discord-standin';
+import {
+  USER_ID,
+  baselineCpuMs,
+  gc,
+  latencyOf,
+  median,
+  openConversation,
+  readPacketProblems,
+  startFarEnds,
+  type BotConversation,
+  type Latency,
+} from './voice-rig.ts';
 
 // Issue 6's benchmarks, on the real pipeline: the bot's VoiceSession in this process, joined with the
 // real @discordjs/voice to a voice server and talking over a websocket to a realtime gateway, both in a
@@ -37,7 +55,15 @@ function answerDeltas(seconds: number): string[] {
   const deltas: string[] = [];
   for (let offset = 0, index = 0; offset < pcm.length; index++) {
     const piece = pcm.subarray(offset, offset + (20 + (index % 10) * 20) * 24);
-    deltas.push(JSON.stringify({ type: 'response.output_audio.delta', response_id: 'resp_1', item_id: 'item_1', content_index: 0, delta: samplesToBytes(piece).toString('base64') }));
+    deltas.push(
+      JSON.stringify({
+        type: 'response.output_audio.delta',
+        response_id: 'resp_1',
+        item_id: 'item_1',
+        content_index: 0,
+        delta: samplesToBytes(piece).toString('base64'),
+      }),
+    );
     offset += piece.length;
   }
   return deltas;
@@ -112,7 +138,12 @@ interface DaveyStatistics {
 }
 
 function hasStatistics(session: object): session is DaveyStatistics {
-  return 'getEncryptionStats' in session && typeof session.getEncryptionStats === 'function' && 'getDecryptionStats' in session && typeof session.getDecryptionStats === 'function';
+  return (
+    'getEncryptionStats' in session &&
+    typeof session.getEncryptionStats === 'function' &&
+    'getDecryptionStats' in session &&
+    typeof session.getDecryptionStats === 'function'
+  );
 }
 
 /** The bot's DAVE counts for what it sent and what it heard of `userId`; undefined without a DAVE session. */
@@ -248,12 +279,21 @@ async function joinCall({ dave }: { dave: boolean }, { pcm48, packets, deltas }:
       const cpu = process.cpuUsage();
       const wallStart = performance.now();
       const daveBefore = daveCountsOf(connection, USER_ID);
-      const result = await far.request({ op: 'converse', guildId, userId: USER_ID, seconds: WINDOW_SECONDS, answerIndex: (run + 1) * 1000 });
+      const result = await far.request({
+        op: 'converse',
+        guildId,
+        userId: USER_ID,
+        seconds: WINDOW_SECONDS,
+        answerIndex: (run + 1) * 1000,
+      });
       const used = process.cpuUsage(cpu);
       const wallMs = performance.now() - wallStart;
       botShares.push((used.user + used.system) / 1000 / wallMs);
       daveAtEnd = daveCountsOf(connection, USER_ID);
-      if (daveBefore && daveAtEnd) daveShares.push((daveAtEnd.encryptMicros - daveBefore.encryptMicros + daveAtEnd.decryptMicros - daveBefore.decryptMicros) / 1000 / wallMs);
+      if (daveBefore && daveAtEnd)
+        daveShares.push(
+          (daveAtEnd.encryptMicros - daveBefore.encryptMicros + daveAtEnd.decryptMicros - daveBefore.decryptMicros) / 1000 / wallMs,
+        );
       userPackets += readNumber(result, 'userPackets') ?? 0;
       answeredMs += readNumber(result, 'answeredMs') ?? 0;
       input.push(...conversation.takeInputLatencies());
@@ -276,13 +316,14 @@ async function joinCall({ dave }: { dave: boolean }, { pcm48, packets, deltas }:
         botPacketProblems: readPacketProblems(problems),
         botFramesOpenedByMember: readNumber(problems, 'botFramesOpenedByMember') ?? 0,
         userFramesWithoutKey: readNumber(problems, 'userFramesWithoutKey') ?? 0,
-        daveWork: daveAtStart && daveAtEnd && {
-          shares: daveShares,
-          encrypted: daveAtEnd.encrypted - daveAtStart.encrypted,
-          decrypted: daveAtEnd.decrypted - daveAtStart.decrypted,
-          decryptFailures: daveAtEnd.decryptFailures - daveAtStart.decryptFailures,
-          passedThrough: daveAtEnd.passedThrough - daveAtStart.passedThrough,
-        },
+        daveWork: daveAtStart &&
+          daveAtEnd && {
+            shares: daveShares,
+            encrypted: daveAtEnd.encrypted - daveAtStart.encrypted,
+            decrypted: daveAtEnd.decrypted - daveAtStart.decrypted,
+            decryptFailures: daveAtEnd.decryptFailures - daveAtStart.decryptFailures,
+            passedThrough: daveAtEnd.passedThrough - daveAtStart.passedThrough,
+          },
       };
     },
     leave,

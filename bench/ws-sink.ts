@@ -5,7 +5,16 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import { isRecord, readNumber, readRecord, readString } from '../src/lib/json.ts';
 import { websocketText } from '../src/lib/websocket-text.ts';
 import { samplesToBytes } from '../src/voice/audio/format.ts';
-import { type BotAudioFrame, type BotPacketProblems, encodePcmToOpusPackets, generateTone, OPUS_SILENCE_FRAME, REALTIME_PCM, speechLikeTone, startVoiceServer } from 'discord-standin';
+import {
+  type BotAudioFrame,
+  type BotPacketProblems,
+  encodePcmToOpusPackets,
+  generateTone,
+  OPUS_SILENCE_FRAME,
+  REALTIME_PCM,
+  speechLikeTone,
+  startVoiceServer,
+} from 'discord-standin';
 
 // The far ends of the voice benchmark, in their own process so that their work is not counted as the
 // bot's: the gateway's realtime socket (it configures the session, swallows the bot's audio and streams
@@ -53,7 +62,11 @@ function reply(message: Record<string, unknown>): void {
 }
 
 const address = realtime.address();
-reply({ wsUrl: `ws://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}`, endpoint: voice.endpoint, certPem: voice.certPem });
+reply({
+  wsUrl: `ws://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}`,
+  endpoint: voice.endpoint,
+  certPem: voice.certPem,
+});
 
 /**
  * The bot's packet problems over the whole call. clearBotAudio() starts the voice server's counts over,
@@ -112,15 +125,31 @@ async function streamAnswer(ws: WebSocket, index: number, seconds: number): Prom
   const pcm = answerTone(330 + (index % 5) * 40, seconds);
   const samplesPerMs = REALTIME_PCM.sampleRate / 1000;
   ws.send(JSON.stringify({ type: 'response.created', response: { id: responseId, status: 'in_progress' } }));
-  ws.send(JSON.stringify({ type: 'response.output_item.added', response_id: responseId, output_index: 0, item: { id: itemId, role: 'assistant' } }));
+  ws.send(
+    JSON.stringify({
+      type: 'response.output_item.added',
+      response_id: responseId,
+      output_index: 0,
+      item: { id: itemId, role: 'assistant' },
+    }),
+  );
   const start = Date.now();
   let sentMs = 0;
   let firstDeltaSentAt = 0;
-  for (let offset = 0; offset < pcm.length; ) {
+  for (let offset = 0; offset < pcm.length;) {
     const ms = Math.round(between(2, 20)) * 10;
     const piece = pcm.subarray(offset, offset + ms * samplesPerMs);
     await sleep(start + sentMs - 100 - Date.now() + between(0, 5));
-    ws.send(JSON.stringify({ type: 'response.output_audio.delta', response_id: responseId, item_id: itemId, output_index: 0, content_index: 0, delta: samplesToBytes(piece).toString('base64') }));
+    ws.send(
+      JSON.stringify({
+        type: 'response.output_audio.delta',
+        response_id: responseId,
+        item_id: itemId,
+        output_index: 0,
+        content_index: 0,
+        delta: samplesToBytes(piece).toString('base64'),
+      }),
+    );
     firstDeltaSentAt ||= Date.now();
     offset += piece.length;
     sentMs += piece.length / samplesPerMs;
@@ -155,13 +184,21 @@ function speechOf(seconds: number): { pcm: Int16Array; packets: Buffer[] } {
  * frame as it is said (the packets are the same): many conversations at once would otherwise spend this
  * process's CPU on encoders.
  */
-async function converse(guildId: string, userId: string, seconds: number, answerIndex: number, preEncoded: boolean): Promise<Record<string, unknown>> {
+async function converse(
+  guildId: string,
+  userId: string,
+  seconds: number,
+  answerIndex: number,
+  preEncoded: boolean,
+): Promise<Record<string, unknown>> {
   const ws = sockets.get(guildId);
   if (!ws) throw new Error(`the bot has no realtime socket in guild ${guildId}`);
   clearBotAudio(guildId);
   await sleep(between(0, 20));
   const speech = preEncoded ? speechOf(seconds) : undefined;
-  const speaking = speech ? voice.speak(guildId, userId, speech.pcm, { opusPackets: speech.packets }) : voice.speak(guildId, userId, speechLikeTone(seconds));
+  const speaking = speech
+    ? voice.speak(guildId, userId, speech.pcm, { opusPackets: speech.packets })
+    : voice.speak(guildId, userId, speechLikeTone(seconds));
   const until = Date.now() + seconds * 1000;
   const answers: StreamedAnswer[] = [];
   let streamedMs = 0;
@@ -207,10 +244,20 @@ async function handle(request: Record<string, unknown>): Promise<Record<string, 
     }
     case 'botPacketProblems': {
       const member = flags.dave ? voice.dave.member(guildId, readString(request, 'userId') ?? '') : undefined;
-      return { ...problemsOverTheCall(guildId), botFramesOpenedByMember: member?.stats.decrypted ?? 0, userFramesWithoutKey: member?.stats.droppedWithoutKey ?? 0 };
+      return {
+        ...problemsOverTheCall(guildId),
+        botFramesOpenedByMember: member?.stats.decrypted ?? 0,
+        userFramesWithoutKey: member?.stats.droppedWithoutKey ?? 0,
+      };
     }
     case 'converse':
-      return converse(guildId, readString(request, 'userId') ?? '', readNumber(request, 'seconds') ?? 10, readNumber(request, 'answerIndex') ?? 0, request.preEncoded === true);
+      return converse(
+        guildId,
+        readString(request, 'userId') ?? '',
+        readNumber(request, 'seconds') ?? 10,
+        readNumber(request, 'answerIndex') ?? 0,
+        request.preEncoded === true,
+      );
     case 'cpu': {
       // Its CPU so far, and its event loop's delay p99 since the last time it was asked.
       const used = process.cpuUsage();

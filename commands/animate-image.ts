@@ -9,10 +9,17 @@ import { GENERATION_DURATION } from '../src/gateway/spec.ts';
 const command: MessageVideoCommand = {
   name: 'Animate image',
   needs: 'image',
-  form: { title: 'Animate this image', promptOptional: true, seconds: { label: 'Seconds', range: GENERATION_DURATION, defaultText: "the server's" } },
+  form: {
+    title: 'Animate this image',
+    promptOptional: true,
+    seconds: { label: 'Seconds', range: GENERATION_DURATION, defaultText: "the server's" },
+  },
 };
 
-const data = new ContextMenuCommandBuilder().setName(command.name).setType(ApplicationCommandType.Message).setContexts(InteractionContextType.Guild);
+const data = new ContextMenuCommandBuilder()
+  .setName(command.name)
+  .setType(ApplicationCommandType.Message)
+  .setContexts(InteractionContextType.Guild);
 
 export default {
   data,

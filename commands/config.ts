@@ -53,8 +53,19 @@ const data = new SlashCommandBuilder()
 
 async function key(interaction: ChatInputCommandInteraction, services: Services) {
   if (!services.settings.canStoreKeys) return answerPrivately(interaction, MESSAGES.noSecret);
-  const input = new TextInputBuilder().setCustomId(KEY_INPUT).setLabel('Gateway API key').setStyle(TextInputStyle.Short).setRequired(true).setMinLength(8).setMaxLength(400);
-  await interaction.showModal(new ModalBuilder().setCustomId(KEY_MODAL).setTitle('Gateway key for this server').addComponents(new ActionRowBuilder<TextInputBuilder>().addComponents(input)));
+  const input = new TextInputBuilder()
+    .setCustomId(KEY_INPUT)
+    .setLabel('Gateway API key')
+    .setStyle(TextInputStyle.Short)
+    .setRequired(true)
+    .setMinLength(8)
+    .setMaxLength(400);
+  await interaction.showModal(
+    new ModalBuilder()
+      .setCustomId(KEY_MODAL)
+      .setTitle('Gateway key for this server')
+      .addComponents(new ActionRowBuilder<TextInputBuilder>().addComponents(input)),
+  );
 }
 
 /** Every subcommand and the key form are for server admins (the command is also hidden from others by default). */
@@ -113,7 +124,10 @@ async function execute(interaction: ChatInputCommandInteraction, services: Servi
       return key(interaction, services);
     case 'key-clear': {
       const cleared = await services.settings.clearKey(guildId, by);
-      return answerPrivately(interaction, cleared ? "The server's gateway key was removed." : 'This server has no key of its own to remove.');
+      return answerPrivately(
+        interaction,
+        cleared ? "The server's gateway key was removed." : 'This server has no key of its own to remove.',
+      );
     }
     case 'show':
       return answerPrivately(interaction, await services.settings.describe(guildId));
@@ -124,7 +138,11 @@ async function execute(interaction: ChatInputCommandInteraction, services: Servi
     case 'storage':
       return apply(interaction, services, storageChange(options.getInteger('keep_days', true), options.getBoolean('public_link') ?? false));
     case 'roles':
-      return apply(interaction, services, rolesChange(options.getString('feature', true), options.getString('action', true), options.getRole('role')?.id));
+      return apply(
+        interaction,
+        services,
+        rolesChange(options.getString('feature', true), options.getString('action', true), options.getRole('role')?.id),
+      );
     case 'limits':
       return apply(
         interaction,

@@ -7,11 +7,19 @@ import { messageVideoHandlers, type MessageVideoCommand } from '../src/interacti
 
 const command: MessageVideoCommand = { name: 'Edit video', needs: 'video', form: { title: 'Edit this video' } };
 
-const data = new ContextMenuCommandBuilder().setName(command.name).setType(ApplicationCommandType.Message).setContexts(InteractionContextType.Guild);
+const data = new ContextMenuCommandBuilder()
+  .setName(command.name)
+  .setType(ApplicationCommandType.Message)
+  .setContexts(InteractionContextType.Guild);
 
 export default {
   data,
   ...messageVideoHandlers(command, (services, context, video, form) =>
-    services.video.prepare.editOrExtension(context, 'edit', { prompt: form.prompt, model: undefined, duration: undefined, source: { attachment: video } }),
+    services.video.prepare.editOrExtension(context, 'edit', {
+      prompt: form.prompt,
+      model: undefined,
+      duration: undefined,
+      source: { attachment: video },
+    }),
   ),
 } satisfies Command;

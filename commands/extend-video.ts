@@ -5,13 +5,25 @@ import { SECONDS_TO_ADD, messageVideoHandlers, type MessageVideoCommand } from '
 // Extend video (the Apps menu on a message with an .mp4, anyone's): makes that video longer, as
 // `/video extend video:` does.
 
-const command: MessageVideoCommand = { name: 'Extend video', needs: 'video', form: { title: 'Extend this video', seconds: SECONDS_TO_ADD } };
+const command: MessageVideoCommand = {
+  name: 'Extend video',
+  needs: 'video',
+  form: { title: 'Extend this video', seconds: SECONDS_TO_ADD },
+};
 
-const data = new ContextMenuCommandBuilder().setName(command.name).setType(ApplicationCommandType.Message).setContexts(InteractionContextType.Guild);
+const data = new ContextMenuCommandBuilder()
+  .setName(command.name)
+  .setType(ApplicationCommandType.Message)
+  .setContexts(InteractionContextType.Guild);
 
 export default {
   data,
   ...messageVideoHandlers(command, (services, context, video, form) =>
-    services.video.prepare.editOrExtension(context, 'extend', { prompt: form.prompt, model: undefined, duration: form.seconds, source: { attachment: video } }),
+    services.video.prepare.editOrExtension(context, 'extend', {
+      prompt: form.prompt,
+      model: undefined,
+      duration: form.seconds,
+      source: { attachment: video },
+    }),
   ),
 } satisfies Command;

@@ -11,13 +11,29 @@ import { answerPrivately, type Placeholder } from '../src/discord/answer.ts';
 import type { Command } from '../src/interactions/command.ts';
 import { guildOf, type HandledInteraction, type Requirement } from '../src/interactions/requirements.ts';
 import { MAX_AUTOCOMPLETE_CHOICES, containing, suggest, type Choice } from '../src/discord/autocomplete.ts';
-import { ASPECT_RATIOS, BUILT_IN_VOICES, EDIT_MAX_SECONDS, EXTENSION_DURATION, GENERATION_DURATION, MAX_REFERENCE_AUDIOS, MAX_REFERENCE_AUDIO_SECONDS, RESOLUTIONS } from '../src/gateway/spec.ts';
+import {
+  ASPECT_RATIOS,
+  BUILT_IN_VOICES,
+  EDIT_MAX_SECONDS,
+  EXTENSION_DURATION,
+  GENERATION_DURATION,
+  MAX_REFERENCE_AUDIOS,
+  MAX_REFERENCE_AUDIO_SECONDS,
+  RESOLUTIONS,
+} from '../src/gateway/spec.ts';
 import type { Services } from '../src/services.ts';
 import type { AttachmentInput } from '../src/video/requests.ts';
 import { parseVoiceList } from '../src/video/requests.ts';
 import { parseVideoActionId, videoActionId } from '../src/video/actions.ts';
 import { settledWithin } from '../src/lib/wait-until.ts';
-import { SECONDS_TO_ADD, attachmentInput as fromAttachment, interactionContext, readVideoForm, submitPrepared, videoForm } from '../src/interactions/video-commands.ts';
+import {
+  SECONDS_TO_ADD,
+  attachmentInput as fromAttachment,
+  interactionContext,
+  readVideoForm,
+  submitPrepared,
+  videoForm,
+} from '../src/interactions/video-commands.ts';
 
 /** How many of a member's tasks `/video list` shows. */
 const RECENT_LISTED = 10;
@@ -37,18 +53,47 @@ const data = new SlashCommandBuilder()
     sub
       .setName('generate')
       .setDescription('Generate a video from a prompt, images, voices or first/last frames')
-      .addStringOption((option) => option.setName('prompt').setDescription('What the video shows; name references <IMAGE_0>, <AUDIO_0>…').setRequired(true).setMaxLength(4000))
-      .addStringOption((option) => option.setName('model').setDescription('Video model (default: the server default)').setAutocomplete(true))
-      .addIntegerOption((option) => option.setName('duration').setDescription('Length in seconds').addChoices(...durationChoices(GENERATION_DURATION)))
-      .addStringOption((option) => option.setName('resolution').setDescription('Resolution (1080p: 1.5 models, text or image to video)').addChoices(...stringChoices(RESOLUTIONS)))
-      .addStringOption((option) => option.setName('aspect_ratio').setDescription('Aspect ratio').addChoices(...stringChoices(ASPECT_RATIOS)))
+      .addStringOption((option) =>
+        option
+          .setName('prompt')
+          .setDescription('What the video shows; name references <IMAGE_0>, <AUDIO_0>…')
+          .setRequired(true)
+          .setMaxLength(4000),
+      )
+      .addStringOption((option) =>
+        option.setName('model').setDescription('Video model (default: the server default)').setAutocomplete(true),
+      )
+      .addIntegerOption((option) =>
+        option
+          .setName('duration')
+          .setDescription('Length in seconds')
+          .addChoices(...durationChoices(GENERATION_DURATION)),
+      )
+      .addStringOption((option) =>
+        option
+          .setName('resolution')
+          .setDescription('Resolution (1080p: 1.5 models, text or image to video)')
+          .addChoices(...stringChoices(RESOLUTIONS)),
+      )
+      .addStringOption((option) =>
+        option
+          .setName('aspect_ratio')
+          .setDescription('Aspect ratio')
+          .addChoices(...stringChoices(ASPECT_RATIOS)),
+      )
       .addAttachmentOption((option) => option.setName('image').setDescription('First frame (image to video)'))
       .addAttachmentOption((option) => option.setName('last_frame').setDescription('Last frame (1.5 models)'))
       .addAttachmentOption((option) => option.setName('reference_image').setDescription('Reference image <IMAGE_0>'))
       .addAttachmentOption((option) => option.setName('reference_image_2').setDescription('Reference image <IMAGE_1>'))
       .addAttachmentOption((option) => option.setName('reference_image_3').setDescription('Reference image <IMAGE_2>'))
-      .addStringOption((option) => option.setName('voice').setDescription('Up to three built-in voices, e.g. "eve, leo" (1.5 models)').setAutocomplete(true))
-      .addAttachmentOption((option) => option.setName('reference_audio').setDescription(`A recording of a human voice, at most ${MAX_REFERENCE_AUDIO_SECONDS} s (1.5 models)`)),
+      .addStringOption((option) =>
+        option.setName('voice').setDescription('Up to three built-in voices, e.g. "eve, leo" (1.5 models)').setAutocomplete(true),
+      )
+      .addAttachmentOption((option) =>
+        option
+          .setName('reference_audio')
+          .setDescription(`A recording of a human voice, at most ${MAX_REFERENCE_AUDIO_SECONDS} s (1.5 models)`),
+      ),
   )
   .addSubcommand((sub) =>
     sub
@@ -64,7 +109,12 @@ const data = new SlashCommandBuilder()
       .setName('extend')
       .setDescription('Make a video longer: an .mp4 attachment or a finished task of this server')
       .addStringOption((option) => option.setName('prompt').setDescription('What happens next').setRequired(true).setMaxLength(4000))
-      .addIntegerOption((option) => option.setName('duration').setDescription('Seconds to add').addChoices(...durationChoices(EXTENSION_DURATION)))
+      .addIntegerOption((option) =>
+        option
+          .setName('duration')
+          .setDescription('Seconds to add')
+          .addChoices(...durationChoices(EXTENSION_DURATION)),
+      )
       .addAttachmentOption((option) => option.setName('video').setDescription('The .mp4 to extend'))
       .addStringOption((option) => option.setName('task').setDescription('Or a finished task to extend').setAutocomplete(true))
       .addStringOption((option) => option.setName('model').setDescription('Video model').setAutocomplete(true)),
@@ -73,7 +123,9 @@ const data = new SlashCommandBuilder()
     sub
       .setName('status')
       .setDescription('Where a task stands')
-      .addStringOption((option) => option.setName('task').setDescription('The task (its ref or gateway id)').setRequired(true).setAutocomplete(true)),
+      .addStringOption((option) =>
+        option.setName('task').setDescription('The task (its ref or gateway id)').setRequired(true).setAutocomplete(true),
+      ),
   )
   .addSubcommand((sub) => sub.setName('list').setDescription('Your recent videos and their state'))
   .addSubcommand((sub) => sub.setName('usage').setDescription("Today's and this month's videos and cost per member (Manage Server)"));
@@ -88,7 +140,8 @@ function attachmentInput(attachment: Attachment | null): AttachmentInput | undef
  * the form's submission is checked instead (and who may press them, see pressRefusal()).
  */
 function requires(interaction: HandledInteraction): Requirement {
-  if (interaction.isButton()) return parseVideoActionId(interaction.customId)?.action === 'regenerate' ? { feature: 'video' } : { inServer: true };
+  if (interaction.isButton())
+    return parseVideoActionId(interaction.customId)?.action === 'regenerate' ? { feature: 'video' } : { inServer: true };
   if (!interaction.isChatInputCommand()) return { feature: 'video' };
   const subcommand = interaction.options.getSubcommand();
   if (subcommand === 'usage') return { manageServer: true };
@@ -181,7 +234,9 @@ async function autocomplete(interaction: AutocompleteInteraction, services: Serv
       });
     }
   } else if (focused.name === 'task') {
-    const tasks = interaction.guildId ? await services.video.tasks.recentForUser(interaction.guildId, interaction.user.id, MAX_AUTOCOMPLETE_CHOICES) : [];
+    const tasks = interaction.guildId
+      ? await services.video.tasks.recentForUser(interaction.guildId, interaction.user.id, MAX_AUTOCOMPLETE_CHOICES)
+      : [];
     // Edits and extensions need a finished video; /video status takes any task.
     const needsVideo = interaction.options.getSubcommand(false) !== 'status';
     choices = tasks
@@ -200,10 +255,12 @@ const PRESS_CHECK_MS = 1_000;
  * it), when the store says so in time for the form; the form's submission is checked in any case.
  */
 async function pressRefusal(interaction: ButtonInteraction, services: Services, taskId: string): Promise<string | undefined> {
-  const checking = services.video.prepare.buttonAccess({ guildId: guildOf(interaction), userId: interaction.user.id }, taskId).catch((error: unknown) => {
-    services.log.warn('could not check who may press a video button; its form is shown, and checked when submitted', { error });
-    return undefined;
-  });
+  const checking = services.video.prepare
+    .buttonAccess({ guildId: guildOf(interaction), userId: interaction.user.id }, taskId)
+    .catch((error: unknown) => {
+      services.log.warn('could not check who may press a video button; its form is shown, and checked when submitted', { error });
+      return undefined;
+    });
   const verdict = await settledWithin(checking, PRESS_CHECK_MS);
   return verdict && !verdict.ok ? verdict.message : undefined;
 }
@@ -215,7 +272,9 @@ async function button(interaction: ButtonInteraction, services: Services) {
   if (refused !== undefined) {
     await answerPrivately(interaction, refused);
   } else if (action === 'extend') {
-    await interaction.showModal(videoForm({ id: videoActionId('extend-modal', taskId), title: 'Extend this video', seconds: SECONDS_TO_ADD }));
+    await interaction.showModal(
+      videoForm({ id: videoActionId('extend-modal', taskId), title: 'Extend this video', seconds: SECONDS_TO_ADD }),
+    );
   } else if (action === 'edit') {
     await interaction.showModal(videoForm({ id: videoActionId('edit-modal', taskId), title: 'Edit this video' }));
   } else if (action === 'regenerate') {

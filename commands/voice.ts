@@ -23,7 +23,12 @@ const data = new SlashCommandBuilder()
     sub
       .setName('join')
       .setDescription('Join a voice channel and start listening')
-      .addChannelOption((option) => option.setName('channel').setDescription('Default: the voice channel you are in').addChannelTypes(ChannelType.GuildVoice, ChannelType.GuildStageVoice)),
+      .addChannelOption((option) =>
+        option
+          .setName('channel')
+          .setDescription('Default: the voice channel you are in')
+          .addChannelTypes(ChannelType.GuildVoice, ChannelType.GuildStageVoice),
+      ),
   )
   .addSubcommand((sub) => sub.setName('leave').setDescription('Stop listening and leave the voice channel'))
   .addSubcommand((sub) => subcommand(sub, VOICE_SETTINGS_SUBCOMMAND));
@@ -46,7 +51,12 @@ async function join(interaction: ChatInputCommandInteraction, services: Services
   if (!channelId) return answerPrivately(interaction, 'Join a voice channel first, or name one with the `channel` option.');
   const result = await services.voice.join(interaction.guildId, channelId, interaction.channelId);
   if (!result.ok) return answerPrivately(interaction, result.message);
-  await answerPrivately(interaction, result.alreadyThere ? `I am already listening in <#${channelId}>.` : `Joined <#${channelId}>. ${describeCallEncryption(result.encryption)}`);
+  await answerPrivately(
+    interaction,
+    result.alreadyThere
+      ? `I am already listening in <#${channelId}>.`
+      : `Joined <#${channelId}>. ${describeCallEncryption(result.encryption)}`,
+  );
 }
 
 async function leave(interaction: ChatInputCommandInteraction, services: Services) {

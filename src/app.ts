@@ -55,9 +55,21 @@ function registrationRefusalHint(devGuildId: string | undefined): string {
  * a refusal (4xx) is logged with what to check. Resolves with how many, or undefined when it failed or
  * `signal` ended it.
  */
-export async function registerBotCommands(rest: REST, applicationId: string, commands: readonly Command[], config: BotConfig, log: Logger, signal: AbortSignal): Promise<number | undefined> {
+export async function registerBotCommands(
+  rest: REST,
+  applicationId: string,
+  commands: readonly Command[],
+  config: BotConfig,
+  log: Logger,
+  signal: AbortSignal,
+): Promise<number | undefined> {
   try {
-    return await retryUntilDone(() => registerCommands(rest, applicationId, commands, config.devGuildId), { operation: 'command registration', log, signal, isFinal: isDiscordRefusal });
+    return await retryUntilDone(() => registerCommands(rest, applicationId, commands, config.devGuildId), {
+      operation: 'command registration',
+      log,
+      signal,
+      isFinal: isDiscordRefusal,
+    });
   } catch (error) {
     // Only a refusal (4xx) ends the retries, or a shutdown.
     if (!signal.aborted) log.error('could not register commands', { hint: registrationRefusalHint(config.devGuildId), error });
@@ -96,7 +108,10 @@ async function readiness(client: Client, store: Store, ping: { get(id: string): 
   try {
     await ping.get('ping');
   } catch (error) {
-    return { ready: false, reason: `the ${store.kind} store does not answer (STORE_URL): ${error instanceof Error ? error.name : 'error'}` };
+    return {
+      ready: false,
+      reason: `the ${store.kind} store does not answer (STORE_URL): ${error instanceof Error ? error.name : 'error'}`,
+    };
   }
   return { ready: true };
 }
@@ -116,7 +131,12 @@ function countDiscordRest(client: Client, metrics: BotMetrics): void {
  * Starts the bot. Aborting `signal` cancels a start still under way (login retries included): what was
  * opened is closed and the promise rejects with the signal's reason.
  */
-export async function startApp(config: BotConfig, log: Logger, signal: AbortSignal = new AbortController().signal, options: StartOptions = {}): Promise<App> {
+export async function startApp(
+  config: BotConfig,
+  log: Logger,
+  signal: AbortSignal = new AbortController().signal,
+  options: StartOptions = {},
+): Promise<App> {
   const { shards } = options;
   const commands = await loadCommands();
   const store = await openStore(config.storeUrl, log);
@@ -129,7 +149,9 @@ export async function startApp(config: BotConfig, log: Logger, signal: AbortSign
   // A worker's shards take turns identifying with every other worker's, through the shared store.
   const identifyBuckets = store.collection('identify_buckets', parseMarker);
   const client = createDiscordClient(config.discordApiUrl, {
-    ...(shards ? { shards, claimIdentify: async (bucket, ttlMs) => (await identifyBuckets.setIfAbsent(String(bucket), true, ttlMs)).created } : {}),
+    ...(shards
+      ? { shards, claimIdentify: async (bucket, ttlMs) => (await identifyBuckets.setIfAbsent(String(bucket), true, ttlMs)).created }
+      : {}),
   });
   countDiscordRest(client, metrics);
   const outbox = new DiscordOutbox(client.rest);
@@ -179,14 +201,25 @@ export async function startApp(config: BotConfig, log: Logger, signal: AbortSign
     mayUseVideo: (caller) => settings.mayUse(caller.guildId, 'video', caller.roleIds, caller.isServerManager),
     log,
   });
-  const voice = new VoiceService({ client, outbox, access: settings, settings, wsBaseUrl: config.gatewayWsUrl, metrics, videoRequests, log });
+  const voice = new VoiceService({
+    client,
+    outbox,
+    access: settings,
+    settings,
+    wsBaseUrl: config.gatewayWsUrl,
+    metrics,
+    videoRequests,
+    log,
+  });
   video.tracker.onFinished((task) => {
     if (task.state === 'succeeded' && !task.outcome.moderated) {
       voice.announce(task.guildId, `A video is ready in the text channel: ${task.prompt.slice(0, 80) || task.operation}.`);
     }
   });
   const services: Services = { config, log, store, settings, models, video, voice };
-  const dispatcher = createDispatcher(commands, services, { featureAccess: (guildId, feature, roles, isManager) => settings.mayUse(guildId, feature, roles, isManager) });
+  const dispatcher = createDispatcher(commands, services, {
+    featureAccess: (guildId, feature, roles, isManager) => settings.mayUse(guildId, feature, roles, isManager),
+  });
 
   client.on(Events.Error, (error) => log.error('discord client error', { error }));
   client.on(Events.Warn, (message) => log.warn('discord client warning', { detail: message }));
@@ -208,7 +241,13 @@ export async function startApp(config: BotConfig, log: Logger, signal: AbortSign
     }
     log.info('invite link', { url: inviteUrl(ready.application.id) });
     void registerBotCommands(client.rest, ready.application.id, [...commands.values()], config, log, running).then((count) => {
-      if (count !== undefined) log.info('ready', { user: ready.user.id, guilds: ready.guilds.cache.size, commands: count, scope: config.devGuildId ? `guild ${config.devGuildId}` : 'global' });
+      if (count !== undefined)
+        log.info('ready', {
+          user: ready.user.id,
+          guilds: ready.guilds.cache.size,
+          commands: count,
+          scope: config.devGuildId ? `guild ${config.devGuildId}` : 'global',
+        });
     });
   });
 
@@ -231,7 +270,15 @@ export async function startApp(config: BotConfig, log: Logger, signal: AbortSign
     await loginWithRetry(client, config.discordToken, log, signal);
   } catch (error) {
     stopping.abort();
-    await closeInOrder([['the ops port', async () => ops?.close()], ['the Discord client', () => client.destroy()], ['the gateway clients', () => clients.close()], ['the store', () => store.close()]], log);
+    await closeInOrder(
+      [
+        ['the ops port', async () => ops?.close()],
+        ['the Discord client', () => client.destroy()],
+        ['the gateway clients', () => clients.close()],
+        ['the store', () => store.close()],
+      ],
+      log,
+    );
     throw error;
   }
 

@@ -67,7 +67,6 @@ export function readEnvironment(envFile = '.env', environment: Environment = pro
   return { ...fromFile, ...fromEnvironment };
 }
 
-
 function withoutTrailingSlash(url: URL): string {
   return url.toString().replace(/\/+$/, '');
 }
@@ -110,7 +109,9 @@ export function loadConfig(environment: Environment): ConfigResult {
   const gatewayBaseUrlText = read('GATEWAY_BASE_URL');
   const gatewayBaseUrl = gatewayBaseUrlText ? httpUrl(gatewayBaseUrlText) : undefined;
   if (!gatewayBaseUrlText) {
-    problems.push('GATEWAY_BASE_URL is required: the http(s) base of the video and voice gateway (e.g. http://127.0.0.1:8787 for `npm run emulator`).');
+    problems.push(
+      'GATEWAY_BASE_URL is required: the http(s) base of the video and voice gateway (e.g. http://127.0.0.1:8787 for `npm run emulator`).',
+    );
   } else if (!gatewayBaseUrl) {
     problems.push(`GATEWAY_BASE_URL must be an http(s) URL (got "${gatewayBaseUrlText}").`);
   }
@@ -147,12 +148,16 @@ export function loadConfig(environment: Environment): ConfigResult {
 
   const keyEncryptionSecret = read('KEY_ENCRYPTION_SECRET');
   if (keyEncryptionSecret && keyEncryptionSecret.length < MIN_ENCRYPTION_SECRET_LENGTH) {
-    problems.push(`KEY_ENCRYPTION_SECRET must be at least ${MIN_ENCRYPTION_SECRET_LENGTH} characters long (a random string, e.g. \`openssl rand -base64 32\`).`);
+    problems.push(
+      `KEY_ENCRYPTION_SECRET must be at least ${MIN_ENCRYPTION_SECRET_LENGTH} characters long (a random string, e.g. \`openssl rand -base64 32\`).`,
+    );
   }
 
   const keyEncryptionSecretPrevious = read('KEY_ENCRYPTION_SECRET_PREVIOUS');
   if (keyEncryptionSecretPrevious && !keyEncryptionSecret) {
-    problems.push('KEY_ENCRYPTION_SECRET_PREVIOUS is set without KEY_ENCRYPTION_SECRET: set the new secret too, or remove the previous one.');
+    problems.push(
+      'KEY_ENCRYPTION_SECRET_PREVIOUS is set without KEY_ENCRYPTION_SECRET: set the new secret too, or remove the previous one.',
+    );
   }
 
   const storeUrl = read('STORE_URL') ?? DEFAULT_STORE_URL;
@@ -172,15 +177,22 @@ export function loadConfig(environment: Environment): ConfigResult {
   const pollText = read('TASK_POLL_INTERVAL_MS');
   const taskPollIntervalMs = pollText === undefined ? DEFAULT_TASK_POLL_INTERVAL_MS : Number(pollText);
   if (!Number.isInteger(taskPollIntervalMs) || taskPollIntervalMs < MIN_TASK_POLL_INTERVAL_MS) {
-    problems.push(`TASK_POLL_INTERVAL_MS must be a whole number of milliseconds, at least ${MIN_TASK_POLL_INTERVAL_MS} (got "${pollText}").`);
+    problems.push(
+      `TASK_POLL_INTERVAL_MS must be a whole number of milliseconds, at least ${MIN_TASK_POLL_INTERVAL_MS} (got "${pollText}").`,
+    );
   }
 
   const allowedHostsText = read('DOWNLOAD_ALLOWED_HOSTS');
   const downloadAllowedHosts: string[] = [];
-  for (const entry of (allowedHostsText ?? '').split(',').map((part) => part.trim()).filter((part) => part !== '')) {
+  for (const entry of (allowedHostsText ?? '')
+    .split(',')
+    .map((part) => part.trim())
+    .filter((part) => part !== '')) {
     const host = hostKey(entry);
     if (host === undefined) {
-      problems.push(`DOWNLOAD_ALLOWED_HOSTS must be a comma-separated list of host names or IP addresses, without scheme, port or path, such as storage.internal,10.0.0.5 (got "${entry}").`);
+      problems.push(
+        `DOWNLOAD_ALLOWED_HOSTS must be a comma-separated list of host names or IP addresses, without scheme, port or path, such as storage.internal,10.0.0.5 (got "${entry}").`,
+      );
     } else {
       downloadAllowedHosts.push(host);
     }
@@ -189,20 +201,28 @@ export function loadConfig(environment: Environment): ConfigResult {
   const opsPortText = read('OPS_PORT');
   const opsPort = opsPortText === undefined ? undefined : Number(opsPortText);
   if (opsPort !== undefined && (!Number.isInteger(opsPort) || opsPort < 0 || opsPort > MAX_PORT)) {
-    problems.push(`OPS_PORT must be a TCP port from 1 to ${MAX_PORT} (0: any free port, logged) for /healthz, /readyz and /metrics, or unset to serve none (got "${opsPortText}").`);
+    problems.push(
+      `OPS_PORT must be a TCP port from 1 to ${MAX_PORT} (0: any free port, logged) for /healthz, /readyz and /metrics, or unset to serve none (got "${opsPortText}").`,
+    );
   }
   const opsHost = read('OPS_HOST') ?? DEFAULT_OPS_HOST;
-  if (opsHost.includes('/') || opsHost.includes(' ')) problems.push(`OPS_HOST must be an address to listen on, such as 127.0.0.1 or 0.0.0.0 (got "${opsHost}").`);
+  if (opsHost.includes('/') || opsHost.includes(' '))
+    problems.push(`OPS_HOST must be an address to listen on, such as 127.0.0.1 or 0.0.0.0 (got "${opsHost}").`);
 
   const shardCountText = read('SHARD_COUNT') ?? 'auto';
   const shardCount = shardCountText.toLowerCase() === 'auto' ? 'auto' : Number(shardCountText);
   if (shardCount !== 'auto' && (!Number.isInteger(shardCount) || shardCount < 1 || shardCount > MAX_SHARD_COUNT)) {
-    problems.push(`SHARD_COUNT must be "auto" (Discord's recommendation) or a whole number of shards from 1 to ${MAX_SHARD_COUNT} (got "${shardCountText}").`);
+    problems.push(
+      `SHARD_COUNT must be "auto" (Discord's recommendation) or a whole number of shards from 1 to ${MAX_SHARD_COUNT} (got "${shardCountText}").`,
+    );
   }
   const shardIds = read('SHARD_IDS');
   if (shardIds !== undefined) {
     // With "auto" the ranges are checked against the count once Discord has said it.
-    const checked = parseShardIds(shardIds, typeof shardCount === 'number' && Number.isInteger(shardCount) && shardCount >= 1 ? shardCount : Number.MAX_SAFE_INTEGER);
+    const checked = parseShardIds(
+      shardIds,
+      typeof shardCount === 'number' && Number.isInteger(shardCount) && shardCount >= 1 ? shardCount : Number.MAX_SAFE_INTEGER,
+    );
     if (!checked.ok) problems.push(checked.message);
   }
   const perProcessText = read('SHARDS_PER_PROCESS');

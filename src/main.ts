@@ -24,7 +24,9 @@ const WORKER_STOP_DEADLINE_MS = SHUTDOWN_DEADLINE_MS + 2_000;
 const OPS_ANSWER_DEADLINE_MS = STORE_DEADLINE_MS + 1_000;
 
 function refuse(problems: string[]): never {
-  process.stderr.write(`The bot cannot start; fix these variables (in the environment or .env):\n${problems.map((problem) => `  - ${problem}`).join('\n')}\n`);
+  process.stderr.write(
+    `The bot cannot start; fix these variables (in the environment or .env):\n${problems.map((problem) => `  - ${problem}`).join('\n')}\n`,
+  );
   process.exit(EXIT_CONFIG);
 }
 
@@ -41,7 +43,14 @@ async function resolvePlan(config: BotConfig, rest: REST, log: Logger, signal: A
   let count = config.sharding.count;
   if (count === 'auto') {
     try {
-      count = (await retryUntilDone(() => fetchGatewayBot(rest), { operation: 'asking Discord for the shard count', log, signal, isFinal: isDiscordRefusal })).shards;
+      count = (
+        await retryUntilDone(() => fetchGatewayBot(rest), {
+          operation: 'asking Discord for the shard count',
+          log,
+          signal,
+          isFinal: isDiscordRefusal,
+        })
+      ).shards;
     } catch (error) {
       throw explainStartFailure(error);
     }
@@ -76,31 +85,56 @@ function runBot(config: BotConfig, log: Logger, shards: ClientShards | undefined
 
 async function runSupervisor(config: BotConfig, rest: REST, log: Logger, plan: ShardPlan, signal: AbortSignal): Promise<void> {
   if (config.storeUrl.startsWith('sqlite:') && (plan.workers.length > 1 || plan.ids.length < plan.count)) {
-    const where = plan.workers.length > 1 ? `${plan.workers.length} worker processes on this machine` : `shards ${describeShards(plan.ids)} of ${plan.count} here and the rest elsewhere`;
+    const where =
+      plan.workers.length > 1
+        ? `${plan.workers.length} worker processes on this machine`
+        : `shards ${describeShards(plan.ids)} of ${plan.count} here and the rest elsewhere`;
     refuse([
       `STORE_URL is the embedded SQLite store, which serves one process only, but SHARD_COUNT=${plan.count}, SHARD_IDS and SHARDS_PER_PROCESS make ${where}. ` +
         'Set STORE_URL=redis://<host>:<port> to a Redis server every worker and machine shares (or run one shard in one process).',
     ]);
   }
-  log.info('starting worker processes', { shardCount: plan.count, shards: describeShards(plan.ids), workers: plan.workers.map(describeShards) });
+  log.info('starting worker processes', {
+    shardCount: plan.count,
+    shards: describeShards(plan.ids),
+    workers: plan.workers.map(describeShards),
+  });
   // Once per start, here rather than in every worker; a shutdown ends registration retries too.
   const stopping = new AbortController();
   const running = AbortSignal.any([signal, stopping.signal]);
   const commands = await loadCommands();
-  const applicationId = await retryUntilDone(() => fetchApplicationId(rest), { operation: 'looking up the application', log, signal, isFinal: isDiscordRefusal });
+  const applicationId = await retryUntilDone(() => fetchApplicationId(rest), {
+    operation: 'looking up the application',
+    log,
+    signal,
+    isFinal: isDiscordRefusal,
+  });
   log.info('invite link', { url: inviteUrl(applicationId) });
   const registering = registerBotCommands(rest, applicationId, [...commands.values()], config, log, running).then((count) => {
-    if (count !== undefined) log.info('commands registered', { commands: count, scope: config.devGuildId ? `guild ${config.devGuildId}` : 'global' });
+    if (count !== undefined)
+      log.info('commands registered', { commands: count, scope: config.devGuildId ? `guild ${config.devGuildId}` : 'global' });
   });
   const entry = process.argv[1];
   if (entry === undefined) throw new Error('the supervisor cannot tell which module to start its workers from');
-  const supervisor = new Supervisor({ plan, entry, execArgv: process.execArgv, env: process.env, log, stopDeadlineMs: WORKER_STOP_DEADLINE_MS });
+  const supervisor = new Supervisor({
+    plan,
+    entry,
+    execArgv: process.execArgv,
+    env: process.env,
+    log,
+    stopDeadlineMs: WORKER_STOP_DEADLINE_MS,
+  });
   // One ops port for the machine: every worker's metrics summed, ready when every worker is. Opened before
   // the workers start, so a port that cannot be had stops the start with no worker left behind.
   let ops: OpsServer | undefined;
   if (config.ops) {
     const askWorkers = () => supervisor.ask({ question: OPS_QUESTION }, OPS_ANSWER_DEADLINE_MS);
-    ops = await startOpsServer({ ...config.ops, metrics: async () => aggregateWorkerMetrics(await askWorkers()), readiness: async () => aggregateWorkerReadiness(await askWorkers()), log });
+    ops = await startOpsServer({
+      ...config.ops,
+      metrics: async () => aggregateWorkerMetrics(await askWorkers()),
+      readiness: async () => aggregateWorkerReadiness(await askWorkers()),
+      log,
+    });
   }
   supervisor.start();
   onSignals(

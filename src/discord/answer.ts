@@ -27,7 +27,11 @@ async function startAnswer(interaction: RepliableInteraction): Promise<void> {
  * Runs `handle`; if the interaction is still unanswered after ACKNOWLEDGE_WITHIN_MS, defers it meanwhile
  * with a `placeholder`. Answers given through this module adapt to the deferral.
  */
-export async function acknowledgeWhileSlow(interaction: RepliableInteraction, placeholder: Placeholder, handle: () => Promise<void>): Promise<void> {
+export async function acknowledgeWhileSlow(
+  interaction: RepliableInteraction,
+  placeholder: Placeholder,
+  handle: () => Promise<void>,
+): Promise<void> {
   const timer = setTimeout(() => {
     if (answering.has(interaction) || interaction.deferred || interaction.replied) return;
     const deferral = interaction.deferReply(placeholder === 'private' ? { flags: MessageFlags.Ephemeral } : {});
@@ -67,7 +71,12 @@ export async function answerPrivately(interaction: RepliableInteraction, answer:
   const placeholderShown = interaction.deferred && !interaction.replied;
   // deferReply sets `ephemeral` to true or false; deferUpdate leaves it null (no placeholder of its own).
   if (placeholderShown && interaction.ephemeral === true) {
-    await interaction.editReply({ content: body.content ?? null, components: [], embeds: body.embeds ?? [], allowedMentions: { parse: [] } });
+    await interaction.editReply({
+      content: body.content ?? null,
+      components: [],
+      embeds: body.embeds ?? [],
+      allowedMentions: { parse: [] },
+    });
     return;
   }
   if (placeholderShown && interaction.ephemeral === false) {

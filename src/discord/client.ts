@@ -63,7 +63,8 @@ export async function fetchGatewayBot(rest: REST): Promise<GatewayBotInfo> {
   const answer: unknown = await rest.get(Routes.gatewayBot());
   const shards = readNumber(answer, 'shards');
   const maxConcurrency = readNumber(readRecord(answer, 'session_start_limit'), 'max_concurrency') ?? 1;
-  if (shards === undefined || !Number.isInteger(shards) || shards < 1) throw new Error('Discord answered GET /gateway/bot without a usable shard count');
+  if (shards === undefined || !Number.isInteger(shards) || shards < 1)
+    throw new Error('Discord answered GET /gateway/bot without a usable shard count');
   return { shards, maxConcurrency: Number.isInteger(maxConcurrency) && maxConcurrency >= 1 ? maxConcurrency : 1 };
 }
 

@@ -41,10 +41,14 @@ export function subcommand(sub: SlashCommandSubcommandBuilder, definition: Subco
         });
         break;
       case 'integer':
-        sub.addIntegerOption((built) => bounded(built.setName(option.name).setDescription(option.description).setRequired(required), option));
+        sub.addIntegerOption((built) =>
+          bounded(built.setName(option.name).setDescription(option.description).setRequired(required), option),
+        );
         break;
       case 'number':
-        sub.addNumberOption((built) => bounded(built.setName(option.name).setDescription(option.description).setRequired(required), option));
+        sub.addNumberOption((built) =>
+          bounded(built.setName(option.name).setDescription(option.description).setRequired(required), option),
+        );
         break;
       case 'boolean':
         sub.addBooleanOption((built) => built.setName(option.name).setDescription(option.description).setRequired(required));

@@ -25,6 +25,10 @@ const AUTHORIZE_URL = 'https://discord.com/oauth2/authorize';
 
 /** The link that adds the application's bot to a server with its slash commands and those permissions. */
 export function inviteUrl(applicationId: string): string {
-  const query = new URLSearchParams({ client_id: applicationId, scope: 'bot applications.commands', permissions: botPermissionsInteger().toString() });
+  const query = new URLSearchParams({
+    client_id: applicationId,
+    scope: 'bot applications.commands',
+    permissions: botPermissionsInteger().toString(),
+  });
   return `${AUTHORIZE_URL}?${query.toString().replaceAll('+', '%20')}`;
 }

@@ -1,5 +1,13 @@
 import { openAsBlob } from 'node:fs';
-import { DiscordAPIError, Routes, type REST, type RESTPostAPIChannelMessageJSONBody, type APIEmbed, type APIActionRowComponent, type APIComponentInMessageActionRow } from 'discord.js';
+import {
+  DiscordAPIError,
+  Routes,
+  type REST,
+  type RESTPostAPIChannelMessageJSONBody,
+  type APIEmbed,
+  type APIActionRowComponent,
+  type APIComponentInMessageActionRow,
+} from 'discord.js';
 import { isRecord, readArray, readRecord, readString } from '../lib/json.ts';
 import { onceUntilFailure } from '../lib/once-until-failure.ts';
 
@@ -75,7 +83,9 @@ function splitContent(content: string): string[] {
 const RECENT_MESSAGES = 50;
 
 function customIdsOf(raw: unknown): string[] {
-  return (readArray(raw, 'components') ?? []).flatMap((row) => (readArray(row, 'components') ?? []).flatMap((component) => readString(component, 'custom_id') ?? []));
+  return (readArray(raw, 'components') ?? []).flatMap((row) =>
+    (readArray(row, 'components') ?? []).flatMap((component) => readString(component, 'custom_id') ?? []),
+  );
 }
 
 function nonceOf(raw: unknown): string | undefined {
@@ -111,7 +121,10 @@ export function isDiscordError(error: unknown, ...codes: number[]): error is Dis
 /** Discord will not take this post as a reply (no Read Message History, or a `message_reference` it rejects); it may take it without. */
 export function isReplyRefusal(error: unknown): boolean {
   if (isDiscordError(error, DISCORD_ERRORS.cannotReplyWithoutHistory)) return true;
-  return isDiscordError(error, DISCORD_ERRORS.invalidFormBody) && readRecord(readRecord(error.rawError, 'errors'), 'message_reference') !== undefined;
+  return (
+    isDiscordError(error, DISCORD_ERRORS.invalidFormBody) &&
+    readRecord(readRecord(error.rawError, 'errors'), 'message_reference') !== undefined
+  );
 }
 
 /**
@@ -122,7 +135,10 @@ export function isReplyRefusal(error: unknown): boolean {
  * instance of that class (its undici, 6.x, then encodes it and streams each part), and would try to
  * read any other FormData as a list of chunks.
  */
-async function multipartFromDisk(payload: RESTPostAPIChannelMessageJSONBody, file: { name: string; contentType: string; path: string }): Promise<FormData> {
+async function multipartFromDisk(
+  payload: RESTPostAPIChannelMessageJSONBody,
+  file: { name: string; contentType: string; path: string },
+): Promise<FormData> {
   const form = new FormData();
   form.append('files[0]', await openAsBlob(file.path, { type: file.contentType }), file.name);
   form.append('payload_json', JSON.stringify(payload));
@@ -145,10 +161,10 @@ export class DiscordOutbox {
   async editCard(card: CardAddress, payload: MessagePayload, now = Date.now()): Promise<string | undefined> {
     if (now < card.tokenExpiresAt) {
       try {
-        const message: unknown = await this.#rest.patch(
-          Routes.webhookMessage(card.applicationId, card.interactionToken, '@original'),
-          { body: payload, auth: false },
-        );
+        const message: unknown = await this.#rest.patch(Routes.webhookMessage(card.applicationId, card.interactionToken, '@original'), {
+          body: payload,
+          auth: false,
+        });
         return readString(message, 'id');
       } catch (error) {
         if (!isDiscordError(error, DISCORD_ERRORS.invalidWebhookToken, DISCORD_ERRORS.unknownWebhook) || !card.messageId) throw error;
@@ -173,7 +189,10 @@ export class DiscordOutbox {
     if (file) body.attachments = [{ id: 0, filename: file.name }];
     const message: unknown =
       file && 'path' in file
-        ? await this.#rest.post(Routes.channelMessages(post.channelId), { body: await multipartFromDisk(body, file), passThroughBody: true })
+        ? await this.#rest.post(Routes.channelMessages(post.channelId), {
+            body: await multipartFromDisk(body, file),
+            passThroughBody: true,
+          })
         : await this.#rest.post(Routes.channelMessages(post.channelId), {
             body,
             files: file ? [{ name: file.name, data: file.data, contentType: file.contentType }] : undefined,
@@ -188,7 +207,9 @@ export class DiscordOutbox {
   async say(channelId: string, content: string): Promise<string> {
     let firstId: string | undefined;
     for (const piece of splitContent(content)) {
-      const message: unknown = await this.#rest.post(Routes.channelMessages(channelId), { body: { content: piece, allowed_mentions: { parse: [] } } });
+      const message: unknown = await this.#rest.post(Routes.channelMessages(channelId), {
+        body: { content: piece, allowed_mentions: { parse: [] } },
+      });
       firstId ??= parsePostedMessage(message).messageId;
     }
     if (firstId === undefined) throw new Error('nothing to say');
@@ -197,7 +218,9 @@ export class DiscordOutbox {
 
   /** A public thread started from a message; its channel id. */
   async startThread(channelId: string, messageId: string, name: string): Promise<string> {
-    const thread: unknown = await this.#rest.post(Routes.threads(channelId, messageId), { body: { name, auto_archive_duration: THREAD_ARCHIVE_MINUTES } });
+    const thread: unknown = await this.#rest.post(Routes.threads(channelId, messageId), {
+      body: { name, auto_archive_duration: THREAD_ARCHIVE_MINUTES },
+    });
     const id = readString(thread, 'id');
     if (!id) throw new Error('Discord answered a thread creation without an id');
     return id;
@@ -209,7 +232,9 @@ export class DiscordOutbox {
    */
   async recentOwnMessages(channelId: string): Promise<OwnMessage[]> {
     const botUserId = await this.#botUserId();
-    const page: unknown = await this.#rest.get(Routes.channelMessages(channelId), { query: new URLSearchParams({ limit: String(RECENT_MESSAGES) }) });
+    const page: unknown = await this.#rest.get(Routes.channelMessages(channelId), {
+      query: new URLSearchParams({ limit: String(RECENT_MESSAGES) }),
+    });
     return (Array.isArray(page) ? page : [])
       .filter((message) => readString(readRecord(message, 'author'), 'id') === botUserId)
       .flatMap((message) => {

@@ -53,7 +53,14 @@ function defaultConfig(vendor = DEFAULT_VENDOR): EmulatorConfig {
     vendor,
     keys: { [DEFAULT_KEY]: { group: DEFAULT_GROUP, quota_usd: 50 } },
     groups: { [DEFAULT_GROUP]: { models: allModels(vendor) } },
-    timing: { generation_ms: 2000, task_timeout_ms: 600_000, realtime_session_max_ms: 7_200_000, url_ttl_ms: 3_600_000, rate_window_ms: 60_000, upload_timeout_ms: 30_000 },
+    timing: {
+      generation_ms: 2000,
+      task_timeout_ms: 600_000,
+      realtime_session_max_ms: 7_200_000,
+      url_ttl_ms: 3_600_000,
+      rate_window_ms: 60_000,
+      upload_timeout_ms: 30_000,
+    },
     limits: { rate_per_minute: 600, concurrent_tasks: 8 },
     video: { bytes: null },
   };
@@ -82,7 +89,8 @@ export function resolveConfig(input: EmulatorConfigInput = {}, { onlyGivenKeys =
     video: { ...defaults.video, ...input.video },
   };
   for (const [key, entry] of Object.entries(config.keys)) {
-    if (!config.groups[entry.group]) throw new EmulatorConfigError(`keys.${maskKey(key)}.group names "${entry.group}", which is not in groups`);
+    if (!config.groups[entry.group])
+      throw new EmulatorConfigError(`keys.${maskKey(key)}.group names "${entry.group}", which is not in groups`);
   }
   return config;
 }
@@ -123,7 +131,8 @@ export function parseEmulatorConfig(raw: unknown): EmulatorConfig {
   rejectUnknown(source, KNOWN.top, '');
   const input: EmulatorConfigInput = {};
   if (source.vendor !== undefined) {
-    if (typeof source.vendor !== 'string' || !/^[a-z0-9][a-z0-9_-]*$/i.test(source.vendor)) throw new EmulatorConfigError('vendor must be a single word');
+    if (typeof source.vendor !== 'string' || !/^[a-z0-9][a-z0-9_-]*$/i.test(source.vendor))
+      throw new EmulatorConfigError('vendor must be a single word');
     input.vendor = source.vendor;
   }
   if (source.keys !== undefined) {
@@ -131,7 +140,8 @@ export function parseEmulatorConfig(raw: unknown): EmulatorConfig {
     for (const [key, value] of Object.entries(expectObject(source.keys, 'keys'))) {
       const entry = expectObject(value, `keys.${maskKey(key)}`);
       if (typeof entry.group !== 'string') throw new EmulatorConfigError(`keys.${maskKey(key)}.group must be a group name`);
-      if (typeof entry.quota_usd !== 'number' || !(entry.quota_usd >= 0)) throw new EmulatorConfigError(`keys.${maskKey(key)}.quota_usd must be a number of dollars, 0 or more`);
+      if (typeof entry.quota_usd !== 'number' || !(entry.quota_usd >= 0))
+        throw new EmulatorConfigError(`keys.${maskKey(key)}.quota_usd must be a number of dollars, 0 or more`);
       keys[key] = { group: entry.group, quota_usd: entry.quota_usd };
     }
     input.keys = keys;

@@ -49,7 +49,12 @@ export class Connections {
       socket.on('error', (error) => this.#log.debug('CONNECT connection failed', { error: error.message }));
       const requestId = newRequestId();
       const path = request.url ?? '';
-      sendErrorOnSocket(socket, layerOfPath(path), new HttpError(405, 'invalid_request_error', 'CONNECT is not supported: the gateway is not a proxy.'), requestId);
+      sendErrorOnSocket(
+        socket,
+        layerOfPath(path),
+        new HttpError(405, 'invalid_request_error', 'CONNECT is not supported: the gateway is not a proxy.'),
+        requestId,
+      );
       this.#record({ method: 'CONNECT', path, status: 405, requestId, at: Date.now() });
     });
   }

@@ -138,7 +138,11 @@ export async function readJsonObject(request: IncomingMessage): Promise<JsonBody
     body = await readBodyWithin(request, MAX_REQUEST_BODY_BYTES);
   } catch {
     // The connection broke mid-body (a bad chunk, a reset): answered in this request's name if it still can be.
-    throw new HttpError(400, 'invalid_request_error', 'The request body could not be read: the connection broke off or the body is not valid HTTP.');
+    throw new HttpError(
+      400,
+      'invalid_request_error',
+      'The request body could not be read: the connection broke off or the body is not valid HTTP.',
+    );
   }
   if (!body) throw new HttpError(400, 'invalid_request_error', `The request body is larger than ${MAX_REQUEST_BODY_BYTES} bytes.`);
   const text = body.toString('utf8');

@@ -57,7 +57,11 @@ export class KeyRegistry {
     const match = header === undefined ? null : BEARER.exec(header);
     const account = match?.[1] === undefined ? undefined : this.#accounts.get(match[1]);
     if (!account) {
-      throw new HttpError(401, 'invalid_api_key', header === undefined ? 'Missing API key: send Authorization: Bearer <API_KEY>.' : 'Invalid API key.');
+      throw new HttpError(
+        401,
+        'invalid_api_key',
+        header === undefined ? 'Missing API key: send Authorization: Bearer <API_KEY>.' : 'Invalid API key.',
+      );
     }
     return account;
   }
@@ -68,7 +72,13 @@ export class KeyRegistry {
     while (account.recent.length > 0 && account.recent[0]! <= now - window) account.recent.shift();
     if (account.recent.length >= this.#config.limits.rate_per_minute) {
       const retryAfter = Math.max(1, Math.ceil((account.recent[0]! + window - now) / 1000));
-      throw new HttpError(429, 'rate_limit', `Rate limit reached: ${this.#config.limits.rate_per_minute} requests per minute.`, null, retryAfter);
+      throw new HttpError(
+        429,
+        'rate_limit',
+        `Rate limit reached: ${this.#config.limits.rate_per_minute} requests per minute.`,
+        null,
+        retryAfter,
+      );
     }
     account.recent.push(now);
   }
@@ -77,7 +87,11 @@ export class KeyRegistry {
     // A charge can only take from the quota: a negative or NaN price is a fault, never a gift.
     if (!(usd >= 0)) throw new Error(`refusing to charge an invalid amount (${usd})`);
     if (usd > account.remainingUsd + 1e-9) {
-      throw new HttpError(429, 'insufficient_quota', `Insufficient quota: this request is estimated at $${usd.toFixed(2)} and $${account.remainingUsd.toFixed(2)} remains.`);
+      throw new HttpError(
+        429,
+        'insufficient_quota',
+        `Insufficient quota: this request is estimated at $${usd.toFixed(2)} and $${account.remainingUsd.toFixed(2)} remains.`,
+      );
     }
     account.remainingUsd -= usd;
   }
@@ -93,7 +107,12 @@ export class KeyRegistry {
   issueClientSecret(account: KeyAccount, seconds: number | undefined, now: number): { value: string; expires_at: number } {
     const lifetime = seconds ?? CLIENT_SECRET_DEFAULT_S;
     if (!Number.isInteger(lifetime) || lifetime < 1 || lifetime > CLIENT_SECRET_MAX_S) {
-      throw new HttpError(400, 'invalid_request_error', `expires_after.seconds must be a whole number from 1 to ${CLIENT_SECRET_MAX_S}.`, 'expires_after.seconds');
+      throw new HttpError(
+        400,
+        'invalid_request_error',
+        `expires_after.seconds must be a whole number from 1 to ${CLIENT_SECRET_MAX_S}.`,
+        'expires_after.seconds',
+      );
     }
     for (const [token, secret] of this.#secrets) {
       if (secret.expiresAt <= now) this.#secrets.delete(token);

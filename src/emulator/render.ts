@@ -26,12 +26,23 @@ export function renderNative(engine: TaskEngine, task: EmulatedTask, now: number
   const base = { request_id: task.id, model: task.request.model };
   if (task.state === 'running') {
     task.polls++;
-    return task.polls % 2 === 0 ? { status: 202, body: undefined } : { status: 202, body: { status: 'pending', progress: engine.progress(task, now) } };
+    return task.polls % 2 === 0
+      ? { status: 202, body: undefined }
+      : { status: 202, body: { status: 'pending', progress: engine.progress(task, now) } };
   }
   const usage = engine.usage(task);
   if (task.state === 'failed') return { status: 200, body: { ...base, status: 'failed', error: task.error, ...usage } };
   if (task.plan.kind === 'succeed' && task.plan.moderated) {
-    return { status: 200, body: { ...base, status: 'done', video: { url: '', duration: engine.resultSeconds(task), respect_moderation: false }, progress: 100, ...usage } };
+    return {
+      status: 200,
+      body: {
+        ...base,
+        status: 'done',
+        video: { url: '', duration: engine.resultSeconds(task), respect_moderation: false },
+        progress: 100,
+        ...usage,
+      },
+    };
   }
   if (engine.urlExpired(task, now)) return { status: 200, body: { ...base, status: 'expired', ...usage } };
   const video = { url: engine.temporaryUrl(task) ?? '', duration: engine.resultSeconds(task), respect_moderation: true, ...storage(task) };

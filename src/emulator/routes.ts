@@ -76,7 +76,8 @@ export function createRoutes({ config, keys, engine, journal, realtime }: RouteD
     }
     if (typeof body.model === 'string') {
       if (!keys.isKnownModel(body.model)) throw new HttpError(404, 'model_not_found', `The model ${body.model} does not exist.`, 'model');
-      if (!keys.mayUse(account, body.model)) throw new HttpError(403, 'permission_denied', `This key's group may not use ${body.model}.`, 'model');
+      if (!keys.mayUse(account, body.model))
+        throw new HttpError(403, 'permission_denied', `This key's group may not use ${body.model}.`, 'model');
     }
     const accepted = acceptRequest(operation, layer, body, config.vendor);
     if (engine.runningCount(account, now) >= config.limits.concurrent_tasks) {
@@ -122,7 +123,8 @@ export function createRoutes({ config, keys, engine, journal, realtime }: RouteD
     let seconds: number | undefined;
     if (expiresAfter !== undefined) {
       const value = isRecord(expiresAfter) ? expiresAfter.seconds : undefined;
-      if (typeof value !== 'number') throw new HttpError(400, 'invalid_request_error', 'expires_after.seconds must be a number.', 'expires_after.seconds');
+      if (typeof value !== 'number')
+        throw new HttpError(400, 'invalid_request_error', 'expires_after.seconds must be a number.', 'expires_after.seconds');
       seconds = value;
     }
     sendJson(response, 200, keys.issueClientSecret(account, seconds, now));
@@ -169,7 +171,8 @@ export function createRoutes({ config, keys, engine, journal, realtime }: RouteD
       if (method !== 'POST') throw new HttpError(405, 'invalid_request_error', `Use POST for ${path}.`);
       return clientSecret(request, response, entry);
     }
-    if (path === REALTIME_SCRIPT_PATH) return handleScriptRequest(request, response, () => authorize(request, entry, Date.now()).keyId, realtime());
+    if (path === REALTIME_SCRIPT_PATH)
+      return handleScriptRequest(request, response, () => authorize(request, entry, Date.now()).keyId, realtime());
     throw new HttpError(404, 'not_found', `No route ${method} ${path}.`);
   };
 }
@@ -191,7 +194,11 @@ export function answerFailure(log: Logger, request: IncomingMessage, response: S
       const socket = request.socket;
       socket.destroySoon = () => closeAfterAnswer(socket);
     }
-    sendError(response, layerOfPath(path), error instanceof HttpError ? error : new HttpError(500, 'upstream_error', 'The emulator failed unexpectedly.'));
+    sendError(
+      response,
+      layerOfPath(path),
+      error instanceof HttpError ? error : new HttpError(500, 'upstream_error', 'The emulator failed unexpectedly.'),
+    );
   } catch (failure) {
     log.error('emulator could not answer a failed request', { path, error: failure });
     response.destroy();

@@ -3,13 +3,29 @@ import { createServer as createHttpsServer } from 'node:https';
 import { silentLogger, type Logger } from '../lib/log.ts';
 import { resolveConfig, type EmulatorConfig, type EmulatorConfigInput } from './config.ts';
 import { Connections } from './connections.ts';
-import { HttpError, invalidTargetError, layerOfPath, MAX_HEADER_BYTES, missingHostError, newRequestId, parseRequestTarget } from './http.ts';
+import {
+  HttpError,
+  invalidTargetError,
+  layerOfPath,
+  MAX_HEADER_BYTES,
+  missingHostError,
+  newRequestId,
+  parseRequestTarget,
+} from './http.ts';
 import { KeyRegistry, keyIdOf } from './keys.ts';
 import { attachRealtime, type RealtimeHandle } from './realtime/index.ts';
 import { RequestJournal, type JournalEntry } from './request-journal.ts';
 import { answerFailure, createRoutes } from './routes.ts';
 import { TaskEngine, type Upload } from './tasks.ts';
-import { DEFAULT_BIND_HOST, generateCertificate, parsePublicUrl, reachableHost, urlHost, type EmulatorTls, type GeneratedCertificate } from './hosting.ts';
+import {
+  DEFAULT_BIND_HOST,
+  generateCertificate,
+  parsePublicUrl,
+  reachableHost,
+  urlHost,
+  type EmulatorTls,
+  type GeneratedCertificate,
+} from './hosting.ts';
 
 // A local gateway faithful to docs/gateway.md, for development, demos, tests and benchmarks: both layers,
 // edits and extensions, quotas and limits, storage and uploads, realtime voice, and prompt triggers.
@@ -83,7 +99,13 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     const path = target?.pathname ?? request.url ?? '/';
     const entry: JournalEntry = { method: request.method ?? 'GET', path, status: 0, requestId, at: Date.now() };
     connections.answering(request, response, requestId, layerOfPath(path));
-    const problem = refusal ?? (target ? (request.httpVersion === '1.1' && request.headers.host === undefined ? missingHostError() : undefined) : invalidTargetError());
+    const problem =
+      refusal ??
+      (target
+        ? request.httpVersion === '1.1' && request.headers.host === undefined
+          ? missingHostError()
+          : undefined
+        : invalidTargetError());
     (problem ? Promise.reject(problem) : route(request, response, path, entry))
       .catch((error: unknown) => answerFailure(log, request, response, path, error))
       .finally(() => {
@@ -93,10 +115,16 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   }
 
   const serverOptions = { maxHeaderSize: MAX_HEADER_BYTES, requireHostHeader: false };
-  const server: Server = identity ? createHttpsServer({ ...serverOptions, cert: identity.cert, key: identity.key }, handle) : createServer(serverOptions, handle);
+  const server: Server = identity
+    ? createHttpsServer({ ...serverOptions, cert: identity.cert, key: identity.key }, handle)
+    : createServer(serverOptions, handle);
   connections.attach(server);
   server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) =>
-    handle(request, response, new HttpError(417, 'invalid_request_error', `Expect: ${request.headers.expect ?? ''} cannot be met; only 100-continue is supported.`)),
+    handle(
+      request,
+      response,
+      new HttpError(417, 'invalid_request_error', `Expect: ${request.headers.expect ?? ''} cannot be met; only 100-continue is supported.`),
+    ),
   );
 
   try {

@@ -102,12 +102,25 @@ export class TaskEngine {
     return running.size;
   }
 
-  create(operation: VideoOperation, layer: Layer, account: KeyAccount, request: AcceptedRequest, triggers: Triggers, now: number): EmulatedTask {
+  create(
+    operation: VideoOperation,
+    layer: Layer,
+    account: KeyAccount,
+    request: AcceptedRequest,
+    triggers: Triggers,
+    now: number,
+  ): EmulatedTask {
     const generation = this.#config.timing.generation_ms;
     let plan: Plan;
     if (request.asyncFailure) plan = { kind: 'fail', ...request.asyncFailure, atMs: Math.floor(generation / 2) };
     else if (triggers.hang) plan = { kind: 'hang' };
-    else if (triggers.failCode) plan = { kind: 'fail', code: triggers.failCode, message: `The upstream provider failed the task (${triggers.failCode}).`, atMs: generation };
+    else if (triggers.failCode)
+      plan = {
+        kind: 'fail',
+        code: triggers.failCode,
+        message: `The upstream provider failed the task (${triggers.failCode}).`,
+        atMs: generation,
+      };
     else plan = { kind: 'succeed', moderated: triggers.moderate, storageFails: triggers.storageFail };
 
     const task: EmulatedTask = {
@@ -168,7 +181,10 @@ export class TaskEngine {
     const timeoutAt = task.createdAt + timeout;
     const planAt = task.plan.kind === 'hang' ? Infinity : task.createdAt + (task.plan.kind === 'fail' ? task.plan.atMs : generation);
     if (timeoutAt <= planAt && now >= timeoutAt) {
-      this.#finishFailed(task, timeoutAt, { code: 'timeout', message: `The task did not finish within ${Math.round(timeout / 1000)} seconds and was stopped; its cost was refunded.` });
+      this.#finishFailed(task, timeoutAt, {
+        code: 'timeout',
+        message: `The task did not finish within ${Math.round(timeout / 1000)} seconds and was stopped; its cost was refunded.`,
+      });
       return;
     }
     if (now < planAt) return;
@@ -246,7 +262,11 @@ export class TaskEngine {
   }
 
   resultSeconds(task: EmulatedTask): number {
-    return task.operation === 'extend' ? FIXTURE_DURATION_S + task.request.seconds : task.operation === 'edit' ? FIXTURE_DURATION_S : task.request.seconds;
+    return task.operation === 'extend'
+      ? FIXTURE_DURATION_S + task.request.seconds
+      : task.operation === 'edit'
+        ? FIXTURE_DURATION_S
+        : task.request.seconds;
   }
 
   progress(task: EmulatedTask, now: number): number {

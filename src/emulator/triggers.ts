@@ -30,7 +30,10 @@ export function parseTriggers(prompt: string | undefined): Triggers {
   return {
     failCode: fail?.[1],
     hang: text.includes('[[hang]]'),
-    http: http && isErrorStatus(Number(http[1])) ? { status: Number(http[1]), code: http[2] ?? 'upstream_error', times: http[3] === undefined ? undefined : Number(http[3]) } : undefined,
+    http:
+      http && isErrorStatus(Number(http[1]))
+        ? { status: Number(http[1]), code: http[2] ?? 'upstream_error', times: http[3] === undefined ? undefined : Number(http[3]) }
+        : undefined,
     moderate: text.includes('[[moderate]]'),
     storageFail: text.includes('[[storage-fail]]'),
     noCost: text.includes('[[no-cost]]'),

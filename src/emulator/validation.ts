@@ -90,15 +90,18 @@ function videoSource(value: unknown): void {
   const video = referenceObject(value, 'video');
   if (typeof video.url !== 'string') return;
   if (!isHttpUrl(video.url)) throw bad('video.url', 'video.url must be an http(s) link to an .mp4 file.');
-  if (!new URL(video.url).pathname.toLowerCase().endsWith('.mp4')) throw bad('video.url', 'video.url must be an .mp4 link that carries the .mp4 suffix.');
+  if (!new URL(video.url).pathname.toLowerCase().endsWith('.mp4'))
+    throw bad('video.url', 'video.url must be an .mp4 link that carries the .mp4 suffix.');
 }
 
 function storageOptions(body: Readonly<Record<string, unknown>>): AcceptedRequest['storage'] {
   const value = body.storage_options;
   if (value === undefined || value === null) return undefined;
   if (!isRecord(value)) throw bad('storage_options', 'storage_options must be an object.');
-  if (typeof value.filename !== 'string' || value.filename === '') throw bad('storage_options.filename', 'storage_options.filename is required.');
-  if (value.filename.length > MAX_FILENAME_LENGTH) throw bad('storage_options.filename', `storage_options.filename may be at most ${MAX_FILENAME_LENGTH} characters.`);
+  if (typeof value.filename !== 'string' || value.filename === '')
+    throw bad('storage_options.filename', 'storage_options.filename is required.');
+  if (value.filename.length > MAX_FILENAME_LENGTH)
+    throw bad('storage_options.filename', `storage_options.filename may be at most ${MAX_FILENAME_LENGTH} characters.`);
   let expiresAfter: number | undefined;
   if (value.expires_after !== undefined) {
     if (typeof value.expires_after !== 'number' || !Number.isInteger(value.expires_after) || value.expires_after < 1) {
@@ -109,7 +112,8 @@ function storageOptions(body: Readonly<Record<string, unknown>>): AcceptedReques
     }
     expiresAfter = value.expires_after;
   }
-  if (value.public_url !== undefined && typeof value.public_url !== 'boolean') throw bad('storage_options.public_url', 'storage_options.public_url must be a boolean.');
+  if (value.public_url !== undefined && typeof value.public_url !== 'boolean')
+    throw bad('storage_options.public_url', 'storage_options.public_url must be a boolean.');
   return { filename: value.filename, expiresAfter, publicUrl: value.public_url === true };
 }
 
@@ -117,7 +121,8 @@ function uploadUrl(body: Readonly<Record<string, unknown>>): string | undefined 
   const output = body.output;
   if (output === undefined || output === null) return undefined;
   if (!isRecord(output) || typeof output.upload_url !== 'string') throw bad('output.upload_url', 'output.upload_url must be a string.');
-  if (output.upload_url.length > MAX_UPLOAD_URL_LENGTH) throw bad('output.upload_url', `output.upload_url may be at most ${MAX_UPLOAD_URL_LENGTH} characters.`);
+  if (output.upload_url.length > MAX_UPLOAD_URL_LENGTH)
+    throw bad('output.upload_url', `output.upload_url may be at most ${MAX_UPLOAD_URL_LENGTH} characters.`);
   if (!isHttpUrl(output.upload_url)) throw bad('output.upload_url', 'output.upload_url must be an http(s) address.');
   return output.upload_url;
 }
@@ -133,7 +138,8 @@ function referenceAudios(body: Readonly<Record<string, unknown>>): number {
     const hasVoice = typeof item.voice_id === 'string';
     const hasUrl = typeof item.url === 'string';
     if (hasVoice === hasUrl) throw bad(param, `${param} must have exactly one of voice_id and url.`);
-    if (hasVoice && knownVoice(String(item.voice_id)) === undefined) throw bad(`${param}.voice_id`, unknownVoiceMessage('voice_id', String(item.voice_id)));
+    if (hasVoice && knownVoice(String(item.voice_id)) === undefined)
+      throw bad(`${param}.voice_id`, unknownVoiceMessage('voice_id', String(item.voice_id)));
   });
   return value.length;
 }
@@ -156,7 +162,12 @@ function price(resolution: string, seconds: number, asyncFailure: AcceptedReques
   return (PRICE_PER_SECOND_USD[resolution] ?? PRICE_PER_SECOND_USD['720p']!) * seconds;
 }
 
-export function acceptRequest(operation: VideoOperation, layer: Layer, body: Readonly<Record<string, unknown>>, vendor: string): AcceptedRequest {
+export function acceptRequest(
+  operation: VideoOperation,
+  layer: Layer,
+  body: Readonly<Record<string, unknown>>,
+  vendor: string,
+): AcceptedRequest {
   const model = optionalString(body, 'model');
   if (!model) throw bad('model', 'model is required.');
   const capabilities = videoModelCapabilities(model, vendor);
@@ -174,12 +185,14 @@ export function acceptRequest(operation: VideoOperation, layer: Layer, body: Rea
   const failWith = (code: string, message: string) => {
     asyncFailure ??= { code, message };
   };
-  if (prompt !== undefined && prompt.length > MAX_PROMPT_LENGTH) failWith('invalid_argument', `The prompt is too long (at most ${MAX_PROMPT_LENGTH} characters).`);
+  if (prompt !== undefined && prompt.length > MAX_PROMPT_LENGTH)
+    failWith('invalid_argument', `The prompt is too long (at most ${MAX_PROMPT_LENGTH} characters).`);
 
   if (operation !== 'generate') {
     if (!prompt) throw bad('prompt', 'prompt is required.');
     videoSource(body.video);
-    if (capabilities.family === 'classic') failWith('failed_precondition', `${model} cannot ${operation === 'edit' ? 'edit' : 'extend'} videos.`);
+    if (capabilities.family === 'classic')
+      failWith('failed_precondition', `${model} cannot ${operation === 'edit' ? 'edit' : 'extend'} videos.`);
     let seconds = 8;
     if (operation === 'extend') {
       const added = duration ?? EXTENSION_DURATION.default;
@@ -206,17 +219,28 @@ export function acceptRequest(operation: VideoOperation, layer: Layer, body: Rea
   if (seconds < GENERATION_DURATION.min || seconds > GENERATION_DURATION.max) {
     failWith('invalid_argument', `Duration must be between ${GENERATION_DURATION.min} and ${GENERATION_DURATION.max} seconds.`);
   }
-  if (!prompt && !hasImage && !hasLastFrame && images === 0 && audios === 0) failWith('invalid_argument', 'Prompt cannot be empty. Please provide a prompt.');
+  if (!prompt && !hasImage && !hasLastFrame && images === 0 && audios === 0)
+    failWith('invalid_argument', 'Prompt cannot be empty. Please provide a prompt.');
   if (capabilities.family === 'classic') {
     if (hasLastFrame) failWith('invalid_argument', `${model} does not support last_frame.`);
     if (hasImage && (images > 0 || audios > 0)) failWith('invalid_argument', `${model} cannot mix image with reference material.`);
   }
-  if (audios > 0 && !capabilities.referenceAudio) failWith('failed_precondition', `Reference audio requires a 1.5 model; ${model} does not support it.`);
+  if (audios > 0 && !capabilities.referenceAudio)
+    failWith('failed_precondition', `Reference audio requires a 1.5 model; ${model} does not support it.`);
   if (finalResolution === '1080p') {
     const referenceOrFrames = images > 0 || audios > 0 || hasLastFrame;
-    if (!capabilities.fullHd || referenceOrFrames) failWith('failed_precondition', '1080p is available only on the 1.5 model for text-to-video and image-to-video.');
+    if (!capabilities.fullHd || referenceOrFrames)
+      failWith('failed_precondition', '1080p is available only on the 1.5 model for text-to-video and image-to-video.');
   }
   if (images > 0 && finalResolution === '1080p') failWith('failed_precondition', 'Reference-image mode allows at most 720p.');
 
-  return { model, seconds, resolution: finalResolution, costUsd: price(finalResolution, seconds, asyncFailure), storage, uploadUrl: upload, asyncFailure };
+  return {
+    model,
+    seconds,
+    resolution: finalResolution,
+    costUsd: price(finalResolution, seconds, asyncFailure),
+    storage,
+    uploadUrl: upload,
+    asyncFailure,
+  };
 }

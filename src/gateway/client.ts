@@ -13,13 +13,7 @@ import {
   LAYER_PREFIX,
   type Layer,
 } from './spec.ts';
-import {
-  MalformedResponseError,
-  NotAVideoError,
-  ValidationError,
-  VideoUnavailableError,
-  errorFromResponse,
-} from './errors.ts';
+import { MalformedResponseError, NotAVideoError, ValidationError, VideoUnavailableError, errorFromResponse } from './errors.ts';
 import { DownloadHosts, createDownloadDispatcher, sharedDownloadDispatcher } from './download-guard.ts';
 import {
   DEFAULT_TIMEOUTS,
@@ -151,7 +145,9 @@ export class GatewayClient {
     this.#ownsDispatcher = options.dispatcher === undefined && ownPools;
     this.#dispatcher =
       options.dispatcher ??
-      (this.#ownsDispatcher ? createGatewayDispatcher({ connectMs: this.#timeouts.connectMs, ...(ca ? { ca } : {}) }) : sharedGatewayDispatcher());
+      (this.#ownsDispatcher
+        ? createGatewayDispatcher({ connectMs: this.#timeouts.connectMs, ...(ca ? { ca } : {}) })
+        : sharedGatewayDispatcher());
     // Downloads have a pool of their own, whose connections are checked (download-guard.ts).
     const downloadHosts = new DownloadHosts([base.hostname, ...(options.downloadAllowedHosts ?? [])]);
     this.#ownsDownloadDispatcher = ownPools;
@@ -183,7 +179,14 @@ export class GatewayClient {
   }
 
   async #submit(path: string, request: object): Promise<SubmittedTask> {
-    const response = await this.#send({ method: 'POST', target: path, body: request, idempotent: false, authorize: true, maxBytes: MAX_JSON_BYTES });
+    const response = await this.#send({
+      method: 'POST',
+      target: path,
+      body: request,
+      idempotent: false,
+      authorize: true,
+      maxBytes: MAX_JSON_BYTES,
+    });
     const task = parseSubmission(parseJsonBody(response), { layer: this.layer, requestId: response.requestId });
     this.#log.info('gateway task submitted', { taskId: task.id, path, requestId: task.requestId });
     return task;
@@ -215,7 +218,13 @@ export class GatewayClient {
    * party's. Only public addresses are fetched, besides the gateway's own host and the allowed ones.
    */
   async downloadVideo(task: TaskResult, options: DownloadOptions): Promise<DownloadedVideo> {
-    const response = await this.#send({ ...this.#videoSource(task), method: 'GET', idempotent: true, maxBytes: options.maxBytes, download: true });
+    const response = await this.#send({
+      ...this.#videoSource(task),
+      method: 'GET',
+      idempotent: true,
+      maxBytes: options.maxBytes,
+      download: true,
+    });
     return { bytes: response.body, contentType: headerValue(response.headers, 'content-type') };
   }
 
@@ -225,7 +234,14 @@ export class GatewayClient {
    * like an mp4 or a WebM is a NotAVideoError.
    */
   async saveVideo(task: TaskResult, options: SaveOptions): Promise<SavedVideo> {
-    const response = await this.#send({ ...this.#videoSource(task), method: 'GET', idempotent: true, maxBytes: options.maxBytes, download: true, saveTo: options.path });
+    const response = await this.#send({
+      ...this.#videoSource(task),
+      method: 'GET',
+      idempotent: true,
+      maxBytes: options.maxBytes,
+      download: true,
+      saveTo: options.path,
+    });
     const contentType = headerValue(response.headers, 'content-type');
     const container = videoContainerOf(response.saved?.head ?? Buffer.alloc(0));
     if (container === undefined) throw new NotAVideoError(contentType, { status: response.status, requestId: response.requestId });
@@ -258,7 +274,8 @@ export class GatewayClient {
     const response = await this.#send({ method: 'GET', target: '/v1/models', idempotent: true, authorize: true, maxBytes: MAX_JSON_BYTES });
     const body = parseJsonBody(response);
     const list = Array.isArray(body) ? body : (readArray(body, 'data') ?? readArray(body, 'models'));
-    if (list === undefined) throw new MalformedResponseError('The model list answer has no list of models.', { requestId: response.requestId });
+    if (list === undefined)
+      throw new MalformedResponseError('The model list answer has no list of models.', { requestId: response.requestId });
     const models: GatewayModel[] = [];
     for (const entry of list) {
       const id = typeof entry === 'string' ? entry : (readNonEmptyString(entry, 'id') ?? readNonEmptyString(entry, 'name'));

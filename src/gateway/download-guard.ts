@@ -143,7 +143,11 @@ const KEEP_ALIVE_MS = 10_000;
  * connecting; a name is checked in the lookup; redirects go through the same pool, and so the same checks.
  */
 export function createDownloadDispatcher(hosts: DownloadHosts, options: { connectMs: number; ca?: readonly string[] }): Agent {
-  const connectSocket = buildConnector({ timeout: options.connectMs, lookup: guardedLookup(hosts), ...(options.ca ? { ca: [...options.ca] } : {}) });
+  const connectSocket = buildConnector({
+    timeout: options.connectMs,
+    lookup: guardedLookup(hosts),
+    ...(options.ca ? { ca: [...options.ca] } : {}),
+  });
   const connect: buildConnector.connector = (target, callback) => {
     const literal = isIP(target.hostname) !== 0;
     const refusal = literal ? hosts.refusal(target.hostname, target.hostname) : undefined;

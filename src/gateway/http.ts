@@ -26,7 +26,13 @@ export interface GatewayTimeouts {
   answerMs: number;
 }
 
-export const DEFAULT_TIMEOUTS: GatewayTimeouts = { connectMs: 10_000, headersMs: 20_000, bodyMs: 20_000, totalMs: 300_000, answerMs: 20_000 };
+export const DEFAULT_TIMEOUTS: GatewayTimeouts = {
+  connectMs: 10_000,
+  headersMs: 20_000,
+  bodyMs: 20_000,
+  totalMs: 300_000,
+  answerMs: 20_000,
+};
 
 /** JSON answers of the gateway are small; anything bigger is a fault, not data. */
 export const MAX_JSON_BYTES = 1024 * 1024;
@@ -134,12 +140,22 @@ function describeTarget(method: string, url: string): string {
   return parsed ? `${method} ${parsed.origin}${parsed.pathname}` : method;
 }
 
-function networkFailure(error: unknown, target: HttpRequest, answered: boolean, deadlinePassed: boolean, requestId?: string): GatewayConnectionError {
+function networkFailure(
+  error: unknown,
+  target: HttpRequest,
+  answered: boolean,
+  deadlinePassed: boolean,
+  requestId?: string,
+): GatewayConnectionError {
   const code = deadlinePassed ? DEADLINE_CODE : networkErrorCode(error);
   const requestSent = answered || code === undefined || !NOT_SENT_CODES.has(code);
   const timedOut = code !== undefined && TIMEOUT_CODES.has(code);
   const what = describeTarget(target.method, target.url);
-  const how = deadlinePassed ? `did not finish within its ${target.timeouts.totalMs} ms deadline` : timedOut ? 'timed out' : `failed (${code ?? 'network error'})`;
+  const how = deadlinePassed
+    ? `did not finish within its ${target.timeouts.totalMs} ms deadline`
+    : timedOut
+      ? 'timed out'
+      : `failed (${code ?? 'network error'})`;
   const details = { requestSent, timedOut, code, requestId, cause: error };
   if (requestSent && !target.idempotent) {
     return new OutcomeUnknownError(
@@ -201,10 +217,7 @@ async function saveCapped(
   return { size, head, overflow: false };
 }
 
-async function readCapped(
-  body: Dispatcher.ResponseData['body'],
-  limit: number,
-): Promise<{ bytes: Buffer; overflow: boolean }> {
+async function readCapped(body: Dispatcher.ResponseData['body'], limit: number): Promise<{ bytes: Buffer; overflow: boolean }> {
   const chunks: Buffer[] = [];
   let total = 0;
   for await (const chunk of body) {
@@ -274,16 +287,24 @@ async function exchange(target: HttpRequest, deadline: AbortSignal): Promise<Htt
     throw networkFailure(error, { ...target, idempotent: target.idempotent || failed }, true, deadline.aborted, requestId);
   }
   if (read.overflow && !failed) {
-    throw new ResponseTooLargeError(
-      `${describeTarget(target.method, target.url)} sent more than the limit of ${limit} bytes`,
-      { size: undefined, limit, status, requestId },
-    );
+    throw new ResponseTooLargeError(`${describeTarget(target.method, target.url)} sent more than the limit of ${limit} bytes`, {
+      size: undefined,
+      limit,
+      status,
+      requestId,
+    });
   }
   // An error body cut at its cap is still worth decoding as far as it goes.
   return { status, headers, requestId, body: read.bytes };
 }
 
-async function saveBody(target: HttpRequest, response: Dispatcher.ResponseData, path: string, deadline: AbortSignal, requestId: string | undefined): Promise<HttpResponse> {
+async function saveBody(
+  target: HttpRequest,
+  response: Dispatcher.ResponseData,
+  path: string,
+  deadline: AbortSignal,
+  requestId: string | undefined,
+): Promise<HttpResponse> {
   const { statusCode: status, headers, body } = response;
   let saved: { size: number; head: Buffer; overflow: boolean };
   let file: FileHandle | undefined;
@@ -299,10 +320,12 @@ async function saveBody(target: HttpRequest, response: Dispatcher.ResponseData, 
     await file?.close();
   }
   if (saved.overflow) {
-    throw new ResponseTooLargeError(
-      `${describeTarget(target.method, target.url)} sent more than the limit of ${target.maxBytes} bytes`,
-      { size: undefined, limit: target.maxBytes, status, requestId },
-    );
+    throw new ResponseTooLargeError(`${describeTarget(target.method, target.url)} sent more than the limit of ${target.maxBytes} bytes`, {
+      size: undefined,
+      limit: target.maxBytes,
+      status,
+      requestId,
+    });
   }
   return { status, headers, requestId, body: Buffer.alloc(0), saved: { size: saved.size, head: saved.head } };
 }

@@ -84,14 +84,16 @@ export function decideRetry(error: unknown, context: RetryContext): RetryDecisio
   const { policy } = context;
   if (context.retriesDone >= policy.maxRetries) return { retry: false, reason: 'retries exhausted' };
   if (error instanceof OutcomeUnknownError) return { retry: false, reason: 'the submission may have been accepted' };
-  const backoff = (retryAfterMs?: number) => backoffDelay(context.retriesDone, gatewayBackoff(policy), { retryAfterMs, random: context.random });
+  const backoff = (retryAfterMs?: number) =>
+    backoffDelay(context.retriesDone, gatewayBackoff(policy), { retryAfterMs, random: context.random });
   if (error instanceof GatewayConnectionError) {
     if (error.requestSent && !context.idempotent) return { retry: false, reason: 'the submission may have been accepted' };
     return { retry: true, delayMs: backoff() };
   }
   if (error instanceof GatewayApiError) {
     if (!isRetryableAnswer(error, context.idempotent)) return { retry: false, reason: 'not retryable' };
-    if (error.retryAfterMs !== undefined && error.retryAfterMs > policy.maxRetryAfterMs) return { retry: false, reason: 'Retry-After is too long' };
+    if (error.retryAfterMs !== undefined && error.retryAfterMs > policy.maxRetryAfterMs)
+      return { retry: false, reason: 'Retry-After is too long' };
     return { retry: true, delayMs: backoff(error.retryAfterMs) };
   }
   return { retry: false, reason: 'not a gateway failure' };

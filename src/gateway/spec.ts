@@ -51,9 +51,34 @@ export const USD_TICKS = 10_000_000_000;
 // list may differ and its 400 for an unknown voice lists the real one, so a video request's voice_id is
 // checked only for its shape.
 export const BUILT_IN_VOICES = [
-  'altair', 'ara', 'atlas', 'aurora', 'carina', 'castor', 'celeste', 'cosmo', 'eve', 'helios',
-  'helix', 'iris', 'kepler', 'leo', 'liora', 'lumen', 'luna', 'lux', 'naksh', 'orion', 'perseus',
-  'rex', 'rigel', 'sal', 'sirius', 'ursa', 'zagan', 'zenith',
+  'altair',
+  'ara',
+  'atlas',
+  'aurora',
+  'carina',
+  'castor',
+  'celeste',
+  'cosmo',
+  'eve',
+  'helios',
+  'helix',
+  'iris',
+  'kepler',
+  'leo',
+  'liora',
+  'lumen',
+  'luna',
+  'lux',
+  'naksh',
+  'orion',
+  'perseus',
+  'rex',
+  'rigel',
+  'sal',
+  'sirius',
+  'ursa',
+  'zagan',
+  'zenith',
 ] as const;
 
 /**
@@ -93,7 +118,6 @@ export const ASYNC_ERROR_CODES = [
   'internal_error',
 ] as const;
 
-
 // ---- Model families ------------------------------------------------------------------------------
 // Capabilities follow the family (`<vendor>-imagine-video-<version>` versus the classic
 // `<vendor>-imagine-video`), never exact strings, so a renamed vendor, a newer version (`-2`) or a
@@ -128,9 +152,9 @@ function compareVersions(a: string, b: string): number {
 /** The capabilities of a video model, or undefined when the name is not a video model of this vendor. */
 export function videoModelCapabilities(model: string, vendor = DEFAULT_VENDOR): VideoModelCapabilities | undefined {
   // <vendor>-imagine-video, then an optional version, then optional tags such as -preview or -20250601.
-  const match = new RegExp(`^${escapeRegExp(vendor.toLowerCase())}-imagine-video(?:-(\\d+(?:\\.\\d+)*))?(?:-(?:[a-z][a-z0-9.]*|\\d+))*$`).exec(
-    model.toLowerCase(),
-  );
+  const match = new RegExp(
+    `^${escapeRegExp(vendor.toLowerCase())}-imagine-video(?:-(\\d+(?:\\.\\d+)*))?(?:-(?:[a-z][a-z0-9.]*|\\d+))*$`,
+  ).exec(model.toLowerCase());
   if (!match) return undefined;
   const version = match[1];
   const modern = version !== undefined && compareVersions(version, '1.5') >= 0;

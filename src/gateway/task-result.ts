@@ -128,12 +128,14 @@ export function parseTaskResult(answer: TaskAnswer): TaskResult {
   }
 
   const video = readRecord(body, 'video');
-  const error = decodeTaskError(body) ?? (status === 'failed' ? { code: undefined, message: 'The task failed without a reason.' } : undefined);
+  const error =
+    decodeTaskError(body) ?? (status === 'failed' ? { code: undefined, message: 'The task failed without a reason.' } : undefined);
   const moderated =
     readBoolean(video, 'respect_moderation') === false ||
     readBoolean(body, 'respect_moderation') === false ||
     isModerationCode(error?.code);
-  const url = answer.layer === 'compat' ? (readNonEmptyString(body, 'url') ?? readNonEmptyString(video, 'url')) : readNonEmptyString(video, 'url');
+  const url =
+    answer.layer === 'compat' ? (readNonEmptyString(body, 'url') ?? readNonEmptyString(video, 'url')) : readNonEmptyString(video, 'url');
   const costTicks = readNumber(readRecord(body, 'usage'), 'cost_in_usd_ticks');
   const hasVideo = status === 'succeeded' && !moderated && url !== undefined;
   const usableUrl = hasVideo && isHttpUrl(url);

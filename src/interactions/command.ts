@@ -70,6 +70,8 @@ export function isCommand(value: unknown): value is Command {
     handler !== undefined &&
     hasFunction(value, handler) &&
     otherHandlers.every((other) => Reflect.get(value, other) === undefined) &&
-    ['autocomplete', 'button', 'modal', 'requires', 'answers'].every((key) => Reflect.get(value, key) === undefined || hasFunction(value, key))
+    ['autocomplete', 'button', 'modal', 'requires', 'answers'].every(
+      (key) => Reflect.get(value, key) === undefined || hasFunction(value, key),
+    )
   );
 }

@@ -46,7 +46,11 @@ export interface DispatcherOptions {
 const EVERYONE: FeatureAccess = () => Promise.resolve({ ok: true });
 
 /** `services` goes to every handler; the dispatcher itself only logs through it. */
-export function createDispatcher<S extends { log: Logger }>(commands: ReadonlyMap<string, Command<S>>, services: S, options: DispatcherOptions = {}): Dispatcher {
+export function createDispatcher<S extends { log: Logger }>(
+  commands: ReadonlyMap<string, Command<S>>,
+  services: S,
+  options: DispatcherOptions = {},
+): Dispatcher {
   const log = services.log;
   /** What a handler gets: the services, with a log whose every line names the interaction (one grep follows it). */
   const servicesFor = (interaction: Interaction): S => ({ ...services, log: log.child({ interaction: interaction.id }) });

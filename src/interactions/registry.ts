@@ -21,7 +21,12 @@ export async function loadCommands(directory: URL = COMMANDS_DIRECTORY): Promise
 }
 
 /** Registering on one server (`guildId`) updates at once; global commands take a while to reach every server. */
-export async function registerCommands(rest: REST, applicationId: string, commands: readonly Command[], guildId: string | undefined): Promise<number> {
+export async function registerCommands(
+  rest: REST,
+  applicationId: string,
+  commands: readonly Command[],
+  guildId: string | undefined,
+): Promise<number> {
   const body = commands.map((command) => command.data.toJSON());
   await rest.put(guildId ? Routes.applicationGuildCommands(applicationId, guildId) : Routes.applicationCommands(applicationId), { body });
   return body.length;

@@ -1,4 +1,9 @@
-import type { ButtonInteraction, ChatInputCommandInteraction, MessageContextMenuCommandInteraction, ModalSubmitInteraction } from 'discord.js';
+import type {
+  ButtonInteraction,
+  ChatInputCommandInteraction,
+  MessageContextMenuCommandInteraction,
+  ModalSubmitInteraction,
+} from 'discord.js';
 import { customIdParts } from '../discord/custom-id.ts';
 import { isServerManager, memberRoleIds } from '../discord/member.ts';
 import { refuse, type Result } from '../lib/result.ts';
@@ -9,7 +14,8 @@ import type { Feature } from '../settings/guild-settings.ts';
 // and every refusal reads the same way.
 
 /** An interaction a handler answers: a slash command, a message command, a button or a form. */
-export type HandledInteraction = ChatInputCommandInteraction | MessageContextMenuCommandInteraction | ButtonInteraction | ModalSubmitInteraction;
+export type HandledInteraction =
+  ChatInputCommandInteraction | MessageContextMenuCommandInteraction | ButtonInteraction | ModalSubmitInteraction;
 
 export interface Requirement {
   /** Only in a server, not in direct messages. */
@@ -23,7 +29,12 @@ export interface Requirement {
 }
 
 /** Whether a member with these roles may use a feature on a server: the server's role rules. */
-export type FeatureAccess = (guildId: string, feature: Feature, memberRoleIds: readonly string[], isServerManager: boolean) => Promise<Result>;
+export type FeatureAccess = (
+  guildId: string,
+  feature: Feature,
+  memberRoleIds: readonly string[],
+  isServerManager: boolean,
+) => Promise<Result>;
 
 /** The command as the member invoked it: `/voice settings`, **Animate image** from a message's Apps menu, or `/video` for its buttons and forms. */
 function invoked(interaction: HandledInteraction): string {
@@ -34,7 +45,11 @@ function invoked(interaction: HandledInteraction): string {
 }
 
 /** Checks a requirement in order (server, permission, role rules); a refusal says what is missing and for what. */
-export async function checkRequirement(interaction: HandledInteraction, requirement: Requirement, featureAccess: FeatureAccess): Promise<Result> {
+export async function checkRequirement(
+  interaction: HandledInteraction,
+  requirement: Requirement,
+  featureAccess: FeatureAccess,
+): Promise<Result> {
   const what = requirement.what ?? invoked(interaction);
   const guildId = interaction.guildId;
   const needsServer = requirement.inServer === true || requirement.manageServer === true || requirement.feature !== undefined;

@@ -59,7 +59,12 @@ export function interactionContext(interaction: RepliableInteraction): Interacti
  * Preparing reads only the local store, so the answer is well within Discord's 3 s; whatever needs the
  * network (Discord, the gateway) comes after the deferral.
  */
-export async function submitPrepared(interaction: RepliableInteraction, services: Services, context: InteractionContext, prepared: Prepared): Promise<void> {
+export async function submitPrepared(
+  interaction: RepliableInteraction,
+  services: Services,
+  context: InteractionContext,
+  prepared: Prepared,
+): Promise<void> {
   if (!prepared.ok) {
     await answerPrivately(interaction, prepared.message);
     return;
@@ -115,14 +120,18 @@ export function videoForm(shape: VideoFormShape): ModalBuilder {
 }
 
 /** What a video form's member typed: the prompt (empty when left out) and the seconds (undefined when left out), or why the seconds will not do. */
-export function readVideoForm(interaction: ModalSubmitInteraction, seconds?: SecondsField): Result<{ prompt: string; seconds: number | undefined }> {
+export function readVideoForm(
+  interaction: ModalSubmitInteraction,
+  seconds?: SecondsField,
+): Result<{ prompt: string; seconds: number | undefined }> {
   const prompt = interaction.fields.getTextInputValue(FORM_FIELDS.prompt).trim();
   if (!seconds) return { ok: true, prompt, seconds: undefined };
   const text = interaction.fields.getTextInputValue(FORM_FIELDS.seconds).trim();
   if (text === '') return { ok: true, prompt, seconds: undefined };
   const value = Number(text);
   const { min, max } = seconds.range;
-  if (!Number.isInteger(value) || value < min || value > max) return refuse(`${seconds.label} must be a whole number from ${min} to ${max} (got "${text}").`);
+  if (!Number.isInteger(value) || value < min || value > max)
+    return refuse(`${seconds.label} must be a whole number from ${min} to ${max} (got "${text}").`);
   return { ok: true, prompt, seconds: value };
 }
 
@@ -140,7 +149,12 @@ export interface MessageVideoCommand {
 export type FilledVideoForm = { prompt: string; seconds: number | undefined };
 
 /** How a message command's video is prepared, from the source the member picked and what they filled in. */
-export type PrepareFromSource = (services: Services, context: InteractionContext, source: AttachmentInput, form: FilledVideoForm) => Promise<Prepared>;
+export type PrepareFromSource = (
+  services: Services,
+  context: InteractionContext,
+  source: AttachmentInput,
+  form: FilledVideoForm,
+) => Promise<Prepared>;
 
 function embeddedPicture(picture: { url: string; proxyURL?: string } | null): EmbeddedPicture | undefined {
   return picture ? { url: picture.url, proxyUrl: picture.proxyURL } : undefined;
@@ -150,12 +164,20 @@ function embeddedPicture(picture: { url: string; proxyURL?: string } | null): Em
 export function messageMedia(message: Message): MessageMedia {
   return {
     attachments: message.attachments.map(attachmentInput),
-    embeds: message.embeds.map((embed) => ({ type: embed.data.type, image: embeddedPicture(embed.image), thumbnail: embeddedPicture(embed.thumbnail) })),
+    embeds: message.embeds.map((embed) => ({
+      type: embed.data.type,
+      image: embeddedPicture(embed.image),
+      thumbnail: embeddedPicture(embed.thumbnail),
+    })),
   };
 }
 
 /** Picks the message's picture or .mp4 and opens the command's form for it, or tells the member privately what the command needs. */
-async function openSourceForm(interaction: MessageContextMenuCommandInteraction, services: Services, command: MessageVideoCommand): Promise<void> {
+async function openSourceForm(
+  interaction: MessageContextMenuCommandInteraction,
+  services: Services,
+  command: MessageVideoCommand,
+): Promise<void> {
   const media = messageMedia(interaction.targetMessage);
   const source = command.needs === 'image' ? pickImage(media) : pickVideo(media);
   if (!source) {
@@ -164,9 +186,14 @@ async function openSourceForm(interaction: MessageContextMenuCommandInteraction,
   }
   // Kept beside the form rather than before it, so a slow store cannot make the form late; a form whose
   // pick was not kept asks the member to start again when it is submitted.
-  const keeping = services.video.sourceForms.keep(interaction.id, { guildId: guildOf(interaction), userId: interaction.user.id, source }).catch((error: unknown) => {
-    services.log.warn('could not keep the source picked with a message command; its form will ask to start again', { command: command.name, error });
-  });
+  const keeping = services.video.sourceForms
+    .keep(interaction.id, { guildId: guildOf(interaction), userId: interaction.user.id, source })
+    .catch((error: unknown) => {
+      services.log.warn('could not keep the source picked with a message command; its form will ask to start again', {
+        command: command.name,
+        error,
+      });
+    });
   await interaction.showModal(videoForm({ ...command.form, id: customId(command.name, interaction.id) }));
   await keeping;
 }
@@ -175,7 +202,12 @@ async function openSourceForm(interaction: MessageContextMenuCommandInteraction,
  * Submits a message command's form: its source and fields, prepared by the video part (`prepare`) with the
  * same rules, limits and defaults as /video, and followed on a status card.
  */
-async function submitSourceForm(interaction: ModalSubmitInteraction, services: Services, command: MessageVideoCommand, prepare: PrepareFromSource): Promise<void> {
+async function submitSourceForm(
+  interaction: ModalSubmitInteraction,
+  services: Services,
+  command: MessageVideoCommand,
+  prepare: PrepareFromSource,
+): Promise<void> {
   const formId = customIdParts(interaction.customId)[1] ?? '';
   const source = await services.video.sourceForms.find(formId, guildOf(interaction), interaction.user.id);
   if (!source) {
@@ -197,7 +229,10 @@ async function submitSourceForm(interaction: ModalSubmitInteraction, services: S
  * /video (read from the store, so only then, as for the Extend and Edit buttons) and the video, prepared
  * by `prepare` and followed on a status card everyone sees.
  */
-export function messageVideoHandlers(command: MessageVideoCommand, prepare: PrepareFromSource): Required<Pick<Command, 'requires' | 'answers' | 'messageCommand' | 'modal'>> {
+export function messageVideoHandlers(
+  command: MessageVideoCommand,
+  prepare: PrepareFromSource,
+): Required<Pick<Command, 'requires' | 'answers' | 'messageCommand' | 'modal'>> {
   return {
     requires: (interaction) => (interaction.isModalSubmit() ? { feature: 'video', what: `**${command.name}**` } : { inServer: true }),
     answers: (interaction) => (interaction.isModalSubmit() ? 'public' : 'form'),

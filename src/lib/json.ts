@@ -72,4 +72,3 @@ export function readTimestamp(source: unknown, key: string): Date | undefined {
   }
   return undefined;
 }
-

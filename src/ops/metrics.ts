@@ -23,20 +23,82 @@ export function createOpsMetrics(options: OpsMetricsOptions = {}): OpsMetrics {
   collectDefaultMetrics({ register: registry });
   const registers = [registry];
 
-  const gatewayRequests = new Counter({ name: `${PREFIX}gateway_requests_total`, help: 'Requests to the video and voice gateway, by method, route (ids taken out) and HTTP status (error: no answer).', labelNames: ['method', 'route', 'status'], registers });
-  const submissions = new Counter({ name: `${PREFIX}video_submissions_total`, help: 'Video submissions by outcome (accepted, refused, limited, unknown), layer and gateway error code.', labelNames: ['outcome', 'layer', 'code'], registers });
-  const finished = new Counter({ name: `${PREFIX}video_tasks_finished_total`, help: 'Video tasks that reached a terminal state, by state and layer.', labelNames: ['state', 'layer'], registers });
-  const polls = new Counter({ name: `${PREFIX}video_polls_total`, help: "Polls of a video task's status at the gateway, by layer.", labelNames: ['layer'], registers });
-  const postDelay = new Histogram({ name: `${PREFIX}video_post_delay_seconds`, help: "Seconds from the gateway's terminal status to the posted message.", buckets: POST_DELAY_BUCKETS, registers });
-  const deliveryFailures = new Counter({ name: `${PREFIX}video_delivery_failures_total`, help: 'Failures to post a finished video, by reason.', labelNames: ['reason'], registers });
-  const rateLimited = new Counter({ name: `${PREFIX}discord_rate_limited_total`, help: "Discord REST 429s the bot met, by scope (global or route).", labelNames: ['scope'], registers });
-  const retries = new Counter({ name: `${PREFIX}discord_retries_total`, help: 'Discord REST requests tried again (after a 429 or a 5xx).', registers });
+  const gatewayRequests = new Counter({
+    name: `${PREFIX}gateway_requests_total`,
+    help: 'Requests to the video and voice gateway, by method, route (ids taken out) and HTTP status (error: no answer).',
+    labelNames: ['method', 'route', 'status'],
+    registers,
+  });
+  const submissions = new Counter({
+    name: `${PREFIX}video_submissions_total`,
+    help: 'Video submissions by outcome (accepted, refused, limited, unknown), layer and gateway error code.',
+    labelNames: ['outcome', 'layer', 'code'],
+    registers,
+  });
+  const finished = new Counter({
+    name: `${PREFIX}video_tasks_finished_total`,
+    help: 'Video tasks that reached a terminal state, by state and layer.',
+    labelNames: ['state', 'layer'],
+    registers,
+  });
+  const polls = new Counter({
+    name: `${PREFIX}video_polls_total`,
+    help: "Polls of a video task's status at the gateway, by layer.",
+    labelNames: ['layer'],
+    registers,
+  });
+  const postDelay = new Histogram({
+    name: `${PREFIX}video_post_delay_seconds`,
+    help: "Seconds from the gateway's terminal status to the posted message.",
+    buckets: POST_DELAY_BUCKETS,
+    registers,
+  });
+  const deliveryFailures = new Counter({
+    name: `${PREFIX}video_delivery_failures_total`,
+    help: 'Failures to post a finished video, by reason.',
+    labelNames: ['reason'],
+    registers,
+  });
+  const rateLimited = new Counter({
+    name: `${PREFIX}discord_rate_limited_total`,
+    help: 'Discord REST 429s the bot met, by scope (global or route).',
+    labelNames: ['scope'],
+    registers,
+  });
+  const retries = new Counter({
+    name: `${PREFIX}discord_retries_total`,
+    help: 'Discord REST requests tried again (after a 429 or a 5xx).',
+    registers,
+  });
   const conversations = new Gauge({ name: `${PREFIX}voice_conversations`, help: 'Live voice conversations.', registers });
-  const frames = new Counter({ name: `${PREFIX}voice_frames_total`, help: 'Opus frames heard from voice channels (in) and played into them (out).', labelNames: ['direction'], registers });
-  const decryptFailures = new Counter({ name: `${PREFIX}voice_decrypt_failures_total`, help: 'Voice frames that failed to decrypt (DAVE).', registers });
-  const reconnects = new Counter({ name: `${PREFIX}realtime_reconnects_total`, help: 'Realtime sessions lost and reopened (each time reconnecting begins).', registers });
-  const renewals = new Counter({ name: `${PREFIX}realtime_renewals_total`, help: 'Realtime sessions renewed before their time limit.', registers });
-  const latency = new Histogram({ name: `${PREFIX}voice_latency_seconds`, help: 'Audio latency each way, in seconds.', labelNames: ['direction'], buckets: VOICE_LATENCY_BUCKETS, registers });
+  const frames = new Counter({
+    name: `${PREFIX}voice_frames_total`,
+    help: 'Opus frames heard from voice channels (in) and played into them (out).',
+    labelNames: ['direction'],
+    registers,
+  });
+  const decryptFailures = new Counter({
+    name: `${PREFIX}voice_decrypt_failures_total`,
+    help: 'Voice frames that failed to decrypt (DAVE).',
+    registers,
+  });
+  const reconnects = new Counter({
+    name: `${PREFIX}realtime_reconnects_total`,
+    help: 'Realtime sessions lost and reopened (each time reconnecting begins).',
+    registers,
+  });
+  const renewals = new Counter({
+    name: `${PREFIX}realtime_renewals_total`,
+    help: 'Realtime sessions renewed before their time limit.',
+    registers,
+  });
+  const latency = new Histogram({
+    name: `${PREFIX}voice_latency_seconds`,
+    help: 'Audio latency each way, in seconds.',
+    labelNames: ['direction'],
+    buckets: VOICE_LATENCY_BUCKETS,
+    registers,
+  });
   // Frames and latency are counted per packet and per append of every conversation: each direction's
   // series is looked up once, at its first count, not hashed from its labels again on every call.
   const framesBy: Partial<Record<VoiceDirection, Counter.Internal>> = {};

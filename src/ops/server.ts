@@ -49,7 +49,9 @@ export async function startOpsServer(options: OpsServerOptions): Promise<OpsServ
           return send(200, 'text/plain; charset=utf-8', 'ok\n');
         case '/readyz': {
           const state = await readiness();
-          return state.ready ? send(200, 'text/plain; charset=utf-8', 'ready\n') : send(503, 'text/plain; charset=utf-8', `not ready: ${state.reason}\n`);
+          return state.ready
+            ? send(200, 'text/plain; charset=utf-8', 'ready\n')
+            : send(503, 'text/plain; charset=utf-8', `not ready: ${state.reason}\n`);
         }
         case '/metrics': {
           const { contentType, body } = await metrics();

@@ -26,7 +26,7 @@ export function answerOpsQuestions(registry: Registry, readiness: () => Promise<
     if (!isRecord(message) || message.question !== OPS_QUESTION) return;
     void Promise.all([registry.getMetricsAsJSON(), readiness()])
       .then(([metrics, ready]) => send({ answer: OPS_QUESTION, id: message.id, metrics, readiness: ready }))
-      .catch((error: unknown) => log.warn('could not answer the supervisor\'s ops question', { error }));
+      .catch((error: unknown) => log.warn("could not answer the supervisor's ops question", { error }));
   };
   process.on('message', onMessage);
   return () => process.off('message', onMessage);
@@ -39,7 +39,12 @@ function readMetrics(answer: Record<string, unknown>): object[] | undefined {
   const metrics = answer.metrics;
   if (!Array.isArray(metrics)) return undefined;
   const valid = metrics.every(
-    (metric) => isRecord(metric) && readString(metric, 'name') !== undefined && readString(metric, 'type') !== undefined && Array.isArray(metric.values) && AGGREGATORS.has(readString(metric, 'aggregator') ?? ''),
+    (metric) =>
+      isRecord(metric) &&
+      readString(metric, 'name') !== undefined &&
+      readString(metric, 'type') !== undefined &&
+      Array.isArray(metric.values) &&
+      AGGREGATORS.has(readString(metric, 'aggregator') ?? ''),
   );
   return valid ? metrics : undefined;
 }
@@ -65,7 +70,13 @@ export function aggregateWorkerReadiness(answers: readonly WorkerOpsAnswer[]): R
   const reasons = answers.flatMap(({ shards, answer, missing }) => {
     const readiness = answer ? readReadiness(answer) : undefined;
     if (readiness?.ready) return [];
-    const why = readiness ? readiness.reason : answer ? 'an answer the supervisor could not read' : missing === 'not running' ? 'the worker is not running' : 'the worker did not answer in time';
+    const why = readiness
+      ? readiness.reason
+      : answer
+        ? 'an answer the supervisor could not read'
+        : missing === 'not running'
+          ? 'the worker is not running'
+          : 'the worker did not answer in time';
     return [`shards ${shards}: ${why}`];
   });
   return reasons.length === 0 ? { ready: true } : { ready: false, reason: reasons.join('; ') };

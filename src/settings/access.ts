@@ -7,7 +7,12 @@ import type { Feature, GuildSettings } from './guild-settings.ts';
 export type AccessVerdict = Result;
 
 /** Everyone when the server allowed no roles; otherwise members with one of them, and admins always. */
-export function checkAccess(memberRoleIds: readonly string[], settings: Pick<GuildSettings, 'roles'>, feature: Feature, isServerManager: boolean): AccessVerdict {
+export function checkAccess(
+  memberRoleIds: readonly string[],
+  settings: Pick<GuildSettings, 'roles'>,
+  feature: Feature,
+  isServerManager: boolean,
+): AccessVerdict {
   if (isServerManager) return { ok: true };
   const allowed = settings.roles[feature];
   if (allowed.length === 0 || allowed.some((role) => memberRoleIds.includes(role))) return { ok: true };

@@ -18,16 +18,40 @@ export const CONFIG_SUBCOMMANDS = {
   layer: {
     name: 'layer',
     description: 'Which gateway layer new tasks use',
-    options: [{ type: 'string', name: 'layer', description: 'compat (/v1) or native (/native/v1)', required: true, choices: LAYERS.map((layer) => ({ name: layer, value: layer })) }],
+    options: [
+      {
+        type: 'string',
+        name: 'layer',
+        description: 'compat (/v1) or native (/native/v1)',
+        required: true,
+        choices: LAYERS.map((layer) => ({ name: layer, value: layer })),
+      },
+    ],
   },
   defaults: {
     name: 'defaults',
     description: 'Defaults for /video, and who may press the buttons under a video',
     options: [
       { type: 'string', name: 'model', description: 'Default video model', autocomplete: true },
-      { type: 'string', name: 'resolution', description: 'Default resolution', choices: RESOLUTIONS.map((value) => ({ name: value, value })) },
-      { type: 'integer', name: 'duration', description: 'Default length in seconds', min: GENERATION_DURATION.min, max: GENERATION_DURATION.max },
-      { type: 'string', name: 'aspect_ratio', description: 'Default aspect ratio', choices: ASPECT_RATIOS.map((value) => ({ name: value, value })) },
+      {
+        type: 'string',
+        name: 'resolution',
+        description: 'Default resolution',
+        choices: RESOLUTIONS.map((value) => ({ name: value, value })),
+      },
+      {
+        type: 'integer',
+        name: 'duration',
+        description: 'Default length in seconds',
+        min: GENERATION_DURATION.min,
+        max: GENERATION_DURATION.max,
+      },
+      {
+        type: 'string',
+        name: 'aspect_ratio',
+        description: 'Default aspect ratio',
+        choices: ASPECT_RATIOS.map((value) => ({ name: value, value })),
+      },
       {
         type: 'string',
         name: 'buttons',
@@ -44,7 +68,14 @@ export const CONFIG_SUBCOMMANDS = {
     name: 'storage',
     description: "Keep videos in the gateway's storage",
     options: [
-      { type: 'integer', name: 'keep_days', description: `Days to keep each video (0 = not kept, at most ${STORAGE_MAX_DAYS})`, required: true, min: 0, max: STORAGE_MAX_DAYS },
+      {
+        type: 'integer',
+        name: 'keep_days',
+        description: `Days to keep each video (0 = not kept, at most ${STORAGE_MAX_DAYS})`,
+        required: true,
+        min: 0,
+        max: STORAGE_MAX_DAYS,
+      },
       { type: 'boolean', name: 'public_link', description: 'Also make a public link (used when a video is too big to upload)' },
     ],
   },
@@ -52,7 +83,13 @@ export const CONFIG_SUBCOMMANDS = {
     name: 'roles',
     description: 'Who may use /video or /voice (no roles = everyone)',
     options: [
-      { type: 'string', name: 'feature', description: 'Which command', required: true, choices: FEATURES.map((feature) => ({ name: `/${feature}`, value: feature })) },
+      {
+        type: 'string',
+        name: 'feature',
+        description: 'Which command',
+        required: true,
+        choices: FEATURES.map((feature) => ({ name: `/${feature}`, value: feature })),
+      },
       {
         type: 'string',
         name: 'action',
@@ -105,13 +142,21 @@ export interface DefaultsGiven {
 export function defaultsChange(given: DefaultsGiven): SettingsChangeRequest {
   if (given.reset) return { ok: true, description: 'reset the video defaults', change: (settings) => ({ ...settings, defaults: {} }) };
   const { model, resolution, duration, aspectRatio } = given;
-  if (model === undefined && resolution === undefined && duration === undefined && aspectRatio === undefined && given.buttons === undefined) {
+  if (
+    model === undefined &&
+    resolution === undefined &&
+    duration === undefined &&
+    aspectRatio === undefined &&
+    given.buttons === undefined
+  ) {
     return refuse('Give at least one of `model`, `resolution`, `duration`, `aspect_ratio`, `buttons`, or `reset`.');
   }
   const buttons = RESULT_BUTTONS.find((value) => value === given.buttons);
   if (given.buttons !== undefined && buttons === undefined) return refuse(`\`buttons\` must be one of ${RESULT_BUTTONS.join(', ')}.`);
-  if (resolution !== undefined && !RESOLUTIONS.some((value) => value === resolution)) return refuse(`\`resolution\` must be one of ${RESOLUTIONS.join(', ')}.`);
-  if (aspectRatio !== undefined && !ASPECT_RATIOS.some((value) => value === aspectRatio)) return refuse(`\`aspect_ratio\` must be one of ${ASPECT_RATIOS.join(', ')}.`);
+  if (resolution !== undefined && !RESOLUTIONS.some((value) => value === resolution))
+    return refuse(`\`resolution\` must be one of ${RESOLUTIONS.join(', ')}.`);
+  if (aspectRatio !== undefined && !ASPECT_RATIOS.some((value) => value === aspectRatio))
+    return refuse(`\`aspect_ratio\` must be one of ${ASPECT_RATIOS.join(', ')}.`);
   if (duration !== undefined && (duration < GENERATION_DURATION.min || duration > GENERATION_DURATION.max)) {
     return refuse(`\`duration\` must be ${GENERATION_DURATION.min} to ${GENERATION_DURATION.max} seconds.`);
   }
@@ -122,7 +167,13 @@ export function defaultsChange(given: DefaultsGiven): SettingsChangeRequest {
     ...(aspectRatio === undefined ? {} : { aspectRatio }),
     ...(buttons === undefined ? {} : { buttons }),
   };
-  const words = [model, resolution, duration === undefined ? undefined : `${duration} s`, aspectRatio, buttons === undefined ? undefined : `buttons ${buttons}`];
+  const words = [
+    model,
+    resolution,
+    duration === undefined ? undefined : `${duration} s`,
+    aspectRatio,
+    buttons === undefined ? undefined : `buttons ${buttons}`,
+  ];
   return {
     ok: true,
     description: `set video defaults: ${words.filter((part) => part !== undefined).join(', ')}`,
@@ -164,15 +215,24 @@ export function rolesChange(givenFeature: string, action: string, roleId: string
   } else {
     return refuse('`action` must be add, remove or clear.');
   }
-  return { ok: true, description, change: (settings) => ({ ...settings, roles: { ...settings.roles, [feature]: next(settings.roles[feature]) } }) };
+  return {
+    ok: true,
+    description,
+    change: (settings) => ({ ...settings, roles: { ...settings.roles, [feature]: next(settings.roles[feature]) } }),
+  };
 }
 
 /** null: the option was left out. */
 export type LimitsGiven = Record<keyof GuildSettings['limits'], number | null>;
 
 export function limitsChange(given: LimitsGiven): SettingsChangeRequest {
-  if (Object.values(given).every((value) => value === null)) return refuse('Give at least one of `concurrent_per_user`, `daily_per_user`, `daily_per_server`.');
-  for (const [option, value] of [['concurrent_per_user', given.concurrentPerUser], ['daily_per_user', given.dailyPerUser], ['daily_per_server', given.dailyPerServer]] as const) {
+  if (Object.values(given).every((value) => value === null))
+    return refuse('Give at least one of `concurrent_per_user`, `daily_per_user`, `daily_per_server`.');
+  for (const [option, value] of [
+    ['concurrent_per_user', given.concurrentPerUser],
+    ['daily_per_user', given.dailyPerUser],
+    ['daily_per_server', given.dailyPerServer],
+  ] as const) {
     if (value !== null && (value < 0 || value > MAX_LIMIT)) return refuse(`\`${option}\` must be 0 (no limit) to ${MAX_LIMIT}.`);
   }
   const parts = [
@@ -215,7 +275,8 @@ export interface ShownFacts {
 function missingLine(facts: ShownFacts): string {
   const missing: string[] = [];
   if (!facts.hasKey) missing.push('a gateway key: `/video` and `/voice` cannot work until a server admin sets one with `/config key`');
-  if (!facts.canStoreKeys) missing.push("the bot's encryption secret: the operator has not set KEY_ENCRYPTION_SECRET, so no server can store a key of its own");
+  if (!facts.canStoreKeys)
+    missing.push("the bot's encryption secret: the operator has not set KEY_ENCRYPTION_SECRET, so no server can store a key of its own");
   return missing.length === 0 ? '**Missing:** nothing; `/video` and `/voice` are ready to use.' : `**Missing:** ${missing.join('; ')}.`;
 }
 
@@ -233,7 +294,10 @@ export function describeServerSettings(settings: GuildSettings, facts: ShownFact
     `**Who may use /video:** ${roles(settings.roles.video)}; **/voice:** ${roles(settings.roles.voice)}`,
     `**Limits:** ${limit(limits.concurrentPerUser)} in progress per member, ${limit(limits.dailyPerUser)} a day per member, ${limit(limits.dailyPerServer)} a day for the server`,
     settings.history.length > 0
-      ? `**Recent changes:**\n${settings.history.slice(0, 5).map((entry) => `<t:${Math.floor(entry.at / 1000)}:R> <@${entry.by}> ${entry.change}`).join('\n')}`
+      ? `**Recent changes:**\n${settings.history
+          .slice(0, 5)
+          .map((entry) => `<t:${Math.floor(entry.at / 1000)}:R> <@${entry.by}> ${entry.change}`)
+          .join('\n')}`
       : '',
   ]
     .filter((line) => line !== '')

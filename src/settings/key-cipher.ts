@@ -67,7 +67,13 @@ export class KeyCipher {
     const cipher = createCipheriv('aes-256-gcm', this.#current.key, iv);
     cipher.setAAD(Buffer.from(guildId));
     const data = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
-    return { v: CIPHER_VERSION, kid: this.#current.kid, iv: iv.toString('base64'), tag: cipher.getAuthTag().toString('base64'), data: data.toString('base64') };
+    return {
+      v: CIPHER_VERSION,
+      kid: this.#current.kid,
+      iv: iv.toString('base64'),
+      tag: cipher.getAuthTag().toString('base64'),
+      data: data.toString('base64'),
+    };
   }
 
   /** The key, and whether the record should be sealed again (it was under the previous secret). */

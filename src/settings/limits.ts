@@ -37,10 +37,18 @@ export function videos(count: number): string {
 export function evaluateDailyLimits(limits: GuildSettings['limits'], counts: Omit<LimitCounts, 'activeTasksOfUser'>): LimitVerdict {
   const retryAt = nextUtcMidnight(counts.now);
   if (limits.dailyPerUser > 0 && counts.userTasksToday >= limits.dailyPerUser) {
-    return { ok: false, retryAt, message: `You reached this server's limit of ${videos(limits.dailyPerUser)} a day. Try again ${discordRelativeTime(retryAt)}.` };
+    return {
+      ok: false,
+      retryAt,
+      message: `You reached this server's limit of ${videos(limits.dailyPerUser)} a day. Try again ${discordRelativeTime(retryAt)}.`,
+    };
   }
   if (limits.dailyPerServer > 0 && counts.serverTasksToday >= limits.dailyPerServer) {
-    return { ok: false, retryAt, message: `This server reached its ${videos(limits.dailyPerServer)} for today; try again ${discordRelativeTime(retryAt)}.` };
+    return {
+      ok: false,
+      retryAt,
+      message: `This server reached its ${videos(limits.dailyPerServer)} for today; try again ${discordRelativeTime(retryAt)}.`,
+    };
   }
   return { ok: true };
 }

@@ -7,12 +7,27 @@ import { registerSecret, type Logger } from '../lib/log.ts';
 import type { Collection, Store } from '../store/index.ts';
 import { refuse, type Result } from '../lib/result.ts';
 import type { GatewayCredentials } from '../gateway/types.ts';
-import { LimitReachedError, type GuildVideoPolicy, type LimitQuery, type MemberCosts, type MemberDayCost, type MemberTask, type TaskCost } from '../ports/guild-policy.ts';
+import {
+  LimitReachedError,
+  type GuildVideoPolicy,
+  type LimitQuery,
+  type MemberCosts,
+  type MemberDayCost,
+  type MemberTask,
+  type TaskCost,
+} from '../ports/guild-policy.ts';
 import type { VideoDefaults } from '../ports/video-defaults.ts';
 import type { VoiceSettings, VoiceSettingsSource } from '../ports/voice-settings.ts';
 import { checkAccess, type AccessVerdict } from './access.ts';
 import { describeServerSettings } from './config-options.ts';
-import { HISTORY_KEPT, defaultGuildSettings, parseGuildSettings, type Feature, type GuildSettings, type StoredKey } from './guild-settings.ts';
+import {
+  HISTORY_KEPT,
+  defaultGuildSettings,
+  parseGuildSettings,
+  type Feature,
+  type GuildSettings,
+  type StoredKey,
+} from './guild-settings.ts';
 import { KeyCipher, MIN_ENCRYPTION_SECRET_LENGTH, UnreadableKeyError, type SealedKey } from './key-cipher.ts';
 import { discordRelativeTime, evaluateLimits, type LimitVerdict } from './limits.ts';
 import { UsageLedger, formatUsageReport } from './usage.ts';
@@ -121,7 +136,12 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
    * are kept, newest first. One atomic step on the store, so two admins' changes (or two workers') cannot
    * overwrite each other. A change that leaves every setting as it was writes nothing and records nothing.
    */
-  async update(guildId: string, by: string, description: string, change: (settings: GuildSettings) => GuildSettings): Promise<GuildSettings> {
+  async update(
+    guildId: string,
+    by: string,
+    description: string,
+    change: (settings: GuildSettings) => GuildSettings,
+  ): Promise<GuildSettings> {
     const updated = await this.#settings.update(guildId, (stored) => {
       const current = stored ?? defaultGuildSettings();
       const next = change(current);
@@ -189,7 +209,11 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
       if (!(error instanceof GatewayError)) throw error;
       this.#options.log.warn('could not check a server gateway key', { error });
       const words = describeGatewayError(error, { key: 'offered', purpose: 'list the models' });
-      return refuse(error instanceof AuthenticationError ? `${words} Nothing was stored.` : `The key could not be checked. ${words} Nothing was stored.`);
+      return refuse(
+        error instanceof AuthenticationError
+          ? `${words} Nothing was stored.`
+          : `The key could not be checked. ${words} Nothing was stored.`,
+      );
     } finally {
       // A refused key must not keep a client; one already serving tasks keeps its own.
       if (!inUse) this.#options.clients.forget(key);
@@ -288,7 +312,12 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
     const shown = settings ?? (await this.get(guildId));
     const access = await this.resolveGatewayAccess(guildId);
     const keyInUse = await this.describeKeyInUse(guildId);
-    return describeServerSettings(shown, { hasKey: access.ok, canStoreKeys: this.canStoreKeys, keyInUse, defaultLayer: this.#options.defaultLayer });
+    return describeServerSettings(shown, {
+      hasKey: access.ok,
+      canStoreKeys: this.canStoreKeys,
+      keyInUse,
+      defaultLayer: this.#options.defaultLayer,
+    });
   }
 
   /** `/config show`'s key line: which key serves the server (its own, the operator's, or none) and why. */
@@ -303,7 +332,14 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
 
   async defaults(guildId: string): Promise<VideoDefaults> {
     const { defaults, storage } = await this.get(guildId);
-    return { model: defaults.model, resolution: defaults.resolution, duration: defaults.duration, aspectRatio: defaults.aspectRatio, storage, buttons: defaults.buttons ?? 'anyone' };
+    return {
+      model: defaults.model,
+      resolution: defaults.resolution,
+      duration: defaults.duration,
+      aspectRatio: defaults.aspectRatio,
+      storage,
+      buttons: defaults.buttons ?? 'anyone',
+    };
   }
 
   async checkLimits(request: LimitQuery): Promise<LimitVerdict> {

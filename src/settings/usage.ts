@@ -36,7 +36,8 @@ function parseDayUsage(raw: unknown): DayUsage {
     const tasks = readNumber(value, 'tasks');
     const costTicks = readNumber(value, 'costTicks');
     // Records written before unreported costs were counted have no such field: none were counted then.
-    if (tasks !== undefined && costTicks !== undefined) users[userId] = { tasks, costTicks, costUnreported: readNumber(value, 'costUnreported') ?? 0 };
+    if (tasks !== undefined && costTicks !== undefined)
+      users[userId] = { tasks, costTicks, costUnreported: readNumber(value, 'costUnreported') ?? 0 };
   }
   return { users };
 }
@@ -56,7 +57,10 @@ function add(into: Record<string, UsageCount>, userId: string, count: UsageCount
 }
 
 function daySums(usage: DayUsage, userId: string): { userTasks: number; serverTasks: number } {
-  return { userTasks: usage.users[userId]?.tasks ?? 0, serverTasks: Object.values(usage.users).reduce((sum, count) => sum + count.tasks, 0) };
+  return {
+    userTasks: usage.users[userId]?.tasks ?? 0,
+    serverTasks: Object.values(usage.users).reduce((sum, count) => sum + count.tasks, 0),
+  };
 }
 
 export class UsageLedger {

@@ -97,9 +97,11 @@ export function checkVoiceSettingsChange(change: VoiceSettingsChange, vendor: st
     return `\`instructions\` can be at most ${VOICE_LIMITS.instructionsLength} characters.`;
   }
   if (change.wakeWords !== undefined) {
-    if (change.wakeWords.length > VOICE_LIMITS.wakeWords) return `\`wake_words\` can list at most ${VOICE_LIMITS.wakeWords} names, separated by commas.`;
+    if (change.wakeWords.length > VOICE_LIMITS.wakeWords)
+      return `\`wake_words\` can list at most ${VOICE_LIMITS.wakeWords} names, separated by commas.`;
     const long = change.wakeWords.find((word) => word.length > VOICE_LIMITS.wakeWordLength);
-    if (long !== undefined) return `\`wake_words\`: each name can be at most ${VOICE_LIMITS.wakeWordLength} characters; "${long.slice(0, 20)}…" is longer.`;
+    if (long !== undefined)
+      return `\`wake_words\`: each name can be at most ${VOICE_LIMITS.wakeWordLength} characters; "${long.slice(0, 20)}…" is longer.`;
     const empty = change.wakeWords.find((word) => !hasSomethingToHear(word));
     if (empty !== undefined) return `\`wake_words\`: "${empty}" has no letters or digits to listen for.`;
   }
@@ -128,7 +130,9 @@ export function describeVoiceSettingsChange(change: VoiceSettingsChange): string
     change.transcripts === undefined ? undefined : `transcripts ${change.transcripts ? 'on' : 'off'}`,
     change.idleMinutes === undefined ? undefined : `idle_minutes ${change.idleMinutes}`,
     change.respond === undefined ? undefined : `respond ${change.respond}`,
-    change.wakeWords === undefined ? undefined : `wake_words ${change.wakeWords.length === 0 ? '(the bot\'s name)' : change.wakeWords.join(', ')}`,
+    change.wakeWords === undefined
+      ? undefined
+      : `wake_words ${change.wakeWords.length === 0 ? "(the bot's name)" : change.wakeWords.join(', ')}`,
     change.tools === undefined ? undefined : `tools ${change.tools ? 'on' : 'off'}`,
     // Instructions can be long: the history says they changed, /voice settings shows them.
     change.instructions === undefined ? undefined : 'new instructions',
@@ -140,7 +144,12 @@ export function describeVoiceSettingsChange(change: VoiceSettingsChange): string
  * `current` with `change` applied, stamped with who made it and when; undefined when the change sets
  * every setting to what it already is (nothing to write, nothing to record).
  */
-export function applyVoiceSettingsChange(current: VoiceSettings, change: VoiceSettingsChange, by: string, at: number): VoiceSettings | undefined {
+export function applyVoiceSettingsChange(
+  current: VoiceSettings,
+  change: VoiceSettingsChange,
+  by: string,
+  at: number,
+): VoiceSettings | undefined {
   const { updatedBy: _by, updatedAt: _at, ...settings } = current;
   const next: VoiceSettings = { ...settings, ...change };
   if (change.voice !== undefined) next.voice = change.voice.toLowerCase();
@@ -169,10 +178,28 @@ export const VOICE_SETTINGS_SUBCOMMAND = {
         { name: 'discord: when Discord says speaking stopped', value: 'discord' },
       ],
     },
-    { type: 'number', name: 'vad_threshold', description: 'How loud counts as speech (server mode)', min: VOICE_LIMITS.vadThreshold.min, max: VOICE_LIMITS.vadThreshold.max },
-    { type: 'integer', name: 'silence_ms', description: 'Pause that ends a turn (server mode)', min: VOICE_LIMITS.silenceMs.min, max: VOICE_LIMITS.silenceMs.max },
+    {
+      type: 'number',
+      name: 'vad_threshold',
+      description: 'How loud counts as speech (server mode)',
+      min: VOICE_LIMITS.vadThreshold.min,
+      max: VOICE_LIMITS.vadThreshold.max,
+    },
+    {
+      type: 'integer',
+      name: 'silence_ms',
+      description: 'Pause that ends a turn (server mode)',
+      min: VOICE_LIMITS.silenceMs.min,
+      max: VOICE_LIMITS.silenceMs.max,
+    },
     { type: 'boolean', name: 'transcripts', description: 'Post what is said in a thread' },
-    { type: 'integer', name: 'idle_minutes', description: 'Leave after this long without speech', min: VOICE_LIMITS.idleMinutes.min, max: VOICE_LIMITS.idleMinutes.max },
+    {
+      type: 'integer',
+      name: 'idle_minutes',
+      description: 'Leave after this long without speech',
+      min: VOICE_LIMITS.idleMinutes.min,
+      max: VOICE_LIMITS.idleMinutes.max,
+    },
     {
       type: 'string',
       name: 'respond',

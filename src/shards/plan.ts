@@ -32,7 +32,7 @@ export function shardOfGuild(guildId: string, count: number): number {
 /** "0-3,5": ids as ranges, for logs and start-up lines. */
 export function describeShards(ids: readonly number[]): string {
   const parts: string[] = [];
-  for (let start = 0; start < ids.length; ) {
+  for (let start = 0; start < ids.length;) {
     let end = start;
     while (end + 1 < ids.length && ids[end + 1] === ids[end]! + 1) end++;
     parts.push(end === start ? `${ids[start]}` : `${ids[start]}-${ids[end]}`);
@@ -50,7 +50,8 @@ export function parseShardIds(text: string, count: number): Result<{ ids: number
     const first = Number(range[1]);
     const last = range[2] === undefined ? first : Number(range[2]);
     if (last < first) return { ok: false, message: `SHARD_IDS has a range that runs backwards: "${part}".` };
-    if (last >= count) return { ok: false, message: `SHARD_IDS names shard ${last}, but SHARD_COUNT is ${count} (shards 0 to ${count - 1}).` };
+    if (last >= count)
+      return { ok: false, message: `SHARD_IDS names shard ${last}, but SHARD_COUNT is ${count} (shards 0 to ${count - 1}).` };
     for (let id = first; id <= last; id++) ids.add(id);
   }
   return { ok: true, ids: [...ids].sort((a, b) => a - b) };

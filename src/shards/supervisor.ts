@@ -78,7 +78,14 @@ export class Supervisor {
 
   constructor(options: SupervisorOptions) {
     this.#options = options;
-    this.#workers = options.plan.workers.map((shards) => ({ shards, label: describeShards(shards), child: undefined, startedAt: 0, quickRestarts: 0, restartTimer: undefined }));
+    this.#workers = options.plan.workers.map((shards) => ({
+      shards,
+      label: describeShards(shards),
+      child: undefined,
+      startedAt: 0,
+      quickRestarts: 0,
+      restartTimer: undefined,
+    }));
   }
 
   /** Process ids of the running workers, by their shards (for tests and operators). */
@@ -138,7 +145,10 @@ export class Supervisor {
     clearTimeout(deadline);
     if (outcome === 'late') {
       const stuck = running.filter(isRunning);
-      this.#options.log.error('workers did not stop in time; killing them', { pids: stuck.map((child) => child.pid), deadlineMs: this.#options.stopDeadlineMs });
+      this.#options.log.error('workers did not stop in time; killing them', {
+        pids: stuck.map((child) => child.pid),
+        deadlineMs: this.#options.stopDeadlineMs,
+      });
       for (const child of stuck) child.kill('SIGKILL');
       await Promise.all(stuck.map(exitOf));
     }

@@ -15,7 +15,9 @@ export type { Collection, Parse, Store, StoreOptions } from './interface.ts';
 
 export async function openStore(url: string, log: Logger, options: StoreOptions = {}): Promise<Store> {
   const deadlineMs = options.deadlineMs ?? STORE_DEADLINE_MS;
-  const backend: Backend = url.startsWith('sqlite://') ? await openSqlite(url.slice('sqlite://'.length)) : await openRedis(url, log, deadlineMs);
+  const backend: Backend = url.startsWith('sqlite://')
+    ? await openSqlite(url.slice('sqlite://'.length))
+    : await openRedis(url, log, deadlineMs);
   const { kind } = backend;
   const openCollections = new Set<string>();
   log.info('store opened', { kind, url: redactUrl(url) });
@@ -26,7 +28,13 @@ export async function openStore(url: string, log: Logger, options: StoreOptions 
       if (openCollections.has(name)) throw new Error(`collection ${name} is already open`);
       openCollections.add(name);
       const { adapter, atomic } = backend.adapterFor(name);
-      const keyv = new Keyv({ store: adapter, namespace: name, serialize: serializeStored, deserialize: deserializeForKeyv, throwOnErrors: true });
+      const keyv = new Keyv({
+        store: adapter,
+        namespace: name,
+        serialize: serializeStored,
+        deserialize: deserializeForKeyv,
+        throwOnErrors: true,
+      });
       // Thrown to the caller, who logs it with what it was doing; here only for debugging.
       keyv.on('error', (error: unknown) => log.debug('store error', { collection: name, error }));
       return new KeyvCollection<T>(name, keyv, atomic, parse, log, deadlineMs);

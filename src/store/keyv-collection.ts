@@ -75,7 +75,11 @@ export class KeyvCollection<T> implements Collection<T> {
    * Compare-and-set, tried again on what another process wrote until it holds. The whole step, waiting for
    * this process's earlier changes of the record included, answers within one deadline.
    */
-  #atomically(id: string, change: (current: T | undefined) => T | undefined, ttlMs: number | undefined): Promise<{ value: T | undefined; written: boolean }> {
+  #atomically(
+    id: string,
+    change: (current: T | undefined) => T | undefined,
+    ttlMs: number | undefined,
+  ): Promise<{ value: T | undefined; written: boolean }> {
     const giveUpAt = Date.now() + this.#deadlineMs;
     const key = this.#keyv._getKeyPrefix(id);
     // As Keyv's own set: no ttl (or 0) keeps the record for good.
@@ -87,7 +91,8 @@ export class KeyvCollection<T> implements Collection<T> {
         const next = change(current);
         if (next === undefined) return { value: current, written: false };
         const text = serializeStored<T>({ value: next, expires: ttl === undefined ? undefined : Date.now() + ttl });
-        if (await this.#callUntil(giveUpAt, 'write', id, () => this.#atomic.replace(key, raw, text, ttl))) return { value: next, written: true };
+        if (await this.#callUntil(giveUpAt, 'write', id, () => this.#atomic.replace(key, raw, text, ttl)))
+          return { value: next, written: true };
         // Another process wrote between this read and this write: decide again on what it left.
       }
     });
@@ -124,7 +129,8 @@ export class KeyvCollection<T> implements Collection<T> {
         if (step.done) return;
         const entry: unknown = step.value;
         const key: unknown = Array.isArray(entry) ? entry[0] : undefined;
-        if (!Array.isArray(entry) || typeof key !== 'string') throw new Error(`the ${this.#name} store's scan gave something other than a [key, value] pair`);
+        if (!Array.isArray(entry) || typeof key !== 'string')
+          throw new Error(`the ${this.#name} store's scan gave something other than a [key, value] pair`);
         const raw: unknown = entry[1];
         if (raw === undefined) continue;
         try {

@@ -44,7 +44,10 @@ export async function openRedis(url: string, log: Logger, deadlineMs: number): P
     await withinDeadline(client.connect(), connectDeadlineMs, 'connect');
   } catch (error) {
     client.destroy();
-    throw new StoreUnavailableError(`could not connect to the store at STORE_URL ${redactUrl(url)} within ${connectDeadlineMs / 1000} s`, error);
+    throw new StoreUnavailableError(
+      `could not connect to the store at STORE_URL ${redactUrl(url)} within ${connectDeadlineMs / 1000} s`,
+      error,
+    );
   }
   return {
     kind: 'redis',

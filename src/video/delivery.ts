@@ -1,6 +1,21 @@
 import { ButtonStyle, ComponentType, type APIActionRowComponent, type APIComponentInMessageActionRow, type APIEmbed } from 'discord.js';
-import { DISCORD_ERRORS, isDiscordError, isReplyRefusal, type DiscordOutbox, type FileToPost, type OwnMessage, type PostedMessage } from '../discord/outbox.ts';
-import { DownloadRefusedError, NotAVideoError, NotFoundError, ResponseTooLargeError, VideoUnavailableError, type GatewayError } from '../gateway/errors.ts';
+import {
+  DISCORD_ERRORS,
+  isDiscordError,
+  isReplyRefusal,
+  type DiscordOutbox,
+  type FileToPost,
+  type OwnMessage,
+  type PostedMessage,
+} from '../discord/outbox.ts';
+import {
+  DownloadRefusedError,
+  NotAVideoError,
+  NotFoundError,
+  ResponseTooLargeError,
+  VideoUnavailableError,
+  type GatewayError,
+} from '../gateway/errors.ts';
 import type { GatewayClient } from '../gateway/client.ts';
 import type { SavedVideo, TaskResult } from '../gateway/types.ts';
 import type { Logger } from '../lib/log.ts';
@@ -37,15 +52,18 @@ export function resultButtons(taskId: string): APIActionRowComponent<APIComponen
     label,
     custom_id: videoActionId(action, taskId),
   });
-  return [{ type: ComponentType.ActionRow, components: [button('Extend', 'extend'), button('Edit', 'edit'), button('Regenerate', 'regenerate')] }];
+  return [
+    { type: ComponentType.ActionRow, components: [button('Extend', 'extend'), button('Edit', 'edit'), button('Regenerate', 'regenerate')] },
+  ];
 }
 
 /** A link to post instead of the file, and what to say about it. Only ever an http(s) link. */
 function linkFor(task: TaskRecord): { url: string; note: string } | undefined {
   const stored = task.outcome.storedFile?.publicUrl;
-  if (stored !== undefined && isHttpUrl(stored)) return { url: stored, note: 'This is a lasting link from the gateway\'s storage.' };
+  if (stored !== undefined && isHttpUrl(stored)) return { url: stored, note: "This is a lasting link from the gateway's storage." };
   const temporary = task.outcome.videoUrl;
-  if (temporary !== undefined && isHttpUrl(temporary)) return { url: temporary, note: 'This is a temporary link and it expires soon: download the video now.' };
+  if (temporary !== undefined && isHttpUrl(temporary))
+    return { url: temporary, note: 'This is a temporary link and it expires soon: download the video now.' };
   return undefined;
 }
 
@@ -56,7 +74,11 @@ const CONTENT_TYPES: Record<SavedVideo['container'], string> = { mp4: 'video/mp4
  * http(s) link, or a body that is not a video.
  */
 function isRefusedVideo(error: unknown): error is GatewayError {
-  return error instanceof DownloadRefusedError || error instanceof NotAVideoError || (error instanceof VideoUnavailableError && error.reason === 'not-http');
+  return (
+    error instanceof DownloadRefusedError ||
+    error instanceof NotAVideoError ||
+    (error instanceof VideoUnavailableError && error.reason === 'not-http')
+  );
 }
 
 /**
@@ -103,7 +125,10 @@ export class VideoDelivery {
       return await costs.memberDayCost(task.guildId, task.userId, task.createdAt);
     } catch (error) {
       // The card still shows the task and its cost: the day's total is a courtesy, not worth a card left behind.
-      this.#deps.log.warn("could not read a member's costs of the day; the status card shows the task's cost alone", { task: task.id, error });
+      this.#deps.log.warn("could not read a member's costs of the day; the status card shows the task's cost alone", {
+        task: task.id,
+        error,
+      });
       return undefined;
     }
   }
@@ -155,8 +180,19 @@ export class VideoDelivery {
     const earlier = await this.#earlierPost(current);
     if (earlier) {
       // The bot posted it before it crashed (or lost Discord's answer), too long ago for the nonce to catch it.
-      current = { ...current, delivery: { ...current.delivery, state: 'posted', messageId: earlier.messageId, ...(earlier.attachmentUrl ? { attachmentUrl: earlier.attachmentUrl } : {}) } };
-      this.#deps.log.info('found the video already posted; recorded it instead of posting again', { task: current.id, message: earlier.messageId });
+      current = {
+        ...current,
+        delivery: {
+          ...current.delivery,
+          state: 'posted',
+          messageId: earlier.messageId,
+          ...(earlier.attachmentUrl ? { attachmentUrl: earlier.attachmentUrl } : {}),
+        },
+      };
+      this.#deps.log.info('found the video already posted; recorded it instead of posting again', {
+        task: current.id,
+        message: earlier.messageId,
+      });
       return this.showAndSave(current);
     }
 
@@ -215,7 +251,11 @@ export class VideoDelivery {
       // A deleted channel: the post that follows is refused the same way, and closes the task.
       if (isDiscordError(error, DISCORD_ERRORS.unknownChannel)) return undefined;
       if (!isDiscordError(error, DISCORD_ERRORS.missingAccess, DISCORD_ERRORS.missingPermissions)) throw error;
-      this.#deps.log.warn('cannot search the channel for an earlier post of a video; posting it again', { task: task.id, channel: task.channelId, error });
+      this.#deps.log.warn('cannot search the channel for an earlier post of a video; posting it again', {
+        task: task.id,
+        channel: task.channelId,
+        error,
+      });
       return undefined;
     }
     // Discord may leave the nonce out of listed messages; the result buttons carry the task id too.
@@ -227,7 +267,8 @@ export class VideoDelivery {
   async #post(task: TaskRecord, file: FileToPost | undefined, linkReason: string | undefined, asReply = true): Promise<TaskRecord> {
     const { repository, outbox, log } = this.#deps;
     const link = file ? undefined : linkFor(task);
-    if (!file && !link) return this.#close(task, `${linkReason ?? ''} The gateway gave no link to share either, so the video could not be posted.`.trim());
+    if (!file && !link)
+      return this.#close(task, `${linkReason ?? ''} The gateway gave no link to share either, so the video could not be posted.`.trim());
 
     let current: TaskRecord = {
       ...task,
@@ -279,7 +320,11 @@ export class VideoDelivery {
         return this.#post(current, undefined, describeMissingPermission('Attach Files'), asReply);
       }
       if (asReply && isReplyRefusal(error)) {
-        log.warn('Discord refused the post as a reply (no Read Message History?); posting it without', { task: task.id, channel: task.channelId, error });
+        log.warn('Discord refused the post as a reply (no Read Message History?); posting it without', {
+          task: task.id,
+          channel: task.channelId,
+          error,
+        });
         return this.#post(current, file, linkReason, false);
       }
       if (isDiscordError(error, DISCORD_ERRORS.unknownChannel)) {
@@ -305,7 +350,10 @@ export class VideoDelivery {
   async #close(task: TaskRecord, reason: string, failures = task.delivery.failures): Promise<TaskRecord> {
     const link = linkFor(task);
     const lastError = link ? `${reason}\nThe video: ${link.url}\n${link.note}` : reason;
-    const closed: TaskRecord = { ...task, delivery: { ...task.delivery, state: 'closed', lastError, ...(failures === undefined ? {} : { failures }) } };
+    const closed: TaskRecord = {
+      ...task,
+      delivery: { ...task.delivery, state: 'closed', lastError, ...(failures === undefined ? {} : { failures }) },
+    };
     return this.showAndSave(closed);
   }
 

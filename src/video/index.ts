@@ -65,7 +65,11 @@ export function createVideo(deps: VideoDeps): Video {
   const tasks = new TaskRepository(store);
   const files = new DownloadFiles(log, deps.downloadDirectory);
   // Leftovers of a bot killed mid-download are swept now, rather than at the first delivery.
-  files.ready().catch((error: unknown) => log.warn('could not prepare the directory for downloaded videos; the first delivery tries again', { error }));
+  files
+    .ready()
+    .catch((error: unknown) =>
+      log.warn('could not prepare the directory for downloaded videos; the first delivery tries again', { error }),
+    );
   const delivery = new VideoDelivery({
     repository: tasks,
     outbox,
@@ -95,5 +99,12 @@ export function createVideo(deps: VideoDeps): Video {
     metrics,
     attachmentUrl: (channelId, messageId) => outbox.attachmentUrl(channelId, messageId),
   });
-  return { prepare, submit: (plan, context) => submission.submit(plan, context), tasks, tracker, card: (task) => delivery.card(task), sourceForms: new SourceForms(store) };
+  return {
+    prepare,
+    submit: (plan, context) => submission.submit(plan, context),
+    tasks,
+    tracker,
+    card: (task) => delivery.card(task),
+    sourceForms: new SourceForms(store),
+  };
 }

@@ -6,7 +6,11 @@ import { isTerminal } from './record.ts';
 import type { TaskRepository } from './repository.ts';
 
 /** Whether the member may start another video now: the server's limits, with their tasks still in progress. */
-export async function checkMemberLimits(repository: TaskRepository, policy: GuildVideoPolicy, context: InteractionContext): Promise<Result> {
+export async function checkMemberLimits(
+  repository: TaskRepository,
+  policy: GuildVideoPolicy,
+  context: InteractionContext,
+): Promise<Result> {
   const now = Date.now();
   // A task older than the poller's deadline is finished (or closed at its next poll): only younger ones are read.
   const recent = await repository.recentForUser(context.guildId, context.userId, undefined, now - DEFAULT_POLL_POLICY.deadlineMs);

@@ -30,7 +30,9 @@ export interface MessageMedia {
 
 /** A picture of an embed as a source, at Discord's copy when there is one; only an http(s) link. */
 function embeddedSource(picture: EmbeddedPicture | undefined): AttachmentInput | undefined {
-  const url = [picture?.proxyUrl, picture?.url].map((candidate) => (candidate === undefined ? undefined : httpUrl(candidate))).find((candidate) => candidate !== undefined);
+  const url = [picture?.proxyUrl, picture?.url]
+    .map((candidate) => (candidate === undefined ? undefined : httpUrl(candidate)))
+    .find((candidate) => candidate !== undefined);
   if (!url) return undefined;
   const filename = url.pathname.split('/').at(-1) || 'embedded picture';
   return { url: url.href, filename, contentType: undefined };
@@ -80,9 +82,14 @@ function parseSourceForm(raw: unknown): SourceForm {
   const source = readRecord(raw, 'source');
   const url = readString(source, 'url');
   const filename = readString(source, 'filename');
-  if (guildId === undefined || userId === undefined || url === undefined || filename === undefined) throw new Error('a source form needs guildId, userId and source.url and .filename');
+  if (guildId === undefined || userId === undefined || url === undefined || filename === undefined)
+    throw new Error('a source form needs guildId, userId and source.url and .filename');
   const size = readNumber(source, 'size');
-  return { guildId, userId, source: { url, filename, contentType: readString(source, 'contentType'), ...(size === undefined ? {} : { size }) } };
+  return {
+    guildId,
+    userId,
+    source: { url, filename, contentType: readString(source, 'contentType'), ...(size === undefined ? {} : { size }) },
+  };
 }
 
 export class SourceForms {

@@ -66,7 +66,11 @@ export class VideoPreparation {
     // A server default must not make a request invalid that the user did not shape that way: 1080p is
     // lowered to the highest the request can have.
     const capabilities = videoModelCapabilities(model, vendor);
-    if (input.resolution === undefined && withDefaults.resolution === '1080p' && (!capabilities?.fullHd || input.referenceImages.length > 0)) {
+    if (
+      input.resolution === undefined &&
+      withDefaults.resolution === '1080p' &&
+      (!capabilities?.fullHd || input.referenceImages.length > 0)
+    ) {
       withDefaults.resolution = REFERENCE_MAX_RESOLUTION;
     }
     try {
@@ -76,7 +80,10 @@ export class VideoPreparation {
       validateGeneration(request, { layer: access.layer, vendor });
       const verdict = await this.#checkLimits(context);
       if (!verdict.ok) return verdict;
-      return { ok: true, plan: { operation: 'generate', taskId, mode: generationMode(request), model, prompt: input.prompt ?? '', request, access } };
+      return {
+        ok: true,
+        plan: { operation: 'generate', taskId, mode: generationMode(request), model, prompt: input.prompt ?? '', request, access },
+      };
     } catch (error) {
       if (error instanceof InputError) return refuse(error.message);
       if (error instanceof ValidationError) return validationRefusal(error);
@@ -170,7 +177,10 @@ export class VideoPreparation {
     const taskId = newTaskId();
     if (operationRequest.operation === 'generate' && operationRequest.request.storage_options) {
       // A new task is stored under its own name, not over the original's file.
-      operationRequest.request.storage_options = { ...operationRequest.request.storage_options, filename: storageFilename(context.guildId, taskId) };
+      operationRequest.request.storage_options = {
+        ...operationRequest.request.storage_options,
+        filename: storageFilename(context.guildId, taskId),
+      };
     }
     return {
       ok: true,
@@ -213,7 +223,8 @@ export class VideoPreparation {
     const publicUrl = task.outcome.storedFile?.publicUrl;
     if (publicUrl !== undefined && isHttpUrl(publicUrl)) return { ok: true, url: publicUrl, taskId: task.id };
     const { attachmentUrl, messageId } = task.delivery;
-    if (attachmentUrl && messageId) return { ok: true, url: attachmentUrl, taskId: task.id, postedSource: { channelId: task.channelId, messageId } };
+    if (attachmentUrl && messageId)
+      return { ok: true, url: attachmentUrl, taskId: task.id, postedSource: { channelId: task.channelId, messageId } };
     if (task.outcome.videoUrl) return { ok: true, url: task.outcome.videoUrl, taskId: task.id };
     return refuse(`\`task\`: the video of task \`${source.taskRef}\` is no longer available.`);
   }

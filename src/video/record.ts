@@ -137,7 +137,14 @@ const MADE_A_VIDEO: ReadonlySet<TaskState> = new Set(['succeeded', 'expired']);
 
 /** What a finished task cost, for the usage ledger: a failure or a timeout made nothing (it is refunded). */
 export function costOf(task: TaskRecord): TaskCost {
-  return { taskId: task.id, guildId: task.guildId, userId: task.userId, createdAt: task.createdAt, costTicks: task.outcome.costTicks, madeVideo: MADE_A_VIDEO.has(task.state) };
+  return {
+    taskId: task.id,
+    guildId: task.guildId,
+    userId: task.userId,
+    createdAt: task.createdAt,
+    costTicks: task.outcome.costTicks,
+    madeVideo: MADE_A_VIDEO.has(task.state),
+  };
 }
 
 // ---- Parsing ---------------------------------------------------------------------------------------
@@ -187,12 +194,7 @@ function optionalBoolean(source: Readonly<Record<string, unknown>>, key: string,
   return value;
 }
 
-function requireOneOf<T extends string>(
-  source: Readonly<Record<string, unknown>>,
-  key: string,
-  path: string,
-  values: readonly T[],
-): T {
+function requireOneOf<T extends string>(source: Readonly<Record<string, unknown>>, key: string, path: string, values: readonly T[]): T {
   const value = source[key];
   const match = values.find((candidate) => candidate === value);
   if (match === undefined) throw new RecordShapeError(`${path}.${key}`, `one of ${values.join(', ')}`);

@@ -90,7 +90,8 @@ export class TaskRepository {
   /** A task of this server by the bot's ref (`v…`) or by its gateway task id on either layer. */
   async findInGuild(guildId: string, ref: string): Promise<TaskRecord | undefined> {
     const trimmed = ref.trim();
-    const task = (await this.get(trimmed)) ?? (await this.getByGatewayId('compat', trimmed)) ?? (await this.getByGatewayId('native', trimmed));
+    const task =
+      (await this.get(trimmed)) ?? (await this.getByGatewayId('compat', trimmed)) ?? (await this.getByGatewayId('native', trimmed));
     return task?.guildId === guildId ? task : undefined;
   }
 
@@ -117,7 +118,9 @@ export class TaskRepository {
     await this.save(task);
     // One atomic step on the store: two tasks of a member created at once (by two workers, while a guild is
     // handed over) both stay on the list that /video list and the per-member limit read.
-    await this.#recentByUser.update(`${task.guildId}:${task.userId}`, (recent = []) => [task.id, ...recent.filter((id) => id !== task.id)].slice(0, RECENT_PER_USER));
+    await this.#recentByUser.update(`${task.guildId}:${task.userId}`, (recent = []) =>
+      [task.id, ...recent.filter((id) => id !== task.id)].slice(0, RECENT_PER_USER),
+    );
   }
 
   /** The member's most recent tasks, newest first; with `createdSince`, only those created since then (the others are not read). */

@@ -105,7 +105,10 @@ export function buildGenerationRequest(input: GenerationInput, user: string, sto
   if (input.referenceAudio) {
     const type = mediaType(input.referenceAudio);
     if (type !== undefined && !type.startsWith('audio/')) {
-      throw new InputError('reference_audio', `\`reference_audio\` must be an audio file of a human voice, at most 15 s (got ${input.referenceAudio.filename}).`);
+      throw new InputError(
+        'reference_audio',
+        `\`reference_audio\` must be an audio file of a human voice, at most 15 s (got ${input.referenceAudio.filename}).`,
+      );
     }
     audios.push({ url: input.referenceAudio.url });
   }

@@ -58,7 +58,11 @@ function withoutUndefined<T extends object>(value: T): T {
   return value;
 }
 
-export function parseStoredRequest(operation: VideoOperation, raw: Readonly<Record<string, unknown>>, options: ValidationOptions): OperationRequest {
+export function parseStoredRequest(
+  operation: VideoOperation,
+  raw: Readonly<Record<string, unknown>>,
+  options: ValidationOptions,
+): OperationRequest {
   const model = optional(raw, 'model', isString) ?? '';
   const user = optional(raw, 'user', isString);
   if (operation === 'generate') {

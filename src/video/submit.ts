@@ -99,7 +99,8 @@ export class VideoSubmission {
       card: {
         applicationId: context.applicationId,
         interactionToken: context.interactionToken,
-        tokenExpiresAt: context.cardMessageId === undefined ? context.interactionReceivedAt + INTERACTION_TOKEN_LIFETIME_MS - TOKEN_SAFETY_MARGIN_MS : 0,
+        tokenExpiresAt:
+          context.cardMessageId === undefined ? context.interactionReceivedAt + INTERACTION_TOKEN_LIFETIME_MS - TOKEN_SAFETY_MARGIN_MS : 0,
         ...(context.cardMessageId === undefined ? {} : { messageId: context.cardMessageId }),
       },
       attachmentSizeLimit: context.attachmentSizeLimit,
@@ -124,7 +125,11 @@ export class VideoSubmission {
         await repository.create(task);
       } catch (error) {
         await policy.releaseSubmission(task).catch((releaseError: unknown) => {
-          log.warn('a task that could not be stored stays counted against the limits today', { task: id, guild: task.guildId, error: releaseError });
+          log.warn('a task that could not be stored stays counted against the limits today', {
+            task: id,
+            guild: task.guildId,
+            error: releaseError,
+          });
         });
         throw error;
       }
@@ -141,7 +146,11 @@ export class VideoSubmission {
             : await gateway.extend(plan.request);
     } catch (error) {
       const refusal = refusalMessage(error, plan);
-      this.#deps.metrics?.videoSubmission(refusal === undefined ? 'unknown' : 'refused', task.layer, error instanceof GatewayError ? codeLabel(error.code, error.status) : 'no_answer');
+      this.#deps.metrics?.videoSubmission(
+        refusal === undefined ? 'unknown' : 'refused',
+        task.layer,
+        error instanceof GatewayError ? codeLabel(error.code, error.status) : 'no_answer',
+      );
       if (refusal !== undefined) {
         // Refused, or never delivered: nothing exists at the gateway and nothing was charged.
         task = { ...task, state: 'failed', finishedAt: Date.now(), delivery: { ...task.delivery, state: 'closed' } };
@@ -170,7 +179,13 @@ export class VideoSubmission {
     };
     await this.#keepAccepted(task);
     this.#deps.metrics?.videoSubmission('accepted', task.layer, undefined);
-    log.info('video task submitted', { task: id, gatewayTask: submitted.id, layer: task.layer, operation: task.operation, guild: task.guildId });
+    log.info('video task submitted', {
+      task: id,
+      gatewayTask: submitted.id,
+      layer: task.layer,
+      operation: task.operation,
+      guild: task.guildId,
+    });
     // Followed from here on whatever the card does: the tracker edits it again at its next step.
     tracker.track(task);
     try {
@@ -192,11 +207,20 @@ export class VideoSubmission {
         return;
       } catch (error) {
         if (!(error instanceof StoreUnavailableError) || Date.now() - task.createdAt > TASK_TIMEOUT_MS) {
-          this.#deps.log.error('an accepted video task could not be stored; it is lost to the bot', { task: task.id, gatewayTask: task.gatewayId, error });
+          this.#deps.log.error('an accepted video task could not be stored; it is lost to the bot', {
+            task: task.id,
+            gatewayTask: task.gatewayId,
+            error,
+          });
           throw error;
         }
         const delayMs = backoffDelay(failures, KEEP_BACKOFF);
-        this.#deps.log.warn('could not store an accepted video task; trying again', { task: task.id, gatewayTask: task.gatewayId, retryInMs: delayMs, error });
+        this.#deps.log.warn('could not store an accepted video task; trying again', {
+          task: task.id,
+          gatewayTask: task.gatewayId,
+          retryInMs: delayMs,
+          error,
+        });
         await setTimeout(delayMs);
       }
     }
@@ -237,9 +261,15 @@ export function refusalMessage(error: unknown, plan: Pick<SubmissionPlan, 'model
   if (plan.regenerated && error instanceof GatewayApiError && error.status === 400 && LINK_FIELDS.test(error.param ?? '')) {
     return describeExpiredAttachments(plan.operation);
   }
-  const certainlyNothing = error instanceof GatewayApiError || error instanceof ValidationError || (error instanceof GatewayConnectionError && !error.requestSent);
+  const certainlyNothing =
+    error instanceof GatewayApiError || error instanceof ValidationError || (error instanceof GatewayConnectionError && !error.requestSent);
   if (!certainlyNothing || !(error instanceof GatewayError)) return undefined;
-  const option = error.param !== undefined ? optionForField(error.param) : error instanceof GatewayApiError && error.status === 400 ? optionNamedIn(error.serverMessage) : undefined;
+  const option =
+    error.param !== undefined
+      ? optionForField(error.param)
+      : error instanceof GatewayApiError && error.status === 400
+        ? optionNamedIn(error.serverMessage)
+        : undefined;
   const words = describeGatewayError(error, { key: 'in-use', purpose: `use \`${plan.model}\``, model: plan.model, option });
   return `${words} Nothing was charged.`;
 }

@@ -66,7 +66,13 @@ export class TaskTracker {
     this.#gateways = gateways;
     this.#delivery = delivery;
     this.#log = log;
-    this.#options = { now: Date.now, random: Math.random, maxDeliveriesInFlight: DEFAULT_MAX_DELIVERIES_IN_FLIGHT, metrics: NO_METRICS, ...options };
+    this.#options = {
+      now: Date.now,
+      random: Math.random,
+      maxDeliveriesInFlight: DEFAULT_MAX_DELIVERIES_IN_FLIGHT,
+      metrics: NO_METRICS,
+      ...options,
+    };
     this.#startedAt = this.#options.now();
   }
 
@@ -153,11 +159,14 @@ export class TaskTracker {
     this.#timer = undefined;
     this.#timerDueAt = dueAt;
     if (dueAt === Infinity) return;
-    this.#timer = setTimeout(() => {
-      this.#timer = undefined;
-      this.#timerDueAt = Infinity;
-      this.#pump();
-    }, Math.max(0, dueAt - this.#options.now()));
+    this.#timer = setTimeout(
+      () => {
+        this.#timer = undefined;
+        this.#timerDueAt = Infinity;
+        this.#pump();
+      },
+      Math.max(0, dueAt - this.#options.now()),
+    );
   }
 
   #reschedule(id: string, delayMs: number): void {
@@ -234,7 +243,12 @@ export class TaskTracker {
       const next = await this.#delivery.recordFailure(task, error, this.#options.policy.deliveryTries);
       if (!needsWork(next)) return;
       const delay = errorBackoffDelay(this.#options.policy, next.delivery.failures ?? 1, this.#options.random);
-      this.#log.warn('could not deliver a finished video; backing off', { task: id, failures: next.delivery.failures, retryInMs: delay, error });
+      this.#log.warn('could not deliver a finished video; backing off', {
+        task: id,
+        failures: next.delivery.failures,
+        retryInMs: delay,
+        error,
+      });
       this.#reschedule(id, delay);
       return;
     }
@@ -245,7 +259,11 @@ export class TaskTracker {
         ...task,
         state: 'failed',
         finishedAt: this.#options.now(),
-        outcome: { ...task.outcome, error: { code: TASK_NOT_FOUND, message: error.serverMessage }, requestId: error.requestId ?? task.outcome.requestId },
+        outcome: {
+          ...task.outcome,
+          error: { code: TASK_NOT_FOUND, message: error.serverMessage },
+          requestId: error.requestId ?? task.outcome.requestId,
+        },
         delivery: { ...task.delivery, state: 'closed' },
       });
       return;

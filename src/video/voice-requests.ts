@@ -71,8 +71,17 @@ export class VoiceVideo implements VoiceVideoRequests {
     }
     try {
       const task = await this.#deps.submit(prepared.plan, { ...context, cardMessageId });
-      if (task.state === 'unknown') return { status: 'failed', message: `The gateway did not answer clearly; task ${task.id} may or may not have started. Its card in the text channel says more.`, task: task.id };
-      return { status: 'submitted', message: `The video is being made: task ${task.id}. Its card is in the text channel, and the video follows there when it is ready.`, task: task.id };
+      if (task.state === 'unknown')
+        return {
+          status: 'failed',
+          message: `The gateway did not answer clearly; task ${task.id} may or may not have started. Its card in the text channel says more.`,
+          task: task.id,
+        };
+      return {
+        status: 'submitted',
+        message: `The video is being made: task ${task.id}. Its card is in the text channel, and the video follows there when it is ready.`,
+        task: task.id,
+      };
     } catch (error) {
       if (error instanceof SubmissionRefusedError) return { status: 'refused', message: error.message };
       log.error('a video asked for by voice failed', { guild: caller.guildId, error });
@@ -82,9 +91,15 @@ export class VoiceVideo implements VoiceVideoRequests {
 
   async status(caller: VoiceCaller, taskRef: string | undefined): Promise<VoiceToolOutcome> {
     const { tasks } = this.#deps;
-    const task = taskRef === undefined ? (await tasks.recentForUser(caller.guildId, caller.userId, 1))[0] : await tasks.findInGuild(caller.guildId, taskRef);
+    const task =
+      taskRef === undefined
+        ? (await tasks.recentForUser(caller.guildId, caller.userId, 1))[0]
+        : await tasks.findInGuild(caller.guildId, taskRef);
     if (!task) {
-      return { status: 'not_found', message: taskRef === undefined ? 'You have no videos on this server yet.' : `There is no task ${taskRef} on this server.` };
+      return {
+        status: 'not_found',
+        message: taskRef === undefined ? 'You have no videos on this server yet.' : `There is no task ${taskRef} on this server.`,
+      };
     }
     return { status: 'found', message: describeTask(task), task: task.id };
   }

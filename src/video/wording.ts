@@ -169,7 +169,8 @@ export function describeMissingPermission(permission: PostingPermission): string
 /** Why a finished video could not be fetched or posted this time, in plain words (the task is tried again, then closed). */
 export function describeDeliveryFailure(error: unknown): string {
   if (error instanceof NoGatewayAccessError) return `The bot could not fetch the finished video: ${error.userMessage}`;
-  if (error instanceof GatewayError) return `The bot could not fetch the finished video. ${describeGatewayError(error, { key: 'in-use', purpose: 'fetch the finished video' })}`;
+  if (error instanceof GatewayError)
+    return `The bot could not fetch the finished video. ${describeGatewayError(error, { key: 'in-use', purpose: 'fetch the finished video' })}`;
   if (error instanceof DiscordAPIError || error instanceof HTTPError) return `Discord kept refusing the post (HTTP ${error.status}).`;
   return 'Something went wrong while the bot fetched or posted the finished video.';
 }

@@ -16,7 +16,9 @@ export function normalizeSpeech(text: string): string {
 
 /** A wake word as words to look for, without a leading calling word. */
 function nameWords(wakeWord: string): string[] {
-  const words = normalizeSpeech(wakeWord).split(' ').filter((word) => word !== '');
+  const words = normalizeSpeech(wakeWord)
+    .split(' ')
+    .filter((word) => word !== '');
   while (words.length > 1 && CALLING_WORDS.has(words[0]!)) words.shift();
   return words;
 }

@@ -33,7 +33,8 @@ export interface CallEncryption {
 
 /** The call's encryption in a sentence for Discord: members compare the privacy code with their client's. */
 export function describeCallEncryption(state: CallEncryption): string {
-  if (!state.encrypted) return 'This call is not end-to-end encrypted (someone in it has a client without DAVE, or the voice server offered none).';
+  if (!state.encrypted)
+    return 'This call is not end-to-end encrypted (someone in it has a client without DAVE, or the voice server offered none).';
   if (state.privacyCode === undefined) return '🔒 This call is end-to-end encrypted; its voice privacy code is not settled yet.';
   return `🔒 This call is end-to-end encrypted. Voice privacy code: \`${state.privacyCode}\` (compare it with the one your Discord client shows for the call).`;
 }
@@ -102,11 +103,17 @@ export class CallEncryptionMonitor extends EventEmitter<MonitorEvents> {
   readonly #onConnectionState = () => this.#refresh();
   readonly #onDaveDebug = (message: string) => this.#onDebug(message);
   readonly #onInvalidTransition = (transitionId: number) =>
-    this.#log.warn('a DAVE transition failed; the voice library rebuilds its session and asks to be added again', { transitionId, ...this.#totals });
+    this.#log.warn('a DAVE transition failed; the voice library rebuilds its session and asks to be added again', {
+      transitionId,
+      ...this.#totals,
+    });
 
   readonly #metrics: Pick<BotMetrics, 'voiceDecryptFailures'> | undefined;
 
-  constructor(connection: VoiceConnection, options: { log: Logger; now?: () => number; metrics?: Pick<BotMetrics, 'voiceDecryptFailures'> | undefined }) {
+  constructor(
+    connection: VoiceConnection,
+    options: { log: Logger; now?: () => number; metrics?: Pick<BotMetrics, 'voiceDecryptFailures'> | undefined },
+  ) {
     super();
     this.#connection = connection;
     this.#log = options.log;
@@ -178,7 +185,10 @@ export class CallEncryptionMonitor extends EventEmitter<MonitorEvents> {
     const dave = this.#dave;
     if (!dave || this.#consecutiveFailures === 0 || dave.reinitializing || dave.protocolVersion === 0) return;
     this.#totals.recoveries++;
-    this.#log.warn('DAVE decryption kept failing and the voice library cannot recover from transition 0; rebuilding its session and asking to be added again', this.#countFields);
+    this.#log.warn(
+      'DAVE decryption kept failing and the voice library cannot recover from transition 0; rebuilding its session and asking to be added again',
+      this.#countFields,
+    );
     dave.recoverFromInvalidTransition(dave.lastTransitionId ?? 0);
   }
 
@@ -208,7 +218,10 @@ export class CallEncryptionMonitor extends EventEmitter<MonitorEvents> {
     this.#lastRejoinAt = now;
     this.#failingSince = undefined;
     this.#totals.rejoins++;
-    this.#log.warn('members\' voice has not decrypted for a while; rejoining the voice channel for a fresh DAVE session', { failingMs: REJOIN_AFTER_FAILING_MS, ...this.#totals });
+    this.#log.warn("members' voice has not decrypted for a while; rejoining the voice channel for a fresh DAVE session", {
+      failingMs: REJOIN_AFTER_FAILING_MS,
+      ...this.#totals,
+    });
     this.#connection.rejoin();
   }
 
@@ -217,13 +230,25 @@ export class CallEncryptionMonitor extends EventEmitter<MonitorEvents> {
     this.#attach(daveOf(this.#connection.state));
     const previous = this.#current;
     const next = readEncryption(this.#dave);
-    if (next.encrypted === previous.encrypted && next.ready === previous.ready && next.epoch === previous.epoch && next.privacyCode === previous.privacyCode) return;
+    if (
+      next.encrypted === previous.encrypted &&
+      next.ready === previous.ready &&
+      next.epoch === previous.epoch &&
+      next.privacyCode === previous.privacyCode
+    )
+      return;
     this.#current = next;
     if (next.encrypted !== previous.encrypted) {
-      this.#log.info(next.encrypted ? 'the voice call is end-to-end encrypted (DAVE)' : 'the voice call is not end-to-end encrypted (a member without DAVE, or DAVE is off)');
+      this.#log.info(
+        next.encrypted
+          ? 'the voice call is end-to-end encrypted (DAVE)'
+          : 'the voice call is not end-to-end encrypted (a member without DAVE, or DAVE is off)',
+      );
     }
-    if (next.epoch !== undefined && next.epoch !== previous.epoch) this.#log.info('DAVE epoch', { epoch: String(next.epoch), privacyCode: next.privacyCode });
-    else if (next.encrypted && !next.ready && previous.ready) this.#log.info('the DAVE session is waiting for the group\'s keys; playback waits with it');
+    if (next.epoch !== undefined && next.epoch !== previous.epoch)
+      this.#log.info('DAVE epoch', { epoch: String(next.epoch), privacyCode: next.privacyCode });
+    else if (next.encrypted && !next.ready && previous.ready)
+      this.#log.info("the DAVE session is waiting for the group's keys; playback waits with it");
     this.emit('change', next);
   }
 
@@ -241,6 +266,12 @@ export class CallEncryptionMonitor extends EventEmitter<MonitorEvents> {
     const withoutKey = this.#totals.withoutKey - this.#logged.withoutKey;
     if (failed === 0 && withoutKey === 0) return;
     this.#logged = { failed: this.#totals.failed, withoutKey: this.#totals.withoutKey };
-    this.#log.warn('voice frames that could not be decrypted', { failed, withoutKey, windowMs: SUMMARY_EVERY_MS, total: this.#countFields, epoch: this.#current.epoch === undefined ? undefined : String(this.#current.epoch) });
+    this.#log.warn('voice frames that could not be decrypted', {
+      failed,
+      withoutKey,
+      windowMs: SUMMARY_EVERY_MS,
+      total: this.#countFields,
+      epoch: this.#current.epoch === undefined ? undefined : String(this.#current.epoch),
+    });
   }
 }

@@ -39,7 +39,11 @@ export class VoiceListener {
   readonly #onEnd = (userId: string) => this.#end(userId);
   #stopped = false;
 
-  constructor(receiver: VoiceReceiver, mixer: SpeakerMixer, options: { log: Logger; events?: ListenerEvents; shouldHear?: (userId: string) => boolean }) {
+  constructor(
+    receiver: VoiceReceiver,
+    mixer: SpeakerMixer,
+    options: { log: Logger; events?: ListenerEvents; shouldHear?: (userId: string) => boolean },
+  ) {
     this.#receiver = receiver;
     this.#mixer = mixer;
     this.#log = options.log;

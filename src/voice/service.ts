@@ -126,7 +126,13 @@ export class VoiceService {
       if (current) await this.leave(guildId, 'moving to another channel', false);
       const settings = await this.#deps.settings.voiceSettings(guildId);
       const log = this.#deps.log.child({ guild: guildId });
-      const connection = joinVoiceChannel({ guildId, channelId: voiceChannelId, adapterCreator: guild.voiceAdapterCreator, selfDeaf: false, selfMute: false });
+      const connection = joinVoiceChannel({
+        guildId,
+        channelId: voiceChannelId,
+        adapterCreator: guild.voiceAdapterCreator,
+        selfDeaf: false,
+        selfMute: false,
+      });
       // Websocket, UDP and DAVE failures surface as 'error' events; unheard, one would end the process.
       // The connection's own state machine resumes or rejoins after them.
       connection.on('error', (error) => log.warn('voice connection error', { error }));
@@ -141,7 +147,14 @@ export class VoiceService {
       const sessionConfig = (manual: boolean): RealtimeSessionConfig => ({
         voice: settings.voice,
         instructions: settings.instructions,
-        turnDetection: manual ? null : { type: 'server_vad', threshold: settings.vadThreshold, silenceDurationMs: settings.silenceMs, prefixPaddingMs: VAD_PREFIX_PADDING_MS },
+        turnDetection: manual
+          ? null
+          : {
+              type: 'server_vad',
+              threshold: settings.vadThreshold,
+              silenceDurationMs: settings.silenceMs,
+              prefixPaddingMs: VAD_PREFIX_PADDING_MS,
+            },
         ...(this.#toolsOn(settings) ? { tools: VOICE_TOOLS } : {}),
       });
       const session = new VoiceSession({
@@ -155,7 +168,13 @@ export class VoiceService {
         connectRealtime: async (manual) => {
           const latest = await this.#deps.access.resolveGatewayAccess(guildId);
           if (!latest.ok) throw new VoiceAccessError(latest.message);
-          return RealtimeClient.connect({ wsBaseUrl: this.#deps.wsBaseUrl, apiKey: latest.apiKey, model: settings.model, session: sessionConfig(manual), log });
+          return RealtimeClient.connect({
+            wsBaseUrl: this.#deps.wsBaseUrl,
+            apiKey: latest.apiKey,
+            model: settings.model,
+            session: sessionConfig(manual),
+            log,
+          });
         },
         sessionConfig,
         onlyWhenNamed: answersOnlyWhenNamed(settings.respond, this.#peopleIn(guild, voiceChannelId)),
@@ -174,7 +193,10 @@ export class VoiceService {
       } catch (error) {
         connection.destroy();
         log.warn('could not open the realtime session', { error });
-        return { ok: false, message: `I could not start the conversation. ${finalFailure(error) ?? 'The voice model is unreachable right now: try again in a minute.'}` };
+        return {
+          ok: false,
+          message: `I could not start the conversation. ${finalFailure(error) ?? 'The voice model is unreachable right now: try again in a minute.'}`,
+        };
       }
       this.#watch(guildId, connection);
       this.#guilds.set(guildId, { session, connection, voiceChannelId, textChannelId, transcriptThreadId: undefined, activity, settings });
@@ -220,7 +242,8 @@ export class VoiceService {
         return;
       }
       recovery ??= setTimeout(() => giveUp('the voice connection could not be restored'), RECOVERY_TIMEOUT_MS);
-      if (next.status === VoiceConnectionStatus.Disconnected) disconnected = setTimeout(() => giveUp(DISCONNECTED_REASON), DISCONNECTED_GRACE_MS);
+      if (next.status === VoiceConnectionStatus.Disconnected)
+        disconnected = setTimeout(() => giveUp(DISCONNECTED_REASON), DISCONNECTED_GRACE_MS);
     });
   }
 
@@ -287,7 +310,11 @@ export class VoiceService {
       try {
         member = guild.members.cache.get(call.speakerId) ?? (await guild.members.fetch(call.speakerId));
       } catch (error) {
-        this.#deps.log.warn('could not look up the member who spoke a turn with a tool call', { guild: guild.id, user: call.speakerId, error });
+        this.#deps.log.warn('could not look up the member who spoke a turn with a tool call', {
+          guild: guild.id,
+          user: call.speakerId,
+          error,
+        });
       }
       if (member) {
         caller = {
@@ -308,14 +335,24 @@ export class VoiceService {
     try {
       if (!entry.transcriptThreadId) {
         // Posted once: a thread that cannot be opened must not leave one anchor per line in the channel.
-        entry.transcriptAnchorId ??= await this.#deps.outbox.say(entry.textChannelId, `📝 Transcript of the conversation in <#${entry.voiceChannelId}>`);
+        entry.transcriptAnchorId ??= await this.#deps.outbox.say(
+          entry.textChannelId,
+          `📝 Transcript of the conversation in <#${entry.voiceChannelId}>`,
+        );
         try {
           entry.transcriptThreadId = await this.#deps.outbox.startThread(entry.textChannelId, entry.transcriptAnchorId, 'Voice transcript');
         } catch (error) {
           if (!isDiscordError(error, DISCORD_ERRORS.missingAccess, DISCORD_ERRORS.missingPermissions)) throw error;
           entry.settings = { ...entry.settings, transcripts: false };
-          this.#deps.log.warn('may not open a transcript thread; no transcript for this conversation', { guild: guildId, channel: entry.textChannelId, error });
-          await this.#say(entry.textChannelId, 'I may not open a thread in this channel (I lack **Create Public Threads** here), so this conversation gets no transcript.');
+          this.#deps.log.warn('may not open a transcript thread; no transcript for this conversation', {
+            guild: guildId,
+            channel: entry.textChannelId,
+            error,
+          });
+          await this.#say(
+            entry.textChannelId,
+            'I may not open a thread in this channel (I lack **Create Public Threads** here), so this conversation gets no transcript.',
+          );
           return;
         }
       }
@@ -362,7 +399,8 @@ export class VoiceService {
   #leaveIdle(): void {
     const now = this.#now();
     for (const [guildId, entry] of this.#guilds) {
-      if (!entry.session.speaking && now - entry.activity.last > entry.settings.idleMinutes * 60_000) void this.leave(guildId, `nobody spoke for ${entry.settings.idleMinutes} minute${entry.settings.idleMinutes === 1 ? '' : 's'}`);
+      if (!entry.session.speaking && now - entry.activity.last > entry.settings.idleMinutes * 60_000)
+        void this.leave(guildId, `nobody spoke for ${entry.settings.idleMinutes} minute${entry.settings.idleMinutes === 1 ? '' : 's'}`);
     }
   }
 }

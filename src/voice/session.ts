@@ -249,7 +249,7 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
       mayPlay: () => encryption.playable,
       onGaveUpWaiting: (stopped) => {
         this.#cutOff(stopped);
-        this.#tell('I could not answer out loud: the call\'s end-to-end encryption was not ready in time.');
+        this.#tell("I could not answer out loud: the call's end-to-end encryption was not ready in time.");
       },
     });
     encryption.on('change', () => this.#player.playabilityChanged());
@@ -432,7 +432,8 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
     const openedAt = Date.now();
     // A gateway that says when the session expires is believed.
     const expiresAt = client.sessionExpiresAt;
-    if (expiresAt !== undefined) this.#sessionLimitMs = Math.min(this.#sessionLimitMs, Math.max(MIN_SESSION_LIMIT_MS, expiresAt.getTime() - openedAt));
+    if (expiresAt !== undefined)
+      this.#sessionLimitMs = Math.min(this.#sessionLimitMs, Math.max(MIN_SESSION_LIMIT_MS, expiresAt.getTime() - openedAt));
     const live: LiveState = {
       status: 'live',
       client,
@@ -465,16 +466,22 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
   #armRenewal(live: LiveState, triggers: { quiet: boolean; forced: boolean }): void {
     const { windowAt, forcedAt } = this.#renewalTimes(live);
     if (triggers.quiet) {
-      live.renewal.quiet = setTimeout(() => {
-        live.renewal.quiet = undefined;
-        this.#renewWhenQuiet(live);
-      }, Math.max(0, windowAt - Date.now()));
+      live.renewal.quiet = setTimeout(
+        () => {
+          live.renewal.quiet = undefined;
+          this.#renewWhenQuiet(live);
+        },
+        Math.max(0, windowAt - Date.now()),
+      );
     }
     if (triggers.forced) {
-      live.renewal.forced = setTimeout(() => {
-        live.renewal.forced = undefined;
-        void this.#renew(live, 'the session limit is near');
-      }, Math.max(0, forcedAt - Date.now()));
+      live.renewal.forced = setTimeout(
+        () => {
+          live.renewal.forced = undefined;
+          void this.#renew(live, 'the session limit is near');
+        },
+        Math.max(0, forcedAt - Date.now()),
+      );
     }
   }
 
@@ -509,7 +516,8 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
       fresh = await this.#options.connectRealtime(this.#manual);
     } catch (error) {
       this.#log.warn('realtime renewal failed; the session continues until it ends', { error });
-      if (this.#state === live) this.#armRenewal(live, { quiet: waiting.quiet, forced: waiting.forced && this.#renewalTimes(live).forcedAt > Date.now() });
+      if (this.#state === live)
+        this.#armRenewal(live, { quiet: waiting.quiet, forced: waiting.forced && this.#renewalTimes(live).forcedAt > Date.now() });
       return;
     }
     if (this.#state !== live) {
@@ -575,7 +583,12 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
         if (isRoutineRealtimeError(event)) {
           this.#log.debug('realtime notice', { code: event.code, message: event.message, answers: event.clientEventType });
         } else {
-          this.#log.warn('realtime error event', { code: event.code, message: event.message, param: event.param, answers: event.clientEventType });
+          this.#log.warn('realtime error event', {
+            code: event.code,
+            message: event.message,
+            param: event.param,
+            answers: event.clientEventType,
+          });
           this.#tell(`The voice model reported a problem: ${event.message}`);
         }
         break;
@@ -674,11 +687,15 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
     let output: Promise<string>;
     const signature = `${call.name}\u0000${call.arguments}`;
     if (cutOff) {
-      output = Promise.resolve(JSON.stringify({ status: 'not_done', message: 'The member spoke over this request, so it was not carried out.' }));
+      output = Promise.resolve(
+        JSON.stringify({ status: 'not_done', message: 'The member spoke over this request, so it was not carried out.' }),
+      );
     } else if (calls.acted?.signature === signature) {
       output = calls.acted.output;
     } else if (calls.acted) {
-      output = Promise.resolve(JSON.stringify({ status: 'not_done', message: 'Only one action is carried out per request; this one was not. Ask again for it.' }));
+      output = Promise.resolve(
+        JSON.stringify({ status: 'not_done', message: 'Only one action is carried out per request; this one was not. Ask again for it.' }),
+      );
     } else {
       this.#log.info('function call', { name: call.name, call: call.callId });
       output = options.onFunctionCall({ ...call, speakerId: this.#lastTurnSpeaker }).catch((error: unknown) => {
@@ -705,7 +722,9 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
     const lived = Date.now() - live.openedAt;
     if (live.limitNoticed && lived < this.#sessionLimitMs) {
       this.#sessionLimitMs = Math.max(MIN_SESSION_LIMIT_MS, lived);
-      this.#log.info('the gateway ends realtime sessions sooner than expected; renewing before that from now on', { limitMs: this.#sessionLimitMs });
+      this.#log.info('the gateway ends realtime sessions sooner than expected; renewing before that from now on', {
+        limitMs: this.#sessionLimitMs,
+      });
     }
     this.#reconnectLater(1);
   }
@@ -715,7 +734,11 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
     const { baseMs, maxMs } = this.#options.reconnect;
     const failed = attempt - 1;
     const delay = failed === 0 ? 0 : backoffDelay(failed - 1, { baseMs, maxMs, jitter: 0.5, spread: 'shorter' });
-    const reconnecting: ReconnectingState = { status: 'reconnecting', attempt, timer: setTimeout(() => void this.#reconnect(reconnecting), delay) };
+    const reconnecting: ReconnectingState = {
+      status: 'reconnecting',
+      attempt,
+      timer: setTimeout(() => void this.#reconnect(reconnecting), delay),
+    };
     this.#state = reconnecting;
   }
 
@@ -735,7 +758,9 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
       if (final !== undefined) return this.#giveUp(final);
       if (reconnecting.attempt >= this.#options.reconnect.maxAttempts) {
         const detail = error instanceof Error ? ` (last: ${error.message})` : '';
-        return this.#giveUp(`The voice model could not be reached after ${reconnecting.attempt} attempts${detail}. Try \`/voice join\` again in a while.`);
+        return this.#giveUp(
+          `The voice model could not be reached after ${reconnecting.attempt} attempts${detail}. Try \`/voice join\` again in a while.`,
+        );
       }
       this.#reconnectLater(reconnecting.attempt + 1);
       return;

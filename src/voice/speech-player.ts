@@ -1,5 +1,12 @@
 import { Readable } from 'node:stream';
-import { AudioPlayerStatus, AudioResource, NoSubscriberBehavior, createAudioPlayer, type AudioPlayer, type VoiceConnection } from '@discordjs/voice';
+import {
+  AudioPlayerStatus,
+  AudioResource,
+  NoSubscriberBehavior,
+  createAudioPlayer,
+  type AudioPlayer,
+  type VoiceConnection,
+} from '@discordjs/voice';
 import type { Logger } from '../lib/log.ts';
 import type { BotMetrics } from '../lib/metrics.ts';
 import { BYTES_PER_SAMPLE, FRAME_MS, bytesToSamples } from './audio/format.ts';
@@ -202,7 +209,10 @@ export class SpeechPlayer {
     this.#waitingSince ??= setTimeout(() => {
       this.#waitingSince = undefined;
       if (this.#mayPlay() || this.#items.length === 0) return;
-      this.#log.warn('answers waited too long for the call\'s encryption and were given up', { waitedMs: ENCRYPTION_WAIT_MS, answers: this.#items.length });
+      this.#log.warn("answers waited too long for the call's encryption and were given up", {
+        waitedMs: ENCRYPTION_WAIT_MS,
+        answers: this.#items.length,
+      });
       this.#options.onGaveUpWaiting?.(this.stop());
     }, ENCRYPTION_WAIT_MS);
   }

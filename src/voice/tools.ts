@@ -22,7 +22,12 @@ export const VOICE_TOOLS: readonly FunctionTool[] = [
       type: 'object',
       properties: {
         prompt: { type: 'string', description: 'What the video shows, in the words of the request.' },
-        duration: { type: 'integer', minimum: GENERATION_DURATION.min, maximum: GENERATION_DURATION.max, description: 'Length in seconds; leave out for the server default.' },
+        duration: {
+          type: 'integer',
+          minimum: GENERATION_DURATION.min,
+          maximum: GENERATION_DURATION.max,
+          description: 'Length in seconds; leave out for the server default.',
+        },
         aspect_ratio: { type: 'string', enum: [...ASPECT_RATIOS] },
         resolution: { type: 'string', enum: [...RESOLUTIONS] },
       },
@@ -69,10 +74,20 @@ export function parseToolCall(name: string, argumentsText: string): Result<{ cal
   const unknown = Object.keys(parsed).find((key) => !known.includes(key));
   if (unknown !== undefined) return refuse(`generate_video has no argument "${unknown.slice(0, 64)}"; it takes ${known.join(', ')}.`);
   const { prompt, duration, aspect_ratio: aspectRatio, resolution } = parsed;
-  if (typeof prompt !== 'string' || prompt.trim() === '') return refuse('prompt is required: say what the video should show. Nothing was done.');
-  if (prompt.length > VOICE_PROMPT_MAX_CHARS) return refuse(`prompt can be at most ${VOICE_PROMPT_MAX_CHARS} characters. Nothing was done.`);
-  if (duration !== undefined && (typeof duration !== 'number' || !Number.isInteger(duration) || duration < GENERATION_DURATION.min || duration > GENERATION_DURATION.max)) {
-    return refuse(`duration must be a whole number of seconds from ${GENERATION_DURATION.min} to ${GENERATION_DURATION.max}. Nothing was done.`);
+  if (typeof prompt !== 'string' || prompt.trim() === '')
+    return refuse('prompt is required: say what the video should show. Nothing was done.');
+  if (prompt.length > VOICE_PROMPT_MAX_CHARS)
+    return refuse(`prompt can be at most ${VOICE_PROMPT_MAX_CHARS} characters. Nothing was done.`);
+  if (
+    duration !== undefined &&
+    (typeof duration !== 'number' ||
+      !Number.isInteger(duration) ||
+      duration < GENERATION_DURATION.min ||
+      duration > GENERATION_DURATION.max)
+  ) {
+    return refuse(
+      `duration must be a whole number of seconds from ${GENERATION_DURATION.min} to ${GENERATION_DURATION.max}. Nothing was done.`,
+    );
   }
   if (aspectRatio !== undefined && !ASPECT_RATIOS.some((ratio) => ratio === aspectRatio)) {
     return refuse(`aspect_ratio must be one of ${ASPECT_RATIOS.join(', ')}. Nothing was done.`);
@@ -100,10 +115,17 @@ export function toolOutput(outcome: VoiceToolOutcome | { status: 'invalid_argume
 }
 
 /** Runs a call as `caller` (undefined: nobody was heard, so nobody to run it as). */
-export async function runToolCall(requests: VoiceVideoRequests, caller: VoiceCaller | undefined, name: string, argumentsText: string): Promise<string> {
+export async function runToolCall(
+  requests: VoiceVideoRequests,
+  caller: VoiceCaller | undefined,
+  name: string,
+  argumentsText: string,
+): Promise<string> {
   const parsed = parseToolCall(name, argumentsText);
   if (!parsed.ok) return toolOutput({ status: 'invalid_arguments', message: parsed.message });
   if (!caller) return toolOutput({ status: 'not_done', message: 'I could not tell who asked, so nothing was done. Ask again.' });
   const { call } = parsed;
-  return toolOutput(call.name === 'generate_video' ? await requests.generate(caller, call.request) : await requests.status(caller, call.taskRef));
+  return toolOutput(
+    call.name === 'generate_video' ? await requests.generate(caller, call.request) : await requests.status(caller, call.taskRef),
+  );
 }

@@ -38,7 +38,9 @@ function explainRefusedDownload(error: GatewayError): string | undefined {
   if (error instanceof DownloadRefusedError) {
     const host = plainHost(error.host);
     const address = plainHost(error.address);
-    const where = [host, address].filter((part, index, parts) => part !== undefined && parts.indexOf(part) === index).map((part) => `\`${part}\``);
+    const where = [host, address]
+      .filter((part, index, parts) => part !== undefined && parts.indexOf(part) === index)
+      .map((part) => `\`${part}\``);
     return `The gateway gave an address for the video ${where.length > 0 ? `(${where.join(', ')}) ` : ''}that is not on the public internet, so the bot did not fetch it. The bot's operator can allow a host with DOWNLOAD_ALLOWED_HOSTS.`;
   }
   if (error instanceof NotAVideoError) {
@@ -86,7 +88,8 @@ function explain(error: GatewayError, context: GatewayErrorContext): string {
     default:
       break;
   }
-  if (error instanceof ValidationError) return `The request is not valid${context.option ? ` (\`${context.option}\`)` : ''}: ${error.message}`;
+  if (error instanceof ValidationError)
+    return `The request is not valid${context.option ? ` (\`${context.option}\`)` : ''}: ${error.message}`;
   if (error instanceof GatewayConnectionError) return 'The gateway cannot be reached right now. Try again in a minute.';
   if (error instanceof GatewayApiError) {
     if (error.status >= 500) return `The gateway is having trouble (HTTP ${said}). Try again in a few minutes.`;

@@ -46,7 +46,10 @@ describe('configuration from the environment', () => {
 
   it.each([
     [{ SHARD_COUNT: '0' }, 'SHARD_COUNT must be "auto" (Discord\'s recommendation) or a whole number of shards from 1 to 10000 (got "0").'],
-    [{ SHARD_COUNT: 'two' }, 'SHARD_COUNT must be "auto" (Discord\'s recommendation) or a whole number of shards from 1 to 10000 (got "two").'],
+    [
+      { SHARD_COUNT: 'two' },
+      'SHARD_COUNT must be "auto" (Discord\'s recommendation) or a whole number of shards from 1 to 10000 (got "two").',
+    ],
     [{ SHARD_COUNT: '2', SHARD_IDS: '0-2' }, 'SHARD_IDS names shard 2, but SHARD_COUNT is 2 (shards 0 to 1).'],
     [{ SHARD_IDS: '3-1' }, 'SHARD_IDS has a range that runs backwards: "3-1".'],
     [{ SHARD_IDS: '0;1' }, 'SHARD_IDS must list shard ids and ranges such as 0-3 or 0,2,5 (got "0;1").'],
@@ -63,7 +66,12 @@ describe('configuration from the environment', () => {
   });
 
   it('takes DISCORD_API_URL with or without the API version (discord.js adds /v10 itself)', () => {
-    for (const written of ['http://127.0.0.1:8900/api', 'http://127.0.0.1:8900/api/', 'http://127.0.0.1:8900/api/v10', 'http://127.0.0.1:8900/api/v9/']) {
+    for (const written of [
+      'http://127.0.0.1:8900/api',
+      'http://127.0.0.1:8900/api/',
+      'http://127.0.0.1:8900/api/v10',
+      'http://127.0.0.1:8900/api/v9/',
+    ]) {
       const result = loadConfig({ ...minimal, DISCORD_API_URL: written });
       expect(result.ok && result.config.discordApiUrl).toBe('http://127.0.0.1:8900/api');
     }
@@ -89,7 +97,11 @@ describe('configuration from the environment', () => {
     ['GATEWAY_VENDOR', 'two words', /^GATEWAY_VENDOR must be a single word/],
     ['GATEWAY_EDIT_PATH', 'videos/edits', /^GATEWAY_EDIT_PATH must be a path starting with \/ under the layer prefix/],
     ['GATEWAY_EDIT_PATH', '/videos/edits?x=1', /^GATEWAY_EDIT_PATH must be a path starting with \//],
-    ['GATEWAY_EXTENSION_PATH', 'https://gw.example/v1/videos/extensions', /^GATEWAY_EXTENSION_PATH must be a path starting with \/ under the layer prefix, such as \/videos\/extensions/],
+    [
+      'GATEWAY_EXTENSION_PATH',
+      'https://gw.example/v1/videos/extensions',
+      /^GATEWAY_EXTENSION_PATH must be a path starting with \/ under the layer prefix, such as \/videos\/extensions/,
+    ],
     ['KEY_ENCRYPTION_SECRET', 'short', /^KEY_ENCRYPTION_SECRET must be at least 16 characters/],
     ['STORE_URL', 'postgres://db', /^STORE_URL must be sqlite:\/\/<file> or redis:\/\/<host>:<port>/],
     ['DEV_GUILD_ID', 'my-server', /^DEV_GUILD_ID must be a Discord server id/],
@@ -141,9 +153,12 @@ describe('configuration from the environment', () => {
     expect(result.ok && result.config.downloadAllowedHosts).toEqual(['storage.internal', '10.0.0.5', '::1']);
   });
 
-  it.each(['http://storage.internal', 'storage.internal:9000', '*.internal', 'a b'])('names DOWNLOAD_ALLOWED_HOSTS when an entry is "%s"', (entry) => {
-    expect(problemsOf({ ...minimal, DOWNLOAD_ALLOWED_HOSTS: `10.0.0.5,${entry}` })).toEqual([
-      `DOWNLOAD_ALLOWED_HOSTS must be a comma-separated list of host names or IP addresses, without scheme, port or path, such as storage.internal,10.0.0.5 (got "${entry}").`,
-    ]);
-  });
+  it.each(['http://storage.internal', 'storage.internal:9000', '*.internal', 'a b'])(
+    'names DOWNLOAD_ALLOWED_HOSTS when an entry is "%s"',
+    (entry) => {
+      expect(problemsOf({ ...minimal, DOWNLOAD_ALLOWED_HOSTS: `10.0.0.5,${entry}` })).toEqual([
+        `DOWNLOAD_ALLOWED_HOSTS must be a comma-separated list of host names or IP addresses, without scheme, port or path, such as storage.internal,10.0.0.5 (got "${entry}").`,
+      ]);
+    },
+  );
 });

@@ -9,7 +9,10 @@ const ROOT = new URL('../../', import.meta.url);
 const read = (path: string) => readFileSync(new URL(path, ROOT), 'utf8');
 const exists = (path: string) => existsSync(new URL(path, ROOT));
 const packageJson: unknown = JSON.parse(read('package.json'));
-const scripts = (typeof packageJson === 'object' && packageJson !== null && 'scripts' in packageJson ? packageJson.scripts : {}) as Record<string, string>;
+const scripts = (typeof packageJson === 'object' && packageJson !== null && 'scripts' in packageJson ? packageJson.scripts : {}) as Record<
+  string,
+  string
+>;
 
 /** The Dockerfile's instructions, continuation lines joined and comments left out. */
 function instructions(): { keyword: string; rest: string }[] {
@@ -72,7 +75,9 @@ describe('the container image', () => {
   });
 
   it('keeps data, .env and node_modules out of the image', () => {
-    const ignored = read('.dockerignore').split('\n').map((line) => line.trim());
+    const ignored = read('.dockerignore')
+      .split('\n')
+      .map((line) => line.trim());
     for (const entry of ['data', '.env', 'node_modules']) expect(ignored).toContain(entry);
   });
 

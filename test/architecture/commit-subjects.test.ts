@@ -15,7 +15,16 @@ const repo = mkdtempSync(join(tmpdir(), 'commit-subjects-'));
 afterAll(() => rmSync(repo, { recursive: true, force: true }));
 
 async function commit(message: string): Promise<{ ok: boolean; stderr: string }> {
-  const git = ['-C', repo, '-c', `core.hooksPath=${join(ROOT, '.githooks')}`, '-c', 'user.name=Test', '-c', 'user.email=test@example.invalid'];
+  const git = [
+    '-C',
+    repo,
+    '-c',
+    `core.hooksPath=${join(ROOT, '.githooks')}`,
+    '-c',
+    'user.name=Test',
+    '-c',
+    'user.email=test@example.invalid',
+  ];
   return promisify(execFile)('git', [...git, 'commit', '--allow-empty', '-m', message]).then(
     ({ stderr }) => ({ ok: true, stderr }),
     (error: unknown) => ({ ok: false, stderr: readString(error, 'stderr') ?? '' }),

@@ -11,7 +11,9 @@ const OUTSIDE = /\.\.\/shared\b|(?<![\w.-])shared\/(?:spec|docs)\//;
 
 describe('the repository', () => {
   it('names no path outside itself in any tracked file', () => {
-    const files = execFileSync('git', ['ls-files', '-z'], { cwd: ROOT, encoding: 'utf8' }).split('\0').filter((file) => file !== '' && !file.endsWith('package-lock.json'));
+    const files = execFileSync('git', ['ls-files', '-z'], { cwd: ROOT, encoding: 'utf8' })
+      .split('\0')
+      .filter((file) => file !== '' && !file.endsWith('package-lock.json'));
     const naming = files.filter((file) => {
       const bytes = readFileSync(`${ROOT}/${file}`);
       return !bytes.includes(0) && OUTSIDE.test(bytes.toString('utf8'));

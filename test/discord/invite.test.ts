@@ -23,7 +23,11 @@ describe('the invite link', () => {
   });
 
   it('asks for every permission README lists, and only those', () => {
-    const listed = [...section('### Permissions to give the bot').split('Without one of these')[0]!.matchAll(/\*\*([^*]+)\*\*/g)].map((match) => match[1]!.replace(/\s+/g, ' '));
+    const listed = [
+      ...section('### Permissions to give the bot')
+        .split('Without one of these')[0]!
+        .matchAll(/\*\*([^*]+)\*\*/g),
+    ].map((match) => match[1]!.replace(/\s+/g, ' '));
     expect(new Set(listed)).toEqual(new Set(BOT_PERMISSIONS.map(([name]) => name)));
   });
 

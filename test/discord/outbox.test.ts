@@ -45,7 +45,12 @@ describe('say', () => {
     const before = discord.messages(channel).length;
     const text = 'y'.repeat(MAX_CONTENT_LENGTH);
     await outbox.say(channel, text);
-    expect(discord.messages(channel).slice(before).map((message) => message.content)).toEqual([text]);
+    expect(
+      discord
+        .messages(channel)
+        .slice(before)
+        .map((message) => message.content),
+    ).toEqual([text]);
   });
 });
 
@@ -62,16 +67,37 @@ describe('post', () => {
 
   it('uploads a file read from disk as Discord takes it, like one given as bytes', async () => {
     const channel = guild.textChannelId;
-    const fromDisk = await outbox.post({ channelId: channel, content: 'from disk', file: { name: 'video-a.mp4', contentType: 'video/mp4', path }, mentionUsers: [], nonce: 'disk-1' });
-    const fromMemory = await outbox.post({ channelId: channel, content: 'from memory', file: { name: 'video-b.mp4', contentType: 'video/mp4', data: SAMPLE_MP4 }, mentionUsers: [], nonce: 'memory-1' });
-    for (const [posted, name, nonce] of [[fromDisk, 'video-a.mp4', 'disk-1'], [fromMemory, 'video-b.mp4', 'memory-1']] as const) {
+    const fromDisk = await outbox.post({
+      channelId: channel,
+      content: 'from disk',
+      file: { name: 'video-a.mp4', contentType: 'video/mp4', path },
+      mentionUsers: [],
+      nonce: 'disk-1',
+    });
+    const fromMemory = await outbox.post({
+      channelId: channel,
+      content: 'from memory',
+      file: { name: 'video-b.mp4', contentType: 'video/mp4', data: SAMPLE_MP4 },
+      mentionUsers: [],
+      nonce: 'memory-1',
+    });
+    for (const [posted, name, nonce] of [
+      [fromDisk, 'video-a.mp4', 'disk-1'],
+      [fromMemory, 'video-b.mp4', 'memory-1'],
+    ] as const) {
       const message = discord.state.messages.get(posted.messageId);
       expect(message).toMatchObject({ nonce, attachments: [{ filename: name, contentType: 'video/mp4' }] });
       expect(message?.attachments[0]?.bytes.equals(SAMPLE_MP4)).toBe(true);
       expect(posted.attachmentUrl).toBe(message?.attachments[0]?.url);
     }
     // The nonce still guards a repeat.
-    const again = await outbox.post({ channelId: channel, content: 'from disk', file: { name: 'video-a.mp4', contentType: 'video/mp4', path }, mentionUsers: [], nonce: 'disk-1' });
+    const again = await outbox.post({
+      channelId: channel,
+      content: 'from disk',
+      file: { name: 'video-a.mp4', contentType: 'video/mp4', path },
+      mentionUsers: [],
+      nonce: 'disk-1',
+    });
     expect(again.messageId).toBe(fromDisk.messageId);
   });
 

@@ -41,7 +41,10 @@ async function startGatewayProxy(): Promise<GatewayProxy> {
       answer.on('data', (chunk: Buffer) => chunks.push(chunk));
       answer.on('end', () => {
         const parsed = parseJsonText(Buffer.concat(chunks).toString('utf8'));
-        const body = parsed.ok && isRecord(parsed.value) ? JSON.stringify(Object.fromEntries(Object.entries(parsed.value).filter(([field]) => field !== 'usage'))) : Buffer.concat(chunks);
+        const body =
+          parsed.ok && isRecord(parsed.value)
+            ? JSON.stringify(Object.fromEntries(Object.entries(parsed.value).filter(([field]) => field !== 'usage')))
+            : Buffer.concat(chunks);
         const headers: IncomingHttpHeaders = { ...answer.headers, 'content-length': String(Buffer.byteLength(body)) };
         delete headers['transfer-encoding'];
         response.writeHead(status, headers);
@@ -105,14 +108,29 @@ function config(user: User, subcommand: string, options: Record<string, string |
 
 function video(user: User, prompt: string, options: Record<string, string | number> = {}): InteractionHandle {
   const { discord, guild } = world;
-  return discord.runCommand({ user, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt, ...options } });
+  return discord.runCommand({
+    user,
+    guildId: guild.id,
+    channelId: guild.textChannelId,
+    command: 'video',
+    subcommand: 'generate',
+    options: { prompt, ...options },
+  });
 }
 
 async function setKey(key: string, guild: TestGuild = world.guild): Promise<Message> {
   const { discord } = world;
-  const form = await discord.runCommand({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, command: 'config', subcommand: 'key' }).modal();
+  const form = await discord
+    .runCommand({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, command: 'config', subcommand: 'key' })
+    .modal();
   expect(form).toEqual({ customId: 'config:key-modal', inputs: ['key'] });
-  const submit = discord.submitModal({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, customId: form.customId, fields: { key } });
+  const submit = discord.submitModal({
+    user: guild.admin,
+    guildId: guild.id,
+    channelId: guild.textChannelId,
+    customId: form.customId,
+    fields: { key },
+  });
   return submit.reply();
 }
 
@@ -121,7 +139,7 @@ async function restart(env: Record<string, string>): Promise<void> {
   bots.push(await world.restartBot(env));
 }
 
-describe('a server\'s own gateway key', () => {
+describe("a server's own gateway key", () => {
   it('is asked for before anything can be generated', async () => {
     const reply = (await video(world.guild.member, 'no key yet').response()).data;
     expect(reply).toMatchObject({ flags: 64, content: expect.stringContaining('/config key') });
@@ -137,7 +155,9 @@ describe('a server\'s own gateway key', () => {
   it('refuses a key the gateway rejects, saying why, and stores nothing', async () => {
     const reply = await setKey(WRONG_KEY);
     expect(reply.content).toContain('refused this key (401 invalid_api_key)');
-    expect((await config(world.guild.admin, 'show').reply()).content).toContain('**Gateway key in use:** none: `/video` and `/voice` cannot work until a server admin sets a key');
+    expect((await config(world.guild.admin, 'show').reply()).content).toContain(
+      '**Gateway key in use:** none: `/video` and `/voice` cannot work until a server admin sets a key',
+    );
   });
 
   it('is checked, stored, shown only by its last four characters, and then used by /video', async () => {
@@ -147,12 +167,16 @@ describe('a server\'s own gateway key', () => {
     expect(reply.content).not.toContain(SERVER_KEY);
     expect(reply.flags & 64).toBe(64);
     const shown = (await config(guild.admin, 'show').reply()).content;
-    expect(shown).toMatch(new RegExp(`\\*\\*Gateway key in use:\\*\\* this server's own key \\(…2e51, set by <@${guild.admin.id}> <t:\\d+:R>\\)`));
+    expect(shown).toMatch(
+      new RegExp(`\\*\\*Gateway key in use:\\*\\* this server's own key \\(…2e51, set by <@${guild.admin.id}> <t:\\d+:R>\\)`),
+    );
     expect(shown).toContain('set the gateway key');
 
     const run = video(guild.member, 'with the server key');
     await run.response();
-    const submission = await emulator.waitForRequest((entry) => entry.method === 'POST' && JSON.stringify(entry.body).includes('with the server key'));
+    const submission = await emulator.waitForRequest(
+      (entry) => entry.method === 'POST' && JSON.stringify(entry.body).includes('with the server key'),
+    );
     expect(submission.keyId).toBe(emulator.keyIdOf(SERVER_KEY));
     await discord.waitForMessage(guild.textChannelId, (message) => message.attachments.length > 0, 20_000);
   });
@@ -172,12 +196,21 @@ describe('a server\'s own gateway key', () => {
     const { discord, guild } = world;
     await restart({ KEY_ENCRYPTION_SECRET: '', GATEWAY_API_KEY: 'emulator-key' });
     const reply = (await config(guild.admin, 'key').response()).data;
-    expect(reply).toMatchObject({ flags: 64, content: expect.stringContaining('its operator must set the environment variable KEY_ENCRYPTION_SECRET (a random string of at least 16 characters') });
+    expect(reply).toMatchObject({
+      flags: 64,
+      content: expect.stringContaining(
+        'its operator must set the environment variable KEY_ENCRYPTION_SECRET (a random string of at least 16 characters',
+      ),
+    });
     await world.bot.waitForLog((line) => line.level === 'warn' && line.msg.includes('KEY_ENCRYPTION_SECRET is not set'));
     // The server's own key is stored but cannot be opened: never silently replaced by the operator's.
-    expect((await config(guild.admin, 'show').reply()).content).toMatch(/\*\*Gateway key in use:\*\* none: this server's own key \(…2e51, .*set it back to the same secret/);
+    expect((await config(guild.admin, 'show').reply()).content).toMatch(
+      /\*\*Gateway key in use:\*\* none: this server's own key \(…2e51, .*set it back to the same secret/,
+    );
     const lent = discord.createGuild({ name: 'without a key of its own' });
-    const shown = await discord.runCommand({ user: lent.admin, guildId: lent.id, channelId: lent.textChannelId, command: 'config', subcommand: 'show' }).reply();
+    const shown = await discord
+      .runCommand({ user: lent.admin, guildId: lent.id, channelId: lent.textChannelId, command: 'config', subcommand: 'show' })
+      .reply();
     expect(shown.content).toContain("**Gateway key in use:** the operator's default key");
     await restart({ KEY_ENCRYPTION_SECRET: 'the-rotated-secret-value-0042' });
   });
@@ -186,12 +219,22 @@ describe('a server\'s own gateway key', () => {
 describe('settings', () => {
   it('applies storage defaults to new videos, and tells when storage fails', async () => {
     const { discord, emulator, guild } = world;
-    expect((await config(guild.admin, 'storage', { keep_days: 7, public_link: true }).reply()).content).toContain('kept 7 days, with a public link');
+    expect((await config(guild.admin, 'storage', { keep_days: 7, public_link: true }).reply()).content).toContain(
+      'kept 7 days, with a public link',
+    );
     const run = video(guild.member, 'keep this one [[storage-fail]]');
     await run.response();
-    const submission = await emulator.waitForRequest((entry) => entry.method === 'POST' && JSON.stringify(entry.body).includes('keep this one'));
-    expect(submission.body).toMatchObject({ storage_options: { filename: expect.stringMatching(/\.mp4$/), expires_after: 604_800, public_url: true } });
-    const posted = await discord.waitForMessage(guild.textChannelId, (message) => message.attachments.length > 0 && message.content.includes('storage'), 20_000);
+    const submission = await emulator.waitForRequest(
+      (entry) => entry.method === 'POST' && JSON.stringify(entry.body).includes('keep this one'),
+    );
+    expect(submission.body).toMatchObject({
+      storage_options: { filename: expect.stringMatching(/\.mp4$/), expires_after: 604_800, public_url: true },
+    });
+    const posted = await discord.waitForMessage(
+      guild.textChannelId,
+      (message) => message.attachments.length > 0 && message.content.includes('storage'),
+      20_000,
+    );
     expect(posted.content).toContain('Long-term storage of this video failed');
   });
 
@@ -203,8 +246,15 @@ describe('settings', () => {
     await config(guild.admin, 'layer', { layer: 'native' }).reply();
     const after = video(guild.member, 'started on native');
     await after.response();
-    await emulator.waitForRequest((entry) => entry.method === 'POST' && entry.path === '/native/v1/videos/generations' && JSON.stringify(entry.body).includes('started on native'));
-    const compatTask = emulator.requests.find((entry) => entry.method === 'POST' && JSON.stringify(entry.body).includes('started on compat'));
+    await emulator.waitForRequest(
+      (entry) =>
+        entry.method === 'POST' &&
+        entry.path === '/native/v1/videos/generations' &&
+        JSON.stringify(entry.body).includes('started on native'),
+    );
+    const compatTask = emulator.requests.find(
+      (entry) => entry.method === 'POST' && JSON.stringify(entry.body).includes('started on compat'),
+    );
     expect(compatTask?.path).toBe('/v1/videos/generations');
     await before.waitForReply((message) => JSON.stringify(message.embeds).includes('posted below'), 20_000);
     expect(emulator.requests.some((entry) => entry.method === 'GET' && /^\/v1\/videos\/task_/.test(entry.path))).toBe(true);
@@ -239,7 +289,10 @@ describe('settings', () => {
     const long = video(busy, 'long one');
     await long.waitForReply((message) => JSON.stringify(message.embeds).includes('`task_'));
     const refused = (await video(busy, 'another').response()).data;
-    expect(refused).toMatchObject({ flags: 64, content: expect.stringMatching(/videos in progress .*\. Try again when one of your videos finishes\.$/) });
+    expect(refused).toMatchObject({
+      flags: 64,
+      content: expect.stringMatching(/videos in progress .*\. Try again when one of your videos finishes\.$/),
+    });
     world.emulator.config.timing.generation_ms = 300;
     await config(guild.admin, 'limits', { concurrent_per_user: 0 }).reply();
   });
@@ -259,7 +312,10 @@ describe('settings', () => {
     const answers = await Promise.all(
       runs.map((run) =>
         discord.waitFor(
-          () => (run.record.original && isCard(run.record.original) ? run.record.original : run.followUps.find((message) => message.content.includes('reached its'))),
+          () =>
+            run.record.original && isCard(run.record.original)
+              ? run.record.original
+              : run.followUps.find((message) => message.content.includes('reached its')),
           10_000,
           'a status card or a refusal',
         ),
@@ -287,7 +343,10 @@ describe('settings', () => {
     const run = (user: User, command: string, subcommand: string, options: Record<string, string | number> = {}) =>
       discord.runCommand({ user, guildId: ledger.id, channelId: ledger.textChannelId, command, subcommand, options });
     await setKey(SERVER_KEY, ledger);
-    const posted = () => discord.messages(ledger.textChannelId).filter((message) => message.attachments.length > 0 && message.content.includes(`<@${spender.id}>`));
+    const posted = () =>
+      discord
+        .messages(ledger.textChannelId)
+        .filter((message) => message.attachments.length > 0 && message.content.includes(`<@${spender.id}>`));
     const generate = async (prompt: string, resolution: string, duration: number) => {
       await run(spender, 'video', 'generate', { prompt, resolution, duration }).response();
       return emulator.waitForRequest((entry) => entry.method === 'POST' && JSON.stringify(entry.body).includes(prompt));
@@ -331,8 +390,12 @@ describe('the gateway key, at the end of everything', () => {
     expect(store[0]).toBe(join(world.dataDirectory, 'bot.sqlite'));
     const storeBytes = Buffer.concat(store.map((file) => readFileSync(file)));
     // Every answer to every interaction (the modal's own payload is what the admin typed, so it is left out).
-    const answers = discord.interactions.map((interaction) => JSON.stringify({ callbacks: interaction.callbacks, original: interaction.original, followUps: interaction.followUps }));
-    const channelMessages = [...new Set(discord.interactions.map((interaction) => interaction.channelId))].flatMap((channel) => discord.messages(channel).map((message) => JSON.stringify(message)));
+    const answers = discord.interactions.map((interaction) =>
+      JSON.stringify({ callbacks: interaction.callbacks, original: interaction.original, followUps: interaction.followUps }),
+    );
+    const channelMessages = [...new Set(discord.interactions.map((interaction) => interaction.channelId))].flatMap((channel) =>
+      discord.messages(channel).map((message) => JSON.stringify(message)),
+    );
     const sources: Record<string, string> = {
       'bot output': bots.map((bot) => bot.output()).join('\n'),
       'messages and edits as sent': transcript.join('\n'),

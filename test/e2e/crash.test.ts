@@ -32,12 +32,21 @@ describe.each(['compat', 'native'] as const)('crashes while tasks run on the %s 
     const random = seeded(seed);
     const refs: string[] = [];
     for (let index = 0; index < TASKS; index++) {
-      const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt: `crash test ${index}` } });
+      const run = discord.runCommand({
+        user: guild.member,
+        guildId: guild.id,
+        channelId: guild.textChannelId,
+        command: 'video',
+        subcommand: 'generate',
+        options: { prompt: `crash test ${index}` },
+      });
       const card = await run.waitForReply((message) => /ref (v[0-9a-z]+)/.test(JSON.stringify(message.embeds)));
       refs.push(/ref (v[0-9a-z]+)/.exec(JSON.stringify(card.embeds))![1]!);
     }
     const submissions = emulator.requests.filter((entry) => entry.method === 'POST' && entry.path.endsWith('/videos/generations'));
-    expect(submissions.map((entry) => entry.path)).toEqual(Array(TASKS).fill(layer === 'native' ? '/native/v1/videos/generations' : '/v1/videos/generations'));
+    expect(submissions.map((entry) => entry.path)).toEqual(
+      Array(TASKS).fill(layer === 'native' ? '/native/v1/videos/generations' : '/v1/videos/generations'),
+    );
 
     for (let round = 0; round < ROUNDS; round++) {
       await new Promise((resolve) => setTimeout(resolve, 100 + random() * 800));
@@ -46,13 +55,23 @@ describe.each(['compat', 'native'] as const)('crashes while tasks run on the %s 
     }
 
     const postedFor = (ref: string) =>
-      discord.messages(guild.textChannelId).filter((message) => message.attachments.length > 0 && JSON.stringify(message.components).includes(`video:extend:${ref}`));
-    await discord.waitFor(() => (refs.every((ref) => postedFor(ref).length > 0) ? true : undefined), 30_000, `every task delivered (seed ${seed})`);
+      discord
+        .messages(guild.textChannelId)
+        .filter((message) => message.attachments.length > 0 && JSON.stringify(message.components).includes(`video:extend:${ref}`));
+    await discord.waitFor(
+      () => (refs.every((ref) => postedFor(ref).length > 0) ? true : undefined),
+      30_000,
+      `every task delivered (seed ${seed})`,
+    );
     for (const ref of refs) expect(postedFor(ref), `task ${ref}, seed ${seed}`).toHaveLength(1);
     // Each card ends saying where its video went.
     for (const ref of refs) {
       const card = discord.messages(guild.textChannelId).find((message) => JSON.stringify(message.embeds).includes(`ref ${ref}`));
-      await discord.waitFor(() => (card && JSON.stringify(card.embeds).includes('posted below') ? true : undefined), 10_000, `the card of ${ref} (seed ${seed})`);
+      await discord.waitFor(
+        () => (card && JSON.stringify(card.embeds).includes('posted below') ? true : undefined),
+        10_000,
+        `the card of ${ref} (seed ${seed})`,
+      );
     }
   });
 });

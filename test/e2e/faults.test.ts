@@ -26,7 +26,9 @@ let bot: BotProcess;
 
 beforeAll(async () => {
   redis = await startOwnRedis();
-  emulator = await startEmulator({ config: { timing: { generation_ms: 800 }, limits: { rate_per_minute: 100_000, concurrent_tasks: 100 } } });
+  emulator = await startEmulator({
+    config: { timing: { generation_ms: 800 }, limits: { rate_per_minute: 100_000, concurrent_tasks: 100 } },
+  });
   gateway = await startHostileGateway(emulator.baseUrl);
   discord = await startDiscordStandIn();
   guild = discord.createGuild();
@@ -56,7 +58,14 @@ afterAll(async () => {
 });
 
 function generate(prompt: string) {
-  return discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt, duration: 2 } });
+  return discord.runCommand({
+    user: guild.member,
+    guildId: guild.id,
+    channelId: guild.textChannelId,
+    command: 'video',
+    subcommand: 'generate',
+    options: { prompt, duration: 2 },
+  });
 }
 
 async function submitted(prompt: string): Promise<{ ref: string; card: () => Message }> {
@@ -65,7 +74,10 @@ async function submitted(prompt: string): Promise<{ ref: string; card: () => Mes
   return { ref: CARD_REF.exec(JSON.stringify(card.embeds))?.[1] ?? '', card: () => discord.state.messages.get(card.id) ?? card };
 }
 
-const postsOf = (ref: string) => discord.messages(guild.textChannelId).filter((message) => message.attachments.length > 0 && JSON.stringify(message.components).includes(`video:extend:${ref}`));
+const postsOf = (ref: string) =>
+  discord
+    .messages(guild.textChannelId)
+    .filter((message) => message.attachments.length > 0 && JSON.stringify(message.components).includes(`video:extend:${ref}`));
 const cardText = (card: Message) => JSON.stringify(card.embeds);
 
 /** The bot's resident memory, from the kernel (the child is node itself: scripts/node execs it). */
@@ -76,7 +88,16 @@ function botRss(): number {
 
 describe('faults from the store and the gateway at once', () => {
   it('ends every task posted exactly once or closed saying why, answers /video while the store stalls, and stays bounded', async () => {
-    const faults: Fault[][] = [[], ['malformed'], ['wrong-types'], ['huge'], ['drip'], ['overloaded', 'overloaded'], ['forget'], ['redirect-internal']];
+    const faults: Fault[][] = [
+      [],
+      ['malformed'],
+      ['wrong-types'],
+      ['huge'],
+      ['drip'],
+      ['overloaded', 'overloaded'],
+      ['forget'],
+      ['redirect-internal'],
+    ];
     gateway.script(faults);
     // One after another: the gateway hands its faults out in the order it takes submissions, and tasks
     // sent at once could reach it in any order.
@@ -99,13 +120,19 @@ describe('faults from the store and the gateway at once', () => {
 
     const ended = (task: { ref: string; card: () => Message }) => {
       const text = cardText(task.card());
-      return postsOf(task.ref).length > 0 && text.includes('posted below') ? 'posted' : /Failed|could not be posted/.test(text) ? 'closed' : undefined;
+      return postsOf(task.ref).length > 0 && text.includes('posted below')
+        ? 'posted'
+        : /Failed|could not be posted/.test(text)
+          ? 'closed'
+          : undefined;
     };
     const allEnded = async (all: { ref: string; card: () => Message }[]) =>
-      discord.waitFor(() => (all.every((task) => ended(task) !== undefined) ? true : undefined), 120_000, 'every task posted or closed').catch((error: unknown) => {
-        const states = all.map((task) => `${task.ref}: ${ended(task) ?? 'open'} ${cardText(task.card()).slice(0, 600)}`);
-        throw new Error(`${String(error)}\n${states.join('\n')}`);
-      });
+      discord
+        .waitFor(() => (all.every((task) => ended(task) !== undefined) ? true : undefined), 120_000, 'every task posted or closed')
+        .catch((error: unknown) => {
+          const states = all.map((task) => `${task.ref}: ${ended(task) ?? 'open'} ${cardText(task.card()).slice(0, 600)}`);
+          throw new Error(`${String(error)}\n${states.join('\n')}`);
+        });
     await allEnded(tasks);
 
     // Two more tasks, long ones; the gateway restarts meanwhile and has never heard of them.

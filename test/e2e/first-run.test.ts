@@ -35,11 +35,15 @@ describe('a first run on Discord', () => {
   it('posts nothing in a server that adds it; /config show says first what is missing: a key and the encryption secret', async () => {
     const joined = world.discord.createGuild({ name: 'just added the bot' });
     const first = await firstLineOfShow(joined.admin, joined.id, joined.textChannelId);
-    expect(first).toMatch(/^\*\*Missing:\*\* a gateway key: `\/video` and `\/voice` cannot work until a server admin sets one with `\/config key`/);
+    expect(first).toMatch(
+      /^\*\*Missing:\*\* a gateway key: `\/video` and `\/voice` cannot work until a server admin sets one with `\/config key`/,
+    );
     expect(first).toContain('KEY_ENCRYPTION_SECRET');
     // Only the answer to /config show (an interaction's, private): nothing the bot posted of its own.
     for (const channelId of [joined.textChannelId, joined.voiceChannelId]) {
-      expect(world.discord.messages(channelId).filter((message) => message.interaction === undefined && message.webhookId === undefined)).toEqual([]);
+      expect(
+        world.discord.messages(channelId).filter((message) => message.interaction === undefined && message.webhookId === undefined),
+      ).toEqual([]);
     }
   });
 
@@ -47,6 +51,8 @@ describe('a first run on Discord', () => {
     await world.bot.stop();
     await world.restartBot({ GATEWAY_API_KEY: 'emulator-key', KEY_ENCRYPTION_SECRET: 'a-secret-of-at-least-16-characters' });
     const { guild } = world;
-    expect(await firstLineOfShow(guild.admin, guild.id, guild.textChannelId)).toBe('**Missing:** nothing; `/video` and `/voice` are ready to use.');
+    expect(await firstLineOfShow(guild.admin, guild.id, guild.textChannelId)).toBe(
+      '**Missing:** nothing; `/video` and `/voice` are ready to use.',
+    );
   });
 });

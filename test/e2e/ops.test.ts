@@ -68,11 +68,23 @@ describe('the ops port', () => {
   it('counts a /video task from submission to post, and a voice conversation, in Prometheus text', async () => {
     const { discord, guild } = world;
     const before = (await metrics()).samples;
-    for (const name of ['nodejs_eventloop_lag_p99_seconds', 'nodejs_eventloop_lag_seconds', 'process_resident_memory_bytes', 'nodejs_heap_size_used_bytes']) {
+    for (const name of [
+      'nodejs_eventloop_lag_p99_seconds',
+      'nodejs_eventloop_lag_seconds',
+      'process_resident_memory_bytes',
+      'nodejs_heap_size_used_bytes',
+    ]) {
       expect(before.some((sample) => sample.name === name)).toBe(true);
     }
 
-    const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt: PROMPT } });
+    const run = discord.runCommand({
+      user: guild.member,
+      guildId: guild.id,
+      channelId: guild.textChannelId,
+      command: 'video',
+      subcommand: 'generate',
+      options: { prompt: PROMPT },
+    });
     const posted = await discord.waitForMessage(guild.textChannelId, (message) => message.attachments.length > 0, 20_000);
     await world.bot.waitForLog((line) => line.msg === 'video posted' && line.message === posted.id);
     await run.response();
@@ -87,7 +99,9 @@ describe('the ops port', () => {
     expect(moved('bot_video_post_delay_seconds_count')).toBe(1);
 
     discord.joinVoice(guild.member, guild.id, guild.voiceChannelId);
-    await discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'join' }).reply();
+    await discord
+      .runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'join' })
+      .reply();
     await discord.voice.waitForBotConnection(guild.id);
     await discord.voice.speakTone(guild.id, guild.member.id, { hz: 440, ms: 500, amplitude: 0.5 });
     // The emulator echoes the turn: the bot plays it, then stops speaking (op 5 with no flags).
@@ -107,14 +121,26 @@ describe('the ops port', () => {
     expect(movedInCall('bot_voice_decrypt_failures_total')).toBe(0);
     expect(total(inCall, 'bot_realtime_reconnects_total')).toBe(0);
 
-    await discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'leave' }).reply();
+    await discord
+      .runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'leave' })
+      .reply();
     expect(total((await metrics()).samples, 'bot_voice_conversations')).toBe(0);
   }, 60_000);
 
   it('puts no secret, prompt or user id in /metrics, and only bounded label values', async () => {
     const { discord, guild } = world;
     const { text, samples } = await metrics();
-    for (const forbidden of [discord.botToken, 'emulator-key', SECRET, PROMPT, 'lighthouse', guild.member.id, guild.admin.id, discord.botUserId, guild.id]) {
+    for (const forbidden of [
+      discord.botToken,
+      'emulator-key',
+      SECRET,
+      PROMPT,
+      'lighthouse',
+      guild.member.id,
+      guild.admin.id,
+      discord.botUserId,
+      guild.id,
+    ]) {
       expect(text).not.toContain(forbidden);
     }
     for (const sample of samples.filter((sample) => sample.name.startsWith('bot_'))) {

@@ -18,7 +18,14 @@ describe('when Discord answers 5xx or 429', () => {
     const { discord, guild, bot } = world;
     discord.rateLimit({ method: 'POST', route: /\/interactions\/\d+\/[^/]+\/callback$/, times: 1, retryAfterSeconds: 1 });
     discord.failRoute({ method: 'POST', route: /\/channels\/\d+\/messages$/, times: 3, status: 503 });
-    const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt: 'stormy sea' } });
+    const run = discord.runCommand({
+      user: guild.member,
+      guildId: guild.id,
+      channelId: guild.textChannelId,
+      command: 'video',
+      subcommand: 'generate',
+      options: { prompt: 'stormy sea' },
+    });
     expect((await run.response()).type).toBe(5);
     const posted = await discord.waitForMessage(guild.textChannelId, (message) => message.attachments.length > 0, 20_000);
     expect(posted.content).toContain(`<@${guild.member.id}>`);
@@ -33,8 +40,10 @@ const MODEL_LIST = JSON.stringify({ object: 'list', data: [{ id: 'svc-imagine-vi
 /** A gateway that answers what a test says, to reach paths the emulator never takes. */
 class FakeGateway {
   readonly server: Server;
-  onSubmit: (response: ServerResponse) => void = (response) => response.writeHead(200, { 'content-type': 'application/json' }).end('{"task_id":"task_1","status":"queued"}');
-  onModels: (response: ServerResponse) => void = (response) => response.writeHead(200, { 'content-type': 'application/json' }).end(MODEL_LIST);
+  onSubmit: (response: ServerResponse) => void = (response) =>
+    response.writeHead(200, { 'content-type': 'application/json' }).end('{"task_id":"task_1","status":"queued"}');
+  onModels: (response: ServerResponse) => void = (response) =>
+    response.writeHead(200, { 'content-type': 'application/json' }).end(MODEL_LIST);
   modelLists = 0;
   readonly submissions: IncomingMessage[] = [];
 
@@ -75,13 +84,20 @@ describe('with a gateway that misbehaves', () => {
     discord = await startDiscordStandIn();
     guild = discord.createGuild();
     bot = startBot({
-      env: { DISCORD_TOKEN: discord.botToken, DISCORD_API_URL: discord.apiUrl, GATEWAY_BASE_URL: baseUrl, GATEWAY_API_KEY: 'fake-gateway-key-1', NODE_EXTRA_CA_CERTS: discord.caCertPath },
+      env: {
+        DISCORD_TOKEN: discord.botToken,
+        DISCORD_API_URL: discord.apiUrl,
+        GATEWAY_BASE_URL: baseUrl,
+        GATEWAY_API_KEY: 'fake-gateway-key-1',
+        NODE_EXTRA_CA_CERTS: discord.caCertPath,
+      },
     });
     await bot.waitForLog((line) => line.msg === 'ready', 30_000);
   }, 60_000);
 
   afterEach(() => {
-    gateway.onSubmit = (response) => response.writeHead(200, { 'content-type': 'application/json' }).end('{"task_id":"task_1","status":"queued"}');
+    gateway.onSubmit = (response) =>
+      response.writeHead(200, { 'content-type': 'application/json' }).end('{"task_id":"task_1","status":"queued"}');
   });
 
   afterAll(async () => {
@@ -93,24 +109,45 @@ describe('with a gateway that misbehaves', () => {
 
   it('keeps the "outcome unknown" card when the gateway\'s answer cannot be read, and lives on', async () => {
     gateway.onSubmit = (response) => response.writeHead(200, { 'content-type': 'text/html' }).end('<html>surprise</html>');
-    const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt: 'unreadable answer' } });
+    const run = discord.runCommand({
+      user: guild.member,
+      guildId: guild.id,
+      channelId: guild.textChannelId,
+      command: 'video',
+      subcommand: 'generate',
+      options: { prompt: 'unreadable answer' },
+    });
     const card = await run.waitForReply((message) => JSON.stringify(message.embeds).includes('Outcome unknown'));
     expect(JSON.stringify(card.embeds)).toContain('cannot tell whether the gateway accepted');
 
-    const list = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'list' });
+    const list = discord.runCommand({
+      user: guild.member,
+      guildId: guild.id,
+      channelId: guild.textChannelId,
+      command: 'video',
+      subcommand: 'list',
+    });
     expect((await list.reply()).content).toContain('**unknown**');
     // Not replaced by "something went wrong".
     expect(JSON.stringify(run.record.original?.embeds)).toContain('Outcome unknown');
     expect(bot.logs.some((line) => line.msg === 'interaction handler failed')).toBe(false);
   });
 
-  it('suggests no models rather than miss Discord\'s 3 s autocomplete deadline while the model list is slow, then the list it brought', async () => {
+  it("suggests no models rather than miss Discord's 3 s autocomplete deadline while the model list is slow, then the list it brought", async () => {
     let answerModels!: () => void;
     gateway.onModels = (response) => {
       answerModels = () => response.writeHead(200, { 'content-type': 'application/json' }).end(MODEL_LIST);
     };
     const asked = once(gateway.server, 'models');
-    const typing = { user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt: 'x', model: 'svc' }, focused: 'model' };
+    const typing = {
+      user: guild.member,
+      guildId: guild.id,
+      channelId: guild.textChannelId,
+      command: 'video',
+      subcommand: 'generate',
+      options: { prompt: 'x', model: 'svc' },
+      focused: 'model',
+    };
     expect(await discord.autocomplete(typing)).toEqual([]);
     await asked;
     answerModels();
@@ -124,7 +161,14 @@ describe('with a gateway that misbehaves', () => {
       answer = () => response.writeHead(200, { 'content-type': 'application/json' }).end('{"task_id":"task_2","status":"queued"}');
     };
     const submitted = once(gateway.server, 'submission');
-    const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt: 'slow gateway' } });
+    const run = discord.runCommand({
+      user: guild.member,
+      guildId: guild.id,
+      channelId: guild.textChannelId,
+      command: 'video',
+      subcommand: 'generate',
+      options: { prompt: 'slow gateway' },
+    });
     await submitted;
     const stopped = bot.stop('SIGINT');
     await bot.waitForLog((line) => line.msg === 'shutting down: finishing what is in flight');

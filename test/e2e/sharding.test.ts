@@ -23,7 +23,9 @@ interface Rig {
 }
 
 async function startRig(): Promise<Rig> {
-  const emulator = await startEmulator({ config: { timing: { generation_ms: 300 }, limits: { rate_per_minute: 100_000, concurrent_tasks: 100 } } });
+  const emulator = await startEmulator({
+    config: { timing: { generation_ms: 300 }, limits: { rate_per_minute: 100_000, concurrent_tasks: 100 } },
+  });
   const discord = await startDiscordStandIn({ shards: SHARDS, identifyWindowMs: IDENTIFY_WINDOW_MS });
   const redis = await startOwnRedis();
   const guilds = [0, 0, 1, 1].map((shard) => discord.createGuild({ shard: [shard, SHARDS] }));
@@ -47,9 +49,20 @@ async function workersReady(bot: BotProcess, shards: number[], since = 0): Promi
 /** Runs /video generate in `guild` and waits for the mp4 and for `bot`'s record of posting it (a log line that names the worker). */
 async function makeVideo(discord: DiscordStandIn, bot: BotProcess, guild: TestGuild, prompt: string): Promise<LogLine> {
   const before = new Set(discord.messages(guild.textChannelId).map((message) => message.id));
-  const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt } });
+  const run = discord.runCommand({
+    user: guild.member,
+    guildId: guild.id,
+    channelId: guild.textChannelId,
+    command: 'video',
+    subcommand: 'generate',
+    options: { prompt },
+  });
   expect((await run.response()).type).toBe(5);
-  const posted = await discord.waitForMessage(guild.textChannelId, (message) => !before.has(message.id) && message.attachments.length > 0, 30_000);
+  const posted = await discord.waitForMessage(
+    guild.textChannelId,
+    (message) => !before.has(message.id) && message.attachments.length > 0,
+    30_000,
+  );
   expect(posted.attachments[0]?.filename).toMatch(/\.mp4$/);
   return bot.waitForLog((line) => line.msg === 'video posted' && line.message === posted.id);
 }
@@ -85,11 +98,15 @@ describe('two workers on one machine (SHARD_COUNT from Discord, two shards)', ()
     expect(started.map((line) => line.shards).sort()).toEqual(['0', '1']);
     expect(discord.requests.filter((request) => request.method === 'PUT' && /\/commands$/.test(request.path))).toHaveLength(1);
     const sessions = discord.shardSessions().filter((session) => session.connected);
-    expect(sessions.map((session) => session.shard).sort()).toEqual([[0, SHARDS], [1, SHARDS]]);
+    expect(sessions.map((session) => session.shard).sort()).toEqual([
+      [0, SHARDS],
+      [1, SHARDS],
+    ]);
     // Identifies share one rate-limit bucket (max_concurrency 1): never two in one window, none refused.
     const accepted = discord.identifies.filter((identify) => identify.outcome === 'accepted');
     expect(discord.identifies.filter((identify) => identify.outcome !== 'accepted')).toEqual([]);
-    for (let index = 1; index < accepted.length; index++) expect(accepted[index]!.at - accepted[index - 1]!.at).toBeGreaterThanOrEqual(IDENTIFY_WINDOW_MS);
+    for (let index = 1; index < accepted.length; index++)
+      expect(accepted[index]!.at - accepted[index - 1]!.at).toBeGreaterThanOrEqual(IDENTIFY_WINDOW_MS);
     // Every line of a worker names its shards.
     const workerLines = bot.logs.filter((line) => line.pid !== undefined || line.shards !== undefined);
     expect(workerLines.filter((line) => line.msg === 'ready').every((line) => line.shards === '0' || line.shards === '1')).toBe(true);
@@ -117,11 +134,19 @@ describe('two workers on one machine (SHARD_COUNT from Discord, two shards)', ()
     const pair = [guilds[0]!, guilds[2]!];
     for (const guild of pair) {
       discord.joinVoice(guild.member, guild.id, guild.voiceChannelId);
-      const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'join' });
+      const run = discord.runCommand({
+        user: guild.member,
+        guildId: guild.id,
+        channelId: guild.textChannelId,
+        command: 'voice',
+        subcommand: 'join',
+      });
       expect((await run.reply()).content).toMatch(new RegExp(`^Joined <#${guild.voiceChannelId}>`));
     }
     await Promise.all(pair.map((guild) => discord.voice.waitForBotConnection(guild.id)));
-    await Promise.all(pair.map((guild, index) => discord.voice.speakTone(guild.id, guild.member.id, { hz: 400 + 200 * index, ms: 600, amplitude: 0.5 })));
+    await Promise.all(
+      pair.map((guild, index) => discord.voice.speakTone(guild.id, guild.member.id, { hz: 400 + 200 * index, ms: 600, amplitude: 0.5 })),
+    );
     for (const [index, guild] of pair.entries()) {
       const frames = await discord.voice.waitForBotAudio(guild.id, (received) => audible(received).length >= 20, 20_000);
       const pcm = Int16Array.from(audible(frames).flatMap((frame) => [...frame.pcm]));
@@ -129,7 +154,9 @@ describe('two workers on one machine (SHARD_COUNT from Discord, two shards)', ()
       expect(analyzeTone(pcm).dominantHz).not.toBeCloseTo(FORCE_MESSAGE_TONE_HZ, -1);
     }
     for (const guild of pair) {
-      await discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'leave' }).reply();
+      await discord
+        .runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'leave' })
+        .reply();
       discord.leaveVoice(guild.member, guild.id);
     }
   });
@@ -142,7 +169,16 @@ describe('two workers on one machine (SHARD_COUNT from Discord, two shards)', ()
       const before = onShard1.map((guild) => videoPosts(discord, guild).length);
       const mark = bot.logs.length;
       const runs = onShard1.flatMap((guild) =>
-        [0, 1].map((n) => discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt: `storm ${n}` } })),
+        [0, 1].map((n) =>
+          discord.runCommand({
+            user: guild.member,
+            guildId: guild.id,
+            channelId: guild.textChannelId,
+            command: 'video',
+            subcommand: 'generate',
+            options: { prompt: `storm ${n}` },
+          }),
+        ),
       );
       for (const run of runs) expect((await run.response()).type).toBe(5);
       // Mid-task: the gateway has taken all four and is still generating.
@@ -157,7 +193,11 @@ describe('two workers on one machine (SHARD_COUNT from Discord, two shards)', ()
       await workersReady(bot, [1], since);
       expect(await readyz()).toEqual([200, 'ready\n']);
       for (const [index, guild] of onShard1.entries()) {
-        await discord.waitFor(() => (videoPosts(discord, guild).length >= before[index]! + 2 ? true : undefined), 40_000, `two videos posted in guild ${guild.id}`);
+        await discord.waitFor(
+          () => (videoPosts(discord, guild).length >= before[index]! + 2 ? true : undefined),
+          40_000,
+          `two videos posted in guild ${guild.id}`,
+        );
       }
       // Nothing twice, even after the next polls had their chance.
       await bot.waitForLog((line) => line.msg === 'following unfinished video tasks' && bot.logs.indexOf(line) >= since);
@@ -180,7 +220,9 @@ describe('two machines (SHARD_IDS=0 and SHARD_IDS=1 of SHARD_COUNT=2) on one Red
   let machines: BotProcess[];
   beforeAll(async () => {
     rig = await startRig();
-    machines = ['0', '1'].map((ids) => startBot({ env: { ...rig.env, SHARD_COUNT: '2', SHARD_IDS: ids }, dataDirectory: makeDataDirectory() }));
+    machines = ['0', '1'].map((ids) =>
+      startBot({ env: { ...rig.env, SHARD_COUNT: '2', SHARD_IDS: ids }, dataDirectory: makeDataDirectory() }),
+    );
     await workersReady(machines[0]!, [0]);
     await workersReady(machines[1]!, [1]);
   }, 90_000);
@@ -193,11 +235,21 @@ describe('two machines (SHARD_IDS=0 and SHARD_IDS=1 of SHARD_COUNT=2) on one Red
     const { discord, guilds } = rig;
     // Each guild's video is posted by the machine holding its shard (the other machine never sees it).
     await Promise.all(guilds.map((guild, index) => makeVideo(discord, machines[index < 2 ? 0 : 1]!, guild, `a lantern ${index}`)));
-    expect(machines[0]!.logs.filter((line) => line.msg === 'video posted').map((line) => line.guild).sort()).toEqual([guilds[0]!.id, guilds[1]!.id].sort());
-    expect(machines[1]!.logs.filter((line) => line.msg === 'video posted').map((line) => line.guild).sort()).toEqual([guilds[2]!.id, guilds[3]!.id].sort());
+    expect(
+      machines[0]!.logs
+        .filter((line) => line.msg === 'video posted')
+        .map((line) => line.guild)
+        .sort(),
+    ).toEqual([guilds[0]!.id, guilds[1]!.id].sort());
+    expect(
+      machines[1]!.logs
+        .filter((line) => line.msg === 'video posted')
+        .map((line) => line.guild)
+        .sort(),
+    ).toEqual([guilds[2]!.id, guilds[3]!.id].sort());
   });
 
-  it('keeps serving the other machine\'s guilds when one machine stops', async () => {
+  it("keeps serving the other machine's guilds when one machine stops", async () => {
     const { discord, guilds } = rig;
     expect(await machines[0]!.stop('SIGTERM')).toBe(0);
     const posted = await makeVideo(discord, machines[1]!, guilds[3]!, 'after the other machine left');
@@ -209,7 +261,7 @@ describe('a change of SHARD_COUNT', () => {
   let rig: Rig;
   afterAll(() => stopRig(rig));
 
-  it('moves a guild\'s unfinished tasks with the guild to the worker that now holds its shard', async () => {
+  it("moves a guild's unfinished tasks with the guild to the worker that now holds its shard", async () => {
     rig = await startRig();
     const { discord, emulator, guilds } = rig;
     const guild = guilds[2]!;
@@ -217,7 +269,14 @@ describe('a change of SHARD_COUNT', () => {
     // One shard in all: one process holds every guild, and stops while the gateway is still generating.
     const single = startBot({ env: { ...rig.env, SHARD_COUNT: '1' }, dataDirectory: makeDataDirectory() });
     await single.waitForLog((line) => line.msg === 'ready', 30_000);
-    const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt: 'a moving fox' } });
+    const run = discord.runCommand({
+      user: guild.member,
+      guildId: guild.id,
+      channelId: guild.textChannelId,
+      command: 'video',
+      subcommand: 'generate',
+      options: { prompt: 'a moving fox' },
+    });
     expect((await run.response()).type).toBe(5);
     await single.waitForLog((line) => line.msg === 'video task submitted');
     expect(await single.stop('SIGTERM')).toBe(0);
@@ -226,7 +285,9 @@ describe('a change of SHARD_COUNT', () => {
     const sharded = startBot({ env: { ...rig.env, SHARD_COUNT: '2' }, dataDirectory: makeDataDirectory() });
     try {
       await workersReady(sharded, [0, 1]);
-      const resumed = await Promise.all(['0', '1'].map((shards) => sharded.waitForLog((line) => line.msg === 'following unfinished video tasks' && line.shards === shards)));
+      const resumed = await Promise.all(
+        ['0', '1'].map((shards) => sharded.waitForLog((line) => line.msg === 'following unfinished video tasks' && line.shards === shards)),
+      );
       expect(resumed.map((line) => line.count)).toEqual([0, 1]);
       const posted = await sharded.waitForLog((line) => line.msg === 'video posted' && line.guild === guild.id, 30_000);
       expect(posted.shards).toBe('1');

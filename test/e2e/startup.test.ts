@@ -14,7 +14,13 @@ afterEach(cleanupBotDirectories);
 
 function startBotOn(discord: DiscordStandIn, env: Record<string, string> = {}): BotProcess {
   return startBot({
-    env: { DISCORD_TOKEN: discord.botToken, DISCORD_API_URL: discord.apiUrl, GATEWAY_BASE_URL: UNUSED_GATEWAY, NODE_EXTRA_CA_CERTS: discord.caCertPath, ...env },
+    env: {
+      DISCORD_TOKEN: discord.botToken,
+      DISCORD_API_URL: discord.apiUrl,
+      GATEWAY_BASE_URL: UNUSED_GATEWAY,
+      NODE_EXTRA_CA_CERTS: discord.caCertPath,
+      ...env,
+    },
   });
 }
 
@@ -24,7 +30,14 @@ function commandKinds(commands: Record<string, unknown>[]): unknown[] {
 }
 
 /** Every command the bot has: its slash commands and the message commands of a message's Apps menu. */
-const ALL_COMMANDS = [['Animate image', 3], ['config', 1], ['Edit video', 3], ['Extend video', 3], ['video', 1], ['voice', 1]];
+const ALL_COMMANDS = [
+  ['Animate image', 3],
+  ['config', 1],
+  ['Edit video', 3],
+  ['Extend video', 3],
+  ['video', 1],
+  ['voice', 1],
+];
 
 describe('starting the bot with bad configuration', () => {
   it('exits with a message naming each missing variable', async () => {
@@ -53,7 +66,9 @@ describe('starting the bot with bad configuration', () => {
   });
 
   it('names SHARD_IDS when it names a shard past SHARD_COUNT', async () => {
-    const bot = startBot({ env: { DISCORD_TOKEN: 'discord-token-value', GATEWAY_BASE_URL: UNUSED_GATEWAY, SHARD_COUNT: '2', SHARD_IDS: '1-2' } });
+    const bot = startBot({
+      env: { DISCORD_TOKEN: 'discord-token-value', GATEWAY_BASE_URL: UNUSED_GATEWAY, SHARD_COUNT: '2', SHARD_IDS: '1-2' },
+    });
     expect(await bot.exited).toBe(2);
     expect(bot.output()).toContain('SHARD_IDS names shard 2, but SHARD_COUNT is 2 (shards 0 to 1).');
   });
@@ -105,14 +120,17 @@ describe('when Discord answers 5xx and 429 at login and at command registration'
   });
 
   it('logs in and registers its commands globally (and on no server), without crashing', () => {
-    const failed = (path: string, status: number) => discord.requests.filter((request) => request.path.endsWith(path) && request.status === status).length;
+    const failed = (path: string, status: number) =>
+      discord.requests.filter((request) => request.path.endsWith(path) && request.status === status).length;
     expect(failed('/gateway/bot', 503)).toBe(4);
     expect(failed('/gateway/bot', 429)).toBe(1);
     expect(failed('/commands', 503)).toBe(4);
     expect(failed('/commands', 429)).toBe(1);
     expect(commandKinds(discord.commands())).toEqual(ALL_COMMANDS);
     // Slash and message commands alike in one bulk overwrite.
-    expect(discord.requests.filter((request) => request.method === 'PUT' && request.path.endsWith('/commands') && request.status === 200)).toHaveLength(1);
+    expect(
+      discord.requests.filter((request) => request.method === 'PUT' && request.path.endsWith('/commands') && request.status === 200),
+    ).toHaveLength(1);
     expect(discord.commands(guild.id)).toEqual([]);
     expect(bot.logs.find((line) => line.msg === 'ready')).toMatchObject({ commands: ALL_COMMANDS.length, scope: 'global' });
     expect(bot.child.exitCode).toBeNull();

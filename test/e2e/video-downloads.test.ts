@@ -12,7 +12,14 @@ describe('the bot as a process, configured through its environment', () => {
   afterAll(() => world?.stop());
 
   async function generate(): Promise<string> {
-    const run = world.discord.runCommand({ user: world.guild.member, guildId: world.guild.id, channelId: world.guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt: 'a lighthouse at dusk' } });
+    const run = world.discord.runCommand({
+      user: world.guild.member,
+      guildId: world.guild.id,
+      channelId: world.guild.textChannelId,
+      command: 'video',
+      subcommand: 'generate',
+      options: { prompt: 'a lighthouse at dusk' },
+    });
     return world.discord.waitFor(
       () => {
         const text = run.record.original ? JSON.stringify(run.record.original.embeds) : '';
@@ -23,7 +30,7 @@ describe('the bot as a process, configured through its environment', () => {
     );
   }
 
-  it('refuses a video address on another host than GATEWAY_BASE_URL\'s when it is not public, and fetches it once DOWNLOAD_ALLOWED_HOSTS lists it', async () => {
+  it("refuses a video address on another host than GATEWAY_BASE_URL's when it is not public, and fetches it once DOWNLOAD_ALLOWED_HOSTS lists it", async () => {
     // The emulator names its videos at 127.0.0.1; the bot knows the gateway as localhost.
     const byName = world.emulator.baseUrl.replace('127.0.0.1', 'localhost');
     await world.bot.stop();

@@ -21,9 +21,18 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
   afterAll(() => world?.stop());
 
   /** A message a member posts in the server's text channel. */
-  function post(user: User, options: { content?: string; files?: { filename: string; bytes: Buffer; contentType: string }[]; embeds?: Record<string, unknown>[] }): Message {
+  function post(
+    user: User,
+    options: { content?: string; files?: { filename: string; bytes: Buffer; contentType: string }[]; embeds?: Record<string, unknown>[] },
+  ): Message {
     const { discord, guild } = world;
-    return discord.postMessage({ user, channelId: guild.textChannelId, content: options.content ?? '', attachments: options.files ?? [], embeds: options.embeds ?? [] });
+    return discord.postMessage({
+      user,
+      channelId: guild.textChannelId,
+      content: options.content ?? '',
+      attachments: options.files ?? [],
+      embeds: options.embeds ?? [],
+    });
   }
 
   function isSubmission(entry: JournalEntry): boolean {
@@ -45,7 +54,11 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
     const form = await discord.runMessageCommand({ user, message, command }).modal();
     const submit = discord.submitModal({ user, guildId: guild.id, channelId: guild.textChannelId, customId: form.customId, fields });
     expect((await submit.response()).type).toBe(DEFERRED_REPLY);
-    const posted = await discord.waitForMessage(guild.textChannelId, (candidate) => !before.has(candidate.id) && candidate.attachments.length > 0, 20_000);
+    const posted = await discord.waitForMessage(
+      guild.textChannelId,
+      (candidate) => !before.has(candidate.id) && candidate.attachments.length > 0,
+      20_000,
+    );
     const submission = await emulator.waitForRequest((entry) => isSubmission(entry) && !earlier.has(entry));
     const card = await submit.waitForReply((reply) => JSON.stringify(reply.embeds).includes('posted below'));
     return { inputs: form.inputs, submission, card, posted };
@@ -64,11 +77,19 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
   describe('the message commands', () => {
     it("Animate image makes a video with a member's attached picture as its first frame", async () => {
       const { guild } = world;
-      const picture = post(guild.admin, { content: 'sunset from my window', files: [{ filename: 'sunset.png', bytes: PNG_HEADER, contentType: 'image/png' }] });
+      const picture = post(guild.admin, {
+        content: 'sunset from my window',
+        files: [{ filename: 'sunset.png', bytes: PNG_HEADER, contentType: 'image/png' }],
+      });
       const { inputs, submission, card, posted } = await onMessage('Animate image', picture, { prompt: '', duration: '3' });
       expect(inputs).toEqual(['prompt', 'duration']);
       expect(submission.path).toBe(`${prefix}/videos/generations`);
-      expect(submission.body).toEqual({ model: 'svc-imagine-video-1.5', duration: 3, image: { url: picture.attachments[0]!.url }, user: expect.any(String) });
+      expect(submission.body).toEqual({
+        model: 'svc-imagine-video-1.5',
+        duration: 3,
+        image: { url: picture.attachments[0]!.url },
+        user: expect.any(String),
+      });
       expect(JSON.stringify(card.embeds)).toContain('Image to video');
       expect(JSON.stringify(card.embeds)).toContain(`Requested by <@${guild.member.id}>`);
       expect(posted.content).toContain(`<@${guild.member.id}> your video is ready`);
@@ -77,7 +98,12 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
 
     it("Animate image takes the picture of a link's image embed, at Discord's copy", async () => {
       const proxied = 'https://images-ext-1.discordapp.net/external/abc/https/example.com/fox.gif';
-      const link = post(world.guild.admin, { content: 'https://example.com/fox.gif', embeds: [{ type: 'image', url: 'https://example.com/fox.gif', thumbnail: { url: 'https://example.com/fox.gif', proxy_url: proxied } }] });
+      const link = post(world.guild.admin, {
+        content: 'https://example.com/fox.gif',
+        embeds: [
+          { type: 'image', url: 'https://example.com/fox.gif', thumbnail: { url: 'https://example.com/fox.gif', proxy_url: proxied } },
+        ],
+      });
       const { submission } = await onMessage('Animate image', link, { prompt: 'the fox runs off', duration: '' });
       expect(submission.body).toMatchObject({ prompt: 'the fox runs off', image: { url: proxied } });
     });
@@ -92,7 +118,13 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
     });
 
     it("Edit video edits a member's .mp4 as the prompt says", async () => {
-      const clip = post(world.guild.admin, { content: 'our garden', files: [{ filename: 'notes.txt', bytes: Buffer.from('hi'), contentType: 'text/plain' }, { filename: 'garden.mp4', bytes: SAMPLE_MP4, contentType: 'video/mp4' }] });
+      const clip = post(world.guild.admin, {
+        content: 'our garden',
+        files: [
+          { filename: 'notes.txt', bytes: Buffer.from('hi'), contentType: 'text/plain' },
+          { filename: 'garden.mp4', bytes: SAMPLE_MP4, contentType: 'video/mp4' },
+        ],
+      });
       const { inputs, submission, card } = await onMessage('Edit video', clip, { prompt: 'make it snow' });
       expect(inputs).toEqual(['prompt']);
       expect(submission.path).toBe(`${prefix}/videos/edits`);
@@ -104,19 +136,33 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
       const { guild } = world;
       const words = post(guild.admin, { content: 'just words' });
       const picture = post(guild.admin, { files: [{ filename: 'cat.png', bytes: PNG_HEADER, contentType: 'image/png' }] });
-      expect(await refusedOn('Animate image', words)).toBe('**Animate image** works on a message with a picture (PNG, JPEG, WebP or GIF, attached or embedded); this message has none.');
-      expect(await refusedOn('Extend video', picture)).toBe('**Extend video** works on a message with an .mp4 attachment; this message has none (it has cat.png).');
-      expect(await refusedOn('Edit video', words)).toBe('**Edit video** works on a message with an .mp4 attachment; this message has none.');
+      expect(await refusedOn('Animate image', words)).toBe(
+        '**Animate image** works on a message with a picture (PNG, JPEG, WebP or GIF, attached or embedded); this message has none.',
+      );
+      expect(await refusedOn('Extend video', picture)).toBe(
+        '**Extend video** works on a message with an .mp4 attachment; this message has none (it has cat.png).',
+      );
+      expect(await refusedOn('Edit video', words)).toBe(
+        '**Edit video** works on a message with an .mp4 attachment; this message has none.',
+      );
     });
 
-    it("takes a form only from the member it was opened for, and says so when it is no longer open", async () => {
+    it('takes a form only from the member it was opened for, and says so when it is no longer open', async () => {
       const { discord, guild } = world;
       const picture = post(guild.admin, { files: [{ filename: 'owl.png', bytes: PNG_HEADER, contentType: 'image/png' }] });
       const form = await discord.runMessageCommand({ user: guild.member, message: picture, command: 'Animate image' }).modal();
       const submitted = submissions().length;
-      for (const [user, customId] of [[guild.admin, form.customId], [guild.member, 'Animate image:1234567890123456789']] as const) {
-        const answer = await discord.submitModal({ user, guildId: guild.id, channelId: guild.textChannelId, customId, fields: { prompt: 'it flies', duration: '' } }).response();
-        expect(answer.data).toMatchObject({ flags: EPHEMERAL, content: 'This form is no longer open. Pick **Animate image** on the message again.' });
+      for (const [user, customId] of [
+        [guild.admin, form.customId],
+        [guild.member, 'Animate image:1234567890123456789'],
+      ] as const) {
+        const answer = await discord
+          .submitModal({ user, guildId: guild.id, channelId: guild.textChannelId, customId, fields: { prompt: 'it flies', duration: '' } })
+          .response();
+        expect(answer.data).toMatchObject({
+          flags: EPHEMERAL,
+          content: 'This form is no longer open. Pick **Animate image** on the message again.',
+        });
       }
       expect(submissions()).toHaveLength(submitted);
     });
@@ -125,7 +171,14 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
   /** Runs `/video generate` as `user` and waits for its card to say the video was posted. */
   async function generated(user: User, prompt: string, options: Record<string, number> = {}): Promise<Message> {
     const { discord, guild } = world;
-    const run = discord.runCommand({ user, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt, ...options } });
+    const run = discord.runCommand({
+      user,
+      guildId: guild.id,
+      channelId: guild.textChannelId,
+      command: 'video',
+      subcommand: 'generate',
+      options: { prompt, ...options },
+    });
     return run.waitForReply((card) => JSON.stringify(card.embeds).includes('posted below'), 20_000);
   }
 
@@ -154,7 +207,14 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
     let ref: string;
     beforeAll(async () => {
       const { discord, guild } = world;
-      const run = discord.runCommand({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt: 'a paper boat' } });
+      const run = discord.runCommand({
+        user: guild.admin,
+        guildId: guild.id,
+        channelId: guild.textChannelId,
+        command: 'video',
+        subcommand: 'generate',
+        options: { prompt: 'a paper boat' },
+      });
       const card = await run.waitForReply((reply) => JSON.stringify(reply.embeds).includes('posted below'), 20_000);
       video = await discord.waitForMessage(guild.textChannelId, (message) => message.messageReference?.message_id === card.id);
       ref = /video:extend:(v[0-9a-z]+)/.exec(JSON.stringify(video.components))![1]!;
@@ -164,10 +224,19 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
       const { discord, guild } = world;
       const before = new Set(discord.messages(guild.textChannelId).map((message) => message.id));
       const form = await discord.clickButton({ user: guild.member, message: video, customId: `video:extend:${ref}` }).modal();
-      const submit = discord.submitModal({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, customId: form.customId, fields: { prompt: 'it sails away', duration: '3' } });
+      const submit = discord.submitModal({
+        user: guild.member,
+        guildId: guild.id,
+        channelId: guild.textChannelId,
+        customId: form.customId,
+        fields: { prompt: 'it sails away', duration: '3' },
+      });
       const card = await submit.waitForReply((reply) => JSON.stringify(reply.embeds).includes('posted below'), 20_000);
       expect(JSON.stringify(card.embeds)).toContain(`Requested by <@${guild.member.id}>`);
-      const extended = await discord.waitForMessage(guild.textChannelId, (message) => !before.has(message.id) && message.attachments.length > 0);
+      const extended = await discord.waitForMessage(
+        guild.textChannelId,
+        (message) => !before.has(message.id) && message.attachments.length > 0,
+      );
       expect(extended.content).toContain(`<@${guild.member.id}> your video is ready`);
       const submission = [...submissions()].reverse().find((entry) => entry.path === `${prefix}/videos/extensions`);
       expect(submission?.body).toMatchObject({ prompt: 'it sails away', duration: 3 });
@@ -175,8 +244,19 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
 
     it('with buttons: owner, refuse B privately saying whose video it is, and submit nothing; A may still press them', async () => {
       const { discord, guild } = world;
-      const set = await discord.runCommand({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, command: 'config', subcommand: 'defaults', options: { buttons: 'owner' } }).reply();
-      expect(set.content).toContain('**Buttons under a video** (Extend, Edit, Regenerate): only the member who made the video may press them');
+      const set = await discord
+        .runCommand({
+          user: guild.admin,
+          guildId: guild.id,
+          channelId: guild.textChannelId,
+          command: 'config',
+          subcommand: 'defaults',
+          options: { buttons: 'owner' },
+        })
+        .reply();
+      expect(set.content).toContain(
+        '**Buttons under a video** (Extend, Edit, Regenerate): only the member who made the video may press them',
+      );
       const submitted = submissions().length;
       const refusal = `This is <@${guild.admin.id}>'s video: on this server, only the member who made a video may press its buttons.`;
       for (const action of ['extend', 'edit', 'regenerate']) {
@@ -184,7 +264,15 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
         expect(answer, action).toMatchObject({ type: 4, data: { flags: EPHEMERAL, content: refusal } });
       }
       // A form opened before the change is checked again when it is submitted.
-      const late = await discord.submitModal({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, customId: `video:edit-modal:${ref}`, fields: { prompt: 'make it golden' } }).response();
+      const late = await discord
+        .submitModal({
+          user: guild.member,
+          guildId: guild.id,
+          channelId: guild.textChannelId,
+          customId: `video:edit-modal:${ref}`,
+          fields: { prompt: 'make it golden' },
+        })
+        .response();
       expect(late.data).toMatchObject({ flags: EPHEMERAL, content: refusal });
       expect(submissions()).toHaveLength(submitted);
       const own = await discord.clickButton({ user: guild.admin, message: video, customId: `video:edit:${ref}` }).modal();

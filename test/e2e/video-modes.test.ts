@@ -18,14 +18,30 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
   afterAll(() => world?.stop());
 
   /** Runs /video and waits for its mp4; returns the posted message and the submission the gateway saw. */
-  async function makeVideo(subcommand: string, options: Record<string, string | number | { filename: string; bytes: Buffer; contentType: string }>): Promise<{ posted: Message; submission: JournalEntry }> {
+  async function makeVideo(
+    subcommand: string,
+    options: Record<string, string | number | { filename: string; bytes: Buffer; contentType: string }>,
+  ): Promise<{ posted: Message; submission: JournalEntry }> {
     const { discord, emulator, guild } = world;
     const before = new Set(discord.messages(guild.textChannelId).map((message) => message.id));
-    const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand, options });
+    const run = discord.runCommand({
+      user: guild.member,
+      guildId: guild.id,
+      channelId: guild.textChannelId,
+      command: 'video',
+      subcommand,
+      options,
+    });
     const callback = await run.response();
     expect(callback.type, JSON.stringify(callback.data)).toBe(5);
-    const posted = await discord.waitForMessage(guild.textChannelId, (message) => !before.has(message.id) && message.attachments.length > 0, 20_000);
-    const submission = [...emulator.requests].reverse().find((entry) => entry.method === 'POST' && entry.status === 200 && entry.path.startsWith(prefix))!;
+    const posted = await discord.waitForMessage(
+      guild.textChannelId,
+      (message) => !before.has(message.id) && message.attachments.length > 0,
+      20_000,
+    );
+    const submission = [...emulator.requests]
+      .reverse()
+      .find((entry) => entry.method === 'POST' && entry.status === 200 && entry.path.startsWith(prefix))!;
     expect(posted.attachments[0]?.bytes).toEqual(SAMPLE_MP4);
     return { posted, submission };
   }
@@ -33,7 +49,13 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
   it('text to video', async () => {
     const { submission } = await makeVideo('generate', { prompt: 'a red kite over dunes', duration: 3, aspect_ratio: '9:16' });
     expect(submission.path).toBe(`${prefix}/videos/generations`);
-    expect(submission.body).toMatchObject({ model: 'svc-imagine-video-1.5', prompt: 'a red kite over dunes', duration: 3, aspect_ratio: '9:16', user: expect.any(String) });
+    expect(submission.body).toMatchObject({
+      model: 'svc-imagine-video-1.5',
+      prompt: 'a red kite over dunes',
+      duration: 3,
+      aspect_ratio: '9:16',
+      user: expect.any(String),
+    });
     expect(JSON.stringify(submission.body)).not.toContain(world.guild.member.id);
   });
 
@@ -43,23 +65,41 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
   });
 
   it('reference images named in the prompt', async () => {
-    const { submission } = await makeVideo('generate', { prompt: '<IMAGE_0> meets <IMAGE_1>', reference_image: picture('a.png'), reference_image_2: picture('b.png') });
-    expect(submission.body).toMatchObject({ reference_images: [{ url: expect.stringContaining('/a.png') }, { url: expect.stringContaining('/b.png') }] });
+    const { submission } = await makeVideo('generate', {
+      prompt: '<IMAGE_0> meets <IMAGE_1>',
+      reference_image: picture('a.png'),
+      reference_image_2: picture('b.png'),
+    });
+    expect(submission.body).toMatchObject({
+      reference_images: [{ url: expect.stringContaining('/a.png') }, { url: expect.stringContaining('/b.png') }],
+    });
   });
 
   it('built-in voices and a reference audio', async () => {
     const audio = { filename: 'me.mp3', bytes: Buffer.from('ID3'), contentType: 'audio/mpeg' };
     const { submission } = await makeVideo('generate', { prompt: '<AUDIO_0> says hello', voice: 'eve, leo', reference_audio: audio });
-    expect(submission.body).toMatchObject({ reference_audios: [{ voice_id: 'eve' }, { voice_id: 'leo' }, { url: expect.stringContaining('/me.mp3') }] });
+    expect(submission.body).toMatchObject({
+      reference_audios: [{ voice_id: 'eve' }, { voice_id: 'leo' }, { url: expect.stringContaining('/me.mp3') }],
+    });
   });
 
   it('first and last frame', async () => {
-    const { submission } = await makeVideo('generate', { prompt: 'a flower opens', image: picture('bud.png'), last_frame: picture('bloom.png') });
-    expect(submission.body).toMatchObject({ image: { url: expect.stringContaining('/bud.png') }, last_frame: { url: expect.stringContaining('/bloom.png') } });
+    const { submission } = await makeVideo('generate', {
+      prompt: 'a flower opens',
+      image: picture('bud.png'),
+      last_frame: picture('bloom.png'),
+    });
+    expect(submission.body).toMatchObject({
+      image: { url: expect.stringContaining('/bud.png') },
+      last_frame: { url: expect.stringContaining('/bloom.png') },
+    });
   });
 
   it('edits an .mp4 attachment and extends a finished task', async () => {
-    const edited = await makeVideo('edit', { prompt: 'make it night', video: { filename: 'clip.mp4', bytes: SAMPLE_MP4, contentType: 'video/mp4' } });
+    const edited = await makeVideo('edit', {
+      prompt: 'make it night',
+      video: { filename: 'clip.mp4', bytes: SAMPLE_MP4, contentType: 'video/mp4' },
+    });
     expect(edited.submission.path).toBe(`${prefix}/videos/edits`);
     expect(edited.submission.body).toMatchObject({ prompt: 'make it night', video: { url: expect.stringMatching(/\/clip\.mp4\?/) } });
 
@@ -72,9 +112,17 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
   });
 
   it('extends an .mp4 attachment and edits a finished task', async () => {
-    const extended = await makeVideo('extend', { prompt: 'the tide comes in', duration: 3, video: { filename: 'beach.mp4', bytes: SAMPLE_MP4, contentType: 'video/mp4' } });
+    const extended = await makeVideo('extend', {
+      prompt: 'the tide comes in',
+      duration: 3,
+      video: { filename: 'beach.mp4', bytes: SAMPLE_MP4, contentType: 'video/mp4' },
+    });
     expect(extended.submission.path).toBe(`${prefix}/videos/extensions`);
-    expect(extended.submission.body).toMatchObject({ prompt: 'the tide comes in', duration: 3, video: { url: expect.stringMatching(/\/beach\.mp4\?/) } });
+    expect(extended.submission.body).toMatchObject({
+      prompt: 'the tide comes in',
+      duration: 3,
+      video: { url: expect.stringMatching(/\/beach\.mp4\?/) },
+    });
 
     const taskRef = /video:extend:(v[0-9a-z]+)/.exec(JSON.stringify(extended.posted.components))![1]!;
     const edited = await makeVideo('edit', { prompt: 'in black and white', task: taskRef });
@@ -104,14 +152,26 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
       if (modalFields) {
         const modal = await click.modal();
         expect(modal.customId).toBe(`video:${action}-modal:${taskRef}`);
-        const submit = discord.submitModal({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, customId: modal.customId, fields: modalFields });
+        const submit = discord.submitModal({
+          user: guild.admin,
+          guildId: guild.id,
+          channelId: guild.textChannelId,
+          customId: modal.customId,
+          fields: modalFields,
+        });
         expect((await submit.response()).type).toBe(5);
       } else {
         expect((await click.response()).type).toBe(5);
       }
-      const result = await discord.waitForMessage(guild.textChannelId, (message) => !before.has(message.id) && message.attachments.length > 0, 20_000);
+      const result = await discord.waitForMessage(
+        guild.textChannelId,
+        (message) => !before.has(message.id) && message.attachments.length > 0,
+        20_000,
+      );
       expect(result.content).toContain(`<@${guild.admin.id}>`);
-      const submission = [...emulator.requests].reverse().find((entry) => entry.method === 'POST' && entry.path === `${prefix}/videos/${path}`);
+      const submission = [...emulator.requests]
+        .reverse()
+        .find((entry) => entry.method === 'POST' && entry.path === `${prefix}/videos/${path}`);
       expect(submission?.status).toBe(200);
     }
   });

@@ -8,12 +8,23 @@ import { startWorld, type World } from '../support/world.ts';
 describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
   let world: World;
   beforeAll(async () => {
-    world = await startWorld({ emulator: { timing: { generation_ms: 300, task_timeout_ms: 1500 } }, standIn: { tokenLifetimeMs: 1200 }, env: { GATEWAY_LAYER: layer } });
+    world = await startWorld({
+      emulator: { timing: { generation_ms: 300, task_timeout_ms: 1500 } },
+      standIn: { tokenLifetimeMs: 1200 },
+      env: { GATEWAY_LAYER: layer },
+    });
   }, 60_000);
   afterAll(() => world?.stop());
 
   function generate(prompt: string, options: Record<string, string | number> = {}, guild = world.guild): InteractionHandle {
-    return world.discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt, ...options } });
+    return world.discord.runCommand({
+      user: guild.member,
+      guildId: guild.id,
+      channelId: guild.textChannelId,
+      command: 'video',
+      subcommand: 'generate',
+      options: { prompt, ...options },
+    });
   }
 
   function details(message: Message): string {
@@ -69,7 +80,11 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
     it('keeps the card up to date after the interaction token expired, as a channel message', async () => {
       const run = generate('a slow one', { duration: 10 });
       await finalCard(run, 'posted below');
-      expect(world.discord.requests.some((request) => request.method === 'PATCH' && /^\/channels\/\d+\/messages\/\d+$/.test(request.path) && request.status === 200)).toBe(true);
+      expect(
+        world.discord.requests.some(
+          (request) => request.method === 'PATCH' && /^\/channels\/\d+\/messages\/\d+$/.test(request.path) && request.status === 200,
+        ),
+      ).toBe(true);
     });
   });
 
@@ -94,7 +109,7 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
       expect(emulator.quotaUsd('emulator-key')).toBeCloseTo(quota, 6);
     });
 
-    it('an unknown voice is told privately with the gateway\'s own list, naming the `voice` option', async () => {
+    it("an unknown voice is told privately with the gateway's own list, naming the `voice` option", async () => {
       const run = generate(`a voice ${Math.random()}`, { voice: 'eve, nobody' });
       const told = await world.discord.waitFor(() => run.followUps[0], 10_000, 'a follow-up saying why');
       expect(told.flags & 64).toBe(64);
@@ -103,7 +118,7 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
       expect(told.content).toMatch(/request id `req_/);
     });
 
-    it('retries an overloaded gateway within the spec\'s rules and then succeeds', async () => {
+    it("retries an overloaded gateway within the spec's rules and then succeeds", async () => {
       const { discord, emulator, guild } = world;
       const prompt = `busy [[http:503:overloaded:1]] ${Math.random()}`;
       const before = new Set(discord.messages(guild.textChannelId).map((message) => message.id));
@@ -131,7 +146,14 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
 
     it('asks for exactly one source for an edit', async () => {
       const { discord, guild } = world;
-      const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'edit', options: { prompt: 'x' } });
+      const run = discord.runCommand({
+        user: guild.member,
+        guildId: guild.id,
+        channelId: guild.textChannelId,
+        command: 'video',
+        subcommand: 'edit',
+        options: { prompt: 'x' },
+      });
       expect((await run.response()).data).toMatchObject({ flags: 64, content: expect.stringContaining('exactly one source') });
       const wrong = discord.runCommand({
         user: guild.member,
@@ -146,29 +168,52 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
   });
 
   describe('status and history', () => {
-    it('shows a task\'s card and the caller\'s recent tasks', async () => {
+    it("shows a task's card and the caller's recent tasks", async () => {
       const { discord, guild } = world;
       const run = generate('for the record');
       const card = await run.waitForReply((message) => gatewayIdOn(message) !== undefined);
       const gatewayId = gatewayIdOn(card)!;
-      const status = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'status', options: { task: gatewayId } });
+      const status = discord.runCommand({
+        user: guild.member,
+        guildId: guild.id,
+        channelId: guild.textChannelId,
+        command: 'video',
+        subcommand: 'status',
+        options: { task: gatewayId },
+      });
       expect(details(await status.reply())).toContain('for the record');
-      const list = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'list' });
+      const list = discord.runCommand({
+        user: guild.member,
+        guildId: guild.id,
+        channelId: guild.textChannelId,
+        command: 'video',
+        subcommand: 'list',
+      });
       const text = (await list.reply()).content;
       expect(text).toContain('Your recent videos');
       expect(text).toContain('for the record');
-      const other = discord.runCommand({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'list' });
+      const other = discord.runCommand({
+        user: guild.admin,
+        guildId: guild.id,
+        channelId: guild.textChannelId,
+        command: 'video',
+        subcommand: 'list',
+      });
       expect((await other.reply()).content).toContain('no videos');
     });
   });
 
   describe('upload limits', () => {
-    it('posts a link instead of the file when the video is over the server\'s limit, and says why', async () => {
+    it("posts a link instead of the file when the video is over the server's limit, and says why", async () => {
       const { discord } = world;
       const small = discord.createGuild({ attachmentSizeLimit: 5000 });
       const run = generate('too big for this server', {}, small);
       expect((await run.response()).type).toBe(5);
-      const posted = await discord.waitForMessage(small.textChannelId, (message) => message.content.includes('your video is ready'), 20_000);
+      const posted = await discord.waitForMessage(
+        small.textChannelId,
+        (message) => message.content.includes('your video is ready'),
+        20_000,
+      );
       expect(posted.attachments).toHaveLength(0);
       expect(posted.content).toContain("over this server's upload limit");
       expect(posted.content).toMatch(/http:\/\/127\.0\.0\.1:\d+\/files\/[0-9a-f]+\.mp4/);
@@ -182,7 +227,11 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
       const run = generate('the limit shrank', {}, shrinking);
       await run.response();
       discord.setAttachmentSizeLimit(shrinking.id, 5000);
-      const posted = await discord.waitForMessage(shrinking.textChannelId, (message) => message.content.includes('your video is ready'), 20_000);
+      const posted = await discord.waitForMessage(
+        shrinking.textChannelId,
+        (message) => message.content.includes('your video is ready'),
+        20_000,
+      );
       expect(posted.attachments).toHaveLength(0);
       expect(posted.content).toContain('upload limit');
       expect(discord.requests.filter((request) => request.status === 413)).toHaveLength(1);

@@ -12,9 +12,20 @@ afterAll(() => world?.stop());
 async function makeVideo(subcommand: string, options: Record<string, string | number>): Promise<Message> {
   const { discord, guild, bot } = world;
   const before = new Set(discord.messages(guild.textChannelId).map((message) => message.id));
-  const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand, options });
+  const run = discord.runCommand({
+    user: guild.member,
+    guildId: guild.id,
+    channelId: guild.textChannelId,
+    command: 'video',
+    subcommand,
+    options,
+  });
   expect((await run.response()).type).toBe(5);
-  const posted = await discord.waitForMessage(guild.textChannelId, (message) => !before.has(message.id) && message.attachments.length > 0, 20_000);
+  const posted = await discord.waitForMessage(
+    guild.textChannelId,
+    (message) => !before.has(message.id) && message.attachments.length > 0,
+    20_000,
+  );
   // The post shows up a moment before the bot has recorded it; a video used as a source must be recorded.
   await bot.waitForLog((line) => line.msg === 'video posted' && line.message === posted.id);
   return posted;
@@ -27,16 +38,22 @@ describe('the bot on the stand-ins', () => {
     expect(options.map((option: { name?: unknown }) => option.name)).toEqual(['generate', 'edit', 'extend', 'status', 'list', 'usage']);
   });
 
-  it('answers a command within Discord\'s 3 s deadline', async () => {
+  it("answers a command within Discord's 3 s deadline", async () => {
     const { discord, guild } = world;
-    const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'list' });
+    const run = discord.runCommand({
+      user: guild.member,
+      guildId: guild.id,
+      channelId: guild.textChannelId,
+      command: 'video',
+      subcommand: 'list',
+    });
     const callback = await run.response();
     expect(callback.at - run.record.createdAt).toBeLessThan(3000);
     expect(callback.data.flags).toBe(64);
     expect(callback.data.content).toContain('no videos');
   });
 
-  it('generates a video and posts the emulator\'s mp4 in the channel, replying to the status card', async () => {
+  it("generates a video and posts the emulator's mp4 in the channel, replying to the status card", async () => {
     const { discord, guild } = world;
     const run = discord.runCommand({
       user: guild.member,
@@ -47,7 +64,9 @@ describe('the bot on the stand-ins', () => {
       options: { prompt: 'a lighthouse at dawn', duration: 4 },
     });
     expect((await run.response()).type).toBe(5);
-    const card = await run.waitForReply((message) => JSON.stringify(message.embeds).includes('Generating') || JSON.stringify(message.embeds).includes('Done'));
+    const card = await run.waitForReply(
+      (message) => JSON.stringify(message.embeds).includes('Generating') || JSON.stringify(message.embeds).includes('Done'),
+    );
     const posted = await discord.waitForMessage(guild.textChannelId, (message) => message.attachments.length > 0, 20_000);
     expect(posted.content).toContain(`<@${guild.member.id}>`);
     expect(posted.messageReference?.message_id).toBe(card.id);
@@ -71,11 +90,18 @@ describe('the bot on the stand-ins', () => {
     expect(extended.attachments).toHaveLength(1);
   });
 
-  it('keeps the status card up to date when interaction ids carry a clock 20 minutes off the bot\'s', async () => {
+  it("keeps the status card up to date when interaction ids carry a clock 20 minutes off the bot's", async () => {
     const { discord, guild } = world;
     discord.interactionIdClockSkewMs = -20 * 60_000;
     try {
-      const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt: 'skewed' } });
+      const run = discord.runCommand({
+        user: guild.member,
+        guildId: guild.id,
+        channelId: guild.textChannelId,
+        command: 'video',
+        subcommand: 'generate',
+        options: { prompt: 'skewed' },
+      });
       expect((await run.response()).type).toBe(5);
       await run.waitForReply((message) => JSON.stringify(message.embeds).includes('posted below'), 20_000);
     } finally {
@@ -88,7 +114,15 @@ describe('the bot on the stand-ins', () => {
     const modelLists = () => emulator.requests.filter((entry) => entry.path === '/v1/models').length;
     const before = modelLists();
     for (const typed of ['s', 'svc', 'svc-imagine']) {
-      const choices = await discord.autocomplete({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt: 'x', model: typed }, focused: 'model' });
+      const choices = await discord.autocomplete({
+        user: guild.member,
+        guildId: guild.id,
+        channelId: guild.textChannelId,
+        command: 'video',
+        subcommand: 'generate',
+        options: { prompt: 'x', model: typed },
+        focused: 'model',
+      });
       expect(choices.map((choice) => choice.value)).toContain('svc-imagine-video-1.5');
     }
     expect(modelLists() - before).toBe(1);
@@ -96,10 +130,25 @@ describe('the bot on the stand-ins', () => {
 
   it('offers only finished videos as the task to edit or extend, and every task for /video status', async () => {
     const { discord, guild } = world;
-    const failed = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt: 'x [[fail:internal_error]]' } });
+    const failed = discord.runCommand({
+      user: guild.member,
+      guildId: guild.id,
+      channelId: guild.textChannelId,
+      command: 'video',
+      subcommand: 'generate',
+      options: { prompt: 'x [[fail:internal_error]]' },
+    });
     await failed.waitForReply((message) => JSON.stringify(message.embeds).includes('Failed'), 20_000);
     const offered = (subcommand: string) =>
-      discord.autocomplete({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand, options: { task: '' }, focused: 'task' });
+      discord.autocomplete({
+        user: guild.member,
+        guildId: guild.id,
+        channelId: guild.textChannelId,
+        command: 'video',
+        subcommand,
+        options: { task: '' },
+        focused: 'task',
+      });
     const forExtend = await offered('extend');
     expect(forExtend.length).toBeGreaterThan(0);
     expect(forExtend.every((choice) => choice.name.startsWith('succeeded'))).toBe(true);

@@ -18,7 +18,9 @@ afterAll(() => world?.stop());
 afterEach(async () => {
   const { discord, guild } = world;
   if (discord.botVoiceChannel(guild.id)) {
-    await discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'leave' }).response();
+    await discord
+      .runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'leave' })
+      .response();
     await discord.waitFor(() => (discord.botVoiceChannel(guild.id) ? undefined : true), 10_000, 'the bot leaving voice');
   }
   for (const user of inVoice.splice(0)) discord.leaveVoice(user, guild.id);
@@ -28,7 +30,10 @@ afterEach(async () => {
 /** The stand-in's bot is "video-voice-bot": its display name is what it answers to by default. */
 const BOT_NAME = 'video-voice-bot';
 
-type ScriptBody = { transcript?: string; response?: { text?: string; function_call?: { name: string; arguments?: Record<string, unknown> } } };
+type ScriptBody = {
+  transcript?: string;
+  response?: { text?: string; function_call?: { name: string; arguments?: Record<string, unknown> } };
+};
 
 /** Scripts the session's next user turn through the emulator's HTTP endpoint. */
 async function script(session: RealtimeSession, body: ScriptBody): Promise<void> {
@@ -42,12 +47,25 @@ async function script(session: RealtimeSession, body: ScriptBody): Promise<void>
 
 async function settings(options: Record<string, string | number | boolean>): Promise<string> {
   const { discord, guild } = world;
-  return (await discord.runCommand({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'settings', options }).reply()).content;
+  return (
+    await discord
+      .runCommand({
+        user: guild.admin,
+        guildId: guild.id,
+        channelId: guild.textChannelId,
+        command: 'voice',
+        subcommand: 'settings',
+        options,
+      })
+      .reply()
+  ).content;
 }
 
 async function config(subcommand: string, options: Record<string, string | number>): Promise<void> {
   const { discord, guild } = world;
-  await discord.runCommand({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, command: 'config', subcommand, options }).reply();
+  await discord
+    .runCommand({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, command: 'config', subcommand, options })
+    .reply();
 }
 
 /** `people` join the voice channel, then the first runs /voice join; the conversation's realtime session. */
@@ -58,18 +76,33 @@ async function joinWith(...people: User[]): Promise<RealtimeSession> {
     inVoice.push(user);
   }
   const earlier = [...emulator.realtime.sessions];
-  const run = discord.runCommand({ user: people[0]!, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'join' });
+  const run = discord.runCommand({
+    user: people[0]!,
+    guildId: guild.id,
+    channelId: guild.textChannelId,
+    command: 'voice',
+    subcommand: 'join',
+  });
   expect((await run.reply()).content).toMatch(/^Joined/);
   await discord.voice.waitForBotConnection(guild.id);
-  const { session } = await emulator.realtime.waitForClientEvent((event, candidate) => event.type === 'session.update' && !earlier.includes(candidate), 10_000);
+  const { session } = await emulator.realtime.waitForClientEvent(
+    (event, candidate) => event.type === 'session.update' && !earlier.includes(candidate),
+    10_000,
+  );
   return session;
 }
 
 /** The first event of the session's journal (`server` or `client`) of this type that was not there before; waits for it. */
-async function nextEvent(session: RealtimeSession, side: 'server' | 'client', type: string, match: (event: Readonly<Record<string, unknown>>) => boolean = () => true): Promise<{ at: number; event: Readonly<Record<string, unknown>> }> {
+async function nextEvent(
+  session: RealtimeSession,
+  side: 'server' | 'client',
+  type: string,
+  match: (event: Readonly<Record<string, unknown>>) => boolean = () => true,
+): Promise<{ at: number; event: Readonly<Record<string, unknown>> }> {
   const journal = () => (side === 'server' ? session.serverEvents : session.clientEvents);
   const earlier = new Set(journal().map((entry) => entry.event));
-  const predicate = (event: Readonly<Record<string, unknown>>, which: RealtimeSession) => which === session && event.type === type && !earlier.has(event) && match(event);
+  const predicate = (event: Readonly<Record<string, unknown>>, which: RealtimeSession) =>
+    which === session && event.type === type && !earlier.has(event) && match(event);
   const { realtime } = world.emulator;
   const found = await (side === 'server' ? realtime.waitForServerEvent(predicate, 20_000) : realtime.waitForClientEvent(predicate, 20_000));
   return found.event;
@@ -91,10 +124,16 @@ async function say(session: RealtimeSession, user: User, transcript: string, res
 /** The bot's answer, played to its end. */
 async function answerPlayed(what = 'the answer'): Promise<void> {
   const { discord, guild } = world;
-  await discord.voice.waitForBotAudio(guild.id, (received) => audible(received).length >= 10, 20_000).catch((error: unknown) => {
-    throw new Error(`${what} was not heard`, { cause: error });
-  });
-  await discord.voice.waitForBotSpeaking(guild.id, (events) => events.some((event) => event.speaking !== 0) && events.at(-1)?.speaking === 0, 15_000);
+  await discord.voice
+    .waitForBotAudio(guild.id, (received) => audible(received).length >= 10, 20_000)
+    .catch((error: unknown) => {
+      throw new Error(`${what} was not heard`, { cause: error });
+    });
+  await discord.voice.waitForBotSpeaking(
+    guild.id,
+    (events) => events.some((event) => event.speaking !== 0) && events.at(-1)?.speaking === 0,
+    15_000,
+  );
   discord.voice.clearBotAudio(guild.id);
 }
 
@@ -114,20 +153,34 @@ describe('when the bot answers', () => {
       const creates = clientEvents(session, 'response.create');
       expect(creates).toHaveLength(1);
       expect(creates[0]!.at).toBeGreaterThanOrEqual(addressed);
-      expect(session.serverEvents.filter((entry) => entry.event.type === 'response.created' && entry.at < addressed && entry.at >= unaddressed)).toEqual([]);
+      expect(
+        session.serverEvents.filter((entry) => entry.event.type === 'response.created' && entry.at < addressed && entry.at >= unaddressed),
+      ).toEqual([]);
 
       const thread = await discord.waitFor(
-        () => discord.state.guilds.get(guild.id)?.channels.find((channel) => channel.type === 11 && channel.parentId === guild.textChannelId),
+        () =>
+          discord.state.guilds.get(guild.id)?.channels.find((channel) => channel.type === 11 && channel.parentId === guild.textChannelId),
         10_000,
         'the transcript thread',
       );
-      await discord.waitForMessage(thread.id, (message) => message.content === '**Voice**: what time is it · not answered (not addressed to me)', 10_000);
-      await discord.waitForMessage(thread.id, (message) => message.content === `**Voice**: Hey ${BOT_NAME}, what time is it · ✅ answered`, 10_000);
+      await discord.waitForMessage(
+        thread.id,
+        (message) => message.content === '**Voice**: what time is it · not answered (not addressed to me)',
+        10_000,
+      );
+      await discord.waitForMessage(
+        thread.id,
+        (message) => message.content === `**Voice**: Hey ${BOT_NAME}, what time is it · ✅ answered`,
+        10_000,
+      );
 
       // The admin leaves: one person left, every turn is answered, with server VAD on the same session.
       const sessions = emulator.realtime.sessions.length;
       discord.leaveVoice(guild.admin, guild.id);
-      await emulator.realtime.waitForClientEvent((event, candidate) => candidate === session && event.type === 'session.update' && JSON.stringify(event).includes('server_vad'), 10_000);
+      await emulator.realtime.waitForClientEvent(
+        (event, candidate) => candidate === session && event.type === 'session.update' && JSON.stringify(event).includes('server_vad'),
+        10_000,
+      );
       const alone = await say(session, guild.member, 'what time is it');
       await answerPlayed('answer 2');
       expect(session.serverEvents.some((entry) => entry.event.type === 'response.created' && entry.at >= alone)).toBe(true);
@@ -138,7 +191,11 @@ describe('when the bot answers', () => {
       // Someone joins again: back to answering only when named, still the same session.
       discord.joinVoice(guild.admin, guild.id, guild.voiceChannelId);
       await emulator.realtime.waitForClientEvent(
-        (event, candidate) => candidate === session && event.type === 'session.update' && (event.session as { turn_detection?: unknown } | undefined)?.turn_detection === null && clientEvents(session, 'session.update').length >= 3,
+        (event, candidate) =>
+          candidate === session &&
+          event.type === 'session.update' &&
+          (event.session as { turn_detection?: unknown } | undefined)?.turn_detection === null &&
+          clientEvents(session, 'session.update').length >= 3,
         10_000,
       );
       const again = await say(session, guild.admin, 'so what did you think');
@@ -162,12 +219,17 @@ describe('when the bot answers', () => {
       await answerPlayed('answer 4');
       const second = await say(session, guild.admin, `Hey ${BOT_NAME}, what time is it`);
       await answerPlayed('answer 5');
-      for (const at of [first, second]) expect(session.serverEvents.some((entry) => entry.event.type === 'response.created' && entry.at >= at)).toBe(true);
-      await discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'leave' }).reply();
+      for (const at of [first, second])
+        expect(session.serverEvents.some((entry) => entry.event.type === 'response.created' && entry.at >= at)).toBe(true);
+      await discord
+        .runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'leave' })
+        .reply();
       discord.leaveVoice(guild.admin, guild.id);
       discord.leaveVoice(guild.member, guild.id);
 
-      expect(await settings({ respond: 'when_named', wake_words: 'Robo, Hey Pixel' })).toContain('**Answers:** when_named: only turns that name it (its names: "Robo", "Hey Pixel")');
+      expect(await settings({ respond: 'when_named', wake_words: 'Robo, Hey Pixel' })).toContain(
+        '**Answers:** when_named: only turns that name it (its names: "Robo", "Hey Pixel")',
+      );
       const alone = await joinWith(guild.member);
       await say(alone, guild.member, `hey ${BOT_NAME}, are you there`);
       const named = await say(alone, guild.member, 'Pixel, are you there?');
@@ -182,11 +244,25 @@ describe('when the bot answers', () => {
 
   it('refuses a bad respond or wake_words privately, naming the option', async () => {
     const { discord, guild } = world;
-    const run = discord.runCommand({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'settings', options: { wake_words: '!!!, ???' } });
+    const run = discord.runCommand({
+      user: guild.admin,
+      guildId: guild.id,
+      channelId: guild.textChannelId,
+      command: 'voice',
+      subcommand: 'settings',
+      options: { wake_words: '!!!, ???' },
+    });
     const reply = await run.reply();
     expect(reply.flags & 64).toBe(64);
     expect(reply.content).toMatch(/^`wake_words`: "!!!" has no letters or digits/);
-    const respond = discord.runCommand({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'settings', options: { respond: 'sometimes' } });
+    const respond = discord.runCommand({
+      user: guild.admin,
+      guildId: guild.id,
+      channelId: guild.textChannelId,
+      command: 'voice',
+      subcommand: 'settings',
+      options: { respond: 'sometimes' },
+    });
     const refused = await respond.reply();
     expect(refused.flags & 64).toBe(64);
     expect(refused.content).toBe('`respond` must be one of auto, always, when_named; got "sometimes".');
@@ -195,17 +271,33 @@ describe('when the bot answers', () => {
 
 describe('tools the model can call', () => {
   /** The output the bot gave the model for the next call, parsed; and what the model then said. */
-  async function nextOutput(session: RealtimeSession, since: number): Promise<{ output: { status: string; message: string; task?: string }; raw: string; said: string }> {
-    const existing = session.clientEvents.find((entry) => entry.at >= since && entry.event.type === 'conversation.item.create' && (entry.event.item as { type?: unknown } | undefined)?.type === 'function_call_output');
-    const event = existing ?? (await nextEvent(session, 'client', 'conversation.item.create', (candidate) => (candidate.item as { type?: unknown } | undefined)?.type === 'function_call_output'));
+  async function nextOutput(
+    session: RealtimeSession,
+    since: number,
+  ): Promise<{ output: { status: string; message: string; task?: string }; raw: string; said: string }> {
+    const existing = session.clientEvents.find(
+      (entry) =>
+        entry.at >= since &&
+        entry.event.type === 'conversation.item.create' &&
+        (entry.event.item as { type?: unknown } | undefined)?.type === 'function_call_output',
+    );
+    const event =
+      existing ??
+      (await nextEvent(
+        session,
+        'client',
+        'conversation.item.create',
+        (candidate) => (candidate.item as { type?: unknown } | undefined)?.type === 'function_call_output',
+      ));
     const raw = String((event.event.item as { output?: unknown }).output);
     const output: unknown = JSON.parse(raw);
-    const spoken = (entry: { at: number; event: Readonly<Record<string, unknown>> }) => entry.at >= event.at && entry.event.type === 'response.output_audio_transcript.done';
+    const spoken = (entry: { at: number; event: Readonly<Record<string, unknown>> }) =>
+      entry.at >= event.at && entry.event.type === 'response.output_audio_transcript.done';
     const said = session.serverEvents.find(spoken) ?? (await nextEvent(session, 'server', 'response.output_audio_transcript.done'));
     return { output: output as { status: string; message: string; task?: string }, raw, said: String(said.event.transcript) };
   }
 
-  it('makes a video for the member who asked, with a card mentioning them, posts it and says so; refuses a member without the video role and one past a limit in /video\'s words', async () => {
+  it("makes a video for the member who asked, with a card mentioning them, posts it and says so; refuses a member without the video role and one past a limit in /video's words", async () => {
     const { discord, emulator, guild } = world;
     const outsider = discord.createUser({ guildId: guild.id, name: 'outsider' });
     await config('roles', { feature: 'video', action: 'add', role: guild.memberRoleId });
@@ -221,17 +313,34 @@ describe('tools the model can call', () => {
       const submitted = await nextOutput(session, asked);
       expect(submitted.output).toMatchObject({ status: 'submitted', task: expect.stringMatching(/^\w+/) });
       expect(submitted.said).toBe(submitted.raw);
-      const card = await discord.waitForMessage(guild.textChannelId, (message) => JSON.stringify(message.embeds).includes(`ref ${submitted.output.task}`), 15_000);
+      const card = await discord.waitForMessage(
+        guild.textChannelId,
+        (message) => JSON.stringify(message.embeds).includes(`ref ${submitted.output.task}`),
+        15_000,
+      );
       expect(card.content).toContain(`<@${guild.member.id}>`);
       expect(JSON.stringify(card.embeds)).toContain(`Requested by <@${guild.member.id}>`);
-      const posted = await discord.waitForMessage(guild.textChannelId, (message) => message.attachments.length > 0 && message.messageReference?.message_id === card.id, 20_000);
+      const posted = await discord.waitForMessage(
+        guild.textChannelId,
+        (message) => message.attachments.length > 0 && message.messageReference?.message_id === card.id,
+        20_000,
+      );
       expect(posted.attachments[0]?.filename).toMatch(/\.mp4$/);
-      await emulator.realtime.waitForClientEvent((event, which) => which === session && event.type === 'conversation.item.create' && JSON.stringify(event).includes('a fox surfing at sunset') && JSON.stringify(event).includes('force_message'), 20_000);
+      await emulator.realtime.waitForClientEvent(
+        (event, which) =>
+          which === session &&
+          event.type === 'conversation.item.create' &&
+          JSON.stringify(event).includes('a fox surfing at sunset') &&
+          JSON.stringify(event).includes('force_message'),
+        20_000,
+      );
       await answerPlayed('answer 7');
 
       // The outsider, without the video role: refused as /video refuses them, and the model says so.
       const cards = discord.messages(guild.textChannelId).length;
-      const outsiderAsked = await say(session, outsider, `${BOT_NAME}, make a video of a cat`, { function_call: { name: 'generate_video', arguments: { prompt: 'a cat' } } });
+      const outsiderAsked = await say(session, outsider, `${BOT_NAME}, make a video of a cat`, {
+        function_call: { name: 'generate_video', arguments: { prompt: 'a cat' } },
+      });
       const refused = await nextOutput(session, outsiderAsked);
       expect(refused.output.status).toBe('refused');
       expect(refused.output.message).toContain(`<@&${guild.memberRoleId}>`);
@@ -241,7 +350,9 @@ describe('tools the model can call', () => {
       // A limit reached: the same.
       await config('limits', { daily_per_user: 1 });
       try {
-        const again = await say(session, guild.member, `${BOT_NAME}, another one please`, { function_call: { name: 'generate_video', arguments: { prompt: 'a second fox' } } });
+        const again = await say(session, guild.member, `${BOT_NAME}, another one please`, {
+          function_call: { name: 'generate_video', arguments: { prompt: 'a second fox' } },
+        });
         const limited = await nextOutput(session, again);
         expect(limited.output.status).toBe('refused');
         expect(limited.output.message).toMatch(/limit of 1 video a day\. Try again <t:\d+:R>/);
@@ -250,7 +361,12 @@ describe('tools the model can call', () => {
         await config('limits', { daily_per_user: 0 });
       }
       // Nothing was posted for the refused calls.
-      expect(discord.messages(guild.textChannelId).slice(cards).filter((message) => message.embeds.length > 0)).toEqual([]);
+      expect(
+        discord
+          .messages(guild.textChannelId)
+          .slice(cards)
+          .filter((message) => message.embeds.length > 0),
+      ).toEqual([]);
 
       // video_status: the speaker's latest task.
       const status = await say(session, guild.member, `${BOT_NAME}, how is my video`, { function_call: { name: 'video_status' } });
@@ -260,9 +376,14 @@ describe('tools the model can call', () => {
       await answerPlayed('answer 10');
 
       // Malformed arguments: an output naming the problem, and the conversation goes on.
-      const malformed = await say(session, guild.member, `${BOT_NAME}, make a long one`, { function_call: { name: 'generate_video', arguments: { duration: 'long' } } });
+      const malformed = await say(session, guild.member, `${BOT_NAME}, make a long one`, {
+        function_call: { name: 'generate_video', arguments: { duration: 'long' } },
+      });
       const invalid = await nextOutput(session, malformed);
-      expect(invalid.output).toEqual({ status: 'invalid_arguments', message: 'prompt is required: say what the video should show. Nothing was done.' });
+      expect(invalid.output).toEqual({
+        status: 'invalid_arguments',
+        message: 'prompt is required: say what the video should show. Nothing was done.',
+      });
       await answerPlayed('answer 11');
       expect(world.bot.child.exitCode).toBeNull();
     } finally {

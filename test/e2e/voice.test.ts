@@ -17,14 +17,29 @@ beforeAll(async () => {
   // These tests are about what is heard and played: the bot answers every turn, however many people
   // are in the channel (test/e2e/voice-addressing.test.ts covers when it answers).
   const { discord, guild } = world;
-  await discord.runCommand({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'settings', options: { respond: 'always' } }).reply();
+  await discord
+    .runCommand({
+      user: guild.admin,
+      guildId: guild.id,
+      channelId: guild.textChannelId,
+      command: 'voice',
+      subcommand: 'settings',
+      options: { respond: 'always' },
+    })
+    .reply();
 }, 60_000);
 afterAll(() => world?.stop());
 
 afterEach(async () => {
   const { discord, guild } = world;
   if (discord.botVoiceChannel(guild.id)) {
-    const leave = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'leave' });
+    const leave = discord.runCommand({
+      user: guild.member,
+      guildId: guild.id,
+      channelId: guild.textChannelId,
+      command: 'voice',
+      subcommand: 'leave',
+    });
     await leave.response();
     await discord.waitFor(() => (discord.botVoiceChannel(guild.id) ? undefined : true), 10_000, 'the bot leaving voice');
   }
@@ -51,7 +66,13 @@ const PRIVACY_CODE = /Voice privacy code: `(\d{5}(?: \d{5}){5})`/;
 async function joinVoice(): Promise<void> {
   const { discord, guild } = world;
   discord.joinVoice(guild.member, guild.id, guild.voiceChannelId);
-  const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'join' });
+  const run = discord.runCommand({
+    user: guild.member,
+    guildId: guild.id,
+    channelId: guild.textChannelId,
+    command: 'voice',
+    subcommand: 'join',
+  });
   const reply = (await run.reply()).content;
   expect(reply).toMatch(new RegExp(`^Joined <#${guild.voiceChannelId}>\\. 🔒 This call is end-to-end encrypted\\. Voice privacy code: `));
   await discord.voice.waitForBotConnection(guild.id);
@@ -70,14 +91,23 @@ async function speakAndHear(w: World, user: User, hz: number): Promise<void> {
 }
 
 describe('voice conversations', () => {
-  it('joins the caller\'s channel, says it is listening, and leaves on request', async () => {
+  it("joins the caller's channel, says it is listening, and leaves on request", async () => {
     const { discord, guild } = world;
     await joinVoice();
     expect(discord.botVoiceChannel(guild.id)).toBe(guild.voiceChannelId);
-    const listening = await discord.waitForMessage(guild.textChannelId, (message) => message.content.includes('Listening in') && message.content.includes('/voice leave'));
+    const listening = await discord.waitForMessage(
+      guild.textChannelId,
+      (message) => message.content.includes('Listening in') && message.content.includes('/voice leave'),
+    );
     expect(PRIVACY_CODE.exec(listening.content)?.[1]).toBe(discord.voice.dave.member(guild.id, guild.member.id)?.privacyCode);
     expect(listening.content).toContain('🔒 This call is end-to-end encrypted.');
-    const leave = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'leave' });
+    const leave = discord.runCommand({
+      user: guild.member,
+      guildId: guild.id,
+      channelId: guild.textChannelId,
+      command: 'voice',
+      subcommand: 'leave',
+    });
     expect((await leave.reply()).content).toBe('Left the voice channel.');
     expect(discord.botVoiceChannel(guild.id)).toBeUndefined();
     await discord.waitForMessage(guild.textChannelId, (message) => message.content.startsWith('Stopped listening'));
@@ -86,10 +116,19 @@ describe('voice conversations', () => {
   it('says which permission it lacks in a voice channel it may not connect to or speak in, without trying to join', async () => {
     const { discord, guild } = world;
     discord.joinVoice(guild.member, guild.id, guild.voiceChannelId);
-    for (const [permission, name] of [['connect', 'Connect'], ['speak', 'Speak']] as const) {
+    for (const [permission, name] of [
+      ['connect', 'Connect'],
+      ['speak', 'Speak'],
+    ] as const) {
       discord.denyBotPermission(guild.voiceChannelId, permission);
       try {
-        const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'join' });
+        const run = discord.runCommand({
+          user: guild.member,
+          guildId: guild.id,
+          channelId: guild.textChannelId,
+          command: 'voice',
+          subcommand: 'join',
+        });
         const reply = await run.reply(5_000);
         expect(reply.flags & 64).toBe(64);
         expect(reply.content).toBe(
@@ -104,7 +143,7 @@ describe('voice conversations', () => {
     await joinVoice();
   });
 
-  it('hears a user\'s tone, decoded, and plays the model\'s echo back as the same tone', async () => {
+  it("hears a user's tone, decoded, and plays the model's echo back as the same tone", async () => {
     const { discord, emulator, guild } = world;
     await joinVoice();
     const session = emulator.realtime.sessions.at(-1)!;
@@ -116,7 +155,10 @@ describe('voice conversations', () => {
     expect(tone.dominantHz).toBeGreaterThan(430);
     expect(tone.dominantHz).toBeLessThan(450);
     // The call is end-to-end encrypted (DAVE) and the member heard all of it: nothing came in the clear.
-    expect(discord.voice.botConnection(guild.id)?.dave).toMatchObject({ protocolVersion: 1, groupMembers: expect.arrayContaining([guild.member.id]) });
+    expect(discord.voice.botConnection(guild.id)?.dave).toMatchObject({
+      protocolVersion: 1,
+      groupMembers: expect.arrayContaining([guild.member.id]),
+    });
     expect(discord.voice.botPacketProblems(guild.id)).toMatchObject({ unencrypted: 0, daveUndecryptable: 0 });
   });
 
@@ -132,7 +174,10 @@ describe('voice conversations', () => {
       await discord.voice.waitForBotAudio(guild.id, (received) => audible(received).length >= 20, 15_000);
       expect(session.serverEvents.some((entry) => entry.event.type === 'response.done')).toBe(true);
       await discord.voice.speakTone(guild.id, guild.member.id, { hz: 660, ms: 400, amplitude: 0.5 });
-      const { event: truncate } = await emulator.realtime.waitForClientEvent((event, candidate) => candidate === session && event.type === 'conversation.item.truncate', 15_000);
+      const { event: truncate } = await emulator.realtime.waitForClientEvent(
+        (event, candidate) => candidate === session && event.type === 'conversation.item.truncate',
+        15_000,
+      );
       // The gateway's echo of the interruption is the next answer: wait until it has been heard.
       const frames = await discord.voice.waitForBotAudio(guild.id, (received) => byTone(received, 660, 330).length >= 15, 15_000);
       expect(session.clientEvents.some((entry) => entry.event.type === 'response.cancel')).toBe(true);
@@ -158,10 +203,19 @@ describe('voice conversations', () => {
     const turns = emulator.realtime.sessions.at(-1)!;
     // Frame 15 fails transport decryption: @discordjs/voice destroys the receive stream, as it does after
     // 36 DAVE decryption failures. The speaker keeps talking without the pause that restarts "speaking".
-    const spoken = await discord.voice.speakTone(guild.id, guild.member.id, { hz: 350, ms: 1400, amplitude: 0.5 }, { brokenSealFrames: [15] });
+    const spoken = await discord.voice.speakTone(
+      guild.id,
+      guild.member.id,
+      { hz: 350, ms: 1400, amplitude: 0.5 },
+      { brokenSealFrames: [15] },
+    );
     expect(spoken.audioPackets).toBe(70);
-    await emulator.realtime.waitForClientEvent(() => turns.serverEvents.some((entry) => entry.event.type === 'conversation.item.input_audio_transcription.completed'), 15_000);
-    const transcript = turns.serverEvents.find((entry) => entry.event.type === 'conversation.item.input_audio_transcription.completed')!.event.transcript;
+    await emulator.realtime.waitForClientEvent(
+      () => turns.serverEvents.some((entry) => entry.event.type === 'conversation.item.input_audio_transcription.completed'),
+      15_000,
+    );
+    const transcript = turns.serverEvents.find((entry) => entry.event.type === 'conversation.item.input_audio_transcription.completed')!
+      .event.transcript;
     // The whole utterance reached the session, not only the 0.3 s before the stream was destroyed.
     expect(Number(/\(([\d.]+) s of speech\)/.exec(String(transcript))?.[1])).toBeGreaterThanOrEqual(1.3);
   });
@@ -187,7 +241,14 @@ describe('voice conversations', () => {
 
   it('posts transcripts in a thread when the server enables them', async () => {
     const { discord, guild } = world;
-    const enable = discord.runCommand({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'settings', options: { transcripts: true } });
+    const enable = discord.runCommand({
+      user: guild.admin,
+      guildId: guild.id,
+      channelId: guild.textChannelId,
+      command: 'voice',
+      subcommand: 'settings',
+      options: { transcripts: true },
+    });
     expect((await enable.reply()).content).toContain('Transcripts:** on');
     await joinVoice();
     await discord.voice.speakTone(guild.id, guild.member.id, { hz: 500, ms: 500, amplitude: 0.5 });
@@ -200,7 +261,11 @@ describe('voice conversations', () => {
     // The member's half second, as the gateway heard it: on a busy machine the bot feeds silence where a
     // packet comes late (as it must, in real time), so the turn may run a little longer (0.6 or 0.7 s
     // with the suite beside two busy loops). The bot's line answers that same turn.
-    const line = await discord.waitForMessage(thread.id, (message) => /^\*\*Voice\*\*: \([\d.]+ s of speech\)/.test(message.content), 15_000);
+    const line = await discord.waitForMessage(
+      thread.id,
+      (message) => /^\*\*Voice\*\*: \([\d.]+ s of speech\)/.test(message.content),
+      15_000,
+    );
     const heard = /\(([\d.]+) s of speech\)/.exec(line.content)![1]!;
     expect(Number(heard)).toBeGreaterThanOrEqual(0.5);
     expect(Number(heard)).toBeLessThan(1);
@@ -209,7 +274,14 @@ describe('voice conversations', () => {
 
   it('posts no transcript when the server has them off', async () => {
     const { discord, guild } = world;
-    const disable = discord.runCommand({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'settings', options: { transcripts: false } });
+    const disable = discord.runCommand({
+      user: guild.admin,
+      guildId: guild.id,
+      channelId: guild.textChannelId,
+      command: 'voice',
+      subcommand: 'settings',
+      options: { transcripts: false },
+    });
     expect((await disable.reply()).content).toContain('Transcripts:** off');
     const threads = () => discord.state.guilds.get(guild.id)?.channels.filter((channel) => channel.type === 11) ?? [];
     const threadLines = () => threads().flatMap((thread) => discord.messages(thread.id));
@@ -219,68 +291,142 @@ describe('voice conversations', () => {
     const since = discord.messages(guild.textChannelId).length;
     await discord.voice.speakTone(guild.id, guild.member.id, { hz: 500, ms: 500, amplitude: 0.5 });
     // The whole turn: the echo played to its end (its transcript is final long before).
-    await discord.voice.waitForBotSpeaking(guild.id, (events) => events.some((event) => event.speaking !== 0) && events.at(-1)?.speaking === 0, 15_000);
+    await discord.voice.waitForBotSpeaking(
+      guild.id,
+      (events) => events.some((event) => event.speaking !== 0) && events.at(-1)?.speaking === 0,
+      15_000,
+    );
     expect(audible(discord.voice.botAudio(guild.id)).length).toBeGreaterThanOrEqual(20);
     // The bot's posts to the channel go out in order: a transcript would come before the leave notice.
-    const leave = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'leave' });
+    const leave = discord.runCommand({
+      user: guild.member,
+      guildId: guild.id,
+      channelId: guild.textChannelId,
+      command: 'voice',
+      subcommand: 'leave',
+    });
     await leave.reply();
     await discord.waitForMessage(guild.textChannelId, (message) => message.content.startsWith('Stopped listening'));
-    expect(discord.messages(guild.textChannelId).slice(since).filter((message) => message.content.startsWith('📝'))).toEqual([]);
+    expect(
+      discord
+        .messages(guild.textChannelId)
+        .slice(since)
+        .filter((message) => message.content.startsWith('📝')),
+    ).toEqual([]);
     expect(threads()).toHaveLength(threadsBefore);
     expect(threadLines()).toHaveLength(linesBefore);
   });
 
   it('says once that it may not open a transcript thread, and posts no anchor per line', async () => {
     const { discord, guild } = world;
-    const enable = discord.runCommand({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'settings', options: { transcripts: true } });
+    const enable = discord.runCommand({
+      user: guild.admin,
+      guildId: guild.id,
+      channelId: guild.textChannelId,
+      command: 'voice',
+      subcommand: 'settings',
+      options: { transcripts: true },
+    });
     await enable.reply();
     discord.denyBotPermission(guild.textChannelId, 'createPublicThreads');
     try {
       const since = discord.messages(guild.textChannelId).length;
       await joinVoice();
-      const played = (count: number) => (events: readonly { speaking: number }[]) => events.filter((event) => event.speaking !== 0).length >= count && events.at(-1)?.speaking === 0;
+      const played = (count: number) => (events: readonly { speaking: number }[]) =>
+        events.filter((event) => event.speaking !== 0).length >= count && events.at(-1)?.speaking === 0;
       await discord.voice.speakTone(guild.id, guild.member.id, { hz: 500, ms: 500, amplitude: 0.5 });
       await discord.waitForMessage(guild.textChannelId, (message) => message.content.includes('**Create Public Threads**'));
       await discord.voice.waitForBotSpeaking(guild.id, played(1), 15_000);
       await discord.voice.speakTone(guild.id, guild.member.id, { hz: 500, ms: 500, amplitude: 0.5 });
       await discord.voice.waitForBotSpeaking(guild.id, played(2), 15_000);
-      const leave = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'leave' });
+      const leave = discord.runCommand({
+        user: guild.member,
+        guildId: guild.id,
+        channelId: guild.textChannelId,
+        command: 'voice',
+        subcommand: 'leave',
+      });
       await leave.reply();
       await discord.waitForMessage(guild.textChannelId, (message) => message.content.startsWith('Stopped listening'));
-      const posted = discord.messages(guild.textChannelId).slice(since).map((message) => message.content);
+      const posted = discord
+        .messages(guild.textChannelId)
+        .slice(since)
+        .map((message) => message.content);
       expect(posted.filter((content) => content.startsWith('📝'))).toHaveLength(1);
       expect(posted.filter((content) => content.includes('Create Public Threads'))).toHaveLength(1);
     } finally {
       discord.restoreBotPermissions(guild.textChannelId);
-      const disable = discord.runCommand({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'settings', options: { transcripts: false } });
+      const disable = discord.runCommand({
+        user: guild.admin,
+        guildId: guild.id,
+        channelId: guild.textChannelId,
+        command: 'voice',
+        subcommand: 'settings',
+        options: { transcripts: false },
+      });
       await disable.reply();
     }
   });
 
   it('refuses voice settings changes from members without Manage Server, naming the rule', async () => {
     const { discord, guild } = world;
-    const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'settings', options: { transcripts: false } });
+    const run = discord.runCommand({
+      user: guild.member,
+      guildId: guild.id,
+      channelId: guild.textChannelId,
+      command: 'voice',
+      subcommand: 'settings',
+      options: { transcripts: false },
+    });
     const reply = await run.reply();
     expect(reply.flags & 64).toBe(64);
     expect(reply.content).toContain('Manage Server');
   });
 
-  it('records voice settings changes in the server\'s change history, with who and when', async () => {
+  it("records voice settings changes in the server's change history, with who and when", async () => {
     const { discord, guild } = world;
-    const change = discord.runCommand({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'settings', options: { voice: 'Ara', idle_minutes: 7 } });
+    const change = discord.runCommand({
+      user: guild.admin,
+      guildId: guild.id,
+      channelId: guild.textChannelId,
+      command: 'voice',
+      subcommand: 'settings',
+      options: { voice: 'Ara', idle_minutes: 7 },
+    });
     expect((await change.reply()).content).toContain('**Voice:** ara');
-    const show = discord.runCommand({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, command: 'config', subcommand: 'show' });
-    expect((await show.reply()).content).toMatch(new RegExp(`<t:\\d+:R> <@${guild.admin.id}> changed voice settings: voice ara, idle_minutes 7`));
+    const show = discord.runCommand({
+      user: guild.admin,
+      guildId: guild.id,
+      channelId: guild.textChannelId,
+      command: 'config',
+      subcommand: 'show',
+    });
+    expect((await show.reply()).content).toMatch(
+      new RegExp(`<t:\\d+:R> <@${guild.admin.id}> changed voice settings: voice ara, idle_minutes 7`),
+    );
   });
 
   it('takes instructions as long as the option allows and still fits its answers in a Discord message', async () => {
     const { discord, guild } = world;
     const instructions = `Speak like a lighthouse keeper. ${'Keep it brief. '.repeat(200)}`.slice(0, 2000);
-    const change = discord.runCommand({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'settings', options: { instructions } });
+    const change = discord.runCommand({
+      user: guild.admin,
+      guildId: guild.id,
+      channelId: guild.textChannelId,
+      command: 'voice',
+      subcommand: 'settings',
+      options: { instructions },
+    });
     const saved = await change.reply();
     expect(saved.content).toContain('**Instructions:** Speak like a lighthouse keeper.');
     expect(saved.content).toContain('(2000 characters)');
-    const show = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'settings' });
+    const show = discord.runCommand({
+      user: guild.member,
+      guildId: guild.id,
+      channelId: guild.textChannelId,
+      command: 'voice',
+      subcommand: 'settings',
+    });
     expect((await show.reply()).content).toContain('**Instructions:** Speak like a lighthouse keeper.');
   });
 
@@ -290,13 +436,33 @@ describe('voice conversations', () => {
     emulator.realtime.options.paceFactor = 20;
     try {
       await joinVoice();
-      const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt: 'a quiet harbour' } });
+      const run = discord.runCommand({
+        user: guild.member,
+        guildId: guild.id,
+        channelId: guild.textChannelId,
+        command: 'video',
+        subcommand: 'generate',
+        options: { prompt: 'a quiet harbour' },
+      });
       await run.response();
-      const { event, session } = await emulator.realtime.waitForClientEvent((candidate) => candidate.type === 'conversation.item.create', 20_000);
-      expect(event.event).toMatchObject({ item: { type: 'force_message', role: 'assistant', content: [{ type: 'output_text', text: expect.stringContaining('a quiet harbour') }] } });
+      const { event, session } = await emulator.realtime.waitForClientEvent(
+        (candidate) => candidate.type === 'conversation.item.create',
+        20_000,
+      );
+      expect(event.event).toMatchObject({
+        item: {
+          type: 'force_message',
+          role: 'assistant',
+          content: [{ type: 'output_text', text: expect.stringContaining('a quiet harbour') }],
+        },
+      });
       // The forced message is a whole turn: wait until the gateway ended it (response.done) and the bot has
       // played it to the end, and only then look for a response.create sent after it.
-      await discord.voice.waitForBotSpeaking(guild.id, (events) => events.some((entry) => entry.speaking !== 0) && events.at(-1)?.speaking === 0, 20_000);
+      await discord.voice.waitForBotSpeaking(
+        guild.id,
+        (events) => events.some((entry) => entry.speaking !== 0) && events.at(-1)?.speaking === 0,
+        20_000,
+      );
       expect(session.serverEvents.some((entry) => entry.at >= event.at && entry.event.type === 'response.done')).toBe(true);
       expect(analyzeTone(joined(audible(discord.voice.botAudio(guild.id)))).dominantHz).toBeCloseTo(FORCE_MESSAGE_TONE_HZ, -1);
       expect(session.clientEvents.filter((entry) => entry.at >= event.at && entry.event.type === 'response.create')).toEqual([]);
@@ -315,7 +481,13 @@ describe('voice conversations', () => {
     await bot.waitForLog((line) => line.msg === 'voice connection error', 10_000);
     await discord.voice.waitForBotConnection(guild.id, 15_000);
     expect(discord.voice.refusedConnections).toBe(2);
-    const settings = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'settings' });
+    const settings = discord.runCommand({
+      user: guild.member,
+      guildId: guild.id,
+      channelId: guild.textChannelId,
+      command: 'voice',
+      subcommand: 'settings',
+    });
     expect((await settings.reply()).content).toContain('**Voice:**');
     await speakAndHear(world, guild.member, 520);
     expect(discord.voice.botPacketProblems(guild.id)).toMatchObject({ unencrypted: 0, daveUndecryptable: 0 });
@@ -327,7 +499,10 @@ describe('voice conversations', () => {
     await joinVoice();
     const since = bot.logs.length;
     discord.disconnectBotFromVoice(guild.id);
-    await discord.waitForMessage(guild.textChannelId, (message) => message.content === `Stopped listening in <#${guild.voiceChannelId}> (I was disconnected from the voice channel).`);
+    await discord.waitForMessage(
+      guild.textChannelId,
+      (message) => message.content === `Stopped listening in <#${guild.voiceChannelId}> (I was disconnected from the voice channel).`,
+    );
     // The conversation, realtime session included, is over.
     await bot.waitForLog((line) => line.msg === 'voice session state' && line.to === 'closed' && bot.logs.indexOf(line) >= since, 10_000);
     await discord.voice.waitForBotDisconnect(guild.id);
@@ -360,7 +535,8 @@ describe('voice conversations', () => {
 });
 
 describe('voice conversations under DAVE end-to-end encryption', () => {
-  const turns = (session: { serverEvents: readonly { event: { type?: unknown } }[] }) => session.serverEvents.filter((entry) => entry.event.type === 'input_audio_buffer.committed').length;
+  const turns = (session: { serverEvents: readonly { event: { type?: unknown } }[] }) =>
+    session.serverEvents.filter((entry) => entry.event.type === 'input_audio_buffer.committed').length;
   const NOT_SETTLED = ' 🔒 This call is end-to-end encrypted; its voice privacy code is not settled yet.';
 
   /**
@@ -375,20 +551,31 @@ describe('voice conversations under DAVE end-to-end encryption', () => {
     await discord.voice.dave.waitForMember(guild.id, guild.member.id, (state) => state.sendingEpoch !== undefined);
     const held = discord.voice.dave.holdNextWelcome(guild.id, discord.botUserId, guild.voiceChannelId);
     const earlier = [...emulator.realtime.sessions];
-    const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'join' });
+    const run = discord.runCommand({
+      user: guild.member,
+      guildId: guild.id,
+      channelId: guild.textChannelId,
+      command: 'voice',
+      subcommand: 'join',
+    });
     expect((await run.reply()).content).toBe(`Joined <#${guild.voiceChannelId}>.${NOT_SETTLED}`);
-    const { session } = await emulator.realtime.waitForClientEvent((event, candidate) => event.type === 'session.update' && !earlier.includes(candidate), 10_000);
+    const { session } = await emulator.realtime.waitForClientEvent(
+      (event, candidate) => event.type === 'session.update' && !earlier.includes(candidate),
+      10_000,
+    );
     await held.held;
     return { held, session };
   }
 
-  const spokenSeconds = (entry: { event: { transcript?: unknown } } | undefined) => Number(/\(([\d.]+) s of speech\)/.exec(String(entry?.event.transcript))?.[1]);
+  const spokenSeconds = (entry: { event: { transcript?: unknown } } | undefined) =>
+    Number(/\(([\d.]+) s of speech\)/.exec(String(entry?.event.transcript))?.[1]);
 
   it('hears a member whole while others join and leave mid-sentence (the keys rotate), and every member decrypts its answers', async () => {
     const { discord, emulator, guild } = world;
     await joinVoice();
     const session = emulator.realtime.sessions.at(-1)!;
-    const transcripts = () => session.serverEvents.filter((entry) => entry.event.type === 'conversation.item.input_audio_transcription.completed');
+    const transcripts = () =>
+      session.serverEvents.filter((entry) => entry.event.type === 'conversation.item.input_audio_transcription.completed');
     const before = discord.voice.dave.state(guild.id).epoch ?? 0n;
     // The admin comes in while the member talks: a new epoch, new sender keys on every side.
     const first = discord.voice.speakTone(guild.id, guild.member.id, { hz: 440, ms: 1500, amplitude: 0.5 });
@@ -407,7 +594,11 @@ describe('voice conversations under DAVE end-to-end encryption', () => {
     await second;
     const again = await discord.voice.waitForBotAudio(guild.id, (received) => audible(received).length >= 60, 15_000);
     expect(analyzeTone(joined(audible(again))).dominantHz).toBeCloseTo(620, -1);
-    await emulator.realtime.waitForServerEvent((candidate, which) => which === session && candidate.type === 'conversation.item.input_audio_transcription.completed' && transcripts().length >= 2, 10_000);
+    await emulator.realtime.waitForServerEvent(
+      (candidate, which) =>
+        which === session && candidate.type === 'conversation.item.input_audio_transcription.completed' && transcripts().length >= 2,
+      10_000,
+    );
     expect(spokenSeconds(transcripts()[1])).toBeGreaterThan(1.3);
     expect(discord.voice.dave.state(guild.id).epoch).toBeGreaterThan(before + 1n);
     const member = discord.voice.dave.member(guild.id, guild.member.id)!;
@@ -429,20 +620,38 @@ describe('voice conversations under DAVE end-to-end encryption', () => {
     const frames = await discord.voice.waitForBotAudio(guild.id, (received) => audible(received).length >= 20, 15_000);
     // The gateway heard one turn: the half second the member said once the bot could decrypt it. Frames
     // it could not decrypt must not reach the gateway as sound (they would be heard as loud noise).
-    const transcripts = session.serverEvents.filter((entry) => entry.event.type === 'conversation.item.input_audio_transcription.completed');
+    const transcripts = session.serverEvents.filter(
+      (entry) => entry.event.type === 'conversation.item.input_audio_transcription.completed',
+    );
     expect(transcripts).toHaveLength(1);
     expect(spokenSeconds(transcripts[0])).toBeLessThan(1);
     expect(analyzeTone(joined(audible(frames))).dominantHz).toBeCloseTo(520, -1);
   });
 
-  it('holds back an answer that comes before it holds the call\'s keys, plays it once it does, and never plays in the clear', async () => {
+  it("holds back an answer that comes before it holds the call's keys, plays it once it does, and never plays in the clear", async () => {
     const { discord, emulator, guild } = world;
     const { held } = await joinWithWelcomeHeld();
     // A video finishes while the bot waits for its Welcome: the model's spoken notice arrives whole.
-    const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'video', subcommand: 'generate', options: { prompt: 'a lantern at dusk' } });
+    const run = discord.runCommand({
+      user: guild.member,
+      guildId: guild.id,
+      channelId: guild.textChannelId,
+      command: 'video',
+      subcommand: 'generate',
+      options: { prompt: 'a lantern at dusk' },
+    });
     await run.response();
-    const { event, session } = await emulator.realtime.waitForClientEvent((candidate) => candidate.type === 'conversation.item.create', 20_000);
-    await emulator.realtime.waitForServerEvent((candidate, which) => which === session && candidate.type === 'response.done' && session.serverEvents.some((entry) => entry.event === candidate && entry.at >= event.at), 20_000);
+    const { event, session } = await emulator.realtime.waitForClientEvent(
+      (candidate) => candidate.type === 'conversation.item.create',
+      20_000,
+    );
+    await emulator.realtime.waitForServerEvent(
+      (candidate, which) =>
+        which === session &&
+        candidate.type === 'response.done' &&
+        session.serverEvents.some((entry) => entry.event === candidate && entry.at >= event.at),
+      20_000,
+    );
     expect(audible(discord.voice.botAudio(guild.id))).toEqual([]);
     held.release();
     const frames = await discord.voice.waitForBotAudio(guild.id, (received) => audible(received).length >= 20, 15_000);
@@ -450,7 +659,7 @@ describe('voice conversations under DAVE end-to-end encryption', () => {
     expect(discord.voice.botPacketProblems(guild.id)).toMatchObject({ unencrypted: 0, daveUndecryptable: 0 });
   });
 
-  it("stops hearing a member whose frames it cannot decrypt (a stale key), and hears the member again once the key is good", async () => {
+  it('stops hearing a member whose frames it cannot decrypt (a stale key), and hears the member again once the key is good', async () => {
     const { discord, emulator, guild } = world;
     await joinVoice();
     const session = emulator.realtime.sessions.at(-1)!;
@@ -480,7 +689,10 @@ describe('voice conversations under DAVE end-to-end encryption', () => {
     // Past 36 failures @discordjs/voice 0.19.2 throws instead of recovering (its last transition id, 0, is
     // falsy), which ends the receive stream. The bot recovers in its place, once: it reports op 31 and is
     // added to the group again, as the library does for any other transition id.
-    await discord.voice.dave.waitForEvent(guild.id, (event) => event.type === 'invalidReport' && event.userId === discord.botUserId && event.transitionId === 0);
+    await discord.voice.dave.waitForEvent(
+      guild.id,
+      (event) => event.type === 'invalidReport' && event.userId === discord.botUserId && event.transitionId === 0,
+    );
     await discord.voice.waitForBotConnection(guild.id);
     await speakAndHear(world, guild.member, 520);
     expect(turns(session)).toBe(1);
@@ -496,10 +708,14 @@ describe('voice conversations under DAVE end-to-end encryption', () => {
     const { session } = await joinWithWelcomeHeld();
     const sessions = emulator.realtime.sessions.length;
     const since = bot.logs.length;
-    const stoppedNotices = () => discord.messages(guild.textChannelId).filter((message) => message.content.startsWith('Stopped listening')).length;
+    const stoppedNotices = () =>
+      discord.messages(guild.textChannelId).filter((message) => message.content.startsWith('Stopped listening')).length;
     const stoppedBefore = stoppedNotices();
     const speaking = discord.voice.speakTone(guild.id, guild.member.id, { hz: 300, ms: 7000, amplitude: 0.5 }, { waitForBotKey: false });
-    const rejoined = await bot.waitForLog((line) => typeof line.msg === 'string' && line.msg.startsWith('members\' voice has not decrypted for a while'), 15_000);
+    const rejoined = await bot.waitForLog(
+      (line) => typeof line.msg === 'string' && line.msg.startsWith("members' voice has not decrypted for a while"),
+      15_000,
+    );
     expect(rejoined).toMatchObject({ withoutKey: expect.any(Number) });
     await speaking;
     await discord.voice.waitForBotConnection(guild.id);
@@ -512,7 +728,9 @@ describe('voice conversations under DAVE end-to-end encryption', () => {
     expect(emulator.realtime.sessions).toHaveLength(sessions);
     expect(session.closedAt).toBeUndefined();
     expect(stoppedNotices()).toBe(stoppedBefore);
-    expect(bot.logs.slice(since).filter((line) => typeof line.msg === 'string' && line.msg.startsWith('members\' voice has not decrypted'))).toHaveLength(1);
+    expect(
+      bot.logs.slice(since).filter((line) => typeof line.msg === 'string' && line.msg.startsWith("members' voice has not decrypted")),
+    ).toHaveLength(1);
   });
 });
 
@@ -526,8 +744,16 @@ describe('voice conversations with DAVE off', () => {
   it('says the call is not end-to-end encrypted, and hears and answers as in an encrypted one', async () => {
     const { discord, guild } = plain;
     discord.joinVoice(guild.member, guild.id, guild.voiceChannelId);
-    const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'join' });
-    expect((await run.reply()).content).toBe(`Joined <#${guild.voiceChannelId}>. This call is not end-to-end encrypted (someone in it has a client without DAVE, or the voice server offered none).`);
+    const run = discord.runCommand({
+      user: guild.member,
+      guildId: guild.id,
+      channelId: guild.textChannelId,
+      command: 'voice',
+      subcommand: 'join',
+    });
+    expect((await run.reply()).content).toBe(
+      `Joined <#${guild.voiceChannelId}>. This call is not end-to-end encrypted (someone in it has a client without DAVE, or the voice server offered none).`,
+    );
     await discord.voice.waitForBotConnection(guild.id);
     await speakAndHear(plain, guild.member, 440);
     expect(discord.voice.botConnection(guild.id)?.dave).toBeUndefined();
@@ -546,14 +772,27 @@ describe('a short realtime session limit', () => {
     const { discord, emulator, guild } = short;
     const { sessions } = emulator.realtime;
     discord.joinVoice(guild.member, guild.id, guild.voiceChannelId);
-    const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'join' });
+    const run = discord.runCommand({
+      user: guild.member,
+      guildId: guild.id,
+      channelId: guild.textChannelId,
+      command: 'voice',
+      subcommand: 'join',
+    });
     await run.reply();
     await discord.voice.waitForBotConnection(guild.id);
     // The first session runs into the limit, which the gateway announces before closing it; the bot reopens at once.
-    const second = (await emulator.realtime.waitForClientEvent((event, session) => event.type === 'session.update' && session !== sessions[0], 10_000)).session;
+    const second = (
+      await emulator.realtime.waitForClientEvent((event, session) => event.type === 'session.update' && session !== sessions[0], 10_000)
+    ).session;
     await speakAndHear(short, short.guild.member, 400);
     // Knowing the limit now, the bot replaces the second session at a quiet moment before it.
-    const third = (await emulator.realtime.waitForClientEvent((event, session) => event.type === 'session.update' && session !== sessions[0] && session !== second, 10_000)).session;
+    const third = (
+      await emulator.realtime.waitForClientEvent(
+        (event, session) => event.type === 'session.update' && session !== sessions[0] && session !== second,
+        10_000,
+      )
+    ).session;
     await speakAndHear(short, short.guild.member, 600);
     expect(second.serverEvents.filter((entry) => entry.event.type === 'error')).toEqual([]);
     // Each turn was heard whole in its own session (and answered: the echo was heard).
@@ -580,16 +819,35 @@ describe('a server whose own gateway key goes away', () => {
 
   it('stops when its realtime session cannot be reopened, says why in the channel, and leaves', async () => {
     const { discord, guild } = keyed;
-    const form = await discord.runCommand({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, command: 'config', subcommand: 'key' }).modal();
-    await discord.submitModal({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, customId: form.customId, fields: { key: serverKey } }).reply();
+    const form = await discord
+      .runCommand({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, command: 'config', subcommand: 'key' })
+      .modal();
+    await discord
+      .submitModal({
+        user: guild.admin,
+        guildId: guild.id,
+        channelId: guild.textChannelId,
+        customId: form.customId,
+        fields: { key: serverKey },
+      })
+      .reply();
     discord.joinVoice(guild.member, guild.id, guild.voiceChannelId);
-    const join = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'join' });
+    const join = discord.runCommand({
+      user: guild.member,
+      guildId: guild.id,
+      channelId: guild.textChannelId,
+      command: 'voice',
+      subcommand: 'join',
+    });
     expect((await join.reply()).content).toMatch(new RegExp(`^Joined <#${guild.voiceChannelId}>\\. 🔒`));
-    await discord.runCommand({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, command: 'config', subcommand: 'key-clear' }).reply();
+    await discord
+      .runCommand({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, command: 'config', subcommand: 'key-clear' })
+      .reply();
     // The session ends at the gateway's limit; without a key it cannot be reopened.
     const notice = await discord.waitForMessage(guild.textChannelId, (message) => message.content.startsWith('Stopped listening'), 15_000);
-    expect(notice.content).toBe(`Stopped listening in <#${guild.voiceChannelId}>. This server has no gateway key yet: a server admin can add one with \`/config key\`.`);
+    expect(notice.content).toBe(
+      `Stopped listening in <#${guild.voiceChannelId}>. This server has no gateway key yet: a server admin can add one with \`/config key\`.`,
+    );
     await discord.waitFor(() => (discord.botVoiceChannel(guild.id) ? undefined : true), 10_000, 'the bot leaving voice');
   });
 });
-

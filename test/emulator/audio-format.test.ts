@@ -9,8 +9,27 @@ const ALL_BYTES = Buffer.from(Array.from({ length: 256 }, (_, index) => index));
 
 describe('G.711', () => {
   it.each([
-    ['mu-law', MU_LAW, [[0xff, 0], [0x80, 32_124], [0x00, -32_124], [0xfe, 8], [0x7e, -8]]],
-    ['A-law', A_LAW, [[0xd5, 8], [0x55, -8], [0xaa, 32_256], [0x2a, -32_256]]],
+    [
+      'mu-law',
+      MU_LAW,
+      [
+        [0xff, 0],
+        [0x80, 32_124],
+        [0x00, -32_124],
+        [0xfe, 8],
+        [0x7e, -8],
+      ],
+    ],
+    [
+      'A-law',
+      A_LAW,
+      [
+        [0xd5, 8],
+        [0x55, -8],
+        [0xaa, 32_256],
+        [0x2a, -32_256],
+      ],
+    ],
   ] as const)('%s decodes the reference values', (_label, format, pairs) => {
     expect(Array.from(decodeAudio(Buffer.from(pairs.map(([byte]) => byte)), format))).toEqual(pairs.map(([, sample]) => sample));
   });
@@ -46,11 +65,26 @@ describe('reading a format over the current one', () => {
     [undefined, { ok: true, format: current }],
     [{ rate: 48_000 }, { ok: true, format: { type: 'audio/pcm', rate: 48_000 } }],
     [{ type: 'audio/pcmu' }, { ok: true, format: MU_LAW }],
-    [{ type: 'audio/pcma', rate: 8000 }, { ok: true, format: A_LAW }],
-    [{ type: 'audio/pcm', rate: 7999 }, { ok: false, param: 'f.rate' }],
-    [{ type: 'audio/pcm', rate: 48_001 }, { ok: false, param: 'f.rate' }],
-    [{ type: 'audio/pcm', rate: '24000' }, { ok: false, param: 'f.rate' }],
-    [{ type: 'audio/pcmu', rate: 24_000 }, { ok: false, param: 'f.rate' }],
+    [
+      { type: 'audio/pcma', rate: 8000 },
+      { ok: true, format: A_LAW },
+    ],
+    [
+      { type: 'audio/pcm', rate: 7999 },
+      { ok: false, param: 'f.rate' },
+    ],
+    [
+      { type: 'audio/pcm', rate: 48_001 },
+      { ok: false, param: 'f.rate' },
+    ],
+    [
+      { type: 'audio/pcm', rate: '24000' },
+      { ok: false, param: 'f.rate' },
+    ],
+    [
+      { type: 'audio/pcmu', rate: 24_000 },
+      { ok: false, param: 'f.rate' },
+    ],
     [{ type: 'audio/wav' }, { ok: false, param: 'f.type' }],
     ['pcm', { ok: false, param: 'f' }],
   ])('%j', (value, expected) => {

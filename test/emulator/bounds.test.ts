@@ -16,7 +16,11 @@ afterAll(() => emulator.close());
 const MIB = 1024 * 1024;
 
 function post(path: string, body: string): Promise<Response> {
-  return fetch(`${emulator.baseUrl}${path}`, { method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }, body });
+  return fetch(`${emulator.baseUrl}${path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+    body,
+  });
 }
 
 describe('the request journal', () => {
@@ -32,7 +36,9 @@ describe('the request journal', () => {
     expect(kept).toBeLessThanOrEqual(8 * MIB);
     expect(JSON.stringify(bodies.at(-1)?.body)).toContain('body 39 xxx');
     // The entries themselves stay, without their bodies.
-    expect(emulator.requests.filter((entry) => entry.path === '/v1/videos/generations' && entry.status === 400).length).toBeGreaterThanOrEqual(40);
+    expect(
+      emulator.requests.filter((entry) => entry.path === '/v1/videos/generations' && entry.status === 400).length,
+    ).toBeGreaterThanOrEqual(40);
   });
 
   it('weighs entries by their paths: long paths cannot hold more than 32 MiB', async () => {
@@ -77,19 +83,28 @@ describe('uploads to output.upload_url', () => {
         body: JSON.stringify({ model: 'svc-imagine-video-1.5', prompt: 'upload', output: { upload_url: target.url } }),
       });
       expect(response.status).toBe(200);
-      await Promise.race([gaveUp, new Promise((_resolve, reject) => setTimeout(() => reject(new Error('the emulator never gave the upload up')), 5000))]);
+      await Promise.race([
+        gaveUp,
+        new Promise((_resolve, reject) => setTimeout(() => reject(new Error('the emulator never gave the upload up')), 5000)),
+      ]);
     } finally {
       target.server.closeAllConnections();
       target.server.close();
       // Closing waits for uploads under way to settle.
       await patient.close();
     }
-    expect(patient.uploads).toEqual([{ url: target.url, bytes: expect.any(Number), status: undefined, error: expect.stringContaining('300 ms') }]);
+    expect(patient.uploads).toEqual([
+      { url: target.url, bytes: expect.any(Number), status: undefined, error: expect.stringContaining('300 ms') },
+    ]);
   });
 
   it('keeps the 1,000 newest uploads in its list', async () => {
     const quick = await startEmulator({
-      config: { keys: { [KEY]: { group: 'default', quota_usd: 1_000_000 } }, timing: { generation_ms: 1 }, limits: { rate_per_minute: 1_000_000, concurrent_tasks: 1_000_000 } },
+      config: {
+        keys: { [KEY]: { group: 'default', quota_usd: 1_000_000 } },
+        timing: { generation_ms: 1 },
+        limits: { rate_per_minute: 1_000_000, concurrent_tasks: 1_000_000 },
+      },
     });
     let received = 0;
     let receivedAll!: () => void;
@@ -108,7 +123,11 @@ describe('uploads to output.upload_url', () => {
             const response = await fetch(`${quick.baseUrl}/v1/videos/generations`, {
               method: 'POST',
               headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
-              body: JSON.stringify({ model: 'svc-imagine-video-1.5', prompt: 'upload', output: { upload_url: `${target.url}?n=${sent + index}` } }),
+              body: JSON.stringify({
+                model: 'svc-imagine-video-1.5',
+                prompt: 'upload',
+                output: { upload_url: `${target.url}?n=${sent + index}` },
+              }),
             });
             await response.arrayBuffer();
           }),

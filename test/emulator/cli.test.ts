@@ -55,15 +55,24 @@ async function stop(process: ReturnType<typeof run>): Promise<void> {
 
 /** The status a separate Node process gets for GET `url` with the default key, with `env` as its environment. */
 async function statusFromAnotherProcess(url: string, env: Record<string, string>): Promise<string> {
-  const script = "fetch(process.argv[1], { headers: { authorization: 'Bearer emulator-key' } }).then((r) => process.stdout.write(String(r.status)), (e) => process.stdout.write(String(e.cause?.code ?? e)))";
-  const { stdout } = await promisify(execFile)(join(ROOT, 'scripts', 'node'), ['-e', script, url], { env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env } });
+  const script =
+    "fetch(process.argv[1], { headers: { authorization: 'Bearer emulator-key' } }).then((r) => process.stdout.write(String(r.status)), (e) => process.stdout.write(String(e.cause?.code ?? e)))";
+  const { stdout } = await promisify(execFile)(join(ROOT, 'scripts', 'node'), ['-e', script, url], {
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+  });
   return stdout;
 }
 
 describe('the emulator command', () => {
   it('serves the keys and groups of a config file, and only those', async () => {
     const file = join(directory, 'config.json');
-    writeFileSync(file, JSON.stringify({ keys: { 'team-key-123456': { group: 'team', quota_usd: 5 } }, groups: { team: { models: ['svc-imagine-video-1.5'] } } }));
+    writeFileSync(
+      file,
+      JSON.stringify({
+        keys: { 'team-key-123456': { group: 'team', quota_usd: 5 } },
+        groups: { team: { models: ['svc-imagine-video-1.5'] } },
+      }),
+    );
     const emulator = run(['--port', '0', '--config', file]);
     try {
       const url = await listeningUrl(emulator);
@@ -82,7 +91,9 @@ describe('the emulator command', () => {
     const emulator = run([], { EMULATOR_PORT: '0', EMULATOR_CONFIG: file });
     try {
       const url = await listeningUrl(emulator);
-      const models = (await (await fetch(`${url}/v1/models`, { headers: { authorization: 'Bearer emulator-key' } })).json()) as { data: { id: string }[] };
+      const models = (await (await fetch(`${url}/v1/models`, { headers: { authorization: 'Bearer emulator-key' } })).json()) as {
+        data: { id: string }[];
+      };
       expect(models.data.map((model) => model.id)).toContain('acme-imagine-video-1.5');
     } finally {
       emulator.child.kill('SIGTERM');
@@ -133,7 +144,12 @@ describe('the emulator command', () => {
   });
 
   it('reads --host, --public-url and --tls from EMULATOR_HOST, EMULATOR_PUBLIC_URL and EMULATOR_TLS=1', async () => {
-    const emulator = run([], { EMULATOR_PORT: '0', EMULATOR_TLS: '1', EMULATOR_HOST: '127.0.0.2', EMULATOR_PUBLIC_URL: 'https://gateway.example.test:9443' });
+    const emulator = run([], {
+      EMULATOR_PORT: '0',
+      EMULATOR_TLS: '1',
+      EMULATOR_HOST: '127.0.0.2',
+      EMULATOR_PUBLIC_URL: 'https://gateway.example.test:9443',
+    });
     try {
       const line = await startupLine(emulator);
       expect(line.url).toBe('https://gateway.example.test:9443');
@@ -144,7 +160,9 @@ describe('the emulator command', () => {
       expect(new X509Certificate(ca).subjectAltName).toContain('DNS:gateway.example.test');
       const agent = new Agent({ connect: { ca } });
       try {
-        expect((await undiciFetch(`${listening}/v1/models`, { headers: { authorization: 'Bearer emulator-key' }, dispatcher: agent })).status).toBe(200);
+        expect(
+          (await undiciFetch(`${listening}/v1/models`, { headers: { authorization: 'Bearer emulator-key' }, dispatcher: agent })).status,
+        ).toBe(200);
       } finally {
         await agent.close();
       }
@@ -163,7 +181,10 @@ describe('the emulator command', () => {
     const keyFile = join(directory, 'own-key.pem');
     writeFileSync(certFile, own.cert);
     writeFileSync(keyFile, own.private);
-    for (const emulator of [run(['--port', '0', '--cert', certFile, '--key', keyFile]), run([], { EMULATOR_PORT: '0', EMULATOR_TLS_CERT: certFile, EMULATOR_TLS_KEY: keyFile })]) {
+    for (const emulator of [
+      run(['--port', '0', '--cert', certFile, '--key', keyFile]),
+      run([], { EMULATOR_PORT: '0', EMULATOR_TLS_CERT: certFile, EMULATOR_TLS_KEY: keyFile }),
+    ]) {
       try {
         const line = await startupLine(emulator);
         expect(line.url).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);

@@ -112,8 +112,25 @@ function junkValue(random: Random, depth = 0): unknown {
 }
 
 const FIELDS = [
-  'model', 'prompt', 'duration', 'seconds', 'resolution', 'size', 'aspect_ratio', 'image', 'last_frame', 'reference_images',
-  'reference_audios', 'storage_options', 'output', 'user', 'video', 'expires_after', 'type', '__proto__', 'constructor',
+  'model',
+  'prompt',
+  'duration',
+  'seconds',
+  'resolution',
+  'size',
+  'aspect_ratio',
+  'image',
+  'last_frame',
+  'reference_images',
+  'reference_audios',
+  'storage_options',
+  'output',
+  'user',
+  'video',
+  'expires_after',
+  'type',
+  '__proto__',
+  'constructor',
 ];
 
 /** A JSON text that is malformed, of a wrong type, huge, nested, or merely odd. */
@@ -154,7 +171,15 @@ function junkBody(random: Random): string {
 }
 
 function route(random: Random, ids: readonly string[]): { method: string; path: string } {
-  const id = () => random.pick([...ids, random.text(random.int(1, 40)), '%E0%A4%A', '..%2f..', encodeURIComponent(random.pick(UNICODE)), 'task_' + random.text(24, '0123456789abcdef')]);
+  const id = () =>
+    random.pick([
+      ...ids,
+      random.text(random.int(1, 40)),
+      '%E0%A4%A',
+      '..%2f..',
+      encodeURIComponent(random.pick(UNICODE)),
+      'task_' + random.text(24, '0123456789abcdef'),
+    ]);
   const layer = random.pick(['/v1', '/native/v1']);
   return random.pick([
     () => ({ method: 'POST', path: `${layer}/videos/${random.pick(['generations', 'edits', 'extensions'])}` }),
@@ -165,7 +190,10 @@ function route(random: Random, ids: readonly string[]): { method: string; path: 
     () => ({ method: 'GET', path: `/files/${random.text(32, '0123456789abcdef')}.mp4` }),
     () => ({ method: 'GET', path: `/stored/file_${random.text(20, '0123456789abcdef')}.mp4` }),
     () => ({ method: 'GET', path: `/native/v1/realtime?model=${random.pick(['svc-voice-latest', '', 'x'])}` }),
-    () => ({ method: 'GET', path: random.pick(['/', '/v1', '/native', '/native/v2/x', '/v2/videos', `/${random.text(random.int(1, 2000))}`]) }),
+    () => ({
+      method: 'GET',
+      path: random.pick(['/', '/v1', '/native', '/native/v2/x', '/v2/videos', `/${random.text(random.int(1, 2000))}`]),
+    }),
   ])();
 }
 
@@ -176,15 +204,27 @@ function request(lines: string[], body: Buffer | string = ''): Buffer {
 /** A request the HTTP parser accepts, answered in the layer of its path. */
 function parsedCase(random: Random, ids: readonly string[]): HttpCase {
   const { method: routeMethod, path } = route(random, ids);
-  const method = random.chance(0.15) ? random.pick(['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD', 'PROPFIND', 'QUERY', 'PURGE']) : routeMethod;
+  const method = random.chance(0.15)
+    ? random.pick(['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD', 'PROPFIND', 'QUERY', 'PURGE'])
+    : routeMethod;
   const body = method === 'GET' && random.chance(0.8) ? '' : junkBody(random);
   const headers = [`Host: ${random.pick(['emulator', '127.0.0.1', random.text(200)])}`, 'Connection: close'];
   const auth = random.int(0, 9);
   if (auth < 7) headers.push(`Authorization: Bearer ${KEY}`);
-  else if (auth === 7) headers.push(random.pick(['Authorization: Bearer  emulator-key', 'Authorization: bearer emulator-key', `Authorization: Bearer ${random.text(30)}`, 'Authorization: ']));
+  else if (auth === 7)
+    headers.push(
+      random.pick([
+        'Authorization: Bearer  emulator-key',
+        'Authorization: bearer emulator-key',
+        `Authorization: Bearer ${random.text(30)}`,
+        'Authorization: ',
+      ]),
+    );
   else if (auth === 8) headers.push(`Authorization: Bearer ${KEY}`, `Authorization: Bearer ${KEY}`);
-  if (random.chance(0.3)) headers.push(`Content-Type: ${random.pick(['application/json', 'text/plain', 'application/json; charset=latin1', random.text(50)])}`);
-  if (random.chance(0.1)) headers.push(...Array.from({ length: random.int(1, 200) }, (_unused, index) => `X-Junk-${index}: ${random.text(random.int(0, 30))}`));
+  if (random.chance(0.3))
+    headers.push(`Content-Type: ${random.pick(['application/json', 'text/plain', 'application/json; charset=latin1', random.text(50)])}`);
+  if (random.chance(0.1))
+    headers.push(...Array.from({ length: random.int(1, 200) }, (_unused, index) => `X-Junk-${index}: ${random.text(random.int(0, 30))}`));
   if (random.chance(0.05)) headers.push(`X-Unicode: ${random.pick(PRINTABLE_UNICODE)}`);
   if (random.chance(0.05)) headers.push('Expect: 100-continue');
   let version = 'HTTP/1.1';
@@ -196,7 +236,13 @@ function parsedCase(random: Random, ids: readonly string[]): HttpCase {
   const bodyBytes = Buffer.from(body, 'utf8');
   if (shape === 3 && bodyBytes.length > 0) {
     // A body cut short: the client stops sending mid-body.
-    return { kind: 'body cut short', bytes: request([line, ...headers, `Content-Length: ${bodyBytes.length + 10}`], bodyBytes), expected: layerOf(path), halfClose: true, head: method === 'HEAD' };
+    return {
+      kind: 'body cut short',
+      bytes: request([line, ...headers, `Content-Length: ${bodyBytes.length + 10}`], bodyBytes),
+      expected: layerOf(path),
+      halfClose: true,
+      head: method === 'HEAD',
+    };
   }
   if (shape === 4) {
     // A chunked body: whole, broken, or left unfinished (the client then stops sending).
@@ -207,9 +253,21 @@ function parsedCase(random: Random, ids: readonly string[]): HttpCase {
       ['-1\r\n', false],
       [`5\r\n${body}\r\n`, true],
     ]);
-    return { kind: 'chunked body', bytes: request([line, ...headers, 'Transfer-Encoding: chunked'], chunks), expected: layerOf(path), halfClose: unfinished, head: method === 'HEAD' };
+    return {
+      kind: 'chunked body',
+      bytes: request([line, ...headers, 'Transfer-Encoding: chunked'], chunks),
+      expected: layerOf(path),
+      halfClose: unfinished,
+      head: method === 'HEAD',
+    };
   }
-  return { kind: `${method} with junk`, bytes: request([line, ...headers, `Content-Length: ${bodyBytes.length}`], bodyBytes), expected: layerOf(path), halfClose: false, head: method === 'HEAD' };
+  return {
+    kind: `${method} with junk`,
+    bytes: request([line, ...headers, `Content-Length: ${bodyBytes.length}`], bodyBytes),
+    expected: layerOf(path),
+    halfClose: false,
+    head: method === 'HEAD',
+  };
 }
 
 /** Bytes the HTTP parser refuses before any request exists: answered in the compatibility envelope. */
@@ -229,7 +287,8 @@ function unparsableCase(random: Random, ids: readonly string[]): HttpCase {
     () => request([`${method} ${path} HTTP/1.1`, host, 'Content-Length: 2', 'Content-Length: 2'], '{}'),
     () => request([`${method} ${path} HTTP/1.1`, host, 'Content-Length: 2', 'Transfer-Encoding: chunked'], '{}'),
     () => request([`${method} ${path} HTTP/1.1`, host, `X-Huge: ${'h'.repeat(random.int(17_000, 64_000))}`]),
-    () => request([`${method} ${path} HTTP/1.1`, host, ...Array.from({ length: 2000 }, (_unused, index) => `X-${index}: ${random.text(10)}`)]),
+    () =>
+      request([`${method} ${path} HTTP/1.1`, host, ...Array.from({ length: 2000 }, (_unused, index) => `X-${index}: ${random.text(10)}`)]),
     () => request(['PRI * HTTP/2.0', ''], 'SM\r\n\r\n'),
     () => Buffer.from(`${method} ${path} HTTP/1.1\r\n${host}\r\nAuthoriz`),
   ];
@@ -240,11 +299,37 @@ function unparsableCase(random: Random, ids: readonly string[]): HttpCase {
 function upgradeCase(random: Random): HttpCase {
   if (random.chance(0.2)) {
     const target = random.pick(['example.com:443', '127.0.0.1:22', '/v1/models', '/native/v1/videos/x']);
-    return { kind: 'CONNECT', bytes: request([`CONNECT ${target} HTTP/1.1`, `Host: ${target}`]), expected: layerOf(target), halfClose: false, head: false };
+    return {
+      kind: 'CONNECT',
+      bytes: request([`CONNECT ${target} HTTP/1.1`, `Host: ${target}`]),
+      expected: layerOf(target),
+      halfClose: false,
+      head: false,
+    };
   }
-  const path = random.pick(['/native/v1/realtime?model=svc-voice-latest', '/native/v1/realtime', '/native/v1/realtime?model=nope', '/v1/realtime?model=svc-voice-latest', '/', '//[']);
-  const headers = [`${random.pick(['GET', 'GET', 'POST', 'PUT'])} ${path} HTTP/1.1`, 'Host: emulator', 'Connection: Upgrade', `Upgrade: ${random.pick(['websocket', 'WebSocket', 'h2c', random.text(5)])}`];
-  if (random.chance(0.5)) headers.push(random.pick([`Authorization: Bearer ${KEY}`, 'Authorization: Bearer nope-nope', `Sec-WebSocket-Protocol: svc-client-secret.${random.text(10)}`, 'Sec-WebSocket-Protocol: compat-insecure-api-key.nope']));
+  const path = random.pick([
+    '/native/v1/realtime?model=svc-voice-latest',
+    '/native/v1/realtime',
+    '/native/v1/realtime?model=nope',
+    '/v1/realtime?model=svc-voice-latest',
+    '/',
+    '//[',
+  ]);
+  const headers = [
+    `${random.pick(['GET', 'GET', 'POST', 'PUT'])} ${path} HTTP/1.1`,
+    'Host: emulator',
+    'Connection: Upgrade',
+    `Upgrade: ${random.pick(['websocket', 'WebSocket', 'h2c', random.text(5)])}`,
+  ];
+  if (random.chance(0.5))
+    headers.push(
+      random.pick([
+        `Authorization: Bearer ${KEY}`,
+        'Authorization: Bearer nope-nope',
+        `Sec-WebSocket-Protocol: svc-client-secret.${random.text(10)}`,
+        'Sec-WebSocket-Protocol: compat-insecure-api-key.nope',
+      ]),
+    );
   // Never a valid key: every one of these handshakes must be refused.
   headers.push(random.pick(['Sec-WebSocket-Key: short', 'Sec-WebSocket-Key: ', `Sec-WebSocket-Key: ${random.text(30)}`]));
   if (random.chance(0.7)) headers.push(`Sec-WebSocket-Version: ${random.pick(['13', '8', '99', 'x'])}`);
@@ -273,7 +358,9 @@ function parseAnswer(data: Buffer): RawAnswer | undefined {
     const [statusLine = '', ...lines] = rest.subarray(0, end).toString('latin1').split('\r\n');
     const status = Number(/^HTTP\/1\.[01] (\d{3}) /.exec(statusLine)?.[1]);
     if (!Number.isInteger(status)) return undefined;
-    const headers = Object.fromEntries(lines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]));
+    const headers = Object.fromEntries(
+      lines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]),
+    );
     rest = rest.subarray(end + 4);
     if (status >= 200) {
       const length = Number(headers['content-length'] ?? rest.length);
@@ -308,7 +395,8 @@ function problemWith(testCase: HttpCase, answer: RawAnswer): string | undefined 
   if (answer.status === 500) return 'a 500: the emulator failed on this input';
   if (testCase.head || (answer.status < 400 && answer.headers['content-type'] === 'video/mp4')) return undefined;
   if (answer.status < 400 && answer.body.length === 0) return answer.status === 202 ? undefined : `status ${answer.status} without a body`;
-  if (answer.headers['content-type'] !== 'application/json') return `content-type ${answer.headers['content-type']} (status ${answer.status})`;
+  if (answer.headers['content-type'] !== 'application/json')
+    return `content-type ${answer.headers['content-type']} (status ${answer.status})`;
   let body: unknown;
   try {
     body = JSON.parse(answer.body.toString('utf8'));
@@ -319,7 +407,12 @@ function problemWith(testCase: HttpCase, answer: RawAnswer): string | undefined 
   const format = testCase.expected;
   const ok =
     format === 'compat'
-      ? isRecord(body) && isRecord(body.error) && typeof body.error.message === 'string' && typeof body.error.type === 'string' && typeof body.error.code === 'string' && (body.error.param === null || typeof body.error.param === 'string')
+      ? isRecord(body) &&
+        isRecord(body.error) &&
+        typeof body.error.message === 'string' &&
+        typeof body.error.type === 'string' &&
+        typeof body.error.code === 'string' &&
+        (body.error.param === null || typeof body.error.param === 'string')
       : isRecord(body) && typeof body.code === 'string' && typeof body.error === 'string' && isRecord(body.usage);
   return ok ? undefined : `status ${answer.status}: not the ${format} error format: ${answer.body.toString('utf8').slice(0, 200)}`;
 }
@@ -348,7 +441,9 @@ interface RealtimeConnection {
 }
 
 async function openRealtime(): Promise<RealtimeConnection> {
-  const socket = new WebSocket(`${emulator.wsUrl}/native/v1/realtime?model=svc-voice-latest`, { headers: { Authorization: `Bearer ${KEY}` } });
+  const socket = new WebSocket(`${emulator.wsUrl}/native/v1/realtime?model=svc-voice-latest`, {
+    headers: { Authorization: `Bearer ${KEY}` },
+  });
   const events: Record<string, unknown>[] = [];
   socket.on('message', (data: Buffer) => {
     const event: unknown = JSON.parse(data.toString('utf8'));
@@ -363,8 +458,16 @@ async function openRealtime(): Promise<RealtimeConnection> {
 }
 
 const CLIENT_EVENTS = [
-  'session.update', 'input_audio_buffer.append', 'input_audio_buffer.commit', 'input_audio_buffer.clear', 'conversation.item.create',
-  'conversation.item.delete', 'conversation.item.truncate', 'response.create', 'response.cancel', 'conversation.item.retrieve',
+  'session.update',
+  'input_audio_buffer.append',
+  'input_audio_buffer.commit',
+  'input_audio_buffer.clear',
+  'conversation.item.create',
+  'conversation.item.delete',
+  'conversation.item.truncate',
+  'response.create',
+  'response.cancel',
+  'conversation.item.retrieve',
 ];
 
 /** One malformed realtime message: text, or bytes sent as a binary frame. */
@@ -378,13 +481,39 @@ function realtimeMessage(random: Random): { data: string | Buffer; oversized: bo
     case 2:
       return { data: JSON.stringify(random.pick([[], 42, 'session.update', null, [{ type: 'session.update' }]])), oversized: false };
     case 3:
-      return { data: event({ type: random.pick([random.text(random.int(1, 30)), 'response.create.', 'Session.Update', random.pick(UNICODE)]) }), oversized: false };
+      return {
+        data: event({ type: random.pick([random.text(random.int(1, 30)), 'response.create.', 'Session.Update', random.pick(UNICODE)]) }),
+        oversized: false,
+      };
     case 4:
-      return { data: event({ type: random.pick(CLIENT_EVENTS), event_id: junkValue(random), [random.pick(['session', 'item', 'audio', 'item_id', 'audio_end_ms', 'content_index'])]: junkValue(random) }), oversized: false };
+      return {
+        data: event({
+          type: random.pick(CLIENT_EVENTS),
+          event_id: junkValue(random),
+          [random.pick(['session', 'item', 'audio', 'item_id', 'audio_end_ms', 'content_index'])]: junkValue(random),
+        }),
+        oversized: false,
+      };
     case 5: {
-      const session = Object.fromEntries(['voice', 'instructions', 'turn_detection', 'audio', 'tools'].filter(() => random.chance(0.5)).map((field) => [field, junkValue(random)]));
-      const rates = { audio: { input: { format: { type: random.pick(['audio/pcm', 'audio/pcmu', 'x']), rate: random.pick([8000, 7999, 48_001, -1, 1e308, '24000', 24_000.5]) } } } };
-      return { data: event({ type: 'session.update', session: random.chance(0.5) ? session : { ...session, ...rates } }), oversized: false };
+      const session = Object.fromEntries(
+        ['voice', 'instructions', 'turn_detection', 'audio', 'tools']
+          .filter(() => random.chance(0.5))
+          .map((field) => [field, junkValue(random)]),
+      );
+      const rates = {
+        audio: {
+          input: {
+            format: {
+              type: random.pick(['audio/pcm', 'audio/pcmu', 'x']),
+              rate: random.pick([8000, 7999, 48_001, -1, 1e308, '24000', 24_000.5]),
+            },
+          },
+        },
+      };
+      return {
+        data: event({ type: 'session.update', session: random.chance(0.5) ? session : { ...session, ...rates } }),
+        oversized: false,
+      };
     }
     case 6: {
       const audio = random.pick([
@@ -398,15 +527,40 @@ function realtimeMessage(random: Random): { data: string | Buffer; oversized: bo
     case 7:
       return { data: random.bytes(random.int(1, 5000)), oversized: false };
     case 8: {
-      const content = random.pick([junkValue(random), [{ type: 'output_text', text: 'x'.repeat(random.int(1, 10_000)) }], [{ type: 'output_text', text: junkValue(random) }]]);
-      return { data: event({ type: 'conversation.item.create', item: { type: random.pick(['force_message', 'message', 'function_call_output', 7]), role: random.pick(['assistant', 'user', 3]), interruptible: junkValue(random), content } }), oversized: false };
+      const content = random.pick([
+        junkValue(random),
+        [{ type: 'output_text', text: 'x'.repeat(random.int(1, 10_000)) }],
+        [{ type: 'output_text', text: junkValue(random) }],
+      ]);
+      return {
+        data: event({
+          type: 'conversation.item.create',
+          item: {
+            type: random.pick(['force_message', 'message', 'function_call_output', 7]),
+            role: random.pick(['assistant', 'user', 3]),
+            interruptible: junkValue(random),
+            content,
+          },
+        }),
+        oversized: false,
+      };
     }
     case 9:
-      return { data: event({ type: 'conversation.item.truncate', item_id: junkValue(random), content_index: junkValue(random), audio_end_ms: random.pick([-1, 1e308, 0.5, 'x', null]) }), oversized: false };
+      return {
+        data: event({
+          type: 'conversation.item.truncate',
+          item_id: junkValue(random),
+          content_index: junkValue(random),
+          audio_end_ms: random.pick([-1, 1e308, 0.5, 'x', null]),
+        }),
+        oversized: false,
+      };
     case 10:
       return { data: event({ type: 'input_audio_buffer.commit' }), oversized: false };
     default:
-      return random.chance(0.1) ? { data: event({ type: 'input_audio_buffer.append', audio: 'A'.repeat(MAX_FRAME_BYTES) }), oversized: true } : { data: event({ type: 'response.cancel' }), oversized: false };
+      return random.chance(0.1)
+        ? { data: event({ type: 'input_audio_buffer.append', audio: 'A'.repeat(MAX_FRAME_BYTES) }), oversized: true }
+        : { data: event({ type: 'response.cancel' }), oversized: false };
   }
 }
 
@@ -424,7 +578,7 @@ function eventProblem(events: readonly Record<string, unknown>[]): string | unde
 }
 
 describe(`the emulator under hostile input (seed ${SEED})`, () => {
-  it('answers 5,000 malformed HTTP requests and 500 malformed realtime messages in the spec\'s formats, stays up, and keeps its heap bounded', async () => {
+  it("answers 5,000 malformed HTTP requests and 500 malformed realtime messages in the spec's formats, stays up, and keeps its heap bounded", async () => {
     const random = new Random(SEED);
     // Warm up: the code paths, caches and pools a first run fills are not growth.
     const ids = [await validSubmission(), await validSubmission()];
@@ -445,7 +599,10 @@ describe(`the emulator under hostile input (seed ${SEED})`, () => {
           const testCase = cases[index]!;
           const answer = await exchange(emulator.port, testCase);
           const problem = typeof answer === 'string' ? answer : problemWith(testCase, answer);
-          if (problem) failures.push(`case ${index} (${testCase.kind}, seed ${SEED}): ${problem}; sent ${JSON.stringify(testCase.bytes.subarray(0, 160).toString('latin1'))}`);
+          if (problem)
+            failures.push(
+              `case ${index} (${testCase.kind}, seed ${SEED}): ${problem}; sent ${JSON.stringify(testCase.bytes.subarray(0, 160).toString('latin1'))}`,
+            );
         }
       }),
     );
@@ -454,14 +611,23 @@ describe(`the emulator under hostile input (seed ${SEED})`, () => {
     for (let session = 0; session < REALTIME_SESSIONS; session++) {
       let connection = await openRealtime();
       const configure = () =>
-        connection.socket.send(JSON.stringify({ type: 'session.update', session: { turn_detection: random.pick([null, { type: 'server_vad' }]), audio: { input: { format: { type: 'audio/pcm', rate: random.pick([8000, 24_000, 48_000]) } } } } }));
+        connection.socket.send(
+          JSON.stringify({
+            type: 'session.update',
+            session: {
+              turn_detection: random.pick([null, { type: 'server_vad' }]),
+              audio: { input: { format: { type: 'audio/pcm', rate: random.pick([8000, 24_000, 48_000]) } } },
+            },
+          }),
+        );
       configure();
       for (let count = 0; count < REALTIME_MESSAGES / REALTIME_SESSIONS; count++, sent++) {
         const { data, oversized } = realtimeMessage(random);
         connection.socket.send(data);
         if (!oversized) continue;
         const code = await connection.closed;
-        if (code !== MESSAGE_TOO_BIG) failures.push(`realtime message ${sent} (seed ${SEED}): an oversized frame closed the connection with ${code}`);
+        if (code !== MESSAGE_TOO_BIG)
+          failures.push(`realtime message ${sent} (seed ${SEED}): an oversized frame closed the connection with ${code}`);
         const problem = eventProblem(connection.events);
         if (problem) failures.push(`realtime session ${session} (seed ${SEED}): ${problem}`);
         connection = await openRealtime();
@@ -488,6 +654,8 @@ describe(`the emulator under hostile input (seed ${SEED})`, () => {
     await validSubmission();
     const heapAfter = await emulator.heapUsed();
     const growth = heapAfter - heapBefore;
-    expect(growth, `heap ${Math.round(heapBefore / MIB)} MiB before, ${Math.round(heapAfter / MIB)} MiB after`).toBeLessThan(MAX_HEAP_GROWTH_BYTES);
+    expect(growth, `heap ${Math.round(heapBefore / MIB)} MiB before, ${Math.round(heapAfter / MIB)} MiB after`).toBeLessThan(
+      MAX_HEAP_GROWTH_BYTES,
+    );
   }, 120_000);
 });

@@ -45,12 +45,17 @@ async function finishedTask(emulator: Emulator, dispatcher?: Agent): Promise<Rec
   const submitted = await fetch(`${base}/v1/videos/generations`, {
     method: 'POST',
     headers: { ...AUTH, 'content-type': 'application/json' },
-    body: JSON.stringify({ model: 'svc-imagine-video-1.5', prompt: 'a lighthouse', storage_options: { filename: 'lighthouse.mp4', public_url: true } }),
+    body: JSON.stringify({
+      model: 'svc-imagine-video-1.5',
+      prompt: 'a lighthouse',
+      storage_options: { filename: 'lighthouse.mp4', public_url: true },
+    }),
     ...(dispatcher ? { dispatcher } : {}),
   });
   const { task_id: id } = (await submitted.json()) as { task_id: string };
   return pollUntil({
-    ask: async (): Promise<unknown> => (await fetch(`${base}/v1/videos/${id}`, { headers: AUTH, ...(dispatcher ? { dispatcher } : {}) })).json(),
+    ask: async (): Promise<unknown> =>
+      (await fetch(`${base}/v1/videos/${id}`, { headers: AUTH, ...(dispatcher ? { dispatcher } : {}) })).json(),
     found: (answer) => (isRecord(answer) && answer.status === 'succeeded' ? answer : undefined),
     intervalMs: 20,
     timeoutMs: TEST_TIMEOUT_MS,
@@ -178,7 +183,9 @@ describe('the bind address (--host)', () => {
       expect(emulator.listenUrl).toBe(`http://127.0.0.2:${emulator.port}`);
       expect(emulator.baseUrl).toBe(emulator.listenUrl);
       expect((await fetch(`http://127.0.0.2:${emulator.port}/v1/models`, { headers: AUTH })).status).toBe(200);
-      await expect(fetch(`http://127.0.0.1:${emulator.port}/v1/models`, { headers: AUTH })).rejects.toMatchObject({ cause: { code: 'ECONNREFUSED' } });
+      await expect(fetch(`http://127.0.0.1:${emulator.port}/v1/models`, { headers: AUTH })).rejects.toMatchObject({
+        cause: { code: 'ECONNREFUSED' },
+      });
     } finally {
       await emulator.close();
     }
@@ -219,7 +226,9 @@ describe('the public URL (--public-url)', () => {
   it('with --tls, makes a certificate that covers the public host too', async () => {
     const emulator = await startEmulator({ publicUrl: 'https://gateway.example.test', tls: true });
     try {
-      expect(altNames(emulator.caCert ?? '')).toEqual(expect.arrayContaining(['DNS:gateway.example.test', 'DNS:localhost', 'IP Address:127.0.0.1']));
+      expect(altNames(emulator.caCert ?? '')).toEqual(
+        expect.arrayContaining(['DNS:gateway.example.test', 'DNS:localhost', 'IP Address:127.0.0.1']),
+      );
     } finally {
       await emulator.close();
     }

@@ -44,7 +44,11 @@ async function call(method: string, path: string, body?: unknown, options: { key
 async function rawExchange(text: string): Promise<{ status: number; headers: string; body: unknown }> {
   const answer = await rawHttp(emulator.port, text);
   const [head = '', body = ''] = answer.split('\r\n\r\n');
-  return { status: Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1]), headers: head.toLowerCase(), body: body === '' ? undefined : (JSON.parse(body) as unknown) };
+  return {
+    status: Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1]),
+    headers: head.toLowerCase(),
+    body: body === '' ? undefined : (JSON.parse(body) as unknown),
+  };
 }
 
 /** Polls a task (as clients of the spec must) until its status is one of `until`. */
@@ -67,7 +71,9 @@ describe('error formats', () => {
   it('answers the compatibility layer with the envelope, naming the parameter', async () => {
     const answer = await call('POST', '/v1/videos/generations', { model: 'svc-imagine-video-1.5', prompt: 'x', resolution: '4k' });
     expect(answer.status).toBe(400);
-    expect(answer.body).toEqual({ error: { message: expect.any(String), type: 'gateway_api_error', param: 'resolution', code: 'invalid_request_error' } });
+    expect(answer.body).toEqual({
+      error: { message: expect.any(String), type: 'gateway_api_error', param: 'resolution', code: 'invalid_request_error' },
+    });
     expect(answer.headers.get('x-request-id')).toMatch(/^req_/);
   });
 
@@ -106,7 +112,13 @@ describe('error formats', () => {
     [{ model: 42 }, 'model'],
     [{ model: 'svc-imagine-video-1.5', duration: 'long' }, 'duration'],
     [{ model: 'svc-imagine-video-1.5', image: { url: 'https://a/b.png', file_id: 'f' } }, 'image'],
-    [{ model: 'svc-imagine-video-1.5', reference_audios: [{ voice_id: 'eve' }, { voice_id: 'leo' }, { voice_id: 'ara' }, { voice_id: 'rex' }] }, 'reference_audios'],
+    [
+      {
+        model: 'svc-imagine-video-1.5',
+        reference_audios: [{ voice_id: 'eve' }, { voice_id: 'leo' }, { voice_id: 'ara' }, { voice_id: 'rex' }],
+      },
+      'reference_audios',
+    ],
     [{ model: 'svc-imagine-video-1.5', storage_options: { public_url: true } }, 'storage_options.filename'],
     [{ model: 'svc-imagine-video-1.5', storage_options: { filename: 'a.mp4', expires_after: 2_592_001 } }, 'storage_options.expires_after'],
   ])('answers wrong types and shapes with the offending param: %j', async (body, param) => {
@@ -150,7 +162,13 @@ describe('error formats', () => {
     const body = { model: 'svc-imagine-video-1.5', prompt: 'x', reference_audios: [{ voice_id: 'EVE' }, { voice_id: 'nobody' }] };
     const compat = await call('POST', '/v1/videos/generations', body);
     expect(compat.status).toBe(400);
-    expect(compat.body).toMatchObject({ error: { code: 'invalid_request_error', param: 'reference_audios[1].voice_id', message: expect.stringMatching(/Available voices: altair, ara, .*eve.*zenith/) } });
+    expect(compat.body).toMatchObject({
+      error: {
+        code: 'invalid_request_error',
+        param: 'reference_audios[1].voice_id',
+        message: expect.stringMatching(/Available voices: altair, ara, .*eve.*zenith/),
+      },
+    });
     const native = await call('POST', '/native/v1/videos/generations', body);
     expect(native.status).toBe(400);
     expect(native.body).toMatchObject({ code: 'invalid_request_error', error: expect.stringContaining('Available voices: altair') });
@@ -193,45 +211,69 @@ describe('error formats', () => {
     expect((await call('PUT', '/v1/models')).body).toMatchObject({ error: { code: 'invalid_request_error' } });
   });
 
-  it.each(['GET //[ HTTP/1.1', 'GET http://[ HTTP/1.1'])('answers a request target that is not a URL (%s) with 400 and stays up', async (line) => {
-    const answer = await rawExchange(`${line}\r\nHost: emulator\r\nConnection: close\r\n\r\n`);
-    expect(answer.status).toBe(400);
-    expect(answer.body).toMatchObject({ error: { code: 'invalid_request_error' } });
-    expect(answer.headers).toMatch(/x-request-id: req_/);
-    expect((await call('GET', '/v1/models')).status).toBe(200);
-  });
+  it.each(['GET //[ HTTP/1.1', 'GET http://[ HTTP/1.1'])(
+    'answers a request target that is not a URL (%s) with 400 and stays up',
+    async (line) => {
+      const answer = await rawExchange(`${line}\r\nHost: emulator\r\nConnection: close\r\n\r\n`);
+      expect(answer.status).toBe(400);
+      expect(answer.body).toMatchObject({ error: { code: 'invalid_request_error' } });
+      expect(answer.headers).toMatch(/x-request-id: req_/);
+      expect((await call('GET', '/v1/models')).status).toBe(200);
+    },
+  );
 
-  it.each(['/v1/videos/%E0%A4%A', '/native/v1/videos/%E0%A4%A', '/v1/videos/%ZZ/content'])('answers a malformed escape in a task id (%s) like an unknown id: 404, not a retryable 500', async (path) => {
-    const answer = await call('GET', path);
-    expect(answer.status).toBe(404);
-    expect(JSON.stringify(answer.body)).toContain('not_found');
-  });
+  it.each(['/v1/videos/%E0%A4%A', '/native/v1/videos/%E0%A4%A', '/v1/videos/%ZZ/content'])(
+    'answers a malformed escape in a task id (%s) like an unknown id: 404, not a retryable 500',
+    async (path) => {
+      const answer = await call('GET', path);
+      expect(answer.status).toBe(404);
+      expect(JSON.stringify(answer.body)).toContain('not_found');
+    },
+  );
 
-  it.each(['[[http:000:x]]', '[[http:200:ok]]', '[[http:600:x]]'])('takes %s as no trigger (not an error status) and stays up', async (trigger) => {
-    const answer = await call('POST', '/v1/videos/generations', { model: 'svc-imagine-video-1.5', prompt: `a fox ${trigger}` });
-    expect(answer.status).toBe(200);
-    expect(answer.body).toMatchObject({ task_id: expect.any(String) });
-    expect((await call('GET', '/v1/models')).status).toBe(200);
-  });
+  it.each(['[[http:000:x]]', '[[http:200:ok]]', '[[http:600:x]]'])(
+    'takes %s as no trigger (not an error status) and stays up',
+    async (trigger) => {
+      const answer = await call('POST', '/v1/videos/generations', { model: 'svc-imagine-video-1.5', prompt: `a fox ${trigger}` });
+      expect(answer.status).toBe(200);
+      expect(answer.body).toMatchObject({ task_id: expect.any(String) });
+      expect((await call('GET', '/v1/models')).status).toBe(200);
+    },
+  );
 
-  it('does not know one layer\'s task ids on the other', async () => {
-    const native = (await call('POST', '/native/v1/videos/generations', { model: 'svc-imagine-video-1.5', prompt: 'cross' })).body as { request_id: string };
-    const compat = (await call('POST', '/v1/videos/generations', { model: 'svc-imagine-video-1.5', prompt: 'cross' })).body as { task_id: string };
+  it("does not know one layer's task ids on the other", async () => {
+    const native = (await call('POST', '/native/v1/videos/generations', { model: 'svc-imagine-video-1.5', prompt: 'cross' })).body as {
+      request_id: string;
+    };
+    const compat = (await call('POST', '/v1/videos/generations', { model: 'svc-imagine-video-1.5', prompt: 'cross' })).body as {
+      task_id: string;
+    };
     expect((await call('GET', `/v1/videos/${native.request_id}`)).status).toBe(404);
     expect((await call('GET', `/native/v1/videos/${compat.task_id}`)).status).toBe(404);
   });
 });
 
 describe('models and groups', () => {
-  it('lists the models of the key\'s group', async () => {
+  it("lists the models of the key's group", async () => {
     const all = await call('GET', '/v1/models');
-    expect(all.body).toMatchObject({ object: 'list', data: expect.arrayContaining([{ id: 'svc-imagine-video-1.5', object: 'model', owned_by: 'svc' }, { id: 'svc-voice-latest', object: 'model', owned_by: 'svc' }]) });
+    expect(all.body).toMatchObject({
+      object: 'list',
+      data: expect.arrayContaining([
+        { id: 'svc-imagine-video-1.5', object: 'model', owned_by: 'svc' },
+        { id: 'svc-voice-latest', object: 'model', owned_by: 'svc' },
+      ]),
+    });
     const classic = await call('GET', '/v1/models', undefined, { key: 'classic-key-0001' });
     expect(classic.body).toEqual({ object: 'list', data: [{ id: 'svc-imagine-video', object: 'model', owned_by: 'svc' }] });
   });
 
   it('answers 403 for a model outside the group and 404 for an unknown model', async () => {
-    const outside = await call('POST', '/v1/videos/generations', { model: 'svc-imagine-video-1.5', prompt: 'x' }, { key: 'classic-key-0001' });
+    const outside = await call(
+      'POST',
+      '/v1/videos/generations',
+      { model: 'svc-imagine-video-1.5', prompt: 'x' },
+      { key: 'classic-key-0001' },
+    );
     expect(outside.status).toBe(403);
     expect(outside.body).toMatchObject({ error: { code: 'permission_denied' } });
     const unknown = await call('POST', '/v1/videos/generations', { model: 'svc-imagine-video-9', prompt: 'x' });
@@ -242,7 +284,9 @@ describe('models and groups', () => {
 
 describe('results', () => {
   it('serves a real mp4 through /content with the key and the temporary url without it', async () => {
-    const { task_id: id } = (await call('POST', '/v1/videos/generations', { model: 'svc-imagine-video-1.5', prompt: 'cat' })).body as { task_id: string };
+    const { task_id: id } = (await call('POST', '/v1/videos/generations', { model: 'svc-imagine-video-1.5', prompt: 'cat' })).body as {
+      task_id: string;
+    };
     const done = (await waitUntilDone('compat', id)).body as { status: string; url: string; usage: { cost_in_usd_ticks: number } };
     expect(done.status).toBe('succeeded');
     expect(done.usage.cost_in_usd_ticks).toBeGreaterThan(0);
@@ -255,7 +299,9 @@ describe('results', () => {
   });
 
   it('expires temporary urls: the native task reads expired and the url is gone', async () => {
-    const { request_id: id } = (await call('POST', '/native/v1/videos/generations', { model: 'svc-imagine-video-1.5', prompt: 'soon gone' })).body as { request_id: string };
+    const { request_id: id } = (
+      await call('POST', '/native/v1/videos/generations', { model: 'svc-imagine-video-1.5', prompt: 'soon gone' })
+    ).body as { request_id: string };
     const done = (await waitUntilDone('native', id)).body as { status: string; video: { url: string } };
     expect(done.status).toBe('done');
     expect((await fetch(done.video.url)).status).toBe(200);
@@ -273,16 +319,30 @@ describe('results', () => {
         storage_options: { filename: 'keep.mp4', expires_after: 3600, public_url: true },
       })
     ).body as { request_id: string };
-    const done = (await waitUntilDone('native', id)).body as { video: { url: string; file_output: { file_id: string; filename: string; expires_at: number; public_url: string } } };
-    expect(done.video.file_output).toMatchObject({ file_id: expect.stringMatching(/^file_/), filename: 'keep.mp4', expires_at: expect.any(Number) });
+    const done = (await waitUntilDone('native', id)).body as {
+      video: { url: string; file_output: { file_id: string; filename: string; expires_at: number; public_url: string } };
+    };
+    expect(done.video.file_output).toMatchObject({
+      file_id: expect.stringMatching(/^file_/),
+      filename: 'keep.mp4',
+      expires_at: expect.any(Number),
+    });
     expect((await fetch(done.video.file_output.public_url)).status).toBe(200);
   });
 
   it('reports a storage failure without failing the task', async () => {
     const { task_id: id } = (
-      await call('POST', '/v1/videos/generations', { model: 'svc-imagine-video-1.5', prompt: 'x [[storage-fail]]', storage_options: { filename: 'a.mp4' } })
+      await call('POST', '/v1/videos/generations', {
+        model: 'svc-imagine-video-1.5',
+        prompt: 'x [[storage-fail]]',
+        storage_options: { filename: 'a.mp4' },
+      })
     ).body as { task_id: string };
-    const done = (await waitUntilDone('compat', id)).body as { status: string; url: string; video: { storage_error: string; file_output?: unknown } };
+    const done = (await waitUntilDone('compat', id)).body as {
+      status: string;
+      url: string;
+      video: { storage_error: string; file_output?: unknown };
+    };
     expect(done.status).toBe('succeeded');
     expect(done.video.storage_error).toEqual(expect.any(String));
     expect(done.video.file_output).toBeUndefined();
@@ -304,7 +364,11 @@ describe('results', () => {
     await once(target, 'listening');
     const address = target.address();
     const port = typeof address === 'object' && address ? address.port : 0;
-    await call('POST', '/v1/videos/generations', { model: 'svc-imagine-video-1.5', prompt: 'upload', output: { upload_url: `http://127.0.0.1:${port}/put/video.mp4` } });
+    await call('POST', '/v1/videos/generations', {
+      model: 'svc-imagine-video-1.5',
+      prompt: 'upload',
+      output: { upload_url: `http://127.0.0.1:${port}/put/video.mp4` },
+    });
     const upload = await received;
     expect(upload.method).toBe('PUT');
     expect(upload.bytes.subarray(4, 8).toString('latin1')).toBe('ftyp');
@@ -320,10 +384,12 @@ describe('results', () => {
         body: JSON.stringify({ model: 'svc-imagine-video-1.5', prompt: 'slow' }),
       });
       const { request_id: id } = (await submit.json()) as { request_id: string };
-      const polls = await Promise.all([1, 2].map(async () => {
-        const response = await fetch(`${slow.baseUrl}/native/v1/videos/${id}`, { headers: { authorization: `Bearer ${KEY}` } });
-        return { status: response.status, text: await response.text() };
-      }));
+      const polls = await Promise.all(
+        [1, 2].map(async () => {
+          const response = await fetch(`${slow.baseUrl}/native/v1/videos/${id}`, { headers: { authorization: `Bearer ${KEY}` } });
+          return { status: response.status, text: await response.text() };
+        }),
+      );
       expect(polls.map((poll) => poll.status)).toEqual([202, 202]);
       expect(polls.map((poll) => poll.text === '').sort()).toEqual([false, true]);
     } finally {
@@ -343,18 +409,40 @@ describe('requests accepted, then failed by the rules the spec gives asynchronou
     ['a prompt that is too long', 'generations', { model: LATEST, prompt: 'a'.repeat(4097) }, 'invalid_argument'],
     ['text-to-video without a prompt', 'generations', { model: LATEST }, 'invalid_argument'],
     ['the classic model with last_frame', 'generations', { model: CLASSIC, prompt: 'a', last_frame: IMAGE }, 'invalid_argument'],
-    ['the classic model mixing image and reference images', 'generations', { model: CLASSIC, prompt: 'a', image: IMAGE, reference_images: [IMAGE] }, 'invalid_argument'],
-    ['the classic model with reference audio', 'generations', { model: CLASSIC, prompt: 'a', reference_audios: [{ voice_id: 'eve' }] }, 'failed_precondition'],
+    [
+      'the classic model mixing image and reference images',
+      'generations',
+      { model: CLASSIC, prompt: 'a', image: IMAGE, reference_images: [IMAGE] },
+      'invalid_argument',
+    ],
+    [
+      'the classic model with reference audio',
+      'generations',
+      { model: CLASSIC, prompt: 'a', reference_audios: [{ voice_id: 'eve' }] },
+      'failed_precondition',
+    ],
     ['1080p on the classic model', 'generations', { model: CLASSIC, prompt: 'a', resolution: '1080p' }, 'failed_precondition'],
-    ['1080p with a last frame', 'generations', { model: LATEST, prompt: 'a', last_frame: IMAGE, resolution: '1080p' }, 'failed_precondition'],
-    ['1080p in reference-image mode', 'generations', { model: LATEST, prompt: 'a', reference_images: [IMAGE], resolution: '1080p' }, 'failed_precondition'],
+    [
+      '1080p with a last frame',
+      'generations',
+      { model: LATEST, prompt: 'a', last_frame: IMAGE, resolution: '1080p' },
+      'failed_precondition',
+    ],
+    [
+      '1080p in reference-image mode',
+      'generations',
+      { model: LATEST, prompt: 'a', reference_images: [IMAGE], resolution: '1080p' },
+      'failed_precondition',
+    ],
     ['an edit by the classic model', 'edits', { model: CLASSIC, prompt: 'snow', video: SOURCE }, 'failed_precondition'],
     ['an extension by the classic model', 'extensions', { model: CLASSIC, prompt: 'on', video: SOURCE }, 'failed_precondition'],
     ['an extension by 1 s', 'extensions', { model: LATEST, prompt: 'on', video: SOURCE, duration: 1 }, 'invalid_argument'],
     ['an extension by 11 s', 'extensions', { model: LATEST, prompt: 'on', video: SOURCE, duration: 11 }, 'invalid_argument'],
     ['an edit with a prompt that is too long', 'edits', { model: LATEST, prompt: 'a'.repeat(4097), video: SOURCE }, 'invalid_argument'],
   ];
-  const cases = (['compat', 'native'] as const).flatMap((layer) => rows.map(([rule, operation, body, code]) => ({ layer, rule, operation, body, code })));
+  const cases = (['compat', 'native'] as const).flatMap((layer) =>
+    rows.map(([rule, operation, body, code]) => ({ layer, rule, operation, body, code })),
+  );
 
   it.each(cases)('$layer: $rule fails with $code', async ({ layer, operation, body, code }) => {
     const prefix = layer === 'compat' ? '/v1' : '/native/v1';
@@ -368,7 +456,9 @@ describe('requests accepted, then failed by the rules the spec gives asynchronou
   it('reads the compatibility alias seconds, while the native layer forwards it untouched', async () => {
     const compat = (await call('POST', '/v1/videos/generations', { model: LATEST, prompt: 'a', seconds: 20 })).body as { task_id: string };
     expect((await waitUntilDone('compat', compat.task_id)).body).toMatchObject({ status: 'failed', error: { code: 'invalid_argument' } });
-    const native = (await call('POST', '/native/v1/videos/generations', { model: LATEST, prompt: 'a', seconds: 20 })).body as { request_id: string };
+    const native = (await call('POST', '/native/v1/videos/generations', { model: LATEST, prompt: 'a', seconds: 20 })).body as {
+      request_id: string;
+    };
     expect((await waitUntilDone('native', native.request_id)).body).toMatchObject({ status: 'done' });
   });
 });
@@ -376,7 +466,9 @@ describe('requests accepted, then failed by the rules the spec gives asynchronou
 describe('quota', () => {
   it('charges at submission and refunds a failed task automatically', async () => {
     const before = emulator.quotaUsd(KEY);
-    const { task_id: id } = (await call('POST', '/v1/videos/generations', { model: 'svc-imagine-video-1.5', prompt: 'x [[fail:internal_error]]', duration: 4 })).body as { task_id: string };
+    const { task_id: id } = (
+      await call('POST', '/v1/videos/generations', { model: 'svc-imagine-video-1.5', prompt: 'x [[fail:internal_error]]', duration: 4 })
+    ).body as { task_id: string };
     expect(emulator.quotaUsd(KEY)).toBeLessThan(before);
     const failed = (await waitUntilDone('compat', id)).body as { status: string; error: { code: string } };
     expect(failed).toMatchObject({ status: 'failed', error: { code: 'internal_error' } });
@@ -403,28 +495,41 @@ describe('quota', () => {
 
   it('prices only valid requests: a duration far out of range fails the task, not the quota check', async () => {
     // At $0.05 a second this would cost $50,000 against a $1 quota, were it priced.
-    const answer = await call('POST', '/v1/videos/generations', { model: 'svc-imagine-video-1.5', prompt: 'x', duration: 1_000_000 }, { key: 'pricing-key-0001' });
+    const answer = await call(
+      'POST',
+      '/v1/videos/generations',
+      { model: 'svc-imagine-video-1.5', prompt: 'x', duration: 1_000_000 },
+      { key: 'pricing-key-0001' },
+    );
     expect(answer.status).toBe(200);
     const done = await waitUntilDone('compat', (answer.body as { task_id: string }).task_id);
     expect(done.body).toMatchObject({ status: 'failed', error: { code: 'invalid_argument' }, usage: { cost_in_usd_ticks: 0 } });
   });
 
   it('refuses a video the remaining quota cannot pay for', async () => {
-    const answer = await call('POST', '/v1/videos/generations', { model: 'svc-imagine-video', prompt: 'x', duration: 15, resolution: '720p' }, { key: 'classic-key-0001' });
+    const answer = await call(
+      'POST',
+      '/v1/videos/generations',
+      { model: 'svc-imagine-video', prompt: 'x', duration: 15, resolution: '720p' },
+      { key: 'classic-key-0001' },
+    );
     expect(answer.status).toBe(429);
     expect(answer.body).toMatchObject({ error: { code: 'insufficient_quota' } });
     // A used-up quota does not come back by waiting.
     expect(answer.headers.get('retry-after')).toBeNull();
   });
 
-  it.each(['/v1/videos/generations', '/native/v1/videos/generations'])('sends no Retry-After with a triggered insufficient_quota (%s), but does with overloaded', async (path) => {
-    const quota = await call('POST', path, { model: 'svc-imagine-video-1.5', prompt: `x [[http:429:insufficient_quota]] ${path}` });
-    expect(quota.status).toBe(429);
-    expect(quota.headers.get('retry-after')).toBeNull();
-    const busy = await call('POST', path, { model: 'svc-imagine-video-1.5', prompt: `x [[http:503:overloaded]] ${path}` });
-    expect(busy.status).toBe(503);
-    expect(busy.headers.get('retry-after')).toBe('1');
-  });
+  it.each(['/v1/videos/generations', '/native/v1/videos/generations'])(
+    'sends no Retry-After with a triggered insufficient_quota (%s), but does with overloaded',
+    async (path) => {
+      const quota = await call('POST', path, { model: 'svc-imagine-video-1.5', prompt: `x [[http:429:insufficient_quota]] ${path}` });
+      expect(quota.status).toBe(429);
+      expect(quota.headers.get('retry-after')).toBeNull();
+      const busy = await call('POST', path, { model: 'svc-imagine-video-1.5', prompt: `x [[http:503:overloaded]] ${path}` });
+      expect(busy.status).toBe(503);
+      expect(busy.headers.get('retry-after')).toBe('1');
+    },
+  );
 });
 
 describe('padding the video to a size', () => {
@@ -437,7 +542,7 @@ describe('padding the video to a size', () => {
         body: JSON.stringify({ model: 'svc-imagine-video-1.5', prompt: 'big' }),
       });
       const { task_id: id } = (await submit.json()) as { task_id: string };
-      for (let status = ''; status !== 'succeeded'; ) {
+      for (let status = ''; status !== 'succeeded';) {
         const poll = await fetch(`${padded.baseUrl}/v1/videos/${id}`, { headers: { authorization: `Bearer ${KEY}` } });
         status = ((await poll.json()) as { status: string }).status;
       }

@@ -29,16 +29,24 @@ async function exchange(bytes: string, { halfClose = false } = {}): Promise<RawA
   const text = Buffer.concat(chunks).toString('utf8');
   const split = text.indexOf('\r\n\r\n');
   const [statusLine = '', ...lines] = text.slice(0, split).split('\r\n');
-  const headers = Object.fromEntries(lines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]));
+  const headers = Object.fromEntries(
+    lines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]),
+  );
   const body = text.slice(split + 4);
-  return { status: Number(/^HTTP\/1\.1 (\d{3}) /.exec(statusLine)?.[1]), headers, body: body === '' ? undefined : (JSON.parse(body) as unknown) };
+  return {
+    status: Number(/^HTTP\/1\.1 (\d{3}) /.exec(statusLine)?.[1]),
+    headers,
+    body: body === '' ? undefined : (JSON.parse(body) as unknown),
+  };
 }
 
 function expectCompatError(answer: RawAnswer, status: number): void {
   expect(answer.status).toBe(status);
   expect(answer.headers['x-request-id']).toMatch(/^req_[0-9a-f]+$/);
   expect(answer.headers['content-type']).toBe('application/json');
-  expect(answer.body).toEqual({ error: { message: expect.any(String), type: 'gateway_api_error', param: null, code: 'invalid_request_error' } });
+  expect(answer.body).toEqual({
+    error: { message: expect.any(String), type: 'gateway_api_error', param: null, code: 'invalid_request_error' },
+  });
 }
 
 function expectNativeError(answer: RawAnswer, status: number): void {
@@ -58,8 +66,14 @@ describe('a request Node cannot parse is answered in the compatibility envelope 
     ['a request line that is not one', 'GARBAGE\r\n\r\n'],
     ['an unknown method', 'BREW /v1/models HTTP/1.1\r\nHost: e\r\n\r\n'],
     ['a header without a colon', 'GET /native/v1/videos/x HTTP/1.1\r\nHost: e\r\nBad Header\r\n\r\n'],
-    ['two different Content-Lengths', 'POST /v1/videos/generations HTTP/1.1\r\nHost: e\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n{}'],
-    ['Content-Length together with chunked', 'POST /v1/videos/generations HTTP/1.1\r\nHost: e\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n{}'],
+    [
+      'two different Content-Lengths',
+      'POST /v1/videos/generations HTTP/1.1\r\nHost: e\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n{}',
+    ],
+    [
+      'Content-Length together with chunked',
+      'POST /v1/videos/generations HTTP/1.1\r\nHost: e\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n{}',
+    ],
     ['a control byte in the target', 'GET /v1/\x01models HTTP/1.1\r\nHost: e\r\n\r\n'],
     ['an HTTP/2 preface', 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'],
   ])('%s: 400 with a request id', async (_label, bytes) => {
@@ -68,7 +82,9 @@ describe('a request Node cannot parse is answered in the compatibility envelope 
   });
 
   it('headers over the limit: 431, even on a native path', async () => {
-    const answer = await exchange(`GET /native/v1/videos/x HTTP/1.1\r\nHost: e\r\nX-Junk: ${'j'.repeat(64 * 1024)}\r\nConnection: close\r\n\r\n`);
+    const answer = await exchange(
+      `GET /native/v1/videos/x HTTP/1.1\r\nHost: e\r\nX-Junk: ${'j'.repeat(64 * 1024)}\r\nConnection: close\r\n\r\n`,
+    );
     expectCompatError(answer, 431);
     await stillServes();
   });
@@ -116,12 +132,25 @@ describe('requests Node would answer bare, answered in the layer of their path',
 });
 
 describe('websocket handshakes ws cannot accept, on the realtime path', () => {
-  const UPGRADE = 'GET /native/v1/realtime?model=svc-voice-latest HTTP/1.1\r\nHost: e\r\nAuthorization: Bearer emulator-key\r\nConnection: Upgrade\r\n';
+  const UPGRADE =
+    'GET /native/v1/realtime?model=svc-voice-latest HTTP/1.1\r\nHost: e\r\nAuthorization: Bearer emulator-key\r\nConnection: Upgrade\r\n';
   it.each([
     ['no Sec-WebSocket-Key', `${UPGRADE}Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n\r\n`, 400],
-    ['an unsupported version', `${UPGRADE}Upgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 99\r\n\r\n`, 400],
-    ['an upgrade to another protocol', `${UPGRADE}Upgrade: h2c\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`, 400],
-    ['a POST', `${UPGRADE.replace('GET', 'POST')}Upgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`, 405],
+    [
+      'an unsupported version',
+      `${UPGRADE}Upgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 99\r\n\r\n`,
+      400,
+    ],
+    [
+      'an upgrade to another protocol',
+      `${UPGRADE}Upgrade: h2c\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`,
+      400,
+    ],
+    [
+      'a POST',
+      `${UPGRADE.replace('GET', 'POST')}Upgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`,
+      405,
+    ],
   ])('%s: refused like every other upgrade, with a request id and a native body', async (_label, bytes, status) => {
     const answer = await exchange(bytes);
     expect(answer.status).toBe(status);

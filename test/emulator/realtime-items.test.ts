@@ -45,7 +45,10 @@ describe('conversation items', () => {
     const [added] = eventsOf(connection, 'conversation.item.added', userId);
     expect(added).toMatchObject({ previous_item_id: null, item: { ...userItem, content: [{ type: 'input_audio', transcript: null }] } });
     const [done] = eventsOf(connection, 'conversation.item.done', userId);
-    expect(done).toMatchObject({ previous_item_id: null, item: { ...userItem, status: 'completed', content: [{ type: 'input_audio', transcript: '(0.3 s of speech)' }] } });
+    expect(done).toMatchObject({
+      previous_item_id: null,
+      item: { ...userItem, status: 'completed', content: [{ type: 'input_audio', transcript: '(0.3 s of speech)' }] },
+    });
     expect(eventsOf(connection, 'conversation.item.created', userId)).toHaveLength(1);
     const order = (event: Record<string, unknown> | undefined) => connection.events.indexOf(event!);
     const transcribed = connection.events.find((event) => event.type === 'conversation.item.input_audio_transcription.completed');
@@ -54,10 +57,20 @@ describe('conversation items', () => {
 
     const answerId = String((connection.events.find((event) => event.type === 'response.output_item.added')!.item as { id: string }).id);
     expect(eventsOf(connection, 'conversation.item.added', answerId)).toEqual([
-      expect.objectContaining({ previous_item_id: userId, item: expect.objectContaining({ role: 'assistant', status: 'in_progress', content: [] }) }),
+      expect.objectContaining({
+        previous_item_id: userId,
+        item: expect.objectContaining({ role: 'assistant', status: 'in_progress', content: [] }),
+      }),
     ]);
     expect(eventsOf(connection, 'conversation.item.done', answerId)).toEqual([
-      expect.objectContaining({ previous_item_id: userId, item: expect.objectContaining({ role: 'assistant', status: 'completed', content: [{ type: 'audio', transcript: 'Echo of 0.3 seconds.' }] }) }),
+      expect.objectContaining({
+        previous_item_id: userId,
+        item: expect.objectContaining({
+          role: 'assistant',
+          status: 'completed',
+          content: [{ type: 'audio', transcript: 'Echo of 0.3 seconds.' }],
+        }),
+      }),
     ]);
     connection.socket.close();
   });
@@ -68,17 +81,35 @@ describe('conversation items', () => {
     const userId = String(connection.events.find((event) => event.type === 'input_audio_buffer.committed')!.item_id);
     connection.send({ type: 'conversation.item.retrieve', event_id: 'evt_get', item_id: userId });
     expect(await connection.next('conversation.item.retrieved')).toMatchObject({
-      item: { id: userId, type: 'message', role: 'user', status: 'completed', content: [{ type: 'input_audio', transcript: '(0.3 s of speech)' }] },
+      item: {
+        id: userId,
+        type: 'message',
+        role: 'user',
+        status: 'completed',
+        content: [{ type: 'input_audio', transcript: '(0.3 s of speech)' }],
+      },
     });
     const answerId = String((connection.events.find((event) => event.type === 'response.output_item.done')!.item as { id: string }).id);
     connection.send({ type: 'conversation.item.retrieve', item_id: answerId });
-    expect(await connection.next('conversation.item.retrieved')).toMatchObject({ item: { id: answerId, role: 'assistant', content: [{ type: 'audio', transcript: 'Echo of 0.3 seconds.' }] } });
+    expect(await connection.next('conversation.item.retrieved')).toMatchObject({
+      item: { id: answerId, role: 'assistant', content: [{ type: 'audio', transcript: 'Echo of 0.3 seconds.' }] },
+    });
 
     connection.send({ type: 'conversation.item.retrieve', event_id: 'evt_missing', item_id: 'item_nope' });
-    expect(await connection.next('error')).toMatchObject({ error: { type: 'invalid_request_error', code: 'item_not_found', param: 'item_id', event_id: 'evt_missing', message: expect.stringContaining('item_nope') } });
+    expect(await connection.next('error')).toMatchObject({
+      error: {
+        type: 'invalid_request_error',
+        code: 'item_not_found',
+        param: 'item_id',
+        event_id: 'evt_missing',
+        message: expect.stringContaining('item_nope'),
+      },
+    });
     connection.send({ type: 'conversation.item.retrieve', event_id: 'evt_no_id' });
     expect(await connection.next('error')).toMatchObject({ error: { param: 'item_id', event_id: 'evt_no_id' } });
-    expect(connection.events.some((event) => event.type === 'error' && (event.error as { code?: unknown }).code === 'unknown_event')).toBe(false);
+    expect(connection.events.some((event) => event.type === 'error' && (event.error as { code?: unknown }).code === 'unknown_event')).toBe(
+      false,
+    );
     connection.socket.close();
   });
 

@@ -36,13 +36,18 @@ async function postScript(body: unknown, headers: Record<string, string> = { aut
     headers: { 'content-type': 'application/json', ...headers },
     ...(method === 'POST' ? { body: JSON.stringify(body) } : {}),
   });
-  return { status: response.status, requestId: response.headers.get('x-request-id'), body: (await response.json()) as Record<string, unknown> };
+  return {
+    status: response.status,
+    requestId: response.headers.get('x-request-id'),
+    body: (await response.json()) as Record<string, unknown>,
+  };
 }
 
 /** What the response said, by its output_audio_transcript.done. */
 function transcriptOf(connection: Connection, done: Record<string, unknown>): unknown {
   const responseId = (done.response as { id: string }).id;
-  return connection.events.find((event) => event.type === 'response.output_audio_transcript.done' && event.response_id === responseId)?.transcript;
+  return connection.events.find((event) => event.type === 'response.output_audio_transcript.done' && event.response_id === responseId)
+    ?.transcript;
 }
 
 /** Speaks one 0.3 s turn (server VAD hears it and answers). */
@@ -52,10 +57,20 @@ function speak(connection: Connection): void {
 }
 
 describe('the script endpoint', () => {
-  it('answers in the emulator\'s error envelope, with a request id: no key, a wrong method, junk fields', async () => {
-    expect(await postScript({ transcript: 'hi' }, {})).toMatchObject({ status: 401, requestId: expect.stringMatching(/^req_/), body: { error: { code: 'invalid_api_key' } } });
-    expect(await postScript(undefined, { authorization: 'Bearer emulator-key' }, 'GET')).toMatchObject({ status: 405, body: { error: { code: 'invalid_request_error' } } });
-    expect(await postScript({ transcrpit: 'typo' })).toMatchObject({ status: 400, body: { error: { code: 'invalid_request_error', param: 'transcrpit' } } });
+  it("answers in the emulator's error envelope, with a request id: no key, a wrong method, junk fields", async () => {
+    expect(await postScript({ transcript: 'hi' }, {})).toMatchObject({
+      status: 401,
+      requestId: expect.stringMatching(/^req_/),
+      body: { error: { code: 'invalid_api_key' } },
+    });
+    expect(await postScript(undefined, { authorization: 'Bearer emulator-key' }, 'GET')).toMatchObject({
+      status: 405,
+      body: { error: { code: 'invalid_request_error' } },
+    });
+    expect(await postScript({ transcrpit: 'typo' })).toMatchObject({
+      status: 400,
+      body: { error: { code: 'invalid_request_error', param: 'transcrpit' } },
+    });
     expect(await postScript({})).toMatchObject({ status: 400, body: { error: { code: 'invalid_request_error' } } });
     expect(await postScript({ transcript: 42 })).toMatchObject({ status: 400, body: { error: { param: 'transcript' } } });
     expect(await postScript({ response: { text: '' } })).toMatchObject({ status: 400, body: { error: { param: 'response.text' } } });
@@ -65,10 +80,16 @@ describe('the script endpoint', () => {
     });
   });
 
-  it('refuses a session it does not know, or another key\'s, with 404 naming session_id', async () => {
-    expect(await postScript({ session_id: 'sess_nope', transcript: 'hi' })).toMatchObject({ status: 404, body: { error: { code: 'not_found', param: 'session_id' } } });
+  it("refuses a session it does not know, or another key's, with 404 naming session_id", async () => {
+    expect(await postScript({ session_id: 'sess_nope', transcript: 'hi' })).toMatchObject({
+      status: 404,
+      body: { error: { code: 'not_found', param: 'session_id' } },
+    });
     const { connection, sessionId } = await configured({}, OTHER_KEY);
-    expect(await postScript({ session_id: sessionId, transcript: 'hi' })).toMatchObject({ status: 404, body: { error: { param: 'session_id' } } });
+    expect(await postScript({ session_id: sessionId, transcript: 'hi' })).toMatchObject({
+      status: 404,
+      body: { error: { param: 'session_id' } },
+    });
     connection.socket.close();
   });
 
@@ -76,7 +97,10 @@ describe('the script endpoint', () => {
     const { connection, sessionId } = await configured({ tools: [WEATHER_TOOL] });
     const pizza = { function_call: { name: 'order_pizza', arguments: {} } };
     const refused = await postScript({ session_id: sessionId, response: pizza });
-    expect(refused).toMatchObject({ status: 400, body: { error: { code: 'invalid_request_error', param: 'response.function_call.name' } } });
+    expect(refused).toMatchObject({
+      status: 400,
+      body: { error: { code: 'invalid_request_error', param: 'response.function_call.name' } },
+    });
     expect(String((refused.body.error as { message: string }).message)).toContain('get_weather');
     // Without a session id, some open session of the key must declare it.
     expect(await postScript({ response: pizza })).toMatchObject({ status: 400, body: { error: { param: 'response.function_call.name' } } });
@@ -88,18 +112,29 @@ describe('a scripted turn', () => {
   it('is heard as the scripted transcript, by the next turn of a session of that key only', async () => {
     const other = await configured({ turn_detection: VAD }, OTHER_KEY);
     const mine = await configured({ turn_detection: VAD });
-    expect(await postScript({ transcript: 'What is the weather in Paris?' })).toMatchObject({ status: 200, body: { id: expect.any(String), session_id: null } });
+    expect(await postScript({ transcript: 'What is the weather in Paris?' })).toMatchObject({
+      status: 200,
+      body: { id: expect.any(String), session_id: null },
+    });
 
     speak(other.connection);
-    expect(await other.connection.next('conversation.item.input_audio_transcription.completed')).toMatchObject({ transcript: '(0.3 s of speech)' });
+    expect(await other.connection.next('conversation.item.input_audio_transcription.completed')).toMatchObject({
+      transcript: '(0.3 s of speech)',
+    });
     speak(mine.connection);
-    expect(await mine.connection.next('conversation.item.input_audio_transcription.completed')).toMatchObject({ transcript: 'What is the weather in Paris?' });
-    expect(await mine.connection.next('conversation.item.done')).toMatchObject({ item: { role: 'user', content: [{ type: 'input_audio', transcript: 'What is the weather in Paris?' }] } });
+    expect(await mine.connection.next('conversation.item.input_audio_transcription.completed')).toMatchObject({
+      transcript: 'What is the weather in Paris?',
+    });
+    expect(await mine.connection.next('conversation.item.done')).toMatchObject({
+      item: { role: 'user', content: [{ type: 'input_audio', transcript: 'What is the weather in Paris?' }] },
+    });
     expect(await mine.connection.next('response.output_audio_transcript.done')).toMatchObject({ transcript: 'Echo of 0.3 seconds.' });
     // Used once: the turn after is the echo's again.
     speak(mine.connection);
     await mine.connection.next('response.done');
-    expect(await mine.connection.next('conversation.item.input_audio_transcription.completed')).toMatchObject({ transcript: '(0.3 s of speech)' });
+    expect(await mine.connection.next('conversation.item.input_audio_transcription.completed')).toMatchObject({
+      transcript: '(0.3 s of speech)',
+    });
     other.connection.socket.close();
     mine.connection.socket.close();
   });
@@ -124,13 +159,25 @@ describe('a function call', () => {
   it('follows the tool-call flow, and the model speaks the output it is given', async () => {
     const { connection, sessionId } = await configured({ turn_detection: VAD, tools: [WEATHER_TOOL] });
     const args = { city: 'Paris', unit: 'celsius' };
-    expect((await postScript({ session_id: sessionId, transcript: 'Weather in Paris?', response: { function_call: { name: 'get_weather', arguments: args } } })).status).toBe(200);
+    expect(
+      (
+        await postScript({
+          session_id: sessionId,
+          transcript: 'Weather in Paris?',
+          response: { function_call: { name: 'get_weather', arguments: args } },
+        })
+      ).status,
+    ).toBe(200);
     speak(connection);
 
     const created = await connection.next('response.created');
     const responseId = (created.response as { id: string }).id;
     const added = await connection.next('response.output_item.added');
-    expect(added).toMatchObject({ response_id: responseId, output_index: 0, item: { type: 'function_call', id: expect.any(String), call_id: expect.any(String), name: 'get_weather', arguments: '' } });
+    expect(added).toMatchObject({
+      response_id: responseId,
+      output_index: 0,
+      item: { type: 'function_call', id: expect.any(String), call_id: expect.any(String), name: 'get_weather', arguments: '' },
+    });
     const item = added.item as { id: string; call_id: string };
     const done = await connection.next('response.function_call_arguments.done');
     expect(done).toMatchObject({ response_id: responseId, item_id: item.id, call_id: item.call_id, name: 'get_weather' });
@@ -138,15 +185,28 @@ describe('a function call', () => {
     const deltas = connection.events.filter((event) => event.type === 'response.function_call_arguments.delta');
     expect(deltas.every((delta) => delta.call_id === item.call_id && delta.item_id === item.id)).toBe(true);
     expect(deltas.map((delta) => delta.delta).join('')).toBe(done.arguments);
-    expect(await connection.next('response.output_item.done')).toMatchObject({ item: { id: item.id, type: 'function_call', status: 'completed', call_id: item.call_id, arguments: done.arguments } });
+    expect(await connection.next('response.output_item.done')).toMatchObject({
+      item: { id: item.id, type: 'function_call', status: 'completed', call_id: item.call_id, arguments: done.arguments },
+    });
     const responseDone = await connection.next('response.done');
-    expect(responseDone).toMatchObject({ response: { id: responseId, status: 'completed', output: [{ type: 'function_call', call_id: item.call_id, name: 'get_weather', arguments: done.arguments }] } });
+    expect(responseDone).toMatchObject({
+      response: {
+        id: responseId,
+        status: 'completed',
+        output: [{ type: 'function_call', call_id: item.call_id, name: 'get_weather', arguments: done.arguments }],
+      },
+    });
     expect(connection.events.some((event) => event.type === 'response.output_audio.delta')).toBe(false);
-    expect(connection.events.find((event) => event.type === 'conversation.item.input_audio_transcription.completed')).toMatchObject({ transcript: 'Weather in Paris?' });
+    expect(connection.events.find((event) => event.type === 'conversation.item.input_audio_transcription.completed')).toMatchObject({
+      transcript: 'Weather in Paris?',
+    });
 
     const output = JSON.stringify({ temperature: 21, sky: 'clear' });
     connection.send({ type: 'conversation.item.create', item: { type: 'function_call_output', call_id: item.call_id, output } });
-    expect(await connection.next('conversation.item.added')).toMatchObject({ previous_item_id: item.id, item: { type: 'function_call_output', call_id: item.call_id, output } });
+    expect(await connection.next('conversation.item.added')).toMatchObject({
+      previous_item_id: item.id,
+      item: { type: 'function_call_output', call_id: item.call_id, output },
+    });
     connection.send({ type: 'response.create' });
     const spoken = await collectAudio(connection);
     expect((spoken.pcm.length / 24_000) * 1000).toBeCloseTo(output.length * 60, -1);
@@ -156,11 +216,17 @@ describe('a function call', () => {
 
   it('speaks the scripted text after the output, when the script gave both', async () => {
     const { connection, sessionId } = await configured({ turn_detection: VAD, tools: [WEATHER_TOOL] });
-    await postScript({ session_id: sessionId, response: { text: 'It is 21 degrees and clear.', function_call: { name: 'get_weather', arguments: { city: 'Paris' } } } });
+    await postScript({
+      session_id: sessionId,
+      response: { text: 'It is 21 degrees and clear.', function_call: { name: 'get_weather', arguments: { city: 'Paris' } } },
+    });
     speak(connection);
     const call = (await connection.next('response.output_item.done')).item as { call_id: string };
     await connection.next('response.done');
-    connection.send({ type: 'conversation.item.create', item: { type: 'function_call_output', call_id: call.call_id, output: '{"temperature":21}' } });
+    connection.send({
+      type: 'conversation.item.create',
+      item: { type: 'function_call_output', call_id: call.call_id, output: '{"temperature":21}' },
+    });
     connection.send({ type: 'response.create' });
     const { done } = await collectAudio(connection);
     expect(transcriptOf(connection, done)).toBe('It is 21 degrees and clear.');
@@ -169,20 +235,41 @@ describe('a function call', () => {
 
   it('refuses an output for an unknown call, one that is not a string, and a second output for a call', async () => {
     const { connection, sessionId } = await configured({ turn_detection: VAD, tools: [WEATHER_TOOL] });
-    connection.send({ type: 'conversation.item.create', event_id: 'evt_unknown', item: { type: 'function_call_output', call_id: 'call_nope', output: '{}' } });
+    connection.send({
+      type: 'conversation.item.create',
+      event_id: 'evt_unknown',
+      item: { type: 'function_call_output', call_id: 'call_nope', output: '{}' },
+    });
     const unknown = await connection.next('error');
-    expect(unknown).toMatchObject({ error: { type: 'invalid_request_error', code: 'invalid_value', param: 'item.call_id', event_id: 'evt_unknown' } });
+    expect(unknown).toMatchObject({
+      error: { type: 'invalid_request_error', code: 'invalid_value', param: 'item.call_id', event_id: 'evt_unknown' },
+    });
     expect(String((unknown.error as { message: string }).message)).toContain('call_nope');
 
     await postScript({ session_id: sessionId, response: { function_call: { name: 'get_weather', arguments: { city: 'Oslo' } } } });
     speak(connection);
     const call = (await connection.next('response.output_item.done')).item as { call_id: string };
-    connection.send({ type: 'conversation.item.create', event_id: 'evt_number', item: { type: 'function_call_output', call_id: call.call_id, output: 21 } });
-    expect(await connection.next('error')).toMatchObject({ error: { code: 'invalid_value', param: 'item.output', event_id: 'evt_number' } });
-    connection.send({ type: 'conversation.item.create', item: { type: 'function_call_output', call_id: call.call_id, output: '{"temperature":-3}' } });
+    connection.send({
+      type: 'conversation.item.create',
+      event_id: 'evt_number',
+      item: { type: 'function_call_output', call_id: call.call_id, output: 21 },
+    });
+    expect(await connection.next('error')).toMatchObject({
+      error: { code: 'invalid_value', param: 'item.output', event_id: 'evt_number' },
+    });
+    connection.send({
+      type: 'conversation.item.create',
+      item: { type: 'function_call_output', call_id: call.call_id, output: '{"temperature":-3}' },
+    });
     await connection.next('conversation.item.done');
-    connection.send({ type: 'conversation.item.create', event_id: 'evt_again', item: { type: 'function_call_output', call_id: call.call_id, output: '{}' } });
-    expect(await connection.next('error')).toMatchObject({ error: { code: 'invalid_value', param: 'item.call_id', event_id: 'evt_again' } });
+    connection.send({
+      type: 'conversation.item.create',
+      event_id: 'evt_again',
+      item: { type: 'function_call_output', call_id: call.call_id, output: '{}' },
+    });
+    expect(await connection.next('error')).toMatchObject({
+      error: { code: 'invalid_value', param: 'item.call_id', event_id: 'evt_again' },
+    });
     connection.socket.close();
   });
 });

@@ -67,7 +67,8 @@ export function base64(pcm: Int16Array): string {
 
 /** Appends 24 kHz PCM in 20 ms frames, as a client streaming live audio does. */
 export function appendInFrames(connection: Connection, pcm: Int16Array): void {
-  for (let offset = 0; offset < pcm.length; offset += 480) connection.send({ type: 'input_audio_buffer.append', audio: base64(pcm.subarray(offset, offset + 480)) });
+  for (let offset = 0; offset < pcm.length; offset += 480)
+    connection.send({ type: 'input_audio_buffer.append', audio: base64(pcm.subarray(offset, offset + 480)) });
 }
 
 /** Waits for the next response to finish and returns the audio it streamed. */

@@ -1,7 +1,15 @@
 import { once } from 'node:events';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
-import { appendInFrames, base64, collectAudio, connectRealtime, REALTIME_MODEL, type ConnectOptions, type Connection } from './realtime-socket.ts';
+import {
+  appendInFrames,
+  base64,
+  collectAudio,
+  connectRealtime,
+  REALTIME_MODEL,
+  type ConnectOptions,
+  type Connection,
+} from './realtime-socket.ts';
 import { encodeAudio } from '../../src/emulator/realtime/audio-format.ts';
 import { BUILT_IN_VOICES } from '../../src/gateway/spec.ts';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
@@ -83,7 +91,10 @@ describe('realtime authentication', () => {
   });
 
   it('with the Authorization header, refuses an upgrade that offers only credential subprotocols, rather than echo one', async () => {
-    await expect(connect({ protocols: ['compat-insecure-api-key.emulator-key'] })).rejects.toMatchObject({ status: 400, requestId: expect.stringMatching(/^req_/) });
+    await expect(connect({ protocols: ['compat-insecure-api-key.emulator-key'] })).rejects.toMatchObject({
+      status: 400,
+      requestId: expect.stringMatching(/^req_/),
+    });
   });
 
   it('keeps echoing the credential subprotocol that authorised, when it is offered with realtime', async () => {
@@ -94,8 +105,14 @@ describe('realtime authentication', () => {
 
   it('opens for the runtime WebSocket (undici) with the Authorization header and the realtime subprotocol, as the openai SDK connects to Azure', async () => {
     // Node's WebSocket, like every browser's, fails a handshake that offered subprotocols and got none back.
-    const RuntimeWebSocket = globalThis.WebSocket as unknown as new (url: string, init: { protocols: string[]; headers: Record<string, string> }) => globalThis.WebSocket;
-    const socket = new RuntimeWebSocket(`${emulator.wsUrl}/native/v1/realtime?model=${MODEL}`, { protocols: ['realtime'], headers: { Authorization: 'Bearer emulator-key' } });
+    const RuntimeWebSocket = globalThis.WebSocket as unknown as new (
+      url: string,
+      init: { protocols: string[]; headers: Record<string, string> },
+    ) => globalThis.WebSocket;
+    const socket = new RuntimeWebSocket(`${emulator.wsUrl}/native/v1/realtime?model=${MODEL}`, {
+      protocols: ['realtime'],
+      headers: { Authorization: 'Bearer emulator-key' },
+    });
     const opened = await new Promise<boolean>((resolve) => {
       socket.addEventListener('open', () => resolve(true));
       socket.addEventListener('error', () => resolve(false));
@@ -109,7 +126,12 @@ describe('realtime authentication', () => {
     ['a wrong key', `GET /native/v1/realtime?model=${MODEL}`, 'Authorization: Bearer wrong-key-000\r\n', 401],
     ['no model', 'GET /native/v1/realtime', 'Authorization: Bearer emulator-key\r\n', 400],
     ['an unknown model', 'GET /native/v1/realtime?model=svc-voice-nonexistent', 'Authorization: Bearer emulator-key\r\n', 404],
-    ['a bad Sec-WebSocket-Version', `GET /native/v1/realtime?model=${MODEL}`, 'Authorization: Bearer emulator-key\r\nSec-WebSocket-Version: 7\r\n', 400],
+    [
+      'a bad Sec-WebSocket-Version',
+      `GET /native/v1/realtime?model=${MODEL}`,
+      'Authorization: Bearer emulator-key\r\nSec-WebSocket-Version: 7\r\n',
+      400,
+    ],
   ])('refuses an upgrade with %s in the native error body, usage included', async (_label, requestLine, headers, status) => {
     const answer = await rawHttp(
       emulator.port,
@@ -122,7 +144,9 @@ describe('realtime authentication', () => {
   });
 
   it('answers the accepted upgrade (101) with a request id', async () => {
-    const socket = new WebSocket(`${emulator.wsUrl}/native/v1/realtime?model=${MODEL}`, { headers: { Authorization: 'Bearer emulator-key' } });
+    const socket = new WebSocket(`${emulator.wsUrl}/native/v1/realtime?model=${MODEL}`, {
+      headers: { Authorization: 'Bearer emulator-key' },
+    });
     const [response] = (await once(socket, 'upgrade')) as [{ statusCode: number; headers: Record<string, string | undefined> }];
     expect(response.statusCode).toBe(101);
     expect(response.headers['x-request-id']).toMatch(/^req_/);
@@ -169,8 +193,10 @@ describe('a realtime session', () => {
     connection.socket.close();
   });
 
-  it('hears a turn by its energy and echoes the speaker\'s own audio back', async () => {
-    const connection = await configured({ turn_detection: { type: 'server_vad', threshold: 0.5, silence_duration_ms: 200, prefix_padding_ms: 0 } });
+  it("hears a turn by its energy and echoes the speaker's own audio back", async () => {
+    const connection = await configured({
+      turn_detection: { type: 'server_vad', threshold: 0.5, silence_duration_ms: 200, prefix_padding_ms: 0 },
+    });
     const speech = generateTone({ hz: 440, ms: 400, amplitude: 0.4, format: REALTIME_PCM });
     appendInFrames(connection, generateSilence(100, REALTIME_PCM));
     appendInFrames(connection, speech);
@@ -178,7 +204,9 @@ describe('a realtime session', () => {
     expect(await connection.next('input_audio_buffer.speech_started')).toMatchObject({ audio_start_ms: 100 });
     expect(await connection.next('input_audio_buffer.speech_stopped')).toMatchObject({ audio_end_ms: 700 });
     await connection.next('input_audio_buffer.committed');
-    expect(await connection.next('conversation.item.input_audio_transcription.completed')).toMatchObject({ transcript: '(0.4 s of speech)' });
+    expect(await connection.next('conversation.item.input_audio_transcription.completed')).toMatchObject({
+      transcript: '(0.4 s of speech)',
+    });
     await connection.next('response.created');
     const { pcm, done } = await collectAudio(connection);
     expect(Array.from(pcm)).toEqual(Array.from(speech));
@@ -203,7 +231,10 @@ describe('a realtime session', () => {
   it('speaks a force_message as a tone whose length follows the text, as its own response', async () => {
     const connection = await configured({});
     const text = 'Your video is ready.';
-    connection.send({ type: 'conversation.item.create', item: { type: 'force_message', role: 'assistant', content: [{ type: 'output_text', text }] } });
+    connection.send({
+      type: 'conversation.item.create',
+      item: { type: 'force_message', role: 'assistant', content: [{ type: 'output_text', text }] },
+    });
     await connection.next('response.created');
     const { pcm } = await collectAudio(connection);
     expect((pcm.length / 24_000) * 1000).toBeCloseTo(text.length * 60, -1);
@@ -213,20 +244,25 @@ describe('a realtime session', () => {
   });
 
   it.each([
-    [false, 'drops the caller\'s audio while it plays, then listens again'],
+    [false, "drops the caller's audio while it plays, then listens again"],
     [true, 'lets the caller talk over it'],
   ])('a force_message with interruptible %s %s', async (interruptible, _what) => {
     emulator.realtime.options.paceFactor = 4;
     try {
       const connection = await configured({ turn_detection: { type: 'server_vad', silence_duration_ms: 200, prefix_padding_ms: 0 } });
       const text = 'Your video is ready in the general channel.';
-      connection.send({ type: 'conversation.item.create', item: { type: 'force_message', role: 'assistant', interruptible, content: [{ type: 'output_text', text }] } });
+      connection.send({
+        type: 'conversation.item.create',
+        item: { type: 'force_message', role: 'assistant', interruptible, content: [{ type: 'output_text', text }] },
+      });
       await connection.next('response.output_audio.delta');
       const speech = generateTone({ hz: 440, ms: 300, amplitude: 0.4, format: REALTIME_PCM });
       appendInFrames(connection, speech);
       appendInFrames(connection, generateSilence(300, REALTIME_PCM));
       const forced = await connection.next('response.done');
-      const heardDuringPlayback = connection.events.slice(0, connection.events.indexOf(forced)).some((event) => event.type === 'input_audio_buffer.speech_started');
+      const heardDuringPlayback = connection.events
+        .slice(0, connection.events.indexOf(forced))
+        .some((event) => event.type === 'input_audio_buffer.speech_started');
       expect(heardDuringPlayback).toBe(interruptible);
       if (!interruptible) {
         appendInFrames(connection, speech);
@@ -244,13 +280,22 @@ describe('a realtime session', () => {
   it('cancels a response and records a truncation of what was played', async () => {
     emulator.realtime.options.paceFactor = 1;
     const connection = await configured({});
-    connection.send({ type: 'conversation.item.create', item: { type: 'force_message', role: 'assistant', content: [{ type: 'output_text', text: 'a long line to be interrupted by the listener' }] } });
+    connection.send({
+      type: 'conversation.item.create',
+      item: {
+        type: 'force_message',
+        role: 'assistant',
+        content: [{ type: 'output_text', text: 'a long line to be interrupted by the listener' }],
+      },
+    });
     const delta = await connection.next('response.output_audio.delta');
     connection.send({ type: 'response.cancel' });
     expect(await connection.next('response.done')).toMatchObject({ response: { status: 'cancelled' } });
     connection.send({ type: 'conversation.item.truncate', item_id: delta.item_id, content_index: 0, audio_end_ms: 80 });
     expect(await connection.next('conversation.item.truncated')).toMatchObject({ item_id: delta.item_id, audio_end_ms: 80 });
-    const { session } = await emulator.realtime.waitForClientEvent((event) => event.type === 'conversation.item.truncate' && event.item_id === delta.item_id);
+    const { session } = await emulator.realtime.waitForClientEvent(
+      (event) => event.type === 'conversation.item.truncate' && event.item_id === delta.item_id,
+    );
     expect(session.truncations).toEqual([{ itemId: delta.item_id, audioEndMs: 80 }]);
     emulator.realtime.options.paceFactor = 20;
     connection.socket.close();
@@ -259,7 +304,9 @@ describe('a realtime session', () => {
   it('closes the session at its time limit, after saying why', async () => {
     const short = await startEmulator({ config: { timing: { realtime_session_max_ms: 150 } } });
     try {
-      const socket = new WebSocket(`${short.wsUrl}/native/v1/realtime?model=${MODEL}`, { headers: { Authorization: 'Bearer emulator-key' } });
+      const socket = new WebSocket(`${short.wsUrl}/native/v1/realtime?model=${MODEL}`, {
+        headers: { Authorization: 'Bearer emulator-key' },
+      });
       const messages: string[] = [];
       socket.on('message', (data) => messages.push(websocketText(data)));
       await once(socket, 'open');
@@ -282,7 +329,11 @@ describe('audio formats and session settings', () => {
     ['an absurd output rate', { audio: { output: { format: { type: 'audio/pcm', rate: 1e15 } } } }, 'session.audio.output.format.rate'],
     ['an unknown encoding', { audio: { input: { format: { type: 'audio/opus', rate: 48000 } } } }, 'session.audio.input.format.type'],
     ['G.711 at 16 kHz', { audio: { output: { format: { type: 'audio/pcmu', rate: 16000 } } } }, 'session.audio.output.format.rate'],
-    ['a negative silence', { turn_detection: { type: 'server_vad', silence_duration_ms: -1 } }, 'session.turn_detection.silence_duration_ms'],
+    [
+      'a negative silence',
+      { turn_detection: { type: 'server_vad', silence_duration_ms: -1 } },
+      'session.turn_detection.silence_duration_ms',
+    ],
     ['a threshold above 1', { turn_detection: { type: 'server_vad', threshold: 7 } }, 'session.turn_detection.threshold'],
   ])('refuses %s with an error event naming the param, and keeps the previous settings', async (_label, bad, param) => {
     const connection = await configured({ turn_detection: { type: 'server_vad', silence_duration_ms: 200, prefix_padding_ms: 0 } });
@@ -297,11 +348,16 @@ describe('audio formats and session settings', () => {
     const speech = generateTone({ hz: 440, ms: 300, amplitude: 0.4, format: REALTIME_PCM });
     appendInFrames(connection, speech);
     appendInFrames(connection, generateSilence(300, REALTIME_PCM));
-    expect(await connection.next('conversation.item.input_audio_transcription.completed')).toMatchObject({ transcript: '(0.3 s of speech)' });
+    expect(await connection.next('conversation.item.input_audio_transcription.completed')).toMatchObject({
+      transcript: '(0.3 s of speech)',
+    });
     expect(Array.from((await collectAudio(connection)).pcm)).toEqual(Array.from(speech));
     // And a forced line is a tone at the old output rate.
     const text = 'Still here.';
-    connection.send({ type: 'conversation.item.create', item: { type: 'force_message', role: 'assistant', content: [{ type: 'output_text', text }] } });
+    connection.send({
+      type: 'conversation.item.create',
+      item: { type: 'force_message', role: 'assistant', content: [{ type: 'output_text', text }] },
+    });
     const { pcm } = await collectAudio(connection);
     expect(pcm.length).toBe((text.length * 60 * 24_000) / 1000);
     expect(connection.socket.readyState).toBe(WebSocket.OPEN);
@@ -310,19 +366,29 @@ describe('audio formats and session settings', () => {
 
   it.each(['audio/pcmu', 'audio/pcma'] as const)('hears and echoes %s at 8 kHz', async (type) => {
     const format = { type, rate: 8000 };
-    const connection = await configured({ audio: { input: { format }, output: { format } }, turn_detection: { type: 'server_vad', silence_duration_ms: 200, prefix_padding_ms: 0 } });
-    expect(connection.events.find((event) => event.type === 'session.updated')).toMatchObject({ session: { audio: { input: { format }, output: { format } } } });
+    const connection = await configured({
+      audio: { input: { format }, output: { format } },
+      turn_detection: { type: 'server_vad', silence_duration_ms: 200, prefix_padding_ms: 0 },
+    });
+    expect(connection.events.find((event) => event.type === 'session.updated')).toMatchObject({
+      session: { audio: { input: { format }, output: { format } } },
+    });
     const pcm8k = { sampleRate: 8000, channels: 1 } as const;
     const speech = encodeAudio(generateTone({ hz: 440, ms: 300, amplitude: 0.4, format: pcm8k }), format);
     const silence = encodeAudio(generateSilence(300, pcm8k), format);
     for (const part of [speech, silence]) {
-      for (let offset = 0; offset < part.length; offset += 160) connection.send({ type: 'input_audio_buffer.append', audio: part.subarray(offset, offset + 160).toString('base64') });
+      for (let offset = 0; offset < part.length; offset += 160)
+        connection.send({ type: 'input_audio_buffer.append', audio: part.subarray(offset, offset + 160).toString('base64') });
     }
-    expect(await connection.next('conversation.item.input_audio_transcription.completed')).toMatchObject({ transcript: '(0.3 s of speech)' });
+    expect(await connection.next('conversation.item.input_audio_transcription.completed')).toMatchObject({
+      transcript: '(0.3 s of speech)',
+    });
     const done = await connection.next('response.done');
     const responseId = (done.response as { id: string }).id;
     const echoed = Buffer.concat(
-      connection.events.filter((event) => event.type === 'response.output_audio.delta' && event.response_id === responseId).map((event) => Buffer.from(String(event.delta), 'base64')),
+      connection.events
+        .filter((event) => event.type === 'response.output_audio.delta' && event.response_id === responseId)
+        .map((event) => Buffer.from(String(event.delta), 'base64')),
     );
     expect(echoed.equals(speech)).toBe(true);
     connection.socket.close();
@@ -341,17 +407,30 @@ describe('changing settings during a session', () => {
     appendInFrames(connection, speech);
     appendInFrames(connection, generateSilence(300, REALTIME_PCM));
     expect(await connection.next('input_audio_buffer.speech_started')).toMatchObject({ audio_start_ms: 500 });
-    expect(await connection.next('conversation.item.input_audio_transcription.completed')).toMatchObject({ transcript: '(0.3 s of speech)' });
+    expect(await connection.next('conversation.item.input_audio_transcription.completed')).toMatchObject({
+      transcript: '(0.3 s of speech)',
+    });
     expect(Array.from((await collectAudio(connection)).pcm)).toEqual(Array.from(speech));
     connection.socket.close();
   });
 
-  const WEATHER_TOOL = { type: 'function', name: 'get_weather', description: 'The weather in a city.', parameters: { type: 'object', properties: { city: { type: 'string' } } } };
+  const WEATHER_TOOL = {
+    type: 'function',
+    name: 'get_weather',
+    description: 'The weather in a city.',
+    parameters: { type: 'object', properties: { city: { type: 'string' } } },
+  };
 
   it('describes the whole session in session.updated after a partial session.update', async () => {
     const vad = { type: 'server_vad', threshold: 0.4, silence_duration_ms: 300, prefix_padding_ms: 100 };
     const format = { type: 'audio/pcm', rate: 16000 };
-    const connection = await configured({ voice: 'ara', instructions: 'Be brief.', turn_detection: vad, audio: { input: { format }, output: { format } }, tools: [WEATHER_TOOL] });
+    const connection = await configured({
+      voice: 'ara',
+      instructions: 'Be brief.',
+      turn_detection: vad,
+      audio: { input: { format }, output: { format } },
+      tools: [WEATHER_TOOL],
+    });
     const whole = { voice: 'ara', turn_detection: vad, audio: { input: { format }, output: { format } }, tools: [WEATHER_TOOL] };
     connection.send({ type: 'session.update', session: { instructions: 'Now be chatty.' } });
     const first = await connection.next('session.updated');
@@ -366,12 +445,18 @@ describe('changing settings during a session', () => {
     const connection = await configured({ voice: 'eve', instructions: 'Be brief.' });
     connection.send({ type: 'session.update', event_id: 'evt_voice', session: { voice: 'nobody', instructions: 'Never applied.' } });
     const error = await connection.next('error');
-    expect(error).toMatchObject({ error: { type: 'invalid_request_error', code: 'invalid_value', param: 'session.voice', event_id: 'evt_voice' } });
+    expect(error).toMatchObject({
+      error: { type: 'invalid_request_error', code: 'invalid_value', param: 'session.voice', event_id: 'evt_voice' },
+    });
     const message = String((error.error as { message: string }).message);
     expect(message).toContain('nobody');
     for (const voice of BUILT_IN_VOICES) expect(message).toContain(voice);
     connection.send({ type: 'session.update', session: { turn_detection: null } });
-    expect((await connection.next('session.updated')).session).toMatchObject({ voice: 'eve', instructions: 'Be brief.', turn_detection: null });
+    expect((await connection.next('session.updated')).session).toMatchObject({
+      voice: 'eve',
+      instructions: 'Be brief.',
+      turn_detection: null,
+    });
     connection.socket.close();
   });
 
@@ -386,7 +471,10 @@ describe('changing settings during a session', () => {
     const connection = await configured({ turn_detection: null });
     appendInFrames(connection, generateSilence(400, REALTIME_PCM));
     connection.send({ type: 'input_audio_buffer.clear' });
-    connection.send({ type: 'session.update', session: { turn_detection: { type: 'server_vad', silence_duration_ms: 200, prefix_padding_ms: 0 } } });
+    connection.send({
+      type: 'session.update',
+      session: { turn_detection: { type: 'server_vad', silence_duration_ms: 200, prefix_padding_ms: 0 } },
+    });
     await connection.next('session.updated');
     const speech = generateTone({ hz: 440, ms: 300, amplitude: 0.4, format: REALTIME_PCM });
     appendInFrames(connection, speech);
@@ -405,7 +493,9 @@ describe('memory over a long session', () => {
     appendInFrames(connection, generateSilence(300, REALTIME_PCM));
     const { done } = await collectAudio(connection);
     const sentDeltas = connection.events.filter((event) => event.type === 'response.output_audio.delta').length;
-    const session = emulator.realtime.sessions.find((candidate) => candidate.serverEvents.some((entry) => entry.event.event_id === done.event_id))!;
+    const session = emulator.realtime.sessions.find((candidate) =>
+      candidate.serverEvents.some((entry) => entry.event.event_id === done.event_id),
+    )!;
     // 3.3 s of audio in 165 appends: one journal entry; the echo's 20 deltas: a few, not all.
     expect(session.clientEvents.filter((entry) => entry.event.type === 'input_audio_buffer.append')).toHaveLength(1);
     expect(sentDeltas).toBe(20);
@@ -420,22 +510,33 @@ describe('memory over a long session', () => {
 
   function appendSeconds(connection: Connection, pcm: Int16Array, secondsPerEvent: number): void {
     const step = secondsPerEvent * NARROWBAND.sampleRate;
-    for (let offset = 0; offset < pcm.length; offset += step) connection.send({ type: 'input_audio_buffer.append', audio: base64(pcm.subarray(offset, offset + step)) });
+    for (let offset = 0; offset < pcm.length; offset += step)
+      connection.send({ type: 'input_audio_buffer.append', audio: base64(pcm.subarray(offset, offset + step)) });
   }
 
   it('keeps at most 3 minutes of uncommitted audio in manual mode, answering what does not fit with an error', async () => {
-    const connection = await configured({ turn_detection: null, audio: { input: { format: { type: 'audio/pcm', rate: NARROWBAND.sampleRate } } } });
+    const connection = await configured({
+      turn_detection: null,
+      audio: { input: { format: { type: 'audio/pcm', rate: NARROWBAND.sampleRate } } },
+    });
     // Four minutes in one-minute appends: the fourth does not fit.
     appendSeconds(connection, generateSilence(240_000, NARROWBAND), 60);
     connection.send({ type: 'input_audio_buffer.append', audio: base64(generateSilence(1000, NARROWBAND)), event_id: 'one_more' });
-    expect(await connection.next('error')).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', code: 'input_audio_buffer_full', param: 'audio' } });
+    expect(await connection.next('error')).toMatchObject({
+      type: 'error',
+      error: { type: 'invalid_request_error', code: 'input_audio_buffer_full', param: 'audio' },
+    });
     expect(await connection.next('error')).toMatchObject({ error: { code: 'input_audio_buffer_full', event_id: 'one_more' } });
     connection.send({ type: 'input_audio_buffer.commit' });
-    expect(await connection.next('conversation.item.input_audio_transcription.completed')).toMatchObject({ transcript: `(${MAX_BUFFERED_SECONDS.toFixed(1)} s of speech)` });
+    expect(await connection.next('conversation.item.input_audio_transcription.completed')).toMatchObject({
+      transcript: `(${MAX_BUFFERED_SECONDS.toFixed(1)} s of speech)`,
+    });
     // Committed, the buffer has room again.
     connection.send({ type: 'input_audio_buffer.append', audio: base64(generateSilence(1000, NARROWBAND)) });
     connection.send({ type: 'input_audio_buffer.commit' });
-    expect(await connection.next('conversation.item.input_audio_transcription.completed')).toMatchObject({ transcript: '(1.0 s of speech)' });
+    expect(await connection.next('conversation.item.input_audio_transcription.completed')).toMatchObject({
+      transcript: '(1.0 s of speech)',
+    });
     expect(connection.events.filter((event) => event.type === 'error')).toHaveLength(2);
     connection.socket.close();
   });
@@ -473,13 +574,19 @@ describe('memory over a long session', () => {
 
   it('queues at most 8 responses behind the one playing, and refuses a force_message over 4096 characters', async () => {
     const connection = await configured({});
-    const forced = (text: string, eventId: string) => ({ type: 'conversation.item.create', event_id: eventId, item: { type: 'force_message', role: 'assistant', content: [{ type: 'output_text', text }] } });
+    const forced = (text: string, eventId: string) => ({
+      type: 'conversation.item.create',
+      event_id: eventId,
+      item: { type: 'force_message', role: 'assistant', content: [{ type: 'output_text', text }] },
+    });
     connection.send(forced('x'.repeat(4097), 'too_long'));
     expect(await connection.next('error')).toMatchObject({ error: { code: 'invalid_force_message', event_id: 'too_long' } });
     // Each a 5 s tone: none finishes while the twelve arrive.
     for (let index = 0; index < 12; index++) connection.send(forced('A long line to say. '.repeat(10), `line_${index}`));
     for (const index of [9, 10, 11]) {
-      expect(await connection.next('error')).toMatchObject({ error: { code: 'conversation_already_has_active_response', event_id: `line_${index}` } });
+      expect(await connection.next('error')).toMatchObject({
+        error: { code: 'conversation_already_has_active_response', event_id: `line_${index}` },
+      });
     }
     connection.send({ type: 'response.cancel' });
     await connection.next('response.done');
@@ -490,7 +597,8 @@ describe('memory over a long session', () => {
     const short = await startEmulator({ config: { timing: { realtime_session_max_ms: 100 } } });
     short.realtime.options.closedSessionRetentionMs = 0;
     try {
-      const open = () => new WebSocket(`${short.wsUrl}/native/v1/realtime?model=${MODEL}`, { headers: { Authorization: 'Bearer emulator-key' } });
+      const open = () =>
+        new WebSocket(`${short.wsUrl}/native/v1/realtime?model=${MODEL}`, { headers: { Authorization: 'Bearer emulator-key' } });
       const first = open();
       await once(first, 'open');
       const [firstSession] = short.realtime.sessions;

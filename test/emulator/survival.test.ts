@@ -62,7 +62,10 @@ describe('a realtime frame over the size limit', () => {
 describe('connections that end abruptly', () => {
   it.each([
     ['an upgrade refused for its path', 'GET /nowhere HTTP/1.1\r\nHost: e\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n'],
-    ['an upgrade refused for its key', `GET ${REALTIME} HTTP/1.1\r\nHost: e\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nAuthorization: Bearer nope-nope-nope\r\n\r\n`],
+    [
+      'an upgrade refused for its key',
+      `GET ${REALTIME} HTTP/1.1\r\nHost: e\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nAuthorization: Bearer nope-nope-nope\r\n\r\n`,
+    ],
     ['a CONNECT', 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n'],
     ['a request Node cannot parse', 'GET / HTTP/1.1\r\nHost: e\r\nBad Header\r\n\r\n'],
   ])('a client that resets the connection right after %s leaves the process up', async (_label, request) => {

@@ -9,33 +9,71 @@ import { describeGatewayError } from '../../src/wording/gateway-errors.ts';
 
 describe('public addresses', () => {
   it.each([
-    '127.0.0.1', '127.0.0.2', '127.255.255.254', // loopback
-    '10.0.0.1', '172.16.0.1', '172.31.255.255', '192.168.1.1', // private
-    '169.254.169.254', '169.254.0.1', // link-local, cloud metadata
-    '0.0.0.0', '0.1.2.3', // unspecified, "this network"
-    '100.64.0.1', '100.127.255.254', // carrier-grade NAT
-    '224.0.0.1', '239.255.255.250', // multicast
-    '240.0.0.1', '255.255.255.255', // reserved, broadcast
-    '192.0.2.1', '198.51.100.1', '203.0.113.1', '198.18.0.1', '192.0.0.8', // documentation, benchmarking, IETF
-    '::', '::1', // unspecified, loopback
-    '::ffff:127.0.0.1', '::ffff:7f00:1', '::ffff:169.254.169.254', '::ffff:10.0.0.1', '::ffff:0.0.0.0', // IPv4-mapped
+    '127.0.0.1',
+    '127.0.0.2',
+    '127.255.255.254', // loopback
+    '10.0.0.1',
+    '172.16.0.1',
+    '172.31.255.255',
+    '192.168.1.1', // private
+    '169.254.169.254',
+    '169.254.0.1', // link-local, cloud metadata
+    '0.0.0.0',
+    '0.1.2.3', // unspecified, "this network"
+    '100.64.0.1',
+    '100.127.255.254', // carrier-grade NAT
+    '224.0.0.1',
+    '239.255.255.250', // multicast
+    '240.0.0.1',
+    '255.255.255.255', // reserved, broadcast
+    '192.0.2.1',
+    '198.51.100.1',
+    '203.0.113.1',
+    '198.18.0.1',
+    '192.0.0.8', // documentation, benchmarking, IETF
+    '::',
+    '::1', // unspecified, loopback
+    '::ffff:127.0.0.1',
+    '::ffff:7f00:1',
+    '::ffff:169.254.169.254',
+    '::ffff:10.0.0.1',
+    '::ffff:0.0.0.0', // IPv4-mapped
     '::127.0.0.1', // IPv4-compatible (deprecated)
-    '64:ff9b::127.0.0.1', '64:ff9b::a9fe:a9fe', '64:ff9b:1::1', // NAT64 of a private address, local-use NAT64
-    'fc00::1', 'fd12:3456::1', // unique local
-    'fe80::1', 'febf::1', 'fec0::1', // link-local, site-local
+    '64:ff9b::127.0.0.1',
+    '64:ff9b::a9fe:a9fe',
+    '64:ff9b:1::1', // NAT64 of a private address, local-use NAT64
+    'fc00::1',
+    'fd12:3456::1', // unique local
+    'fe80::1',
+    'febf::1',
+    'fec0::1', // link-local, site-local
     'ff02::1', // multicast
-    '2001:db8::1', '2001::1', '2002:7f00:1::1', '100::1', // documentation, Teredo, 6to4, discard
-    'not an address', 'localhost',
+    '2001:db8::1',
+    '2001::1',
+    '2002:7f00:1::1',
+    '100::1', // documentation, Teredo, 6to4, discard
+    'not an address',
+    'localhost',
   ])('%s is not public', (address) => {
     expect(isPublicAddress(address)).toBe(false);
   });
 
-  it.each(['8.8.8.8', '1.1.1.1', '93.184.215.14', '100.63.255.255', '100.128.0.1', '172.15.255.255', '172.32.0.1', '169.253.0.1', '2606:4700:4700::1111', '2a00:1450:4001::200e', '::ffff:8.8.8.8', '64:ff9b::808:808'])(
-    '%s is public',
-    (address) => {
-      expect(isPublicAddress(address)).toBe(true);
-    },
-  );
+  it.each([
+    '8.8.8.8',
+    '1.1.1.1',
+    '93.184.215.14',
+    '100.63.255.255',
+    '100.128.0.1',
+    '172.15.255.255',
+    '172.32.0.1',
+    '169.253.0.1',
+    '2606:4700:4700::1111',
+    '2a00:1450:4001::200e',
+    '::ffff:8.8.8.8',
+    '64:ff9b::808:808',
+  ])('%s is public', (address) => {
+    expect(isPublicAddress(address)).toBe(true);
+  });
 });
 
 describe('hosts a download may reach whatever their address', () => {
@@ -73,7 +111,15 @@ describe('host names and schemes from input', () => {
     expect(hostKey(text)).toBe(key);
   });
 
-  it.each(['', 'http://storage.internal', 'storage.internal:9000', 'storage.internal/path', 'user@storage.internal', '*.example.com', 'a b'])('"%s" is not a host', (text) => {
+  it.each([
+    '',
+    'http://storage.internal',
+    'storage.internal:9000',
+    'storage.internal/path',
+    'user@storage.internal',
+    '*.example.com',
+    'a b',
+  ])('"%s" is not a host', (text) => {
     expect(hostKey(text)).toBeUndefined();
   });
 

@@ -64,7 +64,13 @@ function video(response: ServerResponse, bytes: Buffer = SAMPLE_MP4, type = 'vid
 }
 
 function client(baseUrl: string, options: Partial<GatewayClientOptions> = {}): GatewayClient {
-  return new GatewayClient({ baseUrl, apiKey: API_KEY, layer: 'native', retry: { maxRetries: 2, baseDelayMs: 10, maxDelayMs: 50 }, ...options });
+  return new GatewayClient({
+    baseUrl,
+    apiKey: API_KEY,
+    layer: 'native',
+    retry: { maxRetries: 2, baseDelayMs: 10, maxDelayMs: 50 },
+    ...options,
+  });
 }
 
 function native(videoUrl: string): TaskResult {
@@ -82,7 +88,9 @@ describe('a native video address that is not public', () => {
   ])('is refused on %s, before any connection', async (_what, host) => {
     const gateway = await serve('127.0.0.1', (_request, response) => video(response));
     const internal = await serve(host, (_request, response) => video(response));
-    const error = await client(gateway.url).downloadVideo(native(`${internal.url}/v.mp4`), { maxBytes: 1_000_000 }).catch((caught: unknown) => caught);
+    const error = await client(gateway.url)
+      .downloadVideo(native(`${internal.url}/v.mp4`), { maxBytes: 1_000_000 })
+      .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(DownloadRefusedError);
     expect(internal.connections).toBe(0);
   });
@@ -98,7 +106,9 @@ describe('a native video address that is not public', () => {
     ['an IPv6 link-local address', 'http://[fe80::1]/v.mp4'],
   ])('is refused on %s without trying', async (_what, url) => {
     const gateway = await serve('127.0.0.1', (_request, response) => video(response));
-    const error = await client(gateway.url).downloadVideo(native(url), { maxBytes: 1_000_000 }).catch((caught: unknown) => caught);
+    const error = await client(gateway.url)
+      .downloadVideo(native(url), { maxBytes: 1_000_000 })
+      .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(DownloadRefusedError);
     expect(error).toMatchObject({ address: new URL(url).hostname.replace(/^\[|\]$/g, '').replace('::ffff:127.0.0.1', '::ffff:7f00:1') });
   });
@@ -107,7 +117,9 @@ describe('a native video address that is not public', () => {
     const gateway = await serve('127.0.0.1', (_request, response) => video(response));
     const internal = await serve('127.0.0.1', (_request, response) => video(response));
     const port = new URL(internal.url).port;
-    const error = await client(gateway.url).downloadVideo(native(`http://localhost:${port}/v.mp4`), { maxBytes: 1_000_000 }).catch((caught: unknown) => caught);
+    const error = await client(gateway.url)
+      .downloadVideo(native(`http://localhost:${port}/v.mp4`), { maxBytes: 1_000_000 })
+      .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(DownloadRefusedError);
     expect(error).toMatchObject({ host: 'localhost', address: '127.0.0.1' });
     expect(internal.connections).toBe(0);
@@ -118,7 +130,9 @@ describe('a native video address that is not public', () => {
     const gateway = await serve('127.0.0.1', (_request, response) => {
       response.writeHead(302, { location: `${internal.url}/secret.mp4` }).end();
     });
-    const error = await client(gateway.url).downloadVideo(native(`${gateway.url}/files/v.mp4`), { maxBytes: 1_000_000 }).catch((caught: unknown) => caught);
+    const error = await client(gateway.url)
+      .downloadVideo(native(`${gateway.url}/files/v.mp4`), { maxBytes: 1_000_000 })
+      .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(DownloadRefusedError);
     expect(gateway.requests).toEqual(['/files/v.mp4']);
     expect(internal.connections).toBe(0);
@@ -129,20 +143,24 @@ describe('a native video address that is not public', () => {
     const gateway = await serve('127.0.0.1', (_request, response) => {
       response.writeHead(307, { location: `http://localhost:${new URL(internal.url).port}/secret.mp4` }).end();
     });
-    await expect(client(gateway.url).saveVideo(native(`${gateway.url}/files/v.mp4`), { maxBytes: 1_000_000, path: newPath() })).rejects.toBeInstanceOf(DownloadRefusedError);
+    await expect(
+      client(gateway.url).saveVideo(native(`${gateway.url}/files/v.mp4`), { maxBytes: 1_000_000, path: newPath() }),
+    ).rejects.toBeInstanceOf(DownloadRefusedError);
     expect(internal.connections).toBe(0);
   });
 });
 
 describe('addresses a download may reach', () => {
-  it('the gateway\'s own host, on any port, named as in GATEWAY_BASE_URL', async () => {
+  it("the gateway's own host, on any port, named as in GATEWAY_BASE_URL", async () => {
     const gateway = await serve('127.0.0.1', (_request, response) => video(response));
     const files = await serve('127.0.0.1', (_request, response) => video(response));
     const saved = await client(gateway.url).downloadVideo(native(`${files.url}/v.mp4`), { maxBytes: 1_000_000 });
     expect(saved.bytes.equals(SAMPLE_MP4)).toBe(true);
 
     const port = new URL(gateway.url).port;
-    const byName = await client(`http://localhost:${port}`).downloadVideo(native(`http://localhost:${new URL(files.url).port}/v.mp4`), { maxBytes: 1_000_000 });
+    const byName = await client(`http://localhost:${port}`).downloadVideo(native(`http://localhost:${new URL(files.url).port}/v.mp4`), {
+      maxBytes: 1_000_000,
+    });
     expect(byName.bytes.equals(SAMPLE_MP4)).toBe(true);
   });
 
@@ -170,7 +188,9 @@ describe('addresses a download may reach', () => {
 
 describe('saving a video to a file', () => {
   it('writes the bytes to the file and says what container they are', async () => {
-    const gateway = await serve('127.0.0.1', (request, response) => (request.url === '/webm' ? video(response, WEBM_HEAD, 'video/webm') : video(response)));
+    const gateway = await serve('127.0.0.1', (request, response) =>
+      request.url === '/webm' ? video(response, WEBM_HEAD, 'video/webm') : video(response),
+    );
     const path = newPath();
     const saved = await client(gateway.url).saveVideo(native(`${gateway.url}/files/v.mp4`), { maxBytes: 1_000_000, path });
     expect(saved).toEqual({ size: SAMPLE_MP4.length, contentType: 'video/mp4', container: 'mp4' });
@@ -182,7 +202,9 @@ describe('saving a video to a file', () => {
   it('refuses a body that is not a video, whatever its content type says', async () => {
     const page = Buffer.from('<html><body>Sign in to continue</body></html>');
     const gateway = await serve('127.0.0.1', (_request, response) => video(response, page, 'video/mp4'));
-    const error = await client(gateway.url).saveVideo(native(`${gateway.url}/files/v.mp4`), { maxBytes: 1_000_000, path: newPath() }).catch((caught: unknown) => caught);
+    const error = await client(gateway.url)
+      .saveVideo(native(`${gateway.url}/files/v.mp4`), { maxBytes: 1_000_000, path: newPath() })
+      .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(NotAVideoError);
     expect(gateway.requests).toHaveLength(1);
   });
@@ -193,15 +215,25 @@ describe('saving a video to a file', () => {
       response.write(SAMPLE_MP4);
       response.end(SAMPLE_MP4);
     });
-    const error = await client(gateway.url).saveVideo(native(`${gateway.url}/files/v.mp4`), { maxBytes: SAMPLE_MP4.length + 100, path: newPath() }).catch((caught: unknown) => caught);
+    const error = await client(gateway.url)
+      .saveVideo(native(`${gateway.url}/files/v.mp4`), { maxBytes: SAMPLE_MP4.length + 100, path: newPath() })
+      .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(ResponseTooLargeError);
     expect(error).toMatchObject({ size: undefined, limit: SAMPLE_MP4.length + 100 });
   });
 
   it('fetches nothing for an address that is not an http(s) link', async () => {
     const gateway = await serve('127.0.0.1', (_request, response) => video(response));
-    const task = taskResult({ id: 'req_1', layer: 'native', status: 'succeeded', videoUrl: undefined, refusedVideoUrl: 'javascript:alert(1)' });
-    const error = await client(gateway.url).saveVideo(task, { maxBytes: 1_000_000, path: newPath() }).catch((caught: unknown) => caught);
+    const task = taskResult({
+      id: 'req_1',
+      layer: 'native',
+      status: 'succeeded',
+      videoUrl: undefined,
+      refusedVideoUrl: 'javascript:alert(1)',
+    });
+    const error = await client(gateway.url)
+      .saveVideo(task, { maxBytes: 1_000_000, path: newPath() })
+      .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(VideoUnavailableError);
     expect(error).toMatchObject({ reason: 'not-http' });
     expect(gateway.connections).toBe(0);

@@ -3,7 +3,15 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
-import { AuthenticationError, BadRequestError, type GatewayApiError, OutcomeUnknownError, PermissionDeniedError, QuotaExceededError, ServerError } from '../../src/gateway/errors.ts';
+import {
+  AuthenticationError,
+  BadRequestError,
+  type GatewayApiError,
+  OutcomeUnknownError,
+  PermissionDeniedError,
+  QuotaExceededError,
+  ServerError,
+} from '../../src/gateway/errors.ts';
 import { ASYNC_ERROR_CODES, HTTP_ERROR_CODES } from '../../src/gateway/spec.ts';
 import { ERROR_CLASS_OF_CODE } from '../support/error-classes.ts';
 import {
@@ -40,9 +48,7 @@ afterAll(async () => {
   await emulator.close();
 });
 
-const httpCases = LAYER_CASES.flatMap((layer) =>
-  Object.entries(HTTP_ERROR_CODES).map(([code, status]) => ({ layer, code, status })),
-);
+const httpCases = LAYER_CASES.flatMap((layer) => Object.entries(HTTP_ERROR_CODES).map(([code, status]) => ({ layer, code, status })));
 
 /** How often a refused submission is sent with maxRetries 1: again only when the refusal proves no task exists. */
 const SUBMISSION_ATTEMPTS: Record<string, number> = {
@@ -92,27 +98,32 @@ describe('each asynchronous error code, on both layers', () => {
 });
 
 describe('retry rules', () => {
-  it.each(LAYER_CASES)('%s: a submission refused twice with overloaded is retried after Retry-After and creates exactly one task', async (layer) => {
-    const prompt = uniquePrompt('[[http:503:overloaded:2]]', layer);
-    const client = clientFor(emulator, layer);
-    const quotaBefore = emulator.quotaUsd(EMULATOR_KEY);
+  it.each(LAYER_CASES)(
+    '%s: a submission refused twice with overloaded is retried after Retry-After and creates exactly one task',
+    async (layer) => {
+      const prompt = uniquePrompt('[[http:503:overloaded:2]]', layer);
+      const client = clientFor(emulator, layer);
+      const quotaBefore = emulator.quotaUsd(EMULATOR_KEY);
 
-    const task = await client.generate({ model: LATEST, prompt });
+      const task = await client.generate({ model: LATEST, prompt });
 
-    const attempts = submissionsOf(emulator, generationsPath(layer), prompt);
-    expect(attempts.map((entry) => entry.status)).toEqual([503, 503, 200]);
-    // Retry-After: 1 was honoured before each retry.
-    expect(attempts[1]!.at - attempts[0]!.at).toBeGreaterThanOrEqual(950);
-    expect(attempts[2]!.at - attempts[1]!.at).toBeGreaterThanOrEqual(950);
-    // One accepted submission, one charge, and the task is real.
-    expect(emulator.quotaUsd(EMULATOR_KEY)).toBeLessThan(quotaBefore);
-    const { final } = await pollUntilSettled(client, task.id);
-    expect(final.status).toBe('succeeded');
-  });
+      const attempts = submissionsOf(emulator, generationsPath(layer), prompt);
+      expect(attempts.map((entry) => entry.status)).toEqual([503, 503, 200]);
+      // Retry-After: 1 was honoured before each retry.
+      expect(attempts[1]!.at - attempts[0]!.at).toBeGreaterThanOrEqual(950);
+      expect(attempts[2]!.at - attempts[1]!.at).toBeGreaterThanOrEqual(950);
+      // One accepted submission, one charge, and the task is real.
+      expect(emulator.quotaUsd(EMULATOR_KEY)).toBeLessThan(quotaBefore);
+      const { final } = await pollUntilSettled(client, task.id);
+      expect(final.status).toBe('succeeded');
+    },
+  );
 
   it('insufficient_quota is tried once, even though it is a 429', async () => {
     const prompt = uniquePrompt('[[http:429:insufficient_quota]]', 'once');
-    const error = await clientFor(emulator, 'compat').generate({ model: LATEST, prompt }).catch((e: unknown) => e);
+    const error = await clientFor(emulator, 'compat')
+      .generate({ model: LATEST, prompt })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(QuotaExceededError);
     expect(submissionsOf(emulator, generationsPath('compat'), prompt)).toHaveLength(1);
   });
@@ -126,16 +137,19 @@ describe('retry rules', () => {
     expect(submissionsOf(emulator, generationsPath('native'), prompt)).toHaveLength(1);
   });
 
-  it.each(LAYER_CASES)('%s: a submission answered upstream_timeout_no_response is sent once and reported as outcome unknown', async (layer) => {
-    const prompt = uniquePrompt('[[http:500:upstream_timeout_no_response:1]]', layer);
-    const error = await clientFor(emulator, layer, { retry: { maxRetries: 3, baseDelayMs: 20, maxDelayMs: 100 } })
-      .generate({ model: LATEST, prompt })
-      .catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(OutcomeUnknownError);
-    const [attempt, ...more] = submissionsOf(emulator, generationsPath(layer), prompt);
-    expect(more).toEqual([]);
-    expect(error).toMatchObject({ code: 'upstream_timeout_no_response', status: 500, requestId: attempt!.requestId });
-  });
+  it.each(LAYER_CASES)(
+    '%s: a submission answered upstream_timeout_no_response is sent once and reported as outcome unknown',
+    async (layer) => {
+      const prompt = uniquePrompt('[[http:500:upstream_timeout_no_response:1]]', layer);
+      const error = await clientFor(emulator, layer, { retry: { maxRetries: 3, baseDelayMs: 20, maxDelayMs: 100 } })
+        .generate({ model: LATEST, prompt })
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(OutcomeUnknownError);
+      const [attempt, ...more] = submissionsOf(emulator, generationsPath(layer), prompt);
+      expect(more).toEqual([]);
+      expect(error).toMatchObject({ code: 'upstream_timeout_no_response', status: 500, requestId: attempt!.requestId });
+    },
+  );
 
   it('upstream_error is retried with backoff up to the bound, then surfaced', async () => {
     const prompt = uniquePrompt('[[http:500:upstream_error]]', 'bound');
@@ -148,18 +162,29 @@ describe('retry rules', () => {
 });
 
 describe('voices', () => {
-  it.each(LAYER_CASES)('%s: a voice the gateway does not have passes the client and comes back as its 400 with the real list', async (layer) => {
-    const error = await clientFor(emulator, layer).generate({ model: LATEST, prompt: 'hello', reference_audios: [{ voice_id: 'nobody' }] }).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(BadRequestError);
-    expect(error).toMatchObject({ status: 400, code: 'invalid_request_error', serverMessage: expect.stringContaining('Available voices: altair') });
-    if (layer === 'compat') expect(error).toMatchObject({ param: 'reference_audios[0].voice_id' });
-  });
+  it.each(LAYER_CASES)(
+    '%s: a voice the gateway does not have passes the client and comes back as its 400 with the real list',
+    async (layer) => {
+      const error = await clientFor(emulator, layer)
+        .generate({ model: LATEST, prompt: 'hello', reference_audios: [{ voice_id: 'nobody' }] })
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(BadRequestError);
+      expect(error).toMatchObject({
+        status: 400,
+        code: 'invalid_request_error',
+        serverMessage: expect.stringContaining('Available voices: altair'),
+      });
+      if (layer === 'compat') expect(error).toMatchObject({ param: 'reference_audios[0].voice_id' });
+    },
+  );
 });
 
 describe('authentication and key groups', () => {
   it.each(LAYER_CASES)('%s: a wrong key is an AuthenticationError that does not repeat the key', async (layer) => {
     const wrongKey = 'wrong-key-abcdefgh12345';
-    const error = await clientFor(emulator, layer, { apiKey: wrongKey }).listModels().catch((e: unknown) => e);
+    const error = await clientFor(emulator, layer, { apiKey: wrongKey })
+      .listModels()
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(AuthenticationError);
     expect(error).toMatchObject({ status: 401, code: 'invalid_api_key' });
     expect(JSON.stringify(error, Object.getOwnPropertyNames(error))).not.toContain(wrongKey);

@@ -15,7 +15,9 @@ let emulator: Emulator;
 beforeAll(async () => {
   emulator = await startEmulator({
     config: {
-      keys: Object.fromEntries([RATE_KEY, RATE_CLIENT_KEY, BUSY_KEY, BUSY_CLIENT_KEY].map((key) => [key, { group: 'default', quota_usd: 50 }])),
+      keys: Object.fromEntries(
+        [RATE_KEY, RATE_CLIENT_KEY, BUSY_KEY, BUSY_CLIENT_KEY].map((key) => [key, { group: 'default', quota_usd: 50 }]),
+      ),
       timing: { generation_ms: 500, rate_window_ms: 1500 },
       limits: { rate_per_minute: 3, concurrent_tasks: 1 },
     },
@@ -70,7 +72,9 @@ describe('the concurrency limit', () => {
     expect((await submit(BUSY_KEY, '/v1/videos/generations', 'the one running')).status).toBe(200);
     const refused = await submit(BUSY_KEY, '/v1/videos/generations', 'one more');
     expect(refused.status).toBe(429);
-    expect(await refused.json()).toMatchObject({ error: { code: 'too_many_requests', type: 'gateway_api_error', message: expect.stringContaining('At most 1 task') } });
+    expect(await refused.json()).toMatchObject({
+      error: { code: 'too_many_requests', type: 'gateway_api_error', message: expect.stringContaining('At most 1 task') },
+    });
     expect(refused.headers.get('retry-after')).toBe('1');
   });
 

@@ -7,15 +7,7 @@ import type { GatewayClient } from '../../src/gateway/client.ts';
 import { NotFoundError, ResponseTooLargeError, VideoUnavailableError } from '../../src/gateway/errors.ts';
 import { USD_TICKS, type Layer } from '../../src/gateway/spec.ts';
 import { pollUntil } from '../support/poll.ts';
-import {
-  EMULATOR_KEY,
-  FAST_CONFIG,
-  LATEST,
-  LAYER_CASES,
-  clientFor,
-  pollUntilSettled,
-  uniquePrompt,
-} from './emulator-support.ts';
+import { EMULATOR_KEY, FAST_CONFIG, LATEST, LAYER_CASES, clientFor, pollUntilSettled, uniquePrompt } from './emulator-support.ts';
 
 let emulator: Emulator;
 const clients: GatewayClient[] = [];
@@ -45,7 +37,9 @@ describe.each(LAYER_CASES)('a task on the %s layer', (layer: Layer) => {
     const video = await client.downloadVideo(final, { maxBytes: 10 * 1024 * 1024 });
     expect(isMp4(video.bytes)).toBe(true);
     if (layer === 'compat') {
-      expect(emulator.requests.some((entry) => entry.method === 'GET' && entry.path === `/v1/videos/${task.id}/content` && entry.status === 200)).toBe(true);
+      expect(
+        emulator.requests.some((entry) => entry.method === 'GET' && entry.path === `/v1/videos/${task.id}/content` && entry.status === 200),
+      ).toBe(true);
     }
   });
 
@@ -149,8 +143,12 @@ describe.each(LAYER_CASES)('a task on the %s layer', (layer: Layer) => {
     const edit = await client.edit({ model: LATEST, prompt: uniquePrompt('make it snow', layer), video: source });
     const extension = await client.extend({ model: LATEST, prompt: uniquePrompt('keep going', layer), video: source, duration: 2 });
     const prefix = layer === 'compat' ? '/v1' : '/native/v1';
-    expect(emulator.requests.some((entry) => entry.method === 'POST' && entry.path === `${prefix}/videos/edits` && entry.status === 200)).toBe(true);
-    expect(emulator.requests.some((entry) => entry.method === 'POST' && entry.path === `${prefix}/videos/extensions` && entry.status === 200)).toBe(true);
+    expect(
+      emulator.requests.some((entry) => entry.method === 'POST' && entry.path === `${prefix}/videos/edits` && entry.status === 200),
+    ).toBe(true);
+    expect(
+      emulator.requests.some((entry) => entry.method === 'POST' && entry.path === `${prefix}/videos/extensions` && entry.status === 200),
+    ).toBe(true);
     for (const task of [edit, extension]) {
       const { final } = await pollUntilSettled(client, task.id);
       expect(final.status).toBe('succeeded');
@@ -164,9 +162,15 @@ describe.each(LAYER_CASES)('a task on the %s layer', (layer: Layer) => {
     const elsewhere = clientFor(emulator, layer, { paths: { edits: '/video/edit', extensions: '/video/extend' } });
     const editError = await elsewhere.edit({ model: LATEST, prompt: uniquePrompt('snow', layer), video: source }).catch((e: unknown) => e);
     expect(editError).toBeInstanceOf(NotFoundError);
-    const extendError = await elsewhere.extend({ model: LATEST, prompt: uniquePrompt('on', layer), video: source }).catch((e: unknown) => e);
+    const extendError = await elsewhere
+      .extend({ model: LATEST, prompt: uniquePrompt('on', layer), video: source })
+      .catch((e: unknown) => e);
     expect(extendError).toBeInstanceOf(NotFoundError);
-    expect(emulator.requests.filter((entry) => entry.path === `${prefix}/video/edit` || entry.path === `${prefix}/video/extend`).map((entry) => entry.status)).toEqual([404, 404]);
+    expect(
+      emulator.requests
+        .filter((entry) => entry.path === `${prefix}/video/edit` || entry.path === `${prefix}/video/extend`)
+        .map((entry) => entry.status),
+    ).toEqual([404, 404]);
     // The same setting names the right endpoint for both layers.
     const configured = clientFor(emulator, layer, { paths: { edits: '/videos/edits', extensions: '/videos/extensions' } });
     await expect(configured.edit({ model: LATEST, prompt: uniquePrompt('rain', layer), video: source })).resolves.toMatchObject({ layer });
@@ -175,7 +179,9 @@ describe.each(LAYER_CASES)('a task on the %s layer', (layer: Layer) => {
   it("does not know the other layer's task ids", async () => {
     const other: Layer = layer === 'compat' ? 'native' : 'compat';
     const task = await clientFor(emulator, other).generate({ model: LATEST, prompt: uniquePrompt('cross', layer) });
-    const error = await clientFor(emulator, layer).getTask(task.id).catch((e: unknown) => e);
+    const error = await clientFor(emulator, layer)
+      .getTask(task.id)
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(NotFoundError);
     expect(error).toMatchObject({ status: 404, requestId: expect.any(String) });
   });

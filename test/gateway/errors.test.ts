@@ -9,7 +9,14 @@ import {
   errorFromResponse,
   isModerationCode,
 } from '../../src/gateway/errors.ts';
-import { DEFAULT_RETRY_POLICY, JITTER_FRACTION, decideRetry, gatewayBackoff, withRetries, type RetryPolicy } from '../../src/gateway/retry.ts';
+import {
+  DEFAULT_RETRY_POLICY,
+  JITTER_FRACTION,
+  decideRetry,
+  gatewayBackoff,
+  withRetries,
+  type RetryPolicy,
+} from '../../src/gateway/retry.ts';
 import { backoffDelay, parseRetryAfter } from '../../src/lib/backoff.ts';
 import { HTTP_ERROR_CODES, RETRYABLE_CODES } from '../../src/gateway/spec.ts';
 import { registerSecret, silentLogger } from '../../src/lib/log.ts';
@@ -81,10 +88,22 @@ describe('decoding error answers', () => {
 
 describe('decoding a task error', () => {
   it.each([
-    ['an object', { status: 'failed', error: { code: 'invalid_argument', message: 'Prompt cannot be empty.' } }, { code: 'invalid_argument', message: 'Prompt cannot be empty.' }],
-    ['a string with a top-level code', { status: 'failed', code: 'internal_error', error: 'boom' }, { code: 'internal_error', message: 'boom' }],
+    [
+      'an object',
+      { status: 'failed', error: { code: 'invalid_argument', message: 'Prompt cannot be empty.' } },
+      { code: 'invalid_argument', message: 'Prompt cannot be empty.' },
+    ],
+    [
+      'a string with a top-level code',
+      { status: 'failed', code: 'internal_error', error: 'boom' },
+      { code: 'internal_error', message: 'boom' },
+    ],
     ['a bare string', { status: 'failed', error: 'boom' }, { code: undefined, message: 'boom' }],
-    ['an object without a message', { status: 'failed', error: { code: 'service_unavailable' } }, { code: 'service_unavailable', message: 'The task failed without a message.' }],
+    [
+      'an object without a message',
+      { status: 'failed', error: { code: 'service_unavailable' } },
+      { code: 'service_unavailable', message: 'The task failed without a message.' },
+    ],
   ])('as %s', (_what, body, expected) => {
     expect(decodeTaskError(body)).toEqual(expected);
   });
@@ -97,19 +116,26 @@ describe('decoding a task error', () => {
 
 describe('retry decisions', () => {
   const policy: RetryPolicy = { maxRetries: 2, baseDelayMs: 100, maxDelayMs: 1000, maxRetryAfterMs: 5000 };
-  const decide = (error: unknown, idempotent: boolean, retriesDone = 0) => decideRetry(error, { idempotent, retriesDone, policy, random: () => 0 });
+  const decide = (error: unknown, idempotent: boolean, retriesDone = 0) =>
+    decideRetry(error, { idempotent, retriesDone, policy, random: () => 0 });
 
   // Written out by hand: a submission is repeated only after an answered refusal (no task exists).
   const SUBMISSION_RETRIED = new Set(['rate_limit', 'too_many_requests', 'overloaded', 'upstream_error']);
 
-  it.each(Object.entries(HTTP_ERROR_CODES))('%s is retried for reads when the spec says so, for submissions only when no task can exist', (code, status) => {
-    const error = answer(status, compatEnvelope(code));
-    expect(decide(error, true).retry).toBe(RETRYABLE_CODES.has(code));
-    expect(decide(error, false).retry).toBe(SUBMISSION_RETRIED.has(code));
-  });
+  it.each(Object.entries(HTTP_ERROR_CODES))(
+    '%s is retried for reads when the spec says so, for submissions only when no task can exist',
+    (code, status) => {
+      const error = answer(status, compatEnvelope(code));
+      expect(decide(error, true).retry).toBe(RETRYABLE_CODES.has(code));
+      expect(decide(error, false).retry).toBe(SUBMISSION_RETRIED.has(code));
+    },
+  );
 
   it('never retries insufficient_quota', () => {
-    expect(decide(answer(429, nativeBody('insufficient_quota'), { retryAfterMs: 1000 }), true)).toEqual({ retry: false, reason: 'not retryable' });
+    expect(decide(answer(429, nativeBody('insufficient_quota'), { retryAfterMs: 1000 }), true)).toEqual({
+      retry: false,
+      reason: 'not retryable',
+    });
   });
 
   it('retries codeless 429/5xx (a proxy answering) only for reads', () => {
@@ -127,11 +153,14 @@ describe('retry decisions', () => {
     [500, 'imagine:internal', true],
     [501, 'imagine:unsupported', false],
     [400, 'imagine:bad-prompt', false],
-  ])('a native %i with a code the spec does not list (%s): a read follows the status rule, a submission is not repeated', (status, code, readRetried) => {
-    const error = answer(status, nativeBody(code));
-    expect(decide(error, true).retry).toBe(readRetried);
-    expect(decide(error, false).retry).toBe(false);
-  });
+  ])(
+    'a native %i with a code the spec does not list (%s): a read follows the status rule, a submission is not repeated',
+    (status, code, readRetried) => {
+      const error = answer(status, nativeBody(code));
+      expect(decide(error, true).retry).toBe(readRetried);
+      expect(decide(error, false).retry).toBe(false);
+    },
+  );
 
   it('retries a request that never left, even a submission', () => {
     const refused = new GatewayConnectionError('refused', { requestSent: false, timedOut: false });
@@ -155,7 +184,10 @@ describe('retry decisions', () => {
   it('waits at least Retry-After, and gives up when it is absurdly long', () => {
     expect(decide(answer(429, compatEnvelope('rate_limit'), { retryAfterMs: 1000 }), false)).toEqual({ retry: true, delayMs: 1000 });
     expect(decide(answer(429, compatEnvelope('rate_limit'), { retryAfterMs: 10 }), false)).toEqual({ retry: true, delayMs: 100 });
-    expect(decide(answer(503, compatEnvelope('overloaded'), { retryAfterMs: 3_600_000 }), false)).toEqual({ retry: false, reason: 'Retry-After is too long' });
+    expect(decide(answer(503, compatEnvelope('overloaded'), { retryAfterMs: 3_600_000 }), false)).toEqual({
+      retry: false,
+      reason: 'Retry-After is too long',
+    });
   });
 
   it('does not retry errors that are not gateway failures', () => {
@@ -166,7 +198,9 @@ describe('retry decisions', () => {
 describe('backoff', () => {
   it('doubles per retry, is capped, and jitter only shortens it within bounds', () => {
     const policy = { ...DEFAULT_RETRY_POLICY, baseDelayMs: 200, maxDelayMs: 1000 };
-    expect([0, 1, 2, 3, 4].map((retry) => backoffDelay(retry, gatewayBackoff(policy), { random: () => 0 }))).toEqual([200, 400, 800, 1000, 1000]);
+    expect([0, 1, 2, 3, 4].map((retry) => backoffDelay(retry, gatewayBackoff(policy), { random: () => 0 }))).toEqual([
+      200, 400, 800, 1000, 1000,
+    ]);
     for (let retry = 0; retry < 5; retry++) {
       const nominal = Math.min(200 * 2 ** retry, 1000);
       for (const random of [0, 0.3, 0.999]) {
@@ -211,7 +245,17 @@ describe('withRetries', () => {
         if (attempts < 3) return Promise.reject(answer(503, compatEnvelope('overloaded'), { retryAfterMs: 1000 }));
         return Promise.resolve('ok');
       },
-      { idempotent: false, policy: DEFAULT_RETRY_POLICY, log: silentLogger, operation: 'test', random: () => 0, sleep: (ms) => { slept.push(ms); return Promise.resolve(); } },
+      {
+        idempotent: false,
+        policy: DEFAULT_RETRY_POLICY,
+        log: silentLogger,
+        operation: 'test',
+        random: () => 0,
+        sleep: (ms) => {
+          slept.push(ms);
+          return Promise.resolve();
+        },
+      },
     );
     expect(result).toBe('ok');
     expect(slept).toEqual([1000, 1000]);
@@ -249,7 +293,13 @@ describe('withRetries', () => {
       return Promise.reject(answer(429, compatEnvelope('too_many_requests')));
     };
     await expect(
-      withRetries(failing, { idempotent: true, policy: { ...DEFAULT_RETRY_POLICY, maxRetries: 3 }, log: silentLogger, operation: 'test', sleep: () => Promise.resolve() }),
+      withRetries(failing, {
+        idempotent: true,
+        policy: { ...DEFAULT_RETRY_POLICY, maxRetries: 3 },
+        log: silentLogger,
+        operation: 'test',
+        sleep: () => Promise.resolve(),
+      }),
     ).rejects.toBeInstanceOf(RateLimitError);
     expect(attempts).toBe(4);
   });

@@ -5,7 +5,13 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { GatewayClient, type GatewayClientOptions } from '../../src/gateway/client.ts';
-import { GatewayConnectionError, MalformedResponseError, OutcomeUnknownError, ResponseTooLargeError, ServerError } from '../../src/gateway/errors.ts';
+import {
+  GatewayConnectionError,
+  MalformedResponseError,
+  OutcomeUnknownError,
+  ResponseTooLargeError,
+  ServerError,
+} from '../../src/gateway/errors.ts';
 import { createGatewayDispatcher } from '../../src/gateway/http.ts';
 import type { TaskResult } from '../../src/gateway/types.ts';
 import { taskResult } from '../support/task-result.ts';
@@ -85,7 +91,9 @@ describe('submissions that may have been accepted', () => {
     const server = await serve(() => {
       // Never answer: the gateway got the body and may have created the task.
     });
-    const error = await client(server.url).generate({ model: 'svc-imagine-video-1.5', prompt: 'a cat' }).catch((e: unknown) => e);
+    const error = await client(server.url)
+      .generate({ model: 'svc-imagine-video-1.5', prompt: 'a cat' })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(OutcomeUnknownError);
     expect(error).toMatchObject({ requestSent: true, timedOut: true });
     expect((error as Error).message).toMatch(/may have accepted it/);
@@ -107,7 +115,9 @@ describe('submissions that may have been accepted', () => {
     const server = await serve(() => {});
     const url = server.url;
     await server.close();
-    const error = await client(url).generate({ model: 'svc-imagine-video-1.5', prompt: 'a cat' }).catch((e: unknown) => e);
+    const error = await client(url)
+      .generate({ model: 'svc-imagine-video-1.5', prompt: 'a cat' })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(GatewayConnectionError);
     expect(error).toMatchObject({ requestSent: false, code: 'ECONNREFUSED' });
     expectNoKey(error);
@@ -115,7 +125,13 @@ describe('submissions that may have been accepted', () => {
 
   it('a submission refused with a retryable code is retried after Retry-After and then succeeds', async () => {
     const server = await serve((_request, response, seen) => {
-      if (seen.length === 1) json(response, 503, { error: { message: 'busy', type: 'gateway_api_error', param: null, code: 'overloaded' } }, { 'retry-after': '1' });
+      if (seen.length === 1)
+        json(
+          response,
+          503,
+          { error: { message: 'busy', type: 'gateway_api_error', param: null, code: 'overloaded' } },
+          { 'retry-after': '1' },
+        );
       else json(response, 200, { task_id: 'task_7', status: 'queued' });
     });
     const task = await client(server.url).generate({ model: 'svc-imagine-video-1.5', prompt: 'a cat' });
@@ -126,7 +142,8 @@ describe('submissions that may have been accepted', () => {
 
   it('a poll answered upstream_timeout_no_response is retried (reading twice costs nothing)', async () => {
     const server = await serve((_request, response, seen) => {
-      if (seen.length < 3) json(response, 500, { code: 'upstream_timeout_no_response', error: 'upstream timed out', usage: { cost_in_usd_ticks: 0 } });
+      if (seen.length < 3)
+        json(response, 500, { code: 'upstream_timeout_no_response', error: 'upstream timed out', usage: { cost_in_usd_ticks: 0 } });
       else json(response, 200, { task_id: 'task_1', status: 'processing', progress: 10 });
     });
     const result = await client(server.url).getTask('task_1');
@@ -137,7 +154,8 @@ describe('submissions that may have been accepted', () => {
   it('a native 503 with a code the spec does not list is retried for a poll, not for a submission', async () => {
     const server = await serve((request, response, seen) => {
       const polls = seen.filter((entry) => entry.method === 'GET').length;
-      if (request.method === 'POST' || polls < 3) json(response, 503, { code: 'imagine:busy', error: 'Upstream is busy', usage: { cost_in_usd_ticks: 0 } });
+      if (request.method === 'POST' || polls < 3)
+        json(response, 503, { code: 'imagine:busy', error: 'Upstream is busy', usage: { cost_in_usd_ticks: 0 } });
       else json(response, 202, { status: 'pending', progress: 20 });
     });
     const native = client(server.url, { layer: 'native' });
@@ -154,10 +172,14 @@ describe('submissions that may have been accepted', () => {
       response.writeHead(502, { 'content-type': 'text/html' });
       response.end('<html>Bad Gateway</html>');
     });
-    const submit = await client(server.url).generate({ model: 'svc-imagine-video-1.5', prompt: 'a' }).catch((e: unknown) => e);
+    const submit = await client(server.url)
+      .generate({ model: 'svc-imagine-video-1.5', prompt: 'a' })
+      .catch((e: unknown) => e);
     expect(submit).toBeInstanceOf(ServerError);
     expect(server.seen).toHaveLength(1);
-    const read = await client(server.url).getTask('t').catch((e: unknown) => e);
+    const read = await client(server.url)
+      .getTask('t')
+      .catch((e: unknown) => e);
     expect((read as Error).message).toMatch(/HTTP 502: an unexpected error body \(<html>Bad Gateway/);
     expect(server.seen).toHaveLength(4);
   });
@@ -175,9 +197,11 @@ describe('a server that trickles its answer', () => {
   }
   const patient = { timeouts: { headersMs: 300, bodyMs: 300, answerMs: 600 }, retry: { maxRetries: 1, baseDelayMs: 10 } };
 
-  it('cannot hold a poll past the answers\' deadline; the poll is retried once, then reported as a timeout', async () => {
+  it("cannot hold a poll past the answers' deadline; the poll is retried once, then reported as a timeout", async () => {
     const server = await trickling();
-    const error = await client(server.url, patient).getTask('task_1').catch((e: unknown) => e);
+    const error = await client(server.url, patient)
+      .getTask('task_1')
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(GatewayConnectionError);
     expect(error).not.toBeInstanceOf(OutcomeUnknownError);
     expect(error).toMatchObject({ timedOut: true, requestSent: true, requestId: 'req_slow' });
@@ -185,7 +209,7 @@ describe('a server that trickles its answer', () => {
     expect(server.seen).toHaveLength(2);
   });
 
-  it('holds a video download to the downloads\' longer deadline, not to the answers\' one', async () => {
+  it("holds a video download to the downloads' longer deadline, not to the answers' one", async () => {
     const video = Buffer.alloc(40, 7);
     const server = await serve((_request, response) => {
       response.writeHead(200, { 'content-type': 'video/mp4', 'content-length': video.length, 'x-request-id': 'req_slow_video' });
@@ -206,7 +230,9 @@ describe('a server that trickles its answer', () => {
 
   it('cannot hold a submission either: its outcome is unknown and it is sent once', async () => {
     const server = await trickling();
-    const error = await client(server.url, patient).generate({ model: 'svc-imagine-video-1.5', prompt: 'a cat' }).catch((e: unknown) => e);
+    const error = await client(server.url, patient)
+      .generate({ model: 'svc-imagine-video-1.5', prompt: 'a cat' })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(OutcomeUnknownError);
     expect(error).toMatchObject({ timedOut: true });
     expect(server.seen).toHaveLength(1);
@@ -217,7 +243,9 @@ describe('a server that trickles its answer', () => {
 describe('answers that are not what the spec promises', () => {
   it('a JSON answer over 1 MiB is refused, not buffered', async () => {
     const server = await serve((_request, response) => json(response, 200, { status: 'queued', padding: 'x'.repeat(1_100_000) }));
-    const error = await client(server.url).getTask('task_1').catch((e: unknown) => e);
+    const error = await client(server.url)
+      .getTask('task_1')
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ResponseTooLargeError);
     expect(error).toMatchObject({ limit: 1024 * 1024 });
   });
@@ -225,9 +253,13 @@ describe('answers that are not what the spec promises', () => {
   it('reads the request id under either header name (the spec does not name it)', async () => {
     const server = await serve((_request, response) => {
       response.writeHead(400, { 'content-type': 'application/json; charset=utf-8', 'request-id': 'req_plain' });
-      response.end(JSON.stringify({ error: { message: 'bad prompt', type: 'gateway_api_error', param: 'prompt', code: 'invalid_request_error' } }));
+      response.end(
+        JSON.stringify({ error: { message: 'bad prompt', type: 'gateway_api_error', param: 'prompt', code: 'invalid_request_error' } }),
+      );
     });
-    const error = await client(server.url).getTask('task_1').catch((e: unknown) => e);
+    const error = await client(server.url)
+      .getTask('task_1')
+      .catch((e: unknown) => e);
     expect(error).toMatchObject({ status: 400, code: 'invalid_request_error', requestId: 'req_plain' });
   });
 
@@ -236,7 +268,9 @@ describe('answers that are not what the spec promises', () => {
       response.writeHead(200, { 'content-type': 'text/plain', 'x-request-id': 'req_text' });
       response.end('all good');
     });
-    const error = await client(server.url).getTask('task_1').catch((e: unknown) => e);
+    const error = await client(server.url)
+      .getTask('task_1')
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(MalformedResponseError);
     expect(error).toMatchObject({ requestId: 'req_text' });
   });
@@ -272,10 +306,11 @@ describe('answers that are not what the spec promises', () => {
 describe('downloads', () => {
   const video = Buffer.alloc(5000, 7);
 
-  it('a compatibility download goes through /content with the key; a native one uses the url, with the key only on the gateway\'s origin', async () => {
+  it("a compatibility download goes through /content with the key; a native one uses the url, with the key only on the gateway's origin", async () => {
     // A gateway that guards every route, its video files too, as the spec's "HTTP requests carry" allows.
     const server = await serve((request, response) => {
-      if (request.headers.authorization !== `Bearer ${API_KEY}`) return json(response, 401, { error: { code: 'invalid_api_key', message: 'no key' } });
+      if (request.headers.authorization !== `Bearer ${API_KEY}`)
+        return json(response, 401, { error: { code: 'invalid_api_key', message: 'no key' } });
       response.writeHead(200, { 'content-type': 'video/mp4', 'content-length': String(video.length) });
       response.end(video);
     });
@@ -288,11 +323,16 @@ describe('downloads', () => {
     expect(compat.contentType).toBe('video/mp4');
     expect(server.seen[0]).toMatchObject({ url: '/v1/videos/task_1/content', authorization: `Bearer ${API_KEY}` });
 
-    const own = await client(`${server.url}/gw/`, { layer: 'native' }).downloadVideo(succeeded('native', `${server.url}/files/v.mp4?sig=1`), { maxBytes: 10_000 });
+    const own = await client(`${server.url}/gw/`, { layer: 'native' }).downloadVideo(
+      succeeded('native', `${server.url}/files/v.mp4?sig=1`),
+      { maxBytes: 10_000 },
+    );
     expect(own.bytes.equals(video)).toBe(true);
     expect(server.seen[1]).toMatchObject({ url: '/files/v.mp4?sig=1', authorization: `Bearer ${API_KEY}` });
 
-    const elsewhere = await client(server.url, { layer: 'native' }).downloadVideo(succeeded('native', `${storage.url}/v.mp4?sig=1`), { maxBytes: 10_000 });
+    const elsewhere = await client(server.url, { layer: 'native' }).downloadVideo(succeeded('native', `${storage.url}/v.mp4?sig=1`), {
+      maxBytes: 10_000,
+    });
     expect(elsewhere.bytes.equals(video)).toBe(true);
     expect(storage.seen[0]).toMatchObject({ url: '/v.mp4?sig=1', authorization: undefined });
   });
@@ -302,7 +342,9 @@ describe('downloads', () => {
       response.writeHead(200, { 'content-type': 'video/mp4', 'content-length': String(video.length) });
       response.end(video);
     });
-    const error = await client(server.url).downloadVideo(succeeded('compat'), { maxBytes: 1000 }).catch((e: unknown) => e);
+    const error = await client(server.url)
+      .downloadVideo(succeeded('compat'), { maxBytes: 1000 })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ResponseTooLargeError);
     expect(error).toMatchObject({ size: 5000, limit: 1000 });
   });
@@ -313,7 +355,9 @@ describe('downloads', () => {
       response.write(video);
       response.end(video);
     });
-    const error = await client(server.url).downloadVideo(succeeded('compat'), { maxBytes: 6000 }).catch((e: unknown) => e);
+    const error = await client(server.url)
+      .downloadVideo(succeeded('compat'), { maxBytes: 6000 })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ResponseTooLargeError);
     expect(error).toMatchObject({ size: undefined, limit: 6000 });
   });

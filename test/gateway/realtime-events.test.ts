@@ -6,14 +6,16 @@ describe('realtime server events', () => {
     ['response.output_audio.delta', 'response.output_audio.delta'],
     ['response.audio.delta', 'response.output_audio.delta'],
   ])('reads %s as audio', (name, type) => {
-    const event = parseServerEvent(JSON.stringify({ type: name, response_id: 'r', item_id: 'i', content_index: 0, delta: Buffer.from([1, 0, 2, 0]).toString('base64') }));
+    const event = parseServerEvent(
+      JSON.stringify({ type: name, response_id: 'r', item_id: 'i', content_index: 0, delta: Buffer.from([1, 0, 2, 0]).toString('base64') }),
+    );
     expect(event).toMatchObject({ type, itemId: 'i', audio: Buffer.from([1, 0, 2, 0]) });
   });
 
   it.each([
     ['response.output_audio.delta', 'response.output_audio.delta'],
     ['response.audio.delta', 'response.output_audio.delta'],
-  ])('reads %s with nothing but the spec\'s `delta`', (name, type) => {
+  ])("reads %s with nothing but the spec's `delta`", (name, type) => {
     const event = parseServerEvent(JSON.stringify({ type: name, delta: Buffer.from([1, 0]).toString('base64') }));
     expect(event).toEqual({ type, responseId: undefined, itemId: undefined, contentIndex: undefined, audio: Buffer.from([1, 0]) });
   });
@@ -26,13 +28,21 @@ describe('realtime server events', () => {
   });
 
   it('reads the item a response adds and items added to the conversation', () => {
-    expect(parseServerEvent(JSON.stringify({ type: 'response.output_item.added', response_id: 'r', output_index: 0, item: { id: 'i', role: 'assistant' } }))).toEqual({
+    expect(
+      parseServerEvent(
+        JSON.stringify({ type: 'response.output_item.added', response_id: 'r', output_index: 0, item: { id: 'i', role: 'assistant' } }),
+      ),
+    ).toEqual({
       type: 'response.output_item.added',
       responseId: 'r',
       itemId: 'i',
       role: 'assistant',
     });
-    expect(parseServerEvent(JSON.stringify({ type: 'conversation.item.created', item: { id: 'u', role: 'user' } }))).toEqual({ type: 'conversation.item.created', itemId: 'u', role: 'user' });
+    expect(parseServerEvent(JSON.stringify({ type: 'conversation.item.created', item: { id: 'u', role: 'user' } }))).toEqual({
+      type: 'conversation.item.created',
+      itemId: 'u',
+      role: 'user',
+    });
   });
 
   it.each([
@@ -45,7 +55,14 @@ describe('realtime server events', () => {
   });
 
   it('reads error events in the common realtime shape', () => {
-    expect(parseServerEvent(JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', code: 'x', message: 'bad', param: 'audio', event_id: 'e1' } }))).toEqual({
+    expect(
+      parseServerEvent(
+        JSON.stringify({
+          type: 'error',
+          error: { type: 'invalid_request_error', code: 'x', message: 'bad', param: 'audio', event_id: 'e1' },
+        }),
+      ),
+    ).toEqual({
       type: 'error',
       code: 'x',
       message: 'bad',
@@ -55,7 +72,7 @@ describe('realtime server events', () => {
     });
   });
 
-  it('reads error events in the native layer\'s style: a string error and a top-level code', () => {
+  it("reads error events in the native layer's style: a string error and a top-level code", () => {
     expect(parseServerEvent(JSON.stringify({ type: 'error', error: 'Session expired.', code: 'session_expired' }))).toMatchObject({
       type: 'error',
       code: 'session_expired',
@@ -64,7 +81,10 @@ describe('realtime server events', () => {
   });
 
   it('passes unknown types through and rejects what is not an event', () => {
-    expect(parseServerEvent(JSON.stringify({ type: 'rate_limits.updated', rate_limits: [] }))).toMatchObject({ type: 'other', name: 'rate_limits.updated' });
+    expect(parseServerEvent(JSON.stringify({ type: 'rate_limits.updated', rate_limits: [] }))).toMatchObject({
+      type: 'other',
+      name: 'rate_limits.updated',
+    });
     expect(parseServerEvent('not json')).toBeUndefined();
     expect(parseServerEvent('[1]')).toBeUndefined();
     expect(parseServerEvent(JSON.stringify({ type: 'response.output_audio.delta' }))).toMatchObject({ type: 'other' });

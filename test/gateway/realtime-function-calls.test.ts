@@ -5,8 +5,21 @@ import { parseServerEvent } from '../../src/gateway/realtime/events.ts';
 // event, or from the output of response.done when a server sends nothing else.
 describe('realtime function calls', () => {
   it('reads a call from response.function_call_arguments.done', () => {
-    const event = parseServerEvent(JSON.stringify({ type: 'response.function_call_arguments.done', response_id: 'r1', item_id: 'i1', output_index: 0, call_id: 'c1', name: 'generate_video', arguments: '{"prompt":"a fox"}' }));
-    expect(event).toEqual({ type: 'response.function_call_arguments.done', call: { callId: 'c1', name: 'generate_video', arguments: '{"prompt":"a fox"}', responseId: 'r1', itemId: 'i1' } });
+    const event = parseServerEvent(
+      JSON.stringify({
+        type: 'response.function_call_arguments.done',
+        response_id: 'r1',
+        item_id: 'i1',
+        output_index: 0,
+        call_id: 'c1',
+        name: 'generate_video',
+        arguments: '{"prompt":"a fox"}',
+      }),
+    );
+    expect(event).toEqual({
+      type: 'response.function_call_arguments.done',
+      call: { callId: 'c1', name: 'generate_video', arguments: '{"prompt":"a fox"}', responseId: 'r1', itemId: 'i1' },
+    });
   });
 
   it('reads the calls a response.done lists, and none from one without calls', () => {
@@ -24,11 +37,24 @@ describe('realtime function calls', () => {
         },
       }),
     );
-    expect(done).toEqual({ type: 'response.done', responseId: 'r2', status: 'completed', functionCalls: [{ callId: 'c2', name: 'video_status', arguments: '{}', responseId: 'r2', itemId: 'i2' }] });
-    expect(parseServerEvent(JSON.stringify({ type: 'response.done', response: { id: 'r3' } }))).toEqual({ type: 'response.done', responseId: 'r3', status: undefined, functionCalls: [] });
+    expect(done).toEqual({
+      type: 'response.done',
+      responseId: 'r2',
+      status: 'completed',
+      functionCalls: [{ callId: 'c2', name: 'video_status', arguments: '{}', responseId: 'r2', itemId: 'i2' }],
+    });
+    expect(parseServerEvent(JSON.stringify({ type: 'response.done', response: { id: 'r3' } }))).toEqual({
+      type: 'response.done',
+      responseId: 'r3',
+      status: undefined,
+      functionCalls: [],
+    });
   });
 
   it('leaves an arguments done event without a call id or name as another event', () => {
-    expect(parseServerEvent(JSON.stringify({ type: 'response.function_call_arguments.done', arguments: '{}' }))).toMatchObject({ type: 'other', name: 'response.function_call_arguments.done' });
+    expect(parseServerEvent(JSON.stringify({ type: 'response.function_call_arguments.done', arguments: '{}' }))).toMatchObject({
+      type: 'other',
+      name: 'response.function_call_arguments.done',
+    });
   });
 });

@@ -38,13 +38,22 @@ describe('the realtime client', () => {
       wsBaseUrl: emulator.wsUrl,
       apiKey: 'emulator-key',
       model: 'svc-voice-latest',
-      session: { voice: 'eve', instructions: 'Be brief.', turnDetection: { type: 'server_vad', silenceDurationMs: 200, prefixPaddingMs: 0 } },
+      session: {
+        voice: 'eve',
+        instructions: 'Be brief.',
+        turnDetection: { type: 'server_vad', silenceDurationMs: 200, prefixPaddingMs: 0 },
+      },
     });
     const events = collect(client);
     const { session: emulated, event: first } = await emulator.realtime.waitForClientEvent((event) => event.type === 'session.update');
     expect(emulated.clientEvents[0]?.event).toBe(first.event);
     expect(first.event).toMatchObject({
-      session: { voice: 'eve', instructions: 'Be brief.', turn_detection: { type: 'server_vad', silence_duration_ms: 200 }, audio: { input: { format: { type: 'audio/pcm', rate: 24000 } } } },
+      session: {
+        voice: 'eve',
+        instructions: 'Be brief.',
+        turn_detection: { type: 'server_vad', silence_duration_ms: 200 },
+        audio: { input: { format: { type: 'audio/pcm', rate: 24000 } } },
+      },
     });
 
     const speech = generateTone({ hz: 500, ms: 300, format: REALTIME_PCM });
@@ -56,13 +65,20 @@ describe('the realtime client', () => {
     const audio = Buffer.concat(events.flatMap((event) => (event.type === 'response.output_audio.delta' ? [event.audio] : [])));
     expect(Array.from(new Int16Array(audio.buffer, audio.byteOffset, audio.length / 2))).toEqual(Array.from(speech));
     expect(events.map((event) => event.type)).toContain('input_audio_buffer.speech_started');
-    expect(events.find((event) => event.type === 'conversation.item.input_audio_transcription.completed')).toMatchObject({ transcript: '(0.3 s of speech)' });
+    expect(events.find((event) => event.type === 'conversation.item.input_audio_transcription.completed')).toMatchObject({
+      transcript: '(0.3 s of speech)',
+    });
     client.close();
   });
 
   it('sends force messages, cancels and truncates', async () => {
     emulator.realtime.options.paceFactor = 1;
-    const client = await RealtimeClient.connect({ wsBaseUrl: emulator.wsUrl, apiKey: 'emulator-key', model: 'svc-voice-latest', session: { turnDetection: null } });
+    const client = await RealtimeClient.connect({
+      wsBaseUrl: emulator.wsUrl,
+      apiKey: 'emulator-key',
+      model: 'svc-voice-latest',
+      session: { turnDetection: null },
+    });
     const delta = until(client, 'response.output_audio.delta');
     client.forceMessage('Your video is ready in #general.', { interruptible: true });
     const first = await delta;
@@ -74,7 +90,14 @@ describe('the realtime client', () => {
     client.truncate(first.itemId, first.contentIndex ?? 0, 60);
     expect(await truncated).toMatchObject({ itemId: first.itemId, audioEndMs: 60 });
     const force = await emulator.realtime.waitForClientEvent((event) => event.type === 'conversation.item.create');
-    expect(force.event.event).toMatchObject({ item: { type: 'force_message', role: 'assistant', interruptible: true, content: [{ type: 'output_text', text: 'Your video is ready in #general.' }] } });
+    expect(force.event.event).toMatchObject({
+      item: {
+        type: 'force_message',
+        role: 'assistant',
+        interruptible: true,
+        content: [{ type: 'output_text', text: 'Your video is ready in #general.' }],
+      },
+    });
     expect(force.session.clientEvents.some((entry) => entry.event.type === 'response.create')).toBe(false);
     emulator.realtime.options.paceFactor = 20;
     client.close();
@@ -84,7 +107,9 @@ describe('the realtime client', () => {
     ['a wrong key', { apiKey: 'not-a-key-123456', model: 'svc-voice-latest' }, 401, 'invalid_api_key'],
     ['an unknown model', { apiKey: 'emulator-key', model: 'svc-voice-nope' }, 404, 'model_not_found'],
   ])('reports %s with the status and code of the refused upgrade, never the key', async (_label, options, status, code) => {
-    const error = await RealtimeClient.connect({ wsBaseUrl: emulator.wsUrl, session: { turnDetection: null }, ...options }).catch((caught: unknown) => caught);
+    const error = await RealtimeClient.connect({ wsBaseUrl: emulator.wsUrl, session: { turnDetection: null }, ...options }).catch(
+      (caught: unknown) => caught,
+    );
     expect(error).toBeInstanceOf(RealtimeConnectionError);
     expect(error).toMatchObject({ status, code });
     expect(String((error as Error).message)).not.toContain(options.apiKey);
@@ -93,14 +118,26 @@ describe('the realtime client', () => {
   it('hears why a session ends at its time limit (session_expired), then the close', async () => {
     const short = await startEmulator({ config: { timing: { realtime_session_max_ms: 200 } } });
     try {
-      const client = await RealtimeClient.connect({ wsBaseUrl: short.wsUrl, apiKey: 'emulator-key', model: 'svc-voice-latest', session: { turnDetection: null } });
+      const client = await RealtimeClient.connect({
+        wsBaseUrl: short.wsUrl,
+        apiKey: 'emulator-key',
+        model: 'svc-voice-latest',
+        session: { turnDetection: null },
+      });
       const events = collect(client);
       const [code] = await new Promise<[number, string]>((resolve) => client.once('close', (...args) => resolve(args)));
       expect(code).toBe(1000);
       expect(client.open).toBe(false);
       // Filtered after the close: the reason arrived before it, as an error event the bot can act on.
       expect(events.filter((event) => event.type === 'error')).toEqual([
-        { type: 'error', code: 'session_expired', message: expect.stringContaining('maximum duration'), errorType: 'invalid_request_error', param: undefined, clientEventId: undefined },
+        {
+          type: 'error',
+          code: 'session_expired',
+          message: expect.stringContaining('maximum duration'),
+          errorType: 'invalid_request_error',
+          param: undefined,
+          clientEventId: undefined,
+        },
       ]);
     } finally {
       await short.close();
@@ -118,11 +155,20 @@ describe('the realtime client', () => {
       scripted.configure = true;
     });
     const connect = (timeoutMs = 5000) =>
-      RealtimeClient.connect({ wsBaseUrl: scripted.url, apiKey: 'scripted-key-0001', model: 'svc-voice-latest', session: { turnDetection: null }, timeoutMs });
+      RealtimeClient.connect({
+        wsBaseUrl: scripted.url,
+        apiKey: 'scripted-key-0001',
+        model: 'svc-voice-latest',
+        session: { turnDetection: null },
+        timeoutMs,
+      });
     /** The next socket to open, once its session.update arrived. */
     const nextConfiguring = () => {
       const index = scripted.sockets.length;
-      return scripted.waitFor(() => (scripted.sockets[index]?.sent('session.update')[0] ? scripted.sockets[index] : undefined), 'the session.update');
+      return scripted.waitFor(
+        () => (scripted.sockets[index]?.sent('session.update')[0] ? scripted.sockets[index] : undefined),
+        'the session.update',
+      );
     };
 
     it('fails clearly, after a bounded wait, when the session is never confirmed', async () => {
@@ -138,7 +184,16 @@ describe('the realtime client', () => {
       const connecting = connect().catch((caught: unknown) => caught);
       const socket = await configuring;
       const update = socket.sent('session.update')[0]!;
-      socket.send({ type: 'error', error: { type: 'invalid_request_error', code: 'invalid_value', message: 'Unknown voice.', param: 'session.voice', event_id: update.event_id } });
+      socket.send({
+        type: 'error',
+        error: {
+          type: 'invalid_request_error',
+          code: 'invalid_value',
+          message: 'Unknown voice.',
+          param: 'session.voice',
+          event_id: update.event_id,
+        },
+      });
       const error = await connecting;
       expect(error).toBeInstanceOf(RealtimeConnectionError);
       expect(error).toMatchObject({ code: 'invalid_value', message: 'the realtime session refused its configuration: Unknown voice.' });
@@ -155,7 +210,16 @@ describe('the realtime client', () => {
       const error = until(client, 'error');
       client.cancelResponse();
       const cancel = await scripted.waitFor(() => socket.sent('response.cancel')[0], 'the cancel');
-      socket.send({ type: 'error', error: { type: 'invalid_request_error', code: 'whatever_it_is_called', message: 'Nothing to cancel.', param: null, event_id: cancel.event_id } });
+      socket.send({
+        type: 'error',
+        error: {
+          type: 'invalid_request_error',
+          code: 'whatever_it_is_called',
+          message: 'Nothing to cancel.',
+          param: null,
+          event_id: cancel.event_id,
+        },
+      });
       expect(await error).toMatchObject({ type: 'error', clientEventType: 'response.cancel', message: 'Nothing to cancel.' });
       client.close();
     });
@@ -176,8 +240,14 @@ describe('the realtime client', () => {
 
     it.each([
       ['the Authorization header', (wsBaseUrl: string) => RealtimeClient.connect({ ...base, wsBaseUrl, apiKey: 'emulator-key' })],
-      ['a client secret from the gateway, as a subprotocol', (wsBaseUrl: string) => RealtimeClient.connectWithClientSecret(gateway, { ...base, wsBaseUrl })],
-      ['the key as the compat-insecure-api-key subprotocol', (wsBaseUrl: string) => RealtimeClient.connect({ ...base, wsBaseUrl, apiKey: 'emulator-key', keyIn: 'subprotocol' })],
+      [
+        'a client secret from the gateway, as a subprotocol',
+        (wsBaseUrl: string) => RealtimeClient.connectWithClientSecret(gateway, { ...base, wsBaseUrl }),
+      ],
+      [
+        'the key as the compat-insecure-api-key subprotocol',
+        (wsBaseUrl: string) => RealtimeClient.connect({ ...base, wsBaseUrl, apiKey: 'emulator-key', keyIn: 'subprotocol' }),
+      ],
     ])('opens a session authorised by %s', async (_label, open) => {
       const client = await open(emulator.wsUrl);
       const session = emulator.realtime.sessions.at(-1)!;
@@ -187,7 +257,10 @@ describe('the realtime client', () => {
     });
 
     it('puts each credential where the spec says, and offers no compression', async () => {
-      const secrets = { vendor: 'acme', createClientSecret: () => Promise.resolve({ value: 'ephemeral-secret-1234', expiresAt: new Date(Date.now() + 60_000) }) };
+      const secrets = {
+        vendor: 'acme',
+        createClientSecret: () => Promise.resolve({ value: 'ephemeral-secret-1234', expiresAt: new Date(Date.now() + 60_000) }),
+      };
       const opened = [
         await RealtimeClient.connect({ ...base, wsBaseUrl: scripted.url, apiKey: 'long-lived-key-5678' }),
         await RealtimeClient.connectWithClientSecret(secrets, { ...base, wsBaseUrl: scripted.url }),
@@ -203,11 +276,12 @@ describe('the realtime client', () => {
     });
 
     it('is refused with a secret the gateway did not issue', async () => {
-      const error = await RealtimeClient.connect({ ...base, wsBaseUrl: emulator.wsUrl, clientSecret: 'never-issued-secret-00' }).catch((caught: unknown) => caught);
+      const error = await RealtimeClient.connect({ ...base, wsBaseUrl: emulator.wsUrl, clientSecret: 'never-issued-secret-00' }).catch(
+        (caught: unknown) => caught,
+      );
       expect(error).toBeInstanceOf(RealtimeConnectionError);
       expect(error).toMatchObject({ status: 401 });
       expect(String(error)).not.toContain('never-issued-secret-00');
     });
   });
 });
-

@@ -26,7 +26,13 @@ describe('video model families', () => {
   it('does not recognise another vendor or a voice model as a video model', () => {
     expect(videoModelCapabilities('svc-imagine-video-1.5', 'acme')).toBeUndefined();
     expect(videoModelCapabilities('svc-voice-latest', 'svc')).toBeUndefined();
-    for (const name of ['svc-imagine-video-1.5x', 'svc-imagine-video-', 'svc-imagine-video--1.5', 'svc-imagine-videos', 'svc-imagine-video-1.5 preview']) {
+    for (const name of [
+      'svc-imagine-video-1.5x',
+      'svc-imagine-video-',
+      'svc-imagine-video--1.5',
+      'svc-imagine-videos',
+      'svc-imagine-video-1.5 preview',
+    ]) {
       expect(videoModelCapabilities(name, 'svc'), name).toBeUndefined();
     }
   });

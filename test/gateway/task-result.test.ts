@@ -38,11 +38,18 @@ describe('task results of both layers', () => {
       status: 'succeeded',
       url: 'https://gw.example.com/files/a.mp4',
       progress: 100,
-      video: { file_output: { file_id: 'file_9', filename: 'cat.mp4', expires_at: 1_800_000_000, public_url: 'https://files.example.com/cat.mp4' } },
+      video: {
+        file_output: { file_id: 'file_9', filename: 'cat.mp4', expires_at: 1_800_000_000, public_url: 'https://files.example.com/cat.mp4' },
+      },
     });
     expect(task.status).toBe('succeeded');
     expect(task.videoUrl).toBe('https://gw.example.com/files/a.mp4');
-    expect(task.file).toEqual({ fileId: 'file_9', filename: 'cat.mp4', expiresAt: new Date(1_800_000_000_000), publicUrl: 'https://files.example.com/cat.mp4' });
+    expect(task.file).toEqual({
+      fileId: 'file_9',
+      filename: 'cat.mp4',
+      expiresAt: new Date(1_800_000_000_000),
+      publicUrl: 'https://files.example.com/cat.mp4',
+    });
     expect(task.costUsd).toBeUndefined();
   });
 
@@ -87,7 +94,10 @@ describe('task results of both layers', () => {
   });
 
   it('reads failures with an object or a string error', () => {
-    expect(result('compat', { status: 'failed', error: { code: 'invalid_argument', message: 'bad' } }).error).toEqual({ code: 'invalid_argument', message: 'bad' });
+    expect(result('compat', { status: 'failed', error: { code: 'invalid_argument', message: 'bad' } }).error).toEqual({
+      code: 'invalid_argument',
+      message: 'bad',
+    });
     expect(result('native', { status: 'failed', error: 'upstream broke' }).error).toEqual({ code: undefined, message: 'upstream broke' });
     expect(result('native', { status: 'failed' }).error?.message).toMatch(/without a reason/);
   });
@@ -106,15 +116,35 @@ describe('task results of both layers', () => {
   });
 
   it('ignores a non-http url and wrongly typed fields instead of crashing', () => {
-    const task = result('native', { status: 'done', progress: 'half', video: { url: 'javascript:alert(1)', duration: 'long' }, usage: { cost_in_usd_ticks: 'many' } });
-    expect(task).toMatchObject({ status: 'succeeded', videoUrl: undefined, progress: undefined, durationSeconds: undefined, costTicks: undefined });
+    const task = result('native', {
+      status: 'done',
+      progress: 'half',
+      video: { url: 'javascript:alert(1)', duration: 'long' },
+      usage: { cost_in_usd_ticks: 'many' },
+    });
+    expect(task).toMatchObject({
+      status: 'succeeded',
+      videoUrl: undefined,
+      progress: undefined,
+      durationSeconds: undefined,
+      costTicks: undefined,
+    });
   });
 });
 
 describe('submission answers', () => {
   it('reads both layers', () => {
-    expect(parseSubmission({ request_id: 'r1' }, { layer: 'native', requestId: 'x' })).toEqual({ id: 'r1', layer: 'native', status: 'running', rawStatus: undefined, requestId: 'x' });
-    expect(parseSubmission({ task_id: 't1', status: 'queued' }, { layer: 'compat', requestId: undefined })).toMatchObject({ id: 't1', rawStatus: 'queued' });
+    expect(parseSubmission({ request_id: 'r1' }, { layer: 'native', requestId: 'x' })).toEqual({
+      id: 'r1',
+      layer: 'native',
+      status: 'running',
+      rawStatus: undefined,
+      requestId: 'x',
+    });
+    expect(parseSubmission({ task_id: 't1', status: 'queued' }, { layer: 'compat', requestId: undefined })).toMatchObject({
+      id: 't1',
+      rawStatus: 'queued',
+    });
   });
 
   it('says a task may exist when the id is missing', () => {
@@ -131,10 +161,21 @@ describe('links in task results', () => {
     expect(result('native', { status: 'pending', video: { url: 'javascript:alert(1)' } }).refusedVideoUrl).toBeUndefined();
   });
 
-  it('shares a stored file\'s public_url only when it is an http(s) link', () => {
-    const task = result('native', { status: 'done', video: { url: 'https://x.example/v.mp4', file_output: { file_id: 'file_1', public_url: 'javascript:alert(1)' } } });
+  it("shares a stored file's public_url only when it is an http(s) link", () => {
+    const task = result('native', {
+      status: 'done',
+      video: { url: 'https://x.example/v.mp4', file_output: { file_id: 'file_1', public_url: 'javascript:alert(1)' } },
+    });
     expect(task.file).toMatchObject({ fileId: 'file_1', publicUrl: undefined, refusedPublicUrl: 'javascript:alert(1)' });
-    const good = result('native', { status: 'done', video: { url: 'https://x.example/v.mp4', file_output: { file_id: 'file_1', public_url: 'https://files.example.com/v.mp4' } } });
-    expect(good.file).toEqual({ fileId: 'file_1', filename: undefined, expiresAt: undefined, publicUrl: 'https://files.example.com/v.mp4' });
+    const good = result('native', {
+      status: 'done',
+      video: { url: 'https://x.example/v.mp4', file_output: { file_id: 'file_1', public_url: 'https://files.example.com/v.mp4' } },
+    });
+    expect(good.file).toEqual({
+      fileId: 'file_1',
+      filename: undefined,
+      expiresAt: undefined,
+      publicUrl: 'https://files.example.com/v.mp4',
+    });
   });
 });

@@ -25,9 +25,12 @@ describe('a command module', () => {
 });
 
 describe('the commands of commands/', () => {
-  it('are the slash commands and the message commands of a message\'s Apps menu, each a checked module', async () => {
+  it("are the slash commands and the message commands of a message's Apps menu, each a checked module", async () => {
     const commands = await loadCommands();
-    const kinds = [...commands.values()].map((command) => [command.data.name, command.data.toJSON().type ?? ApplicationCommandType.ChatInput]);
+    const kinds = [...commands.values()].map((command) => [
+      command.data.name,
+      command.data.toJSON().type ?? ApplicationCommandType.ChatInput,
+    ]);
     expect(kinds).toEqual([
       ['Animate image', ApplicationCommandType.Message],
       ['config', ApplicationCommandType.ChatInput],

@@ -1,5 +1,16 @@
 import { EventEmitter, once } from 'node:events';
-import { ActionRowBuilder, ApplicationCommandType, ButtonBuilder, ButtonStyle, Client, ContextMenuCommandBuilder, Events, GatewayIntentBits, MessageFlags, SlashCommandBuilder } from 'discord.js';
+import {
+  ActionRowBuilder,
+  ApplicationCommandType,
+  ButtonBuilder,
+  ButtonStyle,
+  Client,
+  ContextMenuCommandBuilder,
+  Events,
+  GatewayIntentBits,
+  MessageFlags,
+  SlashCommandBuilder,
+} from 'discord.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Command } from '../../src/interactions/command.ts';
 import { createDispatcher } from '../../src/interactions/dispatcher.ts';
@@ -55,7 +66,8 @@ const guarded: Command<{ log: Logger }> = {
     .setDescription('declares what a member needs')
     .addSubcommand((sub) => sub.setName('admin').setDescription('for server admins'))
     .addSubcommand((sub) => sub.setName('feature').setDescription('follows the role rules of video')),
-  requires: (interaction) => (interaction.isChatInputCommand() && interaction.options.getSubcommand() === 'admin' ? { manageServer: true } : { feature: 'video' }),
+  requires: (interaction) =>
+    interaction.isChatInputCommand() && interaction.options.getSubcommand() === 'admin' ? { manageServer: true } : { feature: 'video' },
   async execute(interaction, services) {
     guardedRuns.push(interaction.user.id);
     services.log.info('guarded command ran');
@@ -82,12 +94,20 @@ beforeAll(async () => {
       logLines.emit('line');
     },
   });
-  const dispatcher = createDispatcher(new Map([['boom', boom], ['guarded', guarded], ['Quote', quote]]), { log }, {
-    featureAccess: (_guildId, feature, roles, isServerManager) => {
-      featureQuestions.push({ feature, roles, isServerManager });
-      return Promise.resolve(isServerManager ? { ok: true } : { ok: false, message: 'On this server, /video is for testers.' });
+  const dispatcher = createDispatcher(
+    new Map([
+      ['boom', boom],
+      ['guarded', guarded],
+      ['Quote', quote],
+    ]),
+    { log },
+    {
+      featureAccess: (_guildId, feature, roles, isServerManager) => {
+        featureQuestions.push({ feature, roles, isServerManager });
+        return Promise.resolve(isServerManager ? { ok: true } : { ok: false, message: 'On this server, /video is for testers.' });
+      },
     },
-  });
+  );
   client = new Client({ intents: [GatewayIntentBits.Guilds], rest: { api: discord.apiUrl } });
   client.on(Events.InteractionCreate, (interaction) => void dispatcher.handle(interaction));
   const ready = once(client, Events.ClientReady);
@@ -112,7 +132,13 @@ function loggedFailure(reference: string): JsonRecord | undefined {
 }
 
 function runBoom(answer: string) {
-  return discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'boom', options: { answer } });
+  return discord.runCommand({
+    user: guild.member,
+    guildId: guild.id,
+    channelId: guild.textChannelId,
+    command: 'boom',
+    options: { answer },
+  });
 }
 
 describe('a handler that throws', () => {
@@ -128,7 +154,11 @@ describe('a handler that throws', () => {
     const followUp = await run.waitForFollowUp((message) => message.content.startsWith('Something went wrong'));
     expect(followUp.flags & EPHEMERAL).toBe(EPHEMERAL);
     expect(run.record.original?.deleted).toBe(true);
-    expect(discord.messages(guild.textChannelId).filter((message) => message.interaction?.id === run.record.id && (message.flags & EPHEMERAL) === 0)).toEqual([]);
+    expect(
+      discord
+        .messages(guild.textChannelId)
+        .filter((message) => message.interaction?.id === run.record.id && (message.flags & EPHEMERAL) === 0),
+    ).toEqual([]);
     expect(loggedFailure(referenceIn(followUp))).toBeDefined();
   });
 
@@ -141,7 +171,9 @@ describe('a handler that throws', () => {
   });
 
   it('after a deferUpdate on a button: the message with the button stays as it was, the user gets an ephemeral follow-up', async () => {
-    const row = new ActionRowBuilder<ButtonBuilder>().addComponents(new ButtonBuilder().setCustomId('boom:go').setLabel('Go').setStyle(ButtonStyle.Primary));
+    const row = new ActionRowBuilder<ButtonBuilder>().addComponents(
+      new ButtonBuilder().setCustomId('boom:go').setLabel('Go').setStyle(ButtonStyle.Primary),
+    );
     const channel = client.channels.cache.get(guild.textChannelId);
     if (!channel?.isSendable()) throw new Error('the text channel is not cached');
     const sent = await channel.send({ content: 'a card with a button', components: [row] });
@@ -202,7 +234,11 @@ describe("a command's requirements", () => {
   it("asks the server's role rules with the member's roles, and passes their refusal on privately", async () => {
     const refused = await runGuarded('feature').reply();
     expect(refused).toMatchObject({ flags: EPHEMERAL, content: 'On this server, /video is for testers.' });
-    expect(featureQuestions.at(-1)).toEqual({ feature: 'video', roles: expect.arrayContaining([guild.memberRoleId]), isServerManager: false });
+    expect(featureQuestions.at(-1)).toEqual({
+      feature: 'video',
+      roles: expect.arrayContaining([guild.memberRoleId]),
+      isServerManager: false,
+    });
     expect(guardedRuns).not.toContain(guild.member.id);
   });
 });

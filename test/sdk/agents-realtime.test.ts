@@ -41,7 +41,11 @@ type EmulatedSession = Emulator['realtime']['sessions'][number];
 /** A connected RealtimeSession, and the emulator's side of it once the SDK's session.update is applied. */
 async function connectedSession(): Promise<{ session: RealtimeSession; errors: unknown[]; emulated: EmulatedSession }> {
   const agent = new RealtimeAgent({ name: 'weather', instructions: 'Answer briefly.', tools: [getWeather] });
-  const session = new RealtimeSession(agent, { transport: 'websocket', model: VOICE_MODEL, config: { providerData: { turn_detection: QUICK_VAD, voice: 'rex' } } });
+  const session = new RealtimeSession(agent, {
+    transport: 'websocket',
+    model: VOICE_MODEL,
+    config: { providerData: { turn_detection: QUICK_VAD, voice: 'rex' } },
+  });
   sessions.push(session);
   const errors: unknown[] = [];
   session.on('error', (error) => errors.push(error));
@@ -81,7 +85,9 @@ describe('@openai/agents-realtime against the emulator', () => {
     const { session, errors, emulated } = await connectedSession();
     // Applied as the SDK sent it: the tool from the agent, the contract's fields from providerData.
     const updated = emulated.serverEvents.findLast((entry) => entry.event.type === 'session.updated');
-    expect(updated?.event).toMatchObject({ session: { voice: 'rex', turn_detection: QUICK_VAD, tools: [{ type: 'function', name: 'get_weather' }] } });
+    expect(updated?.event).toMatchObject({
+      session: { voice: 'rex', turn_detection: QUICK_VAD, tools: [{ type: 'function', name: 'get_weather' }] },
+    });
     await scriptTurn(emulator, { session_id: emulated.id, transcript: 'Hello, who is there?' });
     speak(session);
     const history = await historyWhere(session, assistantAnswered);
@@ -94,8 +100,14 @@ describe('@openai/agents-realtime against the emulator', () => {
 
   it('runs a function tool the scripted model calls, sends its output back, and hears the answer', async () => {
     const { session, errors, emulated } = await connectedSession();
-    await scriptTurn(emulator, { session_id: emulated.id, transcript: 'What is the weather in Paris?', response: { function_call: { name: 'get_weather', arguments: { city: 'Paris' } } } });
-    const toolEnded = new Promise<string>((resolve) => session.once('agent_tool_end', (_context, _agent, _tool, result) => resolve(result)));
+    await scriptTurn(emulator, {
+      session_id: emulated.id,
+      transcript: 'What is the weather in Paris?',
+      response: { function_call: { name: 'get_weather', arguments: { city: 'Paris' } } },
+    });
+    const toolEnded = new Promise<string>((resolve) =>
+      session.once('agent_tool_end', (_context, _agent, _tool, result) => resolve(result)),
+    );
     speak(session);
     const output = JSON.stringify({ city: 'Paris', temperature_c: 21 });
     expect(await toolEnded).toBe(output);
@@ -107,7 +119,9 @@ describe('@openai/agents-realtime against the emulator', () => {
       { type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_audio', transcript: output }] },
     ]);
     // The emulator heard the output as a function_call_output of the call, then a response.create.
-    const answered = await emulator.realtime.waitForClientEvent((event, of) => of === emulated && event.type === 'conversation.item.create');
+    const answered = await emulator.realtime.waitForClientEvent(
+      (event, of) => of === emulated && event.type === 'conversation.item.create',
+    );
     expect(answered.event.event).toMatchObject({ item: { type: 'function_call_output', output } });
     expect(errors).toEqual([]);
   });

@@ -23,7 +23,13 @@ function xaiVideo() {
 }
 
 /** The `download` hook for a local gateway: a plain fetch of the url the task gave. */
-async function downloadLocal({ url, abortSignal }: { url: URL; abortSignal?: AbortSignal }): Promise<{ data: Uint8Array; mediaType: string | undefined }> {
+async function downloadLocal({
+  url,
+  abortSignal,
+}: {
+  url: URL;
+  abortSignal?: AbortSignal;
+}): Promise<{ data: Uint8Array; mediaType: string | undefined }> {
   const response = await fetch(url, { signal: abortSignal ?? null });
   if (!response.ok) throw new Error(`download of ${url.href} answered ${response.status}`);
   return { data: new Uint8Array(await response.arrayBuffer()), mediaType: response.headers.get('content-type') ?? undefined };
@@ -60,7 +66,12 @@ describe("the AI SDK's xAI video model on the native layer", () => {
       videoUrl: expect.stringMatching(/\/files\/[0-9a-f]+\.mp4$/),
       duration: 2,
       costInUsdTicks: 1_600_000_000,
-      fileOutput: { fileId: expect.stringMatching(/^file_/), filename: 'boat.mp4', expiresAt: expect.any(Number), publicUrl: expect.stringMatching(/\/stored\/file_[0-9a-f]+\.mp4$/) },
+      fileOutput: {
+        fileId: expect.stringMatching(/^file_/),
+        filename: 'boat.mp4',
+        expiresAt: expect.any(Number),
+        publicUrl: expect.stringMatching(/\/stored\/file_[0-9a-f]+\.mp4$/),
+      },
     });
   });
 
@@ -88,12 +99,24 @@ describe("the AI SDK's xAI video model on the native layer", () => {
 
   it("a failed task rejects with the task's error message", async () => {
     await expect(
-      generateVideo({ model: xaiVideo(), prompt: 'a storm [[fail:internal_error]]', poll: { intervalMs: 20, timeoutMs: 5000 }, download: downloadLocal, maxRetries: 0 }),
+      generateVideo({
+        model: xaiVideo(),
+        prompt: 'a storm [[fail:internal_error]]',
+        poll: { intervalMs: 20, timeoutMs: 5000 },
+        download: downloadLocal,
+        maxRetries: 0,
+      }),
     ).rejects.toThrow('Video generation failed: The upstream provider failed the task (internal_error).');
   });
 
   it('a refused submission rejects with the status and the native body, code and message', async () => {
-    const error: unknown = await generateVideo({ model: xaiVideo(), prompt: 'a cat [[http:503:overloaded]]', poll: { intervalMs: 20 }, download: downloadLocal, maxRetries: 0 }).catch((thrown: unknown) => thrown);
+    const error: unknown = await generateVideo({
+      model: xaiVideo(),
+      prompt: 'a cat [[http:503:overloaded]]',
+      poll: { intervalMs: 20 },
+      download: downloadLocal,
+      maxRetries: 0,
+    }).catch((thrown: unknown) => thrown);
     if (!APICallError.isInstance(error)) throw new Error(`not an APICallError: ${String(error)}`);
     expect(error).toMatchObject({ statusCode: 503, isRetryable: true, data: { code: 'overloaded', error: expect.any(String) } });
     expect(error.message).toMatch(/^overloaded: \S/);
@@ -101,7 +124,13 @@ describe("the AI SDK's xAI video model on the native layer", () => {
   });
 
   it("without the download hook, the SDK's default download refuses the emulator's loopback url", async () => {
-    const refused = generateVideo({ model: xaiVideo(), prompt: 'a kite', duration: 2, poll: { intervalMs: 20, timeoutMs: 5000 }, maxRetries: 0 });
+    const refused = generateVideo({
+      model: xaiVideo(),
+      prompt: 'a kite',
+      duration: 2,
+      poll: { intervalMs: 20, timeoutMs: 5000 },
+      maxRetries: 0,
+    });
     await expect(refused).rejects.toBeInstanceOf(DownloadError);
     await expect(refused).rejects.toThrow('URL with IP address 127.0.0.1 is not allowed');
   });

@@ -13,7 +13,9 @@ const baseUrl = process.argv[2] ?? '';
 
 // Videos on the compatibility layer.
 const client = new OpenAI({ apiKey: 'emulator-key', baseURL: `${baseUrl}/v1` });
-const submitted: unknown = await client.post('/videos/generations', { body: { model: 'svc-imagine-video-1.5', prompt: 'a lighthouse', duration: 2 } });
+const submitted: unknown = await client.post('/videos/generations', {
+  body: { model: 'svc-imagine-video-1.5', prompt: 'a lighthouse', duration: 2 },
+});
 const taskId = isRecord(submitted) ? (readString(submitted, 'task_id') ?? '') : '';
 let status: string | undefined;
 while (status !== 'succeeded' && status !== 'failed') {
@@ -37,11 +39,16 @@ rt.close();
 // subprotocol of the contract: the upgrade is refused, and the SDK reports it. The runtime's own fetch,
 // on the same connector as its WebSocket, trusts the emulator: the refusal is not the certificate's.
 const runtimeFetchStatus = (await fetch(`${baseUrl}/v1/models`, { headers: { authorization: 'Bearer emulator-key' } })).status;
-const browserFlavour = new OpenAIRealtimeWebSocket({ model: 'svc-voice-latest' }, new OpenAI({ apiKey: 'emulator-key', baseURL: `${baseUrl}/native/v1` }));
+const browserFlavour = new OpenAIRealtimeWebSocket(
+  { model: 'svc-voice-latest' },
+  new OpenAI({ apiKey: 'emulator-key', baseURL: `${baseUrl}/native/v1` }),
+);
 const browserFlavourOutcome = await new Promise<string>((resolve) => {
   browserFlavour.on('error', (error) => resolve(`error: ${error.message}`));
   browserFlavour.socket.addEventListener('open', () => resolve('opened'));
 });
 browserFlavour.close();
 
-process.stdout.write(`${JSON.stringify({ status, videoBox: video.subarray(4, 8).toString('latin1'), instructions: 'instructions' in updated.session ? updated.session.instructions : undefined, runtimeFetchStatus, browserFlavourOutcome })}\n`);
+process.stdout.write(
+  `${JSON.stringify({ status, videoBox: video.subarray(4, 8).toString('latin1'), instructions: 'instructions' in updated.session ? updated.session.instructions : undefined, runtimeFetchStatus, browserFlavourOutcome })}\n`,
+);

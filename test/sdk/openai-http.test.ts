@@ -1,4 +1,12 @@
-import OpenAI, { APIError, AuthenticationError, BadRequestError, InternalServerError, NotFoundError, PermissionDeniedError, RateLimitError } from 'openai';
+import OpenAI, {
+  APIError,
+  AuthenticationError,
+  BadRequestError,
+  InternalServerError,
+  NotFoundError,
+  PermissionDeniedError,
+  RateLimitError,
+} from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import { isRecord, readString } from '../../src/lib/json.ts';
@@ -58,7 +66,12 @@ describe('the openai SDK on the compatibility layer', () => {
     const taskId = readString(submitted, 'task_id') ?? '';
 
     const task = await pollUntilTerminal(sdk, taskId);
-    expect(task).toMatchObject({ task_id: taskId, status: 'succeeded', progress: 100, url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\/files\//) });
+    expect(task).toMatchObject({
+      task_id: taskId,
+      status: 'succeeded',
+      progress: 100,
+      url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\/files\//),
+    });
 
     // The SDK's own download of /videos/{id}/content (it asks with Accept: application/binary).
     const response = await sdk.videos.downloadContent(taskId);
@@ -85,15 +98,78 @@ interface ErrorCase {
 }
 
 const ERROR_CASES: ErrorCase[] = [
-  { what: 'an invalid parameter', call: () => submit(client(), { prompt: 'a cat', aspect_ratio: '5:4' }), errorClass: BadRequestError, status: 400, code: 'invalid_request_error', param: 'aspect_ratio' },
-  { what: 'a bad key', call: () => submit(client('not-a-key'), { prompt: 'a cat' }), errorClass: AuthenticationError, status: 401, code: 'invalid_api_key', param: null },
-  { what: "a model outside the key's group", call: () => submit(client(CLASSIC_ONLY_KEY), { prompt: 'a cat' }), errorClass: PermissionDeniedError, status: 403, code: 'permission_denied', param: 'model' },
-  { what: 'an unknown model', call: () => submit(client(), { prompt: 'a cat', model: 'svc-imagine-video-9' }), errorClass: NotFoundError, status: 404, code: 'model_not_found', param: 'model' },
-  { what: 'an unknown task', call: () => client().get('/videos/task_0123456789abcdef'), errorClass: NotFoundError, status: 404, code: 'not_found', param: null },
-  { what: 'a rate limit', call: () => submit(client(), { prompt: 'a cat [[http:429:rate_limit]]' }), errorClass: RateLimitError, status: 429, code: 'rate_limit', param: null },
-  { what: 'a spent quota', call: () => submit(client(), { prompt: 'a cat [[http:429:insufficient_quota]]' }), errorClass: RateLimitError, status: 429, code: 'insufficient_quota', param: null },
-  { what: 'a provider failure', call: () => submit(client(), { prompt: 'a cat [[http:500:upstream_error]]' }), errorClass: InternalServerError, status: 500, code: 'upstream_error', param: null },
-  { what: 'an overloaded gateway', call: () => submit(client(), { prompt: 'a cat [[http:503:overloaded]]' }), errorClass: InternalServerError, status: 503, code: 'overloaded', param: null },
+  {
+    what: 'an invalid parameter',
+    call: () => submit(client(), { prompt: 'a cat', aspect_ratio: '5:4' }),
+    errorClass: BadRequestError,
+    status: 400,
+    code: 'invalid_request_error',
+    param: 'aspect_ratio',
+  },
+  {
+    what: 'a bad key',
+    call: () => submit(client('not-a-key'), { prompt: 'a cat' }),
+    errorClass: AuthenticationError,
+    status: 401,
+    code: 'invalid_api_key',
+    param: null,
+  },
+  {
+    what: "a model outside the key's group",
+    call: () => submit(client(CLASSIC_ONLY_KEY), { prompt: 'a cat' }),
+    errorClass: PermissionDeniedError,
+    status: 403,
+    code: 'permission_denied',
+    param: 'model',
+  },
+  {
+    what: 'an unknown model',
+    call: () => submit(client(), { prompt: 'a cat', model: 'svc-imagine-video-9' }),
+    errorClass: NotFoundError,
+    status: 404,
+    code: 'model_not_found',
+    param: 'model',
+  },
+  {
+    what: 'an unknown task',
+    call: () => client().get('/videos/task_0123456789abcdef'),
+    errorClass: NotFoundError,
+    status: 404,
+    code: 'not_found',
+    param: null,
+  },
+  {
+    what: 'a rate limit',
+    call: () => submit(client(), { prompt: 'a cat [[http:429:rate_limit]]' }),
+    errorClass: RateLimitError,
+    status: 429,
+    code: 'rate_limit',
+    param: null,
+  },
+  {
+    what: 'a spent quota',
+    call: () => submit(client(), { prompt: 'a cat [[http:429:insufficient_quota]]' }),
+    errorClass: RateLimitError,
+    status: 429,
+    code: 'insufficient_quota',
+    param: null,
+  },
+  {
+    what: 'a provider failure',
+    call: () => submit(client(), { prompt: 'a cat [[http:500:upstream_error]]' }),
+    errorClass: InternalServerError,
+    status: 500,
+    code: 'upstream_error',
+    param: null,
+  },
+  {
+    what: 'an overloaded gateway',
+    call: () => submit(client(), { prompt: 'a cat [[http:503:overloaded]]' }),
+    errorClass: InternalServerError,
+    status: 503,
+    code: 'overloaded',
+    param: null,
+  },
 ];
 
 describe('HTTP errors as the openai SDK reports them', () => {

@@ -74,7 +74,11 @@ class Received {
 
   /** The audio a response streamed, joined. */
   audioOf(responseId: string): Int16Array {
-    return pcmOf(this.events.flatMap((event) => (event.type === 'response.output_audio.delta' && event.response_id === responseId ? [event.delta] : [])));
+    return pcmOf(
+      this.events.flatMap((event) =>
+        event.type === 'response.output_audio.delta' && event.response_id === responseId ? [event.delta] : [],
+      ),
+    );
   }
 
   transcriptOf(responseId: string): string | undefined {
@@ -128,7 +132,14 @@ describe('the openai SDK realtime client over wss', () => {
         type: 'realtime',
         instructions: 'Be brief.',
         audio: { input: { format: { type: 'audio/pcm', rate: 24000 } }, output: { format: { type: 'audio/pcmu' } } },
-        tools: [{ type: 'function', name: 'get_weather', description: 'The weather in a city.', parameters: { type: 'object', properties: { city: { type: 'string' } } } }],
+        tools: [
+          {
+            type: 'function',
+            name: 'get_weather',
+            description: 'The weather in a city.',
+            parameters: { type: 'object', properties: { city: { type: 'string' } } },
+          },
+        ],
       },
     });
     const created = await received.next('session.created');
@@ -144,7 +155,9 @@ describe('the openai SDK realtime client over wss', () => {
 
   it('a server-VAD turn: speech then silence is heard, and the echo comes back as audio and a transcript', async () => {
     const { rt, received } = await openSession({ turn_detection: QUICK_VAD, voice: 'Ara' });
-    expect(received.events.find((event) => event.type === 'session.updated')).toMatchObject({ session: { voice: 'ara', turn_detection: QUICK_VAD } });
+    expect(received.events.find((event) => event.type === 'session.updated')).toMatchObject({
+      session: { voice: 'ara', turn_detection: QUICK_VAD },
+    });
     const { before, speech, after } = spokenTurn();
     append(rt, before);
     append(rt, speech);
@@ -167,7 +180,12 @@ describe('the openai SDK realtime client over wss', () => {
     rt.send({ type: 'input_audio_buffer.commit' });
     const committed = await received.next('input_audio_buffer.committed');
     const userItem = await received.next('conversation.item.done');
-    expect(userItem.item).toMatchObject({ id: committed.item_id, type: 'message', role: 'user', content: [{ type: 'input_audio', transcript: '(0.3 s of speech)' }] });
+    expect(userItem.item).toMatchObject({
+      id: committed.item_id,
+      type: 'message',
+      role: 'user',
+      content: [{ type: 'input_audio', transcript: '(0.3 s of speech)' }],
+    });
     expect(received.events.some((event) => event.type === 'response.created')).toBe(false);
     rt.send({ type: 'response.create' });
     const done = await received.next('response.done');
@@ -200,11 +218,18 @@ describe('the openai SDK realtime client over wss', () => {
   it('conversation.item.truncate cuts an answer at what was played; a cut past its end is an error event the SDK reports', async () => {
     const { rt, received } = await openSession({ turn_detection: null });
     const text = 'Your video is ready.';
-    sendContractEvent(rt, { type: 'conversation.item.create', item: { type: 'force_message', role: 'assistant', content: [{ type: 'output_text', text }] } });
+    sendContractEvent(rt, {
+      type: 'conversation.item.create',
+      item: { type: 'force_message', role: 'assistant', content: [{ type: 'output_text', text }] },
+    });
     const delta = await received.next('response.output_audio.delta');
     await received.next('response.done');
     rt.send({ type: 'conversation.item.truncate', item_id: delta.item_id, content_index: 0, audio_end_ms: 300 });
-    expect(await received.next('conversation.item.truncated')).toMatchObject({ item_id: delta.item_id, content_index: 0, audio_end_ms: 300 });
+    expect(await received.next('conversation.item.truncated')).toMatchObject({
+      item_id: delta.item_id,
+      content_index: 0,
+      audio_end_ms: 300,
+    });
     rt.send({ type: 'conversation.item.truncate', item_id: delta.item_id, content_index: 0, audio_end_ms: 60_000, event_id: 'too_far' });
     const error = await received.next('error');
     expect(error.error).toMatchObject({ code: 'invalid_audio_end_ms', param: 'audio_end_ms', event_id: 'too_far' });
@@ -215,7 +240,10 @@ describe('the openai SDK realtime client over wss', () => {
   it('a force_message is spoken as its own response: a tone as long as the text, its transcript, response.done', async () => {
     const { rt, received } = await openSession({});
     const text = 'The video is ready.';
-    sendContractEvent(rt, { type: 'conversation.item.create', item: { type: 'force_message', role: 'assistant', interruptible: true, content: [{ type: 'output_text', text }] } });
+    sendContractEvent(rt, {
+      type: 'conversation.item.create',
+      item: { type: 'force_message', role: 'assistant', interruptible: true, content: [{ type: 'output_text', text }] },
+    });
     const created = await received.next('response.created');
     const done = await received.next('response.done');
     expect(done.response).toMatchObject({ id: created.response.id, status: 'completed' });
@@ -246,6 +274,12 @@ describe('a process started with NODE_EXTRA_CA_CERTS', () => {
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', NODE_EXTRA_CA_CERTS: emulator.caCertPath ?? '' },
       timeout: 20_000,
     });
-    expect(JSON.parse(stdout)).toEqual({ status: 'succeeded', videoBox: 'ftyp', instructions: 'Be brief.', runtimeFetchStatus: 200, browserFlavourOutcome: expect.stringMatching(/^error: /) });
+    expect(JSON.parse(stdout)).toEqual({
+      status: 'succeeded',
+      videoBox: 'ftyp',
+      instructions: 'Be brief.',
+      runtimeFetchStatus: 200,
+      browserFlavourOutcome: expect.stringMatching(/^error: /),
+    });
   });
 });

@@ -54,7 +54,11 @@ describe('limits', () => {
     const limits = { ...NO_LIMITS, dailyPerUser: 3 };
     expect(evaluateLimits(limits, counts({ userTasksToday: 2 }))).toEqual({ ok: true });
     const verdict = evaluateLimits(limits, counts({ userTasksToday: 3 }));
-    expect(verdict).toEqual({ ok: false, retryAt: MIDNIGHT, message: `You reached this server's limit of 3 videos a day. Try again <t:${MIDNIGHT / 1000}:R>.` });
+    expect(verdict).toEqual({
+      ok: false,
+      retryAt: MIDNIGHT,
+      message: `You reached this server's limit of 3 videos a day. Try again <t:${MIDNIGHT / 1000}:R>.`,
+    });
   });
 
   it("refuses any member once the server's daily cap is reached", () => {
@@ -71,7 +75,11 @@ describe('limits', () => {
     const limits = { concurrentPerUser: 1, dailyPerUser: 1, dailyPerServer: 1 };
     // Waiting for the running video would only bring another refusal: say midnight.
     const verdict = evaluateLimits(limits, counts({ activeTasksOfUser: 1, userTasksToday: 1, serverTasksToday: 1 }));
-    expect(verdict).toEqual({ ok: false, retryAt: MIDNIGHT, message: `You reached this server's limit of 1 video a day. Try again <t:${MIDNIGHT / 1000}:R>.` });
+    expect(verdict).toEqual({
+      ok: false,
+      retryAt: MIDNIGHT,
+      message: `You reached this server's limit of 1 video a day. Try again <t:${MIDNIGHT / 1000}:R>.`,
+    });
     const running = evaluateLimits(limits, counts({ activeTasksOfUser: 1 }));
     expect(running).toMatchObject({ ok: false, message: expect.stringContaining('Try again when one of your videos finishes.') });
     expect(running).not.toHaveProperty('retryAt');

@@ -22,14 +22,23 @@ describe('stored server settings', () => {
   });
 
   it('keeps roles and limits when the sealed key is damaged, and marks the key unreadable', () => {
-    const parsed = parseGuildSettings({ key: { sealed: { v: 1, kid: 'x' }, lastFour: 'abcd', setBy: 'u1', setAt: 1 }, roles: { video: ['r1'] }, limits: { dailyPerUser: 3 } });
+    const parsed = parseGuildSettings({
+      key: { sealed: { v: 1, kid: 'x' }, lastFour: 'abcd', setBy: 'u1', setAt: 1 },
+      roles: { video: ['r1'] },
+      limits: { dailyPerUser: 3 },
+    });
     expect(parsed.key).toEqual({ sealed: null, lastFour: 'abcd', setBy: 'u1', setAt: 1 });
     expect(parsed.roles.video).toEqual(['r1']);
     expect(parsed.limits.dailyPerUser).toBe(3);
   });
 
   it('turns nonsense limits and storage into "no limit" and the allowed range', () => {
-    const parsed = parseGuildSettings({ layer: 'warp', defaults: { buttons: 'admins' }, limits: { concurrentPerUser: -1, dailyPerUser: 2.5, dailyPerServer: '9' }, storage: { keepDays: 365, publicLink: 'yes' } });
+    const parsed = parseGuildSettings({
+      layer: 'warp',
+      defaults: { buttons: 'admins' },
+      limits: { concurrentPerUser: -1, dailyPerUser: 2.5, dailyPerServer: '9' },
+      storage: { keepDays: 365, publicLink: 'yes' },
+    });
     expect(parsed.layer).toBeUndefined();
     // Who may press the buttons under a video: anyone unless the record says owner.
     expect(parsed.defaults.buttons).toBeUndefined();

@@ -20,7 +20,8 @@ const SERVER_KEY = 'server-own-key-5b9d7e0c43';
 const OPERATOR_KEY = 'operator-key-0f1e2d3c4b';
 const SECRET = 'first-encryption-secret-0123456789';
 /** What an admin reads when the gateway refuses the key they offered. */
-const REFUSED_KEY = /^The gateway refused this key \(401 invalid_api_key\): check that it was copied whole and is still active\..* Nothing was stored\.$/;
+const REFUSED_KEY =
+  /^The gateway refused this key \(401 invalid_api_key\): check that it was copied whole and is still active\..* Nothing was stored\.$/;
 const NEW_SECRET = 'second-encryption-secret-9876543210';
 
 let emulator: Emulator;
@@ -59,7 +60,16 @@ async function service(options: Partial<SettingsOptions> = {}, baseUrl = emulato
   const store = await openStore(`sqlite://${storeFile}`, log);
   const clients = new GatewayClientPool({ baseUrl, log, retry: { maxRetries: 0 } });
   opened.push({ store, clients });
-  return new SettingsService({ store, clients, log, operatorKey: undefined, defaultLayer: 'compat', gatewayVendor: 'svc', encryptionSecret: SECRET, ...options });
+  return new SettingsService({
+    store,
+    clients,
+    log,
+    operatorKey: undefined,
+    defaultLayer: 'compat',
+    gatewayVendor: 'svc',
+    encryptionSecret: SECRET,
+    ...options,
+  });
 }
 
 async function restart(options: Partial<SettingsOptions> = {}): Promise<SettingsService> {
@@ -100,8 +110,12 @@ describe("a server's own gateway key", () => {
     expect(stored.history[0]).toMatchObject({ by: ADMIN, change: 'set the gateway key (…0c43)' });
     expect(await settings.resolveGatewayAccess(GUILD)).toMatchObject({ ok: true, apiKey: SERVER_KEY, source: 'server', layer: 'compat' });
     expect(await settings.resolveGatewayAccess('another-server')).toMatchObject({ ok: true, apiKey: OPERATOR_KEY, source: 'operator' });
-    expect(await settings.describeKeyInUse(GUILD)).toMatch(new RegExp(`^this server's own key \\(…0c43, set by <@${ADMIN}> <t:\\d+:R>\\)$`));
-    expect(await settings.describeKeyInUse('another-server')).toBe("the operator's default key (this server has none of its own; `/config key` sets one)");
+    expect(await settings.describeKeyInUse(GUILD)).toMatch(
+      new RegExp(`^this server's own key \\(…0c43, set by <@${ADMIN}> <t:\\d+:R>\\)$`),
+    );
+    expect(await settings.describeKeyInUse('another-server')).toBe(
+      "the operator's default key (this server has none of its own; `/config key` sets one)",
+    );
 
     const reopened = await restart({ operatorKey: OPERATOR_KEY });
     const access = await reopened.resolveGatewayAccess(GUILD);
@@ -129,7 +143,9 @@ describe("a server's own gateway key", () => {
     expect(result).toEqual({ ok: false, message: expect.stringMatching(REFUSED_KEY) });
     expect((await settings.get(GUILD)).key).toBeUndefined();
     expect(await settings.resolveGatewayAccess(GUILD)).toEqual({ ok: false, reason: 'no-key', message: MESSAGES.noKey });
-    expect(await settings.describeKeyInUse(GUILD)).toBe('none: `/video` and `/voice` cannot work until a server admin sets a key with `/config key`');
+    expect(await settings.describeKeyInUse(GUILD)).toBe(
+      'none: `/video` and `/voice` cannot work until a server admin sets a key with `/config key`',
+    );
     expect(await settings.setKey(GUILD, 'has spaces in it', ADMIN)).toEqual({ ok: false, message: MESSAGES.notAKey });
   });
 
@@ -168,7 +184,10 @@ describe("a server's own gateway key", () => {
       const settings = await service({}, `http://127.0.0.1:${address.port}`);
       expect(await settings.setKey(GUILD, SERVER_KEY, ADMIN)).toEqual({ ok: true, lastFour: '0c43', models: undefined });
       expect((await settings.get(GUILD)).key).toMatchObject({ lastFour: '0c43' });
-      expect(await settings.setKey(GUILD, 'not-a-real-key-00000', ADMIN)).toEqual({ ok: false, message: expect.stringMatching(REFUSED_KEY) });
+      expect(await settings.setKey(GUILD, 'not-a-real-key-00000', ADMIN)).toEqual({
+        ok: false,
+        message: expect.stringMatching(REFUSED_KEY),
+      });
     } finally {
       gateway.closeAllConnections();
       await new Promise((resolve) => gateway.close(resolve));
@@ -181,7 +200,9 @@ describe("a server's own gateway key", () => {
     const requestsBefore = emulator.requests.length;
     expect(await settings.setKey(GUILD, SERVER_KEY, ADMIN)).toEqual({ ok: false, message: MESSAGES.noSecret });
     // The admin can pass on exactly what the operator must do.
-    expect(MESSAGES.noSecret).toContain('must set the environment variable KEY_ENCRYPTION_SECRET (a random string of at least 16 characters');
+    expect(MESSAGES.noSecret).toContain(
+      'must set the environment variable KEY_ENCRYPTION_SECRET (a random string of at least 16 characters',
+    );
     expect(MESSAGES.noSecret).toContain('restart the bot');
     expect(emulator.requests).toHaveLength(requestsBefore);
     expect(logLines.some((line) => line.includes('"level":"warn"') && line.includes('KEY_ENCRYPTION_SECRET is not set'))).toBe(true);
@@ -196,7 +217,9 @@ describe("a server's own gateway key", () => {
     const changed = await restart({ encryptionSecret: NEW_SECRET, operatorKey: OPERATOR_KEY });
     // Never silently falls back to the operator's key: the admins chose their own.
     expect(await changed.resolveGatewayAccess(GUILD)).toEqual({ ok: false, reason: 'undecryptable', message: MESSAGES.unreadable });
-    expect(await changed.describeKeyInUse(GUILD)).toMatch(/^none: this server's own key \(…0c43, set by .*\) cannot be used\. .*set it again with `\/config key`/);
+    expect(await changed.describeKeyInUse(GUILD)).toMatch(
+      /^none: this server's own key \(…0c43, set by .*\) cannot be used\. .*set it again with `\/config key`/,
+    );
     expect(MESSAGES.unreadable).toContain('set it again with `/config key`');
     expect(logLines.some((line) => line.includes('a stored server key cannot be read') && line.includes('other-secret'))).toBe(true);
 
@@ -209,7 +232,10 @@ describe("a server's own gateway key", () => {
     const records = raw.collection('guild_settings', (value) => value);
     const record = await records.get(GUILD);
     if (!isRecord(record) || !isRecord(record.key) || !isRecord(record.key.sealed)) throw new Error('expected a stored key');
-    await records.set(GUILD, { ...record, key: { ...record.key, sealed: { ...record.key.sealed, tag: Buffer.alloc(16).toString('base64') } } });
+    await records.set(GUILD, {
+      ...record,
+      key: { ...record.key, sealed: { ...record.key.sealed, tag: Buffer.alloc(16).toString('base64') } },
+    });
     await raw.close();
     const tampered = await restart();
     expect(await tampered.resolveGatewayAccess(GUILD)).toMatchObject({ ok: false, reason: 'undecryptable' });
@@ -262,7 +288,10 @@ describe('settings changes', () => {
     const busy = await restart();
     // Each a real change: one that changes nothing is not recorded.
     for (let index = 0; index < 55; index++) {
-      await busy.update(GUILD, 'a', `change ${index}`, (current) => ({ ...current, limits: { ...current.limits, concurrentPerUser: index + 1 } }));
+      await busy.update(GUILD, 'a', `change ${index}`, (current) => ({
+        ...current,
+        limits: { ...current.limits, concurrentPerUser: index + 1 },
+      }));
     }
     const history = (await busy.get(GUILD)).history;
     expect(history).toHaveLength(50);
@@ -304,19 +333,36 @@ describe('voice settings', () => {
     await settings.update(GUILD, 'someone-else', 'set the layer to native', (current) => ({ ...current, layer: 'native' }));
 
     expect(await records.get(GUILD)).toEqual(before);
-    expect((await settings.get(GUILD)).history.map((entry) => entry.change)).toEqual(['set the layer to native', 'changed voice settings: voice ara, transcripts on']);
+    expect((await settings.get(GUILD)).history.map((entry) => entry.change)).toEqual([
+      'set the layer to native',
+      'changed voice settings: voice ara, transcripts on',
+    ]);
     await raw.close();
   });
 
   it('kept by an older version in their own record are read, and carried over at the first change', async () => {
     const raw = await openStore(`sqlite://${storeFile}`, log);
-    await raw.collection('voice_settings', (value) => value).set(GUILD, { voice: 'leo', silenceMs: 800, model: 'svc-voice-1', wakeWords: ['computer'], updatedBy: ADMIN, updatedAt: 1 });
+    await raw
+      .collection('voice_settings', (value) => value)
+      .set(GUILD, { voice: 'leo', silenceMs: 800, model: 'svc-voice-1', wakeWords: ['computer'], updatedBy: ADMIN, updatedAt: 1 });
     await raw.close();
     const settings = await service();
-    expect(await settings.voiceSettings(GUILD)).toMatchObject({ voice: 'leo', silenceMs: 800, model: 'svc-voice-1', wakeWords: ['computer'], idleMinutes: 10 });
+    expect(await settings.voiceSettings(GUILD)).toMatchObject({
+      voice: 'leo',
+      silenceMs: 800,
+      model: 'svc-voice-1',
+      wakeWords: ['computer'],
+      idleMinutes: 10,
+    });
 
     await settings.changeVoiceSettings(GUILD, { idleMinutes: 3 }, ADMIN);
-    expect(await (await restart()).voiceSettings(GUILD)).toMatchObject({ voice: 'leo', silenceMs: 800, model: 'svc-voice-1', wakeWords: ['computer'], idleMinutes: 3 });
+    expect(await (await restart()).voiceSettings(GUILD)).toMatchObject({
+      voice: 'leo',
+      silenceMs: 800,
+      model: 'svc-voice-1',
+      wakeWords: ['computer'],
+      idleMinutes: 3,
+    });
   });
 });
 
@@ -326,11 +372,18 @@ describe('limits and usage', () => {
 
   it('counts videos per UTC day, refuses over the limits until midnight, and gives refused ones back', async () => {
     const settings = await service();
-    await settings.update(GUILD, ADMIN, 'set limits', (current) => ({ ...current, limits: { concurrentPerUser: 0, dailyPerUser: 2, dailyPerServer: 3 } }));
+    await settings.update(GUILD, ADMIN, 'set limits', (current) => ({
+      ...current,
+      limits: { concurrentPerUser: 0, dailyPerUser: 2, dailyPerServer: 3 },
+    }));
     const ask = (userId: string, now = LATE) => settings.checkLimits({ guildId: GUILD, userId, activeTasksOfUser: 0, now });
 
     await Promise.all([settings.recordSubmission(task('t1', 'alice', LATE)), settings.recordSubmission(task('t2', 'alice', LATE))]);
-    expect(await ask('alice')).toMatchObject({ ok: false, retryAt: NEXT_DAY, message: expect.stringContaining(`<t:${NEXT_DAY / 1000}:R>`) });
+    expect(await ask('alice')).toMatchObject({
+      ok: false,
+      retryAt: NEXT_DAY,
+      message: expect.stringContaining(`<t:${NEXT_DAY / 1000}:R>`),
+    });
     expect(await ask('bob')).toEqual({ ok: true });
     await settings.recordSubmission(task('t3', 'bob', LATE));
     expect(await ask('bob')).toMatchObject({ ok: false, message: expect.stringContaining('This server reached its 3 videos for today') });
@@ -350,7 +403,10 @@ describe('limits and usage', () => {
       [task('l1', 'alice', LATE), 5_000_000_000],
     ] as const) {
       await settings.recordSubmission(record);
-      await Promise.all([settings.recordCost(costOf({ ...record, outcome: { costTicks: ticks } })), settings.recordCost(costOf({ ...record, outcome: { costTicks: ticks } }))]);
+      await Promise.all([
+        settings.recordCost(costOf({ ...record, outcome: { costTicks: ticks } })),
+        settings.recordCost(costOf({ ...record, outcome: { costTicks: ticks } })),
+      ]);
     }
     // A restart that sees the task finish again does not count it twice.
     const reopened = await restart();
@@ -358,7 +414,14 @@ describe('limits and usage', () => {
     await reopened.recordCost(costOf(task('free', 'alice', LATE, 0)));
 
     expect(await reopened.usageReport(GUILD, LATE)).toBe(
-      ['**Today (2026-11-30 UTC)**: 1 video, $0.50', '<@alice>: 1 video, $0.50', '', '**This month (2026-11)**: 2 videos, $3.50', '<@bob>: 1 video, $3.00', '<@alice>: 1 video, $0.50'].join('\n'),
+      [
+        '**Today (2026-11-30 UTC)**: 1 video, $0.50',
+        '<@alice>: 1 video, $0.50',
+        '',
+        '**This month (2026-11)**: 2 videos, $3.50',
+        '<@bob>: 1 video, $3.00',
+        '<@alice>: 1 video, $0.50',
+      ].join('\n'),
     );
     expect(await reopened.usageReport(GUILD, NEXT_DAY)).toContain('**This month (2026-12)**: 0 videos, $0.00\nnothing yet');
   });
@@ -366,7 +429,13 @@ describe('limits and usage', () => {
   it('counts a video made without a reported cost as such, and a refunded failure as nothing', async () => {
     const settings = await service();
     const finished = (id: string, state: TaskRecord['state'], costTicks?: number) => ({ ...task(id, 'alice', LATE, costTicks), state });
-    const tasks = [finished('priced', 'succeeded', 4_000_000_000), finished('silent', 'succeeded'), finished('expired', 'expired'), finished('failed', 'failed'), finished('gave-up', 'timed_out')];
+    const tasks = [
+      finished('priced', 'succeeded', 4_000_000_000),
+      finished('silent', 'succeeded'),
+      finished('expired', 'expired'),
+      finished('failed', 'failed'),
+      finished('gave-up', 'timed_out'),
+    ];
     for (const record of tasks) {
       await settings.recordSubmission(record);
       await settings.recordCost(costOf(record));

@@ -25,12 +25,19 @@ describe('the usage ledger on SQLite', () => {
     const ledger = new UsageLedger(store, silentLogger);
     const day1 = Date.UTC(2026, 10, 1, 10);
     const day2 = Date.UTC(2026, 10, 2, 10);
-    await Promise.all([ledger.admitSubmission('g', 'alice', day1, NO_LIMITS), ledger.admitSubmission('g', 'alice', day1, NO_LIMITS), ledger.admitSubmission('g', 'bob', day2, NO_LIMITS)]);
+    await Promise.all([
+      ledger.admitSubmission('g', 'alice', day1, NO_LIMITS),
+      ledger.admitSubmission('g', 'alice', day1, NO_LIMITS),
+      ledger.admitSubmission('g', 'bob', day2, NO_LIMITS),
+    ]);
     await ledger.recordCost('g', 'alice', 't1', 100, day1);
     await ledger.recordCost('g', 'alice', 't1', 100, day1);
     await ledger.recordCost('g', 'bob', 't2', 50, day2);
     expect((await ledger.day('g', day1)).users).toEqual({ alice: { tasks: 2, costTicks: 100, costUnreported: 0 } });
-    expect(await ledger.month('g', day2)).toEqual({ alice: { tasks: 2, costTicks: 100, costUnreported: 0 }, bob: { tasks: 1, costTicks: 50, costUnreported: 0 } });
+    expect(await ledger.month('g', day2)).toEqual({
+      alice: { tasks: 2, costTicks: 100, costUnreported: 0 },
+      bob: { tasks: 1, costTicks: 50, costUnreported: 0 },
+    });
     expect(await ledger.month('other', day2)).toEqual({});
   });
 
@@ -49,6 +56,8 @@ describe('the usage ledger on SQLite', () => {
     await store.collection('usage_days', (raw) => raw).set(`g:${dayKey(day)}`, { users: { alice: { tasks: 3, costTicks: 70 } } });
     await store.close();
     store = await openStore(`sqlite://${join(directory, 'usage.sqlite')}`, silentLogger);
-    expect((await new UsageLedger(store, silentLogger).day('g', day)).users).toEqual({ alice: { tasks: 3, costTicks: 70, costUnreported: 0 } });
+    expect((await new UsageLedger(store, silentLogger).day('g', day)).users).toEqual({
+      alice: { tasks: 3, costTicks: 70, costUnreported: 0 },
+    });
   });
 });

@@ -12,15 +12,26 @@ describe('the shard plan', () => {
     expect(shardOfGuild('1575129831878688770', 7)).toBe(Number((1575129831878688770n >> 22n) % 7n));
   });
 
-  it('groups this machine\'s shards into workers of SHARDS_PER_PROCESS', () => {
+  it("groups this machine's shards into workers of SHARDS_PER_PROCESS", () => {
     const planned = planShards({ count: 8, ids: '0-4,7', perProcess: 2 }, 8);
-    expect(planned.ok && planned.plan).toEqual({ count: 8, ids: [0, 1, 2, 3, 4, 7], workers: [[0, 1], [2, 3], [4, 7]] });
+    expect(planned.ok && planned.plan).toEqual({
+      count: 8,
+      ids: [0, 1, 2, 3, 4, 7],
+      workers: [
+        [0, 1],
+        [2, 3],
+        [4, 7],
+      ],
+    });
     const all = planShards({ count: 'auto', ids: undefined, perProcess: 1 }, 3);
     expect(all.ok && all.plan.workers).toEqual([[0], [1], [2]]);
   });
 
   it('checks SHARD_IDS against a count Discord recommended', () => {
-    expect(planShards({ count: 'auto', ids: '0-3', perProcess: 1 }, 2)).toMatchObject({ ok: false, message: 'SHARD_IDS names shard 3, but SHARD_COUNT is 2 (shards 0 to 1).' });
+    expect(planShards({ count: 'auto', ids: '0-3', perProcess: 1 }, 2)).toMatchObject({
+      ok: false,
+      message: 'SHARD_IDS names shard 3, but SHARD_COUNT is 2 (shards 0 to 1).',
+    });
   });
 
   it('stays one process only with one shard in all and SHARD_IDS unset', () => {

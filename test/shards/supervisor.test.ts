@@ -28,7 +28,10 @@ const steady = workerModule(
 );
 /** Stays up and ignores SIGTERM; writes a file once it does. */
 const stubbornReady = join(directory, 'stubborn-ready');
-const stubborn = workerModule('stubborn', `import { writeFileSync } from 'node:fs'; process.on('SIGTERM', () => {}); writeFileSync(${JSON.stringify(stubbornReady)}, 'ready'); setInterval(() => {}, 1000);`);
+const stubborn = workerModule(
+  'stubborn',
+  `import { writeFileSync } from 'node:fs'; process.on('SIGTERM', () => {}); writeFileSync(${JSON.stringify(stubbornReady)}, 'ready'); setInterval(() => {}, 1000);`,
+);
 /** Answers the supervisor's questions when it holds shards 0 and 1, with its shards and the question's `value`; the others stay silent. */
 const answering = workerModule(
   'answering',
@@ -99,9 +102,19 @@ afterEach(async () => {
 
 describe('the worker supervisor', () => {
   it('starts a worker per group of shards, and starts one that dies again after a backoff that grows while it keeps dying', async () => {
-    start(dying, [[0, 1], [2, 3]]);
-    const found = await waitForLines((all) => all.filter((line) => line.msg === 'a worker died; starting it again' && line.shards === '0-1').length >= 4);
-    expect(found.filter((line) => line.msg === 'worker started').slice(0, 2).map((line) => line.shards)).toEqual(['0-1', '2-3']);
+    start(dying, [
+      [0, 1],
+      [2, 3],
+    ]);
+    const found = await waitForLines(
+      (all) => all.filter((line) => line.msg === 'a worker died; starting it again' && line.shards === '0-1').length >= 4,
+    );
+    expect(
+      found
+        .filter((line) => line.msg === 'worker started')
+        .slice(0, 2)
+        .map((line) => line.shards),
+    ).toEqual(['0-1', '2-3']);
     const deaths = found.filter((line) => line.msg === 'a worker died; starting it again' && line.shards === '0-1');
     expect(deaths[0]).toMatchObject({ why: 'exited with code 3' });
     expect(deaths.slice(0, 4).map((line) => line.restartInMs)).toEqual([20, 40, 80, 160]);
@@ -128,7 +141,10 @@ describe('the worker supervisor', () => {
   });
 
   it('asks every worker a question over IPC: an answer from each that gives one, "no answer in time" or "not running" for the others', async () => {
-    const running = start(answering, [[0, 1], [2, 3]]);
+    const running = start(answering, [
+      [0, 1],
+      [2, 3],
+    ]);
     await Promise.all(['0,1', '2,3'].map((shards) => waitForFile(join(directory, `answering-${shards}`))));
     const answers = await running.ask({ question: 'how-are-you', value: 7 }, 300);
     expect(answers).toEqual([

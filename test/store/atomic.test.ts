@@ -81,7 +81,9 @@ describe.each([
   it('writes a record only if there is none: of two first writers at once, one wins and both see its value', async () => {
     const [first, second] = await twoWorkers(url(), unique('firsts'), parseCounter);
     deleteAfter(first, 'once');
-    const outcomes = await Promise.all(Array.from({ length: 20 }, (_, index) => (index % 2 === 0 ? first : second).setIfAbsent('once', { count: index })));
+    const outcomes = await Promise.all(
+      Array.from({ length: 20 }, (_, index) => (index % 2 === 0 ? first : second).setIfAbsent('once', { count: index })),
+    );
     expect(outcomes.filter((outcome) => outcome.created)).toHaveLength(1);
     const held = await first.get('once');
     expect(outcomes.map((outcome) => outcome.value)).toEqual(outcomes.map(() => held));
@@ -183,12 +185,25 @@ describe('atomic steps on a redis store that fails', () => {
     const counters = store.collection('counters', parseCounter);
     await counters.set('c', { count: 1 });
     redis.stall();
-    const stalled = await Promise.allSettled([increment(counters, 'c'), increment(counters, 'c'), counters.setIfAbsent('other', { count: 1 })]);
+    const stalled = await Promise.allSettled([
+      increment(counters, 'c'),
+      increment(counters, 'c'),
+      counters.setIfAbsent('other', { count: 1 }),
+    ]);
     for (const outcome of stalled) {
       expect(outcome.status).toBe('rejected');
       if (outcome.status === 'rejected') expect(outcome.reason).toBeInstanceOf(StoreUnavailableError);
     }
     redis.resume();
-    await expect.poll(() => increment(counters, 'c').then(() => 'answered', () => 'failed'), { timeout: 5_000 }).toBe('answered');
+    await expect
+      .poll(
+        () =>
+          increment(counters, 'c').then(
+            () => 'answered',
+            () => 'failed',
+          ),
+        { timeout: 5_000 },
+      )
+      .toBe('answered');
   });
 });

@@ -87,7 +87,15 @@ function newGuild(): string {
 function settingsOf(store: Store): SettingsService {
   const clients = new GatewayClientPool({ baseUrl: 'http://127.0.0.1:9', log: silentLogger });
   pools.push(clients);
-  return new SettingsService({ store, clients, log: silentLogger, operatorKey: undefined, defaultLayer: 'compat', gatewayVendor: 'svc', encryptionSecret: undefined });
+  return new SettingsService({
+    store,
+    clients,
+    log: silentLogger,
+    operatorKey: undefined,
+    defaultLayer: 'compat',
+    gatewayVendor: 'svc',
+    encryptionSecret: undefined,
+  });
 }
 
 function member(index: number): string {
@@ -103,7 +111,10 @@ describe.each([
     const [first, second] = await twoWorkers(here, (store) => new UsageLedger(store, silentLogger));
     const guild = newGuild();
     const admitted = await Promise.all(
-      Array.from({ length: RACERS }, () => [first.admitSubmission(guild, member(1), DAY, NO_LIMITS), second.admitSubmission(guild, member(1), DAY, NO_LIMITS)]).flat(),
+      Array.from({ length: RACERS }, () => [
+        first.admitSubmission(guild, member(1), DAY, NO_LIMITS),
+        second.admitSubmission(guild, member(1), DAY, NO_LIMITS),
+      ]).flat(),
     );
     expect(admitted.every((verdict) => verdict.ok)).toBe(true);
     expect((await first.day(guild, DAY)).users).toEqual({ [member(1)]: { tasks: 2 * RACERS, costTicks: 0, costUnreported: 0 } });
@@ -115,8 +126,14 @@ describe.each([
     const guild = newGuild();
     const tasks = Array.from({ length: 50 }, (_, index) => `v${guild}t${index}`);
     for (const task of tasks) written.push(['usage_costed_tasks', task]);
-    await Promise.all(tasks.flatMap((task) => [first.recordCost(guild, member(1), task, 10, DAY), second.recordCost(guild, member(1), task, 10, DAY)]));
-    await Promise.all(tasks.slice(0, 5).flatMap((task) => [first.recordCost(guild, member(1), task, 10, DAY), second.recordCost(guild, member(1), task, 10, DAY)]));
+    await Promise.all(
+      tasks.flatMap((task) => [first.recordCost(guild, member(1), task, 10, DAY), second.recordCost(guild, member(1), task, 10, DAY)]),
+    );
+    await Promise.all(
+      tasks
+        .slice(0, 5)
+        .flatMap((task) => [first.recordCost(guild, member(1), task, 10, DAY), second.recordCost(guild, member(1), task, 10, DAY)]),
+    );
     expect((await second.day(guild, DAY)).users).toEqual({ [member(1)]: { tasks: 0, costTicks: 500, costUnreported: 0 } });
   });
 
@@ -124,12 +141,21 @@ describe.each([
     const here = url();
     const [first, second] = await twoWorkers(here, settingsOf);
     const guild = newGuild();
-    await first.update(guild, member(0), 'set limits', (settings) => ({ ...settings, limits: { concurrentPerUser: 0, dailyPerUser: 3, dailyPerServer: 7 } }));
+    await first.update(guild, member(0), 'set limits', (settings) => ({
+      ...settings,
+      limits: { concurrentPerUser: 0, dailyPerUser: 3, dailyPerServer: 7 },
+    }));
 
-    const oneMember = await Promise.allSettled(Array.from({ length: 20 }, (_, index) => (index % 2 === 0 ? first : second).recordSubmission({ guildId: guild, userId: member(1), createdAt: DAY })));
+    const oneMember = await Promise.allSettled(
+      Array.from({ length: 20 }, (_, index) =>
+        (index % 2 === 0 ? first : second).recordSubmission({ guildId: guild, userId: member(1), createdAt: DAY }),
+      ),
+    );
     expect(oneMember.filter((outcome) => outcome.status === 'fulfilled')).toHaveLength(3);
     const manyMembers = await Promise.allSettled(
-      Array.from({ length: 40 }, (_, index) => (index % 2 === 0 ? first : second).recordSubmission({ guildId: guild, userId: member(2 + (index % 10)), createdAt: DAY })),
+      Array.from({ length: 40 }, (_, index) =>
+        (index % 2 === 0 ? first : second).recordSubmission({ guildId: guild, userId: member(2 + (index % 10)), createdAt: DAY }),
+      ),
     );
     expect(manyMembers.filter((outcome) => outcome.status === 'fulfilled')).toHaveLength(7 - 3);
     for (const outcome of [...oneMember, ...manyMembers]) {
@@ -149,7 +175,10 @@ describe.each([
       Array.from({ length: changes }, (_, index) =>
         [first, second].map((settings, worker) => {
           const role = `role-${worker}-${index}`;
-          return settings.update(guild, member(worker), `allowed ${role}`, (current) => ({ ...current, roles: { ...current.roles, video: [...current.roles.video, role] } }));
+          return settings.update(guild, member(worker), `allowed ${role}`, (current) => ({
+            ...current,
+            roles: { ...current.roles, video: [...current.roles.video, role] },
+          }));
         }),
       ).flat(),
     );

@@ -30,7 +30,11 @@ describe('parsing stored text', () => {
     ['JSON that is not an object', '[1,2]', 'the stored text is [1,2], not a { value, expires } object'],
     ['null', 'null', 'the stored text is null, not a { value, expires } object'],
     ['a bare value', '"just text"', 'the stored text is "just text", not a { value, expires } object'],
-    ['an expiry that is not a time', '{"value":1,"expires":"tomorrow"}', 'the stored field expires is "tomorrow", not a time in milliseconds'],
+    [
+      'an expiry that is not a time',
+      '{"value":1,"expires":"tomorrow"}',
+      'the stored field expires is "tomorrow", not a time in milliseconds',
+    ],
   ])('refuses %s, saying what is wrong', (_case, text, message) => {
     expect(() => parseStoredText(text)).toThrow(new RecordFormatError(message));
   });
@@ -42,7 +46,9 @@ describe('parsing stored text', () => {
   it('hands Keyv an unreadable text as a value the collection refuses, instead of throwing in its scan', () => {
     const data = deserializeForKeyv<unknown>('[1,2]');
     expect(data.value).toBeInstanceOf(UnreadableText);
-    expect(data.value instanceof UnreadableText && data.value.error.message).toBe('the stored text is [1,2], not a { value, expires } object');
+    expect(data.value instanceof UnreadableText && data.value.error.message).toBe(
+      'the stored text is [1,2], not a { value, expires } object',
+    );
   });
 });
 

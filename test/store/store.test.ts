@@ -69,7 +69,13 @@ describe.each([
     const store = await open(url());
     const name = `odd_${randomUUID().slice(0, 8)}`;
     const loose = store.collection(name, (raw) => raw);
-    const written = { text: ':base64:not really', list: [':a', 'b:', '::'], nested: { at: ':00' }, bytes: Buffer.from('salt'), plain: 'plain' };
+    const written = {
+      text: ':base64:not really',
+      list: [':a', 'b:', '::'],
+      nested: { at: ':00' },
+      bytes: Buffer.from('salt'),
+      plain: 'plain',
+    };
     await loose.set('odd', written);
     expect(await loose.get('odd')).toEqual(written);
     await loose.delete('odd');
@@ -141,11 +147,22 @@ describe('a redis store that fails', () => {
     await redis.kill();
     await expect(notes.get('any')).rejects.toBeInstanceOf(StoreUnavailableError);
     await expect(notes.delete('any')).rejects.toBeInstanceOf(StoreUnavailableError);
-    await expect((async () => {
-      for await (const entry of notes.entries()) void entry;
-    })()).rejects.toBeInstanceOf(StoreUnavailableError);
+    await expect(
+      (async () => {
+        for await (const entry of notes.entries()) void entry;
+      })(),
+    ).rejects.toBeInstanceOf(StoreUnavailableError);
     await redis.restart();
-    await expect.poll(() => notes.get('any').then(() => 'answered', () => 'failed'), { timeout: 5_000 }).toBe('answered');
+    await expect
+      .poll(
+        () =>
+          notes.get('any').then(
+            () => 'answered',
+            () => 'failed',
+          ),
+        { timeout: 5_000 },
+      )
+      .toBe('answered');
   });
 
   it('refuses to start when the server cannot be reached, naming STORE_URL', async () => {

@@ -98,9 +98,7 @@ export function startBot(options: StartBotOptions): BotProcess {
     raw += chunk;
   });
 
-  const exited = once(child, 'exit').then(([code, signal]: unknown[]) =>
-    typeof code === 'number' ? code : String(signal),
-  );
+  const exited = once(child, 'exit').then(([code, signal]: unknown[]) => (typeof code === 'number' ? code : String(signal)));
 
   const waitForLog = (predicate: (line: LogLine) => boolean, timeoutMs = 20_000): Promise<LogLine> => {
     // Every line once; after that, each new line alone.

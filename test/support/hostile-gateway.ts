@@ -55,7 +55,10 @@ export async function startHostileGateway(upstream: string): Promise<HostileGate
   let baseUrl = '';
 
   /** The upstream's answer, whole. */
-  async function forward(request: IncomingMessage, body: Buffer): Promise<{ status: number; headers: Record<string, string>; body: Buffer }> {
+  async function forward(
+    request: IncomingMessage,
+    body: Buffer,
+  ): Promise<{ status: number; headers: Record<string, string>; body: Buffer }> {
     const url = new URL(request.url ?? '/', target);
     const upstreamRequest = httpRequest(url, { method: request.method, headers: { ...request.headers, host: url.host } });
     upstreamRequest.end(body);
@@ -96,7 +99,10 @@ export async function startHostileGateway(upstream: string): Promise<HostileGate
         const real = await forward(request, body);
         const parsed: unknown = JSON.parse(real.body.toString('utf8'));
         if (isRecord(parsed) && readString(readRecord(parsed, 'video'), 'url') !== undefined) {
-          return json(response, real.status, { ...parsed, video: { ...readRecord(parsed, 'video'), url: `${baseUrl}/redirect-to-metadata/video.mp4` } });
+          return json(response, real.status, {
+            ...parsed,
+            video: { ...readRecord(parsed, 'video'), url: `${baseUrl}/redirect-to-metadata/video.mp4` },
+          });
         }
         // Not done yet: the fault waits for the answer that names the video.
         pending.get(/[^/]+$/.exec(request.url ?? '')?.[0] ?? '')?.unshift('redirect-internal');
@@ -127,7 +133,8 @@ export async function startHostileGateway(upstream: string): Promise<HostileGate
 
   const server: Server = createServer((request, response) => {
     handle(request, response).catch((error: unknown) => {
-      if (!response.headersSent) json(response, 502, { error: { message: String(error), type: 'gateway_api_error', param: null, code: 'upstream_error' } });
+      if (!response.headersSent)
+        json(response, 502, { error: { message: String(error), type: 'gateway_api_error', param: null, code: 'upstream_error' } });
       else response.destroy();
     });
   });

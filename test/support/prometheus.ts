@@ -26,5 +26,7 @@ export function parsePrometheus(text: string): Sample[] {
 
 /** The sum of a metric's samples whose labels include `labels`. */
 export function total(samples: Sample[], name: string, labels: Record<string, string> = {}): number {
-  return samples.filter((sample) => sample.name === name && Object.entries(labels).every(([key, value]) => sample.labels[key] === value)).reduce((sum, sample) => sum + sample.value, 0);
+  return samples
+    .filter((sample) => sample.name === name && Object.entries(labels).every(([key, value]) => sample.labels[key] === value))
+    .reduce((sum, sample) => sum + sample.value, 0);
 }

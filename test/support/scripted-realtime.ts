@@ -88,13 +88,22 @@ export class ScriptedRealtime {
       if (status !== undefined) {
         this.refused++;
         const body = JSON.stringify({ code: 'invalid_api_key', error: 'Invalid API key.' });
-        socket.end(`HTTP/1.1 ${status} Refused\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`);
+        socket.end(
+          `HTTP/1.1 ${status} Refused\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
+        );
         this.changed();
         return;
       }
       this.#sockets.handleUpgrade(request, socket, head, (ws) => {
         const expiresAt = this.sessionExpiresInMs === undefined ? undefined : (Date.now() + this.sessionExpiresInMs) / 1000;
-        this.sockets.push(new ScriptedSocket(ws, request, () => this.changed(), this.configure ? (expiresAt === undefined ? {} : { expires_at: expiresAt }) : undefined));
+        this.sockets.push(
+          new ScriptedSocket(
+            ws,
+            request,
+            () => this.changed(),
+            this.configure ? (expiresAt === undefined ? {} : { expires_at: expiresAt }) : undefined,
+          ),
+        );
         this.changed();
       });
     });
@@ -143,4 +152,3 @@ export class ScriptedRealtime {
     await new Promise<void>((resolve) => this.#server.close(() => resolve()));
   }
 }
-

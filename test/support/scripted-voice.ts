@@ -32,7 +32,12 @@ export async function startScriptedVoice(ids: ScriptedVoiceIds): Promise<Scripte
   const realtime = await ScriptedRealtime.start();
   const gateway = new InProcessVoiceGateway(voice, ids.botId);
   voice.userJoined(ids.guildId, ids.channelId, ids.userId);
-  const connection = joinVoiceChannel({ guildId: ids.guildId, channelId: ids.channelId, adapterCreator: gateway.adapterCreator(ids.guildId), selfDeaf: false });
+  const connection = joinVoiceChannel({
+    guildId: ids.guildId,
+    channelId: ids.channelId,
+    adapterCreator: gateway.adapterCreator(ids.guildId),
+    selfDeaf: false,
+  });
   const connectionErrors: Error[] = [];
   connection.on('error', (error) => connectionErrors.push(error));
   await entersState(connection, VoiceConnectionStatus.Ready, 10_000);
@@ -56,14 +61,23 @@ export async function startScriptedVoice(ids: ScriptedVoiceIds): Promise<Scripte
  * A VoiceSession on the rig's connection, talking to its scripted realtime server, with the settings the
  * session tests share (any of them overridden); resolves once its realtime socket is open.
  */
-export async function startScriptedSession(rig: ScriptedVoice, overrides: Partial<VoiceSessionOptions> = {}): Promise<{ session: VoiceSession; socket: ScriptedSocket }> {
+export async function startScriptedSession(
+  rig: ScriptedVoice,
+  overrides: Partial<VoiceSessionOptions> = {},
+): Promise<{ session: VoiceSession; socket: ScriptedSocket }> {
   const { ids, connection, realtime } = rig;
   const session = new VoiceSession({
     guildId: ids.guildId,
     connection,
     settings: defaultVoiceSettings('svc'),
     connectRealtime: () =>
-      RealtimeClient.connect({ wsBaseUrl: realtime.url, apiKey: 'scripted-key-0001', model: 'svc-voice-latest', session: { turnDetection: { type: 'server_vad' } }, timeoutMs: 2000 }),
+      RealtimeClient.connect({
+        wsBaseUrl: realtime.url,
+        apiKey: 'scripted-key-0001',
+        model: 'svc-voice-latest',
+        session: { turnDetection: { type: 'server_vad' } },
+        timeoutMs: 2000,
+      }),
     log: silentLogger,
     sessionLimitMs: 3_600_000,
     reconnect: { baseMs: 10, maxMs: 40, maxAttempts: 5 },

@@ -23,11 +23,20 @@ describe('following a task', () => {
   it('waits to post a succeeded video, with its cost and stored file', () => {
     const next = applyResult(
       task,
-      result({ status: 'succeeded', videoUrl: 'https://v/x.mp4', costTicks: 6_400_000_000, file: { fileId: 'f1', filename: 'x.mp4', expiresAt: undefined, publicUrl: 'https://pub/x.mp4' } }),
+      result({
+        status: 'succeeded',
+        videoUrl: 'https://v/x.mp4',
+        costTicks: 6_400_000_000,
+        file: { fileId: 'f1', filename: 'x.mp4', expiresAt: undefined, publicUrl: 'https://pub/x.mp4' },
+      }),
       5,
     );
     expect(next).toMatchObject({ state: 'succeeded', finishedAt: 5, delivery: { state: 'waiting' } });
-    expect(next.outcome).toMatchObject({ videoUrl: 'https://v/x.mp4', costTicks: 6_400_000_000, storedFile: { fileId: 'f1', publicUrl: 'https://pub/x.mp4' } });
+    expect(next.outcome).toMatchObject({
+      videoUrl: 'https://v/x.mp4',
+      costTicks: 6_400_000_000,
+      storedFile: { fileId: 'f1', publicUrl: 'https://pub/x.mp4' },
+    });
   });
 
   it.each([
@@ -41,8 +50,12 @@ describe('following a task', () => {
   });
 
   it('survives a round trip through the store format', () => {
-    const stored: unknown = JSON.parse(JSON.stringify(applyResult(task, result({ status: 'failed', error: { code: 'invalid_argument', message: 'bad' } }), 9)));
-    expect(parseTaskRecord(stored)).toEqual(applyResult(task, result({ status: 'failed', error: { code: 'invalid_argument', message: 'bad' } }), 9));
+    const stored: unknown = JSON.parse(
+      JSON.stringify(applyResult(task, result({ status: 'failed', error: { code: 'invalid_argument', message: 'bad' } }), 9)),
+    );
+    expect(parseTaskRecord(stored)).toEqual(
+      applyResult(task, result({ status: 'failed', error: { code: 'invalid_argument', message: 'bad' } }), 9),
+    );
     expect(() => parseTaskRecord({ ...task, state: 'exploded' })).toThrow(/task.state must be one of/);
     expect(() => parseTaskRecord({ ...task, delivery: { state: 'posted' } })).toThrow(/task.delivery.nonce must be a string/);
   });
@@ -64,7 +77,11 @@ describe('the status card', () => {
   });
 
   it('says in plain words why a task failed, that the quota was refunded, and the request id', () => {
-    const failed = applyResult(task, result({ status: 'failed', error: { code: 'service_unavailable', message: 'busy' } }), task.submittedAt! + 65_000);
+    const failed = applyResult(
+      task,
+      result({ status: 'failed', error: { code: 'service_unavailable', message: 'busy' } }),
+      task.submittedAt! + 65_000,
+    );
     const [embed] = renderStatusCard(failed).embeds;
     const details = embed?.fields?.find((field) => field.name === 'Details')?.value;
     expect(details).toContain('overloaded');
@@ -77,7 +94,13 @@ describe('the status card', () => {
     ['its polls kept failing', 3, 'lost track of this video: its last 3 questions to the gateway failed'],
     ['the gateway never finished it', 0, 'still had not finished this video after 15 min'],
   ])('claims no refund when the bot gave up because %s, and names the gateway task to check', (_label, pollErrors, words) => {
-    const gaveUp: TaskRecord = { ...task, state: 'timed_out', pollErrors, finishedAt: task.submittedAt! + 15 * 60_000, delivery: { ...task.delivery, state: 'closed' } };
+    const gaveUp: TaskRecord = {
+      ...task,
+      state: 'timed_out',
+      pollErrors,
+      finishedAt: task.submittedAt! + 15 * 60_000,
+      delivery: { ...task.delivery, state: 'closed' },
+    };
     const details = renderStatusCard(gaveUp).embeds[0]?.fields?.find((field) => field.name === 'Details')?.value;
     expect(details).toContain(words);
     expect(details).toContain('gateway task `task_1`');
@@ -85,20 +108,38 @@ describe('the status card', () => {
   });
 
   describe('what a finished task cost', () => {
-    const done: TaskRecord = { ...task, state: 'succeeded', finishedAt: task.submittedAt! + 30_000, outcome: { costTicks: 4_200_000_000 }, delivery: { ...task.delivery, state: 'posted' } };
-    const costOn = (shown: TaskRecord, context: Parameters<typeof renderStatusCard>[1]) => renderStatusCard(shown, context).embeds[0]?.fields?.find((field) => field.name === 'Cost')?.value;
+    const done: TaskRecord = {
+      ...task,
+      state: 'succeeded',
+      finishedAt: task.submittedAt! + 30_000,
+      outcome: { costTicks: 4_200_000_000 },
+      delivery: { ...task.delivery, state: 'posted' },
+    };
+    const costOn = (shown: TaskRecord, context: Parameters<typeof renderStatusCard>[1]) =>
+      renderStatusCard(shown, context).embeds[0]?.fields?.find((field) => field.name === 'Cost')?.value;
     const sameDay = task.createdAt + 60_000;
 
     it("is shown with the member's total that day", () => {
-      expect(costOn(done, { now: sameDay, memberDay: { costTicks: 13_000_000_000, costUnreported: 0 } })).toBe('$0.42 · your total today $1.30');
-      expect(costOn(done, { now: sameDay + 86_400_000, memberDay: { costTicks: 13_000_000_000, costUnreported: 0 } })).toBe('$0.42 · your total on 2023-11-14 $1.30');
-      expect(costOn(done, { now: sameDay, memberDay: { costTicks: 4_200_000_000, costUnreported: 2 } })).toBe('$0.42 · your total today $0.42 (+ 2 without a reported cost)');
+      expect(costOn(done, { now: sameDay, memberDay: { costTicks: 13_000_000_000, costUnreported: 0 } })).toBe(
+        '$0.42 · your total today $1.30',
+      );
+      expect(costOn(done, { now: sameDay + 86_400_000, memberDay: { costTicks: 13_000_000_000, costUnreported: 0 } })).toBe(
+        '$0.42 · your total on 2023-11-14 $1.30',
+      );
+      expect(costOn(done, { now: sameDay, memberDay: { costTicks: 4_200_000_000, costUnreported: 2 } })).toBe(
+        '$0.42 · your total today $0.42 (+ 2 without a reported cost)',
+      );
       expect(costOn(done, { now: sameDay })).toBe('$0.42');
     });
 
     it('is not shown while the task runs, nor when the gateway reported none: no guess, no $0.00', () => {
-      expect(costOn({ ...done, state: 'running', finishedAt: undefined }, { now: sameDay, memberDay: { costTicks: 1, costUnreported: 0 } })).toBeUndefined();
-      const unreported = renderStatusCard({ ...done, outcome: {} }, { now: sameDay, memberDay: { costTicks: 13_000_000_000, costUnreported: 1 } });
+      expect(
+        costOn({ ...done, state: 'running', finishedAt: undefined }, { now: sameDay, memberDay: { costTicks: 1, costUnreported: 0 } }),
+      ).toBeUndefined();
+      const unreported = renderStatusCard(
+        { ...done, outcome: {} },
+        { now: sameDay, memberDay: { costTicks: 13_000_000_000, costUnreported: 1 } },
+      );
       expect(JSON.stringify(unreported)).not.toMatch(/Cost|\$/);
     });
   });
@@ -113,11 +154,11 @@ describe('sizes in the "link instead" message', () => {
   const MB = 1024 * 1024;
 
   it.each([
-    [10.4 * MB, 10 * MB, 'The video is 10.4 MB, over this server\'s upload limit of 10.0 MB.'],
-    [10 * MB + 100, 10 * MB, 'The video is 10.0001 MB, over this server\'s upload limit of 10.0000 MB.'],
-    [612_345, 5000, 'The video is 598 KB, over this server\'s upload limit of 4.88 KB.'],
-    [52 * MB, 50 * MB, 'The video is 52.0 MB, over this server\'s upload limit of 50.0 MB.'],
-    [undefined, 8 * MB, 'The video is over this server\'s upload limit of 8.00 MB.'],
+    [10.4 * MB, 10 * MB, "The video is 10.4 MB, over this server's upload limit of 10.0 MB."],
+    [10 * MB + 100, 10 * MB, "The video is 10.0001 MB, over this server's upload limit of 10.0000 MB."],
+    [612_345, 5000, "The video is 598 KB, over this server's upload limit of 4.88 KB."],
+    [52 * MB, 50 * MB, "The video is 52.0 MB, over this server's upload limit of 50.0 MB."],
+    [undefined, 8 * MB, "The video is over this server's upload limit of 8.00 MB."],
   ])('%s bytes against a limit of %s read apart', (size, limit, text) => {
     expect(describeOverUploadLimit(size, limit)).toBe(text);
   });
@@ -133,7 +174,10 @@ describe('messages for refused submissions', () => {
     ['model_not_found', /does not know the model `svc-imagine-video`/],
     ['overloaded', /having trouble \(`overloaded`\)/],
   ])('%s is explained', (code, pattern) => {
-    const refused = refusalMessage(new GatewayApiError({ code, status: 429, serverMessage: 'raw', requestId: 'r1' }), { model: 'svc-imagine-video', operation: 'generate' });
+    const refused = refusalMessage(new GatewayApiError({ code, status: 429, serverMessage: 'raw', requestId: 'r1' }), {
+      model: 'svc-imagine-video',
+      operation: 'generate',
+    });
     expect(refused).toMatch(pattern);
     expect(refused).toContain('`r1`');
   });
@@ -148,11 +192,21 @@ describe('messages for refused submissions', () => {
 
 describe('a lasting link that is not http(s)', () => {
   it('is kept as its scheme only, and the card says it is not shared', () => {
-    const next = applyResult(task, result({ status: 'succeeded', videoUrl: 'https://v/x.mp4', file: { fileId: 'f1', filename: 'x.mp4', expiresAt: undefined, publicUrl: undefined, refusedPublicUrl: 'javascript:alert(1)' } }), 1_700_000_010_000);
+    const next = applyResult(
+      task,
+      result({
+        status: 'succeeded',
+        videoUrl: 'https://v/x.mp4',
+        file: { fileId: 'f1', filename: 'x.mp4', expiresAt: undefined, publicUrl: undefined, refusedPublicUrl: 'javascript:alert(1)' },
+      }),
+      1_700_000_010_000,
+    );
     expect(next.outcome.storedFile).toEqual({ fileId: 'f1', filename: 'x.mp4', refusedPublicUrl: 'javascript:' });
     expect(parseTaskRecord(JSON.parse(JSON.stringify(next)))).toEqual(next);
     const card = JSON.stringify(renderStatusCard(next));
-    expect(card).toContain("The gateway's storage gave a lasting link that is not an http(s) address (`javascript:`), so the bot does not share it.");
+    expect(card).toContain(
+      "The gateway's storage gave a lasting link that is not an http(s) address (`javascript:`), so the bot does not share it.",
+    );
     expect(card).not.toContain('alert');
   });
 });

@@ -28,7 +28,14 @@ import { taskRecord } from '../support/task-result.ts';
 // process.
 
 const KEY = 'fake-native-key-1';
-const FAST_POLICY: PollPolicy = { ...DEFAULT_POLL_POLICY, intervalMs: 20, maxIntervalMs: 20, errorBackoffMs: { base: 20, max: 80 }, deliveryTries: 3, deadlineMs: 5_000 };
+const FAST_POLICY: PollPolicy = {
+  ...DEFAULT_POLL_POLICY,
+  intervalMs: 20,
+  maxIntervalMs: 20,
+  errorBackoffMs: { base: 20, max: 80 },
+  deliveryTries: 3,
+  deadlineMs: 5_000,
+};
 
 /** A small HTTP server that counts connections as well as requests: a refused address must see neither. */
 class LocalServer {
@@ -95,7 +102,14 @@ let allowing: Video;
 
 const policy: GuildVideoPolicy = {
   resolveGatewayAccess: () => Promise.resolve({ ok: true, apiKey: KEY, layer: 'native', keyId: 'fake-key' }),
-  defaults: () => Promise.resolve({ model: undefined, resolution: undefined, duration: undefined, aspectRatio: undefined, storage: { keepDays: 7, publicLink: true } }),
+  defaults: () =>
+    Promise.resolve({
+      model: undefined,
+      resolution: undefined,
+      duration: undefined,
+      aspectRatio: undefined,
+      storage: { keepDays: 7, publicLink: true },
+    }),
   checkLimits: () => Promise.resolve({ ok: true }),
   recordSubmission: () => Promise.resolve(),
   releaseSubmission: () => Promise.resolve(),
@@ -105,7 +119,18 @@ const policy: GuildVideoPolicy = {
 async function videoPart(pool: GatewayClientPool, downloadDirectory = downloads): Promise<Video> {
   const store = await openStore(`sqlite://${join(directory, `bot-${stores.length}.sqlite`)}`, silentLogger);
   stores.push(store);
-  return createVideo({ store, clients: pool, policy, outbox, vendor: 'svc', log: silentLogger, pollPolicy: FAST_POLICY, maxPollsInFlight: 4, cardEditIntervalMs: 0, downloadDirectory });
+  return createVideo({
+    store,
+    clients: pool,
+    policy,
+    outbox,
+    vendor: 'svc',
+    log: silentLogger,
+    pollPolicy: FAST_POLICY,
+    maxPollsInFlight: 4,
+    cardEditIntervalMs: 0,
+    downloadDirectory,
+  });
 }
 
 beforeAll(async () => {
@@ -177,7 +202,9 @@ function postOf(task: TaskRecord): Message | undefined {
   return discord.messages(guild.textChannelId).find((message) => JSON.stringify(message.components).includes(`video:extend:${task.id}`));
 }
 
-const done = (url: string, extra: Record<string, unknown> = {}) => () => ({ status: 'done', progress: 100, video: { url, duration: 2, respect_moderation: true, ...extra } });
+const done =
+  (url: string, extra: Record<string, unknown> = {}) =>
+  () => ({ status: 'done', progress: 100, video: { url, duration: 2, respect_moderation: true, ...extra } });
 
 describe('a native video address that is not public', () => {
   it.each([
@@ -232,7 +259,7 @@ describe('a native video address that is not public', () => {
     expect(postOf(task)?.attachments[0]?.bytes.equals(SAMPLE_MP4)).toBe(true);
   });
 
-  it('is fetched and posted on the gateway\'s own host', async () => {
+  it("is fetched and posted on the gateway's own host", async () => {
     answer = done(`${gateway.url}/files/own.mp4`);
     const { task, card } = await track();
     await cardSaying(card, 'posted below');
@@ -243,7 +270,8 @@ describe('a native video address that is not public', () => {
 describe('what the gateway gives as the video', () => {
   it('is not posted when it is not a video, and the card says so', async () => {
     answer = done(`${gateway.url}/files/page.mp4`);
-    serveFile = (_request, response) => serveVideo(response, Buffer.from('<!doctype html><title>Access denied</title>'), 'text/html; charset=utf-8');
+    serveFile = (_request, response) =>
+      serveVideo(response, Buffer.from('<!doctype html><title>Access denied</title>'), 'text/html; charset=utf-8');
     const { task, card } = await track();
     const text = await cardSaying(card, 'could not be posted');
     expect(text).toContain('not a video');
@@ -275,7 +303,9 @@ describe('what the gateway gives as the video', () => {
 
   it('never shares a lasting link that is not http(s): the temporary link goes out instead, and the card says why', async () => {
     discord.setAttachmentSizeLimit(guild.id, 1024);
-    answer = done(`${gateway.url}/files/big.mp4`, { file_output: { file_id: 'file_1', filename: 'big.mp4', public_url: 'javascript:alert(1)' } });
+    answer = done(`${gateway.url}/files/big.mp4`, {
+      file_output: { file_id: 'file_1', filename: 'big.mp4', public_url: 'javascript:alert(1)' },
+    });
     const { task, card } = await track(video, { attachmentSizeLimit: 1024 });
     const text = await cardSaying(card, 'link posted below');
     expect(text).toContain('lasting link that is not an http(s) address (`javascript:`)');

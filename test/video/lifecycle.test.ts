@@ -36,7 +36,14 @@ import { taskRecord } from '../support/task-result.ts';
 
 const KEY = 'fake-gateway-key-1';
 /** Production's rules, with every wait cut to milliseconds. */
-const FAST_POLICY: PollPolicy = { ...DEFAULT_POLL_POLICY, intervalMs: 20, maxIntervalMs: 20, errorBackoffMs: { base: 20, max: 80 }, deliveryTries: 4, deadlineMs: 500 };
+const FAST_POLICY: PollPolicy = {
+  ...DEFAULT_POLL_POLICY,
+  intervalMs: 20,
+  maxIntervalMs: 20,
+  errorBackoffMs: { base: 20, max: 80 },
+  deliveryTries: 4,
+  deadlineMs: 500,
+};
 
 /** A compatibility-layer gateway: every task is done, and its submissions and downloads answer what the test says. */
 class DoneGateway {
@@ -50,11 +57,15 @@ class DoneGateway {
   baseUrl = '';
 
   static accept(this: void, response: ServerResponse): void {
-    response.writeHead(200, { 'content-type': 'application/json' }).end(`{"task_id":"task_${randomBytes(4).toString('hex')}","status":"queued"}`);
+    response
+      .writeHead(200, { 'content-type': 'application/json' })
+      .end(`{"task_id":"task_${randomBytes(4).toString('hex')}","status":"queued"}`);
   }
 
   static done(this: void, response: ServerResponse, taskId: string, baseUrl: string): void {
-    response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ task_id: taskId, status: 'succeeded', progress: 100, url: `${baseUrl}/files/${taskId}.mp4` }));
+    response
+      .writeHead(200, { 'content-type': 'application/json' })
+      .end(JSON.stringify({ task_id: taskId, status: 'succeeded', progress: 100, url: `${baseUrl}/files/${taskId}.mp4` }));
   }
 
   static serveVideo(this: void, response: ServerResponse): void {
@@ -92,11 +103,31 @@ class DoneGateway {
 const INVALID_KEY = '{"error":{"message":"Invalid API key.","type":"gateway_api_error","param":null,"code":"invalid_api_key"}}';
 
 /** A /video generate with none of its options set. */
-const NO_OPTIONS = { model: undefined, duration: undefined, resolution: undefined, aspectRatio: undefined, image: undefined, lastFrame: undefined, referenceImages: [], voices: [], referenceAudio: undefined };
+const NO_OPTIONS = {
+  model: undefined,
+  duration: undefined,
+  resolution: undefined,
+  aspectRatio: undefined,
+  image: undefined,
+  lastFrame: undefined,
+  referenceImages: [],
+  voices: [],
+  referenceAudio: undefined,
+};
 
 /** The video part on this file's gateway and fast policy, on `on` (the shared store unless a test needs a fresh one). */
 function videoPart(log: Logger = silentLogger, on: Store = store): Video {
-  return createVideo({ store: on, clients, policy, outbox, vendor: 'svc', log, pollPolicy: FAST_POLICY, maxPollsInFlight: 4, cardEditIntervalMs: 0 });
+  return createVideo({
+    store: on,
+    clients,
+    policy,
+    outbox,
+    vendor: 'svc',
+    log,
+    pollPolicy: FAST_POLICY,
+    maxPollsInFlight: 4,
+    cardEditIntervalMs: 0,
+  });
 }
 
 let discord: DiscordStandIn;
@@ -196,7 +227,11 @@ afterAll(async () => {
  * A task as submit() leaves it, whose card is a channel message of the bot (its interaction token long
  * gone), handed to the poller. `onceCardPosted` sets up what Discord refuses from then on.
  */
-async function track(overrides: Partial<TaskRecord> = {}, onceCardPosted: () => void = () => {}, by: Video = video): Promise<{ task: TaskRecord; card: () => Message }> {
+async function track(
+  overrides: Partial<TaskRecord> = {},
+  onceCardPosted: () => void = () => {},
+  by: Video = video,
+): Promise<{ task: TaskRecord; card: () => Message }> {
   const id = overrides.id ?? newTaskId();
   const cardId = await outbox.say(guild.textChannelId, 'status card');
   onceCardPosted();
@@ -223,30 +258,37 @@ function cardText(message: Message): string {
 }
 
 async function closedCard(card: () => Message): Promise<string> {
-  return discord.waitFor(() => (cardText(card()).includes('could not be posted') ? cardText(card()) : undefined), 10_000, 'a card saying the video could not be posted');
+  return discord.waitFor(
+    () => (cardText(card()).includes('could not be posted') ? cardText(card()) : undefined),
+    10_000,
+    'a card saying the video could not be posted',
+  );
 }
 
 describe('a finished video the bot cannot fetch', () => {
   it('is tried a bounded number of times, then the card says why and links the video', async () => {
-    gateway.onContent = (response) =>
-      response
-        .writeHead(401, { 'content-type': 'application/json' })
-        .end(INVALID_KEY);
+    gateway.onContent = (response) => response.writeHead(401, { 'content-type': 'application/json' }).end(INVALID_KEY);
     const before = gateway.contentRequests;
     const { task, card } = await track();
     // Between the tries the card says what went wrong and that the bot tries again.
-    await discord.waitFor(() => (cardText(card()).includes('tries again shortly') ? true : undefined), 10_000, 'a card saying the bot tries again');
+    await discord.waitFor(
+      () => (cardText(card()).includes('tries again shortly') ? true : undefined),
+      10_000,
+      'a card saying the bot tries again',
+    );
     const text = await closedCard(card);
     expect(text).toContain("refused the server's key");
     expect(text).toContain(`tried ${FAST_POLICY.deliveryTries} times`);
     expect(text).toContain(`${gateway.baseUrl}/files/${task.gatewayId}.mp4`);
     expect(gateway.contentRequests - before).toBe(FAST_POLICY.deliveryTries);
     // The card is edited before the record is saved (a kill between the two repeats the last step).
-    await vi.waitFor(async () => expect((await repository.get(task.id))?.delivery).toMatchObject({ state: 'closed', failures: FAST_POLICY.deliveryTries }));
+    await vi.waitFor(async () =>
+      expect((await repository.get(task.id))?.delivery).toMatchObject({ state: 'closed', failures: FAST_POLICY.deliveryTries }),
+    );
     expect(discord.messages(guild.textChannelId).some((message) => message.content.includes('your video is ready'))).toBe(false);
   });
 
-  it('is closed the same way when the server\'s key was removed after it finished', async () => {
+  it("is closed the same way when the server's key was removed after it finished", async () => {
     access = { ok: false, message: 'This server has no gateway key yet: a server admin can add one with `/config key`.' };
     try {
       const videoUrl = `${gateway.baseUrl}/files/done.mp4`;
@@ -262,12 +304,13 @@ describe('a finished video the bot cannot fetch', () => {
 
 describe('a task the bot loses track of', () => {
   it('is closed past the deadline without claiming a refund, naming the gateway task to check', async () => {
-    gateway.onPoll = (response) =>
-      response
-        .writeHead(401, { 'content-type': 'application/json' })
-        .end(INVALID_KEY);
+    gateway.onPoll = (response) => response.writeHead(401, { 'content-type': 'application/json' }).end(INVALID_KEY);
     const { task, card } = await track();
-    const text = await discord.waitFor(() => (cardText(card()).includes('Timed out') ? cardText(card()) : undefined), 10_000, 'a timed-out card');
+    const text = await discord.waitFor(
+      () => (cardText(card()).includes('Timed out') ? cardText(card()) : undefined),
+      10_000,
+      'a timed-out card',
+    );
     expect(text).toContain('lost track of this video');
     expect(text).toContain(`\`${task.gatewayId}\``);
     expect(text).not.toContain('refunded');
@@ -277,14 +320,24 @@ describe('a task the bot loses track of', () => {
     let failing = true;
     gateway.onPoll = (response, taskId, baseUrl) => {
       if (!failing) return DoneGateway.done(response, taskId, baseUrl);
-      response.writeHead(503, { 'content-type': 'application/json' }).end('{"error":{"message":"busy","type":"gateway_api_error","param":null,"code":"overloaded"}}');
+      response
+        .writeHead(503, { 'content-type': 'application/json' })
+        .end('{"error":{"message":"busy","type":"gateway_api_error","param":null,"code":"overloaded"}}');
     };
     const { task, card } = await track({ createdAt: Date.now() + 60_000 });
-    const text = await discord.waitFor(() => (cardText(card()).includes('not answering') ? cardText(card()) : undefined), 10_000, 'a card saying the gateway is not answering');
+    const text = await discord.waitFor(
+      () => (cardText(card()).includes('not answering') ? cardText(card()) : undefined),
+      10_000,
+      'a card saying the gateway is not answering',
+    );
     expect(text).toMatch(/keeps trying until <t:\d+:t>/);
     failing = false;
     await discord.waitForMessage(guild.textChannelId, (message) => JSON.stringify(message.components).includes(`video:extend:${task.id}`));
-    await discord.waitFor(() => (cardText(card()).includes('posted below') && !cardText(card()).includes('not answering') ? true : undefined), 10_000, 'a card without the trouble');
+    await discord.waitFor(
+      () => (cardText(card()).includes('posted below') && !cardText(card()).includes('not answering') ? true : undefined),
+      10_000,
+      'a card without the trouble',
+    );
   });
 
   it('is closed at the first 404 (the gateway lost it), the card saying so, instead of being polled until the deadline', async () => {
@@ -302,7 +355,8 @@ describe('a task the bot loses track of', () => {
 });
 
 describe('Discord refusing the post', () => {
-  const channelPosts = () => discord.requests.filter((request) => request.method === 'POST' && request.path === `/channels/${guild.textChannelId}/messages`);
+  const channelPosts = () =>
+    discord.requests.filter((request) => request.method === 'POST' && request.path === `/channels/${guild.textChannelId}/messages`);
   const resultOf = (task: TaskRecord) => (message: Message) => JSON.stringify(message.components).includes(`video:extend:${task.id}`);
 
   it('posts a link instead of the file, naming Attach Files, where the bot may not upload', async () => {
@@ -418,7 +472,10 @@ describe('a daily limit reached on another worker since the check', () => {
       return Promise.reject(new LimitReachedError(words));
     };
     const submissionsBefore = gateway.submissions.length;
-    const error = await generate('one video too many').then(() => undefined, (refusal: unknown) => refusal);
+    const error = await generate('one video too many').then(
+      () => undefined,
+      (refusal: unknown) => refusal,
+    );
     expect(error).toBeInstanceOf(SubmissionRefusedError);
     expect(error).toMatchObject({ message: words, task: undefined });
     expect(counted).toHaveLength(1);
@@ -429,7 +486,7 @@ describe('a daily limit reached on another worker since the check', () => {
 });
 
 describe('Regenerate', () => {
-  it('stores the new video under the new task\'s own name', async () => {
+  it("stores the new video under the new task's own name", async () => {
     const original = await generate('a lake at noon');
     const again = await video.submit(planned(await video.prepare.regeneration(interactionContext(), original.id)), interactionContext());
     expect(again.id).not.toBe(original.id);
@@ -437,7 +494,7 @@ describe('Regenerate', () => {
     expect(filenames).toEqual([`discord-${guild.id}-${original.id}.mp4`, `discord-${guild.id}-${again.id}.mp4`]);
   });
 
-  it('asks for fresh attachments when Discord\'s links to the original ones have expired', async () => {
+  it("asks for fresh attachments when Discord's links to the original ones have expired", async () => {
     const original = await generate('it starts to rain', attachmentLink(Date.now() + 3_600_000));
     await repository.save({ ...original, request: { ...original.request, image: { url: attachmentLink(Date.now() - 60_000) } } });
     const prepared = await video.prepare.regeneration(interactionContext(), original.id);
@@ -449,7 +506,9 @@ describe('Regenerate', () => {
     gateway.onSubmit = (response) =>
       response
         .writeHead(400, { 'content-type': 'application/json' })
-        .end('{"error":{"message":"The image could not be fetched.","type":"gateway_api_error","param":"image.url","code":"invalid_request_error"}}');
+        .end(
+          '{"error":{"message":"The image could not be fetched.","type":"gateway_api_error","param":"image.url","code":"invalid_request_error"}}',
+        );
     const submitted = video.submit(planned(await video.prepare.regeneration(interactionContext(), original.id)), interactionContext());
     await expect(submitted).rejects.toThrow(SubmissionRefusedError);
     await expect(submitted).rejects.toThrow(/fresh attachments/);
@@ -457,7 +516,7 @@ describe('Regenerate', () => {
 });
 
 describe('a crash between posting a video and recording it', () => {
-  it('finds the earlier post after a restart past Discord\'s nonce window, instead of posting twice', async () => {
+  it("finds the earlier post after a restart past Discord's nonce window, instead of posting twice", async () => {
     const id = newTaskId();
     // What the process that crashed managed to do: the post went out, "posted" was never written.
     const earlier = await outbox.post({
@@ -474,22 +533,35 @@ describe('a crash between posting a video and recording it', () => {
       finishedAt: Date.now(),
       delivery: { state: 'posting', nonce: id, attempts: 1, postingSince: Date.now() - 10 * 60_000 },
     });
-    await discord.waitFor(() => (cardText(card()).includes('posted below') ? true : undefined), 10_000, 'a card saying the video was posted');
-    await vi.waitFor(async () =>
-      expect((await repository.get(task.id))?.delivery).toMatchObject({ state: 'posted', messageId: earlier.messageId, attachmentUrl: earlier.attachmentUrl }),
+    await discord.waitFor(
+      () => (cardText(card()).includes('posted below') ? true : undefined),
+      10_000,
+      'a card saying the video was posted',
     );
-    const posts = discord.messages(guild.textChannelId).filter((message) => JSON.stringify(message.components).includes(`video:extend:${id}`));
+    await vi.waitFor(async () =>
+      expect((await repository.get(task.id))?.delivery).toMatchObject({
+        state: 'posted',
+        messageId: earlier.messageId,
+        attachmentUrl: earlier.attachmentUrl,
+      }),
+    );
+    const posts = discord
+      .messages(guild.textChannelId)
+      .filter((message) => JSON.stringify(message.components).includes(`video:extend:${id}`));
     expect(posts.map((message) => message.id)).toEqual([earlier.messageId]);
   });
 });
 
-describe('the salt that keeps members\' ids from the gateway', () => {
-  it('is made once when two members\' first videos are prepared at the same moment', async () => {
+describe("the salt that keeps members' ids from the gateway", () => {
+  it("is made once when two members' first videos are prepared at the same moment", async () => {
     const fresh = await openStore(`sqlite://${join(directory, 'fresh.sqlite')}`, silentLogger);
     try {
       const firstUse = videoPart(silentLogger, fresh);
       const input = { ...NO_OPTIONS, prompt: 'first' };
-      const [first, second] = await Promise.all([firstUse.prepare.generation(interactionContext(), input), firstUse.prepare.generation(interactionContext(), input)]);
+      const [first, second] = await Promise.all([
+        firstUse.prepare.generation(interactionContext(), input),
+        firstUse.prepare.generation(interactionContext(), input),
+      ]);
       expect(planned(first).request.user).toBeDefined();
       expect(planned(second).request.user).toBe(planned(first).request.user);
     } finally {
@@ -529,7 +601,16 @@ describe('a task the gateway accepted while the store fails', () => {
   it('is stored once the store answers again and then followed to its post, not lost', async () => {
     const fresh = await openStore(`sqlite://${join(directory, 'store-fails.sqlite')}`, silentLogger);
     // This file's policy gives up after half a second; storing late takes longer than that here.
-    const part = createVideo({ store: fresh, clients, policy, outbox, vendor: 'svc', log: silentLogger, pollPolicy: { ...FAST_POLICY, deadlineMs: 60_000 }, cardEditIntervalMs: 0 });
+    const part = createVideo({
+      store: fresh,
+      clients,
+      policy,
+      outbox,
+      vendor: 'svc',
+      log: silentLogger,
+      pollPolicy: { ...FAST_POLICY, deadlineMs: 60_000 },
+      cardEditIntervalMs: 0,
+    });
     const realSave = part.tasks.save.bind(part.tasks);
     let refused = 0;
     const saves = vi.spyOn(part.tasks, 'save').mockImplementation(async (task) => {
@@ -545,7 +626,9 @@ describe('a task the gateway accepted while the store fails', () => {
       const task = await part.submit(planned(await part.prepare.generation(context, { ...NO_OPTIONS, prompt: 'stored late' })), context);
       expect(refused).toBe(2);
       expect(task.state).toBe('running');
-      await discord.waitForMessage(guild.textChannelId, (message) => JSON.stringify(message.components).includes(`video:extend:${task.id}`));
+      await discord.waitForMessage(guild.textChannelId, (message) =>
+        JSON.stringify(message.components).includes(`video:extend:${task.id}`),
+      );
     } finally {
       saves.mockRestore();
       await part.tracker.stop();
@@ -584,7 +667,9 @@ describe('a resume while a task is being submitted', () => {
       answer();
       const task = await submitted;
       expect(task.state).toBe('running');
-      await discord.waitForMessage(guild.textChannelId, (message) => JSON.stringify(message.components).includes(`video:extend:${task.id}`));
+      await discord.waitForMessage(guild.textChannelId, (message) =>
+        JSON.stringify(message.components).includes(`video:extend:${task.id}`),
+      );
       expect(finished.map((done) => done.state)).toEqual(['succeeded']);
     } finally {
       await freshTracker.stop();

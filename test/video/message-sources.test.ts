@@ -5,23 +5,44 @@ import type { AttachmentInput } from '../../src/video/requests.ts';
 // What the message commands find on a message: the picture to animate, the .mp4 to extend or edit.
 
 const CDN = 'https://cdn.discordapp.com/attachments/1/2';
-const file = (filename: string, contentType: string | undefined): AttachmentInput => ({ url: `${CDN}/${filename}?ex=1&is=2&hm=3`, filename, contentType, size: 10 });
+const file = (filename: string, contentType: string | undefined): AttachmentInput => ({
+  url: `${CDN}/${filename}?ex=1&is=2&hm=3`,
+  filename,
+  contentType,
+  size: 10,
+});
 const message = (attachments: AttachmentInput[], embeds: EmbedMedia[] = []): MessageMedia => ({ attachments, embeds });
-const linkEmbed = (url: string, proxyUrl: string | undefined): EmbedMedia => ({ type: 'image', image: undefined, thumbnail: { url, proxyUrl } });
+const linkEmbed = (url: string, proxyUrl: string | undefined): EmbedMedia => ({
+  type: 'image',
+  image: undefined,
+  thumbnail: { url, proxyUrl },
+});
 
 describe('the picture to animate', () => {
   it('is the first attached PNG, JPEG, WebP or GIF, by its type or, without one, by its name', () => {
-    expect(pickImage(message([file('notes.txt', 'text/plain'), file('cat.webp', 'image/webp'), file('dog.png', 'image/png')]))?.filename).toBe('cat.webp');
+    expect(
+      pickImage(message([file('notes.txt', 'text/plain'), file('cat.webp', 'image/webp'), file('dog.png', 'image/png')]))?.filename,
+    ).toBe('cat.webp');
     expect(pickImage(message([file('photo.JPG', undefined)]))?.filename).toBe('photo.JPG');
     expect(pickImage(message([file('scan.tiff', 'image/tiff'), file('vector.svg', 'image/svg+xml')]))).toBeUndefined();
   });
 
   it("else an embedded picture, at Discord's copy: a rich embed's image, or a link's image embed's thumbnail", () => {
-    const rich: EmbedMedia = { type: 'rich', image: { url: 'https://example.com/a.png', proxyUrl: 'https://media.discordapp.net/a.png' }, thumbnail: undefined };
-    expect(pickImage(message([], [rich]))).toEqual({ url: 'https://media.discordapp.net/a.png', filename: 'a.png', contentType: undefined });
+    const rich: EmbedMedia = {
+      type: 'rich',
+      image: { url: 'https://example.com/a.png', proxyUrl: 'https://media.discordapp.net/a.png' },
+      thumbnail: undefined,
+    };
+    expect(pickImage(message([], [rich]))).toEqual({
+      url: 'https://media.discordapp.net/a.png',
+      filename: 'a.png',
+      contentType: undefined,
+    });
     expect(pickImage(message([], [linkEmbed('https://example.com/pics/b.gif', undefined)]))?.url).toBe('https://example.com/pics/b.gif');
     // An article's thumbnail is not the picture the member shared.
-    expect(pickImage(message([], [{ type: 'article', image: undefined, thumbnail: { url: 'https://example.com/c.png', proxyUrl: undefined } }]))).toBeUndefined();
+    expect(
+      pickImage(message([], [{ type: 'article', image: undefined, thumbnail: { url: 'https://example.com/c.png', proxyUrl: undefined } }])),
+    ).toBeUndefined();
   });
 
   it('takes only http(s) links from an embed', () => {
@@ -30,13 +51,17 @@ describe('the picture to animate', () => {
   });
 
   it('prefers an attachment to an embed', () => {
-    expect(pickImage(message([file('mine.png', 'image/png')], [linkEmbed('https://example.com/e.png', undefined)]))?.filename).toBe('mine.png');
+    expect(pickImage(message([file('mine.png', 'image/png')], [linkEmbed('https://example.com/e.png', undefined)]))?.filename).toBe(
+      'mine.png',
+    );
   });
 });
 
 describe('the video to extend or edit', () => {
   it('is the first .mp4 attachment', () => {
-    expect(pickVideo(message([file('clip.mov', 'video/quicktime'), file('clip.mp4', 'video/mp4'), file('other.mp4', 'video/mp4')]))?.filename).toBe('clip.mp4');
+    expect(
+      pickVideo(message([file('clip.mov', 'video/quicktime'), file('clip.mp4', 'video/mp4'), file('other.mp4', 'video/mp4')]))?.filename,
+    ).toBe('clip.mp4');
     expect(pickVideo(message([file('untyped.mp4', undefined)]))?.filename).toBe('untyped.mp4');
     expect(pickVideo(message([file('fake.mp4', 'text/html'), file('clip.webm', 'video/webm')]))).toBeUndefined();
   });

@@ -73,7 +73,8 @@ describe('building a generation request from /video options', () => {
   });
 
   it('names the option of an attachment of the wrong kind', () => {
-    const wrongImage = () => buildGenerationRequest({ ...base, referenceImages: [picture('a.png'), picture('clip.mp4', 'video/mp4')] }, 'u', undefined);
+    const wrongImage = () =>
+      buildGenerationRequest({ ...base, referenceImages: [picture('a.png'), picture('clip.mp4', 'video/mp4')] }, 'u', undefined);
     expect(wrongImage).toThrow(InputError);
     expect(wrongImage).toThrow(/`reference_image_2` must be a PNG, JPEG, WebP or GIF picture/);
     const wrongAudio = () => buildGenerationRequest({ ...base, referenceAudio: picture('x.png') }, 'u', undefined);
@@ -81,8 +82,20 @@ describe('building a generation request from /video options', () => {
   });
 
   it('leaves judging voices to the gateway (its list may differ), and names too many voices', () => {
-    expect(buildGenerationRequest({ ...base, voices: ['eve', 'nova'] }, 'u', undefined).reference_audios).toEqual([{ voice_id: 'eve' }, { voice_id: 'nova' }]);
-    const four = () => buildGenerationRequest({ ...base, voices: ['eve', 'leo', 'ara'], referenceAudio: { url: 'https://a/v.mp3', filename: 'v.mp3', contentType: 'audio/mpeg', size: 1 } }, 'u', undefined);
+    expect(buildGenerationRequest({ ...base, voices: ['eve', 'nova'] }, 'u', undefined).reference_audios).toEqual([
+      { voice_id: 'eve' },
+      { voice_id: 'nova' },
+    ]);
+    const four = () =>
+      buildGenerationRequest(
+        {
+          ...base,
+          voices: ['eve', 'leo', 'ara'],
+          referenceAudio: { url: 'https://a/v.mp3', filename: 'v.mp3', contentType: 'audio/mpeg', size: 1 },
+        },
+        'u',
+        undefined,
+      );
     expect(four).toThrow(/at most 3 voices/);
   });
 
@@ -93,7 +106,11 @@ describe('building a generation request from /video options', () => {
 
   it('asks the gateway to keep the video only when the server wants it', () => {
     expect(storageOptionsFor({ keepDays: 0, publicLink: false }, 'v.mp4')).toBeUndefined();
-    expect(storageOptionsFor({ keepDays: 7, publicLink: true }, 'v.mp4')).toEqual({ filename: 'v.mp4', expires_after: 604_800, public_url: true });
+    expect(storageOptionsFor({ keepDays: 7, publicLink: true }, 'v.mp4')).toEqual({
+      filename: 'v.mp4',
+      expires_after: 604_800,
+      public_url: true,
+    });
   });
 
   it.each([
@@ -123,7 +140,8 @@ describe('building a generation request from /video options', () => {
 
 describe('attachment links of a request sent again', () => {
   const now = Date.UTC(2026, 0, 2);
-  const link = (expiresAt: number) => `https://cdn.discordapp.com/attachments/1/2/a.png?ex=${Math.floor(expiresAt / 1000).toString(16)}&is=65a0b1c2&hm=0f1e2d`;
+  const link = (expiresAt: number) =>
+    `https://cdn.discordapp.com/attachments/1/2/a.png?ex=${Math.floor(expiresAt / 1000).toString(16)}&is=65a0b1c2&hm=0f1e2d`;
 
   it('finds an expired Discord attachment anywhere in the stored request', () => {
     expect(hasExpiredAttachmentLink({ model: 'm', image: { url: link(now - 1000) } }, now)).toBe(true);

@@ -39,8 +39,12 @@ describe('wake word matching', () => {
   it('reads wake_words as a comma-separated list and refuses names without letters, naming the option', () => {
     expect(parseWakeWords(' Robo , Hey Pixel,, ')).toEqual(['Robo', 'Hey Pixel']);
     expect(parseWakeWords(',')).toEqual([]);
-    expect(checkVoiceSettingsChange({ wakeWords: ['Robo', '!!!'] }, 'svc')).toBe('`wake_words`: "!!!" has no letters or digits to listen for.');
-    expect(checkVoiceSettingsChange({ wakeWords: Array.from({ length: 11 }, (_, index) => `name${index}`) }, 'svc')).toMatch(/^`wake_words` can list at most 10 names/);
+    expect(checkVoiceSettingsChange({ wakeWords: ['Robo', '!!!'] }, 'svc')).toBe(
+      '`wake_words`: "!!!" has no letters or digits to listen for.',
+    );
+    expect(checkVoiceSettingsChange({ wakeWords: Array.from({ length: 11 }, (_, index) => `name${index}`) }, 'svc')).toMatch(
+      /^`wake_words` can list at most 10 names/,
+    );
     expect(checkVoiceSettingsChange({ wakeWords: ['Robo'], respond: 'when_named' }, 'svc')).toBeUndefined();
   });
 });

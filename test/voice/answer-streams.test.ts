@@ -24,7 +24,7 @@ describe('answer streams', () => {
     expect(answers.cutOff('resp_1')).toMatchObject({ itemId: 'item_1', contentIndex: 1 });
   });
 
-  it('learns the item from conversation.item.created only when it is the assistant\'s', () => {
+  it("learns the item from conversation.item.created only when it is the assistant's", () => {
     const answers = new AnswerStreams();
     answers.responseCreated(undefined);
     answers.itemAdded(undefined, 'user_item', 'user');
@@ -68,7 +68,10 @@ describe('answer streams', () => {
     expect(answers.audioDone(ids)).toBeUndefined();
     expect(answers.isCutOff(ids.responseId, ids.itemId)).toBe(true);
     answers.responseCreated(ids.responseId === undefined ? undefined : 'resp_2');
-    const next = answers.audio({ responseId: ids.responseId === undefined ? undefined : 'resp_2', itemId: ids.itemId === undefined ? undefined : 'item_2' });
+    const next = answers.audio({
+      responseId: ids.responseId === undefined ? undefined : 'resp_2',
+      itemId: ids.itemId === undefined ? undefined : 'item_2',
+    });
     expect(next).toBeDefined();
     expect(next?.key).not.toBe(stream.key);
   });

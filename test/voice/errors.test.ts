@@ -10,12 +10,21 @@ function error(fields: Partial<Extract<RealtimeServerEvent, { type: 'error' }>>)
 
 describe('routine realtime errors', () => {
   it.each([
-    ['an answer to the bot\'s own cancel, whatever its code', error({ code: 'x', message: 'Cannot do that.', clientEventType: 'response.cancel' })],
-    ['an answer to the bot\'s own truncate', error({ code: 'item_not_found', message: 'No such item.', clientEventType: 'conversation.item.truncate' })],
-    ['the emulator\'s cancel race', error({ code: 'response_cancel_not_active', message: 'There is no active response to cancel.' })],
+    [
+      "an answer to the bot's own cancel, whatever its code",
+      error({ code: 'x', message: 'Cannot do that.', clientEventType: 'response.cancel' }),
+    ],
+    [
+      "an answer to the bot's own truncate",
+      error({ code: 'item_not_found', message: 'No such item.', clientEventType: 'conversation.item.truncate' }),
+    ],
+    ["the emulator's cancel race", error({ code: 'response_cancel_not_active', message: 'There is no active response to cancel.' })],
     ['a cancel race worded otherwise', error({ message: 'Cancellation failed: no active response found' })],
-    ['the emulator\'s session limit', error({ code: 'session_expired', message: 'The session reached its maximum duration.' })],
-    ['a session limit worded otherwise', error({ code: 'session_timeout', message: 'Your session hit the maximum duration of 120 minutes.' })],
+    ["the emulator's session limit", error({ code: 'session_expired', message: 'The session reached its maximum duration.' })],
+    [
+      'a session limit worded otherwise',
+      error({ code: 'session_timeout', message: 'Your session hit the maximum duration of 120 minutes.' }),
+    ],
   ])('%s is not told', (_label, event) => {
     expect(isRoutineRealtimeError(event)).toBe(true);
   });

@@ -59,7 +59,12 @@ async function startSession(): Promise<{ socket: ScriptedSocket; asked: VoiceVid
 }
 
 const outputs = (socket: ScriptedSocket) =>
-  socket.received.filter((event) => event.type === 'conversation.item.create' && (event.item as { type?: unknown } | undefined)?.type === 'function_call_output').map((event) => event.item as { call_id: string; output: string });
+  socket.received
+    .filter(
+      (event) =>
+        event.type === 'conversation.item.create' && (event.item as { type?: unknown } | undefined)?.type === 'function_call_output',
+    )
+    .map((event) => event.item as { call_id: string; output: string });
 const creates = (socket: ScriptedSocket) => socket.received.filter((event) => event.type === 'response.create').length;
 
 function functionCallItem(callId: string, name: string, args: string): Record<string, unknown> {
@@ -70,9 +75,19 @@ describe('function calls in a voice session', () => {
   it('acts on a call that appears only in response.done, answers it and asks for a response', async () => {
     const { socket, asked } = await startSession();
     socket.send({ type: 'response.created', response: { id: 'resp_1' } });
-    socket.send({ type: 'response.done', response: { id: 'resp_1', status: 'completed', output: [functionCallItem('call_1', 'generate_video', '{"prompt":"a fox surfing at sunset","duration":4}')] } });
+    socket.send({
+      type: 'response.done',
+      response: {
+        id: 'resp_1',
+        status: 'completed',
+        output: [functionCallItem('call_1', 'generate_video', '{"prompt":"a fox surfing at sunset","duration":4}')],
+      },
+    });
     const [output] = await realtime.waitFor(() => (outputs(socket).length > 0 ? outputs(socket) : undefined), 'the function output');
-    expect(output).toMatchObject({ call_id: 'call_1', output: JSON.stringify({ status: 'submitted', message: 'The video is being made: task t1.', task: 't1' }) });
+    expect(output).toMatchObject({
+      call_id: 'call_1',
+      output: JSON.stringify({ status: 'submitted', message: 'The video is being made: task t1.', task: 't1' }),
+    });
     await realtime.waitFor(() => (creates(socket) === 1 ? true : undefined), 'the response.create after the output');
     expect(asked).toEqual([{ prompt: 'a fox surfing at sunset', duration: 4, aspectRatio: undefined, resolution: undefined }]);
   });
@@ -81,30 +96,84 @@ describe('function calls in a voice session', () => {
     const { socket, asked } = await startSession();
     const args = '{"prompt":"a lighthouse"}';
     socket.send({ type: 'response.created', response: { id: 'resp_2' } });
-    socket.send({ type: 'response.output_item.added', response_id: 'resp_2', output_index: 0, item: { ...functionCallItem('call_2', 'generate_video', ''), status: 'in_progress' } });
-    socket.send({ type: 'response.function_call_arguments.delta', response_id: 'resp_2', item_id: 'item_call_2', call_id: 'call_2', delta: args });
-    socket.send({ type: 'response.function_call_arguments.done', response_id: 'resp_2', item_id: 'item_call_2', call_id: 'call_2', name: 'generate_video', arguments: args });
-    socket.send({ type: 'response.done', response: { id: 'resp_2', status: 'completed', output: [functionCallItem('call_2', 'generate_video', args), functionCallItem('call_3', 'generate_video', args), functionCallItem('call_4', 'video_status', '{}')] } });
+    socket.send({
+      type: 'response.output_item.added',
+      response_id: 'resp_2',
+      output_index: 0,
+      item: { ...functionCallItem('call_2', 'generate_video', ''), status: 'in_progress' },
+    });
+    socket.send({
+      type: 'response.function_call_arguments.delta',
+      response_id: 'resp_2',
+      item_id: 'item_call_2',
+      call_id: 'call_2',
+      delta: args,
+    });
+    socket.send({
+      type: 'response.function_call_arguments.done',
+      response_id: 'resp_2',
+      item_id: 'item_call_2',
+      call_id: 'call_2',
+      name: 'generate_video',
+      arguments: args,
+    });
+    socket.send({
+      type: 'response.done',
+      response: {
+        id: 'resp_2',
+        status: 'completed',
+        output: [
+          functionCallItem('call_2', 'generate_video', args),
+          functionCallItem('call_3', 'generate_video', args),
+          functionCallItem('call_4', 'video_status', '{}'),
+        ],
+      },
+    });
     const answered = await realtime.waitFor(() => (outputs(socket).length === 3 ? outputs(socket) : undefined), 'three outputs');
     expect(asked).toHaveLength(1);
     const byCall = new Map(answered.map((output) => [output.call_id, output.output]));
     expect([...byCall.keys()].sort()).toEqual(['call_2', 'call_3', 'call_4']);
     expect(byCall.get('call_3')).toBe(byCall.get('call_2'));
-    expect(JSON.parse(byCall.get('call_4')!)).toMatchObject({ status: 'not_done', message: expect.stringContaining('Only one action is carried out per request') });
+    expect(JSON.parse(byCall.get('call_4')!)).toMatchObject({
+      status: 'not_done',
+      message: expect.stringContaining('Only one action is carried out per request'),
+    });
   });
 
   it('answers an unknown function and malformed arguments with an output naming the problem', async () => {
     const { socket, asked } = await startSession();
     socket.send({ type: 'response.created', response: { id: 'resp_5' } });
-    socket.send({ type: 'response.done', response: { id: 'resp_5', status: 'completed', output: [functionCallItem('call_5', 'launch_rocket', '{}')] } });
-    const [unknown] = await realtime.waitFor(() => (outputs(socket).length === 1 ? outputs(socket) : undefined), 'the output for the unknown function');
-    expect(JSON.parse(unknown!.output)).toEqual({ status: 'invalid_arguments', message: 'There is no function "launch_rocket". The functions are generate_video and video_status.' });
+    socket.send({
+      type: 'response.done',
+      response: { id: 'resp_5', status: 'completed', output: [functionCallItem('call_5', 'launch_rocket', '{}')] },
+    });
+    const [unknown] = await realtime.waitFor(
+      () => (outputs(socket).length === 1 ? outputs(socket) : undefined),
+      'the output for the unknown function',
+    );
+    expect(JSON.parse(unknown!.output)).toEqual({
+      status: 'invalid_arguments',
+      message: 'There is no function "launch_rocket". The functions are generate_video and video_status.',
+    });
     // A new turn: its own call may act, but its arguments are not JSON.
     socket.send({ type: 'input_audio_buffer.committed', item_id: 'turn_2' });
     socket.send({ type: 'response.created', response: { id: 'resp_6' } });
-    socket.send({ type: 'response.function_call_arguments.done', response_id: 'resp_6', item_id: 'item_call_6', call_id: 'call_6', name: 'generate_video', arguments: '{"prompt": "a fox' });
-    const answered = await realtime.waitFor(() => (outputs(socket).length === 2 ? outputs(socket) : undefined), 'the output for malformed arguments');
-    expect(JSON.parse(answered[1]!.output)).toEqual({ status: 'invalid_arguments', message: 'The arguments of generate_video are not valid JSON; nothing was done.' });
+    socket.send({
+      type: 'response.function_call_arguments.done',
+      response_id: 'resp_6',
+      item_id: 'item_call_6',
+      call_id: 'call_6',
+      name: 'generate_video',
+      arguments: '{"prompt": "a fox',
+    });
+    const answered = await realtime.waitFor(
+      () => (outputs(socket).length === 2 ? outputs(socket) : undefined),
+      'the output for malformed arguments',
+    );
+    expect(JSON.parse(answered[1]!.output)).toEqual({
+      status: 'invalid_arguments',
+      message: 'The arguments of generate_video are not valid JSON; nothing was done.',
+    });
     expect(asked).toEqual([]);
     expect(session?.state).toBe('live');
   });
@@ -112,26 +181,52 @@ describe('function calls in a voice session', () => {
   it('does not act on a call in an answer the member talked over, and tells the model without asking for another answer', async () => {
     const { socket, calls } = await startSession();
     socket.send({ type: 'response.created', response: { id: 'resp_7' } });
-    socket.send({ type: 'response.output_item.added', response_id: 'resp_7', output_index: 0, item: { id: 'item_audio_7', type: 'message', role: 'assistant' } });
+    socket.send({
+      type: 'response.output_item.added',
+      response_id: 'resp_7',
+      output_index: 0,
+      item: { id: 'item_audio_7', type: 'message', role: 'assistant' },
+    });
     const pcm = generateTone({ hz: 440, ms: 1500, amplitude: 0.4, format: REALTIME_PCM });
     for (let offset = 0; offset < pcm.length; offset += 2400) {
-      socket.send({ type: 'response.output_audio.delta', response_id: 'resp_7', item_id: 'item_audio_7', delta: samplesToBytes(pcm.subarray(offset, offset + 2400)).toString('base64') });
+      socket.send({
+        type: 'response.output_audio.delta',
+        response_id: 'resp_7',
+        item_id: 'item_audio_7',
+        delta: samplesToBytes(pcm.subarray(offset, offset + 2400)).toString('base64'),
+      });
     }
     await voice.waitForBotAudio(GUILD_ID, (frames) => audible(frames).length >= 5, 10_000);
     // The member speaks over the answer: the session cancels it; the gateway then ends it with the call it was making.
     socket.send({ type: 'input_audio_buffer.speech_started', item_id: 'turn_8' });
     await realtime.waitFor(() => (socket.received.some((event) => event.type === 'response.cancel') ? true : undefined), 'the cancel');
     const createsBefore = creates(socket);
-    socket.send({ type: 'response.done', response: { id: 'resp_7', status: 'cancelled', output: [functionCallItem('call_7', 'generate_video', '{"prompt":"a fox"}')] } });
-    const [output] = await realtime.waitFor(() => (outputs(socket).length === 1 ? outputs(socket) : undefined), 'the output of the call talked over');
+    socket.send({
+      type: 'response.done',
+      response: { id: 'resp_7', status: 'cancelled', output: [functionCallItem('call_7', 'generate_video', '{"prompt":"a fox"}')] },
+    });
+    const [output] = await realtime.waitFor(
+      () => (outputs(socket).length === 1 ? outputs(socket) : undefined),
+      'the output of the call talked over',
+    );
     expect(JSON.parse(output!.output)).toMatchObject({ status: 'not_done' });
     expect(calls).toEqual([]);
     // No answer is asked for it: the member's new turn is what gets answered. A call of that turn acts
     // (the only response.create since is its own, which comes after everything sent before it).
     socket.send({ type: 'input_audio_buffer.committed', item_id: 'turn_8' });
     socket.send({ type: 'response.created', response: { id: 'resp_9' } });
-    socket.send({ type: 'response.function_call_arguments.done', response_id: 'resp_9', item_id: 'item_call_9', call_id: 'call_9', name: 'video_status', arguments: '{}' });
-    await realtime.waitFor(() => (outputs(socket).length === 2 && creates(socket) > createsBefore ? true : undefined), 'the next turn\'s output and response.create');
+    socket.send({
+      type: 'response.function_call_arguments.done',
+      response_id: 'resp_9',
+      item_id: 'item_call_9',
+      call_id: 'call_9',
+      name: 'video_status',
+      arguments: '{}',
+    });
+    await realtime.waitFor(
+      () => (outputs(socket).length === 2 && creates(socket) > createsBefore ? true : undefined),
+      "the next turn's output and response.create",
+    );
     expect(creates(socket)).toBe(createsBefore + 1);
     expect(JSON.parse(outputs(socket)[1]!.output)).toMatchObject({ status: 'not_found' });
     expect(session?.state).toBe('live');

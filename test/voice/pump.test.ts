@@ -29,7 +29,7 @@ function pumpWith(silenceTailMs: number, options: { maxBacklogFrames?: number; f
 }
 
 describe('the input pump', () => {
-  it('sends a speaker\'s frame the moment it arrives, without waiting for a tick', () => {
+  it("sends a speaker's frame the moment it arrives, without waiting for a tick", () => {
     const { sent, arrive } = pumpWith(0);
     const start = performance.now();
     for (let packet = 0; packet < 3; packet++) {
@@ -63,7 +63,7 @@ describe('the input pump', () => {
     expect(sent.map((entry) => entry.pcm[0])).toEqual([1000, 1000]);
   });
 
-  it('mixes two speakers\' frames of one slot, and does not wait more than a frame for a missing one', () => {
+  it("mixes two speakers' frames of one slot, and does not wait more than a frame for a missing one", () => {
     const { sent, arrive } = pumpWith(0);
     // Both start talking (each first packet goes out alone: the other was not speaking yet).
     arrive('a', 100);
@@ -112,4 +112,3 @@ describe('the input pump', () => {
     expect(vi.getTimerCount()).toBe(0);
   });
 });
-

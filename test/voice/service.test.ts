@@ -46,7 +46,15 @@ beforeAll(async () => {
   await ready;
   store = await openStore('sqlite://:memory:', silentLogger);
   clients = new GatewayClientPool({ baseUrl: emulator.baseUrl, log: silentLogger });
-  settings = new SettingsService({ store, clients, log: silentLogger, operatorKey: 'emulator-key', defaultLayer: 'native', gatewayVendor: 'svc', encryptionSecret: undefined });
+  settings = new SettingsService({
+    store,
+    clients,
+    log: silentLogger,
+    operatorKey: 'emulator-key',
+    defaultLayer: 'native',
+    gatewayVendor: 'svc',
+    encryptionSecret: undefined,
+  });
   service = new VoiceService({
     client,
     outbox: new DiscordOutbox(client.rest),
@@ -74,14 +82,20 @@ describe('the voice service', () => {
     const seen = new Promise((resolve) => client.once(Events.VoiceStateUpdate, resolve));
     discord.joinVoice(guild.member, guild.id, guild.voiceChannelId);
     await seen;
-    expect(await service.join(guild.id, guild.voiceChannelId, guild.textChannelId)).toMatchObject({ ok: true, encryption: { encrypted: true, ready: true } });
+    expect(await service.join(guild.id, guild.voiceChannelId, guild.textChannelId)).toMatchObject({
+      ok: true,
+      encryption: { encrypted: true, ready: true },
+    });
 
     clock += 119_000;
     await nextLook();
     expect(service.isIn(guild.id)).toBe(true);
 
     clock += 2_000;
-    await discord.waitForMessage(guild.textChannelId, (message) => message.content === `Stopped listening in <#${guild.voiceChannelId}> (nobody spoke for 2 minutes).`);
+    await discord.waitForMessage(
+      guild.textChannelId,
+      (message) => message.content === `Stopped listening in <#${guild.voiceChannelId}> (nobody spoke for 2 minutes).`,
+    );
     expect(service.isIn(guild.id)).toBe(false);
     await discord.voice.waitForBotDisconnect(guild.id);
   });

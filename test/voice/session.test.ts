@@ -8,7 +8,16 @@ import { samplesToBytes } from '../../src/voice/audio/format.ts';
 import type { VoiceSettings } from '../../src/ports/voice-settings.ts';
 import { defaultVoiceSettings } from '../../src/settings/voice-settings.ts';
 import type { VoiceSession, VoiceSessionMetrics, VoiceSessionOptions } from '../../src/voice/session.ts';
-import { analyzeTone, audible, type BotAudioFrame, byTone, generateTone, joinFramePcm, REALTIME_PCM, type VoiceServer } from 'discord-standin';
+import {
+  analyzeTone,
+  audible,
+  type BotAudioFrame,
+  byTone,
+  generateTone,
+  joinFramePcm,
+  REALTIME_PCM,
+  type VoiceServer,
+} from 'discord-standin';
 import type { ScriptedRealtime, ScriptedSocket } from '../support/scripted-realtime.ts';
 import { startScriptedSession, startScriptedVoice, type ScriptedVoice } from '../support/scripted-voice.ts';
 
@@ -92,7 +101,9 @@ describe('a voice session against a spec-faithful gateway', () => {
   it('plays audio deltas that carry nothing but `delta`, under either name', async () => {
     const { socket } = await startSession();
     socket.send({ type: 'response.created' });
-    deltas(tone(440, 300)).forEach((delta, index) => socket.send({ type: index % 2 === 0 ? 'response.output_audio.delta' : 'response.audio.delta', delta }));
+    deltas(tone(440, 300)).forEach((delta, index) =>
+      socket.send({ type: index % 2 === 0 ? 'response.output_audio.delta' : 'response.audio.delta', delta }),
+    );
     socket.send({ type: 'response.output_audio.done' });
     socket.send({ type: 'response.done' });
     const frames = await heard(14);
@@ -118,12 +129,27 @@ describe('a voice session against a spec-faithful gateway', () => {
 
   it('tells the channel about errors people should know of, once, and keeps routine ones to the log', async () => {
     const { socket, problems } = await startSession();
-    socket.send({ type: 'error', error: { type: 'invalid_request_error', code: 'session_expired', message: 'The session reached its maximum duration.', param: null, event_id: null } });
+    socket.send({
+      type: 'error',
+      error: {
+        type: 'invalid_request_error',
+        code: 'session_expired',
+        message: 'The session reached its maximum duration.',
+        param: null,
+        event_id: null,
+      },
+    });
     socket.send({ type: 'error', error: 'You exceeded your current quota.', code: 'insufficient_quota' });
     socket.send({ type: 'error', error: 'You exceeded your current quota.', code: 'insufficient_quota' });
-    socket.send({ type: 'error', error: { type: 'server_error', code: 'server_error', message: 'The server had an error.', param: null, event_id: null } });
+    socket.send({
+      type: 'error',
+      error: { type: 'server_error', code: 'server_error', message: 'The server had an error.', param: null, event_id: null },
+    });
     await realtime.waitFor(() => (problems.length >= 2 ? true : undefined), 'the problems told');
-    expect(problems).toEqual(['The voice model reported a problem: You exceeded your current quota.', 'The voice model reported a problem: The server had an error.']);
+    expect(problems).toEqual([
+      'The voice model reported a problem: You exceeded your current quota.',
+      'The voice model reported a problem: The server had an error.',
+    ]);
   });
 
   it('on a barge-in after a fast gateway delivered the whole answer: cancels, truncates to what was heard, and plays the next answer', async () => {
@@ -131,7 +157,8 @@ describe('a voice session against a spec-faithful gateway', () => {
     socket.send({ type: 'response.created', response: { id: 'resp_1' } });
     socket.send({ type: 'response.output_item.added', response_id: 'resp_1', item: { id: 'item_1', role: 'assistant' } });
     // The whole answer and its end arrive at once, long before they can be played: no item_id on the deltas.
-    for (const delta of deltas(tone(440, 2000))) socket.send({ type: 'response.output_audio.delta', response_id: 'resp_1', content_index: 1, delta });
+    for (const delta of deltas(tone(440, 2000)))
+      socket.send({ type: 'response.output_audio.delta', response_id: 'resp_1', content_index: 1, delta });
     socket.send({ type: 'response.output_audio.done', response_id: 'resp_1' });
     socket.send({ type: 'response.done', response: { id: 'resp_1', status: 'completed' } });
     await heard(15);
@@ -140,10 +167,20 @@ describe('a voice session against a spec-faithful gateway', () => {
     // The cancel goes out although response.done came: the gateway said nothing was active, which is fine.
     const cancel = socket.sent('response.cancel')[0];
     expect(cancel).toBeDefined();
-    socket.send({ type: 'error', error: { type: 'invalid_request_error', code: 'response_cancel_not_active', message: 'There is no active response to cancel.', param: null, event_id: cancel?.event_id } });
+    socket.send({
+      type: 'error',
+      error: {
+        type: 'invalid_request_error',
+        code: 'response_cancel_not_active',
+        message: 'There is no active response to cancel.',
+        param: null,
+        event_id: cancel?.event_id,
+      },
+    });
 
     socket.send({ type: 'response.created', response: { id: 'resp_2' } });
-    for (const delta of deltas(tone(880, 300))) socket.send({ type: 'response.output_audio.delta', response_id: 'resp_2', item_id: 'item_2', delta });
+    for (const delta of deltas(tone(880, 300)))
+      socket.send({ type: 'response.output_audio.delta', response_id: 'resp_2', item_id: 'item_2', delta });
     socket.send({ type: 'response.output_audio.done', response_id: 'resp_2', item_id: 'item_2' });
     const frames = await voice.waitForBotAudio(GUILD_ID, (received) => split(received).second.length >= 14, 10_000);
     const { first, second } = split(frames);
@@ -159,16 +196,19 @@ describe('a voice session against a spec-faithful gateway', () => {
     const { socket, problems } = await startSession();
     const answer = deltas(tone(440, 2000));
     socket.send({ type: 'response.created', response: { id: 'resp_1' } });
-    for (const delta of answer.slice(0, 6)) socket.send({ type: 'response.output_audio.delta', response_id: 'resp_1', item_id: 'item_1', content_index: 0, delta });
+    for (const delta of answer.slice(0, 6))
+      socket.send({ type: 'response.output_audio.delta', response_id: 'resp_1', item_id: 'item_1', content_index: 0, delta });
     await heard(5);
     socket.send({ type: 'input_audio_buffer.speech_started', audio_start_ms: 0 });
     await realtime.waitFor(() => socket.sent('conversation.item.truncate')[0], 'the truncate');
     // Still in flight when the cancel crossed them: a delta alone fills the pre-buffer if it is let through.
-    for (const delta of answer.slice(6, 12)) socket.send({ type: 'response.output_audio.delta', response_id: 'resp_1', item_id: 'item_1', content_index: 0, delta });
+    for (const delta of answer.slice(6, 12))
+      socket.send({ type: 'response.output_audio.delta', response_id: 'resp_1', item_id: 'item_1', content_index: 0, delta });
     socket.send({ type: 'response.output_audio.done', response_id: 'resp_1', item_id: 'item_1' });
     socket.send({ type: 'response.done', response: { id: 'resp_1', status: 'cancelled' } });
     socket.send({ type: 'response.created', response: { id: 'resp_2' } });
-    for (const delta of deltas(tone(880, 300))) socket.send({ type: 'response.output_audio.delta', response_id: 'resp_2', item_id: 'item_2', delta });
+    for (const delta of deltas(tone(880, 300)))
+      socket.send({ type: 'response.output_audio.delta', response_id: 'resp_2', item_id: 'item_2', delta });
     socket.send({ type: 'response.output_audio.done', response_id: 'resp_2', item_id: 'item_2' });
     const frames = await voice.waitForBotAudio(GUILD_ID, (received) => split(received).second.length >= 14, 10_000);
     const { first, second } = split(frames);
@@ -188,7 +228,9 @@ describe('a voice session against a spec-faithful gateway', () => {
     realtime.refusals.push(401, 401, 401);
     socket.close(1011, 'restarting');
     await realtime.waitFor(() => reasons[0], 'giving up');
-    expect(reasons).toEqual(["The gateway refused the server's key (401 invalid_api_key): a server admin can set a working one with `/config key`."]);
+    expect(reasons).toEqual([
+      "The gateway refused the server's key (401 invalid_api_key): a server admin can set a working one with `/config key`.",
+    ]);
     expect(realtime.refused - refusedBefore).toBe(1);
     expect(started.state).toBe('closed');
   });
@@ -204,7 +246,9 @@ describe('a voice session against a spec-faithful gateway', () => {
     realtime.refusals.push(503, 503, 503, 503, 503);
     socket.close(1011, 'restarting');
     await realtime.waitFor(() => reasons[0], 'giving up');
-    expect(reasons[0]).toMatch(/^The voice model could not be reached after 3 attempts \(last: the gateway refused the realtime connection with HTTP 503/);
+    expect(reasons[0]).toMatch(
+      /^The voice model could not be reached after 3 attempts \(last: the gateway refused the realtime connection with HTTP 503/,
+    );
     expect(realtime.refused - refusedBefore).toBe(3);
     expect(started.state).toBe('closed');
   });
@@ -231,10 +275,15 @@ describe('a voice session against a spec-faithful gateway', () => {
         },
       };
       // The window opens 1 s into a 3 s session; the renewal is forced 100 ms before its end.
-      const { session: started, socket } = await startSession({ sessionLimitMs: 3000, renewal: { windowMs: 2000, marginMs: 100 }, metrics });
+      const { session: started, socket } = await startSession({
+        sessionLimitMs: 3000,
+        renewal: { windowMs: 2000, marginMs: 100 },
+        metrics,
+      });
       started.on('state', (state) => states.push(state));
       socket.send({ type: 'response.created', response: { id: 'resp_1' } });
-      for (const delta of deltas(tone(440, 1600))) socket.send({ type: 'response.output_audio.delta', response_id: 'resp_1', item_id: 'item_1', delta });
+      for (const delta of deltas(tone(440, 1600)))
+        socket.send({ type: 'response.output_audio.delta', response_id: 'resp_1', item_id: 'item_1', delta });
       socket.send({ type: 'response.output_audio.done', response_id: 'resp_1', item_id: 'item_1' });
       socket.send({ type: 'response.done', response: { id: 'resp_1', status: 'completed' } });
       await realtime.waitFor(() => socket.closedWith, 'the renewal', 5000);
@@ -265,7 +314,16 @@ describe('a voice session against a spec-faithful gateway', () => {
 
     it('learns a shorter limit from a gateway that ends a session early, and renews before it next time', async () => {
       const { socket } = await startSession();
-      socket.send({ type: 'error', error: { type: 'invalid_request_error', code: 'session_expired', message: 'Your session hit the maximum duration.', param: null, event_id: null } });
+      socket.send({
+        type: 'error',
+        error: {
+          type: 'invalid_request_error',
+          code: 'session_expired',
+          message: 'Your session hit the maximum duration.',
+          param: null,
+          event_id: null,
+        },
+      });
       socket.close(1000, 'session expired');
       // Reopened at once; that session is renewed by the bot before the same lifetime runs out.
       const second = await realtime.waitFor(() => realtime.sockets[realtime.sockets.indexOf(socket) + 1], 'the reopened session');

@@ -4,9 +4,14 @@ import { parseToolCall, runToolCall, VOICE_TOOLS } from '../../src/voice/tools.t
 
 // The arguments the model sends are untrusted: each problem becomes an output naming it, never a throw.
 describe('voice tool arguments', () => {
-  it('declares generate_video and video_status with the contract\'s argument names', () => {
+  it("declares generate_video and video_status with the contract's argument names", () => {
     expect(VOICE_TOOLS.map((tool) => tool.name)).toEqual(['generate_video', 'video_status']);
-    expect(Object.keys((VOICE_TOOLS[0]!.parameters as { properties: object }).properties)).toEqual(['prompt', 'duration', 'aspect_ratio', 'resolution']);
+    expect(Object.keys((VOICE_TOOLS[0]!.parameters as { properties: object }).properties)).toEqual([
+      'prompt',
+      'duration',
+      'aspect_ratio',
+      'resolution',
+    ]);
   });
 
   it('accepts a prompt with optional duration, aspect_ratio and resolution', () => {
@@ -49,9 +54,15 @@ describe('voice tool arguments', () => {
       status: () => Promise.resolve({ status: 'not_found', message: 'none' }),
     };
     const caller: VoiceCaller = { guildId: 'g', channelId: 'c', userId: 'u', roleIds: [], isServerManager: false };
-    expect(JSON.parse(await runToolCall(requests, caller, 'generate_video', '{"prompt":"a fox"}'))).toEqual({ status: 'submitted', message: 'The video is being made: task abc.', task: 'abc' });
+    expect(JSON.parse(await runToolCall(requests, caller, 'generate_video', '{"prompt":"a fox"}'))).toEqual({
+      status: 'submitted',
+      message: 'The video is being made: task abc.',
+      task: 'abc',
+    });
     expect(JSON.parse(await runToolCall(requests, caller, 'nope', '{}'))).toMatchObject({ status: 'invalid_arguments' });
-    expect(JSON.parse(await runToolCall(requests, undefined, 'generate_video', '{"prompt":"a fox"}'))).toMatchObject({ status: 'not_done' });
+    expect(JSON.parse(await runToolCall(requests, undefined, 'generate_video', '{"prompt":"a fox"}'))).toMatchObject({
+      status: 'not_done',
+    });
     expect(calls).toEqual(['u:a fox']);
   });
 });

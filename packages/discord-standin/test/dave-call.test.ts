@@ -25,10 +25,17 @@ function bot(): BotMember {
 }
 
 /** Everyone's view of the group: epoch, authenticator (hex) and roster. */
-function views(theBot: BotMember, members: readonly SimMember[]): { epoch: bigint | undefined; authenticator: string | undefined; roster: string[] }[] {
+function views(
+  theBot: BotMember,
+  members: readonly SimMember[],
+): { epoch: bigint | undefined; authenticator: string | undefined; roster: string[] }[] {
   return [
     { epoch: theBot.epoch, authenticator: theBot.epochAuthenticator?.toString('hex'), roster: [...theBot.userIds()].sort() },
-    ...members.map(({ client }) => ({ epoch: client.epoch, authenticator: client.epochAuthenticator?.toString('hex'), roster: client.members().sort() })),
+    ...members.map(({ client }) => ({
+      epoch: client.epoch,
+      authenticator: client.epochAuthenticator?.toString('hex'),
+      roster: client.members().sort(),
+    })),
   ];
 }
 
@@ -50,7 +57,10 @@ function expectFramesBothWays(theBot: BotMember, member: SimMember): void {
 /** Resolves once the call is at rest with the bot and every member sending in `epoch`. */
 function atEpoch(theBot: BotMember, members: readonly SimMember[], epoch: bigint): Promise<true> {
   return test.until(
-    () => test.call.settled() && theBot.epoch === epoch && members.every(({ client }) => client.sendingEpoch === epoch && client.epoch === epoch && !client.busy),
+    () =>
+      test.call.settled() &&
+      theBot.epoch === epoch &&
+      members.every(({ client }) => client.sendingEpoch === epoch && client.epoch === epoch && !client.busy),
     `everyone at epoch ${epoch}`,
   );
 }
@@ -73,8 +83,16 @@ describe('a DAVE call between the bot and simulated members', () => {
     const commits = test.call.history.filter((event) => event.type === 'commit');
     expect(commits).toHaveLength(1);
     // The loser's commit, for epoch 0, came after the winner's: dropped, never announced.
-    expect(test.call.history.filter((event) => event.type === 'droppedCommit')).toEqual([expect.objectContaining({ reason: expect.stringContaining('epoch 0') })]);
-    expect(test.call.state()).toMatchObject({ protocolVersion: 1, epoch: 1n, pendingTransition: undefined, proposalsInFlight: 0, lastTransitionId: 1 });
+    expect(test.call.history.filter((event) => event.type === 'droppedCommit')).toEqual([
+      expect.objectContaining({ reason: expect.stringContaining('epoch 0') }),
+    ]);
+    expect(test.call.state()).toMatchObject({
+      protocolVersion: 1,
+      epoch: 1n,
+      pendingTransition: undefined,
+      proposalsInFlight: 0,
+      lastTransitionId: 1,
+    });
     expectFramesBothWays(theBot, alice);
     // The wrapper sent op 23 and executed op 22: its last transition is the one announced.
     await test.until(() => theBot.session.lastTransitionId === 1, 'the bot to execute transition 1');
@@ -126,10 +144,18 @@ describe('a DAVE call between the bot and simulated members', () => {
     const { theBot, alice } = await bothIn();
     test.call.disconnect(alice.participant);
     alice.client.close();
-    await test.until(() => test.call.history.some((event) => event.type === 'soleMemberReset') && test.call.history.at(-1)?.type === 'proposals');
+    await test.until(
+      () => test.call.history.some((event) => event.type === 'soleMemberReset') && test.call.history.at(-1)?.type === 'proposals',
+    );
 
     expect(test.call.history.filter((event) => event.type === 'soleMemberReset')).toEqual([{ type: 'soleMemberReset', userId: BOT_ID }]);
-    expect(theBot.debug).toEqual(expect.arrayContaining(['Preparing for epoch (1)', 'Session reinitialized for protocol version 1', 'Transition executed (v1 -> v1, id: 0)']));
+    expect(theBot.debug).toEqual(
+      expect.arrayContaining([
+        'Preparing for epoch (1)',
+        'Session reinitialized for protocol version 1',
+        'Transition executed (v1 -> v1, id: 0)',
+      ]),
+    );
     expect(test.call.state()).toMatchObject({ epoch: undefined, groupMembers: [], lastTransitionId: 0 });
     // Alone, the bot has nobody to encrypt for: its session is not ready, its frames go in the clear.
     expect(theBot.session.encrypt(OPUS)).toEqual(OPUS);
@@ -179,7 +205,9 @@ describe('faults on demand', () => {
     await test.until(() => test.call.settled() && theBot.epoch !== undefined && theBot.epoch > 2n);
     await atEpoch(theBot, [alice, bob], theBot.epoch ?? 0n);
 
-    expect(test.call.history.filter((event) => event.type === 'invalidReport')).toEqual([{ type: 'invalidReport', userId: BOT_ID, transitionId: 2 }]);
+    expect(test.call.history.filter((event) => event.type === 'invalidReport')).toEqual([
+      { type: 'invalidReport', userId: BOT_ID, transitionId: 2 },
+    ]);
     expect(theBot.debug.some((line) => line.startsWith('MLS commit errored from transition 2'))).toBe(true);
     // Removed and re-added: in one commit or two, the bot is back in the group with both members.
     expectAgreement(theBot, [alice, bob], theBot.epoch ?? 0n);
@@ -198,7 +226,9 @@ describe('faults on demand', () => {
     await test.until(() => test.call.settled() && theBot.epoch !== undefined && theBot.epoch > 2n);
     await atEpoch(theBot, [alice, bob], theBot.epoch ?? 0n);
 
-    expect(test.call.history.filter((event) => event.type === 'invalidReport')).toEqual([{ type: 'invalidReport', userId: BOB, transitionId: 2 }]);
+    expect(test.call.history.filter((event) => event.type === 'invalidReport')).toEqual([
+      { type: 'invalidReport', userId: BOB, transitionId: 2 },
+    ]);
     expectAgreement(theBot, [alice, bob], theBot.epoch ?? 0n);
     expectFramesBothWays(theBot, bob);
   });
@@ -213,7 +243,9 @@ describe('faults on demand', () => {
     await held.held;
     await test.until(() => test.call.history.some((event) => event.type === 'transitionExecuted' && event.transitionId === 2));
 
-    expect(test.call.history.find((event) => event.type === 'transitionExecuted' && event.transitionId === 2)).toMatchObject({ timedOutWaitingFor: [BOB] });
+    expect(test.call.history.find((event) => event.type === 'transitionExecuted' && event.transitionId === 2)).toMatchObject({
+      timedOutWaitingFor: [BOB],
+    });
     expect(bob.client.epoch).toBeUndefined();
     expect(bob.client.heardBy(BOT_ID)).toBe(false);
     // What the bot says now, Bob cannot open yet.
@@ -236,7 +268,11 @@ describe('faults on demand', () => {
 
     expect(test.call.history.filter((event) => event.type === 'commit').at(-1)).toMatchObject({ transitionId: 0 });
     expect(test.call.state().lastTransitionId).toBe(0);
-    expect(theBot.debug.some((line) => line === 'MLS commit processed (transition id: 0)' || line === 'MLS welcome processed (transition id: 0)')).toBe(true);
+    expect(
+      theBot.debug.some(
+        (line) => line === 'MLS commit processed (transition id: 0)' || line === 'MLS welcome processed (transition id: 0)',
+      ),
+    ).toBe(true);
     expect(theBot.session.lastTransitionId).toBe(0);
     expectAgreement(theBot, [alice, bob], 2n);
     expectFramesBothWays(theBot, bob);
@@ -260,7 +296,13 @@ describe('faults on demand', () => {
     const legacy = test.member(BOB, { dave: false });
     theBot.connected.add(BOB);
     test.call.connect(legacy.participant);
-    await test.until(() => test.call.settled() && test.call.state().protocolVersion === 0 && alice.client.protocolVersion === 0 && theBot.debug.includes('Session downgraded'));
+    await test.until(
+      () =>
+        test.call.settled() &&
+        test.call.state().protocolVersion === 0 &&
+        alice.client.protocolVersion === 0 &&
+        theBot.debug.includes('Session downgraded'),
+    );
 
     expect(test.call.history.find((event) => event.type === 'downgrade')).toBeDefined();
     expect(theBot.debug).toContain('Session downgraded');

@@ -43,7 +43,9 @@ export class BotMember implements DaveParticipant {
     this.session = new DAVESession(1, userId, channelId, {});
     this.session.on('debug', (message: string) => this.debug.push(message));
     this.session.on('keyPackage', (keyPackage: Buffer) => this.#reply({ kind: 'binary', op: DaveOp.MlsKeyPackage, payload: keyPackage }));
-    this.session.on('invalidateTransition', (transitionId: number) => this.#reply({ kind: 'json', op: DaveOp.MlsInvalidCommitWelcome, transitionId }));
+    this.session.on('invalidateTransition', (transitionId: number) =>
+      this.#reply({ kind: 'json', op: DaveOp.MlsInvalidCommitWelcome, transitionId }),
+    );
   }
 
   /** Joins the call: SESSION_DESCRIPTION told the bot DAVE's version, so it makes its session (reinit). */
@@ -77,9 +79,11 @@ export class BotMember implements DaveParticipant {
         else if (op === 13) this.connected.delete(String(d.user_id));
         else if (op === DaveOp.PrepareTransition) {
           const transition = { transition_id: numberOf(d, 'transition_id'), protocol_version: numberOf(d, 'protocol_version') };
-          if (this.session.prepareTransition(transition)) this.#reply({ kind: 'json', op: DaveOp.TransitionReady, transitionId: transition.transition_id });
+          if (this.session.prepareTransition(transition))
+            this.#reply({ kind: 'json', op: DaveOp.TransitionReady, transitionId: transition.transition_id });
         } else if (op === DaveOp.ExecuteTransition) this.session.executeTransition(numberOf(d, 'transition_id'));
-        else if (op === DaveOp.PrepareEpoch) this.session.prepareEpoch({ epoch: numberOf(d, 'epoch'), protocol_version: numberOf(d, 'protocol_version') });
+        else if (op === DaveOp.PrepareEpoch)
+          this.session.prepareEpoch({ epoch: numberOf(d, 'epoch'), protocol_version: numberOf(d, 'protocol_version') });
       }),
     );
   }
@@ -95,7 +99,8 @@ export class BotMember implements DaveParticipant {
           const commit = this.session.processProposals(payload, this.connected);
           if (commit) this.#reply({ kind: 'binary', op: DaveOp.MlsCommitWelcome, payload: commit });
         } else if (op === DaveOp.MlsAnnounceCommitTransition || op === DaveOp.MlsWelcome) {
-          const { transitionId, success } = op === DaveOp.MlsWelcome ? this.session.processWelcome(payload) : this.session.processCommit(payload);
+          const { transitionId, success } =
+            op === DaveOp.MlsWelcome ? this.session.processWelcome(payload) : this.session.processCommit(payload);
           if (success && transitionId !== 0) this.#reply({ kind: 'json', op: DaveOp.TransitionReady, transitionId });
         }
       }),
@@ -171,8 +176,24 @@ export class TestCall {
 
   member(userId: string, options: { dave?: boolean } = {}): SimMember {
     if (options.dave === false) {
-      const participant: DaveParticipant = { userId, kind: 'simulated', maxProtocolVersion: 0, start: () => undefined, sendBinary: () => undefined, sendJson: () => undefined };
-      return { participant, client: new SimulatedDaveMember({ userId, channelId: this.channelId, send: () => undefined, changed: () => undefined, log: silentLogger }) };
+      const participant: DaveParticipant = {
+        userId,
+        kind: 'simulated',
+        maxProtocolVersion: 0,
+        start: () => undefined,
+        sendBinary: () => undefined,
+        sendJson: () => undefined,
+      };
+      return {
+        participant,
+        client: new SimulatedDaveMember({
+          userId,
+          channelId: this.channelId,
+          send: () => undefined,
+          changed: () => undefined,
+          log: silentLogger,
+        }),
+      };
     }
     const client = new SimulatedDaveMember({
       userId,

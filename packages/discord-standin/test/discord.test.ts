@@ -51,7 +51,12 @@ const probe = new SlashCommandBuilder()
     group
       .setName('group')
       .setDescription('a subcommand group')
-      .addSubcommand((sub) => sub.setName('inner').setDescription('in the group').addMentionableOption((option) => option.setName('target').setDescription('m').setRequired(true))),
+      .addSubcommand((sub) =>
+        sub
+          .setName('inner')
+          .setDescription('in the group')
+          .addMentionableOption((option) => option.setName('target').setDescription('m').setRequired(true)),
+      ),
   );
 
 const onMessage = new ContextMenuCommandBuilder().setName('Probe message').setType(ApplicationCommandType.Message);
@@ -89,7 +94,10 @@ describe('login and the gateway', () => {
   });
 
   it('records the registered commands, global and per server', async () => {
-    expect(discord.commands().map((command) => [command.name, command.type])).toEqual([['probe', 1], ['Probe message', 3]]);
+    expect(discord.commands().map((command) => [command.name, command.type])).toEqual([
+      ['probe', 1],
+      ['Probe message', 3],
+    ]);
     await client.application!.commands.set([probe.toJSON()], guild.id);
     expect(discord.commands(guild.id)).toEqual([expect.objectContaining({ name: 'probe', guild_id: guild.id })]);
     const fetched = await client.application!.commands.fetch({ guildId: guild.id });
@@ -175,9 +183,29 @@ describe('interactions', () => {
       channelId: guild.textChannelId,
       command: 'probe',
       subcommand: 'all',
-      options: { text: 'hi', count: 3, ratio: 0.5, flag: true, who: guild.admin, where: guild.voiceChannelId, role: guild.adminRoleId, file: { filename: 'a.txt', bytes: Buffer.from('hello'), contentType: 'text/plain' } },
+      options: {
+        text: 'hi',
+        count: 3,
+        ratio: 0.5,
+        flag: true,
+        who: guild.admin,
+        where: guild.voiceChannelId,
+        role: guild.adminRoleId,
+        file: { filename: 'a.txt', bytes: Buffer.from('hello'), contentType: 'text/plain' },
+      },
     });
-    expect(await seen).toEqual({ sub: 'all', text: 'hi', count: 3, ratio: 0.5, flag: true, who: guild.admin.id, where: guild.voiceChannelId, role: guild.adminRoleId, file: 'hello', limit: 1000 });
+    expect(await seen).toEqual({
+      sub: 'all',
+      text: 'hi',
+      count: 3,
+      ratio: 0.5,
+      flag: true,
+      who: guild.admin.id,
+      where: guild.voiceChannelId,
+      role: guild.adminRoleId,
+      file: 'hello',
+      limit: 1000,
+    });
     expect(await run.response()).toMatchObject({ type: 4, data: { content: 'ok', flags: 64 } });
   });
 
@@ -195,7 +223,17 @@ describe('interactions', () => {
       await interaction.reply({ content: 'ok', flags: MessageFlags.Ephemeral });
     };
     const run = (target: User | string) =>
-      discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'probe', group: 'group', subcommand: 'inner', options: { target } }).response();
+      discord
+        .runCommand({
+          user: guild.member,
+          guildId: guild.id,
+          channelId: guild.textChannelId,
+          command: 'probe',
+          group: 'group',
+          subcommand: 'inner',
+          options: { target },
+        })
+        .response();
     await run(guild.admin);
     await run(guild.adminRoleId);
     expect(seen).toEqual([
@@ -211,7 +249,14 @@ describe('interactions', () => {
       await interaction.editReply('done');
       await interaction.followUp({ content: 'more', flags: MessageFlags.Ephemeral });
     };
-    const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'probe', subcommand: 'all', options: { text: 'x' } });
+    const run = discord.runCommand({
+      user: guild.member,
+      guildId: guild.id,
+      channelId: guild.textChannelId,
+      command: 'probe',
+      subcommand: 'all',
+      options: { text: 'x' },
+    });
     expect((await run.response()).type).toBe(5);
     expect((await run.reply()).content).toBe('done');
     await discord.waitFor(() => run.followUps[0], 5000, 'a follow-up');
@@ -223,10 +268,19 @@ describe('interactions', () => {
       onInteraction = async (interaction) => {
         if (!interaction.isChatInputCommand()) return;
         await interaction.reply({ content: 'clip', files: [{ attachment: Buffer.alloc(800, 2), name: 'clip.mp4' }] });
-        await interaction.editReply({ files: [{ attachment: Buffer.alloc(1200, 2), name: 'big.mp4' }] }).then(() => resolve(undefined), resolve);
+        await interaction
+          .editReply({ files: [{ attachment: Buffer.alloc(1200, 2), name: 'big.mp4' }] })
+          .then(() => resolve(undefined), resolve);
       };
     });
-    const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'probe', subcommand: 'all', options: { text: 'x' } });
+    const run = discord.runCommand({
+      user: guild.member,
+      guildId: guild.id,
+      channelId: guild.textChannelId,
+      command: 'probe',
+      subcommand: 'all',
+      options: { text: 'x' },
+    });
     const error = await failure;
     expect(error).toBeInstanceOf(DiscordAPIError);
     expect(error).toMatchObject({ status: 413, code: 40005 });
@@ -244,7 +298,14 @@ describe('interactions', () => {
         await interaction.reply('too late').then(() => resolve(undefined), resolve);
       };
     });
-    const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'probe', subcommand: 'all', options: { text: 'x' } });
+    const run = discord.runCommand({
+      user: guild.member,
+      guildId: guild.id,
+      channelId: guild.textChannelId,
+      command: 'probe',
+      subcommand: 'all',
+      options: { text: 'x' },
+    });
     expect(await failure).toMatchObject({ code: 10062 });
   });
 
@@ -259,7 +320,14 @@ describe('interactions', () => {
       await expired;
       await interaction.editReply('late').then(() => done(undefined), done);
     };
-    const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'probe', subcommand: 'all', options: { text: 'x' } });
+    const run = discord.runCommand({
+      user: guild.member,
+      guildId: guild.id,
+      channelId: guild.textChannelId,
+      command: 'probe',
+      subcommand: 'all',
+      options: { text: 'x' },
+    });
     await run.response();
     discord.expireInteraction(run);
     expire();
@@ -269,12 +337,20 @@ describe('interactions', () => {
   it('routes a button click, a modal submit and autocomplete', async () => {
     const message = await channel().send({
       content: 'click',
-      components: [new ActionRowBuilder<ButtonBuilder>().addComponents(new ButtonBuilder().setCustomId('probe:go').setLabel('Go').setStyle(ButtonStyle.Primary))],
+      components: [
+        new ActionRowBuilder<ButtonBuilder>().addComponents(
+          new ButtonBuilder().setCustomId('probe:go').setLabel('Go').setStyle(ButtonStyle.Primary),
+        ),
+      ],
     });
     onInteraction = async (interaction) => {
       if (interaction.isButton()) {
         const modal = new ModalBuilder().setCustomId('probe:form').setTitle('Form');
-        modal.addComponents(new ActionRowBuilder<TextInputBuilder>().addComponents(new TextInputBuilder().setCustomId('answer').setLabel('Answer').setStyle(TextInputStyle.Short)));
+        modal.addComponents(
+          new ActionRowBuilder<TextInputBuilder>().addComponents(
+            new TextInputBuilder().setCustomId('answer').setLabel('Answer').setStyle(TextInputStyle.Short),
+          ),
+        );
         await interaction.showModal(modal);
       } else if (interaction.isModalSubmit()) {
         await interaction.reply({ content: `got ${interaction.fields.getTextInputValue('answer')}`, flags: MessageFlags.Ephemeral });
@@ -285,9 +361,23 @@ describe('interactions', () => {
     const stored = discord.messages(guild.textChannelId).find((entry) => entry.id === message.id)!;
     const click = discord.clickButton({ user: guild.member, message: stored, customId: 'probe:go' });
     expect(await click.modal()).toEqual({ customId: 'probe:form', inputs: ['answer'] });
-    const submit = discord.submitModal({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, customId: 'probe:form', fields: { answer: '42' } });
+    const submit = discord.submitModal({
+      user: guild.member,
+      guildId: guild.id,
+      channelId: guild.textChannelId,
+      customId: 'probe:form',
+      fields: { answer: '42' },
+    });
     expect((await submit.reply()).content).toBe('got 42');
-    const choices = await discord.autocomplete({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'probe', subcommand: 'all', options: { text: 'ca' }, focused: 'text' });
+    const choices = await discord.autocomplete({
+      user: guild.member,
+      guildId: guild.id,
+      channelId: guild.textChannelId,
+      command: 'probe',
+      subcommand: 'all',
+      options: { text: 'ca' },
+      focused: 'text',
+    });
     expect(choices).toEqual([{ name: 'ca!', value: 'v' }]);
   });
 });
@@ -300,7 +390,13 @@ describe('message commands', () => {
       channelId: guild.textChannelId,
       content: 'look',
       attachments: [{ filename: 'cat.png', bytes: picture, contentType: 'image/png' }],
-      embeds: [{ type: 'image', url: 'https://example.com/dog.gif', thumbnail: { url: 'https://example.com/dog.gif', proxy_url: 'https://media.example/dog.gif' } }],
+      embeds: [
+        {
+          type: 'image',
+          url: 'https://example.com/dog.gif',
+          thumbnail: { url: 'https://example.com/dog.gif', proxy_url: 'https://media.example/dog.gif' },
+        },
+      ],
     });
     expect(discord.uploads.some((upload) => upload.messageId === posted.id)).toBe(false);
     const seen = new Promise<Record<string, unknown>>((resolve) => {
@@ -310,7 +406,11 @@ describe('message commands', () => {
           const attachment = target.attachments.first();
           const bytes = attachment ? Buffer.from(await (await fetch(attachment.url)).arrayBuffer()) : undefined;
           const modal = new ModalBuilder().setCustomId('probe:on-message').setTitle('Form');
-          modal.addComponents(new ActionRowBuilder<TextInputBuilder>().addComponents(new TextInputBuilder().setCustomId('answer').setLabel('Answer').setStyle(TextInputStyle.Short)));
+          modal.addComponents(
+            new ActionRowBuilder<TextInputBuilder>().addComponents(
+              new TextInputBuilder().setCustomId('answer').setLabel('Answer').setStyle(TextInputStyle.Short),
+            ),
+          );
           await interaction.showModal(modal);
           resolve({
             name: interaction.commandName,
@@ -335,14 +435,24 @@ describe('message commands', () => {
       thumbnail: 'https://media.example/dog.gif',
     });
     expect(await run.modal()).toEqual({ customId: 'probe:on-message', inputs: ['answer'] });
-    const submit = discord.submitModal({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, customId: 'probe:on-message', fields: { answer: '7' } });
+    const submit = discord.submitModal({
+      user: guild.member,
+      guildId: guild.id,
+      channelId: guild.textChannelId,
+      customId: 'probe:on-message',
+      fields: { answer: '7' },
+    });
     expect((await submit.reply()).content).toBe('got 7');
   });
 
   it('runs a slash command only as a slash command, and a message command only on a message', () => {
     const posted = discord.postMessage({ user: guild.member, channelId: guild.textChannelId, content: 'plain' });
-    expect(() => discord.runMessageCommand({ user: guild.member, message: posted, command: 'probe' })).toThrow('probe is not a message command');
-    expect(() => discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'Probe message' })).toThrow('Probe message is not a slash command');
+    expect(() => discord.runMessageCommand({ user: guild.member, message: posted, command: 'probe' })).toThrow(
+      'probe is not a message command',
+    );
+    expect(() =>
+      discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'Probe message' }),
+    ).toThrow('Probe message is not a slash command');
   });
 });
 
@@ -351,7 +461,9 @@ describe('channel messages', () => {
     const fits = await channel().send({ files: [{ attachment: Buffer.alloc(900, 1), name: 'small.bin' }] });
     const stored = await discord.waitForMessage(guild.textChannelId, (message) => message.id === fits.id);
     expect(stored.attachments[0]?.bytes.length).toBe(900);
-    const error = await channel().send({ files: [{ attachment: Buffer.alloc(1100, 1), name: 'big.bin' }] }).catch((caught: unknown) => caught);
+    const error = await channel()
+      .send({ files: [{ attachment: Buffer.alloc(1100, 1), name: 'big.bin' }] })
+      .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(DiscordAPIError);
     expect(error).toMatchObject({ status: 413, code: 40005 });
   });
@@ -380,7 +492,9 @@ describe('channel messages', () => {
     const message = await channel().send('transcripts');
     const answer = await message.reply('noted');
     expect(answer.reference?.messageId).toBe(message.id);
-    expect(discord.messages(guild.textChannelId).find((entry) => entry.id === answer.id)?.messageReference).toEqual({ message_id: message.id });
+    expect(discord.messages(guild.textChannelId).find((entry) => entry.id === answer.id)?.messageReference).toEqual({
+      message_id: message.id,
+    });
     const thread = await message.startThread({ name: 'Voice transcripts' });
     expect(thread.parentId).toBe(guild.textChannelId);
     await thread.send('hello');

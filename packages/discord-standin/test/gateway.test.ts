@@ -61,7 +61,13 @@ describe('the handshake', () => {
     const { gateway, ready } = await identify(GUILDS | GUILD_VOICE_STATES);
     expect(ready.s).toBe(1);
     expect(gateway.frames.filter((frame) => frame.t === 'GUILD_CREATE')).toHaveLength(1);
-    expect(ready.d).toMatchObject({ v: 10, user: { id: discord.botUserId, bot: true }, guilds: [{ id: guild.id, unavailable: true }], application: { id: discord.applicationId }, shard: [0, 1] });
+    expect(ready.d).toMatchObject({
+      v: 10,
+      user: { id: discord.botUserId, bot: true },
+      guilds: [{ id: guild.id, unavailable: true }],
+      application: { id: discord.applicationId },
+      shard: [0, 1],
+    });
     expect(String(field(ready.d, 'resume_gateway_url'))).toBe(gatewayUrl);
     const created = gateway.frames.find((frame) => frame.t === 'GUILD_CREATE');
     expect(created?.d).toMatchObject({ id: guild.id, name: 'frames', unavailable: false, voice_states: [], threads: [] });
@@ -84,7 +90,14 @@ describe('the handshake', () => {
     });
     discord.runCommand({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, command: 'ping' });
     const byAdmin = await gateway.dispatch('INTERACTION_CREATE');
-    expect(byAdmin.d).toMatchObject({ type: 2, application_id: discord.applicationId, guild_id: guild.id, entitlements: [], attachment_size_limit: 4096, data: { name: 'ping', type: 1 } });
+    expect(byAdmin.d).toMatchObject({
+      type: 2,
+      application_id: discord.applicationId,
+      guild_id: guild.id,
+      entitlements: [],
+      attachment_size_limit: 4096,
+      data: { name: 'ping', type: 1 },
+    });
     const adminPermissions = BigInt(String(field(byAdmin.d, 'member', 'permissions')));
     expect(adminPermissions & PERMISSIONS.manageGuild).toBe(PERMISSIONS.manageGuild);
     expect(adminPermissions & PERMISSIONS.administrator).toBe(0n);
@@ -113,15 +126,22 @@ describe('messages on the gateway', () => {
   it('sends the bot its own messages with GUILD_MESSAGES, but never an ephemeral reply', async () => {
     const { gateway } = await identify(GUILDS | GUILD_MESSAGES);
     const headers = { authorization: `Bot ${discord.botToken}`, 'content-type': 'application/json' };
-    await fetch(`${discord.apiUrl}/v10/applications/${discord.applicationId}/commands`, { method: 'PUT', headers, body: JSON.stringify([{ name: 'ping', description: 'ping' }]) });
+    await fetch(`${discord.apiUrl}/v10/applications/${discord.applicationId}/commands`, {
+      method: 'PUT',
+      headers,
+      body: JSON.stringify([{ name: 'ping', description: 'ping' }]),
+    });
     const answer = async (flags: number) => {
       discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'ping' });
       const interaction = await gateway.dispatch('INTERACTION_CREATE');
-      await fetch(`${discord.apiUrl}/v10/interactions/${String(field(interaction.d, 'id'))}/${String(field(interaction.d, 'token'))}/callback`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ type: 4, data: { content: `flags ${flags}`, flags } }),
-      });
+      await fetch(
+        `${discord.apiUrl}/v10/interactions/${String(field(interaction.d, 'id'))}/${String(field(interaction.d, 'token'))}/callback`,
+        {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ type: 4, data: { content: `flags ${flags}`, flags } }),
+        },
+      );
     };
     await answer(64);
     await answer(0);
@@ -129,8 +149,14 @@ describe('messages on the gateway', () => {
     expect(created.d).toMatchObject({ content: 'flags 0', channel_id: guild.textChannelId, author: { id: discord.botUserId } });
     expect(gateway.frames.filter((frame) => frame.t === 'MESSAGE_CREATE')).toHaveLength(1);
 
-    await fetch(`${discord.apiUrl}/v10/channels/${guild.textChannelId}/messages`, { method: 'POST', headers, body: JSON.stringify({ content: 'posted' }) });
-    expect(await gateway.dispatch('MESSAGE_CREATE')).toMatchObject({ d: { content: 'posted', member: { user: { id: discord.botUserId } } } });
+    await fetch(`${discord.apiUrl}/v10/channels/${guild.textChannelId}/messages`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ content: 'posted' }),
+    });
+    expect(await gateway.dispatch('MESSAGE_CREATE')).toMatchObject({
+      d: { content: 'posted', member: { user: { id: discord.botUserId } } },
+    });
   });
 });
 
@@ -178,7 +204,12 @@ describe('voice state handshake', () => {
     const events = gateway.since(from).map((frame) => frame.t);
     expect(events).toEqual(['VOICE_STATE_UPDATE', 'VOICE_SERVER_UPDATE']);
     const state = gateway.since(from)[0]?.d;
-    expect(state).toMatchObject({ guild_id: guild.id, channel_id: guild.voiceChannelId, user_id: discord.botUserId, member: { user: { id: discord.botUserId } } });
+    expect(state).toMatchObject({
+      guild_id: guild.id,
+      channel_id: guild.voiceChannelId,
+      user_id: discord.botUserId,
+      member: { user: { id: discord.botUserId } },
+    });
     expect(typeof field(state, 'session_id')).toBe('string');
     expect(server.d).toMatchObject({ guild_id: guild.id, endpoint: discord.voice.endpoint });
     expect(typeof field(server.d, 'token')).toBe('string');

@@ -13,7 +13,9 @@ it("runs the README's example: a slash command answered by a discord.js bot", as
       if (interaction.isChatInputCommand() && interaction.commandName === 'ping') void interaction.reply('pong');
     });
     await client.login(discord.botToken);
-    await new REST({ api: discord.apiUrl }).setToken(discord.botToken).put(Routes.applicationGuildCommands(discord.applicationId, guild.id), { body: [{ name: 'ping', description: 'Answers pong' }] });
+    await new REST({ api: discord.apiUrl })
+      .setToken(discord.botToken)
+      .put(Routes.applicationGuildCommands(discord.applicationId, guild.id), { body: [{ name: 'ping', description: 'Answers pong' }] });
 
     const user = discord.createUser({ guildId: guild.id, name: 'alice' });
     const reply = await discord.runCommand({ user, guildId: guild.id, channelId: guild.textChannelId, command: 'ping' }).reply();

@@ -12,7 +12,10 @@ let guild: TestGuild;
 const logLines: string[] = [];
 
 beforeAll(async () => {
-  discord = await startDiscordStandIn({ responseDeadlineMs: DEADLINE_MS, log: createLogger({ level: 'debug', write: (line) => logLines.push(line) }) });
+  discord = await startDiscordStandIn({
+    responseDeadlineMs: DEADLINE_MS,
+    log: createLogger({ level: 'debug', write: (line) => logLines.push(line) }),
+  });
   guild = discord.createGuild({ name: 'rules', attachmentSizeLimit: 2000 });
   const registered = await call('PUT', `/applications/${discord.applicationId}/guilds/${guild.id}/commands`, {
     json: [{ name: 'ask', description: 'ask something', options: [{ type: 3, name: 'text', description: 'what' }] }],
@@ -30,7 +33,11 @@ interface CallOptions {
   auth?: string | null;
 }
 
-async function call(method: string, route: string, options: CallOptions = {}): Promise<{ status: number; headers: Headers; body: unknown }> {
+async function call(
+  method: string,
+  route: string,
+  options: CallOptions = {},
+): Promise<{ status: number; headers: Headers; body: unknown }> {
   const headers: Record<string, string> = {};
   const auth = options.auth === undefined ? `Bot ${discord.botToken}` : options.auth;
   if (auth !== null) headers.authorization = auth;
@@ -56,7 +63,13 @@ function field(value: unknown, ...path: string[]): unknown {
 }
 
 function ask() {
-  const run = discord.runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'ask', options: { text: 'hi' } });
+  const run = discord.runCommand({
+    user: guild.member,
+    guildId: guild.id,
+    channelId: guild.textChannelId,
+    command: 'ask',
+    options: { text: 'hi' },
+  });
   const id = String(run.interaction.id);
   const token = String(run.interaction.token);
   return { run, callback: `/interactions/${id}/${token}/callback`, webhook: `/webhooks/${discord.applicationId}/${token}` };
@@ -70,7 +83,9 @@ describe('authentication and unknown routes', () => {
 
     const missing = await call('GET', '/guilds/123456789012345678/bans');
     expect(missing).toMatchObject({ status: 404, body: { message: '404: Not Found', code: 0 } });
-    expect(discord.requests).toContainEqual(expect.objectContaining({ method: 'GET', path: '/guilds/123456789012345678/bans', status: 404 }));
+    expect(discord.requests).toContainEqual(
+      expect.objectContaining({ method: 'GET', path: '/guilds/123456789012345678/bans', status: 404 }),
+    );
     expect(logLines.some((line) => line.includes('no such route'))).toBe(true);
   });
 
@@ -97,10 +112,13 @@ describe('interaction rules', () => {
     expect(second).toMatchObject({ status: 400, body: { code: 40060 } });
   });
 
-  it('refuses a response over Discord\'s limits with 50035 without acknowledging, so a fixed one still goes through', async () => {
+  it("refuses a response over Discord's limits with 50035 without acknowledging, so a fixed one still goes through", async () => {
     const { run, callback } = ask();
     const tooLong = await call('POST', callback, { json: { type: 4, data: { content: 'x'.repeat(2001) } }, auth: null });
-    expect(tooLong).toMatchObject({ status: 400, body: { code: 50035, errors: { data: { content: { _errors: [{ code: 'BASE_TYPE_MAX_LENGTH' }] } } } } });
+    expect(tooLong).toMatchObject({
+      status: 400,
+      body: { code: 50035, errors: { data: { content: { _errors: [{ code: 'BASE_TYPE_MAX_LENGTH' }] } } } },
+    });
     const fits = await call('POST', callback, { json: { type: 4, data: { content: 'x'.repeat(2000) } }, auth: null });
     expect(fits.status).toBe(204);
     expect((await run.response()).data.content).toHaveLength(2000);
@@ -109,7 +127,10 @@ describe('interaction rules', () => {
   it('answers a first response after the deadline with 10062, and run.response() rejects', async () => {
     const { run, callback } = ask();
     await expect(run.response()).rejects.toThrow(/for a response to \/ask in vain/);
-    expect(await call('POST', callback, { json: { type: 5 }, auth: null })).toMatchObject({ status: 404, body: { message: 'Unknown interaction', code: 10062 } });
+    expect(await call('POST', callback, { json: { type: 5 }, auth: null })).toMatchObject({
+      status: 404,
+      body: { message: 'Unknown interaction', code: 10062 },
+    });
   });
 
   it('edits, fetches and deletes the reply through %40original, and keeps follow-ups', async () => {
@@ -137,7 +158,10 @@ describe('interaction rules', () => {
     const { run, callback, webhook } = ask();
     await call('POST', callback, { json: { type: 5 }, auth: null });
     discord.expireInteraction(run);
-    expect(await call('PATCH', `${webhook}/messages/%40original`, { json: { content: 'late' }, auth: null })).toMatchObject({ status: 401, body: { code: 50027 } });
+    expect(await call('PATCH', `${webhook}/messages/%40original`, { json: { content: 'late' }, auth: null })).toMatchObject({
+      status: 401,
+      body: { code: 50027 },
+    });
     expect(await call('POST', webhook, { json: { content: 'late' }, auth: null })).toMatchObject({ status: 401, body: { code: 50027 } });
   });
 
@@ -152,9 +176,17 @@ describe('interaction rules', () => {
       });
       const run = shortLived.runCommand({ user: server.member, guildId: server.id, channelId: server.textChannelId, command: 'ping' });
       const token = String(run.interaction.token);
-      await fetch(`${shortLived.apiUrl}/v10/interactions/${String(run.interaction.id)}/${token}/callback`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"type":5}' });
+      await fetch(`${shortLived.apiUrl}/v10/interactions/${String(run.interaction.id)}/${token}/callback`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"type":5}',
+      });
       await shortLived.waitForTokenExpiry(run);
-      const late = await fetch(`${shortLived.apiUrl}/v10/webhooks/${shortLived.applicationId}/${token}/messages/%40original`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: '{"content":"x"}' });
+      const late = await fetch(`${shortLived.apiUrl}/v10/webhooks/${shortLived.applicationId}/${token}/messages/%40original`, {
+        method: 'PATCH',
+        headers: { 'content-type': 'application/json' },
+        body: '{"content":"x"}',
+      });
       expect(late.status).toBe(401);
       expect(await late.json()).toMatchObject({ code: 50027 });
     } finally {
@@ -178,12 +210,19 @@ describe('messages and uploads', () => {
     expect(uploads.map((upload) => upload.attachment.filename)).toEqual(['clip.mp4']);
     expect(discord.uploads.at(-1)?.messageId).toBe(field(sent.body, 'id'));
 
-    const tooBig = await call('POST', `/channels/${guild.textChannelId}/messages`, { json: {}, files: [{ name: 'big.mp4', bytes: Buffer.alloc(2001) }] });
+    const tooBig = await call('POST', `/channels/${guild.textChannelId}/messages`, {
+      json: {},
+      files: [{ name: 'big.mp4', bytes: Buffer.alloc(2001) }],
+    });
     expect(tooBig).toMatchObject({ status: 413, body: { message: 'Request entity too large', code: 40005 } });
 
     const { callback, webhook } = ask();
     await call('POST', callback, { json: { type: 5 }, auth: null });
-    const viaWebhook = await call('PATCH', `${webhook}/messages/%40original`, { json: {}, files: [{ name: 'big.mp4', bytes: Buffer.alloc(2001) }], auth: null });
+    const viaWebhook = await call('PATCH', `${webhook}/messages/%40original`, {
+      json: {},
+      files: [{ name: 'big.mp4', bytes: Buffer.alloc(2001) }],
+      auth: null,
+    });
     expect(viaWebhook).toMatchObject({ status: 413, body: { code: 40005 } });
     discord.events.removeAllListeners('upload');
   });
@@ -191,7 +230,10 @@ describe('messages and uploads', () => {
   it('caps a whole request at 25 MiB, whatever the server allows', async () => {
     discord.setAttachmentSizeLimit(guild.id, 100 * 1024 * 1024);
     try {
-      const huge = await call('POST', `/channels/${guild.textChannelId}/messages`, { json: {}, files: [{ name: 'huge.bin', bytes: Buffer.alloc(26 * 1024 * 1024) }] });
+      const huge = await call('POST', `/channels/${guild.textChannelId}/messages`, {
+        json: {},
+        files: [{ name: 'huge.bin', bytes: Buffer.alloc(26 * 1024 * 1024) }],
+      });
       expect(huge).toMatchObject({ status: 413, body: { code: 40005 } });
     } finally {
       discord.setAttachmentSizeLimit(guild.id, 2000);
@@ -201,7 +243,10 @@ describe('messages and uploads', () => {
   it('keeps only the attachments an edit lists, and adds the new ones', async () => {
     const sent = await call('POST', `/channels/${guild.textChannelId}/messages`, {
       json: { attachments: [{ id: '0' }, { id: '1' }] },
-      files: [{ name: 'a.txt', bytes: Buffer.from('a') }, { name: 'b.txt', bytes: Buffer.from('b') }],
+      files: [
+        { name: 'a.txt', bytes: Buffer.from('a') },
+        { name: 'b.txt', bytes: Buffer.from('b') },
+      ],
     });
     const id = String(field(sent.body, 'id'));
     const keep = String(field(sent.body, 'attachments', '1', 'id'));
@@ -209,12 +254,15 @@ describe('messages and uploads', () => {
       json: { attachments: [{ id: keep }, { id: '0', filename: 'c.txt' }] },
       files: [{ name: 'c.txt', bytes: Buffer.from('c') }],
     });
-    expect(field(edited.body, 'attachments')).toEqual([expect.objectContaining({ filename: 'b.txt' }), expect.objectContaining({ filename: 'c.txt' })]);
+    expect(field(edited.body, 'attachments')).toEqual([
+      expect.objectContaining({ filename: 'b.txt' }),
+      expect.objectContaining({ filename: 'c.txt' }),
+    ]);
     const contentOnly = await call('PATCH', `/channels/${guild.textChannelId}/messages/${id}`, { json: { content: 'files stay' } });
     expect(field(contentOnly.body, 'attachments', '1', 'filename')).toBe('c.txt');
   });
 
-  it('refuses messages and edits over Discord\'s content, embed and component limits with 400 / 50035', async () => {
+  it("refuses messages and edits over Discord's content, embed and component limits with 400 / 50035", async () => {
     const route = `/channels/${guild.textChannelId}/messages`;
     const button = (customId: string) => ({ type: 2, style: 2, label: 'b', custom_id: customId });
     const refused: [unknown, string[]][] = [
@@ -225,14 +273,19 @@ describe('messages and uploads', () => {
       [{ embeds: [{ description: 'd'.repeat(4000) }, { description: 'd'.repeat(2001) }] }, ['embeds']],
       [{ embeds: Array.from({ length: 11 }, () => ({ title: 't' })) }, ['embeds']],
       [{ components: [{ type: 1, components: [button('c'.repeat(101))] }] }, ['components', '0', 'components', '0', 'custom_id']],
-      [{ components: [{ type: 1, components: Array.from({ length: 6 }, (_, index) => button(String(index))) }] }, ['components', '0', 'components']],
+      [
+        { components: [{ type: 1, components: Array.from({ length: 6 }, (_, index) => button(String(index))) }] },
+        ['components', '0', 'components'],
+      ],
     ];
     for (const [json, path] of refused) {
       const answer = await call('POST', route, { json });
       expect(answer).toMatchObject({ status: 400, body: { code: 50035 } });
       expect(field(answer.body, 'errors', ...path, '_errors', '0', 'code')).toBe('BASE_TYPE_MAX_LENGTH');
     }
-    const posted = await call('POST', route, { json: { content: 'x'.repeat(2000), components: [{ type: 1, components: [button('c'.repeat(100))] }] } });
+    const posted = await call('POST', route, {
+      json: { content: 'x'.repeat(2000), components: [{ type: 1, components: [button('c'.repeat(100))] }] },
+    });
     expect(posted.status).toBe(200);
     const edited = await call('PATCH', `${route}/${String(field(posted.body, 'id'))}`, { json: { content: 'y'.repeat(2001) } });
     expect(edited).toMatchObject({ status: 400, body: { code: 50035 } });
@@ -262,7 +315,9 @@ describe('messages and uploads', () => {
     expect(Array.isArray(newer.body) && newer.body.map((message) => field(message, 'content'))).toEqual(['two']);
     expect(field((await call('GET', `${route}/${ids[1]}`)).body, 'content')).toBe('two');
 
-    const fromMessage = await call('POST', `/channels/${guild.textChannelId}/messages/${String(field(reply.body, 'id'))}/threads`, { json: { name: 'from a message' } });
+    const fromMessage = await call('POST', `/channels/${guild.textChannelId}/messages/${String(field(reply.body, 'id'))}/threads`, {
+      json: { name: 'from a message' },
+    });
     expect(fromMessage).toMatchObject({ status: 404, body: { code: 10008 } });
     const thread = await call('POST', `/channels/${guild.textChannelId}/threads`, { json: { name: 'Transcript', type: 11 } });
     expect(thread).toMatchObject({ status: 201, body: { type: 11, name: 'Transcript', parent_id: guild.textChannelId } });
@@ -275,7 +330,9 @@ describe('messages and uploads', () => {
     expect(await call('GET', `/guilds/${guild.id}`)).toMatchObject({ status: 200, body: { id: guild.id, name: 'rules' } });
     const roles = (await call('GET', `/guilds/${guild.id}/roles`)).body;
     expect(Array.isArray(roles) && roles.map((role) => field(role, 'id'))).toEqual([guild.id, guild.adminRoleId, guild.memberRoleId]);
-    expect(await call('GET', `/guilds/${guild.id}/members/${guild.admin.id}`)).toMatchObject({ body: { user: { id: guild.admin.id }, roles: [guild.adminRoleId] } });
+    expect(await call('GET', `/guilds/${guild.id}/members/${guild.admin.id}`)).toMatchObject({
+      body: { user: { id: guild.admin.id }, roles: [guild.adminRoleId] },
+    });
     expect(await call('GET', `/channels/${guild.voiceChannelId}`)).toMatchObject({ body: { type: 2, bitrate: 64000 } });
     expect((await call('GET', `/guilds/${guild.id}/members/123456789012345678`)).body).toMatchObject({ code: 10007 });
   });

@@ -4,7 +4,14 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { isRecord } from '../src/lib/json.ts';
 import { createLogger } from '../src/lib/log.ts';
 import { waitUntil } from '../src/lib/wait-until.ts';
-import { shardOfGuild, startDiscordStandIn, type DiscordStandIn, type IdentifyRecord, type StandInOptions, type TestGuild } from '../src/index.ts';
+import {
+  shardOfGuild,
+  startDiscordStandIn,
+  type DiscordStandIn,
+  type IdentifyRecord,
+  type StandInOptions,
+  type TestGuild,
+} from '../src/index.ts';
 import { RawGateway, field, type Frame } from '../src/gateway/raw-gateway.ts';
 
 // The stand-in sharded as Discord shards, with the real discord.js (its own sharding: a Client with
@@ -47,7 +54,12 @@ interface Bot {
 }
 
 function bot(discord: DiscordStandIn, name: string, shards: number[], shardCount: number): Bot {
-  const client = new Client({ intents: [GatewayIntentBits.Guilds, GatewayIntentBits.GuildVoiceStates], shards, shardCount, rest: { api: discord.apiUrl } });
+  const client = new Client({
+    intents: [GatewayIntentBits.Guilds, GatewayIntentBits.GuildVoiceStates],
+    shards,
+    shardCount,
+    rest: { api: discord.apiUrl },
+  });
   clients.push(client);
   const packets: Packet[] = [];
   client.on(Events.Raw, (packet: unknown, shardId: unknown) => {
@@ -109,7 +121,10 @@ describe('GET /gateway/bot', () => {
       return response.json();
     };
     expect(await read(await standIn({}))).toMatchObject({ shards: 1, session_start_limit: { max_concurrency: 1 } });
-    expect(await read(await standIn({ shards: 4, maxConcurrency: 2 }))).toMatchObject({ shards: 4, session_start_limit: { max_concurrency: 2 } });
+    expect(await read(await standIn({ shards: 4, maxConcurrency: 2 }))).toMatchObject({
+      shards: 4,
+      session_start_limit: { max_concurrency: 2 },
+    });
     await expect(standIn({ shards: 0 })).rejects.toThrow(/shards/);
   });
 
@@ -122,13 +137,27 @@ describe('GET /gateway/bot', () => {
     await client.login(discord.botToken);
     await ready;
     expect(client.options.shardCount).toBe(2);
-    expect(discord.shardSessions().map((session) => session.shard).sort()).toEqual([[0, 2], [1, 2]]);
+    expect(
+      discord
+        .shardSessions()
+        .map((session) => session.shard)
+        .sort(),
+    ).toEqual([
+      [0, 2],
+      [1, 2],
+    ]);
     expect([...client.guilds.cache.keys()].sort()).toEqual(sortedIds(guilds));
   });
 
   it('makes guilds on the shard asked for', async () => {
     const discord = await standIn({});
-    for (const [id, count] of [[0, 1], [0, 2], [1, 2], [2, 3], [15, 16]] as const) {
+    for (const [id, count] of [
+      [0, 1],
+      [0, 2],
+      [1, 2],
+      [2, 3],
+      [15, 16],
+    ] as const) {
       const guild = discord.createGuild({ shard: [id, count] });
       expect(shardOfGuild(guild.id, count)).toBe(id);
       expect(guild.id).toMatch(/^\d{17,19}$/);
@@ -148,7 +177,12 @@ describe('discord.js on two shards', () => {
 
     expect(cached(first)).toEqual(sortedIds(onZero));
     expect(cached(second)).toEqual(sortedIds(onOne));
-    expect(discord.shardSessions().map((session) => [session.shard, [...session.guildIds].sort()]).sort()).toEqual([
+    expect(
+      discord
+        .shardSessions()
+        .map((session) => [session.shard, [...session.guildIds].sort()])
+        .sort(),
+    ).toEqual([
       [[0, 2], sortedIds(onZero)],
       [[1, 2], sortedIds(onOne)],
     ]);
@@ -161,7 +195,10 @@ describe('discord.js on two shards', () => {
     // Voice states and the bot's own voice handshake go to the guild's shard.
     discord.joinVoice(onOne[1]!.member, onOne[1]!.id, onOne[1]!.voiceChannelId);
     const voiceGuild = second.client.guilds.cache.get(onOne[0]!.id)!;
-    voiceGuild.shard.send({ op: 4, d: { guild_id: voiceGuild.id, channel_id: onOne[0]!.voiceChannelId, self_deaf: false, self_mute: false } });
+    voiceGuild.shard.send({
+      op: 4,
+      d: { guild_id: voiceGuild.id, channel_id: onOne[0]!.voiceChannelId, self_deaf: false, self_mute: false },
+    });
     await received(second, 'voice server update', (packet) => packet.t === 'VOICE_SERVER_UPDATE');
     expect(discord.botVoiceChannel(onOne[0]!.id)).toBe(onOne[0]!.voiceChannelId);
 
@@ -190,7 +227,9 @@ describe('discord.js on two shards', () => {
     for (const guild of guilds) expect(both.client.guilds.cache.get(guild.id)!.shardId).toBe(shardOfGuild(guild.id, 2));
     await both.client.application!.commands.set([ping.toJSON()]);
     for (const guild of guilds) expect(await answerer(discord, guild)).toBe('both');
-    expect(both.packets.filter((packet) => packet.guildId !== undefined).every((packet) => packet.shardId === shardOfGuild(packet.guildId!, 2))).toBe(true);
+    expect(
+      both.packets.filter((packet) => packet.guildId !== undefined).every((packet) => packet.shardId === shardOfGuild(packet.guildId!, 2)),
+    ).toBe(true);
 
     // Shard 1's connection drops; a guild joins while it is away; shard 0 carries on untouched.
     const sessions = discord.shardSessions().map((session) => session.sessionId);
@@ -265,7 +304,12 @@ describe('frame by frame', () => {
   /** A raw connection that identified as `shard` (none: no `shard` field); resolves at READY, or with the refusal. */
   async function identify(discord: DiscordStandIn, shard?: unknown, gateway?: RawGateway): Promise<{ gateway: RawGateway; answer: Frame }> {
     const connection = gateway ?? (await connect(discord));
-    connection.send(2, { token: discord.botToken, intents: GUILDS | GUILD_VOICE_STATES, properties: { os: 'linux', browser: 'test', device: 'test' }, ...(shard === undefined ? {} : { shard }) });
+    connection.send(2, {
+      token: discord.botToken,
+      intents: GUILDS | GUILD_VOICE_STATES,
+      properties: { os: 'linux', browser: 'test', device: 'test' },
+      ...(shard === undefined ? {} : { shard }),
+    });
     const answer = await connection.next((frame) => frame.op === 9 || (frame.op === 0 && frame.t === 'READY'));
     return { gateway: connection, answer };
   }
@@ -284,7 +328,10 @@ describe('frame by frame', () => {
 
   /** Guild ids of the GUILD_CREATEs `gateway` received. */
   function created(gateway: RawGateway): string[] {
-    return gateway.frames.filter((frame) => frame.t === 'GUILD_CREATE').map((frame) => String(field(frame.d, 'id'))).sort();
+    return gateway.frames
+      .filter((frame) => frame.t === 'GUILD_CREATE')
+      .map((frame) => String(field(frame.d, 'id')))
+      .sort();
   }
 
   it("sends each session READY with its shard and only its guilds, and its guilds' GUILD_CREATEs alone", async () => {
@@ -312,8 +359,17 @@ describe('frame by frame', () => {
     const again = await identify(discord, [1, 2]);
     expect(field(again.answer.d, 'session_id')).not.toBe(field(one.answer.d, 'session_id'));
     discord.joinVoice(guild.member, guild.id, guild.voiceChannelId);
-    for (const { gateway } of [one, again]) expect((await gateway.dispatch('VOICE_STATE_UPDATE')).d).toMatchObject({ guild_id: guild.id, user_id: guild.member.id });
-    expect(discord.shardSessions().filter((session) => session.connected).map((session) => session.shard)).toEqual([[1, 2], [1, 2]]);
+    for (const { gateway } of [one, again])
+      expect((await gateway.dispatch('VOICE_STATE_UPDATE')).d).toMatchObject({ guild_id: guild.id, user_id: guild.member.id });
+    expect(
+      discord
+        .shardSessions()
+        .filter((session) => session.connected)
+        .map((session) => session.shard),
+    ).toEqual([
+      [1, 2],
+      [1, 2],
+    ]);
   });
 
   it('routes sessions with different shard counts each by its own count', async () => {
@@ -322,7 +378,11 @@ describe('frame by frame', () => {
     const guilds = [discord.createGuild({ shard: [1, 6] }), discord.createGuild({ shard: [4, 6] }), discord.createGuild({ shard: [5, 6] })];
     const ofTwo = await identify(discord, [1, 2]);
     const ofThree = await identify(discord, [1, 3]);
-    const expectOn = (count: number) => guilds.filter((guild) => shardOfGuild(guild.id, count) === 1).map((guild) => guild.id).sort();
+    const expectOn = (count: number) =>
+      guilds
+        .filter((guild) => shardOfGuild(guild.id, count) === 1)
+        .map((guild) => guild.id)
+        .sort();
     expect((field(ofTwo.answer.d, 'guilds') as unknown[]).map((guild) => field(guild, 'id')).sort()).toEqual(expectOn(2));
     expect((field(ofThree.answer.d, 'guilds') as unknown[]).map((guild) => field(guild, 'id')).sort()).toEqual(expectOn(3));
   });
@@ -339,12 +399,20 @@ describe('frame by frame', () => {
     const closed = closeCode(gateway);
     gateway.send(2, { token: discord.botToken, intents: GUILDS, properties: {}, shard: [1, 2] });
     expect(await closed).toBe(4005);
-    expect(discord.identifies.map((record: IdentifyRecord) => record.outcome)).toEqual([...Array<string>(6).fill('invalid-shard'), 'accepted', 'already-authenticated']);
+    expect(discord.identifies.map((record: IdentifyRecord) => record.outcome)).toEqual([
+      ...Array<string>(6).fill('invalid-shard'),
+      'accepted',
+      'already-authenticated',
+    ]);
   });
 
   it("ignores the bot's voice state update sent over another shard than its guild's, and logs it", async () => {
     const logged: string[] = [];
-    const discord = await standIn({ shards: 2, identifyWindowMs: 0, log: createLogger({ level: 'warn', write: (line) => logged.push(line) }) });
+    const discord = await standIn({
+      shards: 2,
+      identifyWindowMs: 0,
+      log: createLogger({ level: 'warn', write: (line) => logged.push(line) }),
+    });
     const onZero = discord.createGuild({ shard: [0, 2] });
     const onOne = discord.createGuild({ shard: [1, 2] });
     const { gateway } = await identify(discord, [0, 2]);
@@ -356,7 +424,7 @@ describe('frame by frame', () => {
     expect(logged.join('\n')).toContain('sent on another shard');
   });
 
-  it('refuses a sharded identify within its bucket\'s window with op 9 d:false and takes it after; an unsharded one is only marked', async () => {
+  it("refuses a sharded identify within its bucket's window with op 9 d:false and takes it after; an unsharded one is only marked", async () => {
     // Long enough that the second identify (a new socket, hello, identify) lands inside it on a busy
     // machine too; the test waits out the rest.
     const windowMs = 1_500;

@@ -19,12 +19,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { analyzeTone, dominantFrequency } from '../src/audio/analysis.ts';
 import { concatPcm, slicePcm } from '../src/audio/format.ts';
 import { generateSilence, generateTone } from '../src/audio/tone.ts';
-import {
-  CORRUPT_OPUS_PACKET,
-  OPUS_SILENCE_FRAME,
-  OpusFrameDecoder,
-  encodePcmToOpusPackets,
-} from '../src/audio/opus.ts';
+import { CORRUPT_OPUS_PACKET, OPUS_SILENCE_FRAME, OpusFrameDecoder, encodePcmToOpusPackets } from '../src/audio/opus.ts';
 import { trustCertificateInThisProcess } from '../src/voice/tls-trust.ts';
 import { InProcessVoiceGateway } from '../src/voice/adapter.ts';
 import { isSilenceFrame, joinFramePcm } from '../src/voice/bot-recorder.ts';
@@ -189,11 +184,7 @@ describe('audio between the bot and the stand-in', () => {
     connection.receiver.speaking.on('start', onStart);
     connection.receiver.speaking.on('end', onEnd);
     try {
-      const pcm = concatPcm(
-        generateTone({ hz: 500, ms: 200 }),
-        generateSilence(600),
-        generateTone({ hz: 1000, ms: 200 }),
-      );
+      const pcm = concatPcm(generateTone({ hz: 500, ms: 200 }), generateSilence(600), generateTone({ hz: 1000, ms: 200 }));
       const ended = new Promise<void>((resolve) => {
         const check = (userId: string) => {
           if (userId !== USER_ID || speakingEvents.filter((event) => event === 'end').length < 2) return;
@@ -270,13 +261,9 @@ describe('audio between the bot and the stand-in', () => {
   });
 
   it('a user who is not in the channel cannot speak', async () => {
-    await expect(server.speakTone(GUILD_ID, '400000000000000099', { hz: 440, ms: 100 })).rejects.toThrow(
-      /not in a voice channel/,
-    );
+    await expect(server.speakTone(GUILD_ID, '400000000000000099', { hz: 440, ms: 100 })).rejects.toThrow(/not in a voice channel/);
     server.userJoined(GUILD_ID, '300000000000000099', '400000000000000099');
-    await expect(server.speakTone(GUILD_ID, '400000000000000099', { hz: 440, ms: 100 })).rejects.toThrow(
-      /the bot in 300000000000000001/,
-    );
+    await expect(server.speakTone(GUILD_ID, '400000000000000099', { hz: 440, ms: 100 })).rejects.toThrow(/the bot in 300000000000000001/);
     server.userLeft(GUILD_ID, '400000000000000099');
   });
 });

@@ -9,12 +9,7 @@ import { execFile } from 'node:child_process';
 import { access } from 'node:fs/promises';
 import { once } from 'node:events';
 import { promisify } from 'node:util';
-import {
-  VoiceConnectionStatus,
-  entersState,
-  getVoiceConnections,
-  joinVoiceChannel,
-} from '@discordjs/voice';
+import { VoiceConnectionStatus, entersState, getVoiceConnections, joinVoiceChannel } from '@discordjs/voice';
 import type { VoiceConnection } from '@discordjs/voice';
 import { WebSocket } from 'ws';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -114,7 +109,12 @@ describe('voice connection to the stand-in', () => {
 
     const after = await server.waitForBotConnection(GUILD_ID);
     expect(after.ssrc).toBe(before.ssrc);
-    expect(server.botSocketCloses(GUILD_ID).slice(closes).map((close) => close.code)).toEqual([4015]);
+    expect(
+      server
+        .botSocketCloses(GUILD_ID)
+        .slice(closes)
+        .map((close) => close.code),
+    ).toEqual([4015]);
     expect(server.botMessages(GUILD_ID).some((message) => message.op === VoiceOp.Resume)).toBe(true);
   });
 
@@ -159,7 +159,13 @@ describe('a stand-in with DAVE off', () => {
     const trusted = trustCertificateInThisProcess(declining.certPem);
     const declined = new InProcessVoiceGateway(declining, BOT_ID);
     const guildId = '200000000000000003';
-    const connection = joinVoiceChannel({ guildId, channelId: CHANNEL_ID, adapterCreator: declined.adapterCreator(guildId), selfDeaf: false, debug: true });
+    const connection = joinVoiceChannel({
+      guildId,
+      channelId: CHANNEL_ID,
+      adapterCreator: declined.adapterCreator(guildId),
+      selfDeaf: false,
+      debug: true,
+    });
     const described = new Promise<string>((resolve) => connection.on('debug', (line) => line.includes('"op":4,') && resolve(line)));
     try {
       await entersState(connection, VoiceConnectionStatus.Ready, 10_000);
@@ -167,7 +173,12 @@ describe('a stand-in with DAVE off', () => {
       expect(await described).toContain('"dave_protocol_version":0');
       expect(info.dave).toBeUndefined();
       expect(connection.voicePrivacyCode).toBeUndefined();
-      expect(declining.botMessages(guildId).map((message) => message.op).filter(isDaveOp)).toEqual([]);
+      expect(
+        declining
+          .botMessages(guildId)
+          .map((message) => message.op)
+          .filter(isDaveOp),
+      ).toEqual([]);
     } finally {
       connection.destroy();
       await declining.close();

@@ -138,7 +138,11 @@ const LOSS_ALLOWED = 1;
  * their way. After `patienceMs` without `enough`, what came is returned: a packet may have been lost,
  * and the test's assertions say how many may be missing.
  */
-async function heard({ packets, stream }: Listening, enough: (packets: readonly Buffer[]) => boolean, patienceMs = 5_000): Promise<Buffer[]> {
+async function heard(
+  { packets, stream }: Listening,
+  enough: (packets: readonly Buffer[]) => boolean,
+  patienceMs = 5_000,
+): Promise<Buffer[]> {
   if (!enough(packets)) {
     await new Promise<void>((resolve) => {
       const done = () => {
@@ -213,7 +217,12 @@ describe('the bot in a DAVE call', () => {
     const connection = await joinReady(guildId);
 
     const info = server.botConnection(guildId);
-    expect(info?.dave).toEqual({ protocolVersion: 1, epoch: 1n, groupMembers: expect.arrayContaining([BOT_ID, ALICE]), lastTransitionId: 1 });
+    expect(info?.dave).toEqual({
+      protocolVersion: 1,
+      epoch: 1n,
+      groupMembers: expect.arrayContaining([BOT_ID, ALICE]),
+      lastTransitionId: 1,
+    });
     const alice = await server.dave.waitForMember(guildId, ALICE, (state) => state.sendingEpoch === 1n);
     expect(alice.groupMembers.sort()).toEqual([BOT_ID, ALICE].sort());
     expect(connection.voicePrivacyCode).toBe(displayableCode(alice.epochAuthenticator!));
@@ -275,7 +284,12 @@ describe('the bot in a DAVE call', () => {
     await server.waitForBotSpeaking(guildId, (events) => events.some((event) => event.speaking === 0));
     expectMostOf((await botAudioHeard(guildId, sent)).length, sent);
     expect(server.botPacketProblems(guildId)).toEqual({ undecryptable: 0, undecodable: 0, unencrypted: 0, daveUndecryptable: 0 });
-    expect(server.dave.history(guildId).filter((event) => event.type === 'commit').map((event) => event.type === 'commit' && [event.adds, event.removes])).toEqual([
+    expect(
+      server.dave
+        .history(guildId)
+        .filter((event) => event.type === 'commit')
+        .map((event) => event.type === 'commit' && [event.adds, event.removes]),
+    ).toEqual([
       [[ALICE], []],
       [[BOB], []],
       [[], [BOB]],
@@ -353,7 +367,12 @@ describe('DAVE faults reaching the real library', () => {
     await held.held;
     const listening = listen(connection, ALICE);
     // Alice was talking already: she goes on with the key of her group with Bob.
-    await server.speakTone(guildId, ALICE, { hz: 500, ms: 200, amplitude: 0.5 }, { realtime: false, waitForBotKey: false, trailingSilenceFrames: 0 });
+    await server.speakTone(
+      guildId,
+      ALICE,
+      { hz: 500, ms: 200, amplitude: 0.5 },
+      { realtime: false, waitForBotKey: false, trailingSilenceFrames: 0 },
+    );
     const packets = await heard(listening, (received) => received.length >= 10);
 
     // DAVESession.decrypt returns the packet as it came while its session is not ready.
@@ -432,7 +451,12 @@ describe('DAVE faults reaching the real library', () => {
     const { token } = server.expectBot({ guildId, channelId: CHANNEL_ID, userId: BOT_ID, sessionId: 'session-1' });
     const socket = new WebSocket(`wss://${server.endpoint}?v=8`);
     await once(socket, 'message');
-    socket.send(JSON.stringify({ op: VoiceOp.Identify, d: { server_id: guildId, user_id: BOT_ID, session_id: 'session-1', token, max_dave_protocol_version: 0 } }));
+    socket.send(
+      JSON.stringify({
+        op: VoiceOp.Identify,
+        d: { server_id: guildId, user_id: BOT_ID, session_id: 'session-1', token, max_dave_protocol_version: 0 },
+      }),
+    );
     const [code, reason] = await once(socket, 'close');
     expect(code).toBe(4017);
     expect(String(reason)).toContain('DAVE');

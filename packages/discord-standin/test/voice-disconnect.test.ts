@@ -3,7 +3,13 @@
 // the voice websocket's 4014 leaves @discordjs/voice disconnected rather than rejoining.
 
 import { once } from 'node:events';
-import { VoiceConnectionDisconnectReason, VoiceConnectionStatus, entersState, joinVoiceChannel, type VoiceConnection } from '@discordjs/voice';
+import {
+  VoiceConnectionDisconnectReason,
+  VoiceConnectionStatus,
+  entersState,
+  joinVoiceChannel,
+  type VoiceConnection,
+} from '@discordjs/voice';
 import { Client, Events, GatewayIntentBits, type VoiceState } from 'discord.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDiscordStandIn, type DiscordStandIn, type TestGuild } from '../src/index.ts';
@@ -36,7 +42,12 @@ describe('disconnectBotFromVoice', () => {
   it('sends the bot a null voice state and closes its voice websocket with 4014, so it stays disconnected', async () => {
     const cached = client.guilds.cache.get(guild.id);
     if (!cached) throw new Error('the guild is not cached');
-    connection = joinVoiceChannel({ guildId: guild.id, channelId: guild.voiceChannelId, adapterCreator: cached.voiceAdapterCreator, selfDeaf: false });
+    connection = joinVoiceChannel({
+      guildId: guild.id,
+      channelId: guild.voiceChannelId,
+      adapterCreator: cached.voiceAdapterCreator,
+      selfDeaf: false,
+    });
     await entersState(connection, VoiceConnectionStatus.Ready, 10_000);
     await discord.voice.waitForBotConnection(guild.id);
     expect(discord.botVoiceChannel(guild.id)).toBe(guild.voiceChannelId);

@@ -28,12 +28,17 @@ export function readAudioFormat(value: unknown, param: string, current: AudioFor
   if (!isRecord(value)) return { ok: false, param, message: `${param} must be an object with type and rate.` };
   const typeValue = value.type ?? current.type;
   const type = AUDIO_ENCODINGS.find((encoding) => encoding === typeValue);
-  if (type === undefined) return { ok: false, param: `${param}.type`, message: `${param}.type must be one of ${AUDIO_ENCODINGS.join(', ')}.` };
+  if (type === undefined)
+    return { ok: false, param: `${param}.type`, message: `${param}.type must be one of ${AUDIO_ENCODINGS.join(', ')}.` };
   const rate = value.rate;
   if (type === 'audio/pcm') {
     const effective = rate ?? (current.type === 'audio/pcm' ? current.rate : DEFAULT_AUDIO_FORMAT.rate);
     if (typeof effective !== 'number' || !Number.isInteger(effective) || effective < PCM_RATE.min || effective > PCM_RATE.max) {
-      return { ok: false, param: `${param}.rate`, message: `${param}.rate must be a whole number of Hz from ${PCM_RATE.min} to ${PCM_RATE.max} for audio/pcm.` };
+      return {
+        ok: false,
+        param: `${param}.rate`,
+        message: `${param}.rate must be a whole number of Hz from ${PCM_RATE.min} to ${PCM_RATE.max} for audio/pcm.`,
+      };
     }
     return { ok: true, format: { type, rate: effective } };
   }

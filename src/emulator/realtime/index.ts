@@ -25,9 +25,15 @@ export const MAX_REALTIME_MESSAGE_BYTES = 16 * 1024 * 1024;
 export interface RealtimeHandle extends ScriptTaker {
   readonly sessions: RealtimeSession[];
   /** The first client event (past or future) matching the predicate, with its session. */
-  waitForClientEvent(predicate: (event: Readonly<Record<string, unknown>>, session: RealtimeSession) => boolean, timeoutMs?: number): Promise<{ session: RealtimeSession; event: JournaledEvent }>;
+  waitForClientEvent(
+    predicate: (event: Readonly<Record<string, unknown>>, session: RealtimeSession) => boolean,
+    timeoutMs?: number,
+  ): Promise<{ session: RealtimeSession; event: JournaledEvent }>;
   /** The same for what the emulator sent (checked whenever it sends an event). */
-  waitForServerEvent(predicate: (event: Readonly<Record<string, unknown>>, session: RealtimeSession) => boolean, timeoutMs?: number): Promise<{ session: RealtimeSession; event: JournaledEvent }>;
+  waitForServerEvent(
+    predicate: (event: Readonly<Record<string, unknown>>, session: RealtimeSession) => boolean,
+    timeoutMs?: number,
+  ): Promise<{ session: RealtimeSession; event: JournaledEvent }>;
   /** Options for sessions opened from now on (pace of the echo, tone lengths). */
   options: RealtimeOptions;
   /** Keeps a script for a coming user turn (POST /_emulator/realtime/script); throws an HttpError when it is refused. */
@@ -41,7 +47,11 @@ const PLAIN_SUBPROTOCOL = 'realtime';
 
 /** A subprotocol that carries a key or a secret: the spec's two, and other vendors' (`openai-insecure-api-key.<key>`). */
 function carriesCredential(protocol: string, prefixes: { clientSecret: string; apiKey: string }): boolean {
-  return protocol.startsWith(prefixes.clientSecret) || protocol.startsWith(prefixes.apiKey) || /(?:insecure-api-key|client-secret)\./i.test(protocol);
+  return (
+    protocol.startsWith(prefixes.clientSecret) ||
+    protocol.startsWith(prefixes.apiKey) ||
+    /(?:insecure-api-key|client-secret)\./i.test(protocol)
+  );
 }
 
 function refuse(socket: Duplex, status: number, code: string, message: string): void {
@@ -88,7 +98,8 @@ export function attachRealtime(server: Server, deps: RealtimeDeps): RealtimeHand
         return () => events.off(kind, wake);
       },
       timeoutMs,
-      timeoutError: () => new Error(`the realtime emulator ${kind === 'clientEvent' ? 'received' : 'sent'} no matching event within ${timeoutMs} ms`),
+      timeoutError: () =>
+        new Error(`the realtime emulator ${kind === 'clientEvent' ? 'received' : 'sent'} no matching event within ${timeoutMs} ms`),
     });
   };
   const handle: RealtimeHandle = {
@@ -117,29 +128,47 @@ export function attachRealtime(server: Server, deps: RealtimeDeps): RealtimeHand
    */
   function authorize(request: IncomingMessage, model: string): { result: RealtimeAuthorization; protocol: string | undefined } {
     const header = request.headers.authorization;
-    const offered = (request.headers['sec-websocket-protocol'] ?? '').split(',').map((value) => value.trim()).filter((value) => value !== '');
+    const offered = (request.headers['sec-websocket-protocol'] ?? '')
+      .split(',')
+      .map((value) => value.trim())
+      .filter((value) => value !== '');
     if (header !== undefined) {
       const bearer = /^Bearer (\S+)$/.exec(header)?.[1];
-      const result = bearer ? deps.authorizeApiKey(bearer, model) : { ok: false as const, status: 401 as const, code: 'invalid_api_key', message: 'Invalid API key.' };
+      const result = bearer
+        ? deps.authorizeApiKey(bearer, model)
+        : { ok: false as const, status: 401 as const, code: 'invalid_api_key', message: 'Invalid API key.' };
       if (!result.ok || offered.length === 0) return { result, protocol: undefined };
       const plain = offered.filter((protocol) => !carriesCredential(protocol, prefixes));
       const protocol = plain.find((candidate) => candidate === PLAIN_SUBPROTOCOL) ?? plain[0];
       if (protocol === undefined) {
-        const message = 'Every subprotocol offered carries a credential, and the Authorization header already authorised: offer one without a credential (such as realtime), or none.';
+        const message =
+          'Every subprotocol offered carries a credential, and the Authorization header already authorised: offer one without a credential (such as realtime), or none.';
         return { result: { ok: false, status: 400, code: 'invalid_request_error', message }, protocol: undefined };
       }
       return { result, protocol };
     }
     for (const protocol of offered) {
-      if (protocol.startsWith(prefixes.clientSecret)) return { result: deps.authorizeClientSecret(protocol.slice(prefixes.clientSecret.length), model), protocol };
-      if (protocol.startsWith(prefixes.apiKey)) return { result: deps.authorizeApiKey(protocol.slice(prefixes.apiKey.length), model), protocol };
+      if (protocol.startsWith(prefixes.clientSecret))
+        return { result: deps.authorizeClientSecret(protocol.slice(prefixes.clientSecret.length), model), protocol };
+      if (protocol.startsWith(prefixes.apiKey))
+        return { result: deps.authorizeApiKey(protocol.slice(prefixes.apiKey.length), model), protocol };
     }
-    return { result: { ok: false, status: 401, code: 'invalid_api_key', message: 'Missing credentials: send Authorization: Bearer <key> or a credential subprotocol.' }, protocol: undefined };
+    return {
+      result: {
+        ok: false,
+        status: 401,
+        code: 'invalid_api_key',
+        message: 'Missing credentials: send Authorization: Bearer <key> or a credential subprotocol.',
+      },
+      protocol: undefined,
+    };
   }
 
   /** Closed sessions are dropped once their retention has passed, when the next one opens. */
   function forgetClosedSessions(now: number): void {
-    const kept = sessions.filter((session) => session.closedAt === undefined || now - session.closedAt < handle.options.closedSessionRetentionMs);
+    const kept = sessions.filter(
+      (session) => session.closedAt === undefined || now - session.closedAt < handle.options.closedSessionRetentionMs,
+    );
     sessions.splice(0, sessions.length, ...kept);
   }
 
@@ -159,7 +188,15 @@ export function attachRealtime(server: Server, deps: RealtimeDeps): RealtimeHand
     sessions.push(session);
     const limit = setTimeout(() => {
       timers.delete(limit);
-      session.emit('error', { error: { type: 'invalid_request_error', code: 'session_expired', message: 'The session reached its maximum duration.', param: null, event_id: null } });
+      session.emit('error', {
+        error: {
+          type: 'invalid_request_error',
+          code: 'session_expired',
+          message: 'The session reached its maximum duration.',
+          param: null,
+          event_id: null,
+        },
+      });
       session.close();
       socket.close(SESSION_EXPIRED_CLOSE, 'session expired');
     }, deps.sessionMaxMs());
@@ -176,7 +213,9 @@ export function attachRealtime(server: Server, deps: RealtimeDeps): RealtimeHand
     // A protocol fault of one client (a frame over the limit, a bad opcode, invalid UTF-8) is reported
     // here while ws closes that connection with the fitting code (1009, 1002, 1007); without a listener
     // the error would end the whole process.
-    socket.on('error', (error) => deps.log.info('realtime connection closed for a protocol fault', { session: session.id, error: error.message }));
+    socket.on('error', (error) =>
+      deps.log.info('realtime connection closed for a protocol fault', { session: session.id, error: error.message }),
+    );
     socket.on('close', () => {
       clearTimeout(limit);
       timers.delete(limit);

@@ -109,7 +109,12 @@ export class InputAudioBuffer {
   }
 
   #full(clientEventId: unknown, dropped: string): void {
-    this.#deps.refuse('input_audio_buffer_full', `The input audio buffer holds at most ${MAX_BUFFERED_AUDIO_MS / 1000} s of uncommitted audio; ${dropped}.`, clientEventId, 'audio');
+    this.#deps.refuse(
+      'input_audio_buffer_full',
+      `The input audio buffer holds at most ${MAX_BUFFERED_AUDIO_MS / 1000} s of uncommitted audio; ${dropped}.`,
+      clientEventId,
+      'audio',
+    );
   }
 
   #commitTurn(audio: Int16Array, respond: boolean): void {
@@ -122,7 +127,12 @@ export class InputAudioBuffer {
   append(event: ClientEvent): void {
     const text = typeof event.audio === 'string' ? event.audio : undefined;
     if (text === undefined || !BASE64.test(text) || text.length % 4 !== 0) {
-      this.#deps.refuse('invalid_audio', `input_audio_buffer.append needs audio: base64 ${this.#deps.config.inputFormat.type}.`, event.event_id, 'audio');
+      this.#deps.refuse(
+        'invalid_audio',
+        `input_audio_buffer.append needs audio: base64 ${this.#deps.config.inputFormat.type}.`,
+        event.event_id,
+        'audio',
+      );
       return;
     }
     // docs/gateway.md, "force_message": while a force_message with interruptible false plays, the caller's audio is dropped.
@@ -180,7 +190,11 @@ export class InputAudioBuffer {
   /** input_audio_buffer.commit */
   commit(event: ClientEvent): void {
     if (this.#vad) {
-      this.#deps.refuse('commit_in_server_vad', 'With server VAD the server commits turns; input_audio_buffer.commit is for manual mode.', event.event_id);
+      this.#deps.refuse(
+        'commit_in_server_vad',
+        'With server VAD the server commits turns; input_audio_buffer.commit is for manual mode.',
+        event.event_id,
+      );
       return;
     }
     if (this.#samples === 0) {

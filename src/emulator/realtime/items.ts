@@ -68,20 +68,34 @@ export class ConversationItems {
       }
       if (item.type === 'function_call_output' && !model.acceptOutput(item, event.event_id)) return;
       // A call the client writes into the conversation (history it restores) may be answered like the model's own.
-      if (item.type === 'function_call' && typeof item.call_id === 'string' && !model.knowsCall(item.call_id)) model.rememberCall(item.call_id, undefined);
-      const created = { ...item, id: typeof item.id === 'string' ? item.id : newId('item'), object: 'realtime.item', status: typeof item.status === 'string' ? item.status : 'completed' };
+      if (item.type === 'function_call' && typeof item.call_id === 'string' && !model.knowsCall(item.call_id))
+        model.rememberCall(item.call_id, undefined);
+      const created = {
+        ...item,
+        id: typeof item.id === 'string' ? item.id : newId('item'),
+        object: 'realtime.item',
+        status: typeof item.status === 'string' ? item.status : 'completed',
+      };
       this.add(created);
       this.finish(created);
       return;
     }
     const content = Array.isArray(item.content) ? item.content : [];
-    const text = content.map((part: unknown) => (isRecord(part) && typeof part.text === 'string' ? part.text : '')).join(' ').trim();
+    const text = content
+      .map((part: unknown) => (isRecord(part) && typeof part.text === 'string' ? part.text : ''))
+      .join(' ')
+      .trim();
     if (item.role !== 'assistant' || text === '') {
       this.#refuse('invalid_force_message', 'A force_message needs role assistant and output_text content.', event.event_id, 'item');
       return;
     }
     if (text.length > MAX_FORCE_MESSAGE_CHARS) {
-      this.#refuse('invalid_force_message', `A force_message's text may be at most ${MAX_FORCE_MESSAGE_CHARS} characters.`, event.event_id, 'item.content');
+      this.#refuse(
+        'invalid_force_message',
+        `A force_message's text may be at most ${MAX_FORCE_MESSAGE_CHARS} characters.`,
+        event.event_id,
+        'item.content',
+      );
       return;
     }
     model.speak(text, item.interruptible !== false, event.event_id);

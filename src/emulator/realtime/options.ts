@@ -12,4 +12,10 @@ export interface RealtimeOptions {
   closedSessionRetentionMs: number;
 }
 
-export const DEFAULT_REALTIME_OPTIONS: RealtimeOptions = { paceFactor: 1.25, chunkMs: 100, toneMsPerCharacter: 60, maxToneMs: 5000, closedSessionRetentionMs: 60_000 };
+export const DEFAULT_REALTIME_OPTIONS: RealtimeOptions = {
+  paceFactor: 1.25,
+  chunkMs: 100,
+  toneMsPerCharacter: 60,
+  maxToneMs: 5000,
+  closedSessionRetentionMs: 60_000,
+};

@@ -97,7 +97,14 @@ export class Responses implements ItemModel {
   hear(audio: Int16Array, itemId: string, respond: boolean): void {
     const { emit, items, config } = this.#deps;
     emit('input_audio_buffer.committed', { previous_item_id: items.lastId, item_id: itemId });
-    const item = { id: itemId, object: 'realtime.item', type: 'message', role: 'user', status: 'completed', content: [{ type: 'input_audio', transcript: null }] };
+    const item = {
+      id: itemId,
+      object: 'realtime.item',
+      type: 'message',
+      role: 'user',
+      status: 'completed',
+      content: [{ type: 'input_audio', transcript: null }],
+    };
     items.add(item);
     const script = this.#deps.takeScript();
     const transcript = script?.transcript ?? `(${(audio.length / config.inputFormat.rate).toFixed(1)} s of speech)`;
@@ -138,7 +145,12 @@ export class Responses implements ItemModel {
     const itemId = typeof event.item_id === 'string' ? event.item_id : undefined;
     const audioEndMs = typeof event.audio_end_ms === 'number' ? event.audio_end_ms : undefined;
     if (!itemId || audioEndMs === undefined) {
-      refuse('missing_field', 'conversation.item.truncate needs item_id and audio_end_ms.', event.event_id, itemId ? 'audio_end_ms' : 'item_id');
+      refuse(
+        'missing_field',
+        'conversation.item.truncate needs item_id and audio_end_ms.',
+        event.event_id,
+        itemId ? 'audio_end_ms' : 'item_id',
+      );
       return;
     }
     const lengthMs = this.#assistantItems.get(itemId);
@@ -147,11 +159,20 @@ export class Responses implements ItemModel {
       return;
     }
     if (audioEndMs > lengthMs) {
-      refuse('invalid_audio_end_ms', `audio_end_ms ${audioEndMs} is past the item's ${Math.round(lengthMs)} ms.`, event.event_id, 'audio_end_ms');
+      refuse(
+        'invalid_audio_end_ms',
+        `audio_end_ms ${audioEndMs} is past the item's ${Math.round(lengthMs)} ms.`,
+        event.event_id,
+        'audio_end_ms',
+      );
       return;
     }
     appendBounded(this.truncations, { itemId, audioEndMs }, MAX_REMEMBERED_ITEMS);
-    this.#deps.emit('conversation.item.truncated', { item_id: itemId, content_index: typeof event.content_index === 'number' ? event.content_index : 0, audio_end_ms: audioEndMs });
+    this.#deps.emit('conversation.item.truncated', {
+      item_id: itemId,
+      content_index: typeof event.content_index === 'number' ? event.content_index : 0,
+      audio_end_ms: audioEndMs,
+    });
   }
 
   /** The model's answer to a turn: the echo, or what the turn's script says (used once). */
@@ -160,7 +181,12 @@ export class Responses implements ItemModel {
     turn.script = undefined;
     if (script?.functionCall) return this.#respondWithCall(script.functionCall, script.text, clientEventId);
     if (script?.text !== undefined) return this.speak(script.text, true, clientEventId);
-    this.#respond(turn.audio, `Echo of ${(turn.audio.length / this.#deps.config.inputFormat.rate).toFixed(1)} seconds.`, true, clientEventId);
+    this.#respond(
+      turn.audio,
+      `Echo of ${(turn.audio.length / this.#deps.config.inputFormat.rate).toFixed(1)} seconds.`,
+      true,
+      clientEventId,
+    );
   }
 
   /** Queues a response that says `text` as a tone whose length follows it. */
@@ -184,7 +210,11 @@ export class Responses implements ItemModel {
   /** Runs a response after those before it; a full queue refuses it (`clientEventId` caused it). */
   #enqueue(run: () => Promise<void> | void, clientEventId: unknown): void {
     if (this.#responses > MAX_QUEUED_RESPONSES) {
-      this.#deps.refuse('conversation_already_has_active_response', `A response is playing and ${MAX_QUEUED_RESPONSES} more are waiting; this one was not queued.`, clientEventId);
+      this.#deps.refuse(
+        'conversation_already_has_active_response',
+        `A response is playing and ${MAX_QUEUED_RESPONSES} more are waiting; this one was not queued.`,
+        clientEventId,
+      );
       return;
     }
     this.#responses++;
@@ -215,7 +245,12 @@ export class Responses implements ItemModel {
     const callId = item.call_id;
     const call = typeof callId === 'string' ? this.#calls.get(callId) : undefined;
     if (typeof callId !== 'string' || !call) {
-      refuse('invalid_value', `No function call ${typeof callId === 'string' ? callId : JSON.stringify(callId)} in this conversation: item.call_id must name one.`, clientEventId, 'item.call_id');
+      refuse(
+        'invalid_value',
+        `No function call ${typeof callId === 'string' ? callId : JSON.stringify(callId)} in this conversation: item.call_id must name one.`,
+        clientEventId,
+        'item.call_id',
+      );
       return false;
     }
     if (call.answered) {
@@ -238,7 +273,15 @@ export class Responses implements ItemModel {
     const responseId = newId('resp');
     const callId = newId('call');
     this.rememberCall(callId, followUpText);
-    const item = { id: newId('item'), object: 'realtime.item', type: 'function_call', status: 'in_progress', call_id: callId, name: call.name, arguments: '' };
+    const item = {
+      id: newId('item'),
+      object: 'realtime.item',
+      type: 'function_call',
+      status: 'in_progress',
+      call_id: callId,
+      name: call.name,
+      arguments: '',
+    };
     const ids = { response_id: responseId, item_id: item.id, output_index: 0, call_id: callId };
     emit('response.created', { response: { id: responseId, object: 'realtime.response', status: 'in_progress', output: [] } });
     emit('response.output_item.added', { response_id: responseId, output_index: 0, item });

@@ -50,7 +50,8 @@ function bad(param: string | null, message: string): HttpError {
 
 function refuseUnknownFields(value: Readonly<Record<string, unknown>>, known: readonly string[], at: string): void {
   const unknown = Object.keys(value).find((key) => !known.includes(key));
-  if (unknown !== undefined) throw bad(`${at}${unknown}`, `Unknown field ${at}${unknown}; ${at === '' ? 'a script' : at.slice(0, -1)} has ${known.join(', ')}.`);
+  if (unknown !== undefined)
+    throw bad(`${at}${unknown}`, `Unknown field ${at}${unknown}; ${at === '' ? 'a script' : at.slice(0, -1)} has ${known.join(', ')}.`);
 }
 
 function readText(value: unknown, param: string): string | undefined {
@@ -65,11 +66,14 @@ function readCall(value: unknown): ScriptedCall | undefined {
   const param = 'response.function_call';
   if (!isRecord(value)) throw bad(param, `${param} must be an object with name and arguments.`);
   refuseUnknownFields(value, ['name', 'arguments'], `${param}.`);
-  if (typeof value.name !== 'string' || value.name === '') throw bad(`${param}.name`, `${param}.name must name a function tool of the session.`);
+  if (typeof value.name !== 'string' || value.name === '')
+    throw bad(`${param}.name`, `${param}.name must name a function tool of the session.`);
   const args = value.arguments ?? {};
-  if (!isRecord(args)) throw bad(`${param}.arguments`, `${param}.arguments must be a JSON object (the emulator writes it as the JSON text the model sends).`);
+  if (!isRecord(args))
+    throw bad(`${param}.arguments`, `${param}.arguments must be a JSON object (the emulator writes it as the JSON text the model sends).`);
   const text = JSON.stringify(args);
-  if (text.length > MAX_ARGUMENTS_CHARS) throw bad(`${param}.arguments`, `${param}.arguments may be at most ${MAX_ARGUMENTS_CHARS} characters of JSON.`);
+  if (text.length > MAX_ARGUMENTS_CHARS)
+    throw bad(`${param}.arguments`, `${param}.arguments may be at most ${MAX_ARGUMENTS_CHARS} characters of JSON.`);
   return { name: value.name, arguments: text };
 }
 
@@ -84,7 +88,8 @@ export class ScriptBoard {
    */
   add(keyId: string, body: Readonly<Record<string, unknown>>, sessions: readonly ScriptTarget[]): TurnScript {
     refuseUnknownFields(body, ['session_id', 'transcript', 'response'], '');
-    if (body.session_id !== undefined && (typeof body.session_id !== 'string' || body.session_id === '')) throw bad('session_id', 'session_id must be a session id (session.id of session.created).');
+    if (body.session_id !== undefined && (typeof body.session_id !== 'string' || body.session_id === ''))
+      throw bad('session_id', 'session_id must be a session id (session.id of session.created).');
     const sessionId = body.session_id;
     const transcript = readText(body.transcript, 'transcript');
     let text: string | undefined;
@@ -96,15 +101,20 @@ export class ScriptBoard {
       functionCall = readCall(body.response.function_call);
       if (text === undefined && functionCall === undefined) throw bad('response', 'response needs text or function_call.');
     }
-    if (transcript === undefined && text === undefined && functionCall === undefined) throw bad(null, 'A script needs a transcript or a response.');
+    if (transcript === undefined && text === undefined && functionCall === undefined)
+      throw bad(null, 'A script needs a transcript or a response.');
 
     const open = sessions.filter((session) => session.keyId === keyId && session.closedAt === undefined);
     const targets = sessionId === undefined ? open : open.filter((session) => session.id === sessionId);
-    if (sessionId !== undefined && targets.length === 0) throw new HttpError(404, 'not_found', `No open realtime session ${sessionId} of this key.`, 'session_id');
+    if (sessionId !== undefined && targets.length === 0)
+      throw new HttpError(404, 'not_found', `No open realtime session ${sessionId} of this key.`, 'session_id');
     if (functionCall && !targets.some((session) => session.declaresFunction(functionCall.name))) {
       const declared = [...new Set(targets.flatMap((session) => session.functionNames))];
       const whose = sessionId === undefined ? 'No open session of this key declares' : 'The session does not declare';
-      throw bad('response.function_call.name', `${whose} a function tool ${functionCall.name} (declared: ${declared.length === 0 ? 'none' : declared.join(', ')}).`);
+      throw bad(
+        'response.function_call.name',
+        `${whose} a function tool ${functionCall.name} (declared: ${declared.length === 0 ? 'none' : declared.join(', ')}).`,
+      );
     }
     if (this.#waiting.filter((script) => script.keyId === keyId).length >= MAX_WAITING_SCRIPTS) {
       throw new HttpError(429, 'too_many_requests', `${MAX_WAITING_SCRIPTS} scripts already wait for turns of this key's sessions.`);
@@ -122,7 +132,10 @@ export class ScriptBoard {
     let index = this.#waiting.findIndex((script) => script.sessionId === session.id);
     if (index < 0) {
       index = this.#waiting.findIndex(
-        (script) => script.sessionId === undefined && script.keyId === session.keyId && (!script.functionCall || session.declaresFunction(script.functionCall.name)),
+        (script) =>
+          script.sessionId === undefined &&
+          script.keyId === session.keyId &&
+          (!script.functionCall || session.declaresFunction(script.functionCall.name)),
       );
     }
     return index < 0 ? undefined : this.#waiting.splice(index, 1)[0];
@@ -145,7 +158,12 @@ export interface ScriptTaker {
  * `POST /_emulator/realtime/script`. `authorize` checks the key (and counts the request) once the
  * method is right; errors are thrown as HttpError, for the server to answer in its usual format.
  */
-export async function handleScriptRequest(request: IncomingMessage, response: ServerResponse, authorize: () => string, realtime: ScriptTaker): Promise<void> {
+export async function handleScriptRequest(
+  request: IncomingMessage,
+  response: ServerResponse,
+  authorize: () => string,
+  realtime: ScriptTaker,
+): Promise<void> {
   if (request.method !== 'POST') throw new HttpError(405, 'invalid_request_error', `Use POST for ${REALTIME_SCRIPT_PATH}.`);
   const keyId = authorize();
   const { value: body } = await readJsonObject(request);
@@ -158,6 +176,9 @@ export async function handleScriptRequest(request: IncomingMessage, response: Se
     response:
       script.text === undefined && script.functionCall === undefined
         ? null
-        : { text: script.text ?? null, function_call: script.functionCall ? { name: script.functionCall.name, arguments: script.functionCall.arguments } : null },
+        : {
+            text: script.text ?? null,
+            function_call: script.functionCall ? { name: script.functionCall.name, arguments: script.functionCall.arguments } : null,
+          },
   });
 }

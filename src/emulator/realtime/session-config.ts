@@ -30,7 +30,8 @@ function readVoice(value: unknown, current: string): Reading<{ value: string }> 
   if (value === undefined) return { ok: true, value: current };
   const param = 'session.voice';
   const voice = typeof value === 'string' ? knownVoice(value) : undefined;
-  if (voice === undefined) return { ok: false, param, message: unknownVoiceMessage(param, typeof value === 'string' ? value : JSON.stringify(value)) };
+  if (voice === undefined)
+    return { ok: false, param, message: unknownVoiceMessage(param, typeof value === 'string' ? value : JSON.stringify(value)) };
   return { ok: true, value: voice };
 }
 
@@ -38,7 +39,8 @@ function readInstructions(value: unknown, current: string): Reading<{ value: str
   if (value === undefined) return { ok: true, value: current };
   const param = 'session.instructions';
   if (typeof value !== 'string') return { ok: false, param, message: `${param} must be a string.` };
-  if (value.length > MAX_INSTRUCTIONS_CHARS) return { ok: false, param, message: `${param} may be at most ${MAX_INSTRUCTIONS_CHARS} characters.` };
+  if (value.length > MAX_INSTRUCTIONS_CHARS)
+    return { ok: false, param, message: `${param} may be at most ${MAX_INSTRUCTIONS_CHARS} characters.` };
   return { ok: true, value };
 }
 
@@ -53,15 +55,19 @@ function readTools(value: unknown, current: Tools): Reading<{ value: Tools }> {
   const param = 'session.tools';
   if (!Array.isArray(value)) return { ok: false, param, message: `${param} must be an array.` };
   if (value.length > MAX_TOOLS) return { ok: false, param, message: `${param} may hold at most ${MAX_TOOLS} tools.` };
-  if (JSON.stringify(value).length > MAX_TOOLS_JSON_CHARS) return { ok: false, param, message: `${param} may be at most ${MAX_TOOLS_JSON_CHARS} characters of JSON.` };
+  if (JSON.stringify(value).length > MAX_TOOLS_JSON_CHARS)
+    return { ok: false, param, message: `${param} may be at most ${MAX_TOOLS_JSON_CHARS} characters of JSON.` };
   const tools: Readonly<Record<string, unknown>>[] = [];
   const names = new Set<string>();
   for (const [index, tool] of value.entries()) {
     const at = `${param}[${index}]`;
-    if (!isRecord(tool) || typeof tool.type !== 'string' || tool.type === '') return { ok: false, param: `${at}.type`, message: `${at} must be an object with a type.` };
+    if (!isRecord(tool) || typeof tool.type !== 'string' || tool.type === '')
+      return { ok: false, param: `${at}.type`, message: `${at} must be an object with a type.` };
     if (tool.type === 'function') {
-      if (typeof tool.name !== 'string' || !FUNCTION_NAME.test(tool.name)) return { ok: false, param: `${at}.name`, message: `${at}.name must be 1 to 64 letters, digits, _ or -.` };
-      if (names.has(tool.name)) return { ok: false, param: `${at}.name`, message: `${at}.name: another function tool is already named ${tool.name}.` };
+      if (typeof tool.name !== 'string' || !FUNCTION_NAME.test(tool.name))
+        return { ok: false, param: `${at}.name`, message: `${at}.name must be 1 to 64 letters, digits, _ or -.` };
+      if (names.has(tool.name))
+        return { ok: false, param: `${at}.name`, message: `${at}.name: another function tool is already named ${tool.name}.` };
       names.add(tool.name);
     }
     tools.push(tool);
@@ -75,13 +81,20 @@ function readTurnDetection(session: Readonly<Record<string, unknown>>): Reading<
   if (detection === undefined || detection === null) return { ok: true, settings: detection };
   const param = 'session.turn_detection';
   if (!isRecord(detection)) return { ok: false, param, message: `${param} must be an object or null.` };
-  if (detection.type !== undefined && detection.type !== 'server_vad') return { ok: false, param: `${param}.type`, message: `${param}.type must be server_vad.` };
+  if (detection.type !== undefined && detection.type !== 'server_vad')
+    return { ok: false, param: `${param}.type`, message: `${param}.type must be server_vad.` };
   const threshold = detection.threshold ?? DEFAULT_VAD.threshold;
-  if (typeof threshold !== 'number' || threshold < 0 || threshold > 1) return { ok: false, param: `${param}.threshold`, message: `${param}.threshold must be a number from 0 to 1.` };
+  if (typeof threshold !== 'number' || threshold < 0 || threshold > 1)
+    return { ok: false, param: `${param}.threshold`, message: `${param}.threshold must be a number from 0 to 1.` };
   const silence = detection.silence_duration_ms ?? DEFAULT_VAD.silenceDurationMs;
   const prefix = detection.prefix_padding_ms ?? DEFAULT_VAD.prefixPaddingMs;
-  const isDuration = (value: unknown): value is number => typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= MAX_VAD_MS;
-  const durationProblem = (key: string) => ({ ok: false as const, param: `${param}.${key}`, message: `${param}.${key} must be a whole number of milliseconds from 0 to ${MAX_VAD_MS}.` });
+  const isDuration = (value: unknown): value is number =>
+    typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= MAX_VAD_MS;
+  const durationProblem = (key: string) => ({
+    ok: false as const,
+    param: `${param}.${key}`,
+    message: `${param}.${key} must be a whole number of milliseconds from 0 to ${MAX_VAD_MS}.`,
+  });
   if (!isDuration(silence)) return durationProblem('silence_duration_ms');
   if (!isDuration(prefix)) return durationProblem('prefix_padding_ms');
   return { ok: true, settings: { threshold, silenceDurationMs: silence, prefixPaddingMs: prefix } };
@@ -144,7 +157,14 @@ export class SessionConfig {
       model,
       voice: this.#voice,
       instructions: this.#instructions,
-      turn_detection: vad ? { type: 'server_vad', threshold: vad.threshold, silence_duration_ms: vad.silenceDurationMs, prefix_padding_ms: vad.prefixPaddingMs } : null,
+      turn_detection: vad
+        ? {
+            type: 'server_vad',
+            threshold: vad.threshold,
+            silence_duration_ms: vad.silenceDurationMs,
+            prefix_padding_ms: vad.prefixPaddingMs,
+          }
+        : null,
       audio: { input: { format: { ...this.#inputFormat } }, output: { format: { ...this.#outputFormat } } },
       tools: this.#tools,
     };

@@ -45,7 +45,14 @@ export class RealtimeSession {
   readonly truncations: { itemId: string; audioEndMs: number }[];
 
   /** `takeScript` gives the script of each user turn, if one was posted (script.ts). */
-  constructor(model: string, keyId: string, send: Send, options: RealtimeOptions, log: Logger, takeScript: (session: RealtimeSession) => TurnScript | undefined = () => undefined) {
+  constructor(
+    model: string,
+    keyId: string,
+    send: Send,
+    options: RealtimeOptions,
+    log: Logger,
+    takeScript: (session: RealtimeSession) => TurnScript | undefined = () => undefined,
+  ) {
     this.model = model;
     this.keyId = keyId;
     this.#send = send;
@@ -82,7 +89,9 @@ export class RealtimeSession {
   }
 
   #error(code: string, message: string, clientEventId?: unknown, param: string | null = null): void {
-    this.emit('error', { error: { type: 'invalid_request_error', code, message, param, event_id: typeof clientEventId === 'string' ? clientEventId : null } });
+    this.emit('error', {
+      error: { type: 'invalid_request_error', code, message, param, event_id: typeof clientEventId === 'string' ? clientEventId : null },
+    });
   }
 
   /** When the session ended, or undefined while it is open. */
@@ -118,7 +127,15 @@ export class RealtimeSession {
 
   #fault(error: unknown): void {
     this.#log.error('realtime event handling failed', { session: this.id, error });
-    this.emit('error', { error: { type: 'server_error', code: 'server_error', message: 'The emulator failed to handle an event.', param: null, event_id: null } });
+    this.emit('error', {
+      error: {
+        type: 'server_error',
+        code: 'server_error',
+        message: 'The emulator failed to handle an event.',
+        param: null,
+        event_id: null,
+      },
+    });
   }
 
   #receive(text: string): void {

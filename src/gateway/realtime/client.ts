@@ -64,7 +64,10 @@ interface ConnectBase {
  * secret (`<vendor>-client-secret.<secret>`) or the key itself (`compat-insecure-api-key.<key>`).
  */
 export type RealtimeConnectOptions = ConnectBase &
-  ({ apiKey: string; keyIn?: 'header' | 'subprotocol' } | { clientSecret: string; /** The vendor word of the subprotocol; default `svc`. */ vendor?: string });
+  (
+    | { apiKey: string; keyIn?: 'header' | 'subprotocol' }
+    | { clientSecret: string; /** The vendor word of the subprotocol; default `svc`. */ vendor?: string }
+  );
 
 /** What the gateway client offers for the client-secret flow. */
 export interface ClientSecretSource {
@@ -186,7 +189,9 @@ export class RealtimeClient extends EventEmitter<ClientEvents> {
       socket.on('unexpected-response', (_request, response) => {
         void refusal(response).then(fail, fail);
       });
-      socket.on('error', (error) => fail(new RealtimeConnectionError(`the realtime connection failed: ${error.message}`, { cause: error })));
+      socket.on('error', (error) =>
+        fail(new RealtimeConnectionError(`the realtime connection failed: ${error.message}`, { cause: error })),
+      );
       socket.on('open', () => {
         configurationEventId = client.#send(sessionUpdate(options.session));
       });
@@ -196,11 +201,14 @@ export class RealtimeClient extends EventEmitter<ClientEvents> {
           log.warn('ignoring a realtime message that is not an event');
           return;
         }
-        if (event.type === 'session.created' || event.type === 'session.updated') client.#sessionExpiresAt = readTimestamp(event.session, 'expires_at') ?? client.#sessionExpiresAt;
+        if (event.type === 'session.created' || event.type === 'session.updated')
+          client.#sessionExpiresAt = readTimestamp(event.session, 'expires_at') ?? client.#sessionExpiresAt;
         if (!settled) {
           if (event.type === 'error') {
             if (event.clientEventId !== undefined && event.clientEventId === configurationEventId) {
-              return fail(new RealtimeConnectionError(`the realtime session refused its configuration: ${event.message}`, { code: event.code }));
+              return fail(
+                new RealtimeConnectionError(`the realtime session refused its configuration: ${event.message}`, { code: event.code }),
+              );
             }
             earlyError = event.message;
             log.warn('realtime error before the session was configured', { code: event.code, message: event.message });
@@ -225,7 +233,10 @@ export class RealtimeClient extends EventEmitter<ClientEvents> {
    * `POST /native/v1/realtime/client_secrets` (through the gateway client), then the connection with it
    * as the subprotocol `<vendor>-client-secret.<secret>`.
    */
-  static async connectWithClientSecret(gateway: ClientSecretSource, options: ConnectBase & { secretSeconds?: number }): Promise<RealtimeClient> {
+  static async connectWithClientSecret(
+    gateway: ClientSecretSource,
+    options: ConnectBase & { secretSeconds?: number },
+  ): Promise<RealtimeClient> {
     const { secretSeconds, ...rest } = options;
     const secret = await gateway.createClientSecret(secretSeconds);
     return RealtimeClient.connect({ ...rest, clientSecret: secret.value, vendor: gateway.vendor });
@@ -300,7 +311,12 @@ export class RealtimeClient extends EventEmitter<ClientEvents> {
   forceMessage(text: string, options: { interruptible?: boolean } = {}): void {
     this.#send({
       type: 'conversation.item.create',
-      item: { type: 'force_message', role: 'assistant', interruptible: options.interruptible ?? true, content: [{ type: 'output_text', text }] },
+      item: {
+        type: 'force_message',
+        role: 'assistant',
+        interruptible: options.interruptible ?? true,
+        content: [{ type: 'output_text', text }],
+      },
     });
   }
 

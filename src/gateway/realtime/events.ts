@@ -24,7 +24,13 @@ export type RealtimeServerEvent =
   /** An item the response adds (its id is what a truncation names). */
   | { type: 'response.output_item.added'; responseId: string | undefined; itemId: string | undefined; role: string | undefined }
   | { type: 'conversation.item.created'; itemId: string | undefined; role: string | undefined }
-  | { type: 'response.output_audio.delta'; responseId: string | undefined; itemId: string | undefined; contentIndex: number | undefined; audio: Buffer }
+  | {
+      type: 'response.output_audio.delta';
+      responseId: string | undefined;
+      itemId: string | undefined;
+      contentIndex: number | undefined;
+      audio: Buffer;
+    }
   | { type: 'response.output_audio.done'; responseId: string | undefined; itemId: string | undefined }
   | { type: 'response.output_audio_transcript.delta'; responseId: string | undefined; itemId: string | undefined; delta: string }
   | { type: 'response.output_audio_transcript.done'; responseId: string | undefined; itemId: string | undefined; transcript: string }
@@ -127,7 +133,9 @@ export function parseServerEvent(text: string): RealtimeServerEvent | undefined 
       const response = readRecord(raw, 'response');
       const id = readString(response, 'id') ?? responseId;
       const output = response?.output;
-      const functionCalls = Array.isArray(output) ? output.map((item) => functionCallOf(item, id, undefined)).filter((call) => call !== undefined) : [];
+      const functionCalls = Array.isArray(output)
+        ? output.map((item) => functionCallOf(item, id, undefined)).filter((call) => call !== undefined)
+        : [];
       return { type, responseId: id, status: readString(response, 'status'), functionCalls };
     }
     case 'response.function_call_arguments.done': {
@@ -143,7 +151,11 @@ export function parseServerEvent(text: string): RealtimeServerEvent | undefined 
       return {
         type,
         code: readString(error, 'code') ?? readString(raw, 'code'),
-        message: readString(error, 'message') ?? readString(raw, 'error') ?? readString(raw, 'message') ?? 'The realtime session reported an error.',
+        message:
+          readString(error, 'message') ??
+          readString(raw, 'error') ??
+          readString(raw, 'message') ??
+          'The realtime session reported an error.',
         errorType: readString(error, 'type'),
         param: readString(error, 'param'),
         clientEventId: readString(error, 'event_id'),

@@ -24,4 +24,3 @@ export function bytesToSamples(bytes: Buffer): Int16Array {
 export function samplesToBytes(samples: Int16Array): Buffer {
   return Buffer.from(samples.buffer, samples.byteOffset, samples.byteLength);
 }
-

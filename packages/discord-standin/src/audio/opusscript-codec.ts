@@ -20,7 +20,15 @@ import OpusScript from 'opusscript';
 // writes it, is read back as such.
 
 /** libopus's error codes, as opusscript words them. */
-const OPUS_ERRORS: Record<number, string> = { [-1]: 'Bad argument', [-2]: 'Buffer too small', [-3]: 'Internal error', [-4]: 'Invalid packet', [-5]: 'Unimplemented', [-6]: 'Invalid state', [-7]: 'Memory allocation fail' };
+const OPUS_ERRORS: Record<number, string> = {
+  [-1]: 'Bad argument',
+  [-2]: 'Buffer too small',
+  [-3]: 'Internal error',
+  [-4]: 'Invalid packet',
+  [-5]: 'Unimplemented',
+  [-6]: 'Invalid state',
+  [-7]: 'Memory allocation fail',
+};
 /** Bytes each codec has for an incoming Opus packet (opusscript's MAX_PACKET_SIZE). */
 const MAX_PACKET_BYTES = OpusScript.MAX_PACKET_SIZE;
 
@@ -50,14 +58,16 @@ function call(method: Function, self: object, args: number[]): unknown {
 
 function address(codec: OpusScript, key: string): number {
   const value = field(codec, key);
-  if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0 || value % 8 !== 0) throw new Error(`opusscript: ${key} is not the aligned address this codec expects (is opusscript still 0.1.1?)`);
+  if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0 || value % 8 !== 0)
+    throw new Error(`opusscript: ${key} is not the aligned address this codec expects (is opusscript still 0.1.1?)`);
   return value;
 }
 
 /** The WebAssembly memory as of when `codec` was made (a view it took then is of it). */
 function heapOf(codec: OpusScript): ArrayBufferLike {
   const view = field(codec, 'inOpus');
-  if (!(view instanceof Uint8Array)) throw new Error('opusscript: no view of its heap where this codec expects one (is opusscript still 0.1.1?)');
+  if (!(view instanceof Uint8Array))
+    throw new Error('opusscript: no view of its heap where this codec expects one (is opusscript still 0.1.1?)');
   return view.buffer;
 }
 
@@ -134,7 +144,8 @@ export class OpusScriptCodec {
   /** One frame of interleaved samples (`frameSize` per channel) to one Opus packet. */
   encode(pcm: Int16Array, frameSize: number): Buffer {
     const glue = this.#glue;
-    if (pcm.length !== frameSize * this.#channels || pcm.byteLength > glue.inPcmBytes) throw new RangeError(`opusscript: cannot encode ${pcm.length} samples as a frame of ${frameSize}`);
+    if (pcm.length !== frameSize * this.#channels || pcm.byteLength > glue.inPcmBytes)
+      throw new RangeError(`opusscript: cannot encode ${pcm.length} samples as a frame of ${frameSize}`);
     new Int16Array(currentHeap(), glue.inPcm, pcm.length).set(pcm);
     const length = checked(glue.encode(glue.inPcm, 0, glue.outOpus, frameSize), 'Encode');
     return Buffer.from(new Uint8Array(currentHeap(), glue.outOpus, length));
@@ -146,7 +157,8 @@ export class OpusScriptCodec {
     const samples = opusPacketSamples(packet, this.#sampleRate);
     if (samples === undefined) throw new Error('Decode error: Invalid packet');
     // The glue writes each output byte into a 16-bit slot: four bytes of buffer per sample.
-    if (packet.length > MAX_PACKET_BYTES || samples * this.#channels * 4 > glue.outPcmBytes) throw new RangeError(`opusscript: a packet of ${packet.length} bytes and ${samples} samples does not fit this codec's buffers`);
+    if (packet.length > MAX_PACKET_BYTES || samples * this.#channels * 4 > glue.outPcmBytes)
+      throw new RangeError(`opusscript: a packet of ${packet.length} bytes and ${samples} samples does not fit this codec's buffers`);
     new Uint8Array(currentHeap(), glue.inOpus, packet.length).set(packet);
     const decoded = checked(glue.decode(glue.inOpus, packet.length, glue.outPcm), 'Decode') * this.#channels;
     const bytes = new Uint8Array(decoded * 2);

@@ -226,7 +226,9 @@ export class DaveCall {
     if (dave.length <= 1) return true;
     const group = this.#group;
     if (!group || this.#inFlight.length > 0) return false;
-    return dave.every((member) => !member.reportedInvalid && group.leafOf(member.participant.userId) !== undefined && member.readyEpoch === group.epoch);
+    return dave.every(
+      (member) => !member.reportedInvalid && group.leafOf(member.participant.userId) !== undefined && member.readyEpoch === group.epoch,
+    );
   }
 
   // ---- Internals -----------------------------------------------------------------------------------------
@@ -280,11 +282,14 @@ export class DaveCall {
     }
     if (!this.#dave(member)) {
       participant.start(0);
-      if (this.protocolVersion !== 0 && ![...this.#members.values()].some((candidate) => candidate !== member && this.#dave(candidate))) this.protocolVersion = 0;
+      if (this.protocolVersion !== 0 && ![...this.#members.values()].some((candidate) => candidate !== member && this.#dave(candidate)))
+        this.protocolVersion = 0;
     } else {
-      if (this.protocolVersion === 0 && ![...this.#members.values()].some((candidate) => !this.#dave(candidate))) this.protocolVersion = DAVE_PROTOCOL_VERSION;
+      if (this.protocolVersion === 0 && ![...this.#members.values()].some((candidate) => !this.#dave(candidate)))
+        this.protocolVersion = DAVE_PROTOCOL_VERSION;
       participant.start(this.protocolVersion);
-      if (this.protocolVersion >= DAVE_PROTOCOL_VERSION) participant.sendBinary(DaveOp.MlsExternalSender, (await this.#externalSender()).package());
+      if (this.protocolVersion >= DAVE_PROTOCOL_VERSION)
+        participant.sendBinary(DaveOp.MlsExternalSender, (await this.#externalSender()).package());
     }
     await this.#reconcile();
   }
@@ -418,13 +423,26 @@ export class DaveCall {
       if (group.leafOf(member.participant.userId) !== undefined && !member.reportedInvalid) continue;
       if (this.#inFlight.some((proposal) => proposal.kind === 'add' && proposal.keyPackage === keyPackage)) continue;
       const signed = await sender.proposeAdd(group.epoch, keyPackage);
-      created.push({ ...signed, kind: 'add', userId: member.participant.userId, keyPackage, refHex: signed.ref.toString('hex'), sentTo: new Set() });
+      created.push({
+        ...signed,
+        kind: 'add',
+        userId: member.participant.userId,
+        keyPackage,
+        refHex: signed.ref.toString('hex'),
+        sentTo: new Set(),
+      });
     }
     if (created.length === 0) return;
     this.#inFlight.push(...created);
     for (const recipient of live) {
       for (const proposal of created) proposal.sentTo.add(recipient.participant.userId);
-      recipient.participant.sendBinary(DaveOp.MlsProposals, proposalsPayload(ProposalsOperation.Append, created.map((proposal) => proposal.bytes)));
+      recipient.participant.sendBinary(
+        DaveOp.MlsProposals,
+        proposalsPayload(
+          ProposalsOperation.Append,
+          created.map((proposal) => proposal.bytes),
+        ),
+      );
     }
     this.#record({
       type: 'proposals',
@@ -443,7 +461,14 @@ export class DaveCall {
       const keyPackage = member.keyPackage;
       if (!keyPackage || this.#inFlight.some((proposal) => proposal.kind === 'add' && proposal.keyPackage === keyPackage)) continue;
       const signed = await sender.proposeAdd(0n, keyPackage);
-      this.#inFlight.push({ ...signed, kind: 'add', userId: member.participant.userId, keyPackage, refHex: signed.ref.toString('hex'), sentTo: new Set() });
+      this.#inFlight.push({
+        ...signed,
+        kind: 'add',
+        userId: member.participant.userId,
+        keyPackage,
+        refHex: signed.ref.toString('hex'),
+        sentTo: new Set(),
+      });
       created.push(member.participant.userId);
     }
     for (const recipient of pending) {
@@ -451,7 +476,13 @@ export class DaveCall {
       const unsent = this.#inFlight.filter((proposal) => proposal.userId !== userId && !proposal.sentTo.has(userId));
       if (unsent.length === 0) continue;
       for (const proposal of unsent) proposal.sentTo.add(userId);
-      recipient.participant.sendBinary(DaveOp.MlsProposals, proposalsPayload(ProposalsOperation.Append, unsent.map((proposal) => proposal.bytes)));
+      recipient.participant.sendBinary(
+        DaveOp.MlsProposals,
+        proposalsPayload(
+          ProposalsOperation.Append,
+          unsent.map((proposal) => proposal.bytes),
+        ),
+      );
     }
     if (created.length > 0) this.#record({ type: 'proposals', epoch: 0n, adds: created, removes: [] });
   }
@@ -479,7 +510,9 @@ export class DaveCall {
     if (expected.some((proposal) => !proposal.sentTo.has(userId))) return drop('it cannot reference proposals it has not been sent');
     let checked;
     try {
-      const committer = group ? member.leafKeys : member.keyPackage && { signaturePublicKey: member.keyPackage.leafNode.signaturePublicKey, identity: userIdBigEndian(userId) };
+      const committer = group
+        ? member.leafKeys
+        : member.keyPackage && { signaturePublicKey: member.keyPackage.leafNode.signaturePublicKey, identity: userIdBigEndian(userId) };
       checked = sender.checkCommit(parsed.commit, { epoch, refs: expected.map((proposal) => proposal.refHex), committer });
     } catch (error) {
       return drop(error instanceof Error ? error.message : String(error));
@@ -496,19 +529,29 @@ export class DaveCall {
     await this.#announce(member, parsed.commitBytes, parsed.welcome, ordered);
   }
 
-  async #announce(committer: Member, commitBytes: Buffer, welcome: Parameters<GatewayExternalSender['welcomeFor']>[0] | undefined, ordered: InFlightProposal[]): Promise<void> {
+  async #announce(
+    committer: Member,
+    commitBytes: Buffer,
+    welcome: Parameters<GatewayExternalSender['welcomeFor']>[0] | undefined,
+    ordered: InFlightProposal[],
+  ): Promise<void> {
     const sender = await this.#externalSender();
     const committerId = committer.participant.userId;
     const before = this.#group ? this.#liveLeaves() : [committer];
     const view = this.#group ?? new GroupView();
     if (!this.#group) {
       const keyPackage = committer.keyPackage;
-      committer.leafKeys = keyPackage && { signaturePublicKey: keyPackage.leafNode.signaturePublicKey, identity: userIdBigEndian(committerId) };
+      committer.leafKeys = keyPackage && {
+        signaturePublicKey: keyPackage.leafNode.signaturePublicKey,
+        identity: userIdBigEndian(committerId),
+      };
       committer.keyPackage = undefined;
     }
     view.apply(
       committerId,
-      ordered.map((proposal) => (proposal.kind === 'add' ? { kind: 'add' as const, userId: proposal.userId } : { kind: 'remove' as const, leaf: proposal.leaf ?? 0 })),
+      ordered.map((proposal) =>
+        proposal.kind === 'add' ? { kind: 'add' as const, userId: proposal.userId } : { kind: 'remove' as const, leaf: proposal.leaf ?? 0 },
+      ),
     );
     this.#group = view;
     this.#inFlight = [];
@@ -525,7 +568,10 @@ export class DaveCall {
     this.#log.info('voice stand-in: DAVE commit announced', { epoch: view.epoch, from: committerId, transitionId, leaves: view.leaves });
     for (const member of before) {
       if (view.leafOf(member.participant.userId) === undefined) continue;
-      member.participant.sendBinary(DaveOp.MlsAnnounceCommitTransition, this.#hooks.outgoing(member.participant.userId, transitionPayload(transitionId, commitBytes)));
+      member.participant.sendBinary(
+        DaveOp.MlsAnnounceCommitTransition,
+        this.#hooks.outgoing(member.participant.userId, transitionPayload(transitionId, commitBytes)),
+      );
     }
     const welcomed: Member[] = [];
     for (const proposal of adds) {
@@ -538,14 +584,22 @@ export class DaveCall {
       welcomed.push(member);
       const bytes = this.#hooks.outgoing(proposal.userId, transitionPayload(transitionId, await sender.welcomeFor(welcome, keyPackage)));
       const send = () => member.participant.sendBinary(DaveOp.MlsWelcome, bytes);
-      this.#hooks.welcome(proposal.userId, send, (late) => this.#enqueue(`late Welcome to ${proposal.userId}`, () => Promise.resolve(late())));
+      this.#hooks.welcome(proposal.userId, send, (late) =>
+        this.#enqueue(`late Welcome to ${proposal.userId}`, () => Promise.resolve(late())),
+      );
     }
     const inGroup = [...before, ...welcomed].filter((member) => view.leafOf(member.participant.userId) !== undefined);
     if (transitionId === 0) {
       for (const member of inGroup) member.readyEpoch = view.epoch;
       this.#lastTransitionId = 0;
       this.#remember(0, view.epoch);
-      this.#record({ type: 'transitionExecuted', transitionId: 0, epoch: view.epoch, protocolVersion: this.protocolVersion, timedOutWaitingFor: [] });
+      this.#record({
+        type: 'transitionExecuted',
+        transitionId: 0,
+        epoch: view.epoch,
+        protocolVersion: this.protocolVersion,
+        timedOutWaitingFor: [],
+      });
       await this.#reconcile();
       return;
     }
@@ -608,7 +662,9 @@ export class DaveCall {
     const recipients = [...this.#members.values()].filter((member) =>
       transition.kind === 'downgrade'
         ? this.#dave(member)
-        : this.#group?.leafOf(member.participant.userId) !== undefined && !member.reportedInvalid && !transition.waiting.has(member.participant.userId),
+        : this.#group?.leafOf(member.participant.userId) !== undefined &&
+          !member.reportedInvalid &&
+          !transition.waiting.has(member.participant.userId),
     );
     for (const member of recipients) member.participant.sendJson(DaveOp.ExecuteTransition, { transition_id: transition.id });
     if (transition.kind === 'downgrade') {
@@ -622,7 +678,13 @@ export class DaveCall {
         member.reportedInvalid = false;
       }
     }
-    this.#record({ type: 'transitionExecuted', transitionId: transition.id, epoch: transition.epoch, protocolVersion: this.protocolVersion, timedOutWaitingFor: [...transition.waiting] });
+    this.#record({
+      type: 'transitionExecuted',
+      transitionId: transition.id,
+      epoch: transition.epoch,
+      protocolVersion: this.protocolVersion,
+      timedOutWaitingFor: [...transition.waiting],
+    });
     await this.#reconcile();
   }
 

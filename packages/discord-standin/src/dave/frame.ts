@@ -26,7 +26,9 @@ function hkdfExpandSha256(prk: Buffer, info: Buffer, length: number): Buffer {
   const blocks: Buffer[] = [];
   let previous = Buffer.alloc(0);
   for (let counter = 1, total = 0; total < length; counter++) {
-    previous = createHmac('sha256', prk).update(Buffer.concat([previous, info, Buffer.from([counter])])).digest();
+    previous = createHmac('sha256', prk)
+      .update(Buffer.concat([previous, info, Buffer.from([counter])]))
+      .digest();
     blocks.push(previous);
     total += previous.length;
   }
@@ -158,7 +160,12 @@ export function parseProtocolFrame(frame: Buffer): ProtocolFrame | undefined {
       mediaPosition = offset.value + size.value;
       position = size.next;
     }
-    return { media: frame.subarray(0, supplementalStart), tag: frame.subarray(supplementalStart, supplementalStart + TAG_BYTES), nonce: nonce.value, ranges };
+    return {
+      media: frame.subarray(0, supplementalStart),
+      tag: frame.subarray(supplementalStart, supplementalStart + TAG_BYTES),
+      nonce: nonce.value,
+      ranges,
+    };
   } catch {
     return undefined;
   }

@@ -33,7 +33,20 @@ import {
   processPublicMessage,
   proposeExternal,
 } from 'ts-mls';
-import type { Capabilities, CiphersuiteImpl, CiphersuiteName, ClientState, ExternalSender, GroupInfo, KeyPackage, MLSMessage, PrivateKeyPackage, Proposal, PublicMessage, Welcome } from 'ts-mls';
+import type {
+  Capabilities,
+  CiphersuiteImpl,
+  CiphersuiteName,
+  ClientState,
+  ExternalSender,
+  GroupInfo,
+  KeyPackage,
+  MLSMessage,
+  PrivateKeyPackage,
+  Proposal,
+  PublicMessage,
+  Welcome,
+} from 'ts-mls';
 import { makeProposalRef } from 'ts-mls/authenticatedContent.js';
 import { processProposal } from 'ts-mls/clientState.js';
 import { decodeKeyPackage, encodeKeyPackage, makeKeyPackageRef, verifyKeyPackage } from 'ts-mls/keyPackage.js';
@@ -46,7 +59,13 @@ const CIPHERSUITE: CiphersuiteName = 'MLS_128_DHKEMP256_AES128GCM_SHA256_P256';
 const MAX_U64 = 2n ** 64n - 1n;
 /** libdave's test external sender uses this identity; any bytes do, members compare the whole package. */
 const GATEWAY_IDENTITY = new Uint8Array([0x00, 0x01, 0x01, 0x00]);
-const DAVE_CAPABILITIES: Capabilities = { versions: ['mls10'], ciphersuites: [CIPHERSUITE], extensions: [], proposals: [], credentials: ['basic'] };
+const DAVE_CAPABILITIES: Capabilities = {
+  versions: ['mls10'],
+  ciphersuites: [CIPHERSUITE],
+  extensions: [],
+  proposals: [],
+  credentials: ['basic'],
+};
 /** The gateway requires the widest key package lifetime, which members do not check. */
 const FULL_LIFETIME = { notBefore: 0n, notAfter: MAX_U64 };
 
@@ -160,7 +179,8 @@ export class GatewayExternalSender {
     const keyPackage = decoded[0];
     if (keyPackage.version !== 'mls10' || keyPackage.cipherSuite !== CIPHERSUITE) throw new Error('wrong MLS version or cipher suite');
     const credential = keyPackage.leafNode.credential;
-    if (credential.credentialType !== 'basic' || !sameBytes(credential.identity, userIdBigEndian(userId))) throw new Error('its credential is not this user');
+    if (credential.credentialType !== 'basic' || !sameBytes(credential.identity, userIdBigEndian(userId)))
+      throw new Error('its credential is not this user');
     const { lifetime } = keyPackage.leafNode;
     if (lifetime.notBefore !== 0n || lifetime.notAfter !== MAX_U64) throw new Error('its lifetime is not [0, 2^64-1]');
     if (!(await verifyKeyPackage(keyPackage, this.#cs.signature))) throw new Error('its signature does not verify');
@@ -187,7 +207,10 @@ export class GatewayExternalSender {
    * for this group and epoch, referencing exactly the expected proposals, and leaving the committer's
    * credential and signature key as they were.
    */
-  checkCommit(commit: PublicMessage, expected: { epoch: bigint; refs: readonly string[]; committer?: { signaturePublicKey: Uint8Array; identity: Uint8Array } }): CheckedCommit {
+  checkCommit(
+    commit: PublicMessage,
+    expected: { epoch: bigint; refs: readonly string[]; committer?: { signaturePublicKey: Uint8Array; identity: Uint8Array } },
+  ): CheckedCommit {
     const { content } = commit;
     if (!sameBytes(content.groupId, this.#groupId)) throw new Error('a commit for another group');
     if (content.epoch !== expected.epoch) throw new Error(`a commit for epoch ${content.epoch}, not ${expected.epoch}`);
@@ -268,7 +291,7 @@ function decodeExternalSenders(data: Uint8Array): { sender: ExternalSender; byte
   const { body, next } = readVector(data, 0);
   if (next !== data.length) throw new Error('external_senders: bad vector length');
   const senders: { sender: ExternalSender; bytes: Buffer }[] = [];
-  for (let offset = 0; offset < body.length; ) {
+  for (let offset = 0; offset < body.length;) {
     const decoded = decodeExternalSender(body, offset);
     if (!decoded) throw new Error('external_senders: bad ExternalSender');
     senders.push({ sender: decoded[0], bytes: body.subarray(offset, offset + decoded[1]) });
@@ -326,11 +349,22 @@ export class MlsMember {
   /** The users of the established group, leaf by leaf. */
   members(): string[] {
     const tree = this.#current?.ratchetTree ?? [];
-    return tree.flatMap((node) => (node?.nodeType === 'leaf' && node.leaf.credential.credentialType === 'basic' ? [userIdFromIdentity(node.leaf.credential.identity)] : []));
+    return tree.flatMap((node) =>
+      node?.nodeType === 'leaf' && node.leaf.credential.credentialType === 'basic'
+        ? [userIdFromIdentity(node.leaf.credential.identity)]
+        : [],
+    );
   }
 
   #newKeyPackage(): Promise<{ publicPackage: KeyPackage; privatePackage: PrivateKeyPackage }> {
-    return generateKeyPackageWithKey({ credentialType: 'basic', identity: userIdBigEndian(this.userId) }, DAVE_CAPABILITIES, FULL_LIFETIME, [], this.#signatureKeys, this.#cs);
+    return generateKeyPackageWithKey(
+      { credentialType: 'basic', identity: userIdBigEndian(this.userId) },
+      DAVE_CAPABILITIES,
+      FULL_LIFETIME,
+      [],
+      this.#signatureKeys,
+      this.#cs,
+    );
   }
 
   /** Op 26's payload: a new bare KeyPackage each time (whitepaper "Key Packages"). */
@@ -371,7 +405,8 @@ export class MlsMember {
     const extension = state.groupContext.extensions.find((candidate) => candidate.extensionType === 'external_senders');
     if (!extension) throw new Error('the group has no external_senders extension');
     const sender = decodeExternalSenders(extension.extensionData)[senderIndex];
-    if (!sender || !this.#externalSender || !sameBytes(sender.bytes, this.#externalSender)) throw new Error('a proposal from an unknown external sender');
+    if (!sender || !this.#externalSender || !sameBytes(sender.bytes, this.#externalSender))
+      throw new Error('a proposal from an unknown external sender');
     return sender.sender.signaturePublicKey;
   }
 
@@ -388,7 +423,7 @@ export class MlsMember {
     if (next !== body.length) throw new Error('op 27: bad vector length');
     if (operation === ProposalsOperation.Revoke) {
       const unapplied = { ...state.unappliedProposals };
-      for (let offset = 0; offset < items.length; ) {
+      for (let offset = 0; offset < items.length;) {
         const { body: ref, next: after } = readVector(items, offset);
         const key = ref.toString('base64');
         if (!(key in unapplied)) throw new Error('a revoke of an unknown proposal');
@@ -397,7 +432,7 @@ export class MlsMember {
       }
       state = { ...state, unappliedProposals: unapplied };
     } else if (operation === ProposalsOperation.Append) {
-      for (let offset = 0; offset < items.length; ) {
+      for (let offset = 0; offset < items.length;) {
         const decoded = decodeMlsMessage(items, offset);
         if (!decoded) throw new Error('op 27: bad MLSMessage');
         offset += decoded[1];
@@ -411,7 +446,10 @@ export class MlsMember {
       this.#ownCommit = undefined;
       return undefined;
     }
-    const { commit, welcome, newState } = await createCommit({ state, cipherSuite: this.#cs }, { wireAsPublicMessage: true, ratchetTreeExtension: true });
+    const { commit, welcome, newState } = await createCommit(
+      { state, cipherSuite: this.#cs },
+      { wireAsPublicMessage: true, ratchetTreeExtension: true },
+    );
     const commitBytes = Buffer.from(encodeMlsMessage(commit));
     this.#ownCommit = { bytes: commitBytes, newState };
     return welcome ? Buffer.concat([commitBytes, encodeWelcome(welcome)]) : commitBytes;
@@ -421,8 +459,10 @@ export class MlsMember {
     if (message.wireformat !== 'mls_public_message') throw new Error('a proposal that is not a PublicMessage');
     const publicMessage = message.publicMessage;
     const { content } = publicMessage;
-    if (content.contentType !== 'proposal' || content.sender.senderType !== 'external') throw new Error('not a proposal of the external sender');
-    if (content.epoch !== state.groupContext.epoch) throw new Error(`a proposal for epoch ${content.epoch}, the group is at ${state.groupContext.epoch}`);
+    if (content.contentType !== 'proposal' || content.sender.senderType !== 'external')
+      throw new Error('not a proposal of the external sender');
+    if (content.epoch !== state.groupContext.epoch)
+      throw new Error(`a proposal for epoch ${content.epoch}, the group is at ${state.groupContext.epoch}`);
     const { proposal } = content;
     if (proposal.proposalType === 'add') {
       const credential = proposal.add.keyPackage.leafNode.credential;
@@ -435,7 +475,14 @@ export class MlsMember {
     }
     // Workaround (b).
     const key = this.#externalSenderKey(state, content.sender.senderIndex);
-    const authenticated = await unprotectPublicMessage(state.keySchedule.membershipKey, state.groupContext, state.ratchetTree, publicMessage, this.#cs, key);
+    const authenticated = await unprotectPublicMessage(
+      state.keySchedule.membershipKey,
+      state.groupContext,
+      state.ratchetTree,
+      publicMessage,
+      this.#cs,
+      key,
+    );
     return processProposal(state, authenticated, proposal, this.#cs.hash);
   }
 
@@ -455,7 +502,8 @@ export class MlsMember {
     const { content } = message.publicMessage;
     if (!sameBytes(content.groupId, this.#groupId)) throw new Error('a commit for another group');
     if (content.contentType !== 'commit') throw new Error('op 29 holds no commit');
-    if (content.commit.proposals.some((proposal) => proposal.proposalOrRefType !== 'reference')) throw new Error('the commit carries a proposal by value');
+    if (content.commit.proposals.some((proposal) => proposal.proposalOrRefType !== 'reference'))
+      throw new Error('the commit carries a proposal by value');
     const { newState } = await processPublicMessage(this.#withProposals ?? current, message.publicMessage, emptyPskIndex, this.#cs);
     if (newState.groupActiveState.kind === 'removedFromGroup') {
       this.#current = undefined;
@@ -463,7 +511,11 @@ export class MlsMember {
       this.#ownCommit = undefined;
       return { kind: 'removed' };
     }
-    const users = newState.ratchetTree.flatMap((node) => (node?.nodeType === 'leaf' && node.leaf.credential.credentialType === 'basic' ? [userIdFromIdentity(node.leaf.credential.identity)] : []));
+    const users = newState.ratchetTree.flatMap((node) =>
+      node?.nodeType === 'leaf' && node.leaf.credential.credentialType === 'basic'
+        ? [userIdFromIdentity(node.leaf.credential.identity)]
+        : [],
+    );
     if (new Set(users).size !== users.length) throw new Error('the commit leaves a user in two leaves');
     this.#adopt(newState);
     return { kind: 'joined' };
@@ -497,6 +549,8 @@ export class MlsMember {
   async mediaBaseSecret(userId: string): Promise<Buffer> {
     const current = this.#current;
     if (!current) throw new Error('no established group to export media keys from');
-    return Buffer.from(await mlsExporter(current.keySchedule.exporterSecret, MEDIA_KEY_LABEL, userIdLittleEndian(userId), MEDIA_BASE_SECRET_BYTES, this.#cs));
+    return Buffer.from(
+      await mlsExporter(current.keySchedule.exporterSecret, MEDIA_KEY_LABEL, userIdLittleEndian(userId), MEDIA_BASE_SECRET_BYTES, this.#cs),
+    );
   }
 }

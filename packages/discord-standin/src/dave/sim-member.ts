@@ -74,7 +74,14 @@ export class SimulatedDaveMember {
   readonly channelId: string;
   /** The protocol version it sends with now (0: in the clear). */
   protocolVersion = 0;
-  readonly stats: SimulatedMemberStats = { decrypted: 0, unencrypted: 0, undecryptable: 0, passedThrough: 0, droppedWithoutKey: 0, invalidReports: 0 };
+  readonly stats: SimulatedMemberStats = {
+    decrypted: 0,
+    unencrypted: 0,
+    undecryptable: 0,
+    passedThrough: 0,
+    droppedWithoutKey: 0,
+    invalidReports: 0,
+  };
   /** Messages it could not handle (not counting reported commits and Welcomes), for tests to read. */
   readonly errors: string[] = [];
   /** Transition ids it has executed, in order. */
@@ -272,7 +279,8 @@ export class SimulatedDaveMember {
         if (typeof d.user_id === 'string') this.#recognized.delete(d.user_id);
         return;
       case DaveOp.PrepareTransition:
-        if (transitionId === undefined || protocolVersion === undefined) throw new Error('op 21 without transition_id and protocol_version');
+        if (transitionId === undefined || protocolVersion === undefined)
+          throw new Error('op 21 without transition_id and protocol_version');
         this.#pending.set(transitionId, { ...this.#pending.get(transitionId), protocolVersion });
         if (transitionId === 0) {
           this.#execute(0);
@@ -339,7 +347,12 @@ export class SimulatedDaveMember {
 
   async #reportInvalid(transitionId: number, op: number, error: unknown): Promise<void> {
     this.stats.invalidReports++;
-    this.#log.info('voice stand-in: a simulated member reports an invalid commit or Welcome', { userId: this.userId, op, transitionId, error });
+    this.#log.info('voice stand-in: a simulated member reports an invalid commit or Welcome', {
+      userId: this.userId,
+      op,
+      transitionId,
+      error,
+    });
     this.#send({ kind: 'json', op: DaveOp.MlsInvalidCommitWelcome, transitionId });
     const mls = await this.#member();
     await mls.reset();

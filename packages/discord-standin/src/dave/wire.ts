@@ -87,7 +87,9 @@ export function parseClientBinaryFrame(frame: Buffer): { op: number; payload: Bu
 
 /** Op 27's payload: the operation type, then the proposals (MLSMessages) or refs, in one vector. */
 export function proposalsPayload(operation: ProposalsOperationType, items: readonly Uint8Array[]): Buffer {
-  const body = Buffer.concat(operation === ProposalsOperation.Append ? items.map((item) => Buffer.from(item)) : items.map((ref) => vector(ref)));
+  const body = Buffer.concat(
+    operation === ProposalsOperation.Append ? items.map((item) => Buffer.from(item)) : items.map((ref) => vector(ref)),
+  );
   return Buffer.concat([Buffer.from([operation]), vector(body)]);
 }
 

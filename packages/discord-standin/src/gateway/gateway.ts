@@ -16,7 +16,17 @@ import { websocketText } from '../lib/websocket-text.ts';
 // receiving only the events of its shard's guilds, and identifies limited per rate-limit bucket
 // (README.md, "Sharding").
 
-const OP = { dispatch: 0, heartbeat: 1, identify: 2, voiceStateUpdate: 4, resume: 6, reconnect: 7, invalidSession: 9, hello: 10, heartbeatAck: 11 } as const;
+const OP = {
+  dispatch: 0,
+  heartbeat: 1,
+  identify: 2,
+  voiceStateUpdate: 4,
+  resume: 6,
+  reconnect: 7,
+  invalidSession: 9,
+  hello: 10,
+  heartbeatAck: 11,
+} as const;
 const CLOSE = { authenticationFailed: 4004, alreadyAuthenticated: 4005, invalidShard: 4010 } as const;
 const INTENT = { guilds: 1 << 0, guildMembers: 1 << 1, guildVoiceStates: 1 << 7, guildMessages: 1 << 9 } as const;
 const REPLAY_LIMIT = 2000;
@@ -248,7 +258,9 @@ export class Gateway {
         const user = state.users.get(member.userId);
         return user ? [memberObject(member, user)] : [];
       }),
-      voice_states: [...guild.voiceStates.entries()].map(([userId, voiceState]) => this.#voiceState(guild, userId, voiceState.channelId, voiceState.sessionId)),
+      voice_states: [...guild.voiceStates.entries()].map(([userId, voiceState]) =>
+        this.#voiceState(guild, userId, voiceState.channelId, voiceState.sessionId),
+      ),
       presences: [],
       threads: [],
       stage_instances: [],
@@ -368,8 +380,10 @@ export class Gateway {
       else this.#send(socket, { op: OP.invalidSession, d: false });
     };
     // A socket carries one session: a second IDENTIFY on it is Discord's 4005.
-    if (this.#sessionOf(socket)) return refuse('already-authenticated', { code: CLOSE.alreadyAuthenticated, reason: 'Already authenticated.' });
-    if (payload.token !== state.botToken) return refuse('authentication-failed', { code: CLOSE.authenticationFailed, reason: 'Authentication failed.' });
+    if (this.#sessionOf(socket))
+      return refuse('already-authenticated', { code: CLOSE.alreadyAuthenticated, reason: 'Already authenticated.' });
+    if (payload.token !== state.botToken)
+      return refuse('authentication-failed', { code: CLOSE.authenticationFailed, reason: 'Authentication failed.' });
     if (!shard || !validShard(shard)) return refuse('invalid-shard', { code: CLOSE.invalidShard, reason: 'Invalid shard.' });
     // Discord answers an identify over max_concurrency with op 9; the session is not started.
     if (overLimit && shard[1] > 1) return refuse('rate-limited');
@@ -433,7 +447,7 @@ export class Gateway {
     if (!guild) return;
     const session = this.#sessionOf(socket);
     if (session && !this.#receives(session, guild.id)) {
-      this.#options.log.warn('discord stand-in ignored a voice state update sent on another shard than its guild\'s', {
+      this.#options.log.warn("discord stand-in ignored a voice state update sent on another shard than its guild's", {
         guildId: guild.id,
         sentOn: session.shard,
         guildShard: shardOfGuild(guild.id, session.shard[1]),

@@ -24,7 +24,12 @@ export class RawGateway {
     this.socket.on('message', (data) => {
       const parsed: unknown = JSON.parse(websocketText(data));
       if (!isRecord(parsed) || typeof parsed.op !== 'number') return;
-      this.frames.push({ op: parsed.op, t: typeof parsed.t === 'string' ? parsed.t : null, s: typeof parsed.s === 'number' ? parsed.s : null, d: parsed.d });
+      this.frames.push({
+        op: parsed.op,
+        t: typeof parsed.t === 'string' ? parsed.t : null,
+        s: typeof parsed.s === 'number' ? parsed.s : null,
+        d: parsed.d,
+      });
       for (const wake of this.#waiters.splice(0)) wake();
     });
   }

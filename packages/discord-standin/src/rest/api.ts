@@ -81,19 +81,31 @@ export class RestApi {
       this.#deps.log.debug('discord stand-in request', { method, path: loggablePath(path), status: response.statusCode });
     };
     try {
-      const failure = this.#deps.failures.find((candidate) => candidate.remaining > 0 && (candidate.method === undefined || candidate.method === method) && candidate.route.test(path));
+      const failure = this.#deps.failures.find(
+        (candidate) =>
+          candidate.remaining > 0 && (candidate.method === undefined || candidate.method === method) && candidate.route.test(path),
+      );
       if (failure) {
         failure.remaining--;
         request.resume();
         if (failure.status === 429) {
           const retryAfter = failure.retryAfterSeconds ?? 1;
-          sendJson(response, 429, { message: 'You are being rate limited.', retry_after: retryAfter, global: failure.global ?? false }, {
-            'retry-after': String(retryAfter),
-            'x-ratelimit-scope': failure.global ? 'global' : 'user',
-            ...(failure.global ? { 'x-ratelimit-global': 'true' } : {}),
-          });
+          sendJson(
+            response,
+            429,
+            { message: 'You are being rate limited.', retry_after: retryAfter, global: failure.global ?? false },
+            {
+              'retry-after': String(retryAfter),
+              'x-ratelimit-scope': failure.global ? 'global' : 'user',
+              ...(failure.global ? { 'x-ratelimit-global': 'true' } : {}),
+            },
+          );
         } else {
-          sendJson(response, failure.status, { message: failure.message ?? 'Internal Server Error', code: failure.code ?? 0, ...(failure.errors ? { errors: failure.errors } : {}) });
+          sendJson(response, failure.status, {
+            message: failure.message ?? 'Internal Server Error',
+            code: failure.code ?? 0,
+            ...(failure.errors ? { errors: failure.errors } : {}),
+          });
         }
         return;
       }
@@ -114,7 +126,8 @@ export class RestApi {
       this.#deps.log.warn('discord stand-in has no such route', { method, path: loggablePath(path) });
       sendJson(response, 404, { message: '404: Not Found', code: 0 });
     } catch (error) {
-      if (error instanceof RestError) sendJson(response, error.status, { message: error.message, code: error.code, ...(error.errors ? { errors: error.errors } : {}) });
+      if (error instanceof RestError)
+        sendJson(response, error.status, { message: error.message, code: error.code, ...(error.errors ? { errors: error.errors } : {}) });
       else if (error instanceof SyntaxError) sendJson(response, 400, { message: 'Invalid JSON', code: 50109 });
       else throw error;
     } finally {
@@ -128,7 +141,11 @@ export class RestApi {
 
     this.#route('GET', /^\/gateway\/bot$/, (_m, _q, response) => {
       const { shards, maxConcurrency } = this.#deps.gatewayBot;
-      json(response, 200, { url: this.#deps.gatewayUrl(), shards, session_start_limit: { total: 1000, remaining: 1000, reset_after: 0, max_concurrency: maxConcurrency } });
+      json(response, 200, {
+        url: this.#deps.gatewayUrl(),
+        shards,
+        session_start_limit: { total: 1000, remaining: 1000, reset_after: 0, max_concurrency: maxConcurrency },
+      });
     });
     this.#route('GET', /^\/gateway$/, (_m, _q, response) => json(response, 200, { url: this.#deps.gatewayUrl() }), false);
     this.#route('GET', /^\/users\/@me$/, (_m, _q, response) => json(response, 200, userObject(state.botUser)));
@@ -137,57 +154,90 @@ export class RestApi {
     });
 
     // Commands: a bulk overwrite answers the registered list.
-    const putCommands = (scope: string): Handler => async (match, request, response) => {
-      // Discord: a server the bot is not in (or was invited to without applications.commands) is 403 / 50001.
-      if (scope === 'guild' && !state.guilds.get(match[2] ?? '')?.members.has(state.botUser.id)) {
-        request.resume();
-        throw new RestError(403, 50001, 'Missing Access');
-      }
-      const parsed: unknown = JSON.parse((await readBody(request)).toString('utf8'));
-      const registered = arrayOf(parsed).map((command) => ({
-        ...(isRecord(command) ? command : {}),
-        id: snowflake(),
-        application_id: state.applicationId,
-        version: snowflake(),
-        // A slash command (1) unless the definition says otherwise: a message command is 3.
-        type: isRecord(command) && typeof command.type === 'number' ? command.type : 1,
-        ...(scope === 'guild' ? { guild_id: match[2] } : {}),
-      }));
-      state.commands.set(scope === 'guild' ? (match[2] ?? '') : 'global', registered);
-      json(response, 200, registered);
-    };
+    const putCommands =
+      (scope: string): Handler =>
+      async (match, request, response) => {
+        // Discord: a server the bot is not in (or was invited to without applications.commands) is 403 / 50001.
+        if (scope === 'guild' && !state.guilds.get(match[2] ?? '')?.members.has(state.botUser.id)) {
+          request.resume();
+          throw new RestError(403, 50001, 'Missing Access');
+        }
+        const parsed: unknown = JSON.parse((await readBody(request)).toString('utf8'));
+        const registered = arrayOf(parsed).map((command) => ({
+          ...(isRecord(command) ? command : {}),
+          id: snowflake(),
+          application_id: state.applicationId,
+          version: snowflake(),
+          // A slash command (1) unless the definition says otherwise: a message command is 3.
+          type: isRecord(command) && typeof command.type === 'number' ? command.type : 1,
+          ...(scope === 'guild' ? { guild_id: match[2] } : {}),
+        }));
+        state.commands.set(scope === 'guild' ? (match[2] ?? '') : 'global', registered);
+        json(response, 200, registered);
+      };
     this.#route('PUT', /^\/applications\/(\d+)\/commands$/, putCommands('global'));
     this.#route('PUT', /^\/applications\/(\d+)\/guilds\/(\d+)\/commands$/, putCommands('guild'));
     this.#route('GET', /^\/applications\/(\d+)\/commands$/, (_m, _q, response) => json(response, 200, state.commands.get('global') ?? []));
-    this.#route('GET', /^\/applications\/(\d+)\/guilds\/(\d+)\/commands$/, (match, _q, response) => json(response, 200, state.commands.get(match[2] ?? '') ?? []));
+    this.#route('GET', /^\/applications\/(\d+)\/guilds\/(\d+)\/commands$/, (match, _q, response) =>
+      json(response, 200, state.commands.get(match[2] ?? '') ?? []),
+    );
 
     // Interactions: callbacks are unauthenticated, as are the interaction webhooks.
-    this.#route('POST', /^\/interactions\/(\d+)\/([^/]+)\/callback$/, async (match, request, response) => {
-      const body = await parseBody(request);
-      const withResponse = new URL(request.url ?? '/', 'http://stand-in').searchParams.get('with_response') === 'true';
-      const result = interactions.callback(match[1] ?? '', decodeURIComponent(match[2] ?? ''), body);
-      if (withResponse) json(response, 200, result);
-      else {
+    this.#route(
+      'POST',
+      /^\/interactions\/(\d+)\/([^/]+)\/callback$/,
+      async (match, request, response) => {
+        const body = await parseBody(request);
+        const withResponse = new URL(request.url ?? '/', 'http://stand-in').searchParams.get('with_response') === 'true';
+        const result = interactions.callback(match[1] ?? '', decodeURIComponent(match[2] ?? ''), body);
+        if (withResponse) json(response, 200, result);
+        else {
+          response.writeHead(204);
+          response.end();
+        }
+      },
+      false,
+    );
+    this.#route(
+      'GET',
+      /^\/webhooks\/(\d+)\/([^/]+)\/messages\/([^/]+)$/,
+      (match, _q, response) => {
+        json(
+          response,
+          200,
+          state.messageObject(interactions.webhookMessage(decodeURIComponent(match[2] ?? ''), decodeURIComponent(match[3] ?? ''))),
+        );
+      },
+      false,
+    );
+    this.#route(
+      'PATCH',
+      /^\/webhooks\/(\d+)\/([^/]+)\/messages\/([^/]+)$/,
+      async (match, request, response) => {
+        const message = interactions.webhookMessage(decodeURIComponent(match[2] ?? ''), decodeURIComponent(match[3] ?? ''));
+        json(response, 200, state.messageObject(messages.edit(message, await parseBody(request))));
+      },
+      false,
+    );
+    this.#route(
+      'DELETE',
+      /^\/webhooks\/(\d+)\/([^/]+)\/messages\/([^/]+)$/,
+      (match, _q, response) => {
+        messages.delete(interactions.webhookMessage(decodeURIComponent(match[2] ?? ''), decodeURIComponent(match[3] ?? '')));
         response.writeHead(204);
         response.end();
-      }
-    }, false);
-    this.#route('GET', /^\/webhooks\/(\d+)\/([^/]+)\/messages\/([^/]+)$/, (match, _q, response) => {
-      json(response, 200, state.messageObject(interactions.webhookMessage(decodeURIComponent(match[2] ?? ''), decodeURIComponent(match[3] ?? ''))));
-    }, false);
-    this.#route('PATCH', /^\/webhooks\/(\d+)\/([^/]+)\/messages\/([^/]+)$/, async (match, request, response) => {
-      const message = interactions.webhookMessage(decodeURIComponent(match[2] ?? ''), decodeURIComponent(match[3] ?? ''));
-      json(response, 200, state.messageObject(messages.edit(message, await parseBody(request))));
-    }, false);
-    this.#route('DELETE', /^\/webhooks\/(\d+)\/([^/]+)\/messages\/([^/]+)$/, (match, _q, response) => {
-      messages.delete(interactions.webhookMessage(decodeURIComponent(match[2] ?? ''), decodeURIComponent(match[3] ?? '')));
-      response.writeHead(204);
-      response.end();
-    }, false);
-    this.#route('POST', /^\/webhooks\/(\d+)\/([^/]+)$/, async (match, request, response) => {
-      const message = interactions.followUp(decodeURIComponent(match[2] ?? ''), await parseBody(request));
-      json(response, 200, state.messageObject(message));
-    }, false);
+      },
+      false,
+    );
+    this.#route(
+      'POST',
+      /^\/webhooks\/(\d+)\/([^/]+)$/,
+      async (match, request, response) => {
+        const message = interactions.followUp(decodeURIComponent(match[2] ?? ''), await parseBody(request));
+        json(response, 200, state.messageObject(message));
+      },
+      false,
+    );
 
     // Channel messages.
     const channelOf = (channelId: string) => {
@@ -207,8 +257,10 @@ export class RestApi {
       const body = await parseBody(request);
       const missing = denied(match[1] ?? '');
       if (missing.has('viewChannel')) throw new RestError(403, 50001, 'Missing Access');
-      if (missing.has('sendMessages') || (body.files.length > 0 && missing.has('attachFiles'))) throw new RestError(403, 50013, 'Missing Permissions');
-      if (isRecord(body.json.message_reference) && missing.has('readMessageHistory')) throw new RestError(400, 160002, 'Cannot reply without permission to read message history');
+      if (missing.has('sendMessages') || (body.files.length > 0 && missing.has('attachFiles')))
+        throw new RestError(403, 50013, 'Missing Permissions');
+      if (isRecord(body.json.message_reference) && missing.has('readMessageHistory'))
+        throw new RestError(400, 160002, 'Cannot reply without permission to read message history');
       const message = messages.create({ channelId: match[1] ?? '', authorId: state.botUser.id, body });
       json(response, 200, state.messageObject(message));
     });
@@ -228,7 +280,11 @@ export class RestApi {
         .sort((a, b) => (BigInt(b.id) > BigInt(a.id) ? 1 : -1));
       // Newest first, as Discord answers; with `after`, the page closest to that message.
       const page = after === undefined ? list.slice(0, limit) : list.slice(-limit);
-      json(response, 200, page.map((message) => state.messageObject(message)));
+      json(
+        response,
+        200,
+        page.map((message) => state.messageObject(message)),
+      );
     });
     this.#route('GET', /^\/channels\/(\d+)\/messages\/(\d+)$/, (match, _q, response) => {
       json(response, 200, state.messageObject(messageOf(match[1] ?? '', match[2] ?? '')));
@@ -262,7 +318,9 @@ export class RestApi {
     this.#route('POST', /^\/channels\/(\d+)\/threads$/, async (match, request, response) => {
       json(response, 201, createThread(match[1] ?? '', (await parseBody(request)).json));
     });
-    this.#route('GET', /^\/channels\/(\d+)$/, (match, _q, response) => json(response, 200, channelObject(channelOf(match[1] ?? '').channel)));
+    this.#route('GET', /^\/channels\/(\d+)$/, (match, _q, response) =>
+      json(response, 200, channelObject(channelOf(match[1] ?? '').channel)),
+    );
 
     // Guild reads.
     const guildOf = (guildId: string) => {
@@ -272,10 +330,22 @@ export class RestApi {
     };
     this.#route('GET', /^\/guilds\/(\d+)$/, (match, _q, response) => {
       const guild = guildOf(match[1] ?? '');
-      json(response, 200, { id: guild.id, name: guild.name, owner_id: guild.ownerId, roles: guild.roles.map(roleObject), features: [], emojis: [], stickers: [] });
+      json(response, 200, {
+        id: guild.id,
+        name: guild.name,
+        owner_id: guild.ownerId,
+        roles: guild.roles.map(roleObject),
+        features: [],
+        emojis: [],
+        stickers: [],
+      });
     });
-    this.#route('GET', /^\/guilds\/(\d+)\/roles$/, (match, _q, response) => json(response, 200, guildOf(match[1] ?? '').roles.map(roleObject)));
-    this.#route('GET', /^\/guilds\/(\d+)\/channels$/, (match, _q, response) => json(response, 200, guildOf(match[1] ?? '').channels.map(channelObject)));
+    this.#route('GET', /^\/guilds\/(\d+)\/roles$/, (match, _q, response) =>
+      json(response, 200, guildOf(match[1] ?? '').roles.map(roleObject)),
+    );
+    this.#route('GET', /^\/guilds\/(\d+)\/channels$/, (match, _q, response) =>
+      json(response, 200, guildOf(match[1] ?? '').channels.map(channelObject)),
+    );
     this.#route('GET', /^\/guilds\/(\d+)\/members\/(\d+)$/, (match, _q, response) => {
       const guild = guildOf(match[1] ?? '');
       const member = guild.members.get(match[2] ?? '');

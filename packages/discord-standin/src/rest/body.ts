@@ -33,7 +33,12 @@ export async function parseBody(request: IncomingMessage): Promise<ParsedBody> {
         if (isRecord(parsed)) json = parsed;
       } else if (typeof value !== 'string') {
         const part = /^files\[(\d+)\]$/.exec(name)?.[1];
-        files.push({ part: part === undefined ? files.length : Number(part), name: value.name, contentType: value.type || 'application/octet-stream', bytes: Buffer.from(await value.arrayBuffer()) });
+        files.push({
+          part: part === undefined ? files.length : Number(part),
+          name: value.name,
+          contentType: value.type || 'application/octet-stream',
+          bytes: Buffer.from(await value.arrayBuffer()),
+        });
       }
     }
     return { json, files };

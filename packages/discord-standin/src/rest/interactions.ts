@@ -107,11 +107,14 @@ export class Interactions {
    * refuse too: once the event is out, they do.
    */
   #announce(record: InteractionRecord, afterMs: number, passed: () => boolean, event: string): void {
-    const timer = setTimeout(() => {
-      this.#timers.delete(timer);
-      if (passed()) this.#events.emit(event, record);
-      else this.#announce(record, afterMs, passed, event);
-    }, Math.max(0, record.createdAt + afterMs + 1 - Date.now()));
+    const timer = setTimeout(
+      () => {
+        this.#timers.delete(timer);
+        if (passed()) this.#events.emit(event, record);
+        else this.#announce(record, afterMs, passed, event);
+      },
+      Math.max(0, record.createdAt + afterMs + 1 - Date.now()),
+    );
     timer.unref();
     this.#timers.add(timer);
   }
@@ -170,7 +173,13 @@ export class Interactions {
       interaction: {
         id: record.id,
         type: record.type,
-        ...(message ? { response_message_id: message.id, response_message_loading: type === CALLBACK.deferReply, response_message_ephemeral: (message.flags & EPHEMERAL) !== 0 } : {}),
+        ...(message
+          ? {
+              response_message_id: message.id,
+              response_message_loading: type === CALLBACK.deferReply,
+              response_message_ephemeral: (message.flags & EPHEMERAL) !== 0,
+            }
+          : {}),
       },
       resource: { type, ...(message ? { message: this.#state.messageObject(message) } : {}) },
     };

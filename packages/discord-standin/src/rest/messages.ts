@@ -64,12 +64,19 @@ export class MessageStore {
       if (json.enforce_nonce === true) {
         // Discord: a repeated nonce from the same author within a few minutes returns the first message.
         const earlier = [...this.#state.messages.values()].find(
-          (message) => message.nonce === json.nonce && message.authorId === draft.authorId && message.channelId === draft.channelId && Date.now() - Date.parse(message.timestamp) < this.#nonceWindowMs,
+          (message) =>
+            message.nonce === json.nonce &&
+            message.authorId === draft.authorId &&
+            message.channelId === draft.channelId &&
+            Date.now() - Date.parse(message.timestamp) < this.#nonceWindowMs,
         );
         if (earlier) return earlier;
       }
     }
-    const reference = isRecord(json.message_reference) && typeof json.message_reference.message_id === 'string' ? { message_id: json.message_reference.message_id } : undefined;
+    const reference =
+      isRecord(json.message_reference) && typeof json.message_reference.message_id === 'string'
+        ? { message_id: json.message_reference.message_id }
+        : undefined;
     const message: Message = {
       id: snowflake(),
       channelId: draft.channelId,
@@ -129,6 +136,7 @@ export class MessageStore {
   }
 
   #announceUploads(message: Message, attachments: StoredAttachment[]): void {
-    for (const attachment of attachments) this.#listeners.uploaded({ channelId: message.channelId, messageId: message.id, attachment, at: Date.now() });
+    for (const attachment of attachments)
+      this.#listeners.uploaded({ channelId: message.channelId, messageId: message.id, attachment, at: Date.now() });
   }
 }

@@ -31,7 +31,19 @@ export interface CommandRun {
   options?: Record<string, OptionValue | undefined>;
 }
 
-const OPTION = { subcommand: 1, group: 2, string: 3, integer: 4, boolean: 5, user: 6, channel: 7, role: 8, mentionable: 9, number: 10, attachment: 11 } as const;
+const OPTION = {
+  subcommand: 1,
+  group: 2,
+  string: 3,
+  integer: 4,
+  boolean: 5,
+  user: 6,
+  channel: 7,
+  role: 8,
+  mentionable: 9,
+  number: 10,
+  attachment: 11,
+} as const;
 const INTERACTION = { command: 2, component: 3, autocomplete: 4, modal: 5 } as const;
 /** Application command types: a slash command, and the Apps menu on a message. */
 const COMMAND_TYPE = { chatInput: 1, message: 3 } as const;
@@ -65,7 +77,9 @@ export class StandInActions {
   }
 
   #definition(guildId: string, command: string): Record<string, unknown> {
-    const definition = [...(this.#parts.state.commands.get(guildId) ?? []), ...(this.#parts.state.commands.get('global') ?? [])].find((candidate) => candidate.name === command);
+    const definition = [...(this.#parts.state.commands.get(guildId) ?? []), ...(this.#parts.state.commands.get('global') ?? [])].find(
+      (candidate) => candidate.name === command,
+    );
     if (!definition) throw new Error(`the bot registered no /${command}`);
     return definition;
   }
@@ -122,7 +136,10 @@ export class StandInActions {
     const resolved: Record<string, Record<string, unknown>> = {};
     let level: unknown[] = Array.isArray(definition.options) ? definition.options : [];
     const path: { name: string; type: number }[] = [];
-    for (const [name, type] of [[run.group, OPTION.group], [run.subcommand, OPTION.subcommand]] as const) {
+    for (const [name, type] of [
+      [run.group, OPTION.group],
+      [run.subcommand, OPTION.subcommand],
+    ] as const) {
       if (!name) continue;
       const option = level.find((candidate) => isRecord(candidate) && candidate.name === name);
       if (!isRecord(option)) throw new Error(`/${run.command} has no ${name}`);
@@ -132,8 +149,16 @@ export class StandInActions {
     const values = Object.entries(run.options ?? {}).flatMap(([name, value]) => {
       if (value === undefined) return [];
       const option = level.find((candidate) => isRecord(candidate) && candidate.name === name);
-      if (!isRecord(option) || typeof option.type !== 'number') throw new Error(`/${run.command} ${path.map((part) => part.name).join(' ')} has no option ${name}`);
-      return [{ name, type: option.type, value: this.#optionValue(option.type, value, run, resolved), ...(focused === name ? { focused: true } : {}) }];
+      if (!isRecord(option) || typeof option.type !== 'number')
+        throw new Error(`/${run.command} ${path.map((part) => part.name).join(' ')} has no option ${name}`);
+      return [
+        {
+          name,
+          type: option.type,
+          value: this.#optionValue(option.type, value, run, resolved),
+          ...(focused === name ? { focused: true } : {}),
+        },
+      ];
     });
     let options: unknown[] = values;
     for (const part of [...path].reverse()) options = [{ name: part.name, type: part.type, options }];
@@ -145,7 +170,14 @@ export class StandInActions {
     if (type === OPTION.attachment) {
       if (!isAttachment(value)) throw new Error('an attachment option takes { filename, bytes, contentType }');
       const stored = this.#parts.state.storeAttachment(run.channelId, value.filename, value.contentType, value.bytes);
-      (resolved.attachments ??= {})[stored.id] = { id: stored.id, filename: stored.filename, size: stored.bytes.length, url: stored.url, proxy_url: stored.url, content_type: stored.contentType };
+      (resolved.attachments ??= {})[stored.id] = {
+        id: stored.id,
+        filename: stored.filename,
+        size: stored.bytes.length,
+        url: stored.url,
+        proxy_url: stored.url,
+        content_type: stored.contentType,
+      };
       return stored.id;
     }
     // A mentionable is a user or a role; Discord resolves it as whichever it is.
@@ -155,7 +187,17 @@ export class StandInActions {
       if (!user) throw new Error(`no user ${id}`);
       (resolved.users ??= {})[user.id] = userObject(user);
       const member = guildOf(this.#parts, run.guildId).members.get(user.id);
-      if (member) (resolved.members ??= {})[user.id] = { roles: member.roleIds, joined_at: member.joinedAt, nick: null, avatar: null, flags: 0, pending: false, premium_since: null, communication_disabled_until: null };
+      if (member)
+        (resolved.members ??= {})[user.id] = {
+          roles: member.roleIds,
+          joined_at: member.joinedAt,
+          nick: null,
+          avatar: null,
+          flags: 0,
+          pending: false,
+          premium_since: null,
+          communication_disabled_until: null,
+        };
       return user.id;
     }
     if (type === OPTION.channel) {
@@ -215,7 +257,13 @@ export class StandInActions {
    * A member posts a message in a channel: text, files (stored and served as Discord's CDN serves
    * attachments) and embeds (as Discord makes them for a link, say). It is dispatched as MESSAGE_CREATE.
    */
-  postMessage(options: { user: User; channelId: string; content?: string; attachments?: AttachmentValue[]; embeds?: Record<string, unknown>[] }): Message {
+  postMessage(options: {
+    user: User;
+    channelId: string;
+    content?: string;
+    attachments?: AttachmentValue[];
+    embeds?: Record<string, unknown>[];
+  }): Message {
     const found = this.#parts.state.channel(options.channelId);
     if (!found) throw new Error(`no channel ${options.channelId}`);
     if (!found.guild.members.has(options.user.id)) throw new Error(`${options.user.username} is not a member of guild ${found.guild.id}`);
@@ -224,7 +272,11 @@ export class StandInActions {
       channelId: options.channelId,
       authorId: options.user.id,
       body: {
-        json: { content: options.content ?? '', embeds: options.embeds ?? [], attachments: attachments.map((file, index) => ({ id: String(index), filename: file.filename })) },
+        json: {
+          content: options.content ?? '',
+          embeds: options.embeds ?? [],
+          attachments: attachments.map((file, index) => ({ id: String(index), filename: file.filename })),
+        },
         files: attachments.map((file, index) => ({ part: index, name: file.filename, contentType: file.contentType, bytes: file.bytes })),
       },
     });
@@ -249,12 +301,21 @@ export class StandInActions {
     return this.#start(record, payload);
   }
 
-  submitModal(options: { user: User; guildId: string; channelId: string; customId: string; fields: Record<string, string> }): InteractionHandle {
+  submitModal(options: {
+    user: User;
+    guildId: string;
+    channelId: string;
+    customId: string;
+    fields: Record<string, string>;
+  }): InteractionHandle {
     const { record, payload } = this.#base(INTERACTION.modal, options.user, options.guildId, options.channelId);
     record.name = options.customId;
     payload.data = {
       custom_id: options.customId,
-      components: Object.entries(options.fields).map(([customId, value]) => ({ type: 1, components: [{ type: 4, custom_id: customId, value }] })),
+      components: Object.entries(options.fields).map(([customId, value]) => ({
+        type: 1,
+        components: [{ type: 4, custom_id: customId, value }],
+      })),
     };
     return this.#start(record, payload);
   }

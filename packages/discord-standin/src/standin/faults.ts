@@ -21,10 +21,25 @@ export class StandInFaults {
   }
 
   rateLimit(options: { method?: string; route: RegExp; times: number; retryAfterSeconds: number; global?: boolean }): void {
-    this.failures.push({ method: options.method, route: options.route, remaining: options.times, status: 429, retryAfterSeconds: options.retryAfterSeconds, global: options.global ?? false });
+    this.failures.push({
+      method: options.method,
+      route: options.route,
+      remaining: options.times,
+      status: 429,
+      retryAfterSeconds: options.retryAfterSeconds,
+      global: options.global ?? false,
+    });
   }
 
-  failRoute(options: { method?: string; route: RegExp; times: number; status: number; code?: number; message?: string; errors?: Record<string, unknown> }): void {
+  failRoute(options: {
+    method?: string;
+    route: RegExp;
+    times: number;
+    status: number;
+    code?: number;
+    message?: string;
+    errors?: Record<string, unknown>;
+  }): void {
     const { times, ...failure } = options;
     this.failures.push({ ...failure, method: options.method, remaining: times });
   }

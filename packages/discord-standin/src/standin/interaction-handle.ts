@@ -36,7 +36,11 @@ export class InteractionHandle {
 
   /** The first callback; rejects when none came before Discord's deadline. */
   response(): Promise<Callback> {
-    return this.#standIn.waitFor(() => this.record.callbacks[0], this.#standIn.responseDeadlineMs + 500, `a response to /${this.record.name}`);
+    return this.#standIn.waitFor(
+      () => this.record.callbacks[0],
+      this.#standIn.responseDeadlineMs + 500,
+      `a response to /${this.record.name}`,
+    );
   }
 
   /** The reply as it stands once it is more than a "thinking…" placeholder. */
@@ -57,7 +61,11 @@ export class InteractionHandle {
 
   /** The first follow-up message that satisfies `predicate`. */
   waitForFollowUp(predicate: (message: Message) => boolean, timeoutMs = 10_000): Promise<Message> {
-    return this.#standIn.waitFor(() => this.record.followUps.find((message) => !message.deleted && predicate(message)), timeoutMs, `a follow-up to /${this.record.name}`);
+    return this.#standIn.waitFor(
+      () => this.record.followUps.find((message) => !message.deleted && predicate(message)),
+      timeoutMs,
+      `a follow-up to /${this.record.name}`,
+    );
   }
 
   /** Autocomplete choices offered (callback type 8). */
@@ -66,7 +74,9 @@ export class InteractionHandle {
     if (callback.type !== CALLBACK.autocomplete) throw new Error(`expected autocomplete choices, got callback type ${callback.type}`);
     const choices = Array.isArray(callback.data.choices) ? callback.data.choices : [];
     return choices.flatMap((choice: unknown) =>
-      isRecord(choice) && typeof choice.name === 'string' && (typeof choice.value === 'string' || typeof choice.value === 'number') ? [{ name: choice.name, value: choice.value }] : [],
+      isRecord(choice) && typeof choice.name === 'string' && (typeof choice.value === 'string' || typeof choice.value === 'number')
+        ? [{ name: choice.name, value: choice.value }]
+        : [],
     );
   }
 
@@ -76,7 +86,8 @@ export class InteractionHandle {
     if (callback.type !== CALLBACK.modal) throw new Error(`expected a modal, got callback type ${callback.type}`);
     const rows = Array.isArray(callback.data.components) ? callback.data.components : [];
     const inputs = rows.flatMap((row: unknown) => {
-      const children: unknown[] = isRecord(row) && Array.isArray(row.components) ? row.components : isRecord(row) && isRecord(row.component) ? [row.component] : [];
+      const children: unknown[] =
+        isRecord(row) && Array.isArray(row.components) ? row.components : isRecord(row) && isRecord(row.component) ? [row.component] : [];
       return children.flatMap((child) => (isRecord(child) && typeof child.custom_id === 'string' ? [child.custom_id] : []));
     });
     return { customId: typeof callback.data.custom_id === 'string' ? callback.data.custom_id : '', inputs };

@@ -10,7 +10,23 @@ import { guildOf, type StandInParts } from './parts.ts';
 // re-checks after every stand-in event, never on the clock.
 
 /** The stand-in events a wait wakes on. */
-const WAKING_EVENTS = ['message', 'messageUpdate', 'messageDelete', 'upload', 'callback', 'interactionDeadline', 'interactionTokenExpired', 'request', 'botReady', 'identify', 'identifyRefused', 'resumed', 'botVoiceState', 'gatewayOpen', 'gatewayClose'];
+const WAKING_EVENTS = [
+  'message',
+  'messageUpdate',
+  'messageDelete',
+  'upload',
+  'callback',
+  'interactionDeadline',
+  'interactionTokenExpired',
+  'request',
+  'botReady',
+  'identify',
+  'identifyRefused',
+  'resumed',
+  'botVoiceState',
+  'gatewayOpen',
+  'gatewayClose',
+];
 
 export class StandInObservation implements Waiting {
   /** Every REST request, in order of completion. */
@@ -52,7 +68,11 @@ export class StandInObservation implements Waiting {
 
   /** A session of shard `shardId` identified (READY and its guilds' GUILD_CREATEs sent) and connected. */
   waitForShard(shardId: number, timeoutMs = 20_000): Promise<ShardSession> {
-    return this.waitFor(() => this.shardSessions().find((session) => session.shard[0] === shardId && session.connected), timeoutMs, `a session of shard ${shardId}`);
+    return this.waitFor(
+      () => this.shardSessions().find((session) => session.shard[0] === shardId && session.connected),
+      timeoutMs,
+      `a session of shard ${shardId}`,
+    );
   }
 
   /** Every IDENTIFY the gateway got, in order: shard, time, rate-limit bucket and what became of it. */
@@ -76,10 +96,14 @@ export class StandInObservation implements Waiting {
   }
 
   waitForCommands(guildId?: string, timeoutMs = 20_000): Promise<Record<string, unknown>[]> {
-    return this.waitFor(() => {
-      const commands = this.commands(guildId);
-      return commands.length > 0 ? commands : undefined;
-    }, timeoutMs, 'command registration');
+    return this.waitFor(
+      () => {
+        const commands = this.commands(guildId);
+        return commands.length > 0 ? commands : undefined;
+      },
+      timeoutMs,
+      'command registration',
+    );
   }
 
   commands(guildId?: string): Record<string, unknown>[] {
@@ -96,12 +120,20 @@ export class StandInObservation implements Waiting {
 
   /** Resolves once Discord's window for a first response to `handle` has closed: from then on a first response is refused with 10062. */
   waitForResponseDeadline(handle: InteractionHandle, timeoutMs = this.responseDeadlineMs + 5000): Promise<true> {
-    return this.waitFor(() => (this.#parts.interactions.deadlinePassed(handle.record) ? true : undefined), timeoutMs, `the response deadline of /${handle.record.name}`);
+    return this.waitFor(
+      () => (this.#parts.interactions.deadlinePassed(handle.record) ? true : undefined),
+      timeoutMs,
+      `the response deadline of /${handle.record.name}`,
+    );
   }
 
   /** Resolves once the webhook token of `handle` is dead (its lifetime ran out, or expireInteraction()): from then on webhook calls with it are refused with 50027. */
   waitForTokenExpiry(handle: InteractionHandle, timeoutMs = this.tokenLifetimeMs + 5000): Promise<true> {
-    return this.waitFor(() => (this.#parts.interactions.tokenExpired(handle.record) ? true : undefined), timeoutMs, `the token of /${handle.record.name} to expire`);
+    return this.waitFor(
+      () => (this.#parts.interactions.tokenExpired(handle.record) ? true : undefined),
+      timeoutMs,
+      `the token of /${handle.record.name} to expire`,
+    );
   }
 
   /** Which voice channel the bot is in, per Discord's voice states. */

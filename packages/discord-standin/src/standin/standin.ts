@@ -70,8 +70,13 @@ export class DiscordStandIn {
   readonly #observation: StandInObservation;
 
   constructor(server: Server, baseUrl: string, voice: VoiceServer, options: Required<Omit<StandInOptions, 'dave'>>) {
-    for (const [name, value, least] of [['shards', options.shards, 1], ['maxConcurrency', options.maxConcurrency, 1], ['identifyWindowMs', options.identifyWindowMs, 0]] as const) {
-      if (!Number.isSafeInteger(value) || value < least) throw new Error(`the stand-in's ${name} is a whole number from ${least}, not ${value}`);
+    for (const [name, value, least] of [
+      ['shards', options.shards, 1],
+      ['maxConcurrency', options.maxConcurrency, 1],
+      ['identifyWindowMs', options.identifyWindowMs, 0],
+    ] as const) {
+      if (!Number.isSafeInteger(value) || value < least)
+        throw new Error(`the stand-in's ${name} is a whole number from ${least}, not ${value}`);
     }
     this.#server = server;
     this.#baseUrl = baseUrl;
@@ -81,28 +86,36 @@ export class DiscordStandIn {
     this.tokenLifetimeMs = options.tokenLifetimeMs;
     this.events.setMaxListeners(0);
     this.state.baseUrl = baseUrl;
-    const messages = new MessageStore(this.state, {
-      created: (message) => {
-        this.events.emit('message', message);
-        this.#dispatchMessage('MESSAGE_CREATE', message);
+    const messages = new MessageStore(
+      this.state,
+      {
+        created: (message) => {
+          this.events.emit('message', message);
+          this.#dispatchMessage('MESSAGE_CREATE', message);
+        },
+        updated: (message) => {
+          this.events.emit('messageUpdate', message);
+          this.#dispatchMessage('MESSAGE_UPDATE', message);
+        },
+        deleted: (message) => {
+          this.events.emit('messageDelete', message);
+          if ((message.flags & EPHEMERAL) === 0) {
+            this.#gateway.dispatch('MESSAGE_DELETE', {
+              id: message.id,
+              channel_id: message.channelId,
+              guild_id: this.state.channel(message.channelId)?.guild.id,
+            });
+          }
+        },
+        uploaded: (upload) => {
+          // Files a member posts are theirs (postMessage), not the bot's uploads.
+          if (this.state.messages.get(upload.messageId)?.authorId !== this.state.botUser.id) return;
+          this.uploads.push(upload);
+          this.events.emit('upload', upload);
+        },
       },
-      updated: (message) => {
-        this.events.emit('messageUpdate', message);
-        this.#dispatchMessage('MESSAGE_UPDATE', message);
-      },
-      deleted: (message) => {
-        this.events.emit('messageDelete', message);
-        if ((message.flags & EPHEMERAL) === 0) {
-          this.#gateway.dispatch('MESSAGE_DELETE', { id: message.id, channel_id: message.channelId, guild_id: this.state.channel(message.channelId)?.guild.id });
-        }
-      },
-      uploaded: (upload) => {
-        // Files a member posts are theirs (postMessage), not the bot's uploads.
-        if (this.state.messages.get(upload.messageId)?.authorId !== this.state.botUser.id) return;
-        this.uploads.push(upload);
-        this.events.emit('upload', upload);
-      },
-    }, options.nonceWindowMs);
+      options.nonceWindowMs,
+    );
     this.#interactions = new Interactions(this.state, messages, this.events, options);
     this.#gateway = new Gateway({
       state: this.state,
@@ -114,7 +127,13 @@ export class DiscordStandIn {
       maxConcurrency: options.maxConcurrency,
       identifyWindowMs: options.identifyWindowMs,
     });
-    const parts: StandInParts = { state: this.state, events: this.events, gateway: this.#gateway, interactions: this.#interactions, messages };
+    const parts: StandInParts = {
+      state: this.state,
+      events: this.events,
+      gateway: this.#gateway,
+      interactions: this.#interactions,
+      messages,
+    };
     this.#observation = new StandInObservation(parts, options);
     this.requests = this.#observation.requests;
     this.uploads = this.#observation.uploads;
@@ -154,7 +173,8 @@ export class DiscordStandIn {
         // A fault in the stand-in itself, not in the bot: logged and announced, never thrown at the test.
         this.log.error('discord stand-in failed a request', { method: request.method, error });
         this.events.emit('failure', error);
-        if (!response.headersSent) response.writeHead(500, { 'content-type': 'application/json' }).end('{"message":"stand-in failure","code":0}');
+        if (!response.headersSent)
+          response.writeHead(500, { 'content-type': 'application/json' }).end('{"message":"stand-in failure","code":0}');
       });
     });
     server.on('upgrade', (request, socket, head) => {
@@ -170,7 +190,10 @@ export class DiscordStandIn {
     const object = this.state.messageObject(message);
     const member = this.state.channel(message.channelId)?.guild.members.get(message.authorId);
     const author = this.state.users.get(message.authorId);
-    this.#gateway.dispatch(event, { ...object, ...(member && author && !message.webhookId ? { member: memberObject(member, author) } : {}) });
+    this.#gateway.dispatch(event, {
+      ...object,
+      ...(member && author && !message.webhookId ? { member: memberObject(member, author) } : {}),
+    });
   }
 
   get apiUrl(): string {
@@ -225,11 +248,23 @@ export class DiscordStandIn {
     return this.#actions.clickButton(options);
   }
 
-  submitModal(options: { user: User; guildId: string; channelId: string; customId: string; fields: Record<string, string> }): InteractionHandle {
+  submitModal(options: {
+    user: User;
+    guildId: string;
+    channelId: string;
+    customId: string;
+    fields: Record<string, string>;
+  }): InteractionHandle {
     return this.#actions.submitModal(options);
   }
 
-  postMessage(options: { user: User; channelId: string; content?: string; attachments?: AttachmentValue[]; embeds?: Record<string, unknown>[] }): Message {
+  postMessage(options: {
+    user: User;
+    channelId: string;
+    content?: string;
+    attachments?: AttachmentValue[];
+    embeds?: Record<string, unknown>[];
+  }): Message {
     return this.#actions.postMessage(options);
   }
 

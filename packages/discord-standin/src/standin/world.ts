@@ -1,7 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import type { ShardPair } from '../gateway/gateway.ts';
 import { snowflake, snowflakeOnShard } from '../world/snowflake.ts';
-import { DEFAULT_ATTACHMENT_LIMIT, EVERYONE_PERMISSIONS, PERMISSIONS, memberObject, type Guild, type Member, type User } from '../world/state.ts';
+import {
+  DEFAULT_ATTACHMENT_LIMIT,
+  EVERYONE_PERMISSIONS,
+  PERMISSIONS,
+  memberObject,
+  type Guild,
+  type Member,
+  type User,
+} from '../world/state.ts';
 import { guildOf, type StandInParts } from './parts.ts';
 
 // The world a test sets up: servers with their roles, channels and members, and users.
@@ -85,7 +93,16 @@ export class StandInWorld {
     state.guilds.set(id, guild);
     // A server added while the bot runs arrives as the bot joining it, members included.
     if (gateway.ready) gateway.dispatch('GUILD_CREATE', gateway.guildCreate(guild));
-    return { id, name: guild.name, textChannelId: guild.channels[0]!.id, voiceChannelId: guild.channels[1]!.id, adminRoleId, memberRoleId, admin, member };
+    return {
+      id,
+      name: guild.name,
+      textChannelId: guild.channels[0]!.id,
+      voiceChannelId: guild.channels[1]!.id,
+      adminRoleId,
+      memberRoleId,
+      admin,
+      member,
+    };
   }
 
   setAttachmentSizeLimit(guildId: string, bytes: number): void {

@@ -88,7 +88,8 @@ export class BotConnection implements SpeakerLink, DaveParticipant {
   }
 
   sendJson(op: number, d: Record<string, unknown>): void {
-    if (!this.send(op, d)) this.#log.warn('voice stand-in: a DAVE message to the bot is lost: its websocket is not open', { guildId: this.guildId, op });
+    if (!this.send(op, d))
+      this.#log.warn('voice stand-in: a DAVE message to the bot is lost: its websocket is not open', { guildId: this.guildId, op });
   }
 
   /** The bot learnt the call's protocol version from SESSION_DESCRIPTION; its key package follows by itself. */

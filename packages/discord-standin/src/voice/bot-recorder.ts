@@ -131,7 +131,9 @@ export class BotAudioRecorder {
         if (result.kind === 'undecryptable' && busy) return 'wait';
         if (result.kind === 'unencrypted') {
           this.problems.unencrypted++;
-          this.#log.warn('voice stand-in: the bot sent a frame in the clear into an end-to-end encrypted call; listeners drop it', { bytes: opus.length });
+          this.#log.warn('voice stand-in: the bot sent a frame in the clear into an end-to-end encrypted call; listeners drop it', {
+            bytes: opus.length,
+          });
           return false;
         }
         if (result.kind === 'undecryptable') {
@@ -159,12 +161,10 @@ export class BotAudioRecorder {
       return;
     }
     this.#draining = true;
-    void listener
-      .idle()
-      .then(() => {
-        this.#draining = false;
-        this.#flush();
-      });
+    void listener.idle().then(() => {
+      this.#draining = false;
+      this.#flush();
+    });
   }
 
   #flush(): void {

@@ -95,7 +95,12 @@ export class VoiceDave {
   }
 
   /** Resolves with a simulated member's DAVE state once `predicate` holds for it. */
-  waitForMember(guildId: string, userId: string, predicate: (state: SimulatedDaveState) => boolean, timeoutMs?: number): Promise<SimulatedDaveState> {
+  waitForMember(
+    guildId: string,
+    userId: string,
+    predicate: (state: SimulatedDaveState) => boolean,
+    timeoutMs?: number,
+  ): Promise<SimulatedDaveState> {
     return this.#sessions.waiters.waitFor(
       () => {
         const state = this.member(guildId, userId);
@@ -107,7 +112,11 @@ export class VoiceDave {
   }
 
   /** Resolves with the call's state once `predicate` holds for it. */
-  waitFor(guildId: string, predicate: (state: DaveCallState) => boolean, options: { channelId?: string; timeoutMs?: number } = {}): Promise<DaveCallState> {
+  waitFor(
+    guildId: string,
+    predicate: (state: DaveCallState) => boolean,
+    options: { channelId?: string; timeoutMs?: number } = {},
+  ): Promise<DaveCallState> {
     return this.#sessions.waiters.waitFor(
       () => {
         const call = options.channelId === undefined ? this.#sessions.botCall(guildId) : this.#sessions.call(guildId, options.channelId);
@@ -120,9 +129,21 @@ export class VoiceDave {
   }
 
   /** Resolves with the first event of the call's history (default: the bot's call) that `predicate` matches. */
-  waitForEvent<T extends DaveEvent>(guildId: string, predicate: (event: DaveEvent) => event is T, options?: { channelId?: string; timeoutMs?: number }): Promise<T>;
-  waitForEvent(guildId: string, predicate: (event: DaveEvent) => boolean, options?: { channelId?: string; timeoutMs?: number }): Promise<DaveEvent>;
-  waitForEvent(guildId: string, predicate: (event: DaveEvent) => boolean, options: { channelId?: string; timeoutMs?: number } = {}): Promise<DaveEvent> {
+  waitForEvent<T extends DaveEvent>(
+    guildId: string,
+    predicate: (event: DaveEvent) => event is T,
+    options?: { channelId?: string; timeoutMs?: number },
+  ): Promise<T>;
+  waitForEvent(
+    guildId: string,
+    predicate: (event: DaveEvent) => boolean,
+    options?: { channelId?: string; timeoutMs?: number },
+  ): Promise<DaveEvent>;
+  waitForEvent(
+    guildId: string,
+    predicate: (event: DaveEvent) => boolean,
+    options: { channelId?: string; timeoutMs?: number } = {},
+  ): Promise<DaveEvent> {
     return this.#sessions.waiters.waitFor(
       () => {
         const call = options.channelId === undefined ? this.#sessions.botCall(guildId) : this.#sessions.call(guildId, options.channelId);

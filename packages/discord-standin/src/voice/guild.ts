@@ -83,6 +83,8 @@ export class GuildVoice {
 
   /** The DAVE clients of the simulated members in a channel: each opens what the bot plays there. */
   daveClientsIn(channelId: string): SimulatedDaveMember[] {
-    return [...this.users.values()].filter((user) => user.channelId === channelId).flatMap((user) => (user.dave?.member ? [user.dave.member] : []));
+    return [...this.users.values()]
+      .filter((user) => user.channelId === channelId)
+      .flatMap((user) => (user.dave?.member ? [user.dave.member] : []));
   }
 }

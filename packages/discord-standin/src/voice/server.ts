@@ -73,7 +73,12 @@ function infoOf(connection: BotConnection, dave: DaveCallState | undefined): Bot
     userId: connection.userId,
     ssrc: connection.ssrc,
     maxDaveProtocolVersion: connection.maxDaveProtocolVersion,
-    dave: dave && { protocolVersion: dave.protocolVersion, epoch: dave.epoch, groupMembers: dave.groupMembers, lastTransitionId: dave.lastTransitionId },
+    dave: dave && {
+      protocolVersion: dave.protocolVersion,
+      epoch: dave.epoch,
+      groupMembers: dave.groupMembers,
+      lastTransitionId: dave.lastTransitionId,
+    },
   };
 }
 
@@ -284,7 +289,14 @@ export class VoiceServer implements VoiceStandIn {
    * in the channel could decrypt.
    */
   botPacketProblems(guildId: string): BotPacketProblems {
-    return { ...(this.#sessions.guilds.get(guildId)?.recorder.problems ?? { undecryptable: 0, undecodable: 0, unencrypted: 0, daveUndecryptable: 0 }) };
+    return {
+      ...(this.#sessions.guilds.get(guildId)?.recorder.problems ?? {
+        undecryptable: 0,
+        undecodable: 0,
+        unencrypted: 0,
+        daveUndecryptable: 0,
+      }),
+    };
   }
 
   /** Every op the bot sent on its voice websockets in the guild (DAVE's show as 23, 26, 28 and 31). */

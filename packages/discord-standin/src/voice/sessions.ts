@@ -104,7 +104,8 @@ export class VoiceSessions {
     const previousChannel = existing?.channelId;
     let user: SimulatedUser;
     if (existing) {
-      if (previousChannel !== channelId || (options.dave !== undefined && options.dave !== existing.daveCapable)) this.#detachDave(guild, existing);
+      if (previousChannel !== channelId || (options.dave !== undefined && options.dave !== existing.daveCapable))
+        this.#detachDave(guild, existing);
       existing.channelId = channelId;
       existing.daveCapable = options.dave ?? existing.daveCapable;
       user = existing;
@@ -181,7 +182,14 @@ export class VoiceSessions {
     const call = this.call(guild.guildId, user.channelId);
     if (!call) return;
     if (!user.daveCapable) {
-      const participant: DaveParticipant = { userId, kind: 'simulated', maxProtocolVersion: 0, start: () => undefined, sendBinary: () => undefined, sendJson: () => undefined };
+      const participant: DaveParticipant = {
+        userId,
+        kind: 'simulated',
+        maxProtocolVersion: 0,
+        start: () => undefined,
+        sendBinary: () => undefined,
+        sendJson: () => undefined,
+      };
       user.dave = { participant, member: undefined };
       call.connect(participant);
       return;
@@ -222,7 +230,10 @@ export class VoiceSessions {
     return {
       protect: (opus) => member.protect(opus),
       untilHeardBy: async (botUserId) => {
-        await this.waiters.waitFor(() => (member.heardBy(botUserId) ? true : undefined), `the bot (${botUserId}) to hold user ${userId}'s DAVE key`);
+        await this.waiters.waitFor(
+          () => (member.heardBy(botUserId) ? true : undefined),
+          `the bot (${botUserId}) to hold user ${userId}'s DAVE key`,
+        );
       },
     };
   }
@@ -262,7 +273,11 @@ export class VoiceSessions {
       daveMessage: (connection, message) => {
         const call = this.#botCalls.get(connection);
         if (call) call.receive(connection, message);
-        else this.#log.warn('voice stand-in: a DAVE message from the bot, which is in no DAVE call', { guildId: connection.guildId, op: message.op });
+        else
+          this.#log.warn('voice stand-in: a DAVE message from the bot, which is in no DAVE call', {
+            guildId: connection.guildId,
+            op: message.op,
+          });
       },
       botSpeaking: (connection, speaking, ssrc) => {
         this.guilds.get(connection.guildId)?.recorder.recordSpeaking({ at: Date.now(), speaking, ssrc });
@@ -298,7 +313,11 @@ export class VoiceSessions {
         const guild = this.guilds.get(connection.guildId);
         if (!guild) return;
         const endToEnd = this.#botCalls.has(connection)
-          ? { botUserId: connection.userId, listener: () => guild.listenerFor(connection.channelId, connection.userId), everyone: () => guild.daveClientsIn(connection.channelId) }
+          ? {
+              botUserId: connection.userId,
+              listener: () => guild.listenerFor(connection.channelId, connection.userId),
+              everyone: () => guild.daveClientsIn(connection.channelId),
+            }
           : undefined;
         if (guild.recorder.record(message, connection.secretKey, Date.now(), endToEnd)) this.waiters.notify();
         return;

@@ -265,7 +265,12 @@ export class SimulatedSpeaker {
         announcedAhead = false;
         talking = true;
         silenceLeft = trailingSilence;
-        this.#send(link, options.opusPackets?.[slot] ?? this.#encoderFor(application).encode(frame), headerExtension, options.brokenSealFrames?.includes(slot));
+        this.#send(
+          link,
+          options.opusPackets?.[slot] ?? this.#encoderFor(application).encode(frame),
+          headerExtension,
+          options.brokenSealFrames?.includes(slot),
+        );
         result.audioPackets++;
         result.lastPacketAt = Date.now();
         result.firstPacketAt ??= result.lastPacketAt;

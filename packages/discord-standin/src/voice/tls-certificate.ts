@@ -26,11 +26,29 @@ export async function createSelfSignedCertificate(): Promise<SelfSignedCertifica
     const certPath = join(directory, 'cert.pem');
     const keyPath = join(directory, 'key.pem');
     // P-256 keys are generated in milliseconds, RSA keys can take a second on a busy machine.
-    await run('openssl', [
-      'req', '-x509', '-nodes', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1',
-      '-keyout', keyPath, '-out', certPath, '-days', '2', '-subj', '/CN=127.0.0.1',
-      '-addext', 'subjectAltName=IP:127.0.0.1',
-    ], { timeout: 15_000 });
+    await run(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-nodes',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-keyout',
+        keyPath,
+        '-out',
+        certPath,
+        '-days',
+        '2',
+        '-subj',
+        '/CN=127.0.0.1',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+      ],
+      { timeout: 15_000 },
+    );
     const [certPem, keyPem] = await Promise.all([readFile(certPath, 'utf8'), readFile(keyPath, 'utf8')]);
     return { certPath, certPem, keyPem, remove };
   } catch (error) {

@@ -12,10 +12,7 @@ const ADDRESS_OFFSET = 8;
 const PORT_OFFSET = 72;
 
 export type VoiceDatagram =
-  | { kind: 'keepalive' }
-  | { kind: 'ipDiscovery'; ssrc: number }
-  | { kind: 'rtp'; ssrc: number }
-  | { kind: 'unknown' };
+  { kind: 'keepalive' } | { kind: 'ipDiscovery'; ssrc: number } | { kind: 'rtp'; ssrc: number } | { kind: 'unknown' };
 
 export function classifyDatagram(message: Buffer): VoiceDatagram {
   if (message.length === KEEPALIVE_LENGTH) return { kind: 'keepalive' };

@@ -22,7 +22,8 @@ export function shardOfGuild(guildId: string, shardCount: number): number {
  */
 export function snowflakeOnShard(shardId: number, shardCount: number, at = Date.now()): string {
   if (!Number.isInteger(shardCount) || shardCount < 1) throw new Error(`a shard count is a whole number from 1, not ${shardCount}`);
-  if (!Number.isInteger(shardId) || shardId < 0 || shardId >= shardCount) throw new Error(`shard ${shardId} is not one of 0 to ${shardCount - 1}`);
+  if (!Number.isInteger(shardId) || shardId < 0 || shardId >= shardCount)
+    throw new Error(`shard ${shardId} is not one of 0 to ${shardCount - 1}`);
   const count = BigInt(shardCount);
   const since = BigInt(at) - DISCORD_EPOCH;
   const back = (((since - BigInt(shardId)) % count) + count) % count;

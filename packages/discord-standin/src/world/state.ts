@@ -161,24 +161,48 @@ export function roleObject(role: Role): Record<string, unknown> {
 }
 
 export function channelObject(channel: Channel): Record<string, unknown> {
-  const overwrites = (channel.permissionOverwrites ?? []).map((overwrite) => ({ id: overwrite.id, type: overwrite.type, allow: overwrite.allow.toString(), deny: overwrite.deny.toString() }));
-  const base = { id: channel.id, type: channel.type, guild_id: channel.guildId, name: channel.name, position: 0, permission_overwrites: overwrites, flags: 0 };
+  const overwrites = (channel.permissionOverwrites ?? []).map((overwrite) => ({
+    id: overwrite.id,
+    type: overwrite.type,
+    allow: overwrite.allow.toString(),
+    deny: overwrite.deny.toString(),
+  }));
+  const base = {
+    id: channel.id,
+    type: channel.type,
+    guild_id: channel.guildId,
+    name: channel.name,
+    position: 0,
+    permission_overwrites: overwrites,
+    flags: 0,
+  };
   if (channel.type === 2) return { ...base, bitrate: 64_000, user_limit: 0, rtc_region: null, parent_id: null, nsfw: false };
   if (channel.type === 11) {
-    return { ...base, parent_id: channel.parentId, owner_id: null, message_count: 0, member_count: 0, thread_metadata: { archived: false, auto_archive_duration: 1440, archive_timestamp: new Date().toISOString(), locked: false } };
+    return {
+      ...base,
+      parent_id: channel.parentId,
+      owner_id: null,
+      message_count: 0,
+      member_count: 0,
+      thread_metadata: { archived: false, auto_archive_duration: 1440, archive_timestamp: new Date().toISOString(), locked: false },
+    };
   }
   return { ...base, topic: null, nsfw: false, parent_id: null, last_message_id: null, rate_limit_per_user: 0 };
 }
 
 export function memberPermissions(guild: Guild, member: Member): bigint {
   const everyone = guild.roles.find((role) => role.id === guild.id)?.permissions ?? 0n;
-  const combined = member.roleIds.reduce((sum, roleId) => sum | (guild.roles.find((role) => role.id === roleId)?.permissions ?? 0n), everyone);
+  const combined = member.roleIds.reduce(
+    (sum, roleId) => sum | (guild.roles.find((role) => role.id === roleId)?.permissions ?? 0n),
+    everyone,
+  );
   if (guild.ownerId === member.userId || (combined & PERMISSIONS.administrator) !== 0n) return (1n << 50n) - 1n;
   return combined;
 }
 
 /** Channel permissions a test can take from the bot, to see how it copes with Discord's refusals. */
-export type DeniableBotPermission = 'viewChannel' | 'sendMessages' | 'attachFiles' | 'readMessageHistory' | 'connect' | 'speak' | 'createPublicThreads';
+export type DeniableBotPermission =
+  'viewChannel' | 'sendMessages' | 'attachFiles' | 'readMessageHistory' | 'connect' | 'speak' | 'createPublicThreads';
 
 export class StandInState {
   readonly users = new Map<string, User>();
@@ -260,7 +284,14 @@ export class StandInState {
       ...(message.webhookId ? { webhook_id: message.webhookId, application_id: this.applicationId } : {}),
       ...(message.messageReference ? { message_reference: { ...message.messageReference, channel_id: message.channelId } } : {}),
       ...(message.interaction
-        ? { interaction_metadata: { id: message.interaction.id, type: message.interaction.type, user: userObject(this.users.get(message.interaction.userId) ?? this.botUser), authorizing_integration_owners: {} } }
+        ? {
+            interaction_metadata: {
+              id: message.interaction.id,
+              type: message.interaction.type,
+              user: userObject(this.users.get(message.interaction.userId) ?? this.botUser),
+              authorizing_integration_owners: {},
+            },
+          }
         : {}),
     };
   }

@@ -74,7 +74,7 @@ export function redact(text: string): string {
 function serializeError(error: Error): LogFields {
   const fields: LogFields = { name: error.name, message: error.message };
   for (const key of ['code', 'status', 'requestId', 'param', 'type'] as const) {
-    const value = (error as unknown as Record<string, unknown>)[key];
+    const value: unknown = Reflect.get(error, key);
     if (value !== undefined) fields[key] = value;
   }
   if (error.stack) fields.stack = error.stack;

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { readNumber, readString } from '../../src/lib/json.ts';
 import { silentLogger } from '../../src/lib/log.ts';
 import { openStore, StoredRecordError, StoreUnavailableError, type Store } from '../../src/store/index.ts';
 import { startOwnRedis, type OwnRedis } from '../support/redis-server.ts';
@@ -13,9 +14,9 @@ interface Note {
 }
 
 function parseNote(raw: unknown): Note {
-  if (typeof raw !== 'object' || raw === null) throw new Error('not an object');
-  const { text, count } = raw as Record<string, unknown>;
-  if (typeof text !== 'string' || typeof count !== 'number') throw new Error('bad note');
+  const text = readString(raw, 'text');
+  const count = readNumber(raw, 'count');
+  if (text === undefined || count === undefined) throw new Error('bad note');
   return { text, count };
 }
 

@@ -163,10 +163,29 @@ export default {
     {
       name: 'standin-stands-alone',
       comment:
-        'The stand-in is a product of its own, usable by any discord.js project: it imports nothing outside its package but node_modules.',
+        'The stand-in is a product of its own, usable by any discord.js project: it imports nothing outside its package but node_modules and the opusscript-codec package.',
       severity: 'error',
       from: { path: '^packages/discord-standin/' },
-      to: { pathNot: ['^packages/discord-standin/', '^node_modules/'], dependencyTypesNot: ['core'] },
+      to: {
+        pathNot: ['^packages/discord-standin/', '^node_modules/', '^packages/opusscript-codec/src/index[.]ts$'],
+        dependencyTypesNot: ['core'],
+      },
+    },
+    {
+      name: 'opusscript-codec-through-its-entry-point',
+      comment:
+        'The opusscript codec (packages/opusscript-codec), which the bot and the stand-in share, is a package: both import it as `opusscript-codec`, its src/index.ts, never a file inside it.',
+      severity: 'error',
+      from: { pathNot: '^packages/opusscript-codec/' },
+      to: { path: '^packages/opusscript-codec/', pathNot: '^packages/opusscript-codec/src/index[.]ts$' },
+    },
+    {
+      name: 'opusscript-codec-stands-alone',
+      comment:
+        'The opusscript codec is a fix of opusscript, nothing more: it imports nothing of the bot or the stand-in, only node_modules.',
+      severity: 'error',
+      from: { path: '^packages/opusscript-codec/' },
+      to: { pathNot: ['^packages/opusscript-codec/', '^node_modules/'], dependencyTypesNot: ['core'] },
     },
     {
       name: 'not-to-unresolvable',

@@ -16,7 +16,7 @@ import { REALTIME_SESSION_MAX_MS } from '../src/gateway/spec.ts';
 import { isRecord, readArray, readNumber, readString } from '../src/lib/json.ts';
 import { NO_METRICS } from '../src/lib/metrics.ts';
 import { silentLogger } from '../src/lib/log.ts';
-import { OpusScriptCodec } from '../src/voice/audio/opusscript-codec.ts';
+import { OpusScriptCodec } from 'opusscript-codec';
 import { VoiceSession } from '../src/voice/session.ts';
 import { defaultVoiceSettings } from '../src/settings/voice-settings.ts';
 import { type BotPacketProblems, parseVoiceStateRequest } from 'discord-standin';

@@ -1,5 +1,6 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { readRecord, readString } from '../../src/lib/json.ts';
 
 // The Dockerfile and compose.yaml cannot be built on these machines (no docker): this checks what can be
 // checked without it. Every file the Dockerfile copies from the repo exists, every npm script it or
@@ -72,6 +73,42 @@ describe('the container image', () => {
     // STORE_URL's default, relative to the working directory /app.
     expect(read('src/config.ts')).toContain("DEFAULT_STORE_URL = 'sqlite://data/bot.sqlite'");
     expect(runtime.find((instruction) => instruction.keyword === 'WORKDIR')?.rest).toBe('/app');
+  });
+
+  it('installs and copies the workspace packages the bot depends on, and keeps the Discord stand-in out', () => {
+    const dependencies = Object.keys(readRecord(packageJson, 'dependencies') ?? {});
+    const workspaces = readdirSync(new URL('packages/', ROOT)).map((folder) => ({
+      folder: `packages/${folder}`,
+      name: readString(JSON.parse(read(`packages/${folder}/package.json`)), 'name'),
+    }));
+    const used = workspaces.filter(({ name }) => name !== undefined && dependencies.includes(name));
+    expect(used.map(({ name }) => name)).toContain('opusscript-codec');
+    expect(dependencies).not.toContain('discord-standin');
+    const all = instructions();
+    const runtimeStart = all.findLastIndex((instruction) => instruction.keyword === 'FROM');
+    const npmCi = all.findIndex((instruction) => instruction.keyword === 'RUN' && instruction.rest.includes('npm ci'));
+    const copied = (from: number, to: number) =>
+      all
+        .slice(from, to)
+        .filter((instruction) => instruction.keyword === 'COPY' && !instruction.rest.includes('--from='))
+        .flatMap(({ rest }) =>
+          rest
+            .split(/\s+/)
+            .filter((part) => !part.startsWith('--'))
+            .slice(0, -1),
+        );
+    const ignored = read('.dockerignore')
+      .split('\n')
+      .map((line) => line.trim());
+    for (const { folder } of used) {
+      // npm ci needs the workspace's package.json to link it; the bot needs its source at run time.
+      expect(copied(0, npmCi), `COPY ${folder}/package.json before npm ci`).toContain(`${folder}/package.json`);
+      expect(copied(runtimeStart, all.length), `COPY ${folder} into the runtime image`).toContain(folder);
+      expect(ignored, `.dockerignore lets ${folder} in`).toContain(`!${folder}`);
+    }
+    expect(ignored).toContain('packages/*');
+    expect(ignored).not.toContain('!packages/discord-standin');
+    expect(all.some((instruction) => instruction.keyword === 'COPY' && instruction.rest.includes('discord-standin'))).toBe(false);
   });
 
   it('keeps data, .env and node_modules out of the image', () => {

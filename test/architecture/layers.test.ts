@@ -66,6 +66,17 @@ const BREAKING_IMPORTS: [file: string, source: string, rule: string][] = [
     "import { bottom } from '../../../../src/lib/bottom.ts';\nexport const log = bottom;",
     'standin-stands-alone',
   ],
+  [
+    'src/voice/codec.ts',
+    "import { heap } from '../../packages/opusscript-codec/src/heap.ts';\nexport const codec = heap;",
+    'opusscript-codec-through-its-entry-point',
+  ],
+  ['packages/opusscript-codec/src/heap.ts', 'export const heap = 6;', ''],
+  [
+    'packages/opusscript-codec/src/index.ts',
+    "import { log } from '../../discord-standin/src/lib/log.ts';\nexport const codec = log;",
+    'opusscript-codec-stands-alone',
+  ],
   ['src/video/one.ts', "import type { Two } from './two.ts';\nexport type One = { two?: Two };", 'no-cycle'],
   // The cycle is reported once, from the file where the cruise meets it first.
   ['src/video/two.ts', "import type { One } from './one.ts';\nexport type Two = { one?: One };", ''],

@@ -54,7 +54,7 @@ describe('Opus at 24 kHz mono', () => {
   it('keeps the codecs of a hundred conversations in one process apart: each decodes as a lone decoder does', () => {
     // opusscript's own encode() and decode() use PCM buffers at twice their address, past the heap's end
     // for the newest of some 75 codecs, and views of the heap that more codecs leave stale
-    // (src/voice/audio/opusscript-codec.ts): past about 38 conversations the newest codecs threw, at a
+    // (packages/opusscript-codec): past about 38 conversations the newest codecs threw, at a
     // hundred all of them did.
     const packets = frames(tone(440, 200)).map((frame) => new OpusFrameEncoder().encode(frame));
     const lone = new OpusFrameDecoder();

@@ -1,10 +1,10 @@
+import { OpusScriptCodec } from 'opusscript-codec';
 import { CHANNELS, FRAME_SAMPLES, SAMPLE_RATE } from './format.ts';
-import { OpusScriptCodec } from './opusscript-codec.ts';
 
 // Opus at the bot's format. Decoders keep state from packet to packet, so each speaker has their own; a
 // corrupt packet is skipped rather than allowed to end the speaker's stream (prism's decoder would).
 // Through OpusScriptCodec: with opusscript's own encode() and decode(), a process past about 38
-// conversations had codecs that threw, and one that grew its heap further crashed (see there).
+// conversations had codecs that threw, and one that grew its heap further crashed (see packages/opusscript-codec).
 
 export class OpusFrameDecoder {
   readonly #codec = new OpusScriptCodec(SAMPLE_RATE, CHANNELS, 'voip');

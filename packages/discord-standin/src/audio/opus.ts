@@ -1,9 +1,9 @@
 // Opus through opusscript (WebAssembly: no native build, same as the bot's fallback), one 48 kHz
 // stereo frame at a time. Encoders and decoders keep state across frames: one per stream. Through
-// OpusScriptCodec (opusscript-codec.ts), which moves the samples itself: with opusscript's own encode() and decode()
+// OpusScriptCodec (the opusscript-codec package, which the bot uses too), which moves the samples itself: with opusscript's own encode() and decode()
 // (PCM at twice its buffers' address), a stand-in hosting a couple of dozen channels aborted in libopus.
 
-import { OpusScriptCodec } from './opusscript-codec.ts';
+import { OpusScriptCodec } from 'opusscript-codec';
 import { CHANNELS, SAMPLE_RATE, SAMPLES_PER_MS } from './format.ts';
 
 /** The 3-byte Opus frame Discord clients and @discordjs/voice send for silence. */

@@ -3,9 +3,19 @@
 
 // The stand-in: start it, set up its world, act as users, inject faults, observe the bot.
 export { DiscordStandIn, startDiscordStandIn, type StandInOptions } from './standin/standin.ts';
-export type { AttachmentValue, CommandRun, OptionValue } from './standin/actions.ts';
+export type {
+  AttachmentValue,
+  AutocompleteRun,
+  ButtonClickOptions,
+  CommandRun,
+  MessageCommandOptions,
+  ModalSubmitOptions,
+  OptionValue,
+  PostMessageOptions,
+} from './standin/actions.ts';
+export type { DropShardOptions, FailRouteOptions, RateLimitOptions } from './standin/faults.ts';
 export { InteractionHandle, type AutocompleteChoice } from './standin/interaction-handle.ts';
-export type { TestGuild } from './standin/world.ts';
+export type { CreateGuildOptions, CreateUserOptions, TestGuild } from './standin/world.ts';
 export { PERMISSIONS, type DeniableBotPermission, type Message, type Upload, type User } from './world/state.ts';
 export { shardOfGuild, snowflake } from './world/snowflake.ts';
 export type { RecordedRequest } from './rest/api.ts';

@@ -31,6 +31,40 @@ export interface CommandRun {
   options?: Record<string, OptionValue | undefined>;
 }
 
+/** A slash command's run with the option being typed into (`focused`, a name in `options`). */
+export type AutocompleteRun = CommandRun & { focused: string };
+
+export interface MessageCommandOptions {
+  user: User;
+  /** The message whose Apps menu the command is picked from. */
+  message: Message;
+  command: string;
+}
+
+export interface ButtonClickOptions {
+  user: User;
+  /** The message that carries the button. */
+  message: Message;
+  customId: string;
+}
+
+export interface ModalSubmitOptions {
+  user: User;
+  guildId: string;
+  channelId: string;
+  customId: string;
+  /** Each text input's custom id and the value typed into it. */
+  fields: Record<string, string>;
+}
+
+export interface PostMessageOptions {
+  user: User;
+  channelId: string;
+  content?: string;
+  attachments?: AttachmentValue[];
+  embeds?: Record<string, unknown>[];
+}
+
 const OPTION = {
   subcommand: 1,
   group: 2,
@@ -235,7 +269,7 @@ export class StandInActions {
    * `target_id` the message, and the message itself in `resolved.messages`, as Discord sends it (content,
    * attachments and embeds included, whatever the bot's intents).
    */
-  runMessageCommand(options: { user: User; message: Message; command: string }): InteractionHandle {
+  runMessageCommand(options: MessageCommandOptions): InteractionHandle {
     const found = this.#parts.state.channel(options.message.channelId);
     if (!found) throw new Error('the message is in no known channel');
     const definition = this.#definition(found.guild.id, options.command);
@@ -257,13 +291,7 @@ export class StandInActions {
    * A member posts a message in a channel: text, files (stored and served as Discord's CDN serves
    * attachments) and embeds (as Discord makes them for a link, say). It is dispatched as MESSAGE_CREATE.
    */
-  postMessage(options: {
-    user: User;
-    channelId: string;
-    content?: string;
-    attachments?: AttachmentValue[];
-    embeds?: Record<string, unknown>[];
-  }): Message {
+  postMessage(options: PostMessageOptions): Message {
     const found = this.#parts.state.channel(options.channelId);
     if (!found) throw new Error(`no channel ${options.channelId}`);
     if (!found.guild.members.has(options.user.id)) throw new Error(`${options.user.username} is not a member of guild ${found.guild.id}`);
@@ -283,14 +311,14 @@ export class StandInActions {
   }
 
   /** A user typing in an option with autocomplete: resolves with the choices the bot offered. */
-  autocomplete(run: CommandRun & { focused: string }): Promise<AutocompleteChoice[]> {
+  autocomplete(run: AutocompleteRun): Promise<AutocompleteChoice[]> {
     const { record, payload } = this.#base(INTERACTION.autocomplete, run.user, run.guildId, run.channelId);
     record.name = run.command;
     payload.data = this.#commandData(run, run.focused);
     return this.#start(record, payload).choices();
   }
 
-  clickButton(options: { user: User; message: Message; customId: string }): InteractionHandle {
+  clickButton(options: ButtonClickOptions): InteractionHandle {
     const found = this.#parts.state.channel(options.message.channelId);
     if (!found) throw new Error('the message is in no known channel');
     const { record, payload } = this.#base(INTERACTION.component, options.user, found.guild.id, options.message.channelId);
@@ -301,13 +329,7 @@ export class StandInActions {
     return this.#start(record, payload);
   }
 
-  submitModal(options: {
-    user: User;
-    guildId: string;
-    channelId: string;
-    customId: string;
-    fields: Record<string, string>;
-  }): InteractionHandle {
+  submitModal(options: ModalSubmitOptions): InteractionHandle {
     const { record, payload } = this.#base(INTERACTION.modal, options.user, options.guildId, options.channelId);
     record.name = options.customId;
     payload.data = {

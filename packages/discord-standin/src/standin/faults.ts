@@ -7,6 +7,35 @@ import { guildOf, type StandInParts } from './parts.ts';
 // interaction tokens, gateway outages, and the bot thrown out of voice. Each is something real Discord
 // does; none happens unless a test asks for it.
 
+export interface RateLimitOptions {
+  /** Only requests of this method (none: any method). */
+  method?: string;
+  route: RegExp;
+  /** How many matching requests are refused. */
+  times: number;
+  retryAfterSeconds: number;
+  /** Discord's global rate limit rather than the route's (x-ratelimit-scope: global). */
+  global?: boolean;
+}
+
+export interface FailRouteOptions {
+  /** Only requests of this method (none: any method). */
+  method?: string;
+  route: RegExp;
+  /** How many matching requests fail. */
+  times: number;
+  status: number;
+  /** Discord's JSON error code and message, and its per-field errors. */
+  code?: number;
+  message?: string;
+  errors?: Record<string, unknown>;
+}
+
+export interface DropShardOptions {
+  /** The close code Discord sends (none: the connection just drops, as in a network failure). */
+  code?: number;
+}
+
 export class StandInFaults {
   /** Injected REST failures, consulted by every request (rest/api.ts). */
   readonly failures: InjectedFailure[] = [];
@@ -20,7 +49,7 @@ export class StandInFaults {
     this.#parts = parts;
   }
 
-  rateLimit(options: { method?: string; route: RegExp; times: number; retryAfterSeconds: number; global?: boolean }): void {
+  rateLimit(options: RateLimitOptions): void {
     this.failures.push({
       method: options.method,
       route: options.route,
@@ -31,15 +60,7 @@ export class StandInFaults {
     });
   }
 
-  failRoute(options: {
-    method?: string;
-    route: RegExp;
-    times: number;
-    status: number;
-    code?: number;
-    message?: string;
-    errors?: Record<string, unknown>;
-  }): void {
+  failRoute(options: FailRouteOptions): void {
     const { times, ...failure } = options;
     this.failures.push({ ...failure, method: options.method, remaining: times });
   }
@@ -100,7 +121,7 @@ export class StandInFaults {
    * as a network failure would, with one as Discord closing with that code (4000: discord.js resumes).
    * Throws when no session of that shard is connected.
    */
-  dropShardConnection(shardId: number, options: { code?: number } = {}): void {
+  dropShardConnection(shardId: number, options: DropShardOptions = {}): void {
     this.#parts.gateway.dropShardConnection(shardId, options.code);
   }
 

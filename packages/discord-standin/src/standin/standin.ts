@@ -1,18 +1,26 @@
 import { EventEmitter } from 'node:events';
 import { createServer, type Server } from 'node:http';
-import { Gateway, type IdentifyRecord, type ShardPair, type ShardSession } from '../gateway/gateway.ts';
+import { Gateway, type IdentifyRecord, type ShardSession } from '../gateway/gateway.ts';
 import { createLogger, type Logger } from '../lib/log.ts';
 import { RestApi } from '../rest/api.ts';
 import { Interactions, type InteractionRecord } from '../rest/interactions.ts';
 import { MessageStore, NONCE_WINDOW_MS } from '../rest/messages.ts';
 import { startVoiceServer, type VoiceServer, type VoiceUserOptions } from '../voice/server.ts';
 import { StandInState, memberObject, type DeniableBotPermission, type Message, type User } from '../world/state.ts';
-import { StandInActions, type AttachmentValue, type CommandRun } from './actions.ts';
-import { StandInFaults } from './faults.ts';
+import {
+  StandInActions,
+  type AutocompleteRun,
+  type ButtonClickOptions,
+  type CommandRun,
+  type MessageCommandOptions,
+  type ModalSubmitOptions,
+  type PostMessageOptions,
+} from './actions.ts';
+import { StandInFaults, type DropShardOptions, type FailRouteOptions, type RateLimitOptions } from './faults.ts';
 import type { AutocompleteChoice, InteractionHandle } from './interaction-handle.ts';
 import { StandInObservation } from './observation.ts';
 import type { StandInParts } from './parts.ts';
-import { StandInWorld, type TestGuild } from './world.ts';
+import { StandInWorld, type CreateGuildOptions, type CreateUserOptions, type TestGuild } from './world.ts';
 
 // A local Discord for end-to-end tests: the real discord.js (in the bot's own process) talks to it over
 // REST and the gateway, @discordjs/voice over the voice websocket and UDP, and tests drive simulated users.
@@ -218,11 +226,11 @@ export class DiscordStandIn {
 
   // ---- The world (world.ts) --------------------------------------------------------------------------
 
-  createUser(options?: { guildId?: string; name?: string; roles?: string[] }): User {
+  createUser(options?: CreateUserOptions): User {
     return this.#world.createUser(options);
   }
 
-  createGuild(options?: { name?: string; attachmentSizeLimit?: number; shard?: ShardPair }): TestGuild {
+  createGuild(options?: CreateGuildOptions): TestGuild {
     return this.#world.createGuild(options);
   }
 
@@ -236,35 +244,23 @@ export class DiscordStandIn {
     return this.#actions.runCommand(run);
   }
 
-  runMessageCommand(options: { user: User; message: Message; command: string }): InteractionHandle {
+  runMessageCommand(options: MessageCommandOptions): InteractionHandle {
     return this.#actions.runMessageCommand(options);
   }
 
-  autocomplete(run: CommandRun & { focused: string }): Promise<AutocompleteChoice[]> {
+  autocomplete(run: AutocompleteRun): Promise<AutocompleteChoice[]> {
     return this.#actions.autocomplete(run);
   }
 
-  clickButton(options: { user: User; message: Message; customId: string }): InteractionHandle {
+  clickButton(options: ButtonClickOptions): InteractionHandle {
     return this.#actions.clickButton(options);
   }
 
-  submitModal(options: {
-    user: User;
-    guildId: string;
-    channelId: string;
-    customId: string;
-    fields: Record<string, string>;
-  }): InteractionHandle {
+  submitModal(options: ModalSubmitOptions): InteractionHandle {
     return this.#actions.submitModal(options);
   }
 
-  postMessage(options: {
-    user: User;
-    channelId: string;
-    content?: string;
-    attachments?: AttachmentValue[];
-    embeds?: Record<string, unknown>[];
-  }): Message {
+  postMessage(options: PostMessageOptions): Message {
     return this.#actions.postMessage(options);
   }
 
@@ -286,11 +282,11 @@ export class DiscordStandIn {
     this.#faults.interactionIdClockSkewMs = ms;
   }
 
-  rateLimit(options: Parameters<StandInFaults['rateLimit']>[0]): void {
+  rateLimit(options: RateLimitOptions): void {
     this.#faults.rateLimit(options);
   }
 
-  failRoute(options: Parameters<StandInFaults['failRoute']>[0]): void {
+  failRoute(options: FailRouteOptions): void {
     this.#faults.failRoute(options);
   }
 
@@ -318,7 +314,7 @@ export class DiscordStandIn {
     this.#faults.dropGatewayConnection();
   }
 
-  dropShardConnection(shardId: number, options?: { code?: number }): void {
+  dropShardConnection(shardId: number, options?: DropShardOptions): void {
     this.#faults.dropShardConnection(shardId, options);
   }
 

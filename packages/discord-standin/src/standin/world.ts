@@ -27,6 +27,21 @@ export interface TestGuild {
   member: User;
 }
 
+export interface CreateUserOptions {
+  /** The guild the user joins as a member (none: a user in no guild). */
+  guildId?: string;
+  name?: string;
+  /** Role ids the member has in that guild. */
+  roles?: string[];
+}
+
+export interface CreateGuildOptions {
+  name?: string;
+  attachmentSizeLimit?: number;
+  /** [id, count]: the guild lands on shard `id` of `count`. */
+  shard?: ShardPair;
+}
+
 export class StandInWorld {
   readonly #parts: StandInParts;
 
@@ -35,7 +50,7 @@ export class StandInWorld {
   }
 
   /** A simulated user, a member of the guild when one is given (GUILD_MEMBER_ADD for bots with that intent). */
-  createUser(options: { guildId?: string; name?: string; roles?: string[] } = {}): User {
+  createUser(options: CreateUserOptions = {}): User {
     const user = this.#newUser(options.name);
     if (options.guildId) {
       const guild = guildOf(this.#parts, options.guildId);
@@ -61,7 +76,7 @@ export class StandInWorld {
    * A server with the bot in it. `shard: [id, count]` picks its id so that it lands on shard `id` of
    * `count` (`(guild_id >> 22) % count`), with a timestamp at most `count - 1` ms in the past.
    */
-  createGuild(options: { name?: string; attachmentSizeLimit?: number; shard?: ShardPair } = {}): TestGuild {
+  createGuild(options: CreateGuildOptions = {}): TestGuild {
     const { state, gateway } = this.#parts;
     const id = options.shard ? snowflakeOnShard(options.shard[0], options.shard[1]) : snowflake();
     const owner = this.#newUser('owner');

@@ -29,11 +29,18 @@ export function peak(pcm: Int16Array): number {
   return max / FULL_SCALE;
 }
 
+/** Hann windows by length: a window is a cosine per sample, and frames of one length are analysed by the hundred. */
+const hannWindows = new Map<number, Float64Array>();
+
 function hannWindow(length: number): Float64Array {
+  const known = hannWindows.get(length);
+  if (known) return known;
   const window = new Float64Array(length);
   for (let index = 0; index < length; index++) {
     window[index] = length === 1 ? 1 : 0.5 - 0.5 * Math.cos((2 * Math.PI * index) / (length - 1));
   }
+  // Tests analyse a few lengths (a frame, a whole answer): keep those, not every length ever seen.
+  if (hannWindows.size < 64) hannWindows.set(length, window);
   return window;
 }
 
@@ -118,9 +125,29 @@ export function analyzeTone(pcm: Int16Array, options: DominantFrequencyOptions =
   return { dominantHz, rms: level, purity };
 }
 
+// A test waits for audio with a predicate such as byTone(received, 660, 330) that the stand-in checks again
+// on every frame the bot sends, over every frame received so far: each frame's figures are worked out once
+// (a received frame's PCM is never changed), or the checks grow with the square of the frames and a busy
+// machine falls behind the audio it is recording.
+const frameFigures = new WeakMap<Int16Array, Map<string, number>>();
+
+function frameFigure(pcm: Int16Array, key: string, work: () => number): number {
+  let figures = frameFigures.get(pcm);
+  if (!figures) {
+    figures = new Map();
+    frameFigures.set(pcm, figures);
+  }
+  let figure = figures.get(key);
+  if (figure === undefined) {
+    figure = work();
+    figures.set(key, figure);
+  }
+  return figure;
+}
+
 /** Frames that carry sound (not the silence Discord clients skip). */
 export function audible<Frame extends { pcm: Int16Array }>(frames: readonly Frame[]): Frame[] {
-  return frames.filter((frame) => rms(frame.pcm) > 0.02);
+  return frames.filter((frame) => frameFigure(frame.pcm, 'rms', () => rms(frame.pcm)) > 0.02);
 }
 
 /**
@@ -128,8 +155,9 @@ export function audible<Frame extends { pcm: Int16Array }>(frames: readonly Fram
  * `otherHz`: the fade-in of a tone, or a codec transient between two answers, counts for neither.
  */
 export function byTone<Frame extends { pcm: Int16Array }>(frames: readonly Frame[], hz: number, otherHz: number): Frame[] {
+  const amplitude = (pcm: Int16Array, at: number) => frameFigure(pcm, `${at} Hz`, () => toneAmplitude(pcm, at));
   return frames.filter((frame) => {
-    const level = toneAmplitude(frame.pcm, hz);
-    return level > 0.1 && level > 2 * toneAmplitude(frame.pcm, otherHz);
+    const level = amplitude(frame.pcm, hz);
+    return level > 0.1 && level > 2 * amplitude(frame.pcm, otherHz);
   });
 }

@@ -134,6 +134,10 @@ async function setKey(key: string, guild: TestGuild = world.guild): Promise<Mess
   return submit.reply();
 }
 
+/**
+ * Each restart is a Node process loading discord.js, CPU-bound: 5-7 s with two busy loops beside the
+ * suite, so a test that restarts the bot more than once has 90 s (the default 30 s cut one of three).
+ */
 async function restart(env: Record<string, string>): Promise<void> {
   await world.bot.stop();
   bots.push(await world.restartBot(env));
@@ -190,7 +194,7 @@ describe("a server's own gateway key", () => {
     expect((await video(world.guild.member, 'during the rotation').response()).type).toBe(5);
     await restart({ KEY_ENCRYPTION_SECRET: 'the-rotated-secret-value-0042' });
     expect((await video(world.guild.member, 'after the rotation').response()).type).toBe(5);
-  });
+  }, 90_000);
 
   it('is refused when the operator set no KEY_ENCRYPTION_SECRET, telling the admin what the operator must set, and in the log', async () => {
     const { discord, guild } = world;
@@ -213,7 +217,7 @@ describe("a server's own gateway key", () => {
       .reply();
     expect(shown.content).toContain("**Gateway key in use:** the operator's default key");
     await restart({ KEY_ENCRYPTION_SECRET: 'the-rotated-secret-value-0042' });
-  });
+  }, 90_000);
 });
 
 describe('settings', () => {

@@ -46,11 +46,18 @@ function json(response: ServerResponse, status: number, body: unknown): void {
   response.writeHead(status, { 'content-type': 'application/json', 'x-request-id': 'req_hostile' }).end(JSON.stringify(body));
 }
 
+/** The task a poll asks about: the last segment of its path. */
+function taskIdOf(request: IncomingMessage): string {
+  return decodeURIComponent(/[^/]+$/.exec(new URL(request.url ?? '/', 'http://hostile').pathname)?.[0] ?? '');
+}
+
 export async function startHostileGateway(upstream: string): Promise<HostileGateway> {
   let target = upstream;
   let scripted: Fault[][] = [];
   let submissions = 0;
   const pending = new Map<string, Fault[]>();
+  /** Tasks a 'forget' lost: a gateway that lost a task answers 404 for it from then on, not once. */
+  const forgotten = new Set<string>();
   const served = new Map<Fault, number>();
   let baseUrl = '';
 
@@ -72,6 +79,7 @@ export async function startHostileGateway(upstream: string): Promise<HostileGate
     served.set(fault, (served.get(fault) ?? 0) + 1);
     switch (fault) {
       case 'forget':
+        forgotten.add(taskIdOf(request));
         return json(response, 404, { error: { message: 'No deferred video', type: 'gateway_api_error', param: null, code: 'not_found' } });
       case 'malformed':
         response.writeHead(200, { 'content-type': 'application/json', 'x-request-id': 'req_hostile' }).end('{"status": "done", "video": {');
@@ -105,7 +113,7 @@ export async function startHostileGateway(upstream: string): Promise<HostileGate
           });
         }
         // Not done yet: the fault waits for the answer that names the video.
-        pending.get(/[^/]+$/.exec(request.url ?? '')?.[0] ?? '')?.unshift('redirect-internal');
+        pending.get(taskIdOf(request))?.unshift('redirect-internal');
         return json(response, real.status, parsed);
       }
     }
@@ -119,7 +127,8 @@ export async function startHostileGateway(upstream: string): Promise<HostileGate
       return;
     }
     const query = request.method === 'GET' ? QUERY.exec(path) : null;
-    const fault = query ? pending.get(decodeURIComponent(query[1] ?? ''))?.shift() : undefined;
+    const queried = query ? decodeURIComponent(query[1] ?? '') : undefined;
+    const fault = queried === undefined ? undefined : forgotten.has(queried) ? 'forget' : pending.get(queried)?.shift();
     if (fault) return serveFault(fault, request, body, response);
     const answer = await forward(request, body);
     if (request.method === 'POST' && SUBMIT.test(path) && answer.status === 200) {

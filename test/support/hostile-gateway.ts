@@ -46,11 +46,6 @@ function json(response: ServerResponse, status: number, body: unknown): void {
   response.writeHead(status, { 'content-type': 'application/json', 'x-request-id': 'req_hostile' }).end(JSON.stringify(body));
 }
 
-/** The task a poll asks about: the last segment of its path. */
-function taskIdOf(request: IncomingMessage): string {
-  return decodeURIComponent(/[^/]+$/.exec(new URL(request.url ?? '/', 'http://hostile').pathname)?.[0] ?? '');
-}
-
 export async function startHostileGateway(upstream: string): Promise<HostileGateway> {
   let target = upstream;
   let scripted: Fault[][] = [];
@@ -75,11 +70,11 @@ export async function startHostileGateway(upstream: string): Promise<HostileGate
     return { status: answer.statusCode ?? 502, headers, body: await buffer(answer) };
   }
 
-  async function serveFault(fault: Fault, request: IncomingMessage, body: Buffer, response: ServerResponse): Promise<void> {
+  async function serveFault(fault: Fault, taskId: string, request: IncomingMessage, body: Buffer, response: ServerResponse): Promise<void> {
     served.set(fault, (served.get(fault) ?? 0) + 1);
     switch (fault) {
       case 'forget':
-        forgotten.add(taskIdOf(request));
+        forgotten.add(taskId);
         return json(response, 404, { error: { message: 'No deferred video', type: 'gateway_api_error', param: null, code: 'not_found' } });
       case 'malformed':
         response.writeHead(200, { 'content-type': 'application/json', 'x-request-id': 'req_hostile' }).end('{"status": "done", "video": {');
@@ -113,7 +108,7 @@ export async function startHostileGateway(upstream: string): Promise<HostileGate
           });
         }
         // Not done yet: the fault waits for the answer that names the video.
-        pending.get(taskIdOf(request))?.unshift('redirect-internal');
+        pending.get(taskId)?.unshift('redirect-internal');
         return json(response, real.status, parsed);
       }
     }
@@ -129,7 +124,7 @@ export async function startHostileGateway(upstream: string): Promise<HostileGate
     const query = request.method === 'GET' ? QUERY.exec(path) : null;
     const queried = query ? decodeURIComponent(query[1] ?? '') : undefined;
     const fault = queried === undefined ? undefined : forgotten.has(queried) ? 'forget' : pending.get(queried)?.shift();
-    if (fault) return serveFault(fault, request, body, response);
+    if (queried !== undefined && fault) return serveFault(fault, queried, request, body, response);
     const answer = await forward(request, body);
     if (request.method === 'POST' && SUBMIT.test(path) && answer.status === 200) {
       const parsed: unknown = JSON.parse(answer.body.toString('utf8'));

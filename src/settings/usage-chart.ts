@@ -1,0 +1,143 @@
+import { createRequire } from 'node:module';
+import { Resvg } from '@resvg/resvg-js';
+import { BarChart } from 'echarts/charts';
+import { GridComponent, LegendComponent, TitleComponent } from 'echarts/components';
+import { init, use } from 'echarts/core';
+import { SVGRenderer } from 'echarts/renderers';
+
+// A server's spend per day as a PNG that /usage attaches. ECharts lays the chart out and writes it as SVG
+// in the process (its server-side rendering, no DOM, no browser); resvg turns the SVG into pixels from a
+// prebuilt binary of the npm registry. Both are synchronous, so this is a plain function.
+
+export interface SpendDay {
+  /** The UTC day, `YYYY-MM-DD`. */
+  day: string;
+  videoUsd: number;
+  voiceUsd: number;
+}
+
+export interface SpendChartOptions {
+  title?: string;
+}
+
+use([BarChart, GridComponent, LegendComponent, TitleComponent, SVGRenderer]);
+
+/** The chart's size and where its plot area sits, in pixels: tests find each day's column from these. */
+export const SPEND_CHART_GEOMETRY = {
+  width: 800,
+  height: 400,
+  gridLeft: 72,
+  gridRight: 24,
+  gridTop: 64,
+  gridBottom: 40,
+} as const;
+
+/** Fixed colors, so a member learns them once: video in the blue of /video's status card, voice in an orange far from it. */
+export const SPEND_CHART_COLORS = { video: '#5865f2', voice: '#f0a020' } as const;
+
+const BACKGROUND = '#ffffff';
+const TEXT_COLOR = '#333333';
+const FONT_FAMILY = 'Roboto';
+/** The fraction of a day's column its bar fills. */
+const BAR_WIDTH = '60%';
+/** An axis from $0 to $0 draws no scale at all: a server that spent nothing still gets one. */
+const EMPTY_AXIS_MAX_USD = 1;
+
+// The slim production image has no fonts, and resvg draws no text without one: the chart brings its own
+// TTF from an npm package and loads no system font, so labels look the same on every machine.
+const requireFromHere = createRequire(import.meta.url);
+const FONT_FILES = [
+  requireFromHere.resolve('@expo-google-fonts/roboto/400Regular/Roboto_400Regular.ttf'),
+  requireFromHere.resolve('@expo-google-fonts/roboto/500Medium/Roboto_500Medium.ttf'),
+];
+
+function checkAmount(day: SpendDay, amount: number, what: string): void {
+  // A negative or non-finite amount is a caller's bug; drawn, it would misstate what the server spent.
+  if (!Number.isFinite(amount) || amount < 0) throw new RangeError(`${what} spend of ${day.day} must be a finite amount >= 0`);
+}
+
+/** No bar element at all where there is no spend, rather than one of height zero. */
+function barValue(amount: number): number | null {
+  return amount > 0 ? amount : null;
+}
+
+/** Below this tallest day the axis steps by fractions of a dollar, so every label shows cents. */
+const CENTS_BELOW_USD = 10;
+
+/** The y axis labels, alike along the axis: `$0.50`, `$1.00`, or `$20`, `$1,200`. */
+function dollarFormat(tallestUsd: number): (value: number) => string {
+  const cents = tallestUsd < CENTS_BELOW_USD;
+  return (value) => '$' + value.toLocaleString('en-US', { minimumFractionDigits: cents ? 2 : 0, maximumFractionDigits: cents ? 2 : 0 });
+}
+
+/** `2026-11-22` -> `11-22`: the year and month are plain from the title and the neighbouring days. */
+function dayLabel(day: string): string {
+  return /^\d{4}-\d{2}-\d{2}$/.test(day) ? day.slice(5) : day;
+}
+
+function chartSvg(days: readonly SpendDay[], title: string | undefined): string {
+  const { width, height, gridLeft, gridRight, gridTop, gridBottom } = SPEND_CHART_GEOMETRY;
+  const tallestUsd = Math.max(0, ...days.map((day) => day.videoUsd + day.voiceUsd));
+  const chart = init(null, null, { renderer: 'svg', ssr: true, width, height });
+  try {
+    chart.setOption({
+      animation: false,
+      backgroundColor: BACKGROUND,
+      textStyle: { fontFamily: FONT_FAMILY, color: TEXT_COLOR },
+      title: title === undefined ? undefined : { text: title, left: gridLeft, top: 12, textStyle: { fontSize: 16, fontWeight: 500 } },
+      legend: { right: gridRight, top: 14, data: ['Video', 'Voice'], textStyle: { color: TEXT_COLOR } },
+      // 'none': the plot area is exactly the rectangle above, whatever the labels' widths.
+      grid: { left: gridLeft, right: gridRight, top: gridTop, bottom: gridBottom, outerBoundsMode: 'none' },
+      xAxis: {
+        type: 'category',
+        data: days.map((day) => dayLabel(day.day)),
+        axisTick: { alignWithLabel: true },
+        axisLabel: { color: TEXT_COLOR },
+      },
+      yAxis: {
+        type: 'value',
+        min: 0,
+        max: tallestUsd > 0 ? undefined : EMPTY_AXIS_MAX_USD,
+        axisLabel: { color: TEXT_COLOR, formatter: dollarFormat(tallestUsd) },
+      },
+      series: [
+        {
+          name: 'Video',
+          type: 'bar',
+          stack: 'spend',
+          barWidth: BAR_WIDTH,
+          itemStyle: { color: SPEND_CHART_COLORS.video },
+          data: days.map((day) => barValue(day.videoUsd)),
+        },
+        {
+          name: 'Voice',
+          type: 'bar',
+          stack: 'spend',
+          barWidth: BAR_WIDTH,
+          itemStyle: { color: SPEND_CHART_COLORS.voice },
+          data: days.map((day) => barValue(day.voiceUsd)),
+        },
+      ],
+    });
+    return chart.renderToSVGString();
+  } finally {
+    chart.dispose();
+  }
+}
+
+/**
+ * A PNG of spend per day: one stacked bar per day (video below, voice above), days in the order given, the
+ * y axis in dollars. The same input gives the same bytes. Synchronous: ECharts and resvg both are.
+ */
+export function renderSpendChart(days: readonly SpendDay[], options: SpendChartOptions = {}): Buffer {
+  for (const day of days) {
+    checkAmount(day, day.videoUsd, 'video');
+    checkAmount(day, day.voiceUsd, 'voice');
+  }
+  const svg = chartSvg(days, options.title);
+  const resvg = new Resvg(svg, {
+    background: BACKGROUND,
+    font: { loadSystemFonts: false, fontFiles: FONT_FILES, defaultFontFamily: FONT_FAMILY, sansSerifFamily: FONT_FAMILY },
+  });
+  return resvg.render().asPng();
+}

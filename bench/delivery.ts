@@ -102,8 +102,9 @@ const policy: GuildVideoPolicy = {
       storage: { keepDays: 0, publicLink: false },
     }),
   checkLimits: () => Promise.resolve({ ok: true }),
-  recordSubmission: () => Promise.resolve(),
+  recordSubmission: (_task, estimateTicks) => Promise.resolve({ estimateTicks, month: false }),
   releaseSubmission: () => Promise.resolve(),
+  estimate: () => 0,
   recordCost: () => Promise.resolve(),
 };
 

@@ -1,3 +1,4 @@
+import { DEFAULT_PRICES } from '../src/settings/prices.ts';
 import type { IntervalHistogram } from 'node:perf_hooks';
 import { REST, Routes } from 'discord.js';
 import { DiscordOutbox } from '../src/discord/outbox.ts';
@@ -64,6 +65,7 @@ async function startBot(info: ServerInfo, storeUrl: string, first: Interaction):
     defaultLayer: 'compat',
     gatewayVendor: 'svc',
     encryptionSecret: undefined,
+    prices: DEFAULT_PRICES,
   });
   const video = createVideo({ store, clients, policy, outbox, vendor: 'svc', log: silentLogger });
   const prepared = await video.prepare.generation(contextOf(info, first), {

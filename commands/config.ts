@@ -20,6 +20,7 @@ import type { Services } from '../src/services.ts';
 import {
   CONFIG_COMMAND,
   CONFIG_SUBCOMMANDS as SUB,
+  budgetChange,
   checkDefaultModel,
   defaultsChange,
   layerChange,
@@ -30,7 +31,7 @@ import {
 } from '../src/settings/config-options.ts';
 import { MESSAGES } from '../src/settings/service.ts';
 
-// /config: a server's own gateway key, layer, defaults, storage, access and limits. Manage Server only,
+// /config: a server's own gateway key, layer, defaults, storage, access, limits and budgets. Manage Server only,
 // by default and checked again here (server admins can change who sees the command). What each option
 // means and accepts is the settings part's (src/settings/config-options.ts).
 
@@ -49,7 +50,8 @@ const data = new SlashCommandBuilder()
   .addSubcommand((sub) => subcommand(sub, SUB.defaults))
   .addSubcommand((sub) => subcommand(sub, SUB.storage))
   .addSubcommand((sub) => subcommand(sub, SUB.roles))
-  .addSubcommand((sub) => subcommand(sub, SUB.limits));
+  .addSubcommand((sub) => subcommand(sub, SUB.limits))
+  .addSubcommand((sub) => subcommand(sub, SUB.budget));
 
 async function key(interaction: ChatInputCommandInteraction, services: Services) {
   if (!services.settings.canStoreKeys) return answerPrivately(interaction, MESSAGES.noSecret);
@@ -151,6 +153,19 @@ async function execute(interaction: ChatInputCommandInteraction, services: Servi
           concurrentPerUser: options.getInteger('concurrent_per_user'),
           dailyPerUser: options.getInteger('daily_per_user'),
           dailyPerServer: options.getInteger('daily_per_server'),
+        }),
+      );
+    case 'budget':
+      return apply(
+        interaction,
+        services,
+        budgetChange({
+          member_daily_usd: options.getNumber('member_daily_usd'),
+          server_daily_usd: options.getNumber('server_daily_usd'),
+          server_monthly_usd: options.getNumber('server_monthly_usd'),
+          confirm_over_usd: options.getNumber('confirm_over_usd'),
+          alertChannelId: options.getChannel('alert_channel')?.id ?? null,
+          clearAlertChannel: options.getBoolean('clear_alert_channel') === true,
         }),
       );
     default:

@@ -9,6 +9,7 @@ import {
 } from 'discord.js';
 import { answerPrivately, type Placeholder } from '../src/discord/answer.ts';
 import type { Command } from '../src/interactions/command.ts';
+import { answerUsage } from '../src/interactions/usage-answer.ts';
 import { guildOf, type HandledInteraction, type Requirement } from '../src/interactions/requirements.ts';
 import { MAX_AUTOCOMPLETE_CHOICES, containing, suggest, type Choice } from '../src/discord/autocomplete.ts';
 import {
@@ -128,7 +129,9 @@ const data = new SlashCommandBuilder()
       ),
   )
   .addSubcommand((sub) => sub.setName('list').setDescription('Your recent videos and their state'))
-  .addSubcommand((sub) => sub.setName('usage').setDescription("Today's and this month's videos and cost per member (Manage Server)"));
+  .addSubcommand((sub) =>
+    sub.setName('usage').setDescription('What you (and, for admins, the server) spent today and this month, and what is left'),
+  );
 
 function attachmentInput(attachment: Attachment | null): AttachmentInput | undefined {
   return attachment ? fromAttachment(attachment) : undefined;
@@ -136,7 +139,7 @@ function attachmentInput(attachment: Attachment | null): AttachmentInput | undef
 
 /**
  * Making a video (a subcommand, a form) follows the server's role rules; looking at tasks needs only the
- * server; the usage report is for admins. The Extend and Edit buttons open a form, which must come at once:
+ * server, as does the usage report (a member's own; the server's for admins). The Extend and Edit buttons open a form, which must come at once:
  * the form's submission is checked instead (and who may press them, see pressRefusal()).
  */
 function requires(interaction: HandledInteraction): Requirement {
@@ -144,8 +147,7 @@ function requires(interaction: HandledInteraction): Requirement {
     return parseVideoActionId(interaction.customId)?.action === 'regenerate' ? { feature: 'video' } : { inServer: true };
   if (!interaction.isChatInputCommand()) return { feature: 'video' };
   const subcommand = interaction.options.getSubcommand();
-  if (subcommand === 'usage') return { manageServer: true };
-  if (subcommand === 'status' || subcommand === 'list') return { inServer: true };
+  if (subcommand === 'status' || subcommand === 'list' || subcommand === 'usage') return { inServer: true };
   return { feature: 'video' };
 }
 
@@ -316,7 +318,7 @@ async function execute(interaction: ChatInputCommandInteraction, services: Servi
     case 'list':
       return list(interaction, services);
     case 'usage':
-      return answerPrivately(interaction, await services.settings.usageReport(guildOf(interaction)));
+      return answerUsage(interaction, services);
     default:
       throw new Error(`unknown /video subcommand ${interaction.options.getSubcommand()}`);
   }

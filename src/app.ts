@@ -172,6 +172,9 @@ export async function startApp(
     gatewayVendor: config.gatewayVendor,
     encryptionSecret: config.keyEncryptionSecret,
     previousEncryptionSecret: config.keyEncryptionSecretPrevious,
+    prices: config.prices,
+    postAlert: (channelId, content) => outbox.say(channelId, content),
+    metrics,
   });
   const video = createVideo({
     store,

@@ -4,6 +4,7 @@ import { LAYERS, DEFAULT_EDIT_PATH, DEFAULT_EXTENSION_PATH, DEFAULT_VENDOR, type
 import { LOG_LEVELS, type LogLevel } from './lib/log.ts';
 import { hostKey, httpUrl, urlWith } from './lib/url.ts';
 import { MIN_ENCRYPTION_SECRET_LENGTH } from './settings/key-cipher.ts';
+import { DEFAULT_PRICES, parsePrices, type PriceTable } from './settings/prices.ts';
 import { MAX_SHARD_COUNT, parseShardIds, type ShardingRequest } from './shards/plan.ts';
 import type { Result } from './lib/result.ts';
 
@@ -36,6 +37,8 @@ export interface BotConfig {
   ops: { host: string; port: number } | undefined;
   /** SHARD_COUNT, SHARD_IDS and SHARDS_PER_PROCESS, checked as far as they can be before Discord is asked. */
   sharding: ShardingRequest;
+  /** What estimates are made with: the defaults, with what PRICES_FILE names in their place. */
+  prices: PriceTable;
 }
 
 /** The ops port listens on loopback unless OPS_HOST opens it wider (a container needs 0.0.0.0). */
@@ -231,6 +234,20 @@ export function loadConfig(environment: Environment): ConfigResult {
     problems.push(`SHARDS_PER_PROCESS must be a whole number of shards per worker process, at least 1 (got "${perProcessText}").`);
   }
 
+  const pricesFile = read('PRICES_FILE');
+  let prices = DEFAULT_PRICES;
+  if (pricesFile !== undefined) {
+    let text: string | undefined;
+    try {
+      text = readFileSync(pricesFile, 'utf8');
+    } catch (error) {
+      problems.push(`PRICES_FILE cannot be read (${pricesFile}: ${error instanceof Error ? error.message : String(error)}).`);
+    }
+    const parsed = text === undefined ? undefined : parsePrices(text);
+    if (parsed?.ok) prices = parsed.prices;
+    else if (parsed) problems.push(...parsed.problems.map((problem) => `PRICES_FILE (${pricesFile}): ${problem}.`));
+  }
+
   if (problems.length > 0 || !discordToken || !gatewayBaseUrl || !gatewayWsUrl || !gatewayLayer || !logLevel) {
     return { ok: false, problems, message: problems.join('\n') };
   }
@@ -255,6 +272,7 @@ export function loadConfig(environment: Environment): ConfigResult {
       downloadAllowedHosts: downloadAllowedHosts.length > 0 ? downloadAllowedHosts : undefined,
       ops: opsPort === undefined ? undefined : { host: opsHost, port: opsPort },
       sharding: { count: shardCount, ids: shardIds, perProcess: shardsPerProcess },
+      prices,
     },
   };
 }

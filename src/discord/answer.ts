@@ -52,7 +52,7 @@ export async function deferPublicly(interaction: RepliableInteraction): Promise<
   if (!interaction.deferred && !interaction.replied) await interaction.deferReply();
 }
 
-export type PrivateAnswer = string | { content?: string; embeds?: APIEmbed[] };
+export type PrivateAnswer = string | { content?: string; embeds?: APIEmbed[]; files?: { name: string; data: Buffer }[] };
 
 /**
  * Tells only the member who acted, whatever the interaction has answered so far: a first reply is
@@ -62,8 +62,9 @@ export type PrivateAnswer = string | { content?: string; embeds?: APIEmbed[] };
  */
 export async function answerPrivately(interaction: RepliableInteraction, answer: PrivateAnswer): Promise<void> {
   await startAnswer(interaction);
-  const body = typeof answer === 'string' ? { content: answer } : answer;
-  const message = { ...body, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } } as const;
+  const { files: given, ...body } = typeof answer === 'string' ? { content: answer } : answer;
+  const files = (given ?? []).map((file) => ({ attachment: file.data, name: file.name }));
+  const message = { ...body, files, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } } as const;
   if (!interaction.deferred && !interaction.replied) {
     await interaction.reply(message);
     return;
@@ -75,6 +76,7 @@ export async function answerPrivately(interaction: RepliableInteraction, answer:
       content: body.content ?? null,
       components: [],
       embeds: body.embeds ?? [],
+      files,
       allowedMentions: { parse: [] },
     });
     return;

@@ -1,4 +1,4 @@
-import type { SlashCommandIntegerOption, SlashCommandNumberOption, SlashCommandSubcommandBuilder } from 'discord.js';
+import { ChannelType, type SlashCommandIntegerOption, type SlashCommandNumberOption, type SlashCommandSubcommandBuilder } from 'discord.js';
 
 // A subcommand's options as plain definitions: the part that owns what an option means words it and
 // bounds it, the command turns it into Discord's builder with subcommand().
@@ -17,7 +17,9 @@ interface OptionBase {
 export type OptionDefinition =
   | (OptionBase & { type: 'string'; choices?: readonly OptionChoice[]; autocomplete?: boolean; maxLength?: number })
   | (OptionBase & { type: 'integer' | 'number'; min?: number; max?: number })
-  | (OptionBase & { type: 'boolean' | 'role' });
+  | (OptionBase & { type: 'boolean' | 'role' })
+  /** A text channel of the server (Discord offers no other kind). */
+  | (OptionBase & { type: 'text-channel' });
 
 export interface SubcommandDefinition {
   name: string;
@@ -55,6 +57,15 @@ export function subcommand(sub: SlashCommandSubcommandBuilder, definition: Subco
         break;
       case 'role':
         sub.addRoleOption((built) => built.setName(option.name).setDescription(option.description).setRequired(required));
+        break;
+      case 'text-channel':
+        sub.addChannelOption((built) =>
+          built
+            .setName(option.name)
+            .setDescription(option.description)
+            .setRequired(required)
+            .addChannelTypes(ChannelType.GuildText, ChannelType.GuildAnnouncement),
+        );
         break;
     }
   }

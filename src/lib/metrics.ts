@@ -31,7 +31,12 @@ export interface BotMetrics {
   realtimeRenewal(): void;
   /** How long audio took one way, in seconds: 'in' from an append's oldest packet heard to the append leaving, 'out' from an answer's first audio to its play. */
   voiceLatency(direction: VoiceDirection, seconds: number): void;
+  /** Dollars a server key was counted as spending: what the gateway reported, or the bot's estimate. */
+  spend(feature: SpendFeature, kind: SpendKind, usd: number): void;
 }
+
+export type SpendFeature = 'video' | 'voice';
+export type SpendKind = 'reported' | 'estimated';
 
 /** Counts nothing: the default of every part, and the bot's when OPS_PORT is unset. */
 export const NO_METRICS: BotMetrics = {
@@ -49,6 +54,7 @@ export const NO_METRICS: BotMetrics = {
   realtimeReconnect() {},
   realtimeRenewal() {},
   voiceLatency() {},
+  spend() {},
 };
 
 /** A gateway path as a route label: ids (any segment with a digit, other than a version) become `:id`, a full URL (a native video address) `video url`. */

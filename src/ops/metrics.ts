@@ -99,6 +99,12 @@ export function createOpsMetrics(options: OpsMetricsOptions = {}): OpsMetrics {
     buckets: VOICE_LATENCY_BUCKETS,
     registers,
   });
+  const spend = new Counter({
+    name: `${PREFIX}spend_usd_total`,
+    help: 'Dollars counted against server keys, by feature (video, voice) and kind (reported by the gateway, or estimated by the bot).',
+    labelNames: ['feature', 'kind'],
+    registers,
+  });
   // Frames and latency are counted per packet and per append of every conversation: each direction's
   // series is looked up once, at its first count, not hashed from its labels again on every call.
   const framesBy: Partial<Record<VoiceDirection, Counter.Internal>> = {};
@@ -131,5 +137,6 @@ export function createOpsMetrics(options: OpsMetricsOptions = {}): OpsMetrics {
     realtimeReconnect: () => reconnects.inc(),
     realtimeRenewal: () => renewals.inc(),
     voiceLatency: (direction, seconds) => (latencyBy[direction] ??= latency.labels({ direction })).observe(seconds),
+    spend: (feature, kind, usd) => spend.inc({ feature, kind }, usd),
   };
 }

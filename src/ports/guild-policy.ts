@@ -12,6 +12,22 @@ export interface MemberTask {
   createdAt: number;
 }
 
+/** A video's estimate as it was reserved against the budgets at submission: what settling it gives back. */
+export interface SpendReservation {
+  estimateTicks: number;
+  /** Reserved against the server's month too (it had a monthly budget). */
+  month: boolean;
+}
+
+/** What a video request is estimated from (the price table's inputs). */
+export interface VideoEstimateRequest {
+  model: string;
+  operation: 'generate' | 'edit' | 'extend';
+  resolution?: string | undefined;
+  /** Generation: the length; extension: the seconds added. */
+  duration?: number | undefined;
+}
+
 /** A finished task's cost, as the usage ledger records it (once per task, however often it is seen). */
 export interface TaskCost extends MemberTask {
   taskId: string;
@@ -19,6 +35,8 @@ export interface TaskCost extends MemberTask {
   costTicks: number | undefined;
   /** Whether the gateway made (and so charged for) a video: failures and timeouts are refunded. */
   madeVideo: boolean;
+  /** What was reserved when it was submitted; undefined for tasks submitted before estimates were reserved. */
+  reservation: SpendReservation | undefined;
 }
 
 export interface LimitQuery {
@@ -27,10 +45,12 @@ export interface LimitQuery {
   /** The member's tasks still in progress. */
   activeTasksOfUser: number;
   now: number;
+  /** The video's estimate, checked against the budgets. */
+  estimateTicks: number;
 }
 
 /**
- * A daily limit was reached between checkLimits and recordSubmission (another worker counted a task of the
+ * A daily limit or a budget was reached between checkLimits and recordSubmission (another worker counted a task of the
  * server meanwhile): the task was not counted. `message` is for the member.
  */
 export class LimitReachedError extends Error {
@@ -57,12 +77,15 @@ export interface GuildVideoPolicy extends GatewayAccessResolver {
   defaults(guildId: string): Promise<VideoDefaults>;
   checkLimits(query: LimitQuery): Promise<Result>;
   /**
-   * Counts a task against its member's and server's daily limits (before it is sent), checking them in the
-   * same step on the store: when counting it would pass one, nothing is counted and it rejects with
-   * LimitReachedError, so workers admitting at once never pass a limit together.
+   * Counts a task against its member's and server's daily limits and reserves its estimate against the
+   * budgets (before it is sent), checking them in the same step on the store: when counting it would pass
+   * one, nothing is counted and it rejects with LimitReachedError, so workers admitting at once never pass
+   * a limit or spend the last dollar together.
    */
-  recordSubmission(task: MemberTask): Promise<void>;
-  /** The gateway refused it: it does not count. */
-  releaseSubmission(task: MemberTask): Promise<void>;
+  recordSubmission(task: MemberTask, estimateTicks: number): Promise<SpendReservation>;
+  /** The gateway refused it: it does not count, and its reservation is given back. */
+  releaseSubmission(task: MemberTask, reservation: SpendReservation): Promise<void>;
+  /** What a video is expected to cost, in ticks (1 USD = 10^10). */
+  estimate(request: VideoEstimateRequest): number;
   recordCost(cost: TaskCost): Promise<void>;
 }

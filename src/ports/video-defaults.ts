@@ -21,4 +21,6 @@ export interface VideoDefaults {
   storage: StorageDefaults;
   /** Unset: anyone. */
   buttons?: ResultButtons;
+  /** A video estimated over this many ticks waits for its member's confirmation; 0: none does. */
+  confirmOverTicks?: number;
 }

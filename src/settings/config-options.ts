@@ -1,6 +1,8 @@
 import type { SubcommandDefinition } from '../discord/command-options.ts';
 import { ASPECT_RATIOS, GENERATION_DURATION, LAYERS, RESOLUTIONS, type Layer } from '../gateway/spec.ts';
 import { refuse, type Result } from '../lib/result.ts';
+import { formatCost } from '../wording/cost.ts';
+import { usdToTicks, type BudgetName } from './budgets.ts';
 import { FEATURES, RESULT_BUTTONS, STORAGE_MAX_DAYS, type GuildSettings } from './guild-settings.ts';
 
 // /config's subcommands: what each asks in what words, what it accepts (and why not, to the admin), and
@@ -8,6 +10,8 @@ import { FEATURES, RESULT_BUTTONS, STORAGE_MAX_DAYS, type GuildSettings } from '
 // options and hands them here.
 
 const MAX_LIMIT = 10_000;
+/** A budget or confirmation threshold, in dollars: high enough for any server, low enough to be a typo's bound. */
+const MAX_USD = 1_000_000;
 
 export const CONFIG_COMMAND = { name: 'config', description: 'Server settings for the video and voice bot (Manage Server)' } as const;
 
@@ -111,6 +115,24 @@ export const CONFIG_SUBCOMMANDS = {
       { type: 'integer', name: 'concurrent_per_user', description: 'Videos in progress at once, per member', min: 0, max: MAX_LIMIT },
       { type: 'integer', name: 'daily_per_user', description: 'Videos per member per day (UTC)', min: 0, max: MAX_LIMIT },
       { type: 'integer', name: 'daily_per_server', description: 'Videos per server per day (UTC)', min: 0, max: MAX_LIMIT },
+    ],
+  },
+  budget: {
+    name: 'budget',
+    description: 'What the server key may spend, in dollars, video and voice together (0 = no budget)',
+    options: [
+      { type: 'number', name: 'member_daily_usd', description: 'Per member per day (UTC)', min: 0, max: MAX_USD },
+      { type: 'number', name: 'server_daily_usd', description: 'For the whole server per day (UTC)', min: 0, max: MAX_USD },
+      { type: 'number', name: 'server_monthly_usd', description: 'For the whole server per month (UTC)', min: 0, max: MAX_USD },
+      { type: 'text-channel', name: 'alert_channel', description: 'Where to post when the server reaches 80% and 100% of a budget' },
+      {
+        type: 'number',
+        name: 'confirm_over_usd',
+        description: 'A video estimated over this waits for its member to confirm (0 = never)',
+        min: 0,
+        max: MAX_USD,
+      },
+      { type: 'boolean', name: 'clear_alert_channel', description: 'Stop posting budget alerts' },
     ],
   },
 } as const satisfies Record<string, SubcommandDefinition>;
@@ -254,6 +276,74 @@ export function limitsChange(given: LimitsGiven): SettingsChangeRequest {
   };
 }
 
+/** null: the option was left out. */
+export type BudgetGiven = Record<BudgetName | 'confirm_over_usd', number | null> & {
+  alertChannelId: string | null;
+  clearAlertChannel: boolean;
+};
+
+function usd(amount: number): string {
+  return formatCost(usdToTicks(amount));
+}
+
+function budgetWords(amount: number): string {
+  return amount === 0 ? 'no budget' : usd(amount);
+}
+
+export function budgetChange(given: BudgetGiven): SettingsChangeRequest {
+  const amounts = [
+    ['member_daily_usd', given.member_daily_usd],
+    ['server_daily_usd', given.server_daily_usd],
+    ['server_monthly_usd', given.server_monthly_usd],
+    ['confirm_over_usd', given.confirm_over_usd],
+  ] as const;
+  if (amounts.every(([, value]) => value === null) && given.alertChannelId === null && !given.clearAlertChannel) {
+    return refuse(
+      'Give at least one of `member_daily_usd`, `server_daily_usd`, `server_monthly_usd`, `alert_channel`, `confirm_over_usd`, or `clear_alert_channel`.',
+    );
+  }
+  for (const [option, value] of amounts) {
+    if (value !== null && !(Number.isFinite(value) && value >= 0 && value <= MAX_USD))
+      return refuse(`\`${option}\` must be an amount in dollars from 0 (none) to ${MAX_USD.toLocaleString('en-US')}.`);
+  }
+  if (given.alertChannelId !== null && given.clearAlertChannel) return refuse('Give `alert_channel` or `clear_alert_channel`, not both.');
+  // Dollars are kept to the cent: what the admin reads back is what is enforced.
+  const cents = (value: number | null) => (value === null ? null : Math.round(value * 100) / 100);
+  const memberDaily = cents(given.member_daily_usd);
+  const serverDaily = cents(given.server_daily_usd);
+  const serverMonthly = cents(given.server_monthly_usd);
+  const confirmOver = cents(given.confirm_over_usd);
+  const parts = [
+    memberDaily === null ? undefined : `${budgetWords(memberDaily)} per member a day`,
+    serverDaily === null ? undefined : `${budgetWords(serverDaily)} for the server a day`,
+    serverMonthly === null ? undefined : `${budgetWords(serverMonthly)} for the server a month`,
+    confirmOver === null ? undefined : confirmOver === 0 ? 'no confirmation' : `confirm videos over ${usd(confirmOver)}`,
+    given.alertChannelId === null ? undefined : `alerts in <#${given.alertChannelId}>`,
+    given.clearAlertChannel ? 'no alerts' : undefined,
+  ];
+  return {
+    ok: true,
+    description: `set budgets: ${parts.filter((part) => part !== undefined).join(', ')}`,
+    change: (settings) => {
+      const { alertChannelId: current, ...spending } = settings.spending;
+      const alertChannelId = given.clearAlertChannel ? undefined : (given.alertChannelId ?? current);
+      return {
+        ...settings,
+        spending: {
+          ...spending,
+          budgets: {
+            member_daily_usd: memberDaily ?? spending.budgets.member_daily_usd,
+            server_daily_usd: serverDaily ?? spending.budgets.server_daily_usd,
+            server_monthly_usd: serverMonthly ?? spending.budgets.server_monthly_usd,
+          },
+          confirmOverUsd: confirmOver ?? spending.confirmOverUsd,
+          ...(alertChannelId === undefined ? {} : { alertChannelId }),
+        },
+      };
+    },
+  };
+}
+
 function limit(value: number): string {
   return value === 0 ? 'no limit' : String(value);
 }
@@ -265,6 +355,8 @@ export interface ShownFacts {
   canStoreKeys: boolean;
   keyInUse: string;
   defaultLayer: Layer;
+  /** The prices estimates are made with, one line each. */
+  prices: readonly string[];
 }
 
 /**
@@ -283,7 +375,8 @@ function missingLine(facts: ShownFacts): string {
 /** `/config show`, and what every change answers with. */
 export function describeServerSettings(settings: GuildSettings, facts: ShownFacts): string {
   const roles = (ids: string[]) => (ids.length === 0 ? 'everyone' : ids.map((id) => `<@&${id}>`).join(', '));
-  const { defaults, storage, limits } = settings;
+  const { defaults, storage, limits, spending } = settings;
+  const { budgets } = spending;
   return [
     missingLine(facts),
     `**Gateway key in use:** ${facts.keyInUse}`,
@@ -293,6 +386,8 @@ export function describeServerSettings(settings: GuildSettings, facts: ShownFact
     `**Storage:** ${storage.keepDays === 0 ? 'videos are not kept beyond the temporary link' : `kept ${storage.keepDays} days`}${storage.publicLink ? ', with a public link' : ''}`,
     `**Who may use /video:** ${roles(settings.roles.video)}; **/voice:** ${roles(settings.roles.voice)}`,
     `**Limits:** ${limit(limits.concurrentPerUser)} in progress per member, ${limit(limits.dailyPerUser)} a day per member, ${limit(limits.dailyPerServer)} a day for the server`,
+    `**Budgets** (video and voice): ${budgetWords(budgets.member_daily_usd)} per member a day, ${budgetWords(budgets.server_daily_usd)} for the server a day, ${budgetWords(budgets.server_monthly_usd)} a month; alerts ${spending.alertChannelId === undefined ? 'not posted' : `in <#${spending.alertChannelId}>`}; ${spending.confirmOverUsd === 0 ? 'no video waits for a confirmation' : `videos estimated over ${usd(spending.confirmOverUsd)} wait for their member's confirmation`}`,
+    `**Prices used for estimates** (what the gateway reports is what counts): ${facts.prices.join('; ')}`,
     settings.history.length > 0
       ? `**Recent changes:**\n${settings.history
           .slice(0, 5)

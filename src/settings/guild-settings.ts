@@ -1,6 +1,7 @@
 import { isRecord } from '../lib/json.ts';
 import { LAYERS, type Layer } from '../gateway/spec.ts';
 import type { ResultButtons } from '../ports/video-defaults.ts';
+import { NO_BUDGETS, type Budgets } from './budgets.ts';
 import { parseSealedKey, type SealedKey } from './key-cipher.ts';
 import { parseStoredVoiceSettings, type StoredVoiceSettings } from './voice-settings.ts';
 
@@ -37,6 +38,11 @@ export interface GuildSettings {
   roles: Record<Feature, string[]>;
   /** 0 means no limit. */
   limits: { concurrentPerUser: number; dailyPerUser: number; dailyPerServer: number };
+  /**
+   * Budgets in dollars for video and voice together (0: none), where alerts at 80% and 100% of a server
+   * budget go, and the estimate over which a video waits for its member's confirmation (0: never).
+   */
+  spending: { budgets: Budgets; alertChannelId?: string; confirmOverUsd: number };
   /** What /voice settings changed; unset: the defaults (or what an older version kept in its own record). */
   voice?: StoredVoiceSettings;
   history: SettingsChange[];
@@ -51,6 +57,7 @@ export function defaultGuildSettings(): GuildSettings {
     storage: { keepDays: 0, publicLink: false },
     roles: { video: [], voice: [] },
     limits: { concurrentPerUser: 0, dailyPerUser: 0, dailyPerServer: 0 },
+    spending: { budgets: { ...NO_BUDGETS }, confirmOverUsd: 0 },
     history: [],
   };
 }
@@ -66,6 +73,11 @@ function number(value: unknown, fallback: number): number {
 /** Limits and day counts: whole numbers, 0 or more (0 means no limit). */
 function count(value: unknown): number {
   return typeof value === 'number' && Number.isInteger(value) && value > 0 ? value : 0;
+}
+
+/** Dollar amounts: 0 or more, finite (0 means none). */
+function dollars(value: unknown): number {
+  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : 0;
 }
 
 function strings(value: unknown): string[] {
@@ -119,6 +131,20 @@ export function parseGuildSettings(raw: unknown): GuildSettings {
       concurrentPerUser: count(raw.limits.concurrentPerUser),
       dailyPerUser: count(raw.limits.dailyPerUser),
       dailyPerServer: count(raw.limits.dailyPerServer),
+    };
+  }
+  if (isRecord(raw.spending)) {
+    const spending = raw.spending;
+    const budgets = isRecord(spending.budgets) ? spending.budgets : {};
+    const alertChannelId = string(spending.alertChannelId);
+    settings.spending = {
+      budgets: {
+        member_daily_usd: dollars(budgets.member_daily_usd),
+        server_daily_usd: dollars(budgets.server_daily_usd),
+        server_monthly_usd: dollars(budgets.server_monthly_usd),
+      },
+      ...(alertChannelId === undefined ? {} : { alertChannelId }),
+      confirmOverUsd: dollars(spending.confirmOverUsd),
     };
   }
   if (isRecord(raw.voice)) settings.voice = parseStoredVoiceSettings(raw.voice);

@@ -7,15 +7,17 @@ import { registerSecret, type Logger } from '../lib/log.ts';
 import type { Collection, Store } from '../store/index.ts';
 import { refuse, type Result } from '../lib/result.ts';
 import type { GatewayCredentials } from '../gateway/types.ts';
-import {
-  LimitReachedError,
-  type GuildVideoPolicy,
-  type LimitQuery,
-  type MemberCosts,
-  type MemberDayCost,
-  type MemberTask,
-  type TaskCost,
+import type {
+  GuildVideoPolicy,
+  LimitQuery,
+  MemberCosts,
+  MemberDayCost,
+  MemberTask,
+  SpendReservation,
+  TaskCost,
+  VideoEstimateRequest,
 } from '../ports/guild-policy.ts';
+import type { BotMetrics } from '../lib/metrics.ts';
 import type { VideoDefaults } from '../ports/video-defaults.ts';
 import type { VoiceSettings, VoiceSettingsSource } from '../ports/voice-settings.ts';
 import { checkAccess, type AccessVerdict } from './access.ts';
@@ -29,8 +31,10 @@ import {
   type StoredKey,
 } from './guild-settings.ts';
 import { KeyCipher, MIN_ENCRYPTION_SECRET_LENGTH, UnreadableKeyError, type SealedKey } from './key-cipher.ts';
-import { discordRelativeTime, evaluateLimits, type LimitVerdict } from './limits.ts';
-import { UsageLedger, formatUsageReport } from './usage.ts';
+import { discordRelativeTime, type LimitVerdict } from './limits.ts';
+import { describePrices, type PriceTable } from './prices.ts';
+import { Spending } from './spending.ts';
+import { usdToTicks } from './budgets.ts';
 import {
   applyVoiceSettingsChange,
   defaultVoiceSettings,
@@ -58,6 +62,11 @@ export interface SettingsOptions {
   encryptionSecret: string | undefined;
   /** KEY_ENCRYPTION_SECRET_PREVIOUS: during a rotation, keys sealed under it are read and sealed again. */
   previousEncryptionSecret?: string | undefined;
+  /** What estimates are made with (PRICES_FILE over the defaults). */
+  prices: PriceTable;
+  /** Posts a budget alert in a server's alert channel; default none. */
+  postAlert?: (channelId: string, content: string) => Promise<unknown>;
+  metrics?: Pick<BotMetrics, 'spend'>;
 }
 
 /** `models`: how many models the key may use, when the gateway's model list could be read. */
@@ -105,7 +114,8 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
   readonly #olderVoiceSettings: Collection<StoredVoiceSettings>;
   readonly #voiceDefaults: VoiceSettings;
   readonly #cipher: KeyCipher | undefined;
-  readonly #usage: UsageLedger;
+  /** What each server's key spends and may spend; the voice part meters through it. */
+  readonly spending: Spending;
   /**
    * Opened keys, so polls do not decrypt each time. Keyed by the sealed record's iv: a new key (from this
    * process or another one sharing the store) has a new iv, so a stale entry is never used.
@@ -118,7 +128,14 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
     this.#olderVoiceSettings = options.store.collection('voice_settings', parseStoredVoiceSettings);
     this.#voiceDefaults = defaultVoiceSettings(options.gatewayVendor);
     this.#cipher = options.encryptionSecret ? new KeyCipher(options.encryptionSecret, options.previousEncryptionSecret) : undefined;
-    this.#usage = new UsageLedger(options.store, options.log);
+    this.spending = new Spending({
+      store: options.store,
+      log: options.log,
+      prices: options.prices,
+      settings: (guildId) => this.get(guildId),
+      ...(options.postAlert ? { postAlert: options.postAlert } : {}),
+      ...(options.metrics ? { metrics: options.metrics } : {}),
+    });
     if (!this.#cipher) options.log.warn('KEY_ENCRYPTION_SECRET is not set: servers cannot store their own gateway keys');
   }
 
@@ -317,6 +334,7 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
       canStoreKeys: this.canStoreKeys,
       keyInUse,
       defaultLayer: this.#options.defaultLayer,
+      prices: describePrices(this.#options.prices),
     });
   }
 
@@ -331,8 +349,9 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
   }
 
   async defaults(guildId: string): Promise<VideoDefaults> {
-    const { defaults, storage } = await this.get(guildId);
+    const { defaults, storage, spending } = await this.get(guildId);
     return {
+      confirmOverTicks: usdToTicks(spending.confirmOverUsd),
       model: defaults.model,
       resolution: defaults.resolution,
       duration: defaults.duration,
@@ -342,45 +361,32 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
     };
   }
 
-  async checkLimits(request: LimitQuery): Promise<LimitVerdict> {
-    const { limits } = await this.get(request.guildId);
-    const daily = limits.dailyPerUser > 0 || limits.dailyPerServer > 0;
-    const today = daily ? (await this.#usage.day(request.guildId, request.now)).users : {};
-    return evaluateLimits(limits, {
-      activeTasksOfUser: request.activeTasksOfUser,
-      userTasksToday: today[request.userId]?.tasks ?? 0,
-      serverTasksToday: Object.values(today).reduce((sum, count) => sum + count.tasks, 0),
-      now: request.now,
-    });
+  checkLimits(request: LimitQuery): Promise<LimitVerdict> {
+    return this.spending.checkLimits(request);
   }
 
   // A task counts on the UTC day it was created, and so does its cost: submission, refusal and cost
   // always land in the same day record.
 
-  async recordSubmission(task: MemberTask): Promise<void> {
-    const { limits } = await this.get(task.guildId);
-    const verdict = await this.#usage.admitSubmission(task.guildId, task.userId, task.createdAt, limits);
-    if (!verdict.ok) throw new LimitReachedError(verdict.message);
+  recordSubmission(task: MemberTask, estimateTicks: number): Promise<SpendReservation> {
+    return this.spending.admit(task, estimateTicks);
   }
 
-  async releaseSubmission(task: MemberTask): Promise<void> {
-    await this.#usage.releaseSubmission(task.guildId, task.userId, task.createdAt);
+  releaseSubmission(task: MemberTask, reservation: SpendReservation): Promise<void> {
+    return this.spending.release(task, reservation);
   }
 
-  /**
-   * Adds the cost the gateway reported for a finished task (once per task, however often it is seen). A
-   * video the gateway made without reporting its cost is counted as such, never as free; a task that
-   * made no video costs nothing (failures and timeouts are refunded: spec, "What the service does" 6).
-   */
-  async recordCost(cost: TaskCost): Promise<void> {
-    const ticks = cost.costTicks;
-    if (ticks === undefined ? !cost.madeVideo : ticks <= 0) return;
-    await this.#usage.recordCost(cost.guildId, cost.userId, cost.taskId, ticks, cost.createdAt);
+  estimate(request: VideoEstimateRequest): number {
+    return this.spending.estimate(request);
+  }
+
+  recordCost(cost: TaskCost): Promise<void> {
+    return this.spending.settle(cost);
   }
 
   /** What the member's videos on the server cost on the UTC day of `at` (the day each task was started). */
   async memberDayCost(guildId: string, userId: string, at: number): Promise<MemberDayCost> {
-    const count = (await this.#usage.day(guildId, at)).users[userId];
+    const count = (await this.spending.ledger.day(guildId, at)).users[userId];
     return { costTicks: count?.costTicks ?? 0, costUnreported: count?.costUnreported ?? 0 };
   }
 
@@ -390,10 +396,5 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
   async mayUse(guildId: string, feature: Feature, memberRoleIds: readonly string[], isServerManager: boolean): Promise<AccessVerdict> {
     if (isServerManager) return { ok: true };
     return checkAccess(memberRoleIds, await this.get(guildId), feature, false);
-  }
-
-  /** `/video usage`, ready to send: today's and this month's videos and cost per member (UTC). */
-  async usageReport(guildId: string, now = Date.now()): Promise<string> {
-    return formatUsageReport(await this.#usage.report(guildId, now));
   }
 }

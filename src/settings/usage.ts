@@ -1,33 +1,70 @@
 import { isRecord, readNumber } from '../lib/json.ts';
 import type { Logger } from '../lib/log.ts';
 import { dayKey } from '../lib/day-key.ts';
-import { formatCost } from '../wording/cost.ts';
+import type { Result } from '../lib/result.ts';
 import { parseMarker, type Collection, type Store } from '../store/index.ts';
+import { checkBudgets, type Budgets, type Spent } from './budgets.ts';
 import type { GuildSettings } from './guild-settings.ts';
-import { evaluateDailyLimits, videos, type LimitVerdict } from './limits.ts';
+import { evaluateDailyLimits, type LimitVerdict } from './limits.ts';
 
-// What each server used, per UTC day and per member: videos started and what the gateway charged.
-// One record per server per day keeps reads O(members); a cost is counted once per task, however often
-// a restart makes the bot see the task finish. The spec does not promise a cost in every query answer
-// (the compatibility layer's other fields are "not shown"), so a finished video without one is counted
-// apart: adding it as $0.00 would present a guess as the real cost.
-// Every change of a day record is one atomic step on the store (Collection.update), so counts stay exact
-// when several workers sharing the store write the same record at once (a guild handed over between them).
+// What each server used and spent, per UTC day and per member: videos started, what they cost, and
+// voice minutes. One record per server per day keeps reads O(members); one small record per server per
+// month holds the server's spend per day (the monthly budget and the 30-day chart read it, not 31 days).
+// A video's estimate is reserved when it is submitted, in the same atomic step as the limits and
+// budgets are checked, so two members cannot both spend the last dollar; its real cost replaces the
+// reservation once per task, however often a restart makes the bot see it finish. A finished video
+// whose cost the gateway did not report is counted at its estimate and marked as estimated: adding it
+// as $0.00 would present a guess as the real cost. Every change is one atomic step on the store
+// (Collection.update), so counts stay exact with several workers sharing the store.
 
 export interface UsageCount {
   tasks: number;
+  /** What the gateway reported for finished videos. */
   costTicks: number;
-  /** Finished videos whose cost the gateway did not report. */
+  /** Finished videos whose cost the gateway did not report... */
   costUnreported: number;
+  /** ...and their estimates, counted in their place. */
+  estimatedTicks: number;
+  /** Estimates of videos still being made. */
+  reservedTicks: number;
+  voiceMs: number;
+  /** Voice is always an estimate: the gateway reports no realtime cost. */
+  voiceTicks: number;
 }
 
 export interface DayUsage {
   users: Record<string, UsageCount>;
 }
 
+/** The server's spend on one day of a month (the month record's entry for it). */
+export interface DaySpend {
+  videoTicks: number;
+  voiceTicks: number;
+}
+
+export interface MonthUsage {
+  /** Keyed by the day of the month, `01`..`31`. */
+  days: Record<string, DaySpend>;
+  /** Estimates of videos still being made, reserved against a monthly budget. */
+  reservedTicks: number;
+}
+
+/** How a submitted video's estimate was reserved: what its settlement or release gives back. */
+export interface Reservation {
+  estimateTicks: number;
+  /** Reserved against the month too (only when the server had a monthly budget). */
+  month: boolean;
+}
+
+/** How a finished task is counted: its reported cost, its estimate (no cost reported), or nothing (refunded). */
+export type Settlement = { kind: 'reported'; ticks: number } | { kind: 'estimated'; ticks: number } | { kind: 'refunded' };
+
 /** Long enough to sum the current month on its last day. */
-const KEEP_MS = 40 * 24 * 3600_000;
-const REPORT_ROWS = 20;
+const KEEP_DAY_MS = 40 * 24 * 3600_000;
+/** The chart reads the last 30 days: this month's record and the one before. */
+const KEEP_MONTH_MS = 100 * 24 * 3600_000;
+
+const COUNT_FIELDS = ['costUnreported', 'estimatedTicks', 'reservedTicks', 'voiceMs', 'voiceTicks'] as const;
 
 function parseDayUsage(raw: unknown): DayUsage {
   if (!isRecord(raw) || !isRecord(raw.users)) throw new Error('day usage must have users');
@@ -35,105 +72,265 @@ function parseDayUsage(raw: unknown): DayUsage {
   for (const [userId, value] of Object.entries(raw.users)) {
     const tasks = readNumber(value, 'tasks');
     const costTicks = readNumber(value, 'costTicks');
-    // Records written before unreported costs were counted have no such field: none were counted then.
-    if (tasks !== undefined && costTicks !== undefined)
-      users[userId] = { tasks, costTicks, costUnreported: readNumber(value, 'costUnreported') ?? 0 };
+    if (tasks === undefined || costTicks === undefined) continue;
+    // Records written before a field existed have none: nothing of it was counted then.
+    const count = { ...noUsage(), tasks, costTicks };
+    for (const field of COUNT_FIELDS) count[field] = readNumber(value, field) ?? 0;
+    users[userId] = count;
   }
   return { users };
 }
 
-function noUsage(): UsageCount {
-  return { tasks: 0, costTicks: 0, costUnreported: 0 };
+function parseMonthUsage(raw: unknown): MonthUsage {
+  if (!isRecord(raw) || !isRecord(raw.days)) throw new Error('month usage must have days');
+  const days: Record<string, DaySpend> = {};
+  for (const [day, value] of Object.entries(raw.days)) {
+    days[day] = { videoTicks: readNumber(value, 'videoTicks') ?? 0, voiceTicks: readNumber(value, 'voiceTicks') ?? 0 };
+  }
+  return { days, reservedTicks: readNumber(raw, 'reservedTicks') ?? 0 };
 }
 
-function addTo(total: UsageCount, count: UsageCount): void {
+export function noUsage(): UsageCount {
+  return { tasks: 0, costTicks: 0, costUnreported: 0, estimatedTicks: 0, reservedTicks: 0, voiceMs: 0, voiceTicks: 0 };
+}
+
+export function addUsage(total: UsageCount, count: UsageCount): void {
   total.tasks += count.tasks;
   total.costTicks += count.costTicks;
   total.costUnreported += count.costUnreported;
+  total.estimatedTicks += count.estimatedTicks;
+  total.reservedTicks += count.reservedTicks;
+  total.voiceMs += count.voiceMs;
+  total.voiceTicks += count.voiceTicks;
 }
 
-function add(into: Record<string, UsageCount>, userId: string, count: UsageCount): void {
-  addTo((into[userId] ??= noUsage()), count);
+/** What a member's (or a total's) usage spent against budgets: counted, estimated and reserved. */
+export function spentTicks(count: UsageCount): number {
+  return count.costTicks + count.estimatedTicks + count.reservedTicks + count.voiceTicks;
 }
 
-function daySums(usage: DayUsage, userId: string): { userTasks: number; serverTasks: number } {
-  return {
-    userTasks: usage.users[userId]?.tasks ?? 0,
-    serverTasks: Object.values(usage.users).reduce((sum, count) => sum + count.tasks, 0),
-  };
+function userOf(usage: DayUsage, userId: string): UsageCount {
+  // Own keys only: a member id is a snowflake, but nothing read from a record may reach a prototype.
+  if (!Object.hasOwn(usage.users, userId)) usage.users[userId] = noUsage();
+  return usage.users[userId]!;
 }
+
+function serverTotal(usage: DayUsage): UsageCount {
+  const total = noUsage();
+  for (const count of Object.values(usage.users)) addUsage(total, count);
+  return total;
+}
+
+function monthSpent(month: MonthUsage | undefined): number {
+  if (!month) return 0;
+  return Object.values(month.days).reduce((sum, day) => sum + day.videoTicks + day.voiceTicks, month.reservedTicks);
+}
+
+function dayOf(month: MonthUsage, at: number): DaySpend {
+  const day = dayKey(at).slice(8, 10);
+  if (!Object.hasOwn(month.days, day)) month.days[day] = { videoTicks: 0, voiceTicks: 0 };
+  return month.days[day]!;
+}
+
+/** `2026-11`: the UTC month of a moment. */
+export function monthKey(at: number): string {
+  return dayKey(at).slice(0, 7);
+}
+
+export type AdmitVerdict = Result<{ reservation: Reservation; spent: Spent }, { retryAt?: number }>;
 
 export class UsageLedger {
   readonly #days: Collection<DayUsage>;
-  readonly #costed: Collection<true>;
+  readonly #months: Collection<MonthUsage>;
+  readonly #settled: Collection<true>;
   readonly #log: Logger;
 
   constructor(store: Store, log: Logger) {
     this.#days = store.collection('usage_days', parseDayUsage);
-    this.#costed = store.collection('usage_costed_tasks', parseMarker);
+    this.#months = store.collection('usage_months', parseMonthUsage);
+    this.#settled = store.collection('usage_costed_tasks', parseMarker);
     this.#log = log;
   }
 
   /** `change` modifies the day's record and says whether it changed anything worth writing; it may run more than once. */
-  async #update(guildId: string, at: number, change: (usage: DayUsage) => boolean): Promise<void> {
-    await this.#days.update(
+  async #updateDay(guildId: string, at: number, change: (usage: DayUsage) => boolean): Promise<DayUsage> {
+    const written = await this.#days.update(
       `${guildId}:${dayKey(at)}`,
       (stored) => {
         const usage = stored ?? { users: {} };
         return change(usage) ? usage : undefined;
       },
-      KEEP_MS,
+      KEEP_DAY_MS,
     );
+    return written ?? { users: {} };
+  }
+
+  async #updateMonth(guildId: string, at: number, change: (usage: MonthUsage) => boolean): Promise<MonthUsage> {
+    const written = await this.#months.update(
+      `${guildId}:${monthKey(at)}`,
+      (stored) => {
+        const usage = stored ?? { days: {}, reservedTicks: 0 };
+        return change(usage) ? usage : undefined;
+      },
+      KEEP_MONTH_MS,
+    );
+    return written ?? { days: {}, reservedTicks: 0 };
   }
 
   /**
-   * Counts a task on the day of `at` unless the server's daily limits refuse it, checking and counting in
-   * one step: workers admitting at once never pass a limit together.
+   * Counts a task on the day of `at` and reserves its estimate, unless the server's daily limits or a
+   * budget refuses it, checking and counting in one step per record: workers admitting at once never
+   * pass a limit or a budget together. The month's record is touched only for a monthly budget.
    */
-  async admitSubmission(guildId: string, userId: string, at: number, limits: GuildSettings['limits']): Promise<LimitVerdict> {
+  async admitSubmission(
+    guildId: string,
+    userId: string,
+    at: number,
+    limits: GuildSettings['limits'],
+    budgets: Budgets,
+    estimateTicks: number,
+  ): Promise<AdmitVerdict> {
     let verdict: LimitVerdict = { ok: true };
-    await this.#update(guildId, at, (usage) => {
-      const { userTasks, serverTasks } = daySums(usage, userId);
+    const day = await this.#updateDay(guildId, at, (usage) => {
+      const member = usage.users[userId] ?? noUsage();
+      const server = serverTotal(usage);
       // Decided again on each attempt: the last one is what the record says.
-      verdict = evaluateDailyLimits(limits, { userTasksToday: userTasks, serverTasksToday: serverTasks, now: at });
+      verdict = evaluateDailyLimits(limits, { userTasksToday: member.tasks, serverTasksToday: server.tasks, now: at });
+      if (verdict.ok) {
+        const spent = { memberToday: spentTicks(member), serverToday: spentTicks(server), serverMonth: undefined };
+        verdict = checkBudgets(budgets, spent, estimateTicks, at);
+      }
       if (!verdict.ok) return false;
-      add(usage.users, userId, { ...noUsage(), tasks: 1 });
+      const count = userOf(usage, userId);
+      count.tasks++;
+      count.reservedTicks += estimateTicks;
       return true;
     });
-    return verdict;
+    const refused: LimitVerdict = verdict;
+    if (!refused.ok) return refused;
+    const member = day.users[userId] ?? noUsage();
+    const spent: Spent = { memberToday: spentTicks(member), serverToday: spentTicks(serverTotal(day)), serverMonth: undefined };
+    if (!(budgets.server_monthly_usd > 0)) return { ok: true, reservation: { estimateTicks, month: false }, spent };
+
+    let monthly: LimitVerdict = { ok: true };
+    const month = await this.#updateMonth(guildId, at, (usage) => {
+      // The day's reservation is in the month's spend already only once this step has run: add it here.
+      monthly = checkBudgets(
+        { member_daily_usd: 0, server_daily_usd: 0, server_monthly_usd: budgets.server_monthly_usd },
+        { memberToday: 0, serverToday: 0, serverMonth: monthSpent(usage) },
+        estimateTicks,
+        at,
+      );
+      if (!monthly.ok) return false;
+      usage.reservedTicks += estimateTicks;
+      return true;
+    });
+    const monthRefusal: LimitVerdict = monthly;
+    if (!monthRefusal.ok) {
+      await this.releaseSubmission(guildId, userId, at, { estimateTicks, month: false });
+      return monthRefusal;
+    }
+    return { ok: true, reservation: { estimateTicks, month: true }, spent: { ...spent, serverMonth: monthSpent(month) } };
   }
 
-  /** The gateway refused the task: it does not count against today's limits. */
-  releaseSubmission(guildId: string, userId: string, at: number): Promise<void> {
-    return this.#update(guildId, at, (usage) => {
+  /** The gateway refused the task: it does not count against today's limits, and its estimate is free again. */
+  async releaseSubmission(guildId: string, userId: string, at: number, reservation: Reservation): Promise<void> {
+    await this.#updateDay(guildId, at, (usage) => {
       const count = usage.users[userId];
       if (!count || count.tasks === 0) return false;
       count.tasks--;
+      count.reservedTicks = Math.max(0, count.reservedTicks - reservation.estimateTicks);
+      return true;
+    });
+    if (reservation.month) await this.#releaseMonth(guildId, at, reservation.estimateTicks);
+  }
+
+  async #releaseMonth(guildId: string, at: number, ticks: number): Promise<MonthUsage> {
+    return this.#updateMonth(guildId, at, (usage) => {
+      usage.reservedTicks = Math.max(0, usage.reservedTicks - ticks);
       return true;
     });
   }
 
   /**
-   * Adds a finished task's cost to the day it was started, or counts it as unreported (`undefined`); a
-   * second report of the same task changes nothing, from this worker or another.
+   * Replaces a finished task's reservation with what it cost, on the day it was started (`at`); a
+   * second settlement of the same task changes nothing, from this worker or another. Returns what the
+   * server has spent since, or undefined when the task was settled before.
    */
-  async recordCost(guildId: string, userId: string, taskId: string, costTicks: number | undefined, at: number): Promise<void> {
+  async settle(
+    guildId: string,
+    userId: string,
+    taskId: string,
+    at: number,
+    reservation: Reservation | undefined,
+    settlement: Settlement,
+  ): Promise<Spent | undefined> {
     // The task is claimed first (set if absent): of two reports at once, one counts it. A worker that dies
     // between claim and count leaves it uncounted, which errs on the side of not charging twice.
-    const { created } = await this.#costed.setIfAbsent(taskId, true, KEEP_MS);
-    if (!created) return;
+    const { created } = await this.#settled.setIfAbsent(taskId, true, KEEP_DAY_MS);
+    if (!created) return undefined;
+    const reserved = reservation?.estimateTicks ?? 0;
+    const ticks = settlement.kind === 'refunded' ? 0 : settlement.ticks;
     try {
-      await this.#update(guildId, at, (usage) => {
-        add(usage.users, userId, costTicks === undefined ? { ...noUsage(), costUnreported: 1 } : { ...noUsage(), costTicks });
+      const day = await this.#updateDay(guildId, at, (usage) => {
+        const count = userOf(usage, userId);
+        count.reservedTicks = Math.max(0, count.reservedTicks - reserved);
+        if (settlement.kind === 'reported') count.costTicks += ticks;
+        if (settlement.kind === 'estimated') {
+          count.estimatedTicks += ticks;
+          count.costUnreported++;
+        }
         return true;
       });
+      const month = await this.#updateMonth(guildId, at, (usage) => {
+        if (reservation?.month) usage.reservedTicks = Math.max(0, usage.reservedTicks - reserved);
+        dayOf(usage, at).videoTicks += ticks;
+        return true;
+      });
+      return {
+        memberToday: spentTicks(day.users[userId] ?? noUsage()),
+        serverToday: spentTicks(serverTotal(day)),
+        serverMonth: monthSpent(month),
+      };
     } catch (error) {
       // Not counted: the claim goes too, so that the next report of the task counts it.
-      await this.#costed.delete(taskId).catch((undoError: unknown) => {
+      await this.#settled.delete(taskId).catch((undoError: unknown) => {
         this.#log.warn('a task cost could not be counted nor its claim taken back; it stays uncounted', { task: taskId, error: undoError });
       });
       throw error;
     }
+  }
+
+  /** Adds `ms` of a realtime voice session costing `ticks` to the member and the server, on the day of `at`. */
+  async meterVoice(guildId: string, userId: string, at: number, ms: number, ticks: number): Promise<Spent> {
+    const day = await this.#updateDay(guildId, at, (usage) => {
+      const count = userOf(usage, userId);
+      count.voiceMs += ms;
+      count.voiceTicks += ticks;
+      return true;
+    });
+    const month = await this.#updateMonth(guildId, at, (usage) => {
+      dayOf(usage, at).voiceTicks += ticks;
+      return true;
+    });
+    return {
+      memberToday: spentTicks(day.users[userId] ?? noUsage()),
+      serverToday: spentTicks(serverTotal(day)),
+      serverMonth: monthSpent(month),
+    };
+  }
+
+  /** What the member and the server have spent on the day (and month, when asked) of `at`. */
+  async spent(guildId: string, userId: string, at: number, withMonth: boolean): Promise<Spent> {
+    const [day, month] = await Promise.all([
+      this.day(guildId, at),
+      withMonth ? this.#months.get(`${guildId}:${monthKey(at)}`) : Promise.resolve(undefined),
+    ]);
+    return {
+      memberToday: spentTicks(day.users[userId] ?? noUsage()),
+      serverToday: spentTicks(serverTotal(day)),
+      serverMonth: withMonth ? monthSpent(month) : undefined,
+    };
   }
 
   async day(guildId: string, at: number): Promise<DayUsage> {
@@ -146,42 +343,26 @@ export class UsageLedger {
     const days = Array.from({ length: date.getUTCDate() }, (_, index) => Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), index + 1));
     const totals: Record<string, UsageCount> = {};
     for (const usage of await Promise.all(days.map((day) => this.day(guildId, day)))) {
-      for (const [userId, count] of Object.entries(usage.users)) add(totals, userId, count);
+      for (const [userId, count] of Object.entries(usage.users)) {
+        if (!Object.hasOwn(totals, userId)) totals[userId] = noUsage();
+        addUsage(totals[userId]!, count);
+      }
     }
     return totals;
   }
 
-  async report(guildId: string, now: number): Promise<UsageReport> {
-    const [today, month] = await Promise.all([this.day(guildId, now), this.month(guildId, now)]);
-    return { now, today: today.users, month };
+  /** The server's spend per UTC day over the `count` days up to the day of `at`, oldest first. */
+  async spendByDay(guildId: string, at: number, count: number): Promise<{ day: string; spend: DaySpend }[]> {
+    const days = Array.from({ length: count }, (_, index) => at - (count - 1 - index) * 86_400_000);
+    const months = [...new Set(days.map(monthKey))];
+    const records = new Map(
+      await Promise.all(months.map(async (month) => [month, await this.#months.get(`${guildId}:${month}`)] as const)),
+    );
+    return days.map((moment) => {
+      const key = dayKey(moment);
+      const month = records.get(monthKey(moment));
+      const spend = month && Object.hasOwn(month.days, key.slice(8, 10)) ? month.days[key.slice(8, 10)]! : undefined;
+      return { day: key, spend: spend ?? { videoTicks: 0, voiceTicks: 0 } };
+    });
   }
-}
-
-export interface UsageReport {
-  now: number;
-  today: Record<string, UsageCount>;
-  month: Record<string, UsageCount>;
-}
-
-/** "3 videos, $0.40 + 2 without a reported cost": what is known, and how much is not. */
-function describeUsage(count: UsageCount): string {
-  const made = videos(count.tasks);
-  if (count.costUnreported === 0) return `${made}, ${formatCost(count.costTicks)}`;
-  const unreported = `${count.costUnreported} without a reported cost`;
-  return count.costTicks === 0 ? `${made}, ${unreported}` : `${made}, ${formatCost(count.costTicks)} + ${unreported}`;
-}
-
-function section(title: string, counts: Record<string, UsageCount>): string {
-  const entries = Object.entries(counts).sort(([, a], [, b]) => b.costTicks - a.costTicks || b.tasks - a.tasks);
-  const total = noUsage();
-  for (const [, count] of entries) addTo(total, count);
-  const rows = entries.slice(0, REPORT_ROWS).map(([userId, count]) => `<@${userId}>: ${describeUsage(count)}`);
-  if (entries.length > REPORT_ROWS) rows.push(`…and ${entries.length - REPORT_ROWS} more members`);
-  return [`**${title}**: ${describeUsage(total)}`, ...(rows.length > 0 ? rows : ['nothing yet'])].join('\n');
-}
-
-/** `/video usage`: today's and this month's videos and cost per member, biggest spenders first. */
-export function formatUsageReport(report: UsageReport): string {
-  const today = dayKey(report.now);
-  return `${section(`Today (${today} UTC)`, report.today)}\n\n${section(`This month (${today.slice(0, 7)})`, report.month)}`;
 }

@@ -5,15 +5,16 @@ import { DEFAULT_POLL_POLICY } from './poll-policy.ts';
 import { isTerminal } from './record.ts';
 import type { TaskRepository } from './repository.ts';
 
-/** Whether the member may start another video now: the server's limits, with their tasks still in progress. */
+/** Whether the member may start another video of `estimateTicks` now: the server's limits (with their tasks still in progress) and budgets. */
 export async function checkMemberLimits(
   repository: TaskRepository,
   policy: GuildVideoPolicy,
   context: InteractionContext,
+  estimateTicks: number,
 ): Promise<Result> {
   const now = Date.now();
   // A task older than the poller's deadline is finished (or closed at its next poll): only younger ones are read.
   const recent = await repository.recentForUser(context.guildId, context.userId, undefined, now - DEFAULT_POLL_POLICY.deadlineMs);
   const active = recent.filter((task) => !isTerminal(task.state)).length;
-  return policy.checkLimits({ guildId: context.guildId, userId: context.userId, activeTasksOfUser: active, now });
+  return policy.checkLimits({ guildId: context.guildId, userId: context.userId, activeTasksOfUser: active, now, estimateTicks });
 }

@@ -1,5 +1,6 @@
 import type { EditRequest, ExtensionRequest, GatewayCredentials, GenerationRequest } from '../gateway/types.ts';
 import type { Result } from '../lib/result.ts';
+import type { GuildVideoPolicy } from '../ports/guild-policy.ts';
 import type { TaskMode } from './record.ts';
 import type { AttachmentInput } from './requests.ts';
 
@@ -17,6 +18,8 @@ export type SubmissionPlan = OperationRequest & {
   model: string;
   prompt: string;
   access: GatewayCredentials;
+  /** What the video is expected to cost, in ticks: reserved against the budgets when it is submitted. */
+  estimateTicks: number;
   sourceTaskId?: string;
   /** Regenerate: an earlier task's request sent again (its attachment links may have expired since). */
   regenerated?: boolean;
@@ -35,3 +38,19 @@ export type Prepared = Result<{ plan: SubmissionPlan }>;
  * Extend or Edit button under its video, which the server may keep to the member who made it).
  */
 export type VideoSourceInput = { attachment: AttachmentInput } | { taskRef: string; byButton?: boolean };
+
+/** A request's estimate, from what it asks for (an unset length or resolution is the gateway's default). */
+export function estimateOf(policy: Pick<GuildVideoPolicy, 'estimate'>, operation: OperationRequest, model: string): number {
+  if (operation.operation === 'generate') {
+    const { request } = operation;
+    return policy.estimate({
+      model,
+      operation: 'generate',
+      duration: request.duration ?? request.seconds,
+      resolution: request.resolution ?? request.size,
+    });
+  }
+  if (operation.operation === 'extend')
+    return policy.estimate({ model, operation: 'extend', duration: operation.request.duration ?? operation.request.seconds });
+  return policy.estimate({ model, operation: 'edit' });
+}

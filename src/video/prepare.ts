@@ -8,7 +8,7 @@ import type { InteractionContext } from '../ports/interaction-context.ts';
 import type { EndUserIds } from './end-users.ts';
 import { checkMemberLimits } from './member-limits.ts';
 import { describeExpiredAttachments, describeOwnersButtons } from './wording.ts';
-import type { OperationRequest, Prepared, SubmissionPlan, VideoSourceInput } from './plan.ts';
+import { estimateOf, type OperationRequest, type Prepared, type SubmissionPlan, type VideoSourceInput } from './plan.ts';
 import type { TaskRecord } from './record.ts';
 import { newTaskId, type TaskRepository } from './repository.ts';
 import {
@@ -78,11 +78,21 @@ export class VideoPreparation {
       const storage = storageOptionsFor(defaults.storage, storageFilename(context.guildId, taskId));
       const request = buildGenerationRequest(withDefaults, await this.#deps.endUsers.of(context.userId), storage);
       validateGeneration(request, { layer: access.layer, vendor });
-      const verdict = await this.#checkLimits(context);
+      const estimateTicks = estimateOf(policy, { operation: 'generate', request }, model);
+      const verdict = await this.#checkLimits(context, estimateTicks);
       if (!verdict.ok) return verdict;
       return {
         ok: true,
-        plan: { operation: 'generate', taskId, mode: generationMode(request), model, prompt: input.prompt ?? '', request, access },
+        plan: {
+          operation: 'generate',
+          taskId,
+          mode: generationMode(request),
+          model,
+          prompt: input.prompt ?? '',
+          request,
+          access,
+          estimateTicks,
+        },
       };
     } catch (error) {
       if (error instanceof InputError) return refuse(error.message);
@@ -116,12 +126,14 @@ export class VideoPreparation {
         validateExtension(request, validation);
         operationRequest = { operation, request };
       }
-      const verdict = await this.#checkLimits(context);
+      const estimateTicks = estimateOf(policy, operationRequest, model);
+      const verdict = await this.#checkLimits(context, estimateTicks);
       if (!verdict.ok) return verdict;
       return {
         ok: true,
         plan: {
           ...operationRequest,
+          estimateTicks,
           taskId: newTaskId(),
           mode: operation,
           model,
@@ -163,8 +175,6 @@ export class VideoPreparation {
     if (!pressable.ok) return pressable;
     const access = await policy.resolveGatewayAccess(context.guildId);
     if (!access.ok) return access;
-    const verdict = await this.#checkLimits(context);
-    if (!verdict.ok) return verdict;
     if (hasExpiredAttachmentLink(original.request, Date.now())) return refuse(describeExpiredAttachments(original.operation));
     const user = await this.#deps.endUsers.of(context.userId);
     let operationRequest: OperationRequest;
@@ -174,6 +184,9 @@ export class VideoPreparation {
       if (error instanceof ValidationError) return refuse(`That task cannot be sent again as it was: ${error.message}`);
       throw error;
     }
+    const estimateTicks = estimateOf(policy, operationRequest, original.model);
+    const verdict = await this.#checkLimits(context, estimateTicks);
+    if (!verdict.ok) return verdict;
     const taskId = newTaskId();
     if (operationRequest.operation === 'generate' && operationRequest.request.storage_options) {
       // A new task is stored under its own name, not over the original's file.
@@ -193,12 +206,13 @@ export class VideoPreparation {
         access,
         sourceTaskId: original.id,
         regenerated: true,
+        estimateTicks,
       },
     };
   }
 
-  #checkLimits(context: InteractionContext): Promise<Result> {
-    return checkMemberLimits(this.#deps.repository, this.#deps.policy, context);
+  #checkLimits(context: InteractionContext, estimateTicks: number): Promise<Result> {
+    return checkMemberLimits(this.#deps.repository, this.#deps.policy, context, estimateTicks);
   }
 
   /**

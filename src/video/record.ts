@@ -1,6 +1,6 @@
 import { LAYERS, VIDEO_OPERATIONS, type Layer, type VideoOperation } from '../gateway/spec.ts';
 import { isRecord } from '../lib/json.ts';
-import type { TaskCost } from '../ports/guild-policy.ts';
+import type { SpendReservation, TaskCost } from '../ports/guild-policy.ts';
 
 // A video task as the bot keeps it: written before the user hears "accepted", updated as the gateway
 // answers, and read back after any restart. Its shape is the store's schema, parsed on every read (into
@@ -116,6 +116,8 @@ export interface TaskRecord {
   /** The upload limit Discord gave the interaction (`attachment_size_limit`). */
   attachmentSizeLimit: number;
   delivery: Delivery;
+  /** The estimate reserved against the budgets at submission; unset on tasks of versions before budgets. */
+  reservation?: SpendReservation;
 }
 
 const TERMINAL_STATES: ReadonlySet<TaskState> = new Set(['succeeded', 'failed', 'expired', 'timed_out', 'unknown']);
@@ -144,6 +146,7 @@ export function costOf(task: TaskRecord): TaskCost {
     createdAt: task.createdAt,
     costTicks: task.outcome.costTicks,
     madeVideo: MADE_A_VIDEO.has(task.state),
+    reservation: task.reservation,
   };
 }
 
@@ -292,5 +295,12 @@ export function parseTaskRecord(raw: unknown): TaskRecord {
     card: parseCard(source.card, `${path}.card`),
     attachmentSizeLimit: requireNumber(source, 'attachmentSizeLimit', path),
     delivery: parseDelivery(source.delivery, `${path}.delivery`),
+    reservation: source.reservation === undefined ? undefined : parseReservation(source.reservation, `${path}.reservation`),
   };
+}
+
+function parseReservation(raw: unknown, path: string): SpendReservation {
+  const source = requireObject(raw, path);
+  if (typeof source.month !== 'boolean') throw new Error(`${path}.month must be true or false`);
+  return { estimateTicks: requireNumber(source, 'estimateTicks', path), month: source.month };
 }

@@ -9,7 +9,7 @@ import { KeyedLock } from '../lib/keyed-lock.ts';
 import { StoreUnavailableError } from '../store/index.ts';
 import type { Logger } from '../lib/log.ts';
 import { codeLabel, type BotMetrics } from '../lib/metrics.ts';
-import { LimitReachedError, type GuildVideoPolicy } from '../ports/guild-policy.ts';
+import { LimitReachedError, type GuildVideoPolicy, type SpendReservation } from '../ports/guild-policy.ts';
 import type { InteractionContext } from '../ports/interaction-context.ts';
 import type { VideoDelivery } from './delivery.ts';
 import { checkMemberLimits } from './member-limits.ts';
@@ -107,13 +107,13 @@ export class VideoSubmission {
       delivery: { state: 'waiting', nonce: id, attempts: 0 },
     };
     await this.#admission.run(context.guildId, async () => {
-      const verdict = await checkMemberLimits(repository, policy, context);
+      const verdict = await checkMemberLimits(repository, policy, context, plan.estimateTicks);
       if (!verdict.ok) {
         this.#deps.metrics?.videoSubmission('limited', task.layer, undefined);
         throw new SubmissionRefusedError(verdict.message, undefined);
       }
       try {
-        await policy.recordSubmission(task);
+        task = { ...task, reservation: await policy.recordSubmission(task, plan.estimateTicks) };
       } catch (error) {
         if (error instanceof LimitReachedError) {
           this.#deps.metrics?.videoSubmission('limited', task.layer, undefined);
@@ -124,7 +124,7 @@ export class VideoSubmission {
       try {
         await repository.create(task);
       } catch (error) {
-        await policy.releaseSubmission(task).catch((releaseError: unknown) => {
+        await policy.releaseSubmission(task, reservationOf(task)).catch((releaseError: unknown) => {
           log.warn('a task that could not be stored stays counted against the limits today', {
             task: id,
             guild: task.guildId,
@@ -155,7 +155,7 @@ export class VideoSubmission {
         // Refused, or never delivered: nothing exists at the gateway and nothing was charged.
         task = { ...task, state: 'failed', finishedAt: Date.now(), delivery: { ...task.delivery, state: 'closed' } };
         await repository.save(task);
-        await policy.releaseSubmission(task);
+        await policy.releaseSubmission(task, reservationOf(task));
         throw new SubmissionRefusedError(refusal, task);
       }
       // The gateway may have accepted it (no answer, or an answer the bot cannot read): the card says so
@@ -251,6 +251,11 @@ export class VideoSubmission {
       return plan;
     }
   }
+}
+
+/** What admission reserved for a task (it always sets one before the task is stored). */
+function reservationOf(task: TaskRecord): SpendReservation {
+  return task.reservation ?? { estimateTicks: 0, month: false };
 }
 
 /** The request fields that carry a link the gateway fetches. */

@@ -1,0 +1,17 @@
+import type { ChatInputCommandInteraction } from 'discord.js';
+import { answerPrivately } from '../discord/answer.ts';
+import { isServerManager } from '../discord/member.ts';
+import type { Services } from '../services.ts';
+import { CHART_FILENAME, formatUsage, usageChart } from '../settings/usage-report.ts';
+import { guildOf } from './requirements.ts';
+
+/**
+ * The usage report, privately: the member's own; with Manage Server the server's too and its chart
+ * (`/usage` and `/video usage` answer the same).
+ */
+export async function answerUsage(interaction: ChatInputCommandInteraction, services: Services): Promise<void> {
+  const manager = isServerManager(interaction);
+  const view = await services.settings.spending.usage(guildOf(interaction), interaction.user.id, manager);
+  const chart = usageChart(view);
+  await answerPrivately(interaction, { content: formatUsage(view), ...(chart ? { files: [{ name: CHART_FILENAME, data: chart }] } : {}) });
+}

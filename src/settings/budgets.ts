@@ -1,0 +1,119 @@
+import { USD_TICKS } from '../gateway/spec.ts';
+import type { Result } from '../lib/result.ts';
+import { formatCost } from '../wording/cost.ts';
+import { discordRelativeTime, nextUtcMidnight } from './limits.ts';
+
+// Whether a cost fits a server's budgets in dollars, decided from amounts alone (no store, no clock) so
+// the arithmetic can be tested at its edges: the last cent, a day's and a month's first moment. Budgets
+// are for video and voice together; a day is a UTC day and a month a UTC month. Amounts are ticks
+// (1 USD = 10^10), whole for videos, so "exactly the budget" is exact.
+
+export const BUDGET_NAMES = ['member_daily_usd', 'server_daily_usd', 'server_monthly_usd'] as const;
+export type BudgetName = (typeof BUDGET_NAMES)[number];
+
+/** Dollars, as /config budget set them; 0 means no budget. */
+export type Budgets = Record<BudgetName, number>;
+
+export const NO_BUDGETS: Budgets = { member_daily_usd: 0, server_daily_usd: 0, server_monthly_usd: 0 };
+
+/** What has been spent (counted, estimated and reserved for videos still being made), in ticks. */
+export interface Spent {
+  memberToday: number;
+  serverToday: number;
+  /** Undefined when it was not read (no monthly budget to check). */
+  serverMonth: number | undefined;
+}
+
+export interface BudgetRoom {
+  budget: BudgetName;
+  limitTicks: number;
+  leftTicks: number;
+  /** When the budget starts over. */
+  resetsAt: number;
+}
+
+export function usdToTicks(usd: number): number {
+  return Math.round(usd * USD_TICKS);
+}
+
+/** The first moment of the UTC month after `at`: when monthly budgets start over. */
+export function nextUtcMonth(at: number): number {
+  const date = new Date(at);
+  return Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1);
+}
+
+export function hasBudgets(budgets: Budgets): boolean {
+  return BUDGET_NAMES.some((name) => budgets[name] > 0);
+}
+
+function spentAgainst(budget: BudgetName, spent: Spent): number | undefined {
+  if (budget === 'member_daily_usd') return spent.memberToday;
+  if (budget === 'server_daily_usd') return spent.serverToday;
+  return spent.serverMonth;
+}
+
+/** What is left of each budget that is set (and whose spend is known), tightest first. */
+export function budgetRooms(budgets: Budgets, spent: Spent, now: number): BudgetRoom[] {
+  return BUDGET_NAMES.flatMap((budget): BudgetRoom[] => {
+    const used = spentAgainst(budget, spent);
+    if (!(budgets[budget] > 0) || used === undefined) return [];
+    const limitTicks = usdToTicks(budgets[budget]);
+    const resetsAt = budget === 'server_monthly_usd' ? nextUtcMonth(now) : nextUtcMidnight(now);
+    return [{ budget, limitTicks, leftTicks: Math.max(0, limitTicks - used), resetsAt }];
+  }).sort((a, b) => a.leftTicks - b.leftTicks);
+}
+
+/** The budget in words: "your daily budget on this server ($1.00)". */
+export function describeBudget(room: Pick<BudgetRoom, 'budget' | 'limitTicks'>): string {
+  const amount = formatCost(room.limitTicks);
+  if (room.budget === 'member_daily_usd') return `your daily budget on this server (${amount})`;
+  if (room.budget === 'server_daily_usd') return `this server's daily budget (${amount})`;
+  return `this server's monthly budget (${amount})`;
+}
+
+function leftWords(room: BudgetRoom): string {
+  return `${formatCost(room.leftTicks)} is left ${room.budget === 'server_monthly_usd' ? 'this month' : 'today'}`;
+}
+
+/**
+ * Whether `costTicks` more fits every budget: one that brings the spend to exactly a budget fits. The
+ * refusal names the budget, what is left and when it starts over.
+ */
+export function checkBudgets(budgets: Budgets, spent: Spent, costTicks: number, now: number): Result<object, { room?: BudgetRoom }> {
+  const over = budgetRooms(budgets, spent, now).find((room) => costTicks > room.leftTicks);
+  if (!over) return { ok: true };
+  return {
+    ok: false,
+    room: over,
+    message: `This video (about ${formatCost(costTicks)}) would pass ${describeBudget(over)}: ${leftWords(over)}. It starts over ${discordRelativeTime(over.resetsAt)}.`,
+  };
+}
+
+/** Whether any budget is used up: nothing more can start, not even a voice conversation. */
+export function spentBudget(budgets: Budgets, spent: Spent, now: number): BudgetRoom | undefined {
+  return budgetRooms(budgets, spent, now).find((room) => room.leftTicks <= 0);
+}
+
+/** "… is used up: it starts over in 3 hours." */
+export function describeSpentBudget(room: BudgetRoom): string {
+  const whose = describeBudget(room);
+  return `${whose[0]!.toUpperCase()}${whose.slice(1)} is used up; it starts over ${discordRelativeTime(room.resetsAt)}.`;
+}
+
+/** The share of a server budget an alert is posted at, once each per day or month. */
+export const ALERT_THRESHOLDS = [80, 100] as const;
+export type AlertThreshold = (typeof ALERT_THRESHOLDS)[number];
+
+/** The server budgets whose spend has reached a threshold (each with the highest one reached). */
+export function reachedThresholds(budgets: Budgets, spent: Spent): { budget: BudgetName; threshold: AlertThreshold; spentTicks: number }[] {
+  return (['server_daily_usd', 'server_monthly_usd'] as const).flatMap((budget) => {
+    const used = spentAgainst(budget, spent);
+    if (!(budgets[budget] > 0) || used === undefined) return [];
+    const limit = usdToTicks(budgets[budget]);
+    return ALERT_THRESHOLDS.filter((threshold) => used * 100 >= limit * threshold).map((threshold) => ({
+      budget,
+      threshold,
+      spentTicks: used,
+    }));
+  });
+}

@@ -1,0 +1,226 @@
+import { USD_TICKS } from '../gateway/spec.ts';
+import type { Logger } from '../lib/log.ts';
+import type { BotMetrics } from '../lib/metrics.ts';
+import { refuse, type Result } from '../lib/result.ts';
+import { dayKey } from '../lib/day-key.ts';
+import { LimitReachedError, type LimitQuery, type MemberTask, type SpendReservation, type TaskCost } from '../ports/guild-policy.ts';
+import type { VideoEstimateRequest } from '../ports/guild-policy.ts';
+import type { VoiceBudgetLeft, VoiceSpending, VoiceUse } from '../ports/voice-spend.ts';
+import { parseMarker, type Collection, type Store } from '../store/index.ts';
+import { formatCost } from '../wording/cost.ts';
+import {
+  budgetRooms,
+  checkBudgets,
+  describeBudget,
+  describeSpentBudget,
+  reachedThresholds,
+  spentBudget,
+  usdToTicks,
+  type Budgets,
+  type Spent,
+} from './budgets.ts';
+import type { GuildSettings } from './guild-settings.ts';
+import { discordRelativeTime, evaluateLimits, type LimitVerdict } from './limits.ts';
+import { estimateVideoTicks, voiceTicksPerSecond, type PriceTable } from './prices.ts';
+import { UsageLedger, monthKey, noUsage, type Settlement, type UsageCount } from './usage.ts';
+
+// What a server's key spends, and what it may: estimates from the price table, reservations against
+// the budgets at submission, the real cost in their place when a video finishes, voice sessions
+// counted by the time they are open, and alerts when the server reaches 80% and 100% of a budget.
+
+export interface SpendingOptions {
+  store: Store;
+  log: Logger;
+  prices: PriceTable;
+  /** The server's settings, as stored (limits, budgets, alert channel). */
+  settings(guildId: string): Promise<GuildSettings>;
+  /** Posts an alert in a server's alert channel; default none. */
+  postAlert?: (channelId: string, content: string) => Promise<unknown>;
+  metrics?: Pick<BotMetrics, 'spend'>;
+}
+
+/** An alert marker outlives the longest period it is for (a month). */
+const ALERT_KEPT_MS = 40 * 24 * 3600_000;
+
+/** What `/usage` shows: the member's own day and month, and (for server managers) the server's. */
+export interface UsageView {
+  now: number;
+  member: { today: UsageCount; month: UsageCount };
+  /** What is left of each budget that is set, tightest first. */
+  budgets: { words: string; leftTicks: number; resetsAt: number }[];
+  server?: {
+    today: Record<string, UsageCount>;
+    month: Record<string, UsageCount>;
+    days: { day: string; videoUsd: number; voiceUsd: number }[];
+  };
+}
+
+export class Spending implements VoiceSpending {
+  readonly #options: SpendingOptions;
+  readonly #ledger: UsageLedger;
+  readonly #alerts: Collection<true>;
+
+  constructor(options: SpendingOptions) {
+    this.#options = options;
+    this.#ledger = new UsageLedger(options.store, options.log);
+    this.#alerts = options.store.collection('budget_alerts', parseMarker);
+  }
+
+  get ledger(): UsageLedger {
+    return this.#ledger;
+  }
+
+  estimate(request: VideoEstimateRequest): number {
+    return estimateVideoTicks(this.#options.prices, request);
+  }
+
+  /** Whether one more video of `estimateTicks` fits the limits and budgets now (read only: admit() decides). */
+  async checkLimits(query: LimitQuery): Promise<LimitVerdict> {
+    const { limits, spending } = await this.#options.settings(query.guildId);
+    const budgets = spending.budgets;
+    const day = await this.#ledger.day(query.guildId, query.now);
+    const member = day.users[query.userId] ?? noUsage();
+    const server = Object.values(day.users).reduce((sum, count) => sum + count.tasks, 0);
+    const counted = evaluateLimits(limits, {
+      activeTasksOfUser: query.activeTasksOfUser,
+      userTasksToday: member.tasks,
+      serverTasksToday: server,
+      now: query.now,
+    });
+    if (!counted.ok) return counted;
+    const spent = await this.#spent(query.guildId, query.userId, query.now, budgets);
+    return checkBudgets(budgets, spent, query.estimateTicks, query.now);
+  }
+
+  async #spent(guildId: string, userId: string, at: number, budgets: Budgets): Promise<Spent> {
+    return this.#ledger.spent(guildId, userId, at, budgets.server_monthly_usd > 0);
+  }
+
+  async admit(task: MemberTask, estimateTicks: number): Promise<SpendReservation> {
+    const { limits, spending } = await this.#options.settings(task.guildId);
+    const verdict = await this.#ledger.admitSubmission(task.guildId, task.userId, task.createdAt, limits, spending.budgets, estimateTicks);
+    if (!verdict.ok) throw new LimitReachedError(verdict.message);
+    await this.#alertIfReached(task.guildId, task.createdAt, verdict.spent);
+    return verdict.reservation;
+  }
+
+  async release(task: MemberTask, reservation: SpendReservation): Promise<void> {
+    await this.#ledger.releaseSubmission(task.guildId, task.userId, task.createdAt, reservation);
+  }
+
+  /**
+   * Replaces a finished task's reservation with its cost (once per task, however often it is seen): what
+   * the gateway reported; its estimate when the gateway made a video without reporting a cost (never
+   * free); nothing for a task that made no video (failures and timeouts are refunded).
+   */
+  async settle(cost: TaskCost): Promise<void> {
+    const reported = cost.costTicks;
+    const settlement: Settlement =
+      reported !== undefined && reported > 0
+        ? { kind: 'reported', ticks: reported }
+        : reported === undefined && cost.madeVideo
+          ? { kind: 'estimated', ticks: cost.reservation?.estimateTicks ?? 0 }
+          : { kind: 'refunded' };
+    // Nothing reserved and nothing to count: a free or refunded task of an older version.
+    if (settlement.kind === 'refunded' && !cost.reservation) return;
+    const spent = await this.#ledger.settle(cost.guildId, cost.userId, cost.taskId, cost.createdAt, cost.reservation, settlement);
+    if (!spent) return;
+    if (settlement.kind !== 'refunded') this.#options.metrics?.spend('video', settlement.kind, settlement.ticks / USD_TICKS);
+    await this.#alertIfReached(cost.guildId, cost.createdAt, spent);
+  }
+
+  // ---- Voice -----------------------------------------------------------------------------------
+
+  async checkStart(guildId: string, userId: string, now: number): Promise<Result> {
+    const { spending } = await this.#options.settings(guildId);
+    const used = spentBudget(spending.budgets, await this.#spent(guildId, userId, now, spending.budgets), now);
+    return used ? refuse(`I cannot start a conversation: ${lowerFirst(describeSpentBudget(used))}`) : { ok: true };
+  }
+
+  async meter(use: VoiceUse): Promise<VoiceBudgetLeft> {
+    const { spending } = await this.#options.settings(use.guildId);
+    const perMs = voiceTicksPerSecond(this.#options.prices, use.model) / 1000;
+    const ticks = Math.round(use.ms * perMs);
+    let spent: Spent;
+    if (use.ms > 0) {
+      spent = await this.#ledger.meterVoice(use.guildId, use.userId, use.at, use.ms, ticks);
+      this.#options.metrics?.spend('voice', 'estimated', ticks / USD_TICKS);
+      await this.#alertIfReached(use.guildId, use.at, spent);
+    } else {
+      spent = await this.#spent(use.guildId, use.userId, use.at, spending.budgets);
+    }
+    const tightest = budgetRooms(spending.budgets, spent, use.at)[0];
+    if (!tightest || perMs === 0) return { msLeft: undefined, reason: '' };
+    return { msLeft: tightest.leftTicks / perMs, reason: describeSpentBudget(tightest) };
+  }
+
+  // ---- Alerts ----------------------------------------------------------------------------------
+
+  /** Posts once per budget, period and threshold (80%, 100%), whichever worker sees it first, restarts included. */
+  async #alertIfReached(guildId: string, at: number, spent: Spent): Promise<void> {
+    const post = this.#options.postAlert;
+    if (!post) return;
+    try {
+      const { spending } = await this.#options.settings(guildId);
+      const channelId = spending.alertChannelId;
+      if (channelId === undefined) return;
+      for (const reached of reachedThresholds(spending.budgets, spent)) {
+        const period = reached.budget === 'server_monthly_usd' ? monthKey(at) : dayKey(at);
+        const { created } = await this.#alerts.setIfAbsent(
+          `${guildId}:${reached.budget}:${period}:${reached.threshold}`,
+          true,
+          ALERT_KEPT_MS,
+        );
+        if (!created) continue;
+        const room = budgetRooms(spending.budgets, spent, at).find((candidate) => candidate.budget === reached.budget);
+        if (!room) continue;
+        const whose = describeBudget(room);
+        await post(
+          channelId,
+          reached.threshold === 100
+            ? `🛑 This server has used all of ${whose}: new videos and voice conversations are refused until it starts over ${discordRelativeTime(room.resetsAt)}.`
+            : `⚠️ This server has spent ${formatCost(reached.spentTicks)}, ${reached.threshold}% of ${whose}. It starts over ${discordRelativeTime(room.resetsAt)}.`,
+        );
+      }
+    } catch (error) {
+      // The spend is counted either way: an alert that cannot be posted is logged, not a failed video.
+      this.#options.log.warn('could not post a budget alert', { guild: guildId, error });
+    }
+  }
+
+  // ---- Usage -----------------------------------------------------------------------------------
+
+  /** `/usage`: the member's day and month, what is left of each budget, and the server's when asked. */
+  async usage(guildId: string, userId: string, withServer: boolean, now = Date.now()): Promise<UsageView> {
+    const { spending } = await this.#options.settings(guildId);
+    const [today, month, spent, days] = await Promise.all([
+      this.#ledger.day(guildId, now),
+      this.#ledger.month(guildId, now),
+      this.#ledger.spent(guildId, userId, now, spending.budgets.server_monthly_usd > 0),
+      withServer ? this.#ledger.spendByDay(guildId, now, 30) : Promise.resolve([]),
+    ]);
+    const view: UsageView = {
+      now,
+      member: { today: today.users[userId] ?? noUsage(), month: month[userId] ?? noUsage() },
+      budgets: budgetRooms(spending.budgets, spent, now).map((room) => ({
+        words: describeBudget(room),
+        leftTicks: room.leftTicks,
+        resetsAt: room.resetsAt,
+      })),
+    };
+    if (withServer) {
+      view.server = {
+        today: today.users,
+        month,
+        days: days.map(({ day, spend }) => ({ day, videoUsd: spend.videoTicks / USD_TICKS, voiceUsd: spend.voiceTicks / USD_TICKS })),
+      };
+    }
+    return view;
+  }
+}
+
+function lowerFirst(text: string): string {
+  return `${text[0]!.toLowerCase()}${text.slice(1)}`;
+}
+
+export { usdToTicks };

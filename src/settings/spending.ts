@@ -22,7 +22,7 @@ import {
 import type { GuildSettings } from './guild-settings.ts';
 import { discordRelativeTime, evaluateLimits, type LimitVerdict } from './limits.ts';
 import { estimateVideoTicks, voiceTicksPerSecond, type PriceTable } from './prices.ts';
-import { UsageLedger, monthKey, noUsage, type Settlement, type UsageCount } from './usage.ts';
+import { UsageLedger, monthKey, noUsage, spentTicks, totalUsage, type Settlement, type UsageCount } from './usage.ts';
 
 // What a server's key spends, and what it may: estimates from the price table, reservations against
 // the budgets at submission, the real cost in their place when a video finishes, voice sessions
@@ -74,22 +74,24 @@ export class Spending implements VoiceSpending {
     return estimateVideoTicks(this.#options.prices, request);
   }
 
-  /** Whether one more video of `estimateTicks` fits the limits and budgets now (read only: admit() decides). */
+  /**
+   * Whether one more video of `estimateTicks` fits the limits and the daily budgets now, from the day's
+   * record alone (read only): the monthly budget is checked when admit() reserves, in the same step.
+   */
   async checkLimits(query: LimitQuery): Promise<LimitVerdict> {
     const { limits, spending } = await this.#options.settings(query.guildId);
-    const budgets = spending.budgets;
     const day = await this.#ledger.day(query.guildId, query.now);
     const member = day.users[query.userId] ?? noUsage();
-    const server = Object.values(day.users).reduce((sum, count) => sum + count.tasks, 0);
+    const server = totalUsage(day.users);
     const counted = evaluateLimits(limits, {
       activeTasksOfUser: query.activeTasksOfUser,
       userTasksToday: member.tasks,
-      serverTasksToday: server,
+      serverTasksToday: server.tasks,
       now: query.now,
     });
     if (!counted.ok) return counted;
-    const spent = await this.#spent(query.guildId, query.userId, query.now, budgets);
-    return checkBudgets(budgets, spent, query.estimateTicks, query.now);
+    const spent = { memberToday: spentTicks(member), serverToday: spentTicks(server), serverMonth: undefined };
+    return checkBudgets(spending.budgets, spent, query.estimateTicks, query.now);
   }
 
   async #spent(guildId: string, userId: string, at: number, budgets: Budgets): Promise<Spent> {
@@ -100,7 +102,7 @@ export class Spending implements VoiceSpending {
     const { limits, spending } = await this.#options.settings(task.guildId);
     const verdict = await this.#ledger.admitSubmission(task.guildId, task.userId, task.createdAt, limits, spending.budgets, estimateTicks);
     if (!verdict.ok) throw new LimitReachedError(verdict.message);
-    await this.#alertIfReached(task.guildId, task.createdAt, verdict.spent);
+    await this.#alertIfReached(task.guildId, spending, task.createdAt, verdict.spent);
     return verdict.reservation;
   }
 
@@ -126,7 +128,7 @@ export class Spending implements VoiceSpending {
     const spent = await this.#ledger.settle(cost.guildId, cost.userId, cost.taskId, cost.createdAt, cost.reservation, settlement);
     if (!spent) return;
     if (settlement.kind !== 'refunded') this.#options.metrics?.spend('video', settlement.kind, settlement.ticks / USD_TICKS);
-    await this.#alertIfReached(cost.guildId, cost.createdAt, spent);
+    await this.#alertIfReached(cost.guildId, (await this.#options.settings(cost.guildId)).spending, cost.createdAt, spent);
   }
 
   // ---- Voice -----------------------------------------------------------------------------------
@@ -145,7 +147,7 @@ export class Spending implements VoiceSpending {
     if (use.ms > 0) {
       spent = await this.#ledger.meterVoice(use.guildId, use.userId, use.at, use.ms, ticks);
       this.#options.metrics?.spend('voice', 'estimated', ticks / USD_TICKS);
-      await this.#alertIfReached(use.guildId, use.at, spent);
+      await this.#alertIfReached(use.guildId, spending, use.at, spent);
     } else {
       spent = await this.#spent(use.guildId, use.userId, use.at, spending.budgets);
     }
@@ -157,11 +159,10 @@ export class Spending implements VoiceSpending {
   // ---- Alerts ----------------------------------------------------------------------------------
 
   /** Posts once per budget, period and threshold (80%, 100%), whichever worker sees it first, restarts included. */
-  async #alertIfReached(guildId: string, at: number, spent: Spent): Promise<void> {
+  async #alertIfReached(guildId: string, spending: GuildSettings['spending'], at: number, spent: Spent): Promise<void> {
     const post = this.#options.postAlert;
     if (!post) return;
     try {
-      const { spending } = await this.#options.settings(guildId);
       const channelId = spending.alertChannelId;
       if (channelId === undefined) return;
       for (const reached of reachedThresholds(spending.budgets, spent)) {

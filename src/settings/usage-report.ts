@@ -3,7 +3,7 @@ import { formatCost } from '../wording/cost.ts';
 import { discordRelativeTime, videos } from './limits.ts';
 import type { UsageView } from './spending.ts';
 import { renderSpendChart } from './usage-chart.ts';
-import { addUsage, noUsage, spentTicks, type UsageCount } from './usage.ts';
+import { spentTicks, totalUsage, type UsageCount } from './usage.ts';
 
 // `/usage` (and `/video usage`) in words: a member's own day and month, what is left of each budget,
 // and for server managers every member's and a chart of the last 30 days. What the gateway reported
@@ -34,17 +34,11 @@ export function describeUsage(count: UsageCount): string {
   return `${video}; ${voice}`;
 }
 
-function total(counts: Record<string, UsageCount>): UsageCount {
-  const sum = noUsage();
-  for (const count of Object.values(counts)) addUsage(sum, count);
-  return sum;
-}
-
 function serverSection(title: string, counts: Record<string, UsageCount>): string {
   const entries = Object.entries(counts).sort(([, a], [, b]) => spentTicks(b) - spentTicks(a) || b.tasks - a.tasks);
   const rows = entries.slice(0, REPORT_ROWS).map(([userId, count]) => `<@${userId}>: ${describeUsage(count)}`);
   if (entries.length > REPORT_ROWS) rows.push(`…and ${entries.length - REPORT_ROWS} more members`);
-  return [`**${title}**: ${describeUsage(total(counts))}`, ...(rows.length > 0 ? rows : ['nothing yet'])].join('\n');
+  return [`**${title}**: ${describeUsage(totalUsage(counts))}`, ...(rows.length > 0 ? rows : ['nothing yet'])].join('\n');
 }
 
 /** The report's text: the member's own usage and budgets, then the server's when the view has it. */

@@ -115,10 +115,15 @@ function userOf(usage: DayUsage, userId: string): UsageCount {
   return usage.users[userId]!;
 }
 
-function serverTotal(usage: DayUsage): UsageCount {
+/** Every member's counts added up. */
+export function totalUsage(users: Record<string, UsageCount>): UsageCount {
   const total = noUsage();
-  for (const count of Object.values(usage.users)) addUsage(total, count);
+  for (const count of Object.values(users)) addUsage(total, count);
   return total;
+}
+
+function serverTotal(usage: DayUsage): UsageCount {
+  return totalUsage(usage.users);
 }
 
 function monthSpent(month: MonthUsage | undefined): number {

@@ -1,5 +1,5 @@
 import { DEFAULT_VENDOR, realtimeModelNames, videoModelNames } from '../gateway/spec.ts';
-import { isRecord } from '../lib/json.ts';
+import { isRecord, ownValue } from '../lib/json.ts';
 
 // The emulator's configuration (`npm run emulator -- --config FILE`):
 // {"vendor":"svc", "keys":{"<key>":{"group":"<name>","quota_usd":50}}, "groups":{"<name>":{"models":[...]}},
@@ -89,7 +89,7 @@ export function resolveConfig(input: EmulatorConfigInput = {}, { onlyGivenKeys =
     video: { ...defaults.video, ...input.video },
   };
   for (const [key, entry] of Object.entries(config.keys)) {
-    if (!config.groups[entry.group])
+    if (!ownValue(config.groups, entry.group))
       throw new EmulatorConfigError(`keys.${maskKey(key)}.group names "${entry.group}", which is not in groups`);
   }
   return config;

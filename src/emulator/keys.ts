@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { CLIENT_SECRET_DEFAULT_S, CLIENT_SECRET_MAX_S } from '../gateway/spec.ts';
+import { ownValue } from '../lib/json.ts';
 import { allModels, type EmulatorConfig } from './config.ts';
 import { HttpError } from './http.ts';
 import type { RealtimeAuthorization } from './realtime/deps.ts';
@@ -45,7 +46,7 @@ export class KeyRegistry {
   }
 
   modelsOf(account: KeyAccount): string[] {
-    return this.#config.groups[account.group]?.models ?? [];
+    return ownValue(this.#config.groups, account.group)?.models ?? [];
   }
 
   mayUse(account: KeyAccount, model: string): boolean {

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { isRecord } from '../lib/json.ts';
+import { isRecord, ownValue } from '../lib/json.ts';
 import type { Logger } from '../lib/log.ts';
 import { LAYER_PREFIX, type Layer, type VideoOperation } from '../gateway/spec.ts';
 import type { EmulatorConfig } from './config.ts';
@@ -153,7 +153,7 @@ export function createRoutes({ config, keys, engine, journal, realtime }: RouteD
     }
     if ((match = SUBMIT.exec(path))) {
       if (method !== 'POST') throw new HttpError(405, 'invalid_request_error', `Use POST for ${path}.`);
-      return submit(request, response, layerOfPath(path), OPERATIONS[match[2]!]!, entry);
+      return submit(request, response, layerOfPath(path), ownValue(OPERATIONS, match[2]!)!, entry);
     }
     if ((match = CONTENT.exec(path))) {
       if (method !== 'GET') throw new HttpError(405, 'invalid_request_error', `Use GET for ${path}.`);

@@ -1,4 +1,4 @@
-import { isRecord } from '../lib/json.ts';
+import { isRecord, ownValue } from '../lib/json.ts';
 import { isHttpUrl } from '../lib/url.ts';
 import {
   ASPECT_RATIOS,
@@ -159,7 +159,7 @@ function referenceImages(body: Readonly<Record<string, unknown>>): number {
  */
 function price(resolution: string, seconds: number, asyncFailure: AcceptedRequest['asyncFailure']): number {
   if (asyncFailure || !(seconds > 0)) return 0;
-  return (PRICE_PER_SECOND_USD[resolution] ?? PRICE_PER_SECOND_USD['720p']!) * seconds;
+  return (ownValue(PRICE_PER_SECOND_USD, resolution) ?? PRICE_PER_SECOND_USD['720p']!) * seconds;
 }
 
 export function acceptRequest(

@@ -13,6 +13,7 @@ import {
   readRecord,
   readString,
   readTimestamp,
+  ownValue,
   type JsonRecord,
 } from '../lib/json.ts';
 import type { StoredFile, SubmittedTask, TaskResult, TaskStatus } from './types.ts';
@@ -117,7 +118,7 @@ export function parseTaskResult(answer: TaskAnswer): TaskResult {
     });
   }
   const rawStatus = readString(body, 'status');
-  const status = rawStatus === undefined ? (statusMayBeMissing(answer) ? 'running' : undefined) : STATUS_WORDS[rawStatus];
+  const status = rawStatus === undefined ? (statusMayBeMissing(answer) ? 'running' : undefined) : ownValue(STATUS_WORDS, rawStatus);
   if (status === undefined) {
     throw new MalformedResponseError(
       rawStatus === undefined

@@ -20,6 +20,14 @@ export function parseJsonText(text: string): JsonParseResult {
   }
 }
 
+/**
+ * What `table` holds under `key` itself: never what its prototype lends (`toString`, `constructor`,
+ * `__proto__`), so a word from outside (a status, an event type, a code) finds only the table's own keys.
+ */
+export function ownValue<V>(table: Readonly<Record<string, V>>, key: string): V | undefined {
+  return Object.hasOwn(table, key) ? table[key] : undefined;
+}
+
 export function readRecord(source: unknown, key: string): JsonRecord | undefined {
   if (!isRecord(source)) return undefined;
   const value = source[key];

@@ -34,6 +34,7 @@ import { KeyCipher, MIN_ENCRYPTION_SECRET_LENGTH, UnreadableKeyError, type Seale
 import { discordRelativeTime, type LimitVerdict } from './limits.ts';
 import { describePrices, type PriceTable } from './prices.ts';
 import { Spending } from './spending.ts';
+import { memberUsage } from './usage.ts';
 import { usdToTicks } from './budgets.ts';
 import {
   applyVoiceSettingsChange,
@@ -386,8 +387,8 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
 
   /** What the member's videos on the server cost on the UTC day of `at` (the day each task was started). */
   async memberDayCost(guildId: string, userId: string, at: number): Promise<MemberDayCost> {
-    const count = (await this.spending.ledger.day(guildId, at)).users[userId];
-    return { costTicks: count?.costTicks ?? 0, costUnreported: count?.costUnreported ?? 0 };
+    const count = memberUsage(await this.spending.ledger.day(guildId, at), userId);
+    return { costTicks: count.costTicks, costUnreported: count.costUnreported };
   }
 
   // ---- Access and usage ------------------------------------------------------------------------

@@ -1,4 +1,5 @@
 import { USD_TICKS } from '../gateway/spec.ts';
+import { ownValue } from '../lib/json.ts';
 import type { Logger } from '../lib/log.ts';
 import type { BotMetrics } from '../lib/metrics.ts';
 import { refuse, type Result } from '../lib/result.ts';
@@ -22,7 +23,7 @@ import {
 import type { GuildSettings } from './guild-settings.ts';
 import { discordRelativeTime, evaluateLimits, type LimitVerdict } from './limits.ts';
 import { estimateVideoTicks, voiceTicksPerSecond, type PriceTable } from './prices.ts';
-import { UsageLedger, monthKey, noUsage, spentTicks, totalUsage, type Settlement, type UsageCount } from './usage.ts';
+import { UsageLedger, memberUsage, monthKey, noUsage, spentTicks, totalUsage, type Settlement, type UsageCount } from './usage.ts';
 
 // What a server's key spends, and what it may: estimates from the price table, reservations against
 // the budgets at submission, the real cost in their place when a video finishes, voice sessions
@@ -81,7 +82,7 @@ export class Spending implements VoiceSpending {
   async checkLimits(query: LimitQuery): Promise<LimitVerdict> {
     const { limits, spending } = await this.#options.settings(query.guildId);
     const day = await this.#ledger.day(query.guildId, query.now);
-    const member = day.users[query.userId] ?? noUsage();
+    const member = memberUsage(day, query.userId);
     const server = totalUsage(day.users);
     const counted = evaluateLimits(limits, {
       activeTasksOfUser: query.activeTasksOfUser,
@@ -202,7 +203,7 @@ export class Spending implements VoiceSpending {
     ]);
     const view: UsageView = {
       now,
-      member: { today: today.users[userId] ?? noUsage(), month: month[userId] ?? noUsage() },
+      member: { today: memberUsage(today, userId), month: ownValue(month, userId) ?? noUsage() },
       budgets: budgetRooms(spending.budgets, spent, now).map((room) => ({
         words: describeBudget(room),
         leftTicks: room.leftTicks,

@@ -1,4 +1,4 @@
-import { isRecord, readNumber } from '../lib/json.ts';
+import { isRecord, ownValue, readNumber } from '../lib/json.ts';
 import type { Logger } from '../lib/log.ts';
 import { dayKey } from '../lib/day-key.ts';
 import type { Result } from '../lib/result.ts';
@@ -68,26 +68,26 @@ const COUNT_FIELDS = ['costUnreported', 'estimatedTicks', 'reservedTicks', 'voic
 
 function parseDayUsage(raw: unknown): DayUsage {
   if (!isRecord(raw) || !isRecord(raw.users)) throw new Error('day usage must have users');
-  const users: Record<string, UsageCount> = {};
-  for (const [userId, value] of Object.entries(raw.users)) {
+  // Built with fromEntries: a key such as `__proto__` stays a key of its own, never the record's prototype.
+  const users = Object.entries(raw.users).flatMap(([userId, value]): [string, UsageCount][] => {
     const tasks = readNumber(value, 'tasks');
     const costTicks = readNumber(value, 'costTicks');
-    if (tasks === undefined || costTicks === undefined) continue;
+    if (tasks === undefined || costTicks === undefined) return [];
     // Records written before a field existed have none: nothing of it was counted then.
     const count = { ...noUsage(), tasks, costTicks };
     for (const field of COUNT_FIELDS) count[field] = readNumber(value, field) ?? 0;
-    users[userId] = count;
-  }
-  return { users };
+    return [[userId, count]];
+  });
+  return { users: Object.fromEntries(users) };
 }
 
 function parseMonthUsage(raw: unknown): MonthUsage {
   if (!isRecord(raw) || !isRecord(raw.days)) throw new Error('month usage must have days');
-  const days: Record<string, DaySpend> = {};
-  for (const [day, value] of Object.entries(raw.days)) {
-    days[day] = { videoTicks: readNumber(value, 'videoTicks') ?? 0, voiceTicks: readNumber(value, 'voiceTicks') ?? 0 };
-  }
-  return { days, reservedTicks: readNumber(raw, 'reservedTicks') ?? 0 };
+  const days = Object.entries(raw.days).map(([day, value]): [string, DaySpend] => [
+    day,
+    { videoTicks: readNumber(value, 'videoTicks') ?? 0, voiceTicks: readNumber(value, 'voiceTicks') ?? 0 },
+  ]);
+  return { days: Object.fromEntries(days), reservedTicks: readNumber(raw, 'reservedTicks') ?? 0 };
 }
 
 export function noUsage(): UsageCount {
@@ -109,10 +109,20 @@ export function spentTicks(count: UsageCount): number {
   return count.costTicks + count.estimatedTicks + count.reservedTicks + count.voiceTicks;
 }
 
+/** A member's counts of the day (none: zeros). */
+export function memberUsage(usage: DayUsage, userId: string): UsageCount {
+  return ownValue(usage.users, userId) ?? noUsage();
+}
+
+/** The entry of `table` under `key`, made when it has none; defined as its own key, so even `__proto__` is only a key. */
+function ownSlot<V>(table: Record<string, V>, key: string, make: () => V): V {
+  if (!Object.hasOwn(table, key))
+    Object.defineProperty(table, key, { value: make(), enumerable: true, writable: true, configurable: true });
+  return table[key]!;
+}
+
 function userOf(usage: DayUsage, userId: string): UsageCount {
-  // Own keys only: a member id is a snowflake, but nothing read from a record may reach a prototype.
-  if (!Object.hasOwn(usage.users, userId)) usage.users[userId] = noUsage();
-  return usage.users[userId]!;
+  return ownSlot(usage.users, userId, noUsage);
 }
 
 /** Every member's counts added up. */
@@ -132,9 +142,7 @@ function monthSpent(month: MonthUsage | undefined): number {
 }
 
 function dayOf(month: MonthUsage, at: number): DaySpend {
-  const day = dayKey(at).slice(8, 10);
-  if (!Object.hasOwn(month.days, day)) month.days[day] = { videoTicks: 0, voiceTicks: 0 };
-  return month.days[day]!;
+  return ownSlot(month.days, dayKey(at).slice(8, 10), () => ({ videoTicks: 0, voiceTicks: 0 }));
 }
 
 /** `2026-11`: the UTC month of a moment. */
@@ -197,7 +205,7 @@ export class UsageLedger {
   ): Promise<AdmitVerdict> {
     let verdict: LimitVerdict = { ok: true };
     const day = await this.#updateDay(guildId, at, (usage) => {
-      const member = usage.users[userId] ?? noUsage();
+      const member = memberUsage(usage, userId);
       const server = serverTotal(usage);
       // Decided again on each attempt: the last one is what the record says.
       verdict = evaluateDailyLimits(limits, { userTasksToday: member.tasks, serverTasksToday: server.tasks, now: at });
@@ -213,7 +221,7 @@ export class UsageLedger {
     });
     const refused: LimitVerdict = verdict;
     if (!refused.ok) return refused;
-    const member = day.users[userId] ?? noUsage();
+    const member = memberUsage(day, userId);
     const spent: Spent = { memberToday: spentTicks(member), serverToday: spentTicks(serverTotal(day)), serverMonth: undefined };
     if (!(budgets.server_monthly_usd > 0)) return { ok: true, reservation: { estimateTicks, month: false }, spent };
 
@@ -241,7 +249,7 @@ export class UsageLedger {
   /** The gateway refused the task: it does not count against today's limits, and its estimate is free again. */
   async releaseSubmission(guildId: string, userId: string, at: number, reservation: Reservation): Promise<void> {
     await this.#updateDay(guildId, at, (usage) => {
-      const count = usage.users[userId];
+      const count = ownValue(usage.users, userId);
       if (!count || count.tasks === 0) return false;
       count.tasks--;
       count.reservedTicks = Math.max(0, count.reservedTicks - reservation.estimateTicks);
@@ -293,7 +301,7 @@ export class UsageLedger {
         return true;
       });
       return {
-        memberToday: spentTicks(day.users[userId] ?? noUsage()),
+        memberToday: spentTicks(memberUsage(day, userId)),
         serverToday: spentTicks(serverTotal(day)),
         serverMonth: monthSpent(month),
       };
@@ -319,7 +327,7 @@ export class UsageLedger {
       return true;
     });
     return {
-      memberToday: spentTicks(day.users[userId] ?? noUsage()),
+      memberToday: spentTicks(memberUsage(day, userId)),
       serverToday: spentTicks(serverTotal(day)),
       serverMonth: monthSpent(month),
     };
@@ -332,7 +340,7 @@ export class UsageLedger {
       withMonth ? this.#months.get(`${guildId}:${monthKey(at)}`) : Promise.resolve(undefined),
     ]);
     return {
-      memberToday: spentTicks(day.users[userId] ?? noUsage()),
+      memberToday: spentTicks(memberUsage(day, userId)),
       serverToday: spentTicks(serverTotal(day)),
       serverMonth: withMonth ? monthSpent(month) : undefined,
     };
@@ -348,10 +356,7 @@ export class UsageLedger {
     const days = Array.from({ length: date.getUTCDate() }, (_, index) => Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), index + 1));
     const totals: Record<string, UsageCount> = {};
     for (const usage of await Promise.all(days.map((day) => this.day(guildId, day)))) {
-      for (const [userId, count] of Object.entries(usage.users)) {
-        if (!Object.hasOwn(totals, userId)) totals[userId] = noUsage();
-        addUsage(totals[userId]!, count);
-      }
+      for (const [userId, count] of Object.entries(usage.users)) addUsage(ownSlot(totals, userId, noUsage), count);
     }
     return totals;
   }

@@ -62,7 +62,7 @@ export interface Video {
 export function createVideo(deps: VideoDeps): Video {
   const { store, clients, policy, outbox, vendor, log } = deps;
   const metrics = deps.metrics ?? NO_METRICS;
-  const tasks = new TaskRepository(store);
+  const tasks = new TaskRepository(store, log);
   const files = new DownloadFiles(log, deps.downloadDirectory);
   // Leftovers of a bot killed mid-download are swept now, rather than at the first delivery.
   files

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Layer } from '../gateway/spec.ts';
-import type { Collection, Store } from '../store/index.ts';
+import type { Logger } from '../lib/log.ts';
+import { StoredRecordError, type Collection, type Store } from '../store/index.ts';
 import { needsWork, parseTaskRecord, type TaskRecord } from './record.ts';
 
 // Where tasks live. Besides the records themselves, three small indexes keep every read cheap however
@@ -70,8 +71,12 @@ export class TaskRepository {
    */
   readonly #markedActive = new Set<string>();
   readonly #gatewayIdIndexed = new Set<string>();
+  /** Unreadable records already logged: each is one line in the log, however often a list meets it. */
+  readonly #loggedUnreadable = new Set<string>();
+  readonly #log: Logger;
 
-  constructor(store: Store) {
+  constructor(store: Store, log: Logger) {
+    this.#log = log;
     this.#tasks = store.collection('tasks', parseTaskRecord);
     this.#active = store.collection('tasks_active', parseActiveMarker);
     this.#byGatewayId = store.collection('tasks_by_gateway_id', parseString);
@@ -127,8 +132,25 @@ export class TaskRepository {
   async recentForUser(guildId: string, userId: string, limit = RECENT_PER_USER, createdSince?: number): Promise<TaskRecord[]> {
     const ids = (await this.#recentByUser.get(`${guildId}:${userId}`)) ?? [];
     const wanted = ids.slice(0, limit).filter((id) => createdSince === undefined || (taskIdCreatedAt(id) ?? Infinity) >= createdSince);
-    const tasks = await Promise.all(wanted.map((id) => this.get(id)));
+    const tasks = await Promise.all(wanted.map((id) => this.#readableOrNone(id)));
     return tasks.filter((task) => task !== undefined);
+  }
+
+  /**
+   * A task in a member's list, or undefined when its record cannot be read: one bad record must not make
+   * the member's limits or /video list fail. It is logged once, with its key, and stays for a person to see.
+   */
+  async #readableOrNone(id: string): Promise<TaskRecord | undefined> {
+    try {
+      return await this.get(id);
+    } catch (error) {
+      if (!(error instanceof StoredRecordError)) throw error;
+      if (!this.#loggedUnreadable.has(id)) {
+        mark(this.#loggedUnreadable, id);
+        this.#log.error('a stored video task is unreadable; lists and limits leave it out', { task: id, error });
+      }
+      return undefined;
+    }
   }
 
   /** Ids of every task that still needs polling or posting: what a restart resumes. */

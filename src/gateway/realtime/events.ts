@@ -1,4 +1,4 @@
-import { isRecord, readNumber, readRecord, readString, type JsonRecord } from '../../lib/json.ts';
+import { isRecord, ownValue, readNumber, readRecord, readString, type JsonRecord } from '../../lib/json.ts';
 
 // Realtime server events, parsed from untrusted JSON into one typed union. The provider uses two names
 // for some deltas (`response.output_audio.delta` and `response.audio.delta`, …): both arrive here under
@@ -92,7 +92,7 @@ export function parseServerEvent(text: string): RealtimeServerEvent | undefined 
   if (!isRecord(raw)) return undefined;
   const name = readString(raw, 'type');
   if (name === undefined) return undefined;
-  const type = ALIASES[name] ?? name;
+  const type = ownValue(ALIASES, name) ?? name;
   const responseId = readString(raw, 'response_id');
   const itemId = readString(raw, 'item_id');
   switch (type) {

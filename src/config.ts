@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { parseEnv } from 'node:util';
 import { LAYERS, DEFAULT_EDIT_PATH, DEFAULT_EXTENSION_PATH, DEFAULT_VENDOR, type Layer } from './gateway/spec.ts';
 import { LOG_LEVELS, type LogLevel } from './lib/log.ts';
-import { hostKey, httpUrl, urlWith } from './lib/url.ts';
+import { hostAndPort, httpUrl, urlWith } from './lib/url.ts';
 import { MIN_ENCRYPTION_SECRET_LENGTH } from './settings/key-cipher.ts';
 import { DEFAULT_PRICES, parsePrices, type PriceTable } from './settings/prices.ts';
 import { MAX_SHARD_COUNT, parseShardIds, type ShardingRequest } from './shards/plan.ts';
@@ -29,8 +29,9 @@ export interface BotConfig {
   /** How often running video tasks are polled at first (later polls follow the reported progress). */
   taskPollIntervalMs: number;
   /**
-   * Hosts (names or IP addresses) a video download may reach even at an address that is not public,
-   * besides GATEWAY_BASE_URL's host (DOWNLOAD_ALLOWED_HOSTS); undefined when none are listed.
+   * Hosts (names or IP addresses, `host` for any port or `host:port` for one) a video download may reach
+   * even at an address that is not public, besides GATEWAY_BASE_URL's host and port
+   * (DOWNLOAD_ALLOWED_HOSTS); undefined when none are listed.
    */
   downloadAllowedHosts: string[] | undefined;
   /** OPS_PORT and OPS_HOST: where /healthz, /readyz and /metrics are served; undefined when OPS_PORT is unset (off). */
@@ -191,13 +192,14 @@ export function loadConfig(environment: Environment): ConfigResult {
     .split(',')
     .map((part) => part.trim())
     .filter((part) => part !== '')) {
-    const host = hostKey(entry);
-    if (host === undefined) {
+    const allowed = hostAndPort(entry);
+    if (allowed === undefined) {
       problems.push(
-        `DOWNLOAD_ALLOWED_HOSTS must be a comma-separated list of host names or IP addresses, without scheme, port or path, such as storage.internal,10.0.0.5 (got "${entry}").`,
+        `DOWNLOAD_ALLOWED_HOSTS must be a comma-separated list of host names or IP addresses, each with an optional port, without scheme or path, such as storage.internal,10.0.0.5:9000 (got "${entry}").`,
       );
     } else {
-      downloadAllowedHosts.push(host);
+      const host = allowed.host.includes(':') ? `[${allowed.host}]` : allowed.host;
+      downloadAllowedHosts.push(allowed.port === undefined ? host : `${host}:${allowed.port}`);
     }
   }
 

@@ -28,7 +28,7 @@ import {
 } from './http.ts';
 import { parseJsonText, readArray, readNonEmptyString, readString, readTimestamp } from '../lib/json.ts';
 import { parseRetryAfter } from '../lib/backoff.ts';
-import { httpUrl, isHttpUrl } from '../lib/url.ts';
+import { effectivePort, httpUrl, isHttpUrl } from '../lib/url.ts';
 import { DEFAULT_RETRY_POLICY, withRetries, type RetryPolicy } from './retry.ts';
 import { parseSubmission, parseTaskResult } from './task-result.ts';
 import { validateEdit, validateExtension, validateGeneration, type ValidationOptions } from './validation.ts';
@@ -149,7 +149,8 @@ export class GatewayClient {
         ? createGatewayDispatcher({ connectMs: this.#timeouts.connectMs, ...(ca ? { ca } : {}) })
         : sharedGatewayDispatcher());
     // Downloads have a pool of their own, whose connections are checked (download-guard.ts).
-    const downloadHosts = new DownloadHosts([base.hostname, ...(options.downloadAllowedHosts ?? [])]);
+    // The gateway's own host is reached on the gateway's own port only: a redirect elsewhere on it is not the gateway.
+    const downloadHosts = new DownloadHosts([`${base.hostname}:${effectivePort(base)}`, ...(options.downloadAllowedHosts ?? [])]);
     this.#ownsDownloadDispatcher = ownPools;
     this.#downloadDispatcher = this.#ownsDownloadDispatcher
       ? createDownloadDispatcher(downloadHosts, { connectMs: this.#timeouts.connectMs, ...(ca ? { ca } : {}) })

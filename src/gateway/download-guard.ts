@@ -7,7 +7,7 @@
 import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
 import { BlockList, isIP } from 'node:net';
 import { Agent, buildConnector } from 'undici';
-import { hostKey } from '../lib/url.ts';
+import { hostAndPort, hostKey } from '../lib/url.ts';
 import { DownloadRefusedError } from './errors.ts';
 
 /** Address ranges that are not the public internet (IANA's special-purpose registries). */
@@ -69,32 +69,45 @@ export function isPublicAddress(address: string): boolean {
   return !NOT_PUBLIC.check(address, 'ipv6');
 }
 
-/** The hosts a download may reach whatever their address: the gateway's own and those the operator allows. */
+/**
+ * The hosts a download may reach whatever their address: the gateway's own (on the gateway's port only)
+ * and those the operator allows (`host`: any port; `host:port`: that port).
+ */
 export class DownloadHosts {
-  readonly #allowed: ReadonlySet<string>;
+  /** Host -> the ports it is allowed on; undefined: any port. */
+  readonly #allowed = new Map<string, Set<number> | undefined>();
 
-  constructor(hosts: Iterable<string>) {
-    const keys = new Set<string>();
-    for (const host of hosts) {
-      const key = hostKey(host);
-      if (key !== undefined) keys.add(key);
+  /** Entries as `host` or `host:port`; one that is neither is left out. */
+  constructor(entries: Iterable<string>) {
+    for (const entry of entries) {
+      const parsed = hostAndPort(entry);
+      if (!parsed) continue;
+      const ports = this.#allowed.get(parsed.host);
+      if (this.#allowed.has(parsed.host) && ports === undefined) continue;
+      if (parsed.port === undefined) this.#allowed.set(parsed.host, undefined);
+      else this.#allowed.set(parsed.host, new Set([...(ports ?? []), parsed.port]));
     }
-    this.#allowed = keys;
   }
 
-  /** A stable name of this set, to share one pool between clients that allow the same hosts. */
+  /** A stable name of this set, to share one pool between clients that allow the same hosts and ports. */
   get key(): string {
-    return [...this.#allowed].sort().join(',');
+    return [...this.#allowed]
+      .map(([host, ports]) => (ports ? `${host}:${[...ports].sort((a, b) => a - b).join('+')}` : host))
+      .sort()
+      .join(',');
   }
 
-  isAllowed(host: string): boolean {
+  /** Whether `host` may be reached on `port` at any address (`port` undefined: on some port). */
+  isAllowed(host: string, port?: number): boolean {
     const key = hostKey(host);
-    return key !== undefined && this.#allowed.has(key);
+    if (key === undefined || !this.#allowed.has(key)) return false;
+    const ports = this.#allowed.get(key);
+    return ports === undefined || port === undefined || ports.has(port);
   }
 
-  /** Why connecting to `address` (for `host`) is refused, or undefined when it may go ahead. */
-  refusal(host: string, address: string): DownloadRefusedError | undefined {
-    if (this.isAllowed(host) || isPublicAddress(address)) return undefined;
+  /** Why connecting to `address` (for `host`, on `port`) is refused, or undefined when it may go ahead. */
+  refusal(host: string, address: string, port: number): DownloadRefusedError | undefined {
+    if (this.isAllowed(host, port) || isPublicAddress(address)) return undefined;
     return new DownloadRefusedError(host, address);
   }
 }
@@ -105,7 +118,7 @@ type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | Lo
  * dns.lookup, refusing a name (that is not allowed as such) when any address it resolves to is not
  * public. The socket connects to one of exactly these addresses, so nothing can rebind in between.
  */
-function guardedLookup(hosts: DownloadHosts) {
+function guardedLookup(hosts: DownloadHosts, port: number) {
   return (hostname: string, options: LookupOptions, callback: LookupCallback): void => {
     dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
       if (error) {
@@ -113,7 +126,7 @@ function guardedLookup(hosts: DownloadHosts) {
         return;
       }
       for (const { address } of addresses) {
-        const refusal = hosts.refusal(hostname, address);
+        const refusal = hosts.refusal(hostname, address, port);
         if (refusal) {
           callback(refusal, []);
           return;
@@ -143,19 +156,30 @@ const KEEP_ALIVE_MS = 10_000;
  * connecting; a name is checked in the lookup; redirects go through the same pool, and so the same checks.
  */
 export function createDownloadDispatcher(hosts: DownloadHosts, options: { connectMs: number; ca?: readonly string[] }): Agent {
-  const connectSocket = buildConnector({
-    timeout: options.connectMs,
-    lookup: guardedLookup(hosts),
-    ...(options.ca ? { ca: [...options.ca] } : {}),
-  });
+  // The lookup's check depends on the port (a host may be allowed on one port only), and a connector's
+  // lookup is fixed when it is built: one connector per port met, which is a handful.
+  const connectors = new Map<number, buildConnector.connector>();
+  const connectorFor = (port: number): buildConnector.connector => {
+    let connector = connectors.get(port);
+    if (!connector) {
+      connector = buildConnector({
+        timeout: options.connectMs,
+        lookup: guardedLookup(hosts, port),
+        ...(options.ca ? { ca: [...options.ca] } : {}),
+      });
+      connectors.set(port, connector);
+    }
+    return connector;
+  };
   const connect: buildConnector.connector = (target, callback) => {
+    const port = target.port === '' ? (target.protocol === 'https:' ? 443 : 80) : Number(target.port);
     const literal = isIP(target.hostname) !== 0;
-    const refusal = literal ? hosts.refusal(target.hostname, target.hostname) : undefined;
+    const refusal = literal ? hosts.refusal(target.hostname, target.hostname, port) : undefined;
     if (refusal) {
       callback(refusal, null);
       return;
     }
-    connectSocket(target, callback);
+    connectorFor(port)(target, callback);
   };
   return new Agent({ connect, connections: CONNECTIONS_PER_HOST, keepAliveTimeout: KEEP_ALIVE_MS });
 }

@@ -37,3 +37,31 @@ export function hostKey(text: string): string | undefined {
   if (!url || url.port !== '' || url.hostname === '') return undefined;
   return url.hostname.replace(/^\[(.*)\]$/, '$1');
 }
+
+/** A host, and the one port it is allowed on (undefined: any port). */
+export interface HostAndPort {
+  host: string;
+  port: number | undefined;
+}
+
+/**
+ * `host` or `host:port` (an IPv6 address in brackets when a port follows, `[::1]:8080`), the host as
+ * hostKey() writes it; undefined for anything else (a scheme, a path, a port out of range).
+ */
+export function hostAndPort(text: string): HostAndPort | undefined {
+  const trimmed = text.trim();
+  const withPort = /^(\[[^\]]*\]|[^:[\]]*):(\d{1,5})$/.exec(trimmed);
+  if (!withPort) {
+    const host = hostKey(trimmed);
+    return host === undefined ? undefined : { host, port: undefined };
+  }
+  const host = hostKey(withPort[1]!);
+  const port = Number(withPort[2]);
+  return host === undefined || port < 1 || port > 65_535 ? undefined : { host, port };
+}
+
+/** The port a URL connects to: its own, else its scheme's (80 for http, 443 for https). */
+export function effectivePort(url: URL): number {
+  if (url.port !== '') return Number(url.port);
+  return url.protocol === 'https:' || url.protocol === 'wss:' ? 443 : 80;
+}

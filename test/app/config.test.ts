@@ -1,3 +1,4 @@
+import { DEFAULT_PRICES } from '../../src/settings/prices.ts';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -34,6 +35,7 @@ describe('configuration from the environment', () => {
         taskPollIntervalMs: 5_000,
         downloadAllowedHosts: undefined,
         sharding: { count: 'auto', ids: undefined, perProcess: 1 },
+        prices: DEFAULT_PRICES,
       },
     });
   });
@@ -148,16 +150,16 @@ describe('configuration from the environment', () => {
     expect(result.ok && result.config.gatewayBaseUrl).toBe('http://127.0.0.1:8787');
   });
 
-  it('reads DOWNLOAD_ALLOWED_HOSTS as host names or IP addresses, as URLs write them', () => {
-    const result = loadConfig({ ...minimal, DOWNLOAD_ALLOWED_HOSTS: ' Storage.Internal , 10.0.0.5,[::1],,' });
-    expect(result.ok && result.config.downloadAllowedHosts).toEqual(['storage.internal', '10.0.0.5', '::1']);
+  it('reads DOWNLOAD_ALLOWED_HOSTS as host names or IP addresses, as URLs write them, each with an optional port', () => {
+    const result = loadConfig({ ...minimal, DOWNLOAD_ALLOWED_HOSTS: ' Storage.Internal , 10.0.0.5:9000,[::1],[::1]:8080,,' });
+    expect(result.ok && result.config.downloadAllowedHosts).toEqual(['storage.internal', '10.0.0.5:9000', '[::1]', '[::1]:8080']);
   });
 
-  it.each(['http://storage.internal', 'storage.internal:9000', '*.internal', 'a b'])(
+  it.each(['http://storage.internal', 'storage.internal:0', 'storage.internal:70000', 'storage.internal/videos', '*.internal', 'a b'])(
     'names DOWNLOAD_ALLOWED_HOSTS when an entry is "%s"',
     (entry) => {
       expect(problemsOf({ ...minimal, DOWNLOAD_ALLOWED_HOSTS: `10.0.0.5,${entry}` })).toEqual([
-        `DOWNLOAD_ALLOWED_HOSTS must be a comma-separated list of host names or IP addresses, without scheme, port or path, such as storage.internal,10.0.0.5 (got "${entry}").`,
+        `DOWNLOAD_ALLOWED_HOSTS must be a comma-separated list of host names or IP addresses, each with an optional port, without scheme or path, such as storage.internal,10.0.0.5:9000 (got "${entry}").`,
       ]);
     },
   );

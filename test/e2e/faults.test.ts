@@ -37,6 +37,8 @@ beforeAll(async () => {
       DISCORD_TOKEN: discord.botToken,
       DISCORD_API_URL: discord.apiUrl,
       GATEWAY_BASE_URL: gateway.baseUrl,
+      // The proxy's videos are the emulator's, served on the emulator's own port of the same host.
+      DOWNLOAD_ALLOWED_HOSTS: `127.0.0.1:${new URL(emulator.baseUrl).port}`,
       GATEWAY_API_KEY: 'emulator-key',
       GATEWAY_LAYER: 'native',
       NODE_EXTRA_CA_CERTS: discord.caCertPath,

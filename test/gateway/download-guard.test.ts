@@ -77,7 +77,15 @@ describe('public addresses', () => {
 });
 
 describe('hosts a download may reach whatever their address', () => {
-  const hosts = new DownloadHosts(['127.0.0.1', 'Storage.Internal', '[::1]', '10.0.0.5', 'not a host/']);
+  const hosts = new DownloadHosts([
+    '127.0.0.1',
+    'Storage.Internal',
+    '[::1]',
+    '10.0.0.5',
+    'not a host/',
+    'gateway.internal:8787',
+    '[fd00::1]:9000',
+  ]);
 
   it('are compared as URLs write them', () => {
     expect(hosts.isAllowed('127.0.0.1')).toBe(true);
@@ -92,10 +100,22 @@ describe('hosts a download may reach whatever their address', () => {
   });
 
   it('refuse a host that is not listed at an address that is not public, naming both', () => {
-    expect(hosts.refusal('storage.internal', '10.9.9.9')).toBeUndefined();
-    expect(hosts.refusal('cdn.example.com', '93.184.215.14')).toBeUndefined();
-    expect(hosts.refusal('evil.example.com', '169.254.169.254')).toMatchObject({ host: 'evil.example.com', address: '169.254.169.254' });
-    expect(hosts.refusal('169.254.169.254', '169.254.169.254')).toBeInstanceOf(DownloadRefusedError);
+    expect(hosts.refusal('storage.internal', '10.9.9.9', 443)).toBeUndefined();
+    expect(hosts.refusal('cdn.example.com', '93.184.215.14', 443)).toBeUndefined();
+    expect(hosts.refusal('evil.example.com', '169.254.169.254', 80)).toMatchObject({
+      host: 'evil.example.com',
+      address: '169.254.169.254',
+    });
+    expect(hosts.refusal('169.254.169.254', '169.254.169.254', 80)).toBeInstanceOf(DownloadRefusedError);
+  });
+
+  it('listed with a port, are allowed on that port only', () => {
+    expect(hosts.refusal('gateway.internal', '10.0.0.9', 8787)).toBeUndefined();
+    expect(hosts.refusal('gateway.internal', '10.0.0.9', 6379)).toBeInstanceOf(DownloadRefusedError);
+    expect(hosts.refusal('fd00::1', 'fd00::1', 9000)).toBeUndefined();
+    expect(hosts.refusal('fd00::1', 'fd00::1', 22)).toBeInstanceOf(DownloadRefusedError);
+    // Listed without a port: any port.
+    expect(hosts.refusal('storage.internal', '10.9.9.9', 9000)).toBeUndefined();
   });
 });
 

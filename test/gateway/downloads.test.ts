@@ -151,17 +151,35 @@ describe('a native video address that is not public', () => {
 });
 
 describe('addresses a download may reach', () => {
-  it("the gateway's own host, on any port, named as in GATEWAY_BASE_URL", async () => {
+  it("the gateway's own host on the gateway's own port, named as in GATEWAY_BASE_URL", async () => {
     const gateway = await serve('127.0.0.1', (_request, response) => video(response));
-    const files = await serve('127.0.0.1', (_request, response) => video(response));
-    const saved = await client(gateway.url).downloadVideo(native(`${files.url}/v.mp4`), { maxBytes: 1_000_000 });
+    const saved = await client(gateway.url).downloadVideo(native(`${gateway.url}/files/v.mp4`), { maxBytes: 1_000_000 });
     expect(saved.bytes.equals(SAMPLE_MP4)).toBe(true);
 
     const port = new URL(gateway.url).port;
-    const byName = await client(`http://localhost:${port}`).downloadVideo(native(`http://localhost:${new URL(files.url).port}/v.mp4`), {
+    const byName = await client(`http://localhost:${port}`).downloadVideo(native(`http://localhost:${port}/files/v.mp4`), {
       maxBytes: 1_000_000,
     });
     expect(byName.bytes.equals(SAMPLE_MP4)).toBe(true);
+  });
+
+  it("not another port of the gateway's host, directly or by a redirect, unless the operator allows that port", async () => {
+    // Another service on the gateway's machine (a database, an admin console) that a hostile gateway would like fetched.
+    const internal = await serve('127.0.0.1', (_request, response) => video(response));
+    const gateway = await serve('127.0.0.1', (_request, response) => {
+      response.writeHead(302, { location: `${internal.url}/moved.mp4` }).end();
+    });
+    await expect(client(gateway.url).downloadVideo(native(`${internal.url}/v.mp4`), { maxBytes: 1_000_000 })).rejects.toBeInstanceOf(
+      DownloadRefusedError,
+    );
+    await expect(client(gateway.url).downloadVideo(native(`${gateway.url}/v.mp4`), { maxBytes: 1_000_000 })).rejects.toBeInstanceOf(
+      DownloadRefusedError,
+    );
+    expect(internal.connections).toBe(0);
+
+    const allowing = client(gateway.url, { downloadAllowedHosts: [`127.0.0.1:${new URL(internal.url).port}`] });
+    expect((await allowing.downloadVideo(native(`${gateway.url}/v.mp4`), { maxBytes: 1_000_000 })).bytes.equals(SAMPLE_MP4)).toBe(true);
+    expect(internal.requests).toEqual(['/moved.mp4']);
   });
 
   it('hosts the operator allows, by address or by name, redirects included', async () => {
@@ -180,7 +198,10 @@ describe('addresses a download may reach', () => {
       response.writeHead(302, { location: `${storage.url}/moved.mp4` }).end();
     });
     const path = newPath();
-    await allowing.saveVideo(native(`${redirecting.url}/v.mp4`), { maxBytes: 1_000_000, path });
+    await client(redirecting.url, { downloadAllowedHosts: ['127.0.0.2'] }).saveVideo(native(`${redirecting.url}/v.mp4`), {
+      maxBytes: 1_000_000,
+      path,
+    });
     expect(readFileSync(path).equals(SAMPLE_MP4)).toBe(true);
     expect(storage.requests).toContain('/moved.mp4');
   });

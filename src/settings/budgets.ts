@@ -1,20 +1,13 @@
 import { USD_TICKS } from '../gateway/spec.ts';
 import type { Result } from '../lib/result.ts';
 import { formatCost } from '../wording/cost.ts';
+import { BUDGET_NAMES, type BudgetName, type Budgets } from './guild-settings.ts';
 import { discordRelativeTime, nextUtcMidnight } from './limits.ts';
 
 // Whether a cost fits a server's budgets in dollars, decided from amounts alone (no store, no clock) so
 // the arithmetic can be tested at its edges: the last cent, a day's and a month's first moment. Budgets
 // are for video and voice together; a day is a UTC day and a month a UTC month. Amounts are ticks
 // (1 USD = 10^10), whole for videos, so "exactly the budget" is exact.
-
-export const BUDGET_NAMES = ['member_daily_usd', 'server_daily_usd', 'server_monthly_usd'] as const;
-export type BudgetName = (typeof BUDGET_NAMES)[number];
-
-/** Dollars, as /config budget set them; 0 means no budget. */
-export type Budgets = Record<BudgetName, number>;
-
-export const NO_BUDGETS: Budgets = { member_daily_usd: 0, server_daily_usd: 0, server_monthly_usd: 0 };
 
 /** What has been spent (counted, estimated and reserved for videos still being made), in ticks. */
 export interface Spent {

@@ -2,8 +2,8 @@ import type { SubcommandDefinition } from '../discord/command-options.ts';
 import { ASPECT_RATIOS, GENERATION_DURATION, LAYERS, RESOLUTIONS, type Layer } from '../gateway/spec.ts';
 import { refuse, type Result } from '../lib/result.ts';
 import { formatCost } from '../wording/cost.ts';
-import { usdToTicks, type BudgetName } from './budgets.ts';
-import { FEATURES, RESULT_BUTTONS, STORAGE_MAX_DAYS, type GuildSettings } from './guild-settings.ts';
+import { usdToTicks } from './budgets.ts';
+import { FEATURES, RESULT_BUTTONS, STORAGE_MAX_DAYS, type BudgetName, type GuildSettings } from './guild-settings.ts';
 
 // /config's subcommands: what each asks in what words, what it accepts (and why not, to the admin), and
 // the change it makes with the words the server's history records it in. commands/config.ts reads the

@@ -1,7 +1,6 @@
 import { isRecord } from '../lib/json.ts';
 import { LAYERS, type Layer } from '../gateway/spec.ts';
 import type { ResultButtons } from '../ports/video-defaults.ts';
-import { NO_BUDGETS, type Budgets } from './budgets.ts';
 import { parseSealedKey, type SealedKey } from './key-cipher.ts';
 import { parseStoredVoiceSettings, type StoredVoiceSettings } from './voice-settings.ts';
 
@@ -9,6 +8,11 @@ import { parseStoredVoiceSettings, type StoredVoiceSettings } from './voice-sett
 // the bot, limits, its voice conversations, and the record of every change.
 
 export const FEATURES = ['video', 'voice'] as const;
+export const BUDGET_NAMES = ['member_daily_usd', 'server_daily_usd', 'server_monthly_usd'] as const;
+export type BudgetName = (typeof BUDGET_NAMES)[number];
+/** Dollars, as /config budget set them (video and voice together); 0 means no budget. */
+export type Budgets = Record<BudgetName, number>;
+export const NO_BUDGETS: Budgets = { member_daily_usd: 0, server_daily_usd: 0, server_monthly_usd: 0 };
 /** Who may press the buttons under a video; the first is the default. */
 export const RESULT_BUTTONS: readonly ResultButtons[] = ['anyone', 'owner'];
 export type Feature = (typeof FEATURES)[number];

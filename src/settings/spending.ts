@@ -17,10 +17,9 @@ import {
   reachedThresholds,
   spentBudget,
   usdToTicks,
-  type Budgets,
   type Spent,
 } from './budgets.ts';
-import type { GuildSettings } from './guild-settings.ts';
+import type { Budgets, GuildSettings } from './guild-settings.ts';
 import { discordRelativeTime, evaluateLimits, type LimitVerdict } from './limits.ts';
 import { estimateVideoTicks, voiceTicksPerSecond, type PriceTable } from './prices.ts';
 import { UsageLedger, memberUsage, monthKey, noUsage, spentTicks, totalUsage, type Settlement, type UsageCount } from './usage.ts';

@@ -3,8 +3,8 @@ import type { Logger } from '../lib/log.ts';
 import { dayKey } from '../lib/day-key.ts';
 import type { Result } from '../lib/result.ts';
 import { parseMarker, type Collection, type Store } from '../store/index.ts';
-import { checkBudgets, type Budgets, type Spent } from './budgets.ts';
-import type { GuildSettings } from './guild-settings.ts';
+import { checkBudgets, type Spent } from './budgets.ts';
+import type { Budgets, GuildSettings } from './guild-settings.ts';
 import { evaluateDailyLimits, type LimitVerdict } from './limits.ts';
 
 // What each server used and spent, per UTC day and per member: videos started, what they cost, and

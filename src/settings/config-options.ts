@@ -305,6 +305,9 @@ export function budgetChange(given: BudgetGiven): SettingsChangeRequest {
   for (const [option, value] of amounts) {
     if (value !== null && !(Number.isFinite(value) && value >= 0 && value <= MAX_USD))
       return refuse(`\`${option}\` must be an amount in dollars from 0 (none) to ${MAX_USD.toLocaleString('en-US')}.`);
+    // Kept to the cent below, an amount under half a cent would become 0: no budget at all, the opposite of what was asked.
+    if (value !== null && value > 0 && Math.round(value * 100) === 0)
+      return refuse(`\`${option}\` must be at least $0.01 (or 0 for none).`);
   }
   if (given.alertChannelId !== null && given.clearAlertChannel) return refuse('Give `alert_channel` or `clear_alert_channel`, not both.');
   // Dollars are kept to the cent: what the admin reads back is what is enforced.

@@ -98,7 +98,9 @@ function modelEntries(raw: unknown, field: string, problems: string[]): [string,
     problems.push(`${field} must be an object keyed by model id (or "*" for any model)`);
     return [];
   }
-  return Object.entries(raw).flatMap(([model, entry]): [string, Record<string, unknown>][] => {
+  // `*` first: a model's prices start from the `*` in force, wherever the file writes it.
+  const entries = Object.entries(raw).sort(([a], [b]) => Number(b === ANY_MODEL) - Number(a === ANY_MODEL));
+  return entries.flatMap(([model, entry]): [string, Record<string, unknown>][] => {
     if (isRecord(entry)) return [[model, entry]];
     problems.push(`${field}.${model} must be an object`);
     return [];

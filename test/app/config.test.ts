@@ -1,9 +1,9 @@
-import { DEFAULT_PRICES } from '../../src/settings/prices.ts';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULT_STORE_URL, loadConfig, readEnvironment } from '../../src/config.ts';
+import { DEFAULT_PRICES, describePrices } from '../../src/settings/prices.ts';
 
 const minimal = { DISCORD_TOKEN: 'discord-token-value', GATEWAY_BASE_URL: 'http://127.0.0.1:8787' };
 
@@ -163,4 +163,47 @@ describe('configuration from the environment', () => {
       ]);
     },
   );
+
+  describe('PRICES_FILE', () => {
+    let directory: string;
+    beforeEach(() => {
+      directory = mkdtempSync(join(tmpdir(), 'prices-'));
+    });
+    afterEach(() => rmSync(directory, { recursive: true, force: true }));
+
+    function pricesFile(content: string): string {
+      const file = join(directory, 'prices.json');
+      writeFileSync(file, content);
+      return file;
+    }
+
+    it('prices estimates with what the file names, the defaults for the rest', () => {
+      const file = pricesFile('{"video": {"*": {"per_second_usd": {"1080p": 0.2}}}, "voice": {"svc-voice-pro": {"per_minute_usd": 0.1}}}');
+      const result = loadConfig({ ...minimal, PRICES_FILE: file });
+      expect(result.ok && describePrices(result.config.prices)).toEqual([
+        'video, any model: $0.05/s at 480p, $0.08/s at 720p, $0.20/s at 1080p',
+        'voice, any model: $0.05/min',
+        'voice, `svc-voice-pro`: $0.10/min',
+      ]);
+    });
+
+    it('stops the start on a bad file, naming PRICES_FILE and the field', () => {
+      const file = pricesFile('{"video": {"*": {"per_second_usd": {"720p": "cheap"}}}}');
+      expect(problemsOf({ ...minimal, PRICES_FILE: file })).toEqual([
+        `PRICES_FILE (${file}): video.*.per_second_usd.720p must be a price in dollars, 0 or more (got "cheap").`,
+      ]);
+      const broken = pricesFile('{"video": {');
+      expect(problemsOf({ ...minimal, PRICES_FILE: broken })).toEqual([
+        expect.stringMatching(/^PRICES_FILE \(.*prices\.json\): it is not JSON/),
+      ]);
+    });
+
+    it('stops the start on a file it cannot read, naming PRICES_FILE and the path', () => {
+      const missing = join(directory, 'no-such-prices.json');
+      expect(problemsOf({ ...minimal, PRICES_FILE: missing })).toEqual([
+        expect.stringMatching(new RegExp(`^PRICES_FILE cannot be read \\(${missing.replaceAll('.', '\\.')}: .*ENOENT`)),
+      ]);
+      expect(problemsOf({ ...minimal, PRICES_FILE: directory })).toEqual([expect.stringMatching(/^PRICES_FILE cannot be read \(.*EISDIR/)]);
+    });
+  });
 });

@@ -350,7 +350,8 @@ describe('settings', () => {
     const posted = () =>
       discord
         .messages(ledger.textChannelId)
-        .filter((message) => message.attachments.length > 0 && message.content.includes(`<@${spender.id}>`));
+        // The videos, not the usage reports (which carry a chart and name the spender too).
+        .filter((message) => message.attachments.length > 0 && message.content.startsWith(`<@${spender.id}> your video is ready`));
     const generate = async (prompt: string, resolution: string, duration: number) => {
       await run(spender, 'video', 'generate', { prompt, resolution, duration }).response();
       return emulator.waitForRequest((entry) => entry.method === 'POST' && JSON.stringify(entry.body).includes(prompt));
@@ -364,11 +365,11 @@ describe('settings', () => {
     expect((await generate('priced on native', '720p', 5)).path).toBe('/native/v1/videos/generations');
     await discord.waitFor(() => (posted().length === 2 ? true : undefined), 20_000, 'both videos posted');
     const priced = await usage();
-    expect(priced).toMatch(/^\*\*Today \(\d{4}-\d{2}-\d{2} UTC\)\*\*: 2 videos, \$0\.82\n/);
-    expect(priced).toContain(`<@${spender.id}>: 2 videos, $0.82`);
-    expect(priced).toMatch(/\*\*This month \(\d{4}-\d{2}\)\*\*: 2 videos, \$0\.82\n/);
+    expect(priced).toMatch(/\n\*\*Server today \(\d{4}-\d{2}-\d{2} UTC\)\*\*: 2 videos, \$0\.82; no voice\n/);
+    expect(priced).toContain(`<@${spender.id}>: 2 videos, $0.82; no voice`);
+    expect(priced).toMatch(/\n\*\*Server this month \(\d{4}-\d{2}\)\*\*: 2 videos, \$0\.82; no voice\n/);
 
-    // A gateway that reports no cost on the compatibility layer: counted as such, never as $0.00.
+    // A gateway that reports no cost on the compatibility layer: counted at its estimate (2 s at 480p), marked, never as $0.00.
     await run(ledger.admin, 'config', 'layer', { layer: 'compat' }).reply();
     if (!proxy) throw new Error('the gateway proxy is not running');
     proxy.withholdCompatCost = true;
@@ -376,13 +377,17 @@ describe('settings', () => {
       await generate('cost not reported', '480p', 2);
       await discord.waitFor(() => (posted().length === 3 ? true : undefined), 20_000, 'the third video posted');
       const partly = await usage();
-      expect(partly).toContain(`<@${spender.id}>: 3 videos, $0.82 + 1 without a reported cost`);
+      expect(partly).toContain(`<@${spender.id}>: 3 videos, $0.82 + about $0.10 estimated (1 without a reported cost); no voice`);
     } finally {
       proxy.withholdCompatCost = false;
     }
 
-    const refused = run(spender, 'video', 'usage');
-    expect((await refused.reply()).content).toContain('Manage Server');
+    // A member without Manage Server sees their own usage, not the server's.
+    const own = (await run(spender, 'video', 'usage').reply()).content;
+    expect(own).toMatch(
+      /^\*\*Your usage today\*\* \(\d{4}-\d{2}-\d{2} UTC\): 3 videos, \$0\.82 \+ about \$0\.10 estimated \(1 without a reported cost\); no voice\n/,
+    );
+    expect(own).not.toContain('**Server');
   });
 });
 

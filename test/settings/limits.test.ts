@@ -3,7 +3,9 @@ import { checkAccess } from '../../src/settings/access.ts';
 import { evaluateLimits, nextUtcMidnight } from '../../src/settings/limits.ts';
 import { dayKey } from '../../src/lib/day-key.ts';
 import { formatCost } from '../../src/wording/cost.ts';
-import { formatUsageReport } from '../../src/settings/usage.ts';
+import { noUsage, type UsageCount } from '../../src/settings/usage.ts';
+import { formatUsage } from '../../src/settings/usage-report.ts';
+import type { UsageView } from '../../src/settings/spending.ts';
 
 const NO_LIMITS = { concurrentPerUser: 0, dailyPerUser: 0, dailyPerServer: 0 };
 const LATE = Date.UTC(2026, 10, 22, 23, 59, 59, 999);
@@ -109,52 +111,63 @@ describe('access by role', () => {
 });
 
 describe('the usage report', () => {
-  const spent = (tasks: number, costTicks: number, costUnreported = 0) => ({ tasks, costTicks, costUnreported });
+  const spent = (tasks: number, costTicks: number, costUnreported = 0, estimatedTicks = 0): UsageCount => ({
+    ...noUsage(),
+    tasks,
+    costTicks,
+    costUnreported,
+    estimatedTicks,
+  });
+  /** What a server manager asks for: their own usage (none here), no budgets, and the server's. */
+  const serverView = (today: Record<string, UsageCount>, month: Record<string, UsageCount>): UsageView => ({
+    now: LATE,
+    member: { today: noUsage(), month: noUsage() },
+    budgets: [],
+    server: { today, month, days: [] },
+  });
+  /** The report's server part, after the member's own lines. */
+  const serverPart = (text: string) => text.split('\n\n').slice(1).join('\n\n');
 
   it("lists today's and this month's videos and cost per member, biggest spenders first", () => {
-    const text = formatUsageReport({
-      now: LATE,
-      today: { alice: spent(1, 5_000_000_000) },
-      month: { alice: spent(4, 20_000_000_000), bob: spent(9, 30_000_000_000) },
-    });
-    expect(text).toBe(
+    const text = formatUsage(
+      serverView({ alice: spent(1, 5_000_000_000) }, { alice: spent(4, 20_000_000_000), bob: spent(9, 30_000_000_000) }),
+    );
+    expect(serverPart(text)).toBe(
       [
-        '**Today (2026-11-22 UTC)**: 1 video, $0.50',
-        '<@alice>: 1 video, $0.50',
+        '**Server today (2026-11-22 UTC)**: 1 video, $0.50; no voice',
+        '<@alice>: 1 video, $0.50; no voice',
         '',
-        '**This month (2026-11)**: 13 videos, $5.00',
-        '<@bob>: 9 videos, $3.00',
-        '<@alice>: 4 videos, $2.00',
+        '**Server this month (2026-11)**: 13 videos, $5.00; no voice',
+        '<@bob>: 9 videos, $3.00; no voice',
+        '<@alice>: 4 videos, $2.00; no voice',
       ].join('\n'),
     );
   });
 
-  it('never shows a cost the gateway did not report as $0.00', () => {
-    const text = formatUsageReport({
-      now: LATE,
-      today: { alice: spent(3, 4_000_000_000, 2), bob: spent(2, 0, 2) },
-      month: { alice: spent(3, 4_000_000_000, 2), bob: spent(2, 0, 2), carol: spent(1, 0) },
-    });
-    expect(text).toBe(
+  it('never shows a cost the gateway did not report as $0.00: its estimate, marked as such', () => {
+    const alice = spent(3, 4_000_000_000, 2, 8_000_000_000);
+    const bob = spent(2, 0, 2, 8_000_000_000);
+    const text = formatUsage(serverView({ alice, bob }, { alice, bob, carol: spent(1, 0) }));
+    expect(serverPart(text)).toBe(
       [
-        '**Today (2026-11-22 UTC)**: 5 videos, $0.40 + 4 without a reported cost',
-        '<@alice>: 3 videos, $0.40 + 2 without a reported cost',
-        '<@bob>: 2 videos, 2 without a reported cost',
+        '**Server today (2026-11-22 UTC)**: 5 videos, $0.40 + about $1.60 estimated (4 without a reported cost); no voice',
+        '<@alice>: 3 videos, $0.40 + about $0.80 estimated (2 without a reported cost); no voice',
+        '<@bob>: 2 videos, about $0.80 estimated (2 without a reported cost); no voice',
         '',
-        '**This month (2026-11)**: 6 videos, $0.40 + 4 without a reported cost',
-        '<@alice>: 3 videos, $0.40 + 2 without a reported cost',
-        '<@bob>: 2 videos, 2 without a reported cost',
-        // A video that really cost nothing (or is still being made) is not "unreported".
-        '<@carol>: 1 video, $0.00',
+        '**Server this month (2026-11)**: 6 videos, $0.40 + about $1.60 estimated (4 without a reported cost); no voice',
+        '<@alice>: 3 videos, $0.40 + about $0.80 estimated (2 without a reported cost); no voice',
+        '<@bob>: 2 videos, about $0.80 estimated (2 without a reported cost); no voice',
+        // A video that really cost nothing is not "unreported".
+        '<@carol>: 1 video, $0.00; no voice',
       ].join('\n'),
     );
   });
 
   it('says when nothing was used, and shortens long lists', () => {
     const month = Object.fromEntries(Array.from({ length: 25 }, (_, index) => [`user${index}`, spent(1, index)]));
-    const text = formatUsageReport({ now: LATE, today: {}, month });
-    expect(text).toContain('**Today (2026-11-22 UTC)**: 0 videos, $0.00\nnothing yet');
-    expect(text).toContain('**This month (2026-11)**: 25 videos');
+    const text = formatUsage(serverView({}, month));
+    expect(text).toContain('**Server today (2026-11-22 UTC)**: 0 videos, $0.00; no voice\nnothing yet');
+    expect(text).toContain('**Server this month (2026-11)**: 25 videos');
     expect(text.match(/<@user/g)).toHaveLength(20);
     expect(text).toContain('…and 5 more members');
   });

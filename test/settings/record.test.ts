@@ -16,6 +16,11 @@ describe('stored server settings', () => {
       storage: { keepDays: 7, publicLink: true },
       roles: { video: ['r1'], voice: [] },
       limits: { concurrentPerUser: 2, dailyPerUser: 10, dailyPerServer: 50 },
+      spending: {
+        budgets: { member_daily_usd: 1.5, server_daily_usd: 20, server_monthly_usd: 300 },
+        alertChannelId: 'c1',
+        confirmOverUsd: 2.1,
+      },
       history: [{ at: 5, by: 'u1', change: 'set limits' }],
     };
     expect(parseGuildSettings(JSON.parse(JSON.stringify(settings)))).toEqual(settings);
@@ -32,17 +37,19 @@ describe('stored server settings', () => {
     expect(parsed.limits.dailyPerUser).toBe(3);
   });
 
-  it('turns nonsense limits and storage into "no limit" and the allowed range', () => {
+  it('turns nonsense limits, storage and budgets into "no limit", "no budget" and the allowed range', () => {
     const parsed = parseGuildSettings({
       layer: 'warp',
       defaults: { buttons: 'admins' },
       limits: { concurrentPerUser: -1, dailyPerUser: 2.5, dailyPerServer: '9' },
       storage: { keepDays: 365, publicLink: 'yes' },
+      spending: { budgets: { member_daily_usd: -1, server_daily_usd: '5' }, alertChannelId: 7, confirmOverUsd: null },
     });
     expect(parsed.layer).toBeUndefined();
     // Who may press the buttons under a video: anyone unless the record says owner.
     expect(parsed.defaults.buttons).toBeUndefined();
     expect(parsed.limits).toEqual({ concurrentPerUser: 0, dailyPerUser: 0, dailyPerServer: 0 });
     expect(parsed.storage).toEqual({ keepDays: 30, publicLink: false });
+    expect(parsed.spending).toEqual({ budgets: { member_daily_usd: 0, server_daily_usd: 0, server_monthly_usd: 0 }, confirmOverUsd: 0 });
   });
 });

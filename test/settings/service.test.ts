@@ -7,7 +7,9 @@ import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import { isRecord } from '../../src/lib/json.ts';
 import { GatewayClientPool } from '../../src/gateway/pool.ts';
 import { createLogger, type Logger } from '../../src/lib/log.ts';
+import { DEFAULT_PRICES } from '../../src/settings/prices.ts';
 import { MESSAGES, SettingsService, type SettingsOptions } from '../../src/settings/service.ts';
+import { formatUsage } from '../../src/settings/usage-report.ts';
 import { openStore, type Store } from '../../src/store/index.ts';
 import { costOf, type TaskRecord } from '../../src/video/record.ts';
 import { taskRecord } from '../support/task-result.ts';
@@ -68,6 +70,7 @@ async function service(options: Partial<SettingsOptions> = {}, baseUrl = emulato
     defaultLayer: 'compat',
     gatewayVendor: 'svc',
     encryptionSecret: SECRET,
+    prices: DEFAULT_PRICES,
     ...options,
   });
 }
@@ -369,6 +372,8 @@ describe('voice settings', () => {
 describe('limits and usage', () => {
   const LATE = Date.UTC(2026, 10, 30, 23, 0);
   const NEXT_DAY = Date.UTC(2026, 11, 1, 0, 0);
+  /** Every video here is estimated at $0.30, reserved when it is submitted. */
+  const ESTIMATE = 3_000_000_000;
 
   it('counts videos per UTC day, refuses over the limits until midnight, and gives refused ones back', async () => {
     const settings = await service();
@@ -376,21 +381,27 @@ describe('limits and usage', () => {
       ...current,
       limits: { concurrentPerUser: 0, dailyPerUser: 2, dailyPerServer: 3 },
     }));
-    const ask = (userId: string, now = LATE) => settings.checkLimits({ guildId: GUILD, userId, activeTasksOfUser: 0, now });
+    const ask = (userId: string, now = LATE) =>
+      settings.checkLimits({ guildId: GUILD, userId, activeTasksOfUser: 0, now, estimateTicks: ESTIMATE });
 
-    await Promise.all([settings.recordSubmission(task('t1', 'alice', LATE)), settings.recordSubmission(task('t2', 'alice', LATE))]);
+    const [, secondReservation] = await Promise.all([
+      settings.recordSubmission(task('t1', 'alice', LATE), ESTIMATE),
+      settings.recordSubmission(task('t2', 'alice', LATE), ESTIMATE),
+    ]);
     expect(await ask('alice')).toMatchObject({
       ok: false,
       retryAt: NEXT_DAY,
       message: expect.stringContaining(`<t:${NEXT_DAY / 1000}:R>`),
     });
     expect(await ask('bob')).toEqual({ ok: true });
-    await settings.recordSubmission(task('t3', 'bob', LATE));
+    await settings.recordSubmission(task('t3', 'bob', LATE), ESTIMATE);
     expect(await ask('bob')).toMatchObject({ ok: false, message: expect.stringContaining('This server reached its 3 videos for today') });
     expect(await ask('alice', NEXT_DAY)).toEqual({ ok: true });
 
-    await settings.releaseSubmission(task('t2', 'alice', LATE));
-    expect(await (await restart()).checkLimits({ guildId: GUILD, userId: 'carol', activeTasksOfUser: 0, now: LATE })).toEqual({ ok: true });
+    await settings.releaseSubmission(task('t2', 'alice', LATE), secondReservation);
+    expect(
+      await (await restart()).checkLimits({ guildId: GUILD, userId: 'carol', activeTasksOfUser: 0, now: LATE, estimateTicks: ESTIMATE }),
+    ).toEqual({ ok: true });
   });
 
   it("counts each task's cost once, and reports today and this month per member", async () => {
@@ -402,31 +413,35 @@ describe('limits and usage', () => {
       [task('e1', 'bob', earlier), 30_000_000_000],
       [task('l1', 'alice', LATE), 5_000_000_000],
     ] as const) {
-      await settings.recordSubmission(record);
-      await Promise.all([
-        settings.recordCost(costOf({ ...record, outcome: { costTicks: ticks } })),
-        settings.recordCost(costOf({ ...record, outcome: { costTicks: ticks } })),
-      ]);
+      const reservation = await settings.recordSubmission(record, ESTIMATE);
+      const finished = { ...record, reservation, outcome: { costTicks: ticks } };
+      await Promise.all([settings.recordCost(costOf(finished)), settings.recordCost(costOf(finished))]);
     }
     // A restart that sees the task finish again does not count it twice.
     const reopened = await restart();
     await reopened.recordCost(costOf(task('l1', 'alice', LATE, 5_000_000_000)));
     await reopened.recordCost(costOf(task('free', 'alice', LATE, 0)));
 
-    expect(await reopened.usageReport(GUILD, LATE)).toBe(
+    expect(formatUsage(await reopened.spending.usage(GUILD, 'alice', true, LATE))).toBe(
       [
-        '**Today (2026-11-30 UTC)**: 1 video, $0.50',
-        '<@alice>: 1 video, $0.50',
+        '**Your usage today** (2026-11-30 UTC): 1 video, $0.50; no voice',
+        '**Your usage this month** (2026-11): 1 video, $0.50; no voice',
+        '**Budgets:** none set on this server.',
         '',
-        '**This month (2026-11)**: 2 videos, $3.50',
-        '<@bob>: 1 video, $3.00',
-        '<@alice>: 1 video, $0.50',
+        '**Server today (2026-11-30 UTC)**: 1 video, $0.50; no voice',
+        '<@alice>: 1 video, $0.50; no voice',
+        '',
+        '**Server this month (2026-11)**: 2 videos, $3.50; no voice',
+        '<@bob>: 1 video, $3.00; no voice',
+        '<@alice>: 1 video, $0.50; no voice',
       ].join('\n'),
     );
-    expect(await reopened.usageReport(GUILD, NEXT_DAY)).toContain('**This month (2026-12)**: 0 videos, $0.00\nnothing yet');
+    expect(formatUsage(await reopened.spending.usage(GUILD, 'alice', true, NEXT_DAY))).toContain(
+      '**Server this month (2026-12)**: 0 videos, $0.00; no voice\nnothing yet',
+    );
   });
 
-  it('counts a video made without a reported cost as such, and a refunded failure as nothing', async () => {
+  it('counts a video made without a reported cost at its estimate, marked, and a refunded failure as nothing', async () => {
     const settings = await service();
     const finished = (id: string, state: TaskRecord['state'], costTicks?: number) => ({ ...task(id, 'alice', LATE, costTicks), state });
     const tasks = [
@@ -437,11 +452,14 @@ describe('limits and usage', () => {
       finished('gave-up', 'timed_out'),
     ];
     for (const record of tasks) {
-      await settings.recordSubmission(record);
-      await settings.recordCost(costOf(record));
+      const reservation = await settings.recordSubmission(record, ESTIMATE);
+      await settings.recordCost(costOf({ ...record, reservation }));
     }
     // Seen finishing again after a restart: still counted once.
     await (await restart()).recordCost(costOf(finished('silent', 'succeeded')));
-    expect(await (await restart()).usageReport(GUILD, LATE)).toContain('<@alice>: 5 videos, $0.40 + 2 without a reported cost');
+    // Nothing stays reserved: the failures gave their estimates back.
+    expect(formatUsage(await (await restart()).spending.usage(GUILD, 'alice', true, LATE))).toContain(
+      '<@alice>: 5 videos, $0.40 + about $0.60 estimated (2 without a reported cost); no voice',
+    );
   });
 });

@@ -4,10 +4,18 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/lib/log.ts';
 import { dayKey } from '../../src/lib/day-key.ts';
-import { UsageLedger } from '../../src/settings/usage.ts';
+import { NO_BUDGETS } from '../../src/settings/guild-settings.ts';
+import { noUsage, UsageLedger, type UsageCount } from '../../src/settings/usage.ts';
 import { openStore, type Store } from '../../src/store/index.ts';
 
 const NO_LIMITS = { concurrentPerUser: 0, dailyPerUser: 0, dailyPerServer: 0 };
+/** A video estimated at $0.40 (reserved at submission, given back when it is settled). */
+const ESTIMATE = 4_000_000_000;
+const RESERVED = { estimateTicks: ESTIMATE, month: false };
+
+function counted(count: Partial<UsageCount>): UsageCount {
+  return { ...noUsage(), ...count };
+}
 
 let directory: string;
 let store: Store;
@@ -26,17 +34,18 @@ describe('the usage ledger on SQLite', () => {
     const day1 = Date.UTC(2026, 10, 1, 10);
     const day2 = Date.UTC(2026, 10, 2, 10);
     await Promise.all([
-      ledger.admitSubmission('g', 'alice', day1, NO_LIMITS),
-      ledger.admitSubmission('g', 'alice', day1, NO_LIMITS),
-      ledger.admitSubmission('g', 'bob', day2, NO_LIMITS),
+      ledger.admitSubmission('g', 'alice', day1, NO_LIMITS, NO_BUDGETS, ESTIMATE),
+      ledger.admitSubmission('g', 'alice', day1, NO_LIMITS, NO_BUDGETS, ESTIMATE),
+      ledger.admitSubmission('g', 'bob', day2, NO_LIMITS, NO_BUDGETS, ESTIMATE),
     ]);
-    await ledger.recordCost('g', 'alice', 't1', 100, day1);
-    await ledger.recordCost('g', 'alice', 't1', 100, day1);
-    await ledger.recordCost('g', 'bob', 't2', 50, day2);
-    expect((await ledger.day('g', day1)).users).toEqual({ alice: { tasks: 2, costTicks: 100, costUnreported: 0 } });
+    await ledger.settle('g', 'alice', 't1', day1, RESERVED, { kind: 'reported', ticks: 100 });
+    await ledger.settle('g', 'alice', 't1', day1, RESERVED, { kind: 'reported', ticks: 100 });
+    await ledger.settle('g', 'bob', 't2', day2, RESERVED, { kind: 'reported', ticks: 50 });
+    // Alice's second video is still being made: its estimate stays reserved.
+    expect((await ledger.day('g', day1)).users).toEqual({ alice: counted({ tasks: 2, costTicks: 100, reservedTicks: ESTIMATE }) });
     expect(await ledger.month('g', day2)).toEqual({
-      alice: { tasks: 2, costTicks: 100, costUnreported: 0 },
-      bob: { tasks: 1, costTicks: 50, costUnreported: 0 },
+      alice: counted({ tasks: 2, costTicks: 100, reservedTicks: ESTIMATE }),
+      bob: counted({ tasks: 1, costTicks: 50 }),
     });
     expect(await ledger.month('other', day2)).toEqual({});
   });
@@ -44,11 +53,17 @@ describe('the usage ledger on SQLite', () => {
   it('counts a finished task without a reported cost apart from the costs, once per task', async () => {
     const ledger = new UsageLedger(store, silentLogger);
     const day = Date.UTC(2026, 10, 1, 10);
-    await ledger.admitSubmission('g', 'alice', day, NO_LIMITS);
-    await ledger.admitSubmission('g', 'alice', day, NO_LIMITS);
-    await Promise.all([ledger.recordCost('g', 'alice', 't1', undefined, day), ledger.recordCost('g', 'alice', 't1', undefined, day)]);
-    await ledger.recordCost('g', 'alice', 't2', 40, day);
-    expect((await ledger.day('g', day)).users).toEqual({ alice: { tasks: 2, costTicks: 40, costUnreported: 1 } });
+    await ledger.admitSubmission('g', 'alice', day, NO_LIMITS, NO_BUDGETS, ESTIMATE);
+    await ledger.admitSubmission('g', 'alice', day, NO_LIMITS, NO_BUDGETS, ESTIMATE);
+    const estimated = { kind: 'estimated', ticks: ESTIMATE } as const;
+    await Promise.all([
+      ledger.settle('g', 'alice', 't1', day, RESERVED, estimated),
+      ledger.settle('g', 'alice', 't1', day, RESERVED, estimated),
+    ]);
+    await ledger.settle('g', 'alice', 't2', day, RESERVED, { kind: 'reported', ticks: 40 });
+    expect((await ledger.day('g', day)).users).toEqual({
+      alice: counted({ tasks: 2, costTicks: 40, costUnreported: 1, estimatedTicks: ESTIMATE }),
+    });
   });
 
   it('reads day records written before unreported costs were counted', async () => {
@@ -57,7 +72,7 @@ describe('the usage ledger on SQLite', () => {
     await store.close();
     store = await openStore(`sqlite://${join(directory, 'usage.sqlite')}`, silentLogger);
     expect((await new UsageLedger(store, silentLogger).day('g', day)).users).toEqual({
-      alice: { tasks: 3, costTicks: 70, costUnreported: 0 },
+      alice: counted({ tasks: 3, costTicks: 70 }),
     });
   });
 });

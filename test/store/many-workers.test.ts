@@ -6,10 +6,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { GatewayClientPool } from '../../src/gateway/pool.ts';
 import { silentLogger } from '../../src/lib/log.ts';
 import { LimitReachedError } from '../../src/ports/guild-policy.ts';
-import { HISTORY_KEPT } from '../../src/settings/guild-settings.ts';
+import { HISTORY_KEPT, NO_BUDGETS } from '../../src/settings/guild-settings.ts';
 import { SettingsService } from '../../src/settings/service.ts';
 import { dayKey } from '../../src/lib/day-key.ts';
-import { UsageLedger } from '../../src/settings/usage.ts';
+import { DEFAULT_PRICES } from '../../src/settings/prices.ts';
+import { monthKey, noUsage, UsageLedger } from '../../src/settings/usage.ts';
 import { openStore, type Store } from '../../src/store/index.ts';
 import { EndUserIds } from '../../src/video/end-users.ts';
 import { startOwnRedis, type OwnRedis } from '../support/redis-server.ts';
@@ -24,6 +25,8 @@ const RACERS = 200;
 const SALT_ROUNDS = 10;
 const DAY = Date.UTC(2026, 0, 15, 12);
 const NO_LIMITS = { concurrentPerUser: 0, dailyPerUser: 0, dailyPerServer: 0 };
+/** What each video here is estimated at, reserved when it is admitted. */
+const ESTIMATE = 7;
 
 const opened: Store[] = [];
 const pools: GatewayClientPool[] = [];
@@ -79,7 +82,7 @@ function sqliteUrl(): string {
 /** A guild id no other test (or earlier run) uses. */
 function newGuild(): string {
   const guild = `9${BigInt(`0x${randomUUID().replaceAll('-', '').slice(0, 14)}`).toString()}`;
-  written.push(['guild_settings', guild], ['usage_days', `${guild}:${dayKey(DAY)}`]);
+  written.push(['guild_settings', guild], ['usage_days', `${guild}:${dayKey(DAY)}`], ['usage_months', `${guild}:${monthKey(DAY)}`]);
   return guild;
 }
 
@@ -95,6 +98,7 @@ function settingsOf(store: Store): SettingsService {
     defaultLayer: 'compat',
     gatewayVendor: 'svc',
     encryptionSecret: undefined,
+    prices: DEFAULT_PRICES,
   });
 }
 
@@ -112,12 +116,14 @@ describe.each([
     const guild = newGuild();
     const admitted = await Promise.all(
       Array.from({ length: RACERS }, () => [
-        first.admitSubmission(guild, member(1), DAY, NO_LIMITS),
-        second.admitSubmission(guild, member(1), DAY, NO_LIMITS),
+        first.admitSubmission(guild, member(1), DAY, NO_LIMITS, NO_BUDGETS, ESTIMATE),
+        second.admitSubmission(guild, member(1), DAY, NO_LIMITS, NO_BUDGETS, ESTIMATE),
       ]).flat(),
     );
     expect(admitted.every((verdict) => verdict.ok)).toBe(true);
-    expect((await first.day(guild, DAY)).users).toEqual({ [member(1)]: { tasks: 2 * RACERS, costTicks: 0, costUnreported: 0 } });
+    expect((await first.day(guild, DAY)).users).toEqual({
+      [member(1)]: { ...noUsage(), tasks: 2 * RACERS, reservedTicks: 2 * RACERS * ESTIMATE },
+    });
   });
 
   it('count a finished task once when both see it finish at once', async () => {
@@ -126,15 +132,14 @@ describe.each([
     const guild = newGuild();
     const tasks = Array.from({ length: 50 }, (_, index) => `v${guild}t${index}`);
     for (const task of tasks) written.push(['usage_costed_tasks', task]);
-    await Promise.all(
-      tasks.flatMap((task) => [first.recordCost(guild, member(1), task, 10, DAY), second.recordCost(guild, member(1), task, 10, DAY)]),
-    );
-    await Promise.all(
-      tasks
-        .slice(0, 5)
-        .flatMap((task) => [first.recordCost(guild, member(1), task, 10, DAY), second.recordCost(guild, member(1), task, 10, DAY)]),
-    );
-    expect((await second.day(guild, DAY)).users).toEqual({ [member(1)]: { tasks: 0, costTicks: 500, costUnreported: 0 } });
+    const cost = { kind: 'reported', ticks: 10 } as const;
+    const settleOnBoth = (task: string) => [
+      first.settle(guild, member(1), task, DAY, undefined, cost),
+      second.settle(guild, member(1), task, DAY, undefined, cost),
+    ];
+    await Promise.all(tasks.flatMap(settleOnBoth));
+    await Promise.all(tasks.slice(0, 5).flatMap(settleOnBoth));
+    expect((await second.day(guild, DAY)).users).toEqual({ [member(1)]: { ...noUsage(), costTicks: 500 } });
   });
 
   it("admit exactly the server's daily limit, and a member's, when both admit at once", async () => {
@@ -148,13 +153,13 @@ describe.each([
 
     const oneMember = await Promise.allSettled(
       Array.from({ length: 20 }, (_, index) =>
-        (index % 2 === 0 ? first : second).recordSubmission({ guildId: guild, userId: member(1), createdAt: DAY }),
+        (index % 2 === 0 ? first : second).recordSubmission({ guildId: guild, userId: member(1), createdAt: DAY }, ESTIMATE),
       ),
     );
     expect(oneMember.filter((outcome) => outcome.status === 'fulfilled')).toHaveLength(3);
     const manyMembers = await Promise.allSettled(
       Array.from({ length: 40 }, (_, index) =>
-        (index % 2 === 0 ? first : second).recordSubmission({ guildId: guild, userId: member(2 + (index % 10)), createdAt: DAY }),
+        (index % 2 === 0 ? first : second).recordSubmission({ guildId: guild, userId: member(2 + (index % 10)), createdAt: DAY }, ESTIMATE),
       ),
     );
     expect(manyMembers.filter((outcome) => outcome.status === 'fulfilled')).toHaveLength(7 - 3);
@@ -162,7 +167,13 @@ describe.each([
       if (outcome.status === 'rejected') expect(outcome.reason).toBeInstanceOf(LimitReachedError);
     }
     // What a member is told next, on either worker: the server's limit, reached.
-    const refused = await second.checkLimits({ guildId: guild, userId: member(20), activeTasksOfUser: 0, now: DAY });
+    const refused = await second.checkLimits({
+      guildId: guild,
+      userId: member(20),
+      activeTasksOfUser: 0,
+      now: DAY,
+      estimateTicks: ESTIMATE,
+    });
     expect(refused).toMatchObject({ ok: false, message: expect.stringMatching(/^This server reached its 7 videos for today/) });
   });
 

@@ -111,8 +111,9 @@ const policy: GuildVideoPolicy = {
       storage: { keepDays: 7, publicLink: true },
     }),
   checkLimits: () => Promise.resolve({ ok: true }),
-  recordSubmission: () => Promise.resolve(),
+  recordSubmission: (_task, estimateTicks) => Promise.resolve({ estimateTicks, month: false }),
   releaseSubmission: () => Promise.resolve(),
+  estimate: () => 0,
   recordCost: () => Promise.resolve(),
 };
 

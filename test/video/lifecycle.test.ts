@@ -13,7 +13,7 @@ import { readRecord, readString } from '../../src/lib/json.ts';
 import { createLogger, silentLogger, type LogFields, type Logger, type LogLevel } from '../../src/lib/log.ts';
 import { openStore, StoreUnavailableError, type Store } from '../../src/store/index.ts';
 import type { GatewayAccess } from '../../src/ports/gateway-access.ts';
-import { LimitReachedError, type GuildVideoPolicy, type MemberTask } from '../../src/ports/guild-policy.ts';
+import { LimitReachedError, type GuildVideoPolicy, type MemberTask, type SpendReservation } from '../../src/ports/guild-policy.ts';
 import type { InteractionContext } from '../../src/ports/interaction-context.ts';
 import { resultButtons } from '../../src/video/delivery.ts';
 import { createVideo, type Video } from '../../src/video/index.ts';
@@ -176,15 +176,16 @@ let access: GatewayAccess = { ok: true, apiKey: KEY, layer: 'compat', keyId: 'fa
 const storage = { keepDays: 7, publicLink: false };
 
 /** Counting a submission against the daily limits; a test can have it refused, as the settings do when a limit is reached. */
-const admitAll = (_task: MemberTask): Promise<void> => Promise.resolve();
+const admitAll = (_task: MemberTask, estimateTicks: number): Promise<SpendReservation> => Promise.resolve({ estimateTicks, month: false });
 let countSubmission = admitAll;
 
 const policy: GuildVideoPolicy = {
   resolveGatewayAccess: () => Promise.resolve(access),
   defaults: () => Promise.resolve({ model: undefined, resolution: undefined, duration: undefined, aspectRatio: undefined, storage }),
   checkLimits: () => Promise.resolve({ ok: true }),
-  recordSubmission: (task) => countSubmission(task),
+  recordSubmission: (task, estimateTicks) => countSubmission(task, estimateTicks),
   releaseSubmission: () => Promise.resolve(),
+  estimate: () => 0,
   recordCost: () => Promise.resolve(),
 };
 

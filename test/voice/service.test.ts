@@ -11,6 +11,7 @@ import { silentLogger } from '../../src/lib/log.ts';
 import { openStore, type Store } from '../../src/store/index.ts';
 import { VoiceService } from '../../src/voice/service.ts';
 import { SettingsService } from '../../src/settings/service.ts';
+import { DEFAULT_PRICES } from '../../src/settings/prices.ts';
 import { GatewayClientPool } from '../../src/gateway/pool.ts';
 import { type DiscordStandIn, startDiscordStandIn, type TestGuild, trustCertificateInThisProcess } from 'discord-standin';
 
@@ -54,6 +55,7 @@ beforeAll(async () => {
     defaultLayer: 'native',
     gatewayVendor: 'svc',
     encryptionSecret: undefined,
+    prices: DEFAULT_PRICES,
   });
   service = new VoiceService({
     client,

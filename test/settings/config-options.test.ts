@@ -1,0 +1,120 @@
+import { describe, expect, it } from 'vitest';
+import { budgetChange, describeServerSettings, type BudgetGiven, type ShownFacts } from '../../src/settings/config-options.ts';
+import { defaultGuildSettings, type GuildSettings } from '../../src/settings/guild-settings.ts';
+import { DEFAULT_PRICES, describePrices, parsePrices } from '../../src/settings/prices.ts';
+
+// `/config budget`: what it refuses (naming the option), what it keeps, the words the server's history
+// records, and how `/config show` shows budgets and prices.
+
+const CHANNEL = '400000000000000004';
+const OTHER_CHANNEL = '400000000000000005';
+
+function given(options: Partial<BudgetGiven>): BudgetGiven {
+  return {
+    member_daily_usd: null,
+    server_daily_usd: null,
+    server_monthly_usd: null,
+    confirm_over_usd: null,
+    alertChannelId: null,
+    clearAlertChannel: false,
+    ...options,
+  };
+}
+
+/** The change applied to `settings`, or the refusal's words. */
+function applied(options: Partial<BudgetGiven>, settings: GuildSettings = defaultGuildSettings()) {
+  const request = budgetChange(given(options));
+  if (!request.ok) return { refused: request.message };
+  return { description: request.description, spending: request.change(settings).spending };
+}
+
+describe('/config budget', () => {
+  it('asks for at least one option', () => {
+    expect(applied({})).toEqual({
+      refused:
+        'Give at least one of `member_daily_usd`, `server_daily_usd`, `server_monthly_usd`, `alert_channel`, `confirm_over_usd`, or `clear_alert_channel`.',
+    });
+  });
+
+  it.each([
+    ['member_daily_usd', -1],
+    ['server_daily_usd', 1_000_001],
+    ['server_monthly_usd', Number.NaN],
+    ['confirm_over_usd', Number.POSITIVE_INFINITY],
+  ] as const)('refuses %s = %d naming the option, changing nothing', (option, value) => {
+    expect(applied({ [option]: value })).toEqual({ refused: `\`${option}\` must be an amount in dollars from 0 (none) to 1,000,000.` });
+  });
+
+  it('refuses a budget under half a cent rather than turning it into no budget', () => {
+    expect(applied({ server_daily_usd: 0.004 })).toEqual({ refused: '`server_daily_usd` must be at least $0.01 (or 0 for none).' });
+    expect(applied({ confirm_over_usd: 0.001 })).toEqual({ refused: '`confirm_over_usd` must be at least $0.01 (or 0 for none).' });
+    expect(applied({ server_daily_usd: 0.005 }).spending?.budgets.server_daily_usd).toBe(0.01);
+  });
+
+  it('keeps dollars to the cent, as the admin reads them back, and the options left out as they were', () => {
+    const first = applied({ member_daily_usd: 1.234, server_daily_usd: 20, confirm_over_usd: 2.1 });
+    expect(first).toEqual({
+      description: 'set budgets: $1.23 per member a day, $20.00 for the server a day, confirm videos over $2.10',
+      spending: { budgets: { member_daily_usd: 1.23, server_daily_usd: 20, server_monthly_usd: 0 }, confirmOverUsd: 2.1 },
+    });
+    const settings = { ...defaultGuildSettings(), spending: first.spending! };
+    expect(applied({ server_monthly_usd: 300.999, server_daily_usd: 0 }, settings)).toEqual({
+      description: 'set budgets: no budget for the server a day, $301.00 for the server a month',
+      spending: { budgets: { member_daily_usd: 1.23, server_daily_usd: 0, server_monthly_usd: 301 }, confirmOverUsd: 2.1 },
+    });
+    expect(applied({ confirm_over_usd: 0 }, settings).description).toBe('set budgets: no confirmation');
+  });
+
+  it('sets the alert channel, keeps it while other options change, and clears it', () => {
+    const set = applied({ alertChannelId: CHANNEL });
+    expect(set).toMatchObject({ description: `set budgets: alerts in <#${CHANNEL}>`, spending: { alertChannelId: CHANNEL } });
+    const withAlerts = { ...defaultGuildSettings(), spending: set.spending! };
+    expect(applied({ server_daily_usd: 5 }, withAlerts).spending).toMatchObject({ alertChannelId: CHANNEL });
+    expect(applied({ alertChannelId: OTHER_CHANNEL }, withAlerts).spending).toMatchObject({ alertChannelId: OTHER_CHANNEL });
+    const cleared = applied({ clearAlertChannel: true }, withAlerts);
+    expect(cleared.description).toBe('set budgets: no alerts');
+    expect(cleared.spending).not.toHaveProperty('alertChannelId');
+    expect(applied({ alertChannelId: CHANNEL, clearAlertChannel: true })).toEqual({
+      refused: 'Give `alert_channel` or `clear_alert_channel`, not both.',
+    });
+  });
+});
+
+describe('/config show', () => {
+  const facts: ShownFacts = {
+    hasKey: true,
+    canStoreKeys: true,
+    keyInUse: "this server's own key",
+    defaultLayer: 'compat',
+    prices: describePrices(DEFAULT_PRICES),
+  };
+  const lineOf = (text: string, start: string) => text.split('\n').find((line) => line.startsWith(start));
+
+  it('says when there are no budgets, and the prices in force', () => {
+    const text = describeServerSettings(defaultGuildSettings(), facts);
+    expect(lineOf(text, '**Budgets**')).toBe(
+      '**Budgets** (video and voice): no budget per member a day, no budget for the server a day, no budget a month; alerts not posted; no video waits for a confirmation',
+    );
+    expect(lineOf(text, '**Prices')).toBe(
+      '**Prices used for estimates** (what the gateway reports is what counts): video, any model: $0.05/s at 480p, $0.08/s at 720p, $0.14/s at 1080p; voice, any model: $0.05/min',
+    );
+  });
+
+  it('shows the budgets, the alert channel and the confirmation set, and prices from PRICES_FILE', () => {
+    const settings = defaultGuildSettings();
+    settings.spending = {
+      budgets: { member_daily_usd: 1.5, server_daily_usd: 20, server_monthly_usd: 300 },
+      alertChannelId: CHANNEL,
+      confirmOverUsd: 2,
+    };
+    const parsed = parsePrices('{"video": {"svc-imagine-video-1.5": {"per_second_usd": {"720p": 0.1}}}}');
+    const prices = parsed.ok ? describePrices(parsed.prices) : [];
+    const text = describeServerSettings(settings, { ...facts, prices });
+    expect(lineOf(text, '**Budgets**')).toBe(
+      `**Budgets** (video and voice): $1.50 per member a day, $20.00 for the server a day, $300.00 a month; alerts in <#${CHANNEL}>; videos estimated over $2.00 wait for their member's confirmation`,
+    );
+    expect(lineOf(text, '**Prices')).toContain(
+      '; video, `svc-imagine-video-1.5`: $0.05/s at 480p, $0.10/s at 720p, $0.14/s at 1080p; voice',
+    );
+  });
+});

@@ -9,6 +9,7 @@ import { GENERATION_DURATION } from '../src/gateway/spec.ts';
 const command: MessageVideoCommand = {
   name: 'Animate image',
   needs: 'image',
+  operation: 'generate',
   form: {
     title: 'Animate this image',
     promptOptional: true,

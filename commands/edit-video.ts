@@ -5,7 +5,7 @@ import { messageVideoHandlers, type MessageVideoCommand } from '../src/interacti
 // Edit video (the Apps menu on a message with an .mp4, anyone's): changes that video as the prompt says,
 // as `/video edit video:` does.
 
-const command: MessageVideoCommand = { name: 'Edit video', needs: 'video', form: { title: 'Edit this video' } };
+const command: MessageVideoCommand = { name: 'Edit video', needs: 'video', operation: 'edit', form: { title: 'Edit this video' } };
 
 const data = new ContextMenuCommandBuilder()
   .setName(command.name)

@@ -8,6 +8,7 @@ import { SECONDS_TO_ADD, messageVideoHandlers, type MessageVideoCommand } from '
 const command: MessageVideoCommand = {
   name: 'Extend video',
   needs: 'video',
+  operation: 'extend',
   form: { title: 'Extend this video', seconds: SECONDS_TO_ADD },
 };
 

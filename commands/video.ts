@@ -29,7 +29,9 @@ import { parseVideoActionId, videoActionId } from '../src/video/actions.ts';
 import { settledWithin } from '../src/lib/wait-until.ts';
 import {
   SECONDS_TO_ADD,
+  answerConfirmation,
   attachmentInput as fromAttachment,
+  formEstimate,
   interactionContext,
   readVideoForm,
   submitPrepared,
@@ -143,8 +145,11 @@ function attachmentInput(attachment: Attachment | null): AttachmentInput | undef
  * the form's submission is checked instead (and who may press them, see pressRefusal()).
  */
 function requires(interaction: HandledInteraction): Requirement {
-  if (interaction.isButton())
-    return parseVideoActionId(interaction.customId)?.action === 'regenerate' ? { feature: 'video' } : { inServer: true };
+  if (interaction.isButton()) {
+    const action = parseVideoActionId(interaction.customId)?.action;
+    // Confirming a held video makes it: the role rules apply again at the press.
+    return action === 'regenerate' || action === 'confirm' ? { feature: 'video' } : { inServer: true };
+  }
   if (!interaction.isChatInputCommand()) return { feature: 'video' };
   const subcommand = interaction.options.getSubcommand();
   if (subcommand === 'status' || subcommand === 'list' || subcommand === 'usage') return { inServer: true };
@@ -270,15 +275,21 @@ async function pressRefusal(interaction: ButtonInteraction, services: Services, 
 async function button(interaction: ButtonInteraction, services: Services) {
   const { action, taskId } = parseVideoActionId(interaction.customId) ?? {};
   if (!taskId) throw new Error(`malformed video button ${interaction.customId}`);
-  const refused = action === 'extend' || action === 'edit' ? await pressRefusal(interaction, services, taskId) : undefined;
+  const opensForm = action === 'extend' || action === 'edit';
+  // Both are store reads, each bounded so the form still comes within Discord's 3 s.
+  const [refused, estimate] = opensForm
+    ? await Promise.all([pressRefusal(interaction, services, taskId), formEstimate(services, guildOf(interaction), action)])
+    : [undefined, undefined];
   if (refused !== undefined) {
     await answerPrivately(interaction, refused);
   } else if (action === 'extend') {
     await interaction.showModal(
-      videoForm({ id: videoActionId('extend-modal', taskId), title: 'Extend this video', seconds: SECONDS_TO_ADD }),
+      videoForm({ id: videoActionId('extend-modal', taskId), title: 'Extend this video', seconds: SECONDS_TO_ADD, estimate }),
     );
   } else if (action === 'edit') {
-    await interaction.showModal(videoForm({ id: videoActionId('edit-modal', taskId), title: 'Edit this video' }));
+    await interaction.showModal(videoForm({ id: videoActionId('edit-modal', taskId), title: 'Edit this video', estimate }));
+  } else if (action === 'confirm' || action === 'cancel') {
+    await answerConfirmation(interaction, services, action, taskId);
   } else if (action === 'regenerate') {
     const context = interactionContext(interaction);
     await submitPrepared(interaction, services, context, await services.video.prepare.regeneration(context, taskId));
@@ -324,9 +335,16 @@ async function execute(interaction: ChatInputCommandInteraction, services: Servi
   }
 }
 
-/** A status card everyone sees for what makes a video; a form for Extend and Edit; a private answer otherwise. */
+/**
+ * A status card everyone sees for what makes a video (Regenerate, and the confirm button of a held video);
+ * a form for Extend and Edit; a private answer otherwise (Cancel replaces its member's private question).
+ */
 function answers(interaction: HandledInteraction): Placeholder | 'form' {
-  if (interaction.isButton()) return parseVideoActionId(interaction.customId)?.action === 'regenerate' ? 'public' : 'form';
+  if (interaction.isButton()) {
+    const action = parseVideoActionId(interaction.customId)?.action;
+    if (action === 'regenerate' || action === 'confirm') return 'public';
+    return action === 'cancel' ? 'private' : 'form';
+  }
   if (!interaction.isChatInputCommand()) return 'public';
   const subcommand = interaction.options.getSubcommand();
   return subcommand === 'generate' || subcommand === 'edit' || subcommand === 'extend' ? 'public' : 'private';

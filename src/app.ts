@@ -295,6 +295,7 @@ export async function startApp(
         [
           ['voice connections', () => voice.stopAll()],
           ['the task tracker', () => video.tracker.stop()],
+          ['the confirmations waiting to expire', () => Promise.resolve(video.confirmations.stop())],
           ['the Discord client', () => client.destroy()],
           ['the gateway clients', () => clients.close()],
           ['the store', () => store.close()],

@@ -1,4 +1,11 @@
-import { MessageFlags, type APIEmbed, type RepliableInteraction } from 'discord.js';
+import {
+  MessageFlags,
+  type APIActionRowComponent,
+  type APIComponentInMessageActionRow,
+  type APIEmbed,
+  type ButtonInteraction,
+  type RepliableInteraction,
+} from 'discord.js';
 
 // Answering an interaction, the one way handlers and the dispatcher do it. Discord drops an interaction
 // that is not answered within 3 s; work that needs the store or the network may take longer (a stalled
@@ -52,7 +59,18 @@ export async function deferPublicly(interaction: RepliableInteraction): Promise<
   if (!interaction.deferred && !interaction.replied) await interaction.deferReply();
 }
 
-export type PrivateAnswer = string | { content?: string; embeds?: APIEmbed[]; files?: { name: string; data: Buffer }[] };
+export type PrivateAnswer =
+  | string
+  | {
+      content?: string;
+      embeds?: APIEmbed[];
+      files?: { name: string; data: Buffer }[];
+      /** Buttons only the member sees (a question to answer). */
+      components?: APIActionRowComponent<APIComponentInMessageActionRow>[];
+    };
+
+/** Which message an interaction's private answer is, for an edit through its token: `@original`, or a follow-up's id. */
+export type AnswerMessageId = string;
 
 /**
  * Tells only the member who acted, whatever the interaction has answered so far: a first reply is
@@ -61,29 +79,51 @@ export type PrivateAnswer = string | { content?: string; embeds?: APIEmbed[]; fi
  * message with the component stays as it was. Mentions never ping anyone.
  */
 export async function answerPrivately(interaction: RepliableInteraction, answer: PrivateAnswer): Promise<void> {
+  await askPrivately(interaction, answer);
+}
+
+/**
+ * answerPrivately(), for an answer the bot edits later through the interaction's token (a question whose
+ * buttons are pressed): which message it is, `@original` or the follow-up's id.
+ */
+export async function askPrivately(interaction: RepliableInteraction, answer: PrivateAnswer): Promise<AnswerMessageId> {
   await startAnswer(interaction);
   const { files: given, ...body } = typeof answer === 'string' ? { content: answer } : answer;
   const files = (given ?? []).map((file) => ({ attachment: file.data, name: file.name }));
   const message = { ...body, files, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } } as const;
   if (!interaction.deferred && !interaction.replied) {
     await interaction.reply(message);
-    return;
+    return '@original';
   }
   const placeholderShown = interaction.deferred && !interaction.replied;
   // deferReply sets `ephemeral` to true or false; deferUpdate leaves it null (no placeholder of its own).
   if (placeholderShown && interaction.ephemeral === true) {
     await interaction.editReply({
       content: body.content ?? null,
-      components: [],
+      components: body.components ?? [],
       embeds: body.embeds ?? [],
       files,
       allowedMentions: { parse: [] },
     });
-    return;
+    return '@original';
   }
   if (placeholderShown && interaction.ephemeral === false) {
     // A placeholder that cannot be removed (already gone, say) must not keep the member from the answer.
     await interaction.deleteReply().catch(() => undefined);
   }
-  await interaction.followUp(message);
+  return (await interaction.followUp(message)).id;
+}
+
+/**
+ * Replaces the private message a member's button sits on (a question they answered) with `content`, its
+ * buttons removed; when the press was already deferred (a slow store), the content comes as a private
+ * answer instead.
+ */
+export async function replacePrivateMessage(interaction: ButtonInteraction, content: string): Promise<void> {
+  await startAnswer(interaction);
+  if (interaction.deferred || interaction.replied) {
+    await answerPrivately(interaction, content);
+    return;
+  }
+  await interaction.update({ content, components: [], embeds: [], allowedMentions: { parse: [] } });
 }

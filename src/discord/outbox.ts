@@ -42,6 +42,14 @@ export interface CardAddress {
   messageId: string | undefined;
 }
 
+/** A message an interaction answered with, addressed through its token. */
+export interface InteractionMessage {
+  applicationId: string;
+  interactionToken: string;
+  /** `@original` (the interaction's reply) or a follow-up's id. */
+  messageId: string;
+}
+
 export interface PostedMessage {
   messageId: string;
   attachmentUrl: string | undefined;
@@ -173,6 +181,17 @@ export class DiscordOutbox {
     if (!card.messageId) return undefined;
     await this.#rest.patch(Routes.channelMessage(card.channelId, card.messageId), { body: payload });
     return card.messageId;
+  }
+
+  /**
+   * Edits a message an interaction answered with (`@original`, or a follow-up's id) through its token: the
+   * only way to edit a private (ephemeral) answer. Fails once the token has expired (15 minutes).
+   */
+  async editInteractionMessage(message: InteractionMessage, payload: MessagePayload): Promise<void> {
+    await this.#rest.patch(Routes.webhookMessage(message.applicationId, message.interactionToken, message.messageId), {
+      body: payload,
+      auth: false,
+    });
   }
 
   async post(post: ChannelPost): Promise<PostedMessage> {

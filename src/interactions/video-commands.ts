@@ -4,19 +4,22 @@ import {
   TextInputBuilder,
   TextInputStyle,
   type Attachment,
+  type ButtonInteraction,
   type Message,
   type MessageContextMenuCommandInteraction,
   type ModalSubmitInteraction,
   type RepliableInteraction,
 } from 'discord.js';
-import { answerPrivately, deferPublicly } from '../discord/answer.ts';
+import { answerPrivately, askPrivately, deferPublicly, replacePrivateMessage } from '../discord/answer.ts';
 import { customId, customIdParts } from '../discord/custom-id.ts';
-import { EXTENSION_DURATION, type DurationRange } from '../gateway/spec.ts';
+import { EXTENSION_DURATION, type DurationRange, type VideoOperation } from '../gateway/spec.ts';
+import { settledWithin } from '../lib/wait-until.ts';
 import { refuse, type Result } from '../lib/result.ts';
 import { DEFAULT_ATTACHMENT_SIZE_LIMIT, type InteractionContext } from '../ports/interaction-context.ts';
 import type { Services } from '../services.ts';
 import { describeMissingSource, pickImage, pickVideo, type EmbeddedPicture, type MessageMedia } from '../video/message-sources.ts';
-import type { Prepared } from '../video/plan.ts';
+import type { FormEstimate, Prepared, SubmissionPlan } from '../video/plan.ts';
+import { CONFIRMATION_GONE, describeConfirmationClosed, describeOthersConfirmation, formTitle } from '../video/wording.ts';
 import type { AttachmentInput } from '../video/requests.ts';
 import { SubmissionRefusedError } from '../video/submit.ts';
 import type { Command } from './command.ts';
@@ -55,9 +58,12 @@ export function interactionContext(interaction: RepliableInteraction): Interacti
 }
 
 /**
- * Answers a prepared request: refused at once (ephemeral), or deferred and submitted with a status card.
- * Preparing reads only the local store, so the answer is well within Discord's 3 s; whatever needs the
- * network (Discord, the gateway) comes after the deferral.
+ * Answers a prepared request: refused at once (ephemeral); held for its member's confirmation when its
+ * estimate is over the server's threshold (a private question, nothing sent); or deferred and submitted
+ * with a status card. Preparing reads only the local store, so the answer is well within Discord's 3 s;
+ * whatever needs the network (Discord, the gateway) comes after the deferral. Every way a member makes a
+ * video by hand comes through here: /video generate, edit and extend, the Regenerate button, and the
+ * forms of the Extend and Edit buttons and of the message commands.
  */
 export async function submitPrepared(
   interaction: RepliableInteraction,
@@ -69,13 +75,78 @@ export async function submitPrepared(
     await answerPrivately(interaction, prepared.message);
     return;
   }
+  if (prepared.plan.confirmOverTicks !== undefined) {
+    await askToConfirm(interaction, services, context, prepared.plan);
+    return;
+  }
+  await submitPlan(interaction, services, context, prepared.plan);
+}
+
+/** Submits a plan behind a public status card; a refusal is told privately. Whether it was submitted. */
+async function submitPlan(
+  interaction: RepliableInteraction,
+  services: Services,
+  context: InteractionContext,
+  plan: SubmissionPlan,
+): Promise<boolean> {
   await deferPublicly(interaction);
   try {
-    await services.video.submit(prepared.plan, context);
+    await services.video.submit(plan, context);
+    return true;
   } catch (error) {
     if (!(error instanceof SubmissionRefusedError)) throw error;
     await answerPrivately(interaction, error.message);
+    return false;
   }
+}
+
+/**
+ * Asks the member privately whether to make a video estimated over the server's threshold: the plan is
+ * kept first (a quick press must find it), then the question is shown. A public placeholder already shown
+ * (the command is slow) is removed by askPrivately, so the question stays the member's.
+ */
+async function askToConfirm(interaction: RepliableInteraction, services: Services, context: InteractionContext, plan: SubmissionPlan) {
+  const confirmations = services.video.confirmations;
+  const question = await confirmations.hold(plan, context);
+  const messageId = await askPrivately(interaction, question);
+  await confirmations.shown(plan.taskId, messageId);
+}
+
+/**
+ * A press of a held video's Confirm or Cancel button (`video:confirm:<task>`, `video:cancel:<task>`): by
+ * its member only. Confirm submits the kept plan behind a public status card, as if it had just been
+ * asked for (limits and budgets are checked again then); Cancel sends nothing. Either way the question
+ * says how it ended.
+ */
+export async function answerConfirmation(
+  interaction: ButtonInteraction,
+  services: Services,
+  answer: 'confirm' | 'cancel',
+  taskId: string,
+): Promise<void> {
+  const confirmations = services.video.confirmations;
+  const taken = await confirmations.take(taskId, { guildId: guildOf(interaction), userId: interaction.user.id });
+  if (taken.status === 'others') {
+    await answerPrivately(interaction, describeOthersConfirmation(taken.userId));
+    return;
+  }
+  if (taken.status === 'gone') {
+    await replacePrivateMessage(interaction, CONFIRMATION_GONE);
+    return;
+  }
+  if (answer === 'cancel') {
+    await replacePrivateMessage(interaction, describeConfirmationClosed(taken.held.plan, 'cancelled'));
+    return;
+  }
+  const prepared = await confirmations.planOf(taken.held);
+  if (!prepared.ok) {
+    await answerPrivately(interaction, prepared.message);
+    await confirmations.close(taken.held, 'refused');
+    return;
+  }
+  // The card is this press's reply, everyone's to see; the question is edited through its own token.
+  const submitted = await submitPlan(interaction, services, interactionContext(interaction), prepared.plan);
+  await confirmations.close(taken.held, submitted ? 'confirmed' : 'refused');
 }
 
 /** A form's field for a number of seconds: what its label calls it, its range, and the default it names (the range's by default). */
@@ -91,6 +162,8 @@ export const SECONDS_TO_ADD: SecondsField = { label: 'Seconds to add', range: EX
 export interface VideoFormShape {
   id: string;
   title: string;
+  /** What the video is expected to cost, shown in the title; none when it could not be read in time. */
+  estimate?: FormEstimate | undefined;
   /** Whether the prompt may be left empty (a picture to animate says enough by itself). */
   promptOptional?: boolean;
   seconds?: SecondsField;
@@ -98,7 +171,7 @@ export interface VideoFormShape {
 
 /** A form asking for a prompt and, when `seconds` is given, a number of seconds. */
 export function videoForm(shape: VideoFormShape): ModalBuilder {
-  const modal = new ModalBuilder().setCustomId(shape.id).setTitle(shape.title);
+  const modal = new ModalBuilder().setCustomId(shape.id).setTitle(formTitle(shape.title, shape.estimate));
   const prompt = new TextInputBuilder()
     .setCustomId(FORM_FIELDS.prompt)
     .setLabel(shape.promptOptional ? 'Prompt (optional)' : 'Prompt')
@@ -117,6 +190,18 @@ export function videoForm(shape: VideoFormShape): ModalBuilder {
     modal.addComponents(new ActionRowBuilder<TextInputBuilder>().addComponents(seconds));
   }
   return modal;
+}
+
+/** How long a form waits for its estimate (the server's defaults, from the store) before it is shown without one: Discord's 3 s run from the press. */
+const FORM_ESTIMATE_WITHIN_MS = 1_000;
+
+/** What a form's video is expected to cost with the server's defaults, when the store says in time for the form. */
+export async function formEstimate(services: Services, guildId: string, operation: VideoOperation): Promise<FormEstimate | undefined> {
+  const estimating = services.video.prepare.formEstimate(guildId, operation).catch((error: unknown) => {
+    services.log.warn('could not estimate the video of a form; it is shown without its estimate', { error });
+    return undefined;
+  });
+  return settledWithin(estimating, FORM_ESTIMATE_WITHIN_MS);
 }
 
 /** What a video form's member typed: the prompt (empty when left out) and the seconds (undefined when left out), or why the seconds will not do. */
@@ -143,6 +228,8 @@ export interface MessageVideoCommand {
   name: string;
   /** What it needs of the message: a picture, or an .mp4. */
   needs: 'image' | 'video';
+  /** What it makes of it (its form shows the estimate of that). */
+  operation: VideoOperation;
   form: Omit<VideoFormShape, 'id'>;
 }
 
@@ -194,7 +281,8 @@ async function openSourceForm(
         error,
       });
     });
-  await interaction.showModal(videoForm({ ...command.form, id: customId(command.name, interaction.id) }));
+  const estimate = await formEstimate(services, guildOf(interaction), command.operation);
+  await interaction.showModal(videoForm({ ...command.form, id: customId(command.name, interaction.id), estimate }));
   await keeping;
 }
 

@@ -23,3 +23,13 @@ export interface InteractionContext {
    */
   cardMessageId?: string;
 }
+
+/** An interaction's token answers for this long after Discord made it. */
+export const INTERACTION_TOKEN_LIFETIME_MS = 15 * 60_000;
+/** Leave a margin: the interaction reached the bot a little after Discord made it, and an edit sent at 14:59 may arrive after 15:00. */
+const TOKEN_SAFETY_MARGIN_MS = 30_000;
+
+/** Until when the bot may still answer or edit through the interaction's token. */
+export function tokenUsableUntil(context: Pick<InteractionContext, 'interactionReceivedAt'>): number {
+  return context.interactionReceivedAt + INTERACTION_TOKEN_LIFETIME_MS - TOKEN_SAFETY_MARGIN_MS;
+}

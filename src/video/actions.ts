@@ -5,8 +5,11 @@ import { customId, customIdParts } from '../discord/custom-id.ts';
 
 const COMMAND = 'video';
 
-/** Buttons under a finished video, in the order they are shown, and the forms two of them open. */
-const VIDEO_ACTIONS = ['extend', 'edit', 'regenerate', 'extend-modal', 'edit-modal'] as const;
+/**
+ * Buttons under a finished video, in the order they are shown, the forms two of them open, and the two
+ * buttons of a video that waits for its member's confirmation (`src/video/confirmations.ts`).
+ */
+const VIDEO_ACTIONS = ['extend', 'edit', 'regenerate', 'extend-modal', 'edit-modal', 'confirm', 'cancel'] as const;
 export type VideoAction = (typeof VIDEO_ACTIONS)[number];
 
 export function videoActionId(action: VideoAction, taskId: string): string {

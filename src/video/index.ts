@@ -6,6 +6,7 @@ import { NO_METRICS, type BotMetrics } from '../lib/metrics.ts';
 import type { GuildVideoPolicy, MemberCosts } from '../ports/guild-policy.ts';
 import type { InteractionContext } from '../ports/interaction-context.ts';
 import type { Store } from '../store/index.ts';
+import { VideoConfirmations } from './confirmations.ts';
 import { VideoDelivery } from './delivery.ts';
 import { DownloadFiles } from './download-files.ts';
 import { EndUserIds } from './end-users.ts';
@@ -57,6 +58,8 @@ export interface Video {
   card(task: TaskRecord): Promise<{ embeds: APIEmbed[] }>;
   /** What members picked with a message command, while they fill in its form. */
   sourceForms: SourceForms;
+  /** Videos estimated over the server's threshold, waiting for their member's confirm button. */
+  confirmations: VideoConfirmations;
 }
 
 export function createVideo(deps: VideoDeps): Video {
@@ -106,5 +109,6 @@ export function createVideo(deps: VideoDeps): Video {
     tracker,
     card: (task) => delivery.card(task),
     sourceForms: new SourceForms(store),
+    confirmations: new VideoConfirmations({ store, policy, outbox, vendor, log }),
   };
 }

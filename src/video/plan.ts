@@ -20,6 +20,11 @@ export type SubmissionPlan = OperationRequest & {
   access: GatewayCredentials;
   /** What the video is expected to cost, in ticks: reserved against the budgets when it is submitted. */
   estimateTicks: number;
+  /**
+   * The server's confirmation threshold (`/config budget confirm_over_usd`), set when the estimate is over
+   * it: the video then waits for its member's confirm button before anything is sent or reserved.
+   */
+  confirmOverTicks?: number;
   sourceTaskId?: string;
   /** Regenerate: an earlier task's request sent again (its attachment links may have expired since). */
   regenerated?: boolean;
@@ -29,6 +34,12 @@ export type SubmissionPlan = OperationRequest & {
    */
   postedSource?: { channelId: string; messageId: string };
 };
+
+/** A form's estimate, before the member fills it in: for each second they ask for, or for the whole video. */
+export interface FormEstimate {
+  ticks: number;
+  per: 'second' | 'video';
+}
 
 /** A plan ready to submit, or why the request cannot go (in words for the member). */
 export type Prepared = Result<{ plan: SubmissionPlan }>;
@@ -53,4 +64,9 @@ export function estimateOf(policy: Pick<GuildVideoPolicy, 'estimate'>, operation
   if (operation.operation === 'extend')
     return policy.estimate({ model, operation: 'extend', duration: operation.request.duration ?? operation.request.seconds });
   return policy.estimate({ model, operation: 'edit' });
+}
+
+/** The threshold a plan's estimate is over, when the server asks its members to confirm videos above it (0: never). */
+export function confirmationThreshold(estimateTicks: number, confirmOverTicks: number | undefined): { confirmOverTicks?: number } {
+  return confirmOverTicks !== undefined && confirmOverTicks > 0 && estimateTicks > confirmOverTicks ? { confirmOverTicks } : {};
 }

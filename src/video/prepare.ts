@@ -1,5 +1,5 @@
 import { ValidationError } from '../gateway/errors.ts';
-import { REFERENCE_MAX_RESOLUTION, videoModelCapabilities, videoModelNames } from '../gateway/spec.ts';
+import { REFERENCE_MAX_RESOLUTION, videoModelCapabilities, videoModelNames, type VideoOperation } from '../gateway/spec.ts';
 import { validateEdit, validateExtension, validateGeneration } from '../gateway/validation.ts';
 import { refuse, type Result } from '../lib/result.ts';
 import { isHttpUrl } from '../lib/url.ts';
@@ -8,7 +8,15 @@ import type { InteractionContext } from '../ports/interaction-context.ts';
 import type { EndUserIds } from './end-users.ts';
 import { checkMemberLimits } from './member-limits.ts';
 import { describeExpiredAttachments, describeOwnersButtons } from './wording.ts';
-import { estimateOf, type OperationRequest, type Prepared, type SubmissionPlan, type VideoSourceInput } from './plan.ts';
+import {
+  confirmationThreshold,
+  estimateOf,
+  type FormEstimate,
+  type OperationRequest,
+  type Prepared,
+  type SubmissionPlan,
+  type VideoSourceInput,
+} from './plan.ts';
 import type { TaskRecord } from './record.ts';
 import { newTaskId, type TaskRepository } from './repository.ts';
 import {
@@ -92,6 +100,7 @@ export class VideoPreparation {
           request,
           access,
           estimateTicks,
+          ...confirmationThreshold(estimateTicks, defaults.confirmOverTicks),
         },
       };
     } catch (error) {
@@ -134,6 +143,7 @@ export class VideoPreparation {
         plan: {
           ...operationRequest,
           estimateTicks,
+          ...confirmationThreshold(estimateTicks, defaults.confirmOverTicks),
           taskId: newTaskId(),
           mode: operation,
           model,
@@ -147,6 +157,24 @@ export class VideoPreparation {
       if (error instanceof ValidationError) return validationRefusal(error);
       throw error;
     }
+  }
+
+  /**
+   * What a form's video is expected to cost with the server's defaults (its model, and for a generation its
+   * resolution): per second of the length the member types (generate, extend), or for the video (an edit,
+   * priced whatever its length). A form shows it before the member writes a prompt.
+   */
+  async formEstimate(guildId: string, operation: VideoOperation): Promise<FormEstimate> {
+    const { policy, vendor } = this.#deps;
+    const defaults = await policy.defaults(guildId);
+    const model = defaults.model ?? videoModelNames(vendor).latest;
+    if (operation === 'edit') return { ticks: policy.estimate({ model, operation }), per: 'video' };
+    // As generation() lowers a default 1080p the model cannot make.
+    const resolution =
+      operation === 'generate' && defaults.resolution === '1080p' && !videoModelCapabilities(model, vendor)?.fullHd
+        ? REFERENCE_MAX_RESOLUTION
+        : defaults.resolution;
+    return { ticks: policy.estimate({ model, operation, duration: 1, resolution }), per: 'second' };
   }
 
   /**
@@ -187,6 +215,7 @@ export class VideoPreparation {
     const estimateTicks = estimateOf(policy, operationRequest, original.model);
     const verdict = await this.#checkLimits(context, estimateTicks);
     if (!verdict.ok) return verdict;
+    const { confirmOverTicks } = await policy.defaults(context.guildId);
     const taskId = newTaskId();
     if (operationRequest.operation === 'generate' && operationRequest.request.storage_options) {
       // A new task is stored under its own name, not over the original's file.
@@ -207,6 +236,7 @@ export class VideoPreparation {
         sourceTaskId: original.id,
         regenerated: true,
         estimateTicks,
+        ...confirmationThreshold(estimateTicks, confirmOverTicks),
       },
     };
   }

@@ -137,6 +137,11 @@ export function needsWork(task: TaskRecord): boolean {
 /** Finished states in which the gateway made the video, and so charged for it. */
 const MADE_A_VIDEO: ReadonlySet<TaskState> = new Set(['succeeded', 'expired']);
 
+/** Whether the gateway made (and so charged for) the task's video. */
+export function madeVideo(task: Pick<TaskRecord, 'state'>): boolean {
+  return MADE_A_VIDEO.has(task.state);
+}
+
 /** What a finished task cost, for the usage ledger: a failure or a timeout made nothing (it is refunded). */
 export function costOf(task: TaskRecord): TaskCost {
   return {
@@ -145,7 +150,7 @@ export function costOf(task: TaskRecord): TaskCost {
     userId: task.userId,
     createdAt: task.createdAt,
     costTicks: task.outcome.costTicks,
-    madeVideo: MADE_A_VIDEO.has(task.state),
+    madeVideo: madeVideo(task),
     reservation: task.reservation,
   };
 }
@@ -265,7 +270,7 @@ function parseDelivery(value: unknown, path: string): Delivery {
   };
 }
 
-const TASK_MODES: readonly TaskMode[] = [...GENERATION_MODES, 'edit', 'extend'];
+export const TASK_MODES: readonly TaskMode[] = [...GENERATION_MODES, 'edit', 'extend'];
 
 export function parseTaskRecord(raw: unknown): TaskRecord {
   const path = 'task';

@@ -1,6 +1,6 @@
 import type { APIEmbed } from 'discord.js';
 import { dayKey } from '../lib/day-key.ts';
-import { formatCost } from '../wording/cost.ts';
+import { formatCost, formatEstimate } from '../wording/cost.ts';
 import type { MemberDayCost } from '../ports/guild-policy.ts';
 import {
   describeDeliveryRetry,
@@ -14,7 +14,7 @@ import {
   describeUnknownOutcome,
 } from './wording.ts';
 import { DEFAULT_POLL_POLICY } from './poll-policy.ts';
-import { isTerminal, type TaskRecord } from './record.ts';
+import { isTerminal, madeVideo, type TaskRecord } from './record.ts';
 
 // The status card: the reply to /video, edited in place as the task moves. Elapsed time is a Discord
 // timestamp (`<t:…:R>`), which every client keeps current by itself, so the card only needs an edit
@@ -122,13 +122,25 @@ export interface CardContext {
   memberDay?: MemberDayCost;
 }
 
+/** What the task was expected to cost when it was submitted (its reservation); undefined for a task submitted before estimates. */
+function estimateOf(task: TaskRecord): number | undefined {
+  const ticks = task.reservation?.estimateTicks;
+  return ticks === undefined || ticks <= 0 ? undefined : ticks;
+}
+
 /**
  * What a finished task cost, when the gateway said (`$0.42 · your total today $1.30`), with its member's
- * total on the day it counts on; nothing when the gateway reported no cost: never a guess.
+ * total on the day it counts on. When the gateway made the video but reported no cost, its estimate is
+ * what the usage ledger counts, so the card shows that, marked as an estimate (never `$0.00`); a task that
+ * made nothing (failed, refunded) shows no cost.
  */
 function costText(task: TaskRecord, context: CardContext): string | undefined {
+  if (!isTerminal(task.state)) return undefined;
   const ticks = task.outcome.costTicks;
-  if (ticks === undefined || !isTerminal(task.state)) return undefined;
+  if (ticks === undefined) {
+    const estimate = estimateOf(task);
+    return estimate !== undefined && madeVideo(task) ? `${formatEstimate(estimate)} (estimated)` : undefined;
+  }
   const day = context.memberDay;
   if (!day) return formatCost(ticks);
   const when = dayKey(task.createdAt) === dayKey(context.now) ? 'today' : `on ${dayKey(task.createdAt)}`;
@@ -152,6 +164,9 @@ export function renderStatusCard(task: TaskRecord, context: CardContext = { now:
   );
   const cost = costText(task, context);
   if (cost) fields.push({ name: 'Cost', value: cost });
+  // Until it is known what the task cost, the card carries what it is expected to (from the first card on).
+  const estimate = estimateOf(task);
+  if (!isTerminal(task.state) && estimate !== undefined) fields.push({ name: 'Estimate', value: formatEstimate(estimate), inline: true });
   const outcome = outcomeText(task);
   if (outcome) fields.push({ name: 'Details', value: truncate(outcome, 1024) });
 

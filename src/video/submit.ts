@@ -10,7 +10,7 @@ import { StoreUnavailableError } from '../store/index.ts';
 import type { Logger } from '../lib/log.ts';
 import { codeLabel, type BotMetrics } from '../lib/metrics.ts';
 import { LimitReachedError, type GuildVideoPolicy, type SpendReservation } from '../ports/guild-policy.ts';
-import type { InteractionContext } from '../ports/interaction-context.ts';
+import { tokenUsableUntil, type InteractionContext } from '../ports/interaction-context.ts';
 import type { VideoDelivery } from './delivery.ts';
 import { checkMemberLimits } from './member-limits.ts';
 import { describeGatewayError } from '../wording/gateway-errors.ts';
@@ -25,9 +25,6 @@ import type { TaskTracker } from './tracker.ts';
 // gateway is called (a crash mid-submission is reported, not forgotten), counted against the limits in
 // the same step, sent, shown on its card and handed to the tracker.
 
-const INTERACTION_TOKEN_LIFETIME_MS = 15 * 60_000;
-/** Leave a margin: the interaction reached the bot a little after Discord made it, and an edit sent at 14:59 may arrive after 15:00. */
-const TOKEN_SAFETY_MARGIN_MS = 30_000;
 /** Storing an accepted task is asked again from 1 s, doubling to 30 s, while the store fails. */
 const KEEP_BACKOFF: BackoffPolicy = { baseMs: 1_000, maxMs: 30_000, jitter: 0.25, spread: 'within-bounds' };
 
@@ -99,8 +96,7 @@ export class VideoSubmission {
       card: {
         applicationId: context.applicationId,
         interactionToken: context.interactionToken,
-        tokenExpiresAt:
-          context.cardMessageId === undefined ? context.interactionReceivedAt + INTERACTION_TOKEN_LIFETIME_MS - TOKEN_SAFETY_MARGIN_MS : 0,
+        tokenExpiresAt: context.cardMessageId === undefined ? tokenUsableUntil(context) : 0,
         ...(context.cardMessageId === undefined ? {} : { messageId: context.cardMessageId }),
       },
       attachmentSizeLimit: context.attachmentSizeLimit,

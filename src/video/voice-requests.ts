@@ -8,6 +8,7 @@ import type { SubmissionPlan } from './plan.ts';
 import type { TaskRecord } from './record.ts';
 import type { TaskRepository } from './repository.ts';
 import { SubmissionRefusedError } from './submit.ts';
+import { formatEstimate } from '../wording/cost.ts';
 
 // /video generate and /video status for a member who asked by voice: the same preparation, role rules,
 // limits, key and defaults as the command, and the same card (a channel message here, since there is
@@ -62,6 +63,10 @@ export class VoiceVideo implements VoiceVideoRequests {
       referenceAudio: undefined,
     });
     if (!prepared.ok) return { status: 'refused', message: prepared.message };
+    // A video over the server's confirmation threshold (`confirmOverTicks`) is not held here: a member
+    // talking to the voice model has no button to press. It goes ahead like any other, within the limits
+    // and budgets, and the model is told its estimate to say aloud.
+    const estimate = formatEstimate(prepared.plan.estimateTicks);
     let cardMessageId: string;
     try {
       cardMessageId = await outbox.say(caller.channelId, `🎙️ <@${caller.userId}> asked for a video by voice.`);
@@ -79,7 +84,7 @@ export class VoiceVideo implements VoiceVideoRequests {
         };
       return {
         status: 'submitted',
-        message: `The video is being made: task ${task.id}. Its card is in the text channel, and the video follows there when it is ready.`,
+        message: `The video is being made, for ${estimate}: task ${task.id}. Its card is in the text channel, and the video follows there when it is ready.`,
         task: task.id,
       };
     } catch (error) {

@@ -1,5 +1,8 @@
 import { DiscordAPIError, HTTPError } from 'discord.js';
 import { GatewayError } from '../gateway/errors.ts';
+import type { VideoOperation } from '../gateway/spec.ts';
+import type { FormEstimate } from './plan.ts';
+import { formatCost, formatEstimate } from '../wording/cost.ts';
 import { describeGatewayError, withRequestId } from '../wording/gateway-errors.ts';
 import { NoGatewayAccessError } from './gateway-resolver.ts';
 import { TASK_NOT_FOUND, type TaskOutcome, type TaskRecord } from './record.ts';
@@ -173,4 +176,65 @@ export function describeDeliveryFailure(error: unknown): string {
     return `The bot could not fetch the finished video. ${describeGatewayError(error, { key: 'in-use', purpose: 'fetch the finished video' })}`;
   if (error instanceof DiscordAPIError || error instanceof HTTPError) return `Discord kept refusing the post (HTTP ${error.status}).`;
   return 'Something went wrong while the bot fetched or posted the finished video.';
+}
+
+// ---- A video that waits for its member's confirmation (`/config budget confirm_over_usd`) ----------------
+
+/** The verb of a held video's confirm button, and of its question: what pressing it does. */
+export function confirmVerb(plan: { operation: VideoOperation; regenerated?: boolean }): string {
+  if (plan.regenerated) return 'Regenerate';
+  return plan.operation === 'generate' ? 'Generate' : plan.operation === 'edit' ? 'Edit' : 'Extend';
+}
+
+/** The private question a video estimated over the server's threshold waits on. */
+export function describeConfirmation(
+  plan: { operation: VideoOperation; regenerated?: boolean; estimateTicks: number; confirmOverTicks?: number },
+  expiresAt: number,
+): string {
+  const verb = confirmVerb(plan);
+  const threshold = plan.confirmOverTicks === undefined ? '' : ` over ${formatCost(plan.confirmOverTicks)}`;
+  return [
+    `**${verb} for ${formatEstimate(plan.estimateTicks)}?**`,
+    `This server asks before a video estimated${threshold} is made. Nothing is sent until you press **${verb}**; this question expires <t:${Math.floor(expiresAt / 1000)}:R>.`,
+  ].join('\n');
+}
+
+/** What a held video's question says once it is answered, or left unanswered. */
+export function describeConfirmationClosed(
+  plan: { operation: VideoOperation; regenerated?: boolean; estimateTicks: number },
+  how: 'confirmed' | 'refused' | 'cancelled' | 'expired',
+): string {
+  switch (how) {
+    case 'confirmed':
+      return `**${confirmVerb(plan)}** pressed: sent for ${formatEstimate(plan.estimateTicks)}. Its card is in the channel.`;
+    case 'refused':
+      return `**${confirmVerb(plan)}** pressed, but the video could not be made; the reason follows.`;
+    case 'cancelled':
+      return 'Cancelled: nothing was sent to the gateway and nothing was spent.';
+    case 'expired':
+      return 'This question expired unanswered: nothing was sent to the gateway and nothing was spent. Run the command again to make the video.';
+  }
+}
+
+/** A press of a held video's button when the question is no longer open. */
+export const CONFIRMATION_GONE =
+  'This question is no longer open (it was answered, or it expired): nothing more was sent. Run the command again to make the video.';
+
+/** Someone else pressed a member's confirm or cancel button. */
+export function describeOthersConfirmation(userId: string): string {
+  return `This question is <@${userId}>'s: only the member who asked for the video may answer it.`;
+}
+
+/** Discord's longest form title. */
+export const MAX_FORM_TITLE_LENGTH = 45;
+
+/**
+ * A form's title with what its video is expected to cost (`Extend this video (about $0.08 a second)`), or
+ * the title alone when there is no estimate or the two would not fit Discord's limit.
+ */
+export function formTitle(title: string, estimate: FormEstimate | undefined): string {
+  if (!estimate) return title;
+  const price = estimate.per === 'second' ? `${formatEstimate(estimate.ticks)} a second` : formatEstimate(estimate.ticks);
+  const withPrice = `${title} (${price})`;
+  return withPrice.length <= MAX_FORM_TITLE_LENGTH ? withPrice : title;
 }

@@ -1,6 +1,6 @@
 import { USD_TICKS } from '../gateway/spec.ts';
 
-// What the gateway charged, in words for members: dollars as people write them.
+// What the gateway charged, and what the bot expects it to, in words for members: dollars as people write them.
 
 const DOLLARS = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD' });
 /** The smallest amount dollars-and-cents can show. */
@@ -10,4 +10,10 @@ const ONE_CENT_TICKS = USD_TICKS / 100;
 export function formatCost(ticks: number): string {
   if (ticks > 0 && ticks < ONE_CENT_TICKS / 2) return 'under $0.01';
   return DOLLARS.format(ticks / USD_TICKS);
+}
+
+/** What the bot expects something to cost, as `about $0.40`: never a bare amount that could pass for what the gateway charged. */
+export function formatEstimate(ticks: number): string {
+  const amount = formatCost(ticks);
+  return amount.startsWith('under') ? amount : `about ${amount}`;
 }

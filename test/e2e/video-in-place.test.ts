@@ -195,9 +195,11 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
       expect(costOn(await generated(spender, 'a harbour at night', { duration: 2 }))).toBe('$0.10 · your total today $0.30');
     });
 
-    it('says nothing of cost when the gateway reported none', async () => {
+    it('shows the estimate, marked as estimated, when the gateway reported no cost: never $0.00', async () => {
       const card = await generated(world.guild.member, 'a quiet field [[no-cost]]');
-      expect(JSON.stringify(card.embeds)).not.toMatch(/Cost|\$/);
+      // The gateway's default length, 8 s at 480p.
+      expect(costOn(card)).toBe('about $0.40 (estimated)');
+      expect(JSON.stringify(card.embeds)).not.toContain('$0.00');
     });
   });
 

@@ -312,6 +312,8 @@ describe('tools the model can call', () => {
       });
       const submitted = await nextOutput(session, asked);
       expect(submitted.output).toMatchObject({ status: 'submitted', task: expect.stringMatching(/^\w+/) });
+      // The model is told what the video is expected to cost (2 s at 480p), to say it aloud.
+      expect(submitted.output.message).toContain('for about $0.10');
       expect(submitted.said).toBe(submitted.raw);
       const card = await discord.waitForMessage(
         guild.textChannelId,

@@ -132,7 +132,7 @@ describe('the status card', () => {
       expect(costOn(done, { now: sameDay })).toBe('$0.42');
     });
 
-    it('is not shown while the task runs, nor when the gateway reported none: no guess, no $0.00', () => {
+    it('is not shown while the task runs; a task without its estimate shows none when the gateway reported none: no $0.00', () => {
       expect(
         costOn({ ...done, state: 'running', finishedAt: undefined }, { now: sameDay, memberDay: { costTicks: 1, costUnreported: 0 } }),
       ).toBeUndefined();
@@ -141,6 +141,35 @@ describe('the status card', () => {
         { now: sameDay, memberDay: { costTicks: 13_000_000_000, costUnreported: 1 } },
       );
       expect(JSON.stringify(unreported)).not.toMatch(/Cost|\$/);
+    });
+  });
+
+  describe('what a task is expected to cost (its estimate, reserved when it was submitted)', () => {
+    const reserved: TaskRecord = { ...task, reservation: { estimateTicks: 4_000_000_000, month: false } };
+    const field = (shown: TaskRecord, name: string) =>
+      renderStatusCard(shown, { now: task.createdAt }).embeds[0]?.fields?.find((candidate) => candidate.name === name)?.value;
+
+    it('is on the card from the first, while the task is sent and runs', () => {
+      expect(field({ ...reserved, state: 'submitting' }, 'Estimate')).toBe('about $0.40');
+      expect(field({ ...reserved, state: 'running', progress: 50 }, 'Estimate')).toBe('about $0.40');
+    });
+
+    it('gives way to the reported cost when the task is done, or stands in for it, marked, when the gateway reported none', () => {
+      const done: TaskRecord = {
+        ...reserved,
+        state: 'succeeded',
+        finishedAt: task.submittedAt! + 30_000,
+        delivery: { ...task.delivery, state: 'posted' },
+      };
+      expect(field({ ...done, outcome: { costTicks: 4_200_000_000 } }, 'Estimate')).toBeUndefined();
+      expect(field({ ...done, outcome: { costTicks: 4_200_000_000 } }, 'Cost')).toBe('$0.42');
+      expect(field({ ...done, outcome: {} }, 'Cost')).toBe('about $0.40 (estimated)');
+    });
+
+    it('is not shown as a cost for a task that made nothing (it was refunded)', () => {
+      const failed: TaskRecord = { ...reserved, state: 'failed', finishedAt: task.submittedAt! + 30_000, outcome: {} };
+      expect(field(failed, 'Cost')).toBeUndefined();
+      expect(field(failed, 'Estimate')).toBeUndefined();
     });
   });
 

@@ -1,0 +1,247 @@
+import { ButtonStyle, ComponentType, type APIActionRowComponent, type APIComponentInMessageActionRow } from 'discord.js';
+import { ValidationError } from '../gateway/errors.ts';
+import { LAYERS, VIDEO_OPERATIONS, type Layer } from '../gateway/spec.ts';
+import type { DiscordOutbox, InteractionMessage } from '../discord/outbox.ts';
+import { isRecord, readBoolean, readNumber, readRecord, readString } from '../lib/json.ts';
+import type { Logger } from '../lib/log.ts';
+import { refuse } from '../lib/result.ts';
+import type { GuildVideoPolicy } from '../ports/guild-policy.ts';
+import { tokenUsableUntil, type InteractionContext } from '../ports/interaction-context.ts';
+import type { Collection, Store } from '../store/index.ts';
+import { videoActionId } from './actions.ts';
+import type { Prepared, SubmissionPlan } from './plan.ts';
+import { TASK_MODES, type TaskMode } from './record.ts';
+import { parseStoredRequest } from './stored-request.ts';
+import { confirmVerb, describeConfirmation, describeConfirmationClosed } from './wording.ts';
+
+// A video estimated over the server's threshold (`/config budget confirm_over_usd`) waits for its member's
+// confirm button: its prepared plan is kept in the store (without the server's key, which is looked up
+// again when it is pressed) for as long as the question's interaction can still be answered, keyed by the
+// plan's task id, which its buttons carry. Nothing is sent to the gateway and nothing is reserved before
+// the press; the press submits it as any video is submitted (limits and budgets checked again then).
+
+/** A kept plan outlives its question by this much, so the question's own expiry still finds it to say so. */
+const KEPT_BEYOND_EXPIRY_MS = 60_000;
+
+/** A plan waiting for its member, as the store keeps it. */
+export interface HeldVideo {
+  guildId: string;
+  channelId: string;
+  userId: string;
+  /** The private question, addressed through the token of the interaction that asked it. */
+  question: InteractionMessage;
+  /** The question can no longer be edited after this (its interaction's token ends). */
+  expiresAt: number;
+  plan: HeldPlan;
+}
+
+/** A submission plan without the server's key: everything else it needs, to be sent when confirmed. */
+export type HeldPlan = Omit<SubmissionPlan, 'access' | 'operation' | 'request'> & {
+  operation: SubmissionPlan['operation'];
+  request: Readonly<Record<string, unknown>>;
+  layer: Layer;
+  keyId: string;
+};
+
+/** What a press of a held video's button found. */
+export type TakenVideo = { status: 'taken'; held: HeldVideo } | { status: 'gone' } | { status: 'others'; userId: string };
+
+function heldPlanOf(plan: SubmissionPlan): HeldPlan {
+  const { access, operation, request, ...rest } = plan;
+  return { ...rest, operation, request: { ...request }, layer: access.layer, keyId: access.keyId };
+}
+
+function required<T>(value: T | undefined, what: string): T {
+  if (value === undefined) throw new Error(`a held video needs ${what}`);
+  return value;
+}
+
+function oneOf<T extends string>(value: string | undefined, values: readonly T[], what: string): T {
+  const found = values.find((candidate) => candidate === value);
+  if (found === undefined) throw new Error(`a held video's ${what} is not one of ${values.join(', ')}`);
+  return found;
+}
+
+function parseHeldPlan(raw: unknown): HeldPlan {
+  const request = readRecord(raw, 'request');
+  if (!request) throw new Error('a held video needs plan.request');
+  const posted = readRecord(raw, 'postedSource');
+  const postedChannel = readString(posted, 'channelId');
+  const postedMessage = readString(posted, 'messageId');
+  const confirmOverTicks = readNumber(raw, 'confirmOverTicks');
+  const sourceTaskId = readString(raw, 'sourceTaskId');
+  const regenerated = readBoolean(raw, 'regenerated');
+  return {
+    operation: oneOf(readString(raw, 'operation'), VIDEO_OPERATIONS, 'operation'),
+    request,
+    taskId: required(readString(raw, 'taskId'), 'plan.taskId'),
+    mode: oneOf<TaskMode>(readString(raw, 'mode'), TASK_MODES, 'mode'),
+    model: required(readString(raw, 'model'), 'plan.model'),
+    prompt: readString(raw, 'prompt') ?? '',
+    layer: oneOf(readString(raw, 'layer'), LAYERS, 'layer'),
+    keyId: required(readString(raw, 'keyId'), 'plan.keyId'),
+    estimateTicks: required(readNumber(raw, 'estimateTicks'), 'plan.estimateTicks'),
+    ...(confirmOverTicks === undefined ? {} : { confirmOverTicks }),
+    ...(sourceTaskId === undefined ? {} : { sourceTaskId }),
+    ...(regenerated === undefined ? {} : { regenerated }),
+    ...(postedChannel !== undefined && postedMessage !== undefined
+      ? { postedSource: { channelId: postedChannel, messageId: postedMessage } }
+      : {}),
+  };
+}
+
+function parseHeldVideo(raw: unknown): HeldVideo {
+  if (!isRecord(raw)) throw new Error('a held video must be an object');
+  const question = readRecord(raw, 'question');
+  return {
+    guildId: required(readString(raw, 'guildId'), 'guildId'),
+    channelId: required(readString(raw, 'channelId'), 'channelId'),
+    userId: required(readString(raw, 'userId'), 'userId'),
+    question: {
+      applicationId: required(readString(question, 'applicationId'), 'question.applicationId'),
+      interactionToken: required(readString(question, 'interactionToken'), 'question.interactionToken'),
+      messageId: required(readString(question, 'messageId'), 'question.messageId'),
+    },
+    expiresAt: required(readNumber(raw, 'expiresAt'), 'expiresAt'),
+    plan: parseHeldPlan(raw.plan),
+  };
+}
+
+/** The question a held video asks its member privately: its words and its two buttons. */
+export interface ConfirmationQuestion {
+  content: string;
+  components: APIActionRowComponent<APIComponentInMessageActionRow>[];
+}
+
+export interface VideoConfirmationsDeps {
+  store: Store;
+  policy: Pick<GuildVideoPolicy, 'resolveGatewayAccess'>;
+  outbox: Pick<DiscordOutbox, 'editInteractionMessage'>;
+  vendor: string;
+  log: Logger;
+}
+
+export class VideoConfirmations {
+  readonly #deps: VideoConfirmationsDeps;
+  readonly #held: Collection<HeldVideo>;
+  /** The expiries this process armed, by task id: a question left unanswered says so when it expires. */
+  readonly #expiries = new Map<string, NodeJS.Timeout>();
+
+  constructor(deps: VideoConfirmationsDeps) {
+    this.#deps = deps;
+    this.#held = deps.store.collection('video_held_plans', parseHeldVideo);
+  }
+
+  /**
+   * Keeps a plan until its member answers, before the question is shown (a quick press must find it), and
+   * returns the question. The question is the interaction's own reply unless shown() says otherwise.
+   */
+  async hold(plan: SubmissionPlan, context: InteractionContext, now = Date.now()): Promise<ConfirmationQuestion> {
+    const expiresAt = tokenUsableUntil(context);
+    const held: HeldVideo = {
+      guildId: context.guildId,
+      channelId: context.channelId,
+      userId: context.userId,
+      question: { applicationId: context.applicationId, interactionToken: context.interactionToken, messageId: '@original' },
+      expiresAt,
+      plan: heldPlanOf(plan),
+    };
+    await this.#held.set(plan.taskId, held, expiresAt - now + KEPT_BEYOND_EXPIRY_MS);
+    const verb = confirmVerb(plan);
+    return {
+      content: describeConfirmation(plan, expiresAt),
+      components: [
+        {
+          type: ComponentType.ActionRow,
+          components: [
+            { type: ComponentType.Button, style: ButtonStyle.Primary, label: verb, custom_id: videoActionId('confirm', plan.taskId) },
+            { type: ComponentType.Button, style: ButtonStyle.Secondary, label: 'Cancel', custom_id: videoActionId('cancel', plan.taskId) },
+          ],
+        },
+      ],
+    };
+  }
+
+  /**
+   * The question is shown (as `messageId`, when it is a follow-up rather than the reply): its address is
+   * kept, and it is told when it expires unanswered (by this process: after a restart, its own words
+   * still say when it expires, and a late press is told it is no longer open).
+   */
+  async shown(taskId: string, messageId: string, now = Date.now()): Promise<void> {
+    const held =
+      messageId === '@original'
+        ? await this.#held.get(taskId)
+        : await this.#held.update(taskId, (current) =>
+            current ? { ...current, question: { ...current.question, messageId } } : undefined,
+          );
+    if (!held) return;
+    const timer = setTimeout(
+      () => {
+        this.#expiries.delete(taskId);
+        void this.#expire(taskId);
+      },
+      Math.max(0, held.expiresAt - now),
+    );
+    timer.unref();
+    this.#expiries.set(taskId, timer);
+  }
+
+  /**
+   * Takes a held video for its member's press: once, whichever worker or press comes first (the store's
+   * delete decides), and never for another member, nor after it expired.
+   */
+  async take(taskId: string, member: { guildId: string; userId: string }, now = Date.now()): Promise<TakenVideo> {
+    const held = await this.#held.get(taskId);
+    if (!held || held.guildId !== member.guildId) return { status: 'gone' };
+    if (held.userId !== member.userId) return { status: 'others', userId: held.userId };
+    if (!(await this.#held.delete(taskId)) || now >= held.expiresAt) return { status: 'gone' };
+    clearTimeout(this.#expiries.get(taskId));
+    this.#expiries.delete(taskId);
+    return { status: 'taken', held };
+  }
+
+  /** A confirmed video's plan, with the server's key looked up again (it is never kept in the store). */
+  async planOf(held: HeldVideo): Promise<Prepared> {
+    const { policy, vendor } = this.#deps;
+    const access = await policy.resolveGatewayAccess(held.guildId);
+    if (!access.ok) return access;
+    const { ok: _resolved, ...credentials } = access;
+    const { request, layer, keyId: _keptKeyId, operation, ...rest } = held.plan;
+    if (access.layer !== layer)
+      return refuse("This server's gateway settings changed since you were asked, so nothing was sent. Run the command again.");
+    try {
+      return { ok: true, plan: { ...rest, ...parseStoredRequest(operation, request, { layer, vendor }), access: credentials } };
+    } catch (error) {
+      if (error instanceof ValidationError) return refuse(`The video cannot be sent as it was prepared: ${error.message}`);
+      throw error;
+    }
+  }
+
+  /** Edits the question to say how it ended and removes its buttons; a question that cannot be edited any more is only logged. */
+  async close(held: HeldVideo, how: 'confirmed' | 'refused' | 'expired'): Promise<void> {
+    try {
+      await this.#deps.outbox.editInteractionMessage(held.question, {
+        content: describeConfirmationClosed(held.plan, how),
+        components: [],
+      });
+    } catch (error) {
+      this.#deps.log.warn('could not edit the question of a video that waited for confirmation', { task: held.plan.taskId, how, error });
+    }
+  }
+
+  async #expire(taskId: string): Promise<void> {
+    try {
+      const held = await this.#held.get(taskId);
+      if (!held || !(await this.#held.delete(taskId))) return;
+      await this.close(held, 'expired');
+    } catch (error) {
+      this.#deps.log.warn('could not close a question that expired unanswered', { task: taskId, error });
+    }
+  }
+
+  /** Stops the expiries this process armed (the bot is stopping; the questions' own words still say when they expire). */
+  stop(): void {
+    for (const timer of this.#expiries.values()) clearTimeout(timer);
+    this.#expiries.clear();
+  }
+}

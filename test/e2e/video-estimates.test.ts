@@ -1,0 +1,228 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { InteractionHandle, Message, User } from 'discord-standin';
+import type { JournalEntry } from '../../src/emulator/server.ts';
+import { startWorld, type World } from '../support/world.ts';
+import { PNG_HEADER } from '../support/media.ts';
+
+// What a video is expected to cost, shown before anything is spent (issue 24, "Shown before and after"):
+// on the first status card, on the forms of the buttons and message commands, on a finished card whose
+// cost the gateway did not report; and a video over the server's `confirm_over_usd` waiting for its
+// member's confirm button, with nothing sent to the gateway before the press. The emulator's prices: 480p
+// $0.05 a second, 720p $0.08 (edits as 8 s and extensions as the seconds added, at 720p).
+
+const EPHEMERAL = 64;
+const REPLY = 4;
+const DEFERRED_REPLY = 5;
+const UPDATE = 7;
+
+describe('estimates before a video is made', () => {
+  let world: World;
+
+  beforeAll(async () => {
+    world = await startWorld();
+  }, 60_000);
+  afterAll(() => world?.stop());
+
+  function submissions(): JournalEntry[] {
+    return world.emulator.requests.filter((entry) => entry.method === 'POST' && entry.path.startsWith('/v1/videos/'));
+  }
+
+  function generate(user: User, prompt: string, options: Record<string, number> = {}): InteractionHandle {
+    const { discord, guild } = world;
+    return discord.runCommand({
+      user,
+      guildId: guild.id,
+      channelId: guild.textChannelId,
+      command: 'video',
+      subcommand: 'generate',
+      options: { prompt, ...options },
+    });
+  }
+
+  function field(card: Message, name: string): string | undefined {
+    const embeds = card.embeds as { fields?: { name: string; value: string }[] }[];
+    return embeds[0]?.fields?.find((candidate) => candidate.name === name)?.value;
+  }
+
+  const posted = (card: Message) => JSON.stringify(card.embeds).includes('posted below');
+
+  /** A finished video of `user`'s, and its ref (from its buttons). */
+  async function finishedVideo(user: User, prompt: string): Promise<{ video: Message; ref: string }> {
+    const { discord, guild } = world;
+    const card = await generate(user, prompt, { duration: 2 }).waitForReply(posted, 20_000);
+    const video = await discord.waitForMessage(guild.textChannelId, (message) => message.messageReference?.message_id === card.id);
+    return { video, ref: /video:extend:(v[0-9a-z]+)/.exec(JSON.stringify(video.components))![1]! };
+  }
+
+  describe('on the card', () => {
+    it('the first card carries the estimate while the task runs', async () => {
+      // Its own member: the task never finishes, so it stays among their videos in progress.
+      const watcher = world.discord.createUser({ guildId: world.guild.id, name: 'watcher' });
+      const card = await generate(watcher, 'a slow sunrise [[hang]]', { duration: 4 }).waitForReply(
+        (reply) => field(reply, 'Status')?.startsWith('Generating') ?? false,
+        15_000,
+      );
+      expect(field(card, 'Estimate')).toBe('about $0.20');
+      expect(field(card, 'Cost')).toBeUndefined();
+    });
+
+    it('a finished card whose cost the gateway did not report shows the estimate, marked as estimated, never $0.00', async () => {
+      const card = await generate(world.guild.member, 'a quiet meadow [[no-cost]]', { duration: 2 }).waitForReply(posted, 20_000);
+      expect(field(card, 'Cost')).toBe('about $0.10 (estimated)');
+      expect(field(card, 'Estimate')).toBeUndefined();
+      expect(JSON.stringify(card.embeds)).not.toContain('$0.00');
+    });
+  });
+
+  describe('on the forms', () => {
+    it("the Extend and Edit forms under a video, and a message command's form, carry the estimate in their title", async () => {
+      const { discord, guild } = world;
+      const { video, ref } = await finishedVideo(guild.member, 'a kite on the beach');
+      const extend = await discord.clickButton({ user: guild.member, message: video, customId: `video:extend:${ref}` }).response();
+      expect(extend.data.title).toBe('Extend this video (about $0.08 a second)');
+      const edit = await discord.clickButton({ user: guild.member, message: video, customId: `video:edit:${ref}` }).response();
+      expect(edit.data.title).toBe('Edit this video (about $0.64)');
+      const picture = discord.postMessage({
+        user: guild.admin,
+        channelId: guild.textChannelId,
+        content: '',
+        attachments: [{ filename: 'dog.png', bytes: PNG_HEADER, contentType: 'image/png' }],
+      });
+      const animate = await discord.runMessageCommand({ user: guild.member, message: picture, command: 'Animate image' }).response();
+      expect(animate.data.title).toBe('Animate this image (about $0.05 a second)');
+    });
+  });
+
+  describe("over the server's confirm_over_usd", () => {
+    /** The private question a video over the threshold waits on: the interaction's reply, or a follow-up when the reply was deferred publicly. */
+    function questionOf(run: InteractionHandle): Promise<Message> {
+      const isQuestion = (message: Message) => (message.flags & EPHEMERAL) !== 0 && message.components.length > 0;
+      return world.discord.waitFor(
+        () => {
+          const original = run.record.original;
+          if (original && !original.deleted && isQuestion(original)) return original;
+          return run.followUps.find((message) => !message.deleted && isQuestion(message));
+        },
+        15_000,
+        'the confirmation question',
+      );
+    }
+
+    function buttonIds(message: Message): string[] {
+      return [...JSON.stringify(message.components).matchAll(/"custom_id":"([^"]+)"/g)].map((match) => match[1]!);
+    }
+
+    beforeAll(async () => {
+      const { discord, guild } = world;
+      const set = await discord
+        .runCommand({
+          user: guild.admin,
+          guildId: guild.id,
+          channelId: guild.textChannelId,
+          command: 'config',
+          subcommand: 'budget',
+          options: { confirm_over_usd: 0.3 },
+        })
+        .reply();
+      expect(set.content).toContain('confirm videos over $0.30');
+    }, 20_000);
+
+    it("waits for its member's button with nothing sent, refuses another member, and submits on the press", async () => {
+      const { discord, guild } = world;
+      const before = submissions().length;
+      const run = generate(guild.member, 'a long river journey', { duration: 8 });
+      const question = await questionOf(run);
+      expect(question.content).toMatch(/^\*\*Generate for about \$0\.40\?\*\*\n/);
+      expect(question.content).toContain('This server asks before a video estimated over $0.30 is made.');
+      const [confirm, cancel] = buttonIds(question);
+      expect(confirm).toMatch(/^video:confirm:v[0-9a-z]+$/);
+      expect(cancel).toBe(confirm!.replace('confirm', 'cancel'));
+      expect(JSON.stringify(question.components)).toContain('"label":"Generate"');
+      expect(submissions()).toHaveLength(before);
+
+      // Another member's press (the question is private, but a press is a press) is refused privately.
+      const other = await discord.clickButton({ user: guild.admin, message: question, customId: confirm! }).response();
+      expect(other).toMatchObject({
+        type: REPLY,
+        data: {
+          flags: EPHEMERAL,
+          content: `This question is <@${guild.member.id}>'s: only the member who asked for the video may answer it.`,
+        },
+      });
+      expect(submissions()).toHaveLength(before);
+
+      // The member's press: the card everyone sees is the press's reply, and the video is made.
+      const press = discord.clickButton({ user: guild.member, message: question, customId: confirm! });
+      expect((await press.response()).type).toBe(DEFERRED_REPLY);
+      const card = await press.waitForReply(posted, 20_000);
+      expect(card.flags & EPHEMERAL).toBe(0);
+      expect(JSON.stringify(card.embeds)).toContain(`Requested by <@${guild.member.id}>`);
+      expect(submissions()).toHaveLength(before + 1);
+      expect(submissions().at(-1)?.body).toMatchObject({ prompt: 'a long river journey', duration: 8 });
+      await discord.waitFor(() => (question.components.length === 0 ? true : undefined), 10_000, 'the question without its buttons');
+      expect(question.content).toBe('**Generate** pressed: sent for about $0.40. Its card is in the channel.');
+
+      // A second press finds the question answered, and sends nothing more.
+      const again = await discord.clickButton({ user: guild.member, message: question, customId: confirm! }).response();
+      expect(again.type).toBe(UPDATE);
+      expect(String(again.data.content)).toContain('This question is no longer open');
+      expect(submissions()).toHaveLength(before + 1);
+    });
+
+    it('Cancel sends nothing, and the question says so', async () => {
+      const { discord, guild } = world;
+      const before = submissions().length;
+      const question = await questionOf(generate(guild.member, 'a very long parade', { duration: 10 }));
+      expect(question.content).toMatch(/^\*\*Generate for about \$0\.50\?\*\*/);
+      const [confirm, cancel] = buttonIds(question);
+      const cancelled = await discord.clickButton({ user: guild.member, message: question, customId: cancel! }).response();
+      expect(cancelled).toMatchObject({
+        type: UPDATE,
+        data: { content: 'Cancelled: nothing was sent to the gateway and nothing was spent.', components: [] },
+      });
+      const late = await discord.clickButton({ user: guild.member, message: question, customId: confirm! }).response();
+      expect(String(late.data.content)).toContain('This question is no longer open');
+      expect(submissions()).toHaveLength(before);
+    });
+
+    it("a form's submission (Extend under a video) and the Regenerate button wait for the member's button too", async () => {
+      const { discord, guild } = world;
+      const { video, ref } = await finishedVideo(guild.member, 'a sailing boat');
+      const before = submissions().length;
+      const form = await discord.clickButton({ user: guild.member, message: video, customId: `video:extend:${ref}` }).modal();
+      const submit = discord.submitModal({
+        user: guild.member,
+        guildId: guild.id,
+        channelId: guild.textChannelId,
+        customId: form.customId,
+        fields: { prompt: 'it sails on', duration: '6' },
+      });
+      expect((await questionOf(submit)).content).toMatch(/^\*\*Extend for about \$0\.48\?\*\*/);
+      await discord
+        .runCommand({
+          user: guild.admin,
+          guildId: guild.id,
+          channelId: guild.textChannelId,
+          command: 'config',
+          subcommand: 'budget',
+          options: { confirm_over_usd: 0.05 },
+        })
+        .reply();
+      const regenerate = discord.clickButton({ user: guild.member, message: video, customId: `video:regenerate:${ref}` });
+      const question = await questionOf(regenerate);
+      expect(question.content).toMatch(/^\*\*Regenerate for about \$0\.10\?\*\*/);
+      expect(JSON.stringify(question.components)).toContain('"label":"Regenerate"');
+      expect(submissions()).toHaveLength(before);
+      await discord
+        .runCommand({
+          user: guild.admin,
+          guildId: guild.id,
+          channelId: guild.textChannelId,
+          command: 'config',
+          subcommand: 'budget',
+          options: { confirm_over_usd: 0.3 },
+        })
+        .reply();
+    });
+  });
+});

@@ -35,6 +35,7 @@ const ALL_COMMANDS = [
   ['config', 1],
   ['Edit video', 3],
   ['Extend video', 3],
+  ['usage', 1],
   ['video', 1],
   ['voice', 1],
 ];

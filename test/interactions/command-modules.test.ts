@@ -36,6 +36,7 @@ describe('the commands of commands/', () => {
       ['config', ApplicationCommandType.ChatInput],
       ['Edit video', ApplicationCommandType.Message],
       ['Extend video', ApplicationCommandType.Message],
+      ['usage', ApplicationCommandType.ChatInput],
       ['video', ApplicationCommandType.ChatInput],
       ['voice', ApplicationCommandType.ChatInput],
     ]);

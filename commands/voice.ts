@@ -49,7 +49,7 @@ async function join(interaction: ChatInputCommandInteraction, services: Services
   const chosen = interaction.options.getChannel('channel');
   const channelId = chosen?.id ?? interaction.member.voice.channelId;
   if (!channelId) return answerPrivately(interaction, 'Join a voice channel first, or name one with the `channel` option.');
-  const result = await services.voice.join(interaction.guildId, channelId, interaction.channelId);
+  const result = await services.voice.join(interaction.guildId, channelId, interaction.channelId, interaction.user.id);
   if (!result.ok) return answerPrivately(interaction, result.message);
   await answerPrivately(
     interaction,

@@ -211,6 +211,7 @@ export async function startApp(
     settings,
     wsBaseUrl: config.gatewayWsUrl,
     metrics,
+    spending: settings.spending,
     videoRequests,
     log,
   });

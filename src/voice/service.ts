@@ -7,6 +7,9 @@ import type { Logger } from '../lib/log.ts';
 import type { GatewayAccessResolver } from '../ports/gateway-access.ts';
 import type { VoiceCaller, VoiceVideoRequests } from '../ports/voice-video.ts';
 import type { VoiceSettings, VoiceSettingsSource } from '../ports/voice-settings.ts';
+import type { VoiceSpending } from '../ports/voice-spend.ts';
+import { budgetSpent, budgetWarning } from './budget-notices.ts';
+import { ConversationMeter } from './meter.ts';
 import { addressesBot, answersOnlyWhenNamed } from './addressing.ts';
 import { describeCallEncryption, type CallEncryption } from './call-encryption.ts';
 import { VoiceAccessError, VoiceSession, finalFailure, type VoiceFunctionCall, type VoiceSessionMetrics } from './session.ts';
@@ -30,6 +33,10 @@ const IDLE_CHECK_MS = 30_000;
 const REALTIME_RECONNECT = { baseMs: 500, maxMs: 30_000, maxAttempts: 8 };
 /** Audio before the detected start of speech that server VAD keeps, so a turn's first syllable is not cut. */
 const VAD_PREFIX_PADDING_MS = 300;
+/** How often a conversation's session time is counted: a crash loses at most this much of it (the issue allows a minute). */
+const METER_HEARTBEAT_MS = 30_000;
+/** The longest the bot waits for its goodbye (why it leaves) to be heard before it leaves anyway. */
+const LAST_LINE_MAX_MS = 15_000;
 
 interface GuildVoice {
   session: VoiceSession;
@@ -42,6 +49,8 @@ interface GuildVoice {
   /** When someone last spoke or the bot last answered. */
   activity: { last: number };
   settings: VoiceSettings;
+  /** Counts the conversation's session time and watches its budget; undefined without a spending port. */
+  meter: ConversationMeter | undefined;
 }
 
 const VOICE_PERMISSIONS = [
@@ -78,6 +87,10 @@ export interface VoiceServiceDeps {
   sessionLimitMs?: number;
   /** The clock idleness is measured by, and how often it is looked at (tests and demos only). */
   idle?: { now: () => number; checkMs: number };
+  /** Counts each conversation's session time against the member who brought the bot in and the server, and says what is left; default none. */
+  spending?: VoiceSpending;
+  /** How often a conversation's session time is counted; default 30 s (tests count sooner). */
+  meterHeartbeatMs?: number;
   /** Counts live conversations and realtime reconnects, and each session's frames, decryption failures, renewals and latency; default none. */
   metrics?: Pick<BotMetrics, 'voiceConversations' | 'realtimeReconnect'> & VoiceSessionMetrics;
 }
@@ -105,7 +118,8 @@ export class VoiceService {
     return this.#guilds.get(guildId)?.voiceChannelId;
   }
 
-  async join(guildId: string, voiceChannelId: string, textChannelId: string): Promise<JoinResult> {
+  /** `userId`: the member who brings the bot in, whose budget (and the server's) the conversation spends. */
+  async join(guildId: string, voiceChannelId: string, textChannelId: string, userId: string): Promise<JoinResult> {
     const current = this.#guilds.get(guildId);
     if (current?.voiceChannelId === voiceChannelId) return { ok: true, alreadyThere: true };
     if (this.#joining.has(guildId)) return { ok: false, message: 'I am already joining a voice channel here; give me a moment.' };
@@ -120,6 +134,9 @@ export class VoiceService {
     }
     const access = await this.#deps.access.resolveGatewayAccess(guildId);
     if (!access.ok) return { ok: false, message: access.message };
+    const spending = this.#deps.spending;
+    const budget = await spending?.checkStart(guildId, userId, Date.now());
+    if (budget && !budget.ok) return budget;
 
     this.#joining.add(guildId);
     try {
@@ -157,6 +174,7 @@ export class VoiceService {
             },
         ...(this.#toolsOn(settings) ? { tools: VOICE_TOOLS } : {}),
       });
+      const meter = spending && this.#meter(spending, guildId, userId, settings.model, log);
       const session = new VoiceSession({
         guildId,
         connection,
@@ -168,13 +186,16 @@ export class VoiceService {
         connectRealtime: async (manual) => {
           const latest = await this.#deps.access.resolveGatewayAccess(guildId);
           if (!latest.ok) throw new VoiceAccessError(latest.message);
-          return RealtimeClient.connect({
+          const client = await RealtimeClient.connect({
             wsBaseUrl: this.#deps.wsBaseUrl,
             apiKey: latest.apiKey,
             model: settings.model,
             session: sessionConfig(manual),
             log,
           });
+          // Every session the conversation opens (the first, renewals, reconnects) costs until it closes.
+          meter?.opened(client);
+          return client;
         },
         sessionConfig,
         onlyWhenNamed: answersOnlyWhenNamed(settings.respond, this.#peopleIn(guild, voiceChannelId)),
@@ -192,6 +213,7 @@ export class VoiceService {
         await session.start();
       } catch (error) {
         connection.destroy();
+        await meter?.end();
         log.warn('could not open the realtime session', { error });
         return {
           ok: false,
@@ -199,7 +221,16 @@ export class VoiceService {
         };
       }
       this.#watch(guildId, connection);
-      this.#guilds.set(guildId, { session, connection, voiceChannelId, textChannelId, transcriptThreadId: undefined, activity, settings });
+      this.#guilds.set(guildId, {
+        session,
+        connection,
+        voiceChannelId,
+        textChannelId,
+        transcriptThreadId: undefined,
+        activity,
+        settings,
+        meter,
+      });
       this.#deps.metrics?.voiceConversations(1);
       session.on('state', (status) => {
         if (status === 'reconnecting') this.#deps.metrics?.realtimeReconnect();
@@ -209,6 +240,8 @@ export class VoiceService {
         textChannelId,
         `🎙️ Listening in <#${voiceChannelId}>. What people say there is sent to the voice model and answered out loud. Use \`/voice leave\` to stop.\n${describeCallEncryption(encryption)}`,
       );
+      // After the channel heard that the bot listens: a budget with under a minute left is warned of at once.
+      void meter?.start();
       return { ok: true, encryption };
     } finally {
       this.#joining.delete(guildId);
@@ -254,6 +287,8 @@ export class VoiceService {
     this.#deps.metrics?.voiceConversations(-1);
     entry.session.stop();
     if (entry.connection.state.status !== VoiceConnectionStatus.Destroyed) entry.connection.destroy();
+    // Counted before the leave is answered: /usage right after it shows the whole conversation.
+    await entry.meter?.end();
     this.#deps.log.info('left voice', { guild: guildId, reason });
     if (announce) await this.#say(entry.textChannelId, `Stopped listening in <#${entry.voiceChannelId}> (${reason}).`);
     return true;
@@ -264,6 +299,36 @@ export class VoiceService {
     const entry = this.#guilds.get(guildId);
     if (!entry || !(await this.leave(guildId, 'the voice model is unavailable', false))) return;
     await this.#say(entry.textChannelId, `Stopped listening in <#${entry.voiceChannelId}>. ${reason}`);
+  }
+
+  #meter(spending: VoiceSpending, guildId: string, userId: string, model: string, log: Logger): ConversationMeter {
+    const meter: ConversationMeter = new ConversationMeter({
+      spending,
+      guildId,
+      userId,
+      model,
+      heartbeatMs: this.#deps.meterHeartbeatMs ?? METER_HEARTBEAT_MS,
+      log,
+      onWarning: ({ msLeft, reason }) => {
+        const entry = this.#guilds.get(guildId);
+        if (entry?.meter !== meter) return;
+        const notice = budgetWarning(msLeft, reason, Date.now());
+        entry.session.announce(notice.spoken);
+        void this.#say(entry.textChannelId, notice.text);
+      },
+      onSpent: (reason) => void this.#budgetSpent(guildId, meter, reason),
+    });
+    return meter;
+  }
+
+  /** A budget ran out: say why, aloud (heard before the bot goes) and in the text channel, then leave. */
+  async #budgetSpent(guildId: string, meter: ConversationMeter, reason: string): Promise<void> {
+    const entry = this.#guilds.get(guildId);
+    if (entry?.meter !== meter) return;
+    const notice = budgetSpent(reason, Date.now());
+    await entry.session.sayLast(notice.spoken, LAST_LINE_MAX_MS);
+    if (this.#guilds.get(guildId) !== entry || !(await this.leave(guildId, 'a budget is used up', false))) return;
+    await this.#say(entry.textChannelId, `Stopped listening in <#${entry.voiceChannelId}>. ${notice.text}`);
   }
 
   /** Speaks a notice in the voice channel, if the bot is in one on that server. */

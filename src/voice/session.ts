@@ -3,6 +3,7 @@ import type { VoiceConnection } from '@discordjs/voice';
 import { RealtimeConnectionError, type RealtimeClient, type RealtimeSessionConfig } from '../gateway/realtime/client.ts';
 import type { RealtimeFunctionCall, RealtimeServerEvent } from '../gateway/realtime/events.ts';
 import { backoffDelay } from '../lib/backoff.ts';
+import { waitUntil } from '../lib/wait-until.ts';
 import { describeGatewayError } from '../wording/gateway-errors.ts';
 import type { Logger } from '../lib/log.ts';
 import type { BotMetrics } from '../lib/metrics.ts';
@@ -143,6 +144,8 @@ export type VoiceSessionMetrics = Pick<BotMetrics, 'voiceFrames' | 'voiceDecrypt
 
 interface SessionEvents {
   state: [VoiceSessionState];
+  /** An answer (or announcement) was played to its end. */
+  played: [];
 }
 
 /** The realtime session may not be opened for this server any more (no usable key); the message says why. */
@@ -245,6 +248,7 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
       onFinished: (key) => {
         const state = this.#state;
         if (state.status === 'live') state.answers.finished(key);
+        this.emit('played');
       },
       mayPlay: () => encryption.playable,
       onGaveUpWaiting: (stopped) => {
@@ -410,6 +414,46 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
   announce(text: string): void {
     const state = this.#state;
     if (state.status === 'live') state.client.forceMessage(text, { interruptible: true });
+  }
+
+  /**
+   * Says a last line, not to be talked over, and resolves once it was heard: a response that began after
+   * it is done and nothing is left to play. Resolves anyway after `timeoutMs`, or at once when no
+   * session is live: a goodbye never keeps the bot in the channel.
+   */
+  async sayLast(text: string, timeoutMs: number): Promise<void> {
+    const state = this.#state;
+    if (state.status !== 'live') return;
+    const client = state.client;
+    let begun = false;
+    let done = false;
+    const follow = (event: RealtimeServerEvent) => {
+      if (event.type === 'response.created') begun = true;
+      else if (event.type === 'response.done' && begun) done = true;
+    };
+    client.on('event', follow);
+    client.forceMessage(text, { interruptible: false });
+    try {
+      await waitUntil({
+        check: () => (this.#state !== state || (done && !this.speaking) ? true : undefined),
+        subscribe: (wake) => {
+          client.on('event', wake);
+          this.on('played', wake);
+          this.on('state', wake);
+          return () => {
+            client.off('event', wake);
+            this.off('played', wake);
+            this.off('state', wake);
+          };
+        },
+        timeoutMs,
+        timeoutError: () => new Error(`the last line was not heard within ${timeoutMs} ms`),
+      });
+    } catch (error) {
+      this.#log.warn('leaving without the last line heard', { error });
+    } finally {
+      client.off('event', follow);
+    }
   }
 
   stop(): void {

@@ -84,7 +84,7 @@ describe('the voice service', () => {
     const seen = new Promise((resolve) => client.once(Events.VoiceStateUpdate, resolve));
     discord.joinVoice(guild.member, guild.id, guild.voiceChannelId);
     await seen;
-    expect(await service.join(guild.id, guild.voiceChannelId, guild.textChannelId)).toMatchObject({
+    expect(await service.join(guild.id, guild.voiceChannelId, guild.textChannelId, guild.member.id)).toMatchObject({
       ok: true,
       encryption: { encrypted: true, ready: true },
     });

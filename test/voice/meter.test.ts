@@ -1,0 +1,182 @@
+// The conversation meter on its own: what it hands the ledger and when, and when a live conversation is
+// warned and ended, with the clock and the ledger the test's (the heartbeat is 30 s; nothing waits it out).
+
+import { EventEmitter } from 'node:events';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { silentLogger } from '../../src/lib/log.ts';
+import type { VoiceBudgetLeft, VoiceSpending, VoiceUse } from '../../src/ports/voice-spend.ts';
+import { BUDGET_WARNING_MS, ConversationMeter } from '../../src/voice/meter.ts';
+import { budgetSpent, budgetWarning } from '../../src/voice/budget-notices.ts';
+
+const HEARTBEAT_MS = 30_000;
+const REASON = 'Your daily budget on this server ($1.00) is used up; it starts over <t:2000:R>.';
+
+/** A ledger with a budget of `budgetMs` of session time (undefined: none), that can be made to fail. */
+class FakeLedger implements VoiceSpending {
+  readonly uses: VoiceUse[] = [];
+  down = false;
+  budgetMs: number | undefined;
+  constructor(budgetMs: number | undefined) {
+    this.budgetMs = budgetMs;
+  }
+  checkStart() {
+    return Promise.resolve({ ok: true as const });
+  }
+  meter(use: VoiceUse): Promise<VoiceBudgetLeft> {
+    if (this.down) return Promise.reject(new Error('store down'));
+    this.uses.push(use);
+    const spent = this.uses.reduce((sum, each) => sum + each.ms, 0);
+    return Promise.resolve({ msLeft: this.budgetMs === undefined ? undefined : this.budgetMs - spent, reason: REASON });
+  }
+  get counted(): number {
+    return this.uses.reduce((sum, each) => sum + each.ms, 0);
+  }
+}
+
+class FakeSession extends EventEmitter<{ close: [] }> {}
+
+let ledger: FakeLedger;
+let warnings: { msLeft: number; reason: string }[];
+let spent: string[];
+let meter: ConversationMeter;
+
+function meterFor(budgetMs: number | undefined): ConversationMeter {
+  ledger = new FakeLedger(budgetMs);
+  warnings = [];
+  spent = [];
+  meter = new ConversationMeter({
+    spending: ledger,
+    guildId: 'g',
+    userId: 'u',
+    model: 'svc-voice',
+    heartbeatMs: HEARTBEAT_MS,
+    log: silentLogger,
+    onWarning: (left) => warnings.push(left),
+    onSpent: (reason) => spent.push(reason),
+  });
+  return meter;
+}
+
+beforeEach(() => {
+  vi.useFakeTimers({ now: 1_000_000 });
+});
+afterEach(async () => {
+  await meter?.end();
+  vi.useRealTimers();
+});
+
+describe('the conversation meter', () => {
+  it('counts each session from its opening to its close, once, overlaps of a renewal included', async () => {
+    meterFor(undefined);
+    const first = new FakeSession();
+    meter.opened(first);
+    await meter.start();
+    await vi.advanceTimersByTimeAsync(HEARTBEAT_MS);
+    expect(ledger.counted).toBe(30_000);
+    // A renewal: the fresh session opens 10 s later, the old one closes 2 s after that.
+    await vi.advanceTimersByTimeAsync(10_000);
+    const renewed = new FakeSession();
+    meter.opened(renewed);
+    await vi.advanceTimersByTimeAsync(2_000);
+    first.emit('close');
+    first.emit('close');
+    await vi.advanceTimersByTimeAsync(0);
+    // The close is counted at once: the old session's 12 s, and the renewed one's 2 s so far.
+    expect(ledger.counted).toBe(44_000);
+    await vi.advanceTimersByTimeAsync(18_000);
+    expect(ledger.counted).toBe(62_000);
+    await vi.advanceTimersByTimeAsync(5_000);
+    await meter.end();
+    expect(ledger.counted).toBe(67_000);
+    // Closed after the end: counted already.
+    renewed.emit('close');
+    await vi.advanceTimersByTimeAsync(HEARTBEAT_MS);
+    expect(ledger.counted).toBe(67_000);
+    expect(ledger.uses.every((use) => use.guildId === 'g' && use.userId === 'u' && use.model === 'svc-voice')).toBe(true);
+  });
+
+  it('keeps the time of a reading the store could not take for the next one', async () => {
+    meterFor(undefined);
+    meter.opened(new FakeSession());
+    await meter.start();
+    ledger.down = true;
+    await vi.advanceTimersByTimeAsync(HEARTBEAT_MS);
+    expect(ledger.counted).toBe(0);
+    ledger.down = false;
+    await vi.advanceTimersByTimeAsync(HEARTBEAT_MS);
+    expect(ledger.counted).toBe(60_000);
+  });
+
+  it('warns a minute before the budget runs out, once, and ends when a fresh reading says it is spent', async () => {
+    meterFor(100_000);
+    meter.opened(new FakeSession());
+    await meter.start();
+    await vi.advanceTimersByTimeAsync(40_000 - 1);
+    expect(warnings).toEqual([]);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(warnings).toEqual([{ msLeft: BUDGET_WARNING_MS, reason: REASON }]);
+    await vi.advanceTimersByTimeAsync(BUDGET_WARNING_MS - 1);
+    expect(spent).toEqual([]);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(spent).toEqual([REASON]);
+    expect(ledger.counted).toBe(100_000);
+    expect(warnings).toHaveLength(1);
+  });
+
+  it('moves the deadline with what each reading says is left (a video spent meanwhile, a budget raised)', async () => {
+    meterFor(100_000);
+    meter.opened(new FakeSession());
+    await meter.start();
+    await vi.advanceTimersByTimeAsync(HEARTBEAT_MS);
+    ledger.budgetMs = 50_000;
+    await vi.advanceTimersByTimeAsync(HEARTBEAT_MS);
+    // Read at 60 s with 50 s of budget: spent; warned first, since it had not been.
+    expect(warnings).toEqual([{ msLeft: expect.any(Number), reason: REASON }]);
+    expect(spent).toEqual([REASON]);
+  });
+
+  it('goes on when the deadline comes but a fresh reading finds the budget raised', async () => {
+    meterFor(70_000);
+    meter.opened(new FakeSession());
+    await meter.start();
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(warnings).toHaveLength(1);
+    ledger.budgetMs = 10 * 60_000;
+    await vi.advanceTimersByTimeAsync(HEARTBEAT_MS * 3);
+    expect(spent).toEqual([]);
+    expect(warnings).toHaveLength(1);
+  });
+
+  it('warns at once when the conversation starts with under a minute left, and ends on the last reading when the store is down', async () => {
+    meterFor(20_000);
+    meter.opened(new FakeSession());
+    await meter.start();
+    expect(warnings).toEqual([{ msLeft: 20_000, reason: REASON }]);
+    ledger.down = true;
+    await vi.advanceTimersByTimeAsync(20_000);
+    expect(spent).toEqual([REASON]);
+  });
+
+  it('counts nothing and warns of nothing without a budget and without a session open', async () => {
+    meterFor(undefined);
+    await meter.start();
+    await vi.advanceTimersByTimeAsync(HEARTBEAT_MS * 2);
+    expect(ledger.counted).toBe(0);
+    expect(warnings).toEqual([]);
+  });
+});
+
+describe('budget notices', () => {
+  it('show the reset time in the channel and say it in words aloud', () => {
+    const now = 2000_000 - 3 * 3600_000;
+    expect(budgetWarning(12_000, REASON, now)).toEqual({
+      text: '⏳ 12 seconds of this conversation is left: I leave once your daily budget on this server ($1.00) is used up; it starts over <t:2000:R>.',
+      spoken:
+        '12 seconds of this conversation is left: I leave once your daily budget on this server ($1.00) is used up; it starts over in 3 hours.',
+    });
+    expect(budgetWarning(60_000, REASON, now).text).toMatch(/^⏳ About a minute of this conversation is left/);
+    expect(budgetSpent(REASON, now).spoken).toBe(
+      'Your daily budget on this server ($1.00) is used up; it starts over in 3 hours. I am leaving now. Goodbye.',
+    );
+  });
+});

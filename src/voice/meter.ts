@@ -136,7 +136,12 @@ export class ConversationMeter {
       });
       return false;
     }
-    this.#follow(left, at);
+    try {
+      this.#follow(left, at);
+    } catch (error) {
+      // Counted either way; a notice that failed must not stop the readings after it.
+      this.#options.log.error('could not act on a voice budget reading', { guild: guildId, error });
+    }
     return true;
   }
 

@@ -36,6 +36,28 @@ function redisAtomic(client: RedisClientType, adapter: KeyvRedis<unknown>): Atom
   };
 }
 
+/** The EventEmitter methods that subscribe a listener. */
+const SUBSCRIBE_METHODS: ReadonlySet<PropertyKey> = new Set(['on', 'addListener', 'once', 'prependListener', 'prependOnceListener']);
+
+/**
+ * The client as a collection's adapter sees it: every command, none of its events. KeyvRedis subscribes four
+ * forwarders (error, connect, disconnect, reconnecting) to the client it is given, in its constructor and again
+ * after each reconnect it makes itself, and never removes them: one adapter per collection on the one client
+ * put 14 sets on it, and every Redis start printed four MaxListenersExceededWarning lines. The store listens
+ * to the client once, in openRedis; nothing listens to an adapter's connection events, and an adapter's own
+ * command errors still reach its Keyv.
+ */
+function withoutSubscriptions(client: RedisClientType): RedisClientType {
+  return new Proxy(client, {
+    get(target, property, receiver: unknown): unknown {
+      if (SUBSCRIBE_METHODS.has(property)) return () => receiver;
+      const value: unknown = Reflect.get(target, property, target);
+      // The client's methods run on the client itself (its queue, its state), not on this view.
+      return typeof value === 'function' ? (value.bind(target) as unknown) : value;
+    },
+  });
+}
+
 export async function openRedis(url: string, log: Logger, deadlineMs: number): Promise<Backend> {
   const client: RedisClientType = createClient({ url, commandsQueueMaxLength: REDIS_QUEUE_MAX, socket: { connectTimeout: deadlineMs } });
   client.on('error', (error: unknown) => log.error('redis connection error', { error }));
@@ -53,7 +75,7 @@ export async function openRedis(url: string, log: Logger, deadlineMs: number): P
     kind: 'redis',
     // Errors are thrown, not swallowed: a read that fails must never look like "no record".
     adapterFor(collection) {
-      const adapter = new KeyvRedis(client, { namespace: collection, keyPrefixSeparator: ':', throwOnErrors: true });
+      const adapter = new KeyvRedis(withoutSubscriptions(client), { namespace: collection, keyPrefixSeparator: ':', throwOnErrors: true });
       return { adapter, atomic: redisAtomic(client, adapter) };
     },
     async close() {

@@ -117,6 +117,30 @@ describe('the redis store', () => {
     expect(await reader.get('x')).toEqual({ text: 'hello', count: 3 });
     await writer.delete('x');
   });
+
+  // Before, each collection's adapter put four listeners on the one Redis client, and the bot's start (14
+  // collections) printed four MaxListenersExceededWarning lines.
+  it('opens as many collections as the bot has and uses each, without an EventEmitter leak warning', async () => {
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning);
+    process.on('warning', onWarning);
+    try {
+      const store = await open('redis://127.0.0.1:6379');
+      const prefix = `listeners_${randomUUID().slice(0, 8)}`;
+      // Node emits its warning on the next tick; the calls below take many.
+      const collections = Array.from({ length: 30 }, (_, index) => store.collection(`${prefix}_${index}`, parseNote));
+      for (const notes of collections) {
+        await notes.set('n', { text: 'one', count: 1 }, 60_000);
+        await notes.update('n', (note) => note && { ...note, count: note.count + 1 }, 60_000);
+        expect(await notes.get('n')).toEqual({ text: 'one', count: 2 });
+        for await (const entry of notes.entries()) void entry;
+        await notes.delete('n');
+      }
+    } finally {
+      process.off('warning', onWarning);
+    }
+    expect(warnings.filter((warning) => warning.name === 'MaxListenersExceededWarning').map((warning) => warning.message)).toEqual([]);
+  });
 });
 
 describe('a redis store that fails', () => {

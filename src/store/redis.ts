@@ -1,6 +1,7 @@
 import KeyvRedis, { createClient, type RedisClientType } from '@keyv/redis';
 import type { Logger } from '../lib/log.ts';
 import { redactUrl, type AtomicAccess, type Backend } from './backend.ts';
+import { checkRedisSettings } from './redis-settings.ts';
 import { StoreUnavailableError, withinDeadline } from './interface.ts';
 
 // The store on Redis, shared by every worker process.
@@ -71,6 +72,8 @@ export async function openRedis(url: string, log: Logger, deadlineMs: number): P
       error,
     );
   }
+  // One round trip on a Redis that just answered the connect; at worst one deadline, and never a failure.
+  await checkRedisSettings(client, log, deadlineMs);
   return {
     kind: 'redis',
     // Errors are thrown, not swallowed: a read that fails must never look like "no record".

@@ -127,4 +127,12 @@ describe('the container image', () => {
     expect(read('Dockerfile')).toContain('OPS_PORT=9464');
     expect(compose).toMatch(/OPS_PORT: ['"]9464['"]/);
   });
+
+  it("compose.yaml's Redis keeps the bot's records: AOF on a volume, no eviction", () => {
+    const compose = read('compose.yaml');
+    const redis = compose.slice(compose.indexOf('\n  redis:'), compose.indexOf('\n  emulator:'));
+    expect(redis).toMatch(/command: \[.*'--appendonly', 'yes'.*\]/);
+    expect(redis).toMatch(/'--maxmemory-policy', 'noeviction'/);
+    expect(redis).toMatch(/volumes:\n\s+- redis-data:\/data/);
+  });
 });

@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { cleanupBotDirectories, startBot, type BotProcess } from '../support/bot-process.ts';
+import { startOwnRedis } from '../support/redis-server.ts';
 import { type DiscordStandIn, startDiscordStandIn, type TestGuild } from 'discord-standin';
 
 // Starting the bot: bad configuration, a Discord that fails at first, registration scopes, and the
@@ -182,6 +183,32 @@ describe('DEV_GUILD_ID', () => {
       expect(bot.child.exitCode).toBeNull();
     } finally {
       await bot.stop();
+    }
+  });
+});
+
+describe('starting on a Redis that would lose records', () => {
+  let discord: DiscordStandIn;
+  beforeAll(async () => {
+    discord = await startDiscordStandIn();
+  });
+  afterAll(() => discord?.close());
+
+  // Before, nothing said a Redis without persistence loses every task at its restart, and the start printed
+  // four MaxListenersExceededWarning lines (a listener set per collection on the one Redis client).
+  it('warns, naming appendonly and maxmemory-policy, starts all the same, and prints no EventEmitter leak warning', async () => {
+    const redis = await startOwnRedis({ settings: ['--maxmemory-policy', 'allkeys-lru', '--maxmemory', '100mb'] });
+    const bot = startBotOn(discord, { STORE_URL: redis.url });
+    try {
+      await bot.waitForLog((line) => line.msg === 'ready', 30_000);
+      const warned = bot.logs.filter(
+        (line) => line.level === 'warn' && (line.setting === 'appendonly' || line.setting === 'maxmemory-policy'),
+      );
+      expect(warned.map((line) => line.setting).sort()).toEqual(['appendonly', 'maxmemory-policy']);
+      expect(bot.output()).not.toContain('MaxListenersExceededWarning');
+    } finally {
+      await bot.stop();
+      await redis.close();
     }
   });
 });

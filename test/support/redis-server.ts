@@ -1,6 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 
 // A Redis server of the test's own, on a free port, for tests that stall it, drop its connections or stop
@@ -16,7 +19,7 @@ export interface OwnRedis {
   dropConnections(): Promise<void>;
   /** Kills the server; every connection drops. */
   kill(): Promise<void>;
-  /** Starts the server again on the same port (after kill()); what it held is gone. */
+  /** Starts the server again on the same port and settings (after kill()); what it held is gone unless it persisted it. */
   restart(): Promise<void>;
   close(): Promise<void>;
 }
@@ -31,10 +34,17 @@ async function freePort(): Promise<number> {
   return address.port;
 }
 
-async function launch(port: number): Promise<ChildProcess> {
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+/**
+ * How the server runs, as redis-server's own options (`['--appendonly', 'yes']`), after the defaults: no
+ * persistence, and a folder of its own for what it writes.
+ */
+export interface OwnRedisOptions {
+  settings?: string[];
+}
+
+async function launch(port: number, directory: string, settings: string[]): Promise<ChildProcess> {
+  const defaults = ['--port', String(port), '--bind', '127.0.0.1', '--dir', directory, '--save', '', '--appendonly', 'no'];
+  const child = spawn('redis-server', [...defaults, ...settings], { stdio: ['ignore', 'pipe', 'inherit'] });
   const lines = createInterface({ input: child.stdout });
   const ready = new Promise<void>((resolve, reject) => {
     lines.on('line', (line) => {
@@ -46,9 +56,11 @@ async function launch(port: number): Promise<ChildProcess> {
   return child;
 }
 
-export async function startOwnRedis(): Promise<OwnRedis> {
+export async function startOwnRedis(options: OwnRedisOptions = {}): Promise<OwnRedis> {
   const port = await freePort();
-  let child = await launch(port);
+  const directory = mkdtempSync(join(tmpdir(), 'own-redis-'));
+  const settings = options.settings ?? [];
+  let child = await launch(port, directory, settings);
   const stop = async (signal: NodeJS.Signals) => {
     if (child.exitCode !== null || child.signalCode !== null) return;
     const exited = once(child, 'exit');
@@ -68,8 +80,11 @@ export async function startOwnRedis(): Promise<OwnRedis> {
     kill: () => stop('SIGKILL'),
     async restart() {
       await stop('SIGKILL');
-      child = await launch(port);
+      child = await launch(port, directory, settings);
     },
-    close: () => stop('SIGTERM'),
+    async close() {
+      await stop('SIGTERM');
+      rmSync(directory, { recursive: true, force: true });
+    },
   };
 }

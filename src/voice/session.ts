@@ -2,11 +2,12 @@ import { EventEmitter } from 'node:events';
 import type { VoiceConnection } from '@discordjs/voice';
 import { RealtimeConnectionError, type RealtimeClient, type RealtimeSessionConfig } from '../gateway/realtime/client.ts';
 import type { RealtimeFunctionCall, RealtimeServerEvent } from '../gateway/realtime/events.ts';
-import { backoffDelay } from '../lib/backoff.ts';
+import { backoffDelay, type BackoffPolicy } from '../lib/backoff.ts';
 import { waitUntil } from '../lib/wait-until.ts';
 import { describeGatewayError } from '../wording/gateway-errors.ts';
 import type { Logger } from '../lib/log.ts';
 import type { BotMetrics } from '../lib/metrics.ts';
+import { AnnouncementQueue, type Announcement } from './announcements.ts';
 import { AnswerStreams } from './answer-streams.ts';
 import { CallEncryptionMonitor, type CallEncryption } from './call-encryption.ts';
 import { FRAME_MS } from './audio/format.ts';
@@ -60,6 +61,21 @@ interface LiveState {
   decisionsPending: number;
   /** Function calls of the current turn, by call id, and the output each got (the first acted on, the rest told). */
   readonly calls: CallBook;
+  /** Function calls whose output (and the response.create after it) has not gone yet. */
+  callsRunning: number;
+  /** A response.create the gateway refused while another response was active, to send again once that one ends. */
+  responseRetry: { timer: NodeJS.Timeout | undefined } | undefined;
+  /** Refusals of response.create in a row (reset when a response starts): past MAX_ACTIVE_RESPONSE_REFUSALS it is given up. */
+  responseRefusals: number;
+  /** Announcements sent on this session by the id of their event (the newest few): a refusal names that id. */
+  readonly announcements: Map<string, Announcement>;
+  /** The last announcement sent, until a response starts or the gateway answers its event: no other goes meanwhile. */
+  announcementInFlight: { eventId: string; sentAt: number } | undefined;
+  /**
+   * The gateway refused an event for an active response that the bot had not seen start: it is taken to be
+   * answering something until then (Date.now()), or until the next response.done.
+   */
+  refusedUntil: number | undefined;
   /**
    * What starts a renewal: the window opening (then the look for a quiet moment) and the forced one at
    * the margin. Each is undefined once it fired, and both while a renewal is under way.
@@ -175,7 +191,16 @@ export function isRoutineRealtimeError(event: RealtimeErrorEvent): boolean {
   if (event.clientEventType === 'response.cancel' || event.clientEventType === 'conversation.item.truncate') return true;
   // The same race, from a server that does not say which event it answers (e.g. `response_cancel_not_active`).
   if (/no active response|cancel not active|nothing to cancel/.test(errorWords(event))) return true;
-  return isSessionLimitNotice(event);
+  return isActiveResponseRefusal(event) || isSessionLimitNotice(event);
+}
+
+/**
+ * The gateway refused a response (a response.create, or a force_message, which is a response of its own)
+ * because another was active (`conversation_already_has_active_response`, "A response is already in
+ * progress"): the bot asks again once that one ends, so members need not hear of it.
+ */
+export function isActiveResponseRefusal(event: RealtimeErrorEvent): boolean {
+  return /already has (an )?active response|response is already in progress|active response in progress/.test(errorWords(event));
 }
 
 /** The gateway says the session reached its time limit (e.g. `session_expired`): it closes next. */
@@ -198,6 +223,15 @@ function newCallBook(): CallBook {
 export function renewalTimes(limitMs: number): { windowMs: number; marginMs: number } {
   return { windowMs: Math.min(10 * 60_000, limitMs / 3), marginMs: Math.min(60_000, limitMs / 10) };
 }
+
+/** Refusals of the same response.create for an active response before it is given up. */
+const MAX_ACTIVE_RESPONSE_REFUSALS = 3;
+/** After a refusal for a response the bot never saw start, how long before asking again (no response.done will say). */
+const ACTIVE_RESPONSE_RETRY: BackoffPolicy = { baseMs: 500, maxMs: 4_000, jitter: 0.25, spread: 'shorter' };
+/** An announcement sent and neither started nor refused within this long is taken as lost, so the next may go. */
+const ANNOUNCEMENT_START_TIMEOUT_MS = 10_000;
+/** Announcements remembered by event id per realtime session: enough for the few that can be in flight. */
+const REMEMBERED_ANNOUNCEMENTS = 8;
 
 /** The same problem is told in the channel at most once in this long. */
 const PROBLEM_REPEAT_MS = 60_000;
@@ -232,12 +266,17 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
   readonly #told = new Map<string, number>();
   /** When the oldest packet not yet appended arrived (performance.now()): an append's latency in. */
   #oldestUnappendedAt: number | undefined;
+  /** Lines to say in the channel when the conversation leaves room (see #sayAnnouncements). */
+  readonly #announcements: AnnouncementQueue;
+  /** Wakes #sayAnnouncements when nothing else would: a waiting line goes stale, a hold ends. */
+  #announcementTimer: { at: number; timer: NodeJS.Timeout } | undefined;
 
   constructor(options: VoiceSessionOptions) {
     super();
     this.#options = options;
     this.#sessionLimitMs = options.sessionLimitMs;
     this.#log = options.log.child({ guild: options.guildId });
+    this.#announcements = new AnnouncementQueue(this.#log);
     const metrics = options.metrics;
     const encryption = new CallEncryptionMonitor(options.connection, { log: this.#log, metrics });
     this.#encryption = encryption;
@@ -249,11 +288,13 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
         const state = this.#state;
         if (state.status === 'live') state.answers.finished(key);
         this.emit('played');
+        this.#sayAnnouncements();
       },
       mayPlay: () => encryption.playable,
       onGaveUpWaiting: (stopped) => {
         this.#cutOff(stopped);
         this.#tell("I could not answer out loud: the call's end-to-end encryption was not ready in time.");
+        this.#sayAnnouncements();
       },
     });
     encryption.on('change', () => this.#player.playabilityChanged());
@@ -280,6 +321,7 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
           if (this.#manual) this.#bargeIn();
         },
         onAllSilent: () => {
+          this.#sayAnnouncements();
           if (!this.#manual) return;
           this.#commitTimer = setTimeout(() => this.#endManualTurn(), MANUAL_COMMIT_DELAY_MS);
         },
@@ -364,6 +406,7 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
     if (previous.status === 'live') {
       clearTimeout(previous.renewal.quiet);
       clearTimeout(previous.renewal.forced);
+      clearTimeout(previous.responseRetry?.timer);
       const keptClient = next.status === 'live' && next.client === previous.client;
       if (!keptClient) {
         previous.client.off('event', previous.onEvent);
@@ -391,6 +434,7 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
       this.#log.info('voice session state', { from: previous.status, to: next.status });
       this.emit('state', next.status);
     }
+    if (next.status === 'live') this.#sayAnnouncements();
   }
 
   /** Opens the realtime session; throws (and closes) when it cannot. */
@@ -410,10 +454,82 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
     this.#state = this.#liveState(client);
   }
 
-  /** Says a line in the channel as a forced message (it is a response turn of its own). */
+  /**
+   * Says a line in the channel as a forced message (a response turn of its own), once the conversation
+   * leaves room for it (#sayAnnouncements); several are said in the order they were asked for.
+   */
   announce(text: string): void {
-    const state = this.#state;
-    if (state.status === 'live') state.client.forceMessage(text, { interruptible: true });
+    if (this.#state.status === 'closed') return;
+    const now = Date.now();
+    this.#announcements.add(text, now);
+    const live = this.#state;
+    const waitsFor = live.status === 'live' ? this.#announcementWaitsFor(live, now) : 'the realtime session';
+    if (waitsFor !== undefined) this.#log.info('a voice announcement waits', { for: waitsFor, waiting: this.#announcements.size });
+    this.#sayAnnouncements();
+  }
+
+  /**
+   * Why an announcement may not be said now, or undefined when it may. A member's turn goes first: while
+   * someone speaks, while a turn waits for its answer (a function's output included), and while that
+   * answer is made and played, an announcement waits, and then follows the answer; said over it, it would
+   * be refused by the gateway or talk over the member. (It goes stale meanwhile after
+   * ANNOUNCEMENT_MAX_WAIT_MS: see announcements.ts.) One said and then talked over is cut off like any
+   * answer and not said again: the member chose to speak over it.
+   */
+  #announcementWaitsFor(live: LiveState, now: number): string | undefined {
+    if (!live.client.open) return 'the realtime session';
+    if (live.announcementInFlight) return 'the previous announcement';
+    if (live.openResponses > 0 || (live.refusedUntil !== undefined && now < live.refusedUntil)) return 'the response in progress';
+    if (live.turnPending || live.decisionsPending > 0 || live.callsRunning > 0 || live.responseRetry)
+      return "a member's turn and its answer";
+    if (this.#listener.speakers > 0) return 'a member speaking';
+    if (this.#player.speaking) return 'the answer playing';
+    return undefined;
+  }
+
+  /** Says the next waiting announcement if the conversation leaves room for it; else waits for the event that may. */
+  #sayAnnouncements(): void {
+    const live = this.#state;
+    const now = Date.now();
+    this.#announcements.dropStale(now);
+    if (live.status === 'closed' || this.#announcements.size === 0) {
+      clearTimeout(this.#announcementTimer?.timer);
+      this.#announcementTimer = undefined;
+      return;
+    }
+    if (live.status === 'live' && live.refusedUntil !== undefined && now >= live.refusedUntil) live.refusedUntil = undefined;
+    if (live.status === 'live' && live.announcementInFlight && now - live.announcementInFlight.sentAt >= ANNOUNCEMENT_START_TIMEOUT_MS) {
+      this.#log.warn('a voice announcement was neither started nor refused by the gateway; going on without it');
+      live.announcementInFlight = undefined;
+    }
+    if (live.status === 'live' && this.#announcementWaitsFor(live, now) === undefined) {
+      const next = this.#announcements.take(now)!;
+      const eventId = live.client.forceMessage(next.text, { interruptible: true });
+      if (eventId !== undefined) {
+        live.announcementInFlight = { eventId, sentAt: now };
+        live.announcements.set(eventId, next);
+        if (live.announcements.size > REMEMBERED_ANNOUNCEMENTS) live.announcements.delete(live.announcements.keys().next().value!);
+      }
+    }
+    // What no event announces: the next line going stale, the in-flight one timing out, a refusal's hold ending.
+    const wakeAt = Math.min(
+      this.#announcements.nextStaleAt ?? Infinity,
+      live.status === 'live' && live.announcementInFlight ? live.announcementInFlight.sentAt + ANNOUNCEMENT_START_TIMEOUT_MS : Infinity,
+      live.status === 'live' ? (live.refusedUntil ?? Infinity) : Infinity,
+    );
+    // Called on every server event: a timer already set for that moment is kept.
+    if (this.#announcementTimer?.at === wakeAt) return;
+    clearTimeout(this.#announcementTimer?.timer);
+    this.#announcementTimer = undefined;
+    if (wakeAt === Infinity) return;
+    const timer = setTimeout(
+      () => {
+        this.#announcementTimer = undefined;
+        this.#sayAnnouncements();
+      },
+      Math.max(0, wakeAt - now),
+    );
+    this.#announcementTimer = { at: wakeAt, timer };
   }
 
   /**
@@ -425,28 +541,38 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
     const state = this.#state;
     if (state.status !== 'live') return;
     const client = state.client;
+    const until = Date.now() + timeoutMs;
     let begun = false;
     let done = false;
     const follow = (event: RealtimeServerEvent) => {
       if (event.type === 'response.created') begun = true;
       else if (event.type === 'response.done' && begun) done = true;
     };
-    client.on('event', follow);
-    client.forceMessage(text, { interruptible: false });
+    const wakeOn = (wake: () => void) => {
+      client.on('event', wake);
+      this.on('played', wake);
+      this.on('state', wake);
+      return () => {
+        client.off('event', wake);
+        this.off('played', wake);
+        this.off('state', wake);
+      };
+    };
     try {
+      // A forced message during another response is refused by the gateway: the answer under way ends first.
+      await waitUntil({
+        check: () => (this.#state !== state || (state.openResponses === 0 && !this.speaking) ? true : undefined),
+        subscribe: wakeOn,
+        timeoutMs: Math.max(0, until - Date.now()),
+        timeoutError: () => new Error(`the answer under way did not end within ${timeoutMs} ms`),
+      });
+      if (this.#state !== state) return;
+      client.on('event', follow);
+      client.forceMessage(text, { interruptible: false });
       await waitUntil({
         check: () => (this.#state !== state || (done && !this.speaking) ? true : undefined),
-        subscribe: (wake) => {
-          client.on('event', wake);
-          this.on('played', wake);
-          this.on('state', wake);
-          return () => {
-            client.off('event', wake);
-            this.off('played', wake);
-            this.off('state', wake);
-          };
-        },
-        timeoutMs,
+        subscribe: wakeOn,
+        timeoutMs: Math.max(0, until - Date.now()),
         timeoutError: () => new Error(`the last line was not heard within ${timeoutMs} ms`),
       });
     } catch (error) {
@@ -459,6 +585,9 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
   stop(): void {
     if (this.#state.status === 'closed') return;
     this.#state = { status: 'closed' };
+    clearTimeout(this.#announcementTimer?.timer);
+    this.#announcementTimer = undefined;
+    this.#announcements.clear();
     clearTimeout(this.#commitTimer);
     this.#pump.stop();
     this.#listener.stop();
@@ -488,6 +617,12 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
       openResponses: 0,
       decisionsPending: 0,
       calls: newCallBook(),
+      callsRunning: 0,
+      responseRetry: undefined,
+      responseRefusals: 0,
+      announcements: new Map(),
+      announcementInFlight: undefined,
+      refusedUntil: undefined,
       renewal: { quiet: undefined, forced: undefined },
       onEvent: (event) => this.#onEvent(live, event),
       onClose: (code, reason) => this.#onClose(live, code, reason),
@@ -497,7 +632,14 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
 
   /** Nobody speaking, no turn waiting for its answer, no answer coming or playing: a renewal loses nothing. */
   #quiet(live: LiveState): boolean {
-    return this.#listener.speakers === 0 && this.#pump.quiet && !live.turnPending && live.openResponses === 0 && !this.#player.speaking;
+    return (
+      this.#listener.speakers === 0 &&
+      this.#pump.quiet &&
+      !live.turnPending &&
+      live.openResponses === 0 &&
+      !live.announcementInFlight &&
+      !this.#player.speaking
+    );
   }
 
   /** When the renewal window opens and when the renewal is forced, for this realtime session. */
@@ -583,6 +725,9 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
       case 'response.created':
         live.turnPending = false;
         live.openResponses++;
+        live.responseRefusals = 0;
+        // The announcement sent last has started, or it is refused next (its event id says which).
+        live.announcementInFlight = undefined;
         live.answers.responseCreated(event.responseId);
         break;
       case 'input_audio_buffer.committed':
@@ -609,6 +754,11 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
       }
       case 'response.done':
         live.openResponses = Math.max(0, live.openResponses - 1);
+        if (live.openResponses === 0) {
+          live.refusedUntil = undefined;
+          // A member's answer that was refused goes before any announcement.
+          if (live.responseRetry) this.#retryResponse(live);
+        }
         for (const key of live.answers.responseDone(event.responseId)) this.#player.end(key);
         // A call the item events never announced is read from the response's output.
         for (const call of event.functionCalls) this.#functionCall(live, call, event.status);
@@ -624,7 +774,9 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
         break;
       case 'error':
         if (isSessionLimitNotice(event)) live.limitNoticed = true;
-        if (isRoutineRealtimeError(event)) {
+        if (isActiveResponseRefusal(event)) {
+          this.#refusedForActiveResponse(live, event);
+        } else if (isRoutineRealtimeError(event)) {
           this.#log.debug('realtime notice', { code: event.code, message: event.message, answers: event.clientEventType });
         } else {
           this.#log.warn('realtime error event', {
@@ -635,10 +787,72 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
           });
           this.#tell(`The voice model reported a problem: ${event.message}`);
         }
+        // An announcement the gateway answered with another error is not waited for (nor said again).
+        if (event.clientEventId !== undefined && live.announcementInFlight?.eventId === event.clientEventId)
+          live.announcementInFlight = undefined;
         break;
       default:
         break;
     }
+    // Any event may leave room for a waiting announcement (a response ended, a turn was not answered…).
+    this.#sayAnnouncements();
+  }
+
+  /**
+   * The gateway refused a response because another was active: an announcement goes back to the front of
+   * its line, a response.create is sent again; both once that response ends (its response.done), or, when
+   * the bot saw no response start (a server that says nothing of it, or its events still in flight), after
+   * a backoff. Each is given up after a few refusals in a row. Never news for the channel.
+   */
+  #refusedForActiveResponse(live: LiveState, event: RealtimeErrorEvent): void {
+    const eventId = event.clientEventId ?? live.announcementInFlight?.eventId;
+    const announcement = eventId === undefined ? undefined : live.announcements.get(eventId);
+    if (announcement && eventId !== undefined) {
+      live.announcements.delete(eventId);
+      if (live.announcementInFlight?.eventId === eventId) live.announcementInFlight = undefined;
+      const again = this.#announcements.refused(announcement);
+      this.#log.info('the gateway refused a voice announcement while a response was active', { again, refusals: announcement.refusals });
+      if (again && live.openResponses === 0)
+        live.refusedUntil = Date.now() + backoffDelay(announcement.refusals - 1, ACTIVE_RESPONSE_RETRY);
+      return;
+    }
+    if (event.clientEventType !== 'response.create') {
+      this.#log.info('the gateway refused an event while a response was active', { code: event.code, answers: event.clientEventType });
+      return;
+    }
+    live.responseRefusals++;
+    clearTimeout(live.responseRetry?.timer);
+    live.responseRetry = undefined;
+    if (live.responseRefusals > MAX_ACTIVE_RESPONSE_REFUSALS) {
+      this.#log.warn('response.create was refused too often for an active response; the turn goes unanswered', {
+        refusals: live.responseRefusals,
+      });
+      live.turnPending = false;
+      return;
+    }
+    this.#log.info('the gateway refused response.create while a response was active; asking again once it ends', {
+      refusals: live.responseRefusals,
+    });
+    const timer =
+      live.openResponses > 0
+        ? undefined
+        : setTimeout(() => this.#retryResponse(live), backoffDelay(live.responseRefusals - 1, ACTIVE_RESPONSE_RETRY));
+    live.responseRetry = { timer };
+  }
+
+  /** Sends a refused response.create again. */
+  #retryResponse(live: LiveState): void {
+    const retry = live.responseRetry;
+    if (!retry || this.#state !== live) return;
+    clearTimeout(retry.timer);
+    live.responseRetry = undefined;
+    this.#requestResponse(live);
+  }
+
+  /** Asks the gateway to answer: the turn (or the function's output) waits for its answer until response.created. */
+  #requestResponse(live: LiveState): void {
+    live.turnPending = true;
+    live.client.createResponse();
   }
 
   /** Tells the channel, unless the same was told a moment ago (a failing session repeats itself). */
@@ -683,7 +897,7 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
     live.turnPending = true;
     // Answering only when named: the transcript decides (#heard); the turn joins the context either way.
     if (this.#onlyWhenNamed) live.decisionsPending++;
-    else live.client.createResponse();
+    else this.#requestResponse(live);
   }
 
   /** A turn ended: who spoke most of it, and a fresh book of function calls. */
@@ -696,6 +910,9 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
     this.#turnPackets.clear();
     if (speaker !== undefined) this.#lastTurnSpeaker = speaker;
     live.calls.acted = undefined;
+    // The new turn is answered instead of one whose response.create was refused (a barge-in would cut it anyway).
+    clearTimeout(live.responseRetry?.timer);
+    live.responseRetry = undefined;
   }
 
   /** A user turn's transcript: answered when the bot answers everything, or when it names the bot. */
@@ -705,7 +922,7 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
       live.decisionsPending--;
       answered = this.#options.addressed?.(transcript) ?? true;
       if (answered) {
-        live.client.createResponse();
+        this.#requestResponse(live);
       } else {
         live.turnPending = false;
         this.#log.debug('a turn that does not name the bot: heard, not answered');
@@ -748,7 +965,9 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
       });
       calls.acted = { signature, output };
     }
+    live.callsRunning++;
     void output.then((text) => {
+      live.callsRunning--;
       // A session renewed or lost meanwhile has no call to answer: the new one never saw it.
       if (this.#state !== live) {
         this.#log.info('a function call finished after its realtime session ended; its output is dropped', { name: call.name });
@@ -756,7 +975,8 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
       }
       live.client.sendFunctionOutput(call.callId, text);
       // Cut off: the member's new turn is answered anyway; the output only keeps the context honest.
-      if (!cutOff) live.client.createResponse();
+      if (!cutOff) this.#requestResponse(live);
+      this.#sayAnnouncements();
     });
   }
 

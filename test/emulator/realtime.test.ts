@@ -301,6 +301,54 @@ describe('a realtime session', () => {
     connection.socket.close();
   });
 
+  it('refuses a force_message or a response.create while a response is active, as realtime services refuse a second response, and takes them once it is over', async () => {
+    emulator.realtime.options.paceFactor = 4;
+    try {
+      const connection = await configured({ turn_detection: null });
+      const forced = (text: string, eventId: string) => ({
+        type: 'conversation.item.create',
+        event_id: eventId,
+        item: { type: 'force_message', role: 'assistant', content: [{ type: 'output_text', text }] },
+      });
+      connection.send(forced('The first line, long enough to still be playing.', 'first'));
+      await connection.next('response.output_audio.delta');
+      connection.send(forced('A second line.', 'second'));
+      connection.send({ type: 'response.create', event_id: 'create' });
+      for (const eventId of ['second', 'create']) {
+        expect(await connection.next('error')).toEqual({
+          type: 'error',
+          event_id: expect.any(String),
+          error: {
+            type: 'invalid_request_error',
+            code: 'conversation_already_has_active_response',
+            message: 'A response is already in progress.',
+            param: null,
+            event_id: eventId,
+          },
+        });
+      }
+      // Neither was queued: the one response in progress ends, and nothing follows it.
+      expect(await connection.next('response.done')).toMatchObject({ response: { status: 'completed' } });
+      expect(connection.events.filter((event) => event.type === 'response.created')).toHaveLength(1);
+
+      // Once it is over, the same force_message is spoken; cancelled, it no longer blocks the next one.
+      connection.send(forced('A second line.', 'second_again'));
+      await connection.next('response.output_audio.delta');
+      connection.send({ type: 'response.cancel' });
+      connection.send(forced('A third line.', 'third'));
+      expect(await connection.next('response.done')).toMatchObject({ response: { status: 'cancelled' } });
+      const done = await connection.next('response.done');
+      expect(connection.events.filter((event) => event.type === 'response.output_audio_transcript.done').at(-1)).toMatchObject({
+        transcript: 'A third line.',
+      });
+      expect(done).toMatchObject({ response: { status: 'completed' } });
+      expect(connection.events.filter((event) => event.type === 'error')).toHaveLength(2);
+      connection.socket.close();
+    } finally {
+      emulator.realtime.options.paceFactor = 20;
+    }
+  });
+
   it('closes the session at its time limit, after saying why', async () => {
     const short = await startEmulator({ config: { timing: { realtime_session_max_ms: 150 } } });
     try {
@@ -572,25 +620,34 @@ describe('memory over a long session', () => {
     connection.socket.close();
   });
 
-  it('queues at most 8 responses behind the one playing, and refuses a force_message over 4096 characters', async () => {
+  it('refuses a force_message over 4096 characters', async () => {
     const connection = await configured({});
-    const forced = (text: string, eventId: string) => ({
+    connection.send({
       type: 'conversation.item.create',
-      event_id: eventId,
-      item: { type: 'force_message', role: 'assistant', content: [{ type: 'output_text', text }] },
+      event_id: 'too_long',
+      item: { type: 'force_message', role: 'assistant', content: [{ type: 'output_text', text: 'x'.repeat(4097) }] },
     });
-    connection.send(forced('x'.repeat(4097), 'too_long'));
     expect(await connection.next('error')).toMatchObject({ error: { code: 'invalid_force_message', event_id: 'too_long' } });
-    // Each a 5 s tone: none finishes while the twelve arrive.
-    for (let index = 0; index < 12; index++) connection.send(forced('A long line to say. '.repeat(10), `line_${index}`));
-    for (const index of [9, 10, 11]) {
-      expect(await connection.next('error')).toMatchObject({
-        error: { code: 'conversation_already_has_active_response', event_id: `line_${index}` },
-      });
-    }
-    connection.send({ type: 'response.cancel' });
-    await connection.next('response.done');
     connection.socket.close();
+  });
+
+  it('queues at most 8 turns its VAD answers behind the one playing, and drops the rest with conversation_already_has_active_response', async () => {
+    // Slow enough that no answer finishes while the ten turns arrive.
+    emulator.realtime.options.paceFactor = 0.05;
+    try {
+      const connection = await configured({ turn_detection: { type: 'server_vad', silence_duration_ms: 200, prefix_padding_ms: 0 } });
+      for (let turn = 0; turn < 10; turn++) {
+        appendInFrames(connection, generateTone({ hz: 440, ms: 100, amplitude: 0.4, format: REALTIME_PCM }));
+        appendInFrames(connection, generateSilence(300, REALTIME_PCM));
+      }
+      expect(await connection.next('error')).toMatchObject({
+        error: { code: 'conversation_already_has_active_response', event_id: null },
+      });
+      expect(connection.events.filter((event) => event.type === 'input_audio_buffer.committed')).toHaveLength(10);
+      connection.socket.close();
+    } finally {
+      emulator.realtime.options.paceFactor = 20;
+    }
   });
 
   it('forgets closed sessions once their retention has passed', async () => {

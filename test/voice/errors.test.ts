@@ -22,6 +22,19 @@ describe('routine realtime errors', () => {
     ['a cancel race worded otherwise', error({ message: 'Cancellation failed: no active response found' })],
     ["the emulator's session limit", error({ code: 'session_expired', message: 'The session reached its maximum duration.' })],
     [
+      "the emulator's refusal of a response while another is active",
+      error({ code: 'conversation_already_has_active_response', message: 'A response is already in progress.' }),
+    ],
+    [
+      'the same refusal worded as other realtime services word it',
+      error({
+        code: 'conversation_already_has_active_response',
+        message:
+          'Conversation already has an active response in progress: resp_1. Wait until the response is finished before creating a new one.',
+      }),
+    ],
+    ['the same refusal without a code', error({ message: 'A response is already in progress' })],
+    [
       'a session limit worded otherwise',
       error({ code: 'session_timeout', message: 'Your session hit the maximum duration of 120 minutes.' }),
     ],

@@ -19,7 +19,8 @@ export interface ItemModel {
   knowsCall(callId: string): boolean;
   /** A call the client wrote into the conversation, to be answered like the model's own. */
   rememberCall(callId: string, followUpText: string | undefined): void;
-  speak(text: string, interruptible: boolean, clientEventId?: unknown): void;
+  /** Says a force_message's text as a response of its own (refused while another response is active). */
+  forceMessage(text: string, interruptible: boolean, clientEventId: unknown): void;
 }
 
 export class ConversationItems {
@@ -98,7 +99,7 @@ export class ConversationItems {
       );
       return;
     }
-    model.speak(text, item.interruptible !== false, event.event_id);
+    model.forceMessage(text, item.interruptible !== false, event.event_id);
   }
 
   /** The item id a client event names, or undefined after answering that it names none. */

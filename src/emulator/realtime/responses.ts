@@ -13,8 +13,15 @@ import { newId, type ClientEvent, type Emit, type Refuse } from './session-io.ts
 
 /** Every line the model speaks from text (a force_message, a scripted answer, a function's output) is a tone of this pitch. */
 export const FORCE_MESSAGE_TONE_HZ = 880;
-/** Responses waiting behind the one playing: more is answered `conversation_already_has_active_response`. */
+/**
+ * User turns the server VAD answers on its own may wait behind the one playing, up to this many (more
+ * are dropped with `conversation_already_has_active_response`); a response the client asks for is never
+ * queued: it is refused while another is active, as realtime services refuse a second response.
+ */
 const MAX_QUEUED_RESPONSES = 8;
+/** The refusal of a response the client asked for while another was active (docs/gateway.md, "Emulator choices"). */
+export const ACTIVE_RESPONSE_CODE = 'conversation_already_has_active_response';
+const ACTIVE_RESPONSE_MESSAGE = 'A response is already in progress.';
 /** The most of a text the model speaks (a function's output may be longer; the tone is at most maxToneMs anyway). */
 const MAX_SPOKEN_CHARS = 4096;
 /** A function call's arguments arrive in this many deltas (fewer when shorter), then whole. */
@@ -115,14 +122,33 @@ export class Responses implements ItemModel {
     if (respond) this.#answerTurn(turn);
   }
 
-  /** response.create: speaks about the function outputs given since the last one, or answers the last turn. */
+  /**
+   * Whether a response is playing or waiting to: one cancelled is not (its response.done is on the way), so
+   * a client that cancels and asks again at once is answered.
+   */
+  get #active(): boolean {
+    return this.#responses > (this.#current?.cancelled ? 1 : 0);
+  }
+
+  /** Refuses a response the client asked for while another is active; true when it did. */
+  #refusedWhileActive(clientEventId: unknown): boolean {
+    if (!this.#active) return false;
+    this.#deps.refuse(ACTIVE_RESPONSE_CODE, ACTIVE_RESPONSE_MESSAGE, clientEventId);
+    return true;
+  }
+
+  /**
+   * response.create: speaks about the function outputs given since the last one, or answers the last turn.
+   * Refused while a response is active, with the turn and the outputs kept for the next one.
+   */
   create(event: ClientEvent): void {
+    if (this.#refusedWhileActive(event.event_id)) return;
     if (this.#pendingOutputs.length > 0) {
       // docs/gateway.md, "Function tools": after the outputs, response.create makes the model speak about them.
       const outputs = this.#pendingOutputs;
       this.#pendingOutputs = [];
       const scripted = outputs.map((output) => this.#calls.get(output.callId)?.followUpText).find((text) => text !== undefined);
-      this.speak(scripted ?? outputs.map((output) => output.output).join(' '), true, event.event_id);
+      this.#speak(scripted ?? outputs.map((output) => output.output).join(' '), true, event.event_id);
       return;
     }
     const turn = this.#lastTurn ?? { audio: new Int16Array(0), script: undefined };
@@ -180,7 +206,7 @@ export class Responses implements ItemModel {
     const { script } = turn;
     turn.script = undefined;
     if (script?.functionCall) return this.#respondWithCall(script.functionCall, script.text, clientEventId);
-    if (script?.text !== undefined) return this.speak(script.text, true, clientEventId);
+    if (script?.text !== undefined) return this.#speak(script.text, true, clientEventId);
     this.#respond(
       turn.audio,
       `Echo of ${(turn.audio.length / this.#deps.config.inputFormat.rate).toFixed(1)} seconds.`,
@@ -189,8 +215,14 @@ export class Responses implements ItemModel {
     );
   }
 
+  /** A force_message: a response turn of its own, so refused while another response is active. */
+  forceMessage(text: string, interruptible: boolean, clientEventId: unknown): void {
+    if (this.#refusedWhileActive(clientEventId)) return;
+    this.#speak(text, interruptible, clientEventId);
+  }
+
   /** Queues a response that says `text` as a tone whose length follows it. */
-  speak(text: string, interruptible: boolean, clientEventId?: unknown): void {
+  #speak(text: string, interruptible: boolean, clientEventId?: unknown): void {
     const { options, config } = this.#deps;
     const spoken = text.slice(0, MAX_SPOKEN_CHARS);
     const ms = Math.min(options.maxToneMs, Math.max(200, spoken.length * options.toneMsPerCharacter));
@@ -211,7 +243,7 @@ export class Responses implements ItemModel {
   #enqueue(run: () => Promise<void> | void, clientEventId: unknown): void {
     if (this.#responses > MAX_QUEUED_RESPONSES) {
       this.#deps.refuse(
-        'conversation_already_has_active_response',
+        ACTIVE_RESPONSE_CODE,
         `A response is playing and ${MAX_QUEUED_RESPONSES} more are waiting; this one was not queued.`,
         clientEventId,
       );

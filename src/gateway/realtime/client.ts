@@ -307,9 +307,12 @@ export class RealtimeClient extends EventEmitter<ClientEvents> {
     this.#send({ type: 'conversation.item.create', item: { type: 'function_call_output', call_id: callId, output } });
   }
 
-  /** A line spoken as is, as a whole response turn of its own (no response.create after it). */
-  forceMessage(text: string, options: { interruptible?: boolean } = {}): void {
-    this.#send({
+  /**
+   * A line spoken as is, as a whole response turn of its own (no response.create after it). Returns the
+   * event's id, which an error refusing it names; undefined when the socket was closed and nothing went.
+   */
+  forceMessage(text: string, options: { interruptible?: boolean } = {}): string | undefined {
+    return this.#send({
       type: 'conversation.item.create',
       item: {
         type: 'force_message',

@@ -1,16 +1,18 @@
 import { parseArgs } from 'node:util';
 import { CRASH_STORES, benchmarkCrashes, printCrashReport } from './crash.ts';
 import { benchmarkDelivery, printDeliveryReport } from './delivery.ts';
+import { benchmarkSpend, printSpendReport } from './spend.ts';
 import { benchmarkVideoTracking, printVideoReport } from './video.ts';
 import { benchmarkVoice, printVoiceReport } from './voice.ts';
 import { benchmarkVoiceAddressing, printVoiceAddressingReport } from './voice-addressing.ts';
-import { benchmarkVoiceCapacity, printVoiceCapacityReport } from './voice-capacity.ts';
+import { benchmarkVoiceCapacity, benchmarkVoiceMetering, printVoiceCapacityReport, printVoiceMeteringReport } from './voice-capacity.ts';
 
-// `npm run bench [-- --only video|delivery|voice|voice-addressing|voice-capacity|crash] [--tasks N] [--turns N] [--kills N] [--seed N] [--store sqlite|redis]
-// [--video-mb N] [--workers N]`: every benchmark, figures as ratios against baselines measured in the same run.
+// `npm run bench [-- --only video|delivery|voice|voice-addressing|voice-capacity|voice-metering|spend|crash] [--tasks N] [--turns N] [--kills N] [--seed N]
+// [--store sqlite|redis] [--video-mb N] [--workers N] [--submissions N]`: every benchmark, figures as ratios against baselines measured in the same run.
 // The video benchmark runs its tasks through one process and then through --workers workers (default 2,
 // one shard each; 1: the single process only), both on a Redis of its own, or with --store sqlite on
-// SQLite in the single process alone.
+// SQLite in the single process alone. The spend benchmark runs --submissions (default 100) each way, on each store (or --store's).
+// voice-metering is the last part of voice-capacity (metered conversations against unmetered) on its own.
 
 const { values } = parseArgs({
   options: {
@@ -22,6 +24,7 @@ const { values } = parseArgs({
     'video-mb': { type: 'string' },
     workers: { type: 'string' },
     turns: { type: 'string' },
+    submissions: { type: 'string' },
   },
 });
 const stores = CRASH_STORES.filter((store) => values.store === undefined || values.store === store);
@@ -30,8 +33,13 @@ if (stores.length === 0) {
   process.exit(2);
 }
 const only = values.only;
-if (only !== undefined && !['video', 'delivery', 'voice', 'voice-addressing', 'voice-capacity', 'crash'].includes(only)) {
-  process.stderr.write(`--only must be video, delivery, voice, voice-addressing, voice-capacity or crash (got ${only})\n`);
+if (
+  only !== undefined &&
+  !['video', 'delivery', 'voice', 'voice-addressing', 'voice-capacity', 'voice-metering', 'spend', 'crash'].includes(only)
+) {
+  process.stderr.write(
+    `--only must be video, delivery, voice, voice-addressing, voice-capacity, voice-metering, spend or crash (got ${only})\n`,
+  );
   process.exit(2);
 }
 
@@ -62,6 +70,14 @@ if (!only || only === 'voice-addressing') {
 
 if (!only || only === 'voice-capacity') {
   printVoiceCapacityReport(await benchmarkVoiceCapacity());
+}
+
+if (only === 'voice-metering') {
+  printVoiceMeteringReport(await benchmarkVoiceMetering());
+}
+
+if (!only || only === 'spend') {
+  printSpendReport(await benchmarkSpend({ submissions: Number(values.submissions ?? 100), stores }));
 }
 
 if (!only || only === 'crash') {

@@ -1,16 +1,12 @@
-import { DEFAULT_PRICES } from '../src/settings/prices.ts';
 import type { IntervalHistogram } from 'node:perf_hooks';
-import { REST, Routes } from 'discord.js';
-import { DiscordOutbox } from '../src/discord/outbox.ts';
-import { GatewayClientPool } from '../src/gateway/pool.ts';
+import { Routes, type REST } from 'discord.js';
 import { silentLogger } from '../src/lib/log.ts';
-import type { InteractionContext } from '../src/ports/interaction-context.ts';
-import { SettingsService } from '../src/settings/service.ts';
 import { openStore } from '../src/store/index.ts';
-import { createVideo, type Video } from '../src/video/index.ts';
+import type { Video } from '../src/video/index.ts';
 import type { SubmissionPlan } from '../src/video/plan.ts';
 import { newTaskId } from '../src/video/repository.ts';
 import { collectGarbage, loopDelayP99Ms, startLoopDelay } from './measure.ts';
+import { benchGeneration, contextOf, startVideoBot } from './video-bot.ts';
 import {
   parseServerInfo,
   parseWorkerRequest,
@@ -37,57 +33,18 @@ interface Bot {
   close(): Promise<void>;
 }
 
-function contextOf(info: ServerInfo, interaction: Interaction): InteractionContext {
-  return {
-    guildId: interaction.guildId,
-    channelId: interaction.channelId,
-    userId: interaction.userId,
-    applicationId: info.applicationId,
-    interactionToken: interaction.token,
-    interactionReceivedAt: Date.now(),
-    attachmentSizeLimit: 10 * 1024 * 1024,
-  };
-}
-
 /** The real services, as src/app.ts puts them together, on the store at `storeUrl`. */
 async function startBot(info: ServerInfo, storeUrl: string, first: Interaction): Promise<Bot> {
   const store = await openStore(storeUrl, silentLogger);
-  // The stand-in has no global rate limit, so the bench lifts discord.js's 50 requests/s (real Discord
-  // would pace posts at that rate).
-  const rest = new REST({ api: info.apiUrl, globalRequestsPerSecond: 100_000 }).setToken(info.botToken);
-  const outbox = new DiscordOutbox(rest);
-  const clients = new GatewayClientPool({ baseUrl: info.gatewayUrl, log: silentLogger });
-  const policy = new SettingsService({
-    store,
-    clients,
-    log: silentLogger,
-    operatorKey: 'emulator-key',
-    defaultLayer: 'compat',
-    gatewayVendor: 'svc',
-    encryptionSecret: undefined,
-    prices: DEFAULT_PRICES,
-  });
-  const video = createVideo({ store, clients, policy, outbox, vendor: 'svc', log: silentLogger });
-  const prepared = await video.prepare.generation(contextOf(info, first), {
-    prompt: 'benchmark',
-    model: undefined,
-    duration: 4,
-    resolution: undefined,
-    aspectRatio: undefined,
-    image: undefined,
-    lastFrame: undefined,
-    referenceImages: [],
-    voices: [],
-    referenceAudio: undefined,
-  });
+  const bot = startVideoBot(info, store);
+  const prepared = await bot.video.prepare.generation(contextOf(info, first), benchGeneration());
   if (!prepared.ok) throw new Error(prepared.message);
   return {
-    video,
-    rest,
+    video: bot.video,
+    rest: bot.rest,
     plan: prepared.plan,
     async close() {
-      await video.tracker.stop();
-      await clients.close();
+      await bot.stop();
       await store.close();
     },
   };

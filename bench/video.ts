@@ -144,13 +144,13 @@ export interface VideoBenchReport {
   runs: VideoRunReport[];
 }
 
-interface Servers {
+export interface Servers {
   info: ServerInfo;
   close(): Promise<void>;
 }
 
 /** bench/servers.ts in a child process, its guilds spread over `shards` shards. */
-async function startServers(shards: number): Promise<Servers> {
+export async function startServers(shards: number): Promise<Servers> {
   const child = spawn(join(ROOT, 'scripts', 'node'), [join(ROOT, 'bench', 'servers.ts')], {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, BENCH_SHARDS: String(shards) },
@@ -170,18 +170,18 @@ async function startServers(shards: number): Promise<Servers> {
 }
 
 /** A store of its own for one phase of a run, shared by the run's workers. */
-interface PhaseStore {
+export interface PhaseStore {
   url: string;
   remove(): void;
 }
 
-interface StoreSource {
+export interface StoreSource {
   fresh(): PhaseStore;
   close(): Promise<void>;
 }
 
 /** Redis: a server of the benchmark's own, a database of it for each phase. SQLite: a file for each phase. */
-async function openStoreSource(kind: VideoStore): Promise<StoreSource> {
+export async function openStoreSource(kind: VideoStore): Promise<StoreSource> {
   if (kind === 'sqlite') {
     return {
       fresh() {
@@ -256,16 +256,24 @@ async function stats(info: ServerInfo, withPosts = false): Promise<Stats> {
   return parseStats(await (await fetch(`${info.controlUrl}/stats${withPosts ? '?posts' : ''}`)).json());
 }
 
-async function setGeneration(info: ServerInfo, ms: number): Promise<void> {
+export async function setGeneration(info: ServerInfo, ms: number): Promise<void> {
   await fetch(`${info.controlUrl}/timing?generation_ms=${ms}`, { method: 'POST' });
+}
+
+/**
+ * `count` new /video interactions over every guild, round robin: each call gives the same guilds and members
+ * in the same order (the servers' members, by the interaction's place in the call).
+ */
+export async function newInteractions(info: ServerInfo, count: number): Promise<Interaction[]> {
+  const raw: unknown = await (await fetch(`${info.controlUrl}/interactions?count=${count}`)).json();
+  if (!Array.isArray(raw)) throw new Error('the benchmark servers made no interactions');
+  return raw.map(parseInteraction);
 }
 
 /** `count` new /video interactions over every guild, grouped by the shard of their guild (of `shards`). */
 async function interactionsByShard(info: ServerInfo, count: number, shards: number): Promise<Interaction[][]> {
-  const raw: unknown = await (await fetch(`${info.controlUrl}/interactions?count=${count}`)).json();
-  if (!Array.isArray(raw)) throw new Error('the benchmark servers made no interactions');
   const groups = Array.from({ length: shards }, (): Interaction[] => []);
-  for (const interaction of raw.map(parseInteraction)) groups[shardOfGuild(interaction.guildId, shards)]!.push(interaction);
+  for (const interaction of await newInteractions(info, count)) groups[shardOfGuild(interaction.guildId, shards)]!.push(interaction);
   const empty = groups.findIndex((group) => group.length === 0);
   if (empty >= 0) throw new Error(`no task landed on shard ${empty} of ${shards}: run more tasks`);
   return groups;

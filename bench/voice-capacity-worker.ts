@@ -4,6 +4,7 @@ import { PerformanceObserver, monitorEventLoopDelay } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { isRecord, readNumber, readRecord, readString } from '../src/lib/json.ts';
 import { encodePcmToOpusPackets, speechLikeTone, trustCertificateInThisProcess } from 'discord-standin';
+import { CountingVoiceSpending, voiceMeterStarter } from './voice-meter.ts';
 import { baselineCpuMs, gc, openConversation, type BotConversation, type FarEndControl } from './voice-rig.ts';
 
 // One bot worker of the voice capacity benchmark (bench/voice-capacity.ts): a process holding many
@@ -17,6 +18,9 @@ import { baselineCpuMs, gc, openConversation, type BotConversation, type FarEndC
 // to the parent as `{relay, far, message}` and comes back as `{relayAnswer, answer}` or `{relayAnswer, error}`.
 
 const farEnds = new Map<number, FarEndControl>();
+/** What the metered conversations' meters asked, and how to start one (undefined: the voice part has no meter yet). */
+const spending = new CountingVoiceSpending();
+const startMeter = voiceMeterStarter(spending);
 const conversations = new Map<string, BotConversation>();
 const relays = new Map<number, { resolve(answer: Record<string, unknown>): void; reject(error: Error): void }>();
 let nextRelay = 0;
@@ -130,10 +134,13 @@ async function handle(request: Record<string, unknown>): Promise<Record<string, 
       const guildId = readString(request, 'guildId') ?? '';
       const far = farEnds.get(readNumber(request, 'far') ?? -1);
       if (!far) throw new Error('join: unknown far end');
+      const metered = request.metered === true;
+      if (metered && !startMeter) throw new Error('join: a metered conversation, but no voice meter is wired (bench/voice-meter.ts)');
       const conversation = await openConversation(far, {
         guildId,
         dave: request.dave === true,
         watchSending: true,
+        ...(metered && startMeter ? { meter: startMeter } : {}),
         onError: (error) => process.stderr.write(`voice connection error (guild ${guildId}): ${error.message}\n`),
       });
       conversations.set(guildId, conversation);
@@ -226,6 +233,8 @@ async function handle(request: Record<string, unknown>): Promise<Record<string, 
       await writeFile(path, JSON.stringify(profile));
       return { path, cpuShare: (used.user + used.system) / 1000 / wallMs, systemShare: used.system / 1000 / wallMs, threads };
     }
+    case 'meterCounts':
+      return { starts: spending.starts, meters: spending.meters, meteredMs: spending.meteredMs };
     case 'leaveAll':
       for (const conversation of conversations.values()) conversation.leave();
       conversations.clear();

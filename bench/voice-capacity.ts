@@ -17,6 +17,7 @@ import {
   type LineChild,
 } from './voice-rig.ts';
 import type { BotPacketProblems } from 'discord-standin';
+import { CountingVoiceSpending, voiceMeterStarter } from './voice-meter.ts';
 
 // Issue 16's voice capacity: how many two-way conversations one bot process holds within the bounds
 // below, on the real pipeline of bench/voice.ts (the bot's VoiceSession on the real @discordjs/voice, DAVE
@@ -123,7 +124,24 @@ export interface VoiceCapacityReport {
   one: CapacityRun;
   two: CapacityRun;
   profile: { conversations: number; path: string; window: ProfiledWindow; summary: ProfileSummary } | undefined;
+  metering: MeteringComparison;
 }
+
+/**
+ * Issue 24: the same number of conversations on one worker, unmetered and then metered (new conversations
+ * with the voice part's meter running), each measured over METERING_WINDOWS windows.
+ */
+export type MeteringComparison =
+  | {
+      conversations: number;
+      /** The worker's CPU over each window, as a share of one core. */
+      unmetered: number[];
+      metered: number[];
+      /** What the meters asked of the spending over the metered conversations' life, and the session time they counted. */
+      meters: number;
+      meteredMs: number;
+    }
+  | { skipped: string };
 
 /** The worker's CPU over the profiled window: in all, in the kernel, and by thread (the profiler samples only the main one). */
 export interface ProfiledWindow {
@@ -233,6 +251,8 @@ export class CapacityRig {
   readonly seats: Seat[] = [];
   notDave = 0;
   #windows = 0;
+  /** Conversations ever joined: each has a guild of its own, also after leaveAll(). */
+  #joined = 0;
 
   readonly workers: LineChild[] = [];
   /** Far-end processes, started as conversations need them. */
@@ -261,16 +281,19 @@ export class CapacityRig {
       await worker.request({ op: 'addFarEnd', far: index, endpoint: far.endpoint, wsUrl: far.wsUrl, certPem: far.certPem });
   }
 
-  /** Joins conversations until `count` are held (spread evenly over the workers; far ends filled in turn), and warms the new ones up. */
-  async ensure(count: number): Promise<void> {
+  /**
+   * Joins conversations until `count` are held (spread evenly over the workers; far ends filled in turn), and
+   * warms the new ones up. `metered`: with the voice part's meter running on each new one (bench/voice-meter.ts).
+   */
+  async ensure(count: number, metered = false): Promise<void> {
     const fresh: Seat[] = [];
     for (let index = this.seats.length; index < count; index++) {
       const far = Math.floor(index / CONVERSATIONS_PER_FAR_END);
       while (this.farEnds.length <= far) await this.#addFarEnd();
-      fresh.push({ guildId: String(500_000_000_000_000_000n + BigInt(index)), worker: index % this.workers.length, far });
+      fresh.push({ guildId: String(500_000_000_000_000_000n + BigInt(this.#joined++)), worker: index % this.workers.length, far });
     }
     await inBatches(fresh, JOIN_CONCURRENCY, async (seat) => {
-      const call = await this.workers[seat.worker]!.request({ op: 'join', guildId: seat.guildId, far: seat.far, dave: true });
+      const call = await this.workers[seat.worker]!.request({ op: 'join', guildId: seat.guildId, far: seat.far, dave: true, metered });
       if ((readNumber(call, 'daveProtocolVersion') ?? 0) < 1) this.notDave++;
       this.seats.push(seat);
     });
@@ -394,6 +417,21 @@ export class CapacityRig {
     return total;
   }
 
+  /** Every conversation leaves; the workers and far ends stay for the next ones. */
+  async leaveAll(): Promise<void> {
+    await Promise.all(this.workers.map((worker) => worker.request({ op: 'leaveAll' })));
+    this.seats.length = 0;
+  }
+
+  /** What the metered conversations' meters asked of the spending, over every worker. */
+  async meterCounts(): Promise<{ meters: number; meteredMs: number }> {
+    const counts = await Promise.all(this.workers.map((worker) => worker.request({ op: 'meterCounts' })));
+    return {
+      meters: counts.reduce((sum, count) => sum + (readNumber(count, 'meters') ?? 0), 0),
+      meteredMs: counts.reduce((sum, count) => sum + (readNumber(count, 'meteredMs') ?? 0), 0),
+    };
+  }
+
   async stop(): Promise<void> {
     await Promise.all(this.workers.map((worker) => worker.request({ op: 'leaveAll' }).catch(() => undefined)));
     await Promise.all([...this.workers, ...this.farEnds].map((child) => child.stop()));
@@ -486,6 +524,46 @@ async function capacityRun(
   }
 }
 
+/** Conversations of the metered comparison: the issue's figure. */
+export const METERED_CONVERSATIONS = 50;
+/** Windows of each kind: the spread between windows of one kind is the noise a difference is judged against. */
+const METERING_WINDOWS = 2;
+/** A difference smaller than this share of the unmetered CPU is not measurable on any machine. */
+const METERING_FLOOR = 0.02;
+
+/**
+ * One worker with METERED_CONVERSATIONS conversations, measured unmetered, then again with new, metered ones.
+ * Part of the capacity benchmark, and on its own with `--only voice-metering`.
+ */
+export async function benchmarkVoiceMetering(
+  cores = availableParallelism(),
+  log: (line: string) => void = (line) => process.stderr.write(`${line}\n`),
+): Promise<MeteringComparison> {
+  if (!voiceMeterStarter(new CountingVoiceSpending()))
+    return { skipped: 'no voice meter is wired in bench/voice-meter.ts (voiceMeterStarter) yet' };
+  const placement = placeProcesses(1, cores);
+  log(`voice metering: ${METERED_CONVERSATIONS} conversations on one worker, unmetered and then metered (${placement.note})`);
+  const rig = await CapacityRig.start(placement);
+  try {
+    const shares = async (metered: boolean) => {
+      await rig.ensure(METERED_CONVERSATIONS, metered);
+      const measured: number[] = [];
+      for (let window = 0; window < METERING_WINDOWS; window++) {
+        const step = await rig.measure(METERED_CONVERSATIONS);
+        log(`${stepLine(step)}  (${metered ? 'metered' : 'unmetered'})`);
+        measured.push(step.workerShares[0] ?? 0);
+      }
+      return measured;
+    };
+    const unmetered = await shares(false);
+    await rig.leaveAll();
+    const metered = await shares(true);
+    return { conversations: METERED_CONVERSATIONS, unmetered, metered, ...(await rig.meterCounts()) };
+  } finally {
+    await rig.stop();
+  }
+}
+
 export async function benchmarkVoiceCapacity(
   log: (line: string) => void = (line) => process.stderr.write(`${line}\n`),
 ): Promise<VoiceCapacityReport> {
@@ -498,7 +576,8 @@ export async function benchmarkVoiceCapacity(
     path: profilePath,
     summary: summariseProfile(JSON.parse(await readFile(profilePath, 'utf8'))),
   };
-  return { windowSeconds: WINDOW_SECONDS, cores, one: one.run, two: two.run, profile };
+  const metering = await benchmarkVoiceMetering(cores, log);
+  return { windowSeconds: WINDOW_SECONDS, cores, one: one.run, two: two.run, profile, metering };
 }
 
 const percent = (share: number) => `${(share * 100).toFixed(1)}%`;
@@ -544,6 +623,26 @@ function runLines(run: CapacityRun, cores: number): string[] {
   ];
 }
 
+/** Metered against unmetered: the difference of the medians, judged against the spread between windows of one kind. */
+function meteringLines(metering: MeteringComparison): string[] {
+  if ('skipped' in metering) return [`metered conversations (issue 24): not measured: ${metering.skipped}`];
+  const { unmetered, metered } = metering;
+  const spread = (shares: number[]) => Math.max(...shares) - Math.min(...shares);
+  const noise = Math.max(spread(unmetered), spread(metered), METERING_FLOOR * median(unmetered));
+  const added = median(metered) - median(unmetered);
+  const shares = (values: number[]) => values.map(percent).join(', ');
+  return [
+    `metered conversations (issue 24), ${metering.conversations} on one worker: CPU ${shares(unmetered)} of a core unmetered, ${shares(metered)} metered` +
+      ` = ${(median(metered) / median(unmetered)).toFixed(3)}x (${added >= 0 ? '+' : ''}${percent(added)} of a core)`,
+    `  ${Math.abs(added) <= noise ? 'nothing measurable' : 'MEASURABLE'}: windows of one kind differ by up to ${percent(noise)} of a core` +
+      ` (or ${percent(METERING_FLOOR)} of the figure, whichever is more); the meters asked the spending ${metering.meters} times, for ${(metering.meteredMs / 1000).toFixed(0)} s of sessions`,
+  ];
+}
+
+export function printVoiceMeteringReport(metering: MeteringComparison): void {
+  process.stdout.write(`${meteringLines(metering).join('\n')}\n`);
+}
+
 export function printVoiceCapacityReport(report: VoiceCapacityReport): void {
   const lines = [
     `voice capacity: concurrent two-way conversations (DAVE on), each in its own guild and channel, windows of ${report.windowSeconds} s;`,
@@ -554,6 +653,7 @@ export function printVoiceCapacityReport(report: VoiceCapacityReport): void {
     ...runLines(report.one, report.cores),
     ...runLines(report.two, report.cores),
     `  two workers against one: ${(report.two.capacity / Math.max(1, report.one.capacity)).toFixed(2)}x the conversations`,
+    ...meteringLines(report.metering),
   ];
   if (report.profile) {
     const { summary, window } = report.profile;

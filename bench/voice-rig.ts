@@ -20,6 +20,7 @@ import { OpusScriptCodec } from 'opusscript-codec';
 import { VoiceSession } from '../src/voice/session.ts';
 import { defaultVoiceSettings } from '../src/settings/voice-settings.ts';
 import { type BotPacketProblems, parseVoiceStateRequest } from 'discord-standin';
+import type { MeteredConversation, RunningMeter } from './voice-meter.ts';
 
 // What the voice benchmarks share (bench/voice.ts: one conversation, plain and DAVE; bench/voice-capacity.ts:
 // many at once): the far ends in a child process (bench/ws-sink.ts) driven over its stdin/stdout, the
@@ -301,7 +302,15 @@ export async function openConversation(
     dave,
     onError,
     watchSending = false,
-  }: { guildId: string; dave: boolean; onError: (error: Error) => void; watchSending?: boolean },
+    meter,
+  }: {
+    guildId: string;
+    dave: boolean;
+    onError: (error: Error) => void;
+    watchSending?: boolean;
+    /** Starts the voice part's meter on the conversation once its session is up (bench/voice-meter.ts); default unmetered. */
+    meter?: (conversation: MeteredConversation) => RunningMeter;
+  },
 ): Promise<BotConversation> {
   const connection = joinVoiceChannel({ guildId, channelId: CHANNEL_ID, adapterCreator: adapterFor(far, guildId), selfDeaf: false });
   connection.on('error', onError);
@@ -344,7 +353,9 @@ export async function openConversation(
       },
     },
   });
+  let running: RunningMeter | undefined;
   const leave = () => {
+    running?.stop();
     session.stop();
     connection.destroy();
   };
@@ -359,6 +370,7 @@ export async function openConversation(
     if (call.daveProtocolVersion > 0 !== dave)
       throw new Error(`the ${dave ? 'DAVE' : 'plain'} call settled at DAVE protocol version ${call.daveProtocolVersion}`);
     await session.start();
+    running = meter?.({ guildId, userId: USER_ID, session });
     return {
       guildId,
       connection,

@@ -18,7 +18,7 @@ import { baselineCpuMs, gc, openConversation, type BotConversation, type FarEndC
 // to the parent as `{relay, far, message}` and comes back as `{relayAnswer, answer}` or `{relayAnswer, error}`.
 
 const farEnds = new Map<number, FarEndControl>();
-/** What the metered conversations' meters asked, and how to start one (undefined: the voice part has no meter yet). */
+/** What the metered conversations' meters asked, and how to start one. */
 const spending = new CountingVoiceSpending();
 const startMeter = voiceMeterStarter(spending);
 const conversations = new Map<string, BotConversation>();

@@ -17,7 +17,6 @@ import {
   type LineChild,
 } from './voice-rig.ts';
 import type { BotPacketProblems } from 'discord-standin';
-import { CountingVoiceSpending, voiceMeterStarter } from './voice-meter.ts';
 
 // Issue 16's voice capacity: how many two-way conversations one bot process holds within the bounds
 // below, on the real pipeline of bench/voice.ts (the bot's VoiceSession on the real @discordjs/voice, DAVE
@@ -131,17 +130,15 @@ export interface VoiceCapacityReport {
  * Issue 24: the same number of conversations on one worker, unmetered and then metered (new conversations
  * with the voice part's meter running), each measured over METERING_WINDOWS windows.
  */
-export type MeteringComparison =
-  | {
-      conversations: number;
-      /** The worker's CPU over each window, as a share of one core. */
-      unmetered: number[];
-      metered: number[];
-      /** What the meters asked of the spending over the metered conversations' life, and the session time they counted. */
-      meters: number;
-      meteredMs: number;
-    }
-  | { skipped: string };
+export type MeteringComparison = {
+  conversations: number;
+  /** The worker's CPU over each window, as a share of one core. */
+  unmetered: number[];
+  metered: number[];
+  /** What the meters asked of the spending over the metered conversations' life, and the session time they counted. */
+  meters: number;
+  meteredMs: number;
+};
 
 /** The worker's CPU over the profiled window: in all, in the kernel, and by thread (the profiler samples only the main one). */
 export interface ProfiledWindow {
@@ -539,8 +536,6 @@ export async function benchmarkVoiceMetering(
   cores = availableParallelism(),
   log: (line: string) => void = (line) => process.stderr.write(`${line}\n`),
 ): Promise<MeteringComparison> {
-  if (!voiceMeterStarter(new CountingVoiceSpending()))
-    return { skipped: 'no voice meter is wired in bench/voice-meter.ts (voiceMeterStarter) yet' };
   const placement = placeProcesses(1, cores);
   log(`voice metering: ${METERED_CONVERSATIONS} conversations on one worker, unmetered and then metered (${placement.note})`);
   const rig = await CapacityRig.start(placement);
@@ -625,7 +620,6 @@ function runLines(run: CapacityRun, cores: number): string[] {
 
 /** Metered against unmetered: the difference of the medians, judged against the spread between windows of one kind. */
 function meteringLines(metering: MeteringComparison): string[] {
-  if ('skipped' in metering) return [`metered conversations (issue 24): not measured: ${metering.skipped}`];
   const { unmetered, metered } = metering;
   const spread = (shares: number[]) => Math.max(...shares) - Math.min(...shares);
   const noise = Math.max(spread(unmetered), spread(metered), METERING_FLOOR * median(unmetered));

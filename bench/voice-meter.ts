@@ -1,6 +1,7 @@
 import type { Result } from '../src/lib/result.ts';
 import type { VoiceBudgetLeft, VoiceSpending, VoiceUse } from '../src/ports/voice-spend.ts';
-import type { VoiceSession } from '../src/voice/session.ts';
+import { silentLogger } from '../src/lib/log.ts';
+import { ConversationMeter, type MeteredSession } from '../src/voice/meter.ts';
 
 // Issue 24's voice metering in the capacity benchmark (bench/voice-capacity.ts): "50 metered
 // conversations add nothing measurable to the voice CPU figure". A metered conversation is the same
@@ -26,8 +27,10 @@ export class CountingVoiceSpending implements VoiceSpending {
   }
 }
 
-/** A conversation's meter, started once its session is, and stopped when it leaves. */
+/** A conversation's meter: told of each realtime session it opens, started once the first is up, stopped when it leaves. */
 export interface RunningMeter {
+  opened(session: MeteredSession): void;
+  start(): void;
   stop(): void;
 }
 
@@ -35,18 +38,31 @@ export interface MeteredConversation {
   guildId: string;
   /** Who brought the bot in, whom the time is counted against. */
   userId: string;
-  session: VoiceSession;
 }
 
+/** The heartbeat of src/voice/service.ts's meters. */
+const HEARTBEAT_MS = 30_000;
+
 /**
- * Starts the voice part's meter on a conversation, counting against `spending`; undefined while the voice
- * part has no meter to start (the metered comparison is then skipped and says so).
- *
- * To wire: once src/voice/meter.ts is in, return a function that starts it on the conversation's session
- * exactly as src/voice/service.ts does for /voice join (the same spending port, the realtime model of
- * the bench's sessions, 'svc-voice-latest'), and hands back its stop.
+ * Starts the voice part's meter (src/voice/meter.ts) on a conversation, counting against `spending`,
+ * as src/voice/service.ts does for /voice join: the bench's realtime model, the service's heartbeat.
  */
-export function voiceMeterStarter(spending: VoiceSpending): ((conversation: MeteredConversation) => RunningMeter) | undefined {
-  void spending;
-  return undefined;
+export function voiceMeterStarter(spending: VoiceSpending): (conversation: MeteredConversation) => RunningMeter {
+  return ({ guildId, userId }) => {
+    const meter = new ConversationMeter({
+      spending,
+      guildId,
+      userId,
+      model: 'svc-voice-latest',
+      heartbeatMs: HEARTBEAT_MS,
+      log: silentLogger,
+      onWarning: () => {},
+      onSpent: () => {},
+    });
+    return {
+      opened: (session) => meter.opened(session),
+      start: () => void meter.start(),
+      stop: () => void meter.end(),
+    };
+  };
 }

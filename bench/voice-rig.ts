@@ -319,6 +319,7 @@ export async function openConversation(
   const arrivals: number[] = [];
   const input: number[] = [];
   const playWaits: number[] = [];
+  const running = meter?.({ guildId, userId: USER_ID });
   const session = new VoiceSession({
     guildId,
     connection,
@@ -330,6 +331,7 @@ export async function openConversation(
         model: 'svc-voice-latest',
         session: { turnDetection: { type: 'server_vad' } },
       });
+      running?.opened(client);
       client.on('event', (event) => {
         if (event.type === 'response.output_audio.delta' && event.responseId !== undefined && !firstDeltaAt.has(event.responseId))
           firstDeltaAt.set(event.responseId, Date.now());
@@ -353,7 +355,6 @@ export async function openConversation(
       },
     },
   });
-  let running: RunningMeter | undefined;
   const leave = () => {
     running?.stop();
     session.stop();
@@ -370,7 +371,7 @@ export async function openConversation(
     if (call.daveProtocolVersion > 0 !== dave)
       throw new Error(`the ${dave ? 'DAVE' : 'plain'} call settled at DAVE protocol version ${call.daveProtocolVersion}`);
     await session.start();
-    running = meter?.({ guildId, userId: USER_ID, session });
+    running?.start();
     return {
       guildId,
       connection,

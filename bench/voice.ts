@@ -89,7 +89,7 @@ function audioWorkCpuMs(packets: Buffer[], deltas: string[]): number {
   for (const text of deltas) {
     const event = parseServerEvent(text);
     if (event?.type !== 'response.output_audio.delta') continue;
-    for (const frame of framer.push(bytesToSamples(event.audio))) appended += encoder.encode(frame).length;
+    for (const frame of framer.push(bytesToSamples(event.audio.decode()))) appended += encoder.encode(frame).length;
   }
   const used = process.cpuUsage(start);
   decoder.delete();

@@ -296,6 +296,8 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
         this.#tell("I could not answer out loud: the call's end-to-end encryption was not ready in time.");
         this.#sayAnnouncements();
       },
+      // An answer that would keep the bot talking (or buffering) past the bound is cut as a barge-in cuts it.
+      onOverflow: (stopped) => this.#cutOff(stopped, 'answer audio past its bound'),
     });
     encryption.on('change', () => this.#player.playabilityChanged());
     this.#onlyWhenNamed = options.onlyWhenNamed ?? false;
@@ -347,6 +349,11 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
 
   get speaking(): boolean {
     return this.#player.speaking;
+  }
+
+  /** Milliseconds of answer audio waiting to be played (bounded: see speech-player.ts). */
+  get queuedAudioMs(): number {
+    return this.#player.queuedMs;
   }
 
   /** The call's end-to-end encryption as it stands. */

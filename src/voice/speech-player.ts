@@ -9,7 +9,7 @@ import {
 } from '@discordjs/voice';
 import type { Logger } from '../lib/log.ts';
 import type { BotMetrics } from '../lib/metrics.ts';
-import { BYTES_PER_SAMPLE, FRAME_MS, bytesToSamples } from './audio/format.ts';
+import { BYTES_PER_SAMPLE, FRAME_MS, FRAME_SAMPLES, bytesToSamples } from './audio/format.ts';
 import { Framer } from './audio/framer.ts';
 import { OpusFrameEncoder } from './audio/opus.ts';
 
@@ -18,6 +18,13 @@ import { OpusFrameEncoder } from './audio/opus.ts';
 // audio deltas arrive; playback starts once a small pre-buffer is in, so network jitter does not leave
 // gaps. The player counts the packets it really sent, which is what a barge-in truncates the
 // conversation to.
+//
+// What waits to be played is bounded (docs/gateway.md, "Realtime client"): MAX_QUEUED_MS of audio in all,
+// in at most MAX_QUEUED_ANSWERS answers. A delta that would pass either bound is checked before it is
+// decoded, and cuts every answer as a barge-in would (`onOverflow`): a gateway that never ends an answer
+// costs bounded memory, and is not played for minutes. Frames wait as PCM and are encoded to Opus only as
+// the player takes them, one ahead: a flood costs no encoding beyond what is heard, so it does not steal
+// the time the other conversations' audio needs.
 //
 // In an end-to-end encrypted call the library sends what it is given in the clear while its DAVE session
 // has no keys, and members' clients drop such frames: the player plays only while `mayPlay` says so. An
@@ -34,6 +41,19 @@ const MAX_MISSED_FRAMES = 50;
 const OPUS_SILENCE = Buffer.from([0xf8, 0xff, 0xfe]);
 /** How long an answer waits for the call's encryption to be ready before it is given up. */
 export const ENCRYPTION_WAIT_MS = 10_000;
+/** Answer audio waiting to be played, at most: longer than any sensible spoken answer (docs/gateway.md, "Realtime client"). */
+export const MAX_QUEUED_MS = 60_000;
+const MAX_QUEUED_FRAMES = MAX_QUEUED_MS / FRAME_MS;
+/** Answers waiting (the one playing included), at most: each holds a stream and a codec's frame, even when its audio is tiny. */
+export const MAX_QUEUED_ANSWERS = 8;
+const FRAME_BYTES = FRAME_SAMPLES * BYTES_PER_SAMPLE;
+
+/** PCM still in the form it travelled in (base64 in a realtime event): decoded only if it is kept. */
+export interface PendingPcm {
+  /** The bytes it decodes to, at most. */
+  readonly maxBytes: number;
+  decode(): Buffer;
+}
 
 interface Item {
   key: string;
@@ -42,7 +62,12 @@ interface Item {
   framer: Framer;
   /** The first byte of a sample the last delta cut in two, waiting for the rest. */
   oddByte: Buffer | undefined;
+  /** Whole frames not yet encoded: each is encoded when the player is about to send it. */
+  readonly frames: Int16Array[];
+  /** Frames this item was given so far. */
   bufferedFrames: number;
+  /** The stream asked for a packet when no frame was there: the next frame is encoded at once. */
+  wanted: boolean;
   ended: boolean;
   started: boolean;
   /** When its first audio came (performance.now()): its latency out runs to the moment it starts playing. */
@@ -66,6 +91,8 @@ export interface SpeechPlayerOptions {
   onGaveUpWaiting?(stopped: StoppedItem[]): void;
   /** Counts the frames played and each answer's wait from its first audio to its play; default none. */
   metrics?: Pick<BotMetrics, 'voiceFrames' | 'voiceLatency'> | undefined;
+  /** A delta would have passed the bound on what waits to be played: every answer was stopped (logged here), with what of each was heard. */
+  onOverflow?(stopped: StoppedItem[]): void;
 }
 
 export class SpeechPlayer {
@@ -80,6 +107,8 @@ export class SpeechPlayer {
   readonly #mayPlay: () => boolean;
   /** Running while an answer waits for `mayPlay`. */
   #waitingSince: NodeJS.Timeout | undefined;
+  /** The frames of the items in #items, played or not. */
+  #heldFrames = 0;
 
   constructor(options: SpeechPlayerOptions) {
     this.#prebufferFrames = Math.max(1, Math.ceil(options.prebufferMs / FRAME_MS));
@@ -104,13 +133,25 @@ export class SpeechPlayer {
     return this.#items.length > 0;
   }
 
+  /** Milliseconds of answer audio waiting to be played, in all answers (what MAX_QUEUED_MS bounds). */
+  get queuedMs(): number {
+    return this.#queuedFrames() * FRAME_MS;
+  }
+
   /**
    * PCM bytes for an item; a new key queues behind the item playing. A delta need not end on a sample
    * boundary (the spec says only "base64 audio"): a half sample waits for the next delta of its item.
+   * Audio past the bound is not decoded: it stops every answer (see above).
    */
-  append(key: string, pcm: Buffer): void {
+  append(key: string, audio: PendingPcm): void {
     const item = this.#item(key);
     if (item.ended) return;
+    const incomingFrames = Math.ceil(audio.maxBytes / FRAME_BYTES);
+    if (this.#items.length > MAX_QUEUED_ANSWERS || this.#queuedFrames() + incomingFrames > MAX_QUEUED_FRAMES) {
+      this.#overflow(incomingFrames);
+      return;
+    }
+    const pcm = audio.decode();
     const bytes = item.oddByte ? Buffer.concat([item.oddByte, pcm]) : pcm;
     item.oddByte = bytes.length % BYTES_PER_SAMPLE === 0 ? undefined : Buffer.from(bytes.subarray(bytes.length - 1));
     for (const frame of item.framer.push(bytesToSamples(bytes))) this.#enqueue(item, frame);
@@ -124,7 +165,7 @@ export class SpeechPlayer {
     const last = item.framer.flush();
     if (last) this.#enqueue(item, last);
     item.ended = true;
-    item.stream.push(null);
+    if (item.wanted) this.#feed(item);
     this.#startIfReady(item);
   }
 
@@ -137,6 +178,7 @@ export class SpeechPlayer {
     clearTimeout(this.#waitingSince);
     this.#waitingSince = undefined;
     const wasPlaying = this.#items[0]?.started === true;
+    this.#heldFrames = 0;
     const stopped = this.#items.splice(0).map((item) => {
       const pendingMs = item.stream.readableEnded ? 0 : FRAME_MS;
       const playedMs = item.started ? Math.max(0, item.resource.playbackDuration - pendingMs) : 0;
@@ -175,14 +217,17 @@ export class SpeechPlayer {
   #item(key: string): Item {
     const existing = this.#items.find((item) => item.key === key);
     if (existing) return existing;
-    const stream = new Readable({ objectMode: true, read() {} });
+    // One packet ahead of the player: the rest waits as PCM (see above).
+    const stream = new Readable({ objectMode: true, highWaterMark: 1, read: () => this.#feed(item) });
     const item: Item = {
       key,
       stream,
       resource: new AudioResource<string>([], [stream], key, SILENCE_PADDING_FRAMES),
       framer: new Framer(),
       oddByte: undefined,
+      frames: [],
       bufferedFrames: 0,
+      wanted: false,
       ended: false,
       started: false,
       firstAudioAt: performance.now(),
@@ -192,8 +237,38 @@ export class SpeechPlayer {
   }
 
   #enqueue(item: Item, frame: Int16Array): void {
-    item.stream.push(this.#encoder.encode(frame));
+    item.frames.push(frame);
     item.bufferedFrames++;
+    this.#heldFrames++;
+    if (item.wanted) this.#feed(item);
+  }
+
+  /** The stream wants a packet: the next frame, encoded now, or the end once the item has ended. */
+  #feed(item: Item): void {
+    const frame = item.frames.shift();
+    item.wanted = frame === undefined && !item.ended;
+    if (frame) item.stream.push(this.#encoder.encode(frame));
+    else if (item.ended) item.stream.push(null);
+  }
+
+  /** Frames given and not played yet: only the first item plays, and its resource counts what it read. */
+  #queuedFrames(): number {
+    const first = this.#items[0];
+    return this.#heldFrames - (first?.started ? first.resource.playbackDuration / FRAME_MS : 0);
+  }
+
+  /** A delta of `droppedFrames` would pass the bound: every answer stops, as a barge-in stops them. */
+  #overflow(droppedFrames: number): void {
+    const queuedMs = this.queuedMs;
+    const answers = this.#items.length;
+    const stopped = this.stop();
+    this.#log.warn('answer audio past its bound; the answers were cut off', {
+      boundMs: MAX_QUEUED_MS,
+      droppedMs: queuedMs + droppedFrames * FRAME_MS,
+      playedMs: stopped.reduce((sum, item) => sum + item.playedMs, 0),
+      answers,
+    });
+    this.#options.onOverflow?.(stopped);
   }
 
   #startIfReady(item: Item): void {
@@ -226,6 +301,7 @@ export class SpeechPlayer {
     const finished = this.#items[0];
     if (!finished?.started) return;
     this.#items.shift();
+    this.#heldFrames -= finished.bufferedFrames;
     this.#countPlayed(finished.resource.playbackDuration);
     this.#options.onFinished?.(finished.key);
     const next = this.#items[0];

@@ -9,7 +9,8 @@ describe('realtime server events', () => {
     const event = parseServerEvent(
       JSON.stringify({ type: name, response_id: 'r', item_id: 'i', content_index: 0, delta: Buffer.from([1, 0, 2, 0]).toString('base64') }),
     );
-    expect(event).toMatchObject({ type, itemId: 'i', audio: Buffer.from([1, 0, 2, 0]) });
+    expect(event).toMatchObject({ type, itemId: 'i' });
+    expect(event?.type === 'response.output_audio.delta' && event.audio.decode()).toEqual(Buffer.from([1, 0, 2, 0]));
   });
 
   it.each([
@@ -17,7 +18,20 @@ describe('realtime server events', () => {
     ['response.audio.delta', 'response.output_audio.delta'],
   ])("reads %s with nothing but the spec's `delta`", (name, type) => {
     const event = parseServerEvent(JSON.stringify({ type: name, delta: Buffer.from([1, 0]).toString('base64') }));
-    expect(event).toEqual({ type, responseId: undefined, itemId: undefined, contentIndex: undefined, audio: Buffer.from([1, 0]) });
+    expect(event).toMatchObject({ type, responseId: undefined, itemId: undefined, contentIndex: undefined });
+    expect(event?.type === 'response.output_audio.delta' && event.audio.decode()).toEqual(Buffer.from([1, 0]));
+  });
+
+  it('counts the bytes of an audio delta without decoding it, never fewer than it holds', () => {
+    for (const bytes of [0, 1, 2, 3, 4, 2400]) {
+      const event = parseServerEvent(
+        JSON.stringify({ type: 'response.output_audio.delta', delta: Buffer.alloc(bytes, 7).toString('base64') }),
+      );
+      if (event?.type !== 'response.output_audio.delta') throw new Error('not read as audio');
+      expect(event.audio.decode()).toHaveLength(bytes);
+      expect(event.audio.maxBytes).toBeGreaterThanOrEqual(bytes);
+      expect(event.audio.maxBytes).toBeLessThanOrEqual(bytes + 2);
+    }
   });
 
   it.each([

@@ -62,7 +62,7 @@ describe('the realtime client', () => {
       for (let offset = 0; offset < part.length; offset += 480) client.appendAudio(part.subarray(offset, offset + 480));
     }
     expect(await done).toMatchObject({ status: 'completed' });
-    const audio = Buffer.concat(events.flatMap((event) => (event.type === 'response.output_audio.delta' ? [event.audio] : [])));
+    const audio = Buffer.concat(events.flatMap((event) => (event.type === 'response.output_audio.delta' ? [event.audio.decode()] : [])));
     expect(Array.from(new Int16Array(audio.buffer, audio.byteOffset, audio.length / 2))).toEqual(Array.from(speech));
     expect(events.map((event) => event.type)).toContain('input_audio_buffer.speech_started');
     expect(events.find((event) => event.type === 'conversation.item.input_audio_transcription.completed')).toMatchObject({

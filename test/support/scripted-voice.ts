@@ -21,8 +21,10 @@ export interface ScriptedVoice {
   voice: VoiceServer;
   realtime: ScriptedRealtime;
   connection: VoiceConnection;
-  /** Errors the voice connection emitted. */
+  /** Errors the voice connections emitted. */
   connectionErrors: Error[];
+  /** The bot joins another guild's channel on the same voice server, a user with it: conversations side by side. */
+  join(ids: Omit<ScriptedVoiceIds, 'botId'>): Promise<VoiceConnection>;
   close(): Promise<void>;
 }
 
@@ -31,25 +33,32 @@ export async function startScriptedVoice(ids: ScriptedVoiceIds): Promise<Scripte
   const untrust = trustCertificateInThisProcess(voice.certPem);
   const realtime = await ScriptedRealtime.start();
   const gateway = new InProcessVoiceGateway(voice, ids.botId);
-  voice.userJoined(ids.guildId, ids.channelId, ids.userId);
-  const connection = joinVoiceChannel({
-    guildId: ids.guildId,
-    channelId: ids.channelId,
-    adapterCreator: gateway.adapterCreator(ids.guildId),
-    selfDeaf: false,
-  });
   const connectionErrors: Error[] = [];
-  connection.on('error', (error) => connectionErrors.push(error));
-  await entersState(connection, VoiceConnectionStatus.Ready, 10_000);
-  await voice.waitForBotConnection(ids.guildId);
+  const connections: VoiceConnection[] = [];
+  async function join(guild: Omit<ScriptedVoiceIds, 'botId'>): Promise<VoiceConnection> {
+    voice.userJoined(guild.guildId, guild.channelId, guild.userId);
+    const joined = joinVoiceChannel({
+      guildId: guild.guildId,
+      channelId: guild.channelId,
+      adapterCreator: gateway.adapterCreator(guild.guildId),
+      selfDeaf: false,
+    });
+    connections.push(joined);
+    joined.on('error', (error) => connectionErrors.push(error));
+    await entersState(joined, VoiceConnectionStatus.Ready, 10_000);
+    await voice.waitForBotConnection(guild.guildId);
+    return joined;
+  }
+  const connection = await join(ids);
   return {
     ids,
     voice,
     realtime,
     connection,
     connectionErrors,
+    join,
     async close() {
-      if (connection.state.status !== VoiceConnectionStatus.Destroyed) connection.destroy();
+      for (const joined of connections) if (joined.state.status !== VoiceConnectionStatus.Destroyed) joined.destroy();
       await realtime.close();
       await voice.close();
       untrust();

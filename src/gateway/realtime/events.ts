@@ -5,6 +5,27 @@ import { isRecord, ownValue, readNumber, readRecord, readString, type JsonRecord
 // the spec's name. The spec promises only `delta` on an audio delta: item, response and content index
 // are read when present and never required.
 
+/**
+ * Audio as a server event carries it, base64, decoded only when asked: a client that drops it (an answer
+ * cut off, or past its bound: docs/gateway.md, "Realtime client") spends nothing on it.
+ */
+export class Base64Audio {
+  readonly #base64: string;
+
+  constructor(base64: string) {
+    this.#base64 = base64;
+  }
+
+  /** The bytes it decodes to at most, from its length alone (padding and stray characters make it less). */
+  get maxBytes(): number {
+    return Math.floor((this.#base64.length * 3) / 4);
+  }
+
+  decode(): Buffer {
+    return Buffer.from(this.#base64, 'base64');
+  }
+}
+
 /** A function the model calls (docs/gateway.md, "Function tools"): `arguments` is the JSON text it sent. */
 export interface RealtimeFunctionCall {
   callId: string;
@@ -29,7 +50,7 @@ export type RealtimeServerEvent =
       responseId: string | undefined;
       itemId: string | undefined;
       contentIndex: number | undefined;
-      audio: Buffer;
+      audio: Base64Audio;
     }
   | { type: 'response.output_audio.done'; responseId: string | undefined; itemId: string | undefined }
   | { type: 'response.output_audio_transcript.delta'; responseId: string | undefined; itemId: string | undefined; delta: string }
@@ -120,7 +141,7 @@ export function parseServerEvent(text: string): RealtimeServerEvent | undefined 
     case 'response.output_audio.delta': {
       const delta = readString(raw, 'delta');
       if (delta === undefined) return { type: 'other', name, raw };
-      return { type, responseId, itemId, contentIndex: readNumber(raw, 'content_index'), audio: Buffer.from(delta, 'base64') };
+      return { type, responseId, itemId, contentIndex: readNumber(raw, 'content_index'), audio: new Base64Audio(delta) };
     }
     case 'response.output_audio.done':
       return { type, responseId, itemId };

@@ -223,6 +223,17 @@ describe('the realtime client', () => {
       expect(await error).toMatchObject({ type: 'error', clientEventType: 'response.cancel', message: 'Nothing to cancel.' });
       client.close();
     });
+
+    it('closes the connection on an event too big to be one, rather than holding it', async () => {
+      const configuring = nextConfiguring();
+      const client = await connect();
+      const socket = await configuring;
+      const closed = new Promise<void>((resolve) => client.once('close', () => resolve()));
+      socket.send({ type: 'response.output_audio.delta', delta: 'A'.repeat(9 * 1024 * 1024) });
+      // Without a bound it would be read, all 12 MB of it, as an answer's audio; with one the socket goes.
+      await closed;
+      expect(client.open).toBe(false);
+    });
   });
 
   describe('realtime auth both ways', () => {

@@ -20,6 +20,13 @@ import { websocketText } from '../../lib/websocket-text.ts';
 const DEFAULT_SAMPLE_RATE = 24_000;
 /** How long the websocket handshake and the first session.updated may take. */
 const CONNECT_TIMEOUT_MS = 10_000;
+/**
+ * The largest server event the client takes; a bigger one closes the connection (1009) before it is
+ * buffered. An event carries at most an audio delta or a transcript: 8 MiB is over 80 s of 24 kHz PCM in
+ * base64 in one event, far past what an answer may queue (60 s, speech-player.ts), where ws's own default
+ * would hold 100 MiB of one message in memory.
+ */
+const MAX_EVENT_BYTES = 8 * 1024 * 1024;
 
 export interface TurnDetection {
   type: 'server_vad';
@@ -165,7 +172,13 @@ export class RealtimeClient extends EventEmitter<ClientEvents> {
     // No permessage-deflate: base64 audio hardly compresses, and zlib on every append and delta cost a
     // gateway that accepts it about 2% of a core (bench/voice.ts).
     const ca = trustedAuthorities(options.ca);
-    const socket = new WebSocket(url, protocols, { headers, handshakeTimeout: timeoutMs, perMessageDeflate: false, ...(ca ? { ca } : {}) });
+    const socket = new WebSocket(url, protocols, {
+      headers,
+      handshakeTimeout: timeoutMs,
+      perMessageDeflate: false,
+      maxPayload: MAX_EVENT_BYTES,
+      ...(ca ? { ca } : {}),
+    });
     const client = new RealtimeClient(socket, log);
 
     return new Promise((resolve, reject) => {

@@ -86,11 +86,13 @@ beforeAll(async () => {
   world = await startWorld({
     emulator: { keys: { [SERVER_KEY]: { group: 'default', quota_usd: 20 } } },
     emulatorLog: createLogger({ level: 'debug', write: (line) => emulatorLog.push(line) }),
+    // The video addresses it gives out go through the proxy too: the gateway's own host and port.
+    emulatorPublicUrl: proxy.url,
     standIn: { log: createLogger({ level: 'debug', write: (line) => standInLog.push(line) }) },
     env: { GATEWAY_API_KEY: '', KEY_ENCRYPTION_SECRET: SECRET, GATEWAY_BASE_URL: proxy.url },
   });
   // The bot calls the gateway only once commands arrive, so the target can be set after it started.
-  proxy.target = world.emulator.baseUrl;
+  proxy.target = world.emulator.listenUrl;
   bots.push(world.bot);
   const events = world.discord.events;
   for (const name of ['message', 'messageUpdate']) events.on(name, (message: unknown) => transcript.push(JSON.stringify(message)));

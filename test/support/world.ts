@@ -21,6 +21,8 @@ export interface WorldOptions {
   emulator?: EmulatorOptions['config'];
   /** Where the emulator logs (silent by default). */
   emulatorLog?: Logger;
+  /** The base of the emulator's URLs when clients reach it through something else (a proxy in front of it). */
+  emulatorPublicUrl?: string;
   standIn?: StandInOptions;
   guild?: { attachmentSizeLimit?: number };
   env?: Record<string, string>;
@@ -42,6 +44,7 @@ export async function startWorld(options: WorldOptions = {}): Promise<World> {
   const emulator = await startEmulator({
     config: { timing: { generation_ms: 300 }, limits: { rate_per_minute: 100_000, concurrent_tasks: 100 }, ...options.emulator },
     ...(options.emulatorLog ? { log: options.emulatorLog } : {}),
+    ...(options.emulatorPublicUrl ? { publicUrl: options.emulatorPublicUrl } : {}),
   });
   const discord = await startDiscordStandIn(options.standIn);
   const guild = discord.createGuild(options.guild);

@@ -6,6 +6,8 @@
 export type VideoSubmissionOutcome = 'accepted' | 'refused' | 'limited' | 'unknown';
 export type DeliveryFailureReason = 'posted_as_link' | 'channel_deleted' | 'missing_permission' | 'error';
 export type VoiceDirection = 'in' | 'out';
+/** Why the bot stopped following a video task: its record is gone from the store, or cannot be read. */
+export type VideoTaskLostReason = 'gone' | 'unreadable';
 
 export interface BotMetrics {
   /** A call to the gateway answered (`status`), or failed without an answer ('error'). */
@@ -13,6 +15,8 @@ export interface BotMetrics {
   videoSubmission(outcome: VideoSubmissionOutcome, layer: string, code: string | undefined): void;
   /** A video task reached a terminal state. */
   videoTaskFinished(state: string, layer: string): void;
+  /** The bot stopped following a video task whose stored record disappeared or became unreadable. */
+  videoTaskLost(reason: VideoTaskLostReason): void;
   /** The gateway was asked for a task's status once. */
   videoPoll(layer: string): void;
   /** A finished video was posted, this long after the gateway's terminal status. */
@@ -43,6 +47,7 @@ export const NO_METRICS: BotMetrics = {
   gatewayRequest() {},
   videoSubmission() {},
   videoTaskFinished() {},
+  videoTaskLost() {},
   videoPoll() {},
   videoPosted() {},
   videoDeliveryFailure() {},

@@ -41,6 +41,12 @@ export function createOpsMetrics(options: OpsMetricsOptions = {}): OpsMetrics {
     labelNames: ['state', 'layer'],
     registers,
   });
+  const lost = new Counter({
+    name: `${PREFIX}video_tasks_lost_total`,
+    help: 'Video tasks the bot stopped following because their stored record disappeared (gone) or could not be read (unreadable).',
+    labelNames: ['reason'],
+    registers,
+  });
   const polls = new Counter({
     name: `${PREFIX}video_polls_total`,
     help: "Polls of a video task's status at the gateway, by layer.",
@@ -126,6 +132,7 @@ export function createOpsMetrics(options: OpsMetricsOptions = {}): OpsMetrics {
     gatewayRequest: (method, route, status) => gatewayRequests.inc({ method, route, status: String(status) }),
     videoSubmission: (outcome, layer, code) => submissions.inc({ outcome, layer, code: code ?? 'none' }),
     videoTaskFinished: (state, layer) => finished.inc({ state, layer }),
+    videoTaskLost: (reason) => lost.inc({ reason }),
     videoPoll: (layer) => polls.inc({ layer }),
     videoPosted: (seconds) => postDelay.observe(seconds),
     videoDeliveryFailure: (reason) => deliveryFailures.inc({ reason }),

@@ -31,11 +31,12 @@ import {
   describeRefusedPublicUrl,
   describeRefusedVideo,
   describeStorageError,
+  type LostTaskReason,
 } from './wording.ts';
 import type { MemberCosts, MemberDayCost } from '../ports/guild-policy.ts';
 import { isTerminal, type TaskRecord } from './record.ts';
 import type { TaskRepository } from './repository.ts';
-import { cardStateKey, renderStatusCard } from './status-card.ts';
+import { cardStateKey, renderLostCard, renderStatusCard, type KnownCard } from './status-card.ts';
 import type { BotMetrics } from '../lib/metrics.ts';
 
 // Posting a finished video exactly once. Delivery is a small state machine kept in the store:
@@ -99,6 +100,8 @@ export interface DeliveryDeps {
   cardEditIntervalMs: number;
   /** Members' costs of the day, shown on the card beside a finished task's cost; default none (the cost alone). */
   costs?: MemberCosts;
+  /** The tracker's deadline for a task (its poll policy's), which a card whose polls fail states; default production's. */
+  taskDeadlineMs?: number;
 }
 
 export class VideoDelivery {
@@ -114,7 +117,12 @@ export class VideoDelivery {
    */
   async card(task: TaskRecord, now = Date.now()): Promise<{ embeds: APIEmbed[] }> {
     const memberDay = await this.#memberDayCost(task);
-    return renderStatusCard(task, { now, ...(memberDay ? { memberDay } : {}) });
+    const { taskDeadlineMs } = this.#deps;
+    return renderStatusCard(task, {
+      now,
+      ...(memberDay ? { memberDay } : {}),
+      ...(taskDeadlineMs === undefined ? {} : { deadlineMs: taskDeadlineMs }),
+    });
   }
 
   /** The member's costs on the day a finished, costed task counts on; undefined when there is nothing to show or they cannot be read. */
@@ -372,6 +380,19 @@ export class VideoDelivery {
     }
     this.#deps.log.error('gave up delivering a finished video', { task: task.id, failures, error });
     return this.#close(task, `${reason} The bot tried ${failures} times and gave up.`, failures);
+  }
+
+  /**
+   * Closes the card of a task the bot no longer has a readable record of, from what the tracker kept of it.
+   * Nothing is saved (there is no record to save), and a card that cannot be edited is logged, not thrown.
+   */
+  async showLost(known: KnownCard, reason: LostTaskReason, now = Date.now()): Promise<void> {
+    try {
+      const address = { ...known.card, channelId: known.channelId, messageId: known.card.messageId };
+      await this.#deps.outbox.editCard(address, renderLostCard(known, reason), now);
+    } catch (error) {
+      this.#deps.log.warn('could not tell on its card that a video task was lost', { task: known.taskId, error });
+    }
   }
 
   /**

@@ -73,6 +73,7 @@ export function createVideo(deps: VideoDeps): Video {
     .catch((error: unknown) =>
       log.warn('could not prepare the directory for downloaded videos; the first delivery tries again', { error }),
     );
+  const pollPolicy = deps.pollPolicy ?? DEFAULT_POLL_POLICY;
   const delivery = new VideoDelivery({
     repository: tasks,
     outbox,
@@ -80,10 +81,11 @@ export function createVideo(deps: VideoDeps): Video {
     log,
     cardEditIntervalMs: deps.cardEditIntervalMs ?? CARD_EDIT_INTERVAL_MS,
     metrics,
+    taskDeadlineMs: pollPolicy.deadlineMs,
     ...(deps.costs ? { costs: deps.costs } : {}),
   });
   const tracker = new TaskTracker(tasks, new PolicyGatewayResolver(policy, clients, log), delivery, log, {
-    policy: deps.pollPolicy ?? DEFAULT_POLL_POLICY,
+    policy: pollPolicy,
     maxInFlight: deps.maxPollsInFlight ?? MAX_POLLS_IN_FLIGHT,
     metrics,
   });

@@ -145,12 +145,29 @@ export class TaskRepository {
       return await this.get(id);
     } catch (error) {
       if (!(error instanceof StoredRecordError)) throw error;
-      if (!this.#loggedUnreadable.has(id)) {
-        mark(this.#loggedUnreadable, id);
-        this.#log.error('a stored video task is unreadable; lists and limits leave it out', { task: id, error });
-      }
+      this.reportUnreadable(id, error);
       return undefined;
     }
+  }
+
+  /**
+   * Logs a task whose record cannot be read, once per task whoever meets it (a list, a limit, the poller):
+   * each of them leaves it out, and it stays in the store for a person to look at.
+   */
+  reportUnreadable(id: string, error: StoredRecordError): void {
+    if (this.#loggedUnreadable.has(id)) return;
+    mark(this.#loggedUnreadable, id);
+    this.#log.error('a stored video task is unreadable; lists, limits and the poller leave it out', { task: id, error });
+  }
+
+  /**
+   * Forgets that a task needs work, once its record is gone from the store: a restart does not resume
+   * (and report lost) it again.
+   */
+  async forgetActive(id: string): Promise<void> {
+    await this.#active.delete(id);
+    this.#markedActive.delete(id);
+    this.#gatewayIdIndexed.delete(id);
   }
 
   /** Ids of every task that still needs polling or posting: what a restart resumes. */

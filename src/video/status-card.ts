@@ -7,14 +7,16 @@ import {
   describeExpired,
   describeFailure,
   describeGatewayNotAnswering,
+  describeLostTask,
   describeModeration,
   describeRefusedPublicUrl,
   describeStorageError,
   describeTimeout,
   describeUnknownOutcome,
+  type LostTaskReason,
 } from './wording.ts';
 import { DEFAULT_POLL_POLICY } from './poll-policy.ts';
-import { isTerminal, madeVideo, type TaskRecord } from './record.ts';
+import { isTerminal, madeVideo, type StatusCard, type TaskRecord } from './record.ts';
 
 // The status card: the reply to /video, edited in place as the task moves. Elapsed time is a Discord
 // timestamp (`<t:…:R>`), which every client keeps current by itself, so the card only needs an edit
@@ -74,7 +76,7 @@ function statusLine(task: TaskRecord): string {
   }
 }
 
-function outcomeText(task: TaskRecord): string | undefined {
+function outcomeText(task: TaskRecord, context: CardContext): string | undefined {
   switch (task.state) {
     case 'failed':
       return describeFailure(task.outcome);
@@ -85,7 +87,9 @@ function outcomeText(task: TaskRecord): string | undefined {
     case 'unknown':
       return describeUnknownOutcome(task);
     case 'running':
-      return task.pollErrors > 0 ? describeGatewayNotAnswering(task, task.createdAt + DEFAULT_POLL_POLICY.deadlineMs) : undefined;
+      return task.pollErrors > 0
+        ? describeGatewayNotAnswering(task, task.createdAt + (context.deadlineMs ?? DEFAULT_POLL_POLICY.deadlineMs))
+        : undefined;
     case 'succeeded': {
       if (task.outcome.moderated) return describeModeration(task.outcome);
       const retrying = task.delivery.state !== 'closed' && task.delivery.state !== 'posted' && task.delivery.failures !== undefined;
@@ -120,6 +124,11 @@ export function cardStateKey(task: TaskRecord): string {
 export interface CardContext {
   now: number;
   memberDay?: MemberDayCost;
+  /**
+   * How long after its creation the tracker gives a task up (its poll policy's `deadlineMs`; default the
+   * production policy's): the card states that time, and the tracker closes the task then.
+   */
+  deadlineMs?: number;
 }
 
 /** What the task was expected to cost when it was submitted (its reservation); undefined for a task submitted before estimates. */
@@ -148,6 +157,8 @@ function costText(task: TaskRecord, context: CardContext): string | undefined {
   return `${formatCost(ticks)} · your total ${when} ${formatCost(day.costTicks)}${unreported}`;
 }
 
+const TITLES: Record<TaskRecord['operation'], string> = { generate: 'Video generation', edit: 'Video edit', extend: 'Video extension' };
+
 export function renderStatusCard(task: TaskRecord, context: CardContext = { now: Date.now() }): { embeds: APIEmbed[] } {
   const fields: NonNullable<APIEmbed['fields']> = [
     { name: 'Model', value: `\`${task.model}\``, inline: true },
@@ -167,13 +178,13 @@ export function renderStatusCard(task: TaskRecord, context: CardContext = { now:
   // Until it is known what the task cost, the card carries what it is expected to (from the first card on).
   const estimate = estimateOf(task);
   if (!isTerminal(task.state) && estimate !== undefined) fields.push({ name: 'Estimate', value: formatEstimate(estimate), inline: true });
-  const outcome = outcomeText(task);
+  const outcome = outcomeText(task, context);
   if (outcome) fields.push({ name: 'Details', value: truncate(outcome, 1024) });
 
   return {
     embeds: [
       {
-        title: task.operation === 'generate' ? 'Video generation' : task.operation === 'edit' ? 'Video edit' : 'Video extension',
+        title: TITLES[task.operation],
         description: [
           `Requested by <@${task.userId}>`,
           task.prompt ? `> ${truncate(task.prompt, PROMPT_PREVIEW).replaceAll('\n', '\n> ')}` : undefined,
@@ -183,6 +194,55 @@ export function renderStatusCard(task: TaskRecord, context: CardContext = { now:
         color: color(task),
         fields,
         footer: { text: `ref ${task.id}` },
+      },
+    ],
+  };
+}
+
+/**
+ * What the tracker keeps in memory of a task it follows, to close the task's card when its record is gone
+ * from the store or cannot be read: where the card is, and the ids support and admins look a task up by.
+ * A few hundred bytes, most of them the interaction token, which is dropped once it no longer edits the card.
+ */
+export interface KnownCard {
+  taskId: string;
+  operation: TaskRecord['operation'];
+  userId: string;
+  channelId: string;
+  card: Pick<StatusCard, 'applicationId' | 'interactionToken' | 'tokenExpiresAt' | 'messageId'>;
+  gatewayId: string | undefined;
+  requestId: string | undefined;
+}
+
+export function knownCard(task: TaskRecord, now: number): KnownCard {
+  const { applicationId, tokenExpiresAt, messageId } = task.card;
+  // Past its token the card is edited as a channel message; the token would only take memory.
+  const interactionToken = now < tokenExpiresAt ? task.card.interactionToken : '';
+  return {
+    taskId: task.id,
+    operation: task.operation,
+    userId: task.userId,
+    channelId: task.channelId,
+    card: { applicationId, interactionToken, tokenExpiresAt, messageId },
+    gatewayId: task.gatewayId,
+    requestId: task.outcome.requestId,
+  };
+}
+
+/** The card of a task the bot stopped following because its record is gone or unreadable: what it knows, and why. */
+export function renderLostCard(known: KnownCard, reason: LostTaskReason): { embeds: APIEmbed[] } {
+  return {
+    embeds: [
+      {
+        title: TITLES[known.operation],
+        description: `Requested by <@${known.userId}>`,
+        color: COLORS.failed,
+        fields: [
+          { name: 'Task', value: known.gatewayId ? `\`${known.gatewayId}\`` : '—', inline: true },
+          { name: 'Status', value: reason === 'gone' ? 'Lost' : 'Record unreadable', inline: true },
+          { name: 'Details', value: truncate(describeLostTask(reason, known), 1024) },
+        ],
+        footer: { text: `ref ${known.taskId}` },
       },
     ],
   };

@@ -10,12 +10,17 @@ import { errorBackoffDelay, nextPollDelay, type PollPolicy } from './poll-policy
 import { TASK_NOT_FOUND, isTerminal, needsWork, type TaskRecord } from './record.ts';
 import type { TaskRepository } from './repository.ts';
 import { Schedule } from './schedule.ts';
+import { knownCard, type KnownCard } from './status-card.ts';
+import type { LostTaskReason } from './wording.ts';
 
 // The background poller: follows every stored task to a terminal status, has its video posted, and
 // resumes all of that after a restart. Memory per task is one schedule entry; the record itself is read
 // from the store when its turn comes. Polls in flight are bounded, errors back off, and a task the
 // gateway never finishes is given up after the policy's deadline. Downloads and posts have their own
 // small queue, so a burst of finished videos never holds up polls, and polls never hold up posts.
+// A task whose record disappears from the store (a Redis restarted without persistence) or stops
+// parsing is not dropped in silence: it is logged, counted, and its card says so when the tracker still
+// knows where the card is.
 
 export interface TrackerOptions {
   policy: PollPolicy;
@@ -23,13 +28,18 @@ export interface TrackerOptions {
   maxInFlight: number;
   /** Deliveries (download, then post) in flight at once; Discord paces posts anyway. */
   maxDeliveriesInFlight?: number;
-  /** Counts polls; default none. */
-  metrics?: Pick<BotMetrics, 'videoPoll'>;
+  /** Counts polls and lost tasks; default none. */
+  metrics?: Pick<BotMetrics, 'videoPoll' | 'videoTaskLost'>;
   now?: () => number;
   random?: () => number;
 }
 
 const DEFAULT_MAX_DELIVERIES_IN_FLIGHT = 8;
+/**
+ * Cards the tracker remembers at most (a few hundred bytes each): twice the 10,000 tasks the benchmark
+ * follows. Past it the oldest are forgotten; such a task, if its record is lost, is still logged and counted.
+ */
+const MAX_KNOWN_CARDS = 20_000;
 
 /**
  * Told once a task reaches its end, and awaited before that is saved: what a listener records (a cost)
@@ -55,6 +65,13 @@ export class TaskTracker {
   readonly #finishedListeners: FinishedListener[] = [];
   /** Tasks whose last step failed in the store itself, and how many times in a row: the backoff grows. */
   readonly #storeFailures = new Map<string, number>();
+  /**
+   * Where the card of each followed task is, from its last record the tracker saw: the record alone says
+   * that, and a record that is gone or unreadable would leave its card saying "Generating…" for good.
+   */
+  readonly #cards = new Map<string, KnownCard>();
+  /** Steps in flight per task (a poll and a delivery can overlap): a card is forgotten once its task has none and is not queued. */
+  readonly #busy = new Map<string, number>();
   /** Tasks created since then belong to this process: one still "submitting" is being sent right now. */
   readonly #startedAt: number;
   #timer: NodeJS.Timeout | undefined;
@@ -105,6 +122,7 @@ export class TaskTracker {
   /** Follows a newly submitted task: first poll after one interval. */
   track(task: TaskRecord): void {
     if (this.#stopped) return;
+    this.#remember(task);
     this.#schedule.set(task.id, this.#options.now() + nextPollDelay(this.#options.policy, 0, undefined, this.#options.random));
     this.#pump();
   }
@@ -173,46 +191,123 @@ export class TaskTracker {
     if (!this.#stopped) this.#schedule.set(id, this.#options.now() + delayMs);
   }
 
+  /** Keeps where a task's card is while the task needs work (the latest record wins: it may carry the card's message id). */
+  #remember(task: TaskRecord): void {
+    if (!needsWork(task)) {
+      this.#cards.delete(task.id);
+      return;
+    }
+    this.#cards.set(task.id, knownCard(task, this.#options.now()));
+    if (this.#cards.size > MAX_KNOWN_CARDS) {
+      const oldest = this.#cards.keys().next();
+      if (!oldest.done) this.#cards.delete(oldest.value);
+    }
+  }
+
+  #enter(id: string): void {
+    this.#busy.set(id, (this.#busy.get(id) ?? 0) + 1);
+  }
+
+  /** A step of the task ended: once nothing more is due for it, its card is forgotten. */
+  #leave(id: string): void {
+    const steps = (this.#busy.get(id) ?? 1) - 1;
+    if (steps > 0) {
+      this.#busy.set(id, steps);
+      return;
+    }
+    this.#busy.delete(id);
+    if (!this.#schedule.has(id) && !this.#deliveryQueue.has(id)) this.#cards.delete(id);
+  }
+
   /** A task's turn in the schedule: poll it, or close it, or hand it to the delivery queue. */
   async #work(id: string): Promise<void> {
-    let task: TaskRecord | undefined;
+    this.#enter(id);
     try {
-      task = await this.#repository.get(id);
+      const task = await this.#repository.get(id);
       this.#storeFailures.delete(id);
-      if (!task || !needsWork(task)) return;
+      if (!task) {
+        await this.#lost(id, 'gone');
+        return;
+      }
+      this.#remember(task);
+      if (!needsWork(task)) return;
       if (isTerminal(task.state)) {
         this.#queueDelivery(id);
         return;
       }
       const next = await this.#poll(task);
+      this.#remember(next);
       if (needsWork(next) && !isTerminal(next.state)) {
         const elapsed = this.#options.now() - (next.submittedAt ?? next.createdAt);
-        this.#reschedule(id, nextPollDelay(this.#options.policy, elapsed, next.progress, this.#options.random));
+        this.#reschedule(
+          id,
+          this.#notPastDeadline(next, nextPollDelay(this.#options.policy, elapsed, next.progress, this.#options.random)),
+        );
       }
     } catch (error) {
-      await this.#recover(id, task, error);
+      await this.#recover(id, error);
+    } finally {
+      this.#leave(id);
     }
   }
 
   /** Downloads and posts a finished task's video, from what the poll found when at hand, else from the store. */
   async #deliverWork(id: string, found: { task: TaskRecord; result: TaskResult } | undefined): Promise<void> {
-    let task: TaskRecord | undefined = found?.task;
+    this.#enter(id);
     try {
-      task ??= await this.#repository.get(id);
+      const task = found?.task ?? (await this.#repository.get(id));
       this.#storeFailures.delete(id);
-      if (!task || !needsWork(task) || !isTerminal(task.state)) return;
+      if (!task) {
+        await this.#lost(id, 'gone');
+        return;
+      }
+      this.#remember(task);
+      if (!needsWork(task) || !isTerminal(task.state)) return;
       const next = await this.#delivery.deliver(task, await this.#gateways.clientFor(task), found?.result);
+      this.#remember(next);
       if (needsWork(next)) this.#reschedule(id, this.#options.policy.intervalMs);
     } catch (error) {
-      await this.#recover(id, task, error);
+      await this.#recover(id, error);
+    } finally {
+      this.#leave(id);
     }
   }
 
-  async #recover(id: string, task: TaskRecord | undefined, error: unknown): Promise<void> {
+  /**
+   * A followed task whose record is gone from the store (`gone`) or no longer parses (`unreadable`): it
+   * cannot be followed any further. Logged and counted, and its card, when the tracker knows where it
+   * is, says so with the ids to check, instead of "Generating…" for good.
+   */
+  async #lost(id: string, reason: LostTaskReason, error?: StoredRecordError): Promise<void> {
+    const known = this.#cards.get(id);
+    this.#cards.delete(id);
+    this.#storeFailures.delete(id);
+    this.#options.metrics.videoTaskLost(reason);
+    if (error) {
+      this.#repository.reportUnreadable(id, error);
+    } else {
+      this.#log.error('a followed video task is gone from the store (restarted without persistence, or evicted?); it is lost', {
+        task: id,
+        gatewayTask: known?.gatewayId,
+        requestId: known?.requestId,
+        cardTold: known !== undefined,
+      });
+    }
+    if (known) await this.#delivery.showLost(known, reason, this.#options.now());
+    if (reason !== 'gone') return;
+    try {
+      // A gone record's marker may have outlived it (an eviction): the next start would report it again.
+      await this.#repository.forgetActive(id);
+    } catch (forgetError) {
+      this.#log.warn('could not unmark a lost video task; the next start reports it again', { task: id, error: forgetError });
+    }
+  }
+
+  async #recover(id: string, error: unknown): Promise<void> {
     let storeError = error;
     if (!(error instanceof StoreUnavailableError)) {
       try {
-        await this.#failed(id, task, error);
+        await this.#failed(id, error);
         this.#storeFailures.delete(id);
         return;
       } catch (recordingError) {
@@ -221,8 +316,7 @@ export class TaskTracker {
     }
     if (storeError instanceof StoredRecordError) {
       // Nothing can be done with a record that does not parse; it stays in the store for a person to look at.
-      this.#storeFailures.delete(id);
-      this.#log.error('a stored video task is unreadable; it is no longer followed', { task: id, error: storeError });
+      await this.#lost(id, 'unreadable', storeError);
       return;
     }
     // The store could not say where the task stands, or record the failure: never taken as "gone", and not
@@ -235,10 +329,15 @@ export class TaskTracker {
   }
 
   /** A step failed: back off and try again, or close the task when its time or its tries are up. */
-  async #failed(id: string, read: TaskRecord | undefined, error: unknown): Promise<void> {
+  async #failed(id: string, error: unknown): Promise<void> {
     // The step may have moved the task on before failing (saved it as posting, say).
-    const task = (await this.#repository.get(id)) ?? read;
-    if (task && isTerminal(task.state) && needsWork(task)) {
+    const task = await this.#repository.get(id);
+    if (!task) {
+      // Gone since the step read it: saving what the step holds would bring back a record the store lost, without its indexes.
+      await this.#lost(id, 'gone');
+      return;
+    }
+    if (isTerminal(task.state) && needsWork(task)) {
       // Fetching or posting a finished video failed: counted in the store, so a restart cannot make it endless.
       const next = await this.#delivery.recordFailure(task, error, this.#options.policy.deliveryTries);
       if (!needsWork(next)) return;
@@ -252,7 +351,7 @@ export class TaskTracker {
       this.#reschedule(id, delay);
       return;
     }
-    if (task && !isTerminal(task.state) && error instanceof NotFoundError) {
+    if (!isTerminal(task.state) && error instanceof NotFoundError) {
       // The gateway no longer knows the task (it restarted and lost it, say): no later poll will find it.
       this.#log.warn('the gateway does not know a running task; closing it', { task: id, gatewayTask: task.gatewayId, error });
       await this.#finish({
@@ -270,21 +369,28 @@ export class TaskTracker {
     }
     // A poll failed (the gateway unreachable, an error answer, no usable key): counted in the store, so
     // the card can tell later whether the bot lost track of the task or the gateway just never finished it.
-    const failed = task ? { ...task, pollErrors: task.pollErrors + 1 } : undefined;
-    const failures = failed?.pollErrors ?? 1;
+    const failed = { ...task, pollErrors: task.pollErrors + 1 };
+    const failures = failed.pollErrors;
     const delay = errorBackoffDelay(this.#options.policy, failures, this.#options.random);
     this.#log.warn('task poll failed; backing off', { task: id, failures, retryInMs: delay, error });
-    if (failed && this.#pastDeadline(failed)) {
+    if (this.#pastDeadline(failed)) {
       await this.#giveUp(failed);
       return;
     }
-    // The card says the gateway is not answering, and until when the bot keeps asking.
-    if (failed) await this.#delivery.showAndSave(failed, this.#options.now());
-    this.#reschedule(id, delay);
+    // The card says the gateway is not answering, and until when the bot keeps asking: the task is
+    // looked at again by then, so it closes at the time the card states, not up to a backoff later.
+    this.#remember(await this.#delivery.showAndSave(failed, this.#options.now()));
+    this.#reschedule(id, this.#notPastDeadline(failed, delay));
   }
 
   #pastDeadline(task: TaskRecord): boolean {
     return !isTerminal(task.state) && this.#options.now() - task.createdAt > this.#options.policy.deadlineMs;
+  }
+
+  /** `delayMs`, or less: a task is looked at again just past its deadline at the latest, and closed then. */
+  #notPastDeadline(task: TaskRecord, delayMs: number): number {
+    const untilPast = task.createdAt + this.#options.policy.deadlineMs + 1 - this.#options.now();
+    return Math.min(delayMs, Math.max(0, untilPast));
   }
 
   async #giveUp(task: TaskRecord): Promise<void> {

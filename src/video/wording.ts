@@ -118,6 +118,25 @@ export function describeTimeout(task: TaskRecord): string {
   return withRequestId(`${why} ${check}`, task.outcome.requestId);
 }
 
+/** Why the bot stopped following a task whose stored record it no longer has, or can no longer read. */
+export type LostTaskReason = 'gone' | 'unreadable';
+
+/**
+ * The bot stopped following a task because its own storage lost the record (a store restarted without
+ * persistence, say) or holds one it cannot read. Nothing says what the gateway did with it, so admins get
+ * the ids to check.
+ */
+export function describeLostTask(reason: LostTaskReason, ids: { gatewayId: string | undefined; requestId: string | undefined }): string {
+  const why =
+    reason === 'gone'
+      ? "The bot lost this task: its record disappeared from the bot's storage (the storage may have restarted without keeping its data), so the bot can no longer follow it and no video will be posted here."
+      : "The bot can no longer read this task's stored record, so it stopped following it and no video will be posted here.";
+  const check = ids.gatewayId
+    ? `It may still have been made and charged: a server admin can look up gateway task \`${ids.gatewayId}\`.`
+    : 'It may still have been made and charged.';
+  return withRequestId(`${why} ${check}`, ids.requestId);
+}
+
 export function describeExpired(task: TaskRecord): string {
   return withRequestId(
     'The video was ready, but its temporary link expired before the bot could fetch it. Regenerate it to get a new one.',

@@ -9,14 +9,15 @@ import { REST } from 'discord.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DiscordOutbox } from '../../src/discord/outbox.ts';
 import { GatewayClientPool } from '../../src/gateway/pool.ts';
-import { readRecord, readString } from '../../src/lib/json.ts';
+import { isRecord, readRecord, readString } from '../../src/lib/json.ts';
 import { createLogger, silentLogger, type LogFields, type Logger, type LogLevel } from '../../src/lib/log.ts';
-import { openStore, StoreUnavailableError, type Store } from '../../src/store/index.ts';
+import { openStore, StoreUnavailableError, type Collection, type Store } from '../../src/store/index.ts';
+import { NO_METRICS, type VideoTaskLostReason } from '../../src/lib/metrics.ts';
 import type { GatewayAccess } from '../../src/ports/gateway-access.ts';
 import { LimitReachedError, type GuildVideoPolicy, type MemberTask, type SpendReservation } from '../../src/ports/guild-policy.ts';
 import type { InteractionContext } from '../../src/ports/interaction-context.ts';
 import { resultButtons } from '../../src/video/delivery.ts';
-import { createVideo, type Video } from '../../src/video/index.ts';
+import { createVideo, type Video, type VideoDeps } from '../../src/video/index.ts';
 import type { Prepared, SubmissionPlan } from '../../src/video/plan.ts';
 import { DEFAULT_POLL_POLICY, type PollPolicy } from '../../src/video/poll-policy.ts';
 import type { TaskRecord } from '../../src/video/record.ts';
@@ -115,8 +116,11 @@ const NO_OPTIONS = {
   referenceAudio: undefined,
 };
 
-/** The video part on this file's gateway and fast policy, on `on` (the shared store unless a test needs a fresh one). */
-function videoPart(log: Logger = silentLogger, on: Store = store): Video {
+/**
+ * The video part on this file's gateway and fast policy, on `on` (the shared store unless a test needs a
+ * fresh one); `overrides` change what a test needs (its poll policy, its metrics).
+ */
+function videoPart(log: Logger = silentLogger, on: Store = store, overrides: Partial<VideoDeps> = {}): Video {
   return createVideo({
     store: on,
     clients,
@@ -127,6 +131,7 @@ function videoPart(log: Logger = silentLogger, on: Store = store): Video {
     pollPolicy: FAST_POLICY,
     maxPollsInFlight: 4,
     cardEditIntervalMs: 0,
+    ...overrides,
   });
 }
 
@@ -341,6 +346,43 @@ describe('a task the bot loses track of', () => {
     );
   });
 
+  // Before, the card's time was production's deadline whatever the tracker's, and a task whose polls
+  // failed was looked at again only after its backoff: closed up to a backoff (60 s) past that time.
+  it('is closed at the time its card says the bot keeps trying until, not a backoff later', async () => {
+    const deadlineMs = 1_500;
+    // The first failed poll backs off at least 5 s, well past the deadline.
+    const slowBackoff: PollPolicy = { ...FAST_POLICY, errorBackoffMs: { base: 5_000, max: 60_000 }, deadlineMs };
+    const fresh = await openStore(`sqlite://${join(directory, `deadline-${randomBytes(4).toString('hex')}.sqlite`)}`, silentLogger);
+    const part = videoPart(silentLogger, fresh, { pollPolicy: slowBackoff });
+    gateway.onPoll = (response) =>
+      response
+        .writeHead(503, { 'content-type': 'application/json' })
+        .end('{"error":{"message":"busy","type":"gateway_api_error","param":null,"code":"overloaded"}}');
+    try {
+      const { task, card } = await track({}, () => {}, part);
+      const trying = await discord.waitFor(
+        () => (cardText(card()).includes('not answering') ? cardText(card()) : undefined),
+        10_000,
+        'a card saying the gateway is not answering',
+      );
+      const statedSeconds = Number(/keeps trying until <t:(\d+):t>/.exec(trying)?.[1]);
+      expect(statedSeconds).toBe(Math.floor((task.createdAt + deadlineMs) / 1000));
+      await discord.waitFor(() => (cardText(card()).includes('Timed out') ? true : undefined), 10_000, 'a timed-out card');
+      const closed = await vi.waitFor(async () => {
+        const saved = await part.tasks.get(task.id);
+        expect(saved?.state).toBe('timed_out');
+        return saved!;
+      });
+      // Closed just past the stated time (a poll's round trip later), not the 5 s backoff later.
+      const lateBy = (closed.finishedAt ?? 0) - (task.createdAt + deadlineMs);
+      expect(lateBy).toBeGreaterThan(0);
+      expect(lateBy).toBeLessThan(1_000);
+    } finally {
+      await part.tracker.stop();
+      await fresh.close();
+    }
+  });
+
   it('is closed at the first 404 (the gateway lost it), the card saying so, instead of being polled until the deadline', async () => {
     let polls = 0;
     gateway.onPoll = (response) => {
@@ -352,6 +394,122 @@ describe('a task the bot loses track of', () => {
     expect(text).toContain('no longer knows this task');
     expect(text).not.toContain('refunded');
     expect(polls).toBe(1);
+  });
+});
+
+/** A compatibility-layer answer: the task is running, 10% done. */
+function runningAnswer(response: ServerResponse, taskId: string): void {
+  response
+    .writeHead(200, { 'content-type': 'application/json' })
+    .end(JSON.stringify({ task_id: taskId, status: 'processing', progress: 10 }));
+}
+
+function overloadedAnswer(response: ServerResponse): void {
+  response
+    .writeHead(503, { 'content-type': 'application/json' })
+    .end('{"error":{"message":"busy","type":"gateway_api_error","param":null,"code":"overloaded"}}');
+}
+
+describe('a followed task whose stored record the store loses or spoils', () => {
+  let fresh: Store | undefined;
+  let raw: Store | undefined;
+  let part: Video | undefined;
+  afterEach(async () => {
+    await part?.tracker.stop();
+    await fresh?.close();
+    await raw?.close();
+    part = fresh = raw = undefined;
+  });
+
+  /**
+   * The video part on a store of its own, counting lost tasks into `lost`, with a second handle on the same
+   * file through which the test changes task records as something else than the bot would (a store that
+   * restarted empty, a damaged record).
+   */
+  async function partWithRawTasks(log: Logger, lost: VideoTaskLostReason[]): Promise<{ part: Video; tasks: Collection<unknown> }> {
+    const file = join(directory, `spoiled-${randomBytes(4).toString('hex')}.sqlite`);
+    fresh = await openStore(`sqlite://${file}`, silentLogger);
+    raw = await openStore(`sqlite://${file}`, silentLogger);
+    part = videoPart(log, fresh, {
+      pollPolicy: { ...FAST_POLICY, deadlineMs: 60_000 },
+      metrics: { ...NO_METRICS, videoTaskLost: (reason) => lost.push(reason) },
+    });
+    return { part, tasks: raw.collection('tasks', (value) => value) };
+  }
+
+  /**
+   * Follows a task whose gateway answers "running" once, then holds the next poll: the task's record is
+   * changed while that poll is out, as a store restarting meanwhile would change it, and the poll then fails.
+   */
+  async function followUntilSecondPoll(by: Video): Promise<{ task: TaskRecord; card: () => Message; failPoll: () => void }> {
+    let polls = 0;
+    let second!: (response: ServerResponse) => void;
+    const held = new Promise<ServerResponse>((resolve) => {
+      second = resolve;
+    });
+    gateway.onPoll = (response, taskId) => {
+      polls++;
+      if (polls === 1) runningAnswer(response, taskId);
+      else if (polls === 2) second(response);
+      else overloadedAnswer(response);
+    };
+    const { task, card } = await track({}, () => {}, by);
+    const response = await held;
+    return { task, card, failPoll: () => overloadedAnswer(response) };
+  }
+
+  // Before, the record's absence was met in silence: the failed poll wrote the task back as it last read it
+  // (without its indexes) and the card said the gateway was not answering, with nothing logged or counted.
+  it('is logged and counted as lost, and its card says so with its request id, when its record disappears', async () => {
+    const lines: LogFields[] = [];
+    const lost: VideoTaskLostReason[] = [];
+    const { part: followed, tasks } = await partWithRawTasks(recordingLogger(lines, 'warn'), lost);
+    const { task, card, failPoll } = await followUntilSecondPoll(followed);
+    await tasks.delete(task.id);
+    failPoll();
+    const text = await discord.waitFor(
+      () => (cardText(card()).includes('The bot lost this task') ? cardText(card()) : undefined),
+      10_000,
+      'a lost card',
+    );
+    expect(text).toContain('request id `req_fake`');
+    expect(text).toContain(`\`${task.gatewayId}\``);
+    expect(text).not.toContain('Generating');
+    const logged = await waitForLog(
+      'a followed video task is gone from the store (restarted without persistence, or evicted?); it is lost',
+      lines,
+    );
+    expect(logged).toMatchObject({ level: 'error', task: task.id, requestId: 'req_fake' });
+    expect(lost).toEqual(['gone']);
+    await vi.waitFor(() => expect(followed.tracker.size).toBe(0));
+    // Nothing wrote the lost task back, and a restart does not resume it.
+    expect(await followed.tasks.get(task.id)).toBeUndefined();
+    expect(await followed.tracker.resume()).toBe(0);
+  });
+
+  it('is logged once with its key and closed on its card when its record cannot be read, the rest of the member working', async () => {
+    const lines: LogFields[] = [];
+    const lost: VideoTaskLostReason[] = [];
+    const { part: followed, tasks } = await partWithRawTasks(recordingLogger(lines, 'warn'), lost);
+    const { task, card, failPoll } = await followUntilSecondPoll(followed);
+    const stored = await tasks.get(task.id);
+    if (!isRecord(stored)) throw new Error('the task was not stored');
+    // What a broken record looks like in the store: a state that is no state.
+    await tasks.set(task.id, { ...stored, state: 'toString' });
+    failPoll();
+    const text = await discord.waitFor(
+      () => (cardText(card()).includes('can no longer read') ? cardText(card()) : undefined),
+      10_000,
+      'a card saying the record cannot be read',
+    );
+    expect(text).toContain('request id `req_fake`');
+    await vi.waitFor(() => expect(followed.tracker.size).toBe(0));
+    // The member's list leaves it out, without a second log line.
+    expect(await followed.tasks.recentForUser(guild.id, guild.member.id)).toEqual([]);
+    const unreadable = lines.filter((line) => String(line.msg).includes('unreadable'));
+    expect(unreadable).toHaveLength(1);
+    expect(unreadable[0]).toMatchObject({ level: 'error', task: task.id });
+    expect(lost).toEqual(['unreadable']);
   });
 });
 

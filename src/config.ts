@@ -1,11 +1,20 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { parseEnv } from 'node:util';
 import { LAYERS, DEFAULT_EDIT_PATH, DEFAULT_EXTENSION_PATH, DEFAULT_VENDOR, type Layer } from './gateway/spec.ts';
 import { LOG_LEVELS, type LogLevel } from './lib/log.ts';
 import { hostAndPort, httpUrl, urlWith } from './lib/url.ts';
 import { MIN_ENCRYPTION_SECRET_LENGTH } from './settings/key-cipher.ts';
 import { DEFAULT_PRICES, parsePrices, type PriceTable } from './settings/prices.ts';
-import { MAX_SHARD_COUNT, parseShardIds, type ShardingRequest } from './shards/plan.ts';
+import {
+  AUTO_ORDINAL,
+  MAX_SHARD_COUNT,
+  machineOrdinal,
+  ordinalShards,
+  parseShardIds,
+  type MachineOrdinal,
+  type ShardingRequest,
+} from './shards/plan.ts';
 import type { Result } from './lib/result.ts';
 
 export interface BotConfig {
@@ -36,7 +45,10 @@ export interface BotConfig {
   downloadAllowedHosts: string[] | undefined;
   /** OPS_PORT and OPS_HOST: where /healthz, /readyz and /metrics are served; undefined when OPS_PORT is unset (off). */
   ops: { host: string; port: number } | undefined;
-  /** SHARD_COUNT, SHARD_IDS and SHARDS_PER_PROCESS, checked as far as they can be before Discord is asked. */
+  /**
+   * SHARD_COUNT, SHARD_IDS and SHARDS_PER_PROCESS (with SHARD_IDS=auto-ordinal, SHARDS_PER_MACHINE and the
+   * machine's ordinal), checked as far as they can be before Discord is asked.
+   */
   sharding: ShardingRequest;
   /** What estimates are made with: the defaults, with what PRICES_FILE names in their place. */
   prices: PriceTable;
@@ -91,9 +103,9 @@ function isStoreUrl(value: string): boolean {
 
 /**
  * Reads and checks every variable at once, so one start names every problem. Messages name the
- * variable and never repeat a secret's value.
+ * variable and never repeat a secret's value. `hostName` is asked only for SHARD_IDS=auto-ordinal.
  */
-export function loadConfig(environment: Environment): ConfigResult {
+export function loadConfig(environment: Environment, hostName: () => string = hostname): ConfigResult {
   const problems: string[] = [];
   // An empty assignment (as in a copied .env.example) means "not set".
   const read = (name: string): string | undefined => {
@@ -221,14 +233,34 @@ export function loadConfig(environment: Environment): ConfigResult {
       `SHARD_COUNT must be "auto" (Discord's recommendation) or a whole number of shards from 1 to ${MAX_SHARD_COUNT} (got "${shardCountText}").`,
     );
   }
-  const shardIds = read('SHARD_IDS');
-  if (shardIds !== undefined) {
-    // With "auto" the ranges are checked against the count once Discord has said it.
-    const checked = parseShardIds(
-      shardIds,
-      typeof shardCount === 'number' && Number.isInteger(shardCount) && shardCount >= 1 ? shardCount : Number.MAX_SAFE_INTEGER,
-    );
-    if (!checked.ok) problems.push(checked.message);
+  // With "auto" the shards are checked against the count once Discord has said it.
+  const knownCount =
+    typeof shardCount === 'number' && Number.isInteger(shardCount) && shardCount >= 1 ? shardCount : Number.MAX_SAFE_INTEGER;
+  const shardIdsText = read('SHARD_IDS');
+  const perMachineText = read('SHARDS_PER_MACHINE');
+  let shardIds: string | MachineOrdinal | undefined = shardIdsText;
+  if (shardIdsText?.toLowerCase() === AUTO_ORDINAL) {
+    const perMachine = perMachineText === undefined ? 1 : Number(perMachineText);
+    const perMachineValid = Number.isInteger(perMachine) && perMachine >= 1 && perMachine <= MAX_SHARD_COUNT;
+    if (!perMachineValid)
+      problems.push(`SHARDS_PER_MACHINE must be a whole number of shards per machine, at least 1 (got "${perMachineText}").`);
+    const ordinal = machineOrdinal(read('POD_INDEX'), hostName());
+    if (!ordinal.ok) problems.push(ordinal.message);
+    else if (perMachineValid) {
+      shardIds = { ordinal: ordinal.ordinal, perMachine, source: ordinal.source };
+      const checked = ordinalShards(shardIds, knownCount);
+      if (!checked.ok) problems.push(checked.message);
+    }
+  } else {
+    if (shardIdsText !== undefined) {
+      const checked = parseShardIds(shardIdsText, knownCount);
+      if (!checked.ok) problems.push(checked.message);
+    }
+    if (perMachineText !== undefined) {
+      problems.push(
+        `SHARDS_PER_MACHINE applies only with SHARD_IDS=${AUTO_ORDINAL} (got SHARD_IDS=${shardIdsText === undefined ? 'unset' : `"${shardIdsText}"`}): set both, or neither.`,
+      );
+    }
   }
   const perProcessText = read('SHARDS_PER_PROCESS');
   const shardsPerProcess = perProcessText === undefined ? 1 : Number(perProcessText);

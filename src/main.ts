@@ -94,10 +94,13 @@ async function runSupervisor(config: BotConfig, rest: REST, log: Logger, plan: S
         'Set STORE_URL=redis://<host>:<port> to a Redis server every worker and machine shares (or run one shard in one process).',
     ]);
   }
+  const machine = typeof config.sharding.ids === 'object' ? config.sharding.ids : undefined;
   log.info('starting worker processes', {
     shardCount: plan.count,
     shards: describeShards(plan.ids),
     workers: plan.workers.map(describeShards),
+    // SHARD_IDS=auto-ordinal: which ordinal this machine took, and from where (a wrong one holds another machine's shards).
+    ...(machine ? { ordinal: machine.ordinal, ordinalFrom: machine.source } : {}),
   });
   // Once per start, here rather than in every worker; a shutdown ends registration retries too.
   const stopping = new AbortController();

@@ -3,16 +3,28 @@ import type { Result } from '../lib/result.ts';
 // Which shards this machine runs and how they are grouped into worker processes. Discord assigns each
 // guild to shard (guild_id >> 22) % shard_count; the operator says how many shards there are in all
 // (SHARD_COUNT), which of them this machine holds (SHARD_IDS) and how many each worker process holds
-// (SHARDS_PER_PROCESS).
+// (SHARDS_PER_PROCESS). SHARD_IDS=auto-ordinal derives a machine's shards from its ordinal (a Kubernetes
+// StatefulSet pod's index), so that one pod template serves every machine.
 
 /** Discord's own ceiling is far lower in practice; this only catches typos such as an extra zero. */
 export const MAX_SHARD_COUNT = 10_000;
 
+/** The value of SHARD_IDS that takes this machine's shards from its ordinal. */
+export const AUTO_ORDINAL = 'auto-ordinal';
+
+/** SHARD_IDS=auto-ordinal: machine N holds the N-th block of SHARDS_PER_MACHINE shards. */
+export interface MachineOrdinal {
+  ordinal: number;
+  perMachine: number;
+  /** Where the ordinal was read, for messages: `POD_INDEX=3` or `host name "bot-3"`. */
+  source: string;
+}
+
 export interface ShardingRequest {
   /** 'auto': Discord's recommendation (GET /gateway/bot). */
   count: number | 'auto';
-  /** The shard ids as written (list and/or ranges), undefined for all of them. */
-  ids: string | undefined;
+  /** The shard ids as written (list and/or ranges), this machine's ordinal, or undefined for all of them. */
+  ids: string | MachineOrdinal | undefined;
   perProcess: number;
 }
 
@@ -57,13 +69,57 @@ export function parseShardIds(text: string, count: number): Result<{ ids: number
   return { ok: true, ids: [...ids].sort((a, b) => a - b) };
 }
 
+/**
+ * The machine's ordinal: POD_INDEX when set (Kubernetes gives a StatefulSet pod its index through the
+ * downward API), else the number the host name ends in (a StatefulSet pod's host name is `<set>-<index>`).
+ */
+export function machineOrdinal(podIndex: string | undefined, hostName: string): Result<{ ordinal: number; source: string }> {
+  if (podIndex !== undefined) {
+    const ordinal = /^\d+$/.test(podIndex) ? Number(podIndex) : Number.NaN;
+    if (!Number.isSafeInteger(ordinal))
+      return { ok: false, message: `POD_INDEX must be the machine's ordinal, a whole number from 0 (got "${podIndex}").` };
+    return { ok: true, ordinal, source: `POD_INDEX=${ordinal}` };
+  }
+  const trailing = /(\d+)$/.exec(hostName)?.[1];
+  const ordinal = trailing === undefined ? Number.NaN : Number(trailing);
+  if (!Number.isSafeInteger(ordinal)) {
+    return {
+      ok: false,
+      message:
+        `SHARD_IDS=${AUTO_ORDINAL} takes the machine's ordinal from POD_INDEX, or else from the number its host name ends in (bot-3: 3), ` +
+        `but POD_INDEX is unset and the host name "${hostName}" ends in no number. Set POD_INDEX, or list the shards in SHARD_IDS.`,
+    };
+  }
+  return { ok: true, ordinal, source: `host name "${hostName}"` };
+}
+
+/** The block of shards machine `ordinal` holds: [ordinal * perMachine, ordinal * perMachine + perMachine - 1], all below `count`. */
+export function ordinalShards(machine: MachineOrdinal, count: number): Result<{ ids: number[] }> {
+  const first = machine.ordinal * machine.perMachine;
+  const last = first + machine.perMachine - 1;
+  if (last >= count) {
+    const fitting = Math.floor(count / machine.perMachine);
+    const advice =
+      fitting === 0
+        ? 'SHARDS_PER_MACHINE is more than SHARD_COUNT'
+        : `${fitting === 1 ? 'only ordinal 0 fits' : `ordinals 0 to ${fitting - 1} fit`}: run ${fitting} machine${fitting === 1 ? '' : 's'} or raise SHARD_COUNT`;
+    return {
+      ok: false,
+      message:
+        `SHARD_IDS=${AUTO_ORDINAL} gives machine ${machine.ordinal} (${machine.source}) shards ${first}-${last} with SHARDS_PER_MACHINE=${machine.perMachine}, ` +
+        `but SHARD_COUNT is ${count} (shards 0 to ${count - 1}): ${advice}.`,
+    };
+  }
+  return { ok: true, ids: Array.from({ length: machine.perMachine }, (_, index) => first + index) };
+}
+
 /** The plan for a known shard count. */
 export function planShards(request: ShardingRequest, count: number): Result<{ plan: ShardPlan }> {
   let ids = Array.from({ length: count }, (_, id) => id);
   if (request.ids !== undefined) {
-    const parsed = parseShardIds(request.ids, count);
-    if (!parsed.ok) return parsed;
-    ids = parsed.ids;
+    const chosen = typeof request.ids === 'string' ? parseShardIds(request.ids, count) : ordinalShards(request.ids, count);
+    if (!chosen.ok) return chosen;
+    ids = chosen.ids;
   }
   const workers: number[][] = [];
   for (let index = 0; index < ids.length; index += request.perProcess) workers.push(ids.slice(index, index + request.perProcess));

@@ -46,6 +46,46 @@ describe('configuration from the environment', () => {
     expect(loadConfig({ ...minimal, SHARD_COUNT: 'AUTO', SHARD_IDS: '5' }).ok).toBe(true);
   });
 
+  it("takes the machine's shards from its ordinal with SHARD_IDS=auto-ordinal: POD_INDEX first, else the host name", () => {
+    const fromPodIndex = loadConfig(
+      { ...minimal, SHARD_COUNT: '8', SHARD_IDS: 'auto-ordinal', SHARDS_PER_MACHINE: '2', POD_INDEX: '3' },
+      () => 'bot-1',
+    );
+    expect(fromPodIndex.ok && fromPodIndex.config.sharding).toEqual({
+      count: 8,
+      ids: { ordinal: 3, perMachine: 2, source: 'POD_INDEX=3' },
+      perProcess: 1,
+    });
+    const fromHostName = loadConfig({ ...minimal, SHARD_IDS: 'auto-ordinal', SHARDS_PER_MACHINE: '4' }, () => 'video-bot-2');
+    expect(fromHostName.ok && fromHostName.config.sharding.ids).toEqual({ ordinal: 2, perMachine: 4, source: 'host name "video-bot-2"' });
+    // SHARDS_PER_MACHINE defaults to one shard per machine.
+    const single = loadConfig({ ...minimal, SHARD_IDS: 'auto-ordinal', POD_INDEX: '5' }, () => 'bot-9');
+    expect(single.ok && single.config.sharding.ids).toEqual({ ordinal: 5, perMachine: 1, source: 'POD_INDEX=5' });
+  });
+
+  it.each([
+    [
+      { SHARD_IDS: 'auto-ordinal' },
+      'SHARD_IDS=auto-ordinal takes the machine\'s ordinal from POD_INDEX, or else from the number its host name ends in (bot-3: 3), but POD_INDEX is unset and the host name "laptop" ends in no number. Set POD_INDEX, or list the shards in SHARD_IDS.',
+    ],
+    [{ SHARD_IDS: 'auto-ordinal', POD_INDEX: 'three' }, 'POD_INDEX must be the machine\'s ordinal, a whole number from 0 (got "three").'],
+    [
+      { SHARD_COUNT: '8', SHARD_IDS: 'auto-ordinal', SHARDS_PER_MACHINE: '2', POD_INDEX: '4' },
+      'SHARD_IDS=auto-ordinal gives machine 4 (POD_INDEX=4) shards 8-9 with SHARDS_PER_MACHINE=2, but SHARD_COUNT is 8 (shards 0 to 7): ordinals 0 to 3 fit: run 4 machines or raise SHARD_COUNT.',
+    ],
+    [
+      { SHARD_IDS: 'auto-ordinal', SHARDS_PER_MACHINE: '0', POD_INDEX: '1' },
+      'SHARDS_PER_MACHINE must be a whole number of shards per machine, at least 1 (got "0").',
+    ],
+    [
+      { SHARD_IDS: '0-1', SHARDS_PER_MACHINE: '2' },
+      'SHARDS_PER_MACHINE applies only with SHARD_IDS=auto-ordinal (got SHARD_IDS="0-1"): set both, or neither.',
+    ],
+  ])('refuses SHARD_IDS=auto-ordinal with %o, naming the variables', (variables, problem) => {
+    const result = loadConfig({ ...minimal, ...variables }, () => 'laptop');
+    expect(result.ok ? [] : result.problems).toEqual([problem]);
+  });
+
   it.each([
     [{ SHARD_COUNT: '0' }, 'SHARD_COUNT must be "auto" (Discord\'s recommendation) or a whole number of shards from 1 to 10000 (got "0").'],
     [

@@ -22,13 +22,14 @@ interface Rig {
   env: Record<string, string>;
 }
 
-async function startRig(): Promise<Rig> {
+/** `shards` in all (Discord's recommendation), and a guild on each shard of `guildShards`. */
+async function startRig(shards = SHARDS, guildShards = [0, 0, 1, 1]): Promise<Rig> {
   const emulator = await startEmulator({
     config: { timing: { generation_ms: 300 }, limits: { rate_per_minute: 100_000, concurrent_tasks: 100 } },
   });
-  const discord = await startDiscordStandIn({ shards: SHARDS, identifyWindowMs: IDENTIFY_WINDOW_MS });
+  const discord = await startDiscordStandIn({ shards, identifyWindowMs: IDENTIFY_WINDOW_MS });
   const redis = await startOwnRedis();
-  const guilds = [0, 0, 1, 1].map((shard) => discord.createGuild({ shard: [shard, SHARDS] }));
+  const guilds = guildShards.map((shard) => discord.createGuild({ shard: [shard, shards] }));
   return { emulator, discord, redis, guilds, env: botEnvironment(discord, emulator, { STORE_URL: redis.url }) };
 }
 
@@ -296,4 +297,41 @@ describe('a change of SHARD_COUNT', () => {
       await sharded.stop();
     }
   }, 90_000);
+});
+
+describe('a Kubernetes pod (SHARD_IDS=auto-ordinal): bot-3 of SHARD_COUNT=8 with SHARDS_PER_MACHINE=2', () => {
+  let rig: Rig;
+  let pod: BotProcess;
+  beforeAll(async () => {
+    // A guild on each of the pod's shards, and one on a shard of another pod.
+    rig = await startRig(8, [6, 7, 0]);
+    // POD_INDEX as the StatefulSet's downward API gives it (deploy/kubernetes/bot-statefulset.yaml).
+    pod = startBot({
+      env: { ...rig.env, SHARD_COUNT: '8', SHARD_IDS: 'auto-ordinal', SHARDS_PER_MACHINE: '2', POD_INDEX: '3' },
+      dataDirectory: makeDataDirectory(),
+    });
+    await workersReady(pod, [6, 7]);
+  }, 90_000);
+  afterAll(async () => {
+    if (pod?.child.exitCode === null) await pod.stop();
+    await stopRig(rig);
+  });
+
+  it('holds shards 6 and 7: identifies with those shard ids and no other, and receives their guilds alone', () => {
+    const { discord, guilds } = rig;
+    const starting = pod.logs.find((line) => line.msg === 'starting worker processes');
+    expect(starting).toMatchObject({ shardCount: 8, shards: '6-7', workers: ['6', '7'], ordinal: 3, ordinalFrom: 'POD_INDEX=3' });
+    // The two workers identify in either order.
+    const byShard = <T extends { shard: readonly number[] | null }>(records: readonly T[]) =>
+      [...records].sort((a, b) => (a.shard?.[0] ?? -1) - (b.shard?.[0] ?? -1));
+    expect(byShard(discord.identifies).map((identify) => [identify.shard, identify.outcome])).toEqual([
+      [[6, 8], 'accepted'],
+      [[7, 8], 'accepted'],
+    ]);
+    const sessions = byShard(discord.shardSessions().filter((session) => session.connected));
+    expect(sessions.map((session) => [session.shard, session.guildIds])).toEqual([
+      [[6, 8], [guilds[0]!.id]],
+      [[7, 8], [guilds[1]!.id]],
+    ]);
+  });
 });

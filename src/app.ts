@@ -21,6 +21,7 @@ import { openStore, parseMarker, type Store } from './store/index.ts';
 import { createVideo } from './video/index.ts';
 import { pollPolicyWithInterval } from './video/poll-policy.ts';
 import { VoiceVideo } from './video/voice-requests.ts';
+import { CONVERSATION_RECORDS, parseConversationRecord } from './voice/conversation-record.ts';
 import { VoiceService } from './voice/service.ts';
 
 export interface App {
@@ -213,6 +214,7 @@ export async function startApp(
     metrics,
     spending: settings.spending,
     videoRequests,
+    conversations: store.collection(CONVERSATION_RECORDS, parseConversationRecord),
     log,
   });
   video.tracker.onFinished((task) => {
@@ -238,6 +240,11 @@ export async function startApp(
     video.tracker.resume(ownsGuild).then(
       (count) => log.info('following unfinished video tasks', { count }),
       (error: unknown) => log.error('could not resume unfinished video tasks', { error }),
+    );
+    // Voice conversations a restart (or a crash) interrupted, in this process's guilds.
+    voice.resume(ownsGuild).then(
+      (count) => log.info('voice conversations brought back', { count }),
+      (error: unknown) => log.error('could not bring back voice conversations', { error }),
     );
     if (shards) {
       log.info('ready', { user: ready.user.id, guilds: ready.guilds.cache.size, shardCount: shards.count });

@@ -2,6 +2,7 @@ import { VoiceConnectionStatus, entersState, joinVoiceChannel, type VoiceConnect
 import { PermissionFlagsBits, type Client, type Guild, type GuildMember, type VoiceState } from 'discord.js';
 import { DISCORD_ERRORS, isDiscordError, type DiscordOutbox } from '../discord/outbox.ts';
 import { RealtimeClient, type RealtimeSessionConfig } from '../gateway/realtime/client.ts';
+import { backoffDelay, type BackoffPolicy } from '../lib/backoff.ts';
 import { REALTIME_SESSION_MAX_MS } from '../gateway/spec.ts';
 import type { Logger } from '../lib/log.ts';
 import type { GatewayAccessResolver } from '../ports/gateway-access.ts';
@@ -14,6 +15,7 @@ import { addressesBot, answersOnlyWhenNamed } from './addressing.ts';
 import { describeCallEncryption, type CallEncryption } from './call-encryption.ts';
 import { VoiceAccessError, VoiceSession, finalFailure, type VoiceFunctionCall, type VoiceSessionMetrics } from './session.ts';
 import { VOICE_TOOLS, runToolCall } from './tools.ts';
+import { ConversationRecorder, type ConversationRecord, type ConversationRecords, type RecordedTurn } from './conversation-record.ts';
 import type { Result } from '../lib/result.ts';
 import type { BotMetrics } from '../lib/metrics.ts';
 
@@ -37,6 +39,20 @@ const VAD_PREFIX_PADDING_MS = 300;
 const METER_HEARTBEAT_MS = 30_000;
 /** The longest the bot waits for its goodbye (why it leaves) to be heard before it leaves anyway. */
 const LAST_LINE_MAX_MS = 15_000;
+/**
+ * The longest a graceful stop waits for "restarting" to be heard: an answer under way first, then the
+ * line (about 3 s of speech). Well within the stop's 10 s, which also drains commands and closes the rest.
+ */
+const RESTART_LINE_MAX_MS = 6_000;
+const RESTART_LINE = 'I am restarting now. I will be back in a moment.';
+const BACK_LINE = 'I am back. Where were we?';
+/** What the bot says of the restart itself is not kept as a turn of the conversation: it would only crowd the real ones out. */
+const RESTART_LINES: ReadonlySet<string> = new Set([RESTART_LINE, BACK_LINE]);
+/** How long a new realtime session gets to take the earlier turns as items before they go in its instructions instead. */
+const RESTORE_TIMEOUT_MS = 5_000;
+/** A conversation that cannot be brought back after a restart is tried this many times (across starts), then dropped. */
+const MAX_REJOIN_ATTEMPTS = 3;
+const REJOIN_BACKOFF: BackoffPolicy = { baseMs: 2_000, maxMs: 10_000, jitter: 0.25, spread: 'within-bounds' };
 
 interface GuildVoice {
   session: VoiceSession;
@@ -51,6 +67,14 @@ interface GuildVoice {
   settings: VoiceSettings;
   /** Counts the conversation's session time and watches its budget; undefined without a spending port. */
   meter: ConversationMeter | undefined;
+  /** Keeps the conversation's record in the store, to bring it back after a restart; undefined without a store. */
+  recorder: ConversationRecorder | undefined;
+}
+
+/** The earlier turns in words, for a gateway that does not take them as conversation items. */
+function earlierTurnsNote(turns: readonly RecordedTurn[]): string {
+  const lines = turns.map((turn) => `${turn.speaker === 'user' ? 'Member' : 'You'}: ${turn.text}`);
+  return `You were restarted in the middle of this conversation. What was said before, oldest first:\n${lines.join('\n')}`;
 }
 
 const VOICE_PERMISSIONS = [
@@ -93,6 +117,11 @@ export interface VoiceServiceDeps {
   meterHeartbeatMs?: number;
   /** Counts live conversations and realtime reconnects, and each session's frames, decryption failures, renewals and latency; default none. */
   metrics?: Pick<BotMetrics, 'voiceConversations' | 'realtimeReconnect'> & VoiceSessionMetrics;
+  /**
+   * Live conversations as the store keeps them (`voice_conversations`): a graceful stop keeps them and
+   * `resume()` brings them back at the next start. Without it a stop ends every conversation for good.
+   */
+  conversations?: ConversationRecords;
 }
 
 export class VoiceService {
@@ -101,6 +130,8 @@ export class VoiceService {
   readonly #joining = new Set<string>();
   readonly #idleTimer: NodeJS.Timeout;
   readonly #now: () => number;
+  /** stopAll() ran: nothing is brought back any more. */
+  #stopped = false;
 
   constructor(deps: VoiceServiceDeps) {
     this.#deps = deps;
@@ -118,8 +149,18 @@ export class VoiceService {
     return this.#guilds.get(guildId)?.voiceChannelId;
   }
 
-  /** `userId`: the member who brings the bot in, whose budget (and the server's) the conversation spends. */
-  async join(guildId: string, voiceChannelId: string, textChannelId: string, userId: string): Promise<JoinResult> {
+  /**
+   * `userId`: the member who brings the bot in, whose budget (and the server's) the conversation spends.
+   * `resumed`: the record of a conversation a restart interrupted, brought back with its settings, its
+   * transcript thread and its earlier turns in the new realtime session's context.
+   */
+  async join(
+    guildId: string,
+    voiceChannelId: string,
+    textChannelId: string,
+    userId: string,
+    resumed?: ConversationRecord,
+  ): Promise<JoinResult> {
     const current = this.#guilds.get(guildId);
     if (current?.voiceChannelId === voiceChannelId) return { ok: true, alreadyThere: true };
     if (this.#joining.has(guildId)) return { ok: false, message: 'I am already joining a voice channel here; give me a moment.' };
@@ -141,7 +182,7 @@ export class VoiceService {
     this.#joining.add(guildId);
     try {
       if (current) await this.leave(guildId, 'moving to another channel', false);
-      const settings = await this.#deps.settings.voiceSettings(guildId);
+      const settings = resumed?.settings ?? (await this.#deps.settings.voiceSettings(guildId));
       const log = this.#deps.log.child({ guild: guildId });
       const connection = joinVoiceChannel({
         guildId,
@@ -161,9 +202,13 @@ export class VoiceService {
         return { ok: false, message: 'I could not connect to that voice channel. Check that I may connect and speak there.' };
       }
       const activity = { last: this.#now() };
+      // The earlier turns of a conversation brought back: items of its first realtime session, or, when the
+      // gateway does not take those, a note in the instructions of every session from then on.
+      let toRestore = resumed && resumed.turns.length > 0 ? resumed.turns : undefined;
+      let earlierTurns: string | undefined;
       const sessionConfig = (manual: boolean): RealtimeSessionConfig => ({
         voice: settings.voice,
-        instructions: settings.instructions,
+        instructions: earlierTurns === undefined ? settings.instructions : `${settings.instructions}\n\n${earlierTurns}`,
         turnDetection: manual
           ? null
           : {
@@ -195,13 +240,31 @@ export class VoiceService {
           });
           // Every session the conversation opens (the first, renewals, reconnects) costs until it closes.
           meter?.opened(client);
+          if (toRestore) {
+            const turns = toRestore;
+            const taken = await client.addMessages(
+              turns.map((turn) => ({ role: turn.speaker === 'user' ? 'user' : 'assistant', text: turn.text })),
+              RESTORE_TIMEOUT_MS,
+            );
+            if (taken.ok) {
+              log.info('the earlier turns of the conversation are in the new realtime session', { turns: turns.length });
+            } else {
+              log.warn('the gateway did not take the earlier turns as items; they go in the instructions', { reason: taken.message });
+              earlierTurns = earlierTurnsNote(turns);
+              client.updateSession(sessionConfig(manual));
+            }
+            toRestore = undefined;
+          }
           return client;
         },
         sessionConfig,
         onlyWhenNamed: answersOnlyWhenNamed(settings.respond, this.#peopleIn(guild, voiceChannelId)),
         addressed: (transcript) => addressesBot(transcript, this.#wakeWords(guild, settings)),
         onFunctionCall: (call) => this.#functionCall(guild, textChannelId, call),
-        onTranscript: (speaker, text, answered) => void this.#transcript(guildId, speaker, text, answered),
+        onTranscript: (speaker, text, answered) => {
+          if (!(speaker === 'bot' && RESTART_LINES.has(text))) this.#guilds.get(guildId)?.recorder?.turn({ speaker, text });
+          void this.#transcript(guildId, speaker, text, answered);
+        },
         onProblem: (message) => void this.#say(textChannelId, message),
         onGiveUp: (reason) => void this.#stopBecause(guildId, reason),
         onActivity: () => {
@@ -221,25 +284,55 @@ export class VoiceService {
         };
       }
       this.#watch(guildId, connection);
+      const records = this.#deps.conversations;
+      const recorder =
+        records &&
+        new ConversationRecorder(
+          records,
+          guildId,
+          {
+            voiceChannelId,
+            textChannelId,
+            userId,
+            settings,
+            turns: [...(resumed?.turns ?? [])],
+            ...(resumed?.transcriptThreadId === undefined ? {} : { transcriptThreadId: resumed.transcriptThreadId }),
+            restarting: false,
+            rejoinAttempts: 0,
+            updatedAt: Date.now(),
+          },
+          log,
+        );
       this.#guilds.set(guildId, {
         session,
         connection,
         voiceChannelId,
         textChannelId,
-        transcriptThreadId: undefined,
+        transcriptThreadId: resumed?.transcriptThreadId,
         activity,
         settings,
         meter,
+        recorder,
       });
+      // Kept from now on, so that a crash leaves it too; not waited for (a slow store must not hold up the join).
+      void recorder?.write();
       this.#deps.metrics?.voiceConversations(1);
       session.on('state', (status) => {
         if (status === 'reconnecting') this.#deps.metrics?.realtimeReconnect();
       });
       const encryption = await session.encryptionSettled(ENCRYPTION_JOIN_WAIT_MS);
-      await this.#say(
-        textChannelId,
-        `🎙️ Listening in <#${voiceChannelId}>. What people say there is sent to the voice model and answered out loud. Use \`/voice leave\` to stop.\n${describeCallEncryption(encryption)}`,
-      );
+      if (resumed) {
+        session.announce(BACK_LINE);
+        await this.#say(
+          textChannelId,
+          `🎙️ Back in <#${voiceChannelId}> after a restart, and still listening: what people say there is sent to the voice model and answered out loud. Use \`/voice leave\` to stop.\n${describeCallEncryption(encryption)}`,
+        );
+      } else {
+        await this.#say(
+          textChannelId,
+          `🎙️ Listening in <#${voiceChannelId}>. What people say there is sent to the voice model and answered out loud. Use \`/voice leave\` to stop.\n${describeCallEncryption(encryption)}`,
+        );
+      }
       // After the channel heard that the bot listens: a budget with under a minute left is warned of at once.
       void meter?.start();
       return { ok: true, encryption };
@@ -280,17 +373,24 @@ export class VoiceService {
     });
   }
 
+  /** Ends the conversation for good (its record goes too), and says so in the text channel unless `announce` is false. */
   async leave(guildId: string, reason: string, announce = true): Promise<boolean> {
     const entry = this.#guilds.get(guildId);
-    if (!entry) return false;
+    if (!entry || !(await this.#end(guildId, entry, reason, 'remove'))) return false;
+    if (announce) await this.#say(entry.textChannelId, `Stopped listening in <#${entry.voiceChannelId}> (${reason}).`);
+    return true;
+  }
+
+  /** Leaves the channel; the record is removed, or kept for the next start (a restart). */
+  async #end(guildId: string, entry: GuildVoice, reason: string, record: 'remove' | 'keep'): Promise<boolean> {
+    if (this.#guilds.get(guildId) !== entry) return false;
     this.#guilds.delete(guildId);
     this.#deps.metrics?.voiceConversations(-1);
     entry.session.stop();
     if (entry.connection.state.status !== VoiceConnectionStatus.Destroyed) entry.connection.destroy();
     // Counted before the leave is answered: /usage right after it shows the whole conversation.
-    await entry.meter?.end();
+    await Promise.all([entry.meter?.end(), record === 'remove' ? entry.recorder?.remove() : entry.recorder?.keepForRestart()]);
     this.#deps.log.info('left voice', { guild: guildId, reason });
-    if (announce) await this.#say(entry.textChannelId, `Stopped listening in <#${entry.voiceChannelId}> (${reason}).`);
     return true;
   }
 
@@ -339,9 +439,98 @@ export class VoiceService {
     return true;
   }
 
+  /**
+   * A graceful stop: each conversation says aloud that the bot restarts and will be back (heard, within
+   * RESTART_LINE_MAX_MS), the text channel is told the same, and its record stays for `resume()` at the
+   * next start. Without a store to keep it in, the conversation just ends.
+   */
   async stopAll(): Promise<void> {
+    this.#stopped = true;
     clearInterval(this.#idleTimer);
-    await Promise.all([...this.#guilds.keys()].map((guildId) => this.leave(guildId, 'the bot is restarting')));
+    await Promise.all(
+      [...this.#guilds].map(async ([guildId, entry]) => {
+        if (!entry.recorder) {
+          await this.leave(guildId, 'the bot is restarting');
+          return;
+        }
+        await Promise.all([
+          entry.session.sayLast(RESTART_LINE, RESTART_LINE_MAX_MS),
+          this.#say(
+            entry.textChannelId,
+            `🔄 The bot is restarting: I will be back in <#${entry.voiceChannelId}> in a moment, and remember what was said.`,
+          ),
+        ]);
+        await this.#end(guildId, entry, 'the bot is restarting (coming back after it)', 'keep');
+      }),
+    );
+  }
+
+  /**
+   * At start, once Discord is ready: brings back the conversations a restart or a crash interrupted, in
+   * the guilds `owns` says this process holds (all without it). One whose voice channel nobody is in any
+   * more is dropped; one that cannot be brought back is tried again a few times, then dropped, saying so in
+   * its text channel. Resolves with how many came back.
+   */
+  async resume(owns?: (guildId: string) => boolean): Promise<number> {
+    const records = this.#deps.conversations;
+    if (!records) return 0;
+    const interrupted: [string, ConversationRecord][] = [];
+    for await (const [guildId, record] of records.entries()) if (!owns || owns(guildId)) interrupted.push([guildId, record]);
+    const back = await Promise.all(interrupted.map(([guildId, record]) => this.#comeBack(records, guildId, record)));
+    return back.filter(Boolean).length;
+  }
+
+  async #comeBack(records: ConversationRecords, guildId: string, record: ConversationRecord): Promise<boolean> {
+    const log = this.#deps.log.child({ guild: guildId });
+    for (let attempt = record.rejoinAttempts; !this.#stopped; attempt++) {
+      const guild = this.#deps.client.guilds.cache.get(guildId);
+      if (guild && this.#peopleIn(guild, record.voiceChannelId) === 0) {
+        log.info('not rejoining voice after the restart: nobody is in the channel any more', { channel: record.voiceChannelId });
+        await this.#dropRecord(records, guildId, log);
+        return false;
+      }
+      if (attempt >= MAX_REJOIN_ATTEMPTS) {
+        log.warn('giving up on rejoining voice after the restart', { channel: record.voiceChannelId, attempts: attempt });
+        await this.#dropRecord(records, guildId, log);
+        await this.#say(
+          record.textChannelId,
+          `I could not come back to <#${record.voiceChannelId}> after the restart. Use \`/voice join\` to start a new conversation.`,
+        );
+        return false;
+      }
+      // Counted before it is tried: a start that dies while rejoining counts too.
+      try {
+        await records.update(guildId, (current) => current && { ...current, rejoinAttempts: attempt + 1 });
+      } catch (error) {
+        log.warn('could not count an attempt to rejoin voice', { error });
+      }
+      const joined = guild
+        ? await this.join(guildId, record.voiceChannelId, record.textChannelId, record.userId, record)
+        : { ok: false as const, message: 'the server is not available' };
+      if (joined.ok) {
+        log.info('rejoined voice after the restart', {
+          channel: record.voiceChannelId,
+          turns: record.turns.length,
+          restarting: record.restarting,
+        });
+        return true;
+      }
+      log.warn('could not rejoin voice after the restart', {
+        channel: record.voiceChannelId,
+        attempt: attempt + 1,
+        reason: joined.message,
+      });
+      await new Promise((resolve) => setTimeout(resolve, backoffDelay(attempt - record.rejoinAttempts, REJOIN_BACKOFF)).unref());
+    }
+    return false;
+  }
+
+  async #dropRecord(records: ConversationRecords, guildId: string, log: Logger): Promise<void> {
+    try {
+      await records.delete(guildId);
+    } catch (error) {
+      log.warn("could not drop the voice conversation's record", { error });
+    }
   }
 
   async #say(channelId: string, content: string): Promise<string | undefined> {
@@ -406,9 +595,11 @@ export class VoiceService {
         );
         try {
           entry.transcriptThreadId = await this.#deps.outbox.startThread(entry.textChannelId, entry.transcriptAnchorId, 'Voice transcript');
+          entry.recorder?.change({ transcriptThreadId: entry.transcriptThreadId });
         } catch (error) {
           if (!isDiscordError(error, DISCORD_ERRORS.missingAccess, DISCORD_ERRORS.missingPermissions)) throw error;
           entry.settings = { ...entry.settings, transcripts: false };
+          entry.recorder?.change({ settings: entry.settings });
           this.#deps.log.warn('may not open a transcript thread; no transcript for this conversation', {
             guild: guildId,
             channel: entry.textChannelId,
@@ -439,6 +630,7 @@ export class VoiceService {
         void this.leave(guildId, DISCONNECTED_REASON);
         return;
       }
+      if (entry.voiceChannelId !== after.channelId) entry.recorder?.change({ voiceChannelId: after.channelId });
       entry.voiceChannelId = after.channelId;
     } else if (before.channelId === entry.voiceChannelId && after.channelId !== entry.voiceChannelId) {
       entry.session.forgetUser(after.id);
@@ -464,6 +656,7 @@ export class VoiceService {
   #leaveIdle(): void {
     const now = this.#now();
     for (const [guildId, entry] of this.#guilds) {
+      entry.recorder?.refresh(Date.now());
       if (!entry.session.speaking && now - entry.activity.last > entry.settings.idleMinutes * 60_000)
         void this.leave(guildId, `nobody spoke for ${entry.settings.idleMinutes} minute${entry.settings.idleMinutes === 1 ? '' : 's'}`);
     }

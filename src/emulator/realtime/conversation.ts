@@ -62,6 +62,16 @@ export class Conversation {
     return entry.previousId;
   }
 
+  /** The items kept, in conversation order (each after the one it followed), oldest first. */
+  items(): ConversationItem[] {
+    const ordered: ConversationItem[] = [];
+    for (let entry = this.#lastId === null ? undefined : this.#entries.get(this.#lastId); entry;) {
+      ordered.push(entry.item);
+      entry = entry.previousId === null ? undefined : this.#entries.get(entry.previousId);
+    }
+    return ordered.reverse();
+  }
+
   delete(id: string): boolean {
     const entry = this.#entries.get(id);
     if (!entry) return false;

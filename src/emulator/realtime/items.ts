@@ -1,4 +1,4 @@
-import { isRecord } from '../../lib/json.ts';
+import { isRecord, ownValue } from '../../lib/json.ts';
 import { Conversation, type ConversationItem, type ConversationLimits } from './conversation.ts';
 import { newId, type ClientEvent, type Emit, type Refuse } from './session-io.ts';
 
@@ -11,6 +11,14 @@ export const MAX_REMEMBERED_ITEMS = 1000;
 const CONVERSATION_LIMITS: ConversationLimits = { maxItems: MAX_REMEMBERED_ITEMS, maxChars: 1024 * 1024 };
 /** A force_message is spoken in at most a few seconds: longer text is refused rather than kept and echoed. */
 const MAX_FORCE_MESSAGE_CHARS = 4096;
+
+/** The content parts a message item of each role may carry (the realtime protocol's, its older names included). */
+const MESSAGE_PART_TYPES: Readonly<Record<string, readonly string[]>> = {
+  user: ['input_text', 'input_audio', 'input_image'],
+  system: ['input_text'],
+  assistant: ['output_text', 'text', 'output_audio', 'audio'],
+};
+const TEXT_PART_TYPES: ReadonlySet<string> = new Set(['input_text', 'output_text', 'text']);
 
 /** What item creation asks of the model's side: the function calls it knows, and speaking a force_message. */
 export interface ItemModel {
@@ -27,10 +35,18 @@ export class ConversationItems {
   readonly #conversation = new Conversation(CONVERSATION_LIMITS);
   readonly #emit: Emit;
   readonly #refuse: Refuse;
+  /** Whether message items may be created (RealtimeOptions.messageItems), read at each creation. */
+  readonly #messageItems: () => boolean;
 
-  constructor(emit: Emit, refuse: Refuse) {
+  constructor(emit: Emit, refuse: Refuse, messageItems: () => boolean = () => true) {
     this.#emit = emit;
     this.#refuse = refuse;
+    this.#messageItems = messageItems;
+  }
+
+  /** The conversation's items as they stand, oldest first: what the model would take as context. */
+  get items(): ConversationItem[] {
+    return this.#conversation.items();
   }
 
   /** The id of the newest item. */
@@ -67,6 +83,7 @@ export class ConversationItems {
         this.#refuse('invalid_value', `The conversation already has an item ${item.id}.`, event.event_id, 'item.id');
         return;
       }
+      if (item.type === 'message' && !this.#messageFits(item, event.event_id)) return;
       if (item.type === 'function_call_output' && !model.acceptOutput(item, event.event_id)) return;
       // A call the client writes into the conversation (history it restores) may be answered like the model's own.
       if (item.type === 'function_call' && typeof item.call_id === 'string' && !model.knowsCall(item.call_id))
@@ -100,6 +117,42 @@ export class ConversationItems {
       return;
     }
     model.forceMessage(text, item.interruptible !== false, event.event_id);
+  }
+
+  /**
+   * A message item a client writes (history it restores, text it sends): a role the protocol knows, and
+   * content parts of the types that role's items carry, each text part with its text. False after answering why not.
+   */
+  #messageFits(item: Readonly<Record<string, unknown>>, clientEventId: unknown): boolean {
+    if (!this.#messageItems()) {
+      this.#refuse('invalid_value', 'This conversation does not take message items.', clientEventId, 'item.type');
+      return false;
+    }
+    const role = typeof item.role === 'string' ? item.role : '';
+    const partTypes = ownValue(MESSAGE_PART_TYPES, role);
+    if (!partTypes) {
+      this.#refuse('invalid_value', 'A message item needs a role: user, assistant or system.', clientEventId, 'item.role');
+      return false;
+    }
+    const parts = item.content === undefined ? [] : item.content;
+    const fits =
+      Array.isArray(parts) &&
+      parts.every(
+        (part: unknown) =>
+          isRecord(part) &&
+          typeof part.type === 'string' &&
+          partTypes.includes(part.type) &&
+          (!TEXT_PART_TYPES.has(part.type) || typeof part.text === 'string'),
+      );
+    if (!fits) {
+      this.#refuse(
+        'invalid_value',
+        `A ${role} message's content is a list of parts of type ${partTypes.join(', ')}; a text part carries its text.`,
+        clientEventId,
+        'item.content',
+      );
+    }
+    return fits;
   }
 
   /** The item id a client event names, or undefined after answering that it names none. */

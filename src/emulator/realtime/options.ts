@@ -10,6 +10,8 @@ export interface RealtimeOptions {
   maxToneMs: number;
   /** A closed session stays in `sessions` (for tests to inspect) this long, until the next connection. */
   closedSessionRetentionMs: number;
+  /** Whether a client may write message items (history) into the conversation; false refuses them, as a gateway without them would. */
+  messageItems: boolean;
 }
 
 export const DEFAULT_REALTIME_OPTIONS: RealtimeOptions = {
@@ -18,4 +20,5 @@ export const DEFAULT_REALTIME_OPTIONS: RealtimeOptions = {
   toneMsPerCharacter: 60,
   maxToneMs: 5000,
   closedSessionRetentionMs: 60_000,
+  messageItems: true,
 };

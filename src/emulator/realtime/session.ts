@@ -2,6 +2,7 @@ import { isRecord } from '../../lib/json.ts';
 import type { Logger } from '../../lib/log.ts';
 import { journalEvent, newEventJournal, type JournaledEvent } from './event-journal.ts';
 import { InputAudioBuffer } from './input-buffer.ts';
+import type { ConversationItem } from './conversation.ts';
 import { ConversationItems } from './items.ts';
 import type { RealtimeOptions } from './options.ts';
 import { Responses } from './responses.ts';
@@ -59,7 +60,7 @@ export class RealtimeSession {
     this.#log = log;
     const emit: Emit = (type, fields) => this.emit(type, fields);
     const refuse: Refuse = (code, message, clientEventId, param) => this.#error(code, message, clientEventId, param);
-    this.#items = new ConversationItems(emit, refuse);
+    this.#items = new ConversationItems(emit, refuse, () => options.messageItems);
     this.#responses = new Responses({
       options,
       config: this.#config,
@@ -104,6 +105,11 @@ export class RealtimeSession {
     this.#closedAt ??= Date.now();
     this.#responses.close();
     this.#input.reset();
+  }
+
+  /** The conversation's items as they stand, oldest first (the context the model has): for tests and demos. */
+  get items(): ConversationItem[] {
+    return this.#items.items;
   }
 
   /** Whether the session declared a function tool of this name. */

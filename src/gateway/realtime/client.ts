@@ -6,7 +6,8 @@ import { GatewayError } from '../errors.ts';
 import { requestIdOf, trustedAuthorities } from '../http.ts';
 import { realtimeSubprotocolPrefixes } from '../spec.ts';
 import type { ClientSecret } from '../types.ts';
-import { isRecord, readString, readTimestamp } from '../../lib/json.ts';
+import { isRecord, readRecord, readString, readTimestamp } from '../../lib/json.ts';
+import { waitUntil } from '../../lib/wait-until.ts';
 import { parseServerEvent, type RealtimeServerEvent } from './events.ts';
 import { websocketText } from '../../lib/websocket-text.ts';
 
@@ -140,6 +141,22 @@ async function refusal(response: IncomingMessage): Promise<RealtimeConnectionErr
     // A body that is not JSON leaves the status as the whole story.
   }
   return new RealtimeConnectionError(message, { status: response.statusCode, code, requestId: requestIdOf(response.headers) });
+}
+
+/** A message written into the conversation as history: what a member said, or what the model answered. */
+export interface ConversationMessage {
+  role: 'user' | 'assistant';
+  text: string;
+}
+
+/** Whether the gateway took every message of `addMessages`, or why not. */
+export type MessagesTaken = { ok: true } | { ok: false; message: string };
+
+/** The id of the item a server event says was created (`conversation.item.created`, or `.added` as GA servers name it). */
+function createdItemId(event: RealtimeServerEvent): string | undefined {
+  if (event.type === 'conversation.item.created') return event.itemId;
+  if (event.type === 'other' && event.name === 'conversation.item.added') return readString(readRecord(event.raw, 'item'), 'id');
+  return undefined;
 }
 
 /** Client events remembered by id, so an error naming one can say what it answers. */
@@ -334,6 +351,70 @@ export class RealtimeClient extends EventEmitter<ClientEvents> {
         content: [{ type: 'output_text', text }],
       },
     });
+  }
+
+  /**
+   * Writes `messages` into the conversation, in order, as `message` items (a member's `input_text`, the
+   * model's `output_text`: the widely used realtime protocol's history items), each with an id of its own
+   * so that its creation can be told apart. Resolves once the gateway announced every one; `ok: false`
+   * when it refused one (an error naming its event), the socket closed, or `timeoutMs` passed first.
+   */
+  async addMessages(messages: readonly ConversationMessage[], timeoutMs: number): Promise<MessagesTaken> {
+    const waiting = new Set<string>();
+    const eventIds = new Set<string>();
+    let refused: string | undefined;
+    let closed = false;
+    const follow = (event: RealtimeServerEvent) => {
+      const created = createdItemId(event);
+      if (created !== undefined) waiting.delete(created);
+      if (event.type === 'error' && event.clientEventId !== undefined && eventIds.has(event.clientEventId)) refused ??= event.message;
+    };
+    const onClose = () => {
+      closed = true;
+    };
+    this.on('event', follow);
+    this.on('close', onClose);
+    const batch = `${Date.now().toString(36)}${(++this.#eventCount).toString(36)}`;
+    try {
+      for (const [index, message] of messages.entries()) {
+        const id = `item_ctx_${batch}_${index}`;
+        const eventId = this.#send({
+          type: 'conversation.item.create',
+          item: {
+            id,
+            type: 'message',
+            role: message.role,
+            content: [{ type: message.role === 'user' ? 'input_text' : 'output_text', text: message.text }],
+          },
+        });
+        if (eventId === undefined) return { ok: false, message: 'the realtime session closed' };
+        waiting.add(id);
+        eventIds.add(eventId);
+      }
+      return await waitUntil<MessagesTaken>({
+        check: () => {
+          if (refused !== undefined) return { ok: false, message: refused };
+          if (closed) return { ok: false, message: 'the realtime session closed' };
+          return waiting.size === 0 ? { ok: true } : undefined;
+        },
+        subscribe: (wake) => {
+          this.on('event', wake);
+          this.on('close', wake);
+          return () => {
+            this.off('event', wake);
+            this.off('close', wake);
+          };
+        },
+        timeoutMs,
+        timeoutError: () =>
+          new Error(`the gateway announced ${messages.length - waiting.size} of ${messages.length} items within ${timeoutMs} ms`),
+      });
+    } catch (error) {
+      return { ok: false, message: error instanceof Error ? error.message : String(error) };
+    } finally {
+      this.off('event', follow);
+      this.off('close', onClose);
+    }
   }
 
   updateSession(config: RealtimeSessionConfig): void {

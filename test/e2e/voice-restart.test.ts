@@ -1,0 +1,185 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { audible, type DiscordStandIn, type TestGuild } from 'discord-standin';
+import type { RealtimeSession } from '../../src/emulator/realtime/session.ts';
+import type { Emulator } from '../../src/emulator/server.ts';
+import type { BotProcess } from '../support/bot-process.ts';
+import { forcedLines, scriptTurn, textMessages } from '../support/realtime-lines.ts';
+import { startWorld, type World } from '../support/world.ts';
+
+// Voice conversations across restarts of the bot as a process: a graceful stop (SIGTERM) says it restarts
+// and the next start brings the conversation back, its earlier turns in the new realtime session's context;
+// a SIGKILL says nothing and the conversation comes back the same; a channel everyone left stays left.
+
+/** The issue's bound: a conversation is back within this long of the bot being ready again. */
+const BACK_WITHIN_MS = 10_000;
+const RESTART_LINE = 'I am restarting now. I will be back in a moment.';
+const BACK_LINE = 'I am back. Where were we?';
+
+let world: World;
+beforeAll(async () => {
+  world = await startWorld();
+  // Short lines: a force_message or a scripted answer is a tone 5 ms per character.
+  world.emulator.realtime.options.toneMsPerCharacter = 5;
+}, 60_000);
+afterAll(() => world?.stop());
+
+afterEach(async () => {
+  const { discord, guild } = world;
+  if (discord.botVoiceChannel(guild.id)) {
+    await discord
+      .runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'leave' })
+      .response();
+    await discord.waitFor(() => (discord.botVoiceChannel(guild.id) ? undefined : true), 10_000, 'the bot leaving voice');
+  }
+  discord.leaveVoice(guild.member, guild.id);
+});
+
+/** The member joins voice and brings the bot in; the conversation's realtime session. */
+async function joinVoice(): Promise<RealtimeSession> {
+  const { discord, emulator, guild } = world;
+  discord.joinVoice(guild.member, guild.id, guild.voiceChannelId);
+  const before = emulator.realtime.sessions.length;
+  const reply = await discord
+    .runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'join' })
+    .reply();
+  expect(reply.content).toMatch(new RegExp(`^Joined <#${guild.voiceChannelId}>`));
+  await discord.voice.waitForBotConnection(guild.id);
+  return emulator.realtime.sessions[before]!;
+}
+
+/** The member says something (heard as `transcript`), and the bot's answer `answer` is played to its end. */
+async function exchange(session: RealtimeSession, transcript: string, answer: string): Promise<void> {
+  const { discord, emulator, guild } = world;
+  await scriptTurn(emulator.baseUrl, session, transcript, answer);
+  discord.voice.clearBotAudio(guild.id);
+  await discord.voice.speakTone(guild.id, guild.member.id, { hz: 440, ms: 600, amplitude: 0.5 });
+  await emulator.realtime.waitForServerEvent(
+    (event, candidate) => candidate === session && event.type === 'response.output_audio_transcript.done' && event.transcript === answer,
+    15_000,
+  );
+  await discord.voice.waitForBotAudio(guild.id, (frames) => audible(frames).length >= 8, 15_000);
+}
+
+/** Two exchanges, and the bot's record of all four turns written to the store. */
+async function twoExchanges(session: RealtimeSession): Promise<{ role: string; text: string }[]> {
+  const bot = world.bot;
+  const mark = bot.logs.length;
+  await exchange(session, 'My name is Ada.', 'Nice to meet you, Ada.');
+  await exchange(session, 'I keep bees.', 'Bees are wonderful.');
+  await bot.waitForLog((line) => line.msg === 'voice conversation recorded' && line.turns === 4 && bot.logs.indexOf(line) >= mark);
+  return [
+    { role: 'user', text: 'My name is Ada.' },
+    { role: 'assistant', text: 'Nice to meet you, Ada.' },
+    { role: 'user', text: 'I keep bees.' },
+    { role: 'assistant', text: 'Bees are wonderful.' },
+  ];
+}
+
+/**
+ * After a start: the bot is back in the voice channel within BACK_WITHIN_MS of being ready, says so in the
+ * text channel (its `backBefore + 1`th such message), and its one new realtime session holds `earlier`
+ * first and says "back". Returns that session.
+ */
+async function cameBack(
+  bot: BotProcess,
+  before: { sessions: number; backMessages: number },
+  earlier: { role: string; text: string }[],
+): Promise<RealtimeSession> {
+  const { discord, emulator, guild } = world;
+  await discord.waitFor(
+    () => (backMessages(discord, guild).length > before.backMessages ? true : undefined),
+    BACK_WITHIN_MS,
+    'the bot back in voice',
+  );
+  await bot.waitForLog((line) => line.msg === 'voice conversations brought back' && line.count === 1, BACK_WITHIN_MS);
+  expect(discord.botVoiceChannel(guild.id)).toBe(guild.voiceChannelId);
+  const resumed = emulator.realtime.sessions.slice(before.sessions);
+  expect(resumed).toHaveLength(1);
+  expect(textMessages(resumed[0]!)).toEqual(earlier);
+  await waitForLine(emulator, resumed[0]!, BACK_LINE);
+  return resumed[0]!;
+}
+
+function waitForLine(emulator: Emulator, session: RealtimeSession, line: string) {
+  return emulator.realtime.waitForClientEvent(
+    (_event, candidate) => candidate === session && forcedLines(session).includes(line),
+    BACK_WITHIN_MS,
+  );
+}
+
+function backMessages(discord: DiscordStandIn, guild: TestGuild) {
+  return discord.messages(guild.textChannelId).filter((message) => message.content.startsWith(`🎙️ Back in <#${guild.voiceChannelId}>`));
+}
+
+describe('voice conversations across restarts', () => {
+  it('says it restarts on SIGTERM, and after the next start is back within 10 s with its earlier turns, saying so once', async () => {
+    const { discord, emulator, guild } = world;
+    const session = await joinVoice();
+    const earlier = await twoExchanges(session);
+
+    expect(await world.bot.stop('SIGTERM')).toBe(0);
+    expect(forcedLines(session)).toContain(RESTART_LINE);
+    expect(
+      discord
+        .messages(guild.textChannelId)
+        .some(
+          (message) =>
+            message.content ===
+            `🔄 The bot is restarting: I will be back in <#${guild.voiceChannelId}> in a moment, and remember what was said.`,
+        ),
+    ).toBe(true);
+
+    const before = { sessions: emulator.realtime.sessions.length, backMessages: backMessages(discord, guild).length };
+    const bot = await world.restartBot();
+    const resumed = await cameBack(bot, before, earlier);
+    // Said once, written once.
+    await emulator.realtime.waitForServerEvent(
+      (event, candidate) => candidate === resumed && event.type === 'response.done',
+      BACK_WITHIN_MS,
+    );
+    expect(forcedLines(resumed)).toEqual([BACK_LINE]);
+    expect(backMessages(discord, guild)).toHaveLength(before.backMessages + 1);
+    // And it still answers.
+    await exchange(resumed, 'Are you there?', 'I am here.');
+  }, 90_000);
+
+  it('comes back the same after a SIGKILL, having said nothing', async () => {
+    const { discord, emulator, guild } = world;
+    const session = await joinVoice();
+    const earlier = await twoExchanges(session);
+    const messagesBefore = discord.messages(guild.textChannelId).length;
+    const before = { sessions: emulator.realtime.sessions.length, backMessages: backMessages(discord, guild).length };
+
+    await world.bot.kill();
+    expect(forcedLines(session)).not.toContain(RESTART_LINE);
+    expect(
+      discord
+        .messages(guild.textChannelId)
+        .slice(messagesBefore)
+        .some((message) => message.content.startsWith('🔄')),
+    ).toBe(false);
+
+    const bot = await world.restartBot();
+    const resumed = await cameBack(bot, before, earlier);
+    await emulator.realtime.waitForServerEvent(
+      (event, candidate) => candidate === resumed && event.type === 'response.done',
+      BACK_WITHIN_MS,
+    );
+    expect(forcedLines(resumed)).toEqual([BACK_LINE]);
+    expect(backMessages(discord, guild)).toHaveLength(before.backMessages + 1);
+  }, 90_000);
+
+  it('does not come back into a channel everyone left during the restart', async () => {
+    const { discord, emulator, guild } = world;
+    await joinVoice();
+    expect(await world.bot.stop('SIGTERM')).toBe(0);
+    discord.leaveVoice(guild.member, guild.id);
+    const sessionsBefore = emulator.realtime.sessions.length;
+    const bot = await world.restartBot();
+    await bot.waitForLog((line) => line.msg === 'not rejoining voice after the restart: nobody is in the channel any more');
+    await bot.waitForLog((line) => line.msg === 'voice conversations brought back');
+    expect(bot.logs.find((line) => line.msg === 'voice conversations brought back')?.count).toBe(0);
+    expect(discord.botVoiceChannel(guild.id)).toBeUndefined();
+    expect(emulator.realtime.sessions.length).toBe(sessionsBefore);
+  }, 60_000);
+});

@@ -1,0 +1,253 @@
+// A voice conversation across a restart, with the real libraries: the voice service in this process, with
+// discord.js and @discordjs/voice on the Discord stand-in, its realtime sessions on the emulator, and its
+// record in a real SQLite store. A graceful stop says so aloud and keeps the record; a new voice service on
+// the same store (the next start) brings the conversation back with its earlier turns in the new session.
+
+import { Events, type Client } from 'discord.js';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { audible, type DiscordStandIn, startDiscordStandIn, type TestGuild, trustCertificateInThisProcess } from 'discord-standin';
+import { createDiscordClient } from '../../src/discord/client.ts';
+import { DiscordOutbox } from '../../src/discord/outbox.ts';
+import type { RealtimeSession } from '../../src/emulator/realtime/session.ts';
+import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
+import { GatewayClientPool } from '../../src/gateway/pool.ts';
+import { silentLogger } from '../../src/lib/log.ts';
+import { DEFAULT_PRICES } from '../../src/settings/prices.ts';
+import { SettingsService } from '../../src/settings/service.ts';
+import { openStore, type Store } from '../../src/store/index.ts';
+import { CONVERSATION_RECORDS, parseConversationRecord, type ConversationRecords } from '../../src/voice/conversation-record.ts';
+import { VoiceService } from '../../src/voice/service.ts';
+import { pollUntil } from '../support/poll.ts';
+import { forcedLines, scriptTurn, textMessages } from '../support/realtime-lines.ts';
+
+/** The issue's bound: a conversation is back within this long of the bot being ready again. */
+const BACK_WITHIN_MS = 10_000;
+const RESTART_LINE = 'I am restarting now. I will be back in a moment.';
+const BACK_LINE = 'I am back. Where were we?';
+
+let emulator: Emulator;
+let discord: DiscordStandIn;
+let client: Client;
+let store: Store;
+let records: ConversationRecords;
+let settings: SettingsService;
+let clients: GatewayClientPool;
+let untrust: () => void;
+/** Every voice service a test started (one per "start" of the bot), stopped after it. */
+const services: VoiceService[] = [];
+
+beforeAll(async () => {
+  emulator = await startEmulator();
+  // Short lines: a force_message or a scripted answer is a tone 5 ms per character.
+  emulator.realtime.options.toneMsPerCharacter = 5;
+  discord = await startDiscordStandIn();
+  untrust = trustCertificateInThisProcess(discord.voice.certPem);
+  client = createDiscordClient(discord.apiUrl);
+  const ready = new Promise((resolve) => client.once(Events.ClientReady, resolve));
+  await client.login(discord.botToken);
+  await ready;
+  store = await openStore('sqlite://:memory:', silentLogger);
+  records = store.collection(CONVERSATION_RECORDS, parseConversationRecord);
+  clients = new GatewayClientPool({ baseUrl: emulator.baseUrl, log: silentLogger });
+  settings = new SettingsService({
+    store,
+    clients,
+    log: silentLogger,
+    operatorKey: 'emulator-key',
+    defaultLayer: 'native',
+    gatewayVendor: 'svc',
+    encryptionSecret: undefined,
+    prices: DEFAULT_PRICES,
+  });
+}, 60_000);
+
+afterEach(async () => {
+  for (const service of services.splice(0)) await service.stopAll();
+  emulator.realtime.options.messageItems = true;
+});
+
+afterAll(async () => {
+  await client?.destroy();
+  await clients?.close();
+  await store?.close();
+  await discord?.close();
+  await emulator?.close();
+  untrust?.();
+});
+
+/** A voice service as the bot starts one, on the shared store. */
+function startService(): VoiceService {
+  const service = new VoiceService({
+    client,
+    outbox: new DiscordOutbox(client.rest),
+    access: { resolveGatewayAccess: () => Promise.resolve({ ok: true, apiKey: 'emulator-key', layer: 'native', keyId: 'emulator' }) },
+    settings,
+    spending: settings.spending,
+    meterHeartbeatMs: 200,
+    conversations: records,
+    wsBaseUrl: emulator.wsUrl,
+    log: silentLogger,
+  });
+  services.push(service);
+  return service;
+}
+
+async function memberInVoice(guild: TestGuild): Promise<void> {
+  const seen = new Promise((resolve) => client.once(Events.VoiceStateUpdate, resolve));
+  discord.joinVoice(guild.member, guild.id, guild.voiceChannelId);
+  await seen;
+}
+
+/** The member says something (heard as `transcript`), and the bot's answer `answer` is played to its end. */
+async function exchange(guild: TestGuild, session: RealtimeSession, transcript: string, answer: string): Promise<void> {
+  await scriptTurn(emulator.baseUrl, session, transcript, answer);
+  discord.voice.clearBotAudio(guild.id);
+  await discord.voice.speakTone(guild.id, guild.member.id, { hz: 440, ms: 600, amplitude: 0.5 });
+  await emulator.realtime.waitForServerEvent(
+    (event, candidate) => candidate === session && event.type === 'response.output_audio_transcript.done' && event.transcript === answer,
+    15_000,
+  );
+  // The answer's tone is at least 200 ms: ten frames, most of them heard.
+  await discord.voice.waitForBotAudio(guild.id, (frames) => audible(frames).length >= 8, 15_000);
+}
+
+/** Until the store's record of the guild's conversation has `count` turns. */
+function recordedTurns(guildId: string, count: number) {
+  return pollUntil({
+    ask: () => records.get(guildId),
+    found: (record) => (record && record.turns.length >= count ? record : undefined),
+    intervalMs: 50,
+    timeoutMs: 15_000,
+    timeoutError: () => new Error(`the record did not reach ${count} turns`),
+  });
+}
+
+async function voiceMsOf(guildId: string, userId: string): Promise<number> {
+  return (await settings.spending.ledger.day(guildId, Date.now())).users[userId]?.voiceMs ?? 0;
+}
+
+describe('a voice conversation across a restart', () => {
+  it('says it restarts, keeps its record, and comes back after the next start with its earlier turns, saying so once', async () => {
+    const guild = discord.createGuild();
+    await memberInVoice(guild);
+    const first = startService();
+    const before = emulator.realtime.sessions.length;
+    expect(await first.join(guild.id, guild.voiceChannelId, guild.textChannelId, guild.member.id)).toMatchObject({ ok: true });
+    const session = emulator.realtime.sessions[before]!;
+    await exchange(guild, session, 'My name is Ada.', 'Nice to meet you, Ada.');
+    await exchange(guild, session, 'I keep bees.', 'Bees are wonderful.');
+    const turns = [
+      { speaker: 'user', text: 'My name is Ada.' },
+      { speaker: 'bot', text: 'Nice to meet you, Ada.' },
+      { speaker: 'user', text: 'I keep bees.' },
+      { speaker: 'bot', text: 'Bees are wonderful.' },
+    ];
+    // Kept while live: a crash now would leave this much.
+    expect(await recordedTurns(guild.id, 4)).toMatchObject({ userId: guild.member.id, restarting: false, turns });
+
+    await first.stopAll();
+    // Said aloud (and heard: stopAll waited for it), and in the text channel.
+    expect(forcedLines(session)).toContain(RESTART_LINE);
+    await discord.waitForMessage(
+      guild.textChannelId,
+      (message) =>
+        message.content ===
+        `🔄 The bot is restarting: I will be back in <#${guild.voiceChannelId}> in a moment, and remember what was said.`,
+    );
+    expect(discord.messages(guild.textChannelId).some((message) => message.content.startsWith('Stopped listening'))).toBe(false);
+    expect(await records.get(guild.id)).toMatchObject({ restarting: true, turns });
+    const spentBefore = await voiceMsOf(guild.id, guild.member.id);
+    expect(spentBefore).toBeGreaterThan(0);
+
+    // The next start, on the same store.
+    const second = startService();
+    const sessions = emulator.realtime.sessions.length;
+    expect(await second.resume()).toBe(1);
+    const back = await discord.waitForMessage(
+      guild.textChannelId,
+      (message) => message.content.startsWith(`🎙️ Back in <#${guild.voiceChannelId}> after a restart`),
+      BACK_WITHIN_MS,
+    );
+    expect(back.content).toContain('/voice leave');
+    expect(second.channelOf(guild.id)).toBe(guild.voiceChannelId);
+    expect(discord.botVoiceChannel(guild.id)).toBe(guild.voiceChannelId);
+    // One new realtime session, whose context starts with the earlier turns, in order.
+    const resumed = emulator.realtime.sessions.slice(sessions);
+    expect(resumed).toHaveLength(1);
+    expect(textMessages(resumed[0]!)).toEqual([
+      { role: 'user', text: 'My name is Ada.' },
+      { role: 'assistant', text: 'Nice to meet you, Ada.' },
+      { role: 'user', text: 'I keep bees.' },
+      { role: 'assistant', text: 'Bees are wonderful.' },
+    ]);
+    await emulator.realtime.waitForServerEvent(
+      (event, candidate) => candidate === resumed[0] && event.type === 'response.done',
+      BACK_WITHIN_MS,
+    );
+    expect(forcedLines(resumed[0]!)).toEqual([BACK_LINE]);
+
+    // The conversation goes on, is kept as before, and is still counted for the member who brought the bot in.
+    await exchange(guild, resumed[0]!, 'Where do I keep them?', 'In your garden.');
+    expect((await recordedTurns(guild.id, 6)).turns.slice(-2)).toEqual([
+      { speaker: 'user', text: 'Where do I keep them?' },
+      { speaker: 'bot', text: 'In your garden.' },
+    ]);
+    expect(await second.leave(guild.id, 'done')).toBe(true);
+    expect(await voiceMsOf(guild.id, guild.member.id)).toBeGreaterThan(spentBefore);
+    // Ended for good: nothing left to bring back.
+    expect(await records.get(guild.id)).toBeUndefined();
+    expect(forcedLines(resumed[0]!)).toEqual([BACK_LINE]);
+  }, 60_000);
+
+  it('is not brought back into a channel everyone left during the restart, and its record is dropped', async () => {
+    const guild = discord.createGuild();
+    await memberInVoice(guild);
+    const first = startService();
+    expect(await first.join(guild.id, guild.voiceChannelId, guild.textChannelId, guild.member.id)).toMatchObject({ ok: true });
+    await recordedTurns(guild.id, 0);
+    await first.stopAll();
+    expect(await records.get(guild.id)).toMatchObject({ restarting: true });
+
+    const left = new Promise((resolve) => client.once(Events.VoiceStateUpdate, resolve));
+    discord.leaveVoice(guild.member, guild.id);
+    await left;
+    const sessions = emulator.realtime.sessions.length;
+    expect(await startService().resume()).toBe(0);
+    expect(await records.get(guild.id)).toBeUndefined();
+    expect(emulator.realtime.sessions.length).toBe(sessions);
+    expect(discord.botVoiceChannel(guild.id)).toBeUndefined();
+  }, 30_000);
+
+  it('gives the earlier turns in the instructions when the gateway takes no message items', async () => {
+    const guild = discord.createGuild();
+    await memberInVoice(guild);
+    const first = startService();
+    const before = emulator.realtime.sessions.length;
+    expect(await first.join(guild.id, guild.voiceChannelId, guild.textChannelId, guild.member.id)).toMatchObject({ ok: true });
+    await exchange(guild, emulator.realtime.sessions[before]!, 'My name is Ada.', 'Nice to meet you, Ada.');
+    await recordedTurns(guild.id, 2);
+    await first.stopAll();
+
+    emulator.realtime.options.messageItems = false;
+    const second = startService();
+    const sessions = emulator.realtime.sessions.length;
+    expect(await second.resume()).toBe(1);
+    const resumed = emulator.realtime.sessions[sessions]!;
+    const { event } = await emulator.realtime.waitForServerEvent(
+      (candidate, session) =>
+        session === resumed &&
+        candidate.type === 'session.updated' &&
+        String((candidate.session as { instructions?: unknown }).instructions).includes('What was said before'),
+      BACK_WITHIN_MS,
+    );
+    expect((event.event.session as { instructions: string }).instructions).toMatch(
+      /You were restarted in the middle of this conversation\. What was said before, oldest first:\nMember: My name is Ada\.\nYou: Nice to meet you, Ada\.$/,
+    );
+    expect(textMessages(resumed)).toEqual([]);
+    await emulator.realtime.waitForClientEvent(
+      (candidate, session) => session === resumed && forcedLines(resumed).includes(BACK_LINE),
+      BACK_WITHIN_MS,
+    );
+    expect(await second.leave(guild.id, 'done')).toBe(true);
+  }, 60_000);
+});

@@ -1,17 +1,21 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { audible, type DiscordStandIn, type TestGuild } from 'discord-standin';
+import { audible, type DiscordStandIn, startDiscordStandIn, type TestGuild } from 'discord-standin';
 import type { RealtimeSession } from '../../src/emulator/realtime/session.ts';
-import type { Emulator } from '../../src/emulator/server.ts';
-import type { BotProcess } from '../support/bot-process.ts';
+import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
+import { cleanupBotDirectories, makeDataDirectory, startBot, type BotProcess } from '../support/bot-process.ts';
 import { forcedLines, scriptTurn, textMessages } from '../support/realtime-lines.ts';
-import { startWorld, type World } from '../support/world.ts';
+import { startOwnRedis, type OwnRedis } from '../support/redis-server.ts';
+import { botEnvironment, startWorld, type World } from '../support/world.ts';
 
 // Voice conversations across restarts of the bot as a process: a graceful stop (SIGTERM) says it restarts
 // and the next start brings the conversation back, its earlier turns in the new realtime session's context;
 // a SIGKILL says nothing and the conversation comes back the same; a channel everyone left stays left.
+// Sharded, a rolling restart of the workers brings each conversation back from the worker of its shard.
 
 /** The issue's bound: a conversation is back within this long of the bot being ready again. */
 const BACK_WITHIN_MS = 10_000;
+/** A sharded rolling restart's bound: each conversation is back within this long of its worker being ready. */
+const WORKER_BACK_WITHIN_MS = 15_000;
 const RESTART_LINE = 'I am restarting now. I will be back in a moment.';
 const BACK_LINE = 'I am back. Where were we?';
 
@@ -34,9 +38,16 @@ afterEach(async () => {
   discord.leaveVoice(guild.member, guild.id);
 });
 
+/** Where a conversation runs: the stand-ins, and the guild. */
+interface Place {
+  discord: DiscordStandIn;
+  emulator: Emulator;
+  guild: TestGuild;
+}
+
 /** The member joins voice and brings the bot in; the conversation's realtime session. */
-async function joinVoice(): Promise<RealtimeSession> {
-  const { discord, emulator, guild } = world;
+async function joinVoice(place: Place = world): Promise<RealtimeSession> {
+  const { discord, emulator, guild } = place;
   discord.joinVoice(guild.member, guild.id, guild.voiceChannelId);
   const before = emulator.realtime.sessions.length;
   const reply = await discord
@@ -48,8 +59,8 @@ async function joinVoice(): Promise<RealtimeSession> {
 }
 
 /** The member says something (heard as `transcript`), and the bot's answer `answer` is played to its end. */
-async function exchange(session: RealtimeSession, transcript: string, answer: string): Promise<void> {
-  const { discord, emulator, guild } = world;
+async function exchange(session: RealtimeSession, transcript: string, answer: string, place: Place = world): Promise<void> {
+  const { discord, emulator, guild } = place;
   await scriptTurn(emulator.baseUrl, session, transcript, answer);
   discord.voice.clearBotAudio(guild.id);
   await discord.voice.speakTone(guild.id, guild.member.id, { hz: 440, ms: 600, amplitude: 0.5 });
@@ -182,4 +193,75 @@ describe('voice conversations across restarts', () => {
     expect(discord.botVoiceChannel(guild.id)).toBeUndefined();
     expect(emulator.realtime.sessions.length).toBe(sessionsBefore);
   }, 60_000);
+});
+
+describe('voice conversations across a rolling restart of two workers (two shards, a Redis of their own)', () => {
+  let emulator: Emulator;
+  let discord: DiscordStandIn;
+  let redis: OwnRedis;
+  let bot: BotProcess;
+  let guilds: TestGuild[];
+  beforeAll(async () => {
+    emulator = await startEmulator({ config: { timing: { generation_ms: 300 } } });
+    emulator.realtime.options.toneMsPerCharacter = 5;
+    discord = await startDiscordStandIn({ shards: 2, identifyWindowMs: 1_000 });
+    redis = await startOwnRedis();
+    guilds = [0, 1].map((shard) => discord.createGuild({ shard: [shard, 2] }));
+    bot = startBot({ env: botEnvironment(discord, emulator, { STORE_URL: redis.url }), dataDirectory: makeDataDirectory() });
+    for (const shard of ['0', '1']) await bot.waitForLog((line) => line.msg === 'ready' && line.shards === shard, 40_000);
+  }, 90_000);
+  afterAll(async () => {
+    if (bot?.child.exitCode === null) await bot.stop();
+    await discord?.close();
+    await emulator?.close();
+    await redis?.close();
+    cleanupBotDirectories();
+  });
+
+  it('brings each conversation back from its restarted worker, with its earlier turns', async () => {
+    const places = guilds.map((guild) => ({ discord, emulator, guild }));
+    const sessions: RealtimeSession[] = [];
+    for (const place of places) sessions.push(await joinVoice(place));
+    for (const [index, place] of places.entries()) {
+      const mark = bot.logs.length;
+      await exchange(sessions[index]!, `I am guest ${index}.`, `Welcome, guest ${index}.`, place);
+      await bot.waitForLog(
+        (line) =>
+          line.msg === 'voice conversation recorded' && line.guild === place.guild.id && line.turns === 2 && bot.logs.indexOf(line) >= mark,
+      );
+    }
+
+    // One worker at a time: stopped gracefully (the supervisor starts it again), and ready again before the next.
+    for (const [index, place] of places.entries()) {
+      const shard = String(index);
+      const worker = bot.logs.filter((line) => line.msg === 'worker started' && line.shards === shard).at(-1);
+      const since = bot.logs.length;
+      const sessionsBefore = emulator.realtime.sessions.length;
+      process.kill(Number(worker?.pid), 'SIGTERM');
+      const died = await bot.waitForLog((line) => line.msg === 'a worker died; starting it again' && line.shards === shard, 20_000);
+      expect(died.why).toBe('exited with code 0');
+      expect(forcedLines(sessions[index]!)).toContain(RESTART_LINE);
+      await bot.waitForLog((line) => line.msg === 'ready' && line.shards === shard && bot.logs.indexOf(line) >= since, 40_000);
+      await bot.waitForLog(
+        (line) => line.msg === 'voice conversations brought back' && line.shards === shard && bot.logs.indexOf(line) >= since,
+        WORKER_BACK_WITHIN_MS,
+      );
+      expect(bot.logs.filter((line) => line.msg === 'voice conversations brought back' && bot.logs.indexOf(line) >= since)).toEqual([
+        expect.objectContaining({ count: 1, shards: shard }),
+      ]);
+      expect(discord.botVoiceChannel(place.guild.id)).toBe(place.guild.voiceChannelId);
+      // Only this guild's conversation was reopened, by its own worker, with its own earlier turns.
+      const resumed = emulator.realtime.sessions.slice(sessionsBefore);
+      expect(resumed).toHaveLength(1);
+      expect(textMessages(resumed[0]!)).toEqual([
+        { role: 'user', text: `I am guest ${index}.` },
+        { role: 'assistant', text: `Welcome, guest ${index}.` },
+      ]);
+      await waitForLine(emulator, resumed[0]!, BACK_LINE);
+      // The other conversation never stopped.
+      expect(sessions[1 - index]!.closedAt).toBeUndefined();
+      sessions[index] = resumed[0]!;
+    }
+    expect(bot.child.exitCode).toBeNull();
+  }, 150_000);
 });

@@ -1,3 +1,5 @@
+import { isRecord } from '../lib/json.ts';
+
 // A refusal as Discord words it: an HTTP status, a JSON error code and message, and field errors.
 
 export class RestError extends Error {
@@ -9,5 +11,74 @@ export class RestError extends Error {
     this.status = status;
     this.code = code;
     this.errors = errors;
+  }
+}
+
+/**
+ * Field errors as Discord nests them: the body's path down to the field, then `_errors`, e.g.
+ * `{ embeds: { 0: { title: { _errors: [{ code, message }] } } } }`. A body can break several rules at
+ * once; Discord names every one, each at its own path.
+ */
+export type FieldErrors = Record<string, unknown>;
+
+export type FieldPath = readonly (string | number)[];
+
+export function fieldError(path: FieldPath, code: string, message: string): FieldErrors {
+  const leaf: FieldErrors = { _errors: [{ code, message }] };
+  return path.reduceRight<FieldErrors>((inner, key) => ({ [String(key)]: inner }), leaf);
+}
+
+export function tooLong(path: FieldPath, max: number): FieldErrors {
+  return fieldError(path, 'BASE_TYPE_MAX_LENGTH', `Must be ${max} or fewer in length.`);
+}
+
+/** An array (or string) whose length must lie in `[min, max]`, as Discord words it. */
+export function badLength(path: FieldPath, min: number, max: number): FieldErrors {
+  return fieldError(path, 'BASE_TYPE_BAD_LENGTH', `Must be between ${min} and ${max} in length.`);
+}
+
+export function required(path: FieldPath): FieldErrors {
+  return fieldError(path, 'BASE_TYPE_REQUIRED', 'This field is required');
+}
+
+/** Two error trees as one: `_errors` at the same path are concatenated. */
+export function mergeFieldErrors(...trees: (FieldErrors | undefined)[]): FieldErrors | undefined {
+  let merged: FieldErrors | undefined;
+  for (const tree of trees) {
+    if (!tree) continue;
+    merged = merged ? mergeTwo(merged, tree) : tree;
+  }
+  return merged;
+}
+
+function mergeTwo(a: FieldErrors, b: FieldErrors): FieldErrors {
+  const out: FieldErrors = { ...a };
+  for (const [key, value] of Object.entries(b)) {
+    const existing = out[key];
+    if (key === '_errors' && Array.isArray(existing) && Array.isArray(value)) {
+      const earlier: unknown[] = existing;
+      const later: unknown[] = value;
+      out[key] = [...earlier, ...later];
+    } else if (isRecord(existing) && isRecord(value)) out[key] = mergeTwo(existing, value);
+    else out[key] = value;
+  }
+  return out;
+}
+
+/** 400 / 50035 Invalid Form Body with its field errors. */
+export function invalidFormBody(errors: FieldErrors): RestError {
+  return new RestError(400, 50035, 'Invalid Form Body', errors);
+}
+
+/** A small collector for a validator that walks a body and may find several errors. */
+export class FieldErrorList {
+  #errors: FieldErrors | undefined;
+
+  add(errors: FieldErrors | undefined): void {
+    this.#errors = mergeFieldErrors(this.#errors, errors);
+  }
+
+  get errors(): FieldErrors | undefined {
+    return this.#errors;
   }
 }

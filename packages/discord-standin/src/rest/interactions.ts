@@ -1,9 +1,9 @@
 import type { EventEmitter } from 'node:events';
 import { isRecord } from '../lib/json.ts';
 import type { ParsedBody } from './body.ts';
-import { RestError } from './errors.ts';
-import { messageLimitErrors, tooLong } from './limits.ts';
+import { RestError, tooLong, type FieldErrors } from './errors.ts';
 import type { MessageStore } from './messages.ts';
+import { modalErrors } from './modals.ts';
 import type { Message, StandInState } from '../world/state.ts';
 
 // Interactions as Discord enforces them: one first response within the deadline (10062 after it), one
@@ -143,12 +143,12 @@ export class Interactions {
     if (record.callbacks.length > 0) throw new RestError(400, 40060, 'Interaction has already been acknowledged.');
     const type = typeof body.json.type === 'number' ? body.json.type : 0;
     const data = isRecord(body.json.data) ? body.json.data : {};
+    const dataBody: ParsedBody = { json: data, files: body.files };
     // A refused response acknowledges nothing: checked before it is recorded.
-    const errors = type === CALLBACK.autocomplete ? choiceErrors(data) : messageLimitErrors(data);
+    const errors = this.#responseErrors(type, dataBody, record);
     if (errors) throw new RestError(400, 50035, 'Invalid Form Body', { data: errors });
     const callback: Callback = { type, data, at: Date.now() };
     record.callbacks.push(callback);
-    const dataBody: ParsedBody = { json: data, files: body.files };
 
     let message: Message | undefined;
     if (type === CALLBACK.reply) {
@@ -183,6 +183,23 @@ export class Interactions {
       },
       resource: { type, ...(message ? { message: this.#state.messageObject(message) } : {}) },
     };
+  }
+
+  /** What Discord refuses in a response's `data`: a message it creates or edits, a modal, choices. */
+  #responseErrors(type: number, data: ParsedBody, record: InteractionRecord): FieldErrors | undefined {
+    switch (type) {
+      case CALLBACK.reply:
+        return this.#messages.errors(data);
+      case CALLBACK.update:
+        return this.#messages.errors(data, record.sourceMessage);
+      case CALLBACK.autocomplete:
+        return choiceErrors(data.json);
+      case CALLBACK.modal:
+        return modalErrors(data.json);
+      default:
+        // A deferral carries only flags: Discord keeps EPHEMERAL from them and ignores the rest.
+        return undefined;
+    }
   }
 
   #byLiveToken(token: string): InteractionRecord {

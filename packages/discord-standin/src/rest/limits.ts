@@ -1,5 +1,6 @@
 import { isRecord } from '../lib/json.ts';
-import { RestError } from './errors.ts';
+import { componentErrors, type ComponentCheck } from './components.ts';
+import { mergeFieldErrors, tooLong, type FieldErrors } from './errors.ts';
 
 /** Discord's limits on what one message carries; a message over any of them is refused with 400 / 50035. */
 const MESSAGE_LIMITS = {
@@ -13,24 +14,14 @@ const MESSAGE_LIMITS = {
   footerText: 2048,
   authorName: 256,
   embedTotal: 6000,
-  actionRows: 5,
-  rowComponents: 5,
-  customId: 100,
-  buttonLabel: 80,
 } as const;
 
 function textLength(value: unknown): number {
   return typeof value === 'string' ? value.length : 0;
 }
 
-/** Field errors as Discord nests them: `{content: {_errors: [...]}}`, `{embeds: {0: {title: {_errors}}}}`. */
-export function tooLong(path: (string | number)[], max: number): Record<string, unknown> {
-  const leaf: Record<string, unknown> = { _errors: [{ code: 'BASE_TYPE_MAX_LENGTH', message: `Must be ${max} or fewer in length.` }] };
-  return path.reduceRight<Record<string, unknown>>((inner, key) => ({ [String(key)]: inner }), leaf);
-}
-
-/** The first limit a message body breaks, as Discord's `errors` object; undefined when it keeps them all. */
-export function messageLimitErrors(json: Readonly<Record<string, unknown>>): Record<string, unknown> | undefined {
+/** The first text or embed limit a message body breaks, as Discord's `errors` object; undefined when it keeps them all. */
+function textLimitErrors(json: Readonly<Record<string, unknown>>): FieldErrors | undefined {
   const L = MESSAGE_LIMITS;
   if (textLength(json.content) > L.content) return tooLong(['content'], L.content);
   const embeds = Array.isArray(json.embeds) ? json.embeds : [];
@@ -58,21 +49,13 @@ export function messageLimitErrors(json: Readonly<Record<string, unknown>>): Rec
     total += textLength(embed.title) + textLength(embed.description) + textLength(footer) + textLength(author);
   }
   if (total > L.embedTotal) return tooLong(['embeds'], L.embedTotal);
-  const rows = Array.isArray(json.components) ? json.components : [];
-  if (rows.length > L.actionRows) return tooLong(['components'], L.actionRows);
-  for (const [rowIndex, row] of rows.entries()) {
-    const children = isRecord(row) && Array.isArray(row.components) ? row.components : [];
-    if (children.length > L.rowComponents) return tooLong(['components', rowIndex, 'components'], L.rowComponents);
-    for (const [index, child] of children.entries()) {
-      if (!isRecord(child)) continue;
-      if (textLength(child.custom_id) > L.customId) return tooLong(['components', rowIndex, 'components', index, 'custom_id'], L.customId);
-      if (textLength(child.label) > L.buttonLabel) return tooLong(['components', rowIndex, 'components', index, 'label'], L.buttonLabel);
-    }
-  }
   return undefined;
 }
 
-export function checkMessageLimits(json: Readonly<Record<string, unknown>>): void {
-  const errors = messageLimitErrors(json);
-  if (errors) throw new RestError(400, 50035, 'Invalid Form Body', errors);
+/**
+ * Everything Discord checks in a message body (sent, edited, or the `data` of an interaction
+ * response): text and embed limits, the Components V2 flag and the components. Undefined when it passes.
+ */
+export function messageErrors(json: Readonly<Record<string, unknown>>, check: ComponentCheck): FieldErrors | undefined {
+  return mergeFieldErrors(textLimitErrors(json), componentErrors(json, check));
 }

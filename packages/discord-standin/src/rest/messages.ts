@@ -2,8 +2,9 @@ import { isRecord } from '../lib/json.ts';
 import { snowflake } from '../world/snowflake.ts';
 import type { Message, StandInState, StoredAttachment, Upload } from '../world/state.ts';
 import type { ParsedBody } from './body.ts';
-import { checkMessageLimits } from './limits.ts';
-import { RestError } from './errors.ts';
+import { IS_COMPONENTS_V2, resolveAttachmentReferences } from './components.ts';
+import { invalidFormBody, RestError, type FieldErrors } from './errors.ts';
+import { messageErrors } from './limits.ts';
 
 // Messages as Discord keeps them: created, edited and deleted by REST routes, interaction responses and
 // members' posts alike.
@@ -12,6 +13,12 @@ export const NONCE_WINDOW_MS = 5 * 60_000;
 
 function arrayOf(value: unknown): unknown[] {
   return Array.isArray(value) ? value : [];
+}
+
+/** The name a file goes by: the payload describes files[n] with an attachments entry whose id is "n" (its filename wins). */
+function filenameOf(file: ParsedBody['files'][number], descriptors: unknown[]): string {
+  const descriptor = descriptors.find((entry) => isRecord(entry) && String(entry.id) === String(file.part));
+  return isRecord(descriptor) && typeof descriptor.filename === 'string' ? descriptor.filename : file.name;
 }
 
 export interface MessageDraft {
@@ -48,17 +55,32 @@ export class MessageStore {
   }
 
   #attachments(channelId: string, files: ParsedBody['files'], descriptors: unknown[]): StoredAttachment[] {
-    return files.map((file) => {
-      // The payload describes files[n] with an attachments entry whose id is "n".
-      const descriptor = descriptors.find((entry) => isRecord(entry) && String(entry.id) === String(file.part));
-      const filename = isRecord(descriptor) && typeof descriptor.filename === 'string' ? descriptor.filename : file.name;
-      return this.#state.storeAttachment(channelId, filename, file.contentType, file.bytes);
-    });
+    return files.map((file) => this.#state.storeAttachment(channelId, filenameOf(file, descriptors), file.contentType, file.bytes));
+  }
+
+  /**
+   * What Discord refuses in a body that creates a message (no `editing`) or edits `editing`, as its
+   * `errors` tree; undefined when it passes. An interaction response is checked with this before it
+   * is acknowledged, so a refused one acknowledges nothing.
+   */
+  errors(body: ParsedBody, editing?: Message): FieldErrors | undefined {
+    const descriptors = arrayOf(body.json.attachments);
+    const kept = editing ? this.#keptAttachments(editing, body.json) : [];
+    const attachable = new Set([
+      ...body.files.map((file) => filenameOf(file, descriptors)),
+      ...kept.map((attachment) => attachment.filename),
+    ]);
+    return messageErrors(body.json, { editing, attachable });
+  }
+
+  #check(body: ParsedBody, editing?: Message): void {
+    const errors = this.errors(body, editing);
+    if (errors) throw invalidFormBody(errors);
   }
 
   create(draft: MessageDraft): Message {
     const { json, files } = draft.body;
-    checkMessageLimits(json);
+    this.#check(draft.body);
     this.#checkUploads(draft.channelId, files);
     if (typeof json.nonce === 'string' || typeof json.nonce === 'number') {
       if (json.enforce_nonce === true) {
@@ -77,14 +99,15 @@ export class MessageStore {
       isRecord(json.message_reference) && typeof json.message_reference.message_id === 'string'
         ? { message_id: json.message_reference.message_id }
         : undefined;
+    const attachments = this.#attachments(draft.channelId, files, arrayOf(json.attachments));
     const message: Message = {
       id: snowflake(),
       channelId: draft.channelId,
       authorId: draft.authorId,
       content: typeof json.content === 'string' ? json.content : '',
       embeds: arrayOf(json.embeds),
-      components: arrayOf(json.components),
-      attachments: this.#attachments(draft.channelId, files, arrayOf(json.attachments)),
+      components: resolveAttachmentReferences(arrayOf(json.components), attachments),
+      attachments,
       flags: (typeof json.flags === 'number' ? json.flags : 0) | (draft.extraFlags ?? 0),
       ...(reference ? { messageReference: reference } : {}),
       ...(typeof json.nonce === 'string' || typeof json.nonce === 'number' ? { nonce: json.nonce } : {}),
@@ -103,14 +126,15 @@ export class MessageStore {
 
   edit(message: Message, body: ParsedBody): Message {
     const { json, files } = body;
-    checkMessageLimits(json);
+    this.#check(body, message);
     this.#checkUploads(message.channelId, files);
     if ('content' in json) message.content = typeof json.content === 'string' ? json.content : '';
     if ('embeds' in json) message.embeds = arrayOf(json.embeds);
-    if ('components' in json) message.components = arrayOf(json.components);
-    if (typeof json.flags === 'number') message.flags = json.flags | (message.flags & 64);
+    // An edit never removes ephemeral (64), and the checks above refused one that removes IS_COMPONENTS_V2.
+    if (typeof json.flags === 'number') message.flags = json.flags | (message.flags & (64 | IS_COMPONENTS_V2));
     const added = this.#attachments(message.channelId, files, arrayOf(json.attachments));
     message.attachments = [...this.#keptAttachments(message, json), ...added];
+    if ('components' in json) message.components = resolveAttachmentReferences(arrayOf(json.components), message.attachments);
     // Discord clears the "thinking" state with the first edit of a deferred reply.
     message.flags &= ~128;
     message.editedTimestamp = new Date().toISOString();

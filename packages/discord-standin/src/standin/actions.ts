@@ -1,9 +1,19 @@
 import { randomBytes } from 'node:crypto';
 import { isRecord } from '../lib/json.ts';
-import type { InteractionRecord } from '../rest/interactions.ts';
+import { COMPONENT } from '../rest/components.ts';
+import { CALLBACK, type InteractionRecord } from '../rest/interactions.ts';
 import type { VoiceUserOptions } from '../voice/contract.ts';
 import { snowflake } from '../world/snowflake.ts';
-import { channelObject, memberObject, memberPermissions, roleObject, userObject, type Message, type User } from '../world/state.ts';
+import {
+  attachmentObject,
+  channelObject,
+  memberObject,
+  memberPermissions,
+  roleObject,
+  userObject,
+  type Message,
+  type User,
+} from '../world/state.ts';
 import type { StandInFaults } from './faults.ts';
 import { InteractionHandle, type AutocompleteChoice } from './interaction-handle.ts';
 import type { StandInObservation } from './observation.ts';
@@ -54,7 +64,11 @@ export interface ModalSubmitOptions {
   channelId: string;
   customId: string;
   /** Each text input's custom id and the value typed into it. */
-  fields: Record<string, string>;
+  fields?: Record<string, string>;
+  /** Each file upload's custom id and the files the member uploaded into it (a label wrapping a file upload). */
+  files?: Record<string, AttachmentValue[]>;
+  /** Each select's custom id and the values the member picked in it (a label wrapping a select). */
+  selects?: Record<string, string[]>;
 }
 
 export interface PostMessageOptions {
@@ -204,14 +218,7 @@ export class StandInActions {
     if (type === OPTION.attachment) {
       if (!isAttachment(value)) throw new Error('an attachment option takes { filename, bytes, contentType }');
       const stored = this.#parts.state.storeAttachment(run.channelId, value.filename, value.contentType, value.bytes);
-      (resolved.attachments ??= {})[stored.id] = {
-        id: stored.id,
-        filename: stored.filename,
-        size: stored.bytes.length,
-        url: stored.url,
-        proxy_url: stored.url,
-        content_type: stored.contentType,
-      };
+      (resolved.attachments ??= {})[stored.id] = attachmentObject(stored);
       return stored.id;
     }
     // A mentionable is a user or a role; Discord resolves it as whichever it is.
@@ -329,16 +336,139 @@ export class StandInActions {
     return this.#start(record, payload);
   }
 
+  /**
+   * A member submits a form. Its MODAL_SUBMIT carries each field as Discord sends it: a text input in
+   * the action row or the label it was shown in, a file upload and a select in a label with their
+   * `values` (a file upload's are attachment ids, resolved in `data.resolved.attachments` and served at
+   * their url). When the form was shown (the last modal with this custom id), files and selects are
+   * held to it as a member's client holds them: a field it lacks, a count outside min/max, a required
+   * one left out, an option it does not offer, a file over the upload limit are refused with an Error.
+   */
   submitModal(options: ModalSubmitOptions): InteractionHandle {
+    const guild = guildOf(this.#parts, options.guildId);
+    const shown = formInputs(this.#shownForm(options.customId));
+    const components: { order: number; component: Record<string, unknown> }[] = [];
+    const attachments: Record<string, Record<string, unknown>> = {};
+    let nextId = 1;
+    const add = (customId: string, inner: Record<string, unknown>, inLabel: boolean) => {
+      const order = shown?.get(customId)?.order ?? Number.MAX_SAFE_INTEGER;
+      const id = nextId;
+      nextId += 2;
+      const component = inLabel
+        ? { type: COMPONENT.label, id, component: { ...inner, id: id + 1, custom_id: customId } }
+        : { type: COMPONENT.actionRow, id, components: [{ ...inner, id: id + 1, custom_id: customId }] };
+      components.push({ order, component });
+    };
+    for (const [customId, value] of Object.entries(options.fields ?? {})) {
+      // A text input comes back where the form showed it: in a label, or in its action row.
+      add(customId, { type: COMPONENT.textInput, value }, shown?.get(customId)?.inLabel ?? false);
+    }
+    for (const [customId, files] of Object.entries(options.files ?? {})) {
+      const input = shownInput(shown, customId, [COMPONENT.fileUpload], 'file upload');
+      if (input) checkCount(input, customId, files.length, 'file');
+      const ids = files.map((file) => {
+        if (file.bytes.length > guild.attachmentSizeLimit)
+          throw new Error(`${file.filename} is over the server's upload limit of ${guild.attachmentSizeLimit} bytes`);
+        const stored = this.#parts.state.storeAttachment(options.channelId, file.filename, file.contentType, file.bytes, {
+          ephemeral: true,
+        });
+        // A file uploaded into a form is ephemeral on Discord: it belongs to no message.
+        attachments[stored.id] = { ...attachmentObject(stored), ephemeral: true };
+        return stored.id;
+      });
+      add(customId, { type: COMPONENT.fileUpload, values: ids }, true);
+    }
+    for (const [customId, values] of Object.entries(options.selects ?? {})) {
+      const input = shownInput(shown, customId, SELECT_TYPES, 'select');
+      if (input) {
+        checkCount(input, customId, values.length, 'value');
+        const offered = Array.isArray(input.component.options)
+          ? input.component.options.flatMap((option: unknown) =>
+              isRecord(option) && typeof option.value === 'string' ? [option.value] : [],
+            )
+          : undefined;
+        const unknown = offered && values.find((value) => !offered.includes(value));
+        if (unknown !== undefined) throw new Error(`the select ${customId} offers no option ${unknown}`);
+      }
+      add(customId, { type: input?.component.type ?? COMPONENT.stringSelect, values }, true);
+    }
+    for (const [customId, input] of shown ?? []) {
+      const given = customId in (options.files ?? {}) || customId in (options.selects ?? {});
+      const type = input.component.type;
+      if (!given && (type === COMPONENT.fileUpload || SELECT_TYPES.includes(Number(type))) && minimumOf(input.component) > 0)
+        throw new Error(`the form requires ${customId}; a member cannot submit it empty`);
+    }
     const { record, payload } = this.#base(INTERACTION.modal, options.user, options.guildId, options.channelId);
     record.name = options.customId;
     payload.data = {
       custom_id: options.customId,
-      components: Object.entries(options.fields).map(([customId, value]) => ({
-        type: 1,
-        components: [{ type: 4, custom_id: customId, value }],
-      })),
+      components: components.sort((a, b) => a.order - b.order).map((entry) => entry.component),
+      ...(Object.keys(attachments).length > 0 ? { resolved: { attachments } } : {}),
     };
     return this.#start(record, payload);
   }
+
+  /** The `data` of the last modal shown with this custom id, as the bot sent it. */
+  #shownForm(customId: string): Readonly<Record<string, unknown>> | undefined {
+    for (const record of [...this.#observation.interactions].reverse()) {
+      const shown = record.callbacks.find((callback) => callback.type === CALLBACK.modal && callback.data.custom_id === customId);
+      if (shown) return shown.data;
+    }
+    return undefined;
+  }
+}
+
+const SELECT_TYPES: readonly number[] = [
+  COMPONENT.stringSelect,
+  COMPONENT.userSelect,
+  COMPONENT.roleSelect,
+  COMPONENT.mentionableSelect,
+  COMPONENT.channelSelect,
+];
+
+interface ShownInput {
+  /** Its place in the form, so a submission lists the fields in the form's order. */
+  order: number;
+  inLabel: boolean;
+  component: Readonly<Record<string, unknown>>;
+}
+
+/** A shown form's inputs by custom id; undefined when no such form was shown. */
+function formInputs(form: Readonly<Record<string, unknown>> | undefined): Map<string, ShownInput> | undefined {
+  if (!form) return undefined;
+  const inputs = new Map<string, ShownInput>();
+  const top = Array.isArray(form.components) ? form.components : [];
+  for (const [order, component] of top.entries()) {
+    if (!isRecord(component)) continue;
+    const children: { inLabel: boolean; child: unknown }[] = Array.isArray(component.components)
+      ? component.components.map((child: unknown) => ({ inLabel: false, child }))
+      : [{ inLabel: true, child: component.component }];
+    for (const { inLabel, child } of children)
+      if (isRecord(child) && typeof child.custom_id === 'string') inputs.set(child.custom_id, { order, inLabel, component: child });
+  }
+  return inputs;
+}
+
+function shownInput(
+  shown: Map<string, ShownInput> | undefined,
+  customId: string,
+  types: readonly number[],
+  what: string,
+): ShownInput | undefined {
+  if (!shown) return undefined;
+  const input = shown.get(customId);
+  if (!input || !types.includes(Number(input.component.type))) throw new Error(`the form shown has no ${what} ${customId}`);
+  return input;
+}
+
+/** min_values as a member's client applies it: 1 by default, 0 when the field is not required. */
+function minimumOf(component: Readonly<Record<string, unknown>>): number {
+  if (component.required === false) return 0;
+  return typeof component.min_values === 'number' ? component.min_values : 1;
+}
+
+function checkCount(input: ShownInput, customId: string, count: number, what: string): void {
+  const min = minimumOf(input.component);
+  const max = typeof input.component.max_values === 'number' ? input.component.max_values : 1;
+  if (count < min || count > max) throw new Error(`${customId} takes ${min}-${max} ${what}s, not ${count}`);
 }

@@ -136,6 +136,26 @@ export class StandInObservation implements Waiting {
     );
   }
 
+  /**
+   * What Discord would refuse in a message body the bot sends or edits (`json` as it goes out:
+   * snake_case, `flags`, `components`...), as the `errors` tree of its 400 / 50035; undefined when
+   * Discord takes it. `filenames` are the files uploaded with it (what `attachment://` may name);
+   * `editing` is the message an edit changes (its flag, content and attachments count). The routes
+   * check every body the same way; this asks without sending, for a test of many shapes.
+   */
+  messageErrors(
+    json: Record<string, unknown>,
+    options: { filenames?: string[]; editing?: Message } = {},
+  ): Record<string, unknown> | undefined {
+    const files = (options.filenames ?? []).map((name, part) => ({
+      part,
+      name,
+      contentType: 'application/octet-stream',
+      bytes: Buffer.alloc(0),
+    }));
+    return this.#parts.messages.errors({ json, files }, options.editing);
+  }
+
   /** Which voice channel the bot is in, per Discord's voice states. */
   botVoiceChannel(guildId: string): string | undefined {
     return guildOf(this.#parts, guildId).voiceStates.get(this.#parts.state.botUser.id)?.channelId;

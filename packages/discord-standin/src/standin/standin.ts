@@ -165,7 +165,7 @@ export class DiscordStandIn {
     });
     server.on('request', (request, response) => {
       const url = new URL(request.url ?? '/', 'http://stand-in');
-      const attachment = /^\/attachments\/\d+\/(\d+)\//.exec(url.pathname);
+      const attachment = /^\/(?:ephemeral-)?attachments\/\d+\/(\d+)\//.exec(url.pathname);
       if (attachment) {
         const stored = this.state.attachments.get(attachment[1] ?? '');
         if (!stored) response.writeHead(404).end();
@@ -378,6 +378,10 @@ export class DiscordStandIn {
 
   waitForTokenExpiry(handle: InteractionHandle, timeoutMs?: number): Promise<true> {
     return this.#observation.waitForTokenExpiry(handle, timeoutMs);
+  }
+
+  messageErrors(json: Record<string, unknown>, options?: { filenames?: string[]; editing?: Message }): Record<string, unknown> | undefined {
+    return this.#observation.messageErrors(json, options);
   }
 
   botVoiceChannel(guildId: string): string | undefined {

@@ -127,6 +127,18 @@ export function userObject(user: User): Record<string, unknown> {
   return { id: user.id, username: user.username, discriminator: '0', global_name: user.username, avatar: null, bot: user.bot, flags: 0 };
 }
 
+/** An attachment as Discord's API shows it, in a message or in an interaction's `resolved`. */
+export function attachmentObject(attachment: StoredAttachment): Record<string, unknown> {
+  return {
+    id: attachment.id,
+    filename: attachment.filename,
+    size: attachment.bytes.length,
+    url: attachment.url,
+    proxy_url: attachment.url,
+    content_type: attachment.contentType,
+  };
+}
+
 export function memberObject(member: Member, user: User, permissions?: bigint): Record<string, unknown> {
   return {
     user: userObject(user),
@@ -242,12 +254,22 @@ export class StandInState {
     return undefined;
   }
 
-  /** Stores bytes behind a signed-looking CDN url (ex/is/hm, as Discord's expiring links). */
-  storeAttachment(channelId: string, filename: string, contentType: string, bytes: Buffer): StoredAttachment {
+  /**
+   * Stores bytes behind a signed-looking CDN url (ex/is/hm, as Discord's expiring links). A file a
+   * member uploaded into a form is `ephemeral`: Discord serves it from `/ephemeral-attachments/`.
+   */
+  storeAttachment(
+    channelId: string,
+    filename: string,
+    contentType: string,
+    bytes: Buffer,
+    options: { ephemeral?: boolean } = {},
+  ): StoredAttachment {
     const id = snowflake();
     const expires = Math.floor(Date.now() / 1000) + 86_400;
     const signature = `ex=${expires.toString(16)}&is=${Math.floor(Date.now() / 1000).toString(16)}&hm=${randomBytes(32).toString('hex')}`;
-    const url = `${this.#baseUrl}/attachments/${channelId}/${id}/${encodeURIComponent(filename)}?${signature}`;
+    const folder = options.ephemeral ? 'ephemeral-attachments' : 'attachments';
+    const url = `${this.#baseUrl}/${folder}/${channelId}/${id}/${encodeURIComponent(filename)}?${signature}`;
     const attachment = { id, filename, contentType, bytes, url };
     this.attachments.set(id, attachment);
     return attachment;
@@ -267,14 +289,7 @@ export class StandInState {
       mention_everyone: false,
       mentions: [],
       mention_roles: [],
-      attachments: message.attachments.map((attachment) => ({
-        id: attachment.id,
-        filename: attachment.filename,
-        size: attachment.bytes.length,
-        url: attachment.url,
-        proxy_url: attachment.url,
-        content_type: attachment.contentType,
-      })),
+      attachments: message.attachments.map(attachmentObject),
       embeds: message.embeds,
       components: message.components,
       pinned: false,

@@ -35,4 +35,15 @@ USER node
 EXPOSE 9464
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + process.env.OPS_PORT + '/healthz').then((answer) => process.exit(answer.ok ? 0 : 1), () => process.exit(1))"]
-CMD ["npm", "start"]
+# The bot is the container's first process (PID 1): scripts/bot `exec`s scripts/node, which `exec`s Node,
+# so `docker stop`'s SIGTERM reaches the bot and runs its graceful stop, as SIGTERM to `npm start` does
+# outside a container (README, "Stopping"). Not CMD ["npm", "start"]: npm 11 exits at once on a signal
+# without passing it on, and Docker then kills the bot with the rest of the container.
+# As PID 1, Node gets no default action for a signal it has no handler for (the kernel drops it): the bot
+# handles SIGINT and SIGTERM once its modules have loaded (src/main.ts), a second or so after the start.
+# It reaps what it starts: libuv waits for each child process it spawned when SIGCHLD comes, so a worker of
+# the supervisor that dies is reaped (test/shards/supervisor.test.ts checks none is left a zombie). What
+# Node does not reap is an orphan re-parented to PID 1 (a process whose own parent died first); the bot
+# starts no process besides its workers, and they start none, so no init is needed. One does no harm:
+# `docker run --init` (compose's `init: true`) makes tini PID 1, which passes the signal on to the bot.
+CMD ["scripts/bot"]

@@ -11,7 +11,7 @@ import { startOpsServer, type OpsServer } from './ops/server.ts';
 import { OPS_QUESTION, aggregateWorkerMetrics, aggregateWorkerReadiness } from './ops/worker-metrics.ts';
 import { Supervisor, WORKER_SHARDS_VARIABLE, WORKER_SHARD_COUNT_VARIABLE } from './shards/supervisor.ts';
 import { STORE_DEADLINE_MS } from './store/index.ts';
-import { createShutdown, EXIT_FAILURE, SHUTDOWN_DEADLINE_MS } from './shutdown.ts';
+import { createShutdown, EXIT_FAILURE, SHUTDOWN_DEADLINE_MS, type RepeatedStop } from './shutdown.ts';
 
 // `npm start`: configuration from the environment (and .env), then until SIGINT or SIGTERM either the
 // bot in this process (one shard in all, SHARD_IDS unset: as before sharding), or a supervisor of worker
@@ -69,18 +69,29 @@ function runBot(config: BotConfig, log: Logger, shards: ClientShards | undefined
     log.error('the bot could not start', { error });
     process.exit(EXIT_FAILURE);
   });
-  onSignals(
-    createShutdown({
-      log,
-      async stop() {
-        startup.abort(new Error('shutting down before the bot was up'));
-        // A cancelled start closes what it opened before it rejects.
-        const app = await starting.catch(() => undefined);
-        await app?.stop();
-      },
-      exit: (code) => process.exit(code),
-    }),
-  );
+  const shutdown = createShutdown({
+    log,
+    async stop() {
+      startup.abort(new Error('shutting down before the bot was up'));
+      // A cancelled start closes what it opened before it rejects.
+      const app = await starting.catch(() => undefined);
+      await app?.stop();
+    },
+    exit: (code) => process.exit(code),
+  });
+  if (!shards) {
+    onSignals(shutdown, 'exit now');
+    return;
+  }
+  // A worker (src/shutdown.ts): a signal sent to the process group reaches it and the supervisor, which
+  // passes it on, so every signal is the same stop here. The supervisor alone counts a second one, and
+  // then exits at once: its IPC channel closes, which ends this stop at once too. A supervisor that died
+  // (killed, crashed) closes it as well, and the worker stops rather than run on unsupervised.
+  onSignals(shutdown, 'same stop');
+  const supervisorGone = () => void shutdown('supervisor gone', 'exit now');
+  process.once('disconnect', supervisorGone);
+  // Gone before this handler was in place (the worker was still loading).
+  if (process.connected === false) supervisorGone();
 }
 
 async function runSupervisor(config: BotConfig, rest: REST, log: Logger, plan: ShardPlan, signal: AbortSignal): Promise<void> {
@@ -140,6 +151,7 @@ async function runSupervisor(config: BotConfig, rest: REST, log: Logger, plan: S
     });
   }
   supervisor.start();
+  // A second signal here ends the supervisor at once, and with it its workers (see runBot).
   onSignals(
     createShutdown({
       log,
@@ -151,12 +163,13 @@ async function runSupervisor(config: BotConfig, rest: REST, log: Logger, plan: S
       },
       exit: (code) => process.exit(code),
     }),
+    'exit now',
   );
 }
 
-function onSignals(shutdown: (signal: string) => Promise<void>): void {
-  process.on('SIGINT', () => void shutdown('SIGINT'));
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+function onSignals(shutdown: (signal: string, repeated: RepeatedStop) => Promise<void>, repeated: RepeatedStop): void {
+  process.on('SIGINT', () => void shutdown('SIGINT', repeated));
+  process.on('SIGTERM', () => void shutdown('SIGTERM', repeated));
 }
 
 const result = loadConfig(readEnvironment());

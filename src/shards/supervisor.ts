@@ -8,8 +8,9 @@ import { describeShards, type ShardPlan } from './plan.ts';
 // `npm start` when the bot is sharded: one worker process per group of shards, each the bot itself on
 // discord.js's own sharding (a Client holding those shards). The supervisor only keeps the processes
 // running: a worker that dies is started again after a backoff that grows while it keeps dying soon after
-// starting; SIGINT/SIGTERM is passed on to every worker, which stops as a single bot does, and a worker
-// still running at the deadline is killed.
+// starting; SIGINT/SIGTERM is passed on to every worker (as SIGTERM), which stops as a single bot does, and
+// a worker still running at the deadline is killed. A worker that also got the signal itself (sent to the
+// whole process group) takes the two as one stop; a second signal counts here only (src/shutdown.ts).
 //
 // Neither of the libraries for this fits: discord.js's ShardingManager runs exactly one shard per
 // process (no SHARDS_PER_PROCESS), and discord-hybrid-sharding, which groups shards, restarts at a fixed

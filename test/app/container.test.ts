@@ -1,10 +1,12 @@
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { readRecord, readString } from '../../src/lib/json.ts';
+import { dockerfileInstructions as instructions, imageCommand } from '../support/dockerfile.ts';
 
 // The Dockerfile and compose.yaml cannot be built on these machines (no docker): this checks what can be
 // checked without it. Every file the Dockerfile copies from the repo exists, every npm script it or
-// compose.yaml runs is defined, and .dockerignore keeps data, .env and node_modules out.
+// compose.yaml runs is defined, the bot is the image's first process, and .dockerignore keeps data, .env and
+// node_modules out.
 
 const ROOT = new URL('../../', import.meta.url);
 const read = (path: string) => readFileSync(new URL(path, ROOT), 'utf8');
@@ -14,19 +16,6 @@ const scripts = (typeof packageJson === 'object' && packageJson !== null && 'scr
   string,
   string
 >;
-
-/** The Dockerfile's instructions, continuation lines joined and comments left out. */
-function instructions(): { keyword: string; rest: string }[] {
-  return read('Dockerfile')
-    .replace(/\\\n/g, ' ')
-    .split('\n')
-    .map((line) => line.trim())
-    .filter((line) => line !== '' && !line.startsWith('#'))
-    .map((line) => {
-      const [keyword = '', ...rest] = line.split(/\s+/);
-      return { keyword: keyword.toUpperCase(), rest: rest.join(' ') };
-    });
-}
 
 /** The npm scripts a shell command or exec-form array runs (`npm start`, `npm run X`). */
 function npmScripts(command: string): string[] {
@@ -45,19 +34,29 @@ describe('the container image', () => {
     }
   });
 
-  it('runs only npm scripts and files that exist: npm ci from the lock file, npm start, a HEALTHCHECK on /healthz', () => {
+  it('runs only npm scripts and files that exist: npm ci from the lock file, a HEALTHCHECK on /healthz', () => {
     const all = instructions();
     const runs = all.filter((instruction) => ['RUN', 'CMD', 'HEALTHCHECK', 'ENTRYPOINT'].includes(instruction.keyword));
     const text = runs.map((instruction) => instruction.rest).join('\n');
     expect(text).toContain('npm ci --omit=dev');
     expect(exists('package-lock.json')).toBe(true);
-    expect(all.find((instruction) => instruction.keyword === 'CMD')?.rest).toBe('["npm", "start"]');
     for (const script of npmScripts(text)) expect(scripts[script], `npm script ${script}`).toBeDefined();
-    // npm start runs scripts/bot, which runs scripts/node on src/main.ts: all are copied.
-    expect(scripts.start).toBe('scripts/bot');
-    expect(read('scripts/bot')).toContain('src/main.ts');
-    for (const file of ['scripts/bot', 'scripts/node', 'src/main.ts']) expect(exists(file)).toBe(true);
     expect(all.find((instruction) => instruction.keyword === 'HEALTHCHECK')?.rest).toMatch(/\/healthz/);
+  });
+
+  it("runs the bot's start script itself, which execs Node: the bot is the container's first process and gets docker stop's SIGTERM", () => {
+    const all = instructions();
+    // No ENTRYPOINT or shell form in front of it, and not npm (npm 11 exits on a signal without passing it on).
+    expect(all.some((instruction) => instruction.keyword === 'ENTRYPOINT')).toBe(false);
+    expect(imageCommand()).toEqual(['scripts/bot']);
+    // What `npm start` runs outside the container, too.
+    expect(scripts.start).toBe('scripts/bot');
+    // scripts/bot replaces itself with scripts/node, which replaces itself with Node on src/main.ts: all are copied.
+    expect(read('scripts/bot')).toContain('src/main.ts');
+    expect(read('scripts/bot')).toMatch(/^exec "\$here\/node" /m);
+    expect(read('scripts/node')).toMatch(/^exec "\$node_bin" /m);
+    for (const file of ['scripts/bot', 'scripts/node', 'src/main.ts']) expect(exists(file)).toBe(true);
+    // test/e2e/stopping.test.ts runs this command and stops it with SIGTERM.
   });
 
   it('runs Node 22 slim as a non-root user, builds native modules in the build stage, keeps the SQLite folder in a volume', () => {
@@ -122,6 +121,11 @@ describe('the container image', () => {
     const compose = read('compose.yaml');
     expect(compose).toMatch(/^\s+build: \.$/m);
     for (const script of npmScripts(compose)) expect(scripts[script], `npm script ${script}`).toBeDefined();
+    // A service's process gets docker stop's SIGTERM itself: no npm in between.
+    expect(compose).not.toMatch(/command: \[\s*'npm'/);
+    // Docker's default 10 s before SIGKILL is shorter than the bot's stop may take (sharded: 15 s, src/main.ts).
+    const grace = /^ {4}stop_grace_period: (\d+)s$/m.exec(compose.slice(compose.indexOf('\n  bot:'), compose.indexOf('\n  redis:')));
+    expect(Number(grace?.[1])).toBeGreaterThan(15);
     expect(compose).toContain('profiles: [emulator]');
     expect(compose).toMatch(/STORE_URL: redis:\/\/redis:6379/);
     expect(read('Dockerfile')).toContain('OPS_PORT=9464');

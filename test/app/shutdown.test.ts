@@ -3,7 +3,8 @@ import { readString } from '../../src/lib/json.ts';
 import { createLogger } from '../../src/lib/log.ts';
 import { createShutdown, SHUTDOWN_DEADLINE_MS } from '../../src/shutdown.ts';
 
-// What a signal does to the process: the exit code after a clean, failed or hung stop, and a second signal.
+// What a signal does to the process: the exit code after a clean, failed or hung stop, a second signal,
+// and the same stop asked for twice (a worker's).
 
 let messages: string[];
 let exits: number[];
@@ -55,5 +56,29 @@ describe('shutdown on a signal', () => {
     expect(exits).toEqual([1]);
     expect(stops).toBe(1);
     expect(messages).toContain('second signal: exiting without finishing what is in flight');
+  });
+
+  it("takes a signal repeated as 'same stop' (a worker's, from its group and its supervisor) as the one stop under way: exits 0 once it ends", async () => {
+    let finish!: () => void;
+    let stops = 0;
+    const shutdown = shutdownWith(() => {
+      stops++;
+      return new Promise<void>((resolve) => (finish = resolve));
+    });
+    const stopping = shutdown('SIGINT', 'same stop');
+    await shutdown('SIGTERM', 'same stop');
+    expect(exits).toEqual([]);
+    finish();
+    await stopping;
+    expect(exits).toEqual([0]);
+    expect(stops).toBe(1);
+    expect(messages).not.toContain('second signal: exiting without finishing what is in flight');
+  });
+
+  it("still exits at once on an 'exit now' request during a stop that signals repeat (a worker whose supervisor went away)", async () => {
+    const shutdown = shutdownWith(() => new Promise<void>(() => {}));
+    void shutdown('SIGINT', 'same stop');
+    await shutdown('supervisor gone', 'exit now');
+    expect(exits).toEqual([1]);
   });
 });

@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import { existsSync, mkdtempSync, watch, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, watch, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -95,6 +95,16 @@ async function waitForFile(path: string): Promise<void> {
   }
 }
 
+/** A process's state letter from /proc (`Z` for a zombie: exited, not yet reaped by its parent), or 'gone'. */
+function processState(pid: number): string {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0] ?? '';
+  } catch {
+    return 'gone';
+  }
+}
+
 afterEach(async () => {
   await supervisor?.stop();
   supervisor = undefined;
@@ -117,6 +127,9 @@ describe('the worker supervisor', () => {
     ).toEqual(['0-1', '2-3']);
     const deaths = found.filter((line) => line.msg === 'a worker died; starting it again' && line.shards === '0-1');
     expect(deaths[0]).toMatchObject({ why: 'exited with code 3' });
+    // Reaped, not left a zombie: Node waits for each child it started when it exits (libuv, on SIGCHLD),
+    // which is what lets the bot be a container's first process without an init (Dockerfile).
+    expect(deaths.map((line) => processState(Number(line.pid))).filter((state) => state !== 'gone')).toEqual([]);
     expect(deaths.slice(0, 4).map((line) => line.restartInMs)).toEqual([20, 40, 80, 160]);
   });
 

@@ -6,8 +6,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { waitUntil } from '../../src/lib/wait-until.ts';
 
-// The bot as a real child process, started exactly like `npm start` (scripts/bot), with its
-// JSON log lines parsed and awaitable.
+// The bot as a real child process, started exactly like `npm start` (scripts/bot) unless a test names
+// another command line (the Dockerfile's CMD), with its JSON log lines parsed and awaitable.
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -28,12 +28,26 @@ export interface BotProcess {
   readonly exited: Promise<number | string>;
   stop(signal?: NodeJS.Signals): Promise<number | string>;
   kill(): Promise<number | string>;
+  /**
+   * Sends `signal` to the bot's whole process group (the start script's process and every worker), as
+   * Ctrl-C in a terminal or systemd does; only for a bot started with `ownProcessGroup`. Nothing when the
+   * group is gone.
+   */
+  signalGroup(signal: NodeJS.Signals): void;
 }
 
 export interface StartBotOptions {
   env: Record<string, string>;
   /** Directory for the SQLite store when STORE_URL is not given; removed by `cleanupBotDirectories()`. */
   dataDirectory?: string;
+  /** The command line that starts it (default scripts/bot), run in `cwd` (default the data directory). */
+  command?: readonly [string, ...string[]];
+  cwd?: string;
+  /**
+   * Starts it as the leader of a process group of its own, for `signalGroup()`. A test that uses it ends
+   * with `signalGroup('SIGKILL')`: a worker or a child that outlived the start script is in the group.
+   */
+  ownProcessGroup?: boolean;
 }
 
 const directories: string[] = [];
@@ -71,10 +85,12 @@ export function startBot(options: StartBotOptions): BotProcess {
     ...options.env,
   };
   // The bot must not read the developer's own .env: run it from an empty directory.
-  const child = spawn(join(ROOT, 'scripts', 'bot'), [], {
-    cwd: dataDirectory,
+  const [command, ...args] = options.command ?? [join(ROOT, 'scripts', 'bot')];
+  const child = spawn(command, args, {
+    cwd: options.cwd ?? dataDirectory,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: options.ownProcessGroup === true,
   });
 
   const logs: LogLine[] = [];
@@ -128,6 +144,17 @@ export function startBot(options: StartBotOptions): BotProcess {
     return exited;
   };
 
+  const signalGroup = (signal: NodeJS.Signals) => {
+    if (options.ownProcessGroup !== true || child.pid === undefined)
+      throw new Error('signalGroup() needs a bot started with ownProcessGroup');
+    try {
+      process.kill(-child.pid, signal);
+    } catch (error) {
+      // ESRCH: every process of the group has exited.
+      if (!(error instanceof Error && 'code' in error && error.code === 'ESRCH')) throw error;
+    }
+  };
+
   return {
     child,
     logs,
@@ -136,5 +163,6 @@ export function startBot(options: StartBotOptions): BotProcess {
     exited,
     stop: (signal = 'SIGTERM') => signalAndWait(signal),
     kill: () => signalAndWait('SIGKILL'),
+    signalGroup,
   };
 }

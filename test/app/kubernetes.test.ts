@@ -191,6 +191,8 @@ describe('the Kubernetes manifests (deploy/kubernetes)', () => {
     const pod = bot.spec!.template.spec!;
     const container = pod.containers[0]!;
     const env = new Map(container.env?.map((variable) => [variable.name, variable]));
+    // The image's CMD runs as it is: the bot as the container's first process, which SIGTERM stops gracefully.
+    expect([container.command, container.args]).toEqual([undefined, undefined]);
     expect(container.envFrom?.map((source) => source.configMapRef?.name ?? source.secretRef?.name)).toEqual(['bot-config', 'bot-secrets']);
     only(manifests, ConfigMap.is, 'bot-config');
     only(manifests, Secret.is, 'bot-secrets');

@@ -1,10 +1,21 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { audible, type DiscordStandIn, startDiscordStandIn, type TestGuild } from 'discord-standin';
+import { type DiscordStandIn, startDiscordStandIn, type TestGuild } from 'discord-standin';
 import type { RealtimeSession } from '../../src/emulator/realtime/session.ts';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import { cleanupBotDirectories, makeDataDirectory, startBot, type BotProcess } from '../support/bot-process.ts';
-import { forcedLines, scriptTurn, textMessages } from '../support/realtime-lines.ts';
+import { forcedLines, textMessages } from '../support/realtime-lines.ts';
 import { startOwnRedis, type OwnRedis } from '../support/redis-server.ts';
+import {
+  BACK_LINE,
+  beforeRestart,
+  cameBack,
+  endConversation,
+  exchange,
+  joinVoice,
+  RESTART_LINE,
+  twoExchanges,
+  waitForLine,
+} from '../support/voice-restart.ts';
 import { botEnvironment, startWorld, type World } from '../support/world.ts';
 
 // Voice conversations across restarts of the bot as a process: a graceful stop (SIGTERM) says it restarts
@@ -12,12 +23,8 @@ import { botEnvironment, startWorld, type World } from '../support/world.ts';
 // a SIGKILL says nothing and the conversation comes back the same; a channel everyone left stays left.
 // Sharded, a rolling restart of the workers brings each conversation back from the worker of its shard.
 
-/** The issue's bound: a conversation is back within this long of the bot being ready again. */
-const BACK_WITHIN_MS = 10_000;
 /** A sharded rolling restart's bound: each conversation is back within this long of its worker being ready. */
 const WORKER_BACK_WITHIN_MS = 15_000;
-const RESTART_LINE = 'I am restarting now. I will be back in a moment.';
-const BACK_LINE = 'I am back. Where were we?';
 
 let world: World;
 beforeAll(async () => {
@@ -26,107 +33,13 @@ beforeAll(async () => {
   world.emulator.realtime.options.toneMsPerCharacter = 5;
 }, 60_000);
 afterAll(() => world?.stop());
-
-afterEach(async () => {
-  const { discord, guild } = world;
-  if (discord.botVoiceChannel(guild.id)) {
-    await discord
-      .runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'leave' })
-      .response();
-    await discord.waitFor(() => (discord.botVoiceChannel(guild.id) ? undefined : true), 10_000, 'the bot leaving voice');
-  }
-  discord.leaveVoice(guild.member, guild.id);
-});
-
-/** Where a conversation runs: the stand-ins, and the guild. */
-interface Place {
-  discord: DiscordStandIn;
-  emulator: Emulator;
-  guild: TestGuild;
-}
-
-/** The member joins voice and brings the bot in; the conversation's realtime session. */
-async function joinVoice(place: Place = world): Promise<RealtimeSession> {
-  const { discord, emulator, guild } = place;
-  discord.joinVoice(guild.member, guild.id, guild.voiceChannelId);
-  const before = emulator.realtime.sessions.length;
-  const reply = await discord
-    .runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'join' })
-    .reply();
-  expect(reply.content).toMatch(new RegExp(`^Joined <#${guild.voiceChannelId}>`));
-  await discord.voice.waitForBotConnection(guild.id);
-  return emulator.realtime.sessions[before]!;
-}
-
-/** The member says something (heard as `transcript`), and the bot's answer `answer` is played to its end. */
-async function exchange(session: RealtimeSession, transcript: string, answer: string, place: Place = world): Promise<void> {
-  const { discord, emulator, guild } = place;
-  await scriptTurn(emulator.baseUrl, session, transcript, answer);
-  discord.voice.clearBotAudio(guild.id);
-  await discord.voice.speakTone(guild.id, guild.member.id, { hz: 440, ms: 600, amplitude: 0.5 });
-  await emulator.realtime.waitForServerEvent(
-    (event, candidate) => candidate === session && event.type === 'response.output_audio_transcript.done' && event.transcript === answer,
-    15_000,
-  );
-  await discord.voice.waitForBotAudio(guild.id, (frames) => audible(frames).length >= 8, 15_000);
-}
-
-/** Two exchanges, and the bot's record of all four turns written to the store. */
-async function twoExchanges(session: RealtimeSession): Promise<{ role: string; text: string }[]> {
-  const bot = world.bot;
-  const mark = bot.logs.length;
-  await exchange(session, 'My name is Ada.', 'Nice to meet you, Ada.');
-  await exchange(session, 'I keep bees.', 'Bees are wonderful.');
-  await bot.waitForLog((line) => line.msg === 'voice conversation recorded' && line.turns === 4 && bot.logs.indexOf(line) >= mark);
-  return [
-    { role: 'user', text: 'My name is Ada.' },
-    { role: 'assistant', text: 'Nice to meet you, Ada.' },
-    { role: 'user', text: 'I keep bees.' },
-    { role: 'assistant', text: 'Bees are wonderful.' },
-  ];
-}
-
-/**
- * After a start: the bot is back in the voice channel within BACK_WITHIN_MS of being ready, says so in the
- * text channel (its `backBefore + 1`th such message), and its one new realtime session holds `earlier`
- * first and says "back". Returns that session.
- */
-async function cameBack(
-  bot: BotProcess,
-  before: { sessions: number; backMessages: number },
-  earlier: { role: string; text: string }[],
-): Promise<RealtimeSession> {
-  const { discord, emulator, guild } = world;
-  await discord.waitFor(
-    () => (backMessages(discord, guild).length > before.backMessages ? true : undefined),
-    BACK_WITHIN_MS,
-    'the bot back in voice',
-  );
-  await bot.waitForLog((line) => line.msg === 'voice conversations brought back' && line.count === 1, BACK_WITHIN_MS);
-  expect(discord.botVoiceChannel(guild.id)).toBe(guild.voiceChannelId);
-  const resumed = emulator.realtime.sessions.slice(before.sessions);
-  expect(resumed).toHaveLength(1);
-  expect(textMessages(resumed[0]!)).toEqual(earlier);
-  await waitForLine(emulator, resumed[0]!, BACK_LINE);
-  return resumed[0]!;
-}
-
-function waitForLine(emulator: Emulator, session: RealtimeSession, line: string) {
-  return emulator.realtime.waitForClientEvent(
-    (_event, candidate) => candidate === session && forcedLines(session).includes(line),
-    BACK_WITHIN_MS,
-  );
-}
-
-function backMessages(discord: DiscordStandIn, guild: TestGuild) {
-  return discord.messages(guild.textChannelId).filter((message) => message.content.startsWith(`🎙️ Back in <#${guild.voiceChannelId}>`));
-}
+afterEach(() => endConversation(world));
 
 describe('voice conversations across restarts', () => {
   it('says it restarts on SIGTERM, and after the next start is back within 10 s with its earlier turns, saying so once', async () => {
-    const { discord, emulator, guild } = world;
-    const session = await joinVoice();
-    const earlier = await twoExchanges(session);
+    const { discord, guild } = world;
+    const session = await joinVoice(world);
+    const earlier = await twoExchanges(world, world.bot, session);
 
     expect(await world.bot.stop('SIGTERM')).toBe(0);
     expect(forcedLines(session)).toContain(RESTART_LINE);
@@ -140,26 +53,19 @@ describe('voice conversations across restarts', () => {
         ),
     ).toBe(true);
 
-    const before = { sessions: emulator.realtime.sessions.length, backMessages: backMessages(discord, guild).length };
+    const before = beforeRestart(world);
     const bot = await world.restartBot();
-    const resumed = await cameBack(bot, before, earlier);
-    // Said once, written once.
-    await emulator.realtime.waitForServerEvent(
-      (event, candidate) => candidate === resumed && event.type === 'response.done',
-      BACK_WITHIN_MS,
-    );
-    expect(forcedLines(resumed)).toEqual([BACK_LINE]);
-    expect(backMessages(discord, guild)).toHaveLength(before.backMessages + 1);
+    const resumed = await cameBack(world, bot, before, earlier);
     // And it still answers.
-    await exchange(resumed, 'Are you there?', 'I am here.');
+    await exchange(world, resumed, 'Are you there?', 'I am here.');
   }, 90_000);
 
   it('comes back the same after a SIGKILL, having said nothing', async () => {
-    const { discord, emulator, guild } = world;
-    const session = await joinVoice();
-    const earlier = await twoExchanges(session);
+    const { discord, guild } = world;
+    const session = await joinVoice(world);
+    const earlier = await twoExchanges(world, world.bot, session);
     const messagesBefore = discord.messages(guild.textChannelId).length;
-    const before = { sessions: emulator.realtime.sessions.length, backMessages: backMessages(discord, guild).length };
+    const before = beforeRestart(world);
 
     await world.bot.kill();
     expect(forcedLines(session)).not.toContain(RESTART_LINE);
@@ -171,18 +77,12 @@ describe('voice conversations across restarts', () => {
     ).toBe(false);
 
     const bot = await world.restartBot();
-    const resumed = await cameBack(bot, before, earlier);
-    await emulator.realtime.waitForServerEvent(
-      (event, candidate) => candidate === resumed && event.type === 'response.done',
-      BACK_WITHIN_MS,
-    );
-    expect(forcedLines(resumed)).toEqual([BACK_LINE]);
-    expect(backMessages(discord, guild)).toHaveLength(before.backMessages + 1);
+    await cameBack(world, bot, before, earlier);
   }, 90_000);
 
   it('does not come back into a channel everyone left during the restart', async () => {
     const { discord, emulator, guild } = world;
-    await joinVoice();
+    await joinVoice(world);
     expect(await world.bot.stop('SIGTERM')).toBe(0);
     discord.leaveVoice(guild.member, guild.id);
     const sessionsBefore = emulator.realtime.sessions.length;
@@ -224,7 +124,7 @@ describe('voice conversations across a rolling restart of two workers (two shard
     for (const place of places) sessions.push(await joinVoice(place));
     for (const [index, place] of places.entries()) {
       const mark = bot.logs.length;
-      await exchange(sessions[index]!, `I am guest ${index}.`, `Welcome, guest ${index}.`, place);
+      await exchange(place, sessions[index]!, `I am guest ${index}.`, `Welcome, guest ${index}.`);
       await bot.waitForLog(
         (line) =>
           line.msg === 'voice conversation recorded' && line.guild === place.guild.id && line.turns === 2 && bot.logs.indexOf(line) >= mark,

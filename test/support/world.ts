@@ -1,6 +1,6 @@
 import { startEmulator, type Emulator, type EmulatorOptions } from '../../src/emulator/server.ts';
 import type { Logger } from '../../src/lib/log.ts';
-import { cleanupBotDirectories, makeDataDirectory, startBot, type BotProcess } from './bot-process.ts';
+import { cleanupBotDirectories, makeDataDirectory, startBot, type BotProcess, type StartBotOptions } from './bot-process.ts';
 import { type DiscordStandIn, type StandInOptions, startDiscordStandIn, type TestGuild } from 'discord-standin';
 
 // Everything an end-to-end test needs: the gateway emulator, the Discord stand-in with one server, and the
@@ -26,6 +26,8 @@ export interface WorldOptions {
   standIn?: StandInOptions;
   guild?: { attachmentSizeLimit?: number };
   env?: Record<string, string>;
+  /** How the bot is started, each time (default: scripts/bot in its data directory, in the test's process group). */
+  start?: Pick<StartBotOptions, 'command' | 'cwd' | 'ownProcessGroup'>;
 }
 
 export function botEnvironment(discord: DiscordStandIn, emulator: Emulator, extra: Record<string, string> = {}): Record<string, string> {
@@ -50,7 +52,7 @@ export async function startWorld(options: WorldOptions = {}): Promise<World> {
   const guild = discord.createGuild(options.guild);
   const dataDirectory = makeDataDirectory();
   const env = botEnvironment(discord, emulator, options.env);
-  let bot = startBot({ env, dataDirectory });
+  let bot = startBot({ env, dataDirectory, ...options.start });
   await bot.waitForLog((line) => line.msg === 'ready', 30_000);
 
   return {
@@ -62,12 +64,14 @@ export async function startWorld(options: WorldOptions = {}): Promise<World> {
     },
     dataDirectory,
     async restartBot(extra = {}) {
-      bot = startBot({ env: { ...env, ...extra }, dataDirectory });
+      bot = startBot({ env: { ...env, ...extra }, dataDirectory, ...options.start });
       await bot.waitForLog((line) => line.msg === 'ready', 30_000);
       return bot;
     },
     async stop() {
       await bot.stop();
+      // Whatever of the bot's process group outlived it.
+      if (options.start?.ownProcessGroup === true) bot.signalGroup('SIGKILL');
       await discord.close();
       await emulator.close();
       cleanupBotDirectories();

@@ -5,7 +5,7 @@
 
 import { Events, type Client } from 'discord.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { audible, type DiscordStandIn, startDiscordStandIn, type TestGuild, trustCertificateInThisProcess } from 'discord-standin';
+import { type DiscordStandIn, startDiscordStandIn, type TestGuild, trustCertificateInThisProcess } from 'discord-standin';
 import { createDiscordClient } from '../../src/discord/client.ts';
 import { DiscordOutbox } from '../../src/discord/outbox.ts';
 import type { RealtimeSession } from '../../src/emulator/realtime/session.ts';
@@ -18,12 +18,8 @@ import { openStore, type Store } from '../../src/store/index.ts';
 import { CONVERSATION_RECORDS, parseConversationRecord, type ConversationRecords } from '../../src/voice/conversation-record.ts';
 import { VoiceService } from '../../src/voice/service.ts';
 import { pollUntil } from '../support/poll.ts';
-import { forcedLines, scriptTurn, textMessages } from '../support/realtime-lines.ts';
-
-/** The issue's bound: a conversation is back within this long of the bot being ready again. */
-const BACK_WITHIN_MS = 10_000;
-const RESTART_LINE = 'I am restarting now. I will be back in a moment.';
-const BACK_LINE = 'I am back. Where were we?';
+import { forcedLines, textMessages } from '../support/realtime-lines.ts';
+import { BACK_LINE, BACK_WITHIN_MS, exchange as exchangeIn, RESTART_LINE } from '../support/voice-restart.ts';
 
 let emulator: Emulator;
 let discord: DiscordStandIn;
@@ -98,17 +94,9 @@ async function memberInVoice(guild: TestGuild): Promise<void> {
   await seen;
 }
 
-/** The member says something (heard as `transcript`), and the bot's answer `answer` is played to its end. */
-async function exchange(guild: TestGuild, session: RealtimeSession, transcript: string, answer: string): Promise<void> {
-  await scriptTurn(emulator.baseUrl, session, transcript, answer);
-  discord.voice.clearBotAudio(guild.id);
-  await discord.voice.speakTone(guild.id, guild.member.id, { hz: 440, ms: 600, amplitude: 0.5 });
-  await emulator.realtime.waitForServerEvent(
-    (event, candidate) => candidate === session && event.type === 'response.output_audio_transcript.done' && event.transcript === answer,
-    15_000,
-  );
-  // The answer's tone is at least 200 ms: ten frames, most of them heard.
-  await discord.voice.waitForBotAudio(guild.id, (frames) => audible(frames).length >= 8, 15_000);
+/** The member says something and hears the bot's answer to its end, on this file's stand-ins. */
+function exchange(guild: TestGuild, session: RealtimeSession, transcript: string, answer: string): Promise<void> {
+  return exchangeIn({ discord, emulator, guild }, session, transcript, answer);
 }
 
 /** Until the store's record of the guild's conversation has `count` turns. */

@@ -1,5 +1,6 @@
 import { startOwnRedis, type OwnRedis } from '../test/support/redis-server.ts';
 import { startWorld } from '../test/support/world.ts';
+import { cardText } from '../test/support/cards.ts';
 
 // The crash run, longer than the test suite's: the bot (a child process started as `npm start` starts
 // it) is killed with SIGKILL at random moments while tasks are being submitted, polled, downloaded and
@@ -67,8 +68,8 @@ export async function benchmarkCrashes(options: CrashOptions): Promise<CrashRepo
         subcommand: 'generate',
         options: { prompt: `crash run ${index}` },
       });
-      const card = await run.waitForReply((message) => CARD_REF.test(JSON.stringify(message.embeds)), 30_000);
-      refs.push(CARD_REF.exec(JSON.stringify(card.embeds))![1]!);
+      const card = await run.waitForReply((message) => CARD_REF.test(cardText(message)), 30_000);
+      refs.push(CARD_REF.exec(cardText(card))![1]!);
     };
 
     // Submissions are spread over the rounds, so kills land while some tasks are young and others are

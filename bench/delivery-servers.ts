@@ -65,7 +65,13 @@ function json(response: ServerResponse, body: unknown): void {
 
 const discord = createServer((request: IncomingMessage, response) => {
   const path = (request.url ?? '').replace(/^\/api(\/v\d+)?/, '');
-  if (request.method === 'POST' && /^\/channels\/\d+\/messages$/.test(path)) {
+  // A post, or a card edit that carries the video (multipart): both upload the file, paced.
+  const uploads =
+    (request.method === 'POST' && /^\/channels\/\d+\/messages$/.test(path)) ||
+    (request.method === 'PATCH' &&
+      /^\/channels\/\d+\/messages\/\d+$/.test(path) &&
+      (request.headers['content-type'] ?? '').startsWith('multipart/form-data'));
+  if (uploads) {
     let size = 0;
     request.on('data', (chunk: Buffer) => {
       size += chunk.length;

@@ -202,10 +202,7 @@ async function status(interaction: ChatInputCommandInteraction, services: Servic
     await answerPrivately(interaction, `\`task\`: no task \`${ref}\` on this server. \`/video list\` shows yours.`);
     return;
   }
-  const posted = task.delivery.messageId
-    ? `Result: https://discord.com/channels/${task.guildId}/${task.channelId}/${task.delivery.messageId}`
-    : undefined;
-  await answerPrivately(interaction, { ...(await services.video.card(task)), ...(posted ? { content: posted } : {}) });
+  await answerPrivately(interaction, { card: await services.video.privateCard(task) });
 }
 
 async function list(interaction: ChatInputCommandInteraction, services: Services) {

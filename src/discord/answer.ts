@@ -1,3 +1,4 @@
+import type { ComponentsV2Message } from './outbox.ts';
 import {
   MessageFlags,
   type APIActionRowComponent,
@@ -67,7 +68,9 @@ export type PrivateAnswer =
       files?: { name: string; data: Buffer }[];
       /** Buttons only the member sees (a question to answer). */
       components?: APIActionRowComponent<APIComponentInMessageActionRow>[];
-    };
+    }
+  /** A card laid out in Components V2 (a status card, shown to the member alone). */
+  | { card: ComponentsV2Message };
 
 /** Which message an interaction's private answer is, for an edit through its token: `@original`, or a follow-up's id. */
 export type AnswerMessageId = string;
@@ -88,6 +91,7 @@ export async function answerPrivately(interaction: RepliableInteraction, answer:
  */
 export async function askPrivately(interaction: RepliableInteraction, answer: PrivateAnswer): Promise<AnswerMessageId> {
   await startAnswer(interaction);
+  if (typeof answer !== 'string' && 'card' in answer) return answerWithCard(interaction, answer.card);
   const { files: given, ...body } = typeof answer === 'string' ? { content: answer } : answer;
   const files = (given ?? []).map((file) => ({ attachment: file.data, name: file.name }));
   const message = { ...body, files, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } } as const;
@@ -109,6 +113,24 @@ export async function askPrivately(interaction: RepliableInteraction, answer: Pr
   }
   if (placeholderShown && interaction.ephemeral === false) {
     // A placeholder that cannot be removed (already gone, say) must not keep the member from the answer.
+    await interaction.deleteReply().catch(() => undefined);
+  }
+  return (await interaction.followUp(message)).id;
+}
+
+/** askPrivately() for a Components V2 card: the same three cases, with the flag and without content or embeds. */
+async function answerWithCard(interaction: RepliableInteraction, card: ComponentsV2Message): Promise<AnswerMessageId> {
+  const message = { components: card.components, flags: card.flags | MessageFlags.Ephemeral, allowedMentions: { parse: [] } } as const;
+  if (!interaction.deferred && !interaction.replied) {
+    await interaction.reply(message);
+    return '@original';
+  }
+  const placeholderShown = interaction.deferred && !interaction.replied;
+  if (placeholderShown && interaction.ephemeral === true) {
+    await interaction.editReply({ components: card.components, flags: card.flags, allowedMentions: { parse: [] } });
+    return '@original';
+  }
+  if (placeholderShown && interaction.ephemeral === false) {
     await interaction.deleteReply().catch(() => undefined);
   }
   return (await interaction.followUp(message)).id;

@@ -2,11 +2,14 @@ import { openAsBlob } from 'node:fs';
 import {
   DiscordAPIError,
   Routes,
+  type MessageFlags,
   type REST,
+  type RESTPatchAPIChannelMessageJSONBody,
   type RESTPostAPIChannelMessageJSONBody,
   type APIEmbed,
   type APIActionRowComponent,
   type APIComponentInMessageActionRow,
+  type APIMessageTopLevelComponent,
 } from 'discord.js';
 import { isRecord, readArray, readRecord, readString } from '../lib/json.ts';
 import { onceUntilFailure } from '../lib/once-until-failure.ts';
@@ -32,6 +35,22 @@ export interface MessagePayload {
   content?: string;
   embeds?: APIEmbed[];
   components?: APIActionRowComponent<APIComponentInMessageActionRow>[];
+}
+
+/**
+ * A message laid out with Components V2 (containers, text displays, media galleries): the flag, and no
+ * `content` or `embeds` (Discord refuses them beside the flag, and the flag never comes off a message).
+ */
+export interface ComponentsV2Message {
+  flags: MessageFlags.IsComponentsV2;
+  components: APIMessageTopLevelComponent[];
+}
+
+/** A status card as an edit sends it: with the file its media gallery names as `attachment://<name>`, when it has one. */
+export interface CardEdit extends ComponentsV2Message {
+  file?: FileToPost;
+  /** The message was not Components V2 until now (an earlier version's embed card): its content and embeds are cleared. */
+  replacesLegacy?: boolean;
 }
 
 export interface CardAddress {
@@ -90,9 +109,10 @@ function splitContent(content: string): string[] {
 /** How many recent messages are searched for a post of the bot's (Discord's largest page). */
 const RECENT_MESSAGES = 50;
 
+/** The custom ids of a message's buttons, wherever they sit: in a row, in a Components V2 container's rows, as a section's accessory. */
 function customIdsOf(raw: unknown): string[] {
-  return (readArray(raw, 'components') ?? []).flatMap((row) =>
-    (readArray(row, 'components') ?? []).flatMap((component) => readString(component, 'custom_id') ?? []),
+  return [...(readArray(raw, 'components') ?? []), ...(readRecord(raw, 'accessory') ? [readRecord(raw, 'accessory')] : [])].flatMap(
+    (component) => [...(readString(component, 'custom_id') ?? []), ...customIdsOf(component)],
   );
 }
 
@@ -144,7 +164,7 @@ export function isReplyRefusal(error: unknown): boolean {
  * read any other FormData as a list of chunks.
  */
 async function multipartFromDisk(
-  payload: RESTPostAPIChannelMessageJSONBody,
+  payload: RESTPostAPIChannelMessageJSONBody | RESTPatchAPIChannelMessageJSONBody,
   file: { name: string; contentType: string; path: string },
 ): Promise<FormData> {
   const form = new FormData();
@@ -163,24 +183,59 @@ export class DiscordOutbox {
   }
 
   /**
-   * Edits a status card and returns its message id. Through the interaction token while it lives;
-   * after that (or when Discord says the token is gone) as the bot's own channel message.
+   * Edits a status card; the message as edited (its id, and the url of the file uploaded with the edit),
+   * or undefined when there is no way to reach it (the token expired before its id was known). Through the
+   * interaction token while it lives; after that (or when Discord says the token is gone) as the bot's own
+   * channel message. The edit lists only the file it uploads as the card's attachments, so an edit made
+   * twice (its first answer lost) leaves one file, and an edit without a file leaves none.
    */
-  async editCard(card: CardAddress, payload: MessagePayload, now = Date.now()): Promise<string | undefined> {
+  async editCard(card: CardAddress, edit: CardEdit, now = Date.now()): Promise<PostedMessage | undefined> {
     if (now < card.tokenExpiresAt) {
       try {
-        const message: unknown = await this.#rest.patch(Routes.webhookMessage(card.applicationId, card.interactionToken, '@original'), {
-          body: payload,
-          auth: false,
-        });
-        return readString(message, 'id');
+        return parsePostedMessage(
+          await this.#patchMessage(Routes.webhookMessage(card.applicationId, card.interactionToken, '@original'), edit, false),
+        );
       } catch (error) {
-        if (!isDiscordError(error, DISCORD_ERRORS.invalidWebhookToken, DISCORD_ERRORS.unknownWebhook) || !card.messageId) throw error;
+        if (!isDiscordError(error, DISCORD_ERRORS.invalidWebhookToken, DISCORD_ERRORS.unknownWebhook)) throw error;
       }
     }
     if (!card.messageId) return undefined;
-    await this.#rest.patch(Routes.channelMessage(card.channelId, card.messageId), { body: payload });
-    return card.messageId;
+    return parsePostedMessage(await this.#patchMessage(Routes.channelMessage(card.channelId, card.messageId), edit, true));
+  }
+
+  /**
+   * A status card as a new channel message, pinging nobody: the first card of a video asked for by voice,
+   * or a card posted again with its video when the first is out of reach. With `nonce` (enforced), Discord
+   * answers a repeat within a few minutes with the first message instead of a second.
+   */
+  async postCard(channelId: string, card: CardEdit, nonce?: string): Promise<PostedMessage> {
+    const { file, replacesLegacy: _new, ...layout } = card;
+    const body: RESTPostAPIChannelMessageJSONBody = {
+      ...layout,
+      allowed_mentions: { parse: [] },
+      ...(nonce === undefined ? {} : { nonce, enforce_nonce: true }),
+      ...(file ? { attachments: [{ id: 0, filename: file.name }] } : {}),
+    };
+    const route = Routes.channelMessages(channelId);
+    if (!file) return parsePostedMessage(await this.#rest.post(route, { body }));
+    if ('path' in file)
+      return parsePostedMessage(await this.#rest.post(route, { body: await multipartFromDisk(body, file), passThroughBody: true }));
+    return parsePostedMessage(
+      await this.#rest.post(route, { body, files: [{ name: file.name, data: file.data, contentType: file.contentType }] }),
+    );
+  }
+
+  async #patchMessage(route: `/${string}`, edit: CardEdit, auth: boolean): Promise<unknown> {
+    const { file, replacesLegacy, ...card } = edit;
+    const body: RESTPatchAPIChannelMessageJSONBody = {
+      ...card,
+      ...(replacesLegacy ? { content: null, embeds: [] } : {}),
+      attachments: file ? [{ id: 0, filename: file.name }] : [],
+      allowed_mentions: { parse: [] },
+    };
+    if (!file) return this.#rest.patch(route, { body, auth });
+    if ('path' in file) return this.#rest.patch(route, { body: await multipartFromDisk(body, file), passThroughBody: true, auth });
+    return this.#rest.patch(route, { body, auth, files: [{ name: file.name, data: file.data, contentType: file.contentType }] });
   }
 
   /**

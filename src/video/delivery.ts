@@ -1,8 +1,8 @@
-import { ButtonStyle, ComponentType, type APIActionRowComponent, type APIComponentInMessageActionRow, type APIEmbed } from 'discord.js';
 import {
   DISCORD_ERRORS,
   isDiscordError,
-  isReplyRefusal,
+  type CardEdit,
+  type ComponentsV2Message,
   type DiscordOutbox,
   type FileToPost,
   type OwnMessage,
@@ -19,8 +19,7 @@ import {
 import type { GatewayClient } from '../gateway/client.ts';
 import type { SavedVideo, TaskResult } from '../gateway/types.ts';
 import type { Logger } from '../lib/log.ts';
-import { isHttpUrl } from '../lib/url.ts';
-import { videoActionId, type VideoAction } from './actions.ts';
+import { videoActionId } from './actions.ts';
 import { applyResult } from './apply-result.ts';
 import type { DownloadFiles } from './download-files.ts';
 import {
@@ -28,45 +27,30 @@ import {
   describeDeliveryFailure,
   describeMissingPermission,
   describeOverUploadLimit,
-  describeRefusedPublicUrl,
   describeRefusedVideo,
-  describeStorageError,
   type LostTaskReason,
 } from './wording.ts';
 import type { MemberCosts, MemberDayCost } from '../ports/guild-policy.ts';
 import { isTerminal, type TaskRecord } from './record.ts';
 import type { TaskRepository } from './repository.ts';
-import { cardStateKey, renderLostCard, renderStatusCard, type KnownCard } from './status-card.ts';
+import { cardStateKey, renderLostCard, renderStatusCard, videoLink, type CardView, type KnownCard } from './status-card.ts';
 import type { BotMetrics } from '../lib/metrics.ts';
 
-// Posting a finished video exactly once. Delivery is a small state machine kept in the store:
-//   waiting --(download, then write "posting")--> posting --(post with nonce)--> posted
-// A crash after the post but before "posted" is written leaves "posting"; the retry posts again with the
-// same nonce and enforce_nonce, and Discord answers with the message it already has instead of a second.
+/**
+ * Discord answers a repeated nonce with the first message only for "a few minutes": a card first posted
+ * again longer ago than this may have gone out without the bot recording it, so the channel is searched first.
+ */
+const NONCE_TRUSTED_MS = 2 * 60_000;
+
+// Showing a finished video exactly once, in its status card. Delivery is a small state machine kept in
+// the store:
+//   waiting --(download, then write "posting")--> posting --(edit the card with the file)--> posted
+// The edit lists the file it uploads as the card's only attachment, so repeating it shows one video: a
+// crash after the edit but before "posted" is written leaves "posting", and the retry edits again.
+// Tasks of earlier versions posted the video as a message of its own, with a nonce; one of those left
+// "posting" is looked for in its channel first (see #earlierPost), and their posts keep their buttons.
 // The video goes from the gateway to a temporary file and from there to Discord, a chunk at a time: a
 // delivery holds a few hundred KB of it in memory whatever its size.
-
-export function resultButtons(taskId: string): APIActionRowComponent<APIComponentInMessageActionRow>[] {
-  const button = (label: string, action: VideoAction) => ({
-    type: ComponentType.Button as const,
-    style: ButtonStyle.Secondary as const,
-    label,
-    custom_id: videoActionId(action, taskId),
-  });
-  return [
-    { type: ComponentType.ActionRow, components: [button('Extend', 'extend'), button('Edit', 'edit'), button('Regenerate', 'regenerate')] },
-  ];
-}
-
-/** A link to post instead of the file, and what to say about it. Only ever an http(s) link. */
-function linkFor(task: TaskRecord): { url: string; note: string } | undefined {
-  const stored = task.outcome.storedFile?.publicUrl;
-  if (stored !== undefined && isHttpUrl(stored)) return { url: stored, note: "This is a lasting link from the gateway's storage." };
-  const temporary = task.outcome.videoUrl;
-  if (temporary !== undefined && isHttpUrl(temporary))
-    return { url: temporary, note: 'This is a temporary link and it expires soon: download the video now.' };
-  return undefined;
-}
 
 const CONTENT_TYPES: Record<SavedVideo['container'], string> = { mp4: 'video/mp4', webm: 'video/webm' };
 
@@ -81,12 +65,6 @@ function isRefusedVideo(error: unknown): error is GatewayError {
     (error instanceof VideoUnavailableError && error.reason === 'not-http')
   );
 }
-
-/**
- * Discord answers a repeated nonce with the first message only for "a few minutes": a post first tried
- * longer ago than this may have gone out without the bot recording it, so the channel is searched first.
- */
-const NONCE_TRUSTED_MS = 2 * 60_000;
 
 export interface DeliveryDeps {
   /** Counts posts (and how long after the gateway finished) and failures by reason; default none. */
@@ -115,14 +93,11 @@ export class VideoDelivery {
    * A task's status card as it stands: when the gateway reported what a finished task cost, with its
    * member's total on that day.
    */
-  async card(task: TaskRecord, now = Date.now()): Promise<{ embeds: APIEmbed[] }> {
+  async card(task: TaskRecord, now = Date.now(), view?: CardView): Promise<ComponentsV2Message> {
     const memberDay = await this.#memberDayCost(task);
     const { taskDeadlineMs } = this.#deps;
-    return renderStatusCard(task, {
-      now,
-      ...(memberDay ? { memberDay } : {}),
-      ...(taskDeadlineMs === undefined ? {} : { deadlineMs: taskDeadlineMs }),
-    });
+    const context = { now, ...(memberDay ? { memberDay } : {}), ...(taskDeadlineMs === undefined ? {} : { deadlineMs: taskDeadlineMs }) };
+    return renderStatusCard(task, context, view);
   }
 
   /** The member's costs on the day a finished, costed task counts on; undefined when there is nothing to show or they cannot be read. */
@@ -151,12 +126,14 @@ export class VideoDelivery {
     const running = task.state === 'running' || task.state === 'submitting';
     if (running && task.card.renderedAt !== undefined && now - task.card.renderedAt < this.#deps.cardEditIntervalMs) return task;
     try {
-      const messageId = await this.#deps.outbox.editCard(
-        { ...task.card, channelId: task.channelId, messageId: task.card.messageId },
-        await this.card(task, now),
-        now,
-      );
-      return { ...task, card: { ...task.card, renderedAt: now, renderedState: key, messageId: messageId ?? task.card.messageId } };
+      const edited = await this.#editCard(task, await this.card(task, now), now);
+      if (!edited)
+        this.#deps.log.warn('a status card is out of reach: its interaction token ended before its message id was known', {
+          task: task.id,
+        });
+      const messageId = edited?.messageId ?? task.card.messageId;
+      const componentsV2 = task.card.componentsV2 === true || edited !== undefined;
+      return { ...task, card: { ...task.card, renderedAt: now, renderedState: key, componentsV2, messageId } };
     } catch (error) {
       // A card that cannot be edited (deleted, no access) must not stop the task or its delivery.
       if (isDiscordError(error, DISCORD_ERRORS.missingAccess, DISCORD_ERRORS.missingPermissions)) {
@@ -177,8 +154,13 @@ export class VideoDelivery {
     }
   }
 
+  #editCard(task: TaskRecord, edit: CardEdit, now: number): Promise<PostedMessage | undefined> {
+    const address = { ...task.card, channelId: task.channelId, messageId: task.card.messageId };
+    return this.#deps.outbox.editCard(address, task.card.componentsV2 ? edit : { ...edit, replacesLegacy: true }, now);
+  }
+
   /**
-   * Posts a succeeded task's video (or a link to it) in its channel. `result` is the answer that showed
+   * Shows a succeeded task's video (or a link to it) in its status card. `result` is the answer that showed
    * the task done, when the caller has it; otherwise the task is queried again.
    */
   async deliver(task: TaskRecord, gateway: GatewayClient, result?: TaskResult): Promise<TaskRecord> {
@@ -193,6 +175,7 @@ export class VideoDelivery {
         delivery: {
           ...current.delivery,
           state: 'posted',
+          inCard: false,
           messageId: earlier.messageId,
           ...(earlier.attachmentUrl ? { attachmentUrl: earlier.attachmentUrl } : {}),
         },
@@ -244,22 +227,29 @@ export class VideoDelivery {
   }
 
   /**
-   * The post of this task already in its channel, when an earlier try may have made one that Discord's
-   * nonce no longer guards (tried longer ago than it remembers nonces). Only the last 50 messages are
-   * searched; without Read Message History nothing can be searched, and the video is posted again.
+   * The post of this task already in its channel, for a task an earlier version was posting as a message
+   * of its own when it stopped: that post may have gone out without being recorded.
    */
   async #earlierPost(task: TaskRecord): Promise<PostedMessage | undefined> {
-    const { state, postingSince, nonce } = task.delivery;
-    if (state !== 'posting') return undefined;
-    if (postingSince !== undefined && Date.now() - postingSince < NONCE_TRUSTED_MS) return undefined;
+    const { state, inCard } = task.delivery;
+    return state === 'posting' && !inCard ? this.#postedInChannel(task) : undefined;
+  }
+
+  /**
+   * A message of the bot's in the task's channel that shows its video (found by its nonce, or by its
+   * Extend button). Only the last 50 messages are searched; without Read Message History nothing can be
+   * searched, and the video is shown again (twice then, at worst, and never lost).
+   */
+  async #postedInChannel(task: TaskRecord): Promise<PostedMessage | undefined> {
+    const { nonce } = task.delivery;
     let messages: OwnMessage[];
     try {
       messages = await this.#deps.outbox.recentOwnMessages(task.channelId);
     } catch (error) {
-      // A deleted channel: the post that follows is refused the same way, and closes the task.
+      // A deleted channel: the edit that follows is refused the same way, and closes the task.
       if (isDiscordError(error, DISCORD_ERRORS.unknownChannel)) return undefined;
       if (!isDiscordError(error, DISCORD_ERRORS.missingAccess, DISCORD_ERRORS.missingPermissions)) throw error;
-      this.#deps.log.warn('cannot search the channel for an earlier post of a video; posting it again', {
+      this.#deps.log.warn('cannot search the channel for an earlier post of a video; showing it in its card', {
         task: task.id,
         channel: task.channelId,
         error,
@@ -271,72 +261,48 @@ export class VideoDelivery {
     return messages.find((message) => message.nonce === nonce || message.customIds.includes(extendButton));
   }
 
-  /** `asReply`: as a reply to the status card, unless Discord refused that once already. */
-  async #post(task: TaskRecord, file: FileToPost | undefined, linkReason: string | undefined, asReply = true): Promise<TaskRecord> {
-    const { repository, outbox, log } = this.#deps;
-    const link = file ? undefined : linkFor(task);
+  /** Edits the video (the file, or else a link to it) into the task's card, and records it shown. */
+  async #post(task: TaskRecord, file: FileToPost | undefined, linkReason: string | undefined): Promise<TaskRecord> {
+    const { repository, log } = this.#deps;
+    const link = file ? undefined : videoLink(task);
     if (!file && !link)
-      return this.#close(task, `${linkReason ?? ''} The gateway gave no link to share either, so the video could not be posted.`.trim());
+      return this.#close(task, `${linkReason ?? ''} The gateway gave no link to share either, so the video could not be shown.`.trim());
 
+    const { fileName: _earlierFile, linkReason: _earlierReason, ...delivery } = task.delivery;
     let current: TaskRecord = {
       ...task,
       delivery: {
-        ...task.delivery,
+        ...delivery,
         state: 'posting',
+        inCard: true,
         attempts: task.delivery.attempts + 1,
         postingSince: task.delivery.postingSince ?? Date.now(),
+        ...(file ? { fileName: file.name } : {}),
         ...(linkReason ? { linkReason } : {}),
       },
     };
     await repository.save(current);
 
-    const lines = [`<@${task.userId}> your video is ready.`];
-    if (link) lines.push(`${linkReason ?? ''} Here is a link instead:`.trim(), link.url, link.note);
-    const storage = describeStorageError(task.outcome);
-    if (storage) lines.push(storage);
-    const refusedLink = describeRefusedPublicUrl(task.outcome);
-    if (refusedLink) lines.push(refusedLink);
+    // The card as it is once the video is in it: drawn now, and sent with the file it names.
+    const now = Date.now();
+    const shown: TaskRecord = { ...current, delivery: { ...current.delivery, state: 'posted' } };
+    let shownIn: { message: PostedMessage; reposted: boolean };
     try {
-      const posted = await outbox.post({
-        channelId: task.channelId,
-        content: lines.filter((line) => line !== '').join('\n'),
-        ...(file ? { file } : {}),
-        components: resultButtons(task.id),
-        ...(asReply && task.card.messageId ? { replyTo: task.card.messageId } : {}),
-        mentionUsers: [task.userId],
-        nonce: task.delivery.nonce,
-      });
-      current = {
-        ...current,
-        delivery: {
-          ...current.delivery,
-          state: 'posted',
-          messageId: posted.messageId,
-          ...(posted.attachmentUrl ? { attachmentUrl: posted.attachmentUrl } : {}),
-        },
-      };
+      shownIn = await this.#showInCard(shown, { ...(await this.card(shown, now)), ...(file ? { file } : {}) }, now);
     } catch (error) {
-      // Each refusal below created no message, so posting again with the same nonce is safe.
+      // Each refusal below changed nothing, so editing again is safe.
       if (file && isDiscordError(error, DISCORD_ERRORS.requestEntityTooLarge)) {
         // The limit Discord enforced is lower than the one it announced: fall back to a link.
-        return this.#post(current, undefined, `The video is over this server's upload limit.`, asReply);
+        return this.#post(current, undefined, `The video is over this server's upload limit.`);
       }
       if (file && isDiscordError(error, DISCORD_ERRORS.missingPermissions)) {
-        // Most likely Attach Files is missing; if Send Messages is missing too, the link post says so.
+        // Most likely Attach Files is missing; if more is missing, the edit with the link says so.
         this.#deps.metrics?.videoDeliveryFailure('posted_as_link');
-        log.warn('Discord refused the video file (no Attach Files?); posting a link instead', { task: task.id, channel: task.channelId });
-        return this.#post(current, undefined, describeMissingPermission('Attach Files'), asReply);
-      }
-      if (asReply && isReplyRefusal(error)) {
-        log.warn('Discord refused the post as a reply (no Read Message History?); posting it without', {
-          task: task.id,
-          channel: task.channelId,
-          error,
-        });
-        return this.#post(current, file, linkReason, false);
+        log.warn('Discord refused the video file (no Attach Files?); showing a link instead', { task: task.id, channel: task.channelId });
+        return this.#post(current, undefined, describeMissingPermission('Attach Files'));
       }
       if (isDiscordError(error, DISCORD_ERRORS.unknownChannel)) {
-        // Trying again cannot bring the channel back; /video status elsewhere still shows the card and its link.
+        // Trying again cannot bring the channel back; /video status elsewhere still shows the task and its link.
         this.#deps.metrics?.videoDeliveryFailure('channel_deleted');
         log.warn('the channel of a finished video was deleted; closing the task', { task: task.id, channel: task.channelId });
         return this.#close(current, CHANNEL_DELETED);
@@ -344,19 +310,60 @@ export class VideoDelivery {
       if (!isDiscordError(error, DISCORD_ERRORS.missingAccess, DISCORD_ERRORS.missingPermissions)) throw error;
       const missing = isDiscordError(error, DISCORD_ERRORS.missingAccess) ? 'View Channel' : 'Send Messages';
       this.#deps.metrics?.videoDeliveryFailure('missing_permission');
-      log.warn('Discord refused to post a video in its channel', { task: task.id, channel: task.channelId, missing });
+      log.warn('Discord refused to show a video in its card', { task: task.id, channel: task.channelId, missing });
       return this.#close(current, describeMissingPermission(missing));
     }
-    const saved = await this.showAndSave(current);
+    const { message, reposted } = shownIn;
+    current = {
+      ...shown,
+      delivery: {
+        ...shown.delivery,
+        messageId: message.messageId,
+        ...(file && message.attachmentUrl ? { attachmentUrl: message.attachmentUrl } : {}),
+      },
+      card: {
+        ...shown.card,
+        messageId: message.messageId,
+        componentsV2: true,
+        renderedAt: now,
+        renderedState: cardStateKey(shown),
+        // A card posted again is a channel message: the interaction's token would edit the one that is gone.
+        ...(reposted ? { tokenExpiresAt: 0 } : {}),
+      },
+    };
+    // The card shows it already: saved without another edit (one without the file would take the video off).
+    await repository.save(current);
     // Logged once recorded: from here on the task is known as posted (edits and extensions use its attachment).
     if (task.finishedAt !== undefined) this.#deps.metrics?.videoPosted(Math.max(0, Date.now() - task.finishedAt) / 1000);
-    log.info('video posted', { task: task.id, guild: task.guildId, message: saved.delivery.messageId, link: link !== undefined });
-    return saved;
+    log.info('video posted', { task: task.id, guild: task.guildId, message: message.messageId, link: link !== undefined, reposted });
+    return current;
+  }
+
+  /**
+   * Edits the card with its video; when the card is gone (deleted) or out of reach (its interaction token
+   * expired before its message id was known), posts it again with the video, guarded by the task's nonce
+   * (and, past the few minutes Discord keeps nonces, by a look for the card an earlier try posted).
+   */
+  async #showInCard(task: TaskRecord, edit: CardEdit, now: number): Promise<{ message: PostedMessage; reposted: boolean }> {
+    try {
+      const edited = await this.#editCard(task, edit, now);
+      if (edited) return { message: edited, reposted: false };
+    } catch (error) {
+      if (!isDiscordError(error, DISCORD_ERRORS.unknownMessage)) throw error;
+    }
+    this.#deps.log.warn("a finished video's card is gone or out of reach; posting the card again with the video", {
+      task: task.id,
+      channel: task.channelId,
+    });
+    const postingSince = task.delivery.postingSince ?? now;
+    const earlier = now - postingSince >= NONCE_TRUSTED_MS ? await this.#postedInChannel(task) : undefined;
+    if (earlier) return { message: earlier, reposted: true };
+    return { message: await this.#deps.outbox.postCard(task.channelId, edit, task.delivery.nonce), reposted: true };
   }
 
   /** Closes a task that will not be posted; the card shows `reason` and a link to the video when there is one. */
   async #close(task: TaskRecord, reason: string, failures = task.delivery.failures): Promise<TaskRecord> {
-    const link = linkFor(task);
+    const link = videoLink(task);
     const lastError = link ? `${reason}\nThe video: ${link.url}\n${link.note}` : reason;
     const closed: TaskRecord = {
       ...task,
@@ -389,7 +396,8 @@ export class VideoDelivery {
   async showLost(known: KnownCard, reason: LostTaskReason, now = Date.now()): Promise<void> {
     try {
       const address = { ...known.card, channelId: known.channelId, messageId: known.card.messageId };
-      await this.#deps.outbox.editCard(address, renderLostCard(known, reason), now);
+      const card = renderLostCard(known, reason);
+      await this.#deps.outbox.editCard(address, known.card.componentsV2 ? card : { ...card, replacesLegacy: true }, now);
     } catch (error) {
       this.#deps.log.warn('could not tell on its card that a video task was lost', { task: known.taskId, error });
     }
@@ -398,7 +406,7 @@ export class VideoDelivery {
   /**
    * Shows the task on its card, then saves it (with when the card was drawn): one save, after the card.
    * Killed between the two, the task is still in its previous state and the next start repeats the step
-   * (posting again with the same nonce makes no second message); saved first, a kill before the edit
+   * (editing the video into the card again shows it once); saved first, a kill before the edit
    * would leave the card saying "running" for good.
    */
   async showAndSave(task: TaskRecord, now = Date.now()): Promise<TaskRecord> {

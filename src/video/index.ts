@@ -1,5 +1,4 @@
-import type { APIEmbed } from 'discord.js';
-import type { DiscordOutbox } from '../discord/outbox.ts';
+import type { ComponentsV2Message, DiscordOutbox } from '../discord/outbox.ts';
 import type { GatewayClientPool } from '../gateway/pool.ts';
 import type { Logger } from '../lib/log.ts';
 import { NO_METRICS, type BotMetrics } from '../lib/metrics.ts';
@@ -54,8 +53,11 @@ export interface Video {
   submit(plan: SubmissionPlan, context: InteractionContext): Promise<TaskRecord>;
   tasks: TaskRepository;
   tracker: TaskTracker;
-  /** A task's status card as it stands (with its cost and its member's total that day, when reported). */
-  card(task: TaskRecord): Promise<{ embeds: APIEmbed[] }>;
+  /**
+   * A task's status card as it stands, for its member privately (`/video status`): with its cost and its
+   * member's total that day when reported, and a link to the message that shows the video.
+   */
+  privateCard(task: TaskRecord): Promise<ComponentsV2Message>;
   /** What members picked with a message command, while they fill in its form. */
   sourceForms: SourceForms;
   /** Videos estimated over the server's threshold, waiting for their member's confirm button. */
@@ -109,7 +111,7 @@ export function createVideo(deps: VideoDeps): Video {
     submit: (plan, context) => submission.submit(plan, context),
     tasks,
     tracker,
-    card: (task) => delivery.card(task),
+    privateCard: (task) => delivery.card(task, Date.now(), { audience: 'private' }),
     sourceForms: new SourceForms(store),
     confirmations: new VideoConfirmations({ store, policy, outbox, vendor, log }),
   };

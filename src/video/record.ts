@@ -28,8 +28,13 @@ export type TaskMode = GenerationMode | 'edit' | 'extend';
 const DELIVERY_STATES = [
   /** Not yet posted (the task may still be running). */
   'waiting',
-  /** About to post, with this nonce: after a crash, the same nonce cannot post twice. */
+  /**
+   * About to put the video into the status card (`inCard`): an edit, which shows one video however often
+   * it is repeated, so a restart edits again. Without `inCard`, a task of an earlier version about to post
+   * the video as a message of its own, with `nonce`.
+   */
   'posting',
+  /** Shown: in the status card (`inCard`), or, by earlier versions, in a message of its own (`messageId`). */
   'posted',
   /** Nothing to post (failure, moderation) or posting failed for good: the card says why. */
   'closed',
@@ -65,6 +70,11 @@ export interface StatusCard {
   interactionToken: string;
   tokenExpiresAt: number;
   messageId?: string;
+  /**
+   * Drawn in Components V2 from its first edit on. Unset on the cards of earlier versions (embeds): the
+   * first edit this version makes of one clears its embeds, which Discord refuses beside the flag.
+   */
+  componentsV2?: boolean;
   /** When the card was last edited, to edit at most once every few seconds. */
   renderedAt?: number;
   /** What the card last showed, to skip edits that change nothing. */
@@ -73,13 +83,22 @@ export interface StatusCard {
 
 export interface Delivery {
   state: DeliveryState;
+  /** The nonce of the separate post earlier versions made; kept so their stored tasks still parse. */
   nonce: string;
-  /** Posts tried. */
+  /**
+   * Set from the moment this version starts showing the video: it goes into the status card (an edit of
+   * `card.messageId`). Unset on tasks earlier versions posted (or were posting) as a message of their own.
+   */
+  inCard?: boolean;
+  /** The uploaded file's name, which the card's media gallery names (`attachment://<name>`); unset for a link. */
+  fileName?: string;
+  /** Posts (or edits of the card with the video) tried. */
   attempts: number;
   /** When the first post was tried: Discord honours a nonce only for a few minutes after it. */
   postingSince?: number;
   /** Failed tries to fetch or post the video, kept across restarts: past the policy's limit the task is closed. */
   failures?: number;
+  /** The message that shows the video: the status card itself, or an earlier version's separate post. */
   messageId?: string;
   /** The posted mp4's url: the source for edits and extensions of this task. */
   attachmentUrl?: string;
@@ -250,6 +269,7 @@ function parseCard(value: unknown, path: string): StatusCard {
     interactionToken: requireString(source, 'interactionToken', path),
     tokenExpiresAt: requireNumber(source, 'tokenExpiresAt', path),
     messageId: optionalString(source, 'messageId', path),
+    componentsV2: optionalBoolean(source, 'componentsV2', path),
     renderedAt: optionalNumber(source, 'renderedAt', path),
     renderedState: optionalString(source, 'renderedState', path),
   };
@@ -260,6 +280,8 @@ function parseDelivery(value: unknown, path: string): Delivery {
   return {
     state: requireOneOf(source, 'state', path, DELIVERY_STATES),
     nonce: requireString(source, 'nonce', path),
+    inCard: optionalBoolean(source, 'inCard', path),
+    fileName: optionalString(source, 'fileName', path),
     attempts: requireNumber(source, 'attempts', path),
     postingSince: optionalNumber(source, 'postingSince', path),
     failures: optionalNumber(source, 'failures', path),

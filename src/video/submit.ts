@@ -96,6 +96,7 @@ export class VideoSubmission {
       card: {
         applicationId: context.applicationId,
         interactionToken: context.interactionToken,
+        componentsV2: true,
         tokenExpiresAt: context.cardMessageId === undefined ? tokenUsableUntil(context) : 0,
         ...(context.cardMessageId === undefined ? {} : { messageId: context.cardMessageId }),
       },

@@ -9,6 +9,7 @@ import type { TaskRecord } from './record.ts';
 import type { TaskRepository } from './repository.ts';
 import { SubmissionRefusedError } from './submit.ts';
 import { formatEstimate } from '../wording/cost.ts';
+import { voiceRequestCard } from './status-card.ts';
 
 // /video generate and /video status for a member who asked by voice: the same preparation, role rules,
 // limits, key and defaults as the command, and the same card (a channel message here, since there is
@@ -69,7 +70,7 @@ export class VoiceVideo implements VoiceVideoRequests {
     const estimate = formatEstimate(prepared.plan.estimateTicks);
     let cardMessageId: string;
     try {
-      cardMessageId = await outbox.say(caller.channelId, `🎙️ <@${caller.userId}> asked for a video by voice.`);
+      cardMessageId = (await outbox.postCard(caller.channelId, voiceRequestCard(caller.userId))).messageId;
     } catch (error) {
       log.warn('could not post the card of a video asked for by voice', { guild: caller.guildId, channel: caller.channelId, error });
       return { status: 'failed', message: 'I could not post in the text channel, so I did not start the video.' };

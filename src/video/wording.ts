@@ -193,7 +193,8 @@ export function describeDeliveryFailure(error: unknown): string {
   if (error instanceof NoGatewayAccessError) return `The bot could not fetch the finished video: ${error.userMessage}`;
   if (error instanceof GatewayError)
     return `The bot could not fetch the finished video. ${describeGatewayError(error, { key: 'in-use', purpose: 'fetch the finished video' })}`;
-  if (error instanceof DiscordAPIError || error instanceof HTTPError) return `Discord kept refusing the post (HTTP ${error.status}).`;
+  if (error instanceof DiscordAPIError || error instanceof HTTPError)
+    return `Discord kept refusing to show the video (HTTP ${error.status}).`;
   return 'Something went wrong while the bot fetched or posted the finished video.';
 }
 

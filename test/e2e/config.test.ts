@@ -7,6 +7,7 @@ import { createLogger } from '../../src/lib/log.ts';
 import type { BotProcess } from '../support/bot-process.ts';
 import type { InteractionHandle, Message, TestGuild, User } from 'discord-standin';
 import { startWorld, type World } from '../support/world.ts';
+import { cardText } from '../support/cards.ts';
 
 // Server admins on the stand-ins: their own key through a private form, kept encrypted; defaults,
 // storage, access, limits and usage.
@@ -238,10 +239,10 @@ describe('settings', () => {
     });
     const posted = await discord.waitForMessage(
       guild.textChannelId,
-      (message) => message.attachments.length > 0 && message.content.includes('storage'),
+      (message) => message.attachments.length > 0 && cardText(message).includes('storage'),
       20_000,
     );
-    expect(posted.content).toContain('Long-term storage of this video failed');
+    expect(cardText(posted)).toContain('Long-term storage of this video failed');
   });
 
   it('switches new tasks to another layer while running tasks keep theirs', async () => {
@@ -262,9 +263,9 @@ describe('settings', () => {
       (entry) => entry.method === 'POST' && JSON.stringify(entry.body).includes('started on compat'),
     );
     expect(compatTask?.path).toBe('/v1/videos/generations');
-    await before.waitForReply((message) => JSON.stringify(message.embeds).includes('posted below'), 20_000);
+    await before.waitForReply((message) => cardText(message).includes('**Done**'), 20_000);
     expect(emulator.requests.some((entry) => entry.method === 'GET' && /^\/v1\/videos\/task_/.test(entry.path))).toBe(true);
-    await after.waitForReply((message) => JSON.stringify(message.embeds).includes('posted below'), 20_000);
+    await after.waitForReply((message) => cardText(message).includes('**Done**'), 20_000);
     emulator.config.timing.generation_ms = 300;
     await config(guild.admin, 'layer', { layer: 'compat' }).reply();
   });
@@ -285,7 +286,7 @@ describe('settings', () => {
     const limited = discord.createUser({ guildId: guild.id, name: 'limited' });
     await config(guild.admin, 'limits', { daily_per_user: 1 }).reply();
     const first = video(limited, 'first of the day');
-    await first.waitForReply((message) => JSON.stringify(message.embeds).includes('`task_'));
+    await first.waitForReply((message) => cardText(message).includes('`task_'));
     const second = (await video(limited, 'second of the day').response()).data;
     expect(second).toMatchObject({ flags: 64, content: expect.stringMatching(/limit of 1 video a day\. Try again <t:\d+:R>/) });
 
@@ -293,7 +294,7 @@ describe('settings', () => {
     world.emulator.config.timing.generation_ms = 5000;
     const busy = discord.createUser({ guildId: guild.id, name: 'busy' });
     const long = video(busy, 'long one');
-    await long.waitForReply((message) => JSON.stringify(message.embeds).includes('`task_'));
+    await long.waitForReply((message) => cardText(message).includes('`task_'));
     const refused = (await video(busy, 'another').response()).data;
     expect(refused).toMatchObject({
       flags: 64,
@@ -313,7 +314,7 @@ describe('settings', () => {
 
     const members = Array.from({ length: 5 }, (_, index) => discord.createUser({ guildId: crowded.id, name: `crowd-${index}` }));
     const runs = members.map((member) => inCrowded(member, 'video', 'generate', { prompt: 'all at once' }));
-    const isCard = (message: Message) => JSON.stringify(message.embeds).includes('`task_');
+    const isCard = (message: Message) => cardText(message).includes('`task_');
     // The cap is counted after the deferral: a refusal replaces the public "thinking…" with a private follow-up.
     const answers = await Promise.all(
       runs.map((run) =>
@@ -353,7 +354,7 @@ describe('settings', () => {
       discord
         .messages(ledger.textChannelId)
         // The videos, not the usage reports (which carry a chart and name the spender too).
-        .filter((message) => message.attachments.length > 0 && message.content.startsWith(`<@${spender.id}> your video is ready`));
+        .filter((message) => message.attachments.length > 0 && cardText(message).includes(`Requested by <@${spender.id}>`));
     const generate = async (prompt: string, resolution: string, duration: number) => {
       await run(spender, 'video', 'generate', { prompt, resolution, duration }).response();
       return emulator.waitForRequest((entry) => entry.method === 'POST' && JSON.stringify(entry.body).includes(prompt));

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWorld, type World } from '../support/world.ts';
+import { cardEditProblems, cardText } from '../support/cards.ts';
 
 // Nothing lost, nothing posted twice: the bot is killed with SIGKILL at random moments while its tasks
 // run, restarted on the same store each time, and every task must end with exactly one posted video.
@@ -42,8 +43,8 @@ describe.each(['compat', 'native'] as const)('crashes while tasks run on the %s 
         subcommand: 'generate',
         options: { prompt: `crash test ${index}` },
       });
-      const card = await run.waitForReply((message) => /ref (v[0-9a-z]+)/.test(JSON.stringify(message.embeds)));
-      refs.push(/ref (v[0-9a-z]+)/.exec(JSON.stringify(card.embeds))![1]!);
+      const card = await run.waitForReply((message) => /ref (v[0-9a-z]+)/.test(cardText(message)));
+      refs.push(/ref (v[0-9a-z]+)/.exec(cardText(card))![1]!);
     }
     const submissions = emulator.requests.filter((entry) => entry.method === 'POST' && entry.path.endsWith('/videos/generations'));
     expect(submissions.map((entry) => entry.path)).toEqual(
@@ -68,12 +69,13 @@ describe.each(['compat', 'native'] as const)('crashes while tasks run on the %s 
     for (const ref of refs) expect(postedFor(ref), `task ${ref}, seed ${seed}`).toHaveLength(1);
     // Each card ends saying where its video went.
     for (const ref of refs) {
-      const card = discord.messages(guild.textChannelId).find((message) => JSON.stringify(message.embeds).includes(`ref ${ref}`));
+      const card = discord.messages(guild.textChannelId).find((message) => cardText(message).includes(`ref ${ref}`));
       await discord.waitFor(
-        () => (card && JSON.stringify(card.embeds).includes('posted below') ? true : undefined),
+        () => (card && cardText(card).includes('**Done**') ? true : undefined),
         10_000,
         `the card of ${ref} (seed ${seed})`,
       );
+      expect(cardEditProblems(card!), `the card of ${ref}`).toEqual([]);
     }
   }, 120_000);
 });

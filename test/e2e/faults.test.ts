@@ -5,6 +5,7 @@ import { cleanupBotDirectories, startBot, type BotProcess } from '../support/bot
 import { type DiscordStandIn, type Message, startDiscordStandIn, type TestGuild } from 'discord-standin';
 import { startHostileGateway, type Fault, type HostileGateway } from '../support/hostile-gateway.ts';
 import { startOwnRedis, type OwnRedis } from '../support/redis-server.ts';
+import { cardEditProblems, cardText } from '../support/cards.ts';
 
 // Faults as an operator meets them, all in one run: the bot (a child process, as `npm start` runs it) on a
 // Redis of the test's own that stalls and drops its connections, behind a gateway that answers polls with
@@ -72,15 +73,14 @@ function generate(prompt: string) {
 
 async function submitted(prompt: string): Promise<{ ref: string; card: () => Message }> {
   const run = generate(prompt);
-  const card = await run.waitForReply((message) => CARD_REF.test(JSON.stringify(message.embeds)), 30_000);
-  return { ref: CARD_REF.exec(JSON.stringify(card.embeds))?.[1] ?? '', card: () => discord.state.messages.get(card.id) ?? card };
+  const card = await run.waitForReply((message) => CARD_REF.test(cardText(message)), 30_000);
+  return { ref: CARD_REF.exec(cardText(card))?.[1] ?? '', card: () => discord.state.messages.get(card.id) ?? card };
 }
 
 const postsOf = (ref: string) =>
   discord
     .messages(guild.textChannelId)
     .filter((message) => message.attachments.length > 0 && JSON.stringify(message.components).includes(`video:extend:${ref}`));
-const cardText = (card: Message) => JSON.stringify(card.embeds);
 
 /** The bot's resident memory, from the kernel (the child is node itself: scripts/node execs it). */
 function botRss(): number {
@@ -122,9 +122,9 @@ describe('faults from the store and the gateway at once', () => {
 
     const ended = (task: { ref: string; card: () => Message }) => {
       const text = cardText(task.card());
-      return postsOf(task.ref).length > 0 && text.includes('posted below')
+      return postsOf(task.ref).length > 0 && text.includes('**Done**')
         ? 'posted'
-        : /Failed|could not be posted/.test(text)
+        : /Failed|could not be shown/.test(text)
           ? 'closed'
           : undefined;
     };
@@ -150,6 +150,7 @@ describe('faults from the store and the gateway at once', () => {
     expect(ended(tasks[7]!)).toBe('closed');
     expect(cardText(tasks[7]!.card())).toMatch(/not a public address|169\.254\.169\.254/);
     for (const task of all) expect(postsOf(task.ref).length).toBeLessThanOrEqual(1);
+    for (const task of all) expect(cardEditProblems(task.card()), task.ref).toEqual([]);
     expect(gateway.served.get('huge')).toBe(1);
 
     expect(bot.logs.filter((line) => line.msg === 'unhandled rejection')).toEqual([]);

@@ -4,6 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { cleanupBotDirectories, startBot, type BotProcess } from '../support/bot-process.ts';
 import { type DiscordStandIn, startDiscordStandIn, type TestGuild } from 'discord-standin';
 import { startWorld, type World } from '../support/world.ts';
+import { cardText } from '../support/cards.ts';
 
 // The bot stays up and honest when Discord or the gateway misbehave, and shuts down without losing work.
 
@@ -17,7 +18,7 @@ describe('when Discord answers 5xx or 429', () => {
   it('retries through Discord outages and rate limits, and still delivers the video', async () => {
     const { discord, guild, bot } = world;
     discord.rateLimit({ method: 'POST', route: /\/interactions\/\d+\/[^/]+\/callback$/, times: 1, retryAfterSeconds: 1 });
-    discord.failRoute({ method: 'POST', route: /\/channels\/\d+\/messages$/, times: 3, status: 503 });
+    discord.failRoute({ method: 'PATCH', route: /^\/webhooks\/\d+\/[^/]+\/messages\/[^/]+$/, times: 3, status: 503 });
     const run = discord.runCommand({
       user: guild.member,
       guildId: guild.id,
@@ -28,7 +29,7 @@ describe('when Discord answers 5xx or 429', () => {
     });
     expect((await run.response()).type).toBe(5);
     const posted = await discord.waitForMessage(guild.textChannelId, (message) => message.attachments.length > 0, 20_000);
-    expect(posted.content).toContain(`<@${guild.member.id}>`);
+    expect(cardText(posted)).toContain(`Requested by <@${guild.member.id}>`);
     expect(discord.requests.filter((request) => request.status === 503)).toHaveLength(3);
     expect(discord.requests.filter((request) => request.status === 429)).toHaveLength(1);
     expect(bot.child.exitCode).toBeNull();
@@ -117,8 +118,8 @@ describe('with a gateway that misbehaves', () => {
       subcommand: 'generate',
       options: { prompt: 'unreadable answer' },
     });
-    const card = await run.waitForReply((message) => JSON.stringify(message.embeds).includes('Outcome unknown'));
-    expect(JSON.stringify(card.embeds)).toContain('cannot tell whether the gateway accepted');
+    const card = await run.waitForReply((message) => cardText(message).includes('Outcome unknown'));
+    expect(cardText(card)).toContain('cannot tell whether the gateway accepted');
 
     const list = discord.runCommand({
       user: guild.member,
@@ -129,7 +130,7 @@ describe('with a gateway that misbehaves', () => {
     });
     expect((await list.reply()).content).toContain('**unknown**');
     // Not replaced by "something went wrong".
-    expect(JSON.stringify(run.record.original?.embeds)).toContain('Outcome unknown');
+    expect(cardText(run.record.original)).toContain('Outcome unknown');
     expect(bot.logs.some((line) => line.msg === 'interaction handler failed')).toBe(false);
   });
 
@@ -175,7 +176,7 @@ describe('with a gateway that misbehaves', () => {
     answer();
     expect(await stopped).toBe(0);
     const card = await run.reply();
-    expect(JSON.stringify(card.embeds)).toContain('task_2');
+    expect(cardText(card)).toContain('task_2');
     const closing = bot.logs.map((line) => line.msg).filter((msg) => msg === 'store closed' || msg === 'stopped');
     expect(closing).toEqual(['store closed', 'stopped']);
   });

@@ -8,6 +8,7 @@ import { SPEND_CHART_COLORS, SPEND_CHART_GEOMETRY } from '../../src/settings/usa
 import type { InteractionHandle, Message, TestGuild, User } from 'discord-standin';
 import { startOwnRedis, type OwnRedis } from '../support/redis-server.ts';
 import { startWorld, type World } from '../support/world.ts';
+import { cardText } from '../support/cards.ts';
 
 // What a server's key spends, as admins and members meet it on the stand-ins, with the bot as a process:
 // budgets in dollars that refuse a video before anything reaches the gateway, reservations that two
@@ -66,7 +67,7 @@ describe.each(['sqlite', 'redis'] as const)('spend on %s', (storeKind) => {
       (): Outcome | undefined => {
         const original = handle.record.original;
         if (original && !original.deleted && (original.flags & LOADING) === 0) {
-          if (CARD_REF.test(JSON.stringify(original.embeds))) return { kind: 'card', message: original };
+          if (CARD_REF.test(cardText(original))) return { kind: 'card', message: original };
           if (original.flags & EPHEMERAL) return { kind: 'refused', message: original };
         }
         const followUp = handle.followUps.find((message) => !message.deleted && (message.flags & EPHEMERAL) !== 0);
@@ -88,7 +89,7 @@ describe.each(['sqlite', 'redis'] as const)('spend on %s', (storeKind) => {
   async function delivered(handle: InteractionHandle): Promise<void> {
     const answer = await outcome(handle);
     expect(answer.kind, answer.message.content).toBe('card');
-    await handle.waitForReply((message) => JSON.stringify(message.embeds).includes('posted below'), 20_000);
+    await handle.waitForReply((message) => cardText(message).includes('**Done**'), 20_000);
   }
 
   const requestsSince = (since: number, method: string) => world.emulator.requests.slice(since).filter((entry) => entry.method === method);
@@ -164,7 +165,7 @@ describe.each(['sqlite', 'redis'] as const)('spend on %s', (storeKind) => {
     const timeout = emulator.config.timing.task_timeout_ms;
     emulator.config.timing.task_timeout_ms = 1;
     try {
-      await hanging.waitForReply((message) => /Failed/.test(JSON.stringify(message.embeds)), 20_000);
+      await hanging.waitForReply((message) => /Failed/.test(cardText(message)), 20_000);
     } finally {
       emulator.config.timing.task_timeout_ms = timeout;
     }

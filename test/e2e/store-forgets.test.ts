@@ -9,6 +9,7 @@ import { parsePrometheus, total } from '../support/prometheus.ts';
 import { startOwnRedis, type OwnRedis } from '../support/redis-server.ts';
 import { botEnvironment } from '../support/world.ts';
 import { type DiscordStandIn, startDiscordStandIn, type TestGuild } from 'discord-standin';
+import { cardText } from '../support/cards.ts';
 
 // A store that forgets, as an operator meets it: the bot on a Redis of the test's own, which restarts
 // without persistence while a /video task runs. Every record it held is gone; the bot must say so on the
@@ -77,16 +78,16 @@ describe('a Redis restarted without persistence while a video task runs', () => 
       subcommand: 'generate',
       options: { prompt: 'a store that forgets', duration: 2 },
     });
-    const card = await run.waitForReply((message) => CARD_REF.test(JSON.stringify(message.embeds)), 30_000);
-    const ref = CARD_REF.exec(JSON.stringify(card.embeds))?.[1] ?? '';
+    const card = await run.waitForReply((message) => CARD_REF.test(cardText(message)), 30_000);
+    const ref = CARD_REF.exec(cardText(card))?.[1] ?? '';
     const saved = await recordOnceProgressing(ref);
     expect(saved.outcome.requestId).toBeDefined();
 
     await redis.restart();
 
-    const cardText = () => JSON.stringify((discord.state.messages.get(card.id) ?? card).embeds);
+    const shownText = () => cardText(discord.state.messages.get(card.id) ?? card);
     const text = await discord.waitFor(
-      () => (cardText().includes('The bot lost this task') ? cardText() : undefined),
+      () => (shownText().includes('The bot lost this task') ? shownText() : undefined),
       60_000,
       'a card saying the task was lost',
     );

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWorld, type World } from '../support/world.ts';
+import { cardText } from '../support/cards.ts';
 
 // Which video addresses the bot as a process fetches, as its environment configures it (GATEWAY_BASE_URL,
 // DOWNLOAD_ALLOWED_HOSTS); test/video/downloads.test.ts covers what it fetches and posts, in this process.
@@ -22,8 +23,8 @@ describe('the bot as a process, configured through its environment', () => {
     });
     return world.discord.waitFor(
       () => {
-        const text = run.record.original ? JSON.stringify(run.record.original.embeds) : '';
-        return text.includes('posted below') || text.includes('could not be posted') ? text : undefined;
+        const text = run.record.original ? cardText(run.record.original) : '';
+        return text.includes('**Done**') || text.includes('could not be shown') ? text : undefined;
       },
       20_000,
       'a finished card',
@@ -39,6 +40,6 @@ describe('the bot as a process, configured through its environment', () => {
 
     await world.bot.stop();
     await world.restartBot({ GATEWAY_BASE_URL: byName, DOWNLOAD_ALLOWED_HOSTS: 'storage.invalid, 127.0.0.1' });
-    expect(await generate()).toContain('posted below');
+    expect(await generate()).toContain('**Done**');
   }, 60_000);
 });

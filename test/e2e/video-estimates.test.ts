@@ -3,6 +3,7 @@ import type { InteractionHandle, Message, User } from 'discord-standin';
 import type { JournalEntry } from '../../src/emulator/server.ts';
 import { startWorld, type World } from '../support/world.ts';
 import { PNG_HEADER } from '../support/media.ts';
+import { cardText } from '../support/cards.ts';
 
 // What a video is expected to cost, shown before anything is spent (issue 24, "Shown before and after"):
 // on the first status card, on the forms of the buttons and message commands, on a finished card whose
@@ -39,18 +40,17 @@ describe('estimates before a video is made', () => {
     });
   }
 
+  /** The value of a card's `Name: value` line. */
   function field(card: Message, name: string): string | undefined {
-    const embeds = card.embeds as { fields?: { name: string; value: string }[] }[];
-    return embeds[0]?.fields?.find((candidate) => candidate.name === name)?.value;
+    return new RegExp(`^${name}: (.*)$`, 'm').exec(cardText(card))?.[1];
   }
 
-  const posted = (card: Message) => JSON.stringify(card.embeds).includes('posted below');
+  const posted = (card: Message) => cardText(card).includes('**Done**');
 
   /** A finished video of `user`'s, and its ref (from its buttons). */
   async function finishedVideo(user: User, prompt: string): Promise<{ video: Message; ref: string }> {
-    const { discord, guild } = world;
-    const card = await generate(user, prompt, { duration: 2 }).waitForReply(posted, 20_000);
-    const video = await discord.waitForMessage(guild.textChannelId, (message) => message.messageReference?.message_id === card.id);
+    // The card is the video's message: the file is in its gallery and the buttons under it.
+    const video = await generate(user, prompt, { duration: 2 }).waitForReply(posted, 20_000);
     return { video, ref: /video:extend:(v[0-9a-z]+)/.exec(JSON.stringify(video.components))![1]! };
   }
 
@@ -59,7 +59,7 @@ describe('estimates before a video is made', () => {
       // Its own member: the task never finishes, so it stays among their videos in progress.
       const watcher = world.discord.createUser({ guildId: world.guild.id, name: 'watcher' });
       const card = await generate(watcher, 'a slow sunrise [[hang]]', { duration: 4 }).waitForReply(
-        (reply) => field(reply, 'Status')?.startsWith('Generating') ?? false,
+        (reply) => cardText(reply).includes('**Generating'),
         15_000,
       );
       expect(field(card, 'Estimate')).toBe('about $0.20');
@@ -70,7 +70,7 @@ describe('estimates before a video is made', () => {
       const card = await generate(world.guild.member, 'a quiet meadow [[no-cost]]', { duration: 2 }).waitForReply(posted, 20_000);
       expect(field(card, 'Cost')).toBe('about $0.10 (estimated)');
       expect(field(card, 'Estimate')).toBeUndefined();
-      expect(JSON.stringify(card.embeds)).not.toContain('$0.00');
+      expect(cardText(card)).not.toContain('$0.00');
     });
   });
 
@@ -156,7 +156,7 @@ describe('estimates before a video is made', () => {
       expect((await press.response()).type).toBe(DEFERRED_REPLY);
       const card = await press.waitForReply(posted, 20_000);
       expect(card.flags & EPHEMERAL).toBe(0);
-      expect(JSON.stringify(card.embeds)).toContain(`Requested by <@${guild.member.id}>`);
+      expect(cardText(card)).toContain(`Requested by <@${guild.member.id}>`);
       expect(submissions()).toHaveLength(before + 1);
       expect(submissions().at(-1)?.body).toMatchObject({ prompt: 'a long river journey', duration: 8 });
       await discord.waitFor(() => (question.components.length === 0 ? true : undefined), 10_000, 'the question without its buttons');

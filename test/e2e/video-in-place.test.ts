@@ -3,6 +3,7 @@ import type { JournalEntry } from '../../src/emulator/server.ts';
 import type { InteractionHandle, Message, User } from 'discord-standin';
 import { startWorld, type World } from '../support/world.ts';
 import { PNG_HEADER, SAMPLE_MP4 } from '../support/media.ts';
+import { cardEditProblems, cardText, galleryItems } from '../support/cards.ts';
 
 // Video where people already are (issue 19), on both layers: the message commands of a message's Apps
 // menu (Animate image, Extend video, Edit video) on members' messages, the cost on the status card, and
@@ -60,7 +61,10 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
       20_000,
     );
     const submission = await emulator.waitForRequest((entry) => isSubmission(entry) && !earlier.has(entry));
-    const card = await submit.waitForReply((reply) => JSON.stringify(reply.embeds).includes('posted below'));
+    const card = await submit.waitForReply((reply) => cardText(reply).includes('**Done**'));
+    // The card is where the video is: one message.
+    expect(posted.id).toBe(card.id);
+    expect(cardEditProblems(card)).toEqual([]);
     return { inputs: form.inputs, submission, card, posted };
   }
 
@@ -90,10 +94,11 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
         image: { url: picture.attachments[0]!.url },
         user: expect.any(String),
       });
-      expect(JSON.stringify(card.embeds)).toContain('Image to video');
-      expect(JSON.stringify(card.embeds)).toContain(`Requested by <@${guild.member.id}>`);
-      expect(posted.content).toContain(`<@${guild.member.id}> your video is ready`);
+      expect(cardText(card)).toContain('Image to video');
+      expect(cardText(card)).toContain(`Requested by <@${guild.member.id}>`);
       expect(posted.attachments[0]?.bytes).toEqual(SAMPLE_MP4);
+      // Sent as attachment://<name>; Discord (and the stand-in) answer with the attachment's own url.
+      expect(galleryItems(posted)).toEqual([posted.attachments[0]?.url]);
     });
 
     it("Animate image takes the picture of a link's image embed, at Discord's copy", async () => {
@@ -114,7 +119,7 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
       expect(inputs).toEqual(['prompt', 'duration']);
       expect(submission.path).toBe(`${prefix}/videos/extensions`);
       expect(submission.body).toMatchObject({ prompt: 'the tide comes in', duration: 3, video: { url: clip.attachments[0]!.url } });
-      expect(JSON.stringify(card.embeds)).toContain('Video extension');
+      expect(cardText(card)).toContain('Video extension');
     });
 
     it("Edit video edits a member's .mp4 as the prompt says", async () => {
@@ -129,7 +134,7 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
       expect(inputs).toEqual(['prompt']);
       expect(submission.path).toBe(`${prefix}/videos/edits`);
       expect(submission.body).toMatchObject({ prompt: 'make it snow', video: { url: clip.attachments[1]!.url } });
-      expect(JSON.stringify(card.embeds)).toContain('Video edit');
+      expect(cardText(card)).toContain('Video edit');
     });
 
     it('on a message without what the command needs, answers privately saying what it needs, and submits nothing', async () => {
@@ -179,12 +184,11 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
       subcommand: 'generate',
       options: { prompt, ...options },
     });
-    return run.waitForReply((card) => JSON.stringify(card.embeds).includes('posted below'), 20_000);
+    return run.waitForReply((card) => cardText(card).includes('**Done**'), 20_000);
   }
 
   function costOn(card: Message): string | undefined {
-    const fields = JSON.stringify(card.embeds);
-    return /"name":"Cost","value":"([^"]*)"/.exec(fields)?.[1];
+    return /^Cost: (.*)$/m.exec(cardText(card))?.[1];
   }
 
   describe('the cost on the card', () => {
@@ -199,7 +203,7 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
       const card = await generated(world.guild.member, 'a quiet field [[no-cost]]');
       // The gateway's default length, 8 s at 480p.
       expect(costOn(card)).toBe('about $0.40 (estimated)');
-      expect(JSON.stringify(card.embeds)).not.toContain('$0.00');
+      expect(cardText(card)).not.toContain('$0.00');
     });
   });
 
@@ -217,8 +221,8 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
         subcommand: 'generate',
         options: { prompt: 'a paper boat' },
       });
-      const card = await run.waitForReply((reply) => JSON.stringify(reply.embeds).includes('posted below'), 20_000);
-      video = await discord.waitForMessage(guild.textChannelId, (message) => message.messageReference?.message_id === card.id);
+      // The card holds the video and its buttons.
+      video = await run.waitForReply((reply) => cardText(reply).includes('**Done**'), 20_000);
       ref = /video:extend:(v[0-9a-z]+)/.exec(JSON.stringify(video.components))![1]!;
     }, 30_000);
 
@@ -233,13 +237,13 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
         customId: form.customId,
         fields: { prompt: 'it sails away', duration: '3' },
       });
-      const card = await submit.waitForReply((reply) => JSON.stringify(reply.embeds).includes('posted below'), 20_000);
-      expect(JSON.stringify(card.embeds)).toContain(`Requested by <@${guild.member.id}>`);
+      const card = await submit.waitForReply((reply) => cardText(reply).includes('**Done**'), 20_000);
+      expect(cardText(card)).toContain(`Requested by <@${guild.member.id}>`);
       const extended = await discord.waitForMessage(
         guild.textChannelId,
         (message) => !before.has(message.id) && message.attachments.length > 0,
       );
-      expect(extended.content).toContain(`<@${guild.member.id}> your video is ready`);
+      expect(extended.id).toBe(card.id);
       const submission = [...submissions()].reverse().find((entry) => entry.path === `${prefix}/videos/extensions`);
       expect(submission?.body).toMatchObject({ prompt: 'it sails away', duration: 3 });
     });

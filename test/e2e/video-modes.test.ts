@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JournalEntry } from '../../src/emulator/server.ts';
 import type { Message } from 'discord-standin';
 import { startWorld, type World } from '../support/world.ts';
+import { cardText } from '../support/cards.ts';
 import { PNG_HEADER, SAMPLE_MP4 } from '../support/media.ts';
 
 // Every way to make a video, on both layers, each ending with the emulator's mp4 posted in the channel.
@@ -168,7 +169,7 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
         (message) => !before.has(message.id) && message.attachments.length > 0,
         20_000,
       );
-      expect(result.content).toContain(`<@${guild.admin.id}>`);
+      expect(cardText(result)).toContain(`Requested by <@${guild.admin.id}>`);
       const submission = [...emulator.requests]
         .reverse()
         .find((entry) => entry.method === 'POST' && entry.path === `${prefix}/videos/${path}`);

@@ -1,6 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { InteractionHandle, Message } from 'discord-standin';
 import { startWorld, type World } from '../support/world.ts';
+import { cardButtons, cardEditProblems, cardGatewayId, cardText, componentsV2Problems, galleryItems } from '../support/cards.ts';
+
+const EPHEMERAL = 64;
+const IS_COMPONENTS_V2 = 1 << 15;
 
 // What users are told when a video does not simply succeed, and how the bot copes with limits, on both
 // layers (one emulator, stand-in and bot per layer, shared by every test of that layer).
@@ -27,13 +31,13 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
     });
   }
 
-  function details(message: Message): string {
-    return JSON.stringify(message.embeds);
+  function details(message: Message | undefined): string {
+    return cardText(message);
   }
 
   /** The gateway's task id as the card shows it (`task_…` on the compatibility layer, `req_…` on the native one). */
   function gatewayIdOn(card: Message): string | undefined {
-    return /"name":"Task","value":"`([^`]+)`"/.exec(details(card))?.[1];
+    return cardGatewayId(card);
   }
 
   async function finalCard(run: InteractionHandle, words: string): Promise<string> {
@@ -42,7 +46,7 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
       15_000,
       `a card saying "${words}"`,
     );
-    return details(run.record.original!);
+    return details(run.record.original);
   }
 
   describe('asynchronous outcomes, told on the status card', () => {
@@ -79,7 +83,8 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
 
     it('keeps the card up to date after the interaction token expired, as a channel message', async () => {
       const run = generate('a slow one', { duration: 10 });
-      await finalCard(run, 'posted below');
+      await finalCard(run, '**Done**');
+      expect(galleryItems(run.record.original)).toHaveLength(1);
       expect(
         world.discord.requests.some(
           (request) => request.method === 'PATCH' && /^\/channels\/\d+\/messages\/\d+$/.test(request.path) && request.status === 200,
@@ -181,7 +186,11 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
         subcommand: 'status',
         options: { task: gatewayId },
       });
-      expect(details(await status.reply())).toContain('for the record');
+      const shown = await status.reply();
+      expect(shown.flags & EPHEMERAL).toBe(EPHEMERAL);
+      expect(shown.flags & IS_COMPONENTS_V2).toBe(IS_COMPONENTS_V2);
+      expect(componentsV2Problems(shown, [])).toEqual([]);
+      expect(details(shown)).toContain('for the record');
       const list = discord.runCommand({
         user: guild.member,
         guildId: guild.id,
@@ -209,15 +218,15 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
       const small = discord.createGuild({ attachmentSizeLimit: 5000 });
       const run = generate('too big for this server', {}, small);
       expect((await run.response()).type).toBe(5);
-      const posted = await discord.waitForMessage(
-        small.textChannelId,
-        (message) => message.content.includes('your video is ready'),
-        20_000,
-      );
+      const posted = await run.waitForReply((message) => details(message).includes('shown by its link'), 20_000);
       expect(posted.attachments).toHaveLength(0);
-      expect(posted.content).toContain("over this server's upload limit");
-      expect(posted.content).toMatch(/http:\/\/127\.0\.0\.1:\d+\/files\/[0-9a-f]+\.mp4/);
-      expect(posted.content).toContain('temporary link');
+      expect(details(posted)).toContain("over this server's upload limit");
+      expect(details(posted)).toMatch(/http:\/\/127\.0\.0\.1:\d+\/files\/[0-9a-f]+\.mp4/);
+      expect(details(posted)).toContain('temporary link');
+      // The emulator's link is no public https address Discord could play in the gallery: a link button instead.
+      expect(galleryItems(posted)).toEqual([]);
+      expect(cardButtons(posted).find((button) => button.label === 'Open the video')?.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/files\//);
+      expect(cardEditProblems(posted)).toEqual([]);
       expect(discord.requests.some((request) => request.status === 413)).toBe(false);
     });
 
@@ -227,14 +236,18 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
       const run = generate('the limit shrank', {}, shrinking);
       await run.response();
       discord.setAttachmentSizeLimit(shrinking.id, 5000);
-      const posted = await discord.waitForMessage(
-        shrinking.textChannelId,
-        (message) => message.content.includes('your video is ready'),
-        20_000,
-      );
+      const posted = await run.waitForReply((message) => details(message).includes('shown by its link'), 20_000);
       expect(posted.attachments).toHaveLength(0);
-      expect(posted.content).toContain('upload limit');
+      expect(details(posted)).toContain('upload limit');
       expect(discord.requests.filter((request) => request.status === 413)).toHaveLength(1);
     });
+  });
+
+  it('drew every card of this layer (running, done, linked, failed, moderated, timed out, unknown) as a valid Components V2 message', () => {
+    const cards = [...world.discord.state.messages.values()].filter(
+      (message) => (message.flags & IS_COMPONENTS_V2) !== 0 && (message.flags & EPHEMERAL) === 0,
+    );
+    expect(cards.length).toBeGreaterThan(10);
+    expect(cards.flatMap((message) => cardEditProblems(message).map((problem) => `${message.id}: ${problem}`))).toEqual([]);
   });
 });

@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Message } from 'discord-standin';
 import { startWorld, type World } from '../support/world.ts';
+import { cardButtons, cardEditProblems, cardText, galleryItems } from '../support/cards.ts';
+
+const IS_COMPONENTS_V2 = 1 << 15;
 
 let world: World;
 beforeAll(async () => {
@@ -53,8 +56,9 @@ describe('the bot on the stand-ins', () => {
     expect(callback.data.content).toContain('no videos');
   });
 
-  it("generates a video and posts the emulator's mp4 in the channel, replying to the status card", async () => {
+  it("generates a video and shows the emulator's mp4 in its status card, one Components V2 message edited in place", async () => {
     const { discord, guild } = world;
+    const before = new Set(discord.messages(guild.textChannelId).map((message) => message.id));
     const run = discord.runCommand({
       user: guild.member,
       guildId: guild.id,
@@ -64,17 +68,22 @@ describe('the bot on the stand-ins', () => {
       options: { prompt: 'a lighthouse at dawn', duration: 4 },
     });
     expect((await run.response()).type).toBe(5);
-    const card = await run.waitForReply(
-      (message) => JSON.stringify(message.embeds).includes('Generating') || JSON.stringify(message.embeds).includes('Done'),
-    );
-    const posted = await discord.waitForMessage(guild.textChannelId, (message) => message.attachments.length > 0, 20_000);
-    expect(posted.content).toContain(`<@${guild.member.id}>`);
-    expect(posted.messageReference?.message_id).toBe(card.id);
-    expect(posted.attachments[0]?.filename).toMatch(/\.mp4$/);
-    expect(posted.attachments[0]?.bytes.subarray(4, 8).toString('latin1')).toBe('ftyp');
-    const labels = JSON.stringify(posted.components);
-    for (const label of ['Extend', 'Edit', 'Regenerate']) expect(labels).toContain(label);
-    await run.waitForReply((message) => JSON.stringify(message.embeds).includes('posted below'));
+    const card = await run.waitForReply((message) => cardText(message).includes('**Done**'), 20_000);
+    expect(card.flags & IS_COMPONENTS_V2).toBe(IS_COMPONENTS_V2);
+    expect(card.content).toBe('');
+    expect(card.embeds).toEqual([]);
+    expect(cardText(card)).toContain('> a lighthouse at dawn');
+    expect(cardText(card)).toContain('`svc-imagine-video-1.5` · 4 s · 480p · Text to video');
+    expect(card.attachments).toHaveLength(1);
+    expect(card.attachments[0]?.filename).toMatch(/\.mp4$/);
+    expect(card.attachments[0]?.bytes.subarray(4, 8).toString('latin1')).toBe('ftyp');
+    // Sent as attachment://<name>; Discord (and the stand-in) answer with the attachment's own url.
+    expect(galleryItems(card)).toEqual([card.attachments[0]?.url]);
+    expect(card.edits.at(-1)?.json).toMatchObject({ attachments: [{ filename: card.attachments[0]?.filename }] });
+    expect(cardButtons(card).map((button) => button.label)).toEqual(['Extend', 'Edit', 'Regenerate']);
+    expect(cardEditProblems(card)).toEqual([]);
+    // The one message: nothing else was posted in the channel for it.
+    expect(discord.messages(guild.textChannelId).filter((message) => !before.has(message.id))).toHaveLength(1);
   });
 
   it('answers an extension of a posted video at once, though Discord takes over 3 s to re-sign its url', async () => {
@@ -103,7 +112,7 @@ describe('the bot on the stand-ins', () => {
         options: { prompt: 'skewed' },
       });
       expect((await run.response()).type).toBe(5);
-      await run.waitForReply((message) => JSON.stringify(message.embeds).includes('posted below'), 20_000);
+      await run.waitForReply((message) => cardText(message).includes('**Done**'), 20_000);
     } finally {
       discord.interactionIdClockSkewMs = 0;
     }
@@ -138,7 +147,7 @@ describe('the bot on the stand-ins', () => {
       subcommand: 'generate',
       options: { prompt: 'x [[fail:internal_error]]' },
     });
-    await failed.waitForReply((message) => JSON.stringify(message.embeds).includes('Failed'), 20_000);
+    await failed.waitForReply((message) => cardText(message).includes('**Failed**'), 20_000);
     const offered = (subcommand: string) =>
       discord.autocomplete({
         user: guild.member,

@@ -2,6 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { RealtimeSession } from '../../src/emulator/realtime/session.ts';
 import { audible, type User } from 'discord-standin';
 import { startWorld, type World } from '../support/world.ts';
+import { cardEditProblems, cardText } from '../support/cards.ts';
 
 // Voice that knows when it is spoken to (respond, wake_words) and makes videos when asked (tools), on
 // the stand-ins. The emulator's model is an echo; each turn's transcript and the model's function calls
@@ -317,16 +318,18 @@ describe('tools the model can call', () => {
       expect(submitted.said).toBe(submitted.raw);
       const card = await discord.waitForMessage(
         guild.textChannelId,
-        (message) => JSON.stringify(message.embeds).includes(`ref ${submitted.output.task}`),
+        (message) => cardText(message).includes(`ref ${submitted.output.task}`),
         15_000,
       );
-      expect(card.content).toContain(`<@${guild.member.id}>`);
-      expect(JSON.stringify(card.embeds)).toContain(`Requested by <@${guild.member.id}>`);
-      const posted = await discord.waitForMessage(
-        guild.textChannelId,
-        (message) => message.attachments.length > 0 && message.messageReference?.message_id === card.id,
+      expect(cardText(card)).toContain(`Requested by <@${guild.member.id}>`);
+      // The video goes into that card, a channel message (no interaction to answer).
+      const posted = await discord.waitFor(
+        () => (card.attachments.length > 0 && cardText(card).includes('**Done**') ? card : undefined),
         20_000,
+        'the video in its card',
       );
+      expect(card.edits[0]?.json).not.toHaveProperty('content');
+      expect(cardEditProblems(card)).toEqual([]);
       expect(posted.attachments[0]?.filename).toMatch(/\.mp4$/);
       await emulator.realtime.waitForClientEvent(
         (event, which) =>
@@ -367,7 +370,7 @@ describe('tools the model can call', () => {
         discord
           .messages(guild.textChannelId)
           .slice(cards)
-          .filter((message) => message.embeds.length > 0),
+          .filter((message) => (message.flags & (1 << 15)) !== 0),
       ).toEqual([]);
 
       // video_status: the speaker's latest task.

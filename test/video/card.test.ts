@@ -5,7 +5,10 @@ import { GatewayApiError } from '../../src/gateway/errors.ts';
 import { describeFailure, describeOverUploadLimit } from '../../src/video/wording.ts';
 import { refusalMessage } from '../../src/video/submit.ts';
 import { needsWork, parseTaskRecord, type TaskRecord } from '../../src/video/record.ts';
-import { cardStateKey, progressBar, renderStatusCard } from '../../src/video/status-card.ts';
+import type { ComponentsV2Message } from '../../src/discord/outbox.ts';
+import { cardStateKey, progressBar, renderJobCard, renderStatusCard } from '../../src/video/status-card.ts';
+import { cardButtons, cardText, componentsV2Problems, galleryItems } from '../support/cards.ts';
+import { CARD_STATES_FINISHED_AT, cardStates } from '../support/card-states.ts';
 import { taskRecord, taskResult } from '../support/task-result.ts';
 
 const task = taskRecord({ prompt: 'a cat surfing' });
@@ -61,19 +64,30 @@ describe('following a task', () => {
   });
 });
 
+/** The value of a card's `Name: value` line. */
+function lineOf(card: ComponentsV2Message, name: string): string | undefined {
+  return new RegExp(`^${name}: (.*)$`, 'm').exec(cardText(card))?.[1];
+}
+
 describe('the status card', () => {
-  it('shows prompt, model, mode, layer, task id, status with progress, and elapsed time', () => {
-    const [embed] = renderStatusCard({ ...task, progress: 60 }).embeds;
-    const fields = Object.fromEntries((embed?.fields ?? []).map((field) => [field.name, field.value]));
-    expect(embed?.description).toContain('a cat surfing');
-    expect(fields).toMatchObject({
-      Model: '`svc-imagine-video-1.5`',
-      Mode: 'Text to video',
-      Layer: 'native',
-      Task: '`task_1`',
-      Status: `Generating ${progressBar(60)}`,
-      Started: '<t:1700000001:R>',
+  it('shows the prompt, the settings that matter, the layer, the task id, and progress with the elapsed time', () => {
+    const card = renderStatusCard({
+      ...task,
+      progress: 60,
+      request: { ...task.request, duration: 6, resolution: '720p', aspect_ratio: '16:9' },
     });
+    const text = cardText(card);
+    expect(text).toContain('### Video generation');
+    expect(text).toContain('> a cat surfing');
+    expect(text).toContain('`svc-imagine-video-1.5` · 6 s · 720p · 16:9 · Text to video');
+    expect(text).toContain(`**Generating** ${progressBar(60)} · started <t:1700000001:R>`);
+    expect(text).toContain('ref vabc123 · native · task `task_1`');
+  });
+
+  it("shows the elapsed time alone while the gateway reports no progress, and the gateway's defaults for what the request left out", () => {
+    const text = cardText(renderStatusCard(task));
+    expect(text).toContain('**Generating…** started <t:1700000001:R>');
+    expect(text).toContain('`svc-imagine-video-1.5` · 8 s · 480p · Text to video');
   });
 
   it('says in plain words why a task failed, that the quota was refunded, and the request id', () => {
@@ -82,12 +96,12 @@ describe('the status card', () => {
       result({ status: 'failed', error: { code: 'service_unavailable', message: 'busy' } }),
       task.submittedAt! + 65_000,
     );
-    const [embed] = renderStatusCard(failed).embeds;
-    const details = embed?.fields?.find((field) => field.name === 'Details')?.value;
-    expect(details).toContain('overloaded');
-    expect(details).toContain('refunded automatically');
-    expect(details).toContain('req-9');
-    expect(embed?.fields?.find((field) => field.name === 'Took')?.value).toBe('1m 05s');
+    const text = cardText(renderStatusCard(failed));
+    expect(text).toContain('**Failed**');
+    expect(text).toContain('overloaded');
+    expect(text).toContain('refunded automatically');
+    expect(text).toContain('req-9');
+    expect(text).toContain('took 1m 05s');
   });
 
   it.each([
@@ -101,10 +115,16 @@ describe('the status card', () => {
       finishedAt: task.submittedAt! + 15 * 60_000,
       delivery: { ...task.delivery, state: 'closed' },
     };
-    const details = renderStatusCard(gaveUp).embeds[0]?.fields?.find((field) => field.name === 'Details')?.value;
-    expect(details).toContain(words);
-    expect(details).toContain('gateway task `task_1`');
-    expect(details).not.toContain('refunded');
+    const text = cardText(renderStatusCard(gaveUp));
+    expect(text).toContain(words);
+    expect(text).toContain('gateway task `task_1`');
+    expect(text).not.toContain('refunded');
+  });
+
+  it("cuts a long prompt so the card stays within Discord's 4000 characters", () => {
+    const card = renderStatusCard({ ...task, prompt: 'x'.repeat(4000) });
+    expect(componentsV2Problems(card, [])).toEqual([]);
+    expect(cardText(card)).toContain('…');
   });
 
   describe('what a finished task cost', () => {
@@ -113,10 +133,9 @@ describe('the status card', () => {
       state: 'succeeded',
       finishedAt: task.submittedAt! + 30_000,
       outcome: { costTicks: 4_200_000_000 },
-      delivery: { ...task.delivery, state: 'posted' },
+      delivery: { ...task.delivery, state: 'posted', inCard: true, fileName: 'video-vabc123.mp4' },
     };
-    const costOn = (shown: TaskRecord, context: Parameters<typeof renderStatusCard>[1]) =>
-      renderStatusCard(shown, context).embeds[0]?.fields?.find((field) => field.name === 'Cost')?.value;
+    const costOn = (shown: TaskRecord, context: Parameters<typeof renderStatusCard>[1]) => lineOf(renderStatusCard(shown, context), 'Cost');
     const sameDay = task.createdAt + 60_000;
 
     it("is shown with the member's total that day", () => {
@@ -140,14 +159,13 @@ describe('the status card', () => {
         { ...done, outcome: {} },
         { now: sameDay, memberDay: { costTicks: 13_000_000_000, costUnreported: 1 } },
       );
-      expect(JSON.stringify(unreported)).not.toMatch(/Cost|\$/);
+      expect(cardText(unreported)).not.toMatch(/Cost|\$/);
     });
   });
 
   describe('what a task is expected to cost (its estimate, reserved when it was submitted)', () => {
     const reserved: TaskRecord = { ...task, reservation: { estimateTicks: 4_000_000_000, month: false } };
-    const field = (shown: TaskRecord, name: string) =>
-      renderStatusCard(shown, { now: task.createdAt }).embeds[0]?.fields?.find((candidate) => candidate.name === name)?.value;
+    const field = (shown: TaskRecord, name: string) => lineOf(renderStatusCard(shown, { now: task.createdAt }), name);
 
     it('is on the card from the first, while the task is sent and runs', () => {
       expect(field({ ...reserved, state: 'submitting' }, 'Estimate')).toBe('about $0.40');
@@ -159,7 +177,7 @@ describe('the status card', () => {
         ...reserved,
         state: 'succeeded',
         finishedAt: task.submittedAt! + 30_000,
-        delivery: { ...task.delivery, state: 'posted' },
+        delivery: { ...task.delivery, state: 'posted', inCard: true, fileName: 'video-vabc123.mp4' },
       };
       expect(field({ ...done, outcome: { costTicks: 4_200_000_000 } }, 'Estimate')).toBeUndefined();
       expect(field({ ...done, outcome: { costTicks: 4_200_000_000 } }, 'Cost')).toBe('$0.42');
@@ -176,6 +194,70 @@ describe('the status card', () => {
   it('changes its state key only when what it shows changes', () => {
     expect(cardStateKey({ ...task, polls: 3 })).toBe(cardStateKey(task));
     expect(cardStateKey({ ...task, progress: 10 })).not.toBe(cardStateKey(task));
+  });
+});
+
+describe("a job's card through its states, each a valid Components V2 message", () => {
+  const states = cardStates();
+  const finishedAt = CARD_STATES_FINISHED_AT;
+  const succeeded = states.find(([name]) => name === 'finished with its video')![1];
+  it.each(states)('%s', (_state, shown, expected) => {
+    const card = renderStatusCard(shown, { now: finishedAt });
+    expect(componentsV2Problems(card, expected.files ?? [])).toEqual([]);
+    expect(card.components).toHaveLength(1);
+    const text = cardText(card);
+    for (const words of expected.text) expect(text).toContain(words);
+    expect(galleryItems(card)).toEqual(expected.gallery);
+    expect(cardButtons(card).map((button) => button.label)).toEqual(expected.buttons);
+  });
+
+  it('in private (/video status), points at the card that holds the video instead of naming its file, without the buttons', () => {
+    const posted: TaskRecord = {
+      ...succeeded,
+      delivery: { ...task.delivery, state: 'posted', inCard: true, fileName: 'video-vabc123.mp4', messageId: '7' },
+    };
+    const card = renderStatusCard(posted, { now: finishedAt }, { audience: 'private' });
+    expect(componentsV2Problems(card, [])).toEqual([]);
+    expect(galleryItems(card)).toEqual([]);
+    expect(cardButtons(card)).toEqual([
+      { label: 'Go to the video', url: `https://discord.com/channels/${task.guildId}/${task.channelId}/7` },
+    ]);
+  });
+
+  it('of a task an earlier version posted as a message of its own, says the video is below and adds no second set of buttons', () => {
+    const legacy: TaskRecord = { ...succeeded, delivery: { ...task.delivery, state: 'posted', messageId: '7' } };
+    const card = renderStatusCard(legacy, { now: finishedAt });
+    expect(cardText(card)).toContain('**Done**: posted below');
+    expect(cardButtons(card)).toEqual([]);
+    expect(galleryItems(card)).toEqual([]);
+  });
+
+  it("holds several tasks as numbered tiles, their videos side by side in one gallery, within Discord's limits", () => {
+    const tiles = [1, 2, 3, 4].map((number) => ({
+      ...succeeded,
+      id: `v${number}`,
+      prompt: 'p'.repeat(4000),
+      outcome: { ...succeeded.outcome, error: { code: 'x', message: 'y'.repeat(3000) } },
+      delivery: { ...task.delivery, state: 'posted' as const, inCard: true, fileName: `video-v${number}.mp4` },
+    }));
+    const card = renderJobCard(tiles, { now: finishedAt });
+    expect(
+      componentsV2Problems(
+        card,
+        tiles.map((tile) => tile.delivery.fileName),
+      ),
+    ).toEqual([]);
+    expect(galleryItems(card)).toEqual([
+      'attachment://video-v1.mp4',
+      'attachment://video-v2.mp4',
+      'attachment://video-v3.mp4',
+      'attachment://video-v4.mp4',
+    ]);
+    expect(
+      cardButtons(card)
+        .filter((button) => button.customId?.startsWith('video:extend:'))
+        .map((button) => button.label),
+    ).toEqual(['Extend 1', 'Extend 2', 'Extend 3', 'Extend 4']);
   });
 });
 
@@ -232,7 +314,7 @@ describe('a lasting link that is not http(s)', () => {
     );
     expect(next.outcome.storedFile).toEqual({ fileId: 'f1', filename: 'x.mp4', refusedPublicUrl: 'javascript:' });
     expect(parseTaskRecord(JSON.parse(JSON.stringify(next)))).toEqual(next);
-    const card = JSON.stringify(renderStatusCard(next));
+    const card = cardText(renderStatusCard(next));
     expect(card).toContain(
       "The gateway's storage gave a lasting link that is not an http(s) address (`javascript:`), so the bot does not share it.",
     );

@@ -20,6 +20,8 @@ import { newTaskId } from '../../src/video/repository.ts';
 import { startDiscordStandIn, type DiscordStandIn, type Message, type TestGuild, type Upload } from 'discord-standin';
 import { SAMPLE_MP4 } from '../support/media.ts';
 import { taskRecord } from '../support/task-result.ts';
+import { cardButtons, cardText } from '../support/cards.ts';
+import { voiceRequestCard } from '../../src/video/status-card.ts';
 
 // What the bot fetches and posts when a native task finishes, whatever the gateway answers: only videos,
 // only from public addresses (or the gateway's own host, or hosts the operator allows), only http(s)
@@ -172,7 +174,7 @@ afterAll(async () => {
 /** A running native task handed to the poller, whose card is a channel message of the bot. */
 async function track(by: Video = video, overrides: Partial<TaskRecord> = {}): Promise<{ task: TaskRecord; card: () => Message }> {
   const id = newTaskId();
-  const cardId = await outbox.say(guild.textChannelId, 'status card');
+  const { messageId: cardId } = await outbox.postCard(guild.textChannelId, voiceRequestCard(guild.member.id));
   const now = Date.now();
   const task = taskRecord({
     id,
@@ -182,7 +184,7 @@ async function track(by: Video = video, overrides: Partial<TaskRecord> = {}): Pr
     userId: guild.member.id,
     createdAt: now,
     submittedAt: now,
-    card: { applicationId: discord.applicationId, interactionToken: 'expired', tokenExpiresAt: 0, messageId: cardId },
+    card: { applicationId: discord.applicationId, interactionToken: 'expired', tokenExpiresAt: 0, messageId: cardId, componentsV2: true },
     ...overrides,
   });
   await by.tasks.create(task);
@@ -190,17 +192,15 @@ async function track(by: Video = video, overrides: Partial<TaskRecord> = {}): Pr
   return { task, card: () => discord.state.messages.get(cardId)! };
 }
 
-function cardText(message: Message): string {
-  return JSON.stringify(message.embeds);
-}
-
 async function cardSaying(card: () => Message, words: string): Promise<string> {
   return discord.waitFor(() => (cardText(card()).includes(words) ? cardText(card()) : undefined), 10_000, `a card saying "${words}"`);
 }
 
-/** The bot's post of a task's video, if any (its buttons carry the task id). */
+/** The card that shows a task's video, if any (its buttons carry the task id). */
 function postOf(task: TaskRecord): Message | undefined {
-  return discord.messages(guild.textChannelId).find((message) => JSON.stringify(message.components).includes(`video:extend:${task.id}`));
+  return discord
+    .messages(guild.textChannelId)
+    .find((message) => cardButtons(message).some((button) => button.customId === `video:extend:${task.id}`));
 }
 
 const done =
@@ -216,7 +216,7 @@ describe('a native video address that is not public', () => {
     const before = { internal: internal.connections, gateway: gateway.requests.length };
     answer = done(url());
     const { task, card } = await track();
-    const text = await cardSaying(card, 'could not be posted');
+    const text = await cardSaying(card, 'could not be shown');
     expect(text).toContain('not on the public internet');
     expect(text).toContain('DOWNLOAD_ALLOWED_HOSTS');
     expect(internal.connections).toBe(before.internal);
@@ -235,7 +235,7 @@ describe('a native video address that is not public', () => {
   ])('is not fetched on %s, and its address is not posted as a link', async (_what, url) => {
     answer = done(url);
     const { task, card } = await track();
-    const text = await cardSaying(card, 'could not be posted');
+    const text = await cardSaying(card, 'could not be shown');
     expect(text).toContain('not on the public internet');
     expect(text).not.toContain(url);
     expect(postOf(task)).toBeUndefined();
@@ -246,7 +246,7 @@ describe('a native video address that is not public', () => {
     answer = done(`${gateway.url}/files/moved.mp4`);
     serveFile = (_request, response) => response.writeHead(302, { location: `${internal.url}/secret.mp4` }).end();
     const { task, card } = await track();
-    expect(await cardSaying(card, 'could not be posted')).toContain('not on the public internet');
+    expect(await cardSaying(card, 'could not be shown')).toContain('not on the public internet');
     expect(internal.connections).toBe(before);
     expect(postOf(task)).toBeUndefined();
   });
@@ -255,7 +255,7 @@ describe('a native video address that is not public', () => {
     const before = internal.requests.length;
     answer = done(`${internal.url}/v.mp4`);
     const { task, card } = await track(allowing);
-    await cardSaying(card, 'posted below');
+    await cardSaying(card, '**Done**');
     expect(internal.requests.length).toBe(before + 1);
     expect(postOf(task)?.attachments[0]?.bytes.equals(SAMPLE_MP4)).toBe(true);
   });
@@ -263,7 +263,7 @@ describe('a native video address that is not public', () => {
   it("is fetched and posted on the gateway's own host", async () => {
     answer = done(`${gateway.url}/files/own.mp4`);
     const { task, card } = await track();
-    await cardSaying(card, 'posted below');
+    await cardSaying(card, '**Done**');
     expect(postOf(task)?.attachments[0]).toMatchObject({ filename: `video-${task.id}.mp4`, contentType: 'video/mp4' });
   });
 });
@@ -274,7 +274,7 @@ describe('what the gateway gives as the video', () => {
     serveFile = (_request, response) =>
       serveVideo(response, Buffer.from('<!doctype html><title>Access denied</title>'), 'text/html; charset=utf-8');
     const { task, card } = await track();
-    const text = await cardSaying(card, 'could not be posted');
+    const text = await cardSaying(card, 'could not be shown');
     expect(text).toContain('not a video');
     expect(text).toContain('text/html');
     expect(postOf(task)).toBeUndefined();
@@ -285,7 +285,7 @@ describe('what the gateway gives as the video', () => {
     const webm = Buffer.concat([Buffer.from([0x1a, 0x45, 0xdf, 0xa3]), Buffer.alloc(64, 1)]);
     serveFile = (_request, response) => serveVideo(response, webm, 'video/webm');
     const { task, card } = await track();
-    await cardSaying(card, 'posted below');
+    await cardSaying(card, '**Done**');
     expect(postOf(task)?.attachments[0]).toMatchObject({ filename: `video-${task.id}.webm`, contentType: 'video/webm' });
   });
 
@@ -293,7 +293,7 @@ describe('what the gateway gives as the video', () => {
     const before = gateway.requests.length;
     answer = done('javascript:alert(document.cookie)//.mp4');
     const { task, card } = await track();
-    const text = await cardSaying(card, 'could not be posted');
+    const text = await cardSaying(card, 'could not be shown');
     expect(text).toContain('not an http(s) link');
     expect(text).not.toContain('expired');
     expect(text).not.toContain('javascript');
@@ -308,18 +308,18 @@ describe('what the gateway gives as the video', () => {
       file_output: { file_id: 'file_1', filename: 'big.mp4', public_url: 'javascript:alert(1)' },
     });
     const { task, card } = await track(video, { attachmentSizeLimit: 1024 });
-    const text = await cardSaying(card, 'link posted below');
+    const text = await cardSaying(card, '**Done**: shown by its link');
     expect(text).toContain('lasting link that is not an http(s) address (`javascript:`)');
     const post = postOf(task);
-    expect(post?.content).toContain(`${gateway.url}/files/big.mp4`);
-    expect(post?.content).toContain('temporary link');
-    expect(post?.content).not.toContain('javascript:alert');
+    expect(cardText(post)).toContain(`${gateway.url}/files/big.mp4`);
+    expect(cardText(post)).toContain('temporary link');
+    expect(cardText(post)).not.toContain('javascript:alert');
   });
 
   it('is not posted at all when neither address is an http(s) link', async () => {
     answer = done('javascript:alert(1)', { file_output: { file_id: 'file_2', filename: 'x.mp4', public_url: 'javascript:alert(2)' } });
     const { task, card } = await track();
-    const text = await cardSaying(card, 'could not be posted');
+    const text = await cardSaying(card, 'could not be shown');
     expect(text).toContain('not an http(s) link');
     expect(text).not.toContain('javascript:alert');
     expect(postOf(task)).toBeUndefined();
@@ -336,7 +336,7 @@ describe('the video on its way to Discord', () => {
     discord.events.on('upload', onUpload);
     try {
       const { task, card } = await track();
-      await cardSaying(card, 'posted below');
+      await cardSaying(card, '**Done**');
       // While Discord received it, the video was a file of the bot's, of the video's size.
       expect(seen).toHaveLength(1);
       expect(seen[0]?.files).toEqual([{ name: expect.stringMatching(new RegExp(`^${task.id}-[0-9a-f]+\\.video$`)), size: big.length }]);
@@ -363,8 +363,8 @@ describe('the video on its way to Discord', () => {
       response.end(Buffer.alloc(SAMPLE_MP4.length));
     };
     const { task, card } = await track(video, { attachmentSizeLimit: SAMPLE_MP4.length + 10 });
-    await cardSaying(card, 'link posted below');
-    expect(postOf(task)?.content).toContain(`${gateway.url}/files/grows.mp4`);
+    await cardSaying(card, '**Done**: shown by its link');
+    expect(cardText(postOf(task))).toContain(`${gateway.url}/files/grows.mp4`);
     await vi.waitFor(() => expect(filesUnder(downloads)).toEqual([]));
   });
 

@@ -5,7 +5,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { text } from 'node:stream/consumers';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { REST } from 'discord.js';
+import { ComponentType, REST, Routes } from 'discord.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DiscordOutbox } from '../../src/discord/outbox.ts';
 import { GatewayClientPool } from '../../src/gateway/pool.ts';
@@ -16,19 +16,20 @@ import { NO_METRICS, type VideoTaskLostReason } from '../../src/lib/metrics.ts';
 import type { GatewayAccess } from '../../src/ports/gateway-access.ts';
 import { LimitReachedError, type GuildVideoPolicy, type MemberTask, type SpendReservation } from '../../src/ports/guild-policy.ts';
 import type { InteractionContext } from '../../src/ports/interaction-context.ts';
-import { resultButtons } from '../../src/video/delivery.ts';
 import { createVideo, type Video, type VideoDeps } from '../../src/video/index.ts';
 import type { Prepared, SubmissionPlan } from '../../src/video/plan.ts';
 import { DEFAULT_POLL_POLICY, type PollPolicy } from '../../src/video/poll-policy.ts';
 import type { TaskRecord } from '../../src/video/record.ts';
 import { newTaskId, type TaskRepository } from '../../src/video/repository.ts';
-import { renderStatusCard } from '../../src/video/status-card.ts';
+import { knownCard, renderLostCard, renderStatusCard, resultButtons, voiceRequestCard } from '../../src/video/status-card.ts';
 import { SubmissionRefusedError } from '../../src/video/submit.ts';
 import type { TaskTracker } from '../../src/video/tracker.ts';
 import { type DiscordStandIn, type Message, startDiscordStandIn, type TestGuild } from 'discord-standin';
 import { waitUntil } from '../../src/lib/wait-until.ts';
 import { SAMPLE_MP4 } from '../support/media.ts';
 import { taskRecord } from '../support/task-result.ts';
+import { cardButtons, cardEditProblems, cardText, galleryItems } from '../support/cards.ts';
+import { CARD_STATES_FINISHED_AT, CARD_STATES_TASK, cardStates } from '../support/card-states.ts';
 
 // A video task's life when things go wrong (answers that cannot be read, downloads that keep failing,
 // Discord refusing posts), with the bot's real task services in this process (so backoffs can be fast),
@@ -235,12 +236,12 @@ afterAll(async () => {
  */
 async function track(
   overrides: Partial<TaskRecord> = {},
-  onceCardPosted: () => void = () => {},
+  onceCardPosted: (cardId: string) => void | Promise<void> = () => {},
   by: Video = video,
 ): Promise<{ task: TaskRecord; card: () => Message }> {
   const id = overrides.id ?? newTaskId();
-  const cardId = await outbox.say(guild.textChannelId, 'status card');
-  onceCardPosted();
+  const { messageId: cardId } = await outbox.postCard(guild.textChannelId, voiceRequestCard(guild.member.id));
+  await onceCardPosted(cardId);
   const now = Date.now();
   const task = taskRecord({
     id,
@@ -251,7 +252,7 @@ async function track(
     userId: guild.member.id,
     createdAt: now,
     submittedAt: now,
-    card: { applicationId: discord.applicationId, interactionToken: 'expired', tokenExpiresAt: 0, messageId: cardId },
+    card: { applicationId: discord.applicationId, interactionToken: 'expired', tokenExpiresAt: 0, messageId: cardId, componentsV2: true },
     ...overrides,
   });
   await by.tasks.create(task);
@@ -259,16 +260,17 @@ async function track(
   return { task, card: () => discord.state.messages.get(cardId)! };
 }
 
-function cardText(message: Message): string {
-  return JSON.stringify(message.embeds);
-}
-
 async function closedCard(card: () => Message): Promise<string> {
   return discord.waitFor(
-    () => (cardText(card()).includes('could not be posted') ? cardText(card()) : undefined),
+    () => (cardText(card()).includes('could not be shown') ? cardText(card()) : undefined),
     10_000,
-    'a card saying the video could not be posted',
+    'a card saying the video could not be shown',
   );
+}
+
+/** Waits for the card to show its video (the file, or a link), and returns it as it stands then. */
+async function cardWithVideo(card: () => Message): Promise<Message> {
+  return discord.waitFor(() => (cardText(card()).includes('**Done**') ? card() : undefined), 10_000, 'a card showing its video');
 }
 
 describe('a finished video the bot cannot fetch', () => {
@@ -291,7 +293,7 @@ describe('a finished video the bot cannot fetch', () => {
     await vi.waitFor(async () =>
       expect((await repository.get(task.id))?.delivery).toMatchObject({ state: 'closed', failures: FAST_POLICY.deliveryTries }),
     );
-    expect(discord.messages(guild.textChannelId).some((message) => message.content.includes('your video is ready'))).toBe(false);
+    expect(galleryItems(card())).toEqual([]);
   });
 
   it("is closed the same way when the server's key was removed after it finished", async () => {
@@ -338,12 +340,10 @@ describe('a task the bot loses track of', () => {
     );
     expect(text).toMatch(/keeps trying until <t:\d+:t>/);
     failing = false;
-    await discord.waitForMessage(guild.textChannelId, (message) => JSON.stringify(message.components).includes(`video:extend:${task.id}`));
-    await discord.waitFor(
-      () => (cardText(card()).includes('posted below') && !cardText(card()).includes('not answering') ? true : undefined),
-      10_000,
-      'a card without the trouble',
-    );
+    const shown = await cardWithVideo(card);
+    expect(cardText(shown)).not.toContain('not answering');
+    expect(shown.attachments.map((file) => file.filename)).toEqual([`video-${task.id}.mp4`]);
+    expect(galleryItems(shown)).toEqual([shown.attachments[0]?.url]);
   });
 
   // Before, the card's time was production's deadline whatever the tracker's, and a task whose polls
@@ -514,51 +514,49 @@ describe('a followed task whose stored record the store loses or spoils', () => 
   });
 });
 
-describe('Discord refusing the post', () => {
-  const channelPosts = () =>
-    discord.requests.filter((request) => request.method === 'POST' && request.path === `/channels/${guild.textChannelId}/messages`);
-  const resultOf = (task: TaskRecord) => (message: Message) => JSON.stringify(message.components).includes(`video:extend:${task.id}`);
+describe('Discord refusing the video', () => {
+  const cardEdits = () =>
+    discord.requests.filter((request) => request.method === 'PATCH' && /^\/channels\/\d+\/messages\/\d+$/.test(request.path));
 
-  it('posts a link instead of the file, naming Attach Files, where the bot may not upload', async () => {
-    const { task } = await track({}, () => discord.denyBotPermission(guild.textChannelId, 'attachFiles'));
-    const posted = await discord.waitForMessage(guild.textChannelId, resultOf(task));
-    expect(posted.attachments).toHaveLength(0);
-    expect(posted.content).toContain('Attach Files');
-    expect(posted.content).toContain(`${gateway.baseUrl}/files/${task.gatewayId}.mp4`);
-  });
-
-  it('posts the video without replying to the card where the bot may not read the history', async () => {
-    const refusedBefore = channelPosts().filter((request) => request.status === 400).length;
-    const { task } = await track({}, () => discord.denyBotPermission(guild.textChannelId, 'readMessageHistory'));
-    const posted = await discord.waitForMessage(guild.textChannelId, resultOf(task));
-    expect(posted.attachments[0]?.bytes).toEqual(SAMPLE_MP4);
-    expect(posted.messageReference).toBeUndefined();
-    expect(channelPosts().filter((request) => request.status === 400).length - refusedBefore).toBe(1);
-  });
-
-  it('posts the video without replying when Discord rejects the message_reference', async () => {
-    const { task } = await track({}, () =>
+  it('shows a link instead of the file, naming Attach Files, where the bot may not upload', async () => {
+    const { task, card } = await track({}, () =>
       discord.failRoute({
-        method: 'POST',
-        route: /^\/channels\/\d+\/messages$/,
+        method: 'PATCH',
+        route: /^\/channels\/\d+\/messages\/\d+$/,
         times: 1,
-        status: 400,
-        code: 50035,
-        message: 'Invalid Form Body',
-        errors: { message_reference: { _errors: [{ code: 'REPLIES_UNKNOWN_MESSAGE', message: 'Unknown message' }] } },
+        status: 403,
+        code: 50013,
+        message: 'Missing Permissions',
       }),
     );
-    const posted = await discord.waitForMessage(guild.textChannelId, resultOf(task));
-    expect(posted.attachments[0]?.bytes).toEqual(SAMPLE_MP4);
-    expect(posted.messageReference).toBeUndefined();
+    const shown = await cardWithVideo(card);
+    expect(shown.attachments).toHaveLength(0);
+    expect(cardText(shown)).toContain('Attach Files');
+    expect(cardText(shown)).toContain(`${gateway.baseUrl}/files/${task.gatewayId}.mp4`);
+    // The emulator's link is not a public https address Discord could play: a link button, beside the video's buttons.
+    expect(cardButtons(shown).map((button) => button.label)).toEqual(['Extend', 'Edit', 'Regenerate', 'Open the video']);
+    expect(cardEditProblems(shown)).toEqual([]);
   });
 
-  it('says on the card that Send Messages is missing, and links the video', async () => {
-    const { task, card } = await track({}, () => discord.denyBotPermission(guild.textChannelId, 'sendMessages'));
-    const text = await closedCard(card);
-    expect(text).toContain('Send Messages');
-    expect(text).toContain(`${gateway.baseUrl}/files/${task.gatewayId}.mp4`);
-    expect(discord.messages(guild.textChannelId).some(resultOf(task))).toBe(false);
+  it('posts the card again, with its video, when the card was deleted; once, however often the delivery is tried', async () => {
+    let cardId = '';
+    // Deleted before the video is ready.
+    const { task } = await track({}, async (posted) => {
+      cardId = posted;
+      await rest.delete(Routes.channelMessage(guild.textChannelId, posted));
+    });
+    const reposted = await discord.waitForMessage(guild.textChannelId, (message) =>
+      cardButtons(message).some((button) => button.customId === `video:extend:${task.id}`),
+    );
+    expect(reposted.id).not.toBe(cardId);
+    expect(reposted.attachments.map((file) => file.bytes)).toEqual([SAMPLE_MP4]);
+    expect(galleryItems(reposted)).toEqual([reposted.attachments[0]?.url]);
+    await vi.waitFor(async () =>
+      expect(await repository.get(task.id)).toMatchObject({
+        delivery: { state: 'posted', messageId: reposted.id },
+        card: { messageId: reposted.id, tokenExpiresAt: 0 },
+      }),
+    );
   });
 
   it('closes the task at the first refusal when its channel was deleted, keeping the link for /video status', async () => {
@@ -576,10 +574,107 @@ describe('Discord refusing the post', () => {
   });
 
   it('logs an error naming the task when not even the card can be edited (past the interaction token)', async () => {
+    const editsBefore = cardEdits().length;
     const { task } = await track({}, () => discord.denyBotPermission(guild.textChannelId, 'viewChannel'));
     const line = await waitForLog('cannot tell the user about a video task: the bot may not edit its status card in the channel');
     expect(line).toMatchObject({ level: 'error', task: task.id, channel: guild.textChannelId, delivery: 'closed' });
     expect(String(line.problem)).toContain('View Channel');
+    expect(cardEdits().length).toBeGreaterThan(editsBefore);
+  });
+});
+
+describe('a crash between showing a video in its card and recording it', () => {
+  it('edits the card again after the restart, and the card shows the video once', async () => {
+    const id = newTaskId();
+    const fileName = `video-${id}.mp4`;
+    const { messageId: cardId } = await outbox.postCard(guild.textChannelId, voiceRequestCard(guild.member.id));
+    // What the process that crashed managed to do: the card has the video, "posted" was never written.
+    const address = {
+      applicationId: discord.applicationId,
+      interactionToken: 'expired',
+      tokenExpiresAt: 0,
+      channelId: guild.textChannelId,
+      messageId: cardId,
+    };
+    const crashed = taskRecord({
+      id,
+      gatewayId: `task_${id}`,
+      layer: 'compat',
+      guildId: guild.id,
+      channelId: guild.textChannelId,
+      userId: guild.member.id,
+    });
+    const shownBefore = {
+      ...crashed,
+      state: 'succeeded' as const,
+      delivery: { ...crashed.delivery, state: 'posted' as const, inCard: true, fileName },
+    };
+    await outbox.editCard(address, {
+      ...renderStatusCard(shownBefore),
+      file: { name: fileName, data: SAMPLE_MP4, contentType: 'video/mp4' },
+    });
+    const now = Date.now();
+    const task: TaskRecord = {
+      ...crashed,
+      createdAt: now,
+      submittedAt: now,
+      state: 'succeeded',
+      finishedAt: now,
+      card: { ...address, componentsV2: true },
+      delivery: { state: 'posting', nonce: id, attempts: 1, postingSince: now, inCard: true, fileName },
+    };
+    await repository.create(task);
+    tracker.track(task);
+    await vi.waitFor(async () =>
+      expect((await repository.get(id))?.delivery).toMatchObject({ state: 'posted', messageId: cardId, attempts: 2 }),
+    );
+    const card = discord.state.messages.get(cardId)!;
+    expect(card.edits).toHaveLength(2);
+    expect(card.attachments.map((file) => file.filename)).toEqual([fileName]);
+    expect(galleryItems(card)).toEqual([card.attachments[0]?.url]);
+    expect(cardEditProblems(card)).toEqual([]);
+    expect(
+      discord
+        .messages(guild.textChannelId)
+        .filter((message) => cardButtons(message).some((button) => button.customId === `video:extend:${id}`)),
+    ).toHaveLength(1);
+  });
+});
+
+describe('every card the bot can draw', () => {
+  it.each(cardStates())('is taken by Discord as it is drawn: %s', (_state, task, expected) => {
+    const card = renderStatusCard(task, { now: CARD_STATES_FINISHED_AT });
+    expect(discord.messageErrors({ ...card }, { filenames: expected.files ?? [] })).toBeUndefined();
+    const privately = renderStatusCard(
+      { ...task, delivery: { ...task.delivery, messageId: '1' } },
+      { now: CARD_STATES_FINISHED_AT },
+      { audience: 'private' },
+    );
+    expect(discord.messageErrors({ ...privately, flags: privately.flags | 64 })).toBeUndefined();
+  });
+
+  it("is taken as an edit of an earlier version's embed card, which it empties", async () => {
+    const legacy = await rest.post(Routes.channelMessages(guild.textChannelId), {
+      body: { embeds: [{ title: 'Video generation', description: 'Requested by someone' }] },
+    });
+    const address = {
+      applicationId: discord.applicationId,
+      interactionToken: 'expired',
+      tokenExpiresAt: 0,
+      channelId: guild.textChannelId,
+      messageId: readString(legacy, 'id'),
+    };
+    const [, running] = cardStates().find(([name]) => name === 'running with progress')!;
+    await outbox.editCard(address, { ...renderStatusCard(running), replacesLegacy: true });
+    const card = discord.state.messages.get(address.messageId!)!;
+    expect(card.embeds).toEqual([]);
+    expect(cardText(card)).toContain('**Generating**');
+  });
+
+  it('is taken when it closes the card of a lost task', () => {
+    const known = knownCard(CARD_STATES_TASK, CARD_STATES_FINISHED_AT);
+    for (const reason of ['gone', 'unreadable'] as const)
+      expect(discord.messageErrors({ ...renderLostCard(known, reason) })).toBeUndefined();
   });
 });
 
@@ -617,7 +712,7 @@ describe('a submission whose answer cannot be read', () => {
     gateway.onSubmit = (response) => response.writeHead(200, { 'content-type': 'text/html' }).end('<html>surprise</html>');
     const task = await generate('unreadable answer');
     expect(task.state).toBe('unknown');
-    const card = JSON.stringify(renderStatusCard(task));
+    const card = cardText(renderStatusCard(task));
     expect(card).toContain('Outcome unknown');
     expect(card).toContain('request id `req_fake`');
   });
@@ -675,15 +770,15 @@ describe('Regenerate', () => {
   });
 });
 
-describe('a crash between posting a video and recording it', () => {
-  it("finds the earlier post after a restart past Discord's nonce window, instead of posting twice", async () => {
+describe('a crash between posting a video and recording it, in an earlier version that posted it as a message of its own', () => {
+  it('finds the earlier post after the upgrade, instead of showing the video a second time, and its buttons still answer', async () => {
     const id = newTaskId();
     // What the process that crashed managed to do: the post went out, "posted" was never written.
     const earlier = await outbox.post({
       channelId: guild.textChannelId,
       content: `<@${guild.member.id}> your video is ready.`,
       file: { name: `video-${id}.mp4`, data: SAMPLE_MP4, contentType: 'video/mp4' },
-      components: resultButtons(id),
+      components: [{ type: ComponentType.ActionRow, components: resultButtons(id) }],
       mentionUsers: [],
       nonce: id,
     });
@@ -696,8 +791,9 @@ describe('a crash between posting a video and recording it', () => {
     await discord.waitFor(
       () => (cardText(card()).includes('posted below') ? true : undefined),
       10_000,
-      'a card saying the video was posted',
+      'a card saying the video was posted below',
     );
+    expect(galleryItems(card())).toEqual([]);
     await vi.waitFor(async () =>
       expect((await repository.get(task.id))?.delivery).toMatchObject({
         state: 'posted',

@@ -38,10 +38,18 @@ export default {
     },
     {
       name: 'discord-adapter-is-a-leaf',
-      comment: 'src/discord talks to Discord (REST, answers, members); it knows nothing of what the bot does.',
+      comment:
+        'src/discord talks to Discord (REST, answers, members); it knows nothing of what the bot does, only the words of the catalogs (src/i18n).',
       severity: 'error',
       from: { path: '^src/discord/' },
-      to: { path: '^src/', pathNot: '^src/(discord|lib)/' },
+      to: { path: '^src/', pathNot: '^src/(discord|i18n|lib)/' },
+    },
+    {
+      name: 'i18n-knows-only-lib',
+      comment: 'src/i18n holds the message catalogs and formats them in a language; every layer may use it, so it uses only src/lib.',
+      severity: 'error',
+      from: { path: '^src/i18n/' },
+      to: { path: '^src/', pathNot: '^src/(i18n|lib)/' },
     },
     {
       name: 'shards-know-only-processes',
@@ -81,10 +89,11 @@ export default {
     },
     {
       name: 'wording-knows-only-the-gateway',
-      comment: 'src/wording words what the gateway said (errors, costs) for members; every part may use it, so it uses none of them.',
+      comment:
+        'src/wording words what the gateway said (errors, costs) for members, in their language (src/i18n); every part may use it, so it uses none of them.',
       severity: 'error',
       from: { path: '^src/wording/' },
-      to: { path: '^src/', pathNot: '^src/(wording|gateway|lib)/' },
+      to: { path: '^src/', pathNot: '^src/(wording|gateway|i18n|lib)/' },
     },
     {
       name: 'ports-are-interfaces',
@@ -106,7 +115,7 @@ export default {
       comment:
         'Data flows one way (Discord event -> command -> service -> gateway client / store): the layers below never import the composition root, the configuration or the interaction routing.',
       severity: 'error',
-      from: { path: `^src/(lib|gateway|emulator|discord|wording|ports|shards|ops|store|${PARTS.slice(1, -1)})/` },
+      from: { path: `^src/(lib|gateway|emulator|discord|i18n|wording|ports|shards|ops|store|${PARTS.slice(1, -1)})/` },
       to: { path: '^src/(app|main|services|shutdown|config)[.]ts$|^src/interactions/' },
     },
     {

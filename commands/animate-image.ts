@@ -1,5 +1,6 @@
 import { ApplicationCommandType, ContextMenuCommandBuilder, InteractionContextType } from 'discord.js';
 import type { Command } from '../src/interactions/command.ts';
+import { localizedName } from '../src/i18n/commands.ts';
 import { messageVideoHandlers, type MessageVideoCommand } from '../src/interactions/video-commands.ts';
 import { GENERATION_DURATION } from '../src/gateway/spec.ts';
 
@@ -17,8 +18,7 @@ const command: MessageVideoCommand = {
   },
 };
 
-const data = new ContextMenuCommandBuilder()
-  .setName(command.name)
+const data = localizedName(new ContextMenuCommandBuilder().setName(command.name), 'command.animate-image')
   .setType(ApplicationCommandType.Message)
   .setContexts(InteractionContextType.Guild);
 

@@ -14,6 +14,7 @@ import { answerPrivately, type Placeholder } from '../src/discord/answer.ts';
 import { containing, suggest } from '../src/discord/autocomplete.ts';
 import { subcommand } from '../src/discord/command-options.ts';
 import { customId } from '../src/discord/custom-id.ts';
+import { localized } from '../src/i18n/commands.ts';
 import type { Command } from '../src/interactions/command.ts';
 import { guildOf, type HandledInteraction, type Requirement } from '../src/interactions/requirements.ts';
 import type { Services } from '../src/services.ts';
@@ -38,20 +39,18 @@ import { MESSAGES } from '../src/settings/service.ts';
 const KEY_MODAL = customId('config', 'key-modal');
 const KEY_INPUT = 'key';
 
-const data = new SlashCommandBuilder()
-  .setName(CONFIG_COMMAND.name)
-  .setDescription(CONFIG_COMMAND.description)
+const data = localized(new SlashCommandBuilder().setName(CONFIG_COMMAND.name), 'command.config')
   .setContexts(InteractionContextType.Guild)
   .setDefaultMemberPermissions(PermissionFlagsBits.ManageGuild)
-  .addSubcommand((sub) => subcommand(sub, SUB.key))
-  .addSubcommand((sub) => subcommand(sub, SUB.keyClear))
-  .addSubcommand((sub) => subcommand(sub, SUB.show))
-  .addSubcommand((sub) => subcommand(sub, SUB.layer))
-  .addSubcommand((sub) => subcommand(sub, SUB.defaults))
-  .addSubcommand((sub) => subcommand(sub, SUB.storage))
-  .addSubcommand((sub) => subcommand(sub, SUB.roles))
-  .addSubcommand((sub) => subcommand(sub, SUB.limits))
-  .addSubcommand((sub) => subcommand(sub, SUB.budget));
+  .addSubcommand((sub) => subcommand(sub, SUB.key, 'command.config'))
+  .addSubcommand((sub) => subcommand(sub, SUB.keyClear, 'command.config'))
+  .addSubcommand((sub) => subcommand(sub, SUB.show, 'command.config'))
+  .addSubcommand((sub) => subcommand(sub, SUB.layer, 'command.config'))
+  .addSubcommand((sub) => subcommand(sub, SUB.defaults, 'command.config'))
+  .addSubcommand((sub) => subcommand(sub, SUB.storage, 'command.config'))
+  .addSubcommand((sub) => subcommand(sub, SUB.roles, 'command.config'))
+  .addSubcommand((sub) => subcommand(sub, SUB.limits, 'command.config'))
+  .addSubcommand((sub) => subcommand(sub, SUB.budget, 'command.config'));
 
 async function key(interaction: ChatInputCommandInteraction, services: Services) {
   if (!services.settings.canStoreKeys) return answerPrivately(interaction, MESSAGES.noSecret);

@@ -1,5 +1,6 @@
 import { ApplicationCommandType, ContextMenuCommandBuilder, InteractionContextType } from 'discord.js';
 import type { Command } from '../src/interactions/command.ts';
+import { localizedName } from '../src/i18n/commands.ts';
 import { messageVideoHandlers, type MessageVideoCommand } from '../src/interactions/video-commands.ts';
 
 // Edit video (the Apps menu on a message with an .mp4, anyone's): changes that video as the prompt says,
@@ -7,8 +8,7 @@ import { messageVideoHandlers, type MessageVideoCommand } from '../src/interacti
 
 const command: MessageVideoCommand = { name: 'Edit video', needs: 'video', operation: 'edit', form: { title: 'Edit this video' } };
 
-const data = new ContextMenuCommandBuilder()
-  .setName(command.name)
+const data = localizedName(new ContextMenuCommandBuilder().setName(command.name), 'command.edit-video')
   .setType(ApplicationCommandType.Message)
   .setContexts(InteractionContextType.Guild);
 

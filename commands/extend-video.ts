@@ -1,5 +1,6 @@
 import { ApplicationCommandType, ContextMenuCommandBuilder, InteractionContextType } from 'discord.js';
 import type { Command } from '../src/interactions/command.ts';
+import { localizedName } from '../src/i18n/commands.ts';
 import { SECONDS_TO_ADD, messageVideoHandlers, type MessageVideoCommand } from '../src/interactions/video-commands.ts';
 
 // Extend video (the Apps menu on a message with an .mp4, anyone's): makes that video longer, as
@@ -12,8 +13,7 @@ const command: MessageVideoCommand = {
   form: { title: 'Extend this video', seconds: SECONDS_TO_ADD },
 };
 
-const data = new ContextMenuCommandBuilder()
-  .setName(command.name)
+const data = localizedName(new ContextMenuCommandBuilder().setName(command.name), 'command.extend-video')
   .setType(ApplicationCommandType.Message)
   .setContexts(InteractionContextType.Guild);
 

@@ -1,16 +1,14 @@
 import { InteractionContextType, SlashCommandBuilder, type ChatInputCommandInteraction } from 'discord.js';
 import { answerUsage } from '../src/interactions/usage-answer.ts';
 import type { Command } from '../src/interactions/command.ts';
+import { localized } from '../src/i18n/commands.ts';
 import type { Requirement } from '../src/interactions/requirements.ts';
 import type { Services } from '../src/services.ts';
 
 // /usage: what the member spent of the server's key today and this month, video and voice, and what is
 // left of each budget; with Manage Server, every member's and a chart of the server's last 30 days.
 
-const data = new SlashCommandBuilder()
-  .setName('usage')
-  .setDescription('What you (and, for admins, the server) spent today and this month, and what is left')
-  .setContexts(InteractionContextType.Guild);
+const data = localized(new SlashCommandBuilder().setName('usage'), 'command.usage').setContexts(InteractionContextType.Guild);
 
 function requires(): Requirement {
   return { inServer: true };

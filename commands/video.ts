@@ -9,6 +9,7 @@ import {
 } from 'discord.js';
 import { answerPrivately, type Placeholder } from '../src/discord/answer.ts';
 import type { Command } from '../src/interactions/command.ts';
+import { literalChoice, localized, localizedChoice } from '../src/i18n/commands.ts';
 import { answerUsage } from '../src/interactions/usage-answer.ts';
 import { guildOf, type HandledInteraction, type Requirement } from '../src/interactions/requirements.ts';
 import { MAX_AUTOCOMPLETE_CHOICES, containing, suggest, type Choice } from '../src/discord/autocomplete.ts';
@@ -41,99 +42,68 @@ import {
 /** How many of a member's tasks `/video list` shows. */
 const RECENT_LISTED = 10;
 
+/** A choice per whole second of `range`, worded "5 seconds" in each language. */
 const durationChoices = (range: { min: number; max: number }) =>
   Array.from({ length: range.max - range.min + 1 }, (_, index) => {
     const seconds = range.min + index;
-    return { name: `${seconds} s`, value: seconds };
+    return localizedChoice(seconds, 'command.choice.seconds', { seconds });
   });
-const stringChoices = (values: readonly string[]) => values.map((value) => ({ name: value, value }));
 
-const data = new SlashCommandBuilder()
-  .setName('video')
-  .setDescription('Make videos with the generative video gateway')
+const GENERATE = 'command.video.generate';
+const EDIT = 'command.video.edit';
+const EXTEND = 'command.video.extend';
+
+// Names are the code's (interactions carry them); descriptions and every other language are the catalogs'
+// (`command.video.*` in src/i18n/catalogs/).
+const data = localized(new SlashCommandBuilder().setName('video'), 'command.video')
   .setContexts(InteractionContextType.Guild)
   .addSubcommand((sub) =>
-    sub
-      .setName('generate')
-      .setDescription('Generate a video from a prompt, images, voices or first/last frames')
-      .addStringOption((option) =>
-        option
-          .setName('prompt')
-          .setDescription('What the video shows; name references <IMAGE_0>, <AUDIO_0>…')
-          .setRequired(true)
-          .setMaxLength(4000),
-      )
-      .addStringOption((option) =>
-        option.setName('model').setDescription('Video model (default: the server default)').setAutocomplete(true),
-      )
+    localized(sub.setName('generate'), GENERATE)
+      .addStringOption((option) => localized(option.setName('prompt'), `${GENERATE}.prompt`).setRequired(true).setMaxLength(4000))
+      .addStringOption((option) => localized(option.setName('model'), `${GENERATE}.model`).setAutocomplete(true))
       .addIntegerOption((option) =>
-        option
-          .setName('duration')
-          .setDescription('Length in seconds')
-          .addChoices(...durationChoices(GENERATION_DURATION)),
+        localized(option.setName('duration'), `${GENERATE}.duration`).addChoices(...durationChoices(GENERATION_DURATION)),
       )
       .addStringOption((option) =>
-        option
-          .setName('resolution')
-          .setDescription('Resolution (1080p: 1.5 models, text or image to video)')
-          .addChoices(...stringChoices(RESOLUTIONS)),
+        localized(option.setName('resolution'), `${GENERATE}.resolution`).addChoices(...RESOLUTIONS.map(literalChoice)),
       )
       .addStringOption((option) =>
-        option
-          .setName('aspect_ratio')
-          .setDescription('Aspect ratio')
-          .addChoices(...stringChoices(ASPECT_RATIOS)),
+        localized(option.setName('aspect_ratio'), `${GENERATE}.aspect_ratio`).addChoices(...ASPECT_RATIOS.map(literalChoice)),
       )
-      .addAttachmentOption((option) => option.setName('image').setDescription('First frame (image to video)'))
-      .addAttachmentOption((option) => option.setName('last_frame').setDescription('Last frame (1.5 models)'))
-      .addAttachmentOption((option) => option.setName('reference_image').setDescription('Reference image <IMAGE_0>'))
-      .addAttachmentOption((option) => option.setName('reference_image_2').setDescription('Reference image <IMAGE_1>'))
-      .addAttachmentOption((option) => option.setName('reference_image_3').setDescription('Reference image <IMAGE_2>'))
-      .addStringOption((option) =>
-        option.setName('voice').setDescription('Up to three built-in voices, e.g. "eve, leo" (1.5 models)').setAutocomplete(true),
-      )
+      .addAttachmentOption((option) => localized(option.setName('image'), `${GENERATE}.image`))
+      .addAttachmentOption((option) => localized(option.setName('last_frame'), `${GENERATE}.last_frame`))
+      .addAttachmentOption((option) => localized(option.setName('reference_image'), `${GENERATE}.reference_image`))
+      .addAttachmentOption((option) => localized(option.setName('reference_image_2'), `${GENERATE}.reference_image_2`))
+      .addAttachmentOption((option) => localized(option.setName('reference_image_3'), `${GENERATE}.reference_image_3`))
+      .addStringOption((option) => localized(option.setName('voice'), `${GENERATE}.voice`).setAutocomplete(true))
       .addAttachmentOption((option) =>
-        option
-          .setName('reference_audio')
-          .setDescription(`A recording of a human voice, at most ${MAX_REFERENCE_AUDIO_SECONDS} s (1.5 models)`),
+        localized(option.setName('reference_audio'), `${GENERATE}.reference_audio`, { seconds: MAX_REFERENCE_AUDIO_SECONDS }),
       ),
   )
   .addSubcommand((sub) =>
-    sub
-      .setName('edit')
-      .setDescription('Edit a video: an .mp4 attachment or a finished task of this server')
-      .addStringOption((option) => option.setName('prompt').setDescription('What to change').setRequired(true).setMaxLength(4000))
-      .addAttachmentOption((option) => option.setName('video').setDescription(`The .mp4 to edit (at most ${EDIT_MAX_SECONDS} s)`))
-      .addStringOption((option) => option.setName('task').setDescription('Or a finished task to edit').setAutocomplete(true))
-      .addStringOption((option) => option.setName('model').setDescription('Video model').setAutocomplete(true)),
+    localized(sub.setName('edit'), EDIT)
+      .addStringOption((option) => localized(option.setName('prompt'), `${EDIT}.prompt`).setRequired(true).setMaxLength(4000))
+      .addAttachmentOption((option) => localized(option.setName('video'), `${EDIT}.video`, { seconds: EDIT_MAX_SECONDS }))
+      .addStringOption((option) => localized(option.setName('task'), `${EDIT}.task`).setAutocomplete(true))
+      .addStringOption((option) => localized(option.setName('model'), `${EDIT}.model`).setAutocomplete(true)),
   )
   .addSubcommand((sub) =>
-    sub
-      .setName('extend')
-      .setDescription('Make a video longer: an .mp4 attachment or a finished task of this server')
-      .addStringOption((option) => option.setName('prompt').setDescription('What happens next').setRequired(true).setMaxLength(4000))
+    localized(sub.setName('extend'), EXTEND)
+      .addStringOption((option) => localized(option.setName('prompt'), `${EXTEND}.prompt`).setRequired(true).setMaxLength(4000))
       .addIntegerOption((option) =>
-        option
-          .setName('duration')
-          .setDescription('Seconds to add')
-          .addChoices(...durationChoices(EXTENSION_DURATION)),
+        localized(option.setName('duration'), `${EXTEND}.duration`).addChoices(...durationChoices(EXTENSION_DURATION)),
       )
-      .addAttachmentOption((option) => option.setName('video').setDescription('The .mp4 to extend'))
-      .addStringOption((option) => option.setName('task').setDescription('Or a finished task to extend').setAutocomplete(true))
-      .addStringOption((option) => option.setName('model').setDescription('Video model').setAutocomplete(true)),
+      .addAttachmentOption((option) => localized(option.setName('video'), `${EXTEND}.video`))
+      .addStringOption((option) => localized(option.setName('task'), `${EXTEND}.task`).setAutocomplete(true))
+      .addStringOption((option) => localized(option.setName('model'), `${EXTEND}.model`).setAutocomplete(true)),
   )
   .addSubcommand((sub) =>
-    sub
-      .setName('status')
-      .setDescription('Where a task stands')
-      .addStringOption((option) =>
-        option.setName('task').setDescription('The task (its ref or gateway id)').setRequired(true).setAutocomplete(true),
-      ),
+    localized(sub.setName('status'), 'command.video.status').addStringOption((option) =>
+      localized(option.setName('task'), 'command.video.status.task').setRequired(true).setAutocomplete(true),
+    ),
   )
-  .addSubcommand((sub) => sub.setName('list').setDescription('Your recent videos and their state'))
-  .addSubcommand((sub) =>
-    sub.setName('usage').setDescription('What you (and, for admins, the server) spent today and this month, and what is left'),
-  );
+  .addSubcommand((sub) => localized(sub.setName('list'), 'command.video.list'))
+  .addSubcommand((sub) => localized(sub.setName('usage'), 'command.video.usage'));
 
 function attachmentInput(attachment: Attachment | null): AttachmentInput | undefined {
   return attachment ? fromAttachment(attachment) : undefined;

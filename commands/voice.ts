@@ -13,25 +13,21 @@ import { BUILT_IN_VOICES } from '../src/gateway/spec.ts';
 import type { Services } from '../src/services.ts';
 import { describeCallEncryption } from '../src/voice/call-encryption.ts';
 import { subcommand } from '../src/discord/command-options.ts';
+import { localized } from '../src/i18n/commands.ts';
 import { describeVoiceSettings, voiceSettingsChange, VOICE_SETTINGS_SUBCOMMAND } from '../src/settings/voice-settings.ts';
 
-const data = new SlashCommandBuilder()
-  .setName('voice')
-  .setDescription('Talk with the realtime voice model in a voice channel')
+const data = localized(new SlashCommandBuilder().setName('voice'), 'command.voice')
   .setContexts(InteractionContextType.Guild)
   .addSubcommand((sub) =>
-    sub
-      .setName('join')
-      .setDescription('Join a voice channel and start listening')
-      .addChannelOption((option) =>
-        option
-          .setName('channel')
-          .setDescription('Default: the voice channel you are in')
-          .addChannelTypes(ChannelType.GuildVoice, ChannelType.GuildStageVoice),
+    localized(sub.setName('join'), 'command.voice.join').addChannelOption((option) =>
+      localized(option.setName('channel'), 'command.voice.join.channel').addChannelTypes(
+        ChannelType.GuildVoice,
+        ChannelType.GuildStageVoice,
       ),
+    ),
   )
-  .addSubcommand((sub) => sub.setName('leave').setDescription('Stop listening and leave the voice channel'))
-  .addSubcommand((sub) => subcommand(sub, VOICE_SETTINGS_SUBCOMMAND));
+  .addSubcommand((sub) => localized(sub.setName('leave'), 'command.voice.leave'))
+  .addSubcommand((sub) => subcommand(sub, VOICE_SETTINGS_SUBCOMMAND, 'command.voice'));
 
 /** Joining follows the server's role rules for /voice; anyone may look at the settings, admins change them. */
 function requires(interaction: HandledInteraction): Requirement {

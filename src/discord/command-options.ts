@@ -1,17 +1,23 @@
 import { ChannelType, type SlashCommandIntegerOption, type SlashCommandNumberOption, type SlashCommandSubcommandBuilder } from 'discord.js';
+import { catalogChoice, describedKey, literalChoice, localized, type DescribedBuilder, type DescribedKey } from '../i18n/commands.ts';
+import type { MessageValues } from '../i18n/index.ts';
 
-// A subcommand's options as plain definitions: the part that owns what an option means words it and
-// bounds it, the command turns it into Discord's builder with subcommand().
+// A subcommand's options as plain definitions: the part that owns what an option means names it and
+// bounds it, the command turns it into Discord's builder with subcommand(). The words, in every language,
+// are the catalogs': `<command>.<subcommand>.name` / `.description`, `<…>.<option>.name` / `.description`,
+// `<…>.<option>.choice.<value>` (src/i18n/catalogs/).
 
 export interface OptionChoice {
-  name: string;
   value: string;
+  /** Shown as its value in every language (a resolution, a layer's name): no words in the catalogs. */
+  literal?: boolean;
 }
 
 interface OptionBase {
   name: string;
-  description: string;
   required?: boolean;
+  /** What fills the description's placeholders (`at most {maxDays}`). */
+  descriptionValues?: MessageValues;
 }
 
 export type OptionDefinition =
@@ -23,48 +29,50 @@ export type OptionDefinition =
 
 export interface SubcommandDefinition {
   name: string;
-  description: string;
+  descriptionValues?: MessageValues;
   options?: readonly OptionDefinition[];
 }
 
-/** `sub` named, described and given its options, in the order of the definition. */
-export function subcommand(sub: SlashCommandSubcommandBuilder, definition: SubcommandDefinition): SlashCommandSubcommandBuilder {
-  sub.setName(definition.name).setDescription(definition.description);
+/** `sub` of the command at `commandKey` (`command.config`), named, described in every language and given its options, in the order of the definition. */
+export function subcommand(
+  sub: SlashCommandSubcommandBuilder,
+  definition: SubcommandDefinition,
+  commandKey: DescribedKey,
+): SlashCommandSubcommandBuilder {
+  const subKey = `${commandKey}.${definition.name}`;
+  localized(sub.setName(definition.name), describedKey(subKey), definition.descriptionValues);
   for (const option of definition.options ?? []) {
     const required = option.required ?? false;
+    const optionKey = `${subKey}.${option.name}`;
+    const described = <B extends DescribedBuilder>(built: B): B => localized(built, describedKey(optionKey), option.descriptionValues);
     switch (option.type) {
       case 'string':
         sub.addStringOption((built) => {
-          built.setName(option.name).setDescription(option.description).setRequired(required);
-          if (option.choices) built.addChoices(...option.choices);
+          described(built.setName(option.name)).setRequired(required);
+          if (option.choices)
+            built.addChoices(
+              ...option.choices.map((choice) => (choice.literal ? literalChoice(choice.value) : catalogChoice(optionKey, choice.value))),
+            );
           if (option.autocomplete) built.setAutocomplete(true);
           if (option.maxLength !== undefined) built.setMaxLength(option.maxLength);
           return built;
         });
         break;
       case 'integer':
-        sub.addIntegerOption((built) =>
-          bounded(built.setName(option.name).setDescription(option.description).setRequired(required), option),
-        );
+        sub.addIntegerOption((built) => bounded(described(built.setName(option.name)).setRequired(required), option));
         break;
       case 'number':
-        sub.addNumberOption((built) =>
-          bounded(built.setName(option.name).setDescription(option.description).setRequired(required), option),
-        );
+        sub.addNumberOption((built) => bounded(described(built.setName(option.name)).setRequired(required), option));
         break;
       case 'boolean':
-        sub.addBooleanOption((built) => built.setName(option.name).setDescription(option.description).setRequired(required));
+        sub.addBooleanOption((built) => described(built.setName(option.name)).setRequired(required));
         break;
       case 'role':
-        sub.addRoleOption((built) => built.setName(option.name).setDescription(option.description).setRequired(required));
+        sub.addRoleOption((built) => described(built.setName(option.name)).setRequired(required));
         break;
       case 'text-channel':
         sub.addChannelOption((built) =>
-          built
-            .setName(option.name)
-            .setDescription(option.description)
-            .setRequired(required)
-            .addChannelTypes(ChannelType.GuildText, ChannelType.GuildAnnouncement),
+          described(built.setName(option.name)).setRequired(required).addChannelTypes(ChannelType.GuildText, ChannelType.GuildAnnouncement),
         );
         break;
     }

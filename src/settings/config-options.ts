@@ -5,134 +5,114 @@ import { formatCost } from '../wording/cost.ts';
 import { usdToTicks } from './budgets.ts';
 import { FEATURES, RESULT_BUTTONS, STORAGE_MAX_DAYS, type BudgetName, type GuildSettings } from './guild-settings.ts';
 
-// /config's subcommands: what each asks in what words, what it accepts (and why not, to the admin), and
-// the change it makes with the words the server's history records it in. commands/config.ts reads the
-// options and hands them here.
+// /config's subcommands: what each asks, what it accepts (and why not, to the admin), and the change it
+// makes with the words the server's history records it in. commands/config.ts reads the options and hands
+// them here. What the subcommands and options are called and described, in every language, is the catalogs'
+// (`command.config.*` in src/i18n/catalogs/).
 
 const MAX_LIMIT = 10_000;
 /** A budget or confirmation threshold, in dollars: high enough for any server, low enough to be a typo's bound. */
 const MAX_USD = 1_000_000;
 
-export const CONFIG_COMMAND = { name: 'config', description: 'Server settings for the video and voice bot (Manage Server)' } as const;
+export const CONFIG_COMMAND = { name: 'config' } as const;
 
 export const CONFIG_SUBCOMMANDS = {
-  key: { name: 'key', description: "Set this server's gateway key (asked in a private form)" },
-  keyClear: { name: 'key-clear', description: "Remove this server's gateway key" },
-  show: { name: 'show', description: "This server's settings" },
+  key: { name: 'key' },
+  keyClear: { name: 'key-clear' },
+  show: { name: 'show' },
   layer: {
     name: 'layer',
-    description: 'Which gateway layer new tasks use',
     options: [
       {
         type: 'string',
         name: 'layer',
-        description: 'compat (/v1) or native (/native/v1)',
         required: true,
-        choices: LAYERS.map((layer) => ({ name: layer, value: layer })),
+        choices: LAYERS.map((layer) => ({ value: layer, literal: true })),
       },
     ],
   },
   defaults: {
     name: 'defaults',
-    description: 'Defaults for /video, and who may press the buttons under a video',
     options: [
-      { type: 'string', name: 'model', description: 'Default video model', autocomplete: true },
+      { type: 'string', name: 'model', autocomplete: true },
       {
         type: 'string',
         name: 'resolution',
-        description: 'Default resolution',
-        choices: RESOLUTIONS.map((value) => ({ name: value, value })),
+        choices: RESOLUTIONS.map((value) => ({ value, literal: true })),
       },
       {
         type: 'integer',
         name: 'duration',
-        description: 'Default length in seconds',
         min: GENERATION_DURATION.min,
         max: GENERATION_DURATION.max,
       },
       {
         type: 'string',
         name: 'aspect_ratio',
-        description: 'Default aspect ratio',
-        choices: ASPECT_RATIOS.map((value) => ({ name: value, value })),
+        choices: ASPECT_RATIOS.map((value) => ({ value, literal: true })),
       },
       {
         type: 'string',
         name: 'buttons',
-        description: 'Who may press Extend, Edit and Regenerate under a video (default: anyone)',
-        choices: [
-          { name: 'anyone', value: 'anyone' },
-          { name: 'owner: only the member who made the video', value: 'owner' },
-        ],
+        choices: [{ value: 'anyone' }, { value: 'owner' }],
       },
-      { type: 'boolean', name: 'reset', description: 'Forget all defaults' },
+      { type: 'boolean', name: 'reset' },
     ],
   },
   storage: {
     name: 'storage',
-    description: "Keep videos in the gateway's storage",
     options: [
       {
         type: 'integer',
         name: 'keep_days',
-        description: `Days to keep each video (0 = not kept, at most ${STORAGE_MAX_DAYS})`,
+        descriptionValues: { maxDays: STORAGE_MAX_DAYS },
         required: true,
         min: 0,
         max: STORAGE_MAX_DAYS,
       },
-      { type: 'boolean', name: 'public_link', description: 'Also make a public link (used when a video is too big to upload)' },
+      { type: 'boolean', name: 'public_link' },
     ],
   },
   roles: {
     name: 'roles',
-    description: 'Who may use /video or /voice (no roles = everyone)',
     options: [
       {
         type: 'string',
         name: 'feature',
-        description: 'Which command',
         required: true,
-        choices: FEATURES.map((feature) => ({ name: `/${feature}`, value: feature })),
+        choices: FEATURES.map((feature) => ({ value: feature })),
       },
       {
         type: 'string',
         name: 'action',
-        description: 'What to do',
         required: true,
-        choices: [
-          { name: 'allow a role', value: 'add' },
-          { name: 'stop allowing a role', value: 'remove' },
-          { name: 'allow everyone', value: 'clear' },
-        ],
+        choices: [{ value: 'add' }, { value: 'remove' }, { value: 'clear' }],
       },
-      { type: 'role', name: 'role', description: 'The role (for allow / stop allowing)' },
+      { type: 'role', name: 'role' },
     ],
   },
   limits: {
     name: 'limits',
-    description: 'How much members may use (0 = no limit)',
     options: [
-      { type: 'integer', name: 'concurrent_per_user', description: 'Videos in progress at once, per member', min: 0, max: MAX_LIMIT },
-      { type: 'integer', name: 'daily_per_user', description: 'Videos per member per day (UTC)', min: 0, max: MAX_LIMIT },
-      { type: 'integer', name: 'daily_per_server', description: 'Videos per server per day (UTC)', min: 0, max: MAX_LIMIT },
+      { type: 'integer', name: 'concurrent_per_user', min: 0, max: MAX_LIMIT },
+      { type: 'integer', name: 'daily_per_user', min: 0, max: MAX_LIMIT },
+      { type: 'integer', name: 'daily_per_server', min: 0, max: MAX_LIMIT },
     ],
   },
   budget: {
     name: 'budget',
-    description: 'What the server key may spend, in dollars, video and voice together (0 = no budget)',
     options: [
-      { type: 'number', name: 'member_daily_usd', description: 'Per member per day (UTC)', min: 0, max: MAX_USD },
-      { type: 'number', name: 'server_daily_usd', description: 'For the whole server per day (UTC)', min: 0, max: MAX_USD },
-      { type: 'number', name: 'server_monthly_usd', description: 'For the whole server per month (UTC)', min: 0, max: MAX_USD },
-      { type: 'text-channel', name: 'alert_channel', description: 'Where to post when the server reaches 80% and 100% of a budget' },
+      { type: 'number', name: 'member_daily_usd', min: 0, max: MAX_USD },
+      { type: 'number', name: 'server_daily_usd', min: 0, max: MAX_USD },
+      { type: 'number', name: 'server_monthly_usd', min: 0, max: MAX_USD },
+      { type: 'text-channel', name: 'alert_channel' },
       {
         type: 'number',
         name: 'confirm_over_usd',
-        description: 'A video estimated over this waits for its member to confirm (0 = never)',
         min: 0,
         max: MAX_USD,
       },
-      { type: 'boolean', name: 'clear_alert_channel', description: 'Stop posting budget alerts' },
+      { type: 'boolean', name: 'clear_alert_channel' },
     ],
   },
 } as const satisfies Record<string, SubcommandDefinition>;

@@ -162,56 +162,44 @@ export function applyVoiceSettingsChange(
 /** Instructions may be 2000 characters, as long as a whole Discord message: the reply shows their start. */
 const INSTRUCTIONS_PREVIEW = 500;
 
+/** Its words, in every language, are the catalogs' (`command.voice.settings.*` in src/i18n/catalogs/). */
 export const VOICE_SETTINGS_SUBCOMMAND = {
   name: 'settings',
-  description: 'Show or change how voice conversations work on this server (Manage Server to change)',
   options: [
-    { type: 'string', name: 'voice', description: "The model's voice", autocomplete: true },
-    { type: 'string', name: 'instructions', description: 'What the model should be like', maxLength: VOICE_LIMITS.instructionsLength },
-    { type: 'string', name: 'model', description: 'Realtime model', autocomplete: true },
+    { type: 'string', name: 'voice', autocomplete: true },
+    { type: 'string', name: 'instructions', maxLength: VOICE_LIMITS.instructionsLength },
+    { type: 'string', name: 'model', autocomplete: true },
     {
       type: 'string',
       name: 'turn_detection',
-      description: 'Who decides that someone finished speaking',
-      choices: [
-        { name: 'server: the gateway listens for pauses', value: 'server' },
-        { name: 'discord: when Discord says speaking stopped', value: 'discord' },
-      ],
+      choices: [{ value: 'server' }, { value: 'discord' }],
     },
     {
       type: 'number',
       name: 'vad_threshold',
-      description: 'How loud counts as speech (server mode)',
       min: VOICE_LIMITS.vadThreshold.min,
       max: VOICE_LIMITS.vadThreshold.max,
     },
     {
       type: 'integer',
       name: 'silence_ms',
-      description: 'Pause that ends a turn (server mode)',
       min: VOICE_LIMITS.silenceMs.min,
       max: VOICE_LIMITS.silenceMs.max,
     },
-    { type: 'boolean', name: 'transcripts', description: 'Post what is said in a thread' },
+    { type: 'boolean', name: 'transcripts' },
     {
       type: 'integer',
       name: 'idle_minutes',
-      description: 'Leave after this long without speech',
       min: VOICE_LIMITS.idleMinutes.min,
       max: VOICE_LIMITS.idleMinutes.max,
     },
     {
       type: 'string',
       name: 'respond',
-      description: 'Which turns the bot answers',
-      choices: [
-        { name: 'auto: every turn with one person, only when named with more', value: 'auto' },
-        { name: 'always: every turn', value: 'always' },
-        { name: 'when_named: only turns that name the bot', value: 'when_named' },
-      ],
+      choices: [{ value: 'auto' }, { value: 'always' }, { value: 'when_named' }],
     },
-    { type: 'string', name: 'wake_words', description: 'Names it answers to, comma-separated (empty: its display name)', maxLength: 400 },
-    { type: 'boolean', name: 'tools', description: 'Let the model make videos and check them for whoever asks (same rules as /video)' },
+    { type: 'string', name: 'wake_words', maxLength: 400 },
+    { type: 'boolean', name: 'tools' },
   ],
 } as const satisfies SubcommandDefinition;
 

@@ -1,4 +1,5 @@
 import { USD_TICKS } from '../gateway/spec.ts';
+import { formatUsd, t, type Locale } from '../i18n/index.ts';
 
 // What the gateway charged, and what the bot expects it to, in words for members: dollars as people write them.
 
@@ -6,9 +7,14 @@ const DOLLARS = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'U
 /** The smallest amount dollars-and-cents can show. */
 const ONE_CENT_TICKS = USD_TICKS / 100;
 
+/** Whether a cost is something, but less than a cent would show: worded as "under $0.01", never as `$0.00`. */
+function underACent(ticks: number): boolean {
+  return ticks > 0 && ticks < ONE_CENT_TICKS / 2;
+}
+
 /** A cost in ticks (1 USD = 10^10) as `$0.42` or `$1,234.50`; a cost under a cent but not nothing as `under $0.01`, never as `$0.00`. */
 export function formatCost(ticks: number): string {
-  if (ticks > 0 && ticks < ONE_CENT_TICKS / 2) return 'under $0.01';
+  if (underACent(ticks)) return 'under $0.01';
   return DOLLARS.format(ticks / USD_TICKS);
 }
 
@@ -16,4 +22,16 @@ export function formatCost(ticks: number): string {
 export function formatEstimate(ticks: number): string {
   const amount = formatCost(ticks);
   return amount.startsWith('under') ? amount : `about ${amount}`;
+}
+
+/** formatCost() in a member's or a server's language: `0,42 $`, `moins de 0,01 $US`, `0.01 ドル未満`… (English: as formatCost()). */
+export function formatCostIn(locale: Locale, ticks: number): string {
+  if (underACent(ticks)) return t(locale, 'cost.under', { amount: formatUsd(locale, 1 / 100) });
+  return formatUsd(locale, ticks / USD_TICKS);
+}
+
+/** formatEstimate() in a member's or a server's language: `etwa 0,40 $`, `約 $0.40`. */
+export function formatEstimateIn(locale: Locale, ticks: number): string {
+  if (underACent(ticks)) return formatCostIn(locale, ticks);
+  return t(locale, 'cost.about', { amount: formatCostIn(locale, ticks) });
 }

@@ -23,6 +23,7 @@ const BREAKING_IMPORTS: [file: string, source: string, rule: string][] = [
   ],
   ['src/emulator/server.ts', "import { client } from '../gateway/client.ts';\nexport const server = client;", 'emulator-stands-alone'],
   ['src/discord/outbox.ts', "import { part } from '../video/part.ts';\nexport const outbox = part;", 'discord-adapter-is-a-leaf'],
+  ['src/i18n/index.ts', "import { part } from '../video/part.ts';\nexport const t = part;", 'i18n-knows-only-lib'],
   ['src/store/index.ts', "import { part } from '../video/part.ts';\nexport const store = part;", 'store-is-a-leaf'],
   ['src/store/interface.ts', 'export type Parse<T> = (raw: unknown) => T;', ''],
   ['src/voice/stored.ts', "import type { Parse } from '../store/interface.ts';\nexport type Stored = Parse<1>;", 'store-through-its-index'],

@@ -251,7 +251,7 @@ export class Gateway {
       joined_at: new Date().toISOString(),
       large: false,
       premium_tier: 0,
-      preferred_locale: 'en-US',
+      preferred_locale: guild.preferredLocale,
       roles: guild.roles.map(roleObject),
       channels: guild.channels.map(channelObject),
       members: [...guild.members.values()].flatMap((member) => {

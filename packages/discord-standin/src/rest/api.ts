@@ -4,7 +4,8 @@ import type { Logger } from '../lib/log.ts';
 import { snowflake } from '../world/snowflake.ts';
 import { channelObject, memberObject, roleObject, userObject, type Message, type StandInState } from '../world/state.ts';
 import { parseBody, readBody } from './body.ts';
-import { RestError } from './errors.ts';
+import { commandErrors } from './commands.ts';
+import { RestError, invalidFormBody } from './errors.ts';
 import type { Interactions } from './interactions.ts';
 import type { MessageStore } from './messages.ts';
 
@@ -153,7 +154,7 @@ export class RestApi {
       json(response, 200, { id: state.applicationId, name: state.botUser.username, flags: 0, bot: userObject(state.botUser) });
     });
 
-    // Commands: a bulk overwrite answers the registered list.
+    // Commands: a bulk overwrite answers the registered list, or refuses them all (rest/commands.ts).
     const putCommands =
       (scope: string): Handler =>
       async (match, request, response) => {
@@ -163,6 +164,8 @@ export class RestApi {
           throw new RestError(403, 50001, 'Missing Access');
         }
         const parsed: unknown = JSON.parse((await readBody(request)).toString('utf8'));
+        const errors = commandErrors(arrayOf(parsed));
+        if (errors) throw invalidFormBody(errors);
         const registered = arrayOf(parsed).map((command) => ({
           ...(isRecord(command) ? command : {}),
           id: snowflake(),
@@ -334,6 +337,7 @@ export class RestApi {
         id: guild.id,
         name: guild.name,
         owner_id: guild.ownerId,
+        preferred_locale: guild.preferredLocale,
         roles: guild.roles.map(roleObject),
         features: [],
         emojis: [],

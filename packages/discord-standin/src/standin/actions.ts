@@ -95,6 +95,10 @@ const OPTION = {
 const INTERACTION = { command: 2, component: 3, autocomplete: 4, modal: 5 } as const;
 /** Application command types: a slash command, and the Apps menu on a message. */
 const COMMAND_TYPE = { chatInput: 1, message: 3 } as const;
+/** Who installed the app that an interaction reaches: the keys of `authorizing_integration_owners`. */
+const INTEGRATION_TYPE = { guildInstall: '0', userInstall: '1' } as const;
+/** Where an interaction happened: a server, the bot's DM, a private channel. */
+const INTERACTION_CONTEXT = { guild: 0, botDm: 1, privateChannel: 2 } as const;
 
 function isAttachment(value: unknown): value is AttachmentValue {
   return isRecord(value) && Buffer.isBuffer(value.bytes) && typeof value.filename === 'string';
@@ -152,11 +156,13 @@ export class StandInActions {
       channel: { ...channelObject(channel), permissions: permissions.toString() },
       member: memberObject(member, user, permissions),
       app_permissions: (((1n << 50n) - 1n) & ~this.#parts.state.deniedBotBits(channelId)).toString(),
-      locale: 'en-US',
-      guild_locale: 'en-US',
+      // The member's language and the server's, as each picked it in Discord.
+      locale: user.locale,
+      guild_locale: guild.preferredLocale,
       entitlements: [],
-      authorizing_integration_owners: { '0': guildId },
-      context: 0,
+      // Installed to the server (GUILD_INSTALL, "0"), used in it (context GUILD, 0).
+      authorizing_integration_owners: { [INTEGRATION_TYPE.guildInstall]: guildId },
+      context: INTERACTION_CONTEXT.guild,
       attachment_size_limit: guild.attachmentSizeLimit,
     };
     const record: InteractionRecord = {

@@ -238,6 +238,11 @@ export class DiscordStandIn {
     this.#world.setAttachmentSizeLimit(guildId, bytes);
   }
 
+  /** The user picks another language in Discord: their next interactions carry it as `locale`. */
+  setUserLocale(userId: string, locale: string): void {
+    this.#world.setUserLocale(userId, locale);
+  }
+
   // ---- What simulated users do (actions.ts) -------------------------------------------------------------
 
   runCommand(run: CommandRun): InteractionHandle {

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { ShardPair } from '../gateway/gateway.ts';
+import { DEFAULT_LOCALE, discordLocale } from '../world/locales.ts';
 import { snowflake, snowflakeOnShard } from '../world/snowflake.ts';
 import {
   DEFAULT_ATTACHMENT_LIMIT,
@@ -33,10 +34,14 @@ export interface CreateUserOptions {
   name?: string;
   /** Role ids the member has in that guild. */
   roles?: string[];
+  /** The language the user picked in Discord, a Discord locale code (default `en-US`): their interactions' `locale`. */
+  locale?: string;
 }
 
 export interface CreateGuildOptions {
   name?: string;
+  /** The server's language, a Discord locale code (default `en-US`): `preferred_locale`, and its interactions' `guild_locale`. */
+  locale?: string;
   attachmentSizeLimit?: number;
   /** [id, count]: the guild lands on shard `id` of `count`. */
   shard?: ShardPair;
@@ -51,7 +56,7 @@ export class StandInWorld {
 
   /** A simulated user, a member of the guild when one is given (GUILD_MEMBER_ADD for bots with that intent). */
   createUser(options: CreateUserOptions = {}): User {
-    const user = this.#newUser(options.name);
+    const user = this.#newUser(options.name, discordLocale(options.locale));
     if (options.guildId) {
       const guild = guildOf(this.#parts, options.guildId);
       const member = this.#addMember(guild, user, options.roles ?? []);
@@ -60,8 +65,8 @@ export class StandInWorld {
     return user;
   }
 
-  #newUser(name: string | undefined): User {
-    const user: User = { id: snowflake(), username: name ?? `user-${randomBytes(3).toString('hex')}`, bot: false };
+  #newUser(name: string | undefined, locale = DEFAULT_LOCALE): User {
+    const user: User = { id: snowflake(), username: name ?? `user-${randomBytes(3).toString('hex')}`, bot: false, locale };
     this.#parts.state.users.set(user.id, user);
     return user;
   }
@@ -87,6 +92,7 @@ export class StandInWorld {
       name: options.name ?? `server-${randomBytes(2).toString('hex')}`,
       ownerId: owner.id,
       attachmentSizeLimit: options.attachmentSizeLimit ?? DEFAULT_ATTACHMENT_LIMIT,
+      preferredLocale: discordLocale(options.locale),
       roles: [
         { id, name: '@everyone', permissions: EVERYONE_PERMISSIONS, position: 0 },
         { id: adminRoleId, name: 'Admins', permissions: PERMISSIONS.manageGuild, position: 2 },
@@ -118,6 +124,13 @@ export class StandInWorld {
       admin,
       member,
     };
+  }
+
+  /** The user picks another language in Discord: their next interactions carry it. */
+  setUserLocale(userId: string, locale: string): void {
+    const user = this.#parts.state.users.get(userId);
+    if (!user) throw new Error(`no user ${userId}`);
+    user.locale = discordLocale(locale);
   }
 
   setAttachmentSizeLimit(guildId: string, bytes: number): void {

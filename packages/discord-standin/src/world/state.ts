@@ -1,3 +1,4 @@
+import { DEFAULT_LOCALE } from './locales.ts';
 import { randomBytes } from 'node:crypto';
 import { snowflake } from './snowflake.ts';
 
@@ -37,6 +38,8 @@ export interface User {
   id: string;
   username: string;
   bot: boolean;
+  /** The language the user picked in Discord (a Discord locale code): interactions carry it as `locale`. */
+  locale: string;
 }
 
 export interface Role {
@@ -74,6 +77,8 @@ export interface Guild {
   name: string;
   ownerId: string;
   attachmentSizeLimit: number;
+  /** The server's language (Community settings): `preferred_locale`, and interactions' `guild_locale`. */
+  preferredLocale: string;
   roles: Role[];
   channels: Channel[];
   members: Map<string, Member>;
@@ -232,7 +237,7 @@ export class StandInState {
 
   constructor() {
     this.applicationId = snowflake();
-    this.botUser = { id: this.applicationId, username: 'video-voice-bot', bot: true };
+    this.botUser = { id: this.applicationId, username: 'video-voice-bot', bot: true, locale: DEFAULT_LOCALE };
     this.users.set(this.botUser.id, this.botUser);
     this.botToken = `${Buffer.from(this.botUser.id).toString('base64url')}.${randomBytes(4).toString('base64url')}.${randomBytes(20).toString('base64url')}`;
   }

@@ -3,29 +3,16 @@
 // by the real Spending into a ledger on SQLite. Voice costs $60 a minute here ($1 a second), so that a
 // budget of a few dollars runs out in seconds.
 
-import { Events, type Client } from 'discord.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  analyzeTone,
-  audible,
-  type BotAudioFrame,
-  type DiscordStandIn,
-  startDiscordStandIn,
-  type TestGuild,
-  trustCertificateInThisProcess,
-} from 'discord-standin';
-import { createDiscordClient } from '../../src/discord/client.ts';
-import { DiscordOutbox } from '../../src/discord/outbox.ts';
+import { analyzeTone, audible, type BotAudioFrame, type DiscordStandIn, type TestGuild } from 'discord-standin';
 import { FORCE_MESSAGE_TONE_HZ, type RealtimeSession } from '../../src/emulator/realtime/session.ts';
-import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
+import type { Emulator } from '../../src/emulator/server.ts';
 import { USD_TICKS } from '../../src/gateway/spec.ts';
-import { GatewayClientPool } from '../../src/gateway/pool.ts';
-import { silentLogger } from '../../src/lib/log.ts';
 import { parsePrices } from '../../src/settings/prices.ts';
-import { SettingsService } from '../../src/settings/service.ts';
-import { openStore, type Store } from '../../src/store/index.ts';
-import { VoiceService } from '../../src/voice/service.ts';
+import type { SettingsService } from '../../src/settings/service.ts';
+import type { VoiceService } from '../../src/voice/service.ts';
 import { pollUntil } from '../support/poll.ts';
+import { startVoiceServiceRig, type VoiceServiceRig } from '../support/voice-service-rig.ts';
 
 /** Each realtime session lasts at most this long at the emulator: the bot reopens it, and both are counted. */
 const SESSION_LIMIT_MS = 2_500;
@@ -33,69 +20,36 @@ const HEARTBEAT_MS = 200;
 /** Session time as the emulator saw it and the bot counts it may differ by a websocket round trip and a busy event loop, per session. */
 const SLACK_PER_SESSION_MS = 150;
 
+let rig: VoiceServiceRig;
 let emulator: Emulator;
 let discord: DiscordStandIn;
 let metered: TestGuild;
 let budgeted: TestGuild;
-let client: Client;
-let store: Store;
 let settings: SettingsService;
-let clients: GatewayClientPool;
 let service: VoiceService;
-let untrust: () => void;
 
 beforeAll(async () => {
-  emulator = await startEmulator({ config: { timing: { realtime_session_max_ms: SESSION_LIMIT_MS } } });
-  // A short goodbye: the force_message tone lasts 5 ms per character.
-  emulator.realtime.options.toneMsPerCharacter = 5;
-  discord = await startDiscordStandIn();
-  untrust = trustCertificateInThisProcess(discord.voice.certPem);
-  metered = discord.createGuild();
-  budgeted = discord.createGuild();
-  client = createDiscordClient(discord.apiUrl);
-  const ready = new Promise((resolve) => client.once(Events.ClientReady, resolve));
-  await client.login(discord.botToken);
-  await ready;
-  store = await openStore('sqlite://:memory:', silentLogger);
-  clients = new GatewayClientPool({ baseUrl: emulator.baseUrl, log: silentLogger });
   const prices = parsePrices(JSON.stringify({ voice: { '*': { per_minute_usd: 60 } } }));
   if (!prices.ok) throw new Error(prices.message);
-  settings = new SettingsService({
-    store,
-    clients,
-    log: silentLogger,
-    operatorKey: 'emulator-key',
-    defaultLayer: 'native',
-    gatewayVendor: 'svc',
-    encryptionSecret: undefined,
+  rig = await startVoiceServiceRig({
+    emulator: { config: { timing: { realtime_session_max_ms: SESSION_LIMIT_MS } } },
     prices: prices.prices,
   });
-  service = new VoiceService({
-    client,
-    outbox: new DiscordOutbox(client.rest),
-    access: { resolveGatewayAccess: () => Promise.resolve({ ok: true, apiKey: 'emulator-key', layer: 'native', keyId: 'emulator' }) },
-    settings,
-    spending: settings.spending,
-    meterHeartbeatMs: HEARTBEAT_MS,
-    wsBaseUrl: emulator.wsUrl,
-    log: silentLogger,
-  });
+  ({ emulator, discord, settings } = rig);
+  // A short goodbye: the force_message tone lasts 5 ms per character.
+  emulator.realtime.options.toneMsPerCharacter = 5;
+  metered = discord.createGuild();
+  budgeted = discord.createGuild();
+  service = rig.voiceService({ spending: settings.spending, meterHeartbeatMs: HEARTBEAT_MS });
 }, 60_000);
 
 afterAll(async () => {
   await service?.stopAll();
-  await client?.destroy();
-  await clients?.close();
-  await store?.close();
-  await discord?.close();
-  await emulator?.close();
-  untrust?.();
+  await rig?.close();
 });
 
-async function memberInVoice(guild: TestGuild, user: TestGuild['member']): Promise<void> {
-  const seen = new Promise((resolve) => client.once(Events.VoiceStateUpdate, resolve));
-  discord.joinVoice(user, guild.id, guild.voiceChannelId);
-  await seen;
+function memberInVoice(guild: TestGuild, user: TestGuild['member']): Promise<void> {
+  return rig.memberInVoice(guild, user);
 }
 
 /** Until `ask` says yes: for what tells nothing unless asked (the ledger, an emulator session's close). */

@@ -3,58 +3,33 @@
 // record in a real SQLite store. A graceful stop says so aloud and keeps the record; a new voice service on
 // the same store (the next start) brings the conversation back with its earlier turns in the new session.
 
-import { Events, type Client } from 'discord.js';
+import { Events } from 'discord.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type DiscordStandIn, startDiscordStandIn, type TestGuild, trustCertificateInThisProcess } from 'discord-standin';
-import { createDiscordClient } from '../../src/discord/client.ts';
-import { DiscordOutbox } from '../../src/discord/outbox.ts';
+import type { DiscordStandIn, TestGuild } from 'discord-standin';
 import type { RealtimeSession } from '../../src/emulator/realtime/session.ts';
-import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
-import { GatewayClientPool } from '../../src/gateway/pool.ts';
-import { silentLogger } from '../../src/lib/log.ts';
-import { DEFAULT_PRICES } from '../../src/settings/prices.ts';
-import { SettingsService } from '../../src/settings/service.ts';
-import { openStore, type Store } from '../../src/store/index.ts';
+import type { Emulator } from '../../src/emulator/server.ts';
+import type { SettingsService } from '../../src/settings/service.ts';
 import { CONVERSATION_RECORDS, parseConversationRecord, type ConversationRecords } from '../../src/voice/conversation-record.ts';
-import { VoiceService } from '../../src/voice/service.ts';
+import type { VoiceService } from '../../src/voice/service.ts';
 import { pollUntil } from '../support/poll.ts';
+import { startVoiceServiceRig, type VoiceServiceRig } from '../support/voice-service-rig.ts';
 import { forcedLines, textMessages } from '../support/realtime-lines.ts';
 import { BACK_LINE, BACK_WITHIN_MS, exchange as exchangeIn, RESTART_LINE } from '../support/voice-restart.ts';
 
+let rig: VoiceServiceRig;
 let emulator: Emulator;
 let discord: DiscordStandIn;
-let client: Client;
-let store: Store;
 let records: ConversationRecords;
 let settings: SettingsService;
-let clients: GatewayClientPool;
-let untrust: () => void;
 /** Every voice service a test started (one per "start" of the bot), stopped after it. */
 const services: VoiceService[] = [];
 
 beforeAll(async () => {
-  emulator = await startEmulator();
+  rig = await startVoiceServiceRig();
+  ({ emulator, discord, settings } = rig);
   // Short lines: a force_message or a scripted answer is a tone 5 ms per character.
   emulator.realtime.options.toneMsPerCharacter = 5;
-  discord = await startDiscordStandIn();
-  untrust = trustCertificateInThisProcess(discord.voice.certPem);
-  client = createDiscordClient(discord.apiUrl);
-  const ready = new Promise((resolve) => client.once(Events.ClientReady, resolve));
-  await client.login(discord.botToken);
-  await ready;
-  store = await openStore('sqlite://:memory:', silentLogger);
-  records = store.collection(CONVERSATION_RECORDS, parseConversationRecord);
-  clients = new GatewayClientPool({ baseUrl: emulator.baseUrl, log: silentLogger });
-  settings = new SettingsService({
-    store,
-    clients,
-    log: silentLogger,
-    operatorKey: 'emulator-key',
-    defaultLayer: 'native',
-    gatewayVendor: 'svc',
-    encryptionSecret: undefined,
-    prices: DEFAULT_PRICES,
-  });
+  records = rig.store.collection(CONVERSATION_RECORDS, parseConversationRecord);
 }, 60_000);
 
 afterEach(async () => {
@@ -63,35 +38,18 @@ afterEach(async () => {
 });
 
 afterAll(async () => {
-  await client?.destroy();
-  await clients?.close();
-  await store?.close();
-  await discord?.close();
-  await emulator?.close();
-  untrust?.();
+  await rig?.close();
 });
 
 /** A voice service as the bot starts one, on the shared store. */
 function startService(): VoiceService {
-  const service = new VoiceService({
-    client,
-    outbox: new DiscordOutbox(client.rest),
-    access: { resolveGatewayAccess: () => Promise.resolve({ ok: true, apiKey: 'emulator-key', layer: 'native', keyId: 'emulator' }) },
-    settings,
-    spending: settings.spending,
-    meterHeartbeatMs: 200,
-    conversations: records,
-    wsBaseUrl: emulator.wsUrl,
-    log: silentLogger,
-  });
+  const service = rig.voiceService({ spending: settings.spending, meterHeartbeatMs: 200, conversations: records });
   services.push(service);
   return service;
 }
 
-async function memberInVoice(guild: TestGuild): Promise<void> {
-  const seen = new Promise((resolve) => client.once(Events.VoiceStateUpdate, resolve));
-  discord.joinVoice(guild.member, guild.id, guild.voiceChannelId);
-  await seen;
+function memberInVoice(guild: TestGuild): Promise<void> {
+  return rig.memberInVoice(guild);
 }
 
 /** The member says something and hears the bot's answer to its end, on this file's stand-ins. */
@@ -196,7 +154,7 @@ describe('a voice conversation across a restart', () => {
     await first.stopAll();
     expect(await records.get(guild.id)).toMatchObject({ restarting: true });
 
-    const left = new Promise((resolve) => client.once(Events.VoiceStateUpdate, resolve));
+    const left = new Promise((resolve) => rig.client.once(Events.VoiceStateUpdate, resolve));
     discord.leaveVoice(guild.member, guild.id);
     await left;
     const sessions = emulator.realtime.sessions.length;

@@ -1,7 +1,7 @@
 import { ApplicationCommandType, ContextMenuCommandBuilder, InteractionContextType } from 'discord.js';
 import type { Command } from '../src/interactions/command.ts';
 import { localizedName } from '../src/i18n/commands.ts';
-import { messageVideoHandlers, type MessageVideoCommand } from '../src/interactions/video-commands.ts';
+import { FORM_FIELDS, messageVideoHandlers, type MessageVideoCommand } from '../src/interactions/video-commands.ts';
 import { GENERATION_DURATION } from '../src/gateway/spec.ts';
 
 // Animate image (the Apps menu on a message with a picture, anyone's): a video with that picture as its
@@ -15,6 +15,15 @@ const command: MessageVideoCommand = {
     title: 'Animate this image',
     promptOptional: true,
     seconds: { label: 'Seconds', range: GENERATION_DURATION, defaultText: "the server's" },
+    // Checked as /video generate's `last_frame` is: a picture, and a model that takes one.
+    uploads: [
+      {
+        id: FORM_FIELDS.lastFrame,
+        label: 'Last frame (optional)',
+        description: 'A picture the video ends on (PNG, JPEG, WebP or GIF)',
+        required: false,
+      },
+    ],
   },
 };
 
@@ -32,7 +41,7 @@ export default {
       resolution: undefined,
       aspectRatio: undefined,
       image,
-      lastFrame: undefined,
+      lastFrame: form.uploads[FORM_FIELDS.lastFrame],
       referenceImages: [],
       voices: [],
       referenceAudio: undefined,

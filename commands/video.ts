@@ -26,11 +26,15 @@ import {
 import type { Services } from '../src/services.ts';
 import type { AttachmentInput } from '../src/video/requests.ts';
 import { parseVoiceList } from '../src/video/requests.ts';
-import { parseVideoActionId, videoActionId } from '../src/video/actions.ts';
+import { parseUploadFormId, parseVideoActionId, uploadFormId, videoActionId } from '../src/video/actions.ts';
 import { settledWithin } from '../src/lib/wait-until.ts';
 import {
+  FORM_FIELDS,
   SECONDS_TO_ADD,
   answerConfirmation,
+  changeForm,
+  readChangeForm,
+  uploadedFile,
   attachmentInput as fromAttachment,
   formEstimate,
   interactionContext,
@@ -123,7 +127,43 @@ function requires(interaction: HandledInteraction): Requirement {
   if (!interaction.isChatInputCommand()) return { feature: 'video' };
   const subcommand = interaction.options.getSubcommand();
   if (subcommand === 'status' || subcommand === 'list' || subcommand === 'usage') return { inServer: true };
+  // A form must come at once: its submission is checked instead.
+  if (opensUploadForm(interaction)) return { inServer: true };
   return { feature: 'video' };
+}
+
+/** Whether this is `/video edit` or `/video extend` given no source: it opens a form that takes the `.mp4`. */
+function opensUploadForm(interaction: ChatInputCommandInteraction): boolean {
+  const subcommand = interaction.options.getSubcommand(false);
+  const { options } = interaction;
+  return (subcommand === 'edit' || subcommand === 'extend') && !options.getAttachment('video') && !options.getString('task');
+}
+
+/** The longest model name an upload form's id carries (custom ids are at most 100 characters). */
+const MAX_MODEL_IN_FORM_ID = 64;
+
+/** The `.mp4` a form asks for, checked as the `video` option is. */
+const VIDEO_UPLOAD = { id: FORM_FIELDS.video, label: 'Video (.mp4)', description: 'The video to work from', required: true } as const;
+
+/** `/video edit` or `/video extend` without a source: a form with the prompt (and seconds) given, and the `.mp4` to upload. */
+async function openUploadForm(interaction: ChatInputCommandInteraction, services: Services, operation: 'edit' | 'extend') {
+  const options = interaction.options;
+  const model = options.getString('model') ?? undefined;
+  if (model !== undefined && model.length > MAX_MODEL_IN_FORM_ID) {
+    await answerPrivately(interaction, `\`model\`: \`${model.slice(0, MAX_MODEL_IN_FORM_ID)}…\` is not a video model.`);
+    return;
+  }
+  const estimate = await formEstimate(services, guildOf(interaction), operation);
+  await interaction.showModal(
+    videoForm({
+      id: uploadFormId(operation, model),
+      title: operation === 'extend' ? 'Extend a video' : 'Edit a video',
+      estimate,
+      ...(operation === 'extend' ? { seconds: SECONDS_TO_ADD } : {}),
+      prefill: { prompt: options.getString('prompt') ?? undefined, seconds: options.getInteger('duration') ?? undefined },
+      uploads: [VIDEO_UPLOAD],
+    }),
+  );
 }
 
 async function generate(interaction: ChatInputCommandInteraction, services: Services) {
@@ -151,7 +191,11 @@ async function editOrExtend(interaction: ChatInputCommandInteraction, services: 
   const options = interaction.options;
   const video = attachmentInput(options.getAttachment('video'));
   const taskRef = options.getString('task') ?? undefined;
-  if (!video === !taskRef) {
+  if (!video && !taskRef) {
+    await openUploadForm(interaction, services, operation);
+    return;
+  }
+  if (video && taskRef) {
     await answerPrivately(interaction, 'Give exactly one source: `video` (an .mp4 attachment) or `task` (a finished task of this server).');
     return;
   }
@@ -249,6 +293,8 @@ async function button(interaction: ButtonInteraction, services: Services) {
     : [undefined, undefined];
   if (refused !== undefined) {
     await answerPrivately(interaction, refused);
+  } else if (action === 'change') {
+    await openChangeForm(interaction, services, taskId);
   } else if (action === 'extend') {
     await interaction.showModal(
       videoForm({ id: videoActionId('extend-modal', taskId), title: 'Extend this video', seconds: SECONDS_TO_ADD, estimate }),
@@ -265,8 +311,74 @@ async function button(interaction: ButtonInteraction, services: Services) {
   }
 }
 
+/** How long a press of Change and regenerate waits for the task it shows: Discord's 3 s run from the press. */
+const CHANGE_FORM_WITHIN_MS = 1_500;
+
+/**
+ * Change and regenerate: a form showing what the task asked for, to change and send again with the same
+ * model. It needs the task itself, so unlike Extend and Edit it is not shown when the store is too slow.
+ */
+async function openChangeForm(interaction: ButtonInteraction, services: Services, taskId: string) {
+  const guildId = guildOf(interaction);
+  const reading = Promise.all([
+    services.video.tasks.findInGuild(guildId, taskId),
+    services.video.prepare.buttonAccess({ guildId, userId: interaction.user.id }, taskId),
+  ]).catch((error: unknown) => {
+    services.log.warn('could not read the task of a Change and regenerate press', { error });
+    return undefined;
+  });
+  const read = await settledWithin(reading, CHANGE_FORM_WITHIN_MS);
+  if (!read) {
+    await answerPrivately(interaction, 'The bot could not read that video just now. Press **Change and regenerate** again in a moment.');
+    return;
+  }
+  const [task, access] = read;
+  if (!access.ok) await answerPrivately(interaction, access.message);
+  else if (!task) await answerPrivately(interaction, 'That task is no longer known to the bot, so it cannot be regenerated.');
+  else await interaction.showModal(changeForm(videoActionId('change-modal', taskId), task));
+}
+
+/** The form of `/video edit` or `/video extend` given no source: the uploaded `.mp4`, checked as the `video` option is. */
+async function submitUploadForm(
+  interaction: ModalSubmitInteraction,
+  services: Services,
+  operation: 'edit' | 'extend',
+  model: string | undefined,
+) {
+  const form = readVideoForm(interaction, operation === 'extend' ? SECONDS_TO_ADD : undefined);
+  if (!form.ok) {
+    await answerPrivately(interaction, form.message);
+    return;
+  }
+  const video = uploadedFile(interaction, FORM_FIELDS.video);
+  if (!video) {
+    await answerPrivately(interaction, `\`${FORM_FIELDS.video}\`: upload the .mp4 to ${operation}.`);
+    return;
+  }
+  const context = interactionContext(interaction);
+  const prepared = await services.video.prepare.editOrExtension(context, operation, {
+    prompt: form.prompt,
+    model,
+    duration: form.seconds,
+    source: { attachment: video },
+  });
+  await submitPrepared(interaction, services, context, prepared);
+}
+
 async function modal(interaction: ModalSubmitInteraction, services: Services) {
+  const upload = parseUploadFormId(interaction.customId);
+  if (upload) return submitUploadForm(interaction, services, upload.operation, upload.model);
   const { action, taskId } = parseVideoActionId(interaction.customId) ?? {};
+  if (taskId && action === 'change-modal') {
+    const context = interactionContext(interaction);
+    await submitPrepared(
+      interaction,
+      services,
+      context,
+      await services.video.prepare.regeneration(context, taskId, readChangeForm(interaction)),
+    );
+    return;
+  }
   if (!taskId || (action !== 'extend-modal' && action !== 'edit-modal')) throw new Error(`unknown video modal ${interaction.customId}`);
   const form = readVideoForm(interaction, action === 'extend-modal' ? SECONDS_TO_ADD : undefined);
   if (!form.ok) {
@@ -313,6 +425,7 @@ function answers(interaction: HandledInteraction): Placeholder | 'form' {
     return action === 'cancel' ? 'private' : 'form';
   }
   if (!interaction.isChatInputCommand()) return 'public';
+  if (opensUploadForm(interaction)) return 'form';
   const subcommand = interaction.options.getSubcommand();
   return subcommand === 'generate' || subcommand === 'edit' || subcommand === 'extend' ? 'public' : 'private';
 }

@@ -1,6 +1,9 @@
 import {
-  ActionRowBuilder,
+  FileUploadBuilder,
+  LabelBuilder,
   ModalBuilder,
+  StringSelectMenuBuilder,
+  StringSelectMenuOptionBuilder,
   TextInputBuilder,
   TextInputStyle,
   type Attachment,
@@ -21,6 +24,8 @@ import { describeMissingSource, pickImage, pickVideo, type EmbeddedPicture, type
 import type { FormEstimate, Prepared, SubmissionPlan } from '../video/plan.ts';
 import { CONFIRMATION_GONE, describeConfirmationClosed, describeOthersConfirmation, formTitle } from '../video/wording.ts';
 import type { AttachmentInput } from '../video/requests.ts';
+import { settingOptions, shownSettings, type RequestChanges } from '../video/changes.ts';
+import type { TaskRecord } from '../video/record.ts';
 import { SubmissionRefusedError } from '../video/submit.ts';
 import type { Command } from './command.ts';
 import { guildOf } from './requirements.ts';
@@ -29,8 +34,19 @@ import { guildOf } from './requirements.ts';
 // act on a message's picture or video): the interaction as the video part sees it, submitting a prepared
 // request behind its status card, and the forms that ask for a prompt and a number of seconds.
 
-/** The fields of a video form. */
-export const FORM_FIELDS = { prompt: 'prompt', seconds: 'duration' } as const;
+/**
+ * The fields of a video form, named as /video's options are: a refusal names the field the member must
+ * fix as the slash command names its option (`video`, `last_frame`, `image`…).
+ */
+export const FORM_FIELDS = {
+  prompt: 'prompt',
+  seconds: 'duration',
+  video: 'video',
+  lastFrame: 'last_frame',
+  image: 'image',
+  resolution: 'resolution',
+  aspectRatio: 'aspect_ratio',
+} as const;
 const MAX_PROMPT_LENGTH = 4000;
 /** Two digits: every duration the gateway takes. */
 const MAX_SECONDS_LENGTH = 2;
@@ -159,6 +175,14 @@ export interface SecondsField {
 /** The Extend forms' field: the seconds added to the video. */
 export const SECONDS_TO_ADD: SecondsField = { label: 'Seconds to add', range: EXTENSION_DURATION };
 
+/** A file the form asks for (a label wrapping a file upload): one file, required or not. */
+export interface UploadField {
+  id: string;
+  label: string;
+  description: string;
+  required: boolean;
+}
+
 export interface VideoFormShape {
   id: string;
   title: string;
@@ -167,29 +191,78 @@ export interface VideoFormShape {
   /** Whether the prompt may be left empty (a picture to animate says enough by itself). */
   promptOptional?: boolean;
   seconds?: SecondsField;
+  /** What the fields show already (a slash command's options given with it). */
+  prefill?: { prompt?: string | undefined; seconds?: number | undefined };
+  /** Files asked for after the text fields; a form holds five fields at most. */
+  uploads?: readonly UploadField[];
 }
 
-/** A form asking for a prompt and, when `seconds` is given, a number of seconds. */
+/** A form's label wrapping a text input (Discord's current form; an action row of a text input is the deprecated one). */
+function textField(id: string, label: string, input: TextInputBuilder): LabelBuilder {
+  return new LabelBuilder().setLabel(label).setTextInputComponent(input.setCustomId(id));
+}
+
+/** A label wrapping a file upload of one file. */
+export function uploadField(field: UploadField): LabelBuilder {
+  const upload = new FileUploadBuilder()
+    .setCustomId(field.id)
+    .setMinValues(field.required ? 1 : 0)
+    .setMaxValues(1)
+    .setRequired(field.required);
+  return new LabelBuilder().setLabel(field.label).setDescription(field.description).setFileUploadComponent(upload);
+}
+
+/** The prompt's field, with what it shows already. */
+export function promptField(optional: boolean, value?: string): LabelBuilder {
+  const input = new TextInputBuilder().setStyle(TextInputStyle.Paragraph).setRequired(!optional).setMaxLength(MAX_PROMPT_LENGTH);
+  if (value) input.setValue(value.slice(0, MAX_PROMPT_LENGTH));
+  return textField(FORM_FIELDS.prompt, optional ? 'Prompt (optional)' : 'Prompt', input);
+}
+
+/** A form asking for a prompt, when `seconds` is given a number of seconds, and the files of `uploads`. */
 export function videoForm(shape: VideoFormShape): ModalBuilder {
   const modal = new ModalBuilder().setCustomId(shape.id).setTitle(formTitle(shape.title, shape.estimate));
-  const prompt = new TextInputBuilder()
-    .setCustomId(FORM_FIELDS.prompt)
-    .setLabel(shape.promptOptional ? 'Prompt (optional)' : 'Prompt')
-    .setStyle(TextInputStyle.Paragraph)
-    .setRequired(!shape.promptOptional)
-    .setMaxLength(MAX_PROMPT_LENGTH);
-  modal.addComponents(new ActionRowBuilder<TextInputBuilder>().addComponents(prompt));
+  modal.addLabelComponents(promptField(shape.promptOptional ?? false, shape.prefill?.prompt));
   if (shape.seconds) {
     const { label, range, defaultText } = shape.seconds;
-    const seconds = new TextInputBuilder()
-      .setCustomId(FORM_FIELDS.seconds)
-      .setLabel(`${label} (${range.min}-${range.max}, default ${defaultText ?? range.default})`)
-      .setStyle(TextInputStyle.Short)
-      .setRequired(false)
-      .setMaxLength(MAX_SECONDS_LENGTH);
-    modal.addComponents(new ActionRowBuilder<TextInputBuilder>().addComponents(seconds));
+    const seconds = new TextInputBuilder().setStyle(TextInputStyle.Short).setRequired(false).setMaxLength(MAX_SECONDS_LENGTH);
+    if (shape.prefill?.seconds !== undefined) seconds.setValue(String(shape.prefill.seconds));
+    modal.addLabelComponents(
+      textField(FORM_FIELDS.seconds, `${label} (${range.min}-${range.max}, default ${defaultText ?? range.default})`, seconds),
+    );
   }
+  for (const upload of shape.uploads ?? []) modal.addLabelComponents(uploadField(upload));
   return modal;
+}
+
+/** A select of a form, in a label, with `chosen` picked already: the member changes it or leaves it. */
+export function selectField(id: string, label: string, options: readonly { value: string; label: string }[], chosen: string): LabelBuilder {
+  const select = new StringSelectMenuBuilder()
+    .setCustomId(id)
+    .setMinValues(1)
+    .setMaxValues(1)
+    .addOptions(
+      options.map((option) =>
+        new StringSelectMenuOptionBuilder()
+          .setValue(option.value)
+          .setLabel(option.label)
+          .setDefault(option.value === chosen),
+      ),
+    );
+  return new LabelBuilder().setLabel(label).setStringSelectMenuComponent(select);
+}
+
+/** The one file uploaded into a form's field, as the video part takes it; undefined when none was. */
+export function uploadedFile(interaction: ModalSubmitInteraction, fieldId: string): AttachmentInput | undefined {
+  // An optional upload left empty may not come back at all, and discord.js throws for a field that did not.
+  if (!interaction.fields.fields.has(fieldId)) return undefined;
+  const file = interaction.fields.getUploadedFiles(fieldId, false)?.first();
+  return file ? attachmentInput(file) : undefined;
+}
+
+/** The value picked in a form's select, when the form has it. */
+export function selectedValue(interaction: ModalSubmitInteraction, fieldId: string): string | undefined {
+  return interaction.fields.fields.has(fieldId) ? interaction.fields.getStringSelectValues(fieldId)[0] : undefined;
 }
 
 /** How long a form waits for its estimate (the server's defaults, from the store) before it is shown without one: Discord's 3 s run from the press. */
@@ -233,7 +306,8 @@ export interface MessageVideoCommand {
   form: Omit<VideoFormShape, 'id'>;
 }
 
-export type FilledVideoForm = { prompt: string; seconds: number | undefined };
+/** What a member filled in: the prompt, the seconds, and each upload field's file (by field id) they gave. */
+export type FilledVideoForm = { prompt: string; seconds: number | undefined; uploads: Partial<Record<string, AttachmentInput>> };
 
 /** How a message command's video is prepared, from the source the member picked and what they filled in. */
 export type PrepareFromSource = (
@@ -307,8 +381,10 @@ async function submitSourceForm(
     await answerPrivately(interaction, form.message);
     return;
   }
+  const uploads: FilledVideoForm['uploads'] = {};
+  for (const field of command.form.uploads ?? []) uploads[field.id] = uploadedFile(interaction, field.id);
   const context = interactionContext(interaction);
-  await submitPrepared(interaction, services, context, await prepare(services, context, source, form));
+  await submitPrepared(interaction, services, context, await prepare(services, context, source, { ...form, uploads }));
 }
 
 /**
@@ -326,5 +402,46 @@ export function messageVideoHandlers(
     answers: (interaction) => (interaction.isModalSubmit() ? 'public' : 'form'),
     messageCommand: (interaction, services) => openSourceForm(interaction, services, command),
     modal: (interaction, services) => submitSourceForm(interaction, services, command, prepare),
+  };
+}
+
+// ---- Change and regenerate: a finished task's request, changed in a form and sent again ---------------
+
+/** The form of Change and regenerate: at most five fields, each showing what the task asked for. */
+export function changeForm(id: string, task: Pick<TaskRecord, 'operation' | 'prompt' | 'request'>, estimate?: FormEstimate): ModalBuilder {
+  const shown = shownSettings(task.operation, task.prompt, task.request);
+  const options = settingOptions(task.operation);
+  const modal = new ModalBuilder().setCustomId(id).setTitle(formTitle('Change and regenerate', estimate));
+  // A generation from a picture may go without a prompt; the gateway's rules say when (checked on submit).
+  modal.addLabelComponents(promptField(task.operation === 'generate', shown.prompt));
+  const selects = [
+    [FORM_FIELDS.seconds, task.operation === 'extend' ? 'Seconds to add' : 'Length', options.duration, shown.duration],
+    [FORM_FIELDS.resolution, 'Resolution', options.resolution, shown.resolution],
+    [FORM_FIELDS.aspectRatio, 'Aspect ratio', options.aspectRatio, shown.aspectRatio],
+  ] as const;
+  for (const [field, label, offered, chosen] of selects) {
+    if (offered && chosen !== undefined) modal.addLabelComponents(selectField(field, label, offered, chosen));
+  }
+  if (task.operation === 'generate') {
+    modal.addLabelComponents(
+      uploadField({
+        id: FORM_FIELDS.image,
+        label: 'New first frame (optional)',
+        description: 'A picture the video starts from (PNG, JPEG, WebP or GIF)',
+        required: false,
+      }),
+    );
+  }
+  return modal;
+}
+
+/** What a member changed in the Change and regenerate form, as the video part takes it. */
+export function readChangeForm(interaction: ModalSubmitInteraction): RequestChanges {
+  return {
+    prompt: interaction.fields.getTextInputValue(FORM_FIELDS.prompt).trim(),
+    duration: selectedValue(interaction, FORM_FIELDS.seconds),
+    resolution: selectedValue(interaction, FORM_FIELDS.resolution),
+    aspectRatio: selectedValue(interaction, FORM_FIELDS.aspectRatio),
+    image: uploadedFile(interaction, FORM_FIELDS.image),
   };
 }

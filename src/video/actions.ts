@@ -6,10 +6,20 @@ import { customId, customIdParts } from '../discord/custom-id.ts';
 const COMMAND = 'video';
 
 /**
- * Buttons under a finished video, in the order they are shown, the forms two of them open, and the two
+ * Buttons under a finished video, in the order they are shown, the forms three of them open, and the two
  * buttons of a video that waits for its member's confirmation (`src/video/confirmations.ts`).
  */
-const VIDEO_ACTIONS = ['extend', 'edit', 'regenerate', 'extend-modal', 'edit-modal', 'confirm', 'cancel'] as const;
+const VIDEO_ACTIONS = [
+  'extend',
+  'edit',
+  'regenerate',
+  'change',
+  'extend-modal',
+  'edit-modal',
+  'change-modal',
+  'confirm',
+  'cancel',
+] as const;
 export type VideoAction = (typeof VIDEO_ACTIONS)[number];
 
 export function videoActionId(action: VideoAction, taskId: string): string {
@@ -22,4 +32,20 @@ export function parseVideoActionId(id: string): { action: VideoAction; taskId: s
   const known = VIDEO_ACTIONS.find((candidate) => candidate === action);
   if (command !== COMMAND || !known || !taskId) return undefined;
   return { action: known, taskId };
+}
+
+/** The forms `/video edit` and `/video extend` open when given no source: they take the `.mp4` as an upload. */
+const UPLOAD_FORMS = { edit: 'edit-upload', extend: 'extend-upload' } as const;
+
+/** The id of an upload form, carrying the `model` the command was given (ids hold the state, so a restart loses nothing). */
+export function uploadFormId(operation: 'edit' | 'extend', model: string | undefined): string {
+  return model === undefined ? customId(COMMAND, UPLOAD_FORMS[operation]) : customId(COMMAND, UPLOAD_FORMS[operation], model);
+}
+
+/** The operation and model of an upload form's id, or undefined when it is not one. */
+export function parseUploadFormId(id: string): { operation: 'edit' | 'extend'; model: string | undefined } | undefined {
+  const [command, form, model] = customIdParts(id);
+  if (command !== COMMAND) return undefined;
+  const operation = form === UPLOAD_FORMS.edit ? 'edit' : form === UPLOAD_FORMS.extend ? 'extend' : undefined;
+  return operation && { operation, model: model || undefined };
 }

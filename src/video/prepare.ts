@@ -33,6 +33,7 @@ import {
   type GenerationInput,
 } from './requests.ts';
 import { parseStoredRequest } from './stored-request.ts';
+import { changedRequest, type RequestChanges } from './changes.ts';
 
 // Preparing a /video request: the server's key and defaults applied, every rule of the spec and every
 // limit of the server checked, before anything is sent. Reads only the local store, so a command can
@@ -194,8 +195,11 @@ export class VideoPreparation {
     return buttons === 'owner' ? refuse(describeOwnersButtons(task.userId)) : { ok: true };
   }
 
-  /** The same request again, as a new task (the Regenerate button). */
-  async regeneration(context: InteractionContext, taskRef: string): Promise<Prepared> {
+  /**
+   * The same request again, as a new task with the same model (the Regenerate button), or with the
+   * member's `changes` (the Change and regenerate form), held to every rule a new request is.
+   */
+  async regeneration(context: InteractionContext, taskRef: string, changes?: RequestChanges): Promise<Prepared> {
     const { policy, repository, vendor } = this.#deps;
     const original = await repository.findInGuild(context.guildId, taskRef);
     if (!original) return refuse('That task is no longer known to the bot, so it cannot be regenerated.');
@@ -203,13 +207,21 @@ export class VideoPreparation {
     if (!pressable.ok) return pressable;
     const access = await policy.resolveGatewayAccess(context.guildId);
     if (!access.ok) return access;
-    if (hasExpiredAttachmentLink(original.request, Date.now())) return refuse(describeExpiredAttachments(original.operation));
+    let stored = original.request;
+    try {
+      if (changes) stored = changedRequest(original.operation, stored, changes);
+    } catch (error) {
+      if (error instanceof InputError) return refuse(error.message);
+      throw error;
+    }
+    if (hasExpiredAttachmentLink(stored, Date.now())) return refuse(describeExpiredAttachments(original.operation));
     const user = await this.#deps.endUsers.of(context.userId);
     let operationRequest: OperationRequest;
     try {
-      operationRequest = parseStoredRequest(original.operation, { ...original.request, user }, { layer: access.layer, vendor });
+      operationRequest = parseStoredRequest(original.operation, { ...stored, user }, { layer: access.layer, vendor });
     } catch (error) {
-      if (error instanceof ValidationError) return refuse(`That task cannot be sent again as it was: ${error.message}`);
+      if (error instanceof ValidationError)
+        return changes ? validationRefusal(error) : refuse(`That task cannot be sent again as it was: ${error.message}`);
       throw error;
     }
     const estimateTicks = estimateOf(policy, operationRequest, original.model);
@@ -229,9 +241,9 @@ export class VideoPreparation {
       plan: {
         ...operationRequest,
         taskId,
-        mode: original.mode,
+        mode: operationRequest.operation === 'generate' ? generationMode(operationRequest.request) : original.mode,
         model: original.model,
-        prompt: original.prompt,
+        prompt: changes?.prompt ?? original.prompt,
         access,
         sourceTaskId: original.id,
         regenerated: true,

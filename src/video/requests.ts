@@ -60,7 +60,8 @@ export function isMp4Attachment(attachment: AttachmentInput): boolean {
   return path !== undefined && path.endsWith('.mp4') && (type === undefined || type === 'video/mp4');
 }
 
-function imageFrom(option: string, attachment: AttachmentInput): ImageInput {
+/** A picture as the gateway takes it, refused naming `option` when it is not one. */
+export function imageFrom(option: string, attachment: AttachmentInput): ImageInput {
   const type = mediaType(attachment);
   if (type !== undefined && !IMAGE_TYPES.has(type)) {
     throw new InputError(option, `\`${option}\` must be a PNG, JPEG, WebP or GIF picture (got ${attachment.filename}, ${type}).`);

@@ -272,13 +272,17 @@ function linkButton(label: string, url: string): APIButtonComponent {
   return { type: ComponentType.Button, style: ButtonStyle.Link, label, url };
 }
 
-/** The buttons under a finished video: Extend, Edit, Regenerate. Numbered when a job has several videos. */
+/**
+ * The buttons under a finished video: Extend, Edit, Regenerate, Change and regenerate. Numbered when a
+ * job has several videos. With a link to the video beside them, five: Discord's most in a row.
+ */
 export function resultButtons(taskId: string, number?: number): APIButtonComponent[] {
   const suffix = number === undefined ? '' : ` ${number}`;
   return [
     actionButton(`Extend${suffix}`, 'extend', taskId),
     actionButton(`Edit${suffix}`, 'edit', taskId),
     actionButton(`Regenerate${suffix}`, 'regenerate', taskId),
+    actionButton(`Change and regenerate${suffix}`, 'change', taskId),
   ];
 }
 

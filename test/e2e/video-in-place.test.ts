@@ -86,7 +86,8 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
         files: [{ filename: 'sunset.png', bytes: PNG_HEADER, contentType: 'image/png' }],
       });
       const { inputs, submission, card, posted } = await onMessage('Animate image', picture, { prompt: '', duration: '3' });
-      expect(inputs).toEqual(['prompt', 'duration']);
+      // The last frame is optional: left out, none is sent.
+      expect(inputs).toEqual(['prompt', 'duration', 'last_frame']);
       expect(submission.path).toBe(`${prefix}/videos/generations`);
       expect(submission.body).toEqual({
         model: 'svc-imagine-video-1.5',

@@ -80,7 +80,7 @@ describe('the bot on the stand-ins', () => {
     // Sent as attachment://<name>; Discord (and the stand-in) answer with the attachment's own url.
     expect(galleryItems(card)).toEqual([card.attachments[0]?.url]);
     expect(card.edits.at(-1)?.json).toMatchObject({ attachments: [{ filename: card.attachments[0]?.filename }] });
-    expect(cardButtons(card).map((button) => button.label)).toEqual(['Extend', 'Edit', 'Regenerate']);
+    expect(cardButtons(card).map((button) => button.label)).toEqual(['Extend', 'Edit', 'Regenerate', 'Change and regenerate']);
     expect(cardEditProblems(card)).toEqual([]);
     // The one message: nothing else was posted in the channel for it.
     expect(discord.messages(guild.textChannelId).filter((message) => !before.has(message.id))).toHaveLength(1);

@@ -54,7 +54,7 @@ export function cardStates(): [string, TaskRecord, CardState][] {
       {
         text: ['**Done**', 'Cost: $0.42', 'took 42s'],
         gallery: ['attachment://video-vabc123.mp4'],
-        buttons: ['Extend', 'Edit', 'Regenerate'],
+        buttons: ['Extend', 'Edit', 'Regenerate', 'Change and regenerate'],
         files: ['video-vabc123.mp4'],
       },
     ],
@@ -64,7 +64,7 @@ export function cardStates(): [string, TaskRecord, CardState][] {
       {
         text: [overLimit, 'http://127.0.0.1:9/files/x.mp4', 'temporary link'],
         gallery: [],
-        buttons: ['Extend', 'Edit', 'Regenerate', 'Open the video'],
+        buttons: ['Extend', 'Edit', 'Regenerate', 'Change and regenerate', 'Open the video'],
       },
     ],
     [
@@ -74,7 +74,11 @@ export function cardStates(): [string, TaskRecord, CardState][] {
         outcome: { ...succeeded.outcome, storedFile: { publicUrl: 'https://cdn.example.com/x.mp4' } },
         delivery: { ...task.delivery, state: 'posted', inCard: true, linkReason: overLimit },
       },
-      { text: [overLimit, 'lasting link'], gallery: ['https://cdn.example.com/x.mp4'], buttons: ['Extend', 'Edit', 'Regenerate'] },
+      {
+        text: [overLimit, 'lasting link'],
+        gallery: ['https://cdn.example.com/x.mp4'],
+        buttons: ['Extend', 'Edit', 'Regenerate', 'Change and regenerate'],
+      },
     ],
     [
       'failed',

@@ -534,7 +534,13 @@ describe('Discord refusing the video', () => {
     expect(cardText(shown)).toContain('Attach Files');
     expect(cardText(shown)).toContain(`${gateway.baseUrl}/files/${task.gatewayId}.mp4`);
     // The emulator's link is not a public https address Discord could play: a link button, beside the video's buttons.
-    expect(cardButtons(shown).map((button) => button.label)).toEqual(['Extend', 'Edit', 'Regenerate', 'Open the video']);
+    expect(cardButtons(shown).map((button) => button.label)).toEqual([
+      'Extend',
+      'Edit',
+      'Regenerate',
+      'Change and regenerate',
+      'Open the video',
+    ]);
     expect(cardEditProblems(shown)).toEqual([]);
   });
 

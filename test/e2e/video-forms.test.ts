@@ -119,4 +119,45 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
     expect(submission.body).toEqual({ ...rest, prompt: 'a blue kite over dunes', user: expect.any(String) });
     expect(submission.body).toMatchObject({ model: 'svc-imagine-video-1.5', duration: 3, resolution: '720p', aspect_ratio: '9:16' });
   });
+
+  it("refuses a last frame the server's model cannot take, naming the field, and sends nothing", async () => {
+    const { discord, guild } = world;
+    const setModel = (model: string) =>
+      discord
+        .runCommand({
+          user: guild.admin,
+          guildId: guild.id,
+          channelId: guild.textChannelId,
+          command: 'config',
+          subcommand: 'defaults',
+          options: { model },
+        })
+        .reply();
+    await setModel('svc-imagine-video');
+    try {
+      const picture = discord.postMessage({
+        user: guild.admin,
+        channelId: guild.textChannelId,
+        content: '',
+        attachments: [png('dusk.png')],
+      });
+      const form = await discord.runMessageCommand({ user: guild.member, message: picture, command: 'Animate image' }).modal();
+      const before = submissions().length;
+      const answer = await discord
+        .submitModal({
+          ...where(),
+          customId: form.customId,
+          fields: { prompt: '', duration: '' },
+          files: { last_frame: [png('night.png')] },
+        })
+        .response();
+      expect(answer.data).toMatchObject({
+        flags: EPHEMERAL,
+        content: '`last_frame`: last_frame needs svc-imagine-video-1.5; svc-imagine-video does not support it.',
+      });
+      expect(submissions()).toHaveLength(before);
+    } finally {
+      await setModel('svc-imagine-video-1.5');
+    }
+  });
 });

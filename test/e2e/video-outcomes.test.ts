@@ -149,9 +149,19 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
       expect(String(callback.data.content)).toContain(option);
     });
 
-    it('asks for exactly one source for an edit', async () => {
+    it('asks for exactly one source for an edit (none opens a form that takes the .mp4)', async () => {
       const { discord, guild } = world;
-      const run = discord.runCommand({
+      const mp4 = { filename: 'clip.mp4', bytes: Buffer.from('x'), contentType: 'video/mp4' };
+      const both = discord.runCommand({
+        user: guild.member,
+        guildId: guild.id,
+        channelId: guild.textChannelId,
+        command: 'video',
+        subcommand: 'edit',
+        options: { prompt: 'x', video: mp4, task: 'v1' },
+      });
+      expect((await both.response()).data).toMatchObject({ flags: 64, content: expect.stringContaining('exactly one source') });
+      const none = discord.runCommand({
         user: guild.member,
         guildId: guild.id,
         channelId: guild.textChannelId,
@@ -159,7 +169,7 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
         subcommand: 'edit',
         options: { prompt: 'x' },
       });
-      expect((await run.response()).data).toMatchObject({ flags: 64, content: expect.stringContaining('exactly one source') });
+      expect((await none.modal()).inputs).toEqual(['prompt', 'video']);
       const wrong = discord.runCommand({
         user: guild.member,
         guildId: guild.id,

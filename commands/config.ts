@@ -102,6 +102,7 @@ async function defaults(interaction: ChatInputCommandInteraction, services: Serv
     duration: options.getInteger('duration') ?? undefined,
     aspectRatio: options.getString('aspect_ratio') ?? undefined,
     buttons: options.getString('buttons') ?? undefined,
+    variants: options.getInteger('variants') ?? undefined,
     reset: options.getBoolean('reset') === true,
   });
   const model = options.getString('model');

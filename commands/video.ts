@@ -24,6 +24,7 @@ import {
   RESOLUTIONS,
 } from '../src/gateway/spec.ts';
 import type { Services } from '../src/services.ts';
+import { MAX_VARIANTS } from '../src/ports/video-defaults.ts';
 import type { AttachmentInput } from '../src/video/requests.ts';
 import { parseVoiceList } from '../src/video/requests.ts';
 import { parseUploadFormId, parseVideoActionId, uploadFormId, videoActionId } from '../src/video/actions.ts';
@@ -74,6 +75,7 @@ const data = localized(new SlashCommandBuilder().setName('video'), 'command.vide
       .addStringOption((option) =>
         localized(option.setName('aspect_ratio'), `${GENERATE}.aspect_ratio`).addChoices(...ASPECT_RATIOS.map(literalChoice)),
       )
+      .addIntegerOption((option) => localized(option.setName('variants'), `${GENERATE}.variants`).setMinValue(1).setMaxValue(MAX_VARIANTS))
       .addAttachmentOption((option) => localized(option.setName('image'), `${GENERATE}.image`))
       .addAttachmentOption((option) => localized(option.setName('last_frame'), `${GENERATE}.last_frame`))
       .addAttachmentOption((option) => localized(option.setName('reference_image'), `${GENERATE}.reference_image`))
@@ -122,7 +124,7 @@ function requires(interaction: HandledInteraction): Requirement {
   if (interaction.isButton()) {
     const action = parseVideoActionId(interaction.customId)?.action;
     // Confirming a held video makes it: the role rules apply again at the press.
-    return action === 'regenerate' || action === 'confirm' ? { feature: 'video' } : { inServer: true };
+    return action === 'regenerate' || action === 'vary' || action === 'confirm' ? { feature: 'video' } : { inServer: true };
   }
   if (!interaction.isChatInputCommand()) return { feature: 'video' };
   const subcommand = interaction.options.getSubcommand();
@@ -178,6 +180,7 @@ async function generate(interaction: ChatInputCommandInteraction, services: Serv
     duration: options.getInteger('duration') ?? undefined,
     resolution: options.getString('resolution') ?? undefined,
     aspectRatio: options.getString('aspect_ratio') ?? undefined,
+    variants: options.getInteger('variants') ?? undefined,
     image: attachmentInput(options.getAttachment('image')),
     lastFrame: attachmentInput(options.getAttachment('last_frame')),
     referenceImages,
@@ -303,7 +306,10 @@ async function button(interaction: ButtonInteraction, services: Services) {
     await interaction.showModal(videoForm({ id: videoActionId('edit-modal', taskId), title: 'Edit this video', estimate }));
   } else if (action === 'confirm' || action === 'cancel') {
     await answerConfirmation(interaction, services, action, taskId);
-  } else if (action === 'regenerate') {
+  } else if (action === 'regenerate' || action === 'vary') {
+    // Vary is a variant's prompt and settings again, as a new job of one. Its first frame as the image
+    // would need the video decoded (ffmpeg), which the bot does not carry: Vary sends the variant's
+    // request as it was (an image it was made from included), as Regenerate of that variant does.
     const context = interactionContext(interaction);
     await submitPrepared(interaction, services, context, await services.video.prepare.regeneration(context, taskId));
   } else {
@@ -421,7 +427,7 @@ async function execute(interaction: ChatInputCommandInteraction, services: Servi
 function answers(interaction: HandledInteraction): Placeholder | 'form' {
   if (interaction.isButton()) {
     const action = parseVideoActionId(interaction.customId)?.action;
-    if (action === 'regenerate' || action === 'confirm') return 'public';
+    if (action === 'regenerate' || action === 'vary' || action === 'confirm') return 'public';
     return action === 'cancel' ? 'private' : 'form';
   }
   if (!interaction.isChatInputCommand()) return 'public';

@@ -49,6 +49,11 @@ export interface ComponentsV2Message {
 /** A status card as an edit sends it: with the file its media gallery names as `attachment://<name>`, when it has one. */
 export interface CardEdit extends ComponentsV2Message {
   file?: FileToPost;
+  /**
+   * The ids of the card's earlier attachments to keep (the videos of a job's other variants): an edit
+   * keeps only the existing attachments it lists.
+   */
+  keep?: readonly { id: string; filename: string }[];
   /** The message was not Components V2 until now (an earlier version's embed card): its content and embeds are cleared. */
   replacesLegacy?: boolean;
 }
@@ -71,7 +76,10 @@ export interface InteractionMessage {
 
 export interface PostedMessage {
   messageId: string;
+  /** The url of the file asked about (by name), or else of the message's first attachment. */
   attachmentUrl: string | undefined;
+  /** That attachment's id: an edit that lists it keeps the file. */
+  attachmentId?: string;
 }
 
 /** One of the bot's own recent messages in a channel: enough to recognise a post it made. */
@@ -135,11 +143,15 @@ export interface ChannelPost extends MessagePayload {
   nonce: string;
 }
 
-function parsePostedMessage(raw: unknown): PostedMessage {
+/** A message Discord answered with; `fileName` picks which attachment's url and id are read (a job's card has several). */
+function parsePostedMessage(raw: unknown, fileName?: string): PostedMessage {
   const messageId = readString(raw, 'id');
   if (!messageId) throw new Error('Discord answered a message post without a message id');
-  const first = readArray(raw, 'attachments')?.[0];
-  return { messageId, attachmentUrl: isRecord(first) ? readString(first, 'url') : undefined };
+  const attachments = readArray(raw, 'attachments') ?? [];
+  const picked = fileName === undefined ? attachments[0] : attachments.find((entry) => readString(entry, 'filename') === fileName);
+  if (!isRecord(picked)) return { messageId, attachmentUrl: undefined };
+  const attachmentId = readString(picked, 'id');
+  return { messageId, attachmentUrl: readString(picked, 'url'), ...(attachmentId ? { attachmentId } : {}) };
 }
 
 export function isDiscordError(error: unknown, ...codes: number[]): error is DiscordAPIError {
@@ -194,13 +206,14 @@ export class DiscordOutbox {
       try {
         return parsePostedMessage(
           await this.#patchMessage(Routes.webhookMessage(card.applicationId, card.interactionToken, '@original'), edit, false),
+          edit.file?.name,
         );
       } catch (error) {
         if (!isDiscordError(error, DISCORD_ERRORS.invalidWebhookToken, DISCORD_ERRORS.unknownWebhook)) throw error;
       }
     }
     if (!card.messageId) return undefined;
-    return parsePostedMessage(await this.#patchMessage(Routes.channelMessage(card.channelId, card.messageId), edit, true));
+    return parsePostedMessage(await this.#patchMessage(Routes.channelMessage(card.channelId, card.messageId), edit, true), edit.file?.name);
   }
 
   /**
@@ -209,7 +222,7 @@ export class DiscordOutbox {
    * answers a repeat within a few minutes with the first message instead of a second.
    */
   async postCard(channelId: string, card: CardEdit, nonce?: string): Promise<PostedMessage> {
-    const { file, replacesLegacy: _new, ...layout } = card;
+    const { file, replacesLegacy: _new, keep: _kept, ...layout } = card;
     const body: RESTPostAPIChannelMessageJSONBody = {
       ...layout,
       allowed_mentions: { parse: [] },
@@ -226,11 +239,11 @@ export class DiscordOutbox {
   }
 
   async #patchMessage(route: `/${string}`, edit: CardEdit, auth: boolean): Promise<unknown> {
-    const { file, replacesLegacy, ...card } = edit;
+    const { file, replacesLegacy, keep = [], ...card } = edit;
     const body: RESTPatchAPIChannelMessageJSONBody = {
       ...card,
       ...(replacesLegacy ? { content: null, embeds: [] } : {}),
-      attachments: file ? [{ id: 0, filename: file.name }] : [],
+      attachments: [...keep.map(({ id, filename }) => ({ id, filename })), ...(file ? [{ id: 0, filename: file.name }] : [])],
       allowed_mentions: { parse: [] },
     };
     if (!file) return this.#rest.patch(route, { body, auth });
@@ -323,9 +336,12 @@ export class DiscordOutbox {
     return id;
   }
 
-  /** A fresh (re-signed) url of a posted message's first attachment: CDN urls expire after about a day. */
-  async attachmentUrl(channelId: string, messageId: string): Promise<string | undefined> {
+  /**
+   * A fresh (re-signed) url of a posted message's attachment named `fileName` (a job's card has one per
+   * variant), or else its first: CDN urls expire after about a day.
+   */
+  async attachmentUrl(channelId: string, messageId: string, fileName?: string): Promise<string | undefined> {
     const message: unknown = await this.#rest.get(Routes.channelMessage(channelId, messageId));
-    return parsePostedMessage(message).attachmentUrl;
+    return parsePostedMessage(message, fileName).attachmentUrl;
   }
 }

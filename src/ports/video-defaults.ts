@@ -13,6 +13,9 @@ export interface StorageDefaults {
  */
 export type ResultButtons = 'anyone' | 'owner';
 
+/** The most variants one job makes (`/video generate variants`, `/config defaults variants`): each is a video of its own. */
+export const MAX_VARIANTS = 4;
+
 export interface VideoDefaults {
   model: string | undefined;
   resolution: string | undefined;
@@ -21,6 +24,8 @@ export interface VideoDefaults {
   storage: StorageDefaults;
   /** Unset: anyone. */
   buttons?: ResultButtons;
+  /** How many variants a generation makes when its member does not say (`/config defaults variants`); unset: one. */
+  variants?: number;
   /** A video estimated over this many ticks waits for its member's confirmation; 0: none does. */
   confirmOverTicks?: number;
 }

@@ -17,6 +17,8 @@ export interface VoiceVideoRequest {
   duration: number | undefined;
   aspectRatio: string | undefined;
   resolution: string | undefined;
+  /** Variants to make side by side (1-4), one job and one card; unset: the server's default. */
+  variants?: number | undefined;
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { SubcommandDefinition } from '../discord/command-options.ts';
+import { MAX_VARIANTS } from '../ports/video-defaults.ts';
 import { ASPECT_RATIOS, GENERATION_DURATION, LAYERS, RESOLUTIONS, type Layer } from '../gateway/spec.ts';
 import { refuse, type Result } from '../lib/result.ts';
 import { formatCost } from '../wording/cost.ts';
@@ -56,6 +57,7 @@ export const CONFIG_SUBCOMMANDS = {
         name: 'buttons',
         choices: [{ value: 'anyone' }, { value: 'owner' }],
       },
+      { type: 'integer', name: 'variants', min: 1, max: MAX_VARIANTS },
       { type: 'boolean', name: 'reset' },
     ],
   },
@@ -137,6 +139,8 @@ export interface DefaultsGiven {
   duration: number | undefined;
   aspectRatio: string | undefined;
   buttons: string | undefined;
+  /** Variants a generation makes by default (1-4). */
+  variants?: number | undefined;
   reset: boolean;
 }
 
@@ -149,10 +153,14 @@ export function defaultsChange(given: DefaultsGiven): SettingsChangeRequest {
     resolution === undefined &&
     duration === undefined &&
     aspectRatio === undefined &&
-    given.buttons === undefined
+    given.buttons === undefined &&
+    given.variants === undefined
   ) {
-    return refuse('Give at least one of `model`, `resolution`, `duration`, `aspect_ratio`, `buttons`, or `reset`.');
+    return refuse('Give at least one of `model`, `resolution`, `duration`, `aspect_ratio`, `buttons`, `variants`, or `reset`.');
   }
+  const { variants } = given;
+  if (variants !== undefined && (!Number.isInteger(variants) || variants < 1 || variants > MAX_VARIANTS))
+    return refuse(`\`variants\` must be 1 to ${MAX_VARIANTS}.`);
   const buttons = RESULT_BUTTONS.find((value) => value === given.buttons);
   if (given.buttons !== undefined && buttons === undefined) return refuse(`\`buttons\` must be one of ${RESULT_BUTTONS.join(', ')}.`);
   if (resolution !== undefined && !RESOLUTIONS.some((value) => value === resolution))
@@ -168,6 +176,7 @@ export function defaultsChange(given: DefaultsGiven): SettingsChangeRequest {
     ...(duration === undefined ? {} : { duration }),
     ...(aspectRatio === undefined ? {} : { aspectRatio }),
     ...(buttons === undefined ? {} : { buttons }),
+    ...(variants === undefined ? {} : { variants }),
   };
   const words = [
     model,
@@ -175,6 +184,7 @@ export function defaultsChange(given: DefaultsGiven): SettingsChangeRequest {
     duration === undefined ? undefined : `${duration} s`,
     aspectRatio,
     buttons === undefined ? undefined : `buttons ${buttons}`,
+    variants === undefined ? undefined : `${variants} variant${variants === 1 ? '' : 's'}`,
   ];
   return {
     ok: true,

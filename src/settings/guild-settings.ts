@@ -1,6 +1,6 @@
 import { isRecord } from '../lib/json.ts';
 import { LAYERS, type Layer } from '../gateway/spec.ts';
-import type { ResultButtons } from '../ports/video-defaults.ts';
+import { MAX_VARIANTS, type ResultButtons } from '../ports/video-defaults.ts';
 import { parseSealedKey, type SealedKey } from './key-cipher.ts';
 import { parseStoredVoiceSettings, type StoredVoiceSettings } from './voice-settings.ts';
 
@@ -36,7 +36,7 @@ export interface GuildSettings {
   /** Unset: the operator's GATEWAY_LAYER. */
   layer?: Layer;
   /** Request defaults, and who may press the buttons under a video (`buttons`, unset: anyone): all set with /config defaults. */
-  defaults: { model?: string; resolution?: string; duration?: number; aspectRatio?: string; buttons?: ResultButtons };
+  defaults: { model?: string; resolution?: string; duration?: number; aspectRatio?: string; buttons?: ResultButtons; variants?: number };
   storage: { keepDays: number; publicLink: boolean };
   /** Roles allowed to use each feature; empty means everyone. */
   roles: Record<Feature, string[]>;
@@ -118,12 +118,17 @@ export function parseGuildSettings(raw: unknown): GuildSettings {
     const aspectRatio = string(stored.aspectRatio);
     const duration = typeof stored.duration === 'number' ? stored.duration : undefined;
     const buttons = RESULT_BUTTONS.find((candidate) => candidate === stored.buttons);
+    const variants =
+      typeof stored.variants === 'number' && Number.isInteger(stored.variants) && stored.variants >= 1 && stored.variants <= MAX_VARIANTS
+        ? stored.variants
+        : undefined;
     settings.defaults = {
       ...(model === undefined ? {} : { model }),
       ...(resolution === undefined ? {} : { resolution }),
       ...(aspectRatio === undefined ? {} : { aspectRatio }),
       ...(duration === undefined ? {} : { duration }),
       ...(buttons === undefined ? {} : { buttons }),
+      ...(variants === undefined ? {} : { variants }),
     };
   }
   if (isRecord(raw.storage)) {

@@ -359,6 +359,7 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
       aspectRatio: defaults.aspectRatio,
       storage,
       buttons: defaults.buttons ?? 'anyone',
+      variants: defaults.variants ?? 1,
     };
   }
 

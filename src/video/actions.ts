@@ -6,14 +6,16 @@ import { customId, customIdParts } from '../discord/custom-id.ts';
 const COMMAND = 'video';
 
 /**
- * Buttons under a finished video, in the order they are shown, the forms three of them open, and the two
- * buttons of a video that waits for its member's confirmation (`src/video/confirmations.ts`).
+ * Buttons under a finished video, in the order they are shown (Vary under a job's variants only), the
+ * forms three of them open, and the two buttons of a video that waits for its member's confirmation
+ * (`src/video/confirmations.ts`).
  */
 const VIDEO_ACTIONS = [
   'extend',
   'edit',
   'regenerate',
   'change',
+  'vary',
   'extend-modal',
   'edit-modal',
   'change-modal',

@@ -33,7 +33,8 @@ import {
 import type { MemberCosts, MemberDayCost } from '../ports/guild-policy.ts';
 import { isTerminal, type TaskRecord } from './record.ts';
 import type { TaskRepository } from './repository.ts';
-import { cardStateKey, renderLostCard, renderStatusCard, videoLink, type CardView, type KnownCard } from './status-card.ts';
+import { cardStateKey, renderJobCard, renderLostCard, videoLink, type CardView, type KnownCard } from './status-card.ts';
+import { KeyedLock } from '../lib/keyed-lock.ts';
 import type { BotMetrics } from '../lib/metrics.ts';
 
 /**
@@ -84,6 +85,12 @@ export interface DeliveryDeps {
 
 export class VideoDelivery {
   readonly #deps: DeliveryDeps;
+  /**
+   * The tasks of a job share one card: its edits (each drawn from all the job's tasks as stored, and
+   * listing the files to keep) and the saves that follow them go one at a time per job, so no edit
+   * draws a sibling's tile, or drops its file, from before that sibling's last edit.
+   */
+  readonly #cardLock = new KeyedLock();
 
   constructor(deps: DeliveryDeps) {
     this.#deps = deps;
@@ -94,10 +101,37 @@ export class VideoDelivery {
    * member's total on that day.
    */
   async card(task: TaskRecord, now = Date.now(), view?: CardView): Promise<ComponentsV2Message> {
+    return this.#render(await this.#jobTasks(task), task, now, view);
+  }
+
+  async #render(tasks: readonly TaskRecord[], task: TaskRecord, now: number, view?: CardView): Promise<ComponentsV2Message> {
     const memberDay = await this.#memberDayCost(task);
     const { taskDeadlineMs } = this.#deps;
     const context = { now, ...(memberDay ? { memberDay } : {}), ...(taskDeadlineMs === undefined ? {} : { deadlineMs: taskDeadlineMs }) };
-    return renderStatusCard(task, context, view);
+    return renderJobCard(tasks, context, view);
+  }
+
+  /** The tasks a task's card shows: its job's, as stored, with `task` as it is in hand; a sibling that cannot be read is left out. */
+  async #jobTasks(task: TaskRecord): Promise<TaskRecord[]> {
+    const job = task.job;
+    if (!job) return [task];
+    const tasks = await Promise.all(
+      job.taskIds.map(async (id) => {
+        if (id === task.id) return task;
+        try {
+          return await this.#deps.repository.get(id);
+        } catch (error) {
+          this.#deps.log.warn("could not read a variant of a job; its card is drawn without that variant's tile", { task: id, error });
+          return undefined;
+        }
+      }),
+    );
+    return tasks.filter((sibling) => sibling !== undefined);
+  }
+
+  /** One card edit (and the save after it) at a time per job. */
+  #oneAtATime<T>(task: TaskRecord, work: () => Promise<T>): Promise<T> {
+    return this.#cardLock.run(task.job?.id ?? task.id, work);
   }
 
   /** The member's costs on the day a finished, costed task counts on; undefined when there is nothing to show or they cannot be read. */
@@ -126,7 +160,8 @@ export class VideoDelivery {
     const running = task.state === 'running' || task.state === 'submitting';
     if (running && task.card.renderedAt !== undefined && now - task.card.renderedAt < this.#deps.cardEditIntervalMs) return task;
     try {
-      const edited = await this.#editCard(task, await this.card(task, now), now);
+      const tasks = await this.#jobTasks(task);
+      const edited = await this.#editCard(task, { ...(await this.#render(tasks, task, now)), keep: keptFiles(tasks, task) }, now, tasks);
       if (!edited)
         this.#deps.log.warn('a status card is out of reach: its interaction token ended before its message id was known', {
           task: task.id,
@@ -154,8 +189,13 @@ export class VideoDelivery {
     }
   }
 
-  #editCard(task: TaskRecord, edit: CardEdit, now: number): Promise<PostedMessage | undefined> {
-    const address = { ...task.card, channelId: task.channelId, messageId: task.card.messageId };
+  /**
+   * Edits the task's card. A variant that does not know the card's message id yet takes it from a
+   * sibling (the first edit through the shared interaction token tells it to whichever task made it).
+   */
+  #editCard(task: TaskRecord, edit: CardEdit, now: number, tasks: readonly TaskRecord[] = [task]): Promise<PostedMessage | undefined> {
+    const messageId = task.card.messageId ?? tasks.find((sibling) => sibling.card.messageId !== undefined)?.card.messageId;
+    const address = { ...task.card, channelId: task.channelId, messageId };
     return this.#deps.outbox.editCard(address, task.card.componentsV2 ? edit : { ...edit, replacesLegacy: true }, now);
   }
 
@@ -286,57 +326,68 @@ export class VideoDelivery {
     // The card as it is once the video is in it: drawn now, and sent with the file it names.
     const now = Date.now();
     const shown: TaskRecord = { ...current, delivery: { ...current.delivery, state: 'posted' } };
-    let shownIn: { message: PostedMessage; reposted: boolean };
-    try {
-      shownIn = await this.#showInCard(shown, { ...(await this.card(shown, now)), ...(file ? { file } : {}) }, now);
-    } catch (error) {
-      // Each refusal below changed nothing, so editing again is safe.
-      if (file && isDiscordError(error, DISCORD_ERRORS.requestEntityTooLarge)) {
-        // The limit Discord enforced is lower than the one it announced: fall back to a link.
-        return this.#post(current, undefined, `The video is over this server's upload limit.`);
+    const edited = await this.#oneAtATime(shown, async (): Promise<{ ok: TaskRecord } | { error: unknown }> => {
+      let shownIn: { message: PostedMessage; reposted: boolean };
+      try {
+        const tasks = await this.#jobTasks(shown);
+        const edit = { ...(await this.#render(tasks, shown, now)), keep: keptFiles(tasks, shown), ...(file ? { file } : {}) };
+        shownIn = await this.#showInCard(shown, edit, now, tasks);
+      } catch (error) {
+        return { error };
       }
-      if (file && isDiscordError(error, DISCORD_ERRORS.missingPermissions)) {
-        // Most likely Attach Files is missing; if more is missing, the edit with the link says so.
-        this.#deps.metrics?.videoDeliveryFailure('posted_as_link');
-        log.warn('Discord refused the video file (no Attach Files?); showing a link instead', { task: task.id, channel: task.channelId });
-        return this.#post(current, undefined, describeMissingPermission('Attach Files'));
-      }
-      if (isDiscordError(error, DISCORD_ERRORS.unknownChannel)) {
-        // Trying again cannot bring the channel back; /video status elsewhere still shows the task and its link.
-        this.#deps.metrics?.videoDeliveryFailure('channel_deleted');
-        log.warn('the channel of a finished video was deleted; closing the task', { task: task.id, channel: task.channelId });
-        return this.#close(current, CHANNEL_DELETED);
-      }
-      if (!isDiscordError(error, DISCORD_ERRORS.missingAccess, DISCORD_ERRORS.missingPermissions)) throw error;
-      const missing = isDiscordError(error, DISCORD_ERRORS.missingAccess) ? 'View Channel' : 'Send Messages';
-      this.#deps.metrics?.videoDeliveryFailure('missing_permission');
-      log.warn('Discord refused to show a video in its card', { task: task.id, channel: task.channelId, missing });
-      return this.#close(current, describeMissingPermission(missing));
+      const { message, reposted } = shownIn;
+      const posted: TaskRecord = {
+        ...shown,
+        delivery: {
+          ...shown.delivery,
+          messageId: message.messageId,
+          ...(file && message.attachmentUrl ? { attachmentUrl: message.attachmentUrl } : {}),
+          ...(file && message.attachmentId ? { attachmentId: message.attachmentId } : {}),
+        },
+        card: {
+          ...shown.card,
+          messageId: message.messageId,
+          componentsV2: true,
+          renderedAt: now,
+          renderedState: cardStateKey(shown),
+          // A card posted again is a channel message: the interaction's token would edit the one that is gone.
+          ...(reposted ? { tokenExpiresAt: 0 } : {}),
+        },
+      };
+      // The card shows it already: saved without another edit (one without the file would take the video off).
+      await repository.save(posted);
+      return { ok: posted };
+    });
+    if ('ok' in edited) {
+      current = edited.ok;
+      // Logged once recorded: from here on the task is known as posted (edits and extensions use its attachment).
+      if (task.finishedAt !== undefined) this.#deps.metrics?.videoPosted(Math.max(0, Date.now() - task.finishedAt) / 1000);
+      log.info('video posted', { task: task.id, guild: task.guildId, message: current.delivery.messageId, link: link !== undefined });
+      return current;
     }
-    const { message, reposted } = shownIn;
-    current = {
-      ...shown,
-      delivery: {
-        ...shown.delivery,
-        messageId: message.messageId,
-        ...(file && message.attachmentUrl ? { attachmentUrl: message.attachmentUrl } : {}),
-      },
-      card: {
-        ...shown.card,
-        messageId: message.messageId,
-        componentsV2: true,
-        renderedAt: now,
-        renderedState: cardStateKey(shown),
-        // A card posted again is a channel message: the interaction's token would edit the one that is gone.
-        ...(reposted ? { tokenExpiresAt: 0 } : {}),
-      },
-    };
-    // The card shows it already: saved without another edit (one without the file would take the video off).
-    await repository.save(current);
-    // Logged once recorded: from here on the task is known as posted (edits and extensions use its attachment).
-    if (task.finishedAt !== undefined) this.#deps.metrics?.videoPosted(Math.max(0, Date.now() - task.finishedAt) / 1000);
-    log.info('video posted', { task: task.id, guild: task.guildId, message: message.messageId, link: link !== undefined, reposted });
-    return current;
+    const error = edited.error;
+    // Each refusal below changed nothing, so editing again is safe.
+    if (file && isDiscordError(error, DISCORD_ERRORS.requestEntityTooLarge)) {
+      // The limit Discord enforced is lower than the one it announced: fall back to a link.
+      return this.#post(current, undefined, `The video is over this server's upload limit.`);
+    }
+    if (file && isDiscordError(error, DISCORD_ERRORS.missingPermissions)) {
+      // Most likely Attach Files is missing; if more is missing, the edit with the link says so.
+      this.#deps.metrics?.videoDeliveryFailure('posted_as_link');
+      log.warn('Discord refused the video file (no Attach Files?); showing a link instead', { task: task.id, channel: task.channelId });
+      return this.#post(current, undefined, describeMissingPermission('Attach Files'));
+    }
+    if (isDiscordError(error, DISCORD_ERRORS.unknownChannel)) {
+      // Trying again cannot bring the channel back; /video status elsewhere still shows the task and its link.
+      this.#deps.metrics?.videoDeliveryFailure('channel_deleted');
+      log.warn('the channel of a finished video was deleted; closing the task', { task: task.id, channel: task.channelId });
+      return this.#close(current, CHANNEL_DELETED);
+    }
+    if (!isDiscordError(error, DISCORD_ERRORS.missingAccess, DISCORD_ERRORS.missingPermissions)) throw error;
+    const missing = isDiscordError(error, DISCORD_ERRORS.missingAccess) ? 'View Channel' : 'Send Messages';
+    this.#deps.metrics?.videoDeliveryFailure('missing_permission');
+    log.warn('Discord refused to show a video in its card', { task: task.id, channel: task.channelId, missing });
+    return this.#close(current, describeMissingPermission(missing));
   }
 
   /**
@@ -344,9 +395,14 @@ export class VideoDelivery {
    * expired before its message id was known), posts it again with the video, guarded by the task's nonce
    * (and, past the few minutes Discord keeps nonces, by a look for the card an earlier try posted).
    */
-  async #showInCard(task: TaskRecord, edit: CardEdit, now: number): Promise<{ message: PostedMessage; reposted: boolean }> {
+  async #showInCard(
+    task: TaskRecord,
+    edit: CardEdit,
+    now: number,
+    tasks: readonly TaskRecord[],
+  ): Promise<{ message: PostedMessage; reposted: boolean }> {
     try {
-      const edited = await this.#editCard(task, edit, now);
+      const edited = await this.#editCard(task, edit, now, tasks);
       if (edited) return { message: edited, reposted: false };
     } catch (error) {
       if (!isDiscordError(error, DISCORD_ERRORS.unknownMessage)) throw error;
@@ -410,8 +466,21 @@ export class VideoDelivery {
    * would leave the card saying "running" for good.
    */
   async showAndSave(task: TaskRecord, now = Date.now()): Promise<TaskRecord> {
-    const updated = await this.#updateCard(task, now);
-    await this.#deps.repository.save(updated);
-    return updated;
+    return this.#oneAtATime(task, async () => {
+      const updated = await this.#updateCard(task, now);
+      await this.#deps.repository.save(updated);
+      return updated;
+    });
   }
+}
+
+/**
+ * The ids of the files a job's card shows that an edit must keep: an edit keeps only the attachments it
+ * lists, and each variant's video was uploaded by the edit that showed it.
+ */
+function keptFiles(tasks: readonly TaskRecord[], editing: TaskRecord): { id: string; filename: string }[] {
+  return tasks.flatMap((task) => {
+    const { state, inCard, attachmentId: id, fileName: filename, linkReason } = task.id === editing.id ? editing.delivery : task.delivery;
+    return state === 'posted' && inCard && id !== undefined && filename !== undefined && linkReason === undefined ? [{ id, filename }] : [];
+  });
 }

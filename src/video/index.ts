@@ -104,7 +104,7 @@ export function createVideo(deps: VideoDeps): Video {
     vendor,
     log,
     metrics,
-    attachmentUrl: (channelId, messageId) => outbox.attachmentUrl(channelId, messageId),
+    attachmentUrl: (channelId, messageId, fileName) => outbox.attachmentUrl(channelId, messageId, fileName),
   });
   return {
     prepare,

@@ -11,10 +11,12 @@ export async function checkMemberLimits(
   policy: GuildVideoPolicy,
   context: InteractionContext,
   estimateTicks: number,
+  /** Tasks of the same job counted just before this one, not yet stored: in progress too. */
+  pending = 0,
 ): Promise<Result> {
   const now = Date.now();
   // A task older than the poller's deadline is finished (or closed at its next poll): only younger ones are read.
   const recent = await repository.recentForUser(context.guildId, context.userId, undefined, now - DEFAULT_POLL_POLICY.deadlineMs);
-  const active = recent.filter((task) => !isTerminal(task.state)).length;
+  const active = recent.filter((task) => !isTerminal(task.state)).length + pending;
   return policy.checkLimits({ guildId: context.guildId, userId: context.userId, activeTasksOfUser: active, now, estimateTicks });
 }

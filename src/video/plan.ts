@@ -32,7 +32,9 @@ export type SubmissionPlan = OperationRequest & {
    * The source is a video the bot posted: Discord re-signs attachment urls, so the submission asks for a
    * fresh one. It is a network call, so it waits until the interaction has been answered.
    */
-  postedSource?: { channelId: string; messageId: string };
+  postedSource?: { channelId: string; messageId: string; fileName?: string };
+  /** How many variants to make of a generation (1-4): one job, one card; unset: one. */
+  variants?: number;
 };
 
 /** A form's estimate, before the member fills it in: for each second they ask for, or for the whole video. */

@@ -5,6 +5,7 @@ import { refuse, type Result } from '../lib/result.ts';
 import { isHttpUrl } from '../lib/url.ts';
 import type { GuildVideoPolicy } from '../ports/guild-policy.ts';
 import type { InteractionContext } from '../ports/interaction-context.ts';
+import { MAX_VARIANTS } from '../ports/video-defaults.ts';
 import type { EndUserIds } from './end-users.ts';
 import { checkMemberLimits } from './member-limits.ts';
 import { describeExpiredAttachments, describeOwnersButtons } from './wording.ts';
@@ -59,7 +60,10 @@ export class VideoPreparation {
     this.#deps = deps;
   }
 
-  async generation(context: InteractionContext, input: Omit<GenerationInput, 'model'> & { model: string | undefined }): Promise<Prepared> {
+  async generation(
+    context: InteractionContext,
+    { variants, ...input }: Omit<GenerationInput, 'model'> & { model: string | undefined; variants?: number | undefined },
+  ): Promise<Prepared> {
     const { policy, vendor } = this.#deps;
     const access = await policy.resolveGatewayAccess(context.guildId);
     if (!access.ok) return access;
@@ -102,6 +106,7 @@ export class VideoPreparation {
           access,
           estimateTicks,
           ...confirmationThreshold(estimateTicks, defaults.confirmOverTicks),
+          ...variantsOf(variants ?? defaults.variants),
         },
       };
     } catch (error) {
@@ -278,10 +283,21 @@ export class VideoPreparation {
     // A lasting stored link first; else the posted attachment (refreshed before sending); else the gateway's temporary link.
     const publicUrl = task.outcome.storedFile?.publicUrl;
     if (publicUrl !== undefined && isHttpUrl(publicUrl)) return { ok: true, url: publicUrl, taskId: task.id };
-    const { attachmentUrl, messageId } = task.delivery;
+    const { attachmentUrl, messageId, fileName } = task.delivery;
     if (attachmentUrl && messageId)
-      return { ok: true, url: attachmentUrl, taskId: task.id, postedSource: { channelId: task.channelId, messageId } };
+      return {
+        ok: true,
+        url: attachmentUrl,
+        taskId: task.id,
+        postedSource: { channelId: task.channelId, messageId, ...(fileName === undefined ? {} : { fileName }) },
+      };
     if (task.outcome.videoUrl) return { ok: true, url: task.outcome.videoUrl, taskId: task.id };
     return refuse(`\`task\`: the video of task \`${source.taskRef}\` is no longer available.`);
   }
+}
+
+/** A job's size as the plan carries it: set only past one, within 1..MAX_VARIANTS. */
+function variantsOf(asked: number | undefined): { variants?: number } {
+  const variants = Math.min(MAX_VARIANTS, Math.max(1, Math.floor(asked ?? 1)));
+  return variants > 1 ? { variants } : {};
 }

@@ -102,13 +102,32 @@ export interface Delivery {
   messageId?: string;
   /** The posted mp4's url: the source for edits and extensions of this task. */
   attachmentUrl?: string;
+  /** The posted file's attachment id on the card: a later edit of a shared card lists it to keep the file. */
+  attachmentId?: string;
   /** Set when a link was posted instead of the file, and why. */
   linkReason?: string;
   lastError?: string;
 }
 
+/**
+ * A task's place in a job of several variants submitted together from one request (`/video generate
+ * variants`): the job's id is its first task's, which owns the card (its interaction token); the others
+ * edit the same card. Unset on a job of one (and on tasks of earlier versions).
+ */
+export interface JobPlace {
+  id: string;
+  /** 1..size, in the order the variants were submitted. */
+  number: number;
+  size: number;
+  /** Every task of the job in number order, this one included: the card is drawn from all of them. */
+  taskIds: string[];
+  /** Variants asked for but not sent (a limit or a budget in the way), and why: the card says so. */
+  unsent?: { count: number; reason: string };
+}
+
 export interface TaskRecord {
   id: string;
+  job?: JobPlace;
   gatewayId?: string;
   layer: Layer;
   /** Which key submitted the task (a fingerprint, never the key); the server's current key follows it. */
@@ -287,6 +306,7 @@ function parseDelivery(value: unknown, path: string): Delivery {
     failures: optionalNumber(source, 'failures', path),
     messageId: optionalString(source, 'messageId', path),
     attachmentUrl: optionalString(source, 'attachmentUrl', path),
+    attachmentId: optionalString(source, 'attachmentId', path),
     linkReason: optionalString(source, 'linkReason', path),
     lastError: optionalString(source, 'lastError', path),
   };
@@ -299,6 +319,7 @@ export function parseTaskRecord(raw: unknown): TaskRecord {
   const source = requireObject(raw, path);
   return {
     id: requireString(source, 'id', path),
+    ...(source.job === undefined || source.job === null ? {} : { job: parseJob(source.job, `${path}.job`) }),
     gatewayId: optionalString(source, 'gatewayId', path),
     layer: requireOneOf(source, 'layer', path, LAYERS),
     keyId: requireString(source, 'keyId', path),
@@ -330,4 +351,25 @@ function parseReservation(raw: unknown, path: string): SpendReservation {
   const source = requireObject(raw, path);
   if (typeof source.month !== 'boolean') throw new Error(`${path}.month must be true or false`);
   return { estimateTicks: requireNumber(source, 'estimateTicks', path), month: source.month };
+}
+
+function parseJob(raw: unknown, path: string): JobPlace {
+  const source = requireObject(raw, path);
+  const ids = source.taskIds;
+  if (!Array.isArray(ids) || !ids.every((id): id is string => typeof id === 'string'))
+    throw new RecordShapeError(`${path}.taskIds`, 'strings');
+  return {
+    id: requireString(source, 'id', path),
+    number: requireNumber(source, 'number', path),
+    size: requireNumber(source, 'size', path),
+    taskIds: [...ids],
+    ...(isRecord(source.unsent)
+      ? {
+          unsent: {
+            count: requireNumber(source.unsent, 'count', `${path}.unsent`),
+            reason: requireString(source.unsent, 'reason', `${path}.unsent`),
+          },
+        }
+      : {}),
+  };
 }

@@ -268,13 +268,20 @@ function actionButton(label: string, action: VideoAction, taskId: string): APIBu
   return { type: ComponentType.Button, style: ButtonStyle.Secondary, label, custom_id: videoActionId(action, taskId) };
 }
 
+/** Discord's most buttons in one action row. */
+const MAX_BUTTONS_PER_ROW = 5;
+
 function linkButton(label: string, url: string): APIButtonComponent {
   return { type: ComponentType.Button, style: ButtonStyle.Link, label, url };
 }
 
 /**
- * The buttons under a finished video: Extend, Edit, Regenerate, Change and regenerate. Numbered when a
- * job has several videos. With a link to the video beside them, five: Discord's most in a row.
+ * The buttons under a finished video: Extend, Edit, Regenerate, Change and regenerate; numbered when a
+ * job has several videos, with Vary. Each variant's buttons are a row of their own: five actions,
+ * Discord's most per row, and a card of four variants comes to at most 32 of its 40 components
+ * (container, header, separator, four tiles, the gallery, and four rows of six). Numbered buttons take one
+ * press where a select menu per action (or one "Act on variant…" menu) would take two, and need no new
+ * kind of interaction.
  */
 export function resultButtons(taskId: string, number?: number): APIButtonComponent[] {
   const suffix = number === undefined ? '' : ` ${number}`;
@@ -283,6 +290,7 @@ export function resultButtons(taskId: string, number?: number): APIButtonCompone
     actionButton(`Edit${suffix}`, 'edit', taskId),
     actionButton(`Regenerate${suffix}`, 'regenerate', taskId),
     actionButton(`Change and regenerate${suffix}`, 'change', taskId),
+    ...(number === undefined ? [] : [actionButton(`Vary${suffix}`, 'vary', taskId)]),
   ];
 }
 
@@ -323,10 +331,13 @@ function renderTile(
   // The buttons come with the video, as they came under the post; a private view points at them.
   if (view.audience === 'channel' && task.delivery.state === 'posted' && task.delivery.inCard)
     buttons.unshift(...resultButtons(task.id, number));
+  // A row holds five buttons: a variant's five actions leave no room for its link button, whose link the
+  // tile's text carries already.
+  const row = buttons.slice(0, MAX_BUTTONS_PER_ROW);
   return {
     text: text(truncate(lines.join('\n'), textBudget)),
     ...(item ? { item } : {}),
-    ...(buttons.length > 0 ? { row: { type: ComponentType.ActionRow, components: buttons } } : {}),
+    ...(row.length > 0 ? { row: { type: ComponentType.ActionRow, components: row } } : {}),
   };
 }
 
@@ -350,11 +361,16 @@ export function renderJobCard(
   ]
     .filter((line) => line !== undefined)
     .join('\n');
-  const share = Math.floor((CARD_LIMITS.textLength - header.length) / tasks.length);
-  const tiles = tasks.map((task, index) => renderTile(task, context, view, tasks.length > 1 ? index + 1 : undefined, share));
+  const unsent = first.job?.unsent;
+  const note = unsent
+    ? `\n**${first.job?.size ?? tasks.length} of ${(first.job?.size ?? tasks.length) + unsent.count} variants sent.** ${truncate(unsent.reason, PROMPT_PREVIEW)}`
+    : '';
+  const share = Math.floor((CARD_LIMITS.textLength - header.length - note.length) / tasks.length);
+  const numbered = tasks.length > 1 || first.job !== undefined;
+  const tiles = tasks.map((task, index) => renderTile(task, context, view, numbered ? (task.job?.number ?? index + 1) : undefined, share));
   const items = tiles.flatMap((tile) => (tile.item ? [tile.item] : []));
   const children: APIComponentInContainer[] = [
-    text(header),
+    text(header + note),
     { type: ComponentType.Separator, divider: true, spacing: SeparatorSpacingSize.Small },
     ...tiles.map((tile) => tile.text),
   ];

@@ -1,7 +1,7 @@
 import { setTimeout } from 'node:timers/promises';
 import { GatewayApiError, GatewayConnectionError, GatewayError, ValidationError } from '../gateway/errors.ts';
 import type { GatewayClientPool } from '../gateway/pool.ts';
-import type { SubmittedTask } from '../gateway/types.ts';
+import type { GenerationRequest, SubmittedTask } from '../gateway/types.ts';
 import { validateEdit, validateExtension } from '../gateway/validation.ts';
 import { TASK_TIMEOUT_MS } from '../gateway/spec.ts';
 import { backoffDelay, type BackoffPolicy } from '../lib/backoff.ts';
@@ -10,14 +10,15 @@ import { StoreUnavailableError } from '../store/index.ts';
 import type { Logger } from '../lib/log.ts';
 import { codeLabel, type BotMetrics } from '../lib/metrics.ts';
 import { LimitReachedError, type GuildVideoPolicy, type SpendReservation } from '../ports/guild-policy.ts';
+import { MAX_VARIANTS } from '../ports/video-defaults.ts';
 import { tokenUsableUntil, type InteractionContext } from '../ports/interaction-context.ts';
 import type { VideoDelivery } from './delivery.ts';
 import { checkMemberLimits } from './member-limits.ts';
 import { describeGatewayError } from '../wording/gateway-errors.ts';
 import { describeExpiredAttachments } from './wording.ts';
 import type { SubmissionPlan } from './plan.ts';
-import type { TaskRecord } from './record.ts';
-import type { TaskRepository } from './repository.ts';
+import type { JobPlace, TaskRecord } from './record.ts';
+import { newTaskId, type TaskRepository } from './repository.ts';
 import { optionForField, optionNamedIn } from './requests.ts';
 import type { TaskTracker } from './tracker.ts';
 
@@ -39,7 +40,7 @@ export interface VideoSubmissionDeps {
   /** Counts submissions by outcome and gateway code; default none. */
   metrics?: Pick<BotMetrics, 'videoSubmission'>;
   /** A fresh url of a posted result's mp4 (Discord re-signs attachment urls). */
-  attachmentUrl(channelId: string, messageId: string): Promise<string | undefined>;
+  attachmentUrl(channelId: string, messageId: string, fileName?: string): Promise<string | undefined>;
 }
 
 /** The gateway refused a submission; `message` is what the user should read. */
@@ -72,10 +73,41 @@ export class VideoSubmission {
    * SubmissionRefusedError when a limit or the gateway refuses it.
    */
   async submit(prepared: SubmissionPlan, context: InteractionContext): Promise<TaskRecord> {
-    const { repository, clients, delivery, tracker, policy, log } = this.#deps;
     const plan = await this.#withFreshSource(prepared);
-    const id = plan.taskId;
-    let task: TaskRecord = {
+    const wanted = plan.operation === 'generate' ? Math.min(MAX_VARIANTS, Math.max(1, Math.floor(plan.variants ?? 1))) : 1;
+    const ids = [plan.taskId, ...Array.from({ length: wanted - 1 }, () => newTaskId())];
+    const { admitted, refusal } = await this.#admit(
+      ids.map((id) => this.#draft(plan, context, id)),
+      plan.estimateTicks,
+      context,
+    );
+    const first = admitted[0];
+    if (!first) {
+      this.#deps.metrics?.videoSubmission('limited', plan.access.layer, undefined);
+      throw new SubmissionRefusedError(refusal ?? 'No video could be sent.', undefined);
+    }
+    if (wanted === 1) return this.#send(first, plan, true);
+    // The card says how many went and why the rest did not before any is sent.
+    if (admitted.length < wanted) {
+      this.#deps.metrics?.videoSubmission('limited', plan.access.layer, undefined);
+      await this.#deps.delivery.showAndSave(first).catch((error: unknown) => {
+        this.#deps.log.warn('could not show a job on its card before sending it; the tracker will', { task: first.id, error });
+      });
+    }
+    const sent = await Promise.allSettled(admitted.map((task) => this.#send(task, plan, false)));
+    const shown = sent.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
+    if (shown.length === 0) {
+      const reason = sent.find((result) => result.status === 'rejected');
+      throw reason?.status === 'rejected' ? reason.reason : new Error('no variant of the job was sent');
+    }
+    return shown[0] ?? first;
+  }
+
+  /** A task of `plan`, as it is stored before anything is sent. */
+  #draft(plan: SubmissionPlan, context: InteractionContext, id: string): TaskRecord {
+    // Each variant is its own task at the gateway: its stored file carries its own id.
+    const request = plan.operation === 'generate' ? { ...variantRequest(plan.request, plan.taskId, id) } : { ...plan.request };
+    return {
       id,
       layer: plan.access.layer,
       keyId: plan.access.keyId,
@@ -86,7 +118,7 @@ export class VideoSubmission {
       mode: plan.mode,
       model: plan.model,
       prompt: plan.prompt,
-      request: { ...plan.request },
+      request,
       ...(plan.sourceTaskId ? { sourceTaskId: plan.sourceTaskId } : {}),
       createdAt: Date.now(),
       state: 'submitting',
@@ -103,41 +135,94 @@ export class VideoSubmission {
       attachmentSizeLimit: context.attachmentSizeLimit,
       delivery: { state: 'waiting', nonce: id, attempts: 0 },
     };
-    await this.#admission.run(context.guildId, async () => {
-      const verdict = await checkMemberLimits(repository, policy, context, plan.estimateTicks);
-      if (!verdict.ok) {
-        this.#deps.metrics?.videoSubmission('limited', task.layer, undefined);
-        throw new SubmissionRefusedError(verdict.message, undefined);
-      }
-      try {
-        task = { ...task, reservation: await policy.recordSubmission(task, plan.estimateTicks) };
-      } catch (error) {
-        if (error instanceof LimitReachedError) {
-          this.#deps.metrics?.videoSubmission('limited', task.layer, undefined);
-          throw new SubmissionRefusedError(error.message, undefined);
-        }
-        throw error;
-      }
-      try {
-        await repository.create(task);
-      } catch (error) {
-        await policy.releaseSubmission(task, reservationOf(task)).catch((releaseError: unknown) => {
-          log.warn('a task that could not be stored stays counted against the limits today', {
-            task: id,
-            guild: task.guildId,
-            error: releaseError,
-          });
-        });
-        throw error;
-      }
-    });
+  }
 
+  /**
+   * Decides, before anything is sent, how many of a job's tasks the limits and budgets allow: each is
+   * checked and counted as one video in turn (the ones admitted before it count as in progress), and
+   * the first refusal stops the rest. The admitted ones are stored, numbered 1..k, with why the others
+   * were not sent.
+   */
+  async #admit(
+    drafts: readonly TaskRecord[],
+    estimateTicks: number,
+    context: InteractionContext,
+  ): Promise<{ admitted: TaskRecord[]; refusal: string | undefined }> {
+    const { repository, policy, log } = this.#deps;
+    return this.#admission.run(context.guildId, async () => {
+      const counted: TaskRecord[] = [];
+      let refusal: string | undefined;
+      for (const draft of drafts) {
+        const verdict = await checkMemberLimits(repository, policy, context, estimateTicks, counted.length);
+        if (!verdict.ok) {
+          refusal = verdict.message;
+          break;
+        }
+        try {
+          counted.push({ ...draft, reservation: await policy.recordSubmission(draft, estimateTicks) });
+        } catch (error) {
+          if (!(error instanceof LimitReachedError)) {
+            await this.#release(counted);
+            throw error;
+          }
+          refusal = error.message;
+          break;
+        }
+      }
+      const unsent = drafts.length - counted.length;
+      const taskIds = counted.map((task) => task.id);
+      const jobOf = (number: number): JobPlace => ({
+        id: taskIds[0] ?? '',
+        number,
+        size: counted.length,
+        taskIds,
+        ...(unsent > 0 && refusal !== undefined ? { unsent: { count: unsent, reason: refusal } } : {}),
+      });
+      const placed = drafts.length === 1 ? counted : counted.map((task, index) => ({ ...task, job: jobOf(index + 1) }));
+      const admitted: TaskRecord[] = [];
+      for (const [index, task] of placed.entries()) {
+        try {
+          await repository.create(task);
+          admitted.push(task);
+        } catch (error) {
+          await this.#release(placed.slice(index));
+          if (admitted.length === 0) throw error;
+          // The card reads the job's tasks from the store: the ones stored are sent and shown.
+          log.warn('could not store a variant of a job; sending the ones stored', { task: task.id, error });
+          break;
+        }
+      }
+      return { admitted, refusal };
+    });
+  }
+
+  /** Gives back what admission counted for tasks that will not be stored. */
+  async #release(tasks: readonly TaskRecord[]): Promise<void> {
+    for (const task of tasks) {
+      await this.#deps.policy.releaseSubmission(task, reservationOf(task)).catch((releaseError: unknown) => {
+        this.#deps.log.warn('a task that could not be stored stays counted against the limits today', {
+          task: task.id,
+          guild: task.guildId,
+          error: releaseError,
+        });
+      });
+    }
+  }
+
+  /**
+   * Sends one stored task, shows it on its card and hands it to the tracker. A refusal of a job of one
+   * is thrown (its member hears it privately); a refused variant of a larger job is shown on its tile.
+   */
+  async #send(stored: TaskRecord, plan: SubmissionPlan, alone: boolean): Promise<TaskRecord> {
+    const { repository, clients, delivery, tracker, policy, log } = this.#deps;
+    let task = stored;
+    const id = task.id;
     const gateway = clients.get(plan.access.apiKey, plan.access.layer);
     let submitted: SubmittedTask;
     try {
       submitted =
         plan.operation === 'generate'
-          ? await gateway.generate(plan.request)
+          ? await gateway.generate(variantRequest(plan.request, plan.taskId, id))
           : plan.operation === 'edit'
             ? await gateway.edit(plan.request)
             : await gateway.extend(plan.request);
@@ -151,8 +236,13 @@ export class VideoSubmission {
       if (refusal !== undefined) {
         // Refused, or never delivered: nothing exists at the gateway and nothing was charged.
         task = { ...task, state: 'failed', finishedAt: Date.now(), delivery: { ...task.delivery, state: 'closed' } };
+        if (!alone) task = { ...task, outcome: { ...task.outcome, error: { code: 'refused', message: refusal } } };
         await repository.save(task);
         await policy.releaseSubmission(task, reservationOf(task));
+        if (!alone)
+          await delivery
+            .showAndSave(task)
+            .catch((showError: unknown) => log.warn('could not show a refused variant', { task: id, error: showError }));
         throw new SubmissionRefusedError(refusal, task);
       }
       // The gateway may have accepted it (no answer, or an answer the bot cannot read): the card says so
@@ -182,6 +272,7 @@ export class VideoSubmission {
       layer: task.layer,
       operation: task.operation,
       guild: task.guildId,
+      ...(task.job ? { job: task.job.id, variant: task.job.number } : {}),
     });
     // Followed from here on whatever the card does: the tracker edits it again at its next step.
     tracker.track(task);
@@ -227,7 +318,7 @@ export class VideoSubmission {
   async #withFreshSource(plan: SubmissionPlan): Promise<SubmissionPlan> {
     const posted = plan.postedSource;
     if (!posted || plan.operation === 'generate') return plan;
-    const url = await this.#deps.attachmentUrl(posted.channelId, posted.messageId).catch((error: unknown) => {
+    const url = await this.#deps.attachmentUrl(posted.channelId, posted.messageId, posted.fileName).catch((error: unknown) => {
       this.#deps.log.warn('could not refresh the url of a posted video; sending the stored one', { message: posted.messageId, error });
       return undefined;
     });
@@ -248,6 +339,13 @@ export class VideoSubmission {
       return plan;
     }
   }
+}
+
+/** The generation request of a job's variant `taskId`: its stored file named after its own task. */
+function variantRequest(request: GenerationRequest, firstId: string, taskId: string): GenerationRequest {
+  const storage = request.storage_options;
+  if (taskId === firstId || storage?.filename === undefined) return request;
+  return { ...request, storage_options: { ...storage, filename: storage.filename.replace(firstId, taskId) } };
 }
 
 /** What admission reserved for a task (it always sets one before the task is stored). */

@@ -57,6 +57,7 @@ export class VoiceVideo implements VoiceVideoRequests {
       duration: request.duration,
       resolution: request.resolution,
       aspectRatio: request.aspectRatio,
+      variants: request.variants,
       image: undefined,
       lastFrame: undefined,
       referenceImages: [],

@@ -3,6 +3,7 @@ import { ASPECT_RATIOS, GENERATION_DURATION, RESOLUTIONS } from '../gateway/spec
 import { isRecord } from '../lib/json.ts';
 import { refuse, type Result } from '../lib/result.ts';
 import type { VoiceCaller, VoiceToolOutcome, VoiceVideoRequest, VoiceVideoRequests } from '../ports/voice-video.ts';
+import { MAX_VARIANTS } from '../ports/video-defaults.ts';
 
 // The function tools a voice conversation declares, the checks of the arguments the model sends, and
 // the outputs it is given: JSON with a `status` and a `message` it can say as is.
@@ -30,6 +31,12 @@ export const VOICE_TOOLS: readonly FunctionTool[] = [
         },
         aspect_ratio: { type: 'string', enum: [...ASPECT_RATIOS] },
         resolution: { type: 'string', enum: [...RESOLUTIONS] },
+        variants: {
+          type: 'integer',
+          minimum: 1,
+          maximum: MAX_VARIANTS,
+          description: 'How many takes to make side by side, each counted as one video; leave out for the server default.',
+        },
       },
       required: ['prompt'],
       additionalProperties: false,
@@ -70,10 +77,10 @@ export function parseToolCall(name: string, argumentsText: string): Result<{ cal
     }
     return { ok: true, call: { name, taskRef: typeof task === 'string' ? task.trim() : undefined } };
   }
-  const known = ['prompt', 'duration', 'aspect_ratio', 'resolution'];
+  const known = ['prompt', 'duration', 'aspect_ratio', 'resolution', 'variants'];
   const unknown = Object.keys(parsed).find((key) => !known.includes(key));
   if (unknown !== undefined) return refuse(`generate_video has no argument "${unknown.slice(0, 64)}"; it takes ${known.join(', ')}.`);
-  const { prompt, duration, aspect_ratio: aspectRatio, resolution } = parsed;
+  const { prompt, duration, aspect_ratio: aspectRatio, resolution, variants } = parsed;
   if (typeof prompt !== 'string' || prompt.trim() === '')
     return refuse('prompt is required: say what the video should show. Nothing was done.');
   if (prompt.length > VOICE_PROMPT_MAX_CHARS)
@@ -92,6 +99,9 @@ export function parseToolCall(name: string, argumentsText: string): Result<{ cal
   if (aspectRatio !== undefined && !ASPECT_RATIOS.some((ratio) => ratio === aspectRatio)) {
     return refuse(`aspect_ratio must be one of ${ASPECT_RATIOS.join(', ')}. Nothing was done.`);
   }
+  if (variants !== undefined && (typeof variants !== 'number' || !Number.isInteger(variants) || variants < 1 || variants > MAX_VARIANTS)) {
+    return refuse(`variants must be a whole number from 1 to ${MAX_VARIANTS}. Nothing was done.`);
+  }
   if (resolution !== undefined && !RESOLUTIONS.some((value) => value === resolution)) {
     return refuse(`resolution must be one of ${RESOLUTIONS.join(', ')}. Nothing was done.`);
   }
@@ -104,6 +114,7 @@ export function parseToolCall(name: string, argumentsText: string): Result<{ cal
         duration: typeof duration === 'number' ? duration : undefined,
         aspectRatio: typeof aspectRatio === 'string' ? aspectRatio : undefined,
         resolution: typeof resolution === 'string' ? resolution : undefined,
+        ...(typeof variants === 'number' ? { variants } : {}),
       },
     },
   };

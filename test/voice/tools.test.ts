@@ -11,6 +11,7 @@ describe('voice tool arguments', () => {
       'duration',
       'aspect_ratio',
       'resolution',
+      'variants',
     ]);
   });
 

@@ -1,0 +1,154 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { InteractionHandle, Message, User } from 'discord-standin';
+import type { JournalEntry } from '../../src/emulator/server.ts';
+import { startWorld, type World } from '../support/world.ts';
+import { cardButtons, cardEditProblems, cardText, galleryItems } from '../support/cards.ts';
+
+// Variants (issue 27): `/video generate variants:N` is one job of N tasks and one card, their videos side
+// by side in its gallery, each variant with its own numbered buttons; limits count each variant, and a
+// restart in the middle still ends with one card and N videos, none posted twice.
+
+describe.each(['compat', 'native'] as const)('variants on the %s layer', (layer) => {
+  let world: World;
+  const prefix = layer === 'compat' ? '/v1' : '/native/v1';
+
+  beforeAll(async () => {
+    world = await startWorld({ env: { GATEWAY_LAYER: layer } });
+  }, 60_000);
+  afterAll(() => world?.stop());
+
+  function generations(): JournalEntry[] {
+    return world.emulator.requests.filter((entry) => entry.method === 'POST' && entry.path === `${prefix}/videos/generations`);
+  }
+
+  function generate(user: User, options: Record<string, string | number>): InteractionHandle {
+    const { discord, guild } = world;
+    return discord.runCommand({
+      user,
+      guildId: guild.id,
+      channelId: guild.textChannelId,
+      command: 'video',
+      subcommand: 'generate',
+      options,
+    });
+  }
+
+  function config(options: Record<string, string | number>): Promise<Message> {
+    const { discord, guild } = world;
+    return discord
+      .runCommand({
+        user: guild.admin,
+        guildId: guild.id,
+        channelId: guild.textChannelId,
+        command: 'config',
+        subcommand: 'limits',
+        options,
+      })
+      .reply();
+  }
+
+  /** The task refs a card shows, in tile order. */
+  function refsOn(card: Message): string[] {
+    return [...cardText(card).matchAll(/\bref (v[0-9a-z]+)/g)].map((match) => match[1]!);
+  }
+
+  /** The cards of the channel whose text mentions `prompt`. */
+  function cardsWith(prompt: string): Message[] {
+    return world.discord.messages(world.guild.textChannelId).filter((message) => cardText(message).includes(prompt));
+  }
+
+  it('a 3-variant job makes three tasks and one card that ends with three videos; Extend 2 extends variant 2', async () => {
+    const { discord, guild } = world;
+    const before = generations().length;
+    const run = generate(guild.member, { prompt: 'three foxes in the snow', variants: 3 });
+    const card = await run.waitForReply((reply) => galleryItems(reply).length === 3, 30_000);
+
+    expect(generations().length - before).toBe(3);
+    expect(cardsWith('three foxes in the snow')).toHaveLength(1);
+    const refs = refsOn(card);
+    expect(refs).toHaveLength(3);
+    expect(new Set(refs).size).toBe(3);
+    // Numbered 1..3 in submission order, each with its task id and its gateway task.
+    for (const index of refs.keys()) expect(cardText(card)).toMatch(new RegExp(`\\*\\*${index + 1}\\*\\* · \\*\\*Done`));
+    expect(cardText(card).match(/task `[^`]+`/g)).toHaveLength(3);
+    expect(card.attachments.map((file) => file.filename).sort()).toEqual(refs.map((ref) => `video-${ref}.mp4`).sort());
+    expect(galleryItems(card).sort()).toEqual(card.attachments.map((file) => file.url).sort());
+    expect(cardButtons(card).map((button) => button.label)).toEqual(
+      [1, 2, 3].flatMap((number) => [
+        `Extend ${number}`,
+        `Edit ${number}`,
+        `Regenerate ${number}`,
+        `Change and regenerate ${number}`,
+        `Vary ${number}`,
+      ]),
+    );
+    // Each file went up once, whatever order the variants finished in.
+    const uploads = discord.uploads.filter((upload) => upload.messageId === card.id).map((upload) => upload.attachment.filename);
+    expect(uploads.sort()).toEqual(card.attachments.map((file) => file.filename).sort());
+    expect(cardEditProblems(card)).toEqual([]);
+
+    // Extend on variant 2 extends that task's video.
+    const extend2 = cardButtons(card).find((button) => button.label === 'Extend 2')?.customId;
+    expect(extend2).toBe(`video:extend:${refs[1]}`);
+    const form = await discord.clickButton({ user: guild.member, message: card, customId: extend2! }).modal();
+    const submit = discord.submitModal({
+      user: guild.member,
+      guildId: guild.id,
+      channelId: guild.textChannelId,
+      customId: form.customId,
+      fields: { prompt: 'the second fox runs', duration: '3' },
+    });
+    const extended = await submit.waitForReply((reply) => cardText(reply).includes('**Done**'), 20_000);
+    const extension = [...world.emulator.requests].reverse().find((entry) => entry.path === `${prefix}/videos/extensions`);
+    const second = card.attachments.find((file) => file.filename === `video-${refs[1]}.mp4`);
+    expect(extension?.body).toMatchObject({ prompt: 'the second fox runs', video: { url: second?.url } });
+    expect(cardText(extended)).toContain('Video extension');
+    expect(cardEditProblems(extended)).toEqual([]);
+  }, 60_000);
+
+  it('with a limit of 2 videos a day, sends two of three and the card says why not the third', async () => {
+    const { discord, guild } = world;
+    const member = discord.createUser({ guildId: guild.id, name: `limited-${layer}` });
+    await config({ daily_per_user: 2 });
+    try {
+      const before = generations().length;
+      const run = generate(member, { prompt: 'two of three owls', variants: 3 });
+      const card = await run.waitForReply((reply) => galleryItems(reply).length === 2, 30_000);
+      expect(generations().length - before).toBe(2);
+      expect(cardText(card)).toMatch(/\*\*2 of 3 variants sent\.\*\* .*limit of 2 videos a day/);
+      // Said on the card before any variant was sent: its first edit already says it.
+      const first = card.edits.find((edit) => 'components' in edit.json);
+      expect(JSON.stringify(first?.json.components)).toContain('2 of 3 variants sent');
+      expect(refsOn(card)).toHaveLength(2);
+      expect(cardEditProblems(card)).toEqual([]);
+    } finally {
+      await config({ daily_per_user: 0 });
+    }
+  }, 60_000);
+
+  it('a restart in the middle still ends with one card and three videos, none twice', async () => {
+    const { discord, guild, emulator } = world;
+    const usual = emulator.config.timing.generation_ms;
+    emulator.config.timing.generation_ms = 2500;
+    try {
+      const run = generate(guild.member, { prompt: 'three herons at dawn', variants: 3 });
+      // All three sent (each tile shows its gateway task), none finished yet.
+      const started = await run.waitForReply((reply) => (cardText(reply).match(/task `[^`]+`/g) ?? []).length === 3, 20_000);
+      await world.bot.kill();
+      await world.restartBot();
+      const card = await discord.waitFor(
+        () => (galleryItems(started).length === 3 ? started : undefined),
+        30_000,
+        'the card with three videos after the restart',
+      );
+      expect(cardsWith('three herons at dawn')).toHaveLength(1);
+      const uploads = discord.uploads.filter((upload) => upload.messageId === card.id).map((upload) => upload.attachment.filename);
+      expect(uploads).toHaveLength(3);
+      expect(new Set(uploads).size).toBe(3);
+      expect(card.attachments).toHaveLength(3);
+      expect(cardEditProblems(card)).toEqual([]);
+    } finally {
+      emulator.config.timing.generation_ms = usual;
+    }
+  }, 90_000);
+});

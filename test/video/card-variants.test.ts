@@ -1,0 +1,68 @@
+import { describe, expect, it } from 'vitest';
+import type { TaskRecord } from '../../src/video/record.ts';
+import { renderJobCard } from '../../src/video/status-card.ts';
+import { allComponents, cardButtons, cardText, componentsV2Problems, galleryItems } from '../support/cards.ts';
+import { cardStates } from '../support/card-states.ts';
+
+// A job of variants on one card: every mix of its tiles' states stays within Discord's Components V2
+// rules (40 components, 4000 characters), numbered 1..N with each variant's buttons.
+
+const IDS = ['vjob1', 'vjob2', 'vjob3', 'vjob4'];
+
+function variant(state: TaskRecord, index: number, size: number, unsent?: { count: number; reason: string }): TaskRecord {
+  const id = IDS[index]!;
+  const fileName = state.delivery.fileName === undefined ? undefined : `video-${id}.mp4`;
+  return {
+    ...state,
+    id,
+    job: { id: IDS[0]!, number: index + 1, size, taskIds: IDS.slice(0, size), ...(unsent ? { unsent } : {}) },
+    delivery: { ...state.delivery, ...(fileName ? { fileName } : {}) },
+  };
+}
+
+describe('a job card of variants', () => {
+  const states = cardStates();
+
+  it.each([1, 2, 3, 4])('with %i variants, in every state, passes the Components V2 rules', (size) => {
+    for (const [name, state] of states) {
+      // Each tile in a different state, the long prompt of a member who wrote a lot.
+      const tasks = Array.from({ length: size }, (_, index) =>
+        variant(
+          { ...states[(states.findIndex(([other]) => other === name) + index) % states.length]![1], prompt: 'x'.repeat(4000) },
+          index,
+          size,
+        ),
+      );
+      const card = renderJobCard(tasks, { now: state.createdAt + 60_000 });
+      const files = tasks.flatMap((task) => (task.delivery.state === 'posted' && task.delivery.fileName ? [task.delivery.fileName] : []));
+      expect(componentsV2Problems(card, files), `${size} variants from "${name}"`).toEqual([]);
+      expect(allComponents(card.components).length).toBeLessThanOrEqual(40);
+    }
+  });
+
+  it('shows four finished variants side by side, numbered, each with its own buttons and task id', () => {
+    const done = states.find(([name]) => name === 'finished with its video')![1];
+    const tasks = [0, 1, 2, 3].map((index) => variant(done, index, 4));
+    const card = renderJobCard(tasks, { now: done.createdAt + 60_000 });
+    expect(galleryItems(card)).toEqual(IDS.map((id) => `attachment://video-${id}.mp4`));
+    expect(cardButtons(card).map((button) => button.label)).toEqual(
+      [1, 2, 3, 4].flatMap((number) => [
+        `Extend ${number}`,
+        `Edit ${number}`,
+        `Regenerate ${number}`,
+        `Change and regenerate ${number}`,
+        `Vary ${number}`,
+      ]),
+    );
+    expect(cardButtons(card).find((button) => button.label === 'Vary 3')?.customId).toBe('video:vary:vjob3');
+    for (const [index, id] of IDS.entries())
+      expect(cardText(card)).toMatch(new RegExp(`\\*\\*${index + 1}\\*\\* · [^\\n]*\\n(?:.*\\n)*?-# ref ${id}`));
+  });
+
+  it('says how many variants were sent and why the rest were not', () => {
+    const running = states.find(([name]) => name === 'running without progress')![1];
+    const unsent = { count: 1, reason: 'You reached the limit of 2 videos a day.' };
+    const card = renderJobCard([variant(running, 0, 2, unsent), variant(running, 1, 2, unsent)], { now: running.createdAt });
+    expect(cardText(card)).toContain('**2 of 3 variants sent.** You reached the limit of 2 videos a day.');
+  });
+});

@@ -11,6 +11,8 @@ const command: MessageVideoCommand = {
   name: 'Animate image',
   needs: 'image',
   operation: 'generate',
+  // As /video generate's `variants`: the select starts at the server's default.
+  variants: true,
   form: {
     title: 'Animate this image',
     promptOptional: true,
@@ -42,6 +44,7 @@ export default {
       aspectRatio: undefined,
       image,
       lastFrame: form.uploads[FORM_FIELDS.lastFrame],
+      variants: form.variants,
       referenceImages: [],
       voices: [],
       referenceAudio: undefined,

@@ -19,6 +19,7 @@ import { EXTENSION_DURATION, type DurationRange, type VideoOperation } from '../
 import { settledWithin } from '../lib/wait-until.ts';
 import { refuse, type Result } from '../lib/result.ts';
 import { DEFAULT_ATTACHMENT_SIZE_LIMIT, type InteractionContext } from '../ports/interaction-context.ts';
+import { MAX_VARIANTS } from '../ports/video-defaults.ts';
 import type { Services } from '../services.ts';
 import { describeMissingSource, pickImage, pickVideo, type EmbeddedPicture, type MessageMedia } from '../video/message-sources.ts';
 import type { FormEstimate, Prepared, SubmissionPlan } from '../video/plan.ts';
@@ -46,6 +47,7 @@ export const FORM_FIELDS = {
   image: 'image',
   resolution: 'resolution',
   aspectRatio: 'aspect_ratio',
+  variants: 'variants',
 } as const;
 const MAX_PROMPT_LENGTH = 4000;
 /** Two digits: every duration the gateway takes. */
@@ -193,9 +195,17 @@ export interface VideoFormShape {
   seconds?: SecondsField;
   /** What the fields show already (a slash command's options given with it). */
   prefill?: { prompt?: string | undefined; seconds?: number | undefined };
+  /** A select of how many variants to make (1..MAX_VARIANTS), with `chosen` picked already (the server's default). */
+  variants?: { chosen: number };
   /** Files asked for after the text fields; a form holds five fields at most. */
   uploads?: readonly UploadField[];
 }
+
+/** The choices of a form's variants select: one video, or a job of several side by side. */
+const VARIANT_CHOICES = Array.from({ length: MAX_VARIANTS }, (_, index) => {
+  const count = index + 1;
+  return { value: String(count), label: count === 1 ? '1 video' : `${count} variants side by side` };
+});
 
 /** A form's label wrapping a text input (Discord's current form; an action row of a text input is the deprecated one). */
 function textField(id: string, label: string, input: TextInputBuilder): LabelBuilder {
@@ -231,6 +241,8 @@ export function videoForm(shape: VideoFormShape): ModalBuilder {
       textField(FORM_FIELDS.seconds, `${label} (${range.min}-${range.max}, default ${defaultText ?? range.default})`, seconds),
     );
   }
+  if (shape.variants)
+    modal.addLabelComponents(selectField(FORM_FIELDS.variants, 'Variants', VARIANT_CHOICES, String(shape.variants.chosen)));
   for (const upload of shape.uploads ?? []) modal.addLabelComponents(uploadField(upload));
   return modal;
 }
@@ -277,6 +289,24 @@ export async function formEstimate(services: Services, guildId: string, operatio
   return settledWithin(estimating, FORM_ESTIMATE_WITHIN_MS);
 }
 
+/**
+ * How many variants a form's select starts at: the server's default (`/config defaults variants`), or one
+ * when the store does not say in time for the form.
+ */
+async function formVariants(services: Services, guildId: string): Promise<number> {
+  const reading = services.video.prepare.defaultVariants(guildId).catch((error: unknown) => {
+    services.log.warn("could not read the server's default variants for a form; it starts at one", { error });
+    return undefined;
+  });
+  return (await settledWithin(reading, FORM_ESTIMATE_WITHIN_MS)) ?? 1;
+}
+
+/** The number of variants picked in a form's select; undefined when the form has none (or it is not a count). */
+export function selectedVariants(interaction: ModalSubmitInteraction): number | undefined {
+  const picked = Number(selectedValue(interaction, FORM_FIELDS.variants));
+  return Number.isInteger(picked) && picked >= 1 && picked <= MAX_VARIANTS ? picked : undefined;
+}
+
 /** What a video form's member typed: the prompt (empty when left out) and the seconds (undefined when left out), or why the seconds will not do. */
 export function readVideoForm(
   interaction: ModalSubmitInteraction,
@@ -303,11 +333,18 @@ export interface MessageVideoCommand {
   needs: 'image' | 'video';
   /** What it makes of it (its form shows the estimate of that). */
   operation: VideoOperation;
-  form: Omit<VideoFormShape, 'id'>;
+  form: Omit<VideoFormShape, 'id' | 'variants'>;
+  /** Whether its form asks how many variants to make (a generation), starting at the server's default. */
+  variants?: boolean;
 }
 
-/** What a member filled in: the prompt, the seconds, and each upload field's file (by field id) they gave. */
-export type FilledVideoForm = { prompt: string; seconds: number | undefined; uploads: Partial<Record<string, AttachmentInput>> };
+/** What a member filled in: the prompt, the seconds, the variants picked, and each upload field's file (by field id) they gave. */
+export type FilledVideoForm = {
+  prompt: string;
+  seconds: number | undefined;
+  variants: number | undefined;
+  uploads: Partial<Record<string, AttachmentInput>>;
+};
 
 /** How a message command's video is prepared, from the source the member picked and what they filled in. */
 export type PrepareFromSource = (
@@ -355,8 +392,19 @@ async function openSourceForm(
         error,
       });
     });
-  const estimate = await formEstimate(services, guildOf(interaction), command.operation);
-  await interaction.showModal(videoForm({ ...command.form, id: customId(command.name, interaction.id), estimate }));
+  const guildId = guildOf(interaction);
+  const [estimate, variants] = await Promise.all([
+    formEstimate(services, guildId, command.operation),
+    command.variants ? formVariants(services, guildId) : undefined,
+  ]);
+  await interaction.showModal(
+    videoForm({
+      ...command.form,
+      id: customId(command.name, interaction.id),
+      estimate,
+      ...(variants === undefined ? {} : { variants: { chosen: variants } }),
+    }),
+  );
   await keeping;
 }
 
@@ -384,7 +432,12 @@ async function submitSourceForm(
   const uploads: FilledVideoForm['uploads'] = {};
   for (const field of command.form.uploads ?? []) uploads[field.id] = uploadedFile(interaction, field.id);
   const context = interactionContext(interaction);
-  await submitPrepared(interaction, services, context, await prepare(services, context, source, { ...form, uploads }));
+  await submitPrepared(
+    interaction,
+    services,
+    context,
+    await prepare(services, context, source, { ...form, variants: selectedVariants(interaction), uploads }),
+  );
 }
 
 /**

@@ -71,6 +71,8 @@ function parseHeldPlan(raw: unknown): HeldPlan {
   const confirmOverTicks = readNumber(raw, 'confirmOverTicks');
   const sourceTaskId = readString(raw, 'sourceTaskId');
   const regenerated = readBoolean(raw, 'regenerated');
+  // A job of several variants is confirmed as one: all of them are sent on the press.
+  const variants = readNumber(raw, 'variants');
   return {
     operation: oneOf(readString(raw, 'operation'), VIDEO_OPERATIONS, 'operation'),
     request,
@@ -84,6 +86,7 @@ function parseHeldPlan(raw: unknown): HeldPlan {
     ...(confirmOverTicks === undefined ? {} : { confirmOverTicks }),
     ...(sourceTaskId === undefined ? {} : { sourceTaskId }),
     ...(regenerated === undefined ? {} : { regenerated }),
+    ...(variants === undefined ? {} : { variants }),
     ...(postedChannel !== undefined && postedMessage !== undefined
       ? { postedSource: { channelId: postedChannel, messageId: postedMessage } }
       : {}),

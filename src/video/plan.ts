@@ -1,6 +1,7 @@
 import type { EditRequest, ExtensionRequest, GatewayCredentials, GenerationRequest } from '../gateway/types.ts';
 import type { Result } from '../lib/result.ts';
 import type { GuildVideoPolicy } from '../ports/guild-policy.ts';
+import { MAX_VARIANTS } from '../ports/video-defaults.ts';
 import type { TaskMode } from './record.ts';
 import type { AttachmentInput } from './requests.ts';
 
@@ -66,6 +67,23 @@ export function estimateOf(policy: Pick<GuildVideoPolicy, 'estimate'>, operation
   if (operation.operation === 'extend')
     return policy.estimate({ model, operation: 'extend', duration: operation.request.duration ?? operation.request.seconds });
   return policy.estimate({ model, operation: 'edit' });
+}
+
+/** How many videos a plan makes: a generation's variants (1..MAX_VARIANTS), else one. */
+export function jobSize(plan: { operation: OperationRequest['operation']; variants?: number | undefined }): number {
+  return plan.operation === 'generate' ? Math.min(MAX_VARIANTS, Math.max(1, Math.floor(plan.variants ?? 1))) : 1;
+}
+
+/**
+ * What a whole job is expected to cost: each variant is priced as one video (`estimateTicks` is one
+ * variant's, as each task reserves it). The confirmation threshold and its question are about this.
+ */
+export function jobEstimateTicks(plan: {
+  operation: OperationRequest['operation'];
+  variants?: number | undefined;
+  estimateTicks: number;
+}): number {
+  return plan.estimateTicks * jobSize(plan);
 }
 
 /** The threshold a plan's estimate is over, when the server asks its members to confirm videos above it (0: never). */

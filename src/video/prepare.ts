@@ -5,13 +5,14 @@ import { refuse, type Result } from '../lib/result.ts';
 import { isHttpUrl } from '../lib/url.ts';
 import type { GuildVideoPolicy } from '../ports/guild-policy.ts';
 import type { InteractionContext } from '../ports/interaction-context.ts';
-import { MAX_VARIANTS } from '../ports/video-defaults.ts';
 import type { EndUserIds } from './end-users.ts';
 import { checkMemberLimits } from './member-limits.ts';
 import { describeExpiredAttachments, describeOwnersButtons } from './wording.ts';
 import {
   confirmationThreshold,
   estimateOf,
+  jobEstimateTicks,
+  jobSize,
   type FormEstimate,
   type OperationRequest,
   type Prepared,
@@ -94,6 +95,7 @@ export class VideoPreparation {
       const estimateTicks = estimateOf(policy, { operation: 'generate', request }, model);
       const verdict = await this.#checkLimits(context, estimateTicks);
       if (!verdict.ok) return verdict;
+      const job = variantsOf(variants ?? defaults.variants);
       return {
         ok: true,
         plan: {
@@ -105,8 +107,9 @@ export class VideoPreparation {
           request,
           access,
           estimateTicks,
-          ...confirmationThreshold(estimateTicks, defaults.confirmOverTicks),
-          ...variantsOf(variants ?? defaults.variants),
+          // The member is asked about what the whole job may cost: N variants are N videos.
+          ...confirmationThreshold(jobEstimateTicks({ operation: 'generate', estimateTicks, ...job }), defaults.confirmOverTicks),
+          ...job,
         },
       };
     } catch (error) {
@@ -181,6 +184,11 @@ export class VideoPreparation {
         ? REFERENCE_MAX_RESOLUTION
         : defaults.resolution;
     return { ticks: policy.estimate({ model, operation, duration: 1, resolution }), per: 'second' };
+  }
+
+  /** How many variants a generation makes when its member does not say (`/config defaults variants`): a form starts there. */
+  async defaultVariants(guildId: string): Promise<number> {
+    return jobSize({ operation: 'generate', variants: (await this.#deps.policy.defaults(guildId)).variants });
   }
 
   /**
@@ -298,6 +306,6 @@ export class VideoPreparation {
 
 /** A job's size as the plan carries it: set only past one, within 1..MAX_VARIANTS. */
 function variantsOf(asked: number | undefined): { variants?: number } {
-  const variants = Math.min(MAX_VARIANTS, Math.max(1, Math.floor(asked ?? 1)));
+  const variants = jobSize({ operation: 'generate', variants: asked });
   return variants > 1 ? { variants } : {};
 }

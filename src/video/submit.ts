@@ -10,13 +10,12 @@ import { StoreUnavailableError } from '../store/index.ts';
 import type { Logger } from '../lib/log.ts';
 import { codeLabel, type BotMetrics } from '../lib/metrics.ts';
 import { LimitReachedError, type GuildVideoPolicy, type SpendReservation } from '../ports/guild-policy.ts';
-import { MAX_VARIANTS } from '../ports/video-defaults.ts';
 import { tokenUsableUntil, type InteractionContext } from '../ports/interaction-context.ts';
 import type { VideoDelivery } from './delivery.ts';
 import { checkMemberLimits } from './member-limits.ts';
 import { describeGatewayError } from '../wording/gateway-errors.ts';
 import { describeExpiredAttachments } from './wording.ts';
-import type { SubmissionPlan } from './plan.ts';
+import { jobSize, type SubmissionPlan } from './plan.ts';
 import type { JobPlace, TaskRecord } from './record.ts';
 import { newTaskId, type TaskRepository } from './repository.ts';
 import { optionForField, optionNamedIn } from './requests.ts';
@@ -74,7 +73,7 @@ export class VideoSubmission {
    */
   async submit(prepared: SubmissionPlan, context: InteractionContext): Promise<TaskRecord> {
     const plan = await this.#withFreshSource(prepared);
-    const wanted = plan.operation === 'generate' ? Math.min(MAX_VARIANTS, Math.max(1, Math.floor(plan.variants ?? 1))) : 1;
+    const wanted = jobSize(plan);
     const ids = [plan.taskId, ...Array.from({ length: wanted - 1 }, () => newTaskId())];
     const { admitted, refusal } = await this.#admit(
       ids.map((id) => this.#draft(plan, context, id)),

@@ -4,7 +4,7 @@ import type { Result } from '../lib/result.ts';
 import { DEFAULT_ATTACHMENT_SIZE_LIMIT, type InteractionContext } from '../ports/interaction-context.ts';
 import type { VoiceCaller, VoiceToolOutcome, VoiceVideoRequest, VoiceVideoRequests } from '../ports/voice-video.ts';
 import type { VideoPreparation } from './prepare.ts';
-import type { SubmissionPlan } from './plan.ts';
+import { jobEstimateTicks, jobSize, type SubmissionPlan } from './plan.ts';
 import type { TaskRecord } from './record.ts';
 import type { TaskRepository } from './repository.ts';
 import { SubmissionRefusedError } from './submit.ts';
@@ -68,7 +68,9 @@ export class VoiceVideo implements VoiceVideoRequests {
     // A video over the server's confirmation threshold (`confirmOverTicks`) is not held here: a member
     // talking to the voice model has no button to press. It goes ahead like any other, within the limits
     // and budgets, and the model is told its estimate to say aloud.
-    const estimate = formatEstimate(prepared.plan.estimateTicks);
+    // What the whole job is expected to cost: a job of variants is that many videos.
+    const estimate = formatEstimate(jobEstimateTicks(prepared.plan));
+    const size = jobSize(prepared.plan);
     let cardMessageId: string;
     try {
       cardMessageId = (await outbox.postCard(caller.channelId, voiceRequestCard(caller.userId))).messageId;
@@ -86,7 +88,10 @@ export class VoiceVideo implements VoiceVideoRequests {
         };
       return {
         status: 'submitted',
-        message: `The video is being made, for ${estimate}: task ${task.id}. Its card is in the text channel, and the video follows there when it is ready.`,
+        message:
+          size > 1
+            ? `${size} variants of the video are being made, for ${estimate}: task ${task.id}. Their card is in the text channel, and the videos follow there when they are ready.`
+            : `The video is being made, for ${estimate}: task ${task.id}. Its card is in the text channel, and the video follows there when it is ready.`,
         task: task.id,
       };
     } catch (error) {

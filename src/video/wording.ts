@@ -1,7 +1,7 @@
 import { DiscordAPIError, HTTPError } from 'discord.js';
 import { GatewayError } from '../gateway/errors.ts';
 import type { VideoOperation } from '../gateway/spec.ts';
-import type { FormEstimate } from './plan.ts';
+import { jobEstimateTicks, jobSize, type FormEstimate } from './plan.ts';
 import { formatCost, formatEstimate } from '../wording/cost.ts';
 import { describeGatewayError, withRequestId } from '../wording/gateway-errors.ts';
 import { NoGatewayAccessError } from './gateway-resolver.ts';
@@ -206,27 +206,33 @@ export function confirmVerb(plan: { operation: VideoOperation; regenerated?: boo
   return plan.operation === 'generate' ? 'Generate' : plan.operation === 'edit' ? 'Edit' : 'Extend';
 }
 
+/** " 3 variants" after the verb of a job of several; nothing for one video. */
+function variantsWording(plan: { operation: VideoOperation; variants?: number }): string {
+  const size = jobSize(plan);
+  return size > 1 ? ` ${size} variants` : '';
+}
+
 /** The private question a video estimated over the server's threshold waits on. */
 export function describeConfirmation(
-  plan: { operation: VideoOperation; regenerated?: boolean; estimateTicks: number; confirmOverTicks?: number },
+  plan: { operation: VideoOperation; regenerated?: boolean; estimateTicks: number; confirmOverTicks?: number; variants?: number },
   expiresAt: number,
 ): string {
   const verb = confirmVerb(plan);
   const threshold = plan.confirmOverTicks === undefined ? '' : ` over ${formatCost(plan.confirmOverTicks)}`;
   return [
-    `**${verb} for ${formatEstimate(plan.estimateTicks)}?**`,
+    `**${verb}${variantsWording(plan)} for ${formatEstimate(jobEstimateTicks(plan))}?**`,
     `This server asks before a video estimated${threshold} is made. Nothing is sent until you press **${verb}**; this question expires <t:${Math.floor(expiresAt / 1000)}:R>.`,
   ].join('\n');
 }
 
 /** What a held video's question says once it is answered, or left unanswered. */
 export function describeConfirmationClosed(
-  plan: { operation: VideoOperation; regenerated?: boolean; estimateTicks: number },
+  plan: { operation: VideoOperation; regenerated?: boolean; estimateTicks: number; variants?: number },
   how: 'confirmed' | 'refused' | 'cancelled' | 'expired',
 ): string {
   switch (how) {
     case 'confirmed':
-      return `**${confirmVerb(plan)}** pressed: sent for ${formatEstimate(plan.estimateTicks)}. Its card is in the channel.`;
+      return `**${confirmVerb(plan)}** pressed: sent for ${formatEstimate(jobEstimateTicks(plan))}. Its card is in the channel.`;
     case 'refused':
       return `**${confirmVerb(plan)}** pressed, but the video could not be made; the reason follows.`;
     case 'cancelled':

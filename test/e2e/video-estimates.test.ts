@@ -3,7 +3,7 @@ import type { InteractionHandle, Message, User } from 'discord-standin';
 import type { JournalEntry } from '../../src/emulator/server.ts';
 import { startWorld, type World } from '../support/world.ts';
 import { PNG_HEADER } from '../support/media.ts';
-import { cardText } from '../support/cards.ts';
+import { cardText, galleryItems } from '../support/cards.ts';
 
 // What a video is expected to cost, shown before anything is spent (issue 24, "Shown before and after"):
 // on the first status card, on the forms of the buttons and message commands, on a finished card whose
@@ -168,6 +168,22 @@ describe('estimates before a video is made', () => {
       expect(String(again.data.content)).toContain('This question is no longer open');
       expect(submissions()).toHaveLength(before + 1);
     });
+
+    it('asks about the whole job of variants, each under the threshold, and sends them all on the press', async () => {
+      const { discord, guild } = world;
+      const before = submissions().length;
+      // One 4 s video is $0.20, under the $0.30 threshold; two are $0.40, over it.
+      const run = generate(guild.member, 'two lighthouses at dusk', { duration: 4, variants: 2 });
+      const question = await questionOf(run);
+      expect(question.content).toMatch(/^\*\*Generate 2 variants for about \$0\.40\?\*\*\n/);
+      expect(submissions()).toHaveLength(before);
+      const press = discord.clickButton({ user: guild.member, message: question, customId: buttonIds(question)[0]! });
+      const card = await press.waitForReply((reply) => galleryItems(reply).length === 2, 30_000);
+      expect(submissions()).toHaveLength(before + 2);
+      expect(cardText(card)).toContain('two lighthouses at dusk');
+      await discord.waitFor(() => (question.components.length === 0 ? true : undefined), 10_000, 'the question without its buttons');
+      expect(question.content).toBe('**Generate** pressed: sent for about $0.40. Its card is in the channel.');
+    }, 40_000);
 
     it('Cancel sends nothing, and the question says so', async () => {
       const { discord, guild } = world;

@@ -3,7 +3,7 @@ import type { JournalEntry } from '../../src/emulator/server.ts';
 import type { Message } from 'discord-standin';
 import { startWorld, type World } from '../support/world.ts';
 import { PNG_HEADER, SAMPLE_MP4 } from '../support/media.ts';
-import { cardText } from '../support/cards.ts';
+import { cardEditProblems, cardText, galleryItems } from '../support/cards.ts';
 
 // Forms that take files (issue 27), on both layers: /video edit and extend without a source take the
 // .mp4 as an upload, Animate image takes an optional last frame, and Change and regenerate sends a
@@ -86,11 +86,12 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
     const { discord, guild } = world;
     const picture = discord.postMessage({ user: guild.admin, channelId: guild.textChannelId, content: '', attachments: [png('dawn.png')] });
     const form = await discord.runMessageCommand({ user: guild.member, message: picture, command: 'Animate image' }).modal();
-    expect(form.inputs).toEqual(['prompt', 'duration', 'last_frame']);
+    expect(form.inputs).toEqual(['prompt', 'duration', 'variants', 'last_frame']);
     const { submission, card } = await submitted({
       ...where(),
       customId: form.customId,
       fields: { prompt: 'the sun rises', duration: '' },
+      selects: { variants: ['1'] },
       files: { last_frame: [png('noon.png')] },
     });
     expect(submission.body).toMatchObject({
@@ -99,6 +100,30 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
     });
     expect(cardText(card)).toContain('First/last frame');
   });
+
+  it("Animate image's variants start at the server's default, and 2 make one card with two videos", async () => {
+    const { discord, guild } = world;
+    const picture = discord.postMessage({ user: guild.admin, channelId: guild.textChannelId, content: '', attachments: [png('pond.png')] });
+    const opened = await discord.runMessageCommand({ user: guild.member, message: picture, command: 'Animate image' }).response();
+    const variants = JSON.stringify(opened.data.components).match(/"custom_id":"variants".*?"options":(\[[^\]]*\])/)?.[1];
+    expect(JSON.parse(variants ?? '[]')).toEqual(
+      ['1', '2', '3', '4'].map((value) => expect.objectContaining({ value, default: value === '1' }) as unknown),
+    );
+    const earlier = new Set(submissions());
+    const submit = discord.submitModal({
+      ...where(),
+      customId: String(opened.data.custom_id),
+      fields: { prompt: 'ripples spread', duration: '' },
+      selects: { variants: ['2'] },
+    });
+    const card = await submit.waitForReply((reply) => galleryItems(reply).length === 2, 30_000);
+    const sent = submissions().filter((entry) => !earlier.has(entry));
+    expect(sent.map((entry) => entry.path)).toEqual([`${prefix}/videos/generations`, `${prefix}/videos/generations`]);
+    for (const entry of sent) expect(entry.body).toMatchObject({ prompt: 'ripples spread', image: { url: picture.attachments[0]!.url } });
+    expect(discord.messages(guild.textChannelId).filter((message) => cardText(message).includes('ripples spread'))).toEqual([card]);
+    expect(card.attachments).toHaveLength(2);
+    expect(cardEditProblems(card)).toEqual([]);
+  }, 40_000);
 
   it('Change and regenerate sends the changed prompt with the same model, length, resolution and ratio', async () => {
     const { discord } = world;
@@ -148,6 +173,7 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
           ...where(),
           customId: form.customId,
           fields: { prompt: '', duration: '' },
+          selects: { variants: ['1'] },
           files: { last_frame: [png('night.png')] },
         })
         .response();

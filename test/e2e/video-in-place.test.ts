@@ -53,7 +53,16 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
     const before = new Set(discord.messages(guild.textChannelId).map((existing) => existing.id));
     const earlier = new Set(submissions());
     const form = await discord.runMessageCommand({ user, message, command }).modal();
-    const submit = discord.submitModal({ user, guildId: guild.id, channelId: guild.textChannelId, customId: form.customId, fields });
+    // A member's client sends a select's chosen option as the form showed it (Animate image's variants: the server's one).
+    const selects: Record<string, string[]> = form.inputs.includes('variants') ? { variants: ['1'] } : {};
+    const submit = discord.submitModal({
+      user,
+      guildId: guild.id,
+      channelId: guild.textChannelId,
+      customId: form.customId,
+      fields,
+      selects,
+    });
     expect((await submit.response()).type).toBe(DEFERRED_REPLY);
     const posted = await discord.waitForMessage(
       guild.textChannelId,
@@ -87,7 +96,7 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
       });
       const { inputs, submission, card, posted } = await onMessage('Animate image', picture, { prompt: '', duration: '3' });
       // The last frame is optional: left out, none is sent.
-      expect(inputs).toEqual(['prompt', 'duration', 'last_frame']);
+      expect(inputs).toEqual(['prompt', 'duration', 'variants', 'last_frame']);
       expect(submission.path).toBe(`${prefix}/videos/generations`);
       expect(submission.body).toEqual({
         model: 'svc-imagine-video-1.5',
@@ -163,7 +172,14 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
         [guild.member, 'Animate image:1234567890123456789'],
       ] as const) {
         const answer = await discord
-          .submitModal({ user, guildId: guild.id, channelId: guild.textChannelId, customId, fields: { prompt: 'it flies', duration: '' } })
+          .submitModal({
+            user,
+            guildId: guild.id,
+            channelId: guild.textChannelId,
+            customId,
+            fields: { prompt: 'it flies', duration: '' },
+            selects: { variants: ['1'] },
+          })
           .response();
         expect(answer.data).toMatchObject({
           flags: EPHEMERAL,

@@ -3,6 +3,7 @@ import type { InteractionHandle, Message, User } from 'discord-standin';
 import type { JournalEntry } from '../../src/emulator/server.ts';
 import { startWorld, type World } from '../support/world.ts';
 import { cardButtons, cardEditProblems, cardText, galleryItems } from '../support/cards.ts';
+import { PNG_HEADER } from '../support/media.ts';
 
 // Variants (issue 27): `/video generate variants:N` is one job of N tasks and one card, their videos side
 // by side in its gallery, each variant with its own numbered buttons; limits count each variant, and a
@@ -42,6 +43,20 @@ describe.each(['compat', 'native'] as const)('variants on the %s layer', (layer)
         channelId: guild.textChannelId,
         command: 'config',
         subcommand: 'limits',
+        options,
+      })
+      .reply();
+  }
+
+  function defaults(options: Record<string, string | number>): Promise<Message> {
+    const { discord, guild } = world;
+    return discord
+      .runCommand({
+        user: guild.admin,
+        guildId: guild.id,
+        channelId: guild.textChannelId,
+        command: 'config',
+        subcommand: 'defaults',
         options,
       })
       .reply();
@@ -124,6 +139,65 @@ describe.each(['compat', 'native'] as const)('variants on the %s layer', (layer)
     } finally {
       await config({ daily_per_user: 0 });
     }
+  }, 60_000);
+
+  it("/config defaults variants:3 makes /video generate without variants a 3-variant job, and starts Animate image's select at 3", async () => {
+    const { discord, guild } = world;
+    await defaults({ variants: 3 });
+    try {
+      const before = generations().length;
+      const card = await generate(guild.member, { prompt: 'three kites by default' }).waitForReply(
+        (reply) => galleryItems(reply).length === 3,
+        30_000,
+      );
+      expect(generations().length - before).toBe(3);
+      expect(refsOn(card)).toHaveLength(3);
+      expect(cardsWith('three kites by default')).toHaveLength(1);
+
+      const picture = discord.postMessage({
+        user: guild.admin,
+        channelId: guild.textChannelId,
+        content: '',
+        attachments: [{ filename: 'kite.png', bytes: PNG_HEADER, contentType: 'image/png' }],
+      });
+      const form = await discord.runMessageCommand({ user: guild.member, message: picture, command: 'Animate image' }).response();
+      const chosen = JSON.stringify(form.data.components).match(/"value":"(\d)"[^}]*"default":true/)?.[1];
+      expect(chosen).toBe('3');
+    } finally {
+      await defaults({ variants: 1 });
+    }
+  }, 60_000);
+
+  it("a job over the server's upload limit shows each variant by its link", async () => {
+    const { discord } = world;
+    const small = discord.createGuild({ attachmentSizeLimit: 5000 });
+    const run = discord.runCommand({
+      user: small.member,
+      guildId: small.id,
+      channelId: small.textChannelId,
+      command: 'video',
+      subcommand: 'generate',
+      options: { prompt: 'two whales too big to post', variants: 2 },
+    });
+    const card = await run.waitForReply((reply) => (cardText(reply).match(/shown by its link/g) ?? []).length === 2, 30_000);
+    expect(card.attachments).toHaveLength(0);
+    expect(cardText(card)).toContain("over this server's upload limit");
+    // The emulator's links are no public https address Discord could play in the gallery: each tile shows its
+    // own link in its text (its row of five actions leaves no room for a link button).
+    expect(galleryItems(card)).toEqual([]);
+    const links = cardText(card).match(/http:\/\/127\.0\.0\.1:\d+\/files\/[0-9a-f]+\.mp4/g) ?? [];
+    expect(new Set(links).size).toBe(2);
+    expect(cardButtons(card).map((button) => button.label)).toEqual(
+      [1, 2].flatMap((number) => [
+        `Extend ${number}`,
+        `Edit ${number}`,
+        `Regenerate ${number}`,
+        `Change and regenerate ${number}`,
+        `Vary ${number}`,
+      ]),
+    );
+    expect(discord.requests.some((request) => request.status === 413)).toBe(false);
+    expect(cardEditProblems(card)).toEqual([]);
   }, 60_000);
 
   it('a restart in the middle still ends with one card and three videos, none twice', async () => {

@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { RealtimeSession } from '../../src/emulator/realtime/session.ts';
 import { audible, type User } from 'discord-standin';
 import { startWorld, type World } from '../support/world.ts';
-import { cardEditProblems, cardText } from '../support/cards.ts';
+import { cardEditProblems, cardText, galleryItems } from '../support/cards.ts';
 
 // Voice that knows when it is spoken to (respond, wake_words) and makes videos when asked (tools), on
 // the stand-ins. The emulator's model is an echo; each turn's transcript and the model's function calls
@@ -297,6 +297,32 @@ describe('tools the model can call', () => {
     const said = session.serverEvents.find(spoken) ?? (await nextEvent(session, 'server', 'response.output_audio_transcript.done'));
     return { output: output as { status: string; message: string; task?: string }, raw, said: String(said.event.transcript) };
   }
+
+  it('makes a job of 2 variants when the model asks for variants: 2, and says what the whole job is expected to cost', async () => {
+    const { discord, emulator, guild } = world;
+    const generations = () => emulator.requests.filter((entry) => entry.method === 'POST' && entry.path === '/v1/videos/generations');
+    const before = generations().length;
+    const session = await joinWith(guild.member);
+    const asked = await say(session, guild.member, `${BOT_NAME}, two videos of a heron please`, {
+      function_call: { name: 'generate_video', arguments: { prompt: 'a heron fishing at dawn', duration: 2, variants: 2 } },
+    });
+    const submitted = await nextOutput(session, asked);
+    expect(submitted.output).toMatchObject({ status: 'submitted', task: expect.stringMatching(/^\w+/) });
+    // Two 2 s videos at 480p: $0.10 each.
+    expect(submitted.output.message).toMatch(/^2 variants of the video are being made, for about \$0\.20/);
+    const card = await discord.waitForMessage(
+      guild.textChannelId,
+      (message) => cardText(message).includes(`ref ${submitted.output.task}`),
+      15_000,
+    );
+    await discord.waitFor(() => (galleryItems(card).length === 2 ? true : undefined), 20_000, 'two videos in the card');
+    expect(generations().length - before).toBe(2);
+    expect(discord.messages(guild.textChannelId).filter((message) => cardText(message).includes('a heron fishing at dawn'))).toEqual([
+      card,
+    ]);
+    expect(cardEditProblems(card)).toEqual([]);
+    await answerPlayed('the answer to the variants');
+  }, 60_000);
 
   it("makes a video for the member who asked, with a card mentioning them, posts it and says so; refuses a member without the video role and one past a limit in /video's words", async () => {
     const { discord, emulator, guild } = world;

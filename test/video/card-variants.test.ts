@@ -59,6 +59,17 @@ describe('a job card of variants', () => {
       expect(cardText(card)).toMatch(new RegExp(`\\*\\*${index + 1}\\*\\* · [^\\n]*\\n(?:.*\\n)*?-# ref ${id}`));
   });
 
+  it('shows variants over the upload limit by their links: a public https one in the gallery, another in its tile', () => {
+    const byName = (name: string) => states.find(([other]) => other.startsWith(name))![1];
+    const lasting = byName('finished over the upload limit, shown by a public https link');
+    const temporary = byName('finished over the upload limit, shown by a link Discord cannot play');
+    const tasks = [variant(lasting, 0, 2), variant(temporary, 1, 2)];
+    const card = renderJobCard(tasks, { now: lasting.createdAt + 60_000 });
+    expect(galleryItems(card)).toEqual(['https://cdn.example.com/x.mp4']);
+    expect(cardText(card)).toMatch(/\*\*2\*\* · [^\n]*\n(?:.*\n)*?.*http:\/\/127\.0\.0\.1:9\/files\/x\.mp4/);
+    expect(componentsV2Problems(card, [])).toEqual([]);
+  });
+
   it('says how many variants were sent and why the rest were not', () => {
     const running = states.find(([name]) => name === 'running without progress')![1];
     const unsent = { count: 1, reason: 'You reached the limit of 2 videos a day.' };

@@ -100,6 +100,15 @@ describe('videos waiting for their member', () => {
     access = { ok: true, apiKey: SECRET_KEY, layer: 'compat', keyId: 'key-1' };
   });
 
+  it('asks about a job of variants as a whole, and keeps its size for the press', async () => {
+    const held: SubmissionPlan = { ...plan(), estimateTicks: 0.4 * USD, variants: 3 };
+    const question = await confirmations.hold(held, context());
+    expect(question.content).toMatch(/^\*\*Generate 3 variants for about \$1\.20\?\*\*\n/);
+    const taken = await confirmations.take(held.taskId, { guildId: 'g1', userId: 'member' });
+    if (taken.status !== 'taken') throw new Error(`expected the video, got ${taken.status}`);
+    expect(await confirmations.planOf(taken.held)).toEqual({ ok: true, plan: held });
+  });
+
   it('is gone once its question expired, and the question says so when nobody answered it', async () => {
     const held = plan();
     // Its interaction came in so long ago that its token is about to end.

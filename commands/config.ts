@@ -15,6 +15,7 @@ import { containing, suggest } from '../src/discord/autocomplete.ts';
 import { subcommand } from '../src/discord/command-options.ts';
 import { customId } from '../src/discord/custom-id.ts';
 import { localized } from '../src/i18n/commands.ts';
+import { t } from '../src/i18n/index.ts';
 import type { Command } from '../src/interactions/command.ts';
 import { guildOf, type HandledInteraction, type Requirement } from '../src/interactions/requirements.ts';
 import type { Services } from '../src/services.ts';
@@ -71,7 +72,9 @@ async function key(interaction: ChatInputCommandInteraction, services: Services)
 
 /** Every subcommand and the key form are for server admins (the command is also hidden from others by default). */
 function requires(interaction: HandledInteraction): Requirement {
-  return interaction.isModalSubmit() ? { manageServer: true, what: 'Setting the gateway key' } : { manageServer: true };
+  return interaction.isModalSubmit()
+    ? { manageServer: true, what: (locale) => t(locale, 'requirement.what.gateway-key') }
+    : { manageServer: true };
 }
 
 async function modal(interaction: ModalSubmitInteraction, services: Services) {

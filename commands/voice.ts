@@ -14,6 +14,7 @@ import type { Services } from '../src/services.ts';
 import { describeCallEncryption } from '../src/voice/call-encryption.ts';
 import { subcommand } from '../src/discord/command-options.ts';
 import { localized } from '../src/i18n/commands.ts';
+import { t } from '../src/i18n/index.ts';
 import { describeVoiceSettings, voiceSettingsChange, VOICE_SETTINGS_SUBCOMMAND } from '../src/settings/voice-settings.ts';
 
 const data = localized(new SlashCommandBuilder().setName('voice'), 'command.voice')
@@ -35,7 +36,8 @@ function requires(interaction: HandledInteraction): Requirement {
   const subcommand = interaction.options.getSubcommand();
   if (subcommand === 'join') return { feature: 'voice' };
   const changes = interaction.options.data.find((option) => option.name === subcommand)?.options ?? [];
-  if (subcommand === 'settings' && changes.length > 0) return { manageServer: true, what: 'Changing voice settings' };
+  if (subcommand === 'settings' && changes.length > 0)
+    return { manageServer: true, what: (locale) => t(locale, 'requirement.what.voice-settings') };
   return { inServer: true };
 }
 
@@ -56,7 +58,7 @@ async function join(interaction: ChatInputCommandInteraction, services: Services
 }
 
 async function leave(interaction: ChatInputCommandInteraction, services: Services) {
-  const left = await services.voice.leave(guildOf(interaction), `asked by <@${interaction.user.id}>`);
+  const left = await services.voice.leave(guildOf(interaction), { why: 'asked', by: interaction.user.id });
   await answerPrivately(interaction, left ? 'Left the voice channel.' : 'I am not in a voice channel on this server.');
 }
 

@@ -10,6 +10,7 @@ import { inviteUrl } from './discord/invite.ts';
 import { ModelCatalog } from './gateway/model-catalog.ts';
 import { GatewayClientPool } from './gateway/pool.ts';
 import type { Logger } from './lib/log.ts';
+import { resolveLocale, t, type Locale } from './i18n/index.ts';
 import { NO_METRICS, type BotMetrics } from './lib/metrics.ts';
 import { createOpsMetrics, type OpsMetrics } from './ops/metrics.ts';
 import { metricsOf, startOpsServer, type Readiness } from './ops/server.ts';
@@ -156,6 +157,8 @@ export async function startApp(
   });
   countDiscordRest(client, metrics);
   const outbox = new DiscordOutbox(client.rest);
+  /** A server's language (its Community setting, which GUILD_CREATE carries): what everyone there reads and hears is in it. */
+  const guildLocale = (guildId: string): Locale => resolveLocale(undefined, client.guilds.cache.get(guildId)?.preferredLocale, 'channel');
   const clients = new GatewayClientPool({
     baseUrl: config.gatewayBaseUrl,
     vendor: config.gatewayVendor,
@@ -175,6 +178,7 @@ export async function startApp(
     previousEncryptionSecret: config.keyEncryptionSecretPrevious,
     prices: config.prices,
     postAlert: (channelId, content) => outbox.say(channelId, content),
+    guildLocale,
     metrics,
   });
   const video = createVideo({
@@ -202,7 +206,8 @@ export async function startApp(
     submit: (plan, context) => video.submit(plan, context),
     tasks: video.tasks,
     outbox,
-    mayUseVideo: (caller) => settings.mayUse(caller.guildId, 'video', caller.roleIds, caller.isServerManager),
+    // Spoken and posted where the whole channel hears it: the server's language.
+    mayUseVideo: (caller) => settings.mayUse(caller.guildId, 'video', caller.roleIds, caller.isServerManager, guildLocale(caller.guildId)),
     log,
   });
   const voice = new VoiceService({
@@ -219,12 +224,15 @@ export async function startApp(
   });
   video.tracker.onFinished((task) => {
     if (task.state === 'succeeded' && !task.outcome.moderated) {
-      voice.announce(task.guildId, `A video is ready in the text channel: ${task.prompt.slice(0, 80) || task.operation}.`);
+      voice.announce(
+        task.guildId,
+        t(guildLocale(task.guildId), 'voice.spoken.video-ready', { what: task.prompt.slice(0, 80) || task.operation }),
+      );
     }
   });
   const services: Services = { config, log, store, settings, models, video, voice };
   const dispatcher = createDispatcher(commands, services, {
-    featureAccess: (guildId, feature, roles, isManager) => settings.mayUse(guildId, feature, roles, isManager),
+    featureAccess: (guildId, feature, roles, isManager, locale) => settings.mayUse(guildId, feature, roles, isManager, locale),
   });
 
   client.on(Events.Error, (error) => log.error('discord client error', { error }));

@@ -60,3 +60,9 @@ export function formatDuration(locale: Locale, seconds: number, unitDisplay: 'lo
   const options: Intl.ListFormatOptions = { type: 'unit', style: unitDisplay };
   return cached(listFormats, locale, options, () => new Intl.ListFormat(locale, options)).format(parts);
 }
+
+/** Items as the locale lists them: `a, b and c`, `a, b oder c` (`disjunction`), `a、b、c`. */
+export function formatList(locale: Locale, items: readonly string[], type: 'conjunction' | 'disjunction' = 'conjunction'): string {
+  const options: Intl.ListFormatOptions = { type, style: 'long' };
+  return cached(listFormats, locale, options, () => new Intl.ListFormat(locale, options)).format(items);
+}

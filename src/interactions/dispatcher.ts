@@ -5,7 +5,8 @@ import { StoreUnavailableError } from '../store/index.ts';
 import type { Logger } from '../lib/log.ts';
 import { customIdParts } from '../discord/custom-id.ts';
 import type { Command } from './command.ts';
-import { checkRequirement, type FeatureAccess, type HandledInteraction } from './requirements.ts';
+import { t, type Locale } from '../i18n/index.ts';
+import { checkRequirement, memberLocale, type FeatureAccess, type HandledInteraction } from './requirements.ts';
 
 // Routes every interaction to its command module, and keeps the bot alive whatever a handler does: a
 // handler that throws gives the user an ephemeral "something went wrong (ref ...)" and the log a line
@@ -17,7 +18,6 @@ export interface Dispatcher {
   drain(): Promise<void>;
 }
 
-const RESTARTING = 'The bot is restarting. Try again in a minute.';
 /** Discord drops autocomplete answers after 3 s; this leaves time for the answer to travel. */
 const AUTOCOMPLETE_WITHIN_MS = 2_500;
 
@@ -126,12 +126,8 @@ export function createDispatcher<S extends { log: Logger }>(
       else log.error('interaction handler failed', { ...describe(interaction), reference, error });
       if (!interaction.isRepliable()) return;
       try {
-        await answerPrivately(
-          interaction,
-          storeDown
-            ? `The bot's storage is not answering right now, so this could not be done. Try again in a minute (ref ${reference}).`
-            : `Something went wrong (ref ${reference}). If it keeps happening, give this reference to the bot's operator.`,
-        );
+        const locale: Locale = memberLocale(interaction);
+        await answerPrivately(interaction, t(locale, storeDown ? 'dispatch.store-unavailable' : 'dispatch.failed', { reference }));
       } catch (replyError) {
         log.warn('could not tell the user about a failed interaction', { ...describe(interaction), reference, error: replyError });
       }
@@ -141,7 +137,8 @@ export function createDispatcher<S extends { log: Logger }>(
   return {
     async handle(interaction) {
       if (!accepting) {
-        if (interaction.isRepliable()) await answerPrivately(interaction, RESTARTING).catch(() => undefined);
+        if (interaction.isRepliable())
+          await answerPrivately(interaction, t(memberLocale(interaction), 'dispatch.restarting')).catch(() => undefined);
         return;
       }
       const task = run(interaction);

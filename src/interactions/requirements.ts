@@ -6,6 +6,7 @@ import type {
 } from 'discord.js';
 import { customIdParts } from '../discord/custom-id.ts';
 import { isServerManager, memberRoleIds } from '../discord/member.ts';
+import { resolveLocale, t, type Locale } from '../i18n/index.ts';
 import { refuse, type Result } from '../lib/result.ts';
 import type { Feature } from '../settings/guild-settings.ts';
 
@@ -24,8 +25,11 @@ export interface Requirement {
   manageServer?: boolean;
   /** The server's role rules for this feature (`/config roles`); admins always pass. */
   feature?: Feature;
-  /** What the member tried, for the refusal (default: the command as typed, e.g. `/video usage`). */
-  what?: string;
+  /**
+   * What the member tried, for the refusal (default: the command as typed, e.g. `/video usage`): words in the
+   * member's language, or a name that reads the same in every language (`**Animate image**`).
+   */
+  what?: string | ((locale: Locale) => string);
 }
 
 /** Whether a member with these roles may use a feature on a server: the server's role rules. */
@@ -34,7 +38,18 @@ export type FeatureAccess = (
   feature: Feature,
   memberRoleIds: readonly string[],
   isServerManager: boolean,
+  locale: Locale,
 ) => Promise<Result>;
+
+/** The language of a private answer to this interaction: the member's, else the server's, else English. */
+export function memberLocale(interaction: Pick<HandledInteraction, 'locale' | 'guildLocale'>): Locale {
+  return resolveLocale(interaction.locale, interaction.guildLocale, 'member');
+}
+
+/** The language of what the bot posts where everyone in the server reads it: the server's, else the member's, else English. */
+export function channelLocale(interaction: Pick<HandledInteraction, 'locale' | 'guildLocale'>): Locale {
+  return resolveLocale(interaction.locale, interaction.guildLocale, 'channel');
+}
 
 /** The command as the member invoked it: `/voice settings`, **Animate image** from a message's Apps menu, or `/video` for its buttons and forms. */
 function invoked(interaction: HandledInteraction): string {
@@ -50,13 +65,14 @@ export async function checkRequirement(
   requirement: Requirement,
   featureAccess: FeatureAccess,
 ): Promise<Result> {
-  const what = requirement.what ?? invoked(interaction);
+  const locale = memberLocale(interaction);
+  const what = typeof requirement.what === 'function' ? requirement.what(locale) : (requirement.what ?? invoked(interaction));
   const guildId = interaction.guildId;
   const needsServer = requirement.inServer === true || requirement.manageServer === true || requirement.feature !== undefined;
-  if (needsServer && !guildId) return refuse(`${what} works only in a server.`);
+  if (needsServer && !guildId) return refuse(t(locale, 'requirement.in-server', { what }));
   const manager = isServerManager(interaction);
-  if (requirement.manageServer && !manager) return refuse(`${what} needs the **Manage Server** permission.`);
-  if (requirement.feature && guildId) return featureAccess(guildId, requirement.feature, memberRoleIds(interaction), manager);
+  if (requirement.manageServer && !manager) return refuse(t(locale, 'requirement.manage-server', { what }));
+  if (requirement.feature && guildId) return featureAccess(guildId, requirement.feature, memberRoleIds(interaction), manager, locale);
   return { ok: true };
 }
 

@@ -1,3 +1,4 @@
+import { formatList, t, type Locale } from '../i18n/index.ts';
 import type { Result } from '../lib/result.ts';
 import type { Feature, GuildSettings } from './guild-settings.ts';
 
@@ -12,10 +13,15 @@ export function checkAccess(
   settings: Pick<GuildSettings, 'roles'>,
   feature: Feature,
   isServerManager: boolean,
+  locale: Locale,
 ): AccessVerdict {
   if (isServerManager) return { ok: true };
   const allowed = settings.roles[feature];
   if (allowed.length === 0 || allowed.some((role) => memberRoleIds.includes(role))) return { ok: true };
-  const roles = allowed.map((role) => `<@&${role}>`).join(' or ');
-  return { ok: false, message: `On this server, /${feature} is for members with ${roles}. Ask a server admin if you need it.` };
+  const roles = formatList(
+    locale,
+    allowed.map((role) => `<@&${role}>`),
+    'disjunction',
+  );
+  return { ok: false, message: t(locale, 'access.roles-only', { command: `/${feature}`, roles }) };
 }

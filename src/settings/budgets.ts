@@ -1,6 +1,7 @@
 import { USD_TICKS } from '../gateway/spec.ts';
 import type { Result } from '../lib/result.ts';
-import { formatCost } from '../wording/cost.ts';
+import { ENGLISH, t, type Locale } from '../i18n/index.ts';
+import { formatCostIn, formatEstimateIn } from '../wording/cost.ts';
 import { BUDGET_NAMES, type BudgetName, type Budgets } from './guild-settings.ts';
 import { discordRelativeTime, nextUtcMidnight } from './limits.ts';
 
@@ -56,29 +57,35 @@ export function budgetRooms(budgets: Budgets, spent: Spent, now: number): Budget
   }).sort((a, b) => a.leftTicks - b.leftTicks);
 }
 
-/** The budget in words: "your daily budget on this server ($1.00)". */
-export function describeBudget(room: Pick<BudgetRoom, 'budget' | 'limitTicks'>): string {
-  const amount = formatCost(room.limitTicks);
-  if (room.budget === 'member_daily_usd') return `your daily budget on this server (${amount})`;
-  if (room.budget === 'server_daily_usd') return `this server's daily budget (${amount})`;
-  return `this server's monthly budget (${amount})`;
-}
-
-function leftWords(room: BudgetRoom): string {
-  return `${formatCost(room.leftTicks)} is left ${room.budget === 'server_monthly_usd' ? 'this month' : 'today'}`;
+/** The budget in words, inside a sentence: "your daily budget on this server ($1.00)". */
+export function describeBudget(locale: Locale, room: Pick<BudgetRoom, 'budget' | 'limitTicks'>): string {
+  return t(locale, 'budget.name', { budget: room.budget, amount: formatCostIn(locale, room.limitTicks) });
 }
 
 /**
  * Whether `costTicks` more fits every budget: one that brings the spend to exactly a budget fits. The
  * refusal names the budget, what is left and when it starts over.
  */
-export function checkBudgets(budgets: Budgets, spent: Spent, costTicks: number, now: number): Result<object, { room?: BudgetRoom }> {
+export function checkBudgets(
+  budgets: Budgets,
+  spent: Spent,
+  costTicks: number,
+  now: number,
+  // The video part does not yet say whose language its refusals are in.
+  locale: Locale = ENGLISH,
+): Result<object, { room?: BudgetRoom }> {
   const over = budgetRooms(budgets, spent, now).find((room) => costTicks > room.leftTicks);
   if (!over) return { ok: true };
   return {
     ok: false,
     room: over,
-    message: `This video (about ${formatCost(costTicks)}) would pass ${describeBudget(over)}: ${leftWords(over)}. It starts over ${discordRelativeTime(over.resetsAt)}.`,
+    message: t(locale, 'budget.video-would-pass', {
+      estimate: formatEstimateIn(locale, costTicks),
+      budgetName: describeBudget(locale, over),
+      left: formatCostIn(locale, over.leftTicks),
+      budget: over.budget,
+      resets: discordRelativeTime(over.resetsAt),
+    }),
   };
 }
 
@@ -87,10 +94,13 @@ export function spentBudget(budgets: Budgets, spent: Spent, now: number): Budget
   return budgetRooms(budgets, spent, now).find((room) => room.leftTicks <= 0);
 }
 
-/** "… is used up: it starts over in 3 hours." */
-export function describeSpentBudget(room: BudgetRoom): string {
-  const whose = describeBudget(room);
-  return `${whose[0]!.toUpperCase()}${whose.slice(1)} is used up; it starts over ${discordRelativeTime(room.resetsAt)}.`;
+/** "Your daily budget on this server ($1.00) is used up; it starts over in 3 hours." */
+export function describeSpentBudget(locale: Locale, room: BudgetRoom): string {
+  return t(locale, 'budget.used-up', {
+    budget: room.budget,
+    amount: formatCostIn(locale, room.limitTicks),
+    resets: discordRelativeTime(room.resetsAt),
+  });
 }
 
 /** The share of a server budget an alert is posted at, once each per day or month. */

@@ -6,6 +6,7 @@ import type { Layer } from '../gateway/spec.ts';
 import { registerSecret, type Logger } from '../lib/log.ts';
 import type { Collection, Store } from '../store/index.ts';
 import { refuse, type Result } from '../lib/result.ts';
+import type { Locale } from '../i18n/index.ts';
 import type { GatewayCredentials } from '../gateway/types.ts';
 import type {
   GuildVideoPolicy,
@@ -67,6 +68,8 @@ export interface SettingsOptions {
   prices: PriceTable;
   /** Posts a budget alert in a server's alert channel; default none. */
   postAlert?: (channelId: string, content: string) => Promise<unknown>;
+  /** The server's language (Discord's preferred locale), for what its members read together; default English. */
+  guildLocale?: (guildId: string) => Locale;
   metrics?: Pick<BotMetrics, 'spend'>;
 }
 
@@ -135,6 +138,7 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
       prices: options.prices,
       settings: (guildId) => this.get(guildId),
       ...(options.postAlert ? { postAlert: options.postAlert } : {}),
+      ...(options.guildLocale ? { guildLocale: options.guildLocale } : {}),
       ...(options.metrics ? { metrics: options.metrics } : {}),
     });
     if (!this.#cipher) options.log.warn('KEY_ENCRYPTION_SECRET is not set: servers cannot store their own gateway keys');
@@ -395,8 +399,14 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
   // ---- Access and usage ------------------------------------------------------------------------
 
   /** Whether a member may use a feature: everyone when no roles are set, server managers always. */
-  async mayUse(guildId: string, feature: Feature, memberRoleIds: readonly string[], isServerManager: boolean): Promise<AccessVerdict> {
+  async mayUse(
+    guildId: string,
+    feature: Feature,
+    memberRoleIds: readonly string[],
+    isServerManager: boolean,
+    locale: Locale,
+  ): Promise<AccessVerdict> {
     if (isServerManager) return { ok: true };
-    return checkAccess(memberRoleIds, await this.get(guildId), feature, false);
+    return checkAccess(memberRoleIds, await this.get(guildId), feature, false, locale);
   }
 }

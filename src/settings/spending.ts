@@ -8,12 +8,14 @@ import { LimitReachedError, type LimitQuery, type MemberTask, type SpendReservat
 import type { VideoEstimateRequest } from '../ports/guild-policy.ts';
 import type { VoiceBudgetLeft, VoiceSpending, VoiceUse } from '../ports/voice-spend.ts';
 import { parseMarker, type Collection, type Store } from '../store/index.ts';
-import { formatCost } from '../wording/cost.ts';
+import { ENGLISH, t, type Locale } from '../i18n/index.ts';
+import { formatCostIn } from '../wording/cost.ts';
 import {
   budgetRooms,
   checkBudgets,
   describeBudget,
   describeSpentBudget,
+  type BudgetRoom,
   reachedThresholds,
   spentBudget,
   usdToTicks,
@@ -36,6 +38,8 @@ export interface SpendingOptions {
   settings(guildId: string): Promise<GuildSettings>;
   /** Posts an alert in a server's alert channel; default none. */
   postAlert?: (channelId: string, content: string) => Promise<unknown>;
+  /** The server's language (its preferred locale), for what the server's members read together: alerts, voice notices; default English. */
+  guildLocale?: (guildId: string) => Locale;
   metrics?: Pick<BotMetrics, 'spend'>;
 }
 
@@ -47,7 +51,7 @@ export interface UsageView {
   now: number;
   member: { today: UsageCount; month: UsageCount };
   /** What is left of each budget that is set, tightest first. */
-  budgets: { words: string; leftTicks: number; resetsAt: number }[];
+  budgets: BudgetRoom[];
   server?: {
     today: Record<string, UsageCount>;
     month: Record<string, UsageCount>;
@@ -133,10 +137,18 @@ export class Spending implements VoiceSpending {
 
   // ---- Voice -----------------------------------------------------------------------------------
 
+  #guildLocale(guildId: string): Locale {
+    return this.#options.guildLocale?.(guildId) ?? ENGLISH;
+  }
+
   async checkStart(guildId: string, userId: string, now: number): Promise<Result> {
     const { spending } = await this.#options.settings(guildId);
     const used = spentBudget(spending.budgets, await this.#spent(guildId, userId, now, spending.budgets), now);
-    return used ? refuse(`I cannot start a conversation: ${lowerFirst(describeSpentBudget(used))}`) : { ok: true };
+    if (!used) return { ok: true };
+    const locale = this.#guildLocale(guildId);
+    return refuse(
+      t(locale, 'voice.budget.cannot-start', { budgetName: describeBudget(locale, used), resets: discordRelativeTime(used.resetsAt) }),
+    );
   }
 
   async meter(use: VoiceUse): Promise<VoiceBudgetLeft> {
@@ -153,7 +165,7 @@ export class Spending implements VoiceSpending {
     }
     const tightest = budgetRooms(spending.budgets, spent, use.at)[0];
     if (!tightest || perMs === 0) return { msLeft: undefined, reason: '' };
-    return { msLeft: tightest.leftTicks / perMs, reason: describeSpentBudget(tightest) };
+    return { msLeft: tightest.leftTicks / perMs, reason: describeSpentBudget(this.#guildLocale(use.guildId), tightest) };
   }
 
   // ---- Alerts ----------------------------------------------------------------------------------
@@ -175,12 +187,18 @@ export class Spending implements VoiceSpending {
         if (!created) continue;
         const room = budgetRooms(spending.budgets, spent, at).find((candidate) => candidate.budget === reached.budget);
         if (!room) continue;
-        const whose = describeBudget(room);
+        // Everyone in the alert channel reads it: the server's language.
+        const locale = this.#guildLocale(guildId);
+        const values = { budgetName: describeBudget(locale, room), resets: discordRelativeTime(room.resetsAt) };
         await post(
           channelId,
           reached.threshold === 100
-            ? `🛑 This server has used all of ${whose}: new videos and voice conversations are refused until it starts over ${discordRelativeTime(room.resetsAt)}.`
-            : `⚠️ This server has spent ${formatCost(reached.spentTicks)}, ${reached.threshold}% of ${whose}. It starts over ${discordRelativeTime(room.resetsAt)}.`,
+            ? t(locale, 'budget.alert.used-all', values)
+            : t(locale, 'budget.alert.reached', {
+                ...values,
+                spent: formatCostIn(locale, reached.spentTicks),
+                share: reached.threshold / 100,
+              }),
         );
       }
     } catch (error) {
@@ -203,11 +221,7 @@ export class Spending implements VoiceSpending {
     const view: UsageView = {
       now,
       member: { today: memberUsage(today, userId), month: ownValue(month, userId) ?? noUsage() },
-      budgets: budgetRooms(spending.budgets, spent, now).map((room) => ({
-        words: describeBudget(room),
-        leftTicks: room.leftTicks,
-        resetsAt: room.resetsAt,
-      })),
+      budgets: budgetRooms(spending.budgets, spent, now),
     };
     if (withServer) {
       view.server = {
@@ -218,10 +232,6 @@ export class Spending implements VoiceSpending {
     }
     return view;
   }
-}
-
-function lowerFirst(text: string): string {
-  return `${text[0]!.toLowerCase()}${text.slice(1)}`;
 }
 
 export { usdToTicks };

@@ -1,4 +1,6 @@
+import { ENGLISH } from '../i18n/index.ts';
 import { dayKey } from '../lib/day-key.ts';
+import { describeBudget } from './budgets.ts';
 import { formatCost } from '../wording/cost.ts';
 import { discordRelativeTime, videos } from './limits.ts';
 import type { UsageView } from './spending.ts';
@@ -51,7 +53,10 @@ export function formatUsage(view: UsageView): string {
     view.budgets.length === 0
       ? '**Budgets:** none set on this server.'
       : `**Budgets:** ${view.budgets
-          .map((budget) => `${budget.words}: ${formatCost(budget.leftTicks)} left, starts over ${discordRelativeTime(budget.resetsAt)}`)
+          .map(
+            (budget) =>
+              `${describeBudget(ENGLISH, budget)}: ${formatCost(budget.leftTicks)} left, starts over ${discordRelativeTime(budget.resetsAt)}`,
+          )
           .join('; ')}`,
   ];
   if (view.server) {

@@ -1,3 +1,5 @@
+import { formatDuration, t, type Locale } from '../i18n/index.ts';
+
 // What a conversation says, in its text channel and aloud, when its budget is about to run out and when
 // it has. The reason comes from the spending port ("Your daily budget on this server ($1.00) is used
 // up; it starts over <t:…:R>."): the channel shows Discord's timestamp, the voice says it in words.
@@ -12,37 +14,39 @@ export interface BudgetNotice {
   spoken: string;
 }
 
-export function budgetWarning(msLeft: number, reason: string, now: number): BudgetNotice {
+/** From this many seconds left, the warning says "about a minute". */
+const ABOUT_A_MINUTE_S = 50;
+
+/** `reason` is the spending port's, in the server's language (`locale`) already. */
+export function budgetWarning(locale: Locale, msLeft: number, reason: string, now: number): BudgetNotice {
   const seconds = Math.max(1, Math.round(msLeft / 1000));
-  const howLong = seconds >= 50 ? 'About a minute' : `${seconds} second${seconds === 1 ? '' : 's'}`;
-  const why = `I leave once ${lowerFirst(reason)}`;
+  const left = seconds >= ABOUT_A_MINUTE_S ? t(locale, 'voice.budget.about-a-minute') : formatDuration(locale, seconds);
   return {
-    text: `⏳ ${howLong} of this conversation is left: ${why}`,
-    spoken: `${howLong} of this conversation is left: ${spokenTimes(why, now)}`,
+    text: `⏳ ${t(locale, 'voice.budget.warning', { left, reason })}`,
+    spoken: t(locale, 'voice.budget.warning', { left, reason: spokenTimes(locale, reason, now) }),
   };
 }
 
-export function budgetSpent(reason: string, now: number): BudgetNotice {
-  return { text: reason, spoken: `${spokenTimes(reason, now)} I am leaving now. Goodbye.` };
+export function budgetSpent(locale: Locale, reason: string, now: number): BudgetNotice {
+  return { text: reason, spoken: t(locale, 'voice.budget.spent', { reason: spokenTimes(locale, reason, now) }) };
 }
 
-/** Discord timestamps as words a voice can say: "in 3 hours". */
-export function spokenTimes(text: string, now: number): string {
-  return text.replace(DISCORD_TIMESTAMP, (_match, seconds: string) => inWords(Number(seconds) * 1000 - now));
+/** Discord timestamps as words a voice can say: "in 3 hours", "in 3 Stunden". */
+export function spokenTimes(locale: Locale, text: string, now: number): string {
+  return text.replace(DISCORD_TIMESTAMP, (_match, seconds: string) => inWords(locale, Number(seconds) * 1000 - now));
 }
 
-function inWords(ms: number): string {
+const RELATIVE = new Map<string, Intl.RelativeTimeFormat>();
+
+function inWords(locale: Locale, ms: number): string {
+  let format = RELATIVE.get(locale);
+  if (!format) {
+    format = new Intl.RelativeTimeFormat(locale, { numeric: 'always' });
+    RELATIVE.set(locale, format);
+  }
   const minutes = Math.max(1, Math.round(ms / 60_000));
-  if (minutes < 60) return `in ${count(minutes, 'minute')}`;
+  if (minutes < 60) return format.format(minutes, 'minute');
   const hours = Math.round(minutes / 60);
-  if (hours < 48) return `in ${count(hours, 'hour')}`;
-  return `in ${count(Math.round(hours / 24), 'day')}`;
-}
-
-function count(n: number, unit: string): string {
-  return `${n} ${unit}${n === 1 ? '' : 's'}`;
-}
-
-function lowerFirst(text: string): string {
-  return text.length === 0 ? text : `${text[0]!.toLowerCase()}${text.slice(1)}`;
+  if (hours < 48) return format.format(hours, 'hour');
+  return format.format(Math.round(hours / 24), 'day');
 }

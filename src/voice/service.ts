@@ -17,6 +17,7 @@ import { VoiceAccessError, VoiceSession, finalFailure, type VoiceFunctionCall, t
 import { VOICE_TOOLS, runToolCall } from './tools.ts';
 import { ConversationRecorder, type ConversationRecord, type ConversationRecords, type RecordedTurn } from './conversation-record.ts';
 import type { Result } from '../lib/result.ts';
+import { ENGLISH, resolveLocale, SUPPORTED_LOCALES, t, type Locale } from '../i18n/index.ts';
 import type { BotMetrics } from '../lib/metrics.ts';
 
 // Voice conversations, one per server: joining and leaving, telling the text channel, leaving empty or
@@ -29,7 +30,21 @@ const ENCRYPTION_JOIN_WAIT_MS = 3_000;
 const DISCONNECTED_GRACE_MS = 5_000;
 /** A connection that is not Ready (rejoining, resuming) gets this long to be Ready again. */
 const RECOVERY_TIMEOUT_MS = JOIN_TIMEOUT_MS;
-const DISCONNECTED_REASON = 'I was disconnected from the voice channel';
+
+/** Why a conversation ended, worded in the server's language when the text channel is told. */
+export type LeaveReason =
+  | { why: 'asked'; by: string }
+  | { why: 'moving' | 'connection-ended' | 'connection-lost' | 'disconnected' | 'model-unavailable' | 'budget' | 'restarting' | 'empty' }
+  | { why: 'idle'; minutes: number };
+
+function leaveValues(reason: LeaveReason): { reason: string; by: string; minutes: number } {
+  // ICU selectors take no hyphen.
+  return {
+    reason: reason.why.replaceAll('-', '_'),
+    by: 'by' in reason ? `<@${reason.by}>` : '',
+    minutes: 'minutes' in reason ? reason.minutes : 0,
+  };
+}
 const IDLE_CHECK_MS = 30_000;
 /** A lost realtime session is reopened at once, then after up to 0.5 s, 1 s, 2 s… 30 s (each cut by up to half at random); the conversation ends after 8 failed attempts. */
 const REALTIME_RECONNECT = { baseMs: 500, maxMs: 30_000, maxAttempts: 8 };
@@ -44,10 +59,10 @@ const LAST_LINE_MAX_MS = 15_000;
  * line (about 3 s of speech). Well within the stop's 10 s, which also drains commands and closes the rest.
  */
 const RESTART_LINE_MAX_MS = 6_000;
-const RESTART_LINE = 'I am restarting now. I will be back in a moment.';
-const BACK_LINE = 'I am back. Where were we?';
-/** What the bot says of the restart itself is not kept as a turn of the conversation: it would only crowd the real ones out. */
-const RESTART_LINES: ReadonlySet<string> = new Set([RESTART_LINE, BACK_LINE]);
+/** What the bot says of the restart itself, in every language, is not kept as a turn of the conversation: it would only crowd the real ones out. */
+const RESTART_LINES: ReadonlySet<string> = new Set(
+  SUPPORTED_LOCALES.flatMap((locale) => [t(locale, 'voice.spoken.restarting'), t(locale, 'voice.spoken.back')]),
+);
 /** How long a new realtime session gets to take the earlier turns as items before they go in its instructions instead. */
 const RESTORE_TIMEOUT_MS = 5_000;
 /** A conversation that cannot be brought back after a restart is tried this many times (across starts), then dropped. */
@@ -69,6 +84,12 @@ interface GuildVoice {
   meter: ConversationMeter | undefined;
   /** Keeps the conversation's record in the store, to bring it back after a restart; undefined without a store. */
   recorder: ConversationRecorder | undefined;
+}
+
+/** What tells the model which language to answer in when the speaker's is unclear; the instruction itself stays English, which every model reads. */
+function languageInstruction(locale: string): string {
+  const name = new Intl.DisplayNames([ENGLISH], { type: 'language' }).of(locale) ?? locale;
+  return `Answer in the language the speaker uses. If the speaker's language is unclear, answer in ${name}.`;
 }
 
 /** The earlier turns in words, for a gateway that does not take them as conversation items. */
@@ -181,7 +202,7 @@ export class VoiceService {
 
     this.#joining.add(guildId);
     try {
-      if (current) await this.leave(guildId, 'moving to another channel', false);
+      if (current) await this.leave(guildId, { why: 'moving' }, false);
       const settings = resumed?.settings ?? (await this.#deps.settings.voiceSettings(guildId));
       const log = this.#deps.log.child({ guild: guildId });
       const connection = joinVoiceChannel({
@@ -199,16 +220,18 @@ export class VoiceService {
       } catch (error) {
         log.warn('the voice connection did not become ready', { channel: voiceChannelId, error });
         connection.destroy();
-        return { ok: false, message: 'I could not connect to that voice channel. Check that I may connect and speak there.' };
+        return { ok: false, message: t(this.#locale(guildId), 'voice.could-not-connect') };
       }
       const activity = { last: this.#now() };
       // The earlier turns of a conversation brought back: items of its first realtime session, or, when the
       // gateway does not take those, a note in the instructions of every session from then on.
       let toRestore = resumed && resumed.turns.length > 0 ? resumed.turns : undefined;
       let earlierTurns: string | undefined;
+      // The model answers in the speaker's language; when that is unclear, in the server's.
+      const languageNote = languageInstruction(this.#locale(guildId));
       const sessionConfig = (manual: boolean): RealtimeSessionConfig => ({
         voice: settings.voice,
-        instructions: earlierTurns === undefined ? settings.instructions : `${settings.instructions}\n\n${earlierTurns}`,
+        instructions: [settings.instructions, languageNote, earlierTurns].filter((part) => part !== undefined).join('\n\n'),
         turnDetection: manual
           ? null
           : {
@@ -321,16 +344,17 @@ export class VoiceService {
         if (status === 'reconnecting') this.#deps.metrics?.realtimeReconnect();
       });
       const encryption = await session.encryptionSettled(ENCRYPTION_JOIN_WAIT_MS);
+      const locale = this.#locale(guildId);
       if (resumed) {
-        session.announce(BACK_LINE);
+        session.announce(t(locale, 'voice.spoken.back'));
         await this.#say(
           textChannelId,
-          `🎙️ Back in <#${voiceChannelId}> after a restart, and still listening: what people say there is sent to the voice model and answered out loud. Use \`/voice leave\` to stop.\n${describeCallEncryption(encryption)}`,
+          `${t(locale, 'voice.back', { channel: `<#${voiceChannelId}>` })}\n${describeCallEncryption(encryption)}`,
         );
       } else {
         await this.#say(
           textChannelId,
-          `🎙️ Listening in <#${voiceChannelId}>. What people say there is sent to the voice model and answered out loud. Use \`/voice leave\` to stop.\n${describeCallEncryption(encryption)}`,
+          `${t(locale, 'voice.joined', { channel: `<#${voiceChannelId}>` })}\n${describeCallEncryption(encryption)}`,
         );
       }
       // After the channel heard that the bot listens: a budget with under a minute left is warned of at once.
@@ -348,10 +372,10 @@ export class VoiceService {
    * is told why.
    */
   #watch(guildId: string, connection: VoiceConnection): void {
-    let reason = 'the voice connection ended';
+    let reason: LeaveReason = { why: 'connection-ended' };
     let recovery: NodeJS.Timeout | undefined;
     let disconnected: NodeJS.Timeout | undefined;
-    const giveUp = (why: string) => {
+    const giveUp = (why: LeaveReason) => {
       reason = why;
       if (connection.state.status !== VoiceConnectionStatus.Destroyed) connection.destroy();
     };
@@ -367,17 +391,21 @@ export class VoiceService {
         if (this.#guilds.get(guildId)?.connection === connection) void this.leave(guildId, reason);
         return;
       }
-      recovery ??= setTimeout(() => giveUp('the voice connection could not be restored'), RECOVERY_TIMEOUT_MS);
+      recovery ??= setTimeout(() => giveUp({ why: 'connection-lost' }), RECOVERY_TIMEOUT_MS);
       if (next.status === VoiceConnectionStatus.Disconnected)
-        disconnected = setTimeout(() => giveUp(DISCONNECTED_REASON), DISCONNECTED_GRACE_MS);
+        disconnected = setTimeout(() => giveUp({ why: 'disconnected' }), DISCONNECTED_GRACE_MS);
     });
   }
 
   /** Ends the conversation for good (its record goes too), and says so in the text channel unless `announce` is false. */
-  async leave(guildId: string, reason: string, announce = true): Promise<boolean> {
+  async leave(guildId: string, reason: LeaveReason, announce = true): Promise<boolean> {
     const entry = this.#guilds.get(guildId);
-    if (!entry || !(await this.#end(guildId, entry, reason, 'remove'))) return false;
-    if (announce) await this.#say(entry.textChannelId, `Stopped listening in <#${entry.voiceChannelId}> (${reason}).`);
+    if (!entry || !(await this.#end(guildId, entry, reason.why, 'remove'))) return false;
+    if (announce)
+      await this.#say(
+        entry.textChannelId,
+        t(this.#locale(guildId), 'voice.left', { channel: `<#${entry.voiceChannelId}>`, ...leaveValues(reason) }),
+      );
     return true;
   }
 
@@ -397,8 +425,8 @@ export class VoiceService {
   /** The conversation cannot go on (see VoiceSession.onGiveUp): leave, and say why in full. */
   async #stopBecause(guildId: string, reason: string): Promise<void> {
     const entry = this.#guilds.get(guildId);
-    if (!entry || !(await this.leave(guildId, 'the voice model is unavailable', false))) return;
-    await this.#say(entry.textChannelId, `Stopped listening in <#${entry.voiceChannelId}>. ${reason}`);
+    if (!entry || !(await this.leave(guildId, { why: 'model-unavailable' }, false))) return;
+    await this.#say(entry.textChannelId, t(this.#locale(guildId), 'voice.stopped', { channel: `<#${entry.voiceChannelId}>`, reason }));
   }
 
   #meter(spending: VoiceSpending, guildId: string, userId: string, model: string, log: Logger): ConversationMeter {
@@ -412,7 +440,7 @@ export class VoiceService {
       onWarning: ({ msLeft, reason }) => {
         const entry = this.#guilds.get(guildId);
         if (entry?.meter !== meter) return;
-        const notice = budgetWarning(msLeft, reason, Date.now());
+        const notice = budgetWarning(this.#locale(guildId), msLeft, reason, Date.now());
         entry.session.announce(notice.spoken);
         void this.#say(entry.textChannelId, notice.text);
       },
@@ -425,10 +453,11 @@ export class VoiceService {
   async #budgetSpent(guildId: string, meter: ConversationMeter, reason: string): Promise<void> {
     const entry = this.#guilds.get(guildId);
     if (entry?.meter !== meter) return;
-    const notice = budgetSpent(reason, Date.now());
+    const locale = this.#locale(guildId);
+    const notice = budgetSpent(locale, reason, Date.now());
     await entry.session.sayLast(notice.spoken, LAST_LINE_MAX_MS);
-    if (this.#guilds.get(guildId) !== entry || !(await this.leave(guildId, 'a budget is used up', false))) return;
-    await this.#say(entry.textChannelId, `Stopped listening in <#${entry.voiceChannelId}>. ${notice.text}`);
+    if (this.#guilds.get(guildId) !== entry || !(await this.leave(guildId, { why: 'budget' }, false))) return;
+    await this.#say(entry.textChannelId, t(locale, 'voice.stopped', { channel: `<#${entry.voiceChannelId}>`, reason: notice.text }));
   }
 
   /** Speaks a notice in the voice channel, if the bot is in one on that server. */
@@ -450,15 +479,13 @@ export class VoiceService {
     await Promise.all(
       [...this.#guilds].map(async ([guildId, entry]) => {
         if (!entry.recorder) {
-          await this.leave(guildId, 'the bot is restarting');
+          await this.leave(guildId, { why: 'restarting' });
           return;
         }
+        const locale = this.#locale(guildId);
         await Promise.all([
-          entry.session.sayLast(RESTART_LINE, RESTART_LINE_MAX_MS),
-          this.#say(
-            entry.textChannelId,
-            `🔄 The bot is restarting: I will be back in <#${entry.voiceChannelId}> in a moment, and remember what was said.`,
-          ),
+          entry.session.sayLast(t(locale, 'voice.spoken.restarting'), RESTART_LINE_MAX_MS),
+          this.#say(entry.textChannelId, t(locale, 'voice.restarting', { channel: `<#${entry.voiceChannelId}>` })),
         ]);
         await this.#end(guildId, entry, 'the bot is restarting (coming back after it)', 'keep');
       }),
@@ -494,7 +521,7 @@ export class VoiceService {
         await this.#dropRecord(records, guildId, log);
         await this.#say(
           record.textChannelId,
-          `I could not come back to <#${record.voiceChannelId}> after the restart. Use \`/voice join\` to start a new conversation.`,
+          t(this.#locale(guildId), 'voice.could-not-come-back', { channel: `<#${record.voiceChannelId}>` }),
         );
         return false;
       }
@@ -531,6 +558,11 @@ export class VoiceService {
     } catch (error) {
       log.warn("could not drop the voice conversation's record", { error });
     }
+  }
+
+  /** The server's language (its Community setting): what the bot posts in its channels and says aloud there is in it. */
+  #locale(guildId: string): Locale {
+    return resolveLocale(undefined, this.#deps.client.guilds.cache.get(guildId)?.preferredLocale, 'channel');
   }
 
   async #say(channelId: string, content: string): Promise<string | undefined> {
@@ -586,15 +618,20 @@ export class VoiceService {
   async #transcript(guildId: string, speaker: 'user' | 'bot', text: string, answered: boolean): Promise<void> {
     const entry = this.#guilds.get(guildId);
     if (!entry?.settings.transcripts) return;
+    const locale = this.#locale(guildId);
     try {
       if (!entry.transcriptThreadId) {
         // Posted once: a thread that cannot be opened must not leave one anchor per line in the channel.
         entry.transcriptAnchorId ??= await this.#deps.outbox.say(
           entry.textChannelId,
-          `📝 Transcript of the conversation in <#${entry.voiceChannelId}>`,
+          t(locale, 'voice.transcript.header', { channel: `<#${entry.voiceChannelId}>` }),
         );
         try {
-          entry.transcriptThreadId = await this.#deps.outbox.startThread(entry.textChannelId, entry.transcriptAnchorId, 'Voice transcript');
+          entry.transcriptThreadId = await this.#deps.outbox.startThread(
+            entry.textChannelId,
+            entry.transcriptAnchorId,
+            t(locale, 'voice.transcript.thread'),
+          );
           entry.recorder?.change({ transcriptThreadId: entry.transcriptThreadId });
         } catch (error) {
           if (!isDiscordError(error, DISCORD_ERRORS.missingAccess, DISCORD_ERRORS.missingPermissions)) throw error;
@@ -605,16 +642,15 @@ export class VoiceService {
             channel: entry.textChannelId,
             error,
           });
-          await this.#say(
-            entry.textChannelId,
-            'I may not open a thread in this channel (I lack **Create Public Threads** here), so this conversation gets no transcript.',
-          );
+          await this.#say(entry.textChannelId, t(locale, 'voice.transcript.no-thread'));
           return;
         }
       }
       // A member's line says whether the bot answered it (it answers only turns that name it, with several people in the channel).
-      const mark = speaker === 'user' ? (answered ? ' · ✅ answered' : ' · not answered (not addressed to me)') : '';
-      await this.#deps.outbox.say(entry.transcriptThreadId, `${speaker === 'bot' ? '**Bot**' : '**Voice**'}: ${text}${mark}`);
+      await this.#deps.outbox.say(
+        entry.transcriptThreadId,
+        t(locale, 'voice.transcript.line', { speaker, text, answered: speaker === 'bot' ? 'bot' : answered ? 'yes' : 'no' }),
+      );
     } catch (error) {
       this.#deps.log.warn('could not post a transcript line', { guild: guildId, error });
     }
@@ -627,7 +663,7 @@ export class VoiceService {
     if (after.id === this.#deps.client.user?.id) {
       // Someone disconnected the bot (Discord says so before the voice socket closes), or moved it.
       if (after.channelId === null) {
-        void this.leave(guildId, DISCONNECTED_REASON);
+        void this.leave(guildId, { why: 'disconnected' });
         return;
       }
       if (entry.voiceChannelId !== after.channelId) entry.recorder?.change({ voiceChannelId: after.channelId });
@@ -637,7 +673,7 @@ export class VoiceService {
     }
     const people = this.#peopleIn(after.guild, entry.voiceChannelId);
     if (people === 0) {
-      void this.leave(guildId, 'the channel is empty');
+      void this.leave(guildId, { why: 'empty' });
       return;
     }
     entry.session.answerOnlyWhenNamed(answersOnlyWhenNamed(entry.settings.respond, people));
@@ -658,7 +694,7 @@ export class VoiceService {
     for (const [guildId, entry] of this.#guilds) {
       entry.recorder?.refresh(Date.now());
       if (!entry.session.speaking && now - entry.activity.last > entry.settings.idleMinutes * 60_000)
-        void this.leave(guildId, `nobody spoke for ${entry.settings.idleMinutes} minute${entry.settings.idleMinutes === 1 ? '' : 's'}`);
+        void this.leave(guildId, { why: 'idle', minutes: entry.settings.idleMinutes });
     }
   }
 }

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { createServer, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { join } from 'node:path';
+import { resolveLocale, t } from '../../src/i18n/index.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isRecord, parseJsonText } from '../../src/lib/json.ts';
 import { createLogger } from '../../src/lib/log.ts';
@@ -157,6 +158,16 @@ describe("a server's own gateway key", () => {
     expect(definition?.default_member_permissions).toBe('32');
     const refused = (await config(world.guild.member, 'show').response()).data;
     expect(refused).toMatchObject({ flags: 64, content: expect.stringContaining('Manage Server') });
+  });
+
+  it("refuses a member in the member's own language, whatever the server's", async () => {
+    const { discord, guild } = world;
+    const german = discord.createUser({ guildId: guild.id, locale: 'de' });
+    const refused = (await config(german, 'show').response()).data;
+    expect(refused).toMatchObject({
+      flags: 64,
+      content: t(resolveLocale('de', 'en-US', 'member'), 'requirement.manage-server', { what: '`/config show`' }),
+    });
   });
 
   it('refuses a key the gateway rejects, saying why, and stores nothing', async () => {

@@ -60,7 +60,7 @@ describe.each([
       expect((await run(guild.admin, 'voice', 'join').reply()).content).toMatch(/^Joined/);
       const warning = await discord.waitForMessage(guild.textChannelId, (message) => message.content.startsWith('⏳'));
       expect(warning.content).toMatch(
-        /of this conversation is left: I leave once your daily budget on this server \(\$3\.00\) is used up;/,
+        /of this conversation is left, then I leave: Your daily budget on this server \(\$3\.00\) is used up;/,
       );
       const goodbye = await emulator.realtime.waitForClientEvent(
         (event) => event.type === 'conversation.item.create' && JSON.stringify(event.item).includes('I am leaving now. Goodbye.'),

@@ -11,6 +11,7 @@ import {
   type Spent,
 } from '../../src/settings/budgets.ts';
 import { NO_BUDGETS, type Budgets } from '../../src/settings/guild-settings.ts';
+import { ENGLISH } from '../../src/i18n/index.ts';
 
 // The budget arithmetic at its edges: the last cent (and one tick past it), a day's and a month's first
 // and last moments, and the 80% / 100% alert thresholds.
@@ -88,7 +89,9 @@ describe('a used-up budget', () => {
     expect(spentBudget(dollar, spent({ serverToday: USD_TICKS - 1 }), NOW)).toBeUndefined();
     const used = spentBudget(dollar, spent({ serverToday: USD_TICKS }), NOW);
     expect(used).toMatchObject({ budget: 'server_daily_usd', leftTicks: 0, resetsAt: NEXT_MIDNIGHT });
-    expect(describeSpentBudget(used!)).toBe(`This server's daily budget ($1.00) is used up; it starts over <t:${NEXT_MIDNIGHT / 1000}:R>.`);
+    expect(describeSpentBudget(ENGLISH, used!)).toBe(
+      `This server's daily budget ($1.00) is used up; it starts over <t:${NEXT_MIDNIGHT / 1000}:R>.`,
+    );
     // Past it (voice counted to the second may run a little over): nothing is "left" below zero.
     expect(spentBudget(dollar, spent({ serverToday: 2 * USD_TICKS }), NOW)).toMatchObject({ leftTicks: 0 });
   });

@@ -6,6 +6,7 @@ import { formatCost } from '../../src/wording/cost.ts';
 import { noUsage, type UsageCount } from '../../src/settings/usage.ts';
 import { formatUsage } from '../../src/settings/usage-report.ts';
 import type { UsageView } from '../../src/settings/spending.ts';
+import { ENGLISH } from '../../src/i18n/index.ts';
 
 const NO_LIMITS = { concurrentPerUser: 0, dailyPerUser: 0, dailyPerServer: 0 };
 const LATE = Date.UTC(2026, 10, 22, 23, 59, 59, 999);
@@ -93,17 +94,17 @@ describe('access by role', () => {
   const restricted = { roles: { video: ['111', '222'], voice: [] } };
 
   it('lets everyone in when the server chose no roles', () => {
-    expect(checkAccess([], open, 'video', false)).toEqual({ ok: true });
-    expect(checkAccess([], restricted, 'voice', false)).toEqual({ ok: true });
+    expect(checkAccess([], open, 'video', false, ENGLISH)).toEqual({ ok: true });
+    expect(checkAccess([], restricted, 'voice', false, ENGLISH)).toEqual({ ok: true });
   });
 
   it('lets in members with one of the roles, and server managers always', () => {
-    expect(checkAccess(['999', '222'], restricted, 'video', false)).toEqual({ ok: true });
-    expect(checkAccess([], restricted, 'video', true)).toEqual({ ok: true });
+    expect(checkAccess(['999', '222'], restricted, 'video', false, ENGLISH)).toEqual({ ok: true });
+    expect(checkAccess([], restricted, 'video', true, ENGLISH)).toEqual({ ok: true });
   });
 
   it('refuses others, naming the roles that would do', () => {
-    expect(checkAccess(['999'], restricted, 'video', false)).toEqual({
+    expect(checkAccess(['999'], restricted, 'video', false, ENGLISH)).toEqual({
       ok: false,
       message: 'On this server, /video is for members with <@&111> or <@&222>. Ask a server admin if you need it.',
     });

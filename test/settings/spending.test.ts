@@ -16,6 +16,8 @@ import { SettingsService } from '../../src/settings/service.ts';
 import { formatUsage } from '../../src/settings/usage-report.ts';
 import { monthKey } from '../../src/settings/usage.ts';
 import { openStore, type Store } from '../../src/store/index.ts';
+import { ENGLISH } from '../../src/i18n/index.ts';
+import { describeBudget } from '../../src/settings/budgets.ts';
 
 // What a server's key spends, on the real stores: reservations against the budgets at submission (two
 // members, and two workers, against the last dollar), what a finished task counts, voice metering,
@@ -270,7 +272,7 @@ describe.each([
     );
     // What is left is the budget less what was counted: $2.00 - $0.25 - $0.40.
     expect((await restarted.spending.usage(guild, member(1), false, DAY)).budgets).toEqual([
-      { words: 'your daily budget on this server ($2.00)', leftTicks: 135 * CENTS, resetsAt: MIDNIGHT_AFTER },
+      { budget: 'member_daily_usd', limitTicks: 200 * CENTS, leftTicks: 135 * CENTS, resetsAt: MIDNIGHT_AFTER },
     ]);
     expect(observed.metrics.sort()).toEqual(['video estimated 0.4', 'video reported 0.25']);
   });
@@ -400,7 +402,7 @@ describe.each([
     const view = await first.spending.usage(guild, member(1), true, DAY);
     expect(view.member.month).toMatchObject({ voiceMs: 120_000, voiceTicks: 10 * CENTS });
     expect(view.server?.days.at(-1)).toEqual({ day: '2026-11-17', videoUsd: 0, voiceUsd: 0.1 });
-    expect(view.budgets.map((budget) => [budget.words, budget.leftTicks])).toEqual([
+    expect(view.budgets.map((budget) => [describeBudget(ENGLISH, budget), budget.leftTicks])).toEqual([
       ['your daily budget on this server ($0.10)', 0],
       ["this server's monthly budget ($50.00)", 4990 * CENTS],
     ]);

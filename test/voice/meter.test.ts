@@ -7,6 +7,7 @@ import { silentLogger } from '../../src/lib/log.ts';
 import type { VoiceBudgetLeft, VoiceSpending, VoiceUse } from '../../src/ports/voice-spend.ts';
 import { BUDGET_WARNING_MS, ConversationMeter } from '../../src/voice/meter.ts';
 import { budgetSpent, budgetWarning } from '../../src/voice/budget-notices.ts';
+import { ENGLISH } from '../../src/i18n/index.ts';
 
 const HEARTBEAT_MS = 30_000;
 const REASON = 'Your daily budget on this server ($1.00) is used up; it starts over <t:2000:R>.';
@@ -169,13 +170,13 @@ describe('the conversation meter', () => {
 describe('budget notices', () => {
   it('show the reset time in the channel and say it in words aloud', () => {
     const now = 2000_000 - 3 * 3600_000;
-    expect(budgetWarning(12_000, REASON, now)).toEqual({
-      text: '⏳ 12 seconds of this conversation is left: I leave once your daily budget on this server ($1.00) is used up; it starts over <t:2000:R>.',
+    expect(budgetWarning(ENGLISH, 12_000, REASON, now)).toEqual({
+      text: '⏳ 12 seconds of this conversation is left, then I leave: Your daily budget on this server ($1.00) is used up; it starts over <t:2000:R>.',
       spoken:
-        '12 seconds of this conversation is left: I leave once your daily budget on this server ($1.00) is used up; it starts over in 3 hours.',
+        '12 seconds of this conversation is left, then I leave: Your daily budget on this server ($1.00) is used up; it starts over in 3 hours.',
     });
-    expect(budgetWarning(60_000, REASON, now).text).toMatch(/^⏳ About a minute of this conversation is left/);
-    expect(budgetSpent(REASON, now).spoken).toBe(
+    expect(budgetWarning(ENGLISH, 60_000, REASON, now).text).toMatch(/^⏳ About a minute of this conversation is left, then I leave/);
+    expect(budgetSpent(ENGLISH, REASON, now).spoken).toBe(
       'Your daily budget on this server ($1.00) is used up; it starts over in 3 hours. I am leaving now. Goodbye.',
     );
   });

@@ -88,7 +88,7 @@ describe('a metered conversation', () => {
     await asked(
       async () => ((await settings.spending.ledger.day(guildId, Date.now())).users[member.id]?.voiceMs ?? 0) >= SESSION_LIMIT_MS + 1_500,
     );
-    expect(await service.leave(guildId, 'done')).toBe(true);
+    expect(await service.leave(guildId, { why: 'asked', by: 'test' })).toBe(true);
     const first = emulator.realtime.sessions.slice(before);
     expect(first.length).toBeGreaterThanOrEqual(2);
     await asked(() => Promise.resolve(first.every((session) => session.closedAt !== undefined)));
@@ -97,7 +97,7 @@ describe('a metered conversation', () => {
     await memberInVoice(metered, admin);
     const second = emulator.realtime.sessions.length;
     expect(await service.join(guildId, metered.voiceChannelId, metered.textChannelId, admin.id)).toMatchObject({ ok: true });
-    expect(await service.leave(guildId, 'done')).toBe(true);
+    expect(await service.leave(guildId, { why: 'asked', by: 'test' })).toBe(true);
     const other = emulator.realtime.sessions.slice(second);
     await asked(() => Promise.resolve(other.every((session) => session.closedAt !== undefined)));
 
@@ -129,7 +129,7 @@ describe('a metered conversation', () => {
     // Under a minute left from the start: warned at once, in the channel and aloud.
     const warning = await discord.waitForMessage(budgeted.textChannelId, (message) => message.content.startsWith('⏳'));
     expect(warning.content).toMatch(
-      /^⏳ \d seconds? of this conversation is left: I leave once your daily budget on this server \(\$4\.00\) is used up; it starts over <t:\d+:R>\.$/,
+      /^⏳ \d seconds? of this conversation is left, then I leave: Your daily budget on this server \(\$4\.00\) is used up; it starts over <t:\d+:R>\.$/,
     );
     const spoken = (text: RegExp) =>
       emulator.realtime.waitForClientEvent((event) => {
@@ -138,7 +138,7 @@ describe('a metered conversation', () => {
         return item?.type === 'force_message' && text.test(String(item.content?.[0]?.text));
       }, 15_000);
     await spoken(
-      /of this conversation is left: I leave once your daily budget on this server \(\$4\.00\) is used up; it starts over in \d+ hours?\./,
+      /of this conversation is left, then I leave: Your daily budget on this server \(\$4\.00\) is used up; it starts over in \d+ hours?\./,
     );
 
     // Spent: the reason is said aloud, heard to its end, and only then does the bot leave.

@@ -138,7 +138,7 @@ describe('a voice conversation across a restart', () => {
       { speaker: 'user', text: 'Where do I keep them?' },
       { speaker: 'bot', text: 'In your garden.' },
     ]);
-    expect(await second.leave(guild.id, 'done')).toBe(true);
+    expect(await second.leave(guild.id, { why: 'asked', by: 'test' })).toBe(true);
     expect(await voiceMsOf(guild.id, guild.member.id)).toBeGreaterThan(spentBefore);
     // Ended for good: nothing left to bring back.
     expect(await records.get(guild.id)).toBeUndefined();
@@ -194,6 +194,6 @@ describe('a voice conversation across a restart', () => {
       (candidate, session) => session === resumed && forcedLines(resumed).includes(BACK_LINE),
       BACK_WITHIN_MS,
     );
-    expect(await second.leave(guild.id, 'done')).toBe(true);
+    expect(await second.leave(guild.id, { why: 'asked', by: 'test' })).toBe(true);
   }, 60_000);
 });

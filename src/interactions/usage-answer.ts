@@ -3,7 +3,7 @@ import { answerPrivately } from '../discord/answer.ts';
 import { isServerManager } from '../discord/member.ts';
 import type { Services } from '../services.ts';
 import { CHART_FILENAME, formatUsage, usageChart } from '../settings/usage-report.ts';
-import { guildOf } from './requirements.ts';
+import { guildOf, memberLocale } from './requirements.ts';
 
 /**
  * The usage report, privately: the member's own; with Manage Server the server's too and its chart
@@ -13,5 +13,8 @@ export async function answerUsage(interaction: ChatInputCommandInteraction, serv
   const manager = isServerManager(interaction);
   const view = await services.settings.spending.usage(guildOf(interaction), interaction.user.id, manager);
   const chart = usageChart(view);
-  await answerPrivately(interaction, { content: formatUsage(view), ...(chart ? { files: [{ name: CHART_FILENAME, data: chart }] } : {}) });
+  await answerPrivately(interaction, {
+    content: formatUsage(memberLocale(interaction), view),
+    ...(chart ? { files: [{ name: CHART_FILENAME, data: chart }] } : {}),
+  });
 }

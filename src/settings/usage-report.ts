@@ -1,76 +1,99 @@
-import { ENGLISH } from '../i18n/index.ts';
-import { dayKey } from '../lib/day-key.ts';
+import { formatDate, formatDuration, t, type Locale, type Translate, translator } from '../i18n/index.ts';
+import { formatCostIn } from '../wording/cost.ts';
 import { describeBudget } from './budgets.ts';
-import { formatCost } from '../wording/cost.ts';
-import { discordRelativeTime, videos } from './limits.ts';
+import { discordRelativeTime } from './limits.ts';
 import type { UsageView } from './spending.ts';
 import { renderSpendChart } from './usage-chart.ts';
 import { spentTicks, totalUsage, type UsageCount } from './usage.ts';
 
-// `/usage` (and `/video usage`) in words: a member's own day and month, what is left of each budget,
-// and for server managers every member's and a chart of the last 30 days. What the gateway reported
-// and what the bot estimated are told apart wherever they are shown.
+// `/usage` (and `/video usage`) in words, in the member's language: a member's own day and month, what is
+// left of each budget, and for server managers every member's and a chart of the last 30 days. What the
+// gateway reported and what the bot estimated are told apart wherever they are shown.
 
 const REPORT_ROWS = 20;
 export const CHART_FILENAME = 'spend-last-30-days.png';
+const MS_PER_SECOND = 1000;
 
-/** "12 min 30 s", "45 s": voice session time. */
-export function describeVoiceTime(ms: number): string {
-  const seconds = Math.round(ms / 1000);
-  if (seconds < 60) return `${seconds} s`;
-  const minutes = Math.floor(seconds / 60);
-  return seconds % 60 === 0 ? `${minutes} min` : `${minutes} min ${seconds % 60} s`;
+/** The UTC day of `at` as the locale writes a date: `Nov 17, 2026`, `17.11.2026`. */
+function dayWords(locale: Locale, at: number): string {
+  return formatDate(locale, at, { dateStyle: 'medium' });
+}
+
+/** The UTC month of `at`: `November 2026`, `novembre 2026`. */
+function monthWords(locale: Locale, at: number): string {
+  return formatDate(locale, at, { year: 'numeric', month: 'long' });
 }
 
 /** "3 videos, $1.20 + about $0.40 estimated (1 without a reported cost); voice 12 min, about $0.60 (estimated)". */
-export function describeUsage(count: UsageCount): string {
-  let video = videos(count.tasks);
-  if (count.costUnreported === 0 || count.costTicks > 0) video += `, ${formatCost(count.costTicks)}`;
+export function describeUsage(locale: Locale, count: UsageCount): string {
+  const say: Translate = translator(locale);
+  let video = say('usage.videos', { count: count.tasks });
+  if (count.costUnreported === 0 || count.costTicks > 0)
+    video = say('usage.and', { first: video, second: formatCostIn(locale, count.costTicks) });
   if (count.costUnreported > 0) {
-    const estimated = `about ${formatCost(count.estimatedTicks)} estimated (${count.costUnreported} without a reported cost)`;
-    video += count.costTicks > 0 ? ` + ${estimated}` : `, ${estimated}`;
+    const estimated = say('usage.estimated', { amount: formatCostIn(locale, count.estimatedTicks), count: count.costUnreported });
+    video =
+      count.costTicks > 0 ? say('usage.plus', { first: video, second: estimated }) : say('usage.and', { first: video, second: estimated });
   }
-  if (count.reservedTicks > 0) video += `, ${formatCost(count.reservedTicks)} reserved for videos in progress`;
+  if (count.reservedTicks > 0)
+    video = say('usage.and', { first: video, second: say('usage.reserved', { amount: formatCostIn(locale, count.reservedTicks) }) });
   const voice =
-    count.voiceMs > 0 ? `voice ${describeVoiceTime(count.voiceMs)}, about ${formatCost(count.voiceTicks)} (estimated)` : 'no voice';
-  return `${video}; ${voice}`;
+    count.voiceMs > 0
+      ? say('usage.voice', {
+          time: formatDuration(locale, count.voiceMs / MS_PER_SECOND, 'short'),
+          amount: formatCostIn(locale, count.voiceTicks),
+        })
+      : say('usage.no-voice');
+  return say('usage.line', { video, voice });
 }
 
-function serverSection(title: string, counts: Record<string, UsageCount>): string {
+function serverSection(locale: Locale, title: string, counts: Record<string, UsageCount>): string {
   const entries = Object.entries(counts).sort(([, a], [, b]) => spentTicks(b) - spentTicks(a) || b.tasks - a.tasks);
-  const rows = entries.slice(0, REPORT_ROWS).map(([userId, count]) => `<@${userId}>: ${describeUsage(count)}`);
-  if (entries.length > REPORT_ROWS) rows.push(`…and ${entries.length - REPORT_ROWS} more members`);
-  return [`**${title}**: ${describeUsage(totalUsage(counts))}`, ...(rows.length > 0 ? rows : ['nothing yet'])].join('\n');
+  const rows = entries.slice(0, REPORT_ROWS).map(([userId, count]) => `<@${userId}>: ${describeUsage(locale, count)}`);
+  if (entries.length > REPORT_ROWS) rows.push(t(locale, 'usage.more-members', { count: entries.length - REPORT_ROWS }));
+  return [
+    `**${title}**: ${describeUsage(locale, totalUsage(counts))}`,
+    ...(rows.length > 0 ? rows : [t(locale, 'usage.nothing-yet')]),
+  ].join('\n');
 }
 
-/** The report's text: the member's own usage and budgets, then the server's when the view has it. */
-export function formatUsage(view: UsageView): string {
-  const today = dayKey(view.now);
-  const month = today.slice(0, 7);
+/** The report's text in the member's language: their own usage and budgets, then the server's when the view has it. */
+export function formatUsage(locale: Locale, view: UsageView): string {
+  const say = translator(locale);
+  const today = dayWords(locale, view.now);
+  const month = monthWords(locale, view.now);
   const lines = [
-    `**Your usage today** (${today} UTC): ${describeUsage(view.member.today)}`,
-    `**Your usage this month** (${month}): ${describeUsage(view.member.month)}`,
+    say('usage.own-today', { date: today, usage: describeUsage(locale, view.member.today) }),
+    say('usage.own-month', { month, usage: describeUsage(locale, view.member.month) }),
     view.budgets.length === 0
-      ? '**Budgets:** none set on this server.'
-      : `**Budgets:** ${view.budgets
-          .map(
-            (budget) =>
-              `${describeBudget(ENGLISH, budget)}: ${formatCost(budget.leftTicks)} left, starts over ${discordRelativeTime(budget.resetsAt)}`,
-          )
-          .join('; ')}`,
+      ? say('usage.budgets-none')
+      : say('usage.budgets', {
+          budgets: view.budgets
+            .map((budget) =>
+              say('usage.budget-left', {
+                budgetName: describeBudget(locale, budget),
+                left: formatCostIn(locale, budget.leftTicks),
+                resets: discordRelativeTime(budget.resetsAt),
+              }),
+            )
+            .join('; '),
+        }),
   ];
   if (view.server) {
     lines.push(
       '',
-      serverSection(`Server today (${today} UTC)`, view.server.today),
+      serverSection(locale, say('usage.server-today', { date: today }), view.server.today),
       '',
-      serverSection(`Server this month (${month})`, view.server.month),
+      serverSection(locale, say('usage.server-month', { month }), view.server.month),
     );
   }
   return lines.join('\n');
 }
 
-/** The chart of the server's last 30 days, for a view that has the server's. */
+/**
+ * The chart of the server's last 30 days, for a view that has the server's. Its words stay English: the
+ * chart's font has no glyphs for every language the bot speaks.
+ */
 export function usageChart(view: UsageView): Buffer | undefined {
   if (!view.server) return undefined;
   return renderSpendChart(view.server.days, { title: 'Spend per day, last 30 days (UTC)' });

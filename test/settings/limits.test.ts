@@ -131,14 +131,15 @@ describe('the usage report', () => {
 
   it("lists today's and this month's videos and cost per member, biggest spenders first", () => {
     const text = formatUsage(
+      ENGLISH,
       serverView({ alice: spent(1, 5_000_000_000) }, { alice: spent(4, 20_000_000_000), bob: spent(9, 30_000_000_000) }),
     );
     expect(serverPart(text)).toBe(
       [
-        '**Server today (2026-11-22 UTC)**: 1 video, $0.50; no voice',
+        '**Server today (Nov 22, 2026 UTC)**: 1 video, $0.50; no voice',
         '<@alice>: 1 video, $0.50; no voice',
         '',
-        '**Server this month (2026-11)**: 13 videos, $5.00; no voice',
+        '**Server this month (November 2026)**: 13 videos, $5.00; no voice',
         '<@bob>: 9 videos, $3.00; no voice',
         '<@alice>: 4 videos, $2.00; no voice',
       ].join('\n'),
@@ -148,14 +149,14 @@ describe('the usage report', () => {
   it('never shows a cost the gateway did not report as $0.00: its estimate, marked as such', () => {
     const alice = spent(3, 4_000_000_000, 2, 8_000_000_000);
     const bob = spent(2, 0, 2, 8_000_000_000);
-    const text = formatUsage(serverView({ alice, bob }, { alice, bob, carol: spent(1, 0) }));
+    const text = formatUsage(ENGLISH, serverView({ alice, bob }, { alice, bob, carol: spent(1, 0) }));
     expect(serverPart(text)).toBe(
       [
-        '**Server today (2026-11-22 UTC)**: 5 videos, $0.40 + about $1.60 estimated (4 without a reported cost); no voice',
+        '**Server today (Nov 22, 2026 UTC)**: 5 videos, $0.40 + about $1.60 estimated (4 without a reported cost); no voice',
         '<@alice>: 3 videos, $0.40 + about $0.80 estimated (2 without a reported cost); no voice',
         '<@bob>: 2 videos, about $0.80 estimated (2 without a reported cost); no voice',
         '',
-        '**Server this month (2026-11)**: 6 videos, $0.40 + about $1.60 estimated (4 without a reported cost); no voice',
+        '**Server this month (November 2026)**: 6 videos, $0.40 + about $1.60 estimated (4 without a reported cost); no voice',
         '<@alice>: 3 videos, $0.40 + about $0.80 estimated (2 without a reported cost); no voice',
         '<@bob>: 2 videos, about $0.80 estimated (2 without a reported cost); no voice',
         // A video that really cost nothing is not "unreported".
@@ -166,9 +167,9 @@ describe('the usage report', () => {
 
   it('says when nothing was used, and shortens long lists', () => {
     const month = Object.fromEntries(Array.from({ length: 25 }, (_, index) => [`user${index}`, spent(1, index)]));
-    const text = formatUsage(serverView({}, month));
-    expect(text).toContain('**Server today (2026-11-22 UTC)**: 0 videos, $0.00; no voice\nnothing yet');
-    expect(text).toContain('**Server this month (2026-11)**: 25 videos');
+    const text = formatUsage(ENGLISH, serverView({}, month));
+    expect(text).toContain('**Server today (Nov 22, 2026 UTC)**: 0 videos, $0.00; no voice\nnothing yet');
+    expect(text).toContain('**Server this month (November 2026)**: 25 videos');
     expect(text.match(/<@user/g)).toHaveLength(20);
     expect(text).toContain('…and 5 more members');
   });

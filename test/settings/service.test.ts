@@ -426,22 +426,22 @@ describe('limits and usage', () => {
     await reopened.recordCost(costOf(task('l1', 'alice', LATE, 5_000_000_000)));
     await reopened.recordCost(costOf(task('free', 'alice', LATE, 0)));
 
-    expect(formatUsage(await reopened.spending.usage(GUILD, 'alice', true, LATE))).toBe(
+    expect(formatUsage(ENGLISH, await reopened.spending.usage(GUILD, 'alice', true, LATE))).toBe(
       [
-        '**Your usage today** (2026-11-30 UTC): 1 video, $0.50; no voice',
-        '**Your usage this month** (2026-11): 1 video, $0.50; no voice',
+        '**Your usage today** (Nov 30, 2026 UTC): 1 video, $0.50; no voice',
+        '**Your usage this month** (November 2026): 1 video, $0.50; no voice',
         '**Budgets:** none set on this server.',
         '',
-        '**Server today (2026-11-30 UTC)**: 1 video, $0.50; no voice',
+        '**Server today (Nov 30, 2026 UTC)**: 1 video, $0.50; no voice',
         '<@alice>: 1 video, $0.50; no voice',
         '',
-        '**Server this month (2026-11)**: 2 videos, $3.50; no voice',
+        '**Server this month (November 2026)**: 2 videos, $3.50; no voice',
         '<@bob>: 1 video, $3.00; no voice',
         '<@alice>: 1 video, $0.50; no voice',
       ].join('\n'),
     );
-    expect(formatUsage(await reopened.spending.usage(GUILD, 'alice', true, NEXT_DAY))).toContain(
-      '**Server this month (2026-12)**: 0 videos, $0.00; no voice\nnothing yet',
+    expect(formatUsage(ENGLISH, await reopened.spending.usage(GUILD, 'alice', true, NEXT_DAY))).toContain(
+      '**Server this month (December 2026)**: 0 videos, $0.00; no voice\nnothing yet',
     );
   });
 
@@ -462,7 +462,7 @@ describe('limits and usage', () => {
     // Seen finishing again after a restart: still counted once.
     await (await restart()).recordCost(costOf(finished('silent', 'succeeded')));
     // Nothing stays reserved: the failures gave their estimates back.
-    expect(formatUsage(await (await restart()).spending.usage(GUILD, 'alice', true, LATE))).toContain(
+    expect(formatUsage(ENGLISH, await (await restart()).spending.usage(GUILD, 'alice', true, LATE))).toContain(
       '<@alice>: 5 videos, $0.40 + about $0.60 estimated (2 without a reported cost); no voice',
     );
   });

@@ -161,7 +161,7 @@ async function submitted(submissions: Promise<SpendReservation>[]): Promise<{ ad
 
 /** What /usage shows `userId` (a server manager: with the server's part). */
 async function usageText(settings: SettingsService, guild: string, userId: string, at = DAY): Promise<string> {
-  return formatUsage(await settings.spending.usage(guild, userId, true, at));
+  return formatUsage(ENGLISH, await settings.spending.usage(guild, userId, true, at));
 }
 
 describe.each([
@@ -216,7 +216,7 @@ describe.each([
     for (const refusal of nextDay.refused) expect(refusal).toMatch(/this server's (monthly budget \(\$2\.00\)|daily budget \(\$1\.20\))/);
     // Refused ones count nowhere: the day shows the videos admitted, not the attempts.
     expect(await usageText(second, guild, member(1), MIDNIGHT_AFTER)).toContain(
-      '**Server today (2026-11-18 UTC)**: 2 videos, $0.00, $0.80 reserved for videos in progress; no voice',
+      '**Server today (Nov 18, 2026 UTC)**: 2 videos, $0.00, $0.80 reserved for videos in progress; no voice',
     );
   });
 
@@ -237,7 +237,7 @@ describe.each([
     await settings.releaseSubmission(task, again);
     await settings.recordSubmission(task, USD_TICKS);
     expect(await usageText(settings, guild, member(1))).toContain(
-      '**Your usage today** (2026-11-17 UTC): 2 videos, $0.00, $1.00 reserved for videos in progress; no voice',
+      '**Your usage today** (Nov 17, 2026 UTC): 2 videos, $0.00, $1.00 reserved for videos in progress; no voice',
     );
   });
 
@@ -268,7 +268,7 @@ describe.each([
     await restarted.recordCost(silentCost);
 
     expect(await usageText(restarted, guild, member(1))).toContain(
-      '**Your usage today** (2026-11-17 UTC): 2 videos, $0.25 + about $0.40 estimated (1 without a reported cost); no voice',
+      '**Your usage today** (Nov 17, 2026 UTC): 2 videos, $0.25 + about $0.40 estimated (1 without a reported cost); no voice',
     );
     // What is left is the budget less what was counted: $2.00 - $0.25 - $0.40.
     expect((await restarted.spending.usage(guild, member(1), false, DAY)).budgets).toEqual([
@@ -397,7 +397,7 @@ describe.each([
     // Another member is not held by this member's budget.
     expect(await first.spending.checkStart(guild, member(2), DAY)).toEqual({ ok: true });
     expect(await usageText(second, guild, member(1))).toContain(
-      '**Your usage today** (2026-11-17 UTC): 0 videos, $0.00; voice 2 min, about $0.10 (estimated)',
+      '**Your usage today** (Nov 17, 2026 UTC): 0 videos, $0.00; voice 2 min, about $0.10 (estimated)',
     );
     const view = await first.spending.usage(guild, member(1), true, DAY);
     expect(view.member.month).toMatchObject({ voiceMs: 120_000, voiceTicks: 10 * CENTS });
@@ -427,22 +427,22 @@ describe.each([
 
     expect(await usageText(settings, guild, member(1))).toBe(
       [
-        '**Your usage today** (2026-11-17 UTC): 3 videos, $0.64 + about $0.40 estimated (1 without a reported cost), $0.48 reserved for videos in progress; voice 10 min, about $0.50 (estimated)',
-        '**Your usage this month** (2026-11): 3 videos, $0.64 + about $0.40 estimated (1 without a reported cost), $0.48 reserved for videos in progress; voice 10 min, about $0.50 (estimated)',
+        '**Your usage today** (Nov 17, 2026 UTC): 3 videos, $0.64 + about $0.40 estimated (1 without a reported cost), $0.48 reserved for videos in progress; voice 10 min, about $0.50 (estimated)',
+        '**Your usage this month** (November 2026): 3 videos, $0.64 + about $0.40 estimated (1 without a reported cost), $0.48 reserved for videos in progress; voice 10 min, about $0.50 (estimated)',
         `**Budgets:** your daily budget on this server ($3.00): $0.98 left, starts over <t:${MIDNIGHT_AFTER / 1000}:R>; this server's monthly budget ($100.00): $94.98 left, starts over <t:${FIRST_OF_DECEMBER / 1000}:R>`,
         '',
-        '**Server today (2026-11-17 UTC)**: 3 videos, $0.64 + about $0.40 estimated (1 without a reported cost), $0.48 reserved for videos in progress; voice 10 min, about $0.50 (estimated)',
+        '**Server today (Nov 17, 2026 UTC)**: 3 videos, $0.64 + about $0.40 estimated (1 without a reported cost), $0.48 reserved for videos in progress; voice 10 min, about $0.50 (estimated)',
         `<@${member(1)}>: 3 videos, $0.64 + about $0.40 estimated (1 without a reported cost), $0.48 reserved for videos in progress; voice 10 min, about $0.50 (estimated)`,
         '',
-        '**Server this month (2026-11)**: 4 videos, $3.64 + about $0.40 estimated (1 without a reported cost), $0.48 reserved for videos in progress; voice 10 min, about $0.50 (estimated)',
+        '**Server this month (November 2026)**: 4 videos, $3.64 + about $0.40 estimated (1 without a reported cost), $0.48 reserved for videos in progress; voice 10 min, about $0.50 (estimated)',
         `<@${member(2)}>: 1 video, $3.00; no voice`,
         `<@${member(1)}>: 3 videos, $0.64 + about $0.40 estimated (1 without a reported cost), $0.48 reserved for videos in progress; voice 10 min, about $0.50 (estimated)`,
       ].join('\n'),
     );
     // A member without Manage Server sees their own lines only.
-    const own = formatUsage(await settings.spending.usage(guild, member(2), false, DAY));
-    expect(own).toContain('**Your usage today** (2026-11-17 UTC): 0 videos, $0.00; no voice');
-    expect(own).toContain('**Your usage this month** (2026-11): 1 video, $3.00; no voice');
+    const own = formatUsage(ENGLISH, await settings.spending.usage(guild, member(2), false, DAY));
+    expect(own).toContain('**Your usage today** (Nov 17, 2026 UTC): 0 videos, $0.00; no voice');
+    expect(own).toContain('**Your usage this month** (November 2026): 1 video, $3.00; no voice');
     expect(own).not.toContain('Server');
   });
 
@@ -472,7 +472,7 @@ describe.each([
     ]);
     // This month's report no longer counts October's video.
     expect(await usageText(settings, guild, member(1), asked)).toContain(
-      '**Your usage this month** (2026-11): 0 videos, $0.00; voice 2 min, about $0.10 (estimated)',
+      '**Your usage this month** (November 2026): 0 videos, $0.00; voice 2 min, about $0.10 (estimated)',
     );
   });
 });

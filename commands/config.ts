@@ -17,7 +17,7 @@ import { customId } from '../src/discord/custom-id.ts';
 import { localized } from '../src/i18n/commands.ts';
 import { t } from '../src/i18n/index.ts';
 import type { Command } from '../src/interactions/command.ts';
-import { guildOf, type HandledInteraction, type Requirement } from '../src/interactions/requirements.ts';
+import { guildOf, memberLocale, type HandledInteraction, type Requirement } from '../src/interactions/requirements.ts';
 import type { Services } from '../src/services.ts';
 import {
   CONFIG_COMMAND,
@@ -31,7 +31,7 @@ import {
   storageChange,
   type SettingsChangeRequest,
 } from '../src/settings/config-options.ts';
-import { MESSAGES } from '../src/settings/service.ts';
+import { keyMessage } from '../src/settings/service.ts';
 
 // /config: a server's own gateway key, layer, defaults, storage, access, limits and budgets. Manage Server only,
 // by default and checked again here (server admins can change who sees the command). What each option
@@ -54,7 +54,7 @@ const data = localized(new SlashCommandBuilder().setName(CONFIG_COMMAND.name), '
   .addSubcommand((sub) => subcommand(sub, SUB.budget, 'command.config'));
 
 async function key(interaction: ChatInputCommandInteraction, services: Services) {
-  if (!services.settings.canStoreKeys) return answerPrivately(interaction, MESSAGES.noSecret);
+  if (!services.settings.canStoreKeys) return answerPrivately(interaction, keyMessage(memberLocale(interaction), 'noSecret'));
   const input = new TextInputBuilder()
     .setCustomId(KEY_INPUT)
     .setLabel('Gateway API key')
@@ -79,11 +79,21 @@ function requires(interaction: HandledInteraction): Requirement {
 
 async function modal(interaction: ModalSubmitInteraction, services: Services) {
   if (interaction.customId !== KEY_MODAL) throw new Error(`unknown config modal ${interaction.customId}`);
-  const result = await services.settings.setKey(guildOf(interaction), interaction.fields.getTextInputValue(KEY_INPUT), interaction.user.id);
+  const locale = memberLocale(interaction);
+  const result = await services.settings.setKey(
+    guildOf(interaction),
+    interaction.fields.getTextInputValue(KEY_INPUT),
+    interaction.user.id,
+    locale,
+  );
   await answerPrivately(
     interaction,
     result.ok
-      ? `Key saved (…${result.lastFour})${result.models === undefined ? '' : `; it can use ${result.models} models`}. It is stored encrypted and will not be shown again. \`/config key-clear\` removes it.`
+      ? t(locale, 'config.key.saved', {
+          lastFour: result.lastFour,
+          models: result.models ?? 0,
+          known: result.models === undefined ? 'no' : 'yes',
+        })
       : result.message,
   );
 }
@@ -93,13 +103,18 @@ async function apply(interaction: ChatInputCommandInteraction, services: Service
   if (!request.ok) return answerPrivately(interaction, request.message);
   const guildId = guildOf(interaction);
   const updated = await services.settings.update(guildId, interaction.user.id, request.description, request.change);
-  await answerPrivately(interaction, `${request.note ?? 'Saved.'}\n${await services.settings.describe(guildId, updated)}`);
+  const locale = memberLocale(interaction);
+  await answerPrivately(
+    interaction,
+    `${request.note ?? t(locale, 'config.saved')}\n${await services.settings.describe(guildId, locale, updated)}`,
+  );
 }
 
 /** A model the server's key cannot use is refused now rather than on every /video; an unreachable gateway does not block the change. */
 async function defaults(interaction: ChatInputCommandInteraction, services: Services, guildId: string) {
   const options = interaction.options;
-  const request = defaultsChange({
+  const locale = memberLocale(interaction);
+  const request = defaultsChange(locale, {
     model: options.getString('model') ?? undefined,
     resolution: options.getString('resolution') ?? undefined,
     duration: options.getInteger('duration') ?? undefined,
@@ -114,7 +129,7 @@ async function defaults(interaction: ChatInputCommandInteraction, services: Serv
       services.log.warn('could not list the models to check a default model; accepting it unchecked', { guild: guildId, error });
       return undefined;
     });
-    const problem = checkDefaultModel(model, available);
+    const problem = checkDefaultModel(locale, model, available);
     if (problem) return answerPrivately(interaction, problem);
   }
   return apply(interaction, services, request);
@@ -124,35 +139,37 @@ async function execute(interaction: ChatInputCommandInteraction, services: Servi
   const guildId = guildOf(interaction);
   const options = interaction.options;
   const by = interaction.user.id;
+  const locale = memberLocale(interaction);
   switch (options.getSubcommand()) {
     case 'key':
       return key(interaction, services);
     case 'key-clear': {
       const cleared = await services.settings.clearKey(guildId, by);
-      return answerPrivately(
-        interaction,
-        cleared ? "The server's gateway key was removed." : 'This server has no key of its own to remove.',
-      );
+      return answerPrivately(interaction, t(locale, cleared ? 'config.key.removed' : 'config.key.none-to-remove'));
     }
     case 'show':
-      return answerPrivately(interaction, await services.settings.describe(guildId));
+      return answerPrivately(interaction, await services.settings.describe(guildId, locale));
     case 'layer':
-      return apply(interaction, services, layerChange(options.getString('layer', true)));
+      return apply(interaction, services, layerChange(locale, options.getString('layer', true)));
     case 'defaults':
       return defaults(interaction, services, guildId);
     case 'storage':
-      return apply(interaction, services, storageChange(options.getInteger('keep_days', true), options.getBoolean('public_link') ?? false));
+      return apply(
+        interaction,
+        services,
+        storageChange(locale, options.getInteger('keep_days', true), options.getBoolean('public_link') ?? false),
+      );
     case 'roles':
       return apply(
         interaction,
         services,
-        rolesChange(options.getString('feature', true), options.getString('action', true), options.getRole('role')?.id),
+        rolesChange(locale, options.getString('feature', true), options.getString('action', true), options.getRole('role')?.id),
       );
     case 'limits':
       return apply(
         interaction,
         services,
-        limitsChange({
+        limitsChange(locale, {
           concurrentPerUser: options.getInteger('concurrent_per_user'),
           dailyPerUser: options.getInteger('daily_per_user'),
           dailyPerServer: options.getInteger('daily_per_server'),
@@ -162,7 +179,7 @@ async function execute(interaction: ChatInputCommandInteraction, services: Servi
       return apply(
         interaction,
         services,
-        budgetChange({
+        budgetChange(locale, {
           member_daily_usd: options.getNumber('member_daily_usd'),
           server_daily_usd: options.getNumber('server_daily_usd'),
           server_monthly_usd: options.getNumber('server_monthly_usd'),

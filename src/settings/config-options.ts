@@ -1,13 +1,15 @@
 import type { SubcommandDefinition } from '../discord/command-options.ts';
 import { MAX_VARIANTS } from '../ports/video-defaults.ts';
 import { ASPECT_RATIOS, GENERATION_DURATION, LAYERS, RESOLUTIONS, type Layer } from '../gateway/spec.ts';
-import { refuse, type Result } from '../lib/result.ts';
-import { formatCost } from '../wording/cost.ts';
+import { formatList, formatNumber, t, translator, type Locale } from '../i18n/index.ts';
+import { refuse, type Refusal, type Result } from '../lib/result.ts';
+import { formatCost, formatCostIn } from '../wording/cost.ts';
 import { usdToTicks } from './budgets.ts';
 import { FEATURES, RESULT_BUTTONS, STORAGE_MAX_DAYS, type BudgetName, type GuildSettings } from './guild-settings.ts';
 
-// /config's subcommands: what each asks, what it accepts (and why not, to the admin), and the change it
-// makes with the words the server's history records it in. commands/config.ts reads the options and hands
+// /config's subcommands: what each asks, what it accepts (and why not, to the admin, in their language), and
+// the change it makes with the words the server's history records it in (English: the history is stored,
+// and read by every admin of the server). commands/config.ts reads the options and hands
 // them here. What the subcommands and options are called and described, in every language, is the catalogs'
 // (`command.config.*` in src/i18n/catalogs/).
 
@@ -119,17 +121,31 @@ export const CONFIG_SUBCOMMANDS = {
   },
 } as const satisfies Record<string, SubcommandDefinition>;
 
-/** A change an admin asked for: how the history words it, and what it does to the settings. */
+/** A change an admin asked for: how the history words it, and what it does to the settings; `note` in the admin's language. */
 export type SettingsChangeRequest = Result<{ description: string; change: (settings: GuildSettings) => GuildSettings; note?: string }>;
 
-export function layerChange(given: string): SettingsChangeRequest {
+/** `a, b or c` in the locale, each in code style: the values an option accepts. */
+function oneOf(locale: Locale, values: readonly (string | number)[]): string {
+  return formatList(
+    locale,
+    values.map((value) => `\`${value}\``),
+    'disjunction',
+  );
+}
+
+/** "Give at least one of …" naming the options. */
+function atLeastOne(locale: Locale, options: readonly string[]): Refusal {
+  return refuse(t(locale, 'config.at-least-one', { options: oneOf(locale, options) }));
+}
+
+export function layerChange(locale: Locale, given: string): SettingsChangeRequest {
   const layer: Layer | undefined = LAYERS.find((candidate) => candidate === given);
-  if (!layer) return refuse('`layer` must be compat or native.');
+  if (!layer) return refuse(t(locale, 'config.must-be-one-of', { option: '`layer`', values: oneOf(locale, LAYERS) }));
   return {
     ok: true,
     description: `set the layer to ${layer}`,
     change: (settings) => ({ ...settings, layer }),
-    note: `Saved: new tasks use the ${layer} layer (tasks already running stay on theirs).`,
+    note: t(locale, 'config.layer.saved', { layer }),
   };
 }
 
@@ -145,7 +161,7 @@ export interface DefaultsGiven {
 }
 
 /** The model is checked apart (checkDefaultModel): the models a key may use are the gateway's to say. */
-export function defaultsChange(given: DefaultsGiven): SettingsChangeRequest {
+export function defaultsChange(locale: Locale, given: DefaultsGiven): SettingsChangeRequest {
   if (given.reset) return { ok: true, description: 'reset the video defaults', change: (settings) => ({ ...settings, defaults: {} }) };
   const { model, resolution, duration, aspectRatio } = given;
   if (
@@ -156,19 +172,19 @@ export function defaultsChange(given: DefaultsGiven): SettingsChangeRequest {
     given.buttons === undefined &&
     given.variants === undefined
   ) {
-    return refuse('Give at least one of `model`, `resolution`, `duration`, `aspect_ratio`, `buttons`, `variants`, or `reset`.');
+    return atLeastOne(locale, ['model', 'resolution', 'duration', 'aspect_ratio', 'buttons', 'variants', 'reset']);
   }
+  const mustBeOneOf = (option: string, values: readonly string[]) =>
+    refuse(t(locale, 'config.must-be-one-of', { option: `\`${option}\``, values: oneOf(locale, values) }));
   const { variants } = given;
   if (variants !== undefined && (!Number.isInteger(variants) || variants < 1 || variants > MAX_VARIANTS))
-    return refuse(`\`variants\` must be 1 to ${MAX_VARIANTS}.`);
+    return refuse(t(locale, 'config.defaults.variants-range', { max: MAX_VARIANTS }));
   const buttons = RESULT_BUTTONS.find((value) => value === given.buttons);
-  if (given.buttons !== undefined && buttons === undefined) return refuse(`\`buttons\` must be one of ${RESULT_BUTTONS.join(', ')}.`);
-  if (resolution !== undefined && !RESOLUTIONS.some((value) => value === resolution))
-    return refuse(`\`resolution\` must be one of ${RESOLUTIONS.join(', ')}.`);
-  if (aspectRatio !== undefined && !ASPECT_RATIOS.some((value) => value === aspectRatio))
-    return refuse(`\`aspect_ratio\` must be one of ${ASPECT_RATIOS.join(', ')}.`);
+  if (given.buttons !== undefined && buttons === undefined) return mustBeOneOf('buttons', RESULT_BUTTONS);
+  if (resolution !== undefined && !RESOLUTIONS.some((value) => value === resolution)) return mustBeOneOf('resolution', RESOLUTIONS);
+  if (aspectRatio !== undefined && !ASPECT_RATIOS.some((value) => value === aspectRatio)) return mustBeOneOf('aspect_ratio', ASPECT_RATIOS);
   if (duration !== undefined && (duration < GENERATION_DURATION.min || duration > GENERATION_DURATION.max)) {
-    return refuse(`\`duration\` must be ${GENERATION_DURATION.min} to ${GENERATION_DURATION.max} seconds.`);
+    return refuse(t(locale, 'config.defaults.duration-range', { min: GENERATION_DURATION.min, max: GENERATION_DURATION.max }));
   }
   const defaults = {
     ...(model === undefined ? {} : { model }),
@@ -194,13 +210,13 @@ export function defaultsChange(given: DefaultsGiven): SettingsChangeRequest {
 }
 
 /** A default model the server's key cannot use; `available` undefined or empty: the list could not be read, and the model is accepted. */
-export function checkDefaultModel(model: string, available: readonly string[] | undefined): string | undefined {
+export function checkDefaultModel(locale: Locale, model: string, available: readonly string[] | undefined): string | undefined {
   if (!available || available.length === 0 || available.includes(model)) return undefined;
-  return `\`model\`: ${model} is not available to this server's key. Available: ${available.join(', ')}.`;
+  return t(locale, 'config.defaults.model-unavailable', { model, available: available.join(', ') });
 }
 
-export function storageChange(keepDays: number, publicLink: boolean): SettingsChangeRequest {
-  if (keepDays < 0 || keepDays > STORAGE_MAX_DAYS) return refuse(`\`keep_days\` must be 0 (not kept) to ${STORAGE_MAX_DAYS}.`);
+export function storageChange(locale: Locale, keepDays: number, publicLink: boolean): SettingsChangeRequest {
+  if (keepDays < 0 || keepDays > STORAGE_MAX_DAYS) return refuse(t(locale, 'config.storage.keep-days-range', { max: STORAGE_MAX_DAYS }));
   return {
     ok: true,
     description: `set storage to ${keepDays} days${publicLink ? ' with a public link' : ''}`,
@@ -208,16 +224,16 @@ export function storageChange(keepDays: number, publicLink: boolean): SettingsCh
   };
 }
 
-export function rolesChange(givenFeature: string, action: string, roleId: string | undefined): SettingsChangeRequest {
+export function rolesChange(locale: Locale, givenFeature: string, action: string, roleId: string | undefined): SettingsChangeRequest {
   const feature = FEATURES.find((candidate) => candidate === givenFeature);
-  if (!feature) return refuse('`feature` must be video or voice.');
+  if (!feature) return refuse(t(locale, 'config.must-be-one-of', { option: '`feature`', values: oneOf(locale, FEATURES) }));
   let description: string;
   let next: (current: string[]) => string[];
   if (action === 'clear') {
     description = `allowed everyone on /${feature}`;
     next = () => [];
   } else if (roleId === undefined) {
-    return refuse('`role`: pick the role to allow or stop allowing.');
+    return refuse(t(locale, 'config.roles.pick-role'));
   } else if (action === 'add') {
     description = `allowed <@&${roleId}> on /${feature}`;
     next = (current) => [...new Set([...current, roleId])];
@@ -225,7 +241,7 @@ export function rolesChange(givenFeature: string, action: string, roleId: string
     description = `stopped allowing <@&${roleId}> on /${feature}`;
     next = (current) => current.filter((id) => id !== roleId);
   } else {
-    return refuse('`action` must be add, remove or clear.');
+    return refuse(t(locale, 'config.must-be-one-of', { option: '`action`', values: oneOf(locale, ['add', 'remove', 'clear']) }));
   }
   return {
     ok: true,
@@ -237,15 +253,16 @@ export function rolesChange(givenFeature: string, action: string, roleId: string
 /** null: the option was left out. */
 export type LimitsGiven = Record<keyof GuildSettings['limits'], number | null>;
 
-export function limitsChange(given: LimitsGiven): SettingsChangeRequest {
+export function limitsChange(locale: Locale, given: LimitsGiven): SettingsChangeRequest {
   if (Object.values(given).every((value) => value === null))
-    return refuse('Give at least one of `concurrent_per_user`, `daily_per_user`, `daily_per_server`.');
+    return atLeastOne(locale, ['concurrent_per_user', 'daily_per_user', 'daily_per_server']);
   for (const [option, value] of [
     ['concurrent_per_user', given.concurrentPerUser],
     ['daily_per_user', given.dailyPerUser],
     ['daily_per_server', given.dailyPerServer],
   ] as const) {
-    if (value !== null && (value < 0 || value > MAX_LIMIT)) return refuse(`\`${option}\` must be 0 (no limit) to ${MAX_LIMIT}.`);
+    if (value !== null && (value < 0 || value > MAX_LIMIT))
+      return refuse(t(locale, 'config.limits.range', { option: `\`${option}\``, max: MAX_LIMIT }));
   }
   const parts = [
     given.concurrentPerUser === null ? undefined : `${limit(given.concurrentPerUser)} in progress per member`,
@@ -280,7 +297,7 @@ function budgetWords(amount: number): string {
   return amount === 0 ? 'no budget' : usd(amount);
 }
 
-export function budgetChange(given: BudgetGiven): SettingsChangeRequest {
+export function budgetChange(locale: Locale, given: BudgetGiven): SettingsChangeRequest {
   const amounts = [
     ['member_daily_usd', given.member_daily_usd],
     ['server_daily_usd', given.server_daily_usd],
@@ -288,18 +305,23 @@ export function budgetChange(given: BudgetGiven): SettingsChangeRequest {
     ['confirm_over_usd', given.confirm_over_usd],
   ] as const;
   if (amounts.every(([, value]) => value === null) && given.alertChannelId === null && !given.clearAlertChannel) {
-    return refuse(
-      'Give at least one of `member_daily_usd`, `server_daily_usd`, `server_monthly_usd`, `alert_channel`, `confirm_over_usd`, or `clear_alert_channel`.',
-    );
+    return atLeastOne(locale, [
+      'member_daily_usd',
+      'server_daily_usd',
+      'server_monthly_usd',
+      'alert_channel',
+      'confirm_over_usd',
+      'clear_alert_channel',
+    ]);
   }
   for (const [option, value] of amounts) {
     if (value !== null && !(Number.isFinite(value) && value >= 0 && value <= MAX_USD))
-      return refuse(`\`${option}\` must be an amount in dollars from 0 (none) to ${MAX_USD.toLocaleString('en-US')}.`);
+      return refuse(t(locale, 'config.budget.range', { option: `\`${option}\``, max: formatNumber(locale, MAX_USD) }));
     // Kept to the cent below, an amount under half a cent would become 0: no budget at all, the opposite of what was asked.
     if (value !== null && value > 0 && Math.round(value * 100) === 0)
-      return refuse(`\`${option}\` must be at least $0.01 (or 0 for none).`);
+      return refuse(t(locale, 'config.budget.at-least-a-cent', { option: `\`${option}\``, cent: formatCostIn(locale, usdToTicks(0.01)) }));
   }
-  if (given.alertChannelId !== null && given.clearAlertChannel) return refuse('Give `alert_channel` or `clear_alert_channel`, not both.');
+  if (given.alertChannelId !== null && given.clearAlertChannel) return refuse(t(locale, 'config.budget.not-both'));
   // Dollars are kept to the cent: what the admin reads back is what is enforced.
   const cents = (value: number | null) => (value === null ? null : Math.round(value * 100) / 100);
   const memberDaily = cents(given.member_daily_usd);
@@ -357,32 +379,67 @@ export interface ShownFacts {
  * key for /video and /voice, the operator's encryption secret for a key of the server's own), or that
  * nothing does.
  */
-function missingLine(facts: ShownFacts): string {
+function missingLine(locale: Locale, facts: ShownFacts): string {
   const missing: string[] = [];
-  if (!facts.hasKey) missing.push('a gateway key: `/video` and `/voice` cannot work until a server admin sets one with `/config key`');
-  if (!facts.canStoreKeys)
-    missing.push("the bot's encryption secret: the operator has not set KEY_ENCRYPTION_SECRET, so no server can store a key of its own");
-  return missing.length === 0 ? '**Missing:** nothing; `/video` and `/voice` are ready to use.' : `**Missing:** ${missing.join('; ')}.`;
+  if (!facts.hasKey) missing.push(t(locale, 'config.show.missing.key'));
+  if (!facts.canStoreKeys) missing.push(t(locale, 'config.show.missing.secret'));
+  return missing.length === 0 ? t(locale, 'config.show.missing-none') : t(locale, 'config.show.missing', { missing: missing.join('; ') });
 }
 
-/** `/config show`, and what every change answers with. */
-export function describeServerSettings(settings: GuildSettings, facts: ShownFacts): string {
-  const roles = (ids: string[]) => (ids.length === 0 ? 'everyone' : ids.map((id) => `<@&${id}>`).join(', '));
+/** `/config show`, and what every change answers with, in the admin's language. */
+export function describeServerSettings(locale: Locale, settings: GuildSettings, facts: ShownFacts): string {
+  const say = translator(locale);
+  const roles = (ids: string[]) =>
+    ids.length === 0
+      ? say('config.show.everyone')
+      : formatList(
+          locale,
+          ids.map((id) => `<@&${id}>`),
+        );
+  const limit = (value: number) => (value === 0 ? say('config.show.no-limit') : formatNumber(locale, value));
+  const budget = (amount: number) => (amount === 0 ? say('config.show.no-budget') : formatCostIn(locale, usdToTicks(amount)));
+  const orDefault = (value: string | undefined) => value ?? say('config.show.gateway-default');
   const { defaults, storage, limits, spending } = settings;
   const { budgets } = spending;
   return [
-    missingLine(facts),
-    `**Gateway key in use:** ${facts.keyInUse}`,
-    `**Layer:** ${settings.layer ?? `${facts.defaultLayer} (the operator's default)`}`,
-    `**Defaults:** model ${defaults.model ?? 'latest'}, ${defaults.resolution ?? 'gateway default'} resolution, ${defaults.duration === undefined ? 'gateway default' : `${defaults.duration} s`}, aspect ratio ${defaults.aspectRatio ?? 'gateway default'}`,
-    `**Buttons under a video** (Extend, Edit, Regenerate): ${defaults.buttons === 'owner' ? 'only the member who made the video may press them' : 'anyone may press them'}`,
-    `**Storage:** ${storage.keepDays === 0 ? 'videos are not kept beyond the temporary link' : `kept ${storage.keepDays} days`}${storage.publicLink ? ', with a public link' : ''}`,
-    `**Who may use /video:** ${roles(settings.roles.video)}; **/voice:** ${roles(settings.roles.voice)}`,
-    `**Limits:** ${limit(limits.concurrentPerUser)} in progress per member, ${limit(limits.dailyPerUser)} a day per member, ${limit(limits.dailyPerServer)} a day for the server`,
-    `**Budgets** (video and voice): ${budgetWords(budgets.member_daily_usd)} per member a day, ${budgetWords(budgets.server_daily_usd)} for the server a day, ${budgetWords(budgets.server_monthly_usd)} a month; alerts ${spending.alertChannelId === undefined ? 'not posted' : `in <#${spending.alertChannelId}>`}; ${spending.confirmOverUsd === 0 ? 'no video waits for a confirmation' : `videos estimated over ${usd(spending.confirmOverUsd)} wait for their member's confirmation`}`,
-    `**Prices used for estimates** (what the gateway reports is what counts): ${facts.prices.join('; ')}`,
+    missingLine(locale, facts),
+    say('config.show.key', { key: facts.keyInUse }),
+    settings.layer === undefined
+      ? say('config.show.layer-default', { layer: facts.defaultLayer })
+      : say('config.show.layer', { layer: settings.layer }),
+    say('config.show.defaults', {
+      model: defaults.model ?? say('config.show.latest'),
+      resolution: orDefault(defaults.resolution),
+      duration:
+        defaults.duration === undefined
+          ? say('config.show.gateway-default')
+          : formatNumber(locale, defaults.duration, { style: 'unit', unit: 'second', unitDisplay: 'narrow' }),
+      aspectRatio: orDefault(defaults.aspectRatio),
+    }),
+    say('config.show.buttons', { who: defaults.buttons === 'owner' ? 'owner' : 'anyone' }),
+    say('config.show.storage', { days: storage.keepDays, publicLink: storage.publicLink ? 'yes' : 'no' }),
+    say('config.show.roles', { video: roles(settings.roles.video), voice: roles(settings.roles.voice) }),
+    say('config.show.limits', {
+      concurrent: limit(limits.concurrentPerUser),
+      perMember: limit(limits.dailyPerUser),
+      perServer: limit(limits.dailyPerServer),
+    }),
+    say('config.show.budgets', {
+      perMember: budget(budgets.member_daily_usd),
+      perServer: budget(budgets.server_daily_usd),
+      perMonth: budget(budgets.server_monthly_usd),
+      alerts:
+        spending.alertChannelId === undefined
+          ? say('config.show.alerts-off')
+          : say('config.show.alerts-in', { channel: `<#${spending.alertChannelId}>` }),
+      confirm:
+        spending.confirmOverUsd === 0
+          ? say('config.show.confirm-none')
+          : say('config.show.confirm-over', { amount: formatCostIn(locale, usdToTicks(spending.confirmOverUsd)) }),
+    }),
+    say('config.show.prices', { prices: facts.prices.join('; ') }),
     settings.history.length > 0
-      ? `**Recent changes:**\n${settings.history
+      ? `${say('config.show.history')}\n${settings.history
           .slice(0, 5)
           .map((entry) => `<t:${Math.floor(entry.at / 1000)}:R> <@${entry.by}> ${entry.change}`)
           .join('\n')}`

@@ -6,7 +6,7 @@ import type { Layer } from '../gateway/spec.ts';
 import { registerSecret, type Logger } from '../lib/log.ts';
 import type { Collection, Store } from '../store/index.ts';
 import { refuse, type Result } from '../lib/result.ts';
-import type { Locale } from '../i18n/index.ts';
+import { ENGLISH, t, type Locale, type MessageKey } from '../i18n/index.ts';
 import type { GatewayCredentials } from '../gateway/types.ts';
 import type {
   GuildVideoPolicy,
@@ -81,21 +81,35 @@ export type GatewayAccessProblem = 'no-key' | 'undecryptable' | 'no-secret';
 /** The port's GatewayAccess, with where the key came from or why there is none. */
 export type SettingsGatewayAccess = Result<GatewayCredentials & { source: 'server' | 'operator' }, { reason: GatewayAccessProblem }>;
 
-export const MESSAGES = {
-  noKey: 'This server has no gateway key yet: a server admin can add one with `/config key`.',
+/** What the key's problems are called in the catalogs (`config.key.<name>`). */
+export type KeyMessage = 'noKey' | 'noSecret' | 'secretRemoved' | 'unreadable' | 'notAKey';
+
+const KEY_MESSAGE_KEYS = {
+  noKey: 'config.key.no-key',
   /** To the admin who wants to store a key: exactly what the operator must do. */
-  noSecret:
-    "This bot cannot store servers' gateway keys yet: its operator must set the environment variable KEY_ENCRYPTION_SECRET " +
-    `(a random string of at least ${MIN_ENCRYPTION_SECRET_LENGTH} characters, e.g. from \`openssl rand -base64 32\`) and restart the bot. ` +
-    'Then run `/config key` again. Nothing was stored.',
+  noSecret: 'config.key.no-secret',
   /** A key was stored, but the secret that opens it is gone. */
-  secretRemoved:
-    "This server's gateway key is stored, but the bot's operator has unset KEY_ENCRYPTION_SECRET, so it cannot be opened. " +
-    'The operator must set it back to the same secret (with a new secret, a server admin must set the key again with `/config key`).',
-  unreadable:
-    "This server's stored gateway key can no longer be read (the bot's encryption secret changed, or the stored data was altered). A server admin must set it again with `/config key`.",
-  notAKey: 'That does not look like a gateway key (no spaces, at least 8 characters). Nothing was stored.',
-} as const;
+  secretRemoved: 'config.key.secret-removed',
+  unreadable: 'config.key.unreadable',
+  notAKey: 'config.key.not-a-key',
+} as const satisfies Record<KeyMessage, MessageKey>;
+
+/** A key's problem in the reader's language. */
+export function keyMessage(locale: Locale, which: KeyMessage): string {
+  return t(locale, KEY_MESSAGE_KEYS[which], { minLength: MIN_ENCRYPTION_SECRET_LENGTH });
+}
+
+/**
+ * The same in English: what resolveGatewayAccess() tells the video part, which does not yet say whose
+ * language its answers are in.
+ */
+export const MESSAGES: Readonly<Record<KeyMessage, string>> = {
+  noKey: keyMessage(ENGLISH, 'noKey'),
+  noSecret: keyMessage(ENGLISH, 'noSecret'),
+  secretRemoved: keyMessage(ENGLISH, 'secretRemoved'),
+  unreadable: keyMessage(ENGLISH, 'unreadable'),
+  notAKey: keyMessage(ENGLISH, 'notAKey'),
+};
 
 const MIN_KEY_LENGTH = 8;
 
@@ -105,6 +119,11 @@ function withHistory(next: GuildSettings, current: GuildSettings, by: string, ch
 }
 
 type ServerKey = Result<{ key: string }, { reason: 'undecryptable' | 'no-secret' }>;
+
+const PROBLEM_MESSAGES = { 'no-key': 'noKey', undecryptable: 'unreadable', 'no-secret': 'secretRemoved' } as const satisfies Record<
+  GatewayAccessProblem,
+  KeyMessage
+>;
 
 const CANNOT_OPEN = { ok: false, reason: 'undecryptable', message: MESSAGES.unreadable } as const;
 
@@ -198,17 +217,17 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
   // ---- Keys ------------------------------------------------------------------------------------
 
   /** Checks the key against the gateway (`/v1/models`) and, when it works, stores it sealed. */
-  async setKey(guildId: string, key: string, by: string): Promise<SetKeyResult> {
+  async setKey(guildId: string, key: string, by: string, locale: Locale = ENGLISH): Promise<SetKeyResult> {
     const cipher = this.#cipher;
     if (!cipher) {
       this.#options.log.warn('a server tried to store a gateway key, but KEY_ENCRYPTION_SECRET is not set', { guild: guildId });
-      return refuse(MESSAGES.noSecret);
+      return refuse(keyMessage(locale, 'noSecret'));
     }
     const trimmed = key.trim();
-    if (trimmed.length < MIN_KEY_LENGTH || /\s/.test(trimmed)) return refuse(MESSAGES.notAKey);
+    if (trimmed.length < MIN_KEY_LENGTH || /\s/.test(trimmed)) return refuse(keyMessage(locale, 'notAKey'));
     // Before any request: whatever goes wrong from here on, the key cannot reach a log line.
     registerSecret(trimmed);
-    const checked = await this.#checkKey(trimmed);
+    const checked = await this.#checkKey(trimmed, locale);
     if (!checked.ok) return checked;
     const lastFour = trimmed.slice(-4);
     const stored: StoredKey = { sealed: cipher.seal(trimmed, guildId), lastFour, setBy: by, setAt: Date.now() };
@@ -218,7 +237,7 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
     return { ok: true, lastFour, models: checked.models };
   }
 
-  async #checkKey(key: string): Promise<Result<{ models: number | undefined }>> {
+  async #checkKey(key: string, locale: Locale): Promise<Result<{ models: number | undefined }>> {
     const inUse = this.#isInUse(key);
     try {
       return { ok: true, models: (await this.#options.clients.get(key, 'compat').listModels()).length };
@@ -231,11 +250,7 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
       if (!(error instanceof GatewayError)) throw error;
       this.#options.log.warn('could not check a server gateway key', { error });
       const words = describeGatewayError(error, { key: 'offered', purpose: 'list the models' });
-      return refuse(
-        error instanceof AuthenticationError
-          ? `${words} Nothing was stored.`
-          : `The key could not be checked. ${words} Nothing was stored.`,
-      );
+      return refuse(t(locale, 'config.key.refused', { words, checked: error instanceof AuthenticationError ? 'yes' : 'no' }));
     } finally {
       // A refused key must not keep a client; one already serving tasks keeps its own.
       if (!inUse) this.#options.clients.forget(key);
@@ -330,11 +345,11 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
   }
 
   /** `/config show`: `settings` (what a change just wrote; unless given, what is stored) and what stands between the server and a working bot. */
-  async describe(guildId: string, settings?: GuildSettings): Promise<string> {
+  async describe(guildId: string, locale: Locale, settings?: GuildSettings): Promise<string> {
     const shown = settings ?? (await this.get(guildId));
     const access = await this.resolveGatewayAccess(guildId);
-    const keyInUse = await this.describeKeyInUse(guildId);
-    return describeServerSettings(shown, {
+    const keyInUse = await this.describeKeyInUse(guildId, locale);
+    return describeServerSettings(locale, shown, {
       hasKey: access.ok,
       canStoreKeys: this.canStoreKeys,
       keyInUse,
@@ -344,13 +359,13 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
   }
 
   /** `/config show`'s key line: which key serves the server (its own, the operator's, or none) and why. */
-  async describeKeyInUse(guildId: string): Promise<string> {
+  async describeKeyInUse(guildId: string, locale: Locale = ENGLISH): Promise<string> {
     const [{ key }, access] = await Promise.all([this.get(guildId), this.resolveGatewayAccess(guildId)]);
-    const own = key && `(…${key.lastFour}, set by <@${key.setBy}> ${discordRelativeTime(key.setAt)})`;
-    if (access.ok && access.source === 'server') return `this server's own key ${own ?? ''}`.trim();
-    if (access.ok) return "the operator's default key (this server has none of its own; `/config key` sets one)";
-    if (own) return `none: this server's own key ${own} cannot be used. ${access.message}`;
-    return `none: \`/video\` and \`/voice\` cannot work until a server admin sets a key with \`/config key\``;
+    const own = key && t(locale, 'config.key.own', { lastFour: key.lastFour, by: `<@${key.setBy}>`, when: discordRelativeTime(key.setAt) });
+    if (access.ok && access.source === 'server') return t(locale, 'config.key.in-use.server', { own: own ?? '' }).trim();
+    if (access.ok) return t(locale, 'config.key.in-use.operator');
+    if (own) return t(locale, 'config.key.in-use.broken', { own, why: keyMessage(locale, PROBLEM_MESSAGES[access.reason]) });
+    return t(locale, 'config.key.in-use.none');
   }
 
   async defaults(guildId: string): Promise<VideoDefaults> {

@@ -1,3 +1,4 @@
+import { ENGLISH } from '../../src/i18n/index.ts';
 import { describe, expect, it } from 'vitest';
 import { budgetChange, describeServerSettings, type BudgetGiven, type ShownFacts } from '../../src/settings/config-options.ts';
 import { defaultGuildSettings, type GuildSettings } from '../../src/settings/guild-settings.ts';
@@ -23,7 +24,7 @@ function given(options: Partial<BudgetGiven>): BudgetGiven {
 
 /** The change applied to `settings`, or the refusal's words. */
 function applied(options: Partial<BudgetGiven>, settings: GuildSettings = defaultGuildSettings()) {
-  const request = budgetChange(given(options));
+  const request = budgetChange(ENGLISH, given(options));
   if (!request.ok) return { refused: request.message };
   return { description: request.description, spending: request.change(settings).spending };
 }
@@ -91,7 +92,7 @@ describe('/config show', () => {
   const lineOf = (text: string, start: string) => text.split('\n').find((line) => line.startsWith(start));
 
   it('says when there are no budgets, and the prices in force', () => {
-    const text = describeServerSettings(defaultGuildSettings(), facts);
+    const text = describeServerSettings(ENGLISH, defaultGuildSettings(), facts);
     expect(lineOf(text, '**Budgets**')).toBe(
       '**Budgets** (video and voice): no budget per member a day, no budget for the server a day, no budget a month; alerts not posted; no video waits for a confirmation',
     );
@@ -109,7 +110,7 @@ describe('/config show', () => {
     };
     const parsed = parsePrices('{"video": {"svc-imagine-video-1.5": {"per_second_usd": {"720p": 0.1}}}}');
     const prices = parsed.ok ? describePrices(parsed.prices) : [];
-    const text = describeServerSettings(settings, { ...facts, prices });
+    const text = describeServerSettings(ENGLISH, settings, { ...facts, prices });
     expect(lineOf(text, '**Budgets**')).toBe(
       `**Budgets** (video and voice): $1.50 per member a day, $20.00 for the server a day, $300.00 a month; alerts in <#${CHANNEL}>; videos estimated over $2.00 wait for their member's confirmation`,
     );

@@ -116,7 +116,7 @@ function member(index: number): string {
 
 /** `/config budget` as an admin uses it. */
 async function setBudgets(settings: SettingsService, guild: string, budgets: Partial<Budgets>, alertChannelId?: string): Promise<void> {
-  const request = budgetChange({
+  const request = budgetChange(ENGLISH, {
     member_daily_usd: budgets.member_daily_usd ?? null,
     server_daily_usd: budgets.server_daily_usd ?? null,
     server_monthly_usd: budgets.server_monthly_usd ?? null,

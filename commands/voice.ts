@@ -7,7 +7,7 @@ import {
 } from 'discord.js';
 import { answerPrivately } from '../src/discord/answer.ts';
 import type { Command } from '../src/interactions/command.ts';
-import { guildOf, type HandledInteraction, type Requirement } from '../src/interactions/requirements.ts';
+import { guildOf, memberLocale, type HandledInteraction, type Requirement } from '../src/interactions/requirements.ts';
 import { containing, suggest } from '../src/discord/autocomplete.ts';
 import { BUILT_IN_VOICES } from '../src/gateway/spec.ts';
 import type { Services } from '../src/services.ts';
@@ -46,26 +46,29 @@ async function join(interaction: ChatInputCommandInteraction, services: Services
   if (!interaction.inCachedGuild()) throw new Error('/voice join reached its handler outside a cached server');
   const chosen = interaction.options.getChannel('channel');
   const channelId = chosen?.id ?? interaction.member.voice.channelId;
-  if (!channelId) return answerPrivately(interaction, 'Join a voice channel first, or name one with the `channel` option.');
+  const locale = memberLocale(interaction);
+  if (!channelId) return answerPrivately(interaction, t(locale, 'voice.join.no-channel'));
   const result = await services.voice.join(interaction.guildId, channelId, interaction.channelId, interaction.user.id);
   if (!result.ok) return answerPrivately(interaction, result.message);
+  const channel = `<#${channelId}>`;
   await answerPrivately(
     interaction,
     result.alreadyThere
-      ? `I am already listening in <#${channelId}>.`
-      : `Joined <#${channelId}>. ${describeCallEncryption(result.encryption)}`,
+      ? t(locale, 'voice.join.already', { channel })
+      : `${t(locale, 'voice.join.joined', { channel })} ${describeCallEncryption(locale, result.encryption)}`,
   );
 }
 
 async function leave(interaction: ChatInputCommandInteraction, services: Services) {
   const left = await services.voice.leave(guildOf(interaction), { why: 'asked', by: interaction.user.id });
-  await answerPrivately(interaction, left ? 'Left the voice channel.' : 'I am not in a voice channel on this server.');
+  await answerPrivately(interaction, t(memberLocale(interaction), left ? 'voice.leave.left' : 'voice.leave.not-in'));
 }
 
 /** What the options mean and accept is the settings part's (src/settings/voice-settings.ts). */
 async function settings(interaction: ChatInputCommandInteraction, services: Services) {
   const guildId = guildOf(interaction);
   const options = interaction.options;
+  const locale = memberLocale(interaction);
   const request = voiceSettingsChange(
     {
       voice: options.getString('voice'),
@@ -79,17 +82,19 @@ async function settings(interaction: ChatInputCommandInteraction, services: Serv
       respond: options.getString('respond'),
       wakeWords: options.getString('wake_words'),
       tools: options.getBoolean('tools'),
+      language: options.getString('language'),
     },
     services.config.gatewayVendor,
+    locale,
   );
   if (!request.ok) return answerPrivately(interaction, request.message);
   if (Object.keys(request.change).length === 0) {
-    return answerPrivately(interaction, describeVoiceSettings(await services.settings.voiceSettings(guildId)));
+    return answerPrivately(interaction, describeVoiceSettings(locale, await services.settings.voiceSettings(guildId)));
   }
   // Recorded in the server's change history (/config show) with who and when, in the same step.
   const updated = await services.settings.changeVoiceSettings(guildId, request.change, interaction.user.id);
-  const note = services.voice.isIn(guildId) ? '\nThe new settings apply from the next `/voice join`.' : '';
-  await answerPrivately(interaction, `Saved.\n${describeVoiceSettings(updated)}${note}`);
+  const note = services.voice.isIn(guildId) ? `\n${t(locale, 'voice.settings.next-join')}` : '';
+  await answerPrivately(interaction, `${t(locale, 'config.saved')}\n${describeVoiceSettings(locale, updated)}${note}`);
 }
 
 async function autocomplete(interaction: AutocompleteInteraction, services: Services) {

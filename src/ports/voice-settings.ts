@@ -26,6 +26,11 @@ export interface VoiceSettings {
   wakeWords: string[];
   /** Declare the video tools to the model; undefined: on when the server lets members use /video. */
   tools?: boolean;
+  /**
+   * The language (a locale the bot speaks: `de`, `fr`…) the model answers in when the speaker's is unclear;
+   * undefined: the server's.
+   */
+  language?: string | undefined;
   updatedBy?: string;
   updatedAt?: number;
 }

@@ -3,6 +3,7 @@ import { isRecord } from '../lib/json.ts';
 import { BUILT_IN_VOICES, isVoiceId, realtimeModelNames } from '../gateway/spec.ts';
 import type { SubcommandDefinition } from '../discord/command-options.ts';
 import { refuse, type Result } from '../lib/result.ts';
+import { ENGLISH, formatNumber, SUPPORTED_LOCALES, t, translator, type Locale } from '../i18n/index.ts';
 import type { RespondMode, TurnDetectionMode, VoiceSettings } from '../ports/voice-settings.ts';
 
 // How a server's voice conversations behave, kept with the rest of its settings and changed with /voice
@@ -73,6 +74,7 @@ export function parseStoredVoiceSettings(raw: unknown): StoredVoiceSettings {
   keep('respond', isRespond);
   keep('wakeWords', isWords);
   keep('tools', isBoolean);
+  keep('language', isLanguage);
   keep('updatedBy', isString);
   keep('updatedAt', isNumber);
   return stored;
@@ -80,30 +82,37 @@ export function parseStoredVoiceSettings(raw: unknown): StoredVoiceSettings {
 
 export type VoiceSettingsChange = Partial<Omit<VoiceSettings, 'updatedBy' | 'updatedAt'>>;
 
+/** `/voice settings language`'s choice that leaves the language to the server's (its Community setting). */
+export const SERVER_LANGUAGE = 'server';
+
+/** A language the conversation can fall back to: one the bot has a catalog for. */
+function isLanguage(value: unknown): value is string {
+  return SUPPORTED_LOCALES.some((locale) => locale === value);
+}
+
 /** Whether a wake word keeps a letter or digit once the voice part normalises what it hears (NFKC, then letters and digits). */
 function hasSomethingToHear(word: string): boolean {
   return /[\p{L}\p{N}]/u.test(word.normalize('NFKC'));
 }
 
-/** Checks a change before it is stored; the message names the option and the rule. */
-export function checkVoiceSettingsChange(change: VoiceSettingsChange, vendor: string): string | undefined {
+/** Checks a change before it is stored; the message, in the admin's language, names the option and the rule. */
+export function checkVoiceSettingsChange(change: VoiceSettingsChange, vendor: string, locale: Locale = ENGLISH): string | undefined {
+  const say = translator(locale);
   if (change.voice !== undefined && !isVoiceId(change.voice)) {
-    return `\`voice\` must be a voice id such as ${BUILT_IN_VOICES.slice(0, 4).join(', ')} (letters, digits, - and _); got "${change.voice}".`;
+    return say('voice.settings.bad-voice', { examples: BUILT_IN_VOICES.slice(0, 4).join(', '), given: change.voice });
   }
   if (change.model !== undefined && !change.model.toLowerCase().startsWith(`${vendor.toLowerCase()}-voice-`)) {
-    return `\`model\` must be a realtime voice model such as ${realtimeModelNames(vendor).join(', ')}; got "${change.model}".`;
+    return say('voice.settings.bad-model', { examples: realtimeModelNames(vendor).join(', '), given: change.model });
   }
   if (change.instructions !== undefined && change.instructions.length > VOICE_LIMITS.instructionsLength) {
-    return `\`instructions\` can be at most ${VOICE_LIMITS.instructionsLength} characters.`;
+    return say('voice.settings.instructions-too-long', { max: VOICE_LIMITS.instructionsLength });
   }
   if (change.wakeWords !== undefined) {
-    if (change.wakeWords.length > VOICE_LIMITS.wakeWords)
-      return `\`wake_words\` can list at most ${VOICE_LIMITS.wakeWords} names, separated by commas.`;
+    if (change.wakeWords.length > VOICE_LIMITS.wakeWords) return say('voice.settings.too-many-wake-words', { max: VOICE_LIMITS.wakeWords });
     const long = change.wakeWords.find((word) => word.length > VOICE_LIMITS.wakeWordLength);
-    if (long !== undefined)
-      return `\`wake_words\`: each name can be at most ${VOICE_LIMITS.wakeWordLength} characters; "${long.slice(0, 20)}…" is longer.`;
+    if (long !== undefined) return say('voice.settings.wake-word-too-long', { max: VOICE_LIMITS.wakeWordLength, word: long.slice(0, 20) });
     const empty = change.wakeWords.find((word) => !hasSomethingToHear(word));
-    if (empty !== undefined) return `\`wake_words\`: "${empty}" has no letters or digits to listen for.`;
+    if (empty !== undefined) return say('voice.settings.wake-word-silent', { word: empty });
   }
   const ranges: [keyof typeof VOICE_LIMITS, number | undefined, string][] = [
     ['vadThreshold', change.vadThreshold, 'vad_threshold'],
@@ -113,7 +122,12 @@ export function checkVoiceSettingsChange(change: VoiceSettingsChange, vendor: st
   for (const [key, value, option] of ranges) {
     const range = VOICE_LIMITS[key];
     if (value !== undefined && typeof range === 'object' && (value < range.min || value > range.max)) {
-      return `\`${option}\` must be from ${range.min} to ${range.max}; got ${value}.`;
+      return say('voice.settings.range', {
+        option: `\`${option}\``,
+        min: formatNumber(locale, range.min),
+        max: formatNumber(locale, range.max),
+        given: formatNumber(locale, value),
+      });
     }
   }
   return undefined;
@@ -134,6 +148,7 @@ export function describeVoiceSettingsChange(change: VoiceSettingsChange): string
       ? undefined
       : `wake_words ${change.wakeWords.length === 0 ? "(the bot's name)" : change.wakeWords.join(', ')}`,
     change.tools === undefined ? undefined : `tools ${change.tools ? 'on' : 'off'}`,
+    'language' in change ? `language ${change.language ?? SERVER_LANGUAGE}` : undefined,
     // Instructions can be long: the history says they changed, /voice settings shows them.
     change.instructions === undefined ? undefined : 'new instructions',
   ].filter((part) => part !== undefined);
@@ -200,6 +215,11 @@ export const VOICE_SETTINGS_SUBCOMMAND = {
     },
     { type: 'string', name: 'wake_words', maxLength: 400 },
     { type: 'boolean', name: 'tools' },
+    {
+      type: 'string',
+      name: 'language',
+      choices: [{ value: SERVER_LANGUAGE }, ...SUPPORTED_LOCALES.map((value) => ({ value }))],
+    },
   ],
 } as const satisfies SubcommandDefinition;
 
@@ -216,10 +236,16 @@ export interface VoiceSettingsGiven {
   respond: string | null;
   wakeWords: string | null;
   tools: boolean | null;
+  /** A supported locale, or `server` for the server's language. */
+  language: string | null;
 }
 
 /** The change the options ask for (empty: they ask to see the settings), or why it is refused. */
-export function voiceSettingsChange(given: VoiceSettingsGiven, vendor: string): Result<{ change: VoiceSettingsChange }> {
+export function voiceSettingsChange(
+  given: VoiceSettingsGiven,
+  vendor: string,
+  locale: Locale = ENGLISH,
+): Result<{ change: VoiceSettingsChange }> {
   const change: VoiceSettingsChange = {};
   if (given.voice !== null) change.voice = given.voice;
   if (given.instructions !== null) change.instructions = given.instructions;
@@ -232,40 +258,72 @@ export function voiceSettingsChange(given: VoiceSettingsGiven, vendor: string): 
   if (given.idleMinutes !== null) change.idleMinutes = given.idleMinutes;
   if (given.respond !== null) {
     const chosen = RESPOND_MODES.find((candidate) => candidate === given.respond);
-    if (!chosen) return refuse(`\`respond\` must be one of ${RESPOND_MODES.join(', ')}; got "${given.respond}".`);
+    if (!chosen)
+      return refuse(
+        t(locale, 'voice.settings.bad-choice', { option: '`respond`', values: RESPOND_MODES.join(', '), given: given.respond }),
+      );
     change.respond = chosen;
   }
   if (given.wakeWords !== null) change.wakeWords = parseWakeWords(given.wakeWords);
   if (given.tools !== null) change.tools = given.tools;
+  if (given.language !== null) {
+    const language = SUPPORTED_LOCALES.find((candidate) => candidate === given.language);
+    if (!language && given.language !== SERVER_LANGUAGE) {
+      const values = [SERVER_LANGUAGE, ...SUPPORTED_LOCALES].join(', ');
+      return refuse(t(locale, 'voice.settings.bad-choice', { option: '`language`', values, given: given.language }));
+    }
+    // Undefined: back to the server's language (the key is there, so it is a change).
+    change.language = language;
+  }
   if (Object.keys(change).length === 0) return { ok: true, change };
-  const problem = checkVoiceSettingsChange(change, vendor);
+  const problem = checkVoiceSettingsChange(change, vendor, locale);
   return problem ? refuse(problem) : { ok: true, change };
 }
 
-function describeRespond(settings: VoiceSettings): string {
-  const names = settings.wakeWords.length > 0 ? settings.wakeWords.map((word) => `"${word}"`).join(', ') : 'its display name';
-  const when =
-    settings.respond === 'always'
-      ? 'every turn'
-      : settings.respond === 'when_named'
-        ? 'only turns that name it'
-        : 'every turn with one person in the channel, only turns that name it with more';
-  return `${settings.respond}: ${when} (its names: ${names})`;
+function describeRespond(locale: Locale, settings: VoiceSettings): string {
+  const names =
+    settings.wakeWords.length > 0
+      ? settings.wakeWords.map((word) => `"${word}"`).join(', ')
+      : t(locale, 'voice.settings.show.display-name');
+  return t(locale, 'voice.settings.show.respond', { mode: settings.respond, names });
 }
 
-/** `/voice settings`, and what every change answers with. */
-export function describeVoiceSettings(settings: VoiceSettings): string {
+/** `/voice settings`, and what every change answers with, in the member's language. */
+export function describeVoiceSettings(locale: Locale, settings: VoiceSettings): string {
+  const say = translator(locale);
+  const long = settings.instructions.length > INSTRUCTIONS_PREVIEW;
   return [
-    `**Voice:** ${settings.voice}`,
-    `**Model:** ${settings.model}`,
-    `**Turn detection:** ${settings.turnDetection}${settings.turnDetection === 'server' ? ` (threshold ${settings.vadThreshold}, ${settings.silenceMs} ms of silence ends a turn)` : ''}`,
-    `**Transcripts:** ${settings.transcripts ? 'on, in a thread' : 'off'}`,
-    `**Leaves after:** ${settings.idleMinutes} min without speech`,
-    `**Answers:** ${describeRespond(settings)}`,
-    `**Tools:** ${settings.tools === false ? 'off' : 'on (generate_video, video_status, with the rules of /video)'}`,
-    `**Instructions:** ${settings.instructions.length > INSTRUCTIONS_PREVIEW ? `${settings.instructions.slice(0, INSTRUCTIONS_PREVIEW - 1)}… (${settings.instructions.length} characters)` : settings.instructions}`,
-    settings.updatedBy ? `Last changed by <@${settings.updatedBy}> <t:${Math.floor((settings.updatedAt ?? 0) / 1000)}:R>.` : '',
+    say('voice.settings.show.voice', { voice: settings.voice }),
+    say('voice.settings.show.model', { model: settings.model }),
+    say('voice.settings.show.turns', {
+      mode: settings.turnDetection,
+      threshold: formatNumber(locale, settings.vadThreshold),
+      silence: formatNumber(locale, settings.silenceMs, { style: 'unit', unit: 'millisecond', unitDisplay: 'short' }),
+    }),
+    say('voice.settings.show.transcripts', { on: settings.transcripts ? 'yes' : 'no' }),
+    say('voice.settings.show.idle', { minutes: settings.idleMinutes }),
+    say('voice.settings.show.answers', { respond: describeRespond(locale, settings) }),
+    say('voice.settings.show.tools', { on: settings.tools === false ? 'no' : 'yes' }),
+    say('voice.settings.show.language', {
+      language: settings.language === undefined ? SERVER_LANGUAGE : languageName(locale, settings.language),
+    }),
+    say('voice.settings.show.instructions', {
+      instructions: long ? `${settings.instructions.slice(0, INSTRUCTIONS_PREVIEW - 1)}…` : settings.instructions,
+      long: long ? 'yes' : 'no',
+      length: settings.instructions.length,
+    }),
+    settings.updatedBy
+      ? say('voice.settings.show.changed', {
+          by: `<@${settings.updatedBy}>`,
+          when: `<t:${Math.floor((settings.updatedAt ?? 0) / 1000)}:R>`,
+        })
+      : '',
   ]
     .filter((line) => line !== '')
     .join('\n');
+}
+
+/** A language's name in the reader's language: `German`, `allemand`, `ドイツ語`. */
+export function languageName(reader: Locale, language: string): string {
+  return new Intl.DisplayNames([reader], { type: 'language' }).of(language) ?? language;
 }

@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import type { DAVESession, VoiceConnection, VoiceConnectionState } from '@discordjs/voice';
 import type { Logger } from '../lib/log.ts';
 import type { BotMetrics } from '../lib/metrics.ts';
+import { t, type Locale } from '../i18n/index.ts';
 
 // DAVE, Discord's end-to-end encryption of voice calls, as the bot's conversation sees it: whether the
 // call is encrypted, whether the bot holds the group's keys (only then may it play, or hear anyone), the
@@ -32,11 +33,10 @@ export interface CallEncryption {
 }
 
 /** The call's encryption in a sentence for Discord: members compare the privacy code with their client's. */
-export function describeCallEncryption(state: CallEncryption): string {
-  if (!state.encrypted)
-    return 'This call is not end-to-end encrypted (someone in it has a client without DAVE, or the voice server offered none).';
-  if (state.privacyCode === undefined) return '🔒 This call is end-to-end encrypted; its voice privacy code is not settled yet.';
-  return `🔒 This call is end-to-end encrypted. Voice privacy code: \`${state.privacyCode}\` (compare it with the one your Discord client shows for the call).`;
+export function describeCallEncryption(locale: Locale, state: CallEncryption): string {
+  if (!state.encrypted) return t(locale, 'voice.encryption.none');
+  if (state.privacyCode === undefined) return t(locale, 'voice.encryption.unsettled');
+  return t(locale, 'voice.encryption.code', { code: state.privacyCode });
 }
 
 interface MonitorEvents {

@@ -227,8 +227,8 @@ export class VoiceService {
       // gateway does not take those, a note in the instructions of every session from then on.
       let toRestore = resumed && resumed.turns.length > 0 ? resumed.turns : undefined;
       let earlierTurns: string | undefined;
-      // The model answers in the speaker's language; when that is unclear, in the server's.
-      const languageNote = languageInstruction(this.#locale(guildId));
+      // The model answers in the speaker's language; when that is unclear, in the one /voice settings chose, else the server's.
+      const languageNote = languageInstruction(settings.language ?? this.#locale(guildId));
       const sessionConfig = (manual: boolean): RealtimeSessionConfig => ({
         voice: settings.voice,
         instructions: [settings.instructions, languageNote, earlierTurns].filter((part) => part !== undefined).join('\n\n'),
@@ -349,12 +349,12 @@ export class VoiceService {
         session.announce(t(locale, 'voice.spoken.back'));
         await this.#say(
           textChannelId,
-          `${t(locale, 'voice.back', { channel: `<#${voiceChannelId}>` })}\n${describeCallEncryption(encryption)}`,
+          `${t(locale, 'voice.back', { channel: `<#${voiceChannelId}>` })}\n${describeCallEncryption(locale, encryption)}`,
         );
       } else {
         await this.#say(
           textChannelId,
-          `${t(locale, 'voice.joined', { channel: `<#${voiceChannelId}>` })}\n${describeCallEncryption(encryption)}`,
+          `${t(locale, 'voice.joined', { channel: `<#${voiceChannelId}>` })}\n${describeCallEncryption(locale, encryption)}`,
         );
       }
       // After the channel heard that the bot listens: a budget with under a minute left is warned of at once.

@@ -1,7 +1,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { createServer, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { join } from 'node:path';
-import { resolveLocale, t } from '../../src/i18n/index.ts';
+import { formatDate, resolveLocale, t } from '../../src/i18n/index.ts';
+import { describeUsage } from '../../src/settings/usage-report.ts';
+import { noUsage } from '../../src/settings/usage.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isRecord, parseJsonText } from '../../src/lib/json.ts';
 import { createLogger } from '../../src/lib/log.ts';
@@ -162,12 +164,23 @@ describe("a server's own gateway key", () => {
 
   it("refuses a member in the member's own language, whatever the server's", async () => {
     const { discord, guild } = world;
-    const german = discord.createUser({ guildId: guild.id, locale: 'de' });
-    const refused = (await config(german, 'show').response()).data;
+    const germanMember = discord.createUser({ guildId: guild.id, locale: 'de' });
+    const refused = (await config(germanMember, 'show').response()).data;
     expect(refused).toMatchObject({
       flags: 64,
       content: t(resolveLocale('de', 'en-US', 'member'), 'requirement.manage-server', { what: '`/config show`' }),
     });
+    // And their own usage report, in German words, dates and plurals.
+    const german = resolveLocale('de', 'en-US', 'member');
+    const usage = (
+      await discord.runCommand({ user: germanMember, guildId: guild.id, channelId: guild.textChannelId, command: 'usage' }).reply()
+    ).content;
+    expect(usage.split('\n')[0]).toBe(
+      t(german, 'usage.own-today', {
+        date: formatDate(german, Date.now(), { dateStyle: 'medium' }),
+        usage: describeUsage(german, noUsage()),
+      }),
+    );
   });
 
   it('refuses a key the gateway rejects, saying why, and stores nothing', async () => {

@@ -111,13 +111,13 @@ describe.each([
 
     const server = (await run(guild.admin, 'usage').reply()).content;
     const memberRow = new RegExp(
-      `^<@${guild.member.id}>: 0 videos, \\$0\\.00; voice ${today![1]} s, about \\$${today![2]} \\(estimated\\)$`,
+      `^<@${guild.member.id}>: 0 videos, \\$0\\.00; voice ${today![1]} sec, about \\$${today![2]} \\(estimated\\)$`,
       'm',
     );
     // The server's day and month both list the member, and the admin's own conversation above.
     expect(server.match(new RegExp(memberRow.source, 'gm'))).toHaveLength(2);
     expect(server).toMatch(
-      new RegExp(`^<@${guild.admin.id}>: 0 videos, \\$0\\.00; voice \\d+ s, about \\$\\d+\\.\\d\\d \\(estimated\\)$`, 'm'),
+      new RegExp(`^<@${guild.admin.id}>: 0 videos, \\$0\\.00; voice \\d+ sec, about \\$\\d+\\.\\d\\d \\(estimated\\)$`, 'm'),
     );
     expect(server).toMatch(
       /^\*\*Server today \([^)]* UTC\)\*\*: 0 videos, \$0\.00; voice \d+ sec, about \$\d+\.\d\d \(estimated\)$/m,

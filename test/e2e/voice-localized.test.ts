@@ -1,0 +1,82 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CommandRun, TestGuild } from 'discord-standin';
+import { resolveLocale, t } from '../../src/i18n/index.ts';
+import { describeBudget, describeSpentBudget, usdToTicks } from '../../src/settings/budgets.ts';
+import { discordRelativeTime, nextUtcMidnight } from '../../src/settings/limits.ts';
+import { makeDataDirectory } from '../support/bot-process.ts';
+import { startWorld, type World } from '../support/world.ts';
+
+// A server whose language is French (Discord's preferred_locale, which GUILD_CREATE carries): what the bot
+// posts in its channels (the conversation's notices, budget alerts) and says aloud is French, while the
+// admin who asked, whose own Discord is in English, is answered in English. The expected words are the
+// catalog's, not copies of them. Voice costs $1 a second here, so a $3 budget runs out in seconds.
+
+const PRICES = { voice: { '*': { per_minute_usd: 60 } } };
+const BUDGET_USD = 3;
+
+let world: World;
+beforeAll(async () => {
+  const prices = join(makeDataDirectory(), 'prices.json');
+  writeFileSync(prices, JSON.stringify(PRICES));
+  world = await startWorld({ env: { PRICES_FILE: prices } });
+  // A short goodbye: the emulator speaks a force_message as a tone of 5 ms per character.
+  world.emulator.realtime.options.toneMsPerCharacter = 5;
+}, 60_000);
+afterAll(async () => {
+  await world?.stop();
+});
+
+function run(guild: TestGuild, user: CommandRun['user'], command: string, subcommand?: string, options?: CommandRun['options']) {
+  return world.discord.runCommand({ user, guildId: guild.id, channelId: guild.textChannelId, command, subcommand, options });
+}
+
+describe('a server in French', () => {
+  it('hears its voice notices, budget alerts and goodbye in French, and tells the model to fall back to French', async () => {
+    const { discord, emulator } = world;
+    const guild = discord.createGuild({ name: 'serveur français', locale: 'fr' });
+    const french = resolveLocale(undefined, 'fr', 'channel');
+    expect(french).toBe('fr');
+    const channel = `<#${guild.voiceChannelId}>`;
+    const budget = await run(guild, guild.admin, 'config', 'budget', {
+      server_daily_usd: BUDGET_USD,
+      alert_channel: guild.textChannelId,
+    }).reply();
+    // The admin's own Discord is in English: their private answer is English.
+    expect(budget.content).toContain('$3.00 for the server a day');
+
+    const sessionsBefore = emulator.realtime.sessions.length;
+    discord.joinVoice(guild.admin, guild.id, guild.voiceChannelId);
+    try {
+      expect((await run(guild, guild.admin, 'voice', 'join').reply()).content).toMatch(/^Joined/);
+      const joined = await discord.waitForMessage(guild.textChannelId, (message) => message.content.startsWith('🎙️'));
+      expect(joined.content.startsWith(t(french, 'voice.joined', { channel }))).toBe(true);
+      const instructions = JSON.stringify(emulator.realtime.sessions.slice(sessionsBefore).map((session) => session.serverEvents));
+      expect(instructions).toContain("If the speaker's language is unclear, answer in French.");
+
+      const room = { budget: 'server_daily_usd', limitTicks: usdToTicks(BUDGET_USD) } as const;
+      const resetsAt = nextUtcMidnight(Date.now());
+      const reason = describeSpentBudget(french, { ...room, leftTicks: 0, resetsAt });
+      const warning = await discord.waitForMessage(guild.textChannelId, (message) => message.content.startsWith('⏳'), 15_000);
+      expect(warning.content).toContain(reason);
+      const used = await discord.waitForMessage(guild.textChannelId, (message) => message.content.startsWith('🛑'), 15_000);
+      expect(used.content).toBe(
+        t(french, 'budget.alert.used-all', { budgetName: describeBudget(french, room), resets: discordRelativeTime(resetsAt) }),
+      );
+      const goodbye = t(french, 'voice.budget.spent', { reason: '' }).trim();
+      await emulator.realtime.waitForClientEvent(
+        (event) => event.type === 'conversation.item.create' && JSON.stringify(event.item).includes(goodbye),
+        15_000,
+      );
+      const stopped = await discord.waitForMessage(
+        guild.textChannelId,
+        (message) => message.content === t(french, 'voice.stopped', { channel, reason }),
+        15_000,
+      );
+      expect(stopped.content).not.toContain('Stopped listening');
+    } finally {
+      discord.leaveVoice(guild.admin, guild.id);
+    }
+  });
+});

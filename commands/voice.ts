@@ -48,7 +48,7 @@ async function join(interaction: ChatInputCommandInteraction, services: Services
   const channelId = chosen?.id ?? interaction.member.voice.channelId;
   const locale = memberLocale(interaction);
   if (!channelId) return answerPrivately(interaction, t(locale, 'voice.join.no-channel'));
-  const result = await services.voice.join(interaction.guildId, channelId, interaction.channelId, interaction.user.id);
+  const result = await services.voice.join(interaction.guildId, channelId, interaction.channelId, interaction.user.id, locale);
   if (!result.ok) return answerPrivately(interaction, result.message);
   const channel = `<#${channelId}>`;
   await answerPrivately(

@@ -17,7 +17,7 @@ import { VoiceAccessError, VoiceSession, finalFailure, type VoiceFunctionCall, t
 import { VOICE_TOOLS, runToolCall } from './tools.ts';
 import { ConversationRecorder, type ConversationRecord, type ConversationRecords, type RecordedTurn } from './conversation-record.ts';
 import type { Result } from '../lib/result.ts';
-import { ENGLISH, resolveLocale, SUPPORTED_LOCALES, t, type Locale } from '../i18n/index.ts';
+import { ENGLISH, formatList, resolveLocale, SUPPORTED_LOCALES, t, type Locale } from '../i18n/index.ts';
 import type { BotMetrics } from '../lib/metrics.ts';
 
 // Voice conversations, one per server: joining and leaving, telling the text channel, leaving empty or
@@ -171,27 +171,42 @@ export class VoiceService {
   }
 
   /**
-   * `userId`: the member who brings the bot in, whose budget (and the server's) the conversation spends.
+   * `userId`: the member who brings the bot in, whose budget (and the server's) the conversation spends;
+   * a refusal is worded for them, in `memberLocale`.
+   */
+  async join(guildId: string, voiceChannelId: string, textChannelId: string, userId: string, memberLocale?: Locale): Promise<JoinResult> {
+    // A refusal goes to the member who asked, in their language (the server's when not told).
+    return this.#join(guildId, voiceChannelId, textChannelId, userId, memberLocale ?? this.#locale(guildId), undefined);
+  }
+
+  /**
    * `resumed`: the record of a conversation a restart interrupted, brought back with its settings, its
    * transcript thread and its earlier turns in the new realtime session's context.
    */
-  async join(
+  async #join(
     guildId: string,
     voiceChannelId: string,
     textChannelId: string,
     userId: string,
-    resumed?: ConversationRecord,
+    locale: Locale,
+    resumed: ConversationRecord | undefined,
   ): Promise<JoinResult> {
     const current = this.#guilds.get(guildId);
     if (current?.voiceChannelId === voiceChannelId) return { ok: true, alreadyThere: true };
-    if (this.#joining.has(guildId)) return { ok: false, message: 'I am already joining a voice channel here; give me a moment.' };
+    if (this.#joining.has(guildId)) return { ok: false, message: t(locale, 'voice.join.busy') };
     const guild = this.#deps.client.guilds.cache.get(guildId);
-    if (!guild) return { ok: false, message: 'I cannot see this server.' };
+    if (!guild) return { ok: false, message: t(locale, 'voice.join.no-server') };
     const missing = missingVoicePermissions(guild, voiceChannelId);
     if (missing.length > 0) {
       return {
         ok: false,
-        message: `I may not join <#${voiceChannelId}>: I lack ${missing.map((name) => `**${name}**`).join(' and ')} there. A server admin can give me View Channel, Connect and Speak in that channel, or pick another with the \`channel\` option.`,
+        message: t(locale, 'voice.join.missing-permissions', {
+          channel: `<#${voiceChannelId}>`,
+          missing: formatList(
+            locale,
+            missing.map((name) => `**${name}**`),
+          ),
+        }),
       };
     }
     const access = await this.#deps.access.resolveGatewayAccess(guildId);
@@ -220,7 +235,7 @@ export class VoiceService {
       } catch (error) {
         log.warn('the voice connection did not become ready', { channel: voiceChannelId, error });
         connection.destroy();
-        return { ok: false, message: t(this.#locale(guildId), 'voice.could-not-connect') };
+        return { ok: false, message: t(locale, 'voice.could-not-connect') };
       }
       const activity = { last: this.#now() };
       // The earlier turns of a conversation brought back: items of its first realtime session, or, when the
@@ -303,7 +318,7 @@ export class VoiceService {
         log.warn('could not open the realtime session', { error });
         return {
           ok: false,
-          message: `I could not start the conversation. ${finalFailure(error) ?? 'The voice model is unreachable right now: try again in a minute.'}`,
+          message: t(locale, 'voice.join.could-not-start', { why: finalFailure(error) ?? t(locale, 'voice.join.model-unreachable') }),
         };
       }
       this.#watch(guildId, connection);
@@ -344,17 +359,18 @@ export class VoiceService {
         if (status === 'reconnecting') this.#deps.metrics?.realtimeReconnect();
       });
       const encryption = await session.encryptionSettled(ENCRYPTION_JOIN_WAIT_MS);
-      const locale = this.#locale(guildId);
+      // The channel's posts: the server's language, whoever asked.
+      const channelLocale = this.#locale(guildId);
       if (resumed) {
-        session.announce(t(locale, 'voice.spoken.back'));
+        session.announce(t(channelLocale, 'voice.spoken.back'));
         await this.#say(
           textChannelId,
-          `${t(locale, 'voice.back', { channel: `<#${voiceChannelId}>` })}\n${describeCallEncryption(locale, encryption)}`,
+          `${t(channelLocale, 'voice.back', { channel: `<#${voiceChannelId}>` })}\n${describeCallEncryption(channelLocale, encryption)}`,
         );
       } else {
         await this.#say(
           textChannelId,
-          `${t(locale, 'voice.joined', { channel: `<#${voiceChannelId}>` })}\n${describeCallEncryption(locale, encryption)}`,
+          `${t(channelLocale, 'voice.joined', { channel: `<#${voiceChannelId}>` })}\n${describeCallEncryption(channelLocale, encryption)}`,
         );
       }
       // After the channel heard that the bot listens: a budget with under a minute left is warned of at once.
@@ -532,7 +548,7 @@ export class VoiceService {
         log.warn('could not count an attempt to rejoin voice', { error });
       }
       const joined = guild
-        ? await this.join(guildId, record.voiceChannelId, record.textChannelId, record.userId, record)
+        ? await this.#join(guildId, record.voiceChannelId, record.textChannelId, record.userId, this.#locale(guildId), record)
         : { ok: false as const, message: 'the server is not available' };
       if (joined.ok) {
         log.info('rejoined voice after the restart', {

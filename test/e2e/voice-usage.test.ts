@@ -102,8 +102,9 @@ describe.each([
     const seconds = openSeconds(emulator.realtime.sessions.slice(before));
 
     const own = (await run(guild.member, 'usage').reply()).content;
-    const today =
-      /^\*\*Your usage today\*\* \([^)]* UTC\): 0 videos, \$0\.00; voice (\d+) sec, about \$(\d+\.\d\d) \(estimated\)$/m.exec(own);
+    const today = /^\*\*Your usage today\*\* \([^)]* UTC\): 0 videos, \$0\.00; voice (\d+) sec, about \$(\d+\.\d\d) \(estimated\)$/m.exec(
+      own,
+    );
     expect(today, own).not.toBeNull();
     expect(Math.abs(Number(today![1]) - seconds)).toBeLessThanOrEqual(1);
     expect(Math.abs(Number(today![2]) - seconds)).toBeLessThanOrEqual(1);
@@ -119,8 +120,6 @@ describe.each([
     expect(server).toMatch(
       new RegExp(`^<@${guild.admin.id}>: 0 videos, \\$0\\.00; voice \\d+ sec, about \\$\\d+\\.\\d\\d \\(estimated\\)$`, 'm'),
     );
-    expect(server).toMatch(
-      /^\*\*Server today \([^)]* UTC\)\*\*: 0 videos, \$0\.00; voice \d+ sec, about \$\d+\.\d\d \(estimated\)$/m,
-    );
+    expect(server).toMatch(/^\*\*Server today \([^)]* UTC\)\*\*: 0 videos, \$0\.00; voice \d+ sec, about \$\d+\.\d\d \(estimated\)$/m);
   });
 });

@@ -423,7 +423,7 @@ describe('voice conversations', () => {
     });
     const saved = await change.reply();
     expect(saved.content).toContain('**Instructions:** Speak like a lighthouse keeper.');
-    expect(saved.content).toContain('(2000 characters)');
+    expect(saved.content).toContain('(2,000 characters)');
     const show = discord.runCommand({
       user: guild.member,
       guildId: guild.id,

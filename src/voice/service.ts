@@ -304,6 +304,7 @@ export class VoiceService {
           void this.#transcript(guildId, speaker, text, answered);
         },
         onProblem: (message) => void this.#say(textChannelId, message),
+        locale: this.#locale(guildId),
         onGiveUp: (reason) => void this.#stopBecause(guildId, reason),
         onActivity: () => {
           activity.last = this.#now();

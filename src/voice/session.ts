@@ -16,6 +16,7 @@ import { InputPump } from './input-pump.ts';
 import { VoiceListener } from './listener.ts';
 import type { VoiceSettings } from '../ports/voice-settings.ts';
 import { SpeechPlayer, type StoppedItem } from './speech-player.ts';
+import { ENGLISH, t, type Locale } from '../i18n/index.ts';
 
 // A live conversation in one voice channel, as an explicit state machine:
 //
@@ -144,8 +145,10 @@ export interface VoiceSessionOptions {
   botUserId: string;
   /** A line of the conversation; a user's line says whether the bot answers it. */
   onTranscript?(speaker: 'user' | 'bot', text: string, answered: boolean): void;
-  /** A problem users should hear about (said in the text channel). */
+  /** A problem users should hear about (said in the text channel, in `locale`). */
   onProblem?(message: string): void;
+  /** The language of what the session says in the text channel: the server's; default English. */
+  locale?: Locale;
   /** The session could not be reopened and is closed: why, in a sentence for the text channel. */
   onGiveUp?(reason: string): void;
   /** Someone spoke or the bot answered: the channel is not idle. */
@@ -293,7 +296,7 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
       mayPlay: () => encryption.playable,
       onGaveUpWaiting: (stopped) => {
         this.#cutOff(stopped);
-        this.#tell("I could not answer out loud: the call's end-to-end encryption was not ready in time.");
+        this.#tell(t(this.#locale, 'voice.problem.encryption-late'));
         this.#sayAnnouncements();
       },
       // An answer that would keep the bot talking (or buffering) past the bound is cut as a barge-in cuts it.
@@ -792,7 +795,7 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
             param: event.param,
             answers: event.clientEventType,
           });
-          this.#tell(`The voice model reported a problem: ${event.message}`);
+          this.#tell(t(this.#locale, 'voice.problem.reported', { message: event.message }));
         }
         // An announcement the gateway answered with another error is not waited for (nor said again).
         if (event.clientEventId !== undefined && live.announcementInFlight?.eventId === event.clientEventId)
@@ -863,6 +866,10 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
   }
 
   /** Tells the channel, unless the same was told a moment ago (a failing session repeats itself). */
+  get #locale(): Locale {
+    return this.#options.locale ?? ENGLISH;
+  }
+
   #tell(message: string): void {
     const now = Date.now();
     for (const [told, at] of this.#told) if (now - at >= PROBLEM_REPEAT_MS) this.#told.delete(told);
@@ -1028,9 +1035,12 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
       const final = finalFailure(error);
       if (final !== undefined) return this.#giveUp(final);
       if (reconnecting.attempt >= this.#options.reconnect.maxAttempts) {
-        const detail = error instanceof Error ? ` (last: ${error.message})` : '';
         return this.#giveUp(
-          `The voice model could not be reached after ${reconnecting.attempt} attempts${detail}. Try \`/voice join\` again in a while.`,
+          t(this.#locale, 'voice.problem.unreachable', {
+            attempts: reconnecting.attempt,
+            last: error instanceof Error ? error.message : '',
+            known: error instanceof Error ? 'yes' : 'no',
+          }),
         );
       }
       this.#reconnectLater(reconnecting.attempt + 1);

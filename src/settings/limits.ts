@@ -1,3 +1,4 @@
+import { ENGLISH, t, type Locale } from '../i18n/index.ts';
 import type { Result } from '../lib/result.ts';
 import type { GuildSettings } from './guild-settings.ts';
 
@@ -28,26 +29,26 @@ export function discordRelativeTime(at: number): string {
   return `<t:${Math.floor(at / 1000)}:R>`;
 }
 
-/** "1 video", "3 videos". */
-export function videos(count: number): string {
-  return count === 1 ? '1 video' : `${count} videos`;
-}
-
 /** The daily limits alone: what the usage ledger checks in the same step as it counts a task. */
-export function evaluateDailyLimits(limits: GuildSettings['limits'], counts: Omit<LimitCounts, 'activeTasksOfUser'>): LimitVerdict {
+export function evaluateDailyLimits(
+  limits: GuildSettings['limits'],
+  counts: Omit<LimitCounts, 'activeTasksOfUser'>,
+  // The video part does not yet say whose language its refusals are in.
+  locale: Locale = ENGLISH,
+): LimitVerdict {
   const retryAt = nextUtcMidnight(counts.now);
   if (limits.dailyPerUser > 0 && counts.userTasksToday >= limits.dailyPerUser) {
     return {
       ok: false,
       retryAt,
-      message: `You reached this server's limit of ${videos(limits.dailyPerUser)} a day. Try again ${discordRelativeTime(retryAt)}.`,
+      message: t(locale, 'limits.member-daily', { count: limits.dailyPerUser, retry: discordRelativeTime(retryAt) }),
     };
   }
   if (limits.dailyPerServer > 0 && counts.serverTasksToday >= limits.dailyPerServer) {
     return {
       ok: false,
       retryAt,
-      message: `This server reached its ${videos(limits.dailyPerServer)} for today; try again ${discordRelativeTime(retryAt)}.`,
+      message: t(locale, 'limits.server-daily', { count: limits.dailyPerServer, retry: discordRelativeTime(retryAt) }),
     };
   }
   return { ok: true };
@@ -57,14 +58,13 @@ export function evaluateDailyLimits(limits: GuildSettings['limits'], counts: Omi
  * The first limit that refuses, in the order that tells the member the truth about when to come back: a
  * daily limit first, since a running video finishing does not lift it.
  */
-export function evaluateLimits(limits: GuildSettings['limits'], counts: LimitCounts): LimitVerdict {
-  const daily = evaluateDailyLimits(limits, counts);
+export function evaluateLimits(limits: GuildSettings['limits'], counts: LimitCounts, locale: Locale = ENGLISH): LimitVerdict {
+  const daily = evaluateDailyLimits(limits, counts, locale);
   if (!daily.ok) return daily;
   if (limits.concurrentPerUser > 0 && counts.activeTasksOfUser >= limits.concurrentPerUser) {
     return {
       ok: false,
-      // Worded to read right for any count ("1 videos" would not).
-      message: `You already have as many videos in progress as this server allows (${limits.concurrentPerUser}). Try again when one of your videos finishes.`,
+      message: t(locale, 'limits.member-concurrent', { count: limits.concurrentPerUser }),
     };
   }
   return { ok: true };

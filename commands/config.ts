@@ -54,10 +54,11 @@ const data = localized(new SlashCommandBuilder().setName(CONFIG_COMMAND.name), '
   .addSubcommand((sub) => subcommand(sub, SUB.budget, 'command.config'));
 
 async function key(interaction: ChatInputCommandInteraction, services: Services) {
-  if (!services.settings.canStoreKeys) return answerPrivately(interaction, keyMessage(memberLocale(interaction), 'noSecret'));
+  const locale = memberLocale(interaction);
+  if (!services.settings.canStoreKeys) return answerPrivately(interaction, keyMessage(locale, 'noSecret'));
   const input = new TextInputBuilder()
     .setCustomId(KEY_INPUT)
-    .setLabel('Gateway API key')
+    .setLabel(t(locale, 'config.key.form.label'))
     .setStyle(TextInputStyle.Short)
     .setRequired(true)
     .setMinLength(8)
@@ -65,7 +66,7 @@ async function key(interaction: ChatInputCommandInteraction, services: Services)
   await interaction.showModal(
     new ModalBuilder()
       .setCustomId(KEY_MODAL)
-      .setTitle('Gateway key for this server')
+      .setTitle(t(locale, 'config.key.form.title'))
       .addComponents(new ActionRowBuilder<TextInputBuilder>().addComponents(input)),
   );
 }

@@ -1,6 +1,7 @@
 import { EXTENSION_DURATION, GENERATION_DURATION, RESOLUTIONS, USD_TICKS, type Resolution, type VideoOperation } from '../gateway/spec.ts';
 import { isRecord } from '../lib/json.ts';
 import type { Result } from '../lib/result.ts';
+import { ENGLISH, formatNumber, t, type Locale } from '../i18n/index.ts';
 
 // What the bot expects the gateway to charge, for estimates only: what the gateway reports is what is
 // counted (docs/gateway.md, "Prices"). Video is priced per second by resolution, an edit as 8 s and an
@@ -74,15 +75,28 @@ export function voiceTicksPerSecond(table: PriceTable, model: string): number {
 }
 
 /** `/config show`: the prices estimates use, one line per model the table names. */
-export function describePrices(table: PriceTable): string[] {
-  const name = (model: string) => (model === ANY_MODEL ? 'any model' : `\`${model}\``);
-  const usd = (amount: number) => `$${amount.toFixed(amount < 0.01 && amount > 0 ? 4 : 2)}`;
+export function describePrices(table: PriceTable, locale: Locale = ENGLISH): string[] {
+  const name = (model: string) => (model === ANY_MODEL ? t(locale, 'prices.any-model') : `\`${model}\``);
+  // Prices under a cent keep four decimals: a fraction of a cent per second adds up.
+  const usd = (amount: number) => {
+    const digits = amount < 0.01 && amount > 0 ? 4 : 2;
+    return formatNumber(locale, amount, {
+      style: 'currency',
+      currency: 'USD',
+      minimumFractionDigits: digits,
+      maximumFractionDigits: digits,
+    });
+  };
   return [
-    ...[...table.video].map(
-      ([model, prices]) =>
-        `video, ${name(model)}: ${RESOLUTIONS.map((resolution) => `${usd(prices.perSecondUsd[resolution])}/s at ${resolution}`).join(', ')}`,
+    ...[...table.video].map(([model, prices]) =>
+      t(locale, 'prices.video', {
+        model: name(model),
+        rates: RESOLUTIONS.map((resolution) =>
+          t(locale, 'prices.per-second', { price: usd(prices.perSecondUsd[resolution]), resolution }),
+        ).join(', '),
+      }),
     ),
-    ...[...table.voice].map(([model, prices]) => `voice, ${name(model)}: ${usd(prices.perMinuteUsd)}/min`),
+    ...[...table.voice].map(([model, prices]) => t(locale, 'prices.voice', { model: name(model), price: usd(prices.perMinuteUsd) })),
   ];
 }
 

@@ -354,7 +354,7 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
       canStoreKeys: this.canStoreKeys,
       keyInUse,
       defaultLayer: this.#options.defaultLayer,
-      prices: describePrices(this.#options.prices),
+      prices: describePrices(this.#options.prices, locale),
     });
   }
 

@@ -72,6 +72,7 @@ export function interactionContext(interaction: RepliableInteraction): Interacti
     interactionToken: interaction.token,
     interactionReceivedAt: Date.now(),
     attachmentSizeLimit: interaction.attachmentSizeLimit || DEFAULT_ATTACHMENT_SIZE_LIMIT,
+    locale: interaction.locale,
   };
 }
 

@@ -47,6 +47,8 @@ export interface LimitQuery {
   now: number;
   /** The video's estimate, checked against the budgets. */
   estimateTicks: number;
+  /** The member's Discord language, which a refusal is worded in; unset: English. */
+  locale?: string | undefined;
 }
 
 /**

@@ -17,6 +17,8 @@ export interface InteractionContext {
   interactionReceivedAt: number;
   /** The largest file the bot may upload in this channel (Discord's `attachment_size_limit`). */
   attachmentSizeLimit: number;
+  /** The member's Discord language (`interaction.locale`): what only they read is worded in it; unset: English. */
+  locale?: string;
   /**
    * A request that came without an interaction (asked for by voice): the channel message that is its
    * card. The card is then edited as that message (`interactionToken` is empty).

@@ -71,7 +71,7 @@ export function checkBudgets(
   spent: Spent,
   costTicks: number,
   now: number,
-  // The video part does not yet say whose language its refusals are in.
+  // Unset where no member's language is known (a voice tool call): English.
   locale: Locale = ENGLISH,
 ): Result<object, { room?: BudgetRoom }> {
   const over = budgetRooms(budgets, spent, now).find((room) => costTicks > room.leftTicks);

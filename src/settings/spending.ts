@@ -8,7 +8,7 @@ import { LimitReachedError, type LimitQuery, type MemberTask, type SpendReservat
 import type { VideoEstimateRequest } from '../ports/guild-policy.ts';
 import type { VoiceBudgetLeft, VoiceSpending, VoiceUse } from '../ports/voice-spend.ts';
 import { parseMarker, type Collection, type Store } from '../store/index.ts';
-import { ENGLISH, t, type Locale } from '../i18n/index.ts';
+import { ENGLISH, resolveLocale, t, type Locale } from '../i18n/index.ts';
 import { formatCostIn } from '../wording/cost.ts';
 import {
   budgetRooms,
@@ -84,18 +84,24 @@ export class Spending implements VoiceSpending {
    */
   async checkLimits(query: LimitQuery): Promise<LimitVerdict> {
     const { limits, spending } = await this.#options.settings(query.guildId);
+    // Refused privately: in the member's language.
+    const locale = resolveLocale(query.locale, undefined, 'member');
     const day = await this.#ledger.day(query.guildId, query.now);
     const member = memberUsage(day, query.userId);
     const server = totalUsage(day.users);
-    const counted = evaluateLimits(limits, {
-      activeTasksOfUser: query.activeTasksOfUser,
-      userTasksToday: member.tasks,
-      serverTasksToday: server.tasks,
-      now: query.now,
-    });
+    const counted = evaluateLimits(
+      limits,
+      {
+        activeTasksOfUser: query.activeTasksOfUser,
+        userTasksToday: member.tasks,
+        serverTasksToday: server.tasks,
+        now: query.now,
+      },
+      locale,
+    );
     if (!counted.ok) return counted;
     const spent = { memberToday: spentTicks(member), serverToday: spentTicks(server), serverMonth: undefined };
-    return checkBudgets(spending.budgets, spent, query.estimateTicks, query.now);
+    return checkBudgets(spending.budgets, spent, query.estimateTicks, query.now, locale);
   }
 
   async #spent(guildId: string, userId: string, at: number, budgets: Budgets): Promise<Spent> {

@@ -18,5 +18,12 @@ export async function checkMemberLimits(
   // A task older than the poller's deadline is finished (or closed at its next poll): only younger ones are read.
   const recent = await repository.recentForUser(context.guildId, context.userId, undefined, now - DEFAULT_POLL_POLICY.deadlineMs);
   const active = recent.filter((task) => !isTerminal(task.state)).length + pending;
-  return policy.checkLimits({ guildId: context.guildId, userId: context.userId, activeTasksOfUser: active, now, estimateTicks });
+  return policy.checkLimits({
+    guildId: context.guildId,
+    userId: context.userId,
+    activeTasksOfUser: active,
+    now,
+    estimateTicks,
+    locale: context.locale,
+  });
 }

@@ -4,6 +4,8 @@ import { join } from 'node:path';
 import { formatDate, resolveLocale, t } from '../../src/i18n/index.ts';
 import { describeUsage } from '../../src/settings/usage-report.ts';
 import { noUsage } from '../../src/settings/usage.ts';
+import { usdToTicks } from '../../src/settings/budgets.ts';
+import { formatCostIn } from '../../src/wording/cost.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isRecord, parseJsonText } from '../../src/lib/json.ts';
 import { createLogger } from '../../src/lib/log.ts';
@@ -358,6 +360,25 @@ describe('settings', () => {
     for (const refusal of refusals) {
       expect(refusal.content).toMatch(/^This server reached its 2 videos for today; try again <t:\d+:R>\.$/);
       expect(refusal.flags & 64).toBe(64);
+    }
+  });
+
+  it("refuses a member's video past a budget in the member's language, naming the budget", async () => {
+    const { discord, emulator, guild } = world;
+    const german = resolveLocale('de', 'en-US', 'member');
+    const germanMember = discord.createUser({ guildId: guild.id, locale: 'de' });
+    await config(guild.admin, 'budget', { member_daily_usd: 0.01 }).reply();
+    try {
+      const refused = (await video(germanMember, 'too dear for a cent').response()).data;
+      expect(refused).toMatchObject({
+        flags: 64,
+        content: expect.stringContaining(
+          t(german, 'budget.name', { budget: 'member_daily_usd', amount: formatCostIn(german, usdToTicks(0.01)) }),
+        ),
+      });
+      expect(emulator.requests.some((entry) => JSON.stringify(entry.body ?? null).includes('too dear for a cent'))).toBe(false);
+    } finally {
+      await config(guild.admin, 'budget', { member_daily_usd: 0 }).reply();
     }
   });
 

@@ -1,9 +1,8 @@
 import { USD_TICKS } from '../gateway/spec.ts';
-import { formatUsd, t, type Locale } from '../i18n/index.ts';
+import { ENGLISH, formatUsd, t, type Locale } from '../i18n/index.ts';
 
 // What the gateway charged, and what the bot expects it to, in words for members: dollars as people write them.
 
-const DOLLARS = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD' });
 /** The smallest amount dollars-and-cents can show. */
 const ONE_CENT_TICKS = USD_TICKS / 100;
 
@@ -14,23 +13,21 @@ function underACent(ticks: number): boolean {
 
 /** A cost in ticks (1 USD = 10^10) as `$0.42` or `$1,234.50`; a cost under a cent but not nothing as `under $0.01`, never as `$0.00`. */
 export function formatCost(ticks: number): string {
-  if (underACent(ticks)) return 'under $0.01';
-  return DOLLARS.format(ticks / USD_TICKS);
+  return formatCostIn(ENGLISH, ticks);
 }
 
 /** What the bot expects something to cost, as `about $0.40`: never a bare amount that could pass for what the gateway charged. */
 export function formatEstimate(ticks: number): string {
-  const amount = formatCost(ticks);
-  return amount.startsWith('under') ? amount : `about ${amount}`;
+  return formatEstimateIn(ENGLISH, ticks);
 }
 
-/** formatCost() in a member's or a server's language: `0,42 $`, `moins de 0,01 $US`, `0.01 ドル未満`… (English: as formatCost()). */
+/** A cost in a member's or a server's language: `0,42 $`, `moins de 0,01 $US`, `0.01 ドル未満`…; formatCost() is its English. */
 export function formatCostIn(locale: Locale, ticks: number): string {
   if (underACent(ticks)) return t(locale, 'cost.under', { amount: formatUsd(locale, 1 / 100) });
   return formatUsd(locale, ticks / USD_TICKS);
 }
 
-/** formatEstimate() in a member's or a server's language: `etwa 0,40 $`, `約 $0.40`. */
+/** An estimate in a member's or a server's language: `etwa 0,40 $`, `約 $0.40`; formatEstimate() is its English. */
 export function formatEstimateIn(locale: Locale, ticks: number): string {
   if (underACent(ticks)) return formatCostIn(locale, ticks);
   return t(locale, 'cost.about', { amount: formatCostIn(locale, ticks) });

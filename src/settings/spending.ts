@@ -24,7 +24,7 @@ import {
 import type { Budgets, GuildSettings } from './guild-settings.ts';
 import { discordRelativeTime, evaluateLimits, type LimitVerdict } from './limits.ts';
 import { estimateVideoTicks, voiceTicksPerSecond, type PriceTable } from './prices.ts';
-import { UsageLedger, memberUsage, monthKey, noUsage, spentTicks, totalUsage, type Settlement, type UsageCount } from './usage.ts';
+import { UsageLedger, memberUsage, monthKey, noUsage, spentFrom, totalUsage, type Settlement, type UsageCount } from './usage.ts';
 
 // What a server's key spends, and what it may: estimates from the price table, reservations against
 // the budgets at submission, the real cost in their place when a video finishes, voice sessions
@@ -100,8 +100,7 @@ export class Spending implements VoiceSpending {
       locale,
     );
     if (!counted.ok) return counted;
-    const spent = { memberToday: spentTicks(member), serverToday: spentTicks(server), serverMonth: undefined };
-    return checkBudgets(spending.budgets, spent, query.estimateTicks, query.now, locale);
+    return checkBudgets(spending.budgets, spentFrom(day, query.userId), query.estimateTicks, query.now, locale);
   }
 
   async #spent(guildId: string, userId: string, at: number, budgets: Budgets): Promise<Spent> {

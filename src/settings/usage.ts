@@ -136,6 +136,11 @@ function serverTotal(usage: DayUsage): UsageCount {
   return totalUsage(usage.users);
 }
 
+/** What the member and the server spent on `day`, against the budgets; the month's spend when it was read. */
+export function spentFrom(day: DayUsage, userId: string, serverMonth?: number): Spent {
+  return { memberToday: spentTicks(memberUsage(day, userId)), serverToday: spentTicks(serverTotal(day)), serverMonth };
+}
+
 function monthSpent(month: MonthUsage | undefined): number {
   if (!month) return 0;
   return Object.values(month.days).reduce((sum, day) => sum + day.videoTicks + day.voiceTicks, month.reservedTicks);
@@ -205,14 +210,10 @@ export class UsageLedger {
   ): Promise<AdmitVerdict> {
     let verdict: LimitVerdict = { ok: true };
     const day = await this.#updateDay(guildId, at, (usage) => {
-      const member = memberUsage(usage, userId);
-      const server = serverTotal(usage);
       // Decided again on each attempt: the last one is what the record says.
-      verdict = evaluateDailyLimits(limits, { userTasksToday: member.tasks, serverTasksToday: server.tasks, now: at });
-      if (verdict.ok) {
-        const spent = { memberToday: spentTicks(member), serverToday: spentTicks(server), serverMonth: undefined };
-        verdict = checkBudgets(budgets, spent, estimateTicks, at);
-      }
+      const counts = { userTasksToday: memberUsage(usage, userId).tasks, serverTasksToday: serverTotal(usage).tasks, now: at };
+      verdict = evaluateDailyLimits(limits, counts);
+      if (verdict.ok) verdict = checkBudgets(budgets, spentFrom(usage, userId), estimateTicks, at);
       if (!verdict.ok) return false;
       const count = userOf(usage, userId);
       count.tasks++;
@@ -221,8 +222,7 @@ export class UsageLedger {
     });
     const refused: LimitVerdict = verdict;
     if (!refused.ok) return refused;
-    const member = memberUsage(day, userId);
-    const spent: Spent = { memberToday: spentTicks(member), serverToday: spentTicks(serverTotal(day)), serverMonth: undefined };
+    const spent = spentFrom(day, userId);
     if (!(budgets.server_monthly_usd > 0)) return { ok: true, reservation: { estimateTicks, month: false }, spent };
 
     let monthly: LimitVerdict = { ok: true };
@@ -300,11 +300,7 @@ export class UsageLedger {
         dayOf(usage, at).videoTicks += ticks;
         return true;
       });
-      return {
-        memberToday: spentTicks(memberUsage(day, userId)),
-        serverToday: spentTicks(serverTotal(day)),
-        serverMonth: monthSpent(month),
-      };
+      return spentFrom(day, userId, monthSpent(month));
     } catch (error) {
       // Not counted: the claim goes too, so that the next report of the task counts it.
       await this.#settled.delete(taskId).catch((undoError: unknown) => {
@@ -326,11 +322,7 @@ export class UsageLedger {
       dayOf(usage, at).voiceTicks += ticks;
       return true;
     });
-    return {
-      memberToday: spentTicks(memberUsage(day, userId)),
-      serverToday: spentTicks(serverTotal(day)),
-      serverMonth: monthSpent(month),
-    };
+    return spentFrom(day, userId, monthSpent(month));
   }
 
   /** What the member and the server have spent on the day (and month, when asked) of `at`. */
@@ -339,11 +331,7 @@ export class UsageLedger {
       this.day(guildId, at),
       withMonth ? this.#months.get(`${guildId}:${monthKey(at)}`) : Promise.resolve(undefined),
     ]);
-    return {
-      memberToday: spentTicks(memberUsage(day, userId)),
-      serverToday: spentTicks(serverTotal(day)),
-      serverMonth: withMonth ? monthSpent(month) : undefined,
-    };
+    return spentFrom(day, userId, withMonth ? monthSpent(month) : undefined);
   }
 
   async day(guildId: string, at: number): Promise<DayUsage> {

@@ -66,3 +66,8 @@ export function formatList(locale: Locale, items: readonly string[], type: 'conj
   const options: Intl.ListFormatOptions = { type, style: 'long' };
   return cached(listFormats, locale, options, () => new Intl.ListFormat(locale, options)).format(items);
 }
+
+/** A language's name in the reader's language: `German`, `allemand`, `ドイツ語`. */
+export function languageName(reader: Locale, language: string): string {
+  return new Intl.DisplayNames([reader], { type: 'language' }).of(language) ?? language;
+}

@@ -3,7 +3,7 @@ import { isRecord } from '../lib/json.ts';
 import { BUILT_IN_VOICES, isVoiceId, realtimeModelNames } from '../gateway/spec.ts';
 import type { SubcommandDefinition } from '../discord/command-options.ts';
 import { refuse, type Result } from '../lib/result.ts';
-import { ENGLISH, formatNumber, SUPPORTED_LOCALES, t, translator, type Locale } from '../i18n/index.ts';
+import { ENGLISH, formatNumber, languageName, SUPPORTED_LOCALES, t, translator, type Locale } from '../i18n/index.ts';
 import type { RespondMode, TurnDetectionMode, VoiceSettings } from '../ports/voice-settings.ts';
 
 // How a server's voice conversations behave, kept with the rest of its settings and changed with /voice
@@ -321,9 +321,4 @@ export function describeVoiceSettings(locale: Locale, settings: VoiceSettings): 
   ]
     .filter((line) => line !== '')
     .join('\n');
-}
-
-/** A language's name in the reader's language: `German`, `allemand`, `ドイツ語`. */
-export function languageName(reader: Locale, language: string): string {
-  return new Intl.DisplayNames([reader], { type: 'language' }).of(language) ?? language;
 }

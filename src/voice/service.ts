@@ -17,7 +17,7 @@ import { VoiceAccessError, VoiceSession, finalFailure, type VoiceFunctionCall, t
 import { VOICE_TOOLS, runToolCall } from './tools.ts';
 import { ConversationRecorder, type ConversationRecord, type ConversationRecords, type RecordedTurn } from './conversation-record.ts';
 import type { Result } from '../lib/result.ts';
-import { ENGLISH, formatList, resolveLocale, SUPPORTED_LOCALES, t, type Locale } from '../i18n/index.ts';
+import { ENGLISH, formatList, languageName, resolveLocale, SUPPORTED_LOCALES, t, type Locale } from '../i18n/index.ts';
 import type { BotMetrics } from '../lib/metrics.ts';
 
 // Voice conversations, one per server: joining and leaving, telling the text channel, leaving empty or
@@ -88,8 +88,7 @@ interface GuildVoice {
 
 /** What tells the model which language to answer in when the speaker's is unclear; the instruction itself stays English, which every model reads. */
 function languageInstruction(locale: string): string {
-  const name = new Intl.DisplayNames([ENGLISH], { type: 'language' }).of(locale) ?? locale;
-  return `Answer in the language the speaker uses. If the speaker's language is unclear, answer in ${name}.`;
+  return `Answer in the language the speaker uses. If the speaker's language is unclear, answer in ${languageName(ENGLISH, locale)}.`;
 }
 
 /** The earlier turns in words, for a gateway that does not take them as conversation items. */

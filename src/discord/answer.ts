@@ -5,6 +5,8 @@ import {
   type APIComponentInMessageActionRow,
   type APIEmbed,
   type ButtonInteraction,
+  type InteractionEditReplyOptions,
+  type InteractionReplyOptions,
   type RepliableInteraction,
 } from 'discord.js';
 
@@ -91,10 +93,7 @@ export async function answerPrivately(interaction: RepliableInteraction, answer:
  */
 export async function askPrivately(interaction: RepliableInteraction, answer: PrivateAnswer): Promise<AnswerMessageId> {
   await startAnswer(interaction);
-  if (typeof answer !== 'string' && 'card' in answer) return answerWithCard(interaction, answer.card);
-  const { files: given, ...body } = typeof answer === 'string' ? { content: answer } : answer;
-  const files = (given ?? []).map((file) => ({ attachment: file.data, name: file.name }));
-  const message = { ...body, files, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } } as const;
+  const { message, edit } = privatePayloads(answer);
   if (!interaction.deferred && !interaction.replied) {
     await interaction.reply(message);
     return '@original';
@@ -102,13 +101,7 @@ export async function askPrivately(interaction: RepliableInteraction, answer: Pr
   const placeholderShown = interaction.deferred && !interaction.replied;
   // deferReply sets `ephemeral` to true or false; deferUpdate leaves it null (no placeholder of its own).
   if (placeholderShown && interaction.ephemeral === true) {
-    await interaction.editReply({
-      content: body.content ?? null,
-      components: body.components ?? [],
-      embeds: body.embeds ?? [],
-      files,
-      allowedMentions: { parse: [] },
-    });
+    await interaction.editReply(edit);
     return '@original';
   }
   if (placeholderShown && interaction.ephemeral === false) {
@@ -118,22 +111,31 @@ export async function askPrivately(interaction: RepliableInteraction, answer: Pr
   return (await interaction.followUp(message)).id;
 }
 
-/** askPrivately() for a Components V2 card: the same three cases, with the flag and without content or embeds. */
-async function answerWithCard(interaction: RepliableInteraction, card: ComponentsV2Message): Promise<AnswerMessageId> {
-  const message = { components: card.components, flags: card.flags | MessageFlags.Ephemeral, allowedMentions: { parse: [] } } as const;
-  if (!interaction.deferred && !interaction.replied) {
-    await interaction.reply(message);
-    return '@original';
+/**
+ * A private answer as a new message (a reply or a follow-up, ephemeral) and as the edit of a private
+ * placeholder (which is ephemeral already, and whose content, buttons and embeds it replaces). A
+ * Components V2 card carries its flag and no content or embeds.
+ */
+function privatePayloads(answer: PrivateAnswer): { message: InteractionReplyOptions; edit: InteractionEditReplyOptions } {
+  if (typeof answer !== 'string' && 'card' in answer) {
+    const { components, flags } = answer.card;
+    return {
+      message: { components, flags: flags | MessageFlags.Ephemeral, allowedMentions: { parse: [] } },
+      edit: { components, flags, allowedMentions: { parse: [] } },
+    };
   }
-  const placeholderShown = interaction.deferred && !interaction.replied;
-  if (placeholderShown && interaction.ephemeral === true) {
-    await interaction.editReply({ components: card.components, flags: card.flags, allowedMentions: { parse: [] } });
-    return '@original';
-  }
-  if (placeholderShown && interaction.ephemeral === false) {
-    await interaction.deleteReply().catch(() => undefined);
-  }
-  return (await interaction.followUp(message)).id;
+  const { files: given, ...body } = typeof answer === 'string' ? { content: answer } : answer;
+  const files = (given ?? []).map((file) => ({ attachment: file.data, name: file.name }));
+  return {
+    message: { ...body, files, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } },
+    edit: {
+      content: body.content ?? null,
+      components: body.components ?? [],
+      embeds: body.embeds ?? [],
+      files,
+      allowedMentions: { parse: [] },
+    },
+  };
 }
 
 /**

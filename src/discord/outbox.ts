@@ -229,13 +229,7 @@ export class DiscordOutbox {
       ...(nonce === undefined ? {} : { nonce, enforce_nonce: true }),
       ...(file ? { attachments: [{ id: 0, filename: file.name }] } : {}),
     };
-    const route = Routes.channelMessages(channelId);
-    if (!file) return parsePostedMessage(await this.#rest.post(route, { body }));
-    if ('path' in file)
-      return parsePostedMessage(await this.#rest.post(route, { body: await multipartFromDisk(body, file), passThroughBody: true }));
-    return parsePostedMessage(
-      await this.#rest.post(route, { body, files: [{ name: file.name, data: file.data, contentType: file.contentType }] }),
-    );
+    return parsePostedMessage(await this.#send('post', Routes.channelMessages(channelId), body, file, true));
   }
 
   async #patchMessage(route: `/${string}`, edit: CardEdit, auth: boolean): Promise<unknown> {
@@ -246,9 +240,21 @@ export class DiscordOutbox {
       attachments: [...keep.map(({ id, filename }) => ({ id, filename })), ...(file ? [{ id: 0, filename: file.name }] : [])],
       allowed_mentions: { parse: [] },
     };
-    if (!file) return this.#rest.patch(route, { body, auth });
-    if ('path' in file) return this.#rest.patch(route, { body: await multipartFromDisk(body, file), passThroughBody: true, auth });
-    return this.#rest.patch(route, { body, auth, files: [{ name: file.name, data: file.data, contentType: file.contentType }] });
+    return this.#send('patch', route, body, file, auth);
+  }
+
+  /** Sends a message's body with its file, if any: streamed from disk, or from memory. */
+  async #send(
+    method: 'post' | 'patch',
+    route: `/${string}`,
+    body: RESTPostAPIChannelMessageJSONBody | RESTPatchAPIChannelMessageJSONBody,
+    file: FileToPost | undefined,
+    auth: boolean,
+  ): Promise<unknown> {
+    const request = method === 'post' ? this.#rest.post.bind(this.#rest) : this.#rest.patch.bind(this.#rest);
+    if (!file) return request(route, { body, auth });
+    if ('path' in file) return request(route, { body: await multipartFromDisk(body, file), passThroughBody: true, auth });
+    return request(route, { body, auth, files: [{ name: file.name, data: file.data, contentType: file.contentType }] });
   }
 
   /**
@@ -274,17 +280,7 @@ export class DiscordOutbox {
     };
     const file = post.file;
     if (file) body.attachments = [{ id: 0, filename: file.name }];
-    const message: unknown =
-      file && 'path' in file
-        ? await this.#rest.post(Routes.channelMessages(post.channelId), {
-            body: await multipartFromDisk(body, file),
-            passThroughBody: true,
-          })
-        : await this.#rest.post(Routes.channelMessages(post.channelId), {
-            body,
-            files: file ? [{ name: file.name, data: file.data, contentType: file.contentType }] : undefined,
-          });
-    return parsePostedMessage(message);
+    return parsePostedMessage(await this.#send('post', Routes.channelMessages(post.channelId), body, file, true));
   }
 
   /**

@@ -167,6 +167,8 @@ export class RestApi {
         const errors = commandErrors(arrayOf(parsed));
         if (errors) throw invalidFormBody(errors);
         const registered = arrayOf(parsed).map((command) => ({
+          // A global command is installable to servers only unless it says otherwise (Discord's default).
+          ...(scope === 'global' ? { integration_types: [0] } : {}),
           ...(isRecord(command) ? command : {}),
           id: snowflake(),
           application_id: state.applicationId,

@@ -13,6 +13,11 @@ const CHAT_INPUT = 1;
 /** Subcommand and subcommand group: options that hold options. */
 const NESTING_OPTION_TYPES: readonly number[] = [1, 2];
 
+/** Where a command may be installed: to a server (GUILD_INSTALL) and to a user (USER_INSTALL). */
+export const INTEGRATION_TYPES: readonly number[] = [0, 1];
+/** Where a command may be used: a server (GUILD), the bot's DM (BOT_DM), other DMs and group DMs (PRIVATE_CHANNEL). */
+export const INTERACTION_CONTEXTS: readonly number[] = [0, 1, 2];
+
 export const COMMAND_LIMITS = {
   name: { min: 1, max: 32 },
   description: { min: 1, max: 100 },
@@ -53,6 +58,10 @@ class CommandChecker {
     const chatInput = command.type === undefined || command.type === CHAT_INPUT;
     // Discord names a broken localized command name at `name_localizations` itself, an option's at its locale.
     this.#name(command, path, chatInput, [...path, 'name_localizations']);
+    this.#choiceList(command.integration_types, [...path, 'integration_types'], INTEGRATION_TYPES, false);
+    this.#choiceList(command.contexts, [...path, 'contexts'], INTERACTION_CONTEXTS, true);
+    if (command.dm_permission !== undefined && command.dm_permission !== null && typeof command.dm_permission !== 'boolean')
+      this.#found.add(fieldError([...path, 'dm_permission'], 'BASE_TYPE_BOOLEAN', 'Must be either true or false.'));
     if (chatInput) {
       this.#description(command, path);
       this.#options(command.options, [...path, 'options']);
@@ -65,6 +74,19 @@ class CommandChecker {
     else if (chatInput && !isChatInputName(name)) this.#found.add(invalidName([...path, 'name']));
     this.#localizations(node.name_localizations, [...path, 'name_localizations'], COMMAND_LIMITS.name, (text, at) => {
       if (chatInput && !isChatInputName(text)) this.#found.add(invalidName(badLocalizedNameAt ?? at));
+    });
+  }
+
+  /** A list of enum values (`integration_types`, `contexts`): absent is the default, null only where `nullable`. */
+  #choiceList(list: unknown, path: FieldPath, allowed: readonly number[], nullable: boolean): void {
+    if (list === undefined || (list === null && nullable)) return;
+    if (!Array.isArray(list)) {
+      this.#found.add(fieldError(path, 'LIST_TYPE_CONVERT', 'Only iterables may be used in a ListType'));
+      return;
+    }
+    list.forEach((value: unknown, index) => {
+      if (typeof value !== 'number' || !allowed.includes(value))
+        this.#found.add(fieldError([...path, index], 'BASE_TYPE_CHOICES', `Value must be one of {${allowed.join(', ')}}.`));
     });
   }
 
@@ -119,4 +141,18 @@ export function commandErrors(commands: readonly unknown[]): FieldErrors | undef
   const checker = new CommandChecker();
   commands.forEach((command, index) => checker.command(command, [index]));
   return checker.errors;
+}
+
+/**
+ * Where a registered command is offered, as Discord reads its fields: a server's own commands only in
+ * that server through its install; a global one through `integration_types` (default `[0]`, GUILD_INSTALL)
+ * in `contexts` (default all three; without `contexts`, the deprecated `dm_permission: false` takes the
+ * bot's DM away).
+ */
+export function commandReach(command: Readonly<Record<string, unknown>>): { integrationTypes: number[]; contexts: number[] } {
+  if (typeof command.guild_id === 'string') return { integrationTypes: [0], contexts: [0] };
+  const numbers = (value: unknown): number[] | undefined =>
+    Array.isArray(value) ? value.filter((item: unknown): item is number => typeof item === 'number') : undefined;
+  const contexts = numbers(command.contexts) ?? (command.dm_permission === false ? [0, 2] : [...INTERACTION_CONTEXTS]);
+  return { integrationTypes: numbers(command.integration_types) ?? [0], contexts };
 }

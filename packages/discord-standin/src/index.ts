@@ -15,11 +15,19 @@ export type {
 } from './standin/actions.ts';
 export type { DropShardOptions, FailRouteOptions, RateLimitOptions } from './standin/faults.ts';
 export { InteractionHandle, type AutocompleteChoice } from './standin/interaction-handle.ts';
-export type { CreateGuildOptions, CreateUserOptions, TestGuild } from './standin/world.ts';
-export { PERMISSIONS, type DeniableBotPermission, type Message, type Upload, type User } from './world/state.ts';
+export type { CreateGuildOptions, CreatePrivateChannelOptions, CreateUserOptions, TestGuild } from './standin/world.ts';
+export {
+  PERMISSIONS,
+  USER_INSTALL_APP_PERMISSIONS,
+  type DeniableBotPermission,
+  type Message,
+  type PrivateChannel,
+  type Upload,
+  type User,
+} from './world/state.ts';
 export { shardOfGuild, snowflake } from './world/snowflake.ts';
 export type { RecordedRequest } from './rest/api.ts';
-export type { Callback, InteractionRecord } from './rest/interactions.ts';
+export { USER_INSTALL_FOLLOW_UP_LIMIT, type Callback, type InteractionRecord } from './rest/interactions.ts';
 export type { IdentifyOutcome, IdentifyRecord, ShardPair, ShardSession } from './gateway/gateway.ts';
 // A gateway client frame by frame, for tests of the gateway itself.
 export { RawGateway, field, type Frame } from './gateway/raw-gateway.ts';

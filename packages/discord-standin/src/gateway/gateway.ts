@@ -28,7 +28,7 @@ const OP = {
   heartbeatAck: 11,
 } as const;
 const CLOSE = { authenticationFailed: 4004, alreadyAuthenticated: 4005, invalidShard: 4010 } as const;
-const INTENT = { guilds: 1 << 0, guildMembers: 1 << 1, guildVoiceStates: 1 << 7, guildMessages: 1 << 9 } as const;
+const INTENT = { guilds: 1 << 0, guildMembers: 1 << 1, guildVoiceStates: 1 << 7, guildMessages: 1 << 9, directMessages: 1 << 12 } as const;
 const REPLAY_LIMIT = 2000;
 
 /** Which intent a dispatch needs; anything not listed needs none (READY, INTERACTION_CREATE, RESUMED). */
@@ -44,6 +44,9 @@ const EVENT_INTENTS: Record<string, number> = {
   MESSAGE_UPDATE: INTENT.guildMessages,
   MESSAGE_DELETE: INTENT.guildMessages,
 };
+
+/** Message events outside servers (the bot's DMs) need DirectMessages instead of GuildMessages. */
+const MESSAGE_EVENTS = new Set(['MESSAGE_CREATE', 'MESSAGE_UPDATE', 'MESSAGE_DELETE']);
 
 /** Events about a guild that carry the guild as their own `id` rather than in `guild_id`. */
 const GUILD_OBJECT_EVENTS = new Set(['GUILD_CREATE', 'GUILD_UPDATE', 'GUILD_DELETE']);
@@ -175,7 +178,8 @@ export class Gateway {
 
   /** The sessions that receive events or may resume, in the order they identified. */
   sessions(): ShardSession[] {
-    const guildIds = [...this.#options.state.guilds.keys()];
+    const { state } = this.#options;
+    const guildIds = [...state.guilds.values()].filter((guild) => state.botInGuild(guild)).map((guild) => guild.id);
     return this.#sessions.map((session) => ({
       sessionId: session.id,
       shard: session.shard,
@@ -196,6 +200,9 @@ export class Gateway {
    */
   dispatch(event: string, data: unknown): void {
     const guildId = guildIdOf(event, data);
+    // A server the bot is not in sends it nothing but the interactions of members who installed the app.
+    const guild = guildId === undefined ? undefined : this.#options.state.guilds.get(guildId);
+    if (guild && !this.#options.state.botInGuild(guild) && event !== 'INTERACTION_CREATE') return;
     for (const session of this.#sessions) if (this.#receives(session, guildId)) this.#dispatchTo(session, event, data);
   }
 
@@ -205,7 +212,7 @@ export class Gateway {
   }
 
   #dispatchTo(session: Session, event: string, data: unknown): void {
-    const needed = EVENT_INTENTS[event] ?? 0;
+    const needed = MESSAGE_EVENTS.has(event) && guildIdOf(event, data) === undefined ? INTENT.directMessages : (EVENT_INTENTS[event] ?? 0);
     if ((session.intents & needed) !== needed) return;
     const payload = { op: OP.dispatch, t: event, s: ++session.sequence, d: data };
     session.replay.push({ s: payload.s, t: event, d: data });
@@ -399,7 +406,7 @@ export class Gateway {
     this.#latest = session;
     this.#identifies.push({ shard, at, bucket, outcome: 'accepted', overLimit, sessionId: session.id });
     this.#options.events.emit('identify', { intents, shard, sessionId: session.id });
-    const guilds = [...state.guilds.values()].filter((guild) => this.#receives(session, guild.id));
+    const guilds = [...state.guilds.values()].filter((guild) => state.botInGuild(guild) && this.#receives(session, guild.id));
     this.#dispatchTo(session, 'READY', {
       v: 10,
       user: { ...userObject(state.botUser), verified: true, mfa_enabled: false },

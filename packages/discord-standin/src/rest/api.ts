@@ -244,21 +244,41 @@ export class RestApi {
       false,
     );
 
-    // Channel messages.
+    // Channel messages. Where the bot is not (a server it is not in, a DM between users that a user
+    // install answers in) Discord refuses the bot token with 403 / 50001 Missing Access.
+    const visibleChannel = (channelId: string): void => {
+      if (!state.channel(channelId) && !state.privateChannels.has(channelId)) throw new RestError(404, 10003, 'Unknown Channel');
+      if (!state.botSeesChannel(channelId)) throw new RestError(403, 50001, 'Missing Access');
+    };
     const channelOf = (channelId: string) => {
+      visibleChannel(channelId);
       const found = state.channel(channelId);
-      if (!found) throw new RestError(404, 10003, 'Unknown Channel');
+      if (!found) throw new RestError(400, 50024, 'Cannot execute action on this channel type');
       return found;
     };
     const messageOf = (channelId: string, messageId: string): Message => {
+      visibleChannel(channelId);
       const message = state.messages.get(messageId);
       if (!message || message.channelId !== channelId || message.deleted) throw new RestError(404, 10008, 'Unknown Message');
       return message;
     };
     // Refusals as Discord words them when the bot lacks a permission in the channel.
     const denied = (channelId: string) => state.deniedBotPermissions.get(channelId) ?? new Set();
+    /**
+     * The bot may write in its DM with a user who shares a server with it or installed the app; a user
+     * whose DMs are closed to it is 403 / 50007, one with neither 403 / 50278 (no mutual guilds).
+     */
+    const checkDirectMessage = (channelId: string): void => {
+      const dm = state.privateChannels.get(channelId);
+      const userId = dm?.recipientIds.find((id) => id !== state.botUser.id);
+      if (!dm || userId === undefined) return;
+      if (state.closedDms.has(userId)) throw new RestError(403, 50007, 'Cannot send messages to this user');
+      if (!state.sharesGuildWithBot(userId) && !state.userInstalls.has(userId))
+        throw new RestError(403, 50278, 'Cannot send messages to this user due to having no mutual guilds');
+    };
     this.#route('POST', /^\/channels\/(\d+)\/messages$/, async (match, request, response) => {
-      channelOf(match[1] ?? '');
+      visibleChannel(match[1] ?? '');
+      checkDirectMessage(match[1] ?? '');
       const body = await parseBody(request);
       const missing = denied(match[1] ?? '');
       if (missing.has('viewChannel')) throw new RestError(403, 50001, 'Missing Access');
@@ -270,7 +290,7 @@ export class RestApi {
       json(response, 200, state.messageObject(message));
     });
     this.#route('GET', /^\/channels\/(\d+)\/messages$/, (match, request, response) => {
-      channelOf(match[1] ?? '');
+      visibleChannel(match[1] ?? '');
       const query = new URL(request.url ?? '/', 'http://stand-in').searchParams;
       const limit = Math.max(1, Math.min(100, Number(query.get('limit') ?? 50) || 50));
       const bound = (name: string): bigint | undefined => {
@@ -295,6 +315,7 @@ export class RestApi {
       json(response, 200, state.messageObject(messageOf(match[1] ?? '', match[2] ?? '')));
     });
     this.#route('PATCH', /^\/channels\/(\d+)\/messages\/(\d+)$/, async (match, request, response) => {
+      visibleChannel(match[1] ?? '');
       if (denied(match[1] ?? '').has('viewChannel')) throw new RestError(403, 50001, 'Missing Access');
       const message = messageOf(match[1] ?? '', match[2] ?? '');
       if (message.authorId !== state.botUser.id) throw new RestError(403, 50005, 'Cannot edit a message authored by another user');
@@ -323,14 +344,28 @@ export class RestApi {
     this.#route('POST', /^\/channels\/(\d+)\/threads$/, async (match, request, response) => {
       json(response, 201, createThread(match[1] ?? '', (await parseBody(request)).json));
     });
-    this.#route('GET', /^\/channels\/(\d+)$/, (match, _q, response) =>
-      json(response, 200, channelObject(channelOf(match[1] ?? '').channel)),
-    );
+    this.#route('GET', /^\/channels\/(\d+)$/, (match, _q, response) => {
+      visibleChannel(match[1] ?? '');
+      const dm = state.privateChannels.get(match[1] ?? '');
+      json(response, 200, dm ? state.privateChannelObject(dm, state.botUser.id) : channelObject(channelOf(match[1] ?? '').channel));
+    });
+
+    // The bot's DM with a user (Create DM): opened, or the open one returned, for any user; whether the
+    // bot may write there is decided when it sends (checkDirectMessage). Another bot is 400 / 50007.
+    this.#route('POST', /^\/users\/@me\/channels$/, async (_m, request, response) => {
+      const body = await parseBody(request);
+      const recipientId = typeof body.json.recipient_id === 'string' ? body.json.recipient_id : '';
+      const user = state.users.get(recipientId);
+      if (!user) throw new RestError(400, 50033, 'Invalid Recipient(s)');
+      if (user.bot) throw new RestError(400, 50007, 'Cannot send messages to this user');
+      json(response, 200, state.privateChannelObject(state.botDm(user.id), state.botUser.id));
+    });
 
     // Guild reads.
     const guildOf = (guildId: string) => {
       const guild = state.guilds.get(guildId);
       if (!guild) throw new RestError(404, 10004, 'Unknown Guild');
+      if (!state.botInGuild(guild)) throw new RestError(403, 50001, 'Missing Access');
       return guild;
     };
     this.#route('GET', /^\/guilds\/(\d+)$/, (match, _q, response) => {

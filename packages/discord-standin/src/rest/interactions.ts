@@ -22,6 +22,8 @@ export const CALLBACK = {
 
 const EPHEMERAL = 64;
 const LOADING = 128;
+/** Follow-ups per interaction where only a user's install authorized it (Discord's limit, 40094 beyond). */
+export const USER_INSTALL_FOLLOW_UP_LIMIT = 5;
 
 /** Discord's limits on autocomplete choices: 25 of them, names and string values of at most 100 characters. */
 function choiceErrors(data: Readonly<Record<string, unknown>>): Record<string, unknown> | undefined {
@@ -47,8 +49,13 @@ export interface InteractionRecord {
   type: number;
   name: string;
   createdAt: number;
-  guildId: string;
+  /** The server it happened in; none in a DM. */
+  guildId: string | undefined;
   channelId: string;
+  /** Where it happened: 0 a server, 1 the bot's DM, 2 a DM or group DM between users. */
+  context: number;
+  /** Its `authorizing_integration_owners`: "0" the server (or "0" in the bot's DM), "1" the installing user. */
+  owners: Readonly<Record<string, string>>;
   userId: string;
   payload: Record<string, unknown>;
   callbacks: Callback[];
@@ -131,7 +138,7 @@ export class Interactions {
       authorId: this.#state.botUser.id,
       body,
       webhookId: this.#state.applicationId,
-      interaction: { id: record.id, type: record.type, name: record.name, userId: record.userId },
+      interaction: { id: record.id, type: record.type, name: record.name, userId: record.userId, owners: record.owners },
       extraFlags,
     };
   }
@@ -219,6 +226,9 @@ export class Interactions {
   followUp(token: string, body: ParsedBody): Message {
     const record = this.#byLiveToken(token);
     if (record.callbacks.length === 0) throw new RestError(404, 10015, 'Unknown Webhook');
+    const onlyUserInstall = Object.keys(record.owners).length === 1 && '1' in record.owners;
+    if (onlyUserInstall && record.followUps.length >= USER_INSTALL_FOLLOW_UP_LIMIT)
+      throw new RestError(400, 40094, 'This interaction has hit the maximum number of follow up messages');
     const message = this.#messages.create(this.#draft(record, body));
     record.followUps.push(message);
     return message;

@@ -1,6 +1,6 @@
 import { isRecord } from '../lib/json.ts';
 import { snowflake } from '../world/snowflake.ts';
-import type { Message, StandInState, StoredAttachment, Upload } from '../world/state.ts';
+import { DEFAULT_ATTACHMENT_LIMIT, type Message, type StandInState, type StoredAttachment, type Upload } from '../world/state.ts';
 import type { ParsedBody } from './body.ts';
 import { IS_COMPONENTS_V2, resolveAttachmentReferences } from './components.ts';
 import { invalidFormBody, RestError, type FieldErrors } from './errors.ts';
@@ -50,7 +50,9 @@ export class MessageStore {
   }
 
   #checkUploads(channelId: string, files: ParsedBody['files']): void {
-    const limit = this.#state.channel(channelId)?.guild.attachmentSizeLimit ?? Infinity;
+    const limit =
+      this.#state.channel(channelId)?.guild.attachmentSizeLimit ??
+      (this.#state.privateChannels.has(channelId) ? DEFAULT_ATTACHMENT_LIMIT : Infinity);
     if (files.some((file) => file.bytes.length > limit)) throw new RestError(413, 40005, 'Request entity too large');
   }
 

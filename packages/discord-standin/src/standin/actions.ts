@@ -4,14 +4,20 @@ import { COMPONENT } from '../rest/components.ts';
 import { CALLBACK, type InteractionRecord } from '../rest/interactions.ts';
 import type { VoiceUserOptions } from '../voice/contract.ts';
 import { snowflake } from '../world/snowflake.ts';
+import { commandReach } from '../rest/commands.ts';
 import {
+  USER_INSTALL_APP_PERMISSIONS,
+  DEFAULT_ATTACHMENT_LIMIT,
   attachmentObject,
   channelObject,
   memberObject,
   memberPermissions,
   roleObject,
   userObject,
+  type Channel,
+  type Guild,
   type Message,
+  type PrivateChannel,
   type User,
 } from '../world/state.ts';
 import type { StandInFaults } from './faults.ts';
@@ -33,7 +39,11 @@ export type OptionValue = string | number | boolean | AttachmentValue | User;
 
 export interface CommandRun {
   user: User;
-  guildId: string;
+  /**
+   * The server of `channelId` (optional: the channel says it). A DM has none: the bot's DM with the user
+   * (`botDmChannel(user)`, context 1) or a DM or group DM between users (`createPrivateChannel()`, context 2).
+   */
+  guildId?: string;
   channelId: string;
   command: string;
   group?: string;
@@ -60,7 +70,8 @@ export interface ButtonClickOptions {
 
 export interface ModalSubmitOptions {
   user: User;
-  guildId: string;
+  /** As in a command run: optional, and none in a DM. */
+  guildId?: string;
   channelId: string;
   customId: string;
   /** Each text input's custom id and the value typed into it. */
@@ -100,6 +111,11 @@ const INTEGRATION_TYPE = { guildInstall: '0', userInstall: '1' } as const;
 /** Where an interaction happened: a server, the bot's DM, a private channel. */
 const INTERACTION_CONTEXT = { guild: 0, botDm: 1, privateChannel: 2 } as const;
 
+/** Where an interaction happens: a server's channel (context 0), or a DM (the bot's, 1; between users, 2). */
+type Place =
+  | { context: typeof INTERACTION_CONTEXT.guild; guild: Guild; channel: Channel }
+  | { context: typeof INTERACTION_CONTEXT.botDm | typeof INTERACTION_CONTEXT.privateChannel; dm: PrivateChannel };
+
 function isAttachment(value: unknown): value is AttachmentValue {
   return isRecord(value) && Buffer.isBuffer(value.bytes) && typeof value.filename === 'string';
 }
@@ -128,51 +144,142 @@ export class StandInActions {
     this.#parts.gateway.userVoiceState(guildOf(this.#parts, guildId), user.id, null);
   }
 
-  #definition(guildId: string, command: string): Record<string, unknown> {
-    const definition = [...(this.#parts.state.commands.get(guildId) ?? []), ...(this.#parts.state.commands.get('global') ?? [])].find(
-      (candidate) => candidate.name === command,
-    );
+  /** The command a member picks where they are: the server's own commands first (none in a DM), then global ones. */
+  #definition(place: Place, command: string): Record<string, unknown> {
+    const { commands } = this.#parts.state;
+    const scoped = place.context === INTERACTION_CONTEXT.guild ? (commands.get(place.guild.id) ?? []) : [];
+    const definition = [...scoped, ...(commands.get('global') ?? [])].find((candidate) => candidate.name === command);
     if (!definition) throw new Error(`the bot registered no /${command}`);
     return definition;
   }
 
-  #base(type: number, user: User, guildId: string, channelId: string): { record: InteractionRecord; payload: Record<string, unknown> } {
-    const guild = guildOf(this.#parts, guildId);
-    const channel = guild.channels.find((candidate) => candidate.id === channelId);
-    if (!channel) throw new Error(`no channel ${channelId} in guild ${guildId}`);
-    const member = guild.members.get(user.id);
-    if (!member) throw new Error(`${user.username} is not a member of guild ${guildId}`);
+  /** Where `channelId` is for `user`; throws where the user could not be (not a member, not a recipient). */
+  #place(user: User, channelId: string, guildId?: string): Place {
+    const { state } = this.#parts;
+    const found = state.channel(channelId);
+    if (found) {
+      if (guildId !== undefined && found.guild.id !== guildId) throw new Error(`no channel ${channelId} in guild ${guildId}`);
+      if (!found.guild.members.has(user.id)) throw new Error(`${user.username} is not a member of guild ${found.guild.id}`);
+      return { context: INTERACTION_CONTEXT.guild, guild: found.guild, channel: found.channel };
+    }
+    const dm = state.privateChannels.get(channelId);
+    if (!dm) throw new Error(guildId === undefined ? `no channel ${channelId}` : `no channel ${channelId} in guild ${guildId}`);
+    if (guildId !== undefined) throw new Error(`channel ${channelId} is a DM, in no guild`);
+    if (!dm.recipientIds.includes(user.id)) throw new Error(`${user.username} is not in the DM ${channelId}`);
+    if (!dm.recipientIds.includes(state.botUser.id)) return { context: INTERACTION_CONTEXT.privateChannel, dm };
+    if (!state.sharesGuildWithBot(user.id) && !state.userInstalls.has(user.id))
+      throw new Error(`${user.username} shares no server with the bot and has not installed the app: they cannot reach its DM`);
+    return { context: INTERACTION_CONTEXT.botDm, dm };
+  }
+
+  /**
+   * `authorizing_integration_owners` as Discord fills it (README.md, "User installs"): "0" when the app is
+   * installed to the server there (the server's id; "0" in the bot's DM), "1" when the user installed it
+   * (their id), each only where the command (`reach`; any interaction of the app without one) may be used
+   * through that install.
+   */
+  #owners(place: Place, user: User, reach?: { integrationTypes: number[]; contexts: number[] }): Record<string, string> {
+    const { state } = this.#parts;
+    const owners: Record<string, string> = {};
+    if (reach && !reach.contexts.includes(place.context)) return owners;
+    const types = reach?.integrationTypes ?? [0, 1];
+    if (types.includes(0)) {
+      if (place.context === INTERACTION_CONTEXT.guild && state.botInGuild(place.guild))
+        owners[INTEGRATION_TYPE.guildInstall] = place.guild.id;
+      if (place.context === INTERACTION_CONTEXT.botDm) owners[INTEGRATION_TYPE.guildInstall] = '0';
+    }
+    if (types.includes(1) && state.userInstalls.has(user.id)) owners[INTEGRATION_TYPE.userInstall] = user.id;
+    return owners;
+  }
+
+  /** The owners through which `user` may run `definition` at `place`; throws where Discord would not offer it. */
+  #commandOwners(place: Place, user: User, definition: Record<string, unknown>, command: string): Record<string, string> {
+    const reach = commandReach(definition);
+    const owners = this.#owners(place, user, reach);
+    if (Object.keys(owners).length === 0) {
+      const where = ['a server', "the bot's DM", 'a DM between users'][place.context];
+      throw new Error(
+        `Discord offers ${user.username} no /${command} in ${where}: integration_types ${JSON.stringify(reach.integrationTypes)}, ` +
+          `contexts ${JSON.stringify(reach.contexts)}, app ${place.context === INTERACTION_CONTEXT.guild && this.#parts.state.botInGuild(place.guild) ? 'installed to the server' : 'not installed to a server here'}, ` +
+          `${this.#parts.state.userInstalls.has(user.id) ? 'installed' : 'not installed'} by the user`,
+      );
+    }
+    return owners;
+  }
+
+  #base(
+    type: number,
+    user: User,
+    place: Place,
+    owners: Record<string, string>,
+  ): { record: InteractionRecord; payload: Record<string, unknown> } {
+    const { state } = this.#parts;
     const id = snowflake(Date.now() + this.#faults.interactionIdClockSkewMs);
     const token = `aW50ZXJhY3Rpb24${randomBytes(48).toString('base64url')}`;
-    const permissions = memberPermissions(guild, member);
-    const payload: Record<string, unknown> = {
+    const common = {
       id,
-      application_id: this.#parts.state.applicationId,
+      application_id: state.applicationId,
       type,
       token,
       version: 1,
-      guild_id: guildId,
-      channel_id: channelId,
-      channel: { ...channelObject(channel), permissions: permissions.toString() },
-      member: memberObject(member, user, permissions),
-      app_permissions: (((1n << 50n) - 1n) & ~this.#parts.state.deniedBotBits(channelId)).toString(),
-      // The member's language and the server's, as each picked it in Discord.
-      locale: user.locale,
-      guild_locale: guild.preferredLocale,
-      entitlements: [],
-      // Installed to the server (GUILD_INSTALL, "0"), used in it (context GUILD, 0).
-      authorizing_integration_owners: { [INTEGRATION_TYPE.guildInstall]: guildId },
-      context: INTERACTION_CONTEXT.guild,
-      attachment_size_limit: guild.attachmentSizeLimit,
     };
+    let payload: Record<string, unknown>;
+    let channelId: string;
+    if (place.context === INTERACTION_CONTEXT.guild) {
+      const { guild, channel } = place;
+      channelId = channel.id;
+      const member = guild.members.get(user.id);
+      if (!member) throw new Error(`${user.username} is not a member of guild ${guild.id}`);
+      const permissions = memberPermissions(guild, member);
+      payload = {
+        ...common,
+        guild_id: guild.id,
+        guild: { id: guild.id, locale: guild.preferredLocale, features: [] },
+        channel_id: channel.id,
+        channel: { ...channelObject(channel), permissions: permissions.toString() },
+        member: memberObject(member, user, permissions),
+        // The bot's own permissions where it is in the server; what a user install may do where it is not.
+        app_permissions: (state.botInGuild(guild)
+          ? ((1n << 50n) - 1n) & ~state.deniedBotBits(channel.id)
+          : USER_INSTALL_APP_PERMISSIONS.guildWithoutBot
+        ).toString(),
+        // The member's language and the server's, as each picked it in Discord.
+        locale: user.locale,
+        guild_locale: guild.preferredLocale,
+        entitlements: [],
+        authorizing_integration_owners: owners,
+        context: place.context,
+        attachment_size_limit: guild.attachmentSizeLimit,
+      };
+    } else {
+      const { dm } = place;
+      channelId = dm.id;
+      const botDm = place.context === INTERACTION_CONTEXT.botDm;
+      payload = {
+        ...common,
+        channel_id: dm.id,
+        // The bot's DM as the bot sees it (the user its recipient); a DM between users as the user sees it.
+        channel: state.privateChannelObject(dm, botDm ? state.botUser.id : user.id),
+        // In a DM: the user instead of a member, and no server language.
+        user: userObject(user),
+        app_permissions: (botDm ? USER_INSTALL_APP_PERMISSIONS.botDm : USER_INSTALL_APP_PERMISSIONS.privateChannel).toString(),
+        locale: user.locale,
+        entitlements: [],
+        authorizing_integration_owners: owners,
+        context: place.context,
+        attachment_size_limit: DEFAULT_ATTACHMENT_LIMIT,
+      };
+    }
     const record: InteractionRecord = {
       id,
       token,
       type,
       name: '',
       createdAt: Date.now(),
-      guildId,
+      guildId: place.context === INTERACTION_CONTEXT.guild ? place.guild.id : undefined,
       channelId,
+      context: place.context,
+      owners,
       userId: user.id,
       payload,
       callbacks: [],
@@ -184,9 +291,20 @@ export class StandInActions {
     return { record, payload };
   }
 
-  #commandData(run: CommandRun, focused?: string): Record<string, unknown> {
-    const definition = this.#definition(run.guildId, run.command);
+  /** A slash command's interaction: where, through which installs, and its `data`. */
+  #commandInteraction(type: number, run: CommandRun, focused?: string): { record: InteractionRecord; payload: Record<string, unknown> } {
+    const place = this.#place(run.user, run.channelId, run.guildId);
+    const definition = this.#definition(place, run.command);
     if (definition.type !== COMMAND_TYPE.chatInput) throw new Error(`${run.command} is not a slash command`);
+    const owners = this.#commandOwners(place, run.user, definition, run.command);
+    const { record, payload } = this.#base(type, run.user, place, owners);
+    record.name = run.command;
+    payload.data = this.#commandData(run, place, definition, focused);
+    return { record, payload };
+  }
+
+  #commandData(run: CommandRun, place: Place, definition: Record<string, unknown>, focused?: string): Record<string, unknown> {
+    const guild = place.context === INTERACTION_CONTEXT.guild ? place.guild : undefined;
     const resolved: Record<string, Record<string, unknown>> = {};
     let level: unknown[] = Array.isArray(definition.options) ? definition.options : [];
     const path: { name: string; type: number }[] = [];
@@ -209,21 +327,35 @@ export class StandInActions {
         {
           name,
           type: option.type,
-          value: this.#optionValue(option.type, value, run, resolved),
+          value: this.#optionValue(option.type, value, run.channelId, guild, resolved),
           ...(focused === name ? { focused: true } : {}),
         },
       ];
     });
     let options: unknown[] = values;
     for (const part of [...path].reverse()) options = [{ name: part.name, type: part.type, options }];
-    return { id: definition.id, name: run.command, type: 1, options, resolved, guild_id: run.guildId };
+    // `data.guild_id` is the server a command is registered to: a server's own commands only.
+    return {
+      id: definition.id,
+      name: run.command,
+      type: 1,
+      options,
+      resolved,
+      ...(typeof definition.guild_id === 'string' ? { guild_id: definition.guild_id } : {}),
+    };
   }
 
-  #optionValue(type: number, value: OptionValue, run: CommandRun, resolved: Record<string, Record<string, unknown>>): unknown {
+  #optionValue(
+    type: number,
+    value: OptionValue,
+    channelId: string,
+    guild: Guild | undefined,
+    resolved: Record<string, Record<string, unknown>>,
+  ): unknown {
     const id = typeof value === 'string' ? value : isUser(value) ? value.id : '';
     if (type === OPTION.attachment) {
       if (!isAttachment(value)) throw new Error('an attachment option takes { filename, bytes, contentType }');
-      const stored = this.#parts.state.storeAttachment(run.channelId, value.filename, value.contentType, value.bytes);
+      const stored = this.#parts.state.storeAttachment(channelId, value.filename, value.contentType, value.bytes);
       (resolved.attachments ??= {})[stored.id] = attachmentObject(stored);
       return stored.id;
     }
@@ -233,7 +365,7 @@ export class StandInActions {
       const user = isUser(value) ? value : this.#parts.state.users.get(id);
       if (!user) throw new Error(`no user ${id}`);
       (resolved.users ??= {})[user.id] = userObject(user);
-      const member = guildOf(this.#parts, run.guildId).members.get(user.id);
+      const member = guild?.members.get(user.id);
       if (member)
         (resolved.members ??= {})[user.id] = {
           roles: member.roleIds,
@@ -248,13 +380,13 @@ export class StandInActions {
       return user.id;
     }
     if (type === OPTION.channel) {
-      const channel = guildOf(this.#parts, run.guildId).channels.find((candidate) => candidate.id === id);
+      const channel = guild?.channels.find((candidate) => candidate.id === id);
       if (!channel) throw new Error(`no channel ${id}`);
       (resolved.channels ??= {})[channel.id] = { ...channelObject(channel), permissions: ((1n << 50n) - 1n).toString() };
       return channel.id;
     }
     if (type === OPTION.role || type === OPTION.mentionable) {
-      const role = guildOf(this.#parts, run.guildId).roles.find((candidate) => candidate.id === id);
+      const role = guild?.roles.find((candidate) => candidate.id === id);
       if (!role) throw new Error(type === OPTION.role ? `no role ${id}` : `no user or role ${id}`);
       (resolved.roles ??= {})[role.id] = roleObject(role);
       return role.id;
@@ -270,10 +402,13 @@ export class StandInActions {
     return new InteractionHandle(record, this.#observation);
   }
 
+  /**
+   * A user runs a slash command in a server's channel or a DM. It must be one Discord offers there
+   * (README.md, "User installs"): through the server's install or the user's own, by its
+   * `integration_types` and `contexts`; otherwise this throws, as Discord would not show it.
+   */
   runCommand(run: CommandRun): InteractionHandle {
-    const { record, payload } = this.#base(INTERACTION.command, run.user, run.guildId, run.channelId);
-    record.name = run.command;
-    payload.data = this.#commandData(run);
+    const { record, payload } = this.#commandInteraction(INTERACTION.command, run);
     return this.#start(record, payload);
   }
 
@@ -283,11 +418,11 @@ export class StandInActions {
    * attachments and embeds included, whatever the bot's intents).
    */
   runMessageCommand(options: MessageCommandOptions): InteractionHandle {
-    const found = this.#parts.state.channel(options.message.channelId);
-    if (!found) throw new Error('the message is in no known channel');
-    const definition = this.#definition(found.guild.id, options.command);
+    const place = this.#place(options.user, options.message.channelId);
+    const definition = this.#definition(place, options.command);
     if (definition.type !== COMMAND_TYPE.message) throw new Error(`${options.command} is not a message command`);
-    const { record, payload } = this.#base(INTERACTION.command, options.user, found.guild.id, options.message.channelId);
+    const owners = this.#commandOwners(place, options.user, definition, options.command);
+    const { record, payload } = this.#base(INTERACTION.command, options.user, place, owners);
     record.name = options.command;
     payload.data = {
       id: definition.id,
@@ -295,7 +430,7 @@ export class StandInActions {
       type: COMMAND_TYPE.message,
       target_id: options.message.id,
       resolved: { messages: { [options.message.id]: this.#parts.state.messageObject(options.message) } },
-      guild_id: found.guild.id,
+      ...(typeof definition.guild_id === 'string' ? { guild_id: definition.guild_id } : {}),
     };
     return this.#start(record, payload);
   }
@@ -305,9 +440,8 @@ export class StandInActions {
    * attachments) and embeds (as Discord makes them for a link, say). It is dispatched as MESSAGE_CREATE.
    */
   postMessage(options: PostMessageOptions): Message {
-    const found = this.#parts.state.channel(options.channelId);
-    if (!found) throw new Error(`no channel ${options.channelId}`);
-    if (!found.guild.members.has(options.user.id)) throw new Error(`${options.user.username} is not a member of guild ${found.guild.id}`);
+    // A server's channel the user is a member of, or a DM they are in (the bot sees only its own).
+    this.#place(options.user, options.channelId);
     const attachments = options.attachments ?? [];
     return this.#parts.messages.create({
       channelId: options.channelId,
@@ -325,16 +459,15 @@ export class StandInActions {
 
   /** A user typing in an option with autocomplete: resolves with the choices the bot offered. */
   autocomplete(run: AutocompleteRun): Promise<AutocompleteChoice[]> {
-    const { record, payload } = this.#base(INTERACTION.autocomplete, run.user, run.guildId, run.channelId);
-    record.name = run.command;
-    payload.data = this.#commandData(run, run.focused);
+    const { record, payload } = this.#commandInteraction(INTERACTION.autocomplete, run, run.focused);
     return this.#start(record, payload).choices();
   }
 
   clickButton(options: ButtonClickOptions): InteractionHandle {
-    const found = this.#parts.state.channel(options.message.channelId);
-    if (!found) throw new Error('the message is in no known channel');
-    const { record, payload } = this.#base(INTERACTION.component, options.user, found.guild.id, options.message.channelId);
+    const place = this.#place(options.user, options.message.channelId);
+    // A component answers through the installs of the interaction that made its message.
+    const owners = options.message.interaction?.owners ?? this.#appOwners(place, options.user);
+    const { record, payload } = this.#base(INTERACTION.component, options.user, place, { ...owners });
     record.name = options.customId;
     record.sourceMessage = options.message;
     payload.data = { custom_id: options.customId, component_type: 2 };
@@ -351,7 +484,8 @@ export class StandInActions {
    * one left out, an option it does not offer, a file over the upload limit are refused with an Error.
    */
   submitModal(options: ModalSubmitOptions): InteractionHandle {
-    const guild = guildOf(this.#parts, options.guildId);
+    const place = this.#place(options.user, options.channelId, options.guildId);
+    const uploadLimit = place.context === INTERACTION_CONTEXT.guild ? place.guild.attachmentSizeLimit : DEFAULT_ATTACHMENT_LIMIT;
     const shown = formInputs(this.#shownForm(options.customId));
     const components: { order: number; component: Record<string, unknown> }[] = [];
     const attachments: Record<string, Record<string, unknown>> = {};
@@ -373,8 +507,10 @@ export class StandInActions {
       const input = shownInput(shown, customId, [COMPONENT.fileUpload], 'file upload');
       if (input) checkCount(input, customId, files.length, 'file');
       const ids = files.map((file) => {
-        if (file.bytes.length > guild.attachmentSizeLimit)
-          throw new Error(`${file.filename} is over the server's upload limit of ${guild.attachmentSizeLimit} bytes`);
+        if (file.bytes.length > uploadLimit)
+          throw new Error(
+            `${file.filename} is over the ${place.context === INTERACTION_CONTEXT.guild ? "server's" : 'DM'} upload limit of ${uploadLimit} bytes`,
+          );
         const stored = this.#parts.state.storeAttachment(options.channelId, file.filename, file.contentType, file.bytes, {
           ephemeral: true,
         });
@@ -404,7 +540,7 @@ export class StandInActions {
       if (!given && (type === COMPONENT.fileUpload || SELECT_TYPES.includes(Number(type))) && minimumOf(input.component) > 0)
         throw new Error(`the form requires ${customId}; a member cannot submit it empty`);
     }
-    const { record, payload } = this.#base(INTERACTION.modal, options.user, options.guildId, options.channelId);
+    const { record, payload } = this.#base(INTERACTION.modal, options.user, place, this.#appOwners(place, options.user));
     record.name = options.customId;
     payload.data = {
       custom_id: options.customId,
@@ -412,6 +548,13 @@ export class StandInActions {
       ...(Object.keys(attachments).length > 0 ? { resolved: { attachments } } : {}),
     };
     return this.#start(record, payload);
+  }
+
+  /** The installs through which the app is reachable for `user` at `place`; throws where it is not at all. */
+  #appOwners(place: Place, user: User): Record<string, string> {
+    const owners = this.#owners(place, user);
+    if (Object.keys(owners).length === 0) throw new Error(`the app is not reachable for ${user.username} there`);
+    return owners;
   }
 
   /** The `data` of the last modal shown with this custom id, as the bot sent it. */

@@ -94,6 +94,15 @@ export class StandInFaults {
     gateway.dispatch('CHANNEL_UPDATE', channelObject(found.channel));
   }
 
+  /** The user accepts no DMs from the bot (privacy settings, or they blocked it): its sends there are 403 / 50007. */
+  closeDirectMessages(userId: string): void {
+    this.#parts.state.closedDms.add(userId);
+  }
+
+  openDirectMessages(userId: string): void {
+    this.#parts.state.closedDms.delete(userId);
+  }
+
   expireInteraction(handle: InteractionHandle): void {
     this.#parts.interactions.expire(handle.record);
   }

@@ -118,6 +118,19 @@ export class StandInObservation implements Waiting {
     return this.waitFor(() => this.messages(channelId).find(predicate), timeoutMs, `a message in channel ${channelId}`);
   }
 
+  /** The messages in the user's DM with the bot (none when it was never opened). */
+  directMessages(userId: string): Message[] {
+    const { state } = this.#parts;
+    const dm = [...state.privateChannels.values()].find(
+      (channel) => channel.type === 1 && channel.recipientIds.includes(userId) && channel.recipientIds.includes(state.botUser.id),
+    );
+    return dm ? this.messages(dm.id) : [];
+  }
+
+  waitForDirectMessage(userId: string, predicate: (message: Message) => boolean, timeoutMs = 15_000): Promise<Message> {
+    return this.waitFor(() => this.directMessages(userId).find(predicate), timeoutMs, `a DM from the bot to user ${userId}`);
+  }
+
   /** Resolves once Discord's window for a first response to `handle` has closed: from then on a first response is refused with 10062. */
   waitForResponseDeadline(handle: InteractionHandle, timeoutMs = this.responseDeadlineMs + 5000): Promise<true> {
     return this.waitFor(

@@ -6,7 +6,7 @@ import { RestApi } from '../rest/api.ts';
 import { Interactions, type InteractionRecord } from '../rest/interactions.ts';
 import { MessageStore, NONCE_WINDOW_MS } from '../rest/messages.ts';
 import { startVoiceServer, type VoiceServer, type VoiceUserOptions } from '../voice/server.ts';
-import { StandInState, memberObject, type DeniableBotPermission, type Message, type User } from '../world/state.ts';
+import { StandInState, memberObject, type DeniableBotPermission, type Message, type PrivateChannel, type User } from '../world/state.ts';
 import {
   StandInActions,
   type AutocompleteRun,
@@ -20,7 +20,13 @@ import { StandInFaults, type DropShardOptions, type FailRouteOptions, type RateL
 import type { AutocompleteChoice, InteractionHandle } from './interaction-handle.ts';
 import { StandInObservation } from './observation.ts';
 import type { StandInParts } from './parts.ts';
-import { StandInWorld, type CreateGuildOptions, type CreateUserOptions, type TestGuild } from './world.ts';
+import {
+  StandInWorld,
+  type CreateGuildOptions,
+  type CreatePrivateChannelOptions,
+  type CreateUserOptions,
+  type TestGuild,
+} from './world.ts';
 
 // A local Discord for end-to-end tests: the real discord.js (in the bot's own process) talks to it over
 // REST and the gateway, @discordjs/voice over the voice websocket and UDP, and tests drive simulated users.
@@ -107,7 +113,7 @@ export class DiscordStandIn {
         },
         deleted: (message) => {
           this.events.emit('messageDelete', message);
-          if ((message.flags & EPHEMERAL) === 0) {
+          if ((message.flags & EPHEMERAL) === 0 && this.state.botSeesChannel(message.channelId)) {
             this.#gateway.dispatch('MESSAGE_DELETE', {
               id: message.id,
               channel_id: message.channelId,
@@ -192,9 +198,12 @@ export class DiscordStandIn {
     });
   }
 
-  /** Discord sends the bot its own messages too; ephemeral ones never reach the gateway. */
+  /**
+   * Discord sends the bot its own messages too; ephemeral ones never reach the gateway, nor messages
+   * where the bot is not (a server it is not in, a DM between users: a user install answers there).
+   */
   #dispatchMessage(event: 'MESSAGE_CREATE' | 'MESSAGE_UPDATE', message: Message): void {
-    if ((message.flags & EPHEMERAL) !== 0) return;
+    if ((message.flags & EPHEMERAL) !== 0 || !this.state.botSeesChannel(message.channelId)) return;
     const object = this.state.messageObject(message);
     const member = this.state.channel(message.channelId)?.guild.members.get(message.authorId);
     const author = this.state.users.get(message.authorId);
@@ -241,6 +250,22 @@ export class DiscordStandIn {
   /** The user picks another language in Discord: their next interactions carry it as `locale`. */
   setUserLocale(userId: string, locale: string): void {
     this.#world.setUserLocale(userId, locale);
+  }
+
+  installAppForUser(user: User): void {
+    this.#world.installAppForUser(user);
+  }
+
+  uninstallAppForUser(user: User): void {
+    this.#world.uninstallAppForUser(user);
+  }
+
+  botDmChannel(user: User): string {
+    return this.#world.botDmChannel(user);
+  }
+
+  createPrivateChannel(options: CreatePrivateChannelOptions): PrivateChannel {
+    return this.#world.createPrivateChannel(options);
   }
 
   // ---- What simulated users do (actions.ts) -------------------------------------------------------------
@@ -305,6 +330,14 @@ export class DiscordStandIn {
 
   expireInteraction(handle: InteractionHandle): void {
     this.#faults.expireInteraction(handle);
+  }
+
+  closeDirectMessages(userId: string): void {
+    this.#faults.closeDirectMessages(userId);
+  }
+
+  openDirectMessages(userId: string): void {
+    this.#faults.openDirectMessages(userId);
   }
 
   takeGatewayDown(): void {
@@ -375,6 +408,14 @@ export class DiscordStandIn {
 
   waitForMessage(channelId: string, predicate: (message: Message) => boolean, timeoutMs?: number): Promise<Message> {
     return this.#observation.waitForMessage(channelId, predicate, timeoutMs);
+  }
+
+  directMessages(userId: string): Message[] {
+    return this.#observation.directMessages(userId);
+  }
+
+  waitForDirectMessage(userId: string, predicate: (message: Message) => boolean, timeoutMs?: number): Promise<Message> {
+    return this.#observation.waitForDirectMessage(userId, predicate, timeoutMs);
   }
 
   waitForResponseDeadline(handle: InteractionHandle, timeoutMs?: number): Promise<true> {

@@ -9,6 +9,7 @@ import {
   memberObject,
   type Guild,
   type Member,
+  type PrivateChannel,
   type User,
 } from '../world/state.ts';
 import { guildOf, type StandInParts } from './parts.ts';
@@ -45,6 +46,18 @@ export interface CreateGuildOptions {
   attachmentSizeLimit?: number;
   /** [id, count]: the guild lands on shard `id` of `count`. */
   shard?: ShardPair;
+  /**
+   * Whether the app is installed to the server, its bot a member (default true). false: a server the bot
+   * is not in, where only members who installed the app for themselves can use it.
+   */
+  withBot?: boolean;
+}
+
+export interface CreatePrivateChannelOptions {
+  /** Who is in it: two users make a DM (type 1), three to ten a group DM (type 3). The bot is never in one. */
+  users: User[];
+  /** A group DM's name. */
+  name?: string;
 }
 
 export class StandInWorld {
@@ -108,12 +121,13 @@ export class StandInWorld {
     const admin = this.#newUser('admin');
     const member = this.#newUser('member');
     this.#addMember(guild, owner, []);
-    this.#addMember(guild, state.botUser, []);
+    const withBot = options.withBot ?? true;
+    if (withBot) this.#addMember(guild, state.botUser, []);
     this.#addMember(guild, admin, [adminRoleId]);
     this.#addMember(guild, member, [memberRoleId]);
     state.guilds.set(id, guild);
     // A server added while the bot runs arrives as the bot joining it, members included.
-    if (gateway.ready) gateway.dispatch('GUILD_CREATE', gateway.guildCreate(guild));
+    if (gateway.ready && withBot) gateway.dispatch('GUILD_CREATE', gateway.guildCreate(guild));
     return {
       id,
       name: guild.name,
@@ -124,6 +138,44 @@ export class StandInWorld {
       admin,
       member,
     };
+  }
+
+  /** The user installs the app for themselves (USER_INSTALL): its commands that allow it follow them everywhere. */
+  installAppForUser(user: User): void {
+    this.#parts.state.userInstalls.add(this.#known(user).id);
+  }
+
+  uninstallAppForUser(user: User): void {
+    this.#parts.state.userInstalls.delete(this.#known(user).id);
+  }
+
+  /**
+   * The user's DM with the bot (its channel id), opened if it was not: where they run commands in
+   * context 1 (they must share a server with the bot or have installed the app) and the bot's DMs land.
+   */
+  botDmChannel(user: User): string {
+    return this.#parts.state.botDm(this.#known(user).id).id;
+  }
+
+  /** A DM or group DM between users, without the bot: a user install answers there in context 2. */
+  createPrivateChannel(options: CreatePrivateChannelOptions): PrivateChannel {
+    const ids = [...new Set(options.users.map((user) => this.#known(user).id))];
+    if (ids.includes(this.#parts.state.botUser.id)) throw new Error("the bot's own DM is botDmChannel(user)");
+    if (ids.length < 2 || ids.length > 10) throw new Error(`a DM holds 2 users and a group DM up to 10, not ${ids.length}`);
+    const channel: PrivateChannel = {
+      id: snowflake(),
+      type: ids.length === 2 ? 1 : 3,
+      recipientIds: ids,
+      ...(options.name === undefined ? {} : { name: options.name }),
+    };
+    this.#parts.state.privateChannels.set(channel.id, channel);
+    return channel;
+  }
+
+  #known(user: User): User {
+    const known = this.#parts.state.users.get(user.id);
+    if (!known) throw new Error(`no user ${user.id}`);
+    return known;
   }
 
   /** The user picks another language in Discord: their next interactions carry it. */

@@ -15,9 +15,26 @@ export const PERMISSIONS = {
   readMessageHistory: 1n << 16n,
   connect: 1n << 20n,
   speak: 1n << 21n,
+  mentionEveryone: 1n << 17n,
+  useExternalEmojis: 1n << 18n,
   useApplicationCommands: 1n << 31n,
   createPublicThreads: 1n << 35n,
   sendMessagesInThreads: 1n << 38n,
+  sendPolls: 1n << 49n,
+} as const;
+
+/**
+ * `app_permissions` where the app is there only through a user's install (README.md, "User installs"):
+ * Discord gives ATTACH_FILES | EMBED_LINKS | MENTION_EVERYONE in (group) DMs between users, and adds
+ * USE_EXTERNAL_EMOJIS in the bot's own DM; captured interactions also carry SEND_POLLS, and in a server
+ * the bot is not in the same set as the bot's DM.
+ */
+export const USER_INSTALL_APP_PERMISSIONS = {
+  privateChannel: PERMISSIONS.attachFiles | PERMISSIONS.embedLinks | PERMISSIONS.mentionEveryone | PERMISSIONS.sendPolls,
+  botDm:
+    PERMISSIONS.attachFiles | PERMISSIONS.embedLinks | PERMISSIONS.mentionEveryone | PERMISSIONS.useExternalEmojis | PERMISSIONS.sendPolls,
+  guildWithoutBot:
+    PERMISSIONS.attachFiles | PERMISSIONS.embedLinks | PERMISSIONS.mentionEveryone | PERMISSIONS.useExternalEmojis | PERMISSIONS.sendPolls,
 } as const;
 
 export const EVERYONE_PERMISSIONS =
@@ -64,6 +81,17 @@ export interface Channel {
   name: string;
   parentId?: string;
   permissionOverwrites?: PermissionOverwrite[];
+}
+
+/**
+ * A DM (type 1, two users) or group DM (type 3) outside any server. The bot's DM with a user is a DM
+ * whose recipients are the user and the bot; a private channel between users does not hold the bot.
+ */
+export interface PrivateChannel {
+  id: string;
+  type: 1 | 3;
+  recipientIds: string[];
+  name?: string;
 }
 
 export interface Member {
@@ -114,7 +142,7 @@ export interface Message {
   timestamp: string;
   editedTimestamp: string | null;
   webhookId?: string;
-  interaction?: { id: string; type: number; name: string; userId: string };
+  interaction?: { id: string; type: number; name: string; userId: string; owners?: Readonly<Record<string, string>> };
   /** Every edit in order; the fields above show the message as it stands after the last one. */
   edits: MessageEdit[];
   deleted: boolean;
@@ -230,6 +258,12 @@ export class StandInState {
   /** Registered commands: key "global" or a guild id. */
   readonly commands = new Map<string, Record<string, unknown>[]>();
   readonly attachments = new Map<string, StoredAttachment>();
+  /** DMs and group DMs, the bot's DMs with users among them. */
+  readonly privateChannels = new Map<string, PrivateChannel>();
+  /** Users who installed the app for themselves (USER_INSTALL). */
+  readonly userInstalls = new Set<string>();
+  /** Users who accept no DMs from the bot (their privacy settings, or they blocked it). */
+  readonly closedDms = new Set<string>();
   readonly botUser: User;
   readonly applicationId: string;
   readonly botToken: string;
@@ -249,6 +283,49 @@ export class StandInState {
 
   set baseUrl(url: string) {
     this.#baseUrl = url;
+  }
+
+  botInGuild(guild: Guild): boolean {
+    return guild.members.has(this.botUser.id);
+  }
+
+  /** The bot's DM with a user, opened the first time it is needed (as Discord opens it). */
+  botDm(userId: string): PrivateChannel {
+    for (const channel of this.privateChannels.values())
+      if (channel.type === 1 && channel.recipientIds.includes(userId) && channel.recipientIds.includes(this.botUser.id)) return channel;
+    const channel: PrivateChannel = { id: snowflake(), type: 1, recipientIds: [userId, this.botUser.id] };
+    this.privateChannels.set(channel.id, channel);
+    return channel;
+  }
+
+  /** Whether the user shares a server with the bot. */
+  sharesGuildWithBot(userId: string): boolean {
+    return [...this.guilds.values()].some((guild) => this.botInGuild(guild) && guild.members.has(userId));
+  }
+
+  /** Whether the bot can see a channel: a channel of a server it is in, or a DM it is a recipient of. */
+  botSeesChannel(channelId: string): boolean {
+    const found = this.channel(channelId);
+    if (found) return this.botInGuild(found.guild);
+    return this.privateChannels.get(channelId)?.recipientIds.includes(this.botUser.id) ?? false;
+  }
+
+  /** A DM channel as Discord shows it to `viewerId`: its recipients are the others. */
+  privateChannelObject(channel: PrivateChannel, viewerId: string): Record<string, unknown> {
+    const recipients = channel.recipientIds
+      .filter((id) => id !== viewerId)
+      .flatMap((id) => {
+        const user = this.users.get(id);
+        return user ? [userObject(user)] : [];
+      });
+    return {
+      id: channel.id,
+      type: channel.type,
+      last_message_id: null,
+      flags: 0,
+      recipients,
+      ...(channel.type === 3 ? { name: channel.name ?? null, icon: null, owner_id: channel.recipientIds[0] } : {}),
+    };
   }
 
   channel(channelId: string): { guild: Guild; channel: Channel } | undefined {
@@ -309,7 +386,7 @@ export class StandInState {
               id: message.interaction.id,
               type: message.interaction.type,
               user: userObject(this.users.get(message.interaction.userId) ?? this.botUser),
-              authorizing_integration_owners: {},
+              authorizing_integration_owners: message.interaction.owners ?? {},
             },
           }
         : {}),

@@ -249,7 +249,7 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
       }
       if (!(error instanceof GatewayError)) throw error;
       this.#options.log.warn('could not check a server gateway key', { error });
-      const words = describeGatewayError(error, { key: 'offered', purpose: 'list the models' });
+      const words = describeGatewayError(locale, error, { key: 'offered', purpose: 'list-models' });
       return refuse(t(locale, 'config.key.refused', { words, checked: error instanceof AuthenticationError ? 'yes' : 'no' }));
     } finally {
       // A refused key must not keep a client; one already serving tasks keeps its own.

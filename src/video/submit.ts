@@ -14,6 +14,7 @@ import { tokenUsableUntil, type InteractionContext } from '../ports/interaction-
 import type { VideoDelivery } from './delivery.ts';
 import { checkMemberLimits } from './member-limits.ts';
 import { describeGatewayError } from '../wording/gateway-errors.ts';
+import { ENGLISH } from '../i18n/index.ts';
 import { describeExpiredAttachments } from './wording.ts';
 import { jobSize, type SubmissionPlan } from './plan.ts';
 import type { JobPlace, TaskRecord } from './record.ts';
@@ -369,6 +370,6 @@ export function refusalMessage(error: unknown, plan: Pick<SubmissionPlan, 'model
       : error instanceof GatewayApiError && error.status === 400
         ? optionNamedIn(error.serverMessage)
         : undefined;
-  const words = describeGatewayError(error, { key: 'in-use', purpose: `use \`${plan.model}\``, model: plan.model, option });
+  const words = describeGatewayError(ENGLISH, error, { key: 'in-use', purpose: 'use-model', model: plan.model, option });
   return `${words} Nothing was charged.`;
 }

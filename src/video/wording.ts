@@ -3,6 +3,7 @@ import { GatewayError } from '../gateway/errors.ts';
 import type { VideoOperation } from '../gateway/spec.ts';
 import { jobEstimateTicks, jobSize, type FormEstimate } from './plan.ts';
 import { formatCost, formatEstimate } from '../wording/cost.ts';
+import { ENGLISH } from '../i18n/index.ts';
 import { describeGatewayError, withRequestId } from '../wording/gateway-errors.ts';
 import { NoGatewayAccessError } from './gateway-resolver.ts';
 import { TASK_NOT_FOUND, type TaskOutcome, type TaskRecord } from './record.ts';
@@ -32,6 +33,7 @@ export function describeFailure(outcome: TaskOutcome): string {
   if (error.code === TASK_NOT_FOUND) {
     // Nothing says the task was refunded, or even that it ended: the gateway just no longer has it.
     return withRequestId(
+      ENGLISH,
       'The gateway no longer knows this task (404): it may have restarted and lost it, so no video will come. Try again; a server admin can check with the gateway whether it was charged.',
       outcome.requestId,
     );
@@ -63,11 +65,12 @@ export function describeFailure(outcome: TaskOutcome): string {
     default:
       text = `The video could not be made (\`${error.code}\`): ${error.message}`;
   }
-  return withRequestId(`${text} ${REFUNDED}`, outcome.requestId);
+  return withRequestId(ENGLISH, `${text} ${REFUNDED}`, outcome.requestId);
 }
 
 export function describeModeration(outcome: TaskOutcome): string {
   return withRequestId(
+    ENGLISH,
     'The video was held back by content moderation, so there is nothing to post. Try a different prompt or images.',
     outcome.requestId,
   );
@@ -87,7 +90,7 @@ export function describeRefusedPublicUrl(outcome: TaskOutcome): string | undefin
 
 /** A video the bot refused to fetch or post (an address that is not public or not http(s), a body that is not a video). */
 export function describeRefusedVideo(error: GatewayError): string {
-  return describeGatewayError(error, { key: 'in-use', purpose: 'fetch the finished video' });
+  return describeGatewayError(ENGLISH, error, { key: 'in-use', purpose: 'fetch-video' });
 }
 
 /** While polls fail: the card says so, and until when the bot keeps asking. */
@@ -115,7 +118,7 @@ export function describeTimeout(task: TaskRecord): string {
   const check = task.gatewayId
     ? `It may still have been made and charged: a server admin can look up gateway task \`${task.gatewayId}\`.`
     : 'It may still have been made and charged.';
-  return withRequestId(`${why} ${check}`, task.outcome.requestId);
+  return withRequestId(ENGLISH, `${why} ${check}`, task.outcome.requestId);
 }
 
 /** Why the bot stopped following a task whose stored record it no longer has, or can no longer read. */
@@ -134,11 +137,12 @@ export function describeLostTask(reason: LostTaskReason, ids: { gatewayId: strin
   const check = ids.gatewayId
     ? `It may still have been made and charged: a server admin can look up gateway task \`${ids.gatewayId}\`.`
     : 'It may still have been made and charged.';
-  return withRequestId(`${why} ${check}`, ids.requestId);
+  return withRequestId(ENGLISH, `${why} ${check}`, ids.requestId);
 }
 
 export function describeExpired(task: TaskRecord): string {
   return withRequestId(
+    ENGLISH,
     'The video was ready, but its temporary link expired before the bot could fetch it. Regenerate it to get a new one.',
     task.outcome.requestId,
   );
@@ -146,6 +150,7 @@ export function describeExpired(task: TaskRecord): string {
 
 export function describeUnknownOutcome(task: TaskRecord): string {
   return withRequestId(
+    ENGLISH,
     'The bot lost track of this request while sending it, so it cannot tell whether the gateway accepted (and charged) it. If no video shows up here, try again.',
     task.outcome.requestId,
   );
@@ -192,7 +197,7 @@ export function describeMissingPermission(permission: PostingPermission): string
 export function describeDeliveryFailure(error: unknown): string {
   if (error instanceof NoGatewayAccessError) return `The bot could not fetch the finished video: ${error.userMessage}`;
   if (error instanceof GatewayError)
-    return `The bot could not fetch the finished video. ${describeGatewayError(error, { key: 'in-use', purpose: 'fetch the finished video' })}`;
+    return `The bot could not fetch the finished video. ${describeGatewayError(ENGLISH, error, { key: 'in-use', purpose: 'fetch-video' })}`;
   if (error instanceof DiscordAPIError || error instanceof HTTPError)
     return `Discord kept refusing to show the video (HTTP ${error.status}).`;
   return 'Something went wrong while the bot fetched or posted the finished video.';

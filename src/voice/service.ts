@@ -318,7 +318,9 @@ export class VoiceService {
         log.warn('could not open the realtime session', { error });
         return {
           ok: false,
-          message: t(locale, 'voice.join.could-not-start', { why: finalFailure(error) ?? t(locale, 'voice.join.model-unreachable') }),
+          message: t(locale, 'voice.join.could-not-start', {
+            why: finalFailure(error, locale) ?? t(locale, 'voice.join.model-unreachable'),
+          }),
         };
       }
       this.#watch(guildId, connection);

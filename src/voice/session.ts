@@ -171,11 +171,11 @@ interface SessionEvents {
 export class VoiceAccessError extends Error {}
 
 /** Why a failure to open the realtime session is final, as a sentence for the channel; undefined when retrying may help. */
-export function finalFailure(error: unknown): string | undefined {
+export function finalFailure(error: unknown, locale: Locale = ENGLISH): string | undefined {
   if (error instanceof VoiceAccessError) return error.message;
   // A refused key or a model the key may not use: another attempt gets the same answer.
   if (!(error instanceof RealtimeConnectionError) || (error.status !== 401 && error.status !== 403)) return undefined;
-  return describeGatewayError(error, { key: 'in-use', purpose: 'use this voice model (`/voice settings` picks another)' });
+  return describeGatewayError(locale, error, { key: 'in-use', purpose: 'voice-model' });
 }
 
 type RealtimeErrorEvent = Extract<RealtimeServerEvent, { type: 'error' }>;
@@ -1032,7 +1032,7 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
       // Stopped meanwhile: there is nobody left to tell.
       if (this.#state !== reconnecting) return;
       this.#log.warn('realtime reconnect failed', { attempt: reconnecting.attempt, error });
-      const final = finalFailure(error);
+      const final = finalFailure(error, this.#locale);
       if (final !== undefined) return this.#giveUp(final);
       if (reconnecting.attempt >= this.#options.reconnect.maxAttempts) {
         return this.#giveUp(

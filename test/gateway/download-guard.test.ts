@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { ENGLISH } from '../../src/i18n/index.ts';
 import { DownloadHosts, isPublicAddress } from '../../src/gateway/download-guard.ts';
 import { DownloadRefusedError, NotAVideoError, VideoUnavailableError } from '../../src/gateway/errors.ts';
 import { videoContainerOf } from '../../src/gateway/video-format.ts';
@@ -170,24 +171,24 @@ describe('what counts as a video', () => {
 });
 
 describe('a refused video, in words for members', () => {
-  const context = { key: 'in-use', purpose: 'fetch the finished video' } as const;
+  const context = { key: 'in-use', purpose: 'fetch-video' } as const;
 
   it('says an address is not on the public internet, and how an operator can allow a host', () => {
-    const text = describeGatewayError(new DownloadRefusedError('metadata.internal', '169.254.169.254'), context);
+    const text = describeGatewayError(ENGLISH, new DownloadRefusedError('metadata.internal', '169.254.169.254'), context);
     expect(text).toContain('(`metadata.internal`, `169.254.169.254`) that is not on the public internet, so the bot did not fetch it');
     expect(text).toContain('DOWNLOAD_ALLOWED_HOSTS');
-    expect(describeGatewayError(new DownloadRefusedError('`**x**`', '10.0.0.1'), context)).not.toContain('**x**');
+    expect(describeGatewayError(ENGLISH, new DownloadRefusedError('`**x**`', '10.0.0.1'), context)).not.toContain('**x**');
   });
 
   it('says what came was not a video, with its content type when plain', () => {
-    expect(describeGatewayError(new NotAVideoError('text/html; charset=utf-8'), context)).toBe(
+    expect(describeGatewayError(ENGLISH, new NotAVideoError('text/html; charset=utf-8'), context)).toBe(
       "The gateway's video address answered with something that is not a video (`text/html`), so the bot did not post it.",
     );
-    expect(describeGatewayError(new NotAVideoError(undefined, { requestId: 'req_7' }), context)).toContain('(request id `req_7`)');
+    expect(describeGatewayError(ENGLISH, new NotAVideoError(undefined, { requestId: 'req_7' }), context)).toContain('(request id `req_7`)');
   });
 
   it('says an address that is not an http(s) link was not fetched', () => {
-    expect(describeGatewayError(new VideoUnavailableError('x', 'not-http'), context)).toBe(
+    expect(describeGatewayError(ENGLISH, new VideoUnavailableError('x', 'not-http'), context)).toBe(
       'The gateway gave an address for the video that is not an http(s) link, so the bot did not fetch it.',
     );
   });

@@ -208,6 +208,7 @@ export async function startApp(
     outbox,
     // Spoken and posted where the whole channel hears it: the server's language.
     mayUseVideo: (caller) => settings.mayUse(caller.guildId, 'video', caller.roleIds, caller.isServerManager, guildLocale(caller.guildId)),
+    guildLocale,
     log,
   });
   const voice = new VoiceService({

@@ -23,7 +23,8 @@ import { MAX_VARIANTS } from '../ports/video-defaults.ts';
 import type { Services } from '../services.ts';
 import { describeMissingSource, pickImage, pickVideo, type EmbeddedPicture, type MessageMedia } from '../video/message-sources.ts';
 import type { FormEstimate, Prepared, SubmissionPlan } from '../video/plan.ts';
-import { CONFIRMATION_GONE, describeConfirmationClosed, describeOthersConfirmation, formTitle } from '../video/wording.ts';
+import { describeConfirmationClosed, describeConfirmationGone, describeOthersConfirmation, formTitle } from '../video/wording.ts';
+import { ENGLISH } from '../i18n/index.ts';
 import type { AttachmentInput } from '../video/requests.ts';
 import { settingOptions, shownSettings, type RequestChanges } from '../video/changes.ts';
 import type { TaskRecord } from '../video/record.ts';
@@ -73,6 +74,7 @@ export function interactionContext(interaction: RepliableInteraction): Interacti
     interactionReceivedAt: Date.now(),
     attachmentSizeLimit: interaction.attachmentSizeLimit || DEFAULT_ATTACHMENT_SIZE_LIMIT,
     locale: interaction.locale,
+    guildLocale: interaction.guildLocale,
   };
 }
 
@@ -146,15 +148,15 @@ export async function answerConfirmation(
   const confirmations = services.video.confirmations;
   const taken = await confirmations.take(taskId, { guildId: guildOf(interaction), userId: interaction.user.id });
   if (taken.status === 'others') {
-    await answerPrivately(interaction, describeOthersConfirmation(taken.userId));
+    await answerPrivately(interaction, describeOthersConfirmation(ENGLISH, taken.userId));
     return;
   }
   if (taken.status === 'gone') {
-    await replacePrivateMessage(interaction, CONFIRMATION_GONE);
+    await replacePrivateMessage(interaction, describeConfirmationGone(ENGLISH));
     return;
   }
   if (answer === 'cancel') {
-    await replacePrivateMessage(interaction, describeConfirmationClosed(taken.held.plan, 'cancelled'));
+    await replacePrivateMessage(interaction, describeConfirmationClosed(ENGLISH, taken.held.plan, 'cancelled'));
     return;
   }
   const prepared = await confirmations.planOf(taken.held);
@@ -232,7 +234,7 @@ export function promptField(optional: boolean, value?: string): LabelBuilder {
 
 /** A form asking for a prompt, when `seconds` is given a number of seconds, and the files of `uploads`. */
 export function videoForm(shape: VideoFormShape): ModalBuilder {
-  const modal = new ModalBuilder().setCustomId(shape.id).setTitle(formTitle(shape.title, shape.estimate));
+  const modal = new ModalBuilder().setCustomId(shape.id).setTitle(formTitle(ENGLISH, shape.title, shape.estimate));
   modal.addLabelComponents(promptField(shape.promptOptional ?? false, shape.prefill?.prompt));
   if (shape.seconds) {
     const { label, range, defaultText } = shape.seconds;
@@ -465,7 +467,7 @@ export function messageVideoHandlers(
 export function changeForm(id: string, task: Pick<TaskRecord, 'operation' | 'prompt' | 'request'>, estimate?: FormEstimate): ModalBuilder {
   const shown = shownSettings(task.operation, task.prompt, task.request);
   const options = settingOptions(task.operation);
-  const modal = new ModalBuilder().setCustomId(id).setTitle(formTitle('Change and regenerate', estimate));
+  const modal = new ModalBuilder().setCustomId(id).setTitle(formTitle(ENGLISH, 'Change and regenerate', estimate));
   // A generation from a picture may go without a prompt; the gateway's rules say when (checked on submit).
   modal.addLabelComponents(promptField(task.operation === 'generate', shown.prompt));
   const selects = [

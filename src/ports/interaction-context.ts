@@ -20,6 +20,11 @@ export interface InteractionContext {
   /** The member's Discord language (`interaction.locale`): what only they read is worded in it; unset: English. */
   locale?: string;
   /**
+   * The server's Discord language (`interaction.guild_locale`; for a video asked for by voice, the server's
+   * preferred locale): what the whole channel reads, the video's card, is worded in it; unset: English.
+   */
+  guildLocale?: string | null;
+  /**
    * A request that came without an interaction (asked for by voice): the channel message that is its
    * card. The card is then edited as that message (`interactionToken` is empty).
    */

@@ -13,6 +13,7 @@ import type { Prepared, SubmissionPlan } from './plan.ts';
 import { TASK_MODES, type TaskMode } from './record.ts';
 import { parseStoredRequest } from './stored-request.ts';
 import { confirmVerb, describeConfirmation, describeConfirmationClosed } from './wording.ts';
+import { ENGLISH } from '../i18n/index.ts';
 
 // A video estimated over the server's threshold (`/config budget confirm_over_usd`) waits for its member's
 // confirm button: its prepared plan is kept in the store (without the server's key, which is looked up
@@ -150,9 +151,9 @@ export class VideoConfirmations {
       plan: heldPlanOf(plan),
     };
     await this.#held.set(plan.taskId, held, expiresAt - now + KEPT_BEYOND_EXPIRY_MS);
-    const verb = confirmVerb(plan);
+    const verb = confirmVerb(ENGLISH, plan);
     return {
-      content: describeConfirmation(plan, expiresAt),
+      content: describeConfirmation(ENGLISH, plan, expiresAt),
       components: [
         {
           type: ComponentType.ActionRow,
@@ -224,7 +225,7 @@ export class VideoConfirmations {
   async close(held: HeldVideo, how: 'confirmed' | 'refused' | 'expired'): Promise<void> {
     try {
       await this.#deps.outbox.editInteractionMessage(held.question, {
-        content: describeConfirmationClosed(held.plan, how),
+        content: describeConfirmationClosed(ENGLISH, held.plan, how),
         components: [],
       });
     } catch (error) {

@@ -22,8 +22,9 @@ import type { Logger } from '../lib/log.ts';
 import { videoActionId } from './actions.ts';
 import { applyResult } from './apply-result.ts';
 import type { DownloadFiles } from './download-files.ts';
+import { translator } from '../i18n/index.ts';
 import {
-  CHANNEL_DELETED,
+  describeChannelDeleted,
   describeDeliveryFailure,
   describeMissingPermission,
   describeOverUploadLimit,
@@ -33,7 +34,7 @@ import {
 import type { MemberCosts, MemberDayCost } from '../ports/guild-policy.ts';
 import { isTerminal, type TaskRecord } from './record.ts';
 import type { TaskRepository } from './repository.ts';
-import { cardStateKey, renderJobCard, renderLostCard, videoLink, type CardView, type KnownCard } from './status-card.ts';
+import { cardLocale, cardStateKey, renderJobCard, renderLostCard, videoLink, type CardView, type KnownCard } from './status-card.ts';
 import { KeyedLock } from '../lib/keyed-lock.ts';
 import type { BotMetrics } from '../lib/metrics.ts';
 
@@ -246,12 +247,12 @@ export class VideoDelivery {
         file = { name: `video-${current.id}.${video.container}`, path, contentType: CONTENT_TYPES[video.container] };
       } catch (error) {
         if (error instanceof ResponseTooLargeError) {
-          linkReason = describeOverUploadLimit(error.size, current.attachmentSizeLimit);
+          linkReason = describeOverUploadLimit(cardLocale(current), error.size, current.attachmentSizeLimit);
         } else if (isRefusedVideo(error)) {
           // Trying again would be refused the same way; the address is not shared as a link either.
           this.#deps.log.warn('refused a finished video', { task: current.id, error });
           const { videoUrl: _refused, ...outcome } = current.outcome;
-          return await this.#close({ ...current, outcome }, describeRefusedVideo(error));
+          return await this.#close({ ...current, outcome }, describeRefusedVideo(cardLocale(current), error));
         } else if (error instanceof VideoUnavailableError || error instanceof NotFoundError) {
           // The temporary video is gone: nothing can be posted any more.
           current = { ...current, state: 'expired', delivery: { ...current.delivery, state: 'closed', lastError: error.message } };
@@ -304,9 +305,10 @@ export class VideoDelivery {
   /** Edits the video (the file, or else a link to it) into the task's card, and records it shown. */
   async #post(task: TaskRecord, file: FileToPost | undefined, linkReason: string | undefined): Promise<TaskRecord> {
     const { repository, log } = this.#deps;
+    // What the card says is worded in its language when it is stored: every later edit shows it as it is.
+    const locale = cardLocale(task);
     const link = file ? undefined : videoLink(task);
-    if (!file && !link)
-      return this.#close(task, `${linkReason ?? ''} The gateway gave no link to share either, so the video could not be shown.`.trim());
+    if (!file && !link) return this.#close(task, translator(locale)('video.card.no-link', { reason: linkReason ?? '' }).trim());
 
     const { fileName: _earlierFile, linkReason: _earlierReason, ...delivery } = task.delivery;
     let current: TaskRecord = {
@@ -369,25 +371,25 @@ export class VideoDelivery {
     // Each refusal below changed nothing, so editing again is safe.
     if (file && isDiscordError(error, DISCORD_ERRORS.requestEntityTooLarge)) {
       // The limit Discord enforced is lower than the one it announced: fall back to a link.
-      return this.#post(current, undefined, `The video is over this server's upload limit.`);
+      return this.#post(current, undefined, translator(locale)('video.card.over-discord-limit'));
     }
     if (file && isDiscordError(error, DISCORD_ERRORS.missingPermissions)) {
       // Most likely Attach Files is missing; if more is missing, the edit with the link says so.
       this.#deps.metrics?.videoDeliveryFailure('posted_as_link');
       log.warn('Discord refused the video file (no Attach Files?); showing a link instead', { task: task.id, channel: task.channelId });
-      return this.#post(current, undefined, describeMissingPermission('Attach Files'));
+      return this.#post(current, undefined, describeMissingPermission(locale, 'Attach Files'));
     }
     if (isDiscordError(error, DISCORD_ERRORS.unknownChannel)) {
       // Trying again cannot bring the channel back; /video status elsewhere still shows the task and its link.
       this.#deps.metrics?.videoDeliveryFailure('channel_deleted');
       log.warn('the channel of a finished video was deleted; closing the task', { task: task.id, channel: task.channelId });
-      return this.#close(current, CHANNEL_DELETED);
+      return this.#close(current, describeChannelDeleted(locale));
     }
     if (!isDiscordError(error, DISCORD_ERRORS.missingAccess, DISCORD_ERRORS.missingPermissions)) throw error;
     const missing = isDiscordError(error, DISCORD_ERRORS.missingAccess) ? 'View Channel' : 'Send Messages';
     this.#deps.metrics?.videoDeliveryFailure('missing_permission');
     log.warn('Discord refused to show a video in its card', { task: task.id, channel: task.channelId, missing });
-    return this.#close(current, describeMissingPermission(missing));
+    return this.#close(current, describeMissingPermission(locale, missing));
   }
 
   /**
@@ -420,7 +422,9 @@ export class VideoDelivery {
   /** Closes a task that will not be posted; the card shows `reason` and a link to the video when there is one. */
   async #close(task: TaskRecord, reason: string, failures = task.delivery.failures): Promise<TaskRecord> {
     const link = videoLink(task);
-    const lastError = link ? `${reason}\nThe video: ${link.url}\n${link.note}` : reason;
+    const lastError = link
+      ? translator(cardLocale(task))('video.card.closed-with-link', { reason, url: link.url, note: link.note })
+      : reason;
     const closed: TaskRecord = {
       ...task,
       delivery: { ...task.delivery, state: 'closed', lastError, ...(failures === undefined ? {} : { failures }) },
@@ -436,13 +440,14 @@ export class VideoDelivery {
   async recordFailure(task: TaskRecord, error: unknown, tries: number): Promise<TaskRecord> {
     const failures = (task.delivery.failures ?? 0) + 1;
     this.#deps.metrics?.videoDeliveryFailure('error');
-    const reason = describeDeliveryFailure(error);
+    const locale = cardLocale(task);
+    const reason = describeDeliveryFailure(locale, error);
     if (failures < tries) {
       // Shown on the card while it waits: nobody should watch "posting…" for minutes without a word.
       return this.showAndSave({ ...task, delivery: { ...task.delivery, failures, lastError: reason } });
     }
     this.#deps.log.error('gave up delivering a finished video', { task: task.id, failures, error });
-    return this.#close(task, `${reason} The bot tried ${failures} times and gave up.`, failures);
+    return this.#close(task, translator(locale)('video.card.gave-up', { reason, tries: failures }), failures);
   }
 
   /**

@@ -8,6 +8,7 @@ import type { InteractionContext } from '../ports/interaction-context.ts';
 import type { EndUserIds } from './end-users.ts';
 import { checkMemberLimits } from './member-limits.ts';
 import { describeExpiredAttachments, describeOwnersButtons } from './wording.ts';
+import { ENGLISH } from '../i18n/index.ts';
 import {
   confirmationThreshold,
   estimateOf,
@@ -205,7 +206,7 @@ export class VideoPreparation {
   async #mayPress(context: Pick<InteractionContext, 'guildId' | 'userId'>, task: TaskRecord): Promise<Result> {
     if (task.userId === context.userId) return { ok: true };
     const { buttons } = await this.#deps.policy.defaults(context.guildId);
-    return buttons === 'owner' ? refuse(describeOwnersButtons(task.userId)) : { ok: true };
+    return buttons === 'owner' ? refuse(describeOwnersButtons(ENGLISH, task.userId)) : { ok: true };
   }
 
   /**
@@ -227,7 +228,7 @@ export class VideoPreparation {
       if (error instanceof InputError) return refuse(error.message);
       throw error;
     }
-    if (hasExpiredAttachmentLink(stored, Date.now())) return refuse(describeExpiredAttachments(original.operation));
+    if (hasExpiredAttachmentLink(stored, Date.now())) return refuse(describeExpiredAttachments(ENGLISH, original.operation));
     const user = await this.#deps.endUsers.of(context.userId);
     let operationRequest: OperationRequest;
     try {

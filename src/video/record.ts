@@ -1,4 +1,5 @@
 import { LAYERS, VIDEO_OPERATIONS, type Layer, type VideoOperation } from '../gateway/spec.ts';
+import { SUPPORTED_LOCALES, type Locale } from '../i18n/index.ts';
 import { isRecord } from '../lib/json.ts';
 import type { SpendReservation, TaskCost } from '../ports/guild-policy.ts';
 
@@ -156,6 +157,12 @@ export interface TaskRecord {
   delivery: Delivery;
   /** The estimate reserved against the budgets at submission; unset on tasks of versions before budgets. */
   reservation?: SpendReservation;
+  /**
+   * The language of the card and of what the bot posts about the task: the server's when it was asked for
+   * (`guild_locale`), kept so every later edit, after a restart or on another worker, speaks it too. Unset
+   * on tasks of earlier versions, whose cards began in English and stay in it.
+   */
+  locale?: Locale;
 }
 
 const TERMINAL_STATES: ReadonlySet<TaskState> = new Set(['succeeded', 'failed', 'expired', 'timed_out', 'unknown']);
@@ -344,7 +351,13 @@ export function parseTaskRecord(raw: unknown): TaskRecord {
     attachmentSizeLimit: requireNumber(source, 'attachmentSizeLimit', path),
     delivery: parseDelivery(source.delivery, `${path}.delivery`),
     reservation: source.reservation === undefined ? undefined : parseReservation(source.reservation, `${path}.reservation`),
+    locale: parseLocale(optionalString(source, 'locale', path)),
   };
+}
+
+/** A stored card language the bot still speaks; one it no longer has a catalog for reads as unset (English). */
+function parseLocale(value: string | undefined): Locale | undefined {
+  return SUPPORTED_LOCALES.find((locale) => locale === value);
 }
 
 function parseReservation(raw: unknown, path: string): SpendReservation {

@@ -15,7 +15,8 @@ import { EXTENSION_DURATION, GENERATION_DURATION, DEFAULT_RESOLUTION } from '../
 import { dayKey } from '../lib/day-key.ts';
 import { readNumber, readString } from '../lib/json.ts';
 import { isHttpUrl } from '../lib/url.ts';
-import { formatCost, formatEstimate } from '../wording/cost.ts';
+import { ENGLISH, formatDuration, formatNumber, translator, type Locale, type Translate } from '../i18n/index.ts';
+import { formatCostIn, formatEstimateIn } from '../wording/cost.ts';
 import type { MemberDayCost } from '../ports/guild-policy.ts';
 import { videoActionId, type VideoAction } from './actions.ts';
 import {
@@ -47,20 +48,15 @@ const PROMPT_PREVIEW = 1000;
 /** Discord's limits on a Components V2 message: components in all (nested ones too), and the text of its text displays together. */
 export const CARD_LIMITS = { components: 40, textLength: 4000, galleryItems: 10 } as const;
 
-const MODE_LABELS: Record<TaskRecord['mode'], string> = {
-  'text-to-video': 'Text to video',
-  'image-to-video': 'Image to video',
-  reference: 'Reference material',
-  'first-last-frame': 'First/last frame',
-  edit: 'Edit',
-  extend: 'Extension',
-};
+/** The language a task's card is drawn in: the server's, stored with the task when it was asked for; English for tasks of earlier versions. */
+export function cardLocale(task: Pick<TaskRecord, 'locale'>): Locale {
+  return task.locale ?? ENGLISH;
+}
 
-const TITLES: Record<TaskRecord['operation'], string> = { generate: 'Video generation', edit: 'Video edit', extend: 'Video extension' };
-
-export function progressBar(progress: number): string {
+export function progressBar(progress: number, locale: Locale = ENGLISH): string {
   const filled = Math.round(Math.min(100, Math.max(0, progress)) / 10);
-  return `${'▰'.repeat(filled)}${'▱'.repeat(10 - filled)} ${Math.round(progress)}%`;
+  const percent = formatNumber(locale, Math.round(progress) / 100, { style: 'percent' });
+  return `${'▰'.repeat(filled)}${'▱'.repeat(10 - filled)} ${percent}`;
 }
 
 function unixSeconds(ms: number): number {
@@ -71,20 +67,12 @@ function truncate(text: string, length: number): string {
   return text.length <= length ? text : `${text.slice(0, Math.max(0, length - 1))}…`;
 }
 
-function formatDuration(ms: number): string {
-  const seconds = Math.round(ms / 1000);
-  if (seconds < 60) return `${seconds}s`;
-  const minutes = Math.floor(seconds / 60);
-  return `${minutes}m ${String(seconds % 60).padStart(2, '0')}s`;
-}
-
-/** A link to a finished task's video, and what to say about it. Only ever an http(s) link. */
-export function videoLink(task: TaskRecord): { url: string; note: string } | undefined {
+/** A link to a finished task's video, and what to say about it (in the card's language). Only ever an http(s) link. */
+export function videoLink(task: TaskRecord, locale: Locale = cardLocale(task)): { url: string; note: string } | undefined {
   const stored = task.outcome.storedFile?.publicUrl;
-  if (stored !== undefined && isHttpUrl(stored)) return { url: stored, note: "This is a lasting link from the gateway's storage." };
+  if (stored !== undefined && isHttpUrl(stored)) return { url: stored, note: translator(locale)('video.card.link.lasting') };
   const temporary = task.outcome.videoUrl;
-  if (temporary !== undefined && isHttpUrl(temporary))
-    return { url: temporary, note: 'This is a temporary link and it expires soon: download the video now.' };
+  if (temporary !== undefined && isHttpUrl(temporary)) return { url: temporary, note: translator(locale)('video.card.link.temporary') };
   return undefined;
 }
 
@@ -100,9 +88,13 @@ type TileVideo =
   | { kind: 'link-button'; url: string }
   | { kind: 'elsewhere'; url: string };
 
-/** Who the card is drawn for: the channel (the card itself), or a member privately (`/video status`), who sees where the video is. */
+/**
+ * Who the card is drawn for: the channel (the card itself, in the server's language stored with the task),
+ * or a member privately (`/video status`, in `locale`, the member's), who sees where the video is.
+ */
 export interface CardView {
   audience: 'channel' | 'private';
+  locale?: Locale;
 }
 
 function messageUrl(task: TaskRecord, messageId: string): string {
@@ -126,58 +118,64 @@ function tileVideo(task: TaskRecord, audience: CardView['audience']): TileVideo 
   return playableByDiscord(link.url) ? { kind: 'gallery-link', url: link.url } : { kind: 'link-button', url: link.url };
 }
 
-function statusLine(task: TaskRecord): string {
+function statusLine(task: TaskRecord, locale: Locale): string {
+  const tr = translator(locale);
   switch (task.state) {
     case 'submitting':
-      return '**Sending to the gateway…**';
+      return tr('video.card.status.submitting');
     case 'running': {
-      const started = `started <t:${unixSeconds(task.submittedAt ?? task.createdAt)}:R>`;
-      return task.progress === undefined ? `**Generating…** ${started}` : `**Generating** ${progressBar(task.progress)} · ${started}`;
+      const started = `<t:${unixSeconds(task.submittedAt ?? task.createdAt)}:R>`;
+      return task.progress === undefined
+        ? tr('video.card.status.generating', { started })
+        : tr('video.card.status.progress', { bar: progressBar(task.progress, locale), started });
     }
     case 'succeeded':
-      if (task.outcome.moderated) return '**Held back by moderation**';
+      if (task.outcome.moderated) return tr('video.card.status.moderated');
       if (task.delivery.state === 'posted') {
-        if (!task.delivery.inCard) return task.delivery.linkReason ? '**Done**: link posted below' : '**Done**: posted below';
-        return task.delivery.linkReason ? '**Done**: shown by its link' : '**Done**';
+        if (!task.delivery.inCard)
+          return task.delivery.linkReason ? tr('video.card.status.link-posted-below') : tr('video.card.status.posted-below');
+        return task.delivery.linkReason ? tr('video.card.status.shown-by-link') : tr('video.card.status.done');
       }
-      if (task.delivery.state === 'closed') return '**Done**, but it could not be shown';
-      return '**Done**: fetching the video…';
+      if (task.delivery.state === 'closed') return tr('video.card.status.not-shown');
+      return tr('video.card.status.fetching');
     case 'failed':
-      return '**Failed**';
+      return tr('video.card.status.failed');
     case 'expired':
-      return '**Expired** before it could be fetched';
+      return tr('video.card.status.expired');
     case 'timed_out':
-      return '**Timed out**';
+      return tr('video.card.status.timed-out');
     case 'unknown':
-      return '**Outcome unknown**';
+      return tr('video.card.status.unknown');
   }
 }
 
-function outcomeText(task: TaskRecord, context: CardContext): string | undefined {
+function outcomeText(task: TaskRecord, context: CardContext, locale: Locale): string | undefined {
   switch (task.state) {
     case 'failed':
-      return describeFailure(task.outcome);
+      return describeFailure(locale, task.outcome);
     case 'timed_out':
-      return describeTimeout(task);
+      return describeTimeout(locale, task);
     case 'expired':
-      return describeExpired(task);
+      return describeExpired(locale, task);
     case 'unknown':
-      return describeUnknownOutcome(task);
+      return describeUnknownOutcome(locale, task);
     case 'running':
       return task.pollErrors > 0
-        ? describeGatewayNotAnswering(task, task.createdAt + (context.deadlineMs ?? DEFAULT_POLL_POLICY.deadlineMs))
+        ? describeGatewayNotAnswering(locale, task, task.createdAt + (context.deadlineMs ?? DEFAULT_POLL_POLICY.deadlineMs))
         : undefined;
     case 'succeeded': {
-      if (task.outcome.moderated) return describeModeration(task.outcome);
+      if (task.outcome.moderated) return describeModeration(locale, task.outcome);
       const { delivery } = task;
       const retrying = delivery.state !== 'closed' && delivery.state !== 'posted' && delivery.failures !== undefined;
-      const link = delivery.inCard && delivery.state === 'posted' && delivery.linkReason ? videoLink(task) : undefined;
+      const link = delivery.inCard && delivery.state === 'posted' && delivery.linkReason ? videoLink(task, locale) : undefined;
       const notes = [
-        link ? `${delivery.linkReason} Here is a link instead: ${link.url}\n${link.note}` : undefined,
-        describeStorageError(task.outcome),
-        describeRefusedPublicUrl(task.outcome),
+        link && delivery.linkReason
+          ? translator(locale)('video.card.link-instead', { reason: delivery.linkReason, url: link.url, note: link.note })
+          : undefined,
+        describeStorageError(locale, task.outcome),
+        describeRefusedPublicUrl(locale, task.outcome),
         delivery.state === 'closed' ? delivery.lastError : undefined,
-        retrying ? describeDeliveryRetry(task) : undefined,
+        retrying ? describeDeliveryRetry(locale, task) : undefined,
       ];
       const text = notes.filter((note) => note !== undefined).join('\n');
       return text || undefined;
@@ -231,33 +229,43 @@ function estimateOf(task: TaskRecord): number | undefined {
  * what the usage ledger counts, so the card shows that, marked as an estimate (never `$0.00`); a task that
  * made nothing (failed, refunded) shows no cost.
  */
-function costText(task: TaskRecord, context: CardContext): string | undefined {
+function costText(task: TaskRecord, context: CardContext, locale: Locale): string | undefined {
   if (!isTerminal(task.state)) return undefined;
+  const tr = translator(locale);
   const ticks = task.outcome.costTicks;
   if (ticks === undefined) {
     const estimate = estimateOf(task);
-    return estimate !== undefined && madeVideo(task) ? `${formatEstimate(estimate)} (estimated)` : undefined;
+    return estimate !== undefined && madeVideo(task)
+      ? tr('video.card.cost.estimated', { amount: formatEstimateIn(locale, estimate) })
+      : undefined;
   }
   const day = context.memberDay;
-  if (!day) return formatCost(ticks);
-  const when = dayKey(task.createdAt) === dayKey(context.now) ? 'today' : `on ${dayKey(task.createdAt)}`;
-  const unreported = day.costUnreported > 0 ? ` (+ ${day.costUnreported} without a reported cost)` : '';
-  return `${formatCost(ticks)} · your total ${when} ${formatCost(day.costTicks)}${unreported}`;
+  if (!day) return formatCostIn(locale, ticks);
+  const today = dayKey(task.createdAt) === dayKey(context.now);
+  return tr('video.card.cost.with-total', {
+    cost: formatCostIn(locale, ticks),
+    today: today ? 'yes' : 'no',
+    day: dayKey(task.createdAt),
+    total: formatCostIn(locale, day.costTicks),
+    unreported: day.costUnreported,
+  });
 }
 
 /** The settings that shape the video, as the request sent them (the gateway's defaults where it left one out). */
-function settingsLine(task: TaskRecord): string {
+function settingsLine(task: TaskRecord, tr: Translate): string {
   const { request } = task;
   const duration = readNumber(request, 'duration');
   const length =
     task.operation === 'generate'
-      ? `${duration ?? GENERATION_DURATION.default} s`
+      ? tr('video.card.length', { seconds: duration ?? GENERATION_DURATION.default })
       : task.operation === 'extend'
-        ? `+${duration ?? EXTENSION_DURATION.default} s`
+        ? tr('video.card.length-added', { seconds: duration ?? EXTENSION_DURATION.default })
         : undefined;
   const resolution = readString(request, 'resolution') ?? (task.operation === 'generate' ? DEFAULT_RESOLUTION : undefined);
   const aspectRatio = readString(request, 'aspect_ratio');
-  return [`\`${task.model}\``, length, resolution, aspectRatio, MODE_LABELS[task.mode]].filter((part) => part !== undefined).join(' · ');
+  return [`\`${task.model}\``, length, resolution, aspectRatio, tr('video.card.mode', { mode: task.mode.replaceAll('-', '_') })]
+    .filter((part) => part !== undefined)
+    .join(' · ');
 }
 
 function text(content: string): APITextDisplayComponent {
@@ -283,14 +291,16 @@ function linkButton(label: string, url: string): APIButtonComponent {
  * press where a select menu per action (or one "Act on variant…" menu) would take two, and need no new
  * kind of interaction.
  */
-export function resultButtons(taskId: string, number?: number): APIButtonComponent[] {
-  const suffix = number === undefined ? '' : ` ${number}`;
+export function resultButtons(taskId: string, number?: number, locale: Locale = ENGLISH): APIButtonComponent[] {
+  const tr = translator(locale);
+  const label = (action: 'extend' | 'edit' | 'regenerate' | 'change' | 'vary') =>
+    number === undefined ? tr('video.button.label', { action }) : tr('video.button.numbered', { action, number });
   return [
-    actionButton(`Extend${suffix}`, 'extend', taskId),
-    actionButton(`Edit${suffix}`, 'edit', taskId),
-    actionButton(`Regenerate${suffix}`, 'regenerate', taskId),
-    actionButton(`Change and regenerate${suffix}`, 'change', taskId),
-    ...(number === undefined ? [] : [actionButton(`Vary${suffix}`, 'vary', taskId)]),
+    actionButton(label('extend'), 'extend', taskId),
+    actionButton(label('edit'), 'edit', taskId),
+    actionButton(label('regenerate'), 'regenerate', taskId),
+    actionButton(label('change'), 'change', taskId),
+    ...(number === undefined ? [] : [actionButton(label('vary'), 'vary', taskId)]),
   ];
 }
 
@@ -301,22 +311,27 @@ function renderTile(
   view: CardView,
   number: number | undefined,
   textBudget: number,
+  locale: Locale,
 ): { text: APITextDisplayComponent; item?: APIMediaGalleryItem; row?: APIActionRowComponent<APIComponentInMessageActionRow> } {
+  const tr = translator(locale);
   const startedAt = task.submittedAt ?? task.createdAt;
-  const lines = [number === undefined ? statusLine(task) : `**${number}** · ${statusLine(task)}`];
+  const lines = [number === undefined ? statusLine(task, locale) : `**${number}** · ${statusLine(task, locale)}`];
   // Until it is known what the task cost, the card carries what it is expected to (from the first card on).
   const estimate = estimateOf(task);
-  if (!isTerminal(task.state) && estimate !== undefined) lines.push(`Estimate: ${formatEstimate(estimate)}`);
-  const cost = costText(task, context);
-  if (cost) lines.push(`Cost: ${cost}`);
+  if (!isTerminal(task.state) && estimate !== undefined)
+    lines.push(tr('video.card.estimate', { amount: formatEstimateIn(locale, estimate) }));
+  const cost = costText(task, context, locale);
+  if (cost) lines.push(tr('video.card.cost', { cost }));
   const footer = [
-    `ref ${task.id}`,
+    tr('video.card.ref', { ref: task.id }),
     task.layer,
-    task.gatewayId ? `task \`${task.gatewayId}\`` : undefined,
-    task.finishedAt === undefined ? undefined : `took ${formatDuration(task.finishedAt - startedAt)}`,
+    task.gatewayId ? tr('video.card.gateway-task', { id: task.gatewayId }) : undefined,
+    task.finishedAt === undefined
+      ? undefined
+      : tr('video.card.took', { duration: formatDuration(locale, (task.finishedAt - startedAt) / 1000, 'narrow') }),
   ].filter((part) => part !== undefined);
   const footerLine = `-# ${footer.join(' · ')}`;
-  const outcome = outcomeText(task, context);
+  const outcome = outcomeText(task, context, locale);
   const fixed = [...lines, footerLine].join('\n').length + 1;
   if (outcome) lines.push(truncate(outcome, textBudget - fixed));
   lines.push(footerLine);
@@ -326,11 +341,17 @@ function renderTile(
   let item: APIMediaGalleryItem | undefined;
   if (video?.kind === 'attachment') item = { media: { url: `attachment://${video.fileName}` } };
   if (video?.kind === 'gallery-link') item = { media: { url: video.url } };
-  if (video?.kind === 'link-button') buttons.push(linkButton(number === undefined ? 'Open the video' : `Open video ${number}`, video.url));
-  if (video?.kind === 'elsewhere') buttons.push(linkButton(number === undefined ? 'Go to the video' : `Go to video ${number}`, video.url));
+  if (video?.kind === 'link-button')
+    buttons.push(
+      linkButton(number === undefined ? tr('video.card.open-video') : tr('video.card.open-video-numbered', { number }), video.url),
+    );
+  if (video?.kind === 'elsewhere')
+    buttons.push(
+      linkButton(number === undefined ? tr('video.card.go-to-video') : tr('video.card.go-to-video-numbered', { number }), video.url),
+    );
   // The buttons come with the video, as they came under the post; a private view points at them.
   if (view.audience === 'channel' && task.delivery.state === 'posted' && task.delivery.inCard)
-    buttons.unshift(...resultButtons(task.id, number));
+    buttons.unshift(...resultButtons(task.id, number, locale));
   // A row holds five buttons: a variant's five actions leave no room for its link button, whose link the
   // tile's text carries already.
   const row = buttons.slice(0, MAX_BUTTONS_PER_ROW);
@@ -353,21 +374,26 @@ export function renderJobCard(
 ): ComponentsV2Message {
   const first = tasks[0];
   if (!first) throw new Error('a job card needs at least one task');
+  const locale = view.locale ?? cardLocale(first);
+  const tr = translator(locale);
   const header = [
-    `### ${TITLES[first.operation]}`,
-    `Requested by <@${first.userId}>`,
+    `### ${tr('video.card.title', { operation: first.operation })}`,
+    tr('video.card.requested-by', { user: `<@${first.userId}>` }),
     first.prompt ? `> ${truncate(first.prompt, PROMPT_PREVIEW).replaceAll('\n', '\n> ')}` : undefined,
-    settingsLine(first),
+    settingsLine(first, tr),
   ]
     .filter((line) => line !== undefined)
     .join('\n');
   const unsent = first.job?.unsent;
+  const sent = first.job?.size ?? tasks.length;
   const note = unsent
-    ? `\n**${first.job?.size ?? tasks.length} of ${(first.job?.size ?? tasks.length) + unsent.count} variants sent.** ${truncate(unsent.reason, PROMPT_PREVIEW)}`
+    ? `\n${tr('video.card.variants-sent', { sent, total: sent + unsent.count, reason: truncate(unsent.reason, PROMPT_PREVIEW) })}`
     : '';
   const share = Math.floor((CARD_LIMITS.textLength - header.length - note.length) / tasks.length);
   const numbered = tasks.length > 1 || first.job !== undefined;
-  const tiles = tasks.map((task, index) => renderTile(task, context, view, numbered ? (task.job?.number ?? index + 1) : undefined, share));
+  const tiles = tasks.map((task, index) =>
+    renderTile(task, context, view, numbered ? (task.job?.number ?? index + 1) : undefined, share, locale),
+  );
   const items = tiles.flatMap((tile) => (tile.item ? [tile.item] : []));
   const children: APIComponentInContainer[] = [
     text(header + note),
@@ -382,12 +408,16 @@ export function renderJobCard(
   };
 }
 
-/** What a video asked for by voice shows until the submission draws its card there: who asked, and how. */
-export function voiceRequestCard(userId: string): ComponentsV2Message {
+/** What a video asked for by voice shows until the submission draws its card there: who asked, and how (in the server's language). */
+export function voiceRequestCard(userId: string, locale: Locale = ENGLISH): ComponentsV2Message {
   return {
     flags: MessageFlags.IsComponentsV2,
     components: [
-      { type: ComponentType.Container, accent_color: COLORS.running, components: [text(`🎙️ <@${userId}> asked for a video by voice.`)] },
+      {
+        type: ComponentType.Container,
+        accent_color: COLORS.running,
+        components: [text(translator(locale)('video.card.asked-by-voice', { user: `<@${userId}>` }))],
+      },
     ],
   };
 }
@@ -410,6 +440,8 @@ export interface KnownCard {
   card: Pick<StatusCard, 'applicationId' | 'interactionToken' | 'tokenExpiresAt' | 'messageId' | 'componentsV2'>;
   gatewayId: string | undefined;
   requestId: string | undefined;
+  /** The card's language (the task's). */
+  locale: Locale;
 }
 
 export function knownCard(task: TaskRecord, now: number): KnownCard {
@@ -424,12 +456,18 @@ export function knownCard(task: TaskRecord, now: number): KnownCard {
     card: { applicationId, interactionToken, tokenExpiresAt, messageId, ...(componentsV2 ? { componentsV2 } : {}) },
     gatewayId: task.gatewayId,
     requestId: task.outcome.requestId,
+    locale: cardLocale(task),
   };
 }
 
 /** The card of a task the bot stopped following because its record is gone or unreadable: what it knows, and why. */
 export function renderLostCard(known: KnownCard, reason: LostTaskReason): ComponentsV2Message {
-  const footer = [`ref ${known.taskId}`, known.gatewayId ? `task \`${known.gatewayId}\`` : undefined].filter((part) => part !== undefined);
+  const { locale } = known;
+  const tr = translator(locale);
+  const footer = [
+    tr('video.card.ref', { ref: known.taskId }),
+    known.gatewayId ? tr('video.card.gateway-task', { id: known.gatewayId }) : undefined,
+  ].filter((part) => part !== undefined);
   return {
     flags: MessageFlags.IsComponentsV2,
     components: [
@@ -437,12 +475,17 @@ export function renderLostCard(known: KnownCard, reason: LostTaskReason): Compon
         type: ComponentType.Container,
         accent_color: COLORS.failed,
         components: [
-          text([`### ${TITLES[known.operation]}`, `Requested by <@${known.userId}>`].join('\n')),
+          text(
+            [
+              `### ${tr('video.card.title', { operation: known.operation })}`,
+              tr('video.card.requested-by', { user: `<@${known.userId}>` }),
+            ].join('\n'),
+          ),
           { type: ComponentType.Separator, divider: true, spacing: SeparatorSpacingSize.Small },
           text(
             [
-              reason === 'gone' ? '**Lost**' : '**Record unreadable**',
-              truncate(describeLostTask(reason, known), CARD_LIMITS.textLength / 2),
+              reason === 'gone' ? tr('video.card.status.lost') : tr('video.card.status.unreadable'),
+              truncate(describeLostTask(locale, reason, known), CARD_LIMITS.textLength / 2),
               `-# ${footer.join(' · ')}`,
             ].join('\n'),
           ),

@@ -12,10 +12,12 @@ import { codeLabel, type BotMetrics } from '../lib/metrics.ts';
 import { LimitReachedError, type GuildVideoPolicy, type SpendReservation } from '../ports/guild-policy.ts';
 import { tokenUsableUntil, type InteractionContext } from '../ports/interaction-context.ts';
 import type { VideoDelivery } from './delivery.ts';
+import { cardLocale } from './status-card.ts';
 import { checkMemberLimits } from './member-limits.ts';
 import { describeGatewayError } from '../wording/gateway-errors.ts';
-import { ENGLISH } from '../i18n/index.ts';
 import { describeExpiredAttachments } from './wording.ts';
+import { t, type Locale } from '../i18n/index.ts';
+import { channelLocaleOf, memberLocaleOf } from './locales.ts';
 import { jobSize, type SubmissionPlan } from './plan.ts';
 import type { JobPlace, TaskRecord } from './record.ts';
 import { newTaskId, type TaskRepository } from './repository.ts';
@@ -84,9 +86,9 @@ export class VideoSubmission {
     const first = admitted[0];
     if (!first) {
       this.#deps.metrics?.videoSubmission('limited', plan.access.layer, undefined);
-      throw new SubmissionRefusedError(refusal ?? 'No video could be sent.', undefined);
+      throw new SubmissionRefusedError(refusal ?? t(memberLocaleOf(context), 'video.refusal.none-sent'), undefined);
     }
-    if (wanted === 1) return this.#send(first, plan, true);
+    if (wanted === 1) return this.#send(first, plan, memberLocaleOf(context));
     // The card says how many went and why the rest did not before any is sent.
     if (admitted.length < wanted) {
       this.#deps.metrics?.videoSubmission('limited', plan.access.layer, undefined);
@@ -94,7 +96,7 @@ export class VideoSubmission {
         this.#deps.log.warn('could not show a job on its card before sending it; the tracker will', { task: first.id, error });
       });
     }
-    const sent = await Promise.allSettled(admitted.map((task) => this.#send(task, plan, false)));
+    const sent = await Promise.allSettled(admitted.map((task) => this.#send(task, plan, undefined)));
     const shown = sent.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
     if (shown.length === 0) {
       const reason = sent.find((result) => result.status === 'rejected');
@@ -134,6 +136,7 @@ export class VideoSubmission {
       },
       attachmentSizeLimit: context.attachmentSizeLimit,
       delivery: { state: 'waiting', nonce: id, attempts: 0 },
+      locale: channelLocaleOf(context),
     };
   }
 
@@ -153,7 +156,9 @@ export class VideoSubmission {
       const counted: TaskRecord[] = [];
       let refusal: string | undefined;
       for (const draft of drafts) {
-        const verdict = await checkMemberLimits(repository, policy, context, estimateTicks, counted.length);
+        // A refusal before any video is the member's to read; one after some went is said on their card.
+        const reader = counted.length === 0 ? context : { ...context, locale: draft.locale, guildLocale: draft.locale };
+        const verdict = await checkMemberLimits(repository, policy, reader, estimateTicks, counted.length);
         if (!verdict.ok) {
           refusal = verdict.message;
           break;
@@ -211,9 +216,11 @@ export class VideoSubmission {
 
   /**
    * Sends one stored task, shows it on its card and hands it to the tracker. A refusal of a job of one
-   * is thrown (its member hears it privately); a refused variant of a larger job is shown on its tile.
+   * is thrown (its member hears it privately, in `memberLocale`); a refused variant of a larger job
+   * (`memberLocale` unset) is shown on its tile, in the card's language.
    */
-  async #send(stored: TaskRecord, plan: SubmissionPlan, alone: boolean): Promise<TaskRecord> {
+  async #send(stored: TaskRecord, plan: SubmissionPlan, memberLocale: Locale | undefined): Promise<TaskRecord> {
+    const alone = memberLocale !== undefined;
     const { repository, clients, delivery, tracker, policy, log } = this.#deps;
     let task = stored;
     const id = task.id;
@@ -227,7 +234,7 @@ export class VideoSubmission {
             ? await gateway.edit(plan.request)
             : await gateway.extend(plan.request);
     } catch (error) {
-      const refusal = refusalMessage(error, plan);
+      const refusal = refusalMessage(memberLocale ?? cardLocale(task), error, plan);
       this.#deps.metrics?.videoSubmission(
         refusal === undefined ? 'unknown' : 'refused',
         task.layer,
@@ -356,10 +363,14 @@ function reservationOf(task: TaskRecord): SpendReservation {
 /** The request fields that carry a link the gateway fetches. */
 const LINK_FIELDS = /^(image|last_frame|reference_images|reference_audios|video)\b/;
 
-/** What to tell the user when a submission certainly created nothing, or undefined when it may have. */
-export function refusalMessage(error: unknown, plan: Pick<SubmissionPlan, 'model' | 'operation' | 'regenerated'>): string | undefined {
+/** What to tell the user (in `locale`) when a submission certainly created nothing, or undefined when it may have. */
+export function refusalMessage(
+  locale: Locale,
+  error: unknown,
+  plan: Pick<SubmissionPlan, 'model' | 'operation' | 'regenerated'>,
+): string | undefined {
   if (plan.regenerated && error instanceof GatewayApiError && error.status === 400 && LINK_FIELDS.test(error.param ?? '')) {
-    return describeExpiredAttachments(plan.operation);
+    return describeExpiredAttachments(locale, plan.operation);
   }
   const certainlyNothing =
     error instanceof GatewayApiError || error instanceof ValidationError || (error instanceof GatewayConnectionError && !error.requestSent);
@@ -370,6 +381,6 @@ export function refusalMessage(error: unknown, plan: Pick<SubmissionPlan, 'model
       : error instanceof GatewayApiError && error.status === 400
         ? optionNamedIn(error.serverMessage)
         : undefined;
-  const words = describeGatewayError(ENGLISH, error, { key: 'in-use', purpose: 'use-model', model: plan.model, option });
-  return `${words} Nothing was charged.`;
+  const words = describeGatewayError(locale, error, { key: 'in-use', purpose: 'use-model', model: plan.model, option });
+  return t(locale, 'video.refusal.nothing-charged', { words });
 }

@@ -10,6 +10,7 @@ import type { TaskRepository } from './repository.ts';
 import { SubmissionRefusedError } from './submit.ts';
 import { formatEstimate } from '../wording/cost.ts';
 import { voiceRequestCard } from './status-card.ts';
+import { ENGLISH, type Locale } from '../i18n/index.ts';
 
 // /video generate and /video status for a member who asked by voice: the same preparation, role rules,
 // limits, key and defaults as the command, and the same card (a channel message here, since there is
@@ -22,6 +23,8 @@ export interface VoiceVideoDeps {
   outbox: DiscordOutbox;
   /** The server's role rules for /video, as the dispatcher applies them to the command. */
   mayUseVideo(caller: VoiceCaller): Promise<Result>;
+  /** The server's language (its preferred locale), which the video's card is worded in; default English. */
+  guildLocale?: (guildId: string) => Locale;
   log: Logger;
 }
 
@@ -42,6 +45,8 @@ export class VoiceVideo implements VoiceVideoRequests {
     const { prepare, outbox, log } = this.#deps;
     const allowed = await this.#deps.mayUseVideo(caller);
     if (!allowed.ok) return { status: 'refused', message: allowed.message };
+    // No member's language comes with a voice request: what they hear and the card are the server's.
+    const guildLocale = this.#deps.guildLocale?.(caller.guildId) ?? ENGLISH;
     const context: InteractionContext = {
       guildId: caller.guildId,
       channelId: caller.channelId,
@@ -50,6 +55,7 @@ export class VoiceVideo implements VoiceVideoRequests {
       interactionToken: '',
       interactionReceivedAt: Date.now(),
       attachmentSizeLimit: DEFAULT_ATTACHMENT_SIZE_LIMIT,
+      guildLocale,
     };
     const prepared = await prepare.generation(context, {
       prompt: request.prompt,
@@ -73,7 +79,7 @@ export class VoiceVideo implements VoiceVideoRequests {
     const size = jobSize(prepared.plan);
     let cardMessageId: string;
     try {
-      cardMessageId = (await outbox.postCard(caller.channelId, voiceRequestCard(caller.userId))).messageId;
+      cardMessageId = (await outbox.postCard(caller.channelId, voiceRequestCard(caller.userId, guildLocale))).messageId;
     } catch (error) {
       log.warn('could not post the card of a video asked for by voice', { guild: caller.guildId, channel: caller.channelId, error });
       return { status: 'failed', message: 'I could not post in the text channel, so I did not start the video.' };

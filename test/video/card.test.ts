@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { ENGLISH, formatDuration, resolveLocale, t } from '../../src/i18n/index.ts';
 import type { TaskResult } from '../../src/gateway/types.ts';
 import { applyResult } from '../../src/video/apply-result.ts';
 import { GatewayApiError } from '../../src/gateway/errors.ts';
@@ -101,7 +102,7 @@ describe('the status card', () => {
     expect(text).toContain('overloaded');
     expect(text).toContain('refunded automatically');
     expect(text).toContain('req-9');
-    expect(text).toContain('took 1m 05s');
+    expect(text).toContain('took 1m 5s');
   });
 
   it.each([
@@ -267,11 +268,11 @@ describe('sizes in the "link instead" message', () => {
   it.each([
     [10.4 * MB, 10 * MB, "The video is 10.4 MB, over this server's upload limit of 10.0 MB."],
     [10 * MB + 100, 10 * MB, "The video is 10.0001 MB, over this server's upload limit of 10.0000 MB."],
-    [612_345, 5000, "The video is 598 KB, over this server's upload limit of 4.88 KB."],
+    [612_345, 5000, "The video is 598 kB, over this server's upload limit of 4.88 kB."],
     [52 * MB, 50 * MB, "The video is 52.0 MB, over this server's upload limit of 50.0 MB."],
     [undefined, 8 * MB, "The video is over this server's upload limit of 8.00 MB."],
   ])('%s bytes against a limit of %s read apart', (size, limit, text) => {
-    expect(describeOverUploadLimit(size, limit)).toBe(text);
+    expect(describeOverUploadLimit(ENGLISH, size, limit)).toBe(text);
   });
 });
 
@@ -285,7 +286,7 @@ describe('messages for refused submissions', () => {
     ['model_not_found', /does not know the model `svc-imagine-video`/],
     ['overloaded', /having trouble \(`overloaded`\)/],
   ])('%s is explained', (code, pattern) => {
-    const refused = refusalMessage(new GatewayApiError({ code, status: 429, serverMessage: 'raw', requestId: 'r1' }), {
+    const refused = refusalMessage(ENGLISH, new GatewayApiError({ code, status: 429, serverMessage: 'raw', requestId: 'r1' }), {
       model: 'svc-imagine-video',
       operation: 'generate',
     });
@@ -295,7 +296,7 @@ describe('messages for refused submissions', () => {
 
   it('every asynchronous failure code is told in its own words', () => {
     const texts = ['invalid_argument', 'permission_denied', 'failed_precondition', 'service_unavailable', 'internal_error'].map((code) =>
-      describeFailure({ error: { code, message: 'detail.' } }),
+      describeFailure(ENGLISH, { error: { code, message: 'detail.' } }),
     );
     expect(new Set(texts).size).toBe(5);
   });
@@ -319,5 +320,34 @@ describe('a lasting link that is not http(s)', () => {
       "The gateway's storage gave a lasting link that is not an http(s) address (`javascript:`), so the bot does not share it.",
     );
     expect(card).not.toContain('alert');
+  });
+});
+
+describe("a card's language", () => {
+  const french = resolveLocale(undefined, 'fr', 'channel');
+
+  it('is stored with the task and read back after a restart; a language the bot no longer has, or none, reads as English', () => {
+    const stored = JSON.parse(JSON.stringify(taskRecord({ locale: french }))) as unknown;
+    expect(parseTaskRecord(stored).locale).toBe(french);
+    expect(parseTaskRecord({ ...taskRecord(), locale: 'tlh' }).locale).toBeUndefined();
+    const earlier = parseTaskRecord(JSON.parse(JSON.stringify(taskRecord())) as unknown);
+    expect(cardText(renderStatusCard(earlier))).toContain(`### ${t(ENGLISH, 'video.card.title', { operation: 'generate' })}`);
+  });
+
+  it("draws every edit in the task's language, and a member's private view in theirs", () => {
+    const failed = taskRecord({
+      locale: french,
+      state: 'failed',
+      finishedAt: 1_700_000_065_000,
+      outcome: { error: { code: 'internal_error', message: 'x' } },
+    });
+    const text = cardText(renderStatusCard(failed));
+    expect(text).toContain(t(french, 'video.card.status.failed'));
+    expect(text).toContain(describeFailure(french, failed.outcome));
+    expect(text).toContain(t(french, 'video.card.took', { duration: formatDuration(french, 64, 'narrow') }));
+    const german = resolveLocale('de', 'fr', 'member');
+    expect(cardText(renderStatusCard(failed, undefined, { audience: 'private', locale: german }))).toContain(
+      t(german, 'video.card.status.failed'),
+    );
   });
 });

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { ENGLISH } from '../../src/i18n/index.ts';
 import { USD_TICKS } from '../../src/gateway/spec.ts';
 import { formatEstimate } from '../../src/wording/cost.ts';
 import {
@@ -24,20 +25,20 @@ describe('an estimate', () => {
 
 describe("a form's title", () => {
   it('carries the estimate per second when the member types the length, or for the video', () => {
-    expect(formTitle('Extend this video', { ticks: usd(0.08), per: 'second' })).toBe('Extend this video (about $0.08 a second)');
-    expect(formTitle('Edit this video', { ticks: usd(0.64), per: 'video' })).toBe('Edit this video (about $0.64)');
+    expect(formTitle(ENGLISH, 'Extend this video', { ticks: usd(0.08), per: 'second' })).toBe('Extend this video (about $0.08 a second)');
+    expect(formTitle(ENGLISH, 'Edit this video', { ticks: usd(0.64), per: 'video' })).toBe('Edit this video (about $0.64)');
   });
 
   it('is the title alone when there is no estimate, or when the two would pass the 45 characters Discord allows', () => {
-    expect(formTitle('Animate this image', undefined)).toBe('Animate this image');
-    const title = formTitle('Animate this image', { ticks: usd(12_345.67), per: 'second' });
+    expect(formTitle(ENGLISH, 'Animate this image', undefined)).toBe('Animate this image');
+    const title = formTitle(ENGLISH, 'Animate this image', { ticks: usd(12_345.67), per: 'second' });
     expect(title).toBe('Animate this image');
     for (const [base, per] of [
       ['Animate this image', 'second'],
       ['Extend this video', 'second'],
       ['Edit this video', 'video'],
     ] as const)
-      expect(formTitle(base, { ticks: usd(99.99), per }).length).toBeLessThanOrEqual(MAX_FORM_TITLE_LENGTH);
+      expect(formTitle(ENGLISH, base, { ticks: usd(99.99), per }).length).toBeLessThanOrEqual(MAX_FORM_TITLE_LENGTH);
   });
 });
 
@@ -46,22 +47,24 @@ describe('the question of a video over the confirmation threshold', () => {
   const expiresAt = Date.UTC(2025, 0, 1, 12, 15);
 
   it('asks for the operation at its estimate, names the threshold, and says when it expires', () => {
-    expect(describeConfirmation(plan, expiresAt)).toBe(
+    expect(describeConfirmation(ENGLISH, plan, expiresAt)).toBe(
       `**Generate for about $2.10?**\nThis server asks before a video estimated over $2.00 is made. Nothing is sent until you press **Generate**; this question expires <t:${expiresAt / 1000}:R>.`,
     );
   });
 
   it('names what each way of making a video does', () => {
-    expect(confirmVerb({ operation: 'generate' })).toBe('Generate');
-    expect(confirmVerb({ operation: 'edit' })).toBe('Edit');
-    expect(confirmVerb({ operation: 'extend' })).toBe('Extend');
-    expect(confirmVerb({ operation: 'extend', regenerated: true })).toBe('Regenerate');
-    expect(describeConfirmation({ ...plan, operation: 'edit' }, expiresAt)).toMatch(/^\*\*Edit for about \$2\.10\?\*\*/);
+    expect(confirmVerb(ENGLISH, { operation: 'generate' })).toBe('Generate');
+    expect(confirmVerb(ENGLISH, { operation: 'edit' })).toBe('Edit');
+    expect(confirmVerb(ENGLISH, { operation: 'extend' })).toBe('Extend');
+    expect(confirmVerb(ENGLISH, { operation: 'extend', regenerated: true })).toBe('Regenerate');
+    expect(describeConfirmation(ENGLISH, { ...plan, operation: 'edit' }, expiresAt)).toMatch(/^\*\*Edit for about \$2\.10\?\*\*/);
   });
 
   it('says how it ended: sent, cancelled or expired, the last two with nothing sent', () => {
-    expect(describeConfirmationClosed(plan, 'confirmed')).toBe('**Generate** pressed: sent for about $2.10. Its card is in the channel.');
-    expect(describeConfirmationClosed(plan, 'cancelled')).toContain('nothing was sent');
-    expect(describeConfirmationClosed(plan, 'expired')).toContain('expired unanswered: nothing was sent');
+    expect(describeConfirmationClosed(ENGLISH, plan, 'confirmed')).toBe(
+      '**Generate** pressed: sent for about $2.10. Its card is in the channel.',
+    );
+    expect(describeConfirmationClosed(ENGLISH, plan, 'cancelled')).toContain('nothing was sent');
+    expect(describeConfirmationClosed(ENGLISH, plan, 'expired')).toContain('expired unanswered: nothing was sent');
   });
 });

@@ -9,20 +9,21 @@ import { GENERATION_DURATION } from '../src/gateway/spec.ts';
 
 const command: MessageVideoCommand = {
   name: 'Animate image',
+  nameKey: 'command.animate-image.name',
   needs: 'image',
   operation: 'generate',
   // As /video generate's `variants`: the select starts at the server's default.
   variants: true,
   form: {
-    title: 'Animate this image',
+    title: 'video.form.animate-title',
     promptOptional: true,
-    seconds: { label: 'Seconds', range: GENERATION_DURATION, defaultText: "the server's" },
+    seconds: { label: 'video.form.seconds', range: GENERATION_DURATION, serverDefault: true },
     // Checked as /video generate's `last_frame` is: a picture, and a model that takes one.
     uploads: [
       {
         id: FORM_FIELDS.lastFrame,
-        label: 'Last frame (optional)',
-        description: 'A picture the video ends on (PNG, JPEG, WebP or GIF)',
+        label: 'video.form.last-frame',
+        description: 'video.form.last-frame.description',
         required: false,
       },
     ],

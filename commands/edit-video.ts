@@ -6,7 +6,13 @@ import { messageVideoHandlers, type MessageVideoCommand } from '../src/interacti
 // Edit video (the Apps menu on a message with an .mp4, anyone's): changes that video as the prompt says,
 // as `/video edit video:` does.
 
-const command: MessageVideoCommand = { name: 'Edit video', needs: 'video', operation: 'edit', form: { title: 'Edit this video' } };
+const command: MessageVideoCommand = {
+  name: 'Edit video',
+  nameKey: 'command.edit-video.name',
+  needs: 'video',
+  operation: 'edit',
+  form: { title: 'video.form.edit-this-title' },
+};
 
 const data = localizedName(new ContextMenuCommandBuilder().setName(command.name), 'command.edit-video')
   .setType(ApplicationCommandType.Message)

@@ -8,9 +8,10 @@ import { SECONDS_TO_ADD, messageVideoHandlers, type MessageVideoCommand } from '
 
 const command: MessageVideoCommand = {
   name: 'Extend video',
+  nameKey: 'command.extend-video.name',
   needs: 'video',
   operation: 'extend',
-  form: { title: 'Extend this video', seconds: SECONDS_TO_ADD },
+  form: { title: 'video.form.extend-this-title', seconds: SECONDS_TO_ADD },
 };
 
 const data = localizedName(new ContextMenuCommandBuilder().setName(command.name), 'command.extend-video')

@@ -11,7 +11,8 @@ import { answerPrivately, type Placeholder } from '../src/discord/answer.ts';
 import type { Command } from '../src/interactions/command.ts';
 import { literalChoice, localized, localizedChoice } from '../src/i18n/commands.ts';
 import { answerUsage } from '../src/interactions/usage-answer.ts';
-import { guildOf, type HandledInteraction, type Requirement } from '../src/interactions/requirements.ts';
+import { guildOf, memberLocale, type HandledInteraction, type Requirement } from '../src/interactions/requirements.ts';
+import { t } from '../src/i18n/index.ts';
 import { MAX_AUTOCOMPLETE_CHOICES, containing, suggest, type Choice } from '../src/discord/autocomplete.ts';
 import {
   ASPECT_RATIOS,
@@ -145,21 +146,27 @@ function opensUploadForm(interaction: ChatInputCommandInteraction): boolean {
 const MAX_MODEL_IN_FORM_ID = 64;
 
 /** The `.mp4` a form asks for, checked as the `video` option is. */
-const VIDEO_UPLOAD = { id: FORM_FIELDS.video, label: 'Video (.mp4)', description: 'The video to work from', required: true } as const;
+const VIDEO_UPLOAD = {
+  id: FORM_FIELDS.video,
+  label: 'video.form.video-upload',
+  description: 'video.form.video-upload.description',
+  required: true,
+} as const;
 
 /** `/video edit` or `/video extend` without a source: a form with the prompt (and seconds) given, and the `.mp4` to upload. */
 async function openUploadForm(interaction: ChatInputCommandInteraction, services: Services, operation: 'edit' | 'extend') {
   const options = interaction.options;
+  const locale = memberLocale(interaction);
   const model = options.getString('model') ?? undefined;
   if (model !== undefined && model.length > MAX_MODEL_IN_FORM_ID) {
-    await answerPrivately(interaction, `\`model\`: \`${model.slice(0, MAX_MODEL_IN_FORM_ID)}…\` is not a video model.`);
+    await answerPrivately(interaction, t(locale, 'video.refusal.not-a-model', { model: model.slice(0, MAX_MODEL_IN_FORM_ID) }));
     return;
   }
   const estimate = await formEstimate(services, guildOf(interaction), operation);
   await interaction.showModal(
-    videoForm({
+    videoForm(locale, {
       id: uploadFormId(operation, model),
-      title: operation === 'extend' ? 'Extend a video' : 'Edit a video',
+      title: operation === 'extend' ? 'video.form.extend-title' : 'video.form.edit-title',
       estimate,
       ...(operation === 'extend' ? { seconds: SECONDS_TO_ADD } : {}),
       prefill: { prompt: options.getString('prompt') ?? undefined, seconds: options.getInteger('duration') ?? undefined },
@@ -199,7 +206,7 @@ async function editOrExtend(interaction: ChatInputCommandInteraction, services: 
     return;
   }
   if (video && taskRef) {
-    await answerPrivately(interaction, 'Give exactly one source: `video` (an .mp4 attachment) or `task` (a finished task of this server).');
+    await answerPrivately(interaction, t(memberLocale(interaction), 'video.refusal.one-source'));
     return;
   }
   const context = interactionContext(interaction);
@@ -214,27 +221,31 @@ async function editOrExtend(interaction: ChatInputCommandInteraction, services: 
 
 async function status(interaction: ChatInputCommandInteraction, services: Services) {
   const ref = interaction.options.getString('task', true);
+  const locale = memberLocale(interaction);
   const task = await services.video.tasks.findInGuild(guildOf(interaction), ref);
   if (!task) {
-    await answerPrivately(interaction, `\`task\`: no task \`${ref}\` on this server. \`/video list\` shows yours.`);
+    await answerPrivately(interaction, t(locale, 'video.refusal.no-task', { ref }));
     return;
   }
-  await answerPrivately(interaction, { card: await services.video.privateCard(task) });
+  await answerPrivately(interaction, { card: await services.video.privateCard(task, locale) });
 }
 
 async function list(interaction: ChatInputCommandInteraction, services: Services) {
+  const locale = memberLocale(interaction);
   const tasks = await services.video.tasks.recentForUser(guildOf(interaction), interaction.user.id, RECENT_LISTED);
   if (tasks.length === 0) {
-    await answerPrivately(interaction, 'You have no videos on this server yet. Start one with `/video generate`.');
+    await answerPrivately(interaction, t(locale, 'video.list.none'));
     return;
   }
   const lines = tasks.map((task) => {
     const when = `<t:${Math.floor(task.createdAt / 1000)}:R>`;
-    const progress = task.state === 'running' && task.progress !== undefined ? ` ${Math.round(task.progress)}%` : '';
+    const shown = task.state === 'running' && task.progress !== undefined;
+    const progress = Math.round(task.progress ?? 0) / 100;
     const prompt = task.prompt.length > 60 ? `${task.prompt.slice(0, 59)}…` : task.prompt;
-    return `\`${task.id}\` · **${task.state}${progress}** · ${task.operation} · ${when} · ${prompt}`;
+    const values = { ref: task.id, state: task.state, progress, shown: shown ? 'yes' : 'no', operation: task.operation, when, prompt };
+    return t(locale, 'video.list.line', values);
   });
-  await answerPrivately(interaction, `Your recent videos:\n${lines.join('\n')}`);
+  await answerPrivately(interaction, t(locale, 'video.list', { lines: lines.join('\n') }));
 }
 
 async function autocomplete(interaction: AutocompleteInteraction, services: Services) {
@@ -277,7 +288,10 @@ const PRESS_CHECK_MS = 1_000;
  */
 async function pressRefusal(interaction: ButtonInteraction, services: Services, taskId: string): Promise<string | undefined> {
   const checking = services.video.prepare
-    .buttonAccess({ guildId: guildOf(interaction), userId: interaction.user.id }, taskId)
+    .buttonAccess(
+      { guildId: guildOf(interaction), userId: interaction.user.id, locale: interaction.locale, guildLocale: interaction.guildLocale },
+      taskId,
+    )
     .catch((error: unknown) => {
       services.log.warn('could not check who may press a video button; its form is shown, and checked when submitted', { error });
       return undefined;
@@ -291,6 +305,7 @@ async function button(interaction: ButtonInteraction, services: Services) {
   if (!taskId) throw new Error(`malformed video button ${interaction.customId}`);
   const opensForm = action === 'extend' || action === 'edit';
   // Both are store reads, each bounded so the form still comes within Discord's 3 s.
+  const locale = memberLocale(interaction);
   const [refused, estimate] = opensForm
     ? await Promise.all([pressRefusal(interaction, services, taskId), formEstimate(services, guildOf(interaction), action)])
     : [undefined, undefined];
@@ -300,10 +315,17 @@ async function button(interaction: ButtonInteraction, services: Services) {
     await openChangeForm(interaction, services, taskId);
   } else if (action === 'extend') {
     await interaction.showModal(
-      videoForm({ id: videoActionId('extend-modal', taskId), title: 'Extend this video', seconds: SECONDS_TO_ADD, estimate }),
+      videoForm(locale, {
+        id: videoActionId('extend-modal', taskId),
+        title: 'video.form.extend-this-title',
+        seconds: SECONDS_TO_ADD,
+        estimate,
+      }),
     );
   } else if (action === 'edit') {
-    await interaction.showModal(videoForm({ id: videoActionId('edit-modal', taskId), title: 'Edit this video', estimate }));
+    await interaction.showModal(
+      videoForm(locale, { id: videoActionId('edit-modal', taskId), title: 'video.form.edit-this-title', estimate }),
+    );
   } else if (action === 'confirm' || action === 'cancel') {
     await answerConfirmation(interaction, services, action, taskId);
   } else if (action === 'regenerate' || action === 'vary') {
@@ -326,22 +348,26 @@ const CHANGE_FORM_WITHIN_MS = 1_500;
  */
 async function openChangeForm(interaction: ButtonInteraction, services: Services, taskId: string) {
   const guildId = guildOf(interaction);
+  const locale = memberLocale(interaction);
   const reading = Promise.all([
     services.video.tasks.findInGuild(guildId, taskId),
-    services.video.prepare.buttonAccess({ guildId, userId: interaction.user.id }, taskId),
+    services.video.prepare.buttonAccess(
+      { guildId, userId: interaction.user.id, locale: interaction.locale, guildLocale: interaction.guildLocale },
+      taskId,
+    ),
   ]).catch((error: unknown) => {
     services.log.warn('could not read the task of a Change and regenerate press', { error });
     return undefined;
   });
   const read = await settledWithin(reading, CHANGE_FORM_WITHIN_MS);
   if (!read) {
-    await answerPrivately(interaction, 'The bot could not read that video just now. Press **Change and regenerate** again in a moment.');
+    await answerPrivately(interaction, t(locale, 'video.refusal.change-unreadable'));
     return;
   }
   const [task, access] = read;
   if (!access.ok) await answerPrivately(interaction, access.message);
-  else if (!task) await answerPrivately(interaction, 'That task is no longer known to the bot, so it cannot be regenerated.');
-  else await interaction.showModal(changeForm(videoActionId('change-modal', taskId), task));
+  else if (!task) await answerPrivately(interaction, t(locale, 'video.refusal.task-unknown'));
+  else await interaction.showModal(changeForm(locale, videoActionId('change-modal', taskId), task));
 }
 
 /** The form of `/video edit` or `/video extend` given no source: the uploaded `.mp4`, checked as the `video` option is. */
@@ -358,7 +384,7 @@ async function submitUploadForm(
   }
   const video = uploadedFile(interaction, FORM_FIELDS.video);
   if (!video) {
-    await answerPrivately(interaction, `\`${FORM_FIELDS.video}\`: upload the .mp4 to ${operation}.`);
+    await answerPrivately(interaction, t(memberLocale(interaction), 'video.refusal.upload-the-mp4', { operation }));
     return;
   }
   const context = interactionContext(interaction);

@@ -24,13 +24,13 @@ import type { Services } from '../services.ts';
 import { describeMissingSource, pickImage, pickVideo, type EmbeddedPicture, type MessageMedia } from '../video/message-sources.ts';
 import type { FormEstimate, Prepared, SubmissionPlan } from '../video/plan.ts';
 import { describeConfirmationClosed, describeConfirmationGone, describeOthersConfirmation, formTitle } from '../video/wording.ts';
-import { ENGLISH } from '../i18n/index.ts';
+import { t, type Locale, type MessageKey } from '../i18n/index.ts';
 import type { AttachmentInput } from '../video/requests.ts';
 import { settingOptions, shownSettings, type RequestChanges } from '../video/changes.ts';
 import type { TaskRecord } from '../video/record.ts';
 import { SubmissionRefusedError } from '../video/submit.ts';
 import type { Command } from './command.ts';
-import { guildOf } from './requirements.ts';
+import { guildOf, memberLocale } from './requirements.ts';
 
 // What the commands that make videos share (/video, its buttons and forms, and the message commands that
 // act on a message's picture or video): the interaction as the video part sees it, submitting a prepared
@@ -146,17 +146,18 @@ export async function answerConfirmation(
   taskId: string,
 ): Promise<void> {
   const confirmations = services.video.confirmations;
+  const locale = memberLocale(interaction);
   const taken = await confirmations.take(taskId, { guildId: guildOf(interaction), userId: interaction.user.id });
   if (taken.status === 'others') {
-    await answerPrivately(interaction, describeOthersConfirmation(ENGLISH, taken.userId));
+    await answerPrivately(interaction, describeOthersConfirmation(locale, taken.userId));
     return;
   }
   if (taken.status === 'gone') {
-    await replacePrivateMessage(interaction, describeConfirmationGone(ENGLISH));
+    await replacePrivateMessage(interaction, describeConfirmationGone(locale));
     return;
   }
   if (answer === 'cancel') {
-    await replacePrivateMessage(interaction, describeConfirmationClosed(ENGLISH, taken.held.plan, 'cancelled'));
+    await replacePrivateMessage(interaction, describeConfirmationClosed(locale, taken.held.plan, 'cancelled'));
     return;
   }
   const prepared = await confirmations.planOf(taken.held);
@@ -170,27 +171,31 @@ export async function answerConfirmation(
   await confirmations.close(taken.held, submitted ? 'confirmed' : 'refused');
 }
 
-/** A form's field for a number of seconds: what its label calls it, its range, and the default it names (the range's by default). */
+/**
+ * A form's field for a number of seconds: what its label calls it (a message of the catalogs), its range,
+ * and whether the default it names is the server's (else the range's).
+ */
 export interface SecondsField {
-  label: string;
+  label: MessageKey;
   range: DurationRange;
-  defaultText?: string;
+  serverDefault?: boolean;
 }
 
 /** The Extend forms' field: the seconds added to the video. */
-export const SECONDS_TO_ADD: SecondsField = { label: 'Seconds to add', range: EXTENSION_DURATION };
+export const SECONDS_TO_ADD: SecondsField = { label: 'video.form.seconds-to-add', range: EXTENSION_DURATION };
 
-/** A file the form asks for (a label wrapping a file upload): one file, required or not. */
+/** A file the form asks for (a label wrapping a file upload): one file, required or not; its words are messages of the catalogs. */
 export interface UploadField {
   id: string;
-  label: string;
-  description: string;
+  label: MessageKey;
+  description: MessageKey;
   required: boolean;
 }
 
 export interface VideoFormShape {
   id: string;
-  title: string;
+  /** The form's title, a message of the catalogs. */
+  title: MessageKey;
   /** What the video is expected to cost, shown in the title; none when it could not be read in time. */
   estimate?: FormEstimate | undefined;
   /** Whether the prompt may be left empty (a picture to animate says enough by itself). */
@@ -205,48 +210,57 @@ export interface VideoFormShape {
 }
 
 /** The choices of a form's variants select: one video, or a job of several side by side. */
-const VARIANT_CHOICES = Array.from({ length: MAX_VARIANTS }, (_, index) => {
-  const count = index + 1;
-  return { value: String(count), label: count === 1 ? '1 video' : `${count} variants side by side` };
-});
+function variantChoices(locale: Locale): { value: string; label: string }[] {
+  return Array.from({ length: MAX_VARIANTS }, (_, index) => {
+    const count = index + 1;
+    return { value: String(count), label: t(locale, 'video.form.variant-choice', { count }) };
+  });
+}
 
 /** A form's label wrapping a text input (Discord's current form; an action row of a text input is the deprecated one). */
 function textField(id: string, label: string, input: TextInputBuilder): LabelBuilder {
   return new LabelBuilder().setLabel(label).setTextInputComponent(input.setCustomId(id));
 }
 
-/** A label wrapping a file upload of one file. */
-export function uploadField(field: UploadField): LabelBuilder {
+/** A label wrapping a file upload of one file, worded in `locale`. */
+export function uploadField(locale: Locale, field: UploadField): LabelBuilder {
   const upload = new FileUploadBuilder()
     .setCustomId(field.id)
     .setMinValues(field.required ? 1 : 0)
     .setMaxValues(1)
     .setRequired(field.required);
-  return new LabelBuilder().setLabel(field.label).setDescription(field.description).setFileUploadComponent(upload);
+  return new LabelBuilder().setLabel(t(locale, field.label)).setDescription(t(locale, field.description)).setFileUploadComponent(upload);
 }
 
 /** The prompt's field, with what it shows already. */
-export function promptField(optional: boolean, value?: string): LabelBuilder {
+export function promptField(locale: Locale, optional: boolean, value?: string): LabelBuilder {
   const input = new TextInputBuilder().setStyle(TextInputStyle.Paragraph).setRequired(!optional).setMaxLength(MAX_PROMPT_LENGTH);
   if (value) input.setValue(value.slice(0, MAX_PROMPT_LENGTH));
-  return textField(FORM_FIELDS.prompt, optional ? 'Prompt (optional)' : 'Prompt', input);
+  return textField(FORM_FIELDS.prompt, t(locale, optional ? 'video.form.prompt-optional' : 'video.form.prompt'), input);
 }
 
-/** A form asking for a prompt, when `seconds` is given a number of seconds, and the files of `uploads`. */
-export function videoForm(shape: VideoFormShape): ModalBuilder {
-  const modal = new ModalBuilder().setCustomId(shape.id).setTitle(formTitle(ENGLISH, shape.title, shape.estimate));
-  modal.addLabelComponents(promptField(shape.promptOptional ?? false, shape.prefill?.prompt));
+/** A form asking for a prompt, when `seconds` is given a number of seconds, and the files of `uploads`; worded in the member's `locale`. */
+export function videoForm(locale: Locale, shape: VideoFormShape): ModalBuilder {
+  const modal = new ModalBuilder().setCustomId(shape.id).setTitle(formTitle(locale, t(locale, shape.title), shape.estimate));
+  modal.addLabelComponents(promptField(locale, shape.promptOptional ?? false, shape.prefill?.prompt));
   if (shape.seconds) {
-    const { label, range, defaultText } = shape.seconds;
+    const { label, range, serverDefault } = shape.seconds;
     const seconds = new TextInputBuilder().setStyle(TextInputStyle.Short).setRequired(false).setMaxLength(MAX_SECONDS_LENGTH);
     if (shape.prefill?.seconds !== undefined) seconds.setValue(String(shape.prefill.seconds));
-    modal.addLabelComponents(
-      textField(FORM_FIELDS.seconds, `${label} (${range.min}-${range.max}, default ${defaultText ?? range.default})`, seconds),
-    );
+    const wording = t(locale, 'video.form.seconds-range', {
+      label: t(locale, label),
+      min: range.min,
+      max: range.max,
+      default: range.default,
+      serverDefault: serverDefault ? 'yes' : 'no',
+    });
+    modal.addLabelComponents(textField(FORM_FIELDS.seconds, wording, seconds));
   }
   if (shape.variants)
-    modal.addLabelComponents(selectField(FORM_FIELDS.variants, 'Variants', VARIANT_CHOICES, String(shape.variants.chosen)));
-  for (const upload of shape.uploads ?? []) modal.addLabelComponents(uploadField(upload));
+    modal.addLabelComponents(
+      selectField(FORM_FIELDS.variants, t(locale, 'video.form.variants'), variantChoices(locale), String(shape.variants.chosen)),
+    );
+  for (const upload of shape.uploads ?? []) modal.addLabelComponents(uploadField(locale, upload));
   return modal;
 }
 
@@ -310,11 +324,12 @@ export function selectedVariants(interaction: ModalSubmitInteraction): number | 
   return Number.isInteger(picked) && picked >= 1 && picked <= MAX_VARIANTS ? picked : undefined;
 }
 
-/** What a video form's member typed: the prompt (empty when left out) and the seconds (undefined when left out), or why the seconds will not do. */
+/** What a video form's member typed: the prompt (empty when left out) and the seconds (undefined when left out), or why the seconds will not do (in the member's language). */
 export function readVideoForm(
   interaction: ModalSubmitInteraction,
   seconds?: SecondsField,
 ): Result<{ prompt: string; seconds: number | undefined }> {
+  const locale = memberLocale(interaction);
   const prompt = interaction.fields.getTextInputValue(FORM_FIELDS.prompt).trim();
   if (!seconds) return { ok: true, prompt, seconds: undefined };
   const text = interaction.fields.getTextInputValue(FORM_FIELDS.seconds).trim();
@@ -322,7 +337,7 @@ export function readVideoForm(
   const value = Number(text);
   const { min, max } = seconds.range;
   if (!Number.isInteger(value) || value < min || value > max)
-    return refuse(`${seconds.label} must be a whole number from ${min} to ${max} (got "${text}").`);
+    return refuse(t(locale, 'video.form.seconds-invalid', { label: t(locale, seconds.label), min, max, given: text }));
   return { ok: true, prompt, seconds: value };
 }
 
@@ -332,6 +347,8 @@ export function readVideoForm(
 export interface MessageVideoCommand {
   /** Its name in the Apps menu, also the first part of its form's id. */
   name: string;
+  /** Its name in each language (`command.<name>.name`), as the member's Apps menu shows it. */
+  nameKey: MessageKey;
   /** What it needs of the message: a picture, or an .mp4. */
   needs: 'image' | 'video';
   /** What it makes of it (its form shows the estimate of that). */
@@ -381,8 +398,9 @@ async function openSourceForm(
 ): Promise<void> {
   const media = messageMedia(interaction.targetMessage);
   const source = command.needs === 'image' ? pickImage(media) : pickVideo(media);
+  const locale = memberLocale(interaction);
   if (!source) {
-    await answerPrivately(interaction, describeMissingSource(command.name, command.needs, media));
+    await answerPrivately(interaction, describeMissingSource(locale, t(locale, command.nameKey), command.needs, media));
     return;
   }
   // Kept beside the form rather than before it, so a slow store cannot make the form late; a form whose
@@ -401,7 +419,7 @@ async function openSourceForm(
     command.variants ? formVariants(services, guildId) : undefined,
   ]);
   await interaction.showModal(
-    videoForm({
+    videoForm(locale, {
       ...command.form,
       id: customId(command.name, interaction.id),
       estimate,
@@ -424,7 +442,8 @@ async function submitSourceForm(
   const formId = customIdParts(interaction.customId)[1] ?? '';
   const source = await services.video.sourceForms.find(formId, guildOf(interaction), interaction.user.id);
   if (!source) {
-    await answerPrivately(interaction, `This form is no longer open. Pick **${command.name}** on the message again.`);
+    const locale = memberLocale(interaction);
+    await answerPrivately(interaction, t(locale, 'video.form.no-longer-open', { command: t(locale, command.nameKey) }));
     return;
   }
   const form = readVideoForm(interaction, command.form.seconds);
@@ -454,7 +473,8 @@ export function messageVideoHandlers(
   prepare: PrepareFromSource,
 ): Required<Pick<Command, 'requires' | 'answers' | 'messageCommand' | 'modal'>> {
   return {
-    requires: (interaction) => (interaction.isModalSubmit() ? { feature: 'video', what: `**${command.name}**` } : { inServer: true }),
+    requires: (interaction) =>
+      interaction.isModalSubmit() ? { feature: 'video', what: (locale) => `**${t(locale, command.nameKey)}**` } : { inServer: true },
     answers: (interaction) => (interaction.isModalSubmit() ? 'public' : 'form'),
     messageCommand: (interaction, services) => openSourceForm(interaction, services, command),
     modal: (interaction, services) => submitSourceForm(interaction, services, command, prepare),
@@ -463,27 +483,37 @@ export function messageVideoHandlers(
 
 // ---- Change and regenerate: a finished task's request, changed in a form and sent again ---------------
 
-/** The form of Change and regenerate: at most five fields, each showing what the task asked for. */
-export function changeForm(id: string, task: Pick<TaskRecord, 'operation' | 'prompt' | 'request'>, estimate?: FormEstimate): ModalBuilder {
+/** The form of Change and regenerate, in the member's `locale`: at most five fields, each showing what the task asked for. */
+export function changeForm(
+  locale: Locale,
+  id: string,
+  task: Pick<TaskRecord, 'operation' | 'prompt' | 'request'>,
+  estimate?: FormEstimate,
+): ModalBuilder {
   const shown = shownSettings(task.operation, task.prompt, task.request);
-  const options = settingOptions(task.operation);
-  const modal = new ModalBuilder().setCustomId(id).setTitle(formTitle(ENGLISH, 'Change and regenerate', estimate));
+  const options = settingOptions(task.operation, locale);
+  const modal = new ModalBuilder().setCustomId(id).setTitle(formTitle(locale, t(locale, 'video.form.change-title'), estimate));
   // A generation from a picture may go without a prompt; the gateway's rules say when (checked on submit).
-  modal.addLabelComponents(promptField(task.operation === 'generate', shown.prompt));
+  modal.addLabelComponents(promptField(locale, task.operation === 'generate', shown.prompt));
   const selects = [
-    [FORM_FIELDS.seconds, task.operation === 'extend' ? 'Seconds to add' : 'Length', options.duration, shown.duration],
-    [FORM_FIELDS.resolution, 'Resolution', options.resolution, shown.resolution],
-    [FORM_FIELDS.aspectRatio, 'Aspect ratio', options.aspectRatio, shown.aspectRatio],
+    [
+      FORM_FIELDS.seconds,
+      task.operation === 'extend' ? 'video.form.seconds-to-add' : 'video.form.length',
+      options.duration,
+      shown.duration,
+    ],
+    [FORM_FIELDS.resolution, 'video.form.resolution', options.resolution, shown.resolution],
+    [FORM_FIELDS.aspectRatio, 'video.form.aspect-ratio', options.aspectRatio, shown.aspectRatio],
   ] as const;
   for (const [field, label, offered, chosen] of selects) {
-    if (offered && chosen !== undefined) modal.addLabelComponents(selectField(field, label, offered, chosen));
+    if (offered && chosen !== undefined) modal.addLabelComponents(selectField(field, t(locale, label), offered, chosen));
   }
   if (task.operation === 'generate') {
     modal.addLabelComponents(
-      uploadField({
+      uploadField(locale, {
         id: FORM_FIELDS.image,
-        label: 'New first frame (optional)',
-        description: 'A picture the video starts from (PNG, JPEG, WebP or GIF)',
+        label: 'video.form.new-first-frame',
+        description: 'video.form.new-first-frame.description',
         required: false,
       }),
     );

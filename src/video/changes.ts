@@ -6,6 +6,7 @@ import {
   RESOLUTIONS,
   type VideoOperation,
 } from '../gateway/spec.ts';
+import { ENGLISH, t, type Locale } from '../i18n/index.ts';
 import { imageFrom, type AttachmentInput } from './requests.ts';
 
 // The Change and regenerate form: a task's request as the form shows it (its prompt, length, resolution
@@ -40,22 +41,28 @@ export interface SettingOption {
   label: string;
 }
 
-const seconds = (range: { min: number; max: number }): SettingOption[] =>
-  Array.from({ length: range.max - range.min + 1 }, (_, index) => ({ value: String(range.min + index), label: `${range.min + index} s` }));
+const seconds = (locale: Locale, range: { min: number; max: number }): SettingOption[] =>
+  Array.from({ length: range.max - range.min + 1 }, (_, index) => ({
+    value: String(range.min + index),
+    label: t(locale, 'video.card.length', { seconds: range.min + index }),
+  }));
 
-/** The options of each select, by operation (Discord's string select takes 25 at most: 15 lengths, 3 resolutions, 8 ratios). */
-export function settingOptions(operation: VideoOperation): {
+/** The options of each select, by operation (Discord's string select takes 25 at most: 15 lengths, 3 resolutions, 8 ratios), labelled in `locale`. */
+export function settingOptions(
+  operation: VideoOperation,
+  locale: Locale = ENGLISH,
+): {
   duration?: SettingOption[];
   resolution?: SettingOption[];
   aspectRatio?: SettingOption[];
 } {
   if (operation === 'edit') return {};
-  if (operation === 'extend') return { duration: seconds(EXTENSION_DURATION) };
+  if (operation === 'extend') return { duration: seconds(locale, EXTENSION_DURATION) };
   return {
-    duration: seconds(GENERATION_DURATION),
+    duration: seconds(locale, GENERATION_DURATION),
     resolution: RESOLUTIONS.map((value) => ({ value, label: value })),
     aspectRatio: [
-      { value: GATEWAY_DEFAULT, label: "Default (16:9, or the picture's)" },
+      { value: GATEWAY_DEFAULT, label: t(locale, 'video.form.default-aspect-ratio') },
       ...ASPECT_RATIOS.map((value) => ({ value, label: value })),
     ],
   };

@@ -13,7 +13,8 @@ import type { Prepared, SubmissionPlan } from './plan.ts';
 import { TASK_MODES, type TaskMode } from './record.ts';
 import { parseStoredRequest } from './stored-request.ts';
 import { confirmVerb, describeConfirmation, describeConfirmationClosed } from './wording.ts';
-import { ENGLISH } from '../i18n/index.ts';
+import { ENGLISH, SUPPORTED_LOCALES, t, type Locale } from '../i18n/index.ts';
+import { memberLocaleOf } from './locales.ts';
 
 // A video estimated over the server's threshold (`/config budget confirm_over_usd`) waits for its member's
 // confirm button: its prepared plan is kept in the store (without the server's key, which is looked up
@@ -34,6 +35,8 @@ export interface HeldVideo {
   /** The question can no longer be edited after this (its interaction's token ends). */
   expiresAt: number;
   plan: HeldPlan;
+  /** The member's language, which the question and how it ended are worded in; unset on earlier versions' (English). */
+  locale?: Locale;
 }
 
 /** A submission plan without the server's key: everything else it needs, to be sent when confirmed. */
@@ -108,6 +111,7 @@ function parseHeldVideo(raw: unknown): HeldVideo {
     },
     expiresAt: required(readNumber(raw, 'expiresAt'), 'expiresAt'),
     plan: parseHeldPlan(raw.plan),
+    locale: SUPPORTED_LOCALES.find((locale) => locale === readString(raw, 'locale')),
   };
 }
 
@@ -142,6 +146,7 @@ export class VideoConfirmations {
    */
   async hold(plan: SubmissionPlan, context: InteractionContext, now = Date.now()): Promise<ConfirmationQuestion> {
     const expiresAt = tokenUsableUntil(context);
+    const locale = memberLocaleOf(context);
     const held: HeldVideo = {
       guildId: context.guildId,
       channelId: context.channelId,
@@ -149,17 +154,23 @@ export class VideoConfirmations {
       question: { applicationId: context.applicationId, interactionToken: context.interactionToken, messageId: '@original' },
       expiresAt,
       plan: heldPlanOf(plan),
+      locale,
     };
     await this.#held.set(plan.taskId, held, expiresAt - now + KEPT_BEYOND_EXPIRY_MS);
-    const verb = confirmVerb(ENGLISH, plan);
+    const verb = confirmVerb(locale, plan);
     return {
-      content: describeConfirmation(ENGLISH, plan, expiresAt),
+      content: describeConfirmation(locale, plan, expiresAt),
       components: [
         {
           type: ComponentType.ActionRow,
           components: [
             { type: ComponentType.Button, style: ButtonStyle.Primary, label: verb, custom_id: videoActionId('confirm', plan.taskId) },
-            { type: ComponentType.Button, style: ButtonStyle.Secondary, label: 'Cancel', custom_id: videoActionId('cancel', plan.taskId) },
+            {
+              type: ComponentType.Button,
+              style: ButtonStyle.Secondary,
+              label: t(locale, 'video.confirm.cancel'),
+              custom_id: videoActionId('cancel', plan.taskId),
+            },
           ],
         },
       ],
@@ -211,12 +222,12 @@ export class VideoConfirmations {
     if (!access.ok) return access;
     const { ok: _resolved, ...credentials } = access;
     const { request, layer, keyId: _keptKeyId, operation, ...rest } = held.plan;
-    if (access.layer !== layer)
-      return refuse("This server's gateway settings changed since you were asked, so nothing was sent. Run the command again.");
+    const locale = held.locale ?? ENGLISH;
+    if (access.layer !== layer) return refuse(t(locale, 'video.confirm.settings-changed'));
     try {
       return { ok: true, plan: { ...rest, ...parseStoredRequest(operation, request, { layer, vendor }), access: credentials } };
     } catch (error) {
-      if (error instanceof ValidationError) return refuse(`The video cannot be sent as it was prepared: ${error.message}`);
+      if (error instanceof ValidationError) return refuse(t(locale, 'video.confirm.cannot-send', { message: error.message }));
       throw error;
     }
   }
@@ -225,7 +236,7 @@ export class VideoConfirmations {
   async close(held: HeldVideo, how: 'confirmed' | 'refused' | 'expired'): Promise<void> {
     try {
       await this.#deps.outbox.editInteractionMessage(held.question, {
-        content: describeConfirmationClosed(ENGLISH, held.plan, how),
+        content: describeConfirmationClosed(held.locale ?? ENGLISH, held.plan, how),
         components: [],
       });
     } catch (error) {

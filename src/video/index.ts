@@ -1,5 +1,6 @@
 import type { ComponentsV2Message, DiscordOutbox } from '../discord/outbox.ts';
 import type { GatewayClientPool } from '../gateway/pool.ts';
+import type { Locale } from '../i18n/index.ts';
 import type { Logger } from '../lib/log.ts';
 import { NO_METRICS, type BotMetrics } from '../lib/metrics.ts';
 import type { GuildVideoPolicy, MemberCosts } from '../ports/guild-policy.ts';
@@ -55,9 +56,9 @@ export interface Video {
   tracker: TaskTracker;
   /**
    * A task's status card as it stands, for its member privately (`/video status`): with its cost and its
-   * member's total that day when reported, and a link to the message that shows the video.
+   * member's total that day when reported, and a link to the message that shows the video; in the member's `locale`.
    */
-  privateCard(task: TaskRecord): Promise<ComponentsV2Message>;
+  privateCard(task: TaskRecord, locale: Locale): Promise<ComponentsV2Message>;
   /** What members picked with a message command, while they fill in its form. */
   sourceForms: SourceForms;
   /** Videos estimated over the server's threshold, waiting for their member's confirm button. */
@@ -111,7 +112,7 @@ export function createVideo(deps: VideoDeps): Video {
     submit: (plan, context) => submission.submit(plan, context),
     tasks,
     tracker,
-    privateCard: (task) => delivery.card(task, Date.now(), { audience: 'private' }),
+    privateCard: (task, locale) => delivery.card(task, Date.now(), { audience: 'private', locale }),
     sourceForms: new SourceForms(store),
     confirmations: new VideoConfirmations({ store, policy, outbox, vendor, log }),
   };

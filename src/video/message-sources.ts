@@ -1,3 +1,4 @@
+import { formatList, t, type Locale } from '../i18n/index.ts';
 import { readNumber, readRecord, readString } from '../lib/json.ts';
 import { httpUrl } from '../lib/url.ts';
 import type { Collection, Store } from '../store/index.ts';
@@ -54,16 +55,15 @@ export function pickVideo(message: MessageMedia): AttachmentInput | undefined {
   return message.attachments.find(isMp4Attachment);
 }
 
-/** What the attachments are, for a member told that none of them will do. */
-function attachedNames(message: MessageMedia): string {
-  return message.attachments.length === 0 ? '' : ` (it has ${message.attachments.map((attachment) => attachment.filename).join(', ')})`;
-}
-
-/** Why a message command cannot act on this message, and what it needs. */
-export function describeMissingSource(command: string, needs: 'image' | 'video', message: MessageMedia): string {
-  return needs === 'image'
-    ? `**${command}** works on a message with a picture (PNG, JPEG, WebP or GIF, attached or embedded); this message has none${attachedNames(message)}.`
-    : `**${command}** works on a message with an .mp4 attachment; this message has none${attachedNames(message)}.`;
+/** Why a message command cannot act on this message, and what it needs, in the member's language. */
+export function describeMissingSource(locale: Locale, command: string, needs: 'image' | 'video', message: MessageMedia): string {
+  const files = message.attachments.map((attachment) => attachment.filename);
+  return t(locale, 'video.refusal.missing-source', {
+    command,
+    needs,
+    files: formatList(locale, files),
+    attached: files.length,
+  });
 }
 
 /** The source a member picked with a message command, kept until they submit its form. */

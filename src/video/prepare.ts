@@ -8,7 +8,8 @@ import type { InteractionContext } from '../ports/interaction-context.ts';
 import type { EndUserIds } from './end-users.ts';
 import { checkMemberLimits } from './member-limits.ts';
 import { describeExpiredAttachments, describeOwnersButtons } from './wording.ts';
-import { ENGLISH } from '../i18n/index.ts';
+import { t, type Locale } from '../i18n/index.ts';
+import { memberLocaleOf } from './locales.ts';
 import {
   confirmationThreshold,
   estimateOf,
@@ -24,6 +25,7 @@ import type { TaskRecord } from './record.ts';
 import { newTaskId, type TaskRepository } from './repository.ts';
 import {
   InputError,
+  describeInputError,
   buildEditRequest,
   buildExtensionRequest,
   buildGenerationRequest,
@@ -49,8 +51,9 @@ export interface VideoPreparationDeps {
   vendor: string;
 }
 
-function validationRefusal(error: ValidationError) {
-  return refuse(`\`${optionForField(error.field)}\`: ${error.message}`);
+/** A rule of the gateway's the request breaks, naming the option to fix; the rule is stated as the gateway client states it. */
+function validationRefusal(locale: Locale, error: ValidationError) {
+  return refuse(t(locale, 'video.refusal.invalid-option', { option: optionForField(error.field), message: error.message }));
 }
 
 type SourceUrl = Result<{ url: string; taskId?: string; postedSource?: SubmissionPlan['postedSource'] }>;
@@ -114,8 +117,8 @@ export class VideoPreparation {
         },
       };
     } catch (error) {
-      if (error instanceof InputError) return refuse(error.message);
-      if (error instanceof ValidationError) return validationRefusal(error);
+      if (error instanceof InputError) return refuse(describeInputError(memberLocaleOf(context), error));
+      if (error instanceof ValidationError) return validationRefusal(memberLocaleOf(context), error);
       throw error;
     }
   }
@@ -164,7 +167,7 @@ export class VideoPreparation {
         },
       };
     } catch (error) {
-      if (error instanceof ValidationError) return validationRefusal(error);
+      if (error instanceof ValidationError) return validationRefusal(memberLocaleOf(context), error);
       throw error;
     }
   }
@@ -198,15 +201,15 @@ export class VideoPreparation {
    * they make is the presser's own task, under their own role rules and limits. A task the bot no longer
    * knows is let through: the button's own step says so.
    */
-  async buttonAccess(context: Pick<InteractionContext, 'guildId' | 'userId'>, taskRef: string): Promise<Result> {
+  async buttonAccess(context: Pick<InteractionContext, 'guildId' | 'userId' | 'locale' | 'guildLocale'>, taskRef: string): Promise<Result> {
     const task = await this.#deps.repository.findInGuild(context.guildId, taskRef);
     return task ? this.#mayPress(context, task) : { ok: true };
   }
 
-  async #mayPress(context: Pick<InteractionContext, 'guildId' | 'userId'>, task: TaskRecord): Promise<Result> {
+  async #mayPress(context: Pick<InteractionContext, 'guildId' | 'userId' | 'locale' | 'guildLocale'>, task: TaskRecord): Promise<Result> {
     if (task.userId === context.userId) return { ok: true };
     const { buttons } = await this.#deps.policy.defaults(context.guildId);
-    return buttons === 'owner' ? refuse(describeOwnersButtons(ENGLISH, task.userId)) : { ok: true };
+    return buttons === 'owner' ? refuse(describeOwnersButtons(memberLocaleOf(context), task.userId)) : { ok: true };
   }
 
   /**
@@ -215,8 +218,9 @@ export class VideoPreparation {
    */
   async regeneration(context: InteractionContext, taskRef: string, changes?: RequestChanges): Promise<Prepared> {
     const { policy, repository, vendor } = this.#deps;
+    const locale = memberLocaleOf(context);
     const original = await repository.findInGuild(context.guildId, taskRef);
-    if (!original) return refuse('That task is no longer known to the bot, so it cannot be regenerated.');
+    if (!original) return refuse(t(locale, 'video.refusal.task-unknown'));
     const pressable = await this.#mayPress(context, original);
     if (!pressable.ok) return pressable;
     const access = await policy.resolveGatewayAccess(context.guildId);
@@ -225,17 +229,19 @@ export class VideoPreparation {
     try {
       if (changes) stored = changedRequest(original.operation, stored, changes);
     } catch (error) {
-      if (error instanceof InputError) return refuse(error.message);
+      if (error instanceof InputError) return refuse(describeInputError(locale, error));
       throw error;
     }
-    if (hasExpiredAttachmentLink(stored, Date.now())) return refuse(describeExpiredAttachments(ENGLISH, original.operation));
+    if (hasExpiredAttachmentLink(stored, Date.now())) return refuse(describeExpiredAttachments(locale, original.operation));
     const user = await this.#deps.endUsers.of(context.userId);
     let operationRequest: OperationRequest;
     try {
       operationRequest = parseStoredRequest(original.operation, { ...stored, user }, { layer: access.layer, vendor });
     } catch (error) {
       if (error instanceof ValidationError)
-        return changes ? validationRefusal(error) : refuse(`That task cannot be sent again as it was: ${error.message}`);
+        return changes
+          ? validationRefusal(locale, error)
+          : refuse(t(locale, 'video.refusal.cannot-send-again', { message: error.message }));
       throw error;
     }
     const estimateTicks = estimateOf(policy, operationRequest, original.model);
@@ -276,18 +282,19 @@ export class VideoPreparation {
    * (the interaction is not answered yet). A posted attachment's url is refreshed when it is submitted.
    */
   async #sourceUrl(context: InteractionContext, source: VideoSourceInput): Promise<SourceUrl> {
+    const locale = memberLocaleOf(context);
     if ('attachment' in source) {
-      if (!isMp4Attachment(source.attachment)) return refuse(`\`video\` must be an .mp4 file (got ${source.attachment.filename}).`);
+      if (!isMp4Attachment(source.attachment)) return refuse(t(locale, 'video.refusal.not-mp4', { file: source.attachment.filename }));
       return { ok: true, url: source.attachment.url };
     }
     const task = await this.#deps.repository.findInGuild(context.guildId, source.taskRef);
-    if (!task) return refuse(`\`task\`: no task \`${source.taskRef}\` on this server. \`/video list\` shows yours.`);
+    if (!task) return refuse(t(locale, 'video.refusal.no-task', { ref: source.taskRef }));
     if (source.byButton) {
       const pressable = await this.#mayPress(context, task);
       if (!pressable.ok) return pressable;
     }
     if (task.state !== 'succeeded' || task.outcome.moderated) {
-      return refuse(`\`task\`: task \`${source.taskRef}\` has no finished video to work from (it is ${task.state}).`);
+      return refuse(t(locale, 'video.refusal.no-finished-video', { ref: source.taskRef, state: task.state }));
     }
     // A lasting stored link first; else the posted attachment (refreshed before sending); else the gateway's temporary link.
     const publicUrl = task.outcome.storedFile?.publicUrl;
@@ -301,7 +308,7 @@ export class VideoPreparation {
         postedSource: { channelId: task.channelId, messageId, ...(fileName === undefined ? {} : { fileName }) },
       };
     if (task.outcome.videoUrl) return { ok: true, url: task.outcome.videoUrl, taskId: task.id };
-    return refuse(`\`task\`: the video of task \`${source.taskRef}\` is no longer available.`);
+    return refuse(t(locale, 'video.refusal.video-gone', { ref: source.taskRef }));
   }
 }
 

@@ -1,6 +1,7 @@
 import { createHmac } from 'node:crypto';
 import type { EditRequest, ExtensionRequest, GenerationRequest, ImageInput, ReferenceAudio, StorageOptions } from '../gateway/types.ts';
-import { MAX_REFERENCE_AUDIOS } from '../gateway/spec.ts';
+import { MAX_REFERENCE_AUDIOS, MAX_REFERENCE_AUDIO_SECONDS } from '../gateway/spec.ts';
+import { ENGLISH, t, type Locale } from '../i18n/index.ts';
 import type { GenerationMode } from './record.ts';
 import type { StorageDefaults } from '../ports/video-defaults.ts';
 
@@ -28,14 +29,38 @@ export interface GenerationInput {
   referenceAudio: AttachmentInput | undefined;
 }
 
+/** What is wrong with what a member gave, for them to fix: worded in their language by describeInputError(). */
+export type InputProblem =
+  | { kind: 'not-an-image'; file: string; type: string }
+  | { kind: 'too-many-voices'; max: number }
+  | { kind: 'not-voice-audio'; file: string };
+
 export class InputError extends Error {
   /** The Discord option the user must fix. */
   readonly option: string;
-  constructor(option: string, message: string) {
-    super(message);
+  readonly problem: InputProblem;
+  constructor(option: string, problem: InputProblem) {
+    super(describeProblem(ENGLISH, option, problem));
     this.name = 'InputError';
     this.option = option;
+    this.problem = problem;
   }
+}
+
+function describeProblem(locale: Locale, option: string, problem: InputProblem): string {
+  switch (problem.kind) {
+    case 'not-an-image':
+      return t(locale, 'video.input.not-an-image', { option, file: problem.file, type: problem.type });
+    case 'too-many-voices':
+      return t(locale, 'video.input.too-many-voices', { max: problem.max });
+    case 'not-voice-audio':
+      return t(locale, 'video.input.not-voice-audio', { file: problem.file, seconds: MAX_REFERENCE_AUDIO_SECONDS });
+  }
+}
+
+/** What the member must fix, in their language. */
+export function describeInputError(locale: Locale, error: InputError): string {
+  return describeProblem(locale, error.option, error.problem);
 }
 
 const IMAGE_TYPES = new Set(['image/png', 'image/jpeg', 'image/webp', 'image/gif']);
@@ -64,7 +89,7 @@ export function isMp4Attachment(attachment: AttachmentInput): boolean {
 export function imageFrom(option: string, attachment: AttachmentInput): ImageInput {
   const type = mediaType(attachment);
   if (type !== undefined && !IMAGE_TYPES.has(type)) {
-    throw new InputError(option, `\`${option}\` must be a PNG, JPEG, WebP or GIF picture (got ${attachment.filename}, ${type}).`);
+    throw new InputError(option, { kind: 'not-an-image', file: attachment.filename, type });
   }
   return { url: attachment.url };
 }
@@ -100,16 +125,13 @@ export function buildGenerationRequest(input: GenerationInput, user: string, sto
     );
   }
   if (input.voices.length + (input.referenceAudio ? 1 : 0) > MAX_REFERENCE_AUDIOS) {
-    throw new InputError('voice', `\`voice\` and \`reference_audio\` together take at most ${MAX_REFERENCE_AUDIOS} voices.`);
+    throw new InputError('voice', { kind: 'too-many-voices', max: MAX_REFERENCE_AUDIOS });
   }
   const audios: ReferenceAudio[] = input.voices.map((voice) => ({ voice_id: voice }));
   if (input.referenceAudio) {
     const type = mediaType(input.referenceAudio);
     if (type !== undefined && !type.startsWith('audio/')) {
-      throw new InputError(
-        'reference_audio',
-        `\`reference_audio\` must be an audio file of a human voice, at most 15 s (got ${input.referenceAudio.filename}).`,
-      );
+      throw new InputError('reference_audio', { kind: 'not-voice-audio', file: input.referenceAudio.filename });
     }
     audios.push({ url: input.referenceAudio.url });
   }

@@ -128,7 +128,7 @@ describe('with a gateway that misbehaves', () => {
       command: 'video',
       subcommand: 'list',
     });
-    expect((await list.reply()).content).toContain('**unknown**');
+    expect((await list.reply()).content).toContain('**outcome unknown**');
     // Not replaced by "something went wrong".
     expect(cardText(run.record.original)).toContain('Outcome unknown');
     expect(bot.logs.some((line) => line.msg === 'interaction handler failed')).toBe(false);

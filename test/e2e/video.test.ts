@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Message } from 'discord-standin';
 import { startWorld, type World } from '../support/world.ts';
 import { cardButtons, cardEditProblems, cardText, galleryItems } from '../support/cards.ts';
+import { resolveLocale, t } from '../../src/i18n/index.ts';
 
 const IS_COMPONENTS_V2 = 1 << 15;
 
@@ -84,6 +85,64 @@ describe('the bot on the stand-ins', () => {
     expect(cardEditProblems(card)).toEqual([]);
     // The one message: nothing else was posted in the channel for it.
     expect(discord.messages(guild.textChannelId).filter((message) => !before.has(message.id))).toHaveLength(1);
+  });
+
+  it("draws the card in a French server's language from submission to delivery, and answers a German member in German", async () => {
+    const { discord } = world;
+    const serveur = discord.createGuild({ name: 'serveur français', locale: 'fr' });
+    const french = resolveLocale(undefined, 'fr', 'channel');
+    expect(french).toBe('fr');
+    // The member's own Discord is in English: the card is the channel's, so it follows the server.
+    const run = discord.runCommand({
+      user: serveur.member,
+      guildId: serveur.id,
+      channelId: serveur.textChannelId,
+      command: 'video',
+      subcommand: 'generate',
+      options: { prompt: 'un phare à l’aube', duration: 4 },
+    });
+    expect((await run.response()).type).toBe(5);
+    const done = t(french, 'video.card.status.done');
+    const card = await run.waitForReply((message) => cardText(message).split('\n').includes(done), 20_000);
+    const title = `### ${t(french, 'video.card.title', { operation: 'generate' })}`;
+    const requestedBy = t(french, 'video.card.requested-by', { user: `<@${serveur.member.id}>` });
+    const settings = ['`svc-imagine-video-1.5`', t(french, 'video.card.length', { seconds: 4 }), '480p'];
+    const mode = t(french, 'video.card.mode', { mode: 'text_to_video' });
+    // The card as it was first drawn, at submission.
+    const first = cardText({ components: (card.edits[0]?.json.components as unknown[] | undefined) ?? [] });
+    expect(first).toContain(`${title}\n${requestedBy}`);
+    expect(first).toContain([...settings, mode].join(' · '));
+    expect(first).toContain(t(french, 'video.card.estimate', { amount: '' }).trim());
+    // Shown once the gateway took it, before its first answer about progress.
+    expect(first).toContain(t(french, 'video.card.status.generating', { started: '' }).trim());
+    // Delivered: the same card, its status, footer and buttons in French.
+    expect(cardText(card)).toContain(`${title}\n${requestedBy}`);
+    expect(cardText(card)).toContain(t(french, 'video.card.took', { duration: '' }).trim());
+    expect(cardButtons(card).map((button) => button.label)).toEqual(
+      (['extend', 'edit', 'regenerate', 'change'] as const).map((action) => t(french, 'video.button.label', { action })),
+    );
+    expect(card.attachments).toHaveLength(1);
+
+    const german = resolveLocale('de', 'fr', 'member');
+    expect(german).toBe('de');
+    const germanMember = discord.createUser({ guildId: serveur.id, locale: 'de' });
+    const refused = await discord
+      .runCommand({
+        user: germanMember,
+        guildId: serveur.id,
+        channelId: serveur.textChannelId,
+        command: 'video',
+        subcommand: 'generate',
+        options: {
+          prompt: 'ein Leuchtturm',
+          image: { filename: 'notizen.txt', bytes: Buffer.from('kein Bild'), contentType: 'text/plain' },
+        },
+      })
+      .response();
+    expect(refused.data).toMatchObject({
+      flags: 64,
+      content: t(german, 'video.input.not-an-image', { option: 'image', file: 'notizen.txt', type: 'text/plain' }),
+    });
   });
 
   it('answers an extension of a posted video at once, though Discord takes over 3 s to re-sign its url', async () => {

@@ -52,7 +52,22 @@ export interface BotConfig {
   sharding: ShardingRequest;
   /** What estimates are made with: the defaults, with what PRICES_FILE names in their place. */
   prices: PriceTable;
+  /**
+   * USER_INSTALLS, USER_INSTALL_DAILY_VIDEOS and USER_INSTALL_DAILY_USD: whether members may install the app
+   * for themselves and use it anywhere (off: every command is registered for server installs only), and
+   * what one member may make that way per UTC day on the operator's key (0: no limit).
+   */
+  userInstalls: UserInstallsConfig;
 }
+
+export interface UserInstallsConfig {
+  enabled: boolean;
+  dailyVideos: number;
+  dailyUsd: number;
+}
+
+/** What a member may make per UTC day through their own install when the operator sets nothing. */
+export const DEFAULT_USER_INSTALLS: UserInstallsConfig = { enabled: false, dailyVideos: 5, dailyUsd: 2 };
 
 /** The ops port listens on loopback unless OPS_HOST opens it wider (a container needs 0.0.0.0). */
 const DEFAULT_OPS_HOST = '127.0.0.1';
@@ -67,6 +82,10 @@ export const DEFAULT_STORE_URL = 'sqlite://data/bot.sqlite';
 const SNOWFLAKE = /^\d{17,20}$/;
 const DEFAULT_TASK_POLL_INTERVAL_MS = 5_000;
 const MIN_TASK_POLL_INTERVAL_MS = 100;
+const ON_OFF = new Map([
+  ['on', true],
+  ['off', false],
+]);
 
 /** An empty (or blank) value counts as unset, wherever it is written. */
 function isSet(value: string | undefined): value is string {
@@ -282,6 +301,24 @@ export function loadConfig(environment: Environment, hostName: () => string = ho
     else if (parsed) problems.push(...parsed.problems.map((problem) => `PRICES_FILE (${pricesFile}): ${problem}.`));
   }
 
+  const userInstallsText = read('USER_INSTALLS') ?? 'off';
+  const userInstallsEnabled = ON_OFF.get(userInstallsText.toLowerCase());
+  if (userInstallsEnabled === undefined) problems.push(`USER_INSTALLS must be "on" or "off" (got "${userInstallsText}").`);
+  const dailyVideosText = read('USER_INSTALL_DAILY_VIDEOS');
+  const dailyVideos = dailyVideosText === undefined ? DEFAULT_USER_INSTALLS.dailyVideos : Number(dailyVideosText);
+  if (!Number.isInteger(dailyVideos) || dailyVideos < 0) {
+    problems.push(
+      `USER_INSTALL_DAILY_VIDEOS must be a whole number of videos a member may make a day through their own install, 0 for no limit (got "${dailyVideosText}").`,
+    );
+  }
+  const dailyUsdText = read('USER_INSTALL_DAILY_USD');
+  const dailyUsd = dailyUsdText === undefined ? DEFAULT_USER_INSTALLS.dailyUsd : Number(dailyUsdText);
+  if (!Number.isFinite(dailyUsd) || dailyUsd < 0) {
+    problems.push(
+      `USER_INSTALL_DAILY_USD must be the dollars a member may spend a day through their own install, such as 2 or 0.5, 0 for no limit (got "${dailyUsdText}").`,
+    );
+  }
+
   if (problems.length > 0 || !discordToken || !gatewayBaseUrl || !gatewayWsUrl || !gatewayLayer || !logLevel) {
     return { ok: false, problems, message: problems.join('\n') };
   }
@@ -307,6 +344,7 @@ export function loadConfig(environment: Environment, hostName: () => string = ho
       ops: opsPort === undefined ? undefined : { host: opsHost, port: opsPort },
       sharding: { count: shardCount, ids: shardIds, perProcess: shardsPerProcess },
       prices,
+      userInstalls: { enabled: userInstallsEnabled ?? false, dailyVideos, dailyUsd },
     },
   };
 }

@@ -36,6 +36,7 @@ describe('configuration from the environment', () => {
         downloadAllowedHosts: undefined,
         sharding: { count: 'auto', ids: undefined, perProcess: 1 },
         prices: DEFAULT_PRICES,
+        userInstalls: { enabled: false, dailyVideos: 5, dailyUsd: 2 },
       },
     });
   });
@@ -203,6 +204,23 @@ describe('configuration from the environment', () => {
       ]);
     },
   );
+
+  describe('user installs', () => {
+    it('are off unless USER_INSTALLS=on, with the limits a member has a day through their own install', () => {
+      const result = loadConfig({ ...minimal, USER_INSTALLS: 'on', USER_INSTALL_DAILY_VIDEOS: '3', USER_INSTALL_DAILY_USD: '0.5' });
+      expect(result.ok && result.config.userInstalls).toEqual({ enabled: true, dailyVideos: 3, dailyUsd: 0.5 });
+      const off = loadConfig({ ...minimal, USER_INSTALLS: 'OFF', USER_INSTALL_DAILY_VIDEOS: '0' });
+      expect(off.ok && off.config.userInstalls).toEqual({ enabled: false, dailyVideos: 0, dailyUsd: 2 });
+    });
+
+    it('names each variable that is not a setting it takes', () => {
+      expect(problemsOf({ ...minimal, USER_INSTALLS: 'yes', USER_INSTALL_DAILY_VIDEOS: '2.5', USER_INSTALL_DAILY_USD: '-1' })).toEqual([
+        'USER_INSTALLS must be "on" or "off" (got "yes").',
+        expect.stringMatching(/^USER_INSTALL_DAILY_VIDEOS must be a whole number .* \(got "2\.5"\)\.$/),
+        expect.stringMatching(/^USER_INSTALL_DAILY_USD must be the dollars .* \(got "-1"\)\.$/),
+      ]);
+    });
+  });
 
   describe('PRICES_FILE', () => {
     let directory: string;

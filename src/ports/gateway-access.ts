@@ -8,5 +8,9 @@ import type { Result } from '../lib/result.ts';
 export type GatewayAccess = Result<GatewayCredentials>;
 
 export interface GatewayAccessResolver {
-  resolveGatewayAccess(guildId: string): Promise<GatewayAccess>;
+  /**
+   * The key a server's requests use, or for a member's own install of the app (a user-install scope,
+   * src/ports/user-install.ts) the operator's; `locale`: the member's language, for why there is none.
+   */
+  resolveGatewayAccess(guildId: string, locale?: string): Promise<GatewayAccess>;
 }

@@ -82,9 +82,9 @@ export interface GuildVideoPolicy extends GatewayAccessResolver {
    * Counts a task against its member's and server's daily limits and reserves its estimate against the
    * budgets (before it is sent), checking them in the same step on the store: when counting it would pass
    * one, nothing is counted and it rejects with LimitReachedError, so workers admitting at once never pass
-   * a limit or spend the last dollar together.
+   * a limit or spend the last dollar together. `locale`: the member's language, which a refusal is worded in.
    */
-  recordSubmission(task: MemberTask, estimateTicks: number): Promise<SpendReservation>;
+  recordSubmission(task: MemberTask, estimateTicks: number, locale?: string): Promise<SpendReservation>;
   /** The gateway refused it: it does not count, and its reservation is given back. */
   releaseSubmission(task: MemberTask, reservation: SpendReservation): Promise<void>;
   /** What a video is expected to cost, in ticks (1 USD = 10^10). */

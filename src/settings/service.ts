@@ -6,7 +6,9 @@ import type { Layer } from '../gateway/spec.ts';
 import { registerSecret, type Logger } from '../lib/log.ts';
 import type { Collection, Store } from '../store/index.ts';
 import { refuse, type Result } from '../lib/result.ts';
-import { ENGLISH, t, type Locale, type MessageKey } from '../i18n/index.ts';
+import { ENGLISH, resolveLocale, t, type Locale, type MessageKey } from '../i18n/index.ts';
+import { isUserInstallScope } from '../ports/user-install.ts';
+import type { UserInstallLimits } from './user-installs.ts';
 import type { GatewayCredentials } from '../gateway/types.ts';
 import type {
   GuildVideoPolicy,
@@ -71,6 +73,8 @@ export interface SettingsOptions {
   /** The server's language (Discord's preferred locale), for what its members read together; default English. */
   guildLocale?: (guildId: string) => Locale;
   metrics?: Pick<BotMetrics, 'spend'>;
+  /** USER_INSTALL_DAILY_VIDEOS and USER_INSTALL_DAILY_USD: what a member makes a day through their own install; default no limit. */
+  userInstallLimits?: UserInstallLimits;
 }
 
 /** `models`: how many models the key may use, when the gateway's model list could be read. */
@@ -159,6 +163,7 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
       ...(options.postAlert ? { postAlert: options.postAlert } : {}),
       ...(options.guildLocale ? { guildLocale: options.guildLocale } : {}),
       ...(options.metrics ? { metrics: options.metrics } : {}),
+      ...(options.userInstallLimits ? { userInstallLimits: options.userInstallLimits } : {}),
     });
     if (!this.#cipher) options.log.warn('KEY_ENCRYPTION_SECRET is not set: servers cannot store their own gateway keys');
   }
@@ -331,7 +336,8 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
   // ---- GuildVideoPolicy ------------------------------------------------------------------------
 
   /** Which key and layer a server's requests use, or a message for the member saying why there is none. */
-  async resolveGatewayAccess(guildId: string): Promise<SettingsGatewayAccess> {
+  async resolveGatewayAccess(guildId: string, locale?: string): Promise<SettingsGatewayAccess> {
+    if (isUserInstallScope(guildId)) return this.#operatorAccess(locale);
     const settings = await this.get(guildId);
     const layer = settings.layer ?? this.#options.defaultLayer;
     if (settings.key) {
@@ -342,6 +348,17 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
     const operatorKey = this.#options.operatorKey;
     if (!operatorKey) return { ok: false, reason: 'no-key', message: MESSAGES.noKey };
     return { ok: true, apiKey: operatorKey, layer, source: 'operator', keyId: keyFingerprint(operatorKey) };
+  }
+
+  /**
+   * A member's own install of the app: the operator's key on the operator's layer, whatever a server's
+   * settings say (a member in a server that has its own key still spends the operator's), or, without
+   * one, why not, naming GATEWAY_API_KEY in the member's language.
+   */
+  #operatorAccess(locale: string | undefined): SettingsGatewayAccess {
+    const operatorKey = this.#options.operatorKey;
+    if (!operatorKey) return { ok: false, reason: 'no-key', message: t(resolveLocale(locale, undefined, 'member'), 'user-install.no-key') };
+    return { ok: true, apiKey: operatorKey, layer: this.#options.defaultLayer, source: 'operator', keyId: keyFingerprint(operatorKey) };
   }
 
   /** `/config show`: `settings` (what a change just wrote; unless given, what is stored) and what stands between the server and a working bot. */
@@ -389,8 +406,8 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
   // A task counts on the UTC day it was created, and so does its cost: submission, refusal and cost
   // always land in the same day record.
 
-  recordSubmission(task: MemberTask, estimateTicks: number): Promise<SpendReservation> {
-    return this.spending.admit(task, estimateTicks);
+  recordSubmission(task: MemberTask, estimateTicks: number, locale?: string): Promise<SpendReservation> {
+    return this.spending.admit(task, estimateTicks, locale);
   }
 
   releaseSubmission(task: MemberTask, reservation: SpendReservation): Promise<void> {

@@ -24,6 +24,8 @@ import {
 import type { Budgets, GuildSettings } from './guild-settings.ts';
 import { discordRelativeTime, evaluateLimits, type LimitVerdict } from './limits.ts';
 import { estimateVideoTicks, voiceTicksPerSecond, type PriceTable } from './prices.ts';
+import { isUserInstallScope } from '../ports/user-install.ts';
+import { checkUserInstallDay, userInstallRoom, type UserInstallLimits, type UserInstallRoom } from './user-installs.ts';
 import { UsageLedger, memberUsage, monthKey, noUsage, spentFrom, totalUsage, type Settlement, type UsageCount } from './usage.ts';
 
 // What a server's key spends, and what it may: estimates from the price table, reservations against
@@ -41,7 +43,14 @@ export interface SpendingOptions {
   /** The server's language (its preferred locale), for what the server's members read together: alerts, voice notices; default English. */
   guildLocale?: (guildId: string) => Locale;
   metrics?: Pick<BotMetrics, 'spend'>;
+  /**
+   * What a member may make per UTC day through their own install of the app (USER_INSTALL_DAILY_VIDEOS,
+   * USER_INSTALL_DAILY_USD), counted under their user-install scope; default no limit.
+   */
+  userInstallLimits?: UserInstallLimits;
 }
+
+const NO_USER_INSTALL_LIMITS: UserInstallLimits = { dailyVideos: 0, dailyUsd: 0 };
 
 /** An alert marker outlives the longest period it is for (a month). */
 const ALERT_KEPT_MS = 40 * 24 * 3600_000;
@@ -57,6 +66,8 @@ export interface UsageView {
     month: Record<string, UsageCount>;
     days: { day: string; videoUsd: number; voiceUsd: number }[];
   };
+  /** For a member's own install of the app: what is left of its daily limits (in place of a server's budgets). */
+  userInstall?: UserInstallRoom;
 }
 
 export class Spending implements VoiceSpending {
@@ -83,9 +94,13 @@ export class Spending implements VoiceSpending {
    * record alone (read only): the monthly budget is checked when admit() reserves, in the same step.
    */
   async checkLimits(query: LimitQuery): Promise<LimitVerdict> {
-    const { limits, spending } = await this.#options.settings(query.guildId);
     // Refused privately: in the member's language.
     const locale = resolveLocale(query.locale, undefined, 'member');
+    if (isUserInstallScope(query.guildId)) {
+      const day = await this.#ledger.day(query.guildId, query.now);
+      return checkUserInstallDay(this.#userInstallLimits, memberUsage(day, query.userId), query.estimateTicks, query.now, locale);
+    }
+    const { limits, spending } = await this.#options.settings(query.guildId);
     const day = await this.#ledger.day(query.guildId, query.now);
     const member = memberUsage(day, query.userId);
     const server = totalUsage(day.users);
@@ -107,7 +122,20 @@ export class Spending implements VoiceSpending {
     return this.#ledger.spent(guildId, userId, at, budgets.server_monthly_usd > 0);
   }
 
-  async admit(task: MemberTask, estimateTicks: number): Promise<SpendReservation> {
+  get #userInstallLimits(): UserInstallLimits {
+    return this.#options.userInstallLimits ?? NO_USER_INSTALL_LIMITS;
+  }
+
+  async admit(task: MemberTask, estimateTicks: number, locale?: string): Promise<SpendReservation> {
+    if (isUserInstallScope(task.guildId)) {
+      // A member's own install: the operator's limits for one member, and no server's budgets or alerts.
+      const words = resolveLocale(locale, undefined, 'member');
+      const verdict = await this.#ledger.admitOnDay(task.guildId, task.userId, task.createdAt, estimateTicks, (usage) =>
+        checkUserInstallDay(this.#userInstallLimits, memberUsage(usage, task.userId), estimateTicks, task.createdAt, words),
+      );
+      if (!verdict.ok) throw new LimitReachedError(verdict.message);
+      return verdict.reservation;
+    }
     const { limits, spending } = await this.#options.settings(task.guildId);
     const verdict = await this.#ledger.admitSubmission(task.guildId, task.userId, task.createdAt, limits, spending.budgets, estimateTicks);
     if (!verdict.ok) throw new LimitReachedError(verdict.message);
@@ -228,6 +256,7 @@ export class Spending implements VoiceSpending {
       member: { today: memberUsage(today, userId), month: ownValue(month, userId) ?? noUsage() },
       budgets: budgetRooms(spending.budgets, spent, now),
     };
+    if (isUserInstallScope(guildId)) view.userInstall = userInstallRoom(this.#userInstallLimits, view.member.today, now);
     if (withServer) {
       view.server = {
         today: today.users,

@@ -5,6 +5,7 @@ import { discordRelativeTime } from './limits.ts';
 import type { UsageView } from './spending.ts';
 import { renderSpendChart } from './usage-chart.ts';
 import { spentTicks, totalUsage, type UsageCount } from './usage.ts';
+import type { UserInstallRoom } from './user-installs.ts';
 
 // `/usage` (and `/video usage`) in words, in the member's language: a member's own day and month, what is
 // left of each budget, and for server managers every member's and a chart of the last 30 days. What the
@@ -62,9 +63,13 @@ export function formatUsage(locale: Locale, view: UsageView): string {
   const say = translator(locale);
   const today = dayWords(locale, view.now);
   const month = monthWords(locale, view.now);
-  const lines = [
+  const own = [
     say('usage.own-today', { date: today, usage: describeUsage(locale, view.member.today) }),
     say('usage.own-month', { month, usage: describeUsage(locale, view.member.month) }),
+  ];
+  if (view.userInstall) return [say('user-install.usage.title'), ...own, ...userInstallLimitLines(locale, view.userInstall)].join('\n');
+  const lines = [
+    ...own,
     view.budgets.length === 0
       ? say('usage.budgets-none')
       : say('usage.budgets', {
@@ -88,6 +93,24 @@ export function formatUsage(locale: Locale, view: UsageView): string {
     );
   }
   return lines.join('\n');
+}
+
+/** What is left of a member's own install's daily limits, the operator's (a server's budgets do not apply there). */
+function userInstallLimitLines(locale: Locale, room: UserInstallRoom): string[] {
+  const resets = discordRelativeTime(room.resetsAt);
+  const lines = [
+    ...(room.videos ? [t(locale, 'user-install.usage.videos-left', { ...room.videos, resets })] : []),
+    ...(room.usd
+      ? [
+          t(locale, 'user-install.usage.usd-left', {
+            left: formatCostIn(locale, room.usd.leftTicks),
+            amount: formatCostIn(locale, room.usd.limitTicks),
+            resets,
+          }),
+        ]
+      : []),
+  ];
+  return lines.length > 0 ? lines : [t(locale, 'user-install.usage.no-limits')];
 }
 
 /**

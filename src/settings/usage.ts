@@ -196,6 +196,33 @@ export class UsageLedger {
   }
 
   /**
+   * Counts a task on the day of `at` in `scope`'s record (a server, or a member's own install) and reserves
+   * its estimate, unless `decide` refuses it from the record as it stands: checked and counted in one step,
+   * so workers admitting at once never pass a limit together. The month is not touched.
+   */
+  async admitOnDay(
+    scope: string,
+    userId: string,
+    at: number,
+    estimateTicks: number,
+    decide: (usage: DayUsage) => LimitVerdict,
+  ): Promise<AdmitVerdict> {
+    let verdict: LimitVerdict = { ok: true };
+    const day = await this.#updateDay(scope, at, (usage) => {
+      // Decided again on each attempt: the last one is what the record says.
+      verdict = decide(usage);
+      if (!verdict.ok) return false;
+      const count = userOf(usage, userId);
+      count.tasks++;
+      count.reservedTicks += estimateTicks;
+      return true;
+    });
+    const refused: LimitVerdict = verdict;
+    if (!refused.ok) return refused;
+    return { ok: true, reservation: { estimateTicks, month: false }, spent: spentFrom(day, userId) };
+  }
+
+  /**
    * Counts a task on the day of `at` and reserves its estimate, unless the server's daily limits or a
    * budget refuses it, checking and counting in one step per record: workers admitting at once never
    * pass a limit or a budget together. The month's record is touched only for a monthly budget.
@@ -208,22 +235,14 @@ export class UsageLedger {
     budgets: Budgets,
     estimateTicks: number,
   ): Promise<AdmitVerdict> {
-    let verdict: LimitVerdict = { ok: true };
-    const day = await this.#updateDay(guildId, at, (usage) => {
-      // Decided again on each attempt: the last one is what the record says.
+    const admitted = await this.admitOnDay(guildId, userId, at, estimateTicks, (usage) => {
       const counts = { userTasksToday: memberUsage(usage, userId).tasks, serverTasksToday: serverTotal(usage).tasks, now: at };
-      verdict = evaluateDailyLimits(limits, counts);
-      if (verdict.ok) verdict = checkBudgets(budgets, spentFrom(usage, userId), estimateTicks, at);
-      if (!verdict.ok) return false;
-      const count = userOf(usage, userId);
-      count.tasks++;
-      count.reservedTicks += estimateTicks;
-      return true;
+      const daily = evaluateDailyLimits(limits, counts);
+      return daily.ok ? checkBudgets(budgets, spentFrom(usage, userId), estimateTicks, at) : daily;
     });
-    const refused: LimitVerdict = verdict;
-    if (!refused.ok) return refused;
-    const spent = spentFrom(day, userId);
-    if (!(budgets.server_monthly_usd > 0)) return { ok: true, reservation: { estimateTicks, month: false }, spent };
+    if (!admitted.ok) return admitted;
+    const { spent } = admitted;
+    if (!(budgets.server_monthly_usd > 0)) return admitted;
 
     let monthly: LimitVerdict = { ok: true };
     const month = await this.#updateMonth(guildId, at, (usage) => {

@@ -164,7 +164,7 @@ export class VideoSubmission {
           break;
         }
         try {
-          counted.push({ ...draft, reservation: await policy.recordSubmission(draft, estimateTicks) });
+          counted.push({ ...draft, reservation: await policy.recordSubmission(draft, estimateTicks, context.locale) });
         } catch (error) {
           if (!(error instanceof LimitReachedError)) {
             await this.#release(counted);

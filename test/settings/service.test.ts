@@ -13,7 +13,10 @@ import { formatUsage } from '../../src/settings/usage-report.ts';
 import { openStore, type Store } from '../../src/store/index.ts';
 import { costOf, type TaskRecord } from '../../src/video/record.ts';
 import { taskRecord } from '../support/task-result.ts';
-import { ENGLISH } from '../../src/i18n/index.ts';
+import { ENGLISH, resolveLocale, t } from '../../src/i18n/index.ts';
+import { LimitReachedError } from '../../src/ports/guild-policy.ts';
+import { userInstallScope } from '../../src/ports/user-install.ts';
+import { formatCostIn, formatEstimateIn } from '../../src/wording/cost.ts';
 
 // The settings service on a real SQLite file and the real gateway emulator.
 
@@ -465,5 +468,75 @@ describe('limits and usage', () => {
     expect(formatUsage(ENGLISH, await (await restart()).spending.usage(GUILD, 'alice', true, LATE))).toContain(
       '<@alice>: 5 videos, $0.40 + about $0.60 estimated (2 without a reported cost); no voice',
     );
+  });
+});
+
+describe("a member's own install of the app", () => {
+  const MEMBER = '300000000000000003';
+  const SCOPE = userInstallScope(MEMBER);
+  const NOON = Date.UTC(2026, 10, 17, 12);
+  const MIDNIGHT = Date.UTC(2026, 10, 18);
+  /** $0.40 a video: five of them are the $2.00 a day the operator allows by default. */
+  const ESTIMATE = 4_000_000_000;
+  const ownTask = (id: string, createdAt = NOON) => ({ ...task(id, MEMBER, createdAt), guildId: SCOPE });
+  const GERMAN = resolveLocale('de', undefined, 'member');
+  const FRENCH = resolveLocale('fr', undefined, 'member');
+
+  it("spends the operator's key even in a server with its own key, and is refused without one, naming GATEWAY_API_KEY", async () => {
+    const settings = await service({ operatorKey: OPERATOR_KEY });
+    await settings.setKey(GUILD, SERVER_KEY, ADMIN);
+    expect(await settings.resolveGatewayAccess(GUILD)).toMatchObject({ ok: true, apiKey: SERVER_KEY });
+    expect(await settings.resolveGatewayAccess(SCOPE)).toMatchObject({ ok: true, apiKey: OPERATOR_KEY, source: 'operator' });
+
+    const withoutOperator = await restart();
+    expect(await withoutOperator.resolveGatewayAccess(SCOPE, 'de')).toEqual({
+      ok: false,
+      reason: 'no-key',
+      message: t(GERMAN, 'user-install.no-key'),
+    });
+    expect(t(GERMAN, 'user-install.no-key')).toContain('`GATEWAY_API_KEY`');
+  });
+
+  it('holds a member to the videos and dollars a day the operator allows, in their language, whatever a server set', async () => {
+    const settings = await service({ operatorKey: OPERATOR_KEY, userInstallLimits: { dailyVideos: 3, dailyUsd: 1 } });
+    // A server's own limits (none here) and budgets do not reach a member's own install.
+    const ask = (estimateTicks = ESTIMATE, now = NOON) =>
+      settings.checkLimits({ guildId: SCOPE, userId: MEMBER, activeTasksOfUser: 0, now, estimateTicks, locale: 'fr' });
+
+    await settings.recordSubmission(ownTask('u1'), ESTIMATE);
+    await settings.recordSubmission(ownTask('u2'), ESTIMATE);
+    // $0.80 spent of $1.00: a third video of $0.40 would pass it.
+    const overBudget = await ask();
+    expect(overBudget).toMatchObject({ ok: false, retryAt: MIDNIGHT });
+    expect(overBudget.ok || overBudget.message).toBe(
+      t(FRENCH, 'user-install.limit.usd', {
+        estimate: formatEstimateIn(FRENCH, ESTIMATE),
+        amount: formatCostIn(FRENCH, 10_000_000_000),
+        left: formatCostIn(FRENCH, 2_000_000_000),
+        resets: `<t:${MIDNIGHT / 1000}:R>`,
+      }),
+    );
+    await expect(settings.recordSubmission(ownTask('u3'), ESTIMATE, 'fr')).rejects.toThrow(LimitReachedError);
+    expect(await ask(2_000_000_000)).toEqual({ ok: true });
+    await settings.recordSubmission(ownTask('u3'), 2_000_000_000);
+    // Three videos are as many as a day allows, whatever they cost.
+    expect(await ask(0)).toMatchObject({
+      ok: false,
+      message: t(FRENCH, 'user-install.limit.videos', { count: 3, retry: `<t:${MIDNIGHT / 1000}:R>` }),
+    });
+    expect(await ask(0, MIDNIGHT)).toEqual({ ok: true });
+
+    // The member's report: their own use of the operator's key, and what is left of the operator's limits.
+    expect(formatUsage(ENGLISH, await settings.spending.usage(SCOPE, MEMBER, false, NOON))).toBe(
+      [
+        "**Through your own install of the app**, on the bot operator's key:",
+        '**Your usage today** (Nov 17, 2026 UTC): 3 videos, $0.00, $1.00 reserved for videos in progress; no voice',
+        '**Your usage this month** (November 2026): 3 videos, $0.00, $1.00 reserved for videos in progress; no voice',
+        `Videos left today: 0 of 3; it starts over <t:${MIDNIGHT / 1000}:R>.`,
+        `Left to spend today: $0.00 of $1.00; it starts over <t:${MIDNIGHT / 1000}:R>.`,
+      ].join('\n'),
+    );
+    // Nothing of it reached the server's record.
+    expect((await settings.spending.usage(GUILD, MEMBER, false, NOON)).member.today.tasks).toBe(0);
   });
 });

@@ -18,4 +18,9 @@ async function execute(interaction: ChatInputCommandInteraction, services: Servi
   await answerUsage(interaction, services);
 }
 
-export default { data, requires, execute } satisfies Command;
+/** A member's own install has its own report: what they made through it on the operator's key. */
+function userInstall(): boolean {
+  return true;
+}
+
+export default { data, requires, userInstall, execute } satisfies Command;

@@ -12,6 +12,7 @@ import type { Command } from '../src/interactions/command.ts';
 import { literalChoice, localized, localizedChoice } from '../src/i18n/commands.ts';
 import { answerUsage } from '../src/interactions/usage-answer.ts';
 import { guildOf, memberLocale, type HandledInteraction, type Requirement } from '../src/interactions/requirements.ts';
+import { scopeOf } from '../src/interactions/installation.ts';
 import { t } from '../src/i18n/index.ts';
 import { MAX_AUTOCOMPLETE_CHOICES, containing, suggest, type Choice } from '../src/discord/autocomplete.ts';
 import {
@@ -222,7 +223,7 @@ async function editOrExtend(interaction: ChatInputCommandInteraction, services: 
 async function status(interaction: ChatInputCommandInteraction, services: Services) {
   const ref = interaction.options.getString('task', true);
   const locale = memberLocale(interaction);
-  const task = await services.video.tasks.findInGuild(guildOf(interaction), ref);
+  const task = await services.video.tasks.findInGuild(scopeOf(interaction), ref);
   if (!task) {
     await answerPrivately(interaction, t(locale, 'video.refusal.no-task', { ref }));
     return;
@@ -232,7 +233,7 @@ async function status(interaction: ChatInputCommandInteraction, services: Servic
 
 async function list(interaction: ChatInputCommandInteraction, services: Services) {
   const locale = memberLocale(interaction);
-  const tasks = await services.video.tasks.recentForUser(guildOf(interaction), interaction.user.id, RECENT_LISTED);
+  const tasks = await services.video.tasks.recentForUser(scopeOf(interaction), interaction.user.id, RECENT_LISTED);
   if (tasks.length === 0) {
     await answerPrivately(interaction, t(locale, 'video.list.none'));
     return;
@@ -253,7 +254,7 @@ async function autocomplete(interaction: AutocompleteInteraction, services: Serv
   const typed = focused.value.toLowerCase();
   let choices: Choice[] = [];
   if (focused.name === 'model') {
-    choices = containing(interaction.guildId ? await services.models.suggested(interaction.guildId, 'video') : [], typed);
+    choices = containing(await services.models.suggested(scopeOf(interaction), 'video'), typed);
   } else if (focused.name === 'voice') {
     const chosen = parseVoiceList(focused.value);
     const endsWithSeparator = /[\s,]$/.test(focused.value) || focused.value === '';
@@ -266,9 +267,7 @@ async function autocomplete(interaction: AutocompleteInteraction, services: Serv
       });
     }
   } else if (focused.name === 'task') {
-    const tasks = interaction.guildId
-      ? await services.video.tasks.recentForUser(interaction.guildId, interaction.user.id, MAX_AUTOCOMPLETE_CHOICES)
-      : [];
+    const tasks = await services.video.tasks.recentForUser(scopeOf(interaction), interaction.user.id, MAX_AUTOCOMPLETE_CHOICES);
     // Edits and extensions need a finished video; /video status takes any task.
     const needsVideo = interaction.options.getSubcommand(false) !== 'status';
     choices = tasks
@@ -446,6 +445,18 @@ async function execute(interaction: ChatInputCommandInteraction, services: Servi
   }
 }
 
+/** What works through a member's own install of the app: making a video, and looking at their own; the rest needs the server's install. */
+const USER_INSTALL_SUBCOMMANDS = new Set(['generate', 'status', 'list', 'usage']);
+
+/**
+ * Through a member's own install: /video generate, status, list and usage. Edit and extend need the
+ * server's install (the Edit video and Extend video message commands take a message's .mp4 anywhere),
+ * and so do the buttons under a video, which a card made through a member's install does not carry.
+ */
+function userInstall(interaction: HandledInteraction): boolean {
+  return interaction.isChatInputCommand() && USER_INSTALL_SUBCOMMANDS.has(interaction.options.getSubcommand(false) ?? '');
+}
+
 /**
  * A status card everyone sees for what makes a video (Regenerate, and the confirm button of a held video);
  * a form for Extend and Edit; a private answer otherwise (Cancel replaces its member's private question).
@@ -462,4 +473,4 @@ function answers(interaction: HandledInteraction): Placeholder | 'form' {
   return subcommand === 'generate' || subcommand === 'edit' || subcommand === 'extend' ? 'public' : 'private';
 }
 
-export default { data, requires, answers, execute, autocomplete, button, modal } satisfies Command;
+export default { data, requires, answers, userInstall, execute, autocomplete, button, modal } satisfies Command;

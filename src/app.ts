@@ -66,7 +66,7 @@ export async function registerBotCommands(
   signal: AbortSignal,
 ): Promise<number | undefined> {
   try {
-    return await retryUntilDone(() => registerCommands(rest, applicationId, commands, config.devGuildId), {
+    return await retryUntilDone(() => registerCommands(rest, applicationId, commands, config.devGuildId, config.userInstalls.enabled), {
       operation: 'command registration',
       log,
       signal,
@@ -180,6 +180,7 @@ export async function startApp(
     postAlert: (channelId, content) => outbox.say(channelId, content),
     guildLocale,
     metrics,
+    userInstallLimits: config.userInstalls,
   });
   const video = createVideo({
     store,
@@ -233,6 +234,7 @@ export async function startApp(
   });
   const services: Services = { config, log, store, settings, models, video, voice };
   const dispatcher = createDispatcher(commands, services, {
+    userInstalls: config.userInstalls.enabled,
     featureAccess: (guildId, feature, roles, isManager, locale) => settings.mayUse(guildId, feature, roles, isManager, locale),
   });
 

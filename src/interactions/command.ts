@@ -38,6 +38,13 @@ export interface Command<S = Services> {
    * (`private`, the default). A slow answer is deferred meanwhile with a placeholder of that kind.
    */
   answers?(interaction: HandledInteraction): Placeholder | 'form';
+  /**
+   * Whether a member may use this through their own install of the app (a DM, a private channel, a server
+   * without the bot), when the operator allows user installs (USER_INSTALLS=on): a command that has it is
+   * registered for user installs too, and the interactions it answers false for (a subcommand, a button)
+   * are answered privately that they need the server's install. Without it: server installs only.
+   */
+  userInstall?(interaction: HandledInteraction): boolean;
 }
 
 function hasFunction(value: object, key: string): boolean {
@@ -70,7 +77,7 @@ export function isCommand(value: unknown): value is Command {
     handler !== undefined &&
     hasFunction(value, handler) &&
     otherHandlers.every((other) => Reflect.get(value, other) === undefined) &&
-    ['autocomplete', 'button', 'modal', 'requires', 'answers'].every(
+    ['autocomplete', 'button', 'modal', 'requires', 'answers', 'userInstall'].every(
       (key) => Reflect.get(value, key) === undefined || hasFunction(value, key),
     )
   );

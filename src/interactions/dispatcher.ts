@@ -6,7 +6,8 @@ import type { Logger } from '../lib/log.ts';
 import { customIdParts } from '../discord/custom-id.ts';
 import type { Command } from './command.ts';
 import { t, type Locale } from '../i18n/index.ts';
-import { checkRequirement, memberLocale, type FeatureAccess, type HandledInteraction } from './requirements.ts';
+import { checkRequirement, invoked, memberLocale, type FeatureAccess, type HandledInteraction } from './requirements.ts';
+import { userInstallUse } from './installation.ts';
 
 // Routes every interaction to its command module, and keeps the bot alive whatever a handler does: a
 // handler that throws gives the user an ephemeral "something went wrong (ref ...)" and the log a line
@@ -41,6 +42,8 @@ function describe(interaction: Interaction): Record<string, unknown> {
 export interface DispatcherOptions {
   /** The server's role rules, for commands that require a feature (default: everyone may). */
   featureAccess?: FeatureAccess;
+  /** Whether members may use the bot through their own install of the app (USER_INSTALLS); default not. */
+  userInstalls?: boolean;
 }
 
 const EVERYONE: FeatureAccess = () => Promise.resolve({ ok: true });
@@ -59,11 +62,29 @@ export function createDispatcher<S extends { log: Logger }>(
   let accepting = true;
 
   /**
+   * Why a use through the member's own install of the app is refused (user installs are off, or this
+   * needs the server's install), in their language; undefined for a use that may go on. Such a use is
+   * bound by no server's requirements (its role rules, Manage Server): the operator's limits apply instead.
+   */
+  function userInstallRefusal(command: Command<S>, interaction: HandledInteraction): string | undefined {
+    const locale = memberLocale(interaction);
+    if (!options.userInstalls) return t(locale, 'user-install.off');
+    if (!command.userInstall?.(interaction)) return t(locale, 'user-install.server-only', { what: invoked(interaction) });
+    return undefined;
+  }
+
+  /**
    * The command's requirement checked, then its handler, with the interaction deferred meanwhile if that
    * takes long (a requirement may read the store); a form must come first, so nothing is deferred for one.
    */
   async function handleWith(command: Command<S>, interaction: HandledInteraction, handler: () => Promise<void>): Promise<void> {
     const handle = async () => {
+      if (userInstallUse(interaction)) {
+        const refusal = userInstallRefusal(command, interaction);
+        if (refusal === undefined) await handler();
+        else await answerPrivately(interaction, refusal);
+        return;
+      }
       const requirement = command.requires?.(interaction);
       const verdict = requirement ? await checkRequirement(interaction, requirement, featureAccess) : undefined;
       if (verdict && !verdict.ok) await answerPrivately(interaction, verdict.message);

@@ -52,7 +52,7 @@ export function channelLocale(interaction: Pick<HandledInteraction, 'locale' | '
 }
 
 /** The command as the member invoked it: `/voice settings`, **Animate image** from a message's Apps menu, or `/video` for its buttons and forms. */
-function invoked(interaction: HandledInteraction): string {
+export function invoked(interaction: HandledInteraction): string {
   if (interaction.isMessageContextMenuCommand()) return `**${interaction.commandName}**`;
   if (!interaction.isChatInputCommand()) return `\`/${customIdParts(interaction.customId)[0] ?? ''}\``;
   const sub = interaction.options.getSubcommand(false);

@@ -3,15 +3,17 @@ import { answerPrivately } from '../discord/answer.ts';
 import { isServerManager } from '../discord/member.ts';
 import type { Services } from '../services.ts';
 import { CHART_FILENAME, formatUsage, usageChart } from '../settings/usage-report.ts';
-import { guildOf, memberLocale } from './requirements.ts';
+import { memberLocale } from './requirements.ts';
+import { scopeOf, userInstallUse } from './installation.ts';
 
 /**
  * The usage report, privately: the member's own; with Manage Server the server's too and its chart
  * (`/usage` and `/video usage` answer the same).
  */
 export async function answerUsage(interaction: ChatInputCommandInteraction, services: Services): Promise<void> {
-  const manager = isServerManager(interaction);
-  const view = await services.settings.spending.usage(guildOf(interaction), interaction.user.id, manager);
+  // Through a member's own install there is no server to report on: their own use of the operator's key.
+  const manager = !userInstallUse(interaction) && isServerManager(interaction);
+  const view = await services.settings.spending.usage(scopeOf(interaction), interaction.user.id, manager);
   const chart = usageChart(view);
   await answerPrivately(interaction, {
     content: formatUsage(memberLocale(interaction), view),

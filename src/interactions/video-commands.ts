@@ -31,6 +31,7 @@ import type { TaskRecord } from '../video/record.ts';
 import { SubmissionRefusedError } from '../video/submit.ts';
 import type { Command } from './command.ts';
 import { guildOf, memberLocale } from './requirements.ts';
+import { scopeOf, userInstallUse } from './installation.ts';
 
 // What the commands that make videos share (/video, its buttons and forms, and the message commands that
 // act on a message's picture or video): the interaction as the video part sees it, submitting a prepared
@@ -64,9 +65,11 @@ export function attachmentInput(attachment: Attachment): AttachmentInput {
  * read): "received" is now to within milliseconds, and its token lives 15 minutes from about then.
  */
 export function interactionContext(interaction: RepliableInteraction): InteractionContext {
-  if (!interaction.guildId || !interaction.channelId) throw new Error('videos are made in servers only');
+  if (!interaction.channelId) throw new Error('a video is asked for in a channel');
+  const userInstall = userInstallUse(interaction);
   return {
-    guildId: interaction.guildId,
+    guildId: scopeOf(interaction),
+    ...(userInstall ? { userInstall } : {}),
     channelId: interaction.channelId,
     userId: interaction.user.id,
     applicationId: interaction.applicationId,
@@ -405,18 +408,18 @@ async function openSourceForm(
   }
   // Kept beside the form rather than before it, so a slow store cannot make the form late; a form whose
   // pick was not kept asks the member to start again when it is submitted.
+  const scope = scopeOf(interaction);
   const keeping = services.video.sourceForms
-    .keep(interaction.id, { guildId: guildOf(interaction), userId: interaction.user.id, source })
+    .keep(interaction.id, { guildId: scope, userId: interaction.user.id, source })
     .catch((error: unknown) => {
       services.log.warn('could not keep the source picked with a message command; its form will ask to start again', {
         command: command.name,
         error,
       });
     });
-  const guildId = guildOf(interaction);
   const [estimate, variants] = await Promise.all([
-    formEstimate(services, guildId, command.operation),
-    command.variants ? formVariants(services, guildId) : undefined,
+    formEstimate(services, scope, command.operation),
+    command.variants ? formVariants(services, scope) : undefined,
   ]);
   await interaction.showModal(
     videoForm(locale, {
@@ -440,7 +443,7 @@ async function submitSourceForm(
   prepare: PrepareFromSource,
 ): Promise<void> {
   const formId = customIdParts(interaction.customId)[1] ?? '';
-  const source = await services.video.sourceForms.find(formId, guildOf(interaction), interaction.user.id);
+  const source = await services.video.sourceForms.find(formId, scopeOf(interaction), interaction.user.id);
   if (!source) {
     const locale = memberLocale(interaction);
     await answerPrivately(interaction, t(locale, 'video.form.no-longer-open', { command: t(locale, command.nameKey) }));
@@ -471,8 +474,10 @@ async function submitSourceForm(
 export function messageVideoHandlers(
   command: MessageVideoCommand,
   prepare: PrepareFromSource,
-): Required<Pick<Command, 'requires' | 'answers' | 'messageCommand' | 'modal'>> {
+): Required<Pick<Command, 'requires' | 'answers' | 'messageCommand' | 'modal' | 'userInstall'>> {
   return {
+    // Anywhere the member is, through their own install too: the message's picture or .mp4 is all it needs.
+    userInstall: () => true,
     requires: (interaction) =>
       interaction.isModalSubmit() ? { feature: 'video', what: (locale) => `**${t(locale, command.nameKey)}**` } : { inServer: true },
     answers: (interaction) => (interaction.isModalSubmit() ? 'public' : 'form'),

@@ -4,8 +4,19 @@
 /** Discord's upload limit in a channel without boosts: for an interaction that does not say its channel's, or a request without one. */
 export const DEFAULT_ATTACHMENT_SIZE_LIMIT = 10 * 1024 * 1024;
 
+import type { UserInstallPlace } from './user-install.ts';
+
 export interface InteractionContext {
+  /**
+   * The server whose key, settings and limits the request counts under; for a use through the member's own
+   * install of the app, their scope (`userInstallScope()`), as the settings and the task record take it.
+   */
   guildId: string;
+  /**
+   * Set for a use through the member's own install where the bot is not in the channel: the card goes
+   * through the interaction, and a video done after its token ends, to the member's DMs.
+   */
+  userInstall?: UserInstallPlace;
   channelId: string;
   userId: string;
   applicationId: string;

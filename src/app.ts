@@ -225,7 +225,8 @@ export async function startApp(
     log,
   });
   video.tracker.onFinished((task) => {
-    if (task.state === 'succeeded' && !task.outcome.moderated) {
+    // A member's own install has no conversation of a server to tell.
+    if (task.state === 'succeeded' && !task.outcome.moderated && !task.userInstall) {
       voice.announce(
         task.guildId,
         t(guildLocale(task.guildId), 'voice.spoken.video-ready', { what: task.prompt.slice(0, 80) || task.operation }),

@@ -29,6 +29,8 @@ export const DISCORD_ERRORS = {
   invalidFormBody: 50035,
   /** Replying needs Read Message History in the channel. */
   cannotReplyWithoutHistory: 160002,
+  /** The user takes no DMs from the bot (closed to it, or no server in common and no install of the app). */
+  cannotMessageUser: 50007,
 } as const;
 
 export interface MessagePayload {
@@ -324,6 +326,14 @@ export class DiscordOutbox {
         const posted = readString(message, 'id') === undefined ? undefined : parsePostedMessage(message);
         return posted ? [{ ...posted, nonce: nonceOf(message), customIds: customIdsOf(message) }] : [];
       });
+  }
+
+  /** The bot's DM channel with a user (POST /users/@me/channels: the same channel each time), opened when it is not yet; its id. */
+  async openDm(userId: string): Promise<string> {
+    const channel: unknown = await this.#rest.post(Routes.userChannels(), { body: { recipient_id: userId } });
+    const id = readString(channel, 'id');
+    if (!id) throw new Error('Discord answered a DM channel without an id');
+    return id;
   }
 
   async #askOwnUserId(): Promise<string> {

@@ -32,7 +32,7 @@ import {
   type LostTaskReason,
 } from './wording.ts';
 import type { MemberCosts, MemberDayCost } from '../ports/guild-policy.ts';
-import { isTerminal, type TaskRecord } from './record.ts';
+import { askedInUrl, isTerminal, type TaskRecord, type UserInstallTask } from './record.ts';
 import type { TaskRepository } from './repository.ts';
 import { cardLocale, cardStateKey, renderJobCard, renderLostCard, videoLink, type CardView, type KnownCard } from './status-card.ts';
 import { KeyedLock } from '../lib/keyed-lock.ts';
@@ -161,6 +161,7 @@ export class VideoDelivery {
     const running = task.state === 'running' || task.state === 'submitting';
     if (running && task.card.renderedAt !== undefined && now - task.card.renderedAt < this.#deps.cardEditIntervalMs) return task;
     try {
+      if (pastItsToken(task, now)) return await this.#updateCardInDm(task, task.userInstall, now);
       const tasks = await this.#jobTasks(task);
       const edited = await this.#editCard(task, { ...(await this.#render(tasks, task, now)), keep: keptFiles(tasks, task) }, now, tasks);
       if (!edited)
@@ -191,11 +192,58 @@ export class VideoDelivery {
   }
 
   /**
+   * A member's own install past its token: the job's card where they asked cannot be edited any more. The
+   * task's own card in their DMs is edited once it is there; it goes there when the task ends without a
+   * video to show (failed, timed out, held back, could not be shown), so they hear how it ended. A task
+   * still running waits; a finished video goes there with its file (#showInCard).
+   */
+  async #updateCardInDm(task: TaskRecord, place: UserInstallTask, now: number): Promise<TaskRecord> {
+    const drawn: TaskRecord = { ...task, card: { ...task.card, renderedAt: now, renderedState: cardStateKey(task) } };
+    const toldHowItEnded = isTerminal(task.state) && task.delivery.state === 'closed';
+    if (place.dmMessageId === undefined && !toldHowItEnded) return drawn;
+    const shown = await this.#showInDm(task, place, undefined, now);
+    return { ...drawn, userInstall: { ...place, dmChannelId: shown.channelId, dmMessageId: shown.messageId } };
+  }
+
+  /**
+   * The task's own card in its member's DMs, with `file` when it shows the video: their DM channel opened
+   * (Discord answers the same channel each time), then the card edited when it is there, else posted once:
+   * with the task's nonce (enforced), and past the few minutes Discord keeps one, after a look among the
+   * channel's last messages for a post an earlier try made.
+   */
+  async #showInDm(
+    task: TaskRecord,
+    place: UserInstallTask,
+    file: FileToPost | undefined,
+    now: number,
+  ): Promise<PostedMessage & { channelId: string }> {
+    const { outbox } = this.#deps;
+    const channelId = place.dmChannelId ?? (await outbox.openDm(task.userId));
+    const card: CardEdit = {
+      ...(await this.#render([task], task, now, { audience: 'channel', askedIn: askedInUrl({ ...task, userInstall: place }) })),
+      ...(file ? { file } : {}),
+    };
+    if (place.dmMessageId !== undefined) {
+      const address = { ...task.card, tokenExpiresAt: 0, channelId, messageId: place.dmMessageId };
+      const edited = await outbox.editCard(address, card, now);
+      if (edited) return { ...edited, channelId };
+    }
+    const postingSince = task.delivery.postingSince ?? now;
+    const earlier = now - postingSince >= NONCE_TRUSTED_MS ? await this.#postedInChannel(task, channelId) : undefined;
+    if (earlier) return { ...earlier, channelId };
+    this.#deps.log.info("a member's own install: showing the task in their DMs, its interaction token has ended", { task: task.id });
+    return { ...(await outbox.postCard(channelId, card, task.delivery.nonce)), channelId };
+  }
+
+  /**
    * Edits the task's card. A variant that does not know the card's message id yet takes it from a
    * sibling (the first edit through the shared interaction token tells it to whichever task made it).
    */
   #editCard(task: TaskRecord, edit: CardEdit, now: number, tasks: readonly TaskRecord[] = [task]): Promise<PostedMessage | undefined> {
-    const messageId = task.card.messageId ?? tasks.find((sibling) => sibling.card.messageId !== undefined)?.card.messageId;
+    // A member's own install: where they asked, the bot reaches the card only through the token.
+    const messageId = task.userInstall
+      ? undefined
+      : (task.card.messageId ?? tasks.find((sibling) => sibling.card.messageId !== undefined)?.card.messageId);
     const address = { ...task.card, channelId: task.channelId, messageId };
     return this.#deps.outbox.editCard(address, task.card.componentsV2 ? edit : { ...edit, replacesLegacy: true }, now);
   }
@@ -281,11 +329,11 @@ export class VideoDelivery {
    * Extend button). Only the last 50 messages are searched; without Read Message History nothing can be
    * searched, and the video is shown again (twice then, at worst, and never lost).
    */
-  async #postedInChannel(task: TaskRecord): Promise<PostedMessage | undefined> {
+  async #postedInChannel(task: TaskRecord, channelId = task.channelId): Promise<PostedMessage | undefined> {
     const { nonce } = task.delivery;
     let messages: OwnMessage[];
     try {
-      messages = await this.#deps.outbox.recentOwnMessages(task.channelId);
+      messages = await this.#deps.outbox.recentOwnMessages(channelId);
     } catch (error) {
       // A deleted channel: the edit that follows is refused the same way, and closes the task.
       if (isDiscordError(error, DISCORD_ERRORS.unknownChannel)) return undefined;
@@ -329,7 +377,7 @@ export class VideoDelivery {
     const now = Date.now();
     const shown: TaskRecord = { ...current, delivery: { ...current.delivery, state: 'posted' } };
     const edited = await this.#oneAtATime(shown, async (): Promise<{ ok: TaskRecord } | { error: unknown }> => {
-      let shownIn: { message: PostedMessage; reposted: boolean };
+      let shownIn: { message: PostedMessage; reposted: boolean; dmChannelId?: string };
       try {
         const tasks = await this.#jobTasks(shown);
         const edit = { ...(await this.#render(tasks, shown, now)), keep: keptFiles(tasks, shown), ...(file ? { file } : {}) };
@@ -337,25 +385,34 @@ export class VideoDelivery {
       } catch (error) {
         return { error };
       }
-      const { message, reposted } = shownIn;
-      const posted: TaskRecord = {
-        ...shown,
-        delivery: {
-          ...shown.delivery,
-          messageId: message.messageId,
-          ...(file && message.attachmentUrl ? { attachmentUrl: message.attachmentUrl } : {}),
-          ...(file && message.attachmentId ? { attachmentId: message.attachmentId } : {}),
-        },
-        card: {
-          ...shown.card,
-          messageId: message.messageId,
-          componentsV2: true,
-          renderedAt: now,
-          renderedState: cardStateKey(shown),
-          // A card posted again is a channel message: the interaction's token would edit the one that is gone.
-          ...(reposted ? { tokenExpiresAt: 0 } : {}),
-        },
+      const { message, reposted, dmChannelId } = shownIn;
+      const delivered = {
+        ...shown.delivery,
+        messageId: message.messageId,
+        ...(file && message.attachmentUrl ? { attachmentUrl: message.attachmentUrl } : {}),
+        ...(file && message.attachmentId ? { attachmentId: message.attachmentId } : {}),
       };
+      // Shown in the member's DMs: the task's own card there; the job's card where they asked stays as it was.
+      const posted: TaskRecord = dmChannelId
+        ? {
+            ...shown,
+            delivery: delivered,
+            userInstall: { ...shown.userInstall, dmChannelId, dmMessageId: message.messageId },
+            card: { ...shown.card, renderedAt: now, renderedState: cardStateKey(shown) },
+          }
+        : {
+            ...shown,
+            delivery: delivered,
+            card: {
+              ...shown.card,
+              messageId: message.messageId,
+              componentsV2: true,
+              renderedAt: now,
+              renderedState: cardStateKey(shown),
+              // A card posted again is a channel message: the interaction's token would edit the one that is gone.
+              ...(reposted ? { tokenExpiresAt: 0 } : {}),
+            },
+          };
       // The card shows it already: saved without another edit (one without the file would take the video off).
       await repository.save(posted);
       return { ok: posted };
@@ -378,6 +435,12 @@ export class VideoDelivery {
       this.#deps.metrics?.videoDeliveryFailure('posted_as_link');
       log.warn('Discord refused the video file (no Attach Files?); showing a link instead', { task: task.id, channel: task.channelId });
       return this.#post(current, undefined, describeMissingPermission(locale, 'Attach Files'));
+    }
+    if (task.userInstall && isDiscordError(error, DISCORD_ERRORS.cannotMessageUser)) {
+      // Trying again cannot open the member's DMs; /video status still shows the task and its link.
+      this.#deps.metrics?.videoDeliveryFailure('missing_permission');
+      log.warn("a member's DMs are closed to the bot; closing their task", { task: task.id });
+      return this.#close(current, translator(locale)('user-install.card.dm-closed'));
     }
     if (isDiscordError(error, DISCORD_ERRORS.unknownChannel)) {
       // Trying again cannot bring the channel back; /video status elsewhere still shows the task and its link.
@@ -402,12 +465,20 @@ export class VideoDelivery {
     edit: CardEdit,
     now: number,
     tasks: readonly TaskRecord[],
-  ): Promise<{ message: PostedMessage; reposted: boolean }> {
-    try {
-      const edited = await this.#editCard(task, edit, now, tasks);
-      if (edited) return { message: edited, reposted: false };
-    } catch (error) {
-      if (!isDiscordError(error, DISCORD_ERRORS.unknownMessage)) throw error;
+  ): Promise<{ message: PostedMessage; reposted: boolean; dmChannelId?: string }> {
+    const place = task.userInstall;
+    if (!place || !pastItsToken(task, now)) {
+      try {
+        const edited = await this.#editCard(task, edit, now, tasks);
+        if (edited) return { message: edited, reposted: false };
+      } catch (error) {
+        if (!isDiscordError(error, DISCORD_ERRORS.unknownMessage)) throw error;
+      }
+    }
+    if (place) {
+      // A member's own install whose card cannot be reached where they asked: the video goes to their DMs.
+      const { channelId, ...message } = await this.#showInDm(task, place, edit.file, now);
+      return { message, reposted: false, dmChannelId: channelId };
     }
     this.#deps.log.warn("a finished video's card is gone or out of reach; posting the card again with the video", {
       task: task.id,
@@ -480,12 +551,24 @@ export class VideoDelivery {
 }
 
 /**
+ * A task of a member's own install whose job's card the bot can no longer edit where they asked (its
+ * interaction token has ended), or whose own card is in their DMs already: what it shows goes there.
+ */
+function pastItsToken(task: TaskRecord, now: number): task is TaskRecord & { userInstall: UserInstallTask } {
+  return task.userInstall !== undefined && (task.userInstall.dmMessageId !== undefined || now >= task.card.tokenExpiresAt);
+}
+
+/**
  * The ids of the files a job's card shows that an edit must keep: an edit keeps only the attachments it
  * lists, and each variant's video was uploaded by the edit that showed it.
  */
 function keptFiles(tasks: readonly TaskRecord[], editing: TaskRecord): { id: string; filename: string }[] {
   return tasks.flatMap((task) => {
     const { state, inCard, attachmentId: id, fileName: filename, linkReason } = task.id === editing.id ? editing.delivery : task.delivery;
-    return state === 'posted' && inCard && id !== undefined && filename !== undefined && linkReason === undefined ? [{ id, filename }] : [];
+    // A video shown in a member's DMs is a file of the card there, not of the job's card.
+    const elsewhere = (task.id === editing.id ? editing : task).userInstall?.dmMessageId !== undefined;
+    return state === 'posted' && inCard && !elsewhere && id !== undefined && filename !== undefined && linkReason === undefined
+      ? [{ id, filename }]
+      : [];
   });
 }

@@ -126,6 +126,22 @@ export interface JobPlace {
   unsent?: { count: number; reason: string };
 }
 
+/**
+ * Where a task made through a member's own install of the app was asked for, which the bot cannot write
+ * to as a channel (a server that has not added it, a DM, a private channel): the job's card is the
+ * interaction's answer, edited through its token while it lives. What the task still has to show after that
+ * (its video, or why there is none) goes to the member's DMs as a card of the task's own, with a link back
+ * to where they asked; the job's card there stays as the token left it.
+ */
+export interface UserInstallTask {
+  /** The server it was asked in; unset in a DM or a private channel. */
+  guildId?: string;
+  /** The bot's DM channel with the member, once the task's card went there. */
+  dmChannelId?: string;
+  /** The task's card in that channel, edited from then on (`delivery.messageId` is it once its video is shown there). */
+  dmMessageId?: string;
+}
+
 export interface TaskRecord {
   id: string;
   job?: JobPlace;
@@ -133,6 +149,10 @@ export interface TaskRecord {
   layer: Layer;
   /** Which key submitted the task (a fingerprint, never the key); the server's current key follows it. */
   keyId: string;
+  /**
+   * The server whose key, limits and task list the task counts under; for a task made through a member's
+   * own install of the app, their user-install scope (src/ports/user-install.ts), with `userInstall` set.
+   */
   guildId: string;
   channelId: string;
   userId: string;
@@ -163,6 +183,32 @@ export interface TaskRecord {
    * on tasks of earlier versions, whose cards began in English and stay in it.
    */
   locale?: Locale;
+  /** Set on a task made through a member's own install where the bot is not in the channel; unset on every other. */
+  userInstall?: UserInstallTask;
+}
+
+/**
+ * The guild whose shard Discord delivers a task's interactions to, and whose worker follows the task: its
+ * server's; for a member's own install, the server it was asked in, or for a DM or a private channel none,
+ * which Discord delivers to shard 0 (`0` falls on shard 0 whatever the count).
+ */
+export function routingGuildId(task: Pick<TaskRecord, 'guildId' | 'userInstall'>): string {
+  return task.userInstall ? (task.userInstall.guildId ?? '0') : task.guildId;
+}
+
+/** A link to a message of the task's: in the member's DMs once its card went there, else where it was asked. */
+export function taskMessageUrl(task: Pick<TaskRecord, 'guildId' | 'channelId' | 'userInstall'>, messageId: string): string {
+  const place = task.userInstall;
+  if (!place) return `https://discord.com/channels/${task.guildId}/${task.channelId}/${messageId}`;
+  if (place.dmChannelId !== undefined && messageId === place.dmMessageId)
+    return `https://discord.com/channels/@me/${place.dmChannelId}/${messageId}`;
+  return `https://discord.com/channels/${place.guildId ?? '@me'}/${task.channelId}/${messageId}`;
+}
+
+/** Where a member's own install asked for the task: the job's card there, or its channel when the card's id was never known. */
+export function askedInUrl(task: Pick<TaskRecord, 'channelId' | 'card'> & { userInstall: UserInstallTask }): string {
+  const channel = `https://discord.com/channels/${task.userInstall.guildId ?? '@me'}/${task.channelId}`;
+  return task.card.messageId === undefined ? channel : `${channel}/${task.card.messageId}`;
 }
 
 const TERMINAL_STATES: ReadonlySet<TaskState> = new Set(['succeeded', 'failed', 'expired', 'timed_out', 'unknown']);
@@ -352,6 +398,21 @@ export function parseTaskRecord(raw: unknown): TaskRecord {
     delivery: parseDelivery(source.delivery, `${path}.delivery`),
     reservation: source.reservation === undefined ? undefined : parseReservation(source.reservation, `${path}.reservation`),
     locale: parseLocale(optionalString(source, 'locale', path)),
+    ...(source.userInstall === undefined || source.userInstall === null
+      ? {}
+      : { userInstall: parseUserInstall(source.userInstall, `${path}.userInstall`) }),
+  };
+}
+
+function parseUserInstall(raw: unknown, path: string): UserInstallTask {
+  const source = requireObject(raw, path);
+  const guildId = optionalString(source, 'guildId', path);
+  const dmChannelId = optionalString(source, 'dmChannelId', path);
+  const dmMessageId = optionalString(source, 'dmMessageId', path);
+  return {
+    ...(guildId === undefined ? {} : { guildId }),
+    ...(dmChannelId === undefined ? {} : { dmChannelId }),
+    ...(dmMessageId === undefined ? {} : { dmMessageId }),
   };
 }
 

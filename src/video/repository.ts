@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Layer } from '../gateway/spec.ts';
 import type { Logger } from '../lib/log.ts';
 import { StoredRecordError, type Collection, type Store } from '../store/index.ts';
-import { needsWork, parseTaskRecord, type TaskRecord } from './record.ts';
+import { needsWork, parseTaskRecord, routingGuildId, type TaskRecord } from './record.ts';
 
 // Where tasks live. Besides the records themselves, three small indexes keep every read cheap however
 // long the history grows: the tasks that still need work (all a restart has to scan), gateway ids to
@@ -29,8 +29,10 @@ function parseString(raw: unknown): string {
 }
 
 /**
- * An active task's marker holds its guild, so that a worker can resume its own guilds' tasks without
- * reading the others'; markers written before sharding hold `true` (the guild is read from the task).
+ * An active task's marker holds the guild whose shard follows it (routingGuildId(): its server, or for a
+ * member's own install the server it was asked in, or `0` for shard 0), so that a worker can resume its
+ * own guilds' tasks without reading the others'; markers written before sharding hold `true` (the guild
+ * is read from the task).
  */
 type ActiveMarker = string | true;
 
@@ -113,7 +115,7 @@ export class TaskRepository {
       this.#markedActive.delete(task.id);
       this.#gatewayIdIndexed.delete(task.id);
     } else if (!this.#markedActive.has(task.id)) {
-      await this.#active.set(task.id, task.guildId);
+      await this.#active.set(task.id, routingGuildId(task));
       mark(this.#markedActive, task.id);
     }
   }
@@ -173,7 +175,8 @@ export class TaskRepository {
   /** Ids of every task that still needs polling or posting: what a restart resumes. */
   async *activeIds(ownsGuild: (guildId: string) => boolean = () => true): AsyncIterable<string> {
     for await (const [id, marker] of this.#active.entries()) {
-      const guildId = marker === true ? (await this.#tasks.get(id))?.guildId : marker;
+      const task = marker === true ? await this.#tasks.get(id) : undefined;
+      const guildId = marker === true ? task && routingGuildId(task) : marker;
       // A marker whose task has gone is resumed by whoever meets it: the tracker closes it.
       if (guildId === undefined || ownsGuild(guildId)) yield id;
     }

@@ -158,7 +158,8 @@ export function buildExtensionRequest(
 
 /** The name a task's video is stored under in the gateway's storage: one per task. */
 export function storageFilename(guildId: string, taskId: string): string {
-  return `discord-${guildId}-${taskId}.mp4`;
+  // A member's own install counts under a scope (`user-install:<id>`): its colon is no part of a file name.
+  return `discord-${guildId.replaceAll(':', '-')}-${taskId}.mp4`;
 }
 
 /**

@@ -33,7 +33,7 @@ import {
   type LostTaskReason,
 } from './wording.ts';
 import { DEFAULT_POLL_POLICY } from './poll-policy.ts';
-import { isTerminal, madeVideo, type StatusCard, type TaskRecord } from './record.ts';
+import { isTerminal, madeVideo, taskMessageUrl, type StatusCard, type TaskRecord } from './record.ts';
 
 // The status card: one message per job in Components V2, edited in place from submission to the end. A
 // container (its accent colour the job's state) holds the request (prompt and settings), then one tile
@@ -95,10 +95,12 @@ type TileVideo =
 export interface CardView {
   audience: 'channel' | 'private';
   locale?: Locale;
+  /** A task's own card in its member's DMs (made through their own install): where they asked for it. */
+  askedIn?: string;
 }
 
 function messageUrl(task: TaskRecord, messageId: string): string {
-  return `https://discord.com/channels/${task.guildId}/${task.channelId}/${messageId}`;
+  return taskMessageUrl(task, messageId);
 }
 
 function tileVideo(task: TaskRecord, audience: CardView['audience']): TileVideo | undefined {
@@ -350,7 +352,8 @@ function renderTile(
       linkButton(number === undefined ? tr('video.card.go-to-video') : tr('video.card.go-to-video-numbered', { number }), video.url),
     );
   // The buttons come with the video, as they came under the post; a private view points at them.
-  if (view.audience === 'channel' && task.delivery.state === 'posted' && task.delivery.inCard)
+  // A card made through a member's own install carries none: they work through the server's install only.
+  if (view.audience === 'channel' && task.delivery.state === 'posted' && task.delivery.inCard && !task.userInstall)
     buttons.unshift(...resultButtons(task.id, number, locale));
   // A row holds five buttons: a variant's five actions leave no room for its link button, whose link the
   // tile's text carries already.
@@ -381,6 +384,9 @@ export function renderJobCard(
     tr('video.card.requested-by', { user: `<@${first.userId}>` }),
     first.prompt ? `> ${truncate(first.prompt, PROMPT_PREVIEW).replaceAll('\n', '\n> ')}` : undefined,
     settingsLine(first, tr),
+    // Whose key pays, where a server's members might think it is the server's.
+    first.userInstall ? tr('user-install.card.operator-key', { member: `<@${first.userId}>` }) : undefined,
+    view.askedIn === undefined ? undefined : tr('user-install.card.asked-in', { link: view.askedIn }),
   ]
     .filter((line) => line !== undefined)
     .join('\n');
@@ -448,12 +454,20 @@ export function knownCard(task: TaskRecord, now: number): KnownCard {
   const { applicationId, tokenExpiresAt, messageId, componentsV2 } = task.card;
   // Past its token the card is edited as a channel message; the token would only take memory.
   const interactionToken = now < tokenExpiresAt ? task.card.interactionToken : '';
+  // A member's own install: past its token the card is reached only in their DMs, when it went there.
+  const place = task.userInstall;
   return {
     taskId: task.id,
     operation: task.operation,
     userId: task.userId,
-    channelId: task.channelId,
-    card: { applicationId, interactionToken, tokenExpiresAt, messageId, ...(componentsV2 ? { componentsV2 } : {}) },
+    channelId: place?.dmChannelId ?? task.channelId,
+    card: {
+      applicationId,
+      interactionToken,
+      tokenExpiresAt: place?.dmMessageId === undefined ? tokenExpiresAt : 0,
+      messageId: place ? place.dmMessageId : messageId,
+      ...(componentsV2 ? { componentsV2 } : {}),
+    },
     gatewayId: task.gatewayId,
     requestId: task.outcome.requestId,
     locale: cardLocale(task),

@@ -29,8 +29,10 @@ export const DISCORD_ERRORS = {
   invalidFormBody: 50035,
   /** Replying needs Read Message History in the channel. */
   cannotReplyWithoutHistory: 160002,
-  /** The user takes no DMs from the bot (closed to it, or no server in common and no install of the app). */
+  /** The user takes no DMs from the bot (closed to it). */
   cannotMessageUser: 50007,
+  /** The user shares no server with the bot and has not installed the app: the bot may not DM them. */
+  noMutualGuilds: 50278,
 } as const;
 
 export interface MessagePayload {

@@ -436,7 +436,7 @@ export class VideoDelivery {
       log.warn('Discord refused the video file (no Attach Files?); showing a link instead', { task: task.id, channel: task.channelId });
       return this.#post(current, undefined, describeMissingPermission(locale, 'Attach Files'));
     }
-    if (task.userInstall && isDiscordError(error, DISCORD_ERRORS.cannotMessageUser)) {
+    if (task.userInstall && isDiscordError(error, DISCORD_ERRORS.cannotMessageUser, DISCORD_ERRORS.noMutualGuilds)) {
       // Trying again cannot open the member's DMs; /video status still shows the task and its link.
       this.#deps.metrics?.videoDeliveryFailure('missing_permission');
       log.warn("a member's DMs are closed to the bot; closing their task", { task: task.id });

@@ -164,6 +164,8 @@ export class VideoDelivery {
       if (pastItsToken(task, now)) return await this.#updateCardInDm(task, task.userInstall, now);
       const tasks = await this.#jobTasks(task);
       const edited = await this.#editCard(task, { ...(await this.#render(tasks, task, now)), keep: keptFiles(tasks, task) }, now, tasks);
+      // Discord ended the token before the bot's clock did: the same as past it.
+      if (!edited && task.userInstall) return await this.#updateCardInDm(task, task.userInstall, now);
       if (!edited)
         this.#deps.log.warn('a status card is out of reach: its interaction token ended before its message id was known', {
           task: task.id,

@@ -40,6 +40,10 @@ describe('the bot on the stand-ins', () => {
     const video = world.discord.commands().find((command) => command.name === 'video');
     const options = Array.isArray(video?.options) ? video.options : [];
     expect(options.map((option: { name?: unknown }) => option.name)).toEqual(['generate', 'edit', 'extend', 'status', 'list', 'usage']);
+    // USER_INSTALLS is off by default: every command for server installs, in servers, and nothing for a member's own install.
+    expect(world.discord.commands().map((command) => [command.integration_types, command.contexts])).toEqual(
+      world.discord.commands().map(() => [[0], [0]]),
+    );
   });
 
   it("answers a command within Discord's 3 s deadline", async () => {

@@ -1,0 +1,135 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { TestGuild, User } from 'discord-standin';
+import { ENGLISH, resolveLocale, t } from '../../src/i18n/index.ts';
+import { nextUtcMidnight } from '../../src/settings/limits.ts';
+import { cardButtons, cardText } from '../support/cards.ts';
+import { startWorld, type World } from '../support/world.ts';
+
+// A member's own install of the app (USER_INSTALLS=on), with the bot as a process on the stand-ins: the
+// commands registered for it, a video made in the bot's DM on the operator's key, one that finishes after
+// the interaction's token ended reaching the member by DM, and the operator's daily limit, in the member's
+// language. One bot for the file; its tests follow one member through their day.
+
+const EPHEMERAL = 64;
+const OPERATOR_KEY = 'emulator-key';
+/** The emulator's usual pace, and one slow enough that the token can end while the video is made. */
+const QUICK_MS = 300;
+const SLOW_MS = 60_000;
+
+let world: World;
+/** A server that has not added the bot. */
+let elsewhere: TestGuild;
+/** A member who installed the app, in a server without the bot only, and reads German. */
+let mira: User;
+const GERMAN = resolveLocale('de', undefined, 'member');
+
+beforeAll(async () => {
+  world = await startWorld({ env: { USER_INSTALLS: 'on', USER_INSTALL_DAILY_VIDEOS: '2' } });
+  elsewhere = world.discord.createGuild({ withBot: false, locale: 'fr' });
+  mira = world.discord.createUser({ guildId: elsewhere.id, name: 'mira', locale: 'de' });
+  world.discord.installAppForUser(mira);
+}, 60_000);
+afterAll(() => world?.stop());
+
+const madeWithOperatorKey = () => t(ENGLISH, 'user-install.card.operator-key', { member: `<@${mira.id}>` });
+
+/** The gateway key that submitted the video of `prompt` (the emulator knows keys by their id). */
+function keyOf(prompt: string): string | undefined {
+  return world.emulator.requests.findLast((entry) => entry.method === 'POST' && JSON.stringify(entry.body).includes(prompt))?.keyId;
+}
+
+describe("a member's own install", () => {
+  it('is offered /video, /usage and the message commands everywhere; /config and /voice stay on servers', () => {
+    const offered = Object.fromEntries(
+      world.discord.commands().map((command) => [command.name, { types: command.integration_types, contexts: command.contexts }]),
+    );
+    const everywhere = { types: [0, 1], contexts: [0, 1, 2] };
+    const serversOnly = { types: [0], contexts: [0] };
+    expect(offered).toEqual({
+      'Animate image': everywhere,
+      config: serversOnly,
+      'Edit video': everywhere,
+      'Extend video': everywhere,
+      usage: everywhere,
+      video: everywhere,
+      voice: serversOnly,
+    });
+  });
+
+  it("makes a video in the bot's DM on the operator's key, shown in the interaction's card", async () => {
+    const run = world.discord.runCommand({
+      user: mira,
+      channelId: world.discord.botDmChannel(mira),
+      command: 'video',
+      subcommand: 'generate',
+      options: { prompt: 'a paper boat on a pond', duration: 4 },
+    });
+    expect((await run.response()).type).toBe(5);
+    const card = await run.waitForReply((message) => cardText(message).includes('**Done**'), 20_000);
+    expect(card.attachments.map((file) => file.bytes.subarray(4, 8).toString('latin1'))).toEqual(['ftyp']);
+    expect(cardText(card)).toContain(madeWithOperatorKey());
+    // Its buttons would need the server's install.
+    expect(cardButtons(card)).toEqual([]);
+    expect(keyOf('a paper boat on a pond')).toBe(world.emulator.keyIdOf(OPERATOR_KEY));
+  });
+
+  it('sends a video that finishes after the interaction token ended to the member by DM, once, linking where they asked', async () => {
+    const { discord, emulator, bot } = world;
+    // The bot's DM holds the cards of her earlier interactions: only a message new from here counts.
+    const before = new Set(discord.directMessages(mira.id).map((message) => message.id));
+    emulator.config.timing.generation_ms = SLOW_MS;
+    let restored = false;
+    try {
+      const run = discord.runCommand({
+        user: mira,
+        channelId: elsewhere.textChannelId,
+        command: 'video',
+        subcommand: 'generate',
+        options: { prompt: 'a slow sunrise over the sea' },
+      });
+      const card = await run.waitForReply((message) => cardText(message).includes('Generating'), 20_000);
+      // Fifteen minutes pass: Discord takes no more edits through the token; then the video is done.
+      discord.expireInteraction(run);
+      emulator.config.timing.generation_ms = QUICK_MS;
+      restored = true;
+      const delivered = await discord.waitForDirectMessage(
+        mira.id,
+        (message) => !before.has(message.id) && message.attachments.length > 0,
+        20_000,
+      );
+      await bot.waitForLog((line) => line.msg === 'video posted' && line.message === delivered.id);
+      expect(delivered.attachments.map((file) => file.filename)).toEqual([expect.stringMatching(/\.mp4$/)]);
+      const askedIn = `https://discord.com/channels/${elsewhere.id}/${elsewhere.textChannelId}/${card.id}`;
+      expect(cardText(delivered)).toContain(t(ENGLISH, 'user-install.card.asked-in', { link: askedIn }));
+      expect(cardText(delivered)).toContain(madeWithOperatorKey());
+      expect(keyOf('a slow sunrise over the sea')).toBe(emulator.keyIdOf(OPERATOR_KEY));
+      // Once: the bot's DMs with her hold this one video.
+      expect(discord.directMessages(mira.id).filter((message) => !before.has(message.id))).toEqual([delivered]);
+      // Nothing was posted in the server the bot is not in, besides the interaction's own card.
+      expect(discord.messages(elsewhere.textChannelId).map((message) => message.id)).toEqual([card.id]);
+      // The token is kept with the task until it is delivered, and never written to the log.
+      expect(bot.output()).not.toContain(run.record.token);
+    } finally {
+      if (!restored) emulator.config.timing.generation_ms = QUICK_MS;
+    }
+  });
+
+  it("holds her to the operator's videos a day and refuses what needs a server, privately and in German", async () => {
+    const { discord } = world;
+    const channelId = discord.botDmChannel(mira);
+    const resets = `<t:${Math.floor(nextUtcMidnight(Date.now()) / 1000)}:R>`;
+    const third = discord.runCommand({ user: mira, channelId, command: 'video', subcommand: 'generate', options: { prompt: 'one more' } });
+    const refused = await third.response();
+    expect(refused.data.flags).toBe(EPHEMERAL);
+    expect(refused.data.content).toBe(t(GERMAN, 'user-install.limit.videos', { count: 2, retry: resets }));
+
+    const edit = discord.runCommand({ user: mira, channelId, command: 'video', subcommand: 'edit', options: { prompt: 'brighter' } });
+    expect((await edit.response()).data.content).toBe(t(GERMAN, 'user-install.server-only', { what: '`/video edit`' }));
+
+    const usage = (await discord.runCommand({ user: mira, channelId, command: 'usage' }).response()).data.content;
+    expect(usage).toContain(t(GERMAN, 'user-install.usage.title'));
+    expect(usage).toContain(t(GERMAN, 'user-install.usage.videos-left', { left: 0, count: 2, resets }));
+    // All of it went as the bot meant: nothing it had to log as an error.
+    expect(world.bot.logs.filter((line) => line.level === 'error')).toEqual([]);
+  });
+});

@@ -65,6 +65,8 @@ export async function registerBotCommands(
   log: Logger,
   signal: AbortSignal,
 ): Promise<number | undefined> {
+  if (config.devGuildId && config.userInstalls.enabled)
+    log.warn("USER_INSTALLS=on needs global commands: with DEV_GUILD_ID they are one server's, which no member's own install is offered");
   try {
     return await retryUntilDone(() => registerCommands(rest, applicationId, commands, config.devGuildId, config.userInstalls.enabled), {
       operation: 'command registration',

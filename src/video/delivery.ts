@@ -222,7 +222,12 @@ export class VideoDelivery {
     const { outbox } = this.#deps;
     const channelId = place.dmChannelId ?? (await outbox.openDm(task.userId));
     const card: CardEdit = {
-      ...(await this.#render([task], task, now, { audience: 'channel', askedIn: askedInUrl({ ...task, userInstall: place }) })),
+      // Their DMs are theirs: in their language, where the card they asked from is in the server's.
+      ...(await this.#render([task], task, now, {
+        audience: 'channel',
+        askedIn: askedInUrl({ ...task, userInstall: place }),
+        ...(place.locale ? { locale: place.locale } : {}),
+      })),
       ...(file ? { file } : {}),
     };
     if (place.dmMessageId !== undefined) {

@@ -140,6 +140,8 @@ export interface UserInstallTask {
   dmChannelId?: string;
   /** The task's card in that channel, edited from then on (`delivery.messageId` is it once its video is shown there). */
   dmMessageId?: string;
+  /** The member's language, which their DMs are in (the card where they asked is in the server's). */
+  locale?: Locale;
 }
 
 export interface TaskRecord {
@@ -409,7 +411,9 @@ function parseUserInstall(raw: unknown, path: string): UserInstallTask {
   const guildId = optionalString(source, 'guildId', path);
   const dmChannelId = optionalString(source, 'dmChannelId', path);
   const dmMessageId = optionalString(source, 'dmMessageId', path);
+  const locale = parseLocale(optionalString(source, 'locale', path));
   return {
+    ...(locale === undefined ? {} : { locale }),
     ...(guildId === undefined ? {} : { guildId }),
     ...(dmChannelId === undefined ? {} : { dmChannelId }),
     ...(dmMessageId === undefined ? {} : { dmMessageId }),

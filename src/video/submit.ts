@@ -137,7 +137,7 @@ export class VideoSubmission {
       attachmentSizeLimit: context.attachmentSizeLimit,
       delivery: { state: 'waiting', nonce: id, attempts: 0 },
       locale: channelLocaleOf(context),
-      ...(context.userInstall ? { userInstall: { ...context.userInstall } } : {}),
+      ...(context.userInstall ? { userInstall: { ...context.userInstall, locale: memberLocaleOf(context) } } : {}),
     };
   }
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestGuild, User } from 'discord-standin';
-import { ENGLISH, resolveLocale, t } from '../../src/i18n/index.ts';
+import { resolveLocale, t } from '../../src/i18n/index.ts';
 import { nextUtcMidnight } from '../../src/settings/limits.ts';
 import { cardButtons, cardText } from '../support/cards.ts';
 import { startWorld, type World } from '../support/world.ts';
@@ -31,7 +31,9 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(() => world?.stop());
 
-const madeWithOperatorKey = () => t(ENGLISH, 'user-install.card.operator-key', { member: `<@${mira.id}>` });
+/** What her cards say of whose key paid: in German, hers, where no server's language applies (the bot's DM, her DMs). */
+const madeWithOperatorKey = () => t(GERMAN, 'user-install.card.operator-key', { member: `<@${mira.id}>` });
+const FRENCH = resolveLocale('fr', undefined, 'channel');
 
 /** The gateway key that submitted the video of `prompt` (the emulator knows keys by their id). */
 function keyOf(prompt: string): string | undefined {
@@ -65,7 +67,7 @@ describe("a member's own install", () => {
       options: { prompt: 'a paper boat on a pond', duration: 4 },
     });
     expect((await run.response()).type).toBe(5);
-    const card = await run.waitForReply((message) => cardText(message).includes('**Done**'), 20_000);
+    const card = await run.waitForReply((message) => cardText(message).includes(t(GERMAN, 'video.card.status.done')), 20_000);
     expect(card.attachments.map((file) => file.bytes.subarray(4, 8).toString('latin1'))).toEqual(['ftyp']);
     expect(cardText(card)).toContain(madeWithOperatorKey());
     // Its buttons would need the server's install.
@@ -87,7 +89,9 @@ describe("a member's own install", () => {
         subcommand: 'generate',
         options: { prompt: 'a slow sunrise over the sea' },
       });
-      const card = await run.waitForReply((message) => cardText(message).includes('Generating'), 20_000);
+      // The card where she asked is the server's, in French, and says the operator's key pays.
+      const card = await run.reply(20_000);
+      expect(cardText(card)).toContain(t(FRENCH, 'user-install.card.operator-key', { member: `<@${mira.id}>` }));
       // Fifteen minutes pass: Discord takes no more edits through the token; then the video is done.
       discord.expireInteraction(run);
       emulator.config.timing.generation_ms = QUICK_MS;
@@ -100,7 +104,7 @@ describe("a member's own install", () => {
       await bot.waitForLog((line) => line.msg === 'video posted' && line.message === delivered.id);
       expect(delivered.attachments.map((file) => file.filename)).toEqual([expect.stringMatching(/\.mp4$/)]);
       const askedIn = `https://discord.com/channels/${elsewhere.id}/${elsewhere.textChannelId}/${card.id}`;
-      expect(cardText(delivered)).toContain(t(ENGLISH, 'user-install.card.asked-in', { link: askedIn }));
+      expect(cardText(delivered)).toContain(t(GERMAN, 'user-install.card.asked-in', { link: askedIn }));
       expect(cardText(delivered)).toContain(madeWithOperatorKey());
       expect(keyOf('a slow sunrise over the sea')).toBe(emulator.keyIdOf(OPERATOR_KEY));
       // Once: the bot's DMs with her hold this one video.

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { REST } from 'discord.js';
+import { ComponentType, MessageFlags, REST } from 'discord.js';
 import { DiscordOutbox } from '../src/discord/outbox.ts';
 import { GatewayClientPool } from '../src/gateway/pool.ts';
 import type { TaskResult } from '../src/gateway/types.ts';
@@ -208,13 +208,24 @@ export async function benchmarkDelivery(options: { videoBytes?: number; concurre
     const done = await client.getTask('req_baseline');
     const inMemory = async (): Promise<void> => {
       const downloaded = await client.downloadVideo(done satisfies TaskResult, { maxBytes: attachmentSizeLimit });
-      await outbox.post({
-        channelId: CHANNEL,
-        content: 'baseline',
-        file: { name: 'video.mp4', contentType: 'video/mp4', data: downloaded.bytes },
-        mentionUsers: [],
-        nonce: 'baseline',
-      });
+      const file = { name: 'video.mp4', contentType: 'video/mp4', data: downloaded.bytes };
+      await outbox.postCard(
+        CHANNEL,
+        {
+          flags: MessageFlags.IsComponentsV2,
+          components: [
+            {
+              type: ComponentType.Container,
+              components: [
+                { type: ComponentType.TextDisplay, content: 'baseline' },
+                { type: ComponentType.MediaGallery, items: [{ media: { url: `attachment://${file.name}` } }] },
+              ],
+            },
+          ],
+          file,
+        },
+        'baseline',
+      );
     };
     const buffered = await peakDuring(inMemory);
     const bufferedLive = await peakDuring(inMemory, true);

@@ -26,9 +26,6 @@ export const DISCORD_ERRORS = {
   missingAccess: 50001,
   missingPermissions: 50013,
   requestEntityTooLarge: 40005,
-  invalidFormBody: 50035,
-  /** Replying needs Read Message History in the channel. */
-  cannotReplyWithoutHistory: 160002,
   /** The user takes no DMs from the bot (closed to it). */
   cannotMessageUser: 50007,
   /** The user shares no server with the bot and has not installed the app: the bot may not DM them. */
@@ -136,17 +133,6 @@ function nonceOf(raw: unknown): string | undefined {
 /** A file to upload: its bytes in memory, or (for anything big, such as a video) a file on disk, streamed from there. */
 export type FileToPost = { name: string; contentType: string } & ({ data: Buffer } | { path: string });
 
-export interface ChannelPost extends MessagePayload {
-  channelId: string;
-  file?: FileToPost;
-  /** Reply to this message (the status card); still posted if it was deleted. */
-  replyTo?: string;
-  /** Only these users are pinged. */
-  mentionUsers: string[];
-  /** With enforce_nonce, Discord answers a repeat of this nonce with the first message instead of a new one. */
-  nonce: string;
-}
-
 /** A message Discord answered with; `fileName` picks which attachment's url and id are read (a job's card has several). */
 function parsePostedMessage(raw: unknown, fileName?: string): PostedMessage {
   const messageId = readString(raw, 'id');
@@ -160,15 +146,6 @@ function parsePostedMessage(raw: unknown, fileName?: string): PostedMessage {
 
 export function isDiscordError(error: unknown, ...codes: number[]): error is DiscordAPIError {
   return error instanceof DiscordAPIError && codes.includes(Number(error.code));
-}
-
-/** Discord will not take this post as a reply (no Read Message History, or a `message_reference` it rejects); it may take it without. */
-export function isReplyRefusal(error: unknown): boolean {
-  if (isDiscordError(error, DISCORD_ERRORS.cannotReplyWithoutHistory)) return true;
-  return (
-    isDiscordError(error, DISCORD_ERRORS.invalidFormBody) &&
-    readRecord(readRecord(error.rawError, 'errors'), 'message_reference') !== undefined
-  );
 }
 
 /**
@@ -270,21 +247,6 @@ export class DiscordOutbox {
       body: payload,
       auth: false,
     });
-  }
-
-  async post(post: ChannelPost): Promise<PostedMessage> {
-    const body: RESTPostAPIChannelMessageJSONBody = {
-      content: post.content,
-      embeds: post.embeds,
-      components: post.components,
-      nonce: post.nonce,
-      enforce_nonce: true,
-      allowed_mentions: { users: post.mentionUsers },
-      message_reference: post.replyTo ? { message_id: post.replyTo, fail_if_not_exists: false } : undefined,
-    };
-    const file = post.file;
-    if (file) body.attachments = [{ id: 0, filename: file.name }];
-    return parsePostedMessage(await this.#send('post', Routes.channelMessages(post.channelId), body, file, true));
   }
 
   /**

@@ -4,9 +4,9 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buffer } from 'node:stream/consumers';
-import { REST } from 'discord.js';
+import { ComponentType, MessageFlags, REST } from 'discord.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DiscordOutbox, MAX_CONTENT_LENGTH } from '../../src/discord/outbox.ts';
+import { type CardEdit, DiscordOutbox, type FileToPost, MAX_CONTENT_LENGTH } from '../../src/discord/outbox.ts';
 import { type DiscordStandIn, startDiscordStandIn, type TestGuild } from 'discord-standin';
 import { SAMPLE_MP4 } from '../support/media.ts';
 
@@ -54,7 +54,24 @@ describe('say', () => {
   });
 });
 
-describe('post', () => {
+/** A status card showing its text and, in its gallery, the file posted with it. */
+function cardWith(text: string, file: FileToPost): CardEdit {
+  return {
+    flags: MessageFlags.IsComponentsV2,
+    components: [
+      {
+        type: ComponentType.Container,
+        components: [
+          { type: ComponentType.TextDisplay, content: text },
+          { type: ComponentType.MediaGallery, items: [{ media: { url: `attachment://${file.name}` } }] },
+        ],
+      },
+    ],
+    file,
+  };
+}
+
+describe('postCard', () => {
   let directory: string;
   let path: string;
 
@@ -67,20 +84,16 @@ describe('post', () => {
 
   it('uploads a file read from disk as Discord takes it, like one given as bytes', async () => {
     const channel = guild.textChannelId;
-    const fromDisk = await outbox.post({
-      channelId: channel,
-      content: 'from disk',
-      file: { name: 'video-a.mp4', contentType: 'video/mp4', path },
-      mentionUsers: [],
-      nonce: 'disk-1',
-    });
-    const fromMemory = await outbox.post({
-      channelId: channel,
-      content: 'from memory',
-      file: { name: 'video-b.mp4', contentType: 'video/mp4', data: SAMPLE_MP4 },
-      mentionUsers: [],
-      nonce: 'memory-1',
-    });
+    const fromDisk = await outbox.postCard(
+      channel,
+      cardWith('from disk', { name: 'video-a.mp4', contentType: 'video/mp4', path }),
+      'disk-1',
+    );
+    const fromMemory = await outbox.postCard(
+      channel,
+      cardWith('from memory', { name: 'video-b.mp4', contentType: 'video/mp4', data: SAMPLE_MP4 }),
+      'memory-1',
+    );
     for (const [posted, name, nonce] of [
       [fromDisk, 'video-a.mp4', 'disk-1'],
       [fromMemory, 'video-b.mp4', 'memory-1'],
@@ -91,13 +104,7 @@ describe('post', () => {
       expect(posted.attachmentUrl).toBe(message?.attachments[0]?.url);
     }
     // The nonce still guards a repeat.
-    const again = await outbox.post({
-      channelId: channel,
-      content: 'from disk',
-      file: { name: 'video-a.mp4', contentType: 'video/mp4', path },
-      mentionUsers: [],
-      nonce: 'disk-1',
-    });
+    const again = await outbox.postCard(channel, cardWith('from disk', { name: 'video-a.mp4', contentType: 'video/mp4', path }), 'disk-1');
     expect(again.messageId).toBe(fromDisk.messageId);
   });
 
@@ -113,9 +120,8 @@ describe('post', () => {
     const rest = new REST({ api: `http://127.0.0.1:${(server.address() as AddressInfo).port}/api` }).setToken('token');
     try {
       const raw = new DiscordOutbox(rest);
-      const post = { channelId: guild.textChannelId, content: 'hi', mentionUsers: ['1'], nonce: 'n-1' };
-      await raw.post({ ...post, file: { name: 'v.mp4', contentType: 'video/mp4', path } });
-      await raw.post({ ...post, file: { name: 'v.mp4', contentType: 'video/mp4', data: SAMPLE_MP4 } });
+      await raw.postCard(guild.textChannelId, cardWith('hi', { name: 'v.mp4', contentType: 'video/mp4', path }), 'n-1');
+      await raw.postCard(guild.textChannelId, cardWith('hi', { name: 'v.mp4', contentType: 'video/mp4', data: SAMPLE_MP4 }), 'n-1');
     } finally {
       rest.clearHashSweeper();
       rest.clearHandlerSweeper();

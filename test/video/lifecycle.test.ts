@@ -9,7 +9,7 @@ import { ComponentType, REST, Routes } from 'discord.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DiscordOutbox } from '../../src/discord/outbox.ts';
 import { GatewayClientPool } from '../../src/gateway/pool.ts';
-import { isRecord, readRecord, readString } from '../../src/lib/json.ts';
+import { isRecord, readArray, readRecord, readString } from '../../src/lib/json.ts';
 import { createLogger, silentLogger, type LogFields, type Logger, type LogLevel } from '../../src/lib/log.ts';
 import { openStore, StoreUnavailableError, type Collection, type Store } from '../../src/store/index.ts';
 import { NO_METRICS, type VideoTaskLostReason } from '../../src/lib/metrics.ts';
@@ -780,14 +780,23 @@ describe('a crash between posting a video and recording it, in an earlier versio
   it('finds the earlier post after the upgrade, instead of showing the video a second time, and its buttons still answer', async () => {
     const id = newTaskId();
     // What the process that crashed managed to do: the post went out, "posted" was never written.
-    const earlier = await outbox.post({
-      channelId: guild.textChannelId,
-      content: `<@${guild.member.id}> your video is ready.`,
-      file: { name: `video-${id}.mp4`, data: SAMPLE_MP4, contentType: 'video/mp4' },
-      components: [{ type: ComponentType.ActionRow, components: resultButtons(id) }],
-      mentionUsers: [],
-      nonce: id,
+    // It posted through discord.js's REST client as the bot still does, in the layout of its day.
+    const posted: unknown = await rest.post(Routes.channelMessages(guild.textChannelId), {
+      body: {
+        content: `<@${guild.member.id}> your video is ready.`,
+        components: [{ type: ComponentType.ActionRow, components: resultButtons(id) }],
+        allowed_mentions: { users: [] },
+        nonce: id,
+        enforce_nonce: true,
+        attachments: [{ id: 0, filename: `video-${id}.mp4` }],
+      },
+      files: [{ name: `video-${id}.mp4`, data: SAMPLE_MP4, contentType: 'video/mp4' }],
     });
+    const earlier = {
+      messageId: readString(posted, 'id'),
+      attachmentUrl: readString(readArray(posted, 'attachments')?.[0], 'url'),
+    };
+    expect(earlier.attachmentUrl).toBeDefined();
     const { task, card } = await track({
       id,
       state: 'succeeded',

@@ -1,27 +1,16 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startWorld, type World } from '../support/world.ts';
+import { describe, expect, it } from 'vitest';
 import { cardText } from '../support/cards.ts';
+import { videoWorld } from '../support/video-e2e.ts';
 
 // Which video addresses the bot as a process fetches, as its environment configures it (GATEWAY_BASE_URL,
 // DOWNLOAD_ALLOWED_HOSTS); test/video/downloads.test.ts covers what it fetches and posts, in this process.
 
 describe('the bot as a process, configured through its environment', () => {
-  let world: World;
-  beforeAll(async () => {
-    world = await startWorld({ env: { GATEWAY_LAYER: 'native' } });
-  }, 60_000);
-  afterAll(() => world?.stop());
+  const e2e = videoWorld({ layer: 'native' });
 
   async function generate(): Promise<string> {
-    const run = world.discord.runCommand({
-      user: world.guild.member,
-      guildId: world.guild.id,
-      channelId: world.guild.textChannelId,
-      command: 'video',
-      subcommand: 'generate',
-      options: { prompt: 'a lighthouse at dusk' },
-    });
-    return world.discord.waitFor(
+    const run = e2e.video('generate', { prompt: 'a lighthouse at dusk' });
+    return e2e.world.discord.waitFor(
       () => {
         const text = run.record.original ? cardText(run.record.original) : '';
         return text.includes('**Done**') || text.includes('could not be shown') ? text : undefined;
@@ -33,13 +22,13 @@ describe('the bot as a process, configured through its environment', () => {
 
   it("refuses a video address on another host than GATEWAY_BASE_URL's when it is not public, and fetches it once DOWNLOAD_ALLOWED_HOSTS lists it", async () => {
     // The emulator names its videos at 127.0.0.1; the bot knows the gateway as localhost.
-    const byName = world.emulator.baseUrl.replace('127.0.0.1', 'localhost');
-    await world.bot.stop();
-    await world.restartBot({ GATEWAY_BASE_URL: byName });
+    const byName = e2e.world.emulator.baseUrl.replace('127.0.0.1', 'localhost');
+    await e2e.world.bot.stop();
+    await e2e.world.restartBot({ GATEWAY_BASE_URL: byName });
     expect(await generate()).toContain('not on the public internet');
 
-    await world.bot.stop();
-    await world.restartBot({ GATEWAY_BASE_URL: byName, DOWNLOAD_ALLOWED_HOSTS: 'storage.invalid, 127.0.0.1' });
+    await e2e.world.bot.stop();
+    await e2e.world.restartBot({ GATEWAY_BASE_URL: byName, DOWNLOAD_ALLOWED_HOSTS: 'storage.invalid, 127.0.0.1' });
     expect(await generate()).toContain('**Done**');
   }, 60_000);
 });

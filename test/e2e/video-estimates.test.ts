@@ -1,9 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { InteractionHandle, Message, User } from 'discord-standin';
-import type { JournalEntry } from '../../src/emulator/server.ts';
-import { startWorld, type World } from '../support/world.ts';
-import { PNG_HEADER } from '../support/media.ts';
 import { cardText, galleryItems } from '../support/cards.ts';
+import { DEFERRED_REPLY, EPHEMERAL, isDone, png, REPLY, UPDATE, videoRefOf, videoWorld } from '../support/video-e2e.ts';
 
 // What a video is expected to cost, shown before anything is spent (issue 24, "Shown before and after"):
 // on the first status card, on the forms of the buttons and message commands, on a finished card whose
@@ -11,33 +9,12 @@ import { cardText, galleryItems } from '../support/cards.ts';
 // member's confirm button, with nothing sent to the gateway before the press. The emulator's prices: 480p
 // $0.05 a second, 720p $0.08 (edits as 8 s and extensions as the seconds added, at 720p).
 
-const EPHEMERAL = 64;
-const REPLY = 4;
-const DEFERRED_REPLY = 5;
-const UPDATE = 7;
-
 describe('estimates before a video is made', () => {
-  let world: World;
-
-  beforeAll(async () => {
-    world = await startWorld();
-  }, 60_000);
-  afterAll(() => world?.stop());
-
-  function submissions(): JournalEntry[] {
-    return world.emulator.requests.filter((entry) => entry.method === 'POST' && entry.path.startsWith('/v1/videos/'));
-  }
+  const e2e = videoWorld();
+  const { submissions } = e2e;
 
   function generate(user: User, prompt: string, options: Record<string, number> = {}): InteractionHandle {
-    const { discord, guild } = world;
-    return discord.runCommand({
-      user,
-      guildId: guild.id,
-      channelId: guild.textChannelId,
-      command: 'video',
-      subcommand: 'generate',
-      options: { prompt, ...options },
-    });
+    return e2e.video('generate', { prompt, ...options }, { user });
   }
 
   /** The value of a card's `Name: value` line. */
@@ -45,19 +22,17 @@ describe('estimates before a video is made', () => {
     return new RegExp(`^${name}: (.*)$`, 'm').exec(cardText(card))?.[1];
   }
 
-  const posted = (card: Message) => cardText(card).includes('**Done**');
-
   /** A finished video of `user`'s, and its ref (from its buttons). */
   async function finishedVideo(user: User, prompt: string): Promise<{ video: Message; ref: string }> {
     // The card is the video's message: the file is in its gallery and the buttons under it.
-    const video = await generate(user, prompt, { duration: 2 }).waitForReply(posted, 20_000);
-    return { video, ref: /video:extend:(v[0-9a-z]+)/.exec(JSON.stringify(video.components))![1]! };
+    const video = await generate(user, prompt, { duration: 2 }).waitForReply(isDone, 20_000);
+    return { video, ref: videoRefOf(video) };
   }
 
   describe('on the card', () => {
     it('the first card carries the estimate while the task runs', async () => {
       // Its own member: the task never finishes, so it stays among their videos in progress.
-      const watcher = world.discord.createUser({ guildId: world.guild.id, name: 'watcher' });
+      const watcher = e2e.world.discord.createUser({ guildId: e2e.world.guild.id, name: 'watcher' });
       const card = await generate(watcher, 'a slow sunrise [[hang]]', { duration: 4 }).waitForReply(
         (reply) => cardText(reply).includes('**Generating'),
         15_000,
@@ -67,7 +42,7 @@ describe('estimates before a video is made', () => {
     });
 
     it('a finished card whose cost the gateway did not report shows the estimate, marked as estimated, never $0.00', async () => {
-      const card = await generate(world.guild.member, 'a quiet meadow [[no-cost]]', { duration: 2 }).waitForReply(posted, 20_000);
+      const card = await generate(e2e.world.guild.member, 'a quiet meadow [[no-cost]]', { duration: 2 }).waitForReply(isDone, 20_000);
       expect(field(card, 'Cost')).toBe('about $0.10 (estimated)');
       expect(field(card, 'Estimate')).toBeUndefined();
       expect(cardText(card)).not.toContain('$0.00');
@@ -76,7 +51,7 @@ describe('estimates before a video is made', () => {
 
   describe('on the forms', () => {
     it("the Extend and Edit forms under a video, and a message command's form, carry the estimate in their title", async () => {
-      const { discord, guild } = world;
+      const { discord, guild } = e2e.world;
       const { video, ref } = await finishedVideo(guild.member, 'a kite on the beach');
       const extend = await discord.clickButton({ user: guild.member, message: video, customId: `video:extend:${ref}` }).response();
       expect(extend.data.title).toBe('Extend this video (about $0.08 a second)');
@@ -86,7 +61,7 @@ describe('estimates before a video is made', () => {
         user: guild.admin,
         channelId: guild.textChannelId,
         content: '',
-        attachments: [{ filename: 'dog.png', bytes: PNG_HEADER, contentType: 'image/png' }],
+        attachments: [png('dog.png')],
       });
       const animate = await discord.runMessageCommand({ user: guild.member, message: picture, command: 'Animate image' }).response();
       expect(animate.data.title).toBe('Animate this image (about $0.05 a second)');
@@ -97,7 +72,7 @@ describe('estimates before a video is made', () => {
     /** The private question a video over the threshold waits on: the interaction's reply, or a follow-up when the reply was deferred publicly. */
     function questionOf(run: InteractionHandle): Promise<Message> {
       const isQuestion = (message: Message) => (message.flags & EPHEMERAL) !== 0 && message.components.length > 0;
-      return world.discord.waitFor(
+      return e2e.world.discord.waitFor(
         () => {
           const original = run.record.original;
           if (original && !original.deleted && isQuestion(original)) return original;
@@ -113,22 +88,12 @@ describe('estimates before a video is made', () => {
     }
 
     beforeAll(async () => {
-      const { discord, guild } = world;
-      const set = await discord
-        .runCommand({
-          user: guild.admin,
-          guildId: guild.id,
-          channelId: guild.textChannelId,
-          command: 'config',
-          subcommand: 'budget',
-          options: { confirm_over_usd: 0.3 },
-        })
-        .reply();
+      const set = await e2e.config('budget', { confirm_over_usd: 0.3 }).reply();
       expect(set.content).toContain('confirm videos over $0.30');
     }, 20_000);
 
     it("waits for its member's button with nothing sent, refuses another member, and submits on the press", async () => {
-      const { discord, guild } = world;
+      const { discord, guild } = e2e.world;
       const before = submissions().length;
       const run = generate(guild.member, 'a long river journey', { duration: 8 });
       const question = await questionOf(run);
@@ -154,7 +119,7 @@ describe('estimates before a video is made', () => {
       // The member's press: the card everyone sees is the press's reply, and the video is made.
       const press = discord.clickButton({ user: guild.member, message: question, customId: confirm! });
       expect((await press.response()).type).toBe(DEFERRED_REPLY);
-      const card = await press.waitForReply(posted, 20_000);
+      const card = await press.waitForReply(isDone, 20_000);
       expect(card.flags & EPHEMERAL).toBe(0);
       expect(cardText(card)).toContain(`Requested by <@${guild.member.id}>`);
       expect(submissions()).toHaveLength(before + 1);
@@ -170,7 +135,7 @@ describe('estimates before a video is made', () => {
     });
 
     it('asks about the whole job of variants, each under the threshold, and sends them all on the press', async () => {
-      const { discord, guild } = world;
+      const { discord, guild } = e2e.world;
       const before = submissions().length;
       // One 4 s video is $0.20, under the $0.30 threshold; two are $0.40, over it.
       const run = generate(guild.member, 'two lighthouses at dusk', { duration: 4, variants: 2 });
@@ -186,7 +151,7 @@ describe('estimates before a video is made', () => {
     }, 40_000);
 
     it('Cancel sends nothing, and the question says so', async () => {
-      const { discord, guild } = world;
+      const { discord, guild } = e2e.world;
       const before = submissions().length;
       const question = await questionOf(generate(guild.member, 'a very long parade', { duration: 10 }));
       expect(question.content).toMatch(/^\*\*Generate for about \$0\.50\?\*\*/);
@@ -202,43 +167,23 @@ describe('estimates before a video is made', () => {
     });
 
     it("a form's submission (Extend under a video) and the Regenerate button wait for the member's button too", async () => {
-      const { discord, guild } = world;
+      const { discord, guild } = e2e.world;
       const { video, ref } = await finishedVideo(guild.member, 'a sailing boat');
       const before = submissions().length;
       const form = await discord.clickButton({ user: guild.member, message: video, customId: `video:extend:${ref}` }).modal();
       const submit = discord.submitModal({
-        user: guild.member,
-        guildId: guild.id,
-        channelId: guild.textChannelId,
+        ...e2e.where(),
         customId: form.customId,
         fields: { prompt: 'it sails on', duration: '6' },
       });
       expect((await questionOf(submit)).content).toMatch(/^\*\*Extend for about \$0\.48\?\*\*/);
-      await discord
-        .runCommand({
-          user: guild.admin,
-          guildId: guild.id,
-          channelId: guild.textChannelId,
-          command: 'config',
-          subcommand: 'budget',
-          options: { confirm_over_usd: 0.05 },
-        })
-        .reply();
+      await e2e.config('budget', { confirm_over_usd: 0.05 }).reply();
       const regenerate = discord.clickButton({ user: guild.member, message: video, customId: `video:regenerate:${ref}` });
       const question = await questionOf(regenerate);
       expect(question.content).toMatch(/^\*\*Regenerate for about \$0\.10\?\*\*/);
       expect(JSON.stringify(question.components)).toContain('"label":"Regenerate"');
       expect(submissions()).toHaveLength(before);
-      await discord
-        .runCommand({
-          user: guild.admin,
-          guildId: guild.id,
-          channelId: guild.textChannelId,
-          command: 'config',
-          subcommand: 'budget',
-          options: { confirm_over_usd: 0.3 },
-        })
-        .reply();
+      await e2e.config('budget', { confirm_over_usd: 0.3 }).reply();
     });
   });
 });

@@ -1,57 +1,33 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { JournalEntry } from '../../src/emulator/server.ts';
+import { describe, expect, it } from 'vitest';
 import type { Message } from 'discord-standin';
-import { startWorld, type World } from '../support/world.ts';
-import { PNG_HEADER, SAMPLE_MP4 } from '../support/media.ts';
+import { DEFERRED_REPLY, EPHEMERAL, isDone, LAYERS, mp4, png, videoWorld } from '../support/video-e2e.ts';
 import { cardEditProblems, cardText, galleryItems } from '../support/cards.ts';
 
 // Forms that take files (issue 27), on both layers: /video edit and extend without a source take the
 // .mp4 as an upload, Animate image takes an optional last frame, and Change and regenerate sends a
 // finished video's request again with what the member changed in its form.
 
-const EPHEMERAL = 64;
-const DEFERRED_REPLY = 5;
-const mp4 = (filename: string) => ({ filename, bytes: SAMPLE_MP4, contentType: 'video/mp4' });
-const png = (filename: string) => ({ filename, bytes: PNG_HEADER, contentType: 'image/png' });
-
-describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
-  let world: World;
-  const prefix = layer === 'compat' ? '/v1' : '/native/v1';
-
-  beforeAll(async () => {
-    world = await startWorld({ env: { GATEWAY_LAYER: layer } });
-  }, 60_000);
-  afterAll(() => world?.stop());
-
-  const isSubmission = (entry: JournalEntry) => entry.method === 'POST' && entry.path.startsWith(`${prefix}/videos/`);
-  const submissions = () => world.emulator.requests.filter(isSubmission);
-
-  function where() {
-    const { guild } = world;
-    return { user: guild.member, guildId: guild.id, channelId: guild.textChannelId };
-  }
+describe.each(LAYERS)('on the %s layer', (layer) => {
+  const e2e = videoWorld({ layer });
+  const { prefix, where, isSubmission, submissions } = e2e;
 
   /** Submits a form and waits for the gateway's submission and the finished card. */
-  async function submitted(options: Parameters<World['discord']['submitModal']>[0]) {
+  async function submitted(options: Parameters<typeof e2e.world.discord.submitModal>[0]) {
     const earlier = new Set(submissions());
-    const submit = world.discord.submitModal(options);
+    const submit = e2e.world.discord.submitModal(options);
     const answer = await submit.response();
     expect(answer.type, JSON.stringify(answer.data)).toBe(DEFERRED_REPLY);
-    const submission = await world.emulator.waitForRequest((entry) => isSubmission(entry) && !earlier.has(entry));
-    const card = await submit.waitForReply((reply) => cardText(reply).includes('**Done**'), 20_000);
+    const submission = await e2e.world.emulator.waitForRequest((entry) => isSubmission(entry) && !earlier.has(entry));
+    const card = await submit.waitForReply(isDone, 20_000);
     return { submission, card };
   }
 
   async function generated(options: Record<string, string | number>): Promise<Message> {
-    const run = world.discord.runCommand({ ...where(), command: 'video', subcommand: 'generate', options });
-    return run.waitForReply((card) => cardText(card).includes('**Done**'), 20_000);
+    return e2e.video('generate', options).waitForReply(isDone, 20_000);
   }
 
   it('/video extend without a source opens a form that takes the .mp4, and extends the uploaded video', async () => {
-    const { discord } = world;
-    const form = await discord
-      .runCommand({ ...where(), command: 'video', subcommand: 'extend', options: { prompt: 'the tide comes in' } })
-      .modal();
+    const form = await e2e.video('extend', { prompt: 'the tide comes in' }).modal();
     expect(form).toEqual({ customId: 'video:extend-upload', inputs: ['prompt', 'duration', 'video'] });
     const { submission, card } = await submitted({
       ...where(),
@@ -69,10 +45,8 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
   });
 
   it('refuses an uploaded file that is not an .mp4 privately, naming the field, and sends nothing', async () => {
-    const { discord } = world;
-    const form = await discord
-      .runCommand({ ...where(), command: 'video', subcommand: 'edit', options: { prompt: 'make it snow' } })
-      .modal();
+    const { discord } = e2e.world;
+    const form = await e2e.video('edit', { prompt: 'make it snow' }).modal();
     expect(form.inputs).toEqual(['prompt', 'video']);
     const before = submissions().length;
     const answer = await discord
@@ -83,7 +57,7 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
   });
 
   it('Animate image sends the uploaded last frame as last_frame', async () => {
-    const { discord, guild } = world;
+    const { discord, guild } = e2e.world;
     const picture = discord.postMessage({ user: guild.admin, channelId: guild.textChannelId, content: '', attachments: [png('dawn.png')] });
     const form = await discord.runMessageCommand({ user: guild.member, message: picture, command: 'Animate image' }).modal();
     expect(form.inputs).toEqual(['prompt', 'duration', 'variants', 'last_frame']);
@@ -102,7 +76,7 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
   });
 
   it("Animate image's variants start at the server's default, and 2 make one card with two videos", async () => {
-    const { discord, guild } = world;
+    const { discord, guild } = e2e.world;
     const picture = discord.postMessage({ user: guild.admin, channelId: guild.textChannelId, content: '', attachments: [png('pond.png')] });
     const opened = await discord.runMessageCommand({ user: guild.member, message: picture, command: 'Animate image' }).response();
     const variants = JSON.stringify(opened.data.components).match(/"custom_id":"variants".*?"options":(\[[^\]]*\])/)?.[1];
@@ -126,11 +100,11 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
   }, 40_000);
 
   it('Change and regenerate sends the changed prompt with the same model, length, resolution and ratio', async () => {
-    const { discord } = world;
+    const { discord } = e2e.world;
     const original = await generated({ prompt: 'a red kite over dunes', duration: 3, resolution: '720p', aspect_ratio: '9:16' });
     const first = [...submissions()].reverse().find((entry) => entry.path === `${prefix}/videos/generations`)!;
     const ref = /video:change:(v[0-9a-z]+)/.exec(JSON.stringify(original.components))![1]!;
-    const form = await discord.clickButton({ user: world.guild.member, message: original, customId: `video:change:${ref}` }).modal();
+    const form = await discord.clickButton({ user: e2e.world.guild.member, message: original, customId: `video:change:${ref}` }).modal();
     expect(form).toEqual({ customId: `video:change-modal:${ref}`, inputs: ['prompt', 'duration', 'resolution', 'aspect_ratio', 'image'] });
     // A member's client sends each select's chosen option as the form showed it.
     const { submission } = await submitted({
@@ -146,18 +120,8 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
   });
 
   it("refuses a last frame the server's model cannot take, naming the field, and sends nothing", async () => {
-    const { discord, guild } = world;
-    const setModel = (model: string) =>
-      discord
-        .runCommand({
-          user: guild.admin,
-          guildId: guild.id,
-          channelId: guild.textChannelId,
-          command: 'config',
-          subcommand: 'defaults',
-          options: { model },
-        })
-        .reply();
+    const { discord, guild } = e2e.world;
+    const setModel = (model: string) => e2e.config('defaults', { model }).reply();
     await setModel('svc-imagine-video');
     try {
       const picture = discord.postMessage({

@@ -1,32 +1,20 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { JournalEntry } from '../../src/emulator/server.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { InteractionHandle, Message, User } from 'discord-standin';
-import { startWorld, type World } from '../support/world.ts';
-import { PNG_HEADER, SAMPLE_MP4 } from '../support/media.ts';
+import { SAMPLE_MP4 } from '../support/media.ts';
 import { cardEditProblems, cardText, galleryItems } from '../support/cards.ts';
+import { DEFERRED_REPLY, EPHEMERAL, isDone, LAYERS, mp4, png, type Upload, videoRefOf, videoWorld } from '../support/video-e2e.ts';
 
 // Video where people already are (issue 19), on both layers: the message commands of a message's Apps
 // menu (Animate image, Extend video, Edit video) on members' messages, the cost on the status card, and
 // who may press the buttons under a video.
 
-const EPHEMERAL = 64;
-const DEFERRED_REPLY = 5;
-
-describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
-  let world: World;
-  const prefix = layer === 'compat' ? '/v1' : '/native/v1';
-
-  beforeAll(async () => {
-    world = await startWorld({ env: { GATEWAY_LAYER: layer } });
-  }, 60_000);
-  afterAll(() => world?.stop());
+describe.each(LAYERS)('on the %s layer', (layer) => {
+  const e2e = videoWorld({ layer });
+  const { prefix, isSubmission, submissions } = e2e;
 
   /** A message a member posts in the server's text channel. */
-  function post(
-    user: User,
-    options: { content?: string; files?: { filename: string; bytes: Buffer; contentType: string }[]; embeds?: Record<string, unknown>[] },
-  ): Message {
-    const { discord, guild } = world;
+  function post(user: User, options: { content?: string; files?: Upload[]; embeds?: Record<string, unknown>[] }): Message {
+    const { discord, guild } = e2e.world;
     return discord.postMessage({
       user,
       channelId: guild.textChannelId,
@@ -36,41 +24,22 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
     });
   }
 
-  function isSubmission(entry: JournalEntry): boolean {
-    return entry.method === 'POST' && entry.path.startsWith(`${prefix}/videos/`);
-  }
-
-  function submissions(): JournalEntry[] {
-    return world.emulator.requests.filter(isSubmission);
-  }
-
   /**
    * Picks `command` on `message` as `user`, fills its form with `fields`, and waits for the video: the
    * form's inputs, the submission the gateway took, the card and the posted video.
    */
-  async function onMessage(command: string, message: Message, fields: Record<string, string>, user = world.guild.member) {
-    const { discord, emulator, guild } = world;
-    const before = new Set(discord.messages(guild.textChannelId).map((existing) => existing.id));
+  async function onMessage(command: string, message: Message, fields: Record<string, string>, user = e2e.world.guild.member) {
+    const { discord, emulator } = e2e.world;
+    const before = e2e.messageIds();
     const earlier = new Set(submissions());
     const form = await discord.runMessageCommand({ user, message, command }).modal();
     // A member's client sends a select's chosen option as the form showed it (Animate image's variants: the server's one).
     const selects: Record<string, string[]> = form.inputs.includes('variants') ? { variants: ['1'] } : {};
-    const submit = discord.submitModal({
-      user,
-      guildId: guild.id,
-      channelId: guild.textChannelId,
-      customId: form.customId,
-      fields,
-      selects,
-    });
+    const submit = discord.submitModal({ ...e2e.where(user), customId: form.customId, fields, selects });
     expect((await submit.response()).type).toBe(DEFERRED_REPLY);
-    const posted = await discord.waitForMessage(
-      guild.textChannelId,
-      (candidate) => !before.has(candidate.id) && candidate.attachments.length > 0,
-      20_000,
-    );
+    const posted = await e2e.nextVideoPost(before);
     const submission = await emulator.waitForRequest((entry) => isSubmission(entry) && !earlier.has(entry));
-    const card = await submit.waitForReply((reply) => cardText(reply).includes('**Done**'));
+    const card = await submit.waitForReply(isDone);
     // The card is where the video is: one message.
     expect(posted.id).toBe(card.id);
     expect(cardEditProblems(card)).toEqual([]);
@@ -78,9 +47,9 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
   }
 
   /** Picks `command` on `message` and expects a private answer and nothing sent to the gateway. */
-  async function refusedOn(command: string, message: Message, user = world.guild.member): Promise<string> {
+  async function refusedOn(command: string, message: Message, user = e2e.world.guild.member): Promise<string> {
     const submitted = submissions().length;
-    const run: InteractionHandle = world.discord.runMessageCommand({ user, message, command });
+    const run: InteractionHandle = e2e.world.discord.runMessageCommand({ user, message, command });
     const answer = await run.response();
     expect(answer.data.flags).toBe(EPHEMERAL);
     expect(submissions()).toHaveLength(submitted);
@@ -89,10 +58,10 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
 
   describe('the message commands', () => {
     it("Animate image makes a video with a member's attached picture as its first frame", async () => {
-      const { guild } = world;
+      const { guild } = e2e.world;
       const picture = post(guild.admin, {
         content: 'sunset from my window',
-        files: [{ filename: 'sunset.png', bytes: PNG_HEADER, contentType: 'image/png' }],
+        files: [png('sunset.png')],
       });
       const { inputs, submission, card, posted } = await onMessage('Animate image', picture, { prompt: '', duration: '3' });
       // The last frame is optional: left out, none is sent.
@@ -113,7 +82,7 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
 
     it("Animate image takes the picture of a link's image embed, at Discord's copy", async () => {
       const proxied = 'https://images-ext-1.discordapp.net/external/abc/https/example.com/fox.gif';
-      const link = post(world.guild.admin, {
+      const link = post(e2e.world.guild.admin, {
         content: 'https://example.com/fox.gif',
         embeds: [
           { type: 'image', url: 'https://example.com/fox.gif', thumbnail: { url: 'https://example.com/fox.gif', proxy_url: proxied } },
@@ -124,7 +93,7 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
     });
 
     it("Extend video extends a member's .mp4 with the prompt and the seconds to add", async () => {
-      const clip = post(world.guild.admin, { files: [{ filename: 'beach.mp4', bytes: SAMPLE_MP4, contentType: 'video/mp4' }] });
+      const clip = post(e2e.world.guild.admin, { files: [mp4('beach.mp4')] });
       const { inputs, submission, card } = await onMessage('Extend video', clip, { prompt: 'the tide comes in', duration: '3' });
       expect(inputs).toEqual(['prompt', 'duration']);
       expect(submission.path).toBe(`${prefix}/videos/extensions`);
@@ -133,12 +102,9 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
     });
 
     it("Edit video edits a member's .mp4 as the prompt says", async () => {
-      const clip = post(world.guild.admin, {
+      const clip = post(e2e.world.guild.admin, {
         content: 'our garden',
-        files: [
-          { filename: 'notes.txt', bytes: Buffer.from('hi'), contentType: 'text/plain' },
-          { filename: 'garden.mp4', bytes: SAMPLE_MP4, contentType: 'video/mp4' },
-        ],
+        files: [{ filename: 'notes.txt', bytes: Buffer.from('hi'), contentType: 'text/plain' }, mp4('garden.mp4')],
       });
       const { inputs, submission, card } = await onMessage('Edit video', clip, { prompt: 'make it snow' });
       expect(inputs).toEqual(['prompt']);
@@ -148,9 +114,9 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
     });
 
     it('on a message without what the command needs, answers privately saying what it needs, and submits nothing', async () => {
-      const { guild } = world;
+      const { guild } = e2e.world;
       const words = post(guild.admin, { content: 'just words' });
-      const picture = post(guild.admin, { files: [{ filename: 'cat.png', bytes: PNG_HEADER, contentType: 'image/png' }] });
+      const picture = post(guild.admin, { files: [png('cat.png')] });
       expect(await refusedOn('Animate image', words)).toBe(
         '**Animate image** works on a message with a picture (PNG, JPEG, WebP or GIF, attached or embedded); this message has none.',
       );
@@ -163,8 +129,8 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
     });
 
     it('takes a form only from the member it was opened for, and says so when it is no longer open', async () => {
-      const { discord, guild } = world;
-      const picture = post(guild.admin, { files: [{ filename: 'owl.png', bytes: PNG_HEADER, contentType: 'image/png' }] });
+      const { discord, guild } = e2e.world;
+      const picture = post(guild.admin, { files: [png('owl.png')] });
       const form = await discord.runMessageCommand({ user: guild.member, message: picture, command: 'Animate image' }).modal();
       const submitted = submissions().length;
       for (const [user, customId] of [
@@ -173,9 +139,7 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
       ] as const) {
         const answer = await discord
           .submitModal({
-            user,
-            guildId: guild.id,
-            channelId: guild.textChannelId,
+            ...e2e.where(user),
             customId,
             fields: { prompt: 'it flies', duration: '' },
             selects: { variants: ['1'] },
@@ -192,16 +156,8 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
 
   /** Runs `/video generate` as `user` and waits for its card to say the video was posted. */
   async function generated(user: User, prompt: string, options: Record<string, number> = {}): Promise<Message> {
-    const { discord, guild } = world;
-    const run = discord.runCommand({
-      user,
-      guildId: guild.id,
-      channelId: guild.textChannelId,
-      command: 'video',
-      subcommand: 'generate',
-      options: { prompt, ...options },
-    });
-    return run.waitForReply((card) => cardText(card).includes('**Done**'), 20_000);
+    const run = e2e.video('generate', { prompt, ...options }, { user });
+    return run.waitForReply(isDone, 20_000);
   }
 
   function costOn(card: Message): string | undefined {
@@ -210,14 +166,14 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
 
   describe('the cost on the card', () => {
     it("shows what a finished task cost and its member's total today on the server", async () => {
-      const spender = world.discord.createUser({ guildId: world.guild.id, name: 'spender' });
+      const spender = e2e.world.discord.createUser({ guildId: e2e.world.guild.id, name: 'spender' });
       // The emulator's price at 480p: $0.05 a second.
       expect(costOn(await generated(spender, 'a lighthouse at dusk', { duration: 4 }))).toBe('$0.20 · your total today $0.20');
       expect(costOn(await generated(spender, 'a harbour at night', { duration: 2 }))).toBe('$0.10 · your total today $0.30');
     });
 
     it('shows the estimate, marked as estimated, when the gateway reported no cost: never $0.00', async () => {
-      const card = await generated(world.guild.member, 'a quiet field [[no-cost]]');
+      const card = await generated(e2e.world.guild.member, 'a quiet field [[no-cost]]');
       // The gateway's default length, 8 s at 480p.
       expect(costOn(card)).toBe('about $0.40 (estimated)');
       expect(cardText(card)).not.toContain('$0.00');
@@ -229,54 +185,33 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
     let video: Message;
     let ref: string;
     beforeAll(async () => {
-      const { discord, guild } = world;
-      const run = discord.runCommand({
-        user: guild.admin,
-        guildId: guild.id,
-        channelId: guild.textChannelId,
-        command: 'video',
-        subcommand: 'generate',
-        options: { prompt: 'a paper boat' },
-      });
+      const { guild } = e2e.world;
+      const run = e2e.video('generate', { prompt: 'a paper boat' }, { user: guild.admin });
       // The card holds the video and its buttons.
-      video = await run.waitForReply((reply) => cardText(reply).includes('**Done**'), 20_000);
-      ref = /video:extend:(v[0-9a-z]+)/.exec(JSON.stringify(video.components))![1]!;
+      video = await run.waitForReply(isDone, 20_000);
+      ref = videoRefOf(video);
     }, 30_000);
 
     it("by default work for any member: B's Extend on A's video makes B's task", async () => {
-      const { discord, guild } = world;
-      const before = new Set(discord.messages(guild.textChannelId).map((message) => message.id));
+      const { discord, guild } = e2e.world;
+      const before = e2e.messageIds();
       const form = await discord.clickButton({ user: guild.member, message: video, customId: `video:extend:${ref}` }).modal();
       const submit = discord.submitModal({
-        user: guild.member,
-        guildId: guild.id,
-        channelId: guild.textChannelId,
+        ...e2e.where(),
         customId: form.customId,
         fields: { prompt: 'it sails away', duration: '3' },
       });
-      const card = await submit.waitForReply((reply) => cardText(reply).includes('**Done**'), 20_000);
+      const card = await submit.waitForReply(isDone, 20_000);
       expect(cardText(card)).toContain(`Requested by <@${guild.member.id}>`);
-      const extended = await discord.waitForMessage(
-        guild.textChannelId,
-        (message) => !before.has(message.id) && message.attachments.length > 0,
-      );
+      const extended = await e2e.nextVideoPost(before);
       expect(extended.id).toBe(card.id);
       const submission = [...submissions()].reverse().find((entry) => entry.path === `${prefix}/videos/extensions`);
       expect(submission?.body).toMatchObject({ prompt: 'it sails away', duration: 3 });
     });
 
     it('with buttons: owner, refuse B privately saying whose video it is, and submit nothing; A may still press them', async () => {
-      const { discord, guild } = world;
-      const set = await discord
-        .runCommand({
-          user: guild.admin,
-          guildId: guild.id,
-          channelId: guild.textChannelId,
-          command: 'config',
-          subcommand: 'defaults',
-          options: { buttons: 'owner' },
-        })
-        .reply();
+      const { discord, guild } = e2e.world;
+      const set = await e2e.config('defaults', { buttons: 'owner' }).reply();
       expect(set.content).toContain(
         '**Buttons under a video** (Extend, Edit, Regenerate): only the member who made the video may press them',
       );
@@ -289,9 +224,7 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
       // A form opened before the change is checked again when it is submitted.
       const late = await discord
         .submitModal({
-          user: guild.member,
-          guildId: guild.id,
-          channelId: guild.textChannelId,
+          ...e2e.where(),
           customId: `video:edit-modal:${ref}`,
           fields: { prompt: 'make it golden' },
         })

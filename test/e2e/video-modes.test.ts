@@ -1,46 +1,27 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { JournalEntry } from '../../src/emulator/server.ts';
 import type { Message } from 'discord-standin';
-import { startWorld, type World } from '../support/world.ts';
 import { cardText } from '../support/cards.ts';
-import { PNG_HEADER, SAMPLE_MP4 } from '../support/media.ts';
+import { SAMPLE_MP4 } from '../support/media.ts';
+import { DEFERRED_REPLY, LAYERS, mp4, png, type Upload, videoRefOf, videoWorld } from '../support/video-e2e.ts';
 
 // Every way to make a video, on both layers, each ending with the emulator's mp4 posted in the channel.
 
-const picture = (name: string) => ({ filename: name, bytes: PNG_HEADER, contentType: 'image/png' });
-
-describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
-  let world: World;
-  const prefix = layer === 'compat' ? '/v1' : '/native/v1';
-
-  beforeAll(async () => {
-    world = await startWorld({ env: { GATEWAY_LAYER: layer } });
-  }, 60_000);
-  afterAll(() => world?.stop());
+describe.each(LAYERS)('on the %s layer', (layer) => {
+  const e2e = videoWorld({ layer });
+  const { prefix } = e2e;
 
   /** Runs /video and waits for its mp4; returns the posted message and the submission the gateway saw. */
   async function makeVideo(
     subcommand: string,
-    options: Record<string, string | number | { filename: string; bytes: Buffer; contentType: string }>,
+    options: Record<string, string | number | Upload>,
   ): Promise<{ posted: Message; submission: JournalEntry }> {
-    const { discord, emulator, guild } = world;
-    const before = new Set(discord.messages(guild.textChannelId).map((message) => message.id));
-    const run = discord.runCommand({
-      user: guild.member,
-      guildId: guild.id,
-      channelId: guild.textChannelId,
-      command: 'video',
-      subcommand,
-      options,
-    });
+    const before = e2e.messageIds();
+    const run = e2e.video(subcommand, options);
     const callback = await run.response();
-    expect(callback.type, JSON.stringify(callback.data)).toBe(5);
-    const posted = await discord.waitForMessage(
-      guild.textChannelId,
-      (message) => !before.has(message.id) && message.attachments.length > 0,
-      20_000,
-    );
-    const submission = [...emulator.requests]
+    expect(callback.type, JSON.stringify(callback.data)).toBe(DEFERRED_REPLY);
+    const posted = await e2e.nextVideoPost(before);
+    const submission = [...e2e.world.emulator.requests]
       .reverse()
       .find((entry) => entry.method === 'POST' && entry.status === 200 && entry.path.startsWith(prefix))!;
     expect(posted.attachments[0]?.bytes).toEqual(SAMPLE_MP4);
@@ -57,19 +38,19 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
       aspect_ratio: '9:16',
       user: expect.any(String),
     });
-    expect(JSON.stringify(submission.body)).not.toContain(world.guild.member.id);
+    expect(JSON.stringify(submission.body)).not.toContain(e2e.world.guild.member.id);
   });
 
   it('image to video, with the attachment sent as an image url', async () => {
-    const { submission } = await makeVideo('generate', { prompt: 'it starts to rain', image: picture('first.png') });
+    const { submission } = await makeVideo('generate', { prompt: 'it starts to rain', image: png('first.png') });
     expect(submission.body).toMatchObject({ image: { url: expect.stringMatching(/\/first\.png\?ex=/) } });
   });
 
   it('reference images named in the prompt', async () => {
     const { submission } = await makeVideo('generate', {
       prompt: '<IMAGE_0> meets <IMAGE_1>',
-      reference_image: picture('a.png'),
-      reference_image_2: picture('b.png'),
+      reference_image: png('a.png'),
+      reference_image_2: png('b.png'),
     });
     expect(submission.body).toMatchObject({
       reference_images: [{ url: expect.stringContaining('/a.png') }, { url: expect.stringContaining('/b.png') }],
@@ -87,8 +68,8 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
   it('first and last frame', async () => {
     const { submission } = await makeVideo('generate', {
       prompt: 'a flower opens',
-      image: picture('bud.png'),
-      last_frame: picture('bloom.png'),
+      image: png('bud.png'),
+      last_frame: png('bloom.png'),
     });
     expect(submission.body).toMatchObject({
       image: { url: expect.stringContaining('/bud.png') },
@@ -99,14 +80,13 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
   it('edits an .mp4 attachment and extends a finished task', async () => {
     const edited = await makeVideo('edit', {
       prompt: 'make it night',
-      video: { filename: 'clip.mp4', bytes: SAMPLE_MP4, contentType: 'video/mp4' },
+      video: mp4('clip.mp4'),
     });
     expect(edited.submission.path).toBe(`${prefix}/videos/edits`);
     expect(edited.submission.body).toMatchObject({ prompt: 'make it night', video: { url: expect.stringMatching(/\/clip\.mp4\?/) } });
 
-    const taskRef = /video:extend:(v[0-9a-z]+)/.exec(JSON.stringify(edited.posted.components))?.[1];
-    expect(taskRef).toBeDefined();
-    const extended = await makeVideo('extend', { prompt: 'the sun rises', duration: 4, task: taskRef! });
+    const taskRef = videoRefOf(edited.posted);
+    const extended = await makeVideo('extend', { prompt: 'the sun rises', duration: 4, task: taskRef });
     expect(extended.submission.path).toBe(`${prefix}/videos/extensions`);
     // The posted attachment, or the gateway's own link when the delivery is still being recorded.
     expect(extended.submission.body).toMatchObject({ duration: 4, video: { url: expect.stringMatching(/\.mp4(\?|$)/) } });
@@ -116,7 +96,7 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
     const extended = await makeVideo('extend', {
       prompt: 'the tide comes in',
       duration: 3,
-      video: { filename: 'beach.mp4', bytes: SAMPLE_MP4, contentType: 'video/mp4' },
+      video: mp4('beach.mp4'),
     });
     expect(extended.submission.path).toBe(`${prefix}/videos/extensions`);
     expect(extended.submission.body).toMatchObject({
@@ -125,7 +105,7 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
       video: { url: expect.stringMatching(/\/beach\.mp4\?/) },
     });
 
-    const taskRef = /video:extend:(v[0-9a-z]+)/.exec(JSON.stringify(extended.posted.components))![1]!;
+    const taskRef = videoRefOf(extended.posted);
     const edited = await makeVideo('edit', { prompt: 'in black and white', task: taskRef });
     expect(edited.submission.path).toBe(`${prefix}/videos/edits`);
     // The posted attachment, or the gateway's own link while the post is still being recorded.
@@ -136,39 +116,29 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
   });
 
   it('extends, edits and regenerates from the buttons under a posted video, after the bot restarted', async () => {
-    const { discord, emulator, guild } = world;
+    const { discord, emulator, guild, bot } = e2e.world;
     const { posted } = await makeVideo('generate', { prompt: 'a paper boat' });
-    const taskRef = /video:extend:(v[0-9a-z]+)/.exec(JSON.stringify(posted.components))![1]!;
+    const taskRef = videoRefOf(posted);
     // Buttons keep their state in their custom id and the store, not in the process that posted them.
-    await world.bot.stop();
-    await world.restartBot();
+    await bot.stop();
+    await e2e.world.restartBot();
 
     for (const [action, modalFields, path] of [
       ['extend', { prompt: 'it sails away', duration: '3' }, 'extensions'],
       ['edit', { prompt: 'make it golden' }, 'edits'],
       ['regenerate', undefined, 'generations'],
     ] as const) {
-      const before = new Set(discord.messages(guild.textChannelId).map((message) => message.id));
+      const before = e2e.messageIds();
       const click = discord.clickButton({ user: guild.admin, message: posted, customId: `video:${action}:${taskRef}` });
       if (modalFields) {
         const modal = await click.modal();
         expect(modal.customId).toBe(`video:${action}-modal:${taskRef}`);
-        const submit = discord.submitModal({
-          user: guild.admin,
-          guildId: guild.id,
-          channelId: guild.textChannelId,
-          customId: modal.customId,
-          fields: modalFields,
-        });
-        expect((await submit.response()).type).toBe(5);
+        const submit = discord.submitModal({ ...e2e.where(guild.admin), customId: modal.customId, fields: modalFields });
+        expect((await submit.response()).type).toBe(DEFERRED_REPLY);
       } else {
-        expect((await click.response()).type).toBe(5);
+        expect((await click.response()).type).toBe(DEFERRED_REPLY);
       }
-      const result = await discord.waitForMessage(
-        guild.textChannelId,
-        (message) => !before.has(message.id) && message.attachments.length > 0,
-        20_000,
-      );
+      const result = await e2e.nextVideoPost(before);
       expect(cardText(result)).toContain(`Requested by <@${guild.admin.id}>`);
       const submission = [...emulator.requests]
         .reverse()

@@ -1,34 +1,20 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { InteractionHandle, Message } from 'discord-standin';
-import { startWorld, type World } from '../support/world.ts';
+import { describe, expect, it } from 'vitest';
+import type { InteractionHandle, Message, TestGuild } from 'discord-standin';
 import { cardButtons, cardEditProblems, cardGatewayId, cardText, componentsV2Problems, galleryItems } from '../support/cards.ts';
-
-const EPHEMERAL = 64;
-const IS_COMPONENTS_V2 = 1 << 15;
+import { EPHEMERAL, IS_COMPONENTS_V2, LAYERS, videoWorld } from '../support/video-e2e.ts';
 
 // What users are told when a video does not simply succeed, and how the bot copes with limits, on both
 // layers (one emulator, stand-in and bot per layer, shared by every test of that layer).
 
-describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
-  let world: World;
-  beforeAll(async () => {
-    world = await startWorld({
-      emulator: { timing: { generation_ms: 300, task_timeout_ms: 1500 } },
-      standIn: { tokenLifetimeMs: 1200 },
-      env: { GATEWAY_LAYER: layer },
-    });
-  }, 60_000);
-  afterAll(() => world?.stop());
+describe.each(LAYERS)('on the %s layer', (layer) => {
+  const e2e = videoWorld({
+    layer,
+    emulator: { timing: { generation_ms: 300, task_timeout_ms: 1500 } },
+    standIn: { tokenLifetimeMs: 1200 },
+  });
 
-  function generate(prompt: string, options: Record<string, string | number> = {}, guild = world.guild): InteractionHandle {
-    return world.discord.runCommand({
-      user: guild.member,
-      guildId: guild.id,
-      channelId: guild.textChannelId,
-      command: 'video',
-      subcommand: 'generate',
-      options: { prompt, ...options },
-    });
+  function generate(prompt: string, options: Record<string, string | number> = {}, guild?: TestGuild): InteractionHandle {
+    return e2e.video('generate', { prompt, ...options }, { guild });
   }
 
   function details(message: Message | undefined): string {
@@ -41,7 +27,7 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
   }
 
   async function finalCard(run: InteractionHandle, words: string): Promise<string> {
-    await world.discord.waitFor(
+    await e2e.world.discord.waitFor(
       () => (run.record.original && details(run.record.original).includes(words) ? true : undefined),
       15_000,
       `a card saying "${words}"`,
@@ -69,10 +55,12 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
     });
 
     it('says a moderated video was held back, and posts nothing', async () => {
-      const before = world.discord.messages(world.guild.textChannelId).filter((message) => message.attachments.length > 0).length;
+      const before = e2e.world.discord.messages(e2e.world.guild.textChannelId).filter((message) => message.attachments.length > 0).length;
       const card = await finalCard(generate('x [[moderate]]'), 'Held back by moderation');
       expect(card).toContain('content moderation');
-      expect(world.discord.messages(world.guild.textChannelId).filter((message) => message.attachments.length > 0)).toHaveLength(before);
+      expect(e2e.world.discord.messages(e2e.world.guild.textChannelId).filter((message) => message.attachments.length > 0)).toHaveLength(
+        before,
+      );
     });
 
     it('says when the gateway timed a task out, and that the quota was refunded', async () => {
@@ -86,7 +74,7 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
       await finalCard(run, '**Done**');
       expect(galleryItems(run.record.original)).toHaveLength(1);
       expect(
-        world.discord.requests.some(
+        e2e.world.discord.requests.some(
           (request) => request.method === 'PATCH' && /^\/channels\/\d+\/messages\/\d+$/.test(request.path) && request.status === 200,
         ),
       ).toBe(true);
@@ -99,7 +87,7 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
       ['[[http:403:permission_denied]]', 'not allowed to use `svc-imagine-video-1.5`'],
       ['[[http:400:invalid_request_error]]', 'The gateway rejected the request'],
     ])('%s is told plainly and privately, sent once, and nothing is charged', async (trigger, words) => {
-      const { emulator, discord } = world;
+      const { emulator, discord } = e2e.world;
       const quota = emulator.quotaUsd('emulator-key');
       const prompt = `refused ${trigger} ${Math.random()}`;
       const run = generate(prompt);
@@ -116,7 +104,7 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
 
     it("an unknown voice is told privately with the gateway's own list, naming the `voice` option", async () => {
       const run = generate(`a voice ${Math.random()}`, { voice: 'eve, nobody' });
-      const told = await world.discord.waitFor(() => run.followUps[0], 10_000, 'a follow-up saying why');
+      const told = await e2e.world.discord.waitFor(() => run.followUps[0], 10_000, 'a follow-up saying why');
       expect(told.flags & 64).toBe(64);
       expect(told.content).toContain('The gateway rejected the request (`voice`)');
       expect(told.content).toMatch(/Unknown voice_id "nobody"\. Available voices: altair, ara, .*zenith/);
@@ -124,9 +112,9 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
     });
 
     it("retries an overloaded gateway within the spec's rules and then succeeds", async () => {
-      const { discord, emulator, guild } = world;
+      const { discord, emulator, guild } = e2e.world;
       const prompt = `busy [[http:503:overloaded:1]] ${Math.random()}`;
-      const before = new Set(discord.messages(guild.textChannelId).map((message) => message.id));
+      const before = e2e.messageIds();
       generate(prompt);
       await discord.waitForMessage(guild.textChannelId, (message) => !before.has(message.id) && message.attachments.length > 0, 20_000);
       const attempts = emulator.requests.filter((entry) => entry.method === 'POST' && JSON.stringify(entry.body).includes(prompt));
@@ -150,33 +138,14 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
     });
 
     it('asks for exactly one source for an edit (none opens a form that takes the .mp4)', async () => {
-      const { discord, guild } = world;
       const mp4 = { filename: 'clip.mp4', bytes: Buffer.from('x'), contentType: 'video/mp4' };
-      const both = discord.runCommand({
-        user: guild.member,
-        guildId: guild.id,
-        channelId: guild.textChannelId,
-        command: 'video',
-        subcommand: 'edit',
-        options: { prompt: 'x', video: mp4, task: 'v1' },
-      });
+      const both = e2e.video('edit', { prompt: 'x', video: mp4, task: 'v1' });
       expect((await both.response()).data).toMatchObject({ flags: 64, content: expect.stringContaining('exactly one source') });
-      const none = discord.runCommand({
-        user: guild.member,
-        guildId: guild.id,
-        channelId: guild.textChannelId,
-        command: 'video',
-        subcommand: 'edit',
-        options: { prompt: 'x' },
-      });
+      const none = e2e.video('edit', { prompt: 'x' });
       expect((await none.modal()).inputs).toEqual(['prompt', 'video']);
-      const wrong = discord.runCommand({
-        user: guild.member,
-        guildId: guild.id,
-        channelId: guild.textChannelId,
-        command: 'video',
-        subcommand: 'edit',
-        options: { prompt: 'x', video: { filename: 'clip.mov', bytes: Buffer.from('x'), contentType: 'video/quicktime' } },
+      const wrong = e2e.video('edit', {
+        prompt: 'x',
+        video: { filename: 'clip.mov', bytes: Buffer.from('x'), contentType: 'video/quicktime' },
       });
       expect((await wrong.response()).data).toMatchObject({ flags: 64, content: expect.stringContaining('`video` must be an .mp4 file') });
     });
@@ -184,47 +153,28 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
 
   describe('status and history', () => {
     it("shows a task's card and the caller's recent tasks", async () => {
-      const { discord, guild } = world;
+      const { guild } = e2e.world;
       const run = generate('for the record');
       const card = await run.waitForReply((message) => gatewayIdOn(message) !== undefined);
       const gatewayId = gatewayIdOn(card)!;
-      const status = discord.runCommand({
-        user: guild.member,
-        guildId: guild.id,
-        channelId: guild.textChannelId,
-        command: 'video',
-        subcommand: 'status',
-        options: { task: gatewayId },
-      });
+      const status = e2e.video('status', { task: gatewayId });
       const shown = await status.reply();
       expect(shown.flags & EPHEMERAL).toBe(EPHEMERAL);
       expect(shown.flags & IS_COMPONENTS_V2).toBe(IS_COMPONENTS_V2);
       expect(componentsV2Problems(shown, [])).toEqual([]);
       expect(details(shown)).toContain('for the record');
-      const list = discord.runCommand({
-        user: guild.member,
-        guildId: guild.id,
-        channelId: guild.textChannelId,
-        command: 'video',
-        subcommand: 'list',
-      });
+      const list = e2e.video('list');
       const text = (await list.reply()).content;
       expect(text).toContain('Your recent videos');
       expect(text).toContain('for the record');
-      const other = discord.runCommand({
-        user: guild.admin,
-        guildId: guild.id,
-        channelId: guild.textChannelId,
-        command: 'video',
-        subcommand: 'list',
-      });
+      const other = e2e.video('list', undefined, { user: guild.admin });
       expect((await other.reply()).content).toContain('no videos');
     });
   });
 
   describe('upload limits', () => {
     it("posts a link instead of the file when the video is over the server's limit, and says why", async () => {
-      const { discord } = world;
+      const { discord } = e2e.world;
       const small = discord.createGuild({ attachmentSizeLimit: 5000 });
       const run = generate('too big for this server', {}, small);
       expect((await run.response()).type).toBe(5);
@@ -241,7 +191,7 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
     });
 
     it('falls back to a link when Discord enforces a lower limit than it announced', async () => {
-      const { discord } = world;
+      const { discord } = e2e.world;
       const shrinking = discord.createGuild();
       const run = generate('the limit shrank', {}, shrinking);
       await run.response();
@@ -254,7 +204,7 @@ describe.each(['compat', 'native'] as const)('on the %s layer', (layer) => {
   });
 
   it('drew every card of this layer (running, done, linked, failed, moderated, timed out, unknown) as a valid Components V2 message', () => {
-    const cards = [...world.discord.state.messages.values()].filter(
+    const cards = [...e2e.world.discord.state.messages.values()].filter(
       (message) => (message.flags & IS_COMPONENTS_V2) !== 0 && (message.flags & EPHEMERAL) === 0,
     );
     expect(cards.length).toBeGreaterThan(10);

@@ -1,66 +1,24 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { InteractionHandle, Message, User } from 'discord-standin';
 import type { JournalEntry } from '../../src/emulator/server.ts';
-import { startWorld, type World } from '../support/world.ts';
 import { cardButtons, cardEditProblems, cardText, galleryItems } from '../support/cards.ts';
-import { PNG_HEADER } from '../support/media.ts';
+import { isDone, LAYERS, png, videoWorld } from '../support/video-e2e.ts';
 
 // Variants (issue 27): `/video generate variants:N` is one job of N tasks and one card, their videos side
 // by side in its gallery, each variant with its own numbered buttons; limits count each variant, and a
 // restart in the middle still ends with one card and N videos, none posted twice.
 
-describe.each(['compat', 'native'] as const)('variants on the %s layer', (layer) => {
-  let world: World;
-  const prefix = layer === 'compat' ? '/v1' : '/native/v1';
-
-  beforeAll(async () => {
-    world = await startWorld({ env: { GATEWAY_LAYER: layer } });
-  }, 60_000);
-  afterAll(() => world?.stop());
+describe.each(LAYERS)('variants on the %s layer', (layer) => {
+  const e2e = videoWorld({ layer });
+  const { prefix } = e2e;
 
   function generations(): JournalEntry[] {
-    return world.emulator.requests.filter((entry) => entry.method === 'POST' && entry.path === `${prefix}/videos/generations`);
+    return e2e.world.emulator.requests.filter((entry) => entry.method === 'POST' && entry.path === `${prefix}/videos/generations`);
   }
 
-  function generate(user: User, options: Record<string, string | number>): InteractionHandle {
-    const { discord, guild } = world;
-    return discord.runCommand({
-      user,
-      guildId: guild.id,
-      channelId: guild.textChannelId,
-      command: 'video',
-      subcommand: 'generate',
-      options,
-    });
-  }
-
-  function config(options: Record<string, string | number>): Promise<Message> {
-    const { discord, guild } = world;
-    return discord
-      .runCommand({
-        user: guild.admin,
-        guildId: guild.id,
-        channelId: guild.textChannelId,
-        command: 'config',
-        subcommand: 'limits',
-        options,
-      })
-      .reply();
-  }
-
-  function defaults(options: Record<string, string | number>): Promise<Message> {
-    const { discord, guild } = world;
-    return discord
-      .runCommand({
-        user: guild.admin,
-        guildId: guild.id,
-        channelId: guild.textChannelId,
-        command: 'config',
-        subcommand: 'defaults',
-        options,
-      })
-      .reply();
-  }
+  const generate = (user: User, options: Record<string, string | number>): InteractionHandle => e2e.video('generate', options, { user });
+  const config = (options: Record<string, string | number>): Promise<Message> => e2e.config('limits', options).reply();
+  const defaults = (options: Record<string, string | number>): Promise<Message> => e2e.config('defaults', options).reply();
 
   /** The task refs a card shows, in tile order. */
   function refsOn(card: Message): string[] {
@@ -69,11 +27,11 @@ describe.each(['compat', 'native'] as const)('variants on the %s layer', (layer)
 
   /** The cards of the channel whose text mentions `prompt`. */
   function cardsWith(prompt: string): Message[] {
-    return world.discord.messages(world.guild.textChannelId).filter((message) => cardText(message).includes(prompt));
+    return e2e.world.discord.messages(e2e.world.guild.textChannelId).filter((message) => cardText(message).includes(prompt));
   }
 
   it('a 3-variant job makes three tasks and one card that ends with three videos; Extend 2 extends variant 2', async () => {
-    const { discord, guild } = world;
+    const { discord, guild } = e2e.world;
     const before = generations().length;
     const run = generate(guild.member, { prompt: 'three foxes in the snow', variants: 3 });
     const card = await run.waitForReply((reply) => galleryItems(reply).length === 3, 30_000);
@@ -107,14 +65,12 @@ describe.each(['compat', 'native'] as const)('variants on the %s layer', (layer)
     expect(extend2).toBe(`video:extend:${refs[1]}`);
     const form = await discord.clickButton({ user: guild.member, message: card, customId: extend2! }).modal();
     const submit = discord.submitModal({
-      user: guild.member,
-      guildId: guild.id,
-      channelId: guild.textChannelId,
+      ...e2e.where(),
       customId: form.customId,
       fields: { prompt: 'the second fox runs', duration: '3' },
     });
-    const extended = await submit.waitForReply((reply) => cardText(reply).includes('**Done**'), 20_000);
-    const extension = [...world.emulator.requests].reverse().find((entry) => entry.path === `${prefix}/videos/extensions`);
+    const extended = await submit.waitForReply(isDone, 20_000);
+    const extension = [...e2e.world.emulator.requests].reverse().find((entry) => entry.path === `${prefix}/videos/extensions`);
     const second = card.attachments.find((file) => file.filename === `video-${refs[1]}.mp4`);
     expect(extension?.body).toMatchObject({ prompt: 'the second fox runs', video: { url: second?.url } });
     expect(cardText(extended)).toContain('Video extension');
@@ -122,7 +78,7 @@ describe.each(['compat', 'native'] as const)('variants on the %s layer', (layer)
   }, 60_000);
 
   it('with a limit of 2 videos a day, sends two of three and the card says why not the third', async () => {
-    const { discord, guild } = world;
+    const { discord, guild } = e2e.world;
     const member = discord.createUser({ guildId: guild.id, name: `limited-${layer}` });
     await config({ daily_per_user: 2 });
     try {
@@ -142,7 +98,7 @@ describe.each(['compat', 'native'] as const)('variants on the %s layer', (layer)
   }, 60_000);
 
   it("/config defaults variants:3 makes /video generate without variants a 3-variant job, and starts Animate image's select at 3", async () => {
-    const { discord, guild } = world;
+    const { discord, guild } = e2e.world;
     await defaults({ variants: 3 });
     try {
       const before = generations().length;
@@ -158,7 +114,7 @@ describe.each(['compat', 'native'] as const)('variants on the %s layer', (layer)
         user: guild.admin,
         channelId: guild.textChannelId,
         content: '',
-        attachments: [{ filename: 'kite.png', bytes: PNG_HEADER, contentType: 'image/png' }],
+        attachments: [png('kite.png')],
       });
       const form = await discord.runMessageCommand({ user: guild.member, message: picture, command: 'Animate image' }).response();
       const chosen = JSON.stringify(form.data.components).match(/"value":"(\d)"[^}]*"default":true/)?.[1];
@@ -169,16 +125,9 @@ describe.each(['compat', 'native'] as const)('variants on the %s layer', (layer)
   }, 60_000);
 
   it("a job over the server's upload limit shows each variant by its link", async () => {
-    const { discord } = world;
+    const { discord } = e2e.world;
     const small = discord.createGuild({ attachmentSizeLimit: 5000 });
-    const run = discord.runCommand({
-      user: small.member,
-      guildId: small.id,
-      channelId: small.textChannelId,
-      command: 'video',
-      subcommand: 'generate',
-      options: { prompt: 'two whales too big to post', variants: 2 },
-    });
+    const run = e2e.video('generate', { prompt: 'two whales too big to post', variants: 2 }, { guild: small });
     const card = await run.waitForReply((reply) => (cardText(reply).match(/shown by its link/g) ?? []).length === 2, 30_000);
     expect(card.attachments).toHaveLength(0);
     expect(cardText(card)).toContain("over this server's upload limit");
@@ -201,15 +150,15 @@ describe.each(['compat', 'native'] as const)('variants on the %s layer', (layer)
   }, 60_000);
 
   it('a restart in the middle still ends with one card and three videos, none twice', async () => {
-    const { discord, guild, emulator } = world;
+    const { discord, guild, emulator } = e2e.world;
     const usual = emulator.config.timing.generation_ms;
     emulator.config.timing.generation_ms = 2500;
     try {
       const run = generate(guild.member, { prompt: 'three herons at dawn', variants: 3 });
       // All three sent (each tile shows its gateway task), none finished yet.
       const started = await run.waitForReply((reply) => (cardText(reply).match(/task `[^`]+`/g) ?? []).length === 3, 20_000);
-      await world.bot.kill();
-      await world.restartBot();
+      await e2e.world.bot.kill();
+      await e2e.world.restartBot();
       const card = await discord.waitFor(
         () => (galleryItems(started).length === 3 ? started : undefined),
         30_000,

@@ -1,79 +1,47 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Message } from 'discord-standin';
-import { startWorld, type World } from '../support/world.ts';
+import { DEFERRED_REPLY, EPHEMERAL, IS_COMPONENTS_V2, isDone, videoRefOf, videoWorld } from '../support/video-e2e.ts';
 import { cardButtons, cardEditProblems, cardText, galleryItems } from '../support/cards.ts';
 import { resolveLocale, t } from '../../src/i18n/index.ts';
 
-const IS_COMPONENTS_V2 = 1 << 15;
-
-let world: World;
-beforeAll(async () => {
-  world = await startWorld();
-}, 60_000);
-afterAll(() => world?.stop());
+const e2e = videoWorld();
 
 /** Runs /video, checks it was deferred in time, and waits for the posted mp4 and the bot's record of it. */
 async function makeVideo(subcommand: string, options: Record<string, string | number>): Promise<Message> {
-  const { discord, guild, bot } = world;
-  const before = new Set(discord.messages(guild.textChannelId).map((message) => message.id));
-  const run = discord.runCommand({
-    user: guild.member,
-    guildId: guild.id,
-    channelId: guild.textChannelId,
-    command: 'video',
-    subcommand,
-    options,
-  });
-  expect((await run.response()).type).toBe(5);
-  const posted = await discord.waitForMessage(
-    guild.textChannelId,
-    (message) => !before.has(message.id) && message.attachments.length > 0,
-    20_000,
-  );
+  const before = e2e.messageIds();
+  const run = e2e.video(subcommand, options);
+  expect((await run.response()).type).toBe(DEFERRED_REPLY);
+  const posted = await e2e.nextVideoPost(before);
   // The post shows up a moment before the bot has recorded it; a video used as a source must be recorded.
-  await bot.waitForLog((line) => line.msg === 'video posted' && line.message === posted.id);
+  await e2e.world.bot.waitForLog((line) => line.msg === 'video posted' && line.message === posted.id);
   return posted;
 }
 
 describe('the bot on the stand-ins', () => {
   it('registers /video with its subcommands', () => {
-    const video = world.discord.commands().find((command) => command.name === 'video');
+    const video = e2e.world.discord.commands().find((command) => command.name === 'video');
     const options = Array.isArray(video?.options) ? video.options : [];
     expect(options.map((option: { name?: unknown }) => option.name)).toEqual(['generate', 'edit', 'extend', 'status', 'list', 'usage']);
     // USER_INSTALLS is off by default: every command for server installs, in servers, and nothing for a member's own install.
-    expect(world.discord.commands().map((command) => [command.integration_types, command.contexts])).toEqual(
-      world.discord.commands().map(() => [[0], [0]]),
+    expect(e2e.world.discord.commands().map((command) => [command.integration_types, command.contexts])).toEqual(
+      e2e.world.discord.commands().map(() => [[0], [0]]),
     );
   });
 
   it("answers a command within Discord's 3 s deadline", async () => {
-    const { discord, guild } = world;
-    const run = discord.runCommand({
-      user: guild.member,
-      guildId: guild.id,
-      channelId: guild.textChannelId,
-      command: 'video',
-      subcommand: 'list',
-    });
+    const run = e2e.video('list');
     const callback = await run.response();
     expect(callback.at - run.record.createdAt).toBeLessThan(3000);
-    expect(callback.data.flags).toBe(64);
+    expect(callback.data.flags).toBe(EPHEMERAL);
     expect(callback.data.content).toContain('no videos');
   });
 
   it("generates a video and shows the emulator's mp4 in its status card, one Components V2 message edited in place", async () => {
-    const { discord, guild } = world;
-    const before = new Set(discord.messages(guild.textChannelId).map((message) => message.id));
-    const run = discord.runCommand({
-      user: guild.member,
-      guildId: guild.id,
-      channelId: guild.textChannelId,
-      command: 'video',
-      subcommand: 'generate',
-      options: { prompt: 'a lighthouse at dawn', duration: 4 },
-    });
-    expect((await run.response()).type).toBe(5);
-    const card = await run.waitForReply((message) => cardText(message).includes('**Done**'), 20_000);
+    const { discord, guild } = e2e.world;
+    const before = e2e.messageIds();
+    const run = e2e.video('generate', { prompt: 'a lighthouse at dawn', duration: 4 });
+    expect((await run.response()).type).toBe(DEFERRED_REPLY);
+    const card = await run.waitForReply(isDone, 20_000);
     expect(card.flags & IS_COMPONENTS_V2).toBe(IS_COMPONENTS_V2);
     expect(card.content).toBe('');
     expect(card.embeds).toEqual([]);
@@ -92,20 +60,13 @@ describe('the bot on the stand-ins', () => {
   });
 
   it("draws the card in a French server's language from submission to delivery, and answers a German member in German", async () => {
-    const { discord } = world;
+    const { discord } = e2e.world;
     const serveur = discord.createGuild({ name: 'serveur français', locale: 'fr' });
     const french = resolveLocale(undefined, 'fr', 'channel');
     expect(french).toBe('fr');
     // The member's own Discord is in English: the card is the channel's, so it follows the server.
-    const run = discord.runCommand({
-      user: serveur.member,
-      guildId: serveur.id,
-      channelId: serveur.textChannelId,
-      command: 'video',
-      subcommand: 'generate',
-      options: { prompt: 'un phare à l’aube', duration: 4 },
-    });
-    expect((await run.response()).type).toBe(5);
+    const run = e2e.video('generate', { prompt: 'un phare à l’aube', duration: 4 }, { guild: serveur });
+    expect((await run.response()).type).toBe(DEFERRED_REPLY);
     const done = t(french, 'video.card.status.done');
     const card = await run.waitForReply((message) => cardText(message).split('\n').includes(done), 20_000);
     const title = `### ${t(french, 'video.card.title', { operation: 'generate' })}`;
@@ -130,29 +91,23 @@ describe('the bot on the stand-ins', () => {
     const german = resolveLocale('de', 'fr', 'member');
     expect(german).toBe('de');
     const germanMember = discord.createUser({ guildId: serveur.id, locale: 'de' });
-    const refused = await discord
-      .runCommand({
-        user: germanMember,
-        guildId: serveur.id,
-        channelId: serveur.textChannelId,
-        command: 'video',
-        subcommand: 'generate',
-        options: {
-          prompt: 'ein Leuchtturm',
-          image: { filename: 'notizen.txt', bytes: Buffer.from('kein Bild'), contentType: 'text/plain' },
-        },
-      })
+    const refused = await e2e
+      .video(
+        'generate',
+        { prompt: 'ein Leuchtturm', image: { filename: 'notizen.txt', bytes: Buffer.from('kein Bild'), contentType: 'text/plain' } },
+        { user: germanMember, guild: serveur },
+      )
       .response();
     expect(refused.data).toMatchObject({
-      flags: 64,
+      flags: EPHEMERAL,
       content: t(german, 'video.input.not-an-image', { option: 'image', file: 'notizen.txt', type: 'text/plain' }),
     });
   });
 
   it('answers an extension of a posted video at once, though Discord takes over 3 s to re-sign its url', async () => {
-    const { discord, emulator } = world;
+    const { discord, emulator } = e2e.world;
     const source = await makeVideo('generate', { prompt: 'a kite' });
-    const taskRef = /video:extend:(v[0-9a-z]+)/.exec(JSON.stringify(source.components))![1]!;
+    const taskRef = videoRefOf(source);
     discord.rateLimit({ method: 'GET', route: /^\/channels\/\d+\/messages\/\d+$/, times: 1, retryAfterSeconds: 4 });
     const extended = await makeVideo('extend', { prompt: 'it flies higher', task: taskRef });
     expect(discord.requests.some((request) => request.method === 'GET' && request.status === 429)).toBe(true);
@@ -163,33 +118,24 @@ describe('the bot on the stand-ins', () => {
   });
 
   it("keeps the status card up to date when interaction ids carry a clock 20 minutes off the bot's", async () => {
-    const { discord, guild } = world;
+    const { discord } = e2e.world;
     discord.interactionIdClockSkewMs = -20 * 60_000;
     try {
-      const run = discord.runCommand({
-        user: guild.member,
-        guildId: guild.id,
-        channelId: guild.textChannelId,
-        command: 'video',
-        subcommand: 'generate',
-        options: { prompt: 'skewed' },
-      });
-      expect((await run.response()).type).toBe(5);
-      await run.waitForReply((message) => cardText(message).includes('**Done**'), 20_000);
+      const run = e2e.video('generate', { prompt: 'skewed' });
+      expect((await run.response()).type).toBe(DEFERRED_REPLY);
+      await run.waitForReply(isDone, 20_000);
     } finally {
       discord.interactionIdClockSkewMs = 0;
     }
   });
 
   it('asks the gateway for the model list once a minute, not on every keystroke', async () => {
-    const { discord, emulator, guild } = world;
+    const { discord, emulator } = e2e.world;
     const modelLists = () => emulator.requests.filter((entry) => entry.path === '/v1/models').length;
     const before = modelLists();
     for (const typed of ['s', 'svc', 'svc-imagine']) {
       const choices = await discord.autocomplete({
-        user: guild.member,
-        guildId: guild.id,
-        channelId: guild.textChannelId,
+        ...e2e.where(),
         command: 'video',
         subcommand: 'generate',
         options: { prompt: 'x', model: typed },
@@ -201,21 +147,12 @@ describe('the bot on the stand-ins', () => {
   });
 
   it('offers only finished videos as the task to edit or extend, and every task for /video status', async () => {
-    const { discord, guild } = world;
-    const failed = discord.runCommand({
-      user: guild.member,
-      guildId: guild.id,
-      channelId: guild.textChannelId,
-      command: 'video',
-      subcommand: 'generate',
-      options: { prompt: 'x [[fail:internal_error]]' },
-    });
+    const { discord } = e2e.world;
+    const failed = e2e.video('generate', { prompt: 'x [[fail:internal_error]]' });
     await failed.waitForReply((message) => cardText(message).includes('**Failed**'), 20_000);
     const offered = (subcommand: string) =>
       discord.autocomplete({
-        user: guild.member,
-        guildId: guild.id,
-        channelId: guild.textChannelId,
+        ...e2e.where(),
         command: 'video',
         subcommand,
         options: { task: '' },

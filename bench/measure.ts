@@ -2,11 +2,6 @@ import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 
 // Small measuring pieces the video benchmark's processes share.
 
-export function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
-}
-
 export function collectGarbage(): void {
   const gc = (globalThis as { gc?: () => void }).gc;
   if (!gc) throw new Error('run benchmarks with --expose-gc (npm run bench does)');

@@ -8,7 +8,7 @@ import { budgetChange } from '../src/settings/config-options.ts';
 import { openStore } from '../src/store/index.ts';
 import { pollPolicyWithInterval } from '../src/video/poll-policy.ts';
 import { CountingStore, type StoreTally } from './counting-store.ts';
-import { percentile } from './measure.ts';
+import { percentile } from '../test/support/percentile.ts';
 import { benchGeneration, contextOf, startVideoBot, type VideoBot } from './video-bot.ts';
 import type { Interaction, ServerInfo } from './video-protocol.ts';
 import { newInteractions, openStoreSource, startServers, type PhaseStore, type VideoStore } from './video.ts';

@@ -9,7 +9,8 @@ import { fileURLToPath } from 'node:url';
 import { readArray, readNumber, readRecord, readString } from '../src/lib/json.ts';
 import { shardOfGuild } from '../src/shards/plan.ts';
 import { startOwnRedis } from '../test/support/redis-server.ts';
-import { collectGarbage, loopDelayP99Ms, percentile, startLoopDelay } from './measure.ts';
+import { percentile } from '../test/support/percentile.ts';
+import { collectGarbage, loopDelayP99Ms, startLoopDelay } from './measure.ts';
 import {
   parseFinishedRun,
   parseHeldMemory,

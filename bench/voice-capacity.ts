@@ -8,7 +8,6 @@ import {
   USER_ID,
   latencyOf,
   median,
-  percentile,
   readPacketProblems,
   startFarEnds,
   startLineChild,
@@ -16,6 +15,7 @@ import {
   type Latency,
   type LineChild,
 } from './voice-rig.ts';
+import { percentile } from '../test/support/percentile.ts';
 import type { BotPacketProblems } from 'discord-standin';
 
 // Issue 16's voice capacity: how many two-way conversations one bot process holds within the bounds

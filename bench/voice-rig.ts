@@ -21,6 +21,7 @@ import { VoiceSession } from '../src/voice/session.ts';
 import { defaultVoiceSettings } from '../src/settings/voice-settings.ts';
 import { type BotPacketProblems, parseVoiceStateRequest } from 'discord-standin';
 import type { MeteredConversation, RunningMeter } from './voice-meter.ts';
+import { percentile } from '../test/support/percentile.ts';
 
 // What the voice benchmarks share (bench/voice.ts: one conversation, plain and DAVE; bench/voice-capacity.ts:
 // many at once): the far ends in a child process (bench/ws-sink.ts) driven over its stdin/stdout, the
@@ -37,11 +38,6 @@ export const gc = (globalThis as { gc?: () => void }).gc ?? (() => {});
 export function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)] ?? 0;
-}
-
-export function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
 }
 
 export interface Latency {

@@ -16,6 +16,7 @@ import { MAX_QUEUED_ANSWERS, MAX_QUEUED_MS } from '../../src/voice/speech-player
 import { audible, byTone, generateTone, REALTIME_PCM, type BotAudioFrame, type VoiceServer } from 'discord-standin';
 import type { ScriptedRealtime, ScriptedSocket } from '../support/scripted-realtime.ts';
 import { startScriptedSession, startScriptedVoice, type ScriptedVoice } from '../support/scripted-voice.ts';
+import { percentile } from '../support/percentile.ts';
 
 const BOT_ID = '100000000000000001';
 const FLOODED = { guildId: '200000000000000011', channelId: '300000000000000011', userId: '400000000000000011' };
@@ -37,11 +38,6 @@ const LATENCY_BOUND_S = 0.5;
 /** What a listener hears of a calm answer may lack a late or lost packet or two. */
 const LOST_FRAMES = 2;
 
-/** The value below which `share` of `values` lie. */
-function percentile(values: readonly number[], share: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(share * sorted.length))]!;
-}
 /** How far the truncate may be from what the channel heard: frames the machine's load dropped on the way. */
 const TRUNCATE_TOLERANCE_MS = 200;
 
@@ -266,10 +262,10 @@ describe('an answer that does not end', () => {
       const frames = byTone(heard[index]!, 880, 440);
       const firstAt = frames[0]!.receivedAt;
       const lateness = frames.map((frame, at) => frame.receivedAt - (firstAt + at * 20));
-      expect(percentile(lateness, 0.95)).toBeLessThan(LATENCY_BOUND_S * 1000);
+      expect(percentile(lateness, 95)).toBeLessThan(LATENCY_BOUND_S * 1000);
       // What the member said reached the gateway within the same bound.
       expect(conversation.latency.in.length).toBeGreaterThan(0);
-      expect(percentile(conversation.latency.in, 0.95)).toBeLessThan(LATENCY_BOUND_S);
+      expect(percentile(conversation.latency.in, 95)).toBeLessThan(LATENCY_BOUND_S);
       expect(conversation.socket.sent('response.cancel')).toEqual([]);
       expect(conversation.problems).toEqual([]);
     }

@@ -3,7 +3,6 @@ import { formatCostIn } from '../wording/cost.ts';
 import { describeBudget } from './budgets.ts';
 import { discordRelativeTime } from './limits.ts';
 import type { UsageView } from './spending.ts';
-import { renderSpendChart } from './usage-chart.ts';
 import { spentTicks, totalUsage, type UsageCount } from './usage.ts';
 import type { UserInstallRoom } from './user-installs.ts';
 
@@ -117,7 +116,10 @@ function userInstallLimitLines(locale: Locale, room: UserInstallRoom): string[] 
  * The chart of the server's last 30 days, for a view that has the server's. Its words stay English: the
  * chart's font has no glyphs for every language the bot speaks.
  */
-export function usageChart(view: UsageView): Buffer | undefined {
+export async function usageChart(view: UsageView): Promise<Buffer | undefined> {
   if (!view.server) return undefined;
+  // echarts and resvg are most of a second of CPU to load, a third of the bot's start: they are loaded
+  // with the first chart a manager asks for, not by every process that starts (most never draw one).
+  const { renderSpendChart } = await import('./usage-chart.ts');
   return renderSpendChart(view.server.days, { title: 'Spend per day, last 30 days (UTC)' });
 }

@@ -766,47 +766,53 @@ describe('voice conversations with DAVE off', () => {
 });
 
 describe('a short realtime session limit', () => {
-  let short: World;
-  beforeAll(async () => {
-    short = await startWorld({ emulator: { timing: { realtime_session_max_ms: 4000 } } });
-  }, 60_000);
-  afterAll(() => short?.stop());
-
   it('is crossed without leaving the channel or losing a turn: the bot learns it and renews at a quiet moment', async () => {
-    const { discord, emulator, guild } = short;
-    const { sessions } = emulator.realtime;
-    discord.joinVoice(guild.member, guild.id, guild.voiceChannelId);
-    const run = discord.runCommand({
-      user: guild.member,
-      guildId: guild.id,
-      channelId: guild.textChannelId,
-      command: 'voice',
-      subcommand: 'join',
-    });
-    await run.reply();
-    await discord.voice.waitForBotConnection(guild.id);
-    // The first session runs into the limit, which the gateway announces before closing it; the bot reopens at once.
-    const second = (
-      await emulator.realtime.waitForClientEvent((event, session) => event.type === 'session.update' && session !== sessions[0], 10_000)
-    ).session;
-    await speakAndHear(short, short.guild.member, 400);
-    // Knowing the limit now, the bot replaces the second session at a quiet moment before it.
-    const third = (
-      await emulator.realtime.waitForClientEvent(
-        (event, session) => event.type === 'session.update' && session !== sessions[0] && session !== second,
+    const { discord, emulator, guild } = world;
+    // The emulator reads its session limit as each session opens: this test's sessions alone are short.
+    const usualLimit = emulator.config.timing.realtime_session_max_ms;
+    emulator.config.timing.realtime_session_max_ms = 4000;
+    const earlier = new Set(emulator.realtime.sessions);
+    const earlierMessages = new Set(discord.messages(guild.textChannelId));
+    const opened = (others: RealtimeSession[] = []) =>
+      emulator.realtime.waitForClientEvent(
+        (event, session) => event.type === 'session.update' && !earlier.has(session) && !others.includes(session),
         10_000,
-      )
-    ).session;
-    await speakAndHear(short, short.guild.member, 600);
-    expect(second.serverEvents.filter((entry) => entry.event.type === 'error')).toEqual([]);
-    // Each turn was heard whole in its own session (and answered: the echo was heard).
-    for (const session of [second, third]) {
-      const turns = session.serverEvents.filter((entry) => entry.event.type === 'conversation.item.input_audio_transcription.completed');
-      expect(turns).toHaveLength(1);
-      expect(Number(/\(([\d.]+) s of speech\)/.exec(String(turns[0]?.event.transcript))?.[1])).toBeGreaterThanOrEqual(0.5);
+      );
+    try {
+      const firstOpened = opened();
+      discord.joinVoice(guild.member, guild.id, guild.voiceChannelId);
+      const run = discord.runCommand({
+        user: guild.member,
+        guildId: guild.id,
+        channelId: guild.textChannelId,
+        command: 'voice',
+        subcommand: 'join',
+      });
+      await run.reply();
+      await discord.voice.waitForBotConnection(guild.id);
+      const first = (await firstOpened).session;
+      // The first session runs into the limit, which the gateway announces before closing it; the bot reopens at once.
+      const second = (await opened([first])).session;
+      await speakAndHear(world, guild.member, 400);
+      // Knowing the limit now, the bot replaces the second session at a quiet moment before it.
+      const third = (await opened([first, second])).session;
+      await speakAndHear(world, guild.member, 600);
+      expect(second.serverEvents.filter((entry) => entry.event.type === 'error')).toEqual([]);
+      // Each turn was heard whole in its own session (and answered: the echo was heard).
+      for (const session of [second, third]) {
+        const turns = session.serverEvents.filter((entry) => entry.event.type === 'conversation.item.input_audio_transcription.completed');
+        expect(turns).toHaveLength(1);
+        expect(Number(/\(([\d.]+) s of speech\)/.exec(String(turns[0]?.event.transcript))?.[1])).toBeGreaterThanOrEqual(0.5);
+      }
+      expect(discord.botVoiceChannel(guild.id)).toBe(guild.voiceChannelId);
+      expect(
+        discord
+          .messages(guild.textChannelId)
+          .filter((message) => !earlierMessages.has(message) && message.content.startsWith('Stopped listening')),
+      ).toEqual([]);
+    } finally {
+      emulator.config.timing.realtime_session_max_ms = usualLimit;
     }
-    expect(discord.botVoiceChannel(guild.id)).toBe(guild.voiceChannelId);
-    expect(discord.messages(guild.textChannelId).filter((message) => message.content.startsWith('Stopped listening'))).toEqual([]);
   });
 });
 

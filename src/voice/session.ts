@@ -487,12 +487,22 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
    * answer and not said again: the member chose to speak over it.
    */
   #announcementWaitsFor(live: LiveState, now: number): string | undefined {
-    if (!live.client.open) return 'the realtime session';
-    if (live.announcementInFlight) return 'the previous announcement';
-    if (live.openResponses > 0 || (live.refusedUntil !== undefined && now < live.refusedUntil)) return 'the response in progress';
+    const forced = this.#forcedMessageWaitsFor(live, now);
+    if (forced !== undefined) return forced;
     if (live.turnPending || live.decisionsPending > 0 || live.callsRunning > 0 || live.responseRetry)
       return "a member's turn and its answer";
     if (this.#listener.speakers > 0) return 'a member speaking';
+    return undefined;
+  }
+
+  /**
+   * Why the gateway would not take a forced message now (it refuses one while another response is active,
+   * an announcement's included), or undefined when it would: what an announcement and a last line both wait for.
+   */
+  #forcedMessageWaitsFor(live: LiveState, now: number): string | undefined {
+    if (!live.client.open) return 'the realtime session';
+    if (live.announcementInFlight) return 'the previous announcement';
+    if (live.openResponses > 0 || (live.refusedUntil !== undefined && now < live.refusedUntil)) return 'the response in progress';
     if (this.#player.speaking) return 'the answer playing';
     return undefined;
   }
@@ -569,16 +579,19 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
       };
     };
     try {
-      // A forced message during another response is refused by the gateway: the answer under way ends first.
+      // A forced message during another response is refused by the gateway: the answer under way (or an
+      // announcement sent and not yet begun) ends first. A member's turn does not hold the last line back.
       await waitUntil({
-        check: () => (this.#state !== state || (state.openResponses === 0 && !this.speaking) ? true : undefined),
+        check: () => (this.#state !== state || this.#forcedMessageWaitsFor(state, Date.now()) === undefined ? true : undefined),
         subscribe: wakeOn,
         timeoutMs: Math.max(0, until - Date.now()),
         timeoutError: () => new Error(`the answer under way did not end within ${timeoutMs} ms`),
       });
       if (this.#state !== state) return;
       client.on('event', follow);
-      client.forceMessage(text, { interruptible: false });
+      const eventId = client.forceMessage(text, { interruptible: false });
+      // Announcements still waiting wait behind it, as behind one of their own.
+      if (eventId !== undefined) state.announcementInFlight = { eventId, sentAt: Date.now() };
       await waitUntil({
         check: () => (this.#state !== state || (done && !this.speaking) ? true : undefined),
         subscribe: wakeOn,

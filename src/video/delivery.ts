@@ -447,7 +447,9 @@ export class VideoDelivery {
       // Trying again cannot open the member's DMs; /video status still shows the task and its link.
       this.#deps.metrics?.videoDeliveryFailure('missing_permission');
       log.warn("a member's DMs are closed to the bot; closing their task", { task: task.id });
-      return this.#close(current, translator(locale)('user-install.card.dm-closed'));
+      // Read only by them (`/video status`): the card where they asked can no longer show it.
+      const theirs = task.userInstall.locale ?? locale;
+      return this.#close(current, translator(theirs)('user-install.card.dm-closed'), current.delivery.failures, theirs);
     }
     if (isDiscordError(error, DISCORD_ERRORS.unknownChannel)) {
       // Trying again cannot bring the channel back; /video status elsewhere still shows the task and its link.
@@ -498,11 +500,9 @@ export class VideoDelivery {
   }
 
   /** Closes a task that will not be posted; the card shows `reason` and a link to the video when there is one. */
-  async #close(task: TaskRecord, reason: string, failures = task.delivery.failures): Promise<TaskRecord> {
-    const link = videoLink(task);
-    const lastError = link
-      ? translator(cardLocale(task))('video.card.closed-with-link', { reason, url: link.url, note: link.note })
-      : reason;
+  async #close(task: TaskRecord, reason: string, failures = task.delivery.failures, locale = cardLocale(task)): Promise<TaskRecord> {
+    const link = videoLink(task, locale);
+    const lastError = link ? translator(locale)('video.card.closed-with-link', { reason, url: link.url, note: link.note }) : reason;
     const closed: TaskRecord = {
       ...task,
       delivery: { ...task.delivery, state: 'closed', lastError, ...(failures === undefined ? {} : { failures }) },

@@ -32,7 +32,8 @@ import {
   type LostTaskReason,
 } from './wording.ts';
 import type { MemberCosts, MemberDayCost } from '../ports/guild-policy.ts';
-import { askedInUrl, isTerminal, type TaskRecord, type UserInstallTask } from './record.ts';
+import { askedInUrl, handoffDue, isTerminal, needsWork, type HandoffNote, type TaskRecord, type UserInstallTask } from './record.ts';
+import type { DirectMessageReach } from './dm-reach.ts';
 import type { TaskRepository } from './repository.ts';
 import { cardLocale, cardStateKey, renderJobCard, renderLostCard, videoLink, type CardView, type KnownCard } from './status-card.ts';
 import { KeyedLock } from '../lib/keyed-lock.ts';
@@ -82,6 +83,8 @@ export interface DeliveryDeps {
   costs?: MemberCosts;
   /** The tracker's deadline for a task (its poll policy's), which a card whose polls fail states; default production's. */
   taskDeadlineMs?: number;
+  /** Whether members' DMs were last found closed to the bot, for the handoff of their own install's card; default unknown (open). */
+  dmReach?: DirectMessageReach;
 }
 
 export class VideoDelivery {
@@ -156,6 +159,10 @@ export class VideoDelivery {
    * Returns the task with the card's bookkeeping updated; showAndSave() saves it.
    */
   async #updateCard(task: TaskRecord, now = Date.now()): Promise<TaskRecord> {
+    if (handoffDue(task, now)) {
+      const handedOff = await this.#handOff(task, task.userInstall, now);
+      if (handedOff) return handedOff;
+    }
     const key = cardStateKey(task);
     if (task.card.renderedState === key) return task;
     const running = task.state === 'running' || task.state === 'submitting';
@@ -190,6 +197,69 @@ export class VideoDelivery {
         this.#deps.log.warn('could not update a status card', { task: task.id, error });
       }
       return { ...task, card: { ...task.card, renderedAt: now, renderedState: key } };
+    }
+  }
+
+  /**
+   * The last edit of a member's own install's job card, a minute before its token can no longer be used,
+   * while something of the job is still to come (a video being made, or being fetched and shown): the card
+   * says it will come to their DMs, or, when their DMs were last found closed, that `/video status` shows
+   * it. The task is saved as handed off, and from then on what it still has to show goes to their DMs
+   * (pastItsToken()). A variant whose sibling made the edit is marked without another; a job with nothing
+   * left to come needs none (undefined: the card is edited as usual, showing how it ended). An edit that
+   * fails leaves the task as it was, and the next step tries again while the token lives.
+   */
+  async #handOff(task: TaskRecord, place: UserInstallTask, now: number): Promise<TaskRecord | undefined> {
+    const tasks = await this.#jobTasks(task);
+    const drawn = { ...task.card, renderedAt: now, renderedState: cardStateKey(task) };
+    const bySibling = tasks.find((sibling) => sibling.id !== task.id && sibling.userInstall?.handedOff !== undefined);
+    const siblingNote = bySibling?.userInstall?.handedOff;
+    if (siblingNote) return { ...task, card: drawn, userInstall: { ...place, handedOff: siblingNote } };
+    const pending = tasks.filter(needsWork).length;
+    if (pending === 0) return undefined;
+    const note: HandoffNote = (await this.#dmsKnownClosed(task)) ? 'status' : 'dms';
+    let messageId = task.card.messageId;
+    try {
+      const card = await this.#render(tasks, task, now, { audience: 'channel', handoff: { note, pending } });
+      const edited = await this.#editCard(task, { ...card, keep: keptFiles(tasks, task) }, now, tasks);
+      // Discord ended the token early: nothing can be said there any more, and the rest goes to their DMs all the same.
+      if (!edited) this.#deps.log.warn("a member's own install: its card's token ended before the last edit", { task: task.id });
+      // Their DM card links to it.
+      messageId = edited?.messageId ?? messageId;
+    } catch (error) {
+      this.#deps.log.warn("a member's own install: could not make the last edit of its card; trying again at the next step", {
+        task: task.id,
+        error,
+      });
+      return task;
+    }
+    this.#deps.log.info("a member's own install: the card where they asked had its last edit; the rest goes to their DMs", {
+      task: task.id,
+      note,
+      pending,
+    });
+    return { ...task, card: { ...drawn, messageId }, userInstall: { ...place, handedOff: note } };
+  }
+
+  /** Whether the bot last found the task's member's DMs closed; a store that cannot say counts as open (a DM is tried all the same). */
+  async #dmsKnownClosed(task: TaskRecord): Promise<boolean> {
+    try {
+      return (await this.#deps.dmReach?.knownClosed(task.userId)) === true;
+    } catch (error) {
+      this.#deps.log.warn("could not read whether a member's DMs are closed; taking them as open", { task: task.id, error });
+      return false;
+    }
+  }
+
+  /** Remembers what a DM to the task's member met (their DMs closed or open); a store that fails is logged, not thrown. */
+  async #noteDms(task: TaskRecord, reach: 'closed' | 'opened', now: number): Promise<void> {
+    const dmReach = this.#deps.dmReach;
+    if (!dmReach) return;
+    try {
+      if (reach === 'closed') await dmReach.closed(task.userId, now);
+      else await dmReach.opened(task.userId);
+    } catch (error) {
+      this.#deps.log.warn("could not record whether a member's DMs are closed", { task: task.id, error });
     }
   }
 
@@ -239,7 +309,15 @@ export class VideoDelivery {
     const earlier = now - postingSince >= NONCE_TRUSTED_MS ? await this.#postedInChannel(task, channelId) : undefined;
     if (earlier) return { ...earlier, channelId };
     this.#deps.log.info("a member's own install: showing the task in their DMs, its interaction token has ended", { task: task.id });
-    return { ...(await outbox.postCard(channelId, card, task.delivery.nonce)), channelId };
+    let posted: PostedMessage;
+    try {
+      posted = await outbox.postCard(channelId, card, task.delivery.nonce);
+    } catch (error) {
+      if (isDiscordError(error, DISCORD_ERRORS.cannotMessageUser, DISCORD_ERRORS.noMutualGuilds)) await this.#noteDms(task, 'closed', now);
+      throw error;
+    }
+    await this.#noteDms(task, 'opened', now);
+    return { ...posted, channelId };
   }
 
   /**
@@ -558,11 +636,13 @@ export class VideoDelivery {
 }
 
 /**
- * A task of a member's own install whose job's card the bot can no longer edit where they asked (its
- * interaction token has ended), or whose own card is in their DMs already: what it shows goes there.
+ * A task of a member's own install whose job's card the bot no longer edits where they asked (its
+ * interaction token has ended, or the card had its last edit: handed off), or whose own card is in their
+ * DMs already: what it shows goes there.
  */
 function pastItsToken(task: TaskRecord, now: number): task is TaskRecord & { userInstall: UserInstallTask } {
-  return task.userInstall !== undefined && (task.userInstall.dmMessageId !== undefined || now >= task.card.tokenExpiresAt);
+  const place = task.userInstall;
+  return place !== undefined && (place.dmMessageId !== undefined || place.handedOff !== undefined || now >= task.card.tokenExpiresAt);
 }
 
 /**

@@ -8,6 +8,7 @@ import type { InteractionContext } from '../ports/interaction-context.ts';
 import type { Store } from '../store/index.ts';
 import { VideoConfirmations } from './confirmations.ts';
 import { VideoDelivery } from './delivery.ts';
+import { DirectMessageReach } from './dm-reach.ts';
 import { DownloadFiles } from './download-files.ts';
 import { EndUserIds } from './end-users.ts';
 import { PolicyGatewayResolver } from './gateway-resolver.ts';
@@ -85,6 +86,7 @@ export function createVideo(deps: VideoDeps): Video {
     cardEditIntervalMs: deps.cardEditIntervalMs ?? CARD_EDIT_INTERVAL_MS,
     metrics,
     taskDeadlineMs: pollPolicy.deadlineMs,
+    dmReach: new DirectMessageReach(store),
     ...(deps.costs ? { costs: deps.costs } : {}),
   });
   const tracker = new TaskTracker(tasks, new PolicyGatewayResolver(policy, clients, log), delivery, log, {

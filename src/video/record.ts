@@ -142,6 +142,44 @@ export interface UserInstallTask {
   dmMessageId?: string;
   /** The member's language, which their DMs are in (the card where they asked is in the server's). */
   locale?: Locale;
+  /**
+   * Set once the job's card where they asked had its last edit, shortly before the interaction's token
+   * ends, while something of the job was still to come: what the card said of where the rest goes (`dms`:
+   * their DMs; `status`: their DMs were known closed, so `/video status`). From then on the card there is
+   * left as it is, and everything else goes to their DMs.
+   */
+  handedOff?: HandoffNote;
+}
+
+const HANDOFF_NOTES = ['dms', 'status'] as const;
+export type HandoffNote = (typeof HANDOFF_NOTES)[number];
+
+/**
+ * How long before its interaction token can no longer be used (`card.tokenExpiresAt`, itself 30 s short of
+ * Discord's 15 minutes) the job card of a member's own install gets its last edit, saying where the rest of
+ * the job will come: 13 min 30 s after the interaction. A minute leaves room for a tracker step that waits
+ * for a poll slot, the store, or Discord's rate limits, and the edit still lands while the token lives.
+ */
+export const HANDOFF_LEAD_MS = 60_000;
+
+/**
+ * When a task of a member's own install has its job's card handed off (see `handedOff`); undefined for any
+ * other task, one handed off already, or one whose card is in their DMs. Derived from the stored token time,
+ * so a restart finds the same moment.
+ */
+export function handoffAt(task: Pick<TaskRecord, 'userInstall' | 'card'>): number | undefined {
+  const place = task.userInstall;
+  if (!place || place.handedOff !== undefined || place.dmMessageId !== undefined || task.card.tokenExpiresAt <= 0) return undefined;
+  return task.card.tokenExpiresAt - HANDOFF_LEAD_MS;
+}
+
+/** Whether `now` is the moment to hand off the task's job card: past `handoffAt()`, while the token still answers. */
+export function handoffDue<T extends Pick<TaskRecord, 'userInstall' | 'card'>>(
+  task: T,
+  now: number,
+): task is T & { userInstall: UserInstallTask } {
+  const at = handoffAt(task);
+  return at !== undefined && task.userInstall !== undefined && now >= at && now < task.card.tokenExpiresAt;
 }
 
 export interface TaskRecord {
@@ -412,8 +450,13 @@ function parseUserInstall(raw: unknown, path: string): UserInstallTask {
   const dmChannelId = optionalString(source, 'dmChannelId', path);
   const dmMessageId = optionalString(source, 'dmMessageId', path);
   const locale = parseLocale(optionalString(source, 'locale', path));
+  const handedOffText = optionalString(source, 'handedOff', path);
+  const handedOff = HANDOFF_NOTES.find((note) => note === handedOffText);
+  if (handedOffText !== undefined && handedOff === undefined)
+    throw new Error(`${path}.handedOff must be one of ${HANDOFF_NOTES.join(', ')}`);
   return {
     ...(locale === undefined ? {} : { locale }),
+    ...(handedOff === undefined ? {} : { handedOff }),
     ...(guildId === undefined ? {} : { guildId }),
     ...(dmChannelId === undefined ? {} : { dmChannelId }),
     ...(dmMessageId === undefined ? {} : { dmMessageId }),

@@ -33,7 +33,7 @@ import {
   type LostTaskReason,
 } from './wording.ts';
 import { DEFAULT_POLL_POLICY } from './poll-policy.ts';
-import { isTerminal, madeVideo, taskMessageUrl, type StatusCard, type TaskRecord } from './record.ts';
+import { isTerminal, madeVideo, taskMessageUrl, type HandoffNote, type StatusCard, type TaskRecord } from './record.ts';
 
 // The status card: one message per job in Components V2, edited in place from submission to the end. A
 // container (its accent colour the job's state) holds the request (prompt and settings), then one tile
@@ -97,6 +97,11 @@ export interface CardView {
   locale?: Locale;
   /** A task's own card in its member's DMs (made through their own install): where they asked for it. */
   askedIn?: string;
+  /**
+   * The last edit of a member's own install's job card before its token ends: where the `pending` videos
+   * (still being made or shown) will come instead (record.ts, `handedOff`).
+   */
+  handoff?: { note: HandoffNote; pending: number };
 }
 
 function messageUrl(task: TaskRecord, messageId: string): string {
@@ -392,9 +397,13 @@ export function renderJobCard(
     .join('\n');
   const unsent = first.job?.unsent;
   const sent = first.job?.size ?? tasks.length;
-  const note = unsent
-    ? `\n${tr('video.card.variants-sent', { sent, total: sent + unsent.count, reason: truncate(unsent.reason, PROMPT_PREVIEW) })}`
-    : '';
+  const notes = [
+    unsent
+      ? tr('video.card.variants-sent', { sent, total: sent + unsent.count, reason: truncate(unsent.reason, PROMPT_PREVIEW) })
+      : undefined,
+    view.handoff ? tr(`user-install.card.handoff.${view.handoff.note}`, { count: view.handoff.pending }) : undefined,
+  ].filter((line) => line !== undefined);
+  const note = notes.map((line) => `\n${line}`).join('');
   const share = Math.floor((CARD_LIMITS.textLength - header.length - note.length) / tasks.length);
   const numbered = tasks.length > 1 || first.job !== undefined;
   const tiles = tasks.map((task, index) =>

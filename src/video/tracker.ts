@@ -7,7 +7,7 @@ import { applyResult } from './apply-result.ts';
 import type { VideoDelivery } from './delivery.ts';
 import type { GatewayResolver } from './gateway-resolver.ts';
 import { errorBackoffDelay, nextPollDelay, type PollPolicy } from './poll-policy.ts';
-import { TASK_NOT_FOUND, isTerminal, needsWork, type TaskRecord } from './record.ts';
+import { TASK_NOT_FOUND, handoffAt, handoffDue, isTerminal, needsWork, type TaskRecord } from './record.ts';
 import type { TaskRepository } from './repository.ts';
 import { Schedule } from './schedule.ts';
 import { knownCard, type KnownCard } from './status-card.ts';
@@ -20,7 +20,9 @@ import type { LostTaskReason } from './wording.ts';
 // small queue, so a burst of finished videos never holds up polls, and polls never hold up posts.
 // A task whose record disappears from the store (a Redis restarted without persistence) or stops
 // parsing is not dropped in silence: it is logged, counted, and its card says so when the tracker still
-// knows where the card is.
+// knows where the card is. A task of a member's own install is also looked at when its job's card is to
+// be handed off, shortly before the interaction's token ends (record.ts, `handoffAt()`): its steps are
+// never scheduled past that moment, which the stored token time gives after a restart too.
 
 export interface TrackerOptions {
   policy: PollPolicy;
@@ -231,18 +233,17 @@ export class TaskTracker {
       }
       this.#remember(task);
       if (!needsWork(task)) return;
-      if (isTerminal(task.state)) {
+      const current = await this.#handOffIfDue(task);
+      if (isTerminal(current.state)) {
         this.#queueDelivery(id);
         return;
       }
-      const next = await this.#poll(task);
+      const next = await this.#poll(current);
       this.#remember(next);
       if (needsWork(next) && !isTerminal(next.state)) {
         const elapsed = this.#options.now() - (next.submittedAt ?? next.createdAt);
-        this.#reschedule(
-          id,
-          this.#notPastDeadline(next, nextPollDelay(this.#options.policy, elapsed, next.progress, this.#options.random)),
-        );
+        const delay = nextPollDelay(this.#options.policy, elapsed, next.progress, this.#options.random);
+        this.#reschedule(id, this.#notPastHandoff(next, this.#notPastDeadline(next, delay)));
       }
     } catch (error) {
       await this.#recover(id, error);
@@ -263,9 +264,10 @@ export class TaskTracker {
       }
       this.#remember(task);
       if (!needsWork(task) || !isTerminal(task.state)) return;
-      const next = await this.#delivery.deliver(task, await this.#gateways.clientFor(task), found?.result);
+      const current = await this.#handOffIfDue(task);
+      const next = await this.#delivery.deliver(current, await this.#gateways.clientFor(current), found?.result);
       this.#remember(next);
-      if (needsWork(next)) this.#reschedule(id, this.#options.policy.intervalMs);
+      if (needsWork(next)) this.#reschedule(id, this.#notPastHandoff(next, this.#options.policy.intervalMs));
     } catch (error) {
       await this.#recover(id, error);
     } finally {
@@ -341,7 +343,7 @@ export class TaskTracker {
       // Fetching or posting a finished video failed: counted in the store, so a restart cannot make it endless.
       const next = await this.#delivery.recordFailure(task, error, this.#options.policy.deliveryTries);
       if (!needsWork(next)) return;
-      const delay = errorBackoffDelay(this.#options.policy, next.delivery.failures ?? 1, this.#options.random);
+      const delay = this.#notPastHandoff(next, errorBackoffDelay(this.#options.policy, next.delivery.failures ?? 1, this.#options.random));
       this.#log.warn('could not deliver a finished video; backing off', {
         task: id,
         failures: next.delivery.failures,
@@ -380,7 +382,7 @@ export class TaskTracker {
     // The card says the gateway is not answering, and until when the bot keeps asking: the task is
     // looked at again by then, so it closes at the time the card states, not up to a backoff later.
     this.#remember(await this.#delivery.showAndSave(failed, this.#options.now()));
-    this.#reschedule(id, this.#notPastDeadline(failed, delay));
+    this.#reschedule(id, this.#notPastHandoff(failed, this.#notPastDeadline(failed, delay)));
   }
 
   #pastDeadline(task: TaskRecord): boolean {
@@ -391,6 +393,22 @@ export class TaskTracker {
   #notPastDeadline(task: TaskRecord, delayMs: number): number {
     const untilPast = task.createdAt + this.#options.policy.deadlineMs + 1 - this.#options.now();
     return Math.min(delayMs, Math.max(0, untilPast));
+  }
+
+  /** `delayMs`, or less: a task of a member's own install is looked at when its job's card is to be handed off. */
+  #notPastHandoff(task: TaskRecord, delayMs: number): number {
+    const at = handoffAt(task);
+    const until = at === undefined ? Infinity : at - this.#options.now();
+    return until > 0 ? Math.min(delayMs, until) : delayMs;
+  }
+
+  /** Hands off the job's card of a member's own install when its time has come (the card's last edit), saved; else the task as it is. */
+  async #handOffIfDue(task: TaskRecord): Promise<TaskRecord> {
+    const now = this.#options.now();
+    if (!handoffDue(task, now)) return task;
+    const next = await this.#delivery.showAndSave(task, now);
+    this.#remember(next);
+    return next;
   }
 
   async #giveUp(task: TaskRecord): Promise<void> {

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { ENGLISH, t } from '../../src/i18n/index.ts';
 import { userInstallScope } from '../../src/ports/user-install.ts';
-import { parseTaskRecord, routingGuildId, taskMessageUrl } from '../../src/video/record.ts';
+import { HANDOFF_LEAD_MS, handoffAt, handoffDue, parseTaskRecord, routingGuildId, taskMessageUrl } from '../../src/video/record.ts';
 import { storageFilename } from '../../src/video/requests.ts';
-import { knownCard, renderStatusCard } from '../../src/video/status-card.ts';
+import { knownCard, renderJobCard, renderStatusCard } from '../../src/video/status-card.ts';
 import { cardButtons, cardText } from '../support/cards.ts';
 import { taskRecord } from '../support/task-result.ts';
 
@@ -17,7 +17,7 @@ const DM = '100000000000000077';
 const DM_MESSAGE = '100000000000000088';
 const ORIGINAL = '100000000000000066';
 
-const ownTask = (place: { guildId?: string; dmChannelId?: string; dmMessageId?: string } = {}) =>
+const ownTask = (place: { guildId?: string; dmChannelId?: string; dmMessageId?: string; handedOff?: 'dms' | 'status' } = {}) =>
   taskRecord({
     guildId: userInstallScope(MEMBER),
     userId: MEMBER,
@@ -76,5 +76,33 @@ describe("a task of a member's own install", () => {
       channelId: DM,
       card: { messageId: DM_MESSAGE, tokenExpiresAt: 0 },
     });
+  });
+
+  it("has its job's card handed off a minute before its token ends, once, from the stored token time", () => {
+    const expiresAt = 15 * 60_000;
+    const task = { ...ownTask(), card: { ...ownTask().card, tokenExpiresAt: expiresAt } };
+    expect(handoffAt(task)).toBe(expiresAt - HANDOFF_LEAD_MS);
+    expect(handoffDue(task, expiresAt - HANDOFF_LEAD_MS - 1)).toBe(false);
+    expect(handoffDue(task, expiresAt - HANDOFF_LEAD_MS)).toBe(true);
+    // Past the token nothing can be said there any more; handed off, or shown in the DMs, nothing is left to say.
+    expect(handoffDue(task, expiresAt)).toBe(false);
+    expect(handoffAt({ ...task, userInstall: { handedOff: 'dms' } })).toBeUndefined();
+    expect(handoffAt({ ...task, userInstall: { dmChannelId: DM, dmMessageId: DM_MESSAGE } })).toBeUndefined();
+    expect(handoffAt(taskRecord())).toBeUndefined();
+    const handedOff = ownTask({ handedOff: 'status' });
+    expect(parseTaskRecord(JSON.parse(JSON.stringify(handedOff)))).toEqual(handedOff);
+    expect(() => parseTaskRecord({ ...JSON.parse(JSON.stringify(handedOff)), userInstall: { handedOff: 'later' } })).toThrow(/handedOff/);
+  });
+
+  it('says on its last edit where the videos still to come will be: their DMs, or /video status when those are closed', () => {
+    const running = { ...ownTask(), state: 'running' as const };
+    for (const note of ['dms', 'status'] as const) {
+      const one = renderJobCard([running], { now: 2 }, { audience: 'channel', handoff: { note, pending: 1 } });
+      expect(cardText(one)).toContain(t(ENGLISH, `user-install.card.handoff.${note}`, { count: 1 }));
+      const two = renderJobCard([running, running], { now: 2 }, { audience: 'channel', handoff: { note, pending: 2 } });
+      expect(cardText(two)).toContain(t(ENGLISH, `user-install.card.handoff.${note}`, { count: 2 }));
+    }
+    expect(t(ENGLISH, 'user-install.card.handoff.status', { count: 1 })).toContain('`/video status`');
+    expect(cardText(renderStatusCard(running, { now: 2 }))).not.toContain(t(ENGLISH, 'user-install.card.handoff.dms', { count: 1 }));
   });
 });

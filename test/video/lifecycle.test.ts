@@ -236,7 +236,7 @@ afterAll(async () => {
  */
 async function track(
   overrides: Partial<TaskRecord> = {},
-  onceCardPosted: (cardId: string) => void | Promise<void> = () => {},
+  onceCardPosted: (cardId: string) => unknown = () => {},
   by: Video = video,
 ): Promise<{ task: TaskRecord; card: () => Message }> {
   const id = overrides.id ?? newTaskId();

@@ -60,9 +60,14 @@ export class StandInFaults {
     });
   }
 
-  failRoute(options: FailRouteOptions): void {
+  /** Returns what ends the failure early (Discord recovering), whatever is left of its `times`. */
+  failRoute(options: FailRouteOptions): () => void {
     const { times, ...failure } = options;
-    this.failures.push({ ...failure, method: options.method, remaining: times });
+    const injected = { ...failure, method: options.method, remaining: times };
+    this.failures.push(injected);
+    return () => {
+      injected.remaining = 0;
+    };
   }
 
   /**

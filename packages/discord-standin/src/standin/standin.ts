@@ -316,8 +316,8 @@ export class DiscordStandIn {
     this.#faults.rateLimit(options);
   }
 
-  failRoute(options: FailRouteOptions): void {
-    this.#faults.failRoute(options);
+  failRoute(options: FailRouteOptions): () => void {
+    return this.#faults.failRoute(options);
   }
 
   denyBotPermission(channelId: string, permission: DeniableBotPermission): void {

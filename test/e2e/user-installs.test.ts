@@ -1,14 +1,20 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestGuild, User } from 'discord-standin';
-import { resolveLocale, t } from '../../src/i18n/index.ts';
+import { ENGLISH, resolveLocale, t } from '../../src/i18n/index.ts';
+import { tokenUsableUntil } from '../../src/ports/interaction-context.ts';
 import { nextUtcMidnight } from '../../src/settings/limits.ts';
+import { HANDOFF_LEAD_MS } from '../../src/video/record.ts';
+import { botClockAhead } from '../support/bot-process.ts';
 import { cardButtons, cardText } from '../support/cards.ts';
+import { PNG_HEADER, SAMPLE_MP4 } from '../support/media.ts';
+import { pollUntil } from '../support/poll.ts';
 import { startWorld, type World } from '../support/world.ts';
 
 // A member's own install of the app (USER_INSTALLS=on), with the bot as a process on the stand-ins: the
 // commands registered for it, a video made in the bot's DM on the operator's key, one that finishes after
 // the interaction's token ended reaching the member by DM, and the operator's daily limit, in the member's
-// language. One bot for the file; its tests follow one member through their day.
+// language; a member whose DMs are closed, the message commands in a group DM, and the card's last edit
+// before its token ends. One bot for the file (restarted once, at the end, with its clock ahead).
 
 const EPHEMERAL = 64;
 const OPERATOR_KEY = 'emulator-key';
@@ -21,13 +27,19 @@ let world: World;
 let elsewhere: TestGuild;
 /** A member who installed the app, in a server without the bot only, and reads German. */
 let mira: User;
+/** A member whose DMs are closed to the bot, who reads Spanish. */
+let ivo: User;
 const GERMAN = resolveLocale('de', undefined, 'member');
+const SPANISH = resolveLocale('es-ES', undefined, 'member');
 
 beforeAll(async () => {
   world = await startWorld({ env: { USER_INSTALLS: 'on', USER_INSTALL_DAILY_VIDEOS: '2' } });
   elsewhere = world.discord.createGuild({ withBot: false, locale: 'fr' });
   mira = world.discord.createUser({ guildId: elsewhere.id, name: 'mira', locale: 'de' });
   world.discord.installAppForUser(mira);
+  ivo = world.discord.createUser({ guildId: elsewhere.id, name: 'ivo', locale: 'es-ES' });
+  world.discord.installAppForUser(ivo);
+  world.discord.closeDirectMessages(ivo.id);
 }, 60_000);
 afterAll(() => world?.stop());
 
@@ -135,5 +147,133 @@ describe("a member's own install", () => {
     expect(usage).toContain(t(GERMAN, 'user-install.usage.videos-left', { left: 0, count: 2, resets }));
     // All of it went as the bot meant: nothing it had to log as an error.
     expect(world.bot.logs.filter((line) => line.level === 'error')).toEqual([]);
+  });
+
+  it('ends a task for a member whose DMs are closed saying so, which /video status shows, in their language', async () => {
+    const { discord, emulator, bot } = world;
+    emulator.config.timing.generation_ms = SLOW_MS;
+    try {
+      const run = discord.runCommand({
+        user: ivo,
+        channelId: elsewhere.textChannelId,
+        command: 'video',
+        subcommand: 'generate',
+        options: { prompt: 'a lighthouse in fog' },
+      });
+      await run.reply(20_000);
+      // Past the token, the video can only go to his DMs, which refuse the bot.
+      discord.expireInteraction(run);
+      emulator.config.timing.generation_ms = QUICK_MS;
+      const closed = await bot.waitForLog((line) => line.msg === "a member's DMs are closed to the bot; closing their task");
+      const ref = String(closed.task);
+      // Closed as soon as the bot has saved it: /video status answers only when asked.
+      const reason = t(SPANISH, 'user-install.card.dm-closed');
+      await pollUntil({
+        ask: () =>
+          discord
+            .runCommand({ user: ivo, channelId: elsewhere.textChannelId, command: 'video', subcommand: 'status', options: { task: ref } })
+            .reply(),
+        found: (shown) => (cardText(shown).includes(reason) ? true : undefined),
+        intervalMs: 100,
+        timeoutMs: 10_000,
+        timeoutError: (last) => new Error(`/video status never showed why: ${cardText(last)}`),
+      });
+      expect(discord.directMessages(ivo.id)).toEqual([]);
+    } finally {
+      emulator.config.timing.generation_ms = QUICK_MS;
+    }
+  });
+
+  it("animates an image and extends a video from a group DM's messages, on the operator's key", async () => {
+    const { discord } = world;
+    const kai = discord.createUser({ guildId: elsewhere.id, name: 'kai' });
+    const friend = discord.createUser({ guildId: elsewhere.id, name: 'friend' });
+    discord.installAppForUser(kai);
+    const group = discord.createPrivateChannel({ users: [kai, friend, mira] });
+    const picture = discord.postMessage({
+      user: friend,
+      channelId: group.id,
+      attachments: [{ filename: 'cat.png', bytes: PNG_HEADER, contentType: 'image/png' }],
+    });
+    const clip = discord.postMessage({
+      user: friend,
+      channelId: group.id,
+      attachments: [{ filename: 'clip.mp4', bytes: SAMPLE_MP4, contentType: 'video/mp4' }],
+    });
+    const made = async (command: string, message: typeof picture, prompt: string, selects?: Record<string, string[]>) => {
+      const form = await discord.runMessageCommand({ user: kai, message, command }).modal();
+      const submit = discord.submitModal({
+        user: kai,
+        channelId: group.id,
+        customId: form.customId,
+        fields: { prompt, duration: '' },
+        ...(selects ? { selects } : {}),
+      });
+      return submit.waitForReply((reply) => cardText(reply).includes(t(ENGLISH, 'video.card.status.done')), 20_000);
+    };
+    const animated = await made('Animate image', picture, 'the cat blinks', { variants: ['1'] });
+    const extended = await made('Extend video', clip, 'the clip goes on');
+    for (const [card, prompt] of [
+      [animated, 'the cat blinks'],
+      [extended, 'the clip goes on'],
+    ] as const) {
+      expect(cardText(card)).toContain(t(ENGLISH, 'user-install.card.operator-key', { member: `<@${kai.id}>` }));
+      expect(keyOf(prompt)).toBe(world.emulator.keyIdOf(OPERATOR_KEY));
+    }
+    // Nothing of it in the group DM, where the bot is not: only the interactions' own cards.
+    expect(discord.messages(group.id).map((message) => message.id)).toEqual([picture.id, clip.id, animated.id, extended.id]);
+  });
+
+  // Last: the bot is restarted with its clock ahead, as the token's end nears.
+  it('hands off the card a minute before its token ends: the rest comes by DM, or /video status where DMs are closed', async () => {
+    const { discord } = world;
+    const noor = discord.createUser({ guildId: elsewhere.id, name: 'noor' });
+    discord.installAppForUser(noor);
+    const seen = world.bot.logs.length;
+    // Discord takes no edit through their interactions: their videos are made, but cannot be shown yet.
+    const asked = [noor, ivo].map((user) => {
+      const run = discord.runCommand({
+        user,
+        channelId: elsewhere.textChannelId,
+        command: 'video',
+        subcommand: 'generate',
+        options: { prompt: `${user.username} at dusk` },
+      });
+      const recover = discord.failRoute({
+        method: 'PATCH',
+        route: new RegExp(`/webhooks/\\d+/${run.record.token}/messages/`),
+        times: 1_000,
+        status: 500,
+      });
+      return { run, recover };
+    });
+    const failing = new Set<unknown>();
+    await world.bot.waitForLog((line) => {
+      if (line.msg === 'could not deliver a finished video; backing off' && world.bot.logs.indexOf(line) >= seen) failing.add(line.task);
+      return failing.size === asked.length;
+    });
+    await world.bot.stop();
+    for (const { recover } of asked) recover();
+    // Back 13 min 30 s after they asked, by the bot's clock: the moment of the cards' last edit.
+    await world.restartBot(botClockAhead(tokenUsableUntil({ interactionReceivedAt: 0 }) - HANDOFF_LEAD_MS));
+    const [forNoor, forIvo] = asked;
+    const noorsCard = await forNoor!.run.waitForReply(
+      (message) => cardText(message).includes(t(FRENCH, 'user-install.card.handoff.dms', { count: 1 })),
+      20_000,
+    );
+    await forIvo!.run.waitForReply(
+      (message) => cardText(message).includes(t(FRENCH, 'user-install.card.handoff.status', { count: 1 })),
+      20_000,
+    );
+    const delivered = await discord.waitForDirectMessage(noor.id, (message) => message.attachments.length > 0, 20_000);
+    expect(cardText(delivered)).toContain(
+      t(ENGLISH, 'user-install.card.asked-in', {
+        link: `https://discord.com/channels/${elsewhere.id}/${elsewhere.textChannelId}/${noorsCard.id}`,
+      }),
+    );
+    // Ivo's is tried there all the same (his DMs may have opened since), and ends saying so.
+    await world.bot.waitForLog((line) => line.msg === "a member's DMs are closed to the bot; closing their task");
+    // The cards where they asked keep their last word: no video went into them.
+    expect(noorsCard.attachments).toEqual([]);
   });
 });

@@ -58,6 +58,14 @@ export function makeDataDirectory(): string {
   return directory;
 }
 
+/**
+ * What starts the bot with its clock `aheadMs` ahead of the machine's (test/support/bot-clock.ts): for a
+ * restart that finds the minutes it measures from stored times passed.
+ */
+export function botClockAhead(aheadMs: number): Record<string, string> {
+  return { NODE_OPTIONS: `--import=${new URL('./bot-clock.ts', import.meta.url).href}`, BOT_CLOCK_AHEAD_MS: String(aheadMs) };
+}
+
 export function cleanupBotDirectories(): void {
   for (const directory of directories.splice(0)) rmSync(directory, { recursive: true, force: true });
 }

@@ -95,7 +95,8 @@ beforeAll(async () => {
     // The video addresses it gives out go through the proxy too: the gateway's own host and port.
     emulatorPublicUrl: proxy.url,
     standIn: { log: createLogger({ level: 'debug', write: (line) => standInLog.push(line) }) },
-    env: { GATEWAY_API_KEY: '', KEY_ENCRYPTION_SECRET: SECRET, GATEWAY_BASE_URL: proxy.url },
+    // No operator key: members' own installs, allowed, have none to use.
+    env: { GATEWAY_API_KEY: '', KEY_ENCRYPTION_SECRET: SECRET, GATEWAY_BASE_URL: proxy.url, USER_INSTALLS: 'on' },
   });
   // The bot calls the gateway only once commands arrive, so the target can be set after it started.
   proxy.target = world.emulator.listenUrl;
@@ -155,6 +156,25 @@ describe("a server's own gateway key", () => {
   it('is asked for before anything can be generated', async () => {
     const reply = (await video(world.guild.member, 'no key yet').response()).data;
     expect(reply).toMatchObject({ flags: 64, content: expect.stringContaining('/config key') });
+  });
+
+  it("is not there for a member's own install either, which is refused naming the operator's GATEWAY_API_KEY", async () => {
+    const { discord } = world;
+    const elsewhere = discord.createGuild({ withBot: false });
+    const member = discord.createUser({ guildId: elsewhere.id, locale: 'fr' });
+    discord.installAppForUser(member);
+    const refused = await discord
+      .runCommand({
+        user: member,
+        channelId: elsewhere.textChannelId,
+        command: 'video',
+        subcommand: 'generate',
+        options: { prompt: 'mine' },
+      })
+      .response();
+    const noKey = t(resolveLocale('fr', undefined, 'member'), 'user-install.no-key');
+    expect(noKey).toContain('`GATEWAY_API_KEY`');
+    expect(refused.data).toMatchObject({ flags: 64, content: noKey });
   });
 
   it('is for Manage Server only: hidden by default and refused by the handler', async () => {

@@ -33,8 +33,7 @@ export function discordRelativeTime(at: number): string {
 export function evaluateDailyLimits(
   limits: GuildSettings['limits'],
   counts: Omit<LimitCounts, 'activeTasksOfUser'>,
-  // The video part does not yet say whose language its refusals are in.
-  locale: Locale = ENGLISH,
+  locale: Locale,
 ): LimitVerdict {
   const retryAt = nextUtcMidnight(counts.now);
   if (limits.dailyPerUser > 0 && counts.userTasksToday >= limits.dailyPerUser) {

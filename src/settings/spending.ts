@@ -127,9 +127,10 @@ export class Spending implements VoiceSpending {
   }
 
   async admit(task: MemberTask, estimateTicks: number, locale?: string): Promise<SpendReservation> {
+    // A refusal is the member's to read (or, for a later variant of a job, its card's): in the language given.
+    const words = resolveLocale(locale, undefined, 'member');
     if (isUserInstallScope(task.guildId)) {
       // A member's own install: the operator's limits for one member, and no server's budgets or alerts.
-      const words = resolveLocale(locale, undefined, 'member');
       const verdict = await this.#ledger.admitOnDay(task.guildId, task.userId, task.createdAt, estimateTicks, (usage) =>
         checkUserInstallDay(this.#userInstallLimits, memberUsage(usage, task.userId), estimateTicks, task.createdAt, words),
       );
@@ -137,7 +138,15 @@ export class Spending implements VoiceSpending {
       return verdict.reservation;
     }
     const { limits, spending } = await this.#options.settings(task.guildId);
-    const verdict = await this.#ledger.admitSubmission(task.guildId, task.userId, task.createdAt, limits, spending.budgets, estimateTicks);
+    const verdict = await this.#ledger.admitSubmission(
+      task.guildId,
+      task.userId,
+      task.createdAt,
+      limits,
+      spending.budgets,
+      estimateTicks,
+      words,
+    );
     if (!verdict.ok) throw new LimitReachedError(verdict.message);
     await this.#alertIfReached(task.guildId, spending, task.createdAt, verdict.spent);
     return verdict.reservation;

@@ -165,7 +165,7 @@ export class VideoSubmission {
           break;
         }
         try {
-          counted.push({ ...draft, reservation: await policy.recordSubmission(draft, estimateTicks, context.locale) });
+          counted.push({ ...draft, reservation: await policy.recordSubmission(draft, estimateTicks, reader.locale) });
         } catch (error) {
           if (!(error instanceof LimitReachedError)) {
             await this.#release(counted);

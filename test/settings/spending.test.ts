@@ -16,7 +16,8 @@ import { SettingsService } from '../../src/settings/service.ts';
 import { formatUsage } from '../../src/settings/usage-report.ts';
 import { monthKey } from '../../src/settings/usage.ts';
 import { openStore, type Store } from '../../src/store/index.ts';
-import { ENGLISH } from '../../src/i18n/index.ts';
+import { ENGLISH, resolveLocale, t } from '../../src/i18n/index.ts';
+import { formatCostIn, formatEstimateIn } from '../../src/wording/cost.ts';
 import { describeBudget } from '../../src/settings/budgets.ts';
 
 // What a server's key spends, on the real stores: reservations against the budgets at submission (two
@@ -182,6 +183,35 @@ describe.each([
     expect(refused).toEqual([
       `This video (about $0.40) would pass this server's daily budget ($1.00): $0.00 is left today. It starts over <t:${MIDNIGHT_AFTER / 1000}:R>.`,
     ]);
+  });
+
+  it("refuses a submission past the daily or the monthly budget in the member's language", async () => {
+    const settings = await worker(url());
+    const guild = newGuild();
+    await setBudgets(settings, guild, { server_daily_usd: 1, server_monthly_usd: 1.5 });
+    await settings.recordSubmission(memberTask(guild, member(1)), 80 * CENTS);
+    const daily = await submitted([settings.recordSubmission(memberTask(guild, member(2)), 40 * CENTS, 'de')]);
+    const nextDay = await submitted([settings.recordSubmission(memberTask(guild, member(2), MIDNIGHT_AFTER), 80 * CENTS, 'fr')]);
+    written.push(['usage_days', `${guild}:${dayKey(MIDNIGHT_AFTER)}`]);
+    const refusal = (
+      code: string,
+      budget: 'server_daily_usd' | 'server_monthly_usd',
+      limitUsd: number,
+      leftUsd: number,
+      resets: number,
+    ) => {
+      const locale = resolveLocale(code, undefined, 'member');
+      return t(locale, 'budget.video-would-pass', {
+        estimate: formatEstimateIn(locale, (budget === 'server_daily_usd' ? 40 : 80) * CENTS),
+        budgetName: describeBudget(locale, { budget, limitTicks: limitUsd * USD_TICKS }),
+        left: formatCostIn(locale, leftUsd * USD_TICKS),
+        budget,
+        resets: `<t:${resets / 1000}:R>`,
+      });
+    };
+    expect(daily.refused).toEqual([refusal('de', 'server_daily_usd', 1, 0.2, MIDNIGHT_AFTER)]);
+    expect(nextDay.refused).toEqual([refusal('fr', 'server_monthly_usd', 1.5, 0.7, FIRST_OF_DECEMBER)]);
+    expect(daily.refused[0]).toContain('Tagesbudget');
   });
 
   it('admits exactly up to the budget when two workers admit many members at once', async () => {

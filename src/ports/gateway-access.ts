@@ -10,7 +10,8 @@ export type GatewayAccess = Result<GatewayCredentials>;
 export interface GatewayAccessResolver {
   /**
    * The key a server's requests use, or for a member's own install of the app (a user-install scope,
-   * src/ports/user-install.ts) the operator's; `locale`: the member's language, for why there is none.
+   * src/ports/user-install.ts) the operator's; `locale`: the language of whoever reads why there is none
+   * (the member who asked, or a card's channel), English unless told.
    */
   resolveGatewayAccess(guildId: string, locale?: string): Promise<GatewayAccess>;
 }

@@ -103,18 +103,6 @@ export function keyMessage(locale: Locale, which: KeyMessage): string {
   return t(locale, KEY_MESSAGE_KEYS[which], { minLength: MIN_ENCRYPTION_SECRET_LENGTH });
 }
 
-/**
- * The same in English: what resolveGatewayAccess() tells the video part, which does not yet say whose
- * language its answers are in.
- */
-export const MESSAGES: Readonly<Record<KeyMessage, string>> = {
-  noKey: keyMessage(ENGLISH, 'noKey'),
-  noSecret: keyMessage(ENGLISH, 'noSecret'),
-  secretRemoved: keyMessage(ENGLISH, 'secretRemoved'),
-  unreadable: keyMessage(ENGLISH, 'unreadable'),
-  notAKey: keyMessage(ENGLISH, 'notAKey'),
-};
-
 const MIN_KEY_LENGTH = 8;
 
 /** `next`, with the change that made it from `current` recorded first in the history (the last HISTORY_KEPT are kept). */
@@ -129,7 +117,10 @@ const PROBLEM_MESSAGES = { 'no-key': 'noKey', undecryptable: 'unreadable', 'no-s
   KeyMessage
 >;
 
-const CANNOT_OPEN = { ok: false, reason: 'undecryptable', message: MESSAGES.unreadable } as const;
+/** A stored key that cannot be opened, said in `locale`. */
+function cannotOpen(locale: Locale): ServerKey {
+  return { ok: false, reason: 'undecryptable', message: keyMessage(locale, 'unreadable') };
+}
 
 export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSettingsSource {
   readonly #options: SettingsOptions;
@@ -289,7 +280,7 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
   }
 
   /** The server's own key in the clear, sealed again under the current secret when a rotation asks for it. */
-  async #serverKey(guildId: string, stored: StoredKey): Promise<ServerKey> {
+  async #serverKey(guildId: string, stored: StoredKey, locale: Locale): Promise<ServerKey> {
     const sealed = stored.sealed;
     const cached = this.#openKeys.get(guildId);
     if (sealed && cached?.iv === sealed.iv) {
@@ -297,10 +288,10 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
       registerSecret(cached.key);
       return { ok: true, key: cached.key };
     }
-    if (!this.#cipher) return { ok: false, reason: 'no-secret', message: MESSAGES.secretRemoved };
+    if (!this.#cipher) return { ok: false, reason: 'no-secret', message: keyMessage(locale, 'secretRemoved') };
     if (!sealed) {
       this.#options.log.warn('a stored server key cannot be read', { guild: guildId, reason: 'damaged-record' });
-      return CANNOT_OPEN;
+      return cannotOpen(locale);
     }
     let opened: { plaintext: string; reseal: boolean };
     try {
@@ -308,7 +299,7 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
     } catch (error) {
       if (!(error instanceof UnreadableKeyError)) throw error;
       this.#options.log.warn('a stored server key cannot be read', { guild: guildId, reason: error.reason });
-      return CANNOT_OPEN;
+      return cannotOpen(locale);
     }
     registerSecret(opened.plaintext);
     let iv = sealed.iv;
@@ -335,18 +326,22 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
 
   // ---- GuildVideoPolicy ------------------------------------------------------------------------
 
-  /** Which key and layer a server's requests use, or a message for the member saying why there is none. */
+  /**
+   * Which key and layer a server's requests use, or why there is none, said in `locale` (the language of
+   * whoever reads it; English unless told).
+   */
   async resolveGatewayAccess(guildId: string, locale?: string): Promise<SettingsGatewayAccess> {
-    if (isUserInstallScope(guildId)) return this.#operatorAccess(locale);
+    const words = resolveLocale(locale, undefined, 'member');
+    if (isUserInstallScope(guildId)) return this.#operatorAccess(words);
     const settings = await this.get(guildId);
     const layer = settings.layer ?? this.#options.defaultLayer;
     if (settings.key) {
-      const own = await this.#serverKey(guildId, settings.key);
+      const own = await this.#serverKey(guildId, settings.key, words);
       if (!own.ok) return own;
       return { ok: true, apiKey: own.key, layer, source: 'server', keyId: keyFingerprint(own.key) };
     }
     const operatorKey = this.#options.operatorKey;
-    if (!operatorKey) return { ok: false, reason: 'no-key', message: MESSAGES.noKey };
+    if (!operatorKey) return { ok: false, reason: 'no-key', message: keyMessage(words, 'noKey') };
     return { ok: true, apiKey: operatorKey, layer, source: 'operator', keyId: keyFingerprint(operatorKey) };
   }
 
@@ -355,9 +350,9 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
    * settings say (a member in a server that has its own key still spends the operator's), or, without
    * one, why not, naming GATEWAY_API_KEY in the member's language.
    */
-  #operatorAccess(locale: string | undefined): SettingsGatewayAccess {
+  #operatorAccess(locale: Locale): SettingsGatewayAccess {
     const operatorKey = this.#options.operatorKey;
-    if (!operatorKey) return { ok: false, reason: 'no-key', message: t(resolveLocale(locale, undefined, 'member'), 'user-install.no-key') };
+    if (!operatorKey) return { ok: false, reason: 'no-key', message: t(locale, 'user-install.no-key') };
     return { ok: true, apiKey: operatorKey, layer: this.#options.defaultLayer, source: 'operator', keyId: keyFingerprint(operatorKey) };
   }
 

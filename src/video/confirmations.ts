@@ -218,11 +218,11 @@ export class VideoConfirmations {
   /** A confirmed video's plan, with the server's key looked up again (it is never kept in the store). */
   async planOf(held: HeldVideo): Promise<Prepared> {
     const { policy, vendor } = this.#deps;
-    const access = await policy.resolveGatewayAccess(held.guildId);
+    const locale = held.locale ?? ENGLISH;
+    const access = await policy.resolveGatewayAccess(held.guildId, locale);
     if (!access.ok) return access;
     const { ok: _resolved, ...credentials } = access;
     const { request, layer, keyId: _keptKeyId, operation, ...rest } = held.plan;
-    const locale = held.locale ?? ENGLISH;
     if (access.layer !== layer) return refuse(t(locale, 'video.confirm.settings-changed'));
     try {
       return { ok: true, plan: { ...rest, ...parseStoredRequest(operation, request, { layer, vendor }), access: credentials } };

@@ -36,7 +36,8 @@ export class PolicyGatewayResolver implements GatewayResolver {
   }
 
   async clientFor(task: TaskRecord): Promise<GatewayClient> {
-    const access = await this.#policy.resolveGatewayAccess(task.guildId);
+    // Why not is said on the task's card: in its language.
+    const access = await this.#policy.resolveGatewayAccess(task.guildId, task.locale);
     if (!access.ok) throw new NoGatewayAccessError(task.guildId, access.message);
     if (access.keyId !== task.keyId) {
       // The admin replaced the key meanwhile: the new one follows the task.

@@ -70,7 +70,7 @@ export class VideoPreparation {
     { variants, ...input }: Omit<GenerationInput, 'model'> & { model: string | undefined; variants?: number | undefined },
   ): Promise<Prepared> {
     const { policy, vendor } = this.#deps;
-    const access = await policy.resolveGatewayAccess(context.guildId, context.locale);
+    const access = await policy.resolveGatewayAccess(context.guildId, memberLocaleOf(context));
     if (!access.ok) return access;
     const defaults = await policy.defaults(context.guildId);
     const model = input.model ?? defaults.model ?? videoModelNames(vendor).latest;
@@ -129,7 +129,7 @@ export class VideoPreparation {
     input: { prompt: string; model: string | undefined; duration: number | undefined; source: VideoSourceInput },
   ): Promise<Prepared> {
     const { policy, vendor } = this.#deps;
-    const access = await policy.resolveGatewayAccess(context.guildId, context.locale);
+    const access = await policy.resolveGatewayAccess(context.guildId, memberLocaleOf(context));
     if (!access.ok) return access;
     const source = await this.#sourceUrl(context, input.source);
     if (!source.ok) return source;
@@ -223,7 +223,7 @@ export class VideoPreparation {
     if (!original) return refuse(t(locale, 'video.refusal.task-unknown'));
     const pressable = await this.#mayPress(context, original);
     if (!pressable.ok) return pressable;
-    const access = await policy.resolveGatewayAccess(context.guildId, context.locale);
+    const access = await policy.resolveGatewayAccess(context.guildId, memberLocaleOf(context));
     if (!access.ok) return access;
     let stored = original.request;
     try {

@@ -208,7 +208,7 @@ export class VoiceService {
         }),
       };
     }
-    const access = await this.#deps.access.resolveGatewayAccess(guildId);
+    const access = await this.#deps.access.resolveGatewayAccess(guildId, locale);
     if (!access.ok) return { ok: false, message: access.message };
     const spending = this.#deps.spending;
     const budget = await spending?.checkStart(guildId, userId, Date.now());
@@ -266,7 +266,8 @@ export class VoiceService {
         sessionLimitMs: this.#deps.sessionLimitMs ?? REALTIME_SESSION_MAX_MS,
         reconnect: REALTIME_RECONNECT,
         connectRealtime: async (manual) => {
-          const latest = await this.#deps.access.resolveGatewayAccess(guildId);
+          // Said where the conversation is posted: in the server's language.
+          const latest = await this.#deps.access.resolveGatewayAccess(guildId, this.#locale(guildId));
           if (!latest.ok) throw new VoiceAccessError(latest.message);
           const client = await RealtimeClient.connect({
             wsBaseUrl: this.#deps.wsBaseUrl,

@@ -8,7 +8,7 @@ import { isRecord } from '../../src/lib/json.ts';
 import { GatewayClientPool } from '../../src/gateway/pool.ts';
 import { createLogger, type Logger } from '../../src/lib/log.ts';
 import { DEFAULT_PRICES } from '../../src/settings/prices.ts';
-import { MESSAGES, SettingsService, type SettingsOptions } from '../../src/settings/service.ts';
+import { keyMessage, SettingsService, type SettingsOptions } from '../../src/settings/service.ts';
 import { formatUsage } from '../../src/settings/usage-report.ts';
 import { openStore, type Store } from '../../src/store/index.ts';
 import { costOf, type TaskRecord } from '../../src/video/record.ts';
@@ -149,11 +149,16 @@ describe("a server's own gateway key", () => {
     const result = await settings.setKey(GUILD, 'not-a-real-key-00000', ADMIN);
     expect(result).toEqual({ ok: false, message: expect.stringMatching(REFUSED_KEY) });
     expect((await settings.get(GUILD)).key).toBeUndefined();
-    expect(await settings.resolveGatewayAccess(GUILD)).toEqual({ ok: false, reason: 'no-key', message: MESSAGES.noKey });
+    expect(await settings.resolveGatewayAccess(GUILD)).toEqual({ ok: false, reason: 'no-key', message: keyMessage(ENGLISH, 'noKey') });
+    expect(await settings.resolveGatewayAccess(GUILD, 'ja')).toEqual({
+      ok: false,
+      reason: 'no-key',
+      message: keyMessage(resolveLocale('ja', undefined, 'member'), 'noKey'),
+    });
     expect(await settings.describeKeyInUse(GUILD)).toBe(
       'none: `/video` and `/voice` cannot work until a server admin sets a key with `/config key`',
     );
-    expect(await settings.setKey(GUILD, 'has spaces in it', ADMIN)).toEqual({ ok: false, message: MESSAGES.notAKey });
+    expect(await settings.setKey(GUILD, 'has spaces in it', ADMIN)).toEqual({ ok: false, message: keyMessage(ENGLISH, 'notAKey') });
   });
 
   it('names the request id when the gateway fails otherwise, and the key stays out of the message', async () => {
@@ -205,12 +210,12 @@ describe("a server's own gateway key", () => {
     const settings = await service({ encryptionSecret: undefined, operatorKey: OPERATOR_KEY });
     expect(settings.canStoreKeys).toBe(false);
     const requestsBefore = emulator.requests.length;
-    expect(await settings.setKey(GUILD, SERVER_KEY, ADMIN)).toEqual({ ok: false, message: MESSAGES.noSecret });
+    expect(await settings.setKey(GUILD, SERVER_KEY, ADMIN)).toEqual({ ok: false, message: keyMessage(ENGLISH, 'noSecret') });
     // The admin can pass on exactly what the operator must do.
-    expect(MESSAGES.noSecret).toContain(
+    expect(keyMessage(ENGLISH, 'noSecret')).toContain(
       'must set the environment variable KEY_ENCRYPTION_SECRET (a random string of at least 16 characters',
     );
-    expect(MESSAGES.noSecret).toContain('restart the bot');
+    expect(keyMessage(ENGLISH, 'noSecret')).toContain('restart the bot');
     expect(emulator.requests).toHaveLength(requestsBefore);
     expect(logLines.some((line) => line.includes('"level":"warn"') && line.includes('KEY_ENCRYPTION_SECRET is not set'))).toBe(true);
     // The operator's key still serves the server.
@@ -223,16 +228,34 @@ describe("a server's own gateway key", () => {
 
     const changed = await restart({ encryptionSecret: NEW_SECRET, operatorKey: OPERATOR_KEY });
     // Never silently falls back to the operator's key: the admins chose their own.
-    expect(await changed.resolveGatewayAccess(GUILD)).toEqual({ ok: false, reason: 'undecryptable', message: MESSAGES.unreadable });
+    expect(await changed.resolveGatewayAccess(GUILD)).toEqual({
+      ok: false,
+      reason: 'undecryptable',
+      message: keyMessage(ENGLISH, 'unreadable'),
+    });
     expect(await changed.describeKeyInUse(GUILD)).toMatch(
       /^none: this server's own key \(…0c43, set by .*\) cannot be used\. .*set it again with `\/config key`/,
     );
-    expect(MESSAGES.unreadable).toContain('set it again with `/config key`');
+    expect(keyMessage(ENGLISH, 'unreadable')).toContain('set it again with `/config key`');
+    expect(await changed.resolveGatewayAccess(GUILD, 'fr')).toMatchObject({
+      message: keyMessage(resolveLocale('fr', undefined, 'member'), 'unreadable'),
+    });
     expect(logLines.some((line) => line.includes('a stored server key cannot be read') && line.includes('other-secret'))).toBe(true);
 
     const withoutSecret = await restart({ encryptionSecret: undefined, operatorKey: OPERATOR_KEY });
-    expect(await withoutSecret.resolveGatewayAccess(GUILD)).toEqual({ ok: false, reason: 'no-secret', message: MESSAGES.secretRemoved });
-    expect(MESSAGES.secretRemoved).toContain('set it back to the same secret');
+    expect(await withoutSecret.resolveGatewayAccess(GUILD)).toEqual({
+      ok: false,
+      reason: 'no-secret',
+      message: keyMessage(ENGLISH, 'secretRemoved'),
+    });
+    expect(keyMessage(ENGLISH, 'secretRemoved')).toContain('set it back to the same secret');
+    // Said in the language of whoever reads it.
+    const german = resolveLocale('de', undefined, 'member');
+    expect(await withoutSecret.resolveGatewayAccess(GUILD, 'de')).toEqual({
+      ok: false,
+      reason: 'no-secret',
+      message: keyMessage(german, 'secretRemoved'),
+    });
 
     await restart();
     const raw = await openStore(`sqlite://${storeFile}`, log);

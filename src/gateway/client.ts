@@ -195,7 +195,7 @@ export class GatewayClient {
 
   /** One poll of a task. Only the layer that created a task knows its id. */
   async getTask(id: string): Promise<TaskResult> {
-    if (id.trim() === '') throw new ValidationError('id', 'A task id is required.');
+    if (id.trim() === '') throw new ValidationError('id', { rule: 'task-id' });
     const response = await this.#send({
       method: 'GET',
       target: `${this.#paths.tasks}/${encodeURIComponent(id)}`,
@@ -288,7 +288,7 @@ export class GatewayClient {
   /** A short-lived realtime credential for the `<vendor>-client-secret.` subprotocol. Not billed. */
   async createClientSecret(seconds: number = CLIENT_SECRET_DEFAULT_S): Promise<ClientSecret> {
     if (!Number.isInteger(seconds) || seconds < 1 || seconds > CLIENT_SECRET_MAX_S) {
-      throw new ValidationError('expires_after.seconds', `expires_after.seconds must be a whole number from 1 to ${CLIENT_SECRET_MAX_S}.`);
+      throw new ValidationError('expires_after.seconds', { rule: 'secret-expiry', max: CLIENT_SECRET_MAX_S });
     }
     const response = await this.#send({
       method: 'POST',

@@ -18,6 +18,7 @@
 //   └── ValidationError            a request refused before anything was sent; `field` names the field
 
 import { redact } from '../lib/log.ts';
+import { describeIssueInEnglish, type ValidationIssue } from './validation-issues.ts';
 import { isRecord, readNumber, readRecord, readString, type JsonRecord, parseJsonText } from '../lib/json.ts';
 
 export interface GatewayErrorDetails {
@@ -174,13 +175,18 @@ export class NotAVideoError extends GatewayError {
   }
 }
 
-/** A request refused before it was sent. `field` is the wire name of the offending field. */
+/**
+ * A request refused before it was sent. `field` is the wire name of the offending field, `issue` the rule
+ * it breaks as data (for words in another language); the message states it in English.
+ */
 export class ValidationError extends GatewayError {
   readonly field: string;
+  readonly issue: ValidationIssue;
 
-  constructor(field: string, message: string) {
-    super(message, { param: field, code: 'invalid_request_error' });
+  constructor(field: string, issue: ValidationIssue) {
+    super(describeIssueInEnglish(field, issue), { param: field, code: 'invalid_request_error' });
     this.field = field;
+    this.issue = issue;
   }
 }
 

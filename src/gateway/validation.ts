@@ -1,7 +1,8 @@
 // Checks a request against every rule and limit of docs/gateway.md before anything is sent, so a user
 // hears what is wrong at once instead of after a round trip (or a failed, refunded task). Each failure
 // is a ValidationError whose `field` is the path of the offending value (`reference_audios[0].voice_id`,
-// `storage_options.filename`) and whose message states the rule.
+// `storage_options.filename`) and whose `issue` names the rule (src/gateway/validation-issues.ts, which
+// states it in English as the error's message).
 //
 // Capabilities follow the model family (videoModelCapabilities), and model names in messages use the
 // configured vendor word. On the native layer `seconds` and `size` are forwarded unchanged and not
@@ -24,6 +25,7 @@ import {
   type VideoModelCapabilities,
 } from './spec.ts';
 import { ValidationError } from './errors.ts';
+import type { DurationMeaning, PromptPurpose, ValidationIssue } from './validation-issues.ts';
 import { httpUrl, isHttpUrl } from '../lib/url.ts';
 import type { EditRequest, ExtensionRequest, GenerationRequest, ImageInput, ReferenceAudio, VideoSource } from './types.ts';
 
@@ -44,8 +46,8 @@ function contextOf(options: ValidationOptions): Context {
   return { layer: options.layer, vendor, names: videoModelNames(vendor) };
 }
 
-function fail(field: string, message: string): never {
-  throw new ValidationError(field, message);
+function fail(field: string, issue: ValidationIssue): never {
+  throw new ValidationError(field, issue);
 }
 
 const IMAGE_DATA_URI = /^data:image\/[a-z0-9.+-]+;base64,./i;
@@ -53,57 +55,57 @@ const IMAGE_DATA_URI = /^data:image\/[a-z0-9.+-]+;base64,./i;
 function checkModel(model: unknown, context: Context): VideoModelCapabilities {
   const capabilities = typeof model === 'string' ? videoModelCapabilities(model, context.vendor) : undefined;
   if (capabilities === undefined) {
-    fail('model', `model must be a video model: ${context.names.latest} or ${context.names.classic}.`);
+    fail('model', { rule: 'video-model', ...context.names });
   }
   return capabilities;
 }
 
 function checkOptionalText(value: unknown, field: string): void {
-  if (value !== undefined && typeof value !== 'string') fail(field, `${field} must be text.`);
+  if (value !== undefined && typeof value !== 'string') fail(field, { rule: 'text' });
 }
 
-function checkRequiredPrompt(prompt: unknown, why: string): void {
-  if (typeof prompt !== 'string' || prompt.trim() === '') fail('prompt', `prompt is required ${why}.`);
+function checkRequiredPrompt(prompt: unknown, purpose: PromptPurpose): void {
+  if (typeof prompt !== 'string' || prompt.trim() === '') fail('prompt', { rule: 'prompt-required', purpose });
 }
 
 /** Exactly one of `url`/`file_id`; a url is a public http(s) address or a base64 image data URI. */
 function checkImage(image: ImageInput | undefined, field: string): void {
   if (image === undefined) return;
-  if (typeof image !== 'object' || image === null) fail(field, `${field} must be an object with url or file_id.`);
+  if (typeof image !== 'object' || image === null) fail(field, { rule: 'image-object' });
   const hasUrl = image.url !== undefined;
   const hasFileId = image.file_id !== undefined;
-  if (hasUrl === hasFileId) fail(field, `${field} needs exactly one of url or file_id.`);
+  if (hasUrl === hasFileId) fail(field, { rule: 'url-or-file-id' });
   if (hasUrl && (typeof image.url !== 'string' || !(isHttpUrl(image.url) || IMAGE_DATA_URI.test(image.url)))) {
-    fail(`${field}.url`, `${field}.url must be a public http(s) URL or a base64 image data URI.`);
+    fail(`${field}.url`, { rule: 'image-url' });
   }
   if (hasFileId && (typeof image.file_id !== 'string' || image.file_id.trim() === '')) {
-    fail(`${field}.file_id`, `${field}.file_id must be a non-empty file id.`);
+    fail(`${field}.file_id`, { rule: 'file-id' });
   }
 }
 
 function checkList(value: unknown, field: string): asserts value is unknown[] | undefined {
   if (value === undefined) return;
-  if (!Array.isArray(value)) fail(field, `${field} must be a list.`);
-  if (value.length === 0) fail(field, `${field} must not be empty; leave it out instead.`);
+  if (!Array.isArray(value)) fail(field, { rule: 'list' });
+  if (value.length === 0) fail(field, { rule: 'list-empty' });
 }
 
 function checkReferenceAudio(audio: ReferenceAudio, field: string): void {
-  if (typeof audio !== 'object' || audio === null) fail(field, `${field} must be an object with voice_id or url.`);
+  if (typeof audio !== 'object' || audio === null) fail(field, { rule: 'audio-object' });
   const hasVoice = audio.voice_id !== undefined;
   const hasUrl = audio.url !== undefined;
-  if (hasVoice === hasUrl) fail(field, `${field} needs exactly one of voice_id (a built-in voice) or url (live voice audio).`);
+  if (hasVoice === hasUrl) fail(field, { rule: 'voice-or-url' });
   if (hasVoice && (typeof audio.voice_id !== 'string' || !isVoiceId(audio.voice_id))) {
-    fail(`${field}.voice_id`, `${field}.voice_id must be a voice id such as eve: letters, digits, - and _.`);
+    fail(`${field}.voice_id`, { rule: 'voice-id' });
   }
   if (hasUrl && (typeof audio.url !== 'string' || !isHttpUrl(audio.url))) {
-    fail(`${field}.url`, `${field}.url must be a public http(s) URL of at most 15 s of live voice audio.`);
+    fail(`${field}.url`, { rule: 'audio-url' });
   }
 }
 
-function checkWholeNumber(value: unknown, field: string, range: DurationRange, what: string): void {
+function checkWholeNumber(value: unknown, field: string, range: DurationRange, meaning: DurationMeaning): void {
   if (value === undefined) return;
   if (typeof value !== 'number' || !Number.isInteger(value) || value < range.min || value > range.max) {
-    fail(field, `${field} must be a whole number of seconds from ${range.min} to ${range.max} (${what}).`);
+    fail(field, { rule: 'seconds-range', min: range.min, max: range.max, meaning });
   }
 }
 
@@ -120,7 +122,7 @@ function resolveAlias(
   if (context.layer !== 'compat' || aliased === undefined) return { value: canonical, field: names.field };
   if (canonical === undefined) return { value: aliased, field: names.alias };
   if (canonical !== aliased) {
-    fail(names.alias, `${names.alias} is another name for ${names.field}; give only one of them, or the same value.`);
+    fail(names.alias, { rule: 'alias', canonical: names.field });
   }
   return { value: canonical, field: names.field };
 }
@@ -128,22 +130,19 @@ function resolveAlias(
 function checkStorage(request: GenerationRequest): void {
   const storage = request.storage_options;
   if (storage === undefined) return;
-  if (typeof storage !== 'object' || storage === null) fail('storage_options', 'storage_options must be an object.');
+  if (typeof storage !== 'object' || storage === null) fail('storage_options', { rule: 'object' });
   if (typeof storage.filename !== 'string' || storage.filename.trim() === '') {
-    fail('storage_options.filename', 'storage_options.filename is required when storing the result.');
+    fail('storage_options.filename', { rule: 'filename-required' });
   }
   const expiresAfter = storage.expires_after;
   if (
     expiresAfter !== undefined &&
     (typeof expiresAfter !== 'number' || !Number.isInteger(expiresAfter) || expiresAfter < 1 || expiresAfter > MAX_STORAGE_EXPIRES_AFTER_S)
   ) {
-    fail(
-      'storage_options.expires_after',
-      `storage_options.expires_after must be a whole number of seconds from 1 to ${MAX_STORAGE_EXPIRES_AFTER_S} (30 days).`,
-    );
+    fail('storage_options.expires_after', { rule: 'storage-expiry', max: MAX_STORAGE_EXPIRES_AFTER_S });
   }
   if (storage.public_url !== undefined && typeof storage.public_url !== 'boolean') {
-    fail('storage_options.public_url', 'storage_options.public_url must be true or false.');
+    fail('storage_options.public_url', { rule: 'boolean' });
   }
 }
 
@@ -151,7 +150,7 @@ function checkCommon(request: { output?: { upload_url: string }; user?: string }
   if (request.output !== undefined) {
     const uploadUrl: unknown = typeof request.output === 'object' && request.output !== null ? request.output.upload_url : undefined;
     if (typeof uploadUrl !== 'string' || !isHttpUrl(uploadUrl)) {
-      fail('output.upload_url', 'output.upload_url must be a signed http(s) PUT address.');
+      fail('output.upload_url', { rule: 'upload-url' });
     }
   }
   checkOptionalText(request.user, 'user');
@@ -177,44 +176,44 @@ export function validateGeneration(request: GenerationRequest, options: Validati
 
   checkOptionalText(request.prompt, 'prompt');
   if (!hasImage && !hasLastFrame && !hasReferences) {
-    checkRequiredPrompt(request.prompt, 'for text-to-video (no image, last_frame or reference material)');
+    checkRequiredPrompt(request.prompt, 'text_to_video');
   }
 
   if (hasLastFrame && !capabilities.lastFrame) {
-    fail('last_frame', `last_frame needs ${latest}; ${request.model} does not support it.`);
+    fail('last_frame', { rule: 'last-frame-model', latest, model: request.model });
   }
   if (hasImage && hasReferences && !capabilities.imageWithReferences) {
-    fail('image', `${request.model} cannot combine image with reference_images or reference_audios; use ${latest}.`);
+    fail('image', { rule: 'image-with-references', latest, model: request.model });
   }
   if (hasReferenceAudios) {
     const audios = request.reference_audios ?? [];
-    if (!capabilities.referenceAudio) fail('reference_audios', `reference_audios need ${latest}; ${classic} has no reference audio.`);
+    if (!capabilities.referenceAudio) fail('reference_audios', { rule: 'reference-audio-model', latest, classic });
     if (audios.length > MAX_REFERENCE_AUDIOS) {
-      fail('reference_audios', `At most ${MAX_REFERENCE_AUDIOS} reference_audios are allowed (got ${audios.length}).`);
+      fail('reference_audios', { rule: 'too-many-audios', max: MAX_REFERENCE_AUDIOS, count: audios.length });
     }
     audios.forEach((audio, index) => checkReferenceAudio(audio, `reference_audios[${index}]`));
   }
 
   const duration = resolveAlias(request.duration, request.seconds, { field: 'duration', alias: 'seconds' }, context);
-  checkWholeNumber(duration.value, duration.field, GENERATION_DURATION, 'the video length');
+  checkWholeNumber(duration.value, duration.field, GENERATION_DURATION, 'video_length');
 
   const resolution = resolveAlias(request.resolution, request.size, { field: 'resolution', alias: 'size' }, context);
   if (resolution.value !== undefined) {
     const value = resolution.value;
     if (!RESOLUTIONS.some((allowed) => allowed === value)) {
-      fail(resolution.field, `${resolution.field} must be one of ${RESOLUTIONS.join(', ')}.`);
+      fail(resolution.field, { rule: 'one-of', allowed: RESOLUTIONS });
     }
     if (value === '1080p' && hasReferenceImages) {
-      fail(resolution.field, `Reference-image mode allows at most ${REFERENCE_MAX_RESOLUTION}.`);
+      fail(resolution.field, { rule: 'reference-image-resolution', max: REFERENCE_MAX_RESOLUTION });
     }
     if (value === '1080p' && (!capabilities.fullHd || hasLastFrame || hasReferences)) {
-      fail(resolution.field, `1080p needs ${latest} and text-to-video or image-to-video.`);
+      fail(resolution.field, { rule: 'full-hd', latest });
     }
   }
 
   const aspectRatio = request.aspect_ratio;
   if (aspectRatio !== undefined && !ASPECT_RATIOS.some((allowed) => allowed === aspectRatio)) {
-    fail('aspect_ratio', `aspect_ratio must be one of ${ASPECT_RATIOS.join(', ')}.`);
+    fail('aspect_ratio', { rule: 'one-of', allowed: ASPECT_RATIOS });
   }
 
   checkStorage(request);
@@ -223,18 +222,18 @@ export function validateGeneration(request: GenerationRequest, options: Validati
 
 /** The source of an edit or extension: exactly one of a `.mp4` link (query string allowed) or a file id. */
 function checkVideoSource(video: VideoSource | undefined): void {
-  if (typeof video !== 'object' || video === null) fail('video', 'video is required: the source as {url} or {file_id}.');
+  if (typeof video !== 'object' || video === null) fail('video', { rule: 'video-required' });
   const hasUrl = video.url !== undefined;
   const hasFileId = video.file_id !== undefined;
-  if (hasUrl === hasFileId) fail('video', 'video needs exactly one of url or file_id.');
+  if (hasUrl === hasFileId) fail('video', { rule: 'url-or-file-id' });
   if (hasUrl) {
     const path = typeof video.url === 'string' ? httpUrl(video.url)?.pathname : undefined;
     if (path === undefined || !path.toLowerCase().endsWith('.mp4')) {
-      fail('video.url', 'video.url must be an http(s) link to an .mp4 file that carries the .mp4 suffix.');
+      fail('video.url', { rule: 'video-url' });
     }
   }
   if (hasFileId && (typeof video.file_id !== 'string' || video.file_id.trim() === '')) {
-    fail('video.file_id', 'video.file_id must be a non-empty file id.');
+    fail('video.file_id', { rule: 'file-id' });
   }
 }
 
@@ -242,7 +241,7 @@ function checkVideoSource(video: VideoSource | undefined): void {
 export function validateEdit(request: EditRequest, options: ValidationOptions): void {
   const context = contextOf(options);
   checkModel(request.model, context);
-  checkRequiredPrompt(request.prompt, 'to describe the edit');
+  checkRequiredPrompt(request.prompt, 'edit');
   checkVideoSource(request.video);
   checkCommon(request);
 }
@@ -250,9 +249,9 @@ export function validateEdit(request: EditRequest, options: ValidationOptions): 
 export function validateExtension(request: ExtensionRequest, options: ValidationOptions): void {
   const context = contextOf(options);
   checkModel(request.model, context);
-  checkRequiredPrompt(request.prompt, 'to describe how the video continues');
+  checkRequiredPrompt(request.prompt, 'extend');
   checkVideoSource(request.video);
   const duration = resolveAlias(request.duration, request.seconds, { field: 'duration', alias: 'seconds' }, context);
-  checkWholeNumber(duration.value, duration.field, EXTENSION_DURATION, 'the added length');
+  checkWholeNumber(duration.value, duration.field, EXTENSION_DURATION, 'added_length');
   checkCommon(request);
 }

@@ -14,6 +14,7 @@ import { TASK_MODES, type TaskMode } from './record.ts';
 import { parseStoredRequest } from './stored-request.ts';
 import { confirmVerb, describeConfirmation, describeConfirmationClosed } from './wording.ts';
 import { ENGLISH, SUPPORTED_LOCALES, t, type Locale } from '../i18n/index.ts';
+import { describeValidationError } from '../wording/validation.ts';
 import { memberLocaleOf } from './locales.ts';
 
 // A video estimated over the server's threshold (`/config budget confirm_over_usd`) waits for its member's
@@ -227,7 +228,8 @@ export class VideoConfirmations {
     try {
       return { ok: true, plan: { ...rest, ...parseStoredRequest(operation, request, { layer, vendor }), access: credentials } };
     } catch (error) {
-      if (error instanceof ValidationError) return refuse(t(locale, 'video.confirm.cannot-send', { message: error.message }));
+      if (error instanceof ValidationError)
+        return refuse(t(locale, 'video.confirm.cannot-send', { message: describeValidationError(locale, error) }));
       throw error;
     }
   }

@@ -9,6 +9,7 @@ import type { EndUserIds } from './end-users.ts';
 import { checkMemberLimits } from './member-limits.ts';
 import { describeExpiredAttachments, describeOwnersButtons } from './wording.ts';
 import { t, type Locale } from '../i18n/index.ts';
+import { describeValidationError } from '../wording/validation.ts';
 import { memberLocaleOf } from './locales.ts';
 import {
   confirmationThreshold,
@@ -51,9 +52,11 @@ export interface VideoPreparationDeps {
   vendor: string;
 }
 
-/** A rule of the gateway's the request breaks, naming the option to fix; the rule is stated as the gateway client states it. */
+/** A rule of the gateway's the request breaks, naming the option to fix, in the member's language. */
 function validationRefusal(locale: Locale, error: ValidationError) {
-  return refuse(t(locale, 'video.refusal.invalid-option', { option: optionForField(error.field), message: error.message }));
+  return refuse(
+    t(locale, 'video.refusal.invalid-option', { option: optionForField(error.field), message: describeValidationError(locale, error) }),
+  );
 }
 
 type SourceUrl = Result<{ url: string; taskId?: string; postedSource?: SubmissionPlan['postedSource'] }>;
@@ -241,7 +244,7 @@ export class VideoPreparation {
       if (error instanceof ValidationError)
         return changes
           ? validationRefusal(locale, error)
-          : refuse(t(locale, 'video.refusal.cannot-send-again', { message: error.message }));
+          : refuse(t(locale, 'video.refusal.cannot-send-again', { message: describeValidationError(locale, error) }));
       throw error;
     }
     const estimateTicks = estimateOf(policy, operationRequest, original.model);

@@ -11,7 +11,7 @@ import type { OperationRequest } from './plan.ts';
 function optional<T>(source: Readonly<Record<string, unknown>>, key: string, check: (value: unknown) => value is T): T | undefined {
   const value = source[key];
   if (value === undefined) return undefined;
-  if (!check(value)) throw new ValidationError(key, `the stored ${key} is not valid`);
+  if (!check(value)) throw new ValidationError(key, { rule: 'stored-invalid' });
   return value;
 }
 
@@ -20,14 +20,14 @@ const isNumber = (value: unknown): value is number => typeof value === 'number' 
 const isBoolean = (value: unknown): value is boolean => typeof value === 'boolean';
 
 function image(value: unknown): ImageInput {
-  if (!isRecord(value)) throw new ValidationError('image', 'the stored image is not valid');
+  if (!isRecord(value)) throw new ValidationError('image', { rule: 'stored-invalid' });
   const url = optional(value, 'url', isString);
   const fileId = optional(value, 'file_id', isString);
   return { ...(url === undefined ? {} : { url }), ...(fileId === undefined ? {} : { file_id: fileId }) };
 }
 
 function audio(value: unknown): ReferenceAudio {
-  if (!isRecord(value)) throw new ValidationError('reference_audios', 'the stored reference audio is not valid');
+  if (!isRecord(value)) throw new ValidationError('reference_audios', { rule: 'stored-invalid' });
   const url = optional(value, 'url', isString);
   const voice = optional(value, 'voice_id', isString);
   return { ...(url === undefined ? {} : { url }), ...(voice === undefined ? {} : { voice_id: voice }) };
@@ -35,7 +35,7 @@ function audio(value: unknown): ReferenceAudio {
 
 function storage(value: unknown): StorageOptions | undefined {
   if (value === undefined) return undefined;
-  if (!isRecord(value)) throw new ValidationError('storage_options', 'the stored storage options are not valid');
+  if (!isRecord(value)) throw new ValidationError('storage_options', { rule: 'stored-invalid' });
   const filename = optional(value, 'filename', isString) ?? '';
   const expiresAfter = optional(value, 'expires_after', isNumber);
   const publicUrl = optional(value, 'public_url', isBoolean);
@@ -49,7 +49,7 @@ function storage(value: unknown): StorageOptions | undefined {
 function list<T>(source: Readonly<Record<string, unknown>>, key: string, item: (value: unknown) => T): T[] | undefined {
   const value = source[key];
   if (value === undefined) return undefined;
-  if (!Array.isArray(value)) throw new ValidationError(key, `the stored ${key} is not a list`);
+  if (!Array.isArray(value)) throw new ValidationError(key, { rule: 'stored-not-list' });
   return value.map(item);
 }
 

@@ -8,6 +8,7 @@ import {
   type GatewayError,
 } from '../gateway/errors.ts';
 import { translator, type Locale } from '../i18n/index.ts';
+import { describeValidationError } from './validation.ts';
 
 // Every gateway error a member reads (a refused submission, a video that cannot be fetched, a key that
 // does not work, a voice conversation that cannot start) is worded here, by its code and status, never
@@ -83,7 +84,13 @@ function explain(locale: Locale, error: GatewayError, context: GatewayErrorConte
     case 'model_not_found':
       return tr('gateway-error.unknown-model', { model: model || tr('gateway-error.this-model') });
     case 'invalid_request_error': {
-      const message = error instanceof GatewayApiError ? error.serverMessage : error.message;
+      // What the gateway said is quoted as it came; a rule the client found broken is worded for the reader.
+      const message =
+        error instanceof GatewayApiError
+          ? error.serverMessage
+          : error instanceof ValidationError
+            ? describeValidationError(locale, error)
+            : error.message;
       return tr('gateway-error.rejected', { option, named: option ? 'yes' : 'no', message });
     }
     case 'overloaded':
@@ -94,7 +101,7 @@ function explain(locale: Locale, error: GatewayError, context: GatewayErrorConte
       break;
   }
   if (error instanceof ValidationError)
-    return tr('gateway-error.invalid', { option, named: option ? 'yes' : 'no', message: error.message });
+    return tr('gateway-error.invalid', { option, named: option ? 'yes' : 'no', message: describeValidationError(locale, error) });
   if (error instanceof GatewayConnectionError) return tr('gateway-error.unreachable');
   if (error instanceof GatewayApiError) {
     if (error.status >= 500) return tr('gateway-error.trouble-http', { said });

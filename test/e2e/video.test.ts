@@ -102,6 +102,24 @@ describe('the bot on the stand-ins', () => {
       flags: EPHEMERAL,
       content: t(german, 'video.input.not-an-image', { option: 'image', file: 'notizen.txt', type: 'text/plain' }),
     });
+    // A rule of the gateway's the options break: the option to fix, and the rule, in German.
+    const fullHd = await discord
+      .runCommand({
+        user: germanMember,
+        guildId: serveur.id,
+        channelId: serveur.textChannelId,
+        command: 'video',
+        subcommand: 'generate',
+        options: { prompt: 'ein Leuchtturm', model: 'svc-imagine-video', resolution: '1080p' },
+      })
+      .response();
+    expect(fullHd.data).toMatchObject({
+      flags: 64,
+      content: t(german, 'video.refusal.invalid-option', {
+        option: 'resolution',
+        message: t(german, 'validation.full-hd', { latest: 'svc-imagine-video-1.5' }),
+      }),
+    });
   });
 
   it('answers an extension of a posted video at once, though Discord takes over 3 s to re-sign its url', async () => {

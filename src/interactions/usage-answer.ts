@@ -14,9 +14,10 @@ export async function answerUsage(interaction: ChatInputCommandInteraction, serv
   // Through a member's own install there is no server to report on: their own use of the operator's key.
   const manager = !userInstallUse(interaction) && isServerManager(interaction);
   const view = await services.settings.spending.usage(scopeOf(interaction), interaction.user.id, manager);
-  const chart = await usageChart(view);
+  const locale = memberLocale(interaction);
+  const chart = await usageChart(locale, view);
   await answerPrivately(interaction, {
-    content: formatUsage(memberLocale(interaction), view),
+    content: formatUsage(locale, view),
     ...(chart ? { files: [{ name: CHART_FILENAME, data: chart }] } : {}),
   });
 }

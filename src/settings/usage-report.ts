@@ -112,14 +112,11 @@ function userInstallLimitLines(locale: Locale, room: UserInstallRoom): string[] 
   return lines.length > 0 ? lines : [t(locale, 'user-install.usage.no-limits')];
 }
 
-/**
- * The chart of the server's last 30 days, for a view that has the server's. Its words stay English: the
- * chart's font has no glyphs for every language the bot speaks.
- */
-export async function usageChart(view: UsageView): Promise<Buffer | undefined> {
+/** The chart of the server's last 30 days, for a view that has the server's, in the reader's language. */
+export async function usageChart(locale: Locale, view: UsageView): Promise<Buffer | undefined> {
   if (!view.server) return undefined;
   // echarts and resvg are most of a second of CPU to load, a third of the bot's start: they are loaded
   // with the first chart a manager asks for, not by every process that starts (most never draw one).
   const { renderSpendChart } = await import('./usage-chart.ts');
-  return renderSpendChart(view.server.days, { title: 'Spend per day, last 30 days (UTC)' });
+  return renderSpendChart(view.server.days, { title: t(locale, 'usage.chart.title'), locale });
 }

@@ -1,5 +1,6 @@
 import { PNG } from 'pngjs';
 import { describe, expect, it } from 'vitest';
+import { ENGLISH, resolveLocale, t } from '../../src/i18n/index.ts';
 import { renderSpendChart, SPEND_CHART_COLORS, SPEND_CHART_GEOMETRY, type SpendDay } from '../../src/settings/usage-chart.ts';
 
 // What a member sees in the picture, read from its pixels: each day's column is found from the plot area
@@ -138,6 +139,21 @@ describe('spend chart', () => {
     const ink = labelInk(image);
     expect(ink.days).toBeGreaterThan(100);
     expect(ink.dollars).toBeGreaterThan(100);
+  });
+
+  it.each(['fr', 'ja'])("draws the chart in the reader's language (%s), its bars as in English", (code) => {
+    const locale = resolveLocale(code, undefined, 'member');
+    const days = lastDays(30, (index) => ({ videoUsd: index % 4 === 0 ? 1.5 : 0, voiceUsd: index % 6 === 0 ? 0.5 : 0 }));
+    const english = renderSpendChart(days, { title: t(ENGLISH, 'usage.chart.title') });
+    const png = renderSpendChart(days, { title: t(locale, 'usage.chart.title'), locale });
+    const image = decode(png);
+    expect([image.width, image.height]).toEqual([width, height]);
+    expect(png.equals(english)).toBe(false);
+    days.forEach((day, index) => {
+      const x = columnOf(index, days.length);
+      expect(colorRun(image, x, VIDEO).pixels > 0, `video bar on ${day.day}`).toBe(day.videoUsd > 0);
+      expect(colorRun(image, x, VOICE).pixels > 0, `voice bar on ${day.day}`).toBe(day.voiceUsd > 0);
+    });
   });
 
   it('gives the same bytes for the same days', () => {

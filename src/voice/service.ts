@@ -97,18 +97,21 @@ function earlierTurnsNote(turns: readonly RecordedTurn[]): string {
   return `You were restarted in the middle of this conversation. What was said before, oldest first:\n${lines.join('\n')}`;
 }
 
+/** What the bot needs in a voice channel, by the name the catalogs give each (`voice.permission`). */
 const VOICE_PERMISSIONS = [
-  ['View Channel', PermissionFlagsBits.ViewChannel],
-  ['Connect', PermissionFlagsBits.Connect],
-  ['Speak', PermissionFlagsBits.Speak],
+  ['view', PermissionFlagsBits.ViewChannel],
+  ['connect', PermissionFlagsBits.Connect],
+  ['speak', PermissionFlagsBits.Speak],
 ] as const;
+
+type VoicePermission = (typeof VOICE_PERMISSIONS)[number][0];
 
 /**
  * What the bot lacks to talk in a voice channel, from the cached roles and overwrites. Discord does not
  * answer a join without Connect at all (the connection would just time out), and without Speak the bot
  * would listen but never be heard. Unknown (the bot's member not cached): nothing is reported missing.
  */
-function missingVoicePermissions(guild: Guild, channelId: string): string[] {
+function missingVoicePermissions(guild: Guild, channelId: string): VoicePermission[] {
   const me = guild.members.me;
   const permissions = me ? guild.channels.cache.get(channelId)?.permissionsFor(me) : undefined;
   if (!permissions) return [];
@@ -203,7 +206,7 @@ export class VoiceService {
           channel: `<#${voiceChannelId}>`,
           missing: formatList(
             locale,
-            missing.map((name) => `**${name}**`),
+            missing.map((permission) => `**${t(locale, 'voice.permission', { permission })}**`),
           ),
         }),
       };

@@ -3,6 +3,7 @@ import { analyzeTone, audible, type BotAudioFrame, byTone, type HeldWelcome, typ
 import { FORCE_MESSAGE_TONE_HZ, type RealtimeSession } from '../../src/emulator/realtime/session.ts';
 import { parsePrometheus, total, type Sample } from '../support/prometheus.ts';
 import { startWorld, type World } from '../support/world.ts';
+import { resolveLocale, t } from '../../src/i18n/index.ts';
 
 // Live voice on the stand-ins: the bot in a voice channel of the Discord stand-in, its realtime session
 // on the emulator, whose model echoes each turn back.
@@ -140,6 +141,26 @@ describe('voice conversations', () => {
       }
     }
     discord.leaveVoice(guild.member, guild.id);
+    // A German member reads it in German, the permission by the name their Discord gives it.
+    const germanMember = discord.createUser({ guildId: guild.id, locale: 'de' });
+    const german = resolveLocale('de', undefined, 'member');
+    discord.joinVoice(germanMember, guild.id, guild.voiceChannelId);
+    discord.denyBotPermission(guild.voiceChannelId, 'connect');
+    try {
+      const reply = await discord
+        .runCommand({ user: germanMember, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'join' })
+        .reply(5_000);
+      expect(reply.content).toBe(
+        t(german, 'voice.join.missing-permissions', {
+          channel: `<#${guild.voiceChannelId}>`,
+          missing: `**${t(german, 'voice.permission', { permission: 'connect' })}**`,
+        }),
+      );
+      expect(reply.content).toContain('**Verbinden**');
+    } finally {
+      discord.restoreBotPermissions(guild.voiceChannelId);
+      discord.leaveVoice(germanMember, guild.id);
+    }
     await joinVoice();
   });
 

@@ -23,7 +23,7 @@ export class CountingVoiceSpending implements VoiceSpending {
   meter(use: VoiceUse): Promise<VoiceBudgetLeft> {
     this.meters++;
     this.meteredMs += use.ms;
-    return Promise.resolve({ msLeft: undefined, reason: '' });
+    return Promise.resolve({ msLeft: undefined, reason: '', spokenReason: '' });
   }
 }
 

@@ -229,10 +229,7 @@ export async function startApp(
   video.tracker.onFinished((task) => {
     // A member's own install has no conversation of a server to tell.
     if (task.state === 'succeeded' && !task.outcome.moderated && !task.userInstall) {
-      voice.announce(
-        task.guildId,
-        t(guildLocale(task.guildId), 'voice.spoken.video-ready', { what: task.prompt.slice(0, 80) || task.operation }),
-      );
+      voice.announce(task.guildId, (locale) => t(locale, 'voice.spoken.video-ready', { what: task.prompt.slice(0, 80) || task.operation }));
     }
   });
   const services: Services = { config, log, store, settings, models, video, voice };

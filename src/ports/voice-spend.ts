@@ -12,13 +12,17 @@ export interface VoiceUse {
   /** Session time to count, in milliseconds. */
   ms: number;
   at: number;
+  /** The conversation's language (`/voice settings language`), which `spokenReason` is in; unset: the server's. */
+  spokenLocale?: string | undefined;
 }
 
 export interface VoiceBudgetLeft {
   /** How much longer one session may run before a budget is spent; undefined when no budget bounds it. */
   msLeft: number | undefined;
-  /** Why the conversation ends when it does, naming the budget (for the channel and the model to say). */
+  /** Why the conversation ends when it does, naming the budget, in the server's language (for its text channel). */
   reason: string;
+  /** The same in the conversation's language (`spokenLocale`), for the voice to say. */
+  spokenReason: string;
 }
 
 export interface VoiceSpending {

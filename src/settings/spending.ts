@@ -206,8 +206,14 @@ export class Spending implements VoiceSpending {
       spent = await this.#spent(use.guildId, use.userId, use.at, spending.budgets);
     }
     const tightest = budgetRooms(spending.budgets, spent, use.at)[0];
-    if (!tightest || perMs === 0) return { msLeft: undefined, reason: '' };
-    return { msLeft: tightest.leftTicks / perMs, reason: describeSpentBudget(this.#guildLocale(use.guildId), tightest) };
+    if (!tightest || perMs === 0) return { msLeft: undefined, reason: '', spokenReason: '' };
+    const text = this.#guildLocale(use.guildId);
+    const spoken = use.spokenLocale === undefined ? text : resolveLocale(use.spokenLocale, text, 'member');
+    return {
+      msLeft: tightest.leftTicks / perMs,
+      reason: describeSpentBudget(text, tightest),
+      spokenReason: describeSpentBudget(spoken, tightest),
+    };
   }
 
   // ---- Alerts ----------------------------------------------------------------------------------

@@ -17,18 +17,39 @@ export interface BudgetNotice {
 /** From this many seconds left, the warning says "about a minute". */
 const ABOUT_A_MINUTE_S = 50;
 
-/** `reason` is the spending port's, in the server's language (`locale`) already. */
-export function budgetWarning(locale: Locale, msLeft: number, reason: string, now: number): BudgetNotice {
+/**
+ * What is said aloud, when the conversation speaks another language than the server's text channel
+ * (`/voice settings language`): its language, and the spending port's reason in it.
+ */
+export interface SpokenIn {
+  locale: Locale;
+  reason: string;
+}
+
+function timeLeft(locale: Locale, msLeft: number): string {
   const seconds = Math.max(1, Math.round(msLeft / 1000));
-  const left = seconds >= ABOUT_A_MINUTE_S ? t(locale, 'voice.budget.about-a-minute') : formatDuration(locale, seconds);
+  return seconds >= ABOUT_A_MINUTE_S ? t(locale, 'voice.budget.about-a-minute') : formatDuration(locale, seconds);
+}
+
+/** `reason` is the spending port's, in the server's language (`locale`) already; said aloud in `spoken`'s, else the same. */
+export function budgetWarning(
+  locale: Locale,
+  msLeft: number,
+  reason: string,
+  now: number,
+  spoken: SpokenIn = { locale, reason },
+): BudgetNotice {
   return {
-    text: `⏳ ${t(locale, 'voice.budget.warning', { left, reason })}`,
-    spoken: t(locale, 'voice.budget.warning', { left, reason: spokenTimes(locale, reason, now) }),
+    text: `⏳ ${t(locale, 'voice.budget.warning', { left: timeLeft(locale, msLeft), reason })}`,
+    spoken: t(spoken.locale, 'voice.budget.warning', {
+      left: timeLeft(spoken.locale, msLeft),
+      reason: spokenTimes(spoken.locale, spoken.reason, now),
+    }),
   };
 }
 
-export function budgetSpent(locale: Locale, reason: string, now: number): BudgetNotice {
-  return { text: reason, spoken: t(locale, 'voice.budget.spent', { reason: spokenTimes(locale, reason, now) }) };
+export function budgetSpent(locale: Locale, reason: string, now: number, spoken: SpokenIn = { locale, reason }): BudgetNotice {
+  return { text: reason, spoken: t(spoken.locale, 'voice.budget.spent', { reason: spokenTimes(spoken.locale, spoken.reason, now) }) };
 }
 
 /** Discord timestamps as words a voice can say: "in 3 hours", "in 3 Stunden". */

@@ -34,13 +34,21 @@ export interface ConversationMeterOptions {
   /** The member who brought the bot in, who is charged with the conversation. */
   userId: string;
   model: string;
+  /** The conversation's language, which the reasons to say aloud are in; unset: the server's. */
+  spokenLocale?: string | undefined;
   heartbeatMs: number;
   log: Logger;
   /** Once per conversation, when a budget has a minute or less left (at once when it starts so). */
-  onWarning(left: { msLeft: number; reason: string }): void;
+  onWarning(left: BudgetReasons & { msLeft: number }): void;
   /** Once, when a budget is spent: the conversation has to end (with `end()`). */
-  onSpent(reason: string): void;
+  onSpent(reasons: BudgetReasons): void;
   now?: () => number;
+}
+
+/** Why the conversation ends when it does: for the text channel, and in the conversation's language to say. */
+export interface BudgetReasons {
+  reason: string;
+  spokenReason: string;
 }
 
 type BudgetWatch =
@@ -62,7 +70,7 @@ export class ConversationMeter {
   #heartbeat: NodeJS.Timeout | undefined;
   #watch: BudgetWatch = { status: 'watching', warned: false, timer: undefined };
   /** The last reading's words for why the conversation ends. */
-  #reason = '';
+  #reasons: BudgetReasons = { reason: '', spokenReason: '' };
   /** Readings one after the other, so that they reach the ledger, and re-arm the watch, in order. */
   #readings: Promise<unknown> = Promise.resolve();
 
@@ -123,10 +131,10 @@ export class ConversationMeter {
       open.countedUntil = at;
     }
     this.#pendingMs = 0;
-    const { spending, guildId, userId, model } = this.#options;
+    const { spending, guildId, userId, model, spokenLocale } = this.#options;
     let left: VoiceBudgetLeft;
     try {
-      left = await spending.meter({ guildId, userId, model, ms, at });
+      left = await spending.meter({ guildId, userId, model, ms, at, spokenLocale });
     } catch (error) {
       this.#pendingMs += ms;
       this.#options.log.warn('could not count voice session time; it is kept for the next heartbeat', {
@@ -149,7 +157,7 @@ export class ConversationMeter {
   #follow(left: VoiceBudgetLeft, at: number): void {
     const watch = this.#watch;
     if (watch.status !== 'watching') return;
-    this.#reason = left.reason;
+    this.#reasons = { reason: left.reason, spokenReason: left.spokenReason };
     if (left.msLeft === undefined) this.#set({ status: 'watching', warned: watch.warned, timer: undefined });
     else this.#arm(at + left.msLeft, watch.warned);
   }
@@ -159,12 +167,12 @@ export class ConversationMeter {
     const msLeft = deadline - this.#now();
     if (msLeft <= 0) {
       this.#set({ status: 'spent' });
-      this.#options.onSpent(this.#reason);
+      this.#options.onSpent(this.#reasons);
       return;
     }
     if (!warned && msLeft <= BUDGET_WARNING_MS) {
       warned = true;
-      this.#options.onWarning({ msLeft, reason: this.#reason });
+      this.#options.onWarning({ msLeft, ...this.#reasons });
     }
     const timer = setTimeout(() => this.#due(deadline, warned), warned ? msLeft : msLeft - BUDGET_WARNING_MS);
     this.#set({ status: 'watching', warned, timer });

@@ -10,7 +10,7 @@ import type { VoiceCaller, VoiceVideoRequests } from '../ports/voice-video.ts';
 import type { VoiceSettings, VoiceSettingsSource } from '../ports/voice-settings.ts';
 import type { VoiceSpending } from '../ports/voice-spend.ts';
 import { budgetSpent, budgetWarning } from './budget-notices.ts';
-import { ConversationMeter } from './meter.ts';
+import { ConversationMeter, type BudgetReasons } from './meter.ts';
 import { addressesBot, answersOnlyWhenNamed } from './addressing.ts';
 import { describeCallEncryption, type CallEncryption } from './call-encryption.ts';
 import { VoiceAccessError, VoiceSession, finalFailure, type VoiceFunctionCall, type VoiceSessionMetrics } from './session.ts';
@@ -245,7 +245,7 @@ export class VoiceService {
       let toRestore = resumed && resumed.turns.length > 0 ? resumed.turns : undefined;
       let earlierTurns: string | undefined;
       // The model answers in the speaker's language; when that is unclear, in the one /voice settings chose, else the server's.
-      const languageNote = languageInstruction(settings.language ?? this.#locale(guildId));
+      const languageNote = languageInstruction(this.#spokenLocale(guildId, settings));
       const sessionConfig = (manual: boolean): RealtimeSessionConfig => ({
         voice: settings.voice,
         instructions: [settings.instructions, languageNote, earlierTurns].filter((part) => part !== undefined).join('\n\n'),
@@ -259,7 +259,7 @@ export class VoiceService {
             },
         ...(this.#toolsOn(settings) ? { tools: VOICE_TOOLS } : {}),
       });
-      const meter = spending && this.#meter(spending, guildId, userId, settings.model, log);
+      const meter = spending && this.#meter(spending, guildId, userId, settings, log);
       const session = new VoiceSession({
         guildId,
         connection,
@@ -368,7 +368,7 @@ export class VoiceService {
       // The channel's posts: the server's language, whoever asked.
       const channelLocale = this.#locale(guildId);
       if (resumed) {
-        session.announce(t(channelLocale, 'voice.spoken.back'));
+        session.announce(t(this.#spokenLocale(guildId, settings), 'voice.spoken.back'));
         await this.#say(
           textChannelId,
           `${t(channelLocale, 'voice.back', { channel: `<#${voiceChannelId}>` })}\n${describeCallEncryption(channelLocale, encryption)}`,
@@ -451,42 +451,44 @@ export class VoiceService {
     await this.#say(entry.textChannelId, t(this.#locale(guildId), 'voice.stopped', { channel: `<#${entry.voiceChannelId}>`, reason }));
   }
 
-  #meter(spending: VoiceSpending, guildId: string, userId: string, model: string, log: Logger): ConversationMeter {
+  #meter(spending: VoiceSpending, guildId: string, userId: string, settings: VoiceSettings, log: Logger): ConversationMeter {
+    const spokenLocale = this.#spokenLocale(guildId, settings);
     const meter: ConversationMeter = new ConversationMeter({
       spending,
       guildId,
       userId,
-      model,
+      model: settings.model,
+      spokenLocale,
       heartbeatMs: this.#deps.meterHeartbeatMs ?? METER_HEARTBEAT_MS,
       log,
-      onWarning: ({ msLeft, reason }) => {
+      onWarning: ({ msLeft, reason, spokenReason }) => {
         const entry = this.#guilds.get(guildId);
         if (entry?.meter !== meter) return;
-        const notice = budgetWarning(this.#locale(guildId), msLeft, reason, Date.now());
+        const notice = budgetWarning(this.#locale(guildId), msLeft, reason, Date.now(), { locale: spokenLocale, reason: spokenReason });
         entry.session.announce(notice.spoken);
         void this.#say(entry.textChannelId, notice.text);
       },
-      onSpent: (reason) => void this.#budgetSpent(guildId, meter, reason),
+      onSpent: (reasons) => void this.#budgetSpent(guildId, meter, reasons),
     });
     return meter;
   }
 
   /** A budget ran out: say why, aloud (heard before the bot goes) and in the text channel, then leave. */
-  async #budgetSpent(guildId: string, meter: ConversationMeter, reason: string): Promise<void> {
+  async #budgetSpent(guildId: string, meter: ConversationMeter, { reason, spokenReason }: BudgetReasons): Promise<void> {
     const entry = this.#guilds.get(guildId);
     if (entry?.meter !== meter) return;
     const locale = this.#locale(guildId);
-    const notice = budgetSpent(locale, reason, Date.now());
+    const notice = budgetSpent(locale, reason, Date.now(), { locale: this.#spokenLocale(guildId, entry.settings), reason: spokenReason });
     await entry.session.sayLast(notice.spoken, LAST_LINE_MAX_MS);
     if (this.#guilds.get(guildId) !== entry || !(await this.leave(guildId, { why: 'budget' }, false))) return;
     await this.#say(entry.textChannelId, t(locale, 'voice.stopped', { channel: `<#${entry.voiceChannelId}>`, reason: notice.text }));
   }
 
-  /** Speaks a notice in the voice channel, if the bot is in one on that server. */
-  announce(guildId: string, text: string): boolean {
+  /** Speaks a notice in the voice channel, if the bot is in one on that server: `words` in the conversation's language. */
+  announce(guildId: string, words: (locale: Locale) => string): boolean {
     const entry = this.#guilds.get(guildId);
     if (!entry || entry.session.state !== 'live') return false;
-    entry.session.announce(text);
+    entry.session.announce(words(this.#spokenLocale(guildId, entry.settings)));
     return true;
   }
 
@@ -506,7 +508,7 @@ export class VoiceService {
         }
         const locale = this.#locale(guildId);
         await Promise.all([
-          entry.session.sayLast(t(locale, 'voice.spoken.restarting'), RESTART_LINE_MAX_MS),
+          entry.session.sayLast(t(this.#spokenLocale(guildId, entry.settings), 'voice.spoken.restarting'), RESTART_LINE_MAX_MS),
           this.#say(entry.textChannelId, t(locale, 'voice.restarting', { channel: `<#${entry.voiceChannelId}>` })),
         ]);
         await this.#end(guildId, entry, 'the bot is restarting (coming back after it)', 'keep');
@@ -582,9 +584,17 @@ export class VoiceService {
     }
   }
 
-  /** The server's language (its Community setting): what the bot posts in its channels and says aloud there is in it. */
+  /** The server's language (its Community setting): what the bot posts in its channels is in it. */
   #locale(guildId: string): Locale {
     return resolveLocale(undefined, this.#deps.client.guilds.cache.get(guildId)?.preferredLocale, 'channel');
+  }
+
+  /**
+   * The conversation's language: what the bot says aloud in it, the language the model is told to fall back
+   * to (`/voice settings language`, else the server's).
+   */
+  #spokenLocale(guildId: string, settings: Pick<VoiceSettings, 'language'>): Locale {
+    return settings.language === undefined ? this.#locale(guildId) : resolveLocale(settings.language, this.#locale(guildId), 'member');
   }
 
   async #say(channelId: string, content: string): Promise<string | undefined> {

@@ -5,13 +5,16 @@ import type { CommandRun, TestGuild } from 'discord-standin';
 import { resolveLocale, t } from '../../src/i18n/index.ts';
 import { describeBudget, describeSpentBudget, usdToTicks } from '../../src/settings/budgets.ts';
 import { discordRelativeTime, nextUtcMidnight } from '../../src/settings/limits.ts';
+import { formatCostIn } from '../../src/wording/cost.ts';
 import { makeDataDirectory } from '../support/bot-process.ts';
 import { startWorld, type World } from '../support/world.ts';
 
 // A server whose language is French (Discord's preferred_locale, which GUILD_CREATE carries): what the bot
-// posts in its channels (the conversation's notices, budget alerts) and says aloud is French, while the
-// admin who asked, whose own Discord is in English, is answered in English. The expected words are the
-// catalog's, not copies of them. Voice costs $1 a second here, so a $3 budget runs out in seconds.
+// posts in its channels (the conversation's notices, budget alerts) is French, while the admin who asked,
+// whose own Discord is in English, is answered in English. Its conversation was set to German (`/voice
+// settings language`): what the bot says aloud there, and the language the model falls back to, is German.
+// The expected words are the catalog's, not copies of them. Voice costs $1 a second here, so a $3 budget
+// runs out in seconds.
 
 const PRICES = { voice: { '*': { per_minute_usd: 60 } } };
 const BUDGET_USD = 3;
@@ -33,7 +36,7 @@ function run(guild: TestGuild, user: CommandRun['user'], command: string, subcom
 }
 
 describe('a server in French', () => {
-  it('hears its voice notices, budget alerts and goodbye in French, and tells the model to fall back to French', async () => {
+  it('posts its voice notices and budget alerts in French, says its goodbye in the German the conversation speaks', async () => {
     const { discord, emulator } = world;
     const guild = discord.createGuild({ name: 'serveur français', locale: 'fr' });
     const french = resolveLocale(undefined, 'fr', 'channel');
@@ -45,6 +48,8 @@ describe('a server in French', () => {
     }).reply();
     // The admin's own Discord is in English: their private answer is English.
     expect(budget.content).toContain('$3.00 for the server a day');
+    await run(guild, guild.admin, 'voice', 'settings', { language: 'de' }).reply();
+    const german = resolveLocale('de', undefined, 'member');
 
     const sessionsBefore = emulator.realtime.sessions.length;
     discord.joinVoice(guild.admin, guild.id, guild.voiceChannelId);
@@ -53,7 +58,7 @@ describe('a server in French', () => {
       const joined = await discord.waitForMessage(guild.textChannelId, (message) => message.content.startsWith('🎙️'));
       expect(joined.content.startsWith(t(french, 'voice.joined', { channel }))).toBe(true);
       const instructions = JSON.stringify(emulator.realtime.sessions.slice(sessionsBefore).map((session) => session.serverEvents));
-      expect(instructions).toContain("If the speaker's language is unclear, answer in French.");
+      expect(instructions).toContain("If the speaker's language is unclear, answer in German.");
 
       const room = { budget: 'server_daily_usd', limitTicks: usdToTicks(BUDGET_USD) } as const;
       const resetsAt = nextUtcMidnight(Date.now());
@@ -64,9 +69,14 @@ describe('a server in French', () => {
       expect(used.content).toBe(
         t(french, 'budget.alert.used-all', { budgetName: describeBudget(french, room), resets: discordRelativeTime(resetsAt) }),
       );
-      const goodbye = t(french, 'voice.budget.spent', { reason: '' }).trim();
+      // Said aloud in German, the budget named in German, its reset time in words.
+      const goodbye = t(german, 'voice.budget.spent', { reason: '' }).trim();
+      const spokenBudget = `Das Tagesbudget dieses Servers (${formatCostIn(german, room.limitTicks)})`;
       await emulator.realtime.waitForClientEvent(
-        (event) => event.type === 'conversation.item.create' && JSON.stringify(event.item).includes(goodbye),
+        (event) =>
+          event.type === 'conversation.item.create' &&
+          JSON.stringify(event.item).includes(goodbye) &&
+          JSON.stringify(event.item).includes(spokenBudget),
         15_000,
       );
       const stopped = await discord.waitForMessage(

@@ -418,6 +418,17 @@ describe.each([
     // $0.05 a minute: a minute of $0.10 spent, or half of it when the other worker's half lands after.
     expect([60_000, 90_000]).toContain(Math.round(left.msLeft!));
     expect(Math.round((await second.spending.meter({ ...use, ms: 0 })).msLeft!)).toBe(60_000);
+    // What the conversation says aloud, in its own language (/voice settings language); the channel's stays the server's.
+    const french = resolveLocale('fr', undefined, 'member');
+    const spoken = await second.spending.meter({ ...use, ms: 0, spokenLocale: 'fr' });
+    expect(spoken.reason).toBe(left.reason);
+    expect(spoken.spokenReason).toBe(
+      t(french, 'budget.used-up', {
+        budget: 'member_daily_usd',
+        amount: formatCostIn(french, 10 * CENTS),
+        resets: `<t:${MIDNIGHT_AFTER / 1000}:R>`,
+      }),
+    );
 
     await second.spending.meter({ ...use, ms: 60_000 });
     expect(await first.spending.checkStart(guild, member(1), DAY)).toEqual({

@@ -7,10 +7,11 @@ import { silentLogger } from '../../src/lib/log.ts';
 import type { VoiceBudgetLeft, VoiceSpending, VoiceUse } from '../../src/ports/voice-spend.ts';
 import { BUDGET_WARNING_MS, ConversationMeter } from '../../src/voice/meter.ts';
 import { budgetSpent, budgetWarning } from '../../src/voice/budget-notices.ts';
-import { ENGLISH } from '../../src/i18n/index.ts';
+import { ENGLISH, resolveLocale, t } from '../../src/i18n/index.ts';
 
 const HEARTBEAT_MS = 30_000;
 const REASON = 'Your daily budget on this server ($1.00) is used up; it starts over <t:2000:R>.';
+const SPOKEN_REASON = 'Dein Tagesbudget ist aufgebraucht; es beginnt <t:2000:R> von vorn.';
 
 /** A ledger with a budget of `budgetMs` of session time (undefined: none), that can be made to fail. */
 class FakeLedger implements VoiceSpending {
@@ -27,7 +28,11 @@ class FakeLedger implements VoiceSpending {
     if (this.down) return Promise.reject(new Error('store down'));
     this.uses.push(use);
     const spent = this.uses.reduce((sum, each) => sum + each.ms, 0);
-    return Promise.resolve({ msLeft: this.budgetMs === undefined ? undefined : this.budgetMs - spent, reason: REASON });
+    return Promise.resolve({
+      msLeft: this.budgetMs === undefined ? undefined : this.budgetMs - spent,
+      reason: REASON,
+      spokenReason: SPOKEN_REASON,
+    });
   }
   get counted(): number {
     return this.uses.reduce((sum, each) => sum + each.ms, 0);
@@ -37,7 +42,7 @@ class FakeLedger implements VoiceSpending {
 class FakeSession extends EventEmitter<{ close: [] }> {}
 
 let ledger: FakeLedger;
-let warnings: { msLeft: number; reason: string }[];
+let warnings: { msLeft: number; reason: string; spokenReason: string }[];
 let spent: string[];
 let meter: ConversationMeter;
 
@@ -53,7 +58,10 @@ function meterFor(budgetMs: number | undefined): ConversationMeter {
     heartbeatMs: HEARTBEAT_MS,
     log: silentLogger,
     onWarning: (left) => warnings.push(left),
-    onSpent: (reason) => spent.push(reason),
+    onSpent: ({ reason, spokenReason }) => {
+      expect(spokenReason).toBe(SPOKEN_REASON);
+      spent.push(reason);
+    },
   });
   return meter;
 }
@@ -115,7 +123,7 @@ describe('the conversation meter', () => {
     await vi.advanceTimersByTimeAsync(40_000 - 1);
     expect(warnings).toEqual([]);
     await vi.advanceTimersByTimeAsync(1);
-    expect(warnings).toEqual([{ msLeft: BUDGET_WARNING_MS, reason: REASON }]);
+    expect(warnings).toEqual([{ msLeft: BUDGET_WARNING_MS, reason: REASON, spokenReason: SPOKEN_REASON }]);
     await vi.advanceTimersByTimeAsync(BUDGET_WARNING_MS - 1);
     expect(spent).toEqual([]);
     await vi.advanceTimersByTimeAsync(1);
@@ -132,7 +140,7 @@ describe('the conversation meter', () => {
     ledger.budgetMs = 50_000;
     await vi.advanceTimersByTimeAsync(HEARTBEAT_MS);
     // Read at 60 s with 50 s of budget: spent; warned first, since it had not been.
-    expect(warnings).toEqual([{ msLeft: expect.any(Number), reason: REASON }]);
+    expect(warnings).toEqual([{ msLeft: expect.any(Number), reason: REASON, spokenReason: SPOKEN_REASON }]);
     expect(spent).toEqual([REASON]);
   });
 
@@ -152,7 +160,7 @@ describe('the conversation meter', () => {
     meterFor(20_000);
     meter.opened(new FakeSession());
     await meter.start();
-    expect(warnings).toEqual([{ msLeft: 20_000, reason: REASON }]);
+    expect(warnings).toEqual([{ msLeft: 20_000, reason: REASON, spokenReason: SPOKEN_REASON }]);
     ledger.down = true;
     await vi.advanceTimersByTimeAsync(20_000);
     expect(spent).toEqual([REASON]);
@@ -178,6 +186,24 @@ describe('budget notices', () => {
     expect(budgetWarning(ENGLISH, 60_000, REASON, now).text).toMatch(/^⏳ About a minute of this conversation is left, then I leave/);
     expect(budgetSpent(ENGLISH, REASON, now).spoken).toBe(
       'Your daily budget on this server ($1.00) is used up; it starts over in 3 hours. I am leaving now. Goodbye.',
+    );
+  });
+
+  it("are said aloud in the conversation's language when it is not the server's, and shown in the server's", () => {
+    const now = 2000_000 - 3 * 3600_000;
+    const german = resolveLocale('de', undefined, 'member');
+    const warning = budgetWarning(ENGLISH, 12_000, REASON, now, { locale: german, reason: SPOKEN_REASON });
+    expect(warning.text).toBe(`⏳ ${t(ENGLISH, 'voice.budget.warning', { left: '12 seconds', reason: REASON })}`);
+    expect(warning.spoken).toBe(
+      t(german, 'voice.budget.warning', {
+        left: '12 Sekunden',
+        reason: 'Dein Tagesbudget ist aufgebraucht; es beginnt in 3 Stunden von vorn.',
+      }),
+    );
+    const spent = budgetSpent(ENGLISH, REASON, now, { locale: german, reason: SPOKEN_REASON });
+    expect(spent.text).toBe(REASON);
+    expect(spent.spoken).toBe(
+      t(german, 'voice.budget.spent', { reason: 'Dein Tagesbudget ist aufgebraucht; es beginnt in 3 Stunden von vorn.' }),
     );
   });
 });

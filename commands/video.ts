@@ -273,7 +273,10 @@ async function autocomplete(interaction: AutocompleteInteraction, services: Serv
     choices = tasks
       .filter((task) => !needsVideo || (task.state === 'succeeded' && !task.outcome.moderated))
       .filter((task) => task.id.includes(typed) || task.prompt.toLowerCase().includes(typed) || (task.gatewayId ?? '').includes(typed))
-      .map((task) => ({ name: `${task.state} · ${task.prompt || task.operation}`, value: task.id }));
+      .map((task) => ({
+        name: t(memberLocale(interaction), 'video.autocomplete.task', { state: task.state, prompt: task.prompt || task.operation }),
+        value: task.id,
+      }));
   }
   await suggest(interaction, choices);
 }

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Message } from 'discord-standin';
 import { DEFERRED_REPLY, EPHEMERAL, IS_COMPONENTS_V2, isDone, videoRefOf, videoWorld } from '../support/video-e2e.ts';
 import { cardButtons, cardEditProblems, cardText, galleryItems } from '../support/cards.ts';
-import { resolveLocale, t } from '../../src/i18n/index.ts';
+import { ENGLISH, resolveLocale, t } from '../../src/i18n/index.ts';
 
 const e2e = videoWorld();
 
@@ -178,7 +178,23 @@ describe('the bot on the stand-ins', () => {
       });
     const forExtend = await offered('extend');
     expect(forExtend.length).toBeGreaterThan(0);
-    expect(forExtend.every((choice) => choice.name.startsWith('succeeded'))).toBe(true);
-    expect((await offered('status')).some((choice) => choice.name.startsWith('failed'))).toBe(true);
+    // Each named by its state, in the member's words, and its prompt.
+    const stateOf = (state: string) => t(ENGLISH, 'video.autocomplete.task', { state, prompt: '' });
+    expect(forExtend.every((choice) => choice.name.startsWith(stateOf('succeeded')))).toBe(true);
+    expect((await offered('status')).some((choice) => choice.name.startsWith(stateOf('failed')))).toBe(true);
+    // The same member, their Discord switched to Japanese: the states in Japanese.
+    const japanese = resolveLocale('ja', undefined, 'member');
+    const inJapanese = await discord.autocomplete({
+      ...e2e.where({ ...e2e.world.guild.member, locale: 'ja' }),
+      command: 'video',
+      subcommand: 'status',
+      options: { task: '' },
+      focused: 'task',
+    });
+    expect(
+      inJapanese.some(
+        (choice) => choice.name === t(japanese, 'video.autocomplete.task', { state: 'failed', prompt: 'x [[fail:internal_error]]' }),
+      ),
+    ).toBe(true);
   });
 });

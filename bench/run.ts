@@ -1,13 +1,14 @@
 import { parseArgs } from 'node:util';
 import { CRASH_STORES, benchmarkCrashes, printCrashReport } from './crash.ts';
 import { benchmarkDelivery, printDeliveryReport } from './delivery.ts';
+import { benchmarkFirstFrame, printFirstFrameReport } from './first-frame.ts';
 import { benchmarkSpend, printSpendReport } from './spend.ts';
 import { benchmarkVideoTracking, printVideoReport } from './video.ts';
 import { benchmarkVoice, printVoiceReport } from './voice.ts';
 import { benchmarkVoiceAddressing, printVoiceAddressingReport } from './voice-addressing.ts';
 import { benchmarkVoiceCapacity, benchmarkVoiceMetering, printVoiceCapacityReport, printVoiceMeteringReport } from './voice-capacity.ts';
 
-// `npm run bench [-- --only video|delivery|voice|voice-addressing|voice-capacity|voice-metering|spend|crash] [--tasks N] [--turns N] [--kills N] [--seed N]
+// `npm run bench [-- --only video|delivery|voice|voice-addressing|voice-capacity|voice-metering|spend|crash|first-frame] [--tasks N] [--turns N] [--kills N] [--seed N]
 // [--store sqlite|redis] [--video-mb N] [--workers N] [--submissions N]`: every benchmark, figures as ratios against baselines measured in the same run.
 // The video benchmark runs its tasks through one process and then through --workers workers (default 2,
 // one shard each; 1: the single process only), both on a Redis of its own, or with --store sqlite on
@@ -35,10 +36,10 @@ if (stores.length === 0) {
 const only = values.only;
 if (
   only !== undefined &&
-  !['video', 'delivery', 'voice', 'voice-addressing', 'voice-capacity', 'voice-metering', 'spend', 'crash'].includes(only)
+  !['video', 'delivery', 'voice', 'voice-addressing', 'voice-capacity', 'voice-metering', 'spend', 'crash', 'first-frame'].includes(only)
 ) {
   process.stderr.write(
-    `--only must be video, delivery, voice, voice-addressing, voice-capacity, voice-metering, spend or crash (got ${only})\n`,
+    `--only must be video, delivery, voice, voice-addressing, voice-capacity, voice-metering, spend, crash or first-frame (got ${only})\n`,
   );
   process.exit(2);
 }
@@ -84,4 +85,8 @@ if (!only || only === 'crash') {
   const tasks = only === 'crash' && values.tasks !== undefined ? Number(values.tasks) : 40;
   const seed = Number(values.seed ?? Date.now() % 100_000);
   for (const store of stores) printCrashReport(await benchmarkCrashes({ tasks, kills: Number(values.kills ?? 15), seed, store }));
+}
+
+if (!only || only === 'first-frame') {
+  printFirstFrameReport(await benchmarkFirstFrame());
 }

@@ -330,12 +330,15 @@ async function button(interaction: ButtonInteraction, services: Services) {
     );
   } else if (action === 'confirm' || action === 'cancel') {
     await answerConfirmation(interaction, services, action, taskId);
-  } else if (action === 'regenerate' || action === 'vary') {
-    // Vary is a variant's prompt and settings again, as a new job of one. Its first frame as the image
-    // would need the video decoded (ffmpeg), which the bot does not carry: Vary sends the variant's
-    // request as it was (an image it was made from included), as Regenerate of that variant does.
+  } else if (action === 'regenerate') {
     const context = interactionContext(interaction);
     await submitPrepared(interaction, services, context, await services.video.prepare.regeneration(context, taskId));
+  } else if (action === 'vary') {
+    // A variant's prompt and settings again, as a new job of one, with its video's first frame as the
+    // image when the gateway takes one for the request; else as it was, its card saying why. Fetching and
+    // decoding the video takes a second or so: the dispatcher has deferred the answer meanwhile.
+    const context = interactionContext(interaction);
+    await submitPrepared(interaction, services, context, await services.video.vary(context, taskId));
   } else {
     throw new Error(`unknown video button ${interaction.customId}`);
   }

@@ -76,6 +76,7 @@ function parseHeldPlan(raw: unknown): HeldPlan {
   const confirmOverTicks = readNumber(raw, 'confirmOverTicks');
   const sourceTaskId = readString(raw, 'sourceTaskId');
   const regenerated = readBoolean(raw, 'regenerated');
+  const note = readString(raw, 'note');
   // A job of several variants is confirmed as one: all of them are sent on the press.
   const variants = readNumber(raw, 'variants');
   return {
@@ -91,6 +92,7 @@ function parseHeldPlan(raw: unknown): HeldPlan {
     ...(confirmOverTicks === undefined ? {} : { confirmOverTicks }),
     ...(sourceTaskId === undefined ? {} : { sourceTaskId }),
     ...(regenerated === undefined ? {} : { regenerated }),
+    ...(note === undefined ? {} : { note }),
     ...(variants === undefined ? {} : { variants }),
     ...(postedChannel !== undefined && postedMessage !== undefined
       ? { postedSource: { channelId: postedChannel, messageId: postedMessage } }

@@ -12,14 +12,16 @@ import { DirectMessageReach } from './dm-reach.ts';
 import { DownloadFiles } from './download-files.ts';
 import { EndUserIds } from './end-users.ts';
 import { PolicyGatewayResolver } from './gateway-resolver.ts';
-import type { SubmissionPlan } from './plan.ts';
+import type { Prepared, SubmissionPlan } from './plan.ts';
 import { DEFAULT_POLL_POLICY, type PollPolicy } from './poll-policy.ts';
 import { SourceForms } from './message-sources.ts';
+import { FirstFrames } from './first-frame.ts';
 import { VideoPreparation } from './prepare.ts';
 import { costOf, type TaskRecord } from './record.ts';
 import { TaskRepository } from './repository.ts';
 import { VideoSubmission } from './submit.ts';
 import { TaskTracker } from './tracker.ts';
+import { Variation } from './vary.ts';
 
 // The video part, built in one place from what it depends on: src/app.ts, the benchmarks and the tests
 // all take it from here.
@@ -51,6 +53,11 @@ export interface VideoDeps {
 export interface Video {
   /** Checks a request completely, before anything is sent. */
   prepare: VideoPreparation;
+  /**
+   * Vary: a task's request again, with its video's first frame as the image when the gateway takes one
+   * (see Variation.prepare). Fetches and decodes the video: the interaction must be deferred if slow.
+   */
+  vary(context: InteractionContext, taskRef: string): Promise<Prepared>;
   /** Stores, sends and starts following a prepared request (see VideoSubmission.submit). */
   submit(plan: SubmissionPlan, context: InteractionContext): Promise<TaskRecord>;
   tasks: TaskRepository;
@@ -89,7 +96,8 @@ export function createVideo(deps: VideoDeps): Video {
     dmReach: new DirectMessageReach(store),
     ...(deps.costs ? { costs: deps.costs } : {}),
   });
-  const tracker = new TaskTracker(tasks, new PolicyGatewayResolver(policy, clients, log), delivery, log, {
+  const resolver = new PolicyGatewayResolver(policy, clients, log);
+  const tracker = new TaskTracker(tasks, resolver, delivery, log, {
     policy: pollPolicy,
     maxInFlight: deps.maxPollsInFlight ?? MAX_POLLS_IN_FLIGHT,
     metrics,
@@ -109,8 +117,10 @@ export function createVideo(deps: VideoDeps): Video {
     metrics,
     attachmentUrl: (channelId, messageId, fileName) => outbox.attachmentUrl(channelId, messageId, fileName),
   });
+  const variation = new Variation({ prepare, repository: tasks, resolver, files, frames: new FirstFrames(), vendor, log });
   return {
     prepare,
+    vary: (context, taskRef) => variation.prepare(context, taskRef),
     submit: (plan, context) => submission.submit(plan, context),
     tasks,
     tracker,

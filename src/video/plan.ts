@@ -36,6 +36,11 @@ export type SubmissionPlan = OperationRequest & {
   postedSource?: { channelId: string; messageId: string; fileName?: string };
   /** How many variants to make of a generation (1-4): one job, one card; unset: one. */
   variants?: number;
+  /**
+   * One line its card shows under the settings (Vary: why the variant's first frame was not sent), worded
+   * in the card's language (the task's `locale`) when it was written.
+   */
+  note?: string;
 };
 
 /** A form's estimate, before the member fills it in: for each second they ask for, or for the whole video. */

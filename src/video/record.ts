@@ -203,6 +203,11 @@ export interface TaskRecord {
   /** The body sent to the gateway, for Regenerate. */
   request: Record<string, unknown>;
   sourceTaskId?: string;
+  /**
+   * One line its card shows under the settings (Vary: why the variant's first frame was not sent), worded
+   * in the card's language (the task's `locale`) when it was written.
+   */
+  note?: string;
   createdAt: number;
   submittedAt?: number;
   finishedAt?: number;
@@ -425,6 +430,7 @@ export function parseTaskRecord(raw: unknown): TaskRecord {
     prompt: requireString(source, 'prompt', path),
     request: { ...requireObject(source.request, `${path}.request`) },
     sourceTaskId: optionalString(source, 'sourceTaskId', path),
+    note: optionalString(source, 'note', path),
     createdAt: requireNumber(source, 'createdAt', path),
     submittedAt: optionalNumber(source, 'submittedAt', path),
     finishedAt: optionalNumber(source, 'finishedAt', path),

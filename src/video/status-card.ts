@@ -389,6 +389,7 @@ export function renderJobCard(
     tr('video.card.requested-by', { user: `<@${first.userId}>` }),
     first.prompt ? `> ${truncate(first.prompt, PROMPT_PREVIEW).replaceAll('\n', '\n> ')}` : undefined,
     settingsLine(first, tr),
+    first.note ? `-# ${truncate(first.note, PROMPT_PREVIEW)}` : undefined,
     // Whose key pays, where a server's members might think it is the server's.
     first.userInstall ? tr('user-install.card.operator-key', { member: `<@${first.userId}>` }) : undefined,
     view.askedIn === undefined ? undefined : tr('user-install.card.asked-in', { link: view.askedIn }),

@@ -122,6 +122,7 @@ export class VideoSubmission {
       prompt: plan.prompt,
       request,
       ...(plan.sourceTaskId ? { sourceTaskId: plan.sourceTaskId } : {}),
+      ...(plan.note ? { note: plan.note } : {}),
       createdAt: Date.now(),
       state: 'submitting',
       polls: 0,

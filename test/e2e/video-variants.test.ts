@@ -1,12 +1,19 @@
+import { PNG } from 'pngjs';
 import { describe, expect, it } from 'vitest';
 import type { InteractionHandle, Message, User } from 'discord-standin';
 import type { JournalEntry } from '../../src/emulator/server.ts';
+import { ENGLISH, t, type Locale } from '../../src/i18n/index.ts';
 import { cardButtons, cardEditProblems, cardText, galleryItems } from '../support/cards.ts';
 import { isDone, LAYERS, png, videoWorld } from '../support/video-e2e.ts';
 
 // Variants (issue 27): `/video generate variants:N` is one job of N tasks and one card, their videos side
 // by side in its gallery, each variant with its own numbered buttons; limits count each variant, and a
 // restart in the middle still ends with one card and N videos, none posted twice.
+
+/** How the line a Vary card says why it sent no first frame begins in `locale`, whatever the reason. */
+function varyNotePrefix(locale: Locale): string {
+  return t(locale, 'video.card.vary-note', { reason: '\u0000' }).split('\u0000')[0] ?? '';
+}
 
 describe.each(LAYERS)('variants on the %s layer', (layer) => {
   const e2e = videoWorld({ layer });
@@ -30,7 +37,7 @@ describe.each(LAYERS)('variants on the %s layer', (layer) => {
     return e2e.world.discord.messages(e2e.world.guild.textChannelId).filter((message) => cardText(message).includes(prompt));
   }
 
-  it('a 3-variant job makes three tasks and one card that ends with three videos; Extend 2 extends variant 2', async () => {
+  it('a 3-variant job makes three tasks and one card that ends with three videos; Extend 2 and Vary 2 start from variant 2', async () => {
     const { discord, guild } = e2e.world;
     const before = generations().length;
     const run = generate(guild.member, { prompt: 'three foxes in the snow', variants: 3 });
@@ -75,6 +82,18 @@ describe.each(LAYERS)('variants on the %s layer', (layer) => {
     expect(extension?.body).toMatchObject({ prompt: 'the second fox runs', video: { url: second?.url } });
     expect(cardText(extended)).toContain('Video extension');
     expect(cardEditProblems(extended)).toEqual([]);
+
+    // Vary on variant 2: its prompt again, with the first frame of its video (the emulator's 160x90 clip) as the image.
+    const vary = discord.clickButton({ user: guild.member, message: card, customId: `video:vary:${refs[1]}` });
+    const varied = await vary.waitForReply(isDone, 20_000);
+    const sent = generations().at(-1)?.body;
+    expect(sent).toMatchObject({ prompt: 'three foxes in the snow' });
+    const dataUri = /^data:image\/png;base64,(.+)$/.exec(JSON.stringify(sent).match(/"image":\{"url":"([^"]+)"/)?.[1] ?? '');
+    const frame = PNG.sync.read(Buffer.from(dataUri?.[1] ?? '', 'base64'));
+    expect([frame.width, frame.height]).toEqual([160, 90]);
+    expect(cardText(varied)).toContain('Image to video');
+    expect(cardText(varied)).not.toContain(varyNotePrefix(ENGLISH));
+    expect(cardEditProblems(varied)).toEqual([]);
   }, 60_000);
 
   it('with a limit of 2 videos a day, sends two of three and the card says why not the third', async () => {

@@ -42,8 +42,10 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
 # As PID 1, Node gets no default action for a signal it has no handler for (the kernel drops it): the bot
 # handles SIGINT and SIGTERM once its modules have loaded (src/main.ts), a second or so after the start.
 # It reaps what it starts: libuv waits for each child process it spawned when SIGCHLD comes, so a worker of
-# the supervisor that dies is reaped (test/shards/supervisor.test.ts checks none is left a zombie). What
-# Node does not reap is an orphan re-parented to PID 1 (a process whose own parent died first); the bot
-# starts no process besides its workers, and they start none, so no init is needed. One does no harm:
-# `docker run --init` (compose's `init: true`) makes tini PID 1, which passes the signal on to the bot.
+# the supervisor that dies is reaped (test/shards/supervisor.test.ts checks none is left a zombie), and so
+# is each first-frame decoder (src/video/first-frame.ts). What Node does not reap is an orphan re-parented
+# to PID 1 (a process whose own parent died first): only a decoder whose worker died in the middle of a
+# frame, which ends within its 15 s deadline and stays a zombie (an entry in the process table, no memory)
+# until the container restarts. No init is needed; one does no harm: `docker run --init` (compose's
+# `init: true`) makes tini PID 1, which passes the signal on to the bot and reaps such orphans.
 CMD ["scripts/bot"]

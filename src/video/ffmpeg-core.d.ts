@@ -1,5 +1,5 @@
 // The part of @ffmpeg/core (ffmpeg.wasm's single-threaded core, an emscripten module) the first-frame
-// worker uses. The package ships no types of its own.
+// decoder (first-frame-decoder.ts) and the benchmark use. The package ships no types of its own.
 declare module '@ffmpeg/core' {
   export interface FfmpegCoreOptions {
     /** The module's wasm, handed in: the core would fetch it (a browser's way) otherwise. */

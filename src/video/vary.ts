@@ -17,9 +17,9 @@ import { generationMode } from './requests.ts';
 // Vary: a variant's prompt and settings again, as a new job of one, with that variant's first frame as
 // `image` when the gateway takes one for the request (docs/gateway.md, "Generation modes"). The frame comes
 // from the variant's video, fetched again from the gateway (the delivered file is removed once posted)
-// and decoded in a worker (first-frame.ts). When there is no frame to send, the request goes as it was,
-// and its card says why in one line, worded when it is stored in the language the card is drawn in (the
-// server's), as the card's other stored texts are.
+// and decoded by a program of its own (first-frame.ts). When there is no frame to send, the request goes
+// as it was, and its card says why in one line, worded when it is stored in the language the card is drawn
+// in (the server's), as the card's other stored texts are.
 
 export interface VariationDeps {
   prepare: VideoPreparation;

@@ -110,6 +110,19 @@ describe('the container image', () => {
     expect(all.some((instruction) => instruction.keyword === 'COPY' && instruction.rest.includes('discord-standin'))).toBe(false);
   });
 
+  it('copies the first-frame decoder, which the bot runs as a program of its own from its source folder', () => {
+    const all = instructions();
+    const runtimeStart = all.findLastIndex((instruction) => instruction.keyword === 'FROM');
+    const copied = all
+      .slice(runtimeStart)
+      .filter((instruction) => instruction.keyword === 'COPY' && !instruction.rest.includes('--from='))
+      .map(({ rest }) => rest.split(/\s+/).filter((part) => !part.startsWith('--'))[0]);
+    // src/video/first-frame.ts spawns Node on the file next to it: it is in the image wherever src is.
+    expect(read('src/video/first-frame.ts')).toContain("new URL('./first-frame-decoder.ts', import.meta.url)");
+    expect(exists('src/video/first-frame-decoder.ts')).toBe(true);
+    expect(copied).toContain('src');
+  });
+
   it('keeps data, .env and node_modules out of the image', () => {
     const ignored = read('.dockerignore')
       .split('\n')

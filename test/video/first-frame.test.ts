@@ -3,9 +3,10 @@ import { PNG } from 'pngjs';
 import { describe, expect, it } from 'vitest';
 import { FIRST_FRAME_LIMITS, FirstFrames, frameDataUri } from '../../src/video/first-frame.ts';
 
-// The first frame of an mp4, decoded by ffmpeg.wasm in a worker: the emulator's clip (Constrained Baseline,
-// 160x90 colour bars under a timer) and a 64x36 High-profile clip (CABAC, B-frames, 8x8 transform: what
-// providers deliver), made with the same ffmpeg.wasm's libx264 from its `testsrc` pattern.
+// The first frame of an mp4, decoded by ffmpeg.wasm in a process of its own: the emulator's clip
+// (Constrained Baseline, 160x90 colour bars under a timer) and a 64x36 High-profile clip (CABAC, B-frames,
+// 8x8 transform: what providers deliver), made with the same ffmpeg.wasm's libx264 from its `testsrc`
+// pattern.
 
 const SAMPLE = fileURLToPath(new URL('../../src/emulator/fixtures/sample.mp4', import.meta.url));
 const HIGH_PROFILE = fileURLToPath(new URL('./fixtures/high-profile.mp4', import.meta.url));

@@ -8,7 +8,9 @@
 # packages, the bot depends on packages/opusscript-codec: its package.json is enough for npm ci, which
 # links node_modules/opusscript-codec to ../packages/opusscript-codec (its source comes in the runtime
 # stage). packages/discord-standin (the Discord stand-in, for tests) is not copied: npm ci skips a
-# workspace whose folder is absent, so the image installs the same modules as without it.
+# workspace whose folder is absent, so the image installs the same modules as without it. Optional
+# dependencies are installed: @ffmpeg/core (GPL-2.0-or-later), the decoder Vary runs as a program of its
+# own for a variant's first frame, is kept in the image (README, "Third-party licences").
 FROM node:22-bookworm AS build
 WORKDIR /app
 COPY package.json package-lock.json ./

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
 import { setPriority } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseJsonText, readNumber, readString } from '../lib/json.ts';
@@ -12,7 +13,7 @@ import { refuse, type Result } from '../lib/result.ts';
 // system when it exits (a worker thread's stayed with the bot's allocator), and it runs at a lower CPU
 // priority, so the bot's event loop (and the voice part's 20 ms audio clock) keeps its cores meanwhile.
 // Bounded in time (killed at the deadline), in input size, picture size and answer size, one at a time
-// per process.
+// per process. @ffmpeg/core is an optional dependency: without it there is no frame, and Vary says so.
 
 export interface FirstFrame {
   mediaType: 'image/png' | 'image/jpeg';
@@ -46,6 +47,8 @@ export const FIRST_FRAME_LIMITS: FirstFrameLimits = {
   deadlineMs: 15_000,
 };
 
+/** The package that holds the decoder: optional (README, "Third-party licences"). */
+const CORE_PACKAGE = '@ffmpeg/core';
 const DECODER = fileURLToPath(new URL('./first-frame-decoder.ts', import.meta.url));
 /**
  * How the decoder is run: with the Node running the bot, stripping types as scripts/node does. Its own
@@ -68,6 +71,16 @@ const ANSWER_OVERHEAD_BYTES = 1024;
 
 const PNG_SIGNATURE = Buffer.from('89504e470d0a1a0a', 'hex');
 const JPEG_START = Buffer.from('ffd8ff', 'hex');
+
+/** Whether the decoder's package is installed (it is optional). */
+export function decoderInstalled(): boolean {
+  try {
+    createRequire(import.meta.url).resolve(CORE_PACKAGE);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /** The decoder's answer, read as anything from outside the process is: checked, never trusted. */
 function readAnswer(text: string, maxFrameBytes: number, maxPixels: number): Result<{ frame: FirstFrame }> {
@@ -99,9 +112,12 @@ export class FirstFrames {
   readonly #limits: FirstFrameLimits;
   /** One decode at a time: each takes a core of its own (160-190 MB while it runs). */
   readonly #lock = new KeyedLock();
+  /** Looked up once: an operator installs the package, or leaves it out, before the bot starts. */
+  readonly installed: boolean;
 
-  constructor(limits: FirstFrameLimits = FIRST_FRAME_LIMITS) {
+  constructor(limits: FirstFrameLimits = FIRST_FRAME_LIMITS, installed = decoderInstalled()) {
     this.#limits = limits;
+    this.installed = installed;
   }
 
   /** The largest video file a frame is taken from: a download for one stops there. */
@@ -111,6 +127,7 @@ export class FirstFrames {
 
   /** The first frame of the video file at `path`, or why not (in words for a log or a card). */
   extract(path: string): Promise<Result<{ frame: FirstFrame }>> {
+    if (!this.installed) return Promise.resolve(refuse(`the frame decoder (${CORE_PACKAGE}) is not installed`));
     return this.#lock.run('decode', () => this.#decode(path));
   }
 

@@ -17,9 +17,10 @@ import { generationMode } from './requests.ts';
 // Vary: a variant's prompt and settings again, as a new job of one, with that variant's first frame as
 // `image` when the gateway takes one for the request (docs/gateway.md, "Generation modes"). The frame comes
 // from the variant's video, fetched again from the gateway (the delivered file is removed once posted)
-// and decoded by a program of its own (first-frame.ts). When there is no frame to send, the request goes
-// as it was, and its card says why in one line, worded when it is stored in the language the card is drawn
-// in (the server's), as the card's other stored texts are.
+// and decoded by a program of its own (first-frame.ts). When there is no frame to send (the decoder, an
+// optional dependency, not installed included), the request goes as it was, and its card says why in one
+// line, worded when it is stored in the language the card is drawn in (the server's), as the card's other
+// stored texts are.
 
 export interface VariationDeps {
   prepare: VideoPreparation;
@@ -33,7 +34,8 @@ export interface VariationDeps {
 }
 
 /** Why a variant's first frame was not sent: a message of the catalogs (`video.card.vary-note.<reason>`). */
-type NoFrame = { reason: 'unknown-variant' | 'not-generation' | 'no-video' | 'not-decoded' } | { reason: 'no-image'; message: string };
+type NoFrame =
+  { reason: 'unknown-variant' | 'not-generation' | 'no-video' | 'no-decoder' | 'not-decoded' } | { reason: 'no-image'; message: string };
 
 /** Within this, a frame's width to height is the ratio named (video sizes are rounded to even pixels). */
 const RATIO_TOLERANCE = 0.02;
@@ -88,6 +90,8 @@ export class Variation {
       if (!(error instanceof ValidationError)) throw error;
       return { reason: 'no-image', message: error.message };
     }
+    // Before the video is fetched: without the decoder, there is nothing to fetch it for.
+    if (!this.#deps.frames.installed) return { reason: 'no-decoder' };
     const frame = await this.#firstFrame(variant);
     if (!frame) return { reason: 'not-decoded' };
     const request = withFrame(plan.request, frame);

@@ -110,7 +110,7 @@ describe('the container image', () => {
     expect(all.some((instruction) => instruction.keyword === 'COPY' && instruction.rest.includes('discord-standin'))).toBe(false);
   });
 
-  it('copies the first-frame decoder, which the bot runs as a program of its own from its source folder', () => {
+  it('copies the first-frame decoder, which the bot runs as a program of its own from its source folder, and installs its core', () => {
     const all = instructions();
     const runtimeStart = all.findLastIndex((instruction) => instruction.keyword === 'FROM');
     const copied = all
@@ -121,6 +121,12 @@ describe('the container image', () => {
     expect(read('src/video/first-frame.ts')).toContain("new URL('./first-frame-decoder.ts', import.meta.url)");
     expect(exists('src/video/first-frame-decoder.ts')).toBe(true);
     expect(copied).toContain('src');
+    // @ffmpeg/core is optional (README, "Third-party licences"), and the image keeps it: its npm ci omits only dev.
+    expect(readRecord(packageJson, 'optionalDependencies')?.['@ffmpeg/core']).toBeDefined();
+    const npmCi = all.find((instruction) => instruction.keyword === 'RUN' && instruction.rest.includes('npm ci'))?.rest;
+    expect(npmCi).toContain('--omit=dev');
+    expect(npmCi).not.toContain('optional');
+    expect(npmCi).not.toContain('@ffmpeg');
   });
 
   it('keeps data, .env and node_modules out of the image', () => {

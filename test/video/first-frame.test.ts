@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { PNG } from 'pngjs';
 import { describe, expect, it } from 'vitest';
-import { FIRST_FRAME_LIMITS, FirstFrames, frameDataUri } from '../../src/video/first-frame.ts';
+import { FIRST_FRAME_LIMITS, FirstFrames, decoderInstalled, frameDataUri } from '../../src/video/first-frame.ts';
 
 // The first frame of an mp4, decoded by ffmpeg.wasm in a process of its own: the emulator's clip
 // (Constrained Baseline, 160x90 colour bars under a timer) and a 64x36 High-profile clip (CABAC, B-frames,
@@ -61,5 +61,11 @@ describe('the first frame of a video', () => {
     expect(large).toMatchObject({ ok: false, message: expect.stringMatching(/over the 1000/) });
     const notVideo = await new FirstFrames().extract(fileURLToPath(import.meta.url));
     expect(notVideo).toMatchObject({ ok: false, message: expect.stringMatching(/could not decode/) });
+  });
+
+  it('is refused without its decoder, an optional dependency, at once', async () => {
+    expect(decoderInstalled()).toBe(true);
+    const absent = await new FirstFrames(FIRST_FRAME_LIMITS, false).extract(SAMPLE);
+    expect(absent).toEqual({ ok: false, message: 'the frame decoder (@ffmpeg/core) is not installed' });
   });
 });

@@ -7,7 +7,7 @@ import type { KeyAccount, KeyRegistry } from './keys.ts';
 import type { Triggers } from './triggers.ts';
 import { BoundedJournal, type JournalLimits } from './journal.ts';
 import type { AcceptedRequest } from './validation.ts';
-import { videoBytes, FIXTURE_DURATION_S } from './video-file.ts';
+import { truncatedVideoBytes, videoBytes, FIXTURE_DURATION_S } from './video-file.ts';
 
 // Video tasks. A task's whole life follows from its creation time and its plan, so its state is worked
 // out when someone looks (a query, a quota or concurrency check) instead of by a timer per task: ten
@@ -20,7 +20,7 @@ import { videoBytes, FIXTURE_DURATION_S } from './video-file.ts';
 // is given up; closing the emulator gives up those under way.
 
 type Plan =
-  | { kind: 'succeed'; moderated: boolean; storageFails: boolean }
+  | { kind: 'succeed'; moderated: boolean; storageFails: boolean; truncated: boolean }
   | { kind: 'fail'; code: string; message: string; atMs: number }
   | { kind: 'hang' };
 
@@ -121,7 +121,7 @@ export class TaskEngine {
         message: `The upstream provider failed the task (${triggers.failCode}).`,
         atMs: generation,
       };
-    else plan = { kind: 'succeed', moderated: triggers.moderate, storageFails: triggers.storageFail };
+    else plan = { kind: 'succeed', moderated: triggers.moderate, storageFails: triggers.storageFail, truncated: triggers.truncated };
 
     const task: EmulatedTask = {
       id: newId(layer),
@@ -238,13 +238,18 @@ export class TaskEngine {
   temporaryFile(token: string, now: number): Buffer | undefined {
     const task = this.#files.get(token);
     if (!task || this.urlExpired(task, now)) return undefined;
-    return videoBytes(this.#config.video.bytes);
+    return this.#bytesOf(task);
   }
 
   storedFile(fileId: string, now: number): Buffer | undefined {
     const task = this.#storedFiles.get(fileId);
     if (!task?.stored || (task.stored.expiresAt !== undefined && now >= task.stored.expiresAt)) return undefined;
-    return videoBytes(this.#config.video.bytes);
+    return this.#bytesOf(task);
+  }
+
+  /** A done task's video file: the fixture (padded to video.bytes), or cut short by `[[truncated]]`. */
+  #bytesOf(task: EmulatedTask): Buffer {
+    return task.plan.kind === 'succeed' && task.plan.truncated ? truncatedVideoBytes() : videoBytes(this.#config.video.bytes);
   }
 
   videoFor(task: EmulatedTask, now: number): Buffer | undefined {
@@ -280,7 +285,7 @@ export class TaskEngine {
       this.#timers.delete(timer);
       this.settle(task, Math.max(Date.now(), task.createdAt + delayMs));
       if (task.state !== 'succeeded' || !task.request.uploadUrl) return;
-      const bytes = videoBytes(this.#config.video.bytes);
+      const bytes = this.#bytesOf(task);
       const upload: Upload = { url: task.request.uploadUrl, bytes: bytes.length, status: undefined, error: undefined };
       this.#uploads.append(upload, UPLOAD_ENTRY_BYTES + upload.url.length);
       const timeoutMs = this.#config.timing.upload_timeout_ms;

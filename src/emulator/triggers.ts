@@ -9,6 +9,8 @@ import { createHash } from 'node:crypto';
 //   [[moderate]]             a moderated result (done, respect_moderation false, no url)
 //   [[storage-fail]]         storage fails; the task succeeds and the url still works
 //   [[no-cost]]              the task's answers carry no `usage` (the contract does not promise a cost)
+//   [[truncated]]            the task succeeds, but its video file is cut short: it starts as an mp4
+//                            (its `ftyp` box) and holds nothing a player or decoder can play
 
 export interface Triggers {
   failCode: string | undefined;
@@ -17,6 +19,7 @@ export interface Triggers {
   moderate: boolean;
   storageFail: boolean;
   noCost: boolean;
+  truncated: boolean;
 }
 
 function isErrorStatus(status: number): boolean {
@@ -37,6 +40,7 @@ export function parseTriggers(prompt: string | undefined): Triggers {
     moderate: text.includes('[[moderate]]'),
     storageFail: text.includes('[[storage-fail]]'),
     noCost: text.includes('[[no-cost]]'),
+    truncated: text.includes('[[truncated]]'),
   };
 }
 

@@ -14,4 +14,11 @@ export function videoBytes(size: number | null): Buffer {
   return Buffer.concat([FIXTURE, padding]);
 }
 
+/** The fixture cut short after its first bytes (`[[truncated]]`): an mp4's `ftyp` box and the start of the next. */
+export const TRUNCATED_BYTES = 64;
+
+export function truncatedVideoBytes(): Buffer {
+  return FIXTURE.subarray(0, TRUNCATED_BYTES);
+}
+
 export const FIXTURE_DURATION_S = 2;

@@ -91,6 +91,16 @@ describe.each(LAYER_CASES)('a task on the %s layer', (layer: Layer) => {
     expect(emulator.quotaUsd(EMULATOR_KEY)).toBeLessThan(before);
   });
 
+  it('serves the video of a task told to cut short: an mp4 header and nothing after it', async () => {
+    const client = clientFor(emulator, layer);
+    const task = await client.generate({ model: LATEST, prompt: uniquePrompt('[[truncated]] a broken one', layer), duration: 2 });
+    const { final } = await pollUntilSettled(client, task.id);
+    expect(final.status).toBe('succeeded');
+    const video = await client.downloadVideo(final, { maxBytes: 10 * 1024 * 1024 });
+    expect(video.bytes.length).toBe(64);
+    expect(isMp4(video.bytes)).toBe(true);
+  });
+
   it('times out a task that never finishes, as failed and refunded', async () => {
     const client = clientFor(emulator, layer);
     const before = emulator.quotaUsd(EMULATOR_KEY);

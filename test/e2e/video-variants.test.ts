@@ -2,9 +2,9 @@ import { PNG } from 'pngjs';
 import { describe, expect, it } from 'vitest';
 import type { InteractionHandle, Message, User } from 'discord-standin';
 import type { JournalEntry } from '../../src/emulator/server.ts';
-import { ENGLISH, t, type Locale } from '../../src/i18n/index.ts';
+import { ENGLISH, resolveLocale, t, type Locale } from '../../src/i18n/index.ts';
 import { cardButtons, cardEditProblems, cardText, galleryItems } from '../support/cards.ts';
-import { isDone, LAYERS, png, videoWorld } from '../support/video-e2e.ts';
+import { isDone, LAYERS, png, videoRefOf, videoWorld } from '../support/video-e2e.ts';
 
 // Variants (issue 27): `/video generate variants:N` is one job of N tasks and one card, their videos side
 // by side in its gallery, each variant with its own numbered buttons; limits count each variant, and a
@@ -94,6 +94,30 @@ describe.each(LAYERS)('variants on the %s layer', (layer) => {
     expect(cardText(varied)).toContain('Image to video');
     expect(cardText(varied)).not.toContain(varyNotePrefix(ENGLISH));
     expect(cardEditProblems(varied)).toEqual([]);
+  }, 60_000);
+
+  it("Vary on a variant whose video cannot be decoded sends its request as it was, the new card saying why in the server's language", async () => {
+    const { discord } = e2e.world;
+    const serveur = discord.createGuild({ name: `serveur des chouettes ${layer}`, locale: 'fr' });
+    const french = resolveLocale(undefined, 'fr', 'channel');
+    // [[truncated]]: the gateway serves each task's file cut short, an mp4 header with nothing to decode.
+    const prompt = 'deux chouettes au crépuscule [[truncated]]';
+    const run = e2e.video('generate', { prompt, variants: 2 }, { guild: serveur });
+    const card = await run.waitForReply((reply) => galleryItems(reply).length === 2, 30_000);
+    const before = generations().length;
+    const vary = discord.clickButton({ user: serveur.member, message: card, customId: `video:vary:${videoRefOf(card)}` });
+    const varied = await vary.waitForReply((reply) => cardText(reply).includes(varyNotePrefix(french)), 20_000);
+    const reason = t(french, 'video.card.vary-note.not-decoded');
+    expect(cardText(varied)).toContain(`-# ${t(french, 'video.card.vary-note', { reason })}`);
+    expect(generations().length - before).toBe(1);
+    const sent = generations().at(-1)?.body;
+    expect(sent).toMatchObject({ prompt });
+    expect(sent).not.toHaveProperty('image');
+    expect(cardText(varied)).toContain(t(french, 'video.card.mode', { mode: 'text_to_video' }));
+    expect(cardEditProblems(varied)).toEqual([]);
+    // The file was fetched (it starts as an mp4), and ffmpeg, run as a program of its own, found no frame in it.
+    const logged = e2e.world.bot.logs.find((line) => line.msg.startsWith("could not decode a variant's first frame"));
+    expect(String(logged?.reason)).toMatch(/^ffmpeg could not decode a frame/);
   }, 60_000);
 
   it('with a limit of 2 videos a day, sends two of three and the card says why not the third', async () => {

@@ -2,6 +2,7 @@ import { ValidationError } from '../gateway/errors.ts';
 import type { GenerationRequest } from '../gateway/types.ts';
 import { validateGeneration } from '../gateway/validation.ts';
 import { t, type MessageKey } from '../i18n/index.ts';
+import { describeValidationError } from '../wording/validation.ts';
 import type { Logger } from '../lib/log.ts';
 import type { InteractionContext } from '../ports/interaction-context.ts';
 import type { DownloadFiles } from './download-files.ts';
@@ -35,7 +36,8 @@ export interface VariationDeps {
 
 /** Why a variant's first frame was not sent: a message of the catalogs (`video.card.vary-note.<reason>`). */
 type NoFrame =
-  { reason: 'unknown-variant' | 'not-generation' | 'no-video' | 'no-decoder' | 'not-decoded' } | { reason: 'no-image'; message: string };
+  | { reason: 'unknown-variant' | 'not-generation' | 'no-video' | 'no-decoder' | 'not-decoded' }
+  | { reason: 'no-image'; broken: ValidationError };
 
 /** Within this, a frame's width to height is the ratio named (video sizes are rounded to even pixels). */
 const RATIO_TOLERANCE = 0.02;
@@ -74,7 +76,7 @@ export class Variation {
     // Stored with the task and shown on its card: in the card's language, the server's (submit.ts stores it).
     const locale = channelLocaleOf(context);
     const key: MessageKey = `video.card.vary-note.${framed.reason}`;
-    const reason = t(locale, key, framed.reason === 'no-image' ? { message: framed.message } : undefined);
+    const reason = t(locale, key, framed.reason === 'no-image' ? { message: describeValidationError(locale, framed.broken) } : undefined);
     return { ok: true, plan: { ...plan, note: t(locale, 'video.card.vary-note', { reason }) } };
   }
 
@@ -88,7 +90,7 @@ export class Variation {
       validateGeneration(probe, validation);
     } catch (error) {
       if (!(error instanceof ValidationError)) throw error;
-      return { reason: 'no-image', message: error.message };
+      return { reason: 'no-image', broken: error };
     }
     // Before the video is fetched: without the decoder, there is nothing to fetch it for.
     if (!this.#deps.frames.installed) return { reason: 'no-decoder' };
@@ -99,7 +101,7 @@ export class Variation {
       validateGeneration(request, validation);
     } catch (error) {
       if (!(error instanceof ValidationError)) throw error;
-      return { reason: 'no-image', message: error.message };
+      return { reason: 'no-image', broken: error };
     }
     return { plan: { ...plan, request, mode: generationMode(request) } };
   }

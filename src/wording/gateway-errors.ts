@@ -67,6 +67,10 @@ function explain(locale: Locale, error: GatewayError, context: GatewayErrorConte
   const said = `${error.status ?? ''}${code ? ` ${code}` : ''}`.trim();
   const model = context.model ? `\`${context.model}\`` : '';
   const option = context.option ? `\`${context.option}\`` : '';
+  // A rule the client found broken before sending: nothing reached the gateway, so it is the request that is
+  // not valid (its code is invalid_request_error too), worded for the reader.
+  if (error instanceof ValidationError)
+    return tr('gateway-error.invalid', { option, named: option ? 'yes' : 'no', message: describeValidationError(locale, error) });
   if (code === 'invalid_api_key' || error.status === 401) return tr('gateway-error.key-refused', { key: context.key, said });
   if (code === 'permission_denied' || error.status === 403)
     return tr('gateway-error.not-allowed', {
@@ -84,13 +88,8 @@ function explain(locale: Locale, error: GatewayError, context: GatewayErrorConte
     case 'model_not_found':
       return tr('gateway-error.unknown-model', { model: model || tr('gateway-error.this-model') });
     case 'invalid_request_error': {
-      // What the gateway said is quoted as it came; a rule the client found broken is worded for the reader.
-      const message =
-        error instanceof GatewayApiError
-          ? error.serverMessage
-          : error instanceof ValidationError
-            ? describeValidationError(locale, error)
-            : error.message;
+      // What the gateway said is quoted as it came.
+      const message = error instanceof GatewayApiError ? error.serverMessage : error.message;
       return tr('gateway-error.rejected', { option, named: option ? 'yes' : 'no', message });
     }
     case 'overloaded':
@@ -100,8 +99,6 @@ function explain(locale: Locale, error: GatewayError, context: GatewayErrorConte
     default:
       break;
   }
-  if (error instanceof ValidationError)
-    return tr('gateway-error.invalid', { option, named: option ? 'yes' : 'no', message: describeValidationError(locale, error) });
   if (error instanceof GatewayConnectionError) return tr('gateway-error.unreachable');
   if (error instanceof GatewayApiError) {
     if (error.status >= 500) return tr('gateway-error.trouble-http', { said });

@@ -109,7 +109,7 @@ describe('a broken rule of the gateway in words', () => {
     );
     const german = resolveLocale('de', undefined, 'member');
     expect(describeGatewayError(german, extension, { key: 'in-use', purpose: 'use-model', option: 'prompt' })).toBe(
-      t(german, 'gateway-error.rejected', {
+      t(german, 'gateway-error.invalid', {
         option: '`prompt`',
         named: 'yes',
         message: 'prompt ist nötig, um zu beschreiben, wie das Video weitergeht.',

@@ -12,7 +12,7 @@ import type { Command } from '../src/interactions/command.ts';
 import { literalChoice, localized, localizedChoice } from '../src/i18n/commands.ts';
 import { answerUsage } from '../src/interactions/usage-answer.ts';
 import { guildOf, memberLocale, type HandledInteraction, type Requirement } from '../src/interactions/requirements.ts';
-import { scopeOf } from '../src/interactions/installation.ts';
+import { scopeOf, userInstallUse } from '../src/interactions/installation.ts';
 import { t } from '../src/i18n/index.ts';
 import { MAX_AUTOCOMPLETE_CHOICES, containing, suggest, type Choice } from '../src/discord/autocomplete.ts';
 import {
@@ -225,7 +225,8 @@ async function status(interaction: ChatInputCommandInteraction, services: Servic
   const locale = memberLocale(interaction);
   const task = await services.video.tasks.findInGuild(scopeOf(interaction), ref);
   if (!task) {
-    await answerPrivately(interaction, t(locale, 'video.refusal.no-task', { ref }));
+    // Through their own install, only the tasks made through it are looked in: there is no server.
+    await answerPrivately(interaction, t(locale, userInstallUse(interaction) ? 'user-install.no-task' : 'video.refusal.no-task', { ref }));
     return;
   }
   await answerPrivately(interaction, { card: await services.video.privateCard(task, locale) });
@@ -235,7 +236,7 @@ async function list(interaction: ChatInputCommandInteraction, services: Services
   const locale = memberLocale(interaction);
   const tasks = await services.video.tasks.recentForUser(scopeOf(interaction), interaction.user.id, RECENT_LISTED);
   if (tasks.length === 0) {
-    await answerPrivately(interaction, t(locale, 'video.list.none'));
+    await answerPrivately(interaction, t(locale, userInstallUse(interaction) ? 'user-install.list.none' : 'video.list.none'));
     return;
   }
   const lines = tasks.map((task) => {

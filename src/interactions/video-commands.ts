@@ -421,9 +421,13 @@ async function openSourceForm(
     formEstimate(services, scope, command.operation),
     command.variants ? formVariants(services, scope) : undefined,
   ]);
+  // Through a member's own install no server's defaults apply: a default the form names is the bot's.
+  const seconds =
+    command.form.seconds && userInstallUse(interaction) ? { ...command.form.seconds, serverDefault: false } : command.form.seconds;
   await interaction.showModal(
     videoForm(locale, {
       ...command.form,
+      ...(seconds ? { seconds } : {}),
       id: customId(command.name, interaction.id),
       estimate,
       ...(variants === undefined ? {} : { variants: { chosen: variants } }),

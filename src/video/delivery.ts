@@ -385,7 +385,7 @@ export class VideoDelivery {
           // Trying again would be refused the same way; the address is not shared as a link either.
           this.#deps.log.warn('refused a finished video', { task: current.id, error });
           const { videoUrl: _refused, ...outcome } = current.outcome;
-          return await this.#close({ ...current, outcome }, describeRefusedVideo(cardLocale(current), error));
+          return await this.#close({ ...current, outcome }, describeRefusedVideo(cardLocale(current), error, current));
         } else if (error instanceof VideoUnavailableError || error instanceof NotFoundError) {
           // The temporary video is gone: nothing can be posted any more.
           current = { ...current, state: 'expired', delivery: { ...current.delivery, state: 'closed', lastError: error.message } };
@@ -597,7 +597,7 @@ export class VideoDelivery {
     const failures = (task.delivery.failures ?? 0) + 1;
     this.#deps.metrics?.videoDeliveryFailure('error');
     const locale = cardLocale(task);
-    const reason = describeDeliveryFailure(locale, error);
+    const reason = describeDeliveryFailure(locale, error, task);
     if (failures < tries) {
       // Shown on the card while it waits: nobody should watch "posting…" for minutes without a word.
       return this.showAndSave({ ...task, delivery: { ...task.delivery, failures, lastError: reason } });

@@ -15,7 +15,7 @@ import type { VideoDelivery } from './delivery.ts';
 import { cardLocale } from './status-card.ts';
 import { checkMemberLimits } from './member-limits.ts';
 import { describeGatewayError } from '../wording/gateway-errors.ts';
-import { describeExpiredAttachments } from './wording.ts';
+import { describeExpiredAttachments, taskKey } from './wording.ts';
 import { t, type Locale } from '../i18n/index.ts';
 import { channelLocaleOf, memberLocaleOf } from './locales.ts';
 import { jobSize, type SubmissionPlan } from './plan.ts';
@@ -236,7 +236,7 @@ export class VideoSubmission {
             ? await gateway.edit(plan.request)
             : await gateway.extend(plan.request);
     } catch (error) {
-      const refusal = refusalMessage(memberLocale ?? cardLocale(task), error, plan);
+      const refusal = refusalMessage(memberLocale ?? cardLocale(task), error, plan, taskKey(task));
       this.#deps.metrics?.videoSubmission(
         refusal === undefined ? 'unknown' : 'refused',
         task.layer,
@@ -370,6 +370,7 @@ export function refusalMessage(
   locale: Locale,
   error: unknown,
   plan: Pick<SubmissionPlan, 'model' | 'operation' | 'regenerated'>,
+  key: 'in-use' | 'operator' = 'in-use',
 ): string | undefined {
   if (plan.regenerated && error instanceof GatewayApiError && error.status === 400 && LINK_FIELDS.test(error.param ?? '')) {
     return describeExpiredAttachments(locale, plan.operation);
@@ -383,6 +384,6 @@ export function refusalMessage(
       : error instanceof GatewayApiError && error.status === 400
         ? optionNamedIn(error.serverMessage)
         : undefined;
-  const words = describeGatewayError(locale, error, { key: 'in-use', purpose: 'use-model', model: plan.model, option });
+  const words = describeGatewayError(locale, error, { key, purpose: 'use-model', model: plan.model, option });
   return t(locale, 'video.refusal.nothing-charged', { words });
 }

@@ -63,9 +63,14 @@ export function describeRefusedPublicUrl(locale: Locale, outcome: TaskOutcome): 
   return translator(locale)('video.card.refused-public-url', { scheme: scheme ? `\`${scheme}\`` : '', named: scheme ? 'yes' : 'no' });
 }
 
+/** The key a task is made on, as a gateway error names it: the server's, or the operator's for a member's own install. */
+export function taskKey(task: Pick<TaskRecord, 'userInstall'>): 'in-use' | 'operator' {
+  return task.userInstall ? 'operator' : 'in-use';
+}
+
 /** A video the bot refused to fetch or post (an address that is not public or not http(s), a body that is not a video). */
-export function describeRefusedVideo(locale: Locale, error: GatewayError): string {
-  return describeGatewayError(locale, error, { key: 'in-use', purpose: 'fetch-video' });
+export function describeRefusedVideo(locale: Locale, error: GatewayError, task: Pick<TaskRecord, 'userInstall'>): string {
+  return describeGatewayError(locale, error, { key: taskKey(task), purpose: 'fetch-video' });
 }
 
 /** A Discord timestamp of `at` as a time of day, which each reader's client shows in their own zone and language. */
@@ -175,12 +180,12 @@ export function describeMissingPermission(locale: Locale, permission: PostingPer
 }
 
 /** Why a finished video could not be fetched or posted this time, in plain words (the task is tried again, then closed). */
-export function describeDeliveryFailure(locale: Locale, error: unknown): string {
+export function describeDeliveryFailure(locale: Locale, error: unknown, task: Pick<TaskRecord, 'userInstall'>): string {
   const tr = translator(locale);
   if (error instanceof NoGatewayAccessError) return tr('video.card.fetch-failed.no-access', { why: error.userMessage });
   if (error instanceof GatewayError)
     return tr('video.card.fetch-failed', {
-      why: describeGatewayError(locale, error, { key: 'in-use', purpose: 'fetch-video' }),
+      why: describeGatewayError(locale, error, { key: taskKey(task), purpose: 'fetch-video' }),
     });
   if (error instanceof DiscordAPIError || error instanceof HTTPError) return tr('video.card.discord-refused', { status: error.status });
   return tr('video.card.delivery-went-wrong');

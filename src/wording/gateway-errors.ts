@@ -19,8 +19,11 @@ import { describeValidationError } from './validation.ts';
 export type GatewayPurpose = 'use-model' | 'fetch-video' | 'list-models' | 'voice-model';
 
 export interface GatewayErrorContext {
-  /** Whose key the gateway judged: the server's key in use, or a key an admin offered in `/config key`. */
-  key: 'in-use' | 'offered';
+  /**
+   * Whose key the gateway judged: the server's key in use, a key an admin offered in `/config key`, or the
+   * operator's key that a member's own install of the app uses (only the operator can do anything about it).
+   */
+  key: 'in-use' | 'offered' | 'operator';
   /** What the key was used for: use the request's `model`, fetch the finished video, list the models, use the voice model. */
   purpose: GatewayPurpose;
   /** The model the request named, for a refusal of that model. */
@@ -72,19 +75,20 @@ function explain(locale: Locale, error: GatewayError, context: GatewayErrorConte
   if (error instanceof ValidationError)
     return tr('gateway-error.invalid', { option, named: option ? 'yes' : 'no', message: describeValidationError(locale, error) });
   if (code === 'invalid_api_key' || error.status === 401) return tr('gateway-error.key-refused', { key: context.key, said });
+  const operators = context.key === 'operator';
   if (code === 'permission_denied' || error.status === 403)
-    return tr('gateway-error.not-allowed', {
+    return tr(operators ? 'gateway-error.not-allowed.operator' : 'gateway-error.not-allowed', {
       purpose: context.purpose.replaceAll('-', '_'),
       model: model || tr('gateway-error.this-model'),
       said,
     });
   switch (code) {
     case 'insufficient_quota':
-      return tr('gateway-error.quota');
+      return tr(operators ? 'gateway-error.quota.operator' : 'gateway-error.quota');
     case 'rate_limit':
       return tr('gateway-error.rate-limit');
     case 'too_many_requests':
-      return tr('gateway-error.too-many');
+      return tr(operators ? 'gateway-error.too-many.operator' : 'gateway-error.too-many');
     case 'model_not_found':
       return tr('gateway-error.unknown-model', { model: model || tr('gateway-error.this-model') });
     case 'invalid_request_error': {

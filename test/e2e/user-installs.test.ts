@@ -142,6 +142,10 @@ describe("a member's own install", () => {
     const edit = discord.runCommand({ user: mira, channelId, command: 'video', subcommand: 'edit', options: { prompt: 'brighter' } });
     expect((await edit.response()).data.content).toBe(t(GERMAN, 'user-install.server-only', { what: '`/video edit`' }));
 
+    // No server is named where there is none: /video status looks only among the tasks of her own install.
+    const status = discord.runCommand({ user: mira, channelId, command: 'video', subcommand: 'status', options: { task: 'vnope' } });
+    expect((await status.response()).data.content).toBe(t(GERMAN, 'user-install.no-task', { ref: 'vnope' }));
+
     const usage = (await discord.runCommand({ user: mira, channelId, command: 'usage' }).response()).data.content;
     expect(usage).toContain(t(GERMAN, 'user-install.usage.title'));
     expect(usage).toContain(t(GERMAN, 'user-install.usage.videos-left', { left: 0, count: 2, resets }));
@@ -201,7 +205,21 @@ describe("a member's own install", () => {
       attachments: [{ filename: 'clip.mp4', bytes: SAMPLE_MP4, contentType: 'video/mp4' }],
     });
     const made = async (command: string, message: typeof picture, prompt: string, selects?: Record<string, string[]>) => {
-      const form = await discord.runMessageCommand({ user: kai, message, command }).modal();
+      const opening = discord.runMessageCommand({ user: kai, message, command });
+      const form = await opening.modal();
+      // The seconds' default it names is the bot's: no server's settings apply through her own install.
+      if (command === 'Animate image')
+        expect(JSON.stringify((await opening.response()).data.components)).toContain(
+          JSON.stringify(
+            t(ENGLISH, 'video.form.seconds-range', {
+              label: t(ENGLISH, 'video.form.seconds'),
+              min: 1,
+              max: 15,
+              default: 8,
+              serverDefault: 'no',
+            }),
+          ),
+        );
       const submit = discord.submitModal({
         user: kai,
         channelId: group.id,

@@ -294,6 +294,16 @@ describe('messages for refused submissions', () => {
     expect(refused).toContain('`r1`');
   });
 
+  it.each(['invalid_api_key', 'permission_denied', 'insufficient_quota', 'too_many_requests'])(
+    "%s on the operator's key (a member's own install) names the operator, not a server",
+    (code) => {
+      const error = new GatewayApiError({ code, status: 429, serverMessage: 'raw', requestId: 'r1' });
+      const refused = refusalMessage(ENGLISH, error, { model: 'svc-imagine-video', operation: 'generate' }, 'operator');
+      expect(refused).toContain("bot operator's");
+      expect(refused).not.toMatch(/server/i);
+    },
+  );
+
   it('every asynchronous failure code is told in its own words', () => {
     const texts = ['invalid_argument', 'permission_denied', 'failed_precondition', 'service_unavailable', 'internal_error'].map((code) =>
       describeFailure(ENGLISH, { error: { code, message: 'detail.' } }),

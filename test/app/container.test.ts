@@ -1,4 +1,8 @@
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { readRecord, readString } from '../../src/lib/json.ts';
 import { dockerfileInstructions as instructions, imageCommand } from '../support/dockerfile.ts';
@@ -127,6 +131,39 @@ describe('the container image', () => {
     expect(npmCi).toContain('--omit=dev');
     expect(npmCi).not.toContain('optional');
     expect(npmCi).not.toContain('@ffmpeg');
+  });
+
+  it("keeps only the Noto Sans JP weight the usage chart reads, and the font package's licences", () => {
+    const font = '@expo-google-fonts/noto-sans-jp/400Regular/NotoSansJP_400Regular.ttf';
+    expect(read('src/settings/usage-chart.ts')).toContain(`'${font}'`);
+    const all = instructions();
+    const buildStage = all.slice(
+      0,
+      all.findLastIndex((instruction) => instruction.keyword === 'FROM'),
+    );
+    const prune = buildStage.find((instruction) => instruction.keyword === 'RUN' && instruction.rest.includes('noto-sans-jp'));
+    expect(prune, 'a RUN in the build stage removes the unused weights').toBeDefined();
+    // The installed package's layout, as empty files, in a folder standing for the build stage's /app.
+    const installed = fileURLToPath(new URL('node_modules/@expo-google-fonts/noto-sans-jp/', ROOT));
+    const app = mkdtempSync(join(tmpdir(), 'font-prune-'));
+    try {
+      const copy = join(app, 'node_modules/@expo-google-fonts/noto-sans-jp');
+      const files = readdirSync(installed, { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile());
+      for (const file of files) {
+        const to = join(copy, relative(installed, join(file.parentPath, file.name)));
+        mkdirSync(dirname(to), { recursive: true });
+        writeFileSync(to, '');
+      }
+      execFileSync('sh', ['-c', prune!.rest], { cwd: app });
+      const left = readdirSync(copy, { recursive: true }).map(String).sort();
+      const weights = left.filter((entry) => /^\d00\w+$/.test(entry));
+      expect(weights).toEqual(['400Regular']);
+      expect(left).toContain(join('400Regular', 'NotoSansJP_400Regular.ttf'));
+      for (const kept of ['package.json', 'LICENSE', 'LICENSE_FONT']) expect(left).toContain(kept);
+      expect(files.length).toBeGreaterThan(left.length);
+    } finally {
+      rmSync(app, { recursive: true, force: true });
+    }
   });
 
   it('keeps data, .env and node_modules out of the image', () => {

@@ -10,7 +10,7 @@ import { tokenUsableUntil, type InteractionContext } from '../ports/interaction-
 import type { Collection, Store } from '../store/index.ts';
 import { videoActionId } from './actions.ts';
 import type { Prepared, SubmissionPlan } from './plan.ts';
-import { TASK_MODES, type TaskMode } from './record.ts';
+import { TASK_MODES, parseVaryNote, type TaskMode } from './record.ts';
 import { parseStoredRequest } from './stored-request.ts';
 import { confirmVerb, describeConfirmation, describeConfirmationClosed } from './wording.ts';
 import { ENGLISH, SUPPORTED_LOCALES, t, type Locale } from '../i18n/index.ts';
@@ -77,6 +77,7 @@ function parseHeldPlan(raw: unknown): HeldPlan {
   const sourceTaskId = readString(raw, 'sourceTaskId');
   const regenerated = readBoolean(raw, 'regenerated');
   const note = readString(raw, 'note');
+  const varyNote = readRecord(raw, 'varyNote');
   // A job of several variants is confirmed as one: all of them are sent on the press.
   const variants = readNumber(raw, 'variants');
   return {
@@ -93,6 +94,7 @@ function parseHeldPlan(raw: unknown): HeldPlan {
     ...(sourceTaskId === undefined ? {} : { sourceTaskId }),
     ...(regenerated === undefined ? {} : { regenerated }),
     ...(note === undefined ? {} : { note }),
+    ...(varyNote === undefined ? {} : { varyNote: parseVaryNote(varyNote, "a held video's varyNote") }),
     ...(variants === undefined ? {} : { variants }),
     ...(postedChannel !== undefined && postedMessage !== undefined
       ? { postedSource: { channelId: postedChannel, messageId: postedMessage } }

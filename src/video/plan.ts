@@ -2,7 +2,7 @@ import type { EditRequest, ExtensionRequest, GatewayCredentials, GenerationReque
 import type { Result } from '../lib/result.ts';
 import type { GuildVideoPolicy } from '../ports/guild-policy.ts';
 import { MAX_VARIANTS } from '../ports/video-defaults.ts';
-import type { TaskMode } from './record.ts';
+import type { TaskMode, VaryNote } from './record.ts';
 import type { AttachmentInput } from './requests.ts';
 
 // A video request between its preparation (checked completely, nothing sent yet) and its submission.
@@ -36,10 +36,9 @@ export type SubmissionPlan = OperationRequest & {
   postedSource?: { channelId: string; messageId: string; fileName?: string };
   /** How many variants to make of a generation (1-4): one job, one card; unset: one. */
   variants?: number;
-  /**
-   * One line its card shows under the settings (Vary: why the variant's first frame was not sent), worded
-   * in the card's language (the task's `locale`) when it was written.
-   */
+  /** Vary: why the variant's first frame was not sent (its card words it). */
+  varyNote?: VaryNote;
+  /** The same, worded, in a plan held by an earlier version. */
   note?: string;
 };
 

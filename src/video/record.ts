@@ -203,10 +203,9 @@ export interface TaskRecord {
   /** The body sent to the gateway, for Regenerate. */
   request: Record<string, unknown>;
   sourceTaskId?: string;
-  /**
-   * One line its card shows under the settings (Vary: why the variant's first frame was not sent), worded
-   * in the card's language (the task's `locale`) when it was written.
-   */
+  /** Vary: why the variant's first frame was not sent, worded when its card is drawn, in its reader's language. */
+  varyNote?: VaryNote;
+  /** The same line as written by earlier versions, in the card's language (the task's `locale`) then. */
   note?: string;
   createdAt: number;
   submittedAt?: number;
@@ -345,6 +344,31 @@ function requireOneOf<T extends string>(source: Readonly<Record<string, unknown>
   return match;
 }
 
+/** Why Vary sent a variant without its first frame: `video.card.vary-note.<reason>` of the catalogs. */
+export const VARY_NOTE_REASONS = ['unknown-variant', 'not-generation', 'no-video', 'no-image', 'not-decoded', 'no-decoder'] as const;
+
+export interface VaryNote {
+  reason: (typeof VARY_NOTE_REASONS)[number];
+  /** For `no-image`: the gateway's rule the request with a frame broke (src/wording/validation.ts words it). */
+  broken?: { field: string; rule: string; values: Record<string, string> };
+}
+
+/** A stored Vary note (a task's, or a held plan's). */
+export function parseVaryNote(value: unknown, path: string): VaryNote {
+  if (!isRecord(value)) throw new RecordShapeError(path, 'an object');
+  const reason = requireOneOf(value, 'reason', path, VARY_NOTE_REASONS);
+  const broken = value.broken;
+  if (broken === undefined || broken === null) return { reason };
+  if (!isRecord(broken) || !isRecord(broken.values)) throw new RecordShapeError(`${path}.broken`, 'a rule with its values');
+  const values: Record<string, string> = {};
+  for (const [name, text] of Object.entries(broken.values)) {
+    if (typeof text !== 'string') throw new RecordShapeError(`${path}.broken.values.${name}`, 'a string');
+    values[name] = text;
+  }
+  const where = `${path}.broken`;
+  return { reason, broken: { field: requireString(broken, 'field', where), rule: requireString(broken, 'rule', where), values } };
+}
+
 function parseStoredFile(value: unknown, path: string): StoredFile | undefined {
   if (value === undefined || value === null) return undefined;
   const source = requireObject(value, path);
@@ -431,6 +455,7 @@ export function parseTaskRecord(raw: unknown): TaskRecord {
     request: { ...requireObject(source.request, `${path}.request`) },
     sourceTaskId: optionalString(source, 'sourceTaskId', path),
     note: optionalString(source, 'note', path),
+    ...(source.varyNote === undefined || source.varyNote === null ? {} : { varyNote: parseVaryNote(source.varyNote, `${path}.varyNote`) }),
     createdAt: requireNumber(source, 'createdAt', path),
     submittedAt: optionalNumber(source, 'submittedAt', path),
     finishedAt: optionalNumber(source, 'finishedAt', path),

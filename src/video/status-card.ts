@@ -23,6 +23,7 @@ import {
   describeDeliveryRetry,
   describeExpired,
   describeFailure,
+  describeVaryNote,
   describeGatewayNotAnswering,
   describeLostTask,
   describeModeration,
@@ -384,12 +385,14 @@ export function renderJobCard(
   if (!first) throw new Error('a job card needs at least one task');
   const locale = view.locale ?? cardLocale(first);
   const tr = translator(locale);
+  // Vary's note is worded for this card's reader; a record of an earlier version keeps its worded line.
+  const varyNote = first.varyNote ? describeVaryNote(locale, first.varyNote) : first.note;
   const header = [
     `### ${tr('video.card.title', { operation: first.operation })}`,
     tr('video.card.requested-by', { user: `<@${first.userId}>` }),
     first.prompt ? `> ${truncate(first.prompt, PROMPT_PREVIEW).replaceAll('\n', '\n> ')}` : undefined,
     settingsLine(first, tr),
-    first.note ? `-# ${truncate(first.note, PROMPT_PREVIEW)}` : undefined,
+    varyNote ? `-# ${truncate(varyNote, PROMPT_PREVIEW)}` : undefined,
     // Whose key pays, where a server's members might think it is the server's.
     first.userInstall ? tr('user-install.card.operator-key', { member: `<@${first.userId}>` }) : undefined,
     view.askedIn === undefined ? undefined : tr('user-install.card.asked-in', { link: view.askedIn }),

@@ -123,6 +123,7 @@ export class VideoSubmission {
       request,
       ...(plan.sourceTaskId ? { sourceTaskId: plan.sourceTaskId } : {}),
       ...(plan.note ? { note: plan.note } : {}),
+      ...(plan.varyNote ? { varyNote: plan.varyNote } : {}),
       createdAt: Date.now(),
       state: 'submitting',
       polls: 0,

@@ -1,14 +1,12 @@
 import { ValidationError } from '../gateway/errors.ts';
 import type { GenerationRequest } from '../gateway/types.ts';
 import { validateGeneration } from '../gateway/validation.ts';
-import { t, type MessageKey } from '../i18n/index.ts';
-import { describeValidationError } from '../wording/validation.ts';
+import { storedIssue } from '../wording/validation.ts';
 import type { Logger } from '../lib/log.ts';
 import type { InteractionContext } from '../ports/interaction-context.ts';
 import type { DownloadFiles } from './download-files.ts';
 import { frameDataUri, type FirstFrame, type FirstFrames } from './first-frame.ts';
 import type { GatewayResolver } from './gateway-resolver.ts';
-import { channelLocaleOf } from './locales.ts';
 import type { Prepared, SubmissionPlan } from './plan.ts';
 import type { VideoPreparation } from './prepare.ts';
 import type { TaskRecord } from './record.ts';
@@ -73,11 +71,10 @@ export class Variation {
     const variant = await this.#deps.repository.findInGuild(context.guildId, taskRef);
     const framed = variant ? await this.#withFirstFrame(plan, variant) : { reason: 'unknown-variant' as const };
     if ('plan' in framed) return { ok: true, plan: framed.plan };
-    // Stored with the task and shown on its card: in the card's language, the server's (submit.ts stores it).
-    const locale = channelLocaleOf(context);
-    const key: MessageKey = `video.card.vary-note.${framed.reason}`;
-    const reason = t(locale, key, framed.reason === 'no-image' ? { message: describeValidationError(locale, framed.broken) } : undefined);
-    return { ok: true, plan: { ...plan, note: t(locale, 'video.card.vary-note', { reason }) } };
+    // Stored with the task as a reason (and the rule broken), worded when a card is drawn, in its reader's language.
+    const varyNote =
+      framed.reason === 'no-image' ? { reason: framed.reason, broken: storedIssue(framed.broken) } : { reason: framed.reason };
+    return { ok: true, plan: { ...plan, varyNote } };
   }
 
   async #withFirstFrame(plan: SubmissionPlan, variant: TaskRecord): Promise<{ plan: SubmissionPlan } | NoFrame> {

@@ -1,12 +1,13 @@
 import { DiscordAPIError, HTTPError } from 'discord.js';
 import { GatewayError } from '../gateway/errors.ts';
 import type { VideoOperation } from '../gateway/spec.ts';
-import { formatNumber, translator, type Locale } from '../i18n/index.ts';
+import { formatNumber, translator, type Locale, type MessageKey } from '../i18n/index.ts';
 import { jobEstimateTicks, jobSize, type FormEstimate } from './plan.ts';
 import { formatCostIn, formatEstimateIn } from '../wording/cost.ts';
 import { describeGatewayError, withRequestId } from '../wording/gateway-errors.ts';
+import { describeStoredIssue } from '../wording/validation.ts';
 import { NoGatewayAccessError } from './gateway-resolver.ts';
-import { TASK_NOT_FOUND, type TaskOutcome, type TaskRecord } from './record.ts';
+import { TASK_NOT_FOUND, type TaskOutcome, type TaskRecord, type VaryNote } from './record.ts';
 
 // What users read when something does not go to plan: plain words, what to do next, and the request id
 // support can use. Branches on codes, never on message text (the spec's rule). Each function takes the
@@ -15,6 +16,14 @@ import { TASK_NOT_FOUND, type TaskOutcome, type TaskRecord } from './record.ts';
 /** Regenerate sends the first request again, but Discord's links to its attachments last only about a day. */
 export function describeExpiredAttachments(locale: Locale, operation: TaskRecord['operation']): string {
   return translator(locale)('video.refusal.expired-attachments', { operation });
+}
+
+/** Vary's note on its card, in `locale`: why the variant's first frame was not sent. */
+export function describeVaryNote(locale: Locale, note: VaryNote): string {
+  const tr = translator(locale);
+  const key: MessageKey = `video.card.vary-note.${note.reason}`;
+  const broken = note.broken && (describeStoredIssue(locale, note.broken) ?? note.broken.rule);
+  return tr('video.card.vary-note', { reason: tr(key, note.reason === 'no-image' ? { message: broken ?? '' } : undefined) });
 }
 
 /** A member pressed a button under someone else's video on a server that keeps them to the video's owner. */

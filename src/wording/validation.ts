@@ -56,6 +56,20 @@ export function describeValidationIssue(locale: Locale, field: string, issue: Va
   return t(locale, RULE_MESSAGES[issue.rule], { field, ...valuesOf(issue) });
 }
 
+/** A ValidationError as a record keeps it: its field, its rule's name and its values as the catalogs take them. */
+export function storedIssue(error: ValidationError): { field: string; rule: string; values: Record<string, string> } {
+  return { field: error.field, rule: error.issue.rule, values: valuesOf(error.issue) };
+}
+
+/** A rule as stored by storedIssue(), in `locale`; undefined for a rule this version does not know. */
+export function describeStoredIssue(
+  locale: Locale,
+  stored: { field: string; rule: string; values: Record<string, string> },
+): string | undefined {
+  const key = Object.entries(RULE_MESSAGES).find(([rule]) => rule === stored.rule)?.[1];
+  return key && t(locale, key, { field: stored.field, ...stored.values });
+}
+
 /** What a ValidationError says, in `locale`. */
 export function describeValidationError(locale: Locale, error: ValidationError): string {
   return describeValidationIssue(locale, error.field, error.issue);

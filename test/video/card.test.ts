@@ -65,6 +65,36 @@ describe('following a task', () => {
   });
 });
 
+describe("Vary's note", () => {
+  const broken = { field: 'image', rule: 'last-frame-model', values: { latest: 'svc-imagine-video-2', model: 'svc-imagine-video-1.5' } };
+  const varied = { ...task, varyNote: { reason: 'no-image' as const, broken } };
+  const french = resolveLocale('fr', undefined, 'member');
+
+  it("is kept as a reason and the rule broken, and worded in each card's reader's language", () => {
+    const stored = parseTaskRecord(JSON.parse(JSON.stringify(varied)));
+    expect(stored.varyNote).toEqual(varied.varyNote);
+    for (const locale of [ENGLISH, french]) {
+      const rule = t(locale, 'validation.last-frame-model', {
+        field: 'image',
+        latest: 'svc-imagine-video-2',
+        model: 'svc-imagine-video-1.5',
+      });
+      const reason = t(locale, 'video.card.vary-note.no-image', { message: rule });
+      expect(cardText(renderStatusCard(stored, { now: Date.now() }, { audience: 'private', locale }))).toContain(
+        `-# ${t(locale, 'video.card.vary-note', { reason })}`,
+      );
+    }
+    expect(() => parseTaskRecord({ ...task, varyNote: { reason: 'lost' } })).toThrow(/task.varyNote.reason must be one of/);
+  });
+
+  it('of an earlier version, stored worded, is shown as it was written', () => {
+    const old = parseTaskRecord(JSON.parse(JSON.stringify({ ...task, note: 'Envoyé sans la première image.' })));
+    expect(cardText(renderStatusCard(old, { now: Date.now() }, { audience: 'private', locale: ENGLISH }))).toContain(
+      '-# Envoyé sans la première image.',
+    );
+  });
+});
+
 /** The value of a card's `Name: value` line. */
 function lineOf(card: ComponentsV2Message, name: string): string | undefined {
   return new RegExp(`^${name}: (.*)$`, 'm').exec(cardText(card))?.[1];

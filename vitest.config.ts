@@ -6,8 +6,8 @@ export default defineConfig({
     // Forks, not threads: e2e tests start servers and child processes, and each file gets a clean process.
     pool: 'forks',
     // Most files wait on sockets, child processes and real-time audio rather than compute (the suite uses
-    // about a third of one core): on 2 cores vitest's default of one worker would leave it mostly idle.
-    maxWorkers: 3,
+    // well under one core of two): vitest's default of one worker on 2 cores would leave it mostly idle.
+    maxWorkers: 4,
     testTimeout: 30_000,
     hookTimeout: 60_000,
     // The JSON report is what .ci/run reads for its "N passed, M failed" line.

@@ -801,16 +801,7 @@ describe('a short realtime session limit', () => {
       );
     try {
       const firstOpened = opened();
-      discord.joinVoice(guild.member, guild.id, guild.voiceChannelId);
-      const run = discord.runCommand({
-        user: guild.member,
-        guildId: guild.id,
-        channelId: guild.textChannelId,
-        command: 'voice',
-        subcommand: 'join',
-      });
-      await run.reply();
-      await discord.voice.waitForBotConnection(guild.id);
+      await joinVoice();
       const first = (await firstOpened).session;
       // The first session runs into the limit, which the gateway announces before closing it; the bot reopens at once.
       const second = (await opened([first])).session;

@@ -380,7 +380,7 @@ export class VideoDelivery {
         file = { name: `video-${current.id}.${video.container}`, path, contentType: CONTENT_TYPES[video.container] };
       } catch (error) {
         if (error instanceof ResponseTooLargeError) {
-          linkReason = describeOverUploadLimit(cardLocale(current), error.size, current.attachmentSizeLimit);
+          linkReason = describeOverUploadLimit(cardLocale(current), error.size, current.attachmentSizeLimit, current);
         } else if (isRefusedVideo(error)) {
           // Trying again would be refused the same way; the address is not shared as a link either.
           this.#deps.log.warn('refused a finished video', { task: current.id, error });

@@ -160,7 +160,7 @@ function statusLine(task: TaskRecord, locale: Locale): string {
 function outcomeText(task: TaskRecord, context: CardContext, locale: Locale): string | undefined {
   switch (task.state) {
     case 'failed':
-      return describeFailure(locale, task.outcome);
+      return describeFailure(locale, task.outcome, task);
     case 'timed_out':
       return describeTimeout(locale, task);
     case 'expired':
@@ -461,6 +461,8 @@ export interface KnownCard {
   requestId: string | undefined;
   /** The card's language (the task's). */
   locale: Locale;
+  /** A task of a member's own install: the bot's operator, not a server admin, can look it up. */
+  ownInstall: boolean;
 }
 
 export function knownCard(task: TaskRecord, now: number): KnownCard {
@@ -484,6 +486,7 @@ export function knownCard(task: TaskRecord, now: number): KnownCard {
     gatewayId: task.gatewayId,
     requestId: task.outcome.requestId,
     locale: cardLocale(task),
+    ownInstall: place !== undefined,
   };
 }
 

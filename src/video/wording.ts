@@ -43,16 +43,23 @@ const FAILURE_CODES = new Set([
   'unknown',
 ]);
 
-/** Why a finished task has no video, in plain words. */
-export function describeFailure(locale: Locale, outcome: TaskOutcome): string {
+/**
+ * Why a finished task has no video, in plain words. A task of a member's own install is made on the bot
+ * operator's key: only the operator can check it, so no server admin is named.
+ */
+export function describeFailure(locale: Locale, outcome: TaskOutcome, task: Pick<TaskRecord, 'userInstall'>): string {
   const tr = translator(locale);
+  const operators = task.userInstall !== undefined;
   const error = outcome.error ?? { code: 'unknown', message: tr('video.failure.no-reason') };
   if (error.code === TASK_NOT_FOUND) {
     // Nothing says the task was refunded, or even that it ended: the gateway just no longer has it.
-    return withRequestId(locale, tr('video.failure.not-found'), outcome.requestId);
+    return withRequestId(locale, tr(operators ? 'video.failure.not-found.operator' : 'video.failure.not-found'), outcome.requestId);
   }
   const code = FAILURE_CODES.has(error.code) ? error.code : 'other';
-  const text = tr('video.failure', { code, given: error.code, message: error.message });
+  const text =
+    operators && code === 'permission_denied'
+      ? tr('video.failure.permission-denied.operator')
+      : tr('video.failure', { code, given: error.code, message: error.message });
   return withRequestId(locale, `${text} ${tr('video.failure.refunded')}`, outcome.requestId);
 }
 
@@ -99,10 +106,11 @@ export function describeDeliveryRetry(locale: Locale, task: TaskRecord): string 
   return tr('video.card.delivery-retry', { error: task.delivery.lastError ?? tr('video.card.delivery-failed'), failures });
 }
 
-/** That the task may still have been made, and with which id an admin can check. */
-function mayStillHaveBeenMade(locale: Locale, gatewayId: string | undefined): string {
+/** That the task may still have been made, and with which id an admin (the bot's operator, for an own install) can check. */
+function mayStillHaveBeenMade(locale: Locale, gatewayId: string | undefined, ownInstall: boolean): string {
   const tr = translator(locale);
-  return gatewayId ? tr('video.card.may-be-charged.look-up', { id: gatewayId }) : tr('video.card.may-be-charged');
+  if (!gatewayId) return tr('video.card.may-be-charged');
+  return tr(ownInstall ? 'video.card.may-be-charged.look-up.operator' : 'video.card.may-be-charged.look-up', { id: gatewayId });
 }
 
 /**
@@ -116,7 +124,11 @@ export function describeTimeout(locale: Locale, task: TaskRecord): string {
     task.pollErrors > 0
       ? tr('video.card.timeout.lost-track', { failed: task.pollErrors, minutes })
       : tr('video.card.timeout.not-finished', { minutes });
-  return withRequestId(locale, `${why} ${mayStillHaveBeenMade(locale, task.gatewayId)}`, task.outcome.requestId);
+  return withRequestId(
+    locale,
+    `${why} ${mayStillHaveBeenMade(locale, task.gatewayId, task.userInstall !== undefined)}`,
+    task.outcome.requestId,
+  );
 }
 
 /** Why the bot stopped following a task whose stored record it no longer has, or can no longer read. */
@@ -130,10 +142,10 @@ export type LostTaskReason = 'gone' | 'unreadable';
 export function describeLostTask(
   locale: Locale,
   reason: LostTaskReason,
-  ids: { gatewayId: string | undefined; requestId: string | undefined },
+  ids: { gatewayId: string | undefined; requestId: string | undefined; ownInstall: boolean },
 ): string {
   const why = translator(locale)('video.card.lost', { reason });
-  return withRequestId(locale, `${why} ${mayStillHaveBeenMade(locale, ids.gatewayId)}`, ids.requestId);
+  return withRequestId(locale, `${why} ${mayStillHaveBeenMade(locale, ids.gatewayId, ids.ownInstall)}`, ids.requestId);
 }
 
 export function describeExpired(locale: Locale, task: TaskRecord): string {
@@ -161,13 +173,23 @@ function formatSize(locale: Locale, bytes: number, extraDecimals = 0): string {
   });
 }
 
-/** Why a video is linked rather than uploaded: its size (when known) against the server's limit, never reading as equal. */
-export function describeOverUploadLimit(locale: Locale, size: number | undefined, limit: number): string {
+/**
+ * Why a video is linked rather than uploaded: its size (when known) against the limit Discord gave where it
+ * was asked (a server's, or for a member's own install wherever they asked), never reading as equal.
+ */
+export function describeOverUploadLimit(
+  locale: Locale,
+  size: number | undefined,
+  limit: number,
+  task: Pick<TaskRecord, 'userInstall'>,
+): string {
   const tr = translator(locale);
-  if (size === undefined) return tr('video.card.over-upload-limit', { limit: formatSize(locale, limit) });
+  const own = task.userInstall !== undefined;
+  if (size === undefined)
+    return tr(own ? 'video.card.over-upload-limit.own-install' : 'video.card.over-upload-limit', { limit: formatSize(locale, limit) });
   let extraDecimals = 0;
   while (extraDecimals < 3 && formatSize(locale, size, extraDecimals) === formatSize(locale, limit, extraDecimals)) extraDecimals++;
-  return tr('video.card.over-upload-limit-size', {
+  return tr(own ? 'video.card.over-upload-limit-size.own-install' : 'video.card.over-upload-limit-size', {
     size: formatSize(locale, size, extraDecimals),
     limit: formatSize(locale, limit, extraDecimals),
   });

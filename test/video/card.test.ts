@@ -1,13 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { ENGLISH, formatDuration, resolveLocale, t } from '../../src/i18n/index.ts';
+import { ENGLISH, SUPPORTED_LOCALES, formatDuration, resolveLocale, t, type Locale } from '../../src/i18n/index.ts';
 import type { TaskResult } from '../../src/gateway/types.ts';
 import { applyResult } from '../../src/video/apply-result.ts';
 import { GatewayApiError } from '../../src/gateway/errors.ts';
 import { describeFailure, describeOverUploadLimit } from '../../src/video/wording.ts';
 import { refusalMessage } from '../../src/video/submit.ts';
-import { needsWork, parseTaskRecord, type TaskRecord } from '../../src/video/record.ts';
+import { TASK_NOT_FOUND, needsWork, parseTaskRecord, type TaskRecord } from '../../src/video/record.ts';
+import { userInstallScope } from '../../src/ports/user-install.ts';
 import type { ComponentsV2Message } from '../../src/discord/outbox.ts';
-import { cardStateKey, progressBar, renderJobCard, renderStatusCard } from '../../src/video/status-card.ts';
+import { cardStateKey, knownCard, progressBar, renderJobCard, renderLostCard, renderStatusCard } from '../../src/video/status-card.ts';
 import { cardButtons, cardText, componentsV2Problems, galleryItems } from '../support/cards.ts';
 import { CARD_STATES_FINISHED_AT, cardStates } from '../support/card-states.ts';
 import { taskRecord, taskResult } from '../support/task-result.ts';
@@ -302,7 +303,55 @@ describe('sizes in the "link instead" message', () => {
     [52 * MB, 50 * MB, "The video is 52.0 MB, over this server's upload limit of 50.0 MB."],
     [undefined, 8 * MB, "The video is over this server's upload limit of 8.00 MB."],
   ])('%s bytes against a limit of %s read apart', (size, limit, text) => {
-    expect(describeOverUploadLimit(ENGLISH, size, limit)).toBe(text);
+    expect(describeOverUploadLimit(ENGLISH, size, limit, task)).toBe(text);
+  });
+});
+
+describe("a finished task's card through a member's own install", () => {
+  // No server's key, admin or upload limit is in play: the key is the bot operator's, the limit Discord's
+  // where they asked. Each text is checked in every language the bot speaks.
+  const SERVER = /server|serveur|servidor|サーバー/i;
+  const finished = { finishedAt: 1_700_000_065_000, gatewayId: 'task_9' };
+  const own = (locale: Locale, overrides: Partial<TaskRecord>) =>
+    taskRecord({ guildId: userInstallScope('100000000000000003'), userInstall: {}, locale, ...finished, ...overrides });
+  const failed = (code: string) => ({ state: 'failed' as const, outcome: { error: { code, message: 'x' } } });
+  const MB = 1024 * 1024;
+  const overLimit = (locale: Locale, size: number | undefined, task: Pick<TaskRecord, 'userInstall'> = { userInstall: {} }) =>
+    describeOverUploadLimit(locale, size, 8 * MB, task);
+  const linked = (locale: Locale, size: number | undefined): Partial<TaskRecord> => ({
+    state: 'succeeded',
+    outcome: { videoUrl: 'https://v/x.mp4', storedFile: { fileId: 'f1', filename: 'x.mp4', publicUrl: 'https://pub/x.mp4' } },
+    delivery: { state: 'posted', nonce: 'n', attempts: 1, inCard: true, linkReason: overLimit(locale, size) },
+  });
+  const lookUp = (locale: Locale) => t(locale, 'video.card.may-be-charged.look-up.operator', { id: 'task_9' });
+  const cards: [string, (locale: Locale) => ComponentsV2Message, (locale: Locale) => string][] = [
+    [
+      'permission denied',
+      (l) => renderStatusCard(own(l, failed('permission_denied'))),
+      (l) => t(l, 'video.failure.permission-denied.operator'),
+    ],
+    [
+      'no longer known to the gateway',
+      (l) => renderStatusCard(own(l, failed(TASK_NOT_FOUND))),
+      (l) => t(l, 'video.failure.not-found.operator'),
+    ],
+    ['timed out', (l) => renderStatusCard(own(l, { state: 'timed_out' })), lookUp],
+    ['lost by the store', (l) => renderLostCard(knownCard(own(l, {}), 0), 'gone'), lookUp],
+    ['too big to upload', (l) => renderStatusCard(own(l, linked(l, 9 * MB))), (l) => overLimit(l, 9 * MB)],
+    ['too big, size unknown', (l) => renderStatusCard(own(l, linked(l, undefined))), (l) => overLimit(l, undefined)],
+  ];
+
+  it.each(cards)('%s: names no server, in any language', (_label, card, words) => {
+    for (const locale of SUPPORTED_LOCALES) {
+      const text = cardText(card(locale));
+      expect(text).toContain(words(locale));
+      expect(text).not.toMatch(SERVER);
+    }
+  });
+
+  it("words the upload limit as Discord's where they asked, not a server's", () => {
+    for (const size of [9 * MB, undefined]) expect(overLimit(ENGLISH, size)).not.toBe(overLimit(ENGLISH, size, {}));
+    expect(overLimit(ENGLISH, 9 * MB)).toBe("The video is 9.00 MB, over Discord's upload limit of 8.00 MB where you asked.");
   });
 });
 
@@ -336,7 +385,7 @@ describe('messages for refused submissions', () => {
 
   it('every asynchronous failure code is told in its own words', () => {
     const texts = ['invalid_argument', 'permission_denied', 'failed_precondition', 'service_unavailable', 'internal_error'].map((code) =>
-      describeFailure(ENGLISH, { error: { code, message: 'detail.' } }),
+      describeFailure(ENGLISH, { error: { code, message: 'detail.' } }, task),
     );
     expect(new Set(texts).size).toBe(5);
   });
@@ -383,7 +432,7 @@ describe("a card's language", () => {
     });
     const text = cardText(renderStatusCard(failed));
     expect(text).toContain(t(french, 'video.card.status.failed'));
-    expect(text).toContain(describeFailure(french, failed.outcome));
+    expect(text).toContain(describeFailure(french, failed.outcome, failed));
     expect(text).toContain(t(french, 'video.card.took', { duration: formatDuration(french, 64, 'narrow') }));
     const german = resolveLocale('de', 'fr', 'member');
     expect(cardText(renderStatusCard(failed, undefined, { audience: 'private', locale: german }))).toContain(

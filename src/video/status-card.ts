@@ -105,21 +105,17 @@ export interface CardView {
   handoff?: { note: HandoffNote; pending: number };
 }
 
-function messageUrl(task: TaskRecord, messageId: string): string {
-  return taskMessageUrl(task, messageId);
-}
-
 function tileVideo(task: TaskRecord, audience: CardView['audience']): TileVideo | undefined {
   const delivery = task.delivery;
   if (delivery.state !== 'posted') return undefined;
   if (!delivery.inCard) {
     // An earlier version posted it as a message of its own: that message has it (and its buttons).
-    return delivery.messageId && audience === 'private' ? { kind: 'elsewhere', url: messageUrl(task, delivery.messageId) } : undefined;
+    return delivery.messageId && audience === 'private' ? { kind: 'elsewhere', url: taskMessageUrl(task, delivery.messageId) } : undefined;
   }
   if (delivery.fileName !== undefined && delivery.linkReason === undefined) {
     // The file belongs to the card: a private answer can only point at it.
     if (audience === 'channel') return { kind: 'attachment', fileName: delivery.fileName };
-    return delivery.messageId ? { kind: 'elsewhere', url: messageUrl(task, delivery.messageId) } : undefined;
+    return delivery.messageId ? { kind: 'elsewhere', url: taskMessageUrl(task, delivery.messageId) } : undefined;
   }
   const link = videoLink(task);
   if (!link) return undefined;

@@ -305,8 +305,7 @@ export class VideoDelivery {
       const edited = await outbox.editCard(address, card, now);
       if (edited) return { ...edited, channelId };
     }
-    const postingSince = task.delivery.postingSince ?? now;
-    const earlier = now - postingSince >= NONCE_TRUSTED_MS ? await this.#postedInChannel(task, channelId) : undefined;
+    const earlier = await this.#postedPastNonce(task, now, channelId);
     if (earlier) return { ...earlier, channelId };
     this.#deps.log.info("a member's own install: showing the task in their DMs, its interaction token has ended", { task: task.id });
     let posted: PostedMessage;
@@ -407,6 +406,15 @@ export class VideoDelivery {
   async #earlierPost(task: TaskRecord): Promise<PostedMessage | undefined> {
     const { state, inCard } = task.delivery;
     return state === 'posting' && !inCard ? this.#postedInChannel(task) : undefined;
+  }
+
+  /**
+   * The card an earlier try posted, looked for only once the task's first try is older than Discord keeps
+   * its nonce (before that, posting again with the nonce answers with that card).
+   */
+  async #postedPastNonce(task: TaskRecord, now: number, channelId = task.channelId): Promise<PostedMessage | undefined> {
+    const postingSince = task.delivery.postingSince ?? now;
+    return now - postingSince >= NONCE_TRUSTED_MS ? this.#postedInChannel(task, channelId) : undefined;
   }
 
   /**
@@ -571,8 +579,7 @@ export class VideoDelivery {
       task: task.id,
       channel: task.channelId,
     });
-    const postingSince = task.delivery.postingSince ?? now;
-    const earlier = now - postingSince >= NONCE_TRUSTED_MS ? await this.#postedInChannel(task) : undefined;
+    const earlier = await this.#postedPastNonce(task, now);
     if (earlier) return { message: earlier, reposted: true };
     return { message: await this.#deps.outbox.postCard(task.channelId, edit, task.delivery.nonce), reposted: true };
   }

@@ -355,16 +355,15 @@ const CHANGE_FORM_WITHIN_MS = 1_500;
 async function openChangeForm(interaction: ButtonInteraction, services: Services, taskId: string) {
   const guildId = guildOf(interaction);
   const locale = memberLocale(interaction);
-  const reading = Promise.all([
-    services.video.tasks.findInGuild(guildId, taskId),
-    services.video.prepare.buttonAccess(
-      { guildId, userId: interaction.user.id, locale: interaction.locale, guildLocale: interaction.guildLocale },
-      taskId,
-    ),
-  ]).catch((error: unknown) => {
-    services.log.warn('could not read the task of a Change and regenerate press', { error });
-    return undefined;
-  });
+  const presser = { guildId, userId: interaction.user.id, locale: interaction.locale, guildLocale: interaction.guildLocale };
+  // The task is read once: the form shows it, and who may press its buttons is checked against it.
+  const reading = services.video.tasks
+    .findInGuild(guildId, taskId)
+    .then(async (task) => [task, task ? await services.video.prepare.mayPress(presser, task) : ({ ok: true } as const)] as const)
+    .catch((error: unknown) => {
+      services.log.warn('could not read the task of a Change and regenerate press', { error });
+      return undefined;
+    });
   const read = await settledWithin(reading, CHANGE_FORM_WITHIN_MS);
   if (!read) {
     await answerPrivately(interaction, t(locale, 'video.refusal.change-unreadable'));

@@ -206,10 +206,11 @@ export class VideoPreparation {
    */
   async buttonAccess(context: Pick<InteractionContext, 'guildId' | 'userId' | 'locale' | 'guildLocale'>, taskRef: string): Promise<Result> {
     const task = await this.#deps.repository.findInGuild(context.guildId, taskRef);
-    return task ? this.#mayPress(context, task) : { ok: true };
+    return task ? this.mayPress(context, task) : { ok: true };
   }
 
-  async #mayPress(context: Pick<InteractionContext, 'guildId' | 'userId' | 'locale' | 'guildLocale'>, task: TaskRecord): Promise<Result> {
+  /** Whether a member may press the buttons under `task`'s video, for a caller that has read the task already (see buttonAccess()). */
+  async mayPress(context: Pick<InteractionContext, 'guildId' | 'userId' | 'locale' | 'guildLocale'>, task: TaskRecord): Promise<Result> {
     if (task.userId === context.userId) return { ok: true };
     const { buttons } = await this.#deps.policy.defaults(context.guildId);
     return buttons === 'owner' ? refuse(describeOwnersButtons(memberLocaleOf(context), task.userId)) : { ok: true };
@@ -224,7 +225,7 @@ export class VideoPreparation {
     const locale = memberLocaleOf(context);
     const original = await repository.findInGuild(context.guildId, taskRef);
     if (!original) return refuse(t(locale, 'video.refusal.task-unknown'));
-    const pressable = await this.#mayPress(context, original);
+    const pressable = await this.mayPress(context, original);
     if (!pressable.ok) return pressable;
     const access = await policy.resolveGatewayAccess(context.guildId, memberLocaleOf(context));
     if (!access.ok) return access;
@@ -293,7 +294,7 @@ export class VideoPreparation {
     const task = await this.#deps.repository.findInGuild(context.guildId, source.taskRef);
     if (!task) return refuse(t(locale, 'video.refusal.no-task', { ref: source.taskRef }));
     if (source.byButton) {
-      const pressable = await this.#mayPress(context, task);
+      const pressable = await this.mayPress(context, task);
       if (!pressable.ok) return pressable;
     }
     if (task.state !== 'succeeded' || task.outcome.moderated) {

@@ -217,7 +217,7 @@ describe.each(LAYERS)('on the %s layer', (layer) => {
       );
       const submitted = submissions().length;
       const refusal = `This is <@${guild.admin.id}>'s video: on this server, only the member who made a video may press its buttons.`;
-      for (const action of ['extend', 'edit', 'regenerate']) {
+      for (const action of ['extend', 'edit', 'regenerate', 'change']) {
         const answer = await discord.clickButton({ user: guild.member, message: video, customId: `video:${action}:${ref}` }).response();
         expect(answer, action).toMatchObject({ type: 4, data: { flags: EPHEMERAL, content: refusal } });
       }

@@ -1,4 +1,4 @@
-import type { Message } from 'discord-standin';
+import type { DiscordStandIn, Message } from 'discord-standin';
 
 // Reading the bot's status cards (Components V2 messages) as a member sees them, and checking them
 // against Discord's rules for such messages. The stand-in enforces the same rules at its REST boundary;
@@ -37,6 +37,18 @@ export function cardText(card: CardLike | undefined): string {
     .filter((component) => component.type === TYPES.textDisplay && typeof component.content === 'string')
     .map((component) => String(component.content))
     .join('\n');
+}
+
+/** Waits until the card (read afresh each time) says `words`, and returns its text then. */
+export function cardSaying(discord: DiscordStandIn, card: () => CardLike | undefined, words: string, timeoutMs = 10_000): Promise<string> {
+  return discord.waitFor(
+    () => {
+      const text = cardText(card());
+      return text.includes(words) ? text : undefined;
+    },
+    timeoutMs,
+    `a card saying "${words}"`,
+  );
 }
 
 /** The media urls of a card's galleries, in order (`attachment://<name>` for a file uploaded with it). */

@@ -20,7 +20,7 @@ import { newTaskId } from '../../src/video/repository.ts';
 import { startDiscordStandIn, type DiscordStandIn, type Message, type TestGuild, type Upload } from 'discord-standin';
 import { SAMPLE_MP4 } from '../support/media.ts';
 import { taskRecord } from '../support/task-result.ts';
-import { cardButtons, cardText } from '../support/cards.ts';
+import { cardButtons, cardSaying, cardText } from '../support/cards.ts';
 import { voiceRequestCard } from '../../src/video/status-card.ts';
 
 // What the bot fetches and posts when a native task finishes, whatever the gateway answers: only videos,
@@ -192,10 +192,6 @@ async function track(by: Video = video, overrides: Partial<TaskRecord> = {}): Pr
   return { task, card: () => discord.state.messages.get(cardId)! };
 }
 
-async function cardSaying(card: () => Message, words: string): Promise<string> {
-  return discord.waitFor(() => (cardText(card()).includes(words) ? cardText(card()) : undefined), 10_000, `a card saying "${words}"`);
-}
-
 /** The card that shows a task's video, if any (its buttons carry the task id). */
 function postOf(task: TaskRecord): Message | undefined {
   return discord
@@ -216,7 +212,7 @@ describe('a native video address that is not public', () => {
     const before = { internal: internal.connections, gateway: gateway.requests.length };
     answer = done(url());
     const { task, card } = await track();
-    const text = await cardSaying(card, 'could not be shown');
+    const text = await cardSaying(discord, card, 'could not be shown');
     expect(text).toContain('not on the public internet');
     expect(text).toContain('DOWNLOAD_ALLOWED_HOSTS');
     expect(internal.connections).toBe(before.internal);
@@ -235,7 +231,7 @@ describe('a native video address that is not public', () => {
   ])('is not fetched on %s, and its address is not posted as a link', async (_what, url) => {
     answer = done(url);
     const { task, card } = await track();
-    const text = await cardSaying(card, 'could not be shown');
+    const text = await cardSaying(discord, card, 'could not be shown');
     expect(text).toContain('not on the public internet');
     expect(text).not.toContain(url);
     expect(postOf(task)).toBeUndefined();
@@ -246,7 +242,7 @@ describe('a native video address that is not public', () => {
     answer = done(`${gateway.url}/files/moved.mp4`);
     serveFile = (_request, response) => response.writeHead(302, { location: `${internal.url}/secret.mp4` }).end();
     const { task, card } = await track();
-    expect(await cardSaying(card, 'could not be shown')).toContain('not on the public internet');
+    expect(await cardSaying(discord, card, 'could not be shown')).toContain('not on the public internet');
     expect(internal.connections).toBe(before);
     expect(postOf(task)).toBeUndefined();
   });
@@ -255,7 +251,7 @@ describe('a native video address that is not public', () => {
     const before = internal.requests.length;
     answer = done(`${internal.url}/v.mp4`);
     const { task, card } = await track(allowing);
-    await cardSaying(card, '**Done**');
+    await cardSaying(discord, card, '**Done**');
     expect(internal.requests.length).toBe(before + 1);
     expect(postOf(task)?.attachments[0]?.bytes.equals(SAMPLE_MP4)).toBe(true);
   });
@@ -263,7 +259,7 @@ describe('a native video address that is not public', () => {
   it("is fetched and posted on the gateway's own host", async () => {
     answer = done(`${gateway.url}/files/own.mp4`);
     const { task, card } = await track();
-    await cardSaying(card, '**Done**');
+    await cardSaying(discord, card, '**Done**');
     expect(postOf(task)?.attachments[0]).toMatchObject({ filename: `video-${task.id}.mp4`, contentType: 'video/mp4' });
   });
 });
@@ -274,7 +270,7 @@ describe('what the gateway gives as the video', () => {
     serveFile = (_request, response) =>
       serveVideo(response, Buffer.from('<!doctype html><title>Access denied</title>'), 'text/html; charset=utf-8');
     const { task, card } = await track();
-    const text = await cardSaying(card, 'could not be shown');
+    const text = await cardSaying(discord, card, 'could not be shown');
     expect(text).toContain('not a video');
     expect(text).toContain('text/html');
     expect(postOf(task)).toBeUndefined();
@@ -285,7 +281,7 @@ describe('what the gateway gives as the video', () => {
     const webm = Buffer.concat([Buffer.from([0x1a, 0x45, 0xdf, 0xa3]), Buffer.alloc(64, 1)]);
     serveFile = (_request, response) => serveVideo(response, webm, 'video/webm');
     const { task, card } = await track();
-    await cardSaying(card, '**Done**');
+    await cardSaying(discord, card, '**Done**');
     expect(postOf(task)?.attachments[0]).toMatchObject({ filename: `video-${task.id}.webm`, contentType: 'video/webm' });
   });
 
@@ -293,7 +289,7 @@ describe('what the gateway gives as the video', () => {
     const before = gateway.requests.length;
     answer = done('javascript:alert(document.cookie)//.mp4');
     const { task, card } = await track();
-    const text = await cardSaying(card, 'could not be shown');
+    const text = await cardSaying(discord, card, 'could not be shown');
     expect(text).toContain('not an http(s) link');
     expect(text).not.toContain('expired');
     expect(text).not.toContain('javascript');
@@ -308,7 +304,7 @@ describe('what the gateway gives as the video', () => {
       file_output: { file_id: 'file_1', filename: 'big.mp4', public_url: 'javascript:alert(1)' },
     });
     const { task, card } = await track(video, { attachmentSizeLimit: 1024 });
-    const text = await cardSaying(card, '**Done**: shown by its link');
+    const text = await cardSaying(discord, card, '**Done**: shown by its link');
     expect(text).toContain('lasting link that is not an http(s) address (`javascript:`)');
     const post = postOf(task);
     expect(cardText(post)).toContain(`${gateway.url}/files/big.mp4`);
@@ -319,7 +315,7 @@ describe('what the gateway gives as the video', () => {
   it('is not posted at all when neither address is an http(s) link', async () => {
     answer = done('javascript:alert(1)', { file_output: { file_id: 'file_2', filename: 'x.mp4', public_url: 'javascript:alert(2)' } });
     const { task, card } = await track();
-    const text = await cardSaying(card, 'could not be shown');
+    const text = await cardSaying(discord, card, 'could not be shown');
     expect(text).toContain('not an http(s) link');
     expect(text).not.toContain('javascript:alert');
     expect(postOf(task)).toBeUndefined();
@@ -336,7 +332,7 @@ describe('the video on its way to Discord', () => {
     discord.events.on('upload', onUpload);
     try {
       const { task, card } = await track();
-      await cardSaying(card, '**Done**');
+      await cardSaying(discord, card, '**Done**');
       // While Discord received it, the video was a file of the bot's, of the video's size.
       expect(seen).toHaveLength(1);
       expect(seen[0]?.files).toEqual([{ name: expect.stringMatching(new RegExp(`^${task.id}-[0-9a-f]+\\.video$`)), size: big.length }]);
@@ -351,7 +347,7 @@ describe('the video on its way to Discord', () => {
     answer = done(`${gateway.url}/files/page.mp4`);
     serveFile = (_request, response) => serveVideo(response, Buffer.alloc(4096, 0x20), 'video/mp4');
     const { card } = await track();
-    await cardSaying(card, 'not a video');
+    await cardSaying(discord, card, 'not a video');
     await vi.waitFor(() => expect(filesUnder(downloads)).toEqual([]));
   });
 
@@ -363,7 +359,7 @@ describe('the video on its way to Discord', () => {
       response.end(Buffer.alloc(SAMPLE_MP4.length));
     };
     const { task, card } = await track(video, { attachmentSizeLimit: SAMPLE_MP4.length + 10 });
-    await cardSaying(card, '**Done**: shown by its link');
+    await cardSaying(discord, card, '**Done**: shown by its link');
     expect(cardText(postOf(task))).toContain(`${gateway.url}/files/grows.mp4`);
     await vi.waitFor(() => expect(filesUnder(downloads)).toEqual([]));
   });

@@ -28,7 +28,7 @@ import { type DiscordStandIn, type Message, startDiscordStandIn, type TestGuild 
 import { waitUntil } from '../../src/lib/wait-until.ts';
 import { SAMPLE_MP4 } from '../support/media.ts';
 import { taskRecord } from '../support/task-result.ts';
-import { cardButtons, cardEditProblems, cardText, galleryItems } from '../support/cards.ts';
+import { cardButtons, cardEditProblems, cardSaying, cardText, galleryItems } from '../support/cards.ts';
 import { CARD_STATES_FINISHED_AT, CARD_STATES_TASK, cardStates } from '../support/card-states.ts';
 
 // A video task's life when things go wrong (answers that cannot be read, downloads that keep failing,
@@ -261,11 +261,7 @@ async function track(
 }
 
 async function closedCard(card: () => Message): Promise<string> {
-  return discord.waitFor(
-    () => (cardText(card()).includes('could not be shown') ? cardText(card()) : undefined),
-    10_000,
-    'a card saying the video could not be shown',
-  );
+  return cardSaying(discord, card, 'could not be shown');
 }
 
 /** Waits for the card to show its video (the file, or a link), and returns it as it stands then. */
@@ -279,11 +275,7 @@ describe('a finished video the bot cannot fetch', () => {
     const before = gateway.contentRequests;
     const { task, card } = await track();
     // Between the tries the card says what went wrong and that the bot tries again.
-    await discord.waitFor(
-      () => (cardText(card()).includes('tries again shortly') ? true : undefined),
-      10_000,
-      'a card saying the bot tries again',
-    );
+    await cardSaying(discord, card, 'tries again shortly');
     const text = await closedCard(card);
     expect(text).toContain("refused the server's key");
     expect(text).toContain(`tried ${FAST_POLICY.deliveryTries} times`);
@@ -314,11 +306,7 @@ describe('a task the bot loses track of', () => {
   it('is closed past the deadline without claiming a refund, naming the gateway task to check', async () => {
     gateway.onPoll = (response) => response.writeHead(401, { 'content-type': 'application/json' }).end(INVALID_KEY);
     const { task, card } = await track();
-    const text = await discord.waitFor(
-      () => (cardText(card()).includes('Timed out') ? cardText(card()) : undefined),
-      10_000,
-      'a timed-out card',
-    );
+    const text = await cardSaying(discord, card, 'Timed out');
     expect(text).toContain('lost track of this video');
     expect(text).toContain(`\`${task.gatewayId}\``);
     expect(text).not.toContain('refunded');
@@ -333,11 +321,7 @@ describe('a task the bot loses track of', () => {
         .end('{"error":{"message":"busy","type":"gateway_api_error","param":null,"code":"overloaded"}}');
     };
     const { task, card } = await track({ createdAt: Date.now() + 60_000 });
-    const text = await discord.waitFor(
-      () => (cardText(card()).includes('not answering') ? cardText(card()) : undefined),
-      10_000,
-      'a card saying the gateway is not answering',
-    );
+    const text = await cardSaying(discord, card, 'not answering');
     expect(text).toMatch(/keeps trying until <t:\d+:t>/);
     failing = false;
     const shown = await cardWithVideo(card);
@@ -361,14 +345,10 @@ describe('a task the bot loses track of', () => {
         .end('{"error":{"message":"busy","type":"gateway_api_error","param":null,"code":"overloaded"}}');
     try {
       const { task, card } = await track({}, () => {}, part);
-      const trying = await discord.waitFor(
-        () => (cardText(card()).includes('not answering') ? cardText(card()) : undefined),
-        10_000,
-        'a card saying the gateway is not answering',
-      );
+      const trying = await cardSaying(discord, card, 'not answering');
       const statedSeconds = Number(/keeps trying until <t:(\d+):t>/.exec(trying)?.[1]);
       expect(statedSeconds).toBe(Math.floor((task.createdAt + deadlineMs) / 1000));
-      await discord.waitFor(() => (cardText(card()).includes('Timed out') ? true : undefined), 10_000, 'a timed-out card');
+      await cardSaying(discord, card, 'Timed out');
       const closed = await vi.waitFor(async () => {
         const saved = await part.tasks.get(task.id);
         expect(saved?.state).toBe('timed_out');
@@ -391,7 +371,7 @@ describe('a task the bot loses track of', () => {
       response.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"message":"No deferred video"}}');
     };
     const { card } = await track({ createdAt: Date.now() + 60_000 });
-    const text = await discord.waitFor(() => (cardText(card()).includes('Failed') ? cardText(card()) : undefined), 10_000, 'a failed card');
+    const text = await cardSaying(discord, card, 'Failed');
     expect(text).toContain('no longer knows this task');
     expect(text).not.toContain('refunded');
     expect(polls).toBe(1);
@@ -468,11 +448,7 @@ describe('a followed task whose stored record the store loses or spoils', () => 
     const { task, card, failPoll } = await followUntilSecondPoll(followed);
     await tasks.delete(task.id);
     failPoll();
-    const text = await discord.waitFor(
-      () => (cardText(card()).includes('The bot lost this task') ? cardText(card()) : undefined),
-      10_000,
-      'a lost card',
-    );
+    const text = await cardSaying(discord, card, 'The bot lost this task');
     expect(text).toContain('request id `req_fake`');
     expect(text).toContain(`\`${task.gatewayId}\``);
     expect(text).not.toContain('Generating');
@@ -498,11 +474,7 @@ describe('a followed task whose stored record the store loses or spoils', () => 
     // What a broken record looks like in the store: a state that is no state.
     await tasks.set(task.id, { ...stored, state: 'toString' });
     failPoll();
-    const text = await discord.waitFor(
-      () => (cardText(card()).includes('can no longer read') ? cardText(card()) : undefined),
-      10_000,
-      'a card saying the record cannot be read',
-    );
+    const text = await cardSaying(discord, card, 'can no longer read');
     expect(text).toContain('request id `req_fake`');
     await vi.waitFor(() => expect(followed.tracker.size).toBe(0));
     // The member's list leaves it out, without a second log line.
@@ -803,11 +775,7 @@ describe('a crash between posting a video and recording it, in an earlier versio
       finishedAt: Date.now(),
       delivery: { state: 'posting', nonce: id, attempts: 1, postingSince: Date.now() - 10 * 60_000 },
     });
-    await discord.waitFor(
-      () => (cardText(card()).includes('posted below') ? true : undefined),
-      10_000,
-      'a card saying the video was posted below',
-    );
+    await cardSaying(discord, card, 'posted below');
     expect(galleryItems(card())).toEqual([]);
     await vi.waitFor(async () =>
       expect((await repository.get(task.id))?.delivery).toMatchObject({

@@ -1,51 +1,37 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import { silentLogger } from '../../src/lib/log.ts';
 import { openStore } from '../../src/store/index.ts';
 import { parseTaskRecord, type TaskRecord } from '../../src/video/record.ts';
-import { cleanupBotDirectories, startBot, type BotProcess } from '../support/bot-process.ts';
 import { pollUntil } from '../support/poll.ts';
 import { parsePrometheus, total } from '../support/prometheus.ts';
 import { startOwnRedis, type OwnRedis } from '../support/redis-server.ts';
-import { botEnvironment } from '../support/world.ts';
-import { type DiscordStandIn, startDiscordStandIn, type TestGuild } from 'discord-standin';
-import { cardText } from '../support/cards.ts';
+import { startWorld, type World } from '../support/world.ts';
+import { cardRef, cardSaying } from '../support/cards.ts';
 
 // A store that forgets, as an operator meets it: the bot on a Redis of the test's own, which restarts
 // without persistence while a /video task runs. Every record it held is gone; the bot must say so on the
 // task's card (with the request id support looks it up by), in its log and in /metrics, instead of leaving
 // the card at "Generating…" for good.
 
-const CARD_REF = /ref (v[0-9a-z]+)/;
 /** Long enough that the task is still running when the store forgets it. */
 const GENERATION_MS = 100_000;
 /** How often the test reads the task's record while it waits for the bot's poll to be saved. */
 const RECORD_POLL_MS = 50;
 
 let redis: OwnRedis;
-let emulator: Emulator;
-let discord: DiscordStandIn;
-let guild: TestGuild;
-let bot: BotProcess;
+let world: World;
 let opsBase: string;
 
 beforeAll(async () => {
   redis = await startOwnRedis();
-  emulator = await startEmulator({ config: { timing: { generation_ms: GENERATION_MS } } });
-  discord = await startDiscordStandIn();
-  guild = discord.createGuild();
-  bot = startBot({ env: botEnvironment(discord, emulator, { STORE_URL: redis.url, OPS_PORT: '0' }) });
-  const listening = await bot.waitForLog((line) => line.msg === 'ops port listening', 30_000);
+  world = await startWorld({ emulator: { timing: { generation_ms: GENERATION_MS } }, env: { STORE_URL: redis.url, OPS_PORT: '0' } });
+  const listening = await world.bot.waitForLog((line) => line.msg === 'ops port listening');
   opsBase = `http://127.0.0.1:${String(listening.port)}`;
-  await bot.waitForLog((line) => line.msg === 'ready', 30_000);
 }, 60_000);
 
 afterAll(async () => {
-  await bot?.stop();
-  await discord?.close();
-  await emulator?.close();
+  await world?.stop();
   await redis?.close();
-  cleanupBotDirectories();
 });
 
 /** The task's record as the bot last saved it, read through a store client of the test's own. */
@@ -70,6 +56,7 @@ async function recordOnceProgressing(ref: string): Promise<TaskRecord> {
 describe('a Redis restarted without persistence while a video task runs', () => {
   // Before, the bot met the missing record in silence: the card said "Generating…" for good.
   it('closes the card saying the task was lost, with its request id, logs it and counts it in /metrics', async () => {
+    const { discord, guild, bot } = world;
     const run = discord.runCommand({
       user: guild.member,
       guildId: guild.id,
@@ -78,19 +65,14 @@ describe('a Redis restarted without persistence while a video task runs', () => 
       subcommand: 'generate',
       options: { prompt: 'a store that forgets', duration: 2 },
     });
-    const card = await run.waitForReply((message) => CARD_REF.test(cardText(message)), 30_000);
-    const ref = CARD_REF.exec(cardText(card))?.[1] ?? '';
+    const card = await run.waitForReply((message) => cardRef(message) !== undefined, 30_000);
+    const ref = cardRef(card) ?? '';
     const saved = await recordOnceProgressing(ref);
     expect(saved.outcome.requestId).toBeDefined();
 
     await redis.restart();
 
-    const shownText = () => cardText(discord.state.messages.get(card.id) ?? card);
-    const text = await discord.waitFor(
-      () => (shownText().includes('The bot lost this task') ? shownText() : undefined),
-      60_000,
-      'a card saying the task was lost',
-    );
+    const text = await cardSaying(discord, () => discord.state.messages.get(card.id) ?? card, 'The bot lost this task', 60_000);
     expect(text).toContain(`request id \`${saved.outcome.requestId}\``);
     expect(text).toContain(`\`${saved.gatewayId}\``);
     expect(text).not.toContain('Generating');

@@ -1,6 +1,6 @@
 import { startOwnRedis, type OwnRedis } from '../test/support/redis-server.ts';
 import { startWorld } from '../test/support/world.ts';
-import { cardText } from '../test/support/cards.ts';
+import { cardRef } from '../test/support/cards.ts';
 
 // The crash run, longer than the test suite's: the bot (a child process started as `npm start` starts
 // it) is killed with SIGKILL at random moments while tasks are being submitted, polled, downloaded and
@@ -36,8 +36,6 @@ function seeded(seed: number): () => number {
   };
 }
 
-const CARD_REF = /ref (v[0-9a-z]+)/;
-
 /** Enough quota for every task several times over: the run is about crashes, not about the gateway's limits. */
 const QUOTA_USD_PER_TASK = 5;
 
@@ -68,8 +66,8 @@ export async function benchmarkCrashes(options: CrashOptions): Promise<CrashRepo
         subcommand: 'generate',
         options: { prompt: `crash run ${index}` },
       });
-      const card = await run.waitForReply((message) => CARD_REF.test(cardText(message)), 30_000);
-      refs.push(CARD_REF.exec(cardText(card))![1]!);
+      const card = await run.waitForReply((message) => cardRef(message) !== undefined, 30_000);
+      refs.push(cardRef(card)!);
     };
 
     // Submissions are spread over the rounds, so kills land while some tasks are young and others are

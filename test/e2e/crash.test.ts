@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWorld, type World } from '../support/world.ts';
-import { cardEditProblems, cardText } from '../support/cards.ts';
+import { cardEditProblems, cardRef, cardText } from '../support/cards.ts';
 
 // Nothing lost, nothing posted twice: the bot is killed with SIGKILL at random moments while its tasks
 // run, restarted on the same store each time, and every task must end with exactly one posted video.
@@ -43,8 +43,8 @@ describe.each(['compat', 'native'] as const)('crashes while tasks run on the %s 
         subcommand: 'generate',
         options: { prompt: `crash test ${index}` },
       });
-      const card = await run.waitForReply((message) => /ref (v[0-9a-z]+)/.test(cardText(message)));
-      refs.push(/ref (v[0-9a-z]+)/.exec(cardText(card))![1]!);
+      const card = await run.waitForReply((message) => cardRef(message) !== undefined);
+      refs.push(cardRef(card)!);
     }
     const submissions = emulator.requests.filter((entry) => entry.method === 'POST' && entry.path.endsWith('/videos/generations'));
     expect(submissions.map((entry) => entry.path)).toEqual(

@@ -5,7 +5,7 @@ import { cleanupBotDirectories, startBot, type BotProcess } from '../support/bot
 import { type DiscordStandIn, type Message, startDiscordStandIn, type TestGuild } from 'discord-standin';
 import { startHostileGateway, type Fault, type HostileGateway } from '../support/hostile-gateway.ts';
 import { startOwnRedis, type OwnRedis } from '../support/redis-server.ts';
-import { cardEditProblems, cardText } from '../support/cards.ts';
+import { cardEditProblems, cardRef, cardText } from '../support/cards.ts';
 
 // Faults as an operator meets them, all in one run: the bot (a child process, as `npm start` runs it) on a
 // Redis of the test's own that stalls and drops its connections, behind a gateway that answers polls with
@@ -15,7 +15,6 @@ import { cardEditProblems, cardText } from '../support/cards.ts';
 
 /** The bot's resident memory may not pass this, whatever the gateway sends (a 50 MB answer included). */
 const MAX_BOT_RSS_BYTES = 400 * 1024 * 1024;
-const CARD_REF = /ref (v[0-9a-z]+)/;
 
 let redis: OwnRedis;
 let emulator: Emulator;
@@ -73,8 +72,8 @@ function generate(prompt: string) {
 
 async function submitted(prompt: string): Promise<{ ref: string; card: () => Message }> {
   const run = generate(prompt);
-  const card = await run.waitForReply((message) => CARD_REF.test(cardText(message)), 30_000);
-  return { ref: CARD_REF.exec(cardText(card))?.[1] ?? '', card: () => discord.state.messages.get(card.id) ?? card };
+  const card = await run.waitForReply((message) => cardRef(message) !== undefined, 30_000);
+  return { ref: cardRef(card) ?? '', card: () => discord.state.messages.get(card.id) ?? card };
 }
 
 const postsOf = (ref: string) =>

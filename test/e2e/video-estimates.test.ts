@@ -57,12 +57,7 @@ describe('estimates before a video is made', () => {
       expect(extend.data.title).toBe('Extend this video (about $0.08 a second)');
       const edit = await discord.clickButton({ user: guild.member, message: video, customId: `video:edit:${ref}` }).response();
       expect(edit.data.title).toBe('Edit this video (about $0.64)');
-      const picture = discord.postMessage({
-        user: guild.admin,
-        channelId: guild.textChannelId,
-        content: '',
-        attachments: [png('dog.png')],
-      });
+      const picture = e2e.post(guild.admin, { files: [png('dog.png')] });
       const animate = await discord.runMessageCommand({ user: guild.member, message: picture, command: 'Animate image' }).response();
       expect(animate.data.title).toBe('Animate this image (about $0.05 a second)');
     });

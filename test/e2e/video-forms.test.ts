@@ -58,7 +58,7 @@ describe.each(LAYERS)('on the %s layer', (layer) => {
 
   it('Animate image sends the uploaded last frame as last_frame', async () => {
     const { discord, guild } = e2e.world;
-    const picture = discord.postMessage({ user: guild.admin, channelId: guild.textChannelId, content: '', attachments: [png('dawn.png')] });
+    const picture = e2e.post(guild.admin, { files: [png('dawn.png')] });
     const form = await discord.runMessageCommand({ user: guild.member, message: picture, command: 'Animate image' }).modal();
     expect(form.inputs).toEqual(['prompt', 'duration', 'variants', 'last_frame']);
     const { submission, card } = await submitted({
@@ -77,7 +77,7 @@ describe.each(LAYERS)('on the %s layer', (layer) => {
 
   it("Animate image's variants start at the server's default, and 2 make one card with two videos", async () => {
     const { discord, guild } = e2e.world;
-    const picture = discord.postMessage({ user: guild.admin, channelId: guild.textChannelId, content: '', attachments: [png('pond.png')] });
+    const picture = e2e.post(guild.admin, { files: [png('pond.png')] });
     const opened = await discord.runMessageCommand({ user: guild.member, message: picture, command: 'Animate image' }).response();
     const variants = JSON.stringify(opened.data.components).match(/"custom_id":"variants".*?"options":(\[[^\]]*\])/)?.[1];
     expect(JSON.parse(variants ?? '[]')).toEqual(
@@ -124,12 +124,7 @@ describe.each(LAYERS)('on the %s layer', (layer) => {
     const setModel = (model: string) => e2e.config('defaults', { model }).reply();
     await setModel('svc-imagine-video');
     try {
-      const picture = discord.postMessage({
-        user: guild.admin,
-        channelId: guild.textChannelId,
-        content: '',
-        attachments: [png('dusk.png')],
-      });
+      const picture = e2e.post(guild.admin, { files: [png('dusk.png')] });
       const form = await discord.runMessageCommand({ user: guild.member, message: picture, command: 'Animate image' }).modal();
       const before = submissions().length;
       const answer = await discord

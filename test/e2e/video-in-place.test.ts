@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { InteractionHandle, Message, User } from 'discord-standin';
 import { SAMPLE_MP4 } from '../support/media.ts';
 import { cardEditProblems, cardText, galleryItems } from '../support/cards.ts';
-import { DEFERRED_REPLY, EPHEMERAL, isDone, LAYERS, mp4, png, type Upload, videoRefOf, videoWorld } from '../support/video-e2e.ts';
+import { DEFERRED_REPLY, EPHEMERAL, isDone, LAYERS, mp4, png, videoRefOf, videoWorld } from '../support/video-e2e.ts';
 
 // Video where people already are (issue 19), on both layers: the message commands of a message's Apps
 // menu (Animate image, Extend video, Edit video) on members' messages, the cost on the status card, and
@@ -10,19 +10,7 @@ import { DEFERRED_REPLY, EPHEMERAL, isDone, LAYERS, mp4, png, type Upload, video
 
 describe.each(LAYERS)('on the %s layer', (layer) => {
   const e2e = videoWorld({ layer });
-  const { prefix, isSubmission, submissions } = e2e;
-
-  /** A message a member posts in the server's text channel. */
-  function post(user: User, options: { content?: string; files?: Upload[]; embeds?: Record<string, unknown>[] }): Message {
-    const { discord, guild } = e2e.world;
-    return discord.postMessage({
-      user,
-      channelId: guild.textChannelId,
-      content: options.content ?? '',
-      attachments: options.files ?? [],
-      embeds: options.embeds ?? [],
-    });
-  }
+  const { prefix, isSubmission, submissions, post } = e2e;
 
   /**
    * Picks `command` on `message` as `user`, fills its form with `fields`, and waits for the video: the

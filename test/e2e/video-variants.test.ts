@@ -153,12 +153,7 @@ describe.each(LAYERS)('variants on the %s layer', (layer) => {
       expect(refsOn(card)).toHaveLength(3);
       expect(cardsWith('three kites by default')).toHaveLength(1);
 
-      const picture = discord.postMessage({
-        user: guild.admin,
-        channelId: guild.textChannelId,
-        content: '',
-        attachments: [png('kite.png')],
-      });
+      const picture = e2e.post(guild.admin, { files: [png('kite.png')] });
       const form = await discord.runMessageCommand({ user: guild.member, message: picture, command: 'Animate image' }).response();
       const chosen = JSON.stringify(form.data.components).match(/"value":"(\d)"[^}]*"default":true/)?.[1];
       expect(chosen).toBe('3');

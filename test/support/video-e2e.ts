@@ -61,6 +61,8 @@ export interface VideoWorld {
   isSubmission: (entry: JournalEntry) => boolean;
   /** The video submissions the gateway has taken so far, in order. */
   submissions: () => JournalEntry[];
+  /** A message `user` posts in the world's text channel (its text, files and embeds; none by default). */
+  post: (user: User, message: { content?: string; files?: Upload[]; embeds?: Record<string, unknown>[] }) => Message;
   /** The ids of the text channel's messages so far, to tell a new message from. */
   messageIds: () => Set<string>;
   /** The first message of the text channel not in `before` that carries a file: a video posted. */
@@ -102,6 +104,14 @@ export function videoWorld(options: WorldOptions & { layer?: Layer } = {}): Vide
       current().discord.runCommand({ ...where(user, guild), command: 'config', subcommand, options }),
     isSubmission,
     submissions: () => current().emulator.requests.filter(isSubmission),
+    post: (user, message) =>
+      current().discord.postMessage({
+        user,
+        channelId: current().guild.textChannelId,
+        content: message.content ?? '',
+        attachments: message.files ?? [],
+        embeds: message.embeds ?? [],
+      }),
     messageIds: () =>
       new Set(
         current()

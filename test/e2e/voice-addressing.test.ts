@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { RealtimeSession } from '../../src/emulator/realtime/session.ts';
 import { audible, type User } from 'discord-standin';
+import { sendBotAway } from '../support/voice-restart.ts';
 import { startWorld, type World } from '../support/world.ts';
 import { cardEditProblems, cardText, galleryItems } from '../support/cards.ts';
 
@@ -18,12 +19,7 @@ afterAll(() => world?.stop());
 
 afterEach(async () => {
   const { discord, guild } = world;
-  if (discord.botVoiceChannel(guild.id)) {
-    await discord
-      .runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'leave' })
-      .response();
-    await discord.waitFor(() => (discord.botVoiceChannel(guild.id) ? undefined : true), 10_000, 'the bot leaving voice');
-  }
+  await sendBotAway(world);
   for (const user of inVoice.splice(0)) discord.leaveVoice(user, guild.id);
   discord.voice.clearBotAudio(guild.id);
 });

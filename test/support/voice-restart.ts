@@ -8,7 +8,7 @@ import { forcedLines, scriptTurn, textMessages } from './realtime-lines.ts';
 // A voice conversation across restarts of the bot as a process, as the end-to-end tests of it drive it: a
 // member brings the bot in and talks with it, and after the next start the test checks that it came back
 // with what was said. Shared by the restart tests (test/e2e/voice-restart.test.ts) and the deploy test
-// (test/e2e/deploy.test.ts).
+// (test/e2e/deploy.test.ts); sendBotAway also by test/e2e/voice-addressing.test.ts.
 
 /** The issue's bound: a conversation is back within this long of the bot being ready again. */
 export const BACK_WITHIN_MS = 10_000;
@@ -40,16 +40,20 @@ export async function joinVoice(place: Place): Promise<RealtimeSession> {
   return emulator.realtime.sessions[before]!;
 }
 
+/** The member sends the bot away with /voice leave, when it is in voice, and waits for it to leave. */
+export async function sendBotAway(place: Pick<Place, 'discord' | 'guild'>): Promise<void> {
+  const { discord, guild } = place;
+  if (!discord.botVoiceChannel(guild.id)) return;
+  await discord
+    .runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'leave' })
+    .response();
+  await discord.waitFor(() => (discord.botVoiceChannel(guild.id) ? undefined : true), 10_000, 'the bot leaving voice');
+}
+
 /** The member sends the bot away (when it is in voice) and leaves the channel: no conversation is left. */
 export async function endConversation(place: Place): Promise<void> {
-  const { discord, guild } = place;
-  if (discord.botVoiceChannel(guild.id)) {
-    await discord
-      .runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'leave' })
-      .response();
-    await discord.waitFor(() => (discord.botVoiceChannel(guild.id) ? undefined : true), 10_000, 'the bot leaving voice');
-  }
-  discord.leaveVoice(guild.member, guild.id);
+  await sendBotAway(place);
+  place.discord.leaveVoice(place.guild.member, place.guild.id);
 }
 
 /** The member says something (heard as `transcript`), and the bot's answer `answer` is played to its end. */

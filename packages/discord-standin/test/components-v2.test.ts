@@ -7,7 +7,6 @@ import {
   Client,
   ComponentType,
   ContainerBuilder,
-  DiscordAPIError,
   Events,
   FileBuilder,
   FileUploadBuilder,
@@ -33,8 +32,8 @@ import {
   type TextChannel,
 } from 'discord.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isRecord } from '../src/lib/json.ts';
 import { startDiscordStandIn, type DiscordStandIn, type Message, type TestGuild } from '../src/index.ts';
+import { codesAt, refusal, type Refusal } from './refusals.ts';
 
 // Components V2 and forms that take files, as Discord checks them, against the real discord.js client:
 // what the stand-in accepts it stores as Discord does, and what Discord refuses comes back as a
@@ -83,31 +82,6 @@ function stored(id: string): Message {
 
 function asError(error: unknown): Error {
   return error instanceof Error ? error : new Error(String(error));
-}
-
-interface Refusal {
-  status: number;
-  code: number | string;
-  errors: unknown;
-}
-
-/** What Discord answered a request it refused; fails the test when it was accepted. */
-async function refusal(attempt: Promise<unknown>): Promise<Refusal> {
-  try {
-    await attempt;
-  } catch (error) {
-    if (!(error instanceof DiscordAPIError)) throw error;
-    return { status: error.status, code: error.code, errors: 'errors' in error.rawError ? error.rawError.errors : undefined };
-  }
-  throw new Error('the stand-in accepted what Discord refuses');
-}
-
-/** The error codes Discord names at one path of an `errors` tree. */
-function codesAt(errors: unknown, ...path: (string | number)[]): string[] {
-  let node = errors;
-  for (const key of path) node = isRecord(node) ? node[String(key)] : undefined;
-  const list = isRecord(node) && Array.isArray(node._errors) ? node._errors : [];
-  return list.flatMap((entry: unknown) => (isRecord(entry) && typeof entry.code === 'string' ? [entry.code] : []));
 }
 
 const text = (content: string) => ({ type: ComponentType.TextDisplay as const, content });

@@ -1,8 +1,8 @@
 import { once } from 'node:events';
-import { Client, DiscordAPIError, Events, GatewayIntentBits, REST, Routes, type Interaction } from 'discord.js';
+import { Client, Events, GatewayIntentBits, REST, Routes, type Interaction } from 'discord.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isRecord } from '../src/lib/json.ts';
 import { startDiscordStandIn, type DiscordStandIn, type TestGuild } from '../src/index.ts';
+import { codesAt, refusal } from './refusals.ts';
 
 // Commands in several languages and the languages of members and servers, as Discord has them, against
 // the real discord.js: a registration that follows Discord's rules for localized names and descriptions is
@@ -30,24 +30,6 @@ afterAll(async () => {
 });
 
 const register = (commands: unknown[]) => rest.put(Routes.applicationGuildCommands(discord.applicationId, guild.id), { body: commands });
-
-/** What Discord answered a registration it refused; fails the test when it was taken. */
-async function refusal(commands: unknown[]): Promise<{ status: number; code: number | string; errors: unknown }> {
-  try {
-    await register(commands);
-  } catch (error) {
-    if (!(error instanceof DiscordAPIError)) throw error;
-    return { status: error.status, code: error.code, errors: 'errors' in error.rawError ? error.rawError.errors : undefined };
-  }
-  throw new Error('the stand-in took a registration Discord refuses');
-}
-
-function codesAt(errors: unknown, ...path: (string | number)[]): string[] {
-  let node = errors;
-  for (const key of path) node = isRecord(node) ? node[String(key)] : undefined;
-  const list = isRecord(node) && Array.isArray(node._errors) ? node._errors : [];
-  return list.flatMap((entry: unknown) => (isRecord(entry) && typeof entry.code === 'string' ? [entry.code] : []));
-}
 
 const GENERATE = {
   name: 'video',
@@ -97,21 +79,23 @@ describe('registering localized commands', () => {
   });
 
   it('refuses a locale Discord does not have, naming it', async () => {
-    const refused = await refusal([
-      generateWith((command) => Object.assign(command.options[0]!.description_localizations, { pt_BR: 'Gerar' })),
-    ]);
+    const refused = await refusal(
+      register([generateWith((command) => Object.assign(command.options[0]!.description_localizations, { pt_BR: 'Gerar' }))]),
+    );
     expect(refused).toMatchObject({ status: 400, code: 50035 });
     expect(codesAt(refused.errors, 0, 'options', 0, 'description_localizations', 'pt_BR')).toEqual(['BASE_TYPE_CHOICES']);
   });
 
   it("refuses a slash command name that breaks Discord's rule in any language: capitals, spaces, over 32", async () => {
-    const refused = await refusal([
-      generateWith((command) => {
-        command.name_localizations.de = 'Video';
-        command.options[0]!.name_localizations.ja = '動画 生成';
-        command.options[0]!.options[0]!.name_localizations['pt-BR'] = 'a'.repeat(33);
-      }),
-    ]);
+    const refused = await refusal(
+      register([
+        generateWith((command) => {
+          command.name_localizations.de = 'Video';
+          command.options[0]!.name_localizations.ja = '動画 生成';
+          command.options[0]!.options[0]!.name_localizations['pt-BR'] = 'a'.repeat(33);
+        }),
+      ]),
+    );
     expect(refused).toMatchObject({ status: 400, code: 50035 });
     // The command's own localized names are named as a whole, an option's by locale.
     expect(codesAt(refused.errors, 0, 'name_localizations')).toEqual(['APPLICATION_COMMAND_INVALID_NAME']);
@@ -120,14 +104,16 @@ describe('registering localized commands', () => {
   });
 
   it('refuses descriptions and choice names out of 1 to 100 characters in any language, and a message command name over 32', async () => {
-    const refused = await refusal([
-      generateWith((command) => {
-        command.description_localizations.de = '';
-        command.options[0]!.options[0]!.description_localizations['es-ES'] = 'x'.repeat(101);
-        command.options[0]!.options[0]!.choices[0]!.name_localizations.ja = '秒'.repeat(101);
-      }),
-      { ...ANIMATE, name_localizations: { de: 'Ein Bild in ein bewegtes Video verwandeln' } },
-    ]);
+    const refused = await refusal(
+      register([
+        generateWith((command) => {
+          command.description_localizations.de = '';
+          command.options[0]!.options[0]!.description_localizations['es-ES'] = 'x'.repeat(101);
+          command.options[0]!.options[0]!.choices[0]!.name_localizations.ja = '秒'.repeat(101);
+        }),
+        { ...ANIMATE, name_localizations: { de: 'Ein Bild in ein bewegtes Video verwandeln' } },
+      ]),
+    );
     expect(codesAt(refused.errors, 0, 'description_localizations', 'de')).toEqual(['BASE_TYPE_BAD_LENGTH']);
     expect(codesAt(refused.errors, 0, 'options', 0, 'options', 0, 'description_localizations', 'es-ES')).toEqual(['BASE_TYPE_BAD_LENGTH']);
     expect(codesAt(refused.errors, 0, 'options', 0, 'options', 0, 'choices', 0, 'name_localizations', 'ja')).toEqual([
@@ -138,7 +124,7 @@ describe('registering localized commands', () => {
 
   it('keeps the commands registered before a refused overwrite', async () => {
     await register([GENERATE]);
-    await refusal([generateWith((command) => Object.assign(command.name_localizations, { klingon: 'vid' }))]);
+    await refusal(register([generateWith((command) => Object.assign(command.name_localizations, { klingon: 'vid' }))]));
     expect(discord.commands(guild.id).map((command) => command.name)).toEqual(['video']);
   });
 });

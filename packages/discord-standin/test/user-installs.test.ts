@@ -5,7 +5,6 @@ import {
   ChatInputCommandInteraction,
   Client,
   ContextMenuCommandBuilder,
-  DiscordAPIError,
   Events,
   GatewayIntentBits,
   InteractionContextType,
@@ -18,7 +17,6 @@ import {
   type Interaction,
 } from 'discord.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isRecord } from '../src/lib/json.ts';
 import {
   startDiscordStandIn,
   USER_INSTALL_FOLLOW_UP_LIMIT,
@@ -27,6 +25,7 @@ import {
   type TestGuild,
   type User,
 } from '../src/index.ts';
+import { codesAt, refusal } from './refusals.ts';
 
 // User installs against the real discord.js: commands registered with `integration_types` and `contexts`,
 // a user who installed the app for themselves running them in the bot's DM, in a server the bot is not
@@ -106,24 +105,6 @@ afterAll(async () => {
   await client?.destroy();
   await discord?.close();
 });
-
-/** What Discord answered a request it refused; fails the test when it was taken. */
-async function refusal(request: Promise<unknown>): Promise<{ status: number; code: number | string; errors: unknown }> {
-  try {
-    await request;
-  } catch (error) {
-    if (!(error instanceof DiscordAPIError)) throw error;
-    return { status: error.status, code: error.code, errors: 'errors' in error.rawError ? error.rawError.errors : undefined };
-  }
-  throw new Error('the stand-in took a request Discord refuses');
-}
-
-function codesAt(errors: unknown, ...path: (string | number)[]): string[] {
-  let node = errors;
-  for (const key of path) node = isRecord(node) ? node[String(key)] : undefined;
-  const list = isRecord(node) && Array.isArray(node._errors) ? node._errors : [];
-  return list.flatMap((entry: unknown) => (isRecord(entry) && typeof entry.code === 'string' ? [entry.code] : []));
-}
 
 describe('registering commands for user installs', () => {
   it('keeps integration_types and contexts as given, and defaults integration_types to the server install', () => {

@@ -1,6 +1,6 @@
 import { isRecord } from '../lib/json.ts';
 import type { StoredAttachment } from '../world/state.ts';
-import { FieldErrorList, badLength, fieldError, required, tooLong, type FieldErrors, type FieldPath } from './errors.ts';
+import { FieldErrorList, badLength, fieldError, required, tooLong, typeChoices, type FieldErrors, type FieldPath } from './errors.ts';
 
 // A message's components as Discord checks them, with and without the IS_COMPONENTS_V2 flag
 // (README.md, "Components V2"): which component may sit where, how many, how much text, and which
@@ -73,11 +73,6 @@ export interface ComponentCheck {
   editing?: MessageBefore | undefined;
   /** The filenames an `attachment://<name>` may name: the files uploaded with the request and those the message keeps. */
   attachable: ReadonlySet<string>;
-}
-
-function typeChoices(path: FieldPath, allowed: readonly number[]): FieldErrors {
-  const choices = allowed.length === 1 ? `${allowed[0]},` : allowed.join(', ');
-  return fieldError(path, 'UNION_TYPE_CHOICES', `Value of field "type" must be one of (${choices}).`);
 }
 
 function used(value: unknown): boolean {

@@ -37,6 +37,12 @@ export function badLength(path: FieldPath, min: number, max: number): FieldError
   return fieldError(path, 'BASE_TYPE_BAD_LENGTH', `Must be between ${min} and ${max} in length.`);
 }
 
+/** A component whose `type` may not sit there; Discord lists the allowed types as a Python tuple, `(4,)` for one. */
+export function typeChoices(path: FieldPath, allowed: readonly number[]): FieldErrors {
+  const choices = allowed.length === 1 ? `${allowed[0]},` : allowed.join(', ');
+  return fieldError(path, 'UNION_TYPE_CHOICES', `Value of field "type" must be one of (${choices}).`);
+}
+
 export function required(path: FieldPath): FieldErrors {
   return fieldError(path, 'BASE_TYPE_REQUIRED', 'This field is required');
 }

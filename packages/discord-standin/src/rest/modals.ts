@@ -1,6 +1,6 @@
 import { isRecord } from '../lib/json.ts';
 import { COMPONENT } from './components.ts';
-import { FieldErrorList, badLength, fieldError, required, tooLong, type FieldErrors, type FieldPath } from './errors.ts';
+import { FieldErrorList, badLength, fieldError, required, tooLong, typeChoices, type FieldErrors, type FieldPath } from './errors.ts';
 
 // A modal (interaction callback type 9) as Discord checks it: a title, one to five top-level
 // components (labels wrapping an input, text displays, or the older action rows of a text input), and
@@ -35,10 +35,6 @@ const IN_LABEL: readonly number[] = [
   C.checkbox,
 ];
 const TEXT_INPUT_STYLES: readonly unknown[] = [1, 2];
-
-function typeChoices(path: FieldPath, allowed: readonly number[]): FieldErrors {
-  return fieldError(path, 'UNION_TYPE_CHOICES', `Value of field "type" must be one of (${allowed.join(', ')}).`);
-}
 
 function outOfRange(path: FieldPath, min: number, max: number): FieldErrors {
   return fieldError(path, 'NUMBER_TYPE_OUT_OF_RANGE', `Int value should be between ${min} and ${max}.`);

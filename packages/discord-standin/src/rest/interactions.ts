@@ -1,7 +1,7 @@
 import type { EventEmitter } from 'node:events';
 import { isRecord } from '../lib/json.ts';
 import type { ParsedBody } from './body.ts';
-import { RestError, tooLong, type FieldErrors } from './errors.ts';
+import { RestError, invalidFormBody, tooLong, type FieldErrors } from './errors.ts';
 import type { MessageStore } from './messages.ts';
 import { modalErrors } from './modals.ts';
 import type { Message, StandInState } from '../world/state.ts';
@@ -153,7 +153,7 @@ export class Interactions {
     const dataBody: ParsedBody = { json: data, files: body.files };
     // A refused response acknowledges nothing: checked before it is recorded.
     const errors = this.#responseErrors(type, dataBody, record);
-    if (errors) throw new RestError(400, 50035, 'Invalid Form Body', { data: errors });
+    if (errors) throw invalidFormBody({ data: errors });
     const callback: Callback = { type, data, at: Date.now() };
     record.callbacks.push(callback);
 

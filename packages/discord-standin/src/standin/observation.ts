@@ -120,10 +120,7 @@ export class StandInObservation implements Waiting {
 
   /** The messages in the user's DM with the bot (none when it was never opened). */
   directMessages(userId: string): Message[] {
-    const { state } = this.#parts;
-    const dm = [...state.privateChannels.values()].find(
-      (channel) => channel.type === 1 && channel.recipientIds.includes(userId) && channel.recipientIds.includes(state.botUser.id),
-    );
+    const dm = this.#parts.state.openBotDm(userId);
     return dm ? this.messages(dm.id) : [];
   }
 

@@ -289,10 +289,17 @@ export class StandInState {
     return guild.members.has(this.botUser.id);
   }
 
-  /** The bot's DM with a user, opened the first time it is needed (as Discord opens it). */
-  botDm(userId: string): PrivateChannel {
+  /** The bot's DM with a user if it was ever opened. */
+  openBotDm(userId: string): PrivateChannel | undefined {
     for (const channel of this.privateChannels.values())
       if (channel.type === 1 && channel.recipientIds.includes(userId) && channel.recipientIds.includes(this.botUser.id)) return channel;
+    return undefined;
+  }
+
+  /** The bot's DM with a user, opened the first time it is needed (as Discord opens it). */
+  botDm(userId: string): PrivateChannel {
+    const open = this.openBotDm(userId);
+    if (open) return open;
     const channel: PrivateChannel = { id: snowflake(), type: 1, recipientIds: [userId, this.botUser.id] };
     this.privateChannels.set(channel.id, channel);
     return channel;

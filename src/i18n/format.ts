@@ -7,6 +7,7 @@ import type { Locale } from './locale.ts';
 const numberFormats = new Map<string, Intl.NumberFormat>();
 const dateFormats = new Map<string, Intl.DateTimeFormat>();
 const listFormats = new Map<string, Intl.ListFormat>();
+const relativeFormats = new Map<string, Intl.RelativeTimeFormat>();
 
 function cached<F>(cache: Map<string, F>, locale: Locale, options: object, make: () => F): F {
   const key = `${locale}|${JSON.stringify(options)}`;
@@ -59,6 +60,12 @@ export function formatDuration(locale: Locale, seconds: number, unitDisplay: 'lo
   if (parts.length === 0) return formatNumber(locale, 0, { style: 'unit', unit: 'second', unitDisplay });
   const options: Intl.ListFormatOptions = { type: 'unit', style: unitDisplay };
   return cached(listFormats, locale, options, () => new Intl.ListFormat(locale, options)).format(parts);
+}
+
+/** A time from now as the locale says it: `in 3 hours`, `in 3 Stunden`, `3 時間後`. */
+export function formatRelativeTime(locale: Locale, value: number, unit: Intl.RelativeTimeFormatUnit): string {
+  const options: Intl.RelativeTimeFormatOptions = { numeric: 'always' };
+  return cached(relativeFormats, locale, options, () => new Intl.RelativeTimeFormat(locale, options)).format(value, unit);
 }
 
 /** Items as the locale lists them: `a, b and c`, `a, b oder c` (`disjunction`), `a、b、c`. */

@@ -9,7 +9,7 @@ import { chooseLocale, ENGLISH, type Audience, type Locale } from './locale.ts';
 // each language's rules. `npm run check` keeps the catalogs in step (scripts/check-catalogs).
 
 export { ENGLISH, type Audience, type Locale } from './locale.ts';
-export { formatDate, formatDuration, formatList, formatNumber, formatUsd, languageName } from './format.ts';
+export { formatDate, formatDuration, formatList, formatNumber, formatRelativeTime, formatUsd, languageName } from './format.ts';
 
 /** A message of the catalogs: the English catalog's keys, so a typo is a type error. */
 export type MessageKey = keyof typeof englishCatalog;

@@ -1,4 +1,4 @@
-import { formatDuration, t, type Locale } from '../i18n/index.ts';
+import { formatDuration, formatRelativeTime, t, type Locale } from '../i18n/index.ts';
 
 // What a conversation says, in its text channel and aloud, when its budget is about to run out and when
 // it has. The reason comes from the spending port ("Your daily budget on this server ($1.00) is used
@@ -57,17 +57,10 @@ export function spokenTimes(locale: Locale, text: string, now: number): string {
   return text.replace(DISCORD_TIMESTAMP, (_match, seconds: string) => inWords(locale, Number(seconds) * 1000 - now));
 }
 
-const RELATIVE = new Map<string, Intl.RelativeTimeFormat>();
-
 function inWords(locale: Locale, ms: number): string {
-  let format = RELATIVE.get(locale);
-  if (!format) {
-    format = new Intl.RelativeTimeFormat(locale, { numeric: 'always' });
-    RELATIVE.set(locale, format);
-  }
   const minutes = Math.max(1, Math.round(ms / 60_000));
-  if (minutes < 60) return format.format(minutes, 'minute');
+  if (minutes < 60) return formatRelativeTime(locale, minutes, 'minute');
   const hours = Math.round(minutes / 60);
-  if (hours < 48) return format.format(hours, 'hour');
-  return format.format(Math.round(hours / 24), 'day');
+  if (hours < 48) return formatRelativeTime(locale, hours, 'hour');
+  return formatRelativeTime(locale, Math.round(hours / 24), 'day');
 }

@@ -367,18 +367,9 @@ export class VoiceService {
       const encryption = await session.encryptionSettled(ENCRYPTION_JOIN_WAIT_MS);
       // The channel's posts: the server's language, whoever asked.
       const channelLocale = this.#locale(guildId);
-      if (resumed) {
-        session.announce(t(this.#spokenLocale(guildId, settings), 'voice.spoken.back'));
-        await this.#say(
-          textChannelId,
-          `${t(channelLocale, 'voice.back', { channel: `<#${voiceChannelId}>` })}\n${describeCallEncryption(channelLocale, encryption)}`,
-        );
-      } else {
-        await this.#say(
-          textChannelId,
-          `${t(channelLocale, 'voice.joined', { channel: `<#${voiceChannelId}>` })}\n${describeCallEncryption(channelLocale, encryption)}`,
-        );
-      }
+      if (resumed) session.announce(t(this.#spokenLocale(guildId, settings), 'voice.spoken.back'));
+      const listening = t(channelLocale, resumed ? 'voice.back' : 'voice.joined', { channel: `<#${voiceChannelId}>` });
+      await this.#say(textChannelId, `${listening}\n${describeCallEncryption(channelLocale, encryption)}`);
       // After the channel heard that the bot listens: a budget with under a minute left is warned of at once.
       void meter?.start();
       return { ok: true, encryption };
@@ -594,7 +585,8 @@ export class VoiceService {
    * to (`/voice settings language`, else the server's).
    */
   #spokenLocale(guildId: string, settings: Pick<VoiceSettings, 'language'>): Locale {
-    return settings.language === undefined ? this.#locale(guildId) : resolveLocale(settings.language, this.#locale(guildId), 'member');
+    // Without a language of its own, resolveLocale falls back to the server's (a supported locale already).
+    return resolveLocale(settings.language, this.#locale(guildId), 'member');
   }
 
   async #say(channelId: string, content: string): Promise<string | undefined> {

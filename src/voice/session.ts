@@ -878,11 +878,12 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
     live.client.createResponse();
   }
 
-  /** Tells the channel, unless the same was told a moment ago (a failing session repeats itself). */
+  /** The language of what the session says in the text channel. */
   get #locale(): Locale {
     return this.#options.locale ?? ENGLISH;
   }
 
+  /** Tells the channel, unless the same was told a moment ago (a failing session repeats itself). */
   #tell(message: string): void {
     const now = Date.now();
     for (const [told, at] of this.#told) if (now - at >= PROBLEM_REPEAT_MS) this.#told.delete(told);

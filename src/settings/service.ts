@@ -112,11 +112,6 @@ function withHistory(next: GuildSettings, current: GuildSettings, by: string, ch
 
 type ServerKey = Result<{ key: string }, { reason: 'undecryptable' | 'no-secret' }>;
 
-const PROBLEM_MESSAGES = { 'no-key': 'noKey', undecryptable: 'unreadable', 'no-secret': 'secretRemoved' } as const satisfies Record<
-  GatewayAccessProblem,
-  KeyMessage
->;
-
 /** A stored key that cannot be opened, said in `locale`. */
 function cannotOpen(locale: Locale): ServerKey {
   return { ok: false, reason: 'undecryptable', message: keyMessage(locale, 'unreadable') };
@@ -372,11 +367,11 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
 
   /** `/config show`'s key line: which key serves the server (its own, the operator's, or none) and why. */
   async describeKeyInUse(guildId: string, locale: Locale = ENGLISH): Promise<string> {
-    const [{ key }, access] = await Promise.all([this.get(guildId), this.resolveGatewayAccess(guildId)]);
+    const [{ key }, access] = await Promise.all([this.get(guildId), this.resolveGatewayAccess(guildId, locale)]);
     const own = key && t(locale, 'config.key.own', { lastFour: key.lastFour, by: `<@${key.setBy}>`, when: discordRelativeTime(key.setAt) });
     if (access.ok && access.source === 'server') return t(locale, 'config.key.in-use.server', { own: own ?? '' }).trim();
     if (access.ok) return t(locale, 'config.key.in-use.operator');
-    if (own) return t(locale, 'config.key.in-use.broken', { own, why: keyMessage(locale, PROBLEM_MESSAGES[access.reason]) });
+    if (own) return t(locale, 'config.key.in-use.broken', { own, why: access.message });
     return t(locale, 'config.key.in-use.none');
   }
 

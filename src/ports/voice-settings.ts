@@ -3,12 +3,14 @@
 
 /** `server`: the gateway's voice activity detection; `discord`: a turn ends when Discord says everyone stopped. */
 export type TurnDetectionMode = 'server' | 'discord';
+export const TURN_DETECTION_MODES: readonly TurnDetectionMode[] = ['server', 'discord'];
 
 /**
  * When the bot answers a turn. `auto`: every turn with one person in the channel, only turns that name
  * it with two or more; `always` and `when_named` fix one of those.
  */
 export type RespondMode = 'auto' | 'always' | 'when_named';
+export const RESPOND_MODES: readonly RespondMode[] = ['auto', 'always', 'when_named'];
 
 export interface VoiceSettings {
   voice: string;

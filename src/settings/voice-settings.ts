@@ -4,13 +4,16 @@ import { BUILT_IN_VOICES, isVoiceId, realtimeModelNames } from '../gateway/spec.
 import type { SubcommandDefinition } from '../discord/command-options.ts';
 import { refuse, type Result } from '../lib/result.ts';
 import { ENGLISH, formatNumber, languageName, SUPPORTED_LOCALES, t, translator, type Locale } from '../i18n/index.ts';
-import type { RespondMode, TurnDetectionMode, VoiceSettings } from '../ports/voice-settings.ts';
+import {
+  RESPOND_MODES,
+  TURN_DETECTION_MODES,
+  type RespondMode,
+  type TurnDetectionMode,
+  type VoiceSettings,
+} from '../ports/voice-settings.ts';
 
 // How a server's voice conversations behave, kept with the rest of its settings and changed with /voice
 // settings; the voice part reads them through the VoiceSettingsSource port.
-
-export const TURN_DETECTION_MODES: readonly TurnDetectionMode[] = ['server', 'discord'];
-export const RESPOND_MODES: readonly RespondMode[] = ['auto', 'always', 'when_named'];
 
 export const VOICE_LIMITS = {
   vadThreshold: { min: 0.05, max: 1 },

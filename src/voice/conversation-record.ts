@@ -1,6 +1,6 @@
 import { isRecord, readArray, readBoolean, readNumber, readString } from '../lib/json.ts';
 import type { Logger } from '../lib/log.ts';
-import type { RespondMode, TurnDetectionMode, VoiceSettings } from '../ports/voice-settings.ts';
+import { RESPOND_MODES, TURN_DETECTION_MODES, type VoiceSettings } from '../ports/voice-settings.ts';
 import type { Collection } from '../store/index.ts';
 
 // A live conversation as the store keeps it (one record per server): enough to bring it back after a
@@ -53,9 +53,6 @@ export function withTurn(turns: readonly RecordedTurn[], turn: RecordedTurn): Re
   return kept;
 }
 
-const TURN_DETECTION: readonly TurnDetectionMode[] = ['server', 'discord'];
-const RESPOND: readonly RespondMode[] = ['auto', 'always', 'when_named'];
-
 function parseSettings(raw: unknown): VoiceSettings {
   const text = (key: string) => {
     const value = readString(raw, key);
@@ -67,8 +64,8 @@ function parseSettings(raw: unknown): VoiceSettings {
     if (value === undefined) throw new Error(`settings.${key} must be a number`);
     return value;
   };
-  const turnDetection = TURN_DETECTION.find((mode) => mode === readString(raw, 'turnDetection'));
-  const respond = RESPOND.find((mode) => mode === readString(raw, 'respond'));
+  const turnDetection = TURN_DETECTION_MODES.find((mode) => mode === readString(raw, 'turnDetection'));
+  const respond = RESPOND_MODES.find((mode) => mode === readString(raw, 'respond'));
   const transcripts = readBoolean(raw, 'transcripts');
   const wakeWords = readArray(raw, 'wakeWords');
   if (!turnDetection || !respond || transcripts === undefined || !wakeWords?.every((word) => typeof word === 'string'))

@@ -1,5 +1,6 @@
 import { isRecord, readArray, readBoolean, readNumber, readString } from '../lib/json.ts';
 import type { Logger } from '../lib/log.ts';
+import { SUPPORTED_LOCALES } from '../i18n/index.ts';
 import { RESPOND_MODES, TURN_DETECTION_MODES, type VoiceSettings } from '../ports/voice-settings.ts';
 import type { Collection } from '../store/index.ts';
 
@@ -71,6 +72,8 @@ function parseSettings(raw: unknown): VoiceSettings {
   if (!turnDetection || !respond || transcripts === undefined || !wakeWords?.every((word) => typeof word === 'string'))
     throw new Error('settings.turnDetection, respond, transcripts or wakeWords is not what the bot writes');
   const tools = readBoolean(raw, 'tools');
+  // The conversation's language (`/voice settings language`): one the bot speaks, else the server's.
+  const language = SUPPORTED_LOCALES.find((locale) => locale === readString(raw, 'language'));
   return {
     voice: text('voice'),
     instructions: text('instructions'),
@@ -83,6 +86,7 @@ function parseSettings(raw: unknown): VoiceSettings {
     respond,
     wakeWords: wakeWords.filter((word) => typeof word === 'string'),
     ...(tools === undefined ? {} : { tools }),
+    ...(language === undefined ? {} : { language }),
   };
 }
 

@@ -164,6 +164,28 @@ describe('a voice conversation across a restart', () => {
     expect(discord.botVoiceChannel(guild.id)).toBeUndefined();
   }, 30_000);
 
+  it('comes back speaking the language /voice settings chose for the conversation', async () => {
+    const guild = discord.createGuild();
+    await memberInVoice(guild);
+    await settings.changeVoiceSettings(guild.id, { language: 'de' }, guild.admin.id);
+    const first = startService();
+    expect(await first.join(guild.id, guild.voiceChannelId, guild.textChannelId, guild.member.id)).toMatchObject({ ok: true });
+    await recordedTurns(guild.id, 0);
+    await first.stopAll();
+    expect(await records.get(guild.id)).toMatchObject({ restarting: true, settings: { language: 'de' } });
+
+    const second = startService();
+    const sessions = emulator.realtime.sessions.length;
+    expect(await second.resume()).toBe(1);
+    const resumed = emulator.realtime.sessions[sessions]!;
+    await emulator.realtime.waitForClientEvent(
+      (_candidate, session) => session === resumed && forcedLines(resumed).length > 0,
+      BACK_WITHIN_MS,
+    );
+    expect(forcedLines(resumed)).toEqual(['Ich bin zurück. Wo waren wir?']);
+    expect(await second.leave(guild.id, { why: 'asked', by: 'test' })).toBe(true);
+  }, 30_000);
+
   it('gives the earlier turns in the instructions when the gateway takes no message items', async () => {
     const guild = discord.createGuild();
     await memberInVoice(guild);

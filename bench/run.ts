@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { benchmarkChartBesideVoice, printChartBesideVoiceReport } from './chart-beside-voice.ts';
 import { CRASH_STORES, benchmarkCrashes, printCrashReport } from './crash.ts';
 import { benchmarkDelivery, printDeliveryReport } from './delivery.ts';
 import { benchmarkFirstFrame, printFirstFrameReport } from './first-frame.ts';
@@ -8,7 +9,7 @@ import { benchmarkVoice, printVoiceReport } from './voice.ts';
 import { benchmarkVoiceAddressing, printVoiceAddressingReport } from './voice-addressing.ts';
 import { benchmarkVoiceCapacity, benchmarkVoiceMetering, printVoiceCapacityReport, printVoiceMeteringReport } from './voice-capacity.ts';
 
-// `npm run bench [-- --only video|delivery|voice|voice-addressing|voice-capacity|voice-metering|spend|crash|first-frame] [--tasks N] [--turns N] [--kills N] [--seed N]
+// `npm run bench [-- --only video|delivery|voice|voice-addressing|voice-capacity|voice-metering|spend|crash|first-frame|chart] [--tasks N] [--turns N] [--kills N] [--seed N]
 // [--store sqlite|redis] [--video-mb N] [--workers N] [--submissions N]`: every benchmark, figures as ratios against baselines measured in the same run.
 // The video benchmark runs its tasks through one process and then through --workers workers (default 2,
 // one shard each; 1: the single process only), both on a Redis of its own, or with --store sqlite on
@@ -36,10 +37,21 @@ if (stores.length === 0) {
 const only = values.only;
 if (
   only !== undefined &&
-  !['video', 'delivery', 'voice', 'voice-addressing', 'voice-capacity', 'voice-metering', 'spend', 'crash', 'first-frame'].includes(only)
+  ![
+    'video',
+    'delivery',
+    'voice',
+    'voice-addressing',
+    'voice-capacity',
+    'voice-metering',
+    'spend',
+    'crash',
+    'first-frame',
+    'chart',
+  ].includes(only)
 ) {
   process.stderr.write(
-    `--only must be video, delivery, voice, voice-addressing, voice-capacity, voice-metering, spend, crash or first-frame (got ${only})\n`,
+    `--only must be video, delivery, voice, voice-addressing, voice-capacity, voice-metering, spend, crash, first-frame or chart (got ${only})\n`,
   );
   process.exit(2);
 }
@@ -71,6 +83,10 @@ if (!only || only === 'voice-addressing') {
 
 if (!only || only === 'voice-capacity') {
   printVoiceCapacityReport(await benchmarkVoiceCapacity());
+}
+
+if (!only || only === 'chart') {
+  printChartBesideVoiceReport(await benchmarkChartBesideVoice());
 }
 
 if (only === 'voice-metering') {

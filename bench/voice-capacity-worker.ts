@@ -2,7 +2,9 @@ import { readFile, readdir, writeFile } from 'node:fs/promises';
 import { Session } from 'node:inspector/promises';
 import { PerformanceObserver, monitorEventLoopDelay } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
+import { resolveLocale } from '../src/i18n/index.ts';
 import { isRecord, readNumber, readRecord, readString } from '../src/lib/json.ts';
+import { SpendChartDrawer } from '../src/settings/spend-chart-drawer.ts';
 import { encodePcmToOpusPackets, speechLikeTone, trustCertificateInThisProcess } from 'discord-standin';
 import { CountingVoiceSpending, voiceMeterStarter } from './voice-meter.ts';
 import { baselineCpuMs, gc, openConversation, type BotConversation, type FarEndControl } from './voice-rig.ts';
@@ -103,6 +105,30 @@ function threadShares(before: Map<string, number>, after: Map<string, number>, w
     if (share > 0) shares[name] = share;
   }
   return shares;
+}
+
+/** A month of a server's spend, as a manager's /usage draws it. */
+const CHART_DAYS = Array.from({ length: 30 }, (_, index) => ({
+  day: new Date(Date.UTC(2026, 10, 1 + index)).toISOString().slice(0, 10),
+  videoUsd: (index % 7) * 1.5,
+  voiceUsd: (index % 3) * 0.8,
+}));
+const charts = new SpendChartDrawer();
+
+/**
+ * This process's first chart, as the bot draws it (on a thread of its own) or as it drew it before (on the
+ * event loop, its libraries loaded there); how long it took. Each way once per process: the first is the one that loads.
+ */
+async function drawChart(onLoop: boolean): Promise<number> {
+  const started = performance.now();
+  const locale = resolveLocale('en-US', undefined, 'member');
+  if (onLoop) {
+    const { renderSpendChart } = await import('../src/settings/usage-chart.ts');
+    renderSpendChart(CHART_DAYS, { title: 'Spend', locale });
+  } else {
+    await charts.draw(CHART_DAYS, { title: 'Spend', locale });
+  }
+  return performance.now() - started;
 }
 
 function send(message: Record<string, unknown>): void {
@@ -233,6 +259,8 @@ async function handle(request: Record<string, unknown>): Promise<Record<string, 
       await writeFile(path, JSON.stringify(profile));
       return { path, cpuShare: (used.user + used.system) / 1000 / wallMs, systemShare: used.system / 1000 / wallMs, threads };
     }
+    case 'drawChart':
+      return { drawnMs: await drawChart(request.onLoop === true) };
     case 'meterCounts':
       return { starts: spending.starts, meters: spending.meters, meteredMs: spending.meteredMs };
     case 'leaveAll':

@@ -38,7 +38,7 @@ import type { BotPacketProblems } from 'discord-standin';
 // Finally a window near the one-worker limit is profiled (V8's CPU profiler, as --cpu-prof runs it) and its
 // self time summed by module.
 
-const WINDOW_SECONDS = 10;
+export const WINDOW_SECONDS = 10;
 const WARM_UP_SECONDS = 2;
 export const LATENCY_BOUND_MS = 40;
 export const CPU_BOUND_SHARE = 0.9;
@@ -320,8 +320,11 @@ export class CapacityRig {
     return results;
   }
 
-  /** One window with the first `count` conversations talking, the baseline measured just before it. */
-  async measure(count: number): Promise<CapacityStep> {
+  /**
+   * One window with the first `count` conversations talking, the baseline measured just before it;
+   * `during`, when given, runs inside the window beside them (the window lasts until both are done).
+   */
+  async measure(count: number, during?: () => Promise<unknown>): Promise<CapacityStep> {
     await this.ensure(count);
     const seats = this.seats.slice(0, count);
     const baselines: number[] = [];
@@ -332,7 +335,7 @@ export class CapacityRig {
     const machineBefore = await machineCpu();
     const wallStart = performance.now();
     await Promise.all(this.workers.map((worker) => worker.request({ op: 'windowStart' })));
-    const results = await this.#converse(seats, WINDOW_SECONDS);
+    const [results] = await Promise.all([this.#converse(seats, WINDOW_SECONDS), during?.()]);
     const ends = await Promise.all(
       this.workers.map((worker, index) => {
         const mine = seats.filter((seat) => seat.worker === index).map((seat) => [seat.guildId, results.get(seat.guildId) ?? {}] as const);
@@ -578,7 +581,7 @@ export async function benchmarkVoiceCapacity(
 const percent = (share: number) => `${(share * 100).toFixed(1)}%`;
 
 /** A step in two lines: the bot's figures and the verdict, then the machine around it. */
-function stepLine(step: CapacityStep): string {
+export function stepLine(step: CapacityStep): string {
   const workers = step.workerShares.map((share, index) => `${percent(share)} (${step.workerConversations[index]})`).join(' + ');
   const ms = (latency: Latency) => `${latency.p50.toFixed(0)}/${latency.p99.toFixed(0)} ms`;
   return (

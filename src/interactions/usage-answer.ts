@@ -15,7 +15,11 @@ export async function answerUsage(interaction: ChatInputCommandInteraction, serv
   const manager = !userInstallUse(interaction) && isServerManager(interaction);
   const view = await services.settings.spending.usage(scopeOf(interaction), interaction.user.id, manager);
   const locale = memberLocale(interaction);
-  const chart = await usageChart(locale, view);
+  // The report is what the member asked for; a chart that cannot be drawn leaves it without one, not unanswered.
+  const chart = await usageChart(locale, view).catch((error: unknown) => {
+    services.log.warn('usage chart not drawn', { error });
+    return undefined;
+  });
   await answerPrivately(interaction, {
     content: formatUsage(locale, view),
     ...(chart ? { files: [{ name: CHART_FILENAME, data: chart }] } : {}),

@@ -1,6 +1,7 @@
 import { formatDate, formatDuration, t, type Locale, type Translate, translator } from '../i18n/index.ts';
 import { formatCostIn } from '../wording/cost.ts';
 import { describeBudget } from './budgets.ts';
+import { SpendChartDrawer } from './spend-chart-drawer.ts';
 import { discordRelativeTime } from './limits.ts';
 import type { UsageView } from './spending.ts';
 import { spentTicks, totalUsage, type UsageCount } from './usage.ts';
@@ -112,11 +113,14 @@ function userInstallLimitLines(locale: Locale, room: UserInstallRoom): string[] 
   return lines.length > 0 ? lines : [t(locale, 'user-install.usage.no-limits')];
 }
 
-/** The chart of the server's last 30 days, for a view that has the server's, in the reader's language. */
+/** One drawing thread per process, started with the first chart a manager asks for. */
+const charts = new SpendChartDrawer();
+
+/**
+ * The chart of the server's last 30 days, for a view that has the server's, in the reader's language;
+ * drawn off the event loop, and rejected with why when it cannot be drawn in time.
+ */
 export async function usageChart(locale: Locale, view: UsageView): Promise<Buffer | undefined> {
   if (!view.server) return undefined;
-  // echarts and resvg are most of a second of CPU to load, a third of the bot's start: they are loaded
-  // with the first chart a manager asks for, not by every process that starts (most never draw one).
-  const { renderSpendChart } = await import('./usage-chart.ts');
-  return renderSpendChart(view.server.days, { title: t(locale, 'usage.chart.title'), locale });
+  return charts.draw(view.server.days, { title: t(locale, 'usage.chart.title'), locale });
 }

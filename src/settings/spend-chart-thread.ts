@@ -1,0 +1,82 @@
+import { readlinkSync } from 'node:fs';
+import { setPriority } from 'node:os';
+import { parentPort } from 'node:worker_threads';
+import { isRecord } from '../lib/json.ts';
+import { resolveLocale, type Locale } from '../i18n/index.ts';
+import { renderSpendChart, type SpendDay } from './usage-chart.ts';
+
+// The thread that draws /usage's chart (spend-chart-drawer.ts starts it): echarts and resvg load here,
+// about a second of CPU, and each chart is tens of milliseconds more, none of it on the event loop that
+// answers members and plays voice frames every 20 ms. Requests come from the bot's own thread; they are
+// still read with checks, as everything that crosses a boundary is.
+
+/** Below the bot's 0 (19 is the lowest): the thread gets the CPU the event loop leaves. */
+const THREAD_NICENESS = 10;
+
+export interface ChartRequest {
+  id: number;
+  days: SpendDay[];
+  title?: string;
+  locale: Locale;
+}
+
+export type ChartAnswer = { id: number; png: Uint8Array } | { id: number; error: string };
+
+/**
+ * On Linux a thread has a CPU priority of its own, set through its thread id (`/proc/thread-self` names
+ * it): this lowers this thread's only, not the process's. Elsewhere the chart runs at the bot's priority.
+ */
+function lowerThisThreadsPriority(): void {
+  try {
+    const threadId = Number(readlinkSync('/proc/thread-self').split('/').at(-1));
+    if (Number.isInteger(threadId)) setPriority(threadId, THREAD_NICENESS);
+  } catch {
+    // Not Linux (no /proc/thread-self), or not allowed: the chart is drawn at the bot's priority.
+  }
+}
+
+function readDay(value: unknown): SpendDay | undefined {
+  if (!isRecord(value)) return undefined;
+  const { day, videoUsd, voiceUsd } = value;
+  return typeof day === 'string' && typeof videoUsd === 'number' && typeof voiceUsd === 'number' ? { day, videoUsd, voiceUsd } : undefined;
+}
+
+function readRequest(message: unknown): ChartRequest | undefined {
+  if (!isRecord(message) || typeof message.id !== 'number' || typeof message.locale !== 'string' || !Array.isArray(message.days))
+    return undefined;
+  const days = message.days.map(readDay);
+  if (days.some((day) => day === undefined)) return undefined;
+  return {
+    id: message.id,
+    days: days.filter((day) => day !== undefined),
+    // A locale the bot speaks, as the request named it (it came from one).
+    locale: resolveLocale(message.locale, undefined, 'member'),
+    ...(typeof message.title === 'string' ? { title: message.title } : {}),
+  };
+}
+
+function answer(request: ChartRequest): ChartAnswer {
+  try {
+    const png = renderSpendChart(request.days, {
+      locale: request.locale,
+      ...(request.title === undefined ? {} : { title: request.title }),
+    });
+    return { id: request.id, png };
+  } catch (error) {
+    return { id: request.id, error: error instanceof Error ? error.message : String(error) };
+  }
+}
+
+if (parentPort) {
+  const port = parentPort;
+  lowerThisThreadsPriority();
+  port.on('message', (message: unknown) => {
+    const request = readRequest(message);
+    if (!request) {
+      port.postMessage({ id: isRecord(message) && typeof message.id === 'number' ? message.id : -1, error: 'not a chart request' });
+      return;
+    }
+    // Copied, not transferred: a picture is tens of kilobytes, and resvg's buffer is not ours to detach.
+    port.postMessage(answer(request));
+  });
+}

@@ -72,6 +72,9 @@ const NOTO_SANS_JP: ChartFont = {
   titleWeight: 400,
 };
 
+/** Every font file a chart may read, whatever its language: the image must keep each of them. */
+export const CHART_FONT_FILES: readonly string[] = [...ROBOTO.files, ...NOTO_SANS_JP.files];
+
 function fontFor(locale: Locale): ChartFont {
   return locale.split('-')[0] === 'ja' ? NOTO_SANS_JP : ROBOTO;
 }

@@ -49,7 +49,8 @@ export const FIRST_FRAME_LIMITS: FirstFrameLimits = {
 
 /** The package that holds the decoder: optional (README, "Third-party licences"). */
 const CORE_PACKAGE = '@ffmpeg/core';
-const DECODER = fileURLToPath(new URL('./first-frame-decoder.ts', import.meta.url));
+/** The decoder's program, run from the bot's own source folder (the image copies it with the rest of src). */
+export const FIRST_FRAME_DECODER = fileURLToPath(new URL('./first-frame-decoder.ts', import.meta.url));
 /**
  * How the decoder is run: with the Node running the bot, stripping types as scripts/node does. Its own
  * JavaScript needs little (the core's memory is wasm memory, outside V8's heap limits). `--liftoff-only`:
@@ -137,7 +138,7 @@ export class FirstFrames {
     const maxAnswerBytes = Math.ceil(maxFrameBytes / 3) * 4 + ANSWER_OVERHEAD_BYTES;
     return new Promise((resolve) => {
       // No environment of the bot's: the decoder needs none, and the bot's secrets stay with the bot.
-      const child = spawn(process.execPath, [...DECODER_NODE_OPTIONS, DECODER, JSON.stringify(settings)], {
+      const child = spawn(process.execPath, [...DECODER_NODE_OPTIONS, FIRST_FRAME_DECODER, JSON.stringify(settings)], {
         env: {},
         stdio: ['ignore', 'pipe', 'pipe'],
       });

@@ -6,7 +6,6 @@ import {
   TRANSLATED_LOCALES,
   formatDate,
   formatDuration,
-  formatNumber,
   formatUsd,
   resolveLocale,
   t,
@@ -72,13 +71,23 @@ describe('a message', () => {
 });
 
 describe('numbers, dollars, dates and durations', () => {
-  it('are written as each language writes them', () => {
-    expect(formatNumber(de, 1234.5)).toBe('1.234,5');
-    expect(formatUsd(ENGLISH, 1234.5)).toBe('$1,234.50');
+  it('bill in dollars in every language, the currency the gateway charges in', () => {
+    for (const locale of SUPPORTED_LOCALES) expect(formatUsd(locale, 1234.5), locale).toMatch(/\$/);
     expect(formatUsd(de, 1234.5)).toBe(`1.234,50${NBSP}$`);
     expect(formatUsd(ptBR, 0.42)).toBe(`US$${NBSP}0,42`);
-    expect(formatDate(de, Date.UTC(2025, 2, 4, 15, 30))).toBe('04.03.2025, 15:30');
-    expect(formatDate(ja, new Date(Date.UTC(2025, 2, 4)), { dateStyle: 'long' })).toBe('2025年3月4日');
+  });
+
+  it("write the bot's days in UTC, whatever the machine's time zone", () => {
+    const zone = process.env.TZ;
+    process.env.TZ = 'Pacific/Auckland';
+    try {
+      // 23:30 UTC on 4 March is already 5 March in Auckland; the bot's budgets and reports count UTC days.
+      expect(formatDate(de, Date.UTC(2025, 2, 4, 23, 30))).toBe('04.03.2025, 23:30');
+      expect(formatDate(ja, new Date(Date.UTC(2025, 2, 4, 23, 30)), { dateStyle: 'long' })).toBe('2025年3月4日');
+    } finally {
+      if (zone === undefined) delete process.env.TZ;
+      else process.env.TZ = zone;
+    }
   });
 
   it('say a duration with its units and plurals, its empty units left out', () => {
@@ -89,11 +98,13 @@ describe('numbers, dollars, dates and durations', () => {
     expect(formatDuration(ja, 61, 'short')).toBe('1 分 1 秒');
   });
 
-  it('word costs in English exactly as formatCost() does, and in other languages as they write money', () => {
-    for (const ticks of [0, 1, 0.42 * USD_TICKS, 1234.5 * USD_TICKS]) {
-      expect(formatCostIn(ENGLISH, ticks)).toBe(formatCost(ticks));
-      expect(formatEstimateIn(ENGLISH, ticks)).toBe(formatEstimate(ticks));
-    }
+  it('word a cost under a cent as under a cent, never as nothing, and an estimate as about', () => {
+    expect(formatCost(0)).toBe('$0.00');
+    expect(formatCost(1)).toBe('under $0.01');
+    expect(formatCost(0.42 * USD_TICKS)).toBe('$0.42');
+    expect(formatCost(1234.5 * USD_TICKS)).toBe('$1,234.50');
+    expect(formatEstimate(0.4 * USD_TICKS)).toBe('about $0.40');
+    expect(formatEstimate(1)).toBe('under $0.01');
     expect(formatCostIn(fr, 0.42 * USD_TICKS)).toBe(`0,42${NBSP}$US`);
     expect(formatCostIn(de, 1)).toBe(`unter 0,01${NBSP}$`);
     expect(formatEstimateIn(ja, 0.4 * USD_TICKS)).toBe('約 $0.40');

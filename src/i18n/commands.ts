@@ -1,5 +1,5 @@
 import type { APIApplicationCommandOptionChoice, LocalizationMap } from 'discord.js';
-import { ENGLISH, TRANSLATED_LOCALES, isMessageKey, t, type MessageKey, type MessageValues } from './index.ts';
+import { ENGLISH, TRANSLATED_LOCALES, isMessageKey, t, tChosenKey, type MessageKey, type MessageValues } from './index.ts';
 
 // Commands in every language the bot speaks: Discord shows each member a command's, subcommand's, option's
 // and choice's name and description in their own language when the registration carries it
@@ -30,7 +30,7 @@ interface NamedBuilder {
 
 /** `key` in every locale besides English, as Discord takes it. */
 export function localizations(key: MessageKey, values?: MessageValues): LocalizationMap {
-  return Object.fromEntries(TRANSLATED_LOCALES.map((locale) => [locale, t(locale, key, values)]));
+  return Object.fromEntries(TRANSLATED_LOCALES.map((locale) => [locale, tChosenKey(locale, key, values)]));
 }
 
 /** A path built at run time (a definition's), checked against the catalogs: a missing one stops the start. */
@@ -57,7 +57,7 @@ function checkedName(builder: NamedBuilder, key: NamedKey): MessageKey {
 export function localized<B extends DescribedBuilder>(builder: B, key: DescribedKey, values?: MessageValues): B {
   builder.setNameLocalizations(localizations(checkedName(builder, key)));
   const description: MessageKey = `${key}.description`;
-  builder.setDescription(t(ENGLISH, description, values));
+  builder.setDescription(tChosenKey(ENGLISH, description, values));
   builder.setDescriptionLocalizations(localizations(description, values));
   return builder;
 }
@@ -74,7 +74,7 @@ export function localizedChoice<V extends string | number>(
   key: MessageKey,
   values?: MessageValues,
 ): APIApplicationCommandOptionChoice<V> {
-  return { name: t(ENGLISH, key, values), name_localizations: localizations(key, values), value };
+  return { name: tChosenKey(ENGLISH, key, values), name_localizations: localizations(key, values), value };
 }
 
 /**

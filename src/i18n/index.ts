@@ -3,6 +3,7 @@ import type englishCatalog from './catalogs/en.json';
 import { readCatalogFiles, type Catalog } from './catalog-files.ts';
 import { PARSE_OPTIONS } from './check.ts';
 import { chooseLocale, ENGLISH, type Audience, type Locale } from './locale.ts';
+import type { MessagePlaceholders } from './message-values.ts';
 
 // What the bot says, in the member's or the server's language: ICU MessageFormat messages from the catalogs
 // (src/i18n/catalogs/<locale>.json), formatted by intl-messageformat, so plurals, numbers and dates follow
@@ -17,7 +18,18 @@ export type MessageKey = keyof typeof englishCatalog;
 /** What a message's placeholders are filled with. */
 export type MessageValues = Readonly<Record<string, string | number | Date>>;
 
-export type Translate = (key: MessageKey, values?: MessageValues) => string;
+/**
+ * The values `t()` takes after a key: none for a message without placeholders, else each of its own
+ * (message-values.ts, generated from the English catalog), so a value left out fails the type check. A key
+ * chosen at run time among several takes what any of them takes.
+ */
+export type ValuesOf<K extends MessageKey> = K extends MessageKey
+  ? MessagePlaceholders[K] extends undefined
+    ? []
+    : [values: MessagePlaceholders[K]]
+  : never;
+
+export type Translate = <K extends MessageKey>(key: K, ...values: ValuesOf<K>) => string;
 
 const CATALOG_DIRECTORY = new URL('./catalogs/', import.meta.url);
 
@@ -69,12 +81,20 @@ function compiledMessage(locale: Locale, key: MessageKey): IntlMessageFormat {
 }
 
 /** The message `key` in `locale`, its placeholders filled from `values`; a placeholder left without a value throws. */
-export function t(locale: Locale, key: MessageKey, values?: MessageValues): string {
+export function t<K extends MessageKey>(locale: Locale, key: K, ...values: ValuesOf<K>): string {
+  return tChosenKey(locale, key, values[0]);
+}
+
+/**
+ * `t` for a key chosen at run time among keys whose placeholders differ (a command's description, found
+ * from its path): no type holds its values, so a missing one is caught only as `t` catches it, by throwing.
+ */
+export function tChosenKey(locale: Locale, key: MessageKey, values?: MessageValues): string {
   const formatted = compiledMessage(locale, key).format<string>(values);
   return Array.isArray(formatted) ? formatted.join('') : String(formatted);
 }
 
 /** `t` bound to one locale, for code that says several things to the same reader. */
 export function translator(locale: Locale): Translate {
-  return (key, values) => t(locale, key, values);
+  return (key, ...values) => t(locale, key, ...values);
 }

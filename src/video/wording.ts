@@ -1,7 +1,7 @@
 import { DiscordAPIError, HTTPError } from 'discord.js';
 import { GatewayError } from '../gateway/errors.ts';
 import type { VideoOperation } from '../gateway/spec.ts';
-import { formatNumber, translator, type Locale, type MessageKey } from '../i18n/index.ts';
+import { formatNumber, translator, type Locale } from '../i18n/index.ts';
 import { jobEstimateTicks, jobSize, type FormEstimate } from './plan.ts';
 import { formatCostIn, formatEstimateIn } from '../wording/cost.ts';
 import { describeGatewayError, withRequestId } from '../wording/gateway-errors.ts';
@@ -21,9 +21,10 @@ export function describeExpiredAttachments(locale: Locale, operation: TaskRecord
 /** Vary's note on its card, in `locale`: why the variant's first frame was not sent. */
 export function describeVaryNote(locale: Locale, note: VaryNote): string {
   const tr = translator(locale);
-  const key: MessageKey = `video.card.vary-note.${note.reason}`;
   const broken = note.broken && (describeStoredIssue(locale, note.broken) ?? note.broken.rule);
-  return tr('video.card.vary-note', { reason: tr(key, note.reason === 'no-image' ? { message: broken ?? '' } : undefined) });
+  const reason =
+    note.reason === 'no-image' ? tr('video.card.vary-note.no-image', { message: broken ?? '' }) : tr(`video.card.vary-note.${note.reason}`);
+  return tr('video.card.vary-note', { reason });
 }
 
 /** A member pressed a button under someone else's video on a server that keeps them to the video's owner. */

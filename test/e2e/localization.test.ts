@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDiscordStandIn, type DiscordStandIn } from 'discord-standin';
 import { EDIT_MAX_SECONDS, MAX_REFERENCE_AUDIO_SECONDS } from '../../src/gateway/spec.ts';
-import { TRANSLATED_LOCALES, isMessageKey, resolveLocale, t, type Locale, type MessageValues } from '../../src/i18n/index.ts';
+import { TRANSLATED_LOCALES, isMessageKey, resolveLocale, tChosenKey, type Locale, type MessageValues } from '../../src/i18n/index.ts';
 import { isRecord } from '../../src/lib/json.ts';
 import { STORAGE_MAX_DAYS } from '../../src/settings/guild-settings.ts';
 import { cleanupBotDirectories, startBot, type BotProcess } from '../support/bot-process.ts';
@@ -106,7 +106,7 @@ describe('the registered commands', () => {
         const locale: Locale = resolveLocale(code, undefined, 'member');
         const got = map[code];
         const expected =
-          text.key === undefined ? undefined : isMessageKey(text.key) ? t(locale, text.key, text.values) : `a message ${text.key}`;
+          text.key === undefined ? undefined : isMessageKey(text.key) ? tChosenKey(locale, text.key, text.values) : `a message ${text.key}`;
         if (typeof got !== 'string' || got === '') wrong.push(`${text.where} (${code}): none`);
         else if (expected !== undefined && got !== expected) wrong.push(`${text.where} (${code}): ${got}, the catalog says ${expected}`);
         else if (text.key === undefined && got !== map[ISSUE_LOCALES[0] ?? ''])

@@ -100,8 +100,20 @@ export function describePrices(table: PriceTable, locale: Locale = ENGLISH): str
   ];
 }
 
-function price(value: unknown, field: string, problems: string[]): number | undefined {
-  if (typeof value === 'number' && Number.isFinite(value) && value >= 0) return value;
+/**
+ * The most a second of video or a minute of voice may be priced at: far above any provider's price, and
+ * low enough that every estimate (a few minutes of video at most, voice budgets' hours) is a finite
+ * number of cents that a record can hold. A larger figure is a typo (1e308, a price per hour), and an
+ * estimate from it would be infinite or absurd.
+ */
+export const MAX_PRICE_USD = 100;
+
+function price(value: unknown, field: string, unit: 'second' | 'minute', problems: string[]): number | undefined {
+  if (typeof value === 'number' && Number.isFinite(value) && value >= 0) {
+    if (value <= MAX_PRICE_USD) return value;
+    problems.push(`${field} must be at most ${MAX_PRICE_USD} dollars a ${unit} (got ${value})`);
+    return undefined;
+  }
   problems.push(`${field} must be a price in dollars, 0 or more (got ${JSON.stringify(value) ?? 'nothing'})`);
   return undefined;
 }
@@ -155,7 +167,7 @@ export function parsePrices(text: string, defaults: PriceTable = DEFAULT_PRICES)
         problems.push(`${field}.${resolution} is not a resolution (${RESOLUTIONS.join(', ')})`);
         continue;
       }
-      const amount = price(value, `${field}.${resolution}`, problems);
+      const amount = price(value, `${field}.${resolution}`, 'second', problems);
       if (amount !== undefined) perSecondUsd[known] = amount;
     }
     video.set(model, { perSecondUsd });
@@ -163,7 +175,7 @@ export function parsePrices(text: string, defaults: PriceTable = DEFAULT_PRICES)
 
   const voice = new Map(defaults.voice);
   for (const [model, entry] of modelEntries(root.voice, 'voice', problems)) {
-    const amount = price(entry.per_minute_usd, `voice.${model}.per_minute_usd`, problems);
+    const amount = price(entry.per_minute_usd, `voice.${model}.per_minute_usd`, 'minute', problems);
     if (amount !== undefined) voice.set(model, { perMinuteUsd: amount });
   }
 

@@ -145,6 +145,19 @@ describe('PRICES_FILE over the defaults', () => {
       '{"video": {"*": {"per_second_usd": {"480p": 1e400}}}}',
       'video.*.per_second_usd.480p must be a price in dollars, 0 or more (got null)',
     ],
+    // A finite price past any provider's gives infinite or absurd estimates: refused, naming the field.
+    [
+      '{"video": {"*": {"per_second_usd": {"720p": 1e308}}}}',
+      'video.*.per_second_usd.720p must be at most 100 dollars a second (got 1e+308)',
+    ],
+    [
+      '{"video": {"*": {"per_second_usd": {"480p": 100.01}}}}',
+      'video.*.per_second_usd.480p must be at most 100 dollars a second (got 100.01)',
+    ],
+    [
+      '{"voice": {"gpt-voice": {"per_minute_usd": 1e20}}}',
+      'voice.gpt-voice.per_minute_usd must be at most 100 dollars a minute (got 100000000000000000000)',
+    ],
     ['{"video": {"*": {"per_second_usd": {"4k": 0.5}}}}', 'video.*.per_second_usd.4k is not a resolution (480p, 720p, 1080p)'],
     [
       '{"video": {"*": {"per_second": {"480p": 0.05}}}}',
@@ -167,6 +180,12 @@ describe('PRICES_FILE over the defaults', () => {
       'voice.*.per_minute_usd must be a price in dollars, 0 or more (got nothing)',
     ]);
     expect(problems('{"video": ')).toEqual([expect.stringMatching(/^it is not JSON \(/)]);
+  });
+
+  it('accepts the most a price may be, and its estimates are finite cents', () => {
+    const prices = table('{"video": {"*": {"per_second_usd": {"1080p": 100}}}, "voice": {"*": {"per_minute_usd": 100}}}');
+    expect(estimateVideoTicks(prices, { model: 'any', operation: 'generate', resolution: '1080p', duration: 15 })).toBe(1500 * USD_TICKS);
+    expect(Number.isSafeInteger(1500 * USD_TICKS)).toBe(true);
   });
 
   it('accepts a price of 0: a model the operator does not pay for', () => {

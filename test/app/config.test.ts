@@ -169,6 +169,70 @@ describe('configuration from the environment', () => {
     expect(problems.join('\n')).not.toContain(secret.slice(0, 10));
   });
 
+  it('names every problem at once, each with its variable and why, in the order of the README', () => {
+    const result = loadConfig(
+      {
+        GATEWAY_BASE_URL: 'ftp://gw',
+        GATEWAY_LAYER: 'v2',
+        KEY_ENCRYPTION_SECRET_PREVIOUS: 'an-old-secret-value',
+        TASK_POLL_INTERVAL_MS: '5s',
+        SHARD_COUNT: 'two',
+        SHARD_IDS: 'auto-ordinal',
+        OPS_PORT: '70000',
+        USER_INSTALLS: 'yes',
+        DOWNLOAD_ALLOWED_HOSTS: '10.0.0.5,storage.internal/videos',
+      },
+      () => 'laptop',
+    );
+    const problems = [
+      'DISCORD_TOKEN is required: the bot token from the Discord developer portal.',
+      'GATEWAY_BASE_URL must be an http(s) URL (got "ftp://gw").',
+      'GATEWAY_LAYER must be "compat" or "native" (got "v2").',
+      'KEY_ENCRYPTION_SECRET_PREVIOUS is set without KEY_ENCRYPTION_SECRET: set the new secret too, or remove the previous one.',
+      'TASK_POLL_INTERVAL_MS must be a whole number of milliseconds, at least 100 (got "5s").',
+      'SHARD_COUNT must be "auto" (Discord\'s recommendation) or a whole number of shards from 1 to 10000 (got "two").',
+      expect.stringMatching(
+        /^SHARD_IDS=auto-ordinal takes the machine's ordinal from POD_INDEX, .* the host name "laptop" ends in no number/,
+      ),
+      'OPS_PORT must be a TCP port from 1 to 65535 (0: any free port, logged) for /healthz, /readyz and /metrics, or unset to serve none (got "70000").',
+      'USER_INSTALLS must be "on" or "off" (got "yes").',
+      expect.stringMatching(/^DOWNLOAD_ALLOWED_HOSTS must be a comma-separated list .* \(got "storage\.internal\/videos"\)\.$/),
+    ];
+    expect(result).toEqual({ ok: false, problems, message: expect.any(String) });
+    expect(!result.ok && result.message.split('\n')).toEqual(problems);
+  });
+
+  it('names a problem between two variables beside those of each one', () => {
+    const problems = problemsOf({
+      ...minimal,
+      SHARD_COUNT: '4',
+      SHARD_IDS: '2-5',
+      SHARDS_PER_PROCESS: 'two',
+      PRICES_FILE: join(tmpdir(), 'no-such-prices-file.json'),
+    });
+    expect(problems).toEqual([
+      'SHARD_IDS names shard 5, but SHARD_COUNT is 4 (shards 0 to 3).',
+      'SHARDS_PER_PROCESS must be a whole number of shards per worker process, at least 1 (got "two").',
+      expect.stringMatching(/^PRICES_FILE cannot be read \(.*no-such-prices-file\.json: .*ENOENT/),
+    ]);
+  });
+
+  it.each([
+    ['the encryption secret, too short', { KEY_ENCRYPTION_SECRET: 'tooshort-7f3a' }, 'tooshort-7f3a'],
+    ['the previous secret, without the new one', { KEY_ENCRYPTION_SECRET_PREVIOUS: 'previous-secret-9c2e51' }, 'previous-secret-9c2e51'],
+    ['the password in STORE_URL', { STORE_URL: 'redis://bot:hunter2-password@' }, 'hunter2-password'],
+    [
+      'the token and the key, beside other problems',
+      { DISCORD_TOKEN: 'token-d41d8cd9', GATEWAY_API_KEY: 'key-8f00b204', LOG_LEVEL: 'loud' },
+      'd41d8cd9',
+    ],
+    ['the key, beside other problems', { GATEWAY_API_KEY: 'key-8f00b204', GATEWAY_LAYER: 'v9' }, '8f00b204'],
+  ])('never shows %s in a problem', (_what, secrets, secret) => {
+    const problems = problemsOf({ ...minimal, ...secrets, GATEWAY_VENDOR: 'two words' });
+    expect(problems.length).toBeGreaterThan(1);
+    expect(problems.join('\n')).not.toContain(secret);
+  });
+
   it('reads .env under the environment, which wins', () => {
     const directory = mkdtempSync(join(tmpdir(), 'env-'));
     const file = join(directory, '.env');

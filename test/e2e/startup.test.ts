@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { cleanupBotDirectories, startBot, type BotProcess } from '../support/bot-process.ts';
 import { startOwnRedis } from '../support/redis-server.ts';
@@ -65,6 +68,21 @@ describe('starting the bot with bad configuration', () => {
     expect(bot.output()).toContain('2 worker processes on this machine');
     expect(bot.output()).toContain('Set STORE_URL=redis://');
     expect(bot.logs.some((line) => line.msg === 'worker started')).toBe(false);
+  });
+
+  it('refuses a price no provider charges (1e308 a second), naming PRICES_FILE and the field', async () => {
+    const directory = mkdtempSync(join(tmpdir(), 'prices-'));
+    try {
+      const prices = join(directory, 'prices.json');
+      writeFileSync(prices, '{"video": {"*": {"per_second_usd": {"720p": 1e308}}}}');
+      const bot = startBot({ env: { DISCORD_TOKEN: 'discord-token-value', GATEWAY_BASE_URL: UNUSED_GATEWAY, PRICES_FILE: prices } });
+      expect(await bot.exited).toBe(2);
+      expect(bot.output()).toContain(
+        `PRICES_FILE (${prices}): video.*.per_second_usd.720p must be at most 100 dollars a second (got 1e+308)`,
+      );
+    } finally {
+      rmSync(directory, { recursive: true, force: true });
+    }
   });
 
   it('names SHARD_IDS when it names a shard past SHARD_COUNT', async () => {

@@ -1,4 +1,5 @@
 import type { AutocompleteInteraction } from 'discord.js';
+import { graphemePrefix } from '../lib/text.ts';
 
 // Discord refuses an autocomplete answer with more than 25 suggestions or a name over 100 characters
 // (400 / 50035): every answer goes through suggest(), which keeps within both.
@@ -16,7 +17,7 @@ export async function suggest(interaction: AutocompleteInteraction, choices: rea
   await interaction.respond(
     choices.slice(0, MAX_AUTOCOMPLETE_CHOICES).map((choice) => {
       const { name, value } = typeof choice === 'string' ? { name: choice, value: choice } : choice;
-      return { name: name.slice(0, MAX_CHOICE_NAME_LENGTH), value };
+      return { name: graphemePrefix(name, MAX_CHOICE_NAME_LENGTH), value };
     }),
   );
 }

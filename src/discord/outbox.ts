@@ -13,6 +13,7 @@ import {
 } from 'discord.js';
 import { isRecord, readArray, readRecord, readString } from '../lib/json.ts';
 import { onceUntilFailure } from '../lib/once-until-failure.ts';
+import { graphemePrefix } from '../lib/text.ts';
 
 // What the background services send to Discord, through the bot's REST client: status cards edited
 // through the interaction token while it lives (15 min) and as channel messages after, and results
@@ -98,7 +99,7 @@ export const MAX_CONTENT_LENGTH = 2000;
 
 /**
  * `content` in messages Discord takes, in order: cut at the last line break or space of each piece when
- * one falls in its second half, else at the limit (never inside a surrogate pair).
+ * one falls in its second half, else at the limit (between whole characters).
  */
 function splitContent(content: string): string[] {
   const pieces: string[] = [];
@@ -106,8 +107,7 @@ function splitContent(content: string): string[] {
   while (rest.length > MAX_CONTENT_LENGTH) {
     const window = rest.slice(0, MAX_CONTENT_LENGTH);
     const space = Math.max(window.lastIndexOf('\n'), window.lastIndexOf(' '));
-    let end = space >= MAX_CONTENT_LENGTH / 2 ? space : MAX_CONTENT_LENGTH;
-    if (end === MAX_CONTENT_LENGTH && /[\uD800-\uDBFF]/.test(rest.charAt(end - 1))) end--;
+    const end = space >= MAX_CONTENT_LENGTH / 2 ? space : graphemePrefix(rest, MAX_CONTENT_LENGTH).length || MAX_CONTENT_LENGTH;
     pieces.push(rest.slice(0, end));
     rest = end === space ? rest.slice(end + 1) : rest.slice(end);
   }

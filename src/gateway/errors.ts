@@ -20,6 +20,7 @@
 import { redact } from '../lib/log.ts';
 import { describeIssueInEnglish, type ValidationIssue } from './validation-issues.ts';
 import { isRecord, readNumber, readRecord, readString, type JsonRecord, parseJsonText } from '../lib/json.ts';
+import { graphemePrefix } from '../lib/text.ts';
 
 export interface GatewayErrorDetails {
   status?: number | undefined;
@@ -238,7 +239,7 @@ export interface ErrorResponse {
 
 function snippet(text: string): string {
   const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length > MAX_SNIPPET ? `${flat.slice(0, MAX_SNIPPET)}…` : flat;
+  return flat.length > MAX_SNIPPET ? `${graphemePrefix(flat, MAX_SNIPPET)}…` : flat;
 }
 
 /** Turns any HTTP error answer, JSON or not, into the matching GatewayApiError. Never throws. */

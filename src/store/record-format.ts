@@ -1,5 +1,6 @@
 import type { DeserializedData } from 'keyv';
 import { isRecord } from '../lib/json.ts';
+import { graphemePrefix } from '../lib/text.ts';
 
 // How a record is written as text, in Keyv's format, `{ value, expires }` (expires: ms since the epoch, or
 // none), so that a record written by Keyv or natively (the atomic steps) reads the same; and how stored
@@ -32,7 +33,7 @@ const QUOTED_MAX_CHARS = 40;
 
 function quote(value: unknown): string {
   const text = JSON.stringify(value) ?? String(value);
-  return text.length > QUOTED_MAX_CHARS ? `${text.slice(0, QUOTED_MAX_CHARS)}…` : text;
+  return text.length > QUOTED_MAX_CHARS ? `${graphemePrefix(text, QUOTED_MAX_CHARS)}…` : text;
 }
 
 /** Keyv's reviver: what its serializer escaped (strings starting with `:`, Buffers) read back. */

@@ -11,6 +11,7 @@ import { SubmissionRefusedError } from './submit.ts';
 import { formatEstimate } from '../wording/cost.ts';
 import { voiceRequestCard } from './status-card.ts';
 import { ENGLISH, type Locale } from '../i18n/index.ts';
+import { graphemePrefix } from '../lib/text.ts';
 
 // /video generate and /video status for a member who asked by voice: the same preparation, role rules,
 // limits, key and defaults as the command, and the same card (a channel message here, since there is
@@ -31,7 +32,7 @@ export interface VoiceVideoDeps {
 function describeTask(task: TaskRecord): string {
   const progress = task.state === 'running' && task.progress !== undefined ? `, ${Math.round(task.progress)}% done` : '';
   const posted = task.delivery.state === 'posted' ? ' The video is posted in the text channel.' : '';
-  return `Task ${task.id} ("${task.prompt.slice(0, 80)}") is ${task.state}${progress}.${posted}`;
+  return `Task ${task.id} ("${graphemePrefix(task.prompt, 80)}") is ${task.state}${progress}.${posted}`;
 }
 
 export class VoiceVideo implements VoiceVideoRequests {

@@ -40,6 +40,22 @@ describe('say', () => {
     expect(sent.map((message) => message.content).join(' ')).toBe(`**Bot**: ${words.join(' ')}`);
   });
 
+  it('cuts text without spaces between whole characters: every emoji arrives whole', async () => {
+    const channel = guild.textChannelId;
+    const before = discord.messages(channel).length;
+    // A family emoji is 11 UTF-16 units: 2,000 is no multiple of it, so a cut at the limit would split one.
+    const family = '👨‍👩‍👧‍👦';
+    const text = family.repeat(400);
+    await outbox.say(channel, text);
+    const sent = discord.messages(channel).slice(before);
+    expect(sent.length).toBeGreaterThan(1);
+    for (const message of sent) {
+      expect(message.content.length).toBeLessThanOrEqual(MAX_CONTENT_LENGTH);
+      expect(message.content.replaceAll(family, '')).toBe('');
+    }
+    expect(sent.map((message) => message.content).join('')).toBe(text);
+  });
+
   it('sends a message that fits as one', async () => {
     const channel = guild.textChannelId;
     const before = discord.messages(channel).length;

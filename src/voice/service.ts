@@ -13,7 +13,9 @@ import { budgetSpent, budgetWarning } from './budget-notices.ts';
 import { ConversationMeter, type BudgetReasons } from './meter.ts';
 import { addressesBot, answersOnlyWhenNamed } from './addressing.ts';
 import { describeCallEncryption, type CallEncryption } from './call-encryption.ts';
-import { VoiceAccessError, VoiceSession, finalFailure, type VoiceFunctionCall, type VoiceSessionMetrics } from './session.ts';
+import { VoiceAccessError, finalFailure } from './realtime-errors.ts';
+import { VoiceSession } from './session.ts';
+import type { VoiceFunctionCall, VoiceSessionMetrics } from './session-options.ts';
 import { VOICE_TOOLS, runToolCall } from './tools.ts';
 import { ConversationRecorder, type ConversationRecord, type ConversationRecords, type RecordedTurn } from './conversation-record.ts';
 import type { Result } from '../lib/result.ts';
@@ -470,7 +472,7 @@ export class VoiceService {
     if (entry?.meter !== meter) return;
     const locale = this.#locale(guildId);
     const notice = budgetSpent(locale, reason, Date.now(), { locale: this.#spokenLocale(guildId, entry.settings), reason: spokenReason });
-    await entry.session.sayLast(notice.spoken, LAST_LINE_MAX_MS);
+    await entry.session.speakLast(notice.spoken, LAST_LINE_MAX_MS);
     if (this.#guilds.get(guildId) !== entry || !(await this.leave(guildId, { why: 'budget' }, false))) return;
     await this.#say(entry.textChannelId, t(locale, 'voice.stopped', { channel: `<#${entry.voiceChannelId}>`, reason: notice.text }));
   }
@@ -499,7 +501,7 @@ export class VoiceService {
         }
         const locale = this.#locale(guildId);
         await Promise.all([
-          entry.session.sayLast(t(this.#spokenLocale(guildId, entry.settings), 'voice.spoken.restarting'), RESTART_LINE_MAX_MS),
+          entry.session.speakLast(t(this.#spokenLocale(guildId, entry.settings), 'voice.spoken.restarting'), RESTART_LINE_MAX_MS),
           this.#say(entry.textChannelId, t(locale, 'voice.restarting', { channel: `<#${entry.voiceChannelId}>` })),
         ]);
         await this.#end(guildId, entry, 'the bot is restarting (coming back after it)', 'keep');

@@ -2,7 +2,8 @@ import { VoiceConnectionStatus, entersState, joinVoiceChannel, type VoiceConnect
 import { RealtimeClient } from '../../src/gateway/realtime/client.ts';
 import { silentLogger } from '../../src/lib/log.ts';
 import { defaultVoiceSettings } from '../../src/settings/voice-settings.ts';
-import { VoiceSession, type VoiceSessionOptions } from '../../src/voice/session.ts';
+import { VoiceSession } from '../../src/voice/session.ts';
+import type { VoiceSessionOptions } from '../../src/voice/session-options.ts';
 import { InProcessVoiceGateway, startVoiceServer, trustCertificateInThisProcess, type VoiceServer } from 'discord-standin';
 import { ScriptedRealtime, type ScriptedSocket } from './scripted-realtime.ts';
 

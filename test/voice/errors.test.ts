@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { RealtimeServerEvent } from '../../src/gateway/realtime/events.ts';
-import { isRoutineRealtimeError } from '../../src/voice/session.ts';
+import { isRoutineRealtimeError } from '../../src/voice/realtime-errors.ts';
 
-// Which realtime errors are told in the text channel: decided by what they mean, not by one server's codes.
+// Which realtime errors are told in the text channel: decided by their codes (the spec's and other realtime
+// services'), and only for a server that gives no code, by their words.
 
 function error(fields: Partial<Extract<RealtimeServerEvent, { type: 'error' }>>): Extract<RealtimeServerEvent, { type: 'error' }> {
   return { type: 'error', code: undefined, message: '', errorType: undefined, param: undefined, clientEventId: undefined, ...fields };
@@ -46,6 +47,12 @@ describe('routine realtime errors', () => {
     ['a quota problem', error({ code: 'insufficient_quota', message: 'You exceeded your current quota.' })],
     ['a server error', error({ code: 'server_error', message: 'The server had an error while processing your request.' })],
     ['a refused setting', error({ code: 'invalid_value', message: 'Invalid voice.', clientEventType: 'session.update' })],
+    [
+      'an expired API key, whose words say "expired" but whose code is no session limit',
+      error({ code: 'invalid_api_key', message: 'API key expired.' }),
+    ],
+    ['an expired API key from a server that gives no code', error({ message: 'Your API key has expired.' })],
+    ['an unknown code worded like a routine refusal', error({ code: 'busy', message: 'A response is already in progress.' })],
   ])('%s is told', (_label, event) => {
     expect(isRoutineRealtimeError(event)).toBe(false);
   });

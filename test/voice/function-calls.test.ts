@@ -6,7 +6,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { VoiceCaller, VoiceVideoRequest, VoiceVideoRequests } from '../../src/ports/voice-video.ts';
 import { samplesToBytes } from '../../src/voice/audio/format.ts';
-import type { VoiceFunctionCall, VoiceSession } from '../../src/voice/session.ts';
+import type { VoiceSession } from '../../src/voice/session.ts';
+import type { VoiceFunctionCall } from '../../src/voice/session-options.ts';
 import { runToolCall } from '../../src/voice/tools.ts';
 import { audible, generateTone, REALTIME_PCM, type VoiceServer } from 'discord-standin';
 import type { ScriptedRealtime, ScriptedSocket } from '../support/scripted-realtime.ts';

@@ -7,7 +7,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { samplesToBytes } from '../../src/voice/audio/format.ts';
 import type { VoiceSettings } from '../../src/ports/voice-settings.ts';
 import { defaultVoiceSettings } from '../../src/settings/voice-settings.ts';
-import type { VoiceSession, VoiceSessionMetrics, VoiceSessionOptions } from '../../src/voice/session.ts';
+import type { VoiceSession } from '../../src/voice/session.ts';
+import type { VoiceSessionMetrics, VoiceSessionOptions } from '../../src/voice/session-options.ts';
 import {
   analyzeTone,
   audible,
@@ -150,6 +151,16 @@ describe('a voice session against a spec-faithful gateway', () => {
       'The voice model reported a problem: You exceeded your current quota.',
       'The voice model reported a problem: The server had an error.',
     ]);
+  });
+
+  it('posts an expired API key in the channel: it is not a session reaching its time limit', async () => {
+    const { socket, problems } = await startSession();
+    socket.send({
+      type: 'error',
+      error: { type: 'invalid_request_error', code: 'invalid_api_key', message: 'API key expired.', param: null, event_id: null },
+    });
+    await realtime.waitFor(() => (problems.length >= 1 ? true : undefined), 'the problem posted');
+    expect(problems).toEqual(['The voice model reported a problem: API key expired.']);
   });
 
   it('on a barge-in after a fast gateway delivered the whole answer: cancels, truncates to what was heard, and plays the next answer', async () => {

@@ -1,0 +1,64 @@
+import type { VoiceConnection } from '@discordjs/voice';
+import type { RealtimeClient, RealtimeSessionConfig } from '../gateway/realtime/client.ts';
+import type { RealtimeFunctionCall } from '../gateway/realtime/events.ts';
+import type { Logger } from '../lib/log.ts';
+import type { BotMetrics } from '../lib/metrics.ts';
+import type { VoiceSettings } from '../ports/voice-settings.ts';
+import type { Locale } from '../i18n/index.ts';
+import type { RenewalTimes } from './session-lifetime.ts';
+
+// What a voice session is given: its connection and settings, how to open a realtime session, and the
+// callbacks through which it tells the rest of the bot what happens in the conversation.
+
+/** A function call of the model, with who spoke the turn it answers. */
+export interface VoiceFunctionCall extends RealtimeFunctionCall {
+  /** The member whose audio made up most of the turn; undefined when nobody was heard. */
+  speakerId: string | undefined;
+}
+
+export interface VoiceSessionOptions {
+  guildId: string;
+  connection: VoiceConnection;
+  settings: VoiceSettings;
+  /**
+   * Opens a configured realtime session (the key, model and settings are the caller's business). `manual`:
+   * with `turn_detection: null`, the bot ending turns itself.
+   */
+  connectRealtime(manual: boolean): Promise<RealtimeClient>;
+  /** The session's configuration in either turn mode, sent when it switches between them. Without it the mode never changes. */
+  sessionConfig?(manual: boolean): RealtimeSessionConfig;
+  /** Answer only turns whose transcript names the bot (from the start; see `answerOnlyWhenNamed`). */
+  onlyWhenNamed?: boolean;
+  /** Whether a transcript names the bot. */
+  addressed?(transcript: string): boolean;
+  /** Runs a function the model called; resolves with the output the model is given (never rejects). */
+  onFunctionCall?(call: VoiceFunctionCall): Promise<string>;
+  log: Logger;
+  /** How long the gateway keeps a realtime session open (the spec: 120 minutes). */
+  sessionLimitMs: number;
+  /**
+   * Renewal: from `windowMs` before the limit at the first quiet moment, and at `marginMs` before it
+   * regardless. Defaults: a third of the limit (at most 10 minutes) and a tenth (at most a minute).
+   */
+  renewal?: RenewalTimes;
+  /** Backoff between attempts to reopen a lost realtime session, and how many attempts before giving up. */
+  reconnect: { baseMs: number; maxMs: number; maxAttempts: number };
+  /** The bot's own user id: its audio is never listened to. */
+  botUserId: string;
+  /** A line of the conversation; a user's line says whether the bot answers it. */
+  onTranscript?(speaker: 'user' | 'bot', text: string, answered: boolean): void;
+  /** A problem users should hear about, to post in the text channel (worded in `locale`). */
+  onProblem?(message: string): void;
+  /** The language of what the session posts in the text channel: the server's; default English. */
+  locale?: Locale;
+  /** The session could not be reopened and is closed: why, in a sentence to post in the text channel. */
+  onGiveUp?(reason: string): void;
+  /** Someone spoke or the bot answered: the channel is not idle. */
+  onActivity?(): void;
+  /** Counts frames each way, decryption failures, renewals and audio latency each way; default none. */
+  metrics?: VoiceSessionMetrics;
+  /** Timing hooks for benchmarks: a user's packet arrived (performance.now()), an append left with `frames` 20 ms frames. */
+  probe?: { onPacket?(receivedAt: number): void; onAppend?(frames: number, sentAt: number): void };
+}
+
+export type VoiceSessionMetrics = Pick<BotMetrics, 'voiceFrames' | 'voiceDecryptFailures' | 'realtimeRenewal' | 'voiceLatency'>;

@@ -1,42 +1,42 @@
-import { VoiceConnectionStatus, entersState, joinVoiceChannel, type VoiceConnection } from '@discordjs/voice';
-import { PermissionFlagsBits, type Client, type Guild, type GuildMember, type VoiceState } from 'discord.js';
-import { DISCORD_ERRORS, isDiscordError, type DiscordOutbox } from '../discord/outbox.ts';
-import { RealtimeClient, type RealtimeSessionConfig } from '../gateway/realtime/client.ts';
-import { backoffDelay, type BackoffPolicy } from '../lib/backoff.ts';
+import type { VoiceConnection } from '@discordjs/voice';
+import type { Client, Guild, VoiceState } from 'discord.js';
+import type { DiscordOutbox } from '../discord/outbox.ts';
 import { REALTIME_SESSION_MAX_MS } from '../gateway/spec.ts';
 import type { Logger } from '../lib/log.ts';
 import type { GatewayAccessResolver } from '../ports/gateway-access.ts';
-import type { VoiceCaller, VoiceVideoRequests } from '../ports/voice-video.ts';
+import type { VoiceVideoRequests } from '../ports/voice-video.ts';
 import type { VoiceSettings, VoiceSettingsSource } from '../ports/voice-settings.ts';
 import type { VoiceSpending } from '../ports/voice-spend.ts';
 import { budgetSpent, budgetWarning } from './budget-notices.ts';
 import { ConversationMeter, type BudgetReasons } from './meter.ts';
 import { addressesBot, answersOnlyWhenNamed } from './addressing.ts';
 import { describeCallEncryption, type CallEncryption } from './call-encryption.ts';
-import { VoiceAccessError, finalFailure } from './realtime-errors.ts';
+import { bringBack, type ComebackOptions } from './comeback.ts';
+import { finalFailure } from './realtime-errors.ts';
+import { RealtimeOpener } from './realtime-opener.ts';
 import { VoiceSession } from './session.ts';
-import type { VoiceFunctionCall, VoiceSessionMetrics } from './session-options.ts';
-import { VOICE_TOOLS, runToolCall } from './tools.ts';
-import { ConversationRecorder, type ConversationRecord, type ConversationRecords, type RecordedTurn } from './conversation-record.ts';
+import type { VoiceSessionMetrics } from './session-options.ts';
+import { runVoiceToolCall } from './tool-caller.ts';
+import { TranscriptThread } from './transcript-thread.ts';
+import { missingVoicePermissions, peopleIn, wakeWords } from './voice-channel.ts';
+import { connectToChannel, disconnect, watchConnection, type ConnectionEnd } from './voice-connection.ts';
+import { ConversationRecorder, type ConversationRecord, type ConversationRecords } from './conversation-record.ts';
 import type { Result } from '../lib/result.ts';
-import { ENGLISH, formatList, languageName, resolveLocale, SUPPORTED_LOCALES, t, type Locale } from '../i18n/index.ts';
+import { formatList, resolveLocale, SUPPORTED_LOCALES, t, type Locale } from '../i18n/index.ts';
 import type { BotMetrics } from '../lib/metrics.ts';
 
-// Voice conversations, one per server: joining and leaving, telling the text channel, leaving empty or
-// idle channels, transcripts in a thread, and spoken notices from the rest of the bot.
+// Voice conversations, one per server: joining and leaving, posting in the text channel, leaving empty
+// or idle channels, and spoken notices from the rest of the bot. A join is a sequence of steps (see
+// #join); the voice connection (voice-connection.ts), the realtime sessions (realtime-opener.ts), the
+// transcript (transcript-thread.ts) and the return after a restart (comeback.ts) are in files of their own.
 
-const JOIN_TIMEOUT_MS = 20_000;
 /** After joining an encrypted call, how long the bot waits for its keys (and the privacy code) before it answers. */
 const ENCRYPTION_JOIN_WAIT_MS = 3_000;
-/** A disconnected voice connection gets this long to start over (a move or a resume) before the bot gives up. */
-const DISCONNECTED_GRACE_MS = 5_000;
-/** A connection that is not Ready (rejoining, resuming) gets this long to be Ready again. */
-const RECOVERY_TIMEOUT_MS = JOIN_TIMEOUT_MS;
 
 /** Why a conversation ended, worded in the server's language when the text channel is told. */
 export type LeaveReason =
   | { why: 'asked'; by: string }
-  | { why: 'moving' | 'connection-ended' | 'connection-lost' | 'disconnected' | 'model-unavailable' | 'budget' | 'restarting' | 'empty' }
+  | { why: 'moving' | ConnectionEnd | 'model-unavailable' | 'budget' | 'restarting' | 'empty' }
   | { why: 'idle'; minutes: number };
 
 function leaveValues(reason: LeaveReason): { reason: string; by: string; minutes: number } {
@@ -50,8 +50,6 @@ function leaveValues(reason: LeaveReason): { reason: string; by: string; minutes
 const IDLE_CHECK_MS = 30_000;
 /** A lost realtime session is reopened at once, then after up to 0.5 s, 1 s, 2 s… 30 s (each cut by up to half at random); the conversation ends after 8 failed attempts. */
 const REALTIME_RECONNECT = { baseMs: 500, maxMs: 30_000, maxAttempts: 8 };
-/** Audio before the detected start of speech that server VAD keeps, so a turn's first syllable is not cut. */
-const VAD_PREFIX_PADDING_MS = 300;
 /** How often a conversation's session time is counted: a crash loses at most this much of it (the issue allows a minute). */
 const METER_HEARTBEAT_MS = 30_000;
 /** The longest the bot waits for its goodbye (why it leaves) to be heard before it leaves anyway. */
@@ -65,20 +63,14 @@ const RESTART_LINE_MAX_MS = 6_000;
 const RESTART_LINES: ReadonlySet<string> = new Set(
   SUPPORTED_LOCALES.flatMap((locale) => [t(locale, 'voice.spoken.restarting'), t(locale, 'voice.spoken.back')]),
 );
-/** How long a new realtime session gets to take the earlier turns as items before they go in its instructions instead. */
-const RESTORE_TIMEOUT_MS = 5_000;
-/** A conversation that cannot be brought back after a restart is tried this many times (across starts), then dropped. */
-const MAX_REJOIN_ATTEMPTS = 3;
-const REJOIN_BACKOFF: BackoffPolicy = { baseMs: 2_000, maxMs: 10_000, jitter: 0.25, spread: 'within-bounds' };
 
 interface GuildVoice {
   session: VoiceSession;
   connection: VoiceConnection;
   voiceChannelId: string;
   textChannelId: string;
-  transcriptThreadId: string | undefined;
-  /** The channel message the transcript thread starts from, once posted. */
-  transcriptAnchorId?: string;
+  /** Where the conversation's lines are posted, when its settings want a transcript. */
+  transcript: TranscriptThread;
   /** When someone last spoke or the bot last answered. */
   activity: { last: number };
   settings: VoiceSettings;
@@ -88,36 +80,28 @@ interface GuildVoice {
   recorder: ConversationRecorder | undefined;
 }
 
-/** What tells the model which language to answer in when the speaker's is unclear; the instruction itself stays English, which every model reads. */
-function languageInstruction(locale: string): string {
-  return `Answer in the language the speaker uses. If the speaker's language is unclear, answer in ${languageName(ENGLISH, locale)}.`;
+/** A join as asked for: by a member (`/voice join`), or by the bot bringing a conversation back after a restart. */
+interface JoinRequest {
+  guildId: string;
+  voiceChannelId: string;
+  textChannelId: string;
+  /** The member who brings the bot in, whose budget (and the server's) the conversation spends. */
+  userId: string;
+  /** The language a refusal is worded in. */
+  locale: Locale;
+  /**
+   * The record of a conversation a restart interrupted, brought back with its settings, its transcript
+   * thread and its earlier turns in the new realtime session's context.
+   */
+  resumed: ConversationRecord | undefined;
 }
 
-/** The earlier turns in words, for a gateway that does not take them as conversation items. */
-function earlierTurnsNote(turns: readonly RecordedTurn[]): string {
-  const lines = turns.map((turn) => `${turn.speaker === 'user' ? 'Member' : 'You'}: ${turn.text}`);
-  return `You were restarted in the middle of this conversation. What was said before, oldest first:\n${lines.join('\n')}`;
-}
-
-/** What the bot needs in a voice channel, by the name the catalogs give each (`voice.permission`). */
-const VOICE_PERMISSIONS = [
-  ['view', PermissionFlagsBits.ViewChannel],
-  ['connect', PermissionFlagsBits.Connect],
-  ['speak', PermissionFlagsBits.Speak],
-] as const;
-
-type VoicePermission = (typeof VOICE_PERMISSIONS)[number][0];
-
-/**
- * What the bot lacks to talk in a voice channel, from the cached roles and overwrites. Discord does not
- * answer a join without Connect at all (the connection would just time out), and without Speak the bot
- * would listen but never be heard. Unknown (the bot's member not cached): nothing is reported missing.
- */
-function missingVoicePermissions(guild: Guild, channelId: string): VoicePermission[] {
-  const me = guild.members.me;
-  const permissions = me ? guild.channels.cache.get(channelId)?.permissionsFor(me) : undefined;
-  if (!permissions) return [];
-  return VOICE_PERMISSIONS.filter(([, flag]) => !permissions.has(flag)).map(([name]) => name);
+/** The first realtime session of a conversation, opened. */
+interface StartedSession {
+  session: VoiceSession;
+  meter: ConversationMeter | undefined;
+  /** When someone last spoke or the bot last answered. */
+  activity: { last: number };
 }
 
 export type JoinResult = Result<{ alreadyThere: true } | { alreadyThere?: false; encryption: CallEncryption }>;
@@ -180,244 +164,244 @@ export class VoiceService {
    */
   async join(guildId: string, voiceChannelId: string, textChannelId: string, userId: string, memberLocale?: Locale): Promise<JoinResult> {
     // A refusal goes to the member who asked, in their language (the server's when not told).
-    return this.#join(guildId, voiceChannelId, textChannelId, userId, memberLocale ?? this.#locale(guildId), undefined);
+    const locale = memberLocale ?? this.#locale(guildId);
+    return this.#join({ guildId, voiceChannelId, textChannelId, userId, locale, resumed: undefined });
   }
 
   /**
-   * `resumed`: the record of a conversation a restart interrupted, brought back with its settings, its
-   * transcript thread and its earlier turns in the new realtime session's context.
+   * Checks that the bot may join (busy, server, permissions, key, budget), leaves the channel it is in,
+   * connects, starts the conversation, keeps it, and greets the channels.
    */
-  async #join(
-    guildId: string,
-    voiceChannelId: string,
-    textChannelId: string,
-    userId: string,
-    locale: Locale,
-    resumed: ConversationRecord | undefined,
-  ): Promise<JoinResult> {
+  async #join(request: JoinRequest): Promise<JoinResult> {
+    const { guildId, locale } = request;
     const current = this.#guilds.get(guildId);
-    if (current?.voiceChannelId === voiceChannelId) return { ok: true, alreadyThere: true };
-    if (this.#joining.has(guildId)) return { ok: false, message: t(locale, 'voice.join.busy') };
-    const guild = this.#deps.client.guilds.cache.get(guildId);
-    if (!guild) return { ok: false, message: t(locale, 'voice.join.no-server') };
-    const missing = missingVoicePermissions(guild, voiceChannelId);
-    if (missing.length > 0) {
-      return {
-        ok: false,
-        message: t(locale, 'voice.join.missing-permissions', {
-          channel: `<#${voiceChannelId}>`,
-          missing: formatList(
-            locale,
-            missing.map((permission) => `**${t(locale, 'voice.permission', { permission })}**`),
-          ),
-        }),
-      };
-    }
-    const access = await this.#deps.access.resolveGatewayAccess(guildId, locale);
-    if (!access.ok) return { ok: false, message: access.message };
-    const spending = this.#deps.spending;
-    const budget = await spending?.checkStart(guildId, userId, Date.now());
-    if (budget && !budget.ok) return budget;
-
+    if (current?.voiceChannelId === request.voiceChannelId) return { ok: true, alreadyThere: true };
+    const joinable = this.#joinableGuild(request);
+    if (!joinable.ok) return joinable;
+    const allowed = await this.#mayTalk(request);
+    if (!allowed.ok) return allowed;
     this.#joining.add(guildId);
     try {
       if (current) await this.leave(guildId, { why: 'moving' }, false);
-      const settings = resumed?.settings ?? (await this.#deps.settings.voiceSettings(guildId));
+      const settings = request.resumed?.settings ?? (await this.#deps.settings.voiceSettings(guildId));
       const log = this.#deps.log.child({ guild: guildId });
-      const connection = joinVoiceChannel({
-        guildId,
-        channelId: voiceChannelId,
-        adapterCreator: guild.voiceAdapterCreator,
-        selfDeaf: false,
-        selfMute: false,
-      });
-      // Websocket, UDP and DAVE failures surface as 'error' events; unheard, one would end the process.
-      // The connection's own state machine resumes or rejoins after them.
-      connection.on('error', (error) => log.warn('voice connection error', { error }));
-      try {
-        await entersState(connection, VoiceConnectionStatus.Ready, JOIN_TIMEOUT_MS);
-      } catch (error) {
-        log.warn('the voice connection did not become ready', { channel: voiceChannelId, error });
-        connection.destroy();
-        return { ok: false, message: t(locale, 'voice.could-not-connect') };
-      }
-      const activity = { last: this.#now() };
-      // The earlier turns of a conversation brought back: items of its first realtime session, or, when the
-      // gateway does not take those, a note in the instructions of every session from then on.
-      let toRestore = resumed && resumed.turns.length > 0 ? resumed.turns : undefined;
-      let earlierTurns: string | undefined;
-      // The model answers in the speaker's language; when that is unclear, in the one /voice settings chose, else the server's.
-      const languageNote = languageInstruction(this.#spokenLocale(guildId, settings));
-      const sessionConfig = (manual: boolean): RealtimeSessionConfig => ({
-        voice: settings.voice,
-        instructions: [settings.instructions, languageNote, earlierTurns].filter((part) => part !== undefined).join('\n\n'),
-        turnDetection: manual
-          ? null
-          : {
-              type: 'server_vad',
-              threshold: settings.vadThreshold,
-              silenceDurationMs: settings.silenceMs,
-              prefixPaddingMs: VAD_PREFIX_PADDING_MS,
-            },
-        ...(this.#toolsOn(settings) ? { tools: VOICE_TOOLS } : {}),
-      });
-      const meter = spending && this.#meter(spending, guildId, userId, settings, log);
-      const session = new VoiceSession({
-        guildId,
-        connection,
-        settings,
-        botUserId: this.#deps.client.user?.id ?? '',
-        log,
-        sessionLimitMs: this.#deps.sessionLimitMs ?? REALTIME_SESSION_MAX_MS,
-        reconnect: REALTIME_RECONNECT,
-        connectRealtime: async (manual) => {
-          // Said where the conversation is posted: in the server's language.
-          const latest = await this.#deps.access.resolveGatewayAccess(guildId, this.#locale(guildId));
-          if (!latest.ok) throw new VoiceAccessError(latest.message);
-          const client = await RealtimeClient.connect({
-            wsBaseUrl: this.#deps.wsBaseUrl,
-            apiKey: latest.apiKey,
-            model: settings.model,
-            session: sessionConfig(manual),
-            log,
-          });
-          // Every session the conversation opens (the first, renewals, reconnects) costs until it closes.
-          meter?.opened(client);
-          if (toRestore) {
-            const turns = toRestore;
-            const taken = await client.addMessages(
-              turns.map((turn) => ({ role: turn.speaker === 'user' ? 'user' : 'assistant', text: turn.text })),
-              RESTORE_TIMEOUT_MS,
-            );
-            if (taken.ok) {
-              log.info('the earlier turns of the conversation are in the new realtime session', { turns: turns.length });
-            } else {
-              log.warn('the gateway did not take the earlier turns as items; they go in the instructions', { reason: taken.message });
-              earlierTurns = earlierTurnsNote(turns);
-              client.updateSession(sessionConfig(manual));
-            }
-            toRestore = undefined;
-          }
-          return client;
-        },
-        sessionConfig,
-        onlyWhenNamed: answersOnlyWhenNamed(settings.respond, this.#peopleIn(guild, voiceChannelId)),
-        addressed: (transcript) => addressesBot(transcript, this.#wakeWords(guild, settings)),
-        onFunctionCall: (call) => this.#functionCall(guild, textChannelId, call),
-        onTranscript: (speaker, text, answered) => {
-          if (!(speaker === 'bot' && RESTART_LINES.has(text))) this.#guilds.get(guildId)?.recorder?.turn({ speaker, text });
-          void this.#transcript(guildId, speaker, text, answered);
-        },
-        onProblem: (message) => void this.#say(textChannelId, message),
-        locale: this.#locale(guildId),
-        onGiveUp: (reason) => void this.#stopBecause(guildId, reason),
-        onActivity: () => {
-          activity.last = this.#now();
-        },
-        metrics: this.#deps.metrics,
-      });
-      try {
-        await session.start();
-      } catch (error) {
-        connection.destroy();
-        await meter?.end();
-        log.warn('could not open the realtime session', { error });
-        return {
-          ok: false,
-          message: t(locale, 'voice.join.could-not-start', {
-            why: finalFailure(error, locale) ?? t(locale, 'voice.join.model-unreachable'),
-          }),
-        };
-      }
-      this.#watch(guildId, connection);
-      const records = this.#deps.conversations;
-      const recorder =
-        records &&
-        new ConversationRecorder(
-          records,
-          guildId,
-          {
-            voiceChannelId,
-            textChannelId,
-            userId,
-            settings,
-            turns: [...(resumed?.turns ?? [])],
-            ...(resumed?.transcriptThreadId === undefined ? {} : { transcriptThreadId: resumed.transcriptThreadId }),
-            restarting: false,
-            rejoinAttempts: 0,
-            updatedAt: Date.now(),
-          },
-          log,
-        );
-      this.#guilds.set(guildId, {
-        session,
-        connection,
-        voiceChannelId,
-        textChannelId,
-        transcriptThreadId: resumed?.transcriptThreadId,
-        activity,
-        settings,
-        meter,
-        recorder,
-      });
-      // Kept from now on, so that a crash leaves it too; not waited for (a slow store must not hold up the join).
-      void recorder?.write();
-      this.#deps.metrics?.voiceConversations(1);
-      session.on('state', (status) => {
-        if (status === 'reconnecting') this.#deps.metrics?.realtimeReconnect();
-      });
-      const encryption = await session.encryptionSettled(ENCRYPTION_JOIN_WAIT_MS);
-      // The channel's posts: the server's language, whoever asked.
-      const channelLocale = this.#locale(guildId);
-      if (resumed) session.announce(t(this.#spokenLocale(guildId, settings), 'voice.spoken.back'));
-      const listening = t(channelLocale, resumed ? 'voice.back' : 'voice.joined', { channel: `<#${voiceChannelId}>` });
-      await this.#say(textChannelId, `${listening}\n${describeCallEncryption(channelLocale, encryption)}`);
+      const connection = await connectToChannel(joinable.guild, request.voiceChannelId, log);
+      if (!connection) return { ok: false, message: t(locale, 'voice.could-not-connect') };
+      const started = await this.#startSession(joinable.guild, request, settings, connection, log);
+      if (!started.ok) return started;
+      const conversation = this.#keep(request, settings, connection, started, log);
+      const encryption = await this.#greet(request, conversation);
       // After the channel heard that the bot listens: a budget with under a minute left is warned of at once.
-      void meter?.start();
+      void conversation.meter?.start();
       return { ok: true, encryption };
     } finally {
       this.#joining.delete(guildId);
     }
   }
 
-  /**
-   * Follows the voice connection once the conversation runs. Disconnected: a move or a resume starts
-   * over within a few seconds; otherwise (kicked, channel deleted, voice server gone) the connection is
-   * destroyed. Not Ready for long: destroyed too. Destroyed: the conversation ends, and the text channel
-   * is told why.
-   */
-  #watch(guildId: string, connection: VoiceConnection): void {
-    let reason: LeaveReason = { why: 'connection-ended' };
-    let recovery: NodeJS.Timeout | undefined;
-    let disconnected: NodeJS.Timeout | undefined;
-    const giveUp = (why: LeaveReason) => {
-      reason = why;
-      if (connection.state.status !== VoiceConnectionStatus.Destroyed) connection.destroy();
+  /** The server, unless a join is under way there, it is not available, or the bot lacks a permission in the channel. */
+  #joinableGuild({ guildId, voiceChannelId, locale }: JoinRequest): Result<{ guild: Guild }> {
+    if (this.#joining.has(guildId)) return { ok: false, message: t(locale, 'voice.join.busy') };
+    const guild = this.#deps.client.guilds.cache.get(guildId);
+    if (!guild) return { ok: false, message: t(locale, 'voice.join.no-server') };
+    const missing = missingVoicePermissions(guild, voiceChannelId);
+    if (missing.length === 0) return { ok: true, guild };
+    return {
+      ok: false,
+      message: t(locale, 'voice.join.missing-permissions', {
+        channel: `<#${voiceChannelId}>`,
+        missing: formatList(
+          locale,
+          missing.map((permission) => `**${t(locale, 'voice.permission', { permission })}**`),
+        ),
+      }),
     };
-    connection.on('stateChange', (_previous, next) => {
-      clearTimeout(disconnected);
-      if (next.status === VoiceConnectionStatus.Ready) {
-        clearTimeout(recovery);
-        recovery = undefined;
-        return;
-      }
-      if (next.status === VoiceConnectionStatus.Destroyed) {
-        clearTimeout(recovery);
-        if (this.#guilds.get(guildId)?.connection === connection) void this.leave(guildId, reason);
-        return;
-      }
-      recovery ??= setTimeout(() => giveUp({ why: 'connection-lost' }), RECOVERY_TIMEOUT_MS);
-      if (next.status === VoiceConnectionStatus.Disconnected)
-        disconnected = setTimeout(() => giveUp({ why: 'disconnected' }), DISCONNECTED_GRACE_MS);
+  }
+
+  /** Whether the server has a usable key, and the member and the server have budget left for voice. */
+  async #mayTalk({ guildId, userId, locale }: JoinRequest): Promise<Result> {
+    const access = await this.#deps.access.resolveGatewayAccess(guildId, locale);
+    if (!access.ok) return { ok: false, message: access.message };
+    const budget = await this.#deps.spending?.checkStart(guildId, userId, Date.now());
+    if (budget && !budget.ok) return budget;
+    return { ok: true };
+  }
+
+  /**
+   * Opens the conversation's first realtime session on the ready connection, its meter counting every
+   * session; when it cannot be opened, the connection is destroyed and the meter ended.
+   */
+  async #startSession(
+    guild: Guild,
+    request: JoinRequest,
+    settings: VoiceSettings,
+    connection: VoiceConnection,
+    log: Logger,
+  ): Promise<Result<StartedSession>> {
+    const { guildId, userId, locale } = request;
+    const spending = this.#deps.spending;
+    const meter = spending && this.#meter(spending, guildId, userId, settings, log);
+    const activity = { last: this.#now() };
+    const realtime = new RealtimeOpener({
+      guildId,
+      access: this.#deps.access,
+      wsBaseUrl: this.#deps.wsBaseUrl,
+      settings,
+      // The model answers in the speaker's language; when that is unclear, in the one /voice settings chose, else the server's.
+      spokenLocale: this.#spokenLocale(guildId, settings),
+      channelLocale: () => this.#locale(guildId),
+      tools: this.#toolsOn(settings),
+      earlierTurns: request.resumed?.turns,
+      onOpened: (client) => meter?.opened(client),
+      log,
+    });
+    const session = this.#session(guild, request, settings, connection, realtime, activity, log);
+    try {
+      await session.start();
+    } catch (error) {
+      connection.destroy();
+      await meter?.end();
+      log.warn('could not open the realtime session', { error });
+      return {
+        ok: false,
+        message: t(locale, 'voice.join.could-not-start', {
+          why: finalFailure(error, locale) ?? t(locale, 'voice.join.model-unreachable'),
+        }),
+      };
+    }
+    return { ok: true, session, meter, activity };
+  }
+
+  #session(
+    guild: Guild,
+    { guildId, voiceChannelId, textChannelId }: JoinRequest,
+    settings: VoiceSettings,
+    connection: VoiceConnection,
+    realtime: RealtimeOpener,
+    activity: { last: number },
+    log: Logger,
+  ): VoiceSession {
+    return new VoiceSession({
+      guildId,
+      connection,
+      settings,
+      botUserId: this.#deps.client.user?.id ?? '',
+      log,
+      sessionLimitMs: this.#deps.sessionLimitMs ?? REALTIME_SESSION_MAX_MS,
+      reconnect: REALTIME_RECONNECT,
+      connectRealtime: (manual) => realtime.open(manual),
+      sessionConfig: (manual) => realtime.config(manual),
+      onlyWhenNamed: answersOnlyWhenNamed(settings.respond, peopleIn(this.#deps.client, guild, voiceChannelId)),
+      addressed: (transcript) => addressesBot(transcript, wakeWords(this.#deps.client, guild, settings)),
+      onFunctionCall: (call) => runVoiceToolCall(this.#deps.videoRequests, guild, textChannelId, call, this.#deps.log),
+      onTranscript: (speaker, text, answered) => this.#transcriptLine(guildId, speaker, text, answered),
+      onProblem: (message) => void this.#post(textChannelId, message),
+      locale: this.#locale(guildId),
+      onGiveUp: (reason) => void this.#stopBecause(guildId, reason),
+      onActivity: () => {
+        activity.last = this.#now();
+      },
+      metrics: this.#deps.metrics,
     });
   }
 
-  /** Ends the conversation for good (its record goes too), and says so in the text channel unless `announce` is false. */
-  async leave(guildId: string, reason: LeaveReason, announce = true): Promise<boolean> {
+  /**
+   * From now on the conversation is the server's: its connection followed, its record kept (so that a
+   * crash leaves it too), and counted.
+   */
+  #keep(request: JoinRequest, settings: VoiceSettings, connection: VoiceConnection, started: StartedSession, log: Logger): GuildVoice {
+    const { guildId, voiceChannelId, textChannelId } = request;
+    const { session, meter, activity } = started;
+    watchConnection(connection, (why) => {
+      if (this.#guilds.get(guildId)?.connection === connection) void this.leave(guildId, { why });
+    });
+    const recorder = this.#recorder(request, settings, log);
+    const conversation: GuildVoice = {
+      session,
+      connection,
+      voiceChannelId,
+      textChannelId,
+      transcript: this.#transcriptThread(request, () => conversation),
+      activity,
+      settings,
+      meter,
+      recorder,
+    };
+    this.#guilds.set(guildId, conversation);
+    // Kept from now on, so that a crash leaves it too; not waited for (a slow store must not hold up the join).
+    void recorder?.write();
+    this.#deps.metrics?.voiceConversations(1);
+    session.on('state', (status) => {
+      if (status === 'reconnecting') this.#deps.metrics?.realtimeReconnect();
+    });
+    return conversation;
+  }
+
+  /** The conversation's transcript thread; `conversation` is the conversation it belongs to, once kept. */
+  #transcriptThread({ guildId, textChannelId, resumed }: JoinRequest, conversation: () => GuildVoice): TranscriptThread {
+    return new TranscriptThread({
+      outbox: this.#deps.outbox,
+      log: this.#deps.log,
+      guildId,
+      textChannelId,
+      threadId: resumed?.transcriptThreadId,
+      locale: () => this.#locale(guildId),
+      voiceChannelId: () => conversation().voiceChannelId,
+      onOpened: (threadId) => conversation().recorder?.change({ transcriptThreadId: threadId }),
+      onRefused: () => {
+        const entry = conversation();
+        entry.settings = { ...entry.settings, transcripts: false };
+        entry.recorder?.change({ settings: entry.settings });
+      },
+      post: (channelId, content) => this.#post(channelId, content),
+    });
+  }
+
+  /** The conversation's record in the store, to bring it back after a restart; undefined without a store. */
+  #recorder(
+    { guildId, voiceChannelId, textChannelId, userId, resumed }: JoinRequest,
+    settings: VoiceSettings,
+    log: Logger,
+  ): ConversationRecorder | undefined {
+    const records = this.#deps.conversations;
+    if (!records) return undefined;
+    return new ConversationRecorder(
+      records,
+      guildId,
+      {
+        voiceChannelId,
+        textChannelId,
+        userId,
+        settings,
+        turns: [...(resumed?.turns ?? [])],
+        ...(resumed?.transcriptThreadId === undefined ? {} : { transcriptThreadId: resumed.transcriptThreadId }),
+        restarting: false,
+        rejoinAttempts: 0,
+        updatedAt: Date.now(),
+      },
+      log,
+    );
+  }
+
+  /**
+   * A conversation brought back says aloud that the bot is back; the text channel is told that the bot
+   * listens (in the server's language, whoever asked), and how the call is encrypted.
+   */
+  async #greet({ guildId, voiceChannelId, textChannelId, resumed }: JoinRequest, conversation: GuildVoice): Promise<CallEncryption> {
+    const encryption = await conversation.session.encryptionSettled(ENCRYPTION_JOIN_WAIT_MS);
+    const channelLocale = this.#locale(guildId);
+    if (resumed) conversation.session.announce(t(this.#spokenLocale(guildId, resumed.settings), 'voice.spoken.back'));
+    const listening = t(channelLocale, resumed ? 'voice.back' : 'voice.joined', { channel: `<#${voiceChannelId}>` });
+    await this.#post(textChannelId, `${listening}\n${describeCallEncryption(channelLocale, encryption)}`);
+    return encryption;
+  }
+
+  /** Ends the conversation for good (its record goes too), and posts so in the text channel unless `post` is false. */
+  async leave(guildId: string, reason: LeaveReason, post = true): Promise<boolean> {
     const entry = this.#guilds.get(guildId);
     if (!entry || !(await this.#end(guildId, entry, reason.why, 'remove'))) return false;
-    if (announce)
-      await this.#say(
+    if (post)
+      await this.#post(
         entry.textChannelId,
         t(this.#locale(guildId), 'voice.left', { channel: `<#${entry.voiceChannelId}>`, ...leaveValues(reason) }),
       );
@@ -430,18 +414,18 @@ export class VoiceService {
     this.#guilds.delete(guildId);
     this.#deps.metrics?.voiceConversations(-1);
     entry.session.stop();
-    if (entry.connection.state.status !== VoiceConnectionStatus.Destroyed) entry.connection.destroy();
+    disconnect(entry.connection);
     // Counted before the leave is answered: /usage right after it shows the whole conversation.
     await Promise.all([entry.meter?.end(), record === 'remove' ? entry.recorder?.remove() : entry.recorder?.keepForRestart()]);
     this.#deps.log.info('left voice', { guild: guildId, reason });
     return true;
   }
 
-  /** The conversation cannot go on (see VoiceSession.onGiveUp): leave, and say why in full. */
+  /** The conversation cannot go on (see VoiceSession.onGiveUp): leave, and post why in full. */
   async #stopBecause(guildId: string, reason: string): Promise<void> {
     const entry = this.#guilds.get(guildId);
     if (!entry || !(await this.leave(guildId, { why: 'model-unavailable' }, false))) return;
-    await this.#say(entry.textChannelId, t(this.#locale(guildId), 'voice.stopped', { channel: `<#${entry.voiceChannelId}>`, reason }));
+    await this.#post(entry.textChannelId, t(this.#locale(guildId), 'voice.stopped', { channel: `<#${entry.voiceChannelId}>`, reason }));
   }
 
   #meter(spending: VoiceSpending, guildId: string, userId: string, settings: VoiceSettings, log: Logger): ConversationMeter {
@@ -459,14 +443,14 @@ export class VoiceService {
         if (entry?.meter !== meter) return;
         const notice = budgetWarning(this.#locale(guildId), msLeft, reason, Date.now(), { locale: spokenLocale, reason: spokenReason });
         entry.session.announce(notice.spoken);
-        void this.#say(entry.textChannelId, notice.text);
+        void this.#post(entry.textChannelId, notice.text);
       },
       onSpent: (reasons) => void this.#budgetSpent(guildId, meter, reasons),
     });
     return meter;
   }
 
-  /** A budget ran out: say why, aloud (heard before the bot goes) and in the text channel, then leave. */
+  /** A budget ran out: say why aloud (heard before the bot goes), leave, and post why in the text channel. */
   async #budgetSpent(guildId: string, meter: ConversationMeter, { reason, spokenReason }: BudgetReasons): Promise<void> {
     const entry = this.#guilds.get(guildId);
     if (entry?.meter !== meter) return;
@@ -474,7 +458,7 @@ export class VoiceService {
     const notice = budgetSpent(locale, reason, Date.now(), { locale: this.#spokenLocale(guildId, entry.settings), reason: spokenReason });
     await entry.session.speakLast(notice.spoken, LAST_LINE_MAX_MS);
     if (this.#guilds.get(guildId) !== entry || !(await this.leave(guildId, { why: 'budget' }, false))) return;
-    await this.#say(entry.textChannelId, t(locale, 'voice.stopped', { channel: `<#${entry.voiceChannelId}>`, reason: notice.text }));
+    await this.#post(entry.textChannelId, t(locale, 'voice.stopped', { channel: `<#${entry.voiceChannelId}>`, reason: notice.text }));
   }
 
   /** Speaks a notice in the voice channel, if the bot is in one on that server: `words` in the conversation's language. */
@@ -502,7 +486,7 @@ export class VoiceService {
         const locale = this.#locale(guildId);
         await Promise.all([
           entry.session.speakLast(t(this.#spokenLocale(guildId, entry.settings), 'voice.spoken.restarting'), RESTART_LINE_MAX_MS),
-          this.#say(entry.textChannelId, t(locale, 'voice.restarting', { channel: `<#${entry.voiceChannelId}>` })),
+          this.#post(entry.textChannelId, t(locale, 'voice.restarting', { channel: `<#${entry.voiceChannelId}>` })),
         ]);
         await this.#end(guildId, entry, 'the bot is restarting (coming back after it)', 'keep');
       }),
@@ -520,61 +504,32 @@ export class VoiceService {
     if (!records) return 0;
     const interrupted: [string, ConversationRecord][] = [];
     for await (const [guildId, record] of records.entries()) if (!owns || owns(guildId)) interrupted.push([guildId, record]);
-    const back = await Promise.all(interrupted.map(([guildId, record]) => this.#comeBack(records, guildId, record)));
+    const comeback = this.#comeback(records);
+    const back = await Promise.all(interrupted.map(([guildId, record]) => bringBack(guildId, record, comeback)));
     return back.filter(Boolean).length;
   }
 
-  async #comeBack(records: ConversationRecords, guildId: string, record: ConversationRecord): Promise<boolean> {
-    const log = this.#deps.log.child({ guild: guildId });
-    for (let attempt = record.rejoinAttempts; !this.#stopped; attempt++) {
-      const guild = this.#deps.client.guilds.cache.get(guildId);
-      if (guild && this.#peopleIn(guild, record.voiceChannelId) === 0) {
-        log.info('not rejoining voice after the restart: nobody is in the channel any more', { channel: record.voiceChannelId });
-        await this.#dropRecord(records, guildId, log);
-        return false;
-      }
-      if (attempt >= MAX_REJOIN_ATTEMPTS) {
-        log.warn('giving up on rejoining voice after the restart', { channel: record.voiceChannelId, attempts: attempt });
-        await this.#dropRecord(records, guildId, log);
-        await this.#say(
-          record.textChannelId,
-          t(this.#locale(guildId), 'voice.could-not-come-back', { channel: `<#${record.voiceChannelId}>` }),
-        );
-        return false;
-      }
-      // Counted before it is tried: a start that dies while rejoining counts too.
-      try {
-        await records.update(guildId, (current) => current && { ...current, rejoinAttempts: attempt + 1 });
-      } catch (error) {
-        log.warn('could not count an attempt to rejoin voice', { error });
-      }
-      const joined = guild
-        ? await this.#join(guildId, record.voiceChannelId, record.textChannelId, record.userId, this.#locale(guildId), record)
-        : { ok: false as const, message: 'the server is not available' };
-      if (joined.ok) {
-        log.info('rejoined voice after the restart', {
-          channel: record.voiceChannelId,
-          turns: record.turns.length,
-          restarting: record.restarting,
-        });
-        return true;
-      }
-      log.warn('could not rejoin voice after the restart', {
-        channel: record.voiceChannelId,
-        attempt: attempt + 1,
-        reason: joined.message,
-      });
-      await new Promise((resolve) => setTimeout(resolve, backoffDelay(attempt - record.rejoinAttempts, REJOIN_BACKOFF)).unref());
-    }
-    return false;
-  }
-
-  async #dropRecord(records: ConversationRecords, guildId: string, log: Logger): Promise<void> {
-    try {
-      await records.delete(guildId);
-    } catch (error) {
-      log.warn("could not drop the voice conversation's record", { error });
-    }
+  /** What bringing a conversation back needs of the service: the server, the people in the channel, a join, a post. */
+  #comeback(records: ConversationRecords): ComebackOptions {
+    return {
+      records,
+      log: this.#deps.log,
+      stopped: () => this.#stopped,
+      guild: (guildId) => this.#deps.client.guilds.cache.get(guildId),
+      peopleIn: (guild, channelId) => peopleIn(this.#deps.client, guild, channelId),
+      rejoin: (guildId, record) =>
+        this.#join({
+          guildId,
+          voiceChannelId: record.voiceChannelId,
+          textChannelId: record.textChannelId,
+          userId: record.userId,
+          locale: this.#locale(guildId),
+          resumed: record,
+        }),
+      postGaveUp: async (guildId, { textChannelId, voiceChannelId }) => {
+        await this.#post(textChannelId, t(this.#locale(guildId), 'voice.could-not-come-back', { channel: `<#${voiceChannelId}>` }));
+      },
+    };
   }
 
   /** The server's language (its Community setting): what the bot posts in its channels is in it. */
@@ -591,7 +546,8 @@ export class VoiceService {
     return resolveLocale(settings.language, this.#locale(guildId), 'member');
   }
 
-  async #say(channelId: string, content: string): Promise<string | undefined> {
+  /** Posts in a text channel; a failure is logged, never thrown. */
+  async #post(channelId: string, content: string): Promise<string | undefined> {
     try {
       return await this.#deps.outbox.say(channelId, content);
     } catch (error) {
@@ -605,81 +561,11 @@ export class VoiceService {
     return this.#deps.videoRequests !== undefined && settings.tools !== false;
   }
 
-  /** What counts as the bot's name: the server's wake words, else its display name there. */
-  #wakeWords(guild: Guild, settings: VoiceSettings): string[] {
-    if (settings.wakeWords.length > 0) return settings.wakeWords;
-    const name = guild.members.me?.displayName ?? this.#deps.client.user?.username;
-    return name === undefined ? [] : [name];
-  }
-
-  /** A tool call runs as the member who spoke the turn, with their roles and permissions. */
-  async #functionCall(guild: Guild, textChannelId: string, call: VoiceFunctionCall): Promise<string> {
-    const requests = this.#deps.videoRequests;
-    if (!requests) return JSON.stringify({ status: 'not_done', message: 'No tools are available here.' });
-    let caller: VoiceCaller | undefined;
-    if (call.speakerId !== undefined) {
-      let member: GuildMember | undefined;
-      try {
-        member = guild.members.cache.get(call.speakerId) ?? (await guild.members.fetch(call.speakerId));
-      } catch (error) {
-        this.#deps.log.warn('could not look up the member who spoke a turn with a tool call', {
-          guild: guild.id,
-          user: call.speakerId,
-          error,
-        });
-      }
-      if (member) {
-        caller = {
-          guildId: guild.id,
-          channelId: textChannelId,
-          userId: member.id,
-          roleIds: member.roles.cache.filter((role) => role.id !== guild.id).map((role) => role.id),
-          isServerManager: member.permissions.has(PermissionFlagsBits.ManageGuild),
-        };
-      }
-    }
-    return runToolCall(requests, caller, call.name, call.arguments);
-  }
-
-  async #transcript(guildId: string, speaker: 'user' | 'bot', text: string, answered: boolean): Promise<void> {
+  /** A line of the conversation: kept in its record (the bot's restart lines aside) and posted in its transcript. */
+  #transcriptLine(guildId: string, speaker: 'user' | 'bot', text: string, answered: boolean): void {
     const entry = this.#guilds.get(guildId);
-    if (!entry?.settings.transcripts) return;
-    const locale = this.#locale(guildId);
-    try {
-      if (!entry.transcriptThreadId) {
-        // Posted once: a thread that cannot be opened must not leave one anchor per line in the channel.
-        entry.transcriptAnchorId ??= await this.#deps.outbox.say(
-          entry.textChannelId,
-          t(locale, 'voice.transcript.header', { channel: `<#${entry.voiceChannelId}>` }),
-        );
-        try {
-          entry.transcriptThreadId = await this.#deps.outbox.startThread(
-            entry.textChannelId,
-            entry.transcriptAnchorId,
-            t(locale, 'voice.transcript.thread'),
-          );
-          entry.recorder?.change({ transcriptThreadId: entry.transcriptThreadId });
-        } catch (error) {
-          if (!isDiscordError(error, DISCORD_ERRORS.missingAccess, DISCORD_ERRORS.missingPermissions)) throw error;
-          entry.settings = { ...entry.settings, transcripts: false };
-          entry.recorder?.change({ settings: entry.settings });
-          this.#deps.log.warn('may not open a transcript thread; no transcript for this conversation', {
-            guild: guildId,
-            channel: entry.textChannelId,
-            error,
-          });
-          await this.#say(entry.textChannelId, t(locale, 'voice.transcript.no-thread'));
-          return;
-        }
-      }
-      // A member's line says whether the bot answered it (it answers only turns that name it, with several people in the channel).
-      await this.#deps.outbox.say(
-        entry.transcriptThreadId,
-        t(locale, 'voice.transcript.line', { speaker, text, answered: speaker === 'bot' ? 'bot' : answered ? 'yes' : 'no' }),
-      );
-    } catch (error) {
-      this.#deps.log.warn('could not post a transcript line', { guild: guildId, error });
-    }
+    if (!(speaker === 'bot' && RESTART_LINES.has(text))) entry?.recorder?.turn({ speaker, text });
+    if (entry?.settings.transcripts) void entry.transcript.postLine(speaker, text, answered);
   }
 
   #onVoiceState(before: VoiceState, after: VoiceState): void {
@@ -697,22 +583,12 @@ export class VoiceService {
     } else if (before.channelId === entry.voiceChannelId && after.channelId !== entry.voiceChannelId) {
       entry.session.forgetUser(after.id);
     }
-    const people = this.#peopleIn(after.guild, entry.voiceChannelId);
+    const people = peopleIn(this.#deps.client, after.guild, entry.voiceChannelId);
     if (people === 0) {
       void this.leave(guildId, { why: 'empty' });
       return;
     }
     entry.session.answerOnlyWhenNamed(answersOnlyWhenNamed(entry.settings.respond, people));
-  }
-
-  /**
-   * People in a voice channel, from the voice states: the member cache is not complete (without the
-   * members intent, GUILD_CREATE lists only some members, and a voice state's member is optional).
-   */
-  #peopleIn(guild: Guild, channelId: string): number {
-    const botId = this.#deps.client.user?.id;
-    const isBot = (state: VoiceState) => state.member?.user.bot ?? this.#deps.client.users.cache.get(state.id)?.bot ?? false;
-    return guild.voiceStates.cache.filter((state) => state.channelId === channelId && state.id !== botId && !isBot(state)).size;
   }
 
   #leaveIdle(): void {

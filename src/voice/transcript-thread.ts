@@ -1,0 +1,82 @@
+import { DISCORD_ERRORS, isDiscordError, type DiscordOutbox } from '../discord/outbox.ts';
+import type { Logger } from '../lib/log.ts';
+import { t, type Locale } from '../i18n/index.ts';
+
+// A conversation's transcript: a thread of the text channel, opened at the first line from a message
+// that names the voice channel, one post per line. A conversation brought back goes on in its thread.
+
+export interface TranscriptThreadOptions {
+  outbox: DiscordOutbox;
+  log: Logger;
+  guildId: string;
+  textChannelId: string;
+  /** The thread of a conversation brought back after a restart. */
+  threadId: string | undefined;
+  /** The server's language, which the transcript is posted in. */
+  locale(): Locale;
+  /** The voice channel the first message names (the bot may have been moved since the conversation began). */
+  voiceChannelId(): string;
+  /** The thread was opened: the conversation's record keeps it. */
+  onOpened(threadId: string): void;
+  /** The bot may not open a thread: transcripts are off for this conversation. */
+  onRefused(): void;
+  /** Posts in the text channel, logging a failure (that the transcript is off). */
+  post(channelId: string, content: string): Promise<unknown>;
+}
+
+export class TranscriptThread {
+  readonly #options: TranscriptThreadOptions;
+  /** The channel message the thread starts from, once posted. */
+  #anchorId: string | undefined;
+  #threadId: string | undefined;
+
+  constructor(options: TranscriptThreadOptions) {
+    this.#options = options;
+    this.#threadId = options.threadId;
+  }
+
+  get threadId(): string | undefined {
+    return this.#threadId;
+  }
+
+  /** Posts a line; a member's line says whether the bot answered it (it answers only turns that name it, with several people in the channel). */
+  async postLine(speaker: 'user' | 'bot', text: string, answered: boolean): Promise<void> {
+    const { outbox, log } = this.#options;
+    const locale = this.#options.locale();
+    try {
+      const threadId = this.#threadId ?? (await this.#open(locale));
+      if (threadId === undefined) return;
+      await outbox.say(
+        threadId,
+        t(locale, 'voice.transcript.line', { speaker, text, answered: speaker === 'bot' ? 'bot' : answered ? 'yes' : 'no' }),
+      );
+    } catch (error) {
+      log.warn('could not post a transcript line', { guild: this.#options.guildId, error });
+    }
+  }
+
+  /** Opens the thread; undefined when the bot may not (then transcripts are off, and the channel is told). */
+  async #open(locale: Locale): Promise<string | undefined> {
+    const { outbox, log, textChannelId } = this.#options;
+    // Posted once: a thread that cannot be opened must not leave one anchor per line in the channel.
+    this.#anchorId ??= await outbox.say(
+      textChannelId,
+      t(locale, 'voice.transcript.header', { channel: `<#${this.#options.voiceChannelId()}>` }),
+    );
+    try {
+      this.#threadId = await outbox.startThread(textChannelId, this.#anchorId, t(locale, 'voice.transcript.thread'));
+      this.#options.onOpened(this.#threadId);
+      return this.#threadId;
+    } catch (error) {
+      if (!isDiscordError(error, DISCORD_ERRORS.missingAccess, DISCORD_ERRORS.missingPermissions)) throw error;
+      this.#options.onRefused();
+      log.warn('may not open a transcript thread; no transcript for this conversation', {
+        guild: this.#options.guildId,
+        channel: textChannelId,
+        error,
+      });
+      await this.#options.post(textChannelId, t(locale, 'voice.transcript.no-thread'));
+      return undefined;
+    }
+  }
+}

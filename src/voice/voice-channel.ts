@@ -1,0 +1,43 @@
+import { PermissionFlagsBits, type Client, type Guild, type VoiceState } from 'discord.js';
+import type { VoiceSettings } from '../ports/voice-settings.ts';
+
+// What the bot reads of a voice channel in discord.js's cache: what it may do there, who is in it, and
+// what counts as its name there.
+
+/** What the bot needs in a voice channel, by the name the catalogs give each (`voice.permission`). */
+const VOICE_PERMISSIONS = [
+  ['view', PermissionFlagsBits.ViewChannel],
+  ['connect', PermissionFlagsBits.Connect],
+  ['speak', PermissionFlagsBits.Speak],
+] as const;
+
+export type VoicePermission = (typeof VOICE_PERMISSIONS)[number][0];
+
+/**
+ * What the bot lacks to talk in a voice channel, from the cached roles and overwrites. Discord does not
+ * answer a join without Connect at all (the connection would just time out), and without Speak the bot
+ * would listen but never be heard. Unknown (the bot's member not cached): nothing is reported missing.
+ */
+export function missingVoicePermissions(guild: Guild, channelId: string): VoicePermission[] {
+  const me = guild.members.me;
+  const permissions = me ? guild.channels.cache.get(channelId)?.permissionsFor(me) : undefined;
+  if (!permissions) return [];
+  return VOICE_PERMISSIONS.filter(([, flag]) => !permissions.has(flag)).map(([name]) => name);
+}
+
+/**
+ * People in a voice channel, from the voice states: the member cache is not complete (without the
+ * members intent, GUILD_CREATE lists only some members, and a voice state's member is optional).
+ */
+export function peopleIn(client: Client, guild: Guild, channelId: string): number {
+  const botId = client.user?.id;
+  const isBot = (state: VoiceState) => state.member?.user.bot ?? client.users.cache.get(state.id)?.bot ?? false;
+  return guild.voiceStates.cache.filter((state) => state.channelId === channelId && state.id !== botId && !isBot(state)).size;
+}
+
+/** What counts as the bot's name: the server's wake words, else its display name there. */
+export function wakeWords(client: Client, guild: Guild, settings: VoiceSettings): string[] {
+  if (settings.wakeWords.length > 0) return settings.wakeWords;
+  const name = guild.members.me?.displayName ?? client.user?.username;
+  return name === undefined ? [] : [name];
+}

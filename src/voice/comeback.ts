@@ -28,7 +28,7 @@ export interface ComebackOptions {
 /**
  * Brings back one conversation; resolves with whether it came back. One whose voice channel nobody is in
  * any more is dropped; one that cannot be brought back is tried again a few times (the attempts count
- * across starts), then dropped, saying so in its text channel.
+ * across starts), then dropped, posting so in its text channel.
  */
 export async function bringBack(guildId: string, record: ConversationRecord, options: ComebackOptions): Promise<boolean> {
   const { records } = options;

@@ -294,7 +294,7 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
   }
 
   /**
-   * Says a line in the channel as a forced message (a response turn of its own), once the conversation
+   * Speaks a line in the voice channel as a forced message (a response turn of its own), once the conversation
    * leaves room for it (announcement-speaker.ts); several are said in the order they were asked for.
    */
   announce(text: string): void {

@@ -1,7 +1,8 @@
 import { ApplicationCommandType, ContextMenuCommandBuilder, InteractionContextType } from 'discord.js';
 import type { Command } from '../src/interactions/command.ts';
 import { localizedName } from '../src/i18n/commands.ts';
-import { FORM_FIELDS, messageVideoHandlers, type MessageVideoCommand } from '../src/interactions/video-commands.ts';
+import { FORM_FIELDS } from '../src/interactions/video/form-fields.ts';
+import { messageVideoHandlers, type MessageVideoCommand } from '../src/interactions/video/message-commands.ts';
 import { GENERATION_DURATION } from '../src/gateway/spec.ts';
 
 // Animate image (the Apps menu on a message with a picture, anyone's): a video with that picture as its

@@ -1,7 +1,7 @@
 import { ApplicationCommandType, ContextMenuCommandBuilder, InteractionContextType } from 'discord.js';
 import type { Command } from '../src/interactions/command.ts';
 import { localizedName } from '../src/i18n/commands.ts';
-import { messageVideoHandlers, type MessageVideoCommand } from '../src/interactions/video-commands.ts';
+import { messageVideoHandlers, type MessageVideoCommand } from '../src/interactions/video/message-commands.ts';
 
 // Edit video (the Apps menu on a message with an .mp4, anyone's): changes that video as the prompt says,
 // as `/video edit video:` does.

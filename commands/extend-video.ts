@@ -1,7 +1,8 @@
 import { ApplicationCommandType, ContextMenuCommandBuilder, InteractionContextType } from 'discord.js';
 import type { Command } from '../src/interactions/command.ts';
 import { localizedName } from '../src/i18n/commands.ts';
-import { SECONDS_TO_ADD, messageVideoHandlers, type MessageVideoCommand } from '../src/interactions/video-commands.ts';
+import { messageVideoHandlers, type MessageVideoCommand } from '../src/interactions/video/message-commands.ts';
+import { SECONDS_TO_ADD } from '../src/interactions/video/video-form.ts';
 
 // Extend video (the Apps menu on a message with an .mp4, anyone's): makes that video longer, as
 // `/video extend video:` does.

@@ -31,20 +31,13 @@ import type { AttachmentInput } from '../src/video/requests.ts';
 import { parseVoiceList } from '../src/video/requests.ts';
 import { parseUploadFormId, parseVideoActionId, uploadFormId, videoActionId } from '../src/video/actions.ts';
 import { settledWithin } from '../src/lib/wait-until.ts';
-import {
-  FORM_FIELDS,
-  SECONDS_TO_ADD,
-  answerConfirmation,
-  changeForm,
-  readChangeForm,
-  uploadedFile,
-  attachmentInput as fromAttachment,
-  formEstimate,
-  interactionContext,
-  readVideoForm,
-  submitPrepared,
-  videoForm,
-} from '../src/interactions/video-commands.ts';
+import { attachmentInput as fromAttachment, interactionContext } from '../src/interactions/video/context.ts';
+import { submitPrepared } from '../src/interactions/video/submission.ts';
+import { answerConfirmation } from '../src/interactions/video/confirmation.ts';
+import { FORM_FIELDS, uploadedFile } from '../src/interactions/video/form-fields.ts';
+import { SECONDS_TO_ADD, readVideoForm, videoForm } from '../src/interactions/video/video-form.ts';
+import { formEstimate } from '../src/interactions/video/form-defaults.ts';
+import { changeForm, readChangeForm } from '../src/interactions/video/change-form.ts';
 
 /** How many of a member's tasks `/video list` shows. */
 const RECENT_LISTED = 10;

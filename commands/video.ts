@@ -3,7 +3,6 @@ import {
   SlashCommandBuilder,
   type Attachment,
   type AutocompleteInteraction,
-  type ButtonInteraction,
   type ChatInputCommandInteraction,
   type ModalSubmitInteraction,
 } from 'discord.js';
@@ -11,7 +10,7 @@ import { answerPrivately, type Placeholder } from '../src/discord/answer.ts';
 import type { Command } from '../src/interactions/command.ts';
 import { literalChoice, localized, localizedChoice } from '../src/i18n/commands.ts';
 import { answerUsage } from '../src/interactions/usage-answer.ts';
-import { guildOf, memberLocale, type HandledInteraction, type Requirement } from '../src/interactions/requirements.ts';
+import { memberLocale, type HandledInteraction, type Requirement } from '../src/interactions/requirements.ts';
 import { scopeOf, userInstallUse } from '../src/interactions/installation.ts';
 import { t } from '../src/i18n/index.ts';
 import { MAX_AUTOCOMPLETE_CHOICES, containing, suggest, type Choice } from '../src/discord/autocomplete.ts';
@@ -29,15 +28,11 @@ import type { Services } from '../src/services.ts';
 import { MAX_VARIANTS } from '../src/ports/video-defaults.ts';
 import type { AttachmentInput } from '../src/video/requests.ts';
 import { parseVoiceList } from '../src/video/requests.ts';
-import { parseUploadFormId, parseVideoActionId, uploadFormId, videoActionId } from '../src/video/actions.ts';
-import { settledWithin } from '../src/lib/wait-until.ts';
+import { parseUploadFormId } from '../src/video/actions.ts';
 import { attachmentInput as fromAttachment, interactionContext } from '../src/interactions/video/context.ts';
 import { submitPrepared } from '../src/interactions/video/submission.ts';
-import { answerConfirmation } from '../src/interactions/video/confirmation.ts';
-import { FORM_FIELDS, uploadedFile } from '../src/interactions/video/form-fields.ts';
-import { SECONDS_TO_ADD, readVideoForm, videoForm } from '../src/interactions/video/video-form.ts';
-import { formEstimate } from '../src/interactions/video/form-defaults.ts';
-import { changeForm, readChangeForm } from '../src/interactions/video/change-form.ts';
+import { opensUploadForm, openUploadForm, submitUploadForm } from '../src/interactions/video/upload-forms.ts';
+import { cardButtonOf, pressCardButton, submitCardButtonForm } from '../src/interactions/video/card-buttons.ts';
 
 /** How many of a member's tasks `/video list` shows. */
 const RECENT_LISTED = 10;
@@ -108,65 +103,6 @@ const data = localized(new SlashCommandBuilder().setName('video'), 'command.vide
 
 function attachmentInput(attachment: Attachment | null): AttachmentInput | undefined {
   return attachment ? fromAttachment(attachment) : undefined;
-}
-
-/**
- * Making a video (a subcommand, a form) follows the server's role rules; looking at tasks needs only the
- * server, as does the usage report (a member's own; the server's for admins). The Extend and Edit buttons open a form, which must come at once:
- * the form's submission is checked instead (and who may press them, see pressRefusal()).
- */
-function requires(interaction: HandledInteraction): Requirement {
-  if (interaction.isButton()) {
-    const action = parseVideoActionId(interaction.customId)?.action;
-    // Confirming a held video makes it: the role rules apply again at the press.
-    return action === 'regenerate' || action === 'vary' || action === 'confirm' ? { feature: 'video' } : { inServer: true };
-  }
-  if (!interaction.isChatInputCommand()) return { feature: 'video' };
-  const subcommand = interaction.options.getSubcommand();
-  if (subcommand === 'status' || subcommand === 'list' || subcommand === 'usage') return { inServer: true };
-  // A form must come at once: its submission is checked instead.
-  if (opensUploadForm(interaction)) return { inServer: true };
-  return { feature: 'video' };
-}
-
-/** Whether this is `/video edit` or `/video extend` given no source: it opens a form that takes the `.mp4`. */
-function opensUploadForm(interaction: ChatInputCommandInteraction): boolean {
-  const subcommand = interaction.options.getSubcommand(false);
-  const { options } = interaction;
-  return (subcommand === 'edit' || subcommand === 'extend') && !options.getAttachment('video') && !options.getString('task');
-}
-
-/** The longest model name an upload form's id carries (custom ids are at most 100 characters). */
-const MAX_MODEL_IN_FORM_ID = 64;
-
-/** The `.mp4` a form asks for, checked as the `video` option is. */
-const VIDEO_UPLOAD = {
-  id: FORM_FIELDS.video,
-  label: 'video.form.video-upload',
-  description: 'video.form.video-upload.description',
-  required: true,
-} as const;
-
-/** `/video edit` or `/video extend` without a source: a form with the prompt (and seconds) given, and the `.mp4` to upload. */
-async function openUploadForm(interaction: ChatInputCommandInteraction, services: Services, operation: 'edit' | 'extend') {
-  const options = interaction.options;
-  const locale = memberLocale(interaction);
-  const model = options.getString('model') ?? undefined;
-  if (model !== undefined && model.length > MAX_MODEL_IN_FORM_ID) {
-    await answerPrivately(interaction, t(locale, 'video.refusal.not-a-model', { model: model.slice(0, MAX_MODEL_IN_FORM_ID) }));
-    return;
-  }
-  const estimate = await formEstimate(services, guildOf(interaction), operation);
-  await interaction.showModal(
-    videoForm(locale, {
-      id: uploadFormId(operation, model),
-      title: operation === 'extend' ? 'video.form.extend-title' : 'video.form.edit-title',
-      estimate,
-      ...(operation === 'extend' ? { seconds: SECONDS_TO_ADD } : {}),
-      prefill: { prompt: options.getString('prompt') ?? undefined, seconds: options.getInteger('duration') ?? undefined },
-      uploads: [VIDEO_UPLOAD],
-    }),
-  );
 }
 
 async function generate(interaction: ChatInputCommandInteraction, services: Services) {
@@ -275,154 +211,10 @@ async function autocomplete(interaction: AutocompleteInteraction, services: Serv
   await suggest(interaction, choices);
 }
 
-/** How long a press of Extend or Edit waits to hear whether the member may press it, before its form is shown anyway: Discord's 3 s run from the press. */
-const PRESS_CHECK_MS = 1_000;
-
-/**
- * Why this member may not press a button under this video (the server keeps them to the member who made
- * it), when the store says so in time for the form; the form's submission is checked in any case.
- */
-async function pressRefusal(interaction: ButtonInteraction, services: Services, taskId: string): Promise<string | undefined> {
-  const checking = services.video.prepare
-    .buttonAccess(
-      { guildId: guildOf(interaction), userId: interaction.user.id, locale: interaction.locale, guildLocale: interaction.guildLocale },
-      taskId,
-    )
-    .catch((error: unknown) => {
-      services.log.warn('could not check who may press a video button; its form is shown, and checked when submitted', { error });
-      return undefined;
-    });
-  const verdict = await settledWithin(checking, PRESS_CHECK_MS);
-  return verdict && !verdict.ok ? verdict.message : undefined;
-}
-
-async function button(interaction: ButtonInteraction, services: Services) {
-  const { action, taskId } = parseVideoActionId(interaction.customId) ?? {};
-  if (!taskId) throw new Error(`malformed video button ${interaction.customId}`);
-  const opensForm = action === 'extend' || action === 'edit';
-  // Both are store reads, each bounded so the form still comes within Discord's 3 s.
-  const locale = memberLocale(interaction);
-  const [refused, estimate] = opensForm
-    ? await Promise.all([pressRefusal(interaction, services, taskId), formEstimate(services, guildOf(interaction), action)])
-    : [undefined, undefined];
-  if (refused !== undefined) {
-    await answerPrivately(interaction, refused);
-  } else if (action === 'change') {
-    await openChangeForm(interaction, services, taskId);
-  } else if (action === 'extend') {
-    await interaction.showModal(
-      videoForm(locale, {
-        id: videoActionId('extend-modal', taskId),
-        title: 'video.form.extend-this-title',
-        seconds: SECONDS_TO_ADD,
-        estimate,
-      }),
-    );
-  } else if (action === 'edit') {
-    await interaction.showModal(
-      videoForm(locale, { id: videoActionId('edit-modal', taskId), title: 'video.form.edit-this-title', estimate }),
-    );
-  } else if (action === 'confirm' || action === 'cancel') {
-    await answerConfirmation(interaction, services, action, taskId);
-  } else if (action === 'regenerate') {
-    const context = interactionContext(interaction);
-    await submitPrepared(interaction, services, context, await services.video.prepare.regeneration(context, taskId));
-  } else if (action === 'vary') {
-    // A variant's prompt and settings again, as a new job of one, with its video's first frame as the
-    // image when the gateway takes one for the request; else as it was, its card saying why. Fetching and
-    // decoding the video takes a second or so: the dispatcher has deferred the answer meanwhile.
-    const context = interactionContext(interaction);
-    await submitPrepared(interaction, services, context, await services.video.vary(context, taskId));
-  } else {
-    throw new Error(`unknown video button ${interaction.customId}`);
-  }
-}
-
-/** How long a press of Change and regenerate waits for the task it shows: Discord's 3 s run from the press. */
-const CHANGE_FORM_WITHIN_MS = 1_500;
-
-/**
- * Change and regenerate: a form showing what the task asked for, to change and send again with the same
- * model. It needs the task itself, so unlike Extend and Edit it is not shown when the store is too slow.
- */
-async function openChangeForm(interaction: ButtonInteraction, services: Services, taskId: string) {
-  const guildId = guildOf(interaction);
-  const locale = memberLocale(interaction);
-  const presser = { guildId, userId: interaction.user.id, locale: interaction.locale, guildLocale: interaction.guildLocale };
-  // The task is read once: the form shows it, and who may press its buttons is checked against it.
-  const reading = services.video.tasks
-    .findInGuild(guildId, taskId)
-    .then(async (task) => [task, task ? await services.video.prepare.mayPress(presser, task) : ({ ok: true } as const)] as const)
-    .catch((error: unknown) => {
-      services.log.warn('could not read the task of a Change and regenerate press', { error });
-      return undefined;
-    });
-  const read = await settledWithin(reading, CHANGE_FORM_WITHIN_MS);
-  if (!read) {
-    await answerPrivately(interaction, t(locale, 'video.refusal.change-unreadable'));
-    return;
-  }
-  const [task, access] = read;
-  if (!access.ok) await answerPrivately(interaction, access.message);
-  else if (!task) await answerPrivately(interaction, t(locale, 'video.refusal.task-unknown'));
-  else await interaction.showModal(changeForm(locale, videoActionId('change-modal', taskId), task));
-}
-
-/** The form of `/video edit` or `/video extend` given no source: the uploaded `.mp4`, checked as the `video` option is. */
-async function submitUploadForm(
-  interaction: ModalSubmitInteraction,
-  services: Services,
-  operation: 'edit' | 'extend',
-  model: string | undefined,
-) {
-  const form = readVideoForm(interaction, operation === 'extend' ? SECONDS_TO_ADD : undefined);
-  if (!form.ok) {
-    await answerPrivately(interaction, form.message);
-    return;
-  }
-  const video = uploadedFile(interaction, FORM_FIELDS.video);
-  if (!video) {
-    await answerPrivately(interaction, t(memberLocale(interaction), 'video.refusal.upload-the-mp4', { operation }));
-    return;
-  }
-  const context = interactionContext(interaction);
-  const prepared = await services.video.prepare.editOrExtension(context, operation, {
-    prompt: form.prompt,
-    model,
-    duration: form.seconds,
-    source: { attachment: video },
-  });
-  await submitPrepared(interaction, services, context, prepared);
-}
-
 async function modal(interaction: ModalSubmitInteraction, services: Services) {
   const upload = parseUploadFormId(interaction.customId);
   if (upload) return submitUploadForm(interaction, services, upload.operation, upload.model);
-  const { action, taskId } = parseVideoActionId(interaction.customId) ?? {};
-  if (taskId && action === 'change-modal') {
-    const context = interactionContext(interaction);
-    await submitPrepared(
-      interaction,
-      services,
-      context,
-      await services.video.prepare.regeneration(context, taskId, readChangeForm(interaction)),
-    );
-    return;
-  }
-  if (!taskId || (action !== 'extend-modal' && action !== 'edit-modal')) throw new Error(`unknown video modal ${interaction.customId}`);
-  const form = readVideoForm(interaction, action === 'extend-modal' ? SECONDS_TO_ADD : undefined);
-  if (!form.ok) {
-    await answerPrivately(interaction, form.message);
-    return;
-  }
-  const context = interactionContext(interaction);
-  const prepared = await services.video.prepare.editOrExtension(context, action === 'extend-modal' ? 'extend' : 'edit', {
-    prompt: form.prompt,
-    model: undefined,
-    duration: form.seconds,
-    source: { taskRef: taskId, byButton: true },
-  });
-  await submitPrepared(interaction, services, context, prepared);
+  return submitCardButtonForm(interaction, services);
 }
 
 async function execute(interaction: ChatInputCommandInteraction, services: Services) {
@@ -444,6 +236,21 @@ async function execute(interaction: ChatInputCommandInteraction, services: Servi
   }
 }
 
+/**
+ * Making a video (a subcommand, a form) follows the server's role rules; looking at tasks needs only the
+ * server, as does the usage report (a member's own; the server's for admins). A button says what it needs
+ * itself (src/interactions/video/card-buttons.ts).
+ */
+function requires(interaction: HandledInteraction): Requirement {
+  if (interaction.isButton()) return cardButtonOf(interaction.customId).requires;
+  if (!interaction.isChatInputCommand()) return { feature: 'video' };
+  const subcommand = interaction.options.getSubcommand();
+  if (subcommand === 'status' || subcommand === 'list' || subcommand === 'usage') return { inServer: true };
+  // A form must come at once: its submission is checked instead.
+  if (opensUploadForm(interaction)) return { inServer: true };
+  return { feature: 'video' };
+}
+
 /** What works through a member's own install of the app: making a video, and looking at their own; the rest needs the server's install. */
 const USER_INSTALL_SUBCOMMANDS = new Set(['generate', 'status', 'list', 'usage']);
 
@@ -453,23 +260,17 @@ const USER_INSTALL_SUBCOMMANDS = new Set(['generate', 'status', 'list', 'usage']
  * and so do the buttons under a video, which a card made through a member's install does not carry.
  */
 function userInstall(interaction: HandledInteraction): boolean {
+  if (interaction.isButton()) return cardButtonOf(interaction.customId).userInstall;
   return interaction.isChatInputCommand() && USER_INSTALL_SUBCOMMANDS.has(interaction.options.getSubcommand(false) ?? '');
 }
 
-/**
- * A status card everyone sees for what makes a video (Regenerate, and the confirm button of a held video);
- * a form for Extend and Edit; a private answer otherwise (Cancel replaces its member's private question).
- */
+/** A status card everyone sees for what makes a video; a form for `/video edit` and `extend` without a source; a private answer otherwise. */
 function answers(interaction: HandledInteraction): Placeholder | 'form' {
-  if (interaction.isButton()) {
-    const action = parseVideoActionId(interaction.customId)?.action;
-    if (action === 'regenerate' || action === 'vary' || action === 'confirm') return 'public';
-    return action === 'cancel' ? 'private' : 'form';
-  }
+  if (interaction.isButton()) return cardButtonOf(interaction.customId).answers;
   if (!interaction.isChatInputCommand()) return 'public';
   if (opensUploadForm(interaction)) return 'form';
   const subcommand = interaction.options.getSubcommand();
   return subcommand === 'generate' || subcommand === 'edit' || subcommand === 'extend' ? 'public' : 'private';
 }
 
-export default { data, requires, answers, userInstall, execute, autocomplete, button, modal } satisfies Command;
+export default { data, requires, answers, userInstall, execute, autocomplete, button: pressCardButton, modal } satisfies Command;

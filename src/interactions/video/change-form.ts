@@ -1,16 +1,25 @@
-import { ModalBuilder, type ModalSubmitInteraction } from 'discord.js';
+import { ModalBuilder, type ButtonInteraction, type ModalSubmitInteraction } from 'discord.js';
+import { answerPrivately } from '../../discord/answer.ts';
 import { t, type Locale } from '../../i18n/index.ts';
+import { settledWithin } from '../../lib/wait-until.ts';
+import type { Services } from '../../services.ts';
 import { settingOptions, shownSettings, type RequestChanges } from '../../video/changes.ts';
 import type { FormEstimate } from '../../video/plan.ts';
 import type { TaskRecord } from '../../video/record.ts';
 import { formTitle } from '../../video/wording.ts';
+import { guildOf, memberLocale } from '../requirements.ts';
+import { interactionContext } from './context.ts';
 import { FORM_FIELDS, promptField, selectField, selectedValue, uploadField, uploadedFile } from './form-fields.ts';
+import { submitPrepared } from './submission.ts';
 
-// The form of Change and regenerate, a button under a finished video: its task's request shown, to change
-// and send again with the same model.
+// Change and regenerate, a button under a finished video: its task's request shown in a form, changed
+// and sent again with the same model.
+
+/** How long a press of Change and regenerate waits for the task it shows: Discord's 3 s run from the press. */
+const CHANGE_FORM_WITHIN_MS = 1_500;
 
 /** The form of Change and regenerate, in the member's `locale`: at most five fields, each showing what the task asked for. */
-export function changeForm(
+function changeForm(
   locale: Locale,
   id: string,
   task: Pick<TaskRecord, 'operation' | 'prompt' | 'request'>,
@@ -48,7 +57,7 @@ export function changeForm(
 }
 
 /** What a member changed in the Change and regenerate form, as the video part takes it. */
-export function readChangeForm(interaction: ModalSubmitInteraction): RequestChanges {
+function readChangeForm(interaction: ModalSubmitInteraction): RequestChanges {
   return {
     prompt: interaction.fields.getTextInputValue(FORM_FIELDS.prompt).trim(),
     duration: selectedValue(interaction, FORM_FIELDS.seconds),
@@ -56,4 +65,42 @@ export function readChangeForm(interaction: ModalSubmitInteraction): RequestChan
     aspectRatio: selectedValue(interaction, FORM_FIELDS.aspectRatio),
     image: uploadedFile(interaction, FORM_FIELDS.image),
   };
+}
+
+/**
+ * A press of Change and regenerate: a form (its id `formId`) showing what the task asked for. It needs the
+ * task itself, so unlike Extend and Edit it is not shown when the store is too slow.
+ */
+export async function openChangeForm(interaction: ButtonInteraction, services: Services, taskId: string, formId: string): Promise<void> {
+  const guildId = guildOf(interaction);
+  const locale = memberLocale(interaction);
+  const presser = { guildId, userId: interaction.user.id, locale: interaction.locale, guildLocale: interaction.guildLocale };
+  // The task is read once: the form shows it, and who may press its buttons is checked against it.
+  const reading = services.video.tasks
+    .findInGuild(guildId, taskId)
+    .then(async (task) => [task, task ? await services.video.prepare.mayPress(presser, task) : ({ ok: true } as const)] as const)
+    .catch((error: unknown) => {
+      services.log.warn('could not read the task of a Change and regenerate press', { error });
+      return undefined;
+    });
+  const read = await settledWithin(reading, CHANGE_FORM_WITHIN_MS);
+  if (!read) {
+    await answerPrivately(interaction, t(locale, 'video.refusal.change-unreadable'));
+    return;
+  }
+  const [task, access] = read;
+  if (!access.ok) await answerPrivately(interaction, access.message);
+  else if (!task) await answerPrivately(interaction, t(locale, 'video.refusal.task-unknown'));
+  else await interaction.showModal(changeForm(locale, formId, task));
+}
+
+/** The Change and regenerate form submitted: the task's request with the member's changes, sent again. */
+export async function submitChangeForm(interaction: ModalSubmitInteraction, services: Services, taskId: string): Promise<void> {
+  const context = interactionContext(interaction);
+  await submitPrepared(
+    interaction,
+    services,
+    context,
+    await services.video.prepare.regeneration(context, taskId, readChangeForm(interaction)),
+  );
 }

@@ -217,60 +217,65 @@ async function modal(interaction: ModalSubmitInteraction, services: Services) {
   return submitCardButtonForm(interaction, services);
 }
 
-async function execute(interaction: ChatInputCommandInteraction, services: Services) {
-  switch (interaction.options.getSubcommand()) {
-    case 'generate':
-      return generate(interaction, services);
-    case 'edit':
-      return editOrExtend(interaction, services, 'edit');
-    case 'extend':
-      return editOrExtend(interaction, services, 'extend');
-    case 'status':
-      return status(interaction, services);
-    case 'list':
-      return list(interaction, services);
-    case 'usage':
-      return answerUsage(interaction, services);
-    default:
-      throw new Error(`unknown /video subcommand ${interaction.options.getSubcommand()}`);
-  }
+/** What /video decides about a subcommand: what the member needs, how it is first answered, whether a member's own install may use it, and its handler. */
+interface Subcommand {
+  requires: Requirement;
+  answers: Placeholder;
+  userInstall: boolean;
+  run(interaction: ChatInputCommandInteraction, services: Services): Promise<void>;
 }
 
+/** Making a video follows the server's role rules, and its status card is everyone's. */
+const MAKES_A_VIDEO = { requires: { feature: 'video' }, answers: 'public' } as const;
+
+/** Looking at tasks needs only the server, as does the usage report (a member's own; the server's for admins); the answer is the member's. */
+const LOOKS_AT_TASKS = { requires: { inServer: true }, answers: 'private' } as const;
+
 /**
- * Making a video (a subcommand, a form) follows the server's role rules; looking at tasks needs only the
- * server, as does the usage report (a member's own; the server's for admins). A button says what it needs
- * itself (src/interactions/video/card-buttons.ts).
+ * Through a member's own install: making a video, and looking at their own. Edit and extend need the
+ * server's install (the Edit video and Extend video message commands take a message's .mp4 anywhere).
  */
+const SUBCOMMANDS = new Map<string, Subcommand>([
+  ['generate', { ...MAKES_A_VIDEO, userInstall: true, run: generate }],
+  ['edit', { ...MAKES_A_VIDEO, userInstall: false, run: (interaction, services) => editOrExtend(interaction, services, 'edit') }],
+  ['extend', { ...MAKES_A_VIDEO, userInstall: false, run: (interaction, services) => editOrExtend(interaction, services, 'extend') }],
+  ['status', { ...LOOKS_AT_TASKS, userInstall: true, run: status }],
+  ['list', { ...LOOKS_AT_TASKS, userInstall: true, run: list }],
+  ['usage', { ...LOOKS_AT_TASKS, userInstall: true, run: answerUsage }],
+]);
+
+function subcommandOf(interaction: ChatInputCommandInteraction): Subcommand {
+  const name = interaction.options.getSubcommand();
+  const subcommand = SUBCOMMANDS.get(name);
+  if (!subcommand) throw new Error(`unknown /video subcommand ${name}`);
+  return subcommand;
+}
+
+async function execute(interaction: ChatInputCommandInteraction, services: Services) {
+  await subcommandOf(interaction).run(interaction, services);
+}
+
+/** Each subcommand and each button under a video (src/interactions/video/card-buttons.ts) says what it needs; a form's submission makes a video. */
 function requires(interaction: HandledInteraction): Requirement {
   if (interaction.isButton()) return cardButtonOf(interaction.customId).requires;
   if (!interaction.isChatInputCommand()) return { feature: 'video' };
-  const subcommand = interaction.options.getSubcommand();
-  if (subcommand === 'status' || subcommand === 'list' || subcommand === 'usage') return { inServer: true };
   // A form must come at once: its submission is checked instead.
   if (opensUploadForm(interaction)) return { inServer: true };
-  return { feature: 'video' };
+  return subcommandOf(interaction).requires;
 }
 
-/** What works through a member's own install of the app: making a video, and looking at their own; the rest needs the server's install. */
-const USER_INSTALL_SUBCOMMANDS = new Set(['generate', 'status', 'list', 'usage']);
-
-/**
- * Through a member's own install: /video generate, status, list and usage. Edit and extend need the
- * server's install (the Edit video and Extend video message commands take a message's .mp4 anywhere),
- * and so do the buttons under a video, which a card made through a member's install does not carry.
- */
+/** Whether this works through a member's own install of the app: each subcommand and each button under a video says. */
 function userInstall(interaction: HandledInteraction): boolean {
   if (interaction.isButton()) return cardButtonOf(interaction.customId).userInstall;
-  return interaction.isChatInputCommand() && USER_INSTALL_SUBCOMMANDS.has(interaction.options.getSubcommand(false) ?? '');
+  return interaction.isChatInputCommand() && (SUBCOMMANDS.get(interaction.options.getSubcommand(false) ?? '')?.userInstall ?? false);
 }
 
-/** A status card everyone sees for what makes a video; a form for `/video edit` and `extend` without a source; a private answer otherwise. */
+/** Each subcommand and each button under a video says, but `/video edit` and `extend` without a source open a form; a form's submission shows a status card. */
 function answers(interaction: HandledInteraction): Placeholder | 'form' {
   if (interaction.isButton()) return cardButtonOf(interaction.customId).answers;
   if (!interaction.isChatInputCommand()) return 'public';
   if (opensUploadForm(interaction)) return 'form';
-  const subcommand = interaction.options.getSubcommand();
-  return subcommand === 'generate' || subcommand === 'edit' || subcommand === 'extend' ? 'public' : 'private';
+  return subcommandOf(interaction).answers;
 }
 
 export default { data, requires, answers, userInstall, execute, autocomplete, button: pressCardButton, modal } satisfies Command;

@@ -23,28 +23,46 @@ import { DISCORD_LOCALES, ENGLISH } from './locale.ts';
  */
 export const PARSE_OPTIONS = { ignoreTag: true, requiresOtherClause: true } as const;
 
-/** A placeholder's name and how the message uses it: a value (`{n}`, `{n, number}`, a date), a plural or a select. */
-function placeholdersOf(elements: readonly MessageFormatElement[], found: Set<string>): Set<string> {
+/** How a message uses a placeholder: shows it (`{n}`), as a number or a date (`{n, number}`), or chooses by it. */
+export type PlaceholderUse = 'value' | 'number' | 'date' | 'plural' | 'select';
+
+function collectUses(elements: readonly MessageFormatElement[], found: Map<string, Set<PlaceholderUse>>): void {
+  const add = (name: string, use: PlaceholderUse) => found.set(name, (found.get(name) ?? new Set()).add(use));
   for (const element of elements) {
-    if (isArgumentElement(element) || isNumberElement(element) || isDateElement(element) || isTimeElement(element)) {
-      found.add(`{${element.value}}`);
-    } else if (isPluralElement(element) || isSelectElement(element)) {
-      found.add(`{${element.value}, ${isPluralElement(element) ? 'plural' : 'select'}}`);
-      for (const option of Object.values(element.options)) placeholdersOf(option.value, found);
-    } else if (isTagElement(element)) {
-      placeholdersOf(element.children, found);
-    }
+    if (isArgumentElement(element)) add(element.value, 'value');
+    else if (isNumberElement(element)) add(element.value, 'number');
+    else if (isDateElement(element) || isTimeElement(element)) add(element.value, 'date');
+    else if (isPluralElement(element) || isSelectElement(element)) {
+      add(element.value, isPluralElement(element) ? 'plural' : 'select');
+      for (const option of Object.values(element.options)) collectUses(option.value, found);
+    } else if (isTagElement(element)) collectUses(element.children, found);
   }
-  return found;
 }
 
-/** The placeholders of a message, sorted, or why it is no ICU message. */
-export function messagePlaceholders(message: string): { ok: true; placeholders: string[] } | { ok: false; error: string } {
+/** Each placeholder of a message and every way the message uses it, or why it is no ICU message. */
+export function placeholderUses(message: string): { ok: true; uses: Map<string, Set<PlaceholderUse>> } | { ok: false; error: string } {
   try {
-    return { ok: true, placeholders: [...placeholdersOf(parse(message, PARSE_OPTIONS), new Set())].sort() };
+    const uses = new Map<string, Set<PlaceholderUse>>();
+    collectUses(parse(message, PARSE_OPTIONS), uses);
+    return { ok: true, uses };
   } catch (error) {
     return { ok: false, error: error instanceof Error ? error.message : String(error) };
   }
+}
+
+/**
+ * The placeholders of a message as a translation must keep them, sorted: `{n}` for a value shown (as it
+ * is, a number or a date), `{n, plural}` and `{n, select}` for a choice; or why it is no ICU message.
+ */
+export function messagePlaceholders(message: string): { ok: true; placeholders: string[] } | { ok: false; error: string } {
+  const parsed = placeholderUses(message);
+  if (!parsed.ok) return parsed;
+  const placeholders = [...parsed.uses].flatMap(([name, uses]) => [
+    ...(uses.has('value') || uses.has('number') || uses.has('date') ? [`{${name}}`] : []),
+    ...(uses.has('plural') ? [`{${name}, plural}`] : []),
+    ...(uses.has('select') ? [`{${name}, select}`] : []),
+  ]);
+  return { ok: true, placeholders: placeholders.sort() };
 }
 
 /** Every problem of the catalogs, one line each naming the file and the key; none: they agree. */

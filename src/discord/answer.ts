@@ -1,3 +1,6 @@
+import { resolveLocale, t } from '../i18n/index.ts';
+import { createLogger } from '../lib/log.ts';
+import { brokenLimit, type MessageParts } from './message-limits.ts';
 import type { ComponentsV2Message } from './outbox.ts';
 import {
   MessageFlags,
@@ -15,6 +18,12 @@ import {
 // store answers only at its deadline), so acknowledgeWhileSlow() defers it after ACKNOWLEDGE_WITHIN_MS
 // with the placeholder the command chose. Every answer below waits for that deferral and adapts to it, and
 // the deferral never starts while an answer is on its way: the two never cross.
+
+/**
+ * Where an answer over Discord's limits is reported: the process's log, as the app's own logger writes it
+ * (answers are given from every handler, which need not hand one down for this alone).
+ */
+const limitLog = createLogger({ fields: { part: 'discord/answer' } });
 
 /** Leaves a second and a half of Discord's three for the deferral to arrive. */
 const ACKNOWLEDGE_WITHIN_MS = 1_500;
@@ -93,7 +102,7 @@ export async function answerPrivately(interaction: RepliableInteraction, answer:
  */
 export async function askPrivately(interaction: RepliableInteraction, answer: PrivateAnswer): Promise<AnswerMessageId> {
   await startAnswer(interaction);
-  const { message, edit } = privatePayloads(answer);
+  const { message, edit } = privatePayloads(withinLimits(interaction, answer));
   if (!interaction.deferred && !interaction.replied) {
     await interaction.reply(message);
     return '@original';
@@ -109,6 +118,29 @@ export async function askPrivately(interaction: RepliableInteraction, answer: Pr
     await interaction.deleteReply().catch(() => undefined);
   }
   return (await interaction.followUp(message)).id;
+}
+
+/** What of an answer Discord's limits apply to. */
+function partsOf(answer: PrivateAnswer): MessageParts {
+  if (typeof answer === 'string') return { content: answer };
+  if ('card' in answer) return { card: answer.card.components };
+  return answer;
+}
+
+/**
+ * `answer`, or when it breaks one of Discord's limits (Discord would refuse it whole, and the member would
+ * hear only that something went wrong), a short answer in the member's language that says it was too long
+ * to show; the log names the limit, never the answer's text.
+ */
+function withinLimits<Answer extends PrivateAnswer>(interaction: RepliableInteraction, answer: Answer): Answer | string {
+  const broken = brokenLimit(partsOf(answer), interaction.attachmentSizeLimit);
+  if (!broken) return answer;
+  limitLog.warn('private answer over a Discord limit, not sent', {
+    interaction: interaction.id,
+    command: interaction.isCommand() ? interaction.commandName : undefined,
+    ...broken,
+  });
+  return t(resolveLocale(interaction.locale, interaction.guildLocale, 'member'), 'answer.too-long');
 }
 
 /**
@@ -149,5 +181,5 @@ export async function replacePrivateMessage(interaction: ButtonInteraction, cont
     await answerPrivately(interaction, content);
     return;
   }
-  await interaction.update({ content, components: [], embeds: [], allowedMentions: { parse: [] } });
+  await interaction.update({ content: withinLimits(interaction, content), components: [], embeds: [], allowedMentions: { parse: [] } });
 }

@@ -187,6 +187,7 @@ export interface MessagePlaceholders {
   'dispatch.restarting': undefined;
   'dispatch.store-unavailable': { reference: string | number };
   'dispatch.failed': { reference: string | number };
+  'answer.too-long': undefined;
   'user-install.off': undefined;
   'user-install.server-only': { what: string | number };
   'user-install.no-key': undefined;
@@ -237,7 +238,6 @@ export interface MessagePlaceholders {
   'usage.reserved': { amount: string | number };
   'usage.voice': { amount: string | number; time: string | number };
   'usage.no-voice': undefined;
-  'usage.more-members': { count: number };
   'usage.nothing-yet': undefined;
   'usage.own-today': { date: string | number; usage: string | number };
   'usage.own-month': { month: string | number; usage: string | number };
@@ -246,6 +246,15 @@ export interface MessagePlaceholders {
   'usage.budget-left': { budgetName: string | number; left: string | number; resets: string | number };
   'usage.server-today': { date: string | number };
   'usage.server-month': { month: string | number };
+  'usage.more-members-in-file': { count: number; file: string | number };
+  'usage.csv.member-id': undefined;
+  'usage.csv.member-name': undefined;
+  'usage.csv.videos': { period: string };
+  'usage.csv.cost': { period: string };
+  'usage.csv.estimated': { period: string };
+  'usage.csv.reserved': { period: string };
+  'usage.csv.voice-minutes': { period: string };
+  'usage.csv.voice-cost': { period: string };
   'config.at-least-one': { options: string | number };
   'config.must-be-one-of': { option: string | number; values: string | number };
   'config.saved': undefined;

@@ -1,15 +1,20 @@
+import { MESSAGE_LIMITS } from '../discord/message-limits.ts';
+import { USD_TICKS } from '../gateway/spec.ts';
 import { formatDate, formatDuration, t, type Locale, type Translate, translator } from '../i18n/index.ts';
+import { shorten } from '../lib/text.ts';
 import { formatCostIn } from '../wording/cost.ts';
 import { describeBudget } from './budgets.ts';
 import { SpendChartDrawer } from './spend-chart-drawer.ts';
 import { discordRelativeTime } from './limits.ts';
 import type { UsageView } from './spending.ts';
-import { spentTicks, totalUsage, type UsageCount } from './usage.ts';
+import { noUsage, spentTicks, totalUsage, type UsageCount } from './usage.ts';
 import type { UserInstallRoom } from './user-installs.ts';
 
 // `/usage` (and `/video usage`) in words, in the member's language: a member's own day and month, what is
 // left of each budget, and for server managers every member's and a chart of the last 30 days. What the
-// gateway reported and what the bot estimated are told apart wherever they are shown.
+// gateway reported and what the bot estimated are told apart wherever they are shown. A manager's message
+// lists the biggest spenders as far as Discord's 2,000 characters allow (20 at most for each period) and
+// says how many more there are; the whole table, every member today and this month, comes as a CSV file.
 
 const REPORT_ROWS = 20;
 export const CHART_FILENAME = 'spend-last-30-days.png';
@@ -48,14 +53,27 @@ export function describeUsage(locale: Locale, count: UsageCount): string {
   return say('usage.line', { video, voice });
 }
 
-function serverSection(locale: Locale, title: string, counts: Record<string, UsageCount>): string {
-  const entries = Object.entries(counts).sort(([, a], [, b]) => spentTicks(b) - spentTicks(a) || b.tasks - a.tasks);
-  const rows = entries.slice(0, REPORT_ROWS).map(([userId, count]) => `<@${userId}>: ${describeUsage(locale, count)}`);
-  if (entries.length > REPORT_ROWS) rows.push(t(locale, 'usage.more-members', { count: entries.length - REPORT_ROWS }));
-  return [
-    `**${title}**: ${describeUsage(locale, totalUsage(counts))}`,
-    ...(rows.length > 0 ? rows : [t(locale, 'usage.nothing-yet')]),
-  ].join('\n');
+function bySpend(counts: Record<string, UsageCount>): [string, UsageCount][] {
+  return Object.entries(counts).sort(([, a], [, b]) => spentTicks(b) - spentTicks(a) || b.tasks - a.tasks);
+}
+
+/**
+ * A period's total and its biggest spenders, as many as fit in `room` characters (REPORT_ROWS at most),
+ * then how many more there are and where they all are.
+ */
+function serverSection(locale: Locale, title: string, counts: Record<string, UsageCount>, file: string, room: number): string {
+  const entries = bySpend(counts);
+  const lines = [`**${title}**: ${describeUsage(locale, totalUsage(counts))}`];
+  if (entries.length === 0) return [...lines, t(locale, 'usage.nothing-yet')].join('\n');
+  const more = (shown: number) =>
+    shown < entries.length ? [t(locale, 'usage.more-members-in-file', { count: entries.length - shown, file })] : [];
+  const length = (texts: string[]) => texts.join('\n').length;
+  for (const [userId, count] of entries.slice(0, REPORT_ROWS)) {
+    const row = `<@${userId}>: ${describeUsage(locale, count)}`;
+    if (length([...lines, row, ...more(lines.length)]) > room) break;
+    lines.push(row);
+  }
+  return [...lines, ...more(lines.length - 1)].join('\n');
 }
 
 /** The report's text in the member's language: their own usage and budgets, then the server's when the view has it. */
@@ -84,15 +102,92 @@ export function formatUsage(locale: Locale, view: UsageView): string {
             .join('; '),
         }),
   ];
-  if (view.server) {
-    lines.push(
-      '',
-      serverSection(locale, say('usage.server-today', { date: today }), view.server.today),
-      '',
-      serverSection(locale, say('usage.server-month', { month }), view.server.month),
-    );
-  }
-  return lines.join('\n');
+  if (!view.server) return lines.join('\n');
+  // Today's members may take half of what is left, this month's the rest: both periods show their top.
+  const file = usageTableFilename(view.now);
+  const left = MESSAGE_LIMITS.content - lines.join('\n').length - '\n\n'.length * 2;
+  const todayPart = serverSection(locale, say('usage.server-today', { date: today }), view.server.today, file, Math.floor(left / 2));
+  const monthPart = serverSection(locale, say('usage.server-month', { month }), view.server.month, file, left - todayPart.length);
+  // Only the member's own lines and budgets are left unbounded; they are few and short, but never more than Discord takes.
+  return shorten([...lines, '', todayPart, '', monthPart].join('\n'), MESSAGE_LIMITS.content);
+}
+
+/** The name of a manager's CSV of every member's usage: `usage-2026-11-29.csv` (the UTC day of the report). */
+export function usageTableFilename(now: number): string {
+  return `usage-${new Date(now).toISOString().slice(0, 'YYYY-MM-DD'.length)}.csv`;
+}
+
+const MS_PER_MINUTE = 60_000;
+/** A member's display name in the table is at most this long (Discord's own are 32). */
+const TABLE_NAME_LENGTH = 100;
+/** Excel reads a CSV as UTF-8 (accented headers, names in any script) only when it starts with a byte order mark. */
+const BYTE_ORDER_MARK = '\uFEFF';
+
+/** A dollar amount as a spreadsheet reads it in any language: a plain number with a dot, to the hundredth of a cent. */
+function dollars(ticks: number): string {
+  return (ticks / USD_TICKS).toFixed(4);
+}
+
+/**
+ * One CSV field (RFC 4180: quoted when it holds a comma, a quote or a line break); text that a spreadsheet
+ * would run as a formula (`=`, `+`, `-`, `@` first: a display name is anyone's) is led by an apostrophe.
+ */
+function csvField(value: string): string {
+  const inert = /^[=+\-@\t\r]/.test(value) ? `'${value}` : value;
+  return /[",\r\n]/.test(inert) ? `"${inert.replaceAll('"', '""')}"` : inert;
+}
+
+/**
+ * The manager's whole table as a CSV file in the reader's language, one row per member who used anything
+ * this month (today included), biggest spenders of the month first: member id, display name when the bot
+ * knows it (`nameOf`; no mention), then for today and for this month the videos, their
+ * reported cost, the estimate of those whose cost was not reported, what is reserved for videos in
+ * progress, voice minutes and voice's estimated cost. Amounts are US dollars as plain numbers (`1.2500`).
+ * Undefined for a view without the server's usage, or when no member used anything this month.
+ */
+export function usageTable(
+  locale: Locale,
+  view: UsageView,
+  nameOf: (userId: string) => string | undefined,
+): { name: string; data: Buffer } | undefined {
+  if (!view.server) return undefined;
+  const { today, month } = view.server;
+  const periods = ['day', 'month'] as const;
+  const header = [
+    t(locale, 'usage.csv.member-id'),
+    t(locale, 'usage.csv.member-name'),
+    ...periods.flatMap((period) =>
+      (
+        [
+          'usage.csv.videos',
+          'usage.csv.cost',
+          'usage.csv.estimated',
+          'usage.csv.reserved',
+          'usage.csv.voice-minutes',
+          'usage.csv.voice-cost',
+        ] as const
+      ).map((key) => t(locale, key, { period })),
+    ),
+  ];
+  const members = new Map(bySpend(month));
+  for (const [userId, count] of bySpend(today)) if (!members.has(userId)) members.set(userId, count);
+  if (members.size === 0) return undefined;
+  const columns = (count: UsageCount) => [
+    String(count.tasks),
+    dollars(count.costTicks),
+    dollars(count.estimatedTicks),
+    dollars(count.reservedTicks),
+    (count.voiceMs / MS_PER_MINUTE).toFixed(2),
+    dollars(count.voiceTicks),
+  ];
+  const rows = [...members.keys()].map((userId) => [
+    userId,
+    shorten(nameOf(userId) ?? '', TABLE_NAME_LENGTH),
+    ...columns(today[userId] ?? noUsage()),
+    ...columns(month[userId] ?? noUsage()),
+  ]);
+  const text = [header, ...rows].map((row) => row.map(csvField).join(',')).join('\r\n');
+  return { name: usageTableFilename(view.now), data: Buffer.from(`${BYTE_ORDER_MARK}${text}\r\n`, 'utf8') };
 }
 
 /** What is left of a member's own install's daily limits, the operator's (a server's budgets do not apply there). */

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nextUtcMonth } from '../../src/settings/budgets.ts';
 import { nextUtcMidnight } from '../../src/settings/limits.ts';
 import { SPEND_CHART_COLORS, SPEND_CHART_GEOMETRY } from '../../src/settings/usage-chart.ts';
+import { usageTableFilename } from '../../src/settings/usage-report.ts';
 import type { InteractionHandle, Message, TestGuild, User } from 'discord-standin';
 import { startOwnRedis, type OwnRedis } from '../support/redis-server.ts';
 import { startWorld, type World } from '../support/world.ts';
@@ -222,7 +223,10 @@ describe.each(['sqlite', 'redis'] as const)('spend on %s', (storeKind) => {
     it('/usage shows a manager the server and a chart whose only bar is today; a member sees only their own', async () => {
       const answer = await usage(guild, guild.admin);
       expect(answer.content).toContain('**Server this month');
-      expect(answer.attachments.map((attachment) => attachment.filename)).toEqual(['spend-last-30-days.png']);
+      expect(answer.attachments.map((attachment) => attachment.filename)).toEqual([
+        'spend-last-30-days.png',
+        usageTableFilename(Date.now()),
+      ]);
       const image = PNG.sync.read(answer.attachments[0]!.bytes);
       expect([image.width, image.height]).toEqual([width, height]);
       const colored = (color: string) => {
@@ -257,6 +261,41 @@ describe.each(['sqlite', 'redis'] as const)('spend on %s', (storeKind) => {
       }
     });
   });
+
+  it("answers a manager's /usage on a busy day within Discord's 2,000 characters, with every member in its CSV", async () => {
+    const guild = world.discord.createGuild({ name: 'busy day' });
+    const members = Array.from({ length: 24 }, (_, index) => world.discord.createUser({ guildId: guild.id, name: `member-${index}` }));
+    // The cheapest video there is ($0.05), one each, all at once.
+    await Promise.all(members.map((member, index) => delivered(generate(guild, member, `lantern ${index}`, '480p', 1))));
+
+    const answer = await usage(guild, guild.admin);
+    const file = usageTableFilename(Date.now());
+    expect(answer.content.length).toBeLessThanOrEqual(2000);
+    expect(answer.content).toMatch(/\*\*Server today \([^)]*\)\*\*: 24 videos, \$1\.20; no voice\n/);
+    expect(answer.content).toMatch(/\*\*Server this month \([^)]*\)\*\*: 24 videos, \$1\.20; no voice\n/);
+    // Each period shows whom it can, and counts the others, who are all in the file.
+    for (const part of answer.content.split('\n\n').slice(1)) {
+      const shown = part.match(/<@\d+>: 1 video, \$0\.05; no voice/g)?.length ?? 0;
+      const rest = 24 - shown;
+      expect(part.split('\n').at(-1)).toBe(`…and ${rest} more member${rest === 1 ? '' : 's'} (every member is in ${file})`);
+    }
+    expect(answer.attachments.map((attachment) => attachment.filename)).toEqual(['spend-last-30-days.png', file]);
+    const [header, ...rows] = answer.attachments[1]!.bytes.toString('utf8')
+      .replace(/^\uFEFF/, '')
+      .trimEnd()
+      .split('\r\n');
+    const periods = (period: string) => [
+      `Videos ${period}`,
+      `Reported cost ${period} (USD)`,
+      `Estimated cost of unreported videos ${period} (USD)`,
+      `Reserved for videos in progress ${period} (USD)`,
+      `Voice minutes ${period}`,
+      `Estimated voice cost ${period} (USD)`,
+    ];
+    expect(header).toBe(['Member ID', 'Name', ...periods('today'), ...periods('this month')].join(','));
+    const oneVideo = '1,0.0500,0.0000,0.0000,0.00,0.0000';
+    expect(rows.sort()).toEqual(members.map((member) => `${member.id},${member.username},${oneVideo},${oneVideo}`).sort());
+  }, 60_000);
 
   // Last, as it restarts the bot with prices of its own. A restart is a Node process loading discord.js:
   // 5-7 s beside two busy loops, so the tests that restart have 60 s.

@@ -10,7 +10,7 @@ import {
   type ChatInputCommandInteraction,
   type ModalSubmitInteraction,
 } from 'discord.js';
-import { answerPrivately, type Placeholder } from '../src/discord/answer.ts';
+import { answerPrivately, type AnswerVisibility } from '../src/discord/answer.ts';
 import { containing, suggest } from '../src/discord/autocomplete.ts';
 import { subcommand } from '../src/discord/command-options.ts';
 import { customId } from '../src/discord/custom-id.ts';
@@ -200,7 +200,7 @@ async function autocomplete(interaction: AutocompleteInteraction, services: Serv
 }
 
 /** `/config key` opens a form; everything else answers the admin privately. */
-function answers(interaction: HandledInteraction): Placeholder | 'form' {
+function answers(interaction: HandledInteraction): AnswerVisibility | 'form' {
   return interaction.isChatInputCommand() && interaction.options.getSubcommand() === 'key' ? 'form' : 'private';
 }
 

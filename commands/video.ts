@@ -6,7 +6,7 @@ import {
   type ChatInputCommandInteraction,
   type ModalSubmitInteraction,
 } from 'discord.js';
-import { answerPrivately, type Placeholder } from '../src/discord/answer.ts';
+import { answerPrivately, type AnswerVisibility } from '../src/discord/answer.ts';
 import type { Command } from '../src/interactions/command.ts';
 import { literalChoice, localized, localizedChoice } from '../src/i18n/commands.ts';
 import { answerUsage } from '../src/interactions/usage-answer.ts';
@@ -220,7 +220,7 @@ async function modal(interaction: ModalSubmitInteraction, services: Services) {
 /** What /video decides about a subcommand: what the member needs, how it is first answered, whether a member's own install may use it, and its handler. */
 interface Subcommand {
   requires: Requirement;
-  answers: Placeholder;
+  answers: AnswerVisibility;
   userInstall: boolean;
   run(interaction: ChatInputCommandInteraction, services: Services): Promise<void>;
 }
@@ -271,7 +271,7 @@ function userInstall(interaction: HandledInteraction): boolean {
 }
 
 /** Each subcommand and each button under a video says, but `/video edit` and `extend` without a source open a form; a form's submission shows a status card. */
-function answers(interaction: HandledInteraction): Placeholder | 'form' {
+function answers(interaction: HandledInteraction): AnswerVisibility | 'form' {
   if (interaction.isButton()) return cardButtonOf(interaction.customId).answers;
   if (!interaction.isChatInputCommand()) return 'public';
   if (opensUploadForm(interaction)) return 'form';

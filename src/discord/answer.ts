@@ -28,8 +28,8 @@ const limitLog = createLogger({ fields: { part: 'discord/answer' } });
 /** Leaves a second and a half of Discord's three for the deferral to arrive. */
 const ACKNOWLEDGE_WITHIN_MS = 1_500;
 
-/** Who sees the "thinking…" placeholder of a deferred interaction: everyone in the channel, or the member. */
-export type Placeholder = 'public' | 'private';
+/** Who sees an answer (and its "thinking…" placeholder while it is slow): everyone in the channel, or the member. */
+export type AnswerVisibility = 'public' | 'private';
 
 /** Deferrals started by acknowledgeWhileSlow(), which every answer waits for first. */
 const deferrals = new WeakMap<RepliableInteraction, Promise<unknown>>();
@@ -44,16 +44,16 @@ async function startAnswer(interaction: RepliableInteraction): Promise<void> {
 
 /**
  * Runs `handle`; if the interaction is still unanswered after ACKNOWLEDGE_WITHIN_MS, defers it meanwhile
- * with a `placeholder`. Answers given through this module adapt to the deferral.
+ * with a placeholder only `visibility` sees. Answers given through this module adapt to the deferral.
  */
 export async function acknowledgeWhileSlow(
   interaction: RepliableInteraction,
-  placeholder: Placeholder,
+  visibility: AnswerVisibility,
   handle: () => Promise<void>,
 ): Promise<void> {
   const timer = setTimeout(() => {
     if (answering.has(interaction) || interaction.deferred || interaction.replied) return;
-    const deferral = interaction.deferReply(placeholder === 'private' ? { flags: MessageFlags.Ephemeral } : {});
+    const deferral = interaction.deferReply(visibility === 'private' ? { flags: MessageFlags.Ephemeral } : {});
     // Its failure reaches whoever answers next (startAnswer awaits it); unanswered, it must not go unheard.
     deferral.catch(() => undefined);
     deferrals.set(interaction, deferral);

@@ -7,7 +7,7 @@ import {
   type ModalSubmitInteraction,
   type RESTPostAPIApplicationCommandsJSONBody,
 } from 'discord.js';
-import type { Placeholder } from '../discord/answer.ts';
+import type { AnswerVisibility } from '../discord/answer.ts';
 import { isRecord } from '../lib/json.ts';
 import type { Services } from '../services.ts';
 import type { HandledInteraction, Requirement } from './requirements.ts';
@@ -37,7 +37,7 @@ export interface Command<S = Services> {
    * slow may come before it), or a message everyone sees (`public`, e.g. a status card) or only the member
    * (`private`, the default). A slow answer is deferred meanwhile with a placeholder of that kind.
    */
-  answers?(interaction: HandledInteraction): Placeholder | 'form';
+  answers?(interaction: HandledInteraction): AnswerVisibility | 'form';
   /**
    * Whether a member may use this through their own install of the app (a DM, a private channel, a server
    * without the bot), when the operator allows user installs (USER_INSTALLS=on): a command that has it is

@@ -1,5 +1,5 @@
 import type { ButtonInteraction, ModalSubmitInteraction } from 'discord.js';
-import type { Placeholder } from '../../discord/answer.ts';
+import type { AnswerVisibility } from '../../discord/answer.ts';
 import type { Services } from '../../services.ts';
 import { parseVideoActionId, videoActionId, type VideoAction } from '../../video/actions.ts';
 import type { Requirement } from '../requirements.ts';
@@ -25,7 +25,7 @@ export interface CardButton {
   /** What the presser needs, checked by the dispatcher before `press` runs. */
   requires: Requirement;
   /** How a press is first answered (Command.answers): a form, or the placeholder shown while the press is slow. */
-  answers: Placeholder | 'form';
+  answers: AnswerVisibility | 'form';
   /**
    * Whether it may be pressed through a member's own install of the app (Command.userInstall): none is
    * today, as what such an install posts carries no buttons.

@@ -11,7 +11,8 @@ import { openSqlite } from './sqlite.ts';
 // or on Redis for a store shared between processes. What the rest of the bot imports of the store.
 
 export { parseMarker, STORE_DEADLINE_MS, StoredRecordError, StoreUnavailableError } from './interface.ts';
-export type { Collection, Parse, Store, StoreOptions } from './interface.ts';
+export type { Collection, Parse, RecordWarning, Store, StoreOptions } from './interface.ts';
+export { parseShape, RecordShapeError, versionedRecord, type RecordKind } from './versioned.ts';
 
 export async function openStore(url: string, log: Logger, options: StoreOptions = {}): Promise<Store> {
   const deadlineMs = options.deadlineMs ?? STORE_DEADLINE_MS;

@@ -2,8 +2,15 @@
 // every read (the store is a boundary like any other: an older version, a hand edit or a bug may have
 // written it), every call within a deadline, and the two ways a call fails.
 
-/** Turns a stored value into a typed record, throwing when it does not fit. */
-export type Parse<T> = (raw: unknown) => T;
+/**
+ * Turns a stored value into a typed record, throwing when it does not fit. A record it can still read
+ * past something (a setting out of range, read as its default) is told to `warn`, which the collection logs
+ * as one line naming the record.
+ */
+export type Parse<T> = (raw: unknown, warn: RecordWarning) => T;
+
+/** What a parser read past in a record it could read: one warning line, with the collection and the record's key. */
+export type RecordWarning = (message: string, fields?: Readonly<Record<string, unknown>>) => void;
 
 /** The parser of a record that only marks that something is so (its value is `true`). */
 export function parseMarker(raw: unknown): true {

@@ -32,15 +32,15 @@ export class KeyvCollection<T> implements Collection<T> {
   }
 
   /** A value Keyv read (through deserializeForKeyv), parsed; throws what is wrong with it. */
-  #parseRaw(raw: unknown): T {
+  #parseRaw(id: string, raw: unknown): T {
     if (raw instanceof UnreadableText) throw raw.error;
-    return this.#parse(raw);
+    return this.#parse(raw, (message, fields) => this.#log.warn(message, { ...fields, collection: this.#name, id }));
   }
 
   /** #parseRaw, failing with StoredRecordError, which names the record. */
   #parseValue(id: string, raw: unknown): T {
     try {
-      return this.#parseRaw(raw);
+      return this.#parseRaw(id, raw);
     } catch (error) {
       throw new StoredRecordError(this.#name, id, error);
     }
@@ -134,7 +134,7 @@ export class KeyvCollection<T> implements Collection<T> {
         const raw: unknown = entry[1];
         if (raw === undefined) continue;
         try {
-          yield [key, this.#parseRaw(raw)];
+          yield [key, this.#parseRaw(key, raw)];
         } catch (error) {
           this.#log.warn('skipping an unreadable stored record', { collection: this.#name, id: key, error });
         }

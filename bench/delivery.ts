@@ -15,7 +15,8 @@ import type { GuildVideoPolicy } from '../src/ports/guild-policy.ts';
 import { openStore, type Store } from '../src/store/index.ts';
 import { createVideo, type Video } from '../src/video/index.ts';
 import { DEFAULT_POLL_POLICY } from '../src/video/poll-policy.ts';
-import type { TaskRecord } from '../src/video/record.ts';
+import { TASK_RECORD_VERSION, type TaskRecord } from '../src/video/record.ts';
+import { ENGLISH } from '../src/i18n/index.ts';
 import { newTaskId } from '../src/video/repository.ts';
 
 // The memory a finished video's delivery takes (download from the gateway, upload to Discord), for a
@@ -112,6 +113,7 @@ function finishedTask(attachmentSizeLimit: number): TaskRecord {
   const id = newTaskId();
   const now = Date.now();
   return {
+    v: TASK_RECORD_VERSION,
     id,
     gatewayId: `req_${id}`,
     layer: 'native',
@@ -132,7 +134,8 @@ function finishedTask(attachmentSizeLimit: number): TaskRecord {
     outcome: {},
     card: { applicationId: '100000000000000004', interactionToken: 'expired', tokenExpiresAt: 0, messageId: '100000000000000005' },
     attachmentSizeLimit,
-    delivery: { state: 'waiting', nonce: id, attempts: 0 },
+    delivery: { state: 'waiting', attempts: 0 },
+    locale: ENGLISH,
   };
 }
 

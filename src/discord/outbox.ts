@@ -56,8 +56,6 @@ export interface CardEdit extends ComponentsV2Message {
    * keeps only the existing attachments it lists.
    */
   keep?: readonly { id: string; filename: string }[];
-  /** The message was not Components V2 until now (an earlier version's embed card): its content and embeds are cleared. */
-  replacesLegacy?: boolean;
 }
 
 export interface CardAddress {
@@ -203,7 +201,7 @@ export class DiscordOutbox {
    * answers a repeat within a few minutes with the first message instead of a second.
    */
   async postCard(channelId: string, card: CardEdit, nonce?: string): Promise<PostedMessage> {
-    const { file, replacesLegacy: _new, keep: _kept, ...layout } = card;
+    const { file, keep: _kept, ...layout } = card;
     const body: RESTPostAPIChannelMessageJSONBody = {
       ...layout,
       allowed_mentions: { parse: [] },
@@ -214,10 +212,13 @@ export class DiscordOutbox {
   }
 
   async #patchMessage(route: `/${string}`, edit: CardEdit, auth: boolean): Promise<unknown> {
-    const { file, replacesLegacy, keep = [], ...card } = edit;
+    const { file, keep = [], ...card } = edit;
     const body: RESTPatchAPIChannelMessageJSONBody = {
       ...card,
-      ...(replacesLegacy ? { content: null, embeds: [] } : {}),
+      // A card is Components V2, which Discord refuses beside content or embeds: the edit empties them, which
+      // turns a message that had them (the cards before 2026-11-28) into one; empty ones count as absent.
+      content: null,
+      embeds: [],
       attachments: [...keep.map(({ id, filename }) => ({ id, filename })), ...(file ? [{ id: 0, filename: file.name }] : [])],
       allowed_mentions: { parse: [] },
     };

@@ -1,19 +1,19 @@
+import { z } from 'zod';
 import { ButtonStyle, ComponentType, type APIActionRowComponent, type APIComponentInMessageActionRow } from 'discord.js';
 import { ValidationError } from '../gateway/errors.ts';
 import { LAYERS, VIDEO_OPERATIONS, type Layer } from '../gateway/spec.ts';
 import type { DiscordOutbox, InteractionMessage } from '../discord/outbox.ts';
-import { isRecord, readBoolean, readNumber, readRecord, readString } from '../lib/json.ts';
 import type { Logger } from '../lib/log.ts';
 import { refuse } from '../lib/result.ts';
 import type { GuildVideoPolicy } from '../ports/guild-policy.ts';
 import { tokenUsableUntil, type InteractionContext } from '../ports/interaction-context.ts';
-import type { Collection, Store } from '../store/index.ts';
+import { versionedRecord, type Collection, type Store } from '../store/index.ts';
 import { videoActionId } from './actions.ts';
 import type { Prepared, SubmissionPlan } from './plan.ts';
-import { TASK_MODES, parseVaryNote, type TaskMode } from './record.ts';
+import { TASK_MODES, storedLocaleSchema, varyNoteSchema } from './record.ts';
 import { parseStoredRequest } from './stored-request.ts';
 import { confirmVerb, describeConfirmation, describeConfirmationClosed } from './wording.ts';
-import { ENGLISH, SUPPORTED_LOCALES, t, type Locale } from '../i18n/index.ts';
+import { ENGLISH, t, type Locale } from '../i18n/index.ts';
 import { describeValidationError } from '../wording/validation.ts';
 import { memberLocaleOf } from './locales.ts';
 
@@ -26,8 +26,12 @@ import { memberLocaleOf } from './locales.ts';
 /** A kept plan outlives its question by this much, so the question's own expiry still finds it to say so. */
 const KEPT_BEYOND_EXPIRY_MS = 60_000;
 
+/** The version of a held video's record this code writes (src/store/versioned.ts). */
+const HELD_VIDEO_VERSION = 1;
+
 /** A plan waiting for its member, as the store keeps it. */
 export interface HeldVideo {
+  v: typeof HELD_VIDEO_VERSION;
   guildId: string;
   channelId: string;
   userId: string;
@@ -36,8 +40,8 @@ export interface HeldVideo {
   /** The question can no longer be edited after this (its interaction's token ends). */
   expiresAt: number;
   plan: HeldPlan;
-  /** The member's language, which the question and how it ended are worded in; unset on earlier versions' (English). */
-  locale?: Locale;
+  /** The member's language, which the question and how it ended are worded in. */
+  locale: Locale;
 }
 
 /** A submission plan without the server's key: everything else it needs, to be sent when confirmed. */
@@ -56,69 +60,45 @@ function heldPlanOf(plan: SubmissionPlan): HeldPlan {
   return { ...rest, operation, request: { ...request }, layer: access.layer, keyId: access.keyId };
 }
 
-function required<T>(value: T | undefined, what: string): T {
-  if (value === undefined) throw new Error(`a held video needs ${what}`);
-  return value;
-}
+const heldVideoSchema: z.ZodType<HeldVideo> = z.object({
+  v: z.literal(HELD_VIDEO_VERSION),
+  guildId: z.string(),
+  channelId: z.string(),
+  userId: z.string(),
+  question: z.object({ applicationId: z.string(), interactionToken: z.string(), messageId: z.string() }),
+  expiresAt: z.number(),
+  plan: z.object({
+    operation: z.enum(VIDEO_OPERATIONS),
+    request: z.record(z.string(), z.unknown()),
+    taskId: z.string(),
+    mode: z.enum(TASK_MODES),
+    model: z.string(),
+    prompt: z.string(),
+    layer: z.enum(LAYERS),
+    keyId: z.string(),
+    estimateTicks: z.number(),
+    confirmOverTicks: z.number().optional(),
+    sourceTaskId: z.string().optional(),
+    regenerated: z.boolean().optional(),
+    varyNote: varyNoteSchema.optional(),
+    // A job of several variants is confirmed as one: all of them are sent on the press.
+    variants: z.number().optional(),
+    postedSource: z.object({ channelId: z.string(), messageId: z.string(), fileName: z.string().optional() }).optional(),
+  }),
+  locale: storedLocaleSchema,
+});
 
-function oneOf<T extends string>(value: string | undefined, values: readonly T[], what: string): T {
-  const found = values.find((candidate) => candidate === value);
-  if (found === undefined) throw new Error(`a held video's ${what} is not one of ${values.join(', ')}`);
-  return found;
-}
-
-function parseHeldPlan(raw: unknown): HeldPlan {
-  const request = readRecord(raw, 'request');
-  if (!request) throw new Error('a held video needs plan.request');
-  const posted = readRecord(raw, 'postedSource');
-  const postedChannel = readString(posted, 'channelId');
-  const postedMessage = readString(posted, 'messageId');
-  const confirmOverTicks = readNumber(raw, 'confirmOverTicks');
-  const sourceTaskId = readString(raw, 'sourceTaskId');
-  const regenerated = readBoolean(raw, 'regenerated');
-  const note = readString(raw, 'note');
-  const varyNote = readRecord(raw, 'varyNote');
-  // A job of several variants is confirmed as one: all of them are sent on the press.
-  const variants = readNumber(raw, 'variants');
-  return {
-    operation: oneOf(readString(raw, 'operation'), VIDEO_OPERATIONS, 'operation'),
-    request,
-    taskId: required(readString(raw, 'taskId'), 'plan.taskId'),
-    mode: oneOf<TaskMode>(readString(raw, 'mode'), TASK_MODES, 'mode'),
-    model: required(readString(raw, 'model'), 'plan.model'),
-    prompt: readString(raw, 'prompt') ?? '',
-    layer: oneOf(readString(raw, 'layer'), LAYERS, 'layer'),
-    keyId: required(readString(raw, 'keyId'), 'plan.keyId'),
-    estimateTicks: required(readNumber(raw, 'estimateTicks'), 'plan.estimateTicks'),
-    ...(confirmOverTicks === undefined ? {} : { confirmOverTicks }),
-    ...(sourceTaskId === undefined ? {} : { sourceTaskId }),
-    ...(regenerated === undefined ? {} : { regenerated }),
-    ...(note === undefined ? {} : { note }),
-    ...(varyNote === undefined ? {} : { varyNote: parseVaryNote(varyNote, "a held video's varyNote") }),
-    ...(variants === undefined ? {} : { variants }),
-    ...(postedChannel !== undefined && postedMessage !== undefined
-      ? { postedSource: { channelId: postedChannel, messageId: postedMessage } }
-      : {}),
-  };
-}
-
-function parseHeldVideo(raw: unknown): HeldVideo {
-  if (!isRecord(raw)) throw new Error('a held video must be an object');
-  const question = readRecord(raw, 'question');
-  return {
-    guildId: required(readString(raw, 'guildId'), 'guildId'),
-    channelId: required(readString(raw, 'channelId'), 'channelId'),
-    userId: required(readString(raw, 'userId'), 'userId'),
-    question: {
-      applicationId: required(readString(question, 'applicationId'), 'question.applicationId'),
-      interactionToken: required(readString(question, 'interactionToken'), 'question.interactionToken'),
-      messageId: required(readString(question, 'messageId'), 'question.messageId'),
-    },
-    expiresAt: required(readNumber(raw, 'expiresAt'), 'expiresAt'),
-    plan: parseHeldPlan(raw.plan),
-    locale: SUPPORTED_LOCALES.find((locale) => locale === readString(raw, 'locale')),
-  };
-}
+/**
+ * Reads a held video of any version. Version 0 (no `v`, held before 2026-11-29): one held before the
+ * member's language was kept (2026-11-28) is worded in English; Vary's note worded in it then (`plan.note`)
+ * goes, as no reason can be read back from its words (the card is drawn without it).
+ */
+export const parseHeldVideo = versionedRecord<HeldVideo>({
+  name: 'held video',
+  version: HELD_VIDEO_VERSION,
+  schema: heldVideoSchema,
+  upgrade: (stored) => ({ ...stored, locale: stored.locale ?? ENGLISH }),
+});
 
 /** The question a held video asks its member privately: its words and its two buttons. */
 export interface ConfirmationQuestion {
@@ -153,6 +133,7 @@ export class VideoConfirmations {
     const expiresAt = tokenUsableUntil(context);
     const locale = memberLocaleOf(context);
     const held: HeldVideo = {
+      v: HELD_VIDEO_VERSION,
       guildId: context.guildId,
       channelId: context.channelId,
       userId: context.userId,
@@ -223,7 +204,7 @@ export class VideoConfirmations {
   /** A confirmed video's plan, with the server's key looked up again (it is never kept in the store). */
   async planOf(held: HeldVideo): Promise<Prepared> {
     const { policy, vendor } = this.#deps;
-    const locale = held.locale ?? ENGLISH;
+    const locale = held.locale;
     const access = await policy.resolveGatewayAccess(held.guildId, locale);
     if (!access.ok) return access;
     const { ok: _resolved, ...credentials } = access;
@@ -242,7 +223,7 @@ export class VideoConfirmations {
   async close(held: HeldVideo, how: 'confirmed' | 'refused' | 'expired'): Promise<void> {
     try {
       await this.#deps.outbox.editInteractionMessage(held.question, {
-        content: describeConfirmationClosed(held.locale ?? ENGLISH, held.plan, how),
+        content: describeConfirmationClosed(held.locale, held.plan, how),
         components: [],
       });
     } catch (error) {

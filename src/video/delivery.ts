@@ -32,7 +32,19 @@ import {
   type LostTaskReason,
 } from './wording.ts';
 import type { MemberCosts, MemberDayCost } from '../ports/guild-policy.ts';
-import { askedInUrl, handoffDue, isTerminal, needsWork, type HandoffNote, type TaskRecord, type UserInstallTask } from './record.ts';
+import {
+  askedInUrl,
+  closedDelivery,
+  handoffDue,
+  isTerminal,
+  needsWork,
+  postingSince,
+  type HandoffNote,
+  type PostedDelivery,
+  type ShownVideo,
+  type TaskRecord,
+  type UserInstallTask,
+} from './record.ts';
 import type { DirectMessageReach } from './dm-reach.ts';
 import type { TaskRepository } from './repository.ts';
 import { cardLocale, cardStateKey, renderJobCard, renderLostCard, videoLink, type CardView, type KnownCard } from './status-card.ts';
@@ -50,8 +62,6 @@ const NONCE_TRUSTED_MS = 2 * 60_000;
 //   waiting --(download, then write "posting")--> posting --(edit the card with the file)--> posted
 // The edit lists the file it uploads as the card's only attachment, so repeating it shows one video: a
 // crash after the edit but before "posted" is written leaves "posting", and the retry edits again.
-// Tasks of earlier versions posted the video as a message of its own, with a nonce; one of those left
-// "posting" is looked for in its channel first (see #earlierPost), and their posts keep their buttons.
 // The video goes from the gateway to a temporary file and from there to Discord, a chunk at a time: a
 // delivery holds a few hundred KB of it in memory whatever its size.
 
@@ -178,8 +188,7 @@ export class VideoDelivery {
           task: task.id,
         });
       const messageId = edited?.messageId ?? task.card.messageId;
-      const componentsV2 = task.card.componentsV2 === true || edited !== undefined;
-      return { ...task, card: { ...task.card, renderedAt: now, renderedState: key, componentsV2, messageId } };
+      return { ...task, card: { ...task.card, renderedAt: now, renderedState: key, messageId } };
     } catch (error) {
       // A card that cannot be edited (deleted, no access) must not stop the task or its delivery.
       if (isDiscordError(error, DISCORD_ERRORS.missingAccess, DISCORD_ERRORS.missingPermissions)) {
@@ -310,7 +319,7 @@ export class VideoDelivery {
     this.#deps.log.info("a member's own install: showing the task in their DMs, its interaction token has ended", { task: task.id });
     let posted: PostedMessage;
     try {
-      posted = await outbox.postCard(channelId, card, task.delivery.nonce);
+      posted = await outbox.postCard(channelId, card, task.id);
     } catch (error) {
       if (isDiscordError(error, DISCORD_ERRORS.cannotMessageUser, DISCORD_ERRORS.noMutualGuilds)) await this.#noteDms(task, 'closed', now);
       throw error;
@@ -329,7 +338,7 @@ export class VideoDelivery {
       ? undefined
       : (task.card.messageId ?? tasks.find((sibling) => sibling.card.messageId !== undefined)?.card.messageId);
     const address = { ...task.card, channelId: task.channelId, messageId };
-    return this.#deps.outbox.editCard(address, task.card.componentsV2 ? edit : { ...edit, replacesLegacy: true }, now);
+    return this.#deps.outbox.editCard(address, edit, now);
   }
 
   /**
@@ -339,26 +348,6 @@ export class VideoDelivery {
   async deliver(task: TaskRecord, gateway: GatewayClient, result?: TaskResult): Promise<TaskRecord> {
     let current = task;
     if (current.delivery.state === 'posted' || current.delivery.state === 'closed') return current;
-
-    const earlier = await this.#earlierPost(current);
-    if (earlier) {
-      // The bot posted it before it crashed (or lost Discord's answer), too long ago for the nonce to catch it.
-      current = {
-        ...current,
-        delivery: {
-          ...current.delivery,
-          state: 'posted',
-          inCard: false,
-          messageId: earlier.messageId,
-          ...(earlier.attachmentUrl ? { attachmentUrl: earlier.attachmentUrl } : {}),
-        },
-      };
-      this.#deps.log.info('found the video already posted; recorded it instead of posting again', {
-        task: current.id,
-        message: earlier.messageId,
-      });
-      return this.showAndSave(current);
-    }
 
     let latest = result;
     if (!latest) {
@@ -387,7 +376,7 @@ export class VideoDelivery {
           return await this.#close({ ...current, outcome }, describeRefusedVideo(cardLocale(current), error, current));
         } else if (error instanceof VideoUnavailableError || error instanceof NotFoundError) {
           // The temporary video is gone: nothing can be posted any more.
-          current = { ...current, state: 'expired', delivery: { ...current.delivery, state: 'closed', lastError: error.message } };
+          current = { ...current, state: 'expired', delivery: closedDelivery(current.delivery, error.message) };
           return await this.showAndSave(current);
         } else {
           throw error;
@@ -400,21 +389,12 @@ export class VideoDelivery {
   }
 
   /**
-   * The post of this task already in its channel, for a task an earlier version was posting as a message
-   * of its own when it stopped: that post may have gone out without being recorded.
-   */
-  async #earlierPost(task: TaskRecord): Promise<PostedMessage | undefined> {
-    const { state, inCard } = task.delivery;
-    return state === 'posting' && !inCard ? this.#postedInChannel(task) : undefined;
-  }
-
-  /**
    * The card an earlier try posted, looked for only once the task's first try is older than Discord keeps
    * its nonce (before that, posting again with the nonce answers with that card).
    */
   async #postedPastNonce(task: TaskRecord, now: number, channelId = task.channelId): Promise<PostedMessage | undefined> {
-    const postingSince = task.delivery.postingSince ?? now;
-    return now - postingSince >= NONCE_TRUSTED_MS ? this.#postedInChannel(task, channelId) : undefined;
+    const since = postingSince(task.delivery) ?? now;
+    return now - since >= NONCE_TRUSTED_MS ? this.#postedInChannel(task, channelId) : undefined;
   }
 
   /**
@@ -423,7 +403,6 @@ export class VideoDelivery {
    * searched, and the video is shown again (twice then, at worst, and never lost).
    */
   async #postedInChannel(task: TaskRecord, channelId = task.channelId): Promise<PostedMessage | undefined> {
-    const { nonce } = task.delivery;
     let messages: OwnMessage[];
     try {
       messages = await this.#deps.outbox.recentOwnMessages(channelId);
@@ -440,7 +419,7 @@ export class VideoDelivery {
     }
     // Discord may leave the nonce out of listed messages; the result buttons carry the task id too.
     const extendButton = videoActionId('extend', task.id);
-    return messages.find((message) => message.nonce === nonce || message.customIds.includes(extendButton));
+    return messages.find((message) => message.nonce === task.id || message.customIds.includes(extendButton));
   }
 
   /** Edits the video (the file, or else a link to it) into the task's card, and records it shown. */
@@ -451,71 +430,71 @@ export class VideoDelivery {
     const link = file ? undefined : videoLink(task);
     if (!file && !link) return this.#close(task, translator(locale)('video.card.no-link', { reason: linkReason ?? '' }).trim());
 
-    const { fileName: _earlierFile, linkReason: _earlierReason, ...delivery } = task.delivery;
-    let current: TaskRecord = {
-      ...task,
-      delivery: {
-        ...delivery,
-        state: 'posting',
-        inCard: true,
-        attempts: task.delivery.attempts + 1,
-        postingSince: task.delivery.postingSince ?? Date.now(),
-        ...(file ? { fileName: file.name } : {}),
-        ...(linkReason ? { linkReason } : {}),
-      },
+    const { attempts, failures, lastError } = task.delivery;
+    const tries = {
+      attempts: attempts + 1,
+      ...(failures === undefined ? {} : { failures }),
+      ...(lastError === undefined ? {} : { lastError }),
     };
+    const since = postingSince(task.delivery) ?? Date.now();
+    const current: TaskRecord = { ...task, delivery: { state: 'posting', ...tries, postingSince: since } };
     await repository.save(current);
 
-    // The card as it is once the video is in it: drawn now, and sent with the file it names.
+    // The card as it is once the video is in it: drawn now, and sent with the file it names. Shown in the
+    // card, until Discord's answer says which message shows it.
     const now = Date.now();
-    const shown: TaskRecord = { ...current, delivery: { ...current.delivery, state: 'posted' } };
-    const edited = await this.#oneAtATime(shown, async (): Promise<{ ok: TaskRecord } | { error: unknown }> => {
-      let shownIn: { message: PostedMessage; reposted: boolean; dmChannelId?: string };
-      try {
-        const tasks = await this.#jobTasks(shown);
-        const edit = { ...(await this.#render(tasks, shown, now)), keep: keptFiles(tasks, shown), ...(file ? { file } : {}) };
-        shownIn = await this.#showInCard(shown, edit, now, tasks);
-      } catch (error) {
-        return { error };
-      }
-      const { message, reposted, dmChannelId } = shownIn;
-      const delivered = {
-        ...shown.delivery,
-        messageId: message.messageId,
-        ...(file && message.attachmentUrl ? { attachmentUrl: message.attachmentUrl } : {}),
-        ...(file && message.attachmentId ? { attachmentId: message.attachmentId } : {}),
-      };
-      // Shown in the member's DMs: the task's own card there; the job's card where they asked stays as it was.
-      const posted: TaskRecord = dmChannelId
-        ? {
-            ...shown,
-            delivery: delivered,
-            userInstall: { ...shown.userInstall, dmChannelId, dmMessageId: message.messageId },
-            card: { ...shown.card, renderedAt: now, renderedState: cardStateKey(shown) },
-          }
-        : {
-            ...shown,
-            delivery: delivered,
-            card: {
-              ...shown.card,
-              messageId: message.messageId,
-              componentsV2: true,
-              renderedAt: now,
-              renderedState: cardStateKey(shown),
-              // A card posted again is a channel message: the interaction's token would edit the one that is gone.
-              ...(reposted ? { tokenExpiresAt: 0 } : {}),
-            },
-          };
-      // The card shows it already: saved without another edit (one without the file would take the video off).
-      await repository.save(posted);
-      return { ok: posted };
-    });
+    const video: ShownVideo = file ? { as: 'file', fileName: file.name } : { as: 'link', ...(linkReason ? { reason: linkReason } : {}) };
+    const showing: PostedDelivery = { state: 'posted', ...tries, postingSince: since, messageId: task.card.messageId ?? '', video };
+    const shown: TaskRecord = { ...current, delivery: showing };
+    const edited = await this.#oneAtATime(
+      shown,
+      async (): Promise<{ ok: { posted: TaskRecord; messageId: string } } | { error: unknown }> => {
+        let shownIn: { message: PostedMessage; reposted: boolean; dmChannelId?: string };
+        try {
+          const tasks = await this.#jobTasks(shown);
+          const edit = { ...(await this.#render(tasks, shown, now)), keep: keptFiles(tasks, shown), ...(file ? { file } : {}) };
+          shownIn = await this.#showInCard(shown, edit, now, tasks);
+        } catch (error) {
+          return { error };
+        }
+        const { message, reposted, dmChannelId } = shownIn;
+        const delivered: PostedDelivery = {
+          ...showing,
+          messageId: message.messageId,
+          ...(file && message.attachmentUrl ? { attachmentUrl: message.attachmentUrl } : {}),
+          ...(file && message.attachmentId ? { attachmentId: message.attachmentId } : {}),
+        };
+        // Shown in the member's DMs: the task's own card there; the job's card where they asked stays as it was.
+        const posted: TaskRecord = dmChannelId
+          ? {
+              ...shown,
+              delivery: delivered,
+              userInstall: { ...shown.userInstall, dmChannelId, dmMessageId: message.messageId },
+              card: { ...shown.card, renderedAt: now, renderedState: cardStateKey(shown) },
+            }
+          : {
+              ...shown,
+              delivery: delivered,
+              card: {
+                ...shown.card,
+                messageId: message.messageId,
+                renderedAt: now,
+                renderedState: cardStateKey(shown),
+                // A card posted again is a channel message: the interaction's token would edit the one that is gone.
+                ...(reposted ? { tokenExpiresAt: 0 } : {}),
+              },
+            };
+        // The card shows it already: saved without another edit (one without the file would take the video off).
+        await repository.save(posted);
+        return { ok: { posted, messageId: message.messageId } };
+      },
+    );
     if ('ok' in edited) {
-      current = edited.ok;
+      const { posted, messageId } = edited.ok;
       // Logged once recorded: from here on the task is known as posted (edits and extensions use its attachment).
       if (task.finishedAt !== undefined) this.#deps.metrics?.videoPosted(Math.max(0, Date.now() - task.finishedAt) / 1000);
-      log.info('video posted', { task: task.id, guild: task.guildId, message: current.delivery.messageId, link: link !== undefined });
-      return current;
+      log.info('video posted', { task: task.id, guild: task.guildId, message: messageId, link: link !== undefined });
+      return posted;
     }
     const error = edited.error;
     // Each refusal below changed nothing, so editing again is safe.
@@ -581,18 +560,14 @@ export class VideoDelivery {
     });
     const earlier = await this.#postedPastNonce(task, now);
     if (earlier) return { message: earlier, reposted: true };
-    return { message: await this.#deps.outbox.postCard(task.channelId, edit, task.delivery.nonce), reposted: true };
+    return { message: await this.#deps.outbox.postCard(task.channelId, edit, task.id), reposted: true };
   }
 
   /** Closes a task that will not be posted; the card shows `reason` and a link to the video when there is one. */
   async #close(task: TaskRecord, reason: string, failures = task.delivery.failures, locale = cardLocale(task)): Promise<TaskRecord> {
     const link = videoLink(task, locale);
     const lastError = link ? translator(locale)('video.card.closed-with-link', { reason, url: link.url, note: link.note }) : reason;
-    const closed: TaskRecord = {
-      ...task,
-      delivery: { ...task.delivery, state: 'closed', lastError, ...(failures === undefined ? {} : { failures }) },
-    };
-    return this.showAndSave(closed);
+    return this.showAndSave({ ...task, delivery: closedDelivery(task.delivery, lastError, failures) });
   }
 
   /**
@@ -621,7 +596,7 @@ export class VideoDelivery {
     try {
       const address = { ...known.card, channelId: known.channelId, messageId: known.card.messageId };
       const card = renderLostCard(known, reason);
-      await this.#deps.outbox.editCard(address, known.card.componentsV2 ? card : { ...card, replacesLegacy: true }, now);
+      await this.#deps.outbox.editCard(address, card, now);
     } catch (error) {
       this.#deps.log.warn('could not tell on its card that a video task was lost', { task: known.taskId, error });
     }
@@ -658,11 +633,12 @@ function pastItsToken(task: TaskRecord, now: number): task is TaskRecord & { use
  */
 function keptFiles(tasks: readonly TaskRecord[], editing: TaskRecord): { id: string; filename: string }[] {
   return tasks.flatMap((task) => {
-    const { state, inCard, attachmentId: id, fileName: filename, linkReason } = task.id === editing.id ? editing.delivery : task.delivery;
+    const current = task.id === editing.id ? editing : task;
+    const delivery = current.delivery;
     // A video shown in a member's DMs is a file of the card there, not of the job's card.
-    const elsewhere = (task.id === editing.id ? editing : task).userInstall?.dmMessageId !== undefined;
-    return state === 'posted' && inCard && !elsewhere && id !== undefined && filename !== undefined && linkReason === undefined
-      ? [{ id, filename }]
+    const elsewhere = current.userInstall?.dmMessageId !== undefined;
+    return delivery.state === 'posted' && delivery.video.as === 'file' && !elsewhere && delivery.attachmentId !== undefined
+      ? [{ id: delivery.attachmentId, filename: delivery.video.fileName }]
       : [];
   });
 }

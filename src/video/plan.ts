@@ -38,8 +38,6 @@ export type SubmissionPlan = OperationRequest & {
   variants?: number;
   /** Vary: why the variant's first frame was not sent (its card words it). */
   varyNote?: VaryNote;
-  /** The same, worded, in a plan held by an earlier version. */
-  note?: string;
 };
 
 /** A form's estimate, before the member fills it in: for each second they ask for, or for the whole video. */

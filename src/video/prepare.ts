@@ -303,14 +303,16 @@ export class VideoPreparation {
     // A lasting stored link first; else the posted attachment (refreshed before sending); else the gateway's temporary link.
     const publicUrl = task.outcome.storedFile?.publicUrl;
     if (publicUrl !== undefined && isHttpUrl(publicUrl)) return { ok: true, url: publicUrl, taskId: task.id };
-    const { attachmentUrl, messageId, fileName } = task.delivery;
-    if (attachmentUrl && messageId)
+    const shown = task.delivery.state === 'posted' ? task.delivery : undefined;
+    if (shown?.attachmentUrl) {
+      const fileName = shown.video.as === 'file' ? shown.video.fileName : undefined;
       return {
         ok: true,
-        url: attachmentUrl,
+        url: shown.attachmentUrl,
         taskId: task.id,
-        postedSource: { channelId: task.channelId, messageId, ...(fileName === undefined ? {} : { fileName }) },
+        postedSource: { channelId: task.channelId, messageId: shown.messageId, ...(fileName === undefined ? {} : { fileName }) },
       };
+    }
     if (task.outcome.videoUrl) return { ok: true, url: task.outcome.videoUrl, taskId: task.id };
     return refuse(t(locale, 'video.refusal.video-gone', { ref: source.taskRef }));
   }

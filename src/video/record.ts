@@ -1,11 +1,13 @@
 import { LAYERS, VIDEO_OPERATIONS, type Layer, type VideoOperation } from '../gateway/spec.ts';
-import { SUPPORTED_LOCALES, type Locale } from '../i18n/index.ts';
+import { z } from 'zod';
+import { ENGLISH, SUPPORTED_LOCALES, type Locale } from '../i18n/index.ts';
 import { isRecord } from '../lib/json.ts';
 import type { SpendReservation, TaskCost } from '../ports/guild-policy.ts';
+import { versionedRecord } from '../store/index.ts';
 
 // A video task as the bot keeps it: written before the user hears "accepted", updated as the gateway
-// answers, and read back after any restart. Its shape is the store's schema, parsed on every read (into
-// objects of one shape, absent members undefined: a JSON round trip drops them, and parsing stays cheap).
+// answers, and read back after any restart. Its shape is the store's schema (taskSchema, at the end),
+// checked on every read; a record of an earlier version is upgraded as it is read.
 
 const TASK_STATES = [
   /** Written just before the submission: if the bot dies now, the outcome is unknown. */
@@ -25,22 +27,6 @@ export type TaskState = (typeof TASK_STATES)[number];
 const GENERATION_MODES = ['text-to-video', 'image-to-video', 'reference', 'first-last-frame'] as const;
 export type GenerationMode = (typeof GENERATION_MODES)[number];
 export type TaskMode = GenerationMode | 'edit' | 'extend';
-
-const DELIVERY_STATES = [
-  /** Not yet posted (the task may still be running). */
-  'waiting',
-  /**
-   * About to put the video into the status card (`inCard`): an edit, which shows one video however often
-   * it is repeated, so a restart edits again. Without `inCard`, a task of an earlier version about to post
-   * the video as a message of its own, with `nonce`.
-   */
-  'posting',
-  /** Shown: in the status card (`inCard`), or, by earlier versions, in a message of its own (`messageId`). */
-  'posted',
-  /** Nothing to post (failure, moderation) or posting failed for good: the card says why. */
-  'closed',
-] as const;
-export type DeliveryState = (typeof DELIVERY_STATES)[number];
 
 export interface StoredFile {
   fileId?: string;
@@ -65,55 +51,88 @@ export interface TaskOutcome {
   requestId?: string;
 }
 
+/** The status card, drawn in Components V2 (every edit empties what a message of embeds had). */
 export interface StatusCard {
   applicationId: string;
   /** The interaction token edits the card for 15 minutes; after that the bot edits it as a channel message. */
   interactionToken: string;
   tokenExpiresAt: number;
   messageId?: string;
-  /**
-   * Drawn in Components V2 from its first edit on. Unset on the cards of earlier versions (embeds): the
-   * first edit this version makes of one clears its embeds, which Discord refuses beside the flag.
-   */
-  componentsV2?: boolean;
   /** When the card was last edited, to edit at most once every few seconds. */
   renderedAt?: number;
   /** What the card last showed, to skip edits that change nothing. */
   renderedState?: string;
 }
 
-export interface Delivery {
-  state: DeliveryState;
-  /** The nonce of the separate post earlier versions made; kept so their stored tasks still parse. */
-  nonce: string;
-  /**
-   * Set from the moment this version starts showing the video: it goes into the status card (an edit of
-   * `card.messageId`). Unset on tasks earlier versions posted (or were posting) as a message of their own.
-   */
-  inCard?: boolean;
-  /** The uploaded file's name, which the card's media gallery names (`attachment://<name>`); unset for a link. */
-  fileName?: string;
-  /** Posts (or edits of the card with the video) tried. */
+/** How a shown video is in its card: its file (which the card's media gallery names), or a link to it. */
+export type ShownVideo =
+  | { as: 'file'; fileName: string }
+  /** `reason`: why not the file (too large for Discord, no Attach Files…), in the card's language. */
+  | { as: 'link'; reason?: string };
+
+/** What every state of a delivery counts of its tries. */
+interface DeliveryTries {
+  /** Edits of the card with the video (or posts of it) tried. */
   attempts: number;
-  /** When the first post was tried: Discord honours a nonce only for a few minutes after it. */
-  postingSince?: number;
-  /** Failed tries to fetch or post the video, kept across restarts: past the policy's limit the task is closed. */
+  /** Failed tries to fetch or show the video, kept across restarts: past the policy's limit the task is closed. */
   failures?: number;
-  /** The message that shows the video: the status card itself, or an earlier version's separate post. */
-  messageId?: string;
-  /** The posted mp4's url: the source for edits and extensions of this task. */
-  attachmentUrl?: string;
-  /** The posted file's attachment id on the card: a later edit of a shared card lists it to keep the file. */
-  attachmentId?: string;
-  /** Set when a link was posted instead of the file, and why. */
-  linkReason?: string;
+  /** What went wrong last: shown on the card while the next try waits, and why it closed once closed. */
   lastError?: string;
+}
+
+/**
+ * Showing a finished video once, in its status card (delivery.ts draws the machine). The task's id is the
+ * nonce of any post of its card (Discord answers a repeat within a few minutes with the first message).
+ */
+export type Delivery =
+  /** Not yet shown (the task may still be running). */
+  | (DeliveryTries & { state: 'waiting' })
+  /**
+   * About to put the video into the status card: an edit, which shows one video however often it is
+   * repeated, so a restart edits again. `postingSince`: when the first try went, since a post of the card
+   * with the nonce (Discord honours one only for a few minutes) may have gone out from then on.
+   */
+  | (DeliveryTries & { state: 'posting'; postingSince: number })
+  /**
+   * Shown in `messageId`: the status card, or the task's own card in its member's DMs. `attachmentUrl`:
+   * the posted file's url, the source for edits and extensions of this task; `attachmentId`: its id on
+   * the card, which a later edit of a shared card lists to keep the file.
+   */
+  | (DeliveryTries & {
+      state: 'posted';
+      postingSince: number;
+      messageId: string;
+      video: ShownVideo;
+      attachmentUrl?: string;
+      attachmentId?: string;
+    })
+  /** Nothing to show (failure, moderation) or showing failed for good: the card says why. */
+  | (DeliveryTries & { state: 'closed'; postingSince?: number });
+
+export type DeliveryState = Delivery['state'];
+export type PostedDelivery = Extract<Delivery, { state: 'posted' }>;
+
+/** When the task's first post or edit with its video was tried; undefined when none was. */
+export function postingSince(delivery: Delivery): number | undefined {
+  return delivery.state === 'waiting' ? undefined : delivery.postingSince;
+}
+
+/** The delivery closed, with why (`lastError`), keeping its tries. */
+export function closedDelivery(delivery: Delivery, lastError = delivery.lastError, failures = delivery.failures): Delivery {
+  const since = postingSince(delivery);
+  return {
+    state: 'closed',
+    attempts: delivery.attempts,
+    ...(failures === undefined ? {} : { failures }),
+    ...(lastError === undefined ? {} : { lastError }),
+    ...(since === undefined ? {} : { postingSince: since }),
+  };
 }
 
 /**
  * A task's place in a job of several variants submitted together from one request (`/video generate
  * variants`): the job's id is its first task's, which owns the card (its interaction token); the others
- * edit the same card. Unset on a job of one (and on tasks of earlier versions).
+ * edit the same card. Unset on a job of one.
  */
 export interface JobPlace {
   id: string;
@@ -182,7 +201,11 @@ export function handoffDue<T extends Pick<TaskRecord, 'userInstall' | 'card'>>(
   return at !== undefined && task.userInstall !== undefined && now >= at && now < task.card.tokenExpiresAt;
 }
 
+/** The version of the task record this code writes (src/store/versioned.ts). */
+export const TASK_RECORD_VERSION = 1;
+
 export interface TaskRecord {
+  v: typeof TASK_RECORD_VERSION;
   id: string;
   job?: JobPlace;
   gatewayId?: string;
@@ -205,8 +228,6 @@ export interface TaskRecord {
   sourceTaskId?: string;
   /** Vary: why the variant's first frame was not sent, worded when its card is drawn, in its reader's language. */
   varyNote?: VaryNote;
-  /** The same line as written by earlier versions, in the card's language (the task's `locale`) then. */
-  note?: string;
   createdAt: number;
   submittedAt?: number;
   finishedAt?: number;
@@ -219,14 +240,13 @@ export interface TaskRecord {
   /** The upload limit Discord gave the interaction (`attachment_size_limit`). */
   attachmentSizeLimit: number;
   delivery: Delivery;
-  /** The estimate reserved against the budgets at submission; unset on tasks of versions before budgets. */
+  /** The estimate reserved against the budgets when it was admitted (every stored task has one; a draft has none yet). */
   reservation?: SpendReservation;
   /**
    * The language of the card and of what the bot posts about the task: the server's when it was asked for
-   * (`guild_locale`), kept so every later edit, after a restart or on another worker, speaks it too. Unset
-   * on tasks of earlier versions, whose cards began in English and stay in it.
+   * (`guild_locale`), kept so every later edit, after a restart or on another worker, speaks it too.
    */
-  locale?: Locale;
+  locale: Locale;
   /** Set on a task made through a member's own install where the bot is not in the channel; unset on every other. */
   userInstall?: UserInstallTask;
 }
@@ -290,59 +310,7 @@ export function costOf(task: TaskRecord): TaskCost {
   };
 }
 
-// ---- Parsing ---------------------------------------------------------------------------------------
-
-class RecordShapeError extends Error {
-  constructor(path: string, expected: string) {
-    super(`${path} must be ${expected}`);
-    this.name = 'RecordShapeError';
-  }
-}
-
-function requireObject(value: unknown, path: string): Readonly<Record<string, unknown>> {
-  if (!isRecord(value)) throw new RecordShapeError(path, 'an object');
-  return value;
-}
-
-function requireString(source: Readonly<Record<string, unknown>>, key: string, path: string): string {
-  const value = source[key];
-  if (typeof value !== 'string') throw new RecordShapeError(`${path}.${key}`, 'a string');
-  return value;
-}
-
-function optionalString(source: Readonly<Record<string, unknown>>, key: string, path: string): string | undefined {
-  const value = source[key];
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'string') throw new RecordShapeError(`${path}.${key}`, 'a string');
-  return value;
-}
-
-function requireNumber(source: Readonly<Record<string, unknown>>, key: string, path: string): number {
-  const value = source[key];
-  if (typeof value !== 'number' || !Number.isFinite(value)) throw new RecordShapeError(`${path}.${key}`, 'a number');
-  return value;
-}
-
-function optionalNumber(source: Readonly<Record<string, unknown>>, key: string, path: string): number | undefined {
-  const value = source[key];
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'number' || !Number.isFinite(value)) throw new RecordShapeError(`${path}.${key}`, 'a number');
-  return value;
-}
-
-function optionalBoolean(source: Readonly<Record<string, unknown>>, key: string, path: string): boolean | undefined {
-  const value = source[key];
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'boolean') throw new RecordShapeError(`${path}.${key}`, 'a boolean');
-  return value;
-}
-
-function requireOneOf<T extends string>(source: Readonly<Record<string, unknown>>, key: string, path: string, values: readonly T[]): T {
-  const value = source[key];
-  const match = values.find((candidate) => candidate === value);
-  if (match === undefined) throw new RecordShapeError(`${path}.${key}`, `one of ${values.join(', ')}`);
-  return match;
-}
+// ---- The stored record ----------------------------------------------------------------------------
 
 /** Why Vary sent a variant without its first frame: `video.card.vary-note.<reason>` of the catalogs. */
 export const VARY_NOTE_REASONS = ['unknown-variant', 'not-generation', 'no-video', 'no-image', 'not-decoded', 'no-decoder'] as const;
@@ -354,174 +322,160 @@ export interface VaryNote {
 }
 
 /** A stored Vary note (a task's, or a held plan's). */
-export function parseVaryNote(value: unknown, path: string): VaryNote {
-  if (!isRecord(value)) throw new RecordShapeError(path, 'an object');
-  const reason = requireOneOf(value, 'reason', path, VARY_NOTE_REASONS);
-  const broken = value.broken;
-  if (broken === undefined || broken === null) return { reason };
-  if (!isRecord(broken) || !isRecord(broken.values)) throw new RecordShapeError(`${path}.broken`, 'a rule with its values');
-  const values: Record<string, string> = {};
-  for (const [name, text] of Object.entries(broken.values)) {
-    if (typeof text !== 'string') throw new RecordShapeError(`${path}.broken.values.${name}`, 'a string');
-    values[name] = text;
-  }
-  const where = `${path}.broken`;
-  return { reason, broken: { field: requireString(broken, 'field', where), rule: requireString(broken, 'rule', where), values } };
-}
-
-function parseStoredFile(value: unknown, path: string): StoredFile | undefined {
-  if (value === undefined || value === null) return undefined;
-  const source = requireObject(value, path);
-  return {
-    fileId: optionalString(source, 'fileId', path),
-    filename: optionalString(source, 'filename', path),
-    expiresAt: optionalNumber(source, 'expiresAt', path),
-    publicUrl: optionalString(source, 'publicUrl', path),
-    refusedPublicUrl: optionalString(source, 'refusedPublicUrl', path),
-  };
-}
-
-function parseOutcome(value: unknown, path: string): TaskOutcome {
-  const source = requireObject(value, path);
-  const errorValue = source.error;
-  let error: TaskOutcome['error'];
-  if (errorValue !== undefined && errorValue !== null) {
-    const errorSource = requireObject(errorValue, `${path}.error`);
-    error = {
-      code: requireString(errorSource, 'code', `${path}.error`),
-      message: requireString(errorSource, 'message', `${path}.error`),
-    };
-  }
-  return {
-    videoUrl: optionalString(source, 'videoUrl', path),
-    storedFile: parseStoredFile(source.storedFile, `${path}.storedFile`),
-    storageError: optionalString(source, 'storageError', path),
-    moderated: optionalBoolean(source, 'moderated', path),
-    costTicks: optionalNumber(source, 'costTicks', path),
-    error,
-    requestId: optionalString(source, 'requestId', path),
-  };
-}
-
-function parseCard(value: unknown, path: string): StatusCard {
-  const source = requireObject(value, path);
-  return {
-    applicationId: requireString(source, 'applicationId', path),
-    interactionToken: requireString(source, 'interactionToken', path),
-    tokenExpiresAt: requireNumber(source, 'tokenExpiresAt', path),
-    messageId: optionalString(source, 'messageId', path),
-    componentsV2: optionalBoolean(source, 'componentsV2', path),
-    renderedAt: optionalNumber(source, 'renderedAt', path),
-    renderedState: optionalString(source, 'renderedState', path),
-  };
-}
-
-function parseDelivery(value: unknown, path: string): Delivery {
-  const source = requireObject(value, path);
-  return {
-    state: requireOneOf(source, 'state', path, DELIVERY_STATES),
-    nonce: requireString(source, 'nonce', path),
-    inCard: optionalBoolean(source, 'inCard', path),
-    fileName: optionalString(source, 'fileName', path),
-    attempts: requireNumber(source, 'attempts', path),
-    postingSince: optionalNumber(source, 'postingSince', path),
-    failures: optionalNumber(source, 'failures', path),
-    messageId: optionalString(source, 'messageId', path),
-    attachmentUrl: optionalString(source, 'attachmentUrl', path),
-    attachmentId: optionalString(source, 'attachmentId', path),
-    linkReason: optionalString(source, 'linkReason', path),
-    lastError: optionalString(source, 'lastError', path),
-  };
-}
+export const varyNoteSchema: z.ZodType<VaryNote> = z.object({
+  reason: z.enum(VARY_NOTE_REASONS),
+  broken: z.object({ field: z.string(), rule: z.string(), values: z.record(z.string(), z.string()) }).optional(),
+});
 
 export const TASK_MODES: readonly TaskMode[] = [...GENERATION_MODES, 'edit', 'extend'];
 
-export function parseTaskRecord(raw: unknown): TaskRecord {
-  const path = 'task';
-  const source = requireObject(raw, path);
-  return {
-    id: requireString(source, 'id', path),
-    ...(source.job === undefined || source.job === null ? {} : { job: parseJob(source.job, `${path}.job`) }),
-    gatewayId: optionalString(source, 'gatewayId', path),
-    layer: requireOneOf(source, 'layer', path, LAYERS),
-    keyId: requireString(source, 'keyId', path),
-    guildId: requireString(source, 'guildId', path),
-    channelId: requireString(source, 'channelId', path),
-    userId: requireString(source, 'userId', path),
-    operation: requireOneOf(source, 'operation', path, VIDEO_OPERATIONS),
-    mode: requireOneOf(source, 'mode', path, TASK_MODES),
-    model: requireString(source, 'model', path),
-    prompt: requireString(source, 'prompt', path),
-    request: { ...requireObject(source.request, `${path}.request`) },
-    sourceTaskId: optionalString(source, 'sourceTaskId', path),
-    note: optionalString(source, 'note', path),
-    ...(source.varyNote === undefined || source.varyNote === null ? {} : { varyNote: parseVaryNote(source.varyNote, `${path}.varyNote`) }),
-    createdAt: requireNumber(source, 'createdAt', path),
-    submittedAt: optionalNumber(source, 'submittedAt', path),
-    finishedAt: optionalNumber(source, 'finishedAt', path),
-    state: requireOneOf(source, 'state', path, TASK_STATES),
-    progress: optionalNumber(source, 'progress', path),
-    polls: requireNumber(source, 'polls', path),
-    pollErrors: requireNumber(source, 'pollErrors', path),
-    outcome: parseOutcome(source.outcome, `${path}.outcome`),
-    card: parseCard(source.card, `${path}.card`),
-    attachmentSizeLimit: requireNumber(source, 'attachmentSizeLimit', path),
-    delivery: parseDelivery(source.delivery, `${path}.delivery`),
-    reservation: source.reservation === undefined ? undefined : parseReservation(source.reservation, `${path}.reservation`),
-    locale: parseLocale(optionalString(source, 'locale', path)),
-    ...(source.userInstall === undefined || source.userInstall === null
-      ? {}
-      : { userInstall: parseUserInstall(source.userInstall, `${path}.userInstall`) }),
-  };
+/** A stored language the bot still speaks; one it no longer has a catalog for reads as English. */
+export const storedLocaleSchema = z.string().transform((value) => SUPPORTED_LOCALES.find((locale) => locale === value) ?? ENGLISH);
+
+const triesShape = { attempts: z.number(), failures: z.number().optional(), lastError: z.string().optional() };
+
+const deliverySchema: z.ZodType<Delivery> = z.discriminatedUnion('state', [
+  z.object({ state: z.literal('waiting'), ...triesShape }),
+  z.object({ state: z.literal('posting'), ...triesShape, postingSince: z.number() }),
+  z.object({
+    state: z.literal('posted'),
+    ...triesShape,
+    postingSince: z.number(),
+    messageId: z.string(),
+    video: z.discriminatedUnion('as', [
+      z.object({ as: z.literal('file'), fileName: z.string() }),
+      z.object({ as: z.literal('link'), reason: z.string().optional() }),
+    ]),
+    attachmentUrl: z.string().optional(),
+    attachmentId: z.string().optional(),
+  }),
+  z.object({ state: z.literal('closed'), ...triesShape, postingSince: z.number().optional() }),
+]);
+
+const taskSchema: z.ZodType<TaskRecord> = z.object({
+  v: z.literal(TASK_RECORD_VERSION),
+  id: z.string(),
+  job: z
+    .object({
+      id: z.string(),
+      number: z.number(),
+      size: z.number(),
+      taskIds: z.array(z.string()),
+      unsent: z.object({ count: z.number(), reason: z.string() }).optional(),
+    })
+    .optional(),
+  gatewayId: z.string().optional(),
+  layer: z.enum(LAYERS),
+  keyId: z.string(),
+  guildId: z.string(),
+  channelId: z.string(),
+  userId: z.string(),
+  operation: z.enum(VIDEO_OPERATIONS),
+  mode: z.enum(TASK_MODES),
+  model: z.string(),
+  prompt: z.string(),
+  request: z.record(z.string(), z.unknown()),
+  sourceTaskId: z.string().optional(),
+  varyNote: varyNoteSchema.optional(),
+  createdAt: z.number(),
+  submittedAt: z.number().optional(),
+  finishedAt: z.number().optional(),
+  state: z.enum(TASK_STATES),
+  progress: z.number().optional(),
+  polls: z.number(),
+  pollErrors: z.number(),
+  outcome: z.object({
+    videoUrl: z.string().optional(),
+    storedFile: z
+      .object({
+        fileId: z.string().optional(),
+        filename: z.string().optional(),
+        expiresAt: z.number().optional(),
+        publicUrl: z.string().optional(),
+        refusedPublicUrl: z.string().optional(),
+      })
+      .optional(),
+    storageError: z.string().optional(),
+    moderated: z.boolean().optional(),
+    costTicks: z.number().optional(),
+    error: z.object({ code: z.string(), message: z.string() }).optional(),
+    requestId: z.string().optional(),
+  }),
+  card: z.object({
+    applicationId: z.string(),
+    interactionToken: z.string(),
+    tokenExpiresAt: z.number(),
+    messageId: z.string().optional(),
+    renderedAt: z.number().optional(),
+    renderedState: z.string().optional(),
+  }),
+  attachmentSizeLimit: z.number(),
+  delivery: deliverySchema,
+  reservation: z.object({ estimateTicks: z.number(), month: z.boolean() }).optional(),
+  locale: storedLocaleSchema,
+  userInstall: z
+    .object({
+      guildId: z.string().optional(),
+      dmChannelId: z.string().optional(),
+      dmMessageId: z.string().optional(),
+      // The member's language: one the bot no longer speaks reads as unset (the card's then).
+      locale: z
+        .string()
+        .transform((value) => SUPPORTED_LOCALES.find((locale) => locale === value))
+        .optional(),
+      handedOff: z.enum(HANDOFF_NOTES).optional(),
+    })
+    .optional(),
+});
+
+/**
+ * A delivery as versions before 1 kept it, loose flags beside `state`, as the union. Until 2026-11-28 a
+ * video was posted as a message of its own (no `inCard`); from then on it went into the card, `fileName`
+ * or `linkReason` saying how.
+ */
+function upgradeDelivery(stored: unknown): unknown {
+  if (!isRecord(stored)) return stored;
+  const { state, attempts, failures, lastError, inCard, fileName, linkReason, messageId, attachmentUrl, attachmentId } = stored;
+  const tries = { attempts, failures, lastError };
+  // A post tried before `postingSince` was kept (2026-11-23) is taken as long ago: its channel is searched before any post again.
+  const since = stored.postingSince ?? 0;
+  switch (state) {
+    case 'waiting':
+      return { state, ...tries };
+    case 'posting':
+      // The post of a message of its own in flight is not looked for: the next try edits the video into the
+      // card, and should that post have gone out, the video shows twice (never not at all).
+      return { state, ...tries, postingSince: since };
+    case 'posted': {
+      const inItsCard = inCard === true && typeof fileName === 'string' && linkReason === undefined;
+      // A message of its own holds the video: the card shows its link, as a card showing the video by link.
+      const video = inItsCard
+        ? { as: 'file', fileName }
+        : { as: 'link', ...(typeof linkReason === 'string' ? { reason: linkReason } : {}) };
+      return { state, ...tries, postingSince: since, messageId, video, attachmentUrl, ...(inItsCard ? { attachmentId } : {}) };
+    }
+    case 'closed':
+      return { state, ...tries, postingSince: stored.postingSince };
+    default:
+      return stored;
+  }
 }
 
-function parseUserInstall(raw: unknown, path: string): UserInstallTask {
-  const source = requireObject(raw, path);
-  const guildId = optionalString(source, 'guildId', path);
-  const dmChannelId = optionalString(source, 'dmChannelId', path);
-  const dmMessageId = optionalString(source, 'dmMessageId', path);
-  const locale = parseLocale(optionalString(source, 'locale', path));
-  const handedOffText = optionalString(source, 'handedOff', path);
-  const handedOff = HANDOFF_NOTES.find((note) => note === handedOffText);
-  if (handedOffText !== undefined && handedOff === undefined)
-    throw new Error(`${path}.handedOff must be one of ${HANDOFF_NOTES.join(', ')}`);
-  return {
-    ...(locale === undefined ? {} : { locale }),
-    ...(handedOff === undefined ? {} : { handedOff }),
-    ...(guildId === undefined ? {} : { guildId }),
-    ...(dmChannelId === undefined ? {} : { dmChannelId }),
-    ...(dmMessageId === undefined ? {} : { dmMessageId }),
-  };
-}
-
-/** A stored card language the bot still speaks; one it no longer has a catalog for reads as unset (English). */
-function parseLocale(value: string | undefined): Locale | undefined {
-  return SUPPORTED_LOCALES.find((locale) => locale === value);
-}
-
-function parseReservation(raw: unknown, path: string): SpendReservation {
-  const source = requireObject(raw, path);
-  if (typeof source.month !== 'boolean') throw new Error(`${path}.month must be true or false`);
-  return { estimateTicks: requireNumber(source, 'estimateTicks', path), month: source.month };
-}
-
-function parseJob(raw: unknown, path: string): JobPlace {
-  const source = requireObject(raw, path);
-  const ids = source.taskIds;
-  if (!Array.isArray(ids) || !ids.every((id): id is string => typeof id === 'string'))
-    throw new RecordShapeError(`${path}.taskIds`, 'strings');
-  return {
-    id: requireString(source, 'id', path),
-    number: requireNumber(source, 'number', path),
-    size: requireNumber(source, 'size', path),
-    taskIds: [...ids],
-    ...(isRecord(source.unsent)
-      ? {
-          unsent: {
-            count: requireNumber(source.unsent, 'count', `${path}.unsent`),
-            reason: requireString(source.unsent, 'reason', `${path}.unsent`),
-          },
-        }
-      : {}),
-  };
-}
+/**
+ * Reads a stored task of any version. Version 0 (no `v`) is every record written before 2026-11-29: its
+ * delivery's flags become the union (upgradeDelivery); `nonce`, always the task's id, goes; `card.
+ * componentsV2` goes (every card edit empties what an embed card had); Vary's note worded in the card's
+ * language (`note`, before 2026-11-28) goes, as no reason can be read back from its words; a task from
+ * before budgets (2026-11-28) reserved nothing; one from before card languages speaks English.
+ */
+export const parseTaskRecord = versionedRecord<TaskRecord>({
+  name: 'task',
+  version: TASK_RECORD_VERSION,
+  schema: taskSchema,
+  upgrade: (stored) => ({
+    ...stored,
+    delivery: upgradeDelivery(stored.delivery),
+    reservation: stored.reservation ?? { estimateTicks: 0, month: false },
+    locale: stored.locale ?? ENGLISH,
+  }),
+});

@@ -34,7 +34,7 @@ import {
   type LostTaskReason,
 } from './wording.ts';
 import { DEFAULT_POLL_POLICY } from './poll-policy.ts';
-import { isTerminal, madeVideo, taskMessageUrl, type HandoffNote, type StatusCard, type TaskRecord } from './record.ts';
+import { isTerminal, madeVideo, taskMessageUrl, type Delivery, type HandoffNote, type StatusCard, type TaskRecord } from './record.ts';
 
 // The status card: one message per job in Components V2, edited in place from submission to the end. A
 // container (its accent colour the job's state) holds the request (prompt and settings), then one tile
@@ -49,9 +49,9 @@ const PROMPT_PREVIEW = 1000;
 /** Discord's limits on a Components V2 message: components in all (nested ones too), and the text of its text displays together. */
 export const CARD_LIMITS = { components: 40, textLength: 4000, galleryItems: 10 } as const;
 
-/** The language a task's card is drawn in: the server's, stored with the task when it was asked for; English for tasks of earlier versions. */
+/** The language a task's card is drawn in: the server's, stored with the task when it was asked for. */
 export function cardLocale(task: Pick<TaskRecord, 'locale'>): Locale {
-  return task.locale ?? ENGLISH;
+  return task.locale;
 }
 
 export function progressBar(progress: number, locale: Locale = ENGLISH): string {
@@ -108,18 +108,19 @@ export interface CardView {
 function tileVideo(task: TaskRecord, audience: CardView['audience']): TileVideo | undefined {
   const delivery = task.delivery;
   if (delivery.state !== 'posted') return undefined;
-  if (!delivery.inCard) {
-    // An earlier version posted it as a message of its own: that message has it (and its buttons).
-    return delivery.messageId && audience === 'private' ? { kind: 'elsewhere', url: taskMessageUrl(task, delivery.messageId) } : undefined;
-  }
-  if (delivery.fileName !== undefined && delivery.linkReason === undefined) {
+  if (delivery.video.as === 'file') {
     // The file belongs to the card: a private answer can only point at it.
-    if (audience === 'channel') return { kind: 'attachment', fileName: delivery.fileName };
+    if (audience === 'channel') return { kind: 'attachment', fileName: delivery.video.fileName };
     return delivery.messageId ? { kind: 'elsewhere', url: taskMessageUrl(task, delivery.messageId) } : undefined;
   }
   const link = videoLink(task);
   if (!link) return undefined;
   return playableByDiscord(link.url) ? { kind: 'gallery-link', url: link.url } : { kind: 'link-button', url: link.url };
+}
+
+/** Why a shown video is a link in its card rather than its file, when it is and the card says why. */
+function linkReasonOf(delivery: Delivery): string | undefined {
+  return delivery.state === 'posted' && delivery.video.as === 'link' ? delivery.video.reason : undefined;
 }
 
 function statusLine(task: TaskRecord, locale: Locale): string {
@@ -135,11 +136,8 @@ function statusLine(task: TaskRecord, locale: Locale): string {
     }
     case 'succeeded':
       if (task.outcome.moderated) return tr('video.card.status.moderated');
-      if (task.delivery.state === 'posted') {
-        if (!task.delivery.inCard)
-          return task.delivery.linkReason ? tr('video.card.status.link-posted-below') : tr('video.card.status.posted-below');
-        return task.delivery.linkReason ? tr('video.card.status.shown-by-link') : tr('video.card.status.done');
-      }
+      if (task.delivery.state === 'posted')
+        return task.delivery.video.as === 'link' ? tr('video.card.status.shown-by-link') : tr('video.card.status.done');
       if (task.delivery.state === 'closed') return tr('video.card.status.not-shown');
       return tr('video.card.status.fetching');
     case 'failed':
@@ -171,10 +169,11 @@ function outcomeText(task: TaskRecord, context: CardContext, locale: Locale): st
       if (task.outcome.moderated) return describeModeration(locale, task.outcome);
       const { delivery } = task;
       const retrying = delivery.state !== 'closed' && delivery.state !== 'posted' && delivery.failures !== undefined;
-      const link = delivery.inCard && delivery.state === 'posted' && delivery.linkReason ? videoLink(task, locale) : undefined;
+      const linkReason = linkReasonOf(delivery);
+      const link = linkReason ? videoLink(task, locale) : undefined;
       const notes = [
-        link && delivery.linkReason
-          ? translator(locale)('video.card.link-instead', { reason: delivery.linkReason, url: link.url, note: link.note })
+        link && linkReason
+          ? translator(locale)('video.card.link-instead', { reason: linkReason, url: link.url, note: link.note })
           : undefined,
         describeStorageError(locale, task.outcome),
         describeRefusedPublicUrl(locale, task.outcome),
@@ -207,7 +206,7 @@ function jobColor(tasks: readonly TaskRecord[]): number {
 /** What the card shows, as a key: an edit that would not change it is skipped. */
 export function cardStateKey(task: TaskRecord): string {
   const trouble = task.pollErrors > 0 ? 'polls failing' : (task.delivery.failures ?? '');
-  return [task.state, task.progress ?? '', task.delivery.state, task.delivery.linkReason ?? '', task.gatewayId ?? '', trouble].join('|');
+  return [task.state, task.progress ?? '', task.delivery.state, linkReasonOf(task.delivery) ?? '', task.gatewayId ?? '', trouble].join('|');
 }
 
 /** What a card knows besides its task: when it is drawn, and its member's costs on the task's day (the usage ledger's). */
@@ -221,7 +220,7 @@ export interface CardContext {
   deadlineMs?: number;
 }
 
-/** What the task was expected to cost when it was submitted (its reservation); undefined for a task submitted before estimates. */
+/** What the task was expected to cost when it was submitted (its reservation); undefined when it reserved nothing. */
 function estimateOf(task: TaskRecord): number | undefined {
   const ticks = task.reservation?.estimateTicks;
   return ticks === undefined || ticks <= 0 ? undefined : ticks;
@@ -355,7 +354,7 @@ function renderTile(
     );
   // The buttons come with the video, as they came under the post; a private view points at them.
   // A card made through a member's own install carries none: they work through the server's install only.
-  if (view.audience === 'channel' && task.delivery.state === 'posted' && task.delivery.inCard && !task.userInstall)
+  if (view.audience === 'channel' && task.delivery.state === 'posted' && !task.userInstall)
     buttons.unshift(...resultButtons(task.id, number, locale));
   // A row holds five buttons: a variant's five actions leave no room for its link button, whose link the
   // tile's text carries already.
@@ -381,8 +380,8 @@ export function renderJobCard(
   if (!first) throw new Error('a job card needs at least one task');
   const locale = view.locale ?? cardLocale(first);
   const tr = translator(locale);
-  // Vary's note is worded for this card's reader; a record of an earlier version keeps its worded line.
-  const varyNote = first.varyNote ? describeVaryNote(locale, first.varyNote) : first.note;
+  // Vary's note is worded for this card's reader.
+  const varyNote = first.varyNote ? describeVaryNote(locale, first.varyNote) : undefined;
   const header = [
     `### ${tr('video.card.title', { operation: first.operation })}`,
     tr('video.card.requested-by', { user: `<@${first.userId}>` }),
@@ -452,7 +451,7 @@ export interface KnownCard {
   operation: TaskRecord['operation'];
   userId: string;
   channelId: string;
-  card: Pick<StatusCard, 'applicationId' | 'interactionToken' | 'tokenExpiresAt' | 'messageId' | 'componentsV2'>;
+  card: Pick<StatusCard, 'applicationId' | 'interactionToken' | 'tokenExpiresAt' | 'messageId'>;
   gatewayId: string | undefined;
   requestId: string | undefined;
   /** The card's language (the task's). */
@@ -462,7 +461,7 @@ export interface KnownCard {
 }
 
 export function knownCard(task: TaskRecord, now: number): KnownCard {
-  const { applicationId, tokenExpiresAt, messageId, componentsV2 } = task.card;
+  const { applicationId, tokenExpiresAt, messageId } = task.card;
   // Past its token the card is edited as a channel message; the token would only take memory.
   const interactionToken = now < tokenExpiresAt ? task.card.interactionToken : '';
   // A member's own install: past its token the card is reached only in their DMs, when it went there.
@@ -477,7 +476,6 @@ export function knownCard(task: TaskRecord, now: number): KnownCard {
       interactionToken,
       tokenExpiresAt: place?.dmMessageId === undefined ? tokenExpiresAt : 0,
       messageId: place ? place.dmMessageId : messageId,
-      ...(componentsV2 ? { componentsV2 } : {}),
     },
     gatewayId: task.gatewayId,
     requestId: task.outcome.requestId,

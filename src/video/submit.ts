@@ -19,7 +19,7 @@ import { describeExpiredAttachments, taskKey } from './wording.ts';
 import { t, type Locale } from '../i18n/index.ts';
 import { channelLocaleOf, memberLocaleOf } from './locales.ts';
 import { jobSize, type SubmissionPlan } from './plan.ts';
-import type { JobPlace, TaskRecord } from './record.ts';
+import { TASK_RECORD_VERSION, type JobPlace, type TaskRecord } from './record.ts';
 import { newTaskId, type TaskRepository } from './repository.ts';
 import { optionForField, optionNamedIn } from './requests.ts';
 import type { TaskTracker } from './tracker.ts';
@@ -110,6 +110,7 @@ export class VideoSubmission {
     // Each variant is its own task at the gateway: its stored file carries its own id.
     const request = plan.operation === 'generate' ? { ...variantRequest(plan.request, plan.taskId, id) } : { ...plan.request };
     return {
+      v: TASK_RECORD_VERSION,
       id,
       layer: plan.access.layer,
       keyId: plan.access.keyId,
@@ -122,7 +123,6 @@ export class VideoSubmission {
       prompt: plan.prompt,
       request,
       ...(plan.sourceTaskId ? { sourceTaskId: plan.sourceTaskId } : {}),
-      ...(plan.note ? { note: plan.note } : {}),
       ...(plan.varyNote ? { varyNote: plan.varyNote } : {}),
       createdAt: Date.now(),
       state: 'submitting',
@@ -132,12 +132,11 @@ export class VideoSubmission {
       card: {
         applicationId: context.applicationId,
         interactionToken: context.interactionToken,
-        componentsV2: true,
         tokenExpiresAt: context.cardMessageId === undefined ? tokenUsableUntil(context) : 0,
         ...(context.cardMessageId === undefined ? {} : { messageId: context.cardMessageId }),
       },
       attachmentSizeLimit: context.attachmentSizeLimit,
-      delivery: { state: 'waiting', nonce: id, attempts: 0 },
+      delivery: { state: 'waiting', attempts: 0 },
       locale: channelLocaleOf(context),
       ...(context.userInstall ? { userInstall: { ...context.userInstall, locale: memberLocaleOf(context) } } : {}),
     };

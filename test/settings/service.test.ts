@@ -12,7 +12,7 @@ import { keyMessage, SettingsService, type SettingsOptions } from '../../src/set
 import { formatUsage } from '../../src/settings/usage-report.ts';
 import { openStore, type Store } from '../../src/store/index.ts';
 import { costOf, type TaskRecord } from '../../src/video/record.ts';
-import { taskRecord } from '../support/task-result.ts';
+import { shownInCard, taskRecord } from '../support/task-result.ts';
 import { ENGLISH, resolveLocale, t } from '../../src/i18n/index.ts';
 import { LimitReachedError } from '../../src/ports/guild-policy.ts';
 import { userInstallScope } from '../../src/ports/user-install.ts';
@@ -100,7 +100,7 @@ function task(id: string, userId: string, createdAt: number, costTicks?: number)
     createdAt,
     state: 'succeeded',
     outcome: costTicks === undefined ? {} : { costTicks },
-    delivery: { state: 'posted', nonce: id, attempts: 1 },
+    delivery: shownInCard({ as: 'file', fileName: `video-${id}.mp4` }),
   });
 }
 

@@ -1,6 +1,6 @@
 import type { TaskRecord } from '../../src/video/record.ts';
 import { progressBar } from '../../src/video/status-card.ts';
-import { taskRecord } from './task-result.ts';
+import { shownInCard, taskRecord } from './task-result.ts';
 
 // A job's card in each state it can reach, for tests that check every card the bot can draw: what a
 // member should read on it, the gallery items and buttons it should have, and the files it names.
@@ -50,7 +50,7 @@ export function cardStates(): [string, TaskRecord, CardState][] {
     ['running without progress', reserved, { text: ['**Generating…** started <t:'], gallery: [], buttons: [] }],
     [
       'finished with its video',
-      { ...succeeded, delivery: { ...task.delivery, state: 'posted', inCard: true, fileName: 'video-vabc123.mp4' } },
+      { ...succeeded, delivery: shownInCard({ as: 'file', fileName: 'video-vabc123.mp4' }) },
       {
         text: ['**Done**', 'Cost: $0.42', 'took 42s'],
         gallery: ['attachment://video-vabc123.mp4'],
@@ -60,7 +60,7 @@ export function cardStates(): [string, TaskRecord, CardState][] {
     ],
     [
       'finished over the upload limit, shown by a link Discord cannot play (a link button)',
-      { ...succeeded, delivery: { ...task.delivery, state: 'posted', inCard: true, linkReason: overLimit } },
+      { ...succeeded, delivery: shownInCard({ as: 'link', reason: overLimit }) },
       {
         text: [overLimit, 'http://127.0.0.1:9/files/x.mp4', 'temporary link'],
         gallery: [],
@@ -72,7 +72,7 @@ export function cardStates(): [string, TaskRecord, CardState][] {
       {
         ...succeeded,
         outcome: { ...succeeded.outcome, storedFile: { publicUrl: 'https://cdn.example.com/x.mp4' } },
-        delivery: { ...task.delivery, state: 'posted', inCard: true, linkReason: overLimit },
+        delivery: shownInCard({ as: 'link', reason: overLimit }),
       },
       {
         text: [overLimit, 'lasting link'],

@@ -1,5 +1,6 @@
 import type { TaskResult } from '../../src/gateway/types.ts';
-import type { TaskRecord } from '../../src/video/record.ts';
+import { ENGLISH } from '../../src/i18n/index.ts';
+import { TASK_RECORD_VERSION, type PostedDelivery, type ShownVideo, type TaskRecord } from '../../src/video/record.ts';
 
 /** A gateway task result as the client hands it over: a running native task that says nothing more, with `overrides`. */
 export function taskResult(overrides: Partial<TaskResult> = {}): TaskResult {
@@ -24,15 +25,15 @@ export function taskResult(overrides: Partial<TaskResult> = {}): TaskResult {
 }
 
 /**
- * A video task as the bot stores it: a native text-to-video generation submitted and running, its card
- * not yet posted, with `overrides`. Its request is the model and prompt it was given, its delivery nonce
- * its id.
+ * A video task as the bot stores it: a native text-to-video generation submitted and running in an
+ * English server, its card not yet posted, with `overrides`. Its request is the model and prompt it was given.
  */
 export function taskRecord(overrides: Partial<TaskRecord> = {}): TaskRecord {
   const id = overrides.id ?? 'vabc123';
   const model = overrides.model ?? 'svc-imagine-video-1.5';
   const prompt = overrides.prompt ?? 'a test video';
   return {
+    v: TASK_RECORD_VERSION,
     id,
     gatewayId: 'task_1',
     layer: 'native',
@@ -53,7 +54,13 @@ export function taskRecord(overrides: Partial<TaskRecord> = {}): TaskRecord {
     outcome: {},
     card: { applicationId: 'app', interactionToken: 'token', tokenExpiresAt: 1_700_000_900_000 },
     attachmentSizeLimit: 10 * 1024 * 1024,
-    delivery: { state: 'waiting', nonce: id, attempts: 0 },
+    delivery: { state: 'waiting', attempts: 0 },
+    locale: ENGLISH,
     ...overrides,
   };
+}
+
+/** A delivery done: the video shown in the card's message, by its file or by a link, after one try. */
+export function shownInCard(video: ShownVideo, overrides: Partial<PostedDelivery> = {}): PostedDelivery {
+  return { state: 'posted', attempts: 1, postingSince: 1_700_000_050_000, messageId: '100000000000000009', video, ...overrides };
 }

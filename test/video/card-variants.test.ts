@@ -11,12 +11,15 @@ const IDS = ['vjob1', 'vjob2', 'vjob3', 'vjob4'];
 
 function variant(state: TaskRecord, index: number, size: number, unsent?: { count: number; reason: string }): TaskRecord {
   const id = IDS[index]!;
-  const fileName = state.delivery.fileName === undefined ? undefined : `video-${id}.mp4`;
+  const { delivery } = state;
   return {
     ...state,
     id,
     job: { id: IDS[0]!, number: index + 1, size, taskIds: IDS.slice(0, size), ...(unsent ? { unsent } : {}) },
-    delivery: { ...state.delivery, ...(fileName ? { fileName } : {}) },
+    delivery:
+      delivery.state === 'posted' && delivery.video.as === 'file'
+        ? { ...delivery, video: { as: 'file', fileName: `video-${id}.mp4` } }
+        : delivery,
   };
 }
 
@@ -34,7 +37,9 @@ describe('a job card of variants', () => {
         ),
       );
       const card = renderJobCard(tasks, { now: state.createdAt + 60_000 });
-      const files = tasks.flatMap((task) => (task.delivery.state === 'posted' && task.delivery.fileName ? [task.delivery.fileName] : []));
+      const files = tasks.flatMap(({ delivery }) =>
+        delivery.state === 'posted' && delivery.video.as === 'file' ? [delivery.video.fileName] : [],
+      );
       expect(componentsV2Problems(card, files), `${size} variants from "${name}"`).toEqual([]);
       expect(allComponents(card.components).length).toBeLessThanOrEqual(40);
     }

@@ -11,7 +11,7 @@ import type { ComponentsV2Message } from '../../src/discord/outbox.ts';
 import { cardStateKey, knownCard, progressBar, renderJobCard, renderLostCard, renderStatusCard } from '../../src/video/status-card.ts';
 import { cardButtons, cardText, componentsV2Problems, galleryItems } from '../support/cards.ts';
 import { CARD_STATES_FINISHED_AT, cardStates } from '../support/card-states.ts';
-import { taskRecord, taskResult } from '../support/task-result.ts';
+import { shownInCard, taskRecord, taskResult } from '../support/task-result.ts';
 
 const task = taskRecord({ prompt: 'a cat surfing' });
 
@@ -62,7 +62,7 @@ describe('following a task', () => {
       applyResult(task, result({ status: 'failed', error: { code: 'invalid_argument', message: 'bad' } }), 9),
     );
     expect(() => parseTaskRecord({ ...task, state: 'exploded' })).toThrow(/task.state must be one of/);
-    expect(() => parseTaskRecord({ ...task, delivery: { state: 'posted' } })).toThrow(/task.delivery.nonce must be a string/);
+    expect(() => parseTaskRecord({ ...task, delivery: { state: 'posted' } })).toThrow(/task.delivery.attempts must be a number/);
   });
 });
 
@@ -86,13 +86,6 @@ describe("Vary's note", () => {
       );
     }
     expect(() => parseTaskRecord({ ...task, varyNote: { reason: 'lost' } })).toThrow(/task.varyNote.reason must be one of/);
-  });
-
-  it('of an earlier version, stored worded, is shown as it was written', () => {
-    const old = parseTaskRecord(JSON.parse(JSON.stringify({ ...task, note: 'Envoyé sans la première image.' })));
-    expect(cardText(renderStatusCard(old, { now: Date.now() }, { audience: 'private', locale: ENGLISH }))).toContain(
-      '-# Envoyé sans la première image.',
-    );
   });
 });
 
@@ -165,7 +158,7 @@ describe('the status card', () => {
       state: 'succeeded',
       finishedAt: task.submittedAt! + 30_000,
       outcome: { costTicks: 4_200_000_000 },
-      delivery: { ...task.delivery, state: 'posted', inCard: true, fileName: 'video-vabc123.mp4' },
+      delivery: shownInCard({ as: 'file', fileName: 'video-vabc123.mp4' }),
     };
     const costOn = (shown: TaskRecord, context: Parameters<typeof renderStatusCard>[1]) => lineOf(renderStatusCard(shown, context), 'Cost');
     const sameDay = task.createdAt + 60_000;
@@ -209,7 +202,7 @@ describe('the status card', () => {
         ...reserved,
         state: 'succeeded',
         finishedAt: task.submittedAt! + 30_000,
-        delivery: { ...task.delivery, state: 'posted', inCard: true, fileName: 'video-vabc123.mp4' },
+        delivery: shownInCard({ as: 'file', fileName: 'video-vabc123.mp4' }),
       };
       expect(field({ ...done, outcome: { costTicks: 4_200_000_000 } }, 'Estimate')).toBeUndefined();
       expect(field({ ...done, outcome: { costTicks: 4_200_000_000 } }, 'Cost')).toBe('$0.42');
@@ -246,7 +239,7 @@ describe("a job's card through its states, each a valid Components V2 message", 
   it('in private (/video status), points at the card that holds the video instead of naming its file, without the buttons', () => {
     const posted: TaskRecord = {
       ...succeeded,
-      delivery: { ...task.delivery, state: 'posted', inCard: true, fileName: 'video-vabc123.mp4', messageId: '7' },
+      delivery: shownInCard({ as: 'file', fileName: 'video-vabc123.mp4' }, { messageId: '7' }),
     };
     const card = renderStatusCard(posted, { now: finishedAt }, { audience: 'private' });
     expect(componentsV2Problems(card, [])).toEqual([]);
@@ -256,27 +249,19 @@ describe("a job's card through its states, each a valid Components V2 message", 
     ]);
   });
 
-  it('of a task an earlier version posted as a message of its own, says the video is below and adds no second set of buttons', () => {
-    const legacy: TaskRecord = { ...succeeded, delivery: { ...task.delivery, state: 'posted', messageId: '7' } };
-    const card = renderStatusCard(legacy, { now: finishedAt });
-    expect(cardText(card)).toContain('**Done**: posted below');
-    expect(cardButtons(card)).toEqual([]);
-    expect(galleryItems(card)).toEqual([]);
-  });
-
   it("holds several tasks as numbered tiles, their videos side by side in one gallery, within Discord's limits", () => {
     const tiles = [1, 2, 3, 4].map((number) => ({
       ...succeeded,
       id: `v${number}`,
       prompt: 'p'.repeat(4000),
       outcome: { ...succeeded.outcome, error: { code: 'x', message: 'y'.repeat(3000) } },
-      delivery: { ...task.delivery, state: 'posted' as const, inCard: true, fileName: `video-v${number}.mp4` },
+      delivery: shownInCard({ as: 'file', fileName: `video-v${number}.mp4` }),
     }));
     const card = renderJobCard(tiles, { now: finishedAt });
     expect(
       componentsV2Problems(
         card,
-        tiles.map((tile) => tile.delivery.fileName),
+        tiles.map((tile) => `video-${tile.id}.mp4`),
       ),
     ).toEqual([]);
     expect(galleryItems(card)).toEqual([
@@ -321,7 +306,7 @@ describe("a finished task's card through a member's own install", () => {
   const linked = (locale: Locale, size: number | undefined): Partial<TaskRecord> => ({
     state: 'succeeded',
     outcome: { videoUrl: 'https://v/x.mp4', storedFile: { fileId: 'f1', filename: 'x.mp4', publicUrl: 'https://pub/x.mp4' } },
-    delivery: { state: 'posted', nonce: 'n', attempts: 1, inCard: true, linkReason: overLimit(locale, size) },
+    delivery: shownInCard({ as: 'link', reason: overLimit(locale, size) }),
   });
   const lookUp = (locale: Locale) => t(locale, 'video.card.may-be-charged.look-up.operator', { id: 'task_9' });
   const cards: [string, (locale: Locale) => ComponentsV2Message, (locale: Locale) => string][] = [
@@ -418,9 +403,10 @@ describe("a card's language", () => {
   it('is stored with the task and read back after a restart; a language the bot no longer has, or none, reads as English', () => {
     const stored = JSON.parse(JSON.stringify(taskRecord({ locale: french }))) as unknown;
     expect(parseTaskRecord(stored).locale).toBe(french);
-    expect(parseTaskRecord({ ...taskRecord(), locale: 'tlh' }).locale).toBeUndefined();
-    const earlier = parseTaskRecord(JSON.parse(JSON.stringify(taskRecord())) as unknown);
-    expect(cardText(renderStatusCard(earlier))).toContain(`### ${t(ENGLISH, 'video.card.title', { operation: 'generate' })}`);
+    expect(parseTaskRecord({ ...taskRecord(), locale: 'tlh' }).locale).toBe(ENGLISH);
+    const { locale: _none, v: _unversioned, ...earlier } = taskRecord({ locale: french });
+    const upgraded = parseTaskRecord(JSON.parse(JSON.stringify(earlier)) as unknown);
+    expect(cardText(renderStatusCard(upgraded))).toContain(`### ${t(ENGLISH, 'video.card.title', { operation: 'generate' })}`);
   });
 
   it("draws every edit in the task's language, and a member's private view in theirs", () => {

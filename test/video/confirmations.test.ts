@@ -7,7 +7,8 @@ import type { GatewayAccess } from '../../src/ports/gateway-access.ts';
 import { INTERACTION_TOKEN_LIFETIME_MS, type InteractionContext } from '../../src/ports/interaction-context.ts';
 import { silentLogger } from '../../src/lib/log.ts';
 import { openStore, type Store } from '../../src/store/index.ts';
-import { VideoConfirmations } from '../../src/video/confirmations.ts';
+import { parseHeldVideo, VideoConfirmations } from '../../src/video/confirmations.ts';
+import { ENGLISH, resolveLocale } from '../../src/i18n/index.ts';
 import type { SubmissionPlan } from '../../src/video/plan.ts';
 import { newTaskId } from '../../src/video/repository.ts';
 
@@ -124,5 +125,42 @@ describe('videos waiting for their member', () => {
       payload: { content: expect.stringContaining('expired unanswered: nothing was sent') as unknown, components: [] },
     });
     expect(await confirmations.take(held.taskId, { guildId: 'g1', userId: 'member' })).toEqual({ status: 'gone' });
+  });
+});
+
+describe('a held video as an earlier version stored it', () => {
+  /** As the versions before records had a version wrote it (to 2026-11-28). */
+  const unversioned = {
+    guildId: '100000000000000001',
+    channelId: '100000000000000002',
+    userId: '100000000000000003',
+    question: { applicationId: '100000000000000004', interactionToken: 'token', messageId: '@original' },
+    expiresAt: 1_764_300_870_000,
+    plan: {
+      operation: 'generate',
+      request: { model: 'svc-imagine-video-1.5', prompt: 'a long river', duration: 10 },
+      taskId: 'vmi3abc0123456789ab',
+      mode: 'text-to-video',
+      model: 'svc-imagine-video-1.5',
+      prompt: 'a long river',
+      layer: 'compat',
+      keyId: 'key-1',
+      estimateTicks: 5 * USD,
+      confirmOverTicks: 2 * USD,
+      postedSource: { channelId: '100000000000000002', messageId: '100000000000000008', fileName: 'video-v1.mp4' },
+    },
+    locale: 'fr',
+  };
+
+  it("is read as this version keeps it, in its member's language", () => {
+    const held = parseHeldVideo(JSON.parse(JSON.stringify(unversioned)));
+    expect(held).toEqual({ ...unversioned, v: 1, locale: resolveLocale('fr', undefined, 'member') });
+  });
+
+  it("from before the member's language was kept, is worded in English; a Vary note worded then goes with its words", () => {
+    const { locale: _none, ...older } = unversioned;
+    const held = parseHeldVideo(JSON.parse(JSON.stringify({ ...older, plan: { ...older.plan, note: 'Sent without its first frame.' } })));
+    expect(held.locale).toBe(ENGLISH);
+    expect(held.plan).toEqual(unversioned.plan);
   });
 });

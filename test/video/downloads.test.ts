@@ -184,7 +184,7 @@ async function track(by: Video = video, overrides: Partial<TaskRecord> = {}): Pr
     userId: guild.member.id,
     createdAt: now,
     submittedAt: now,
-    card: { applicationId: discord.applicationId, interactionToken: 'expired', tokenExpiresAt: 0, messageId: cardId, componentsV2: true },
+    card: { applicationId: discord.applicationId, interactionToken: 'expired', tokenExpiresAt: 0, messageId: cardId },
     ...overrides,
   });
   await by.tasks.create(task);

@@ -5,7 +5,7 @@ import { HANDOFF_LEAD_MS, handoffAt, handoffDue, parseTaskRecord, routingGuildId
 import { storageFilename } from '../../src/video/requests.ts';
 import { knownCard, renderJobCard, renderStatusCard } from '../../src/video/status-card.ts';
 import { cardButtons, cardText } from '../support/cards.ts';
-import { taskRecord } from '../support/task-result.ts';
+import { shownInCard, taskRecord } from '../support/task-result.ts';
 
 // A task made through a member's own install of the app: how it is kept (old records still read), which
 // worker follows it, where its links point, and what its card says of whose key paid.
@@ -23,7 +23,7 @@ const ownTask = (place: { guildId?: string; dmChannelId?: string; dmMessageId?: 
     userId: MEMBER,
     channelId: CHANNEL,
     userInstall: place,
-    card: { applicationId: 'app', interactionToken: 'token', tokenExpiresAt: 1, messageId: ORIGINAL, componentsV2: true },
+    card: { applicationId: 'app', interactionToken: 'token', tokenExpiresAt: 1, messageId: ORIGINAL },
   });
 
 describe("a task of a member's own install", () => {
@@ -55,7 +55,7 @@ describe("a task of a member's own install", () => {
     const posted = {
       ...ownTask(),
       state: 'succeeded' as const,
-      delivery: { state: 'posted' as const, nonce: 'vabc123', attempts: 1, inCard: true, fileName: 'video-vabc123.mp4' },
+      delivery: shownInCard({ as: 'file', fileName: 'video-vabc123.mp4' }),
     };
     const card = renderStatusCard(posted, { now: 2 });
     expect(cardText(card)).toContain(t(ENGLISH, 'user-install.card.operator-key', { member: `<@${MEMBER}>` }));

@@ -17,12 +17,13 @@ import { metricsOf, startOpsServer, type Readiness } from './ops/server.ts';
 import { answerOpsQuestions } from './ops/worker-metrics.ts';
 import type { Services } from './services.ts';
 import { SettingsService } from './settings/service.ts';
+import { defaultVoiceSettings } from './settings/voice-settings.ts';
 import { shardOfGuild } from './shards/plan.ts';
 import { openStore, parseMarker, type Store } from './store/index.ts';
 import { createVideo } from './video/index.ts';
 import { pollPolicyWithInterval } from './video/poll-policy.ts';
 import { VoiceVideo } from './video/voice-requests.ts';
-import { CONVERSATION_RECORDS, parseConversationRecord } from './voice/conversation-record.ts';
+import { CONVERSATION_RECORDS, conversationRecordParser } from './voice/conversation-record.ts';
 import { VoiceService } from './voice/service.ts';
 
 export interface App {
@@ -223,7 +224,7 @@ export async function startApp(
     metrics,
     spending: settings.spending,
     videoRequests,
-    conversations: store.collection(CONVERSATION_RECORDS, parseConversationRecord),
+    conversations: store.collection(CONVERSATION_RECORDS, conversationRecordParser(defaultVoiceSettings(config.gatewayVendor))),
     log,
   });
   video.tracker.onFinished((task) => {

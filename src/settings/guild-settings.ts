@@ -2,6 +2,7 @@ import { isRecord } from '../lib/json.ts';
 import { LAYERS, type Layer } from '../gateway/spec.ts';
 import { MAX_VARIANTS, type ResultButtons } from '../ports/video-defaults.ts';
 import { parseSealedKey, type SealedKey } from './key-cipher.ts';
+import type { RecordWarning } from '../store/index.ts';
 import { parseStoredVoiceSettings, type StoredVoiceSettings } from './voice-settings.ts';
 
 // One server's settings, as stored: its own gateway key (sealed), layer, defaults, storage, who may use
@@ -97,7 +98,7 @@ function sealedOrNull(raw: unknown): SealedKey | null {
   }
 }
 
-export function parseGuildSettings(raw: unknown): GuildSettings {
+export function parseGuildSettings(raw: unknown, warn?: RecordWarning): GuildSettings {
   if (!isRecord(raw)) throw new Error('guild settings must be an object');
   const defaults = defaultGuildSettings();
   const settings: GuildSettings = { ...defaults };
@@ -156,7 +157,7 @@ export function parseGuildSettings(raw: unknown): GuildSettings {
       confirmOverUsd: dollars(spending.confirmOverUsd),
     };
   }
-  if (isRecord(raw.voice)) settings.voice = parseStoredVoiceSettings(raw.voice);
+  if (isRecord(raw.voice)) settings.voice = parseStoredVoiceSettings(raw.voice, warn);
   if (Array.isArray(raw.history)) {
     settings.history = raw.history.flatMap((entry: unknown) => {
       if (!isRecord(entry)) return [];

@@ -1,28 +1,20 @@
 import { isDeepStrictEqual } from 'node:util';
 import { isRecord } from '../lib/json.ts';
-import { BUILT_IN_VOICES, isVoiceId, realtimeModelNames } from '../gateway/spec.ts';
+import { BUILT_IN_VOICES, realtimeModelNames } from '../gateway/spec.ts';
 import type { SubcommandDefinition } from '../discord/command-options.ts';
 import { refuse, type Result } from '../lib/result.ts';
 import { ENGLISH, formatNumber, languageName, SUPPORTED_LOCALES, t, translator, type Locale } from '../i18n/index.ts';
-import {
-  RESPOND_MODES,
-  TURN_DETECTION_MODES,
-  type RespondMode,
-  type TurnDetectionMode,
-  type VoiceSettings,
-} from '../ports/voice-settings.ts';
+import type { RecordWarning } from '../store/index.ts';
+import { RESPOND_MODES, TURN_DETECTION_MODES, type VoiceSettings } from '../ports/voice-settings.ts';
+import { hasSomethingToHear, readVoiceSettings, VOICE_LIMITS, voiceSettingSchemas } from '../ports/voice-settings-schema.ts';
 
 // How a server's voice conversations behave, kept with the rest of its settings and changed with /voice
-// settings; the voice part reads them through the VoiceSettingsSource port.
+// settings; the voice part reads them through the VoiceSettingsSource port. Their schema, bounds
+// included, is the port's (src/ports/voice-settings-schema.ts): a change is checked against it, and a
+// stored record read with it.
 
-export const VOICE_LIMITS = {
-  vadThreshold: { min: 0.05, max: 1 },
-  silenceMs: { min: 200, max: 3000 },
-  idleMinutes: { min: 1, max: 120 },
-  instructionsLength: 2000,
-  wakeWords: 10,
-  wakeWordLength: 40,
-} as const;
+/** The voice settings' schema, for the languages the bot speaks. */
+const VOICE_SETTINGS = voiceSettingSchemas(SUPPORTED_LOCALES);
 
 export function defaultVoiceSettings(vendor: string): VoiceSettings {
   return {
@@ -53,34 +45,12 @@ export function parseWakeWords(text: string): string[] {
  */
 export type StoredVoiceSettings = Partial<VoiceSettings>;
 
-export function parseStoredVoiceSettings(raw: unknown): StoredVoiceSettings {
+/** A server's stored voice settings: each one out of its bounds is left to its default, and said in one warning. */
+export function parseStoredVoiceSettings(raw: unknown, warn: RecordWarning = () => undefined): StoredVoiceSettings {
   if (!isRecord(raw)) throw new Error('voice settings must be an object');
-  const stored: StoredVoiceSettings = {};
-  const keep = <K extends keyof VoiceSettings>(key: K, check: (value: unknown) => value is VoiceSettings[K]): void => {
-    const value = raw[key];
-    if (check(value)) stored[key] = value;
-  };
-  const isString = (value: unknown): value is string => typeof value === 'string';
-  const isNumber = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value);
-  const isBoolean = (value: unknown): value is boolean => typeof value === 'boolean';
-  const isMode = (value: unknown): value is TurnDetectionMode => TURN_DETECTION_MODES.some((mode) => mode === value);
-  const isRespond = (value: unknown): value is RespondMode => RESPOND_MODES.some((mode) => mode === value);
-  const isWords = (value: unknown): value is string[] => Array.isArray(value) && value.every((word) => typeof word === 'string');
-  keep('voice', isString);
-  keep('instructions', isString);
-  keep('model', isString);
-  keep('turnDetection', isMode);
-  keep('vadThreshold', isNumber);
-  keep('silenceMs', isNumber);
-  keep('transcripts', isBoolean);
-  keep('idleMinutes', isNumber);
-  keep('respond', isRespond);
-  keep('wakeWords', isWords);
-  keep('tools', isBoolean);
-  keep('language', isLanguage);
-  keep('updatedBy', isString);
-  keep('updatedAt', isNumber);
-  return stored;
+  const { settings, outOfBounds } = readVoiceSettings(raw, VOICE_SETTINGS);
+  if (outOfBounds.length > 0) warn('stored voice settings out of their bounds are read as their defaults', { settings: outOfBounds });
+  return settings;
 }
 
 export type VoiceSettingsChange = Partial<Omit<VoiceSettings, 'updatedBy' | 'updatedAt'>>;
@@ -88,50 +58,42 @@ export type VoiceSettingsChange = Partial<Omit<VoiceSettings, 'updatedBy' | 'upd
 /** `/voice settings language`'s choice that leaves the language to the server's (its Community setting). */
 export const SERVER_LANGUAGE = 'server';
 
-/** A language the conversation can fall back to: one the bot has a catalog for. */
-function isLanguage(value: unknown): value is string {
-  return SUPPORTED_LOCALES.some((locale) => locale === value);
-}
-
-/** Whether a wake word keeps a letter or digit once the voice part normalises what it hears (NFKC, then letters and digits). */
-function hasSomethingToHear(word: string): boolean {
-  return /[\p{L}\p{N}]/u.test(word.normalize('NFKC'));
-}
-
-/** Checks a change before it is stored; the message, in the admin's language, names the option and the rule. */
+/**
+ * Checks a change before it is stored, against the voice settings' schema (and, for `model`, the vendor's
+ * models); the message, in the admin's language, names the option and the rule.
+ */
 export function checkVoiceSettingsChange(change: VoiceSettingsChange, vendor: string, locale: Locale = ENGLISH): string | undefined {
   const say = translator(locale);
-  if (change.voice !== undefined && !isVoiceId(change.voice)) {
-    return say('voice.settings.bad-voice', { examples: BUILT_IN_VOICES.slice(0, 4).join(', '), given: change.voice });
+  const fits = (key: keyof VoiceSettingsChange): boolean =>
+    change[key] === undefined || VOICE_SETTINGS.fields[key].safeParse(change[key]).success;
+  if (!fits('voice')) {
+    return say('voice.settings.bad-voice', { examples: BUILT_IN_VOICES.slice(0, 4).join(', '), given: change.voice ?? '' });
   }
   if (change.model !== undefined && !change.model.toLowerCase().startsWith(`${vendor.toLowerCase()}-voice-`)) {
     return say('voice.settings.bad-model', { examples: realtimeModelNames(vendor).join(', '), given: change.model });
   }
-  if (change.instructions !== undefined && change.instructions.length > VOICE_LIMITS.instructionsLength) {
-    return say('voice.settings.instructions-too-long', { max: VOICE_LIMITS.instructionsLength });
-  }
-  if (change.wakeWords !== undefined) {
-    if (change.wakeWords.length > VOICE_LIMITS.wakeWords) return say('voice.settings.too-many-wake-words', { max: VOICE_LIMITS.wakeWords });
-    const long = change.wakeWords.find((word) => word.length > VOICE_LIMITS.wakeWordLength);
+  if (!fits('instructions')) return say('voice.settings.instructions-too-long', { max: VOICE_LIMITS.instructionsLength });
+  const words = change.wakeWords ?? [];
+  if (!fits('wakeWords')) {
+    if (words.length > VOICE_LIMITS.wakeWords) return say('voice.settings.too-many-wake-words', { max: VOICE_LIMITS.wakeWords });
+    const long = words.find((word) => word.length > VOICE_LIMITS.wakeWordLength);
     if (long !== undefined) return say('voice.settings.wake-word-too-long', { max: VOICE_LIMITS.wakeWordLength, word: long.slice(0, 20) });
-    const empty = change.wakeWords.find((word) => !hasSomethingToHear(word));
-    if (empty !== undefined) return say('voice.settings.wake-word-silent', { word: empty });
+    return say('voice.settings.wake-word-silent', { word: words.find((word) => !hasSomethingToHear(word)) ?? '' });
   }
-  const ranges: [keyof typeof VOICE_LIMITS, number | undefined, string][] = [
+  const ranges = [
     ['vadThreshold', change.vadThreshold, 'vad_threshold'],
     ['silenceMs', change.silenceMs, 'silence_ms'],
     ['idleMinutes', change.idleMinutes, 'idle_minutes'],
-  ];
+  ] as const;
   for (const [key, value, option] of ranges) {
+    if (value === undefined || fits(key)) continue;
     const range = VOICE_LIMITS[key];
-    if (value !== undefined && typeof range === 'object' && (value < range.min || value > range.max)) {
-      return say('voice.settings.range', {
-        option: `\`${option}\``,
-        min: formatNumber(locale, range.min),
-        max: formatNumber(locale, range.max),
-        given: formatNumber(locale, value),
-      });
-    }
+    return say('voice.settings.range', {
+      option: `\`${option}\``,
+      min: formatNumber(locale, range.min),
+      max: formatNumber(locale, range.max),
+      given: formatNumber(locale, value),
+    });
   }
   return undefined;
 }

@@ -1,8 +1,9 @@
-import { isRecord, readArray, readBoolean, readNumber, readString } from '../lib/json.ts';
+import { z } from 'zod';
 import type { Logger } from '../lib/log.ts';
 import { SUPPORTED_LOCALES } from '../i18n/index.ts';
-import { RESPOND_MODES, TURN_DETECTION_MODES, type VoiceSettings } from '../ports/voice-settings.ts';
-import type { Collection } from '../store/index.ts';
+import type { VoiceSettings } from '../ports/voice-settings.ts';
+import { readVoiceSettings, voiceSettingSchemas } from '../ports/voice-settings-schema.ts';
+import { versionedRecord, type Collection, type RecordWarning } from '../store/index.ts';
 
 // A live conversation as the store keeps it (one record per server): enough to bring it back after a
 // restart. Written when the conversation starts and again as its turns come in (at most one write every
@@ -28,7 +29,11 @@ export interface RecordedTurn {
   text: string;
 }
 
-export interface ConversationRecord {
+/** The version of a conversation's record this code writes (src/store/versioned.ts). */
+const CONVERSATION_RECORD_VERSION = 1;
+
+/** A live conversation, as the recorder keeps it current. */
+export interface ConversationState {
   voiceChannelId: string;
   textChannelId: string;
   /** The member who brought the bot in: the conversation is still counted against them when it comes back. */
@@ -46,6 +51,9 @@ export interface ConversationRecord {
   updatedAt: number;
 }
 
+/** A conversation as the store keeps it. */
+export type ConversationRecord = ConversationState & { v: typeof CONVERSATION_RECORD_VERSION };
+
 /** `turns` with `turn` added last, the oldest dropped to keep within both bounds (a turn alone over the size keeps its start). */
 export function withTurn(turns: readonly RecordedTurn[], turn: RecordedTurn): RecordedTurn[] {
   const kept = [...turns, { speaker: turn.speaker, text: turn.text.slice(0, MAX_RECORDED_CHARS) }];
@@ -54,68 +62,52 @@ export function withTurn(turns: readonly RecordedTurn[], turn: RecordedTurn): Re
   return kept;
 }
 
-function parseSettings(raw: unknown): VoiceSettings {
-  const text = (key: string) => {
-    const value = readString(raw, key);
-    if (value === undefined) throw new Error(`settings.${key} must be a string`);
-    return value;
-  };
-  const number = (key: string) => {
-    const value = readNumber(raw, key);
-    if (value === undefined) throw new Error(`settings.${key} must be a number`);
-    return value;
-  };
-  const turnDetection = TURN_DETECTION_MODES.find((mode) => mode === readString(raw, 'turnDetection'));
-  const respond = RESPOND_MODES.find((mode) => mode === readString(raw, 'respond'));
-  const transcripts = readBoolean(raw, 'transcripts');
-  const wakeWords = readArray(raw, 'wakeWords');
-  if (!turnDetection || !respond || transcripts === undefined || !wakeWords?.every((word) => typeof word === 'string'))
-    throw new Error('settings.turnDetection, respond, transcripts or wakeWords is not what the bot writes');
-  const tools = readBoolean(raw, 'tools');
-  // The conversation's language (`/voice settings language`): one the bot speaks, else the server's.
-  const language = SUPPORTED_LOCALES.find((locale) => locale === readString(raw, 'language'));
-  return {
-    voice: text('voice'),
-    instructions: text('instructions'),
-    model: text('model'),
-    turnDetection,
-    vadThreshold: number('vadThreshold'),
-    silenceMs: number('silenceMs'),
-    transcripts,
-    idleMinutes: number('idleMinutes'),
-    respond,
-    wakeWords: wakeWords.filter((word) => typeof word === 'string'),
-    ...(tools === undefined ? {} : { tools }),
-    ...(language === undefined ? {} : { language }),
-  };
-}
+/** The voice settings' schema (src/ports/voice-settings-schema.ts), for the languages the bot speaks. */
+const VOICE_SETTINGS = voiceSettingSchemas(SUPPORTED_LOCALES);
 
-function parseTurn(raw: unknown): RecordedTurn {
-  const speaker = readString(raw, 'speaker');
-  const text = readString(raw, 'text');
-  if ((speaker !== 'user' && speaker !== 'bot') || text === undefined) throw new Error('a turn needs a speaker (user or bot) and a text');
-  return { speaker, text };
-}
+/** A conversation's record as stored, its voice settings not yet read. */
+type StoredConversation = Omit<ConversationRecord, 'settings'> & { settings: Readonly<Record<string, unknown>> };
 
-export function parseConversationRecord(raw: unknown): ConversationRecord {
-  if (!isRecord(raw)) throw new Error('a conversation record must be an object');
-  const voiceChannelId = readString(raw, 'voiceChannelId');
-  const textChannelId = readString(raw, 'textChannelId');
-  const userId = readString(raw, 'userId');
-  const turns = readArray(raw, 'turns');
-  if (voiceChannelId === undefined || textChannelId === undefined || userId === undefined || turns === undefined)
-    throw new Error('a conversation record needs its channels, its member and its turns');
-  const transcriptThreadId = readString(raw, 'transcriptThreadId');
-  return {
-    voiceChannelId,
-    textChannelId,
-    userId,
-    settings: parseSettings(raw.settings),
-    turns: turns.map(parseTurn).reduce<RecordedTurn[]>(withTurn, []),
-    ...(transcriptThreadId === undefined ? {} : { transcriptThreadId }),
-    restarting: readBoolean(raw, 'restarting') ?? false,
-    rejoinAttempts: readNumber(raw, 'rejoinAttempts') ?? 0,
-    updatedAt: readNumber(raw, 'updatedAt') ?? 0,
+/**
+ * Reads a conversation's record of any version. Version 0 (no `v`, before 2026-11-29) is the same
+ * record; one without its counts (before restarts were counted) reads as live, never tried again and
+ * written at no known time.
+ */
+const parseStoredConversation = versionedRecord<StoredConversation>({
+  name: 'conversation',
+  version: CONVERSATION_RECORD_VERSION,
+  schema: z.object({
+    v: z.literal(CONVERSATION_RECORD_VERSION),
+    voiceChannelId: z.string(),
+    textChannelId: z.string(),
+    userId: z.string(),
+    settings: z.record(z.string(), z.unknown()),
+    turns: z
+      .array(z.object({ speaker: z.enum(['user', 'bot']), text: z.string() }))
+      .transform((turns) => turns.reduce<RecordedTurn[]>(withTurn, [])),
+    transcriptThreadId: z.string().optional(),
+    restarting: z.boolean(),
+    rejoinAttempts: z.number(),
+    updatedAt: z.number(),
+  }),
+  upgrade: (stored) => ({ restarting: false, rejoinAttempts: 0, updatedAt: 0, ...stored }),
+});
+
+/**
+ * The parser of conversation records. Their voice settings are read with the voice settings' one schema
+ * (src/ports/voice-settings-schema.ts): one missing or out of its bounds is read as its default
+ * (`defaults`, the vendor's), said in one warning, and the conversation still comes back.
+ */
+export function conversationRecordParser(defaults: VoiceSettings): (raw: unknown, warn?: RecordWarning) => ConversationRecord {
+  return (raw, warn = () => undefined) => {
+    const stored = parseStoredConversation(raw, warn);
+    const { settings, outOfBounds } = readVoiceSettings(stored.settings, VOICE_SETTINGS);
+    const missing = Object.keys(defaults).filter((key) => !Object.hasOwn(stored.settings, key));
+    if (outOfBounds.length + missing.length > 0)
+      warn("a conversation's voice settings missing or out of their bounds are read as their defaults", {
+        settings: [...missing, ...outOfBounds],
+      });
+    return { ...stored, settings: { ...defaults, ...settings } };
   };
 }
 
@@ -130,13 +122,13 @@ export class ConversationRecorder {
   readonly #records: ConversationRecords;
   readonly #guildId: string;
   readonly #log: Logger;
-  readonly #record: ConversationRecord;
+  readonly #record: ConversationState;
   #queue: Promise<void> = Promise.resolve();
   #timer: NodeJS.Timeout | undefined;
   #lastWriteAt = 0;
   #done = false;
 
-  constructor(records: ConversationRecords, guildId: string, record: ConversationRecord, log: Logger) {
+  constructor(records: ConversationRecords, guildId: string, record: ConversationState, log: Logger) {
     this.#records = records;
     this.#guildId = guildId;
     this.#record = record;
@@ -155,7 +147,7 @@ export class ConversationRecorder {
   }
 
   /** The conversation moved channel, opened its transcript thread or had its settings changed. */
-  change(change: Partial<Pick<ConversationRecord, 'voiceChannelId' | 'transcriptThreadId' | 'settings'>>): void {
+  change(change: Partial<Pick<ConversationState, 'voiceChannelId' | 'transcriptThreadId' | 'settings'>>): void {
     if (this.#done) return;
     Object.assign(this.#record, change);
     this.#writeSoon();
@@ -202,7 +194,12 @@ export class ConversationRecorder {
     this.#timer = undefined;
     this.#lastWriteAt = Date.now();
     // A copy as it stands now: later turns change the record while this write waits its turn.
-    const snapshot: ConversationRecord = { ...this.#record, turns: [...this.#record.turns], updatedAt: this.#lastWriteAt };
+    const snapshot: ConversationRecord = {
+      v: CONVERSATION_RECORD_VERSION,
+      ...this.#record,
+      turns: [...this.#record.turns],
+      updatedAt: this.#lastWriteAt,
+    };
     return this.#enqueue('write', async () => {
       await this.#records.set(this.#guildId, snapshot, RECORD_TTL_MS);
       this.#log.debug('voice conversation recorded', {

@@ -9,7 +9,8 @@ import type { DiscordStandIn, TestGuild } from 'discord-standin';
 import type { RealtimeSession } from '../../src/emulator/realtime/session.ts';
 import type { Emulator } from '../../src/emulator/server.ts';
 import type { SettingsService } from '../../src/settings/service.ts';
-import { CONVERSATION_RECORDS, parseConversationRecord, type ConversationRecords } from '../../src/voice/conversation-record.ts';
+import { CONVERSATION_RECORDS, conversationRecordParser, type ConversationRecords } from '../../src/voice/conversation-record.ts';
+import { defaultVoiceSettings } from '../../src/settings/voice-settings.ts';
 import type { VoiceService } from '../../src/voice/service.ts';
 import { pollUntil } from '../support/poll.ts';
 import { startVoiceServiceRig, type VoiceServiceRig } from '../support/voice-service-rig.ts';
@@ -29,7 +30,7 @@ beforeAll(async () => {
   ({ emulator, discord, settings } = rig);
   // Short lines: a force_message or a scripted answer is a tone 5 ms per character.
   emulator.realtime.options.toneMsPerCharacter = 5;
-  records = rig.store.collection(CONVERSATION_RECORDS, parseConversationRecord);
+  records = rig.store.collection(CONVERSATION_RECORDS, conversationRecordParser(defaultVoiceSettings('svc')));
 }, 60_000);
 
 afterEach(async () => {

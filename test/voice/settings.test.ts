@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { checkVoiceSettingsChange } from '../../src/settings/voice-settings.ts';
+import { checkVoiceSettingsChange, defaultVoiceSettings, parseStoredVoiceSettings } from '../../src/settings/voice-settings.ts';
+import { conversationRecordParser } from '../../src/voice/conversation-record.ts';
 
 // /voice settings checks a change before storing it; which voices exist is the gateway's to say.
 describe('a voice settings change', () => {
@@ -14,5 +15,60 @@ describe('a voice settings change', () => {
   it('refuses a model that is not a realtime voice model of the vendor', () => {
     expect(checkVoiceSettingsChange({ model: 'svc-imagine-video-1.5' }, 'svc')).toMatch(/^`model` must be a realtime voice model/);
     expect(checkVoiceSettingsChange({ model: 'acme-voice-latest' }, 'acme')).toBeUndefined();
+  });
+});
+
+// One schema for voice settings: a server's stored settings (the settings part) and a conversation's
+// record (the voice part) are read with the bounds /voice settings enforces; a stored setting out of
+// them is its default, said in one warning, and the rest of the record stays.
+describe('stored voice settings', () => {
+  const outOfBounds = { vadThreshold: 7, silenceMs: 800, wakeWords: ['x'.repeat(41)], language: 'tlh', voice: 'leo' };
+
+  it("of a server are read within /voice settings' bounds, each one outside them left to its default", () => {
+    const warnings: unknown[] = [];
+    const read = parseStoredVoiceSettings(outOfBounds, (message, fields) => warnings.push({ message, fields }));
+    expect(read).toEqual({ silenceMs: 800, voice: 'leo' });
+    expect(warnings).toEqual([
+      {
+        message: 'stored voice settings out of their bounds are read as their defaults',
+        fields: { settings: ['vadThreshold', 'wakeWords', 'language'] },
+      },
+    ]);
+    expect(checkVoiceSettingsChange({ vadThreshold: 7 }, 'svc')).toMatch(/^`vad_threshold` must be from 0.05 to 1/);
+  });
+
+  it("of a conversation are read the same way, the missing and the out of bounds the vendor's defaults, its language kept", () => {
+    const defaults = defaultVoiceSettings('svc');
+    const parse = conversationRecordParser(defaults);
+    const stored = {
+      voiceChannelId: 'vc',
+      textChannelId: 'tc',
+      userId: 'u',
+      settings: { ...defaults, language: 'de', instructions: 'x'.repeat(2001), idleMinutes: undefined },
+      turns: [{ speaker: 'user', text: 'hello' }],
+      restarting: true,
+      rejoinAttempts: 1,
+      updatedAt: 5,
+    };
+    const warnings: unknown[] = [];
+    const record = parse(JSON.parse(JSON.stringify(stored)), (message, fields) => warnings.push({ message, fields }));
+    expect(record).toEqual({ ...stored, v: 1, settings: { ...defaults, language: 'de' } });
+    expect(warnings).toEqual([
+      {
+        message: "a conversation's voice settings missing or out of their bounds are read as their defaults",
+        fields: { settings: ['idleMinutes', 'instructions'] },
+      },
+    ]);
+  });
+
+  it('of a conversation recorded before restarts were counted read as live, never tried again', () => {
+    const record = conversationRecordParser(defaultVoiceSettings('svc'))({
+      voiceChannelId: 'vc',
+      textChannelId: 'tc',
+      userId: 'u',
+      settings: defaultVoiceSettings('svc'),
+      turns: [],
+    });
+    expect(record).toMatchObject({ v: 1, restarting: false, rejoinAttempts: 0, updatedAt: 0 });
   });
 });

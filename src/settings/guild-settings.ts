@@ -1,8 +1,8 @@
-import { isRecord } from '../lib/json.ts';
+import { z } from 'zod';
 import { LAYERS, type Layer } from '../gateway/spec.ts';
 import { MAX_VARIANTS, type ResultButtons } from '../ports/video-defaults.ts';
 import { parseSealedKey, type SealedKey } from './key-cipher.ts';
-import type { RecordWarning } from '../store/index.ts';
+import { versionedRecord, type RecordWarning } from '../store/index.ts';
 import { parseStoredVoiceSettings, type StoredVoiceSettings } from './voice-settings.ts';
 
 // One server's settings, as stored: its own gateway key (sealed), layer, defaults, storage, who may use
@@ -32,7 +32,11 @@ export interface SettingsChange {
   change: string;
 }
 
+/** The version of a server's settings record this code writes (src/store/versioned.ts). */
+export const GUILD_SETTINGS_VERSION = 1;
+
 export interface GuildSettings {
+  v: typeof GUILD_SETTINGS_VERSION;
   key?: StoredKey;
   /** Unset: the operator's GATEWAY_LAYER. */
   layer?: Layer;
@@ -48,7 +52,7 @@ export interface GuildSettings {
    * budget go, and the estimate over which a video waits for its member's confirmation (0: never).
    */
   spending: { budgets: Budgets; alertChannelId?: string; confirmOverUsd: number };
-  /** What /voice settings changed; unset: the defaults (or what an older version kept in its own record). */
+  /** What /voice settings changed; unset: the defaults. */
   voice?: StoredVoiceSettings;
   history: SettingsChange[];
 }
@@ -58,6 +62,7 @@ export const STORAGE_MAX_DAYS = 30;
 
 export function defaultGuildSettings(): GuildSettings {
   return {
+    v: GUILD_SETTINGS_VERSION,
     defaults: {},
     storage: { keepDays: 0, publicLink: false },
     roles: { video: [], voice: [] },
@@ -67,104 +72,97 @@ export function defaultGuildSettings(): GuildSettings {
   };
 }
 
-function string(value: unknown): string | undefined {
-  return typeof value === 'string' ? value : undefined;
-}
+// ---- The stored record: every setting read leniently, one that does not read right is its default ----
 
-function number(value: unknown, fallback: number): number {
-  return typeof value === 'number' && Number.isFinite(value) ? value : fallback;
-}
-
+/** A string, or unset. */
+const optionalString = z.string().optional().catch(undefined);
 /** Limits and day counts: whole numbers, 0 or more (0 means no limit). */
-function count(value: unknown): number {
-  return typeof value === 'number' && Number.isInteger(value) && value > 0 ? value : 0;
-}
-
+const count = z.number().int().positive().catch(0);
 /** Dollar amounts: 0 or more, finite (0 means none). */
-function dollars(value: unknown): number {
-  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : 0;
-}
+const dollars = z.number().positive().catch(0);
+/** Role ids: the strings of a list. */
+const roleIds = z
+  .array(z.unknown())
+  .transform((items) => items.filter((item) => typeof item === 'string'))
+  .catch(() => []);
 
-function strings(value: unknown): string[] {
-  return Array.isArray(value) ? value.filter((item): item is string => typeof item === 'string') : [];
-}
+/** A server's settings as stored, its voice settings not yet read. */
+type StoredGuildSettings = Omit<GuildSettings, 'voice'> & { voice?: Readonly<Record<string, unknown>> };
 
-/** A damaged sealed key must not make the whole record (roles, limits) unreadable. */
-function sealedOrNull(raw: unknown): SealedKey | null {
-  try {
-    return parseSealedKey(raw);
-  } catch {
-    return null;
-  }
-}
+const guildSettingsSchema: z.ZodType<StoredGuildSettings> = z.object({
+  v: z.literal(GUILD_SETTINGS_VERSION),
+  key: z
+    .object({
+      // A damaged sealed key must not make the whole record (roles, limits) unreadable.
+      sealed: z.unknown().transform((sealed) => {
+        try {
+          return parseSealedKey(sealed);
+        } catch {
+          return null;
+        }
+      }),
+      lastFour: z.string(),
+      setBy: z.string(),
+      setAt: z.number().catch(0),
+    })
+    .optional()
+    .catch(undefined),
+  layer: z.enum(LAYERS).optional().catch(undefined),
+  defaults: z
+    .object({
+      model: optionalString,
+      resolution: optionalString,
+      aspectRatio: optionalString,
+      duration: z.number().optional().catch(undefined),
+      buttons: z.enum(RESULT_BUTTONS).optional().catch(undefined),
+      variants: z.number().int().min(1).max(MAX_VARIANTS).optional().catch(undefined),
+    })
+    .catch(() => ({})),
+  storage: z
+    .object({
+      keepDays: count.transform((days) => Math.min(days, STORAGE_MAX_DAYS)),
+      publicLink: z.unknown().transform((on) => on === true),
+    })
+    .catch(() => ({ keepDays: 0, publicLink: false })),
+  roles: z.object({ video: roleIds, voice: roleIds }).catch(() => ({ video: [], voice: [] })),
+  limits: z
+    .object({ concurrentPerUser: count, dailyPerUser: count, dailyPerServer: count })
+    .catch(() => ({ concurrentPerUser: 0, dailyPerUser: 0, dailyPerServer: 0 })),
+  spending: z
+    .object({
+      budgets: z
+        .object({ member_daily_usd: dollars, server_daily_usd: dollars, server_monthly_usd: dollars })
+        .catch(() => ({ ...NO_BUDGETS })),
+      alertChannelId: optionalString,
+      confirmOverUsd: dollars,
+    })
+    .catch(() => ({ budgets: { ...NO_BUDGETS }, confirmOverUsd: 0 })),
+  // Read by the voice settings' own schema (parseGuildSettings), which says what it left to the defaults.
+  voice: z.record(z.string(), z.unknown()).optional().catch(undefined),
+  history: z
+    .array(z.unknown())
+    .transform((entries) =>
+      entries.flatMap((entry) => {
+        const read = z.object({ at: z.number().catch(0), by: z.string(), change: z.string() }).safeParse(entry);
+        return read.success ? [read.data] : [];
+      }),
+    )
+    .catch(() => []),
+});
+
+/**
+ * Reads a server's settings of any version. Version 0 (no `v`, before 2026-11-29) is the same record.
+ * Voice settings kept by versions before 2026-11-27 in a record of their own are folded into it once
+ * (SettingsService), not read here.
+ */
+const parseSettingsRecord = versionedRecord<StoredGuildSettings>({
+  name: 'guild settings',
+  version: GUILD_SETTINGS_VERSION,
+  schema: guildSettingsSchema,
+  upgrade: (stored) => stored,
+});
 
 export function parseGuildSettings(raw: unknown, warn?: RecordWarning): GuildSettings {
-  if (!isRecord(raw)) throw new Error('guild settings must be an object');
-  const defaults = defaultGuildSettings();
-  const settings: GuildSettings = { ...defaults };
-  if (isRecord(raw.key)) {
-    const key = raw.key;
-    const lastFour = string(key.lastFour);
-    const setBy = string(key.setBy);
-    if (lastFour !== undefined && setBy !== undefined) {
-      settings.key = { sealed: sealedOrNull(key.sealed), lastFour, setBy, setAt: number(key.setAt, 0) };
-    }
-  }
-  const layer = LAYERS.find((candidate) => candidate === raw.layer);
-  if (layer) settings.layer = layer;
-  const stored = raw.defaults;
-  if (isRecord(stored)) {
-    const model = string(stored.model);
-    const resolution = string(stored.resolution);
-    const aspectRatio = string(stored.aspectRatio);
-    const duration = typeof stored.duration === 'number' ? stored.duration : undefined;
-    const buttons = RESULT_BUTTONS.find((candidate) => candidate === stored.buttons);
-    const variants =
-      typeof stored.variants === 'number' && Number.isInteger(stored.variants) && stored.variants >= 1 && stored.variants <= MAX_VARIANTS
-        ? stored.variants
-        : undefined;
-    settings.defaults = {
-      ...(model === undefined ? {} : { model }),
-      ...(resolution === undefined ? {} : { resolution }),
-      ...(aspectRatio === undefined ? {} : { aspectRatio }),
-      ...(duration === undefined ? {} : { duration }),
-      ...(buttons === undefined ? {} : { buttons }),
-      ...(variants === undefined ? {} : { variants }),
-    };
-  }
-  if (isRecord(raw.storage)) {
-    settings.storage = { keepDays: Math.min(count(raw.storage.keepDays), STORAGE_MAX_DAYS), publicLink: raw.storage.publicLink === true };
-  }
-  if (isRecord(raw.roles)) settings.roles = { video: strings(raw.roles.video), voice: strings(raw.roles.voice) };
-  if (isRecord(raw.limits)) {
-    settings.limits = {
-      concurrentPerUser: count(raw.limits.concurrentPerUser),
-      dailyPerUser: count(raw.limits.dailyPerUser),
-      dailyPerServer: count(raw.limits.dailyPerServer),
-    };
-  }
-  if (isRecord(raw.spending)) {
-    const spending = raw.spending;
-    const budgets = isRecord(spending.budgets) ? spending.budgets : {};
-    const alertChannelId = string(spending.alertChannelId);
-    settings.spending = {
-      budgets: {
-        member_daily_usd: dollars(budgets.member_daily_usd),
-        server_daily_usd: dollars(budgets.server_daily_usd),
-        server_monthly_usd: dollars(budgets.server_monthly_usd),
-      },
-      ...(alertChannelId === undefined ? {} : { alertChannelId }),
-      confirmOverUsd: dollars(spending.confirmOverUsd),
-    };
-  }
-  if (isRecord(raw.voice)) settings.voice = parseStoredVoiceSettings(raw.voice, warn);
-  if (Array.isArray(raw.history)) {
-    settings.history = raw.history.flatMap((entry: unknown) => {
-      if (!isRecord(entry)) return [];
-      const by = string(entry.by);
-      const change = string(entry.change);
-      return by === undefined || change === undefined ? [] : [{ at: number(entry.at, 0), by, change }];
-    });
-  }
-  return settings;
+  const { voice, ...settings } = parseSettingsRecord(raw, warn);
+  return voice === undefined ? settings : { ...settings, voice: parseStoredVoiceSettings(voice, warn) };
 }

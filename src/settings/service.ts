@@ -4,6 +4,7 @@ import { describeGatewayError } from '../wording/gateway-errors.ts';
 import { keyFingerprint, type GatewayClientPool } from '../gateway/pool.ts';
 import type { Layer } from '../gateway/spec.ts';
 import { registerSecret, type Logger } from '../lib/log.ts';
+import { onceUntilFailure } from '../lib/once-until-failure.ts';
 import type { Collection, Store } from '../store/index.ts';
 import { refuse, type Result } from '../lib/result.ts';
 import { ENGLISH, resolveLocale, t, type Locale, type MessageKey } from '../i18n/index.ts';
@@ -121,10 +122,11 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
   readonly #options: SettingsOptions;
   readonly #settings: Collection<GuildSettings>;
   /**
-   * Where versions before voice settings joined the server's settings kept them, one record per server:
-   * read while the server's settings have none, never written.
+   * Where versions before 2026-11-27 kept a server's voice settings, one record per server: folded into
+   * the server's settings once (#foldOlderVoiceSettings), then deleted.
    */
   readonly #olderVoiceSettings: Collection<StoredVoiceSettings>;
+  readonly #olderVoiceSettingsFolded = onceUntilFailure(() => this.#foldOlderVoiceSettings());
   readonly #voiceDefaults: VoiceSettings;
   readonly #cipher: KeyCipher | undefined;
   /** What each server's key spends and may spend; the voice part meters through it. */
@@ -159,7 +161,24 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
   }
 
   async get(guildId: string): Promise<GuildSettings> {
+    await this.#olderVoiceSettingsFolded();
     return (await this.#settings.get(guildId)) ?? defaultGuildSettings();
+  }
+
+  /**
+   * The upgrade of the `voice_settings` records of versions before 2026-11-27: each becomes its server's
+   * voice settings, unless the server has some already (changed since), and is deleted. Once per process,
+   * before its first read or change of settings; every worker may do it, and the second finds nothing.
+   */
+  async #foldOlderVoiceSettings(): Promise<void> {
+    const older: [string, StoredVoiceSettings][] = [];
+    for await (const entry of this.#olderVoiceSettings.entries()) older.push(entry);
+    for (const [guildId, voice] of older) {
+      await this.#settings.update(guildId, (current) => (current?.voice ? undefined : { ...(current ?? defaultGuildSettings()), voice }));
+      await this.#olderVoiceSettings.delete(guildId);
+    }
+    if (older.length > 0)
+      this.#options.log.info("folded voice settings of an earlier version into servers' settings", { servers: older.length });
   }
 
   /**
@@ -174,6 +193,7 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
     description: string,
     change: (settings: GuildSettings) => GuildSettings,
   ): Promise<GuildSettings> {
+    await this.#olderVoiceSettingsFolded();
     const updated = await this.#settings.update(guildId, (stored) => {
       const current = stored ?? defaultGuildSettings();
       const next = change(current);
@@ -188,7 +208,7 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
   /** The server's voice settings: what /voice settings changed, the defaults for the rest. */
   async voiceSettings(guildId: string): Promise<VoiceSettings> {
     const { voice } = await this.get(guildId);
-    return { ...this.#voiceDefaults, ...(voice ?? (await this.#olderVoiceSettings.get(guildId))) };
+    return { ...this.#voiceDefaults, ...voice };
   }
 
   /**
@@ -196,8 +216,7 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
    * changing different settings at once both keep theirs. A change to what is already set writes nothing.
    */
   async changeVoiceSettings(guildId: string, change: VoiceSettingsChange, by: string): Promise<VoiceSettings> {
-    const older = await this.#olderVoiceSettings.get(guildId);
-    const effective = (settings: GuildSettings): VoiceSettings => ({ ...this.#voiceDefaults, ...(settings.voice ?? older) });
+    const effective = (settings: GuildSettings): VoiceSettings => ({ ...this.#voiceDefaults, ...settings.voice });
     const updated = await this.update(guildId, by, describeVoiceSettingsChange(change), (settings) => {
       const voice = applyVoiceSettingsChange(effective(settings), change, by, Date.now());
       return voice === undefined ? settings : { ...settings, voice };

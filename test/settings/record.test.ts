@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { defaultGuildSettings, parseGuildSettings } from '../../src/settings/guild-settings.ts';
+import { defaultGuildSettings, GUILD_SETTINGS_VERSION, parseGuildSettings } from '../../src/settings/guild-settings.ts';
 import { KeyCipher } from '../../src/settings/key-cipher.ts';
 
 describe('stored server settings', () => {
@@ -8,7 +8,7 @@ describe('stored server settings', () => {
     expect(() => parseGuildSettings('not an object')).toThrow();
   });
 
-  it('round-trips a full record through JSON', () => {
+  it('round-trips a full record through JSON; one of the version before versions were counted reads the same, version 1', () => {
     const settings = {
       key: { sealed: new KeyCipher('a-long-encryption-secret').seal('sk-some-gateway-key', 'g'), lastFour: '-key', setBy: 'u1', setAt: 1 },
       layer: 'native' as const,
@@ -23,7 +23,9 @@ describe('stored server settings', () => {
       },
       history: [{ at: 5, by: 'u1', change: 'set limits' }],
     };
-    expect(parseGuildSettings(JSON.parse(JSON.stringify(settings)))).toEqual(settings);
+    expect(parseGuildSettings(JSON.parse(JSON.stringify(settings)))).toEqual({ ...settings, v: GUILD_SETTINGS_VERSION });
+    const current = { ...settings, v: GUILD_SETTINGS_VERSION, voice: { voice: 'leo', idleMinutes: 7, updatedBy: 'u1', updatedAt: 2 } };
+    expect(parseGuildSettings(JSON.parse(JSON.stringify(current)))).toEqual(current);
   });
 
   it('keeps roles and limits when the sealed key is damaged, and marks the key unreadable', () => {
@@ -51,5 +53,15 @@ describe('stored server settings', () => {
     expect(parsed.limits).toEqual({ concurrentPerUser: 0, dailyPerUser: 0, dailyPerServer: 0 });
     expect(parsed.storage).toEqual({ keepDays: 30, publicLink: false });
     expect(parsed.spending).toEqual({ budgets: { member_daily_usd: 0, server_daily_usd: 0, server_monthly_usd: 0 }, confirmOverUsd: 0 });
+  });
+
+  it('keeps a record whose voice settings are out of their bounds, each one out of them left to its default, and says so once', () => {
+    const warnings: unknown[] = [];
+    const parsed = parseGuildSettings({ roles: { video: ['r1'] }, voice: { voice: 'leo', silenceMs: 50 } }, (message, fields) =>
+      warnings.push({ message, fields }),
+    );
+    expect(parsed.roles.video).toEqual(['r1']);
+    expect(parsed.voice).toEqual({ voice: 'leo' });
+    expect(warnings).toHaveLength(1);
   });
 });

@@ -35,7 +35,7 @@ export interface TaskCost extends MemberTask {
   costTicks: number | undefined;
   /** Whether the gateway made (and so charged for) a video: failures and timeouts are refunded. */
   madeVideo: boolean;
-  /** What was reserved when it was submitted; undefined for tasks submitted before estimates were reserved. */
+  /** What was reserved when it was submitted; undefined (or 0): nothing. */
   reservation: SpendReservation | undefined;
 }
 

@@ -169,8 +169,8 @@ export class Spending implements VoiceSpending {
         : reported === undefined && cost.madeVideo
           ? { kind: 'estimated', ticks: cost.reservation?.estimateTicks ?? 0 }
           : { kind: 'refunded' };
-    // Nothing reserved and nothing to count: a free or refunded task of an older version.
-    if (settlement.kind === 'refunded' && !cost.reservation) return;
+    // Nothing reserved and nothing to count.
+    if (settlement.kind === 'refunded' && !cost.reservation?.estimateTicks) return;
     const spent = await this.#ledger.settle(cost.guildId, cost.userId, cost.taskId, cost.createdAt, cost.reservation, settlement);
     if (!spent) return;
     if (settlement.kind !== 'refunded') this.#options.metrics?.spend('video', settlement.kind, settlement.ticks / USD_TICKS);

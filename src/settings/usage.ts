@@ -1,8 +1,9 @@
+import { z } from 'zod';
 import { isRecord, ownValue, readNumber } from '../lib/json.ts';
 import type { Logger } from '../lib/log.ts';
 import { dayKey } from '../lib/day-key.ts';
 import type { Result } from '../lib/result.ts';
-import { parseMarker, type Collection, type Store } from '../store/index.ts';
+import { ownKeyedTable, parseMarker, versionedRecord, type Collection, type Store } from '../store/index.ts';
 import { checkBudgets, type Spent } from './budgets.ts';
 import type { Budgets, GuildSettings } from './guild-settings.ts';
 import { evaluateDailyLimits, type LimitVerdict } from './limits.ts';
@@ -33,7 +34,11 @@ export interface UsageCount {
   voiceTicks: number;
 }
 
+/** The version of the usage records (a day's, a month's) this code writes (src/store/versioned.ts). */
+const USAGE_VERSION = 1;
+
 export interface DayUsage {
+  v: typeof USAGE_VERSION;
   users: Record<string, UsageCount>;
 }
 
@@ -44,6 +49,7 @@ export interface DaySpend {
 }
 
 export interface MonthUsage {
+  v: typeof USAGE_VERSION;
   /** Keyed by the day of the month, `01`..`31`. */
   days: Record<string, DaySpend>;
   /** Estimates of videos still being made, reserved against a monthly budget. */
@@ -65,30 +71,61 @@ const KEEP_DAY_MS = 40 * 24 * 3600_000;
 /** The chart reads the last 30 days: this month's record and the one before. */
 const KEEP_MONTH_MS = 100 * 24 * 3600_000;
 
-const COUNT_FIELDS = ['costUnreported', 'estimatedTicks', 'reservedTicks', 'voiceMs', 'voiceTicks'] as const;
+const usageCountSchema: z.ZodType<UsageCount> = z.object({
+  tasks: z.number(),
+  costTicks: z.number(),
+  costUnreported: z.number(),
+  estimatedTicks: z.number(),
+  reservedTicks: z.number(),
+  voiceMs: z.number(),
+  voiceTicks: z.number(),
+});
 
-function parseDayUsage(raw: unknown): DayUsage {
-  if (!isRecord(raw) || !isRecord(raw.users)) throw new Error('day usage must have users');
-  // Built with fromEntries: a key such as `__proto__` stays a key of its own, never the record's prototype.
-  const users = Object.entries(raw.users).flatMap(([userId, value]): [string, UsageCount][] => {
-    const tasks = readNumber(value, 'tasks');
-    const costTicks = readNumber(value, 'costTicks');
-    if (tasks === undefined || costTicks === undefined) return [];
-    // Records written before a field existed have none: nothing of it was counted then.
-    const count = { ...noUsage(), tasks, costTicks };
-    for (const field of COUNT_FIELDS) count[field] = readNumber(value, field) ?? 0;
-    return [[userId, count]];
-  });
-  return { users: Object.fromEntries(users) };
+/**
+ * Reads a day's usage of any version. Version 0 (no `v`, before 2026-11-29): a member's counts written
+ * before a count existed have none (nothing of it was counted then: 0); a member without a task count or
+ * a cost is left out, as that version's reader left it.
+ */
+const parseDayUsage = versionedRecord<DayUsage>({
+  name: 'day usage',
+  version: USAGE_VERSION,
+  schema: z.object({ v: z.literal(USAGE_VERSION), users: ownKeyedTable(usageCountSchema) }),
+  upgrade: (stored) => {
+    if (!isRecord(stored.users)) return stored;
+    const users = Object.entries(stored.users).flatMap(([userId, count]) =>
+      readNumber(count, 'tasks') === undefined || readNumber(count, 'costTicks') === undefined
+        ? []
+        : [[userId, Object.fromEntries(Object.keys(noUsage()).map((field) => [field, readNumber(count, field) ?? 0]))] as const],
+    );
+    return { ...stored, users: Object.fromEntries(users) };
+  },
+});
+
+/** Reads a month's spend of any version. Version 0 (no `v`, before 2026-11-29): a spend it has none of is 0. */
+const parseMonthUsage = versionedRecord<MonthUsage>({
+  name: 'month usage',
+  version: USAGE_VERSION,
+  schema: z.object({
+    v: z.literal(USAGE_VERSION),
+    days: ownKeyedTable(z.object({ videoTicks: z.number(), voiceTicks: z.number() })),
+    reservedTicks: z.number(),
+  }),
+  upgrade: (stored) => {
+    if (!isRecord(stored.days)) return stored;
+    const days = Object.entries(stored.days).map(([day, spend]) => [
+      day,
+      { videoTicks: readNumber(spend, 'videoTicks') ?? 0, voiceTicks: readNumber(spend, 'voiceTicks') ?? 0 },
+    ]);
+    return { days: Object.fromEntries(days), reservedTicks: readNumber(stored, 'reservedTicks') ?? 0 };
+  },
+});
+
+function emptyDay(): DayUsage {
+  return { v: USAGE_VERSION, users: {} };
 }
 
-function parseMonthUsage(raw: unknown): MonthUsage {
-  if (!isRecord(raw) || !isRecord(raw.days)) throw new Error('month usage must have days');
-  const days = Object.entries(raw.days).map(([day, value]): [string, DaySpend] => [
-    day,
-    { videoTicks: readNumber(value, 'videoTicks') ?? 0, voiceTicks: readNumber(value, 'voiceTicks') ?? 0 },
-  ]);
-  return { days: Object.fromEntries(days), reservedTicks: readNumber(raw, 'reservedTicks') ?? 0 };
+function emptyMonth(): MonthUsage {
+  return { v: USAGE_VERSION, days: {}, reservedTicks: 0 };
 }
 
 export function noUsage(): UsageCount {
@@ -176,24 +213,24 @@ export class UsageLedger {
     const written = await this.#days.update(
       `${guildId}:${dayKey(at)}`,
       (stored) => {
-        const usage = stored ?? { users: {} };
+        const usage = stored ?? emptyDay();
         return change(usage) ? usage : undefined;
       },
       KEEP_DAY_MS,
     );
-    return written ?? { users: {} };
+    return written ?? emptyDay();
   }
 
   async #updateMonth(guildId: string, at: number, change: (usage: MonthUsage) => boolean): Promise<MonthUsage> {
     const written = await this.#months.update(
       `${guildId}:${monthKey(at)}`,
       (stored) => {
-        const usage = stored ?? { days: {}, reservedTicks: 0 };
+        const usage = stored ?? emptyMonth();
         return change(usage) ? usage : undefined;
       },
       KEEP_MONTH_MS,
     );
-    return written ?? { days: {}, reservedTicks: 0 };
+    return written ?? emptyMonth();
   }
 
   /**
@@ -358,7 +395,7 @@ export class UsageLedger {
   }
 
   async day(guildId: string, at: number): Promise<DayUsage> {
-    return (await this.#days.get(`${guildId}:${dayKey(at)}`)) ?? { users: {} };
+    return (await this.#days.get(`${guildId}:${dayKey(at)}`)) ?? emptyDay();
   }
 
   /** The days of the month of `at` up to that day (UTC), summed per member. */

@@ -12,7 +12,7 @@ import { openSqlite } from './sqlite.ts';
 
 export { parseMarker, STORE_DEADLINE_MS, StoredRecordError, StoreUnavailableError } from './interface.ts';
 export type { Collection, Parse, RecordWarning, Store, StoreOptions } from './interface.ts';
-export { parseShape, RecordShapeError, versionedRecord, type RecordKind } from './versioned.ts';
+export { ownKeyedTable, parseShape, RecordShapeError, versionedRecord, type RecordKind } from './versioned.ts';
 
 export async function openStore(url: string, log: Logger, options: StoreOptions = {}): Promise<Store> {
   const deadlineMs = options.deadlineMs ?? STORE_DEADLINE_MS;

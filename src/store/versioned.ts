@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import { z } from 'zod';
 import { isRecord } from '../lib/json.ts';
 import type { RecordWarning } from './interface.ts';
 
@@ -75,4 +75,21 @@ export function versionedRecord<T extends { v: number }>(kind: RecordKind<T>): (
     const current = from < kind.version ? kind.upgrade(raw, from, warn) : raw;
     return parseShape(kind.name, kind.schema, { ...current, v: kind.version });
   };
+}
+
+/**
+ * A stored table keyed by words from outside (member ids, days), each value read with `values`: built with
+ * own keys, so even `__proto__` is only a key (zod's record leaves such a key out).
+ */
+export function ownKeyedTable<T>(values: z.ZodType<T>): z.ZodType<Record<string, T>> {
+  return z.custom<Readonly<Record<string, unknown>>>(isRecord, 'must be an object').transform((table, context) =>
+    Object.fromEntries(
+      Object.entries(table).flatMap(([key, value]) => {
+        const read = values.safeParse(value);
+        if (read.success) return [[key, read.data]];
+        for (const issue of read.error.issues) context.addIssue({ code: 'custom', message: issue.message, path: [key, ...issue.path] });
+        return [];
+      }),
+    ),
+  );
 }

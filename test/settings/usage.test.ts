@@ -66,6 +66,17 @@ describe('the usage ledger on SQLite', () => {
     });
   });
 
+  it('reads month records written before versions were counted: a spend they have none of is none', async () => {
+    const day = Date.UTC(2026, 10, 2, 10);
+    await store.collection('usage_months', (raw) => raw).set('g:2026-11', { days: { '01': { videoTicks: 5 }, '02': { voiceTicks: 7 } } });
+    await store.close();
+    store = await openStore(`sqlite://${join(directory, 'usage.sqlite')}`, silentLogger);
+    expect(await new UsageLedger(store, silentLogger).spendByDay('g', day, 2)).toEqual([
+      { day: '2026-11-01', spend: { videoTicks: 5, voiceTicks: 0 } },
+      { day: '2026-11-02', spend: { videoTicks: 0, voiceTicks: 7 } },
+    ]);
+  });
+
   it('reads day records written before unreported costs were counted', async () => {
     const day = Date.UTC(2026, 10, 1, 10);
     await store.collection('usage_days', (raw) => raw).set(`g:${dayKey(day)}`, { users: { alice: { tasks: 3, costTicks: 70 } } });

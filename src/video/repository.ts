@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Layer } from '../gateway/spec.ts';
 import type { Logger } from '../lib/log.ts';
-import { StoredRecordError, type Collection, type Store } from '../store/index.ts';
+import { z } from 'zod';
+import { parseShape, StoredRecordError, type Collection, type Store } from '../store/index.ts';
 import { needsWork, parseTaskRecord, routingGuildId, type TaskRecord } from './record.ts';
 
 // Where tasks live. Besides the records themselves, three small indexes keep every read cheap however
@@ -18,27 +19,26 @@ const MAX_MARKS = 100_000;
 /** Finished tasks are kept this long (for /video status, edits and extensions of them), then dropped. */
 const FINISHED_TASK_TTL_MS = 90 * 24 * 3600_000;
 
-function parseStringArray(raw: unknown): string[] {
-  if (!Array.isArray(raw) || !raw.every((item) => typeof item === 'string')) throw new Error('expected a list of ids');
-  return raw;
+// The indexes are bare values (src/store/versioned.ts): a task id, a member's list of ids, and an
+// active task's marker.
+
+function parseTaskIds(raw: unknown): string[] {
+  return parseShape('recent tasks', z.array(z.string()), raw);
 }
 
-function parseString(raw: unknown): string {
-  if (typeof raw !== 'string') throw new Error('expected an id');
-  return raw;
+function parseTaskId(raw: unknown): string {
+  return parseShape('task id', z.string(), raw);
 }
 
 /**
- * An active task's marker holds the guild whose shard follows it (routingGuildId(): its server, or for a
+ * An active task's marker: the guild whose shard follows it (routingGuildId(): its server, or for a
  * member's own install the server it was asked in, or `0` for shard 0), so that a worker can resume its
- * own guilds' tasks without reading the others'; markers written before sharding hold `true` (the guild
- * is read from the task).
+ * own guilds' tasks without reading the others'. Version 0, written before sharding (2026-11-25), is
+ * `true`, which names no guild: shard 0 resumes its task (a finished one long since; one still going is
+ * followed from there as any worker can, its card and buttons working from every worker).
  */
-type ActiveMarker = string | true;
-
-function parseActiveMarker(raw: unknown): ActiveMarker {
-  if (raw !== true && (typeof raw !== 'string' || raw === '')) throw new Error('expected a guild id or true');
-  return raw;
+function parseActiveMarker(raw: unknown): string {
+  return parseShape('active task', z.union([z.literal(true).transform(() => '0'), z.string().min(1)]), raw);
 }
 
 /** Sortable by creation time, and short enough to be a Discord message nonce (at most 25 characters). */
@@ -63,7 +63,7 @@ function mark(marks: Set<string>, id: string): void {
 
 export class TaskRepository {
   readonly #tasks: Collection<TaskRecord>;
-  readonly #active: Collection<ActiveMarker>;
+  readonly #active: Collection<string>;
   readonly #byGatewayId: Collection<string>;
   readonly #recentByUser: Collection<string[]>;
   /**
@@ -81,8 +81,8 @@ export class TaskRepository {
     this.#log = log;
     this.#tasks = store.collection('tasks', parseTaskRecord);
     this.#active = store.collection('tasks_active', parseActiveMarker);
-    this.#byGatewayId = store.collection('tasks_by_gateway_id', parseString);
-    this.#recentByUser = store.collection('tasks_recent_by_user', parseStringArray);
+    this.#byGatewayId = store.collection('tasks_by_gateway_id', parseTaskId);
+    this.#recentByUser = store.collection('tasks_recent_by_user', parseTaskIds);
   }
 
   async get(id: string): Promise<TaskRecord | undefined> {
@@ -174,11 +174,6 @@ export class TaskRepository {
 
   /** Ids of every task that still needs polling or posting: what a restart resumes. */
   async *activeIds(ownsGuild: (guildId: string) => boolean = () => true): AsyncIterable<string> {
-    for await (const [id, marker] of this.#active.entries()) {
-      const task = marker === true ? await this.#tasks.get(id) : undefined;
-      const guildId = marker === true ? task && routingGuildId(task) : marker;
-      // A marker whose task has gone is resumed by whoever meets it: the tracker closes it.
-      if (guildId === undefined || ownsGuild(guildId)) yield id;
-    }
+    for await (const [id, guildId] of this.#active.entries()) if (ownsGuild(guildId)) yield id;
   }
 }

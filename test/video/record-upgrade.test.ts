@@ -1,4 +1,10 @@
-import { describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { silentLogger } from '../../src/lib/log.ts';
+import { openStore } from '../../src/store/index.ts';
+import { TaskRepository } from '../../src/video/repository.ts';
 import { ENGLISH, resolveLocale } from '../../src/i18n/index.ts';
 import { parseTaskRecord, TASK_RECORD_VERSION } from '../../src/video/record.ts';
 import { renderStatusCard } from '../../src/video/status-card.ts';
@@ -201,5 +207,33 @@ describe('a stored video task of this version', () => {
       /task.delivery.messageId must be a string; task.delivery.video must be an object/,
     );
     expect(() => parseTaskRecord({ ...taskRecord(), v: -1 })).toThrow(/task.v must be a version number/);
+  });
+});
+
+describe("an active task's marker written before sharding", () => {
+  let directory: string | undefined;
+  afterEach(() => {
+    if (directory) rmSync(directory, { recursive: true, force: true });
+  });
+
+  it('names no guild: the worker of shard 0 resumes its task, and no other', async () => {
+    directory = mkdtempSync(join(tmpdir(), 'markers-'));
+    const url = `sqlite://${join(directory, 'bot.sqlite')}`;
+    const writer = await openStore(url, silentLogger);
+    await writer.collection('tasks_active', (raw) => raw).set('vold', true);
+    await writer.close();
+    const store = await openStore(url, silentLogger);
+    try {
+      const repository = new TaskRepository(store, silentLogger);
+      const resumed = async (owns: (guildId: string) => boolean) => {
+        const ids: string[] = [];
+        for await (const id of repository.activeIds(owns)) ids.push(id);
+        return ids;
+      };
+      expect(await resumed((guildId) => guildId === '0')).toEqual(['vold']);
+      expect(await resumed((guildId) => guildId !== '0')).toEqual([]);
+    } finally {
+      await store.close();
+    }
   });
 });

@@ -1,4 +1,5 @@
-import type { Collection, Store } from '../store/index.ts';
+import { z } from 'zod';
+import { parseShape, type Collection, type Store } from '../store/index.ts';
 
 // Whether the bot last found a member's DMs closed to it. Discord tells only when a message is sent
 // (403 / 50007, or 50278 with no server in common), so the bot keeps what its last DM to the member
@@ -9,9 +10,9 @@ import type { Collection, Store } from '../store/index.ts';
 /** A member may open their DMs again without the bot hearing of it: what it learned is forgotten after this. */
 const KNOWN_CLOSED_FOR_MS = 30 * 24 * 3600_000;
 
+/** When the bot found them closed, a bare value (src/store/versioned.ts). */
 function parseTime(raw: unknown): number {
-  if (typeof raw !== 'number' || !Number.isFinite(raw)) throw new Error('expected a time');
-  return raw;
+  return parseShape('time', z.number(), raw);
 }
 
 export class DirectMessageReach {

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { onceUntilFailure } from '../lib/once-until-failure.ts';
-import type { Collection, Store } from '../store/index.ts';
+import { z } from 'zod';
+import { parseShape, type Collection, type Store } from '../store/index.ts';
 import { endUserId } from './requests.ts';
 
 // The spec's `user` for each member: a keyed hash of the Discord id with this installation's secret salt,
@@ -9,9 +10,9 @@ import { endUserId } from './requests.ts';
 const SALT_KEY = 'user-salt';
 const SALT_BYTES = 32;
 
+/** The salt, a bare value (src/store/versioned.ts). */
 function parseSalt(raw: unknown): string {
-  if (typeof raw !== 'string' || raw.length < SALT_BYTES) throw new Error('expected a salt');
-  return raw;
+  return parseShape('salt', z.string().min(SALT_BYTES), raw);
 }
 
 export class EndUserIds {

@@ -1,7 +1,7 @@
 import { formatList, t, type Locale } from '../i18n/index.ts';
-import { readNumber, readRecord, readString } from '../lib/json.ts';
+import { z } from 'zod';
 import { httpUrl } from '../lib/url.ts';
-import type { Collection, Store } from '../store/index.ts';
+import { versionedRecord, type Collection, type Store } from '../store/index.ts';
 import { isImageAttachment, isMp4Attachment, type AttachmentInput } from './requests.ts';
 
 // The message commands act on a message where it sits: Animate image takes its picture as the first frame,
@@ -76,24 +76,28 @@ export interface SourceForm {
 /** How long a form's pick is kept: a member writing a prompt takes minutes, not hours. */
 const FORM_KEPT_MS = 30 * 60_000;
 
-function parseSourceForm(raw: unknown): SourceForm {
-  const guildId = readString(raw, 'guildId');
-  const userId = readString(raw, 'userId');
-  const source = readRecord(raw, 'source');
-  const url = readString(source, 'url');
-  const filename = readString(source, 'filename');
-  if (guildId === undefined || userId === undefined || url === undefined || filename === undefined)
-    throw new Error('a source form needs guildId, userId and source.url and .filename');
-  const size = readNumber(source, 'size');
-  return {
-    guildId,
-    userId,
-    source: { url, filename, contentType: readString(source, 'contentType'), ...(size === undefined ? {} : { size }) },
-  };
-}
+/** The version of a kept pick's record this code writes (src/store/versioned.ts). */
+const SOURCE_FORM_VERSION = 1;
+
+type StoredSourceForm = SourceForm & { v: typeof SOURCE_FORM_VERSION };
+
+/** Reads a kept pick of any version; version 0 (no `v`, before 2026-11-29) is the same record. */
+const parseSourceForm = versionedRecord<StoredSourceForm>({
+  name: 'source form',
+  version: SOURCE_FORM_VERSION,
+  schema: z.object({
+    v: z.literal(SOURCE_FORM_VERSION),
+    guildId: z.string(),
+    userId: z.string(),
+    source: z
+      .object({ url: z.string(), filename: z.string(), contentType: z.string().optional(), size: z.number().optional() })
+      .transform(({ contentType, ...source }) => ({ ...source, contentType })),
+  }),
+  upgrade: (stored) => stored,
+});
 
 export class SourceForms {
-  readonly #forms: Collection<SourceForm>;
+  readonly #forms: Collection<StoredSourceForm>;
 
   constructor(store: Store) {
     this.#forms = store.collection('video_source_forms', parseSourceForm);
@@ -101,7 +105,7 @@ export class SourceForms {
 
   /** Keeps a pick under the id its form carries (the message command's interaction id). */
   keep(formId: string, form: SourceForm): Promise<void> {
-    return this.#forms.set(formId, form, FORM_KEPT_MS);
+    return this.#forms.set(formId, { v: SOURCE_FORM_VERSION, ...form }, FORM_KEPT_MS);
   }
 
   /** The source of a form, when it is still kept and it is this member's form on this server. */

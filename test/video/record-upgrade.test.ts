@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/lib/log.ts';
 import { openStore } from '../../src/store/index.ts';
+import { SourceForms } from '../../src/video/message-sources.ts';
 import { TaskRepository } from '../../src/video/repository.ts';
 import { ENGLISH, resolveLocale } from '../../src/i18n/index.ts';
 import { parseTaskRecord, TASK_RECORD_VERSION } from '../../src/video/record.ts';
@@ -232,6 +233,30 @@ describe("an active task's marker written before sharding", () => {
       };
       expect(await resumed((guildId) => guildId === '0')).toEqual(['vold']);
       expect(await resumed((guildId) => guildId !== '0')).toEqual([]);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe("a message command's kept pick of the version before versions were counted", () => {
+  let directory: string | undefined;
+  afterEach(() => {
+    if (directory) rmSync(directory, { recursive: true, force: true });
+  });
+
+  it('is found for its member, the same source', async () => {
+    directory = mkdtempSync(join(tmpdir(), 'source-forms-'));
+    const url = `sqlite://${join(directory, 'bot.sqlite')}`;
+    const source = { url: 'https://cdn.discordapp.com/attachments/1/2/cat.png', filename: 'cat.png', contentType: 'image/png', size: 512 };
+    const writer = await openStore(url, silentLogger);
+    await writer.collection('video_source_forms', (raw) => raw).set('form1', { guildId: 'g', userId: 'u', source });
+    await writer.close();
+    const store = await openStore(url, silentLogger);
+    try {
+      const forms = new SourceForms(store);
+      expect(await forms.find('form1', 'g', 'u')).toEqual(source);
+      expect(await forms.find('form1', 'g', 'someone else')).toBeUndefined();
     } finally {
       await store.close();
     }

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { LAYERS, type Layer } from '../gateway/spec.ts';
 import { MAX_VARIANTS, type ResultButtons } from '../ports/video-defaults.ts';
-import { parseSealedKey, type SealedKey } from './key-cipher.ts';
+import { sealedKeySchema, type SealedKey } from './key-cipher.ts';
 import { versionedRecord, type RecordWarning } from '../store/index.ts';
 import { parseStoredVoiceSettings, type StoredVoiceSettings } from './voice-settings.ts';
 
@@ -93,14 +93,8 @@ const guildSettingsSchema: z.ZodType<StoredGuildSettings> = z.object({
   v: z.literal(GUILD_SETTINGS_VERSION),
   key: z
     .object({
-      // A damaged sealed key must not make the whole record (roles, limits) unreadable.
-      sealed: z.unknown().transform((sealed) => {
-        try {
-          return parseSealedKey(sealed);
-        } catch {
-          return null;
-        }
-      }),
+      // A damaged sealed key must not make the whole record (roles, limits) unreadable: it reads as none.
+      sealed: sealedKeySchema.nullable().catch(null),
       lastFour: z.string(),
       setBy: z.string(),
       setAt: z.number().catch(0),

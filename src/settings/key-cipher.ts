@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
-import { isRecord } from '../lib/json.ts';
+import { z } from 'zod';
 
 // Servers' gateway keys at rest: AES-256-GCM under a key derived (HKDF-SHA256) from
 // KEY_ENCRYPTION_SECRET, bound to the server's id so a record cannot be moved to another server. A
@@ -44,14 +44,14 @@ function derive(secret: string): DerivedSecret {
   };
 }
 
-export function parseSealedKey(raw: unknown): SealedKey {
-  if (!isRecord(raw)) throw new Error('a sealed key must be an object');
-  const { v, kid, iv, tag, data } = raw;
-  if (typeof v !== 'number' || typeof kid !== 'string' || typeof iv !== 'string' || typeof tag !== 'string' || typeof data !== 'string') {
-    throw new Error('a sealed key needs v, kid, iv, tag and data');
-  }
-  return { v, kid, iv, tag, data };
-}
+/** A sealed key as a server's settings store it (`v`: the sealing's version, not the record's). */
+export const sealedKeySchema: z.ZodType<SealedKey> = z.object({
+  v: z.number(),
+  kid: z.string(),
+  iv: z.string(),
+  tag: z.string(),
+  data: z.string(),
+});
 
 export class KeyCipher {
   readonly #current: DerivedSecret;

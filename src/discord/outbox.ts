@@ -215,10 +215,6 @@ export class DiscordOutbox {
     const { file, keep = [], ...card } = edit;
     const body: RESTPatchAPIChannelMessageJSONBody = {
       ...card,
-      // A card is Components V2, which Discord refuses beside content or embeds: the edit empties them, which
-      // turns a message that had them (the cards before 2026-11-28) into one; empty ones count as absent.
-      content: null,
-      embeds: [],
       attachments: [...keep.map(({ id, filename }) => ({ id, filename })), ...(file ? [{ id: 0, filename: file.name }] : [])],
       allowed_mentions: { parse: [] },
     };

@@ -51,7 +51,7 @@ export interface TaskOutcome {
   requestId?: string;
 }
 
-/** The status card, drawn in Components V2 (every edit empties what a message of embeds had). */
+/** The status card, a message in Components V2. */
 export interface StatusCard {
   applicationId: string;
   /** The interaction token edits the card for 15 minutes; after that the bot edits it as a channel message. */
@@ -462,11 +462,24 @@ function upgradeDelivery(stored: unknown): unknown {
 }
 
 /**
+ * A card as versions before 1 kept it. One drawn in Components V2 (`componentsV2`, from 2026-11-28) is
+ * the same card. One of embeds, from before, cannot take an edit in Components V2 unless the edit empties
+ * it, which this version does not do: it is a card out of reach (its token long over, its message not
+ * known), so whatever its task still had to show would go into a card posted again. No task that old is
+ * still followed (a task is closed 15 minutes after it was asked for, its delivery minutes later).
+ */
+function upgradeCard(stored: unknown): unknown {
+  if (!isRecord(stored) || stored.componentsV2 === true) return stored;
+  const { messageId: _embedCard, ...card } = stored;
+  return { ...card, tokenExpiresAt: 0 };
+}
+
+/**
  * Reads a stored task of any version. Version 0 (no `v`) is every record written before 2026-11-29: its
- * delivery's flags become the union (upgradeDelivery); `nonce`, always the task's id, goes; `card.
- * componentsV2` goes (every card edit empties what an embed card had); Vary's note worded in the card's
- * language (`note`, before 2026-11-28) goes, as no reason can be read back from its words; a task from
- * before budgets (2026-11-28) reserved nothing; one from before card languages speaks English.
+ * card and its delivery's flags are upgraded (upgradeCard, upgradeDelivery); `nonce`, always the task's
+ * id, goes; Vary's note worded in the card's language (`note`, before 2026-11-28) goes, as no reason can
+ * be read back from its words; a task from before budgets (2026-11-28) reserved nothing; one from before
+ * card languages speaks English.
  */
 export const parseTaskRecord = versionedRecord<TaskRecord>({
   name: 'task',
@@ -474,6 +487,7 @@ export const parseTaskRecord = versionedRecord<TaskRecord>({
   schema: taskSchema,
   upgrade: (stored) => ({
     ...stored,
+    card: upgradeCard(stored.card),
     delivery: upgradeDelivery(stored.delivery),
     reservation: stored.reservation ?? { estimateTicks: 0, month: false },
     locale: stored.locale ?? ENGLISH,

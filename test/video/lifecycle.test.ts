@@ -631,24 +631,6 @@ describe('every card the bot can draw', () => {
     expect(discord.messageErrors({ ...privately, flags: privately.flags | 64 })).toBeUndefined();
   });
 
-  it("is taken as an edit of an earlier version's embed card, which every edit empties", async () => {
-    const legacy = await rest.post(Routes.channelMessages(guild.textChannelId), {
-      body: { embeds: [{ title: 'Video generation', description: 'Requested by someone' }] },
-    });
-    const address = {
-      applicationId: discord.applicationId,
-      interactionToken: 'expired',
-      tokenExpiresAt: 0,
-      channelId: guild.textChannelId,
-      messageId: readString(legacy, 'id'),
-    };
-    const [, running] = cardStates().find(([name]) => name === 'running with progress')!;
-    await outbox.editCard(address, renderStatusCard(running));
-    const card = discord.state.messages.get(address.messageId!)!;
-    expect(card.embeds).toEqual([]);
-    expect(cardText(card)).toContain('**Generating**');
-  });
-
   it('is taken when it closes the card of a lost task', () => {
     const known = knownCard(CARD_STATES_TASK, CARD_STATES_FINISHED_AT);
     for (const reason of ['gone', 'unreadable'] as const)

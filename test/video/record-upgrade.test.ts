@@ -187,6 +187,11 @@ describe('a stored video task of the versions that posted the video as a message
     expect(task.delivery).toEqual({ state: 'posting', attempts: 1, postingSince: 0 });
   });
 
+  it('has a card of embeds out of reach: its message is not edited into Components V2, and what is left to show goes into a new card', () => {
+    const task = parseTaskRecord({ ...(earlier({ state: 'waiting', nonce: NONCE, attempts: 0 }) as object), card });
+    expect(task.card).toEqual({ applicationId: '100000000000000004', interactionToken: 'token', tokenExpiresAt: 0 });
+  });
+
   it('speaks English, reserved nothing, and has no Vary note: its worded one names no reason', () => {
     const task = parseTaskRecord({ ...(earlier({ state: 'waiting', nonce: NONCE, attempts: 0 }) as object), card });
     expect(task.locale).toBe(ENGLISH);

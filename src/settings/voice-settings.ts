@@ -7,6 +7,7 @@ import { ENGLISH, formatNumber, languageName, SUPPORTED_LOCALES, t, translator, 
 import type { RecordWarning } from '../store/index.ts';
 import { RESPOND_MODES, TURN_DETECTION_MODES, type VoiceSettings } from '../ports/voice-settings.ts';
 import { hasSomethingToHear, readVoiceSettings, VOICE_LIMITS, voiceSettingSchemas } from '../ports/voice-settings-schema.ts';
+import { graphemePrefix, shorten } from '../lib/text.ts';
 
 // How a server's voice conversations behave, kept with the rest of its settings and changed with /voice
 // settings; the voice part reads them through the VoiceSettingsSource port. Their schema, bounds
@@ -77,7 +78,8 @@ export function checkVoiceSettingsChange(change: VoiceSettingsChange, vendor: st
   if (!fits('wakeWords')) {
     if (words.length > VOICE_LIMITS.wakeWords) return say('voice.settings.too-many-wake-words', { max: VOICE_LIMITS.wakeWords });
     const long = words.find((word) => word.length > VOICE_LIMITS.wakeWordLength);
-    if (long !== undefined) return say('voice.settings.wake-word-too-long', { max: VOICE_LIMITS.wakeWordLength, word: long.slice(0, 20) });
+    if (long !== undefined)
+      return say('voice.settings.wake-word-too-long', { max: VOICE_LIMITS.wakeWordLength, word: graphemePrefix(long, 20) });
     return say('voice.settings.wake-word-silent', { word: words.find((word) => !hasSomethingToHear(word)) ?? '' });
   }
   const ranges = [
@@ -273,7 +275,7 @@ export function describeVoiceSettings(locale: Locale, settings: VoiceSettings): 
       language: settings.language === undefined ? SERVER_LANGUAGE : languageName(locale, settings.language),
     }),
     say('voice.settings.show.instructions', {
-      instructions: long ? `${settings.instructions.slice(0, INSTRUCTIONS_PREVIEW - 1)}…` : settings.instructions,
+      instructions: shorten(settings.instructions, INSTRUCTIONS_PREVIEW),
       long: long ? 'yes' : 'no',
       length: settings.instructions.length,
     }),

@@ -35,6 +35,7 @@ import {
 } from './wording.ts';
 import { DEFAULT_POLL_POLICY } from './poll-policy.ts';
 import { isTerminal, madeVideo, taskMessageUrl, type Delivery, type HandoffNote, type StatusCard, type TaskRecord } from './record.ts';
+import { shorten } from '../lib/text.ts';
 
 // The status card: one message per job in Components V2, edited in place from submission to the end. A
 // container (its accent colour the job's state) holds the request (prompt and settings), then one tile
@@ -62,10 +63,6 @@ export function progressBar(progress: number, locale: Locale = ENGLISH): string 
 
 function unixSeconds(ms: number): number {
   return Math.floor(ms / 1000);
-}
-
-function truncate(text: string, length: number): string {
-  return text.length <= length ? text : `${text.slice(0, Math.max(0, length - 1))}…`;
 }
 
 /** A link to a finished task's video, and what to say about it (in the card's language). Only ever an http(s) link. */
@@ -336,7 +333,7 @@ function renderTile(
   const footerLine = `-# ${footer.join(' · ')}`;
   const outcome = outcomeText(task, context, locale);
   const fixed = [...lines, footerLine].join('\n').length + 1;
-  if (outcome) lines.push(truncate(outcome, textBudget - fixed));
+  if (outcome) lines.push(shorten(outcome, textBudget - fixed));
   lines.push(footerLine);
 
   const video = tileVideo(task, view.audience);
@@ -360,7 +357,7 @@ function renderTile(
   // tile's text carries already.
   const row = buttons.slice(0, MAX_BUTTONS_PER_ROW);
   return {
-    text: text(truncate(lines.join('\n'), textBudget)),
+    text: text(shorten(lines.join('\n'), textBudget)),
     ...(item ? { item } : {}),
     ...(row.length > 0 ? { row: { type: ComponentType.ActionRow, components: row } } : {}),
   };
@@ -385,9 +382,9 @@ export function renderJobCard(
   const header = [
     `### ${tr('video.card.title', { operation: first.operation })}`,
     tr('video.card.requested-by', { user: `<@${first.userId}>` }),
-    first.prompt ? `> ${truncate(first.prompt, PROMPT_PREVIEW).replaceAll('\n', '\n> ')}` : undefined,
+    first.prompt ? `> ${shorten(first.prompt, PROMPT_PREVIEW).replaceAll('\n', '\n> ')}` : undefined,
     settingsLine(first, tr),
-    varyNote ? `-# ${truncate(varyNote, PROMPT_PREVIEW)}` : undefined,
+    varyNote ? `-# ${shorten(varyNote, PROMPT_PREVIEW)}` : undefined,
     // Whose key pays, where a server's members might think it is the server's.
     first.userInstall ? tr('user-install.card.operator-key', { member: `<@${first.userId}>` }) : undefined,
     view.askedIn === undefined ? undefined : tr('user-install.card.asked-in', { link: view.askedIn }),
@@ -398,7 +395,7 @@ export function renderJobCard(
   const sent = first.job?.size ?? tasks.length;
   const notes = [
     unsent
-      ? tr('video.card.variants-sent', { sent, total: sent + unsent.count, reason: truncate(unsent.reason, PROMPT_PREVIEW) })
+      ? tr('video.card.variants-sent', { sent, total: sent + unsent.count, reason: shorten(unsent.reason, PROMPT_PREVIEW) })
       : undefined,
     view.handoff ? tr(`user-install.card.handoff.${view.handoff.note}`, { count: view.handoff.pending }) : undefined,
   ].filter((line) => line !== undefined);
@@ -509,7 +506,7 @@ export function renderLostCard(known: KnownCard, reason: LostTaskReason): Compon
           text(
             [
               reason === 'gone' ? tr('video.card.status.lost') : tr('video.card.status.unreadable'),
-              truncate(describeLostTask(locale, reason, known), CARD_LIMITS.textLength / 2),
+              shorten(describeLostTask(locale, reason, known), CARD_LIMITS.textLength / 2),
               `-# ${footer.join(' · ')}`,
             ].join('\n'),
           ),

@@ -4,6 +4,7 @@ import { SUPPORTED_LOCALES } from '../i18n/index.ts';
 import type { VoiceSettings } from '../ports/voice-settings.ts';
 import { readVoiceSettings, voiceSettingSchemas } from '../ports/voice-settings-schema.ts';
 import { versionedRecord, type Collection, type RecordWarning } from '../store/index.ts';
+import { graphemePrefix } from '../lib/text.ts';
 
 // A live conversation as the store keeps it (one record per server): enough to bring it back after a
 // restart. Written when the conversation starts and again as its turns come in (at most one write every
@@ -56,7 +57,7 @@ export type ConversationRecord = ConversationState & { v: typeof CONVERSATION_RE
 
 /** `turns` with `turn` added last, the oldest dropped to keep within both bounds (a turn alone over the size keeps its start). */
 export function withTurn(turns: readonly RecordedTurn[], turn: RecordedTurn): RecordedTurn[] {
-  const kept = [...turns, { speaker: turn.speaker, text: turn.text.slice(0, MAX_RECORDED_CHARS) }];
+  const kept = [...turns, { speaker: turn.speaker, text: graphemePrefix(turn.text, MAX_RECORDED_CHARS) }];
   let chars = kept.reduce((sum, each) => sum + each.text.length, 0);
   while (kept.length > MAX_RECORDED_TURNS || chars > MAX_RECORDED_CHARS) chars -= kept.shift()!.text.length;
   return kept;

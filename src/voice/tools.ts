@@ -4,6 +4,7 @@ import { isRecord } from '../lib/json.ts';
 import { refuse, type Result } from '../lib/result.ts';
 import type { VoiceCaller, VoiceToolOutcome, VoiceVideoRequest, VoiceVideoRequests } from '../ports/voice-video.ts';
 import { MAX_VARIANTS } from '../ports/video-defaults.ts';
+import { graphemePrefix } from '../lib/text.ts';
 
 // The function tools a voice conversation declares, the checks of the arguments the model sends, and
 // the outputs it is given: JSON with a `status` and a `message` it can say as is.
@@ -59,7 +60,7 @@ export type ToolCall = { name: 'generate_video'; request: VoiceVideoRequest } | 
 /** The call as one of the tools with checked arguments, or what is wrong with it (for the model, naming the argument). */
 export function parseToolCall(name: string, argumentsText: string): Result<{ call: ToolCall }> {
   if (name !== 'generate_video' && name !== 'video_status') {
-    return refuse(`There is no function "${name.slice(0, 64)}". The functions are generate_video and video_status.`);
+    return refuse(`There is no function "${graphemePrefix(name, 64)}". The functions are generate_video and video_status.`);
   }
   let parsed: unknown;
   try {
@@ -70,7 +71,7 @@ export function parseToolCall(name: string, argumentsText: string): Result<{ cal
   if (!isRecord(parsed)) return refuse(`The arguments of ${name} must be a JSON object; nothing was done.`);
   if (name === 'video_status') {
     const unknown = Object.keys(parsed).find((key) => key !== 'task');
-    if (unknown !== undefined) return refuse(`video_status has no argument "${unknown.slice(0, 64)}"; it takes only task.`);
+    if (unknown !== undefined) return refuse(`video_status has no argument "${graphemePrefix(unknown, 64)}"; it takes only task.`);
     const task = parsed.task;
     if (task !== undefined && (typeof task !== 'string' || task.trim() === '' || task.length > TASK_REF_MAX_CHARS)) {
       return refuse('task must be a task ref (text), or left out for the latest task.');
@@ -79,7 +80,8 @@ export function parseToolCall(name: string, argumentsText: string): Result<{ cal
   }
   const known = ['prompt', 'duration', 'aspect_ratio', 'resolution', 'variants'];
   const unknown = Object.keys(parsed).find((key) => !known.includes(key));
-  if (unknown !== undefined) return refuse(`generate_video has no argument "${unknown.slice(0, 64)}"; it takes ${known.join(', ')}.`);
+  if (unknown !== undefined)
+    return refuse(`generate_video has no argument "${graphemePrefix(unknown, 64)}"; it takes ${known.join(', ')}.`);
   const { prompt, duration, aspect_ratio: aspectRatio, resolution, variants } = parsed;
   if (typeof prompt !== 'string' || prompt.trim() === '')
     return refuse('prompt is required: say what the video should show. Nothing was done.');

@@ -152,6 +152,17 @@ describe('the status card', () => {
     expect(cardText(card)).toContain('…');
   });
 
+  it('cuts a long emoji prompt between whole emoji, never inside one', () => {
+    // 990 family emoji, 11 UTF-16 units each: a cut at any length but a multiple of 11 splits one.
+    const family = '👨‍👩‍👧‍👦';
+    const card = renderStatusCard({ ...task, prompt: family.repeat(990) });
+    expect(componentsV2Problems(card, [])).toEqual([]);
+    const shown = /(?:👨‍👩‍👧‍👦)+…/u.exec(cardText(card))?.[0];
+    expect(shown).toBeDefined();
+    expect(shown!.slice(0, -1).replaceAll(family, '')).toBe('');
+    expect(cardText(card)).not.toMatch(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])/);
+  });
+
   describe('what a finished task cost', () => {
     const done: TaskRecord = {
       ...task,

@@ -10,6 +10,7 @@ import {
 import { t, type Locale, type MessageKey } from '../../i18n/index.ts';
 import type { AttachmentInput } from '../../video/requests.ts';
 import { attachmentInput } from './context.ts';
+import { graphemePrefix } from '../../lib/text.ts';
 
 // The fields the video forms are made of (a prompt, a select, a file), and what a submitted form's fields hold.
 
@@ -55,7 +56,7 @@ export function uploadField(locale: Locale, field: UploadField): LabelBuilder {
 /** The prompt's field, with what it shows already. */
 export function promptField(locale: Locale, optional: boolean, value?: string): LabelBuilder {
   const input = new TextInputBuilder().setStyle(TextInputStyle.Paragraph).setRequired(!optional).setMaxLength(MAX_PROMPT_LENGTH);
-  if (value) input.setValue(value.slice(0, MAX_PROMPT_LENGTH));
+  if (value) input.setValue(graphemePrefix(value, MAX_PROMPT_LENGTH));
   return textField(FORM_FIELDS.prompt, t(locale, optional ? 'video.form.prompt-optional' : 'video.form.prompt'), input);
 }
 

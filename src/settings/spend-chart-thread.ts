@@ -1,5 +1,3 @@
-import { readlinkSync } from 'node:fs';
-import { setPriority } from 'node:os';
 import { parentPort } from 'node:worker_threads';
 import { isRecord } from '../lib/json.ts';
 import { resolveLocale, type Locale } from '../i18n/index.ts';
@@ -8,10 +6,9 @@ import { renderSpendChart, type SpendDay } from './usage-chart.ts';
 // The thread that draws /usage's chart (spend-chart-drawer.ts starts it): echarts and resvg load here,
 // about a second of CPU, and each chart is tens of milliseconds more, none of it on the event loop that
 // answers members and plays voice frames every 20 ms. Requests come from the bot's own thread; they are
-// still read with checks, as everything that crosses a boundary is.
-
-/** Below the bot's 0 (19 is the lowest): the thread gets the CPU the event loop leaves. */
-const THREAD_NICENESS = 10;
+// still read with checks, as everything that crosses a boundary is. The thread runs at the bot's CPU
+// priority: lowered (nice 10), it starved on a busy machine and the chart missed its deadline, while the
+// event loop, on its own thread, keeps turning either way.
 
 export interface ChartRequest {
   id: number;
@@ -21,19 +18,6 @@ export interface ChartRequest {
 }
 
 export type ChartAnswer = { id: number; png: Uint8Array } | { id: number; error: string };
-
-/**
- * On Linux a thread has a CPU priority of its own, set through its thread id (`/proc/thread-self` names
- * it): this lowers this thread's only, not the process's. Elsewhere the chart runs at the bot's priority.
- */
-function lowerThisThreadsPriority(): void {
-  try {
-    const threadId = Number(readlinkSync('/proc/thread-self').split('/').at(-1));
-    if (Number.isInteger(threadId)) setPriority(threadId, THREAD_NICENESS);
-  } catch {
-    // Not Linux (no /proc/thread-self), or not allowed: the chart is drawn at the bot's priority.
-  }
-}
 
 function readDay(value: unknown): SpendDay | undefined {
   if (!isRecord(value)) return undefined;
@@ -69,7 +53,6 @@ function answer(request: ChartRequest): ChartAnswer {
 
 if (parentPort) {
   const port = parentPort;
-  lowerThisThreadsPriority();
   port.on('message', (message: unknown) => {
     const request = readRequest(message);
     if (!request) {

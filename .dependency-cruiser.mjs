@@ -97,10 +97,11 @@ export default {
     },
     {
       name: 'ports-are-interfaces',
-      comment: 'A port is what one part offers another: types over the gateway types and src/lib, nothing more.',
+      comment:
+        'A port is what one part offers another: types over the gateway types, src/lib and notices (what a refusal tells, src/wording/notice.ts), nothing more.',
       severity: 'error',
       from: { path: '^src/ports/' },
-      to: { path: '^src/', pathNot: ['^src/(ports|lib)/', '^src/gateway/(types|spec)[.]ts$'] },
+      to: { path: '^src/', pathNot: ['^src/(ports|lib)/', '^src/gateway/(types|spec)[.]ts$', '^src/wording/notice[.]ts$'] },
     },
     {
       name: 'parts-meet-through-ports',

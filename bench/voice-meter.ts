@@ -1,4 +1,4 @@
-import type { Result } from '../src/lib/result.ts';
+import type { Outcome } from '../src/wording/notice.ts';
 import type { VoiceBudgetLeft, VoiceSpending, VoiceUse } from '../src/ports/voice-spend.ts';
 import { silentLogger } from '../src/lib/log.ts';
 import { ConversationMeter, type MeteredSession } from '../src/voice/meter.ts';
@@ -15,7 +15,7 @@ export class CountingVoiceSpending implements VoiceSpending {
   meters = 0;
   meteredMs = 0;
 
-  checkStart(): Promise<Result> {
+  checkStart(): Promise<Outcome> {
     this.starts++;
     return Promise.resolve({ ok: true });
   }
@@ -23,7 +23,7 @@ export class CountingVoiceSpending implements VoiceSpending {
   meter(use: VoiceUse): Promise<VoiceBudgetLeft> {
     this.meters++;
     this.meteredMs += use.ms;
-    return Promise.resolve({ msLeft: undefined, reason: '', spokenReason: '' });
+    return Promise.resolve({ msLeft: undefined });
   }
 }
 

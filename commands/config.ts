@@ -31,7 +31,8 @@ import {
   storageChange,
   type SettingsChangeRequest,
 } from '../src/settings/config-options.ts';
-import { keyMessage } from '../src/settings/service.ts';
+import { keyNotice } from '../src/settings/service.ts';
+import { word } from '../src/wording/notice.ts';
 
 // /config: a server's own gateway key, layer, defaults, storage, access, limits and budgets. Manage Server only,
 // by default and checked again here (server admins can change who sees the command). What each option
@@ -55,7 +56,7 @@ const data = localized(new SlashCommandBuilder().setName(CONFIG_COMMAND.name), '
 
 async function key(interaction: ChatInputCommandInteraction, services: Services) {
   const locale = memberLocale(interaction);
-  if (!services.settings.canStoreKeys) return answerPrivately(interaction, keyMessage(locale, 'noSecret'));
+  if (!services.settings.canStoreKeys) return answerPrivately(interaction, word(locale, keyNotice('noSecret')));
   const input = new TextInputBuilder()
     .setCustomId(KEY_INPUT)
     .setLabel(t(locale, 'config.key.form.label'))
@@ -81,12 +82,7 @@ function requires(interaction: HandledInteraction): Requirement {
 async function modal(interaction: ModalSubmitInteraction, services: Services) {
   if (interaction.customId !== KEY_MODAL) throw new Error(`unknown config modal ${interaction.customId}`);
   const locale = memberLocale(interaction);
-  const result = await services.settings.setKey(
-    guildOf(interaction),
-    interaction.fields.getTextInputValue(KEY_INPUT),
-    interaction.user.id,
-    locale,
-  );
+  const result = await services.settings.setKey(guildOf(interaction), interaction.fields.getTextInputValue(KEY_INPUT), interaction.user.id);
   await answerPrivately(
     interaction,
     result.ok
@@ -95,7 +91,7 @@ async function modal(interaction: ModalSubmitInteraction, services: Services) {
           models: result.models ?? 0,
           known: result.models === undefined ? 'no' : 'yes',
         })
-      : result.message,
+      : word(locale, result.notice),
   );
 }
 

@@ -11,6 +11,7 @@ import { ModelCatalog } from './gateway/model-catalog.ts';
 import { GatewayClientPool } from './gateway/pool.ts';
 import type { Logger } from './lib/log.ts';
 import { resolveLocale, t, type Locale } from './i18n/index.ts';
+import { word } from './wording/notice.ts';
 import { NO_METRICS, type BotMetrics } from './lib/metrics.ts';
 import { createOpsMetrics, type OpsMetrics } from './ops/metrics.ts';
 import { metricsOf, startOpsServer, type Readiness } from './ops/server.ts';
@@ -180,7 +181,7 @@ export async function startApp(
     encryptionSecret: config.keyEncryptionSecret,
     previousEncryptionSecret: config.keyEncryptionSecretPrevious,
     prices: config.prices,
-    postAlert: (channelId, content) => outbox.say(channelId, content),
+    postAlert: (guildId, channelId, alert) => outbox.say(channelId, word(guildLocale(guildId), alert)),
     guildLocale,
     metrics,
     userInstallLimits: config.userInstalls,

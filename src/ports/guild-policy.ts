@@ -1,4 +1,4 @@
-import type { Result } from '../lib/result.ts';
+import type { Notice, Outcome } from '../wording/notice.ts';
 import type { GatewayAccessResolver } from './gateway-access.ts';
 import type { VideoDefaults } from './video-defaults.ts';
 
@@ -47,18 +47,19 @@ export interface LimitQuery {
   now: number;
   /** The video's estimate, checked against the budgets. */
   estimateTicks: number;
-  /** The member's Discord language, which a refusal is worded in; unset: English. */
-  locale?: string | undefined;
 }
 
 /**
  * A daily limit or a budget was reached between checkLimits and recordSubmission (another worker counted a task of the
- * server meanwhile): the task was not counted. `message` is for the member.
+ * server meanwhile): the task was not counted. `notice` says which, for the member.
  */
 export class LimitReachedError extends Error {
-  constructor(message: string) {
-    super(message);
+  readonly notice: Notice;
+
+  constructor(notice: Notice) {
+    super(`limit reached: ${notice.key}`);
     this.name = 'LimitReachedError';
+    this.notice = notice;
   }
 }
 
@@ -77,14 +78,14 @@ export interface MemberCosts {
 
 export interface GuildVideoPolicy extends GatewayAccessResolver {
   defaults(guildId: string): Promise<VideoDefaults>;
-  checkLimits(query: LimitQuery): Promise<Result>;
+  checkLimits(query: LimitQuery): Promise<Outcome>;
   /**
    * Counts a task against its member's and server's daily limits and reserves its estimate against the
    * budgets (before it is sent), checking them in the same step on the store: when counting it would pass
    * one, nothing is counted and it rejects with LimitReachedError, so workers admitting at once never pass
-   * a limit or spend the last dollar together. `locale`: the member's language, which a refusal is worded in.
+   * a limit or spend the last dollar together.
    */
-  recordSubmission(task: MemberTask, estimateTicks: number, locale?: string): Promise<SpendReservation>;
+  recordSubmission(task: MemberTask, estimateTicks: number): Promise<SpendReservation>;
   /** The gateway refused it: it does not count, and its reservation is given back. */
   releaseSubmission(task: MemberTask, reservation: SpendReservation): Promise<void>;
   /** What a video is expected to cost, in ticks (1 USD = 10^10). */

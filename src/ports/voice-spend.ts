@@ -1,4 +1,4 @@
-import type { Result } from '../lib/result.ts';
+import type { Notice, Outcome } from '../wording/notice.ts';
 
 // What a voice conversation asks of the server's spending: whether it may start, and counting its
 // realtime sessions' time against the member who brought the bot in and the server, with what is left.
@@ -12,22 +12,18 @@ export interface VoiceUse {
   /** Session time to count, in milliseconds. */
   ms: number;
   at: number;
-  /** The conversation's language (`/voice settings language`), which `spokenReason` is in; unset: the server's. */
-  spokenLocale?: string | undefined;
 }
 
 export interface VoiceBudgetLeft {
   /** How much longer one session may run before a budget is spent; undefined when no budget bounds it. */
   msLeft: number | undefined;
-  /** Why the conversation ends when it does, naming the budget, in the server's language (for its text channel). */
-  reason: string;
-  /** The same in the conversation's language (`spokenLocale`), for the voice to say. */
-  spokenReason: string;
+  /** Why the conversation ends when it does, naming the budget; none when no budget bounds it. */
+  reason?: Notice<'budget.used-up'>;
 }
 
 export interface VoiceSpending {
   /** Refused (with why, for the member) when their or the server's budget is already spent. */
-  checkStart(guildId: string, userId: string, now: number): Promise<Result>;
+  checkStart(guildId: string, userId: string, now: number): Promise<Outcome>;
   /** Counts `ms` of session time, once, and says what is left after it. */
   meter(use: VoiceUse): Promise<VoiceBudgetLeft>;
 }

@@ -1,7 +1,5 @@
 import { USD_TICKS } from '../gateway/spec.ts';
-import type { Result } from '../lib/result.ts';
-import { ENGLISH, t, type Locale } from '../i18n/index.ts';
-import { formatCostIn, formatEstimateIn } from '../wording/cost.ts';
+import { notice, type Notice, type Outcome } from '../wording/notice.ts';
 import { BUDGET_NAMES, type BudgetName, type Budgets } from './guild-settings.ts';
 import { discordRelativeTime, nextUtcMidnight } from './limits.ts';
 
@@ -57,32 +55,25 @@ export function budgetRooms(budgets: Budgets, spent: Spent, now: number): Budget
   }).sort((a, b) => a.leftTicks - b.leftTicks);
 }
 
-/** The budget in words, inside a sentence: "your daily budget on this server ($1.00)". */
-export function describeBudget(locale: Locale, room: Pick<BudgetRoom, 'budget' | 'limitTicks'>): string {
-  return t(locale, 'budget.name', { budget: room.budget, amount: formatCostIn(locale, room.limitTicks) });
+/** The budget, inside a sentence: "your daily budget on this server ($1.00)". */
+export function budgetName(room: Pick<BudgetRoom, 'budget' | 'limitTicks'>): Notice<'budget.name'> {
+  return notice('budget.name', { budget: room.budget, amount: { phrase: 'cost', usdTicks: room.limitTicks } });
 }
 
 /**
  * Whether `costTicks` more fits every budget: one that brings the spend to exactly a budget fits. The
  * refusal names the budget, what is left and when it starts over.
  */
-export function checkBudgets(
-  budgets: Budgets,
-  spent: Spent,
-  costTicks: number,
-  now: number,
-  // Unset where no member's language is known (a voice tool call): English.
-  locale: Locale = ENGLISH,
-): Result<object, { room?: BudgetRoom }> {
+export function checkBudgets(budgets: Budgets, spent: Spent, costTicks: number, now: number): Outcome<object, { room?: BudgetRoom }> {
   const over = budgetRooms(budgets, spent, now).find((room) => costTicks > room.leftTicks);
   if (!over) return { ok: true };
   return {
     ok: false,
     room: over,
-    message: t(locale, 'budget.video-would-pass', {
-      estimate: formatEstimateIn(locale, costTicks),
-      budgetName: describeBudget(locale, over),
-      left: formatCostIn(locale, over.leftTicks),
+    notice: notice('budget.video-would-pass', {
+      estimate: { phrase: 'estimate', usdTicks: costTicks },
+      budgetName: budgetName(over),
+      left: { phrase: 'cost', usdTicks: over.leftTicks },
       budget: over.budget,
       resets: discordRelativeTime(over.resetsAt),
     }),
@@ -95,10 +86,10 @@ export function spentBudget(budgets: Budgets, spent: Spent, now: number): Budget
 }
 
 /** "Your daily budget on this server ($1.00) is used up; it starts over in 3 hours." */
-export function describeSpentBudget(locale: Locale, room: BudgetRoom): string {
-  return t(locale, 'budget.used-up', {
+export function spentBudgetNotice(room: BudgetRoom): Notice<'budget.used-up'> {
+  return notice('budget.used-up', {
     budget: room.budget,
-    amount: formatCostIn(locale, room.limitTicks),
+    amount: { phrase: 'cost', usdTicks: room.limitTicks },
     resets: discordRelativeTime(room.resetsAt),
   });
 }

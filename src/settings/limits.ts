@@ -1,12 +1,11 @@
-import { ENGLISH, t, type Locale } from '../i18n/index.ts';
-import type { Result } from '../lib/result.ts';
+import { notice, type Outcome } from '../wording/notice.ts';
 import type { GuildSettings } from './guild-settings.ts';
 
 // Whether one more video fits a server's limits, decided from counts alone (no store, no clock) so the
 // arithmetic can be tested at day boundaries. Daily limits start over at midnight UTC.
 
 /** `retryAt`: when trying again can work; absent when it depends on a running video finishing. */
-export type LimitVerdict = Result<object, { retryAt?: number }>;
+export type LimitVerdict = Outcome<object, { retryAt?: number }>;
 
 export interface LimitCounts {
   /** The member's videos still being made. */
@@ -30,24 +29,20 @@ export function discordRelativeTime(at: number): string {
 }
 
 /** The daily limits alone: what the usage ledger checks in the same step as it counts a task. */
-export function evaluateDailyLimits(
-  limits: GuildSettings['limits'],
-  counts: Omit<LimitCounts, 'activeTasksOfUser'>,
-  locale: Locale,
-): LimitVerdict {
+export function evaluateDailyLimits(limits: GuildSettings['limits'], counts: Omit<LimitCounts, 'activeTasksOfUser'>): LimitVerdict {
   const retryAt = nextUtcMidnight(counts.now);
   if (limits.dailyPerUser > 0 && counts.userTasksToday >= limits.dailyPerUser) {
     return {
       ok: false,
       retryAt,
-      message: t(locale, 'limits.member-daily', { count: limits.dailyPerUser, retry: discordRelativeTime(retryAt) }),
+      notice: notice('limits.member-daily', { count: limits.dailyPerUser, retry: discordRelativeTime(retryAt) }),
     };
   }
   if (limits.dailyPerServer > 0 && counts.serverTasksToday >= limits.dailyPerServer) {
     return {
       ok: false,
       retryAt,
-      message: t(locale, 'limits.server-daily', { count: limits.dailyPerServer, retry: discordRelativeTime(retryAt) }),
+      notice: notice('limits.server-daily', { count: limits.dailyPerServer, retry: discordRelativeTime(retryAt) }),
     };
   }
   return { ok: true };
@@ -57,13 +52,13 @@ export function evaluateDailyLimits(
  * The first limit that refuses, in the order that tells the member the truth about when to come back: a
  * daily limit first, since a running video finishing does not lift it.
  */
-export function evaluateLimits(limits: GuildSettings['limits'], counts: LimitCounts, locale: Locale = ENGLISH): LimitVerdict {
-  const daily = evaluateDailyLimits(limits, counts, locale);
+export function evaluateLimits(limits: GuildSettings['limits'], counts: LimitCounts): LimitVerdict {
+  const daily = evaluateDailyLimits(limits, counts);
   if (!daily.ok) return daily;
   if (limits.concurrentPerUser > 0 && counts.activeTasksOfUser >= limits.concurrentPerUser) {
     return {
       ok: false,
-      message: t(locale, 'limits.member-concurrent', { count: limits.concurrentPerUser }),
+      notice: notice('limits.member-concurrent', { count: limits.concurrentPerUser }),
     };
   }
   return { ok: true };

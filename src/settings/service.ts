@@ -1,13 +1,12 @@
 import { isDeepStrictEqual } from 'node:util';
 import { AuthenticationError, GatewayError, MalformedResponseError } from '../gateway/errors.ts';
-import { describeGatewayError } from '../wording/gateway-errors.ts';
+import { notice, refuse, word, type Notice, type Outcome } from '../wording/notice.ts';
 import { keyFingerprint, type GatewayClientPool } from '../gateway/pool.ts';
 import type { Layer } from '../gateway/spec.ts';
 import { registerSecret, type Logger } from '../lib/log.ts';
 import { onceUntilFailure } from '../lib/once-until-failure.ts';
 import type { Collection, Store } from '../store/index.ts';
-import { refuse, type Result } from '../lib/result.ts';
-import { ENGLISH, resolveLocale, t, type Locale, type MessageKey } from '../i18n/index.ts';
+import { ENGLISH, t, type Locale, type MessageKey } from '../i18n/index.ts';
 import { isUserInstallScope } from '../ports/user-install.ts';
 import type { UserInstallLimits } from './user-installs.ts';
 import type { GatewayCredentials } from '../gateway/types.ts';
@@ -37,7 +36,7 @@ import {
 import { KeyCipher, MIN_ENCRYPTION_SECRET_LENGTH, UnreadableKeyError, type SealedKey } from './key-cipher.ts';
 import { discordRelativeTime, type LimitVerdict } from './limits.ts';
 import { describePrices, type PriceTable } from './prices.ts';
-import { Spending } from './spending.ts';
+import { Spending, type SpendingOptions } from './spending.ts';
 import { memberUsage } from './usage.ts';
 import { usdToTicks } from './budgets.ts';
 import {
@@ -70,7 +69,7 @@ export interface SettingsOptions {
   /** What estimates are made with (PRICES_FILE over the defaults). */
   prices: PriceTable;
   /** Posts a budget alert in a server's alert channel; default none. */
-  postAlert?: (channelId: string, content: string) => Promise<unknown>;
+  postAlert?: SpendingOptions['postAlert'];
   /** The server's language (Discord's preferred locale), for what its members read together; default English. */
   guildLocale?: (guildId: string) => Locale;
   metrics?: Pick<BotMetrics, 'spend'>;
@@ -79,12 +78,12 @@ export interface SettingsOptions {
 }
 
 /** `models`: how many models the key may use, when the gateway's model list could be read. */
-export type SetKeyResult = Result<{ lastFour: string; models: number | undefined }>;
+export type SetKeyResult = Outcome<{ lastFour: string; models: number | undefined }>;
 
 export type GatewayAccessProblem = 'no-key' | 'undecryptable' | 'no-secret';
 
 /** The port's GatewayAccess, with where the key came from or why there is none. */
-export type SettingsGatewayAccess = Result<GatewayCredentials & { source: 'server' | 'operator' }, { reason: GatewayAccessProblem }>;
+export type SettingsGatewayAccess = Outcome<GatewayCredentials & { source: 'server' | 'operator' }, { reason: GatewayAccessProblem }>;
 
 /** What the key's problems are called in the catalogs (`config.key.<name>`). */
 export type KeyMessage = 'noKey' | 'noSecret' | 'secretRemoved' | 'unreadable' | 'notAKey';
@@ -99,9 +98,9 @@ const KEY_MESSAGE_KEYS = {
   notAKey: 'config.key.not-a-key',
 } as const satisfies Record<KeyMessage, MessageKey>;
 
-/** A key's problem in the reader's language. */
-export function keyMessage(locale: Locale, which: KeyMessage): string {
-  return t(locale, KEY_MESSAGE_KEYS[which], { minLength: MIN_ENCRYPTION_SECRET_LENGTH });
+/** A key's problem, as a notice. */
+export function keyNotice(which: KeyMessage): Notice {
+  return notice(KEY_MESSAGE_KEYS[which], { minLength: MIN_ENCRYPTION_SECRET_LENGTH });
 }
 
 const MIN_KEY_LENGTH = 8;
@@ -111,11 +110,11 @@ function withHistory(next: GuildSettings, current: GuildSettings, by: string, ch
   return { ...next, history: [{ at: Date.now(), by, change }, ...current.history].slice(0, HISTORY_KEPT) };
 }
 
-type ServerKey = Result<{ key: string }, { reason: 'undecryptable' | 'no-secret' }>;
+type ServerKey = Outcome<{ key: string }, { reason: 'undecryptable' | 'no-secret' }>;
 
-/** A stored key that cannot be opened, said in `locale`. */
-function cannotOpen(locale: Locale): ServerKey {
-  return { ok: false, reason: 'undecryptable', message: keyMessage(locale, 'unreadable') };
+/** A stored key that cannot be opened. */
+function cannotOpen(): ServerKey {
+  return { ok: false, reason: 'undecryptable', notice: keyNotice('unreadable') };
 }
 
 export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSettingsSource {
@@ -149,7 +148,6 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
       prices: options.prices,
       settings: (guildId) => this.get(guildId),
       ...(options.postAlert ? { postAlert: options.postAlert } : {}),
-      ...(options.guildLocale ? { guildLocale: options.guildLocale } : {}),
       ...(options.metrics ? { metrics: options.metrics } : {}),
       ...(options.userInstallLimits ? { userInstallLimits: options.userInstallLimits } : {}),
     });
@@ -227,17 +225,17 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
   // ---- Keys ------------------------------------------------------------------------------------
 
   /** Checks the key against the gateway (`/v1/models`) and, when it works, stores it sealed. */
-  async setKey(guildId: string, key: string, by: string, locale: Locale = ENGLISH): Promise<SetKeyResult> {
+  async setKey(guildId: string, key: string, by: string): Promise<SetKeyResult> {
     const cipher = this.#cipher;
     if (!cipher) {
       this.#options.log.warn('a server tried to store a gateway key, but KEY_ENCRYPTION_SECRET is not set', { guild: guildId });
-      return refuse(keyMessage(locale, 'noSecret'));
+      return { ok: false, notice: keyNotice('noSecret') };
     }
     const trimmed = key.trim();
-    if (trimmed.length < MIN_KEY_LENGTH || /\s/.test(trimmed)) return refuse(keyMessage(locale, 'notAKey'));
+    if (trimmed.length < MIN_KEY_LENGTH || /\s/.test(trimmed)) return { ok: false, notice: keyNotice('notAKey') };
     // Before any request: whatever goes wrong from here on, the key cannot reach a log line.
     registerSecret(trimmed);
-    const checked = await this.#checkKey(trimmed, locale);
+    const checked = await this.#checkKey(trimmed);
     if (!checked.ok) return checked;
     const lastFour = trimmed.slice(-4);
     const stored: StoredKey = { sealed: cipher.seal(trimmed, guildId), lastFour, setBy: by, setAt: Date.now() };
@@ -247,7 +245,7 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
     return { ok: true, lastFour, models: checked.models };
   }
 
-  async #checkKey(key: string, locale: Locale): Promise<Result<{ models: number | undefined }>> {
+  async #checkKey(key: string): Promise<Outcome<{ models: number | undefined }>> {
     const inUse = this.#isInUse(key);
     try {
       return { ok: true, models: (await this.#options.clients.get(key, 'compat').listModels()).length };
@@ -259,8 +257,10 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
       }
       if (!(error instanceof GatewayError)) throw error;
       this.#options.log.warn('could not check a server gateway key', { error });
-      const words = describeGatewayError(locale, error, { key: 'offered', purpose: 'list-models' });
-      return refuse(t(locale, 'config.key.refused', { words, checked: error instanceof AuthenticationError ? 'yes' : 'no' }));
+      return refuse('config.key.refused', {
+        words: { phrase: 'gateway-error', error, context: { key: 'offered', purpose: 'list-models' } },
+        checked: error instanceof AuthenticationError ? 'yes' : 'no',
+      });
     } finally {
       // A refused key must not keep a client; one already serving tasks keeps its own.
       if (!inUse) this.#options.clients.forget(key);
@@ -294,7 +294,7 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
   }
 
   /** The server's own key in the clear, sealed again under the current secret when a rotation asks for it. */
-  async #serverKey(guildId: string, stored: StoredKey, locale: Locale): Promise<ServerKey> {
+  async #serverKey(guildId: string, stored: StoredKey): Promise<ServerKey> {
     const sealed = stored.sealed;
     const cached = this.#openKeys.get(guildId);
     if (sealed && cached?.iv === sealed.iv) {
@@ -302,10 +302,10 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
       registerSecret(cached.key);
       return { ok: true, key: cached.key };
     }
-    if (!this.#cipher) return { ok: false, reason: 'no-secret', message: keyMessage(locale, 'secretRemoved') };
+    if (!this.#cipher) return { ok: false, reason: 'no-secret', notice: keyNotice('secretRemoved') };
     if (!sealed) {
       this.#options.log.warn('a stored server key cannot be read', { guild: guildId, reason: 'damaged-record' });
-      return cannotOpen(locale);
+      return cannotOpen();
     }
     let opened: { plaintext: string; reseal: boolean };
     try {
@@ -313,7 +313,7 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
     } catch (error) {
       if (!(error instanceof UnreadableKeyError)) throw error;
       this.#options.log.warn('a stored server key cannot be read', { guild: guildId, reason: error.reason });
-      return cannotOpen(locale);
+      return cannotOpen();
     }
     registerSecret(opened.plaintext);
     let iv = sealed.iv;
@@ -340,22 +340,18 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
 
   // ---- GuildVideoPolicy ------------------------------------------------------------------------
 
-  /**
-   * Which key and layer a server's requests use, or why there is none, said in `locale` (the language of
-   * whoever reads it; English unless told).
-   */
-  async resolveGatewayAccess(guildId: string, locale?: string): Promise<SettingsGatewayAccess> {
-    const words = resolveLocale(locale, undefined, 'member');
-    if (isUserInstallScope(guildId)) return this.#operatorAccess(words);
+  /** Which key and layer a server's requests use, or why there is none. */
+  async resolveGatewayAccess(guildId: string): Promise<SettingsGatewayAccess> {
+    if (isUserInstallScope(guildId)) return this.#operatorAccess();
     const settings = await this.get(guildId);
     const layer = settings.layer ?? this.#options.defaultLayer;
     if (settings.key) {
-      const own = await this.#serverKey(guildId, settings.key, words);
+      const own = await this.#serverKey(guildId, settings.key);
       if (!own.ok) return own;
       return { ok: true, apiKey: own.key, layer, source: 'server', keyId: keyFingerprint(own.key) };
     }
     const operatorKey = this.#options.operatorKey;
-    if (!operatorKey) return { ok: false, reason: 'no-key', message: keyMessage(words, 'noKey') };
+    if (!operatorKey) return { ok: false, reason: 'no-key', notice: keyNotice('noKey') };
     return { ok: true, apiKey: operatorKey, layer, source: 'operator', keyId: keyFingerprint(operatorKey) };
   }
 
@@ -364,9 +360,9 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
    * settings say (a member in a server that has its own key still spends the operator's), or, without
    * one, why not, naming GATEWAY_API_KEY in the member's language.
    */
-  #operatorAccess(locale: Locale): SettingsGatewayAccess {
+  #operatorAccess(): SettingsGatewayAccess {
     const operatorKey = this.#options.operatorKey;
-    if (!operatorKey) return { ok: false, reason: 'no-key', message: t(locale, 'user-install.no-key') };
+    if (!operatorKey) return { ok: false, reason: 'no-key', notice: notice('user-install.no-key') };
     return { ok: true, apiKey: operatorKey, layer: this.#options.defaultLayer, source: 'operator', keyId: keyFingerprint(operatorKey) };
   }
 
@@ -386,11 +382,11 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
 
   /** `/config show`'s key line: which key serves the server (its own, the operator's, or none) and why. */
   async describeKeyInUse(guildId: string, locale: Locale = ENGLISH): Promise<string> {
-    const [{ key }, access] = await Promise.all([this.get(guildId), this.resolveGatewayAccess(guildId, locale)]);
+    const [{ key }, access] = await Promise.all([this.get(guildId), this.resolveGatewayAccess(guildId)]);
     const own = key && t(locale, 'config.key.own', { lastFour: key.lastFour, by: `<@${key.setBy}>`, when: discordRelativeTime(key.setAt) });
     if (access.ok && access.source === 'server') return t(locale, 'config.key.in-use.server', { own: own ?? '' }).trim();
     if (access.ok) return t(locale, 'config.key.in-use.operator');
-    if (own) return t(locale, 'config.key.in-use.broken', { own, why: access.message });
+    if (own) return t(locale, 'config.key.in-use.broken', { own, why: word(locale, access.notice) });
     return t(locale, 'config.key.in-use.none');
   }
 
@@ -415,8 +411,8 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
   // A task counts on the UTC day it was created, and so does its cost: submission, refusal and cost
   // always land in the same day record.
 
-  recordSubmission(task: MemberTask, estimateTicks: number, locale?: string): Promise<SpendReservation> {
-    return this.spending.admit(task, estimateTicks, locale);
+  recordSubmission(task: MemberTask, estimateTicks: number): Promise<SpendReservation> {
+    return this.spending.admit(task, estimateTicks);
   }
 
   releaseSubmission(task: MemberTask, reservation: SpendReservation): Promise<void> {

@@ -2,19 +2,17 @@ import { USD_TICKS } from '../gateway/spec.ts';
 import { ownValue } from '../lib/json.ts';
 import type { Logger } from '../lib/log.ts';
 import type { BotMetrics } from '../lib/metrics.ts';
-import { refuse, type Result } from '../lib/result.ts';
+import { notice, refuse, type Notice, type Outcome } from '../wording/notice.ts';
 import { dayKey } from '../lib/day-key.ts';
 import { LimitReachedError, type LimitQuery, type MemberTask, type SpendReservation, type TaskCost } from '../ports/guild-policy.ts';
 import type { VideoEstimateRequest } from '../ports/guild-policy.ts';
 import type { VoiceBudgetLeft, VoiceSpending, VoiceUse } from '../ports/voice-spend.ts';
 import { parseMarker, type Collection, type Store } from '../store/index.ts';
-import { ENGLISH, resolveLocale, t, type Locale } from '../i18n/index.ts';
-import { formatCostIn } from '../wording/cost.ts';
 import {
   budgetRooms,
+  budgetName,
   checkBudgets,
-  describeBudget,
-  describeSpentBudget,
+  spentBudgetNotice,
   type BudgetRoom,
   reachedThresholds,
   spentBudget,
@@ -38,10 +36,8 @@ export interface SpendingOptions {
   prices: PriceTable;
   /** The server's settings, as stored (limits, budgets, alert channel). */
   settings(guildId: string): Promise<GuildSettings>;
-  /** Posts an alert in a server's alert channel; default none. */
-  postAlert?: (channelId: string, content: string) => Promise<unknown>;
-  /** The server's language (its preferred locale), for what the server's members read together: alerts, voice notices; default English. */
-  guildLocale?: (guildId: string) => Locale;
+  /** Posts an alert in a server's alert channel, worded for the server; default none. */
+  postAlert?: (guildId: string, channelId: string, alert: Notice<'budget.alert.used-all' | 'budget.alert.reached'>) => Promise<unknown>;
   metrics?: Pick<BotMetrics, 'spend'>;
   /**
    * What a member may make per UTC day through their own install of the app (USER_INSTALL_DAILY_VIDEOS,
@@ -94,28 +90,22 @@ export class Spending implements VoiceSpending {
    * record alone (read only): the monthly budget is checked when admit() reserves, in the same step.
    */
   async checkLimits(query: LimitQuery): Promise<LimitVerdict> {
-    // Refused privately: in the member's language.
-    const locale = resolveLocale(query.locale, undefined, 'member');
     if (isUserInstallScope(query.guildId)) {
       const day = await this.#ledger.day(query.guildId, query.now);
-      return checkUserInstallDay(this.#userInstallLimits, memberUsage(day, query.userId), query.estimateTicks, query.now, locale);
+      return checkUserInstallDay(this.#userInstallLimits, memberUsage(day, query.userId), query.estimateTicks, query.now);
     }
     const { limits, spending } = await this.#options.settings(query.guildId);
     const day = await this.#ledger.day(query.guildId, query.now);
     const member = memberUsage(day, query.userId);
     const server = totalUsage(day.users);
-    const counted = evaluateLimits(
-      limits,
-      {
-        activeTasksOfUser: query.activeTasksOfUser,
-        userTasksToday: member.tasks,
-        serverTasksToday: server.tasks,
-        now: query.now,
-      },
-      locale,
-    );
+    const counted = evaluateLimits(limits, {
+      activeTasksOfUser: query.activeTasksOfUser,
+      userTasksToday: member.tasks,
+      serverTasksToday: server.tasks,
+      now: query.now,
+    });
     if (!counted.ok) return counted;
-    return checkBudgets(spending.budgets, spentFrom(day, query.userId), query.estimateTicks, query.now, locale);
+    return checkBudgets(spending.budgets, spentFrom(day, query.userId), query.estimateTicks, query.now);
   }
 
   async #spent(guildId: string, userId: string, at: number, budgets: Budgets): Promise<Spent> {
@@ -126,28 +116,18 @@ export class Spending implements VoiceSpending {
     return this.#options.userInstallLimits ?? NO_USER_INSTALL_LIMITS;
   }
 
-  async admit(task: MemberTask, estimateTicks: number, locale?: string): Promise<SpendReservation> {
-    // A refusal is the member's to read (or, for a later variant of a job, its card's): in the language given.
-    const words = resolveLocale(locale, undefined, 'member');
+  async admit(task: MemberTask, estimateTicks: number): Promise<SpendReservation> {
     if (isUserInstallScope(task.guildId)) {
       // A member's own install: the operator's limits for one member, and no server's budgets or alerts.
       const verdict = await this.#ledger.admitOnDay(task.guildId, task.userId, task.createdAt, estimateTicks, (usage) =>
-        checkUserInstallDay(this.#userInstallLimits, memberUsage(usage, task.userId), estimateTicks, task.createdAt, words),
+        checkUserInstallDay(this.#userInstallLimits, memberUsage(usage, task.userId), estimateTicks, task.createdAt),
       );
-      if (!verdict.ok) throw new LimitReachedError(verdict.message);
+      if (!verdict.ok) throw new LimitReachedError(verdict.notice);
       return verdict.reservation;
     }
     const { limits, spending } = await this.#options.settings(task.guildId);
-    const verdict = await this.#ledger.admitSubmission(
-      task.guildId,
-      task.userId,
-      task.createdAt,
-      limits,
-      spending.budgets,
-      estimateTicks,
-      words,
-    );
-    if (!verdict.ok) throw new LimitReachedError(verdict.message);
+    const verdict = await this.#ledger.admitSubmission(task.guildId, task.userId, task.createdAt, limits, spending.budgets, estimateTicks);
+    if (!verdict.ok) throw new LimitReachedError(verdict.notice);
     await this.#alertIfReached(task.guildId, spending, task.createdAt, verdict.spent);
     return verdict.reservation;
   }
@@ -179,18 +159,11 @@ export class Spending implements VoiceSpending {
 
   // ---- Voice -----------------------------------------------------------------------------------
 
-  #guildLocale(guildId: string): Locale {
-    return this.#options.guildLocale?.(guildId) ?? ENGLISH;
-  }
-
-  async checkStart(guildId: string, userId: string, now: number): Promise<Result> {
+  async checkStart(guildId: string, userId: string, now: number): Promise<Outcome> {
     const { spending } = await this.#options.settings(guildId);
     const used = spentBudget(spending.budgets, await this.#spent(guildId, userId, now, spending.budgets), now);
     if (!used) return { ok: true };
-    const locale = this.#guildLocale(guildId);
-    return refuse(
-      t(locale, 'voice.budget.cannot-start', { budgetName: describeBudget(locale, used), resets: discordRelativeTime(used.resetsAt) }),
-    );
+    return refuse('voice.budget.cannot-start', { budgetName: budgetName(used), resets: discordRelativeTime(used.resetsAt) });
   }
 
   async meter(use: VoiceUse): Promise<VoiceBudgetLeft> {
@@ -206,14 +179,8 @@ export class Spending implements VoiceSpending {
       spent = await this.#spent(use.guildId, use.userId, use.at, spending.budgets);
     }
     const tightest = budgetRooms(spending.budgets, spent, use.at)[0];
-    if (!tightest || perMs === 0) return { msLeft: undefined, reason: '', spokenReason: '' };
-    const text = this.#guildLocale(use.guildId);
-    const spoken = use.spokenLocale === undefined ? text : resolveLocale(use.spokenLocale, text, 'member');
-    return {
-      msLeft: tightest.leftTicks / perMs,
-      reason: describeSpentBudget(text, tightest),
-      spokenReason: describeSpentBudget(spoken, tightest),
-    };
+    if (!tightest || perMs === 0) return { msLeft: undefined };
+    return { msLeft: tightest.leftTicks / perMs, reason: spentBudgetNotice(tightest) };
   }
 
   // ---- Alerts ----------------------------------------------------------------------------------
@@ -235,16 +202,15 @@ export class Spending implements VoiceSpending {
         if (!created) continue;
         const room = budgetRooms(spending.budgets, spent, at).find((candidate) => candidate.budget === reached.budget);
         if (!room) continue;
-        // Everyone in the alert channel reads it: the server's language.
-        const locale = this.#guildLocale(guildId);
-        const values = { budgetName: describeBudget(locale, room), resets: discordRelativeTime(room.resetsAt) };
+        const values = { budgetName: budgetName(room), resets: discordRelativeTime(room.resetsAt) };
         await post(
+          guildId,
           channelId,
           reached.threshold === 100
-            ? t(locale, 'budget.alert.used-all', values)
-            : t(locale, 'budget.alert.reached', {
+            ? notice('budget.alert.used-all', values)
+            : notice('budget.alert.reached', {
                 ...values,
-                spent: formatCostIn(locale, reached.spentTicks),
+                spent: { phrase: 'cost', usdTicks: reached.spentTicks },
                 share: reached.threshold / 100,
               }),
         );

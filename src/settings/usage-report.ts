@@ -3,7 +3,8 @@ import { USD_TICKS } from '../gateway/spec.ts';
 import { formatDate, formatDuration, t, type Locale, type Translate, translator } from '../i18n/index.ts';
 import { shorten } from '../lib/text.ts';
 import { formatCostIn } from '../wording/cost.ts';
-import { describeBudget } from './budgets.ts';
+import { budgetName } from './budgets.ts';
+import { word } from '../wording/notice.ts';
 import { SpendChartDrawer } from './spend-chart-drawer.ts';
 import { discordRelativeTime } from './limits.ts';
 import type { UsageView } from './spending.ts';
@@ -94,7 +95,7 @@ export function formatUsage(locale: Locale, view: UsageView): string {
           budgets: view.budgets
             .map((budget) =>
               say('usage.budget-left', {
-                budgetName: describeBudget(locale, budget),
+                budgetName: word(locale, budgetName(budget)),
                 left: formatCostIn(locale, budget.leftTicks),
                 resets: discordRelativeTime(budget.resetsAt),
               }),

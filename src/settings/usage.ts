@@ -2,12 +2,11 @@ import { z } from 'zod';
 import { isRecord, ownValue, readNumber } from '../lib/json.ts';
 import type { Logger } from '../lib/log.ts';
 import { dayKey } from '../lib/day-key.ts';
-import type { Result } from '../lib/result.ts';
+import type { Outcome } from '../wording/notice.ts';
 import { ownKeyedTable, parseMarker, versionedRecord, type Collection, type Store } from '../store/index.ts';
 import { checkBudgets, type Spent } from './budgets.ts';
 import type { Budgets, GuildSettings } from './guild-settings.ts';
 import { evaluateDailyLimits, type LimitVerdict } from './limits.ts';
-import { ENGLISH, type Locale } from '../i18n/index.ts';
 
 // What each server used and spent, per UTC day and per member: videos started, what they cost, and
 // voice minutes. One record per server per day keeps reads O(members); one small record per server per
@@ -193,7 +192,7 @@ export function monthKey(at: number): string {
   return dayKey(at).slice(0, 7);
 }
 
-export type AdmitVerdict = Result<{ reservation: Reservation; spent: Spent }, { retryAt?: number }>;
+export type AdmitVerdict = Outcome<{ reservation: Reservation; spent: Spent }, { retryAt?: number }>;
 
 export class UsageLedger {
   readonly #days: Collection<DayUsage>;
@@ -263,8 +262,7 @@ export class UsageLedger {
   /**
    * Counts a task on the day of `at` and reserves its estimate, unless the server's daily limits or a
    * budget refuses it, checking and counting in one step per record: workers admitting at once never
-   * pass a limit or a budget together. The month's record is touched only for a monthly budget. A refusal
-   * is worded in `locale`, the language of whoever reads it (English unless told).
+   * pass a limit or a budget together. The month's record is touched only for a monthly budget.
    */
   async admitSubmission(
     guildId: string,
@@ -273,12 +271,11 @@ export class UsageLedger {
     limits: GuildSettings['limits'],
     budgets: Budgets,
     estimateTicks: number,
-    locale: Locale = ENGLISH,
   ): Promise<AdmitVerdict> {
     const admitted = await this.admitOnDay(guildId, userId, at, estimateTicks, (usage) => {
       const counts = { userTasksToday: memberUsage(usage, userId).tasks, serverTasksToday: serverTotal(usage).tasks, now: at };
-      const daily = evaluateDailyLimits(limits, counts, locale);
-      return daily.ok ? checkBudgets(budgets, spentFrom(usage, userId), estimateTicks, at, locale) : daily;
+      const daily = evaluateDailyLimits(limits, counts);
+      return daily.ok ? checkBudgets(budgets, spentFrom(usage, userId), estimateTicks, at) : daily;
     });
     if (!admitted.ok) return admitted;
     const { spent } = admitted;
@@ -292,7 +289,6 @@ export class UsageLedger {
         { memberToday: 0, serverToday: 0, serverMonth: monthSpent(usage) },
         estimateTicks,
         at,
-        locale,
       );
       if (!monthly.ok) return false;
       usage.reservedTicks += estimateTicks;

@@ -1,6 +1,4 @@
-import { t, type Locale } from '../i18n/index.ts';
-import { refuse } from '../lib/result.ts';
-import { formatCostIn, formatEstimateIn } from '../wording/cost.ts';
+import { refuse } from '../wording/notice.ts';
 import { usdToTicks } from './budgets.ts';
 import { discordRelativeTime, nextUtcMidnight, type LimitVerdict } from './limits.ts';
 import { spentTicks, type UsageCount } from './usage.ts';
@@ -34,30 +32,22 @@ export function userInstallRoom(limits: UserInstallLimits, count: UsageCount, no
 
 /**
  * Whether one more video of `estimateTicks` fits the member's day: one that brings their spend to exactly
- * the limit fits. The refusal, in their language, says which limit and when it starts over.
+ * the limit fits. The refusal says which limit and when it starts over.
  */
-export function checkUserInstallDay(
-  limits: UserInstallLimits,
-  count: UsageCount,
-  estimateTicks: number,
-  now: number,
-  locale: Locale,
-): LimitVerdict {
+export function checkUserInstallDay(limits: UserInstallLimits, count: UsageCount, estimateTicks: number, now: number): LimitVerdict {
   const room = userInstallRoom(limits, count, now);
   const resets = discordRelativeTime(room.resetsAt);
   if (room.videos && room.videos.left <= 0) {
-    return { ...refuse(t(locale, 'user-install.limit.videos', { count: room.videos.count, retry: resets })), retryAt: room.resetsAt };
+    return { ...refuse('user-install.limit.videos', { count: room.videos.count, retry: resets }), retryAt: room.resetsAt };
   }
   if (room.usd && estimateTicks > room.usd.leftTicks) {
     return {
-      ...refuse(
-        t(locale, 'user-install.limit.usd', {
-          estimate: formatEstimateIn(locale, estimateTicks),
-          amount: formatCostIn(locale, room.usd.limitTicks),
-          left: formatCostIn(locale, room.usd.leftTicks),
-          resets,
-        }),
-      ),
+      ...refuse('user-install.limit.usd', {
+        estimate: { phrase: 'estimate', usdTicks: estimateTicks },
+        amount: { phrase: 'cost', usdTicks: room.usd.limitTicks },
+        left: { phrase: 'cost', usdTicks: room.usd.leftTicks },
+        resets,
+      }),
       retryAt: room.resetsAt,
     };
   }

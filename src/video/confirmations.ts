@@ -16,6 +16,7 @@ import { confirmVerb, describeConfirmation, describeConfirmationClosed } from '.
 import { ENGLISH, t, type Locale } from '../i18n/index.ts';
 import { describeValidationError } from '../wording/validation.ts';
 import { memberLocaleOf } from './locales.ts';
+import { word } from '../wording/notice.ts';
 
 // A video estimated over the server's threshold (`/config budget confirm_over_usd`) waits for its member's
 // confirm button: its prepared plan is kept in the store (without the server's key, which is looked up
@@ -205,8 +206,8 @@ export class VideoConfirmations {
   async planOf(held: HeldVideo): Promise<Prepared> {
     const { policy, vendor } = this.#deps;
     const locale = held.locale;
-    const access = await policy.resolveGatewayAccess(held.guildId, locale);
-    if (!access.ok) return access;
+    const access = await policy.resolveGatewayAccess(held.guildId);
+    if (!access.ok) return refuse(word(locale, access.notice));
     const { ok: _resolved, ...credentials } = access;
     const { request, layer, keyId: _keptKeyId, operation, ...rest } = held.plan;
     if (access.layer !== layer) return refuse(t(locale, 'video.confirm.settings-changed'));

@@ -3,6 +3,8 @@ import type { GatewayClientPool } from '../gateway/pool.ts';
 import type { Logger } from '../lib/log.ts';
 import type { GatewayAccessResolver } from '../ports/gateway-access.ts';
 import type { TaskRecord } from './record.ts';
+import { resolveLocale } from '../i18n/index.ts';
+import { word } from '../wording/notice.ts';
 
 export interface GatewayResolver {
   /** The client to follow this task with: on the layer it was submitted on, with its server's current key. */
@@ -37,8 +39,8 @@ export class PolicyGatewayResolver implements GatewayResolver {
 
   async clientFor(task: TaskRecord): Promise<GatewayClient> {
     // Why not is said on the task's card: in its language.
-    const access = await this.#policy.resolveGatewayAccess(task.guildId, task.locale);
-    if (!access.ok) throw new NoGatewayAccessError(task.guildId, access.message);
+    const access = await this.#policy.resolveGatewayAccess(task.guildId);
+    if (!access.ok) throw new NoGatewayAccessError(task.guildId, word(resolveLocale(task.locale, undefined, 'member'), access.notice));
     if (access.keyId !== task.keyId) {
       // The admin replaced the key meanwhile: the new one follows the task.
       this.#log.debug('following a task with another key than the one that submitted it', { task: task.id });

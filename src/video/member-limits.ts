@@ -1,4 +1,6 @@
-import type { Result } from '../lib/result.ts';
+import { refuse, type Result } from '../lib/result.ts';
+import { word } from '../wording/notice.ts';
+import { memberLocaleOf } from './locales.ts';
 import type { GuildVideoPolicy } from '../ports/guild-policy.ts';
 import type { InteractionContext } from '../ports/interaction-context.ts';
 import { DEFAULT_POLL_POLICY } from './poll-policy.ts';
@@ -18,12 +20,12 @@ export async function checkMemberLimits(
   // A task older than the poller's deadline is finished (or closed at its next poll): only younger ones are read.
   const recent = await repository.recentForUser(context.guildId, context.userId, undefined, now - DEFAULT_POLL_POLICY.deadlineMs);
   const active = recent.filter((task) => !isTerminal(task.state)).length + pending;
-  return policy.checkLimits({
+  const verdict = await policy.checkLimits({
     guildId: context.guildId,
     userId: context.userId,
     activeTasksOfUser: active,
     now,
     estimateTicks,
-    locale: context.locale,
   });
+  return verdict.ok ? verdict : refuse(word(memberLocaleOf(context), verdict.notice));
 }

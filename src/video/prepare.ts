@@ -11,6 +11,7 @@ import { describeExpiredAttachments, describeOwnersButtons } from './wording.ts'
 import { t, type Locale } from '../i18n/index.ts';
 import { describeValidationError } from '../wording/validation.ts';
 import { memberLocaleOf } from './locales.ts';
+import { word } from '../wording/notice.ts';
 import {
   confirmationThreshold,
   estimateOf,
@@ -73,8 +74,8 @@ export class VideoPreparation {
     { variants, ...input }: Omit<GenerationInput, 'model'> & { model: string | undefined; variants?: number | undefined },
   ): Promise<Prepared> {
     const { policy, vendor } = this.#deps;
-    const access = await policy.resolveGatewayAccess(context.guildId, memberLocaleOf(context));
-    if (!access.ok) return access;
+    const access = await policy.resolveGatewayAccess(context.guildId);
+    if (!access.ok) return refuse(word(memberLocaleOf(context), access.notice));
     const defaults = await policy.defaults(context.guildId);
     const model = input.model ?? defaults.model ?? videoModelNames(vendor).latest;
     const withDefaults: GenerationInput = {
@@ -132,8 +133,8 @@ export class VideoPreparation {
     input: { prompt: string; model: string | undefined; duration: number | undefined; source: VideoSourceInput },
   ): Promise<Prepared> {
     const { policy, vendor } = this.#deps;
-    const access = await policy.resolveGatewayAccess(context.guildId, memberLocaleOf(context));
-    if (!access.ok) return access;
+    const access = await policy.resolveGatewayAccess(context.guildId);
+    if (!access.ok) return refuse(word(memberLocaleOf(context), access.notice));
     const source = await this.#sourceUrl(context, input.source);
     if (!source.ok) return source;
     const defaults = await policy.defaults(context.guildId);
@@ -227,8 +228,8 @@ export class VideoPreparation {
     if (!original) return refuse(t(locale, 'video.refusal.task-unknown'));
     const pressable = await this.mayPress(context, original);
     if (!pressable.ok) return pressable;
-    const access = await policy.resolveGatewayAccess(context.guildId, memberLocaleOf(context));
-    if (!access.ok) return access;
+    const access = await policy.resolveGatewayAccess(context.guildId);
+    if (!access.ok) return refuse(word(memberLocaleOf(context), access.notice));
     let stored = original.request;
     try {
       if (changes) stored = changedRequest(original.operation, stored, changes);

@@ -18,6 +18,7 @@ import { describeGatewayError } from '../wording/gateway-errors.ts';
 import { describeExpiredAttachments, taskKey } from './wording.ts';
 import { t, type Locale } from '../i18n/index.ts';
 import { channelLocaleOf, memberLocaleOf } from './locales.ts';
+import { word } from '../wording/notice.ts';
 import { jobSize, type SubmissionPlan } from './plan.ts';
 import { TASK_RECORD_VERSION, type JobPlace, type TaskRecord } from './record.ts';
 import { newTaskId, type TaskRepository } from './repository.ts';
@@ -166,13 +167,13 @@ export class VideoSubmission {
           break;
         }
         try {
-          counted.push({ ...draft, reservation: await policy.recordSubmission(draft, estimateTicks, reader.locale) });
+          counted.push({ ...draft, reservation: await policy.recordSubmission(draft, estimateTicks) });
         } catch (error) {
           if (!(error instanceof LimitReachedError)) {
             await this.#release(counted);
             throw error;
           }
-          refusal = error.message;
+          refusal = word(memberLocaleOf(reader), error.notice);
           break;
         }
       }

@@ -1,4 +1,5 @@
 import type { Logger } from '../lib/log.ts';
+import type { Notice } from '../wording/notice.ts';
 import type { VoiceBudgetLeft, VoiceSpending } from '../ports/voice-spend.ts';
 
 // A conversation's meter: the time its realtime sessions are open, counted against the member who
@@ -34,8 +35,6 @@ export interface ConversationMeterOptions {
   /** The member who brought the bot in, who is charged with the conversation. */
   userId: string;
   model: string;
-  /** The conversation's language, which the reasons to say aloud are in; unset: the server's. */
-  spokenLocale?: string | undefined;
   heartbeatMs: number;
   log: Logger;
   /** Once per conversation, when a budget has a minute or less left (at once when it starts so). */
@@ -45,10 +44,9 @@ export interface ConversationMeterOptions {
   now?: () => number;
 }
 
-/** Why the conversation ends when it does: for the text channel, and in the conversation's language to say. */
+/** Why the conversation ends when it does: the budget that bounds it, for the service to post and say. */
 export interface BudgetReasons {
-  reason: string;
-  spokenReason: string;
+  reason: Notice<'budget.used-up'>;
 }
 
 type BudgetWatch =
@@ -70,7 +68,6 @@ export class ConversationMeter {
   #heartbeat: NodeJS.Timeout | undefined;
   #watch: BudgetWatch = { status: 'watching', warned: false, timer: undefined };
   /** The last reading's words for why the conversation ends. */
-  #reasons: BudgetReasons = { reason: '', spokenReason: '' };
   /** Readings one after the other, so that they reach the ledger, and re-arm the watch, in order. */
   #readings: Promise<unknown> = Promise.resolve();
 
@@ -131,10 +128,10 @@ export class ConversationMeter {
       open.countedUntil = at;
     }
     this.#pendingMs = 0;
-    const { spending, guildId, userId, model, spokenLocale } = this.#options;
+    const { spending, guildId, userId, model } = this.#options;
     let left: VoiceBudgetLeft;
     try {
-      left = await spending.meter({ guildId, userId, model, ms, at, spokenLocale });
+      left = await spending.meter({ guildId, userId, model, ms, at });
     } catch (error) {
       this.#pendingMs += ms;
       this.#options.log.warn('could not count voice session time; it is kept for the next heartbeat', {
@@ -157,24 +154,26 @@ export class ConversationMeter {
   #follow(left: VoiceBudgetLeft, at: number): void {
     const watch = this.#watch;
     if (watch.status !== 'watching') return;
-    this.#reasons = { reason: left.reason, spokenReason: left.spokenReason };
-    if (left.msLeft === undefined) this.#set({ status: 'watching', warned: watch.warned, timer: undefined });
-    else this.#arm(at + left.msLeft, watch.warned);
+    if (left.msLeft === undefined || left.reason === undefined) {
+      this.#set({ status: 'watching', warned: watch.warned, timer: undefined });
+      return;
+    }
+    this.#arm(at + left.msLeft, watch.warned, { reason: left.reason });
   }
 
   /** Ends at the deadline; warns when it is a minute away or less; else waits for the warning's time. */
-  #arm(deadline: number, warned: boolean): void {
+  #arm(deadline: number, warned: boolean, reasons: BudgetReasons): void {
     const msLeft = deadline - this.#now();
     if (msLeft <= 0) {
       this.#set({ status: 'spent' });
-      this.#options.onSpent(this.#reasons);
+      this.#options.onSpent(reasons);
       return;
     }
     if (!warned && msLeft <= BUDGET_WARNING_MS) {
       warned = true;
-      this.#options.onWarning({ msLeft, ...this.#reasons });
+      this.#options.onWarning({ msLeft, ...reasons });
     }
-    const timer = setTimeout(() => this.#due(deadline, warned), warned ? msLeft : msLeft - BUDGET_WARNING_MS);
+    const timer = setTimeout(() => this.#due(deadline, warned, reasons), warned ? msLeft : msLeft - BUDGET_WARNING_MS);
     this.#set({ status: 'watching', warned, timer });
   }
 
@@ -183,10 +182,10 @@ export class ConversationMeter {
    * the watch itself: videos or a changed budget may have moved it); when none can be taken, the last
    * reading decides.
    */
-  #due(deadline: number, warned: boolean): void {
-    if (!warned) return this.#arm(deadline, false);
+  #due(deadline: number, warned: boolean, reasons: BudgetReasons): void {
+    if (!warned) return this.#arm(deadline, false, reasons);
     void this.read().then((fresh) => {
-      if (!fresh && this.#watch.status === 'watching') this.#arm(deadline, true);
+      if (!fresh && this.#watch.status === 'watching') this.#arm(deadline, true, reasons);
     });
   }
 

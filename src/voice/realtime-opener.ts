@@ -1,3 +1,4 @@
+import { word } from '../wording/notice.ts';
 import { RealtimeClient, type RealtimeSessionConfig } from '../gateway/realtime/client.ts';
 import type { Logger } from '../lib/log.ts';
 import type { GatewayAccessResolver } from '../ports/gateway-access.ts';
@@ -83,8 +84,8 @@ export class RealtimeOpener {
   async open(manual: boolean): Promise<RealtimeClient> {
     const { access, guildId, wsBaseUrl, settings, log } = this.#options;
     // Said where the conversation is posted: in the server's language.
-    const latest = await access.resolveGatewayAccess(guildId, this.#options.channelLocale());
-    if (!latest.ok) throw new VoiceAccessError(latest.message);
+    const latest = await access.resolveGatewayAccess(guildId);
+    if (!latest.ok) throw new VoiceAccessError(word(this.#options.channelLocale(), latest.notice));
     const client = await RealtimeClient.connect({
       wsBaseUrl,
       apiKey: latest.apiKey,

@@ -23,6 +23,7 @@ import { connectToChannel, disconnect, watchConnection, type ConnectionEnd } fro
 import { ConversationRecorder, type ConversationRecord, type ConversationRecords } from './conversation-record.ts';
 import type { Result } from '../lib/result.ts';
 import { formatList, resolveLocale, SUPPORTED_LOCALES, t, type Locale } from '../i18n/index.ts';
+import { word } from '../wording/notice.ts';
 import type { BotMetrics } from '../lib/metrics.ts';
 
 // Voice conversations, one per server: joining and leaving, posting in the text channel, leaving empty
@@ -220,10 +221,10 @@ export class VoiceService {
 
   /** Whether the server has a usable key, and the member and the server have budget left for voice. */
   async #mayTalk({ guildId, userId, locale }: JoinRequest): Promise<Result> {
-    const access = await this.#deps.access.resolveGatewayAccess(guildId, locale);
-    if (!access.ok) return { ok: false, message: access.message };
+    const access = await this.#deps.access.resolveGatewayAccess(guildId);
+    if (!access.ok) return { ok: false, message: word(locale, access.notice) };
     const budget = await this.#deps.spending?.checkStart(guildId, userId, Date.now());
-    if (budget && !budget.ok) return budget;
+    if (budget && !budget.ok) return { ok: false, message: word(this.#locale(guildId), budget.notice) };
     return { ok: true };
   }
 
@@ -435,13 +436,16 @@ export class VoiceService {
       guildId,
       userId,
       model: settings.model,
-      spokenLocale,
       heartbeatMs: this.#deps.meterHeartbeatMs ?? METER_HEARTBEAT_MS,
       log,
-      onWarning: ({ msLeft, reason, spokenReason }) => {
+      onWarning: ({ msLeft, reason }) => {
         const entry = this.#guilds.get(guildId);
         if (entry?.meter !== meter) return;
-        const notice = budgetWarning(this.#locale(guildId), msLeft, reason, Date.now(), { locale: spokenLocale, reason: spokenReason });
+        const locale = this.#locale(guildId);
+        const notice = budgetWarning(locale, msLeft, word(locale, reason), Date.now(), {
+          locale: spokenLocale,
+          reason: word(spokenLocale, reason),
+        });
         entry.session.announce(notice.spoken);
         void this.#post(entry.textChannelId, notice.text);
       },
@@ -451,11 +455,12 @@ export class VoiceService {
   }
 
   /** A budget ran out: say why aloud (heard before the bot goes), leave, and post why in the text channel. */
-  async #budgetSpent(guildId: string, meter: ConversationMeter, { reason, spokenReason }: BudgetReasons): Promise<void> {
+  async #budgetSpent(guildId: string, meter: ConversationMeter, { reason }: BudgetReasons): Promise<void> {
     const entry = this.#guilds.get(guildId);
     if (entry?.meter !== meter) return;
     const locale = this.#locale(guildId);
-    const notice = budgetSpent(locale, reason, Date.now(), { locale: this.#spokenLocale(guildId, entry.settings), reason: spokenReason });
+    const spokenLocale = this.#spokenLocale(guildId, entry.settings);
+    const notice = budgetSpent(locale, word(locale, reason), Date.now(), { locale: spokenLocale, reason: word(spokenLocale, reason) });
     await entry.session.speakLast(notice.spoken, LAST_LINE_MAX_MS);
     if (this.#guilds.get(guildId) !== entry || !(await this.leave(guildId, { why: 'budget' }, false))) return;
     await this.#post(entry.textChannelId, t(locale, 'voice.stopped', { channel: `<#${entry.voiceChannelId}>`, reason: notice.text }));

@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CommandRun, TestGuild } from 'discord-standin';
 import { resolveLocale, t } from '../../src/i18n/index.ts';
-import { describeBudget, describeSpentBudget, usdToTicks } from '../../src/settings/budgets.ts';
+import { budgetName, spentBudgetNotice, usdToTicks } from '../../src/settings/budgets.ts';
+import { word } from '../../src/wording/notice.ts';
 import { discordRelativeTime, nextUtcMidnight } from '../../src/settings/limits.ts';
 import { formatCostIn } from '../../src/wording/cost.ts';
 import { makeDataDirectory } from '../support/bot-process.ts';
@@ -62,12 +63,12 @@ describe('a server in French', () => {
 
       const room = { budget: 'server_daily_usd', limitTicks: usdToTicks(BUDGET_USD) } as const;
       const resetsAt = nextUtcMidnight(Date.now());
-      const reason = describeSpentBudget(french, { ...room, leftTicks: 0, resetsAt });
+      const reason = word(french, spentBudgetNotice({ ...room, leftTicks: 0, resetsAt }));
       const warning = await discord.waitForMessage(guild.textChannelId, (message) => message.content.startsWith('⏳'), 15_000);
       expect(warning.content).toContain(reason);
       const used = await discord.waitForMessage(guild.textChannelId, (message) => message.content.startsWith('🛑'), 15_000);
       expect(used.content).toBe(
-        t(french, 'budget.alert.used-all', { budgetName: describeBudget(french, room), resets: discordRelativeTime(resetsAt) }),
+        t(french, 'budget.alert.used-all', { budgetName: word(french, budgetName(room)), resets: discordRelativeTime(resetsAt) }),
       );
       // Said aloud in German, the budget named in German, its reset time in words.
       const goodbye = t(german, 'voice.budget.spent', { reason: '' }).trim();

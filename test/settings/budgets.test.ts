@@ -1,9 +1,10 @@
+import { worded } from '../support/worded.ts';
 import { describe, expect, it } from 'vitest';
 import { USD_TICKS } from '../../src/gateway/spec.ts';
 import {
   budgetRooms,
   checkBudgets,
-  describeSpentBudget,
+  spentBudgetNotice,
   nextUtcMonth,
   reachedThresholds,
   spentBudget,
@@ -12,6 +13,7 @@ import {
 } from '../../src/settings/budgets.ts';
 import { NO_BUDGETS, type Budgets } from '../../src/settings/guild-settings.ts';
 import { ENGLISH } from '../../src/i18n/index.ts';
+import { word } from '../../src/wording/notice.ts';
 
 // The budget arithmetic at its edges: the last cent (and one tick past it), a day's and a month's first
 // and last moments, and the 80% / 100% alert thresholds.
@@ -40,7 +42,7 @@ describe('the last cent of a budget', () => {
   });
 
   it('refuses one tick more, naming the budget, what is left and when it starts over', () => {
-    expect(checkBudgets(memberDollar, spent({ memberToday: 60 * CENT }), 40 * CENT + 1, NOW)).toMatchObject({
+    expect(worded(checkBudgets(memberDollar, spent({ memberToday: 60 * CENT }), 40 * CENT + 1, NOW))).toMatchObject({
       ok: false,
       message: `This video (about $0.40) would pass your daily budget on this server ($1.00): $0.40 is left today. It starts over <t:${NEXT_MIDNIGHT / 1000}:R>.`,
     });
@@ -48,11 +50,13 @@ describe('the last cent of a budget', () => {
   });
 
   it("names the server's daily and monthly budgets in their own words, the monthly one starting over on the 1st", () => {
-    expect(checkBudgets(budgets({ server_daily_usd: 5 }), spent({ serverToday: 4.5 * USD_TICKS }), 64 * CENT, NOW)).toMatchObject({
+    expect(worded(checkBudgets(budgets({ server_daily_usd: 5 }), spent({ serverToday: 4.5 * USD_TICKS }), 64 * CENT, NOW))).toMatchObject({
       ok: false,
       message: `This video (about $0.64) would pass this server's daily budget ($5.00): $0.50 is left today. It starts over <t:${NEXT_MIDNIGHT / 1000}:R>.`,
     });
-    expect(checkBudgets(budgets({ server_monthly_usd: 100 }), spent({ serverMonth: 99.9 * USD_TICKS }), 40 * CENT, NOW)).toMatchObject({
+    expect(
+      worded(checkBudgets(budgets({ server_monthly_usd: 100 }), spent({ serverMonth: 99.9 * USD_TICKS }), 40 * CENT, NOW)),
+    ).toMatchObject({
       ok: false,
       message: `This video (about $0.40) would pass this server's monthly budget ($100.00): $0.10 is left this month. It starts over <t:${FIRST_OF_DECEMBER / 1000}:R>.`,
     });
@@ -66,7 +70,7 @@ describe('the last cent of a budget', () => {
       USD_TICKS,
       NOW,
     );
-    expect(verdict).toMatchObject({
+    expect(worded(verdict)).toMatchObject({
       ok: false,
       message: expect.stringContaining("this server's daily budget ($10.00): $0.20 is left today"),
     });
@@ -89,7 +93,7 @@ describe('a used-up budget', () => {
     expect(spentBudget(dollar, spent({ serverToday: USD_TICKS - 1 }), NOW)).toBeUndefined();
     const used = spentBudget(dollar, spent({ serverToday: USD_TICKS }), NOW);
     expect(used).toMatchObject({ budget: 'server_daily_usd', leftTicks: 0, resetsAt: NEXT_MIDNIGHT });
-    expect(describeSpentBudget(ENGLISH, used!)).toBe(
+    expect(word(ENGLISH, spentBudgetNotice(used!))).toBe(
       `This server's daily budget ($1.00) is used up; it starts over <t:${NEXT_MIDNIGHT / 1000}:R>.`,
     );
     // Past it (voice counted to the second may run a little over): nothing is "left" below zero.

@@ -1,3 +1,4 @@
+import { worded } from '../support/worded.ts';
 import { describe, expect, it } from 'vitest';
 import { checkAccess } from '../../src/settings/access.ts';
 import { evaluateLimits, nextUtcMidnight } from '../../src/settings/limits.ts';
@@ -47,7 +48,7 @@ describe('limits', () => {
   it('refuses a member with as many videos in progress as allowed, until one finishes', () => {
     const limits = { ...NO_LIMITS, concurrentPerUser: 2 };
     expect(evaluateLimits(limits, counts({ activeTasksOfUser: 1 }))).toEqual({ ok: true });
-    expect(evaluateLimits(limits, counts({ activeTasksOfUser: 2 }))).toEqual({
+    expect(worded(evaluateLimits(limits, counts({ activeTasksOfUser: 2 })))).toEqual({
       ok: false,
       message: 'You already have as many videos in progress as this server allows (2). Try again when one of your videos finishes.',
     });
@@ -57,7 +58,7 @@ describe('limits', () => {
     const limits = { ...NO_LIMITS, dailyPerUser: 3 };
     expect(evaluateLimits(limits, counts({ userTasksToday: 2 }))).toEqual({ ok: true });
     const verdict = evaluateLimits(limits, counts({ userTasksToday: 3 }));
-    expect(verdict).toEqual({
+    expect(worded(verdict)).toEqual({
       ok: false,
       retryAt: MIDNIGHT,
       message: `You reached this server's limit of 3 videos a day. Try again <t:${MIDNIGHT / 1000}:R>.`,
@@ -67,7 +68,7 @@ describe('limits', () => {
   it("refuses any member once the server's daily cap is reached", () => {
     const limits = { ...NO_LIMITS, dailyPerServer: 50 };
     expect(evaluateLimits(limits, counts({ serverTasksToday: 49 }))).toEqual({ ok: true });
-    expect(evaluateLimits(limits, counts({ serverTasksToday: 50 }))).toEqual({
+    expect(worded(evaluateLimits(limits, counts({ serverTasksToday: 50 })))).toEqual({
       ok: false,
       retryAt: MIDNIGHT,
       message: `This server reached its 50 videos for today; try again <t:${MIDNIGHT / 1000}:R>.`,
@@ -78,13 +79,13 @@ describe('limits', () => {
     const limits = { concurrentPerUser: 1, dailyPerUser: 1, dailyPerServer: 1 };
     // Waiting for the running video would only bring another refusal: say midnight.
     const verdict = evaluateLimits(limits, counts({ activeTasksOfUser: 1, userTasksToday: 1, serverTasksToday: 1 }));
-    expect(verdict).toEqual({
+    expect(worded(verdict)).toEqual({
       ok: false,
       retryAt: MIDNIGHT,
       message: `You reached this server's limit of 1 video a day. Try again <t:${MIDNIGHT / 1000}:R>.`,
     });
     const running = evaluateLimits(limits, counts({ activeTasksOfUser: 1 }));
-    expect(running).toMatchObject({ ok: false, message: expect.stringContaining('Try again when one of your videos finishes.') });
+    expect(worded(running)).toMatchObject({ ok: false, message: expect.stringContaining('Try again when one of your videos finishes.') });
     expect(running).not.toHaveProperty('retryAt');
   });
 });
@@ -104,7 +105,7 @@ describe('access by role', () => {
   });
 
   it('refuses others, naming the roles that would do', () => {
-    expect(checkAccess(['999'], restricted, 'video', false, ENGLISH)).toEqual({
+    expect(worded(checkAccess(['999'], restricted, 'video', false, ENGLISH))).toEqual({
       ok: false,
       message: 'On this server, /video is for members with <@&111> or <@&222>. Ask a server admin if you need it.',
     });

@@ -1,3 +1,4 @@
+import { worded } from '../support/worded.ts';
 import { readdirSync, readFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -8,7 +9,7 @@ import { isRecord } from '../../src/lib/json.ts';
 import { GatewayClientPool } from '../../src/gateway/pool.ts';
 import { createLogger, type Logger } from '../../src/lib/log.ts';
 import { DEFAULT_PRICES } from '../../src/settings/prices.ts';
-import { keyMessage, SettingsService, type SettingsOptions } from '../../src/settings/service.ts';
+import { keyNotice, SettingsService, type SettingsOptions } from '../../src/settings/service.ts';
 import { formatUsage } from '../../src/settings/usage-report.ts';
 import { openStore, type Store } from '../../src/store/index.ts';
 import { costOf, type TaskRecord } from '../../src/video/record.ts';
@@ -17,6 +18,7 @@ import { ENGLISH, resolveLocale, t } from '../../src/i18n/index.ts';
 import { LimitReachedError } from '../../src/ports/guild-policy.ts';
 import { userInstallScope } from '../../src/ports/user-install.ts';
 import { formatCostIn, formatEstimateIn } from '../../src/wording/cost.ts';
+import { notice, word } from '../../src/wording/notice.ts';
 
 // The settings service on a real SQLite file and the real gateway emulator.
 
@@ -147,18 +149,13 @@ describe("a server's own gateway key", () => {
   it('is refused with the reason when the gateway answers 401, and nothing is stored', async () => {
     const settings = await service();
     const result = await settings.setKey(GUILD, 'not-a-real-key-00000', ADMIN);
-    expect(result).toEqual({ ok: false, message: expect.stringMatching(REFUSED_KEY) });
+    expect(result.ok || word(ENGLISH, result.notice)).toMatch(REFUSED_KEY);
     expect((await settings.get(GUILD)).key).toBeUndefined();
-    expect(await settings.resolveGatewayAccess(GUILD)).toEqual({ ok: false, reason: 'no-key', message: keyMessage(ENGLISH, 'noKey') });
-    expect(await settings.resolveGatewayAccess(GUILD, 'ja')).toEqual({
-      ok: false,
-      reason: 'no-key',
-      message: keyMessage(resolveLocale('ja', undefined, 'member'), 'noKey'),
-    });
+    expect(await settings.resolveGatewayAccess(GUILD)).toEqual({ ok: false, reason: 'no-key', notice: keyNotice('noKey') });
     expect(await settings.describeKeyInUse(GUILD)).toBe(
       'none: `/video` and `/voice` cannot work until a server admin sets a key with `/config key`',
     );
-    expect(await settings.setKey(GUILD, 'has spaces in it', ADMIN)).toEqual({ ok: false, message: keyMessage(ENGLISH, 'notAKey') });
+    expect(await settings.setKey(GUILD, 'has spaces in it', ADMIN)).toEqual({ ok: false, notice: keyNotice('notAKey') });
   });
 
   it('names the request id when the gateway fails otherwise, and the key stays out of the message', async () => {
@@ -173,7 +170,7 @@ describe("a server's own gateway key", () => {
       const settings = await service({}, `http://127.0.0.1:${address.port}`);
       const result = await settings.setKey(GUILD, SERVER_KEY, ADMIN);
       expect(result.ok).toBe(false);
-      const message = result.ok ? '' : result.message;
+      const message = result.ok ? '' : word(ENGLISH, result.notice);
       expect(message).toContain('503');
       expect(message).toContain('req_settings_503');
       expect(message).not.toContain(SERVER_KEY);
@@ -196,7 +193,7 @@ describe("a server's own gateway key", () => {
       const settings = await service({}, `http://127.0.0.1:${address.port}`);
       expect(await settings.setKey(GUILD, SERVER_KEY, ADMIN)).toEqual({ ok: true, lastFour: '0c43', models: undefined });
       expect((await settings.get(GUILD)).key).toMatchObject({ lastFour: '0c43' });
-      expect(await settings.setKey(GUILD, 'not-a-real-key-00000', ADMIN)).toEqual({
+      expect(worded(await settings.setKey(GUILD, 'not-a-real-key-00000', ADMIN))).toEqual({
         ok: false,
         message: expect.stringMatching(REFUSED_KEY),
       });
@@ -210,12 +207,12 @@ describe("a server's own gateway key", () => {
     const settings = await service({ encryptionSecret: undefined, operatorKey: OPERATOR_KEY });
     expect(settings.canStoreKeys).toBe(false);
     const requestsBefore = emulator.requests.length;
-    expect(await settings.setKey(GUILD, SERVER_KEY, ADMIN)).toEqual({ ok: false, message: keyMessage(ENGLISH, 'noSecret') });
+    expect(await settings.setKey(GUILD, SERVER_KEY, ADMIN)).toEqual({ ok: false, notice: keyNotice('noSecret') });
     // The admin can pass on exactly what the operator must do.
-    expect(keyMessage(ENGLISH, 'noSecret')).toContain(
+    expect(word(ENGLISH, keyNotice('noSecret'))).toContain(
       'must set the environment variable KEY_ENCRYPTION_SECRET (a random string of at least 16 characters',
     );
-    expect(keyMessage(ENGLISH, 'noSecret')).toContain('restart the bot');
+    expect(word(ENGLISH, keyNotice('noSecret'))).toContain('restart the bot');
     expect(emulator.requests).toHaveLength(requestsBefore);
     expect(logLines.some((line) => line.includes('"level":"warn"') && line.includes('KEY_ENCRYPTION_SECRET is not set'))).toBe(true);
     // The operator's key still serves the server.
@@ -231,31 +228,22 @@ describe("a server's own gateway key", () => {
     expect(await changed.resolveGatewayAccess(GUILD)).toEqual({
       ok: false,
       reason: 'undecryptable',
-      message: keyMessage(ENGLISH, 'unreadable'),
+      notice: keyNotice('unreadable'),
     });
     expect(await changed.describeKeyInUse(GUILD)).toMatch(
       /^none: this server's own key \(…0c43, set by .*\) cannot be used\. .*set it again with `\/config key`/,
     );
-    expect(keyMessage(ENGLISH, 'unreadable')).toContain('set it again with `/config key`');
-    expect(await changed.resolveGatewayAccess(GUILD, 'fr')).toMatchObject({
-      message: keyMessage(resolveLocale('fr', undefined, 'member'), 'unreadable'),
-    });
+    expect(word(ENGLISH, keyNotice('unreadable'))).toContain('set it again with `/config key`');
     expect(logLines.some((line) => line.includes('a stored server key cannot be read') && line.includes('other-secret'))).toBe(true);
 
     const withoutSecret = await restart({ encryptionSecret: undefined, operatorKey: OPERATOR_KEY });
     expect(await withoutSecret.resolveGatewayAccess(GUILD)).toEqual({
       ok: false,
       reason: 'no-secret',
-      message: keyMessage(ENGLISH, 'secretRemoved'),
+      notice: keyNotice('secretRemoved'),
     });
-    expect(keyMessage(ENGLISH, 'secretRemoved')).toContain('set it back to the same secret');
-    // Said in the language of whoever reads it.
-    const german = resolveLocale('de', undefined, 'member');
-    expect(await withoutSecret.resolveGatewayAccess(GUILD, 'de')).toEqual({
-      ok: false,
-      reason: 'no-secret',
-      message: keyMessage(german, 'secretRemoved'),
-    });
+    expect(word(ENGLISH, keyNotice('secretRemoved'))).toContain('set it back to the same secret');
+    expect(word(resolveLocale('de', undefined, 'member'), keyNotice('secretRemoved'))).toContain('KEY_ENCRYPTION_SECRET');
 
     await restart();
     const raw = await openStore(`sqlite://${storeFile}`, log);
@@ -331,7 +319,7 @@ describe('settings changes', () => {
   it('lets only the allowed roles use a feature', async () => {
     const settings = await service();
     await settings.update(GUILD, ADMIN, 'allowed r1 on /voice', (current) => ({ ...current, roles: { ...current.roles, voice: ['r1'] } }));
-    expect(await settings.mayUse(GUILD, 'voice', ['r2'], false, ENGLISH)).toMatchObject({
+    expect(worded(await settings.mayUse(GUILD, 'voice', ['r2'], false, ENGLISH))).toMatchObject({
       ok: false,
       message: expect.stringContaining('<@&r1>'),
     });
@@ -418,14 +406,17 @@ describe('limits and usage', () => {
       settings.recordSubmission(task('t1', 'alice', LATE), ESTIMATE),
       settings.recordSubmission(task('t2', 'alice', LATE), ESTIMATE),
     ]);
-    expect(await ask('alice')).toMatchObject({
+    expect(worded(await ask('alice'))).toMatchObject({
       ok: false,
       retryAt: NEXT_DAY,
       message: expect.stringContaining(`<t:${NEXT_DAY / 1000}:R>`),
     });
     expect(await ask('bob')).toEqual({ ok: true });
     await settings.recordSubmission(task('t3', 'bob', LATE), ESTIMATE);
-    expect(await ask('bob')).toMatchObject({ ok: false, message: expect.stringContaining('This server reached its 3 videos for today') });
+    expect(worded(await ask('bob'))).toMatchObject({
+      ok: false,
+      message: expect.stringContaining('This server reached its 3 videos for today'),
+    });
     expect(await ask('alice', NEXT_DAY)).toEqual({ ok: true });
 
     await settings.releaseSubmission(task('t2', 'alice', LATE), secondReservation);
@@ -512,10 +503,10 @@ describe("a member's own install of the app", () => {
     expect(await settings.resolveGatewayAccess(SCOPE)).toMatchObject({ ok: true, apiKey: OPERATOR_KEY, source: 'operator' });
 
     const withoutOperator = await restart();
-    expect(await withoutOperator.resolveGatewayAccess(SCOPE, 'de')).toEqual({
+    expect(await withoutOperator.resolveGatewayAccess(SCOPE)).toEqual({
       ok: false,
       reason: 'no-key',
-      message: t(GERMAN, 'user-install.no-key'),
+      notice: notice('user-install.no-key'),
     });
     expect(t(GERMAN, 'user-install.no-key')).toContain('`GATEWAY_API_KEY`');
   });
@@ -524,14 +515,14 @@ describe("a member's own install of the app", () => {
     const settings = await service({ operatorKey: OPERATOR_KEY, userInstallLimits: { dailyVideos: 3, dailyUsd: 1 } });
     // A server's own limits (none here) and budgets do not reach a member's own install.
     const ask = (estimateTicks = ESTIMATE, now = NOON) =>
-      settings.checkLimits({ guildId: SCOPE, userId: MEMBER, activeTasksOfUser: 0, now, estimateTicks, locale: 'fr' });
+      settings.checkLimits({ guildId: SCOPE, userId: MEMBER, activeTasksOfUser: 0, now, estimateTicks });
 
     await settings.recordSubmission(ownTask('u1'), ESTIMATE);
     await settings.recordSubmission(ownTask('u2'), ESTIMATE);
     // $0.80 spent of $1.00: a third video of $0.40 would pass it.
     const overBudget = await ask();
     expect(overBudget).toMatchObject({ ok: false, retryAt: MIDNIGHT });
-    expect(overBudget.ok || overBudget.message).toBe(
+    expect(overBudget.ok || word(FRENCH, overBudget.notice)).toBe(
       t(FRENCH, 'user-install.limit.usd', {
         estimate: formatEstimateIn(FRENCH, ESTIMATE),
         amount: formatCostIn(FRENCH, 10_000_000_000),
@@ -539,11 +530,11 @@ describe("a member's own install of the app", () => {
         resets: `<t:${MIDNIGHT / 1000}:R>`,
       }),
     );
-    await expect(settings.recordSubmission(ownTask('u3'), ESTIMATE, 'fr')).rejects.toThrow(LimitReachedError);
+    await expect(settings.recordSubmission(ownTask('u3'), ESTIMATE)).rejects.toThrow(LimitReachedError);
     expect(await ask(2_000_000_000)).toEqual({ ok: true });
     await settings.recordSubmission(ownTask('u3'), 2_000_000_000);
     // Three videos are as many as a day allows, whatever they cost.
-    expect(await ask(0)).toMatchObject({
+    expect(worded(await ask(0), FRENCH)).toMatchObject({
       ok: false,
       message: t(FRENCH, 'user-install.limit.videos', { count: 3, retry: `<t:${MIDNIGHT / 1000}:R>` }),
     });

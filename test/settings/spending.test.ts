@@ -16,9 +16,10 @@ import { SettingsService } from '../../src/settings/service.ts';
 import { formatUsage } from '../../src/settings/usage-report.ts';
 import { monthKey } from '../../src/settings/usage.ts';
 import { openStore, type Store } from '../../src/store/index.ts';
-import { ENGLISH, resolveLocale, t } from '../../src/i18n/index.ts';
+import { ENGLISH, resolveLocale, t, type Locale } from '../../src/i18n/index.ts';
 import { formatCostIn, formatEstimateIn } from '../../src/wording/cost.ts';
-import { describeBudget } from '../../src/settings/budgets.ts';
+import { budgetName } from '../../src/settings/budgets.ts';
+import { word } from '../../src/wording/notice.ts';
 
 // What a server's key spends, on the real stores: reservations against the budgets at submission (two
 // members, and two workers, against the last dollar), what a finished task counts, voice metering,
@@ -90,8 +91,8 @@ async function worker(url: string, observed: Observed = { alerts: [], metrics: [
     gatewayVendor: 'svc',
     encryptionSecret: undefined,
     prices: DEFAULT_PRICES,
-    postAlert: (channelId, content) => {
-      observed.alerts.push({ channelId, content });
+    postAlert: (_guildId, channelId, alert) => {
+      observed.alerts.push({ channelId, content: word(ENGLISH, alert) });
       return Promise.resolve();
     },
     metrics: { spend: (feature, kind, usd) => observed.metrics.push(`${feature} ${kind} ${usd}`) },
@@ -150,12 +151,17 @@ function finished(
 }
 
 /** What each submission came to: its reservation, or the words it was refused in. */
-async function submitted(submissions: Promise<SpendReservation>[]): Promise<{ admitted: SpendReservation[]; refused: string[] }> {
+/** The submissions admitted, and the refusals as a member reading `locale` reads them. */
+async function submitted(
+  submissions: Promise<SpendReservation>[],
+  locale: Locale = ENGLISH,
+): Promise<{ admitted: SpendReservation[]; refused: string[] }> {
   const outcomes = await Promise.allSettled(submissions);
   const refused = outcomes.flatMap((outcome) => {
     if (outcome.status === 'fulfilled') return [];
-    expect(outcome.reason).toBeInstanceOf(LimitReachedError);
-    return [(outcome.reason as Error).message];
+    const error: unknown = outcome.reason;
+    if (!(error instanceof LimitReachedError)) throw error;
+    return [word(locale, error.notice)];
   });
   return { admitted: outcomes.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value] : [])), refused };
 }
@@ -190,8 +196,14 @@ describe.each([
     const guild = newGuild();
     await setBudgets(settings, guild, { server_daily_usd: 1, server_monthly_usd: 1.5 });
     await settings.recordSubmission(memberTask(guild, member(1)), 80 * CENTS);
-    const daily = await submitted([settings.recordSubmission(memberTask(guild, member(2)), 40 * CENTS, 'de')]);
-    const nextDay = await submitted([settings.recordSubmission(memberTask(guild, member(2), MIDNIGHT_AFTER), 80 * CENTS, 'fr')]);
+    const daily = await submitted(
+      [settings.recordSubmission(memberTask(guild, member(2)), 40 * CENTS)],
+      resolveLocale('de', undefined, 'member'),
+    );
+    const nextDay = await submitted(
+      [settings.recordSubmission(memberTask(guild, member(2), MIDNIGHT_AFTER), 80 * CENTS)],
+      resolveLocale('fr', undefined, 'member'),
+    );
     written.push(['usage_days', `${guild}:${dayKey(MIDNIGHT_AFTER)}`]);
     const refusal = (
       code: string,
@@ -203,7 +215,7 @@ describe.each([
       const locale = resolveLocale(code, undefined, 'member');
       return t(locale, 'budget.video-would-pass', {
         estimate: formatEstimateIn(locale, (budget === 'server_daily_usd' ? 40 : 80) * CENTS),
-        budgetName: describeBudget(locale, { budget, limitTicks: limitUsd * USD_TICKS }),
+        budgetName: word(locale, budgetName({ budget, limitTicks: limitUsd * USD_TICKS })),
         left: formatCostIn(locale, leftUsd * USD_TICKS),
         budget,
         resets: `<t:${resets / 1000}:R>`,
@@ -256,7 +268,7 @@ describe.each([
     await setBudgets(settings, guild, { member_daily_usd: 1 });
     const task = memberTask(guild, member(1));
     const reservation = await settings.recordSubmission(task, 60 * CENTS);
-    await expect(settings.recordSubmission(task, 60 * CENTS)).rejects.toThrow(
+    expect((await submitted([settings.recordSubmission(task, 60 * CENTS)])).refused[0]).toContain(
       'your daily budget on this server ($1.00): $0.40 is left today',
     );
 
@@ -330,7 +342,7 @@ describe.each([
       { estimateTicks: 30 * CENTS, month: true },
     ]);
     expect(await monthRecord(monthly)).toMatchObject({ reservedTicks: 90 * CENTS });
-    await expect(settings.recordSubmission(memberTask(monthly, member(2)), 20 * CENTS)).rejects.toThrow(
+    expect((await submitted([settings.recordSubmission(memberTask(monthly, member(2)), 20 * CENTS)])).refused[0]).toContain(
       "this server's monthly budget ($1.00): $0.10 is left this month",
     );
 
@@ -347,7 +359,7 @@ describe.each([
     const guild = newGuild(lastMoment, FIRST_OF_DECEMBER);
     await setBudgets(settings, guild, { server_monthly_usd: 1 });
     await settings.recordSubmission(memberTask(guild, member(1), lastMoment), USD_TICKS);
-    await expect(settings.recordSubmission(memberTask(guild, member(1), lastMoment), CENTS)).rejects.toThrow(
+    expect((await submitted([settings.recordSubmission(memberTask(guild, member(1), lastMoment), CENTS)])).refused[0]).toContain(
       `It starts over <t:${FIRST_OF_DECEMBER / 1000}:R>.`,
     );
     expect(await settings.recordSubmission(memberTask(guild, member(1), FIRST_OF_DECEMBER), USD_TICKS)).toMatchObject({ month: true });
@@ -414,15 +426,15 @@ describe.each([
 
     expect(await first.spending.checkStart(guild, member(1), DAY)).toEqual({ ok: true });
     const [left] = await Promise.all([first.spending.meter({ ...use, ms: 30_000 }), second.spending.meter({ ...use, ms: 30_000 })]);
-    expect(left.reason).toBe(`Your daily budget on this server ($0.10) is used up; it starts over <t:${MIDNIGHT_AFTER / 1000}:R>.`);
+    expect(word(ENGLISH, left.reason!)).toBe(
+      `Your daily budget on this server ($0.10) is used up; it starts over <t:${MIDNIGHT_AFTER / 1000}:R>.`,
+    );
     // $0.05 a minute: a minute of $0.10 spent, or half of it when the other worker's half lands after.
     expect([60_000, 90_000]).toContain(Math.round(left.msLeft!));
     expect(Math.round((await second.spending.meter({ ...use, ms: 0 })).msLeft!)).toBe(60_000);
-    // What the conversation says aloud, in its own language (/voice settings language); the channel's stays the server's.
+    // What the conversation says aloud, in its own language (/voice settings language).
     const french = resolveLocale('fr', undefined, 'member');
-    const spoken = await second.spending.meter({ ...use, ms: 0, spokenLocale: 'fr' });
-    expect(spoken.reason).toBe(left.reason);
-    expect(spoken.spokenReason).toBe(
+    expect(word(french, left.reason!)).toBe(
       t(french, 'budget.used-up', {
         budget: 'member_daily_usd',
         amount: formatCostIn(french, 10 * CENTS),
@@ -431,10 +443,10 @@ describe.each([
     );
 
     await second.spending.meter({ ...use, ms: 60_000 });
-    expect(await first.spending.checkStart(guild, member(1), DAY)).toEqual({
-      ok: false,
-      message: `I cannot start a conversation: your daily budget on this server ($0.10) is used up; it starts over <t:${MIDNIGHT_AFTER / 1000}:R>.`,
-    });
+    const refused = await first.spending.checkStart(guild, member(1), DAY);
+    expect(refused.ok || word(ENGLISH, refused.notice)).toBe(
+      `I cannot start a conversation: your daily budget on this server ($0.10) is used up; it starts over <t:${MIDNIGHT_AFTER / 1000}:R>.`,
+    );
     // Another member is not held by this member's budget.
     expect(await first.spending.checkStart(guild, member(2), DAY)).toEqual({ ok: true });
     expect(await usageText(second, guild, member(1))).toContain(
@@ -443,7 +455,7 @@ describe.each([
     const view = await first.spending.usage(guild, member(1), true, DAY);
     expect(view.member.month).toMatchObject({ voiceMs: 120_000, voiceTicks: 10 * CENTS });
     expect(view.server?.days.at(-1)).toEqual({ day: '2026-11-17', videoUsd: 0, voiceUsd: 0.1 });
-    expect(view.budgets.map((budget) => [describeBudget(ENGLISH, budget), budget.leftTicks])).toEqual([
+    expect(view.budgets.map((budget) => [word(ENGLISH, budgetName(budget)), budget.leftTicks])).toEqual([
       ['your daily budget on this server ($0.10)', 0],
       ["this server's monthly budget ($50.00)", 4990 * CENTS],
     ]);

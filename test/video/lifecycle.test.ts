@@ -1,3 +1,4 @@
+import { notice } from '../../src/wording/notice.ts';
 import { randomBytes } from 'node:crypto';
 import { EventEmitter, once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -289,7 +290,7 @@ describe('a finished video the bot cannot fetch', () => {
   });
 
   it("is closed the same way when the server's key was removed after it finished", async () => {
-    access = { ok: false, message: 'This server has no gateway key yet: a server admin can add one with `/config key`.' };
+    access = { ok: false, notice: notice('config.key.no-key') };
     try {
       const videoUrl = `${gateway.baseUrl}/files/done.mp4`;
       const { card } = await track({ state: 'succeeded', finishedAt: Date.now(), outcome: { videoUrl } });
@@ -680,11 +681,12 @@ describe('a submission whose answer cannot be read', () => {
 
 describe('a daily limit reached on another worker since the check', () => {
   it("refuses the submission in the limit's words, with nothing stored or sent", async () => {
+    const reached = notice('limits.server-daily', { count: 5, retry: 'tomorrow' });
     const words = 'This server reached its 5 videos for today; try again tomorrow.';
     const counted: MemberTask[] = [];
     countSubmission = (task) => {
       counted.push(task);
-      return Promise.reject(new LimitReachedError(words));
+      return Promise.reject(new LimitReachedError(reached));
     };
     const submissionsBefore = gateway.submissions.length;
     const error = await generate('one video too many').then(

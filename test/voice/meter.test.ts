@@ -1,6 +1,7 @@
 // The conversation meter on its own: what it hands the ledger and when, and when a live conversation is
 // warned and ended, with the clock and the ledger the test's (the heartbeat is 30 s; nothing waits it out).
 
+import { notice, word, type Notice } from '../../src/wording/notice.ts';
 import { EventEmitter } from 'node:events';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { silentLogger } from '../../src/lib/log.ts';
@@ -12,6 +13,8 @@ import { ENGLISH, resolveLocale, t } from '../../src/i18n/index.ts';
 const HEARTBEAT_MS = 30_000;
 const REASON = 'Your daily budget on this server ($1.00) is used up; it starts over <t:2000:R>.';
 const SPOKEN_REASON = 'Dein Tagesbudget ist aufgebraucht; es beginnt <t:2000:R> von vorn.';
+/** What the spending port tells the meter: the budget that bounds the conversation. */
+const REASON_NOTICE = notice('budget.used-up', { budget: 'member_daily_usd', amount: '$1.00', resets: '<t:2000:R>' });
 
 /** A ledger with a budget of `budgetMs` of session time (undefined: none), that can be made to fail. */
 class FakeLedger implements VoiceSpending {
@@ -30,8 +33,7 @@ class FakeLedger implements VoiceSpending {
     const spent = this.uses.reduce((sum, each) => sum + each.ms, 0);
     return Promise.resolve({
       msLeft: this.budgetMs === undefined ? undefined : this.budgetMs - spent,
-      reason: REASON,
-      spokenReason: SPOKEN_REASON,
+      reason: REASON_NOTICE,
     });
   }
   get counted(): number {
@@ -42,7 +44,7 @@ class FakeLedger implements VoiceSpending {
 class FakeSession extends EventEmitter<{ close: [] }> {}
 
 let ledger: FakeLedger;
-let warnings: { msLeft: number; reason: string; spokenReason: string }[];
+let warnings: { msLeft: number; reason: Notice }[];
 let spent: string[];
 let meter: ConversationMeter;
 
@@ -58,10 +60,7 @@ function meterFor(budgetMs: number | undefined): ConversationMeter {
     heartbeatMs: HEARTBEAT_MS,
     log: silentLogger,
     onWarning: (left) => warnings.push(left),
-    onSpent: ({ reason, spokenReason }) => {
-      expect(spokenReason).toBe(SPOKEN_REASON);
-      spent.push(reason);
-    },
+    onSpent: ({ reason }) => spent.push(word(ENGLISH, reason)),
   });
   return meter;
 }
@@ -123,7 +122,7 @@ describe('the conversation meter', () => {
     await vi.advanceTimersByTimeAsync(40_000 - 1);
     expect(warnings).toEqual([]);
     await vi.advanceTimersByTimeAsync(1);
-    expect(warnings).toEqual([{ msLeft: BUDGET_WARNING_MS, reason: REASON, spokenReason: SPOKEN_REASON }]);
+    expect(warnings).toEqual([{ msLeft: BUDGET_WARNING_MS, reason: REASON_NOTICE }]);
     await vi.advanceTimersByTimeAsync(BUDGET_WARNING_MS - 1);
     expect(spent).toEqual([]);
     await vi.advanceTimersByTimeAsync(1);
@@ -140,7 +139,7 @@ describe('the conversation meter', () => {
     ledger.budgetMs = 50_000;
     await vi.advanceTimersByTimeAsync(HEARTBEAT_MS);
     // Read at 60 s with 50 s of budget: spent; warned first, since it had not been.
-    expect(warnings).toEqual([{ msLeft: expect.any(Number), reason: REASON, spokenReason: SPOKEN_REASON }]);
+    expect(warnings).toEqual([{ msLeft: expect.any(Number), reason: REASON_NOTICE }]);
     expect(spent).toEqual([REASON]);
   });
 
@@ -160,7 +159,7 @@ describe('the conversation meter', () => {
     meterFor(20_000);
     meter.opened(new FakeSession());
     await meter.start();
-    expect(warnings).toEqual([{ msLeft: 20_000, reason: REASON, spokenReason: SPOKEN_REASON }]);
+    expect(warnings).toEqual([{ msLeft: 20_000, reason: REASON_NOTICE }]);
     ledger.down = true;
     await vi.advanceTimersByTimeAsync(20_000);
     expect(spent).toEqual([REASON]);

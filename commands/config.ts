@@ -103,7 +103,7 @@ async function apply(interaction: ChatInputCommandInteraction, services: Service
   const locale = memberLocale(interaction);
   await answerPrivately(
     interaction,
-    `${request.note ?? t(locale, 'config.saved')}\n${await services.settings.describe(guildId, locale, updated)}`,
+    await services.settings.describeChange(guildId, locale, request.note ?? t(locale, 'config.saved'), updated),
   );
 }
 

@@ -262,6 +262,7 @@ export interface MessagePlaceholders {
   'config.defaults.duration-range': { max: string | number; min: string | number };
   'config.defaults.variants-range': { max: string | number };
   'config.defaults.model-unavailable': { available: string | number; model: string | number };
+  'config.defaults.more-models': { count: number };
   'config.storage.keep-days-range': { max: string | number };
   'config.roles.pick-role': undefined;
   'config.limits.range': { max: number; option: string | number };
@@ -296,6 +297,7 @@ export interface MessagePlaceholders {
   'config.show.storage': { days: number; publicLink: string };
   'config.show.roles': { video: string | number; voice: string | number };
   'config.show.everyone': undefined;
+  'config.show.more-roles': { count: number };
   'config.show.limits': { concurrent: string | number; perMember: string | number; perServer: string | number };
   'config.show.no-limit': undefined;
   'config.show.budgets': { alerts: string | number; confirm: string | number; perMember: string | number; perMonth: string | number; perServer: string | number };
@@ -360,6 +362,7 @@ export interface MessagePlaceholders {
   'prices.video': { model: string | number; rates: string | number };
   'prices.per-second': { price: string | number; resolution: string | number };
   'prices.voice': { model: string | number; price: string | number };
+  'prices.more': { count: number };
   'config.key.form.title': undefined;
   'config.key.form.label': undefined;
   'gateway-error.with-request-id': { requestId: string | number; text: string | number };

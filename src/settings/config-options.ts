@@ -1,8 +1,10 @@
 import type { SubcommandDefinition } from '../discord/command-options.ts';
+import { MESSAGE_LIMITS } from '../discord/message-limits.ts';
 import { MAX_VARIANTS } from '../ports/video-defaults.ts';
 import { ASPECT_RATIOS, GENERATION_DURATION, LAYERS, RESOLUTIONS, type Layer } from '../gateway/spec.ts';
 import { formatList, formatNumber, t, translator, type Locale } from '../i18n/index.ts';
 import { refuse, type Refusal, type Result } from '../lib/result.ts';
+import { shorten } from '../lib/text.ts';
 import { formatCost, formatCostIn } from '../wording/cost.ts';
 import { usdToTicks } from './budgets.ts';
 import { FEATURES, RESULT_BUTTONS, STORAGE_MAX_DAYS, type BudgetName, type GuildSettings } from './guild-settings.ts';
@@ -16,6 +18,15 @@ import { FEATURES, RESULT_BUTTONS, STORAGE_MAX_DAYS, type BudgetName, type Guild
 const MAX_LIMIT = 10_000;
 /** A budget or confirmation threshold, in dollars: high enough for any server, low enough to be a typo's bound. */
 const MAX_USD = 1_000_000;
+/**
+ * What /config shows of what grows with the server or the admins' input, so that every answer fits
+ * Discord's 2,000 characters in every language: a model id (a key's models, a default), roles per
+ * feature, and one change of the history (a change can name a model).
+ */
+const MODEL_SHOWN = 60;
+const ROLES_SHOWN = 3;
+const HISTORY_CHANGE_SHOWN = 80;
+const HISTORY_SHOWN = 5;
 
 export const CONFIG_COMMAND = { name: 'config' } as const;
 
@@ -209,10 +220,21 @@ export function defaultsChange(locale: Locale, given: DefaultsGiven): SettingsCh
   };
 }
 
-/** A default model the server's key cannot use; `available` undefined or empty: the list could not be read, and the model is accepted. */
+/**
+ * A default model the server's key cannot use; `available` undefined or empty: the list could not be read,
+ * and the model is accepted. The key's models are named as many as fit in one message, then how many more.
+ */
 export function checkDefaultModel(locale: Locale, model: string, available: readonly string[] | undefined): string | undefined {
   if (!available || available.length === 0 || available.includes(model)) return undefined;
-  return t(locale, 'config.defaults.model-unavailable', { model, available: available.join(', ') });
+  const refusal = (shown: number) => {
+    const names = available.slice(0, shown).map((name) => shorten(name, MODEL_SHOWN));
+    const more = available.length - shown;
+    if (more > 0) names.push(t(locale, 'config.defaults.more-models', { count: more }));
+    return t(locale, 'config.defaults.model-unavailable', { model: shorten(model, MODEL_SHOWN), available: names.join(', ') });
+  };
+  let shown = 0;
+  while (shown < available.length && refusal(shown + 1).length <= MESSAGE_LIMITS.content) shown++;
+  return refusal(shown);
 }
 
 export function storageChange(locale: Locale, keepDays: number, publicLink: boolean): SettingsChangeRequest {
@@ -370,8 +392,31 @@ export interface ShownFacts {
   canStoreKeys: boolean;
   keyInUse: string;
   defaultLayer: Layer;
-  /** The prices estimates are made with, one line each. */
+  /** The prices estimates are made with, one line each: as many as fit are shown. */
   prices: readonly string[];
+}
+
+/** The history's newest changes, as many as fit in `room` characters (HISTORY_SHOWN at most), under their heading; none: nothing. */
+function historyLines(locale: Locale, history: GuildSettings['history'], room: number): string[] {
+  const lines = [t(locale, 'config.show.history')];
+  for (const entry of history.slice(0, HISTORY_SHOWN)) {
+    const line = `<t:${Math.floor(entry.at / 1000)}:R> <@${entry.by}> ${shorten(entry.change, HISTORY_CHANGE_SHOWN)}`;
+    if ([...lines, line].join('\n').length > room) break;
+    lines.push(line);
+  }
+  return lines.length > 1 ? lines : [];
+}
+
+/** The prices line with as many of `prices` as fit in `room` characters, then how many more there are and where. */
+function pricesLine(locale: Locale, prices: readonly string[], room: number): string {
+  const line = (shown: number) => {
+    const more = prices.length - shown;
+    const parts = [...prices.slice(0, shown), ...(more > 0 ? [t(locale, 'prices.more', { count: more })] : [])];
+    return t(locale, 'config.show.prices', { prices: parts.join('; ') });
+  };
+  let shown = 0;
+  while (shown < prices.length && line(shown + 1).length <= room) shown++;
+  return line(shown);
 }
 
 /**
@@ -386,29 +431,36 @@ function missingLine(locale: Locale, facts: ShownFacts): string {
   return missing.length === 0 ? t(locale, 'config.show.missing-none') : t(locale, 'config.show.missing', { missing: missing.join('; ') });
 }
 
-/** `/config show`, and what every change answers with, in the admin's language. */
-export function describeServerSettings(locale: Locale, settings: GuildSettings, facts: ShownFacts): string {
+/**
+ * `/config show`, and what every change answers with, in the admin's language, in `room` characters at
+ * most (what a message holds, less what the answer puts before it): the prices take what the rest leaves.
+ */
+export function describeServerSettings(
+  locale: Locale,
+  settings: GuildSettings,
+  facts: ShownFacts,
+  room: number = MESSAGE_LIMITS.content,
+): string {
   const say = translator(locale);
-  const roles = (ids: string[]) =>
-    ids.length === 0
-      ? say('config.show.everyone')
-      : formatList(
-          locale,
-          ids.map((id) => `<@&${id}>`),
-        );
+  const roles = (ids: string[]) => {
+    if (ids.length === 0) return say('config.show.everyone');
+    const shown = ids.slice(0, ROLES_SHOWN).map((id) => `<@&${id}>`);
+    const more = ids.length - shown.length;
+    return formatList(locale, more > 0 ? [...shown, say('config.show.more-roles', { count: more })] : shown);
+  };
   const limit = (value: number) => (value === 0 ? say('config.show.no-limit') : formatNumber(locale, value));
   const budget = (amount: number) => (amount === 0 ? say('config.show.no-budget') : formatCostIn(locale, usdToTicks(amount)));
   const orDefault = (value: string | undefined) => value ?? say('config.show.gateway-default');
   const { defaults, storage, limits, spending } = settings;
   const { budgets } = spending;
-  return [
+  const before = [
     missingLine(locale, facts),
     say('config.show.key', { key: facts.keyInUse }),
     settings.layer === undefined
       ? say('config.show.layer-default', { layer: facts.defaultLayer })
       : say('config.show.layer', { layer: settings.layer }),
     say('config.show.defaults', {
-      model: defaults.model ?? say('config.show.latest'),
+      model: defaults.model === undefined ? say('config.show.latest') : shorten(defaults.model, MODEL_SHOWN),
       resolution: orDefault(defaults.resolution),
       duration:
         defaults.duration === undefined
@@ -437,14 +489,12 @@ export function describeServerSettings(locale: Locale, settings: GuildSettings, 
           ? say('config.show.confirm-none')
           : say('config.show.confirm-over', { amount: formatCostIn(locale, usdToTicks(spending.confirmOverUsd)) }),
     }),
-    say('config.show.prices', { prices: facts.prices.join('; ') }),
-    settings.history.length > 0
-      ? `${say('config.show.history')}\n${settings.history
-          .slice(0, 5)
-          .map((entry) => `<t:${Math.floor(entry.at / 1000)}:R> <@${entry.by}> ${entry.change}`)
-          .join('\n')}`
-      : '',
-  ]
-    .filter((line) => line !== '')
-    .join('\n');
+  ];
+  // The settings first, whole; then the newest changes in at most half of what is left, and the prices in the rest.
+  const left = room - before.join('\n').length - '\n'.length;
+  const history = historyLines(locale, settings.history, Math.floor(left / 2));
+  const prices = pricesLine(locale, facts.prices, left - history.join('\n').length - (history.length > 0 ? '\n'.length : 0));
+  const text = [...before, prices, ...history].join('\n');
+  // The bounds above keep the settings well within a message; this keeps an unforeseen worst case from being refused whole.
+  return shorten(text, room);
 }

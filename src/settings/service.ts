@@ -25,6 +25,7 @@ import type { VideoDefaults } from '../ports/video-defaults.ts';
 import type { VoiceSettings, VoiceSettingsSource } from '../ports/voice-settings.ts';
 import { checkAccess, type AccessVerdict } from './access.ts';
 import { describeServerSettings } from './config-options.ts';
+import { MESSAGE_LIMITS } from '../discord/message-limits.ts';
 import {
   HISTORY_KEPT,
   defaultGuildSettings,
@@ -366,18 +367,31 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
     return { ok: true, apiKey: operatorKey, layer: this.#options.defaultLayer, source: 'operator', keyId: keyFingerprint(operatorKey) };
   }
 
-  /** `/config show`: `settings` (what a change just wrote; unless given, what is stored) and what stands between the server and a working bot. */
-  async describe(guildId: string, locale: Locale, settings?: GuildSettings): Promise<string> {
-    const shown = settings ?? (await this.get(guildId));
+  /** `/config show`: the settings and what stands between the server and a working bot, in one message. */
+  async describe(guildId: string, locale: Locale): Promise<string> {
+    return this.#describe(guildId, locale, await this.get(guildId), MESSAGE_LIMITS.content);
+  }
+
+  /**
+   * What a change answers with: `saved` (that it was saved, in the admin's language), then the settings
+   * the change wrote, the whole in one message.
+   */
+  async describeChange(guildId: string, locale: Locale, saved: string, settings: GuildSettings): Promise<string> {
+    const room = MESSAGE_LIMITS.content - saved.length - '\n'.length;
+    return `${saved}\n${await this.#describe(guildId, locale, settings, room)}`;
+  }
+
+  async #describe(guildId: string, locale: Locale, settings: GuildSettings, room: number): Promise<string> {
     const access = await this.resolveGatewayAccess(guildId);
     const keyInUse = await this.describeKeyInUse(guildId, locale);
-    return describeServerSettings(locale, shown, {
+    const facts = {
       hasKey: access.ok,
       canStoreKeys: this.canStoreKeys,
       keyInUse,
       defaultLayer: this.#options.defaultLayer,
       prices: describePrices(this.#options.prices, locale),
-    });
+    };
+    return describeServerSettings(locale, settings, facts, room);
   }
 
   /** `/config show`'s key line: which key serves the server (its own, the operator's, or none) and why. */

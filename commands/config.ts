@@ -16,6 +16,7 @@ import { subcommand } from '../src/discord/command-options.ts';
 import { customId } from '../src/discord/custom-id.ts';
 import { localized } from '../src/i18n/commands.ts';
 import { t } from '../src/i18n/index.ts';
+import { shorten } from '../src/lib/text.ts';
 import type { Command } from '../src/interactions/command.ts';
 import { guildOf, memberLocale, type HandledInteraction, type Requirement } from '../src/interactions/requirements.ts';
 import type { Services } from '../src/services.ts';
@@ -95,16 +96,28 @@ async function modal(interaction: ModalSubmitInteraction, services: Services) {
   );
 }
 
-/** Applies a change the settings part accepted, and answers with the settings as they are now. */
+/** The most of a change's words a "saved" follow-up quotes (a change can name a model of any length). */
+const CHANGE_QUOTED = 300;
+
+/**
+ * Applies a change the settings part accepted, and answers with the settings as they are now. Once the
+ * change is stored, the admin is told so whatever happens to that answer (it cannot be built, or Discord
+ * refuses it): a short follow-up names the change, so they never read only that something went wrong.
+ */
 async function apply(interaction: ChatInputCommandInteraction, services: Services, request: SettingsChangeRequest) {
   if (!request.ok) return answerPrivately(interaction, request.message);
   const guildId = guildOf(interaction);
   const updated = await services.settings.update(guildId, interaction.user.id, request.description, request.change);
   const locale = memberLocale(interaction);
-  await answerPrivately(
-    interaction,
-    await services.settings.describeChange(guildId, locale, request.note ?? t(locale, 'config.saved'), updated),
-  );
+  try {
+    await answerPrivately(
+      interaction,
+      await services.settings.describeChange(guildId, locale, request.note ?? t(locale, 'config.saved'), updated),
+    );
+  } catch (error) {
+    services.log.warn('a settings change was saved, but its answer failed; telling the admin it was saved', { guild: guildId, error });
+    await answerPrivately(interaction, t(locale, 'config.saved-unshown', { change: shorten(request.description, CHANGE_QUOTED) }));
+  }
 }
 
 /** A model the server's key cannot use is refused now rather than on every /video; an unreachable gateway does not block the change. */

@@ -94,20 +94,30 @@ const parseStoredConversation = versionedRecord<StoredConversation>({
   upgrade: (stored) => ({ restarting: false, rejoinAttempts: 0, updatedAt: 0, ...stored }),
 });
 
+/** How many stored records with settings read as their defaults the parser remembers having warned of. */
+const WARNED_RECORDS_KEPT = 1_000;
+
 /**
  * The parser of conversation records. Their voice settings are read with the voice settings' one schema
- * (src/ports/voice-settings-schema.ts): one missing or out of its bounds is read as its default
- * (`defaults`, the vendor's), said in one warning, and the conversation still comes back.
+ * (src/ports/voice-settings-schema.ts), the bounds /voice settings enforces: one missing or out of its
+ * bounds is read as its default (`defaults`, the vendor's), said in one warning, and the conversation still
+ * comes back. A start reads a record more than once as it was stored (the scan, then the count of the first
+ * attempt, which writes the settings back as read): the warning is said at the first read only.
  */
 export function conversationRecordParser(defaults: VoiceSettings): (raw: unknown, warn?: RecordWarning) => ConversationRecord {
+  const warned = new Set<string>();
   return (raw, warn = () => undefined) => {
     const stored = parseStoredConversation(raw, warn);
     const { settings, outOfBounds } = readVoiceSettings(stored.settings, VOICE_SETTINGS);
     const missing = Object.keys(defaults).filter((key) => !Object.hasOwn(stored.settings, key));
-    if (outOfBounds.length + missing.length > 0)
-      warn("a conversation's voice settings missing or out of their bounds are read as their defaults", {
-        settings: [...missing, ...outOfBounds],
-      });
+    const defaulted = [...missing, ...outOfBounds];
+    // A record is rewritten with a new updatedAt (or gone) once its conversation is back or given up.
+    const warning = JSON.stringify([stored.voiceChannelId, stored.updatedAt, defaulted]);
+    if (defaulted.length > 0 && !warned.has(warning)) {
+      warned.add(warning);
+      if (warned.size > WARNED_RECORDS_KEPT) warned.delete(warned.values().next().value!);
+      warn("a conversation's voice settings missing or out of their bounds are read as their defaults", { settings: defaulted });
+    }
     return { ...stored, settings: { ...defaults, ...settings } };
   };
 }

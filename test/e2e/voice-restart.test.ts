@@ -1,7 +1,13 @@
+import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type DiscordStandIn, startDiscordStandIn, type TestGuild } from 'discord-standin';
 import type { RealtimeSession } from '../../src/emulator/realtime/session.ts';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
+import { isRecord } from '../../src/lib/json.ts';
+import { silentLogger } from '../../src/lib/log.ts';
+import { defaultVoiceSettings } from '../../src/settings/voice-settings.ts';
+import { openStore } from '../../src/store/index.ts';
+import { CONVERSATION_RECORDS, RECORD_TTL_MS } from '../../src/voice/conversation-record.ts';
 import { cleanupBotDirectories, makeDataDirectory, startBot, type BotProcess } from '../support/bot-process.ts';
 import { forcedLines, textMessages } from '../support/realtime-lines.ts';
 import { startOwnRedis, type OwnRedis } from '../support/redis-server.ts';
@@ -22,6 +28,35 @@ import { botEnvironment, startWorld, type World } from '../support/world.ts';
 // and the next start brings the conversation back, its earlier turns in the new realtime session's context;
 // a SIGKILL says nothing and the conversation comes back the same; a channel everyone left stays left.
 // Sharded, a rolling restart of the workers brings each conversation back from the worker of its shard.
+
+/** A stored conversation's instructions after a hand edit or a bug: far past what /voice settings takes. */
+const HUGE_INSTRUCTIONS = 'x'.repeat(5 * 1024 * 1024);
+
+/** Changes the stored record of `guildId`'s conversation as it is, settings and all, while the bot is stopped. */
+async function editStoredConversation(
+  dataDirectory: string,
+  guildId: string,
+  edit: (record: Record<string, unknown>) => Record<string, unknown>,
+): Promise<void> {
+  const store = await openStore(`sqlite://${join(dataDirectory, 'bot.sqlite')}`, silentLogger);
+  try {
+    const records = store.collection(CONVERSATION_RECORDS, (raw) => {
+      if (!isRecord(raw)) throw new Error('a conversation record is an object');
+      return raw;
+    });
+    const edited = await records.update(guildId, (record) => record && edit(record), RECORD_TTL_MS);
+    expect(edited).toBeDefined();
+  } finally {
+    await store.close();
+  }
+}
+
+/** The instructions of every session.update the bot sent on `session`. */
+function sentInstructions(session: RealtimeSession): unknown[] {
+  return session.clientEvents.flatMap(({ event }) =>
+    event.type === 'session.update' && isRecord(event.session) ? [event.session.instructions] : [],
+  );
+}
 
 /** A sharded rolling restart's bound: each conversation is back within this long of its worker being ready. */
 const WORKER_BACK_WITHIN_MS = 15_000;
@@ -92,6 +127,34 @@ describe('voice conversations across restarts', () => {
     expect(bot.logs.find((line) => line.msg === 'voice conversations brought back')?.count).toBe(0);
     expect(discord.botVoiceChannel(guild.id)).toBeUndefined();
     expect(emulator.realtime.sessions.length).toBe(sessionsBefore);
+  }, 60_000);
+
+  it('comes back with the default instructions, saying so in one warning, when its record holds 5 MB of them', async () => {
+    const { emulator, guild } = world;
+    const session = await joinVoice(world);
+    const defaults = sentInstructions(session);
+    expect(String(defaults[0]).startsWith(defaultVoiceSettings('svc').instructions)).toBe(true);
+    expect(await world.bot.stop('SIGTERM')).toBe(0);
+    await editStoredConversation(world.dataDirectory, guild.id, (record) => ({
+      ...record,
+      settings: { ...(isRecord(record.settings) ? record.settings : {}), instructions: HUGE_INSTRUCTIONS },
+    }));
+
+    const before = beforeRestart(world);
+    const bot = await world.restartBot();
+    const resumed = await cameBack(world, bot, before, []);
+    expect(sentInstructions(resumed)).toEqual([defaults[0]]);
+    expect(emulator.realtime.sessions.slice(before.sessions)).toEqual([resumed]);
+    const warnings = bot.logs.filter((line) => line.level === 'warn' && JSON.stringify(line).includes('instructions'));
+    expect(warnings).toEqual([
+      expect.objectContaining({
+        msg: "a conversation's voice settings missing or out of their bounds are read as their defaults",
+        settings: ['instructions'],
+        collection: CONVERSATION_RECORDS,
+        id: guild.id,
+      }),
+    ]);
+    expect(bot.logs.some((line) => JSON.stringify(line).includes(HUGE_INSTRUCTIONS.slice(0, 1000)))).toBe(false);
   }, 60_000);
 });
 

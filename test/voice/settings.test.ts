@@ -61,6 +61,20 @@ describe('stored voice settings', () => {
     ]);
   });
 
+  it('of a conversation are warned of once for the same stored record, however often a start reads it', () => {
+    const defaults = defaultVoiceSettings('svc');
+    const parse = conversationRecordParser(defaults);
+    const stored = { v: 1, voiceChannelId: 'vc', textChannelId: 'tc', userId: 'u', turns: [], restarting: true, rejoinAttempts: 0 };
+    const settings = { ...defaults, instructions: 'x'.repeat(5 * 1024 * 1024) };
+    const warnings: unknown[] = [];
+    const read = (updatedAt: number) => parse({ ...stored, settings, updatedAt }, (message) => warnings.push(message));
+    for (let reads = 0; reads < 3; reads++) expect(read(5).settings.instructions).toBe(defaults.instructions);
+    expect(warnings).toHaveLength(1);
+    // Written again with the same settings (another conversation, a bug): warned of again.
+    read(6);
+    expect(warnings).toHaveLength(2);
+  });
+
   it('of a conversation recorded before restarts were counted read as live, never tried again', () => {
     const record = conversationRecordParser(defaultVoiceSettings('svc'))({
       voiceChannelId: 'vc',

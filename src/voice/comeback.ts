@@ -2,6 +2,7 @@ import type { Guild } from 'discord.js';
 import { backoffDelay, type BackoffPolicy } from '../lib/backoff.ts';
 import type { Logger } from '../lib/log.ts';
 import type { Result } from '../lib/result.ts';
+import type { OpenFailure } from './realtime-errors.ts';
 import type { ConversationRecord, ConversationRecords } from './conversation-record.ts';
 
 // Bringing back, at start, a conversation a restart or a crash interrupted, from its record.
@@ -19,8 +20,8 @@ export interface ComebackOptions {
   guild(guildId: string): Guild | undefined;
   /** People in a voice channel (the bot and other bots aside). */
   peopleIn(guild: Guild, channelId: string): number;
-  /** Joins the conversation's voice channel again, with its record. */
-  rejoin(guildId: string, record: ConversationRecord): Promise<Result>;
+  /** Joins the conversation's voice channel again, with its record; `failure`: why its realtime session did not open. */
+  rejoin(guildId: string, record: ConversationRecord): Promise<Result<object, { failure?: OpenFailure }>>;
   /** Posts in the text channel that the conversation could not come back. */
   postGaveUp(guildId: string, record: ConversationRecord): Promise<void>;
 }
@@ -64,7 +65,8 @@ export async function bringBack(guildId: string, record: ConversationRecord, opt
     log.warn('could not rejoin voice after the restart', {
       channel: record.voiceChannelId,
       attempt: attempt + 1,
-      reason: joined.message,
+      // The gateway's own account when it has one: the member's wording ("unreachable") would hide a refusal and its code.
+      ...(joined.failure ? { failure: joined.failure } : { reason: joined.message }),
     });
     await new Promise((resolve) => setTimeout(resolve, backoffDelay(attempt - record.rejoinAttempts, REJOIN_BACKOFF)).unref());
   }

@@ -58,6 +58,24 @@ export function isRoutineRealtimeError(event: RealtimeErrorEvent): boolean {
 /** The realtime session may not be opened for this server any more (no usable key); the message says why. */
 export class VoiceAccessError extends Error {}
 
+/**
+ * A failure to open a realtime session as the log tells it: the gateway's refusal (an HTTP refusal of the
+ * connection, or an error event refusing the session's configuration) with the code and status that say
+ * why; the server's key no longer usable; or no answer (the connection failed, closed or timed out), the
+ * one case where the gateway may be out of reach. The member is told in words of their own.
+ */
+export type OpenFailure =
+  | { kind: 'refused'; message: string; code: string | undefined; status: number | undefined; param: string | undefined }
+  | { kind: 'no-access' | 'no-answer'; message: string };
+
+export function openFailure(error: unknown): OpenFailure {
+  if (error instanceof VoiceAccessError) return { kind: 'no-access', message: error.message };
+  // The client gives a code or a status only when the gateway answered: a refusal, not an absence.
+  if (error instanceof RealtimeConnectionError && (error.code !== undefined || error.status !== undefined))
+    return { kind: 'refused', message: error.message, code: error.code, status: error.status, param: error.param };
+  return { kind: 'no-answer', message: error instanceof Error ? error.message : String(error) };
+}
+
 /** Why a failure to open the realtime session is final, as a sentence for the channel; undefined when retrying may help. */
 export function finalFailure(error: unknown, locale: Locale = ENGLISH): string | undefined {
   if (error instanceof VoiceAccessError) return error.message;

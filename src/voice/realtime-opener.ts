@@ -5,7 +5,7 @@ import type { GatewayAccessResolver } from '../ports/gateway-access.ts';
 import type { VoiceSettings } from '../ports/voice-settings.ts';
 import { ENGLISH, languageName, type Locale } from '../i18n/index.ts';
 import type { RecordedTurn } from './conversation-record.ts';
-import { VoiceAccessError } from './realtime-errors.ts';
+import { openFailure, VoiceAccessError } from './realtime-errors.ts';
 import { VOICE_TOOLS } from './tools.ts';
 
 // The realtime sessions of one conversation (the first, renewals, reconnects): each opened with the
@@ -86,13 +86,18 @@ export class RealtimeOpener {
     // Said where the conversation is posted: in the server's language.
     const latest = await access.resolveGatewayAccess(guildId);
     if (!latest.ok) throw new VoiceAccessError(word(this.#options.channelLocale(), latest.notice));
-    const client = await RealtimeClient.connect({
-      wsBaseUrl,
-      apiKey: latest.apiKey,
-      model: settings.model,
-      session: this.config(manual),
-      log,
-    });
+    let client: RealtimeClient;
+    try {
+      client = await RealtimeClient.connect({ wsBaseUrl, apiKey: latest.apiKey, model: settings.model, session: this.config(manual), log });
+    } catch (error) {
+      // Said here, for every session a conversation opens: a refusal is the gateway's answer, its code says why.
+      const failure = openFailure(error);
+      if (failure.kind === 'refused') {
+        const { code, status, param, message } = failure;
+        log.warn('the gateway refused the realtime session', { code, status, param, message });
+      }
+      throw error;
+    }
     // Every session the conversation opens (the first, renewals, reconnects) costs until it closes.
     this.#options.onOpened?.(client);
     if (this.#toRestore) await this.#restore(client, this.#toRestore, manual);

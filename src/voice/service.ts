@@ -12,7 +12,7 @@ import { ConversationMeter, type BudgetReasons } from './meter.ts';
 import { addressesBot, answersOnlyWhenNamed } from './addressing.ts';
 import { describeCallEncryption, type CallEncryption } from './call-encryption.ts';
 import { bringBack, type ComebackOptions } from './comeback.ts';
-import { finalFailure } from './realtime-errors.ts';
+import { finalFailure, openFailure, type OpenFailure } from './realtime-errors.ts';
 import { RealtimeOpener } from './realtime-opener.ts';
 import { VoiceSession } from './session.ts';
 import type { VoiceSessionMetrics } from './session-options.ts';
@@ -105,7 +105,8 @@ interface StartedSession {
   activity: { last: number };
 }
 
-export type JoinResult = Result<{ alreadyThere: true } | { alreadyThere?: false; encryption: CallEncryption }>;
+/** `failure`: why the realtime session could not be opened, for the log (the message is the member's). */
+export type JoinResult = Result<{ alreadyThere: true } | { alreadyThere?: false; encryption: CallEncryption }, { failure?: OpenFailure }>;
 
 export interface VoiceServiceDeps {
   client: Client;
@@ -238,7 +239,7 @@ export class VoiceService {
     settings: VoiceSettings,
     connection: VoiceConnection,
     log: Logger,
-  ): Promise<Result<StartedSession>> {
+  ): Promise<Result<StartedSession, { failure?: OpenFailure }>> {
     const { guildId, userId, locale } = request;
     const spending = this.#deps.spending;
     const meter = spending && this.#meter(spending, guildId, userId, settings, log);
@@ -268,6 +269,7 @@ export class VoiceService {
         message: t(locale, 'voice.join.could-not-start', {
           why: finalFailure(error, locale) ?? t(locale, 'voice.join.model-unreachable'),
         }),
+        failure: openFailure(error),
       };
     }
     return { ok: true, session, meter, activity };

@@ -9,6 +9,7 @@ import type { DiscordStandIn, TestGuild } from 'discord-standin';
 import type { RealtimeSession } from '../../src/emulator/realtime/session.ts';
 import type { Emulator } from '../../src/emulator/server.ts';
 import type { SettingsService } from '../../src/settings/service.ts';
+import { createLogger, type Logger } from '../../src/lib/log.ts';
 import { CONVERSATION_RECORDS, conversationRecordParser, type ConversationRecords } from '../../src/voice/conversation-record.ts';
 import { defaultVoiceSettings } from '../../src/settings/voice-settings.ts';
 import type { VoiceService } from '../../src/voice/service.ts';
@@ -42,9 +43,9 @@ afterAll(async () => {
   await rig?.close();
 });
 
-/** A voice service as the bot starts one, on the shared store. */
-function startService(): VoiceService {
-  const service = rig.voiceService({ spending: settings.spending, meterHeartbeatMs: 200, conversations: records });
+/** A voice service as the bot starts one, on the shared store; `log` where it logs (nowhere by default). */
+function startService(log?: Logger): VoiceService {
+  const service = rig.voiceService({ spending: settings.spending, meterHeartbeatMs: 200, conversations: records, ...(log ? { log } : {}) });
   services.push(service);
   return service;
 }
@@ -67,6 +68,12 @@ function recordedTurns(guildId: string, count: number) {
     timeoutMs: 15_000,
     timeoutError: () => new Error(`the record did not reach ${count} turns`),
   });
+}
+
+/** A logger that keeps its lines, parsed. */
+function keptLog(): { log: Logger; lines: Record<string, unknown>[] } {
+  const lines: Record<string, unknown>[] = [];
+  return { log: createLogger({ write: (line) => lines.push(JSON.parse(line) as Record<string, unknown>) }), lines };
 }
 
 async function voiceMsOf(guildId: string, userId: string): Promise<number> {
@@ -219,4 +226,52 @@ describe('a voice conversation across a restart', () => {
     );
     expect(await second.leave(guild.id, { why: 'asked', by: 'test' })).toBe(true);
   }, 60_000);
+
+  // The gateway answered, and refused: its code says why, and another attempt gets the same answer. The log
+  // said "The voice model is unreachable right now" (the member's wording), which sent operators to the network.
+  it.each([
+    {
+      how: 'an HTTP refusal of the connection',
+      settings: { model: 'svc-voice-that-never-was' },
+      refusal: {
+        code: 'model_not_found',
+        status: 404,
+        message: expect.stringContaining('The model svc-voice-that-never-was does not exist'),
+      },
+    },
+    {
+      how: "an error event refusing the session's configuration",
+      settings: { voice: 'nobody' },
+      refusal: { code: 'invalid_value', param: 'session.voice', message: expect.stringContaining('refused its configuration') },
+    },
+  ])(
+    'that the gateway refuses to reopen is logged as refused, with its code ($how)',
+    async ({ settings: refused, refusal }) => {
+      const guild = discord.createGuild();
+      await memberInVoice(guild);
+      await records.set(guild.id, {
+        v: 1,
+        voiceChannelId: guild.voiceChannelId,
+        textChannelId: guild.textChannelId,
+        userId: guild.member.id,
+        settings: { ...defaultVoiceSettings('svc'), ...refused },
+        turns: [],
+        restarting: true,
+        // The last attempt: refused, the conversation is given up.
+        rejoinAttempts: 2,
+        updatedAt: Date.now(),
+      });
+      const { log, lines } = keptLog();
+      expect(await startService(log).resume()).toBe(0);
+      expect(lines.filter((line) => line.msg === 'the gateway refused the realtime session')).toEqual([
+        expect.objectContaining({ level: 'warn', guild: guild.id, ...refusal }),
+      ]);
+      expect(lines.find((line) => line.msg === 'could not rejoin voice after the restart')).toMatchObject({
+        failure: { kind: 'refused', ...refusal },
+      });
+      expect(lines.filter((line) => JSON.stringify(line).includes('unreachable'))).toEqual([]);
+      expect(await records.get(guild.id)).toBeUndefined();
+    },
+    30_000,
+  );
 });

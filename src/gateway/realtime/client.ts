@@ -237,7 +237,10 @@ export class RealtimeClient extends EventEmitter<ClientEvents> {
           if (event.type === 'error') {
             if (event.clientEventId !== undefined && event.clientEventId === configurationEventId) {
               return fail(
-                new RealtimeConnectionError(`the realtime session refused its configuration: ${event.message}`, { code: event.code }),
+                new RealtimeConnectionError(`the realtime session refused its configuration: ${event.message}`, {
+                  code: event.code,
+                  param: event.param,
+                }),
               );
             }
             earlyError = event.message;

@@ -13,7 +13,8 @@ import { discordRelativeTime } from '../../src/settings/limits.ts';
 import { usdToTicks } from '../../src/settings/budgets.ts';
 import { formatCostIn } from '../../src/wording/cost.ts';
 import { DEFAULT_PRICES, describePrices, parsePrices } from '../../src/settings/prices.ts';
-import { keyMessage } from '../../src/settings/service.ts';
+import { keyNotice } from '../../src/settings/service.ts';
+import { word } from '../../src/wording/notice.ts';
 
 // `/config budget`: what it refuses (naming the option), what it keeps, the words the server's history
 // records, and how `/config show` shows budgets and prices; every /config answer within one Discord message,
@@ -174,7 +175,7 @@ function crowdedFacts(locale: Locale, prices: readonly string[]): ShownFacts {
   return {
     hasKey: false,
     canStoreKeys: false,
-    keyInUse: t(locale, 'config.key.in-use.broken', { own, why: keyMessage(locale, 'unreadable') }),
+    keyInUse: t(locale, 'config.key.in-use.broken', { own, why: word(locale, keyNotice('unreadable')) }),
     defaultLayer: 'compat',
     prices,
   };

@@ -10,7 +10,7 @@ import { openSqlite } from './sqlite.ts';
 // The bot's persistence: named collections of records in Keyv, on an embedded SQLite file by default
 // or on Redis for a store shared between processes. What the rest of the bot imports of the store.
 
-export { parseMarker, STORE_DEADLINE_MS, StoredRecordError, StoreUnavailableError } from './interface.ts';
+export { parseMarker, STORE_DEADLINE_MS, StoredRecordError, StoreUnavailableError, UnstorableRecordError } from './interface.ts';
 export type { Collection, Parse, RecordWarning, Store, StoreOptions } from './interface.ts';
 export { ownKeyedTable, parseShape, RecordShapeError, versionedRecord, type RecordKind } from './versioned.ts';
 

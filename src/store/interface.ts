@@ -1,3 +1,5 @@
+import { UnstorableNumberError } from './record-format.ts';
+
 // What the rest of the bot knows of its persistence: named collections of records, each record parsed on
 // every read (the store is a boundary like any other: an older version, a hand edit or a bug may have
 // written it), every call within a deadline, and the two ways a call fails.
@@ -57,6 +59,26 @@ export class StoredRecordError extends Error {
 }
 
 /**
+ * A record refused as it was about to be written, because it holds a number JSON cannot store (NaN,
+ * Infinity): nothing was written and the record as it was stays. Names the field, as
+ * `tasks.reservation.estimateTicks`. A bug upstream, never the store's fault, so never StoreUnavailableError.
+ */
+export class UnstorableRecordError extends Error {
+  readonly collection: string;
+  readonly field: string;
+
+  constructor(collection: string, id: string, cause: UnstorableNumberError) {
+    // The stored envelope is { value, expires }: the record's fields are under `value`.
+    const [first, ...rest] = cause.path;
+    const field = first === 'value' ? [collection, ...rest].join('.') : `${collection} (${cause.path.join('.')})`;
+    super(`refused to write ${collection} record ${id}: ${field} is ${cause.number}, a number JSON cannot store`, { cause });
+    this.name = 'UnstorableRecordError';
+    this.collection = collection;
+    this.field = field;
+  }
+}
+
+/**
  * The store did not answer (a connection lost or refused, a server stalled past the deadline): nothing can
  * be said about the record, so this is never taken as "no record". Whoever asked tries again later.
  */
@@ -83,7 +105,8 @@ export async function withinDeadline<T>(work: Promise<T>, deadlineMs: number, wh
   try {
     return await Promise.race([work, late]);
   } catch (error) {
-    if (error instanceof StoreUnavailableError) throw error;
+    // A value refused before it reached the store says nothing of the store.
+    if (error instanceof StoreUnavailableError || error instanceof UnstorableNumberError) throw error;
     throw new StoreUnavailableError(`the store failed (${what})`, error);
   } finally {
     clearTimeout(timer);

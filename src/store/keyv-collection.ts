@@ -2,8 +2,16 @@ import type Keyv from 'keyv';
 import { KeyedLock } from '../lib/keyed-lock.ts';
 import type { Logger } from '../lib/log.ts';
 import type { AtomicAccess } from './backend.ts';
-import { deadlineMessage, StoredRecordError, StoreUnavailableError, withinDeadline, type Collection, type Parse } from './interface.ts';
-import { parseStoredText, serializeStored, UnreadableText, type StoredEnvelope } from './record-format.ts';
+import {
+  deadlineMessage,
+  StoredRecordError,
+  StoreUnavailableError,
+  UnstorableRecordError,
+  withinDeadline,
+  type Collection,
+  type Parse,
+} from './interface.ts';
+import { parseStoredText, serializeStored, UnreadableText, UnstorableNumberError, type StoredEnvelope } from './record-format.ts';
 
 // A collection on Keyv, on either backend: Keyv's reads and writes, and the backend's atomic steps for
 // what Keyv does not do.
@@ -53,8 +61,22 @@ export class KeyvCollection<T> implements Collection<T> {
   }
 
   async set(id: string, value: T, ttlMs?: number): Promise<void> {
-    const written = await this.#call('write', id, () => this.#keyv.set(id, value, ttlMs));
+    let written: boolean;
+    try {
+      written = await this.#call('write', id, () => this.#keyv.set(id, value, ttlMs));
+    } catch (error) {
+      throw error instanceof UnstorableNumberError ? new UnstorableRecordError(this.#name, id, error) : error;
+    }
     if (!written) throw new StoreUnavailableError(`could not write ${this.#name} record ${id}`);
+  }
+
+  /** serializeStored, failing with UnstorableRecordError, which names the record and the field. */
+  #serialize(id: string, data: StoredEnvelope): string {
+    try {
+      return serializeStored(data);
+    } catch (error) {
+      throw error instanceof UnstorableNumberError ? new UnstorableRecordError(this.#name, id, error) : error;
+    }
   }
 
   async delete(id: string): Promise<boolean> {
@@ -90,7 +112,7 @@ export class KeyvCollection<T> implements Collection<T> {
         const current = raw === undefined ? undefined : this.#decode(id, raw);
         const next = change(current);
         if (next === undefined) return { value: current, written: false };
-        const text = serializeStored<T>({ value: next, expires: ttl === undefined ? undefined : Date.now() + ttl });
+        const text = this.#serialize(id, { value: next, expires: ttl === undefined ? undefined : Date.now() + ttl });
         if (await this.#callUntil(giveUpAt, 'write', id, () => this.#atomic.replace(key, raw, text, ttl)))
           return { value: next, written: true };
         // Another process wrote between this read and this write: decide again on what it left.

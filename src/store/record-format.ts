@@ -90,13 +90,54 @@ export function deserializeForKeyv(text: string): StoredEnvelope {
 }
 
 /**
+ * A value holding a number JSON cannot store (NaN, Infinity, -Infinity), which JSON.stringify would write as
+ * null for the next read to refuse: refused as it is written instead. `path` is where it sits in the stored
+ * `{ value, expires }`, as `value.reservation.estimateTicks`.
+ */
+export class UnstorableNumberError extends Error {
+  readonly path: readonly string[];
+  readonly number: number;
+
+  constructor(path: readonly string[], number: number) {
+    super(`${path.join('.')} is ${number}, a number JSON cannot store`);
+    this.name = 'UnstorableNumberError';
+    this.path = path;
+    this.number = number;
+  }
+}
+
+/**
+ * The first number JSON cannot store in `data`, as JSON.stringify sees it (after toJSON), with its path.
+ * The replacer sees each holder before its members, so a member's path is its holder's and its key.
+ */
+function findUnstorableNumber(data: unknown): UnstorableNumberError | undefined {
+  const paths = new Map<object, readonly string[]>();
+  let found: UnstorableNumberError | undefined;
+  JSON.stringify(data, function (this: object, key: string, value: unknown) {
+    if (found) return undefined;
+    const path = key === '' && !paths.has(this) ? [] : [...(paths.get(this) ?? []), key];
+    if (typeof value === 'number' && !Number.isFinite(value)) {
+      found = new UnstorableNumberError(path, value);
+      return undefined;
+    }
+    if (typeof value === 'object' && value !== null) paths.set(value, path);
+    return value;
+  });
+  return found;
+}
+
+/**
  * Keyv's format, written natively: its own serializer walks every value in JavaScript to mark what its
  * deserializer (and parseStoredText) must read back specially, strings that start with `:` (written
  * with one more) and Buffers (`:base64:…`). Plain JSON.stringify is right for any value without them,
- * which COLON_STRING (and the Buffer mark) tells; only the others pay for a replacer.
+ * which COLON_STRING (and the Buffer mark) tells; only the others pay for a replacer. A value holding a
+ * number JSON cannot store is refused with UnstorableNumberError, so that no record is written unreadable.
  */
 export function serializeStored<Value>(data: DeserializedData<Value>): string {
   const plain = JSON.stringify(data);
+  // Such a number is written as null: text without null holds none, and only the others are searched.
+  const unstorable = plain.includes('null') ? findUnstorableNumber(data) : undefined;
+  if (unstorable) throw unstorable;
   if (!COLON_STRING.test(plain) && !plain.includes('"type":"Buffer"')) return plain;
   return JSON.stringify(data, function (this: Record<string, unknown>, key: string, value: unknown) {
     const original = this[key];

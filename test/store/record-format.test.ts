@@ -7,7 +7,14 @@ import KeyvSqlite from '@keyv/sqlite';
 import { afterEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/lib/log.ts';
 import { openStore, StoredRecordError, type Store } from '../../src/store/index.ts';
-import { deserializeForKeyv, parseStoredText, RecordFormatError, serializeStored, UnreadableText } from '../../src/store/record-format.ts';
+import {
+  deserializeForKeyv,
+  parseStoredText,
+  RecordFormatError,
+  serializeStored,
+  UnreadableText,
+  UnstorableNumberError,
+} from '../../src/store/record-format.ts';
 
 // The store reads back text that anything may have written: what is not a record in Keyv's format is
 // refused, saying what is wrong, and never taken for a record or for "no record".
@@ -41,6 +48,28 @@ describe('parsing stored text', () => {
 
   it('quotes only the start of a long wrong value', () => {
     expect(() => parseStoredText(JSON.stringify('x'.repeat(1000)))).toThrow(/^the stored text is "x{39}…, not a/);
+  });
+
+  it.each([
+    ['Infinity in a nested field', { value: { reservation: { estimateTicks: Infinity } } }, 'value.reservation.estimateTicks', Infinity],
+    ['NaN in a list', { value: { turns: [{ ms: 1 }, { ms: Number.NaN }] } }, 'value.turns.1.ms', Number.NaN],
+    ['-Infinity as the whole value', { value: -Infinity }, 'value', -Infinity],
+    ['an expiry of Infinity', { value: 1, expires: Infinity }, 'expires', Infinity],
+  ])('refuses to write %s, naming where it is, instead of writing null', (_case, data, path, number) => {
+    const refusal = (() => {
+      try {
+        serializeStored<unknown>(data);
+      } catch (error) {
+        return error;
+      }
+    })();
+    expect(refusal).toBeInstanceOf(UnstorableNumberError);
+    expect(refusal).toMatchObject({ path: path.split('.'), number, message: `${path} is ${number}, a number JSON cannot store` });
+  });
+
+  it('writes nulls, and numbers in keys and strings, as they are', () => {
+    const value = { nothing: null, list: [null, 1], Infinity: 'NaN', at: new Date(0) };
+    expect(parseStoredText(serializeStored({ value }))).toEqual({ value: { ...value, at: '1970-01-01T00:00:00.000Z' } });
   });
 
   it('hands Keyv an unreadable text as a value the collection refuses, instead of throwing in its scan', () => {

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readNumber, readString } from '../../src/lib/json.ts';
 import { silentLogger } from '../../src/lib/log.ts';
-import { openStore, StoredRecordError, StoreUnavailableError, type Store } from '../../src/store/index.ts';
+import { openStore, StoredRecordError, StoreUnavailableError, UnstorableRecordError, type Store } from '../../src/store/index.ts';
 import { startOwnRedis, type OwnRedis } from '../support/redis-server.ts';
 
 interface Note {
@@ -80,6 +80,29 @@ describe.each([
     await loose.set('odd', written);
     expect(await loose.get('odd')).toEqual(written);
     await loose.delete('odd');
+  });
+
+  // Before, Infinity was written as null and the record's next read failed ("Record unreadable").
+  it('refuses to write a record holding NaN or Infinity, naming the field, and keeps the record it had', async () => {
+    const store = await open(url());
+    const name = `ledger_${randomUUID().slice(0, 8)}`;
+    const ledger = store.collection(name, (raw) => raw);
+    const kept = { users: { u1: { tasks: 1, reservedTicks: 800 } } };
+    await ledger.set('day', kept);
+    const withInfinity = { users: { u1: { tasks: 2, reservedTicks: Infinity } } };
+    const message = `refused to write ${name} record day: ${name}.users.u1.reservedTicks is Infinity, a number JSON cannot store`;
+
+    await expect(ledger.set('day', withInfinity)).rejects.toBeInstanceOf(UnstorableRecordError);
+    await expect(ledger.set('day', withInfinity)).rejects.toThrow(message);
+    await expect(ledger.update('day', () => withInfinity)).rejects.toThrow(message);
+    await expect(ledger.update('day', () => ({ share: Number.NaN }))).rejects.toHaveProperty('field', `${name}.share`);
+    await expect(ledger.setIfAbsent('other', [1, -Infinity])).rejects.toHaveProperty('field', `${name}.1`);
+    expect(await ledger.get('day')).toEqual(kept);
+    expect(await ledger.get('other')).toBeUndefined();
+    const listed: [string, unknown][] = [];
+    for await (const entry of ledger.entries()) listed.push(entry);
+    expect(listed).toEqual([['day', kept]]);
+    await ledger.delete('day');
   });
 
   it('refuses to hand out a record that no longer parses', async () => {

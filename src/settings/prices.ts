@@ -54,7 +54,12 @@ export interface VideoEstimateRequest {
   duration?: number | undefined;
 }
 
-/** The estimate of one video, in ticks (1 USD = 10^10), rounded to a whole tick. */
+/**
+ * The estimate of one video, in ticks (1 USD = 10^10), rounded to a whole tick. From a table parsePrices
+ * made (no price over MAX_PRICE_USD) and a length the spec allows, it is at most $1,500 (100 $/s for 15 s):
+ * a safe integer, as are four variants of it, that records and sums keep exactly. The video part refuses a
+ * job whose estimate is anything else before sending it.
+ */
 export function estimateVideoTicks(table: PriceTable, request: VideoEstimateRequest): number {
   const perSecond = videoPrices(table, request.model).perSecondUsd;
   let seconds: number;

@@ -71,6 +71,15 @@ export function estimateOf(policy: Pick<GuildVideoPolicy, 'estimate'>, operation
   return policy.estimate({ model, operation: 'edit' });
 }
 
+/**
+ * Whether an estimate can go with a job: a whole number of ticks, 0 or more, that the task's record, the
+ * usage ledger and their sums keep exactly. The price table's bounds (PRICES_FILE) keep every estimate so;
+ * any other (Infinity from a price past them, NaN) refuses the job before anything is sent or reserved.
+ */
+export function isCountableEstimate(ticks: number): boolean {
+  return Number.isSafeInteger(ticks) && ticks >= 0;
+}
+
 /** How many videos a plan makes: a generation's variants (1..MAX_VARIANTS), else one. */
 export function jobSize(plan: { operation: OperationRequest['operation']; variants?: number | undefined }): number {
   return plan.operation === 'generate' ? Math.min(MAX_VARIANTS, Math.max(1, Math.floor(plan.variants ?? 1))) : 1;

@@ -15,6 +15,7 @@ import { word } from '../wording/notice.ts';
 import {
   confirmationThreshold,
   estimateOf,
+  isCountableEstimate,
   jobEstimateTicks,
   jobSize,
   type FormEstimate,
@@ -101,9 +102,14 @@ export class VideoPreparation {
       const request = buildGenerationRequest(withDefaults, await this.#deps.endUsers.of(context.userId), storage);
       validateGeneration(request, { layer: access.layer, vendor });
       const estimateTicks = estimateOf(policy, { operation: 'generate', request }, model);
-      const verdict = await this.#checkLimits(context, estimateTicks);
-      if (!verdict.ok) return verdict;
       const job = variantsOf(variants ?? defaults.variants);
+      const verdict = await this.#checkLimits(
+        context,
+        model,
+        estimateTicks,
+        jobEstimateTicks({ operation: 'generate', estimateTicks, ...job }),
+      );
+      if (!verdict.ok) return verdict;
       return {
         ok: true,
         plan: {
@@ -153,7 +159,7 @@ export class VideoPreparation {
         operationRequest = { operation, request };
       }
       const estimateTicks = estimateOf(policy, operationRequest, model);
-      const verdict = await this.#checkLimits(context, estimateTicks);
+      const verdict = await this.#checkLimits(context, model, estimateTicks);
       if (!verdict.ok) return verdict;
       return {
         ok: true,
@@ -250,7 +256,7 @@ export class VideoPreparation {
       throw error;
     }
     const estimateTicks = estimateOf(policy, operationRequest, original.model);
-    const verdict = await this.#checkLimits(context, estimateTicks);
+    const verdict = await this.#checkLimits(context, original.model, estimateTicks);
     if (!verdict.ok) return verdict;
     const { confirmOverTicks } = await policy.defaults(context.guildId);
     const taskId = newTaskId();
@@ -278,7 +284,13 @@ export class VideoPreparation {
     };
   }
 
-  #checkLimits(context: InteractionContext, estimateTicks: number): Promise<Result> {
+  /**
+   * Whether the member may start a video of `estimateTicks` (a job of `jobTicks`): refused first when the
+   * estimate is not a countable amount, which no budget could be checked against and no record could keep.
+   */
+  async #checkLimits(context: InteractionContext, model: string, estimateTicks: number, jobTicks = estimateTicks): Promise<Result> {
+    if (!isCountableEstimate(estimateTicks) || !isCountableEstimate(jobTicks))
+      return refuse(t(memberLocaleOf(context), 'video.refusal.estimate-unusable', { model }));
     return checkMemberLimits(this.#deps.repository, this.#deps.policy, context, estimateTicks);
   }
 

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { USD_TICKS } from '../../src/gateway/spec.ts';
+import { EXTENSION_DURATION, GENERATION_DURATION, USD_TICKS } from '../../src/gateway/spec.ts';
+import { MAX_VARIANTS } from '../../src/ports/video-defaults.ts';
+import { isCountableEstimate } from '../../src/video/plan.ts';
 import {
   DEFAULT_PRICES,
   describePrices,
@@ -184,8 +186,19 @@ describe('PRICES_FILE over the defaults', () => {
 
   it('accepts the most a price may be, and its estimates are finite cents', () => {
     const prices = table('{"video": {"*": {"per_second_usd": {"1080p": 100}}}, "voice": {"*": {"per_minute_usd": 100}}}');
-    expect(estimateVideoTicks(prices, { model: 'any', operation: 'generate', resolution: '1080p', duration: 15 })).toBe(1500 * USD_TICKS);
-    expect(Number.isSafeInteger(1500 * USD_TICKS)).toBe(true);
+    const longest = estimateVideoTicks(prices, {
+      model: 'any',
+      operation: 'generate',
+      resolution: '1080p',
+      duration: GENERATION_DURATION.max,
+    });
+    expect(longest).toBe(1500 * USD_TICKS);
+    expect(isCountableEstimate(longest * MAX_VARIANTS)).toBe(true);
+    expect(isCountableEstimate(estimateVideoTicks(prices, { model: 'any', operation: 'extend', duration: EXTENSION_DURATION.max }))).toBe(
+      true,
+    );
+    // A whole day of voice at the most a minute may cost: $144,000, still whole ticks.
+    expect(isCountableEstimate(Math.round(24 * 3600 * voiceTicksPerSecond(prices, 'any')))).toBe(true);
   });
 
   it('accepts a price of 0: a model the operator does not pay for', () => {

@@ -1,0 +1,127 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_VENDOR, USD_TICKS, videoModelNames } from '../../src/gateway/spec.ts';
+import { silentLogger } from '../../src/lib/log.ts';
+import type { GuildVideoPolicy, LimitQuery } from '../../src/ports/guild-policy.ts';
+import type { InteractionContext } from '../../src/ports/interaction-context.ts';
+import { openStore, type Store } from '../../src/store/index.ts';
+import { EndUserIds } from '../../src/video/end-users.ts';
+import { VideoPreparation } from '../../src/video/prepare.ts';
+import { TaskRepository } from '../../src/video/repository.ts';
+
+// An estimate that is not a whole, finite number of ticks (a price table past its bounds, NaN) refuses the
+// job before anything is sent or reserved, saying why: never a budget refusal of "about $∞", never a task
+// whose record cannot be stored.
+
+let directory: string;
+let store: Store;
+let preparation: VideoPreparation;
+/** One video's estimate, as the test's price table makes it. */
+let estimateTicks = 0;
+const limitChecks: LimitQuery[] = [];
+
+const policy: GuildVideoPolicy = {
+  resolveGatewayAccess: () => Promise.resolve({ ok: true, apiKey: 'key', layer: 'compat', keyId: 'fake-key' }),
+  defaults: () =>
+    Promise.resolve({
+      model: undefined,
+      resolution: undefined,
+      duration: undefined,
+      aspectRatio: undefined,
+      storage: { keepDays: 0, publicLink: false },
+    }),
+  checkLimits: (query) => {
+    limitChecks.push(query);
+    return Promise.resolve({ ok: true });
+  },
+  recordSubmission: (_task, ticks) => Promise.resolve({ estimateTicks: ticks, month: false }),
+  releaseSubmission: () => Promise.resolve(),
+  estimate: () => estimateTicks,
+  recordCost: () => Promise.resolve(),
+};
+
+const NO_OPTIONS = {
+  model: videoModelNames().latest,
+  duration: undefined,
+  resolution: undefined,
+  aspectRatio: undefined,
+  image: undefined,
+  lastFrame: undefined,
+  referenceImages: [],
+  voices: [],
+  referenceAudio: undefined,
+};
+
+function context(locale?: string): InteractionContext {
+  return {
+    guildId: 'g1',
+    channelId: 'c1',
+    userId: 'u1',
+    applicationId: 'a1',
+    interactionToken: 'token',
+    interactionReceivedAt: Date.now(),
+    attachmentSizeLimit: 10 * 1024 * 1024,
+    ...(locale === undefined ? {} : { locale }),
+  };
+}
+
+beforeAll(async () => {
+  directory = mkdtempSync(join(tmpdir(), 'video-estimate-'));
+  store = await openStore(`sqlite://${join(directory, 'bot.sqlite')}`, silentLogger);
+  preparation = new VideoPreparation({
+    policy,
+    repository: new TaskRepository(store, silentLogger),
+    endUsers: new EndUserIds(store),
+    vendor: DEFAULT_VENDOR,
+  });
+});
+
+afterAll(async () => {
+  await store?.close();
+  if (directory) rmSync(directory, { recursive: true, force: true });
+});
+
+describe('a video whose estimate is not a countable amount', () => {
+  it.each([
+    ['Infinity (a price past its bounds)', Infinity],
+    ['NaN', Number.NaN],
+    ['a fraction of a tick', 0.5],
+    ['below zero', -USD_TICKS],
+  ])('is refused before its limits are checked when the estimate is %s, saying why', async (_case, ticks) => {
+    estimateTicks = ticks;
+    limitChecks.length = 0;
+    const prepared = await preparation.generation(context(), { ...NO_OPTIONS, prompt: 'a lighthouse' });
+    expect(prepared).toEqual({
+      ok: false,
+      message:
+        "The bot cannot estimate what a video of `svc-imagine-video-1.5` would cost: its price table gives no usable amount, so nothing was sent or counted. Ask the bot's operator to check its prices (`PRICES_FILE`).",
+    });
+    expect(limitChecks).toEqual([]);
+  });
+
+  it("is refused in the member's language", async () => {
+    estimateTicks = Infinity;
+    const prepared = await preparation.generation(context('fr'), { ...NO_OPTIONS, prompt: 'un phare' });
+    expect(prepared.ok || prepared.message).toMatch(/^Le bot ne peut pas estimer ce que coûterait une vidéo de `svc-imagine-video-1.5`/);
+  });
+
+  it('is refused when one video is countable but the whole job of variants is not', async () => {
+    estimateTicks = 2 ** 52;
+    limitChecks.length = 0;
+    const one = await preparation.generation(context(), { ...NO_OPTIONS, prompt: 'one', variants: 1 });
+    expect(one.ok).toBe(true);
+    const four = await preparation.generation(context(), { ...NO_OPTIONS, prompt: 'four', variants: 4 });
+    expect(four.ok || four.message).toMatch(/^The bot cannot estimate/);
+    expect(limitChecks).toHaveLength(1);
+  });
+
+  it('goes on to the limits with an ordinary estimate', async () => {
+    estimateTicks = Math.round(0.64 * USD_TICKS);
+    limitChecks.length = 0;
+    const prepared = await preparation.generation(context(), { ...NO_OPTIONS, prompt: 'a harbour', variants: 2 });
+    expect(prepared.ok && prepared.plan.estimateTicks).toBe(estimateTicks);
+    expect(limitChecks.map((query) => query.estimateTicks)).toEqual([estimateTicks]);
+  });
+});

@@ -524,6 +524,7 @@ export interface MessagePlaceholders {
   'video.refusal.no-finished-video': { ref: string | number; state: string };
   'video.refusal.video-gone': { ref: string | number };
   'video.refusal.estimate-unusable': { model: string | number };
+  'video.refusal.unrecordable': undefined;
   'video.refusal.missing-source': { attached: number; command: string | number; files: string | number; needs: string };
   'video.refusal.not-a-model': { model: string | number };
   'video.refusal.one-source': undefined;

@@ -6,7 +6,7 @@ import { validateEdit, validateExtension } from '../gateway/validation.ts';
 import { TASK_TIMEOUT_MS } from '../gateway/spec.ts';
 import { backoffDelay, type BackoffPolicy } from '../lib/backoff.ts';
 import { KeyedLock } from '../lib/keyed-lock.ts';
-import { StoreUnavailableError } from '../store/index.ts';
+import { StoreUnavailableError, UnstorableRecordError } from '../store/index.ts';
 import type { Logger } from '../lib/log.ts';
 import { codeLabel, type BotMetrics } from '../lib/metrics.ts';
 import { LimitReachedError, type GuildVideoPolicy, type SpendReservation } from '../ports/guild-policy.ts';
@@ -171,7 +171,7 @@ export class VideoSubmission {
         } catch (error) {
           if (!(error instanceof LimitReachedError)) {
             await this.#release(counted);
-            throw error;
+            throw this.#refusedIfUnstorable(error, context);
           }
           refusal = word(memberLocaleOf(reader), error.notice);
           break;
@@ -194,7 +194,7 @@ export class VideoSubmission {
           admitted.push(task);
         } catch (error) {
           await this.#release(placed.slice(index));
-          if (admitted.length === 0) throw error;
+          if (admitted.length === 0) throw this.#refusedIfUnstorable(error, context);
           // The card reads the job's tasks from the store: the ones stored are sent and shown.
           log.warn('could not store a variant of a job; sending the ones stored', { task: task.id, error });
           break;
@@ -202,6 +202,16 @@ export class VideoSubmission {
       }
       return { admitted, refusal };
     });
+  }
+
+  /**
+   * A write the store refused for a number it cannot keep (a bug, never the member's doing), as a refusal
+   * the member reads: nothing was sent, and what admission counted has been given back. Else `error`.
+   */
+  #refusedIfUnstorable(error: unknown, context: InteractionContext): unknown {
+    if (!(error instanceof UnstorableRecordError)) return error;
+    this.#deps.log.error('a video was refused: its records hold a number the store cannot keep', { guild: context.guildId, error });
+    return new SubmissionRefusedError(t(memberLocaleOf(context), 'video.refusal.unrecordable'), undefined);
   }
 
   /** Gives back what admission counted for tasks that will not be stored. */

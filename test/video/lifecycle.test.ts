@@ -702,6 +702,32 @@ describe('a daily limit reached on another worker since the check', () => {
   });
 });
 
+describe('a submission whose count the store refuses to write', () => {
+  it('is refused in words that say nothing was sent or counted, with nothing stored or sent', async () => {
+    // The store refuses a record holding Infinity, as the usage ledger's would be past any sane amount.
+    const ledger = store.collection(`usage_${randomBytes(4).toString('hex')}`, (raw) => raw);
+    countSubmission = async (_task, estimateTicks) => {
+      await ledger.update('day', () => ({ reservedTicks: Infinity }));
+      return { estimateTicks, month: false };
+    };
+    const submissionsBefore = gateway.submissions.length;
+    const error = await generate('a count past any amount').then(
+      () => undefined,
+      (refusal: unknown) => refusal,
+    );
+    expect(error).toBeInstanceOf(SubmissionRefusedError);
+    expect(error).toMatchObject({
+      message:
+        "The bot could not record this video (one of its amounts cannot be stored), so nothing was sent or counted. The bot's operator can see why in its log.",
+      task: undefined,
+    });
+    expect(gateway.submissions).toHaveLength(submissionsBefore);
+    expect(await ledger.get('day')).toBeUndefined();
+    const recent = await repository.recentForUser(guild.id, guild.member.id);
+    expect(recent.map((task) => task.prompt)).not.toContain('a count past any amount');
+  });
+});
+
 describe('Regenerate', () => {
   it("stores the new video under the new task's own name", async () => {
     const original = await generate('a lake at noon');

@@ -282,18 +282,28 @@ export class UsageLedger {
     if (!(budgets.server_monthly_usd > 0)) return admitted;
 
     let monthly: LimitVerdict = { ok: true };
-    const month = await this.#updateMonth(guildId, at, (usage) => {
-      // The day's reservation is in the month's spend already only once this step has run: add it here.
-      monthly = checkBudgets(
-        { member_daily_usd: 0, server_daily_usd: 0, server_monthly_usd: budgets.server_monthly_usd },
-        { memberToday: 0, serverToday: 0, serverMonth: monthSpent(usage) },
-        estimateTicks,
-        at,
-      );
-      if (!monthly.ok) return false;
-      usage.reservedTicks += estimateTicks;
-      return true;
-    });
+    let month: MonthUsage;
+    try {
+      month = await this.#updateMonth(guildId, at, (usage) => {
+        // The day's reservation is in the month's spend already only once this step has run: add it here.
+        monthly = checkBudgets(
+          { member_daily_usd: 0, server_daily_usd: 0, server_monthly_usd: budgets.server_monthly_usd },
+          { memberToday: 0, serverToday: 0, serverMonth: monthSpent(usage) },
+          estimateTicks,
+          at,
+        );
+        if (!monthly.ok) return false;
+        usage.reservedTicks += estimateTicks;
+        return true;
+      });
+    } catch (error) {
+      // The month could not be written (the store down, or a sum it refuses to keep): the day's count goes
+      // too, so that a task the caller will not submit is not left counted half.
+      await this.releaseSubmission(guildId, userId, at, { estimateTicks, month: false }).catch((releaseError: unknown) => {
+        this.#log.warn('a task that could not be reserved for the month stays counted today', { guild: guildId, error: releaseError });
+      });
+      throw error;
+    }
     const monthRefusal: LimitVerdict = monthly;
     if (!monthRefusal.ok) {
       await this.releaseSubmission(guildId, userId, at, { estimateTicks, month: false });

@@ -6,7 +6,7 @@ import { silentLogger } from '../../src/lib/log.ts';
 import { dayKey } from '../../src/lib/day-key.ts';
 import { NO_BUDGETS } from '../../src/settings/guild-settings.ts';
 import { noUsage, UsageLedger, type UsageCount } from '../../src/settings/usage.ts';
-import { openStore, type Store } from '../../src/store/index.ts';
+import { openStore, StoredRecordError, UnstorableRecordError, type Store } from '../../src/store/index.ts';
 
 const NO_LIMITS = { concurrentPerUser: 0, dailyPerUser: 0, dailyPerServer: 0 };
 /** A video estimated at $0.40 (reserved at submission, given back when it is settled). */
@@ -75,6 +75,34 @@ describe('the usage ledger on SQLite', () => {
       { day: '2026-11-01', spend: { videoTicks: 5, voiceTicks: 0 } },
       { day: '2026-11-02', spend: { videoTicks: 0, voiceTicks: 7 } },
     ]);
+  });
+
+  it('refuses a cost that would make a sum it cannot store, leaving the day as it was and the task to count again', async () => {
+    const ledger = new UsageLedger(store, silentLogger);
+    const day = Date.UTC(2026, 10, 1, 10);
+    await ledger.admitSubmission('g', 'alice', day, NO_LIMITS, NO_BUDGETS, ESTIMATE);
+    await ledger.admitSubmission('g', 'alice', day, NO_LIMITS, NO_BUDGETS, ESTIMATE);
+    // A gateway's report of 1e308 ticks is a number; two of them add up to Infinity.
+    await ledger.settle('g', 'alice', 't1', day, RESERVED, { kind: 'reported', ticks: 1e308 });
+    const second = ledger.settle('g', 'alice', 't2', day, RESERVED, { kind: 'reported', ticks: 1e308 });
+    await expect(second).rejects.toBeInstanceOf(UnstorableRecordError);
+    await expect(second).rejects.toHaveProperty('field', 'usage_days.users.alice.costTicks');
+    expect((await ledger.day('g', day)).users).toEqual({ alice: counted({ tasks: 2, costTicks: 1e308, reservedTicks: ESTIMATE }) });
+    // Not claimed: a later report of the task is counted (here, a sane one).
+    expect(await ledger.settle('g', 'alice', 't2', day, RESERVED, { kind: 'reported', ticks: 100 })).toBeDefined();
+  });
+
+  it("takes back the day's count of a task whose month it cannot write", async () => {
+    const day = Date.UTC(2026, 10, 1, 10);
+    await store.close();
+    const other = await openStore(`sqlite://${join(directory, 'usage.sqlite')}`, silentLogger);
+    await other.collection('usage_months', (raw) => raw).set('g:2026-11', { v: 1, days: 'spoiled' });
+    await other.close();
+    store = await openStore(`sqlite://${join(directory, 'usage.sqlite')}`, silentLogger);
+    const ledger = new UsageLedger(store, silentLogger);
+    const monthly = { ...NO_BUDGETS, server_monthly_usd: 100 };
+    await expect(ledger.admitSubmission('g', 'alice', day, NO_LIMITS, monthly, ESTIMATE)).rejects.toBeInstanceOf(StoredRecordError);
+    expect((await ledger.day('g', day)).users).toEqual({ alice: counted({}) });
   });
 
   it('reads day records written before unreported costs were counted', async () => {

@@ -1,6 +1,6 @@
 import { resolveLocale, t } from '../i18n/index.ts';
-import { createLogger } from '../lib/log.ts';
-import { brokenLimit, type MessageParts } from './message-limits.ts';
+import { silentLogger, type Logger } from '../lib/log.ts';
+import { brokenLimit, brokenModalLimit, type BrokenLimit, type MessageParts } from './message-limits.ts';
 import type { ComponentsV2Message } from './outbox.ts';
 import {
   MessageFlags,
@@ -10,6 +10,9 @@ import {
   type ButtonInteraction,
   type InteractionEditReplyOptions,
   type InteractionReplyOptions,
+  type APIModalInteractionResponseCallbackData,
+  type Interaction,
+  type ModalBuilder,
   type RepliableInteraction,
 } from 'discord.js';
 
@@ -20,10 +23,30 @@ import {
 // the deferral never starts while an answer is on its way: the two never cross.
 
 /**
- * Where an answer over Discord's limits is reported: the process's log, as the app's own logger writes it
- * (answers are given from every handler, which need not hand one down for this alone).
+ * Where an answer over Discord's limits is reported: the log of whoever handles the interaction (the
+ * dispatcher's, at the operator's LOG_LEVEL), set by reportAnswersTo(); answers are given from every
+ * handler, which need not hand one down for this alone.
  */
-const limitLog = createLogger({ fields: { part: 'discord/answer' } });
+const answerLogs = new WeakMap<Interaction, Logger>();
+
+/** Answers to `interaction` report what Discord would refuse of them to `log`. Unset, nothing is logged. */
+export function reportAnswersTo(interaction: Interaction, log: Logger): void {
+  answerLogs.set(interaction, log);
+}
+
+/** Logs, once, that an answer was not sent as it was, with the limit it breaks. */
+function logBrokenLimit(interaction: RepliableInteraction, what: string, broken: BrokenLimit): void {
+  (answerLogs.get(interaction) ?? silentLogger).warn(`${what} over a Discord limit, not sent`, {
+    interaction: interaction.id,
+    command: interaction.isCommand() ? interaction.commandName : undefined,
+    ...broken,
+  });
+}
+
+/** The short answer that stands for one Discord would refuse, in the member's language. */
+export function tooLongAnswer(interaction: Interaction): string {
+  return t(resolveLocale(interaction.locale, interaction.guildLocale, 'member'), 'answer.too-long');
+}
 
 /** Leaves a second and a half of Discord's three for the deferral to arrive. */
 const ACKNOWLEDGE_WITHIN_MS = 1_500;
@@ -135,12 +158,26 @@ function partsOf(answer: PrivateAnswer): MessageParts {
 function withinLimits<Answer extends PrivateAnswer>(interaction: RepliableInteraction, answer: Answer): Answer | string {
   const broken = brokenLimit(partsOf(answer), interaction.attachmentSizeLimit);
   if (!broken) return answer;
-  limitLog.warn('private answer over a Discord limit, not sent', {
-    interaction: interaction.id,
-    command: interaction.isCommand() ? interaction.commandName : undefined,
-    ...broken,
-  });
-  return t(resolveLocale(interaction.locale, interaction.guildLocale, 'member'), 'answer.too-long');
+  logBrokenLimit(interaction, 'private answer', broken);
+  return tooLongAnswer(interaction);
+}
+
+/** An interaction a form can answer: a command, or a press on a button or a menu. */
+type FormAsker = Extract<RepliableInteraction, { showModal: unknown }>;
+
+/**
+ * Shows a form (a modal); one Discord would refuse (a title or label too long, too many rows) is not
+ * shown: the member reads privately that it was too long to show, and the log names the limit.
+ */
+export async function showForm(interaction: FormAsker, form: ModalBuilder | APIModalInteractionResponseCallbackData): Promise<void> {
+  await startAnswer(interaction);
+  const broken = brokenModalLimit('toJSON' in form ? form.toJSON() : form);
+  if (!broken) {
+    await interaction.showModal(form);
+    return;
+  }
+  logBrokenLimit(interaction, 'form', broken);
+  await answerPrivately(interaction, tooLongAnswer(interaction));
 }
 
 /**

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { AutocompleteInteraction, Interaction } from 'discord.js';
-import { acknowledgeWhileSlow, answerPrivately } from '../discord/answer.ts';
+import { acknowledgeWhileSlow, answerPrivately, reportAnswersTo, tooLongAnswer } from '../discord/answer.ts';
+import { refusedFields } from '../discord/message-limits.ts';
 import { StoreUnavailableError } from '../store/index.ts';
 import type { Logger } from '../lib/log.ts';
 import { customIdParts } from '../discord/custom-id.ts';
@@ -11,7 +12,8 @@ import { userInstallUse } from './installation.ts';
 
 // Routes every interaction to its command module, and keeps the bot alive whatever a handler does: a
 // handler that throws gives the user an ephemeral "something went wrong (ref ...)" and the log a line
-// with the same reference.
+// with the same reference; one whose answer Discord refused as an invalid form (a limit broken, 50035)
+// tells them it was too long to show, and the log names the fields Discord named.
 
 export interface Dispatcher {
   handle(interaction: Interaction): Promise<void>;
@@ -138,9 +140,15 @@ export function createDispatcher<S extends { log: Logger }>(
   }
 
   async function run(interaction: Interaction): Promise<void> {
+    reportAnswersTo(interaction, log.child({ interaction: interaction.id }));
     try {
       await route(interaction);
     } catch (error) {
+      const fields = refusedFields(error);
+      if (fields) {
+        await tellTooLong(interaction, fields);
+        return;
+      }
       const reference = errorReference();
       const storeDown = error instanceof StoreUnavailableError;
       if (storeDown) log.warn('interaction stopped: the store is unavailable', { ...describe(interaction), reference, error });
@@ -153,6 +161,15 @@ export function createDispatcher<S extends { log: Logger }>(
         log.warn('could not tell the user about a failed interaction', { ...describe(interaction), reference, error: replyError });
       }
     }
+  }
+
+  /** A handler's answer that Discord refused field by field: logged with those fields, and the member told it was too long. */
+  async function tellTooLong(interaction: Interaction, fields: string[]): Promise<void> {
+    log.warn('Discord refused an answer as an invalid form (a limit broken), not sent', { ...describe(interaction), fields });
+    if (!interaction.isRepliable()) return;
+    await answerPrivately(interaction, tooLongAnswer(interaction)).catch((error: unknown) =>
+      log.warn('could not tell the user their answer was too long to show', { ...describe(interaction), error }),
+    );
   }
 
   return {

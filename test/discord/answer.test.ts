@@ -1,7 +1,8 @@
 import { once } from 'node:events';
 import { Client, Events, GatewayIntentBits, SlashCommandBuilder } from 'discord.js';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { answerPrivately } from '../../src/discord/answer.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { answerPrivately, reportAnswersTo } from '../../src/discord/answer.ts';
+import { createLogger } from '../../src/lib/log.ts';
 import { type DiscordStandIn, startDiscordStandIn, type TestGuild } from 'discord-standin';
 
 // An answer over one of Discord's limits would be refused whole (400 / 50035) and the member would hear
@@ -13,6 +14,9 @@ const EPHEMERAL = 64;
 let discord: DiscordStandIn;
 let guild: TestGuild;
 let client: Client;
+/** What the handler's log wrote, at the level it was given. */
+const written: string[] = [];
+const handlerLog = createLogger({ level: 'warn', write: (line) => written.push(line) });
 
 const command = new SlashCommandBuilder()
   .setName('answer')
@@ -25,6 +29,7 @@ beforeAll(async () => {
   client = new Client({ intents: [GatewayIntentBits.Guilds], rest: { api: discord.apiUrl } });
   client.on(Events.InteractionCreate, (interaction) => {
     if (!interaction.isChatInputCommand()) return;
+    reportAnswersTo(interaction, handlerLog);
     void answerPrivately(interaction, 'x'.repeat(interaction.options.getInteger('length', true)));
   });
   const ready = once(client, Events.ClientReady);
@@ -50,20 +55,22 @@ describe('a private answer over a Discord limit', () => {
     expect(reply.flags & EPHEMERAL).toBe(EPHEMERAL);
   });
 
-  it('is replaced by a short answer in the member’s language, and the log names the limit', async () => {
-    const written = vi.spyOn(process.stdout, 'write');
-    try {
-      const reply = await ask(2001, 'fr');
-      expect(reply.content).toBe(
-        'Cette réponse est trop longue pour que Discord l’affiche, elle n’a donc pas été envoyée. Si cela se reproduit, préviens l’opérateur du bot.',
-      );
-      expect(reply.flags & EPHEMERAL).toBe(EPHEMERAL);
-      const lines = written.mock.calls.map(([line]) => String(line)).filter((line) => line.includes('over a Discord limit'));
-      expect(lines).toHaveLength(1);
-      expect(JSON.parse(lines[0]!)).toMatchObject({ level: 'warn', command: 'answer', limit: 'content', actual: 2001, max: 2000 });
-      expect(lines[0]).not.toContain('xxx');
-    } finally {
-      written.mockRestore();
-    }
+  it('is replaced by a short answer in the member’s language, and the handler’s log names the limit', async () => {
+    const reply = await ask(2001, 'fr');
+    expect(reply.content).toBe(
+      'Cette réponse est trop longue pour que Discord l’affiche, elle n’a donc pas été envoyée. Si cela se reproduit, préviens l’opérateur du bot.',
+    );
+    expect(reply.flags & EPHEMERAL).toBe(EPHEMERAL);
+    const lines = written.filter((line) => line.includes('over a Discord limit'));
+    expect(lines).toHaveLength(1);
+    expect(JSON.parse(lines[0]!)).toMatchObject({
+      level: 'warn',
+      command: 'answer',
+      field: 'content',
+      limit: 'content',
+      actual: 2001,
+      max: 2000,
+    });
+    expect(lines[0]).not.toContain('xxx');
   });
 });

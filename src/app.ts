@@ -160,7 +160,7 @@ export async function startApp(
       : {}),
   });
   countDiscordRest(client, metrics);
-  const outbox = new DiscordOutbox(client.rest);
+  const outbox = new DiscordOutbox(client.rest, { log: log.child({ part: 'discord/outbox' }) });
   /** A server's language (its Community setting, which GUILD_CREATE carries): what everyone there reads and hears is in it. */
   const guildLocale = (guildId: string): Locale => resolveLocale(undefined, client.guilds.cache.get(guildId)?.preferredLocale, 'channel');
   const clients = new GatewayClientPool({

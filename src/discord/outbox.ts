@@ -1,8 +1,9 @@
 import { openAsBlob } from 'node:fs';
 import {
+  ComponentType,
   DiscordAPIError,
+  MessageFlags,
   Routes,
-  type MessageFlags,
   type REST,
   type RESTPatchAPIChannelMessageJSONBody,
   type RESTPostAPIChannelMessageJSONBody,
@@ -11,13 +12,19 @@ import {
   type APIComponentInMessageActionRow,
   type APIMessageTopLevelComponent,
 } from 'discord.js';
+import { ENGLISH, t, type Locale } from '../i18n/index.ts';
 import { isRecord, readArray, readRecord, readString } from '../lib/json.ts';
+import { silentLogger, type Logger } from '../lib/log.ts';
 import { onceUntilFailure } from '../lib/once-until-failure.ts';
 import { graphemePrefix } from '../lib/text.ts';
+import { brokenLimit, refusedFields, type BrokenLimit } from './message-limits.ts';
 
 // What the background services send to Discord, through the bot's REST client: status cards edited
 // through the interaction token while it lives (15 min) and as channel messages after, and results
-// posted as channel messages (a task can outlive any interaction token).
+// posted as channel messages (a task can outlive any interaction token). A card or an edit over one of
+// Discord's limits is not sent as it is (Discord would refuse it whole, 400 / 50035): the log names the
+// limit, and the message says, in its reader's language, that it was too long to show; so does one
+// Discord refuses all the same, the log naming the fields Discord named.
 
 export const DISCORD_ERRORS = {
   unknownChannel: 10003,
@@ -51,6 +58,8 @@ export interface ComponentsV2Message {
 /** A status card as an edit sends it: with the file its media gallery names as `attachment://<name>`, when it has one. */
 export interface CardEdit extends ComponentsV2Message {
   file?: FileToPost;
+  /** Its reader's language, for the notice that stands for it if it is too long to show (default English). */
+  locale?: Locale;
   /**
    * The ids of the card's earlier attachments to keep (the videos of a job's other variants): an edit
    * keeps only the existing attachments it lists.
@@ -91,6 +100,9 @@ export interface OwnMessage extends PostedMessage {
 
 /** A thread with no new message for this long (a day) is archived; Discord allows 60, 1440, 4320 or 10080. */
 const THREAD_ARCHIVE_MINUTES = 1440;
+
+/** Discord refuses a thread whose name is longer (400 / 50035). */
+const MAX_THREAD_NAME_LENGTH = 100;
 
 /** Discord refuses a message whose content is longer (400 / 50035). */
 export const MAX_CONTENT_LENGTH = 2000;
@@ -164,13 +176,58 @@ async function multipartFromDisk(
   return form;
 }
 
+/** A card with one line of text: what stands for a card too long to show. */
+function noticeCard(text: string): ComponentsV2Message {
+  return {
+    flags: MessageFlags.IsComponentsV2,
+    components: [{ type: ComponentType.Container, components: [{ type: ComponentType.TextDisplay, content: text }] }],
+  };
+}
+
+export interface OutboxOptions {
+  /** Where a message over Discord's limits is reported (default: nowhere). */
+  log?: Logger;
+}
+
 export class DiscordOutbox {
   readonly #rest: REST;
+  readonly #log: Logger;
   /** The bot's user id, asked once (again after a failure). */
   readonly #botUserId = onceUntilFailure(() => this.#askOwnUserId());
 
-  constructor(rest: REST) {
+  constructor(rest: REST, options: OutboxOptions = {}) {
     this.#rest = rest;
+    this.#log = options.log ?? silentLogger;
+  }
+
+  /**
+   * Sends `message` through `send`; one over Discord's limits (`broken`, or refused by Discord with
+   * 50035) goes as `notice` instead, logged once with the limit or the fields Discord named.
+   */
+  async #fitting<Message, Sent>(
+    what: string,
+    message: Message,
+    broken: BrokenLimit | undefined,
+    notice: () => Message,
+    send: (message: Message) => Promise<Sent>,
+  ): Promise<Sent> {
+    if (broken) {
+      this.#log.warn(`${what} over a Discord limit, not sent; a notice stands for it`, { ...broken });
+      return send(notice());
+    }
+    try {
+      return await send(message);
+    } catch (error) {
+      const fields = refusedFields(error);
+      if (!fields) throw error;
+      this.#log.warn(`Discord refused a ${what} as an invalid form (a limit broken); a notice stands for it`, { fields });
+      return send(notice());
+    }
+  }
+
+  /** What stands for a card too long to show: the same card's attachments, and a line saying so. */
+  #cardNotice(edit: CardEdit): CardEdit {
+    return { ...noticeCard(t(edit.locale ?? ENGLISH, 'answer.too-long')), ...(edit.keep ? { keep: edit.keep } : {}) };
   }
 
   /**
@@ -181,6 +238,16 @@ export class DiscordOutbox {
    * twice (its first answer lost) leaves one file, and an edit without a file leaves none.
    */
   async editCard(card: CardAddress, edit: CardEdit, now = Date.now()): Promise<PostedMessage | undefined> {
+    return this.#fitting(
+      'status card edit',
+      edit,
+      brokenLimit({ card: edit.components }, Infinity),
+      () => this.#cardNotice(edit),
+      (fitting) => this.#editCardAsItIs(card, fitting, now),
+    );
+  }
+
+  async #editCardAsItIs(card: CardAddress, edit: CardEdit, now: number): Promise<PostedMessage | undefined> {
     if (now < card.tokenExpiresAt) {
       try {
         return parsePostedMessage(
@@ -201,7 +268,17 @@ export class DiscordOutbox {
    * answers a repeat within a few minutes with the first message instead of a second.
    */
   async postCard(channelId: string, card: CardEdit, nonce?: string): Promise<PostedMessage> {
-    const { file, keep: _kept, ...layout } = card;
+    return this.#fitting(
+      'status card',
+      card,
+      brokenLimit({ card: card.components }, Infinity),
+      () => this.#cardNotice(card),
+      (fitting) => this.#postCardAsItIs(channelId, fitting, nonce),
+    );
+  }
+
+  async #postCardAsItIs(channelId: string, card: CardEdit, nonce: string | undefined): Promise<PostedMessage> {
+    const { file, keep: _kept, locale: _locale, ...layout } = card;
     const body: RESTPostAPIChannelMessageJSONBody = {
       ...layout,
       allowed_mentions: { parse: [] },
@@ -212,7 +289,7 @@ export class DiscordOutbox {
   }
 
   async #patchMessage(route: `/${string}`, edit: CardEdit, auth: boolean): Promise<unknown> {
-    const { file, keep = [], ...card } = edit;
+    const { file, keep = [], locale: _locale, ...card } = edit;
     const body: RESTPatchAPIChannelMessageJSONBody = {
       ...card,
       attachments: [...keep.map(({ id, filename }) => ({ id, filename })), ...(file ? [{ id: 0, filename: file.name }] : [])],
@@ -239,10 +316,13 @@ export class DiscordOutbox {
    * Edits a message an interaction answered with (`@original`, or a follow-up's id) through its token: the
    * only way to edit a private (ephemeral) answer. Fails once the token has expired (15 minutes).
    */
-  async editInteractionMessage(message: InteractionMessage, payload: MessagePayload): Promise<void> {
-    await this.#rest.patch(Routes.webhookMessage(message.applicationId, message.interactionToken, message.messageId), {
-      body: payload,
-      auth: false,
+  async editInteractionMessage(message: InteractionMessage, payload: MessagePayload, locale: Locale = ENGLISH): Promise<void> {
+    const notice = (): MessagePayload => ({ content: t(locale, 'answer.too-long'), embeds: [], components: [] });
+    await this.#fitting('answer edit', payload, brokenLimit(payload, Infinity), notice, async (body) => {
+      await this.#rest.patch(Routes.webhookMessage(message.applicationId, message.interactionToken, message.messageId), {
+        body,
+        auth: false,
+      });
     });
   }
 
@@ -265,7 +345,7 @@ export class DiscordOutbox {
   /** A public thread started from a message; its channel id. */
   async startThread(channelId: string, messageId: string, name: string): Promise<string> {
     const thread: unknown = await this.#rest.post(Routes.threads(channelId, messageId), {
-      body: { name, auto_archive_duration: THREAD_ARCHIVE_MINUTES },
+      body: { name: graphemePrefix(name, MAX_THREAD_NAME_LENGTH), auto_archive_duration: THREAD_ARCHIVE_MINUTES },
     });
     const id = readString(thread, 'id');
     if (!id) throw new Error('Discord answered a thread creation without an id');

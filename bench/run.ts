@@ -4,12 +4,13 @@ import { CRASH_STORES, benchmarkCrashes, printCrashReport } from './crash.ts';
 import { benchmarkDelivery, printDeliveryReport } from './delivery.ts';
 import { benchmarkFirstFrame, printFirstFrameReport } from './first-frame.ts';
 import { benchmarkSpend, printSpendReport } from './spend.ts';
+import { benchmarkStart, printStartReport } from './start.ts';
 import { benchmarkVideoTracking, printVideoReport } from './video.ts';
 import { benchmarkVoice, printVoiceReport } from './voice.ts';
 import { benchmarkVoiceAddressing, printVoiceAddressingReport } from './voice-addressing.ts';
 import { benchmarkVoiceCapacity, benchmarkVoiceMetering, printVoiceCapacityReport, printVoiceMeteringReport } from './voice-capacity.ts';
 
-// `npm run bench [-- --only video|delivery|voice|voice-addressing|voice-capacity|voice-metering|spend|crash|first-frame|chart] [--tasks N] [--turns N] [--kills N] [--seed N]
+// `npm run bench [-- --only video|delivery|voice|voice-addressing|voice-capacity|voice-metering|spend|crash|first-frame|chart|start] [--tasks N] [--turns N] [--kills N] [--seed N]
 // [--store sqlite|redis] [--video-mb N] [--workers N] [--submissions N]`: every benchmark, figures as ratios against baselines measured in the same run.
 // The video benchmark runs its tasks through one process and then through --workers workers (default 2,
 // one shard each; 1: the single process only), both on a Redis of its own, or with --store sqlite on
@@ -48,10 +49,11 @@ if (
     'crash',
     'first-frame',
     'chart',
+    'start',
   ].includes(only)
 ) {
   process.stderr.write(
-    `--only must be video, delivery, voice, voice-addressing, voice-capacity, voice-metering, spend, crash, first-frame or chart (got ${only})\n`,
+    `--only must be video, delivery, voice, voice-addressing, voice-capacity, voice-metering, spend, crash, first-frame, chart or start (got ${only})\n`,
   );
   process.exit(2);
 }
@@ -63,6 +65,10 @@ if (!Number.isInteger(videoWorkers) || videoWorkers < 1 || (videoStore === 'sqli
     `--workers must be a whole number from 1, and 1 with --store sqlite (workers share a Redis) (got ${values.workers})\n`,
   );
   process.exit(2);
+}
+
+if (!only || only === 'start') {
+  printStartReport(await benchmarkStart());
 }
 
 if (!only || only === 'video') {

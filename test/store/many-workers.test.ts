@@ -1,3 +1,4 @@
+import { worded } from '../support/worded.ts';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -174,7 +175,7 @@ describe.each([
       now: DAY,
       estimateTicks: ESTIMATE,
     });
-    expect(refused).toMatchObject({ ok: false, message: expect.stringMatching(/^This server reached its 7 videos for today/) });
+    expect(worded(refused)).toMatchObject({ ok: false, message: expect.stringMatching(/^This server reached its 7 videos for today/) });
   });
 
   it('keep every settings change and its history when two admins change them on both at once', async () => {

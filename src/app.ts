@@ -212,7 +212,10 @@ export async function startApp(
     tasks: video.tasks,
     outbox,
     // Spoken and posted where the whole channel hears it: the server's language.
-    mayUseVideo: (caller) => settings.mayUse(caller.guildId, 'video', caller.roleIds, caller.isServerManager, guildLocale(caller.guildId)),
+    mayUseVideo: async (caller) => {
+      const access = await settings.mayUse(caller.guildId, 'video', caller.roleIds, caller.isServerManager);
+      return access.ok ? access : { ok: false, message: word(guildLocale(caller.guildId), access.notice) };
+    },
     guildLocale,
     log,
   });
@@ -237,7 +240,7 @@ export async function startApp(
   const services: Services = { config, log, store, settings, models, video, voice };
   const dispatcher = createDispatcher(commands, services, {
     userInstalls: config.userInstalls.enabled,
-    featureAccess: (guildId, feature, roles, isManager, locale) => settings.mayUse(guildId, feature, roles, isManager, locale),
+    featureAccess: (guildId, feature, roles, isManager) => settings.mayUse(guildId, feature, roles, isManager),
   });
 
   client.on(Events.Error, (error) => log.error('discord client error', { error }));

@@ -9,6 +9,7 @@ import { isServerManager, memberRoleIds } from '../discord/member.ts';
 import { resolveLocale, t, type Locale } from '../i18n/index.ts';
 import { refuse, type Result } from '../lib/result.ts';
 import type { Feature } from '../settings/guild-settings.ts';
+import { word, type Outcome } from '../wording/notice.ts';
 
 // What a member needs before a command's handler runs, declared by the command and checked once, here,
 // by the dispatcher (the preconditions of mature command frameworks): no handler repeats these checks,
@@ -32,14 +33,13 @@ export interface Requirement {
   what?: string | ((locale: Locale) => string);
 }
 
-/** Whether a member with these roles may use a feature on a server: the server's role rules. */
+/** Whether a member with these roles may use a feature on a server (the server's role rules), or why not. */
 export type FeatureAccess = (
   guildId: string,
   feature: Feature,
   memberRoleIds: readonly string[],
   isServerManager: boolean,
-  locale: Locale,
-) => Promise<Result>;
+) => Promise<Outcome>;
 
 /** The language of a private answer to this interaction: the member's, else the server's, else English. */
 export function memberLocale(interaction: Pick<HandledInteraction, 'locale' | 'guildLocale'>): Locale {
@@ -72,7 +72,10 @@ export async function checkRequirement(
   if (needsServer && !guildId) return refuse(t(locale, 'requirement.in-server', { what }));
   const manager = isServerManager(interaction);
   if (requirement.manageServer && !manager) return refuse(t(locale, 'requirement.manage-server', { what }));
-  if (requirement.feature && guildId) return featureAccess(guildId, requirement.feature, memberRoleIds(interaction), manager, locale);
+  if (requirement.feature && guildId) {
+    const access = await featureAccess(guildId, requirement.feature, memberRoleIds(interaction), manager);
+    if (!access.ok) return refuse(word(locale, access.notice));
+  }
   return { ok: true };
 }
 

@@ -450,14 +450,8 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
   // ---- Access and usage ------------------------------------------------------------------------
 
   /** Whether a member may use a feature: everyone when no roles are set, server managers always. */
-  async mayUse(
-    guildId: string,
-    feature: Feature,
-    memberRoleIds: readonly string[],
-    isServerManager: boolean,
-    locale: Locale,
-  ): Promise<AccessVerdict> {
+  async mayUse(guildId: string, feature: Feature, memberRoleIds: readonly string[], isServerManager: boolean): Promise<AccessVerdict> {
     if (isServerManager) return { ok: true };
-    return checkAccess(memberRoleIds, await this.get(guildId), feature, false, locale);
+    return checkAccess(memberRoleIds, await this.get(guildId), feature, false);
   }
 }

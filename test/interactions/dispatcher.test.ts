@@ -18,6 +18,7 @@ import { isRecord, type JsonRecord } from '../../src/lib/json.ts';
 import { createLogger, type Logger } from '../../src/lib/log.ts';
 import { type DiscordStandIn, type Message, startDiscordStandIn, type TestGuild } from 'discord-standin';
 import { waitUntil } from '../../src/lib/wait-until.ts';
+import { refuse } from '../../src/wording/notice.ts';
 
 // A handler that throws: whatever it had already answered, the user alone reads "something went wrong"
 // (ephemeral, flag 64), the channel keeps nothing of it, and the log line carries the same reference.
@@ -104,7 +105,7 @@ beforeAll(async () => {
     {
       featureAccess: (_guildId, feature, roles, isServerManager) => {
         featureQuestions.push({ feature, roles, isServerManager });
-        return Promise.resolve(isServerManager ? { ok: true } : { ok: false, message: 'On this server, /video is for testers.' });
+        return Promise.resolve(isServerManager ? { ok: true } : refuse('access.roles-only', { command: '/video', roles: 'testers' }));
       },
     },
   );
@@ -233,7 +234,10 @@ describe("a command's requirements", () => {
 
   it("asks the server's role rules with the member's roles, and passes their refusal on privately", async () => {
     const refused = await runGuarded('feature').reply();
-    expect(refused).toMatchObject({ flags: EPHEMERAL, content: 'On this server, /video is for testers.' });
+    expect(refused).toMatchObject({
+      flags: EPHEMERAL,
+      content: 'On this server, /video is for members with testers. Ask a server admin if you need it.',
+    });
     expect(featureQuestions.at(-1)).toEqual({
       feature: 'video',
       roles: expect.arrayContaining([guild.memberRoleId]),

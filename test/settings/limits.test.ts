@@ -95,17 +95,17 @@ describe('access by role', () => {
   const restricted = { roles: { video: ['111', '222'], voice: [] } };
 
   it('lets everyone in when the server chose no roles', () => {
-    expect(checkAccess([], open, 'video', false, ENGLISH)).toEqual({ ok: true });
-    expect(checkAccess([], restricted, 'voice', false, ENGLISH)).toEqual({ ok: true });
+    expect(checkAccess([], open, 'video', false)).toEqual({ ok: true });
+    expect(checkAccess([], restricted, 'voice', false)).toEqual({ ok: true });
   });
 
   it('lets in members with one of the roles, and server managers always', () => {
-    expect(checkAccess(['999', '222'], restricted, 'video', false, ENGLISH)).toEqual({ ok: true });
-    expect(checkAccess([], restricted, 'video', true, ENGLISH)).toEqual({ ok: true });
+    expect(checkAccess(['999', '222'], restricted, 'video', false)).toEqual({ ok: true });
+    expect(checkAccess([], restricted, 'video', true)).toEqual({ ok: true });
   });
 
   it('refuses others, naming the roles that would do', () => {
-    expect(worded(checkAccess(['999'], restricted, 'video', false, ENGLISH))).toEqual({
+    expect(worded(checkAccess(['999'], restricted, 'video', false))).toEqual({
       ok: false,
       message: 'On this server, /video is for members with <@&111> or <@&222>. Ask a server admin if you need it.',
     });

@@ -319,13 +319,13 @@ describe('settings changes', () => {
   it('lets only the allowed roles use a feature', async () => {
     const settings = await service();
     await settings.update(GUILD, ADMIN, 'allowed r1 on /voice', (current) => ({ ...current, roles: { ...current.roles, voice: ['r1'] } }));
-    expect(worded(await settings.mayUse(GUILD, 'voice', ['r2'], false, ENGLISH))).toMatchObject({
+    expect(worded(await settings.mayUse(GUILD, 'voice', ['r2'], false))).toMatchObject({
       ok: false,
       message: expect.stringContaining('<@&r1>'),
     });
-    expect(await settings.mayUse(GUILD, 'voice', ['r1'], false, ENGLISH)).toEqual({ ok: true });
-    expect(await settings.mayUse(GUILD, 'voice', [], true, ENGLISH)).toEqual({ ok: true });
-    expect(await settings.mayUse(GUILD, 'video', [], false, ENGLISH)).toEqual({ ok: true });
+    expect(await settings.mayUse(GUILD, 'voice', ['r1'], false)).toEqual({ ok: true });
+    expect(await settings.mayUse(GUILD, 'voice', [], true)).toEqual({ ok: true });
+    expect(await settings.mayUse(GUILD, 'video', [], false)).toEqual({ ok: true });
   });
 });
 

@@ -1,4 +1,5 @@
 import { ENGLISH } from '../src/i18n/index.ts';
+import { word } from '../src/wording/notice.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -83,8 +84,8 @@ async function openSide(info: ServerInfo, phase: PhaseStore, budgets: boolean, c
   });
   const interactions = await newInteractions(info, count);
   if (budgets) {
-    const change = budgetChange(ENGLISH, { ...HIGH_BUDGETS, confirm_over_usd: null, alertChannelId: null, clearAlertChannel: false });
-    if (!change.ok) throw new Error(change.message);
+    const change = budgetChange({ ...HIGH_BUDGETS, confirm_over_usd: null, alertChannelId: null, clearAlertChannel: false });
+    if (!change.ok) throw new Error(word(ENGLISH, change.notice));
     for (const guildId of new Set(interactions.map((interaction) => interaction.guildId)))
       await bot.settings.update(guildId, 'bench', change.description, change.change);
   }

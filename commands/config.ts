@@ -33,6 +33,7 @@ import {
   type SettingsChangeRequest,
 } from '../src/settings/config-options.ts';
 import { keyNotice } from '../src/settings/service.ts';
+import { describeChange, describeUnavailableModel, showServerSettings } from '../src/interactions/settings-answers.ts';
 import { word } from '../src/wording/notice.ts';
 
 // /config: a server's own gateway key, layer, defaults, storage, access, limits and budgets. Manage Server only,
@@ -105,15 +106,13 @@ const CHANGE_QUOTED = 300;
  * refuses it): a short follow-up names the change, so they never read only that something went wrong.
  */
 async function apply(interaction: ChatInputCommandInteraction, services: Services, request: SettingsChangeRequest) {
-  if (!request.ok) return answerPrivately(interaction, request.message);
+  const locale = memberLocale(interaction);
+  if (!request.ok) return answerPrivately(interaction, word(locale, request.notice));
   const guildId = guildOf(interaction);
   const updated = await services.settings.update(guildId, interaction.user.id, request.description, request.change);
-  const locale = memberLocale(interaction);
   try {
-    await answerPrivately(
-      interaction,
-      await services.settings.describeChange(guildId, locale, request.note ?? t(locale, 'config.saved'), updated),
-    );
+    const saved = request.note ? word(locale, request.note) : t(locale, 'config.saved');
+    await answerPrivately(interaction, await describeChange(services.settings, guildId, locale, saved, updated));
   } catch (error) {
     services.log.warn('a settings change was saved, but its answer failed; telling the admin it was saved', { guild: guildId, error });
     await answerPrivately(interaction, t(locale, 'config.saved-unshown', { change: shorten(request.description, CHANGE_QUOTED) }));
@@ -124,7 +123,7 @@ async function apply(interaction: ChatInputCommandInteraction, services: Service
 async function defaults(interaction: ChatInputCommandInteraction, services: Services, guildId: string) {
   const options = interaction.options;
   const locale = memberLocale(interaction);
-  const request = defaultsChange(locale, {
+  const request = defaultsChange({
     model: options.getString('model') ?? undefined,
     resolution: options.getString('resolution') ?? undefined,
     duration: options.getInteger('duration') ?? undefined,
@@ -139,8 +138,8 @@ async function defaults(interaction: ChatInputCommandInteraction, services: Serv
       services.log.warn('could not list the models to check a default model; accepting it unchecked', { guild: guildId, error });
       return undefined;
     });
-    const problem = checkDefaultModel(locale, model, available);
-    if (problem) return answerPrivately(interaction, problem);
+    const unavailable = checkDefaultModel(model, available);
+    if (unavailable) return answerPrivately(interaction, describeUnavailableModel(locale, unavailable));
   }
   return apply(interaction, services, request);
 }
@@ -158,28 +157,24 @@ async function execute(interaction: ChatInputCommandInteraction, services: Servi
       return answerPrivately(interaction, t(locale, cleared ? 'config.key.removed' : 'config.key.none-to-remove'));
     }
     case 'show':
-      return answerPrivately(interaction, await services.settings.describe(guildId, locale));
+      return answerPrivately(interaction, await showServerSettings(services.settings, guildId, locale));
     case 'layer':
-      return apply(interaction, services, layerChange(locale, options.getString('layer', true)));
+      return apply(interaction, services, layerChange(options.getString('layer', true)));
     case 'defaults':
       return defaults(interaction, services, guildId);
     case 'storage':
-      return apply(
-        interaction,
-        services,
-        storageChange(locale, options.getInteger('keep_days', true), options.getBoolean('public_link') ?? false),
-      );
+      return apply(interaction, services, storageChange(options.getInteger('keep_days', true), options.getBoolean('public_link') ?? false));
     case 'roles':
       return apply(
         interaction,
         services,
-        rolesChange(locale, options.getString('feature', true), options.getString('action', true), options.getRole('role')?.id),
+        rolesChange(options.getString('feature', true), options.getString('action', true), options.getRole('role')?.id),
       );
     case 'limits':
       return apply(
         interaction,
         services,
-        limitsChange(locale, {
+        limitsChange({
           concurrentPerUser: options.getInteger('concurrent_per_user'),
           dailyPerUser: options.getInteger('daily_per_user'),
           dailyPerServer: options.getInteger('daily_per_server'),
@@ -189,7 +184,7 @@ async function execute(interaction: ChatInputCommandInteraction, services: Servi
       return apply(
         interaction,
         services,
-        budgetChange(locale, {
+        budgetChange({
           member_daily_usd: options.getNumber('member_daily_usd'),
           server_daily_usd: options.getNumber('server_daily_usd'),
           server_monthly_usd: options.getNumber('server_monthly_usd'),

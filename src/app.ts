@@ -182,7 +182,6 @@ export async function startApp(
     previousEncryptionSecret: config.keyEncryptionSecretPrevious,
     prices: config.prices,
     postAlert: (guildId, channelId, alert) => outbox.say(channelId, word(guildLocale(guildId), alert)),
-    guildLocale,
     metrics,
     userInstallLimits: config.userInstalls,
   });

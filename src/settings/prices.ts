@@ -1,8 +1,6 @@
 import { EXTENSION_DURATION, GENERATION_DURATION, RESOLUTIONS, USD_TICKS, type Resolution, type VideoOperation } from '../gateway/spec.ts';
 import { isRecord } from '../lib/json.ts';
 import type { Result } from '../lib/result.ts';
-import { ENGLISH, formatNumber, t, type Locale } from '../i18n/index.ts';
-import { shorten } from '../lib/text.ts';
 
 // What the bot expects the gateway to charge, for estimates only: what the gateway reports is what is
 // counted (docs/gateway.md, "Prices"). Video is priced per second by resolution, an edit as 8 s and an
@@ -10,8 +8,6 @@ import { shorten } from '../lib/text.ts';
 // contract never reports. A model id prices that model; `*` every model the table does not name.
 
 export const ANY_MODEL = '*';
-/** A model id as /config shows it: PRICES_FILE may name one of any length. */
-const MODEL_SHOWN = 60;
 /** Edits and extensions are priced at this resolution, whatever their source's. */
 const EDIT_AND_EXTENSION_RESOLUTION: Resolution = '720p';
 /** An edit is priced as this many seconds (its length follows the source's, capped near 8.7 s). */
@@ -80,32 +76,6 @@ export function estimateVideoTicks(table: PriceTable, request: VideoEstimateRequ
 /** What a realtime voice session of the model costs per second, in ticks (not rounded: seconds add up). */
 export function voiceTicksPerSecond(table: PriceTable, model: string): number {
   return (voicePrices(table, model).perMinuteUsd * USD_TICKS) / 60;
-}
-
-/** `/config show`: the prices estimates use, one line per model the table names (/config shows as many as fit). */
-export function describePrices(table: PriceTable, locale: Locale = ENGLISH): string[] {
-  const name = (model: string) => (model === ANY_MODEL ? t(locale, 'prices.any-model') : `\`${shorten(model, MODEL_SHOWN)}\``);
-  // Prices under a cent keep four decimals: a fraction of a cent per second adds up.
-  const usd = (amount: number) => {
-    const digits = amount < 0.01 && amount > 0 ? 4 : 2;
-    return formatNumber(locale, amount, {
-      style: 'currency',
-      currency: 'USD',
-      minimumFractionDigits: digits,
-      maximumFractionDigits: digits,
-    });
-  };
-  return [
-    ...[...table.video].map(([model, prices]) =>
-      t(locale, 'prices.video', {
-        model: name(model),
-        rates: RESOLUTIONS.map((resolution) =>
-          t(locale, 'prices.per-second', { price: usd(prices.perSecondUsd[resolution]), resolution }),
-        ).join(', '),
-      }),
-    ),
-    ...[...table.voice].map(([model, prices]) => t(locale, 'prices.voice', { model: name(model), price: usd(prices.perMinuteUsd) })),
-  ];
 }
 
 /**

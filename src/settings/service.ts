@@ -1,12 +1,12 @@
 import { isDeepStrictEqual } from 'node:util';
 import { AuthenticationError, GatewayError, MalformedResponseError } from '../gateway/errors.ts';
-import { notice, refuse, word, type Notice, type Outcome } from '../wording/notice.ts';
+import { notice, refuse, type Notice, type Outcome } from '../wording/notice.ts';
 import { keyFingerprint, type GatewayClientPool } from '../gateway/pool.ts';
 import type { Layer } from '../gateway/spec.ts';
 import { registerSecret, type Logger } from '../lib/log.ts';
 import { onceUntilFailure } from '../lib/once-until-failure.ts';
 import type { Collection, Store } from '../store/index.ts';
-import { ENGLISH, t, type Locale, type MessageKey } from '../i18n/index.ts';
+import type { MessageKey } from '../i18n/index.ts';
 import { isUserInstallScope } from '../ports/user-install.ts';
 import type { UserInstallLimits } from './user-installs.ts';
 import type { GatewayCredentials } from '../gateway/types.ts';
@@ -24,8 +24,6 @@ import type { BotMetrics } from '../lib/metrics.ts';
 import type { VideoDefaults } from '../ports/video-defaults.ts';
 import type { VoiceSettings, VoiceSettingsSource } from '../ports/voice-settings.ts';
 import { checkAccess, type AccessVerdict } from './access.ts';
-import { describeServerSettings } from './config-options.ts';
-import { MESSAGE_LIMITS } from '../discord/message-limits.ts';
 import {
   HISTORY_KEPT,
   defaultGuildSettings,
@@ -36,7 +34,7 @@ import {
 } from './guild-settings.ts';
 import { KeyCipher, MIN_ENCRYPTION_SECRET_LENGTH, UnreadableKeyError, type SealedKey } from './key-cipher.ts';
 import { discordRelativeTime, type LimitVerdict } from './limits.ts';
-import { describePrices, type PriceTable } from './prices.ts';
+import type { PriceTable } from './prices.ts';
 import { Spending, type SpendingOptions } from './spending.ts';
 import { memberUsage } from './usage.ts';
 import { usdToTicks } from './budgets.ts';
@@ -71,11 +69,21 @@ export interface SettingsOptions {
   prices: PriceTable;
   /** Posts a budget alert in a server's alert channel; default none. */
   postAlert?: SpendingOptions['postAlert'];
-  /** The server's language (Discord's preferred locale), for what its members read together; default English. */
-  guildLocale?: (guildId: string) => Locale;
   metrics?: Pick<BotMetrics, 'spend'>;
   /** USER_INSTALL_DAILY_VIDEOS and USER_INSTALL_DAILY_USD: what a member makes a day through their own install; default no limit. */
   userInstallLimits?: UserInstallLimits;
+}
+
+/** What `/config show` tells beyond the stored settings, as data its answer words. */
+export interface ServerFacts {
+  /** The server can use a gateway key (its own or the operator's). */
+  hasKey: boolean;
+  canStoreKeys: boolean;
+  /** Which key serves the server, and why. */
+  keyInUse: Notice;
+  defaultLayer: Layer;
+  /** What estimates are made with. */
+  prices: PriceTable;
 }
 
 /** `models`: how many models the key may use, when the gateway's model list could be read. */
@@ -367,41 +375,26 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
     return { ok: true, apiKey: operatorKey, layer: this.#options.defaultLayer, source: 'operator', keyId: keyFingerprint(operatorKey) };
   }
 
-  /** `/config show`: the settings and what stands between the server and a working bot, in one message. */
-  async describe(guildId: string, locale: Locale): Promise<string> {
-    return this.#describe(guildId, locale, await this.get(guildId), MESSAGE_LIMITS.content);
-  }
-
-  /**
-   * What a change answers with: `saved` (that it was saved, in the admin's language), then the settings
-   * the change wrote, the whole in one message.
-   */
-  async describeChange(guildId: string, locale: Locale, saved: string, settings: GuildSettings): Promise<string> {
-    const room = MESSAGE_LIMITS.content - saved.length - '\n'.length;
-    return `${saved}\n${await this.#describe(guildId, locale, settings, room)}`;
-  }
-
-  async #describe(guildId: string, locale: Locale, settings: GuildSettings, room: number): Promise<string> {
-    const access = await this.resolveGatewayAccess(guildId);
-    const keyInUse = await this.describeKeyInUse(guildId, locale);
-    const facts = {
+  /** What `/config show` says beyond the stored settings: what the service knows of the server and the operator. */
+  async shownFacts(guildId: string): Promise<ServerFacts> {
+    const [access, keyInUse] = await Promise.all([this.resolveGatewayAccess(guildId), this.keyInUse(guildId)]);
+    return {
       hasKey: access.ok,
       canStoreKeys: this.canStoreKeys,
       keyInUse,
       defaultLayer: this.#options.defaultLayer,
-      prices: describePrices(this.#options.prices, locale),
+      prices: this.#options.prices,
     };
-    return describeServerSettings(locale, settings, facts, room);
   }
 
   /** `/config show`'s key line: which key serves the server (its own, the operator's, or none) and why. */
-  async describeKeyInUse(guildId: string, locale: Locale = ENGLISH): Promise<string> {
+  async keyInUse(guildId: string): Promise<Notice> {
     const [{ key }, access] = await Promise.all([this.get(guildId), this.resolveGatewayAccess(guildId)]);
-    const own = key && t(locale, 'config.key.own', { lastFour: key.lastFour, by: `<@${key.setBy}>`, when: discordRelativeTime(key.setAt) });
-    if (access.ok && access.source === 'server') return t(locale, 'config.key.in-use.server', { own: own ?? '' }).trim();
-    if (access.ok) return t(locale, 'config.key.in-use.operator');
-    if (own) return t(locale, 'config.key.in-use.broken', { own, why: word(locale, access.notice) });
-    return t(locale, 'config.key.in-use.none');
+    const own = key && notice('config.key.own', { lastFour: key.lastFour, by: `<@${key.setBy}>`, when: discordRelativeTime(key.setAt) });
+    if (access.ok && access.source === 'server') return notice('config.key.in-use.server', { own: own ?? '' });
+    if (access.ok) return notice('config.key.in-use.operator');
+    if (own) return notice('config.key.in-use.broken', { own, why: access.notice });
+    return notice('config.key.in-use.none');
   }
 
   async defaults(guildId: string): Promise<VideoDefaults> {

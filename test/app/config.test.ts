@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULT_STORE_URL, loadConfig, readEnvironment } from '../../src/config.ts';
-import { DEFAULT_PRICES, describePrices } from '../../src/settings/prices.ts';
+import { describePrices } from '../../src/interactions/settings-answers.ts';
+import { DEFAULT_PRICES } from '../../src/settings/prices.ts';
 
 const minimal = { DISCORD_TOKEN: 'discord-token-value', GATEWAY_BASE_URL: 'http://127.0.0.1:8787' };
 

@@ -2,15 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { EXTENSION_DURATION, GENERATION_DURATION, USD_TICKS } from '../../src/gateway/spec.ts';
 import { MAX_VARIANTS } from '../../src/ports/video-defaults.ts';
 import { isCountableEstimate } from '../../src/video/plan.ts';
-import {
-  DEFAULT_PRICES,
-  describePrices,
-  estimateVideoTicks,
-  parsePrices,
-  voiceTicksPerSecond,
-  type PriceTable,
-} from '../../src/settings/prices.ts';
+import { DEFAULT_PRICES, estimateVideoTicks, parsePrices, voiceTicksPerSecond, type PriceTable } from '../../src/settings/prices.ts';
 import { formatCost } from '../../src/wording/cost.ts';
+import { describePrices } from '../../src/interactions/settings-answers.ts';
 
 // The price table estimates are made with: the defaults, a PRICES_FILE over them, and the estimate of
 // every mode as a member reads it on a video's first card ("about $0.40").

@@ -119,10 +119,10 @@ describe("a server's own gateway key", () => {
     expect(stored.history[0]).toMatchObject({ by: ADMIN, change: 'set the gateway key (…0c43)' });
     expect(await settings.resolveGatewayAccess(GUILD)).toMatchObject({ ok: true, apiKey: SERVER_KEY, source: 'server', layer: 'compat' });
     expect(await settings.resolveGatewayAccess('another-server')).toMatchObject({ ok: true, apiKey: OPERATOR_KEY, source: 'operator' });
-    expect(await settings.describeKeyInUse(GUILD)).toMatch(
+    expect(word(ENGLISH, await settings.keyInUse(GUILD))).toMatch(
       new RegExp(`^this server's own key \\(…0c43, set by <@${ADMIN}> <t:\\d+:R>\\)$`),
     );
-    expect(await settings.describeKeyInUse('another-server')).toBe(
+    expect(word(ENGLISH, await settings.keyInUse('another-server'))).toBe(
       "the operator's default key (this server has none of its own; `/config key` sets one)",
     );
 
@@ -152,7 +152,7 @@ describe("a server's own gateway key", () => {
     expect(result.ok || word(ENGLISH, result.notice)).toMatch(REFUSED_KEY);
     expect((await settings.get(GUILD)).key).toBeUndefined();
     expect(await settings.resolveGatewayAccess(GUILD)).toEqual({ ok: false, reason: 'no-key', notice: keyNotice('noKey') });
-    expect(await settings.describeKeyInUse(GUILD)).toBe(
+    expect(word(ENGLISH, await settings.keyInUse(GUILD))).toBe(
       'none: `/video` and `/voice` cannot work until a server admin sets a key with `/config key`',
     );
     expect(await settings.setKey(GUILD, 'has spaces in it', ADMIN)).toEqual({ ok: false, notice: keyNotice('notAKey') });
@@ -230,7 +230,7 @@ describe("a server's own gateway key", () => {
       reason: 'undecryptable',
       notice: keyNotice('unreadable'),
     });
-    expect(await changed.describeKeyInUse(GUILD)).toMatch(
+    expect(word(ENGLISH, await changed.keyInUse(GUILD))).toMatch(
       /^none: this server's own key \(…0c43, set by .*\) cannot be used\. .*set it again with `\/config key`/,
     );
     expect(word(ENGLISH, keyNotice('unreadable'))).toContain('set it again with `/config key`');

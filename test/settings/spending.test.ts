@@ -118,7 +118,7 @@ function member(index: number): string {
 
 /** `/config budget` as an admin uses it. */
 async function setBudgets(settings: SettingsService, guild: string, budgets: Partial<Budgets>, alertChannelId?: string): Promise<void> {
-  const request = budgetChange(ENGLISH, {
+  const request = budgetChange({
     member_daily_usd: budgets.member_daily_usd ?? null,
     server_daily_usd: budgets.server_daily_usd ?? null,
     server_monthly_usd: budgets.server_monthly_usd ?? null,
@@ -126,7 +126,7 @@ async function setBudgets(settings: SettingsService, guild: string, budgets: Par
     alertChannelId: alertChannelId ?? null,
     clearAlertChannel: false,
   });
-  if (!request.ok) throw new Error(request.message);
+  if (!request.ok) throw new Error(word(ENGLISH, request.notice));
   await settings.update(guild, member(0), request.description, request.change);
 }
 

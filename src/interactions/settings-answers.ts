@@ -1,0 +1,215 @@
+import { MESSAGE_LIMITS } from '../discord/message-limits.ts';
+import { RESOLUTIONS, type Layer } from '../gateway/spec.ts';
+import { ENGLISH, formatList, formatNumber, t, translator, type Locale } from '../i18n/index.ts';
+import { shorten } from '../lib/text.ts';
+import { usdToTicks } from '../settings/budgets.ts';
+import type { UnavailableModel } from '../settings/config-options.ts';
+import type { GuildSettings } from '../settings/guild-settings.ts';
+import { ANY_MODEL, type PriceTable } from '../settings/prices.ts';
+import type { SettingsService } from '../settings/service.ts';
+import { formatCostIn } from '../wording/cost.ts';
+import { word } from '../wording/notice.ts';
+
+// What /config says of a server's settings, in the admin's language: `/config show`, what every change
+// answers with, and a default model the key cannot use. The settings part gives the facts; this words
+// them, and fits each answer in one Discord message.
+
+/**
+ * What /config shows of what grows with the server or the admins' input, so that every answer fits
+ * Discord's 2,000 characters in every language: a model id (a key's models, a default, PRICES_FILE's),
+ * roles per feature, and one change of the history (a change can name a model).
+ */
+const MODEL_SHOWN = 60;
+const ROLES_SHOWN = 3;
+const HISTORY_CHANGE_SHOWN = 80;
+const HISTORY_SHOWN = 5;
+
+/** What `/config show` says beyond the stored settings, worded: facts the service knows. */
+export interface ShownFacts {
+  /** The server can use a gateway key (its own or the operator's). */
+  hasKey: boolean;
+  canStoreKeys: boolean;
+  keyInUse: string;
+  defaultLayer: Layer;
+  /** The prices estimates are made with, one line each: as many as fit are shown. */
+  prices: readonly string[];
+}
+
+/** `/config show`: the prices estimates use, one line per model the table names (/config shows as many as fit). */
+export function describePrices(table: PriceTable, locale: Locale = ENGLISH): string[] {
+  const name = (model: string) => (model === ANY_MODEL ? t(locale, 'prices.any-model') : `\`${shorten(model, MODEL_SHOWN)}\``);
+  // Prices under a cent keep four decimals: a fraction of a cent per second adds up.
+  const usd = (amount: number) => {
+    const digits = amount < 0.01 && amount > 0 ? 4 : 2;
+    return formatNumber(locale, amount, {
+      style: 'currency',
+      currency: 'USD',
+      minimumFractionDigits: digits,
+      maximumFractionDigits: digits,
+    });
+  };
+  return [
+    ...[...table.video].map(([model, prices]) =>
+      t(locale, 'prices.video', {
+        model: name(model),
+        rates: RESOLUTIONS.map((resolution) =>
+          t(locale, 'prices.per-second', { price: usd(prices.perSecondUsd[resolution]), resolution }),
+        ).join(', '),
+      }),
+    ),
+    ...[...table.voice].map(([model, prices]) => t(locale, 'prices.voice', { model: name(model), price: usd(prices.perMinuteUsd) })),
+  ];
+}
+
+/** The history's newest changes, as many as fit in `room` characters (HISTORY_SHOWN at most), under their heading; none: nothing. */
+function historyLines(locale: Locale, history: GuildSettings['history'], room: number): string[] {
+  const lines = [t(locale, 'config.show.history')];
+  for (const entry of history.slice(0, HISTORY_SHOWN)) {
+    const line = `<t:${Math.floor(entry.at / 1000)}:R> <@${entry.by}> ${shorten(entry.change, HISTORY_CHANGE_SHOWN)}`;
+    if ([...lines, line].join('\n').length > room) break;
+    lines.push(line);
+  }
+  return lines.length > 1 ? lines : [];
+}
+
+/** The prices line with as many of `prices` as fit in `room` characters, then how many more there are and where. */
+function pricesLine(locale: Locale, prices: readonly string[], room: number): string {
+  const line = (shown: number) => {
+    const more = prices.length - shown;
+    const parts = [...prices.slice(0, shown), ...(more > 0 ? [t(locale, 'prices.more', { count: more })] : [])];
+    return t(locale, 'config.show.prices', { prices: parts.join('; ') });
+  };
+  let shown = 0;
+  while (shown < prices.length && line(shown + 1).length <= room) shown++;
+  return line(shown);
+}
+
+/**
+ * `/config show`'s first line: what stands between this server and a working bot, in one look (a gateway
+ * key for /video and /voice, the operator's encryption secret for a key of the server's own), or that
+ * nothing does.
+ */
+function missingLine(locale: Locale, facts: ShownFacts): string {
+  const missing: string[] = [];
+  if (!facts.hasKey) missing.push(t(locale, 'config.show.missing.key'));
+  if (!facts.canStoreKeys) missing.push(t(locale, 'config.show.missing.secret'));
+  return missing.length === 0 ? t(locale, 'config.show.missing-none') : t(locale, 'config.show.missing', { missing: missing.join('; ') });
+}
+
+/**
+ * `/config show`, and what every change answers with, in the admin's language, in `room` characters at
+ * most (what a message holds, less what the answer puts before it): the prices take what the rest leaves.
+ */
+export function describeServerSettings(
+  locale: Locale,
+  settings: GuildSettings,
+  facts: ShownFacts,
+  room: number = MESSAGE_LIMITS.content,
+): string {
+  const say = translator(locale);
+  const roles = (ids: string[]) => {
+    if (ids.length === 0) return say('config.show.everyone');
+    const shown = ids.slice(0, ROLES_SHOWN).map((id) => `<@&${id}>`);
+    const more = ids.length - shown.length;
+    return formatList(locale, more > 0 ? [...shown, say('config.show.more-roles', { count: more })] : shown);
+  };
+  const limit = (value: number) => (value === 0 ? say('config.show.no-limit') : formatNumber(locale, value));
+  const budget = (amount: number) => (amount === 0 ? say('config.show.no-budget') : formatCostIn(locale, usdToTicks(amount)));
+  const orDefault = (value: string | undefined) => value ?? say('config.show.gateway-default');
+  const { defaults, storage, limits, spending } = settings;
+  const { budgets } = spending;
+  const before = [
+    missingLine(locale, facts),
+    say('config.show.key', { key: facts.keyInUse }),
+    settings.layer === undefined
+      ? say('config.show.layer-default', { layer: facts.defaultLayer })
+      : say('config.show.layer', { layer: settings.layer }),
+    say('config.show.defaults', {
+      model: defaults.model === undefined ? say('config.show.latest') : shorten(defaults.model, MODEL_SHOWN),
+      resolution: orDefault(defaults.resolution),
+      duration:
+        defaults.duration === undefined
+          ? say('config.show.gateway-default')
+          : formatNumber(locale, defaults.duration, { style: 'unit', unit: 'second', unitDisplay: 'narrow' }),
+      aspectRatio: orDefault(defaults.aspectRatio),
+    }),
+    say('config.show.buttons', { who: defaults.buttons === 'owner' ? 'owner' : 'anyone' }),
+    say('config.show.storage', { days: storage.keepDays, publicLink: storage.publicLink ? 'yes' : 'no' }),
+    say('config.show.roles', { video: roles(settings.roles.video), voice: roles(settings.roles.voice) }),
+    say('config.show.limits', {
+      concurrent: limit(limits.concurrentPerUser),
+      perMember: limit(limits.dailyPerUser),
+      perServer: limit(limits.dailyPerServer),
+    }),
+    say('config.show.budgets', {
+      perMember: budget(budgets.member_daily_usd),
+      perServer: budget(budgets.server_daily_usd),
+      perMonth: budget(budgets.server_monthly_usd),
+      alerts:
+        spending.alertChannelId === undefined
+          ? say('config.show.alerts-off')
+          : say('config.show.alerts-in', { channel: `<#${spending.alertChannelId}>` }),
+      confirm:
+        spending.confirmOverUsd === 0
+          ? say('config.show.confirm-none')
+          : say('config.show.confirm-over', { amount: formatCostIn(locale, usdToTicks(spending.confirmOverUsd)) }),
+    }),
+  ];
+  // The settings first, whole; then the newest changes in at most half of what is left, and the prices in the rest.
+  const left = room - before.join('\n').length - '\n'.length;
+  const history = historyLines(locale, settings.history, Math.floor(left / 2));
+  const prices = pricesLine(locale, facts.prices, left - history.join('\n').length - (history.length > 0 ? '\n'.length : 0));
+  const text = [...before, prices, ...history].join('\n');
+  // The bounds above keep the settings well within a message; this keeps an unforeseen worst case from being refused whole.
+  return shorten(text, room);
+}
+
+/** `/config show` for the server, in the admin's language, in `room` characters at most. */
+async function describeServer(
+  settings: SettingsService,
+  guildId: string,
+  locale: Locale,
+  shown: GuildSettings,
+  room: number,
+): Promise<string> {
+  const facts = await settings.shownFacts(guildId);
+  return describeServerSettings(
+    locale,
+    shown,
+    { ...facts, keyInUse: word(locale, facts.keyInUse), prices: describePrices(facts.prices, locale) },
+    room,
+  );
+}
+
+/** `/config show`: the server's settings and what stands between it and a working bot, in one message. */
+export async function showServerSettings(settings: SettingsService, guildId: string, locale: Locale): Promise<string> {
+  return describeServer(settings, guildId, locale, await settings.get(guildId), MESSAGE_LIMITS.content);
+}
+
+/**
+ * What a change answers with: `saved` (that it was saved, in the admin's language), then the settings the
+ * change wrote, the whole in one message.
+ */
+export async function describeChange(
+  settings: SettingsService,
+  guildId: string,
+  locale: Locale,
+  saved: string,
+  updated: GuildSettings,
+): Promise<string> {
+  const room = MESSAGE_LIMITS.content - saved.length - '\n'.length;
+  return `${saved}\n${await describeServer(settings, guildId, locale, updated, room)}`;
+}
+
+/** A default model the server's key cannot use, naming as many of the key's models as fit in one message, then how many more. */
+export function describeUnavailableModel(locale: Locale, { model, available }: UnavailableModel): string {
+  const refusal = (shown: number) => {
+    const names = available.slice(0, shown).map((name) => shorten(name, MODEL_SHOWN));
+    const more = available.length - shown;
+    if (more > 0) names.push(t(locale, 'config.defaults.more-models', { count: more }));
+    return t(locale, 'config.defaults.model-unavailable', { model: shorten(model, MODEL_SHOWN), available: names.join(', ') });
+  };
+  let shown = 0;
+  while (shown < available.length && refusal(shown + 1).length <= MESSAGE_LIMITS.content) shown++;
+  return refusal(shown);
+}

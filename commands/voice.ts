@@ -15,7 +15,9 @@ import { describeCallEncryption } from '../src/voice/call-encryption.ts';
 import { subcommand } from '../src/discord/command-options.ts';
 import { localized } from '../src/i18n/commands.ts';
 import { t } from '../src/i18n/index.ts';
-import { describeVoiceSettings, voiceSettingsChange, VOICE_SETTINGS_SUBCOMMAND } from '../src/settings/voice-settings.ts';
+import { voiceSettingsChange, VOICE_SETTINGS_SUBCOMMAND } from '../src/settings/voice-settings.ts';
+import { describeVoiceSettings } from '../src/interactions/settings-answers.ts';
+import { word } from '../src/wording/notice.ts';
 
 const data = localized(new SlashCommandBuilder().setName('voice'), 'command.voice')
   .setContexts(InteractionContextType.Guild)
@@ -85,9 +87,8 @@ async function settings(interaction: ChatInputCommandInteraction, services: Serv
       language: options.getString('language'),
     },
     services.config.gatewayVendor,
-    locale,
   );
-  if (!request.ok) return answerPrivately(interaction, request.message);
+  if (!request.ok) return answerPrivately(interaction, word(locale, request.notice));
   if (Object.keys(request.change).length === 0) {
     return answerPrivately(interaction, describeVoiceSettings(locale, await services.settings.voiceSettings(guildId)));
   }

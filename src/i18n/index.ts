@@ -45,6 +45,9 @@ export const SUPPORTED_LOCALES: readonly Locale[] = [ENGLISH, ...[...CATALOGS.ke
 /** The locales besides English: those a command's name and description are localized in. */
 export const TRANSLATED_LOCALES: readonly Locale[] = SUPPORTED_LOCALES.slice(1);
 
+/** The languages the bot speaks, as tags a setting may choose among (a voice conversation's language): the parts take no reader's locale. */
+export const SPOKEN_LANGUAGES: readonly string[] = SUPPORTED_LOCALES;
+
 /**
  * The language to speak, from an interaction's `locale` (the member's) and `guild_locale` (the server's):
  * `'member'` for a private answer, `'channel'` for what everyone in the channel reads; English when the bot

@@ -1,18 +1,20 @@
 import { MESSAGE_LIMITS } from '../discord/message-limits.ts';
 import { RESOLUTIONS, type Layer } from '../gateway/spec.ts';
-import { ENGLISH, formatList, formatNumber, t, translator, type Locale } from '../i18n/index.ts';
+import { ENGLISH, formatList, formatNumber, languageName, t, translator, type Locale } from '../i18n/index.ts';
 import { shorten } from '../lib/text.ts';
 import { usdToTicks } from '../settings/budgets.ts';
 import type { UnavailableModel } from '../settings/config-options.ts';
 import type { GuildSettings } from '../settings/guild-settings.ts';
 import { ANY_MODEL, type PriceTable } from '../settings/prices.ts';
 import type { SettingsService } from '../settings/service.ts';
+import { SERVER_LANGUAGE } from '../settings/voice-settings.ts';
+import type { VoiceSettings } from '../ports/voice-settings.ts';
 import { formatCostIn } from '../wording/cost.ts';
 import { word } from '../wording/notice.ts';
 
-// What /config says of a server's settings, in the admin's language: `/config show`, what every change
-// answers with, and a default model the key cannot use. The settings part gives the facts; this words
-// them, and fits each answer in one Discord message.
+// What /config and /voice settings say of a server's settings, in the admin's language: `/config show`,
+// what every change answers with, a default model the key cannot use, and the voice settings. The
+// settings part gives the facts; this words them, and fits each answer in one Discord message.
 
 /**
  * What /config shows of what grows with the server or the admins' input, so that every answer fits
@@ -23,6 +25,8 @@ const MODEL_SHOWN = 60;
 const ROLES_SHOWN = 3;
 const HISTORY_CHANGE_SHOWN = 80;
 const HISTORY_SHOWN = 5;
+/** Instructions may be 2000 characters, as long as a whole Discord message: /voice settings shows their start. */
+const INSTRUCTIONS_PREVIEW = 500;
 
 /** What `/config show` says beyond the stored settings, worded: facts the service knows. */
 export interface ShownFacts {
@@ -212,4 +216,47 @@ export function describeUnavailableModel(locale: Locale, { model, available }: U
   let shown = 0;
   while (shown < available.length && refusal(shown + 1).length <= MESSAGE_LIMITS.content) shown++;
   return refusal(shown);
+}
+
+function describeRespond(locale: Locale, settings: VoiceSettings): string {
+  const names =
+    settings.wakeWords.length > 0
+      ? settings.wakeWords.map((word) => `"${word}"`).join(', ')
+      : t(locale, 'voice.settings.show.display-name');
+  return t(locale, 'voice.settings.show.respond', { mode: settings.respond, names });
+}
+
+/** `/voice settings`, and what every change answers with, in the member's language. */
+export function describeVoiceSettings(locale: Locale, settings: VoiceSettings): string {
+  const say = translator(locale);
+  const long = settings.instructions.length > INSTRUCTIONS_PREVIEW;
+  return [
+    say('voice.settings.show.voice', { voice: settings.voice }),
+    say('voice.settings.show.model', { model: settings.model }),
+    say('voice.settings.show.turns', {
+      mode: settings.turnDetection,
+      threshold: formatNumber(locale, settings.vadThreshold),
+      silence: formatNumber(locale, settings.silenceMs, { style: 'unit', unit: 'millisecond', unitDisplay: 'short' }),
+    }),
+    say('voice.settings.show.transcripts', { on: settings.transcripts ? 'yes' : 'no' }),
+    say('voice.settings.show.idle', { minutes: settings.idleMinutes }),
+    say('voice.settings.show.answers', { respond: describeRespond(locale, settings) }),
+    say('voice.settings.show.tools', { on: settings.tools === false ? 'no' : 'yes' }),
+    say('voice.settings.show.language', {
+      language: settings.language === undefined ? SERVER_LANGUAGE : languageName(locale, settings.language),
+    }),
+    say('voice.settings.show.instructions', {
+      instructions: shorten(settings.instructions, INSTRUCTIONS_PREVIEW),
+      long: long ? 'yes' : 'no',
+      length: settings.instructions.length,
+    }),
+    settings.updatedBy
+      ? say('voice.settings.show.changed', {
+          by: `<@${settings.updatedBy}>`,
+          when: `<t:${Math.floor((settings.updatedAt ?? 0) / 1000)}:R>`,
+        })
+      : '',
+  ]
+    .filter((line) => line !== '')
+    .join('\n');
 }

@@ -2,12 +2,12 @@ import { isDeepStrictEqual } from 'node:util';
 import { isRecord } from '../lib/json.ts';
 import { BUILT_IN_VOICES, realtimeModelNames } from '../gateway/spec.ts';
 import type { SubcommandDefinition } from '../discord/command-options.ts';
-import { refuse, type Result } from '../lib/result.ts';
-import { ENGLISH, formatNumber, languageName, SUPPORTED_LOCALES, t, translator, type Locale } from '../i18n/index.ts';
+import { SPOKEN_LANGUAGES } from '../i18n/index.ts';
+import { notice, refuse, type NoticeOf, type Outcome } from '../wording/notice.ts';
 import type { RecordWarning } from '../store/index.ts';
 import { RESPOND_MODES, TURN_DETECTION_MODES, type VoiceSettings } from '../ports/voice-settings.ts';
 import { hasSomethingToHear, readVoiceSettings, VOICE_LIMITS, voiceSettingSchemas } from '../ports/voice-settings-schema.ts';
-import { graphemePrefix, shorten } from '../lib/text.ts';
+import { graphemePrefix } from '../lib/text.ts';
 
 // How a server's voice conversations behave, kept with the rest of its settings and changed with /voice
 // settings; the voice part reads them through the VoiceSettingsSource port. Their schema, bounds
@@ -15,7 +15,7 @@ import { graphemePrefix, shorten } from '../lib/text.ts';
 // stored record read with it.
 
 /** The voice settings' schema, for the languages the bot speaks. */
-const VOICE_SETTINGS = voiceSettingSchemas(SUPPORTED_LOCALES);
+const VOICE_SETTINGS = voiceSettingSchemas(SPOKEN_LANGUAGES);
 
 export function defaultVoiceSettings(vendor: string): VoiceSettings {
   return {
@@ -59,28 +59,30 @@ export type VoiceSettingsChange = Partial<Omit<VoiceSettings, 'updatedBy' | 'upd
 /** `/voice settings language`'s choice that leaves the language to the server's (its Community setting). */
 export const SERVER_LANGUAGE = 'server';
 
+/** Why a voice settings change is refused: a notice naming the option and the rule. */
+export type VoiceSettingsRefusal = NoticeOf<'voice.settings.'>;
+
 /**
  * Checks a change before it is stored, against the voice settings' schema (and, for `model`, the vendor's
- * models); the message, in the admin's language, names the option and the rule.
+ * models); a refusal names the option and the rule.
  */
-export function checkVoiceSettingsChange(change: VoiceSettingsChange, vendor: string, locale: Locale = ENGLISH): string | undefined {
-  const say = translator(locale);
+export function checkVoiceSettingsChange(change: VoiceSettingsChange, vendor: string): VoiceSettingsRefusal | undefined {
   const fits = (key: keyof VoiceSettingsChange): boolean =>
     change[key] === undefined || VOICE_SETTINGS.fields[key].safeParse(change[key]).success;
   if (!fits('voice')) {
-    return say('voice.settings.bad-voice', { examples: BUILT_IN_VOICES.slice(0, 4).join(', '), given: change.voice ?? '' });
+    return notice('voice.settings.bad-voice', { examples: BUILT_IN_VOICES.slice(0, 4).join(', '), given: change.voice ?? '' });
   }
   if (change.model !== undefined && !change.model.toLowerCase().startsWith(`${vendor.toLowerCase()}-voice-`)) {
-    return say('voice.settings.bad-model', { examples: realtimeModelNames(vendor).join(', '), given: change.model });
+    return notice('voice.settings.bad-model', { examples: realtimeModelNames(vendor).join(', '), given: change.model });
   }
-  if (!fits('instructions')) return say('voice.settings.instructions-too-long', { max: VOICE_LIMITS.instructionsLength });
+  if (!fits('instructions')) return notice('voice.settings.instructions-too-long', { max: VOICE_LIMITS.instructionsLength });
   const words = change.wakeWords ?? [];
   if (!fits('wakeWords')) {
-    if (words.length > VOICE_LIMITS.wakeWords) return say('voice.settings.too-many-wake-words', { max: VOICE_LIMITS.wakeWords });
+    if (words.length > VOICE_LIMITS.wakeWords) return notice('voice.settings.too-many-wake-words', { max: VOICE_LIMITS.wakeWords });
     const long = words.find((word) => word.length > VOICE_LIMITS.wakeWordLength);
     if (long !== undefined)
-      return say('voice.settings.wake-word-too-long', { max: VOICE_LIMITS.wakeWordLength, word: graphemePrefix(long, 20) });
-    return say('voice.settings.wake-word-silent', { word: words.find((word) => !hasSomethingToHear(word)) ?? '' });
+      return notice('voice.settings.wake-word-too-long', { max: VOICE_LIMITS.wakeWordLength, word: graphemePrefix(long, 20) });
+    return notice('voice.settings.wake-word-silent', { word: words.find((word) => !hasSomethingToHear(word)) ?? '' });
   }
   const ranges = [
     ['vadThreshold', change.vadThreshold, 'vad_threshold'],
@@ -90,11 +92,11 @@ export function checkVoiceSettingsChange(change: VoiceSettingsChange, vendor: st
   for (const [key, value, option] of ranges) {
     if (value === undefined || fits(key)) continue;
     const range = VOICE_LIMITS[key];
-    return say('voice.settings.range', {
+    return notice('voice.settings.range', {
       option: `\`${option}\``,
-      min: formatNumber(locale, range.min),
-      max: formatNumber(locale, range.max),
-      given: formatNumber(locale, value),
+      min: { phrase: 'number', value: range.min },
+      max: { phrase: 'number', value: range.max },
+      given: { phrase: 'number', value },
     });
   }
   return undefined;
@@ -141,9 +143,6 @@ export function applyVoiceSettingsChange(
 
 // ---- /voice settings ---------------------------------------------------------------------------
 
-/** Instructions may be 2000 characters, as long as a whole Discord message: the reply shows their start. */
-const INSTRUCTIONS_PREVIEW = 500;
-
 /** Its words, in every language, are the catalogs' (`command.voice.settings.*` in src/i18n/catalogs/). */
 export const VOICE_SETTINGS_SUBCOMMAND = {
   name: 'settings',
@@ -185,7 +184,7 @@ export const VOICE_SETTINGS_SUBCOMMAND = {
     {
       type: 'string',
       name: 'language',
-      choices: [{ value: SERVER_LANGUAGE }, ...SUPPORTED_LOCALES.map((value) => ({ value }))],
+      choices: [{ value: SERVER_LANGUAGE }, ...SPOKEN_LANGUAGES.map((value) => ({ value }))],
     },
   ],
 } as const satisfies SubcommandDefinition;
@@ -211,8 +210,7 @@ export interface VoiceSettingsGiven {
 export function voiceSettingsChange(
   given: VoiceSettingsGiven,
   vendor: string,
-  locale: Locale = ENGLISH,
-): Result<{ change: VoiceSettingsChange }> {
+): Outcome<{ change: VoiceSettingsChange }, object, VoiceSettingsRefusal> {
   const change: VoiceSettingsChange = {};
   if (given.voice !== null) change.voice = given.voice;
   if (given.instructions !== null) change.instructions = given.instructions;
@@ -226,66 +224,21 @@ export function voiceSettingsChange(
   if (given.respond !== null) {
     const chosen = RESPOND_MODES.find((candidate) => candidate === given.respond);
     if (!chosen)
-      return refuse(
-        t(locale, 'voice.settings.bad-choice', { option: '`respond`', values: RESPOND_MODES.join(', '), given: given.respond }),
-      );
+      return refuse('voice.settings.bad-choice', { option: '`respond`', values: RESPOND_MODES.join(', '), given: given.respond });
     change.respond = chosen;
   }
   if (given.wakeWords !== null) change.wakeWords = parseWakeWords(given.wakeWords);
   if (given.tools !== null) change.tools = given.tools;
   if (given.language !== null) {
-    const language = SUPPORTED_LOCALES.find((candidate) => candidate === given.language);
+    const language = SPOKEN_LANGUAGES.find((candidate) => candidate === given.language);
     if (!language && given.language !== SERVER_LANGUAGE) {
-      const values = [SERVER_LANGUAGE, ...SUPPORTED_LOCALES].join(', ');
-      return refuse(t(locale, 'voice.settings.bad-choice', { option: '`language`', values, given: given.language }));
+      const values = [SERVER_LANGUAGE, ...SPOKEN_LANGUAGES].join(', ');
+      return refuse('voice.settings.bad-choice', { option: '`language`', values, given: given.language });
     }
     // Undefined: back to the server's language (the key is there, so it is a change).
     change.language = language;
   }
   if (Object.keys(change).length === 0) return { ok: true, change };
-  const problem = checkVoiceSettingsChange(change, vendor, locale);
-  return problem ? refuse(problem) : { ok: true, change };
-}
-
-function describeRespond(locale: Locale, settings: VoiceSettings): string {
-  const names =
-    settings.wakeWords.length > 0
-      ? settings.wakeWords.map((word) => `"${word}"`).join(', ')
-      : t(locale, 'voice.settings.show.display-name');
-  return t(locale, 'voice.settings.show.respond', { mode: settings.respond, names });
-}
-
-/** `/voice settings`, and what every change answers with, in the member's language. */
-export function describeVoiceSettings(locale: Locale, settings: VoiceSettings): string {
-  const say = translator(locale);
-  const long = settings.instructions.length > INSTRUCTIONS_PREVIEW;
-  return [
-    say('voice.settings.show.voice', { voice: settings.voice }),
-    say('voice.settings.show.model', { model: settings.model }),
-    say('voice.settings.show.turns', {
-      mode: settings.turnDetection,
-      threshold: formatNumber(locale, settings.vadThreshold),
-      silence: formatNumber(locale, settings.silenceMs, { style: 'unit', unit: 'millisecond', unitDisplay: 'short' }),
-    }),
-    say('voice.settings.show.transcripts', { on: settings.transcripts ? 'yes' : 'no' }),
-    say('voice.settings.show.idle', { minutes: settings.idleMinutes }),
-    say('voice.settings.show.answers', { respond: describeRespond(locale, settings) }),
-    say('voice.settings.show.tools', { on: settings.tools === false ? 'no' : 'yes' }),
-    say('voice.settings.show.language', {
-      language: settings.language === undefined ? SERVER_LANGUAGE : languageName(locale, settings.language),
-    }),
-    say('voice.settings.show.instructions', {
-      instructions: shorten(settings.instructions, INSTRUCTIONS_PREVIEW),
-      long: long ? 'yes' : 'no',
-      length: settings.instructions.length,
-    }),
-    settings.updatedBy
-      ? say('voice.settings.show.changed', {
-          by: `<@${settings.updatedBy}>`,
-          when: `<t:${Math.floor((settings.updatedAt ?? 0) / 1000)}:R>`,
-        })
-      : '',
-  ]
-    .filter((line) => line !== '')
-    .join('\n');
+  const problem = checkVoiceSettingsChange(change, vendor);
+  return problem ? { ok: false, notice: problem } : { ok: true, change };
 }

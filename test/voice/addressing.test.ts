@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { addressesBot, answersOnlyWhenNamed, normalizeSpeech } from '../../src/voice/addressing.ts';
-import { checkVoiceSettingsChange, parseWakeWords } from '../../src/settings/voice-settings.ts';
+import { checkVoiceSettingsChange, parseWakeWords, type VoiceSettingsChange } from '../../src/settings/voice-settings.ts';
+import { word } from '../../src/wording/notice.ts';
+import { ENGLISH } from '../../src/i18n/index.ts';
+
+/** Why a voice settings change is refused, as the admin reads it (in English); undefined: accepted. */
+function refusalOf(change: VoiceSettingsChange, vendor: string): string | undefined {
+  const refusal = checkVoiceSettingsChange(change, vendor);
+  return refusal && word(ENGLISH, refusal);
+}
 
 // Whether a turn names the bot: case, punctuation and a leading "hey"/"ok" do not matter.
 describe('wake word matching', () => {
@@ -39,12 +47,10 @@ describe('wake word matching', () => {
   it('reads wake_words as a comma-separated list and refuses names without letters, naming the option', () => {
     expect(parseWakeWords(' Robo , Hey Pixel,, ')).toEqual(['Robo', 'Hey Pixel']);
     expect(parseWakeWords(',')).toEqual([]);
-    expect(checkVoiceSettingsChange({ wakeWords: ['Robo', '!!!'] }, 'svc')).toBe(
-      '`wake_words`: "!!!" has no letters or digits to listen for.',
-    );
-    expect(checkVoiceSettingsChange({ wakeWords: Array.from({ length: 11 }, (_, index) => `name${index}`) }, 'svc')).toMatch(
+    expect(refusalOf({ wakeWords: ['Robo', '!!!'] }, 'svc')).toBe('`wake_words`: "!!!" has no letters or digits to listen for.');
+    expect(refusalOf({ wakeWords: Array.from({ length: 11 }, (_, index) => `name${index}`) }, 'svc')).toMatch(
       /^`wake_words` can list at most 10 names/,
     );
-    expect(checkVoiceSettingsChange({ wakeWords: ['Robo'], respond: 'when_named' }, 'svc')).toBeUndefined();
+    expect(refusalOf({ wakeWords: ['Robo'], respond: 'when_named' }, 'svc')).toBeUndefined();
   });
 });

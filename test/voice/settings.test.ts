@@ -1,20 +1,33 @@
 import { describe, expect, it } from 'vitest';
-import { checkVoiceSettingsChange, defaultVoiceSettings, parseStoredVoiceSettings } from '../../src/settings/voice-settings.ts';
+import { ENGLISH } from '../../src/i18n/index.ts';
+import {
+  checkVoiceSettingsChange,
+  defaultVoiceSettings,
+  parseStoredVoiceSettings,
+  type VoiceSettingsChange,
+} from '../../src/settings/voice-settings.ts';
+import { word } from '../../src/wording/notice.ts';
 import { conversationRecordParser } from '../../src/voice/conversation-record.ts';
+
+/** Why a voice settings change is refused, as the admin reads it (in English); undefined: accepted. */
+function refusalOf(change: VoiceSettingsChange, vendor: string): string | undefined {
+  const refusal = checkVoiceSettingsChange(change, vendor);
+  return refusal && word(ENGLISH, refusal);
+}
 
 // /voice settings checks a change before storing it; which voices exist is the gateway's to say.
 describe('a voice settings change', () => {
   it.each(['eve', 'Ara', 'a-new-voice_2'])('accepts the voice id %s, built in or not', (voice) => {
-    expect(checkVoiceSettingsChange({ voice }, 'svc')).toBeUndefined();
+    expect(refusalOf({ voice }, 'svc')).toBeUndefined();
   });
 
   it.each(['', 'eve leo', 'no!pe'])('refuses %j, naming the option and the rule', (voice) => {
-    expect(checkVoiceSettingsChange({ voice }, 'svc')).toMatch(/^`voice` must be a voice id such as altair/);
+    expect(refusalOf({ voice }, 'svc')).toMatch(/^`voice` must be a voice id such as altair/);
   });
 
   it('refuses a model that is not a realtime voice model of the vendor', () => {
-    expect(checkVoiceSettingsChange({ model: 'svc-imagine-video-1.5' }, 'svc')).toMatch(/^`model` must be a realtime voice model/);
-    expect(checkVoiceSettingsChange({ model: 'acme-voice-latest' }, 'acme')).toBeUndefined();
+    expect(refusalOf({ model: 'svc-imagine-video-1.5' }, 'svc')).toMatch(/^`model` must be a realtime voice model/);
+    expect(refusalOf({ model: 'acme-voice-latest' }, 'acme')).toBeUndefined();
   });
 });
 
@@ -34,7 +47,7 @@ describe('stored voice settings', () => {
         fields: { settings: ['vadThreshold', 'wakeWords', 'language'] },
       },
     ]);
-    expect(checkVoiceSettingsChange({ vadThreshold: 7 }, 'svc')).toMatch(/^`vad_threshold` must be from 0.05 to 1/);
+    expect(refusalOf({ vadThreshold: 7 }, 'svc')).toMatch(/^`vad_threshold` must be from 0.05 to 1/);
   });
 
   it("of a conversation are read the same way, the missing and the out of bounds the vendor's defaults, its language kept", () => {

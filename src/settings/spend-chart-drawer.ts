@@ -1,8 +1,7 @@
 import { Worker } from 'node:worker_threads';
-import type { Locale } from '../i18n/index.ts';
 import { isRecord } from '../lib/json.ts';
 import type { ChartAnswer, ChartRequest } from './spend-chart-thread.ts';
-import type { SpendDay } from './usage-chart.ts';
+import type { SpendChartOptions, SpendDay } from './usage-chart.ts';
 
 // /usage's chart, drawn on a thread of its own (spend-chart-thread.ts). Drawn in the bot's thread, the
 // first chart held the event loop 1.1-1.8 s while echarts and resvg loaded: every member's answer and
@@ -26,11 +25,6 @@ export const SPEND_CHART_DRAWER_OPTIONS: SpendChartDrawerOptions = { deadlineMs:
 
 const THREAD_MODULE = new URL('./spend-chart-thread.ts', import.meta.url);
 
-export interface SpendChartRequest {
-  title?: string;
-  locale: Locale;
-}
-
 type Settle = (answer: ChartAnswer) => void;
 
 function readAnswer(message: unknown): ChartAnswer | undefined {
@@ -51,7 +45,7 @@ export class SpendChartDrawer {
   }
 
   /** A PNG of spend per day, as `renderSpendChart()` draws it; rejects with why when none can be had in time. */
-  draw(days: readonly SpendDay[], request: SpendChartRequest): Promise<Buffer> {
+  draw(days: readonly SpendDay[], options: SpendChartOptions = {}): Promise<Buffer> {
     clearTimeout(this.#idleTimer);
     const thread = this.#thread ?? this.#start();
     const id = this.#nextId++;
@@ -67,12 +61,7 @@ export class SpendChartDrawer {
         if ('png' in answer) resolve(Buffer.from(answer.png.buffer, answer.png.byteOffset, answer.png.byteLength));
         else reject(new Error(answer.error));
       });
-      const message: ChartRequest = {
-        id,
-        days: [...days],
-        locale: request.locale,
-        ...(request.title === undefined ? {} : { title: request.title }),
-      };
+      const message: ChartRequest = { id, days: [...days], options };
       thread.postMessage(message);
     });
   }

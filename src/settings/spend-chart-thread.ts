@@ -1,7 +1,6 @@
 import { parentPort } from 'node:worker_threads';
 import { isRecord } from '../lib/json.ts';
-import { resolveLocale, type Locale } from '../i18n/index.ts';
-import { renderSpendChart, type SpendDay } from './usage-chart.ts';
+import { readSpendChartOptions, renderSpendChart, type SpendChartOptions, type SpendDay } from './usage-chart.ts';
 
 // The thread that draws /usage's chart (spend-chart-drawer.ts starts it): echarts and resvg load here,
 // about a second of CPU, and each chart is tens of milliseconds more, none of it on the event loop that
@@ -13,8 +12,7 @@ import { renderSpendChart, type SpendDay } from './usage-chart.ts';
 export interface ChartRequest {
   id: number;
   days: SpendDay[];
-  title?: string;
-  locale: Locale;
+  options: SpendChartOptions;
 }
 
 export type ChartAnswer = { id: number; png: Uint8Array } | { id: number; error: string };
@@ -26,26 +24,16 @@ function readDay(value: unknown): SpendDay | undefined {
 }
 
 function readRequest(message: unknown): ChartRequest | undefined {
-  if (!isRecord(message) || typeof message.id !== 'number' || typeof message.locale !== 'string' || !Array.isArray(message.days))
-    return undefined;
+  if (!isRecord(message) || typeof message.id !== 'number' || !Array.isArray(message.days)) return undefined;
   const days = message.days.map(readDay);
-  if (days.some((day) => day === undefined)) return undefined;
-  return {
-    id: message.id,
-    days: days.filter((day) => day !== undefined),
-    // A locale the bot speaks, as the request named it (it came from one).
-    locale: resolveLocale(message.locale, undefined, 'member'),
-    ...(typeof message.title === 'string' ? { title: message.title } : {}),
-  };
+  const options = readSpendChartOptions(message.options);
+  if (days.some((day) => day === undefined) || !options) return undefined;
+  return { id: message.id, days: days.filter((day) => day !== undefined), options };
 }
 
 function answer(request: ChartRequest): ChartAnswer {
   try {
-    const png = renderSpendChart(request.days, {
-      locale: request.locale,
-      ...(request.title === undefined ? {} : { title: request.title }),
-    });
-    return { id: request.id, png };
+    return { id: request.id, png: renderSpendChart(request.days, request.options) };
   } catch (error) {
     return { id: request.id, error: error instanceof Error ? error.message : String(error) };
   }

@@ -4,7 +4,8 @@ import { BarChart } from 'echarts/charts';
 import { GridComponent, LegendComponent, TitleComponent } from 'echarts/components';
 import { init, use } from 'echarts/core';
 import { SVGRenderer } from 'echarts/renderers';
-import { ENGLISH, formatDate, formatNumber, t, type Locale } from '../i18n/index.ts';
+import { ENGLISH, formatDate, formatNumber, resolveLocale, t, type Locale } from '../i18n/index.ts';
+import { isRecord } from '../lib/json.ts';
 
 // A server's spend per day as a PNG that /usage attaches. ECharts lays the chart out and writes it as SVG
 // in the process (its server-side rendering, no DOM, no browser); resvg turns the SVG into pixels from a
@@ -22,6 +23,20 @@ export interface SpendChartOptions {
   title?: string;
   /** The reader's language: the legend, the axis names, the days and the dollars. English unless told. */
   locale?: Locale;
+}
+
+/**
+ * Options that crossed a thread (spend-chart-thread.ts) read back with checks, as everything that crosses
+ * a boundary is: the language one the bot speaks, as it was named (it came from one).
+ */
+export function readSpendChartOptions(value: unknown): SpendChartOptions | undefined {
+  if (!isRecord(value)) return undefined;
+  const { title, locale } = value;
+  if ((title !== undefined && typeof title !== 'string') || (locale !== undefined && typeof locale !== 'string')) return undefined;
+  return {
+    ...(title === undefined ? {} : { title }),
+    ...(locale === undefined ? {} : { locale: resolveLocale(locale, undefined, 'member') }),
+  };
 }
 
 use([BarChart, GridComponent, LegendComponent, TitleComponent, SVGRenderer]);

@@ -202,7 +202,7 @@ export interface VoiceSettingsGiven {
   respond: string | null;
   wakeWords: string | null;
   tools: boolean | null;
-  /** A supported locale, or `server` for the server's language. */
+  /** A language the bot speaks, or `server` for the server's language. */
   language: string | null;
 }
 

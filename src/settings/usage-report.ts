@@ -1,6 +1,6 @@
 import { MESSAGE_LIMITS } from '../discord/message-limits.ts';
 import { USD_TICKS } from '../gateway/spec.ts';
-import { formatDate, formatDuration, t, type Locale, type Translate, translator } from '../i18n/index.ts';
+import { formatDate, formatDuration, formatNumber, t, type Locale, type Translate, translator } from '../i18n/index.ts';
 import { shorten } from '../lib/text.ts';
 import { formatCostIn } from '../wording/cost.ts';
 import { budgetName } from './budgets.ts';
@@ -124,18 +124,34 @@ const TABLE_NAME_LENGTH = 100;
 /** Excel reads a CSV as UTF-8 (accented headers, names in any script) only when it starts with a byte order mark. */
 const BYTE_ORDER_MARK = '\uFEFF';
 
-/** A dollar amount as a spreadsheet reads it in any language: a plain number with a dot, to the hundredth of a cent. */
-function dollars(ticks: number): string {
-  return (ticks / USD_TICKS).toFixed(4);
+/**
+ * How a spreadsheet in the reader's language reads a CSV: where numbers are written with a decimal comma
+ * (de, fr, es, pt-BR…), Excel and LibreOffice split fields at semicolons and read `1,25` as a number, so
+ * such a reader's file uses both; elsewhere, commas and `1.25`.
+ */
+interface CsvDialect {
+  separator: ',' | ';';
+  decimal: '.' | ',';
+}
+
+function csvDialect(locale: Locale): CsvDialect {
+  const decimal = formatNumber(locale, 1.5).includes(',') ? ',' : '.';
+  return decimal === ',' ? { separator: ';', decimal } : { separator: ',', decimal };
+}
+
+/** A plain number (no grouping, so a spreadsheet reads it as one) with `digits` decimals, in the dialect's decimal mark. */
+function plainNumber(value: number, digits: number, dialect: CsvDialect): string {
+  return value.toFixed(digits).replace('.', dialect.decimal);
 }
 
 /**
- * One CSV field (RFC 4180: quoted when it holds a comma, a quote or a line break); text that a spreadsheet
- * would run as a formula (`=`, `+`, `-`, `@` first: a display name is anyone's) is led by an apostrophe.
+ * One CSV field (RFC 4180: quoted when it holds the separator, a quote or a line break); text that a
+ * spreadsheet would run as a formula (`=`, `+`, `-`, `@` first: a display name is anyone's) is led by an
+ * apostrophe.
  */
-function csvField(value: string): string {
+function csvField(value: string, dialect: CsvDialect): string {
   const inert = /^[=+\-@\t\r]/.test(value) ? `'${value}` : value;
-  return /[",\r\n]/.test(inert) ? `"${inert.replaceAll('"', '""')}"` : inert;
+  return /["\r\n]/.test(inert) || inert.includes(dialect.separator) ? `"${inert.replaceAll('"', '""')}"` : inert;
 }
 
 /**
@@ -143,7 +159,8 @@ function csvField(value: string): string {
  * this month (today included), biggest spenders of the month first: member id, display name when the bot
  * knows it (`nameOf`; no mention), then for today and for this month the videos, their
  * reported cost, the estimate of those whose cost was not reported, what is reserved for videos in
- * progress, voice minutes and voice's estimated cost. Amounts are US dollars as plain numbers (`1.2500`).
+ * progress, voice minutes and voice's estimated cost. Amounts are US dollars as plain numbers (`1.2500`, or
+ * `1,2500` separated by semicolons for a reader whose language writes a decimal comma).
  * Undefined for a view without the server's usage, or when no member used anything this month.
  */
 export function usageTable(
@@ -173,12 +190,14 @@ export function usageTable(
   const members = new Map(bySpend(month));
   for (const [userId, count] of bySpend(today)) if (!members.has(userId)) members.set(userId, count);
   if (members.size === 0) return undefined;
+  const dialect = csvDialect(locale);
+  const dollars = (ticks: number) => plainNumber(ticks / USD_TICKS, 4, dialect);
   const columns = (count: UsageCount) => [
     String(count.tasks),
     dollars(count.costTicks),
     dollars(count.estimatedTicks),
     dollars(count.reservedTicks),
-    (count.voiceMs / MS_PER_MINUTE).toFixed(2),
+    plainNumber(count.voiceMs / MS_PER_MINUTE, 2, dialect),
     dollars(count.voiceTicks),
   ];
   const rows = [...members.keys()].map((userId) => [
@@ -187,7 +206,7 @@ export function usageTable(
     ...columns(today[userId] ?? noUsage()),
     ...columns(month[userId] ?? noUsage()),
   ]);
-  const text = [header, ...rows].map((row) => row.map(csvField).join(',')).join('\r\n');
+  const text = [header, ...rows].map((row) => row.map((field) => csvField(field, dialect)).join(dialect.separator)).join('\r\n');
   return { name: usageTableFilename(view.now), data: Buffer.from(`${BYTE_ORDER_MARK}${text}\r\n`, 'utf8') };
 }
 

@@ -43,8 +43,8 @@ function worstView(): UsageView {
 /** A name a member could choose, and worse: commas, quotes, a line break, a formula, emoji with skin tones. */
 const hostileName = (index: number) => `=HYPERLINK("x"),\n"${index}" ${'👍🏽'.repeat(500)}`;
 
-/** RFC 4180, as a spreadsheet reads it: quoted fields may hold commas, doubled quotes and line breaks. */
-function parseCsv(text: string): string[][] {
+/** RFC 4180, as a spreadsheet reads it: quoted fields may hold the separator, doubled quotes and line breaks. */
+function parseCsv(text: string, separator: string): string[][] {
   const rows: string[][] = [];
   let row: string[] = [];
   let field = '';
@@ -56,7 +56,7 @@ function parseCsv(text: string): string[][] {
       at++;
     } else if (char === '"') {
       quoted = !quoted;
-    } else if (!quoted && char === ',') {
+    } else if (!quoted && char === separator) {
       row.push(field);
       field = '';
     } else if (!quoted && char === '\r' && text[at + 1] === '\n') {
@@ -94,7 +94,9 @@ describe('a manager’s usage report at its worst', () => {
     expect(table?.name).toBe('usage-2026-11-29.csv');
     const text = table!.data.toString('utf8');
     expect(text.startsWith('\uFEFF')).toBe(true);
-    const [header, ...rows] = parseCsv(text.slice(1));
+    // A spreadsheet in a language that writes a decimal comma splits at semicolons and reads `1,25` as a number.
+    const decimalComma = ['de', 'fr', 'es-ES', 'pt-BR'].includes(locale);
+    const [header, ...rows] = parseCsv(text.slice(1), decimalComma ? ';' : ',');
     // The reader's own column names: English as written, every other language its own translation of each
     // ("Name" may be the same word).
     const english = [
@@ -122,8 +124,9 @@ describe('a manager’s usage report at its worst', () => {
     expect(first[1]!.startsWith(`'=HYPERLINK("x"),\n"0" 👍🏽`)).toBe(true);
     expect(first[1]!.length).toBeLessThanOrEqual(100);
     expect(first[1]!.endsWith('👍🏽…')).toBe(true);
-    // Amounts are plain dollars with a dot: $20,000 reported, $9,999.99 estimated, $1,234.56 reserved, 99 h of voice.
-    expect(first.slice(2, 8)).toEqual(['1000', '20000.0000', '9999.9900', '1234.5600', '5940.00', '7777.7700']);
+    // Amounts are plain dollars, no grouping: $20,000 reported, $9,999.99 estimated, $1,234.56 reserved, 99 h of voice.
+    const amounts = ['1000', '20000.0000', '9999.9900', '1234.5600', '5940.00', '7777.7700'];
+    expect(first.slice(2, 8)).toEqual(decimalComma ? amounts.map((amount) => amount.replace('.', ',')) : amounts);
     expect(first.slice(8)).toEqual(first.slice(2, 8));
   });
 

@@ -5,8 +5,12 @@ import {
   describePrices,
   describeServerSettings,
   describeUnavailableModel,
+  describeVoiceSettings,
   type ShownFacts,
 } from '../../src/interactions/settings-answers.ts';
+import { VOICE_LIMITS } from '../../src/ports/voice-settings-schema.ts';
+import type { VoiceSettings } from '../../src/ports/voice-settings.ts';
+import { defaultVoiceSettings } from '../../src/settings/voice-settings.ts';
 import { usdToTicks } from '../../src/settings/budgets.ts';
 import { defaultGuildSettings, HISTORY_KEPT, type GuildSettings } from '../../src/settings/guild-settings.ts';
 import { discordRelativeTime } from '../../src/settings/limits.ts';
@@ -158,5 +162,28 @@ describe('/config answers within one Discord message', () => {
     const named = (refusal.match(/provider-video-model-with-a-long-name-\d+/g) ?? []).length;
     expect(named).toBeGreaterThan(0);
     expect(refusal).toContain(t(locale, 'config.defaults.more-models', { count: 500 - named }));
+  });
+});
+
+describe('/voice settings at its largest', () => {
+  // Everything the answer repeats from the settings at the most a change may set: the longest instructions,
+  // ten wake words of the longest kind (emoji in them), a long model id, and the change's "saved" line and
+  // next-join note around it.
+  const largest: VoiceSettings = {
+    ...defaultVoiceSettings('svc'),
+    instructions: '🧑🏽‍🚀'.repeat(VOICE_LIMITS.instructionsLength / '🧑🏽‍🚀'.length),
+    wakeWords: Array.from({ length: VOICE_LIMITS.wakeWords }, (_, index) => `${index}${'🦊'.repeat(19)}`),
+    respond: 'when_named',
+    model: `svc-realtime-${'x'.repeat(200)}`,
+    language: 'ja',
+    updatedBy: '400000000000000005',
+    updatedAt: Date.UTC(2026, 10, 29),
+  };
+
+  it.each(SUPPORTED_LOCALES)('fits one message with its saved line and note in %s', (locale) => {
+    const answer = `${t(locale, 'config.saved')}\n${describeVoiceSettings(locale, largest)}\n${t(locale, 'voice.settings.next-join')}`;
+    expect(answer.length).toBeLessThanOrEqual(MESSAGE_LIMITS.content);
+    // Each wake word is named whole.
+    for (const wakeWord of largest.wakeWords) expect(answer).toContain(wakeWord);
   });
 });

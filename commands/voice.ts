@@ -11,10 +11,10 @@ import { guildOf, memberLocale, type HandledInteraction, type Requirement } from
 import { containing, suggest } from '../src/discord/autocomplete.ts';
 import { BUILT_IN_VOICES } from '../src/gateway/spec.ts';
 import type { Services } from '../src/services.ts';
-import { describeCallEncryption } from '../src/voice/call-encryption.ts';
+import { callEncryptionNotice } from '../src/voice/call-encryption.ts';
 import { subcommand } from '../src/discord/command-options.ts';
 import { localized } from '../src/i18n/commands.ts';
-import { t } from '../src/i18n/index.ts';
+import { resolveLocale, t } from '../src/i18n/index.ts';
 import { voiceSettingsChange, VOICE_SETTINGS_SUBCOMMAND } from '../src/settings/voice-settings.ts';
 import { describeVoiceSettings } from '../src/interactions/settings-answers.ts';
 import { word } from '../src/wording/notice.ts';
@@ -50,14 +50,16 @@ async function join(interaction: ChatInputCommandInteraction, services: Services
   const channelId = chosen?.id ?? interaction.member.voice.channelId;
   const locale = memberLocale(interaction);
   if (!channelId) return answerPrivately(interaction, t(locale, 'voice.join.no-channel'));
-  const result = await services.voice.join(interaction.guildId, channelId, interaction.channelId, interaction.user.id, locale);
-  if (!result.ok) return answerPrivately(interaction, result.message);
+  const result = await services.voice.join(interaction.guildId, channelId, interaction.channelId, interaction.user.id);
+  // A refusal the voice part words for the server (a spent budget) is in the server's language, as its channels read it.
+  const refusalLocale = result.ok || result.audience !== 'channel' ? locale : resolveLocale(undefined, interaction.guildLocale, 'channel');
+  if (!result.ok) return answerPrivately(interaction, word(refusalLocale, result.notice));
   const channel = `<#${channelId}>`;
   await answerPrivately(
     interaction,
     result.alreadyThere
       ? t(locale, 'voice.join.already', { channel })
-      : `${t(locale, 'voice.join.joined', { channel })} ${describeCallEncryption(locale, result.encryption)}`,
+      : `${t(locale, 'voice.join.joined', { channel })} ${word(locale, callEncryptionNotice(result.encryption))}`,
   );
 }
 

@@ -10,8 +10,8 @@ import { inviteUrl } from './discord/invite.ts';
 import { ModelCatalog } from './gateway/model-catalog.ts';
 import { GatewayClientPool } from './gateway/pool.ts';
 import type { Logger } from './lib/log.ts';
-import { resolveLocale, t, type Locale } from './i18n/index.ts';
-import { word } from './wording/notice.ts';
+import { resolveLocale, SUPPORTED_LOCALES, type Locale } from './i18n/index.ts';
+import { notice, word } from './wording/notice.ts';
 import { NO_METRICS, type BotMetrics } from './lib/metrics.ts';
 import { createOpsMetrics, type OpsMetrics } from './ops/metrics.ts';
 import { metricsOf, startOpsServer, type Readiness } from './ops/server.ts';
@@ -227,13 +227,16 @@ export async function startApp(
     metrics,
     spending: settings.spending,
     videoRequests,
-    conversations: store.collection(CONVERSATION_RECORDS, conversationRecordParser(defaultVoiceSettings(config.gatewayVendor))),
+    conversations: store.collection(
+      CONVERSATION_RECORDS,
+      conversationRecordParser(defaultVoiceSettings(config.gatewayVendor), SUPPORTED_LOCALES),
+    ),
     log,
   });
   video.tracker.onFinished((task) => {
     // A member's own install has no conversation of a server to tell.
     if (task.state === 'succeeded' && !task.outcome.moderated && !task.userInstall) {
-      voice.announce(task.guildId, (locale) => t(locale, 'voice.spoken.video-ready', { what: task.prompt.slice(0, 80) || task.operation }));
+      voice.announce(task.guildId, notice('voice.spoken.video-ready', { what: task.prompt.slice(0, 80) || task.operation }));
     }
   });
   const services: Services = { config, log, store, settings, models, video, voice };

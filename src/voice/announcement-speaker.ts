@@ -57,12 +57,12 @@ export class AnnouncementSpeaker {
     this.#waiting = new AnnouncementQueue(log);
   }
 
-  /** Queues a line to say after those already waiting, and says it at once if the conversation leaves room. */
-  add(text: string): void {
+  /** Queues a line to say after those already waiting, and says it at once if the conversation leaves room; `aside`: off the record. */
+  add(text: string, aside = false): void {
     const live = this.#floor.state();
     if (live.status === 'closed') return;
     const now = Date.now();
-    this.#waiting.add(text, now);
+    this.#waiting.add(text, now, aside);
     const waitsFor = live.status === 'live' ? announcementWaitsFor(live, this.#floor, now) : 'the realtime session';
     if (waitsFor !== undefined) this.#log.info('a voice announcement waits', { for: waitsFor, waiting: this.#waiting.size });
     this.speakNext();

@@ -19,6 +19,8 @@ export const MAX_ANNOUNCEMENT_REFUSALS = 3;
 
 export interface Announcement {
   readonly text: string;
+  /** Said off the record (the bot restarts, it is back): its transcript is not a turn of the conversation. */
+  readonly aside: boolean;
   /** When it was asked for (Date.now()): it is stale ANNOUNCEMENT_MAX_WAIT_MS later. */
   readonly askedAt: number;
   /** How many times the gateway refused it because a response was active. */
@@ -39,8 +41,8 @@ export class AnnouncementQueue {
   }
 
   /** Queues a line to say after those already waiting; a full queue drops its oldest. */
-  add(text: string, now: number): void {
-    this.#waiting.push({ text, askedAt: now, refusals: 0 });
+  add(text: string, now: number, aside = false): void {
+    this.#waiting.push({ text, aside, askedAt: now, refusals: 0 });
     if (this.#waiting.length > MAX_WAITING_ANNOUNCEMENTS) {
       const dropped = this.#waiting.shift()!;
       this.#log.warn('too many voice announcements waiting; the oldest is dropped', { waitedMs: now - dropped.askedAt });

@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import type { DAVESession, VoiceConnection, VoiceConnectionState } from '@discordjs/voice';
 import type { Logger } from '../lib/log.ts';
 import type { BotMetrics } from '../lib/metrics.ts';
-import { t, type Locale } from '../i18n/index.ts';
+import { notice, type Notice } from '../wording/notice.ts';
 
 // DAVE, Discord's end-to-end encryption of voice calls, as the bot's conversation sees it: whether the
 // call is encrypted, whether the bot holds the group's keys (only then may it play, or hear anyone), the
@@ -32,11 +32,13 @@ export interface CallEncryption {
   readonly privacyCode: string | undefined;
 }
 
-/** The call's encryption in a sentence for Discord: members compare the privacy code with their client's. */
-export function describeCallEncryption(locale: Locale, state: CallEncryption): string {
-  if (!state.encrypted) return t(locale, 'voice.encryption.none');
-  if (state.privacyCode === undefined) return t(locale, 'voice.encryption.unsettled');
-  return t(locale, 'voice.encryption.code', { code: state.privacyCode });
+/** What members are told of the call's encryption: they compare the privacy code with their client's. */
+export function callEncryptionNotice(
+  state: CallEncryption,
+): Notice<'voice.encryption.none' | 'voice.encryption.unsettled' | 'voice.encryption.code'> {
+  if (!state.encrypted) return notice('voice.encryption.none');
+  if (state.privacyCode === undefined) return notice('voice.encryption.unsettled');
+  return notice('voice.encryption.code', { code: state.privacyCode });
 }
 
 interface MonitorEvents {

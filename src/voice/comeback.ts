@@ -1,7 +1,7 @@
 import type { Guild } from 'discord.js';
 import { backoffDelay, type BackoffPolicy } from '../lib/backoff.ts';
 import type { Logger } from '../lib/log.ts';
-import type { Result } from '../lib/result.ts';
+import { refuse, type Outcome } from '../wording/notice.ts';
 import type { OpenFailure } from './realtime-errors.ts';
 import type { ConversationRecord, ConversationRecords } from './conversation-record.ts';
 
@@ -21,7 +21,7 @@ export interface ComebackOptions {
   /** People in a voice channel (the bot and other bots aside). */
   peopleIn(guild: Guild, channelId: string): number;
   /** Joins the conversation's voice channel again, with its record; `failure`: why its realtime session did not open. */
-  rejoin(guildId: string, record: ConversationRecord): Promise<Result<object, { failure?: OpenFailure }>>;
+  rejoin(guildId: string, record: ConversationRecord): Promise<Outcome<object, { failure?: OpenFailure }>>;
   /** Posts in the text channel that the conversation could not come back. */
   postGaveUp(guildId: string, record: ConversationRecord): Promise<void>;
 }
@@ -53,7 +53,9 @@ export async function bringBack(guildId: string, record: ConversationRecord, opt
     } catch (error) {
       log.warn('could not count an attempt to rejoin voice', { error });
     }
-    const joined = guild ? await options.rejoin(guildId, record) : { ok: false as const, message: 'the server is not available' };
+    const joined: Outcome<object, { failure?: OpenFailure }> = guild
+      ? await options.rejoin(guildId, record)
+      : refuse('voice.join.no-server');
     if (joined.ok) {
       log.info('rejoined voice after the restart', {
         channel: record.voiceChannelId,
@@ -66,7 +68,7 @@ export async function bringBack(guildId: string, record: ConversationRecord, opt
       channel: record.voiceChannelId,
       attempt: attempt + 1,
       // The gateway's own account when it has one: the member's wording ("unreachable") would hide a refusal and its code.
-      ...(joined.failure ? { failure: joined.failure } : { reason: joined.message }),
+      ...(joined.failure ? { failure: joined.failure } : { reason: joined.notice.key }),
     });
     await new Promise((resolve) => setTimeout(resolve, backoffDelay(attempt - record.rejoinAttempts, REJOIN_BACKOFF)).unref());
   }

@@ -1,6 +1,5 @@
 import { z } from 'zod';
 import type { Logger } from '../lib/log.ts';
-import { SUPPORTED_LOCALES } from '../i18n/index.ts';
 import type { VoiceSettings } from '../ports/voice-settings.ts';
 import { readVoiceSettings, voiceSettingSchemas } from '../ports/voice-settings-schema.ts';
 import { versionedRecord, type Collection, type RecordWarning } from '../store/index.ts';
@@ -63,9 +62,6 @@ export function withTurn(turns: readonly RecordedTurn[], turn: RecordedTurn): Re
   return kept;
 }
 
-/** The voice settings' schema (src/ports/voice-settings-schema.ts), for the languages the bot speaks. */
-const VOICE_SETTINGS = voiceSettingSchemas(SUPPORTED_LOCALES);
-
 /** A conversation's record as stored, its voice settings not yet read. */
 type StoredConversation = Omit<ConversationRecord, 'settings'> & { settings: Readonly<Record<string, unknown>> };
 
@@ -99,16 +95,21 @@ const WARNED_RECORDS_KEPT = 1_000;
 
 /**
  * The parser of conversation records. Their voice settings are read with the voice settings' one schema
- * (src/ports/voice-settings-schema.ts), the bounds /voice settings enforces: one missing or out of its
+ * (src/ports/voice-settings-schema.ts), for `languages`, those the bot speaks (its catalogs'), within the
+ * bounds /voice settings enforces: one missing or out of its
  * bounds is read as its default (`defaults`, the vendor's), said in one warning, and the conversation still
  * comes back. A start reads a record more than once as it was stored (the scan, then the count of the first
  * attempt, which writes the settings back as read): the warning is said at the first read only.
  */
-export function conversationRecordParser(defaults: VoiceSettings): (raw: unknown, warn?: RecordWarning) => ConversationRecord {
+export function conversationRecordParser(
+  defaults: VoiceSettings,
+  languages: readonly string[],
+): (raw: unknown, warn?: RecordWarning) => ConversationRecord {
+  const schemas = voiceSettingSchemas(languages);
   const warned = new Set<string>();
   return (raw, warn = () => undefined) => {
     const stored = parseStoredConversation(raw, warn);
-    const { settings, outOfBounds } = readVoiceSettings(stored.settings, VOICE_SETTINGS);
+    const { settings, outOfBounds } = readVoiceSettings(stored.settings, schemas);
     const missing = Object.keys(defaults).filter((key) => !Object.hasOwn(stored.settings, key));
     const defaulted = [...missing, ...outOfBounds];
     // A record is rewritten with a new updatedAt (or gone) once its conversation is back or given up.

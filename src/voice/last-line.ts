@@ -16,7 +16,12 @@ export interface LastLineOptions {
  * response that began after it is done and nothing is left to play. Resolves anyway after `timeoutMs`,
  * or at once when `live` is not the session any more: a goodbye never keeps the bot in the channel.
  */
-export async function speakLastLine(live: LiveState, text: string, timeoutMs: number, options: LastLineOptions): Promise<void> {
+export async function speakLastLine(
+  live: LiveState,
+  line: { text: string; aside: boolean },
+  timeoutMs: number,
+  options: LastLineOptions,
+): Promise<void> {
   const { floor, log } = options;
   const client = live.client;
   const until = Date.now() + timeoutMs;
@@ -45,8 +50,8 @@ export async function speakLastLine(live: LiveState, text: string, timeoutMs: nu
     });
     if (floor.state() !== live) return;
     client.on('event', follow);
-    const eventId = client.forceMessage(text, { interruptible: false });
-    if (eventId !== undefined) live.announcements.lastLineSent(eventId, Date.now());
+    const eventId = client.forceMessage(line.text, { interruptible: false });
+    if (eventId !== undefined) live.announcements.lastLineSent(eventId, Date.now(), line.aside);
     await waitUntil({
       check: () => (floor.state() !== live || (done && !floor.answerPlaying()) ? true : undefined),
       subscribe: wakeOn,

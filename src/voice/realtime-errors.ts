@@ -1,7 +1,6 @@
 import { RealtimeConnectionError } from '../gateway/realtime/client.ts';
 import type { RealtimeServerEvent } from '../gateway/realtime/events.ts';
-import { describeGatewayError } from '../wording/gateway-errors.ts';
-import { ENGLISH, type Locale } from '../i18n/index.ts';
+import type { Notice, Phrase } from '../wording/notice.ts';
 
 // What the voice session makes of the gateway's errors: an error event of a live realtime session is
 // routine (kept to the log) or news for the text channel; a failure to open a session is final or worth
@@ -55,8 +54,15 @@ export function isRoutineRealtimeError(event: RealtimeErrorEvent): boolean {
   return realtimeErrorMeaning(event) !== 'news';
 }
 
-/** The realtime session may not be opened for this server any more (no usable key); the message says why. */
-export class VoiceAccessError extends Error {}
+/** The realtime session may not be opened for this server any more (no usable key); `notice` says why. */
+export class VoiceAccessError extends Error {
+  readonly notice: Notice;
+
+  constructor(notice: Notice) {
+    super(`the server has no usable key (${notice.key})`);
+    this.notice = notice;
+  }
+}
 
 /**
  * A failure to open a realtime session as the log tells it: the gateway's refusal (an HTTP refusal of the
@@ -76,10 +82,10 @@ export function openFailure(error: unknown): OpenFailure {
   return { kind: 'no-answer', message: error instanceof Error ? error.message : String(error) };
 }
 
-/** Why a failure to open the realtime session is final, as a sentence for the channel; undefined when retrying may help. */
-export function finalFailure(error: unknown, locale: Locale = ENGLISH): string | undefined {
-  if (error instanceof VoiceAccessError) return error.message;
+/** Why a failure to open the realtime session is final, as the channel is told it; undefined when retrying may help. */
+export function finalFailure(error: unknown): Phrase | undefined {
+  if (error instanceof VoiceAccessError) return error.notice;
   // A refused key or a model the key may not use: another attempt gets the same answer.
   if (!(error instanceof RealtimeConnectionError) || (error.status !== 401 && error.status !== 403)) return undefined;
-  return describeGatewayError(locale, error, { key: 'in-use', purpose: 'voice-model' });
+  return { phrase: 'gateway-error', error, context: { key: 'in-use', purpose: 'voice-model' } };
 }

@@ -1,9 +1,8 @@
-import { word } from '../wording/notice.ts';
 import { RealtimeClient, type RealtimeSessionConfig } from '../gateway/realtime/client.ts';
 import type { Logger } from '../lib/log.ts';
 import type { GatewayAccessResolver } from '../ports/gateway-access.ts';
 import type { VoiceSettings } from '../ports/voice-settings.ts';
-import { ENGLISH, languageName, type Locale } from '../i18n/index.ts';
+import { ENGLISH, languageName } from '../i18n/index.ts';
 import type { RecordedTurn } from './conversation-record.ts';
 import { openFailure, VoiceAccessError } from './realtime-errors.ts';
 import { VOICE_TOOLS } from './tools.ts';
@@ -19,8 +18,8 @@ const VAD_PREFIX_PADDING_MS = 300;
 const RESTORE_TIMEOUT_MS = 5_000;
 
 /** What tells the model which language to answer in when the speaker's is unclear; the instruction itself stays English, which every model reads. */
-function languageInstruction(locale: string): string {
-  return `Answer in the language the speaker uses. If the speaker's language is unclear, answer in ${languageName(ENGLISH, locale)}.`;
+function languageInstruction(language: string): string {
+  return `Answer in the language the speaker uses. If the speaker's language is unclear, answer in ${languageName(ENGLISH, language)}.`;
 }
 
 /** The earlier turns in words, for a gateway that does not take them as conversation items. */
@@ -34,10 +33,8 @@ export interface RealtimeOpenerOptions {
   access: GatewayAccessResolver;
   wsBaseUrl: string;
   settings: VoiceSettings;
-  /** The language the model answers in when the speaker's is unclear: the conversation's. */
-  spokenLocale: Locale;
-  /** The language a refused key is worded in: the server's, where the conversation is posted. */
-  channelLocale(): Locale;
+  /** The language the model answers in when the speaker's is unclear (a language tag): the conversation's. */
+  spokenLanguage: string;
   /** Whether the model is given the video tools. */
   tools: boolean;
   /** The earlier turns of a conversation brought back after a restart, for its first session. */
@@ -58,7 +55,7 @@ export class RealtimeOpener {
   constructor(options: RealtimeOpenerOptions) {
     this.#options = options;
     // The model answers in the speaker's language; when that is unclear, in the conversation's.
-    this.#languageNote = languageInstruction(options.spokenLocale);
+    this.#languageNote = languageInstruction(options.spokenLanguage);
     this.#toRestore = options.earlierTurns && options.earlierTurns.length > 0 ? options.earlierTurns : undefined;
   }
 
@@ -83,9 +80,8 @@ export class RealtimeOpener {
   /** Opens a configured session; throws VoiceAccessError when the server has no usable key any more. */
   async open(manual: boolean): Promise<RealtimeClient> {
     const { access, guildId, wsBaseUrl, settings, log } = this.#options;
-    // Said where the conversation is posted: in the server's language.
     const latest = await access.resolveGatewayAccess(guildId);
-    if (!latest.ok) throw new VoiceAccessError(word(this.#options.channelLocale(), latest.notice));
+    if (!latest.ok) throw new VoiceAccessError(latest.notice);
     let client: RealtimeClient;
     try {
       client = await RealtimeClient.connect({ wsBaseUrl, apiKey: latest.apiKey, model: settings.model, session: this.config(manual), log });

@@ -10,20 +10,21 @@ import type { VoiceSpending } from '../ports/voice-spend.ts';
 import { budgetSpent, budgetWarning } from './budget-notices.ts';
 import { ConversationMeter, type BudgetReasons } from './meter.ts';
 import { addressesBot, answersOnlyWhenNamed } from './addressing.ts';
-import { describeCallEncryption, type CallEncryption } from './call-encryption.ts';
+import { callEncryptionNotice, type CallEncryption } from './call-encryption.ts';
+import { ChannelLines } from './channel-lines.ts';
 import { bringBack, type ComebackOptions } from './comeback.ts';
 import { finalFailure, openFailure, type OpenFailure } from './realtime-errors.ts';
 import { RealtimeOpener } from './realtime-opener.ts';
 import { VoiceSession } from './session.ts';
+import { SpokenLines } from './spoken-lines.ts';
 import type { VoiceSessionMetrics } from './session-options.ts';
 import { runVoiceToolCall } from './tool-caller.ts';
 import { TranscriptThread } from './transcript-thread.ts';
 import { missingVoicePermissions, peopleIn, wakeWords } from './voice-channel.ts';
 import { connectToChannel, disconnect, watchConnection, type ConnectionEnd } from './voice-connection.ts';
 import { ConversationRecorder, type ConversationRecord, type ConversationRecords } from './conversation-record.ts';
-import type { Result } from '../lib/result.ts';
-import { formatList, resolveLocale, SUPPORTED_LOCALES, t, type Locale } from '../i18n/index.ts';
-import { word } from '../wording/notice.ts';
+import type { Audience } from '../i18n/index.ts';
+import { notice, refuse, type Notice, type Outcome, type Phrase } from '../wording/notice.ts';
 import type { BotMetrics } from '../lib/metrics.ts';
 
 // Voice conversations, one per server: joining and leaving, posting in the text channel, leaving empty
@@ -34,7 +35,7 @@ import type { BotMetrics } from '../lib/metrics.ts';
 /** After joining an encrypted call, how long the bot waits for its keys (and the privacy code) before it answers. */
 const ENCRYPTION_JOIN_WAIT_MS = 3_000;
 
-/** Why a conversation ended, worded in the server's language when the text channel is told. */
+/** Why a conversation ended, as the text channel is told. */
 export type LeaveReason =
   | { why: 'asked'; by: string }
   | { why: 'moving' | ConnectionEnd | 'model-unavailable' | 'budget' | 'restarting' | 'empty' }
@@ -60,10 +61,6 @@ const LAST_LINE_MAX_MS = 15_000;
  * line (about 3 s of speech). Well within the stop's 10 s, which also drains commands and closes the rest.
  */
 const RESTART_LINE_MAX_MS = 6_000;
-/** What the bot says of the restart itself, in every language, is not kept as a turn of the conversation: it would only crowd the real ones out. */
-const RESTART_LINES: ReadonlySet<string> = new Set(
-  SUPPORTED_LOCALES.flatMap((locale) => [t(locale, 'voice.spoken.restarting'), t(locale, 'voice.spoken.back')]),
-);
 
 interface GuildVoice {
   session: VoiceSession;
@@ -88,8 +85,6 @@ interface JoinRequest {
   textChannelId: string;
   /** The member who brings the bot in, whose budget (and the server's) the conversation spends. */
   userId: string;
-  /** The language a refusal is worded in. */
-  locale: Locale;
   /**
    * The record of a conversation a restart interrupted, brought back with its settings, its transcript
    * thread and its earlier turns in the new realtime session's context.
@@ -105,8 +100,14 @@ interface StartedSession {
   activity: { last: number };
 }
 
-/** `failure`: why the realtime session could not be opened, for the log (the message is the member's). */
-export type JoinResult = Result<{ alreadyThere: true } | { alreadyThere?: false; encryption: CallEncryption }, { failure?: OpenFailure }>;
+/**
+ * A refusal's notice is for the member who asked, in their language unless `audience` says it is worded
+ * for the server (in its language); `failure`: why the realtime session could not be opened, for the log.
+ */
+export type JoinResult = Outcome<
+  { alreadyThere: true } | { alreadyThere?: false; encryption: CallEncryption },
+  { failure?: OpenFailure; audience?: Audience }
+>;
 
 export interface VoiceServiceDeps {
   client: Client;
@@ -141,11 +142,17 @@ export class VoiceService {
   readonly #joining = new Set<string>();
   readonly #idleTimer: NodeJS.Timeout;
   readonly #now: () => number;
+  /** What the bot posts about its conversations, worded in each server's language. */
+  readonly #channel: ChannelLines;
+  /** What the bot says aloud on its own, worded in each conversation's language. */
+  readonly #spoken: SpokenLines;
   /** stopAll() ran: nothing is brought back any more. */
   #stopped = false;
 
   constructor(deps: VoiceServiceDeps) {
     this.#deps = deps;
+    this.#channel = new ChannelLines({ client: deps.client, outbox: deps.outbox, log: deps.log });
+    this.#spoken = new SpokenLines(this.#channel);
     deps.client.on('voiceStateUpdate', (before, after) => this.#onVoiceState(before, after));
     this.#now = deps.idle?.now ?? Date.now;
     this.#idleTimer = setInterval(() => this.#leaveIdle(), deps.idle?.checkMs ?? IDLE_CHECK_MS);
@@ -162,12 +169,10 @@ export class VoiceService {
 
   /**
    * `userId`: the member who brings the bot in, whose budget (and the server's) the conversation spends;
-   * a refusal is worded for them, in `memberLocale`.
+   * a refusal is for them.
    */
-  async join(guildId: string, voiceChannelId: string, textChannelId: string, userId: string, memberLocale?: Locale): Promise<JoinResult> {
-    // A refusal goes to the member who asked, in their language (the server's when not told).
-    const locale = memberLocale ?? this.#locale(guildId);
-    return this.#join({ guildId, voiceChannelId, textChannelId, userId, locale, resumed: undefined });
+  async join(guildId: string, voiceChannelId: string, textChannelId: string, userId: string): Promise<JoinResult> {
+    return this.#join({ guildId, voiceChannelId, textChannelId, userId, resumed: undefined });
   }
 
   /**
@@ -175,7 +180,7 @@ export class VoiceService {
    * connects, starts the conversation, keeps it, and greets the channels.
    */
   async #join(request: JoinRequest): Promise<JoinResult> {
-    const { guildId, locale } = request;
+    const { guildId } = request;
     const current = this.#guilds.get(guildId);
     if (current?.voiceChannelId === request.voiceChannelId) return { ok: true, alreadyThere: true };
     const joinable = this.#joinableGuild(request);
@@ -188,7 +193,7 @@ export class VoiceService {
       const settings = request.resumed?.settings ?? (await this.#deps.settings.voiceSettings(guildId));
       const log = this.#deps.log.child({ guild: guildId });
       const connection = await connectToChannel(joinable.guild, request.voiceChannelId, log);
-      if (!connection) return { ok: false, message: t(locale, 'voice.could-not-connect') };
+      if (!connection) return refuse('voice.could-not-connect');
       const started = await this.#startSession(joinable.guild, request, settings, connection, log);
       if (!started.ok) return started;
       const conversation = this.#keep(request, settings, connection, started, log);
@@ -202,30 +207,27 @@ export class VoiceService {
   }
 
   /** The server, unless a join is under way there, it is not available, or the bot lacks a permission in the channel. */
-  #joinableGuild({ guildId, voiceChannelId, locale }: JoinRequest): Result<{ guild: Guild }> {
-    if (this.#joining.has(guildId)) return { ok: false, message: t(locale, 'voice.join.busy') };
+  #joinableGuild({ guildId, voiceChannelId }: JoinRequest): Outcome<{ guild: Guild }> {
+    if (this.#joining.has(guildId)) return refuse('voice.join.busy');
     const guild = this.#deps.client.guilds.cache.get(guildId);
-    if (!guild) return { ok: false, message: t(locale, 'voice.join.no-server') };
+    if (!guild) return refuse('voice.join.no-server');
     const missing = missingVoicePermissions(guild, voiceChannelId);
     if (missing.length === 0) return { ok: true, guild };
-    return {
-      ok: false,
-      message: t(locale, 'voice.join.missing-permissions', {
-        channel: `<#${voiceChannelId}>`,
-        missing: formatList(
-          locale,
-          missing.map((permission) => `**${t(locale, 'voice.permission', { permission })}**`),
-        ),
-      }),
-    };
+    return refuse('voice.join.missing-permissions', {
+      channel: `<#${voiceChannelId}>`,
+      missing: { phrase: 'list', items: missing.map((permission) => notice('voice.permission', { permission })) },
+    });
   }
 
-  /** Whether the server has a usable key, and the member and the server have budget left for voice. */
-  async #mayTalk({ guildId, userId, locale }: JoinRequest): Promise<Result> {
+  /**
+   * Whether the server has a usable key, and the member and the server have budget left for voice. A
+   * spent budget is told as the server's channels are (the spending port's reason names the server's budgets).
+   */
+  async #mayTalk({ guildId, userId }: JoinRequest): Promise<Outcome<object, { audience?: Audience }>> {
     const access = await this.#deps.access.resolveGatewayAccess(guildId);
-    if (!access.ok) return { ok: false, message: word(locale, access.notice) };
+    if (!access.ok) return { ok: false, notice: access.notice };
     const budget = await this.#deps.spending?.checkStart(guildId, userId, Date.now());
-    if (budget && !budget.ok) return { ok: false, message: word(this.#locale(guildId), budget.notice) };
+    if (budget && !budget.ok) return { ok: false, notice: budget.notice, audience: 'channel' };
     return { ok: true };
   }
 
@@ -239,8 +241,8 @@ export class VoiceService {
     settings: VoiceSettings,
     connection: VoiceConnection,
     log: Logger,
-  ): Promise<Result<StartedSession, { failure?: OpenFailure }>> {
-    const { guildId, userId, locale } = request;
+  ): Promise<Outcome<StartedSession, { failure?: OpenFailure }>> {
+    const { guildId, userId } = request;
     const spending = this.#deps.spending;
     const meter = spending && this.#meter(spending, guildId, userId, settings, log);
     const activity = { last: this.#now() };
@@ -250,8 +252,7 @@ export class VoiceService {
       wsBaseUrl: this.#deps.wsBaseUrl,
       settings,
       // The model answers in the speaker's language; when that is unclear, in the one /voice settings chose, else the server's.
-      spokenLocale: this.#spokenLocale(guildId, settings),
-      channelLocale: () => this.#locale(guildId),
+      spokenLanguage: this.#spoken.language(guildId, settings),
       tools: this.#toolsOn(settings),
       earlierTurns: request.resumed?.turns,
       onOpened: (client) => meter?.opened(client),
@@ -265,10 +266,7 @@ export class VoiceService {
       await meter?.end();
       log.warn('could not open the realtime session', { error });
       return {
-        ok: false,
-        message: t(locale, 'voice.join.could-not-start', {
-          why: finalFailure(error, locale) ?? t(locale, 'voice.join.model-unreachable'),
-        }),
+        ...refuse('voice.join.could-not-start', { why: finalFailure(error) ?? notice('voice.join.model-unreachable') }),
         failure: openFailure(error),
       };
     }
@@ -297,9 +295,8 @@ export class VoiceService {
       onlyWhenNamed: answersOnlyWhenNamed(settings.respond, peopleIn(this.#deps.client, guild, voiceChannelId)),
       addressed: (transcript) => addressesBot(transcript, wakeWords(this.#deps.client, guild, settings)),
       onFunctionCall: (call) => runVoiceToolCall(this.#deps.videoRequests, guild, textChannelId, call, this.#deps.log),
-      onTranscript: (speaker, text, answered) => this.#transcriptLine(guildId, speaker, text, answered),
-      onProblem: (message) => void this.#post(textChannelId, message),
-      locale: this.#locale(guildId),
+      onTranscript: (speaker, text, answered, aside) => this.#transcriptLine(guildId, speaker, text, answered, aside),
+      onProblem: (problem) => void this.#channel.post(guildId, textChannelId, problem),
       onGiveUp: (reason) => void this.#stopBecause(guildId, reason),
       onActivity: () => {
         activity.last = this.#now();
@@ -348,7 +345,7 @@ export class VoiceService {
       guildId,
       textChannelId,
       threadId: resumed?.transcriptThreadId,
-      locale: () => this.#locale(guildId),
+      word: (told) => this.#channel.word(guildId, told),
       voiceChannelId: () => conversation().voiceChannelId,
       onOpened: (threadId) => conversation().recorder?.change({ transcriptThreadId: threadId }),
       onRefused: () => {
@@ -356,7 +353,7 @@ export class VoiceService {
         entry.settings = { ...entry.settings, transcripts: false };
         entry.recorder?.change({ settings: entry.settings });
       },
-      post: (channelId, content) => this.#post(channelId, content),
+      post: (channelId, told) => this.#channel.post(guildId, channelId, told),
     });
   }
 
@@ -392,10 +389,11 @@ export class VoiceService {
    */
   async #greet({ guildId, voiceChannelId, textChannelId, resumed }: JoinRequest, conversation: GuildVoice): Promise<CallEncryption> {
     const encryption = await conversation.session.encryptionSettled(ENCRYPTION_JOIN_WAIT_MS);
-    const channelLocale = this.#locale(guildId);
-    if (resumed) conversation.session.announce(t(this.#spokenLocale(guildId, resumed.settings), 'voice.spoken.back'));
-    const listening = t(channelLocale, resumed ? 'voice.back' : 'voice.joined', { channel: `<#${voiceChannelId}>` });
-    await this.#post(textChannelId, `${listening}\n${describeCallEncryption(channelLocale, encryption)}`);
+    // Said of the restart itself: not a turn of the conversation, it would only crowd the real ones out.
+    if (resumed) conversation.session.announce(this.#spoken.line(guildId, resumed.settings, notice('voice.spoken.back')), { aside: true });
+    const channel = `<#${voiceChannelId}>`;
+    const listening = resumed ? notice('voice.back', { channel }) : notice('voice.joined', { channel });
+    await this.#channel.post(guildId, textChannelId, listening, callEncryptionNotice(encryption));
     return encryption;
   }
 
@@ -404,9 +402,10 @@ export class VoiceService {
     const entry = this.#guilds.get(guildId);
     if (!entry || !(await this.#end(guildId, entry, reason.why, 'remove'))) return false;
     if (post)
-      await this.#post(
+      await this.#channel.post(
+        guildId,
         entry.textChannelId,
-        t(this.#locale(guildId), 'voice.left', { channel: `<#${entry.voiceChannelId}>`, ...leaveValues(reason) }),
+        notice('voice.left', { channel: `<#${entry.voiceChannelId}>`, ...leaveValues(reason) }),
       );
     return true;
   }
@@ -425,14 +424,13 @@ export class VoiceService {
   }
 
   /** The conversation cannot go on (see VoiceSession.onGiveUp): leave, and post why in full. */
-  async #stopBecause(guildId: string, reason: string): Promise<void> {
+  async #stopBecause(guildId: string, reason: Phrase): Promise<void> {
     const entry = this.#guilds.get(guildId);
     if (!entry || !(await this.leave(guildId, { why: 'model-unavailable' }, false))) return;
-    await this.#post(entry.textChannelId, t(this.#locale(guildId), 'voice.stopped', { channel: `<#${entry.voiceChannelId}>`, reason }));
+    await this.#channel.post(guildId, entry.textChannelId, notice('voice.stopped', { channel: `<#${entry.voiceChannelId}>`, reason }));
   }
 
   #meter(spending: VoiceSpending, guildId: string, userId: string, settings: VoiceSettings, log: Logger): ConversationMeter {
-    const spokenLocale = this.#spokenLocale(guildId, settings);
     const meter: ConversationMeter = new ConversationMeter({
       spending,
       guildId,
@@ -443,13 +441,9 @@ export class VoiceService {
       onWarning: ({ msLeft, reason }) => {
         const entry = this.#guilds.get(guildId);
         if (entry?.meter !== meter) return;
-        const locale = this.#locale(guildId);
-        const notice = budgetWarning(locale, msLeft, word(locale, reason), Date.now(), {
-          locale: spokenLocale,
-          reason: word(spokenLocale, reason),
-        });
-        entry.session.announce(notice.spoken);
-        void this.#post(entry.textChannelId, notice.text);
+        const warning = budgetWarning(msLeft, reason);
+        entry.session.announce(this.#spoken.line(guildId, settings, warning));
+        void this.#channel.post(guildId, entry.textChannelId, warning);
       },
       onSpent: (reasons) => void this.#budgetSpent(guildId, meter, reasons),
     });
@@ -460,19 +454,16 @@ export class VoiceService {
   async #budgetSpent(guildId: string, meter: ConversationMeter, { reason }: BudgetReasons): Promise<void> {
     const entry = this.#guilds.get(guildId);
     if (entry?.meter !== meter) return;
-    const locale = this.#locale(guildId);
-    const spokenLocale = this.#spokenLocale(guildId, entry.settings);
-    const notice = budgetSpent(locale, word(locale, reason), Date.now(), { locale: spokenLocale, reason: word(spokenLocale, reason) });
-    await entry.session.speakLast(notice.spoken, LAST_LINE_MAX_MS);
+    await entry.session.speakLast(this.#spoken.line(guildId, entry.settings, budgetSpent(reason)), LAST_LINE_MAX_MS);
     if (this.#guilds.get(guildId) !== entry || !(await this.leave(guildId, { why: 'budget' }, false))) return;
-    await this.#post(entry.textChannelId, t(locale, 'voice.stopped', { channel: `<#${entry.voiceChannelId}>`, reason: notice.text }));
+    await this.#channel.post(guildId, entry.textChannelId, notice('voice.stopped', { channel: `<#${entry.voiceChannelId}>`, reason }));
   }
 
-  /** Speaks a notice in the voice channel, if the bot is in one on that server: `words` in the conversation's language. */
-  announce(guildId: string, words: (locale: Locale) => string): boolean {
+  /** Speaks a notice in the voice channel, if the bot is in one on that server, in the conversation's language. */
+  announce(guildId: string, line: Notice): boolean {
     const entry = this.#guilds.get(guildId);
     if (!entry || entry.session.state !== 'live') return false;
-    entry.session.announce(words(this.#spokenLocale(guildId, entry.settings)));
+    entry.session.announce(this.#spoken.line(guildId, entry.settings, line));
     return true;
   }
 
@@ -490,10 +481,11 @@ export class VoiceService {
           await this.leave(guildId, { why: 'restarting' });
           return;
         }
-        const locale = this.#locale(guildId);
+        const restarting = this.#spoken.line(guildId, entry.settings, notice('voice.spoken.restarting'));
         await Promise.all([
-          entry.session.speakLast(t(this.#spokenLocale(guildId, entry.settings), 'voice.spoken.restarting'), RESTART_LINE_MAX_MS),
-          this.#post(entry.textChannelId, t(locale, 'voice.restarting', { channel: `<#${entry.voiceChannelId}>` })),
+          // Said of the restart itself: not a turn of the conversation the next start brings back.
+          entry.session.speakLast(restarting, RESTART_LINE_MAX_MS, { aside: true }),
+          this.#channel.post(guildId, entry.textChannelId, notice('voice.restarting', { channel: `<#${entry.voiceChannelId}>` })),
         ]);
         await this.#end(guildId, entry, 'the bot is restarting (coming back after it)', 'keep');
       }),
@@ -530,37 +522,12 @@ export class VoiceService {
           voiceChannelId: record.voiceChannelId,
           textChannelId: record.textChannelId,
           userId: record.userId,
-          locale: this.#locale(guildId),
           resumed: record,
         }),
       postGaveUp: async (guildId, { textChannelId, voiceChannelId }) => {
-        await this.#post(textChannelId, t(this.#locale(guildId), 'voice.could-not-come-back', { channel: `<#${voiceChannelId}>` }));
+        await this.#channel.post(guildId, textChannelId, notice('voice.could-not-come-back', { channel: `<#${voiceChannelId}>` }));
       },
     };
-  }
-
-  /** The server's language (its Community setting): what the bot posts in its channels is in it. */
-  #locale(guildId: string): Locale {
-    return resolveLocale(undefined, this.#deps.client.guilds.cache.get(guildId)?.preferredLocale, 'channel');
-  }
-
-  /**
-   * The conversation's language: what the bot says aloud in it, the language the model is told to fall back
-   * to (`/voice settings language`, else the server's).
-   */
-  #spokenLocale(guildId: string, settings: Pick<VoiceSettings, 'language'>): Locale {
-    // Without a language of its own, resolveLocale falls back to the server's (a supported locale already).
-    return resolveLocale(settings.language, this.#locale(guildId), 'member');
-  }
-
-  /** Posts in a text channel; a failure is logged, never thrown. */
-  async #post(channelId: string, content: string): Promise<string | undefined> {
-    try {
-      return await this.#deps.outbox.say(channelId, content);
-    } catch (error) {
-      this.#deps.log.warn('could not post in a text channel', { channel: channelId, error });
-      return undefined;
-    }
   }
 
   /** Tools are declared when the server has not turned them off and the video part is wired. */
@@ -568,10 +535,10 @@ export class VoiceService {
     return this.#deps.videoRequests !== undefined && settings.tools !== false;
   }
 
-  /** A line of the conversation: kept in its record (the bot's restart lines aside) and posted in its transcript. */
-  #transcriptLine(guildId: string, speaker: 'user' | 'bot', text: string, answered: boolean): void {
+  /** A line of the conversation: kept in its record (unless the bot said it aside: it restarts, it is back) and posted in its transcript. */
+  #transcriptLine(guildId: string, speaker: 'user' | 'bot', text: string, answered: boolean, aside: boolean): void {
     const entry = this.#guilds.get(guildId);
-    if (!(speaker === 'bot' && RESTART_LINES.has(text))) entry?.recorder?.turn({ speaker, text });
+    if (!aside) entry?.recorder?.turn({ speaker, text });
     if (entry?.settings.transcripts) void entry.transcript.postLine(speaker, text, answered);
   }
 

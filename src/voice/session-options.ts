@@ -4,7 +4,7 @@ import type { RealtimeFunctionCall } from '../gateway/realtime/events.ts';
 import type { Logger } from '../lib/log.ts';
 import type { BotMetrics } from '../lib/metrics.ts';
 import type { VoiceSettings } from '../ports/voice-settings.ts';
-import type { Locale } from '../i18n/index.ts';
+import type { Notice, Phrase } from '../wording/notice.ts';
 import type { RenewalTimes } from './session-lifetime.ts';
 
 // What a voice session is given: its connection and settings, how to open a realtime session, and the
@@ -45,14 +45,15 @@ export interface VoiceSessionOptions {
   reconnect: { baseMs: number; maxMs: number; maxAttempts: number };
   /** The bot's own user id: its audio is never listened to. */
   botUserId: string;
-  /** A line of the conversation; a user's line says whether the bot answers it. */
-  onTranscript?(speaker: 'user' | 'bot', text: string, answered: boolean): void;
-  /** A problem users should hear about, to post in the text channel (worded in `locale`). */
-  onProblem?(message: string): void;
-  /** The language of what the session posts in the text channel: the server's; default English. */
-  locale?: Locale;
-  /** The session could not be reopened and is closed: why, in a sentence to post in the text channel. */
-  onGiveUp?(reason: string): void;
+  /**
+   * A line of the conversation; a user's line says whether the bot answers it. `aside`: a line the bot was
+   * asked to say off the record (see `announce`), not a turn of the conversation.
+   */
+  onTranscript?(speaker: 'user' | 'bot', text: string, answered: boolean, aside: boolean): void;
+  /** A problem users should hear about, to post in the text channel. */
+  onProblem?(problem: Notice): void;
+  /** The session could not be reopened and is closed: why, to post in the text channel. */
+  onGiveUp?(reason: Phrase): void;
   /** Someone spoke or the bot answered: the channel is not idle. */
   onActivity?(): void;
   /** Counts frames each way, decryption failures, renewals and audio latency each way; default none. */

@@ -20,7 +20,7 @@ import type { LiveState, ReconnectingState, SessionState, VoiceSessionState } fr
 import { SpeechPlayer } from './speech-player.ts';
 import { TurnTaking } from './turn-taking.ts';
 import { TurnsOfSession } from './turns.ts';
-import { ENGLISH, t, type Locale } from '../i18n/index.ts';
+import { notice, type Notice, type Phrase } from '../wording/notice.ts';
 
 // A live conversation in one voice channel, as an explicit state machine:
 //
@@ -83,7 +83,7 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
   #commitTimer: NodeJS.Timeout | undefined;
   /** Only turns that name the bot are answered (and the bot ends turns itself, so it can decide before answering). */
   #onlyWhenNamed: boolean;
-  /** Problems posted in the channel, and when. */
+  /** Problems posted in the channel (each as its notice's JSON), and when. */
   readonly #posted = new Map<string, number>();
   /** When the oldest packet not yet appended arrived (performance.now()): an append's latency in. */
   #oldestUnappendedAt: number | undefined;
@@ -115,7 +115,7 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
       mayPlay: () => encryption.playable,
       onGaveUpWaiting: (stopped) => {
         this.#turnTaking.cutOff(stopped);
-        this.#postProblem(t(this.#locale, 'voice.problem.encryption-late'));
+        this.#postProblem(notice('voice.problem.encryption-late'));
         this.#announcer.speakNext();
       },
       // An answer that would keep the bot talking (or buffering) past the bound is cut as a barge-in cuts it.
@@ -130,8 +130,7 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
       player: this.#player,
       announcer: this.#announcer,
       options,
-      postProblem: (message) => this.#postProblem(message),
-      locale: () => this.#locale,
+      postProblem: (problem) => this.#postProblem(problem),
       log: this.#log,
     });
     this.#pump = new InputPump({
@@ -295,20 +294,21 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
 
   /**
    * Speaks a line in the voice channel as a forced message (a response turn of its own), once the conversation
-   * leaves room for it (announcement-speaker.ts); several are said in the order they were asked for.
+   * leaves room for it (announcement-speaker.ts); several are said in the order they were asked for. `aside`:
+   * a line about the bot itself (it is back), whose transcript is told as such (onTranscript), not a turn.
    */
-  announce(text: string): void {
-    this.#announcer.add(text);
+  announce(text: string, { aside = false }: { aside?: boolean } = {}): void {
+    this.#announcer.add(text, aside);
   }
 
   /**
    * Speaks a last line, not to be talked over, and resolves once it was heard. Resolves anyway after
    * `timeoutMs`, or at once when no session is live: a goodbye never keeps the bot in the channel.
    */
-  async speakLast(text: string, timeoutMs: number): Promise<void> {
+  async speakLast(text: string, timeoutMs: number, { aside = false }: { aside?: boolean } = {}): Promise<void> {
     const live = this.#state;
     if (live.status !== 'live') return;
-    await speakLastLine(live, text, timeoutMs, {
+    await speakLastLine(live, { text, aside }, timeoutMs, {
       floor: this.#floor,
       log: this.#log,
       onConversationNews: (wake) => {
@@ -389,18 +389,14 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
     return 'renewed';
   }
 
-  /** The language of what the session posts in the text channel. */
-  get #locale(): Locale {
-    return this.#options.locale ?? ENGLISH;
-  }
-
   /** Posts a problem in the channel, unless the same was posted a moment ago (a failing session repeats itself). */
-  #postProblem(message: string): void {
+  #postProblem(problem: Notice): void {
     const now = Date.now();
     for (const [posted, at] of this.#posted) if (now - at >= PROBLEM_REPEAT_MS) this.#posted.delete(posted);
-    if (this.#posted.has(message)) return;
-    this.#posted.set(message, now);
-    this.#options.onProblem?.(message);
+    const same = JSON.stringify(problem);
+    if (this.#posted.has(same)) return;
+    this.#posted.set(same, now);
+    this.#options.onProblem?.(problem);
   }
 
   /** The realtime session ended without being asked to (its listener is removed when the bot closes it). */
@@ -439,11 +435,11 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
       // Stopped meanwhile: there is nobody left to tell.
       if (this.#state !== reconnecting) return;
       this.#log.warn('realtime reconnect failed', { attempt: reconnecting.attempt, error });
-      const final = finalFailure(error, this.#locale);
+      const final = finalFailure(error);
       if (final !== undefined) return this.#giveUp(final);
       if (reconnecting.attempt >= this.#options.reconnect.maxAttempts) {
         return this.#giveUp(
-          t(this.#locale, 'voice.problem.unreachable', {
+          notice('voice.problem.unreachable', {
             attempts: reconnecting.attempt,
             last: error instanceof Error ? error.message : '',
             known: error instanceof Error ? 'yes' : 'no',
@@ -460,8 +456,8 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
     this.#state = this.#liveState(client);
   }
 
-  #giveUp(reason: string): void {
-    this.#log.warn('giving up on the realtime session', { reason });
+  #giveUp(reason: Phrase): void {
+    this.#log.warn('giving up on the realtime session', { reason: 'key' in reason ? reason.key : reason.phrase });
     this.stop();
     this.#options.onGiveUp?.(reason);
   }

@@ -1,6 +1,6 @@
 import { DISCORD_ERRORS, isDiscordError, type DiscordOutbox } from '../discord/outbox.ts';
 import type { Logger } from '../lib/log.ts';
-import { t, type Locale } from '../i18n/index.ts';
+import { notice, type Notice } from '../wording/notice.ts';
 
 // A conversation's transcript: a thread of the text channel, opened at the first line from a message
 // that names the voice channel, one post per line. A conversation brought back goes on in its thread.
@@ -12,8 +12,8 @@ export interface TranscriptThreadOptions {
   textChannelId: string;
   /** The thread of a conversation brought back after a restart. */
   threadId: string | undefined;
-  /** The server's language, which the transcript is posted in. */
-  locale(): Locale;
+  /** A notice in the server's language, which the transcript is posted in. */
+  word: (told: Notice) => string;
   /** The voice channel the first message names (the bot may have been moved since the conversation began). */
   voiceChannelId(): string;
   /** The thread was opened: the conversation's record keeps it. */
@@ -21,7 +21,7 @@ export interface TranscriptThreadOptions {
   /** The bot may not open a thread: transcripts are off for this conversation. */
   onRefused(): void;
   /** Posts in the text channel, logging a failure (that the transcript is off). */
-  post(channelId: string, content: string): Promise<unknown>;
+  post(channelId: string, told: Notice): Promise<unknown>;
 }
 
 export class TranscriptThread {
@@ -41,14 +41,13 @@ export class TranscriptThread {
 
   /** Posts a line; a member's line says whether the bot answered it (it answers only turns that name it, with several people in the channel). */
   async postLine(speaker: 'user' | 'bot', text: string, answered: boolean): Promise<void> {
-    const { outbox, log } = this.#options;
-    const locale = this.#options.locale();
+    const { outbox, log, word } = this.#options;
     try {
-      const threadId = this.#threadId ?? (await this.#open(locale));
+      const threadId = this.#threadId ?? (await this.#open());
       if (threadId === undefined) return;
       await outbox.say(
         threadId,
-        t(locale, 'voice.transcript.line', { speaker, text, answered: speaker === 'bot' ? 'bot' : answered ? 'yes' : 'no' }),
+        word(notice('voice.transcript.line', { speaker, text, answered: speaker === 'bot' ? 'bot' : answered ? 'yes' : 'no' })),
       );
     } catch (error) {
       log.warn('could not post a transcript line', { guild: this.#options.guildId, error });
@@ -56,15 +55,15 @@ export class TranscriptThread {
   }
 
   /** Opens the thread; undefined when the bot may not (then transcripts are off, and the channel is told). */
-  async #open(locale: Locale): Promise<string | undefined> {
-    const { outbox, log, textChannelId } = this.#options;
+  async #open(): Promise<string | undefined> {
+    const { outbox, log, textChannelId, word } = this.#options;
     // Posted once: a thread that cannot be opened must not leave one anchor per line in the channel.
     this.#anchorId ??= await outbox.say(
       textChannelId,
-      t(locale, 'voice.transcript.header', { channel: `<#${this.#options.voiceChannelId()}>` }),
+      word(notice('voice.transcript.header', { channel: `<#${this.#options.voiceChannelId()}>` })),
     );
     try {
-      this.#threadId = await outbox.startThread(textChannelId, this.#anchorId, t(locale, 'voice.transcript.thread'));
+      this.#threadId = await outbox.startThread(textChannelId, this.#anchorId, word(notice('voice.transcript.thread')));
       this.#options.onOpened(this.#threadId);
       return this.#threadId;
     } catch (error) {
@@ -75,7 +74,7 @@ export class TranscriptThread {
         channel: textChannelId,
         error,
       });
-      await this.#options.post(textChannelId, t(locale, 'voice.transcript.no-thread'));
+      await this.#options.post(textChannelId, notice('voice.transcript.no-thread'));
       return undefined;
     }
   }

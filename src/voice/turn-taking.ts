@@ -7,7 +7,7 @@ import type { VoiceSessionOptions } from './session-options.ts';
 import type { LiveState } from './session-states.ts';
 import type { SpeechPlayer, StoppedItem } from './speech-player.ts';
 import { TurnSpeakers } from './turns.ts';
-import { t, type Locale } from '../i18n/index.ts';
+import { notice, type Notice } from '../wording/notice.ts';
 
 // The conversation on a live realtime session: what the bot does with each server event. Members' turns
 // are heard and answered (or, answering only when named, decided by their transcript), answers are
@@ -27,9 +27,7 @@ export interface TurnTakingHost {
   announcer: Pick<AnnouncementSpeaker, 'speakNext' | 'refused'>;
   options: Pick<VoiceSessionOptions, 'onActivity' | 'onTranscript' | 'addressed' | 'onFunctionCall'>;
   /** Posts a problem in the text channel (at most once a minute the same). */
-  postProblem(message: string): void;
-  /** The language of what is posted in the text channel. */
-  locale(): Locale;
+  postProblem(problem: Notice): void;
   log: Logger;
 }
 
@@ -60,7 +58,7 @@ export class TurnTaking {
       case 'response.created':
         live.turns.settled();
         live.responses.created();
-        live.announcements.responseStarted();
+        live.announcements.responseStarted(event.responseId);
         live.answers.responseCreated(event.responseId);
         break;
       case 'input_audio_buffer.committed':
@@ -99,7 +97,7 @@ export class TurnTaking {
         this.#transcribed(live, event.transcript);
         break;
       case 'response.output_audio_transcript.done':
-        if (event.transcript) options.onTranscript?.('bot', event.transcript, true);
+        if (event.transcript) options.onTranscript?.('bot', event.transcript, true, live.announcements.isAside(event.responseId));
         break;
       case 'error':
         this.#realtimeError(live, event);
@@ -163,7 +161,7 @@ export class TurnTaking {
         param: event.param,
         answers: event.clientEventType,
       });
-      this.#host.postProblem(t(this.#host.locale(), 'voice.problem.reported', { message: event.message }));
+      this.#host.postProblem(notice('voice.problem.reported', { message: event.message }));
     }
     // An announcement the gateway answered with another error is not waited for (nor said again).
     live.announcements.answeredWithError(event.clientEventId);
@@ -230,7 +228,7 @@ export class TurnTaking {
         this.#log.debug('a turn that does not name the bot: heard, not answered');
       }
     }
-    if (transcript) options.onTranscript?.('user', transcript, answered);
+    if (transcript) options.onTranscript?.('user', transcript, answered, false);
   }
 
   /**

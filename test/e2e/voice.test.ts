@@ -153,7 +153,7 @@ describe('voice conversations', () => {
       expect(reply.content).toBe(
         t(german, 'voice.join.missing-permissions', {
           channel: `<#${guild.voiceChannelId}>`,
-          missing: `**${t(german, 'voice.permission', { permission: 'connect' })}**`,
+          missing: t(german, 'voice.permission', { permission: 'connect' }),
         }),
       );
       expect(reply.content).toContain('**Verbinden**');

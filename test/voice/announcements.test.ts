@@ -13,6 +13,8 @@ import { defaultVoiceSettings } from '../../src/settings/voice-settings.ts';
 import { VoiceSession } from '../../src/voice/session.ts';
 import { startRealtimeGate, type RealtimeGate } from '../support/realtime-gate.ts';
 import { startScriptedVoice, type ScriptedVoice } from '../support/scripted-voice.ts';
+import { ENGLISH } from '../../src/i18n/index.ts';
+import { word } from '../../src/wording/notice.ts';
 
 const BOT_ID = '100000000000000003';
 const USER_ID = '400000000000000003';
@@ -72,7 +74,7 @@ async function startSession(wsBaseUrl = emulator.wsUrl): Promise<Started> {
     sessionLimitMs: 3_600_000,
     reconnect: { baseMs: 10, maxMs: 40, maxAttempts: 5 },
     botUserId: BOT_ID,
-    onProblem: (message) => problems.push(message),
+    onProblem: (problem) => problems.push(word(ENGLISH, problem)),
   });
   await session.start();
   const gateway = emulator.realtime.sessions[before];

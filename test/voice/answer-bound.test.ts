@@ -19,6 +19,8 @@ import type { ScriptedRealtime, ScriptedSocket } from '../support/scripted-realt
 import { startScriptedSession, startScriptedVoice, type ScriptedVoice } from '../support/scripted-voice.ts';
 import { percentile } from '../support/percentile.ts';
 import { cpuWaitMs } from '../support/cpu-wait.ts';
+import { ENGLISH } from '../../src/i18n/index.ts';
+import { word } from '../../src/wording/notice.ts';
 
 const BOT_ID = '100000000000000001';
 const FLOODED = { guildId: '200000000000000011', channelId: '300000000000000011', userId: '400000000000000011' };
@@ -96,8 +98,8 @@ async function converse(guild: typeof FLOODED): Promise<Conversation> {
     connection,
     log,
     metrics,
-    onProblem: (message) => {
-      problems.push(message);
+    onProblem: (problem) => {
+      problems.push(word(ENGLISH, problem));
       realtime.changed();
     },
   });

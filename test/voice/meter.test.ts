@@ -8,11 +8,14 @@ import { silentLogger } from '../../src/lib/log.ts';
 import type { VoiceBudgetLeft, VoiceSpending, VoiceUse } from '../../src/ports/voice-spend.ts';
 import { BUDGET_WARNING_MS, ConversationMeter } from '../../src/voice/meter.ts';
 import { budgetSpent, budgetWarning } from '../../src/voice/budget-notices.ts';
+import { ChannelLines } from '../../src/voice/channel-lines.ts';
+import { SpokenLines } from '../../src/voice/spoken-lines.ts';
+import type { DiscordOutbox } from '../../src/discord/outbox.ts';
+import type { Client } from 'discord.js';
 import { ENGLISH, resolveLocale, t } from '../../src/i18n/index.ts';
 
 const HEARTBEAT_MS = 30_000;
 const REASON = 'Your daily budget on this server ($1.00) is used up; it starts over <t:2000:R>.';
-const SPOKEN_REASON = 'Dein Tagesbudget ist aufgebraucht; es beginnt <t:2000:R> von vorn.';
 /** What the spending port tells the meter: the budget that bounds the conversation. */
 const REASON_NOTICE = notice('budget.used-up', { budget: 'member_daily_usd', amount: '$1.00', resets: '<t:2000:R>' });
 
@@ -175,15 +178,28 @@ describe('the conversation meter', () => {
 });
 
 describe('budget notices', () => {
+  /** A server (its preferred language `server`) whose conversation speaks `spoken` (the server's when undefined). */
+  function renderers(server: string, spoken?: string): { channel: ChannelLines; say: (told: Notice, now: number) => string } {
+    const client = { guilds: { cache: new Map([['g', { preferredLocale: server }]]) } } as unknown as Client;
+    const channel = new ChannelLines({ client, outbox: {} as DiscordOutbox, log: silentLogger });
+    const spokenLines = new SpokenLines(channel);
+    return { channel, say: (told, now) => spokenLines.line('g', { language: spoken }, told, now) };
+  }
+
   it('show the reset time in the channel and say it in words aloud', () => {
     const now = 2000_000 - 3 * 3600_000;
-    expect(budgetWarning(ENGLISH, 12_000, REASON, now)).toEqual({
-      text: '⏳ 12 seconds of this conversation is left, then I leave: Your daily budget on this server ($1.00) is used up; it starts over <t:2000:R>.',
-      spoken:
-        '12 seconds of this conversation is left, then I leave: Your daily budget on this server ($1.00) is used up; it starts over in 3 hours.',
-    });
-    expect(budgetWarning(ENGLISH, 60_000, REASON, now).text).toMatch(/^⏳ About a minute of this conversation is left, then I leave/);
-    expect(budgetSpent(ENGLISH, REASON, now).spoken).toBe(
+    const { channel, say } = renderers('en-US');
+    const warning = budgetWarning(12_000, REASON_NOTICE);
+    expect(channel.word('g', warning)).toBe(
+      '⏳ 12 seconds of this conversation is left, then I leave: Your daily budget on this server ($1.00) is used up; it starts over <t:2000:R>.',
+    );
+    expect(say(warning, now)).toBe(
+      '12 seconds of this conversation is left, then I leave: Your daily budget on this server ($1.00) is used up; it starts over in 3 hours.',
+    );
+    expect(channel.word('g', budgetWarning(60_000, REASON_NOTICE))).toMatch(
+      /^⏳ About a minute of this conversation is left, then I leave/,
+    );
+    expect(say(budgetSpent(REASON_NOTICE), now)).toBe(
       'Your daily budget on this server ($1.00) is used up; it starts over in 3 hours. I am leaving now. Goodbye.',
     );
   });
@@ -191,18 +207,11 @@ describe('budget notices', () => {
   it("are said aloud in the conversation's language when it is not the server's, and shown in the server's", () => {
     const now = 2000_000 - 3 * 3600_000;
     const german = resolveLocale('de', undefined, 'member');
-    const warning = budgetWarning(ENGLISH, 12_000, REASON, now, { locale: german, reason: SPOKEN_REASON });
-    expect(warning.text).toBe(`⏳ ${t(ENGLISH, 'voice.budget.warning', { left: '12 seconds', reason: REASON })}`);
-    expect(warning.spoken).toBe(
-      t(german, 'voice.budget.warning', {
-        left: '12 Sekunden',
-        reason: 'Dein Tagesbudget ist aufgebraucht; es beginnt in 3 Stunden von vorn.',
-      }),
-    );
-    const spent = budgetSpent(ENGLISH, REASON, now, { locale: german, reason: SPOKEN_REASON });
-    expect(spent.text).toBe(REASON);
-    expect(spent.spoken).toBe(
-      t(german, 'voice.budget.spent', { reason: 'Dein Tagesbudget ist aufgebraucht; es beginnt in 3 Stunden von vorn.' }),
-    );
+    const { channel, say } = renderers('en-US', 'de');
+    const spokenReason = word(german, REASON_NOTICE).replace('<t:2000:R>', 'in 3 Stunden');
+    const warning = budgetWarning(12_000, REASON_NOTICE);
+    expect(channel.word('g', warning)).toBe(`⏳ ${t(ENGLISH, 'voice.budget.warning', { left: '12 seconds', reason: REASON })}`);
+    expect(say(warning, now)).toBe(t(german, 'voice.budget.warning', { left: '12 Sekunden', reason: spokenReason }));
+    expect(say(budgetSpent(REASON_NOTICE), now)).toBe(t(german, 'voice.budget.spent', { reason: spokenReason }));
   });
 });

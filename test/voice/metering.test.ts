@@ -12,6 +12,7 @@ import { parsePrices } from '../../src/settings/prices.ts';
 import type { SettingsService } from '../../src/settings/service.ts';
 import type { VoiceService } from '../../src/voice/service.ts';
 import { pollUntil } from '../support/poll.ts';
+import { worded } from '../support/worded.ts';
 import { startVoiceServiceRig, type VoiceServiceRig } from '../support/voice-service-rig.ts';
 
 /** Each realtime session lasts at most this long at the emulator: the bot reopens it, and both are counted. */
@@ -162,8 +163,10 @@ describe('a metered conversation', () => {
     const spent = (await settings.spending.ledger.day(guildId, Date.now())).users[member.id]!;
     expect(spent.voiceTicks).toBeGreaterThanOrEqual(4 * USD_TICKS);
 
-    expect(await service.join(guildId, budgeted.voiceChannelId, budgeted.textChannelId, member.id)).toEqual({
+    // Worded for the server (an English one here), whoever asked.
+    expect(worded(await service.join(guildId, budgeted.voiceChannelId, budgeted.textChannelId, member.id))).toEqual({
       ok: false,
+      audience: 'channel',
       message: expect.stringMatching(/^I cannot start a conversation: your daily budget on this server \(\$4\.00\) is used up;/),
     });
     expect(discord.botVoiceChannel(guildId)).toBeUndefined();

@@ -17,6 +17,7 @@ import { pollUntil } from '../support/poll.ts';
 import { startVoiceServiceRig, type VoiceServiceRig } from '../support/voice-service-rig.ts';
 import { forcedLines, textMessages } from '../support/realtime-lines.ts';
 import { BACK_LINE, BACK_WITHIN_MS, exchange as exchangeIn, RESTART_LINE } from '../support/voice-restart.ts';
+import { SUPPORTED_LOCALES } from '../../src/i18n/index.ts';
 
 let rig: VoiceServiceRig;
 let emulator: Emulator;
@@ -31,7 +32,7 @@ beforeAll(async () => {
   ({ emulator, discord, settings } = rig);
   // Short lines: a force_message or a scripted answer is a tone 5 ms per character.
   emulator.realtime.options.toneMsPerCharacter = 5;
-  records = rig.store.collection(CONVERSATION_RECORDS, conversationRecordParser(defaultVoiceSettings('svc')));
+  records = rig.store.collection(CONVERSATION_RECORDS, conversationRecordParser(defaultVoiceSettings('svc'), SUPPORTED_LOCALES));
 }, 60_000);
 
 afterEach(async () => {

@@ -21,6 +21,13 @@ import {
 } from 'discord-standin';
 import type { ScriptedRealtime, ScriptedSocket } from '../support/scripted-realtime.ts';
 import { startScriptedSession, startScriptedVoice, type ScriptedVoice } from '../support/scripted-voice.ts';
+import { ENGLISH } from '../../src/i18n/index.ts';
+import { notice, word, type Phrase } from '../../src/wording/notice.ts';
+
+/** What the text channel reads when a conversation gives up for `reason`. */
+function stoppedBecause(reason: Phrase): string {
+  return word(ENGLISH, notice('voice.stopped', { channel: '<#voice>', reason }));
+}
 
 const BOT_ID = '100000000000000001';
 const USER_ID = '400000000000000001';
@@ -61,8 +68,8 @@ async function startSession(overrides: Partial<VoiceSessionOptions> = {}, settin
   const problems: string[] = [];
   const started = await startScriptedSession(rig, {
     settings: { ...defaultVoiceSettings('svc'), ...settings },
-    onProblem: (message) => {
-      problems.push(message);
+    onProblem: (problem) => {
+      problems.push(word(ENGLISH, problem));
       realtime.changed();
     },
     ...overrides,
@@ -230,8 +237,8 @@ describe('a voice session against a spec-faithful gateway', () => {
 
   it('gives up at once when the gateway refuses the key on reconnecting, saying why', async () => {
     const reasons: string[] = [];
-    const onGiveUp = (reason: string) => {
-      reasons.push(reason);
+    const onGiveUp = (reason: Phrase) => {
+      reasons.push(stoppedBecause(reason));
       realtime.changed();
     };
     const { session: started, socket } = await startSession({ onGiveUp });
@@ -240,7 +247,7 @@ describe('a voice session against a spec-faithful gateway', () => {
     socket.close(1011, 'restarting');
     await realtime.waitFor(() => reasons[0], 'giving up');
     expect(reasons).toEqual([
-      "The gateway refused the server's key (401 invalid_api_key): a server admin can set a working one with `/config key`.",
+      "Stopped listening in <#voice>. The gateway refused the server's key (401 invalid_api_key): a server admin can set a working one with `/config key`.",
     ]);
     expect(realtime.refused - refusedBefore).toBe(1);
     expect(started.state).toBe('closed');
@@ -248,8 +255,8 @@ describe('a voice session against a spec-faithful gateway', () => {
 
   it('gives up after a bounded number of failed attempts, saying why', async () => {
     const reasons: string[] = [];
-    const onGiveUp = (reason: string) => {
-      reasons.push(reason);
+    const onGiveUp = (reason: Phrase) => {
+      reasons.push(stoppedBecause(reason));
       realtime.changed();
     };
     const { session: started, socket } = await startSession({ onGiveUp, reconnect: { baseMs: 5, maxMs: 10, maxAttempts: 3 } });
@@ -258,7 +265,7 @@ describe('a voice session against a spec-faithful gateway', () => {
     socket.close(1011, 'restarting');
     await realtime.waitFor(() => reasons[0], 'giving up');
     expect(reasons[0]).toMatch(
-      /^The voice model could not be reached after 3 attempts \(last: the gateway refused the realtime connection with HTTP 503/,
+      /^Stopped listening in <#voice>\. The voice model could not be reached after 3 attempts \(last: the gateway refused the realtime connection with HTTP 503/,
     );
     expect(realtime.refused - refusedBefore).toBe(3);
     expect(started.state).toBe('closed');

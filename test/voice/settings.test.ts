@@ -8,6 +8,7 @@ import {
 } from '../../src/settings/voice-settings.ts';
 import { word } from '../../src/wording/notice.ts';
 import { conversationRecordParser } from '../../src/voice/conversation-record.ts';
+import { SUPPORTED_LOCALES } from '../../src/i18n/index.ts';
 
 /** Why a voice settings change is refused, as the admin reads it (in English); undefined: accepted. */
 function refusalOf(change: VoiceSettingsChange, vendor: string): string | undefined {
@@ -52,7 +53,7 @@ describe('stored voice settings', () => {
 
   it("of a conversation are read the same way, the missing and the out of bounds the vendor's defaults, its language kept", () => {
     const defaults = defaultVoiceSettings('svc');
-    const parse = conversationRecordParser(defaults);
+    const parse = conversationRecordParser(defaults, SUPPORTED_LOCALES);
     const stored = {
       voiceChannelId: 'vc',
       textChannelId: 'tc',
@@ -76,7 +77,7 @@ describe('stored voice settings', () => {
 
   it('of a conversation are warned of once for the same stored record, however often a start reads it', () => {
     const defaults = defaultVoiceSettings('svc');
-    const parse = conversationRecordParser(defaults);
+    const parse = conversationRecordParser(defaults, SUPPORTED_LOCALES);
     const stored = { v: 1, voiceChannelId: 'vc', textChannelId: 'tc', userId: 'u', turns: [], restarting: true, rejoinAttempts: 0 };
     const settings = { ...defaults, instructions: 'x'.repeat(5 * 1024 * 1024) };
     const warnings: unknown[] = [];
@@ -89,7 +90,10 @@ describe('stored voice settings', () => {
   });
 
   it('of a conversation recorded before restarts were counted read as live, never tried again', () => {
-    const record = conversationRecordParser(defaultVoiceSettings('svc'))({
+    const record = conversationRecordParser(
+      defaultVoiceSettings('svc'),
+      SUPPORTED_LOCALES,
+    )({
       voiceChannelId: 'vc',
       textChannelId: 'tc',
       userId: 'u',

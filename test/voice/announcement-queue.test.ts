@@ -1,5 +1,6 @@
 // The line of announcements waiting to be said: in order, bounded in length and in time, a refused one
-// first again (a few times at most). Pure logic; the session that says them is tested in announcements.test.ts.
+// first again (a few times at most); and which response said a line aside. Pure logic; the session that
+// says them is tested in announcements.test.ts, a restart's asides kept out of the record in restart.test.ts.
 
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/lib/log.ts';
@@ -9,6 +10,7 @@ import {
   MAX_ANNOUNCEMENT_REFUSALS,
   MAX_WAITING_ANNOUNCEMENTS,
 } from '../../src/voice/announcements.ts';
+import { SentAnnouncements } from '../../src/voice/sent-announcements.ts';
 
 function queue(): AnnouncementQueue {
   return new AnnouncementQueue(silentLogger);
@@ -43,5 +45,30 @@ describe('the announcements waiting to be said', () => {
     }
     expect(waiting.refused(first)).toBe(false);
     expect(waiting.take(0)?.text).toBe('second');
+  });
+});
+
+describe('lines said aside (the bot restarts, it is back)', () => {
+  const aside = { text: 'I am back. Where were we?', aside: true, askedAt: 1000, refusals: 0 };
+  const news = { text: 'A video is ready: a lighthouse.', aside: false, askedAt: 1000, refusals: 0 };
+
+  it('are told by the response that says them, whatever its words', () => {
+    const sent = new SentAnnouncements();
+    sent.sent('event-1', aside, 1000);
+    sent.responseStarted('response-1');
+    sent.sent('event-2', news, 2000);
+    sent.responseStarted('response-2');
+    expect(sent.isAside('response-1')).toBe(true);
+    expect(sent.isAside('response-2')).toBe(false);
+    expect(sent.isAside(undefined)).toBe(false);
+  });
+
+  it('are not taken for the response that started before the gateway refused them', () => {
+    const sent = new SentAnnouncements();
+    sent.lastLineSent('event-1', 1000, true);
+    // A member's answer started; the aside, refused for it, was never said.
+    sent.responseStarted('answer');
+    sent.answeredWithError('event-1');
+    expect(sent.isAside('answer')).toBe(false);
   });
 });

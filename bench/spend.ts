@@ -109,7 +109,7 @@ async function submitOne(info: ServerInfo, side: Side, interaction: Interaction,
   const startedAt = performance.now();
   const prepared = await bot.video.prepare.generation(context, benchGeneration());
   const preparedMs = performance.now() - startedAt;
-  if (!prepared.ok) throw new Error(`a benchmark submission was refused: ${prepared.message}`);
+  if (!prepared.ok) throw new Error(`a benchmark submission was refused: ${prepared.notice.key}`);
   const prepare = counting.take();
   await bot.rest.post(Routes.interactionCallback(interaction.id, interaction.token), { body: { type: 5 }, auth: false });
   const submittedAt = performance.now();

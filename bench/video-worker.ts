@@ -38,7 +38,7 @@ async function startBot(info: ServerInfo, storeUrl: string, first: Interaction):
   const store = await openStore(storeUrl, silentLogger);
   const bot = startVideoBot(info, store);
   const prepared = await bot.video.prepare.generation(contextOf(info, first), benchGeneration());
-  if (!prepared.ok) throw new Error(prepared.message);
+  if (!prepared.ok) throw new Error(`a benchmark submission was refused: ${prepared.notice.key}`);
   return {
     video: bot.video,
     rest: bot.rest,

@@ -215,7 +215,7 @@ export async function startApp(
       const access = await settings.mayUse(caller.guildId, 'video', caller.roleIds, caller.isServerManager);
       return access.ok ? access : { ok: false, message: word(guildLocale(caller.guildId), access.notice) };
     },
-    guildLocale,
+    serverContext: (guildId) => ({ guildLocale: guildLocale(guildId) }),
     log,
   });
   const voice = new VoiceService({

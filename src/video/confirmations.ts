@@ -1,22 +1,16 @@
 import { z } from 'zod';
-import { ButtonStyle, ComponentType, type APIActionRowComponent, type APIComponentInMessageActionRow } from 'discord.js';
 import { ValidationError } from '../gateway/errors.ts';
 import { LAYERS, VIDEO_OPERATIONS, type Layer } from '../gateway/spec.ts';
 import type { DiscordOutbox, InteractionMessage } from '../discord/outbox.ts';
 import type { Logger } from '../lib/log.ts';
-import { refuse } from '../lib/result.ts';
 import type { GuildVideoPolicy } from '../ports/guild-policy.ts';
 import { tokenUsableUntil, type InteractionContext } from '../ports/interaction-context.ts';
 import { versionedRecord, type Collection, type Store } from '../store/index.ts';
-import { videoActionId } from './actions.ts';
 import type { Prepared, SubmissionPlan } from './plan.ts';
-import { TASK_MODES, storedLocaleSchema, varyNoteSchema } from './record.ts';
+import { TASK_MODES, memberLanguage, memberLanguageShape, varyNoteSchema, withMemberLanguage, type MemberLanguage } from './record.ts';
 import { parseStoredRequest } from './stored-request.ts';
-import { confirmVerb, describeConfirmation, describeConfirmationClosed } from './wording.ts';
-import { ENGLISH, t, type Locale } from '../i18n/index.ts';
-import { describeValidationError } from '../wording/validation.ts';
-import { memberLocaleOf } from './locales.ts';
-import { word } from '../wording/notice.ts';
+import { heldQuestion, heldQuestionClosed, type ConfirmationQuestion } from './wording.ts';
+import { refuse } from '../wording/notice.ts';
 
 // A video estimated over the server's threshold (`/config budget confirm_over_usd`) waits for its member's
 // confirm button: its prepared plan is kept in the store (without the server's key, which is looked up
@@ -30,8 +24,8 @@ const KEPT_BEYOND_EXPIRY_MS = 60_000;
 /** The version of a held video's record this code writes (src/store/versioned.ts). */
 const HELD_VIDEO_VERSION = 1;
 
-/** A plan waiting for its member, as the store keeps it. */
-export interface HeldVideo {
+/** A plan waiting for its member, as the store keeps it, with the member's language its question is worded in. */
+export interface HeldVideo extends MemberLanguage {
   v: typeof HELD_VIDEO_VERSION;
   guildId: string;
   channelId: string;
@@ -41,8 +35,6 @@ export interface HeldVideo {
   /** The question can no longer be edited after this (its interaction's token ends). */
   expiresAt: number;
   plan: HeldPlan;
-  /** The member's language, which the question and how it ended are worded in. */
-  locale: Locale;
 }
 
 /** A submission plan without the server's key: everything else it needs, to be sent when confirmed. */
@@ -86,7 +78,7 @@ const heldVideoSchema: z.ZodType<HeldVideo> = z.object({
     variants: z.number().optional(),
     postedSource: z.object({ channelId: z.string(), messageId: z.string(), fileName: z.string().optional() }).optional(),
   }),
-  locale: storedLocaleSchema,
+  ...memberLanguageShape,
 });
 
 /**
@@ -98,14 +90,8 @@ export const parseHeldVideo = versionedRecord<HeldVideo>({
   name: 'held video',
   version: HELD_VIDEO_VERSION,
   schema: heldVideoSchema,
-  upgrade: (stored) => ({ ...stored, locale: stored.locale ?? ENGLISH }),
+  upgrade: (stored) => withMemberLanguage(stored),
 });
-
-/** The question a held video asks its member privately: its words and its two buttons. */
-export interface ConfirmationQuestion {
-  content: string;
-  components: APIActionRowComponent<APIComponentInMessageActionRow>[];
-}
 
 export interface VideoConfirmationsDeps {
   store: Store;
@@ -132,7 +118,6 @@ export class VideoConfirmations {
    */
   async hold(plan: SubmissionPlan, context: InteractionContext, now = Date.now()): Promise<ConfirmationQuestion> {
     const expiresAt = tokenUsableUntil(context);
-    const locale = memberLocaleOf(context);
     const held: HeldVideo = {
       v: HELD_VIDEO_VERSION,
       guildId: context.guildId,
@@ -141,27 +126,10 @@ export class VideoConfirmations {
       question: { applicationId: context.applicationId, interactionToken: context.interactionToken, messageId: '@original' },
       expiresAt,
       plan: heldPlanOf(plan),
-      locale,
+      ...memberLanguage(context),
     };
     await this.#held.set(plan.taskId, held, expiresAt - now + KEPT_BEYOND_EXPIRY_MS);
-    const verb = confirmVerb(locale, plan);
-    return {
-      content: describeConfirmation(locale, plan, expiresAt),
-      components: [
-        {
-          type: ComponentType.ActionRow,
-          components: [
-            { type: ComponentType.Button, style: ButtonStyle.Primary, label: verb, custom_id: videoActionId('confirm', plan.taskId) },
-            {
-              type: ComponentType.Button,
-              style: ButtonStyle.Secondary,
-              label: t(locale, 'video.confirm.cancel'),
-              custom_id: videoActionId('cancel', plan.taskId),
-            },
-          ],
-        },
-      ],
-    };
+    return heldQuestion(held, plan);
   }
 
   /**
@@ -205,17 +173,15 @@ export class VideoConfirmations {
   /** A confirmed video's plan, with the server's key looked up again (it is never kept in the store). */
   async planOf(held: HeldVideo): Promise<Prepared> {
     const { policy, vendor } = this.#deps;
-    const locale = held.locale;
     const access = await policy.resolveGatewayAccess(held.guildId);
-    if (!access.ok) return refuse(word(locale, access.notice));
+    if (!access.ok) return access;
     const { ok: _resolved, ...credentials } = access;
     const { request, layer, keyId: _keptKeyId, operation, ...rest } = held.plan;
-    if (access.layer !== layer) return refuse(t(locale, 'video.confirm.settings-changed'));
+    if (access.layer !== layer) return refuse('video.confirm.settings-changed');
     try {
       return { ok: true, plan: { ...rest, ...parseStoredRequest(operation, request, { layer, vendor }), access: credentials } };
     } catch (error) {
-      if (error instanceof ValidationError)
-        return refuse(t(locale, 'video.confirm.cannot-send', { message: describeValidationError(locale, error) }));
+      if (error instanceof ValidationError) return refuse('video.confirm.cannot-send', { message: { phrase: 'validation-error', error } });
       throw error;
     }
   }
@@ -224,7 +190,7 @@ export class VideoConfirmations {
   async close(held: HeldVideo, how: 'confirmed' | 'refused' | 'expired'): Promise<void> {
     try {
       await this.#deps.outbox.editInteractionMessage(held.question, {
-        content: describeConfirmationClosed(held.locale, held.plan, how),
+        content: heldQuestionClosed(held, how),
         components: [],
       });
     } catch (error) {

@@ -3,21 +3,20 @@ import type { GatewayClientPool } from '../gateway/pool.ts';
 import type { Logger } from '../lib/log.ts';
 import type { GatewayAccessResolver } from '../ports/gateway-access.ts';
 import type { TaskRecord } from './record.ts';
-import { resolveLocale } from '../i18n/index.ts';
-import { word } from '../wording/notice.ts';
+import type { Notice } from '../wording/notice.ts';
 
 export interface GatewayResolver {
   /** The client to follow this task with: on the layer it was submitted on, with its server's current key. */
   clientFor(task: TaskRecord): Promise<GatewayClient>;
 }
 
-/** The task's server has no key the bot can use any more (cleared, or unreadable); `message` says why, for members. */
+/** The task's server has no key the bot can use any more (cleared, or unreadable); `notice` says why, for members. */
 export class NoGatewayAccessError extends Error {
-  readonly userMessage: string;
-  constructor(guildId: string, userMessage: string) {
+  readonly notice: Notice;
+  constructor(guildId: string, told: Notice) {
     super(`server ${guildId} has no usable gateway key`);
     this.name = 'NoGatewayAccessError';
-    this.userMessage = userMessage;
+    this.notice = told;
   }
 }
 
@@ -38,9 +37,9 @@ export class PolicyGatewayResolver implements GatewayResolver {
   }
 
   async clientFor(task: TaskRecord): Promise<GatewayClient> {
-    // Why not is said on the task's card: in its language.
+    // Why not is said on the task's card.
     const access = await this.#policy.resolveGatewayAccess(task.guildId);
-    if (!access.ok) throw new NoGatewayAccessError(task.guildId, word(resolveLocale(task.locale, undefined, 'member'), access.notice));
+    if (!access.ok) throw new NoGatewayAccessError(task.guildId, access.notice);
     if (access.keyId !== task.keyId) {
       // The admin replaced the key meanwhile: the new one follows the task.
       this.#log.debug('following a task with another key than the one that submitted it', { task: task.id });

@@ -1,6 +1,4 @@
-import { refuse, type Result } from '../lib/result.ts';
-import { word } from '../wording/notice.ts';
-import { memberLocaleOf } from './locales.ts';
+import type { Outcome } from '../wording/notice.ts';
 import type { GuildVideoPolicy } from '../ports/guild-policy.ts';
 import type { InteractionContext } from '../ports/interaction-context.ts';
 import { DEFAULT_POLL_POLICY } from './poll-policy.ts';
@@ -15,17 +13,16 @@ export async function checkMemberLimits(
   estimateTicks: number,
   /** Tasks of the same job counted just before this one, not yet stored: in progress too. */
   pending = 0,
-): Promise<Result> {
+): Promise<Outcome> {
   const now = Date.now();
   // A task older than the poller's deadline is finished (or closed at its next poll): only younger ones are read.
   const recent = await repository.recentForUser(context.guildId, context.userId, undefined, now - DEFAULT_POLL_POLICY.deadlineMs);
   const active = recent.filter((task) => !isTerminal(task.state)).length + pending;
-  const verdict = await policy.checkLimits({
+  return policy.checkLimits({
     guildId: context.guildId,
     userId: context.userId,
     activeTasksOfUser: active,
     now,
     estimateTicks,
   });
-  return verdict.ok ? verdict : refuse(word(memberLocaleOf(context), verdict.notice));
 }

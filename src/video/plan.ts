@@ -1,5 +1,5 @@
 import type { EditRequest, ExtensionRequest, GatewayCredentials, GenerationRequest } from '../gateway/types.ts';
-import type { Result } from '../lib/result.ts';
+import type { Outcome } from '../wording/notice.ts';
 import type { GuildVideoPolicy } from '../ports/guild-policy.ts';
 import { MAX_VARIANTS } from '../ports/video-defaults.ts';
 import type { TaskMode, VaryNote } from './record.ts';
@@ -47,7 +47,7 @@ export interface FormEstimate {
 }
 
 /** A plan ready to submit, or why the request cannot go (in words for the member). */
-export type Prepared = Result<{ plan: SubmissionPlan }>;
+export type Prepared = Outcome<{ plan: SubmissionPlan }>;
 
 /**
  * Where the source of an edit or extension comes from: an attachment, or a finished task (`byButton`: the

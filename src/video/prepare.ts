@@ -1,17 +1,12 @@
 import { ValidationError } from '../gateway/errors.ts';
 import { REFERENCE_MAX_RESOLUTION, videoModelCapabilities, videoModelNames, type VideoOperation } from '../gateway/spec.ts';
 import { validateEdit, validateExtension, validateGeneration } from '../gateway/validation.ts';
-import { refuse, type Result } from '../lib/result.ts';
 import { isHttpUrl } from '../lib/url.ts';
 import type { GuildVideoPolicy } from '../ports/guild-policy.ts';
 import type { InteractionContext } from '../ports/interaction-context.ts';
 import type { EndUserIds } from './end-users.ts';
 import { checkMemberLimits } from './member-limits.ts';
-import { describeExpiredAttachments, describeOwnersButtons } from './wording.ts';
-import { t, type Locale } from '../i18n/index.ts';
-import { describeValidationError } from '../wording/validation.ts';
-import { memberLocaleOf } from './locales.ts';
-import { word } from '../wording/notice.ts';
+import { refuse, type Outcome } from '../wording/notice.ts';
 import {
   confirmationThreshold,
   estimateOf,
@@ -28,7 +23,7 @@ import type { TaskRecord } from './record.ts';
 import { newTaskId, type TaskRepository } from './repository.ts';
 import {
   InputError,
-  describeInputError,
+  inputNotice,
   buildEditRequest,
   buildExtensionRequest,
   buildGenerationRequest,
@@ -54,14 +49,15 @@ export interface VideoPreparationDeps {
   vendor: string;
 }
 
-/** A rule of the gateway's the request breaks, naming the option to fix, in the member's language. */
-function validationRefusal(locale: Locale, error: ValidationError) {
-  return refuse(
-    t(locale, 'video.refusal.invalid-option', { option: optionForField(error.field), message: describeValidationError(locale, error) }),
-  );
+/** A rule of the gateway's the request breaks, naming the option to fix. */
+function validationRefusal(error: ValidationError) {
+  return refuse('video.refusal.invalid-option', {
+    option: optionForField(error.field),
+    message: { phrase: 'validation-error', error },
+  });
 }
 
-type SourceUrl = Result<{ url: string; taskId?: string; postedSource?: SubmissionPlan['postedSource'] }>;
+type SourceUrl = Outcome<{ url: string; taskId?: string; postedSource?: SubmissionPlan['postedSource'] }>;
 
 export class VideoPreparation {
   readonly #deps: VideoPreparationDeps;
@@ -76,7 +72,7 @@ export class VideoPreparation {
   ): Promise<Prepared> {
     const { policy, vendor } = this.#deps;
     const access = await policy.resolveGatewayAccess(context.guildId);
-    if (!access.ok) return refuse(word(memberLocaleOf(context), access.notice));
+    if (!access.ok) return access;
     const defaults = await policy.defaults(context.guildId);
     const model = input.model ?? defaults.model ?? videoModelNames(vendor).latest;
     const withDefaults: GenerationInput = {
@@ -127,8 +123,8 @@ export class VideoPreparation {
         },
       };
     } catch (error) {
-      if (error instanceof InputError) return refuse(describeInputError(memberLocaleOf(context), error));
-      if (error instanceof ValidationError) return validationRefusal(memberLocaleOf(context), error);
+      if (error instanceof InputError) return { ok: false, notice: inputNotice(error) };
+      if (error instanceof ValidationError) return validationRefusal(error);
       throw error;
     }
   }
@@ -140,7 +136,7 @@ export class VideoPreparation {
   ): Promise<Prepared> {
     const { policy, vendor } = this.#deps;
     const access = await policy.resolveGatewayAccess(context.guildId);
-    if (!access.ok) return refuse(word(memberLocaleOf(context), access.notice));
+    if (!access.ok) return access;
     const source = await this.#sourceUrl(context, input.source);
     if (!source.ok) return source;
     const defaults = await policy.defaults(context.guildId);
@@ -177,7 +173,7 @@ export class VideoPreparation {
         },
       };
     } catch (error) {
-      if (error instanceof ValidationError) return validationRefusal(memberLocaleOf(context), error);
+      if (error instanceof ValidationError) return validationRefusal(error);
       throw error;
     }
   }
@@ -211,16 +207,16 @@ export class VideoPreparation {
    * they make is the presser's own task, under their own role rules and limits. A task the bot no longer
    * knows is let through: the button's own step says so.
    */
-  async buttonAccess(context: Pick<InteractionContext, 'guildId' | 'userId' | 'locale' | 'guildLocale'>, taskRef: string): Promise<Result> {
+  async buttonAccess(context: Pick<InteractionContext, 'guildId' | 'userId'>, taskRef: string): Promise<Outcome> {
     const task = await this.#deps.repository.findInGuild(context.guildId, taskRef);
     return task ? this.mayPress(context, task) : { ok: true };
   }
 
   /** Whether a member may press the buttons under `task`'s video, for a caller that has read the task already (see buttonAccess()). */
-  async mayPress(context: Pick<InteractionContext, 'guildId' | 'userId' | 'locale' | 'guildLocale'>, task: TaskRecord): Promise<Result> {
+  async mayPress(context: Pick<InteractionContext, 'guildId' | 'userId'>, task: TaskRecord): Promise<Outcome> {
     if (task.userId === context.userId) return { ok: true };
     const { buttons } = await this.#deps.policy.defaults(context.guildId);
-    return buttons === 'owner' ? refuse(describeOwnersButtons(memberLocaleOf(context), task.userId)) : { ok: true };
+    return buttons === 'owner' ? refuse('video.refusal.owners-buttons', { owner: `<@${task.userId}>` }) : { ok: true };
   }
 
   /**
@@ -229,21 +225,20 @@ export class VideoPreparation {
    */
   async regeneration(context: InteractionContext, taskRef: string, changes?: RequestChanges): Promise<Prepared> {
     const { policy, repository, vendor } = this.#deps;
-    const locale = memberLocaleOf(context);
     const original = await repository.findInGuild(context.guildId, taskRef);
-    if (!original) return refuse(t(locale, 'video.refusal.task-unknown'));
+    if (!original) return refuse('video.refusal.task-unknown');
     const pressable = await this.mayPress(context, original);
     if (!pressable.ok) return pressable;
     const access = await policy.resolveGatewayAccess(context.guildId);
-    if (!access.ok) return refuse(word(memberLocaleOf(context), access.notice));
+    if (!access.ok) return access;
     let stored = original.request;
     try {
       if (changes) stored = changedRequest(original.operation, stored, changes);
     } catch (error) {
-      if (error instanceof InputError) return refuse(describeInputError(locale, error));
+      if (error instanceof InputError) return { ok: false, notice: inputNotice(error) };
       throw error;
     }
-    if (hasExpiredAttachmentLink(stored, Date.now())) return refuse(describeExpiredAttachments(locale, original.operation));
+    if (hasExpiredAttachmentLink(stored, Date.now())) return refuse('video.refusal.expired-attachments', { operation: original.operation });
     const user = await this.#deps.endUsers.of(context.userId);
     let operationRequest: OperationRequest;
     try {
@@ -251,8 +246,8 @@ export class VideoPreparation {
     } catch (error) {
       if (error instanceof ValidationError)
         return changes
-          ? validationRefusal(locale, error)
-          : refuse(t(locale, 'video.refusal.cannot-send-again', { message: describeValidationError(locale, error) }));
+          ? validationRefusal(error)
+          : refuse('video.refusal.cannot-send-again', { message: { phrase: 'validation-error', error } });
       throw error;
     }
     const estimateTicks = estimateOf(policy, operationRequest, original.model);
@@ -288,9 +283,8 @@ export class VideoPreparation {
    * Whether the member may start a video of `estimateTicks` (a job of `jobTicks`): refused first when the
    * estimate is not a countable amount, which no budget could be checked against and no record could keep.
    */
-  async #checkLimits(context: InteractionContext, model: string, estimateTicks: number, jobTicks = estimateTicks): Promise<Result> {
-    if (!isCountableEstimate(estimateTicks) || !isCountableEstimate(jobTicks))
-      return refuse(t(memberLocaleOf(context), 'video.refusal.estimate-unusable', { model }));
+  async #checkLimits(context: InteractionContext, model: string, estimateTicks: number, jobTicks = estimateTicks): Promise<Outcome> {
+    if (!isCountableEstimate(estimateTicks) || !isCountableEstimate(jobTicks)) return refuse('video.refusal.estimate-unusable', { model });
     return checkMemberLimits(this.#deps.repository, this.#deps.policy, context, estimateTicks);
   }
 
@@ -299,19 +293,18 @@ export class VideoPreparation {
    * (the interaction is not answered yet). A posted attachment's url is refreshed when it is submitted.
    */
   async #sourceUrl(context: InteractionContext, source: VideoSourceInput): Promise<SourceUrl> {
-    const locale = memberLocaleOf(context);
     if ('attachment' in source) {
-      if (!isMp4Attachment(source.attachment)) return refuse(t(locale, 'video.refusal.not-mp4', { file: source.attachment.filename }));
+      if (!isMp4Attachment(source.attachment)) return refuse('video.refusal.not-mp4', { file: source.attachment.filename });
       return { ok: true, url: source.attachment.url };
     }
     const task = await this.#deps.repository.findInGuild(context.guildId, source.taskRef);
-    if (!task) return refuse(t(locale, 'video.refusal.no-task', { ref: source.taskRef }));
+    if (!task) return refuse('video.refusal.no-task', { ref: source.taskRef });
     if (source.byButton) {
       const pressable = await this.mayPress(context, task);
       if (!pressable.ok) return pressable;
     }
     if (task.state !== 'succeeded' || task.outcome.moderated) {
-      return refuse(t(locale, 'video.refusal.no-finished-video', { ref: source.taskRef, state: task.state }));
+      return refuse('video.refusal.no-finished-video', { ref: source.taskRef, state: task.state });
     }
     // A lasting stored link first; else the posted attachment (refreshed before sending); else the gateway's temporary link.
     const publicUrl = task.outcome.storedFile?.publicUrl;
@@ -327,7 +320,7 @@ export class VideoPreparation {
       };
     }
     if (task.outcome.videoUrl) return { ok: true, url: task.outcome.videoUrl, taskId: task.id };
-    return refuse(t(locale, 'video.refusal.video-gone', { ref: source.taskRef }));
+    return refuse('video.refusal.video-gone', { ref: source.taskRef });
   }
 }
 

@@ -1,6 +1,7 @@
 import { LAYERS, VIDEO_OPERATIONS, type Layer, type VideoOperation } from '../gateway/spec.ts';
 import { z } from 'zod';
-import { ENGLISH, SUPPORTED_LOCALES, type Locale } from '../i18n/index.ts';
+import { ENGLISH, SUPPORTED_LOCALES, resolveLocale, type Locale } from '../i18n/index.ts';
+import type { InteractionContext } from '../ports/interaction-context.ts';
 import { isRecord } from '../lib/json.ts';
 import type { SpendReservation, TaskCost } from '../ports/guild-policy.ts';
 import { versionedRecord } from '../store/index.ts';
@@ -493,3 +494,40 @@ export const parseTaskRecord = versionedRecord<TaskRecord>({
     locale: stored.locale ?? ENGLISH,
   }),
 });
+
+/**
+ * The languages a new task is worded in, from the interaction that asked for it: its card and what the bot
+ * posts about it, the server's (what the whole channel reads); a member's own install's DMs, the member's.
+ */
+export function taskLanguages(
+  context: Pick<InteractionContext, 'locale' | 'guildLocale' | 'userInstall'>,
+): Pick<TaskRecord, 'locale' | 'userInstall'> {
+  return {
+    locale: resolveLocale(context.locale, context.guildLocale, 'channel'),
+    ...(context.userInstall
+      ? { userInstall: { ...context.userInstall, locale: resolveLocale(context.locale, context.guildLocale, 'member') } }
+      : {}),
+  };
+}
+
+/**
+ * What a record addressed to one member keeps of their language (a video held for their confirmation): the
+ * question and how it ended are worded in it, whichever worker or timer words them.
+ */
+export interface MemberLanguage {
+  /** The member's language when they asked. */
+  locale: Locale;
+}
+
+/** The stored shape of MemberLanguage: a language the bot no longer speaks reads as English. */
+export const memberLanguageShape = { locale: storedLocaleSchema };
+
+/** The member's language of a record stored before it was kept (2026-11-28): English. */
+export function withMemberLanguage(stored: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  return { ...stored, locale: stored.locale ?? ENGLISH };
+}
+
+/** The language of what only the member who asked reads: theirs, else the server's, else English. */
+export function memberLanguage(context: Pick<InteractionContext, 'locale' | 'guildLocale'>): MemberLanguage {
+  return { locale: resolveLocale(context.locale, context.guildLocale, 'member') };
+}

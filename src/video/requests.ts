@@ -1,7 +1,8 @@
 import { createHmac } from 'node:crypto';
 import type { EditRequest, ExtensionRequest, GenerationRequest, ImageInput, ReferenceAudio, StorageOptions } from '../gateway/types.ts';
 import { MAX_REFERENCE_AUDIOS, MAX_REFERENCE_AUDIO_SECONDS } from '../gateway/spec.ts';
-import { ENGLISH, t, type Locale } from '../i18n/index.ts';
+import { ENGLISH } from '../i18n/index.ts';
+import { notice, word, type Notice } from '../wording/notice.ts';
 import type { GenerationMode } from './record.ts';
 import type { StorageDefaults } from '../ports/video-defaults.ts';
 
@@ -29,7 +30,7 @@ export interface GenerationInput {
   referenceAudio: AttachmentInput | undefined;
 }
 
-/** What is wrong with what a member gave, for them to fix: worded in their language by describeInputError(). */
+/** What is wrong with what a member gave, for them to fix: told by inputNotice(). */
 export type InputProblem =
   | { kind: 'not-an-image'; file: string; type: string }
   | { kind: 'too-many-voices'; max: number }
@@ -40,27 +41,27 @@ export class InputError extends Error {
   readonly option: string;
   readonly problem: InputProblem;
   constructor(option: string, problem: InputProblem) {
-    super(describeProblem(ENGLISH, option, problem));
+    super(word(ENGLISH, noticeOf(option, problem)));
     this.name = 'InputError';
     this.option = option;
     this.problem = problem;
   }
 }
 
-function describeProblem(locale: Locale, option: string, problem: InputProblem): string {
+function noticeOf(option: string, problem: InputProblem): Notice {
   switch (problem.kind) {
     case 'not-an-image':
-      return t(locale, 'video.input.not-an-image', { option, file: problem.file, type: problem.type });
+      return notice('video.input.not-an-image', { option, file: problem.file, type: problem.type });
     case 'too-many-voices':
-      return t(locale, 'video.input.too-many-voices', { max: problem.max });
+      return notice('video.input.too-many-voices', { max: problem.max });
     case 'not-voice-audio':
-      return t(locale, 'video.input.not-voice-audio', { file: problem.file, seconds: MAX_REFERENCE_AUDIO_SECONDS });
+      return notice('video.input.not-voice-audio', { file: problem.file, seconds: MAX_REFERENCE_AUDIO_SECONDS });
   }
 }
 
-/** What the member must fix, in their language. */
-export function describeInputError(locale: Locale, error: InputError): string {
-  return describeProblem(locale, error.option, error.problem);
+/** What the member must fix. */
+export function inputNotice(error: InputError): Notice {
+  return noticeOf(error.option, error.problem);
 }
 
 const IMAGE_TYPES = new Set(['image/png', 'image/jpeg', 'image/webp', 'image/gif']);

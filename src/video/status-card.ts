@@ -17,6 +17,7 @@ import { readNumber, readString } from '../lib/json.ts';
 import { isHttpUrl } from '../lib/url.ts';
 import { ENGLISH, formatDuration, formatNumber, translator, type Locale, type Translate } from '../i18n/index.ts';
 import { formatCostIn, formatEstimateIn } from '../wording/cost.ts';
+import { word, type Notice } from '../wording/notice.ts';
 import type { MemberDayCost } from '../ports/guild-policy.ts';
 import { videoActionId, type VideoAction } from './actions.ts';
 import {
@@ -34,7 +35,17 @@ import {
   type LostTaskReason,
 } from './wording.ts';
 import { DEFAULT_POLL_POLICY } from './poll-policy.ts';
-import { isTerminal, madeVideo, taskMessageUrl, type Delivery, type HandoffNote, type StatusCard, type TaskRecord } from './record.ts';
+import type { InteractionContext } from '../ports/interaction-context.ts';
+import {
+  isTerminal,
+  madeVideo,
+  taskLanguages,
+  taskMessageUrl,
+  type Delivery,
+  type HandoffNote,
+  type StatusCard,
+  type TaskRecord,
+} from './record.ts';
 import { shorten } from '../lib/text.ts';
 
 // The status card: one message per job in Components V2, edited in place from submission to the end. A
@@ -53,6 +64,16 @@ export const CARD_LIMITS = { components: 40, textLength: 4000, galleryItems: 10 
 /** The language a task's card is drawn in: the server's, stored with the task when it was asked for. */
 export function cardLocale(task: Pick<TaskRecord, 'locale'>): Locale {
   return task.locale;
+}
+
+/** A notice as the channel hears it about a video asked for in `asked` (by voice): in the language its card will be drawn in. */
+export function inChannelWords(asked: Pick<InteractionContext, 'locale' | 'guildLocale'>, told: Notice): string {
+  return word(taskLanguages(asked).locale, told);
+}
+
+/** A notice as the task's card (or what the bot posts about the task) says it: in the card's language. */
+export function inCardWords(task: Pick<TaskRecord, 'locale'>, told: Notice): string {
+  return word(cardLocale(task), told);
 }
 
 export function progressBar(progress: number, locale: Locale = ENGLISH): string {
@@ -420,7 +441,8 @@ export function renderJobCard(
 }
 
 /** What a video asked for by voice shows until the submission draws its card there: who asked, and how (in the server's language). */
-export function voiceRequestCard(userId: string, locale: Locale = ENGLISH): ComponentsV2Message {
+export function voiceRequestCard(userId: string, asked: Pick<InteractionContext, 'locale' | 'guildLocale'> = {}): ComponentsV2Message {
+  const locale = taskLanguages(asked).locale;
   return {
     flags: MessageFlags.IsComponentsV2,
     components: [

@@ -12,15 +12,13 @@ import { codeLabel, type BotMetrics } from '../lib/metrics.ts';
 import { LimitReachedError, type GuildVideoPolicy, type SpendReservation } from '../ports/guild-policy.ts';
 import { tokenUsableUntil, type InteractionContext } from '../ports/interaction-context.ts';
 import type { VideoDelivery } from './delivery.ts';
-import { cardLocale } from './status-card.ts';
+import { inCardWords } from './status-card.ts';
 import { checkMemberLimits } from './member-limits.ts';
-import { describeGatewayError } from '../wording/gateway-errors.ts';
-import { describeExpiredAttachments, taskKey } from './wording.ts';
-import { t, type Locale } from '../i18n/index.ts';
-import { channelLocaleOf, memberLocaleOf } from './locales.ts';
-import { word } from '../wording/notice.ts';
+import { taskKey } from './wording.ts';
+import { ENGLISH } from '../i18n/index.ts';
+import { notice, word, type Notice } from '../wording/notice.ts';
 import { jobSize, type SubmissionPlan } from './plan.ts';
-import { TASK_RECORD_VERSION, type JobPlace, type TaskRecord } from './record.ts';
+import { TASK_RECORD_VERSION, taskLanguages, type JobPlace, type TaskRecord } from './record.ts';
 import { newTaskId, type TaskRepository } from './repository.ts';
 import { optionForField, optionNamedIn } from './requests.ts';
 import type { TaskTracker } from './tracker.ts';
@@ -46,13 +44,15 @@ export interface VideoSubmissionDeps {
   attachmentUrl(channelId: string, messageId: string, fileName?: string): Promise<string | undefined>;
 }
 
-/** The gateway refused a submission; `message` is what the user should read. */
+/** A limit or the gateway refused a submission; `notice` is what its member should read. */
 export class SubmissionRefusedError extends Error {
+  readonly notice: Notice;
   /** The stored task, when the refusal came from the gateway (a limit refuses before anything is stored). */
   readonly task: TaskRecord | undefined;
-  constructor(message: string, task: TaskRecord | undefined) {
-    super(message);
+  constructor(told: Notice, task: TaskRecord | undefined) {
+    super(word(ENGLISH, told));
     this.name = 'SubmissionRefusedError';
+    this.notice = told;
     this.task = task;
   }
 }
@@ -87,9 +87,9 @@ export class VideoSubmission {
     const first = admitted[0];
     if (!first) {
       this.#deps.metrics?.videoSubmission('limited', plan.access.layer, undefined);
-      throw new SubmissionRefusedError(refusal ?? t(memberLocaleOf(context), 'video.refusal.none-sent'), undefined);
+      throw new SubmissionRefusedError(refusal ?? notice('video.refusal.none-sent'), undefined);
     }
-    if (wanted === 1) return this.#send(first, plan, memberLocaleOf(context));
+    if (wanted === 1) return this.#send(first, plan, true);
     // The card says how many went and why the rest did not before any is sent.
     if (admitted.length < wanted) {
       this.#deps.metrics?.videoSubmission('limited', plan.access.layer, undefined);
@@ -97,7 +97,7 @@ export class VideoSubmission {
         this.#deps.log.warn('could not show a job on its card before sending it; the tracker will', { task: first.id, error });
       });
     }
-    const sent = await Promise.allSettled(admitted.map((task) => this.#send(task, plan, undefined)));
+    const sent = await Promise.allSettled(admitted.map((task) => this.#send(task, plan, false)));
     const shown = sent.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
     if (shown.length === 0) {
       const reason = sent.find((result) => result.status === 'rejected');
@@ -138,8 +138,7 @@ export class VideoSubmission {
       },
       attachmentSizeLimit: context.attachmentSizeLimit,
       delivery: { state: 'waiting', attempts: 0 },
-      locale: channelLocaleOf(context),
-      ...(context.userInstall ? { userInstall: { ...context.userInstall, locale: memberLocaleOf(context) } } : {}),
+      ...taskLanguages(context),
     };
   }
 
@@ -153,17 +152,15 @@ export class VideoSubmission {
     drafts: readonly TaskRecord[],
     estimateTicks: number,
     context: InteractionContext,
-  ): Promise<{ admitted: TaskRecord[]; refusal: string | undefined }> {
+  ): Promise<{ admitted: TaskRecord[]; refusal: Notice | undefined }> {
     const { repository, policy, log } = this.#deps;
     return this.#admission.run(context.guildId, async () => {
       const counted: TaskRecord[] = [];
-      let refusal: string | undefined;
+      let refusal: Notice | undefined;
       for (const draft of drafts) {
-        // A refusal before any video is the member's to read; one after some went is said on their card.
-        const reader = counted.length === 0 ? context : { ...context, locale: draft.locale, guildLocale: draft.locale };
-        const verdict = await checkMemberLimits(repository, policy, reader, estimateTicks, counted.length);
+        const verdict = await checkMemberLimits(repository, policy, context, estimateTicks, counted.length);
         if (!verdict.ok) {
-          refusal = verdict.message;
+          refusal = verdict.notice;
           break;
         }
         try {
@@ -173,18 +170,21 @@ export class VideoSubmission {
             await this.#release(counted);
             throw this.#refusedIfUnstorable(error, context);
           }
-          refusal = word(memberLocaleOf(reader), error.notice);
+          refusal = error.notice;
           break;
         }
       }
       const unsent = drafts.length - counted.length;
       const taskIds = counted.map((task) => task.id);
+      // A refusal before any video is the member's to read; one after some went is said on their card.
+      const card = drafts[0];
+      const unsentReason = refusal !== undefined && card !== undefined ? inCardWords(card, refusal) : undefined;
       const jobOf = (number: number): JobPlace => ({
         id: taskIds[0] ?? '',
         number,
         size: counted.length,
         taskIds,
-        ...(unsent > 0 && refusal !== undefined ? { unsent: { count: unsent, reason: refusal } } : {}),
+        ...(unsent > 0 && unsentReason !== undefined ? { unsent: { count: unsent, reason: unsentReason } } : {}),
       });
       const placed = drafts.length === 1 ? counted : counted.map((task, index) => ({ ...task, job: jobOf(index + 1) }));
       const admitted: TaskRecord[] = [];
@@ -211,7 +211,7 @@ export class VideoSubmission {
   #refusedIfUnstorable(error: unknown, context: InteractionContext): unknown {
     if (!(error instanceof UnstorableRecordError)) return error;
     this.#deps.log.error('a video was refused: its records hold a number the store cannot keep', { guild: context.guildId, error });
-    return new SubmissionRefusedError(t(memberLocaleOf(context), 'video.refusal.unrecordable'), undefined);
+    return new SubmissionRefusedError(notice('video.refusal.unrecordable'), undefined);
   }
 
   /** Gives back what admission counted for tasks that will not be stored. */
@@ -229,11 +229,10 @@ export class VideoSubmission {
 
   /**
    * Sends one stored task, shows it on its card and hands it to the tracker. A refusal of a job of one
-   * is thrown (its member hears it privately, in `memberLocale`); a refused variant of a larger job
-   * (`memberLocale` unset) is shown on its tile, in the card's language.
+   * (`alone`) is thrown (its member hears it privately); a refused variant of a larger job is shown on its
+   * tile, in the card's language, and thrown too.
    */
-  async #send(stored: TaskRecord, plan: SubmissionPlan, memberLocale: Locale | undefined): Promise<TaskRecord> {
-    const alone = memberLocale !== undefined;
+  async #send(stored: TaskRecord, plan: SubmissionPlan, alone: boolean): Promise<TaskRecord> {
     const { repository, clients, delivery, tracker, policy, log } = this.#deps;
     let task = stored;
     const id = task.id;
@@ -247,7 +246,7 @@ export class VideoSubmission {
             ? await gateway.edit(plan.request)
             : await gateway.extend(plan.request);
     } catch (error) {
-      const refusal = refusalMessage(memberLocale ?? cardLocale(task), error, plan, taskKey(task));
+      const refusal = refusalNotice(error, plan, taskKey(task));
       this.#deps.metrics?.videoSubmission(
         refusal === undefined ? 'unknown' : 'refused',
         task.layer,
@@ -256,7 +255,7 @@ export class VideoSubmission {
       if (refusal !== undefined) {
         // Refused, or never delivered: nothing exists at the gateway and nothing was charged.
         task = { ...task, state: 'failed', finishedAt: Date.now(), delivery: { ...task.delivery, state: 'closed' } };
-        if (!alone) task = { ...task, outcome: { ...task.outcome, error: { code: 'refused', message: refusal } } };
+        if (!alone) task = { ...task, outcome: { ...task.outcome, error: { code: 'refused', message: inCardWords(task, refusal) } } };
         await repository.save(task);
         await policy.releaseSubmission(task, reservationOf(task));
         if (!alone)
@@ -376,15 +375,14 @@ function reservationOf(task: TaskRecord): SpendReservation {
 /** The request fields that carry a link the gateway fetches. */
 const LINK_FIELDS = /^(image|last_frame|reference_images|reference_audios|video)\b/;
 
-/** What to tell the user (in `locale`) when a submission certainly created nothing, or undefined when it may have. */
-export function refusalMessage(
-  locale: Locale,
+/** What to tell the user when a submission certainly created nothing, or undefined when it may have. */
+export function refusalNotice(
   error: unknown,
   plan: Pick<SubmissionPlan, 'model' | 'operation' | 'regenerated'>,
   key: 'in-use' | 'operator' = 'in-use',
-): string | undefined {
+): Notice | undefined {
   if (plan.regenerated && error instanceof GatewayApiError && error.status === 400 && LINK_FIELDS.test(error.param ?? '')) {
-    return describeExpiredAttachments(locale, plan.operation);
+    return notice('video.refusal.expired-attachments', { operation: plan.operation });
   }
   const certainlyNothing =
     error instanceof GatewayApiError || error instanceof ValidationError || (error instanceof GatewayConnectionError && !error.requestSent);
@@ -395,6 +393,7 @@ export function refusalMessage(
       : error instanceof GatewayApiError && error.status === 400
         ? optionNamedIn(error.serverMessage)
         : undefined;
-  const words = describeGatewayError(locale, error, { key, purpose: 'use-model', model: plan.model, option });
-  return t(locale, 'video.refusal.nothing-charged', { words });
+  return notice('video.refusal.nothing-charged', {
+    words: { phrase: 'gateway-error', error, context: { key, purpose: 'use-model', model: plan.model, option } },
+  });
 }

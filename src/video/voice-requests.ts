@@ -9,8 +9,7 @@ import type { TaskRecord } from './record.ts';
 import type { TaskRepository } from './repository.ts';
 import { SubmissionRefusedError } from './submit.ts';
 import { formatEstimate } from '../wording/cost.ts';
-import { voiceRequestCard } from './status-card.ts';
-import { ENGLISH, type Locale } from '../i18n/index.ts';
+import { inChannelWords, voiceRequestCard } from './status-card.ts';
 import { graphemePrefix } from '../lib/text.ts';
 
 // /video generate and /video status for a member who asked by voice: the same preparation, role rules,
@@ -24,8 +23,11 @@ export interface VoiceVideoDeps {
   outbox: DiscordOutbox;
   /** The server's role rules for /video, as the dispatcher applies them to the command. */
   mayUseVideo(caller: VoiceCaller): Promise<Result>;
-  /** The server's language (its preferred locale), which the video's card is worded in; default English. */
-  guildLocale?: (guildId: string) => Locale;
+  /**
+   * What the server adds to the context of a request made by voice: its language, which the video's card
+   * and what the member hears are worded in (default English).
+   */
+  serverContext?: (guildId: string) => Partial<InteractionContext>;
   log: Logger;
 }
 
@@ -47,8 +49,8 @@ export class VoiceVideo implements VoiceVideoRequests {
     const allowed = await this.#deps.mayUseVideo(caller);
     if (!allowed.ok) return { status: 'refused', message: allowed.message };
     // No member's language comes with a voice request: what they hear and the card are the server's.
-    const guildLocale = this.#deps.guildLocale?.(caller.guildId) ?? ENGLISH;
     const context: InteractionContext = {
+      ...this.#deps.serverContext?.(caller.guildId),
       guildId: caller.guildId,
       channelId: caller.channelId,
       userId: caller.userId,
@@ -56,7 +58,6 @@ export class VoiceVideo implements VoiceVideoRequests {
       interactionToken: '',
       interactionReceivedAt: Date.now(),
       attachmentSizeLimit: DEFAULT_ATTACHMENT_SIZE_LIMIT,
-      guildLocale,
     };
     const prepared = await prepare.generation(context, {
       prompt: request.prompt,
@@ -71,7 +72,7 @@ export class VoiceVideo implements VoiceVideoRequests {
       voices: [],
       referenceAudio: undefined,
     });
-    if (!prepared.ok) return { status: 'refused', message: prepared.message };
+    if (!prepared.ok) return { status: 'refused', message: inChannelWords(context, prepared.notice) };
     // A video over the server's confirmation threshold (`confirmOverTicks`) is not held here: a member
     // talking to the voice model has no button to press. It goes ahead like any other, within the limits
     // and budgets, and the model is told its estimate to say aloud.
@@ -80,7 +81,7 @@ export class VoiceVideo implements VoiceVideoRequests {
     const size = jobSize(prepared.plan);
     let cardMessageId: string;
     try {
-      cardMessageId = (await outbox.postCard(caller.channelId, voiceRequestCard(caller.userId, guildLocale))).messageId;
+      cardMessageId = (await outbox.postCard(caller.channelId, voiceRequestCard(caller.userId, context))).messageId;
     } catch (error) {
       log.warn('could not post the card of a video asked for by voice', { guild: caller.guildId, channel: caller.channelId, error });
       return { status: 'failed', message: 'I could not post in the text channel, so I did not start the video.' };
@@ -102,7 +103,7 @@ export class VoiceVideo implements VoiceVideoRequests {
         task: task.id,
       };
     } catch (error) {
-      if (error instanceof SubmissionRefusedError) return { status: 'refused', message: error.message };
+      if (error instanceof SubmissionRefusedError) return { status: 'refused', message: inChannelWords(context, error.notice) };
       log.error('a video asked for by voice failed', { guild: caller.guildId, error });
       return { status: 'failed', message: 'Something went wrong while starting the video; nothing was made.' };
     }

@@ -1,4 +1,12 @@
-import { DiscordAPIError, HTTPError } from 'discord.js';
+import {
+  ButtonStyle,
+  ComponentType,
+  DiscordAPIError,
+  HTTPError,
+  type APIActionRowComponent,
+  type APIComponentInMessageActionRow,
+} from 'discord.js';
+import { videoActionId } from './actions.ts';
 import { GatewayError } from '../gateway/errors.ts';
 import type { VideoOperation } from '../gateway/spec.ts';
 import { formatNumber, translator, type Locale } from '../i18n/index.ts';
@@ -6,6 +14,7 @@ import { jobEstimateTicks, jobSize, type FormEstimate } from './plan.ts';
 import { formatCostIn, formatEstimateIn } from '../wording/cost.ts';
 import { describeGatewayError, withRequestId } from '../wording/gateway-errors.ts';
 import { describeStoredIssue } from '../wording/validation.ts';
+import { word } from '../wording/notice.ts';
 import { NoGatewayAccessError } from './gateway-resolver.ts';
 import { TASK_NOT_FOUND, type TaskOutcome, type TaskRecord, type VaryNote } from './record.ts';
 
@@ -214,7 +223,7 @@ export function describeMissingPermission(locale: Locale, permission: PostingPer
 /** Why a finished video could not be fetched or posted this time, in plain words (the task is tried again, then closed). */
 export function describeDeliveryFailure(locale: Locale, error: unknown, task: Pick<TaskRecord, 'userInstall'>): string {
   const tr = translator(locale);
-  if (error instanceof NoGatewayAccessError) return tr('video.card.fetch-failed.no-access', { why: error.userMessage });
+  if (error instanceof NoGatewayAccessError) return tr('video.card.fetch-failed.no-access', { why: word(locale, error.notice) });
   if (error instanceof GatewayError)
     return tr('video.card.fetch-failed', {
       why: describeGatewayError(locale, error, { key: taskKey(task), purpose: 'fetch-video' }),
@@ -265,6 +274,50 @@ export function describeConfirmationClosed(
     verb: confirmVerb(locale, plan),
     estimate: formatEstimateIn(locale, jobEstimateTicks(plan)),
   });
+}
+
+/** The question a held video asks its member privately: its words and its two buttons. */
+export interface ConfirmationQuestion {
+  content: string;
+  components: APIActionRowComponent<APIComponentInMessageActionRow>[];
+}
+
+/** A held video's question, in the language of the member it waits on. */
+export function heldQuestion(
+  held: { locale: Locale; expiresAt: number },
+  plan: Parameters<typeof describeConfirmation>[1] & { taskId: string },
+): ConfirmationQuestion {
+  const { locale } = held;
+  return {
+    content: describeConfirmation(locale, plan, held.expiresAt),
+    components: [
+      {
+        type: ComponentType.ActionRow,
+        components: [
+          {
+            type: ComponentType.Button,
+            style: ButtonStyle.Primary,
+            label: confirmVerb(locale, plan),
+            custom_id: videoActionId('confirm', plan.taskId),
+          },
+          {
+            type: ComponentType.Button,
+            style: ButtonStyle.Secondary,
+            label: translator(locale)('video.confirm.cancel'),
+            custom_id: videoActionId('cancel', plan.taskId),
+          },
+        ],
+      },
+    ],
+  };
+}
+
+/** What a held video's question says once it is answered by its member's press, or left unanswered. */
+export function heldQuestionClosed(
+  held: { locale: Locale; plan: Parameters<typeof describeConfirmationClosed>[1] },
+  how: 'confirmed' | 'refused' | 'expired',
+): string {
+  return describeConfirmationClosed(held.locale, held.plan, how);
 }
 
 /** A press of a held video's button when the question is no longer open. */

@@ -1,4 +1,4 @@
-import type { GatewayError } from '../gateway/errors.ts';
+import type { GatewayError, ValidationError } from '../gateway/errors.ts';
 import {
   formatDate,
   formatDuration,
@@ -14,6 +14,7 @@ import {
 import type { MessagePlaceholders } from '../i18n/message-values.ts';
 import { formatCostIn, formatEstimateIn } from './cost.ts';
 import { describeGatewayError, withRequestId, type GatewayErrorContext } from './gateway-errors.ts';
+import { describeValidationError } from './validation.ts';
 
 // The parts decide, the edge words it: what a part tells a member (a refusal, a notice, a line of a card)
 // is data, a catalog key and the values of its placeholders, and only the code that answers the member
@@ -34,7 +35,8 @@ export type Phrase =
   | { phrase: 'list'; items: readonly (string | Phrase)[]; type?: 'conjunction' | 'disjunction' }
   | { phrase: 'language'; tag: string }
   | { phrase: 'gateway-error'; error: GatewayError; context: GatewayErrorContext }
-  | { phrase: 'with-request-id'; text: string | Phrase; requestId: string | undefined };
+  | { phrase: 'with-request-id'; text: string | Phrase; requestId: string | undefined }
+  | { phrase: 'validation-error'; error: ValidationError };
 
 /** A placeholder's value in a notice: what t() takes, or, where t() takes text, a Phrase worded first. */
 type NoticeValue<V> = string extends V ? V | Phrase : V;
@@ -96,6 +98,8 @@ function wordPhrase(locale: Locale, value: Phrase): string {
       return describeGatewayError(locale, value.error, value.context);
     case 'with-request-id':
       return withRequestId(locale, typeof value.text === 'string' ? value.text : wordPhrase(locale, value.text), value.requestId);
+    case 'validation-error':
+      return describeValidationError(locale, value.error);
   }
 }
 

@@ -4,7 +4,8 @@ import type { TaskResult } from '../../src/gateway/types.ts';
 import { applyResult } from '../../src/video/apply-result.ts';
 import { GatewayApiError } from '../../src/gateway/errors.ts';
 import { describeFailure, describeOverUploadLimit } from '../../src/video/wording.ts';
-import { refusalMessage } from '../../src/video/submit.ts';
+import { refusalNotice } from '../../src/video/submit.ts';
+import { word } from '../../src/wording/notice.ts';
 import { TASK_NOT_FOUND, needsWork, parseTaskRecord, type TaskRecord } from '../../src/video/record.ts';
 import { userInstallScope } from '../../src/ports/user-install.ts';
 import type { ComponentsV2Message } from '../../src/discord/outbox.ts';
@@ -16,6 +17,12 @@ import { shownInCard, taskRecord, taskResult } from '../support/task-result.ts';
 const task = taskRecord({ prompt: 'a cat surfing' });
 
 const result = (overrides: Partial<TaskResult>): TaskResult => taskResult({ requestId: 'req-9', ...overrides });
+
+/** What a member reads of a submission's refusal, in English. */
+function refusedInEnglish(...args: Parameters<typeof refusalNotice>): string | undefined {
+  const told = refusalNotice(...args);
+  return told && word(ENGLISH, told);
+}
 
 describe('following a task', () => {
   it('keeps progress while running and still needs work', () => {
@@ -361,7 +368,7 @@ describe('messages for refused submissions', () => {
     ['model_not_found', /does not know the model `svc-imagine-video`/],
     ['overloaded', /having trouble \(`overloaded`\)/],
   ])('%s is explained', (code, pattern) => {
-    const refused = refusalMessage(ENGLISH, new GatewayApiError({ code, status: 429, serverMessage: 'raw', requestId: 'r1' }), {
+    const refused = refusedInEnglish(new GatewayApiError({ code, status: 429, serverMessage: 'raw', requestId: 'r1' }), {
       model: 'svc-imagine-video',
       operation: 'generate',
     });
@@ -373,7 +380,7 @@ describe('messages for refused submissions', () => {
     "%s on the operator's key (a member's own install) names the operator, not a server",
     (code) => {
       const error = new GatewayApiError({ code, status: 429, serverMessage: 'raw', requestId: 'r1' });
-      const refused = refusalMessage(ENGLISH, error, { model: 'svc-imagine-video', operation: 'generate' }, 'operator');
+      const refused = refusedInEnglish(error, { model: 'svc-imagine-video', operation: 'generate' }, 'operator');
       expect(refused).toContain("bot operator's");
       expect(refused).not.toMatch(/server/i);
     },

@@ -10,6 +10,9 @@ import { openStore, type Store } from '../../src/store/index.ts';
 import { EndUserIds } from '../../src/video/end-users.ts';
 import { VideoPreparation } from '../../src/video/prepare.ts';
 import { TaskRepository } from '../../src/video/repository.ts';
+import { ENGLISH, resolveLocale } from '../../src/i18n/index.ts';
+import { word } from '../../src/wording/notice.ts';
+import { worded } from '../support/worded.ts';
 
 // An estimate that is not a whole, finite number of ticks (a price table past its bounds, NaN) refuses the
 // job before anything is sent or reserved, saying why: never a budget refusal of "about $∞", never a task
@@ -93,7 +96,7 @@ describe('a video whose estimate is not a countable amount', () => {
     estimateTicks = ticks;
     limitChecks.length = 0;
     const prepared = await preparation.generation(context(), { ...NO_OPTIONS, prompt: 'a lighthouse' });
-    expect(prepared).toEqual({
+    expect(worded(prepared)).toEqual({
       ok: false,
       message:
         "The bot cannot estimate what a video of `svc-imagine-video-1.5` would cost: its price table gives no usable amount, so nothing was sent or counted. Ask the bot's operator to check its prices (`PRICES_FILE`).",
@@ -101,10 +104,12 @@ describe('a video whose estimate is not a countable amount', () => {
     expect(limitChecks).toEqual([]);
   });
 
-  it("is refused in the member's language", async () => {
+  it("is refused in words the member's language has", async () => {
     estimateTicks = Infinity;
     const prepared = await preparation.generation(context('fr'), { ...NO_OPTIONS, prompt: 'un phare' });
-    expect(prepared.ok || prepared.message).toMatch(/^Le bot ne peut pas estimer ce que coûterait une vidéo de `svc-imagine-video-1.5`/);
+    expect(prepared.ok || word(resolveLocale('fr', undefined, 'member'), prepared.notice)).toMatch(
+      /^Le bot ne peut pas estimer ce que coûterait une vidéo de `svc-imagine-video-1.5`/,
+    );
   });
 
   it('is refused when one video is countable but the whole job of variants is not', async () => {
@@ -113,7 +118,7 @@ describe('a video whose estimate is not a countable amount', () => {
     const one = await preparation.generation(context(), { ...NO_OPTIONS, prompt: 'one', variants: 1 });
     expect(one.ok).toBe(true);
     const four = await preparation.generation(context(), { ...NO_OPTIONS, prompt: 'four', variants: 4 });
-    expect(four.ok || four.message).toMatch(/^The bot cannot estimate/);
+    expect(four.ok || word(ENGLISH, four.notice)).toMatch(/^The bot cannot estimate/);
     expect(limitChecks).toHaveLength(1);
   });
 

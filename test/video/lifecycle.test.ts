@@ -1,4 +1,6 @@
-import { notice } from '../../src/wording/notice.ts';
+import { notice, word } from '../../src/wording/notice.ts';
+import { worded } from '../support/worded.ts';
+import { ENGLISH } from '../../src/i18n/index.ts';
 import { randomBytes } from 'node:crypto';
 import { EventEmitter, once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -653,7 +655,7 @@ function interactionContext(): InteractionContext {
 }
 
 function planned(prepared: Prepared): SubmissionPlan {
-  if (!prepared.ok) throw new Error(prepared.message);
+  if (!prepared.ok) throw new Error(word(ENGLISH, prepared.notice));
   return prepared.plan;
 }
 
@@ -741,7 +743,10 @@ describe('Regenerate', () => {
     const original = await generate('it starts to rain', attachmentLink(Date.now() + 3_600_000));
     await repository.save({ ...original, request: { ...original.request, image: { url: attachmentLink(Date.now() - 60_000) } } });
     const prepared = await video.prepare.regeneration(interactionContext(), original.id);
-    expect(prepared).toMatchObject({ ok: false, message: expect.stringContaining('Run `/video generate` again with fresh attachments') });
+    expect(worded(prepared)).toMatchObject({
+      ok: false,
+      message: expect.stringContaining('Run `/video generate` again with fresh attachments'),
+    });
   });
 
   it('asks for fresh attachments when the gateway refuses an attachment link', async () => {

@@ -11,6 +11,7 @@ import { guildOf, memberLocale } from '../requirements.ts';
 import { interactionContext } from './context.ts';
 import { FORM_FIELDS, promptField, selectField, selectedValue, uploadField, uploadedFile } from './form-fields.ts';
 import { submitPrepared } from './submission.ts';
+import { word } from '../../wording/notice.ts';
 
 // Change and regenerate, a button under a finished video: its task's request shown in a form, changed
 // and sent again with the same model.
@@ -74,7 +75,7 @@ function readChangeForm(interaction: ModalSubmitInteraction): RequestChanges {
 export async function openChangeForm(interaction: ButtonInteraction, services: Services, taskId: string, formId: string): Promise<void> {
   const guildId = guildOf(interaction);
   const locale = memberLocale(interaction);
-  const presser = { guildId, userId: interaction.user.id, locale: interaction.locale, guildLocale: interaction.guildLocale };
+  const presser = { guildId, userId: interaction.user.id };
   // The task is read once: the form shows it, and who may press its buttons is checked against it.
   const reading = services.video.tasks
     .findInGuild(guildId, taskId)
@@ -89,7 +90,7 @@ export async function openChangeForm(interaction: ButtonInteraction, services: S
     return;
   }
   const [task, access] = read;
-  if (!access.ok) await answerPrivately(interaction, access.message);
+  if (!access.ok) await answerPrivately(interaction, word(locale, access.notice));
   else if (!task) await answerPrivately(interaction, t(locale, 'video.refusal.task-unknown'));
   else await interaction.showModal(changeForm(locale, formId, task));
 }

@@ -5,6 +5,7 @@ import { describeConfirmationClosed, describeConfirmationGone, describeOthersCon
 import { guildOf, memberLocale } from '../requirements.ts';
 import { interactionContext } from './context.ts';
 import { submitPlan } from './submission.ts';
+import { word } from '../../wording/notice.ts';
 
 /**
  * A press of a held video's Confirm or Cancel button (`video:confirm:<task>`, `video:cancel:<task>`): by
@@ -35,7 +36,7 @@ export async function answerConfirmation(
   }
   const prepared = await confirmations.planOf(taken.held);
   if (!prepared.ok) {
-    await answerPrivately(interaction, prepared.message);
+    await answerPrivately(interaction, word(locale, prepared.notice));
     await confirmations.close(taken.held, 'refused');
     return;
   }

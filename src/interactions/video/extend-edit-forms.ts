@@ -6,6 +6,7 @@ import { guildOf, memberLocale } from '../requirements.ts';
 import { interactionContext } from './context.ts';
 import { formEstimate } from './form-defaults.ts';
 import { submitPrepared } from './submission.ts';
+import { word } from '../../wording/notice.ts';
 import { SECONDS_TO_ADD, readVideoForm, videoForm } from './video-form.ts';
 
 // The Extend and Edit buttons under a finished video: a form asking for a prompt (and the seconds to
@@ -22,16 +23,13 @@ const FORM_TITLES = { extend: 'video.form.extend-this-title', edit: 'video.form.
  */
 async function pressRefusal(interaction: ButtonInteraction, services: Services, taskId: string): Promise<string | undefined> {
   const checking = services.video.prepare
-    .buttonAccess(
-      { guildId: guildOf(interaction), userId: interaction.user.id, locale: interaction.locale, guildLocale: interaction.guildLocale },
-      taskId,
-    )
+    .buttonAccess({ guildId: guildOf(interaction), userId: interaction.user.id }, taskId)
     .catch((error: unknown) => {
       services.log.warn('could not check who may press a video button; its form is shown, and checked when submitted', { error });
       return undefined;
     });
   const verdict = await settledWithin(checking, PRESS_CHECK_MS);
-  return verdict && !verdict.ok ? verdict.message : undefined;
+  return verdict && !verdict.ok ? word(memberLocale(interaction), verdict.notice) : undefined;
 }
 
 /** A press of Extend or Edit: the form (its id `formId`), or why this member may not press it. */

@@ -4,6 +4,8 @@ import type { InteractionContext } from '../../ports/interaction-context.ts';
 import type { Services } from '../../services.ts';
 import type { Prepared, SubmissionPlan } from '../../video/plan.ts';
 import { SubmissionRefusedError } from '../../video/submit.ts';
+import { word } from '../../wording/notice.ts';
+import { memberLocale } from '../requirements.ts';
 
 // Every way a member makes a video by hand ends here: a prepared request refused, held for the member's
 // confirmation, or submitted behind its status card.
@@ -23,7 +25,7 @@ export async function submitPrepared(
   prepared: Prepared,
 ): Promise<void> {
   if (!prepared.ok) {
-    await answerPrivately(interaction, prepared.message);
+    await answerPrivately(interaction, word(memberLocale(interaction), prepared.notice));
     return;
   }
   if (prepared.plan.confirmOverTicks !== undefined) {
@@ -46,7 +48,7 @@ export async function submitPlan(
     return true;
   } catch (error) {
     if (!(error instanceof SubmissionRefusedError)) throw error;
-    await answerPrivately(interaction, error.message);
+    await answerPrivately(interaction, word(memberLocale(interaction), error.notice));
     return false;
   }
 }

@@ -158,7 +158,7 @@ async function status(interaction: ChatInputCommandInteraction, services: Servic
     await answerPrivately(interaction, t(locale, userInstallUse(interaction) ? 'user-install.no-task' : 'video.refusal.no-task', { ref }));
     return;
   }
-  await answerPrivately(interaction, { card: await services.video.privateCard(task, locale) });
+  await answerPrivately(interaction, { card: await services.video.privateCard(task, { locale }) });
 }
 
 async function list(interaction: ChatInputCommandInteraction, services: Services) {

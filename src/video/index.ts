@@ -1,6 +1,5 @@
 import type { ComponentsV2Message, DiscordOutbox } from '../discord/outbox.ts';
 import type { GatewayClientPool } from '../gateway/pool.ts';
-import type { Locale } from '../i18n/index.ts';
 import type { Logger } from '../lib/log.ts';
 import { NO_METRICS, type BotMetrics } from '../lib/metrics.ts';
 import type { GuildVideoPolicy, MemberCosts } from '../ports/guild-policy.ts';
@@ -19,6 +18,7 @@ import { FirstFrames } from './first-frame.ts';
 import { VideoPreparation } from './prepare.ts';
 import { costOf, type TaskRecord } from './record.ts';
 import { TaskRepository } from './repository.ts';
+import type { CardView } from './status-card.ts';
 import { VideoSubmission } from './submit.ts';
 import { TaskTracker } from './tracker.ts';
 import { Variation } from './vary.ts';
@@ -64,9 +64,10 @@ export interface Video {
   tracker: TaskTracker;
   /**
    * A task's status card as it stands, for its member privately (`/video status`): with its cost and its
-   * member's total that day when reported, and a link to the message that shows the video; in the member's `locale`.
+   * member's total that day when reported, and a link to the message that shows the video; drawn as `view`
+   * says (the edge gives its member's language).
    */
-  privateCard(task: TaskRecord, locale: Locale): Promise<ComponentsV2Message>;
+  privateCard(task: TaskRecord, view: Omit<CardView, 'audience'>): Promise<ComponentsV2Message>;
   /** What members picked with a message command, while they fill in its form. */
   sourceForms: SourceForms;
   /** Videos estimated over the server's threshold, waiting for their member's confirm button. */
@@ -124,7 +125,7 @@ export function createVideo(deps: VideoDeps): Video {
     submit: (plan, context) => submission.submit(plan, context),
     tasks,
     tracker,
-    privateCard: (task, locale) => delivery.card(task, Date.now(), { audience: 'private', locale }),
+    privateCard: (task, view) => delivery.card(task, Date.now(), { ...view, audience: 'private' }),
     sourceForms: new SourceForms(store),
     confirmations: new VideoConfirmations({ store, policy, outbox, vendor, log }),
   };

@@ -6,7 +6,7 @@ import {
   RESOLUTIONS,
   type VideoOperation,
 } from '../gateway/spec.ts';
-import { ENGLISH, t, type Locale } from '../i18n/index.ts';
+import { notice, type Notice } from '../wording/notice.ts';
 import { imageFrom, type AttachmentInput } from './requests.ts';
 
 // The Change and regenerate form: a task's request as the form shows it (its prompt, length, resolution
@@ -36,33 +36,31 @@ export interface RequestChanges {
   image?: AttachmentInput | undefined;
 }
 
+/** A select's option: its value, and its label, as it reads in every language or as a notice the form words. */
 export interface SettingOption {
   value: string;
-  label: string;
+  label: string | Notice;
 }
 
-const seconds = (locale: Locale, range: { min: number; max: number }): SettingOption[] =>
+const seconds = (range: { min: number; max: number }): SettingOption[] =>
   Array.from({ length: range.max - range.min + 1 }, (_, index) => ({
     value: String(range.min + index),
-    label: t(locale, 'video.card.length', { seconds: range.min + index }),
+    label: notice('video.card.length', { seconds: range.min + index }),
   }));
 
-/** The options of each select, by operation (Discord's string select takes 25 at most: 15 lengths, 3 resolutions, 8 ratios), labelled in `locale`. */
-export function settingOptions(
-  operation: VideoOperation,
-  locale: Locale = ENGLISH,
-): {
+/** The options of each select, by operation (Discord's string select takes 25 at most: 15 lengths, 3 resolutions, 8 ratios). */
+export function settingOptions(operation: VideoOperation): {
   duration?: SettingOption[];
   resolution?: SettingOption[];
   aspectRatio?: SettingOption[];
 } {
   if (operation === 'edit') return {};
-  if (operation === 'extend') return { duration: seconds(locale, EXTENSION_DURATION) };
+  if (operation === 'extend') return { duration: seconds(EXTENSION_DURATION) };
   return {
-    duration: seconds(locale, GENERATION_DURATION),
+    duration: seconds(GENERATION_DURATION),
     resolution: RESOLUTIONS.map((value) => ({ value, label: value })),
     aspectRatio: [
-      { value: GATEWAY_DEFAULT, label: t(locale, 'video.form.default-aspect-ratio') },
+      { value: GATEWAY_DEFAULT, label: notice('video.form.default-aspect-ratio') },
       ...ASPECT_RATIOS.map((value) => ({ value, label: value })),
     ],
   };

@@ -1,8 +1,8 @@
-import { formatList, t, type Locale } from '../i18n/index.ts';
 import { z } from 'zod';
 import { httpUrl } from '../lib/url.ts';
 import { versionedRecord, type Collection, type Store } from '../store/index.ts';
 import { isImageAttachment, isMp4Attachment, type AttachmentInput } from './requests.ts';
+import { notice, type Notice } from '../wording/notice.ts';
 
 // The message commands act on a message where it sits: Animate image takes its picture as the first frame,
 // Extend video and Edit video its .mp4. What a message offers is picked here, from plain data the command
@@ -55,13 +55,13 @@ export function pickVideo(message: MessageMedia): AttachmentInput | undefined {
   return message.attachments.find(isMp4Attachment);
 }
 
-/** Why a message command cannot act on this message, and what it needs, in the member's language. */
-export function describeMissingSource(locale: Locale, command: string, needs: 'image' | 'video', message: MessageMedia): string {
+/** Why a message command (`command`, its name worded by the caller) cannot act on this message, and what it needs. */
+export function missingSource(command: string, needs: 'image' | 'video', message: MessageMedia): Notice {
   const files = message.attachments.map((attachment) => attachment.filename);
-  return t(locale, 'video.refusal.missing-source', {
+  return notice('video.refusal.missing-source', {
     command,
     needs,
-    files: formatList(locale, files),
+    files: { phrase: 'list', items: files },
     attached: files.length,
   });
 }

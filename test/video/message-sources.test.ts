@@ -1,6 +1,7 @@
+import { word } from '../../src/wording/notice.ts';
 import { describe, expect, it } from 'vitest';
 import { ENGLISH } from '../../src/i18n/index.ts';
-import { describeMissingSource, pickImage, pickVideo, type EmbedMedia, type MessageMedia } from '../../src/video/message-sources.ts';
+import { missingSource, pickImage, pickVideo, type EmbedMedia, type MessageMedia } from '../../src/video/message-sources.ts';
 import type { AttachmentInput } from '../../src/video/requests.ts';
 
 // What the message commands find on a message: the picture to animate, the .mp4 to extend or edit.
@@ -70,11 +71,11 @@ describe('the video to extend or edit', () => {
 
 describe('a message without what the command needs', () => {
   it('is answered with what the command needs, and what the message has', () => {
-    expect(describeMissingSource(ENGLISH, 'Animate image', 'image', message([]))).toBe(
+    expect(word(ENGLISH, missingSource('Animate image', 'image', message([])))).toBe(
       '**Animate image** works on a message with a picture (PNG, JPEG, WebP or GIF, attached or embedded); this message has none.',
     );
     expect(
-      describeMissingSource(ENGLISH, 'Extend video', 'video', message([file('clip.mov', 'video/quicktime'), file('a.png', 'image/png')])),
+      word(ENGLISH, missingSource('Extend video', 'video', message([file('clip.mov', 'video/quicktime'), file('a.png', 'image/png')]))),
     ).toBe('**Extend video** works on a message with an .mp4 attachment; this message has none (it has clip.mov and a.png).');
   });
 });

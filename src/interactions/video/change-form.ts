@@ -27,7 +27,7 @@ function changeForm(
   estimate?: FormEstimate,
 ): ModalBuilder {
   const shown = shownSettings(task.operation, task.prompt, task.request);
-  const options = settingOptions(task.operation, locale);
+  const options = settingOptions(task.operation);
   const modal = new ModalBuilder().setCustomId(id).setTitle(formTitle(locale, t(locale, 'video.form.change-title'), estimate));
   // A generation from a picture may go without a prompt; the gateway's rules say when (checked on submit).
   modal.addLabelComponents(promptField(locale, task.operation === 'generate', shown.prompt));
@@ -42,7 +42,13 @@ function changeForm(
     [FORM_FIELDS.aspectRatio, 'video.form.aspect-ratio', options.aspectRatio, shown.aspectRatio],
   ] as const;
   for (const [field, label, offered, chosen] of selects) {
-    if (offered && chosen !== undefined) modal.addLabelComponents(selectField(field, t(locale, label), offered, chosen));
+    if (offered && chosen !== undefined) {
+      const labelled = offered.map(({ value, label: shown }) => ({
+        value,
+        label: typeof shown === 'string' ? shown : word(locale, shown),
+      }));
+      modal.addLabelComponents(selectField(field, t(locale, label), labelled, chosen));
+    }
   }
   if (task.operation === 'generate') {
     modal.addLabelComponents(

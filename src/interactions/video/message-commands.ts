@@ -5,7 +5,8 @@ import type { VideoOperation } from '../../gateway/spec.ts';
 import { t, type MessageKey } from '../../i18n/index.ts';
 import type { InteractionContext } from '../../ports/interaction-context.ts';
 import type { Services } from '../../services.ts';
-import { describeMissingSource, pickImage, pickVideo, type EmbeddedPicture, type MessageMedia } from '../../video/message-sources.ts';
+import { word } from '../../wording/notice.ts';
+import { missingSource, pickImage, pickVideo, type EmbeddedPicture, type MessageMedia } from '../../video/message-sources.ts';
 import type { Prepared } from '../../video/plan.ts';
 import type { AttachmentInput } from '../../video/requests.ts';
 import type { Command } from '../command.ts';
@@ -77,7 +78,7 @@ async function openSourceForm(
   const source = command.needs === 'image' ? pickImage(media) : pickVideo(media);
   const locale = memberLocale(interaction);
   if (!source) {
-    await answerPrivately(interaction, describeMissingSource(locale, t(locale, command.nameKey), command.needs, media));
+    await answerPrivately(interaction, word(locale, missingSource(t(locale, command.nameKey), command.needs, media)));
     return;
   }
   // Kept beside the form rather than before it, so a slow store cannot make the form late; a form whose

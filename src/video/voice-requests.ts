@@ -20,7 +20,7 @@ export interface VoiceVideoDeps {
   prepare: VideoPreparation;
   submit(plan: SubmissionPlan, context: InteractionContext): Promise<TaskRecord>;
   tasks: TaskRepository;
-  outbox: DiscordOutbox;
+  outbox: Pick<DiscordOutbox, 'postCard'>;
   /** The server's role rules for /video, as the dispatcher applies them to the command. */
   mayUseVideo(caller: VoiceCaller): Promise<Result>;
   /**

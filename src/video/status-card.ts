@@ -69,7 +69,7 @@ const PROMPT_PREVIEW = 1000;
 export const CARD_LIMITS = { components: 40, textLength: 4000, galleryItems: 10 } as const;
 
 /** The language a task's card is drawn in: the server's, stored with the task when it was asked for. */
-export function cardLocale(task: Pick<TaskRecord, 'locale'>): Locale {
+function cardLocale(task: Pick<TaskRecord, 'locale'>): Locale {
   return task.locale;
 }
 

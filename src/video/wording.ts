@@ -22,11 +22,6 @@ import { TASK_NOT_FOUND, type TaskOutcome, type TaskRecord, type VaryNote } from
 // support can use. Branches on codes, never on message text (the spec's rule). Each function takes the
 // language it speaks: the member's for a private answer, the card's (the server's) for what the card shows.
 
-/** Regenerate sends the first request again, but Discord's links to its attachments last only about a day. */
-export function describeExpiredAttachments(locale: Locale, operation: TaskRecord['operation']): string {
-  return translator(locale)('video.refusal.expired-attachments', { operation });
-}
-
 /** Vary's note on its card, in `locale`: why the variant's first frame was not sent. */
 export function describeVaryNote(locale: Locale, note: VaryNote): string {
   const tr = translator(locale);
@@ -34,11 +29,6 @@ export function describeVaryNote(locale: Locale, note: VaryNote): string {
   const reason =
     note.reason === 'no-image' ? tr('video.card.vary-note.no-image', { message: broken ?? '' }) : tr(`video.card.vary-note.${note.reason}`);
   return tr('video.card.vary-note', { reason });
-}
-
-/** A member pressed a button under someone else's video on a server that keeps them to the video's owner. */
-export function describeOwnersButtons(locale: Locale, ownerId: string): string {
-  return translator(locale)('video.refusal.owners-buttons', { owner: `<@${ownerId}>` });
 }
 
 /** The gateway's failure codes the card words, each its own sentence; any other is named with its message. */

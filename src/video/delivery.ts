@@ -22,7 +22,18 @@ import type { Logger } from '../lib/log.ts';
 import { videoActionId } from './actions.ts';
 import { applyResult } from './apply-result.ts';
 import type { DownloadFiles } from './download-files.ts';
-import type { LostTaskReason } from './wording.ts';
+import {
+  describeChannelDeleted,
+  describeDeliveryFailure,
+  describeDmClosed,
+  describeGaveUp,
+  describeMissingPermission,
+  describeNoLink,
+  describeOverDiscordLimit,
+  describeOverUploadLimit,
+  describeRefusedVideo,
+  type LostTaskReason,
+} from './wording.ts';
 import type { MemberCosts, MemberDayCost } from '../ports/guild-policy.ts';
 import {
   askedInUrl,
@@ -39,24 +50,7 @@ import {
 } from './record.ts';
 import type { DirectMessageReach } from './dm-reach.ts';
 import type { TaskRepository } from './repository.ts';
-import {
-  cardStateKey,
-  channelDeletedWords,
-  closedWords,
-  deliveryFailureWords,
-  dmClosedWords,
-  gaveUpWords,
-  missingPermissionWords,
-  noLinkWords,
-  overDiscordLimitWords,
-  overUploadLimitWords,
-  refusedVideoWords,
-  renderJobCard,
-  renderLostCard,
-  videoLink,
-  type CardView,
-  type KnownCard,
-} from './status-card.ts';
+import { cardStateKey, closedWords, renderJobCard, renderLostCard, videoLink, type CardView, type KnownCard } from './status-card.ts';
 import { KeyedLock } from '../lib/keyed-lock.ts';
 import type { BotMetrics } from '../lib/metrics.ts';
 
@@ -373,12 +367,12 @@ export class VideoDelivery {
         file = { name: `video-${current.id}.${video.container}`, path, contentType: CONTENT_TYPES[video.container] };
       } catch (error) {
         if (error instanceof ResponseTooLargeError) {
-          linkReason = overUploadLimitWords(current, error.size);
+          linkReason = describeOverUploadLimit(current, error.size);
         } else if (isRefusedVideo(error)) {
           // Trying again would be refused the same way; the address is not shared as a link either.
           this.#deps.log.warn('refused a finished video', { task: current.id, error });
           const { videoUrl: _refused, ...outcome } = current.outcome;
-          return await this.#close({ ...current, outcome }, refusedVideoWords(current, error));
+          return await this.#close({ ...current, outcome }, describeRefusedVideo(current, error));
         } else if (error instanceof VideoUnavailableError || error instanceof NotFoundError) {
           // The temporary video is gone: nothing can be posted any more.
           current = { ...current, state: 'expired', delivery: closedDelivery(current.delivery, error.message) };
@@ -432,7 +426,7 @@ export class VideoDelivery {
     const { repository, log } = this.#deps;
     // What the card says is worded in its language when it is stored: every later edit shows it as it is.
     const link = file ? undefined : videoLink(task);
-    if (!file && !link) return this.#close(task, noLinkWords(task, linkReason));
+    if (!file && !link) return this.#close(task, describeNoLink(task, linkReason));
 
     const { attempts, failures, lastError } = task.delivery;
     const tries = {
@@ -504,32 +498,32 @@ export class VideoDelivery {
     // Each refusal below changed nothing, so editing again is safe.
     if (file && isDiscordError(error, DISCORD_ERRORS.requestEntityTooLarge)) {
       // The limit Discord enforced is lower than the one it announced: fall back to a link.
-      return this.#post(current, undefined, overDiscordLimitWords(current));
+      return this.#post(current, undefined, describeOverDiscordLimit(current));
     }
     if (file && isDiscordError(error, DISCORD_ERRORS.missingPermissions)) {
       // Most likely Attach Files is missing; if more is missing, the edit with the link says so.
       this.#deps.metrics?.videoDeliveryFailure('posted_as_link');
       log.warn('Discord refused the video file (no Attach Files?); showing a link instead', { task: task.id, channel: task.channelId });
-      return this.#post(current, undefined, missingPermissionWords(current, 'Attach Files'));
+      return this.#post(current, undefined, describeMissingPermission(current, 'Attach Files'));
     }
     if (task.userInstall && isDiscordError(error, DISCORD_ERRORS.cannotMessageUser, DISCORD_ERRORS.noMutualGuilds)) {
       // Trying again cannot open the member's DMs; /video status still shows the task and its link.
       this.#deps.metrics?.videoDeliveryFailure('missing_permission');
       log.warn("a member's DMs are closed to the bot; closing their task", { task: task.id });
       // Read only by them (`/video status`): the card where they asked can no longer show it.
-      return this.#close(current, dmClosedWords(current), current.delivery.failures, true);
+      return this.#close(current, describeDmClosed(current), current.delivery.failures, true);
     }
     if (isDiscordError(error, DISCORD_ERRORS.unknownChannel)) {
       // Trying again cannot bring the channel back; /video status elsewhere still shows the task and its link.
       this.#deps.metrics?.videoDeliveryFailure('channel_deleted');
       log.warn('the channel of a finished video was deleted; closing the task', { task: task.id, channel: task.channelId });
-      return this.#close(current, channelDeletedWords(current));
+      return this.#close(current, describeChannelDeleted(current));
     }
     if (!isDiscordError(error, DISCORD_ERRORS.missingAccess, DISCORD_ERRORS.missingPermissions)) throw error;
     const missing = isDiscordError(error, DISCORD_ERRORS.missingAccess) ? 'View Channel' : 'Send Messages';
     this.#deps.metrics?.videoDeliveryFailure('missing_permission');
     log.warn('Discord refused to show a video in its card', { task: task.id, channel: task.channelId, missing });
-    return this.#close(current, missingPermissionWords(current, missing));
+    return this.#close(current, describeMissingPermission(current, missing));
   }
 
   /**
@@ -582,13 +576,13 @@ export class VideoDelivery {
   async recordFailure(task: TaskRecord, error: unknown, tries: number): Promise<TaskRecord> {
     const failures = (task.delivery.failures ?? 0) + 1;
     this.#deps.metrics?.videoDeliveryFailure('error');
-    const reason = deliveryFailureWords(task, error);
+    const reason = describeDeliveryFailure(task, error);
     if (failures < tries) {
       // Shown on the card while it waits: nobody should watch "posting…" for minutes without a word.
       return this.showAndSave({ ...task, delivery: { ...task.delivery, failures, lastError: reason } });
     }
     this.#deps.log.error('gave up delivering a finished video', { task: task.id, failures, error });
-    return this.#close(task, gaveUpWords(task, reason, failures), failures);
+    return this.#close(task, describeGaveUp(task, reason, failures), failures);
   }
 
   /**

@@ -11,7 +11,6 @@ import {
   type APITextDisplayComponent,
 } from 'discord.js';
 import type { ComponentsV2Message } from '../discord/outbox.ts';
-import type { GatewayError } from '../gateway/errors.ts';
 import { EXTENSION_DURATION, GENERATION_DURATION, DEFAULT_RESOLUTION } from '../gateway/spec.ts';
 import { dayKey } from '../lib/day-key.ts';
 import { readNumber, readString } from '../lib/json.ts';
@@ -26,12 +25,7 @@ import {
   describeExpired,
   describeFailure,
   describeVaryNote,
-  describeChannelDeleted,
-  describeDeliveryFailure,
-  describeMissingPermission,
-  describeOverUploadLimit,
-  describeRefusedVideo,
-  type PostingPermission,
+  membersLanguage,
   describeGatewayNotAnswering,
   describeLostTask,
   describeModeration,
@@ -547,56 +541,6 @@ export function renderLostCard(known: KnownCard, reason: LostTaskReason): Compon
 }
 
 // ---- What the bot says of a task's delivery: kept with the task in its card's language -------------------
-
-/** The language of what only a member's own install's member reads (their DMs, `/video status`): theirs, else the card's. */
-function membersLanguage(task: Pick<TaskRecord, 'locale' | 'userInstall'>): Locale {
-  return task.userInstall?.locale ?? task.locale;
-}
-
-/** Why a video is linked rather than uploaded: its size against the upload limit where it was asked. */
-export function overUploadLimitWords(task: TaskRecord, size: number | undefined): string {
-  return describeOverUploadLimit(task.locale, size, task.attachmentSizeLimit, task);
-}
-
-/** A video the bot refused to fetch or post. */
-export function refusedVideoWords(task: TaskRecord, error: GatewayError): string {
-  return describeRefusedVideo(task.locale, error, task);
-}
-
-/** Why a finished video could not be fetched or posted this time. */
-export function deliveryFailureWords(task: TaskRecord, error: unknown): string {
-  return describeDeliveryFailure(task.locale, error, task);
-}
-
-/** Discord refused the bot's post for lack of a permission in the channel. */
-export function missingPermissionWords(task: TaskRecord, permission: PostingPermission): string {
-  return describeMissingPermission(task.locale, permission);
-}
-
-/** Discord answered that the task's channel no longer exists. */
-export function channelDeletedWords(task: TaskRecord): string {
-  return describeChannelDeleted(task.locale);
-}
-
-/** Discord refused the file over a limit lower than the one it announced: a link instead. */
-export function overDiscordLimitWords(task: TaskRecord): string {
-  return translator(task.locale)('video.card.over-discord-limit');
-}
-
-/** Neither the file nor a link can be shown, and why the file could not. */
-export function noLinkWords(task: TaskRecord, linkReason: string | undefined): string {
-  return translator(task.locale)('video.card.no-link', { reason: linkReason ?? '' }).trim();
-}
-
-/** The bot gave up delivering after `tries`, and why the last one failed. */
-export function gaveUpWords(task: TaskRecord, reason: string, tries: number): string {
-  return translator(task.locale)('video.card.gave-up', { reason, tries });
-}
-
-/** A member's own install whose DMs are closed to the bot: read only by them (`/video status`), in their language. */
-export function dmClosedWords(task: TaskRecord): string {
-  return translator(membersLanguage(task))('user-install.card.dm-closed');
-}
 
 /**
  * What a closed task's card keeps of why its video was not posted: `reason`, with a link to the video when

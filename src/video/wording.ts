@@ -84,9 +84,12 @@ export function taskKey(task: Pick<TaskRecord, 'userInstall'>): 'in-use' | 'oper
   return task.userInstall ? 'operator' : 'in-use';
 }
 
+/** What the card of a task keeps of its delivery: in the card's language, stored with the task. */
+type DeliveredTask = Pick<TaskRecord, 'locale' | 'userInstall'>;
+
 /** A video the bot refused to fetch or post (an address that is not public or not http(s), a body that is not a video). */
-export function describeRefusedVideo(locale: Locale, error: GatewayError, task: Pick<TaskRecord, 'userInstall'>): string {
-  return describeGatewayError(locale, error, { key: taskKey(task), purpose: 'fetch-video' });
+export function describeRefusedVideo(task: DeliveredTask, error: GatewayError): string {
+  return describeGatewayError(task.locale, error, { key: taskKey(task), purpose: 'fetch-video' });
 }
 
 /** A Discord timestamp of `at` as a time of day, which each reader's client shows in their own zone and language. */
@@ -177,12 +180,8 @@ function formatSize(locale: Locale, bytes: number, extraDecimals = 0): string {
  * Why a video is linked rather than uploaded: its size (when known) against the limit Discord gave where it
  * was asked (a server's, or for a member's own install wherever they asked), never reading as equal.
  */
-export function describeOverUploadLimit(
-  locale: Locale,
-  size: number | undefined,
-  limit: number,
-  task: Pick<TaskRecord, 'userInstall'>,
-): string {
+export function describeOverUploadLimit(task: DeliveredTask & Pick<TaskRecord, 'attachmentSizeLimit'>, size: number | undefined): string {
+  const { locale, attachmentSizeLimit: limit } = task;
   const tr = translator(locale);
   const own = task.userInstall !== undefined;
   if (size === undefined)
@@ -196,8 +195,33 @@ export function describeOverUploadLimit(
 }
 
 /** Discord answered that the task's channel no longer exists (10003). */
-export function describeChannelDeleted(locale: Locale): string {
-  return translator(locale)('video.card.channel-deleted');
+export function describeChannelDeleted(task: DeliveredTask): string {
+  return translator(task.locale)('video.card.channel-deleted');
+}
+
+/** Discord refused the file over a limit lower than the one it announced: a link instead. */
+export function describeOverDiscordLimit(task: DeliveredTask): string {
+  return translator(task.locale)('video.card.over-discord-limit');
+}
+
+/** Neither the file nor a link can be shown, and why the file could not (`linkReason`). */
+export function describeNoLink(task: DeliveredTask, linkReason: string | undefined): string {
+  return translator(task.locale)('video.card.no-link', { reason: linkReason ?? '' }).trim();
+}
+
+/** The bot gave up delivering after `tries`, and why the last one failed. */
+export function describeGaveUp(task: DeliveredTask, reason: string, tries: number): string {
+  return translator(task.locale)('video.card.gave-up', { reason, tries });
+}
+
+/** The language of what only a member's own install's member reads (their DMs, `/video status`): theirs, else the card's. */
+export function membersLanguage(task: DeliveredTask): Locale {
+  return task.userInstall?.locale ?? task.locale;
+}
+
+/** A member's own install whose DMs are closed to the bot: read only by them (`/video status`), in their language. */
+export function describeDmClosed(task: DeliveredTask): string {
+  return translator(membersLanguage(task))('user-install.card.dm-closed');
 }
 
 /** A channel permission the bot needs to post a video, as Discord's settings name it. */
@@ -206,12 +230,13 @@ export type PostingPermission = 'View Channel' | 'Send Messages' | 'Attach Files
 const PERMISSION_KEYS = { 'View Channel': 'view', 'Send Messages': 'send', 'Attach Files': 'attach' } as const;
 
 /** Discord refused the bot's post for lack of a permission in the channel. */
-export function describeMissingPermission(locale: Locale, permission: PostingPermission): string {
-  return translator(locale)('video.card.missing-permission', { permission: PERMISSION_KEYS[permission] });
+export function describeMissingPermission(task: DeliveredTask, permission: PostingPermission): string {
+  return translator(task.locale)('video.card.missing-permission', { permission: PERMISSION_KEYS[permission] });
 }
 
 /** Why a finished video could not be fetched or posted this time, in plain words (the task is tried again, then closed). */
-export function describeDeliveryFailure(locale: Locale, error: unknown, task: Pick<TaskRecord, 'userInstall'>): string {
+export function describeDeliveryFailure(task: DeliveredTask, error: unknown): string {
+  const { locale } = task;
   const tr = translator(locale);
   if (error instanceof NoGatewayAccessError) return tr('video.card.fetch-failed.no-access', { why: word(locale, error.notice) });
   if (error instanceof GatewayError)

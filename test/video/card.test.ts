@@ -306,7 +306,7 @@ describe('sizes in the "link instead" message', () => {
     [52 * MB, 50 * MB, "The video is 52.0 MB, over this server's upload limit of 50.0 MB."],
     [undefined, 8 * MB, "The video is over this server's upload limit of 8.00 MB."],
   ])('%s bytes against a limit of %s read apart', (size, limit, text) => {
-    expect(describeOverUploadLimit(ENGLISH, size, limit, task)).toBe(text);
+    expect(describeOverUploadLimit({ ...task, attachmentSizeLimit: limit }, size)).toBe(text);
   });
 });
 
@@ -320,7 +320,7 @@ describe("a finished task's card through a member's own install", () => {
   const failed = (code: string) => ({ state: 'failed' as const, outcome: { error: { code, message: 'x' } } });
   const MB = 1024 * 1024;
   const overLimit = (locale: Locale, size: number | undefined, task: Pick<TaskRecord, 'userInstall'> = { userInstall: {} }) =>
-    describeOverUploadLimit(locale, size, 8 * MB, task);
+    describeOverUploadLimit({ ...task, locale, attachmentSizeLimit: 8 * MB }, size);
   const linked = (locale: Locale, size: number | undefined): Partial<TaskRecord> => ({
     state: 'succeeded',
     outcome: { videoUrl: 'https://v/x.mp4', storedFile: { fileId: 'f1', filename: 'x.mp4', publicUrl: 'https://pub/x.mp4' } },

@@ -8,6 +8,7 @@ import { silentLogger } from '../src/lib/log.ts';
 import { budgetChange } from '../src/settings/config-options.ts';
 import { openStore } from '../src/store/index.ts';
 import { pollPolicyWithInterval } from '../src/video/poll-policy.ts';
+import { word } from '../src/wording/notice.ts';
 import { CountingStore, type StoreTally } from './counting-store.ts';
 import { percentile } from '../test/support/percentile.ts';
 import { benchGeneration, contextOf, startVideoBot, type VideoBot } from './video-bot.ts';
@@ -109,7 +110,7 @@ async function submitOne(info: ServerInfo, side: Side, interaction: Interaction,
   const startedAt = performance.now();
   const prepared = await bot.video.prepare.generation(context, benchGeneration());
   const preparedMs = performance.now() - startedAt;
-  if (!prepared.ok) throw new Error(`a benchmark submission was refused: ${prepared.notice.key}`);
+  if (!prepared.ok) throw new Error(`a benchmark submission was refused: ${word(ENGLISH, prepared.notice)}`);
   const prepare = counting.take();
   await bot.rest.post(Routes.interactionCallback(interaction.id, interaction.token), { body: { type: 5 }, auth: false });
   const submittedAt = performance.now();

@@ -1,10 +1,12 @@
 import type { IntervalHistogram } from 'node:perf_hooks';
 import { Routes, type REST } from 'discord.js';
+import { ENGLISH } from '../src/i18n/index.ts';
 import { silentLogger } from '../src/lib/log.ts';
 import { openStore } from '../src/store/index.ts';
 import type { Video } from '../src/video/index.ts';
 import type { SubmissionPlan } from '../src/video/plan.ts';
 import { newTaskId } from '../src/video/repository.ts';
+import { word } from '../src/wording/notice.ts';
 import { collectGarbage, loopDelayP99Ms, startLoopDelay } from './measure.ts';
 import { benchGeneration, contextOf, startVideoBot } from './video-bot.ts';
 import {
@@ -38,7 +40,7 @@ async function startBot(info: ServerInfo, storeUrl: string, first: Interaction):
   const store = await openStore(storeUrl, silentLogger);
   const bot = startVideoBot(info, store);
   const prepared = await bot.video.prepare.generation(contextOf(info, first), benchGeneration());
-  if (!prepared.ok) throw new Error(`a benchmark submission was refused: ${prepared.notice.key}`);
+  if (!prepared.ok) throw new Error(word(ENGLISH, prepared.notice));
   return {
     video: bot.video,
     rest: bot.rest,

@@ -2,14 +2,21 @@ import { DEFAULT_VENDOR, realtimeModelNames, videoModelNames } from '../gateway/
 import { isRecord, ownValue } from '../lib/json.ts';
 
 // The emulator's configuration (`npm run emulator -- --config FILE`):
-// {"vendor":"svc", "keys":{"<key>":{"group":"<name>","quota_usd":50}}, "groups":{"<name>":{"models":[...]}},
+// {"vendor":"svc", "keys":{"<key>":{"group":"<name>","quota_usd":50,"limits":{"concurrent_tasks":2}}}, "groups":{"<name>":{"models":[...]}},
 //  "timing":{"generation_ms":2000,"task_timeout_ms":600000,"realtime_session_max_ms":7200000,"url_ttl_ms":3600000,"upload_timeout_ms":30000},
 //  "limits":{"rate_per_minute":600,"concurrent_tasks":8}, "video":{"bytes":null}}
 // Every part is optional. Without keys there is one key, `emulator-key`, whose group has every model.
+// A key's own `limits` replace the global ones field by field, so one key can be busier than the rest.
+
+export interface EmulatorLimits {
+  rate_per_minute: number;
+  concurrent_tasks: number;
+}
 
 export interface EmulatorKey {
   group: string;
   quota_usd: number;
+  limits?: Partial<EmulatorLimits>;
 }
 
 export interface EmulatorConfig {
@@ -26,7 +33,8 @@ export interface EmulatorConfig {
     /** The deadline of a PUT to `output.upload_url`, from connecting to the answer's end. */
     upload_timeout_ms: number;
   };
-  limits: { rate_per_minute: number; concurrent_tasks: number };
+  /** Every key's limits, unless the key sets its own. */
+  limits: EmulatorLimits;
   /** Pad the served mp4 to this many bytes (to test upload limits); null serves the fixture as is. */
   video: { bytes: number | null };
 }
@@ -36,7 +44,7 @@ export interface EmulatorConfigInput {
   keys?: Record<string, EmulatorKey>;
   groups?: Record<string, { models: string[] }>;
   timing?: Partial<EmulatorConfig['timing']>;
-  limits?: Partial<EmulatorConfig['limits']>;
+  limits?: Partial<EmulatorLimits>;
   video?: Partial<EmulatorConfig['video']>;
 }
 
@@ -64,6 +72,11 @@ function defaultConfig(vendor = DEFAULT_VENDOR): EmulatorConfig {
     limits: { rate_per_minute: 600, concurrent_tasks: 8 },
     video: { bytes: null },
   };
+}
+
+/** The limits a key works under: its own where it sets them, the global ones elsewhere. */
+export function limitsOfKey(config: EmulatorConfig, entry: EmulatorKey): EmulatorLimits {
+  return { ...config.limits, ...entry.limits };
 }
 
 export class EmulatorConfigError extends Error {
@@ -114,6 +127,7 @@ function expectObject(value: unknown, path: string): Readonly<Record<string, unk
 
 const KNOWN = {
   top: ['vendor', 'keys', 'groups', 'timing', 'limits', 'video'],
+  key: ['group', 'quota_usd', 'limits'],
   timing: ['generation_ms', 'task_timeout_ms', 'realtime_session_max_ms', 'url_ttl_ms', 'rate_window_ms', 'upload_timeout_ms'],
   limits: ['rate_per_minute', 'concurrent_tasks'],
   video: ['bytes'],
@@ -123,6 +137,12 @@ function rejectUnknown(source: Readonly<Record<string, unknown>>, known: readonl
   for (const key of Object.keys(source)) {
     if (!known.includes(key)) throw new EmulatorConfigError(`${path}${key} is not a setting (known: ${known.join(', ')})`);
   }
+}
+
+function parseLimits(value: unknown, path: string): Partial<EmulatorLimits> {
+  const limits = expectObject(value, path);
+  rejectUnknown(limits, KNOWN.limits, `${path}.`);
+  return Object.fromEntries(Object.entries(limits).map(([key, setting]) => [key, expectPositiveInteger(setting, `${path}.${key}`)]));
 }
 
 /** Parses a configuration file's JSON; every mistake is an EmulatorConfigError naming the setting. */
@@ -138,11 +158,17 @@ export function parseEmulatorConfig(raw: unknown): EmulatorConfig {
   if (source.keys !== undefined) {
     const keys: Record<string, EmulatorKey> = {};
     for (const [key, value] of Object.entries(expectObject(source.keys, 'keys'))) {
-      const entry = expectObject(value, `keys.${maskKey(key)}`);
-      if (typeof entry.group !== 'string') throw new EmulatorConfigError(`keys.${maskKey(key)}.group must be a group name`);
+      const path = `keys.${maskKey(key)}`;
+      const entry = expectObject(value, path);
+      rejectUnknown(entry, KNOWN.key, `${path}.`);
+      if (typeof entry.group !== 'string') throw new EmulatorConfigError(`${path}.group must be a group name`);
       if (typeof entry.quota_usd !== 'number' || !(entry.quota_usd >= 0))
-        throw new EmulatorConfigError(`keys.${maskKey(key)}.quota_usd must be a number of dollars, 0 or more`);
-      keys[key] = { group: entry.group, quota_usd: entry.quota_usd };
+        throw new EmulatorConfigError(`${path}.quota_usd must be a number of dollars, 0 or more`);
+      keys[key] = {
+        group: entry.group,
+        quota_usd: entry.quota_usd,
+        ...(entry.limits === undefined ? {} : { limits: parseLimits(entry.limits, `${path}.limits`) }),
+      };
     }
     input.keys = keys;
   }
@@ -162,11 +188,7 @@ export function parseEmulatorConfig(raw: unknown): EmulatorConfig {
     rejectUnknown(timing, KNOWN.timing, 'timing.');
     input.timing = Object.fromEntries(Object.entries(timing).map(([key, value]) => [key, expectPositiveInteger(value, `timing.${key}`)]));
   }
-  if (source.limits !== undefined) {
-    const limits = expectObject(source.limits, 'limits');
-    rejectUnknown(limits, KNOWN.limits, 'limits.');
-    input.limits = Object.fromEntries(Object.entries(limits).map(([key, value]) => [key, expectPositiveInteger(value, `limits.${key}`)]));
-  }
+  if (source.limits !== undefined) input.limits = parseLimits(source.limits, 'limits');
   if (source.video !== undefined) {
     const video = expectObject(source.video, 'video');
     rejectUnknown(video, KNOWN.video, 'video.');

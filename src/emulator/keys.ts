@@ -1,12 +1,12 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { CLIENT_SECRET_DEFAULT_S, CLIENT_SECRET_MAX_S } from '../gateway/spec.ts';
 import { ownValue } from '../lib/json.ts';
-import { allModels, type EmulatorConfig } from './config.ts';
+import { allModels, limitsOfKey, type EmulatorConfig, type EmulatorLimits } from './config.ts';
 import { HttpError } from './http.ts';
 import type { RealtimeAuthorization } from './realtime/deps.ts';
 
 // Who may call the emulator and what they may spend: keys and their groups, quotas (charged at
-// submission, refunded when a task fails or times out), a per-key rate limit, and short-lived realtime
+// submission, refunded when a task fails or times out), each key's rate limit, and short-lived realtime
 // client secrets (expired ones are dropped whenever a new one is issued).
 
 export interface KeyAccount {
@@ -15,6 +15,7 @@ export interface KeyAccount {
   keyId: string;
   group: string;
   remainingUsd: number;
+  limits: EmulatorLimits;
   /** Request times in the current rate window. */
   recent: number[];
 }
@@ -33,7 +34,14 @@ export class KeyRegistry {
   constructor(config: EmulatorConfig) {
     this.#config = config;
     for (const [key, entry] of Object.entries(config.keys)) {
-      this.#accounts.set(key, { key, keyId: keyIdOf(key), group: entry.group, remainingUsd: entry.quota_usd, recent: [] });
+      this.#accounts.set(key, {
+        key,
+        keyId: keyIdOf(key),
+        group: entry.group,
+        remainingUsd: entry.quota_usd,
+        limits: limitsOfKey(config, entry),
+        recent: [],
+      });
     }
   }
 
@@ -67,19 +75,15 @@ export class KeyRegistry {
     return account;
   }
 
-  /** A sliding window (a minute, timing.rate_window_ms) of rate_per_minute requests per key. */
+  /** A sliding window (a minute, timing.rate_window_ms) of the key's rate_per_minute requests. */
   countRequest(account: KeyAccount, now: number): void {
     const window = this.#config.timing.rate_window_ms;
+    const perMinute = account.limits.rate_per_minute;
     while (account.recent.length > 0 && account.recent[0]! <= now - window) account.recent.shift();
-    if (account.recent.length >= this.#config.limits.rate_per_minute) {
+    if (account.recent.length >= perMinute) {
+      // The seconds until the oldest request leaves the window and frees a slot.
       const retryAfter = Math.max(1, Math.ceil((account.recent[0]! + window - now) / 1000));
-      throw new HttpError(
-        429,
-        'rate_limit',
-        `Rate limit reached: ${this.#config.limits.rate_per_minute} requests per minute.`,
-        null,
-        retryAfter,
-      );
+      throw new HttpError(429, 'rate_limit', `Rate limit reached: ${perMinute} requests per minute.`, null, retryAfter);
     }
     account.recent.push(now);
   }

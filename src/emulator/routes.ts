@@ -80,8 +80,10 @@ export function createRoutes({ config, keys, engine, journal, realtime }: RouteD
         throw new HttpError(403, 'permission_denied', `This key's group may not use ${body.model}.`, 'model');
     }
     const accepted = acceptRequest(operation, layer, body, config.vendor);
-    if (engine.runningCount(account, now) >= config.limits.concurrent_tasks) {
-      throw new HttpError(429, 'too_many_requests', `At most ${config.limits.concurrent_tasks} tasks may run at once for this key.`);
+    const slots = account.limits.concurrent_tasks;
+    // Retry-After: 1, sendError's default for a 429: a slot frees whenever one of the key's tasks ends.
+    if (engine.runningCount(account, now) >= slots) {
+      throw new HttpError(429, 'too_many_requests', `At most ${slots} tasks may run at once for this key.`);
     }
     keys.charge(account, accepted.costUsd);
     const task = engine.create(operation, layer, account, accepted, triggers, now);

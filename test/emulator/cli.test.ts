@@ -105,6 +105,10 @@ describe('the emulator command', () => {
     [{ timing: { generation_ms: -5 } }, 'timing.generation_ms must be a positive whole number'],
     [{ keys: { k: { group: 'missing', quota_usd: 1 } } }, 'which is not in groups'],
     [{ limits: { speed: 3 } }, 'limits.speed is not a setting'],
+    [
+      { keys: { 'team-key-123456': { group: 'default', quota_usd: 1, limits: { concurrent_tasks: 0 } } } },
+      'keys.team…56.limits.concurrent_tasks must be a positive whole number',
+    ],
   ])('exits 2 naming the bad setting in %j', async (config, message) => {
     const file = join(directory, `bad-${Math.random().toString(36).slice(2)}.json`);
     writeFileSync(file, JSON.stringify(config));

@@ -1,5 +1,4 @@
 import { ENGLISH } from '../src/i18n/index.ts';
-import { word } from '../src/wording/notice.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

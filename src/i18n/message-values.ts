@@ -438,8 +438,6 @@ export interface MessagePlaceholders {
   'video.card.status.generating': { started: string | number };
   'video.card.status.progress': { bar: string | number; started: string | number };
   'video.card.status.moderated': undefined;
-  'video.card.status.link-posted-below': undefined;
-  'video.card.status.posted-below': undefined;
   'video.card.status.shown-by-link': undefined;
   'video.card.status.done': undefined;
   'video.card.status.not-shown': undefined;

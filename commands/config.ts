@@ -10,7 +10,7 @@ import {
   type ChatInputCommandInteraction,
   type ModalSubmitInteraction,
 } from 'discord.js';
-import { answerPrivately, type AnswerVisibility } from '../src/discord/answer.ts';
+import { answerPrivately, showForm, type AnswerVisibility } from '../src/discord/answer.ts';
 import { containing, suggest } from '../src/discord/autocomplete.ts';
 import { subcommand } from '../src/discord/command-options.ts';
 import { customId } from '../src/discord/custom-id.ts';
@@ -66,7 +66,8 @@ async function key(interaction: ChatInputCommandInteraction, services: Services)
     .setRequired(true)
     .setMinLength(8)
     .setMaxLength(400);
-  await interaction.showModal(
+  await showForm(
+    interaction,
     new ModalBuilder()
       .setCustomId(KEY_MODAL)
       .setTitle(t(locale, 'config.key.form.title'))

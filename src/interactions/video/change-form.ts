@@ -1,5 +1,5 @@
 import { ModalBuilder, type ButtonInteraction, type ModalSubmitInteraction } from 'discord.js';
-import { answerPrivately } from '../../discord/answer.ts';
+import { answerPrivately, showForm } from '../../discord/answer.ts';
 import { t, type Locale } from '../../i18n/index.ts';
 import { settledWithin } from '../../lib/wait-until.ts';
 import type { Services } from '../../services.ts';
@@ -98,7 +98,7 @@ export async function openChangeForm(interaction: ButtonInteraction, services: S
   const [task, access] = read;
   if (!access.ok) await answerPrivately(interaction, word(locale, access.notice));
   else if (!task) await answerPrivately(interaction, t(locale, 'video.refusal.task-unknown'));
-  else await interaction.showModal(changeForm(locale, formId, task));
+  else await showForm(interaction, changeForm(locale, formId, task));
 }
 
 /** The Change and regenerate form submitted: the task's request with the member's changes, sent again. */

@@ -1,5 +1,5 @@
 import type { ButtonInteraction, ModalSubmitInteraction } from 'discord.js';
-import { answerPrivately } from '../../discord/answer.ts';
+import { answerPrivately, showForm } from '../../discord/answer.ts';
 import { settledWithin } from '../../lib/wait-until.ts';
 import type { Services } from '../../services.ts';
 import { guildOf, memberLocale } from '../requirements.ts';
@@ -50,7 +50,7 @@ async function openExtendOrEditForm(
     return;
   }
   const seconds = operation === 'extend' ? { seconds: SECONDS_TO_ADD } : {};
-  await interaction.showModal(videoForm(memberLocale(interaction), { id: formId, title: FORM_TITLES[operation], ...seconds, estimate }));
+  await showForm(interaction, videoForm(memberLocale(interaction), { id: formId, title: FORM_TITLES[operation], ...seconds, estimate }));
 }
 
 /** The form of Extend or Edit submitted: the task's video extended or edited, behind a status card. */

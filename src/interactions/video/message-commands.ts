@@ -1,5 +1,5 @@
 import type { Message, MessageContextMenuCommandInteraction, ModalSubmitInteraction } from 'discord.js';
-import { answerPrivately } from '../../discord/answer.ts';
+import { answerPrivately, showForm } from '../../discord/answer.ts';
 import { customId, customIdParts } from '../../discord/custom-id.ts';
 import type { VideoOperation } from '../../gateway/spec.ts';
 import { t, type MessageKey } from '../../i18n/index.ts';
@@ -99,7 +99,8 @@ async function openSourceForm(
   // Through a member's own install no server's defaults apply: a default the form names is the bot's.
   const seconds =
     command.form.seconds && userInstallUse(interaction) ? { ...command.form.seconds, serverDefault: false } : command.form.seconds;
-  await interaction.showModal(
+  await showForm(
+    interaction,
     videoForm(locale, {
       ...command.form,
       ...(seconds ? { seconds } : {}),

@@ -1,5 +1,5 @@
 import type { ChatInputCommandInteraction, ModalSubmitInteraction } from 'discord.js';
-import { answerPrivately } from '../../discord/answer.ts';
+import { answerPrivately, showForm } from '../../discord/answer.ts';
 import { t } from '../../i18n/index.ts';
 import type { Services } from '../../services.ts';
 import { uploadFormId } from '../../video/actions.ts';
@@ -45,7 +45,8 @@ export async function openUploadForm(
     return;
   }
   const estimate = await formEstimate(services, guildOf(interaction), operation);
-  await interaction.showModal(
+  await showForm(
+    interaction,
     videoForm(locale, {
       id: uploadFormId(operation, model),
       title: operation === 'extend' ? 'video.form.extend-title' : 'video.form.edit-title',

@@ -1,0 +1,131 @@
+import type { Collection, Store } from '../store/index.ts';
+import {
+  CLAIM_LEASE_MS,
+  cancelJob,
+  claimJob,
+  emptyKeyQueue,
+  enqueueJob,
+  markAccepted,
+  markFinished,
+  markRefusedForConcurrency,
+  markRefusedForRate,
+  parseKeyQueueRecord,
+  sendOrder,
+  type ClaimAnswer,
+  type ClaimTicket,
+  type Decision,
+  type EnqueueAnswer,
+  type KeyQueueRecord,
+  type QueueJob,
+  type WaitingPlace,
+} from './key-queue-record.ts';
+
+// Every gateway key has one line of jobs, shared by every server that uses the key and every process on the
+// store: the key's concurrency limit is the key's, not a process's, so only a line in the store can keep
+// it when several processes (or machines on Redis) send on one key, and only a line in the store survives a
+// restart or a SIGKILL. One record per key, changed only by the store's atomic update, is that line: each
+// change below is one step for every process, decided by a pure function (key-queue-record.ts).
+//
+// The contract for the caller, which sends the jobs:
+// - `enqueue` a job the key may have to wait for; then `claimNext` until it answers anything but `claimed`.
+//   A claim is one atomic step that takes the next job (round-robin over the members who have one waiting,
+//   then oldest first) and records it as holding a slot, so no two processes ever take the same job or
+//   more slots than the key has.
+// - Each claim hands a ticket. The sender reports what the gateway said with it, exactly once: `accepted`
+//   (the task runs; it keeps its slot until `finished`), `refusedForConcurrency` or `refusedForRate` (the
+//   job goes back first in line), or `finished` (the send failed for another reason). A report with a
+//   ticket since taken over changes nothing and answers false: the job is no longer this sender's.
+// - A claim not reported within its lease (the process died between the claim and the report, or its
+//   report never reached the store) is handed out again by `claimNext` with `resumed: true`. The queue
+//   cannot know whether that job reached the gateway: the sender of a resumed claim reads the job's own
+//   record (the video part writes "submitting" before it sends) and sends it only if it was never sent,
+//   else reports `accepted` or `finished` from what the record says. So every waiting job is sent once,
+//   in order, across restarts.
+// - The key's limit is learned: the queue lets one job more than the most the gateway has accepted at once
+//   be sent (a probe); a concurrency refusal brings the limit down to the bot's other running jobs on the
+//   key and stops probing for a while. An admin's stated limit replaces the probing: nothing past it is sent.
+// - `full` and `paused` answers say when to try again (a lease's end, a Retry-After); a `finished` or a
+//   refusal in this process is the other moment to claim. Past MAX_WAITING_PER_MEMBER jobs of one member on
+//   one server, or MAX_WAITING_PER_KEY in all, `enqueue` refuses (as data, with the limit).
+
+export { MAX_WAITING_PER_KEY, MAX_WAITING_PER_MEMBER } from './key-queue-record.ts';
+export type { ClaimAnswer, ClaimTicket, EnqueueAnswer, QueueJob, WaitingPlace } from './key-queue-record.ts';
+
+/** A key's line is forgotten after this long without a change (a key no longer used); any change keeps it. */
+const KEEP_IDLE_LINE_MS = 30 * 24 * 3_600_000;
+
+export interface ClaimOptions {
+  /** The admin's `key_concurrency` for the key, when stated: no more than this at once, and no probing. */
+  statedLimit?: number;
+  /** How long a claim holds before it counts as abandoned; default CLAIM_LEASE_MS. */
+  leaseMs?: number;
+}
+
+export class KeyQueue {
+  readonly #lines: Collection<KeyQueueRecord>;
+
+  constructor(store: Store) {
+    this.#lines = store.collection('video_key_queues', parseKeyQueueRecord);
+  }
+
+  /** Puts the job in its key's line: its place (1 is next), or why it may not wait. */
+  enqueue(job: QueueJob): Promise<EnqueueAnswer> {
+    return this.#change(job.keyId, (record) => enqueueJob(record, job));
+  }
+
+  /** Takes the next job when a slot is free and the key is not paused, recording it as holding the slot. */
+  claimNext(keyId: string, now: number, options: ClaimOptions = {}): Promise<ClaimAnswer> {
+    return this.#change(keyId, (record) => claimJob(record, keyId, now, options.statedLimit, options.leaseMs ?? CLAIM_LEASE_MS));
+  }
+
+  /** The gateway accepted the claimed job. False: the claim was taken over (see the contract above). */
+  accepted(ticket: ClaimTicket, now: number): Promise<boolean> {
+    return this.#change(ticket.keyId, (record) => markAccepted(record, ticket, now));
+  }
+
+  /** The job's slot is free (its task ended, or its send failed for good). False: it held none. */
+  finished(keyId: string, jobId: string): Promise<boolean> {
+    return this.#change(keyId, (record) => markFinished(record, jobId));
+  }
+
+  /** The gateway refused the job for the key's concurrency: back first in line, and the key's limit lowered. */
+  refusedForConcurrency(ticket: ClaimTicket, now: number): Promise<boolean> {
+    return this.#change(ticket.keyId, (record) => markRefusedForConcurrency(record, ticket, now));
+  }
+
+  /** The gateway refused the job for the key's rate: back first in line, and the key paused for `retryAfterMs`. */
+  refusedForRate(ticket: ClaimTicket, retryAfterMs: number, now: number): Promise<boolean> {
+    return this.#change(ticket.keyId, (record) => markRefusedForRate(record, ticket, retryAfterMs, now));
+  }
+
+  /** Takes a waiting job out of line: true if it was waiting (a claimed one is past cancelling here). */
+  cancel(keyId: string, jobId: string): Promise<boolean> {
+    return this.#change(keyId, (record) => cancelJob(record, jobId));
+  }
+
+  /** The job's place in line (1 is next), or undefined when it is not waiting. */
+  async placeOf(keyId: string, jobId: string): Promise<number | undefined> {
+    return (await this.waiting(keyId)).find((waiting) => waiting.jobId === jobId)?.place;
+  }
+
+  /** The key's waiting jobs in the order they will be sent. */
+  async waiting(keyId: string): Promise<WaitingPlace[]> {
+    const record = await this.#lines.get(keyId);
+    return record ? sendOrder(record.line) : [];
+  }
+
+  /** One atomic step on the key's line: the answer of the decision the store wrote (the last one it ran). */
+  async #change<A>(keyId: string, decide: (record: KeyQueueRecord) => Decision<A>): Promise<A> {
+    let decided: Decision<A> | undefined;
+    await this.#lines.update(
+      keyId,
+      (current) => {
+        decided = decide(current ?? emptyKeyQueue());
+        return decided.next;
+      },
+      KEEP_IDLE_LINE_MS,
+    );
+    if (!decided) throw new Error(`the store did not run the change of key queue ${keyId}`);
+    return decided.answer;
+  }
+}

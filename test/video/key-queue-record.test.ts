@@ -1,0 +1,104 @@
+import { describe, expect, it } from 'vitest';
+import {
+  claimJob,
+  emptyKeyQueue,
+  enqueueJob,
+  markAccepted,
+  markRefusedForConcurrency,
+  parseKeyQueueRecord,
+  sendOrder,
+  type ClaimAnswer,
+  type KeyQueueRecord,
+  type QueueJob,
+} from '../../src/video/key-queue-record.ts';
+
+// The order of a key's line and its changes, as pure functions of the record: who goes next, and how a
+// claim, a refusal and a newcomer move everyone else's place.
+
+const KEY = 'key-a';
+const GUILD = '100000000000000001';
+const LEASE_MS = 60_000;
+
+function job(memberId: string, index: number, guildId = GUILD): QueueJob {
+  return { jobId: `${memberId}-${index}`, keyId: KEY, guildId, memberId, askedAt: index };
+}
+
+function enqueued(record: KeyQueueRecord, ...jobs: QueueJob[]): KeyQueueRecord {
+  return jobs.reduce((current, each) => enqueueJob(current, each).next ?? current, record);
+}
+
+function claimed(record: KeyQueueRecord, now = 0, statedLimit?: number): { record: KeyQueueRecord; answer: ClaimAnswer } {
+  const decision = claimJob(record, KEY, now, statedLimit, LEASE_MS);
+  return { record: decision.next ?? record, answer: decision.answer };
+}
+
+function order(record: KeyQueueRecord): string[] {
+  return sendOrder(record.line).map((waiting) => waiting.jobId);
+}
+
+describe('the send order of a key line', () => {
+  it("takes members in turn: a member's 5 jobs and another's 1, the other's goes second", () => {
+    const record = enqueued(emptyKeyQueue(), ...[1, 2, 3, 4, 5].map((index) => job('ana', index)), job('bo', 1));
+    expect(order(record)).toEqual(['ana-1', 'bo-1', 'ana-2', 'ana-3', 'ana-4', 'ana-5']);
+  });
+
+  it('gives a newcomer the next turn after everyone waiting, not the end of the line', () => {
+    const record = enqueued(emptyKeyQueue(), ...[1, 2, 3].map((index) => job('ana', index)), job('bo', 1), job('cy', 1));
+    expect(order(record)).toEqual(['ana-1', 'bo-1', 'cy-1', 'ana-2', 'ana-3']);
+  });
+
+  it('keeps the order it announced as jobs are claimed', () => {
+    let record = enqueued(emptyKeyQueue(), ...[1, 2, 3].map((index) => job('ana', index)), job('bo', 1), job('bo', 2), job('cy', 1));
+    const announced = order(record);
+    const taken: string[] = [];
+    for (;;) {
+      const next = claimed(record, 0, 100);
+      if (next.answer.kind !== 'claimed') break;
+      taken.push(next.answer.job.jobId);
+      record = next.record;
+      expect(order(record)).toEqual(announced.slice(taken.length));
+    }
+    expect(taken).toEqual(announced);
+  });
+
+  it('tells members of two servers on one key apart', () => {
+    const record = enqueued(emptyKeyQueue(), job('ana', 1), job('ana', 2), {
+      ...job('ana', 1, '100000000000000002'),
+      jobId: 'ana-elsewhere',
+    });
+    expect(sendOrder(record.line).map(({ guildId, place }) => [guildId, place])).toEqual([
+      [GUILD, 1],
+      ['100000000000000002', 2],
+      [GUILD, 3],
+    ]);
+  });
+
+  it('puts a job refused for concurrency first, ahead of the member whose turn it was', () => {
+    let record = enqueued(emptyKeyQueue(), job('ana', 1), job('ana', 2), job('bo', 1));
+    const first = claimed(record);
+    record = first.record;
+    if (first.answer.kind !== 'claimed') throw new Error('expected a claim');
+    expect(order(record)).toEqual(['bo-1', 'ana-2']);
+    record = markRefusedForConcurrency(record, first.answer.ticket, 0).next ?? record;
+    expect(order(record)).toEqual(['ana-1', 'bo-1', 'ana-2']);
+  });
+
+  it('lets one job past what the key took, and none past it once refused', () => {
+    let record = enqueued(emptyKeyQueue(), job('ana', 1), job('ana', 2), job('ana', 3));
+    const first = claimed(record);
+    const second = claimed(first.record);
+    expect([first.answer.kind, second.answer.kind]).toEqual(['claimed', 'claimed']);
+    expect(claimed(second.record).answer.kind).toBe('full');
+    if (first.answer.kind !== 'claimed' || second.answer.kind !== 'claimed') throw new Error('expected claims');
+    record = markAccepted(second.record, first.answer.ticket, 0).next ?? second.record;
+    record = markRefusedForConcurrency(record, second.answer.ticket, 0).next ?? record;
+    expect(record.learnedLimit).toBe(1);
+    expect(claimed(record).answer.kind).toBe('full');
+  });
+
+  it('reads back what it stores, and names what does not fit', () => {
+    const record = enqueued(emptyKeyQueue(), job('ana', 1));
+    expect(parseKeyQueueRecord(JSON.parse(JSON.stringify(record)))).toEqual(record);
+    expect(() => parseKeyQueueRecord({ ...record, learnedLimit: 0 })).toThrow(/key queue\.learnedLimit/);
+  });
+});

@@ -311,12 +311,14 @@ function putBackFirst(record: KeyQueueRecord, ticket: ClaimTicket): KeyQueueReco
 
 /**
  * The gateway refused the job for the key's concurrency: it goes back first in line, and the key is taken
- * to run no more than the bot's other accepted jobs on it (at least 1) for a while.
+ * to run no more than the bot's other jobs on it (at least 1) for a while. The others still being sent
+ * count too: the gateway most likely took them first (two sent at once, the second refused before the
+ * first's answer is stored), and one counted too many costs one more refusal, not a stalled line.
  */
 export function markRefusedForConcurrency(record: KeyQueueRecord, ticket: ClaimTicket, now: number): Decision<boolean> {
   const next = putBackFirst(record, ticket);
   if (!next) return { next: undefined, answer: false };
-  const others = next.running.filter((running) => running.phase === 'sent').length;
+  const others = next.running.length;
   const limit = Math.max(1, others);
   next.learnedLimit = Math.min(next.learnedLimit, limit);
   next.refusal = { limit, until: now + REFUSAL_REMEMBERED_MS };
@@ -328,10 +330,7 @@ export function markRefusedForConcurrency(record: KeyQueueRecord, ticket: ClaimT
 export function markRefusedForRate(record: KeyQueueRecord, ticket: ClaimTicket, retryAfterMs: number, now: number): Decision<boolean> {
   const next = putBackFirst(record, ticket);
   if (!next) return { next: undefined, answer: false };
-  const pauseMs = Math.min(
-    MAX_RATE_PAUSE_MS,
-    Math.max(MIN_RATE_PAUSE_MS, Number.isFinite(retryAfterMs) ? retryAfterMs : MIN_RATE_PAUSE_MS),
-  );
+  const pauseMs = Math.min(MAX_RATE_PAUSE_MS, Math.max(MIN_RATE_PAUSE_MS, Number.isNaN(retryAfterMs) ? MIN_RATE_PAUSE_MS : retryAfterMs));
   next.pausedUntil = Math.max(next.pausedUntil ?? 0, now + pauseMs);
   return { next, answer: true };
 }

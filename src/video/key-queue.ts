@@ -44,9 +44,13 @@ import {
 // - The key's limit is learned: the queue lets one job more than the most the gateway has accepted at once
 //   be sent (a probe); a concurrency refusal brings the limit down to the bot's other running jobs on the
 //   key and stops probing for a while. An admin's stated limit replaces the probing: nothing past it is sent.
-// - `full` and `paused` answers say when to try again (a lease's end, a Retry-After); a `finished` or a
-//   refusal in this process is the other moment to claim. Past MAX_WAITING_PER_MEMBER jobs of one member on
-//   one server, or MAX_WAITING_PER_KEY in all, `enqueue` refuses (as data, with the limit).
+// - The sender stores the gateway's answer in the job's own record before it reports it here: a report
+//   lost to a crash is then read back by whoever resumes the claim.
+// - Any process may claim any job of the line (the job's request is in the store under its id): whoever
+//   frees a slot (`finished`, a refusal) claims next, so no process waits for another to wake it. `full`
+//   and `paused` answers say when to try again regardless (a lease's end, a Retry-After).
+// - Past MAX_WAITING_PER_MEMBER jobs of one member on one server, or MAX_WAITING_PER_KEY in all, `enqueue`
+//   refuses (as data, with the limit): the line's record stays small enough to rewrite at every change.
 
 export { MAX_WAITING_PER_KEY, MAX_WAITING_PER_MEMBER } from './key-queue-record.ts';
 export type { ClaimAnswer, ClaimTicket, EnqueueAnswer, QueueJob, WaitingPlace } from './key-queue-record.ts';

@@ -5,6 +5,10 @@ import {
   enqueueJob,
   markAccepted,
   markRefusedForConcurrency,
+  markRefusedForRate,
+  MAX_RATE_PAUSE_MS,
+  MAX_WAITING_PER_KEY,
+  MIN_RATE_PAUSE_MS,
   parseKeyQueueRecord,
   sendOrder,
   type ClaimAnswer,
@@ -94,6 +98,44 @@ describe('the send order of a key line', () => {
     record = markRefusedForConcurrency(record, second.answer.ticket, 0).next ?? record;
     expect(record.learnedLimit).toBe(1);
     expect(claimed(record).answer.kind).toBe('full');
+  });
+
+  it("counts a job still being sent among the key's, when the probe sent beside it is refused first", () => {
+    const record = enqueued(emptyKeyQueue(), job('ana', 1), job('ana', 2), job('ana', 3));
+    const first = claimed(record);
+    const probe = claimed(first.record);
+    if (probe.answer.kind !== 'claimed') throw new Error('expected a claim');
+    const refused = markRefusedForConcurrency(probe.record, probe.answer.ticket, 0).next ?? probe.record;
+    expect(refused).toMatchObject({ learnedLimit: 1, refusal: { limit: 1 } });
+    expect(refused.pausedUntil).toBeUndefined();
+  });
+
+  it('refuses a job past the most a key may have waiting, naming that limit', () => {
+    const members = MAX_WAITING_PER_KEY / 10;
+    const full = enqueued(
+      emptyKeyQueue(),
+      ...Array.from({ length: MAX_WAITING_PER_KEY }, (_, index) => job(`m${index % members}`, Math.floor(index / members))),
+    );
+    expect(sendOrder(full.line)).toHaveLength(MAX_WAITING_PER_KEY);
+    expect(enqueueJob(full, job('newcomer', 1))).toEqual({
+      next: undefined,
+      answer: { kind: 'refused', reason: 'line_full', limit: 1_000 },
+    });
+  });
+
+  it("keeps a rate limit's pause within bounds when Retry-After is missing or absurd", () => {
+    const pausedFor = (retryAfterMs: number): number | undefined => {
+      const first = claimed(enqueued(emptyKeyQueue(), job('ana', 1)));
+      if (first.answer.kind !== 'claimed') throw new Error('expected a claim');
+      return markRefusedForRate(first.record, first.answer.ticket, retryAfterMs, 0).next?.pausedUntil;
+    };
+    expect([pausedFor(Number.NaN), pausedFor(-5), pausedFor(2_500), pausedFor(Number.POSITIVE_INFINITY)]).toEqual([
+      MIN_RATE_PAUSE_MS,
+      MIN_RATE_PAUSE_MS,
+      2_500,
+      MAX_RATE_PAUSE_MS,
+    ]);
+    expect(pausedFor(10 * MAX_RATE_PAUSE_MS)).toBe(MAX_RATE_PAUSE_MS);
   });
 
   it('reads back what it stores, and names what does not fit', () => {

@@ -201,10 +201,16 @@ export type ClaimAnswer =
   | { kind: 'full'; retryAt: number }
   | { kind: 'paused'; until: number };
 
-/** How many jobs may hold a slot now: the stated limit, or the learned one and one more to probe. */
+/**
+ * How many jobs may hold a slot now: the stated limit, or the learned one and one more to probe. A stated
+ * limit is taken within 1..MAX_KEY_CONCURRENCY, as /config accepts it: 0 would stop the line for good.
+ */
 export function slotsNow(record: KeyQueueRecord, now: number, statedLimit: number | undefined): number {
   const refusedAt = record.refusal && record.refusal.until > now ? record.refusal.limit : undefined;
-  if (statedLimit !== undefined) return Math.min(statedLimit, refusedAt ?? statedLimit);
+  if (statedLimit !== undefined) {
+    const stated = Math.min(MAX_KEY_CONCURRENCY, Math.max(1, Math.floor(statedLimit) || 1));
+    return Math.min(stated, refusedAt ?? stated);
+  }
   if (refusedAt !== undefined) return Math.min(record.learnedLimit, refusedAt);
   return Math.min(record.learnedLimit + 1, MAX_KEY_CONCURRENCY);
 }

@@ -11,6 +11,7 @@ import {
   MIN_RATE_PAUSE_MS,
   parseKeyQueueRecord,
   sendOrder,
+  slotsNow,
   type ClaimAnswer,
   type KeyQueueRecord,
   type QueueJob,
@@ -136,6 +137,10 @@ describe('the send order of a key line', () => {
       MAX_RATE_PAUSE_MS,
     ]);
     expect(pausedFor(10 * MAX_RATE_PAUSE_MS)).toBe(MAX_RATE_PAUSE_MS);
+  });
+
+  it('takes a stated limit within what /config accepts', () => {
+    expect([0, Number.NaN, 2.7, 500].map((stated) => slotsNow(emptyKeyQueue(), 0, stated))).toEqual([1, 1, 2, 100]);
   });
 
   it('reads back what it stores, and names what does not fit', () => {

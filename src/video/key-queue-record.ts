@@ -324,6 +324,7 @@ function putBackFirst(record: KeyQueueRecord, ticket: ClaimTicket): KeyQueueReco
 export function markRefusedForConcurrency(record: KeyQueueRecord, ticket: ClaimTicket, now: number): Decision<boolean> {
   const next = putBackFirst(record, ticket);
   if (!next) return { next: undefined, answer: false };
+  dropEndedRunning(next, now);
   const others = next.running.length;
   const limit = Math.max(1, others);
   next.learnedLimit = Math.min(next.learnedLimit, limit);

@@ -36,11 +36,13 @@ import {
 //   job goes back first in line), or `finished` (the send failed for another reason). A report with a
 //   ticket since taken over changes nothing and answers false: the job is no longer this sender's.
 // - A claim not reported within its lease (the process died between the claim and the report, or its
-//   report never reached the store) is handed out again by `claimNext` with `resumed: true`. The queue
-//   cannot know whether that job reached the gateway: the sender of a resumed claim reads the job's own
-//   record (the video part writes "submitting" before it sends) and sends it only if it was never sent,
-//   else reports `accepted` or `finished` from what the record says. So every waiting job is sent once,
-//   in order, across restarts.
+//   report never reached the store) is handed out again by `claimNext` with `resumed: true`.
+// - The queue makes every waiting job claimed, in order, until a sender reports it; the job's own record
+//   makes it sent at most once. Before it sends, the sender reads that record (the video part's): it sends
+//   only a job the record says still waits, writing "submitting" first, and reports any other with what
+//   the record says (`accepted` for one sent, `finished` for one ended or cancelled). That covers a resumed
+//   claim that had been sent, an `enqueue` tried again after its job ran, and a cancel that lost the race
+//   to a claim. Together: every waiting job is sent once, in order, across restarts.
 // - The key's limit is learned: the queue lets one job more than the most the gateway has accepted at once
 //   be sent (a probe); a concurrency refusal brings the limit down to the bot's other running jobs on the
 //   key and stops probing for a while. An admin's stated limit replaces the probing: nothing past it is sent.

@@ -103,7 +103,7 @@ const policy: GuildVideoPolicy = {
       storage: { keepDays: 0, publicLink: false },
     }),
   checkLimits: () => Promise.resolve({ ok: true }),
-  recordSubmission: (_task, estimateTicks) => Promise.resolve({ estimateTicks, month: false }),
+  recordSubmission: (_task, estimateUsdTicks) => Promise.resolve({ estimateUsdTicks, month: false }),
   releaseSubmission: () => Promise.resolve(),
   estimate: () => 0,
   recordCost: () => Promise.resolve(),

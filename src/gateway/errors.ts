@@ -70,21 +70,21 @@ export interface ApiErrorDetails extends GatewayErrorDetails {
   /** How long the gateway asked us to wait (`Retry-After`), in milliseconds. */
   retryAfterMs?: number | undefined;
   /** Native bodies report what the failed call cost (`usage.cost_in_usd_ticks`). */
-  costTicks?: number | undefined;
+  costUsdTicks?: number | undefined;
 }
 
 export class GatewayApiError extends GatewayError {
   declare readonly status: number;
   readonly serverMessage: string;
   readonly retryAfterMs: number | undefined;
-  readonly costTicks: number | undefined;
+  readonly costUsdTicks: number | undefined;
 
   constructor(details: ApiErrorDetails) {
     const label = details.code === undefined ? `HTTP ${details.status}` : `HTTP ${details.status} ${details.code}`;
     super(`${label}: ${details.serverMessage}`, details);
     this.serverMessage = redact(details.serverMessage);
     this.retryAfterMs = details.retryAfterMs;
-    this.costTicks = details.costTicks;
+    this.costUsdTicks = details.costUsdTicks;
   }
 }
 
@@ -201,7 +201,7 @@ export interface DecodedErrorBody {
   code: string | undefined;
   param: string | undefined;
   type: string | undefined;
-  costTicks: number | undefined;
+  costUsdTicks: number | undefined;
 }
 
 /**
@@ -211,14 +211,14 @@ export interface DecodedErrorBody {
  */
 function decodeErrorBody(body: unknown): DecodedErrorBody {
   const envelope = readRecord(body, 'error');
-  const costTicks = readNumber(readRecord(body, 'usage'), 'cost_in_usd_ticks');
+  const costUsdTicks = readNumber(readRecord(body, 'usage'), 'cost_in_usd_ticks');
   if (envelope) {
     return {
       message: readString(envelope, 'message') ?? readString(body, 'message'),
       code: readString(envelope, 'code') ?? readString(body, 'code'),
       param: readString(envelope, 'param'),
       type: readString(envelope, 'type') ?? readString(body, 'type'),
-      costTicks,
+      costUsdTicks,
     };
   }
   return {
@@ -226,7 +226,7 @@ function decodeErrorBody(body: unknown): DecodedErrorBody {
     code: readString(body, 'code'),
     param: readString(body, 'param'),
     type: readString(body, 'type'),
-    costTicks,
+    costUsdTicks,
   };
 }
 
@@ -250,7 +250,7 @@ export function errorFromResponse(response: ErrorResponse): GatewayApiError {
     code: undefined,
     param: undefined,
     type: undefined,
-    costTicks: undefined,
+    costUsdTicks: undefined,
   };
   let serverMessage: string;
   if (parsed.ok && isRecord(parsed.value)) {
@@ -269,7 +269,7 @@ export function errorFromResponse(response: ErrorResponse): GatewayApiError {
     type: decoded.type,
     requestId: response.requestId,
     retryAfterMs: response.retryAfterMs,
-    costTicks: decoded.costTicks,
+    costUsdTicks: decoded.costUsdTicks,
   };
   return new (apiErrorClass(response.status, decoded.code))(details);
 }

@@ -137,7 +137,7 @@ export function parseTaskResult(answer: TaskAnswer): TaskResult {
     isModerationCode(error?.code);
   const url =
     answer.layer === 'compat' ? (readNonEmptyString(body, 'url') ?? readNonEmptyString(video, 'url')) : readNonEmptyString(video, 'url');
-  const costTicks = readNumber(readRecord(body, 'usage'), 'cost_in_usd_ticks');
+  const costUsdTicks = readNumber(readRecord(body, 'usage'), 'cost_in_usd_ticks');
   const hasVideo = status === 'succeeded' && !moderated && url !== undefined;
   const usableUrl = hasVideo && isHttpUrl(url);
 
@@ -153,8 +153,8 @@ export function parseTaskResult(answer: TaskAnswer): TaskResult {
     model: readString(body, 'model'),
     file: parseStoredFile(readRecord(video, 'file_output') ?? readRecord(body, 'file_output')),
     storageError: readStorageError(video) ?? readStorageError(body),
-    costTicks,
-    costUsd: costTicks === undefined ? undefined : costTicks / USD_TICKS,
+    costUsdTicks,
+    costUsd: costUsdTicks === undefined ? undefined : costUsdTicks / USD_TICKS,
     error,
   };
 }
@@ -171,7 +171,7 @@ function emptyResult(base: Pick<TaskResult, 'id' | 'layer' | 'requestId'>, statu
     model: undefined,
     file: undefined,
     storageError: undefined,
-    costTicks: undefined,
+    costUsdTicks: undefined,
     costUsd: undefined,
     error: undefined,
   };

@@ -129,7 +129,7 @@ export interface TaskResult {
   /** Storage failed; the task still succeeded and `videoUrl` stays usable. */
   storageError: string | undefined;
   /** From `usage.cost_in_usd_ticks` when present (1 USD = 10^10 ticks). */
-  costTicks: number | undefined;
+  costUsdTicks: number | undefined;
   costUsd: number | undefined;
   error: TaskError | undefined;
   requestId: string | undefined;

@@ -2,7 +2,7 @@ import { MESSAGE_LIMITS } from '../discord/message-limits.ts';
 import { RESOLUTIONS, type Layer } from '../gateway/spec.ts';
 import { ENGLISH, formatList, formatNumber, languageName, t, translator, type Locale } from '../i18n/index.ts';
 import { shorten } from '../lib/text.ts';
-import { usdToTicks } from '../settings/budgets.ts';
+import { usdToUsdTicks } from '../settings/budgets.ts';
 import type { UnavailableModel } from '../settings/config-options.ts';
 import type { GuildSettings } from '../settings/guild-settings.ts';
 import { ANY_MODEL, type PriceTable } from '../settings/prices.ts';
@@ -118,7 +118,7 @@ export function describeServerSettings(
     return formatList(locale, more > 0 ? [...shown, say('config.show.more-roles', { count: more })] : shown);
   };
   const limit = (value: number) => (value === 0 ? say('config.show.no-limit') : formatNumber(locale, value));
-  const budget = (amount: number) => (amount === 0 ? say('config.show.no-budget') : formatCostIn(locale, usdToTicks(amount)));
+  const budget = (amount: number) => (amount === 0 ? say('config.show.no-budget') : formatCostIn(locale, usdToUsdTicks(amount)));
   const orDefault = (value: string | undefined) => value ?? say('config.show.gateway-default');
   const { defaults, storage, limits, spending } = settings;
   const { budgets } = spending;
@@ -156,7 +156,7 @@ export function describeServerSettings(
       confirm:
         spending.confirmOverUsd === 0
           ? say('config.show.confirm-none')
-          : say('config.show.confirm-over', { amount: formatCostIn(locale, usdToTicks(spending.confirmOverUsd)) }),
+          : say('config.show.confirm-over', { amount: formatCostIn(locale, usdToUsdTicks(spending.confirmOverUsd)) }),
     }),
   ];
   // The settings first, whole; then the newest changes in at most half of what is left, and the prices in the rest.

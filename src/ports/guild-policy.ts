@@ -14,7 +14,7 @@ export interface MemberTask {
 
 /** A video's estimate as it was reserved against the budgets at submission: what settling it gives back. */
 export interface SpendReservation {
-  estimateTicks: number;
+  estimateUsdTicks: number;
   /** Reserved against the server's month too (it had a monthly budget). */
   month: boolean;
 }
@@ -32,7 +32,7 @@ export interface VideoEstimateRequest {
 export interface TaskCost extends MemberTask {
   taskId: string;
   /** What the gateway reported; undefined when it reported nothing. */
-  costTicks: number | undefined;
+  costUsdTicks: number | undefined;
   /** Whether the gateway made (and so charged for) a video: failures and timeouts are refunded. */
   madeVideo: boolean;
   /** What was reserved when it was submitted; undefined (or 0): nothing. */
@@ -46,7 +46,7 @@ export interface LimitQuery {
   activeTasksOfUser: number;
   now: number;
   /** The video's estimate, checked against the budgets. */
-  estimateTicks: number;
+  estimateUsdTicks: number;
 }
 
 /**
@@ -65,7 +65,7 @@ export class LimitReachedError extends Error {
 
 /** What a member's videos cost on one UTC day on a server, as the usage ledger counted them. */
 export interface MemberDayCost {
-  costTicks: number;
+  costUsdTicks: number;
   /** Their videos of that day whose cost the gateway did not report. */
   costUnreported: number;
 }
@@ -85,7 +85,7 @@ export interface GuildVideoPolicy extends GatewayAccessResolver {
    * one, nothing is counted and it rejects with LimitReachedError, so workers admitting at once never pass
    * a limit or spend the last dollar together.
    */
-  recordSubmission(task: MemberTask, estimateTicks: number): Promise<SpendReservation>;
+  recordSubmission(task: MemberTask, estimateUsdTicks: number): Promise<SpendReservation>;
   /** The gateway refused it: it does not count, and its reservation is given back. */
   releaseSubmission(task: MemberTask, reservation: SpendReservation): Promise<void>;
   /** What a video is expected to cost, in ticks (1 USD = 10^10). */

@@ -27,5 +27,5 @@ export interface VideoDefaults {
   /** How many variants a generation makes when its member does not say (`/config defaults variants`); unset: one. */
   variants?: number;
   /** A video estimated over this many ticks waits for its member's confirmation; 0: none does. */
-  confirmOverTicks?: number;
+  confirmOverUsdTicks?: number;
 }

@@ -18,13 +18,13 @@ export interface Spent {
 
 export interface BudgetRoom {
   budget: BudgetName;
-  limitTicks: number;
-  leftTicks: number;
+  limitUsdTicks: number;
+  leftUsdTicks: number;
   /** When the budget starts over. */
   resetsAt: number;
 }
 
-export function usdToTicks(usd: number): number {
+export function usdToUsdTicks(usd: number): number {
   return Math.round(usd * USD_TICKS);
 }
 
@@ -49,31 +49,31 @@ export function budgetRooms(budgets: Budgets, spent: Spent, now: number): Budget
   return BUDGET_NAMES.flatMap((budget): BudgetRoom[] => {
     const used = spentAgainst(budget, spent);
     if (!(budgets[budget] > 0) || used === undefined) return [];
-    const limitTicks = usdToTicks(budgets[budget]);
+    const limitUsdTicks = usdToUsdTicks(budgets[budget]);
     const resetsAt = budget === 'server_monthly_usd' ? nextUtcMonth(now) : nextUtcMidnight(now);
-    return [{ budget, limitTicks, leftTicks: Math.max(0, limitTicks - used), resetsAt }];
-  }).sort((a, b) => a.leftTicks - b.leftTicks);
+    return [{ budget, limitUsdTicks, leftUsdTicks: Math.max(0, limitUsdTicks - used), resetsAt }];
+  }).sort((a, b) => a.leftUsdTicks - b.leftUsdTicks);
 }
 
 /** The budget, inside a sentence: "your daily budget on this server ($1.00)". */
-export function budgetName(room: Pick<BudgetRoom, 'budget' | 'limitTicks'>): Notice<'budget.name'> {
-  return notice('budget.name', { budget: room.budget, amount: { phrase: 'cost', usdTicks: room.limitTicks } });
+export function budgetName(room: Pick<BudgetRoom, 'budget' | 'limitUsdTicks'>): Notice<'budget.name'> {
+  return notice('budget.name', { budget: room.budget, amount: { phrase: 'cost', usdTicks: room.limitUsdTicks } });
 }
 
 /**
- * Whether `costTicks` more fits every budget: one that brings the spend to exactly a budget fits. The
+ * Whether `costUsdTicks` more fits every budget: one that brings the spend to exactly a budget fits. The
  * refusal names the budget, what is left and when it starts over.
  */
-export function checkBudgets(budgets: Budgets, spent: Spent, costTicks: number, now: number): Outcome<object, { room?: BudgetRoom }> {
-  const over = budgetRooms(budgets, spent, now).find((room) => costTicks > room.leftTicks);
+export function checkBudgets(budgets: Budgets, spent: Spent, costUsdTicks: number, now: number): Outcome<object, { room?: BudgetRoom }> {
+  const over = budgetRooms(budgets, spent, now).find((room) => costUsdTicks > room.leftUsdTicks);
   if (!over) return { ok: true };
   return {
     ok: false,
     room: over,
     notice: notice('budget.video-would-pass', {
-      estimate: { phrase: 'estimate', usdTicks: costTicks },
+      estimate: { phrase: 'estimate', usdTicks: costUsdTicks },
       budgetName: budgetName(over),
-      left: { phrase: 'cost', usdTicks: over.leftTicks },
+      left: { phrase: 'cost', usdTicks: over.leftUsdTicks },
       budget: over.budget,
       resets: discordRelativeTime(over.resetsAt),
     }),
@@ -82,14 +82,14 @@ export function checkBudgets(budgets: Budgets, spent: Spent, costTicks: number, 
 
 /** Whether any budget is used up: nothing more can start, not even a voice conversation. */
 export function spentBudget(budgets: Budgets, spent: Spent, now: number): BudgetRoom | undefined {
-  return budgetRooms(budgets, spent, now).find((room) => room.leftTicks <= 0);
+  return budgetRooms(budgets, spent, now).find((room) => room.leftUsdTicks <= 0);
 }
 
 /** "Your daily budget on this server ($1.00) is used up; it starts over in 3 hours." */
 export function spentBudgetNotice(room: BudgetRoom): Notice<'budget.used-up'> {
   return notice('budget.used-up', {
     budget: room.budget,
-    amount: { phrase: 'cost', usdTicks: room.limitTicks },
+    amount: { phrase: 'cost', usdTicks: room.limitUsdTicks },
     resets: discordRelativeTime(room.resetsAt),
   });
 }
@@ -99,15 +99,18 @@ export const ALERT_THRESHOLDS = [80, 100] as const;
 export type AlertThreshold = (typeof ALERT_THRESHOLDS)[number];
 
 /** The server budgets whose spend has reached a threshold (each with the highest one reached). */
-export function reachedThresholds(budgets: Budgets, spent: Spent): { budget: BudgetName; threshold: AlertThreshold; spentTicks: number }[] {
+export function reachedThresholds(
+  budgets: Budgets,
+  spent: Spent,
+): { budget: BudgetName; threshold: AlertThreshold; spentUsdTicks: number }[] {
   return (['server_daily_usd', 'server_monthly_usd'] as const).flatMap((budget) => {
     const used = spentAgainst(budget, spent);
     if (!(budgets[budget] > 0) || used === undefined) return [];
-    const limit = usdToTicks(budgets[budget]);
+    const limit = usdToUsdTicks(budgets[budget]);
     return ALERT_THRESHOLDS.filter((threshold) => used * 100 >= limit * threshold).map((threshold) => ({
       budget,
       threshold,
-      spentTicks: used,
+      spentUsdTicks: used,
     }));
   });
 }

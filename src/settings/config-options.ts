@@ -3,7 +3,7 @@ import { MAX_VARIANTS } from '../ports/video-defaults.ts';
 import { ASPECT_RATIOS, GENERATION_DURATION, LAYERS, RESOLUTIONS, type Layer } from '../gateway/spec.ts';
 import { formatCost } from '../wording/cost.ts';
 import { notice, refuse, type Notice, type Outcome, type Phrase, type Refusal } from '../wording/notice.ts';
-import { usdToTicks } from './budgets.ts';
+import { usdToUsdTicks } from './budgets.ts';
 import { FEATURES, RESULT_BUTTONS, STORAGE_MAX_DAYS, type BudgetName, type GuildSettings } from './guild-settings.ts';
 
 // /config's subcommands: what each asks, what it accepts (and why not, as a notice the command words in the
@@ -301,7 +301,7 @@ export type BudgetGiven = Record<BudgetName | 'confirm_over_usd', number | null>
 };
 
 function usd(amount: number): string {
-  return formatCost(usdToTicks(amount));
+  return formatCost(usdToUsdTicks(amount));
 }
 
 function budgetWords(amount: number): string {
@@ -330,7 +330,7 @@ export function budgetChange(given: BudgetGiven): SettingsChangeRequest {
       return refuse('config.budget.range', { option: `\`${option}\``, max: { phrase: 'number', value: MAX_USD } });
     // Kept to the cent below, an amount under half a cent would become 0: no budget at all, the opposite of what was asked.
     if (value !== null && value > 0 && Math.round(value * 100) === 0)
-      return refuse('config.budget.at-least-a-cent', { option: `\`${option}\``, cent: { phrase: 'cost', usdTicks: usdToTicks(0.01) } });
+      return refuse('config.budget.at-least-a-cent', { option: `\`${option}\``, cent: { phrase: 'cost', usdTicks: usdToUsdTicks(0.01) } });
   }
   if (given.alertChannelId !== null && given.clearAlertChannel) return refuse('config.budget.not-both');
   // Dollars are kept to the cent: what the admin reads back is what is enforced.

@@ -56,7 +56,7 @@ export interface VideoEstimateRequest {
  * a safe integer, as are four variants of it, that records and sums keep exactly. The video part refuses a
  * job whose estimate is anything else before sending it.
  */
-export function estimateVideoTicks(table: PriceTable, request: VideoEstimateRequest): number {
+export function estimateVideoUsdTicks(table: PriceTable, request: VideoEstimateRequest): number {
   const perSecond = videoPrices(table, request.model).perSecondUsd;
   let seconds: number;
   let resolution: Resolution;
@@ -74,7 +74,7 @@ export function estimateVideoTicks(table: PriceTable, request: VideoEstimateRequ
 }
 
 /** What a realtime voice session of the model costs per second, in ticks (not rounded: seconds add up). */
-export function voiceTicksPerSecond(table: PriceTable, model: string): number {
+export function voiceUsdTicksPerSecond(table: PriceTable, model: string): number {
   return (voicePrices(table, model).perMinuteUsd * USD_TICKS) / 60;
 }
 

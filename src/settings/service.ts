@@ -37,7 +37,7 @@ import { discordRelativeTime, type LimitVerdict } from './limits.ts';
 import type { PriceTable } from './prices.ts';
 import { Spending, type SpendingOptions } from './spending.ts';
 import { memberUsage } from './usage.ts';
-import { usdToTicks } from './budgets.ts';
+import { usdToUsdTicks } from './budgets.ts';
 import {
   applyVoiceSettingsChange,
   defaultVoiceSettings,
@@ -400,7 +400,7 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
   async defaults(guildId: string): Promise<VideoDefaults> {
     const { defaults, storage, spending } = await this.get(guildId);
     return {
-      confirmOverTicks: usdToTicks(spending.confirmOverUsd),
+      confirmOverUsdTicks: usdToUsdTicks(spending.confirmOverUsd),
       model: defaults.model,
       resolution: defaults.resolution,
       duration: defaults.duration,
@@ -418,8 +418,8 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
   // A task counts on the UTC day it was created, and so does its cost: submission, refusal and cost
   // always land in the same day record.
 
-  recordSubmission(task: MemberTask, estimateTicks: number): Promise<SpendReservation> {
-    return this.spending.admit(task, estimateTicks);
+  recordSubmission(task: MemberTask, estimateUsdTicks: number): Promise<SpendReservation> {
+    return this.spending.admit(task, estimateUsdTicks);
   }
 
   releaseSubmission(task: MemberTask, reservation: SpendReservation): Promise<void> {
@@ -437,7 +437,7 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
   /** What the member's videos on the server cost on the UTC day of `at` (the day each task was started). */
   async memberDayCost(guildId: string, userId: string, at: number): Promise<MemberDayCost> {
     const count = memberUsage(await this.spending.ledger.day(guildId, at), userId);
-    return { costTicks: count.costTicks, costUnreported: count.costUnreported };
+    return { costUsdTicks: count.costUsdTicks, costUnreported: count.costUnreported };
   }
 
   // ---- Access and usage ------------------------------------------------------------------------

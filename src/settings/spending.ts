@@ -16,12 +16,12 @@ import {
   type BudgetRoom,
   reachedThresholds,
   spentBudget,
-  usdToTicks,
+  usdToUsdTicks,
   type Spent,
 } from './budgets.ts';
 import type { Budgets, GuildSettings } from './guild-settings.ts';
 import { discordRelativeTime, evaluateLimits, type LimitVerdict } from './limits.ts';
-import { estimateVideoTicks, voiceTicksPerSecond, type PriceTable } from './prices.ts';
+import { estimateVideoUsdTicks, voiceUsdTicksPerSecond, type PriceTable } from './prices.ts';
 import { isUserInstallScope } from '../ports/user-install.ts';
 import { checkUserInstallDay, userInstallRoom, type UserInstallLimits, type UserInstallRoom } from './user-installs.ts';
 import { UsageLedger, memberUsage, monthKey, noUsage, spentFrom, totalUsage, type Settlement, type UsageCount } from './usage.ts';
@@ -82,17 +82,17 @@ export class Spending implements VoiceSpending {
   }
 
   estimate(request: VideoEstimateRequest): number {
-    return estimateVideoTicks(this.#options.prices, request);
+    return estimateVideoUsdTicks(this.#options.prices, request);
   }
 
   /**
-   * Whether one more video of `estimateTicks` fits the limits and the daily budgets now, from the day's
+   * Whether one more video of `estimateUsdTicks` fits the limits and the daily budgets now, from the day's
    * record alone (read only): the monthly budget is checked when admit() reserves, in the same step.
    */
   async checkLimits(query: LimitQuery): Promise<LimitVerdict> {
     if (isUserInstallScope(query.guildId)) {
       const day = await this.#ledger.day(query.guildId, query.now);
-      return checkUserInstallDay(this.#userInstallLimits, memberUsage(day, query.userId), query.estimateTicks, query.now);
+      return checkUserInstallDay(this.#userInstallLimits, memberUsage(day, query.userId), query.estimateUsdTicks, query.now);
     }
     const { limits, spending } = await this.#options.settings(query.guildId);
     const day = await this.#ledger.day(query.guildId, query.now);
@@ -105,7 +105,7 @@ export class Spending implements VoiceSpending {
       now: query.now,
     });
     if (!counted.ok) return counted;
-    return checkBudgets(spending.budgets, spentFrom(day, query.userId), query.estimateTicks, query.now);
+    return checkBudgets(spending.budgets, spentFrom(day, query.userId), query.estimateUsdTicks, query.now);
   }
 
   async #spent(guildId: string, userId: string, at: number, budgets: Budgets): Promise<Spent> {
@@ -116,17 +116,24 @@ export class Spending implements VoiceSpending {
     return this.#options.userInstallLimits ?? NO_USER_INSTALL_LIMITS;
   }
 
-  async admit(task: MemberTask, estimateTicks: number): Promise<SpendReservation> {
+  async admit(task: MemberTask, estimateUsdTicks: number): Promise<SpendReservation> {
     if (isUserInstallScope(task.guildId)) {
       // A member's own install: the operator's limits for one member, and no server's budgets or alerts.
-      const verdict = await this.#ledger.admitOnDay(task.guildId, task.userId, task.createdAt, estimateTicks, (usage) =>
-        checkUserInstallDay(this.#userInstallLimits, memberUsage(usage, task.userId), estimateTicks, task.createdAt),
+      const verdict = await this.#ledger.admitOnDay(task.guildId, task.userId, task.createdAt, estimateUsdTicks, (usage) =>
+        checkUserInstallDay(this.#userInstallLimits, memberUsage(usage, task.userId), estimateUsdTicks, task.createdAt),
       );
       if (!verdict.ok) throw new LimitReachedError(verdict.notice);
       return verdict.reservation;
     }
     const { limits, spending } = await this.#options.settings(task.guildId);
-    const verdict = await this.#ledger.admitSubmission(task.guildId, task.userId, task.createdAt, limits, spending.budgets, estimateTicks);
+    const verdict = await this.#ledger.admitSubmission(
+      task.guildId,
+      task.userId,
+      task.createdAt,
+      limits,
+      spending.budgets,
+      estimateUsdTicks,
+    );
     if (!verdict.ok) throw new LimitReachedError(verdict.notice);
     await this.#alertIfReached(task.guildId, spending, task.createdAt, verdict.spent);
     return verdict.reservation;
@@ -142,18 +149,18 @@ export class Spending implements VoiceSpending {
    * free); nothing for a task that made no video (failures and timeouts are refunded).
    */
   async settle(cost: TaskCost): Promise<void> {
-    const reported = cost.costTicks;
+    const reported = cost.costUsdTicks;
     const settlement: Settlement =
       reported !== undefined && reported > 0
-        ? { kind: 'reported', ticks: reported }
+        ? { kind: 'reported', usdTicks: reported }
         : reported === undefined && cost.madeVideo
-          ? { kind: 'estimated', ticks: cost.reservation?.estimateTicks ?? 0 }
+          ? { kind: 'estimated', usdTicks: cost.reservation?.estimateUsdTicks ?? 0 }
           : { kind: 'refunded' };
     // Nothing reserved and nothing to count.
-    if (settlement.kind === 'refunded' && !cost.reservation?.estimateTicks) return;
+    if (settlement.kind === 'refunded' && !cost.reservation?.estimateUsdTicks) return;
     const spent = await this.#ledger.settle(cost.guildId, cost.userId, cost.taskId, cost.createdAt, cost.reservation, settlement);
     if (!spent) return;
-    if (settlement.kind !== 'refunded') this.#options.metrics?.spend('video', settlement.kind, settlement.ticks / USD_TICKS);
+    if (settlement.kind !== 'refunded') this.#options.metrics?.spend('video', settlement.kind, settlement.usdTicks / USD_TICKS);
     await this.#alertIfReached(cost.guildId, (await this.#options.settings(cost.guildId)).spending, cost.createdAt, spent);
   }
 
@@ -168,19 +175,19 @@ export class Spending implements VoiceSpending {
 
   async meter(use: VoiceUse): Promise<VoiceBudgetLeft> {
     const { spending } = await this.#options.settings(use.guildId);
-    const perMs = voiceTicksPerSecond(this.#options.prices, use.model) / 1000;
-    const ticks = Math.round(use.ms * perMs);
+    const perMs = voiceUsdTicksPerSecond(this.#options.prices, use.model) / 1000;
+    const usdTicks = Math.round(use.ms * perMs);
     let spent: Spent;
     if (use.ms > 0) {
-      spent = await this.#ledger.meterVoice(use.guildId, use.userId, use.at, use.ms, ticks);
-      this.#options.metrics?.spend('voice', 'estimated', ticks / USD_TICKS);
+      spent = await this.#ledger.meterVoice(use.guildId, use.userId, use.at, use.ms, usdTicks);
+      this.#options.metrics?.spend('voice', 'estimated', usdTicks / USD_TICKS);
       await this.#alertIfReached(use.guildId, spending, use.at, spent);
     } else {
       spent = await this.#spent(use.guildId, use.userId, use.at, spending.budgets);
     }
     const tightest = budgetRooms(spending.budgets, spent, use.at)[0];
     if (!tightest || perMs === 0) return { msLeft: undefined };
-    return { msLeft: tightest.leftTicks / perMs, reason: spentBudgetNotice(tightest) };
+    return { msLeft: tightest.leftUsdTicks / perMs, reason: spentBudgetNotice(tightest) };
   }
 
   // ---- Alerts ----------------------------------------------------------------------------------
@@ -210,7 +217,7 @@ export class Spending implements VoiceSpending {
             ? notice('budget.alert.used-all', values)
             : notice('budget.alert.reached', {
                 ...values,
-                spent: { phrase: 'cost', usdTicks: reached.spentTicks },
+                spent: { phrase: 'cost', usdTicks: reached.spentUsdTicks },
                 share: reached.threshold / 100,
               }),
         );
@@ -242,11 +249,11 @@ export class Spending implements VoiceSpending {
       view.server = {
         today: today.users,
         month,
-        days: days.map(({ day, spend }) => ({ day, videoUsd: spend.videoTicks / USD_TICKS, voiceUsd: spend.voiceTicks / USD_TICKS })),
+        days: days.map(({ day, spend }) => ({ day, videoUsd: spend.videoUsdTicks / USD_TICKS, voiceUsd: spend.voiceUsdTicks / USD_TICKS })),
       };
     }
     return view;
   }
 }
 
-export { usdToTicks };
+export { usdToUsdTicks };

@@ -8,7 +8,7 @@ import { word } from '../wording/notice.ts';
 import { SpendChartDrawer } from './spend-chart-drawer.ts';
 import { discordRelativeTime } from './limits.ts';
 import type { UsageView } from './spending.ts';
-import { noUsage, spentTicks, totalUsage, type UsageCount } from './usage.ts';
+import { noUsage, spentUsdTicks, totalUsage, type UsageCount } from './usage.ts';
 import type { UserInstallRoom } from './user-installs.ts';
 
 // `/usage` (and `/video usage`) in words, in the member's language: a member's own day and month, what is
@@ -35,27 +35,29 @@ function monthWords(locale: Locale, at: number): string {
 export function describeUsage(locale: Locale, count: UsageCount): string {
   const say: Translate = translator(locale);
   let video = say('usage.videos', { count: count.tasks });
-  if (count.costUnreported === 0 || count.costTicks > 0)
-    video = say('usage.and', { first: video, second: formatCostIn(locale, count.costTicks) });
+  if (count.costUnreported === 0 || count.costUsdTicks > 0)
+    video = say('usage.and', { first: video, second: formatCostIn(locale, count.costUsdTicks) });
   if (count.costUnreported > 0) {
-    const estimated = say('usage.estimated', { amount: formatCostIn(locale, count.estimatedTicks), count: count.costUnreported });
+    const estimated = say('usage.estimated', { amount: formatCostIn(locale, count.estimatedUsdTicks), count: count.costUnreported });
     video =
-      count.costTicks > 0 ? say('usage.plus', { first: video, second: estimated }) : say('usage.and', { first: video, second: estimated });
+      count.costUsdTicks > 0
+        ? say('usage.plus', { first: video, second: estimated })
+        : say('usage.and', { first: video, second: estimated });
   }
-  if (count.reservedTicks > 0)
-    video = say('usage.and', { first: video, second: say('usage.reserved', { amount: formatCostIn(locale, count.reservedTicks) }) });
+  if (count.reservedUsdTicks > 0)
+    video = say('usage.and', { first: video, second: say('usage.reserved', { amount: formatCostIn(locale, count.reservedUsdTicks) }) });
   const voice =
     count.voiceMs > 0
       ? say('usage.voice', {
           time: formatDuration(locale, count.voiceMs / MS_PER_SECOND, 'short'),
-          amount: formatCostIn(locale, count.voiceTicks),
+          amount: formatCostIn(locale, count.voiceUsdTicks),
         })
       : say('usage.no-voice');
   return say('usage.line', { video, voice });
 }
 
 function bySpend(counts: Record<string, UsageCount>): [string, UsageCount][] {
-  return Object.entries(counts).sort(([, a], [, b]) => spentTicks(b) - spentTicks(a) || b.tasks - a.tasks);
+  return Object.entries(counts).sort(([, a], [, b]) => spentUsdTicks(b) - spentUsdTicks(a) || b.tasks - a.tasks);
 }
 
 /**
@@ -96,7 +98,7 @@ export function formatUsage(locale: Locale, view: UsageView): string {
             .map((budget) =>
               say('usage.budget-left', {
                 budgetName: word(locale, budgetName(budget)),
-                left: formatCostIn(locale, budget.leftTicks),
+                left: formatCostIn(locale, budget.leftUsdTicks),
                 resets: discordRelativeTime(budget.resetsAt),
               }),
             )
@@ -191,14 +193,14 @@ export function usageTable(
   for (const [userId, count] of bySpend(today)) if (!members.has(userId)) members.set(userId, count);
   if (members.size === 0) return undefined;
   const dialect = csvDialect(locale);
-  const dollars = (ticks: number) => plainNumber(ticks / USD_TICKS, 4, dialect);
+  const dollars = (usdTicks: number) => plainNumber(usdTicks / USD_TICKS, 4, dialect);
   const columns = (count: UsageCount) => [
     String(count.tasks),
-    dollars(count.costTicks),
-    dollars(count.estimatedTicks),
-    dollars(count.reservedTicks),
+    dollars(count.costUsdTicks),
+    dollars(count.estimatedUsdTicks),
+    dollars(count.reservedUsdTicks),
     plainNumber(count.voiceMs / MS_PER_MINUTE, 2, dialect),
-    dollars(count.voiceTicks),
+    dollars(count.voiceUsdTicks),
   ];
   const rows = [...members.keys()].map((userId) => [
     userId,
@@ -218,8 +220,8 @@ function userInstallLimitLines(locale: Locale, room: UserInstallRoom): string[] 
     ...(room.usd
       ? [
           t(locale, 'user-install.usage.usd-left', {
-            left: formatCostIn(locale, room.usd.leftTicks),
-            amount: formatCostIn(locale, room.usd.limitTicks),
+            left: formatCostIn(locale, room.usd.leftUsdTicks),
+            amount: formatCostIn(locale, room.usd.limitUsdTicks),
             resets,
           }),
         ]

@@ -21,20 +21,20 @@ import { evaluateDailyLimits, type LimitVerdict } from './limits.ts';
 export interface UsageCount {
   tasks: number;
   /** What the gateway reported for finished videos. */
-  costTicks: number;
+  costUsdTicks: number;
   /** Finished videos whose cost the gateway did not report... */
   costUnreported: number;
   /** ...and their estimates, counted in their place. */
-  estimatedTicks: number;
+  estimatedUsdTicks: number;
   /** Estimates of videos still being made. */
-  reservedTicks: number;
+  reservedUsdTicks: number;
   voiceMs: number;
   /** Voice is always an estimate: the gateway reports no realtime cost. */
-  voiceTicks: number;
+  voiceUsdTicks: number;
 }
 
 /** The version of the usage records (a day's, a month's) this code writes (src/store/versioned.ts). */
-const USAGE_VERSION = 1;
+const USAGE_VERSION = 2;
 
 export interface DayUsage {
   v: typeof USAGE_VERSION;
@@ -43,8 +43,8 @@ export interface DayUsage {
 
 /** The server's spend on one day of a month (the month record's entry for it). */
 export interface DaySpend {
-  videoTicks: number;
-  voiceTicks: number;
+  videoUsdTicks: number;
+  voiceUsdTicks: number;
 }
 
 export interface MonthUsage {
@@ -52,18 +52,18 @@ export interface MonthUsage {
   /** Keyed by the day of the month, `01`..`31`. */
   days: Record<string, DaySpend>;
   /** Estimates of videos still being made, reserved against a monthly budget. */
-  reservedTicks: number;
+  reservedUsdTicks: number;
 }
 
 /** How a submitted video's estimate was reserved: what its settlement or release gives back. */
 export interface Reservation {
-  estimateTicks: number;
+  estimateUsdTicks: number;
   /** Reserved against the month too (only when the server had a monthly budget). */
   month: boolean;
 }
 
 /** How a finished task is counted: its reported cost, its estimate (no cost reported), or nothing (refunded). */
-export type Settlement = { kind: 'reported'; ticks: number } | { kind: 'estimated'; ticks: number } | { kind: 'refunded' };
+export type Settlement = { kind: 'reported'; usdTicks: number } | { kind: 'estimated'; usdTicks: number } | { kind: 'refunded' };
 
 /** Long enough to sum the current month on its last day. */
 const KEEP_DAY_MS = 40 * 24 * 3600_000;
@@ -72,18 +72,29 @@ const KEEP_MONTH_MS = 100 * 24 * 3600_000;
 
 const usageCountSchema: z.ZodType<UsageCount> = z.object({
   tasks: z.number(),
-  costTicks: z.number(),
+  costUsdTicks: z.number(),
   costUnreported: z.number(),
-  estimatedTicks: z.number(),
-  reservedTicks: z.number(),
+  estimatedUsdTicks: z.number(),
+  reservedUsdTicks: z.number(),
   voiceMs: z.number(),
-  voiceTicks: z.number(),
+  voiceUsdTicks: z.number(),
 });
 
+/** What versions 0 and 1 called a member's counts: amounts as `…Ticks`, now `…UsdTicks` (money, not time). */
+const COUNT_FIELDS_BEFORE_V2: Readonly<Record<keyof UsageCount, string>> = {
+  tasks: 'tasks',
+  costUsdTicks: 'costTicks',
+  costUnreported: 'costUnreported',
+  estimatedUsdTicks: 'estimatedTicks',
+  reservedUsdTicks: 'reservedTicks',
+  voiceMs: 'voiceMs',
+  voiceUsdTicks: 'voiceTicks',
+};
+
 /**
- * Reads a day's usage of any version. Version 0 (no `v`, before 2026-11-29): a member's counts written
- * before a count existed have none (nothing of it was counted then: 0); a member without a task count or
- * a cost is left out, as that version's reader left it.
+ * Reads a day's usage of any version. Versions 0 and 1 named the amounts `…Ticks`. Version 0 (no `v`,
+ * before 2026-11-29): a member's counts written before a count existed have none (nothing of it was
+ * counted then: 0); a member without a task count or a cost is left out, as that version's reader left it.
  */
 const parseDayUsage = versionedRecord<DayUsage>({
   name: 'day usage',
@@ -94,28 +105,36 @@ const parseDayUsage = versionedRecord<DayUsage>({
     const users = Object.entries(stored.users).flatMap(([userId, count]) =>
       readNumber(count, 'tasks') === undefined || readNumber(count, 'costTicks') === undefined
         ? []
-        : [[userId, Object.fromEntries(Object.keys(noUsage()).map((field) => [field, readNumber(count, field) ?? 0]))] as const],
+        : [
+            [
+              userId,
+              Object.fromEntries(Object.entries(COUNT_FIELDS_BEFORE_V2).map(([field, was]) => [field, readNumber(count, was) ?? 0])),
+            ] as const,
+          ],
     );
     return { ...stored, users: Object.fromEntries(users) };
   },
 });
 
-/** Reads a month's spend of any version. Version 0 (no `v`, before 2026-11-29): a spend it has none of is 0. */
+/**
+ * Reads a month's spend of any version. Versions 0 and 1 named the amounts `…Ticks` (now `…UsdTicks`);
+ * version 0 (no `v`, before 2026-11-29): a spend it has none of is 0.
+ */
 const parseMonthUsage = versionedRecord<MonthUsage>({
   name: 'month usage',
   version: USAGE_VERSION,
   schema: z.object({
     v: z.literal(USAGE_VERSION),
-    days: ownKeyedTable(z.object({ videoTicks: z.number(), voiceTicks: z.number() })),
-    reservedTicks: z.number(),
+    days: ownKeyedTable(z.object({ videoUsdTicks: z.number(), voiceUsdTicks: z.number() })),
+    reservedUsdTicks: z.number(),
   }),
   upgrade: (stored) => {
     if (!isRecord(stored.days)) return stored;
     const days = Object.entries(stored.days).map(([day, spend]) => [
       day,
-      { videoTicks: readNumber(spend, 'videoTicks') ?? 0, voiceTicks: readNumber(spend, 'voiceTicks') ?? 0 },
+      { videoUsdTicks: readNumber(spend, 'videoTicks') ?? 0, voiceUsdTicks: readNumber(spend, 'voiceTicks') ?? 0 },
     ]);
-    return { days: Object.fromEntries(days), reservedTicks: readNumber(stored, 'reservedTicks') ?? 0 };
+    return { days: Object.fromEntries(days), reservedUsdTicks: readNumber(stored, 'reservedTicks') ?? 0 };
   },
 });
 
@@ -124,26 +143,26 @@ function emptyDay(): DayUsage {
 }
 
 function emptyMonth(): MonthUsage {
-  return { v: USAGE_VERSION, days: {}, reservedTicks: 0 };
+  return { v: USAGE_VERSION, days: {}, reservedUsdTicks: 0 };
 }
 
 export function noUsage(): UsageCount {
-  return { tasks: 0, costTicks: 0, costUnreported: 0, estimatedTicks: 0, reservedTicks: 0, voiceMs: 0, voiceTicks: 0 };
+  return { tasks: 0, costUsdTicks: 0, costUnreported: 0, estimatedUsdTicks: 0, reservedUsdTicks: 0, voiceMs: 0, voiceUsdTicks: 0 };
 }
 
 export function addUsage(total: UsageCount, count: UsageCount): void {
   total.tasks += count.tasks;
-  total.costTicks += count.costTicks;
+  total.costUsdTicks += count.costUsdTicks;
   total.costUnreported += count.costUnreported;
-  total.estimatedTicks += count.estimatedTicks;
-  total.reservedTicks += count.reservedTicks;
+  total.estimatedUsdTicks += count.estimatedUsdTicks;
+  total.reservedUsdTicks += count.reservedUsdTicks;
   total.voiceMs += count.voiceMs;
-  total.voiceTicks += count.voiceTicks;
+  total.voiceUsdTicks += count.voiceUsdTicks;
 }
 
 /** What a member's (or a total's) usage spent against budgets: counted, estimated and reserved. */
-export function spentTicks(count: UsageCount): number {
-  return count.costTicks + count.estimatedTicks + count.reservedTicks + count.voiceTicks;
+export function spentUsdTicks(count: UsageCount): number {
+  return count.costUsdTicks + count.estimatedUsdTicks + count.reservedUsdTicks + count.voiceUsdTicks;
 }
 
 /** A member's counts of the day (none: zeros). */
@@ -175,16 +194,16 @@ function serverTotal(usage: DayUsage): UsageCount {
 
 /** What the member and the server spent on `day`, against the budgets; the month's spend when it was read. */
 export function spentFrom(day: DayUsage, userId: string, serverMonth?: number): Spent {
-  return { memberToday: spentTicks(memberUsage(day, userId)), serverToday: spentTicks(serverTotal(day)), serverMonth };
+  return { memberToday: spentUsdTicks(memberUsage(day, userId)), serverToday: spentUsdTicks(serverTotal(day)), serverMonth };
 }
 
 function monthSpent(month: MonthUsage | undefined): number {
   if (!month) return 0;
-  return Object.values(month.days).reduce((sum, day) => sum + day.videoTicks + day.voiceTicks, month.reservedTicks);
+  return Object.values(month.days).reduce((sum, day) => sum + day.videoUsdTicks + day.voiceUsdTicks, month.reservedUsdTicks);
 }
 
 function dayOf(month: MonthUsage, at: number): DaySpend {
-  return ownSlot(month.days, dayKey(at).slice(8, 10), () => ({ videoTicks: 0, voiceTicks: 0 }));
+  return ownSlot(month.days, dayKey(at).slice(8, 10), () => ({ videoUsdTicks: 0, voiceUsdTicks: 0 }));
 }
 
 /** `2026-11`: the UTC month of a moment. */
@@ -241,7 +260,7 @@ export class UsageLedger {
     scope: string,
     userId: string,
     at: number,
-    estimateTicks: number,
+    estimateUsdTicks: number,
     decide: (usage: DayUsage) => LimitVerdict,
   ): Promise<AdmitVerdict> {
     let verdict: LimitVerdict = { ok: true };
@@ -251,12 +270,12 @@ export class UsageLedger {
       if (!verdict.ok) return false;
       const count = userOf(usage, userId);
       count.tasks++;
-      count.reservedTicks += estimateTicks;
+      count.reservedUsdTicks += estimateUsdTicks;
       return true;
     });
     const refused: LimitVerdict = verdict;
     if (!refused.ok) return refused;
-    return { ok: true, reservation: { estimateTicks, month: false }, spent: spentFrom(day, userId) };
+    return { ok: true, reservation: { estimateUsdTicks, month: false }, spent: spentFrom(day, userId) };
   }
 
   /**
@@ -270,12 +289,12 @@ export class UsageLedger {
     at: number,
     limits: GuildSettings['limits'],
     budgets: Budgets,
-    estimateTicks: number,
+    estimateUsdTicks: number,
   ): Promise<AdmitVerdict> {
-    const admitted = await this.admitOnDay(guildId, userId, at, estimateTicks, (usage) => {
+    const admitted = await this.admitOnDay(guildId, userId, at, estimateUsdTicks, (usage) => {
       const counts = { userTasksToday: memberUsage(usage, userId).tasks, serverTasksToday: serverTotal(usage).tasks, now: at };
       const daily = evaluateDailyLimits(limits, counts);
-      return daily.ok ? checkBudgets(budgets, spentFrom(usage, userId), estimateTicks, at) : daily;
+      return daily.ok ? checkBudgets(budgets, spentFrom(usage, userId), estimateUsdTicks, at) : daily;
     });
     if (!admitted.ok) return admitted;
     const { spent } = admitted;
@@ -289,27 +308,27 @@ export class UsageLedger {
         monthly = checkBudgets(
           { member_daily_usd: 0, server_daily_usd: 0, server_monthly_usd: budgets.server_monthly_usd },
           { memberToday: 0, serverToday: 0, serverMonth: monthSpent(usage) },
-          estimateTicks,
+          estimateUsdTicks,
           at,
         );
         if (!monthly.ok) return false;
-        usage.reservedTicks += estimateTicks;
+        usage.reservedUsdTicks += estimateUsdTicks;
         return true;
       });
     } catch (error) {
       // The month could not be written (the store down, or a sum it refuses to keep): the day's count goes
       // too, so that a task the caller will not submit is not left counted half.
-      await this.releaseSubmission(guildId, userId, at, { estimateTicks, month: false }).catch((releaseError: unknown) => {
+      await this.releaseSubmission(guildId, userId, at, { estimateUsdTicks, month: false }).catch((releaseError: unknown) => {
         this.#log.warn('a task that could not be reserved for the month stays counted today', { guild: guildId, error: releaseError });
       });
       throw error;
     }
     const monthRefusal: LimitVerdict = monthly;
     if (!monthRefusal.ok) {
-      await this.releaseSubmission(guildId, userId, at, { estimateTicks, month: false });
+      await this.releaseSubmission(guildId, userId, at, { estimateUsdTicks, month: false });
       return monthRefusal;
     }
-    return { ok: true, reservation: { estimateTicks, month: true }, spent: { ...spent, serverMonth: monthSpent(month) } };
+    return { ok: true, reservation: { estimateUsdTicks, month: true }, spent: { ...spent, serverMonth: monthSpent(month) } };
   }
 
   /** The gateway refused the task: it does not count against today's limits, and its estimate is free again. */
@@ -318,15 +337,15 @@ export class UsageLedger {
       const count = ownValue(usage.users, userId);
       if (!count || count.tasks === 0) return false;
       count.tasks--;
-      count.reservedTicks = Math.max(0, count.reservedTicks - reservation.estimateTicks);
+      count.reservedUsdTicks = Math.max(0, count.reservedUsdTicks - reservation.estimateUsdTicks);
       return true;
     });
-    if (reservation.month) await this.#releaseMonth(guildId, at, reservation.estimateTicks);
+    if (reservation.month) await this.#releaseMonth(guildId, at, reservation.estimateUsdTicks);
   }
 
-  async #releaseMonth(guildId: string, at: number, ticks: number): Promise<MonthUsage> {
+  async #releaseMonth(guildId: string, at: number, usdTicks: number): Promise<MonthUsage> {
     return this.#updateMonth(guildId, at, (usage) => {
-      usage.reservedTicks = Math.max(0, usage.reservedTicks - ticks);
+      usage.reservedUsdTicks = Math.max(0, usage.reservedUsdTicks - usdTicks);
       return true;
     });
   }
@@ -348,22 +367,22 @@ export class UsageLedger {
     // between claim and count leaves it uncounted, which errs on the side of not charging twice.
     const { created } = await this.#settled.setIfAbsent(taskId, true, KEEP_DAY_MS);
     if (!created) return undefined;
-    const reserved = reservation?.estimateTicks ?? 0;
-    const ticks = settlement.kind === 'refunded' ? 0 : settlement.ticks;
+    const reserved = reservation?.estimateUsdTicks ?? 0;
+    const usdTicks = settlement.kind === 'refunded' ? 0 : settlement.usdTicks;
     try {
       const day = await this.#updateDay(guildId, at, (usage) => {
         const count = userOf(usage, userId);
-        count.reservedTicks = Math.max(0, count.reservedTicks - reserved);
-        if (settlement.kind === 'reported') count.costTicks += ticks;
+        count.reservedUsdTicks = Math.max(0, count.reservedUsdTicks - reserved);
+        if (settlement.kind === 'reported') count.costUsdTicks += usdTicks;
         if (settlement.kind === 'estimated') {
-          count.estimatedTicks += ticks;
+          count.estimatedUsdTicks += usdTicks;
           count.costUnreported++;
         }
         return true;
       });
       const month = await this.#updateMonth(guildId, at, (usage) => {
-        if (reservation?.month) usage.reservedTicks = Math.max(0, usage.reservedTicks - reserved);
-        dayOf(usage, at).videoTicks += ticks;
+        if (reservation?.month) usage.reservedUsdTicks = Math.max(0, usage.reservedUsdTicks - reserved);
+        dayOf(usage, at).videoUsdTicks += usdTicks;
         return true;
       });
       return spentFrom(day, userId, monthSpent(month));
@@ -377,15 +396,15 @@ export class UsageLedger {
   }
 
   /** Adds `ms` of a realtime voice session costing `ticks` to the member and the server, on the day of `at`. */
-  async meterVoice(guildId: string, userId: string, at: number, ms: number, ticks: number): Promise<Spent> {
+  async meterVoice(guildId: string, userId: string, at: number, ms: number, usdTicks: number): Promise<Spent> {
     const day = await this.#updateDay(guildId, at, (usage) => {
       const count = userOf(usage, userId);
       count.voiceMs += ms;
-      count.voiceTicks += ticks;
+      count.voiceUsdTicks += usdTicks;
       return true;
     });
     const month = await this.#updateMonth(guildId, at, (usage) => {
-      dayOf(usage, at).voiceTicks += ticks;
+      dayOf(usage, at).voiceUsdTicks += usdTicks;
       return true;
     });
     return spentFrom(day, userId, monthSpent(month));
@@ -426,7 +445,7 @@ export class UsageLedger {
       const key = dayKey(moment);
       const month = records.get(monthKey(moment));
       const spend = month && Object.hasOwn(month.days, key.slice(8, 10)) ? month.days[key.slice(8, 10)]! : undefined;
-      return { day: key, spend: spend ?? { videoTicks: 0, voiceTicks: 0 } };
+      return { day: key, spend: spend ?? { videoUsdTicks: 0, voiceUsdTicks: 0 } };
     });
   }
 }

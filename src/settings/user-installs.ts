@@ -1,7 +1,7 @@
 import { refuse } from '../wording/notice.ts';
-import { usdToTicks } from './budgets.ts';
+import { usdToUsdTicks } from './budgets.ts';
 import { discordRelativeTime, nextUtcMidnight, type LimitVerdict } from './limits.ts';
-import { spentTicks, type UsageCount } from './usage.ts';
+import { spentUsdTicks, type UsageCount } from './usage.ts';
 
 // What one member may make per UTC day through their own install of the app, on the operator's key
 // (USER_INSTALL_DAILY_VIDEOS, USER_INSTALL_DAILY_USD; 0: no limit), decided from their day's count alone
@@ -16,7 +16,7 @@ export interface UserInstallLimits {
 /** What is left of each limit that is set, from the member's count of the day. */
 export interface UserInstallRoom {
   videos?: { left: number; count: number };
-  usd?: { leftTicks: number; limitTicks: number };
+  usd?: { leftUsdTicks: number; limitUsdTicks: number };
   resetsAt: number;
 }
 
@@ -24,28 +24,28 @@ export function userInstallRoom(limits: UserInstallLimits, count: UsageCount, no
   const room: UserInstallRoom = { resetsAt: nextUtcMidnight(now) };
   if (limits.dailyVideos > 0) room.videos = { left: Math.max(0, limits.dailyVideos - count.tasks), count: limits.dailyVideos };
   if (limits.dailyUsd > 0) {
-    const limitTicks = usdToTicks(limits.dailyUsd);
-    room.usd = { leftTicks: Math.max(0, limitTicks - spentTicks(count)), limitTicks };
+    const limitUsdTicks = usdToUsdTicks(limits.dailyUsd);
+    room.usd = { leftUsdTicks: Math.max(0, limitUsdTicks - spentUsdTicks(count)), limitUsdTicks };
   }
   return room;
 }
 
 /**
- * Whether one more video of `estimateTicks` fits the member's day: one that brings their spend to exactly
+ * Whether one more video of `estimateUsdTicks` fits the member's day: one that brings their spend to exactly
  * the limit fits. The refusal says which limit and when it starts over.
  */
-export function checkUserInstallDay(limits: UserInstallLimits, count: UsageCount, estimateTicks: number, now: number): LimitVerdict {
+export function checkUserInstallDay(limits: UserInstallLimits, count: UsageCount, estimateUsdTicks: number, now: number): LimitVerdict {
   const room = userInstallRoom(limits, count, now);
   const resets = discordRelativeTime(room.resetsAt);
   if (room.videos && room.videos.left <= 0) {
     return { ...refuse('user-install.limit.videos', { count: room.videos.count, retry: resets }), retryAt: room.resetsAt };
   }
-  if (room.usd && estimateTicks > room.usd.leftTicks) {
+  if (room.usd && estimateUsdTicks > room.usd.leftUsdTicks) {
     return {
       ...refuse('user-install.limit.usd', {
-        estimate: { phrase: 'estimate', usdTicks: estimateTicks },
-        amount: { phrase: 'cost', usdTicks: room.usd.limitTicks },
-        left: { phrase: 'cost', usdTicks: room.usd.leftTicks },
+        estimate: { phrase: 'estimate', usdTicks: estimateUsdTicks },
+        amount: { phrase: 'cost', usdTicks: room.usd.limitUsdTicks },
+        left: { phrase: 'cost', usdTicks: room.usd.leftUsdTicks },
         resets,
       }),
       retryAt: room.resetsAt,

@@ -61,7 +61,7 @@ export class StoredRecordError extends Error {
 /**
  * A record refused as it was about to be written, because it holds a number JSON cannot store (NaN,
  * Infinity): nothing was written and the record as it was stays. Names the field, as
- * `tasks.reservation.estimateTicks`. A bug upstream, never the store's fault, so never StoreUnavailableError.
+ * `tasks.reservation.estimateUsdTicks`. A bug upstream, never the store's fault, so never StoreUnavailableError.
  */
 export class UnstorableRecordError extends Error {
   readonly collection: string;

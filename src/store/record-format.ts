@@ -92,7 +92,7 @@ export function deserializeForKeyv(text: string): StoredEnvelope {
 /**
  * A value holding a number JSON cannot store (NaN, Infinity, -Infinity), which JSON.stringify would write as
  * null for the next read to refuse: refused as it is written instead. `path` is where it sits in the stored
- * `{ value, expires }`, as `value.reservation.estimateTicks`.
+ * `{ value, expires }`, as `value.reservation.estimateUsdTicks`.
  */
 export class UnstorableNumberError extends Error {
   readonly path: readonly string[];

@@ -26,7 +26,7 @@ function outcomeOf(result: TaskResult, previous: TaskOutcome): TaskOutcome {
   }
   if (result.storageError !== undefined) outcome.storageError = result.storageError;
   if (result.moderated) outcome.moderated = true;
-  if (result.costTicks !== undefined) outcome.costTicks = result.costTicks;
+  if (result.costUsdTicks !== undefined) outcome.costUsdTicks = result.costUsdTicks;
   if (result.error) outcome.error = { code: result.error.code ?? 'unknown', message: result.error.message };
   if (result.requestId !== undefined) outcome.requestId = result.requestId;
   return outcome;

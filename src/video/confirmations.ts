@@ -1,3 +1,4 @@
+import { isRecord } from '../lib/json.ts';
 import { z } from 'zod';
 import { ValidationError } from '../gateway/errors.ts';
 import { LAYERS, VIDEO_OPERATIONS, type Layer } from '../gateway/spec.ts';
@@ -22,7 +23,7 @@ import { refuse } from '../wording/notice.ts';
 const KEPT_BEYOND_EXPIRY_MS = 60_000;
 
 /** The version of a held video's record this code writes (src/store/versioned.ts). */
-const HELD_VIDEO_VERSION = 1;
+const HELD_VIDEO_VERSION = 2;
 
 /** A plan waiting for its member, as the store keeps it, with the member's language its question is worded in. */
 export interface HeldVideo extends MemberLanguage {
@@ -69,8 +70,8 @@ const heldVideoSchema: z.ZodType<HeldVideo> = z.object({
     prompt: z.string(),
     layer: z.enum(LAYERS),
     keyId: z.string(),
-    estimateTicks: z.number(),
-    confirmOverTicks: z.number().optional(),
+    estimateUsdTicks: z.number(),
+    confirmOverUsdTicks: z.number().optional(),
     sourceTaskId: z.string().optional(),
     regenerated: z.boolean().optional(),
     varyNote: varyNoteSchema.optional(),
@@ -81,16 +82,31 @@ const heldVideoSchema: z.ZodType<HeldVideo> = z.object({
   ...memberLanguageShape,
 });
 
+/** Versions 0 and 1 named the plan's amounts `estimateTicks` and `confirmOverTicks`: USD ticks, now named so. */
+function withUsdTickNames(held: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  if (!isRecord(held.plan)) return { ...held };
+  const { estimateTicks, confirmOverTicks, ...plan } = held.plan;
+  return {
+    ...held,
+    plan: {
+      ...plan,
+      estimateUsdTicks: estimateTicks,
+      ...(confirmOverTicks === undefined ? {} : { confirmOverUsdTicks: confirmOverTicks }),
+    },
+  };
+}
+
 /**
  * Reads a held video of any version. Version 0 (no `v`, held before 2026-11-29): one held before the
  * member's language was kept (2026-11-28) is worded in English; Vary's note worded in it then (`plan.note`)
- * goes, as no reason can be read back from its words (the card is drawn without it).
+ * goes, as no reason can be read back from its words (the card is drawn without it). Versions 0 and 1
+ * named the plan's amounts `…Ticks` (withUsdTickNames).
  */
 export const parseHeldVideo = versionedRecord<HeldVideo>({
   name: 'held video',
   version: HELD_VIDEO_VERSION,
   schema: heldVideoSchema,
-  upgrade: (stored) => withMemberLanguage(stored),
+  upgrade: (stored, from) => withUsdTickNames(from >= 1 ? stored : withMemberLanguage(stored)),
 });
 
 export interface VideoConfirmationsDeps {

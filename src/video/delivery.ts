@@ -154,7 +154,7 @@ export class VideoDelivery {
   /** The member's costs on the day a finished, costed task counts on; undefined when there is nothing to show or they cannot be read. */
   async #memberDayCost(task: TaskRecord): Promise<MemberDayCost | undefined> {
     const costs = this.#deps.costs;
-    if (!costs || task.outcome.costTicks === undefined || !isTerminal(task.state)) return undefined;
+    if (!costs || task.outcome.costUsdTicks === undefined || !isTerminal(task.state)) return undefined;
     try {
       return await costs.memberDayCost(task.guildId, task.userId, task.createdAt);
     } catch (error) {

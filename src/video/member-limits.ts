@@ -5,12 +5,12 @@ import { DEFAULT_POLL_POLICY } from './poll-policy.ts';
 import { isTerminal } from './record.ts';
 import type { TaskRepository } from './repository.ts';
 
-/** Whether the member may start another video of `estimateTicks` now: the server's limits (with their tasks still in progress) and budgets. */
+/** Whether the member may start another video of `estimateUsdTicks` now: the server's limits (with their tasks still in progress) and budgets. */
 export async function checkMemberLimits(
   repository: TaskRepository,
   policy: GuildVideoPolicy,
   context: InteractionContext,
-  estimateTicks: number,
+  estimateUsdTicks: number,
   /** Tasks of the same job counted just before this one, not yet stored: in progress too. */
   pending = 0,
 ): Promise<Outcome> {
@@ -23,6 +23,6 @@ export async function checkMemberLimits(
     userId: context.userId,
     activeTasksOfUser: active,
     now,
-    estimateTicks,
+    estimateUsdTicks,
   });
 }

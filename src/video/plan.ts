@@ -20,12 +20,12 @@ export type SubmissionPlan = OperationRequest & {
   prompt: string;
   access: GatewayCredentials;
   /** What the video is expected to cost, in ticks: reserved against the budgets when it is submitted. */
-  estimateTicks: number;
+  estimateUsdTicks: number;
   /**
    * The server's confirmation threshold (`/config budget confirm_over_usd`), set when the estimate is over
    * it: the video then waits for its member's confirm button before anything is sent or reserved.
    */
-  confirmOverTicks?: number;
+  confirmOverUsdTicks?: number;
   sourceTaskId?: string;
   /** Regenerate: an earlier task's request sent again (its attachment links may have expired since). */
   regenerated?: boolean;
@@ -42,7 +42,7 @@ export type SubmissionPlan = OperationRequest & {
 
 /** A form's estimate, before the member fills it in: for each second they ask for, or for the whole video. */
 export interface FormEstimate {
-  ticks: number;
+  usdTicks: number;
   per: 'second' | 'video';
 }
 
@@ -76,8 +76,8 @@ export function estimateOf(policy: Pick<GuildVideoPolicy, 'estimate'>, operation
  * usage ledger and their sums keep exactly. The price table's bounds (PRICES_FILE) keep every estimate so;
  * any other (Infinity from a price past them, NaN) refuses the job before anything is sent or reserved.
  */
-export function isCountableEstimate(ticks: number): boolean {
-  return Number.isSafeInteger(ticks) && ticks >= 0;
+export function isCountableEstimate(usdTicks: number): boolean {
+  return Number.isSafeInteger(usdTicks) && usdTicks >= 0;
 }
 
 /** How many videos a plan makes: a generation's variants (1..MAX_VARIANTS), else one. */
@@ -86,18 +86,20 @@ export function jobSize(plan: { operation: OperationRequest['operation']; varian
 }
 
 /**
- * What a whole job is expected to cost: each variant is priced as one video (`estimateTicks` is one
+ * What a whole job is expected to cost: each variant is priced as one video (`estimateUsdTicks` is one
  * variant's, as each task reserves it). The confirmation threshold and its question are about this.
  */
-export function jobEstimateTicks(plan: {
+export function jobEstimateUsdTicks(plan: {
   operation: OperationRequest['operation'];
   variants?: number | undefined;
-  estimateTicks: number;
+  estimateUsdTicks: number;
 }): number {
-  return plan.estimateTicks * jobSize(plan);
+  return plan.estimateUsdTicks * jobSize(plan);
 }
 
 /** The threshold a plan's estimate is over, when the server asks its members to confirm videos above it (0: never). */
-export function confirmationThreshold(estimateTicks: number, confirmOverTicks: number | undefined): { confirmOverTicks?: number } {
-  return confirmOverTicks !== undefined && confirmOverTicks > 0 && estimateTicks > confirmOverTicks ? { confirmOverTicks } : {};
+export function confirmationThreshold(estimateUsdTicks: number, confirmOverUsdTicks: number | undefined): { confirmOverUsdTicks?: number } {
+  return confirmOverUsdTicks !== undefined && confirmOverUsdTicks > 0 && estimateUsdTicks > confirmOverUsdTicks
+    ? { confirmOverUsdTicks }
+    : {};
 }

@@ -11,7 +11,7 @@ import {
   confirmationThreshold,
   estimateOf,
   isCountableEstimate,
-  jobEstimateTicks,
+  jobEstimateUsdTicks,
   jobSize,
   type FormEstimate,
   type OperationRequest,
@@ -97,13 +97,13 @@ export class VideoPreparation {
       const storage = storageOptionsFor(defaults.storage, storageFilename(context.guildId, taskId));
       const request = buildGenerationRequest(withDefaults, await this.#deps.endUsers.of(context.userId), storage);
       validateGeneration(request, { layer: access.layer, vendor });
-      const estimateTicks = estimateOf(policy, { operation: 'generate', request }, model);
+      const estimateUsdTicks = estimateOf(policy, { operation: 'generate', request }, model);
       const job = variantsOf(variants ?? defaults.variants);
       const verdict = await this.#checkLimits(
         context,
         model,
-        estimateTicks,
-        jobEstimateTicks({ operation: 'generate', estimateTicks, ...job }),
+        estimateUsdTicks,
+        jobEstimateUsdTicks({ operation: 'generate', estimateUsdTicks, ...job }),
       );
       if (!verdict.ok) return verdict;
       return {
@@ -116,9 +116,9 @@ export class VideoPreparation {
           prompt: input.prompt ?? '',
           request,
           access,
-          estimateTicks,
+          estimateUsdTicks,
           // The member is asked about what the whole job may cost: N variants are N videos.
-          ...confirmationThreshold(jobEstimateTicks({ operation: 'generate', estimateTicks, ...job }), defaults.confirmOverTicks),
+          ...confirmationThreshold(jobEstimateUsdTicks({ operation: 'generate', estimateUsdTicks, ...job }), defaults.confirmOverUsdTicks),
           ...job,
         },
       };
@@ -154,15 +154,15 @@ export class VideoPreparation {
         validateExtension(request, validation);
         operationRequest = { operation, request };
       }
-      const estimateTicks = estimateOf(policy, operationRequest, model);
-      const verdict = await this.#checkLimits(context, model, estimateTicks);
+      const estimateUsdTicks = estimateOf(policy, operationRequest, model);
+      const verdict = await this.#checkLimits(context, model, estimateUsdTicks);
       if (!verdict.ok) return verdict;
       return {
         ok: true,
         plan: {
           ...operationRequest,
-          estimateTicks,
-          ...confirmationThreshold(estimateTicks, defaults.confirmOverTicks),
+          estimateUsdTicks,
+          ...confirmationThreshold(estimateUsdTicks, defaults.confirmOverUsdTicks),
           taskId: newTaskId(),
           mode: operation,
           model,
@@ -187,13 +187,13 @@ export class VideoPreparation {
     const { policy, vendor } = this.#deps;
     const defaults = await policy.defaults(guildId);
     const model = defaults.model ?? videoModelNames(vendor).latest;
-    if (operation === 'edit') return { ticks: policy.estimate({ model, operation }), per: 'video' };
+    if (operation === 'edit') return { usdTicks: policy.estimate({ model, operation }), per: 'video' };
     // As generation() lowers a default 1080p the model cannot make.
     const resolution =
       operation === 'generate' && defaults.resolution === '1080p' && !videoModelCapabilities(model, vendor)?.fullHd
         ? REFERENCE_MAX_RESOLUTION
         : defaults.resolution;
-    return { ticks: policy.estimate({ model, operation, duration: 1, resolution }), per: 'second' };
+    return { usdTicks: policy.estimate({ model, operation, duration: 1, resolution }), per: 'second' };
   }
 
   /** How many variants a generation makes when its member does not say (`/config defaults variants`): a form starts there. */
@@ -250,10 +250,10 @@ export class VideoPreparation {
           : refuse('video.refusal.cannot-send-again', { message: { phrase: 'validation-error', error } });
       throw error;
     }
-    const estimateTicks = estimateOf(policy, operationRequest, original.model);
-    const verdict = await this.#checkLimits(context, original.model, estimateTicks);
+    const estimateUsdTicks = estimateOf(policy, operationRequest, original.model);
+    const verdict = await this.#checkLimits(context, original.model, estimateUsdTicks);
     if (!verdict.ok) return verdict;
-    const { confirmOverTicks } = await policy.defaults(context.guildId);
+    const { confirmOverUsdTicks } = await policy.defaults(context.guildId);
     const taskId = newTaskId();
     if (operationRequest.operation === 'generate' && operationRequest.request.storage_options) {
       // A new task is stored under its own name, not over the original's file.
@@ -273,19 +273,20 @@ export class VideoPreparation {
         access,
         sourceTaskId: original.id,
         regenerated: true,
-        estimateTicks,
-        ...confirmationThreshold(estimateTicks, confirmOverTicks),
+        estimateUsdTicks,
+        ...confirmationThreshold(estimateUsdTicks, confirmOverUsdTicks),
       },
     };
   }
 
   /**
-   * Whether the member may start a video of `estimateTicks` (a job of `jobTicks`): refused first when the
+   * Whether the member may start a video of `estimateUsdTicks` (a job of `jobTicks`): refused first when the
    * estimate is not a countable amount, which no budget could be checked against and no record could keep.
    */
-  async #checkLimits(context: InteractionContext, model: string, estimateTicks: number, jobTicks = estimateTicks): Promise<Outcome> {
-    if (!isCountableEstimate(estimateTicks) || !isCountableEstimate(jobTicks)) return refuse('video.refusal.estimate-unusable', { model });
-    return checkMemberLimits(this.#deps.repository, this.#deps.policy, context, estimateTicks);
+  async #checkLimits(context: InteractionContext, model: string, estimateUsdTicks: number, jobTicks = estimateUsdTicks): Promise<Outcome> {
+    if (!isCountableEstimate(estimateUsdTicks) || !isCountableEstimate(jobTicks))
+      return refuse('video.refusal.estimate-unusable', { model });
+    return checkMemberLimits(this.#deps.repository, this.#deps.policy, context, estimateUsdTicks);
   }
 
   /**

@@ -47,7 +47,7 @@ export interface TaskOutcome {
   storedFile?: StoredFile;
   storageError?: string;
   moderated?: boolean;
-  costTicks?: number;
+  costUsdTicks?: number;
   error?: { code: string; message: string };
   requestId?: string;
 }
@@ -203,7 +203,7 @@ export function handoffDue<T extends Pick<TaskRecord, 'userInstall' | 'card'>>(
 }
 
 /** The version of the task record this code writes (src/store/versioned.ts). */
-export const TASK_RECORD_VERSION = 1;
+export const TASK_RECORD_VERSION = 2;
 
 export interface TaskRecord {
   v: typeof TASK_RECORD_VERSION;
@@ -305,7 +305,7 @@ export function costOf(task: TaskRecord): TaskCost {
     guildId: task.guildId,
     userId: task.userId,
     createdAt: task.createdAt,
-    costTicks: task.outcome.costTicks,
+    costUsdTicks: task.outcome.costUsdTicks,
     madeVideo: madeVideo(task),
     reservation: task.reservation,
   };
@@ -398,7 +398,7 @@ const taskSchema: z.ZodType<TaskRecord> = z.object({
       .optional(),
     storageError: z.string().optional(),
     moderated: z.boolean().optional(),
-    costTicks: z.number().optional(),
+    costUsdTicks: z.number().optional(),
     error: z.object({ code: z.string(), message: z.string() }).optional(),
     requestId: z.string().optional(),
   }),
@@ -412,7 +412,7 @@ const taskSchema: z.ZodType<TaskRecord> = z.object({
   }),
   attachmentSizeLimit: z.number(),
   delivery: deliverySchema,
-  reservation: z.object({ estimateTicks: z.number(), month: z.boolean() }).optional(),
+  reservation: z.object({ estimateUsdTicks: z.number(), month: z.boolean() }).optional(),
   locale: storedLocaleSchema,
   userInstall: z
     .object({
@@ -475,24 +475,43 @@ function upgradeCard(stored: unknown): unknown {
   return { ...card, tokenExpiresAt: 0 };
 }
 
+/** Versions 0 and 1 named a task's amounts `outcome.costTicks` and `reservation.estimateTicks`: USD ticks, now named so. */
+function withUsdTickNames(task: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  const upgraded: Record<string, unknown> = { ...task };
+  if (isRecord(task.outcome)) {
+    const { costTicks, ...outcome } = task.outcome;
+    upgraded.outcome = costTicks === undefined ? outcome : { ...outcome, costUsdTicks: costTicks };
+  }
+  if (isRecord(task.reservation)) {
+    const { estimateTicks, ...reservation } = task.reservation;
+    upgraded.reservation = { ...reservation, estimateUsdTicks: estimateTicks };
+  }
+  return upgraded;
+}
+
 /**
  * Reads a stored task of any version. Version 0 (no `v`) is every record written before 2026-11-29: its
  * card and its delivery's flags are upgraded (upgradeCard, upgradeDelivery); `nonce`, always the task's
  * id, goes; Vary's note worded in the card's language (`note`, before 2026-11-28) goes, as no reason can
  * be read back from its words; a task from before budgets (2026-11-28) reserved nothing; one from before
- * card languages speaks English.
+ * card languages speaks English. Versions 0 and 1 named its amounts `…Ticks` (withUsdTickNames).
  */
 export const parseTaskRecord = versionedRecord<TaskRecord>({
   name: 'task',
   version: TASK_RECORD_VERSION,
   schema: taskSchema,
-  upgrade: (stored) => ({
-    ...stored,
-    card: upgradeCard(stored.card),
-    delivery: upgradeDelivery(stored.delivery),
-    reservation: stored.reservation ?? { estimateTicks: 0, month: false },
-    locale: stored.locale ?? ENGLISH,
-  }),
+  upgrade: (stored, from) =>
+    withUsdTickNames(
+      from >= 1
+        ? stored
+        : {
+            ...stored,
+            card: upgradeCard(stored.card),
+            delivery: upgradeDelivery(stored.delivery),
+            reservation: stored.reservation ?? { estimateTicks: 0, month: false },
+            locale: stored.locale ?? ENGLISH,
+          },
+    ),
 });
 
 /**

@@ -241,8 +241,8 @@ export interface CardContext {
 
 /** What the task was expected to cost when it was submitted (its reservation); undefined when it reserved nothing. */
 function estimateOf(task: TaskRecord): number | undefined {
-  const ticks = task.reservation?.estimateTicks;
-  return ticks === undefined || ticks <= 0 ? undefined : ticks;
+  const usdTicks = task.reservation?.estimateUsdTicks;
+  return usdTicks === undefined || usdTicks <= 0 ? undefined : usdTicks;
 }
 
 /**
@@ -254,21 +254,21 @@ function estimateOf(task: TaskRecord): number | undefined {
 function costText(task: TaskRecord, context: CardContext, locale: Locale): string | undefined {
   if (!isTerminal(task.state)) return undefined;
   const tr = translator(locale);
-  const ticks = task.outcome.costTicks;
-  if (ticks === undefined) {
+  const usdTicks = task.outcome.costUsdTicks;
+  if (usdTicks === undefined) {
     const estimate = estimateOf(task);
     return estimate !== undefined && madeVideo(task)
       ? tr('video.card.cost.estimated', { amount: formatEstimateIn(locale, estimate) })
       : undefined;
   }
   const day = context.memberDay;
-  if (!day) return formatCostIn(locale, ticks);
+  if (!day) return formatCostIn(locale, usdTicks);
   const today = dayKey(task.createdAt) === dayKey(context.now);
   return tr('video.card.cost.with-total', {
-    cost: formatCostIn(locale, ticks),
+    cost: formatCostIn(locale, usdTicks),
     today: today ? 'yes' : 'no',
     day: dayKey(task.createdAt),
-    total: formatCostIn(locale, day.costTicks),
+    total: formatCostIn(locale, day.costUsdTicks),
     unreported: day.costUnreported,
   });
 }

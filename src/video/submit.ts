@@ -81,7 +81,7 @@ export class VideoSubmission {
     const ids = [plan.taskId, ...Array.from({ length: wanted - 1 }, () => newTaskId())];
     const { admitted, refusal } = await this.#admit(
       ids.map((id) => this.#draft(plan, context, id)),
-      plan.estimateTicks,
+      plan.estimateUsdTicks,
       context,
     );
     const first = admitted[0];
@@ -150,7 +150,7 @@ export class VideoSubmission {
    */
   async #admit(
     drafts: readonly TaskRecord[],
-    estimateTicks: number,
+    estimateUsdTicks: number,
     context: InteractionContext,
   ): Promise<{ admitted: TaskRecord[]; refusal: Notice | undefined }> {
     const { repository, policy, log } = this.#deps;
@@ -158,13 +158,13 @@ export class VideoSubmission {
       const counted: TaskRecord[] = [];
       let refusal: Notice | undefined;
       for (const draft of drafts) {
-        const verdict = await checkMemberLimits(repository, policy, context, estimateTicks, counted.length);
+        const verdict = await checkMemberLimits(repository, policy, context, estimateUsdTicks, counted.length);
         if (!verdict.ok) {
           refusal = verdict.notice;
           break;
         }
         try {
-          counted.push({ ...draft, reservation: await policy.recordSubmission(draft, estimateTicks) });
+          counted.push({ ...draft, reservation: await policy.recordSubmission(draft, estimateUsdTicks) });
         } catch (error) {
           if (!(error instanceof LimitReachedError)) {
             await this.#release(counted);
@@ -369,7 +369,7 @@ function variantRequest(request: GenerationRequest, firstId: string, taskId: str
 
 /** What admission reserved for a task (it always sets one before the task is stored). */
 function reservationOf(task: TaskRecord): SpendReservation {
-  return task.reservation ?? { estimateTicks: 0, month: false };
+  return task.reservation ?? { estimateUsdTicks: 0, month: false };
 }
 
 /** The request fields that carry a link the gateway fetches. */

@@ -4,7 +4,7 @@ import type { Result } from '../lib/result.ts';
 import { DEFAULT_ATTACHMENT_SIZE_LIMIT, type InteractionContext } from '../ports/interaction-context.ts';
 import type { VoiceCaller, VoiceToolOutcome, VoiceVideoRequest, VoiceVideoRequests } from '../ports/voice-video.ts';
 import type { VideoPreparation } from './prepare.ts';
-import { jobEstimateTicks, jobSize, type SubmissionPlan } from './plan.ts';
+import { jobEstimateUsdTicks, jobSize, type SubmissionPlan } from './plan.ts';
 import type { TaskRecord } from './record.ts';
 import type { TaskRepository } from './repository.ts';
 import { SubmissionRefusedError } from './submit.ts';
@@ -73,11 +73,11 @@ export class VoiceVideo implements VoiceVideoRequests {
       referenceAudio: undefined,
     });
     if (!prepared.ok) return { status: 'refused', message: inChannelWords(context, prepared.notice) };
-    // A video over the server's confirmation threshold (`confirmOverTicks`) is not held here: a member
+    // A video over the server's confirmation threshold (`confirmOverUsdTicks`) is not held here: a member
     // talking to the voice model has no button to press. It goes ahead like any other, within the limits
     // and budgets, and the model is told its estimate to say aloud.
     // What the whole job is expected to cost: a job of variants is that many videos.
-    const estimate = formatEstimate(jobEstimateTicks(prepared.plan));
+    const estimate = formatEstimate(jobEstimateUsdTicks(prepared.plan));
     const size = jobSize(prepared.plan);
     let cardMessageId: string;
     try {

@@ -10,7 +10,7 @@ import { videoActionId } from './actions.ts';
 import { GatewayError } from '../gateway/errors.ts';
 import type { VideoOperation } from '../gateway/spec.ts';
 import { formatNumber, translator, type Locale } from '../i18n/index.ts';
-import { jobEstimateTicks, jobSize, type FormEstimate } from './plan.ts';
+import { jobEstimateUsdTicks, jobSize, type FormEstimate } from './plan.ts';
 import { formatCostIn, formatEstimateIn } from '../wording/cost.ts';
 import { describeGatewayError, withRequestId } from '../wording/gateway-errors.ts';
 import { describeStoredIssue } from '../wording/validation.ts';
@@ -262,16 +262,16 @@ export function confirmVerb(locale: Locale, plan: { operation: VideoOperation; r
 /** The private question a video estimated over the server's threshold waits on. */
 export function describeConfirmation(
   locale: Locale,
-  plan: { operation: VideoOperation; regenerated?: boolean; estimateTicks: number; confirmOverTicks?: number; variants?: number },
+  plan: { operation: VideoOperation; regenerated?: boolean; estimateUsdTicks: number; confirmOverUsdTicks?: number; variants?: number },
   expiresAt: number,
 ): string {
   const tr = translator(locale);
   const verb = confirmVerb(locale, plan);
   return [
-    tr('video.confirm.question', { verb, variants: jobSize(plan), estimate: formatEstimateIn(locale, jobEstimateTicks(plan)) }),
+    tr('video.confirm.question', { verb, variants: jobSize(plan), estimate: formatEstimateIn(locale, jobEstimateUsdTicks(plan)) }),
     tr('video.confirm.why', {
-      threshold: plan.confirmOverTicks === undefined ? '' : formatCostIn(locale, plan.confirmOverTicks),
-      over: plan.confirmOverTicks === undefined ? 'no' : 'yes',
+      threshold: plan.confirmOverUsdTicks === undefined ? '' : formatCostIn(locale, plan.confirmOverUsdTicks),
+      over: plan.confirmOverUsdTicks === undefined ? 'no' : 'yes',
       verb,
       expires: `<t:${Math.floor(expiresAt / 1000)}:R>`,
     }),
@@ -281,13 +281,13 @@ export function describeConfirmation(
 /** What a held video's question says once it is answered, or left unanswered. */
 export function describeConfirmationClosed(
   locale: Locale,
-  plan: { operation: VideoOperation; regenerated?: boolean; estimateTicks: number; variants?: number },
+  plan: { operation: VideoOperation; regenerated?: boolean; estimateUsdTicks: number; variants?: number },
   how: 'confirmed' | 'refused' | 'cancelled' | 'expired',
 ): string {
   return translator(locale)('video.confirm.closed', {
     how,
     verb: confirmVerb(locale, plan),
-    estimate: formatEstimateIn(locale, jobEstimateTicks(plan)),
+    estimate: formatEstimateIn(locale, jobEstimateUsdTicks(plan)),
   });
 }
 
@@ -356,7 +356,7 @@ export function formTitle(locale: Locale, title: string, estimate: FormEstimate 
   if (!estimate) return title;
   const withPrice = translator(locale)('video.form.title-with-price', {
     title,
-    price: formatEstimateIn(locale, estimate.ticks),
+    price: formatEstimateIn(locale, estimate.usdTicks),
     per: estimate.per,
   });
   return withPrice.length <= MAX_FORM_TITLE_LENGTH ? withPrice : title;

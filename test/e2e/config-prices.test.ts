@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { InteractionHandle, TestGuild, User } from 'discord-standin';
 import { MESSAGE_LIMITS } from '../../src/discord/message-limits.ts';
 import { resolveLocale, t, type Locale } from '../../src/i18n/index.ts';
-import { usdToTicks } from '../../src/settings/budgets.ts';
+import { usdToUsdTicks } from '../../src/settings/budgets.ts';
 import { formatCostIn } from '../../src/wording/cost.ts';
 import { makeDataDirectory } from '../support/bot-process.ts';
 import { startWorld, type World } from '../support/world.ts';
@@ -70,7 +70,7 @@ describe('/config with 30 priced models', () => {
     const answer = await config(guild, guild.admin, 'budget', { server_daily_usd: 12.5 }).reply();
     expect(answer.content.length).toBeLessThanOrEqual(MESSAGE_LIMITS.content);
     expect(answer.content.split('\n')[0]).toBe(t(ENGLISH_ADMIN, 'config.saved'));
-    const budget = `${formatCostIn(ENGLISH_ADMIN, usdToTicks(12.5))} for the server a day`;
+    const budget = `${formatCostIn(ENGLISH_ADMIN, usdToUsdTicks(12.5))} for the server a day`;
     expect(answer.content).toContain(budget);
     expect(pricesShown(ENGLISH_ADMIN, answer.content).more).toBeGreaterThan(0);
     // Saved: what /config show reads from the store.
@@ -91,7 +91,7 @@ describe('/config with 30 priced models', () => {
     const answer = await config(guild, guild.admin, 'budget', { member_daily_usd: 7 }).reply();
     expect(answer.content).toBe(t(ENGLISH_ADMIN, 'config.saved-unshown', { change: 'set budgets: $7.00 per member a day' }));
     expect((await config(guild, guild.admin, 'show').reply()).content).toContain(
-      `${formatCostIn(ENGLISH_ADMIN, usdToTicks(7))} per member a day`,
+      `${formatCostIn(ENGLISH_ADMIN, usdToUsdTicks(7))} per member a day`,
     );
     expect(
       world.bot.logs.some((line) => line.msg === 'a settings change was saved, but its answer failed; telling the admin it was saved'),

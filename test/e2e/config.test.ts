@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { formatDate, resolveLocale, t } from '../../src/i18n/index.ts';
 import { describeUsage } from '../../src/settings/usage-report.ts';
 import { noUsage } from '../../src/settings/usage.ts';
-import { usdToTicks } from '../../src/settings/budgets.ts';
+import { usdToUsdTicks } from '../../src/settings/budgets.ts';
 import { formatCostIn } from '../../src/wording/cost.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isRecord, parseJsonText } from '../../src/lib/json.ts';
@@ -393,7 +393,7 @@ describe('settings', () => {
       expect(refused).toMatchObject({
         flags: 64,
         content: expect.stringContaining(
-          t(german, 'budget.name', { budget: 'member_daily_usd', amount: formatCostIn(german, usdToTicks(0.01)) }),
+          t(german, 'budget.name', { budget: 'member_daily_usd', amount: formatCostIn(german, usdToUsdTicks(0.01)) }),
         ),
       });
       expect(emulator.requests.some((entry) => JSON.stringify(entry.body ?? null).includes('too dear for a cent'))).toBe(false);

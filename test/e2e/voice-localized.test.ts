@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CommandRun, TestGuild } from 'discord-standin';
 import { resolveLocale, t } from '../../src/i18n/index.ts';
-import { budgetName, spentBudgetNotice, usdToTicks } from '../../src/settings/budgets.ts';
+import { budgetName, spentBudgetNotice, usdToUsdTicks } from '../../src/settings/budgets.ts';
 import { word } from '../../src/wording/notice.ts';
 import { discordRelativeTime, nextUtcMidnight } from '../../src/settings/limits.ts';
 import { formatCostIn } from '../../src/wording/cost.ts';
@@ -61,9 +61,9 @@ describe('a server in French', () => {
       const instructions = JSON.stringify(emulator.realtime.sessions.slice(sessionsBefore).map((session) => session.serverEvents));
       expect(instructions).toContain("If the speaker's language is unclear, answer in German.");
 
-      const room = { budget: 'server_daily_usd', limitTicks: usdToTicks(BUDGET_USD) } as const;
+      const room = { budget: 'server_daily_usd', limitUsdTicks: usdToUsdTicks(BUDGET_USD) } as const;
       const resetsAt = nextUtcMidnight(Date.now());
-      const reason = word(french, spentBudgetNotice({ ...room, leftTicks: 0, resetsAt }));
+      const reason = word(french, spentBudgetNotice({ ...room, leftUsdTicks: 0, resetsAt }));
       const warning = await discord.waitForMessage(guild.textChannelId, (message) => message.content.startsWith('⏳'), 15_000);
       expect(warning.content).toContain(reason);
       const used = await discord.waitForMessage(guild.textChannelId, (message) => message.content.startsWith('🛑'), 15_000);
@@ -72,7 +72,7 @@ describe('a server in French', () => {
       );
       // Said aloud in German, the budget named in German, its reset time in words.
       const goodbye = t(german, 'voice.budget.spent', { reason: '' }).trim();
-      const spokenBudget = `Das Tagesbudget dieses Servers (${formatCostIn(german, room.limitTicks)})`;
+      const spokenBudget = `Das Tagesbudget dieses Servers (${formatCostIn(german, room.limitUsdTicks)})`;
       await emulator.realtime.waitForClientEvent(
         (event) =>
           event.type === 'conversation.item.create' &&

@@ -71,8 +71,8 @@ describe.each(LAYER_CASES)('a task on the %s layer', (layer: Layer) => {
     const { final } = await pollUntilSettled(client, ok.id);
     const charged = before - emulator.quotaUsd(EMULATOR_KEY);
     expect(charged).toBeGreaterThan(0);
-    expect(final.costTicks).toBeGreaterThan(0);
-    expect(final.costUsd).toBeCloseTo((final.costTicks ?? 0) / USD_TICKS, 9);
+    expect(final.costUsdTicks).toBeGreaterThan(0);
+    expect(final.costUsd).toBeCloseTo((final.costUsdTicks ?? 0) / USD_TICKS, 9);
     expect(final.costUsd).toBeCloseTo(charged, 6);
 
     const afterSuccess = emulator.quotaUsd(EMULATOR_KEY);
@@ -87,7 +87,7 @@ describe.each(LAYER_CASES)('a task on the %s layer', (layer: Layer) => {
     const before = emulator.quotaUsd(EMULATOR_KEY);
     const task = await client.generate({ model: LATEST, prompt: uniquePrompt('[[no-cost]] a quiet one', layer), duration: 2 });
     const { final } = await pollUntilSettled(client, task.id);
-    expect(final).toMatchObject({ status: 'succeeded', costTicks: undefined, costUsd: undefined });
+    expect(final).toMatchObject({ status: 'succeeded', costUsdTicks: undefined, costUsd: undefined });
     expect(emulator.quotaUsd(EMULATOR_KEY)).toBeLessThan(before);
   });
 

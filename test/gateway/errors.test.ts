@@ -50,7 +50,7 @@ describe('decoding error answers', () => {
   it.each(codes)('native body %s (HTTP %i)', (code, status) => {
     const error = answer(status, nativeBody(code));
     expect(error).toBeInstanceOf(ERROR_CLASS_OF_CODE[code]);
-    expect(error).toMatchObject({ status, code, serverMessage: `upstream says ${code}`, costTicks: 0 });
+    expect(error).toMatchObject({ status, code, serverMessage: `upstream says ${code}`, costUsdTicks: 0 });
   });
 
   it('reads a native moderation code and the native "error object" variant', () => {

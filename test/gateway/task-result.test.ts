@@ -25,7 +25,7 @@ describe('task results of both layers', () => {
       durationSeconds: 8,
       model: 'svc-imagine-video-1.5',
       progress: 100,
-      costTicks: 6_400_000_000,
+      costUsdTicks: 6_400_000_000,
       costUsd: 0.64,
       error: undefined,
       requestId: 'req_1',
@@ -127,7 +127,7 @@ describe('task results of both layers', () => {
       videoUrl: undefined,
       progress: undefined,
       durationSeconds: undefined,
-      costTicks: undefined,
+      costUsdTicks: undefined,
     });
   });
 });

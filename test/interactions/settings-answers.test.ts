@@ -11,7 +11,7 @@ import {
 import { VOICE_LIMITS } from '../../src/ports/voice-settings-schema.ts';
 import type { VoiceSettings } from '../../src/ports/voice-settings.ts';
 import { defaultVoiceSettings } from '../../src/settings/voice-settings.ts';
-import { usdToTicks } from '../../src/settings/budgets.ts';
+import { usdToUsdTicks } from '../../src/settings/budgets.ts';
 import { defaultGuildSettings, HISTORY_KEPT, type GuildSettings } from '../../src/settings/guild-settings.ts';
 import { discordRelativeTime } from '../../src/settings/limits.ts';
 import { DEFAULT_PRICES, parsePrices } from '../../src/settings/prices.ts';
@@ -135,7 +135,7 @@ describe('/config answers within one Discord message', () => {
     expect(shown).toBeGreaterThan(0);
     expect(more).toBe(priceCount - shown);
     // The settings are there, whole, with the newest change at least.
-    expect(text).toContain(t(locale, 'config.show.confirm-over', { amount: formatCostIn(locale, usdToTicks(999_999.99)) }));
+    expect(text).toContain(t(locale, 'config.show.confirm-over', { amount: formatCostIn(locale, usdToUsdTicks(999_999.99)) }));
     expect(text).toContain(t(locale, 'config.show.history'));
     expect(text.split('\n').filter((line) => line.startsWith('<t:')).length).toBeGreaterThan(0);
     expect(text).toContain(t(locale, 'config.show.more-roles', { count: 247 }));

@@ -6,7 +6,7 @@ import { MalformedResponseError } from '../../src/gateway/errors.ts';
 import { parseServerEvent } from '../../src/gateway/realtime/events.ts';
 import { parseTaskResult } from '../../src/gateway/task-result.ts';
 import { silentLogger } from '../../src/lib/log.ts';
-import { DEFAULT_PRICES, estimateVideoTicks, parsePrices, voiceTicksPerSecond } from '../../src/settings/prices.ts';
+import { DEFAULT_PRICES, estimateVideoUsdTicks, parsePrices, voiceUsdTicksPerSecond } from '../../src/settings/prices.ts';
 import { UsageLedger } from '../../src/settings/usage.ts';
 import { openStore, type Store } from '../../src/store/index.ts';
 import { parseVideoActionId } from '../../src/video/actions.ts';
@@ -38,9 +38,9 @@ describe('words that name an object built-in', () => {
   });
 
   it.each(BUILT_IN_NAMES)('a model or resolution "%s" is priced as any other unknown one', (name) => {
-    const ordinary = estimateVideoTicks(DEFAULT_PRICES, { model: 'some-model', operation: 'generate', duration: 8 });
-    expect(estimateVideoTicks(DEFAULT_PRICES, { model: name, operation: 'generate', duration: 8, resolution: name })).toBe(ordinary);
-    expect(voiceTicksPerSecond(DEFAULT_PRICES, name)).toBe(voiceTicksPerSecond(DEFAULT_PRICES, 'some-model'));
+    const ordinary = estimateVideoUsdTicks(DEFAULT_PRICES, { model: 'some-model', operation: 'generate', duration: 8 });
+    expect(estimateVideoUsdTicks(DEFAULT_PRICES, { model: name, operation: 'generate', duration: 8, resolution: name })).toBe(ordinary);
+    expect(voiceUsdTicksPerSecond(DEFAULT_PRICES, name)).toBe(voiceUsdTicksPerSecond(DEFAULT_PRICES, 'some-model'));
   });
 
   it('a prices file may name a model "__proto__" or "constructor": they are models like any other', () => {
@@ -48,9 +48,9 @@ describe('words that name an object built-in', () => {
       '{"video": {"__proto__": {"per_second_usd": {"480p": 1}}}, "voice": {"constructor": {"per_minute_usd": 6}}}',
     );
     if (!parsed.ok) throw new Error(parsed.message);
-    expect(estimateVideoTicks(parsed.prices, { model: '__proto__', operation: 'generate', duration: 1, resolution: '480p' })).toBe(1e10);
-    expect(estimateVideoTicks(parsed.prices, { model: 'other', operation: 'generate', duration: 1, resolution: '480p' })).toBe(5e8);
-    expect(voiceTicksPerSecond(parsed.prices, 'constructor')).toBe(1e9);
+    expect(estimateVideoUsdTicks(parsed.prices, { model: '__proto__', operation: 'generate', duration: 1, resolution: '480p' })).toBe(1e10);
+    expect(estimateVideoUsdTicks(parsed.prices, { model: 'other', operation: 'generate', duration: 1, resolution: '480p' })).toBe(5e8);
+    expect(voiceUsdTicksPerSecond(parsed.prices, 'constructor')).toBe(1e9);
   });
 
   it.each(BUILT_IN_NAMES)('a button id with the action "%s" is no button of the bot', (action) => {
@@ -89,7 +89,7 @@ describe('stored records keyed by words from outside', () => {
     expect((await ledger.spent('g', 'toString', day, true)).memberToday).toBe(0);
     await ledger.meterVoice('g', 'constructor', day, 1000, 5);
     expect((await ledger.spent('g', 'constructor', day, true)).memberToday).toBe(5);
-    expect((await ledger.month('g', day)).__proto__).toMatchObject({ tasks: 2, costTicks: 7 });
+    expect((await ledger.month('g', day)).__proto__).toMatchObject({ tasks: 2, costUsdTicks: 7 });
   });
 
   it("one unreadable task leaves the member's list and limits working, and is logged once with its key", async () => {

@@ -8,7 +8,7 @@ import {
   nextUtcMonth,
   reachedThresholds,
   spentBudget,
-  usdToTicks,
+  usdToUsdTicks,
   type Spent,
 } from '../../src/settings/budgets.ts';
 import { NO_BUDGETS, type Budgets } from '../../src/settings/guild-settings.ts';
@@ -81,8 +81,8 @@ describe('the last cent of a budget', () => {
     expect(checkBudgets(budgets({ server_monthly_usd: 1 }), spent({ serverMonth: undefined }), 2 * USD_TICKS, NOW)).toEqual({ ok: true });
   });
 
-  it('keeps dollars given as decimals exact in ticks', () => {
-    expect(usdToTicks(0.1 + 0.2)).toBe(30 * CENT);
+  it('keeps dollars given as decimals exact in usdTicks', () => {
+    expect(usdToUsdTicks(0.1 + 0.2)).toBe(30 * CENT);
     expect(checkBudgets(budgets({ server_daily_usd: 0.3 }), spent({ serverToday: 10 * CENT }), 20 * CENT, NOW)).toEqual({ ok: true });
   });
 });
@@ -92,12 +92,12 @@ describe('a used-up budget', () => {
     const dollar = budgets({ server_daily_usd: 1 });
     expect(spentBudget(dollar, spent({ serverToday: USD_TICKS - 1 }), NOW)).toBeUndefined();
     const used = spentBudget(dollar, spent({ serverToday: USD_TICKS }), NOW);
-    expect(used).toMatchObject({ budget: 'server_daily_usd', leftTicks: 0, resetsAt: NEXT_MIDNIGHT });
+    expect(used).toMatchObject({ budget: 'server_daily_usd', leftUsdTicks: 0, resetsAt: NEXT_MIDNIGHT });
     expect(word(ENGLISH, spentBudgetNotice(used!))).toBe(
       `This server's daily budget ($1.00) is used up; it starts over <t:${NEXT_MIDNIGHT / 1000}:R>.`,
     );
     // Past it (voice counted to the second may run a little over): nothing is "left" below zero.
-    expect(spentBudget(dollar, spent({ serverToday: 2 * USD_TICKS }), NOW)).toMatchObject({ leftTicks: 0 });
+    expect(spentBudget(dollar, spent({ serverToday: 2 * USD_TICKS }), NOW)).toMatchObject({ leftUsdTicks: 0 });
   });
 });
 

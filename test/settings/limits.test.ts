@@ -29,7 +29,7 @@ describe('UTC days', () => {
     expect(nextUtcMidnight(Date.UTC(2028, 1, 28, 12))).toBe(Date.UTC(2028, 1, 29));
   });
 
-  it('shows ticks as dollars (1 USD = 10^10 ticks)', () => {
+  it('shows usdTicks as dollars (1 USD = 10^10 usdTicks)', () => {
     expect(formatCost(6_400_000_000)).toBe('$0.64');
     expect(formatCost(25_000_000_000)).toBe('$2.50');
     expect(formatCost(0)).toBe('$0.00');
@@ -113,12 +113,12 @@ describe('access by role', () => {
 });
 
 describe('the usage report', () => {
-  const spent = (tasks: number, costTicks: number, costUnreported = 0, estimatedTicks = 0): UsageCount => ({
+  const spent = (tasks: number, costUsdTicks: number, costUnreported = 0, estimatedUsdTicks = 0): UsageCount => ({
     ...noUsage(),
     tasks,
-    costTicks,
+    costUsdTicks,
     costUnreported,
-    estimatedTicks,
+    estimatedUsdTicks,
   });
   /** What a server manager asks for: their own usage (none here), no budgets, and the server's. */
   const serverView = (today: Record<string, UsageCount>, month: Record<string, UsageCount>): UsageView => ({

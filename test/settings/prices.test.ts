@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { EXTENSION_DURATION, GENERATION_DURATION, USD_TICKS } from '../../src/gateway/spec.ts';
 import { MAX_VARIANTS } from '../../src/ports/video-defaults.ts';
 import { isCountableEstimate } from '../../src/video/plan.ts';
-import { DEFAULT_PRICES, estimateVideoTicks, parsePrices, voiceTicksPerSecond, type PriceTable } from '../../src/settings/prices.ts';
+import { DEFAULT_PRICES, estimateVideoUsdTicks, parsePrices, voiceUsdTicksPerSecond, type PriceTable } from '../../src/settings/prices.ts';
 import { formatCost } from '../../src/wording/cost.ts';
 import { describePrices } from '../../src/interactions/settings-answers.ts';
 
@@ -23,8 +23,8 @@ function problems(text: string): string[] {
 }
 
 /** The estimate as a member reads it. */
-function shown(prices: PriceTable, request: Parameters<typeof estimateVideoTicks>[1]): string {
-  return formatCost(estimateVideoTicks(prices, request));
+function shown(prices: PriceTable, request: Parameters<typeof estimateVideoUsdTicks>[1]): string {
+  return formatCost(estimateVideoUsdTicks(prices, request));
 }
 
 describe('the default prices', () => {
@@ -44,7 +44,7 @@ describe('the estimate of every mode', () => {
     expect(shown(DEFAULT_PRICES, { model: MODEL, operation: 'generate', resolution: '1080p', duration: 5 })).toBe('$0.70');
     expect(shown(DEFAULT_PRICES, { model: MODEL, operation: 'generate', resolution: '480p', duration: 1 })).toBe('$0.05');
     // Whole ticks, so that a budget's "exactly the last cent" is exact.
-    expect(estimateVideoTicks(DEFAULT_PRICES, { model: MODEL, operation: 'generate', resolution: '1080p', duration: 5 })).toBe(
+    expect(estimateVideoUsdTicks(DEFAULT_PRICES, { model: MODEL, operation: 'generate', resolution: '1080p', duration: 5 })).toBe(
       0.7 * USD_TICKS,
     );
   });
@@ -61,11 +61,11 @@ describe('the estimate of every mode', () => {
   });
 
   it('prices voice per second of session: a minute is the per-minute price', () => {
-    expect(voiceTicksPerSecond(DEFAULT_PRICES, 'svc-voice-1') * 60).toBeCloseTo(0.05 * USD_TICKS, 3);
-    expect(formatCost(voiceTicksPerSecond(DEFAULT_PRICES, 'svc-voice-1') * 3600)).toBe('$3.00');
+    expect(voiceUsdTicksPerSecond(DEFAULT_PRICES, 'svc-voice-1') * 60).toBeCloseTo(0.05 * USD_TICKS, 3);
+    expect(formatCost(voiceUsdTicksPerSecond(DEFAULT_PRICES, 'svc-voice-1') * 3600)).toBe('$3.00');
     const priced = table('{"voice": {"svc-voice-pro": {"per_minute_usd": 0.3}}}');
-    expect(formatCost(voiceTicksPerSecond(priced, 'svc-voice-pro') * 10)).toBe('$0.05');
-    expect(formatCost(voiceTicksPerSecond(priced, 'svc-voice-1') * 60)).toBe('$0.05');
+    expect(formatCost(voiceUsdTicksPerSecond(priced, 'svc-voice-pro') * 10)).toBe('$0.05');
+    expect(formatCost(voiceUsdTicksPerSecond(priced, 'svc-voice-1') * 60)).toBe('$0.05');
   });
 });
 
@@ -114,8 +114,8 @@ describe('PRICES_FILE over the defaults', () => {
     expect(shown(prices, { model: 'toString', operation: 'generate' })).toBe('$16.00');
     expect(shown(prices, { model: 'constructor', operation: 'generate' })).toBe('$0.40');
     expect(shown(prices, { model: 'hasOwnProperty', operation: 'generate' })).toBe('$0.40');
-    expect(formatCost(voiceTicksPerSecond(prices, 'constructor') * 60)).toBe('$6.00');
-    expect(formatCost(voiceTicksPerSecond(prices, 'toString') * 60)).toBe('$0.05');
+    expect(formatCost(voiceUsdTicksPerSecond(prices, 'constructor') * 60)).toBe('$6.00');
+    expect(formatCost(voiceUsdTicksPerSecond(prices, 'toString') * 60)).toBe('$0.05');
     expect(describePrices(prices)).toEqual([
       'video, any model: $0.05/s at 480p, $0.08/s at 720p, $0.14/s at 1080p',
       'video, `__proto__`: $1.00/s at 480p, $0.08/s at 720p, $0.14/s at 1080p',
@@ -180,7 +180,7 @@ describe('PRICES_FILE over the defaults', () => {
 
   it('accepts the most a price may be, and its estimates are finite cents', () => {
     const prices = table('{"video": {"*": {"per_second_usd": {"1080p": 100}}}, "voice": {"*": {"per_minute_usd": 100}}}');
-    const longest = estimateVideoTicks(prices, {
+    const longest = estimateVideoUsdTicks(prices, {
       model: 'any',
       operation: 'generate',
       resolution: '1080p',
@@ -188,15 +188,15 @@ describe('PRICES_FILE over the defaults', () => {
     });
     expect(longest).toBe(1500 * USD_TICKS);
     expect(isCountableEstimate(longest * MAX_VARIANTS)).toBe(true);
-    expect(isCountableEstimate(estimateVideoTicks(prices, { model: 'any', operation: 'extend', duration: EXTENSION_DURATION.max }))).toBe(
-      true,
-    );
+    expect(
+      isCountableEstimate(estimateVideoUsdTicks(prices, { model: 'any', operation: 'extend', duration: EXTENSION_DURATION.max })),
+    ).toBe(true);
     // A whole day of voice at the most a minute may cost: $144,000, still whole ticks.
-    expect(isCountableEstimate(Math.round(24 * 3600 * voiceTicksPerSecond(prices, 'any')))).toBe(true);
+    expect(isCountableEstimate(Math.round(24 * 3600 * voiceUsdTicksPerSecond(prices, 'any')))).toBe(true);
   });
 
   it('accepts a price of 0: a model the operator does not pay for', () => {
     const prices = table('{"video": {"free-model": {"per_second_usd": {"480p": 0, "720p": 0, "1080p": 0}}}}');
-    expect(estimateVideoTicks(prices, { model: 'free-model', operation: 'generate', resolution: '1080p' })).toBe(0);
+    expect(estimateVideoUsdTicks(prices, { model: 'free-model', operation: 'generate', resolution: '1080p' })).toBe(0);
   });
 });

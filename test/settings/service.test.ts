@@ -94,14 +94,14 @@ function storeBytes(): Buffer {
   return Buffer.concat(readdirSync(directory).map((file) => readFileSync(join(directory, file))));
 }
 
-function task(id: string, userId: string, createdAt: number, costTicks?: number): TaskRecord {
+function task(id: string, userId: string, createdAt: number, costUsdTicks?: number): TaskRecord {
   return taskRecord({
     id,
     guildId: GUILD,
     userId,
     createdAt,
     state: 'succeeded',
-    outcome: costTicks === undefined ? {} : { costTicks },
+    outcome: costUsdTicks === undefined ? {} : { costUsdTicks },
     delivery: shownInCard({ as: 'file', fileName: `video-${id}.mp4` }),
   });
 }
@@ -400,7 +400,7 @@ describe('limits and usage', () => {
       limits: { concurrentPerUser: 0, dailyPerUser: 2, dailyPerServer: 3 },
     }));
     const ask = (userId: string, now = LATE) =>
-      settings.checkLimits({ guildId: GUILD, userId, activeTasksOfUser: 0, now, estimateTicks: ESTIMATE });
+      settings.checkLimits({ guildId: GUILD, userId, activeTasksOfUser: 0, now, estimateUsdTicks: ESTIMATE });
 
     const [, secondReservation] = await Promise.all([
       settings.recordSubmission(task('t1', 'alice', LATE), ESTIMATE),
@@ -421,7 +421,7 @@ describe('limits and usage', () => {
 
     await settings.releaseSubmission(task('t2', 'alice', LATE), secondReservation);
     expect(
-      await (await restart()).checkLimits({ guildId: GUILD, userId: 'carol', activeTasksOfUser: 0, now: LATE, estimateTicks: ESTIMATE }),
+      await (await restart()).checkLimits({ guildId: GUILD, userId: 'carol', activeTasksOfUser: 0, now: LATE, estimateUsdTicks: ESTIMATE }),
     ).toEqual({ ok: true });
   });
 
@@ -429,13 +429,13 @@ describe('limits and usage', () => {
     const settings = await service();
     const previousMonth = Date.UTC(2026, 9, 31, 12);
     const earlier = Date.UTC(2026, 10, 2, 12);
-    for (const [record, ticks] of [
+    for (const [record, usdTicks] of [
       [task('m1', 'alice', previousMonth), 90_000_000_000],
       [task('e1', 'bob', earlier), 30_000_000_000],
       [task('l1', 'alice', LATE), 5_000_000_000],
     ] as const) {
       const reservation = await settings.recordSubmission(record, ESTIMATE);
-      const finished = { ...record, reservation, outcome: { costTicks: ticks } };
+      const finished = { ...record, reservation, outcome: { costUsdTicks: usdTicks } };
       await Promise.all([settings.recordCost(costOf(finished)), settings.recordCost(costOf(finished))]);
     }
     // A restart that sees the task finish again does not count it twice.
@@ -464,7 +464,10 @@ describe('limits and usage', () => {
 
   it('counts a video made without a reported cost at its estimate, marked, and a refunded failure as nothing', async () => {
     const settings = await service();
-    const finished = (id: string, state: TaskRecord['state'], costTicks?: number) => ({ ...task(id, 'alice', LATE, costTicks), state });
+    const finished = (id: string, state: TaskRecord['state'], costUsdTicks?: number) => ({
+      ...task(id, 'alice', LATE, costUsdTicks),
+      state,
+    });
     const tasks = [
       finished('priced', 'succeeded', 4_000_000_000),
       finished('silent', 'succeeded'),
@@ -514,8 +517,8 @@ describe("a member's own install of the app", () => {
   it('holds a member to the videos and dollars a day the operator allows, in their language, whatever a server set', async () => {
     const settings = await service({ operatorKey: OPERATOR_KEY, userInstallLimits: { dailyVideos: 3, dailyUsd: 1 } });
     // A server's own limits (none here) and budgets do not reach a member's own install.
-    const ask = (estimateTicks = ESTIMATE, now = NOON) =>
-      settings.checkLimits({ guildId: SCOPE, userId: MEMBER, activeTasksOfUser: 0, now, estimateTicks });
+    const ask = (estimateUsdTicks = ESTIMATE, now = NOON) =>
+      settings.checkLimits({ guildId: SCOPE, userId: MEMBER, activeTasksOfUser: 0, now, estimateUsdTicks });
 
     await settings.recordSubmission(ownTask('u1'), ESTIMATE);
     await settings.recordSubmission(ownTask('u2'), ESTIMATE);

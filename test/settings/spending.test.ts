@@ -145,9 +145,9 @@ function finished(
   task: MemberTask,
   id: string,
   reservation: SpendReservation | undefined,
-  outcome: { costTicks?: number; madeVideo: boolean },
+  outcome: { costUsdTicks?: number; madeVideo: boolean },
 ): TaskCost {
-  return { ...task, taskId: id, reservation, costTicks: outcome.costTicks, madeVideo: outcome.madeVideo };
+  return { ...task, taskId: id, reservation, costUsdTicks: outcome.costUsdTicks, madeVideo: outcome.madeVideo };
 }
 
 /** What each submission came to: its reservation, or the words it was refused in. */
@@ -185,7 +185,7 @@ describe.each([
       settings.recordSubmission(memberTask(guild, member(2)), 40 * CENTS),
       settings.recordSubmission(memberTask(guild, member(3)), 40 * CENTS),
     ]);
-    expect(admitted).toEqual([{ estimateTicks: 40 * CENTS, month: false }]);
+    expect(admitted).toEqual([{ estimateUsdTicks: 40 * CENTS, month: false }]);
     expect(refused).toEqual([
       `This video (about $0.40) would pass this server's daily budget ($1.00): $0.00 is left today. It starts over <t:${MIDNIGHT_AFTER / 1000}:R>.`,
     ]);
@@ -215,7 +215,7 @@ describe.each([
       const locale = resolveLocale(code, undefined, 'member');
       return t(locale, 'budget.video-would-pass', {
         estimate: formatEstimateIn(locale, (budget === 'server_daily_usd' ? 40 : 80) * CENTS),
-        budgetName: word(locale, budgetName({ budget, limitTicks: limitUsd * USD_TICKS })),
+        budgetName: word(locale, budgetName({ budget, limitUsdTicks: limitUsd * USD_TICKS })),
         left: formatCostIn(locale, leftUsd * USD_TICKS),
         budget,
         resets: `<t:${resets / 1000}:R>`,
@@ -296,7 +296,7 @@ describe.each([
     const priced = await first.recordSubmission(task, 60 * CENTS);
     const silent = await first.recordSubmission(task, 40 * CENTS);
 
-    const pricedCost = finished(task, pricedId, priced, { costTicks: 25 * CENTS, madeVideo: true });
+    const pricedCost = finished(task, pricedId, priced, { costUsdTicks: 25 * CENTS, madeVideo: true });
     const silentCost = finished(task, silentId, silent, { madeVideo: true });
     await Promise.all([
       first.recordCost(pricedCost),
@@ -314,7 +314,7 @@ describe.each([
     );
     // What is left is the budget less what was counted: $2.00 - $0.25 - $0.40.
     expect((await restarted.spending.usage(guild, member(1), false, DAY)).budgets).toEqual([
-      { budget: 'member_daily_usd', limitTicks: 200 * CENTS, leftTicks: 135 * CENTS, resetsAt: MIDNIGHT_AFTER },
+      { budget: 'member_daily_usd', limitUsdTicks: 200 * CENTS, leftUsdTicks: 135 * CENTS, resetsAt: MIDNIGHT_AFTER },
     ]);
     expect(observed.metrics.sort()).toEqual(['video estimated 0.4', 'video reported 0.25']);
   });
@@ -338,19 +338,25 @@ describe.each([
     const kept = await settings.recordSubmission(task, 60 * CENTS);
     const released = await settings.recordSubmission(task, 30 * CENTS);
     expect([kept, released]).toEqual([
-      { estimateTicks: 60 * CENTS, month: true },
-      { estimateTicks: 30 * CENTS, month: true },
+      { estimateUsdTicks: 60 * CENTS, month: true },
+      { estimateUsdTicks: 30 * CENTS, month: true },
     ]);
-    expect(await monthRecord(monthly)).toMatchObject({ reservedTicks: 90 * CENTS });
+    expect(await monthRecord(monthly)).toMatchObject({ reservedUsdTicks: 90 * CENTS });
     expect((await submitted([settings.recordSubmission(memberTask(monthly, member(2)), 20 * CENTS)])).refused[0]).toContain(
       "this server's monthly budget ($1.00): $0.10 is left this month",
     );
 
     await settings.releaseSubmission(task, released);
-    expect(await monthRecord(monthly)).toMatchObject({ reservedTicks: 60 * CENTS });
-    await settings.recordCost(finished(task, taskId(monthly, 'kept'), kept, { costTicks: 50 * CENTS, madeVideo: true }));
-    expect(await monthRecord(monthly)).toMatchObject({ reservedTicks: 0, days: { '17': { videoTicks: 50 * CENTS, voiceTicks: 0 } } });
-    expect(await settings.recordSubmission(memberTask(monthly, member(2)), 50 * CENTS)).toEqual({ estimateTicks: 50 * CENTS, month: true });
+    expect(await monthRecord(monthly)).toMatchObject({ reservedUsdTicks: 60 * CENTS });
+    await settings.recordCost(finished(task, taskId(monthly, 'kept'), kept, { costUsdTicks: 50 * CENTS, madeVideo: true }));
+    expect(await monthRecord(monthly)).toMatchObject({
+      reservedUsdTicks: 0,
+      days: { '17': { videoUsdTicks: 50 * CENTS, voiceUsdTicks: 0 } },
+    });
+    expect(await settings.recordSubmission(memberTask(monthly, member(2)), 50 * CENTS)).toEqual({
+      estimateUsdTicks: 50 * CENTS,
+      month: true,
+    });
   });
 
   it('starts a monthly budget over on the first moment of the month', async () => {
@@ -453,9 +459,9 @@ describe.each([
       '**Your usage today** (Nov 17, 2026 UTC): 0 videos, $0.00; voice 2 min, about $0.10 (estimated)',
     );
     const view = await first.spending.usage(guild, member(1), true, DAY);
-    expect(view.member.month).toMatchObject({ voiceMs: 120_000, voiceTicks: 10 * CENTS });
+    expect(view.member.month).toMatchObject({ voiceMs: 120_000, voiceUsdTicks: 10 * CENTS });
     expect(view.server?.days.at(-1)).toEqual({ day: '2026-11-17', videoUsd: 0, voiceUsd: 0.1 });
-    expect(view.budgets.map((budget) => [word(ENGLISH, budgetName(budget)), budget.leftTicks])).toEqual([
+    expect(view.budgets.map((budget) => [word(ENGLISH, budgetName(budget)), budget.leftUsdTicks])).toEqual([
       ['your daily budget on this server ($0.10)', 0],
       ["this server's monthly budget ($50.00)", 4990 * CENTS],
     ]);
@@ -469,14 +475,14 @@ describe.each([
     await setBudgets(settings, guild, { member_daily_usd: 3, server_monthly_usd: 100 });
     const alice = memberTask(guild, member(1));
     const priced = await settings.recordSubmission(alice, 64 * CENTS);
-    await settings.recordCost(finished(alice, taskId(guild, 'a1'), priced, { costTicks: 64 * CENTS, madeVideo: true }));
+    await settings.recordCost(finished(alice, taskId(guild, 'a1'), priced, { costUsdTicks: 64 * CENTS, madeVideo: true }));
     const silent = await settings.recordSubmission(alice, 40 * CENTS);
     await settings.recordCost(finished(alice, taskId(guild, 'a2'), silent, { madeVideo: true }));
     await settings.recordSubmission(alice, 48 * CENTS);
     await settings.spending.meter({ guildId: guild, userId: member(1), model: VOICE_MODEL, ms: 600_000, at: DAY });
     const bobEarlier = memberTask(guild, member(2), earlier);
     const bobs = await settings.recordSubmission(bobEarlier, 3 * USD_TICKS);
-    await settings.recordCost(finished(bobEarlier, taskId(guild, 'b1'), bobs, { costTicks: 3 * USD_TICKS, madeVideo: true }));
+    await settings.recordCost(finished(bobEarlier, taskId(guild, 'b1'), bobs, { costUsdTicks: 3 * USD_TICKS, madeVideo: true }));
 
     expect(await usageText(settings, guild, member(1))).toBe(
       [
@@ -507,15 +513,15 @@ describe.each([
     const guild = newGuild(lastOfOctober, firstOfNovember, asked);
     const october = memberTask(guild, member(1), lastOfOctober);
     const reservation = await settings.recordSubmission(october, 64 * CENTS);
-    await settings.recordCost(finished(october, taskId(guild, 'oct'), reservation, { costTicks: 64 * CENTS, madeVideo: true }));
+    await settings.recordCost(finished(october, taskId(guild, 'oct'), reservation, { costUsdTicks: 64 * CENTS, madeVideo: true }));
     await settings.spending.meter({ guildId: guild, userId: member(1), model: VOICE_MODEL, ms: 120_000, at: firstOfNovember });
 
     expect(await settings.spending.ledger.spendByDay(guild, asked, 5)).toEqual([
-      { day: '2026-10-29', spend: { videoTicks: 0, voiceTicks: 0 } },
-      { day: '2026-10-30', spend: { videoTicks: 0, voiceTicks: 0 } },
-      { day: '2026-10-31', spend: { videoTicks: 64 * CENTS, voiceTicks: 0 } },
-      { day: '2026-11-01', spend: { videoTicks: 0, voiceTicks: 10 * CENTS } },
-      { day: '2026-11-02', spend: { videoTicks: 0, voiceTicks: 0 } },
+      { day: '2026-10-29', spend: { videoUsdTicks: 0, voiceUsdTicks: 0 } },
+      { day: '2026-10-30', spend: { videoUsdTicks: 0, voiceUsdTicks: 0 } },
+      { day: '2026-10-31', spend: { videoUsdTicks: 64 * CENTS, voiceUsdTicks: 0 } },
+      { day: '2026-11-01', spend: { videoUsdTicks: 0, voiceUsdTicks: 10 * CENTS } },
+      { day: '2026-11-02', spend: { videoUsdTicks: 0, voiceUsdTicks: 0 } },
     ]);
     const days = (await settings.spending.usage(guild, member(1), true, asked)).server!.days;
     expect(days).toHaveLength(30);

@@ -21,12 +21,12 @@ function busy(index: number): UsageCount {
   const cents = MEMBERS - index;
   return {
     tasks: 1_000 + index,
-    costTicks: cents * 1_000 * TICKS_PER_CENT,
+    costUsdTicks: cents * 1_000 * TICKS_PER_CENT,
     costUnreported: 999,
-    estimatedTicks: 999_999 * TICKS_PER_CENT,
-    reservedTicks: 123_456 * TICKS_PER_CENT,
+    estimatedUsdTicks: 999_999 * TICKS_PER_CENT,
+    reservedUsdTicks: 123_456 * TICKS_PER_CENT,
     voiceMs: 99 * 3_600_000,
-    voiceTicks: 777_777 * TICKS_PER_CENT,
+    voiceUsdTicks: 777_777 * TICKS_PER_CENT,
   };
 }
 
@@ -35,7 +35,7 @@ function worstView(): UsageView {
   return {
     now: NOW,
     member: { today: busy(0), month: busy(0) },
-    budgets: BUDGET_NAMES.map((budget) => ({ budget, limitTicks: 10 ** 15, leftTicks: 10 ** 14, resetsAt: NOW + 3_600_000 })),
+    budgets: BUDGET_NAMES.map((budget) => ({ budget, limitUsdTicks: 10 ** 15, leftUsdTicks: 10 ** 14, resetsAt: NOW + 3_600_000 })),
     server: { today: everyone, month: everyone, days: [] },
   };
 }

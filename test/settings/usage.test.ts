@@ -11,7 +11,7 @@ import { openStore, StoredRecordError, UnstorableRecordError, type Store } from 
 const NO_LIMITS = { concurrentPerUser: 0, dailyPerUser: 0, dailyPerServer: 0 };
 /** A video estimated at $0.40 (reserved at submission, given back when it is settled). */
 const ESTIMATE = 4_000_000_000;
-const RESERVED = { estimateTicks: ESTIMATE, month: false };
+const RESERVED = { estimateUsdTicks: ESTIMATE, month: false };
 
 function counted(count: Partial<UsageCount>): UsageCount {
   return { ...noUsage(), ...count };
@@ -38,14 +38,14 @@ describe('the usage ledger on SQLite', () => {
       ledger.admitSubmission('g', 'alice', day1, NO_LIMITS, NO_BUDGETS, ESTIMATE),
       ledger.admitSubmission('g', 'bob', day2, NO_LIMITS, NO_BUDGETS, ESTIMATE),
     ]);
-    await ledger.settle('g', 'alice', 't1', day1, RESERVED, { kind: 'reported', ticks: 100 });
-    await ledger.settle('g', 'alice', 't1', day1, RESERVED, { kind: 'reported', ticks: 100 });
-    await ledger.settle('g', 'bob', 't2', day2, RESERVED, { kind: 'reported', ticks: 50 });
+    await ledger.settle('g', 'alice', 't1', day1, RESERVED, { kind: 'reported', usdTicks: 100 });
+    await ledger.settle('g', 'alice', 't1', day1, RESERVED, { kind: 'reported', usdTicks: 100 });
+    await ledger.settle('g', 'bob', 't2', day2, RESERVED, { kind: 'reported', usdTicks: 50 });
     // Alice's second video is still being made: its estimate stays reserved.
-    expect((await ledger.day('g', day1)).users).toEqual({ alice: counted({ tasks: 2, costTicks: 100, reservedTicks: ESTIMATE }) });
+    expect((await ledger.day('g', day1)).users).toEqual({ alice: counted({ tasks: 2, costUsdTicks: 100, reservedUsdTicks: ESTIMATE }) });
     expect(await ledger.month('g', day2)).toEqual({
-      alice: counted({ tasks: 2, costTicks: 100, reservedTicks: ESTIMATE }),
-      bob: counted({ tasks: 1, costTicks: 50 }),
+      alice: counted({ tasks: 2, costUsdTicks: 100, reservedUsdTicks: ESTIMATE }),
+      bob: counted({ tasks: 1, costUsdTicks: 50 }),
     });
     expect(await ledger.month('other', day2)).toEqual({});
   });
@@ -55,14 +55,14 @@ describe('the usage ledger on SQLite', () => {
     const day = Date.UTC(2026, 10, 1, 10);
     await ledger.admitSubmission('g', 'alice', day, NO_LIMITS, NO_BUDGETS, ESTIMATE);
     await ledger.admitSubmission('g', 'alice', day, NO_LIMITS, NO_BUDGETS, ESTIMATE);
-    const estimated = { kind: 'estimated', ticks: ESTIMATE } as const;
+    const estimated = { kind: 'estimated', usdTicks: ESTIMATE } as const;
     await Promise.all([
       ledger.settle('g', 'alice', 't1', day, RESERVED, estimated),
       ledger.settle('g', 'alice', 't1', day, RESERVED, estimated),
     ]);
-    await ledger.settle('g', 'alice', 't2', day, RESERVED, { kind: 'reported', ticks: 40 });
+    await ledger.settle('g', 'alice', 't2', day, RESERVED, { kind: 'reported', usdTicks: 40 });
     expect((await ledger.day('g', day)).users).toEqual({
-      alice: counted({ tasks: 2, costTicks: 40, costUnreported: 1, estimatedTicks: ESTIMATE }),
+      alice: counted({ tasks: 2, costUsdTicks: 40, costUnreported: 1, estimatedUsdTicks: ESTIMATE }),
     });
   });
 
@@ -72,8 +72,8 @@ describe('the usage ledger on SQLite', () => {
     await store.close();
     store = await openStore(`sqlite://${join(directory, 'usage.sqlite')}`, silentLogger);
     expect(await new UsageLedger(store, silentLogger).spendByDay('g', day, 2)).toEqual([
-      { day: '2026-11-01', spend: { videoTicks: 5, voiceTicks: 0 } },
-      { day: '2026-11-02', spend: { videoTicks: 0, voiceTicks: 7 } },
+      { day: '2026-11-01', spend: { videoUsdTicks: 5, voiceUsdTicks: 0 } },
+      { day: '2026-11-02', spend: { videoUsdTicks: 0, voiceUsdTicks: 7 } },
     ]);
   });
 
@@ -83,13 +83,13 @@ describe('the usage ledger on SQLite', () => {
     await ledger.admitSubmission('g', 'alice', day, NO_LIMITS, NO_BUDGETS, ESTIMATE);
     await ledger.admitSubmission('g', 'alice', day, NO_LIMITS, NO_BUDGETS, ESTIMATE);
     // A gateway's report of 1e308 ticks is a number; two of them add up to Infinity.
-    await ledger.settle('g', 'alice', 't1', day, RESERVED, { kind: 'reported', ticks: 1e308 });
-    const second = ledger.settle('g', 'alice', 't2', day, RESERVED, { kind: 'reported', ticks: 1e308 });
+    await ledger.settle('g', 'alice', 't1', day, RESERVED, { kind: 'reported', usdTicks: 1e308 });
+    const second = ledger.settle('g', 'alice', 't2', day, RESERVED, { kind: 'reported', usdTicks: 1e308 });
     await expect(second).rejects.toBeInstanceOf(UnstorableRecordError);
-    await expect(second).rejects.toHaveProperty('field', 'usage_days.users.alice.costTicks');
-    expect((await ledger.day('g', day)).users).toEqual({ alice: counted({ tasks: 2, costTicks: 1e308, reservedTicks: ESTIMATE }) });
+    await expect(second).rejects.toHaveProperty('field', 'usage_days.users.alice.costUsdTicks');
+    expect((await ledger.day('g', day)).users).toEqual({ alice: counted({ tasks: 2, costUsdTicks: 1e308, reservedUsdTicks: ESTIMATE }) });
     // Not claimed: a later report of the task is counted (here, a sane one).
-    expect(await ledger.settle('g', 'alice', 't2', day, RESERVED, { kind: 'reported', ticks: 100 })).toBeDefined();
+    expect(await ledger.settle('g', 'alice', 't2', day, RESERVED, { kind: 'reported', usdTicks: 100 })).toBeDefined();
   });
 
   it("takes back the day's count of a task whose month it cannot write", async () => {
@@ -105,13 +105,40 @@ describe('the usage ledger on SQLite', () => {
     expect((await ledger.day('g', day)).users).toEqual({ alice: counted({}) });
   });
 
+  it('reads version 1 records, whose amounts were named …Ticks, as USD ticks', async () => {
+    const day = Date.UTC(2026, 10, 1, 10);
+    const raw = (name: string) => store.collection(name, (value) => value);
+    await raw('usage_days').set(`g:${dayKey(day)}`, {
+      v: 1,
+      users: {
+        alice: { tasks: 2, costTicks: 70, costUnreported: 1, estimatedTicks: 30, reservedTicks: 20, voiceMs: 60_000, voiceTicks: 5 },
+      },
+    });
+    await raw('usage_months').set('g:2026-11', { v: 1, days: { '01': { videoTicks: 100, voiceTicks: 5 } }, reservedTicks: 20 });
+    await store.close();
+    store = await openStore(`sqlite://${join(directory, 'usage.sqlite')}`, silentLogger);
+    const ledger = new UsageLedger(store, silentLogger);
+    expect((await ledger.day('g', day)).users).toEqual({
+      alice: {
+        tasks: 2,
+        costUsdTicks: 70,
+        costUnreported: 1,
+        estimatedUsdTicks: 30,
+        reservedUsdTicks: 20,
+        voiceMs: 60_000,
+        voiceUsdTicks: 5,
+      },
+    });
+    expect(await ledger.spendByDay('g', day, 1)).toEqual([{ day: '2026-11-01', spend: { videoUsdTicks: 100, voiceUsdTicks: 5 } }]);
+  });
+
   it('reads day records written before unreported costs were counted', async () => {
     const day = Date.UTC(2026, 10, 1, 10);
     await store.collection('usage_days', (raw) => raw).set(`g:${dayKey(day)}`, { users: { alice: { tasks: 3, costTicks: 70 } } });
     await store.close();
     store = await openStore(`sqlite://${join(directory, 'usage.sqlite')}`, silentLogger);
     expect((await new UsageLedger(store, silentLogger).day('g', day)).users).toEqual({
-      alice: counted({ tasks: 3, costTicks: 70 }),
+      alice: counted({ tasks: 3, costUsdTicks: 70 }),
     });
   });
 });

@@ -123,7 +123,7 @@ describe.each([
     );
     expect(admitted.every((verdict) => verdict.ok)).toBe(true);
     expect((await first.day(guild, DAY)).users).toEqual({
-      [member(1)]: { ...noUsage(), tasks: 2 * RACERS, reservedTicks: 2 * RACERS * ESTIMATE },
+      [member(1)]: { ...noUsage(), tasks: 2 * RACERS, reservedUsdTicks: 2 * RACERS * ESTIMATE },
     });
   });
 
@@ -133,14 +133,14 @@ describe.each([
     const guild = newGuild();
     const tasks = Array.from({ length: 50 }, (_, index) => `v${guild}t${index}`);
     for (const task of tasks) written.push(['usage_costed_tasks', task]);
-    const cost = { kind: 'reported', ticks: 10 } as const;
+    const cost = { kind: 'reported', usdTicks: 10 } as const;
     const settleOnBoth = (task: string) => [
       first.settle(guild, member(1), task, DAY, undefined, cost),
       second.settle(guild, member(1), task, DAY, undefined, cost),
     ];
     await Promise.all(tasks.flatMap(settleOnBoth));
     await Promise.all(tasks.slice(0, 5).flatMap(settleOnBoth));
-    expect((await second.day(guild, DAY)).users).toEqual({ [member(1)]: { ...noUsage(), costTicks: 500 } });
+    expect((await second.day(guild, DAY)).users).toEqual({ [member(1)]: { ...noUsage(), costUsdTicks: 500 } });
   });
 
   it("admit exactly the server's daily limit, and a member's, when both admit at once", async () => {
@@ -173,7 +173,7 @@ describe.each([
       userId: member(20),
       activeTasksOfUser: 0,
       now: DAY,
-      estimateTicks: ESTIMATE,
+      estimateUsdTicks: ESTIMATE,
     });
     expect(worded(refused)).toMatchObject({ ok: false, message: expect.stringMatching(/^This server reached its 7 videos for today/) });
   });

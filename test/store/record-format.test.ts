@@ -51,7 +51,12 @@ describe('parsing stored text', () => {
   });
 
   it.each([
-    ['Infinity in a nested field', { value: { reservation: { estimateTicks: Infinity } } }, 'value.reservation.estimateTicks', Infinity],
+    [
+      'Infinity in a nested field',
+      { value: { reservation: { estimateUsdTicks: Infinity } } },
+      'value.reservation.estimateUsdTicks',
+      Infinity,
+    ],
     ['NaN in a list', { value: { turns: [{ ms: 1 }, { ms: Number.NaN }] } }, 'value.turns.1.ms', Number.NaN],
     ['-Infinity as the whole value', { value: -Infinity }, 'value', -Infinity],
     ['an expiry of Infinity', { value: 1, expires: Infinity }, 'expires', Infinity],

@@ -87,10 +87,10 @@ describe.each([
     const store = await open(url());
     const name = `ledger_${randomUUID().slice(0, 8)}`;
     const ledger = store.collection(name, (raw) => raw);
-    const kept = { users: { u1: { tasks: 1, reservedTicks: 800 } } };
+    const kept = { users: { u1: { tasks: 1, reservedUsdTicks: 800 } } };
     await ledger.set('day', kept);
-    const withInfinity = { users: { u1: { tasks: 2, reservedTicks: Infinity } } };
-    const message = `refused to write ${name} record day: ${name}.users.u1.reservedTicks is Infinity, a number JSON cannot store`;
+    const withInfinity = { users: { u1: { tasks: 2, reservedUsdTicks: Infinity } } };
+    const message = `refused to write ${name} record day: ${name}.users.u1.reservedUsdTicks is Infinity, a number JSON cannot store`;
 
     await expect(ledger.set('day', withInfinity)).rejects.toBeInstanceOf(UnstorableRecordError);
     await expect(ledger.set('day', withInfinity)).rejects.toThrow(message);

@@ -25,12 +25,12 @@ export const CARD_STATES_FINISHED_AT = CARD_STATES_TASK.submittedAt! + 42_000;
 export function cardStates(): [string, TaskRecord, CardState][] {
   const task = CARD_STATES_TASK;
   const finishedAt = CARD_STATES_FINISHED_AT;
-  const reserved: TaskRecord = { ...task, reservation: { estimateTicks: 4_000_000_000, month: false } };
+  const reserved: TaskRecord = { ...task, reservation: { estimateUsdTicks: 4_000_000_000, month: false } };
   const succeeded: TaskRecord = {
     ...reserved,
     state: 'succeeded',
     finishedAt,
-    outcome: { costTicks: 4_200_000_000, videoUrl: 'http://127.0.0.1:9/files/x.mp4', requestId: 'req-9' },
+    outcome: { costUsdTicks: 4_200_000_000, videoUrl: 'http://127.0.0.1:9/files/x.mp4', requestId: 'req-9' },
   };
   const closed = (state: TaskRecord['state'], outcome: TaskRecord['outcome'] = {}): TaskRecord => ({
     ...reserved,

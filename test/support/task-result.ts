@@ -16,7 +16,7 @@ export function taskResult(overrides: Partial<TaskResult> = {}): TaskResult {
     model: undefined,
     file: undefined,
     storageError: undefined,
-    costTicks: undefined,
+    costUsdTicks: undefined,
     costUsd: undefined,
     error: undefined,
     requestId: undefined,

@@ -38,7 +38,7 @@ describe('following a task', () => {
       result({
         status: 'succeeded',
         videoUrl: 'https://v/x.mp4',
-        costTicks: 6_400_000_000,
+        costUsdTicks: 6_400_000_000,
         file: { fileId: 'f1', filename: 'x.mp4', expiresAt: undefined, publicUrl: 'https://pub/x.mp4' },
       }),
       5,
@@ -46,7 +46,7 @@ describe('following a task', () => {
     expect(next).toMatchObject({ state: 'succeeded', finishedAt: 5, delivery: { state: 'waiting' } });
     expect(next.outcome).toMatchObject({
       videoUrl: 'https://v/x.mp4',
-      costTicks: 6_400_000_000,
+      costUsdTicks: 6_400_000_000,
       storedFile: { fileId: 'f1', publicUrl: 'https://pub/x.mp4' },
     });
   });
@@ -175,20 +175,20 @@ describe('the status card', () => {
       ...task,
       state: 'succeeded',
       finishedAt: task.submittedAt! + 30_000,
-      outcome: { costTicks: 4_200_000_000 },
+      outcome: { costUsdTicks: 4_200_000_000 },
       delivery: shownInCard({ as: 'file', fileName: 'video-vabc123.mp4' }),
     };
     const costOn = (shown: TaskRecord, context: Parameters<typeof renderStatusCard>[1]) => lineOf(renderStatusCard(shown, context), 'Cost');
     const sameDay = task.createdAt + 60_000;
 
     it("is shown with the member's total that day", () => {
-      expect(costOn(done, { now: sameDay, memberDay: { costTicks: 13_000_000_000, costUnreported: 0 } })).toBe(
+      expect(costOn(done, { now: sameDay, memberDay: { costUsdTicks: 13_000_000_000, costUnreported: 0 } })).toBe(
         '$0.42 · your total today $1.30',
       );
-      expect(costOn(done, { now: sameDay + 86_400_000, memberDay: { costTicks: 13_000_000_000, costUnreported: 0 } })).toBe(
+      expect(costOn(done, { now: sameDay + 86_400_000, memberDay: { costUsdTicks: 13_000_000_000, costUnreported: 0 } })).toBe(
         '$0.42 · your total on 2023-11-14 $1.30',
       );
-      expect(costOn(done, { now: sameDay, memberDay: { costTicks: 4_200_000_000, costUnreported: 2 } })).toBe(
+      expect(costOn(done, { now: sameDay, memberDay: { costUsdTicks: 4_200_000_000, costUnreported: 2 } })).toBe(
         '$0.42 · your total today $0.42 (+ 2 without a reported cost)',
       );
       expect(costOn(done, { now: sameDay })).toBe('$0.42');
@@ -196,18 +196,18 @@ describe('the status card', () => {
 
     it('is not shown while the task runs; a task without its estimate shows none when the gateway reported none: no $0.00', () => {
       expect(
-        costOn({ ...done, state: 'running', finishedAt: undefined }, { now: sameDay, memberDay: { costTicks: 1, costUnreported: 0 } }),
+        costOn({ ...done, state: 'running', finishedAt: undefined }, { now: sameDay, memberDay: { costUsdTicks: 1, costUnreported: 0 } }),
       ).toBeUndefined();
       const unreported = renderStatusCard(
         { ...done, outcome: {} },
-        { now: sameDay, memberDay: { costTicks: 13_000_000_000, costUnreported: 1 } },
+        { now: sameDay, memberDay: { costUsdTicks: 13_000_000_000, costUnreported: 1 } },
       );
       expect(cardText(unreported)).not.toMatch(/Cost|\$/);
     });
   });
 
   describe('what a task is expected to cost (its estimate, reserved when it was submitted)', () => {
-    const reserved: TaskRecord = { ...task, reservation: { estimateTicks: 4_000_000_000, month: false } };
+    const reserved: TaskRecord = { ...task, reservation: { estimateUsdTicks: 4_000_000_000, month: false } };
     const field = (shown: TaskRecord, name: string) => lineOf(renderStatusCard(shown, { now: task.createdAt }), name);
 
     it('is on the card from the first, while the task is sent and runs', () => {
@@ -222,8 +222,8 @@ describe('the status card', () => {
         finishedAt: task.submittedAt! + 30_000,
         delivery: shownInCard({ as: 'file', fileName: 'video-vabc123.mp4' }),
       };
-      expect(field({ ...done, outcome: { costTicks: 4_200_000_000 } }, 'Estimate')).toBeUndefined();
-      expect(field({ ...done, outcome: { costTicks: 4_200_000_000 } }, 'Cost')).toBe('$0.42');
+      expect(field({ ...done, outcome: { costUsdTicks: 4_200_000_000 } }, 'Estimate')).toBeUndefined();
+      expect(field({ ...done, outcome: { costUsdTicks: 4_200_000_000 } }, 'Cost')).toBe('$0.42');
       expect(field({ ...done, outcome: {} }, 'Cost')).toBe('about $0.40 (estimated)');
     });
 

@@ -59,8 +59,8 @@ describe('videos waiting for their member', () => {
       model: 'svc-imagine-video-1.5',
       prompt: 'a long river',
       access: { apiKey: SECRET_KEY, layer: 'compat', keyId: 'key-1' },
-      estimateTicks: 0.5 * USD,
-      confirmOverTicks: 0.3 * USD,
+      estimateUsdTicks: 0.5 * USD,
+      confirmOverUsdTicks: 0.3 * USD,
     };
   }
 
@@ -102,7 +102,7 @@ describe('videos waiting for their member', () => {
   });
 
   it('asks about a job of variants as a whole, and keeps its size for the press', async () => {
-    const held: SubmissionPlan = { ...plan(), estimateTicks: 0.4 * USD, variants: 3 };
+    const held: SubmissionPlan = { ...plan(), estimateUsdTicks: 0.4 * USD, variants: 3 };
     const question = await confirmations.hold(held, context());
     expect(question.content).toMatch(/^\*\*Generate 3 variants for about \$1\.20\?\*\*\n/);
     const taken = await confirmations.take(held.taskId, { guildId: 'g1', userId: 'member' });
@@ -152,15 +152,24 @@ describe('a held video as an earlier version stored it', () => {
     locale: 'fr',
   };
 
+  /** The plan as this version keeps it: its amounts named as USD ticks. */
+  const { estimateTicks, confirmOverTicks, ...plan } = unversioned.plan;
+  const currentPlan = { ...plan, estimateUsdTicks: estimateTicks, confirmOverUsdTicks: confirmOverTicks };
+
   it("is read as this version keeps it, in its member's language", () => {
     const held = parseHeldVideo(JSON.parse(JSON.stringify(unversioned)));
-    expect(held).toEqual({ ...unversioned, v: 1, locale: resolveLocale('fr', undefined, 'member') });
+    expect(held).toEqual({ ...unversioned, plan: currentPlan, v: 2, locale: resolveLocale('fr', undefined, 'member') });
+  });
+
+  it('of version 1 (amounts named …Ticks) is read with its amounts as USD ticks', () => {
+    const held = parseHeldVideo(JSON.parse(JSON.stringify({ ...unversioned, v: 1 })));
+    expect(held).toEqual({ ...unversioned, plan: currentPlan, v: 2, locale: resolveLocale('fr', undefined, 'member') });
   });
 
   it("from before the member's language was kept, is worded in English; a Vary note worded then goes with its words", () => {
     const { locale: _none, ...older } = unversioned;
     const held = parseHeldVideo(JSON.parse(JSON.stringify({ ...older, plan: { ...older.plan, note: 'Sent without its first frame.' } })));
     expect(held.locale).toBe(ENGLISH);
-    expect(held.plan).toEqual(unversioned.plan);
+    expect(held.plan).toEqual(currentPlan);
   });
 });

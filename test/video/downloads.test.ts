@@ -113,7 +113,7 @@ const policy: GuildVideoPolicy = {
       storage: { keepDays: 7, publicLink: true },
     }),
   checkLimits: () => Promise.resolve({ ok: true }),
-  recordSubmission: (_task, estimateTicks) => Promise.resolve({ estimateTicks, month: false }),
+  recordSubmission: (_task, estimateUsdTicks) => Promise.resolve({ estimateUsdTicks, month: false }),
   releaseSubmission: () => Promise.resolve(),
   estimate: () => 0,
   recordCost: () => Promise.resolve(),

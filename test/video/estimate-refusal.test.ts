@@ -22,7 +22,7 @@ let directory: string;
 let store: Store;
 let preparation: VideoPreparation;
 /** One video's estimate, as the test's price table makes it. */
-let estimateTicks = 0;
+let estimateUsdTicks = 0;
 const limitChecks: LimitQuery[] = [];
 
 const policy: GuildVideoPolicy = {
@@ -39,9 +39,9 @@ const policy: GuildVideoPolicy = {
     limitChecks.push(query);
     return Promise.resolve({ ok: true });
   },
-  recordSubmission: (_task, ticks) => Promise.resolve({ estimateTicks: ticks, month: false }),
+  recordSubmission: (_task, usdTicks) => Promise.resolve({ estimateUsdTicks: usdTicks, month: false }),
   releaseSubmission: () => Promise.resolve(),
-  estimate: () => estimateTicks,
+  estimate: () => estimateUsdTicks,
   recordCost: () => Promise.resolve(),
 };
 
@@ -92,8 +92,8 @@ describe('a video whose estimate is not a countable amount', () => {
     ['NaN', Number.NaN],
     ['a fraction of a tick', 0.5],
     ['below zero', -USD_TICKS],
-  ])('is refused before its limits are checked when the estimate is %s, saying why', async (_case, ticks) => {
-    estimateTicks = ticks;
+  ])('is refused before its limits are checked when the estimate is %s, saying why', async (_case, usdTicks) => {
+    estimateUsdTicks = usdTicks;
     limitChecks.length = 0;
     const prepared = await preparation.generation(context(), { ...NO_OPTIONS, prompt: 'a lighthouse' });
     expect(worded(prepared)).toEqual({
@@ -105,7 +105,7 @@ describe('a video whose estimate is not a countable amount', () => {
   });
 
   it("is refused in words the member's language has", async () => {
-    estimateTicks = Infinity;
+    estimateUsdTicks = Infinity;
     const prepared = await preparation.generation(context('fr'), { ...NO_OPTIONS, prompt: 'un phare' });
     expect(prepared.ok || word(resolveLocale('fr', undefined, 'member'), prepared.notice)).toMatch(
       /^Le bot ne peut pas estimer ce que coûterait une vidéo de `svc-imagine-video-1.5`/,
@@ -113,7 +113,7 @@ describe('a video whose estimate is not a countable amount', () => {
   });
 
   it('is refused when one video is countable but the whole job of variants is not', async () => {
-    estimateTicks = 2 ** 52;
+    estimateUsdTicks = 2 ** 52;
     limitChecks.length = 0;
     const one = await preparation.generation(context(), { ...NO_OPTIONS, prompt: 'one', variants: 1 });
     expect(one.ok).toBe(true);
@@ -123,10 +123,10 @@ describe('a video whose estimate is not a countable amount', () => {
   });
 
   it('goes on to the limits with an ordinary estimate', async () => {
-    estimateTicks = Math.round(0.64 * USD_TICKS);
+    estimateUsdTicks = Math.round(0.64 * USD_TICKS);
     limitChecks.length = 0;
     const prepared = await preparation.generation(context(), { ...NO_OPTIONS, prompt: 'a harbour', variants: 2 });
-    expect(prepared.ok && prepared.plan.estimateTicks).toBe(estimateTicks);
-    expect(limitChecks.map((query) => query.estimateTicks)).toEqual([estimateTicks]);
+    expect(prepared.ok && prepared.plan.estimateUsdTicks).toBe(estimateUsdTicks);
+    expect(limitChecks.map((query) => query.estimateUsdTicks)).toEqual([estimateUsdTicks]);
   });
 });

@@ -25,25 +25,27 @@ describe('an estimate', () => {
 
 describe("a form's title", () => {
   it('carries the estimate per second when the member types the length, or for the video', () => {
-    expect(formTitle(ENGLISH, 'Extend this video', { ticks: usd(0.08), per: 'second' })).toBe('Extend this video (about $0.08 a second)');
-    expect(formTitle(ENGLISH, 'Edit this video', { ticks: usd(0.64), per: 'video' })).toBe('Edit this video (about $0.64)');
+    expect(formTitle(ENGLISH, 'Extend this video', { usdTicks: usd(0.08), per: 'second' })).toBe(
+      'Extend this video (about $0.08 a second)',
+    );
+    expect(formTitle(ENGLISH, 'Edit this video', { usdTicks: usd(0.64), per: 'video' })).toBe('Edit this video (about $0.64)');
   });
 
   it('is the title alone when there is no estimate, or when the two would pass the 45 characters Discord allows', () => {
     expect(formTitle(ENGLISH, 'Animate this image', undefined)).toBe('Animate this image');
-    const title = formTitle(ENGLISH, 'Animate this image', { ticks: usd(12_345.67), per: 'second' });
+    const title = formTitle(ENGLISH, 'Animate this image', { usdTicks: usd(12_345.67), per: 'second' });
     expect(title).toBe('Animate this image');
     for (const [base, per] of [
       ['Animate this image', 'second'],
       ['Extend this video', 'second'],
       ['Edit this video', 'video'],
     ] as const)
-      expect(formTitle(ENGLISH, base, { ticks: usd(99.99), per }).length).toBeLessThanOrEqual(MAX_FORM_TITLE_LENGTH);
+      expect(formTitle(ENGLISH, base, { usdTicks: usd(99.99), per }).length).toBeLessThanOrEqual(MAX_FORM_TITLE_LENGTH);
   });
 });
 
 describe('the question of a video over the confirmation threshold', () => {
-  const plan = { operation: 'generate' as const, estimateTicks: usd(2.1), confirmOverTicks: usd(2) };
+  const plan = { operation: 'generate' as const, estimateUsdTicks: usd(2.1), confirmOverUsdTicks: usd(2) };
   const expiresAt = Date.UTC(2025, 0, 1, 12, 15);
 
   it('asks for the operation at its estimate, names the threshold, and says when it expires', () => {

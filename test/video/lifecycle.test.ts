@@ -185,14 +185,15 @@ let access: GatewayAccess = { ok: true, apiKey: KEY, layer: 'compat', keyId: 'fa
 const storage = { keepDays: 7, publicLink: false };
 
 /** Counting a submission against the daily limits; a test can have it refused, as the settings do when a limit is reached. */
-const admitAll = (_task: MemberTask, estimateTicks: number): Promise<SpendReservation> => Promise.resolve({ estimateTicks, month: false });
+const admitAll = (_task: MemberTask, estimateUsdTicks: number): Promise<SpendReservation> =>
+  Promise.resolve({ estimateUsdTicks, month: false });
 let countSubmission = admitAll;
 
 const policy: GuildVideoPolicy = {
   resolveGatewayAccess: () => Promise.resolve(access),
   defaults: () => Promise.resolve({ model: undefined, resolution: undefined, duration: undefined, aspectRatio: undefined, storage }),
   checkLimits: () => Promise.resolve({ ok: true }),
-  recordSubmission: (task, estimateTicks) => countSubmission(task, estimateTicks),
+  recordSubmission: (task, estimateUsdTicks) => countSubmission(task, estimateUsdTicks),
   releaseSubmission: () => Promise.resolve(),
   estimate: () => 0,
   recordCost: () => Promise.resolve(),
@@ -708,9 +709,9 @@ describe('a submission whose count the store refuses to write', () => {
   it('is refused in words that say nothing was sent or counted, with nothing stored or sent', async () => {
     // The store refuses a record holding Infinity, as the usage ledger's would be past any sane amount.
     const ledger = store.collection(`usage_${randomBytes(4).toString('hex')}`, (raw) => raw);
-    countSubmission = async (_task, estimateTicks) => {
-      await ledger.update('day', () => ({ reservedTicks: Infinity }));
-      return { estimateTicks, month: false };
+    countSubmission = async (_task, estimateUsdTicks) => {
+      await ledger.update('day', () => ({ reservedUsdTicks: Infinity }));
+      return { estimateUsdTicks, month: false };
     };
     const submissionsBefore = gateway.submissions.length;
     const error = await generate('a count past any amount').then(

@@ -60,7 +60,7 @@ const NONCE = 'vmi3abc0123456789ab';
 const french = resolveLocale(undefined, 'fr', 'channel');
 
 describe('a stored video task of the version before versions were counted', () => {
-  it('waiting for its video: the same state, its nonce (its id) and the card flag gone, version 1', () => {
+  it('waiting for its video: the same state, its nonce (its id) and the card flag gone, the current version', () => {
     const task = parseTaskRecord(unversioned({ delivery: { state: 'waiting', nonce: NONCE, attempts: 0 } }));
     expect(task.v).toBe(TASK_RECORD_VERSION);
     expect(task.delivery).toEqual({ state: 'waiting', attempts: 0 });
@@ -72,7 +72,8 @@ describe('a stored video task of the version before versions were counted', () =
       renderedAt: 1_764_300_050_000,
       renderedState: 'succeeded||posted||task_7|',
     });
-    expect(task).toMatchObject({ locale: french, reservation: { estimateTicks: 4_000_000_000, month: false }, state: 'succeeded' });
+    expect(task).toMatchObject({ locale: french, reservation: { estimateUsdTicks: 4_000_000_000, month: false }, state: 'succeeded' });
+    expect(task.outcome.costUsdTicks).toBe(4_200_000_000);
   });
 
   it('retrying after failures: its failures and why kept', () => {
@@ -195,7 +196,7 @@ describe('a stored video task of the versions that posted the video as a message
   it('speaks English, reserved nothing, and has no Vary note: its worded one names no reason', () => {
     const task = parseTaskRecord({ ...(earlier({ state: 'waiting', nonce: NONCE, attempts: 0 }) as object), card });
     expect(task.locale).toBe(ENGLISH);
-    expect(task.reservation).toEqual({ estimateTicks: 0, month: false });
+    expect(task.reservation).toEqual({ estimateUsdTicks: 0, month: false });
     expect(task.varyNote).toBeUndefined();
     expect(cardText(renderStatusCard(task))).not.toContain('Envoyé');
   });
@@ -265,5 +266,20 @@ describe("a message command's kept pick of the version before versions were coun
     } finally {
       await store.close();
     }
+  });
+});
+
+describe('a stored video task of version 1', () => {
+  it('has its amounts, named …Ticks then, read as USD ticks, and nothing else changed', () => {
+    const current = parseTaskRecord(unversioned({ delivery: { state: 'waiting', nonce: NONCE, attempts: 0 } }));
+    const { costUsdTicks, ...outcome } = current.outcome;
+    const { estimateUsdTicks, ...reservation } = current.reservation ?? { estimateUsdTicks: 0, month: false };
+    const versionOne = {
+      ...current,
+      v: 1,
+      outcome: { ...outcome, costTicks: costUsdTicks },
+      reservation: { ...reservation, estimateTicks: estimateUsdTicks },
+    };
+    expect(parseTaskRecord(JSON.parse(JSON.stringify(versionOne)))).toEqual(current);
   });
 });

@@ -107,7 +107,7 @@ describe('a metered conversation', () => {
     expect(Math.abs(counted.member - openMs(first))).toBeLessThanOrEqual(SLACK_PER_SESSION_MS * first.length);
     expect(Math.abs(counted.admin - openMs(other))).toBeLessThanOrEqual(SLACK_PER_SESSION_MS * other.length);
     // $1 a second, by the millisecond.
-    expect(Math.abs(day[member.id]!.voiceTicks - (counted.member / 1000) * USD_TICKS)).toBeLessThanOrEqual(1);
+    expect(Math.abs(day[member.id]!.voiceUsdTicks - (counted.member / 1000) * USD_TICKS)).toBeLessThanOrEqual(1);
     // The server's view (/usage with Manage Server): both members, and the day's voice spend.
     const view = await settings.spending.usage(guildId, admin.id, true);
     expect(view.member.today.voiceMs).toBe(counted.admin);
@@ -161,7 +161,7 @@ describe('a metered conversation', () => {
     await discord.voice.waitForBotDisconnect(guildId);
     expect(service.isIn(guildId)).toBe(false);
     const spent = (await settings.spending.ledger.day(guildId, Date.now())).users[member.id]!;
-    expect(spent.voiceTicks).toBeGreaterThanOrEqual(4 * USD_TICKS);
+    expect(spent.voiceUsdTicks).toBeGreaterThanOrEqual(4 * USD_TICKS);
 
     // Worded for the server (an English one here), whoever asked.
     expect(worded(await service.join(guildId, budgeted.voiceChannelId, budgeted.textChannelId, member.id))).toEqual({

@@ -28,7 +28,7 @@ export async function submitPrepared(
     await answerPrivately(interaction, word(memberLocale(interaction), prepared.notice));
     return;
   }
-  if (prepared.plan.confirmOverTicks !== undefined) {
+  if (prepared.plan.confirmOverUsdTicks !== undefined) {
     await askToConfirm(interaction, services, context, prepared.plan);
     return;
   }

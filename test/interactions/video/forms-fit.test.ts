@@ -23,8 +23,8 @@ describe('a video form at its fullest', () => {
     for (const title of TITLES) {
       for (const estimate of [
         undefined,
-        { ticks: 1_234.56 * USD_TICKS, per: 'second' as const },
-        { ticks: 0.04 * USD_TICKS, per: 'video' as const },
+        { usdTicks: 1_234.56 * USD_TICKS, per: 'second' as const },
+        { usdTicks: 0.04 * USD_TICKS, per: 'video' as const },
       ]) {
         const form = videoForm(locale, {
           id: 'form',

@@ -7,6 +7,7 @@ import {
   type ModalSubmitInteraction,
 } from 'discord.js';
 import { answerPrivately, type AnswerVisibility } from '../src/discord/answer.ts';
+import { describeRecentTasks } from '../src/interactions/video/task-list.ts';
 import type { Command } from '../src/interactions/command.ts';
 import { literalChoice, localized, localizedChoice } from '../src/i18n/commands.ts';
 import { answerUsage } from '../src/interactions/usage-answer.ts';
@@ -168,15 +169,7 @@ async function list(interaction: ChatInputCommandInteraction, services: Services
     await answerPrivately(interaction, t(locale, userInstallUse(interaction) ? 'user-install.list.none' : 'video.list.none'));
     return;
   }
-  const lines = tasks.map((task) => {
-    const when = `<t:${Math.floor(task.createdAt / 1000)}:R>`;
-    const shown = task.state === 'running' && task.progress !== undefined;
-    const progress = Math.round(task.progress ?? 0) / 100;
-    const prompt = task.prompt.length > 60 ? `${task.prompt.slice(0, 59)}…` : task.prompt;
-    const values = { ref: task.id, state: task.state, progress, shown: shown ? 'yes' : 'no', operation: task.operation, when, prompt };
-    return t(locale, 'video.list.line', values);
-  });
-  await answerPrivately(interaction, t(locale, 'video.list', { lines: lines.join('\n') }));
+  await answerPrivately(interaction, describeRecentTasks(locale, tasks));
 }
 
 async function autocomplete(interaction: AutocompleteInteraction, services: Services) {

@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { brokenLimit } from '../../src/discord/message-limits.ts';
+import { SUPPORTED_LOCALES } from '../../src/i18n/index.ts';
 import type { TaskRecord } from '../../src/video/record.ts';
 import { renderJobCard } from '../../src/video/status-card.ts';
 import { allComponents, cardButtons, cardText, componentsV2Problems, galleryItems } from '../support/cards.ts';
@@ -80,5 +82,36 @@ describe('a job card of variants', () => {
     const unsent = { count: 1, reason: 'You reached the limit of 2 videos a day.' };
     const card = renderJobCard([variant(running, 0, 2, unsent), variant(running, 1, 2, unsent)], { now: running.createdAt });
     expect(cardText(card)).toContain('**2 of 3 variants sent.** You reached the limit of 2 videos a day.');
+  });
+});
+
+describe('a job card at its worst, in every language', () => {
+  // What grows with data on a card, at its largest: a 2,000-character prompt of emoji that are several code
+  // points each, the gateway's error message and code as long as it likes, a Vary note, a job of four.
+  const EMOJI_PROMPT = '👩🏽‍🚀'.repeat(2000 / '👩🏽‍🚀'.length);
+  const loneSurrogate = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+  it.each(SUPPORTED_LOCALES)('fits Discord and cuts only between whole characters in %s', (locale) => {
+    for (const [name, state] of cardStates()) {
+      for (const size of [1, 4]) {
+        const worst: TaskRecord = {
+          ...state,
+          locale,
+          prompt: EMOJI_PROMPT,
+          varyNote: { reason: 'not-decoded' },
+          ...(state.outcome.error ? { outcome: { ...state.outcome, error: { code: 'x'.repeat(500), message: '🦊'.repeat(2000) } } } : {}),
+        };
+        const tasks = Array.from({ length: size }, (_, index) =>
+          variant(worst, index, size, size > 1 ? { count: 1, reason: '🦊'.repeat(3000) } : undefined),
+        );
+        const card = renderJobCard(tasks, { now: state.createdAt + 60_000 });
+        const files = tasks.flatMap(({ delivery }) =>
+          delivery.state === 'posted' && delivery.video.as === 'file' ? [delivery.video.fileName] : [],
+        );
+        expect(componentsV2Problems(card, files), `${name}, ${size} in ${locale}`).toEqual([]);
+        expect(brokenLimit({ card: card.components }, 0), `${name}, ${size} in ${locale}`).toBeUndefined();
+        expect(cardText(card), `${name}, ${size} in ${locale}`).not.toMatch(loneSurrogate);
+      }
+    }
   });
 });

@@ -21,3 +21,22 @@ export function shorten(text: string, maxLength: number, ellipsis = '…'): stri
   if (text.length <= maxLength) return text;
   return `${graphemePrefix(text, Math.max(0, maxLength - ellipsis.length))}${ellipsis}`;
 }
+
+/**
+ * `text` in pieces of at most `maxLength`, each ending between whole graphemes, at the last line break or
+ * space of its stretch when there is one in its second half (so words stay whole); nothing is left out.
+ */
+export function splitText(text: string, maxLength: number): string[] {
+  const pieces: string[] = [];
+  let rest = text;
+  while (rest.length > maxLength) {
+    const stretch = graphemePrefix(rest, maxLength);
+    const breakAt = Math.max(stretch.lastIndexOf('\n'), stretch.lastIndexOf(' '));
+    // A stretch with no grapheme that fits (not with any real limit) still moves on by one code point.
+    const end = breakAt >= maxLength / 2 ? breakAt + 1 : stretch.length || (rest.codePointAt(0)! > 0xffff ? 2 : 1);
+    pieces.push(rest.slice(0, end));
+    rest = rest.slice(end);
+  }
+  if (rest.length > 0 || pieces.length === 0) pieces.push(rest);
+  return pieces;
+}

@@ -1,3 +1,5 @@
+import { MESSAGE_LIMITS } from '../discord/message-limits.ts';
+import { splitText } from '../lib/text.ts';
 import { DISCORD_ERRORS, isDiscordError, type DiscordOutbox } from '../discord/outbox.ts';
 import type { Logger } from '../lib/log.ts';
 import { notice, type Notice } from '../wording/notice.ts';
@@ -6,7 +8,7 @@ import { notice, type Notice } from '../wording/notice.ts';
 // that names the voice channel, one post per line. A conversation brought back goes on in its thread.
 
 export interface TranscriptThreadOptions {
-  outbox: DiscordOutbox;
+  outbox: Pick<DiscordOutbox, 'say' | 'startThread'>;
   log: Logger;
   guildId: string;
   textChannelId: string;
@@ -45,10 +47,9 @@ export class TranscriptThread {
     try {
       const threadId = this.#threadId ?? (await this.#open());
       if (threadId === undefined) return;
-      await outbox.say(
-        threadId,
-        word(notice('voice.transcript.line', { speaker, text, answered: speaker === 'bot' ? 'bot' : answered ? 'yes' : 'no' })),
-      );
+      const line = word(notice('voice.transcript.line', { speaker, text, answered: speaker === 'bot' ? 'bot' : answered ? 'yes' : 'no' }));
+      // A long turn (minutes of speech) is posted whole, in as many messages as it takes.
+      for (const piece of splitText(line, MESSAGE_LIMITS.content)) await outbox.say(threadId, piece);
     } catch (error) {
       log.warn('could not post a transcript line', { guild: this.#options.guildId, error });
     }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { graphemePrefix, shorten } from '../../src/lib/text.ts';
+import { graphemePrefix, shorten, splitText } from '../../src/lib/text.ts';
 
 // What a member sees of a shortened prompt or name: whole characters, never half an emoji.
 
@@ -25,5 +25,30 @@ describe('shortening text', () => {
     expect(short.length).toBeLessThanOrEqual(100);
     expect(short).toBe(`${'🐉'.repeat(49)}…`);
     expect(shorten('a long prompt about dragons', 10)).toBe('a long pr…');
+  });
+});
+
+describe('splitText', () => {
+  it('keeps a text that fits whole', () => {
+    expect(splitText('short', 10)).toEqual(['short']);
+    expect(splitText('', 10)).toEqual(['']);
+  });
+
+  it('splits at a space or a line break in the second half of a piece, losing nothing', () => {
+    const text = `${'word '.repeat(500)}end`;
+    const pieces = splitText(text, 2000);
+    expect(pieces.join('')).toBe(text);
+    for (const piece of pieces) expect(piece.length).toBeLessThanOrEqual(2000);
+    expect(pieces.slice(0, -1).every((piece) => piece.endsWith(' '))).toBe(true);
+  });
+
+  it('splits a text without spaces between whole emoji', () => {
+    const text = '👩🏽‍🚀'.repeat(700);
+    const pieces = splitText(text, 2000);
+    expect(pieces.join('')).toBe(text);
+    for (const piece of pieces) {
+      expect(piece.length).toBeLessThanOrEqual(2000);
+      expect(piece.length % '👩🏽‍🚀'.length).toBe(0);
+    }
   });
 });

@@ -234,7 +234,9 @@ describe('faults on demand', () => {
   });
 
   it('a late Welcome: the transition runs on without the member, who catches up when its Welcome comes', async () => {
-    test = new TestCall(CHANNEL_ID, { transitionTimeoutMs: 200 });
+    // Long enough for the members who are not held to be ready on a busy machine (at 200 ms, Alice was once
+    // timed out too), short enough that waiting for Bob's Welcome is seen to time out.
+    test = new TestCall(CHANNEL_ID, { transitionTimeoutMs: 1000 });
     const { theBot, alice } = await bothIn();
     const held = test.faults.holdNextWelcome(BOB);
     const bob = test.member(BOB);

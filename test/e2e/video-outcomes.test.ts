@@ -172,6 +172,18 @@ describe.each(LAYERS)('on the %s layer', (layer) => {
     });
   });
 
+  describe('long prompts', () => {
+    it('shows a prompt of 990 emoji on its card cut between whole emoji, within Discord’s limits', async () => {
+      const dragon = '🐉';
+      const run = generate(dragon.repeat(990));
+      const card = await finalCard(run, 'Done');
+      const quoted = card.split('\n').find((line) => line.startsWith('> '))!;
+      // A whole number of dragons, then the ellipsis: no half of a surrogate pair before it.
+      expect(quoted).toMatch(/^> (🐉)+…$/u);
+      expect(cardEditProblems(run.record.original!)).toEqual([]);
+    });
+  });
+
   describe('upload limits', () => {
     it("posts a link instead of the file when the video is over the server's limit, and says why", async () => {
       const { discord } = e2e.world;

@@ -15,7 +15,11 @@ import { callEncryptionNotice } from '../src/voice/call-encryption.ts';
 import { subcommand } from '../src/discord/command-options.ts';
 import { localized } from '../src/i18n/commands.ts';
 import { resolveLocale, t } from '../src/i18n/index.ts';
-import { voiceSettingsChange, VOICE_SETTINGS_SUBCOMMAND } from '../src/settings/voice-settings.ts';
+import { describeVoiceSettingsChange, voiceSettingsChange, VOICE_SETTINGS_SUBCOMMAND } from '../src/settings/voice-settings.ts';
+import { shorten } from '../src/lib/text.ts';
+
+/** The most of a change's words a "saved" follow-up quotes. */
+const SAVED_CHANGE_QUOTED = 300;
 import { describeVoiceSettings } from '../src/interactions/settings-answers.ts';
 import { word } from '../src/wording/notice.ts';
 
@@ -96,8 +100,15 @@ async function settings(interaction: ChatInputCommandInteraction, services: Serv
   }
   // Recorded in the server's change history (/config show) with who and when, in the same step.
   const updated = await services.settings.changeVoiceSettings(guildId, request.change, interaction.user.id);
-  const note = services.voice.isIn(guildId) ? `\n${t(locale, 'voice.settings.next-join')}` : '';
-  await answerPrivately(interaction, `${t(locale, 'config.saved')}\n${describeVoiceSettings(locale, updated)}${note}`);
+  // Once stored, the admin is told so whatever happens to the answer that shows the settings.
+  try {
+    const note = services.voice.isIn(guildId) ? `\n${t(locale, 'voice.settings.next-join')}` : '';
+    await answerPrivately(interaction, `${t(locale, 'config.saved')}\n${describeVoiceSettings(locale, updated)}${note}`);
+  } catch (error) {
+    services.log.warn('voice settings were saved, but their answer failed; telling the admin they were saved', { guild: guildId, error });
+    const change = shorten(describeVoiceSettingsChange(request.change), SAVED_CHANGE_QUOTED);
+    await answerPrivately(interaction, t(locale, 'voice.settings.saved-unshown', { change }));
+  }
 }
 
 async function autocomplete(interaction: AutocompleteInteraction, services: Services) {

@@ -259,6 +259,7 @@ export interface MessagePlaceholders {
   'config.must-be-one-of': { option: string | number; values: string | number };
   'config.saved': undefined;
   'config.saved-unshown': { change: string | number };
+  'voice.settings.saved-unshown': { change: string | number };
   'config.layer.saved': { layer: string | number };
   'config.defaults.duration-range': { max: string | number; min: string | number };
   'config.defaults.variants-range': { max: string | number };

@@ -264,6 +264,32 @@ describe('voice conversations', () => {
     expect(session.serverEvents.filter((entry) => entry.event.type === 'input_audio_buffer.committed')).toHaveLength(1);
   });
 
+  it('tells the admin voice settings were saved when Discord refuses the answer showing them, and they hold', async () => {
+    const { discord, guild } = world;
+    const settings = (options: Record<string, string | number | boolean>) =>
+      discord.runCommand({
+        user: guild.admin,
+        guildId: guild.id,
+        channelId: guild.textChannelId,
+        command: 'voice',
+        subcommand: 'settings',
+        options,
+      });
+    discord.failRoute({
+      method: 'POST',
+      route: /^\/interactions\/\d+\/[^/]+\/callback$/,
+      times: 1,
+      status: 400,
+      code: 50035,
+      message: 'Invalid Form Body',
+      errors: { data: { content: { _errors: [{ code: 'BASE_TYPE_MAX_LENGTH', message: 'Must be 2000 or fewer in length.' }] } } },
+    });
+    const answer = await settings({ idle_minutes: 7 }).reply();
+    expect(answer.content).toMatch(/^Saved: .*idle.*7/i);
+    expect((await settings({}).reply()).content).toMatch(/7 min/);
+    await settings({ idle_minutes: 10 }).reply();
+  });
+
   it('posts transcripts in a thread when the server enables them', async () => {
     const { discord, guild } = world;
     const enable = discord.runCommand({

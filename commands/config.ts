@@ -131,6 +131,7 @@ async function defaults(interaction: ChatInputCommandInteraction, services: Serv
     aspectRatio: options.getString('aspect_ratio') ?? undefined,
     buttons: options.getString('buttons') ?? undefined,
     variants: options.getInteger('variants') ?? undefined,
+    ping: options.getString('ping') ?? undefined,
     reset: options.getBoolean('reset') === true,
   });
   const model = options.getString('model');

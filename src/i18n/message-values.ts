@@ -93,6 +93,10 @@ export interface MessagePlaceholders {
   'command.config.defaults.buttons.description': undefined;
   'command.config.defaults.buttons.choice.anyone': undefined;
   'command.config.defaults.buttons.choice.owner': undefined;
+  'command.config.defaults.ping.name': undefined;
+  'command.config.defaults.ping.description': undefined;
+  'command.config.defaults.ping.choice.on': undefined;
+  'command.config.defaults.ping.choice.off': undefined;
   'command.config.defaults.reset.name': undefined;
   'command.config.defaults.reset.description': undefined;
   'command.config.storage.name': undefined;
@@ -296,6 +300,7 @@ export interface MessagePlaceholders {
   'config.show.latest': undefined;
   'config.show.gateway-default': undefined;
   'config.show.buttons': { who: string };
+  'config.show.ping-off': undefined;
   'config.show.storage': { days: number; publicLink: string };
   'config.show.roles': { video: string | number; voice: string | number };
   'config.show.everyone': undefined;
@@ -444,6 +449,8 @@ export interface MessagePlaceholders {
   'video.card.status.not-shown': undefined;
   'video.card.status.fetching': undefined;
   'video.card.status.failed': undefined;
+  'video.ping.ready': { count: number; member: string | number };
+  'video.ping.not-made': { member: string | number };
   'video.card.status.expired': undefined;
   'video.card.status.timed-out': undefined;
   'video.card.status.unknown': undefined;

@@ -138,6 +138,8 @@ export function describeServerSettings(
       aspectRatio: orDefault(defaults.aspectRatio),
     }),
     say('config.show.buttons', { who: defaults.buttons === 'owner' ? 'owner' : 'anyone' }),
+    // Said only when a server turned it off: a crowded /config show in German has no room to spare for the default.
+    ...(defaults.ping === 'off' ? [say('config.show.ping-off')] : []),
     say('config.show.storage', { days: storage.keepDays, publicLink: storage.publicLink ? 'yes' : 'no' }),
     say('config.show.roles', { video: roles(settings.roles.video), voice: roles(settings.roles.voice) }),
     say('config.show.limits', {

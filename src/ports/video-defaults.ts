@@ -13,6 +13,12 @@ export interface StorageDefaults {
  */
 export type ResultButtons = 'anyone' | 'owner';
 
+/**
+ * Whether the member hears when their video is ready (or could not be made): one short new message that
+ * mentions them, replying to the card (`/config defaults ping`); the default is on.
+ */
+export type ReadyPing = 'on' | 'off';
+
 /** The most variants one job makes (`/video generate variants`, `/config defaults variants`): each is a video of its own. */
 export const MAX_VARIANTS = 4;
 
@@ -26,6 +32,8 @@ export interface VideoDefaults {
   buttons?: ResultButtons;
   /** How many variants a generation makes when its member does not say (`/config defaults variants`); unset: one. */
   variants?: number;
+  /** Unset: on. */
+  ping?: ReadyPing;
   /** A video estimated over this many ticks waits for its member's confirmation; 0: none does. */
   confirmOverUsdTicks?: number;
 }

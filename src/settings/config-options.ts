@@ -4,7 +4,7 @@ import { ASPECT_RATIOS, GENERATION_DURATION, LAYERS, RESOLUTIONS, type Layer } f
 import { formatCost } from '../wording/cost.ts';
 import { notice, refuse, type Notice, type Outcome, type Phrase, type Refusal } from '../wording/notice.ts';
 import { usdToUsdTicks } from './budgets.ts';
-import { FEATURES, RESULT_BUTTONS, STORAGE_MAX_DAYS, type BudgetName, type GuildSettings } from './guild-settings.ts';
+import { FEATURES, READY_PINGS, RESULT_BUTTONS, STORAGE_MAX_DAYS, type BudgetName, type GuildSettings } from './guild-settings.ts';
 
 // /config's subcommands: what each asks, what it accepts (and why not, as a notice the command words in the
 // admin's language), and the change it makes with the words the server's history records it in (English:
@@ -60,6 +60,11 @@ export const CONFIG_SUBCOMMANDS = {
         choices: [{ value: 'anyone' }, { value: 'owner' }],
       },
       { type: 'integer', name: 'variants', min: 1, max: MAX_VARIANTS },
+      {
+        type: 'string',
+        name: 'ping',
+        choices: [{ value: 'on' }, { value: 'off' }],
+      },
       { type: 'boolean', name: 'reset' },
     ],
   },
@@ -161,6 +166,8 @@ export interface DefaultsGiven {
   buttons: string | undefined;
   /** Variants a generation makes by default (1-4). */
   variants?: number | undefined;
+  /** Whether a member is pinged when their video is ready (`on`, `off`). */
+  ping?: string | undefined;
   reset: boolean;
 }
 
@@ -174,15 +181,18 @@ export function defaultsChange(given: DefaultsGiven): SettingsChangeRequest {
     duration === undefined &&
     aspectRatio === undefined &&
     given.buttons === undefined &&
-    given.variants === undefined
+    given.variants === undefined &&
+    given.ping === undefined
   ) {
-    return atLeastOne(['model', 'resolution', 'duration', 'aspect_ratio', 'buttons', 'variants', 'reset']);
+    return atLeastOne(['model', 'resolution', 'duration', 'aspect_ratio', 'buttons', 'variants', 'ping', 'reset']);
   }
   const { variants } = given;
   if (variants !== undefined && (!Number.isInteger(variants) || variants < 1 || variants > MAX_VARIANTS))
     return refuse('config.defaults.variants-range', { max: MAX_VARIANTS });
   const buttons = RESULT_BUTTONS.find((value) => value === given.buttons);
   if (given.buttons !== undefined && buttons === undefined) return mustBeOneOf('buttons', RESULT_BUTTONS);
+  const ping = READY_PINGS.find((value) => value === given.ping);
+  if (given.ping !== undefined && ping === undefined) return mustBeOneOf('ping', READY_PINGS);
   if (resolution !== undefined && !RESOLUTIONS.some((value) => value === resolution)) return mustBeOneOf('resolution', RESOLUTIONS);
   if (aspectRatio !== undefined && !ASPECT_RATIOS.some((value) => value === aspectRatio)) return mustBeOneOf('aspect_ratio', ASPECT_RATIOS);
   if (duration !== undefined && (duration < GENERATION_DURATION.min || duration > GENERATION_DURATION.max)) {
@@ -195,6 +205,7 @@ export function defaultsChange(given: DefaultsGiven): SettingsChangeRequest {
     ...(aspectRatio === undefined ? {} : { aspectRatio }),
     ...(buttons === undefined ? {} : { buttons }),
     ...(variants === undefined ? {} : { variants }),
+    ...(ping === undefined ? {} : { ping }),
   };
   const words = [
     model,
@@ -203,6 +214,7 @@ export function defaultsChange(given: DefaultsGiven): SettingsChangeRequest {
     aspectRatio,
     buttons === undefined ? undefined : `buttons ${buttons}`,
     variants === undefined ? undefined : `${variants} variant${variants === 1 ? '' : 's'}`,
+    ping === undefined ? undefined : `ping ${ping}`,
   ];
   return {
     ok: true,

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { LAYERS, type Layer } from '../gateway/spec.ts';
-import { MAX_VARIANTS, type ResultButtons } from '../ports/video-defaults.ts';
+import { MAX_VARIANTS, type ReadyPing, type ResultButtons } from '../ports/video-defaults.ts';
 import { sealedKeySchema, type SealedKey } from './key-cipher.ts';
 import { versionedRecord, type RecordWarning } from '../store/index.ts';
 import { parseStoredVoiceSettings, type StoredVoiceSettings } from './voice-settings.ts';
@@ -16,6 +16,8 @@ export type Budgets = Record<BudgetName, number>;
 export const NO_BUDGETS: Budgets = { member_daily_usd: 0, server_daily_usd: 0, server_monthly_usd: 0 };
 /** Who may press the buttons under a video; the first is the default. */
 export const RESULT_BUTTONS: readonly ResultButtons[] = ['anyone', 'owner'];
+/** Whether a member is pinged when their video is ready; the first is the default. */
+export const READY_PINGS: readonly ReadyPing[] = ['on', 'off'];
 export type Feature = (typeof FEATURES)[number];
 
 export interface StoredKey {
@@ -40,8 +42,19 @@ export interface GuildSettings {
   key?: StoredKey;
   /** Unset: the operator's GATEWAY_LAYER. */
   layer?: Layer;
-  /** Request defaults, and who may press the buttons under a video (`buttons`, unset: anyone): all set with /config defaults. */
-  defaults: { model?: string; resolution?: string; duration?: number; aspectRatio?: string; buttons?: ResultButtons; variants?: number };
+  /**
+   * Request defaults, who may press the buttons under a video (`buttons`, unset: anyone), and whether its
+   * member is pinged when it is ready (`ping`, unset: on): all set with /config defaults.
+   */
+  defaults: {
+    model?: string;
+    resolution?: string;
+    duration?: number;
+    aspectRatio?: string;
+    buttons?: ResultButtons;
+    variants?: number;
+    ping?: ReadyPing;
+  };
   storage: { keepDays: number; publicLink: boolean };
   /** Roles allowed to use each feature; empty means everyone. */
   roles: Record<Feature, string[]>;
@@ -110,6 +123,8 @@ const guildSettingsSchema: z.ZodType<StoredGuildSettings> = z.object({
       duration: z.number().optional().catch(undefined),
       buttons: z.enum(RESULT_BUTTONS).optional().catch(undefined),
       variants: z.number().int().min(1).max(MAX_VARIANTS).optional().catch(undefined),
+      // Added without a new version: a record written before it has none, which is the default (on).
+      ping: z.enum(READY_PINGS).optional().catch(undefined),
     })
     .catch(() => ({})),
   storage: z

@@ -408,6 +408,7 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
       storage,
       buttons: defaults.buttons ?? 'anyone',
       variants: defaults.variants ?? 1,
+      ping: defaults.ping ?? 'on',
     };
   }
 

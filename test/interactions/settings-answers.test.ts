@@ -61,6 +61,15 @@ describe('/config show', () => {
       '; video, `svc-imagine-video-1.5`: $0.05/s at 480p, $0.10/s at 720p, $0.14/s at 1080p; voice',
     );
   });
+
+  it('says when a server turned off the ping for a ready video, and nothing of it while it is on (the default)', () => {
+    const settings = defaultGuildSettings();
+    expect(lineOf(describeServerSettings(ENGLISH, settings, facts), '**Ping when')).toBeUndefined();
+    settings.defaults = { ping: 'off' };
+    expect(lineOf(describeServerSettings(ENGLISH, settings, facts), '**Ping when')).toBe(
+      '**Ping when ready:** off: members are not told when their video is ready',
+    );
+  });
 });
 
 /** A PRICES_FILE naming `count` video models and `count` voice models, with long ids. */

@@ -1,6 +1,13 @@
 import { ENGLISH, resolveLocale, t } from '../../src/i18n/index.ts';
 import { describe, expect, it } from 'vitest';
-import { budgetChange, checkDefaultModel, layerChange, type BudgetGiven } from '../../src/settings/config-options.ts';
+import {
+  budgetChange,
+  checkDefaultModel,
+  defaultsChange,
+  layerChange,
+  type BudgetGiven,
+  type DefaultsGiven,
+} from '../../src/settings/config-options.ts';
 import { defaultGuildSettings, type GuildSettings } from '../../src/settings/guild-settings.ts';
 import { word } from '../../src/wording/notice.ts';
 
@@ -102,5 +109,42 @@ describe('a default model', () => {
     expect(checkDefaultModel('m2', ['m2', 'm3'])).toBeUndefined();
     expect(checkDefaultModel('m1', undefined)).toBeUndefined();
     expect(checkDefaultModel('m1', [])).toBeUndefined();
+  });
+});
+
+describe('/config defaults ping', () => {
+  const none: DefaultsGiven = {
+    model: undefined,
+    resolution: undefined,
+    duration: undefined,
+    aspectRatio: undefined,
+    buttons: undefined,
+    reset: false,
+  };
+
+  it('turns the ping off and on again, keeping the other defaults, and names it in the history', () => {
+    const settings = defaultGuildSettings();
+    settings.defaults = { buttons: 'owner', variants: 2 };
+    const off = defaultsChange({ ...none, ping: 'off' });
+    if (!off.ok) throw new Error(word(ENGLISH, off.notice));
+    expect(off.description).toBe('set video defaults: ping off');
+    const turnedOff = off.change(settings);
+    expect(turnedOff.defaults).toEqual({ buttons: 'owner', variants: 2, ping: 'off' });
+    const on = defaultsChange({ ...none, ping: 'on' });
+    expect(on.ok && on.change(turnedOff).defaults.ping).toBe('on');
+  });
+
+  it('refuses a value that is not on or off, naming the two', () => {
+    const refused = defaultsChange({ ...none, ping: 'loud' });
+    expect(refused.ok || word(ENGLISH, refused.notice)).toBe(
+      t(ENGLISH, 'config.must-be-one-of', { option: '`ping`', values: '`on` or `off`' }),
+    );
+  });
+
+  it('is forgotten with the other defaults by reset: back to on', () => {
+    const settings = defaultGuildSettings();
+    settings.defaults = { ping: 'off' };
+    const reset = defaultsChange({ ...none, reset: true });
+    expect(reset.ok && reset.change(settings).defaults.ping).toBeUndefined();
   });
 });

@@ -42,7 +42,7 @@ describe('stored server settings', () => {
   it('turns nonsense limits, storage and budgets into "no limit", "no budget" and the allowed range', () => {
     const parsed = parseGuildSettings({
       layer: 'warp',
-      defaults: { buttons: 'admins' },
+      defaults: { buttons: 'admins', ping: 'loud' },
       limits: { concurrentPerUser: -1, dailyPerUser: 2.5, dailyPerServer: '9' },
       storage: { keepDays: 365, publicLink: 'yes' },
       spending: { budgets: { member_daily_usd: -1, server_daily_usd: '5' }, alertChannelId: 7, confirmOverUsd: null },
@@ -50,6 +50,8 @@ describe('stored server settings', () => {
     expect(parsed.layer).toBeUndefined();
     // Who may press the buttons under a video: anyone unless the record says owner.
     expect(parsed.defaults.buttons).toBeUndefined();
+    // Whether a member is pinged when their video is ready: on unless the record says off.
+    expect(parsed.defaults.ping).toBeUndefined();
     expect(parsed.limits).toEqual({ concurrentPerUser: 0, dailyPerUser: 0, dailyPerServer: 0 });
     expect(parsed.storage).toEqual({ keepDays: 30, publicLink: false });
     expect(parsed.spending).toEqual({ budgets: { member_daily_usd: 0, server_daily_usd: 0, server_monthly_usd: 0 }, confirmOverUsd: 0 });

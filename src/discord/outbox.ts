@@ -342,6 +342,20 @@ export class DiscordOutbox {
     return firstId;
   }
 
+  /**
+   * A short message that pings one member and nobody else (no role, no @everyone, not the author of the
+   * message it replies to); a reply to `replyTo` when given, posted all the same should that message be gone.
+   * Its id.
+   */
+  async pingMember(channelId: string, userId: string, content: string, replyTo?: string): Promise<string> {
+    const body: RESTPostAPIChannelMessageJSONBody = {
+      content,
+      allowed_mentions: { parse: [], users: [userId], replied_user: false },
+      ...(replyTo === undefined ? {} : { message_reference: { message_id: replyTo, fail_if_not_exists: false } }),
+    };
+    return parsePostedMessage(await this.#rest.post(Routes.channelMessages(channelId), { body })).messageId;
+  }
+
   /** A public thread started from a message; its channel id. */
   async startThread(channelId: string, messageId: string, name: string): Promise<string> {
     const thread: unknown = await this.#rest.post(Routes.threads(channelId, messageId), {

@@ -38,10 +38,12 @@ import type { MemberCosts, MemberDayCost } from '../ports/guild-policy.ts';
 import {
   askedInUrl,
   closedDelivery,
+  deliveryPending,
   handoffDue,
   isTerminal,
   needsWork,
   postingSince,
+  withPingDue,
   type HandoffNote,
   type PostedDelivery,
   type ShownVideo,
@@ -49,6 +51,7 @@ import {
   type UserInstallTask,
 } from './record.ts';
 import type { DirectMessageReach } from './dm-reach.ts';
+import type { ReadyPings } from './ready-ping.ts';
 import type { TaskRepository } from './repository.ts';
 import { cardStateKey, closedWords, renderJobCard, renderLostCard, videoLink, type CardView, type KnownCard } from './status-card.ts';
 import { KeyedLock } from '../lib/keyed-lock.ts';
@@ -98,6 +101,8 @@ export interface DeliveryDeps {
   taskDeadlineMs?: number;
   /** Whether members' DMs were last found closed to the bot, for the handoff of their own install's card; default unknown (open). */
   dmReach?: DirectMessageReach;
+  /** Tells a member their job ended, once per job; default none (nobody is told beyond the card). */
+  pings?: ReadyPings;
 }
 
 export class VideoDelivery {
@@ -227,7 +232,7 @@ export class VideoDelivery {
     const bySibling = tasks.find((sibling) => sibling.id !== task.id && sibling.userInstall?.handedOff !== undefined);
     const siblingNote = bySibling?.userInstall?.handedOff;
     if (siblingNote) return { ...task, card: drawn, userInstall: { ...place, handedOff: siblingNote } };
-    const pending = tasks.filter(needsWork).length;
+    const pending = tasks.filter(deliveryPending).length;
     if (pending === 0) return undefined;
     const note: HandoffNote = (await this.#dmsKnownClosed(task)) ? 'status' : 'dms';
     let messageId = task.card.messageId;
@@ -346,7 +351,8 @@ export class VideoDelivery {
    */
   async deliver(task: TaskRecord, gateway: GatewayClient, result?: TaskResult): Promise<TaskRecord> {
     let current = task;
-    if (current.delivery.state === 'posted' || current.delivery.state === 'closed') return current;
+    if (current.delivery.state === 'posted' || current.delivery.state === 'closed')
+      return this.#oneAtATime(current, () => this.#ping(current));
 
     let latest = result;
     if (!latest) {
@@ -483,8 +489,9 @@ export class VideoDelivery {
               },
             };
         // The card shows it already: saved without another edit (one without the file would take the video off).
-        await repository.save(posted);
-        return { ok: { posted, messageId: message.messageId } };
+        const saved = withPingDue(posted);
+        await repository.save(saved);
+        return { ok: { posted: await this.#ping(saved), messageId: message.messageId } };
       },
     );
     if ('ok' in edited) {
@@ -607,10 +614,37 @@ export class VideoDelivery {
    */
   async showAndSave(task: TaskRecord, now = Date.now()): Promise<TaskRecord> {
     return this.#oneAtATime(task, async () => {
-      const updated = await this.#updateCard(task, now);
+      const updated = withPingDue(await this.#updateCard(task, now));
       await this.#deps.repository.save(updated);
-      return updated;
+      return this.#ping(updated);
     });
+  }
+
+  /**
+   * A task whose member is owed the ping of its job (`ping: 'due'`, saved with its outcome): the ping sent
+   * when its job has ended (ready-ping.ts), and the task saved as done. Called within the job's card lock,
+   * so the variants of a job ending in this process look at one another one at a time; a store that fails
+   * leaves it due, for the task's next step.
+   */
+  async #ping(task: TaskRecord): Promise<TaskRecord> {
+    if (task.ping !== 'due') return task;
+    const { pings, repository, log } = this.#deps;
+    try {
+      if (pings) await pings.announce(task, await this.#jobTasksAsStored(task));
+      const done: TaskRecord = { ...task, ping: 'done' };
+      await repository.save(done);
+      return done;
+    } catch (error) {
+      log.warn("could not tell a member their video job ended; the task's next step tries again", { task: task.id, error });
+      return task;
+    }
+  }
+
+  /** Every task of `task`'s job, as stored (`task` as in hand); a sibling the store no longer has counts as ended, one it cannot read throws. */
+  async #jobTasksAsStored(task: TaskRecord): Promise<TaskRecord[]> {
+    const ids = task.job?.taskIds ?? [task.id];
+    const tasks = await Promise.all(ids.map((id) => (id === task.id ? task : this.#deps.repository.get(id))));
+    return tasks.filter((sibling) => sibling !== undefined);
   }
 }
 

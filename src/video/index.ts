@@ -16,6 +16,7 @@ import { DEFAULT_POLL_POLICY, type PollPolicy } from './poll-policy.ts';
 import { SourceForms } from './message-sources.ts';
 import { FirstFrames } from './first-frame.ts';
 import { VideoPreparation } from './prepare.ts';
+import { ReadyPings } from './ready-ping.ts';
 import { costOf, type TaskRecord } from './record.ts';
 import { TaskRepository } from './repository.ts';
 import type { CardView } from './status-card.ts';
@@ -95,6 +96,7 @@ export function createVideo(deps: VideoDeps): Video {
     metrics,
     taskDeadlineMs: pollPolicy.deadlineMs,
     dmReach: new DirectMessageReach(store),
+    pings: new ReadyPings({ store, outbox, defaults: (guildId) => policy.defaults(guildId), log }),
     ...(deps.costs ? { costs: deps.costs } : {}),
   });
   const resolver = new PolicyGatewayResolver(policy, clients, log);

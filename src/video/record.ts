@@ -250,7 +250,16 @@ export interface TaskRecord {
   locale: Locale;
   /** Set on a task made through a member's own install where the bot is not in the channel; unset on every other. */
   userInstall?: UserInstallTask;
+  /**
+   * The one message that tells the member their job ended (ready-ping.ts): `due` is written in the same save
+   * that ends the task's delivery, so a restart still finds it; `done` once its job's ping was claimed (sent,
+   * or left to a sibling, or turned off). Unset on a task the gateway never took (its member was answered then).
+   */
+  ping?: PingState;
 }
+
+const PING_STATES = ['due', 'done'] as const;
+export type PingState = (typeof PING_STATES)[number];
 
 /**
  * The guild whose shard Discord delivers a task's interactions to, and whose worker follows the task: its
@@ -285,9 +294,23 @@ export function isTerminal(state: TaskState): boolean {
 /** The error code a task gets when the gateway answers that it does not know it (404): it will never finish. */
 export const TASK_NOT_FOUND = 'not_found';
 
-/** Whether the poller still has work for this task: polling it, or posting its result. */
-export function needsWork(task: TaskRecord): boolean {
+/** Whether the task is still being made, or its result still to be shown. */
+export function deliveryPending(task: Pick<TaskRecord, 'state' | 'delivery'>): boolean {
   return !isTerminal(task.state) || task.delivery.state === 'waiting' || task.delivery.state === 'posting';
+}
+
+/** Whether the poller still has work for this task: polling it, posting its result, or telling its member. */
+export function needsWork(task: TaskRecord): boolean {
+  return deliveryPending(task) || task.ping === 'due';
+}
+
+/**
+ * The task as its last save with its outcome shown should store it: its member's ping `due` once the
+ * gateway took the task (`gatewayId`) and nothing of it is left to show; as it is otherwise.
+ */
+export function withPingDue(task: TaskRecord): TaskRecord {
+  if (task.ping !== undefined || task.gatewayId === undefined || deliveryPending(task)) return task;
+  return { ...task, ping: 'due' };
 }
 
 /** Finished states in which the gateway made the video, and so charged for it. */
@@ -427,6 +450,8 @@ const taskSchema: z.ZodType<TaskRecord> = z.object({
       handedOff: z.enum(HANDOFF_NOTES).optional(),
     })
     .optional(),
+  // Added without a new version: a task stored before it was never pinged, and unset means just that.
+  ping: z.enum(PING_STATES).optional(),
 });
 
 /**

@@ -7,7 +7,7 @@ import { applyResult } from './apply-result.ts';
 import type { VideoDelivery } from './delivery.ts';
 import type { GatewayResolver } from './gateway-resolver.ts';
 import { errorBackoffDelay, nextPollDelay, type PollPolicy } from './poll-policy.ts';
-import { TASK_NOT_FOUND, handoffAt, handoffDue, isTerminal, needsWork, type TaskRecord } from './record.ts';
+import { TASK_NOT_FOUND, deliveryPending, handoffAt, handoffDue, isTerminal, needsWork, type TaskRecord } from './record.ts';
 import type { TaskRepository } from './repository.ts';
 import { Schedule } from './schedule.ts';
 import { knownCard, type KnownCard } from './status-card.ts';
@@ -337,6 +337,11 @@ export class TaskTracker {
     if (!task) {
       // Gone since the step read it: saving what the step holds would bring back a record the store lost, without its indexes.
       await this.#lost(id, 'gone');
+      return;
+    }
+    if (isTerminal(task.state) && !deliveryPending(task)) {
+      // Only its member's ping is left (the delivery keeps it due when it fails): its next step tries again.
+      if (needsWork(task)) this.#reschedule(id, errorBackoffDelay(this.#options.policy, 1, this.#options.random));
       return;
     }
     if (isTerminal(task.state) && needsWork(task)) {

@@ -112,6 +112,7 @@ export class MessageStore {
       attachments,
       flags: (typeof json.flags === 'number' ? json.flags : 0) | (draft.extraFlags ?? 0),
       ...(reference ? { messageReference: reference } : {}),
+      ...(isRecord(json.allowed_mentions) ? { allowedMentions: json.allowed_mentions } : {}),
       ...(typeof json.nonce === 'string' || typeof json.nonce === 'number' ? { nonce: json.nonce } : {}),
       timestamp: new Date().toISOString(),
       editedTimestamp: null,

@@ -138,6 +138,8 @@ export interface Message {
   attachments: StoredAttachment[];
   flags: number;
   messageReference?: { message_id: string };
+  /** The `allowed_mentions` the author sent with the message, as sent: who its mentions were allowed to ping. */
+  allowedMentions?: Readonly<Record<string, unknown>>;
   nonce?: string | number;
   timestamp: string;
   editedTimestamp: string | null;

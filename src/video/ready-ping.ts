@@ -72,9 +72,11 @@ export class ReadyPings {
     const { outbox } = this.#deps;
     const place = task.userInstall;
     if (place) {
-      // Where they asked the bot cannot write: their DMs, in their language, replying to the task's card there when it went there.
+      // Where they asked the bot cannot write: their DMs, in their language, replying to the task's card there
+      // (the card it went to once its token ended, or the interaction's own when they asked in the bot's DM).
       const channelId = place.dmChannelId ?? (await outbox.openDm(task.userId));
-      await this.#reply(channelId, task.userId, word(membersLanguage(task), told), place.dmMessageId);
+      const cardId = place.dmMessageId ?? (channelId === task.channelId ? task.card.messageId : undefined);
+      await this.#reply(channelId, task.userId, word(membersLanguage(task), told), cardId);
       return;
     }
     const cardId = task.card.messageId ?? jobTasks.find((sibling) => sibling.card.messageId !== undefined)?.card.messageId;

@@ -85,6 +85,9 @@ describe("a member's own install", () => {
     // Its buttons would need the server's install.
     expect(cardButtons(card)).toEqual([]);
     expect(keyOf('a paper boat on a pond')).toBe(world.emulator.keyIdOf(OPERATOR_KEY));
+    // Asked in the bot's DM: the message that pings her replies to the card there.
+    const ping = await world.discord.waitForDirectMessage(mira.id, (message) => message.messageReference?.message_id === card.id);
+    expect(ping.content).toBe(t(GERMAN, 'video.ping.ready', { member: `<@${mira.id}>`, count: 1 }));
   });
 
   it('sends a video that finishes after the interaction token ended to the member by DM, once, linking where they asked', async () => {
@@ -119,8 +122,12 @@ describe("a member's own install", () => {
       expect(cardText(delivered)).toContain(t(GERMAN, 'user-install.card.asked-in', { link: askedIn }));
       expect(cardText(delivered)).toContain(madeWithOperatorKey());
       expect(keyOf('a slow sunrise over the sea')).toBe(emulator.keyIdOf(OPERATOR_KEY));
-      // Once: the bot's DMs with her hold this one video.
-      expect(discord.directMessages(mira.id).filter((message) => !before.has(message.id))).toEqual([delivered]);
+      // Once: the bot's DMs with her hold this one video, and one message that pings her alone, in German,
+      // replying to it (the card where she asked is in a server the bot cannot write to).
+      const ping = await discord.waitForDirectMessage(mira.id, (message) => message.messageReference?.message_id === delivered.id);
+      expect(ping.content).toBe(t(GERMAN, 'video.ping.ready', { member: `<@${mira.id}>`, count: 1 }));
+      expect(ping.allowedMentions).toEqual({ parse: [], users: [mira.id], replied_user: false });
+      expect(discord.directMessages(mira.id).filter((message) => !before.has(message.id))).toEqual([delivered, ping]);
       // Nothing was posted in the server the bot is not in, besides the interaction's own card.
       expect(discord.messages(elsewhere.textChannelId).map((message) => message.id)).toEqual([card.id]);
       // The token is kept with the task until it is delivered, and never written to the log.

@@ -41,7 +41,6 @@ import {
   deliveryPending,
   handoffDue,
   isTerminal,
-  needsWork,
   postingSince,
   withPingDue,
   type HandoffNote,
@@ -643,7 +642,7 @@ export class VideoDelivery {
   /** Every task of `task`'s job, as stored (`task` as in hand); a sibling the store no longer has counts as ended, one it cannot read throws. */
   async #jobTasksAsStored(task: TaskRecord): Promise<TaskRecord[]> {
     const ids = task.job?.taskIds ?? [task.id];
-    const tasks = await Promise.all(ids.map((id) => (id === task.id ? task : this.#deps.repository.get(id))));
+    const tasks = await Promise.all(ids.map((id) => (id === task.id ? Promise.resolve(task) : this.#deps.repository.get(id))));
     return tasks.filter((sibling) => sibling !== undefined);
   }
 }

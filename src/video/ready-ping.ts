@@ -24,7 +24,7 @@ const CLAIM_KEPT_MS = 30 * 24 * 3600_000;
 /** What a job's ping needs of the video part's neighbours. */
 export interface ReadyPingDeps {
   store: Store;
-  outbox: DiscordOutbox;
+  outbox: Pick<DiscordOutbox, 'pingMember' | 'openDm'>;
   /** The server's video defaults (`ping`: whether its members are pinged). */
   defaults(guildId: string): Promise<VideoDefaults>;
   log: Logger;

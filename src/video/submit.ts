@@ -293,14 +293,17 @@ export class VideoSubmission {
       guild: task.guildId,
       ...(task.job ? { job: task.job.id, variant: task.job.number } : {}),
     });
-    // Followed from here on whatever the card does: the tracker edits it again at its next step.
-    tracker.track(task);
+    // Shown, then followed: the tracker starts from the record as the card left it (the card's message id
+    // with it), so that its first step cannot save over what showing it learned. A card that cannot be
+    // shown yet is left to the tracker, which edits it again at its next step.
+    let shown = task;
     try {
-      return await delivery.showAndSave(task);
+      shown = await delivery.showAndSave(task);
     } catch (error) {
       log.warn('could not show a submitted task on its card yet; the tracker will', { task: id, error });
-      return task;
     }
+    tracker.track(shown);
+    return shown;
   }
 
   /**

@@ -7,6 +7,7 @@ import { resolveLocale, t, type Locale } from '../../src/i18n/index.ts';
 import { usdToUsdTicks } from '../../src/settings/budgets.ts';
 import { formatCostIn } from '../../src/wording/cost.ts';
 import { makeDataDirectory } from '../support/bot-process.ts';
+import { refuseNextAnswer } from '../support/refused-answer.ts';
 import { startWorld, type World } from '../support/world.ts';
 
 // An operator's PRICES_FILE naming 30 video models, which every /config answer lists with the server's
@@ -79,15 +80,7 @@ describe('/config with 30 priced models', () => {
 
   it('tells the admin a change was saved when Discord refuses its answer, and the change holds', async () => {
     const guild = world.discord.createGuild({ name: 'refused answer' });
-    world.discord.failRoute({
-      method: 'POST',
-      route: /^\/interactions\/\d+\/[^/]+\/callback$/,
-      times: 1,
-      status: 400,
-      code: 50035,
-      message: 'Invalid Form Body',
-      errors: { data: { content: { _errors: [{ code: 'BASE_TYPE_MAX_LENGTH', message: 'Must be 2000 or fewer in length.' }] } } },
-    });
+    refuseNextAnswer(world.discord);
     const answer = await config(guild, guild.admin, 'budget', { member_daily_usd: 7 }).reply();
     expect(answer.content).toBe(t(ENGLISH_ADMIN, 'config.saved-unshown', { change: 'set budgets: $7.00 per member a day' }));
     expect((await config(guild, guild.admin, 'show').reply()).content).toContain(

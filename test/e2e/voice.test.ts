@@ -2,6 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { analyzeTone, audible, type BotAudioFrame, byTone, type HeldWelcome, type User } from 'discord-standin';
 import { FORCE_MESSAGE_TONE_HZ, type RealtimeSession } from '../../src/emulator/realtime/session.ts';
 import { parsePrometheus, total, type Sample } from '../support/prometheus.ts';
+import { refuseNextAnswer } from '../support/refused-answer.ts';
 import { startWorld, type World } from '../support/world.ts';
 import { resolveLocale, t } from '../../src/i18n/index.ts';
 
@@ -275,15 +276,7 @@ describe('voice conversations', () => {
         subcommand: 'settings',
         options,
       });
-    discord.failRoute({
-      method: 'POST',
-      route: /^\/interactions\/\d+\/[^/]+\/callback$/,
-      times: 1,
-      status: 400,
-      code: 50035,
-      message: 'Invalid Form Body',
-      errors: { data: { content: { _errors: [{ code: 'BASE_TYPE_MAX_LENGTH', message: 'Must be 2000 or fewer in length.' }] } } },
-    });
+    refuseNextAnswer(discord);
     const answer = await settings({ idle_minutes: 7 }).reply();
     expect(answer.content).toMatch(/^Saved: .*idle.*7/i);
     expect((await settings({}).reply()).content).toMatch(/7 min/);

@@ -30,7 +30,7 @@ const LOADED_IN_TURNS = [
   './i18n/index.ts',
   // zod and the prices.
   './config.ts',
-  // keyv, SQLite and Redis.
+  // keyv and SQLite (the Redis client only when the store is Redis).
   './store/index.ts',
   // prom-client.
   './ops/worker-metrics.ts',

@@ -1,3 +1,4 @@
+import { keepLines } from '../support/kept-lines.ts';
 import { once } from 'node:events';
 import { ButtonStyle, Client, ComponentType, Events, GatewayIntentBits, MessageFlags, REST, SlashCommandBuilder } from 'discord.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -31,12 +32,7 @@ let nextDeferral = Promise.withResolvers<void>();
 beforeAll(async () => {
   discord = await startDiscordStandIn();
   guild = discord.createGuild();
-  const log = createLogger({
-    write: (line) => {
-      const parsed: unknown = JSON.parse(line);
-      if (isRecord(parsed)) logged.push(parsed);
-    },
-  });
+  const log = createLogger({ write: keepLines(logged) });
   outbox = new DiscordOutbox(new REST({ api: discord.apiUrl }).setToken(discord.botToken), { log });
   client = new Client({ intents: [GatewayIntentBits.Guilds], rest: { api: discord.apiUrl } });
   client.on(Events.InteractionCreate, (interaction) => {

@@ -1,3 +1,4 @@
+import { keepLines } from '../support/kept-lines.ts';
 import { once } from 'node:events';
 import { Client, Events, GatewayIntentBits, MessageFlags, SlashCommandBuilder } from 'discord.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -5,7 +6,7 @@ import { answerPrivately } from '../../src/discord/answer.ts';
 import { suggest } from '../../src/discord/autocomplete.ts';
 import type { Command } from '../../src/interactions/command.ts';
 import { createDispatcher } from '../../src/interactions/dispatcher.ts';
-import { isRecord, type JsonRecord } from '../../src/lib/json.ts';
+import type { JsonRecord } from '../../src/lib/json.ts';
 import { createLogger, type Logger, type LogLevel } from '../../src/lib/log.ts';
 import { type DiscordStandIn, startDiscordStandIn, type TestGuild } from 'discord-standin';
 
@@ -30,10 +31,7 @@ function logAtLevel(fields: Record<string, unknown> = {}): Logger {
     createLogger({
       level,
       fields,
-      write: (line) => {
-        const parsed: unknown = JSON.parse(line);
-        if (isRecord(parsed)) logged.push(parsed);
-      },
+      write: keepLines(logged),
     });
   return {
     debug: (message, more) => current().debug(message, more),

@@ -1,3 +1,4 @@
+import { keepLines } from '../support/kept-lines.ts';
 import { EventEmitter, once } from 'node:events';
 import {
   ActionRowBuilder,
@@ -14,7 +15,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Command } from '../../src/interactions/command.ts';
 import { createDispatcher } from '../../src/interactions/dispatcher.ts';
-import { isRecord, type JsonRecord } from '../../src/lib/json.ts';
+import type { JsonRecord } from '../../src/lib/json.ts';
 import { createLogger, type Logger } from '../../src/lib/log.ts';
 import { type DiscordStandIn, type Message, startDiscordStandIn, type TestGuild } from 'discord-standin';
 import { waitUntil } from '../../src/lib/wait-until.ts';
@@ -89,11 +90,7 @@ beforeAll(async () => {
   discord = await startDiscordStandIn();
   guild = discord.createGuild();
   const log = createLogger({
-    write: (line) => {
-      const parsed: unknown = JSON.parse(line);
-      if (isRecord(parsed)) logged.push(parsed);
-      logLines.emit('line');
-    },
+    write: keepLines(logged, () => logLines.emit('line')),
   });
   const dispatcher = createDispatcher(
     new Map([

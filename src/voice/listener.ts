@@ -3,7 +3,7 @@ import type { Readable } from 'node:stream';
 import type { Logger } from '../lib/log.ts';
 import { isDaveFrame } from './audio/dave-frame.ts';
 import type { SpeakerMixer } from './audio/mixer.ts';
-import { OpusFrameDecoder } from './audio/opus.ts';
+import { OpusFrameDecoder, isOpusSilenceFrame } from './audio/opus.ts';
 
 // Hears everyone in the channel: a receive stream per speaking user, one Opus decoder per speaker, each
 // decoded frame handed to the mixer. The library destroys a stream when a packet fails decryption (for
@@ -12,12 +12,17 @@ import { OpusFrameDecoder } from './audio/opus.ts';
 // while its user is still speaking. A frame still end-to-end encrypted (the library passes them on while
 // its DAVE session has no keys) is dropped, never decoded: as Opus it is loud noise. An Opus packet that
 // happens to end in a well-formed DAVE trailer (well under one in a million) is lost as one 20 ms frame.
+// A client closes each talk spurt with Opus silence frames; audio that stops without them dropped out
+// (a network or client hiccup) and is likely to resume, which is what the bot ending turns needs to know.
 
 export interface ListenerEvents {
   /** A user began speaking (Discord's speaking start). */
   onSpeakingStart?(userId: string): void;
-  /** Nobody is speaking any more (everyone's speaking ended). */
-  onAllSilent?(): void;
+  /**
+   * Nobody is speaking any more (everyone's speaking ended). `droppedOut`: someone's audio stopped
+   * without the silence frames that close a talk spurt, so it may well go on.
+   */
+  onAllSilent?(droppedOut: boolean): void;
   /** A packet was decoded and queued, at this time (for latency measurements). */
   onPacket?(userId: string, receivedAt: number): void;
   /** A frame arrived still end-to-end encrypted, and was dropped. */
@@ -35,6 +40,10 @@ export class VoiceListener {
   readonly #streams = new Map<string, Readable>();
   readonly #decoders = new Map<string, OpusFrameDecoder>();
   readonly #speaking = new Set<string>();
+  /** Speakers whose last packet was audio, not the silence that closes a talk spurt. */
+  readonly #midSpurt = new Set<string>();
+  /** Since everyone was last silent, someone's speaking ended mid-spurt. */
+  #droppedOut = false;
   readonly #onStart = (userId: string) => this.#start(userId);
   readonly #onEnd = (userId: string) => this.#end(userId);
   #stopped = false;
@@ -66,7 +75,11 @@ export class VoiceListener {
 
   #end(userId: string): void {
     if (!this.#speaking.delete(userId)) return;
-    if (this.#speaking.size === 0) this.#events.onAllSilent?.();
+    if (this.#midSpurt.has(userId)) this.#droppedOut = true;
+    if (this.#speaking.size > 0) return;
+    const droppedOut = this.#droppedOut;
+    this.#droppedOut = false;
+    this.#events.onAllSilent?.(droppedOut);
   }
 
   #subscribe(userId: string): void {
@@ -85,6 +98,8 @@ export class VoiceListener {
         this.#events.onUndecrypted?.(userId);
         return;
       }
+      if (isOpusSilenceFrame(packet)) this.#midSpurt.delete(userId);
+      else this.#midSpurt.add(userId);
       const pcm = speakerDecoder.decode(packet);
       if (!pcm) {
         this.#log.debug('skipped an undecodable voice packet', { user: userId, corrupt: speakerDecoder.corruptPackets });
@@ -114,6 +129,8 @@ export class VoiceListener {
     this.#decoders.get(userId)?.delete();
     this.#decoders.delete(userId);
     this.#mixer.remove(userId);
+    // Someone who left will not resume.
+    this.#midSpurt.delete(userId);
     this.#end(userId);
   }
 

@@ -56,6 +56,11 @@ const PREBUFFER_MS = 60;
 const FRAMES_PER_APPEND = 2;
 /** In Discord turn mode, wait this long after everyone stopped so the last frames reach the session. */
 const MANUAL_COMMIT_DELAY_MS = 3 * FRAME_MS;
+/**
+ * ...and this long when someone's audio stopped without closing its talk spurt: a network or client
+ * hiccup that often resumes within a few hundred milliseconds would otherwise cut a sentence in two.
+ */
+const MANUAL_COMMIT_AFTER_DROPOUT_MS = 700;
 
 interface SessionEvents {
   state: [VoiceSessionState];
@@ -154,10 +159,11 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
           // Without server VAD there is no speech_started: Discord's own speaking signal is the barge-in.
           if (this.#manual) this.#turnTaking.bargeIn();
         },
-        onAllSilent: () => {
+        onAllSilent: (droppedOut) => {
           this.#announcer.speakNext();
           if (!this.#manual) return;
-          this.#commitTimer = setTimeout(() => this.#turnTaking.endManualTurn(), MANUAL_COMMIT_DELAY_MS);
+          const delay = droppedOut ? MANUAL_COMMIT_AFTER_DROPOUT_MS : MANUAL_COMMIT_DELAY_MS;
+          this.#commitTimer = setTimeout(() => this.#turnTaking.endManualTurn(), delay);
         },
         onPacket: (userId, receivedAt) => {
           this.#turnTaking.packet(userId);

@@ -11,7 +11,7 @@ import type { Logger } from '../lib/log.ts';
 import type { BotMetrics } from '../lib/metrics.ts';
 import { BYTES_PER_SAMPLE, FRAME_MS, FRAME_SAMPLES, bytesToSamples } from './audio/format.ts';
 import { Framer } from './audio/framer.ts';
-import { OpusFrameEncoder } from './audio/opus.ts';
+import { OPUS_SILENCE_FRAME, OpusFrameEncoder } from './audio/opus.ts';
 
 // The model's voice, played in the voice channel through one long-lived AudioPlayer. Each answer stream
 // (keyed by the session: see answer-streams.ts) becomes an AudioResource fed with Opus packets as its
@@ -37,8 +37,6 @@ import { OpusFrameEncoder } from './audio/opus.ts';
 const SILENCE_PADDING_FRAMES = 5;
 /** An item whose deltas stall this long (in 20 ms frames) is given up, not waited for forever. */
 const MAX_MISSED_FRAMES = 50;
-/** Opus silence, as players send it. */
-const OPUS_SILENCE = Buffer.from([0xf8, 0xff, 0xfe]);
 /** How long an answer waits for the call's encryption to be ready before it is given up. */
 export const ENCRYPTION_WAIT_MS = 10_000;
 /** Answer audio waiting to be played, at most: longer than any sensible spoken answer (docs/gateway.md, "Realtime client"). */
@@ -190,7 +188,7 @@ export class SpeechPlayer {
     // The player leaves the packet it prepared for the next tick in the connection, which sends it when
     // the next answer starts: 20 ms of the answer just cut off. Silence takes its place.
     if (wasPlaying) {
-      for (const connection of this.#connections) connection.prepareAudioPacket(OPUS_SILENCE);
+      for (const connection of this.#connections) connection.prepareAudioPacket(OPUS_SILENCE_FRAME);
     }
     return stopped;
   }

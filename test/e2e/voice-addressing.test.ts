@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { RealtimeSession } from '../../src/emulator/realtime/session.ts';
-import { audible, type User } from 'discord-standin';
+import { audible, concatPcm, generateSilence, generateTone, type User } from 'discord-standin';
 import { sendBotAway } from '../support/voice-restart.ts';
 import { startWorld, type World } from '../support/world.ts';
 import { cardEditProblems, cardText, galleryItems } from '../support/cards.ts';
@@ -204,6 +204,19 @@ describe('when the bot answers', () => {
     } finally {
       await settings({ transcripts: false });
     }
+  });
+
+  it('keeps a sentence one turn when its audio drops out for a moment (the talk spurt not closed by silence frames)', async () => {
+    const { discord, guild } = world;
+    const session = await joinWith(guild.member, guild.admin);
+    await script(session, { transcript: 'what time is it' });
+    const heard = nextEvent(session, 'server', 'conversation.item.input_audio_transcription.completed');
+    // A network hiccup: 250 ms without packets mid-sentence, longer than a closed spurt is waited for.
+    const word = generateTone({ hz: 440, ms: 300, amplitude: 0.5 });
+    await discord.voice.speak(guild.id, guild.member.id, concatPcm(word, generateSilence(250), word), { trailingSilenceFrames: 0 });
+    expect(clientEvents(session, 'input_audio_buffer.commit'), 'a turn ended mid-sentence').toEqual([]);
+    expect((await heard).event.transcript).toBe('what time is it');
+    expect(clientEvents(session, 'input_audio_buffer.commit')).toHaveLength(1);
   });
 
   it('answers every turn with respond: always, and only named turns with respond: when_named, to the wake words set', async () => {

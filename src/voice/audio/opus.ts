@@ -6,6 +6,16 @@ import { CHANNELS, FRAME_SAMPLES, SAMPLE_RATE } from './format.ts';
 // Through OpusScriptCodec: with opusscript's own encode() and decode(), a process past about 38
 // conversations had codecs that threw, and one that grew its heap further crashed (see packages/opusscript-codec).
 
+/**
+ * Opus silence. A Discord client closes each talk spurt with five of these before it goes quiet (so the
+ * receiver's decoder does not interpolate across the pause), and players pad the end of an item with them.
+ */
+export const OPUS_SILENCE_FRAME = Buffer.from([0xf8, 0xff, 0xfe]);
+
+export function isOpusSilenceFrame(packet: Buffer): boolean {
+  return packet.length === 3 && packet[0] === 0xf8 && packet[1] === 0xff && packet[2] === 0xfe;
+}
+
 export class OpusFrameDecoder {
   readonly #codec = new OpusScriptCodec(SAMPLE_RATE, CHANNELS, 'voip');
   #corrupt = 0;

@@ -185,9 +185,11 @@ export async function startApp(
     metrics,
     userInstallLimits: config.userInstalls,
   });
+  const ownsGuild = shards && ((guildId: string) => shards.ids.includes(shardOfGuild(guildId, shards.count)));
   const video = createVideo({
     store,
     clients,
+    ...(ownsGuild ? { ownsGuild } : {}),
     policy: settings,
     costs: settings,
     outbox,
@@ -254,7 +256,6 @@ export async function startApp(
   const stopping = new AbortController();
   const running = AbortSignal.any([signal, stopping.signal]);
   client.once(Events.ClientReady, (ready) => {
-    const ownsGuild = shards && ((guildId: string) => shards.ids.includes(shardOfGuild(guildId, shards.count)));
     video.tracker.resume(ownsGuild).then(
       (count) => log.info('following unfinished video tasks', { count }),
       (error: unknown) => log.error('could not resume unfinished video tasks', { error }),
@@ -320,6 +321,7 @@ export async function startApp(
       const failed = await closeInOrder(
         [
           ['voice connections', () => voice.stopAll()],
+          ['the key lines of videos', () => video.sender.stop()],
           ['the task tracker', () => video.tracker.stop()],
           ['the confirmations waiting to expire', () => Promise.resolve(video.confirmations.stop())],
           ['the Discord client', () => client.destroy()],

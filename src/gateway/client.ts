@@ -100,7 +100,21 @@ interface SendOptions {
   download?: boolean;
   /** Write the successful answer's body to this file instead of memory. */
   saveTo?: string;
+  /** Codes thrown at once rather than retried: the caller waits them out itself. */
+  notRetried?: ReadonlySet<string>;
 }
+
+/** How a submission is sent. */
+export interface SubmitOptions {
+  /**
+   * The caller queues jobs on the key's limits (src/video/key-queue.ts): a 429 `too_many_requests` or
+   * `rate_limit` is thrown at once, so the queue waits for a slot or the Retry-After instead of the
+   * client retrying a submission the key cannot take yet.
+   */
+  queuedOnKeyLimits?: boolean;
+}
+
+const KEY_LIMIT_CODES: ReadonlySet<string> = new Set(['too_many_requests', 'rate_limit']);
 
 const MAX_REDIRECTS = 3;
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
@@ -164,22 +178,22 @@ export class GatewayClient {
     return { layer: this.layer, vendor: this.vendor };
   }
 
-  async generate(request: GenerationRequest): Promise<SubmittedTask> {
+  async generate(request: GenerationRequest, options?: SubmitOptions): Promise<SubmittedTask> {
     validateGeneration(request, this.validationOptions);
-    return this.#submit(this.#paths.generations, request);
+    return this.#submit(this.#paths.generations, request, options);
   }
 
-  async edit(request: EditRequest): Promise<SubmittedTask> {
+  async edit(request: EditRequest, options?: SubmitOptions): Promise<SubmittedTask> {
     validateEdit(request, this.validationOptions);
-    return this.#submit(this.#paths.edits, request);
+    return this.#submit(this.#paths.edits, request, options);
   }
 
-  async extend(request: ExtensionRequest): Promise<SubmittedTask> {
+  async extend(request: ExtensionRequest, options?: SubmitOptions): Promise<SubmittedTask> {
     validateExtension(request, this.validationOptions);
-    return this.#submit(this.#paths.extensions, request);
+    return this.#submit(this.#paths.extensions, request, options);
   }
 
-  async #submit(path: string, request: object): Promise<SubmittedTask> {
+  async #submit(path: string, request: object, options: SubmitOptions = {}): Promise<SubmittedTask> {
     const response = await this.#send({
       method: 'POST',
       target: path,
@@ -187,6 +201,7 @@ export class GatewayClient {
       idempotent: false,
       authorize: true,
       maxBytes: MAX_JSON_BYTES,
+      ...(options.queuedOnKeyLimits ? { notRetried: KEY_LIMIT_CODES } : {}),
     });
     const task = parseSubmission(parseJsonBody(response), { layer: this.layer, requestId: response.requestId });
     this.#log.info('gateway task submitted', { taskId: task.id, path, requestId: task.requestId });
@@ -346,7 +361,13 @@ export class GatewayClient {
         }
         return response;
       },
-      { idempotent: options.idempotent, policy: this.#retry, log: this.#log, operation },
+      {
+        idempotent: options.idempotent,
+        policy: this.#retry,
+        log: this.#log,
+        operation,
+        ...(options.notRetried ? { notRetried: options.notRetried } : {}),
+      },
     );
   }
 

@@ -50,6 +50,8 @@ export interface RetryContext {
   retriesDone: number;
   policy: RetryPolicy;
   random?: () => number;
+  /** Codes the caller waits out itself (a queue on the key's limits): never retried here. */
+  notRetried?: ReadonlySet<string>;
 }
 
 /** The retry policy's waits: exponential, capped, and shortened (never lengthened) by the jitter. */
@@ -91,6 +93,7 @@ export function decideRetry(error: unknown, context: RetryContext): RetryDecisio
     return { retry: true, delayMs: backoff() };
   }
   if (error instanceof GatewayApiError) {
+    if (error.code !== undefined && context.notRetried?.has(error.code)) return { retry: false, reason: 'the caller waits it out' };
     if (!isRetryableAnswer(error, context.idempotent)) return { retry: false, reason: 'not retryable' };
     if (error.retryAfterMs !== undefined && error.retryAfterMs > policy.maxRetryAfterMs)
       return { retry: false, reason: 'Retry-After is too long' };
@@ -107,6 +110,7 @@ export interface RetryRunOptions {
   operation: string;
   random?: () => number;
   sleep?: (ms: number) => Promise<void>;
+  notRetried?: ReadonlySet<string>;
 }
 
 const defaultSleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -124,6 +128,7 @@ export async function withRetries<T>(attempt: (attemptNumber: number) => Promise
         retriesDone,
         policy: options.policy,
         ...(options.random ? { random: options.random } : {}),
+        ...(options.notRetried ? { notRetried: options.notRetried } : {}),
       });
       if (!decision.retry) throw error;
       options.log.warn('gateway request failed, retrying', {

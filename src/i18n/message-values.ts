@@ -566,4 +566,14 @@ export interface MessagePlaceholders {
   'video.form.edit-title': undefined;
   'video.form.video-upload': undefined;
   'video.form.video-upload.description': undefined;
+  'video.card.status.waiting': { key: string };
+  'video.card.status.waiting-place': { key: string; place: number };
+  'video.card.status.cancelled': { member: string | number };
+  'video.button.unqueue': undefined;
+  'video.button.unqueue-numbered': { number: number };
+  'video.refusal.member-limit': { limit: number };
+  'video.refusal.line-full': { key: string; limit: number };
+  'video.unqueue.not-yours': { owner: string | number };
+  'video.unqueue.too-late': undefined;
+  'video.unqueue.done': undefined;
 }

@@ -37,6 +37,12 @@ export interface BotMetrics {
   voiceLatency(direction: VoiceDirection, seconds: number): void;
   /** Dollars a server key was counted as spending: what the gateway reported, or the bot's estimate. */
   spend(feature: SpendFeature, kind: SpendKind, usd: number): void;
+  /** Video jobs waiting in the lines of the keys this process sends on, as last read. */
+  videoQueueWaiting(jobs: number): void;
+  /** A job left its key's line for the gateway, this long after its member asked. */
+  videoQueueWaited(seconds: number): void;
+  /** The gateway refused a submission for the key's limits (`too_many_requests`, `rate_limit`): the job waits again. */
+  gatewayLimitRefusal(code: string): void;
 }
 
 export type SpendFeature = 'video' | 'voice';
@@ -60,6 +66,9 @@ export const NO_METRICS: BotMetrics = {
   realtimeRenewal() {},
   voiceLatency() {},
   spend() {},
+  videoQueueWaiting() {},
+  videoQueueWaited() {},
+  gatewayLimitRefusal() {},
 };
 
 /** A gateway path as a route label: ids (any segment with a digit, other than a version) become `:id`, a full URL (a native video address) `video url`. */

@@ -8,6 +8,8 @@ const PREFIX = 'bot_';
 /** Seconds from the gateway's terminal status to the posted message. */
 const POST_DELAY_BUCKETS = [0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900];
 const VOICE_LATENCY_BUCKETS = [0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 1, 2, 5];
+/** Seconds a video job waited in its key's line, from asked to sent: most none, a busy key minutes. */
+const QUEUE_WAIT_BUCKETS = [0.5, 1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600];
 
 export interface OpsMetrics extends BotMetrics {
   readonly registry: Registry;
@@ -111,6 +113,23 @@ export function createOpsMetrics(options: OpsMetricsOptions = {}): OpsMetrics {
     labelNames: ['feature', 'kind'],
     registers,
   });
+  const queueWaiting = new Gauge({
+    name: `${PREFIX}video_queue_waiting`,
+    help: 'Video jobs waiting in the lines of the gateway keys this process sends on, as last read (no server label).',
+    registers,
+  });
+  const queueWait = new Histogram({
+    name: `${PREFIX}video_queue_wait_seconds`,
+    help: 'Seconds from a video job asked for to its submission to the gateway.',
+    buckets: QUEUE_WAIT_BUCKETS,
+    registers,
+  });
+  const limitRefusals = new Counter({
+    name: `${PREFIX}gateway_limit_refusals_total`,
+    help: "Submissions the gateway refused for a key's limits (too_many_requests, rate_limit); the job waits again.",
+    labelNames: ['code'],
+    registers,
+  });
   // Frames and latency are counted per packet and per append of every conversation: each direction's
   // series is looked up once, at its first count, not hashed from its labels again on every call.
   const framesBy: Partial<Record<VoiceDirection, Counter.Internal>> = {};
@@ -145,5 +164,8 @@ export function createOpsMetrics(options: OpsMetricsOptions = {}): OpsMetrics {
     realtimeRenewal: () => renewals.inc(),
     voiceLatency: (direction, seconds) => (latencyBy[direction] ??= latency.labels({ direction })).observe(seconds),
     spend: (feature, kind, usd) => spend.inc({ feature, kind }, usd),
+    videoQueueWaiting: (jobs) => queueWaiting.set(jobs),
+    videoQueueWaited: (seconds) => queueWait.observe(seconds),
+    gatewayLimitRefusal: (code) => limitRefusals.inc({ code }),
   };
 }

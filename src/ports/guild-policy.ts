@@ -88,6 +88,11 @@ export interface GuildVideoPolicy extends GatewayAccessResolver {
   recordSubmission(task: MemberTask, estimateUsdTicks: number): Promise<SpendReservation>;
   /** The gateway refused it: it does not count, and its reservation is given back. */
   releaseSubmission(task: MemberTask, reservation: SpendReservation): Promise<void>;
+  /**
+   * How many videos at once the server's gateway key takes, when an admin stated it (`/config limits
+   * key_concurrency`): the key's line sends no more, and does not probe for more. Undefined: learned.
+   */
+  keyConcurrency?(guildId: string): Promise<number | undefined>;
   /** What a video is expected to cost, in ticks (1 USD = 10^10). */
   estimate(request: VideoEstimateRequest): number;
   recordCost(cost: TaskCost): Promise<void>;

@@ -427,6 +427,11 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
     return this.spending.release(task, reservation);
   }
 
+  // TODO(key_concurrency): read the admin's stated limit once /config limits takes it.
+  keyConcurrency(_guildId: string): Promise<number | undefined> {
+    return Promise.resolve(undefined);
+  }
+
   estimate(request: VideoEstimateRequest): number {
     return this.spending.estimate(request);
   }

@@ -7,8 +7,8 @@ const COMMAND = 'video';
 
 /**
  * Buttons under a finished video, in the order they are shown (Vary under a job's variants only), the
- * forms three of them open, and the two buttons of a video that waits for its member's confirmation
- * (`src/video/confirmations.ts`).
+ * forms three of them open, the two buttons of a video that waits for its member's confirmation
+ * (`src/video/confirmations.ts`), and the Cancel of a job waiting in its key's line (`unqueue`).
  */
 const VIDEO_ACTIONS = [
   'extend',
@@ -21,6 +21,7 @@ const VIDEO_ACTIONS = [
   'change-modal',
   'confirm',
   'cancel',
+  'unqueue',
 ] as const;
 export type VideoAction = (typeof VIDEO_ACTIONS)[number];
 

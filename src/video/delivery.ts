@@ -182,7 +182,7 @@ export class VideoDelivery {
     }
     const key = cardStateKey(task);
     if (task.card.renderedState === key) return task;
-    const running = task.state === 'running' || task.state === 'submitting';
+    const running = task.state === 'running' || task.state === 'submitting' || task.state === 'waiting';
     if (running && task.card.renderedAt !== undefined && now - task.card.renderedAt < this.#deps.cardEditIntervalMs) return task;
     try {
       if (pastItsToken(task, now)) return await this.#updateCardInDm(task, task.userInstall, now);
@@ -611,6 +611,30 @@ export class VideoDelivery {
    * (editing the video into the card again shows it once); saved first, a kill before the edit
    * would leave the card saying "running" for good.
    */
+  /**
+   * Shows a task that waits in its key's line, at `place`, and saves that only while it still waits: the
+   * sender takes a task out of `waiting` in one step of the store, which a card drawn from an older read
+   * must not undo (only the card's message id, once learned, is kept either way). Undefined: no such task.
+   */
+  async showWaiting(id: string, place: number | undefined, now = Date.now()): Promise<TaskRecord | undefined> {
+    const { repository } = this.#deps;
+    const read = await repository.get(id);
+    if (read?.state !== 'waiting') return read;
+    return this.#oneAtATime(read, async () => {
+      const current = await repository.get(id);
+      if (current?.state !== 'waiting') return current;
+      const drawn = await this.#updateCard(place === undefined ? current : { ...current, place }, now);
+      const kept = await repository.change(id, (stored) =>
+        stored.state === 'waiting'
+          ? { ...stored, ...(drawn.place === undefined ? {} : { place: drawn.place }), card: drawn.card }
+          : stored.card.messageId === undefined && drawn.card.messageId !== undefined
+            ? { ...stored, card: { ...stored.card, messageId: drawn.card.messageId } }
+            : undefined,
+      );
+      return kept ?? drawn;
+    });
+  }
+
   async showAndSave(task: TaskRecord, now = Date.now()): Promise<TaskRecord> {
     return this.#oneAtATime(task, async () => {
       const updated = withPingDue(await this.#updateCard(task, now));

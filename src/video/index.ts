@@ -5,6 +5,7 @@ import { NO_METRICS, type BotMetrics } from '../lib/metrics.ts';
 import type { GuildVideoPolicy, MemberCosts } from '../ports/guild-policy.ts';
 import type { InteractionContext } from '../ports/interaction-context.ts';
 import type { Store } from '../store/index.ts';
+import { refuse, type Outcome } from '../wording/notice.ts';
 import { VideoConfirmations } from './confirmations.ts';
 import { VideoDelivery } from './delivery.ts';
 import { DirectMessageReach } from './dm-reach.ts';
@@ -20,6 +21,8 @@ import { ReadyPings } from './ready-ping.ts';
 import { costOf, type TaskRecord } from './record.ts';
 import { TaskRepository } from './repository.ts';
 import type { CardView } from './status-card.ts';
+import { KeyQueue } from './key-queue.ts';
+import { QueueSender } from './queue-sender.ts';
 import { VideoSubmission } from './submit.ts';
 import { TaskTracker } from './tracker.ts';
 import { Variation } from './vary.ts';
@@ -49,6 +52,8 @@ export interface VideoDeps {
   cardEditIntervalMs?: number;
   /** Where downloaded videos wait for their post; default a directory under the OS temporary directory. */
   downloadDirectory?: string;
+  /** With sharding: the guilds whose tasks this process follows; default all. */
+  ownsGuild?: (guildId: string) => boolean;
 }
 
 export interface Video {
@@ -63,6 +68,13 @@ export interface Video {
   submit(plan: SubmissionPlan, context: InteractionContext): Promise<TaskRecord>;
   tasks: TaskRepository;
   tracker: TaskTracker;
+  /** Every video job's key line: sends the jobs as their key takes them. */
+  sender: QueueSender;
+  /**
+   * Takes a job out of its key's line before it is sent, for its member or a member who manages the server
+   * (`mayManage`); refused, with why, for anyone else or a job no longer waiting.
+   */
+  cancelWaiting(context: Pick<InteractionContext, 'guildId' | 'userId'>, taskRef: string, mayManage: boolean): Promise<Outcome>;
   /**
    * A task's status card as it stands, for its member privately (`/video status`): with its cost and its
    * member's total that day when reported, and a link to the message that shows the video; drawn as `view`
@@ -76,7 +88,7 @@ export interface Video {
 }
 
 export function createVideo(deps: VideoDeps): Video {
-  const { store, clients, policy, outbox, vendor, log } = deps;
+  const { store, clients, policy, outbox, vendor, log, ownsGuild } = deps;
   const metrics = deps.metrics ?? NO_METRICS;
   const tasks = new TaskRepository(store, log);
   const files = new DownloadFiles(log, deps.downloadDirectory);
@@ -108,12 +120,26 @@ export function createVideo(deps: VideoDeps): Video {
   // Awaited before the finished task is saved: a cost is recorded even when the bot dies right after.
   tracker.onFinished((task) => policy.recordCost(costOf(task)));
   tracker.onFinished((task) => metrics.videoTaskFinished(task.state, task.layer));
+  const sender = new QueueSender({
+    queue: new KeyQueue(store),
+    repository: tasks,
+    gateways: resolver,
+    delivery,
+    tracker,
+    policy,
+    log,
+    metrics,
+    statedLimit: (guildId) => policy.keyConcurrency?.(guildId) ?? Promise.resolve(undefined),
+    ...(ownsGuild ? { ownsGuild } : {}),
+  });
+  // A task that was sent and ended frees its slot in its key's line.
+  tracker.onFinished((task) => (task.gatewayId === undefined && task.state !== 'unknown' ? undefined : sender.finished(task)));
+  tracker.followWaiting((task) => sender.lookAtWaiting(task));
   const prepare = new VideoPreparation({ policy, repository: tasks, endUsers: new EndUserIds(store), vendor });
   const submission = new VideoSubmission({
     repository: tasks,
-    tracker,
+    sender,
     delivery,
-    clients,
     policy,
     vendor,
     log,
@@ -127,6 +153,14 @@ export function createVideo(deps: VideoDeps): Video {
     submit: (plan, context) => submission.submit(plan, context),
     tasks,
     tracker,
+    sender,
+    cancelWaiting: async (context, taskRef, mayManage) => {
+      const task = await tasks.findInGuild(context.guildId, taskRef);
+      if (!task) return refuse('video.refusal.no-task', { ref: taskRef });
+      if (task.userId !== context.userId && !mayManage) return refuse('video.unqueue.not-yours', { owner: `<@${task.userId}>` });
+      if (task.state !== 'waiting' || !(await sender.cancel(task, context.userId))) return refuse('video.unqueue.too-late');
+      return { ok: true };
+    },
     privateCard: (task, view) => delivery.card(task, Date.now(), { ...view, audience: 'private' }),
     sourceForms: new SourceForms(store),
     confirmations: new VideoConfirmations({ store, policy, outbox, vendor, log }),

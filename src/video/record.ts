@@ -11,6 +11,8 @@ import { versionedRecord } from '../store/index.ts';
 // checked on every read; a record of an earlier version is upgraded as it is read.
 
 const TASK_STATES = [
+  /** In its key's line (key-queue.ts), nothing sent yet: it is sent when a slot of the key frees. */
+  'waiting',
   /** Written just before the submission: if the bot dies now, the outcome is unknown. */
   'submitting',
   'running',
@@ -22,6 +24,8 @@ const TASK_STATES = [
   'timed_out',
   /** The bot cannot know whether the gateway accepted the task (it died or lost the answer mid-submit). */
   'unknown',
+  /** Taken out of its key's line before it was sent (`cancelledBy`): nothing was sent or charged. */
+  'cancelled',
 ] as const;
 export type TaskState = (typeof TASK_STATES)[number];
 
@@ -241,6 +245,12 @@ export interface TaskRecord {
   /** The upload limit Discord gave the interaction (`attachment_size_limit`). */
   attachmentSizeLimit: number;
   delivery: Delivery;
+  /** While `waiting`: its place in its key's line when last looked at (1 is next), which its card shows. */
+  place?: number;
+  /** Who took it out of line, when `cancelled`: its member, or a member with Manage Server. */
+  cancelledBy?: string;
+  /** Asked again with the attachments of an earlier task (Regenerate): a link the gateway cannot fetch has expired. */
+  regenerated?: boolean;
   /** The estimate reserved against the budgets when it was admitted (every stored task has one; a draft has none yet). */
   reservation?: SpendReservation;
   /**
@@ -285,7 +295,7 @@ export function askedInUrl(task: Pick<TaskRecord, 'channelId' | 'card'> & { user
   return task.card.messageId === undefined ? channel : `${channel}/${task.card.messageId}`;
 }
 
-const TERMINAL_STATES: ReadonlySet<TaskState> = new Set(['succeeded', 'failed', 'expired', 'timed_out', 'unknown']);
+const TERMINAL_STATES: ReadonlySet<TaskState> = new Set(['succeeded', 'failed', 'expired', 'timed_out', 'unknown', 'cancelled']);
 
 export function isTerminal(state: TaskState): boolean {
   return TERMINAL_STATES.has(state);
@@ -405,6 +415,10 @@ const taskSchema: z.ZodType<TaskRecord> = z.object({
   submittedAt: z.number().optional(),
   finishedAt: z.number().optional(),
   state: z.enum(TASK_STATES),
+  // The three below were added without a new version: a task stored before them never waited in a line.
+  place: z.number().int().positive().optional(),
+  cancelledBy: z.string().optional(),
+  regenerated: z.boolean().optional(),
   progress: z.number().optional(),
   polls: z.number(),
   pollErrors: z.number(),

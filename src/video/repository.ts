@@ -120,6 +120,23 @@ export class TaskRepository {
     }
   }
 
+  /**
+   * One atomic step on a stored task: `decide` gets the task as stored and answers what to write, or
+   * undefined to leave it. Returns the task as it stands after the step (undefined when there is none).
+   * The steps of a task waiting in its key's line (sending it, cancelling it) decide on what is stored,
+   * so two processes can never both take it.
+   */
+  async change(id: string, decide: (current: TaskRecord) => TaskRecord | undefined): Promise<TaskRecord | undefined> {
+    let written: TaskRecord | undefined;
+    const stored = await this.#tasks.update(id, (current) => {
+      written = current === undefined ? undefined : decide(current);
+      return written;
+    });
+    // Written: saved again through save() for its lifetime (a finished task expires) and its indexes.
+    if (written !== undefined && stored !== undefined) await this.save(stored);
+    return stored;
+  }
+
   /** A new task: saved, and first in its member's recent list. */
   async create(task: TaskRecord): Promise<void> {
     await this.save(task);

@@ -33,6 +33,7 @@ import {
   describeStorageError,
   describeTimeout,
   describeUnknownOutcome,
+  taskKey,
   type LostTaskReason,
 } from './wording.ts';
 import { DEFAULT_POLL_POLICY } from './poll-policy.ts';
@@ -145,6 +146,12 @@ function linkReasonOf(delivery: Delivery): string | undefined {
 function statusLine(task: TaskRecord, locale: Locale): string {
   const tr = translator(locale);
   switch (task.state) {
+    case 'waiting':
+      return task.place === undefined
+        ? tr('video.card.status.waiting', { key: taskKey(task) })
+        : tr('video.card.status.waiting-place', { place: task.place, key: taskKey(task) });
+    case 'cancelled':
+      return tr('video.card.status.cancelled', { member: task.cancelledBy === undefined ? '' : `<@${task.cancelledBy}>` });
     case 'submitting':
       return tr('video.card.status.submitting');
     case 'running': {
@@ -182,7 +189,11 @@ function outcomeText(task: TaskRecord, context: CardContext, locale: Locale): st
       return describeUnknownOutcome(locale, task);
     case 'running':
       return task.pollErrors > 0
-        ? describeGatewayNotAnswering(locale, task, task.createdAt + (context.deadlineMs ?? DEFAULT_POLL_POLICY.deadlineMs))
+        ? describeGatewayNotAnswering(
+            locale,
+            task,
+            (task.submittedAt ?? task.createdAt) + (context.deadlineMs ?? DEFAULT_POLL_POLICY.deadlineMs),
+          )
         : undefined;
     case 'succeeded': {
       if (task.outcome.moderated) return describeModeration(locale, task.outcome);
@@ -209,7 +220,7 @@ function outcomeText(task: TaskRecord, context: CardContext, locale: Locale): st
 
 function colorOf(task: TaskRecord): number {
   if (task.state === 'succeeded' && !task.outcome.moderated && task.delivery.state !== 'closed') return COLORS.succeeded;
-  if (task.state === 'running' || task.state === 'submitting') return COLORS.running;
+  if (task.state === 'running' || task.state === 'submitting' || task.state === 'waiting') return COLORS.running;
   if (task.state === 'failed') return COLORS.failed;
   return COLORS.warning;
 }
@@ -225,7 +236,15 @@ function jobColor(tasks: readonly TaskRecord[]): number {
 /** What the card shows, as a key: an edit that would not change it is skipped. */
 export function cardStateKey(task: TaskRecord): string {
   const trouble = task.pollErrors > 0 ? 'polls failing' : (task.delivery.failures ?? '');
-  return [task.state, task.progress ?? '', task.delivery.state, linkReasonOf(task.delivery) ?? '', task.gatewayId ?? '', trouble].join('|');
+  return [
+    task.state,
+    task.place ?? '',
+    task.progress ?? '',
+    task.delivery.state,
+    linkReasonOf(task.delivery) ?? '',
+    task.gatewayId ?? '',
+    trouble,
+  ].join('|');
 }
 
 /** What a card knows besides its task: when it is drawn, and its member's costs on the task's day (the usage ledger's). */
@@ -375,6 +394,11 @@ function renderTile(
   // A card made through a member's own install carries none: they work through the server's install only.
   if (view.audience === 'channel' && task.delivery.state === 'posted' && !task.userInstall)
     buttons.unshift(...resultButtons(task.id, number, locale));
+  // A job in line can be taken out of it, from the card everyone sees (the button says whose job it is).
+  if (view.audience === 'channel' && task.state === 'waiting' && !task.userInstall)
+    buttons.unshift(
+      actionButton(number === undefined ? tr('video.button.unqueue') : tr('video.button.unqueue-numbered', { number }), 'unqueue', task.id),
+    );
   // A row holds five buttons: a variant's five actions leave no room for its link button, whose link the
   // tile's text carries already.
   const row = buttons.slice(0, MAX_BUTTONS_PER_ROW);

@@ -1,15 +1,11 @@
-import { setTimeout } from 'node:timers/promises';
-import { GatewayApiError, GatewayConnectionError, GatewayError, ValidationError } from '../gateway/errors.ts';
-import type { GatewayClientPool } from '../gateway/pool.ts';
-import type { GenerationRequest, SubmittedTask } from '../gateway/types.ts';
+import { ValidationError } from '../gateway/errors.ts';
+import type { GenerationRequest } from '../gateway/types.ts';
 import { validateEdit, validateExtension } from '../gateway/validation.ts';
-import { TASK_TIMEOUT_MS } from '../gateway/spec.ts';
-import { backoffDelay, type BackoffPolicy } from '../lib/backoff.ts';
 import { KeyedLock } from '../lib/keyed-lock.ts';
-import { StoreUnavailableError, UnstorableRecordError } from '../store/index.ts';
+import { UnstorableRecordError } from '../store/index.ts';
 import type { Logger } from '../lib/log.ts';
-import { codeLabel, type BotMetrics } from '../lib/metrics.ts';
-import { LimitReachedError, type GuildVideoPolicy, type SpendReservation } from '../ports/guild-policy.ts';
+import type { BotMetrics } from '../lib/metrics.ts';
+import { LimitReachedError, type GuildVideoPolicy } from '../ports/guild-policy.ts';
 import { tokenUsableUntil, type InteractionContext } from '../ports/interaction-context.ts';
 import type { VideoDelivery } from './delivery.ts';
 import { inCardWords } from './status-card.ts';
@@ -18,23 +14,20 @@ import { taskKey } from './wording.ts';
 import { ENGLISH } from '../i18n/index.ts';
 import { notice, word, type Notice } from '../wording/notice.ts';
 import { jobSize, type SubmissionPlan } from './plan.ts';
+import { reservationOf, type QueueSender } from './queue-sender.ts';
 import { TASK_RECORD_VERSION, taskLanguages, type JobPlace, type TaskRecord } from './record.ts';
 import { newTaskId, type TaskRepository } from './repository.ts';
-import { optionForField, optionNamedIn } from './requests.ts';
-import type { TaskTracker } from './tracker.ts';
 
 // Submitting a prepared request: the task is stored before the user hears it was accepted and before the
 // gateway is called (a crash mid-submission is reported, not forgotten), counted against the limits in
-// the same step, sent, shown on its card and handed to the tracker.
-
-/** Storing an accepted task is asked again from 1 s, doubling to 30 s, while the store fails. */
-const KEEP_BACKOFF: BackoffPolicy = { baseMs: 1_000, maxMs: 30_000, jitter: 0.25, spread: 'within-bounds' };
+// the same step, and put in its key's line (queue-sender.ts), which sends it when the key has a slot: at
+// once when it has one, the card saying where it stands in line when it has not.
 
 export interface VideoSubmissionDeps {
   repository: TaskRepository;
-  tracker: TaskTracker;
+  /** Every task waits its turn in its key's line, and is sent from there. */
+  sender: QueueSender;
   delivery: VideoDelivery;
-  clients: GatewayClientPool;
   policy: GuildVideoPolicy;
   vendor: string;
   log: Logger;
@@ -89,7 +82,7 @@ export class VideoSubmission {
       this.#deps.metrics?.videoSubmission('limited', plan.access.layer, undefined);
       throw new SubmissionRefusedError(refusal ?? notice('video.refusal.none-sent'), undefined);
     }
-    if (wanted === 1) return this.#send(first, plan, true);
+    if (wanted === 1) return this.#queue(admitted, true);
     // The card says how many went and why the rest did not before any is sent.
     if (admitted.length < wanted) {
       this.#deps.metrics?.videoSubmission('limited', plan.access.layer, undefined);
@@ -97,13 +90,7 @@ export class VideoSubmission {
         this.#deps.log.warn('could not show a job on its card before sending it; the tracker will', { task: first.id, error });
       });
     }
-    const sent = await Promise.allSettled(admitted.map((task) => this.#send(task, plan, false)));
-    const shown = sent.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
-    if (shown.length === 0) {
-      const reason = sent.find((result) => result.status === 'rejected');
-      throw reason?.status === 'rejected' ? reason.reason : new Error('no variant of the job was sent');
-    }
-    return shown[0] ?? first;
+    return this.#queue(admitted, false);
   }
 
   /** A task of `plan`, as it is stored before anything is sent. */
@@ -125,8 +112,9 @@ export class VideoSubmission {
       request,
       ...(plan.sourceTaskId ? { sourceTaskId: plan.sourceTaskId } : {}),
       ...(plan.varyNote ? { varyNote: plan.varyNote } : {}),
+      ...(plan.regenerated ? { regenerated: true } : {}),
       createdAt: Date.now(),
-      state: 'submitting',
+      state: 'waiting',
       polls: 0,
       pollErrors: 0,
       outcome: {},
@@ -228,112 +216,65 @@ export class VideoSubmission {
   }
 
   /**
-   * Sends one stored task, shows it on its card and hands it to the tracker. A refusal of a job of one
-   * (`alone`) is thrown (its member hears it privately); a refused variant of a larger job is shown on its
-   * tile, in the card's language, and thrown too.
+   * Puts each admitted task of a job in its key's line, then drains the line: a task the key takes now is
+   * sent and shown on its card; one that must wait is shown waiting, with its place. A job of one refused by
+   * the gateway or by the line is thrown (its member hears it privately); a refused variant of a larger job
+   * is shown on its tile.
    */
-  async #send(stored: TaskRecord, plan: SubmissionPlan, alone: boolean): Promise<TaskRecord> {
-    const { repository, clients, delivery, tracker, policy, log } = this.#deps;
-    let task = stored;
-    const id = task.id;
-    const gateway = clients.get(plan.access.apiKey, plan.access.layer);
-    let submitted: SubmittedTask;
-    try {
-      submitted =
-        plan.operation === 'generate'
-          ? await gateway.generate(variantRequest(plan.request, plan.taskId, id))
-          : plan.operation === 'edit'
-            ? await gateway.edit(plan.request)
-            : await gateway.extend(plan.request);
-    } catch (error) {
-      const refusal = refusalNotice(error, plan, taskKey(task));
-      this.#deps.metrics?.videoSubmission(
-        refusal === undefined ? 'unknown' : 'refused',
-        task.layer,
-        error instanceof GatewayError ? codeLabel(error.code, error.status) : 'no_answer',
-      );
-      if (refusal !== undefined) {
-        // Refused, or never delivered: nothing exists at the gateway and nothing was charged.
-        task = { ...task, state: 'failed', finishedAt: Date.now(), delivery: { ...task.delivery, state: 'closed' } };
-        if (!alone) task = { ...task, outcome: { ...task.outcome, error: { code: 'refused', message: inCardWords(task, refusal) } } };
-        await repository.save(task);
-        await policy.releaseSubmission(task, reservationOf(task));
-        if (!alone)
-          await delivery
-            .showAndSave(task)
-            .catch((showError: unknown) => log.warn('could not show a refused variant', { task: id, error: showError }));
-        throw new SubmissionRefusedError(refusal, task);
+  async #queue(admitted: readonly TaskRecord[], alone: boolean): Promise<TaskRecord> {
+    const { sender, log } = this.#deps;
+    const inLine: TaskRecord[] = [];
+    let refusal: { notice: Notice; task: TaskRecord } | undefined;
+    for (const task of admitted) {
+      const answer = await sender.enqueue(task);
+      if (answer.kind !== 'refused') {
+        inLine.push(task);
+        continue;
       }
-      // The gateway may have accepted it (no answer, or an answer the bot cannot read): the card says so
-      // honestly, with the request id support can look up, and stays.
-      log.error('a video submission has an unknown outcome', { task: id, guild: task.guildId, error });
-      const requestId = error instanceof GatewayError ? error.requestId : undefined;
-      return delivery.showAndSave({
-        ...task,
-        state: 'unknown',
-        finishedAt: Date.now(),
-        outcome: requestId ? { ...task.outcome, requestId } : task.outcome,
-        delivery: { ...task.delivery, state: 'closed' },
+      const told = notice(answer.reason === 'member_limit' ? 'video.refusal.member-limit' : 'video.refusal.line-full', {
+        limit: answer.limit,
+        ...(answer.reason === 'line_full' ? { key: taskKey(task) } : {}),
       });
+      refusal ??= { notice: told, task: await this.#refuse(task, told, alone) };
     }
-    task = {
-      ...task,
-      gatewayId: submitted.id,
-      state: 'running',
-      submittedAt: Date.now(),
-      outcome: submitted.requestId ? { requestId: submitted.requestId } : {},
-    };
-    await this.#keepAccepted(task);
-    this.#deps.metrics?.videoSubmission('accepted', task.layer, undefined);
-    log.info('video task submitted', {
-      task: id,
-      gatewayTask: submitted.id,
-      layer: task.layer,
-      operation: task.operation,
-      guild: task.guildId,
-      ...(task.job ? { job: task.job.id, variant: task.job.number } : {}),
-    });
-    // Shown, then followed: the tracker starts from the record as the card left it (the card's message id
-    // with it), so that its first step cannot save over what showing it learned. A card that cannot be
-    // shown yet is left to the tracker, which edits it again at its next step.
-    let shown = task;
-    try {
-      shown = await delivery.showAndSave(task);
-    } catch (error) {
-      log.warn('could not show a submitted task on its card yet; the tracker will', { task: id, error });
+    if (inLine.length === 0) {
+      this.#deps.metrics?.videoSubmission('limited', admitted[0]?.layer ?? 'compat', 'queue');
+      throw new SubmissionRefusedError(refusal?.notice ?? notice('video.refusal.none-sent'), refusal?.task);
     }
-    tracker.track(shown);
-    return shown;
+    const outcomes = await Promise.all(inLine.map((task) => sender.sendOrWait(task, { refusalTold: alone })));
+    const shown: TaskRecord[] = [];
+    for (const [index, outcome] of outcomes.entries()) {
+      const task = inLine[index]!;
+      if (outcome.kind === 'sent') shown.push(outcome.task);
+      else if (outcome.kind === 'refused') {
+        if (alone) throw new SubmissionRefusedError(outcome.notice, outcome.task);
+      } else
+        shown.push(
+          (await this.#deps.delivery.showWaiting(task.id, await sender.placeOf(task)).catch((error: unknown) => {
+            log.warn('could not show a waiting video on its card yet; the tracker will', { task: task.id, error });
+            return task;
+          })) ?? task,
+        );
+    }
+    const first = shown[0];
+    if (!first)
+      throw new SubmissionRefusedError(
+        outcomes.find((outcome) => outcome.kind === 'refused')?.notice ?? notice('video.refusal.none-sent'),
+        undefined,
+      );
+    return first;
   }
 
-  /**
-   * Stores a task the gateway accepted. Only this record knows the gateway's id, so a store that fails is
-   * asked again (with the error backoff) for as long as the gateway keeps the task, rather than losing it.
-   */
-  async #keepAccepted(task: TaskRecord): Promise<void> {
-    for (let failures = 0; ; failures++) {
-      try {
-        await this.#deps.repository.save(task);
-        return;
-      } catch (error) {
-        if (!(error instanceof StoreUnavailableError) || Date.now() - task.createdAt > TASK_TIMEOUT_MS) {
-          this.#deps.log.error('an accepted video task could not be stored; it is lost to the bot', {
-            task: task.id,
-            gatewayTask: task.gatewayId,
-            error,
-          });
-          throw error;
-        }
-        const delayMs = backoffDelay(failures, KEEP_BACKOFF);
-        this.#deps.log.warn('could not store an accepted video task; trying again', {
-          task: task.id,
-          gatewayTask: task.gatewayId,
-          retryInMs: delayMs,
-          error,
-        });
-        await setTimeout(delayMs);
-      }
-    }
+  /** A task the line refused: closed with why (on its tile, for a variant), and what it reserved given back. */
+  async #refuse(task: TaskRecord, told: Notice, alone: boolean): Promise<TaskRecord> {
+    const { repository, delivery, log } = this.#deps;
+    let closed: TaskRecord = { ...task, state: 'failed', finishedAt: Date.now(), delivery: { ...task.delivery, state: 'closed' } };
+    if (!alone) closed = { ...closed, outcome: { ...closed.outcome, error: { code: 'refused', message: inCardWords(task, told) } } };
+    await repository.save(closed);
+    await this.#release([closed]);
+    if (!alone)
+      await delivery.showAndSave(closed).catch((error: unknown) => log.warn('could not show a refused variant', { task: task.id, error }));
+    return closed;
   }
 
   /** The plan with a freshly signed url of the posted source video, when Discord gives one that passes validation. */
@@ -368,35 +309,4 @@ function variantRequest(request: GenerationRequest, firstId: string, taskId: str
   const storage = request.storage_options;
   if (taskId === firstId || storage?.filename === undefined) return request;
   return { ...request, storage_options: { ...storage, filename: storage.filename.replace(firstId, taskId) } };
-}
-
-/** What admission reserved for a task (it always sets one before the task is stored). */
-function reservationOf(task: TaskRecord): SpendReservation {
-  return task.reservation ?? { estimateUsdTicks: 0, month: false };
-}
-
-/** The request fields that carry a link the gateway fetches. */
-const LINK_FIELDS = /^(image|last_frame|reference_images|reference_audios|video)\b/;
-
-/** What to tell the user when a submission certainly created nothing, or undefined when it may have. */
-export function refusalNotice(
-  error: unknown,
-  plan: Pick<SubmissionPlan, 'model' | 'operation' | 'regenerated'>,
-  key: 'in-use' | 'operator' = 'in-use',
-): Notice | undefined {
-  if (plan.regenerated && error instanceof GatewayApiError && error.status === 400 && LINK_FIELDS.test(error.param ?? '')) {
-    return notice('video.refusal.expired-attachments', { operation: plan.operation });
-  }
-  const certainlyNothing =
-    error instanceof GatewayApiError || error instanceof ValidationError || (error instanceof GatewayConnectionError && !error.requestSent);
-  if (!certainlyNothing || !(error instanceof GatewayError)) return undefined;
-  const option =
-    error.param !== undefined
-      ? optionForField(error.param)
-      : error instanceof GatewayApiError && error.status === 400
-        ? optionNamedIn(error.serverMessage)
-        : undefined;
-  return notice('video.refusal.nothing-charged', {
-    words: { phrase: 'gateway-error', error, context: { key, purpose: 'use-model', model: plan.model, option } },
-  });
 }

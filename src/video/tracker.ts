@@ -12,6 +12,7 @@ import type { TaskRepository } from './repository.ts';
 import { Schedule } from './schedule.ts';
 import { knownCard, type KnownCard } from './status-card.ts';
 import type { LostTaskReason } from './wording.ts';
+import { CLAIM_LEASE_MS } from './key-queue-record.ts';
 
 // The background poller: follows every stored task to a terminal status, has its video posted, and
 // resumes all of that after a restart. Memory per task is one schedule entry; the record itself is read
@@ -50,6 +51,18 @@ const MAX_KNOWN_CARDS = 20_000;
  */
 export type FinishedListener = (task: TaskRecord) => Promise<void> | void;
 
+/**
+ * Looks at a task that waits in its key's line (queue-sender.ts): puts it back in line should the line have
+ * lost it, has the line drained, and shows its place. Returns the task as it then stands.
+ */
+export type WaitingStep = (task: TaskRecord) => Promise<TaskRecord>;
+
+/**
+ * A task waiting in its key's line is looked at this often: its card's place kept current (card edits are
+ * batched further by the delivery's edit interval), and the line drained should a wake-up have been lost.
+ */
+const WAITING_LOOK_MS = 5_000;
+
 export class TaskTracker {
   readonly #repository: TaskRepository;
   readonly #gateways: GatewayResolver;
@@ -65,6 +78,7 @@ export class TaskTracker {
   readonly #deliveryQueue = new Map<string, { task: TaskRecord; result: TaskResult } | undefined>();
   readonly #deliveries = new Set<Promise<void>>();
   readonly #finishedListeners: FinishedListener[] = [];
+  #waitingStep: WaitingStep | undefined;
   /** Tasks whose last step failed in the store itself, and how many times in a row: the backoff grows. */
   readonly #storeFailures = new Map<string, number>();
   /**
@@ -103,6 +117,11 @@ export class TaskTracker {
   /** Called once per task that reaches a terminal state (succeeded, failed, expired, timed out, unknown). */
   onFinished(listener: FinishedListener): void {
     this.#finishedListeners.push(listener);
+  }
+
+  /** How a task waiting in its key's line is looked at; without one, such a task is only shown as it is. */
+  followWaiting(step: WaitingStep): void {
+    this.#waitingStep = step;
   }
 
   /**
@@ -240,7 +259,9 @@ export class TaskTracker {
       }
       const next = await this.#poll(current);
       this.#remember(next);
-      if (needsWork(next) && !isTerminal(next.state)) {
+      if (next.state === 'waiting') {
+        this.#reschedule(id, this.#notPastHandoff(next, WAITING_LOOK_MS));
+      } else if (needsWork(next) && !isTerminal(next.state)) {
         const elapsed = this.#options.now() - (next.submittedAt ?? next.createdAt);
         const delay = nextPollDelay(this.#options.policy, elapsed, next.progress, this.#options.random);
         this.#reschedule(id, this.#notPastHandoff(next, this.#notPastDeadline(next, delay)));
@@ -390,13 +411,14 @@ export class TaskTracker {
     this.#reschedule(id, this.#notPastHandoff(failed, this.#notPastDeadline(failed, delay)));
   }
 
+  /** A task's deadline runs from when it was sent: the time it waited in its key's line does not count. */
   #pastDeadline(task: TaskRecord): boolean {
-    return !isTerminal(task.state) && this.#options.now() - task.createdAt > this.#options.policy.deadlineMs;
+    return !isTerminal(task.state) && task.state !== 'waiting' && this.#options.now() - sentAt(task) > this.#options.policy.deadlineMs;
   }
 
   /** `delayMs`, or less: a task is looked at again just past its deadline at the latest, and closed then. */
   #notPastDeadline(task: TaskRecord, delayMs: number): number {
-    const untilPast = task.createdAt + this.#options.policy.deadlineMs + 1 - this.#options.now();
+    const untilPast = sentAt(task) + this.#options.policy.deadlineMs + 1 - this.#options.now();
     return Math.min(delayMs, Math.max(0, untilPast));
   }
 
@@ -428,10 +450,11 @@ export class TaskTracker {
 
   /** One step for a task that is not finished: poll it, or close it. Returns the task as saved. */
   async #poll(task: TaskRecord): Promise<TaskRecord> {
+    if (task.state === 'waiting') return this.#waitingStep ? this.#waitingStep(task) : task;
     if (task.state === 'submitting') {
-      if (task.createdAt >= this.#startedAt && !this.#pastDeadline(task)) {
-        // Being sent by this process right now (a resume can list it): submit() hands it over when it is done.
-        this.#log.debug('a task is still being submitted by this process; leaving it to the submission', { task: task.id });
+      if (this.#beingSent(task)) {
+        // Being sent right now, by this process or another (a resume can list it): the sender hands it over when it is done.
+        this.#log.debug('a task is still being submitted; leaving it to its sender', { task: task.id });
         return task;
       }
       // Left by a previous process that died while sending it. Nobody can tell if the gateway has it.
@@ -458,6 +481,16 @@ export class TaskTracker {
     return this.#delivery.showAndSave(next, this.#options.now());
   }
 
+  /**
+   * Whether a `submitting` task may still be in a sender's hands: within its claim's lease of when its
+   * sending began (queue-sender.ts writes that as `submittedAt`); a task stored before the line, created
+   * by this process. Past that its sender died mid-send, and nobody can tell if the gateway has it.
+   */
+  #beingSent(task: TaskRecord): boolean {
+    if (task.submittedAt !== undefined) return this.#options.now() - task.submittedAt < CLAIM_LEASE_MS;
+    return task.createdAt >= this.#startedAt && !this.#pastDeadline(task);
+  }
+
   async #finish(task: TaskRecord): Promise<TaskRecord> {
     await this.#notifyFinished(task);
     return this.#delivery.showAndSave(task, this.#options.now());
@@ -474,4 +507,9 @@ export class TaskTracker {
       }),
     );
   }
+}
+
+/** When a task was sent to the gateway (or, for one stored before it was written, asked for). */
+function sentAt(task: TaskRecord): number {
+  return task.submittedAt ?? task.createdAt;
 }

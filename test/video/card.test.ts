@@ -4,7 +4,7 @@ import type { TaskResult } from '../../src/gateway/types.ts';
 import { applyResult } from '../../src/video/apply-result.ts';
 import { GatewayApiError } from '../../src/gateway/errors.ts';
 import { describeFailure, describeOverUploadLimit } from '../../src/video/wording.ts';
-import { refusalNotice } from '../../src/video/submit.ts';
+import { refusalNotice } from '../../src/video/submission-refusal.ts';
 import { word } from '../../src/wording/notice.ts';
 import { TASK_NOT_FOUND, needsWork, parseTaskRecord, type TaskRecord } from '../../src/video/record.ts';
 import { userInstallScope } from '../../src/ports/user-install.ts';

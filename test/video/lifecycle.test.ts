@@ -324,7 +324,9 @@ describe('a task the bot loses track of', () => {
         .writeHead(503, { 'content-type': 'application/json' })
         .end('{"error":{"message":"busy","type":"gateway_api_error","param":null,"code":"overloaded"}}');
     };
-    const { task, card } = await track({ createdAt: Date.now() + 60_000 });
+    // Sent a minute from now: its deadline, which runs from when it was sent, is far off.
+    const sentAt = Date.now() + 60_000;
+    const { task, card } = await track({ createdAt: sentAt, submittedAt: sentAt });
     const text = await cardSaying(discord, card, 'not answering');
     expect(text).toMatch(/keeps trying until <t:\d+:t>/);
     failing = false;
@@ -351,7 +353,7 @@ describe('a task the bot loses track of', () => {
       const { task, card } = await track({}, () => {}, part);
       const trying = await cardSaying(discord, card, 'not answering');
       const statedSeconds = Number(/keeps trying until <t:(\d+):t>/.exec(trying)?.[1]);
-      expect(statedSeconds).toBe(Math.floor((task.createdAt + deadlineMs) / 1000));
+      expect(statedSeconds).toBe(Math.floor((task.submittedAt! + deadlineMs) / 1000));
       await cardSaying(discord, card, 'Timed out');
       const closed = await vi.waitFor(async () => {
         const saved = await part.tasks.get(task.id);
@@ -908,7 +910,7 @@ describe('a resume while a task is being submitted', () => {
       await held;
       // Discord's "ready" comes now, and the resume lists the task that is still being sent.
       await freshTracker.resume();
-      await waitForLog('a task is still being submitted by this process; leaving it to the submission', trackerLines);
+      await waitForLog('a task is still being submitted; leaving it to its sender', trackerLines);
       answer();
       const task = await submitted;
       expect(task.state).toBe('running');

@@ -8,6 +8,7 @@ import { answerConfirmation } from './confirmation.ts';
 import { interactionContext } from './context.ts';
 import { extendOrEditForm } from './extend-edit-forms.ts';
 import { submitPrepared } from './submission.ts';
+import { cancelWaitingJob } from './unqueue.ts';
 
 // The buttons under a video's card, and the two under a video held for its member's confirmation: one
 // entry each holds all /video decides about a press (what the presser needs, how the press is first
@@ -83,6 +84,8 @@ const CARD_BUTTONS: Record<CardButtonAction, CardButton> = {
     userInstall: false,
     press: (interaction, services, taskId) => answerConfirmation(interaction, services, 'cancel', taskId),
   },
+  // Cancel of a job waiting in its key's line: whoever may press it is decided with the job in hand.
+  unqueue: { requires: { inServer: true }, answers: 'private', userInstall: false, press: cancelWaitingJob },
 };
 
 const BUTTON_OF_ACTION = new Map<string, CardButton>(Object.entries(CARD_BUTTONS));

@@ -1,0 +1,436 @@
+import { GatewayApiError, GatewayError } from '../gateway/errors.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { TASK_TIMEOUT_MS } from '../gateway/spec.ts';
+import type { SubmittedTask } from '../gateway/types.ts';
+import { backoffDelay, type BackoffPolicy } from '../lib/backoff.ts';
+import { StoreUnavailableError } from '../store/index.ts';
+import type { Logger } from '../lib/log.ts';
+import { codeLabel, NO_METRICS, type BotMetrics } from '../lib/metrics.ts';
+import type { GuildVideoPolicy, SpendReservation } from '../ports/guild-policy.ts';
+import type { Notice } from '../wording/notice.ts';
+import type { VideoDelivery } from './delivery.ts';
+import type { GatewayResolver } from './gateway-resolver.ts';
+import type { ClaimTicket, EnqueueAnswer, KeyQueue, QueueJob, WaitingPlace } from './key-queue.ts';
+import { routingGuildId, type TaskRecord } from './record.ts';
+import type { TaskRepository } from './repository.ts';
+import { inCardWords } from './status-card.ts';
+import { parseStoredRequest } from './stored-request.ts';
+import { refusalNotice } from './submission-refusal.ts';
+import type { TaskTracker } from './tracker.ts';
+import { taskKey } from './wording.ts';
+
+// Sends the jobs of each key's line (key-queue.ts) as the key takes them. Every way a video is asked for
+// stores its task as `waiting` and puts it in line here; whoever frees a slot (a task that ended, a
+// refusal, a Retry-After passed) drains the line again. A job is taken from its record's `waiting` to
+// `submitting` in one atomic step of the store before it is sent, so it is sent at most once whichever
+// process claimed it; the queue's claims make it sent at least once. The gateway's limit refusals put the
+// job back first in line (the queue learns the key's limit from them); any other answer ends its wait.
+
+/** What became of a job a member is waiting on while they are answered (submit.ts). */
+export type SendOutcome =
+  /** Sent now: the task as shown on its card. */
+  | { kind: 'sent'; task: TaskRecord }
+  /** Refused by the gateway for good (nothing exists there): `notice` is why, the task as saved. */
+  | { kind: 'refused'; notice: Notice; task: TaskRecord }
+  /** Still in line (or sent by another process): it is sent when the key has a slot. */
+  | { kind: 'waiting' };
+
+export interface QueueSenderDeps {
+  queue: KeyQueue;
+  repository: TaskRepository;
+  gateways: GatewayResolver;
+  delivery: VideoDelivery;
+  tracker: TaskTracker;
+  policy: Pick<GuildVideoPolicy, 'releaseSubmission'>;
+  log: Logger;
+  /** An admin's `key_concurrency` for the server's key, when stated: nothing past it is sent, nothing probed. */
+  statedLimit?(guildId: string): Promise<number | undefined>;
+  /** With sharding: the guilds this process follows tasks of (another process's are followed there). */
+  ownsGuild?: (guildId: string) => boolean;
+  metrics?: Pick<BotMetrics, 'videoSubmission' | 'videoQueueWaiting' | 'videoQueueWaited' | 'gatewayLimitRefusal'>;
+  now?: () => number;
+}
+
+/** Storing an accepted task is asked again from 1 s, doubling to 30 s, while the store fails. */
+const KEEP_BACKOFF: BackoffPolicy = { baseMs: 1_000, maxMs: 30_000, jitter: 0.25, spread: 'within-bounds' };
+
+/** A place read of a key's line is used for this long by every card that asks: one read per key, not per job. */
+const PLACES_FRESH_MS = 1_000;
+
+export class QueueSender {
+  readonly #deps: QueueSenderDeps;
+  readonly #log: Logger;
+  readonly #metrics: NonNullable<QueueSenderDeps['metrics']>;
+  readonly #now: () => number;
+  /** Keys being drained by this process: whether another round was asked for meanwhile, and the drain's end. */
+  readonly #draining = new Map<string, { again: boolean; guildId: string; done: Promise<void> }>();
+  /** A drain asked for later (a Retry-After, a lease's end), per key. */
+  readonly #wakeTimers = new Map<string, NodeJS.Timeout>();
+  /** Sends in flight, so that stop() can wait for them. */
+  readonly #sends = new Set<Promise<void>>();
+  /** Members answered when their own job's fate is known (submit.ts); `refusalTold`: they hear a refusal privately, not on the card. */
+  readonly #awaited = new Map<string, { resolve: (outcome: SendOutcome) => void; refusalTold: boolean }>();
+  readonly #places = new Map<string, { at: number; order: Promise<WaitingPlace[]> }>();
+  readonly #waitingPerKey = new Map<string, number>();
+  #stopped = false;
+
+  constructor(deps: QueueSenderDeps) {
+    this.#deps = deps;
+    this.#log = deps.log;
+    this.#metrics = deps.metrics ?? NO_METRICS;
+    this.#now = deps.now ?? (() => Date.now());
+  }
+
+  /** Puts a stored `waiting` task in its key's line. */
+  enqueue(task: TaskRecord): Promise<EnqueueAnswer> {
+    return this.#deps.queue.enqueue(jobOf(task));
+  }
+
+  /**
+   * Drains `task`'s key's line and answers what became of `task` in this drain: sent, refused, or still
+   * waiting. The task must be in line (enqueue()). With `refusalTold`, a refusal is left to the caller to
+   * tell, not shown on the task's card.
+   */
+  async sendOrWait(task: TaskRecord, options: { refusalTold: boolean }): Promise<SendOutcome> {
+    const outcome = new Promise<SendOutcome>((resolve) => this.#awaited.set(task.id, { resolve, refusalTold: options.refusalTold }));
+    await this.#drain(task.keyId, task.guildId);
+    // Not claimed by this drain: it waits (or another process took it, which shows its card), and the
+    // tracker looks at it while it does.
+    if (this.#settle(task.id, { kind: 'waiting' }) && (this.#deps.ownsGuild?.(routingGuildId(task)) ?? true))
+      this.#deps.tracker.track(task);
+    return outcome;
+  }
+
+  /** Drains the key's line: a slot of it may have freed, or a job may have joined it. */
+  wake(keyId: string, guildId: string): void {
+    void this.#drain(keyId, guildId).catch((error: unknown) => {
+      this.#log.warn("could not look at a key's line of videos; its next change looks again", { error });
+    });
+  }
+
+  /** A task that was sent ended: its slot is free for the next job of its line. */
+  async finished(task: TaskRecord): Promise<void> {
+    await this.#deps.queue.finished(task.keyId, task.id);
+    this.wake(task.keyId, task.guildId);
+  }
+
+  /**
+   * The tracker's look at a task that waits (tracker.ts, WaitingStep): back in line should the line have lost
+   * it (a store restarted without persistence), the line drained should a wake-up have been lost, and its
+   * card showing its place. Returns the task as it then stands.
+   */
+  async lookAtWaiting(task: TaskRecord): Promise<TaskRecord> {
+    const answer = await this.enqueue(task);
+    if (answer.kind === 'refused')
+      this.#log.warn('a waiting video is not in its line, and the line is full; it is looked at again', { task: task.id });
+    this.wake(task.keyId, task.guildId);
+    return (await this.#deps.delivery.showWaiting(task.id, await this.placeOf(task))) ?? task;
+  }
+
+  /** The task's place in its key's line (1 is next), or undefined when it is not waiting there. */
+  async placeOf(task: Pick<TaskRecord, 'id' | 'keyId'>): Promise<number | undefined> {
+    const now = this.#now();
+    let read = this.#places.get(task.keyId);
+    if (!read || now - read.at > PLACES_FRESH_MS) {
+      read = { at: now, order: this.#deps.queue.waiting(task.keyId) };
+      this.#places.set(task.keyId, read);
+      read.order.then(
+        (order) => this.#countWaiting(task.keyId, order.length),
+        () => this.#places.delete(task.keyId),
+      );
+    }
+    return (await read.order).find((waiting) => waiting.jobId === task.id)?.place;
+  }
+
+  /** Takes a waiting job out of line: true when it was still waiting in its record (it is then never sent). */
+  async cancel(task: TaskRecord, byUserId: string): Promise<TaskRecord | undefined> {
+    const now = this.#now();
+    let cancelled = false;
+    const stored = await this.#deps.repository.change(task.id, (current) => {
+      cancelled = current.state === 'waiting';
+      if (!cancelled) return undefined;
+      return { ...current, state: 'cancelled', cancelledBy: byUserId, finishedAt: now, delivery: { ...current.delivery, state: 'closed' } };
+    });
+    if (!cancelled || !stored) return undefined;
+    await this.#deps.queue.cancel(task.keyId, task.id).catch((error: unknown) => {
+      // The record says cancelled: a claim of it reports it finished without sending it.
+      this.#log.warn('could not take a cancelled video out of its line; it is skipped when its turn comes', { task: task.id, error });
+    });
+    this.#places.delete(task.keyId);
+    await this.#release(stored);
+    this.#log.info('a waiting video was cancelled', { task: task.id, guild: task.guildId });
+    return this.#deps.delivery.showAndSave(stored);
+  }
+
+  /** Stops draining and waits for the sends in flight; the lines stay in the store for the next start. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    for (const timer of this.#wakeTimers.values()) clearTimeout(timer);
+    this.#wakeTimers.clear();
+    await Promise.allSettled([...this.#sends]);
+  }
+
+  /**
+   * Claims and sends jobs of the key's line until it has no free slot or nothing waits. One drain per key at
+   * a time: asked for while one runs, it runs another round, and answers when that one ends.
+   */
+  #drain(keyId: string, guildId: string): Promise<void> {
+    if (this.#stopped) return Promise.resolve();
+    const running = this.#draining.get(keyId);
+    if (running) {
+      running.again = true;
+      return running.done;
+    }
+    const state = { again: true, guildId, done: Promise.resolve() };
+    this.#draining.set(keyId, state);
+    state.done = this.#drainRounds(keyId, guildId, state);
+    return state.done;
+  }
+
+  async #drainRounds(keyId: string, guildId: string, state: { again: boolean; guildId: string }): Promise<void> {
+    try {
+      while (state.again && !this.#stopped) {
+        state.again = false;
+        const statedLimit = await this.#deps.statedLimit?.(state.guildId);
+        const sends: Promise<void>[] = [];
+        for (;;) {
+          const answer = await this.#deps.queue.claimNext(keyId, this.#now(), statedLimit === undefined ? {} : { statedLimit });
+          if (answer.kind === 'claimed') {
+            sends.push(this.#track(this.#sendClaimed(answer.ticket, answer.job, answer.resumed)));
+            continue;
+          }
+          if (answer.kind === 'paused') this.#wakeAt(keyId, guildId, answer.until);
+          if (answer.kind === 'full') this.#wakeAt(keyId, guildId, answer.retryAt);
+          break;
+        }
+        // A refusal puts its job back first in line: look again once this round's sends have answered.
+        await Promise.all(sends);
+        this.#places.delete(keyId);
+      }
+    } finally {
+      this.#draining.delete(keyId);
+    }
+  }
+
+  #track(send: Promise<void>): Promise<void> {
+    const tracked = send.catch((error: unknown) => this.#log.error('a queued video could not be sent', { error }));
+    this.#sends.add(tracked);
+    void tracked.finally(() => this.#sends.delete(tracked));
+    return tracked;
+  }
+
+  #wakeAt(keyId: string, guildId: string, at: number): void {
+    if (this.#stopped || !Number.isFinite(at)) return;
+    clearTimeout(this.#wakeTimers.get(keyId));
+    const timer = setTimeout(
+      () => {
+        this.#wakeTimers.delete(keyId);
+        this.wake(keyId, guildId);
+      },
+      Math.max(0, at - this.#now()),
+    );
+    timer.unref();
+    this.#wakeTimers.set(keyId, timer);
+  }
+
+  #countWaiting(keyId: string, jobs: number): void {
+    this.#waitingPerKey.set(keyId, jobs);
+    let total = 0;
+    for (const count of this.#waitingPerKey.values()) total += count;
+    this.#metrics.videoQueueWaiting(total);
+  }
+
+  /** Answers the member waiting on the task's fate, if one still is: whether this answered them. */
+  #settle(taskId: string, outcome: SendOutcome): boolean {
+    const awaited = this.#awaited.get(taskId);
+    if (!awaited) return false;
+    this.#awaited.delete(taskId);
+    awaited.resolve(outcome);
+    return true;
+  }
+
+  /**
+   * One claimed job: taken from `waiting` to `submitting` in its record (or, when its record says it is
+   * past waiting, reported to the queue as the record has it), sent, and its answer stored before it is
+   * reported to the queue.
+   */
+  async #sendClaimed(ticket: ClaimTicket, job: QueueJob, resumed: boolean): Promise<void> {
+    const { queue, repository } = this.#deps;
+    const now = this.#now();
+    let taken = false;
+    const stored = await repository.change(job.jobId, (current) => {
+      taken = current.state === 'waiting';
+      return taken ? { ...current, state: 'submitting', submittedAt: now } : undefined;
+    });
+    if (!stored || !taken) {
+      // Sent already (a resumed claim, an enqueue tried again), cancelled, or gone: never sent again.
+      if (stored?.state === 'running') await queue.accepted(ticket, now);
+      else await queue.finished(ticket.keyId, ticket.jobId);
+      this.#log.info('a claimed video was not sent: its record is past waiting', { task: job.jobId, state: stored?.state, resumed });
+      return;
+    }
+    this.#metrics.videoQueueWaited(Math.max(0, now - job.askedAt) / 1000);
+    let submitted: SubmittedTask;
+    try {
+      submitted = await this.#submit(stored);
+    } catch (error) {
+      await this.#refused(stored, ticket, error);
+      return;
+    }
+    await this.#accepted(stored, ticket, submitted);
+  }
+
+  async #submit(task: TaskRecord): Promise<SubmittedTask> {
+    const gateway = await this.#deps.gateways.clientFor(task);
+    const options = { queuedOnKeyLimits: true };
+    // Stored as it is sent: read back field by field and held to the gateway's rules again.
+    const asked = parseStoredRequest(task.operation, task.request, gateway.validationOptions);
+    switch (asked.operation) {
+      case 'generate':
+        return gateway.generate(asked.request, options);
+      case 'edit':
+        return gateway.edit(asked.request, options);
+      case 'extend':
+        return gateway.extend(asked.request, options);
+    }
+  }
+
+  /**
+   * Stores a task the gateway accepted. Only this record knows the gateway's id, so a store that fails is
+   * asked again (with the error backoff) for as long as the gateway keeps the task, rather than losing it.
+   */
+  async #keepAccepted(task: TaskRecord): Promise<void> {
+    for (let failures = 0; ; failures++) {
+      try {
+        await this.#deps.repository.save(task);
+        return;
+      } catch (error) {
+        if (!(error instanceof StoreUnavailableError) || this.#now() - task.createdAt > TASK_TIMEOUT_MS) {
+          this.#log.error('an accepted video task could not be stored; it is lost to the bot', {
+            task: task.id,
+            gatewayTask: task.gatewayId,
+            error,
+          });
+          throw error;
+        }
+        const delayMs = backoffDelay(failures, KEEP_BACKOFF);
+        this.#log.warn('could not store an accepted video task; trying again', {
+          task: task.id,
+          gatewayTask: task.gatewayId,
+          retryInMs: delayMs,
+          error,
+        });
+        await sleep(delayMs);
+      }
+    }
+  }
+
+  async #accepted(stored: TaskRecord, ticket: ClaimTicket, submitted: SubmittedTask): Promise<void> {
+    const { queue, delivery, tracker } = this.#deps;
+    const task: TaskRecord = {
+      ...stored,
+      gatewayId: submitted.id,
+      state: 'running',
+      submittedAt: this.#now(),
+      outcome: submitted.requestId ? { requestId: submitted.requestId } : {},
+    };
+    await this.#keepAccepted(task);
+    await queue.accepted(ticket, this.#now()).catch((error: unknown) => {
+      this.#log.warn('could not tell the key line a video was accepted; its claim runs out and is reported then', { task: task.id, error });
+    });
+    this.#metrics.videoSubmission('accepted', task.layer, undefined);
+    this.#log.info('video task submitted', {
+      task: task.id,
+      gatewayTask: submitted.id,
+      layer: task.layer,
+      operation: task.operation,
+      guild: task.guildId,
+      ...(task.job ? { job: task.job.id, variant: task.job.number } : {}),
+    });
+    // Shown, then followed: the tracker starts from the record as the card left it (the card's message id
+    // with it). A card that cannot be shown yet is left to the tracker, which edits it at its next step.
+    let shown = task;
+    try {
+      shown = await delivery.showAndSave(task);
+    } catch (error) {
+      this.#log.warn('could not show a submitted task on its card yet; the tracker will', { task: task.id, error });
+    }
+    // Another process's task is followed there: its tracker looks at the waiting task and finds it running.
+    if (this.#deps.ownsGuild?.(routingGuildId(shown)) ?? true) tracker.track(shown);
+    this.#settle(task.id, { kind: 'sent', task: shown });
+  }
+
+  async #refused(stored: TaskRecord, ticket: ClaimTicket, error: unknown): Promise<void> {
+    const { repository, queue, delivery } = this.#deps;
+    const now = this.#now();
+    const code = error instanceof GatewayApiError ? error.code : undefined;
+    if (code === 'too_many_requests' || code === 'rate_limit') {
+      // Nothing exists at the gateway: the job waits again, first in line.
+      this.#metrics.gatewayLimitRefusal(code);
+      await repository.change(stored.id, (current) => (current.state === 'submitting' ? { ...current, state: 'waiting' } : undefined));
+      if (code === 'rate_limit') await queue.refusedForRate(ticket, (error as GatewayApiError).retryAfterMs ?? NaN, now);
+      else await queue.refusedForConcurrency(ticket, now);
+      this.#log.info("the gateway refused a video for its key's limits; it waits again", { task: stored.id, code });
+      return;
+    }
+    const refusal = refusalNotice(
+      error,
+      { model: stored.model, operation: stored.operation, regenerated: stored.regenerated === true },
+      taskKey(stored),
+    );
+    this.#metrics.videoSubmission(
+      refusal === undefined ? 'unknown' : 'refused',
+      stored.layer,
+      error instanceof GatewayError ? codeLabel(error.code, error.status) : 'no_answer',
+    );
+    await queue.finished(ticket.keyId, ticket.jobId);
+    if (refusal !== undefined) {
+      // Refused, or never delivered: nothing exists at the gateway and nothing was charged.
+      const failed: TaskRecord = {
+        ...stored,
+        state: 'failed',
+        finishedAt: now,
+        outcome: { ...stored.outcome, error: { code: 'refused', message: inCardWords(stored, refusal) } },
+        delivery: { ...stored.delivery, state: 'closed' },
+      };
+      await repository.save(failed);
+      await this.#release(failed);
+      const toldPrivately = this.#awaited.get(stored.id)?.refusalTold === true;
+      this.#settle(stored.id, { kind: 'refused', notice: refusal, task: failed });
+      if (toldPrivately) return;
+      await delivery.showAndSave(failed).catch((showError: unknown) => {
+        this.#log.warn('could not show a refused video on its card', { task: stored.id, error: showError });
+      });
+      return;
+    }
+    // The gateway may have accepted it (no answer, or one the bot cannot read): the card says so honestly,
+    // with the request id support can look up, and stays.
+    this.#log.error('a video submission has an unknown outcome', { task: stored.id, guild: stored.guildId, error });
+    const requestId = error instanceof GatewayError ? error.requestId : undefined;
+    const unknown = await delivery.showAndSave({
+      ...stored,
+      state: 'unknown',
+      finishedAt: now,
+      outcome: requestId ? { ...stored.outcome, requestId } : stored.outcome,
+      delivery: { ...stored.delivery, state: 'closed' },
+    });
+    this.#settle(stored.id, { kind: 'sent', task: unknown });
+  }
+
+  /** Gives back what a task that will not be made reserved against its server's limits. */
+  async #release(task: TaskRecord): Promise<void> {
+    await this.#deps.policy.releaseSubmission(task, reservationOf(task)).catch((error: unknown) => {
+      this.#log.warn('a video that was not made stays counted against the limits today', { task: task.id, error });
+    });
+  }
+}
+
+/** A stored task as a job of its key's line. */
+export function jobOf(task: TaskRecord): QueueJob {
+  return { jobId: task.id, keyId: task.keyId, guildId: task.guildId, memberId: task.userId, askedAt: task.createdAt };
+}
+
+/** What admission reserved for a task (it always sets one before the task is stored). */
+export function reservationOf(task: TaskRecord): SpendReservation {
+  return task.reservation ?? { estimateUsdTicks: 0, month: false };
+}

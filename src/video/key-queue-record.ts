@@ -53,12 +53,23 @@ interface WaitingJob {
   claims: number;
 }
 
-/** A member's waiting jobs on one server, oldest first. */
+/**
+ * A member's waiting jobs on one server, oldest first. A member whose job was just claimed keeps their
+ * entry (empty, `servedAt` set) at the back of the turn order for a while: a job they ask for next comes
+ * after the members who have not had a turn since, not first because nobody else was waiting that moment.
+ */
 interface MemberLine {
   guildId: string;
   memberId: string;
   jobs: WaitingJob[];
+  /** When a job of theirs was last claimed; unset while they wait for their first turn (or were put back first). */
+  servedAt?: number;
 }
+
+/** A served member with nothing waiting is remembered this long for their place in the turn order… */
+const SERVED_REMEMBERED_MS = 3_600_000;
+/** …and only the most recent this many of them: the record is rewritten at every change. */
+const MAX_SERVED_REMEMBERED = 200;
 
 interface RunningJob {
   jobId: string;
@@ -95,7 +106,10 @@ export const parseKeyQueueRecord = versionedRecord<KeyQueueRecord>({
   version: KEY_QUEUE_VERSION,
   schema: z.object({
     v: z.literal(KEY_QUEUE_VERSION),
-    line: z.array(z.object({ guildId: z.string(), memberId: z.string(), jobs: z.array(waitingJobSchema) })),
+    // `servedAt` was added without a new version: a line stored before it had no member marked as served.
+    line: z.array(
+      z.object({ guildId: z.string(), memberId: z.string(), jobs: z.array(waitingJobSchema), servedAt: z.number().optional() }),
+    ),
     running: z.array(
       z.object({
         jobId: z.string(),
@@ -177,9 +191,10 @@ export function enqueueJob(record: KeyQueueRecord, job: QueueJob): Decision<Enqu
   if (waitingCount >= MAX_WAITING_PER_KEY)
     return { next: undefined, answer: { kind: 'refused', reason: 'line_full', limit: MAX_WAITING_PER_KEY } };
   if (!member) {
-    // A member with nothing waiting takes their turn after everyone who has.
+    // A member who has not had a turn takes theirs after everyone else who has not, before those who had one.
     member = { guildId: job.guildId, memberId: job.memberId, jobs: [] };
-    next.line.push(member);
+    const firstServed = next.line.findIndex((each) => each.servedAt !== undefined);
+    next.line.splice(firstServed === -1 ? next.line.length : firstServed, 0, member);
   }
   member.jobs.push({ jobId: job.jobId, askedAt: job.askedAt, claims: 0 });
   const place = sendOrder(next.line).find((waiting) => waiting.jobId === job.jobId)?.place ?? 0;
@@ -252,16 +267,19 @@ export function claimJob(
     };
   }
 
-  const first = next.line[0];
+  const turn = next.line.findIndex((member) => member.jobs.length > 0);
+  const first = next.line[turn];
   const job = first?.jobs[0];
   if (!first || !job) return unchanged({ kind: 'empty' });
   if (next.running.length >= slotsNow(next, now, statedLimit))
     return unchanged({ kind: 'full', retryAt: Math.min(...next.running.map((running) => running.leaseUntil)) });
 
   first.jobs.shift();
-  next.line.shift();
-  // Round-robin: the member served goes to the back, if anything of theirs still waits.
-  if (first.jobs.length > 0) next.line.push(first);
+  next.line.splice(turn, 1);
+  // Round-robin: the member served goes to the back of the turn order, waiting jobs or not.
+  first.servedAt = now;
+  next.line.push(first);
+  forgetLongServed(next, now);
   const attempt = job.claims + 1;
   const { guildId, memberId } = first;
   next.running.push({ jobId: job.jobId, guildId, memberId, askedAt: job.askedAt, attempt, phase: 'claimed', leaseUntil: now + leaseMs });
@@ -275,6 +293,17 @@ export function claimJob(
       resumed: false,
     },
   };
+}
+
+/** Drops served members with nothing waiting once they are old news, or too many to keep. */
+function forgetLongServed(record: KeyQueueRecord, now: number): void {
+  let idle = record.line.filter((member) => member.jobs.length === 0).length;
+  record.line = record.line.filter((member) => {
+    if (member.jobs.length > 0) return true;
+    const keep = idle <= MAX_SERVED_REMEMBERED && now - (member.servedAt ?? 0) < SERVED_REMEMBERED_MS;
+    if (!keep) idle--;
+    return keep;
+  });
 }
 
 function heldBy(record: KeyQueueRecord, ticket: ClaimTicket): RunningJob | undefined {
@@ -309,8 +338,10 @@ function putBackFirst(record: KeyQueueRecord, ticket: ClaimTicket): KeyQueueReco
   const next = copy(record);
   next.running = next.running.filter((running) => running.jobId !== ticket.jobId);
   const index = next.line.findIndex((member) => member.guildId === held.guildId && member.memberId === held.memberId);
-  const member = index === -1 ? { guildId: held.guildId, memberId: held.memberId, jobs: [] } : next.line.splice(index, 1)[0]!;
+  const member: MemberLine = index === -1 ? { guildId: held.guildId, memberId: held.memberId, jobs: [] } : next.line.splice(index, 1)[0]!;
   member.jobs.unshift({ jobId: held.jobId, askedAt: held.askedAt, claims: held.attempt });
+  // First in line, as if never served: nobody who arrives now goes before it.
+  delete member.servedAt;
   next.line.unshift(member);
   return next;
 }
@@ -348,6 +379,6 @@ export function cancelJob(record: KeyQueueRecord, jobId: string): Decision<boole
   const next = copy(record);
   next.line = next.line
     .map((member) => ({ ...member, jobs: member.jobs.filter((job) => job.jobId !== jobId) }))
-    .filter((member) => member.jobs.length > 0);
+    .filter((member) => member.jobs.length > 0 || member.servedAt !== undefined);
   return { next, answer: true };
 }

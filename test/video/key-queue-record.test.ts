@@ -4,6 +4,7 @@ import {
   emptyKeyQueue,
   enqueueJob,
   markAccepted,
+  markFinished,
   markRefusedForConcurrency,
   markRefusedForRate,
   MAX_RATE_PAUSE_MS,
@@ -64,6 +65,24 @@ describe('the send order of a key line', () => {
       expect(order(record)).toEqual(announced.slice(taken.length));
     }
     expect(taken).toEqual(announced);
+  });
+
+  it('puts a member whose job was just sent, asking again, after the members who have not had a turn since', () => {
+    // Ana's first job is sent at once (nothing waited); the rest of her burst, then Bo's one job.
+    let record = claimed(enqueued(emptyKeyQueue(), job('ana', 1)), 1).record;
+    record = enqueued(record, ...[2, 3, 4, 5].map((index) => job('ana', index)), job('bo', 1));
+    expect(order(record)).toEqual(['bo-1', 'ana-2', 'ana-3', 'ana-4', 'ana-5']);
+    // Cy, who never had a turn, goes before Ana's next too; Bo, once served, after her.
+    record = claimed(record, 2).record;
+    record = enqueued(record, job('cy', 1), job('bo', 2));
+    expect(order(record)).toEqual(['cy-1', 'ana-2', 'bo-2', 'ana-3', 'ana-4', 'ana-5']);
+  });
+
+  it('forgets a served member with nothing waiting after an hour', () => {
+    let record = claimed(enqueued(emptyKeyQueue(), job('ana', 1)), 0).record;
+    record = markFinished(record, 'ana-1').next ?? record;
+    record = claimed(enqueued(record, job('bo', 1)), 3_600_001).record;
+    expect(record.line.map((member) => member.memberId)).toEqual(['bo']);
   });
 
   it('tells members of two servers on one key apart', () => {

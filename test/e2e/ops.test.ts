@@ -97,6 +97,10 @@ describe('the ops port', () => {
     expect(moved('bot_gateway_requests_total', { method: 'POST', route: '/v1/videos/generations', status: '200' })).toBe(1);
     expect(moved('bot_gateway_requests_total', { method: 'GET', route: '/v1/videos/:id', status: '200' })).toBeGreaterThanOrEqual(1);
     expect(moved('bot_video_post_delay_seconds_count')).toBe(1);
+    // Every video passes through its key's line: sent at once here, and nothing is left waiting.
+    expect(moved('bot_video_queue_wait_seconds_count')).toBe(1);
+    expect(total(afterVideo, 'bot_video_queue_waiting')).toBe(0);
+    expect(moved('bot_gateway_limit_refusals_total')).toBe(0);
 
     discord.joinVoice(guild.member, guild.id, guild.voiceChannelId);
     await discord

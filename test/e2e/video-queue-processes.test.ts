@@ -1,0 +1,118 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startDiscordStandIn, type DiscordStandIn, type InteractionHandle, type Message, type TestGuild, type User } from 'discord-standin';
+import { startEmulator, type Emulator, type JournalEntry } from '../../src/emulator/server.ts';
+import { cleanupBotDirectories, makeDataDirectory, startBot, type BotProcess } from '../support/bot-process.ts';
+import { cardText, galleryItems } from '../support/cards.ts';
+import { isDone, videoWorld } from '../support/video-e2e.ts';
+import { botEnvironment } from '../support/world.ts';
+
+// A key's line lives in the store, not in a process (issue 35): jobs waiting across a SIGKILL are each
+// sent and posted once, and two processes on one Redis share one key's slots.
+
+const SHARED_REDIS = 'redis://127.0.0.1:6379';
+const WAITING = /\*\*Waiting\*\*: \d+(st|nd|rd|th) in line/;
+const isWaiting = (card: Message): boolean => WAITING.test(cardText(card));
+const isGenerating = (card: Message): boolean => cardText(card).includes('**Generating');
+
+/** A fresh key for the emulator, so that its line in a shared store is this test's alone. */
+const newKey = (): string => `queue-key-${randomBytes(8).toString('hex')}`;
+
+/** The gateway's answers to submissions of `prompt`, by status. */
+function answered(requests: readonly JournalEntry[], prompt: string, status: number): JournalEntry[] {
+  return requests.filter(
+    (entry) => entry.method === 'POST' && entry.status === status && (entry.body as { prompt?: unknown } | undefined)?.prompt === prompt,
+  );
+}
+
+describe('jobs waiting in line across a SIGKILL', () => {
+  const key = newKey();
+  const e2e = videoWorld({
+    emulator: {
+      keys: { [key]: { group: 'default', quota_usd: 1_000, limits: { concurrent_tasks: 1 } } },
+      timing: { generation_ms: 4_000 },
+    },
+    env: { GATEWAY_API_KEY: key },
+  });
+
+  it('sends each of 4 jobs (1 running, 3 waiting) once, and posts each once', async () => {
+    const { discord, guild } = e2e.world;
+    const prompts = [1, 2, 3, 4].map((index) => `kill line ${index}`);
+    const members = prompts.map((_, index) => discord.createUser({ guildId: guild.id, name: `kill-${index + 1}` }));
+    const runs: InteractionHandle[] = [];
+    for (const [index, prompt] of prompts.entries()) {
+      const run = e2e.video('generate', { prompt }, { user: members[index]! });
+      await run.waitForReply((card) => (index === 0 ? isGenerating(card) : isWaiting(card)), 20_000);
+      runs.push(run);
+    }
+    await e2e.world.bot.kill();
+    await e2e.world.restartBot();
+    const cards = await Promise.all(runs.map((run) => run.waitForReply(isDone, 90_000)));
+    const requests = e2e.world.emulator.requests;
+    for (const [index, card] of cards.entries()) {
+      expect(answered(requests, prompts[index]!, 200)).toHaveLength(1);
+      expect(galleryItems(card)).toHaveLength(1);
+    }
+    // Nothing posted a second video anywhere in the channel.
+    const videos = discord.messages(guild.textChannelId).filter((message) => message.attachments.length > 0);
+    expect(videos.map((message) => message.id).sort()).toEqual(cards.map((card) => card.id).sort());
+  });
+});
+
+describe('two bot processes on one Redis, one key that runs 2 at once', () => {
+  const key = newKey();
+  let emulator: Emulator;
+  let discord: DiscordStandIn;
+  let guilds: TestGuild[];
+  let bot: BotProcess;
+
+  beforeAll(async () => {
+    emulator = await startEmulator({
+      config: {
+        keys: { [key]: { group: 'default', quota_usd: 1_000, limits: { concurrent_tasks: 2 } } },
+        timing: { generation_ms: 1_500 },
+        limits: { rate_per_minute: 100_000, concurrent_tasks: 100 },
+      },
+    });
+    discord = await startDiscordStandIn({ shards: 2, identifyWindowMs: 1_000 });
+    // A guild on each shard: each worker process sends its own guild's jobs.
+    guilds = [0, 1].map((shard) => discord.createGuild({ shard: [shard, 2] }));
+    bot = startBot({
+      env: botEnvironment(discord, emulator, { GATEWAY_API_KEY: key, STORE_URL: SHARED_REDIS }),
+      dataDirectory: makeDataDirectory(),
+    });
+    for (const shard of ['0', '1']) await bot.waitForLog((line) => line.msg === 'ready' && line.shards === shard, 40_000);
+  }, 90_000);
+  afterAll(async () => {
+    if (bot?.child.exitCode === null) await bot.stop();
+    await discord?.close();
+    await emulator?.close();
+    cleanupBotDirectories();
+  });
+
+  it('serves 8 jobs from both processes at once, each sent once, the key never refusing more than a probe', async () => {
+    const runs = guilds.flatMap((guild, shard) =>
+      [1, 2, 3, 4].map((index) => {
+        const user: User = discord.createUser({ guildId: guild.id, name: `shared-${shard}-${index}` });
+        const prompt = `shared line ${shard}-${index}`;
+        const run = discord.runCommand({
+          user,
+          guildId: guild.id,
+          channelId: guild.textChannelId,
+          command: 'video',
+          subcommand: 'generate',
+          options: { prompt },
+        });
+        return { run, prompt };
+      }),
+    );
+    await Promise.all(runs.map(({ run }) => run.waitForReply(isDone, 90_000)));
+    for (const { prompt } of runs) expect(answered(emulator.requests, prompt, 200)).toHaveLength(1);
+    // Each process may probe past the slots it learned once before the line records the refusal for both.
+    const refused = emulator.requests.filter((entry) => entry.method === 'POST' && entry.status === 429);
+    expect(refused.length).toBeLessThanOrEqual(2);
+    // Both processes sent: the line is the store's, not one process's.
+    const senders = new Set(bot.logs.filter((line) => line.msg === 'video task submitted').map((line) => line.shards));
+    expect([...senders].sort()).toEqual(['0', '1']);
+  });
+});

@@ -67,7 +67,25 @@ export interface GuildSettings {
   spending: { budgets: Budgets; alertChannelId?: string; confirmOverUsd: number };
   /** What /voice settings changed; unset: the defaults. */
   voice?: StoredVoiceSettings;
+  /** The moderators' rules (/config rules); each empty or unset means no such rule. */
+  rules: ServerRules;
   history: SettingsChange[];
+}
+
+/** The moderators' rules of a server (issue 36), set with /config rules. */
+export interface ServerRules {
+  /** Words and phrases no prompt may contain (blocked-words.ts matches them); at most BLOCKED_WORDS_LIMITS. */
+  blockedWords: string[];
+  /** Channels (and their threads) where /video and the message commands may be used; empty: everywhere. */
+  videoChannels: string[];
+  /** Members refused by every command, button and voice tool call of the bot in the server. */
+  denied: string[];
+  /** Where the bot logs jobs, refusals, /config changes and voice conversations; unset: nowhere. */
+  logChannelId?: string;
+}
+
+export function noRules(): ServerRules {
+  return { blockedWords: [], videoChannels: [], denied: [] };
 }
 
 export const HISTORY_KEPT = 50;
@@ -81,6 +99,7 @@ export function defaultGuildSettings(): GuildSettings {
     roles: { video: [], voice: [] },
     limits: { concurrentPerUser: 0, dailyPerUser: 0, dailyPerServer: 0 },
     spending: { budgets: { ...NO_BUDGETS }, confirmOverUsd: 0 },
+    rules: noRules(),
     history: [],
   };
 }
@@ -93,7 +112,7 @@ const optionalString = z.string().optional().catch(undefined);
 const count = z.number().int().positive().catch(0);
 /** Dollar amounts: 0 or more, finite (0 means none). */
 const dollars = z.number().positive().catch(0);
-/** Role ids: the strings of a list. */
+/** Role ids (and other lists of strings: channel and member ids, words): the strings of a list. */
 const roleIds = z
   .array(z.unknown())
   .transform((items) => items.filter((item) => typeof item === 'string'))
@@ -146,6 +165,16 @@ const guildSettingsSchema: z.ZodType<StoredGuildSettings> = z.object({
       confirmOverUsd: dollars,
     })
     .catch(() => ({ budgets: { ...NO_BUDGETS }, confirmOverUsd: 0 })),
+  // Added without a new version: a record written before the rules has none, which is no rule at all.
+  rules: z
+    .object({
+      blockedWords: roleIds,
+      videoChannels: roleIds,
+      denied: roleIds,
+      logChannelId: optionalString,
+    })
+    .catch(() => noRules())
+    .default(() => noRules()),
   // Read by the voice settings' own schema (parseGuildSettings), which says what it left to the defaults.
   voice: z.record(z.string(), z.unknown()).optional().catch(undefined),
   history: z

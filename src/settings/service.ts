@@ -30,8 +30,10 @@ import {
   parseGuildSettings,
   type Feature,
   type GuildSettings,
+  type ServerRules,
   type StoredKey,
 } from './guild-settings.ts';
+import { blockedWordIn, compileBlockedWords, type BlockedWords } from './blocked-words.ts';
 import { KeyCipher, MIN_ENCRYPTION_SECRET_LENGTH, UnreadableKeyError, type SealedKey } from './key-cipher.ts';
 import { discordRelativeTime, type LimitVerdict } from './limits.ts';
 import type { PriceTable } from './prices.ts';
@@ -126,8 +128,13 @@ function cannotOpen(): ServerKey {
   return { ok: false, reason: 'undecryptable', notice: keyNotice('unreadable') };
 }
 
+/** Servers whose compiled blocked words are kept (a few KB each); past it the oldest is compiled again when needed. */
+const MAX_COMPILED_RULE_SETS = 1_000;
+
 export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSettingsSource {
   readonly #options: SettingsOptions;
+  /** Each server's blocked words compiled, with the rule set they were compiled from. */
+  readonly #compiledRules = new Map<string, { signature: string; words: BlockedWords }>();
   readonly #settings: Collection<GuildSettings>;
   /**
    * Where versions before 2026-11-27 kept a server's voice settings, one record per server: folded into
@@ -395,6 +402,28 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
     if (access.ok) return notice('config.key.in-use.operator');
     if (own) return notice('config.key.in-use.broken', { own, why: access.notice });
     return notice('config.key.in-use.none');
+  }
+
+  /** The moderators' rules of the server (/config rules). */
+  async rules(guildId: string): Promise<ServerRules> {
+    return (await this.get(guildId)).rules;
+  }
+
+  /**
+   * The blocked word or phrase `prompt` contains, by the server's rules; undefined when none. The rules are
+   * compiled once per rule set (a server's rules change seldom, its prompts often).
+   */
+  async blockedWordIn(guildId: string, prompt: string): Promise<string | undefined> {
+    const { blockedWords } = await this.rules(guildId);
+    if (blockedWords.length === 0) return undefined;
+    const signature = blockedWords.join('\n');
+    let compiled = this.#compiledRules.get(guildId);
+    if (compiled?.signature !== signature) {
+      compiled = { signature, words: compileBlockedWords(blockedWords) };
+      this.#compiledRules.set(guildId, compiled);
+      if (this.#compiledRules.size > MAX_COMPILED_RULE_SETS) this.#compiledRules.delete(this.#compiledRules.keys().next().value!);
+    }
+    return blockedWordIn(compiled.words, prompt);
   }
 
   async defaults(guildId: string): Promise<VideoDefaults> {

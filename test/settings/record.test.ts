@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { defaultGuildSettings, GUILD_SETTINGS_VERSION, parseGuildSettings } from '../../src/settings/guild-settings.ts';
+import { defaultGuildSettings, GUILD_SETTINGS_VERSION, noRules, parseGuildSettings } from '../../src/settings/guild-settings.ts';
 import { KeyCipher } from '../../src/settings/key-cipher.ts';
 
 describe('stored server settings', () => {
@@ -23,8 +23,15 @@ describe('stored server settings', () => {
       },
       history: [{ at: 5, by: 'u1', change: 'set limits' }],
     };
-    expect(parseGuildSettings(JSON.parse(JSON.stringify(settings)))).toEqual({ ...settings, v: GUILD_SETTINGS_VERSION });
-    const current = { ...settings, v: GUILD_SETTINGS_VERSION, voice: { voice: 'leo', idleMinutes: 7, updatedBy: 'u1', updatedAt: 2 } };
+    // A record from before the moderators' rules has none.
+    expect(parseGuildSettings(JSON.parse(JSON.stringify(settings)))).toEqual({ ...settings, v: GUILD_SETTINGS_VERSION, rules: noRules() });
+    const rules = { blockedWords: ['dragon*', 'red sky'], videoChannels: ['c2'], denied: ['u9'], logChannelId: 'c3' };
+    const current = {
+      ...settings,
+      rules,
+      v: GUILD_SETTINGS_VERSION,
+      voice: { voice: 'leo', idleMinutes: 7, updatedBy: 'u1', updatedAt: 2 },
+    };
     expect(parseGuildSettings(JSON.parse(JSON.stringify(current)))).toEqual(current);
   });
 

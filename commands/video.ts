@@ -7,7 +7,7 @@ import {
   type ModalSubmitInteraction,
 } from 'discord.js';
 import { answerPrivately, type AnswerVisibility } from '../src/discord/answer.ts';
-import { describeRecentTasks } from '../src/interactions/video/task-list.ts';
+import { describeRecentTasks, withCurrentPlaces } from '../src/interactions/video/task-list.ts';
 import type { Command } from '../src/interactions/command.ts';
 import { literalChoice, localized, localizedChoice } from '../src/i18n/commands.ts';
 import { answerUsage } from '../src/interactions/usage-answer.ts';
@@ -159,7 +159,9 @@ async function status(interaction: ChatInputCommandInteraction, services: Servic
     await answerPrivately(interaction, t(locale, userInstallUse(interaction) ? 'user-install.no-task' : 'video.refusal.no-task', { ref }));
     return;
   }
-  await answerPrivately(interaction, { card: await services.video.privateCard(task, { locale }) });
+  // A waiting task's place as its line has it now, not as its card last showed it.
+  const [current = task] = await withCurrentPlaces([task], (waiting) => services.video.sender.currentPlace(waiting));
+  await answerPrivately(interaction, { card: await services.video.privateCard(current, { locale }) });
 }
 
 async function list(interaction: ChatInputCommandInteraction, services: Services) {
@@ -169,7 +171,8 @@ async function list(interaction: ChatInputCommandInteraction, services: Services
     await answerPrivately(interaction, t(locale, userInstallUse(interaction) ? 'user-install.list.none' : 'video.list.none'));
     return;
   }
-  await answerPrivately(interaction, describeRecentTasks(locale, tasks));
+  const listed = await withCurrentPlaces(tasks, (task) => services.video.sender.currentPlace(task));
+  await answerPrivately(interaction, describeRecentTasks(locale, listed));
 }
 
 async function autocomplete(interaction: AutocompleteInteraction, services: Services) {

@@ -520,7 +520,7 @@ export interface MessagePlaceholders {
   'video.confirm.cancel': undefined;
   'video.list': { lines: string | number };
   'video.list.none': undefined;
-  'video.list.line': { operation: string; progress: number; prompt: string | number; ref: string | number; shown: string; state: string; when: string | number };
+  'video.list.line': { by: string; operation: string; place: number; placed: string; progress: number; prompt: string | number; ref: string | number; shown: string; state: string; when: string | number };
   'video.autocomplete.task': { prompt: string | number; state: string };
   'video.refusal.invalid-option': { message: string | number; option: string | number };
   'video.refusal.task-unknown': undefined;

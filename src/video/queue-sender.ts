@@ -142,6 +142,21 @@ export class QueueSender {
     return (await read.order).find((waiting) => waiting.jobId === task.id)?.place;
   }
 
+  /**
+   * Where a task stands in its key's line as a member asks (`/video list`, `/video status`, the voice
+   * tool): read now, since the card's place is up to a card interval old. A line that no longer holds it
+   * (claimed since the record was read) or cannot be read leaves the place its record last stored.
+   */
+  async currentPlace(task: TaskRecord): Promise<number | undefined> {
+    if (task.state !== 'waiting') return undefined;
+    try {
+      return (await this.placeOf(task)) ?? task.place;
+    } catch (error) {
+      this.#log.warn("could not read a key's line of videos; the place last stored is shown", { task: task.id, error });
+      return task.place;
+    }
+  }
+
   /** Takes a waiting job out of line: true when it was still waiting in its record (it is then never sent). */
   async cancel(task: TaskRecord, byUserId: string): Promise<TaskRecord | undefined> {
     const now = this.#now();

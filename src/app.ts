@@ -218,6 +218,7 @@ export async function startApp(
       return access.ok ? access : { ok: false, message: word(guildLocale(caller.guildId), access.notice) };
     },
     serverContext: (guildId) => ({ guildLocale: guildLocale(guildId) }),
+    currentPlace: (task) => video.sender.currentPlace(task),
     log,
   });
   const voice = new VoiceService({

@@ -22,13 +22,15 @@ export interface VoiceVideoRequest {
 }
 
 /**
- * What came of a request: `submitted` (with the task's short ref), `refused` (why, in /video's words
- * for the member), `failed` (it could not be done), `found` / `not_found` for a status.
+ * What came of a request: `submitted` (with the task's short ref), `queued` (stored and waiting in its
+ * key's line, nothing sent yet: `place` is where it stands, 1 is next, when known), `refused` (why, in
+ * /video's words for the member), `failed` (it could not be done), `found` / `not_found` for a status.
  */
 export interface VoiceToolOutcome {
-  status: 'submitted' | 'refused' | 'failed' | 'found' | 'not_found';
+  status: 'submitted' | 'queued' | 'refused' | 'failed' | 'found' | 'not_found';
   message: string;
   task?: string;
+  place?: number;
 }
 
 export interface VoiceVideoRequests {

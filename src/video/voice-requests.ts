@@ -28,13 +28,48 @@ export interface VoiceVideoDeps {
    * and what the member hears are worded in (default English).
    */
   serverContext?: (guildId: string) => Partial<InteractionContext>;
+  /**
+   * Where a waiting task stands in its key's line now (QueueSender.currentPlace); default the place its
+   * record last stored.
+   */
+  currentPlace?: (task: TaskRecord) => Promise<number | undefined>;
   log: Logger;
 }
 
-function describeTask(task: TaskRecord): string {
-  const progress = task.state === 'running' && task.progress !== undefined ? `, ${Math.round(task.progress)}% done` : '';
+const ORDINALS = new Intl.PluralRules('en', { type: 'ordinal' });
+const ORDINAL_SUFFIXES: Readonly<Record<Intl.LDMLPluralRule, string>> = {
+  zero: 'th',
+  one: 'st',
+  two: 'nd',
+  few: 'rd',
+  many: 'th',
+  other: 'th',
+};
+
+/** "in line", with the place when known: "2nd in line" (the model reads English, as every output here is). */
+function inLine(place: number | undefined): string {
+  return place === undefined ? 'in line' : `${place}${ORDINAL_SUFFIXES[ORDINALS.select(place)]} in line`;
+}
+
+/** Where the task stands, in words the model can say: a waiting one with its place, a cancelled one with who took it out of line. */
+function describeState(task: TaskRecord, place: number | undefined): string {
+  switch (task.state) {
+    case 'waiting':
+      return `is queued, ${inLine(place)} for this server's key: it starts when the key has a free slot`;
+    case 'cancelled': {
+      const by = task.cancelledBy === undefined || task.cancelledBy === task.userId ? 'the member who asked for it' : 'a server manager';
+      return `was cancelled by ${by} before it was sent, so nothing was made or charged`;
+    }
+    case 'running':
+      return task.progress === undefined ? 'is running' : `is running, ${Math.round(task.progress)}% done`;
+    default:
+      return `is ${task.state}`;
+  }
+}
+
+function describeTask(task: TaskRecord, place: number | undefined): string {
   const posted = task.delivery.state === 'posted' ? ' The video is posted in the text channel.' : '';
-  return `Task ${task.id} ("${graphemePrefix(task.prompt, 80)}") is ${task.state}${progress}.${posted}`;
+  return `Task ${task.id} ("${graphemePrefix(task.prompt, 80)}") ${describeState(task, place)}.${posted}`;
 }
 
 export class VoiceVideo implements VoiceVideoRequests {
@@ -94,6 +129,17 @@ export class VoiceVideo implements VoiceVideoRequests {
           message: `The gateway did not answer clearly; task ${task.id} may or may not have started. Its card in the text channel says more.`,
           task: task.id,
         };
+      if (task.state === 'waiting') {
+        const place = await this.#placeOf(task);
+        const queued =
+          size > 1 ? `${size} variants of the video are queued, the first ${inLine(place)}` : `The video is queued, ${inLine(place)}`;
+        return {
+          status: 'queued',
+          message: `${queued} for this server's key, for ${estimate}: task ${task.id}. It starts when the key has a free slot; its card in the text channel shows its place, and the video follows there when it is ready.`,
+          task: task.id,
+          ...(place === undefined ? {} : { place }),
+        };
+      }
       return {
         status: 'submitted',
         message:
@@ -121,6 +167,12 @@ export class VoiceVideo implements VoiceVideoRequests {
         message: taskRef === undefined ? 'You have no videos on this server yet.' : `There is no task ${taskRef} on this server.`,
       };
     }
-    return { status: 'found', message: describeTask(task), task: task.id };
+    return { status: 'found', message: describeTask(task, await this.#placeOf(task)), task: task.id };
+  }
+
+  /** A waiting task's place in its key's line as it stands now, else as its record last stored it. */
+  async #placeOf(task: TaskRecord): Promise<number | undefined> {
+    if (task.state !== 'waiting') return undefined;
+    return this.#deps.currentPlace ? this.#deps.currentPlace(task) : task.place;
   }
 }

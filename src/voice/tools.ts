@@ -19,7 +19,7 @@ export const VOICE_TOOLS: readonly FunctionTool[] = [
     type: 'function',
     name: 'generate_video',
     description:
-      'Make a video for the person who asked, under the same rules and limits as /video generate. The card and the finished video are posted in the text channel. Tell them what the output says.',
+      'Make a video for the person who asked, under the same rules and limits as /video generate. The card and the finished video are posted in the text channel. A video the key cannot start yet is queued: tell them its place in line. Tell them what the output says.',
     parameters: {
       type: 'object',
       properties: {

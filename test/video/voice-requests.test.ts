@@ -11,6 +11,7 @@ import { VideoPreparation } from '../../src/video/prepare.ts';
 import { TaskRepository } from '../../src/video/repository.ts';
 import { VoiceVideo } from '../../src/video/voice-requests.ts';
 import { refuse } from '../../src/wording/notice.ts';
+import { startOneSlotKey, type OneSlotKey } from '../support/one-slot-key.ts';
 
 // A video asked for by voice is refused as /video refuses it, in words the voice model says where the
 // whole channel hears them: the server's language.
@@ -75,4 +76,66 @@ describe('a video asked for by voice on a server without a key', () => {
       message: 'This server has no gateway key yet: a server admin can add one with `/config key`.',
     });
   });
+});
+
+// A video asked for by voice while the server's key is busy waits in the key's line: the model is told it
+// is queued and its place, and video_status says where it stands now, or who took it out of line.
+
+describe('a video asked for by voice while the key takes no more', () => {
+  let line: OneSlotKey;
+  beforeAll(async () => {
+    line = await startOneSlotKey();
+  }, 30_000);
+  afterAll(() => line?.stop());
+
+  function videoByVoice(): VoiceVideo {
+    const { video, outbox } = line;
+    return new VoiceVideo({
+      prepare: video.prepare,
+      submit: (plan, context) => video.submit(plan, context),
+      tasks: video.tasks,
+      outbox,
+      mayUseVideo: () => Promise.resolve({ ok: true }),
+      currentPlace: (task) => video.sender.currentPlace(task),
+      log: silentLogger,
+    });
+  }
+
+  it('is queued with its place in line, which video_status reads as the line moves; a cancelled one says so', async () => {
+    const { guild, video } = line;
+    const voice = videoByVoice();
+    const member: VoiceCaller = { ...caller, guildId: guild.id, channelId: guild.textChannelId, userId: guild.member.id };
+    const ask = (prompt: string, variants?: number) =>
+      voice.generate(member, { ...request, prompt, ...(variants === undefined ? {} : { variants }) });
+
+    const running = await ask('a heron fishing at dawn');
+    expect(running).toMatchObject({ status: 'submitted', message: expect.stringMatching(/^The video is being made, for /) });
+    const second = await ask('a fox surfing at sunset');
+    expect(second).toMatchObject({ status: 'queued', place: 1 });
+    expect(second.message).toMatch(
+      new RegExp(
+        `^The video is queued, 1st in line for this server's key, for .+: task ${second.task}\\. It starts when the key has a free slot; its card in the text channel shows its place`,
+      ),
+    );
+    const third = await ask('a cat asleep in the sun');
+    expect(third).toMatchObject({ status: 'queued', place: 2, message: expect.stringMatching(/^The video is queued, 2nd in line/) });
+    const variants = await ask('an owl at night', 2);
+    expect(variants).toMatchObject({
+      status: 'queued',
+      place: 3,
+      message: expect.stringMatching(/^2 variants of the video are queued, the first 3rd in line for this server's key/),
+    });
+
+    expect((await voice.status(member, third.task)).message).toBe(
+      `Task ${third.task} ("a cat asleep in the sun") is queued, 2nd in line for this server's key: it starts when the key has a free slot.`,
+    );
+    // The member takes their first waiting video out of line: the next moves up at once.
+    expect(await video.cancelWaiting(member, second.task!, false)).toEqual({ ok: true });
+    expect((await voice.status(member, third.task)).message).toContain('is queued, 1st in line');
+    expect(await voice.status(member, second.task)).toEqual({
+      status: 'found',
+      message: `Task ${second.task} ("a fox surfing at sunset") was cancelled by the member who asked for it before it was sent, so nothing was made or charged.`,
+      task: second.task,
+    });
+  }, 30_000);
 });

@@ -66,4 +66,21 @@ describe('voice tool arguments', () => {
     });
     expect(calls).toEqual(['u:a fox']);
   });
+
+  it('tells the model a video that waits for the key is queued, with its place in line', async () => {
+    const queued = {
+      status: 'queued',
+      message: "The video is queued, 2nd in line for this server's key, for about $0.10: task abc.",
+      task: 'abc',
+      place: 2,
+    } as const;
+    const requests: VoiceVideoRequests = {
+      generate: () => Promise.resolve(queued),
+      status: () => Promise.resolve({ status: 'not_found', message: 'none' }),
+    };
+    const caller: VoiceCaller = { guildId: 'g', channelId: 'c', userId: 'u', roleIds: [], isServerManager: false };
+    expect(JSON.parse(await runToolCall(requests, caller, 'generate_video', '{"prompt":"a fox"}'))).toEqual(queued);
+    // The tool says so, so the model knows to tell the member where the video stands.
+    expect(VOICE_TOOLS[0]?.description).toContain('queued: tell them its place in line');
+  });
 });

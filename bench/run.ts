@@ -3,6 +3,7 @@ import { benchmarkBlockedWords, printBlockedWordsReport } from './blocked-words.
 import { benchmarkChartBesideVoice, printChartBesideVoiceReport } from './chart-beside-voice.ts';
 import { CRASH_STORES, benchmarkCrashes, printCrashReport } from './crash.ts';
 import { benchmarkDelivery, printDeliveryReport } from './delivery.ts';
+import { benchmarkKeyQueue, printKeyQueueReport } from './key-queue.ts';
 import { benchmarkFirstFrame, printFirstFrameReport } from './first-frame.ts';
 import { benchmarkSpend, printSpendReport } from './spend.ts';
 import { benchmarkStart, printStartReport } from './start.ts';
@@ -11,11 +12,12 @@ import { benchmarkVoice, printVoiceReport } from './voice.ts';
 import { benchmarkVoiceAddressing, printVoiceAddressingReport } from './voice-addressing.ts';
 import { benchmarkVoiceCapacity, benchmarkVoiceMetering, printVoiceCapacityReport, printVoiceMeteringReport } from './voice-capacity.ts';
 
-// `npm run bench [-- --only video|delivery|voice|voice-addressing|voice-capacity|voice-metering|spend|crash|first-frame|chart|start|blocked-words] [--tasks N] [--turns N] [--kills N] [--seed N]
+// `npm run bench [-- --only video|delivery|voice|voice-addressing|voice-capacity|voice-metering|spend|crash|first-frame|chart|start|blocked-words|key-queue] [--tasks N] [--turns N] [--kills N] [--seed N]
 // [--store sqlite|redis] [--video-mb N] [--workers N] [--submissions N]`: every benchmark, figures as ratios against baselines measured in the same run.
 // The video benchmark runs its tasks through one process and then through --workers workers (default 2,
 // one shard each; 1: the single process only), both on a Redis of its own, or with --store sqlite on
 // SQLite in the single process alone. The spend benchmark runs --submissions (default 100) each way, on each store (or --store's).
+// key-queue: 200 jobs from 20 members at once on a key of 4 slots (on each store, or --store's): submissions per job, waits, makespan.
 // blocked-words: the blocked-words check of a prompt (200 rules, 10,000 prompts) against the naive way.
 // voice-metering is the last part of voice-capacity (metered conversations against unmetered) on its own.
 
@@ -53,10 +55,11 @@ if (
     'chart',
     'start',
     'blocked-words',
+    'key-queue',
   ].includes(only)
 ) {
   process.stderr.write(
-    `--only must be video, delivery, voice, voice-addressing, voice-capacity, voice-metering, spend, crash, first-frame, chart, start or blocked-words (got ${only})\n`,
+    `--only must be video, delivery, voice, voice-addressing, voice-capacity, voice-metering, spend, crash, first-frame, chart, start, blocked-words or key-queue (got ${only})\n`,
   );
   process.exit(2);
 }
@@ -114,6 +117,10 @@ if (!only || only === 'crash') {
 
 if (!only || only === 'first-frame') {
   printFirstFrameReport(await benchmarkFirstFrame());
+}
+
+if (!only || only === 'key-queue') {
+  printKeyQueueReport(await benchmarkKeyQueue({ stores }));
 }
 
 if (!only || only === 'blocked-words') {

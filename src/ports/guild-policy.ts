@@ -12,6 +12,12 @@ export interface MemberTask {
   createdAt: number;
 }
 
+/**
+ * The most videos at once an admin may state their key takes (`/config limits key_concurrency`), and the
+ * most the bot ever learns one takes: the settings part bounds what it stores, the video part its line.
+ */
+export const MAX_KEY_CONCURRENCY = 100;
+
 /** A video's estimate as it was reserved against the budgets at submission: what settling it gives back. */
 export interface SpendReservation {
   estimateUsdTicks: number;

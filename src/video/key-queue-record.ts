@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { TASK_TIMEOUT_MS } from '../gateway/spec.ts';
 import { DEFAULT_TIMEOUTS } from '../gateway/http.ts';
 import { versionedRecord } from '../store/index.ts';
+import { MAX_KEY_CONCURRENCY } from '../ports/guild-policy.ts';
 
 // A gateway key's line of jobs as one stored record, and every change of it as a pure function of the
 // record and the time: the store's atomic update runs these (again, when another process wrote first),
@@ -14,8 +15,6 @@ export const MAX_WAITING_PER_MEMBER = 10;
  * bytes a job), and a line this long on one key is hours of videos, longer than anyone waits for one.
  */
 export const MAX_WAITING_PER_KEY = 1_000;
-/** What `/config limits key_concurrency` accepts, and the most the bot ever learns a key takes. */
-export const MAX_KEY_CONCURRENCY = 100;
 /**
  * A claimed job not reported within this is taken for abandoned (its process died mid-send) and handed out
  * again: longer than the gateway client's longest request (an upload), so a live sender is never overtaken.
@@ -218,7 +217,8 @@ export type ClaimAnswer =
 
 /**
  * How many jobs may hold a slot now: the stated limit, or the learned one and one more to probe. A stated
- * limit is taken within 1..MAX_KEY_CONCURRENCY, as /config accepts it: 0 would stop the line for good.
+ * limit is taken within 1..MAX_KEY_CONCURRENCY, as /config stores it (its 0 clears it, never stored): 0
+ * would stop the line for good.
  */
 export function slotsNow(record: KeyQueueRecord, now: number, statedLimit: number | undefined): number {
   const refusedAt = record.refusal && record.refusal.until > now ? record.refusal.limit : undefined;

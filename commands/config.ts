@@ -180,6 +180,7 @@ async function execute(interaction: ChatInputCommandInteraction, services: Servi
           concurrentPerUser: options.getInteger('concurrent_per_user'),
           dailyPerUser: options.getInteger('daily_per_user'),
           dailyPerServer: options.getInteger('daily_per_server'),
+          keyConcurrency: options.getInteger('key_concurrency'),
         }),
       );
     case 'budget':

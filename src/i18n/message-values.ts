@@ -126,6 +126,8 @@ export interface MessagePlaceholders {
   'command.config.limits.daily_per_user.description': undefined;
   'command.config.limits.daily_per_server.name': undefined;
   'command.config.limits.daily_per_server.description': undefined;
+  'command.config.limits.key_concurrency.name': undefined;
+  'command.config.limits.key_concurrency.description': undefined;
   'command.config.budget.name': undefined;
   'command.config.budget.description': undefined;
   'command.config.budget.member_daily_usd.name': undefined;
@@ -272,6 +274,7 @@ export interface MessagePlaceholders {
   'config.storage.keep-days-range': { max: string | number };
   'config.roles.pick-role': undefined;
   'config.limits.range': { max: number; option: string | number };
+  'config.limits.key-concurrency-range': { max: number; option: string | number };
   'config.budget.range': { max: string | number; option: string | number };
   'config.budget.at-least-a-cent': { cent: string | number; option: string | number };
   'config.budget.not-both': undefined;
@@ -306,6 +309,7 @@ export interface MessagePlaceholders {
   'config.show.everyone': undefined;
   'config.show.more-roles': { count: number };
   'config.show.limits': { concurrent: string | number; perMember: string | number; perServer: string | number };
+  'config.show.key-concurrency': { count: number; stated: string };
   'config.show.no-limit': undefined;
   'config.show.budgets': { alerts: string | number; confirm: string | number; perMember: string | number; perMonth: string | number; perServer: string | number };
   'config.show.no-budget': undefined;

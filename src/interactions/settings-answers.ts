@@ -147,6 +147,17 @@ export function describeServerSettings(
       perMember: limit(limits.dailyPerUser),
       perServer: limit(limits.dailyPerServer),
     }),
+    // Said only while a key serves the server: without one no video is sent, and the longest /config show (a
+    // key that cannot be opened, in German) has no room to spare. Stated on the operator's key, it waits for
+    // a key of the server's own: said so, not shown as in force.
+    ...(facts.hasKey
+      ? [
+          say('config.show.key-concurrency', {
+            stated: limits.keyConcurrency === undefined ? 'learned' : settings.key ? 'own' : 'unused',
+            count: limits.keyConcurrency ?? 0,
+          }),
+        ]
+      : []),
     say('config.show.budgets', {
       perMember: budget(budgets.member_daily_usd),
       perServer: budget(budgets.server_daily_usd),

@@ -1,4 +1,5 @@
 import type { SubcommandDefinition } from '../discord/command-options.ts';
+import { MAX_KEY_CONCURRENCY } from '../ports/guild-policy.ts';
 import { MAX_VARIANTS } from '../ports/video-defaults.ts';
 import { ASPECT_RATIOS, GENERATION_DURATION, LAYERS, RESOLUTIONS, type Layer } from '../gateway/spec.ts';
 import { formatCost } from '../wording/cost.ts';
@@ -106,6 +107,8 @@ export const CONFIG_SUBCOMMANDS = {
       { type: 'integer', name: 'concurrent_per_user', min: 0, max: MAX_LIMIT },
       { type: 'integer', name: 'daily_per_user', min: 0, max: MAX_LIMIT },
       { type: 'integer', name: 'daily_per_server', min: 0, max: MAX_LIMIT },
+      // 0, as for the other limits, takes back what was stated: the key's line learns it from the gateway again.
+      { type: 'integer', name: 'key_concurrency', min: 0, max: MAX_KEY_CONCURRENCY },
     ],
   },
   budget: {
@@ -273,12 +276,12 @@ export function rolesChange(givenFeature: string, action: string, roleId: string
   };
 }
 
-/** null: the option was left out. */
+/** null: the option was left out; `keyConcurrency` 0: learn it from the gateway again. */
 export type LimitsGiven = Record<keyof GuildSettings['limits'], number | null>;
 
 export function limitsChange(given: LimitsGiven): SettingsChangeRequest {
   if (Object.values(given).every((value) => value === null))
-    return atLeastOne(['concurrent_per_user', 'daily_per_user', 'daily_per_server']);
+    return atLeastOne(['concurrent_per_user', 'daily_per_user', 'daily_per_server', 'key_concurrency']);
   for (const [option, value] of [
     ['concurrent_per_user', given.concurrentPerUser],
     ['daily_per_user', given.dailyPerUser],
@@ -287,22 +290,32 @@ export function limitsChange(given: LimitsGiven): SettingsChangeRequest {
     if (value !== null && (value < 0 || value > MAX_LIMIT))
       return refuse('config.limits.range', { option: `\`${option}\``, max: MAX_LIMIT });
   }
+  const stated = given.keyConcurrency;
+  // Discord keeps to the option's bounds; a caller that does not (a test, another front) is told the same.
+  if (stated !== null && !(Number.isInteger(stated) && stated >= 0 && stated <= MAX_KEY_CONCURRENCY))
+    return refuse('config.limits.key-concurrency-range', { option: '`key_concurrency`', max: MAX_KEY_CONCURRENCY });
   const parts = [
     given.concurrentPerUser === null ? undefined : `${limit(given.concurrentPerUser)} in progress per member`,
     given.dailyPerUser === null ? undefined : `${limit(given.dailyPerUser)} a day per member`,
     given.dailyPerServer === null ? undefined : `${limit(given.dailyPerServer)} a day for the server`,
+    stated === null ? undefined : stated === 0 ? 'key concurrency learned from the gateway' : `key concurrency ${stated} at once`,
   ];
   return {
     ok: true,
     description: `set limits: ${parts.filter((part) => part !== undefined).join(', ')}`,
-    change: (settings) => ({
-      ...settings,
-      limits: {
-        concurrentPerUser: given.concurrentPerUser ?? settings.limits.concurrentPerUser,
-        dailyPerUser: given.dailyPerUser ?? settings.limits.dailyPerUser,
-        dailyPerServer: given.dailyPerServer ?? settings.limits.dailyPerServer,
-      },
-    }),
+    change: (settings) => {
+      const { keyConcurrency: current, ...limits } = settings.limits;
+      const keyConcurrency = stated === null ? current : stated === 0 ? undefined : stated;
+      return {
+        ...settings,
+        limits: {
+          concurrentPerUser: given.concurrentPerUser ?? limits.concurrentPerUser,
+          dailyPerUser: given.dailyPerUser ?? limits.dailyPerUser,
+          dailyPerServer: given.dailyPerServer ?? limits.dailyPerServer,
+          ...(keyConcurrency === undefined ? {} : { keyConcurrency }),
+        },
+      };
+    },
   };
 }
 

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { LAYERS, type Layer } from '../gateway/spec.ts';
+import { MAX_KEY_CONCURRENCY } from '../ports/guild-policy.ts';
 import { MAX_VARIANTS, type ReadyPing, type ResultButtons } from '../ports/video-defaults.ts';
 import { sealedKeySchema, type SealedKey } from './key-cipher.ts';
 import { versionedRecord, type RecordWarning } from '../store/index.ts';
@@ -58,8 +59,11 @@ export interface GuildSettings {
   storage: { keepDays: number; publicLink: boolean };
   /** Roles allowed to use each feature; empty means everyone. */
   roles: Record<Feature, string[]>;
-  /** 0 means no limit. */
-  limits: { concurrentPerUser: number; dailyPerUser: number; dailyPerServer: number };
+  /**
+   * 0 means no limit. `keyConcurrency`: how many videos at once the server's own key takes, as an admin
+   * stated it (1 to MAX_KEY_CONCURRENCY); unset: the key's line learns it from the gateway's refusals.
+   */
+  limits: { concurrentPerUser: number; dailyPerUser: number; dailyPerServer: number; keyConcurrency?: number };
   /**
    * Budgets in dollars for video and voice together (0: none), where alerts at 80% and 100% of a server
    * budget go, and the estimate over which a video waits for its member's confirmation (0: never).
@@ -154,7 +158,13 @@ const guildSettingsSchema: z.ZodType<StoredGuildSettings> = z.object({
     .catch(() => ({ keepDays: 0, publicLink: false })),
   roles: z.object({ video: roleIds, voice: roleIds }).catch(() => ({ video: [], voice: [] })),
   limits: z
-    .object({ concurrentPerUser: count, dailyPerUser: count, dailyPerServer: count })
+    .object({
+      concurrentPerUser: count,
+      dailyPerUser: count,
+      dailyPerServer: count,
+      // Added without a new version: a record written before it has none, which is the default (learned).
+      keyConcurrency: z.number().int().min(1).max(MAX_KEY_CONCURRENCY).optional().catch(undefined),
+    })
     .catch(() => ({ concurrentPerUser: 0, dailyPerUser: 0, dailyPerServer: 0 })),
   spending: z
     .object({

@@ -456,9 +456,16 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
     return this.spending.release(task, reservation);
   }
 
-  // TODO(key_concurrency): read the admin's stated limit once /config limits takes it.
-  keyConcurrency(_guildId: string): Promise<number | undefined> {
-    return Promise.resolve(undefined);
+  /**
+   * What an admin stated with `/config limits key_concurrency`, for the server's own key only: the
+   * operator's key is shared by every server without one (and by members' own installs), so no one
+   * server's word is its limit; its line learns it. A stored key that cannot be opened sends nothing, so
+   * it needs no opening here.
+   */
+  async keyConcurrency(guildId: string): Promise<number | undefined> {
+    if (isUserInstallScope(guildId)) return undefined;
+    const { key, limits } = await this.get(guildId);
+    return key ? limits.keyConcurrency : undefined;
   }
 
   estimate(request: VideoEstimateRequest): number {

@@ -19,6 +19,8 @@ import { cardText } from '../support/cards.ts';
 
 const SERVER_KEY = 'server-own-key-7f3a9c2e51';
 const WRONG_KEY = 'wrong-key-0000000000';
+/** A key of its own for the server whose key's line is watched: no other test's video holds a slot of it. */
+const LINE_KEY = 'line-own-key-4c8e1b7d93';
 const SECRET = 'first-encryption-secret-0123456789';
 
 /**
@@ -90,7 +92,7 @@ const transcript: string[] = [];
 beforeAll(async () => {
   proxy = await startGatewayProxy();
   world = await startWorld({
-    emulator: { keys: { [SERVER_KEY]: { group: 'default', quota_usd: 20 } } },
+    emulator: { keys: { [SERVER_KEY]: { group: 'default', quota_usd: 20 }, [LINE_KEY]: { group: 'default', quota_usd: 20 } } },
     emulatorLog: createLogger({ level: 'debug', write: (line) => emulatorLog.push(line) }),
     // The video addresses it gives out go through the proxy too: the gateway's own host and port.
     emulatorPublicUrl: proxy.url,
@@ -349,6 +351,59 @@ describe('settings', () => {
     world.emulator.config.timing.generation_ms = 300;
     await config(guild.admin, 'limits', { concurrent_per_user: 0 }).reply();
   });
+
+  it('sends no more videos at once than the key_concurrency an admin states, shows it, and learns it again once cleared', async () => {
+    const { discord, emulator } = world;
+    const server = discord.createGuild({ name: 'one at a time' });
+    const run = (user: User, command: string, subcommand: string, options: Record<string, string | number> = {}) =>
+      discord.runCommand({ user, guildId: server.id, channelId: server.textChannelId, command, subcommand, options });
+    const limits = async (options: Record<string, number>) => (await run(server.admin, 'config', 'limits', options).reply()).content;
+    const shown = async () => (await run(server.admin, 'config', 'show').reply()).content;
+    const optionsOf = (node: unknown) => (isRecord(node) && Array.isArray(node.options) ? node.options.filter(isRecord) : []);
+    const configCommand = discord.commands().find((command) => command.name === 'config');
+    const limitsSubcommand = optionsOf(configCommand).find((option) => option.name === 'limits');
+    // Discord keeps the option to 0-100 (0: learn it again), as for the other limits.
+    expect(optionsOf(limitsSubcommand).find((option) => option.name === 'key_concurrency')).toMatchObject({
+      type: 4,
+      min_value: 0,
+      max_value: 100,
+    });
+    await setKey(LINE_KEY, server);
+    expect(await shown()).toContain('**Key concurrency:** learned from the gateway');
+
+    expect(await limits({ key_concurrency: 2 })).toContain('**Key concurrency:** 2 at once (stated)');
+    const stated = await shown();
+    expect(stated).toContain('**Key concurrency:** 2 at once (stated)');
+    expect(stated).toMatch(new RegExp(`<t:\\d+:R> <@${server.admin.id}> set limits: key concurrency 2 at once`));
+
+    // Out of bounds (Discord's own check bypassed): refused privately, naming the option, nothing changed.
+    const refused = await run(server.admin, 'config', 'limits', { key_concurrency: 101 }).reply();
+    expect(refused.content).toBe('`key_concurrency` must be 0 (learn it from the gateway) to 100.');
+    expect(refused.flags & 64).toBe(64);
+    expect(await shown()).toContain('**Key concurrency:** 2 at once (stated)');
+
+    // One at a time: the second video waits its turn, unsent, while the first is made (a new key's line alone would send both).
+    await limits({ key_concurrency: 1 });
+    const second = discord.createUser({ guildId: server.id, name: 'second in line' });
+    emulator.config.timing.generation_ms = 3000;
+    try {
+      const first = run(server.member, 'video', 'generate', { prompt: 'first through the line' });
+      await first.waitForReply((message) => cardText(message).includes('`task_'));
+      const waiting = run(second, 'video', 'generate', { prompt: 'waits for the first' });
+      await waiting.waitForReply((message) => cardText(message).includes('**Waiting**'));
+      expect(emulator.requests.some((entry) => entry.method === 'POST' && JSON.stringify(entry.body).includes('waits for the first'))).toBe(
+        false,
+      );
+      await first.waitForReply((message) => cardText(message).includes('**Done**'), 20_000);
+      await waiting.waitForReply((message) => cardText(message).includes('**Done**'), 20_000);
+    } finally {
+      emulator.config.timing.generation_ms = 300;
+    }
+
+    const cleared = await limits({ key_concurrency: 0 });
+    expect(cleared).toContain('**Key concurrency:** learned from the gateway');
+    expect(cleared).toMatch(new RegExp(`<@${server.admin.id}> set limits: key concurrency learned from the gateway`));
+  }, 60_000);
 
   it('holds a server-wide daily cap when several members ask at the same moment', async () => {
     const { discord } = world;

@@ -62,6 +62,18 @@ describe('/config show', () => {
     );
   });
 
+  it("says how many videos at once the server's key takes: stated, learned, or stated for a key it does not use", () => {
+    const settings = defaultGuildSettings();
+    const line = (shown: GuildSettings) => lineOf(describeServerSettings(ENGLISH, shown, facts), '**Key concurrency');
+    expect(line(settings)).toBe('**Key concurrency:** learned from the gateway');
+    settings.limits = { ...settings.limits, keyConcurrency: 2 };
+    expect(line(settings)).toBe("**Key concurrency:** learned from the gateway (the 2 at once stated is for a key of the server's own)");
+    settings.key = { sealed: null, lastFour: 'wxyz', setBy: '300000000000000003', setAt: 0 };
+    expect(line(settings)).toBe('**Key concurrency:** 2 at once (stated)');
+    // A key that cannot be opened sends nothing: the line gives its room to the rest.
+    expect(lineOf(describeServerSettings(ENGLISH, settings, { ...facts, hasKey: false }), '**Key concurrency')).toBeUndefined();
+  });
+
   it('says when a server turned off the ping for a ready video, and nothing of it while it is on (the default)', () => {
     const settings = defaultGuildSettings();
     expect(lineOf(describeServerSettings(ENGLISH, settings, facts), '**Ping when')).toBeUndefined();
@@ -90,7 +102,9 @@ function crowdedSettings(): GuildSettings {
   settings.defaults = { model: longModel, resolution: '1080p', duration: 15, aspectRatio: '16:9', buttons: 'owner', variants: 4 };
   settings.storage = { keepDays: 30, publicLink: true };
   settings.roles = { video: roles, voice: roles };
-  settings.limits = { concurrentPerUser: 10_000, dailyPerUser: 10_000, dailyPerServer: 10_000 };
+  // The server's own key, which cannot be opened (crowdedFacts): /config show leaves out the key concurrency stated for it.
+  settings.key = { sealed: null, lastFour: 'wxyz', setBy: '300000000000000003', setAt: Date.UTC(2026, 10, 29) };
+  settings.limits = { concurrentPerUser: 10_000, dailyPerUser: 10_000, dailyPerServer: 10_000, keyConcurrency: 100 };
   settings.spending = {
     budgets: { member_daily_usd: 999_999.99, server_daily_usd: 999_999.99, server_monthly_usd: 999_999.99 },
     alertChannelId: CHANNEL,
@@ -149,6 +163,23 @@ describe('/config answers within one Discord message', () => {
     expect(text.split('\n').filter((line) => line.startsWith('<t:')).length).toBeGreaterThan(0);
     expect(text).toContain(t(locale, 'config.show.more-roles', { count: 247 }));
   });
+
+  it.each(SUPPORTED_LOCALES)(
+    "shows a key concurrency stated on the operator's key, the longest it is said, with prices and history (%s)",
+    (locale) => {
+      const { key: _unused, ...settings } = crowdedSettings();
+      const facts: ShownFacts = {
+        ...crowdedFacts(locale, describePrices(table, locale)),
+        hasKey: true,
+        keyInUse: t(locale, 'config.key.in-use.operator'),
+      };
+      const text = describeServerSettings(locale, settings, facts);
+      expect(text.length).toBeLessThanOrEqual(MESSAGE_LIMITS.content);
+      expect(text).toContain(t(locale, 'config.show.key-concurrency', { stated: 'unused', count: 100 }));
+      expect(counted(locale, text).shown).toBeGreaterThan(0);
+      expect(text.split('\n').filter((line) => line.startsWith('<t:')).length).toBeGreaterThan(0);
+    },
+  );
 
   it.each(SUPPORTED_LOCALES)('leaves room for what a change answers first (%s)', (locale) => {
     const saved = t(locale, 'config.layer.saved', { layer: 'native' });

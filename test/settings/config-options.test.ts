@@ -5,13 +5,15 @@ import {
   checkDefaultModel,
   defaultsChange,
   layerChange,
+  limitsChange,
   type BudgetGiven,
   type DefaultsGiven,
+  type LimitsGiven,
 } from '../../src/settings/config-options.ts';
 import { defaultGuildSettings, type GuildSettings } from '../../src/settings/guild-settings.ts';
 import { word } from '../../src/wording/notice.ts';
 
-// `/config budget`: what it refuses (naming the option, in the admin's language), what it keeps, and the
+// `/config budget` and `/config limits`: what they refuse (naming the option, in the admin's language), what it keeps, and the
 // words the server's history records. What /config show says is test/interactions/settings-answers.test.ts.
 
 const CHANNEL = '400000000000000004';
@@ -85,6 +87,49 @@ describe('/config budget', () => {
     expect(applied({ alertChannelId: CHANNEL, clearAlertChannel: true })).toEqual({
       refused: 'Give `alert_channel` or `clear_alert_channel`, not both.',
     });
+  });
+});
+
+describe('/config limits', () => {
+  const none: LimitsGiven = { concurrentPerUser: null, dailyPerUser: null, dailyPerServer: null, keyConcurrency: null };
+  const limited = (options: Partial<LimitsGiven>, settings: GuildSettings = defaultGuildSettings()) => {
+    const request = limitsChange({ ...none, ...options });
+    if (!request.ok) return { refused: word(ENGLISH, request.notice) };
+    return { description: request.description, limits: request.change(settings).limits };
+  };
+
+  it('asks for at least one option, naming key_concurrency with the others', () => {
+    expect(limited({})).toEqual({
+      refused: 'Give at least one of `concurrent_per_user`, `daily_per_user`, `daily_per_server`, or `key_concurrency`.',
+    });
+  });
+
+  it("states the key's concurrency, keeps the other limits, and takes it back with 0: learned from the gateway again", () => {
+    const settings = defaultGuildSettings();
+    settings.limits = { concurrentPerUser: 2, dailyPerUser: 5, dailyPerServer: 0 };
+    const stated = limited({ keyConcurrency: 2 }, settings);
+    expect(stated).toEqual({
+      description: 'set limits: key concurrency 2 at once',
+      limits: { concurrentPerUser: 2, dailyPerUser: 5, dailyPerServer: 0, keyConcurrency: 2 },
+    });
+    const withStated = { ...settings, limits: stated.limits! };
+    expect(limited({ dailyPerServer: 40 }, withStated).limits).toEqual({ ...withStated.limits, dailyPerServer: 40 });
+    const learned = limited({ keyConcurrency: 0 }, withStated);
+    expect(learned.description).toBe('set limits: key concurrency learned from the gateway');
+    expect(learned.limits).toEqual({ concurrentPerUser: 2, dailyPerUser: 5, dailyPerServer: 0 });
+    expect(learned.limits).not.toHaveProperty('keyConcurrency');
+  });
+
+  it.each([101, -1, 2.5, Number.NaN])('refuses key_concurrency = %d naming the option and what 0 means', (keyConcurrency) => {
+    expect(limited({ keyConcurrency, dailyPerUser: 3 })).toEqual({
+      refused: '`key_concurrency` must be 0 (learn it from the gateway) to 100.',
+    });
+  });
+
+  it("refuses in the admin's language", () => {
+    const german = resolveLocale('de', undefined, 'member');
+    const refused = limitsChange({ ...none, keyConcurrency: 500 });
+    expect(refused.ok || word(german, refused.notice)).toBe('`key_concurrency` muss zwischen 0 (vom Gateway lernen) und 100 liegen.');
   });
 });
 

@@ -15,7 +15,7 @@ describe('stored server settings', () => {
       defaults: { model: 'svc-imagine-video', resolution: '720p', duration: 6, aspectRatio: '16:9', buttons: 'owner' as const },
       storage: { keepDays: 7, publicLink: true },
       roles: { video: ['r1'], voice: [] },
-      limits: { concurrentPerUser: 2, dailyPerUser: 10, dailyPerServer: 50 },
+      limits: { concurrentPerUser: 2, dailyPerUser: 10, dailyPerServer: 50, keyConcurrency: 3 },
       spending: {
         budgets: { member_daily_usd: 1.5, server_daily_usd: 20, server_monthly_usd: 300 },
         alertChannelId: 'c1',
@@ -60,8 +60,18 @@ describe('stored server settings', () => {
     // Whether a member is pinged when their video is ready: on unless the record says off.
     expect(parsed.defaults.ping).toBeUndefined();
     expect(parsed.limits).toEqual({ concurrentPerUser: 0, dailyPerUser: 0, dailyPerServer: 0 });
+    expect(parsed.limits.keyConcurrency).toBeUndefined();
     expect(parsed.storage).toEqual({ keepDays: 30, publicLink: false });
     expect(parsed.spending).toEqual({ budgets: { member_daily_usd: 0, server_daily_usd: 0, server_monthly_usd: 0 }, confirmOverUsd: 0 });
+  });
+
+  it('reads a key concurrency out of 1-100 as none stated, so the line learns it rather than stopping or flooding the key', () => {
+    for (const keyConcurrency of [0, -2, 101, 2.5, '4', null]) {
+      const parsed = parseGuildSettings({ v: GUILD_SETTINGS_VERSION, limits: { dailyPerUser: 3, keyConcurrency } });
+      expect(parsed.limits.keyConcurrency).toBeUndefined();
+      expect(parsed.limits.dailyPerUser).toBe(3);
+    }
+    expect(parseGuildSettings({ v: GUILD_SETTINGS_VERSION, limits: { keyConcurrency: 100 } }).limits.keyConcurrency).toBe(100);
   });
 
   it('keeps a record whose voice settings are out of their bounds, each one out of them left to its default, and says so once', () => {

@@ -11,6 +11,7 @@ import { createLogger, type Logger } from '../../src/lib/log.ts';
 import { DEFAULT_PRICES } from '../../src/settings/prices.ts';
 import { keyNotice, SettingsService, type SettingsOptions } from '../../src/settings/service.ts';
 import { formatUsage } from '../../src/settings/usage-report.ts';
+import type { GuildSettings } from '../../src/settings/guild-settings.ts';
 import { openStore, type Store } from '../../src/store/index.ts';
 import { costOf, type TaskRecord } from '../../src/video/record.ts';
 import { shownInCard, taskRecord } from '../support/task-result.ts';
@@ -286,6 +287,32 @@ describe("a server's own gateway key", () => {
     expect(await settings.clearKey(GUILD, ADMIN)).toBe(false);
     expect(await settings.resolveGatewayAccess(GUILD)).toMatchObject({ ok: true, apiKey: OPERATOR_KEY, source: 'operator' });
     expect((await settings.get(GUILD)).history[0]).toMatchObject({ by: ADMIN, change: 'cleared the gateway key (…0c43)' });
+  });
+});
+
+describe("a key's stated concurrency", () => {
+  const stateTwo = (current: GuildSettings) => ({ ...current, limits: { ...current.limits, keyConcurrency: 2 } });
+
+  it("is the server's own key's, and no one server's for the operator's key or a member's own install", async () => {
+    const settings = await service({ operatorKey: OPERATOR_KEY });
+    await settings.update(GUILD, ADMIN, 'set limits: key concurrency 2 at once', stateTwo);
+    // On the operator's key, shared by every server without one: the line learns it.
+    expect(await settings.keyConcurrency(GUILD)).toBeUndefined();
+    await settings.setKey(GUILD, SERVER_KEY, ADMIN);
+    expect(await settings.keyConcurrency(GUILD)).toBe(2);
+    expect(await settings.keyConcurrency(userInstallScope(ADMIN))).toBeUndefined();
+    expect(await settings.keyConcurrency('another-server')).toBeUndefined();
+    expect(await (await restart({ operatorKey: OPERATOR_KEY })).keyConcurrency(GUILD)).toBe(2);
+  });
+
+  it('is learned again once the server goes back to the operator key, and kept for a key set later', async () => {
+    const settings = await service({ operatorKey: OPERATOR_KEY });
+    await settings.setKey(GUILD, SERVER_KEY, ADMIN);
+    await settings.update(GUILD, ADMIN, 'set limits: key concurrency 2 at once', stateTwo);
+    await settings.clearKey(GUILD, ADMIN);
+    expect(await settings.keyConcurrency(GUILD)).toBeUndefined();
+    await settings.setKey(GUILD, SERVER_KEY, ADMIN);
+    expect(await settings.keyConcurrency(GUILD)).toBe(2);
   });
 });
 

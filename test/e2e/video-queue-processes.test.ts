@@ -56,7 +56,7 @@ describe('jobs waiting in line across a SIGKILL', () => {
     // Nothing posted a second video anywhere in the channel.
     const videos = discord.messages(guild.textChannelId).filter((message) => message.attachments.length > 0);
     expect(videos.map((message) => message.id).sort()).toEqual(cards.map((card) => card.id).sort());
-  });
+  }, 120_000);
 });
 
 describe('two bot processes on one Redis, one key that runs 2 at once', () => {
@@ -81,8 +81,9 @@ describe('two bot processes on one Redis, one key that runs 2 at once', () => {
       env: botEnvironment(discord, emulator, { GATEWAY_API_KEY: key, STORE_URL: SHARED_REDIS }),
       dataDirectory: makeDataDirectory(),
     });
-    for (const shard of ['0', '1']) await bot.waitForLog((line) => line.msg === 'ready' && line.shards === shard, 40_000);
-  }, 90_000);
+    // Two workers start and identify in turn: slow on a busy machine (24 s to open the store was seen).
+    for (const shard of ['0', '1']) await bot.waitForLog((line) => line.msg === 'ready' && line.shards === shard, 90_000);
+  }, 150_000);
   afterAll(async () => {
     if (bot?.child.exitCode === null) await bot.stop();
     await discord?.close();
@@ -114,5 +115,5 @@ describe('two bot processes on one Redis, one key that runs 2 at once', () => {
     // Both processes sent: the line is the store's, not one process's.
     const senders = new Set(bot.logs.filter((line) => line.msg === 'video task submitted').map((line) => line.shards));
     expect([...senders].sort()).toEqual(['0', '1']);
-  });
+  }, 120_000);
 });

@@ -53,7 +53,7 @@ describe.each([
       .slice(before)
       .filter((entry) => entry.status === 429);
     expect(refused.length).toBeLessThanOrEqual(1);
-  });
+  }, 90_000);
 
   it('takes members in turn: one who asked for 5 and one who asked for 1 after, the other starts among the first two', async () => {
     const [busy, ana, bo] = members(3, 'turns');
@@ -75,7 +75,7 @@ describe.each([
       .map((entry) => /turns (ana \d|bo 1)/.exec(JSON.stringify(entry.body))?.[1]);
     expect(order.indexOf('bo 1')).toBeLessThan(2);
     expect(order.at(-1)).toBe('ana 5');
-  });
+  }, 90_000);
 
   it('lets only its member (or a manager) cancel a waiting job, which is then never made', async () => {
     const { discord } = e2e.world;
@@ -101,5 +101,5 @@ describe.each([
     await Promise.all(holders.map((holder) => holder.waitForReply(isDone, 30_000)));
     await generate(busy!, 'cancel after').waitForReply(isDone, 30_000);
     expect(sent('cancel me please')).toEqual([]);
-  });
+  }, 90_000);
 });

@@ -11,13 +11,13 @@ import { GatewayClientPool } from '../src/gateway/pool.ts';
 import type { TaskResult } from '../src/gateway/types.ts';
 import { readNumber, readString } from '../src/lib/json.ts';
 import { silentLogger } from '../src/lib/log.ts';
-import type { GuildVideoPolicy } from '../src/ports/guild-policy.ts';
 import { openStore, type Store } from '../src/store/index.ts';
 import { createVideo, type Video } from '../src/video/index.ts';
 import { DEFAULT_POLL_POLICY } from '../src/video/poll-policy.ts';
 import { TASK_RECORD_VERSION, type TaskRecord } from '../src/video/record.ts';
 import { ENGLISH } from '../src/i18n/index.ts';
 import { newTaskId } from '../src/video/repository.ts';
+import { openVideoPolicy } from '../test/support/open-policy.ts';
 
 // The memory a finished video's delivery takes (download from the gateway, upload to Discord), for a
 // large video under a raised upload limit: the bot's real delivery (through a file on disk), one at a
@@ -92,22 +92,7 @@ async function peakDuring(work: () => Promise<unknown>, live = false): Promise<M
   return peak;
 }
 
-const policy: GuildVideoPolicy = {
-  resolveGatewayAccess: () => Promise.resolve({ ok: true, apiKey: KEY, layer: 'native', keyId: 'bench' }),
-  defaults: () =>
-    Promise.resolve({
-      model: undefined,
-      resolution: undefined,
-      duration: undefined,
-      aspectRatio: undefined,
-      storage: { keepDays: 0, publicLink: false },
-    }),
-  checkLimits: () => Promise.resolve({ ok: true }),
-  recordSubmission: (_task, estimateUsdTicks) => Promise.resolve({ estimateUsdTicks, month: false }),
-  releaseSubmission: () => Promise.resolve(),
-  estimate: () => 0,
-  recordCost: () => Promise.resolve(),
-};
+const policy = openVideoPolicy({ access: { apiKey: KEY, layer: 'native', keyId: 'bench' } });
 
 function finishedTask(attachmentSizeLimit: number): TaskRecord {
   const id = newTaskId();

@@ -16,7 +16,9 @@ import type { SubmissionPlan } from '../src/video/plan.ts';
 import { DEFAULT_POLL_POLICY } from '../src/video/poll-policy.ts';
 import { isTerminal, type TaskRecord } from '../src/video/record.ts';
 import { word } from '../src/wording/notice.ts';
+import { openVideoPolicy } from '../test/support/open-policy.ts';
 import { percentile } from '../test/support/percentile.ts';
+import { memberContext } from '../test/support/video-request.ts';
 import { CountingStore } from './counting-store.ts';
 import { benchGeneration } from './video-bot.ts';
 import { openStoreSource, type VideoStore } from './video.ts';
@@ -83,23 +85,7 @@ export interface KeyQueueBenchReport {
 
 /** A policy that admits everything, on `apiKey`, with `statedLimit` as the admin's key_concurrency. */
 function benchPolicy(apiKey: string, keyId: string, statedLimit: number | undefined): GuildVideoPolicy {
-  return {
-    resolveGatewayAccess: () => Promise.resolve({ ok: true, apiKey, layer: 'compat', keyId }),
-    defaults: () =>
-      Promise.resolve({
-        model: undefined,
-        resolution: undefined,
-        duration: undefined,
-        aspectRatio: undefined,
-        storage: { keepDays: 0, publicLink: false },
-      }),
-    checkLimits: () => Promise.resolve({ ok: true }),
-    recordSubmission: (_task, estimateUsdTicks) => Promise.resolve({ estimateUsdTicks, month: false }),
-    releaseSubmission: () => Promise.resolve(),
-    keyConcurrency: () => Promise.resolve(statedLimit),
-    estimate: () => 0,
-    recordCost: () => Promise.resolve(),
-  };
+  return openVideoPolicy({ access: { apiKey, keyId }, keyConcurrency: () => Promise.resolve(statedLimit) });
 }
 
 interface Rig {
@@ -124,15 +110,10 @@ async function prepareJobs(rig: Rig, video: Video, jobs: number): Promise<{ plan
       subcommand: 'generate',
       options: { prompt: 'benchmark' },
     });
-    const context: InteractionContext = {
-      guildId: rig.guildId,
-      channelId: rig.channelId,
-      userId,
-      applicationId: rig.discord.applicationId,
-      interactionToken: run.record.token,
-      interactionReceivedAt: Date.now(),
-      attachmentSizeLimit: 10 * 1024 * 1024,
-    };
+    const context = memberContext(
+      { guildId: rig.guildId, channelId: rig.channelId, userId },
+      { applicationId: rig.discord.applicationId, interactionToken: run.record.token },
+    );
     const plan = await video.prepare.generation(context, benchGeneration());
     if (!plan.ok) throw new Error(`a benchmark job was refused: ${word(ENGLISH, plan.notice)}`);
     await rig.rest.post(Routes.interactionCallback(run.record.id, run.record.token), { body: { type: 5 }, auth: false });

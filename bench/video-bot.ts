@@ -8,7 +8,7 @@ import { SettingsService } from '../src/settings/service.ts';
 import type { Store } from '../src/store/index.ts';
 import { createVideo, type Video } from '../src/video/index.ts';
 import type { PollPolicy } from '../src/video/poll-policy.ts';
-import type { GenerationInput } from '../src/video/requests.ts';
+import { generationInput, memberContext, type GenerationAsked } from '../test/support/video-request.ts';
 import type { Interaction, ServerInfo } from './video-protocol.ts';
 
 // The video part and the settings it runs on, put together as src/app.ts puts them (without discord.js's
@@ -32,15 +32,8 @@ export interface VideoBotOptions {
 }
 
 export function contextOf(info: ServerInfo, interaction: Interaction): InteractionContext {
-  return {
-    guildId: interaction.guildId,
-    channelId: interaction.channelId,
-    userId: interaction.userId,
-    applicationId: info.applicationId,
-    interactionToken: interaction.token,
-    interactionReceivedAt: Date.now(),
-    attachmentSizeLimit: 10 * 1024 * 1024,
-  };
+  const { guildId, channelId, userId, token } = interaction;
+  return memberContext({ guildId, channelId, userId }, { applicationId: info.applicationId, interactionToken: token });
 }
 
 export function startVideoBot(info: ServerInfo, store: Store, options: VideoBotOptions = {}): VideoBot {
@@ -82,17 +75,6 @@ export function startVideoBot(info: ServerInfo, store: Store, options: VideoBotO
 }
 
 /** /video generate's input as the benchmarks send it: a short prompt, everything else the server's defaults. */
-export function benchGeneration(): Omit<GenerationInput, 'model'> & { model: string | undefined } {
-  return {
-    prompt: 'benchmark',
-    model: undefined,
-    duration: 4,
-    resolution: undefined,
-    aspectRatio: undefined,
-    image: undefined,
-    lastFrame: undefined,
-    referenceImages: [],
-    voices: [],
-    referenceAudio: undefined,
-  };
+export function benchGeneration(): GenerationAsked {
+  return generationInput('benchmark', { duration: 4 });
 }

@@ -7,13 +7,13 @@ import { DiscordOutbox } from '../../src/discord/outbox.ts';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import { GatewayClientPool } from '../../src/gateway/pool.ts';
 import { silentLogger } from '../../src/lib/log.ts';
-import { DEFAULT_ATTACHMENT_SIZE_LIMIT, type InteractionContext } from '../../src/ports/interaction-context.ts';
-import type { GuildVideoPolicy } from '../../src/ports/guild-policy.ts';
 import { openStore, type Store } from '../../src/store/index.ts';
 import { createVideo, type Video } from '../../src/video/index.ts';
 import { DEFAULT_POLL_POLICY } from '../../src/video/poll-policy.ts';
 import type { TaskRecord } from '../../src/video/record.ts';
 import { voiceRequestCard } from '../../src/video/status-card.ts';
+import { openVideoPolicy } from './open-policy.ts';
+import { generationInput, memberContext } from './video-request.ts';
 
 // The video part in this process on the gateway emulator, whose key takes one video at a time
 // (`keys.<key>.limits.concurrent_tasks: 1`) and whose videos take minutes: the first video asked for runs,
@@ -48,22 +48,10 @@ export async function startOneSlotKey(): Promise<OneSlotKey> {
   const rest = new REST({ api: discord.apiUrl }).setToken(discord.botToken);
   const outbox = new DiscordOutbox(rest);
   const clients = new GatewayClientPool({ baseUrl: emulator.baseUrl, log: silentLogger });
-  const policy: GuildVideoPolicy = {
-    resolveGatewayAccess: () => Promise.resolve({ ok: true, apiKey: ONE_SLOT_KEY, layer: 'compat', keyId: 'one-slot-key' }),
-    defaults: () =>
-      Promise.resolve({
-        model: undefined,
-        resolution: undefined,
-        duration: 2,
-        aspectRatio: undefined,
-        storage: { keepDays: 7, publicLink: false },
-      }),
-    checkLimits: () => Promise.resolve({ ok: true }),
-    recordSubmission: (_task, estimateUsdTicks) => Promise.resolve({ estimateUsdTicks, month: false }),
-    releaseSubmission: () => Promise.resolve(),
-    estimate: () => 0,
-    recordCost: () => Promise.resolve(),
-  };
+  const policy = openVideoPolicy({
+    access: { apiKey: ONE_SLOT_KEY, keyId: 'one-slot-key' },
+    defaults: { duration: 2, storage: { keepDays: 7, publicLink: false } },
+  });
   const video = createVideo({
     store,
     clients,
@@ -76,27 +64,8 @@ export async function startOneSlotKey(): Promise<OneSlotKey> {
   });
 
   async function ask(userId: string, prompt: string): Promise<TaskRecord> {
-    const context: InteractionContext = {
-      guildId: guild.id,
-      channelId: guild.textChannelId,
-      userId,
-      applicationId: '',
-      interactionToken: '',
-      interactionReceivedAt: Date.now(),
-      attachmentSizeLimit: DEFAULT_ATTACHMENT_SIZE_LIMIT,
-    };
-    const prepared = await video.prepare.generation(context, {
-      prompt,
-      model: undefined,
-      duration: undefined,
-      resolution: undefined,
-      aspectRatio: undefined,
-      image: undefined,
-      lastFrame: undefined,
-      referenceImages: [],
-      voices: [],
-      referenceAudio: undefined,
-    });
+    const context = memberContext({ guildId: guild.id, channelId: guild.textChannelId, userId });
+    const prepared = await video.prepare.generation(context, generationInput(prompt));
     if (!prepared.ok) throw new Error(`the video was refused: ${JSON.stringify(prepared.notice)}`);
     const { messageId } = await outbox.postCard(guild.textChannelId, voiceRequestCard(userId));
     return video.submit(prepared.plan, { ...context, cardMessageId: messageId });

@@ -12,7 +12,6 @@ import { videoBytes } from '../../src/emulator/video-file.ts';
 import { GatewayClientPool } from '../../src/gateway/pool.ts';
 import { silentLogger } from '../../src/lib/log.ts';
 import { openStore, type Store } from '../../src/store/index.ts';
-import type { GuildVideoPolicy } from '../../src/ports/guild-policy.ts';
 import { createVideo, type Video } from '../../src/video/index.ts';
 import { DEFAULT_POLL_POLICY, type PollPolicy } from '../../src/video/poll-policy.ts';
 import type { TaskRecord } from '../../src/video/record.ts';
@@ -20,6 +19,7 @@ import { newTaskId } from '../../src/video/repository.ts';
 import { startDiscordStandIn, type DiscordStandIn, type Message, type TestGuild, type Upload } from 'discord-standin';
 import { SAMPLE_MP4 } from '../support/media.ts';
 import { taskRecord } from '../support/task-result.ts';
+import { openVideoPolicy } from '../support/open-policy.ts';
 import { cardButtons, cardSaying, cardText } from '../support/cards.ts';
 import { voiceRequestCard } from '../../src/video/status-card.ts';
 
@@ -102,22 +102,10 @@ let allowingClients: GatewayClientPool;
 let video: Video;
 let allowing: Video;
 
-const policy: GuildVideoPolicy = {
-  resolveGatewayAccess: () => Promise.resolve({ ok: true, apiKey: KEY, layer: 'native', keyId: 'fake-key' }),
-  defaults: () =>
-    Promise.resolve({
-      model: undefined,
-      resolution: undefined,
-      duration: undefined,
-      aspectRatio: undefined,
-      storage: { keepDays: 7, publicLink: true },
-    }),
-  checkLimits: () => Promise.resolve({ ok: true }),
-  recordSubmission: (_task, estimateUsdTicks) => Promise.resolve({ estimateUsdTicks, month: false }),
-  releaseSubmission: () => Promise.resolve(),
-  estimate: () => 0,
-  recordCost: () => Promise.resolve(),
-};
+const policy = openVideoPolicy({
+  access: { apiKey: KEY, layer: 'native' },
+  defaults: { storage: { keepDays: 7, publicLink: true } },
+});
 
 async function videoPart(pool: GatewayClientPool, downloadDirectory = downloads): Promise<Video> {
   const store = await openStore(`sqlite://${join(directory, `bot-${stores.length}.sqlite`)}`, silentLogger);

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_VENDOR, USD_TICKS, videoModelNames } from '../../src/gateway/spec.ts';
 import { silentLogger } from '../../src/lib/log.ts';
-import type { GuildVideoPolicy, LimitQuery } from '../../src/ports/guild-policy.ts';
+import type { LimitQuery } from '../../src/ports/guild-policy.ts';
 import type { InteractionContext } from '../../src/ports/interaction-context.ts';
 import { openStore, type Store } from '../../src/store/index.ts';
 import { EndUserIds } from '../../src/video/end-users.ts';
@@ -13,6 +13,8 @@ import { TaskRepository } from '../../src/video/repository.ts';
 import { ENGLISH, resolveLocale } from '../../src/i18n/index.ts';
 import { word } from '../../src/wording/notice.ts';
 import { worded } from '../support/worded.ts';
+import { openVideoPolicy } from '../support/open-policy.ts';
+import { generationInput, memberContext } from '../support/video-request.ts';
 
 // An estimate that is not a whole, finite number of ticks (a price table past its bounds, NaN) refuses the
 // job before anything is sent or reserved, saying why: never a budget refusal of "about $∞", never a task
@@ -25,49 +27,22 @@ let preparation: VideoPreparation;
 let estimateUsdTicks = 0;
 const limitChecks: LimitQuery[] = [];
 
-const policy: GuildVideoPolicy = {
-  resolveGatewayAccess: () => Promise.resolve({ ok: true, apiKey: 'key', layer: 'compat', keyId: 'fake-key' }),
-  defaults: () =>
-    Promise.resolve({
-      model: undefined,
-      resolution: undefined,
-      duration: undefined,
-      aspectRatio: undefined,
-      storage: { keepDays: 0, publicLink: false },
-    }),
+const policy = openVideoPolicy({
   checkLimits: (query) => {
     limitChecks.push(query);
     return Promise.resolve({ ok: true });
   },
-  recordSubmission: (_task, usdTicks) => Promise.resolve({ estimateUsdTicks: usdTicks, month: false }),
-  releaseSubmission: () => Promise.resolve(),
   estimate: () => estimateUsdTicks,
-  recordCost: () => Promise.resolve(),
-};
+});
 
-const NO_OPTIONS = {
-  model: videoModelNames().latest,
-  duration: undefined,
-  resolution: undefined,
-  aspectRatio: undefined,
-  image: undefined,
-  lastFrame: undefined,
-  referenceImages: [],
-  voices: [],
-  referenceAudio: undefined,
-};
+/** The model every video here asks for: the price table's newest. */
+const MODEL = videoModelNames().latest;
 
 function context(locale?: string): InteractionContext {
-  return {
-    guildId: 'g1',
-    channelId: 'c1',
-    userId: 'u1',
-    applicationId: 'a1',
-    interactionToken: 'token',
-    interactionReceivedAt: Date.now(),
-    attachmentSizeLimit: 10 * 1024 * 1024,
-    ...(locale === undefined ? {} : { locale }),
-  };
+  return memberContext(
+    { guildId: 'g1', channelId: 'c1', userId: 'u1' },
+    { applicationId: 'a1', interactionToken: 'token', ...(locale === undefined ? {} : { locale }) },
+  );
 }
 
 beforeAll(async () => {
@@ -95,7 +70,7 @@ describe('a video whose estimate is not a countable amount', () => {
   ])('is refused before its limits are checked when the estimate is %s, saying why', async (_case, usdTicks) => {
     estimateUsdTicks = usdTicks;
     limitChecks.length = 0;
-    const prepared = await preparation.generation(context(), { ...NO_OPTIONS, prompt: 'a lighthouse' });
+    const prepared = await preparation.generation(context(), generationInput('a lighthouse', { model: MODEL }));
     expect(worded(prepared)).toEqual({
       ok: false,
       message:
@@ -106,7 +81,7 @@ describe('a video whose estimate is not a countable amount', () => {
 
   it("is refused in words the member's language has", async () => {
     estimateUsdTicks = Infinity;
-    const prepared = await preparation.generation(context('fr'), { ...NO_OPTIONS, prompt: 'un phare' });
+    const prepared = await preparation.generation(context('fr'), generationInput('un phare', { model: MODEL }));
     expect(prepared.ok || word(resolveLocale('fr', undefined, 'member'), prepared.notice)).toMatch(
       /^Le bot ne peut pas estimer ce que coûterait une vidéo de `svc-imagine-video-1.5`/,
     );
@@ -115,9 +90,9 @@ describe('a video whose estimate is not a countable amount', () => {
   it('is refused when one video is countable but the whole job of variants is not', async () => {
     estimateUsdTicks = 2 ** 52;
     limitChecks.length = 0;
-    const one = await preparation.generation(context(), { ...NO_OPTIONS, prompt: 'one', variants: 1 });
+    const one = await preparation.generation(context(), generationInput('one', { model: MODEL, variants: 1 }));
     expect(one.ok).toBe(true);
-    const four = await preparation.generation(context(), { ...NO_OPTIONS, prompt: 'four', variants: 4 });
+    const four = await preparation.generation(context(), generationInput('four', { model: MODEL, variants: 4 }));
     expect(four.ok || word(ENGLISH, four.notice)).toMatch(/^The bot cannot estimate/);
     expect(limitChecks).toHaveLength(1);
   });
@@ -125,7 +100,7 @@ describe('a video whose estimate is not a countable amount', () => {
   it('goes on to the limits with an ordinary estimate', async () => {
     estimateUsdTicks = Math.round(0.64 * USD_TICKS);
     limitChecks.length = 0;
-    const prepared = await preparation.generation(context(), { ...NO_OPTIONS, prompt: 'a harbour', variants: 2 });
+    const prepared = await preparation.generation(context(), generationInput('a harbour', { model: MODEL, variants: 2 }));
     expect(prepared.ok && prepared.plan.estimateUsdTicks).toBe(estimateUsdTicks);
     expect(limitChecks.map((query) => query.estimateUsdTicks)).toEqual([estimateUsdTicks]);
   });

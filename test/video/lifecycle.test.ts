@@ -17,7 +17,7 @@ import { createLogger, silentLogger, type LogFields, type Logger, type LogLevel 
 import { openStore, StoreUnavailableError, type Collection, type Store } from '../../src/store/index.ts';
 import { NO_METRICS, type VideoTaskLostReason } from '../../src/lib/metrics.ts';
 import type { GatewayAccess } from '../../src/ports/gateway-access.ts';
-import { LimitReachedError, type GuildVideoPolicy, type MemberTask, type SpendReservation } from '../../src/ports/guild-policy.ts';
+import { LimitReachedError, type MemberTask, type SpendReservation } from '../../src/ports/guild-policy.ts';
 import type { InteractionContext } from '../../src/ports/interaction-context.ts';
 import { createVideo, type Video, type VideoDeps } from '../../src/video/index.ts';
 import type { Prepared, SubmissionPlan } from '../../src/video/plan.ts';
@@ -33,6 +33,8 @@ import { SAMPLE_MP4 } from '../support/media.ts';
 import { shownInCard, taskRecord } from '../support/task-result.ts';
 import { cardButtons, cardEditProblems, cardSaying, cardText, galleryItems } from '../support/cards.ts';
 import { CARD_STATES_FINISHED_AT, CARD_STATES_TASK, cardStates } from '../support/card-states.ts';
+import { openVideoPolicy } from '../support/open-policy.ts';
+import { generationInput, memberContext } from '../support/video-request.ts';
 
 // A video task's life when things go wrong (answers that cannot be read, downloads that keep failing,
 // Discord refusing posts), with the bot's real task services in this process (so backoffs can be fast),
@@ -107,19 +109,6 @@ class DoneGateway {
 /** The compatibility layer's answer to a refused key. */
 const INVALID_KEY = '{"error":{"message":"Invalid API key.","type":"gateway_api_error","param":null,"code":"invalid_api_key"}}';
 
-/** A /video generate with none of its options set. */
-const NO_OPTIONS = {
-  model: undefined,
-  duration: undefined,
-  resolution: undefined,
-  aspectRatio: undefined,
-  image: undefined,
-  lastFrame: undefined,
-  referenceImages: [],
-  voices: [],
-  referenceAudio: undefined,
-};
-
 /**
  * The video part on this file's gateway and fast policy, on `on` (the shared store unless a test needs a
  * fresh one); `overrides` change what a test needs (its poll policy, its metrics).
@@ -189,15 +178,11 @@ const admitAll = (_task: MemberTask, estimateUsdTicks: number): Promise<SpendRes
   Promise.resolve({ estimateUsdTicks, month: false });
 let countSubmission = admitAll;
 
-const policy: GuildVideoPolicy = {
+const policy = openVideoPolicy({
+  defaults: { storage },
   resolveGatewayAccess: () => Promise.resolve(access),
-  defaults: () => Promise.resolve({ model: undefined, resolution: undefined, duration: undefined, aspectRatio: undefined, storage }),
-  checkLimits: () => Promise.resolve({ ok: true }),
   recordSubmission: (task, estimateUsdTicks) => countSubmission(task, estimateUsdTicks),
-  releaseSubmission: () => Promise.resolve(),
-  estimate: () => 0,
-  recordCost: () => Promise.resolve(),
-};
+});
 
 beforeAll(async () => {
   gateway = new DoneGateway();
@@ -646,15 +631,10 @@ describe('every card the bot can draw', () => {
 
 /** A member's /video interaction, as the command hands it to the service. */
 function interactionContext(): InteractionContext {
-  return {
-    guildId: guild.id,
-    channelId: guild.textChannelId,
-    userId: guild.member.id,
-    applicationId: discord.applicationId,
-    interactionToken: 'no-interaction',
-    interactionReceivedAt: Date.now(),
-    attachmentSizeLimit: 10 * 1024 * 1024,
-  };
+  return memberContext(
+    { guildId: guild.id, channelId: guild.textChannelId, userId: guild.member.id },
+    { applicationId: discord.applicationId, interactionToken: 'no-interaction' },
+  );
 }
 
 function planned(prepared: Prepared): SubmissionPlan {
@@ -665,7 +645,7 @@ function planned(prepared: Prepared): SubmissionPlan {
 async function generate(prompt: string, image?: string): Promise<TaskRecord> {
   const context = interactionContext();
   const attachment = image === undefined ? undefined : { url: image, filename: 'first.png', contentType: 'image/png', size: 100 };
-  return video.submit(planned(await video.prepare.generation(context, { ...NO_OPTIONS, prompt, image: attachment })), context);
+  return video.submit(planned(await video.prepare.generation(context, generationInput(prompt, { image: attachment }))), context);
 }
 
 /** A Discord attachment link, signed until `expiresAt` (ms), as Discord's CDN writes them. */
@@ -804,7 +784,7 @@ describe("the salt that keeps members' ids from the gateway", () => {
     const fresh = await openStore(`sqlite://${join(directory, 'fresh.sqlite')}`, silentLogger);
     try {
       const firstUse = videoPart(silentLogger, fresh);
-      const input = { ...NO_OPTIONS, prompt: 'first' };
+      const input = generationInput('first');
       const [first, second] = await Promise.all([
         firstUse.prepare.generation(interactionContext(), input),
         firstUse.prepare.generation(interactionContext(), input),
@@ -870,7 +850,7 @@ describe('a task the gateway accepted while the store fails', () => {
     });
     try {
       const context = interactionContext();
-      const task = await part.submit(planned(await part.prepare.generation(context, { ...NO_OPTIONS, prompt: 'stored late' })), context);
+      const task = await part.submit(planned(await part.prepare.generation(context, generationInput('stored late'))), context);
       expect(refused).toBe(2);
       expect(task.state).toBe('running');
       await discord.waitForMessage(guild.textChannelId, (message) =>
@@ -905,7 +885,7 @@ describe('a resume while a task is being submitted', () => {
         };
       });
       const context = interactionContext();
-      const input = { ...NO_OPTIONS, prompt: 'sent while resuming' };
+      const input = generationInput('sent while resuming');
       const submitted = freshVideo.submit(planned(await freshVideo.prepare.generation(context, input)), context);
       await held;
       // Discord's "ready" comes now, and the resume lists the task that is still being sent.

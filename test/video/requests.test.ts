@@ -12,6 +12,7 @@ import {
   type AttachmentInput,
   type GenerationInput,
 } from '../../src/video/requests.ts';
+import { generationInput } from '../support/video-request.ts';
 
 const picture = (name: string, contentType = 'image/png'): AttachmentInput => ({
   url: `https://cdn.example/attachments/1/2/${name}?ex=1&is=2&hm=3`,
@@ -20,18 +21,7 @@ const picture = (name: string, contentType = 'image/png'): AttachmentInput => ({
   size: 1000,
 });
 
-const base: GenerationInput = {
-  prompt: 'a cat surfing',
-  model: 'svc-imagine-video-1.5',
-  duration: undefined,
-  resolution: undefined,
-  aspectRatio: undefined,
-  image: undefined,
-  lastFrame: undefined,
-  referenceImages: [],
-  voices: [],
-  referenceAudio: undefined,
-};
+const base: GenerationInput = { ...generationInput('a cat surfing'), model: 'svc-imagine-video-1.5' };
 
 describe('building a generation request from /video options', () => {
   it('sends only what the user chose, with the end-user id', () => {

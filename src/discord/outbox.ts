@@ -328,13 +328,14 @@ export class DiscordOutbox {
 
   /**
    * A plain message that pings nobody; the id of its first part. Text the bot does not write itself (a
-   * transcript line) can be longer than one message allows: it goes out as several, in order.
+   * transcript line) can be longer than one message allows: it goes out as several, in order. Without
+   * `linkPreviews` the links it holds show no preview (a log line's prompt may hold any link).
    */
-  async say(channelId: string, content: string): Promise<string> {
+  async say(channelId: string, content: string, { linkPreviews = true }: { linkPreviews?: boolean } = {}): Promise<string> {
     let firstId: string | undefined;
     for (const piece of splitContent(content)) {
       const message: unknown = await this.#rest.post(Routes.channelMessages(channelId), {
-        body: { content: piece, allowed_mentions: { parse: [] } },
+        body: { content: piece, allowed_mentions: { parse: [] }, ...(linkPreviews ? {} : { flags: MessageFlags.SuppressEmbeds }) },
       });
       firstId ??= parsePostedMessage(message).messageId;
     }

@@ -215,6 +215,12 @@ export interface MessagePlaceholders {
   'budget.used-up': { amount: string | number; budget: string; resets: string | number };
   'budget.alert.used-all': { budgetName: string | number; resets: string | number };
   'budget.alert.reached': { budgetName: string | number; resets: string | number; share: number; spent: string | number };
+  'moderation-log.job': { card: string | number; estimate: string | number; member: string | number; prompt: string | number; videos: number };
+  'moderation-log.refused': { hasPrompt: string; member: string | number; prompt: string | number; what: string; why: string | number };
+  'moderation-log.config': { change: string | number; member: string | number };
+  'moderation-log.voice-started': { channel: string | number; member: string | number; resumed: string };
+  'moderation-log.voice-ended': { channel: string | number; cost: string | number; duration: string | number; member: string | number; restarting: string };
+  'moderation-log.dropped': { count: number };
   'voice.budget.cannot-start': { budgetName: string | number; resets: string | number };
   'voice.budget.about-a-minute': undefined;
   'voice.budget.warning': { left: string | number; reason: string | number };

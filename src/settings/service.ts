@@ -6,7 +6,7 @@ import type { Layer } from '../gateway/spec.ts';
 import { registerSecret, type Logger } from '../lib/log.ts';
 import { onceUntilFailure } from '../lib/once-until-failure.ts';
 import type { Collection, Store } from '../store/index.ts';
-import type { MessageKey } from '../i18n/index.ts';
+import type { Locale, MessageKey } from '../i18n/index.ts';
 import { isUserInstallScope } from '../ports/user-install.ts';
 import type { UserInstallLimits } from './user-installs.ts';
 import type { GatewayCredentials } from '../gateway/types.ts';
@@ -34,6 +34,7 @@ import {
   type StoredKey,
 } from './guild-settings.ts';
 import { blockedWordIn, compileBlockedWords, type BlockedWords } from './blocked-words.ts';
+import { ModerationLog } from './moderation-log.ts';
 import { KeyCipher, MIN_ENCRYPTION_SECRET_LENGTH, UnreadableKeyError, type SealedKey } from './key-cipher.ts';
 import { discordRelativeTime, type LimitVerdict } from './limits.ts';
 import type { PriceTable } from './prices.ts';
@@ -74,6 +75,13 @@ export interface SettingsOptions {
   metrics?: Pick<BotMetrics, 'spend'>;
   /** USER_INSTALL_DAILY_VIDEOS and USER_INSTALL_DAILY_USD: what a member makes a day through their own install; default no limit. */
   userInstallLimits?: UserInstallLimits;
+  /**
+   * Posts a message of a server's moderation log (`/config rules log_channel`), pinging nobody; default
+   * none (nothing is logged).
+   */
+  postLog?: (channelId: string, content: string) => Promise<unknown>;
+  /** A server's language, which its moderation log is written in; default English. */
+  serverLocale?: (guildId: string) => Locale;
 }
 
 /** What `/config show` tells beyond the stored settings, as data its answer words. */
@@ -146,6 +154,8 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
   readonly #cipher: KeyCipher | undefined;
   /** What each server's key spends and may spend; the voice part meters through it. */
   readonly spending: Spending;
+  /** Each server's moderation log: its /config changes, and what the other parts report (jobs, refusals, voice). */
+  readonly moderationLog: ModerationLog;
   /**
    * Opened keys, so polls do not decrypt each time. Keyed by the sealed record's iv: a new key (from this
    * process or another one sharing the store) has a new iv, so a stale entry is never used.
@@ -166,6 +176,14 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
       ...(options.postAlert ? { postAlert: options.postAlert } : {}),
       ...(options.metrics ? { metrics: options.metrics } : {}),
       ...(options.userInstallLimits ? { userInstallLimits: options.userInstallLimits } : {}),
+    });
+    const postLog = options.postLog;
+    this.moderationLog = new ModerationLog({
+      // Without a way to post, no server has a log to keep.
+      logChannel: async (guildId) => (postLog ? (await this.rules(guildId)).logChannelId : undefined),
+      post: (channelId, content) => (postLog ? postLog(channelId, content) : Promise.resolve()),
+      ...(options.serverLocale ? { serverLocale: options.serverLocale } : {}),
+      log: options.log.child({ part: 'settings/moderation-log' }),
     });
     if (!this.#cipher) options.log.warn('KEY_ENCRYPTION_SECRET is not set: servers cannot store their own gateway keys');
   }
@@ -208,11 +226,15 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
     change: (settings: GuildSettings) => GuildSettings,
   ): Promise<GuildSettings> {
     await this.#olderVoiceSettingsFolded();
+    let changed = false;
     const updated = await this.#settings.update(guildId, (stored) => {
       const current = stored ?? defaultGuildSettings();
       const next = change(current);
-      return isDeepStrictEqual(next, current) ? undefined : withHistory(next, current, by, description);
+      // The last run decides: the step runs again when another writer came first.
+      changed = !isDeepStrictEqual(next, current);
+      return changed ? withHistory(next, current, by, description) : undefined;
     });
+    if (changed) this.moderationLog.configChanged({ guildId, by, change: description });
     // Nothing written and nothing stored: the server has the defaults.
     return updated ?? defaultGuildSettings();
   }
@@ -291,15 +313,18 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
 
   /** Removes the server's own key (the operator's key, if any, serves the server again). */
   async clearKey(guildId: string, by: string): Promise<boolean> {
-    let cleared = false;
+    let cleared: string | undefined;
     await this.#settings.update(guildId, (settings) => {
-      cleared = settings?.key !== undefined;
+      cleared = undefined;
       if (!settings?.key) return undefined;
       const { key: removed, ...rest } = settings;
-      return withHistory(rest, settings, by, `cleared the gateway key (…${removed.lastFour})`);
+      cleared = `cleared the gateway key (…${removed.lastFour})`;
+      return withHistory(rest, settings, by, cleared);
     });
-    if (cleared) this.#dropOpenKey(guildId);
-    return cleared;
+    if (cleared === undefined) return false;
+    this.#dropOpenKey(guildId);
+    this.moderationLog.configChanged({ guildId, by, change: cleared });
+    return true;
   }
 
   /** Forgets a server's replaced or removed key, and its clients unless another server uses the same key. */

@@ -10,6 +10,7 @@ import { GatewayClientPool } from '../../src/gateway/pool.ts';
 import { createLogger, type Logger } from '../../src/lib/log.ts';
 import { DEFAULT_PRICES } from '../../src/settings/prices.ts';
 import { keyNotice, SettingsService, type SettingsOptions } from '../../src/settings/service.ts';
+import type { GuildSettings } from '../../src/settings/guild-settings.ts';
 import { formatUsage } from '../../src/settings/usage-report.ts';
 import type { GuildSettings } from '../../src/settings/guild-settings.ts';
 import { openStore, type Store } from '../../src/store/index.ts';
@@ -353,6 +354,41 @@ describe('settings changes', () => {
     expect(await settings.mayUse(GUILD, 'voice', ['r1'], false)).toEqual({ ok: true });
     expect(await settings.mayUse(GUILD, 'voice', [], true)).toEqual({ ok: true });
     expect(await settings.mayUse(GUILD, 'video', [], false)).toEqual({ ok: true });
+  });
+});
+
+describe("a server's moderation log", () => {
+  const LOG_CHANNEL = '300000000000000003';
+
+  it('gets a line for each change of the settings that changed something, and none without a log channel', async () => {
+    const posted: { channelId: string; content: string }[] = [];
+    const settings = await service({
+      postLog: (channelId, content) => {
+        posted.push({ channelId, content });
+        return Promise.resolve();
+      },
+    });
+    const dailyLimit = (current: GuildSettings) => ({ ...current, limits: { ...current.limits, dailyPerUser: 3 } });
+    await settings.update(GUILD, ADMIN, 'set limits before the log', dailyLimit);
+    await settings.update(GUILD, ADMIN, 'set the log channel', (current) => ({
+      ...current,
+      rules: { ...current.rules, logChannelId: LOG_CHANNEL },
+    }));
+    // The same again changes nothing, and is neither recorded nor logged.
+    await settings.update(GUILD, ADMIN, 'set limits again', dailyLimit);
+    await settings.setKey(GUILD, SERVER_KEY, ADMIN);
+    await settings.clearKey(GUILD, ADMIN);
+    await settings.moderationLog.flush();
+    expect(posted).toEqual([
+      {
+        channelId: LOG_CHANNEL,
+        content: [
+          `⚙️ <@${ADMIN}> changed the settings: set the log channel`,
+          `⚙️ <@${ADMIN}> changed the settings: set the gateway key (…0c43)`,
+          `⚙️ <@${ADMIN}> changed the settings: cleared the gateway key (…0c43)`,
+        ].join('\n'),
+      },
+    ]);
   });
 });
 

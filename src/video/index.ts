@@ -4,6 +4,7 @@ import type { Logger } from '../lib/log.ts';
 import { NO_METRICS, type BotMetrics } from '../lib/metrics.ts';
 import type { GuildVideoPolicy, MemberCosts } from '../ports/guild-policy.ts';
 import type { InteractionContext } from '../ports/interaction-context.ts';
+import type { ModerationLogPort } from '../ports/moderation-log.ts';
 import type { Store } from '../store/index.ts';
 import { refuse, type Outcome } from '../wording/notice.ts';
 import { VideoConfirmations } from './confirmations.ts';
@@ -54,6 +55,8 @@ export interface VideoDeps {
   downloadDirectory?: string;
   /** With sharding: the guilds whose tasks this process follows; default all. */
   ownsGuild?: (guildId: string) => boolean;
+  /** Each server's moderation log, told of every job; default none. */
+  moderationLog?: Pick<ModerationLogPort, 'job'>;
 }
 
 export interface Video {
@@ -145,6 +148,7 @@ export function createVideo(deps: VideoDeps): Video {
     log,
     metrics,
     attachmentUrl: (channelId, messageId, fileName) => outbox.attachmentUrl(channelId, messageId, fileName),
+    ...(deps.moderationLog ? { moderationLog: deps.moderationLog } : {}),
   });
   const variation = new Variation({ prepare, repository: tasks, resolver, files, frames: new FirstFrames(), vendor, log });
   return {

@@ -6,6 +6,7 @@ import { UnstorableRecordError } from '../store/index.ts';
 import type { Logger } from '../lib/log.ts';
 import type { BotMetrics } from '../lib/metrics.ts';
 import { LimitReachedError, type GuildVideoPolicy } from '../ports/guild-policy.ts';
+import type { ModerationLogPort } from '../ports/moderation-log.ts';
 import { tokenUsableUntil, type InteractionContext } from '../ports/interaction-context.ts';
 import type { VideoDelivery } from './delivery.ts';
 import { inCardWords } from './status-card.ts';
@@ -35,6 +36,8 @@ export interface VideoSubmissionDeps {
   metrics?: Pick<BotMetrics, 'videoSubmission'>;
   /** A fresh url of a posted result's mp4 (Discord re-signs attachment urls). */
   attachmentUrl(channelId: string, messageId: string, fileName?: string): Promise<string | undefined>;
+  /** The server's moderation log, told of every job admitted; default none. */
+  moderationLog?: Pick<ModerationLogPort, 'job'>;
 }
 
 /** A limit or the gateway refused a submission; `notice` is what its member should read. */
@@ -82,15 +85,34 @@ export class VideoSubmission {
       this.#deps.metrics?.videoSubmission('limited', plan.access.layer, undefined);
       throw new SubmissionRefusedError(refusal ?? notice('video.refusal.none-sent'), undefined);
     }
-    if (wanted === 1) return this.#queue(admitted, true);
-    // The card says how many went and why the rest did not before any is sent.
-    if (admitted.length < wanted) {
-      this.#deps.metrics?.videoSubmission('limited', plan.access.layer, undefined);
-      await this.#deps.delivery.showAndSave(first).catch((error: unknown) => {
-        this.#deps.log.warn('could not show a job on its card before sending it; the tracker will', { task: first.id, error });
-      });
+    // Logged once it is in line or refused there, when its card (and so the link to it) is likeliest known.
+    let shown: TaskRecord | undefined;
+    try {
+      if (wanted === 1) return (shown = await this.#queue(admitted, true));
+      // The card says how many went and why the rest did not before any is sent.
+      if (admitted.length < wanted) {
+        this.#deps.metrics?.videoSubmission('limited', plan.access.layer, undefined);
+        await this.#deps.delivery.showAndSave(first).catch((error: unknown) => {
+          this.#deps.log.warn('could not show a job on its card before sending it; the tracker will', { task: first.id, error });
+        });
+      }
+      return (shown = await this.#queue(admitted, false));
+    } finally {
+      this.#logJob(shown ?? first, admitted);
     }
-    return this.#queue(admitted, false);
+  }
+
+  /** Tells the server's moderation log of a job: its member, prompt, card and what its admitted videos are expected to cost. */
+  #logJob(card: TaskRecord, admitted: readonly TaskRecord[]): void {
+    this.#deps.moderationLog?.job({
+      guildId: card.guildId,
+      channelId: card.channelId,
+      messageId: card.card.messageId,
+      userId: card.userId,
+      prompt: card.prompt,
+      videos: admitted.length,
+      estimateUsdTicks: admitted.reduce((sum, task) => sum + (task.reservation?.estimateUsdTicks ?? 0), 0),
+    });
   }
 
   /** A task of `plan`, as it is stored before anything is sent. */

@@ -3,6 +3,8 @@ import type { Logger } from '../lib/log.ts';
 import type { Result } from '../lib/result.ts';
 import { DEFAULT_ATTACHMENT_SIZE_LIMIT, type InteractionContext } from '../ports/interaction-context.ts';
 import type { VoiceCaller, VoiceToolOutcome, VoiceVideoRequest, VoiceVideoRequests } from '../ports/voice-video.ts';
+import type { ModerationLogPort } from '../ports/moderation-log.ts';
+import type { Notice } from '../wording/notice.ts';
 import type { VideoPreparation } from './prepare.ts';
 import { jobEstimateUsdTicks, jobSize, type SubmissionPlan } from './plan.ts';
 import type { TaskRecord } from './record.ts';
@@ -33,6 +35,8 @@ export interface VoiceVideoDeps {
    * record last stored.
    */
   currentPlace?: (task: TaskRecord) => Promise<number | undefined>;
+  /** Each server's moderation log, told of a request refused by a rule, a limit or a budget; default none. */
+  moderationLog?: Pick<ModerationLogPort, 'refused'>;
   log: Logger;
 }
 
@@ -107,7 +111,7 @@ export class VoiceVideo implements VoiceVideoRequests {
       voices: [],
       referenceAudio: undefined,
     });
-    if (!prepared.ok) return { status: 'refused', message: inChannelWords(context, prepared.notice) };
+    if (!prepared.ok) return this.#refused(caller, request.prompt, context, prepared.notice);
     // A video over the server's confirmation threshold (`confirmOverUsdTicks`) is not held here: a member
     // talking to the voice model has no button to press. It goes ahead like any other, within the limits
     // and budgets, and the model is told its estimate to say aloud.
@@ -149,10 +153,16 @@ export class VoiceVideo implements VoiceVideoRequests {
         task: task.id,
       };
     } catch (error) {
-      if (error instanceof SubmissionRefusedError) return { status: 'refused', message: inChannelWords(context, error.notice) };
+      if (error instanceof SubmissionRefusedError) return this.#refused(caller, request.prompt, context, error.notice);
       log.error('a video asked for by voice failed', { guild: caller.guildId, error });
       return { status: 'failed', message: 'Something went wrong while starting the video; nothing was made.' };
     }
+  }
+
+  /** A refusal as the model hears it, told to the server's moderation log too. */
+  #refused(caller: VoiceCaller, prompt: string, context: InteractionContext, why: Notice): VoiceToolOutcome {
+    this.#deps.moderationLog?.refused({ guildId: caller.guildId, userId: caller.userId, what: 'voice-tool', why, prompt });
+    return { status: 'refused', message: inChannelWords(context, why) };
   }
 
   async status(caller: VoiceCaller, taskRef: string | undefined): Promise<VoiceToolOutcome> {

@@ -19,6 +19,8 @@ import { NO_METRICS, type VideoTaskLostReason } from '../../src/lib/metrics.ts';
 import type { GatewayAccess } from '../../src/ports/gateway-access.ts';
 import { LimitReachedError, type MemberTask, type SpendReservation } from '../../src/ports/guild-policy.ts';
 import type { InteractionContext } from '../../src/ports/interaction-context.ts';
+import type { LoggedJob } from '../../src/ports/moderation-log.ts';
+import { USD_TICKS } from '../../src/gateway/spec.ts';
 import { createVideo, type Video, type VideoDeps } from '../../src/video/index.ts';
 import type { Prepared, SubmissionPlan } from '../../src/video/plan.ts';
 import { DEFAULT_POLL_POLICY, type PollPolicy } from '../../src/video/poll-policy.ts';
@@ -900,6 +902,43 @@ describe('a resume while a task is being submitted', () => {
       expect(finished.map((done) => done.state)).toEqual(['succeeded']);
     } finally {
       await freshTracker.stop();
+      await fresh.close();
+    }
+  });
+});
+
+describe("a job in its server's moderation log", () => {
+  it('is told once per job with its member, prompt, card and estimate; a job a limit refused is not', async () => {
+    const jobs: LoggedJob[] = [];
+    const fresh = await openStore(`sqlite://${join(directory, 'moderation-log.sqlite')}`, silentLogger);
+    const part = videoPart(silentLogger, fresh, {
+      policy: { ...policy, estimate: () => 0.4 * USD_TICKS },
+      moderationLog: { job: (job) => jobs.push(job) },
+    });
+    try {
+      // A card posted before the job, as for a video asked for by voice: its message is known.
+      const { messageId: cardId } = await outbox.postCard(guild.textChannelId, voiceRequestCard(guild.member.id));
+      const context = { ...interactionContext(), cardMessageId: cardId };
+      const input = { ...NO_OPTIONS, prompt: 'two foxes', variants: 2 };
+      await part.submit(planned(await part.prepare.generation(context, input)), context);
+      expect(jobs).toEqual([
+        {
+          guildId: guild.id,
+          channelId: guild.textChannelId,
+          messageId: cardId,
+          userId: guild.member.id,
+          prompt: 'two foxes',
+          videos: 2,
+          estimateUsdTicks: 0.8 * USD_TICKS,
+        },
+      ]);
+
+      countSubmission = () => Promise.reject(new LimitReachedError(notice('limits.server-daily', { count: 5, retry: 'tomorrow' })));
+      const refused = part.submit(planned(await part.prepare.generation(context, { ...NO_OPTIONS, prompt: 'one too many' })), context);
+      await expect(refused).rejects.toBeInstanceOf(SubmissionRefusedError);
+      expect(jobs).toHaveLength(1);
+    } finally {
+      await part.tracker.stop();
       await fresh.close();
     }
   });

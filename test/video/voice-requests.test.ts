@@ -10,7 +10,8 @@ import { EndUserIds } from '../../src/video/end-users.ts';
 import { VideoPreparation } from '../../src/video/prepare.ts';
 import { TaskRepository } from '../../src/video/repository.ts';
 import { VoiceVideo } from '../../src/video/voice-requests.ts';
-import { refuse } from '../../src/wording/notice.ts';
+import { notice, refuse } from '../../src/wording/notice.ts';
+import type { LoggedRefusal } from '../../src/ports/moderation-log.ts';
 import { startOneSlotKey, type OneSlotKey } from '../support/one-slot-key.ts';
 
 // A video asked for by voice is refused as /video refuses it, in words the voice model says where the
@@ -75,6 +76,63 @@ describe('a video asked for by voice on a server without a key', () => {
       status: 'refused',
       message: 'This server has no gateway key yet: a server admin can add one with `/config key`.',
     });
+  });
+});
+
+describe("a video asked for by voice past the server's limit", () => {
+  let directory: string;
+  let store: Store;
+
+  beforeAll(async () => {
+    directory = mkdtempSync(join(tmpdir(), 'voice-requests-limit-'));
+    store = await openStore(`sqlite://${join(directory, 'bot.sqlite')}`, silentLogger);
+  });
+  afterAll(async () => {
+    await store.close();
+    rmSync(directory, { recursive: true, force: true });
+  });
+
+  it("is refused, and the server's moderation log told who asked for what and why", async () => {
+    const limited: GuildVideoPolicy = {
+      resolveGatewayAccess: () => Promise.resolve({ ok: true, apiKey: 'server-key-1234', layer: 'compat', keyId: 'k1' }),
+      defaults: () =>
+        Promise.resolve({
+          model: undefined,
+          resolution: undefined,
+          duration: undefined,
+          aspectRatio: undefined,
+          storage: { keepDays: 0, publicLink: false },
+        }),
+      checkLimits: () => Promise.resolve(refuse('limits.member-daily', { count: 3, retry: 'tomorrow' })),
+      recordSubmission: unused,
+      releaseSubmission: unused,
+      estimate: () => 0,
+      recordCost: unused,
+    };
+    const tasks = new TaskRepository(store, silentLogger);
+    const refusals: LoggedRefusal[] = [];
+    const byVoice = new VoiceVideo({
+      prepare: new VideoPreparation({ policy: limited, repository: tasks, endUsers: new EndUserIds(store), vendor: 'svc' }),
+      submit: unused,
+      tasks,
+      outbox: { postCard: unused },
+      mayUseVideo: () => Promise.resolve({ ok: true }),
+      moderationLog: { refused: (refusal) => refusals.push(refusal) },
+      log: silentLogger,
+    });
+    expect(await byVoice.generate(caller, request)).toEqual({
+      status: 'refused',
+      message: "You reached this server's limit of 3 videos a day. Try again tomorrow.",
+    });
+    expect(refusals).toEqual([
+      {
+        guildId: 'g1',
+        userId: 'u1',
+        what: 'voice-tool',
+        why: notice('limits.member-daily', { count: 3, retry: 'tomorrow' }),
+        prompt: request.prompt,
+      },
+    ]);
   });
 });
 

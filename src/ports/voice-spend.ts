@@ -17,6 +17,8 @@ export interface VoiceUse {
 export interface VoiceBudgetLeft {
   /** How much longer one session may run before a budget is spent; undefined when no budget bounds it. */
   msLeft: number | undefined;
+  /** What the time counted by this reading cost, in USD ticks; default nothing. */
+  usdTicks?: number;
   /** Why the conversation ends when it does, naming the budget; none when no budget bounds it. */
   reason?: Notice<'budget.used-up'>;
 }

@@ -186,8 +186,9 @@ export class Spending implements VoiceSpending {
       spent = await this.#spent(use.guildId, use.userId, use.at, spending.budgets);
     }
     const tightest = budgetRooms(spending.budgets, spent, use.at)[0];
-    if (!tightest || perMs === 0) return { msLeft: undefined };
-    return { msLeft: tightest.leftUsdTicks / perMs, reason: spentBudgetNotice(tightest) };
+    const counted = use.ms > 0 ? { usdTicks } : {};
+    if (!tightest || perMs === 0) return { msLeft: undefined, ...counted };
+    return { msLeft: tightest.leftUsdTicks / perMs, reason: spentBudgetNotice(tightest), ...counted };
   }
 
   // ---- Alerts ----------------------------------------------------------------------------------

@@ -65,6 +65,8 @@ export class ConversationMeter {
   readonly #open = new Set<OpenSession>();
   /** Time of closed sessions, and of readings that failed, not yet counted. */
   #pendingMs = 0;
+  /** What the readings counted so far cost, in USD ticks. */
+  #countedUsdTicks = 0;
   #heartbeat: NodeJS.Timeout | undefined;
   #watch: BudgetWatch = { status: 'watching', warned: false, timer: undefined };
   /** The last reading's words for why the conversation ends. */
@@ -86,6 +88,11 @@ export class ConversationMeter {
       this.#pendingMs += Math.max(0, this.#now() - open.countedUntil);
       void this.read();
     });
+  }
+
+  /** What the conversation's time counted so far cost, in USD ticks (all of it once `end()` resolved). */
+  get countedUsdTicks(): number {
+    return this.#countedUsdTicks;
   }
 
   /** Starts the heartbeat and takes a first reading (a conversation starting with under a minute left is warned at once). */
@@ -141,6 +148,7 @@ export class ConversationMeter {
       });
       return false;
     }
+    this.#countedUsdTicks += left.usdTicks ?? 0;
     try {
       this.#follow(left, at);
     } catch (error) {

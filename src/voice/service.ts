@@ -4,6 +4,7 @@ import type { DiscordOutbox } from '../discord/outbox.ts';
 import { REALTIME_SESSION_MAX_MS } from '../gateway/spec.ts';
 import type { Logger } from '../lib/log.ts';
 import type { GatewayAccessResolver } from '../ports/gateway-access.ts';
+import type { ModerationLogPort } from '../ports/moderation-log.ts';
 import type { VoiceVideoRequests } from '../ports/voice-video.ts';
 import type { VoiceSettings, VoiceSettingsSource } from '../ports/voice-settings.ts';
 import type { VoiceSpending } from '../ports/voice-spend.ts';
@@ -63,6 +64,10 @@ const LAST_LINE_MAX_MS = 15_000;
 const RESTART_LINE_MAX_MS = 6_000;
 
 interface GuildVoice {
+  /** The member who brought the bot in. */
+  userId: string;
+  /** When it started, or came back after a restart. */
+  startedAt: number;
   session: VoiceSession;
   connection: VoiceConnection;
   voiceChannelId: string;
@@ -94,6 +99,8 @@ interface JoinRequest {
 
 /** The first realtime session of a conversation, opened. */
 interface StartedSession {
+  /** Before its first realtime session was asked for: everything the meter counts comes after. */
+  startedAt: number;
   session: VoiceSession;
   meter: ConversationMeter | undefined;
   /** When someone last spoke or the bot last answered. */
@@ -134,6 +141,8 @@ export interface VoiceServiceDeps {
    * `resume()` brings them back at the next start. Without it a stop ends every conversation for good.
    */
   conversations?: ConversationRecords;
+  /** Each server's moderation log, told when a conversation starts and ends (how long, what it cost); default none. */
+  moderationLog?: Pick<ModerationLogPort, 'voiceStarted' | 'voiceEnded'>;
 }
 
 export class VoiceService {
@@ -244,6 +253,7 @@ export class VoiceService {
   ): Promise<Outcome<StartedSession, { failure?: OpenFailure }>> {
     const { guildId, userId } = request;
     const spending = this.#deps.spending;
+    const startedAt = Date.now();
     const meter = spending && this.#meter(spending, guildId, userId, settings, log);
     const activity = { last: this.#now() };
     const realtime = new RealtimeOpener({
@@ -270,7 +280,7 @@ export class VoiceService {
         failure: openFailure(error),
       };
     }
-    return { ok: true, session, meter, activity };
+    return { ok: true, startedAt, session, meter, activity };
   }
 
   #session(
@@ -310,13 +320,15 @@ export class VoiceService {
    * crash leaves it too), and counted.
    */
   #keep(request: JoinRequest, settings: VoiceSettings, connection: VoiceConnection, started: StartedSession, log: Logger): GuildVoice {
-    const { guildId, voiceChannelId, textChannelId } = request;
-    const { session, meter, activity } = started;
+    const { guildId, voiceChannelId, textChannelId, userId } = request;
+    const { session, meter, activity, startedAt } = started;
     watchConnection(connection, (why) => {
       if (this.#guilds.get(guildId)?.connection === connection) void this.leave(guildId, { why });
     });
     const recorder = this.#recorder(request, settings, log);
     const conversation: GuildVoice = {
+      userId,
+      startedAt,
       session,
       connection,
       voiceChannelId,
@@ -331,6 +343,7 @@ export class VoiceService {
     // Kept from now on, so that a crash leaves it too; not waited for (a slow store must not hold up the join).
     void recorder?.write();
     this.#deps.metrics?.voiceConversations(1);
+    this.#deps.moderationLog?.voiceStarted({ guildId, userId, voiceChannelId, resumed: request.resumed !== undefined });
     session.on('state', (status) => {
       if (status === 'reconnecting') this.#deps.metrics?.realtimeReconnect();
     });
@@ -419,6 +432,14 @@ export class VoiceService {
     disconnect(entry.connection);
     // Counted before the leave is answered: /usage right after it shows the whole conversation.
     await Promise.all([entry.meter?.end(), record === 'remove' ? entry.recorder?.remove() : entry.recorder?.keepForRestart()]);
+    this.#deps.moderationLog?.voiceEnded({
+      guildId,
+      userId: entry.userId,
+      voiceChannelId: entry.voiceChannelId,
+      ms: Date.now() - entry.startedAt,
+      usdTicks: entry.meter?.countedUsdTicks ?? 0,
+      restarting: record === 'keep',
+    });
     this.#deps.log.info('left voice', { guild: guildId, reason });
     return true;
   }

@@ -11,6 +11,7 @@ import { USD_TICKS } from '../../src/gateway/spec.ts';
 import { parsePrices } from '../../src/settings/prices.ts';
 import type { SettingsService } from '../../src/settings/service.ts';
 import type { VoiceService } from '../../src/voice/service.ts';
+import type { LoggedVoiceEnd, LoggedVoiceStart } from '../../src/ports/moderation-log.ts';
 import { pollUntil } from '../support/poll.ts';
 import { worded } from '../support/worded.ts';
 import { startVoiceServiceRig, type VoiceServiceRig } from '../support/voice-service-rig.ts';
@@ -115,6 +116,39 @@ describe('a metered conversation', () => {
     const today = view.server?.days.at(-1);
     expect(today?.voiceUsd).toBeCloseTo((counted.member + counted.admin) / 1000, 2);
     expect(today?.videoUsd).toBe(0);
+  });
+
+  it("is told to the server's moderation log as it starts and ends, with how long it lasted and what it cost", async () => {
+    const logged = discord.createGuild();
+    const starts: LoggedVoiceStart[] = [];
+    const ends: LoggedVoiceEnd[] = [];
+    const withLog = rig.voiceService({
+      spending: settings.spending,
+      meterHeartbeatMs: HEARTBEAT_MS,
+      moderationLog: { voiceStarted: (start) => starts.push(start), voiceEnded: (end) => ends.push(end) },
+    });
+    const { id: guildId, member } = logged;
+    await memberInVoice(logged, member);
+    const joinedAt = Date.now();
+    expect(await withLog.join(guildId, logged.voiceChannelId, logged.textChannelId, member.id)).toMatchObject({ ok: true });
+    expect(starts).toEqual([{ guildId, userId: member.id, voiceChannelId: logged.voiceChannelId, resumed: false }]);
+    await asked(async () => ((await settings.spending.ledger.day(guildId, Date.now())).users[member.id]?.voiceMs ?? 0) >= 500);
+    expect(await withLog.leave(guildId, { why: 'asked', by: member.id })).toBe(true);
+    const lasted = Date.now() - joinedAt;
+    const day = (await settings.spending.ledger.day(guildId, Date.now())).users[member.id]!;
+    expect(ends).toEqual([
+      {
+        guildId,
+        userId: member.id,
+        voiceChannelId: logged.voiceChannelId,
+        ms: expect.any(Number),
+        usdTicks: day.voiceUsdTicks,
+        restarting: false,
+      },
+    ]);
+    expect(ends[0]!.ms).toBeGreaterThanOrEqual(day.voiceMs);
+    expect(ends[0]!.ms).toBeLessThanOrEqual(lasted);
+    expect(day.voiceUsdTicks).toBeGreaterThan(0);
   });
 
   it('warns when its budget is nearly spent, says why aloud and in the channel, leaves, and is refused again', async () => {

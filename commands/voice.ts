@@ -57,7 +57,15 @@ async function join(interaction: ChatInputCommandInteraction, services: Services
   const result = await services.voice.join(interaction.guildId, channelId, interaction.channelId, interaction.user.id);
   // A refusal the voice part words for the server (a spent budget) is in the server's language, as its channels read it.
   const refusalLocale = result.ok || result.audience !== 'channel' ? locale : resolveLocale(undefined, interaction.guildLocale, 'channel');
-  if (!result.ok) return answerPrivately(interaction, word(refusalLocale, result.notice));
+  if (!result.ok) {
+    services.settings.moderationLog.refused({
+      guildId: interaction.guildId,
+      userId: interaction.user.id,
+      what: 'voice',
+      why: result.notice,
+    });
+    return answerPrivately(interaction, word(refusalLocale, result.notice));
+  }
   const channel = `<#${channelId}>`;
   await answerPrivately(
     interaction,

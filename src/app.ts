@@ -122,6 +122,9 @@ async function readiness(client: Client, store: Store, ping: { get(id: string): 
   return { ready: true };
 }
 
+/** The longest a shutdown waits for the moderation logs' last lines (its whole deadline is 10 s). */
+const MODERATION_LOG_FLUSH_MS = 2_000;
+
 const TOO_MANY_REQUESTS = 429;
 const SERVER_ERRORS_FROM = 500;
 
@@ -182,9 +185,13 @@ export async function startApp(
     previousEncryptionSecret: config.keyEncryptionSecretPrevious,
     prices: config.prices,
     postAlert: (guildId, channelId, alert) => outbox.say(channelId, word(guildLocale(guildId), alert)),
+    // A log line quotes prompts, which may hold any link: no previews.
+    postLog: (channelId, content) => outbox.say(channelId, content, { linkPreviews: false }),
+    serverLocale: guildLocale,
     metrics,
     userInstallLimits: config.userInstalls,
   });
+  const moderationLog = settings.moderationLog;
   const ownsGuild = shards && ((guildId: string) => shards.ids.includes(shardOfGuild(guildId, shards.count)));
   const video = createVideo({
     store,
@@ -197,6 +204,7 @@ export async function startApp(
     log,
     metrics,
     pollPolicy: pollPolicyWithInterval(config.taskPollIntervalMs),
+    moderationLog,
   });
   const models = new ModelCatalog({
     clients,
@@ -215,10 +223,13 @@ export async function startApp(
     // Spoken and posted where the whole channel hears it: the server's language.
     mayUseVideo: async (caller) => {
       const access = await settings.mayUse(caller.guildId, 'video', caller.roleIds, caller.isServerManager);
-      return access.ok ? access : { ok: false, message: word(guildLocale(caller.guildId), access.notice) };
+      if (access.ok) return access;
+      moderationLog.refused({ guildId: caller.guildId, userId: caller.userId, what: 'voice-tool', why: access.notice });
+      return { ok: false, message: word(guildLocale(caller.guildId), access.notice) };
     },
     serverContext: (guildId) => ({ guildLocale: guildLocale(guildId) }),
     currentPlace: (task) => video.sender.currentPlace(task),
+    moderationLog,
     log,
   });
   const voice = new VoiceService({
@@ -234,6 +245,7 @@ export async function startApp(
       CONVERSATION_RECORDS,
       conversationRecordParser(defaultVoiceSettings(config.gatewayVendor), SUPPORTED_LOCALES),
     ),
+    moderationLog,
     log,
   });
   video.tracker.onFinished((task) => {
@@ -325,6 +337,8 @@ export async function startApp(
           ['the key lines of videos', () => video.sender.stop()],
           ['the task tracker', () => video.tracker.stop()],
           ['the confirmations waiting to expire', () => Promise.resolve(video.confirmations.stop())],
+          // After the voice conversations and the jobs, whose last lines it posts.
+          ['the moderation logs', () => moderationLog.flush(MODERATION_LOG_FLUSH_MS)],
           ['the Discord client', () => client.destroy()],
           ['the gateway clients', () => clients.close()],
           ['the store', () => store.close()],

@@ -4,8 +4,7 @@ import type { Services } from '../../services.ts';
 import { describeConfirmationClosed, describeConfirmationGone, describeOthersConfirmation } from '../../video/wording.ts';
 import { guildOf, memberLocale } from '../requirements.ts';
 import { interactionContext } from './context.ts';
-import { submitPlan } from './submission.ts';
-import { word } from '../../wording/notice.ts';
+import { refusePrivately, submitPlan } from './submission.ts';
 
 /**
  * A press of a held video's Confirm or Cancel button (`video:confirm:<task>`, `video:cancel:<task>`): by
@@ -36,7 +35,7 @@ export async function answerConfirmation(
   }
   const prepared = await confirmations.planOf(taken.held);
   if (!prepared.ok) {
-    await answerPrivately(interaction, word(locale, prepared.notice));
+    await refusePrivately(interaction, services, interactionContext(interaction), prepared.notice, taken.held.plan.prompt);
     await confirmations.close(taken.held, 'refused');
     return;
   }

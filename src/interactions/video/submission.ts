@@ -4,7 +4,7 @@ import type { InteractionContext } from '../../ports/interaction-context.ts';
 import type { Services } from '../../services.ts';
 import type { Prepared, SubmissionPlan } from '../../video/plan.ts';
 import { SubmissionRefusedError } from '../../video/submit.ts';
-import { word } from '../../wording/notice.ts';
+import { word, type Notice } from '../../wording/notice.ts';
 import { memberLocale } from '../requirements.ts';
 
 // Every way a member makes a video by hand ends here: a prepared request refused, held for the member's
@@ -25,7 +25,7 @@ export async function submitPrepared(
   prepared: Prepared,
 ): Promise<void> {
   if (!prepared.ok) {
-    await answerPrivately(interaction, word(memberLocale(interaction), prepared.notice));
+    await refusePrivately(interaction, services, context, prepared.notice);
     return;
   }
   if (prepared.plan.confirmOverUsdTicks !== undefined) {
@@ -48,9 +48,30 @@ export async function submitPlan(
     return true;
   } catch (error) {
     if (!(error instanceof SubmissionRefusedError)) throw error;
-    await answerPrivately(interaction, word(memberLocale(interaction), error.notice));
+    await refusePrivately(interaction, services, context, error.notice, plan.prompt);
     return false;
   }
+}
+
+/**
+ * Tells a member privately why their video is refused; the server's moderation log records it when a
+ * rule, a limit or a budget refused it.
+ */
+export async function refusePrivately(
+  interaction: RepliableInteraction,
+  services: Services,
+  context: Pick<InteractionContext, 'guildId' | 'userId'>,
+  why: Notice,
+  prompt?: string,
+): Promise<void> {
+  services.settings.moderationLog.refused({
+    guildId: context.guildId,
+    userId: context.userId,
+    what: 'video',
+    why,
+    ...(prompt === undefined ? {} : { prompt }),
+  });
+  await answerPrivately(interaction, word(memberLocale(interaction), why));
 }
 
 /**

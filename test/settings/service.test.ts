@@ -12,7 +12,6 @@ import { DEFAULT_PRICES } from '../../src/settings/prices.ts';
 import { keyNotice, SettingsService, type SettingsOptions } from '../../src/settings/service.ts';
 import type { GuildSettings } from '../../src/settings/guild-settings.ts';
 import { formatUsage } from '../../src/settings/usage-report.ts';
-import type { GuildSettings } from '../../src/settings/guild-settings.ts';
 import { openStore, type Store } from '../../src/store/index.ts';
 import { costOf, type TaskRecord } from '../../src/video/record.ts';
 import { shownInCard, taskRecord } from '../support/task-result.ts';

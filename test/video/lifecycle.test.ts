@@ -919,7 +919,7 @@ describe("a job in its server's moderation log", () => {
       // A card posted before the job, as for a video asked for by voice: its message is known.
       const { messageId: cardId } = await outbox.postCard(guild.textChannelId, voiceRequestCard(guild.member.id));
       const context = { ...interactionContext(), cardMessageId: cardId };
-      const input = { ...NO_OPTIONS, prompt: 'two foxes', variants: 2 };
+      const input = generationInput('two foxes', { variants: 2 });
       await part.submit(planned(await part.prepare.generation(context, input)), context);
       expect(jobs).toEqual([
         {
@@ -934,7 +934,7 @@ describe("a job in its server's moderation log", () => {
       ]);
 
       countSubmission = () => Promise.reject(new LimitReachedError(notice('limits.server-daily', { count: 5, retry: 'tomorrow' })));
-      const refused = part.submit(planned(await part.prepare.generation(context, { ...NO_OPTIONS, prompt: 'one too many' })), context);
+      const refused = part.submit(planned(await part.prepare.generation(context, generationInput('one too many'))), context);
       await expect(refused).rejects.toBeInstanceOf(SubmissionRefusedError);
       expect(jobs).toHaveLength(1);
     } finally {

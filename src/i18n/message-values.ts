@@ -284,6 +284,18 @@ export interface MessagePlaceholders {
   'config.budget.range': { max: string | number; option: string | number };
   'config.budget.at-least-a-cent': { cent: string | number; option: string | number };
   'config.budget.not-both': undefined;
+  'config.rules.not-both': { first: string | number; second: string | number };
+  'config.rules.no-words': { option: string | number };
+  'config.rules.words-too-long': { max: number; option: string | number; words: string | number };
+  'config.rules.words-empty': { option: string | number; words: string | number };
+  'config.rules.too-many-words': { count: number; max: number; option: string | number };
+  'config.rules.more-words': { count: number };
+  'config.rules.not-a-video-channel': { channel: string | number; option: string | number };
+  'config.rules.not-a-log-channel': { channel: string | number; option: string | number };
+  'config.rules.log-channel-cannot-post': { channel: string | number; missing: string | number };
+  'config.rules.permission': { permission: string };
+  'config.rules.deny-self': undefined;
+  'config.rules.deny-owner': undefined;
   'config.key.no-key': undefined;
   'config.key.no-secret': { minLength: string | number };
   'config.key.secret-removed': undefined;

@@ -310,6 +310,17 @@ function ruleBody(rule: string): { text: string; prefix: boolean } {
   return { text: foldForBlockedWords(prefix ? written.slice(0, -1) : written), prefix };
 }
 
+/**
+ * What a rule blocks, as a key: two rules with one key ("Dragon!" and `dragon`) block the same prompts, so
+ * a set keeps one of them, and either removes it.
+ */
+export function blockedWordKey(rule: string): string {
+  const { text, prefix } = ruleBody(rule);
+  // As compileBlockedWords() keeps them: a rule of a script without spaces matches anywhere, its spaces left out.
+  if (WITHOUT_SPACES.test(text)) return text.replaceAll(' ', '');
+  return prefix ? `${text}*` : text;
+}
+
 interface BuildNode {
   children: Map<number, BuildNode>;
   word?: number;

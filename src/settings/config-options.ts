@@ -4,8 +4,18 @@ import { MAX_VARIANTS } from '../ports/video-defaults.ts';
 import { ASPECT_RATIOS, GENERATION_DURATION, LAYERS, RESOLUTIONS, type Layer } from '../gateway/spec.ts';
 import { formatCost } from '../wording/cost.ts';
 import { notice, refuse, type Notice, type Outcome, type Phrase, type Refusal } from '../wording/notice.ts';
+import { shorten } from '../lib/text.ts';
+import { BLOCKED_WORDS_LIMITS, blockedWordKey, blockedWordsRefusals } from './blocked-words.ts';
 import { usdToUsdTicks } from './budgets.ts';
-import { FEATURES, READY_PINGS, RESULT_BUTTONS, STORAGE_MAX_DAYS, type BudgetName, type GuildSettings } from './guild-settings.ts';
+import {
+  FEATURES,
+  READY_PINGS,
+  RESULT_BUTTONS,
+  STORAGE_MAX_DAYS,
+  type BudgetName,
+  type GuildSettings,
+  type ServerRules,
+} from './guild-settings.ts';
 
 // /config's subcommands: what each asks, what it accepts (and why not, as a notice the command words in the
 // admin's language), and the change it makes with the words the server's history records it in (English:
@@ -397,4 +407,211 @@ export function budgetChange(given: BudgetGiven): SettingsChangeRequest {
 
 function limit(value: number): string {
   return value === 0 ? 'no limit' : String(value);
+}
+
+// ---- /config rules: the moderators' rules (issue 36) ---------------------------------------------
+
+/** The most of a word or phrase a refusal or the history quotes: a refused one can be thousands of characters. */
+const WORD_QUOTED = 30;
+/** The words a refusal or the history names, before "and N more". */
+const WORDS_NAMED = 5;
+
+/**
+ * An option's words and phrases: separated by commas (a Japanese or Chinese comma too, as those keyboards
+ * type it), each trimmed and its runs of spaces made one, empty ones left out.
+ */
+export function parseBlockedWords(text: string): string[] {
+  return text
+    .split(/[,\uff0c\u3001\ufe50\u060c]/u)
+    .map((word) => word.trim().replace(/\s+/gu, ' '))
+    .filter((word) => word !== '');
+}
+
+/** `current` with `added` after it, leaving out what it blocks already (whatever the case or punctuation). */
+function withWords(current: readonly string[], added: readonly string[]): string[] {
+  const keys = new Set(current.map(blockedWordKey));
+  const next = [...current];
+  for (const word of added) {
+    const key = blockedWordKey(word);
+    if (keys.has(key)) continue;
+    keys.add(key);
+    next.push(word);
+  }
+  return next;
+}
+
+/** `current` without what `removed` names, however it is written ("DRAGON" removes `dragon`). */
+function withoutWords(current: readonly string[], removed: readonly string[]): string[] {
+  const keys = new Set(removed.map(blockedWordKey));
+  return current.filter((word) => !keys.has(blockedWordKey(word)));
+}
+
+/** What kind of channel an admin picked: one where people write (text, announcements), a forum, or another. */
+export type ChannelKind = 'text' | 'forum' | 'other';
+
+/** A channel an admin picked (Discord offers only the server's own). */
+export interface PickedChannel {
+  id: string;
+  kind: ChannelKind;
+}
+
+/** What the bot needs to post in a channel, by the names the catalogs give them (`config.rules.permission`). */
+export type PostPermission = 'view' | 'send';
+
+/** A log channel an admin picked, and what the bot lacks to post there (empty: nothing, or not known). */
+export interface PickedLogChannel extends PickedChannel {
+  missing: readonly PostPermission[];
+}
+
+/** What /config rules was given; null or false: the option was left out. */
+export interface RulesGiven {
+  blockedWordsAdd: string | null;
+  blockedWordsRemove: string | null;
+  blockedWordsClear: boolean;
+  videoChannelAdd: PickedChannel | null;
+  videoChannelRemove: string | null;
+  videoChannelsClear: boolean;
+  /** Member ids. */
+  deny: string | null;
+  allow: string | null;
+  logChannel: PickedLogChannel | null;
+  clearLogChannel: boolean;
+}
+
+/** Who asks, the server's owner, and the rules as they stand (the count of blocked words is checked against them). */
+export interface RulesContext {
+  by: string;
+  ownerId: string | undefined;
+  current: ServerRules;
+}
+
+/** Whether /config rules was given anything to change (without, it shows the rules in full). */
+export function changesRules(given: RulesGiven): boolean {
+  return (
+    given.blockedWordsAdd !== null ||
+    given.blockedWordsRemove !== null ||
+    given.blockedWordsClear ||
+    given.videoChannelAdd !== null ||
+    given.videoChannelRemove !== null ||
+    given.videoChannelsClear ||
+    given.deny !== null ||
+    given.allow !== null ||
+    given.logChannel !== null ||
+    given.clearLogChannel
+  );
+}
+
+function code(option: string): string {
+  return `\`${option}\``;
+}
+
+function notBoth(first: string, second: string): Refusal {
+  return refuse('config.rules.not-both', { first: code(first), second: code(second) });
+}
+
+/** Words as a refusal names them, in code style: the first WORDS_NAMED, shortened, then how many more. */
+function namedWords(words: readonly string[]): Phrase {
+  const named = words.slice(0, WORDS_NAMED).map((word) => code(shorten(word.replaceAll('`', "'"), WORD_QUOTED)));
+  const more = words.length - named.length;
+  return { phrase: 'list', items: more > 0 ? [...named, notice('config.rules.more-words', { count: more })] : named };
+}
+
+/** Words as the history records them (English, stored): quoted, the first WORDS_NAMED, then how many more. */
+function quotedWords(words: readonly string[]): string {
+  const named = words.slice(0, WORDS_NAMED).map((word) => `"${shorten(word, WORD_QUOTED)}"`);
+  const more = words.length - named.length;
+  return more > 0 ? `${named.join(', ')} and ${more} more` : named.join(', ');
+}
+
+/** Why words offered to `blocked_words_add` cannot be kept, added to what is blocked; undefined: they can. */
+function blockedWordsRefusal(added: readonly string[], next: readonly string[]): Refusal | undefined {
+  const option = code('blocked_words_add');
+  const refusals = blockedWordsRefusals(added);
+  const tooLong = refusals.flatMap((refusal) => (refusal.limit === 'rule-characters' ? [refusal.rule] : []));
+  if (tooLong.length > 0)
+    return refuse('config.rules.words-too-long', { option, max: BLOCKED_WORDS_LIMITS.ruleCharacters, words: namedWords(tooLong) });
+  const empty = refusals.flatMap((refusal) => (refusal.limit === 'rule-empty' ? [refusal.rule] : []));
+  if (empty.length > 0) return refuse('config.rules.words-empty', { option, words: namedWords(empty) });
+  if (next.length > BLOCKED_WORDS_LIMITS.rules)
+    return refuse('config.rules.too-many-words', { option, max: BLOCKED_WORDS_LIMITS.rules, count: next.length });
+  return undefined;
+}
+
+/**
+ * A change of the moderators' rules, checked: blocked words within BLOCKED_WORDS_LIMITS, channels of the
+ * right kind (a log channel the bot can post in), and no admin denying themselves or the server's owner.
+ * Several options at once make one change, recorded as one line of the history.
+ */
+export function rulesChange(given: RulesGiven, context: RulesContext): SettingsChangeRequest {
+  if (given.blockedWordsClear && given.blockedWordsAdd !== null) return notBoth('blocked_words_add', 'blocked_words_clear');
+  if (given.blockedWordsClear && given.blockedWordsRemove !== null) return notBoth('blocked_words_remove', 'blocked_words_clear');
+  if (given.videoChannelsClear && given.videoChannelAdd !== null) return notBoth('video_channel_add', 'video_channels_clear');
+  if (given.videoChannelsClear && given.videoChannelRemove !== null) return notBoth('video_channel_remove', 'video_channels_clear');
+  if (given.videoChannelAdd !== null && given.videoChannelAdd.id === given.videoChannelRemove)
+    return notBoth('video_channel_add', 'video_channel_remove');
+  if (given.deny !== null && given.deny === given.allow) return notBoth('deny', 'allow');
+  if (given.logChannel !== null && given.clearLogChannel) return notBoth('log_channel', 'clear_log_channel');
+
+  const added = given.blockedWordsAdd === null ? [] : parseBlockedWords(given.blockedWordsAdd);
+  const removed = given.blockedWordsRemove === null ? [] : parseBlockedWords(given.blockedWordsRemove);
+  for (const [option, text, words] of [
+    ['blocked_words_add', given.blockedWordsAdd, added],
+    ['blocked_words_remove', given.blockedWordsRemove, removed],
+  ] as const) {
+    if (text !== null && words.length === 0) return refuse('config.rules.no-words', { option: code(option) });
+  }
+  const blocked = (current: readonly string[]) => (given.blockedWordsClear ? [] : withWords(withoutWords(current, removed), added));
+  if (added.length > 0) {
+    const refusal = blockedWordsRefusal(added, blocked(context.current.blockedWords));
+    if (refusal) return refusal;
+  }
+
+  const channelAdded = given.videoChannelAdd;
+  if (channelAdded !== null && channelAdded.kind === 'other')
+    return refuse('config.rules.not-a-video-channel', { option: code('video_channel_add'), channel: `<#${channelAdded.id}>` });
+  const log = given.logChannel;
+  if (log !== null && log.kind !== 'text')
+    return refuse('config.rules.not-a-log-channel', { option: code('log_channel'), channel: `<#${log.id}>` });
+  if (log !== null && log.missing.length > 0) {
+    return refuse('config.rules.log-channel-cannot-post', {
+      channel: `<#${log.id}>`,
+      missing: { phrase: 'list', items: log.missing.map((permission) => notice('config.rules.permission', { permission })) },
+    });
+  }
+  if (given.deny !== null && given.deny === context.by) return refuse('config.rules.deny-self');
+  if (given.deny !== null && given.deny === context.ownerId) return refuse('config.rules.deny-owner');
+
+  const parts = [
+    given.blockedWordsClear ? 'cleared the blocked words' : undefined,
+    removed.length > 0 ? `unblocked ${quotedWords(removed)}` : undefined,
+    added.length > 0 ? `blocked ${quotedWords(added)}` : undefined,
+    given.videoChannelsClear ? 'allowed /video in every channel' : undefined,
+    given.videoChannelRemove === null ? undefined : `stopped allowing /video in <#${given.videoChannelRemove}>`,
+    channelAdded === null ? undefined : `allowed /video in <#${channelAdded.id}>`,
+    given.deny === null ? undefined : `denied <@${given.deny}> the bot`,
+    given.allow === null ? undefined : `allowed <@${given.allow}> the bot again`,
+    log === null ? undefined : `log in <#${log.id}>`,
+    given.clearLogChannel ? 'no log channel' : undefined,
+  ];
+  return {
+    ok: true,
+    description: `set rules: ${parts.filter((part) => part !== undefined).join(', ')}`,
+    change: (settings) => {
+      const { logChannelId: currentLog, ...rules } = settings.rules;
+      let blockedWords = blocked(rules.blockedWords);
+      // Another admin's words, added since the count was checked, could take the set past its limit: theirs
+      // stand, and this change leaves the words as they are (what it answers shows them).
+      if (blockedWords.length > BLOCKED_WORDS_LIMITS.rules && blockedWords.length > rules.blockedWords.length)
+        blockedWords = rules.blockedWords;
+      let videoChannels = given.videoChannelsClear ? [] : rules.videoChannels.filter((id) => id !== given.videoChannelRemove);
+      if (channelAdded !== null) videoChannels = [...new Set([...videoChannels, channelAdded.id])];
+      let denied = rules.denied.filter((id) => id !== given.allow);
+      if (given.deny !== null) denied = [...new Set([...denied, given.deny])];
+      const logChannelId = given.clearLogChannel ? undefined : (log?.id ?? currentLog);
+      return {
+        ...settings,
+        rules: { blockedWords, videoChannels, denied, ...(logChannelId === undefined ? {} : { logChannelId }) },
+      };
+    },
+  };
 }

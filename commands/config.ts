@@ -12,6 +12,7 @@ import {
 } from 'discord.js';
 import { answerPrivately, showForm, type AnswerVisibility } from '../src/discord/answer.ts';
 import { containing, suggest } from '../src/discord/autocomplete.ts';
+import { channelKind, missingPostPermissions } from '../src/discord/channels.ts';
 import { subcommand } from '../src/discord/command-options.ts';
 import { customId } from '../src/discord/custom-id.ts';
 import { localized } from '../src/i18n/commands.ts';
@@ -24,21 +25,25 @@ import {
   CONFIG_COMMAND,
   CONFIG_SUBCOMMANDS as SUB,
   budgetChange,
+  changesRules,
   checkDefaultModel,
   defaultsChange,
   layerChange,
   limitsChange,
   rolesChange,
+  rulesChange,
   storageChange,
+  type PickedChannel,
+  type RulesGiven,
   type SettingsChangeRequest,
 } from '../src/settings/config-options.ts';
 import { keyNotice } from '../src/settings/service.ts';
-import { describeChange, describeUnavailableModel, showServerSettings } from '../src/interactions/settings-answers.ts';
+import { describeChange, describeRules, describeUnavailableModel, showServerSettings } from '../src/interactions/settings-answers.ts';
 import { word } from '../src/wording/notice.ts';
 
-// /config: a server's own gateway key, layer, defaults, storage, access, limits and budgets. Manage Server only,
-// by default and checked again here (server admins can change who sees the command). What each option
-// means and accepts is the settings part's (src/settings/config-options.ts).
+// /config: a server's own gateway key, layer, defaults, storage, access, limits, budgets and the moderators'
+// rules. Manage Server only, by default and checked again here (server admins can change who sees the
+// command). What each option means and accepts is the settings part's (src/settings/config-options.ts).
 
 const KEY_MODAL = customId('config', 'key-modal');
 const KEY_INPUT = 'key';
@@ -54,7 +59,8 @@ const data = localized(new SlashCommandBuilder().setName(CONFIG_COMMAND.name), '
   .addSubcommand((sub) => subcommand(sub, SUB.storage, 'command.config'))
   .addSubcommand((sub) => subcommand(sub, SUB.roles, 'command.config'))
   .addSubcommand((sub) => subcommand(sub, SUB.limits, 'command.config'))
-  .addSubcommand((sub) => subcommand(sub, SUB.budget, 'command.config'));
+  .addSubcommand((sub) => subcommand(sub, SUB.budget, 'command.config'))
+  .addSubcommand((sub) => subcommand(sub, SUB.rules, 'command.config'));
 
 async function key(interaction: ChatInputCommandInteraction, services: Services) {
   const locale = memberLocale(interaction);
@@ -146,6 +152,38 @@ async function defaults(interaction: ChatInputCommandInteraction, services: Serv
   return apply(interaction, services, request);
 }
 
+/**
+ * The moderators' rules: changed by the options given, shown in full without any. What the bot may do in a
+ * log channel and who owns the server are read from discord.js's cache (the Guilds intent keeps both).
+ */
+async function rules(interaction: ChatInputCommandInteraction, services: Services, guildId: string) {
+  const options = interaction.options;
+  const guild = interaction.guild;
+  const picked = (name: string): PickedChannel | null => {
+    const channel = options.getChannel(name);
+    return channel ? { id: channel.id, kind: channelKind(channel.type) } : null;
+  };
+  const logChannel = picked('log_channel');
+  const given: RulesGiven = {
+    blockedWordsAdd: options.getString('blocked_words_add'),
+    blockedWordsRemove: options.getString('blocked_words_remove'),
+    blockedWordsClear: options.getBoolean('blocked_words_clear') === true,
+    videoChannelAdd: picked('video_channel_add'),
+    videoChannelRemove: options.getChannel('video_channel_remove')?.id ?? null,
+    videoChannelsClear: options.getBoolean('video_channels_clear') === true,
+    deny: options.getUser('deny')?.id ?? null,
+    allow: options.getUser('allow')?.id ?? null,
+    logChannel: logChannel && { ...logChannel, missing: guild ? missingPostPermissions(guild, logChannel.id) : [] },
+    clearLogChannel: options.getBoolean('clear_log_channel') === true,
+  };
+  const current = await services.settings.rules(guildId);
+  if (!changesRules(given)) {
+    for (const message of describeRules(memberLocale(interaction), current)) await answerPrivately(interaction, message);
+    return;
+  }
+  return apply(interaction, services, rulesChange(given, { by: interaction.user.id, ownerId: guild?.ownerId, current }));
+}
+
 async function execute(interaction: ChatInputCommandInteraction, services: Services) {
   const guildId = guildOf(interaction);
   const options = interaction.options;
@@ -196,6 +234,8 @@ async function execute(interaction: ChatInputCommandInteraction, services: Servi
           clearAlertChannel: options.getBoolean('clear_alert_channel') === true,
         }),
       );
+    case 'rules':
+      return rules(interaction, services, guildId);
     default:
       throw new Error(`unknown /config subcommand ${options.getSubcommand()}`);
   }

@@ -23,9 +23,11 @@ interface OptionBase {
 export type OptionDefinition =
   | (OptionBase & { type: 'string'; choices?: readonly OptionChoice[]; autocomplete?: boolean; maxLength?: number })
   | (OptionBase & { type: 'integer' | 'number'; min?: number; max?: number })
-  | (OptionBase & { type: 'boolean' | 'role' })
+  | (OptionBase & { type: 'boolean' | 'role' | 'user' })
   /** A text channel of the server (Discord offers no other kind). */
-  | (OptionBase & { type: 'text-channel' });
+  | (OptionBase & { type: 'text-channel' })
+  /** A text channel or a forum of the server: where members ask for things (Discord offers no other kind). */
+  | (OptionBase & { type: 'text-or-forum-channel' });
 
 export interface SubcommandDefinition {
   name: string;
@@ -70,9 +72,19 @@ export function subcommand(
       case 'role':
         sub.addRoleOption((built) => described(built.setName(option.name)).setRequired(required));
         break;
+      case 'user':
+        sub.addUserOption((built) => described(built.setName(option.name)).setRequired(required));
+        break;
       case 'text-channel':
         sub.addChannelOption((built) =>
           described(built.setName(option.name)).setRequired(required).addChannelTypes(ChannelType.GuildText, ChannelType.GuildAnnouncement),
+        );
+        break;
+      case 'text-or-forum-channel':
+        sub.addChannelOption((built) =>
+          described(built.setName(option.name))
+            .setRequired(required)
+            .addChannelTypes(ChannelType.GuildText, ChannelType.GuildAnnouncement, ChannelType.GuildForum),
         );
         break;
     }

@@ -2,9 +2,10 @@ import { MESSAGE_LIMITS } from '../discord/message-limits.ts';
 import { RESOLUTIONS, type Layer } from '../gateway/spec.ts';
 import { ENGLISH, formatList, formatNumber, languageName, t, translator, type Locale } from '../i18n/index.ts';
 import { shorten } from '../lib/text.ts';
+import { BLOCKED_WORDS_LIMITS } from '../settings/blocked-words.ts';
 import { usdToUsdTicks } from '../settings/budgets.ts';
 import type { UnavailableModel } from '../settings/config-options.ts';
-import type { GuildSettings } from '../settings/guild-settings.ts';
+import type { GuildSettings, ServerRules } from '../settings/guild-settings.ts';
 import { ANY_MODEL, type PriceTable } from '../settings/prices.ts';
 import type { SettingsService } from '../settings/service.ts';
 import { SERVER_LANGUAGE } from '../settings/voice-settings.ts';
@@ -229,6 +230,61 @@ export function describeUnavailableModel(locale: Locale, { model, available }: U
   let shown = 0;
   while (shown < available.length && refusal(shown + 1).length <= MESSAGE_LIMITS.content) shown++;
   return refusal(shown);
+}
+
+/** What separates the items of a list in `locale` (", " in English, "、" in Japanese), as its lists write it. */
+function listSeparator(locale: Locale): string {
+  return new Intl.ListFormat(locale, { type: 'conjunction' }).formatToParts(['a', 'b', 'c'])[1]?.value ?? ', ';
+}
+
+/** A blocked word as the rules show it: in code style, where no markdown or mention of it takes effect. */
+function shownWord(word: string): string {
+  return `\`${word.replaceAll('`', "'")}\``;
+}
+
+/**
+ * `/config rules` without options: the server's rules in full (every blocked word, channel and denied
+ * member), in as many messages of at most `room` characters as they take. Each line is a heading and its
+ * items; the items go into the messages whole, so a message ends between two words, never inside one.
+ */
+export function describeRules(locale: Locale, rules: ServerRules, room: number = MESSAGE_LIMITS.content): string[] {
+  const say = translator(locale);
+  const none = (what: 'words' | 'members' | 'log') => [say('config.rules.view.none', { what })];
+  const lines: { heading: string; items: string[] }[] = [
+    { heading: say('config.rules.view.title'), items: [] },
+    {
+      heading: say('config.rules.view.words', { count: rules.blockedWords.length, max: BLOCKED_WORDS_LIMITS.rules }),
+      items: rules.blockedWords.length > 0 ? rules.blockedWords.map(shownWord) : none('words'),
+    },
+    {
+      heading: say('config.rules.view.channels'),
+      items: rules.videoChannels.length > 0 ? rules.videoChannels.map((id) => `<#${id}>`) : [say('config.rules.view.everywhere')],
+    },
+    {
+      heading: say('config.rules.view.denied', { count: rules.denied.length }),
+      items: rules.denied.length > 0 ? rules.denied.map((id) => `<@${id}>`) : none('members'),
+    },
+    { heading: say('config.rules.view.log'), items: rules.logChannelId === undefined ? none('log') : [`<#${rules.logChannelId}>`] },
+  ];
+  const separator = listSeparator(locale);
+  const messages: string[] = [];
+  let message = '';
+  const add = (piece: string, joiner: string) => {
+    const longer = message === '' ? piece : `${message}${joiner}${piece}`;
+    if (longer.length <= room) {
+      message = longer;
+      return;
+    }
+    if (message !== '') messages.push(message);
+    message = shorten(piece, room);
+  };
+  for (const { heading, items } of lines) {
+    const [first, ...rest] = items;
+    add(first === undefined ? heading : `${heading} ${first}`, '\n');
+    for (const item of rest) add(item, separator);
+  }
+  messages.push(message);
+  return messages;
 }
 
 function describeRespond(locale: Locale, settings: VoiceSettings): string {

@@ -137,6 +137,27 @@ export const CONFIG_SUBCOMMANDS = {
       { type: 'boolean', name: 'clear_alert_channel' },
     ],
   },
+  // The moderators' rules: options rather than subcommands, as for /config budget, so that one command can
+  // change several rules at once, and without any it shows them in full.
+  rules: {
+    name: 'rules',
+    options: [
+      {
+        type: 'string',
+        name: 'blocked_words_add',
+        descriptionValues: { max: BLOCKED_WORDS_LIMITS.rules, characters: BLOCKED_WORDS_LIMITS.ruleCharacters },
+      },
+      { type: 'string', name: 'blocked_words_remove' },
+      { type: 'boolean', name: 'blocked_words_clear' },
+      { type: 'text-or-forum-channel', name: 'video_channel_add' },
+      { type: 'text-or-forum-channel', name: 'video_channel_remove' },
+      { type: 'boolean', name: 'video_channels_clear' },
+      { type: 'user', name: 'deny' },
+      { type: 'user', name: 'allow' },
+      { type: 'text-channel', name: 'log_channel' },
+      { type: 'boolean', name: 'clear_log_channel' },
+    ],
+  },
 } as const satisfies Record<string, SubcommandDefinition>;
 
 /**

@@ -117,10 +117,19 @@ async function apply(interaction: ChatInputCommandInteraction, services: Service
   if (!request.ok) return answerPrivately(interaction, word(locale, request.notice));
   const guildId = guildOf(interaction);
   const updated = await services.settings.update(guildId, interaction.user.id, request.description, request.change);
+  // The first message says it was saved: only when that one fails is the admin told so apart.
+  let toldSaved = false;
   try {
     const saved = request.note ? word(locale, request.note) : t(locale, 'config.saved');
-    await answerPrivately(interaction, await describeChange(services.settings, guildId, locale, saved, updated));
+    for (const message of await describeChange(services.settings, guildId, locale, saved, updated)) {
+      await answerPrivately(interaction, message);
+      toldSaved = true;
+    }
   } catch (error) {
+    if (toldSaved) {
+      services.log.warn('a settings change was saved and said to be, but the rest of its answer failed', { guild: guildId, error });
+      return;
+    }
     services.log.warn('a settings change was saved, but its answer failed; telling the admin it was saved', { guild: guildId, error });
     await answerPrivately(interaction, t(locale, 'config.saved-unshown', { change: shorten(request.description, CHANGE_QUOTED) }));
   }
@@ -197,7 +206,8 @@ async function execute(interaction: ChatInputCommandInteraction, services: Servi
       return answerPrivately(interaction, t(locale, cleared ? 'config.key.removed' : 'config.key.none-to-remove'));
     }
     case 'show':
-      return answerPrivately(interaction, await showServerSettings(services.settings, guildId, locale));
+      for (const message of await showServerSettings(services.settings, guildId, locale)) await answerPrivately(interaction, message);
+      return;
     case 'layer':
       return apply(interaction, services, layerChange(options.getString('layer', true)));
     case 'defaults':

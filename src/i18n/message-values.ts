@@ -355,6 +355,13 @@ export interface MessagePlaceholders {
   'config.show.roles': { video: string | number; voice: string | number };
   'config.show.everyone': undefined;
   'config.show.more-roles': { count: number };
+  'config.show.rules': { denied: number; log: string | number; where: string | number; words: number };
+  'config.show.rules-none': undefined;
+  'config.show.rules-anywhere': undefined;
+  'config.show.rules-only-in': { channels: string | number };
+  'config.show.more-channels': { count: number };
+  'config.show.rules-log': { channel: string | number };
+  'config.show.rules-no-log': undefined;
   'config.show.limits': { concurrent: string | number; perMember: string | number; perServer: string | number };
   'config.show.key-concurrency': { count: number; stated: string };
   'config.show.no-limit': undefined;

@@ -24,6 +24,8 @@ import { word } from '../wording/notice.ts';
  */
 const MODEL_SHOWN = 60;
 const ROLES_SHOWN = 3;
+/** The channels where /video may be used that /config show names (`/config rules` names them all). */
+const VIDEO_CHANNELS_SHOWN = 2;
 const HISTORY_CHANGE_SHOWN = 80;
 const HISTORY_SHOWN = 5;
 /** Instructions may be 2000 characters, as long as a whole Discord message: /voice settings shows their start. */
@@ -77,8 +79,8 @@ function historyLines(locale: Locale, history: GuildSettings['history'], room: n
   return lines.length > 1 ? lines : [];
 }
 
-/** The prices line with as many of `prices` as fit in `room` characters, then how many more there are and where. */
-function pricesLine(locale: Locale, prices: readonly string[], room: number): string {
+/** The prices line with as many of `prices` as fit in `room` characters, then how many more there are and where; and how many it names. */
+function pricesLine(locale: Locale, prices: readonly string[], room: number): { line: string; shown: number } {
   const line = (shown: number) => {
     const more = prices.length - shown;
     const parts = [...prices.slice(0, shown), ...(more > 0 ? [t(locale, 'prices.more', { count: more })] : [])];
@@ -86,7 +88,23 @@ function pricesLine(locale: Locale, prices: readonly string[], room: number): st
   };
   let shown = 0;
   while (shown < prices.length && line(shown + 1).length <= room) shown++;
-  return line(shown);
+  return { line: line(shown), shown };
+}
+
+/**
+ * What follows the settings in `room` characters: the newest changes in at most half, the prices in the rest;
+ * `whole`: at least the newest change and one price got in (or there are none).
+ */
+function pricesAndHistory(
+  locale: Locale,
+  history: GuildSettings['history'],
+  prices: readonly string[],
+  room: number,
+): { lines: string[]; whole: boolean } {
+  const changes = historyLines(locale, history, Math.floor(room / 2));
+  const priced = pricesLine(locale, prices, room - changes.join('\n').length - (changes.length > 0 ? '\n'.length : 0));
+  const whole = (history.length === 0 || changes.length > 0) && (prices.length === 0 || priced.shown > 0);
+  return { lines: [priced.line, ...changes], whole };
 }
 
 /**
@@ -102,15 +120,31 @@ function missingLine(locale: Locale, facts: ShownFacts): string {
 }
 
 /**
- * `/config show`, and what every change answers with, in the admin's language, in `room` characters at
- * most (what a message holds, less what the answer puts before it): the prices take what the rest leaves.
+ * `/config show`'s line of the moderators' rules: counts, the first channels where /video may be used and the
+ * log channel, so that it stays one short line however many rules there are (`/config rules` shows them all).
  */
-export function describeServerSettings(
-  locale: Locale,
-  settings: GuildSettings,
-  facts: ShownFacts,
-  room: number = MESSAGE_LIMITS.content,
-): string {
+function rulesLine(locale: Locale, rules: ServerRules): string {
+  const say = translator(locale);
+  const { blockedWords, videoChannels, denied, logChannelId } = rules;
+  if (blockedWords.length === 0 && videoChannels.length === 0 && denied.length === 0 && logChannelId === undefined)
+    return say('config.show.rules-none');
+  const shown = videoChannels.slice(0, VIDEO_CHANNELS_SHOWN).map((id) => `<#${id}>`);
+  const more = videoChannels.length - shown.length;
+  return say('config.show.rules', {
+    words: blockedWords.length,
+    where:
+      videoChannels.length === 0
+        ? say('config.show.rules-anywhere')
+        : say('config.show.rules-only-in', {
+            channels: formatList(locale, more > 0 ? [...shown, say('config.show.more-channels', { count: more })] : shown),
+          }),
+    denied: denied.length,
+    log: logChannelId === undefined ? say('config.show.rules-no-log') : say('config.show.rules-log', { channel: `<#${logChannelId}>` }),
+  });
+}
+
+/** `/config show`'s lines of the settings themselves, each whole (the prices and the history follow as room allows). */
+function settingsLines(locale: Locale, settings: GuildSettings, facts: ShownFacts): string[] {
   const say = translator(locale);
   const roles = (ids: string[]) => {
     if (ids.length === 0) return say('config.show.everyone');
@@ -143,6 +177,7 @@ export function describeServerSettings(
     ...(defaults.ping === 'off' ? [say('config.show.ping-off')] : []),
     say('config.show.storage', { days: storage.keepDays, publicLink: storage.publicLink ? 'yes' : 'no' }),
     say('config.show.roles', { video: roles(settings.roles.video), voice: roles(settings.roles.voice) }),
+    rulesLine(locale, settings.rules),
     say('config.show.limits', {
       concurrent: limit(limits.concurrentPerUser),
       perMember: limit(limits.dailyPerUser),
@@ -173,40 +208,66 @@ export function describeServerSettings(
           : say('config.show.confirm-over', { amount: formatCostIn(locale, usdToUsdTicks(spending.confirmOverUsd)) }),
     }),
   ];
-  // The settings first, whole; then the newest changes in at most half of what is left, and the prices in the rest.
-  const left = room - before.join('\n').length - '\n'.length;
-  const history = historyLines(locale, settings.history, Math.floor(left / 2));
-  const prices = pricesLine(locale, facts.prices, left - history.join('\n').length - (history.length > 0 ? '\n'.length : 0));
-  const text = [...before, prices, ...history].join('\n');
-  // The bounds above keep the settings well within a message; this keeps an unforeseen worst case from being refused whole.
-  return shorten(text, room);
+  return before;
 }
 
-/** `/config show` for the server, in the admin's language, in `room` characters at most. */
-async function describeServer(
-  settings: SettingsService,
-  guildId: string,
+/**
+ * `/config show` in one message of `room` characters at most (what a message holds, less what the answer puts
+ * before it), in the admin's language: the settings first, whole; then the newest changes in at most half of
+ * what is left, and the prices in the rest.
+ */
+export function describeServerSettings(
   locale: Locale,
-  shown: GuildSettings,
-  room: number,
-): Promise<string> {
-  const facts = await settings.shownFacts(guildId);
-  return describeServerSettings(
-    locale,
-    shown,
-    { ...facts, keyInUse: word(locale, facts.keyInUse), prices: describePrices(facts.prices, locale) },
-    room,
-  );
+  settings: GuildSettings,
+  facts: ShownFacts,
+  room: number = MESSAGE_LIMITS.content,
+): string {
+  return fitted(locale, settings, facts, room).text;
 }
 
-/** `/config show`: the server's settings and what stands between it and a working bot, in one message. */
-export async function showServerSettings(settings: SettingsService, guildId: string, locale: Locale): Promise<string> {
-  return describeServer(settings, guildId, locale, await settings.get(guildId), MESSAGE_LIMITS.content);
+function fitted(locale: Locale, settings: GuildSettings, facts: ShownFacts, room: number): { text: string; whole: boolean } {
+  const before = settingsLines(locale, settings, facts);
+  const after = pricesAndHistory(locale, settings.history, facts.prices, room - before.join('\n').length - '\n'.length);
+  // The bounds above keep the settings well within a message; this keeps an unforeseen worst case from being refused whole.
+  return { text: shorten([...before, ...after.lines].join('\n'), room), whole: after.whole };
+}
+
+/**
+ * `/config show`, and what every change answers with (`lead`: that it was saved), in the admin's language:
+ * one message when it leaves room for the newest change and a price; else (a crowded server in German, say)
+ * the settings whole, then the prices and the newest changes in a message of their own.
+ */
+export function describeServerSettingsMessages(locale: Locale, settings: GuildSettings, facts: ShownFacts, lead?: string): string[] {
+  const room = MESSAGE_LIMITS.content;
+  const led = (text: string) => (lead === undefined ? text : `${lead}\n${text}`);
+  const one = fitted(locale, settings, facts, room - (lead === undefined ? 0 : lead.length + '\n'.length));
+  if (one.whole) return [led(one.text)];
+  const lines = [...(lead === undefined ? [] : [lead]), ...settingsLines(locale, settings, facts)];
+  const apart = pricesAndHistory(locale, settings.history, facts.prices, room);
+  return [
+    ...inMessages(
+      lines.map((text) => ({ text, joiner: '\n' })),
+      room,
+    ),
+    shorten(apart.lines.join('\n'), room),
+  ];
+}
+
+/** What `/config show` says beyond the stored settings, worded in the admin's language. */
+async function shownFacts(settings: SettingsService, guildId: string, locale: Locale): Promise<ShownFacts> {
+  const facts = await settings.shownFacts(guildId);
+  return { ...facts, keyInUse: word(locale, facts.keyInUse), prices: describePrices(facts.prices, locale) };
+}
+
+/** `/config show`: the server's settings and what stands between it and a working bot, in one message (two when crowded). */
+export async function showServerSettings(settings: SettingsService, guildId: string, locale: Locale): Promise<string[]> {
+  const [shown, facts] = await Promise.all([settings.get(guildId), shownFacts(settings, guildId, locale)]);
+  return describeServerSettingsMessages(locale, shown, facts);
 }
 
 /**
  * What a change answers with: `saved` (that it was saved, in the admin's language), then the settings the
- * change wrote, the whole in one message.
+ * change wrote, in one message (two when crowded).
  */
 export async function describeChange(
   settings: SettingsService,
@@ -214,9 +275,8 @@ export async function describeChange(
   locale: Locale,
   saved: string,
   updated: GuildSettings,
-): Promise<string> {
-  const room = MESSAGE_LIMITS.content - saved.length - '\n'.length;
-  return `${saved}\n${await describeServer(settings, guildId, locale, updated, room)}`;
+): Promise<string[]> {
+  return describeServerSettingsMessages(locale, updated, await shownFacts(settings, guildId, locale), saved);
 }
 
 /** A default model the server's key cannot use, naming as many of the key's models as fit in one message, then how many more. */
@@ -230,6 +290,26 @@ export function describeUnavailableModel(locale: Locale, { model, available }: U
   let shown = 0;
   while (shown < available.length && refusal(shown + 1).length <= MESSAGE_LIMITS.content) shown++;
   return refusal(shown);
+}
+
+/**
+ * `pieces` in messages of at most `room` characters, each piece whole (one longer than a message is
+ * shortened), joined to the piece before it in the same message by its `joiner`.
+ */
+function inMessages(pieces: readonly { text: string; joiner: string }[], room: number): string[] {
+  const messages: string[] = [];
+  let message = '';
+  for (const { text, joiner } of pieces) {
+    const longer = message === '' ? text : `${message}${joiner}${text}`;
+    if (longer.length <= room) {
+      message = longer;
+      continue;
+    }
+    if (message !== '') messages.push(message);
+    message = shorten(text, room);
+  }
+  messages.push(message);
+  return messages;
 }
 
 /** What separates the items of a list in `locale` (", " in English, "、" in Japanese), as its lists write it. */
@@ -267,24 +347,16 @@ export function describeRules(locale: Locale, rules: ServerRules, room: number =
     { heading: say('config.rules.view.log'), items: rules.logChannelId === undefined ? none('log') : [`<#${rules.logChannelId}>`] },
   ];
   const separator = listSeparator(locale);
-  const messages: string[] = [];
-  let message = '';
-  const add = (piece: string, joiner: string) => {
-    const longer = message === '' ? piece : `${message}${joiner}${piece}`;
-    if (longer.length <= room) {
-      message = longer;
-      return;
-    }
-    if (message !== '') messages.push(message);
-    message = shorten(piece, room);
-  };
-  for (const { heading, items } of lines) {
-    const [first, ...rest] = items;
-    add(first === undefined ? heading : `${heading} ${first}`, '\n');
-    for (const item of rest) add(item, separator);
-  }
-  messages.push(message);
-  return messages;
+  return inMessages(
+    lines.flatMap(({ heading, items }) => {
+      const [first, ...rest] = items;
+      return [
+        { text: first === undefined ? heading : `${heading} ${first}`, joiner: '\n' },
+        ...rest.map((item) => ({ text: item, joiner: separator })),
+      ];
+    }),
+    room,
+  );
 }
 
 function describeRespond(locale: Locale, settings: VoiceSettings): string {

@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { MESSAGE_LIMITS } from '../../src/discord/message-limits.ts';
-import { ENGLISH, SUPPORTED_LOCALES, t, type Locale } from '../../src/i18n/index.ts';
+import { ENGLISH, SUPPORTED_LOCALES, formatList, t, type Locale } from '../../src/i18n/index.ts';
 import {
   describePrices,
   describeServerSettings,
+  describeServerSettingsMessages,
   describeUnavailableModel,
   describeVoiceSettings,
   type ShownFacts,
@@ -11,6 +12,7 @@ import {
 import { VOICE_LIMITS } from '../../src/ports/voice-settings-schema.ts';
 import type { VoiceSettings } from '../../src/ports/voice-settings.ts';
 import { defaultVoiceSettings } from '../../src/settings/voice-settings.ts';
+import { BLOCKED_WORDS_LIMITS } from '../../src/settings/blocked-words.ts';
 import { usdToUsdTicks } from '../../src/settings/budgets.ts';
 import { defaultGuildSettings, HISTORY_KEPT, type GuildSettings } from '../../src/settings/guild-settings.ts';
 import { discordRelativeTime } from '../../src/settings/limits.ts';
@@ -110,6 +112,13 @@ function crowdedSettings(): GuildSettings {
     alertChannelId: CHANNEL,
     confirmOverUsd: 999_999.99,
   };
+  // The moderators' rules at their most: /config show counts them, names two channels and the log channel.
+  settings.rules = {
+    blockedWords: Array.from({ length: BLOCKED_WORDS_LIMITS.rules }, (_, index) => `word ${index}`),
+    videoChannels: Array.from({ length: 500 }, (_, index) => String(400000000000000000n + BigInt(index))),
+    denied: Array.from({ length: 10_000 }, (_, index) => String(600000000000000000n + BigInt(index))),
+    logChannelId: CHANNEL,
+  };
   settings.history = Array.from({ length: HISTORY_KEPT }, (_, index) => ({
     at: Date.UTC(2026, 10, 29, 12, index),
     by: '300000000000000003',
@@ -152,8 +161,24 @@ describe('/config answers within one Discord message', () => {
 
   it.each(SUPPORTED_LOCALES)("shows as many of 50 models' prices as fit, then how many more are in PRICES_FILE (%s)", (locale) => {
     const prices = describePrices(table, locale);
-    const text = describeServerSettings(locale, crowdedSettings(), crowdedFacts(locale, prices));
-    expect(text.length).toBeLessThanOrEqual(MESSAGE_LIMITS.content);
+    const messages = describeServerSettingsMessages(locale, crowdedSettings(), crowdedFacts(locale, prices));
+    for (const message of messages) expect(message.length).toBeLessThanOrEqual(MESSAGE_LIMITS.content);
+    const text = messages.join('\n');
+    // The settings whole in the first message: the moderators' rules, and the budgets, the last of them.
+    const channels = formatList(locale, [
+      '<#400000000000000000>',
+      '<#400000000000000001>',
+      t(locale, 'config.show.more-channels', { count: 498 }),
+    ]);
+    expect(messages[0]).toContain(
+      t(locale, 'config.show.rules', {
+        words: 200,
+        where: t(locale, 'config.show.rules-only-in', { channels }),
+        denied: 10_000,
+        log: t(locale, 'config.show.rules-log', { channel: `<#${CHANNEL}>` }),
+      }),
+    );
+    expect(messages[0]).toContain(t(locale, 'config.show.confirm-over', { amount: formatCostIn(locale, usdToUsdTicks(999_999.99)) }));
     const { shown, more } = counted(locale, text);
     expect(shown).toBeGreaterThan(0);
     expect(more).toBe(priceCount - shown);
@@ -173,20 +198,39 @@ describe('/config answers within one Discord message', () => {
         hasKey: true,
         keyInUse: t(locale, 'config.key.in-use.operator'),
       };
-      const text = describeServerSettings(locale, settings, facts);
-      expect(text.length).toBeLessThanOrEqual(MESSAGE_LIMITS.content);
-      expect(text).toContain(t(locale, 'config.show.key-concurrency', { stated: 'unused', count: 100 }));
+      const messages = describeServerSettingsMessages(locale, settings, facts);
+      for (const message of messages) expect(message.length).toBeLessThanOrEqual(MESSAGE_LIMITS.content);
+      const text = messages.join('\n');
+      expect(messages[0]).toContain(t(locale, 'config.show.key-concurrency', { stated: 'unused', count: 100 }));
       expect(counted(locale, text).shown).toBeGreaterThan(0);
       expect(text.split('\n').filter((line) => line.startsWith('<t:')).length).toBeGreaterThan(0);
     },
   );
 
-  it.each(SUPPORTED_LOCALES)('leaves room for what a change answers first (%s)', (locale) => {
+  it.each(SUPPORTED_LOCALES)('answers a change with what it says first, the settings whole, then prices and changes (%s)', (locale) => {
     const saved = t(locale, 'config.layer.saved', { layer: 'native' });
-    const room = MESSAGE_LIMITS.content - saved.length - 1;
-    const text = describeServerSettings(locale, crowdedSettings(), crowdedFacts(locale, describePrices(table, locale)), room);
-    expect(text.length).toBeLessThanOrEqual(room);
-    expect(counted(locale, text).more).toBeGreaterThan(0);
+    const messages = describeServerSettingsMessages(locale, crowdedSettings(), crowdedFacts(locale, describePrices(table, locale)), saved);
+    for (const message of messages) expect(message.length).toBeLessThanOrEqual(MESSAGE_LIMITS.content);
+    expect(messages[0]?.startsWith(`${saved}\n`)).toBe(true);
+    const text = messages.join('\n');
+    expect(text).toContain(t(locale, 'config.show.confirm-over', { amount: formatCostIn(locale, usdToUsdTicks(999_999.99)) }));
+    const { shown, more } = counted(locale, text);
+    expect(shown).toBeGreaterThan(0);
+    expect(more).toBe(priceCount - shown);
+    expect(text.split('\n').filter((line) => line.startsWith('<t:')).length).toBeGreaterThan(0);
+  });
+
+  it('answers in one message when everything fits', () => {
+    const saved = t(ENGLISH, 'config.saved');
+    const messages = describeServerSettingsMessages(
+      ENGLISH,
+      defaultGuildSettings(),
+      crowdedFacts(ENGLISH, describePrices(DEFAULT_PRICES)),
+      saved,
+    );
+    expect(messages).toHaveLength(1);
+    expect(messages[0]).toContain('**Rules:** none');
+    expect(messages[0]).toContain('voice, any model: $0.05/min');
   });
 
   it('names every price when they fit, with no "more"', () => {

@@ -225,6 +225,7 @@ export function describeServerSettings(
   return fitted(locale, settings, facts, room).text;
 }
 
+/** describeServerSettings(), and whether the newest change and a price got in (else the answer is better in two messages). */
 function fitted(locale: Locale, settings: GuildSettings, facts: ShownFacts, room: number): { text: string; whole: boolean } {
   const before = settingsLines(locale, settings, facts);
   const after = pricesAndHistory(locale, settings.history, facts.prices, room - before.join('\n').length - '\n'.length);

@@ -441,6 +441,7 @@ export interface MessagePlaceholders {
   'gateway-error.quota': undefined;
   'gateway-error.quota.operator': undefined;
   'gateway-error.rate-limit': undefined;
+  'gateway-error.moderated': undefined;
   'gateway-error.too-many': undefined;
   'gateway-error.too-many.operator': undefined;
   'gateway-error.unknown-model': { model: string | number };
@@ -502,6 +503,7 @@ export interface MessagePlaceholders {
   'video.card.status.generating': { started: string | number };
   'video.card.status.progress': { bar: string | number; started: string | number };
   'video.card.status.moderated': undefined;
+  'video.card.status.refused': undefined;
   'video.card.status.shown-by-link': undefined;
   'video.card.status.done': undefined;
   'video.card.status.not-shown': undefined;
@@ -540,6 +542,7 @@ export interface MessagePlaceholders {
   'video.failure.permission-denied.operator': undefined;
   'video.failure.refunded': undefined;
   'video.card.moderated': undefined;
+  'video.card.refused': { charged: string };
   'video.card.storage-failed': { error: string | number };
   'video.card.refused-public-url': { named: string; scheme: string | number };
   'video.card.gateway-not-answering': { failed: number; until: string | number };

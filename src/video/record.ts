@@ -331,6 +331,20 @@ export function madeVideo(task: Pick<TaskRecord, 'state'>): boolean {
   return MADE_A_VIDEO.has(task.state);
 }
 
+/**
+ * How the provider's content moderation ended a task, when it did (docs/gateway.md, "Task result"):
+ * `refused`, the task failed on a moderation code such as `imagine:content-moderated` (the gateway refunds
+ * a failed task); `withheld`, the task was made but came back with `respect_moderation: false` and no
+ * video. What a card says and what the moderators' log records are both decided here.
+ */
+export type ModerationOutcome = 'refused' | 'withheld';
+
+export function moderationOf(task: Pick<TaskRecord, 'state' | 'outcome'>): ModerationOutcome | undefined {
+  if (!task.outcome.moderated) return undefined;
+  if (task.state === 'failed') return 'refused';
+  return task.state === 'succeeded' ? 'withheld' : undefined;
+}
+
 /** What a finished task cost, for the usage ledger: a failure or a timeout made nothing (it is refunded). */
 export function costOf(task: TaskRecord): TaskCost {
   return {

@@ -29,6 +29,7 @@ import {
   describeGatewayNotAnswering,
   describeLostTask,
   describeModeration,
+  describeModerationRefusal,
   describeRefusedPublicUrl,
   describeStorageError,
   describeTimeout,
@@ -41,6 +42,7 @@ import type { InteractionContext } from '../ports/interaction-context.ts';
 import {
   isTerminal,
   madeVideo,
+  moderationOf,
   taskLanguages,
   taskMessageUrl,
   type Delivery,
@@ -167,7 +169,7 @@ function statusLine(task: TaskRecord, locale: Locale): string {
       if (task.delivery.state === 'closed') return tr('video.card.status.not-shown');
       return tr('video.card.status.fetching');
     case 'failed':
-      return tr('video.card.status.failed');
+      return moderationOf(task) === 'refused' ? tr('video.card.status.refused') : tr('video.card.status.failed');
     case 'expired':
       return tr('video.card.status.expired');
     case 'timed_out':
@@ -180,7 +182,9 @@ function statusLine(task: TaskRecord, locale: Locale): string {
 function outcomeText(task: TaskRecord, context: CardContext, locale: Locale): string | undefined {
   switch (task.state) {
     case 'failed':
-      return describeFailure(locale, task.outcome, task);
+      return moderationOf(task) === 'refused'
+        ? describeModerationRefusal(locale, task.outcome)
+        : describeFailure(locale, task.outcome, task);
     case 'timed_out':
       return describeTimeout(locale, task);
     case 'expired':

@@ -63,8 +63,18 @@ export function describeFailure(locale: Locale, outcome: TaskOutcome, task: Pick
   return withRequestId(locale, `${text} ${tr('video.failure.refunded')}`, outcome.requestId);
 }
 
+/** The provider made the video but withheld it (`respect_moderation: false`): there is nothing to post. */
 export function describeModeration(locale: Locale, outcome: TaskOutcome): string {
   return withRequestId(locale, translator(locale)('video.card.moderated'), outcome.requestId);
+}
+
+/**
+ * The provider's content moderation refused the task (a moderation code). A failed task is refunded, so
+ * nothing was charged, unless the gateway reported a cost all the same: then the card's cost line says it.
+ */
+export function describeModerationRefusal(locale: Locale, outcome: TaskOutcome): string {
+  const charged = (outcome.costUsdTicks ?? 0) > 0;
+  return withRequestId(locale, translator(locale)('video.card.refused', { charged: charged ? 'yes' : 'no' }), outcome.requestId);
 }
 
 export function describeStorageError(locale: Locale, outcome: TaskOutcome): string | undefined {

@@ -5,6 +5,7 @@ import {
   NotAVideoError,
   ValidationError,
   VideoUnavailableError,
+  isModerationCode,
   type GatewayError,
 } from '../gateway/errors.ts';
 import { translator, type Locale } from '../i18n/index.ts';
@@ -74,6 +75,8 @@ function explain(locale: Locale, error: GatewayError, context: GatewayErrorConte
   // not valid (its code is invalid_request_error too), worded for the reader.
   if (error instanceof ValidationError)
     return tr('gateway-error.invalid', { option, named: option ? 'yes' : 'no', message: describeValidationError(locale, error) });
+  // Whatever its status: the provider's moderation refused the request, so nothing was made or charged.
+  if (isModerationCode(code)) return tr('gateway-error.moderated');
   if (code === 'invalid_api_key' || error.status === 401) return tr('gateway-error.key-refused', { key: context.key, said });
   const operators = context.key === 'operator';
   if (code === 'permission_denied' || error.status === 403)

@@ -54,13 +54,27 @@ describe.each(LAYERS)('on the %s layer', (layer) => {
       expect(card).toContain(words);
     });
 
-    it('says a moderated video was held back, and posts nothing', async () => {
+    it('says the provider withheld a video it returned with respect_moderation false, and posts nothing', async () => {
       const before = e2e.world.discord.messages(e2e.world.guild.textChannelId).filter((message) => message.attachments.length > 0).length;
-      const card = await finalCard(generate('x [[moderate]]'), 'Held back by moderation');
-      expect(card).toContain('content moderation');
+      const run = generate('x [[moderate]]');
+      const card = await finalCard(run, '**Withheld by the provider**');
+      expect(card).toContain("The provider's content moderation withheld the finished video, so it is not posted.");
+      expect(galleryItems(run.record.original)).toEqual([]);
+      expect(cardButtons(run.record.original).filter((button) => button.url !== undefined)).toEqual([]);
       expect(e2e.world.discord.messages(e2e.world.guild.textChannelId).filter((message) => message.attachments.length > 0)).toHaveLength(
         before,
       );
+    });
+
+    it("says plainly when the provider's moderation refused the prompt, and that nothing was charged", async () => {
+      const { emulator } = e2e.world;
+      const quota = emulator.quotaUsd('emulator-key');
+      const run = generate(`a refused one [[fail:imagine:content-moderated]] ${Math.random()}`);
+      const card = await finalCard(run, "**Refused by the provider's moderation**");
+      expect(card).toContain("The provider's content moderation refused this prompt. Nothing was charged.");
+      expect(card).not.toContain('**Failed**');
+      expect(card).toMatch(/request id `req_[0-9a-f]+`/);
+      expect(emulator.quotaUsd('emulator-key')).toBeCloseTo(quota, 6);
     });
 
     it('says when the gateway timed a task out, and that the quota was refunded', async () => {

@@ -21,7 +21,7 @@ export const CARD_STATES_TASK = taskRecord({ prompt: 'a cat surfing' });
 /** When the finished states finished. */
 export const CARD_STATES_FINISHED_AT = CARD_STATES_TASK.submittedAt! + 42_000;
 
-/** Each state, named: submitted, running with and without progress, finished with its video or by a link, failed, moderated, timed out, unknown. */
+/** Each state, named: submitted, running with and without progress, finished with its video or by a link, failed, withheld or refused by moderation, timed out, unknown. */
 export function cardStates(): [string, TaskRecord, CardState][] {
   const task = CARD_STATES_TASK;
   const finishedAt = CARD_STATES_FINISHED_AT;
@@ -88,7 +88,16 @@ export function cardStates(): [string, TaskRecord, CardState][] {
     [
       'moderated',
       { ...closed('succeeded', { moderated: true }) },
-      { text: ['Held back by moderation', 'content moderation'], gallery: [], buttons: [] },
+      { text: ['**Withheld by the provider**', "The provider's content moderation withheld the finished video"], gallery: [], buttons: [] },
+    ],
+    [
+      'refused by moderation',
+      closed('failed', { moderated: true, costUsdTicks: 0, error: { code: 'imagine:content-moderated', message: 'blocked.' } }),
+      {
+        text: ["**Refused by the provider's moderation**", "The provider's content moderation refused this prompt. Nothing was charged."],
+        gallery: [],
+        buttons: [],
+      },
     ],
     ['timed out', closed('timed_out'), { text: ['**Timed out**'], gallery: [], buttons: [] }],
     ['unknown', closed('unknown'), { text: ['**Outcome unknown**', 'cannot tell whether the gateway accepted'], gallery: [], buttons: [] }],

@@ -18,6 +18,7 @@ import { silentLogger, type Logger } from '../lib/log.ts';
 import { onceUntilFailure } from '../lib/once-until-failure.ts';
 import { graphemePrefix } from '../lib/text.ts';
 import { brokenLimit, refusedFields, type BrokenLimit } from './message-limits.ts';
+import { untilAborted } from './retry.ts';
 
 // What the background services send to Discord, through the bot's REST client: status cards edited
 // through the interaction token while it lives (15 min) and as channel messages after, and results
@@ -103,6 +104,9 @@ const THREAD_ARCHIVE_MINUTES = 1440;
 
 /** Discord refuses a thread whose name is longer (400 / 50035). */
 const MAX_THREAD_NAME_LENGTH = 100;
+
+/** How long a deletion a member waits on may take, rate limits included, before it is given up. */
+export const DELETE_DEADLINE_MS = 8_000;
 
 /** Discord refuses a message whose content is longer (400 / 50035). */
 export const MAX_CONTENT_LENGTH = 2000;
@@ -260,6 +264,33 @@ export class DiscordOutbox {
     }
     if (!card.messageId) return undefined;
     return parsePostedMessage(await this.#patchMessage(Routes.channelMessage(card.channelId, card.messageId), edit, true), edit.file?.name);
+  }
+
+  /**
+   * Deletes a status card: as the bot's own channel message when its id is known, else through the
+   * interaction token while it lives. `gone` when Discord no longer has it (deleted already, by anyone);
+   * `unreachable` when neither way is left. A member waits on the answer, so Discord's rate limits are
+   * waited out only until `deadlineMs`, then the deletion is given up (the signal's TimeoutError): it never
+   * stalls their press for the 15 s a REST call may take, or longer behind a rate limit. A request already
+   * on its way at the deadline may still delete the card; the next press then finds it `gone`.
+   */
+  async deleteCard(card: CardAddress, deadlineMs = DELETE_DEADLINE_MS, now = Date.now()): Promise<'deleted' | 'gone' | 'unreachable'> {
+    const route = card.messageId
+      ? Routes.channelMessage(card.channelId, card.messageId)
+      : now < card.tokenExpiresAt
+        ? Routes.webhookMessage(card.applicationId, card.interactionToken, '@original')
+        : undefined;
+    if (!route) return 'unreachable';
+    try {
+      // The signal alone would not end a wait behind a rate limit (the REST client sleeps it out), but it keeps
+      // the retry after that wait from going out: a card the member was told is still there stays there.
+      const deadline = AbortSignal.timeout(deadlineMs);
+      await untilAborted(this.#rest.delete(route, { auth: card.messageId !== undefined, signal: deadline }), deadline);
+      return 'deleted';
+    } catch (error) {
+      if (isDiscordError(error, DISCORD_ERRORS.unknownMessage)) return 'gone';
+      throw error;
+    }
   }
 
   /**

@@ -22,7 +22,7 @@ function abortError(signal: AbortSignal): Error {
 }
 
 /** `promise`, or the signal's reason as soon as it aborts (the promise is left to settle unobserved). */
-function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
   if (signal.aborted) return Promise.reject(abortError(signal));
   return new Promise<T>((resolve, reject) => {
     const onAbort = () => reject(abortError(signal));

@@ -152,3 +152,42 @@ describe('postCard', () => {
     expect(disk?.body.indexOf('name="files[0]"; filename="v.mp4"')).toBeLessThan(disk?.body.indexOf('name="payload_json"') ?? -1);
   });
 });
+
+describe('deleteCard', () => {
+  const card: CardEdit = {
+    flags: MessageFlags.IsComponentsV2,
+    components: [{ type: ComponentType.Container, components: [{ type: ComponentType.TextDisplay, content: 'a card' }] }],
+  };
+  const address = (messageId: string | undefined) => ({
+    applicationId: 'app',
+    interactionToken: 'gone',
+    tokenExpiresAt: 0,
+    channelId: guild.textChannelId,
+    messageId,
+  });
+
+  it('deletes the card as the bot’s channel message, and says `gone` when it is gone already', async () => {
+    const posted = await outbox.postCard(guild.textChannelId, card);
+    expect(await outbox.deleteCard(address(posted.messageId))).toBe('deleted');
+    expect(discord.messages(guild.textChannelId).find((message) => message.id === posted.messageId)).toBeUndefined();
+    expect(await outbox.deleteCard(address(posted.messageId))).toBe('gone');
+  });
+
+  it('cannot reach a card whose id is unknown once its token has ended, and sends nothing', async () => {
+    const before = discord.requests.length;
+    expect(await outbox.deleteCard(address(undefined))).toBe('unreachable');
+    expect(discord.requests.length).toBe(before);
+  });
+
+  it('gives up at its deadline behind a rate limit, and its retry never goes out after that', async () => {
+    const posted = await outbox.postCard(guild.textChannelId, card);
+    discord.rateLimit({ method: 'DELETE', route: /^\/channels\/\d+\/messages\/\d+$/, times: 1, retryAfterSeconds: 1 });
+    const started = Date.now();
+    await expect(outbox.deleteCard(address(posted.messageId), 300)).rejects.toMatchObject({ name: 'TimeoutError' });
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(discord.messages(guild.textChannelId).find((message) => message.id === posted.messageId)).toBeDefined();
+    // A press after it waits out the same rate limit and finds the card still there: the first one's retry
+    // did not delete it behind the member's back.
+    expect(await outbox.deleteCard(address(posted.messageId))).toBe('deleted');
+  });
+});

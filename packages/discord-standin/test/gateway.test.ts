@@ -109,6 +109,21 @@ describe('the handshake', () => {
   });
 });
 
+describe('roles', () => {
+  it("sends a new role as GUILD_ROLE_CREATE, and its bits in its members' interactions", async () => {
+    const { gateway } = await identify(GUILDS);
+    const roleId = discord.createRole(guild.id, { name: 'Moderators', permissions: PERMISSIONS.manageMessages });
+    const created = await gateway.dispatch('GUILD_ROLE_CREATE');
+    expect(created.d).toMatchObject({ guild_id: guild.id, role: { id: roleId, name: 'Moderators', permissions: String(1n << 13n) } });
+    const moderator = discord.createUser({ guildId: guild.id, name: 'moderator', roles: [roleId] });
+    discord.runCommand({ user: moderator, guildId: guild.id, channelId: guild.textChannelId, command: 'ping' });
+    const pressed = await gateway.dispatch('INTERACTION_CREATE');
+    const permissions = BigInt(String(field(pressed.d, 'member', 'permissions')));
+    expect(permissions & PERMISSIONS.manageMessages).toBe(PERMISSIONS.manageMessages);
+    expect(permissions & PERMISSIONS.manageGuild).toBe(0n);
+  });
+});
+
 describe('intents', () => {
   it('withholds voice states and member joins from a bot without those intents', async () => {
     const { gateway } = await identify(GUILDS);

@@ -37,6 +37,7 @@ const EVENT_INTENTS: Record<string, number> = {
   CHANNEL_CREATE: INTENT.guilds,
   CHANNEL_UPDATE: INTENT.guilds,
   THREAD_CREATE: INTENT.guilds,
+  GUILD_ROLE_CREATE: INTENT.guilds,
   GUILD_ROLE_UPDATE: INTENT.guilds,
   GUILD_MEMBER_ADD: INTENT.guildMembers,
   VOICE_STATE_UPDATE: INTENT.guildVoiceStates,

@@ -243,6 +243,11 @@ export class DiscordStandIn {
     return this.#world.createGuild(options);
   }
 
+  /** A role with these permission bits (`PERMISSIONS`); its id, for `createUser({ roles })`. */
+  createRole(guildId: string, options: { name?: string; permissions: bigint }): string {
+    return this.#world.createRole(guildId, options);
+  }
+
   setAttachmentSizeLimit(guildId: string, bytes: number): void {
     this.#world.setAttachmentSizeLimit(guildId, bytes);
   }

@@ -7,6 +7,7 @@ import {
   EVERYONE_PERMISSIONS,
   PERMISSIONS,
   memberObject,
+  roleObject,
   type Guild,
   type Member,
   type PrivateChannel,
@@ -88,6 +89,23 @@ export class StandInWorld {
     const member: Member = { userId: user.id, roleIds, joinedAt: new Date().toISOString() };
     guild.members.set(user.id, member);
     return member;
+  }
+
+  /**
+   * A role in a guild with these permission bits (`PERMISSIONS`), above the guild's own roles (GUILD_ROLE_CREATE);
+   * its id, for `createUser({ roles })`.
+   */
+  createRole(guildId: string, options: { name?: string; permissions: bigint }): string {
+    const guild = guildOf(this.#parts, guildId);
+    const role = {
+      id: snowflake(),
+      name: options.name ?? `role-${randomBytes(2).toString('hex')}`,
+      permissions: options.permissions,
+      position: guild.roles.length,
+    };
+    guild.roles.push(role);
+    this.#parts.gateway.dispatch('GUILD_ROLE_CREATE', { guild_id: guild.id, role: roleObject(role) });
+    return role.id;
   }
 
   /**

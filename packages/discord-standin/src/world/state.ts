@@ -10,6 +10,7 @@ export const PERMISSIONS = {
   manageGuild: 1n << 5n,
   viewChannel: 1n << 10n,
   sendMessages: 1n << 11n,
+  manageMessages: 1n << 13n,
   embedLinks: 1n << 14n,
   attachFiles: 1n << 15n,
   readMessageHistory: 1n << 16n,

@@ -581,7 +581,7 @@ export interface MessagePlaceholders {
   'video.confirm.cancel': undefined;
   'video.list': { lines: string | number };
   'video.list.none': undefined;
-  'video.list.line': { by: string; operation: string; place: number; placed: string; progress: number; prompt: string | number; ref: string | number; shown: string; state: string; when: string | number };
+  'video.list.line': { by: string; deleted: string; operation: string; place: number; placed: string; progress: number; prompt: string | number; ref: string | number; shown: string; state: string; when: string | number };
   'video.autocomplete.task': { prompt: string | number; state: string };
   'video.refusal.invalid-option': { message: string | number; option: string | number };
   'video.refusal.task-unknown': undefined;
@@ -632,9 +632,20 @@ export interface MessagePlaceholders {
   'video.card.status.cancelled': { member: string | number };
   'video.button.unqueue': undefined;
   'video.button.unqueue-numbered': { number: number };
+  'video.button.delete': undefined;
   'video.refusal.member-limit': { limit: number };
   'video.refusal.line-full': { key: string; limit: number };
   'video.unqueue.not-yours': { owner: string | number };
   'video.unqueue.too-late': undefined;
   'video.unqueue.done': undefined;
+  'video.delete.question': undefined;
+  'video.delete.confirm': undefined;
+  'video.delete.keep': undefined;
+  'video.delete.kept': undefined;
+  'video.delete.done': undefined;
+  'video.delete.not-yours': { owner: string | number };
+  'video.delete.not-finished': undefined;
+  'video.delete.gone': undefined;
+  'video.delete.failed': undefined;
+  'video.card.deleted': { member: string | number };
 }

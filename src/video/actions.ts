@@ -8,7 +8,9 @@ const COMMAND = 'video';
 /**
  * Buttons under a finished video, in the order they are shown (Vary under a job's variants only), the
  * forms three of them open, the two buttons of a video that waits for its member's confirmation
- * (`src/video/confirmations.ts`), and the Cancel of a job waiting in its key's line (`unqueue`).
+ * (`src/video/confirmations.ts`), the Cancel of a job waiting in its key's line (`unqueue`), and the
+ * Delete of a finished job's card with the two buttons of its private question (`delete-confirm`,
+ * `delete-keep`).
  */
 const VIDEO_ACTIONS = [
   'extend',
@@ -22,6 +24,9 @@ const VIDEO_ACTIONS = [
   'confirm',
   'cancel',
   'unqueue',
+  'delete',
+  'delete-confirm',
+  'delete-keep',
 ] as const;
 export type VideoAction = (typeof VIDEO_ACTIONS)[number];
 

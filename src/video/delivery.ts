@@ -55,6 +55,7 @@ import type { TaskRepository } from './repository.ts';
 import { cardStateKey, closedWords, renderJobCard, renderLostCard, videoLink, type CardView, type KnownCard } from './status-card.ts';
 import { KeyedLock } from '../lib/keyed-lock.ts';
 import type { BotMetrics } from '../lib/metrics.ts';
+import { refuse, type Outcome } from '../wording/notice.ts';
 
 /**
  * Discord answers a repeated nonce with the first message only for "a few minutes": a card first posted
@@ -663,12 +664,70 @@ export class VideoDelivery {
     }
   }
 
+  /**
+   * Deletes a finished job's card (its Delete button, after its private confirm), then has every task of
+   * the job forget it (forgetCard): one step at a time with the job's edits, from the tasks as stored.
+   * Refused while any of them still runs or has a video to show (the card would be posted again), and
+   * when the card was deleted already. A card Discord no longer has (deleted from Discord's own menu)
+   * is forgotten all the same.
+   */
+  async deleteCard(task: TaskRecord, byUserId: string, now = Date.now()): Promise<Outcome> {
+    const { repository, outbox, log } = this.#deps;
+    return this.#oneAtATime(task, async () => {
+      const tasks = await this.#jobTasksAsStored((await repository.get(task.id)) ?? task);
+      if (tasks.some((sibling) => sibling.cardDeleted !== undefined)) return refuse('video.delete.gone');
+      if (tasks.some(deliveryPending)) return refuse('video.delete.not-finished');
+      // The job's first task holds the card's interaction token; any of them may have learned its message id.
+      const owner = tasks.find((sibling) => sibling.id === (task.job?.id ?? task.id)) ?? task;
+      const messageId = owner.card.messageId ?? tasks.find((sibling) => sibling.card.messageId !== undefined)?.card.messageId;
+      let deleted: Awaited<ReturnType<DiscordOutbox['deleteCard']>>;
+      try {
+        deleted = await outbox.deleteCard({ ...owner.card, channelId: owner.channelId, messageId }, undefined, now);
+      } catch (error) {
+        log.warn('could not delete a status card; it stays as it was', { task: owner.id, error });
+        return refuse('video.delete.failed');
+      }
+      if (deleted === 'unreachable') {
+        log.warn('could not delete a status card: its message id is unknown and its token has ended', { task: owner.id });
+        return refuse('video.delete.failed');
+      }
+      await Promise.all(tasks.map((sibling) => repository.change(sibling.id, (current) => forgetCard(current, byUserId, now))));
+      log.info('a status card was deleted', { task: owner.id, guild: owner.guildId, by: byUserId, found: deleted === 'deleted' });
+      return { ok: true };
+    });
+  }
+
   /** Every task of `task`'s job, as stored (`task` as in hand); a sibling the store no longer has counts as ended, one it cannot read throws. */
   async #jobTasksAsStored(task: TaskRecord): Promise<TaskRecord[]> {
     const ids = task.job?.taskIds ?? [task.id];
     const tasks = await Promise.all(ids.map((id) => (id === task.id ? Promise.resolve(task) : this.#deps.repository.get(id))));
     return tasks.filter((sibling) => sibling !== undefined);
   }
+}
+
+/**
+ * A task whose job's card was deleted by `by`: the card's message id and token are dropped, and a posted
+ * video's delivery closes (its message went with the card), so nothing edits, links or fetches from the
+ * deleted message; the card as drawn is marked current, so no step tries to edit it again.
+ */
+export function forgetCard(task: TaskRecord, by: string, at: number): TaskRecord {
+  const { messageId: _deleted, ...card } = task.card;
+  const { delivery } = task;
+  const forgotten: TaskRecord = {
+    ...task,
+    card: { ...card, interactionToken: '', tokenExpiresAt: 0 },
+    delivery:
+      delivery.state === 'posted'
+        ? {
+            state: 'closed',
+            attempts: delivery.attempts,
+            postingSince: delivery.postingSince,
+            ...(delivery.failures === undefined ? {} : { failures: delivery.failures }),
+          }
+        : delivery,
+    cardDeleted: { by, at },
+  };
+  return { ...forgotten, card: { ...forgotten.card, renderedState: cardStateKey(forgotten) } };
 }
 
 /**

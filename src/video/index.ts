@@ -79,6 +79,16 @@ export interface Video {
    */
   cancelWaiting(context: Pick<InteractionContext, 'guildId' | 'userId'>, taskRef: string, mayManage: boolean): Promise<Outcome>;
   /**
+   * Whether a member may delete the card of a task's job: its member, or one who may manage the channel's
+   * messages (`mayManage`); refused, with whose card it is, for anyone else, or when it is gone already.
+   */
+  mayDeleteCard(context: Pick<InteractionContext, 'guildId' | 'userId'>, taskRef: string, mayManage: boolean): Promise<Outcome>;
+  /**
+   * Deletes the card of a finished job, for whoever mayDeleteCard() lets; every task of the job is kept,
+   * but forgets the card (VideoDelivery.deleteCard).
+   */
+  deleteCard(context: Pick<InteractionContext, 'guildId' | 'userId'>, taskRef: string, mayManage: boolean): Promise<Outcome>;
+  /**
    * A task's status card as it stands, for its member privately (`/video status`): with its cost and its
    * member's total that day when reported, and a link to the message that shows the video; drawn as `view`
    * says (the edge gives its member's language).
@@ -165,8 +175,33 @@ export function createVideo(deps: VideoDeps): Video {
       if (task.state !== 'waiting' || !(await sender.cancel(task, context.userId))) return refuse('video.unqueue.too-late');
       return { ok: true };
     },
+    mayDeleteCard: async (context, taskRef, mayManage) => {
+      const deletable = await deletableCard(tasks, context, taskRef, mayManage);
+      return deletable.ok ? { ok: true } : deletable;
+    },
+    deleteCard: async (context, taskRef, mayManage) => {
+      const deletable = await deletableCard(tasks, context, taskRef, mayManage);
+      return deletable.ok ? delivery.deleteCard(deletable.task, context.userId) : deletable;
+    },
     privateCard: (task, view) => delivery.card(task, Date.now(), { ...view, audience: 'private' }),
     sourceForms: new SourceForms(store),
     confirmations: new VideoConfirmations({ store, policy, outbox, vendor, log }),
   };
+}
+
+/**
+ * The task whose job's card a member may delete (its member, or `mayManage`), or why not. A member's own
+ * install's card carries no buttons, and its tasks are not found in a server's list.
+ */
+async function deletableCard(
+  tasks: TaskRepository,
+  context: Pick<InteractionContext, 'guildId' | 'userId'>,
+  taskRef: string,
+  mayManage: boolean,
+): Promise<Outcome<{ task: TaskRecord }>> {
+  const task = await tasks.findInGuild(context.guildId, taskRef);
+  if (!task || task.userInstall) return refuse('video.refusal.no-task', { ref: taskRef });
+  if (task.userId !== context.userId && !mayManage) return refuse('video.delete.not-yours', { owner: `<@${task.userId}>` });
+  if (task.cardDeleted) return refuse('video.delete.gone');
+  return { ok: true, task };
 }

@@ -266,6 +266,11 @@ export interface TaskRecord {
    * or left to a sibling, or turned off). Unset on a task the gateway never took (its member was answered then).
    */
   ping?: PingState;
+  /**
+   * Its job's card was deleted (the Delete button), by whom and when: the task is kept, but forgets the
+   * card's message and token, and its video's post (`delivery` closed), so nothing edits or links them.
+   */
+  cardDeleted?: { by: string; at: number };
 }
 
 const PING_STATES = ['due', 'done'] as const;
@@ -480,6 +485,8 @@ const taskSchema: z.ZodType<TaskRecord> = z.object({
     .optional(),
   // Added without a new version: a task stored before it was never pinged, and unset means just that.
   ping: z.enum(PING_STATES).optional(),
+  // Added without a new version: a task stored before it never had its card deleted.
+  cardDeleted: z.object({ by: z.string(), at: z.number() }).optional(),
 });
 
 /**

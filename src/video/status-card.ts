@@ -40,6 +40,7 @@ import {
 import { DEFAULT_POLL_POLICY } from './poll-policy.ts';
 import type { InteractionContext } from '../ports/interaction-context.ts';
 import {
+  deliveryPending,
   isTerminal,
   madeVideo,
   moderationOf,
@@ -166,7 +167,8 @@ function statusLine(task: TaskRecord, locale: Locale): string {
       if (task.outcome.moderated) return tr('video.card.status.moderated');
       if (task.delivery.state === 'posted')
         return task.delivery.video.as === 'link' ? tr('video.card.status.shown-by-link') : tr('video.card.status.done');
-      if (task.delivery.state === 'closed') return tr('video.card.status.not-shown');
+      // Shown, then its card deleted: its delivery closed with the card's message.
+      if (task.delivery.state === 'closed') return tr(task.cardDeleted ? 'video.card.status.done' : 'video.card.status.not-shown');
       return tr('video.card.status.fetching');
     case 'failed':
       return moderationOf(task) === 'refused' ? tr('video.card.status.refused') : tr('video.card.status.failed');
@@ -223,7 +225,8 @@ function outcomeText(task: TaskRecord, context: CardContext, locale: Locale): st
 }
 
 function colorOf(task: TaskRecord): number {
-  if (task.state === 'succeeded' && !task.outcome.moderated && task.delivery.state !== 'closed') return COLORS.succeeded;
+  if (task.state === 'succeeded' && !task.outcome.moderated && (task.delivery.state !== 'closed' || task.cardDeleted))
+    return COLORS.succeeded;
   if (task.state === 'running' || task.state === 'submitting' || task.state === 'waiting') return COLORS.running;
   if (task.state === 'failed') return COLORS.failed;
   return COLORS.warning;
@@ -332,9 +335,9 @@ function linkButton(label: string, url: string): APIButtonComponent {
  * The buttons under a finished video: Extend, Edit, Regenerate, Change and regenerate; numbered when a
  * job has several videos, with Vary. Each variant's buttons are a row of their own: five actions,
  * Discord's most per row, and a card of four variants comes to at most 32 of its 40 components
- * (container, header, separator, four tiles, the gallery, and four rows of six). Numbered buttons take one
- * press where a select menu per action (or one "Act on variant…" menu) would take two, and need no new
- * kind of interaction.
+ * (container, header, separator, four tiles, the gallery, and four rows of six), 34 with the row of its
+ * Delete. Numbered buttons take one press where a select menu per action (or one "Act on variant…" menu)
+ * would take two, and need no new kind of interaction.
  */
 export function resultButtons(taskId: string, number?: number, locale: Locale = ENGLISH): APIButtonComponent[] {
   const tr = translator(locale);
@@ -414,6 +417,33 @@ function renderTile(
 }
 
 /**
+ * Whether a job's card offers Delete: the card everyone sees, once every task of the job has ended and has
+ * nothing left to show (a video still to come would only have the bot post the card again), and not one
+ * made through a member's own install (whose cards carry no buttons).
+ */
+function deletable(tasks: readonly TaskRecord[], view: CardView): boolean {
+  return (
+    view.audience === 'channel' &&
+    tasks.every((task) => !deliveryPending(task) && task.userInstall === undefined && task.cardDeleted === undefined)
+  );
+}
+
+/**
+ * Adds Delete once per card: beside the buttons of a card of one video when its row has room (it deletes
+ * the only video there is), else in a row of its own at the end, below every variant's row, where it
+ * reads as the whole card's. A card of four variants then has 34 of its 40 components.
+ */
+function withDeleteButton(
+  rows: APIActionRowComponent<APIComponentInMessageActionRow>[],
+  button: APIButtonComponent,
+  oneVideo: boolean,
+): void {
+  const last = rows.at(-1);
+  if (oneVideo && last && last.components.length < MAX_BUTTONS_PER_ROW) last.components.push(button);
+  else rows.push({ type: ComponentType.ActionRow, components: [button] });
+}
+
+/**
  * A job's card: the request, then each task's tile, the videos together in one media gallery. Tiles are
  * numbered when there are several. Text is cut to fit Discord's 4000 characters: the prompt first to its
  * preview, then each tile to its share of what is left.
@@ -449,6 +479,8 @@ export function renderJobCard(
       ? tr('video.card.variants-sent', { sent, total: sent + unsent.count, reason: shorten(unsent.reason, PROMPT_PREVIEW) })
       : undefined,
     view.handoff ? tr(`user-install.card.handoff.${view.handoff.note}`, { count: view.handoff.pending }) : undefined,
+    // Only a private view is drawn once the card is deleted: it says so, and links nothing there.
+    first.cardDeleted ? `-# ${tr('video.card.deleted', { member: `<@${first.cardDeleted.by}>` })}` : undefined,
   ].filter((line) => line !== undefined);
   const note = notes.map((line) => `\n${line}`).join('');
   const share = Math.floor((CARD_LIMITS.textLength - header.length - note.length) / tasks.length);
@@ -463,7 +495,9 @@ export function renderJobCard(
     ...tiles.map((tile) => tile.text),
   ];
   if (items.length > 0) children.push({ type: ComponentType.MediaGallery, items: items.slice(0, CARD_LIMITS.galleryItems) });
-  children.push(...tiles.flatMap((tile) => (tile.row ? [tile.row] : [])));
+  const rows = tiles.flatMap((tile) => (tile.row ? [tile.row] : []));
+  if (deletable(tasks, view)) withDeleteButton(rows, actionButton(tr('video.button.delete'), 'delete', first.id), !numbered);
+  children.push(...rows);
   return {
     flags: MessageFlags.IsComponentsV2,
     components: [{ type: ComponentType.Container, accent_color: jobColor(tasks), components: children }],

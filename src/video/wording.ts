@@ -337,6 +337,33 @@ export function heldQuestion(
   };
 }
 
+/** The private question the Delete button of a job's card asks: delete it for everyone, or keep it. */
+export function deleteCardQuestion(locale: Locale, taskId: string): ConfirmationQuestion {
+  const tr = translator(locale);
+  return {
+    content: tr('video.delete.question'),
+    components: [
+      {
+        type: ComponentType.ActionRow,
+        components: [
+          {
+            type: ComponentType.Button,
+            style: ButtonStyle.Danger,
+            label: tr('video.delete.confirm'),
+            custom_id: videoActionId('delete-confirm', taskId),
+          },
+          {
+            type: ComponentType.Button,
+            style: ButtonStyle.Secondary,
+            label: tr('video.delete.keep'),
+            custom_id: videoActionId('delete-keep', taskId),
+          },
+        ],
+      },
+    ],
+  };
+}
+
 /** What a held video's question says once it is answered by its member's press, or left unanswered. */
 export function heldQuestionClosed(
   held: { locale: Locale; plan: Parameters<typeof describeConfirmationClosed>[1] },

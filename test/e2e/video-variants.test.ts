@@ -53,15 +53,17 @@ describe.each(LAYERS)('variants on the %s layer', (layer) => {
     expect(cardText(card).match(/task `[^`]+`/g)).toHaveLength(3);
     expect(card.attachments.map((file) => file.filename).sort()).toEqual(refs.map((ref) => `video-${ref}.mp4`).sort());
     expect(galleryItems(card).sort()).toEqual(card.attachments.map((file) => file.url).sort());
-    expect(cardButtons(card).map((button) => button.label)).toEqual(
-      [1, 2, 3].flatMap((number) => [
+    // Each variant's row of actions, then the card's one Delete in a row of its own.
+    expect(cardButtons(card).map((button) => button.label)).toEqual([
+      ...[1, 2, 3].flatMap((number) => [
         `Extend ${number}`,
         `Edit ${number}`,
         `Regenerate ${number}`,
         `Change and regenerate ${number}`,
         `Vary ${number}`,
       ]),
-    );
+      'Delete',
+    ]);
     // Each file went up once, whatever order the variants finished in.
     const uploads = discord.uploads.filter((upload) => upload.messageId === card.id).map((upload) => upload.attachment.filename);
     expect(uploads.sort()).toEqual(card.attachments.map((file) => file.filename).sort());
@@ -174,15 +176,17 @@ describe.each(LAYERS)('variants on the %s layer', (layer) => {
     expect(galleryItems(card)).toEqual([]);
     const links = cardText(card).match(/http:\/\/127\.0\.0\.1:\d+\/files\/[0-9a-f]+\.mp4/g) ?? [];
     expect(new Set(links).size).toBe(2);
-    expect(cardButtons(card).map((button) => button.label)).toEqual(
-      [1, 2].flatMap((number) => [
+    // Each variant's row of actions, then the card's one Delete in a row of its own.
+    expect(cardButtons(card).map((button) => button.label)).toEqual([
+      ...[1, 2].flatMap((number) => [
         `Extend ${number}`,
         `Edit ${number}`,
         `Regenerate ${number}`,
         `Change and regenerate ${number}`,
         `Vary ${number}`,
       ]),
-    );
+      'Delete',
+    ]);
     expect(discord.requests.some((request) => request.status === 413)).toBe(false);
     expect(cardEditProblems(card)).toEqual([]);
   }, 60_000);

@@ -53,7 +53,7 @@ describe('the bot on the stand-ins', () => {
     // Sent as attachment://<name>; Discord (and the stand-in) answer with the attachment's own url.
     expect(galleryItems(card)).toEqual([card.attachments[0]?.url]);
     expect(card.edits.at(-1)?.json).toMatchObject({ attachments: [{ filename: card.attachments[0]?.filename }] });
-    expect(cardButtons(card).map((button) => button.label)).toEqual(['Extend', 'Edit', 'Regenerate', 'Change and regenerate']);
+    expect(cardButtons(card).map((button) => button.label)).toEqual(['Extend', 'Edit', 'Regenerate', 'Change and regenerate', 'Delete']);
     expect(cardEditProblems(card)).toEqual([]);
     // The one message: nothing else was posted in the channel for it.
     expect(discord.messages(guild.textChannelId).filter((message) => !before.has(message.id))).toHaveLength(1);
@@ -83,9 +83,10 @@ describe('the bot on the stand-ins', () => {
     // Delivered: the same card, its status, footer and buttons in French.
     expect(cardText(card)).toContain(`${title}\n${requestedBy}`);
     expect(cardText(card)).toContain(t(french, 'video.card.took', { duration: '' }).trim());
-    expect(cardButtons(card).map((button) => button.label)).toEqual(
-      (['extend', 'edit', 'regenerate', 'change'] as const).map((action) => t(french, 'video.button.label', { action })),
-    );
+    expect(cardButtons(card).map((button) => button.label)).toEqual([
+      ...(['extend', 'edit', 'regenerate', 'change'] as const).map((action) => t(french, 'video.button.label', { action })),
+      t(french, 'video.button.delete'),
+    ]);
     expect(card.attachments).toHaveLength(1);
 
     const german = resolveLocale('de', 'fr', 'member');

@@ -54,7 +54,7 @@ export function cardStates(): [string, TaskRecord, CardState][] {
       {
         text: ['**Done**', 'Cost: $0.42', 'took 42s'],
         gallery: ['attachment://video-vabc123.mp4'],
-        buttons: ['Extend', 'Edit', 'Regenerate', 'Change and regenerate'],
+        buttons: ['Extend', 'Edit', 'Regenerate', 'Change and regenerate', 'Delete'],
         files: ['video-vabc123.mp4'],
       },
     ],
@@ -64,7 +64,7 @@ export function cardStates(): [string, TaskRecord, CardState][] {
       {
         text: [overLimit, 'http://127.0.0.1:9/files/x.mp4', 'temporary link'],
         gallery: [],
-        buttons: ['Extend', 'Edit', 'Regenerate', 'Change and regenerate', 'Open the video'],
+        buttons: ['Extend', 'Edit', 'Regenerate', 'Change and regenerate', 'Open the video', 'Delete'],
       },
     ],
     [
@@ -77,18 +77,22 @@ export function cardStates(): [string, TaskRecord, CardState][] {
       {
         text: [overLimit, 'lasting link'],
         gallery: ['https://cdn.example.com/x.mp4'],
-        buttons: ['Extend', 'Edit', 'Regenerate', 'Change and regenerate'],
+        buttons: ['Extend', 'Edit', 'Regenerate', 'Change and regenerate', 'Delete'],
       },
     ],
     [
       'failed',
       closed('failed', { error: { code: 'invalid_argument', message: 'bad prompt.' } }),
-      { text: ['**Failed**', 'bad prompt.', 'refunded automatically', 'req-9'], gallery: [], buttons: [] },
+      { text: ['**Failed**', 'bad prompt.', 'refunded automatically', 'req-9'], gallery: [], buttons: ['Delete'] },
     ],
     [
       'moderated',
       { ...closed('succeeded', { moderated: true }) },
-      { text: ['**Withheld by the provider**', "The provider's content moderation withheld the finished video"], gallery: [], buttons: [] },
+      {
+        text: ['**Withheld by the provider**', "The provider's content moderation withheld the finished video"],
+        gallery: [],
+        buttons: ['Delete'],
+      },
     ],
     [
       'refused by moderation',
@@ -96,10 +100,14 @@ export function cardStates(): [string, TaskRecord, CardState][] {
       {
         text: ["**Refused by the provider's moderation**", "The provider's content moderation refused this prompt. Nothing was charged."],
         gallery: [],
-        buttons: [],
+        buttons: ['Delete'],
       },
     ],
-    ['timed out', closed('timed_out'), { text: ['**Timed out**'], gallery: [], buttons: [] }],
-    ['unknown', closed('unknown'), { text: ['**Outcome unknown**', 'cannot tell whether the gateway accepted'], gallery: [], buttons: [] }],
+    ['timed out', closed('timed_out'), { text: ['**Timed out**'], gallery: [], buttons: ['Delete'] }],
+    [
+      'unknown',
+      closed('unknown'),
+      { text: ['**Outcome unknown**', 'cannot tell whether the gateway accepted'], gallery: [], buttons: ['Delete'] },
+    ],
   ];
 }

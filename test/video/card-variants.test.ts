@@ -47,20 +47,25 @@ describe('a job card of variants', () => {
     }
   });
 
-  it('shows four finished variants side by side, numbered, each with its own buttons and task id', () => {
+  it('shows four finished variants side by side, numbered, each with its own buttons and task id, and one Delete for the card', () => {
     const done = states.find(([name]) => name === 'finished with its video')![1];
     const tasks = [0, 1, 2, 3].map((index) => variant(done, index, 4));
     const card = renderJobCard(tasks, { now: done.createdAt + 60_000 });
     expect(galleryItems(card)).toEqual(IDS.map((id) => `attachment://video-${id}.mp4`));
     expect(cardButtons(card).map((button) => button.label)).toEqual(
-      [1, 2, 3, 4].flatMap((number) => [
-        `Extend ${number}`,
-        `Edit ${number}`,
-        `Regenerate ${number}`,
-        `Change and regenerate ${number}`,
-        `Vary ${number}`,
-      ]),
+      [1, 2, 3, 4]
+        .flatMap((number) => [
+          `Extend ${number}`,
+          `Edit ${number}`,
+          `Regenerate ${number}`,
+          `Change and regenerate ${number}`,
+          `Vary ${number}`,
+        ])
+        .concat('Delete'),
     );
+    // Delete is the whole card's: a row of its own under the variants' rows, naming the job's first task.
+    const rows = allComponents(card.components).filter((component) => component.type === 1);
+    expect(rows.at(-1)?.components).toEqual([expect.objectContaining({ label: 'Delete', custom_id: 'video:delete:vjob1' })]);
     expect(cardButtons(card).find((button) => button.label === 'Vary 3')?.customId).toBe('video:vary:vjob3');
     for (const [index, id] of IDS.entries())
       expect(cardText(card)).toMatch(new RegExp(`\\*\\*${index + 1}\\*\\* · [^\\n]*\\n(?:.*\\n)*?-# ref ${id}`));

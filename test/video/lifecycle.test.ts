@@ -505,6 +505,7 @@ describe('Discord refusing the video', () => {
       'Regenerate',
       'Change and regenerate',
       'Open the video',
+      'Delete',
     ]);
     expect(cardEditProblems(shown)).toEqual([]);
   });

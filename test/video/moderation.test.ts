@@ -36,7 +36,8 @@ describe("the provider's content moderation", () => {
     expect(text).not.toContain('**Failed**');
     expect(text).not.toContain('Blocked by our safety system');
     expect(text).toContain('`req-9`');
-    expect(cardButtons(renderStatusCard(task))).toEqual([]);
+    // Nothing to extend or edit: only the card's own Delete.
+    expect(cardButtons(renderStatusCard(task)).map((button) => button.label)).toEqual(['Delete']);
   });
 
   it('the native form of the error (a string, the code at the top level) is the same refusal', () => {
@@ -69,7 +70,7 @@ describe("the provider's content moderation", () => {
     expect(cardText(card)).toContain('**Withheld by the provider**');
     expect(cardText(card)).toContain("The provider's content moderation withheld the finished video, so it is not posted.");
     expect(galleryItems(card)).toEqual([]);
-    expect(cardButtons(card)).toEqual([]);
+    expect(cardButtons(card).map((button) => button.label)).toEqual(['Delete']);
   });
 
   it('a task the provider did not moderate is neither', () => {

@@ -180,7 +180,7 @@ describe('a stored video task of the versions that posted the video as a message
     const drawn = renderStatusCard(task);
     expect(cardText(drawn)).toContain('**Done**');
     expect(galleryItems(drawn)).toEqual(['https://gateway.example/files/task_7.mp4']);
-    expect(cardButtons(drawn).map((button) => button.label)).toEqual(['Extend', 'Edit', 'Regenerate', 'Change and regenerate']);
+    expect(cardButtons(drawn).map((button) => button.label)).toEqual(['Extend', 'Edit', 'Regenerate', 'Change and regenerate', 'Delete']);
   });
 
   it('being posted, since a time it did not keep: posting since long ago, so a post of the card again looks in the channel first', () => {

@@ -64,10 +64,10 @@ describe("a task of a member's own install", () => {
     expect(cardText(renderStatusCard(posted, { now: 2 }, { audience: 'channel', askedIn: link }))).toContain(
       t(ENGLISH, 'user-install.card.asked-in', { link }),
     );
-    // A server's card says nothing of the sort, and keeps its buttons.
+    // A server's card says nothing of the sort, and keeps its buttons (the video's four, and Delete).
     const servers = renderStatusCard({ ...posted, guildId: ASKED_IN_GUILD, userInstall: undefined }, { now: 2 });
     expect(cardText(servers)).not.toContain(t(ENGLISH, 'user-install.card.operator-key', { member: `<@${MEMBER}>` }));
-    expect(cardButtons(servers)).toHaveLength(4);
+    expect(cardButtons(servers)).toHaveLength(5);
   });
 
   it('is known to the poller by its card in the DMs once there, and by its token alone before', () => {

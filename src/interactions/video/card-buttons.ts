@@ -4,6 +4,7 @@ import type { Services } from '../../services.ts';
 import { parseVideoActionId, videoActionId, type VideoAction } from '../../video/actions.ts';
 import type { Requirement } from '../requirements.ts';
 import { openChangeForm, submitChangeForm } from './change-form.ts';
+import { answerCardDeletion, askToDeleteCard } from './card-deletion.ts';
 import { answerConfirmation } from './confirmation.ts';
 import { interactionContext } from './context.ts';
 import { extendOrEditForm } from './extend-edit-forms.ts';
@@ -86,6 +87,21 @@ const CARD_BUTTONS: Record<CardButtonAction, CardButton> = {
   },
   // Cancel of a job waiting in its key's line: whoever may press it is decided with the job in hand.
   unqueue: { requires: { inServer: true }, answers: 'private', userInstall: false, press: cancelWaitingJob },
+  // Delete of a finished job's card, and the two buttons of its private question: whoever may press them is
+  // decided with the job in hand (its member, or Manage Messages), not by the server's role rules.
+  delete: { requires: { inServer: true }, answers: 'private', userInstall: false, press: askToDeleteCard },
+  'delete-confirm': {
+    requires: { inServer: true },
+    answers: 'private',
+    userInstall: false,
+    press: (interaction, services, taskId) => answerCardDeletion(interaction, services, 'delete', taskId),
+  },
+  'delete-keep': {
+    requires: { inServer: true },
+    answers: 'private',
+    userInstall: false,
+    press: (interaction, services, taskId) => answerCardDeletion(interaction, services, 'keep', taskId),
+  },
 };
 
 const BUTTON_OF_ACTION = new Map<string, CardButton>(Object.entries(CARD_BUTTONS));

@@ -37,6 +37,8 @@ export function describeRecentTasks(locale: Locale, tasks: readonly TaskRecord[]
       placed: placed ? 'yes' : 'no',
       // Every cancel writes who did it; a record without (none is written so) says only that it was cancelled.
       by: task.state === 'cancelled' && task.cancelledBy !== undefined ? `<@${task.cancelledBy}>` : 'nobody',
+      // A card its member or a moderator deleted: the task is still theirs, but nothing links to its card.
+      deleted: task.cardDeleted === undefined ? 'no' : 'yes',
       operation: task.operation,
       when: `<t:${Math.floor(task.createdAt / 1000)}:R>`,
       // One line each, cut between whole characters.

@@ -30,6 +30,12 @@ describe('a press of a button under a video', () => {
     expect(meets('cancel')).toEqual({ requires: { inServer: true }, answers: 'private', userInstall: false });
   });
 
+  it('of Delete and its question needs only the server (not the role rules: its member, or Manage Messages), and answers privately', () => {
+    for (const action of ['delete', 'delete-confirm', 'delete-keep'] as const) {
+      expect(meets(action)).toEqual({ requires: { inServer: true }, answers: 'private', userInstall: false });
+    }
+  });
+
   it('whose id names no button (a form’s, or one it does not know) fails in its handler, with nothing slow before it', () => {
     for (const id of [videoActionId('extend-modal', TASK), 'video:rewind:task-1']) {
       const button = cardButtonOf(id);

@@ -62,6 +62,17 @@ function newId(layer: Layer): string {
   return `${layer === 'native' ? 'req' : 'task'}_${randomBytes(12).toString('hex')}`;
 }
 
+/**
+ * The provider's content moderation refusing a prompt (`[[moderate:prompt]]`): the provider's own code on
+ * the native layer, which passes it on unchanged; on the compatibility layer, whose task codes are the
+ * gateway's five (docs/gateway.md, "Asynchronous task error codes"), `invalid_argument`, its message the
+ * only sign of moderation.
+ */
+function promptRefusal(layer: Layer): { code: string; message: string } {
+  const message = 'The prompt was rejected by content moderation.';
+  return { code: layer === 'native' ? 'imagine:content-moderated' : 'invalid_argument', message };
+}
+
 export class TaskEngine {
   readonly #config: EmulatorConfig;
   readonly #keys: KeyRegistry;
@@ -114,6 +125,7 @@ export class TaskEngine {
     let plan: Plan;
     if (request.asyncFailure) plan = { kind: 'fail', ...request.asyncFailure, atMs: Math.floor(generation / 2) };
     else if (triggers.hang) plan = { kind: 'hang' };
+    else if (triggers.moderatePrompt) plan = { kind: 'fail', ...promptRefusal(layer), atMs: Math.floor(generation / 2) };
     else if (triggers.failCode)
       plan = {
         kind: 'fail',

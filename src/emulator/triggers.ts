@@ -7,6 +7,9 @@ import { createHash } from 'node:crypto';
 //                            any other number is no trigger, since it would not be an error answer)
 //   [[http:STATUS:CODE:N]]   only the first N submissions carrying this exact prompt are refused
 //   [[moderate]]             a moderated result (done, respect_moderation false, no url)
+//   [[moderate:prompt]]      the provider's moderation refuses the prompt: the task fails (refunded), with
+//                            `imagine:content-moderated` on the native layer and `invalid_argument` on the
+//                            compatibility one, whose task codes are the gateway's own five
 //   [[storage-fail]]         storage fails; the task succeeds and the url still works
 //   [[no-cost]]              the task's answers carry no `usage` (the contract does not promise a cost)
 //   [[truncated]]            the task succeeds, but its video file is cut short: it starts as an mp4
@@ -17,6 +20,7 @@ export interface Triggers {
   hang: boolean;
   http: { status: number; code: string; times: number | undefined } | undefined;
   moderate: boolean;
+  moderatePrompt: boolean;
   storageFail: boolean;
   noCost: boolean;
   truncated: boolean;
@@ -38,6 +42,7 @@ export function parseTriggers(prompt: string | undefined): Triggers {
         ? { status: Number(http[1]), code: http[2] ?? 'upstream_error', times: http[3] === undefined ? undefined : Number(http[3]) }
         : undefined,
     moderate: text.includes('[[moderate]]'),
+    moderatePrompt: text.includes('[[moderate:prompt]]'),
     storageFail: text.includes('[[storage-fail]]'),
     noCost: text.includes('[[no-cost]]'),
     truncated: text.includes('[[truncated]]'),

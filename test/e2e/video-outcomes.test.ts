@@ -77,6 +77,20 @@ describe.each(LAYERS)('on the %s layer', (layer) => {
       expect(emulator.quotaUsd('emulator-key')).toBeCloseTo(quota, 6);
     });
 
+    it("tells the provider's refusal of a prompt by its code: plainly on the native layer, quoted on the compatibility one", async () => {
+      const run = generate(`a prompt moderation refuses [[moderate:prompt]] ${Math.random()}`);
+      const card = await finalCard(run, layer === 'native' ? 'refused this prompt' : 'rejected by content moderation');
+      if (layer === 'native') {
+        expect(card).toContain("**Refused by the provider's moderation**");
+        expect(card).toContain('Nothing was charged.');
+      } else {
+        // Its code is the gateway's invalid_argument: the message is quoted, never read (docs/gateway.md, "Errors").
+        expect(card).toContain('**Failed**');
+        expect(card).toContain('The prompt was rejected by content moderation.');
+        expect(card).toContain('refunded automatically');
+      }
+    });
+
     it('says when the gateway timed a task out, and that the quota was refunded', async () => {
       const card = await finalCard(generate('x [[hang]]'), 'Failed');
       expect(card).toContain('did not finish this video in time');

@@ -532,6 +532,36 @@ describe('quota', () => {
   );
 });
 
+describe("the provider's content moderation", () => {
+  it.each([
+    ['native', '/native/v1/videos/generations', 'imagine:content-moderated'],
+    ['compat', '/v1/videos/generations', 'invalid_argument'],
+  ] as const)(
+    '[[moderate:prompt]] on the %s layer fails the task with %s, says it was moderation, and refunds it',
+    async (layer, path, code) => {
+      const before = emulator.quotaUsd(KEY);
+      const answer = await call('POST', path, { model: 'svc-imagine-video-1.5', prompt: 'x [[moderate:prompt]]', duration: 4 });
+      expect(emulator.quotaUsd(KEY)).toBeLessThan(before);
+      const body = answer.body as { task_id?: string; request_id?: string };
+      const failed = await waitUntilDone(layer, (layer === 'native' ? body.request_id : body.task_id)!);
+      expect(failed.body).toMatchObject({
+        status: 'failed',
+        error: { code, message: 'The prompt was rejected by content moderation.' },
+        usage: { cost_in_usd_ticks: 0 },
+      });
+      expect(emulator.quotaUsd(KEY)).toBeCloseTo(before, 6);
+    },
+  );
+
+  it('[[moderate]] still makes the video and withholds it: done, respect_moderation false, no url', async () => {
+    const { request_id: id } = (
+      await call('POST', '/native/v1/videos/generations', { model: 'svc-imagine-video-1.5', prompt: 'x [[moderate]]', duration: 4 })
+    ).body as { request_id: string };
+    const done = (await waitUntilDone('native', id)).body;
+    expect(done).toMatchObject({ status: 'done', video: { url: '', respect_moderation: false } });
+  });
+});
+
 describe('padding the video to a size', () => {
   it('serves a valid mp4 of exactly the configured size', async () => {
     const padded = await startEmulator({ config: { timing: { generation_ms: 10 }, video: { bytes: 200_000 } } });

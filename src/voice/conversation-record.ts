@@ -3,6 +3,7 @@ import type { Logger } from '../lib/log.ts';
 import type { VoiceSettings } from '../ports/voice-settings.ts';
 import { readVoiceSettings, voiceSettingSchemas } from '../ports/voice-settings-schema.ts';
 import { versionedRecord, type Collection, type RecordWarning } from '../store/index.ts';
+import { isRecord } from '../lib/json.ts';
 import { graphemePrefix } from '../lib/text.ts';
 
 // A live conversation as the store keeps it (one record per server): enough to bring it back after a
@@ -27,10 +28,15 @@ export const RECORD_REFRESH_MS = 15 * 60_000;
 export interface RecordedTurn {
   speaker: 'user' | 'bot';
   text: string;
+  /**
+   * The members who spoke a member's turn (turns.ts names them), the one heard most first: a member who
+   * asks to be forgotten has their turns found by it. A turn of the bot's carries none.
+   */
+  members: string[];
 }
 
 /** The version of a conversation's record this code writes (src/store/versioned.ts). */
-const CONVERSATION_RECORD_VERSION = 1;
+const CONVERSATION_RECORD_VERSION = 2;
 
 /** A live conversation, as the recorder keeps it current. */
 export interface ConversationState {
@@ -56,7 +62,7 @@ export type ConversationRecord = ConversationState & { v: typeof CONVERSATION_RE
 
 /** `turns` with `turn` added last, the oldest dropped to keep within both bounds (a turn alone over the size keeps its start). */
 export function withTurn(turns: readonly RecordedTurn[], turn: RecordedTurn): RecordedTurn[] {
-  const kept = [...turns, { speaker: turn.speaker, text: graphemePrefix(turn.text, MAX_RECORDED_CHARS) }];
+  const kept = [...turns, { speaker: turn.speaker, text: graphemePrefix(turn.text, MAX_RECORDED_CHARS), members: [...turn.members] }];
   let chars = kept.reduce((sum, each) => sum + each.text.length, 0);
   while (kept.length > MAX_RECORDED_TURNS || chars > MAX_RECORDED_CHARS) chars -= kept.shift()!.text.length;
   return kept;
@@ -66,9 +72,12 @@ export function withTurn(turns: readonly RecordedTurn[], turn: RecordedTurn): Re
 type StoredConversation = Omit<ConversationRecord, 'settings'> & { settings: Readonly<Record<string, unknown>> };
 
 /**
- * Reads a conversation's record of any version. Version 0 (no `v`, before 2026-11-29) is the same
- * record; one without its counts (before restarts were counted) reads as live, never tried again and
- * written at no known time.
+ * Reads a conversation's record of any version. Version 0 (no `v`, before 2026-11-29) is version 1; one
+ * without its counts (before restarts were counted) reads as live, never tried again and written at no
+ * known time. Version 1 kept no member with a turn (before turns named who spoke them): its turns carry
+ * none, which is true of the bot's and unknown of the members' (a restart brings them back all the same,
+ * and a member asking to be forgotten cannot be told apart in them: they expire with the record, within
+ * RECORD_TTL_MS of the last write).
  */
 const parseStoredConversation = versionedRecord<StoredConversation>({
   name: 'conversation',
@@ -80,14 +89,20 @@ const parseStoredConversation = versionedRecord<StoredConversation>({
     userId: z.string(),
     settings: z.record(z.string(), z.unknown()),
     turns: z
-      .array(z.object({ speaker: z.enum(['user', 'bot']), text: z.string() }))
+      .array(z.object({ speaker: z.enum(['user', 'bot']), text: z.string(), members: z.array(z.string()) }))
       .transform((turns) => turns.reduce<RecordedTurn[]>(withTurn, [])),
     transcriptThreadId: z.string().optional(),
     restarting: z.boolean(),
     rejoinAttempts: z.number(),
     updatedAt: z.number(),
   }),
-  upgrade: (stored) => ({ restarting: false, rejoinAttempts: 0, updatedAt: 0, ...stored }),
+  upgrade: (stored, from) => {
+    const counted = from >= 1 ? stored : { restarting: false, rejoinAttempts: 0, updatedAt: 0, ...stored };
+    const turns = Array.isArray(counted.turns)
+      ? counted.turns.map((turn: unknown) => (isRecord(turn) ? { members: [], ...turn } : turn))
+      : counted.turns;
+    return { ...counted, turns };
+  },
 });
 
 /** How many stored records with settings read as their defaults the parser remembers having warned of. */

@@ -18,7 +18,7 @@ import { finalFailure, openFailure, type OpenFailure } from './realtime-errors.t
 import { RealtimeOpener } from './realtime-opener.ts';
 import { VoiceSession } from './session.ts';
 import { SpokenLines } from './spoken-lines.ts';
-import type { VoiceSessionMetrics } from './session-options.ts';
+import type { ConversationLine, VoiceSessionMetrics } from './session-options.ts';
 import { runVoiceToolCall } from './tool-caller.ts';
 import { TranscriptThread } from './transcript-thread.ts';
 import { missingVoicePermissions, peopleIn, wakeWords } from './voice-channel.ts';
@@ -305,7 +305,7 @@ export class VoiceService {
       onlyWhenNamed: answersOnlyWhenNamed(settings.respond, peopleIn(this.#deps.client, guild, voiceChannelId)),
       addressed: (transcript) => addressesBot(transcript, wakeWords(this.#deps.client, guild, settings)),
       onFunctionCall: (call) => runVoiceToolCall(this.#deps.videoRequests, guild, textChannelId, call, this.#deps.log),
-      onTranscript: (speaker, text, answered, aside) => this.#transcriptLine(guildId, speaker, text, answered, aside),
+      onTranscript: (line) => this.#transcriptLine(guildId, line),
       onProblem: (problem) => void this.#channel.post(guildId, textChannelId, problem),
       onGiveUp: (reason) => void this.#stopBecause(guildId, reason),
       onActivity: () => {
@@ -556,11 +556,15 @@ export class VoiceService {
     return this.#deps.videoRequests !== undefined && settings.tools !== false;
   }
 
-  /** A line of the conversation: kept in its record (unless the bot said it aside: it restarts, it is back) and posted in its transcript. */
-  #transcriptLine(guildId: string, speaker: 'user' | 'bot', text: string, answered: boolean, aside: boolean): void {
+  /**
+   * A line of the conversation: kept in its record with who spoke it (unless the bot said it aside: it
+   * restarts, it is back) and posted in its transcript.
+   */
+  #transcriptLine(guildId: string, line: ConversationLine): void {
     const entry = this.#guilds.get(guildId);
-    if (!aside) entry?.recorder?.turn({ speaker, text });
-    if (entry?.settings.transcripts) void entry.transcript.postLine(speaker, text, answered);
+    if (line.speaker === 'user') entry?.recorder?.turn({ speaker: 'user', text: line.text, members: [...line.members] });
+    else if (!line.aside) entry?.recorder?.turn({ speaker: 'bot', text: line.text, members: [] });
+    if (entry?.settings.transcripts) void entry.transcript.postLine(line.speaker, line.text, line.speaker === 'bot' || line.answered);
   }
 
   #onVoiceState(before: VoiceState, after: VoiceState): void {

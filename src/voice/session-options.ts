@@ -6,15 +6,23 @@ import type { BotMetrics } from '../lib/metrics.ts';
 import type { VoiceSettings } from '../ports/voice-settings.ts';
 import type { Notice, Phrase } from '../wording/notice.ts';
 import type { RenewalTimes } from './session-lifetime.ts';
+import type { TurnMembers } from './turns.ts';
 
 // What a voice session is given: its connection and settings, how to open a realtime session, and the
 // callbacks through which it tells the rest of the bot what happens in the conversation.
 
 /** A function call of the model, with who spoke the turn it answers. */
 export interface VoiceFunctionCall extends RealtimeFunctionCall {
-  /** The member whose audio made up most of the turn; undefined when nobody was heard. */
-  speakerId: string | undefined;
+  /** The members named for the turn (turns.ts, NAMED_SHARE), the one whose audio made most of it first; empty when nobody was heard. */
+  speakerIds: TurnMembers;
 }
+
+/**
+ * A line of the conversation. A member's turn names who spoke it (turns.ts, NAMED_SHARE) and whether the
+ * bot answers it; the bot's line may be `aside`, said off the record (see `announce`), not a turn.
+ */
+export type ConversationLine =
+  { speaker: 'user'; members: TurnMembers; text: string; answered: boolean } | { speaker: 'bot'; text: string; aside: boolean };
 
 export interface VoiceSessionOptions {
   guildId: string;
@@ -45,11 +53,8 @@ export interface VoiceSessionOptions {
   reconnect: { baseMs: number; maxMs: number; maxAttempts: number };
   /** The bot's own user id: its audio is never listened to. */
   botUserId: string;
-  /**
-   * A line of the conversation; a user's line says whether the bot answers it. `aside`: a line the bot was
-   * asked to say off the record (see `announce`), not a turn of the conversation.
-   */
-  onTranscript?(speaker: 'user' | 'bot', text: string, answered: boolean, aside: boolean): void;
+  /** A line of the conversation, as its transcript came. */
+  onTranscript?(line: ConversationLine): void;
   /** A problem users should hear about, to post in the text channel. */
   onProblem?(problem: Notice): void;
   /** The session could not be reopened and is closed: why, to post in the text channel. */

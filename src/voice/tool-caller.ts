@@ -13,7 +13,8 @@ export async function runVoiceToolCall(
   log: Logger,
 ): Promise<string> {
   if (!requests) return JSON.stringify({ status: 'not_done', message: 'No tools are available here.' });
-  const caller = call.speakerId === undefined ? undefined : await callerOf(guild, textChannelId, call.speakerId, log);
+  const speakerId = call.speakerIds[0];
+  const caller = speakerId === undefined ? undefined : await callerOf(guild, textChannelId, speakerId, log);
   return runToolCall(requests, caller, call.name, call.arguments);
 }
 

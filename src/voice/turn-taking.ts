@@ -6,14 +6,15 @@ import { realtimeErrorMeaning, type RealtimeErrorEvent } from './realtime-errors
 import type { VoiceSessionOptions } from './session-options.ts';
 import type { LiveState } from './session-states.ts';
 import type { SpeechPlayer, StoppedItem } from './speech-player.ts';
-import { TurnSpeakers } from './turns.ts';
+import { TurnSpeakers, type TurnMembers } from './turns.ts';
 import { notice, type Notice } from '../wording/notice.ts';
 
 // The conversation on a live realtime session: what the bot does with each server event. Members' turns
-// are heard and answered (or, answering only when named, decided by their transcript), answers are
-// played and cut off when someone talks over them, the model's function calls run as the member who
-// spoke, and the gateway's errors are routine or posted. The state of each concern is the live state's
-// (session-states.ts); the session itself, its transitions and its audio are session.ts's.
+// are heard and answered (or, answering only when named, decided by their transcript), each transcript
+// names who spoke its turn, answers are played and cut off when someone talks over them, the model's
+// function calls run as the members who spoke the turn answered, and the gateway's errors are routine or
+// posted. The state of each concern is the live state's (session-states.ts); the session itself, its
+// transitions and its audio are session.ts's.
 
 /** What turn-taking needs of the voice session. */
 export interface TurnTakingHost {
@@ -36,6 +37,8 @@ export class TurnTaking {
   readonly #log: Logger;
   /** Who spoke each turn, across realtime sessions. */
   readonly #speakers = new TurnSpeakers();
+  /** Who spoke the turn the bot answers now (or last): its function calls run as them. */
+  #answering: TurnMembers = [];
 
   constructor(host: TurnTakingHost) {
     this.#host = host;
@@ -64,8 +67,13 @@ export class TurnTaking {
       case 'input_audio_buffer.committed':
         live.turns.heard();
         live.answers.turnCommitted();
-        // With server VAD the gateway ends turns; the bot's own commits took their speaker already.
-        if (!this.#host.manual()) this.#turnEnded(live);
+        // With server VAD the gateway ends turns (and answers each); the bot's own commits took their members already.
+        if (this.#host.manual()) {
+          live.turns.committed(event.itemId);
+        } else {
+          this.#answering = this.#turnEnded(live);
+          live.turns.committed(event.itemId, this.#answering);
+        }
         break;
       case 'response.output_item.added':
       case 'conversation.item.created':
@@ -94,10 +102,11 @@ export class TurnTaking {
         this.#functionCall(live, event.call, undefined);
         break;
       case 'conversation.item.input_audio_transcription.completed':
-        this.#transcribed(live, event.transcript);
+        this.#transcribed(live, event.itemId, event.transcript);
         break;
       case 'response.output_audio_transcript.done':
-        if (event.transcript) options.onTranscript?.('bot', event.transcript, true, live.announcements.isAside(event.responseId));
+        if (event.transcript)
+          options.onTranscript?.({ speaker: 'bot', text: event.transcript, aside: live.announcements.isAside(event.responseId) });
         break;
       case 'error':
         this.#realtimeError(live, event);
@@ -139,11 +148,16 @@ export class TurnTaking {
     const live = this.#host.floor.state();
     if (live.status !== 'live' || this.#host.floor.memberSpeaking()) return;
     live.client.commit();
-    this.#turnEnded(live);
+    const members = this.#turnEnded(live);
+    live.turns.ended(members);
     live.turns.heard();
     // Answering only when named: the transcript decides (#transcribed); the turn joins the context either way.
-    if (this.#host.onlyWhenNamed()) live.turns.awaitTranscript();
-    else this.#requestResponse(live);
+    if (this.#host.onlyWhenNamed()) {
+      live.turns.awaitTranscript();
+    } else {
+      this.#answering = members;
+      this.#requestResponse(live);
+    }
   }
 
   /** Routine errors go to the log (a refusal for an active response is asked again); news is posted in the channel. */
@@ -165,6 +179,8 @@ export class TurnTaking {
     }
     // An announcement the gateway answered with another error is not waited for (nor said again).
     live.announcements.answeredWithError(event.clientEventId);
+    // A commit refused (nothing to commit) makes no item: the next confirmation is another turn's.
+    if (event.clientEventType === 'input_audio_buffer.commit') live.turns.commitRefused();
   }
 
   /**
@@ -207,28 +223,34 @@ export class TurnTaking {
     live.client.createResponse();
   }
 
-  /** A turn ended: who spoke most of it, and a fresh turn for function calls. */
-  #turnEnded(live: LiveState): void {
-    this.#speakers.turnEnded();
+  /** A turn ended: who spoke it, and a fresh turn for function calls. */
+  #turnEnded(live: LiveState): TurnMembers {
     live.calls.turnEnded();
     // The new turn is answered instead of one whose response.create was refused (a barge-in would cut it anyway).
     live.responses.dropRetry();
+    return this.#speakers.turnEnded();
   }
 
-  /** A user turn's transcript: answered when the bot answers everything, or when it names the bot. */
-  #transcribed(live: LiveState, transcript: string): void {
+  /**
+   * A user turn's transcript, naming who spoke it: answered when the bot answers everything, or when it
+   * names the bot. A transcript of an item the session never confirmed committed (a gateway that names
+   * no items) is the last turn's.
+   */
+  #transcribed(live: LiveState, itemId: string | undefined, transcript: string): void {
     const { options } = this.#host;
+    const members = live.turns.takeMembers(itemId) ?? this.#speakers.lastTurn;
     let answered = true;
     if (live.turns.transcriptDecides()) {
       answered = options.addressed?.(transcript) ?? true;
       if (answered) {
+        this.#answering = members;
         this.#requestResponse(live);
       } else {
         live.turns.settled();
         this.#log.debug('a turn that does not name the bot: heard, not answered');
       }
     }
-    if (transcript) options.onTranscript?.('user', transcript, answered, false);
+    if (transcript) options.onTranscript?.({ speaker: 'user', members, text: transcript, answered });
   }
 
   /**
@@ -243,7 +265,7 @@ export class TurnTaking {
     const cutOff = responseStatus === 'cancelled' || live.answers.isCutOff(call.responseId, call.itemId);
     const output = live.calls.outputFor(call, cutOff, () => {
       this.#log.info('function call', { name: call.name, call: call.callId });
-      return onFunctionCall({ ...call, speakerId: this.#speakers.lastTurnSpeaker }).catch((error: unknown) => {
+      return onFunctionCall({ ...call, speakerIds: this.#answering }).catch((error: unknown) => {
         this.#log.error('a function call failed', { name: call.name, error });
         return FAILED_CALL_OUTPUT;
       });

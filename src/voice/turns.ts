@@ -1,4 +1,27 @@
+import { FRAME_MS } from './audio/format.ts';
+
 // The members' turns: whether one waits for its answer on the realtime session, and who spoke each.
+
+/**
+ * A member is named for a turn when their audio made at least this share of its packets, or at least
+ * NAMED_MS of it. Below both, their part is a cough, a word said under someone else's sentence, or the
+ * silence frames that close a talk spurt (5 frames, 100 ms): nothing anyone would call speaking in the
+ * turn. Either bound alone would fail one way: by share only, a member who says a sentence (2 s) in
+ * someone's 20 s turn goes unnamed, though the model heard them and may act on it; by length only, a
+ * turn of 0.6 s names a member whose 0.3 s was half of it anyway. With both, a short turn names anyone
+ * who made a fifth of it, a long one anyone who spoke half a second.
+ */
+export const NAMED_SHARE = 0.2;
+export const NAMED_MS = 500;
+/** NAMED_MS in packets: each is one 20 ms frame. */
+const NAMED_PACKETS = NAMED_MS / FRAME_MS;
+/** Turns ended whose commit the gateway has not confirmed yet, at most: more means the confirmations stopped coming. */
+const UNCOMMITTED_KEPT = 8;
+/** Committed turns whose transcript has not come yet, at most (a gateway that transcribes nothing never claims them). */
+const ITEMS_KEPT = 32;
+
+/** Who spoke a turn: the members named for it (see NAMED_SHARE), the one whose audio made most of it first. */
+export type TurnMembers = readonly string[];
 
 /**
  * The members' turns on one realtime session: a turn heard and not answered yet, and, answering only turns
@@ -9,6 +32,10 @@ export class TurnsOfSession {
   #awaitingAnswer = false;
   /** Turns committed while answering only when named, whose transcript (and so whether to answer) is still to come. */
   #awaitingTranscript = 0;
+  /** Who spoke each turn the bot ended and the gateway has not confirmed committed yet, oldest first. */
+  readonly #uncommitted: TurnMembers[] = [];
+  /** Who spoke each committed turn, by its item, until its transcript comes. */
+  readonly #byItem = new Map<string, TurnMembers>();
 
   /** A turn waits for its answer. */
   get awaitingAnswer(): boolean {
@@ -41,31 +68,68 @@ export class TurnsOfSession {
     this.#awaitingTranscript--;
     return true;
   }
+
+  /** The bot ended a turn and committed it: the gateway's confirmation (`committed`) names its item. */
+  ended(members: TurnMembers): void {
+    this.#uncommitted.push(members);
+    if (this.#uncommitted.length > UNCOMMITTED_KEPT) this.#uncommitted.shift();
+  }
+
+  /**
+   * The gateway committed a turn as `itemId`: one the bot ended (the oldest it has not confirmed), or,
+   * with `members`, one the gateway ended itself (server VAD), which leaves none of the bot's waiting.
+   */
+  committed(itemId: string | undefined, members?: TurnMembers): void {
+    if (members !== undefined) this.#uncommitted.length = 0;
+    const turn = members ?? this.#uncommitted.shift();
+    if (turn === undefined || itemId === undefined) return;
+    this.#byItem.set(itemId, turn);
+    if (this.#byItem.size > ITEMS_KEPT) this.#byItem.delete(this.#byItem.keys().next().value!);
+  }
+
+  /** The gateway refused a commit of the bot's (an empty buffer): that turn has no item. */
+  commitRefused(): void {
+    this.#uncommitted.shift();
+  }
+
+  /** Who spoke the turn of `itemId`, once (its transcript came); undefined when the session never named it. */
+  takeMembers(itemId: string | undefined): TurnMembers | undefined {
+    if (itemId === undefined) return undefined;
+    const members = this.#byItem.get(itemId);
+    this.#byItem.delete(itemId);
+    return members;
+  }
 }
 
-/** Who spoke each turn: the member whose audio made up most of it. Kept across realtime sessions. */
+/** Who spoke each turn: the members whose audio made it (see NAMED_SHARE). Kept across realtime sessions. */
 export class TurnSpeakers {
-  /** Packets per speaker since the last turn ended. */
+  /** Packets per member since the last turn ended. */
   readonly #packets = new Map<string, number>();
-  #lastTurnSpeaker: string | undefined;
+  #lastTurn: TurnMembers = [];
 
-  /** Who spoke most of the last turn that ended; undefined until someone was heard. */
-  get lastTurnSpeaker(): string | undefined {
-    return this.#lastTurnSpeaker;
+  /** Who spoke the last turn that ended; empty until someone was heard. */
+  get lastTurn(): TurnMembers {
+    return this.#lastTurn;
   }
 
   packet(userId: string): void {
     this.#packets.set(userId, (this.#packets.get(userId) ?? 0) + 1);
   }
 
-  /** A turn ended: its speaker is the one heard most since the last (a turn nobody was heard in keeps the previous one). */
-  turnEnded(): void {
-    let speaker: string | undefined;
-    let most = 0;
-    for (const [userId, packets] of this.#packets) {
-      if (packets > most) [speaker, most] = [userId, packets];
-    }
+  /**
+   * A turn ended: who spoke it, most packets first (equal counts: first heard first). A turn nobody was heard in keeps the previous one's:
+   * its audio is what reached the gateway after that turn's packets were counted.
+   */
+  turnEnded(): TurnMembers {
+    let total = 0;
+    for (const packets of this.#packets.values()) total += packets;
+    // The member heard most is named however little anyone said (six members' murmurs are still a turn).
+    const named = [...this.#packets]
+      .sort(([, a], [, b]) => b - a)
+      .filter(([, packets], index) => index === 0 || packets >= NAMED_PACKETS || packets >= NAMED_SHARE * total)
+      .map(([userId]) => userId);
     this.#packets.clear();
-    if (speaker !== undefined) this.#lastTurnSpeaker = speaker;
+    if (named.length > 0) this.#lastTurn = named;
+    return this.#lastTurn;
   }
 }

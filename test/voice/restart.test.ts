@@ -91,11 +91,12 @@ describe('a voice conversation across a restart', () => {
     const session = emulator.realtime.sessions[before]!;
     await exchange(guild, session, 'My name is Ada.', 'Nice to meet you, Ada.');
     await exchange(guild, session, 'I keep bees.', 'Bees are wonderful.');
+    // Each member's turn keeps who spoke it; the bot's carry nobody.
     const turns = [
-      { speaker: 'user', text: 'My name is Ada.' },
-      { speaker: 'bot', text: 'Nice to meet you, Ada.' },
-      { speaker: 'user', text: 'I keep bees.' },
-      { speaker: 'bot', text: 'Bees are wonderful.' },
+      { speaker: 'user', text: 'My name is Ada.', members: [guild.member.id] },
+      { speaker: 'bot', text: 'Nice to meet you, Ada.', members: [] },
+      { speaker: 'user', text: 'I keep bees.', members: [guild.member.id] },
+      { speaker: 'bot', text: 'Bees are wonderful.', members: [] },
     ];
     // Kept while live: a crash now would leave this much.
     expect(await recordedTurns(guild.id, 4)).toMatchObject({ userId: guild.member.id, restarting: false, turns });
@@ -144,8 +145,8 @@ describe('a voice conversation across a restart', () => {
     // The conversation goes on, is kept as before, and is still counted for the member who brought the bot in.
     await exchange(guild, resumed[0]!, 'Where do I keep them?', 'In your garden.');
     expect((await recordedTurns(guild.id, 6)).turns.slice(-2)).toEqual([
-      { speaker: 'user', text: 'Where do I keep them?' },
-      { speaker: 'bot', text: 'In your garden.' },
+      { speaker: 'user', text: 'Where do I keep them?', members: [guild.member.id] },
+      { speaker: 'bot', text: 'In your garden.', members: [] },
     ]);
     expect(await second.leave(guild.id, { why: 'asked', by: 'test' })).toBe(true);
     expect(await voiceMsOf(guild.id, guild.member.id)).toBeGreaterThan(spentBefore);
@@ -251,7 +252,7 @@ describe('a voice conversation across a restart', () => {
       const guild = discord.createGuild();
       await memberInVoice(guild);
       await records.set(guild.id, {
-        v: 1,
+        v: 2,
         voiceChannelId: guild.voiceChannelId,
         textChannelId: guild.textChannelId,
         userId: guild.member.id,

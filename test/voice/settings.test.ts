@@ -66,7 +66,12 @@ describe('stored voice settings', () => {
     };
     const warnings: unknown[] = [];
     const record = parse(JSON.parse(JSON.stringify(stored)), (message, fields) => warnings.push({ message, fields }));
-    expect(record).toEqual({ ...stored, v: 1, settings: { ...defaults, language: 'de' } });
+    expect(record).toEqual({
+      ...stored,
+      v: 2,
+      turns: [{ speaker: 'user', text: 'hello', members: [] }],
+      settings: { ...defaults, language: 'de' },
+    });
     expect(warnings).toEqual([
       {
         message: "a conversation's voice settings missing or out of their bounds are read as their defaults",
@@ -100,6 +105,6 @@ describe('stored voice settings', () => {
       settings: defaultVoiceSettings('svc'),
       turns: [],
     });
-    expect(record).toMatchObject({ v: 1, restarting: false, rejoinAttempts: 0, updatedAt: 0 });
+    expect(record).toMatchObject({ v: 2, restarting: false, rejoinAttempts: 0, updatedAt: 0 });
   });
 });

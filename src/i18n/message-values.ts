@@ -260,7 +260,10 @@ export interface MessagePlaceholders {
   'voice.transcript.header': { channel: string | number };
   'voice.transcript.thread': undefined;
   'voice.transcript.no-thread': undefined;
-  'voice.transcript.line': { answered: string; speaker: string; text: string | number };
+  'voice.transcript.line': { answered: string; speaker: string | number; text: string | number };
+  'voice.transcript.member': { mention: string | number; name: string | number };
+  'voice.transcript.someone': undefined;
+  'voice.transcript.bot': { name: string | number };
   'usage.videos': { count: number };
   'usage.and': { first: string | number; second: string | number };
   'usage.plus': { first: string | number; second: string | number };

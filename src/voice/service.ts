@@ -21,7 +21,7 @@ import { SpokenLines } from './spoken-lines.ts';
 import type { ConversationLine, VoiceSessionMetrics } from './session-options.ts';
 import { runVoiceToolCall } from './tool-caller.ts';
 import { TranscriptThread } from './transcript-thread.ts';
-import { missingVoicePermissions, peopleIn, wakeWords } from './voice-channel.ts';
+import { botName, memberName, missingVoicePermissions, peopleIn, wakeWords } from './voice-channel.ts';
 import { connectToChannel, disconnect, watchConnection, type ConnectionEnd } from './voice-connection.ts';
 import { ConversationRecorder, type ConversationRecord, type ConversationRecords } from './conversation-record.ts';
 import type { Audience } from '../i18n/index.ts';
@@ -360,6 +360,14 @@ export class VoiceService {
       threadId: resumed?.transcriptThreadId,
       word: (told) => this.#channel.word(guildId, told),
       voiceChannelId: () => conversation().voiceChannelId,
+      memberName: async (userId) => {
+        const guild = this.#deps.client.guilds.cache.get(guildId);
+        return guild && memberName(guild, userId);
+      },
+      botName: () => {
+        const guild = this.#deps.client.guilds.cache.get(guildId);
+        return (guild && botName(this.#deps.client, guild)) ?? this.#deps.client.user?.username ?? '';
+      },
       onOpened: (threadId) => conversation().recorder?.change({ transcriptThreadId: threadId }),
       onRefused: () => {
         const entry = conversation();
@@ -564,7 +572,7 @@ export class VoiceService {
     const entry = this.#guilds.get(guildId);
     if (line.speaker === 'user') entry?.recorder?.turn({ speaker: 'user', text: line.text, members: [...line.members] });
     else if (!line.aside) entry?.recorder?.turn({ speaker: 'bot', text: line.text, members: [] });
-    if (entry?.settings.transcripts) void entry.transcript.postLine(line.speaker, line.text, line.speaker === 'bot' || line.answered);
+    if (entry?.settings.transcripts) void entry.transcript.postLine(line);
   }
 
   #onVoiceState(before: VoiceState, after: VoiceState): void {

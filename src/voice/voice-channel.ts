@@ -2,7 +2,7 @@ import { PermissionFlagsBits, type Client, type Guild, type VoiceState } from 'd
 import type { VoiceSettings } from '../ports/voice-settings.ts';
 
 // What the bot reads of a voice channel in discord.js's cache: what it may do there, who is in it, and
-// what counts as its name there.
+// what counts as its name there, and the names of the members it hears.
 
 /** What the bot needs in a voice channel, by the name the catalogs give each (`voice.permission`). */
 const VOICE_PERMISSIONS = [
@@ -35,9 +35,29 @@ export function peopleIn(client: Client, guild: Guild, channelId: string): numbe
   return guild.voiceStates.cache.filter((state) => state.channelId === channelId && state.id !== botId && !isBot(state)).size;
 }
 
+/** The bot's display name on the server (its nickname there, else its own name); undefined before it logged in. */
+export function botName(client: Client, guild: Guild): string | undefined {
+  return guild.members.me?.displayName ?? client.user?.username;
+}
+
 /** What counts as the bot's name: the server's wake words, else its display name there. */
 export function wakeWords(client: Client, guild: Guild, settings: VoiceSettings): string[] {
   if (settings.wakeWords.length > 0) return settings.wakeWords;
-  const name = guild.members.me?.displayName ?? client.user?.username;
+  const name = botName(client, guild);
   return name === undefined ? [] : [name];
+}
+
+/**
+ * A member's display name on the server (nickname, else global name, else username): from the cache,
+ * which holds whoever is in a voice channel (their voice state carries the member), else asked of
+ * Discord. Undefined when it cannot be had (they left the server, Discord did not answer).
+ */
+export async function memberName(guild: Guild, userId: string): Promise<string | undefined> {
+  const cached = guild.members.cache.get(userId);
+  if (cached) return cached.displayName;
+  try {
+    return (await guild.members.fetch(userId)).displayName;
+  } catch {
+    return guild.client.users.cache.get(userId)?.displayName;
+  }
 }

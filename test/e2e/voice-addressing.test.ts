@@ -162,12 +162,12 @@ describe('when the bot answers', () => {
       );
       await discord.waitForMessage(
         thread.id,
-        (message) => message.content === '**Voice**: what time is it · not answered (not addressed to me)',
+        (message) => message.content === `**member** (<@${guild.member.id}>): what time is it · not answered (not addressed to me)`,
         10_000,
       );
       await discord.waitForMessage(
         thread.id,
-        (message) => message.content === `**Voice**: Hey ${BOT_NAME}, what time is it · ✅ answered`,
+        (message) => message.content === `**member** (<@${guild.member.id}>): Hey ${BOT_NAME}, what time is it · ✅ answered`,
         10_000,
       );
 
@@ -201,6 +201,12 @@ describe('when the bot answers', () => {
       const later = clientEvents(session, 'response.create').filter((entry) => entry.at >= again);
       expect(later).toHaveLength(1);
       expect(later[0]!.at).toBeGreaterThanOrEqual(named);
+      // The other member's lines name them, not the member who spoke before.
+      await discord.waitForMessage(
+        thread.id,
+        (message) => message.content === `**admin** (<@${guild.admin.id}>): so what did you think · not answered (not addressed to me)`,
+        10_000,
+      );
     } finally {
       await settings({ transcripts: false });
     }

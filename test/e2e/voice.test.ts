@@ -305,15 +305,20 @@ describe('voice conversations', () => {
     // The member's half second, as the gateway heard it: on a busy machine the bot feeds silence where a
     // packet comes late (as it must, in real time), so the turn may run a little longer (0.6 or 0.7 s
     // with the suite beside two busy loops). The bot's line answers that same turn.
+    // Each line is named: the member by name and mention, the bot by its name.
     const line = await discord.waitForMessage(
       thread.id,
-      (message) => /^\*\*Voice\*\*: \([\d.]+ s of speech\)/.test(message.content),
+      (message) => message.content.startsWith(`**member** (<@${guild.member.id}>): (`) && message.content.includes(' s of speech)'),
       15_000,
     );
     const heard = /\(([\d.]+) s of speech\)/.exec(line.content)![1]!;
     expect(Number(heard)).toBeGreaterThanOrEqual(0.5);
     expect(Number(heard)).toBeLessThan(1);
-    await discord.waitForMessage(thread.id, (message) => message.content.startsWith(`**Bot**: Echo of ${heard} seconds.`), 15_000);
+    await discord.waitForMessage(
+      thread.id,
+      (message) => message.content.startsWith(`**video-voice-bot**: Echo of ${heard} seconds.`),
+      15_000,
+    );
   });
 
   it('posts no transcript when the server has them off', async () => {

@@ -214,19 +214,16 @@ export async function startApp(
       return access.ok ? access : undefined;
     },
   });
-  // The model's video tools run as the member who spoke: /video's role rules, limits, key and defaults.
+  // The model's video tools run as the members who spoke: /video's role rules, the moderators' denied
+  // members, limits, key and defaults. What they are told is spoken and posted where the whole channel
+  // hears it: in the server's language.
   const videoRequests = new VoiceVideo({
     prepare: video.prepare,
     submit: (plan, context) => video.submit(plan, context),
     tasks: video.tasks,
     outbox,
-    // Spoken and posted where the whole channel hears it: the server's language.
-    mayUseVideo: async (caller) => {
-      const access = await settings.mayUse(caller.guildId, 'video', caller.roleIds, caller.isServerManager);
-      if (access.ok) return access;
-      moderationLog.refused({ guildId: caller.guildId, userId: caller.userId, what: 'voice-tool', why: access.notice });
-      return { ok: false, message: word(guildLocale(caller.guildId), access.notice) };
-    },
+    mayUseVideo: (guildId, member) => settings.mayUse(guildId, 'video', member.roleIds, member.isServerManager),
+    deniedMembers: async (guildId) => (await settings.rules(guildId)).denied,
     serverContext: (guildId) => ({ guildLocale: guildLocale(guildId) }),
     currentPlace: (task) => video.sender.currentPlace(task),
     moderationLog,

@@ -212,6 +212,9 @@ export interface MessagePlaceholders {
   'requirement.what.voice-settings': undefined;
   'requirement.what.gateway-key': undefined;
   'access.roles-only': { command: string | number; roles: string | number };
+  'video.voice.named': { mention: string | number; name: string | number };
+  'video.voice.member-denied': { member: string | number };
+  'video.voice.member-may-not': { member: string | number; why: string | number };
   'dispatch.restarting': undefined;
   'dispatch.store-unavailable': { reference: string | number };
   'dispatch.failed': { reference: string | number };

@@ -1,15 +1,26 @@
 // What a voice conversation asks of the video part when the model calls one of its tools: a video made,
-// or a task looked up, as the member who spoke would get it with /video. The answer is in words the
-// model can say.
+// or a task looked up, as the member who spoke would get it with /video. A turn several members spoke
+// runs with the permissions of the most restricted of them. The answer is in words the model can say.
 
-/** The member a call runs as, and where the conversation's text channel is. */
-export interface VoiceCaller {
+/** A member heard in the turn a call answers, as the video part checks their access. */
+export interface VoiceMember {
+  userId: string;
+  /** Their name on the server, which the model can say; undefined when it could not be looked up. */
+  displayName: string | undefined;
+  roleIds: readonly string[];
+  isServerManager: boolean;
+}
+
+/** The member a call runs as (who spoke most of the turn), the others who spoke it, and where the conversation's text channel is. */
+export interface VoiceCaller extends VoiceMember {
   guildId: string;
   /** The conversation's text channel: the task's card and video are posted there. */
   channelId: string;
-  userId: string;
-  roleIds: readonly string[];
-  isServerManager: boolean;
+  /**
+   * The other members named for the turn: the call is made for the caller (their task, limits and
+   * budget), and only when each of these may make it too.
+   */
+  alsoHeard: readonly VoiceMember[];
 }
 
 export interface VoiceVideoRequest {

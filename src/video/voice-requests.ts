@@ -1,10 +1,8 @@
 import type { DiscordOutbox } from '../discord/outbox.ts';
 import type { Logger } from '../lib/log.ts';
-import type { Result } from '../lib/result.ts';
 import { DEFAULT_ATTACHMENT_SIZE_LIMIT, type InteractionContext } from '../ports/interaction-context.ts';
-import type { VoiceCaller, VoiceToolOutcome, VoiceVideoRequest, VoiceVideoRequests } from '../ports/voice-video.ts';
+import type { VoiceCaller, VoiceMember, VoiceToolOutcome, VoiceVideoRequest, VoiceVideoRequests } from '../ports/voice-video.ts';
 import type { ModerationLogPort } from '../ports/moderation-log.ts';
-import type { Notice } from '../wording/notice.ts';
 import type { VideoPreparation } from './prepare.ts';
 import { jobEstimateUsdTicks, jobSize, type SubmissionPlan } from './plan.ts';
 import type { TaskRecord } from './record.ts';
@@ -13,10 +11,13 @@ import { SubmissionRefusedError } from './submit.ts';
 import { formatEstimate } from '../wording/cost.ts';
 import { inChannelWords, voiceRequestCard } from './status-card.ts';
 import { graphemePrefix } from '../lib/text.ts';
+import { notice, type Notice, type Outcome } from '../wording/notice.ts';
 
 // /video generate and /video status for a member who asked by voice: the same preparation, role rules,
 // limits, key and defaults as the command, and the same card (a channel message here, since there is
-// no interaction to answer), with the outcome in words the voice model can say.
+// no interaction to answer), with the outcome in words the voice model can say. A request several
+// members spoke goes as far as the most restricted of them may: one the moderators deny, or (to make a
+// video) one without the video role, refuses it for all.
 
 export interface VoiceVideoDeps {
   prepare: VideoPreparation;
@@ -24,7 +25,9 @@ export interface VoiceVideoDeps {
   tasks: TaskRepository;
   outbox: Pick<DiscordOutbox, 'postCard'>;
   /** The server's role rules for /video, as the dispatcher applies them to the command. */
-  mayUseVideo(caller: VoiceCaller): Promise<Result>;
+  mayUseVideo(guildId: string, member: VoiceMember): Promise<Outcome>;
+  /** The members the server's moderators refuse every use of the bot (/config rules); default none. */
+  deniedMembers?(guildId: string): Promise<readonly string[]>;
   /**
    * What the server adds to the context of a request made by voice: its language, which the video's card
    * and what the member hears are worded in (default English).
@@ -76,6 +79,12 @@ function describeTask(task: TaskRecord, place: number | undefined): string {
   return `Task ${task.id} ("${graphemePrefix(task.prompt, 80)}") ${describeState(task, place)}.${posted}`;
 }
 
+/** A member as the model is told of them: their name, which it can say, and their mention. */
+function named(member: VoiceMember): string | Notice {
+  const mention = `<@${member.userId}>`;
+  return member.displayName === undefined ? mention : notice('video.voice.named', { name: member.displayName, mention });
+}
+
 export class VoiceVideo implements VoiceVideoRequests {
   readonly #deps: VoiceVideoDeps;
 
@@ -85,11 +94,10 @@ export class VoiceVideo implements VoiceVideoRequests {
 
   async generate(caller: VoiceCaller, request: VoiceVideoRequest): Promise<VoiceToolOutcome> {
     const { prepare, outbox, log } = this.#deps;
-    const allowed = await this.#deps.mayUseVideo(caller);
-    if (!allowed.ok) return { status: 'refused', message: allowed.message };
-    // No member's language comes with a voice request: what they hear and the card are the server's.
+    const refusal = (await this.#denied(caller)) ?? (await this.#withoutVideoAccess(caller));
+    if (refusal) return { status: 'refused', message: inChannelWords(this.#serverContext(caller.guildId), refusal) };
     const context: InteractionContext = {
-      ...this.#deps.serverContext?.(caller.guildId),
+      ...this.#serverContext(caller.guildId),
       guildId: caller.guildId,
       channelId: caller.channelId,
       userId: caller.userId,
@@ -167,6 +175,8 @@ export class VoiceVideo implements VoiceVideoRequests {
 
   async status(caller: VoiceCaller, taskRef: string | undefined): Promise<VoiceToolOutcome> {
     const { tasks } = this.#deps;
+    const denied = await this.#denied(caller);
+    if (denied) return { status: 'refused', message: inChannelWords(this.#serverContext(caller.guildId), denied) };
     const task =
       taskRef === undefined
         ? (await tasks.recentForUser(caller.guildId, caller.userId, 1))[0]
@@ -178,6 +188,32 @@ export class VoiceVideo implements VoiceVideoRequests {
       };
     }
     return { status: 'found', message: describeTask(task, await this.#placeOf(task)), task: task.id };
+  }
+
+  /** No member's language comes with a voice request: what they hear and the card are the server's. */
+  #serverContext(guildId: string): Partial<InteractionContext> {
+    return this.#deps.serverContext?.(guildId) ?? {};
+  }
+
+  /** Why the request is refused when the moderators deny a member who spoke it; undefined when they deny none. */
+  async #denied(caller: VoiceCaller): Promise<Notice | undefined> {
+    const denied = new Set((await this.#deps.deniedMembers?.(caller.guildId)) ?? []);
+    const member = [caller, ...caller.alsoHeard].find(({ userId }) => denied.has(userId));
+    return member && notice('video.voice.member-denied', { member: named(member) });
+  }
+
+  /**
+   * Why no video is made when a member who spoke the request may not make one: the caller in /video's own
+   * words, another member named; undefined when all of them may.
+   */
+  async #withoutVideoAccess(caller: VoiceCaller): Promise<Notice | undefined> {
+    const own = await this.#deps.mayUseVideo(caller.guildId, caller);
+    if (!own.ok) return own.notice;
+    for (const member of caller.alsoHeard) {
+      const access = await this.#deps.mayUseVideo(caller.guildId, member);
+      if (!access.ok) return notice('video.voice.member-may-not', { member: named(member), why: access.notice });
+    }
+    return undefined;
   }
 
   /** A waiting task's place in its key's line as it stands now, else as its record last stored it. */

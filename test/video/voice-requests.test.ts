@@ -17,7 +17,15 @@ import { startOneSlotKey, type OneSlotKey } from '../support/one-slot-key.ts';
 // A video asked for by voice is refused as /video refuses it, in words the voice model says where the
 // whole channel hears them: the server's language.
 
-const caller: VoiceCaller = { guildId: 'g1', channelId: 'c1', userId: 'u1', roleIds: [], isServerManager: false };
+const caller: VoiceCaller = {
+  guildId: 'g1',
+  channelId: 'c1',
+  userId: 'u1',
+  displayName: 'Ana',
+  roleIds: [],
+  isServerManager: false,
+  alsoHeard: [],
+};
 const request = { prompt: 'a heron fishing at dawn', duration: undefined, aspectRatio: undefined, resolution: undefined };
 
 function unused(): never {
@@ -133,6 +141,81 @@ describe("a video asked for by voice past the server's limit", () => {
         prompt: request.prompt,
       },
     ]);
+  });
+});
+
+// A request several members spoke goes as far as the most restricted of them may: one without the video
+// role stops a video, one the moderators deny stops every tool; the model is told who, in the server's
+// language. (The server has no key: a request every member may make gets as far as that refusal.)
+
+describe('a video asked for by voice in a turn several members spoke', () => {
+  let directory: string;
+  let store: Store;
+  let prepare: VideoPreparation;
+  let tasks: TaskRepository;
+
+  beforeAll(async () => {
+    directory = mkdtempSync(join(tmpdir(), 'voice-requests-members-'));
+    store = await openStore(`sqlite://${join(directory, 'bot.sqlite')}`, silentLogger);
+    tasks = new TaskRepository(store, silentLogger);
+    prepare = new VideoPreparation({ policy: keyless, repository: tasks, endUsers: new EndUserIds(store), vendor: 'svc' });
+  });
+  afterAll(async () => {
+    await store.close();
+    rmSync(directory, { recursive: true, force: true });
+  });
+
+  const bo = { userId: 'u2', displayName: 'Bo', roleIds: [], isServerManager: false };
+  const withRole = { userId: 'u3', displayName: undefined, roleIds: ['r1'], isServerManager: false };
+
+  /** Only members with role r1 may make videos; the moderators deny `denied`. */
+  function videoByVoice(denied: readonly string[], serverLanguage?: string): VoiceVideo {
+    return new VoiceVideo({
+      prepare,
+      submit: unused,
+      tasks,
+      outbox: { postCard: unused },
+      mayUseVideo: (_guildId, member) =>
+        Promise.resolve(
+          member.roleIds.includes('r1')
+            ? { ok: true }
+            : refuse('access.roles-only', { command: '/video', roles: { phrase: 'list', items: ['<@&r1>'] } }),
+        ),
+      deniedMembers: () => Promise.resolve(denied),
+      ...(serverLanguage === undefined ? {} : { serverContext: () => ({ guildLocale: serverLanguage }) }),
+      log: silentLogger,
+    });
+  }
+
+  it("makes none when another member who spoke may not, naming them; the caller without the role is told in /video's words", async () => {
+    const caller3 = { ...caller, ...withRole, alsoHeard: [bo] };
+    expect(await videoByVoice([]).generate(caller3, request)).toEqual({
+      status: 'refused',
+      message:
+        'No video was made: Bo (<@u2>) spoke in this request too, and may not make videos on this server. On this server, /video is for members with <@&r1>. Ask a server admin if you need it.',
+    });
+    expect(await videoByVoice([]).generate({ ...caller, ...bo, alsoHeard: [withRole] }, request)).toEqual({
+      status: 'refused',
+      message: 'On this server, /video is for members with <@&r1>. Ask a server admin if you need it.',
+    });
+    // Everyone may: the request goes on (to the server's missing key).
+    expect(await videoByVoice([]).generate({ ...caller3, alsoHeard: [withRole] }, request)).toMatchObject({
+      message: expect.stringMatching(/^This server has no gateway key yet/),
+    });
+  });
+
+  it("does nothing, not even a status, when the moderators deny a member who spoke, naming them in the server's language", async () => {
+    const turn = { ...caller, ...withRole, alsoHeard: [bo] };
+    expect(await videoByVoice(['u3'], 'de').generate(turn, request)).toEqual({
+      status: 'refused',
+      message:
+        'Nichts wurde getan: <@u3> hat bei dieser Bitte mitgesprochen und darf diesen Bot nach dem Willen der Moderatoren dieses Servers nicht nutzen.',
+    });
+    expect(await videoByVoice(['u2']).status(turn, undefined)).toEqual({
+      status: 'refused',
+      message: "Nothing was done: Bo (<@u2>) spoke in this request, and this server's moderators do not let them use this bot.",
+    });
+    expect(await videoByVoice([]).status(turn, undefined)).toMatchObject({ status: 'not_found' });
   });
 });
 

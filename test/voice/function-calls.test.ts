@@ -36,7 +36,15 @@ afterEach(() => {
 
 afterAll(() => rig.close());
 
-const CALLER: VoiceCaller = { guildId: GUILD_ID, channelId: 'text', userId: USER_ID, roleIds: [], isServerManager: false };
+const CALLER: VoiceCaller = {
+  guildId: GUILD_ID,
+  channelId: 'text',
+  userId: USER_ID,
+  displayName: 'member',
+  roleIds: [],
+  isServerManager: false,
+  alsoHeard: [],
+};
 
 /** A session whose tool calls run through the real argument checks against a video part that records what it is asked. */
 async function startSession(): Promise<{ socket: ScriptedSocket; asked: VoiceVideoRequest[]; calls: VoiceFunctionCall[] }> {

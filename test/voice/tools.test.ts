@@ -54,7 +54,15 @@ describe('voice tool arguments', () => {
       },
       status: () => Promise.resolve({ status: 'not_found', message: 'none' }),
     };
-    const caller: VoiceCaller = { guildId: 'g', channelId: 'c', userId: 'u', roleIds: [], isServerManager: false };
+    const caller: VoiceCaller = {
+      guildId: 'g',
+      channelId: 'c',
+      userId: 'u',
+      displayName: 'Ana',
+      roleIds: [],
+      isServerManager: false,
+      alsoHeard: [],
+    };
     expect(JSON.parse(await runToolCall(requests, caller, 'generate_video', '{"prompt":"a fox"}'))).toEqual({
       status: 'submitted',
       message: 'The video is being made: task abc.',
@@ -78,7 +86,15 @@ describe('voice tool arguments', () => {
       generate: () => Promise.resolve(queued),
       status: () => Promise.resolve({ status: 'not_found', message: 'none' }),
     };
-    const caller: VoiceCaller = { guildId: 'g', channelId: 'c', userId: 'u', roleIds: [], isServerManager: false };
+    const caller: VoiceCaller = {
+      guildId: 'g',
+      channelId: 'c',
+      userId: 'u',
+      displayName: 'Ana',
+      roleIds: [],
+      isServerManager: false,
+      alsoHeard: [],
+    };
     expect(JSON.parse(await runToolCall(requests, caller, 'generate_video', '{"prompt":"a fox"}'))).toEqual(queued);
     // The tool says so, so the model knows to tell the member where the video stands.
     expect(VOICE_TOOLS[0]?.description).toContain('queued: tell them its place in line');

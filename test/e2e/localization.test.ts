@@ -4,6 +4,7 @@ import { EDIT_MAX_SECONDS, MAX_REFERENCE_AUDIO_SECONDS } from '../../src/gateway
 import { TRANSLATED_LOCALES, isMessageKey, resolveLocale, tChosenKey, type Locale, type MessageValues } from '../../src/i18n/index.ts';
 import { isRecord } from '../../src/lib/json.ts';
 import { STORAGE_MAX_DAYS } from '../../src/settings/guild-settings.ts';
+import { BLOCKED_WORDS_LIMITS } from '../../src/settings/blocked-words.ts';
 import { cleanupBotDirectories, startBot, type BotProcess } from '../support/bot-process.ts';
 
 // The bot as a process registers its commands with Discord (the stand-in, which checks Discord's rules for
@@ -19,6 +20,10 @@ const DESCRIPTION_VALUES: Readonly<Record<string, MessageValues>> = {
   'command.video.generate.reference_audio.description': { seconds: MAX_REFERENCE_AUDIO_SECONDS },
   'command.video.edit.video.description': { seconds: EDIT_MAX_SECONDS },
   'command.config.storage.keep_days.description': { maxDays: STORAGE_MAX_DAYS },
+  'command.config.rules.blocked_words_add.description': {
+    max: BLOCKED_WORDS_LIMITS.rules,
+    characters: BLOCKED_WORDS_LIMITS.ruleCharacters,
+  },
 };
 
 let discord: DiscordStandIn;

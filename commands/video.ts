@@ -221,8 +221,8 @@ interface Subcommand {
   run(interaction: ChatInputCommandInteraction, services: Services): Promise<void>;
 }
 
-/** Making a video follows the server's role rules, and its status card is everyone's. */
-const MAKES_A_VIDEO = { requires: { feature: 'video' }, answers: 'public' } as const;
+/** Making a video follows the server's role rules, in the channels it keeps videos to, and its status card is everyone's. */
+const MAKES_A_VIDEO = { requires: { feature: 'video', channelsOf: 'video' }, answers: 'public' } as const;
 
 /** Looking at tasks needs only the server, as does the usage report (a member's own; the server's for admins); the answer is the member's. */
 const LOOKS_AT_TASKS = { requires: { inServer: true }, answers: 'private' } as const;
@@ -251,12 +251,18 @@ async function execute(interaction: ChatInputCommandInteraction, services: Servi
   await subcommandOf(interaction).run(interaction, services);
 }
 
-/** Each subcommand and each button under a video (src/interactions/video/card-buttons.ts) says what it needs; a form's submission makes a video. */
+/**
+ * Each subcommand and each button under a video (src/interactions/video/card-buttons.ts) says what it
+ * needs; a form's submission makes a video: an upload form's where the member ran the command, a card
+ * button's where the card is (in any channel).
+ */
 function requires(interaction: HandledInteraction): Requirement {
   if (interaction.isButton()) return cardButtonOf(interaction.customId).requires;
+  if (interaction.isModalSubmit())
+    return parseUploadFormId(interaction.customId) ? { feature: 'video', channelsOf: 'video' } : { feature: 'video' };
   if (!interaction.isChatInputCommand()) return { feature: 'video' };
-  // A form must come at once: its submission is checked instead.
-  if (opensUploadForm(interaction)) return { inServer: true };
+  // A form must come at once: its submission is checked for the role rules instead (the channel, when the store answers in time).
+  if (opensUploadForm(interaction)) return { inServer: true, channelsOf: 'video' };
   return subcommandOf(interaction).requires;
 }
 

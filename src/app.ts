@@ -255,6 +255,7 @@ export async function startApp(
   const dispatcher = createDispatcher(commands, services, {
     userInstalls: config.userInstalls.enabled,
     featureAccess: (guildId, feature, roles, isManager) => settings.mayUse(guildId, feature, roles, isManager),
+    serverRules: (guildId) => settings.rules(guildId),
   });
 
   client.on(Events.Error, (error) => log.error('discord client error', { error }));

@@ -215,6 +215,8 @@ export interface MessagePlaceholders {
   'video.voice.named': { mention: string | number; name: string | number };
   'video.voice.member-denied': { member: string | number };
   'video.voice.member-may-not': { member: string | number; why: string | number };
+  'rules.refusal.denied': undefined;
+  'rules.refusal.video-channels': { channels: string | number; what: string | number };
   'dispatch.restarting': undefined;
   'dispatch.store-unavailable': { reference: string | number };
   'dispatch.failed': { reference: string | number };

@@ -7,7 +7,16 @@ import type { Logger } from '../lib/log.ts';
 import { customIdParts } from '../discord/custom-id.ts';
 import type { Command } from './command.ts';
 import { t, type Locale } from '../i18n/index.ts';
-import { checkRequirement, invoked, memberLocale, type FeatureAccess, type HandledInteraction } from './requirements.ts';
+import {
+  FORM_RULES_WITHIN_MS,
+  checkRequirement,
+  invoked,
+  memberLocale,
+  type FeatureAccess,
+  type HandledInteraction,
+  type ServerAccess,
+  type ServerRulesReader,
+} from './requirements.ts';
 import { userInstallUse } from './installation.ts';
 
 // Routes every interaction to its command module, and keeps the bot alive whatever a handler does: a
@@ -44,11 +53,14 @@ function describe(interaction: Interaction): Record<string, unknown> {
 export interface DispatcherOptions {
   /** The server's role rules, for commands that require a feature (default: everyone may). */
   featureAccess?: FeatureAccess;
+  /** The server's moderators' rules (`/config rules`), for every interaction in a server (default: none). */
+  serverRules?: ServerRulesReader;
   /** Whether members may use the bot through their own install of the app (USER_INSTALLS); default not. */
   userInstalls?: boolean;
 }
 
 const EVERYONE: FeatureAccess = () => Promise.resolve({ ok: true });
+const NO_RULES: ServerRulesReader = () => Promise.resolve({ denied: [], videoChannels: [] });
 
 /** `services` goes to every handler; the dispatcher itself only logs through it. */
 export function createDispatcher<S extends { log: Logger }>(
@@ -59,7 +71,7 @@ export function createDispatcher<S extends { log: Logger }>(
   const log = services.log;
   /** What a handler gets: the services, with a log whose every line names the interaction (one grep follows it). */
   const servicesFor = (interaction: Interaction): S => ({ ...services, log: log.child({ interaction: interaction.id }) });
-  const featureAccess = options.featureAccess ?? EVERYONE;
+  const access: ServerAccess = { feature: options.featureAccess ?? EVERYONE, rules: options.serverRules ?? NO_RULES };
   const inFlight = new Set<Promise<void>>();
   let accepting = true;
 
@@ -80,6 +92,7 @@ export function createDispatcher<S extends { log: Logger }>(
    * takes long (a requirement may read the store); a form must come first, so nothing is deferred for one.
    */
   async function handleWith(command: Command<S>, interaction: HandledInteraction, handler: () => Promise<void>): Promise<void> {
+    const first = command.answers?.(interaction) ?? 'private';
     const handle = async () => {
       if (userInstallUse(interaction)) {
         const refusal = userInstallRefusal(command, interaction);
@@ -87,12 +100,12 @@ export function createDispatcher<S extends { log: Logger }>(
         else await answerPrivately(interaction, refusal);
         return;
       }
-      const requirement = command.requires?.(interaction);
-      const verdict = requirement ? await checkRequirement(interaction, requirement, featureAccess) : undefined;
-      if (verdict && !verdict.ok) await answerPrivately(interaction, verdict.message);
+      // A command that requires nothing still meets the server's rules: a denied member is refused it.
+      const requirement = command.requires?.(interaction) ?? {};
+      const verdict = await checkRequirement(interaction, requirement, access, first === 'form' ? FORM_RULES_WITHIN_MS : undefined);
+      if (!verdict.ok) await answerPrivately(interaction, verdict.message);
       else await handler();
     };
-    const first = command.answers?.(interaction) ?? 'private';
     if (first === 'form') await handle();
     else await acknowledgeWhileSlow(interaction, first, handle);
   }

@@ -8,12 +8,15 @@ import { customIdParts } from '../discord/custom-id.ts';
 import { isServerManager, memberRoleIds } from '../discord/member.ts';
 import { resolveLocale, t, type Locale } from '../i18n/index.ts';
 import { refuse, type Result } from '../lib/result.ts';
-import type { Feature } from '../settings/guild-settings.ts';
+import { settledWithin } from '../lib/wait-until.ts';
+import type { Feature, ServerRules } from '../settings/guild-settings.ts';
+import { channelRefusal, memberRefusal } from '../settings/rules.ts';
 import { word, type Outcome } from '../wording/notice.ts';
 
 // What a member needs before a command's handler runs, declared by the command and checked once, here,
 // by the dispatcher (the preconditions of mature command frameworks): no handler repeats these checks,
-// and every refusal reads the same way.
+// and every refusal reads the same way. The server's moderators' rules (`/config rules`) apply to every
+// command, button and form in a server, whatever it requires: a member they denied is refused them all.
 
 /** An interaction a handler answers: a slash command, a message command, a button or a form. */
 export type HandledInteraction =
@@ -26,6 +29,12 @@ export interface Requirement {
   manageServer?: boolean;
   /** The server's role rules for this feature (`/config roles`); admins always pass. */
   feature?: Feature;
+  /**
+   * Only in the channels the server keeps this feature to (`/config rules video_channels`), a thread
+   * counting as its channel: for what makes a video where the member asks (a command, a message command
+   * and its form), not for a press under a card already posted, which is where the card is.
+   */
+  channelsOf?: Feature;
   /**
    * What the member tried, for the refusal (default: the command as typed, e.g. `/video usage`): words in the
    * member's language, or a name that reads the same in every language (`**Animate image**`).
@@ -40,6 +49,18 @@ export type FeatureAccess = (
   memberRoleIds: readonly string[],
   isServerManager: boolean,
 ) => Promise<Outcome>;
+
+/** A server's moderators' rules, as the dispatcher checks them (read once per interaction). */
+export type ServerRulesReader = (guildId: string) => Promise<Pick<ServerRules, 'denied' | 'videoChannels'>>;
+
+/** What a requirement is checked against: the server's role rules and its moderators' rules. */
+export interface ServerAccess {
+  feature: FeatureAccess;
+  rules: ServerRulesReader;
+}
+
+/** How long an interaction answered with a form waits for the server's rules: Discord's 3 s run from the click. */
+export const FORM_RULES_WITHIN_MS = 1_000;
 
 /** The language of a private answer to this interaction: the member's, else the server's, else English. */
 export function memberLocale(interaction: Pick<HandledInteraction, 'locale' | 'guildLocale'>): Locale {
@@ -59,22 +80,61 @@ export function invoked(interaction: HandledInteraction): string {
   return `\`/${interaction.commandName}${sub ? ` ${sub}` : ''}\``;
 }
 
-/** Checks a requirement in order (server, permission, role rules); a refusal says what is missing and for what. */
+/** Where the interaction happened: its channel, and a thread's parent (which the interaction's channel object carries). */
+function placeOf(interaction: HandledInteraction): string[] {
+  const channel = interaction.channel;
+  const parentId = channel?.isThread() ? channel.parentId : null;
+  return [interaction.channelId, parentId].filter((id): id is string => typeof id === 'string');
+}
+
+/**
+ * The server's rules; for an interaction answered with a form (`withinMs`), only when the store gives them
+ * in time for the form, else undefined: the form's submission is checked in any case, and reads them again.
+ */
+async function rulesFor(guildId: string, access: ServerAccess, withinMs: number | undefined) {
+  if (withinMs === undefined) return access.rules(guildId);
+  // A read that fails is the submission's to report: it reads the store again, and says when it cannot.
+  return settledWithin(
+    access.rules(guildId).catch(() => undefined),
+    withinMs,
+  );
+}
+
+/**
+ * Checks a requirement in order (server, the member not denied, permission, role rules, channel); a
+ * refusal says what is missing and for what. In a server the moderators' rules are read whatever the
+ * requirement (none: `{}`): a denied member is refused even what needs nothing else. `formWithinMs`: the
+ * interaction is answered with a form, which must come at once; the rules are waited for that long at most.
+ */
 export async function checkRequirement(
   interaction: HandledInteraction,
   requirement: Requirement,
-  featureAccess: FeatureAccess,
+  access: ServerAccess,
+  formWithinMs?: number,
 ): Promise<Result> {
   const locale = memberLocale(interaction);
   const what = typeof requirement.what === 'function' ? requirement.what(locale) : (requirement.what ?? invoked(interaction));
   const guildId = interaction.guildId;
-  const needsServer = requirement.inServer === true || requirement.manageServer === true || requirement.feature !== undefined;
+  const needsServer =
+    requirement.inServer === true ||
+    requirement.manageServer === true ||
+    requirement.feature !== undefined ||
+    requirement.channelsOf !== undefined;
   if (needsServer && !guildId) return refuse(t(locale, 'requirement.in-server', { what }));
+  if (!guildId) return { ok: true };
+  const rules = await rulesFor(guildId, access, formWithinMs);
+  // Admins too: /config keeps a member from denying themselves or the owner, so the server can always undo it.
+  const denied = rules && memberRefusal(rules, interaction.user.id);
+  if (denied && !denied.ok) return refuse(word(locale, denied.notice));
   const manager = isServerManager(interaction);
   if (requirement.manageServer && !manager) return refuse(t(locale, 'requirement.manage-server', { what }));
-  if (requirement.feature && guildId) {
-    const access = await featureAccess(guildId, requirement.feature, memberRoleIds(interaction), manager);
-    if (!access.ok) return refuse(word(locale, access.notice));
+  if (requirement.feature) {
+    const allowed = await access.feature(guildId, requirement.feature, memberRoleIds(interaction), manager);
+    if (!allowed.ok) return refuse(word(locale, allowed.notice));
+  }
+  if (requirement.channelsOf && rules) {
+    const here = channelRefusal(rules, requirement.channelsOf, { channelIds: placeOf(interaction), what });
+    if (!here.ok) return refuse(word(locale, here.notice));
   }
   return { ok: true };
 }

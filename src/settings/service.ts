@@ -35,6 +35,7 @@ import {
 } from './guild-settings.ts';
 import { blockedWordIn, compileBlockedWords, type BlockedWords } from './blocked-words.ts';
 import { ModerationLog } from './moderation-log.ts';
+import { memberRefusal, type RulesVerdict } from './rules.ts';
 import { KeyCipher, MIN_ENCRYPTION_SECRET_LENGTH, UnreadableKeyError, type SealedKey } from './key-cipher.ts';
 import { discordRelativeTime, type LimitVerdict } from './limits.ts';
 import type { PriceTable } from './prices.ts';
@@ -432,6 +433,11 @@ export class SettingsService implements GuildVideoPolicy, MemberCosts, VoiceSett
   /** The moderators' rules of the server (/config rules). */
   async rules(guildId: string): Promise<ServerRules> {
     return (await this.get(guildId)).rules;
+  }
+
+  /** Whether the moderators let a member use the bot on the server: refused when they denied them. */
+  async memberAllowed(guildId: string, userId: string): Promise<RulesVerdict> {
+    return memberRefusal(await this.rules(guildId), userId);
   }
 
   /**

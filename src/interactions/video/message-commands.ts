@@ -158,8 +158,12 @@ export function messageVideoHandlers(
   return {
     // Anywhere the member is, through their own install too: the message's picture or .mp4 is all it needs.
     userInstall: () => true,
+    // In the channels the server keeps videos to: the form is refused there at once when the store
+    // answers in time for it, its submission in any case.
     requires: (interaction) =>
-      interaction.isModalSubmit() ? { feature: 'video', what: (locale) => `**${t(locale, command.nameKey)}**` } : { inServer: true },
+      interaction.isModalSubmit()
+        ? { feature: 'video', channelsOf: 'video', what: (locale) => `**${t(locale, command.nameKey)}**` }
+        : { inServer: true, channelsOf: 'video' },
     answers: (interaction) => (interaction.isModalSubmit() ? 'public' : 'form'),
     messageCommand: (interaction, services) => openSourceForm(interaction, services, command),
     modal: (interaction, services) => submitSourceForm(interaction, services, command, prepare),

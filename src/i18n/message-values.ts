@@ -592,6 +592,8 @@ export interface MessagePlaceholders {
   'video.list.line': { by: string; deleted: string; operation: string; place: number; placed: string; progress: number; prompt: string | number; ref: string | number; shown: string; state: string; when: string | number };
   'video.autocomplete.task': { prompt: string | number; state: string };
   'video.refusal.invalid-option': { message: string | number; option: string | number };
+  'video.refusal.blocked-word': { option: string | number; word: string | number };
+  'video.refusal.blocked-word-again': { word: string | number };
   'video.refusal.task-unknown': undefined;
   'video.refusal.cannot-send-again': { message: string | number };
   'video.refusal.not-mp4': { file: string | number };

@@ -99,6 +99,11 @@ export interface GuildVideoPolicy extends GatewayAccessResolver {
    * key_concurrency`): the key's line sends no more, and does not probe for more. Undefined: learned.
    */
   keyConcurrency?(guildId: string): Promise<number | undefined>;
+  /**
+   * The blocked word or phrase (as the server's moderators wrote it, `/config rules blocked_words`) that
+   * `prompt` contains; undefined when it contains none. Unset: the server has no such rule.
+   */
+  blockedWordIn?(guildId: string, prompt: string): Promise<string | undefined>;
   /** What a video is expected to cost, in ticks (1 USD = 10^10). */
   estimate(request: VideoEstimateRequest): number;
   recordCost(cost: TaskCost): Promise<void>;

@@ -12,12 +12,14 @@ import { TASK_MODES, memberLanguage, memberLanguageShape, varyNoteSchema, withMe
 import { parseStoredRequest } from './stored-request.ts';
 import { heldQuestion, heldQuestionClosed, type ConfirmationQuestion } from './wording.ts';
 import { refuse } from '../wording/notice.ts';
+import { promptAllowed } from './prompt-rules.ts';
 
 // A video estimated over the server's threshold (`/config budget confirm_over_usd`) waits for its member's
 // confirm button: its prepared plan is kept in the store (without the server's key, which is looked up
 // again when it is pressed) for as long as the question's interaction can still be answered, keyed by the
 // plan's task id, which its buttons carry. Nothing is sent to the gateway and nothing is reserved before
-// the press; the press submits it as any video is submitted (limits and budgets checked again then).
+// the press; the press submits it as any video is submitted (the server's blocked words, limits and
+// budgets checked again then: a moderator may have changed them while the question waited).
 
 /** A kept plan outlives its question by this much, so the question's own expiry still finds it to say so. */
 const KEPT_BEYOND_EXPIRY_MS = 60_000;
@@ -111,7 +113,7 @@ export const parseHeldVideo = versionedRecord<HeldVideo>({
 
 export interface VideoConfirmationsDeps {
   store: Store;
-  policy: Pick<GuildVideoPolicy, 'resolveGatewayAccess'>;
+  policy: Pick<GuildVideoPolicy, 'resolveGatewayAccess' | 'blockedWordIn'>;
   outbox: Pick<DiscordOutbox, 'editInteractionMessage'>;
   vendor: string;
   log: Logger;
@@ -189,6 +191,8 @@ export class VideoConfirmations {
   /** A confirmed video's plan, with the server's key looked up again (it is never kept in the store). */
   async planOf(held: HeldVideo): Promise<Prepared> {
     const { policy, vendor } = this.#deps;
+    const allowed = await promptAllowed(policy, held.guildId, held.plan.prompt, held.plan.regenerated ? 'again' : 'typed');
+    if (!allowed.ok) return allowed;
     const access = await policy.resolveGatewayAccess(held.guildId);
     if (!access.ok) return access;
     const { ok: _resolved, ...credentials } = access;

@@ -37,9 +37,10 @@ import {
 } from './requests.ts';
 import { parseStoredRequest } from './stored-request.ts';
 import { changedRequest, type RequestChanges } from './changes.ts';
+import { promptAllowed } from './prompt-rules.ts';
 
-// Preparing a /video request: the server's key and defaults applied, every rule of the spec and every
-// limit of the server checked, before anything is sent. Reads only the local store, so a command can
+// Preparing a /video request: the server's key and defaults applied, every rule of the spec, the server's
+// blocked words and every limit of the server checked, before anything is sent. Reads only the local store, so a command can
 // answer a refusal within Discord's 3 s and defer only what will be submitted.
 
 export interface VideoPreparationDeps {
@@ -71,6 +72,8 @@ export class VideoPreparation {
     { variants, ...input }: Omit<GenerationInput, 'model'> & { model: string | undefined; variants?: number | undefined },
   ): Promise<Prepared> {
     const { policy, vendor } = this.#deps;
+    const allowed = await promptAllowed(policy, context.guildId, input.prompt, 'typed');
+    if (!allowed.ok) return allowed;
     const access = await policy.resolveGatewayAccess(context.guildId);
     if (!access.ok) return access;
     const defaults = await policy.defaults(context.guildId);
@@ -135,6 +138,8 @@ export class VideoPreparation {
     input: { prompt: string; model: string | undefined; duration: number | undefined; source: VideoSourceInput },
   ): Promise<Prepared> {
     const { policy, vendor } = this.#deps;
+    const allowed = await promptAllowed(policy, context.guildId, input.prompt, 'typed');
+    if (!allowed.ok) return allowed;
     const access = await policy.resolveGatewayAccess(context.guildId);
     if (!access.ok) return access;
     const source = await this.#sourceUrl(context, input.source);
@@ -229,6 +234,12 @@ export class VideoPreparation {
     if (!original) return refuse('video.refusal.task-unknown');
     const pressable = await this.mayPress(context, original);
     if (!pressable.ok) return pressable;
+    // The form shows the prompt to change: one left as it was is the member's now. Regenerate's and Vary's
+    // is the task's, let through when it was made, perhaps before the rule that refuses it now.
+    const allowed = changes
+      ? await promptAllowed(policy, context.guildId, changes.prompt, 'typed')
+      : await promptAllowed(policy, context.guildId, original.prompt, 'again');
+    if (!allowed.ok) return allowed;
     const access = await policy.resolveGatewayAccess(context.guildId);
     if (!access.ok) return access;
     let stored = original.request;

@@ -36,6 +36,20 @@ describe.each([
   const sent = (prompt: string, status = 200): JournalEntry[] =>
     e2e.submissions().filter((entry) => entry.status === status && JSON.stringify(entry.body).includes(prompt));
 
+  /** Two jobs of `user` that run 8 s: both slots held while a test lines up what must wait. */
+  async function holdBothSlots(user: User, prompt: string): Promise<InteractionHandle[]> {
+    const { timing } = e2e.world.emulator.config;
+    const usual = timing.generation_ms;
+    timing.generation_ms = 8_000;
+    try {
+      const holders = [generate(user, `${prompt} 1`), generate(user, `${prompt} 2`)];
+      await Promise.all(holders.map((run) => run.waitForReply((card) => cardText(card).includes('**Generating'), 20_000)));
+      return holders;
+    } finally {
+      timing.generation_ms = usual;
+    }
+  }
+
   it('serves 6 members who ask at once: 6 videos, nobody told of a failure, the waiting cards saying their place', async () => {
     const before = e2e.submissions().length;
     const runs = members(6, 'burst').map((user, index) => generate(user, `burst ${index + 1}`));
@@ -57,9 +71,8 @@ describe.each([
 
   it('takes members in turn: one who asked for 5 and one who asked for 1 after, the other starts among the first two', async () => {
     const [busy, ana, bo] = members(3, 'turns');
-    // Both slots taken: everything asked for now waits.
-    const holders = [generate(busy!, 'turns holder 1'), generate(busy!, 'turns holder 2')];
-    await Promise.all(holders.map((run) => run.waitForReply((card) => cardText(card).includes('**Generating'), 20_000)));
+    // Both slots taken, long enough for everything asked for next to wait even on a busy machine.
+    const holders = await holdBothSlots(busy!, 'turns holder');
     const anas: InteractionHandle[] = [];
     for (let index = 1; index <= 5; index++) {
       const run = generate(ana!, `turns ana ${index}`);
@@ -80,8 +93,7 @@ describe.each([
   it('lets only its member (or a manager) cancel a waiting job, which is then never made', async () => {
     const { discord } = e2e.world;
     const [busy, owner, other] = members(3, 'cancel');
-    const holders = [generate(busy!, 'cancel holder 1'), generate(busy!, 'cancel holder 2')];
-    await Promise.all(holders.map((run) => run.waitForReply((card) => cardText(card).includes('**Generating'), 20_000)));
+    const holders = await holdBothSlots(busy!, 'cancel holder');
     const run = generate(owner!, 'cancel me please');
     const card = await run.waitForReply(isWaiting, 20_000);
     const cancelId = /video:unqueue:v[0-9a-z]+/.exec(JSON.stringify(card.components))?.[0];

@@ -257,7 +257,9 @@ export class VideoSubmission {
         limit: answer.limit,
         ...(answer.reason === 'line_full' ? { key: taskKey(task) } : {}),
       });
-      refusal ??= { notice: told, task: await this.#refuse(task, told, alone) };
+      // Every variant the line refuses is closed and gives back what it reserved; the first one says why.
+      const closed = await this.#refuse(task, told, alone);
+      refusal ??= { notice: told, task: closed };
     }
     if (inLine.length === 0) {
       this.#deps.metrics?.videoSubmission('limited', admitted[0]?.layer ?? 'compat', 'queue');

@@ -63,7 +63,7 @@ export class QueueSender {
   readonly #metrics: NonNullable<QueueSenderDeps['metrics']>;
   readonly #now: () => number;
   /** Keys being drained by this process: whether another round was asked for meanwhile, and the drain's end. */
-  readonly #draining = new Map<string, { again: boolean; guildId: string; done: Promise<void> }>();
+  readonly #draining = new Map<string, { again: boolean; done: Promise<void> }>();
   /** A drain asked for later (a Retry-After, a lease's end), per key. */
   readonly #wakeTimers = new Map<string, NodeJS.Timeout>();
   /** Sends in flight, so that stop() can wait for them. */
@@ -196,17 +196,19 @@ export class QueueSender {
       running.again = true;
       return running.done;
     }
-    const state = { again: true, guildId, done: Promise.resolve() };
+    const state = { again: true, done: Promise.resolve() };
     this.#draining.set(keyId, state);
     state.done = this.#drainRounds(keyId, guildId, state);
     return state.done;
   }
 
-  async #drainRounds(keyId: string, guildId: string, state: { again: boolean; guildId: string }): Promise<void> {
+  async #drainRounds(keyId: string, guildId: string, state: { again: boolean }): Promise<void> {
     try {
       while (state.again && !this.#stopped) {
         state.again = false;
-        const statedLimit = await this.#deps.statedLimit?.(state.guildId);
+        // Only a server's own key takes a stated limit, and only that server's jobs stand in its line: any
+        // job's guild would answer the same.
+        const statedLimit = await this.#deps.statedLimit?.(guildId);
         const sends: Promise<void>[] = [];
         for (;;) {
           const answer = await this.#deps.queue.claimNext(keyId, this.#now(), statedLimit === undefined ? {} : { statedLimit });

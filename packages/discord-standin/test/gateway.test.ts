@@ -7,6 +7,7 @@ import { RawGateway, field, type Frame } from '../src/gateway/raw-gateway.ts';
 // GUILD_CREATE carry, intents, heartbeats, resume and the bot's voice state handshake.
 
 const GUILDS = 1 << 0;
+const GUILD_MEMBERS = 1 << 1;
 const GUILD_VOICE_STATES = 1 << 7;
 const GUILD_MESSAGES = 1 << 9;
 
@@ -134,6 +135,21 @@ describe('intents', () => {
     const later = discord.createGuild({ name: 'marker' });
     await gateway.next((frame) => frame.t === 'GUILD_CREATE' && field(frame.d, 'id') === later.id);
     expect(gateway.since(from).map((frame) => frame.t)).toEqual(['GUILD_CREATE']);
+  });
+
+  it('sends a member leaving as their voice state, then GUILD_MEMBER_REMOVE, to a bot with GuildMembers only', async () => {
+    const leaver = discord.createUser({ guildId: guild.id, name: 'leaver' });
+    discord.joinVoice(leaver, guild.id, guild.voiceChannelId);
+    const { gateway } = await identify(GUILDS | GUILD_MEMBERS | GUILD_VOICE_STATES);
+    const from = gateway.frames.length;
+    discord.removeMember(guild.id, leaver);
+    const removed = await gateway.dispatch('GUILD_MEMBER_REMOVE');
+    expect(removed.d).toEqual({ guild_id: guild.id, user: expect.objectContaining({ id: leaver.id, username: 'leaver' }) });
+    expect(gateway.since(from).map((frame) => frame.t)).toEqual(['VOICE_STATE_UPDATE', 'GUILD_MEMBER_REMOVE']);
+    const member = await fetch(`${discord.apiUrl}/v10/guilds/${guild.id}/members/${leaver.id}`, {
+      headers: { authorization: `Bot ${discord.botToken}` },
+    });
+    expect(member.status).toBe(404);
   });
 });
 

@@ -40,6 +40,7 @@ const EVENT_INTENTS: Record<string, number> = {
   GUILD_ROLE_CREATE: INTENT.guilds,
   GUILD_ROLE_UPDATE: INTENT.guilds,
   GUILD_MEMBER_ADD: INTENT.guildMembers,
+  GUILD_MEMBER_REMOVE: INTENT.guildMembers,
   VOICE_STATE_UPDATE: INTENT.guildVoiceStates,
   MESSAGE_CREATE: INTENT.guildMessages,
   MESSAGE_UPDATE: INTENT.guildMessages,

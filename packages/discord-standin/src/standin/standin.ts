@@ -239,6 +239,10 @@ export class DiscordStandIn {
     return this.#world.createUser(options);
   }
 
+  removeMember(guildId: string, user: User): void {
+    this.#world.removeMember(guildId, user);
+  }
+
   createGuild(options?: CreateGuildOptions): TestGuild {
     return this.#world.createGuild(options);
   }

@@ -8,6 +8,7 @@ import {
   PERMISSIONS,
   memberObject,
   roleObject,
+  userObject,
   type Guild,
   type Member,
   type PrivateChannel,
@@ -77,6 +78,17 @@ export class StandInWorld {
       this.#parts.gateway.dispatch('GUILD_MEMBER_ADD', { guild_id: guild.id, ...memberObject(member, user) });
     }
     return user;
+  }
+
+  /**
+   * The user leaves the guild (or is kicked): out of its voice channel first (VOICE_STATE_UPDATE), then no
+   * longer a member, GUILD_MEMBER_REMOVE `{ guild_id, user }` going to bots with the GuildMembers intent.
+   */
+  removeMember(guildId: string, user: User): void {
+    const guild = guildOf(this.#parts, guildId);
+    if (guild.voiceStates.has(user.id)) this.#parts.gateway.userVoiceState(guild, user.id, null);
+    guild.members.delete(user.id);
+    this.#parts.gateway.dispatch('GUILD_MEMBER_REMOVE', { guild_id: guild.id, user: userObject(user) });
   }
 
   #newUser(name: string | undefined, locale = DEFAULT_LOCALE): User {

@@ -34,6 +34,7 @@ const data = localized(new SlashCommandBuilder().setName('voice'), 'command.voic
     ),
   )
   .addSubcommand((sub) => localized(sub.setName('leave'), 'command.voice.leave'))
+  .addSubcommand((sub) => localized(sub.setName('forget-me'), 'command.voice.forget-me'))
   .addSubcommand((sub) => subcommand(sub, VOICE_SETTINGS_SUBCOMMAND, 'command.voice'));
 
 /** Joining follows the server's role rules for /voice; anyone may look at the settings, admins change them. */
@@ -78,6 +79,12 @@ async function join(interaction: ChatInputCommandInteraction, services: Services
 async function leave(interaction: ChatInputCommandInteraction, services: Services) {
   const left = await services.voice.leave(guildOf(interaction), { why: 'asked', by: interaction.user.id });
   await answerPrivately(interaction, t(memberLocale(interaction), left ? 'voice.leave.left' : 'voice.leave.not-in'));
+}
+
+/** Anyone may have the bot forget what they said in voice on the server: the answer says what went, privately. */
+async function forgetMe(interaction: ChatInputCommandInteraction, services: Services) {
+  const forgotten = await services.voice.forgetMember(guildOf(interaction), interaction.user.id);
+  await answerPrivately(interaction, t(memberLocale(interaction), 'voice.forget.done', forgotten));
 }
 
 /** What the options mean and accept is the settings part's (src/settings/voice-settings.ts). */
@@ -138,6 +145,8 @@ async function execute(interaction: ChatInputCommandInteraction, services: Servi
       return join(interaction, services);
     case 'leave':
       return leave(interaction, services);
+    case 'forget-me':
+      return forgetMe(interaction, services);
     case 'settings':
       return settings(interaction, services);
     default:

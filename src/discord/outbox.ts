@@ -388,6 +388,22 @@ export class DiscordOutbox {
     return parsePostedMessage(await this.#rest.post(Routes.channelMessages(channelId), { body })).messageId;
   }
 
+  /** Replaces the text of one of the bot's plain messages (say()'s), pinging nobody. */
+  async editText(channelId: string, messageId: string, content: string): Promise<void> {
+    await this.#rest.patch(Routes.channelMessage(channelId, messageId), { body: { content, allowed_mentions: { parse: [] } } });
+  }
+
+  /** Deletes one of the bot's plain messages; `gone` when Discord no longer has it (deleted already, by anyone). */
+  async deleteMessage(channelId: string, messageId: string): Promise<'deleted' | 'gone'> {
+    try {
+      await this.#rest.delete(Routes.channelMessage(channelId, messageId));
+      return 'deleted';
+    } catch (error) {
+      if (isDiscordError(error, DISCORD_ERRORS.unknownMessage, DISCORD_ERRORS.unknownChannel)) return 'gone';
+      throw error;
+    }
+  }
+
   /** A public thread started from a message; its channel id. */
   async startThread(channelId: string, messageId: string, name: string): Promise<string> {
     const thread: unknown = await this.#rest.post(Routes.threads(channelId, messageId), {

@@ -172,6 +172,8 @@ export interface MessagePlaceholders {
   'command.voice.join.channel.description': undefined;
   'command.voice.leave.name': undefined;
   'command.voice.leave.description': undefined;
+  'command.voice.forget-me.name': undefined;
+  'command.voice.forget-me.description': undefined;
   'command.voice.settings.name': undefined;
   'command.voice.settings.description': undefined;
   'command.voice.settings.voice.name': undefined;
@@ -269,6 +271,7 @@ export interface MessagePlaceholders {
   'voice.transcript.member': { mention: string | number; name: string | number };
   'voice.transcript.someone': undefined;
   'voice.transcript.bot': { name: string | number };
+  'voice.transcript.forgotten': undefined;
   'usage.videos': { count: number };
   'usage.and': { first: string | number; second: string | number };
   'usage.plus': { first: string | number; second: string | number };
@@ -416,6 +419,7 @@ export interface MessagePlaceholders {
   'voice.join.joined': { channel: string | number };
   'voice.leave.left': undefined;
   'voice.leave.not-in': undefined;
+  'voice.forget.done': { deleted: number; edited: number; turns: number };
   'voice.encryption.none': undefined;
   'voice.encryption.unsettled': undefined;
   'voice.encryption.code': { code: string | number };

@@ -68,6 +68,31 @@ export function withTurn(turns: readonly RecordedTurn[], turn: RecordedTurn): Re
   return kept;
 }
 
+/**
+ * Whose forgetting takes each turn away (see withoutMember): a member's turn, the members who spoke it; a
+ * turn of the bot's, the members of the member's turn it follows (its answer, which may repeat their words,
+ * as may any line the bot says before the next member's turn); none before any member's turn.
+ */
+export function turnOwners(turns: readonly RecordedTurn[]): (readonly string[])[] {
+  let answering: readonly string[] = [];
+  return turns.map((turn) => {
+    if (turn.speaker === 'user') answering = turn.members;
+    return answering;
+  });
+}
+
+/**
+ * `turns` without anything of `userId`'s: each member's turn they spoke in (a turn several spoke is one
+ * transcript of their mixed voices, which cannot be told apart by speaker: it goes whole) and the bot's
+ * answers to it (turnOwners). `removed`: how many of the member's own turns went.
+ */
+export function withoutMember(turns: readonly RecordedTurn[], userId: string): { turns: RecordedTurn[]; removed: number } {
+  const owners = turnOwners(turns);
+  const kept = turns.filter((_turn, index) => !owners[index]!.includes(userId));
+  const removed = turns.filter((turn) => turn.speaker === 'user' && turn.members.includes(userId)).length;
+  return { turns: kept, removed };
+}
+
 /** A conversation's record as stored, its voice settings not yet read. */
 type StoredConversation = Omit<ConversationRecord, 'settings'> & { settings: Readonly<Record<string, unknown>> };
 
@@ -141,6 +166,35 @@ export function conversationRecordParser(
 export type ConversationRecords = Collection<ConversationRecord>;
 
 /**
+ * Forgets `userId` in the stored record of a conversation this process does not hold live (one kept for a
+ * restart, or left by a crash): written in one step, expiring when it would have. How many of their turns went.
+ */
+export async function forgetInStoredConversation(
+  records: ConversationRecords,
+  guildId: string,
+  userId: string,
+  now: number,
+): Promise<number> {
+  const stored = await records.get(guildId);
+  if (!stored) return 0;
+  let removed = 0;
+  await records.update(
+    guildId,
+    (current) => {
+      removed = 0;
+      if (!current) return undefined;
+      const forgotten = withoutMember(current.turns, userId);
+      if (forgotten.turns.length === current.turns.length) return undefined;
+      removed = forgotten.removed;
+      return { ...current, turns: forgotten.turns };
+    },
+    // The write keeps the record's expiry: forgetting must not make it live longer.
+    Math.max(1, stored.updatedAt + RECORD_TTL_MS - now),
+  );
+  return removed;
+}
+
+/**
  * Keeps one conversation's record current. Writes and the final delete go one after the other, so a
  * write still under way never brings back a record deleted after it; a failed write is logged and the
  * next one carries what it missed. After `keepForRestart()` or `remove()` nothing more is written.
@@ -171,6 +225,19 @@ export class ConversationRecorder {
     if (this.#done) return;
     this.#record.turns = withTurn(this.#record.turns, turn);
     this.#writeSoon();
+  }
+
+  /**
+   * A member asked to be forgotten (or left the server): their turns and the bot's answers to them go from
+   * the record, written at once, so that neither a restart nor a later write brings them back. How many of
+   * their turns went.
+   */
+  forget(userId: string): number {
+    const { turns, removed } = withoutMember(this.#record.turns, userId);
+    if (turns.length === this.#record.turns.length) return 0;
+    this.#record.turns = turns;
+    if (!this.#done) void this.#writeNow();
+    return removed;
   }
 
   /** The conversation moved channel, opened its transcript thread or had its settings changed. */

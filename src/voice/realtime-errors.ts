@@ -16,9 +16,11 @@ export type RealtimeErrorEvent = Extract<RealtimeServerEvent, { type: 'error' }>
  * - `active-response`: a response (a response.create, or a force_message, which is a response of its own)
  *   was refused because another was active: the bot asks again once that one ends;
  * - `session-limit`: the session reached its time limit and closes next;
+ * - `item-gone`: the bot deleted an item of the context (a member asked to be forgotten) that the gateway no
+ *   longer holds: what was to go is gone;
  * - `news`: anything else, which members should hear about.
  */
-export type RealtimeErrorMeaning = 'barge-in-race' | 'active-response' | 'session-limit' | 'news';
+export type RealtimeErrorMeaning = 'barge-in-race' | 'active-response' | 'session-limit' | 'item-gone' | 'news';
 
 /** The codes of routine errors: the spec's (docs/gateway.md, "Realtime error events"), and those other realtime services use for the same. */
 const MEANING_OF_CODE: ReadonlyMap<string, Exclude<RealtimeErrorMeaning, 'news'>> = new Map([
@@ -46,6 +48,7 @@ export function realtimeErrorMeaning(event: RealtimeErrorEvent): RealtimeErrorMe
   if (routine !== undefined) return routine;
   // An answer to the bot's own cancel or truncate, whatever its code: the same race, told by the event it answers.
   if (event.clientEventType === 'response.cancel' || event.clientEventType === 'conversation.item.truncate') return 'barge-in-race';
+  if (event.clientEventType === 'conversation.item.delete') return 'item-gone';
   return 'news';
 }
 

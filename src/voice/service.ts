@@ -23,7 +23,14 @@ import { runVoiceToolCall } from './tool-caller.ts';
 import { TranscriptThread } from './transcript-thread.ts';
 import { botName, memberName, missingVoicePermissions, peopleIn, wakeWords } from './voice-channel.ts';
 import { connectToChannel, disconnect, watchConnection, type ConnectionEnd } from './voice-connection.ts';
-import { ConversationRecorder, type ConversationRecord, type ConversationRecords } from './conversation-record.ts';
+import {
+  ConversationRecorder,
+  forgetInStoredConversation,
+  type ConversationRecord,
+  type ConversationRecords,
+} from './conversation-record.ts';
+import { forgetInTranscripts, type TranscriptsForgotten } from './transcript-forgetting.ts';
+import { rememberLine, type IndexedLine, type TranscriptLines } from './transcript-lines.ts';
 import type { Audience } from '../i18n/index.ts';
 import { notice, refuse, type Notice, type Outcome, type Phrase } from '../wording/notice.ts';
 import type { BotMetrics } from '../lib/metrics.ts';
@@ -74,6 +81,10 @@ interface GuildVoice {
   textChannelId: string;
   /** Where the conversation's lines are posted, when its settings want a transcript. */
   transcript: TranscriptThread;
+  /** Opens its realtime sessions, and keeps what they were given of the turns before a restart. */
+  realtime: RealtimeOpener;
+  /** Transcript lines being posted and remembered: forgetting a member waits for them, so none is missed. */
+  posting: Set<Promise<void>>;
   /** When someone last spoke or the bot last answered. */
   activity: { last: number };
   settings: VoiceSettings;
@@ -102,6 +113,7 @@ interface StartedSession {
   /** Before its first realtime session was asked for: everything the meter counts comes after. */
   startedAt: number;
   session: VoiceSession;
+  realtime: RealtimeOpener;
   meter: ConversationMeter | undefined;
   /** When someone last spoke or the bot last answered. */
   activity: { last: number };
@@ -143,6 +155,16 @@ export interface VoiceServiceDeps {
   conversations?: ConversationRecords;
   /** Each server's moderation log, told when a conversation starts and ends (how long, what it cost); default none. */
   moderationLog?: Pick<ModerationLogPort, 'voiceStarted' | 'voiceEnded'>;
+  /**
+   * Which transcript messages hold whose words (`voice_transcript_lines`), so that a member who is forgotten
+   * has theirs deleted. Without it transcripts are posted all the same, and forgetting leaves them.
+   */
+  transcriptLines?: TranscriptLines;
+}
+
+/** What forgetting a member removed: their turns from the conversation kept for a restart, and transcript messages. */
+export interface MemberForgotten extends TranscriptsForgotten {
+  turns: number;
 }
 
 export class VoiceService {
@@ -266,6 +288,7 @@ export class VoiceService {
       tools: this.#toolsOn(settings),
       earlierTurns: request.resumed?.turns,
       onOpened: (client) => meter?.opened(client),
+      memberName: async (userId) => memberName(guild, userId),
       log,
     });
     const session = this.#session(guild, request, settings, connection, realtime, activity, log);
@@ -280,7 +303,7 @@ export class VoiceService {
         failure: openFailure(error),
       };
     }
-    return { ok: true, startedAt, session, meter, activity };
+    return { ok: true, startedAt, session, realtime, meter, activity };
   }
 
   #session(
@@ -302,6 +325,7 @@ export class VoiceService {
       reconnect: REALTIME_RECONNECT,
       connectRealtime: (manual) => realtime.open(manual),
       sessionConfig: (manual) => realtime.config(manual),
+      restoredItems: (client) => realtime.restoredItems(client),
       onlyWhenNamed: answersOnlyWhenNamed(settings.respond, peopleIn(this.#deps.client, guild, voiceChannelId)),
       addressed: (transcript) => addressesBot(transcript, wakeWords(this.#deps.client, guild, settings)),
       onFunctionCall: (call) => runVoiceToolCall(this.#deps.videoRequests, guild, textChannelId, call, this.#deps.log),
@@ -321,7 +345,7 @@ export class VoiceService {
    */
   #keep(request: JoinRequest, settings: VoiceSettings, connection: VoiceConnection, started: StartedSession, log: Logger): GuildVoice {
     const { guildId, voiceChannelId, textChannelId, userId } = request;
-    const { session, meter, activity, startedAt } = started;
+    const { session, realtime, meter, activity, startedAt } = started;
     watchConnection(connection, (why) => {
       if (this.#guilds.get(guildId)?.connection === connection) void this.leave(guildId, { why });
     });
@@ -334,6 +358,8 @@ export class VoiceService {
       voiceChannelId,
       textChannelId,
       transcript: this.#transcriptThread(request, () => conversation),
+      realtime,
+      posting: new Set(),
       activity,
       settings,
       meter,
@@ -572,7 +598,64 @@ export class VoiceService {
     const entry = this.#guilds.get(guildId);
     if (line.speaker === 'user') entry?.recorder?.turn({ speaker: 'user', text: line.text, members: [...line.members] });
     else if (!line.aside) entry?.recorder?.turn({ speaker: 'bot', text: line.text, members: [] });
-    if (entry?.settings.transcripts) void entry.transcript.postLine(line);
+    if (!entry?.settings.transcripts) return;
+    const posting = this.#postLine(guildId, entry, line);
+    entry.posting.add(posting);
+    void posting.finally(() => entry.posting.delete(posting));
+  }
+
+  /** Posts a line in the transcript, and remembers which messages hold whose words (see MemberForgotten). */
+  async #postLine(guildId: string, entry: GuildVoice, line: ConversationLine): Promise<void> {
+    const messageIds = await entry.transcript.postLine(line);
+    const threadId = entry.transcript.threadId;
+    const lines = this.#deps.transcriptLines;
+    if (!lines || threadId === undefined || messageIds.length === 0) return;
+    const whose: Pick<IndexedLine, 'kind' | 'members' | 'answered'> =
+      line.speaker === 'user'
+        ? { kind: 'turn', members: [...line.members], answered: line.answered ? 'yes' : 'no' }
+        : { kind: 'answer', members: [...(line.answering ?? [])], answered: 'none' };
+    if (whose.members.length === 0) return;
+    try {
+      await rememberLine(lines, guildId, { threadId, messageIds, ...whose });
+    } catch (error) {
+      this.#deps.log.warn('could not remember whose words a transcript line holds', { guild: guildId, error });
+    }
+  }
+
+  /**
+   * Forgets a member in the server (they asked, or left it): their turns and the bot's answers to them go
+   * from the conversation's record (live, or kept for a restart), from the live realtime session's context
+   * and what the next session would be given, and from the transcripts. What was removed.
+   */
+  async forgetMember(guildId: string, userId: string): Promise<MemberForgotten> {
+    const entry = this.#guilds.get(guildId);
+    const log = this.#deps.log.child({ guild: guildId });
+    let turns = 0;
+    if (entry) {
+      await Promise.all(entry.posting);
+      const reconfigure = entry.realtime.forget(userId);
+      const items = entry.session.forgetMember(userId, { reconfigure });
+      turns = entry.recorder?.forget(userId) ?? 0;
+      log.info('forgot a member in the live voice conversation', { turns, items, instructions: reconfigure });
+    } else if (this.#deps.conversations) {
+      turns = await forgetInStoredConversation(this.#deps.conversations, guildId, userId, Date.now());
+    }
+    const lines = this.#deps.transcriptLines;
+    const transcripts = lines
+      ? await forgetInTranscripts(userId, {
+          outbox: this.#deps.outbox,
+          lines,
+          guildId,
+          word: (told) => this.#channel.word(guildId, told),
+          memberName: async (other) => {
+            const guild = this.#deps.client.guilds.cache.get(guildId);
+            return guild && memberName(guild, other);
+          },
+          log,
+        })
+      : { deleted: 0, edited: 0 };
+    log.info('forgot a member', { turns, ...transcripts });
+    return { turns, ...transcripts };
   }
 
   #onVoiceState(before: VoiceState, after: VoiceState): void {

@@ -5,6 +5,7 @@ import type { Logger } from '../lib/log.ts';
 import type { BotMetrics } from '../lib/metrics.ts';
 import type { VoiceSettings } from '../ports/voice-settings.ts';
 import type { Notice, Phrase } from '../wording/notice.ts';
+import type { OwnedItem } from './realtime-opener.ts';
 import type { RenewalTimes } from './session-lifetime.ts';
 import type { TurnMembers } from './turns.ts';
 
@@ -19,10 +20,12 @@ export interface VoiceFunctionCall extends RealtimeFunctionCall {
 
 /**
  * A line of the conversation. A member's turn names who spoke it (turns.ts, NAMED_SHARE) and whether the
- * bot answers it; the bot's line may be `aside`, said off the record (see `announce`), not a turn.
+ * bot answers it; the bot's line may be `aside`, said off the record (see `announce`), not a turn, and names
+ * the members whose turn it answers (`answering`, none when unknown): forgetting one of them takes it too.
  */
 export type ConversationLine =
-  { speaker: 'user'; members: TurnMembers; text: string; answered: boolean } | { speaker: 'bot'; text: string; aside: boolean };
+  | { speaker: 'user'; members: TurnMembers; text: string; answered: boolean }
+  | { speaker: 'bot'; text: string; aside: boolean; answering?: TurnMembers };
 
 export interface VoiceSessionOptions {
   guildId: string;
@@ -33,6 +36,8 @@ export interface VoiceSessionOptions {
    * with `turn_detection: null`, the bot ending turns itself.
    */
   connectRealtime(manual: boolean): Promise<RealtimeClient>;
+  /** The items a freshly opened realtime session was given of earlier turns, with whose words each holds (realtime-opener.ts). */
+  restoredItems?(client: RealtimeClient): readonly OwnedItem[];
   /** The session's configuration in either turn mode, sent when it switches between them. Without it the mode never changes. */
   sessionConfig?(manual: boolean): RealtimeSessionConfig;
   /** Answer only turns whose transcript names the bot (from the start; see `answerOnlyWhenNamed`). */

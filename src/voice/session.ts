@@ -344,6 +344,21 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
     this.#listener.forget(userId);
   }
 
+  /**
+   * A member asked to be forgotten: the items of the live realtime session's context that hold their words
+   * (their turns, the bot's answers to them) are deleted, and with `reconfigure` (its instructions held them)
+   * the session is configured again. How many items were deleted.
+   */
+  forgetMember(userId: string, { reconfigure }: { reconfigure: boolean }): number {
+    const live = this.#state;
+    if (live.status !== 'live') return 0;
+    const items = live.turns.forget(userId);
+    for (const itemId of items) live.client.deleteItem(itemId);
+    const config = reconfigure ? this.#options.sessionConfig?.(this.#manual) : undefined;
+    if (config) live.client.updateSession(config);
+    return items.length;
+  }
+
   /** A live state for a freshly opened realtime session (the #state setter attaches it). */
   #liveState(client: RealtimeClient): LiveState {
     const openedAt = Date.now();
@@ -361,6 +376,7 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
       onEvent: (event) => this.#turnTaking.handle(live, event),
       onClose: (code, reason) => this.#onClose(live, code, reason),
     };
+    for (const { itemId, members } of this.#options.restoredItems?.(client) ?? []) live.turns.owned(itemId, members);
     return live;
   }
 

@@ -42,6 +42,21 @@ export interface TranscriptThreadOptions {
   post(channelId: string, told: Notice): Promise<unknown>;
 }
 
+/** The members who spoke a line, each by name and mention (most heard first); "Someone" for none. */
+export async function membersLabel(
+  members: readonly string[],
+  memberName: (userId: string) => Promise<string | undefined>,
+): Promise<Phrase> {
+  if (members.length === 0) return notice('voice.transcript.someone');
+  const names = await Promise.all(members.map((userId) => memberName(userId)));
+  const items = members.map((userId, index) => {
+    const name = names[index];
+    // A member whose name cannot be looked up is still named by their mention.
+    return name === undefined ? `<@${userId}>` : notice('voice.transcript.member', { name: escapeMarkdown(name), mention: `<@${userId}>` });
+  });
+  return { phrase: 'list', items };
+}
+
 export class TranscriptThread {
   readonly #options: TranscriptThreadOptions;
   /** The channel message the thread starts from, once posted. */
@@ -87,16 +102,7 @@ export class TranscriptThread {
   /** Who spoke the line: each member by name and mention, most heard first, or the bot by its name. */
   async #label(line: ConversationLine): Promise<Phrase> {
     if (line.speaker === 'bot') return notice('voice.transcript.bot', { name: escapeMarkdown(this.#options.botName()) });
-    if (line.members.length === 0) return notice('voice.transcript.someone');
-    const names = await Promise.all(line.members.map((userId) => this.#options.memberName(userId)));
-    const items = line.members.map((userId, index) => {
-      const name = names[index];
-      // A member whose name cannot be looked up is still named by their mention.
-      return name === undefined
-        ? `<@${userId}>`
-        : notice('voice.transcript.member', { name: escapeMarkdown(name), mention: `<@${userId}>` });
-    });
-    return { phrase: 'list', items };
+    return membersLabel(line.members, (userId) => this.#options.memberName(userId));
   }
 
   /** Opens the thread; undefined when the bot may not (then transcripts are off, and the channel is told). */

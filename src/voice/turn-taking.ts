@@ -78,6 +78,9 @@ export class TurnTaking {
       case 'response.output_item.added':
       case 'conversation.item.created':
         live.answers.itemAdded(event.type === 'response.output_item.added' ? event.responseId : undefined, event.itemId, event.role);
+        // The model's output (an answer, a call) holds what the members it answers said: forgetting them deletes it too.
+        if (event.itemId !== undefined && (event.type === 'response.output_item.added' || event.role === 'assistant'))
+          live.turns.owned(event.itemId, this.#answering);
         break;
       case 'response.output_audio.delta': {
         const stream = live.answers.audio(event);
@@ -105,8 +108,10 @@ export class TurnTaking {
         this.#transcribed(live, event.itemId, event.transcript);
         break;
       case 'response.output_audio_transcript.done':
-        if (event.transcript)
-          options.onTranscript?.({ speaker: 'bot', text: event.transcript, aside: live.announcements.isAside(event.responseId) });
+        if (event.transcript) {
+          const aside = live.announcements.isAside(event.responseId);
+          options.onTranscript?.({ speaker: 'bot', text: event.transcript, aside, answering: aside ? [] : this.#answering });
+        }
         break;
       case 'error':
         this.#realtimeError(live, event);

@@ -19,6 +19,12 @@ const NAMED_PACKETS = NAMED_MS / FRAME_MS;
 const UNCOMMITTED_KEPT = 8;
 /** Committed turns whose transcript has not come yet, at most (a gateway that transcribes nothing never claims them). */
 const ITEMS_KEPT = 32;
+/**
+ * Items of a session's context remembered with whose words they hold, at most: a turn and its answer a few
+ * seconds apart make over an hour of steady talk, longer than a realtime session lives (120 minutes, most of
+ * them quieter). Older items are past what the model still reads closely, and the session is renewed anyway.
+ */
+const OWNED_ITEMS_KEPT = 2_048;
 
 /** Who spoke a turn: the members named for it (see NAMED_SHARE), the one whose audio made most of it first. */
 export type TurnMembers = readonly string[];
@@ -36,6 +42,8 @@ export class TurnsOfSession {
   readonly #uncommitted: TurnMembers[] = [];
   /** Who spoke each committed turn, by its item, until its transcript comes. */
   readonly #byItem = new Map<string, TurnMembers>();
+  /** The items of the session's context holding members' words or the bot's answers to them, with those members. */
+  readonly #owners = new Map<string, TurnMembers>();
 
   /** A turn waits for its answer. */
   get awaitingAnswer(): boolean {
@@ -85,6 +93,24 @@ export class TurnsOfSession {
     if (turn === undefined || itemId === undefined) return;
     this.#byItem.set(itemId, turn);
     if (this.#byItem.size > ITEMS_KEPT) this.#byItem.delete(this.#byItem.keys().next().value!);
+    this.owned(itemId, turn);
+  }
+
+  /**
+   * An item of the session's context holds the words of `members`: their turn, the bot's answer to it (which
+   * may repeat them), or an earlier turn a conversation brought back after a restart was given.
+   */
+  owned(itemId: string, members: TurnMembers): void {
+    if (members.length === 0) return;
+    this.#owners.set(itemId, members);
+    if (this.#owners.size > OWNED_ITEMS_KEPT) this.#owners.delete(this.#owners.keys().next().value!);
+  }
+
+  /** `userId` is forgotten: the items of the context that hold their words (see `owned`), to delete, no longer remembered. */
+  forget(userId: string): string[] {
+    const items = [...this.#owners].filter(([, members]) => members.includes(userId)).map(([itemId]) => itemId);
+    for (const itemId of items) this.#owners.delete(itemId);
+    return items;
   }
 
   /** The gateway refused a commit of the bot's (an empty buffer): that turn has no item. */

@@ -196,7 +196,7 @@ describe('a voice conversation across a restart', () => {
     expect(await second.leave(guild.id, { why: 'asked', by: 'test' })).toBe(true);
   }, 30_000);
 
-  it('gives the earlier turns in the instructions when the gateway takes no message items', async () => {
+  it('gives the earlier turns in the instructions, each named by who spoke it, when the gateway takes no message items', async () => {
     const guild = discord.createGuild();
     await memberInVoice(guild);
     const first = startService();
@@ -219,7 +219,7 @@ describe('a voice conversation across a restart', () => {
       BACK_WITHIN_MS,
     );
     expect((event.event.session as { instructions: string }).instructions).toMatch(
-      /You were restarted in the middle of this conversation\. What was said before, oldest first:\nMember: My name is Ada\.\nYou: Nice to meet you, Ada\.$/,
+      /You were restarted in the middle of this conversation\. What was said before, oldest first:\nmember: My name is Ada\.\nYou: Nice to meet you, Ada\.$/,
     );
     expect(textMessages(resumed)).toEqual([]);
     await emulator.realtime.waitForClientEvent(

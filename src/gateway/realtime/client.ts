@@ -149,8 +149,8 @@ export interface ConversationMessage {
   text: string;
 }
 
-/** Whether the gateway took every message of `addMessages`, or why not. */
-export type MessagesTaken = { ok: true } | { ok: false; message: string };
+/** Whether the gateway took every message of `addMessages` (with each one's item id, in order), or why not. */
+export type MessagesTaken = { ok: true; itemIds: string[] } | { ok: false; message: string };
 
 /** The id of the item a server event says was created (`conversation.item.created`, or `.added` as GA servers name it). */
 function createdItemId(event: RealtimeServerEvent): string | undefined {
@@ -335,6 +335,11 @@ export class RealtimeClient extends EventEmitter<ClientEvents> {
     this.#send({ type: 'conversation.item.truncate', item_id: itemId, content_index: contentIndex, audio_end_ms: Math.round(audioEndMs) });
   }
 
+  /** Takes an item out of the conversation's context (conversation.item.delete): the model no longer reads it. */
+  deleteItem(itemId: string): void {
+    this.#send({ type: 'conversation.item.delete', item_id: itemId });
+  }
+
   /** A function call's result, for the model (then `createResponse()` to have it speak about it). */
   sendFunctionOutput(callId: string, output: string): void {
     this.#send({ type: 'conversation.item.create', item: { type: 'function_call_output', call_id: callId, output } });
@@ -378,9 +383,10 @@ export class RealtimeClient extends EventEmitter<ClientEvents> {
     this.on('event', follow);
     this.on('close', onClose);
     const batch = `${Date.now().toString(36)}${(++this.#eventCount).toString(36)}`;
+    const itemIds = messages.map((_message, index) => `item_ctx_${batch}_${index}`);
     try {
       for (const [index, message] of messages.entries()) {
-        const id = `item_ctx_${batch}_${index}`;
+        const id = itemIds[index]!;
         const eventId = this.#send({
           type: 'conversation.item.create',
           item: {
@@ -398,7 +404,7 @@ export class RealtimeClient extends EventEmitter<ClientEvents> {
         check: () => {
           if (refused !== undefined) return { ok: false, message: refused };
           if (closed) return { ok: false, message: 'the realtime session closed' };
-          return waiting.size === 0 ? { ok: true } : undefined;
+          return waiting.size === 0 ? { ok: true, itemIds } : undefined;
         },
         subscribe: (wake) => {
           this.on('event', wake);

@@ -7,6 +7,7 @@ import { loadCommands, registerCommands } from './interactions/registry.ts';
 import { explainStartFailure, isDiscordRefusal, isTokenRefusal, retryUntilDone } from './discord/retry.ts';
 import { DiscordOutbox } from './discord/outbox.ts';
 import { inviteUrl } from './discord/invite.ts';
+import { memberLeft } from './discord/member.ts';
 import { ModelCatalog } from './gateway/model-catalog.ts';
 import { GatewayClientPool } from './gateway/pool.ts';
 import type { Logger } from './lib/log.ts';
@@ -25,6 +26,7 @@ import { createVideo } from './video/index.ts';
 import { pollPolicyWithInterval } from './video/poll-policy.ts';
 import { VoiceVideo } from './video/voice-requests.ts';
 import { CONVERSATION_RECORDS, conversationRecordParser } from './voice/conversation-record.ts';
+import { parseMemberLines, TRANSCRIPT_LINES } from './voice/transcript-lines.ts';
 import { VoiceService } from './voice/service.ts';
 
 export interface App {
@@ -161,6 +163,7 @@ export async function startApp(
     ...(shards
       ? { shards, claimIdentify: async (bucket, ttlMs) => (await identifyBuckets.setIfAbsent(String(bucket), true, ttlMs)).created }
       : {}),
+    membersIntent: config.forgetMembersWhoLeave,
   });
   countDiscordRest(client, metrics);
   const outbox = new DiscordOutbox(client.rest, { log: log.child({ part: 'discord/outbox' }) });
@@ -242,9 +245,20 @@ export async function startApp(
       CONVERSATION_RECORDS,
       conversationRecordParser(defaultVoiceSettings(config.gatewayVendor), SUPPORTED_LOCALES),
     ),
+    transcriptLines: store.collection(TRANSCRIPT_LINES, parseMemberLines),
     moderationLog,
     log,
   });
+  if (config.forgetMembersWhoLeave) {
+    // A member who leaves (or is kicked) is forgotten as /voice forget-me forgets them.
+    client.on('raw', (packet: unknown) => {
+      const left = memberLeft(packet);
+      if (!left) return;
+      voice.forgetMember(left.guildId, left.userId).catch((error: unknown) => {
+        log.warn('could not forget a member who left the server', { guild: left.guildId, error });
+      });
+    });
+  }
   video.tracker.onFinished((task) => {
     // A member's own install has no conversation of a server to tell.
     if (task.state === 'succeeded' && !task.outcome.moderated && !task.userInstall) {

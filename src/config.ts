@@ -59,6 +59,11 @@ export interface BotConfig {
    * what one member may make that way per UTC day on the operator's key (0: no limit).
    */
   userInstalls: UserInstallsConfig;
+  /**
+   * FORGET_MEMBERS_WHO_LEAVE: a member who leaves a server is forgotten there as `/voice forget-me` forgets
+   * them. Asks Discord for the privileged Server Members intent, which the Developer Portal must allow.
+   */
+  forgetMembersWhoLeave: boolean;
 }
 
 export interface UserInstallsConfig {
@@ -330,6 +335,11 @@ const VARIABLES = {
         "Comma-separated host names or IP addresses, each with an optional port (no scheme or path), a finished video may be downloaded from even when their address is not public, e.g. `storage.internal,10.0.0.5:9000,[fd00::5]:9000`; without a port, any port of that host. Downloads go only to http(s) addresses on the public internet or to `GATEWAY_BASE_URL`'s own host and port; a video address (or a redirect) that is loopback, private, link-local, CGNAT, multicast or otherwise not public, or another port of the gateway's host, is refused, after DNS, unless it is listed here.",
     },
   ),
+  FORGET_MEMBERS_WHO_LEAVE: defaulted('off', z.stringbool({ truthy: ['on'], falsy: ['off'] }), {
+    problem: 'must be "on" or "off"',
+    meaning:
+      '`on` forgets a member who leaves a server as `/voice forget-me` does (see "Privacy"). It needs the privileged **Server Members Intent**: turn it on in the Developer Portal (your application, Bot, Privileged Gateway Intents) first, or Discord refuses the connection (close code 4014) and the bot does not start. `off` asks for no privileged intent.',
+  }),
 };
 
 const ENVIRONMENT = z.object(VARIABLES);
@@ -480,6 +490,7 @@ function botConfig(settings: Settings, ids: string | MachineOrdinal | undefined)
       dailyVideos: settings.USER_INSTALL_DAILY_VIDEOS,
       dailyUsd: settings.USER_INSTALL_DAILY_USD,
     },
+    forgetMembersWhoLeave: settings.FORGET_MEMBERS_WHO_LEAVE,
   };
 }
 

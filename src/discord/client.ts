@@ -7,6 +7,12 @@ import { SharedIdentifyThrottler, type ClaimIdentifyBucket } from './identify-th
  * and GUILD_VOICE_STATES (who is in which voice channel, and the voice connection handshake).
  */
 const BOT_INTENTS = [GatewayIntentBits.Guilds, GatewayIntentBits.GuildVoiceStates];
+/**
+ * GUILD_MEMBERS, privileged: members leaving (GUILD_MEMBER_REMOVE), asked for only when the operator turned
+ * FORGET_MEMBERS_WHO_LEAVE on. Discord closes a connection asking for a privileged intent the Developer
+ * Portal does not allow (4014), so it is never asked for by default.
+ */
+const MEMBERS_INTENT = GatewayIntentBits.GuildMembers;
 /** Every REST call to Discord answers within this long or fails (discord.js's default is 15 s). */
 const REST_TIMEOUT_MS = 15_000;
 
@@ -23,12 +29,14 @@ export interface ClientOptions {
    * discord.js spaces identifies within this process only.
    */
   claimIdentify?: ClaimIdentifyBucket;
+  /** Ask for the privileged Server Members intent (members leaving); default false. */
+  membersIntent?: boolean;
 }
 
 export function createDiscordClient(apiUrl: string | undefined, options: ClientOptions = {}): Client {
-  const { shards, claimIdentify } = options;
+  const { shards, claimIdentify, membersIntent = false } = options;
   return new Client({
-    intents: BOT_INTENTS,
+    intents: membersIntent ? [...BOT_INTENTS, MEMBERS_INTENT] : BOT_INTENTS,
     rest: { timeout: REST_TIMEOUT_MS, ...(apiUrl ? { api: apiUrl } : {}) },
     ...(shards ? { shards: shards.ids, shardCount: shards.count } : {}),
     ...(claimIdentify

@@ -38,6 +38,7 @@ describe('configuration from the environment', () => {
         sharding: { count: 'auto', ids: undefined, perProcess: 1 },
         prices: DEFAULT_PRICES,
         userInstalls: { enabled: false, dailyVideos: 5, dailyUsd: 2 },
+        forgetMembersWhoLeave: false,
       },
     });
   });

@@ -24,6 +24,8 @@ export interface InputBufferDeps {
   muted: () => boolean;
   /** A user turn ends: its audio, the item id it gets, and whether the model answers it at once (server VAD). */
   commitTurn: (audio: Int16Array, itemId: string, respond: boolean) => void;
+  /** Each append's audio as it arrived (muted or not), for the session's journal of loudness. */
+  heard?: (audio: Int16Array) => void;
 }
 
 export class InputAudioBuffer {
@@ -135,9 +137,10 @@ export class InputAudioBuffer {
       );
       return;
     }
+    let samples = decodeAudio(Buffer.from(text, 'base64'), this.#deps.config.inputFormat);
+    this.#deps.heard?.(samples);
     // docs/gateway.md, "force_message": while a force_message with interruptible false plays, the caller's audio is dropped.
     if (this.#deps.muted()) return;
-    let samples = decodeAudio(Buffer.from(text, 'base64'), this.#deps.config.inputFormat);
     const vad = this.#vad;
     if (!vad) {
       // Manual mode: what does not fit waits for no commit; it is dropped, and the client is told.

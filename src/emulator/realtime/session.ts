@@ -1,5 +1,6 @@
 import { isRecord } from '../../lib/json.ts';
 import type { Logger } from '../../lib/log.ts';
+import { appendBounded } from '../journal.ts';
 import { journalEvent, newEventJournal, type JournaledEvent } from './event-journal.ts';
 import { InputAudioBuffer } from './input-buffer.ts';
 import type { ConversationItem } from './conversation.ts';
@@ -21,8 +22,24 @@ import { newId, type Emit, type Refuse } from './session-io.ts';
 export { FORCE_MESSAGE_TONE_HZ } from './responses.ts';
 export type { JournaledEvent } from './event-journal.ts';
 
+/** How loud one input_audio_buffer.append was: its loudest sample, 0 to 1 of full scale, and when it came. */
+export interface AppendLevel {
+  at: number;
+  peak: number;
+}
+
+/** The journal of append loudness keeps this many of the newest (at 40 ms an append, over six minutes). */
+const APPEND_LEVELS_KEPT = 10_000;
+
 /** Sends one event, already written as JSON. */
 type Send = (text: string) => void;
+
+/** The loudest sample of `audio`, 0 to 1 of full scale. */
+function peakOf(audio: Int16Array): number {
+  let peak = 0;
+  for (const sample of audio) peak = Math.max(peak, Math.abs(sample));
+  return peak / 32768;
+}
 
 export class RealtimeSession {
   readonly id = newId('sess');
@@ -42,6 +59,11 @@ export class RealtimeSession {
   readonly #items: ConversationItems;
   readonly #responses: Responses;
   readonly #input: InputAudioBuffer;
+  /**
+   * How loud each input_audio_buffer.append was, newest last: the event journal keeps only the first of a
+   * run of appends, and no audio; tests tell by this whether a member's speech reached the session.
+   */
+  readonly appendLevels: AppendLevel[] = [];
   /** Truncations the client asked for: what it says was really played. */
   readonly truncations: { itemId: string; audioEndMs: number }[];
 
@@ -78,6 +100,7 @@ export class RealtimeSession {
       refuse,
       muted: () => this.#responses.muted,
       commitTurn: (audio, itemId, respond) => this.#responses.hear(audio, itemId, respond),
+      heard: (audio) => appendBounded(this.appendLevels, { at: Date.now(), peak: peakOf(audio) }, APPEND_LEVELS_KEPT),
     });
   }
 

@@ -3,6 +3,7 @@ import {
   InteractionContextType,
   SlashCommandBuilder,
   type AutocompleteInteraction,
+  type ButtonInteraction,
   type ChatInputCommandInteraction,
 } from 'discord.js';
 import { answerPrivately } from '../src/discord/answer.ts';
@@ -12,6 +13,7 @@ import { containing, suggest } from '../src/discord/autocomplete.ts';
 import { BUILT_IN_VOICES } from '../src/gateway/spec.ts';
 import type { Services } from '../src/services.ts';
 import { callEncryptionNotice } from '../src/voice/call-encryption.ts';
+import { HEAR_ME_BUTTON } from '../src/voice/service.ts';
 import { subcommand } from '../src/discord/command-options.ts';
 import { localized } from '../src/i18n/commands.ts';
 import { resolveLocale, t } from '../src/i18n/index.ts';
@@ -34,13 +36,21 @@ const data = localized(new SlashCommandBuilder().setName('voice'), 'command.voic
     ),
   )
   .addSubcommand((sub) => localized(sub.setName('leave'), 'command.voice.leave'))
-  .addSubcommand((sub) => localized(sub.setName('forget-me'), 'command.voice.forget-me'))
-  .addSubcommand((sub) => subcommand(sub, VOICE_SETTINGS_SUBCOMMAND, 'command.voice'));
+  .addSubcommand((sub) => subcommand(sub, VOICE_SETTINGS_SUBCOMMAND, 'command.voice'))
+  .addSubcommand((sub) => localized(sub.setName('ignore-me'), 'command.voice.ignore-me'))
+  .addSubcommand((sub) => localized(sub.setName('listen-to-me'), 'command.voice.listen-to-me'))
+  .addSubcommand((sub) => localized(sub.setName('forget-me'), 'command.voice.forget-me'));
 
-/** Joining follows the server's role rules for /voice; anyone may look at the settings, admins change them. */
+/**
+ * Joining follows the server's role rules for /voice; anyone may look at the settings, admins change them.
+ * Anyone may decide whether the bot hears them, a member the moderators denied included.
+ */
 function requires(interaction: HandledInteraction): Requirement {
+  if (interaction.isButton()) return { inServer: true, evenDenied: true };
   if (!interaction.isChatInputCommand()) return { inServer: true };
   const subcommand = interaction.options.getSubcommand();
+  if (subcommand === 'ignore-me' || subcommand === 'listen-to-me' || subcommand === 'forget-me')
+    return { inServer: true, evenDenied: true };
   if (subcommand === 'join') return { feature: 'voice' };
   const changes = interaction.options.data.find((option) => option.name === subcommand)?.options ?? [];
   if (subcommand === 'settings' && changes.length > 0)
@@ -106,6 +116,7 @@ async function settings(interaction: ChatInputCommandInteraction, services: Serv
       wakeWords: options.getString('wake_words'),
       tools: options.getBoolean('tools'),
       language: options.getString('language'),
+      consent: options.getString('consent'),
     },
     services.config.gatewayVendor,
   );
@@ -124,6 +135,29 @@ async function settings(interaction: ChatInputCommandInteraction, services: Serv
     const change = shorten(describeVoiceSettingsChange(request.change), SAVED_CHANGE_QUOTED);
     await answerPrivately(interaction, t(locale, 'voice.settings.saved-unshown', { change }));
   }
+}
+
+/** The member asks not to be heard, anywhere; the private answer says how to undo it. */
+async function ignoreMe(interaction: ChatInputCommandInteraction, services: Services) {
+  const locale = memberLocale(interaction);
+  const result = await services.voice.ignoreMe(interaction.user.id);
+  if (!result.ok) return answerPrivately(interaction, word(locale, result.notice));
+  const listenToMe = await services.mentions.mention(interaction.guildId ?? undefined, 'voice listen-to-me');
+  await answerPrivately(interaction, t(locale, 'voice.ignore-me.done', { listenToMe }));
+}
+
+/** The member asks to be heard (here in opt-in conversations too), by the command or the join message's button. */
+async function listenToMe(interaction: ChatInputCommandInteraction | ButtonInteraction, services: Services) {
+  const locale = memberLocale(interaction);
+  const result = await services.voice.listenToMe(guildOf(interaction), interaction.user.id);
+  if (!result.ok) return answerPrivately(interaction, word(locale, result.notice));
+  const ignoreMe = await services.mentions.mention(interaction.guildId ?? undefined, 'voice ignore-me');
+  await answerPrivately(interaction, t(locale, 'voice.listen-to-me.done', { ignoreMe }));
+}
+
+async function button(interaction: ButtonInteraction, services: Services) {
+  if (interaction.customId !== HEAR_ME_BUTTON) throw new Error(`unknown /voice button ${interaction.customId}`);
+  await listenToMe(interaction, services);
 }
 
 async function autocomplete(interaction: AutocompleteInteraction, services: Services) {
@@ -149,9 +183,13 @@ async function execute(interaction: ChatInputCommandInteraction, services: Servi
       return forgetMe(interaction, services);
     case 'settings':
       return settings(interaction, services);
+    case 'ignore-me':
+      return ignoreMe(interaction, services);
+    case 'listen-to-me':
+      return listenToMe(interaction, services);
     default:
       throw new Error(`unknown /voice subcommand ${interaction.options.getSubcommand()}`);
   }
 }
 
-export default { data, requires, execute, autocomplete } satisfies Command;
+export default { data, requires, execute, autocomplete, button } satisfies Command;

@@ -8,6 +8,7 @@ import { explainStartFailure, isDiscordRefusal, isTokenRefusal, retryUntilDone }
 import { DiscordOutbox } from './discord/outbox.ts';
 import { inviteUrl } from './discord/invite.ts';
 import { memberLeft } from './discord/member.ts';
+import { CommandMentions } from './discord/command-mentions.ts';
 import { ModelCatalog } from './gateway/model-catalog.ts';
 import { GatewayClientPool } from './gateway/pool.ts';
 import type { Logger } from './lib/log.ts';
@@ -28,6 +29,7 @@ import { VoiceVideo } from './video/voice-requests.ts';
 import { CONVERSATION_RECORDS, conversationRecordParser } from './voice/conversation-record.ts';
 import { parseMemberLines, TRANSCRIPT_LINES } from './voice/transcript-lines.ts';
 import { VoiceService } from './voice/service.ts';
+import { CONSENT_RECORDS, ConsentBook, parseConsentRecord } from './voice/consent.ts';
 
 export interface App {
   client: Client;
@@ -232,6 +234,7 @@ export async function startApp(
     moderationLog,
     log,
   });
+  const mentions = new CommandMentions({ rest: client.rest, applicationId: () => client.application?.id, log });
   const voice = new VoiceService({
     client,
     outbox,
@@ -247,6 +250,8 @@ export async function startApp(
     ),
     transcriptLines: store.collection(TRANSCRIPT_LINES, parseMemberLines),
     moderationLog,
+    consent: new ConsentBook(store.collection(CONSENT_RECORDS, parseConsentRecord)),
+    mentions,
     log,
   });
   if (config.forgetMembersWhoLeave) {
@@ -265,7 +270,7 @@ export async function startApp(
       voice.announce(task.guildId, notice('voice.spoken.video-ready', { what: task.prompt.slice(0, 80) || task.operation }));
     }
   });
-  const services: Services = { config, log, store, settings, models, video, voice };
+  const services: Services = { config, log, store, settings, models, video, voice, mentions };
   const dispatcher = createDispatcher(commands, services, {
     userInstalls: config.userInstalls.enabled,
     featureAccess: (guildId, feature, roles, isManager) => settings.mayUse(guildId, feature, roles, isManager),
@@ -296,6 +301,8 @@ export async function startApp(
     }
     log.info('invite link', { url: inviteUrl(ready.application.id) });
     void registerBotCommands(client.rest, ready.application.id, [...commands.values()], config, log, running).then((count) => {
+      // Registering may have given the commands new ids: mentions read them afresh.
+      mentions.forget();
       if (count !== undefined)
         log.info('ready', {
           user: ready.user.id,

@@ -1,4 +1,5 @@
 import type { BotConfig } from './config.ts';
+import type { CommandMentions } from './discord/command-mentions.ts';
 import type { ModelCatalog } from './gateway/model-catalog.ts';
 import type { Logger } from './lib/log.ts';
 import type { SettingsService } from './settings/service.ts';
@@ -16,4 +17,6 @@ export interface Services {
   models: ModelCatalog;
   video: Video;
   voice: VoiceService;
+  /** Names a command as a clickable mention (`</voice ignore-me:…>`), else as text. */
+  mentions: Pick<CommandMentions, 'mention'>;
 }

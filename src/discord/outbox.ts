@@ -360,13 +360,24 @@ export class DiscordOutbox {
   /**
    * A plain message that pings nobody; the id of its first part. Text the bot does not write itself (a
    * transcript line) can be longer than one message allows: it goes out as several, in order. Without
-   * `linkPreviews` the links it holds show no preview (a log line's prompt may hold any link).
+   * `linkPreviews` the links it holds show no preview (a log line's prompt may hold any link); `components`
+   * (buttons) go under its first part.
    */
-  async say(channelId: string, content: string, { linkPreviews = true }: { linkPreviews?: boolean } = {}): Promise<string> {
+  async say(
+    channelId: string,
+    content: string,
+    { linkPreviews = true, components }: { linkPreviews?: boolean; components?: MessagePayload['components'] } = {},
+  ): Promise<string> {
     let firstId: string | undefined;
     for (const piece of splitContent(content)) {
       const message: unknown = await this.#rest.post(Routes.channelMessages(channelId), {
-        body: { content: piece, allowed_mentions: { parse: [] }, ...(linkPreviews ? {} : { flags: MessageFlags.SuppressEmbeds }) },
+        body: {
+          content: piece,
+          allowed_mentions: { parse: [] },
+          ...(linkPreviews ? {} : { flags: MessageFlags.SuppressEmbeds }),
+          // Buttons go under the first part, which the rest continue.
+          ...(components && firstId === undefined ? { components } : {}),
+        },
       });
       firstId ??= parsePostedMessage(message).messageId;
     }

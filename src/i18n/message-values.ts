@@ -257,8 +257,8 @@ export interface MessagePlaceholders {
   'voice.spoken.restarting': undefined;
   'voice.spoken.back': undefined;
   'voice.spoken.video-ready': { what: string | number };
-  'voice.joined': { channel: string | number };
-  'voice.back': { channel: string | number };
+  'voice.joined': { channel: string | number; ignoreMe: string | number; listenToMe: string | number; mode: string };
+  'voice.back': { channel: string | number; ignoreMe: string | number; listenToMe: string | number; mode: string };
   'voice.left': { by: string | number; channel: string | number; minutes: number; reason: string };
   'voice.stopped': { channel: string | number; reason: string | number };
   'voice.restarting': { channel: string | number };
@@ -662,4 +662,18 @@ export interface MessagePlaceholders {
   'video.delete.gone': undefined;
   'video.delete.failed': undefined;
   'video.card.deleted': { member: string | number };
+  'command.voice.ignore-me.name': undefined;
+  'command.voice.ignore-me.description': undefined;
+  'command.voice.listen-to-me.name': undefined;
+  'command.voice.listen-to-me.description': undefined;
+  'command.voice.settings.consent.name': undefined;
+  'command.voice.settings.consent.description': undefined;
+  'command.voice.settings.consent.choice.open': undefined;
+  'command.voice.settings.consent.choice.opt-in': undefined;
+  'voice.settings.show.consent': { mode: string };
+  'voice.hear-me.button': undefined;
+  'voice.spoken.listening': { mode: string };
+  'voice.ignore-me.done': { listenToMe: string | number };
+  'voice.listen-to-me.done': { ignoreMe: string | number };
+  'voice.consent.unsaved': undefined;
 }

@@ -40,6 +40,11 @@ export interface Requirement {
    * member's language, or a name that reads the same in every language (`**Animate image**`).
    */
   what?: string | ((locale: Locale) => string);
+  /**
+   * Even a member the moderators denied may do this: a member's own choice about the bot (not to be heard
+   * by it) is never refused.
+   */
+  evenDenied?: boolean;
 }
 
 /** Whether a member with these roles may use a feature on a server (the server's role rules), or why not. */
@@ -125,7 +130,7 @@ export async function checkRequirement(
   const rules = await rulesFor(guildId, access, formWithinMs);
   // Admins too: /config keeps a member from denying themselves or the owner, so the server can always undo it.
   const denied = rules && memberRefusal(rules, interaction.user.id);
-  if (denied && !denied.ok) return refuse(word(locale, denied.notice));
+  if (denied && !denied.ok && !requirement.evenDenied) return refuse(word(locale, denied.notice));
   const manager = isServerManager(interaction);
   if (requirement.manageServer && !manager) return refuse(t(locale, 'requirement.manage-server', { what }));
   if (requirement.feature) {

@@ -384,6 +384,8 @@ export function describeVoiceSettings(locale: Locale, settings: VoiceSettings): 
     say('voice.settings.show.idle', { minutes: settings.idleMinutes }),
     say('voice.settings.show.answers', { respond: describeRespond(locale, settings) }),
     say('voice.settings.show.tools', { on: settings.tools === false ? 'no' : 'yes' }),
+    // ICU selectors take no hyphen.
+    say('voice.settings.show.consent', { mode: settings.consent.replace('-', '_') }),
     say('voice.settings.show.language', {
       language: settings.language === undefined ? SERVER_LANGUAGE : languageName(locale, settings.language),
     }),

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { isVoiceId } from '../gateway/spec.ts';
-import { RESPOND_MODES, TURN_DETECTION_MODES, type VoiceSettings } from './voice-settings.ts';
+import { CONSENT_MODES, RESPOND_MODES, TURN_DETECTION_MODES, type VoiceSettings } from './voice-settings.ts';
 
 // Voice settings have one schema, with the bounds /voice settings enforces: the settings part checks a
 // change against it and reads a server's stored settings with it, the voice part reads a conversation's
@@ -38,6 +38,7 @@ export function voiceSettingSchemas(languages: readonly string[]) {
     wakeWords: z.array(z.string().max(VOICE_LIMITS.wakeWordLength).refine(hasSomethingToHear)).max(VOICE_LIMITS.wakeWords),
     tools: z.boolean(),
     language: z.string().refine((language) => languages.includes(language)),
+    consent: z.enum(CONSENT_MODES),
     updatedBy: z.string(),
     updatedAt: z.number(),
   } as const satisfies { [K in keyof VoiceSettings]-?: z.ZodType<Exclude<VoiceSettings[K], undefined>> };

@@ -12,6 +12,14 @@ export const TURN_DETECTION_MODES: readonly TurnDetectionMode[] = ['server', 'di
 export type RespondMode = 'auto' | 'always' | 'when_named';
 export const RESPOND_MODES: readonly RespondMode[] = ['auto', 'always', 'when_named'];
 
+/**
+ * Whom the bot hears. `open`: everyone in the channel but those who asked not to be heard (/voice
+ * ignore-me); `opt-in`: only the member who brought it in and those who agreed (/voice listen-to-me, or
+ * the join message's button), never those who asked not to be heard.
+ */
+export type ConsentMode = 'open' | 'opt-in';
+export const CONSENT_MODES: readonly ConsentMode[] = ['open', 'opt-in'];
+
 export interface VoiceSettings {
   voice: string;
   instructions: string;
@@ -33,6 +41,8 @@ export interface VoiceSettings {
    * undefined: the server's.
    */
   language?: string | undefined;
+  /** Whom the bot hears (see ConsentMode). */
+  consent: ConsentMode;
   updatedBy?: string;
   updatedAt?: number;
 }

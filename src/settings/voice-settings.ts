@@ -5,7 +5,7 @@ import type { SubcommandDefinition } from '../discord/command-options.ts';
 import { SPOKEN_LANGUAGES } from '../i18n/index.ts';
 import { notice, refuse, type NoticeOf, type Outcome } from '../wording/notice.ts';
 import type { RecordWarning } from '../store/index.ts';
-import { RESPOND_MODES, TURN_DETECTION_MODES, type VoiceSettings } from '../ports/voice-settings.ts';
+import { CONSENT_MODES, RESPOND_MODES, TURN_DETECTION_MODES, type VoiceSettings } from '../ports/voice-settings.ts';
 import { hasSomethingToHear, readVoiceSettings, VOICE_LIMITS, voiceSettingSchemas } from '../ports/voice-settings-schema.ts';
 import { graphemePrefix } from '../lib/text.ts';
 
@@ -29,6 +29,7 @@ export function defaultVoiceSettings(vendor: string): VoiceSettings {
     idleMinutes: 10,
     respond: 'auto',
     wakeWords: [],
+    consent: 'open',
   };
 }
 
@@ -117,6 +118,7 @@ export function describeVoiceSettingsChange(change: VoiceSettingsChange): string
       ? undefined
       : `wake_words ${change.wakeWords.length === 0 ? "(the bot's name)" : change.wakeWords.join(', ')}`,
     change.tools === undefined ? undefined : `tools ${change.tools ? 'on' : 'off'}`,
+    change.consent === undefined ? undefined : `consent ${change.consent}`,
     'language' in change ? `language ${change.language ?? SERVER_LANGUAGE}` : undefined,
     // Instructions can be long: the history says they changed, /voice settings shows them.
     change.instructions === undefined ? undefined : 'new instructions',
@@ -186,6 +188,7 @@ export const VOICE_SETTINGS_SUBCOMMAND = {
       name: 'language',
       choices: [{ value: SERVER_LANGUAGE }, ...SPOKEN_LANGUAGES.map((value) => ({ value }))],
     },
+    { type: 'string', name: 'consent', choices: CONSENT_MODES.map((value) => ({ value })) },
   ],
 } as const satisfies SubcommandDefinition;
 
@@ -204,6 +207,8 @@ export interface VoiceSettingsGiven {
   tools: boolean | null;
   /** A language the bot speaks, or `server` for the server's language. */
   language: string | null;
+  /** Whom the bot hears: `open` or `opt-in`. */
+  consent: string | null;
 }
 
 /** The change the options ask for (empty: they ask to see the settings), or why it is refused. */
@@ -237,6 +242,12 @@ export function voiceSettingsChange(
     }
     // Undefined: back to the server's language (the key is there, so it is a change).
     change.language = language;
+  }
+  if (given.consent !== null) {
+    const consent = CONSENT_MODES.find((candidate) => candidate === given.consent);
+    if (!consent)
+      return refuse('voice.settings.bad-choice', { option: '`consent`', values: CONSENT_MODES.join(', '), given: given.consent });
+    change.consent = consent;
   }
   if (Object.keys(change).length === 0) return { ok: true, change };
   const problem = checkVoiceSettingsChange(change, vendor);

@@ -1,7 +1,7 @@
-import type { Client } from 'discord.js';
+import { ButtonStyle, ComponentType, type Client } from 'discord.js';
 import type { DiscordOutbox } from '../discord/outbox.ts';
 import type { Logger } from '../lib/log.ts';
-import { resolveLocale, type Locale, type MessageKey } from '../i18n/index.ts';
+import { resolveLocale, tChosenKey, type Locale, type MessageKey } from '../i18n/index.ts';
 import { word, type Notice } from '../wording/notice.ts';
 
 // What the bot posts about a conversation (that it listens, left, stopped, restarts; a budget warning; a
@@ -10,6 +10,12 @@ import { word, type Notice } from '../wording/notice.ts';
 
 /** How the channel shows a notice of these kinds: a mark in front. */
 const MARK_OF: Partial<Record<MessageKey, string>> = { 'voice.budget.warning': '⏳ ' };
+
+/** A button under a posted line: its custom id, and the catalog key of its label. */
+export interface LineButton {
+  customId: string;
+  label: MessageKey;
+}
 
 export interface ChannelLinesOptions {
   /** The servers the bot is in, whose preferred language (their Community setting) the lines are worded in. */
@@ -38,8 +44,33 @@ export class ChannelLines {
 
   /** Posts notices, one a line, in a text channel of the server; a failure is logged, never thrown. */
   async post(guildId: string, channelId: string, ...lines: readonly Notice[]): Promise<string | undefined> {
+    return this.postWithButtons(guildId, channelId, lines, []);
+  }
+
+  /** Posts notices, one a line, with buttons under them labelled in the server's language; a failure is logged, never thrown. */
+  async postWithButtons(
+    guildId: string,
+    channelId: string,
+    lines: readonly Notice[],
+    buttons: readonly LineButton[],
+  ): Promise<string | undefined> {
+    const locale = this.serverLanguage(guildId);
+    const components =
+      buttons.length === 0
+        ? undefined
+        : [
+            {
+              type: ComponentType.ActionRow as const,
+              components: buttons.map(({ customId, label }) => ({
+                type: ComponentType.Button as const,
+                style: ButtonStyle.Primary as const,
+                custom_id: customId,
+                label: tChosenKey(locale, label),
+              })),
+            },
+          ];
     try {
-      return await this.#options.outbox.say(channelId, this.word(guildId, ...lines));
+      return await this.#options.outbox.say(channelId, this.word(guildId, ...lines), components ? { components } : {});
     } catch (error) {
       this.#options.log.warn('could not post in a text channel', { channel: channelId, error });
       return undefined;

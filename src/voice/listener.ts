@@ -1,4 +1,4 @@
-import { EndBehaviorType, type VoiceReceiver } from '@discordjs/voice';
+import { EndBehaviorType, type VoiceReceiver, type VoiceUserData } from '@discordjs/voice';
 import type { Readable } from 'node:stream';
 import type { Logger } from '../lib/log.ts';
 import { isDaveFrame } from './audio/dave-frame.ts';
@@ -14,6 +14,12 @@ import { OpusFrameDecoder, isOpusSilenceFrame } from './audio/opus.ts';
 // happens to end in a well-formed DAVE trailer (well under one in a million) is lost as one 20 ms frame.
 // A client closes each talk spurt with Opus silence frames; audio that stops without them dropped out
 // (a network or client hiccup) and is likely to resume, which is what the bot ending turns needs to know.
+//
+// A member the conversation does not hear (the bot itself, one who asked not to be heard, one who has not
+// agreed in an opt-in conversation) is kept out of the receiver's SSRC -> user map: their packets end at
+// that lookup as an unknown SSRC's do, before any decryption, decoding, mixing, metering or speaking
+// signal, so nothing of them is transcribed or counted as who spoke. Their entry is held aside and put
+// back the moment they are heard again.
 
 export interface ListenerEvents {
   /** A user began speaking (Discord's speaking start). */
@@ -36,7 +42,10 @@ export class VoiceListener {
   readonly #mixer: SpeakerMixer;
   readonly #log: Logger;
   readonly #events: ListenerEvents;
-  readonly #shouldHear: (userId: string) => boolean;
+  readonly #hears: (userId: string) => boolean;
+  /** The SSRC entries of the users not heard, kept out of the receiver's map, by user id. */
+  readonly #heldBack = new Map<string, VoiceUserData>();
+  readonly #onSsrc = (_before: VoiceUserData | undefined, entry: VoiceUserData) => this.#admit(entry);
   readonly #streams = new Map<string, Readable>();
   readonly #decoders = new Map<string, OpusFrameDecoder>();
   readonly #speaking = new Set<string>();
@@ -51,15 +60,43 @@ export class VoiceListener {
   constructor(
     receiver: VoiceReceiver,
     mixer: SpeakerMixer,
-    options: { log: Logger; events?: ListenerEvents; shouldHear?: (userId: string) => boolean },
+    options: { log: Logger; events?: ListenerEvents; hears?: (userId: string) => boolean },
   ) {
     this.#receiver = receiver;
     this.#mixer = mixer;
     this.#log = options.log;
     this.#events = options.events ?? {};
-    this.#shouldHear = options.shouldHear ?? (() => true);
+    this.#hears = options.hears ?? (() => true);
     receiver.speaking.on('start', this.#onStart);
     receiver.speaking.on('end', this.#onEnd);
+    receiver.ssrcMap.on('update', this.#onSsrc);
+  }
+
+  /** A user's SSRC became known (or changed): out of the map unless they are heard. */
+  #admit(entry: VoiceUserData): void {
+    if (this.#hears(entry.userId)) return;
+    this.#heldBack.set(entry.userId, entry);
+    this.#receiver.ssrcMap.delete(entry.audioSSRC);
+  }
+
+  /**
+   * Whether `userId` is heard changed. Not heard any more: their SSRC leaves the map and what was under way
+   * of them (stream, decoder, queued audio, speaking) is dropped at once. Heard again: their SSRC is put
+   * back, and speech already under way is listened to from the next packet.
+   */
+  hearingChanged(userId: string): void {
+    if (this.#stopped) return;
+    if (!this.#hears(userId)) {
+      const entry = this.#receiver.ssrcMap.get(userId);
+      if (entry) this.#admit(entry);
+      this.forget(userId, { keepHeldBack: true });
+      return;
+    }
+    const held = this.#heldBack.get(userId);
+    this.#heldBack.delete(userId);
+    if (held) this.#receiver.ssrcMap.update(held);
+    // The library signals a start only after 100 ms without packets: someone talking on would go unheard.
+    if (this.#receiver.speaking.users.has(userId)) this.#start(userId);
   }
 
   get speakers(): number {
@@ -67,7 +104,12 @@ export class VoiceListener {
   }
 
   #start(userId: string): void {
-    if (!this.#shouldHear(userId)) return;
+    if (!this.#hears(userId)) {
+      // Mapped before this listener was there: out of the map from its first packet on.
+      const entry = this.#receiver.ssrcMap.get(userId);
+      if (entry) this.#admit(entry);
+      return;
+    }
     this.#speaking.add(userId);
     this.#subscribe(userId);
     this.#events.onSpeakingStart?.(userId);
@@ -122,8 +164,9 @@ export class VoiceListener {
     });
   }
 
-  /** A user left the channel: forget their stream, decoder and queued audio. */
-  forget(userId: string): void {
+  /** A user left the channel (or is not heard any more): forget their stream, decoder and queued audio. */
+  forget(userId: string, { keepHeldBack = false }: { keepHeldBack?: boolean } = {}): void {
+    if (!keepHeldBack) this.#heldBack.delete(userId);
     this.#streams.get(userId)?.destroy();
     this.#streams.delete(userId);
     this.#decoders.get(userId)?.delete();
@@ -138,6 +181,9 @@ export class VoiceListener {
     this.#stopped = true;
     this.#receiver.speaking.off('start', this.#onStart);
     this.#receiver.speaking.off('end', this.#onEnd);
+    this.#receiver.ssrcMap.off('update', this.#onSsrc);
+    // The receiver outlives the conversation only to be destroyed with its connection; a held entry is not put back.
+    this.#heldBack.clear();
     for (const userId of [...this.#streams.keys(), ...this.#decoders.keys()]) this.forget(userId);
   }
 }

@@ -21,7 +21,11 @@ import { SpokenLines } from './spoken-lines.ts';
 import type { ConversationLine, VoiceSessionMetrics } from './session-options.ts';
 import { runVoiceToolCall } from './tool-caller.ts';
 import { TranscriptThread } from './transcript-thread.ts';
-import { botName, memberName, missingVoicePermissions, peopleIn, wakeWords } from './voice-channel.ts';
+import { botName, memberName, missingVoicePermissions, peopleIdsIn, peopleIn, wakeWords } from './voice-channel.ts';
+import type { ConsentBook, ConsentRecord } from './consent.ts';
+import { Hearing } from './hearing.ts';
+import { customId } from '../discord/custom-id.ts';
+import type { CommandMentions } from '../discord/command-mentions.ts';
 import { connectToChannel, disconnect, watchConnection, type ConnectionEnd } from './voice-connection.ts';
 import {
   ConversationRecorder,
@@ -42,6 +46,13 @@ import type { BotMetrics } from '../lib/metrics.ts';
 
 /** After joining an encrypted call, how long the bot waits for its keys (and the privacy code) before it answers. */
 const ENCRYPTION_JOIN_WAIT_MS = 3_000;
+/**
+ * The longest a join waits for its first line (that the bot listens, and how not to be heard) to be
+ * heard before it answers anyway: about 5 s of speech, and an answer under way first.
+ */
+const LISTENING_LINE_MAX_MS = 8_000;
+/** The join message's button that lets the member who presses it be heard (commands/voice.ts answers it). */
+export const HEAR_ME_BUTTON = customId('voice', 'hear-me');
 
 /** Why a conversation ended, as the text channel is told. */
 export type LeaveReason =
@@ -92,6 +103,8 @@ interface GuildVoice {
   meter: ConversationMeter | undefined;
   /** Keeps the conversation's record in the store, to bring it back after a restart; undefined without a store. */
   recorder: ConversationRecorder | undefined;
+  /** Whom the conversation hears (the members' choices and its consent setting). */
+  hearing: Hearing;
 }
 
 /** A join as asked for: by a member (`/voice join`), or by the bot bringing a conversation back after a restart. */
@@ -117,6 +130,7 @@ interface StartedSession {
   meter: ConversationMeter | undefined;
   /** When someone last spoke or the bot last answered. */
   activity: { last: number };
+  hearing: Hearing;
 }
 
 /**
@@ -160,12 +174,22 @@ export interface VoiceServiceDeps {
    * has theirs deleted. Without it transcripts are posted all the same, and forgetting leaves them.
    */
   transcriptLines?: TranscriptLines;
+  /**
+   * The members' choices about being heard (`voice_consent`). Without it nobody has chosen: an open
+   * conversation hears everyone, an opt-in one only the member who brought the bot in, and no choice can be made.
+   */
+  consent?: ConsentBook;
+  /** Names a command as a clickable mention (`</voice ignore-me:…>`); without it, as text. */
+  mentions?: Pick<CommandMentions, 'mention'>;
 }
 
 /** What forgetting a member removed: their turns from the conversation kept for a restart, and transcript messages. */
 export interface MemberForgotten extends TranscriptsForgotten {
   turns: number;
 }
+
+/** A member's choice about being heard, as stored; refused when the store could not keep it. */
+export type ConsentResult = Outcome<{ record: ConsentRecord }>;
 
 export class VoiceService {
   readonly #deps: VoiceServiceDeps;
@@ -278,6 +302,11 @@ export class VoiceService {
     const startedAt = Date.now();
     const meter = spending && this.#meter(spending, guildId, userId, settings, log);
     const activity = { last: this.#now() };
+    // The session is told of changes once it exists; before, it takes what is known when it starts listening.
+    const listening: { session?: VoiceSession } = {};
+    const hearing = this.#hearing(guild, request, settings, log, (userId) => listening.session?.hearingChanged(userId));
+    // Known before anyone is listened to: until a member's choice is read they are not heard.
+    await hearing.load(peopleIdsIn(this.#deps.client, guild, request.voiceChannelId));
     const realtime = new RealtimeOpener({
       guildId,
       access: this.#deps.access,
@@ -291,10 +320,12 @@ export class VoiceService {
       memberName: async (userId) => memberName(guild, userId),
       log,
     });
-    const session = this.#session(guild, request, settings, connection, realtime, activity, log);
+    const session = this.#session(guild, request, settings, connection, realtime, activity, hearing, log);
+    listening.session = session;
     try {
       await session.start();
     } catch (error) {
+      hearing.stop();
       connection.destroy();
       await meter?.end();
       log.warn('could not open the realtime session', { error });
@@ -303,7 +334,18 @@ export class VoiceService {
         failure: openFailure(error),
       };
     }
-    return { ok: true, startedAt, session, realtime, meter, activity };
+    return { ok: true, startedAt, session, realtime, meter, activity, hearing };
+  }
+
+  /** Whom a conversation about to start hears: its consent setting, who brought the bot in, the members' choices. */
+  #hearing(guild: Guild, request: JoinRequest, settings: VoiceSettings, log: Logger, onChange: (userId: string) => void): Hearing {
+    const consent = this.#deps.consent;
+    return new Hearing({
+      context: { mode: settings.consent, bringer: request.userId, guildId: guild.id },
+      read: (userId) => (consent ? consent.read(userId) : Promise.resolve(undefined)),
+      onChange,
+      log,
+    });
   }
 
   #session(
@@ -313,6 +355,7 @@ export class VoiceService {
     connection: VoiceConnection,
     realtime: RealtimeOpener,
     activity: { last: number },
+    hearing: Hearing,
     log: Logger,
   ): VoiceSession {
     return new VoiceSession({
@@ -320,6 +363,7 @@ export class VoiceService {
       connection,
       settings,
       botUserId: this.#deps.client.user?.id ?? '',
+      hears: (userId) => hearing.heard(userId),
       log,
       sessionLimitMs: this.#deps.sessionLimitMs ?? REALTIME_SESSION_MAX_MS,
       reconnect: REALTIME_RECONNECT,
@@ -345,7 +389,7 @@ export class VoiceService {
    */
   #keep(request: JoinRequest, settings: VoiceSettings, connection: VoiceConnection, started: StartedSession, log: Logger): GuildVoice {
     const { guildId, voiceChannelId, textChannelId, userId } = request;
-    const { session, realtime, meter, activity, startedAt } = started;
+    const { session, realtime, meter, activity, startedAt, hearing } = started;
     watchConnection(connection, (why) => {
       if (this.#guilds.get(guildId)?.connection === connection) void this.leave(guildId, { why });
     });
@@ -364,6 +408,7 @@ export class VoiceService {
       settings,
       meter,
       recorder,
+      hearing,
     };
     this.#guilds.set(guildId, conversation);
     // Kept from now on, so that a crash leaves it too; not waited for (a slow store must not hold up the join).
@@ -431,17 +476,70 @@ export class VoiceService {
   }
 
   /**
-   * A conversation brought back says aloud that the bot is back; the text channel is told that the bot
-   * listens (in the server's language, whoever asked), and how the call is encrypted.
+   * The text channel is told that the bot listens and sends what it hears to the voice model, whom it hears
+   * (the consent setting) and how not to be heard (in the server's language, whoever asked), and how the
+   * call is encrypted; an opt-in conversation's message has a button to be heard. A conversation brought
+   * back says aloud that the bot is back; a new one says in one sentence that it listens, and the join is
+   * answered once that was heard (or LISTENING_LINE_MAX_MS passed).
    */
   async #greet({ guildId, voiceChannelId, textChannelId, resumed }: JoinRequest, conversation: GuildVoice): Promise<CallEncryption> {
-    const encryption = await conversation.session.encryptionSettled(ENCRYPTION_JOIN_WAIT_MS);
+    const { session, settings } = conversation;
+    const encryption = await session.encryptionSettled(ENCRYPTION_JOIN_WAIT_MS);
     // Said of the restart itself: not a turn of the conversation, it would only crowd the real ones out.
-    if (resumed) conversation.session.announce(this.#spoken.line(guildId, resumed.settings, notice('voice.spoken.back')), { aside: true });
-    const channel = `<#${voiceChannelId}>`;
-    const listening = resumed ? notice('voice.back', { channel }) : notice('voice.joined', { channel });
-    await this.#channel.post(guildId, textChannelId, listening, callEncryptionNotice(encryption));
+    if (resumed) session.announce(this.#spoken.line(guildId, settings, notice('voice.spoken.back')), { aside: true });
+    const [ignoreMe, listenToMe] = await Promise.all([
+      this.#mention(guildId, 'voice ignore-me'),
+      this.#mention(guildId, 'voice listen-to-me'),
+    ]);
+    // ICU selectors take no hyphen.
+    const values = { channel: `<#${voiceChannelId}>`, mode: settings.consent.replace('-', '_'), ignoreMe, listenToMe };
+    const listening = resumed ? notice('voice.back', values) : notice('voice.joined', values);
+    const buttons = settings.consent === 'opt-in' ? [{ customId: HEAR_ME_BUTTON, label: 'voice.hear-me.button' as const }] : [];
+    await Promise.all([
+      this.#channel.postWithButtons(guildId, textChannelId, [listening, callEncryptionNotice(encryption)], buttons),
+      // About the bot itself, not a turn: every member hears it whole, before the join is answered.
+      resumed
+        ? undefined
+        : session.speakLast(
+            this.#spoken.line(guildId, settings, notice('voice.spoken.listening', { mode: values.mode })),
+            LISTENING_LINE_MAX_MS,
+            {
+              aside: true,
+            },
+          ),
+    ]);
     return encryption;
+  }
+
+  async #mention(guildId: string, path: string): Promise<string> {
+    return (await this.#deps.mentions?.mention(guildId, path)) ?? `\`/${path}\``;
+  }
+
+  /**
+   * The member asks not to be heard, in every server until they ask to be heard again: stored, then taken
+   * at once by every conversation of this process, which drops their audio from the next packet.
+   */
+  async ignoreMe(userId: string): Promise<ConsentResult> {
+    return this.#consentChange(userId, (book) => book.ignore(userId));
+  }
+
+  /** The member asks to be heard again, and in `guildId`'s opt-in conversations too: stored, then taken at once. */
+  async listenToMe(guildId: string, userId: string): Promise<ConsentResult> {
+    return this.#consentChange(userId, (book) => book.listen(userId, guildId));
+  }
+
+  async #consentChange(userId: string, change: (book: ConsentBook) => Promise<ConsentRecord>): Promise<ConsentResult> {
+    const book = this.#deps.consent;
+    if (!book) return refuse('voice.consent.unsaved');
+    let record: ConsentRecord;
+    try {
+      record = await change(book);
+    } catch (error) {
+      this.#deps.log.warn("could not store a member's choice about being heard", { user: userId, error });
+      return refuse('voice.consent.unsaved');
+    }
+    for (const entry of this.#guilds.values()) entry.hearing.set(userId, record);
+    return { ok: true, record };
   }
 
   /** Ends the conversation for good (its record goes too), and posts so in the text channel unless `post` is false. */
@@ -462,6 +560,7 @@ export class VoiceService {
     if (this.#guilds.get(guildId) !== entry) return false;
     this.#guilds.delete(guildId);
     this.#deps.metrics?.voiceConversations(-1);
+    entry.hearing.stop();
     entry.session.stop();
     disconnect(entry.connection);
     // Counted before the leave is answered: /usage right after it shows the whole conversation.
@@ -672,6 +771,10 @@ export class VoiceService {
       entry.voiceChannelId = after.channelId;
     } else if (before.channelId === entry.voiceChannelId && after.channelId !== entry.voiceChannelId) {
       entry.session.forgetUser(after.id);
+      entry.hearing.forget(after.id);
+    } else if (after.channelId === entry.voiceChannelId && before.channelId !== entry.voiceChannelId) {
+      // Read before they can be heard: until it answers, they are not.
+      void entry.hearing.load([after.id]);
     }
     const people = peopleIn(this.#deps.client, after.guild, entry.voiceChannelId);
     if (people === 0) {

@@ -58,6 +58,11 @@ export interface VoiceSessionOptions {
   reconnect: { baseMs: number; maxMs: number; maxAttempts: number };
   /** The bot's own user id: its audio is never listened to. */
   botUserId: string;
+  /**
+   * Whether the conversation hears a member (their consent, hearing.ts); one not heard has their packets
+   * dropped at the SSRC lookup (listener.ts). Told of a change through `hearingChanged`. Default: everyone.
+   */
+  hears?(userId: string): boolean;
   /** A line of the conversation, as its transcript came. */
   onTranscript?(line: ConversationLine): void;
   /** A problem users should hear about, to post in the text channel. */

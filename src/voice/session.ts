@@ -151,7 +151,7 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
     });
     this.#listener = new VoiceListener(options.connection.receiver, this.#mixer, {
       log: this.#log,
-      shouldHear: (userId) => userId !== options.botUserId,
+      hears: (userId) => userId !== options.botUserId && (options.hears?.(userId) ?? true),
       events: {
         onSpeakingStart: () => {
           options.onActivity?.();
@@ -357,6 +357,11 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
     const config = reconfigure ? this.#options.sessionConfig?.(this.#manual) : undefined;
     if (config) live.client.updateSession(config);
     return items.length;
+  }
+
+  /** Whether `userId` is heard changed (see `hears` of the options): it takes effect from their next packet. */
+  hearingChanged(userId: string): void {
+    this.#listener.hearingChanged(userId);
   }
 
   /** A live state for a freshly opened realtime session (the #state setter attaches it). */

@@ -30,9 +30,14 @@ export function missingVoicePermissions(guild: Guild, channelId: string): VoiceP
  * members intent, GUILD_CREATE lists only some members, and a voice state's member is optional).
  */
 export function peopleIn(client: Client, guild: Guild, channelId: string): number {
+  return peopleIdsIn(client, guild, channelId).length;
+}
+
+/** The user ids of the people in a voice channel (as `peopleIn` counts them). */
+export function peopleIdsIn(client: Client, guild: Guild, channelId: string): string[] {
   const botId = client.user?.id;
   const isBot = (state: VoiceState) => state.member?.user.bot ?? client.users.cache.get(state.id)?.bot ?? false;
-  return guild.voiceStates.cache.filter((state) => state.channelId === channelId && state.id !== botId && !isBot(state)).size;
+  return [...guild.voiceStates.cache.filter((state) => state.channelId === channelId && state.id !== botId && !isBot(state)).keys()];
 }
 
 /** The bot's display name on the server (its nickname there, else its own name); undefined before it logged in. */

@@ -107,6 +107,8 @@ describe('the ops port', () => {
       .runCommand({ user: guild.member, guildId: guild.id, channelId: guild.textChannelId, command: 'voice', subcommand: 'join' })
       .reply();
     await discord.voice.waitForBotConnection(guild.id);
+    // The join is answered once its first line (that the bot listens) was heard: what the bot plays next is new.
+    discord.voice.clearBotAudio(guild.id);
     await discord.voice.speakTone(guild.id, guild.member.id, { hz: 440, ms: 500, amplitude: 0.5 });
     // The emulator echoes the turn: the bot plays it, then stops speaking (op 5 with no flags).
     await discord.voice.waitForBotAudio(guild.id, (frames) => audible(frames).length >= 20, 15_000);

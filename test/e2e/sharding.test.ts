@@ -143,6 +143,8 @@ describe('two workers on one machine (SHARD_COUNT from Discord, two shards)', ()
         subcommand: 'join',
       });
       expect((await run.reply()).content).toMatch(new RegExp(`^Joined <#${guild.voiceChannelId}>`));
+      // Answered once its first line (that the bot listens) was heard: what the bot plays next is new.
+      discord.voice.clearBotAudio(guild.id);
     }
     await Promise.all(pair.map((guild) => discord.voice.waitForBotConnection(guild.id)));
     await Promise.all(

@@ -82,6 +82,8 @@ async function joinWith(...people: User[]): Promise<RealtimeSession> {
   });
   expect((await run.reply()).content).toMatch(/^Joined/);
   await discord.voice.waitForBotConnection(guild.id);
+  // Answered once its first line (that the bot listens) was heard: what the bot plays next is new.
+  discord.voice.clearBotAudio(guild.id);
   const { session } = await emulator.realtime.waitForClientEvent(
     (event, candidate) => event.type === 'session.update' && !earlier.includes(candidate),
     10_000,

@@ -57,7 +57,10 @@ describe('a server in French', () => {
     try {
       expect((await run(guild, guild.admin, 'voice', 'join').reply()).content).toMatch(/^Joined/);
       const joined = await discord.waitForMessage(guild.textChannelId, (message) => message.content.startsWith('🎙️'));
-      expect(joined.content.startsWith(t(french, 'voice.joined', { channel }))).toBe(true);
+      // Each command it names is a mention of the id the stand-in gave it.
+      const mentions = { ignoreMe: '</voice ignore-me:ID>', listenToMe: '</voice listen-to-me:ID>' };
+      const shown = joined.content.replace(/<\/voice ([a-z-]+):\d+>/g, '</voice $1:ID>');
+      expect(shown.startsWith(t(french, 'voice.joined', { channel, mode: 'open', ...mentions }))).toBe(true);
       const instructions = JSON.stringify(emulator.realtime.sessions.slice(sessionsBefore).map((session) => session.serverEvents));
       expect(instructions).toContain("If the speaker's language is unclear, answer in German.");
 

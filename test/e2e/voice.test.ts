@@ -78,6 +78,8 @@ async function joinVoice(): Promise<void> {
   const reply = (await run.reply()).content;
   expect(reply).toMatch(new RegExp(`^Joined <#${guild.voiceChannelId}>\\. 🔒 This call is end-to-end encrypted\\. Voice privacy code: `));
   await discord.voice.waitForBotConnection(guild.id);
+  // Answered once its first line (that the bot listens) was heard: what the bot plays next is new.
+  discord.voice.clearBotAudio(guild.id);
   const code = PRIVACY_CODE.exec(reply)?.[1];
   expect(code).toBeDefined();
   await discord.voice.dave.waitForMember(guild.id, guild.member.id, (state) => state.privacyCode === code);

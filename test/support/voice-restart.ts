@@ -37,6 +37,8 @@ export async function joinVoice(place: Place): Promise<RealtimeSession> {
     .reply();
   expect(reply.content).toMatch(new RegExp(`^Joined <#${guild.voiceChannelId}>`));
   await discord.voice.waitForBotConnection(guild.id);
+  // Answered once its first line (that the bot listens) was heard: what the bot plays next is new.
+  discord.voice.clearBotAudio(guild.id);
   return emulator.realtime.sessions[before]!;
 }
 

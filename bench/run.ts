@@ -10,15 +10,17 @@ import { benchmarkStart, printStartReport } from './start.ts';
 import { benchmarkVideoTracking, printVideoReport } from './video.ts';
 import { benchmarkVoice, printVoiceReport } from './voice.ts';
 import { benchmarkVoiceAddressing, printVoiceAddressingReport } from './voice-addressing.ts';
+import { benchmarkVoiceConsent, printVoiceConsentReport } from './voice-consent.ts';
 import { benchmarkVoiceCapacity, benchmarkVoiceMetering, printVoiceCapacityReport, printVoiceMeteringReport } from './voice-capacity.ts';
 
-// `npm run bench [-- --only video|delivery|voice|voice-addressing|voice-capacity|voice-metering|spend|crash|first-frame|chart|start|blocked-words|key-queue] [--tasks N] [--turns N] [--kills N] [--seed N]
+// `npm run bench [-- --only video|delivery|voice|voice-addressing|voice-consent|voice-capacity|voice-metering|spend|crash|first-frame|chart|start|blocked-words|key-queue] [--tasks N] [--turns N] [--kills N] [--seed N]
 // [--store sqlite|redis] [--video-mb N] [--workers N] [--submissions N]`: every benchmark, figures as ratios against baselines measured in the same run.
 // The video benchmark runs its tasks through one process and then through --workers workers (default 2,
 // one shard each; 1: the single process only), both on a Redis of its own, or with --store sqlite on
 // SQLite in the single process alone. The spend benchmark runs --submissions (default 100) each way, on each store (or --store's).
 // key-queue: 200 jobs from 20 members at once on a key of 4 slots (on each store, or --store's): submissions per job, waits, makespan.
 // blocked-words: the blocked-words check of a prompt (200 rules, 10,000 prompts) against the naive way.
+// voice-consent: what an ignored member's packet costs the voice receiver, against an unknown SSRC's.
 // voice-metering is the last part of voice-capacity (metered conversations against unmetered) on its own.
 
 const { values } = parseArgs({
@@ -47,6 +49,7 @@ if (
     'delivery',
     'voice',
     'voice-addressing',
+    'voice-consent',
     'voice-capacity',
     'voice-metering',
     'spend',
@@ -59,7 +62,7 @@ if (
   ].includes(only)
 ) {
   process.stderr.write(
-    `--only must be video, delivery, voice, voice-addressing, voice-capacity, voice-metering, spend, crash, first-frame, chart, start, blocked-words or key-queue (got ${only})\n`,
+    `--only must be video, delivery, voice, voice-addressing, voice-consent, voice-capacity, voice-metering, spend, crash, first-frame, chart, start, blocked-words or key-queue (got ${only})\n`,
   );
   process.exit(2);
 }
@@ -91,6 +94,10 @@ if (!only || only === 'voice') {
 
 if (!only || only === 'voice-addressing') {
   printVoiceAddressingReport(await benchmarkVoiceAddressing({ turns: Number(values.turns ?? 40) }));
+}
+
+if (!only || only === 'voice-consent') {
+  printVoiceConsentReport(benchmarkVoiceConsent());
 }
 
 if (!only || only === 'voice-capacity') {

@@ -495,19 +495,15 @@ export class VoiceService {
     const values = { channel: `<#${voiceChannelId}>`, mode: settings.consent.replace('-', '_'), ignoreMe, listenToMe };
     const listening = resumed ? notice('voice.back', values) : notice('voice.joined', values);
     const buttons = settings.consent === 'opt-in' ? [{ customId: HEAR_ME_BUTTON, label: 'voice.hear-me.button' as const }] : [];
-    await Promise.all([
-      this.#channel.postWithButtons(guildId, textChannelId, [listening, callEncryptionNotice(encryption)], buttons),
-      // About the bot itself, not a turn: every member hears it whole, before the join is answered.
-      resumed
-        ? undefined
-        : session.speakLast(
-            this.#spoken.line(guildId, settings, notice('voice.spoken.listening', { mode: values.mode })),
-            LISTENING_LINE_MAX_MS,
-            {
-              aside: true,
-            },
-          ),
-    ]);
+    const posted = this.#channel.postWithButtons(guildId, textChannelId, [listening, callEncryptionNotice(encryption)], buttons);
+    if (!resumed) {
+      const line = this.#spoken.line(guildId, settings, notice('voice.spoken.listening', { mode: values.mode }));
+      // About the bot itself, not a turn: every member hears it whole before the join is answered. A call
+      // whose keys the bot does not hold yet cannot play it: it is said once they come, the join answered now.
+      if (encryption.ready) await session.speakLast(line, LISTENING_LINE_MAX_MS, { aside: true });
+      else session.announce(line, { aside: true });
+    }
+    await posted;
     return encryption;
   }
 

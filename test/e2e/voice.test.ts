@@ -496,8 +496,9 @@ describe('voice conversations', () => {
         options: { prompt: 'a quiet harbour' },
       });
       await run.response();
+      // Not the line the join began with (that the bot listens): the notice of this video.
       const { event, session } = await emulator.realtime.waitForClientEvent(
-        (candidate) => candidate.type === 'conversation.item.create',
+        (candidate) => candidate.type === 'conversation.item.create' && JSON.stringify(candidate).includes('a quiet harbour'),
         20_000,
       );
       expect(event.event).toMatchObject({

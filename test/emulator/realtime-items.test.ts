@@ -127,4 +127,20 @@ describe('conversation items', () => {
     expect(await connection.next('error')).toMatchObject({ error: { code: 'item_not_found' } });
     connection.socket.close();
   });
+
+  it('keeps the items around a deleted one in order', async () => {
+    const connection = await configured({});
+    const session = emulator.realtime.sessions.at(-1);
+    const say = (id: string) => ({ id, type: 'message', role: 'user', content: [{ type: 'input_text', text: id }] });
+    for (const id of ['item_first', 'item_middle', 'item_last']) {
+      connection.send({ type: 'conversation.item.create', item: say(id) });
+      await connection.next('conversation.item.done');
+    }
+    connection.send({ type: 'conversation.item.delete', item_id: 'item_middle' });
+    await connection.next('conversation.item.deleted');
+    connection.send({ type: 'conversation.item.create', item: say('item_after') });
+    expect(await connection.next('conversation.item.added')).toMatchObject({ previous_item_id: 'item_last' });
+    expect(session?.items.map((item) => item.id)).toEqual(['item_first', 'item_last', 'item_after']);
+    connection.socket.close();
+  });
 });

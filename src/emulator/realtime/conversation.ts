@@ -78,6 +78,8 @@ export class Conversation {
     this.#chars -= entry.chars;
     this.#entries.delete(id);
     if (this.#lastId === id) this.#lastId = entry.previousId;
+    // The item that followed it now follows the one before it: else the items in front drop out of the order.
+    for (const next of this.#entries.values()) if (next.previousId === id) next.previousId = entry.previousId;
     return true;
   }
 

@@ -109,12 +109,14 @@ describe('the ops port', () => {
     await discord.voice.waitForBotConnection(guild.id);
     // The join is answered once its first line (that the bot listens) was heard: what the bot plays next is new.
     discord.voice.clearBotAudio(guild.id);
+    // What the call counts from here is the member's turn and its answer, not that first line.
+    const { samples: joined } = await metrics();
     await discord.voice.speakTone(guild.id, guild.member.id, { hz: 440, ms: 500, amplitude: 0.5 });
     // The emulator echoes the turn: the bot plays it, then stops speaking (op 5 with no flags).
     await discord.voice.waitForBotAudio(guild.id, (frames) => audible(frames).length >= 20, 15_000);
     await discord.voice.waitForBotSpeaking(guild.id, (events) => events.at(-1)?.speaking === 0, 15_000);
     const { samples: inCall } = await metrics();
-    const movedInCall = (name: string, labels: Record<string, string> = {}) => total(inCall, name, labels) - total(before, name, labels);
+    const movedInCall = (name: string, labels: Record<string, string> = {}) => total(inCall, name, labels) - total(joined, name, labels);
     expect(total(inCall, 'bot_voice_conversations')).toBe(1);
     // 20 ms frames: half a second of speech is 25 of them, all heard; the echo is as long, all played.
     expect(movedInCall('bot_voice_frames_total', { direction: 'in' })).toBeGreaterThanOrEqual(25);

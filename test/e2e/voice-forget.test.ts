@@ -120,6 +120,8 @@ describe('forgetting a member', () => {
     expect(holdsAda(session)).toBe(false);
     const thread = transcriptThreadId();
     expect(discord.messages(thread).map((message) => message.content)).toEqual([
+      // The line the bot said as it joined (that it listens) is nobody's words: it stays.
+      expect.stringContaining('not to be heard'),
       `**Bo** (<@${bo.id}>): I keep bees. · ✅ answered`,
       '**video-voice-bot**: Bees are wonderful.',
     ]);

@@ -26,6 +26,7 @@ export {
   type User,
 } from './world/state.ts';
 export { shardOfGuild, snowflake } from './world/snowflake.ts';
+export { PRIVILEGED_INTENT_BITS, type PrivilegedIntent } from './world/privileged-intents.ts';
 export type { RecordedRequest } from './rest/api.ts';
 export { USER_INSTALL_FOLLOW_UP_LIMIT, type Callback, type InteractionRecord } from './rest/interactions.ts';
 export type { IdentifyOutcome, IdentifyRecord, ShardPair, ShardSession } from './gateway/gateway.ts';

@@ -58,6 +58,26 @@ describe('the handshake', () => {
     expect(code).toBe(4004);
   });
 
+  it('closes with 4014 on a privileged intent the portal does not allow, and says which are on in the app flags', async () => {
+    discord.setPrivilegedIntents({ serverMembers: false });
+    try {
+      const gateway = await connect();
+      const closed = once(gateway.socket, 'close');
+      gateway.send(2, { token: discord.botToken, intents: GUILDS | GUILD_MEMBERS });
+      const [code] = await closed;
+      expect(code).toBe(4014);
+      expect(discord.identifies.at(-1)?.outcome).toBe('disallowed-intents');
+      // Presence and Message Content stay on: GATEWAY_PRESENCE_LIMITED and GATEWAY_MESSAGE_CONTENT_LIMITED.
+      const application = await fetch(`${discord.apiUrl}/v10/applications/@me`, { headers: { authorization: `Bot ${discord.botToken}` } });
+      expect(field(await application.json(), 'flags')).toBe((1 << 13) | (1 << 19));
+      // The same bot without the intent connects.
+      const { ready } = await identify(GUILDS);
+      expect(field(field(ready.d, 'application'), 'flags')).toBe((1 << 13) | (1 << 19));
+    } finally {
+      discord.setPrivilegedIntents({ serverMembers: true });
+    }
+  });
+
   it('sends READY with the guilds unavailable, then a complete GUILD_CREATE', async () => {
     const { gateway, ready } = await identify(GUILDS | GUILD_VOICE_STATES);
     expect(ready.s).toBe(1);

@@ -9,6 +9,7 @@ import { shardOfGuild } from '../world/snowflake.ts';
 import { channelObject, memberObject, roleObject, userObject, type Guild, type StandInState } from '../world/state.ts';
 import type { VoiceStandIn, VoiceUserOptions } from '../voice/contract.ts';
 import { websocketText } from '../lib/websocket-text.ts';
+import { DISALLOWED_INTENTS_CLOSE } from '../world/privileged-intents.ts';
 
 // Discord's gateway as @discordjs/ws 1.2 speaks it (JSON, no compression): HELLO, IDENTIFY, READY, a
 // complete GUILD_CREATE per guild, heartbeats, RESUME with replay of what was missed, and the voice state
@@ -62,9 +63,11 @@ const UNSHARDED: ShardPair = [0, 1];
 /**
  * What became of an IDENTIFY: `accepted` (READY followed), `rate-limited` (op 9 `d: false`: its bucket
  * identified less than the identify window ago), `invalid-shard` (closed 4010), `authentication-failed`
- * (closed 4004), `already-authenticated` (closed 4005: the socket already holds a session).
+ * (closed 4004), `already-authenticated` (closed 4005: the socket already holds a session),
+ * `disallowed-intents` (closed 4014: a privileged intent the application's portal settings do not allow).
  */
-export type IdentifyOutcome = 'accepted' | 'rate-limited' | 'invalid-shard' | 'authentication-failed' | 'already-authenticated';
+export type IdentifyOutcome =
+  'accepted' | 'rate-limited' | 'invalid-shard' | 'authentication-failed' | 'already-authenticated' | 'disallowed-intents';
 
 export interface IdentifyRecord {
   /** The identify's `[shard_id, num_shards]` (`[0, 1]` when it sent none); null when it sent no pair of whole numbers. */
@@ -394,11 +397,13 @@ export class Gateway {
     if (payload.token !== state.botToken)
       return refuse('authentication-failed', { code: CLOSE.authenticationFailed, reason: 'Authentication failed.' });
     if (!shard || !validShard(shard)) return refuse('invalid-shard', { code: CLOSE.invalidShard, reason: 'Invalid shard.' });
+    const intents = typeof payload.intents === 'number' ? payload.intents : 0;
+    // Refused before the rate limit: a refused identify takes no bucket (README.md, "Privileged intents").
+    if (state.privilegedIntents.disallowed(intents).length > 0) return refuse('disallowed-intents', DISALLOWED_INTENTS_CLOSE);
     // Discord answers an identify over max_concurrency with op 9; the session is not started.
     if (overLimit && shard[1] > 1) return refuse('rate-limited');
     if (bucket !== null) this.#bucketTaken.set(bucket, at);
 
-    const intents = typeof payload.intents === 'number' ? payload.intents : 0;
     this.#identifiedIntents = intents;
     // Discord lets several sessions hold the same shard, each receiving its events; a new session only
     // replaces those of its shard whose connection is gone (their client gave them up to identify anew).
@@ -413,7 +418,7 @@ export class Gateway {
       v: 10,
       user: { ...userObject(state.botUser), verified: true, mfa_enabled: false },
       guilds: guilds.map((guild) => ({ id: guild.id, unavailable: true })),
-      application: { id: state.applicationId, flags: 0 },
+      application: { id: state.applicationId, flags: state.privilegedIntents.applicationFlags },
       session_id: session.id,
       resume_gateway_url: this.#options.url(),
       shard: [...shard],

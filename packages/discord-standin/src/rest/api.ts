@@ -151,7 +151,12 @@ export class RestApi {
     this.#route('GET', /^\/gateway$/, (_m, _q, response) => json(response, 200, { url: this.#deps.gatewayUrl() }), false);
     this.#route('GET', /^\/users\/@me$/, (_m, _q, response) => json(response, 200, userObject(state.botUser)));
     this.#route('GET', /^\/applications\/@me$/, (_m, _q, response) => {
-      json(response, 200, { id: state.applicationId, name: state.botUser.username, flags: 0, bot: userObject(state.botUser) });
+      json(response, 200, {
+        id: state.applicationId,
+        name: state.botUser.username,
+        flags: state.privilegedIntents.applicationFlags,
+        bot: userObject(state.botUser),
+      });
     });
 
     // Commands: a bulk overwrite answers the registered list, or refuses them all (rest/commands.ts).

@@ -6,6 +6,7 @@ import { RestApi } from '../rest/api.ts';
 import { Interactions, type InteractionRecord } from '../rest/interactions.ts';
 import { MessageStore, NONCE_WINDOW_MS } from '../rest/messages.ts';
 import { startVoiceServer, type VoiceServer, type VoiceUserOptions } from '../voice/server.ts';
+import type { PrivilegedIntent } from '../world/privileged-intents.ts';
 import { StandInState, memberObject, type DeniableBotPermission, type Message, type PrivateChannel, type User } from '../world/state.ts';
 import {
   StandInActions,
@@ -237,6 +238,10 @@ export class DiscordStandIn {
 
   createUser(options?: CreateUserOptions): User {
     return this.#world.createUser(options);
+  }
+
+  setPrivilegedIntents(settings: Partial<Record<PrivilegedIntent, boolean>>): void {
+    this.#world.setPrivilegedIntents(settings);
   }
 
   removeMember(guildId: string, user: User): void {

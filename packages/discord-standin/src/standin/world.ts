@@ -14,6 +14,7 @@ import {
   type PrivateChannel,
   type User,
 } from '../world/state.ts';
+import type { PrivilegedIntent } from '../world/privileged-intents.ts';
 import { guildOf, type StandInParts } from './parts.ts';
 
 // The world a test sets up: servers with their roles, channels and members, and users.
@@ -78,6 +79,14 @@ export class StandInWorld {
       this.#parts.gateway.dispatch('GUILD_MEMBER_ADD', { guild_id: guild.id, ...memberObject(member, user) });
     }
     return user;
+  }
+
+  /**
+   * The application's privileged intent toggles in the Developer Portal (all on by default): an IDENTIFY
+   * asking for one that is off is closed with 4014, and the application's flags say which are on.
+   */
+  setPrivilegedIntents(settings: Partial<Record<PrivilegedIntent, boolean>>): void {
+    this.#parts.state.privilegedIntents.set(settings);
   }
 
   /**

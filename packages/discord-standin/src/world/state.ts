@@ -1,6 +1,7 @@
 import { DEFAULT_LOCALE } from './locales.ts';
 import { randomBytes } from 'node:crypto';
 import { snowflake } from './snowflake.ts';
+import { PrivilegedIntents } from './privileged-intents.ts';
 
 // What the stand-in knows: guilds with their channels, roles and members, users, messages, commands.
 // Shapes follow Discord's API objects, trimmed to what discord.js reads.
@@ -267,6 +268,8 @@ export class StandInState {
   readonly userInstalls = new Set<string>();
   /** Users who accept no DMs from the bot (their privacy settings, or they blocked it). */
   readonly closedDms = new Set<string>();
+  /** The Developer Portal's privileged intent toggles (all on unless a test turns one off). */
+  readonly privilegedIntents = new PrivilegedIntents();
   readonly botUser: User;
   readonly applicationId: string;
   readonly botToken: string;

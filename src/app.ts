@@ -39,15 +39,24 @@ export interface App {
 
 /** Discord may be briefly unreachable or answer 5xx/429 at start: keep trying, but not after a refusal. */
 async function loginWithRetry(client: Client, token: string, log: Logger, signal: AbortSignal): Promise<void> {
+  // discord.js gives up on a shard Discord closed with a code that means "never again" (4014 Disallowed
+  // intents, 4004, 4010-4013) and its login rejects with a bare Error; the code comes only with this event.
+  let refusedWith: number | undefined;
+  const onGaveUp = (event: { code: number }) => {
+    refusedWith = event.code;
+  };
+  client.on(Events.ShardDisconnect, onGaveUp);
   try {
     await retryUntilDone(() => client.login(token), {
       operation: 'login',
       log,
       signal,
-      isFinal: (error) => isTokenRefusal(error) || isDiscordRefusal(error),
+      isFinal: (error) => isTokenRefusal(error) || isDiscordRefusal(error) || refusedWith !== undefined,
     });
   } catch (error) {
-    throw explainStartFailure(error);
+    throw explainStartFailure(error, refusedWith);
+  } finally {
+    client.off(Events.ShardDisconnect, onGaveUp);
   }
 }
 

@@ -7,7 +7,7 @@ import type { ClientShards } from './discord/client.ts';
 import { createLogger, registerSecret, type Logger } from './lib/log.ts';
 import { describeShards, isSingleProcess, planShards, type ShardPlan } from './shards/plan.ts';
 import { startOpsServer, type OpsServer } from './ops/server.ts';
-import { Supervisor, WORKER_SHARDS_VARIABLE, WORKER_SHARD_COUNT_VARIABLE } from './shards/supervisor.ts';
+import { EXIT_REFUSED_FOR_GOOD, Supervisor, WORKER_SHARDS_VARIABLE, WORKER_SHARD_COUNT_VARIABLE } from './shards/supervisor.ts';
 import { createShutdown, EXIT_FAILURE, SHUTDOWN_DEADLINE_MS, type RepeatedStop } from './shutdown.ts';
 
 // `npm start`: configuration from the environment (and .env), then until SIGINT or SIGTERM either the
@@ -54,12 +54,13 @@ const { registerBotCommands, startApp } = await import('./app.ts');
 const { loadConfig, readEnvironment } = await import('./config.ts');
 const { createDiscordRest, fetchApplicationId, fetchGatewayBot } = await import('./discord/client.ts');
 const { inviteUrl } = await import('./discord/invite.ts');
-const { explainStartFailure, isDiscordRefusal, retryUntilDone } = await import('./discord/retry.ts');
+const { explainStartFailure, isDiscordRefusal, isRefusedForGood, retryUntilDone } = await import('./discord/retry.ts');
 const { loadCommands } = await import('./interactions/registry.ts');
 const { OPS_QUESTION, aggregateWorkerMetrics, aggregateWorkerReadiness } = await import('./ops/worker-metrics.ts');
 const { STORE_DEADLINE_MS } = await import('./store/index.ts');
 
-const EXIT_CONFIG = 2;
+/** Configuration to fix (a variable, or the application's settings on Discord): starting again changes nothing. */
+const EXIT_CONFIG = EXIT_REFUSED_FOR_GOOD;
 /** The supervisor gives its workers their own shutdown time, and a little more, before it kills them. */
 const WORKER_STOP_DEADLINE_MS = SHUTDOWN_DEADLINE_MS + 2_000;
 /** A worker's readiness waits on its store for up to STORE_DEADLINE_MS; the supervisor waits a little longer for the answer. */
@@ -109,7 +110,9 @@ function runBot(config: BotConfig, log: Logger, shards: ClientShards | undefined
     // A start cancelled by a signal is the shutdown's to finish.
     if (startup.signal.aborted) return;
     log.error('the bot could not start', { error });
-    process.exit(EXIT_FAILURE);
+    // A refusal for good (a token, an intent) is not retried, here or by a supervisor: every attempt would
+    // cost Discord a refused login or session start.
+    process.exit(isRefusedForGood(error) ? EXIT_CONFIG : EXIT_FAILURE);
   });
   const shutdown = createShutdown({
     log,
@@ -192,21 +195,25 @@ async function runSupervisor(config: BotConfig, rest: REST, log: Logger, plan: S
       log,
     });
   }
+  // A worker refused for good (src/shards/supervisor.ts) stops them all: the bot cannot run without its shards.
+  let refusedForGood = false;
+  const shutdown = createShutdown({
+    log,
+    deadlineMs: WORKER_STOP_DEADLINE_MS + 3_000,
+    async stop() {
+      stopping.abort(new Error('shutting down'));
+      await Promise.all([supervisor.stop(), registering]);
+      await ops?.close();
+    },
+    exit: (code) => process.exit(refusedForGood ? EXIT_CONFIG : code),
+  });
+  supervisor.onRefusedForGood(() => {
+    refusedForGood = true;
+    void shutdown('a worker was refused for good');
+  });
   supervisor.start();
   // A second signal here ends the supervisor at once, and with it its workers (see runBot).
-  onSignals(
-    createShutdown({
-      log,
-      deadlineMs: WORKER_STOP_DEADLINE_MS + 3_000,
-      async stop() {
-        stopping.abort(new Error('shutting down'));
-        await Promise.all([supervisor.stop(), registering]);
-        await ops?.close();
-      },
-      exit: (code) => process.exit(code),
-    }),
-    'exit now',
-  );
+  onSignals(shutdown, 'exit now');
 }
 
 function onSignals(shutdown: (signal: string, repeated: RepeatedStop) => Promise<void>, repeated: RepeatedStop): void {
@@ -244,6 +251,6 @@ if (assigned) {
   } catch (error) {
     if (planning.signal.aborted) process.exit(0);
     rootLog.error('the bot could not start', { error });
-    process.exit(EXIT_FAILURE);
+    process.exit(isRefusedForGood(error) ? EXIT_CONFIG : EXIT_FAILURE);
   }
 }

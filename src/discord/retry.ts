@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DiscordAPIError, DiscordjsErrorCodes } from 'discord.js';
+import { DiscordAPIError, DiscordjsErrorCodes, GatewayCloseCodes } from 'discord.js';
 import { backoffDelay, type BackoffPolicy } from '../lib/backoff.ts';
 import type { Logger } from '../lib/log.ts';
 
@@ -75,17 +75,58 @@ class DiscordApiUrlError extends Error {
   }
 }
 
+/**
+ * Discord closed the gateway connection with 4014 Disallowed intent(s): the bot asked for a privileged
+ * intent its application is not allowed. The only privileged intent the bot ever asks for is Server
+ * Members, and only with FORGET_MEMBERS_WHO_LEAVE=on (src/discord/client.ts).
+ */
+class DisallowedIntentsError extends Error {
+  constructor() {
+    super(
+      'Discord refused the Server Members intent (gateway close code 4014) that FORGET_MEMBERS_WHO_LEAVE=on needs: ' +
+        'turn on "Server Members Intent" in the Discord Developer Portal (your application, Bot, Privileged Gateway Intents), ' +
+        'or set FORGET_MEMBERS_WHO_LEAVE=off.',
+    );
+    this.name = 'DisallowedIntentsError';
+  }
+}
+
+/** Any other close code discord.js gives up on (4004, 4010 to 4013): reconnecting would be refused the same way. */
+class GatewayRefusedError extends Error {
+  constructor(code: number) {
+    super(`Discord closed the gateway connection for good with code ${code} (${GatewayCloseCodes[code] ?? 'unknown'}).`);
+    this.name = 'GatewayRefusedError';
+  }
+}
+
 /** discord.js's own refusal of a token at login, before any request. */
 export function isTokenRefusal(error: unknown): boolean {
   return error instanceof Error && 'code' in error && error.code === DiscordjsErrorCodes.TokenInvalid;
 }
 
 /**
- * A failure of the first calls to Discord (the shard count, the login) in words that name the variable
- * to fix: a refused token (401) names DISCORD_TOKEN, a 404 DISCORD_API_URL; anything else is unchanged.
+ * A failure of the first calls to Discord (the shard count, the login) in words that name what to fix: a
+ * refused token (401) names DISCORD_TOKEN, a 404 DISCORD_API_URL, a gateway closed with 4014 the portal's
+ * Server Members Intent and FORGET_MEMBERS_WHO_LEAVE (`gatewayCloseCode`: the code discord.js gave up on
+ * during the login, if any); anything else is unchanged.
  */
-export function explainStartFailure(error: unknown): unknown {
+export function explainStartFailure(error: unknown, gatewayCloseCode?: number): unknown {
   if (isTokenRefusal(error) || (error instanceof DiscordAPIError && error.status === 401)) return new LoginRefusedError();
   if (isDiscordRefusal(error) && error.status === 404) return new DiscordApiUrlError();
+  if (gatewayCloseCode === GatewayCloseCodes.DisallowedIntents) return new DisallowedIntentsError();
+  if (gatewayCloseCode !== undefined) return new GatewayRefusedError(gatewayCloseCode);
   return error;
+}
+
+/**
+ * A start failure that starting again cannot fix, only a change of configuration (the explained refusals
+ * above): the process exits with a code that says so, and a supervisor does not start it again.
+ */
+export function isRefusedForGood(error: unknown): boolean {
+  return (
+    error instanceof LoginRefusedError ||
+    error instanceof DiscordApiUrlError ||
+    error instanceof DisallowedIntentsError ||
+    error instanceof GatewayRefusedError
+  );
 }

@@ -37,6 +37,12 @@ export interface WorkerAnswer {
   missing?: 'not running' | 'no answer in time';
 }
 
+/**
+ * The exit code of a worker that a restart cannot help (its configuration, or the application's settings
+ * on Discord, refused): it is not started again, and the supervisor is told (`onRefusedForGood`).
+ */
+export const EXIT_REFUSED_FOR_GOOD = 2;
+
 /** Restarts wait 1 s, 2 s, 4 s… up to a minute; a worker that ran this long starts the count afresh. */
 const RESTART_BACKOFF: BackoffPolicy = { baseMs: 1_000, maxMs: 60_000, jitter: 0.25, spread: 'within-bounds' };
 const STABLE_AFTER_MS = 60_000;
@@ -76,6 +82,7 @@ export class Supervisor {
   readonly #workers: Worker[];
   #stopping = false;
   #nextQuestion = 0;
+  #refusedForGood: ((shards: string) => void) | undefined;
 
   constructor(options: SupervisorOptions) {
     this.#options = options;
@@ -92,6 +99,11 @@ export class Supervisor {
   /** Process ids of the running workers, by their shards (for tests and operators). */
   get workers(): { shards: string; pid: number | undefined }[] {
     return this.#workers.map((worker) => ({ shards: worker.label, pid: worker.child?.pid }));
+  }
+
+  /** Called when a worker exits with EXIT_REFUSED_FOR_GOOD (it is not started again). */
+  onRefusedForGood(listener: (shards: string) => void): void {
+    this.#refusedForGood = listener;
   }
 
   start(): void {
@@ -177,6 +189,11 @@ export class Supervisor {
       return;
     }
     const ranMs = Date.now() - worker.startedAt;
+    if (code === EXIT_REFUSED_FOR_GOOD) {
+      this.#options.log.error('a worker was refused for good; not starting it again', { shards: worker.label, pid: child.pid, ranMs });
+      this.#refusedForGood?.(worker.label);
+      return;
+    }
     worker.quickRestarts = ranMs >= STABLE_AFTER_MS ? 0 : worker.quickRestarts + 1;
     const delayMs = backoffDelay(Math.max(0, worker.quickRestarts - 1), this.#options.restartBackoff ?? RESTART_BACKOFF);
     const why = signal ? `killed by ${signal}` : `exited with code ${code}`;

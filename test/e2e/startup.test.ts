@@ -104,14 +104,15 @@ describe('when Discord refuses the login', () => {
   it('exits non-zero on a wrong token, naming DISCORD_TOKEN and never printing the token', async () => {
     const token = 'MTIzNDU2.wrong-token.that-must-stay-secret';
     const bot = startBotOn(discord, { DISCORD_TOKEN: token });
-    expect(await bot.exited).toBe(1);
+    // 2: configuration to fix, which a restart does not help.
+    expect(await bot.exited).toBe(2);
     expect(bot.output()).toContain('Discord refused DISCORD_TOKEN');
     expect(bot.output()).not.toContain(token);
   });
 
   it('exits non-zero when DISCORD_API_URL is not a Discord REST API (404), naming the variable', async () => {
     const bot = startBotOn(discord, { DISCORD_API_URL: discord.apiUrl.replace(/\/api$/, '/nothing-here') });
-    expect(await bot.exited).toBe(1);
+    expect(await bot.exited).toBe(2);
     expect(bot.output()).toContain('DISCORD_API_URL does not point at a Discord REST API');
     expect(bot.logs.filter((line) => line.msg === 'could not reach Discord; retrying')).toEqual([]);
   });

@@ -1,0 +1,104 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { cleanupBotDirectories, startBot, type BotProcess, type LogLine } from '../support/bot-process.ts';
+import { startOwnRedis, type OwnRedis } from '../support/redis-server.ts';
+import { PRIVILEGED_INTENT_BITS, startDiscordStandIn, type DiscordStandIn } from 'discord-standin';
+
+// FORGET_MEMBERS_WHO_LEAVE=on asks Discord for the privileged Server Members intent. An application whose
+// Developer Portal page does not allow it is refused at identify (close 4014): the bot must stop at once,
+// saying what to change, and never come back to identify again (each identify is a session start of the
+// 1000 Discord allows a day).
+
+/** Nothing listens here: these starts never call the gateway. */
+const UNUSED_GATEWAY = 'http://127.0.0.1:9';
+/** What `npm start` exits with when a restart cannot help (src/main.ts). */
+const EXIT_CONFIG = 2;
+
+afterEach(cleanupBotDirectories);
+
+function startBotOn(discord: DiscordStandIn, env: Record<string, string> = {}): BotProcess {
+  return startBot({
+    env: {
+      DISCORD_TOKEN: discord.botToken,
+      DISCORD_API_URL: discord.apiUrl,
+      GATEWAY_BASE_URL: UNUSED_GATEWAY,
+      NODE_EXTRA_CA_CERTS: discord.caCertPath,
+      FORGET_MEMBERS_WHO_LEAVE: 'on',
+      ...env,
+    },
+  });
+}
+
+/** The log lines an operator reads at warn and above. */
+function problems(bot: BotProcess): LogLine[] {
+  return bot.logs.filter((line) => line.level === 'warn' || line.level === 'error');
+}
+
+function explained(line: LogLine | undefined): string {
+  const error = line?.error;
+  return typeof error === 'object' && error !== null && 'message' in error ? String(error.message) : '';
+}
+
+describe('FORGET_MEMBERS_WHO_LEAVE=on without the Server Members intent allowed', () => {
+  let discord: DiscordStandIn;
+  beforeAll(async () => {
+    discord = await startDiscordStandIn();
+    discord.createGuild();
+    discord.setPrivilegedIntents({ serverMembers: false });
+  });
+  afterAll(() => discord?.close());
+
+  it('exits non-zero after one identify, with one line naming the variable and the portal setting', async () => {
+    const bot = startBotOn(discord);
+    expect(await bot.exited).toBe(EXIT_CONFIG);
+    expect(discord.identifies.map((identify) => identify.outcome)).toEqual(['disallowed-intents']);
+    const failure = bot.logs.find((line) => line.msg === 'the bot could not start');
+    expect(explained(failure)).toContain('FORGET_MEMBERS_WHO_LEAVE');
+    expect(explained(failure)).toContain('Server Members Intent');
+    expect(explained(failure)).toContain('Developer Portal');
+    // Said once, and not as an outage waited out ("could not reach Discord; retrying").
+    expect(problems(bot).filter((line) => line.msg !== 'the bot could not start' && /discord/i.test(line.msg))).toEqual([]);
+    expect(problems(bot).filter((line) => line.msg === 'the bot could not start')).toHaveLength(1);
+    expect(bot.output()).not.toContain(discord.botToken);
+  }, 30_000);
+
+  it('connects with the intent once the operator turns it on in the portal', async () => {
+    discord.setPrivilegedIntents({ serverMembers: true });
+    const bot = startBotOn(discord);
+    try {
+      await bot.waitForLog((line) => line.msg === 'ready', 30_000);
+      expect((discord.identifiedIntents ?? 0) & PRIVILEGED_INTENT_BITS.serverMembers).not.toBe(0);
+    } finally {
+      await bot.stop();
+      discord.setPrivilegedIntents({ serverMembers: false });
+    }
+  }, 45_000);
+});
+
+describe('sharded, two worker processes, without the intent allowed', () => {
+  let discord: DiscordStandIn;
+  let redis: OwnRedis;
+  beforeAll(async () => {
+    discord = await startDiscordStandIn({ shards: 2, identifyWindowMs: 0 });
+    discord.createGuild({ shard: [0, 2] });
+    discord.createGuild({ shard: [1, 2] });
+    discord.setPrivilegedIntents({ serverMembers: false });
+    redis = await startOwnRedis();
+  });
+  afterAll(async () => {
+    await discord?.close();
+    await redis?.close();
+  });
+
+  it('stops every worker and exits non-zero, starting none of them again', async () => {
+    const bot = startBotOn(discord, { STORE_URL: redis.url, SHARD_COUNT: '2', SHARDS_PER_PROCESS: '1' });
+    expect(await bot.exited).toBe(EXIT_CONFIG);
+    expect(bot.logs.filter((line) => line.msg === 'worker started')).toHaveLength(2);
+    expect(bot.logs.filter((line) => line.msg === 'a worker died; starting it again')).toEqual([]);
+    expect(bot.logs.some((line) => line.msg === 'a worker was refused for good; not starting it again')).toBe(true);
+    // No shard identified more than once: nothing retried.
+    const shards = discord.identifies.map((identify) => identify.shard?.[0]);
+    expect(new Set(shards).size).toBe(shards.length);
+    expect(discord.identifies.every((identify) => identify.outcome === 'disallowed-intents')).toBe(true);
+    expect(explained(bot.logs.find((line) => line.msg === 'the bot could not start'))).toContain('FORGET_MEMBERS_WHO_LEAVE');
+  }, 45_000);
+});

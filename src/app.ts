@@ -21,7 +21,7 @@ import { answerOpsQuestions } from './ops/worker-metrics.ts';
 import type { Services } from './services.ts';
 import { SettingsService } from './settings/service.ts';
 import { defaultVoiceSettings } from './settings/voice-settings.ts';
-import { shardOfGuild } from './shards/plan.ts';
+import { describeShards, shardOfGuild } from './shards/plan.ts';
 import { openStore, parseMarker, type Store } from './store/index.ts';
 import { createVideo } from './video/index.ts';
 import { pollPolicyWithInterval } from './video/poll-policy.ts';
@@ -295,6 +295,15 @@ export async function startApp(
   const stopping = new AbortController();
   const running = AbortSignal.any([signal, stopping.signal]);
   client.once(Events.ClientReady, (ready) => {
+    // One process at a time holds these shards of this application: the claims on the key lines of videos
+    // an earlier run of it left (a crash between a claim and its report) are its own to release now.
+    const worker = `${ready.application.id}:${shards ? `shards ${describeShards(shards.ids)} of ${shards.count}` : 'unsharded'}`;
+    video.sender.releaseEarlierClaims(worker).then(
+      (lines) => {
+        if (lines > 0) log.info("released the video claims an earlier run left on keys' lines", { lines });
+      },
+      (error: unknown) => log.warn("could not release an earlier run's video claims; they are handed out when their lease ends", { error }),
+    );
     video.tracker.resume(ownsGuild).then(
       (count) => log.info('following unfinished video tasks', { count }),
       (error: unknown) => log.error('could not resume unfinished video tasks', { error }),

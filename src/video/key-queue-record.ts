@@ -80,6 +80,18 @@ interface RunningJob {
   /** `claimed`: handed to a sender, not yet accepted by the gateway; `sent`: accepted, running there. */
   phase: 'claimed' | 'sent';
   leaseUntil: number;
+  /** Who claimed it, when the claimant said (see `Claimant`): an earlier run of the same worker releases it at start. */
+  claimedBy?: Claimant;
+}
+
+/**
+ * The process that claims: `worker` says which part of the bot it is (the application and its shards), the
+ * same across restarts and different for every process running at once; `run` is new at every start. A
+ * process that starts again finds the claims of its earlier runs abandoned: nobody else can hold them.
+ */
+export interface Claimant {
+  worker: string;
+  run: string;
 }
 
 export const KEY_QUEUE_VERSION = 1;
@@ -118,6 +130,8 @@ export const parseKeyQueueRecord = versionedRecord<KeyQueueRecord>({
         attempt: z.number().int().positive(),
         phase: z.enum(['claimed', 'sent']),
         leaseUntil: z.number(),
+        // Added without a new version: a claim stored before it is left to its lease.
+        claimedBy: z.object({ worker: z.string(), run: z.string() }).optional(),
       }),
     ),
     learnedLimit: z.number().int().min(1).max(MAX_KEY_CONCURRENCY),
@@ -244,6 +258,7 @@ export function claimJob(
   now: number,
   statedLimit: number | undefined,
   leaseMs: number,
+  claimant?: Claimant,
 ): Decision<ClaimAnswer> {
   const next = copy(record);
   const dropped = dropEndedRunning(next, now);
@@ -255,6 +270,8 @@ export function claimJob(
   if (abandoned) {
     abandoned.attempt += 1;
     abandoned.leaseUntil = now + leaseMs;
+    if (claimant) abandoned.claimedBy = claimant;
+    else delete abandoned.claimedBy;
     const { jobId, guildId, memberId, askedAt } = abandoned;
     return {
       next,
@@ -282,7 +299,16 @@ export function claimJob(
   forgetLongServed(next, now);
   const attempt = job.claims + 1;
   const { guildId, memberId } = first;
-  next.running.push({ jobId: job.jobId, guildId, memberId, askedAt: job.askedAt, attempt, phase: 'claimed', leaseUntil: now + leaseMs });
+  next.running.push({
+    jobId: job.jobId,
+    guildId,
+    memberId,
+    askedAt: job.askedAt,
+    attempt,
+    phase: 'claimed',
+    leaseUntil: now + leaseMs,
+    ...(claimant ? { claimedBy: claimant } : {}),
+  });
   if (next.pausedUntil !== undefined) delete next.pausedUntil;
   return {
     next,
@@ -293,6 +319,28 @@ export function claimJob(
       resumed: false,
     },
   };
+}
+
+/**
+ * A process starting again: the claims its earlier runs held and never reported (it was killed between a
+ * claim and its report) are abandoned now rather than at their lease's end, so the next claim hands them
+ * out again (`resumed`, with the same rules as a lease run out). Claims of another worker, or of this run,
+ * are left alone. The answer: the guilds of the released jobs.
+ */
+export function releaseEarlierRuns(record: KeyQueueRecord, claimant: Claimant, now: number): Decision<string[]> {
+  const isEarlierRun = (running: RunningJob): boolean =>
+    running.phase === 'claimed' &&
+    running.leaseUntil > now &&
+    running.claimedBy?.worker === claimant.worker &&
+    running.claimedBy.run !== claimant.run;
+  if (!record.running.some(isEarlierRun)) return { next: undefined, answer: [] };
+  const next = copy(record);
+  const guilds: string[] = [];
+  for (const running of next.running.filter(isEarlierRun)) {
+    running.leaseUntil = now;
+    guilds.push(running.guildId);
+  }
+  return { next, answer: guilds };
 }
 
 /** Drops served members with nothing waiting once they are old news, or too many to keep. */

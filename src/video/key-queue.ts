@@ -10,8 +10,10 @@ import {
   markRefusedForConcurrency,
   markRefusedForRate,
   parseKeyQueueRecord,
+  releaseEarlierRuns,
   sendOrder,
   type ClaimAnswer,
+  type Claimant,
   type ClaimTicket,
   type Decision,
   type EnqueueAnswer,
@@ -36,7 +38,9 @@ import {
 //   job goes back first in line), or `finished` (the send failed for another reason). A report with a
 //   ticket since taken over changes nothing and answers false: the job is no longer this sender's.
 // - A claim not reported within its lease (the process died between the claim and the report, or its
-//   report never reached the store) is handed out again by `claimNext` with `resumed: true`.
+//   report never reached the store) is handed out again by `claimNext` with `resumed: true`. A claim names
+//   its claimant (the worker, and its run): a worker that starts again releases its earlier runs' claims at
+//   once (`releaseEarlierRuns`), which are then handed out the same way, without waiting for their lease.
 // - The queue makes every waiting job claimed, in order, until a sender reports it; the job's own record
 //   makes it sent at most once. Before it sends, the sender reads that record (the video part's): it sends
 //   only a job the record says still waits, writing "submitting" first, and reports any other with what
@@ -55,7 +59,7 @@ import {
 //   refuses (as data, with the limit): the line's record stays small enough to rewrite at every change.
 
 export { MAX_WAITING_PER_KEY, MAX_WAITING_PER_MEMBER } from './key-queue-record.ts';
-export type { ClaimAnswer, ClaimTicket, EnqueueAnswer, QueueJob, WaitingPlace } from './key-queue-record.ts';
+export type { ClaimAnswer, Claimant, ClaimTicket, EnqueueAnswer, QueueJob, WaitingPlace } from './key-queue-record.ts';
 
 /** A key's line is forgotten after this long without a change (a key no longer used); any change keeps it. */
 const KEEP_IDLE_LINE_MS = 30 * 24 * 3_600_000;
@@ -65,6 +69,8 @@ export interface ClaimOptions {
   statedLimit?: number;
   /** How long a claim holds before it counts as abandoned; default CLAIM_LEASE_MS. */
   leaseMs?: number;
+  /** Who claims: recorded with the claim, for `releaseEarlierRuns`. */
+  claimant?: Claimant;
 }
 
 export class KeyQueue {
@@ -81,7 +87,24 @@ export class KeyQueue {
 
   /** Takes the next job when a slot is free and the key is not paused, recording it as holding the slot. */
   claimNext(keyId: string, now: number, options: ClaimOptions = {}): Promise<ClaimAnswer> {
-    return this.#change(keyId, (record) => claimJob(record, keyId, now, options.statedLimit, options.leaseMs ?? CLAIM_LEASE_MS));
+    return this.#change(keyId, (record) =>
+      claimJob(record, keyId, now, options.statedLimit, options.leaseMs ?? CLAIM_LEASE_MS, options.claimant),
+    );
+  }
+
+  /**
+   * Releases, on every key's line, the claims that earlier runs of `claimant`'s worker left unreported:
+   * each key whose line had any, with the guild of one of its released jobs (to drain it).
+   */
+  async releaseEarlierRuns(claimant: Claimant, now: number): Promise<{ keyId: string; guildId: string }[]> {
+    const released: { keyId: string; guildId: string }[] = [];
+    for await (const [keyId, record] of this.#lines.entries()) {
+      // Read first, so that lines without such a claim are not written; the change decides again atomically.
+      if (releaseEarlierRuns(record, claimant, now).answer.length === 0) continue;
+      const guilds = await this.#change(keyId, (current) => releaseEarlierRuns(current, claimant, now));
+      if (guilds[0] !== undefined) released.push({ keyId, guildId: guilds[0] });
+    }
+    return released;
   }
 
   /** The gateway accepted the claimed job. False: the claim was taken over (see the contract above). */

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { GatewayApiError, GatewayError } from '../gateway/errors.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { TASK_TIMEOUT_MS } from '../gateway/spec.ts';
@@ -10,7 +11,7 @@ import type { GuildVideoPolicy, SpendReservation } from '../ports/guild-policy.t
 import type { Notice } from '../wording/notice.ts';
 import type { VideoDelivery } from './delivery.ts';
 import type { GatewayResolver } from './gateway-resolver.ts';
-import type { ClaimTicket, EnqueueAnswer, KeyQueue, QueueJob, WaitingPlace } from './key-queue.ts';
+import type { Claimant, ClaimTicket, EnqueueAnswer, KeyQueue, QueueJob, WaitingPlace } from './key-queue.ts';
 import { routingGuildId, type TaskRecord } from './record.ts';
 import type { TaskRepository } from './repository.ts';
 import { inCardWords } from './status-card.ts';
@@ -72,6 +73,10 @@ export class QueueSender {
   readonly #awaited = new Map<string, { resolve: (outcome: SendOutcome) => void; refusalTold: boolean }>();
   readonly #places = new Map<string, { at: number; order: Promise<WaitingPlace[]> }>();
   readonly #waitingPerKey = new Map<string, number>();
+  /** This process's run: new at every start, so that the next start tells its claims from its own. */
+  readonly #run = randomUUID();
+  /** Who this process's claims name, once it said which worker it is (`releaseEarlierClaims`). */
+  #claimant: Claimant | undefined;
   #stopped = false;
 
   constructor(deps: QueueSenderDeps) {
@@ -177,6 +182,21 @@ export class QueueSender {
     return this.#deps.delivery.showAndSave(stored);
   }
 
+  /**
+   * Names this process's claims from now on as `worker`'s (the application and its shards: one process at
+   * a time is that worker), and releases the claims earlier runs of the same worker left unreported (killed
+   * between a claim and its report), then drains their lines: their slots come back now instead of at the
+   * end of their lease. A released job is handed out again as a lease run out would hand it: its record
+   * says whether it was sent, so it is never sent twice. Resolves with how many lines it released claims on.
+   */
+  async releaseEarlierClaims(worker: string): Promise<number> {
+    const claimant: Claimant = { worker, run: this.#run };
+    this.#claimant = claimant;
+    const released = await this.#deps.queue.releaseEarlierRuns(claimant, this.#now());
+    for (const { keyId, guildId } of released) this.wake(keyId, guildId);
+    return released.length;
+  }
+
   /** Stops draining and waits for the sends in flight; the lines stay in the store for the next start. */
   async stop(): Promise<void> {
     this.#stopped = true;
@@ -211,7 +231,11 @@ export class QueueSender {
         const statedLimit = await this.#deps.statedLimit?.(guildId);
         const sends: Promise<void>[] = [];
         for (;;) {
-          const answer = await this.#deps.queue.claimNext(keyId, this.#now(), statedLimit === undefined ? {} : { statedLimit });
+          const claimant = this.#claimant;
+          const answer = await this.#deps.queue.claimNext(keyId, this.#now(), {
+            ...(statedLimit === undefined ? {} : { statedLimit }),
+            ...(claimant ? { claimant } : {}),
+          });
           if (answer.kind === 'claimed') {
             sends.push(this.#track(this.#sendClaimed(answer.ticket, answer.job, answer.resumed)));
             continue;
@@ -282,7 +306,11 @@ export class QueueSender {
     if (!stored || !taken) {
       // Sent already (a resumed claim, an enqueue tried again), cancelled, or gone: never sent again.
       if (stored?.state === 'running') await queue.accepted(ticket, now);
-      else await queue.finished(ticket.keyId, ticket.jobId);
+      else {
+        await queue.finished(ticket.keyId, ticket.jobId);
+        // Its slot is free and nothing was sent: the next job need not wait for a lease or a look.
+        this.wake(ticket.keyId, job.guildId);
+      }
       this.#log.info('a claimed video was not sent: its record is past waiting', { task: job.jobId, state: stored?.state, resumed });
       return;
     }

@@ -4,6 +4,7 @@ import { startDiscordStandIn, type DiscordStandIn, type InteractionHandle, type 
 import { startEmulator, type Emulator, type JournalEntry } from '../../src/emulator/server.ts';
 import { cleanupBotDirectories, makeDataDirectory, startBot, type BotProcess } from '../support/bot-process.ts';
 import { cardText, galleryItems } from '../support/cards.ts';
+import { startHostileGateway, type HostileGateway } from '../support/hostile-gateway.ts';
 import { isDone, videoWorld } from '../support/video-e2e.ts';
 import { botEnvironment } from '../support/world.ts';
 
@@ -56,6 +57,84 @@ describe('jobs waiting in line across a SIGKILL', () => {
     // Nothing posted a second video anywhere in the channel.
     const videos = discord.messages(guild.textChannelId).filter((message) => message.attachments.length > 0);
     expect(videos.map((message) => message.id).sort()).toEqual(cards.map((card) => card.id).sort());
+  }, 120_000);
+});
+
+describe('a claim whose process was killed before it heard the gateway', () => {
+  const key = newKey();
+  let emulator: Emulator;
+  let gateway: HostileGateway;
+  let discord: DiscordStandIn;
+  let guild: TestGuild;
+  let bot: BotProcess;
+  let env: Record<string, string>;
+  let dataDirectory: string;
+
+  beforeAll(async () => {
+    emulator = await startEmulator({
+      config: {
+        keys: { [key]: { group: 'default', quota_usd: 1_000, limits: { concurrent_tasks: 1 } } },
+        // Long enough that the key is still busy with the first variant when the second is sent with it,
+        // short enough that it is done by the time the bot has started again.
+        timing: { generation_ms: 800 },
+        limits: { rate_per_minute: 100_000, concurrent_tasks: 100 },
+      },
+    });
+    // In front of the emulator: it forwards a submission and keeps the answer from the bot.
+    gateway = await startHostileGateway(emulator.baseUrl);
+    discord = await startDiscordStandIn();
+    guild = discord.createGuild();
+    env = botEnvironment(discord, emulator, {
+      GATEWAY_API_KEY: key,
+      GATEWAY_BASE_URL: gateway.baseUrl,
+      DOWNLOAD_ALLOWED_HOSTS: `127.0.0.1:${new URL(emulator.baseUrl).port}`,
+    });
+    dataDirectory = makeDataDirectory();
+    bot = startBot({ env, dataDirectory });
+    await bot.waitForLog((line) => line.msg === 'ready', 60_000);
+  }, 90_000);
+  afterAll(async () => {
+    if (bot?.child.exitCode === null) await bot.stop();
+    await discord?.close();
+    await gateway?.close();
+    await emulator?.close();
+    cleanupBotDirectories();
+  });
+
+  it("moves the key's one slot on at the restart, not at the claim's lease end, and sends nothing twice", async () => {
+    const prompt = 'two variants, the first lost to a kill';
+    const submissions = () =>
+      emulator.requests.filter((entry) => entry.method === 'POST' && (entry.body as { prompt?: unknown } | undefined)?.prompt === prompt);
+    // One job of two variants on a key of one slot: both join the line and are sent (the line probes a key
+    // it does not know), the second is refused for the key's concurrency and waits first in line again, and
+    // the bot is killed before it hears that the gateway accepted the first. Its claim is never reported.
+    const accepted = gateway.withholdAnswer(prompt);
+    const run = discord.runCommand({
+      user: guild.member,
+      guildId: guild.id,
+      channelId: guild.textChannelId,
+      command: 'video',
+      subcommand: 'generate',
+      options: { prompt, variants: 2 },
+    });
+    expect(await accepted).toBe(200);
+    expect((await run.response()).type).toBe(5);
+    await bot.waitForLog((line) => line.msg === "the gateway refused a video for its key's limits; it waits again", 20_000);
+    await bot.kill();
+
+    bot = startBot({ env, dataDirectory });
+    await bot.waitForLog((line) => line.msg === "released the video claims an earlier run left on keys' lines" && line.lines === 1, 30_000);
+    // Well within the 6 min lease the claim held before: the second variant is sent and posted.
+    const posted = await bot.waitForLog((line) => line.msg === 'video posted', 60_000);
+    expect(discord.messages(guild.textChannelId).some((message) => message.id === posted.message)).toBe(true);
+    // The first variant was not sent again (its record said it was being sent): each accepted once, and the
+    // one refusal the probe cost.
+    expect(
+      submissions()
+        .map((entry) => entry.status)
+        .sort(),
+    ).toEqual([200, 200, 429]);
+    expect(bot.logs.filter((line) => line.msg === 'video task submitted')).toHaveLength(1);
   }, 120_000);
 });
 

@@ -34,6 +34,11 @@ export interface HostileGateway {
   script(faults: Fault[][]): void;
   /** Sends everything to another gateway from now on (one that does not know the earlier tasks). */
   pointAt(upstream: string): void;
+  /**
+   * Forwards the next submission of `prompt` and keeps the gateway's answer from the bot (the connection
+   * hangs until the bot gives up or dies): resolves once the gateway has answered it, with that status.
+   */
+  withholdAnswer(prompt: string): Promise<number>;
   /** Polls answered with each fault so far. */
   readonly served: Map<Fault, number>;
   close(): Promise<void>;
@@ -54,6 +59,8 @@ export async function startHostileGateway(upstream: string): Promise<HostileGate
   /** Tasks a 'forget' lost: a gateway that lost a task answers 404 for it from then on, not once. */
   const forgotten = new Set<string>();
   const served = new Map<Fault, number>();
+  /** Submissions whose answer is withheld, by prompt, with who waits for the gateway's answer. */
+  const withheld = new Map<string, (status: number) => void>();
   let baseUrl = '';
 
   /** The upstream's answer, whole. */
@@ -126,6 +133,13 @@ export async function startHostileGateway(upstream: string): Promise<HostileGate
     const fault = queried === undefined ? undefined : forgotten.has(queried) ? 'forget' : pending.get(queried)?.shift();
     if (queried !== undefined && fault) return serveFault(fault, queried, request, body, response);
     const answer = await forward(request, body);
+    const prompt = request.method === 'POST' && SUBMIT.test(path) ? readString(JSON.parse(body.toString('utf8')), 'prompt') : undefined;
+    const withholding = prompt === undefined ? undefined : withheld.get(prompt);
+    if (prompt !== undefined && withholding) {
+      withheld.delete(prompt);
+      withholding(answer.status);
+      return;
+    }
     if (request.method === 'POST' && SUBMIT.test(path) && answer.status === 200) {
       const parsed: unknown = JSON.parse(answer.body.toString('utf8'));
       const id = readString(parsed, 'task_id') ?? readString(parsed, 'request_id');
@@ -157,6 +171,9 @@ export async function startHostileGateway(upstream: string): Promise<HostileGate
     },
     pointAt(next) {
       target = next;
+    },
+    withholdAnswer(prompt) {
+      return new Promise((resolve) => withheld.set(prompt, resolve));
     },
     async close() {
       server.closeAllConnections();

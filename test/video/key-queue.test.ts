@@ -265,6 +265,40 @@ describe.each([
     expect(await after.finished(keyId, abandoned.jobId)).toBe(true);
     expect(await claimedJobId(after, keyId, NOW + CLAIM_LEASE_MS, 1)).toBe(job(keyId, 'ana', 2).jobId);
   });
+
+  it("releases at once an earlier run's claims of the same worker, never another worker's", async () => {
+    const url = location();
+    // Two workers at once, each on a key of its own with 1 slot, and each claiming on the other's key too.
+    const worker = `worker-${randomUUID()}`;
+    const otherWorker = `worker-${randomUUID()}`;
+    const before = await processQueue(url);
+    const other = await processQueue(url);
+    const keyId = newKey(url);
+    const otherKeyId = newKey(url);
+    for (const index of [1, 2]) await before.enqueue(job(keyId, 'ana', index));
+    for (const index of [1, 2]) await other.enqueue(job(otherKeyId, 'bo', index));
+    const lost = ticketOf(await before.claimNext(keyId, NOW, { statedLimit: 1, claimant: { worker, run: 'run-1' } }));
+    const live = ticketOf(await other.claimNext(otherKeyId, NOW, { statedLimit: 1, claimant: { worker: otherWorker, run: 'run-1' } }));
+    // The first worker's process is killed between its claim and its report (`before` is not used again), and starts again.
+
+    const after = await processQueue(url);
+    const released = await after.releaseEarlierRuns({ worker, run: 'run-2' }, NOW + 1);
+    expect(released.filter((line) => line.keyId === keyId || line.keyId === otherKeyId)).toEqual([{ keyId, guildId: GUILD }]);
+    // Its lost claim is handed out at once, not at its lease's end, through the rules of an abandoned claim.
+    expect(await after.claimNext(keyId, NOW + 1, { statedLimit: 1, claimant: { worker, run: 'run-2' } })).toEqual({
+      kind: 'claimed',
+      ticket: { keyId, jobId: lost.jobId, attempt: 2 },
+      job: job(keyId, 'ana', 1),
+      resumed: true,
+    });
+    expect(await after.accepted(lost, NOW + 1)).toBe(false);
+    // The other worker's claim stays its own: its line is full until its lease, and its report still counts.
+    expect(await after.claimNext(otherKeyId, NOW + 1, { statedLimit: 1 })).toEqual({ kind: 'full', retryAt: NOW + CLAIM_LEASE_MS });
+    expect(await other.accepted(live, NOW + 2)).toBe(true);
+    // A claim of the run itself is not an earlier run's: a second release in the same run releases nothing.
+    const again = await after.releaseEarlierRuns({ worker, run: 'run-2' }, NOW + 3);
+    expect(again.filter((line) => line.keyId === keyId)).toEqual([]);
+  });
 });
 
 /** Submissions a burst may cost per job, refusals included, while the queue learns the key's limit (issue 35). */

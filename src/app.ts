@@ -30,6 +30,7 @@ import { CONVERSATION_RECORDS, conversationRecordParser } from './voice/conversa
 import { parseMemberLines, TRANSCRIPT_LINES } from './voice/transcript-lines.ts';
 import { VoiceService } from './voice/service.ts';
 import { CONSENT_RECORDS, ConsentBook, parseConsentRecord } from './voice/consent.ts';
+import { chooseOpusCodec, OPUS_CODEC_NAMES } from './voice/audio/opus-codec.ts';
 
 export interface App {
   client: Client;
@@ -244,6 +245,12 @@ export async function startApp(
     log,
   });
   const mentions = new CommandMentions({ rest: client.rest, applicationId: () => client.application?.id, log });
+  // Settled before any conversation makes a codec: every encoder and decoder of the process runs this one.
+  const opus = chooseOpusCodec(config.opusCodec);
+  log.info('opus codec', {
+    codec: OPUS_CODEC_NAMES[opus.codec],
+    ...(opus.nativeMissing === undefined ? {} : { nativeMissing: opus.nativeMissing }),
+  });
   const voice = new VoiceService({
     client,
     outbox,

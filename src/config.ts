@@ -64,7 +64,12 @@ export interface BotConfig {
    * them. Asks Discord for the privileged Server Members intent, which the Developer Portal must allow.
    */
   forgetMembersWhoLeave: boolean;
+  /** OPUS_CODEC: `auto` runs native libopus where @discordjs/opus built, `opusscript` its WebAssembly build regardless. */
+  opusCodec: OpusCodecSetting;
 }
+
+const OPUS_CODEC_SETTINGS = ['auto', 'opusscript'] as const;
+export type OpusCodecSetting = (typeof OPUS_CODEC_SETTINGS)[number];
 
 export interface UserInstallsConfig {
   enabled: boolean;
@@ -340,6 +345,11 @@ const VARIABLES = {
     meaning:
       '`on` forgets a member who leaves a server as `/voice forget-me` does (see "Privacy"). It needs the privileged **Server Members Intent**: turn it on in the Developer Portal (your application, Bot, Privileged Gateway Intents) first, or Discord refuses the connection (close code 4014) and the bot does not start. `off` asks for no privileged intent.',
   }),
+  OPUS_CODEC: defaulted('auto', z.enum(OPUS_CODEC_SETTINGS), {
+    problem: 'must be "auto" or "opusscript"',
+    meaning:
+      'The Opus codec of voice conversations: `auto` runs native libopus (`@discordjs/opus`, an optional dependency built at install) where it built, and opusscript (libopus in WebAssembly, about three times the CPU) where it did not; `opusscript` runs opusscript regardless. The start logs which one runs (`opus codec`).',
+  }),
 };
 
 const ENVIRONMENT = z.object(VARIABLES);
@@ -491,6 +501,7 @@ function botConfig(settings: Settings, ids: string | MachineOrdinal | undefined)
       dailyUsd: settings.USER_INSTALL_DAILY_USD,
     },
     forgetMembersWhoLeave: settings.FORGET_MEMBERS_WHO_LEAVE,
+    opusCodec: settings.OPUS_CODEC,
   };
 }
 

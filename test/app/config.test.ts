@@ -39,6 +39,7 @@ describe('configuration from the environment', () => {
         prices: DEFAULT_PRICES,
         userInstalls: { enabled: false, dailyVideos: 5, dailyUsd: 2 },
         forgetMembersWhoLeave: false,
+        opusCodec: 'auto',
       },
     });
   });
@@ -286,6 +287,12 @@ describe('configuration from the environment', () => {
         expect.stringMatching(/^USER_INSTALL_DAILY_USD must be the dollars .* \(got "-1"\)\.$/),
       ]);
     });
+  });
+
+  it('runs the Opus codec OPUS_CODEC names: auto (native where it built) or opusscript, nothing else', () => {
+    const forced = loadConfig({ ...minimal, OPUS_CODEC: 'opusscript' });
+    expect(forced.ok && forced.config.opusCodec).toBe('opusscript');
+    expect(problemsOf({ ...minimal, OPUS_CODEC: 'native' })).toEqual(['OPUS_CODEC must be "auto" or "opusscript" (got "native").']);
   });
 
   describe('PRICES_FILE', () => {

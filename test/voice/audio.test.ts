@@ -1,8 +1,9 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { FRAME_SAMPLES, bytesToSamples } from '../../src/voice/audio/format.ts';
 import { Framer } from '../../src/voice/audio/framer.ts';
 import { SpeakerMixer } from '../../src/voice/audio/mixer.ts';
 import { OpusFrameDecoder, OpusFrameEncoder } from '../../src/voice/audio/opus.ts';
+import { availableOpusCodecs, chooseOpusCodec, opusCodecInUse } from '../../src/voice/audio/opus-codec.ts';
 import { analyzeTone, CORRUPT_OPUS_PACKET, encodePcmToOpusPackets, generateTone, REALTIME_PCM } from 'discord-standin';
 
 const tone = (hz: number, ms: number, amplitude = 0.4) => generateTone({ hz, ms, amplitude, format: REALTIME_PCM });
@@ -21,10 +22,11 @@ function concat(parts: Int16Array[]): Int16Array {
   return out;
 }
 
-describe('Opus at 24 kHz mono', () => {
+// Every codec this process can run: opusscript always (the fallback), native libopus where @discordjs/opus built.
+describe.each(availableOpusCodecs())('Opus at 24 kHz mono through %s', (codec) => {
   it('decodes what a Discord client sends (48 kHz stereo) straight to 24 kHz mono, tone intact', () => {
     const packets = encodePcmToOpusPackets(generateTone({ hz: 440, ms: 400, amplitude: 0.4 }));
-    const decoder = new OpusFrameDecoder();
+    const decoder = new OpusFrameDecoder(codec);
     const decoded = packets.map((packet) => decoder.decode(packet)).filter((pcm) => pcm !== undefined);
     expect(decoded.every((pcm) => pcm.length === FRAME_SAMPLES)).toBe(true);
     const analysis = analyzeTone(concat(decoded).subarray(FRAME_SAMPLES * 4), { format: REALTIME_PCM });
@@ -33,8 +35,8 @@ describe('Opus at 24 kHz mono', () => {
   });
 
   it('skips a corrupt packet and keeps decoding the speaker', () => {
-    const decoder = new OpusFrameDecoder();
-    const encoder = new OpusFrameEncoder();
+    const decoder = new OpusFrameDecoder(codec);
+    const encoder = new OpusFrameEncoder(codec);
     const good = frames(tone(300, 100)).map((frame) => encoder.encode(frame));
     expect(decoder.decode(good[0]!)).toHaveLength(FRAME_SAMPLES);
     expect(decoder.decode(CORRUPT_OPUS_PACKET)).toBeUndefined();
@@ -43,9 +45,9 @@ describe('Opus at 24 kHz mono', () => {
   });
 
   it('encodes 20 ms frames that a 48 kHz stereo decoder (a Discord client) plays as the same tone', () => {
-    const encoder = new OpusFrameEncoder();
+    const encoder = new OpusFrameEncoder(codec);
     const packets = frames(tone(523, 400)).map((frame) => encoder.encode(frame));
-    const decoder = new OpusFrameDecoder();
+    const decoder = new OpusFrameDecoder(codec);
     const back = concat(packets.map((packet) => decoder.decode(packet)!));
     expect(analyzeTone(back.subarray(FRAME_SAMPLES * 4), { format: REALTIME_PCM }).dominantHz).toBeCloseTo(523, -1);
     expect(() => encoder.encode(new Int16Array(100))).toThrow(RangeError);
@@ -56,11 +58,14 @@ describe('Opus at 24 kHz mono', () => {
     // for the newest of some 75 codecs, and views of the heap that more codecs leave stale
     // (packages/opusscript-codec): past about 38 conversations the newest codecs threw, at a
     // hundred all of them did.
-    const packets = frames(tone(440, 200)).map((frame) => new OpusFrameEncoder().encode(frame));
-    const lone = new OpusFrameDecoder();
+    const packets = frames(tone(440, 200)).map((frame) => new OpusFrameEncoder(codec).encode(frame));
+    const lone = new OpusFrameDecoder(codec);
     const expected = packets.map((packet) => Array.from(lone.decode(packet)!));
     lone.delete();
-    const conversations = Array.from({ length: 100 }, () => ({ decoder: new OpusFrameDecoder(), encoder: new OpusFrameEncoder() }));
+    const conversations = Array.from({ length: 100 }, () => ({
+      decoder: new OpusFrameDecoder(codec),
+      encoder: new OpusFrameEncoder(codec),
+    }));
     try {
       for (const { decoder, encoder } of conversations) {
         expect(packets.map((packet) => decoder.decode(packet)).map((pcm) => pcm && Array.from(pcm))).toEqual(expected);
@@ -73,6 +78,35 @@ describe('Opus at 24 kHz mono', () => {
         encoder.delete();
       }
     }
+  });
+});
+
+describe('the codec a process runs', () => {
+  afterEach(() => chooseOpusCodec('auto'));
+
+  it('runs native libopus where @discordjs/opus built, else opusscript, and says why not native', () => {
+    const chosen = chooseOpusCodec('auto');
+    expect(chosen.codec).toBe(availableOpusCodecs()[0]);
+    expect(opusCodecInUse()).toBe(chosen.codec);
+    if (chosen.codec === 'opusscript') expect(chosen.nativeMissing).toMatch(/@discordjs\/opus/);
+    else expect(chosen.nativeMissing).toBeUndefined();
+  });
+
+  it('runs opusscript with OPUS_CODEC=opusscript even where the native build is there, and its codecs work', () => {
+    expect(chooseOpusCodec('opusscript')).toEqual({ codec: 'opusscript', nativeMissing: undefined });
+    expect(opusCodecInUse()).toBe('opusscript');
+    const encoder = new OpusFrameEncoder();
+    const decoder = new OpusFrameDecoder();
+    const back = concat(frames(tone(523, 200)).map((frame) => decoder.decode(encoder.encode(frame))!));
+    expect(analyzeTone(back.subarray(FRAME_SAMPLES * 4), { format: REALTIME_PCM }).dominantHz).toBeCloseTo(523, -1);
+  });
+
+  it("decodes one codec's packets with the other, as a member's client and the bot may run different ones", () => {
+    const [first, second = first] = availableOpusCodecs();
+    const packets = frames(tone(440, 300)).map((frame) => new OpusFrameEncoder(first).encode(frame));
+    const decoder = new OpusFrameDecoder(second);
+    const back = concat(packets.map((packet) => decoder.decode(packet)!));
+    expect(analyzeTone(back.subarray(FRAME_SAMPLES * 4), { format: REALTIME_PCM }).dominantHz).toBeCloseTo(440, -1);
   });
 });
 

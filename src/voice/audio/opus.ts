@@ -1,10 +1,10 @@
-import { OpusScriptCodec } from 'opusscript-codec';
-import { CHANNELS, FRAME_SAMPLES, SAMPLE_RATE } from './format.ts';
+import { FRAME_SAMPLES } from './format.ts';
+import { createOpusCodec, type OpusCodec, type OpusCodecKind } from './opus-codec.ts';
 
 // Opus at the bot's format. Decoders keep state from packet to packet, so each speaker has their own; a
 // corrupt packet is skipped rather than allowed to end the speaker's stream (prism's decoder would).
-// Through OpusScriptCodec: with opusscript's own encode() and decode(), a process past about 38
-// conversations had codecs that threw, and one that grew its heap further crashed (see packages/opusscript-codec).
+// Native libopus where it built, else opusscript (./opus-codec.ts); the codec is the process's unless a
+// test names one.
 
 /**
  * Opus silence. A Discord client closes each talk spurt with five of these before it goes quiet (so the
@@ -17,8 +17,12 @@ export function isOpusSilenceFrame(packet: Buffer): boolean {
 }
 
 export class OpusFrameDecoder {
-  readonly #codec = new OpusScriptCodec(SAMPLE_RATE, CHANNELS, 'voip');
+  readonly #codec: OpusCodec;
   #corrupt = 0;
+
+  constructor(codec?: OpusCodecKind) {
+    this.#codec = createOpusCodec('voip', codec);
+  }
 
   /** Packets that could not be decoded (and were skipped) so far. */
   get corruptPackets(): number {
@@ -51,9 +55,10 @@ const ENCODER_COMPLEXITY = 3;
 const ENCODER_BITRATE = 24_000;
 
 export class OpusFrameEncoder {
-  readonly #codec = new OpusScriptCodec(SAMPLE_RATE, CHANNELS, 'audio');
+  readonly #codec: OpusCodec;
 
-  constructor() {
+  constructor(codec?: OpusCodecKind) {
+    this.#codec = createOpusCodec('audio', codec);
     this.#codec.encoderCtl(OPUS_SET_COMPLEXITY, ENCODER_COMPLEXITY);
     this.#codec.encoderCtl(OPUS_SET_BITRATE, ENCODER_BITRATE);
   }
@@ -61,7 +66,7 @@ export class OpusFrameEncoder {
   /** One 20 ms frame (480 samples) to one Opus packet. */
   encode(frame: Int16Array): Buffer {
     if (frame.length !== FRAME_SAMPLES) throw new RangeError(`an Opus frame is ${FRAME_SAMPLES} samples, got ${frame.length}`);
-    return this.#codec.encode(frame, FRAME_SAMPLES);
+    return this.#codec.encode(frame);
   }
 
   delete(): void {

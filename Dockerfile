@@ -3,19 +3,23 @@
 # GATEWAY_BASE_URL in its environment (compose.yaml adds Redis and, with --profile emulator, the gateway
 # emulator). test/app/container.test.ts checks that what this file copies and runs exists in the repo.
 
-# Build stage: the full Node 22 image has python3, make and g++ for native modules (sqlite3) that have
-# no prebuilt binary for the platform. Only production dependencies are installed. Of the workspace
-# packages, the bot depends on packages/opusscript-codec: its package.json is enough for npm ci, which
-# links node_modules/opusscript-codec to ../packages/opusscript-codec (its source comes in the runtime
-# stage). packages/discord-standin (the Discord stand-in, for tests) is not copied: npm ci skips a
-# workspace whose folder is absent, so the image installs the same modules as without it. Optional
-# dependencies are installed: @ffmpeg/core (GPL-2.0-or-later), the decoder Vary runs as a program of its
-# own for a variant's first frame, is kept in the image (README, "Third-party licences").
+# Build stage: the full Node 22 image has python3, make and g++ for native modules (sqlite3, and
+# @discordjs/opus: native libopus for voice) that have no prebuilt binary for the platform. Only
+# production dependencies are installed. Of the workspace packages, the bot depends on
+# packages/opusscript-codec: its package.json is enough for npm ci, which links
+# node_modules/opusscript-codec to ../packages/opusscript-codec (its source comes in the runtime stage).
+# packages/discord-standin (the Discord stand-in, for tests) is not copied: npm ci skips a workspace whose
+# folder is absent, so the image installs the same modules as without it. Optional dependencies are
+# installed: @ffmpeg/core (GPL-2.0-or-later), the decoder Vary runs as a program of its own for a
+# variant's first frame, is kept in the image (README, "Third-party licences"); so is @discordjs/opus,
+# which voice runs in place of opusscript (README, "Performance"). An optional dependency that fails to
+# build is skipped without a word, so the next step checks that it loads: the image ships it or is not built.
 FROM node:22-bookworm AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY packages/opusscript-codec/package.json ./packages/opusscript-codec/
 RUN npm ci --omit=dev && npm cache clean --force
+RUN node -e "require('@discordjs/opus')"
 # The /usage chart in Japanese reads one weight of Noto Sans JP (src/settings/usage-chart.ts), of the nine
 # the package installs (5.4 MB each): the other eight are removed, 43 MB less in the image. The package's
 # licence files stay. test/app/container.test.ts runs this line on a copy of the package's folders.

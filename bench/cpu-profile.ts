@@ -5,7 +5,8 @@ import { isRecord, readArray, readNumber, readRecord, readString } from '../src/
 // WebAssembly is opusscript's libopus. A native frame with no script of its own (a method such as davey's)
 // counts for the nearest caller that has one, so davey's time would land on the
 // package whose code called it: the native methods @discordjs/voice calls on its DAVE session, and the
-// buffer finalising napi-rs does for them (custom_gc), are davey's by name.
+// buffer finalising napi-rs does for them (custom_gc), are davey's by name; what the bot's codec module
+// calls natively is @discordjs/opus's libopus.
 
 export interface ProfileSummary {
   /** Time sampled, and of it time not idle. */
@@ -51,6 +52,10 @@ const SPECIAL = new Map([
   ['(idle)', 'idle'],
   ['(root)', 'idle'],
 ]);
+
+/** The bot's codec module: a native frame it calls is @discordjs/opus's libopus (the native build). */
+const OPUS_CODEC_MODULE = '/src/voice/audio/opus-codec.ts';
+const NATIVE_OPUS = '@discordjs/opus (native libopus)';
 
 /** The only WebAssembly in the bot: opusscript's build of libopus, whoever calls it. */
 const WEBASSEMBLY = 'opusscript (libopus in WebAssembly)';
@@ -98,7 +103,13 @@ export function summariseProfile(profile: unknown, topFunctions = 15): ProfileSu
     let module = SPECIAL.get(node.functionName) ?? moduleOfUrl(node.url);
     if (module === undefined) {
       const caller = parent === undefined ? undefined : resolve(parent);
-      module = caller === '@discordjs/voice' && DAVEY_NATIVES.has(node.functionName) ? '@snazzah/davey' : (caller ?? 'native');
+      const callerUrl = parent === undefined ? '' : nodes.get(parent)!.url;
+      module =
+        caller === '@discordjs/voice' && DAVEY_NATIVES.has(node.functionName)
+          ? '@snazzah/davey'
+          : callerUrl.endsWith(OPUS_CODEC_MODULE)
+            ? NATIVE_OPUS
+            : (caller ?? 'native');
       if (module === 'idle') module = 'native';
     }
     moduleOf.set(id, module);

@@ -13,7 +13,7 @@ import { benchmarkVoiceAddressing, printVoiceAddressingReport } from './voice-ad
 import { benchmarkVoiceConsent, printVoiceConsentReport } from './voice-consent.ts';
 import { benchmarkVoiceCapacity, benchmarkVoiceMetering, printVoiceCapacityReport, printVoiceMeteringReport } from './voice-capacity.ts';
 
-// `npm run bench [-- --only video|delivery|voice|voice-addressing|voice-consent|voice-capacity|voice-metering|spend|crash|first-frame|chart|start|blocked-words|key-queue] [--tasks N] [--turns N] [--kills N] [--seed N]
+// `npm run bench [-- --only video|delivery|voice|voice-addressing|voice-consent|voice-capacity|voice-metering|spend|crash|first-frame|chart|start|blocked-words|key-queue[,...]] [--tasks N] [--turns N] [--kills N] [--seed N]
 // [--store sqlite|redis] [--video-mb N] [--workers N] [--submissions N]`: every benchmark, figures as ratios against baselines measured in the same run.
 // The video benchmark runs its tasks through one process and then through --workers workers (default 2,
 // one shard each; 1: the single process only), both on a Redis of its own, or with --store sqlite on
@@ -41,31 +41,31 @@ if (stores.length === 0) {
   process.stderr.write(`--store must be sqlite or redis (got ${values.store})\n`);
   process.exit(2);
 }
-const only = values.only;
-if (
-  only !== undefined &&
-  ![
-    'video',
-    'delivery',
-    'voice',
-    'voice-addressing',
-    'voice-consent',
-    'voice-capacity',
-    'voice-metering',
-    'spend',
-    'crash',
-    'first-frame',
-    'chart',
-    'start',
-    'blocked-words',
-    'key-queue',
-  ].includes(only)
-) {
-  process.stderr.write(
-    `--only must be video, delivery, voice, voice-addressing, voice-consent, voice-capacity, voice-metering, spend, crash, first-frame, chart, start, blocked-words or key-queue (got ${only})\n`,
-  );
+const BENCHMARKS = [
+  'video',
+  'delivery',
+  'voice',
+  'voice-addressing',
+  'voice-consent',
+  'voice-capacity',
+  'voice-metering',
+  'spend',
+  'crash',
+  'first-frame',
+  'chart',
+  'start',
+  'blocked-words',
+  'key-queue',
+];
+/** The benchmarks --only names (comma-separated), or undefined for every one. */
+const only = values.only?.split(',').map((name) => name.trim());
+const unknown = only?.filter((name) => !BENCHMARKS.includes(name)) ?? [];
+if (unknown.length > 0) {
+  process.stderr.write(`--only takes a comma-separated list of ${BENCHMARKS.join(', ')} (got ${unknown.join(', ')})\n`);
   process.exit(2);
 }
+/** Whether this run includes `name`; voice-metering runs alone only when named (it is also part of voice-capacity). */
+const runs = (name: string) => (only === undefined ? name !== 'voice-metering' : only.includes(name));
 
 const videoStore = values.store === 'sqlite' ? 'sqlite' : 'redis';
 const videoWorkers = Number(values.workers ?? (videoStore === 'sqlite' ? 1 : 2));
@@ -76,60 +76,60 @@ if (!Number.isInteger(videoWorkers) || videoWorkers < 1 || (videoStore === 'sqli
   process.exit(2);
 }
 
-if (!only || only === 'start') {
+if (runs('start')) {
   printStartReport(await benchmarkStart());
 }
 
-if (!only || only === 'video') {
+if (runs('video')) {
   printVideoReport(await benchmarkVideoTracking({ tasks: Number(values.tasks ?? 10_000), workers: videoWorkers, store: videoStore }));
 }
 
-if (!only || only === 'delivery') {
+if (runs('delivery')) {
   printDeliveryReport(await benchmarkDelivery({ videoBytes: Number(values['video-mb'] ?? 50) * 1024 * 1024 }));
 }
 
-if (!only || only === 'voice') {
+if (runs('voice')) {
   printVoiceReport(await benchmarkVoice());
 }
 
-if (!only || only === 'voice-addressing') {
+if (runs('voice-addressing')) {
   printVoiceAddressingReport(await benchmarkVoiceAddressing({ turns: Number(values.turns ?? 40) }));
 }
 
-if (!only || only === 'voice-consent') {
+if (runs('voice-consent')) {
   printVoiceConsentReport(benchmarkVoiceConsent());
 }
 
-if (!only || only === 'voice-capacity') {
+if (runs('voice-capacity')) {
   printVoiceCapacityReport(await benchmarkVoiceCapacity());
 }
 
-if (!only || only === 'chart') {
+if (runs('chart')) {
   printChartBesideVoiceReport(await benchmarkChartBesideVoice());
 }
 
-if (only === 'voice-metering') {
+if (runs('voice-metering')) {
   printVoiceMeteringReport(await benchmarkVoiceMetering());
 }
 
-if (!only || only === 'spend') {
+if (runs('spend')) {
   printSpendReport(await benchmarkSpend({ submissions: Number(values.submissions ?? 100), stores }));
 }
 
-if (!only || only === 'crash') {
-  const tasks = only === 'crash' && values.tasks !== undefined ? Number(values.tasks) : 40;
+if (runs('crash')) {
+  const tasks = only?.includes('crash') && values.tasks !== undefined ? Number(values.tasks) : 40;
   const seed = Number(values.seed ?? Date.now() % 100_000);
   for (const store of stores) printCrashReport(await benchmarkCrashes({ tasks, kills: Number(values.kills ?? 15), seed, store }));
 }
 
-if (!only || only === 'first-frame') {
+if (runs('first-frame')) {
   printFirstFrameReport(await benchmarkFirstFrame());
 }
 
-if (!only || only === 'key-queue') {
+if (runs('key-queue')) {
   printKeyQueueReport(await benchmarkKeyQueue({ stores }));
 }
 
-if (!only || only === 'blocked-words') {
+if (runs('blocked-words')) {
   printBlockedWordsReport(benchmarkBlockedWords());
 }

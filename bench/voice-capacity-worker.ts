@@ -1,13 +1,17 @@
 import { readFile, readdir, writeFile } from 'node:fs/promises';
 import { Session } from 'node:inspector/promises';
+import { registerHooks } from 'node:module';
 import { PerformanceObserver, monitorEventLoopDelay } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
+import { parseArgs } from 'node:util';
 import { resolveLocale } from '../src/i18n/index.ts';
 import { isRecord, readNumber, readRecord, readString } from '../src/lib/json.ts';
 import { SpendChartDrawer } from '../src/settings/spend-chart-drawer.ts';
 import { encodePcmToOpusPackets, speechLikeTone, trustCertificateInThisProcess } from 'discord-standin';
+import { chooseOpusCodec, type OpusCodecKind } from '../src/voice/audio/opus-codec.ts';
 import { CountingVoiceSpending, voiceMeterStarter } from './voice-meter.ts';
-import { baselineCpuMs, gc, openConversation, type BotConversation, type FarEndControl } from './voice-rig.ts';
+import { openNaiveConversation } from './naive-voice-bot.ts';
+import { baselineCpuMs, gc, nativeFloorCpuMs, openConversation, type FarEndControl } from './voice-rig.ts';
 
 // One bot worker of the voice capacity benchmark (bench/voice-capacity.ts): a process holding many
 // conversations at once, each the bot's real VoiceSession on the real @discordjs/voice in its own guild,
@@ -18,12 +22,39 @@ import { baselineCpuMs, gc, openConversation, type BotConversation, type FarEndC
 // Driven over stdin/stdout, one JSON object per line, as the far ends are: it says it is ready, then each
 // request `{id, op, ...}` gets `{id, ...}` back. What it asks of the far ends (the voice handshake) goes
 // to the parent as `{relay, far, message}` and comes back as `{relayAnswer, answer}` or `{relayAnswer, error}`.
+//
+// `--codec opusscript` runs the bot on opusscript where the native build is there (OPUS_CODEC=opusscript);
+// `--naive` holds issue 38's naive bot (bench/naive-voice-bot.ts) in place of the bot's conversations, with
+// the native build hidden from prism-media so that its player encodes with opusscript whatever is installed.
+
+const { values: flags } = parseArgs({
+  options: { naive: { type: 'boolean', default: false }, codec: { type: 'string', default: 'auto' } },
+});
+if (flags.codec !== 'auto' && flags.codec !== 'opusscript') throw new Error(`--codec must be auto or opusscript, got ${flags.codec}`);
+const codec: OpusCodecKind | 'naive' = flags.naive ? 'naive' : chooseOpusCodec(flags.codec).codec;
+if (flags.naive)
+  registerHooks({
+    resolve(specifier, context, nextResolve) {
+      if (specifier === '@discordjs/opus')
+        throw Object.assign(new Error(`${specifier} is hidden from the naive bot`), { code: 'MODULE_NOT_FOUND' });
+      return nextResolve(specifier, context);
+    },
+  });
 
 const farEnds = new Map<number, FarEndControl>();
 /** What the metered conversations' meters asked, and how to start one. */
 const spending = new CountingVoiceSpending();
 const startMeter = voiceMeterStarter(spending);
-const conversations = new Map<string, BotConversation>();
+/** What the window and the teardown need of a conversation, the bot's or the naive bot's. */
+interface HeldConversation {
+  resetProbes(): void;
+  takeInputLatencies(): number[];
+  takePlayWaits(): number[];
+  outputLatencies(converse: Record<string, unknown>): number[];
+  sentLatencies(converse: Record<string, unknown>): number[];
+  leave(): void;
+}
+const conversations = new Map<string, HeldConversation>();
 const relays = new Map<number, { resolve(answer: Record<string, unknown>): void; reject(error: Error): void }>();
 let nextRelay = 0;
 let window:
@@ -161,6 +192,20 @@ async function handle(request: Record<string, unknown>): Promise<Record<string, 
       const far = farEnds.get(readNumber(request, 'far') ?? -1);
       if (!far) throw new Error('join: unknown far end');
       const metered = request.metered === true;
+      if (flags.naive) {
+        const naive = await openNaiveConversation(far, guildId);
+        // The naive bot has no probes: its latencies are not measured.
+        const none = () => [];
+        conversations.set(guildId, {
+          resetProbes() {},
+          takeInputLatencies: none,
+          takePlayWaits: none,
+          outputLatencies: none,
+          sentLatencies: none,
+          leave: () => naive.leave(),
+        });
+        return naive.call;
+      }
       if (metered && !startMeter) throw new Error('join: a metered conversation, but no voice meter is wired (bench/voice-meter.ts)');
       const conversation = await openConversation(far, {
         guildId,
@@ -181,9 +226,14 @@ async function handle(request: Record<string, unknown>): Promise<Record<string, 
         audio = { pcm, packets: encodePcmToOpusPackets(pcm) };
         baselineAudio.set(seconds, audio);
         baselineCpuMs(audio.packets.slice(0, 100), audio.pcm.subarray(0, 100 * 1920));
+        nativeFloorCpuMs(audio.packets.slice(0, 100), audio.pcm.subarray(0, 100 * 1920));
       }
       gc();
-      return { share: baselineCpuMs(audio.packets, audio.pcm) / (seconds * 1000) };
+      const share = baselineCpuMs(audio.packets, audio.pcm) / (seconds * 1000);
+      // The native codec's floor: the bot's own codec work on the same audio, natively (where it built).
+      gc();
+      const floor = nativeFloorCpuMs(audio.packets, audio.pcm);
+      return { share, ...(floor === undefined ? {} : { nativeFloorShare: floor / (seconds * 1000) }) };
     }
     case 'windowStart': {
       gc();
@@ -294,4 +344,4 @@ process.on('SIGTERM', () => {
   process.exit(0);
 });
 
-send({ ready: true });
+send({ ready: true, codec });

@@ -2,7 +2,8 @@ import { spawnSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { readArray, readNumber, readRecord } from '../src/lib/json.ts';
+import { readArray, readNumber, readRecord, readString } from '../src/lib/json.ts';
+import { OPUS_CODEC_NAMES } from '../src/voice/audio/opus-codec.ts';
 import { summariseProfile, type ProfileSummary } from './cpu-profile.ts';
 import {
   USER_ID,
@@ -95,12 +96,16 @@ export interface CapacityStep {
   gcLongestMs: number;
   /** Bare opusscript decode+encode of one conversation's audio, share of one core, measured beside the window (median of the workers). */
   baselineShare: number;
+  /** The native codec's floor for the same audio (bench/voice-rig.ts, nativeFloorCpuMs), beside it; undefined without the native build. */
+  nativeFloorShare: number | undefined;
   /** What was past the bounds (empty within them). */
   pastBounds: string[];
 }
 
 export interface CapacityRun {
   workers: number;
+  /** The Opus codec the workers ran (bench/voice-capacity-worker.ts says it when it starts). */
+  codec: string;
   /** Where the processes ran: the CPUs each worker and the far ends were given. */
   placement: Placement;
   /** Far-end processes started (one per CONVERSATIONS_PER_FAR_END conversations). */
@@ -182,8 +187,11 @@ export function placeProcesses(workers: number, cores: number): Placement {
   };
 }
 
-/** A bot worker, with the far ends it may ask things of (the voice handshake goes through here; `farEnds` may grow). */
-async function startWorker(cpus: string | undefined, farEnds: readonly FarEnds[]): Promise<LineChild> {
+/**
+ * A bot worker, with the far ends it may ask things of (the voice handshake goes through here; `farEnds` may
+ * grow); `args` for the worker (bench/voice-capacity-worker.ts: `--naive`, `--codec opusscript`).
+ */
+export async function startWorker(cpus: string | undefined, farEnds: readonly FarEnds[], args: string[] = []): Promise<LineChild> {
   const relay = (message: Record<string, unknown>) => {
     const id = readNumber(message, 'relay');
     const far = farEnds[readNumber(message, 'far') ?? -1];
@@ -195,7 +203,12 @@ async function startWorker(cpus: string | undefined, farEnds: readonly FarEnds[]
       (error: unknown) => answer({ error: String(error) }),
     );
   };
-  const worker = await startLineChild('voice-capacity-worker.ts', [], { cpus, nodeFlags: ['--expose-gc'], asBot: true, onMessage: relay });
+  const worker = await startLineChild('voice-capacity-worker.ts', args, {
+    cpus,
+    nodeFlags: ['--expose-gc'],
+    asBot: true,
+    onMessage: relay,
+  });
   for (const [index, far] of farEnds.entries())
     await worker.request({ op: 'addFarEnd', far: index, endpoint: far.endpoint, wsUrl: far.wsUrl, certPem: far.certPem });
   return worker;
@@ -328,8 +341,13 @@ export class CapacityRig {
     await this.ensure(count);
     const seats = this.seats.slice(0, count);
     const baselines: number[] = [];
-    for (const worker of this.workers)
-      baselines.push(readNumber(await worker.request({ op: 'baseline', seconds: WINDOW_SECONDS }), 'share') ?? 0);
+    const floors: number[] = [];
+    for (const worker of this.workers) {
+      const answer = await worker.request({ op: 'baseline', seconds: WINDOW_SECONDS });
+      baselines.push(readNumber(answer, 'share') ?? 0);
+      const floor = readNumber(answer, 'nativeFloorShare');
+      if (floor !== undefined) floors.push(floor);
+    }
     await untilQuiet(QUIET_WAIT_MS);
     const farCpuBefore = await Promise.all(this.farEnds.map((far) => far.cpu()));
     const machineBefore = await machineCpu();
@@ -377,6 +395,7 @@ export class CapacityRig {
       gcShare: Math.max(...ends.map((end) => readNumber(end, 'gcShare') ?? 0)),
       gcLongestMs: Math.max(...ends.map((end) => readNumber(end, 'gcLongestMs') ?? 0)),
       baselineShare: median(baselines),
+      nativeFloorShare: floors.length > 0 ? median(floors) : undefined,
       pastBounds: [],
     };
     if (Math.max(...workerShares) > CPU_BOUND_SHARE) step.pastBounds.push(`CPU ${percent(Math.max(...workerShares))} of a core`);
@@ -508,6 +527,7 @@ async function capacityRun(
     return {
       run: {
         workers,
+        codec: codecName(rig.workers[0]?.hello),
         placement,
         farEndProcesses: rig.farEnds.length,
         steps,
@@ -580,6 +600,12 @@ export async function benchmarkVoiceCapacity(
 
 const percent = (share: number) => `${(share * 100).toFixed(1)}%`;
 
+/** The codec a worker said it runs, in words. */
+export function codecName(hello: Record<string, unknown> | undefined): string {
+  const codec = readString(hello, 'codec');
+  return codec === 'native' || codec === 'opusscript' ? OPUS_CODEC_NAMES[codec] : (codec ?? 'not said');
+}
+
 /** A step in two lines: the bot's figures and the verdict, then the machine around it. */
 export function stepLine(step: CapacityStep): string {
   const workers = step.workerShares.map((share, index) => `${percent(share)} (${step.workerConversations[index]})`).join(' + ');
@@ -595,6 +621,8 @@ export function stepLine(step: CapacityStep): string {
 
 function runLines(run: CapacityRun, cores: number): string[] {
   const baseline = median(run.steps.map((step) => step.baselineShare));
+  const floors = run.steps.flatMap((step) => (step.nativeFloorShare === undefined ? [] : [step.nativeFloorShare]));
+  const floor = floors.length > 0 ? median(floors) : undefined;
   const within = run.steps.filter((step) => step.pastBounds.length === 0);
   const last = within.find((step) => step.conversations === run.capacity);
   const firstPast = [...run.steps]
@@ -605,7 +633,7 @@ function runLines(run: CapacityRun, cores: number): string[] {
   const problems = run.problems;
   const literal = Math.max(0, ...within.filter((step) => step.sent.p99 <= LATENCY_BOUND_MS).map((step) => step.conversations));
   return [
-    `${run.workers} bot worker${run.workers > 1 ? 's' : ''} (${run.placement.note}; the far ends in ${run.farEndProcesses} process${run.farEndProcesses === 1 ? '' : 'es'} of their own, ${CONVERSATIONS_PER_FAR_END} conversations each at most)`,
+    `${run.workers} bot worker${run.workers > 1 ? 's' : ''} on ${run.codec} (${run.placement.note}; the far ends in ${run.farEndProcesses} process${run.farEndProcesses === 1 ? '' : 'es'} of their own, ${CONVERSATIONS_PER_FAR_END} conversations each at most)`,
     ...[...run.steps].sort((a, b) => a.conversations - b.conversations).map(stepLine),
     `  within the bounds: ${run.capacity} conversations in all, ${perCore.toFixed(1)} per core (target >= 50)` +
       (firstPast ? `; ${firstPast.conversations} is past them (${firstPast.pastBounds.join(', ')})` : '; no step went past them'),
@@ -615,7 +643,10 @@ function runLines(run: CapacityRun, cores: number): string[] {
       : '  no step within the bounds',
     run.marginalShare !== undefined && run.fixedShare !== undefined
       ? `  marginal CPU of one more conversation ${percent(run.marginalShare)} of a core, ${(run.marginalShare / baseline).toFixed(2)}x the bare opusscript baseline of one conversation (${percent(baseline)}),` +
-        ` over ${run.fixedShare >= 0 ? '' : 'an intercept of '}${percent(run.fixedShare)} fixed; at that slope 90% of a core holds ${atCpuBound?.toFixed(0)} per worker`
+        ` over ${run.fixedShare >= 0 ? '' : 'an intercept of '}${percent(run.fixedShare)} fixed; at that slope 90% of a core holds ${atCpuBound?.toFixed(0)} per worker;\n` +
+        (floor === undefined
+          ? '    the native codec floor: not measured (no native build)'
+          : `    ${(run.marginalShare / floor).toFixed(2)}x the native codec's floor (${percent(floor)}: native libopus decoding and encoding that audio at 24 kHz mono, the least any bot spends on it)`)
       : '  marginal CPU: too few steps within the bounds to fit',
     `  bot's frames at the far ends, every conversation: ${problems.unencrypted} in the clear, ${problems.daveUndecryptable} not DAVE-decryptable, ${problems.undecryptable} failing transport decryption, ${problems.undecodable} not Opus; ${run.notDave} calls not on DAVE (target 0 each)`,
   ];

@@ -17,6 +17,9 @@ import { isRecord, readArray, readNumber, readString } from '../src/lib/json.ts'
 import { NO_METRICS } from '../src/lib/metrics.ts';
 import { silentLogger } from '../src/lib/log.ts';
 import { OpusScriptCodec } from 'opusscript-codec';
+import { FRAME_SAMPLES } from '../src/voice/audio/format.ts';
+import { OpusFrameDecoder, OpusFrameEncoder } from '../src/voice/audio/opus.ts';
+import { availableOpusCodecs } from '../src/voice/audio/opus-codec.ts';
 import { VoiceSession } from '../src/voice/session.ts';
 import { defaultVoiceSettings } from '../src/settings/voice-settings.ts';
 import { type BotPacketProblems, parseVoiceStateRequest } from 'discord-standin';
@@ -67,6 +70,26 @@ export function baselineCpuMs(packets: Buffer[], pcm48kStereo: Int16Array): numb
   const used = process.cpuUsage(start);
   decoder.delete();
   encoder.delete();
+  return (used.user + used.system) / 1000;
+}
+
+/**
+ * The native codec's floor: CPU ms of native libopus doing the bot's own codec work on the same audio,
+ * decoding the packets to 24 kHz mono and encoding as much 24 kHz mono (the bot's encoder settings), or
+ * undefined where the native build is not there. No bot that decodes and encodes this audio costs less.
+ */
+export function nativeFloorCpuMs(packets: Buffer[], pcm48kStereo: Int16Array): number | undefined {
+  if (!availableOpusCodecs().includes('native')) return undefined;
+  const decoder = new OpusFrameDecoder('native');
+  const encoder = new OpusFrameEncoder('native');
+  // 24 kHz mono: every other frame of 48 kHz, its left channel (made before the clock starts).
+  const pcm24kMono = new Int16Array(Math.floor(pcm48kStereo.length / 4));
+  for (let index = 0; index < pcm24kMono.length; index++) pcm24kMono[index] = pcm48kStereo[index * 4]!;
+  const start = process.cpuUsage();
+  for (const packet of packets) decoder.decode(packet);
+  for (let offset = 0; offset + FRAME_SAMPLES <= pcm24kMono.length; offset += FRAME_SAMPLES)
+    encoder.encode(pcm24kMono.subarray(offset, offset + FRAME_SAMPLES));
+  const used = process.cpuUsage(start);
   return (used.user + used.system) / 1000;
 }
 

@@ -1,10 +1,11 @@
 import { NetworkingStatusCode, VoiceConnectionStatus, type VoiceConnection } from '@discordjs/voice';
-import { isRecord, readNumber } from '../src/lib/json.ts';
+import { isRecord, readNumber, readString } from '../src/lib/json.ts';
 import { parseServerEvent } from '../src/gateway/realtime/events.ts';
 import { bytesToSamples, samplesToBytes } from '../src/voice/audio/format.ts';
 import { Framer } from '../src/voice/audio/framer.ts';
 import { SpeakerMixer } from '../src/voice/audio/mixer.ts';
 import { OpusFrameDecoder, OpusFrameEncoder } from '../src/voice/audio/opus.ts';
+import { OPUS_CODEC_NAMES, opusCodecInUse } from '../src/voice/audio/opus-codec.ts';
 import {
   type BotPacketProblems,
   encodePcmToOpusPackets,
@@ -13,6 +14,7 @@ import {
   speechLikeTone,
   trustCertificateInThisProcess,
 } from 'discord-standin';
+import { codecName, startWorker } from './voice-capacity.ts';
 import {
   USER_ID,
   baselineCpuMs,
@@ -23,7 +25,9 @@ import {
   readPacketProblems,
   startFarEnds,
   type BotConversation,
+  type FarEnds,
   type Latency,
+  type LineChild,
 } from './voice-rig.ts';
 
 // Issue 6's benchmarks, on the real pipeline: the bot's VoiceSession in this process, joined with the
@@ -197,10 +201,92 @@ export interface VoiceCallReport {
 }
 
 export interface VoiceBenchReport {
+  /** The Opus codec this process's calls ran. */
+  codec: string;
   windowSeconds: number;
   runs: number;
   plain: VoiceCallReport;
   dave: VoiceCallReport;
+  naive: NaiveComparison;
+}
+
+/** One side of the comparison with the naive bot: a process holding one conversation, and its CPU per window. */
+interface NaiveSide {
+  name: string;
+  codec: string;
+  shares: number[];
+}
+
+/** Issue 38: the bot and the naive bot, each a process of its own with one DAVE conversation, window by window. */
+export interface NaiveComparison {
+  naive: NaiveSide;
+  /** The bot on the codec installed, and (where the native build is there) on opusscript forced. */
+  bots: NaiveSide[];
+}
+
+/** A worker process with one conversation on far ends of its own, and what its windows measured. */
+interface Contender {
+  side: NaiveSide;
+  worker: LineChild;
+  far: FarEnds;
+  guildId: string;
+}
+
+/**
+ * Issue 38's comparison: whole-process CPU of the same two-way conversation held by the bot and by the
+ * naive bot (bench/naive-voice-bot.ts), each in a worker process of its own (bench/voice-capacity-worker.ts)
+ * on far ends of its own, in windows taken in turn (the order reversed every other run) while the others
+ * sit idle. The bot runs the codec installed and, where that is native libopus, opusscript forced too: what
+ * the codec gives and what the rest of the bot does are told apart.
+ */
+async function compareWithNaive(): Promise<NaiveComparison> {
+  const contenders: Contender[] = [];
+  const stopAll = async () => {
+    for (const contender of contenders) {
+      await contender.worker.request({ op: 'leaveAll' }).catch(() => undefined);
+      await contender.worker.stop();
+      await contender.far.stop();
+    }
+  };
+  try {
+    const join = async (name: string, args: string[]) => {
+      const far = await startFarEnds({ dave: true });
+      const worker = await startWorker(undefined, [far], args).catch(async (error: unknown) => {
+        await far.stop();
+        throw error;
+      });
+      const guildId = String(600_000_000_000_000_000n + BigInt(contenders.length));
+      const contender: Contender = { side: { name, codec: codecName(worker.hello), shares: [] }, worker, far, guildId };
+      contenders.push(contender);
+      await worker.request({ op: 'join', guildId, far: 0, dave: true });
+      await far.request({ op: 'converse', guildId, userId: USER_ID, seconds: WARM_UP_SECONDS, answerIndex: 0 });
+      return contender;
+    };
+    const naive = await join('naive bot', ['--naive']);
+    const bot = await join('the bot', []);
+    const bots = [bot];
+    if (readString(bot.worker.hello, 'codec') === 'native') bots.push(await join('the bot, opusscript forced', ['--codec', 'opusscript']));
+    for (let run = 0; run < RUNS; run++) {
+      const order = [naive, ...bots];
+      for (const contender of run % 2 === 0 ? order : order.reverse()) {
+        gc();
+        await contender.worker.request({ op: 'windowStart' });
+        await contender.far.request({
+          op: 'converse',
+          guildId: contender.guildId,
+          userId: USER_ID,
+          seconds: WINDOW_SECONDS,
+          answerIndex: (run + 1) * 1000,
+          preEncoded: true,
+        });
+        const end = await contender.worker.request({ op: 'windowEnd', results: {} });
+        contender.side.shares.push(readNumber(end, 'cpuShare') ?? 0);
+      }
+    }
+    return { naive: naive.side, bots: bots.map((contender) => contender.side) };
+  } finally {
+    await stopAll();
+  }
 }
 
 /** The audio every call plays: the user's speech as PCM and as Opus packets, and answers as deltas. */
@@ -335,9 +421,7 @@ async function joinCall({ dave }: { dave: boolean }, { pcm48, packets, deltas }:
  * once (the one not talking sits idle) and measured in alternating windows, ABBA (plain first in even
  * runs, DAVE first in odd ones), so that the machine's drift and the order weigh on both alike.
  */
-export async function benchmarkVoice(): Promise<VoiceBenchReport> {
-  const pcm48 = speechLikeTone(WINDOW_SECONDS);
-  const audio: BenchAudio = { pcm48, packets: encodePcmToOpusPackets(pcm48), deltas: answerDeltas(WINDOW_SECONDS) };
+async function measureCalls(audio: BenchAudio): Promise<{ plain: VoiceCallReport; dave: VoiceCallReport }> {
   const plainCall = await joinCall({ dave: false }, audio);
   try {
     const daveCall = await joinCall({ dave: true }, audio);
@@ -345,13 +429,27 @@ export async function benchmarkVoice(): Promise<VoiceBenchReport> {
       for (let run = 0; run < RUNS; run++) {
         for (const call of run % 2 === 0 ? [plainCall, daveCall] : [daveCall, plainCall]) await call.window(run);
       }
-      return { windowSeconds: WINDOW_SECONDS, runs: RUNS, plain: await plainCall.report(), dave: await daveCall.report() };
+      return { plain: await plainCall.report(), dave: await daveCall.report() };
     } finally {
       await daveCall.leave();
     }
   } finally {
     await plainCall.leave();
   }
+}
+
+/** The plain and DAVE calls in this process, then the comparison with the naive bot in processes of their own. */
+export async function benchmarkVoice(): Promise<VoiceBenchReport> {
+  const pcm48 = speechLikeTone(WINDOW_SECONDS);
+  const audio: BenchAudio = { pcm48, packets: encodePcmToOpusPackets(pcm48), deltas: answerDeltas(WINDOW_SECONDS) };
+  const calls = await measureCalls(audio);
+  return {
+    codec: OPUS_CODEC_NAMES[opusCodecInUse()],
+    windowSeconds: WINDOW_SECONDS,
+    runs: RUNS,
+    ...calls,
+    naive: await compareWithNaive(),
+  };
 }
 
 const percent = (share: number) => `${(share * 100).toFixed(2)}%`;
@@ -386,19 +484,34 @@ function callLines(call: VoiceCallReport): string[] {
   ];
 }
 
+function naiveLines({ naive, bots }: NaiveComparison): string[] {
+  const runs = (side: NaiveSide) => side.shares.map(percent).join(', ');
+  return [
+    `against the naive bot (issue 38): one DAVE conversation of ${WINDOW_SECONDS} s per process, each process on far ends of its own, windows in turn; whole-process CPU`,
+    `  naive bot            ${percent(median(naive.shares))} of one core (runs: ${runs(naive)}): @discordjs/voice's receiver and player, an opusscript decoder at`,
+    `                       24 kHz mono per speaker, appends every 60 ms (silence while nobody speaks), answers upsampled to 48 kHz stereo for the player to encode (opusscript)`,
+    ...bots.map((bot) => {
+      // Windows of the same run are paired (adjacent in time): the median of the pairs' ratios.
+      const ratio = median(bot.shares.map((share, run) => share / naive.shares[run]!));
+      return `  ${bot.name.padEnd(20)} ${percent(median(bot.shares))} of one core on ${bot.codec} = ${ratio.toFixed(2)}x the naive bot's (target <= 0.50; runs: ${runs(bot)})`;
+    }),
+  ];
+}
+
 export function printVoiceReport(report: VoiceBenchReport): void {
   const { plain, dave } = report;
   // Windows of the same run are paired (adjacent in time); the median of the pairs' differences.
   const added = plain.botShares.map((share, run) => dave.botShares[run]! - share);
   const lines = [
     `voice: ${report.runs} windows of ${report.windowSeconds} s of two-way audio per call, on the real pipeline: a plain call and a DAVE call,`,
-    `  one session each, measured in alternating windows (the other call sits idle)`,
+    `  one session each, measured in alternating windows (the other call sits idle); Opus codec: ${report.codec}`,
     ...callLines(plain),
     ...callLines(dave),
     `DAVE adds ${percent(median(added))} of one core per session (target <= 0.3%), median of the paired windows' differences (${added.map(percent).join(', ')});`,
     `  whole bot process ${percent(median(plain.botShares))} -> ${percent(median(dave.botShares))}, ${ratioToBaseline(plain).toFixed(2)}x -> ${ratioToBaseline(dave).toFixed(2)}x its baseline;` +
       ` davey's own encrypt and decrypt ${dave.daveWork ? percent(median(dave.daveWork.shares)) : 'not measured'}`,
     `  latency p99 with DAVE: in ${dave.inputLatencyMs.p99.toFixed(1)} ms, out ${dave.outputLatencyMs.p99.toFixed(1)} ms (target <= 40 ms each; plain: in ${plain.inputLatencyMs.p99.toFixed(1)} ms, out ${plain.outputLatencyMs.p99.toFixed(1)} ms)`,
+    ...naiveLines(report.naive),
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
 }

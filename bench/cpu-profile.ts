@@ -89,6 +89,11 @@ function readNodes(profile: unknown): Map<number, ProfileNode> {
   return nodes;
 }
 
+/** Where a frame's script is, from the repository's or node_modules' root. */
+function scriptPlace(node: ProfileNode): string {
+  return `${node.url.replace(/^.*\/(node_modules|src|bench|test)\//, '$1/')}:${node.line + 1}`;
+}
+
 export function summariseProfile(profile: unknown, topFunctions = 15): ProfileSummary {
   if (!isRecord(profile)) throw new Error('not a CPU profile');
   const nodes = readNodes(profile);
@@ -132,7 +137,15 @@ export function summariseProfile(profile: unknown, topFunctions = 15): ProfileSu
     byModule.set(module, (byModule.get(module) ?? 0) + micros);
     const node = nodes.get(id)!;
     const name = node.functionName || '(anonymous)';
-    const where = node.url === '' ? 'native' : `${node.url.replace(/^.*\/(node_modules|src|bench|test)\//, '$1/')}:${node.line + 1}`;
+    // V8 may give native functions of different addons one name (the profile named crypto calls of
+    // @discordjs/voice after @discordjs/opus's OpusEncoder class): a native frame is told by its caller.
+    const caller = parents.get(id) === undefined ? undefined : nodes.get(parents.get(id)!);
+    const where =
+      node.url !== ''
+        ? scriptPlace(node)
+        : caller === undefined || caller.url === ''
+          ? 'native'
+          : `native, called by ${caller.functionName || '(anonymous)'} at ${scriptPlace(caller)}`;
     const key = `${name} ${where}`;
     const entry = byFunction.get(key) ?? { name, module, where, micros: 0 };
     entry.micros += micros;

@@ -488,12 +488,12 @@ function naiveLines({ naive, bots }: NaiveComparison): string[] {
   const runs = (side: NaiveSide) => side.shares.map(percent).join(', ');
   return [
     `against the naive bot (issue 38): one DAVE conversation of ${WINDOW_SECONDS} s per process, each process on far ends of its own, windows in turn; whole-process CPU`,
-    `  naive bot            ${percent(median(naive.shares))} of one core (runs: ${runs(naive)}): @discordjs/voice's receiver and player, an opusscript decoder at`,
-    `                       24 kHz mono per speaker, appends every 60 ms (silence while nobody speaks), answers upsampled to 48 kHz stereo for the player to encode (opusscript)`,
+    `  naive bot: ${percent(median(naive.shares))} of one core (runs: ${runs(naive)}): @discordjs/voice's receiver and player, an opusscript decoder at`,
+    `    24 kHz mono per speaker, appends every 60 ms (silence while nobody speaks), answers upsampled to 48 kHz stereo for the player to encode (opusscript)`,
     ...bots.map((bot) => {
       // Windows of the same run are paired (adjacent in time): the median of the pairs' ratios.
       const ratio = median(bot.shares.map((share, run) => share / naive.shares[run]!));
-      return `  ${bot.name.padEnd(20)} ${percent(median(bot.shares))} of one core on ${bot.codec} = ${ratio.toFixed(2)}x the naive bot's (target <= 0.50; runs: ${runs(bot)})`;
+      return `  ${bot.name}: ${percent(median(bot.shares))} of one core on ${bot.codec} = ${ratio.toFixed(2)}x the naive bot's (target <= 0.50; runs: ${runs(bot)})`;
     }),
   ];
 }

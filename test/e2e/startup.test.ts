@@ -5,6 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { cleanupBotDirectories, startBot, type BotProcess } from '../support/bot-process.ts';
 import { startOwnRedis } from '../support/redis-server.ts';
 import { type DiscordStandIn, startDiscordStandIn, type TestGuild } from 'discord-standin';
+import { OPUS_CODEC_NAMES, availableOpusCodecs } from '../../src/voice/audio/opus-codec.ts';
 
 // Starting the bot: bad configuration, a Discord that fails at first, registration scopes, and the
 // refusals that must stop the bot with a message naming the variable to fix.
@@ -155,6 +156,12 @@ describe('when Discord answers 5xx and 429 at login and at command registration'
     expect(discord.commands(guild.id)).toEqual([]);
     expect(bot.logs.find((line) => line.msg === 'ready')).toMatchObject({ commands: ALL_COMMANDS.length, scope: 'global' });
     expect(bot.child.exitCode).toBeNull();
+  });
+
+  it('logs once which Opus codec its voice runs: native libopus where it built, else opusscript', () => {
+    const codec = bot.logs.filter((line) => line.msg === 'opus codec');
+    expect(codec).toHaveLength(1);
+    expect(codec[0]).toMatchObject({ codec: OPUS_CODEC_NAMES[availableOpusCodecs()[0]!] });
   });
 
   it('retries both calls itself, with backoff, after the library gives up', () => {

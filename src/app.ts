@@ -291,6 +291,7 @@ export async function startApp(
     userInstalls: config.userInstalls.enabled,
     featureAccess: (guildId, feature, roles, isManager) => settings.mayUse(guildId, feature, roles, isManager),
     serverRules: (guildId) => settings.rules(guildId),
+    moderationLog,
   });
 
   client.on(Events.Error, (error) => log.error('discord client error', { error }));

@@ -217,6 +217,7 @@ export interface MessagePlaceholders {
   'video.voice.named': { mention: string | number; name: string | number };
   'video.voice.member-denied': { member: string | number };
   'video.voice.member-may-not': { member: string | number; why: string | number };
+  'video.voice.blocked-word': { word: string | number };
   'rules.refusal.denied': undefined;
   'rules.refusal.video-channels': { channels: string | number; what: string | number };
   'dispatch.restarting': undefined;
@@ -245,7 +246,7 @@ export interface MessagePlaceholders {
   'budget.alert.used-all': { budgetName: string | number; resets: string | number };
   'budget.alert.reached': { budgetName: string | number; resets: string | number; share: number; spent: string | number };
   'moderation-log.job': { card: string | number; estimate: string | number; member: string | number; prompt: string | number; videos: number };
-  'moderation-log.refused': { hasPrompt: string; member: string | number; prompt: string | number; what: string; why: string | number };
+  'moderation-log.refused': { command: string | number; hasPrompt: string; member: string | number; prompt: string | number; what: string; why: string | number };
   'moderation-log.config': { change: string | number; member: string | number };
   'moderation-log.voice-started': { channel: string | number; member: string | number; resumed: string };
   'moderation-log.voice-ended': { channel: string | number; cost: string | number; duration: string | number; member: string | number; restarting: string };

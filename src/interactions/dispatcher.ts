@@ -18,6 +18,7 @@ import {
   type ServerRulesReader,
 } from './requirements.ts';
 import { userInstallUse } from './installation.ts';
+import type { ModerationLogPort } from '../ports/moderation-log.ts';
 
 // Routes every interaction to its command module, and keeps the bot alive whatever a handler does: a
 // handler that throws gives the user an ephemeral "something went wrong (ref ...)" and the log a line
@@ -57,6 +58,8 @@ export interface DispatcherOptions {
   serverRules?: ServerRulesReader;
   /** Whether members may use the bot through their own install of the app (USER_INSTALLS); default not. */
   userInstalls?: boolean;
+  /** The servers' moderation logs, told of each interaction refused by a rule of its server's; default none. */
+  moderationLog?: Pick<ModerationLogPort, 'refused'>;
 }
 
 const EVERYONE: FeatureAccess = () => Promise.resolve({ ok: true });
@@ -103,8 +106,16 @@ export function createDispatcher<S extends { log: Logger }>(
       // A command that requires nothing still meets the server's rules: a denied member is refused it.
       const requirement = command.requires?.(interaction) ?? {};
       const verdict = await checkRequirement(interaction, requirement, access, first === 'form' ? FORM_RULES_WITHIN_MS : undefined);
-      if (!verdict.ok) await answerPrivately(interaction, verdict.message);
-      else await handler();
+      if (verdict.ok) return handler();
+      if (verdict.byRule && interaction.guildId)
+        options.moderationLog?.refused({
+          guildId: interaction.guildId,
+          userId: interaction.user.id,
+          what: 'command',
+          command: invoked(interaction),
+          why: verdict.byRule,
+        });
+      await answerPrivately(interaction, verdict.message);
     };
     if (first === 'form') await handle();
     else await acknowledgeWhileSlow(interaction, first, handle);

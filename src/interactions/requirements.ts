@@ -11,7 +11,7 @@ import { refuse, type Result } from '../lib/result.ts';
 import { settledWithin } from '../lib/wait-until.ts';
 import type { Feature, ServerRules } from '../settings/guild-settings.ts';
 import { channelRefusal, memberRefusal } from '../settings/rules.ts';
-import { word, type Outcome } from '../wording/notice.ts';
+import { word, type Notice, type Outcome } from '../wording/notice.ts';
 
 // What a member needs before a command's handler runs, declared by the command and checked once, here,
 // by the dispatcher (the preconditions of mature command frameworks): no handler repeats these checks,
@@ -77,10 +77,17 @@ export function channelLocale(interaction: Pick<HandledInteraction, 'locale' | '
   return resolveLocale(interaction.locale, interaction.guildLocale, 'channel');
 }
 
+/** What a slash command's name may be (Discord's rule for names in lowercase scripts). */
+const SLASH_COMMAND_NAME = /^[-_\p{Ll}\p{Lo}\p{N}]{1,32}$/u;
+
 /** The command as the member invoked it: `/voice settings`, **Animate image** from a message's Apps menu, or `/video` for its buttons and forms. */
 export function invoked(interaction: HandledInteraction): string {
   if (interaction.isMessageContextMenuCommand()) return `**${interaction.commandName}**`;
-  if (!interaction.isChatInputCommand()) return `\`/${customIdParts(interaction.customId)[0] ?? ''}\``;
+  if (!interaction.isChatInputCommand()) {
+    const name = customIdParts(interaction.customId)[0] ?? '';
+    // A message command's form carries the command's name, which no slash command could have (capitals, spaces).
+    return SLASH_COMMAND_NAME.test(name) ? `\`/${name}\`` : `**${name}**`;
+  }
   const sub = interaction.options.getSubcommand(false);
   return `\`/${interaction.commandName}${sub ? ` ${sub}` : ''}\``;
 }
@@ -106,6 +113,13 @@ async function rulesFor(guildId: string, access: ServerAccess, withinMs: number 
 }
 
 /**
+ * A requirement checked: let through, or refused in the member's words; a refusal by one of the server's
+ * rules (a denied member, its role rules, its video channels) carries that rule's notice as well, for the
+ * server's moderation log (a refusal for want of a server or of Manage Server is no rule of the server's).
+ */
+export type RequirementVerdict = Result<object, { byRule?: Notice }>;
+
+/**
  * Checks a requirement in order (server, the member not denied, permission, role rules, channel); a
  * refusal says what is missing and for what. In a server the moderators' rules are read whatever the
  * requirement (none: `{}`): a denied member is refused even what needs nothing else. `formWithinMs`: the
@@ -116,7 +130,7 @@ export async function checkRequirement(
   requirement: Requirement,
   access: ServerAccess,
   formWithinMs?: number,
-): Promise<Result> {
+): Promise<RequirementVerdict> {
   const locale = memberLocale(interaction);
   const what = typeof requirement.what === 'function' ? requirement.what(locale) : (requirement.what ?? invoked(interaction));
   const guildId = interaction.guildId;
@@ -130,18 +144,22 @@ export async function checkRequirement(
   const rules = await rulesFor(guildId, access, formWithinMs);
   // Admins too: /config keeps a member from denying themselves or the owner, so the server can always undo it.
   const denied = rules && memberRefusal(rules, interaction.user.id);
-  if (denied && !denied.ok && !requirement.evenDenied) return refuse(word(locale, denied.notice));
+  if (denied && !denied.ok && !requirement.evenDenied) return byRule(locale, denied.notice);
   const manager = isServerManager(interaction);
   if (requirement.manageServer && !manager) return refuse(t(locale, 'requirement.manage-server', { what }));
   if (requirement.feature) {
     const allowed = await access.feature(guildId, requirement.feature, memberRoleIds(interaction), manager);
-    if (!allowed.ok) return refuse(word(locale, allowed.notice));
+    if (!allowed.ok) return byRule(locale, allowed.notice);
   }
   if (requirement.channelsOf && rules) {
     const here = channelRefusal(rules, requirement.channelsOf, { channelIds: placeOf(interaction), what });
-    if (!here.ok) return refuse(word(locale, here.notice));
+    if (!here.ok) return byRule(locale, here.notice);
   }
   return { ok: true };
+}
+
+function byRule(locale: Locale, rule: Notice): RequirementVerdict {
+  return { ...refuse(word(locale, rule)), byRule: rule };
 }
 
 /** The server of an interaction the dispatcher let through only in a server (an invariant, not input). */

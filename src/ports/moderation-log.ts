@@ -20,13 +20,18 @@ export interface LoggedJob {
   estimateUsdTicks: number;
 }
 
-/** What a member was refused: a video (by command, form or button), a voice conversation, or a video asked for by voice. */
-export type RefusedRequest = 'video' | 'voice' | 'voice-tool';
+/**
+ * What a member was refused: a video (by command, form or button), a voice conversation, a request made
+ * by voice (a video, or a video's status), or a command, button or form before it ran (`command` names it).
+ */
+export type RefusedRequest = 'video' | 'voice' | 'voice-tool' | 'command';
 
 export interface LoggedRefusal {
   guildId: string;
   userId: string;
   what: RefusedRequest;
+  /** With `command`: what the member used, as typed (`/video generate`, **Animate image**, `/video` for a button or form). */
+  command?: string;
   /** Why, as the member was told: the log words it in the server's language. */
   why: Notice;
   /** The prompt refused, when there was one. */

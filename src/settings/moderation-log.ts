@@ -42,6 +42,11 @@ export const LOGGED_REFUSALS: readonly string[] = [
   'budget.',
   'voice.budget.',
   'video.refusal.member-limit',
+  // A prompt with a blocked word, typed or asked for again (Regenerate, Vary, a held video confirmed).
+  'video.refusal.blocked-word',
+  // A request by voice that a member who spoke it may not make: denied, or without the role.
+  'video.voice.member-',
+  'video.voice.blocked-word',
 ];
 
 /** Whether a refusal is a rule's, a limit's or a budget's, which the log records. */
@@ -143,6 +148,7 @@ export class ModerationLog implements ModerationLogPort {
           member: `<@${refusal.userId}>`,
           // ICU selectors take no hyphen.
           what: refusal.what.replaceAll('-', '_'),
+          command: refusal.command ?? '',
           why: refusal.why,
           hasPrompt: prompt === '' ? 'no' : 'yes',
           prompt,

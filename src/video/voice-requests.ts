@@ -85,6 +85,16 @@ function named(member: VoiceMember): string | Notice {
   return member.displayName === undefined ? mention : notice('video.voice.named', { name: member.displayName, mention });
 }
 
+/**
+ * A refusal in the words the voice model is told: a blocked word says plainly that the server's rules
+ * refused the request, naming the word (the model has no `prompt` option to point at); any other as /video says it.
+ */
+export function spokenRefusal(why: Notice): Notice {
+  if (why.key === 'video.refusal.blocked-word' || why.key === 'video.refusal.blocked-word-again')
+    return notice('video.voice.blocked-word', { word: why.values.word });
+  return why;
+}
+
 export class VoiceVideo implements VoiceVideoRequests {
   readonly #deps: VoiceVideoDeps;
 
@@ -94,8 +104,6 @@ export class VoiceVideo implements VoiceVideoRequests {
 
   async generate(caller: VoiceCaller, request: VoiceVideoRequest): Promise<VoiceToolOutcome> {
     const { prepare, outbox, log } = this.#deps;
-    const refusal = (await this.#denied(caller)) ?? (await this.#withoutVideoAccess(caller));
-    if (refusal) return { status: 'refused', message: inChannelWords(this.#serverContext(caller.guildId), refusal) };
     const context: InteractionContext = {
       ...this.#serverContext(caller.guildId),
       guildId: caller.guildId,
@@ -106,6 +114,8 @@ export class VoiceVideo implements VoiceVideoRequests {
       interactionReceivedAt: Date.now(),
       attachmentSizeLimit: DEFAULT_ATTACHMENT_SIZE_LIMIT,
     };
+    const refusal = (await this.#denied(caller)) ?? (await this.#withoutVideoAccess(caller));
+    if (refusal) return this.#refused(caller, request.prompt, context, refusal);
     const prepared = await prepare.generation(context, {
       prompt: request.prompt,
       model: undefined,
@@ -119,7 +129,7 @@ export class VoiceVideo implements VoiceVideoRequests {
       voices: [],
       referenceAudio: undefined,
     });
-    if (!prepared.ok) return this.#refused(caller, request.prompt, context, prepared.notice);
+    if (!prepared.ok) return this.#refused(caller, request.prompt, context, spokenRefusal(prepared.notice));
     // A video over the server's confirmation threshold (`confirmOverUsdTicks`) is not held here: a member
     // talking to the voice model has no button to press. It goes ahead like any other, within the limits
     // and budgets, and the model is told its estimate to say aloud.
@@ -167,16 +177,22 @@ export class VoiceVideo implements VoiceVideoRequests {
     }
   }
 
-  /** A refusal as the model hears it, told to the server's moderation log too. */
-  #refused(caller: VoiceCaller, prompt: string, context: InteractionContext, why: Notice): VoiceToolOutcome {
-    this.#deps.moderationLog?.refused({ guildId: caller.guildId, userId: caller.userId, what: 'voice-tool', why, prompt });
+  /** A refusal as the model hears it, told to the server's moderation log too (which keeps those by a rule, a limit or a budget). */
+  #refused(caller: VoiceCaller, prompt: string | undefined, context: Partial<InteractionContext>, why: Notice): VoiceToolOutcome {
+    this.#deps.moderationLog?.refused({
+      guildId: caller.guildId,
+      userId: caller.userId,
+      what: 'voice-tool',
+      why,
+      ...(prompt === undefined ? {} : { prompt }),
+    });
     return { status: 'refused', message: inChannelWords(context, why) };
   }
 
   async status(caller: VoiceCaller, taskRef: string | undefined): Promise<VoiceToolOutcome> {
     const { tasks } = this.#deps;
     const denied = await this.#denied(caller);
-    if (denied) return { status: 'refused', message: inChannelWords(this.#serverContext(caller.guildId), denied) };
+    if (denied) return this.#refused(caller, undefined, this.#serverContext(caller.guildId), denied);
     const task =
       taskRef === undefined
         ? (await tasks.recentForUser(caller.guildId, caller.userId, 1))[0]

@@ -23,6 +23,7 @@ import type { Command } from '../../src/interactions/command.ts';
 import { createDispatcher } from '../../src/interactions/dispatcher.ts';
 import type { HandledInteraction } from '../../src/interactions/requirements.ts';
 import { silentLogger, type Logger } from '../../src/lib/log.ts';
+import type { LoggedRefusal } from '../../src/ports/moderation-log.ts';
 import type { ServerRules } from '../../src/settings/guild-settings.ts';
 import { DEFAULT_PRICES } from '../../src/settings/prices.ts';
 import { SettingsService } from '../../src/settings/service.ts';
@@ -54,6 +55,8 @@ let thread: ThreadChannel;
 let card: Message;
 /** Who reached a handler, and with what. */
 const reached: { user: string; what: string }[] = [];
+/** What the dispatcher told the server's moderation log. */
+const logged: LoggedRefusal[] = [];
 
 /** The command module with its handlers replaced by one that says it was reached: what it requires is its own. */
 function reachable(command: Command): Command<{ log: Logger }> {
@@ -96,6 +99,7 @@ beforeAll(async () => {
     {
       featureAccess: (guildId, feature, roles, isManager) => settings.mayUse(guildId, feature, roles, isManager),
       serverRules: (guildId) => settings.rules(guildId),
+      moderationLog: { refused: (refusal) => logged.push(refusal) },
     },
   );
   client = new Client({ intents: [GatewayIntentBits.Guilds], rest: { api: discord.apiUrl } });
@@ -118,6 +122,7 @@ beforeAll(async () => {
 
 afterEach(async () => {
   reached.length = 0;
+  logged.length = 0;
   await setRules({ denied: [], videoChannels: [] });
 });
 
@@ -176,9 +181,25 @@ describe('a member the moderators denied', () => {
     ];
     for (const handle of asked(guild.member)) expect(await answer(handle)).toEqual(refused(DENIED));
     expect(reached).toEqual([]);
+    // Each refusal logged once, naming what the member used.
+    expect(logged.map(({ command }) => command).sort()).toEqual([
+      '**Animate image**',
+      '**Animate image**',
+      '`/video edit`',
+      '`/video generate`',
+      '`/video status`',
+      '`/video`',
+      '`/video`',
+      '`/video`',
+      '`/video`',
+    ]);
+    for (const refusal of logged)
+      expect(refusal).toMatchObject({ guildId: guild.id, userId: guild.member.id, what: 'command', why: { key: 'rules.refusal.denied' } });
+    logged.length = 0;
 
     for (const handle of asked(other)) expect(await answer(handle)).toEqual(REACHED);
     expect(reached.map((reach) => reach.user)).toEqual(Array<string>(9).fill(other.id));
+    expect(logged).toEqual([]);
   });
 
   it('is refused /config too when an admin, while another admin is served', async () => {
@@ -188,6 +209,9 @@ describe('a member the moderators denied', () => {
       discord.runCommand({ user, guildId: guild.id, channelId: guild.textChannelId, command: 'config', subcommand: 'show' });
     expect(await answer(show(guild.admin))).toEqual(refused(DENIED));
     expect(await answer(show(secondAdmin))).toEqual(REACHED);
+    // A member without Manage Server is refused /config by a permission, not by a rule of the moderators': not logged.
+    expect(await answer(show(other))).toEqual(refused('`/config show` needs the **Manage Server** permission.'));
+    expect(logged.map(({ userId, why }) => [userId, why.key])).toEqual([[guild.admin.id, 'rules.refusal.denied']]);
   });
 });
 
@@ -209,6 +233,13 @@ describe('video channels', () => {
       refused(`\`/video generate\` ${elsewhere}`),
     );
     expect(reached).toEqual([]);
+    expect(logged).toHaveLength(7);
+    expect(logged[0]).toMatchObject({
+      userId: guild.member.id,
+      what: 'command',
+      command: '`/video generate`',
+      why: { key: 'rules.refusal.video-channels' },
+    });
   });
 
   it('take a thread as its channel, and leave alone what makes no video here: buttons and forms under a card, /video status', async () => {

@@ -5,7 +5,7 @@ import { MESSAGE_LIMITS } from '../../src/discord/message-limits.ts';
 import { USD_TICKS } from '../../src/gateway/spec.ts';
 import { resolveLocale } from '../../src/i18n/index.ts';
 import { createLogger, type Logger } from '../../src/lib/log.ts';
-import type { LoggedJob } from '../../src/ports/moderation-log.ts';
+import type { LoggedJob, LoggedRefusal } from '../../src/ports/moderation-log.ts';
 import { userInstallScope } from '../../src/ports/user-install.ts';
 import { LOG_BATCH_MS, ModerationLog, type ModerationLogOptions } from '../../src/settings/moderation-log.ts';
 import { notice } from '../../src/wording/notice.ts';
@@ -119,6 +119,29 @@ describe('the lines', () => {
     expect(linesPosted()).toEqual([
       `🚫 <@${MEMBER}> was refused a video: You reached this server's limit of 5 videos a day. Try again <t:1700000000:R>. — “a dragon”`,
       `🚫 <@${MEMBER}> was refused a voice conversation: I cannot start a conversation: this server's daily budget ($5.00) is used up; it starts over <t:1700000000:R>.`,
+    ]);
+  });
+
+  it('say every refusal by a moderators’ rule: a blocked word typed or asked for again, a denied member, a channel, by voice', async () => {
+    const logged = moderationLog();
+    const refused = (what: LoggedRefusal['what'], why: LoggedRefusal['why'], extra: Partial<LoggedRefusal> = {}) =>
+      logged.refused({ guildId: GUILD, userId: MEMBER, what, why, ...extra });
+    refused('video', notice('video.refusal.blocked-word', { option: 'prompt', word: 'dragon' }));
+    refused('video', notice('video.refusal.blocked-word-again', { word: 'dragon*' }));
+    refused('command', notice('rules.refusal.denied'), { command: '`/video list`' });
+    refused('command', notice('rules.refusal.video-channels', { what: '**Animate image**', channels: '<#1>' }), {
+      command: '**Animate image**',
+    });
+    refused('voice-tool', notice('video.voice.blocked-word', { word: 'dragon' }), { prompt: 'a DRAGON!' });
+    refused('voice-tool', notice('video.voice.member-denied', { member: '<@9>' }));
+    await logged.flush();
+    expect(linesPosted()).toEqual([
+      `🚫 <@${MEMBER}> was refused a video: \`prompt\`: this server's rules do not allow "dragon".`,
+      `🚫 <@${MEMBER}> was refused a video: This video's prompt contains "dragon*", which this server's rules do not allow, so it cannot be made again.`,
+      `🚫 <@${MEMBER}> was refused \`/video list\`: You may not use this bot on this server: a moderator has denied it.`,
+      `🚫 <@${MEMBER}> was refused **Animate image**: **Animate image** is used in <#1> on this server.`,
+      `🚫 <@${MEMBER}> was refused a request made by voice: Refused by this server's rules: the request contains "dragon", which its moderators do not allow. No video was made. — “a DRAGON!”`,
+      `🚫 <@${MEMBER}> was refused a request made by voice: Nothing was done: <@9> spoke in this request, and this server's moderators do not let them use this bot.`,
     ]);
   });
 

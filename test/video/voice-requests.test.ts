@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/lib/log.ts';
 import type { GuildVideoPolicy } from '../../src/ports/guild-policy.ts';
 import type { VoiceCaller } from '../../src/ports/voice-video.ts';
@@ -10,6 +10,7 @@ import { EndUserIds } from '../../src/video/end-users.ts';
 import { VideoPreparation } from '../../src/video/prepare.ts';
 import { TaskRepository } from '../../src/video/repository.ts';
 import { VoiceVideo } from '../../src/video/voice-requests.ts';
+import { blockedWordIn, compileBlockedWords } from '../../src/settings/blocked-words.ts';
 import { notice, refuse } from '../../src/wording/notice.ts';
 import type { LoggedRefusal } from '../../src/ports/moderation-log.ts';
 import { startOneSlotKey, type OneSlotKey } from '../support/one-slot-key.ts';
@@ -144,6 +145,76 @@ describe("a video asked for by voice past the server's limit", () => {
   });
 });
 
+// A prompt spoken with a word the server's moderators blocked: the model is told the server's rules refused
+// it, naming the word, so that it can say so; the moderation log has the refusal and the prompt.
+
+describe('a video asked for by voice with a blocked word', () => {
+  let directory: string;
+  let store: Store;
+  let tasks: TaskRepository;
+  let prepare: VideoPreparation;
+  const rules = compileBlockedWords(['dragon', 'ドラゴン']);
+
+  beforeAll(async () => {
+    directory = mkdtempSync(join(tmpdir(), 'voice-requests-blocked-'));
+    store = await openStore(`sqlite://${join(directory, 'bot.sqlite')}`, silentLogger);
+    tasks = new TaskRepository(store, silentLogger);
+    const policy: GuildVideoPolicy = { ...keyless, blockedWordIn: (_guildId, prompt) => Promise.resolve(blockedWordIn(rules, prompt)) };
+    prepare = new VideoPreparation({ policy, repository: tasks, endUsers: new EndUserIds(store), vendor: 'svc' });
+  });
+  afterAll(async () => {
+    await store.close();
+    rmSync(directory, { recursive: true, force: true });
+  });
+
+  function videoByVoice(refusals: LoggedRefusal[], serverLanguage?: string): VoiceVideo {
+    return new VoiceVideo({
+      prepare,
+      submit: unused,
+      tasks,
+      outbox: { postCard: unused },
+      mayUseVideo: () => Promise.resolve({ ok: true }),
+      ...(serverLanguage === undefined ? {} : { serverContext: () => ({ guildLocale: serverLanguage }) }),
+      moderationLog: { refused: (refusal) => refusals.push(refusal) },
+      log: silentLogger,
+    });
+  }
+
+  it("is refused by the server's rules, naming the word, before anything is made; the log has it", async () => {
+    const refusals: LoggedRefusal[] = [];
+    const prompt = 'A DRAGON, flying over the bay!';
+    expect(await videoByVoice(refusals).generate(caller, { ...request, prompt })).toEqual({
+      status: 'refused',
+      message: 'Refused by this server\'s rules: the request contains "dragon", which its moderators do not allow. No video was made.',
+    });
+    expect(await videoByVoice(refusals, 'ja').generate(caller, { ...request, prompt: '空を飛ぶドラゴンの群れ' })).toEqual({
+      status: 'refused',
+      message:
+        'このサーバーのルールにより断りました: 依頼に「ドラゴン」が含まれており、モデレーターが許可していません。動画は作成されていません。',
+    });
+    expect(refusals).toEqual([
+      { guildId: 'g1', userId: 'u1', what: 'voice-tool', why: notice('video.voice.blocked-word', { word: 'dragon' }), prompt },
+      {
+        guildId: 'g1',
+        userId: 'u1',
+        what: 'voice-tool',
+        why: notice('video.voice.blocked-word', { word: 'ドラゴン' }),
+        prompt: '空を飛ぶドラゴンの群れ',
+      },
+    ]);
+  });
+
+  it('lets a longer word through: "dragonfly" goes on (to the missing key)', async () => {
+    const refusals: LoggedRefusal[] = [];
+    expect(await videoByVoice(refusals).generate(caller, { ...request, prompt: 'a dragonfly on a reed' })).toMatchObject({
+      status: 'refused',
+      message: expect.stringMatching(/^This server has no gateway key yet/),
+    });
+    expect(refusals).toHaveLength(1);
+    expect(refusals[0]?.why.key).toBe('config.key.no-key');
+  });
+});
+
 // A request several members spoke goes as far as the most restricted of them may: one without the video
 // role stops a video, one the moderators deny stops every tool; the model is told who, in the server's
 // language. (The server has no key: a request every member may make gets as far as that refusal.)
@@ -166,6 +237,11 @@ describe('a video asked for by voice in a turn several members spoke', () => {
   });
 
   const bo = { userId: 'u2', displayName: 'Bo', roleIds: [], isServerManager: false };
+  /** What the moderation log was told, over a test. */
+  const logged: LoggedRefusal[] = [];
+  beforeEach(() => {
+    logged.length = 0;
+  });
   const withRole = { userId: 'u3', displayName: undefined, roleIds: ['r1'], isServerManager: false };
 
   /** Only members with role r1 may make videos; the moderators deny `denied`. */
@@ -183,6 +259,7 @@ describe('a video asked for by voice in a turn several members spoke', () => {
         ),
       deniedMembers: () => Promise.resolve(denied),
       ...(serverLanguage === undefined ? {} : { serverContext: () => ({ guildLocale: serverLanguage }) }),
+      moderationLog: { refused: (refusal) => logged.push(refusal) },
       log: silentLogger,
     });
   }
@@ -216,6 +293,11 @@ describe('a video asked for by voice in a turn several members spoke', () => {
       message: "Nothing was done: Bo (<@u2>) spoke in this request, and this server's moderators do not let them use this bot.",
     });
     expect(await videoByVoice([]).status(turn, undefined)).toMatchObject({ status: 'not_found' });
+    // Each refusal is the moderation log's too, the caller named as who asked.
+    expect(logged.map(({ userId, what, why }) => [userId, what, why.key])).toEqual([
+      ['u3', 'voice-tool', 'video.voice.member-denied'],
+      ['u3', 'voice-tool', 'video.voice.member-denied'],
+    ]);
   });
 });
 

@@ -224,8 +224,12 @@ interface Subcommand {
 /** Making a video follows the server's role rules, in the channels it keeps videos to, and its status card is everyone's. */
 const MAKES_A_VIDEO = { requires: { feature: 'video', channelsOf: 'video' }, answers: 'public' } as const;
 
-/** Looking at tasks needs only the server, as does the usage report (a member's own; the server's for admins); the answer is the member's. */
-const LOOKS_AT_TASKS = { requires: { inServer: true }, answers: 'private' } as const;
+/**
+ * Looking at tasks needs only the server, as does the usage report (a member's own; the server's for
+ * admins); the answer is the member's. They too are kept to the server's video channels: issue 36 keeps
+ * `/video` there, and a member sent there sees their videos where they are posted.
+ */
+const LOOKS_AT_TASKS = { requires: { inServer: true, channelsOf: 'video' }, answers: 'private' } as const;
 
 /**
  * Through a member's own install: making a video, and looking at their own. Edit and extend need the

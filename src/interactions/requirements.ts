@@ -31,8 +31,8 @@ export interface Requirement {
   feature?: Feature;
   /**
    * Only in the channels the server keeps this feature to (`/config rules video_channels`), a thread
-   * counting as its channel: for what makes a video where the member asks (a command, a message command
-   * and its form), not for a press under a card already posted, which is where the card is.
+   * counting as its channel: for every `/video` subcommand, a message command and its form, not for a
+   * press under a card already posted (nor its form), which is where the card is.
    */
   channelsOf?: Feature;
   /**

@@ -322,3 +322,22 @@ export function decodeTaskError(result: JsonRecord): TaskError | undefined {
 export function isModerationCode(code: string | undefined): boolean {
   return code !== undefined && /(^|:)content[-_]moderat/i.test(code);
 }
+
+/**
+ * A task's error message that says content moderation refused it: the word "moderation" or "moderated"
+ * (a prefix of a word such as "unmoderated" does not count). Deliberately narrow: the contract gives no
+ * wording, and a bad input read as moderation would tell a member the wrong thing.
+ */
+const MODERATION_MESSAGE = /\bmoderat(?:ion|ed)\b/i;
+
+/**
+ * Whether a failed task was refused by the provider's content moderation (docs/gateway.md, "Task result"):
+ * a moderation code, or `invalid_argument` (whose meanings include "blocked by content moderation", the
+ * compatibility layer's only code for it) with a message that says moderation. The code still decides
+ * what the bot does (a refusal, never retried); the message only chooses the words it is told in.
+ */
+export function isModerationRefusal(error: TaskError | undefined): boolean {
+  if (!error) return false;
+  if (isModerationCode(error.code)) return true;
+  return error.code === 'invalid_argument' && MODERATION_MESSAGE.test(error.message);
+}

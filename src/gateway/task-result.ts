@@ -3,7 +3,7 @@
 
 import type { Layer } from './spec.ts';
 import { USD_TICKS } from './spec.ts';
-import { MalformedResponseError, decodeTaskError, isModerationCode } from './errors.ts';
+import { MalformedResponseError, decodeTaskError, isModerationRefusal } from './errors.ts';
 import { isHttpUrl } from '../lib/url.ts';
 import {
   isRecord,
@@ -132,9 +132,7 @@ export function parseTaskResult(answer: TaskAnswer): TaskResult {
   const error =
     decodeTaskError(body) ?? (status === 'failed' ? { code: undefined, message: 'The task failed without a reason.' } : undefined);
   const moderated =
-    readBoolean(video, 'respect_moderation') === false ||
-    readBoolean(body, 'respect_moderation') === false ||
-    isModerationCode(error?.code);
+    readBoolean(video, 'respect_moderation') === false || readBoolean(body, 'respect_moderation') === false || isModerationRefusal(error);
   const url =
     answer.layer === 'compat' ? (readNonEmptyString(body, 'url') ?? readNonEmptyString(video, 'url')) : readNonEmptyString(video, 'url');
   const costUsdTicks = readNumber(readRecord(body, 'usage'), 'cost_in_usd_ticks');

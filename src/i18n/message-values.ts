@@ -247,6 +247,7 @@ export interface MessagePlaceholders {
   'budget.alert.reached': { budgetName: string | number; resets: string | number; share: number; spent: string | number };
   'moderation-log.job': { card: string | number; estimate: string | number; member: string | number; prompt: string | number; videos: number };
   'moderation-log.refused': { command: string | number; hasPrompt: string; member: string | number; prompt: string | number; what: string; why: string | number };
+  'moderation-log.moderated': { card: string | number; charged: string; member: string | number; outcome: string; prompt: string | number };
   'moderation-log.config': { change: string | number; member: string | number };
   'moderation-log.voice-started': { channel: string | number; member: string | number; resumed: string };
   'moderation-log.voice-ended': { channel: string | number; cost: string | number; duration: string | number; member: string | number; restarting: string };

@@ -38,6 +38,19 @@ export interface LoggedRefusal {
   prompt?: string;
 }
 
+/** A task the provider's content moderation ended: its prompt refused, or its made video withheld (not posted). */
+export interface LoggedModeration {
+  guildId: string;
+  /** Where the task's card is. */
+  channelId: string;
+  messageId: string | undefined;
+  userId: string;
+  prompt: string;
+  outcome: 'refused' | 'withheld';
+  /** The gateway reported a cost for it (a refused prompt is otherwise refunded). */
+  charged: boolean;
+}
+
 export interface LoggedVoiceStart {
   guildId: string;
   /** The member who brought the bot in. */
@@ -63,6 +76,8 @@ export interface ModerationLogPort {
   job(job: LoggedJob): void;
   /** Logged when `why` is a rule's, a limit's or a budget's refusal; other refusals (a bad option) are not. */
   refused(refusal: LoggedRefusal): void;
+  /** A task the provider's content moderation refused or withheld. */
+  moderated(moderation: LoggedModeration): void;
   voiceStarted(start: LoggedVoiceStart): void;
   voiceEnded(end: LoggedVoiceEnd): void;
 }

@@ -5,7 +5,14 @@ import { MESSAGE_LIMITS } from '../discord/message-limits.ts';
 import { ENGLISH, type Locale } from '../i18n/index.ts';
 import type { Logger } from '../lib/log.ts';
 import { shorten, splitText } from '../lib/text.ts';
-import type { LoggedJob, LoggedRefusal, LoggedVoiceEnd, LoggedVoiceStart, ModerationLogPort } from '../ports/moderation-log.ts';
+import type {
+  LoggedJob,
+  LoggedModeration,
+  LoggedRefusal,
+  LoggedVoiceEnd,
+  LoggedVoiceStart,
+  ModerationLogPort,
+} from '../ports/moderation-log.ts';
 import { isUserInstallScope } from '../ports/user-install.ts';
 import { notice, word, type Notice } from '../wording/notice.ts';
 
@@ -152,6 +159,21 @@ export class ModerationLog implements ModerationLogPort {
           why: refusal.why,
           hasPrompt: prompt === '' ? 'no' : 'yes',
           prompt,
+        }),
+      ),
+    );
+  }
+
+  moderated(moderation: LoggedModeration): void {
+    this.#add(moderation.guildId, (locale) =>
+      word(
+        locale,
+        notice('moderation-log.moderated', {
+          member: `<@${moderation.userId}>`,
+          outcome: moderation.outcome,
+          charged: moderation.charged ? 'yes' : 'no',
+          prompt: loggedText(moderation.prompt, LOGGED_PROMPT_LENGTH),
+          card: cardLink(moderation.guildId, moderation.channelId, moderation.messageId),
         }),
       ),
     );

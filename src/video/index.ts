@@ -23,6 +23,7 @@ import { costOf, type TaskRecord } from './record.ts';
 import { TaskRepository } from './repository.ts';
 import type { CardView } from './status-card.ts';
 import { KeyQueue } from './key-queue.ts';
+import { logModeration } from './moderation-report.ts';
 import { QueueSender } from './queue-sender.ts';
 import { VideoSubmission } from './submit.ts';
 import { TaskTracker } from './tracker.ts';
@@ -55,8 +56,8 @@ export interface VideoDeps {
   downloadDirectory?: string;
   /** With sharding: the guilds whose tasks this process follows; default all. */
   ownsGuild?: (guildId: string) => boolean;
-  /** Each server's moderation log, told of every job; default none. */
-  moderationLog?: Pick<ModerationLogPort, 'job'>;
+  /** Each server's moderation log, told of every job and of each task the provider's moderation ended; default none. */
+  moderationLog?: Pick<ModerationLogPort, 'job'> & Partial<Pick<ModerationLogPort, 'moderated'>>;
 }
 
 export interface Video {
@@ -133,6 +134,7 @@ export function createVideo(deps: VideoDeps): Video {
   // Awaited before the finished task is saved: a cost is recorded even when the bot dies right after.
   tracker.onFinished((task) => policy.recordCost(costOf(task)));
   tracker.onFinished((task) => metrics.videoTaskFinished(task.state, task.layer));
+  tracker.onFinished((task) => logModeration(task, deps.moderationLog));
   const sender = new QueueSender({
     queue: new KeyQueue(store),
     repository: tasks,

@@ -145,6 +145,21 @@ describe('the lines', () => {
     ]);
   });
 
+  it('say each task the provider’s content moderation refused or withheld, with its card', async () => {
+    const logged = moderationLog();
+    const moderation = { guildId: GUILD, channelId: CARD_CHANNEL, messageId: '400000000000000005', userId: MEMBER, prompt: 'a dragon' };
+    logged.moderated({ ...moderation, outcome: 'refused', charged: false });
+    logged.moderated({ ...moderation, outcome: 'refused', charged: true });
+    logged.moderated({ ...moderation, messageId: undefined, outcome: 'withheld', charged: true });
+    await logged.flush();
+    const card = `https://discord.com/channels/${GUILD}/${CARD_CHANNEL}/400000000000000005`;
+    expect(linesPosted()).toEqual([
+      `🛡️ The provider's content moderation refused the prompt of <@${MEMBER}> (nothing was charged): “a dragon” ${card}`,
+      `🛡️ The provider's content moderation refused the prompt of <@${MEMBER}>: “a dragon” ${card}`,
+      `🛡️ The provider's content moderation withheld the video <@${MEMBER}> asked for (not posted): “a dragon” <#${CARD_CHANNEL}>`,
+    ]);
+  });
+
   it('say who changed the settings and what, and each voice conversation’s start and end with its length and cost', async () => {
     const logged = moderationLog();
     logged.configChanged({ guildId: GUILD, by: MEMBER, change: 'set the log channel to <#300000000000000003>' });

@@ -4,6 +4,8 @@ import { parseTaskResult } from '../../src/gateway/task-result.ts';
 import { ENGLISH, SUPPORTED_LOCALES, t } from '../../src/i18n/index.ts';
 import { applyResult } from '../../src/video/apply-result.ts';
 import { moderationOf, type TaskRecord } from '../../src/video/record.ts';
+import { logModeration } from '../../src/video/moderation-report.ts';
+import type { LoggedModeration } from '../../src/ports/moderation-log.ts';
 import { renderStatusCard } from '../../src/video/status-card.ts';
 import { refusalNotice } from '../../src/video/submission-refusal.ts';
 import { word } from '../../src/wording/notice.ts';
@@ -13,7 +15,8 @@ import { taskRecord } from '../support/task-result.ts';
 // What a member reads when the provider's content moderation ends a task (docs/gateway.md, "Task result"):
 // a refusal (a moderation code such as `imagine:content-moderated`) says so plainly and that nothing was
 // charged; a video withheld (`respect_moderation: false`) is not posted, and its card says the provider
-// withheld it. The code decides, never the wording of the message (docs/gateway.md, "Errors").
+// withheld it. The code decides; only invalid_argument, which also means "blocked by content moderation",
+// is read for the word "moderation" (docs/gateway.md, "Task result").
 
 const running = taskRecord({ prompt: 'a dragon over the sea', reservation: { estimateUsdTicks: 4_000_000_000, month: false } });
 
@@ -54,12 +57,48 @@ describe("the provider's content moderation", () => {
     expect(text).toContain('Cost: $0.05');
   });
 
-  it('an invalid_argument is not taken for moderation from its message: the code decides, and the message is quoted', () => {
-    const task = answered({ status: 'failed', error: { code: 'invalid_argument', message: 'Content moderation blocked it.' } });
-    expect(moderationOf(task)).toBeUndefined();
-    const text = cardText(renderStatusCard(task));
-    expect(text).toContain('**Failed**');
-    expect(text).toContain('Content moderation blocked it.');
+  it('an invalid_argument whose message says moderation is the same refusal; any other invalid_argument is quoted', () => {
+    // The compatibility layer's only code for a moderation refusal (docs/gateway.md, "Task result").
+    for (const message of ['The prompt was rejected by content moderation.', 'Blocked: MODERATED content', 'moderation'])
+      expect(moderationOf(answered({ status: 'failed', error: { code: 'invalid_argument', message } })), message).toBe('refused');
+    const refused = cardText(
+      renderStatusCard(answered({ status: 'failed', error: { code: 'invalid_argument', message: 'Content moderation blocked it.' } })),
+    );
+    expect(refused).toContain("**Refused by the provider's moderation**");
+    expect(refused).toContain('Nothing was charged.');
+    // Narrow on purpose: a bad input, or a word that only starts like it, is a failure quoted as it came.
+    for (const message of ['Duration out of range.', 'The image is unmoderated-looking.', 'Moderate motion is not supported.']) {
+      const task = answered({ status: 'failed', error: { code: 'invalid_argument', message } });
+      expect(moderationOf(task), message).toBeUndefined();
+      expect(cardText(renderStatusCard(task))).toContain('**Failed**');
+    }
+    // Another code is never read from its message.
+    expect(
+      moderationOf(answered({ status: 'failed', error: { code: 'internal_error', message: 'moderation service down' } })),
+    ).toBeUndefined();
+  });
+
+  it("is told to the server's moderation log once the task ends: who, the prompt, its card, and whether it was charged", () => {
+    const reported: LoggedModeration[] = [];
+    const log = { moderated: (moderation: LoggedModeration) => reported.push(moderation) };
+    const card = { ...running.card, messageId: '900' };
+    logModeration(answered(refusedBody, { ...running, card }), log);
+    logModeration(answered({ ...refusedBody, usage: { cost_in_usd_ticks: 500_000_000 } }, { ...running, card }), log);
+    logModeration(answered(withheldBody, { ...running, card }), log);
+    logModeration(answered({ status: 'failed', error: { code: 'internal_error', message: 'x' } }), log);
+    logModeration(answered(refusedBody, { ...running, userInstall: {} }), log);
+    const base = {
+      guildId: running.guildId,
+      channelId: running.channelId,
+      messageId: '900',
+      userId: running.userId,
+      prompt: running.prompt,
+    };
+    expect(reported).toEqual([
+      { ...base, outcome: 'refused', charged: false },
+      { ...base, outcome: 'refused', charged: true },
+      { ...base, outcome: 'withheld', charged: false },
+    ]);
   });
 
   it('a video withheld by the provider is not posted, and its card says the provider withheld it', () => {

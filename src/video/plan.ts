@@ -47,7 +47,8 @@ export interface FormEstimate {
 }
 
 /** A plan ready to submit, or why the request cannot go (in words for the member). */
-export type Prepared = Outcome<{ plan: SubmissionPlan }>;
+/** A request prepared, or why not; a refusal of its prompt (a blocked word) carries the prompt, for the moderators' log. */
+export type Prepared = Outcome<{ plan: SubmissionPlan }, { prompt?: string }>;
 
 /**
  * Where the source of an edit or extension comes from: an attachment, or a finished task (`byButton`: the

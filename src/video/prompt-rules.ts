@@ -8,18 +8,20 @@ import { refuse, type Outcome } from '../wording/notice.ts';
 /** How the member gave the prompt: typed now (`typed`), or a task's own asked for again (`again`). */
 export type PromptSource = 'typed' | 'again';
 
-/** Whether the server's rules let `prompt` through; refused naming the word, and the option it was typed in. */
+/** Whether the server's rules let `prompt` through; refused naming the word and the option it was typed in, with the prompt refused. */
 export async function promptAllowed(
   policy: Pick<GuildVideoPolicy, 'blockedWordIn'>,
   guildId: string,
   prompt: string | undefined,
   source: PromptSource,
-): Promise<Outcome> {
+): Promise<Outcome<object, { prompt?: string }>> {
   // A video made from pictures alone has no words to check.
   if (!prompt || !policy.blockedWordIn) return { ok: true };
   const word = await policy.blockedWordIn(guildId, prompt);
   if (word === undefined) return { ok: true };
-  return source === 'typed'
-    ? refuse('video.refusal.blocked-word', { option: 'prompt', word })
-    : refuse('video.refusal.blocked-word-again', { word });
+  const refusal =
+    source === 'typed'
+      ? refuse('video.refusal.blocked-word', { option: 'prompt', word })
+      : refuse('video.refusal.blocked-word-again', { word });
+  return { ...refusal, prompt };
 }

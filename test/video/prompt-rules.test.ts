@@ -122,7 +122,12 @@ async function madeBefore(prompt: string): Promise<string> {
 describe('a prompt with a blocked word', () => {
   it('is refused naming the word and the option, whatever its case and punctuation; nothing is stored', async () => {
     await setRules({ blockedWords: ['dragon'] });
-    expect(worded(await generate('DRAGON!'))).toEqual({ ok: false, message: '`prompt`: this server\'s rules do not allow "dragon".' });
+    // The prompt refused comes with the refusal, for the server's moderation log.
+    expect(worded(await generate('DRAGON!'))).toEqual({
+      ok: false,
+      message: '`prompt`: this server\'s rules do not allow "dragon".',
+      prompt: 'DRAGON!',
+    });
     expect(worded(await generate('a red-Dragón, breathing fire'))).toMatchObject({ ok: false });
     expect(await video.tasks.recentForUser(GUILD, MEMBER)).toEqual([]);
   });
@@ -134,6 +139,7 @@ describe('a prompt with a blocked word', () => {
     expect(worded(await generate('a dragonfly over a pond'))).toEqual({
       ok: false,
       message: '`prompt`: this server\'s rules do not allow "dragon*".',
+      prompt: 'a dragonfly over a pond',
     });
   });
 
@@ -155,6 +161,7 @@ describe('a prompt with a blocked word', () => {
       expect(worded(prepared, resolveLocale('de', undefined, 'member'))).toEqual({
         ok: false,
         message: '`prompt`: Die Regeln dieses Servers erlauben „red dragon“ nicht.',
+        prompt: 'Make it a RED   dragon.',
       });
     }
     // A task that does not exist would be refused as unknown: the word comes first.
@@ -173,6 +180,7 @@ describe('a prompt with a blocked word', () => {
     expect(worded(await video.prepare.regeneration(context(), taskId, { prompt: 'a lake with a dragon' }))).toEqual({
       ok: false,
       message: '`prompt`: this server\'s rules do not allow "dragon".',
+      prompt: 'a lake with a dragon',
     });
     const dragonTask = await madeBefore('a dragon over a lake');
     expect(await video.prepare.regeneration(context(), dragonTask, { prompt: 'a heron over a lake' })).toMatchObject({ ok: true });
@@ -183,8 +191,9 @@ describe('a prompt with a blocked word', () => {
     expect(await video.prepare.regeneration(context(), taskId)).toMatchObject({ ok: true });
     await setRules({ blockedWords: ['dragon'] });
     const again = 'This video\'s prompt contains "dragon", which this server\'s rules do not allow, so it cannot be made again.';
-    expect(worded(await video.prepare.regeneration(context(), taskId))).toEqual({ ok: false, message: again });
-    expect(worded(await video.vary(context(), taskId))).toEqual({ ok: false, message: again });
+    const refused = { ok: false, message: again, prompt: 'a dragon over a lake' };
+    expect(worded(await video.prepare.regeneration(context(), taskId))).toEqual(refused);
+    expect(worded(await video.vary(context(), taskId))).toEqual(refused);
   });
 
   it('held for its member’s confirmation is refused when confirmed after the rule came', async () => {
@@ -197,6 +206,7 @@ describe('a prompt with a blocked word', () => {
     expect(worded(await video.confirmations.planOf(taken.held))).toEqual({
       ok: false,
       message: '`prompt`: this server\'s rules do not allow "dragon".',
+      prompt: 'a dragon at sea',
     });
   });
 });

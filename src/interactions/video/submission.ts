@@ -25,7 +25,7 @@ export async function submitPrepared(
   prepared: Prepared,
 ): Promise<void> {
   if (!prepared.ok) {
-    await refusePrivately(interaction, services, context, prepared.notice);
+    await refusePrivately(interaction, services, context, prepared.notice, prepared.prompt);
     return;
   }
   if (prepared.plan.confirmOverUsdTicks !== undefined) {

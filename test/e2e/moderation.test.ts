@@ -8,7 +8,7 @@ import { EPHEMERAL, isDone, mp4, videoRefOf, videoWorld } from '../support/video
 // its channel; a denied member refused everything while another is served; and the log channel holding
 // the config change, the job and every refusal, its members mentioned but pinged by no line. (Setting
 // the rules is config-rules.test.ts's; the Delete button is video-card-delete.test.ts's; the voice tool's
-// refusal is test/video/voice-requests.test.ts's, at its boundary.)
+// refusal is voice-addressing.test.ts's.)
 
 const DENIED = 'You may not use this bot on this server: a moderator has denied it.';
 

@@ -58,7 +58,7 @@ async function settings(options: Record<string, string | number | boolean>): Pro
   ).content;
 }
 
-async function config(subcommand: string, options: Record<string, string | number>): Promise<void> {
+async function config(subcommand: string, options: Record<string, string | number | boolean>): Promise<void> {
   const { discord, guild } = world;
   await discord
     .runCommand({ user: guild.admin, guildId: guild.id, channelId: guild.textChannelId, command: 'config', subcommand, options })
@@ -339,6 +339,30 @@ describe('tools the model can call', () => {
     ]);
     expect(cardEditProblems(card)).toEqual([]);
     await answerPlayed('the answer to the variants');
+  }, 60_000);
+
+  it("refuses a prompt with the server's blocked word, telling the model the server's rules refused it and which word; nothing is sent", async () => {
+    const { discord, emulator, guild } = world;
+    const generations = () => emulator.requests.filter((entry) => entry.method === 'POST' && entry.path === '/v1/videos/generations');
+    await config('rules', { blocked_words_add: 'dragon' });
+    try {
+      const before = generations().length;
+      const session = await joinWith(guild.member);
+      const asked = await say(session, guild.member, `${BOT_NAME}, make a video of a dragon`, {
+        function_call: { name: 'generate_video', arguments: { prompt: 'A DRAGON, over the bay!' } },
+      });
+      const refused = await nextOutput(session, asked);
+      expect(refused.output).toEqual({
+        status: 'refused',
+        message: 'Refused by this server\'s rules: the request contains "dragon", which its moderators do not allow. No video was made.',
+      });
+      expect(refused.said).toBe(refused.raw);
+      await answerPlayed('the refusal');
+      expect(generations()).toHaveLength(before);
+      expect(discord.messages(guild.textChannelId).filter((message) => cardText(message).includes('DRAGON'))).toEqual([]);
+    } finally {
+      await config('rules', { blocked_words_clear: true });
+    }
   }, 60_000);
 
   it("makes a video for the member who asked, with a card mentioning them, posts it and says so; refuses a member without the video role and one past a limit in /video's words", async () => {

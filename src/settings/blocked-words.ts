@@ -7,7 +7,9 @@
 // matches `red dragon`, "dragonfly" does not match `dragon`. A rule ending in `*` matches the start of a word
 // (`dragon*` matches "dragonfly"). A rule written in a script that puts no spaces between words (Chinese,
 // Japanese, Thai...) matches anywhere, as a part of a word, spaces and punctuation ignored: there, a word's
-// end cannot be seen.
+// end cannot be seen. A word of another script ends where such a script starts ("赤いdragonが" holds the
+// word "dragon"), and characters that show nothing (a soft hyphen, a zero-width space) are not seen at all,
+// so "drag\u00ADon" is "dragon".
 
 /** The limits a rule set is held to (the /config option refuses past them). */
 export const BLOCKED_WORDS_LIMITS = { rules: 200, ruleCharacters: 60 } as const;
@@ -65,6 +67,8 @@ export interface BlockedWords {
 const WITHOUT_SPACES =
   /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Thai}\p{Script=Lao}\p{Script=Khmer}\p{Script=Myanmar}]/u;
 const WORD_CHARACTER = /[\p{L}\p{M}\p{N}]/u;
+/** Characters that show nothing (soft hyphen, zero-width spaces and joiners, variation selectors): dropped. */
+const INVISIBLE = /\p{Default_Ignorable_Code_Point}/gu;
 const MARK = /\p{M}/u;
 /** Hangul letters that compose into syllables (NFKC puts them together). */
 const HANGUL_JAMO = /[\u1100-\u11ff\u3130-\u318f\ua960-\ua97f\ud7b0-\ud7ff\uffa0-\uffdc]/u;
@@ -93,7 +97,7 @@ function isAccent(unit: number): boolean {
  * so "ガ" is not "カ".
  */
 function foldCharacter(character: string): string {
-  const decomposed = character.normalize('NFKC').toUpperCase().toLowerCase().normalize('NFKD');
+  const decomposed = character.replace(INVISIBLE, '').normalize('NFKC').toUpperCase().toLowerCase().normalize('NFKD');
   let kept = '';
   for (const unit of decomposed) if (!isAccent(unit.charCodeAt(0))) kept += WORD_CHARACTER.test(unit) ? unit : ' ';
   return kept.normalize('NFC');
@@ -171,14 +175,26 @@ function noteWordStart(at: number): void {
   folded.wordStarts[folded.wordStartCount++] = at;
 }
 
+/** Whether a folded unit is a letter of a script without spaces (a surrogate, of a rare Han character, counts as not). */
+function withoutSpaces(unit: number): boolean {
+  const fold = foldTable[unit] === NOT_KNOWN ? learnUnit(unit) : foldTable[unit]!;
+  return fold > WITHOUT_SPACES_FLAG;
+}
+
 /** The slow way, for a unit that folds to several: one at a time. */
 function appendText(text: string, trie: RuleTrie): void {
   if (WITHOUT_SPACES.test(text)) folded.withoutSpaces = true;
   makeRoom(text.length);
   for (let index = 0; index < text.length; index++) {
     const unit = text.charCodeAt(index);
-    const previous = folded.length === 0 ? SPACE : folded.units[folded.length - 1];
+    const previous = folded.length === 0 ? SPACE : folded.units[folded.length - 1]!;
     if (unit === SPACE && previous === SPACE) continue;
+    if (unit !== SPACE && previous !== SPACE && withoutSpaces(unit) !== withoutSpaces(previous)) {
+      makeRoom(text.length - index + 1);
+      folded.units[folded.length++] = SPACE;
+      index--;
+      continue;
+    }
     if (unit !== SPACE && previous === SPACE && startsRule(trie, unit)) noteWordStart(folded.length);
     folded.units[folded.length++] = unit;
   }
@@ -251,6 +267,8 @@ function foldWideInto(text: string, normalized: boolean, trie: RuleTrie): boolea
   let units = folded.units;
   let length = 0;
   let previous = SPACE;
+  /** Whether the last unit is a letter of a script without spaces. */
+  let previousWithout = false;
   for (let index = 0; index < text.length; index++) {
     const unit = text.charCodeAt(index);
     let fold = foldTable[unit]!;
@@ -258,10 +276,19 @@ function foldWideInto(text: string, normalized: boolean, trie: RuleTrie): boolea
     if (fold === SPACE) {
       if (previous !== SPACE) units[length++] = previous = SPACE;
     } else if (fold > 0) {
-      if (fold > WITHOUT_SPACES_FLAG) {
+      const without = fold > WITHOUT_SPACES_FLAG;
+      if (without) {
         folded.withoutSpaces = true;
         fold -= WITHOUT_SPACES_FLAG;
       }
+      // A word of a spaced script ends where a script without spaces starts, and starts where it ends.
+      if (previous !== SPACE && without !== previousWithout) {
+        folded.length = length;
+        makeRoom(text.length - index + 1);
+        units = folded.units;
+        units[length++] = previous = SPACE;
+      }
+      previousWithout = without;
       if (previous === SPACE && startsRule(trie, fold)) {
         folded.length = length;
         noteWordStart(length);
@@ -281,6 +308,7 @@ function foldWideInto(text: string, normalized: boolean, trie: RuleTrie): boolea
       units = folded.units;
       length = folded.length;
       previous = length === 0 ? SPACE : units[length - 1]!;
+      previousWithout = previous !== SPACE && withoutSpaces(previous);
     }
   }
   folded.length = length;

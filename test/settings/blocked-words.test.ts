@@ -102,6 +102,31 @@ describe('blocked words: scripts without spaces', () => {
     expect(matchOf(rules, 'ドラゴンフライ')).toBe('ドラゴン');
     expect(matchOf(rules, 'dragonfly と 蝶')).toBeUndefined();
   });
+
+  it('ends a word of a spaced script where a script without spaces starts, as Japanese writes English words', () => {
+    expect(matchOf(['dragon'], '赤いdragonが飛ぶ')).toBe('dragon');
+    expect(matchOf(['ＤＲＡＧＯＮ'], '赤いＤｒａｇｏｎの絵')).toBe('ＤＲＡＧＯＮ');
+    expect(matchOf(['red dragon'], '空にred dragonが')).toBe('red dragon');
+    expect(matchOf(['dragon*'], 'あのdragonflyを')).toBe('dragon*');
+    // Still whole words: a longer one is not the rule.
+    expect(matchOf(['dragon'], '赤いdragonflyが')).toBeUndefined();
+  });
+});
+
+describe('blocked words: characters that show nothing', () => {
+  it.each([
+    ['a soft hyphen', 'drag\u00ADon'],
+    ['a zero-width space', 'dra\u200Bgon'],
+    ['a zero-width joiner', 'd\u200Dragon'],
+    ['a word joiner', 'drag\u2060on'],
+  ])('are not seen inside a word: %s', (_, prompt) => {
+    expect(matchOf(['dragon'], `a ${prompt} at dawn`)).toBe('dragon');
+  });
+
+  it('are not seen inside a Japanese rule either, nor do they join two words', () => {
+    expect(matchOf(['ドラゴン'], 'ド\u200Bラゴン')).toBe('ドラゴン');
+    expect(matchOf(['red dragon'], 'red\u200B dragon')).toBe('red dragon');
+  });
 });
 
 describe('blocked words: which rule is named', () => {

@@ -13,6 +13,7 @@ import { DEFAULT_POLL_POLICY } from '../../src/video/poll-policy.ts';
 import type { TaskRecord } from '../../src/video/record.ts';
 import { voiceRequestCard } from '../../src/video/status-card.ts';
 import { openVideoPolicy } from './open-policy.ts';
+import type { GuildVideoPolicy } from '../../src/ports/guild-policy.ts';
 import { generationInput, memberContext } from './video-request.ts';
 
 // The video part in this process on the gateway emulator, whose key takes one video at a time
@@ -32,7 +33,8 @@ export interface OneSlotKey {
   stop(): Promise<void>;
 }
 
-export async function startOneSlotKey(): Promise<OneSlotKey> {
+/** `policy`: methods of the server's open policy to replace (to watch what is reserved and given back, say). */
+export async function startOneSlotKey(options: { policy?: Partial<Omit<GuildVideoPolicy, 'defaults'>> } = {}): Promise<OneSlotKey> {
   const emulator: Emulator = await startEmulator({
     config: {
       keys: { [ONE_SLOT_KEY]: { group: 'default', quota_usd: 50, limits: { concurrent_tasks: 1 } } },
@@ -51,6 +53,7 @@ export async function startOneSlotKey(): Promise<OneSlotKey> {
   const policy = openVideoPolicy({
     access: { apiKey: ONE_SLOT_KEY, keyId: 'one-slot-key' },
     defaults: { duration: 2, storage: { keepDays: 7, publicLink: false } },
+    ...options.policy,
   });
   const video = createVideo({
     store,

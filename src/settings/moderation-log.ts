@@ -54,6 +54,8 @@ export const LOGGED_REFUSALS: readonly string[] = [
   // A request by voice that a member who spoke it may not make: denied, or without the role.
   'video.voice.member-',
   'video.voice.blocked-word',
+  // The provider's content moderation refusing a submission outright (a task it refuses later is logged as such when it ends).
+  'gateway-error.moderated',
 ];
 
 /** Whether a refusal is a rule's, a limit's or a budget's, which the log records. */

@@ -1,4 +1,4 @@
-import { GatewayApiError, GatewayConnectionError, GatewayError, ValidationError } from '../gateway/errors.ts';
+import { GatewayApiError, GatewayConnectionError, GatewayError, ValidationError, isModerationCode } from '../gateway/errors.ts';
 import { notice, type Notice } from '../wording/notice.ts';
 import type { SubmissionPlan } from './plan.ts';
 import { optionForField, optionNamedIn } from './requests.ts';
@@ -20,6 +20,8 @@ export function refusalNotice(
   const certainlyNothing =
     error instanceof GatewayApiError || error instanceof ValidationError || (error instanceof GatewayConnectionError && !error.requestSent);
   if (!certainlyNothing || !(error instanceof GatewayError)) return undefined;
+  // Its own words, which say already that nothing was charged; the moderators' log records it.
+  if (error instanceof GatewayApiError && isModerationCode(error.code)) return notice('gateway-error.moderated');
   const option =
     error.param !== undefined
       ? optionForField(error.param)

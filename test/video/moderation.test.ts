@@ -5,6 +5,7 @@ import { ENGLISH, SUPPORTED_LOCALES, t } from '../../src/i18n/index.ts';
 import { applyResult } from '../../src/video/apply-result.ts';
 import { moderationOf, type TaskRecord } from '../../src/video/record.ts';
 import { logModeration } from '../../src/video/moderation-report.ts';
+import { isLoggedRefusal } from '../../src/settings/moderation-log.ts';
 import type { LoggedModeration } from '../../src/ports/moderation-log.ts';
 import { renderStatusCard } from '../../src/video/status-card.ts';
 import { refusalNotice } from '../../src/video/submission-refusal.ts';
@@ -121,7 +122,11 @@ describe("the provider's content moderation", () => {
   it('a submission the provider refuses on a moderation code is told privately in the same words', () => {
     const error = new GatewayApiError({ code: 'imagine:content-moderated', status: 400, serverMessage: 'Blocked.', requestId: 'r1' });
     const told = refusalNotice(error, { model: 'svc-imagine-video', operation: 'generate' });
-    expect(told && word(ENGLISH, told)).toMatch(/^The provider's content moderation refused this prompt\. Nothing was charged\./);
+    // Said once: "Nothing was charged." is in its own words already.
+    expect(told && word(ENGLISH, told)).toBe(
+      "The provider's content moderation refused this prompt. Nothing was charged. Try a different prompt or images.",
+    );
+    expect(told && isLoggedRefusal(told)).toBe(true);
   });
 
   it('is worded in every language the bot speaks, each its own', () => {

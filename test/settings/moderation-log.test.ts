@@ -7,8 +7,9 @@ import { resolveLocale } from '../../src/i18n/index.ts';
 import { createLogger, type Logger } from '../../src/lib/log.ts';
 import type { LoggedJob, LoggedRefusal } from '../../src/ports/moderation-log.ts';
 import { userInstallScope } from '../../src/ports/user-install.ts';
-import { LOG_BATCH_MS, ModerationLog, type ModerationLogOptions } from '../../src/settings/moderation-log.ts';
-import { notice } from '../../src/wording/notice.ts';
+import { LOG_BATCH_MS, ModerationLog, isLoggedRefusal, type ModerationLogOptions } from '../../src/settings/moderation-log.ts';
+import { notice, type Notice } from '../../src/wording/notice.ts';
+import englishCatalog from '../../src/i18n/catalogs/en.json' with { type: 'json' };
 
 // A server's moderation log as its own part: the lines it writes, how it gathers them into few messages,
 // and what it does when Discord will not take them. Its outbox is a fake that records what it is given.
@@ -158,6 +159,23 @@ describe('the lines', () => {
       `🛡️ The provider's content moderation refused the prompt of <@${MEMBER}>: “a dragon” ${card}`,
       `🛡️ The provider's content moderation withheld the video <@${MEMBER}> asked for (not posted): “a dragon” <#${CARD_CHANNEL}>`,
     ]);
+  });
+
+  it('keep every refusal a moderators’ rule words, whatever its key: a new one under rules. is kept without a change here', () => {
+    const keys = Object.keys(englishCatalog);
+    const byRule = keys.filter(
+      (key) =>
+        key.startsWith('rules.refusal.') ||
+        key.startsWith('video.refusal.blocked-word') ||
+        key.startsWith('video.voice.member-') ||
+        key === 'video.voice.blocked-word' ||
+        key === 'gateway-error.moderated',
+    );
+    expect(byRule.length).toBeGreaterThanOrEqual(8);
+    for (const key of byRule) expect(isLoggedRefusal({ key } as Notice), key).toBe(true);
+    // A member's own mistakes are theirs, not the moderators'.
+    for (const key of ['video.refusal.not-mp4', 'video.refusal.task-unknown', 'config.key.no-key'])
+      expect(isLoggedRefusal({ key } as Notice), key).toBe(false);
   });
 
   it('say who changed the settings and what, and each voice conversation’s start and end with its length and cost', async () => {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { InteractionHandle, Message } from 'discord-standin';
 import { EPHEMERAL, isDone, mp4, videoRefOf, videoWorld } from '../support/video-e2e.ts';
+import { cardText } from '../support/cards.ts';
 
 // The moderators' rules at work (issue 36, "Done when"), on the stand-ins with the bot as a process: a
 // blocked word refused privately before anything reaches the gateway, whatever its case and punctuation
@@ -114,10 +115,18 @@ describe("a server's moderators' rules", () => {
     expect((await e2e.config('rules', { allow: guild.member.id }).reply()).content).toMatch(/^Saved\./);
   }, 40_000);
 
-  it('logs the config changes, the jobs and every refusal, one line each, in few messages that ping nobody', async () => {
+  it("logs the config changes, the jobs, every refusal and the provider's moderation, one line each, in few messages that ping nobody", async () => {
     const { guild } = e2e.world;
     const member = `<@${guild.member.id}>`;
+    // A prompt the provider's moderation refuses (on this compatibility layer, invalid_argument saying so).
+    const refusedByProvider = e2e.video('generate', { prompt: 'a storm at sea [[moderate:prompt]]' });
+    expect(cardText(await refusedByProvider.waitForReply((card) => cardText(card).includes('refused this prompt'), 20_000))).toContain(
+      'Nothing was charged.',
+    );
     const lines = await logLinesWith([
+      new RegExp(
+        `^🛡️ The provider's content moderation refused the prompt of ${member} \\(nothing was charged\\): “a storm at sea .*” https://discord\\.com/channels/`,
+      ),
       new RegExp(`^⚙️ <@${guild.admin.id}> changed the settings: .*dragon`),
       new RegExp(`^🎬 ${member} asked for a video, about \\$[0-9.]+: “a dragonfly over a pond” https://discord\\.com/channels/`),
       new RegExp(`^🎬 <@\\d+> asked for a video, .*“a heron at dawn”`),

@@ -478,15 +478,13 @@ export class VoiceService {
   /**
    * The text channel is told that the bot listens and sends what it hears to the voice model, whom it hears
    * (the consent setting) and how not to be heard (in the server's language, whoever asked), and how the
-   * call is encrypted; an opt-in conversation's message has a button to be heard. A conversation brought
-   * back says aloud that the bot is back; a new one says in one sentence that it listens, and the join is
-   * answered once that was heard (or LISTENING_LINE_MAX_MS passed).
+   * call is encrypted; an opt-in conversation's message has a button to be heard. A new conversation says in
+   * one sentence that it listens, and the join is answered once that was heard (or LISTENING_LINE_MAX_MS
+   * passed); one brought back says aloud that the bot is back, and that sentence.
    */
   async #greet({ guildId, voiceChannelId, textChannelId, resumed }: JoinRequest, conversation: GuildVoice): Promise<CallEncryption> {
     const { session, settings } = conversation;
     const encryption = await session.encryptionSettled(ENCRYPTION_JOIN_WAIT_MS);
-    // Said of the restart itself: not a turn of the conversation, it would only crowd the real ones out.
-    if (resumed) session.announce(this.#spoken.line(guildId, settings, notice('voice.spoken.back')), { aside: true });
     const [ignoreMe, listenToMe] = await Promise.all([
       this.#mention(guildId, 'voice ignore-me'),
       this.#mention(guildId, 'voice listen-to-me'),
@@ -496,13 +494,14 @@ export class VoiceService {
     const listening = resumed ? notice('voice.back', values) : notice('voice.joined', values);
     const buttons = settings.consent === 'opt-in' ? [{ customId: HEAR_ME_BUTTON, label: 'voice.hear-me.button' as const }] : [];
     const posted = this.#channel.postWithButtons(guildId, textChannelId, [listening, callEncryptionNotice(encryption)], buttons);
-    if (!resumed) {
-      const line = this.#spoken.line(guildId, settings, notice('voice.spoken.listening', { mode: values.mode }));
-      // About the bot itself, not a turn: every member hears it whole before the join is answered. A call
-      // whose keys the bot does not hold yet cannot play it: it is said once they come, the join answered now.
-      if (encryption.ready) await session.speakLast(line, LISTENING_LINE_MAX_MS, { aside: true });
-      else session.announce(line, { aside: true });
-    }
+    const line = this.#spoken.line(guildId, settings, notice('voice.spoken.listening', { mode: values.mode }));
+    // Said of the restart itself, and that it still listens (someone may have come in meanwhile): not a turn
+    // of the conversation, it would only crowd the real ones out.
+    if (resumed) session.announce(`${this.#spoken.line(guildId, settings, notice('voice.spoken.back'))} ${line}`, { aside: true });
+    // About the bot itself, not a turn: every member hears it whole before the join is answered. A call
+    // whose keys the bot does not hold yet cannot play it: it is said once they come, the join answered now.
+    else if (encryption.ready) await session.speakLast(line, LISTENING_LINE_MAX_MS, { aside: true });
+    else session.announce(line, { aside: true });
     await posted;
     return encryption;
   }

@@ -13,7 +13,8 @@ import { forcedLines, scriptTurn, textMessages } from './realtime-lines.ts';
 /** The bound: a conversation is back within this long of the bot being ready again. */
 export const BACK_WITHIN_MS = 10_000;
 export const RESTART_LINE = 'I am restarting now. I will be back in a moment.';
-export const BACK_LINE = 'I am back. Where were we?';
+/** What the bot says when a conversation comes back: that it is back, and that it listens. */
+export const BACK_LINE = 'I am back. Where were we? I send what you say here to the voice model; not to be heard, use voice ignore me.';
 
 /** Where a conversation runs: the stand-ins, and the guild. */
 export interface Place {

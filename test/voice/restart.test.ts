@@ -192,7 +192,9 @@ describe('a voice conversation across a restart', () => {
       (_candidate, session) => session === resumed && forcedLines(resumed).length > 0,
       BACK_WITHIN_MS,
     );
-    expect(forcedLines(resumed)).toEqual(['Ich bin zurück. Wo waren wir?']);
+    expect(forcedLines(resumed)).toEqual([
+      'Ich bin zurück. Wo waren wir? Was ihr hier sagt, schicke ich an das Sprachmodell; wer nicht gehört werden will, benutzt voice ignore me.',
+    ]);
     expect(await second.leave(guild.id, { why: 'asked', by: 'test' })).toBe(true);
   }, 30_000);
 

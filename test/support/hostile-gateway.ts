@@ -36,9 +36,12 @@ export interface HostileGateway {
   pointAt(upstream: string): void;
   /**
    * Forwards the next submission of `prompt` and keeps the gateway's answer from the bot (the connection
-   * hangs until the bot gives up or dies): resolves once the gateway has answered it, with that status.
+   * hangs until the bot gives up or dies, or `releaseAnswers()`): resolves once the gateway has answered
+   * it, with that status.
    */
   withholdAnswer(prompt: string): Promise<number>;
+  /** Lets the answers withheld so far through to the bot, on connections it still holds open. */
+  releaseAnswers(): void;
   /** Polls answered with each fault so far. */
   readonly served: Map<Fault, number>;
   close(): Promise<void>;
@@ -61,6 +64,8 @@ export async function startHostileGateway(upstream: string): Promise<HostileGate
   const served = new Map<Fault, number>();
   /** Submissions whose answer is withheld, by prompt, with who waits for the gateway's answer. */
   const withheld = new Map<string, (status: number) => void>();
+  /** Answers withheld from the bot, each waiting to be let through. */
+  let held: (() => void)[] = [];
   let baseUrl = '';
 
   /** The upstream's answer, whole. */
@@ -137,6 +142,9 @@ export async function startHostileGateway(upstream: string): Promise<HostileGate
     const withholding = prompt === undefined ? undefined : withheld.get(prompt);
     if (prompt !== undefined && withholding) {
       withheld.delete(prompt);
+      held.push(() => {
+        if (!response.destroyed) response.writeHead(answer.status, answer.headers).end(answer.body);
+      });
       withholding(answer.status);
       return;
     }
@@ -174,6 +182,11 @@ export async function startHostileGateway(upstream: string): Promise<HostileGate
     },
     withholdAnswer(prompt) {
       return new Promise((resolve) => withheld.set(prompt, resolve));
+    },
+    releaseAnswers() {
+      const releasing = held;
+      held = [];
+      for (const release of releasing) release();
     },
     async close() {
       server.closeAllConnections();

@@ -26,6 +26,9 @@ import { taskKey } from './wording.ts';
 // `submitting` in one atomic step of the store before it is sent, so it is sent at most once whichever
 // process claimed it; the queue's claims make it sent at least once. The gateway's limit refusals put the
 // job back first in line (the queue learns the key's limit from them); any other answer ends its wait.
+// A drain only claims: each claimed job is sent on its own, in the background, so that a member whose job
+// joins the line hears where it stands at once, not once another job's gateway call has answered (up to
+// the gateway client's deadline). Whatever frees a slot or puts a job back in line drains again.
 
 /** What became of a job a member is waiting on while they are answered (submit.ts). */
 export type SendOutcome =
@@ -69,8 +72,10 @@ export class QueueSender {
   readonly #wakeTimers = new Map<string, NodeJS.Timeout>();
   /** Sends in flight, so that stop() can wait for them. */
   readonly #sends = new Set<Promise<void>>();
+  /** The jobs this process claimed and is sending: their members hear when the send answers. */
+  readonly #sending = new Set<string>();
   /** Members answered when their own job's fate is known (submit.ts); `refusalTold`: they hear a refusal privately, not on the card. */
-  readonly #awaited = new Map<string, { resolve: (outcome: SendOutcome) => void; refusalTold: boolean }>();
+  readonly #awaited = new Map<string, { task: TaskRecord; resolve: (outcome: SendOutcome) => void; refusalTold: boolean }>();
   readonly #places = new Map<string, { at: number; order: Promise<WaitingPlace[]> }>();
   readonly #waitingPerKey = new Map<string, number>();
   /** This process's run: new at every start, so that the next start tells its claims from its own. */
@@ -93,16 +98,21 @@ export class QueueSender {
 
   /**
    * Drains `task`'s key's line and answers what became of `task` in this drain: sent, refused, or still
-   * waiting. The task must be in line (enqueue()). With `refusalTold`, a refusal is left to the caller to
-   * tell, not shown on the task's card.
+   * waiting. The task must be in line (enqueue()). A task this drain claims is answered when its own send
+   * does; one it leaves in line, as soon as the drain has claimed what the key takes now (the sends of
+   * other jobs go on without it). With `refusalTold`, a refusal is left to the caller to tell, not shown on
+   * the task's card.
    */
   async sendOrWait(task: TaskRecord, options: { refusalTold: boolean }): Promise<SendOutcome> {
-    const outcome = new Promise<SendOutcome>((resolve) => this.#awaited.set(task.id, { resolve, refusalTold: options.refusalTold }));
-    await this.#drain(task.keyId, task.guildId);
-    // Not claimed by this drain: it waits (or another process took it, which shows its card), and the
-    // tracker looks at it while it does.
-    if (this.#settle(task.id, { kind: 'waiting' }) && (this.#deps.ownsGuild?.(routingGuildId(task)) ?? true))
-      this.#deps.tracker.track(task);
+    const outcome = new Promise<SendOutcome>((resolve) => this.#awaited.set(task.id, { task, resolve, refusalTold: options.refusalTold }));
+    try {
+      await this.#drain(task.keyId, task.guildId);
+    } catch (error) {
+      // It stays stored and in line: the tracker's look at it drains the line again.
+      this.#log.warn("could not look at a key's line of videos; a waiting video is looked at again", { task: task.id, error });
+    }
+    // Not claimed by this drain: it waits (or another process took it, which shows its card).
+    if (!this.#sending.has(task.id)) this.#answerWaiting(task.id);
     return outcome;
   }
 
@@ -206,8 +216,9 @@ export class QueueSender {
   }
 
   /**
-   * Claims and sends jobs of the key's line until it has no free slot or nothing waits. One drain per key at
-   * a time: asked for while one runs, it runs another round, and answers when that one ends.
+   * Claims jobs of the key's line until it has no free slot or nothing waits, each claimed job sent in the
+   * background. One drain per key at a time: asked for while one runs, it runs another round, and answers
+   * when that one has claimed (not when its sends have answered).
    */
   #drain(keyId: string, guildId: string): Promise<void> {
     if (this.#stopped) return Promise.resolve();
@@ -229,7 +240,6 @@ export class QueueSender {
         // Only a server's own key takes a stated limit, and only that server's jobs stand in its line: any
         // job's guild would answer the same.
         const statedLimit = await this.#deps.statedLimit?.(guildId);
-        const sends: Promise<void>[] = [];
         for (;;) {
           const claimant = this.#claimant;
           const answer = await this.#deps.queue.claimNext(keyId, this.#now(), {
@@ -237,15 +247,13 @@ export class QueueSender {
             ...(claimant ? { claimant } : {}),
           });
           if (answer.kind === 'claimed') {
-            sends.push(this.#track(this.#sendClaimed(answer.ticket, answer.job, answer.resumed)));
+            this.#sendInBackground(answer.ticket, answer.job, answer.resumed);
             continue;
           }
           if (answer.kind === 'paused') this.#wakeAt(keyId, guildId, answer.until);
           if (answer.kind === 'full') this.#wakeAt(keyId, guildId, answer.retryAt);
           break;
         }
-        // A refusal puts its job back first in line: look again once this round's sends have answered.
-        await Promise.all(sends);
         this.#places.delete(keyId);
       }
     } finally {
@@ -253,11 +261,27 @@ export class QueueSender {
     }
   }
 
-  #track(send: Promise<void>): Promise<void> {
-    const tracked = send.catch((error: unknown) => this.#log.error('a queued video could not be sent', { error }));
-    this.#sends.add(tracked);
-    void tracked.finally(() => this.#sends.delete(tracked));
-    return tracked;
+  /**
+   * Sends a claimed job without holding up the drain. A send that fails is logged; its member, if it left
+   * them unanswered (put back in line, or not sent), hears that it waits, and the tracker follows it.
+   */
+  #sendInBackground(ticket: ClaimTicket, job: QueueJob, resumed: boolean): void {
+    this.#sending.add(job.jobId);
+    const send = this.#sendClaimed(ticket, job, resumed)
+      .catch((error: unknown) => this.#log.error('a queued video could not be sent', { task: job.jobId, error }))
+      .finally(() => {
+        this.#sending.delete(job.jobId);
+        this.#answerWaiting(job.jobId);
+      });
+    this.#sends.add(send);
+    void send.finally(() => this.#sends.delete(send));
+  }
+
+  /** Tells the member still waiting on the task that it waits in line, and has the tracker look at it meanwhile. */
+  #answerWaiting(taskId: string): void {
+    const task = this.#awaited.get(taskId)?.task;
+    if (!task || !this.#settle(taskId, { kind: 'waiting' })) return;
+    if (this.#deps.ownsGuild?.(routingGuildId(task)) ?? true) this.#deps.tracker.track(task);
   }
 
   #wakeAt(keyId: string, guildId: string, at: number): void {
@@ -416,6 +440,8 @@ export class QueueSender {
       if (code === 'rate_limit') await queue.refusedForRate(ticket, (error as GatewayApiError).retryAfterMs ?? NaN, now);
       else await queue.refusedForConcurrency(ticket, now);
       this.#log.info("the gateway refused a video for its key's limits; it waits again", { task: stored.id, code });
+      // The line now says when the key takes it again (a pause, a lease): a drain sets the wake-up.
+      this.wake(ticket.keyId, stored.guildId);
       return;
     }
     const refusal = refusalNotice(
@@ -429,6 +455,8 @@ export class QueueSender {
       error instanceof GatewayError ? codeLabel(error.code, error.status) : 'no_answer',
     );
     await queue.finished(ticket.keyId, ticket.jobId);
+    // Its slot is free: the next job need not wait for a task to end or the tracker's look.
+    this.wake(ticket.keyId, stored.guildId);
     if (refusal !== undefined) {
       // Refused, or never delivered: nothing exists at the gateway and nothing was charged.
       const failed: TaskRecord = {

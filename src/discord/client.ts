@@ -1,4 +1,4 @@
-import { Client, GatewayIntentBits, Options, REST, Routes } from 'discord.js';
+import { ApplicationFlags, Client, GatewayIntentBits, Options, REST, Routes } from 'discord.js';
 import { readNumber, readRecord, readString } from '../lib/json.ts';
 import { SharedIdentifyThrottler, type ClaimIdentifyBucket } from './identify-throttle.ts';
 
@@ -13,6 +13,11 @@ const BOT_INTENTS = [GatewayIntentBits.Guilds, GatewayIntentBits.GuildVoiceState
  * Portal does not allow (4014), so it is never asked for by default.
  */
 const MEMBERS_INTENT = GatewayIntentBits.GuildMembers;
+/**
+ * The application flags that say the Developer Portal allows Server Members: GATEWAY_GUILD_MEMBERS for an
+ * application verified in 100 servers or more, GATEWAY_GUILD_MEMBERS_LIMITED for one in fewer.
+ */
+const MEMBERS_INTENT_FLAGS = ApplicationFlags.GatewayGuildMembers | ApplicationFlags.GatewayGuildMembersLimited;
 /** Every REST call to Discord answers within this long or fails (discord.js's default is 15 s). */
 const REST_TIMEOUT_MS = 15_000;
 
@@ -74,6 +79,15 @@ export async function fetchGatewayBot(rest: REST): Promise<GatewayBotInfo> {
   if (shards === undefined || !Number.isInteger(shards) || shards < 1)
     throw new Error('Discord answered GET /gateway/bot without a usable shard count');
   return { shards, maxConcurrency: Number.isInteger(maxConcurrency) && maxConcurrency >= 1 ? maxConcurrency : 1 };
+}
+
+/**
+ * GET /applications/@me, before the gateway is opened: whether the application's flags allow the Server
+ * Members intent; undefined when the answer carries no flags. Rejects as the request does.
+ */
+export async function membersIntentAllowed(rest: REST): Promise<boolean | undefined> {
+  const flags = readNumber(await rest.get(Routes.currentApplication()), 'flags');
+  return flags === undefined || !Number.isInteger(flags) ? undefined : (flags & MEMBERS_INTENT_FLAGS) !== 0;
 }
 
 /** GET /applications/@me: the application whose commands the bot registers. */

@@ -76,14 +76,19 @@ class DiscordApiUrlError extends Error {
 }
 
 /**
- * Discord closed the gateway connection with 4014 Disallowed intent(s): the bot asked for a privileged
- * intent its application is not allowed. The only privileged intent the bot ever asks for is Server
- * Members, and only with FORGET_MEMBERS_WHO_LEAVE=on (src/discord/client.ts).
+ * The application may not use the Server Members intent: Discord closed the gateway connection with 4014
+ * Disallowed intent(s), or the application's flags said so before the bot identified. The only privileged
+ * intent the bot ever asks for is Server Members, and only with FORGET_MEMBERS_WHO_LEAVE=on
+ * (src/discord/client.ts).
  */
 class DisallowedIntentsError extends Error {
-  constructor() {
+  constructor(knownFrom: 'close code' | 'application flags') {
+    const refused =
+      knownFrom === 'close code'
+        ? 'Discord refused the Server Members intent (gateway close code 4014)'
+        : "Discord does not allow the Server Members intent (the application's flags say it is off; the bot did not connect)";
     super(
-      'Discord refused the Server Members intent (gateway close code 4014) that FORGET_MEMBERS_WHO_LEAVE=on needs: ' +
+      `${refused} that FORGET_MEMBERS_WHO_LEAVE=on needs: ` +
         'turn on "Server Members Intent" in the Discord Developer Portal (your application, Bot, Privileged Gateway Intents), ' +
         'or set FORGET_MEMBERS_WHO_LEAVE=off.',
     );
@@ -113,9 +118,14 @@ export function isTokenRefusal(error: unknown): boolean {
 export function explainStartFailure(error: unknown, gatewayCloseCode?: number): unknown {
   if (isTokenRefusal(error) || (error instanceof DiscordAPIError && error.status === 401)) return new LoginRefusedError();
   if (isDiscordRefusal(error) && error.status === 404) return new DiscordApiUrlError();
-  if (gatewayCloseCode === GatewayCloseCodes.DisallowedIntents) return new DisallowedIntentsError();
+  if (gatewayCloseCode === GatewayCloseCodes.DisallowedIntents) return new DisallowedIntentsError('close code');
   if (gatewayCloseCode !== undefined) return new GatewayRefusedError(gatewayCloseCode);
   return error;
+}
+
+/** The application's flags say it may not use the Server Members intent: refused before identifying. */
+export function membersIntentRefused(): Error {
+  return new DisallowedIntentsError('application flags');
 }
 
 /**

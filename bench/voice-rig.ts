@@ -295,6 +295,8 @@ export interface BotConversation {
   resetProbes(): void;
   /** Latencies in since the last reset or take, which it forgets: a user's packet arriving (ms) to the append that carried it. */
   takeInputLatencies(): number[];
+  /** Appends sent since the last reset or take, which it forgets (each a websocket message). */
+  takeAppends(): number;
   /**
    * The bot's own part of latency out since the last reset or take, which it forgets: each answer's first
    * audio to its play (the session's voice_latency out metric); the rest is the voice library's clock.
@@ -337,6 +339,7 @@ export async function openConversation(
   const firstDeltaAt = new Map<string, number>();
   const arrivals: number[] = [];
   const input: number[] = [];
+  let appends = 0;
   const playWaits: number[] = [];
   const running = meter?.({ guildId, userId: USER_ID });
   const session = new VoiceSession({
@@ -370,6 +373,7 @@ export async function openConversation(
     probe: {
       onPacket: (receivedAt) => arrivals.push(receivedAt),
       onAppend: (frames, sentAt) => {
+        appends++;
         for (let frame = 0; frame < frames && arrivals.length > 0; frame++) input.push(sentAt - arrivals.shift()!);
       },
     },
@@ -398,10 +402,16 @@ export async function openConversation(
       resetProbes() {
         arrivals.length = 0;
         input.length = 0;
+        appends = 0;
         playWaits.length = 0;
         audioSentAt.length = 0;
       },
       takeInputLatencies: () => input.splice(0),
+      takeAppends: () => {
+        const taken = appends;
+        appends = 0;
+        return taken;
+      },
       takePlayWaits: () => playWaits.splice(0),
       outputLatencies(converse) {
         const latencies: number[] = [];

@@ -186,6 +186,8 @@ export interface VoiceCallReport {
   inputLatencyMs: Latency;
   outputLatencyMs: Latency;
   userPackets: number;
+  /** Appends the bot sent over the windows (each a websocket message), for the user's packets. */
+  appends: number;
   answeredSeconds: number;
   /** What the far end found wrong with the bot's packets over the whole call (all 0 when all is well). */
   botPacketProblems: BotPacketProblems;
@@ -348,6 +350,7 @@ async function joinCall({ dave }: { dave: boolean }, { pcm48, packets, deltas }:
   const input: number[] = [];
   const output: number[] = [];
   let userPackets = 0;
+  let appends = 0;
   let answeredMs = 0;
   conversation.resetProbes();
   const daveShares: number[] = [];
@@ -383,6 +386,7 @@ async function joinCall({ dave }: { dave: boolean }, { pcm48, packets, deltas }:
       userPackets += readNumber(result, 'userPackets') ?? 0;
       answeredMs += readNumber(result, 'answeredMs') ?? 0;
       input.push(...conversation.takeInputLatencies());
+      appends += conversation.takeAppends();
       output.push(...conversation.outputLatencies(result));
     },
     async report() {
@@ -398,6 +402,7 @@ async function joinCall({ dave }: { dave: boolean }, { pcm48, packets, deltas }:
         inputLatencyMs: latencyOf(input),
         outputLatencyMs: latencyOf(output),
         userPackets,
+        appends,
         answeredSeconds: answeredMs / 1000,
         botPacketProblems: readPacketProblems(problems),
         botFramesOpenedByMember: readNumber(problems, 'botFramesOpenedByMember') ?? 0,
@@ -471,6 +476,7 @@ function callLines(call: VoiceCallReport): string[] {
     `                       the voice library's UDP, encryption${call.dave ? ' (DAVE too)' : ''} and 20 ms clocks, the websocket, the kernel`,
     `  wake-up floor        ${percent(median(call.wakeUpFloorShares))} of one core for 150 empty wake-ups a second on this machine (${runsOf(call.wakeUpFloorShares)})`,
     `  in:  packet -> append        p50 ${call.inputLatencyMs.p50.toFixed(1)} ms, p99 ${call.inputLatencyMs.p99.toFixed(1)} ms over ${call.inputLatencyMs.samples} packets (target p99 <= 40 ms)`,
+    `       ${call.appends} appends for them, ${(call.userPackets / call.appends).toFixed(2)} packets each (each a websocket message)`,
     `  out: first delta -> RTP out  p50 ${call.outputLatencyMs.p50.toFixed(1)} ms, p99 ${call.outputLatencyMs.p99.toFixed(1)} ms over ${call.outputLatencyMs.samples} answers (target p99 <= 40 ms)`,
     ...(call.daveWork
       ? [

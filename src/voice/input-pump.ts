@@ -8,7 +8,10 @@ import type { SpeakerMixer } from './audio/mixer.ts';
 // `framesPerAppend` (each websocket message costs a system call, and on a busy machine those dominate
 // the pipeline's CPU), and no frame waits longer than about one frame for its partner.
 // Discord sends nothing while people are quiet, but the gateway's voice activity detection only ends a
-// turn when it hears silence, so silence is fed on the same clock for a while after the last speech.
+// turn when it hears silence. The VAD counts the silence in the audio, not on a clock, so none is sent
+// while people pause: speech that resumes first gets the pause's silence ahead of it, in the same append,
+// and once the pause is as long as the VAD's silence duration, the whole trailing silence leaves in one
+// append (the turn ends when it would have with silence fed frame by frame, a little sooner if anything).
 // Nothing runs while nobody speaks: an idle channel costs no timer wake-ups. When the socket is backed
 // up, frames wait and leave together in one append.
 
@@ -21,8 +24,8 @@ export interface AudioSink {
 export interface InputPumpOptions {
   mixer: SpeakerMixer;
   log: Logger;
-  /** How long silence is fed after the last speech. */
-  silenceTailMs: number;
+  /** The silence the gateway must hear after speech (none when the bot ends turns itself). */
+  trailingSilence: TrailingSilence | undefined;
   /** 20 ms frames per append (default 1): fewer, larger messages for up to (n - 1) × 20 ms of latency. */
   framesPerAppend?: number;
   highWaterMarkBytes?: number;
@@ -32,21 +35,28 @@ export interface InputPumpOptions {
   onAppend?(frames: number, sentAt: number): void;
 }
 
-/** After the last speech, the first silence waits this long: a packet a little late is still speech. */
-const TAIL_START_MS = 2 * FRAME_MS;
+/** Server VAD ends a turn after `afterMs` of silence in the audio; `feedMs` of it is sent after each speech. */
+export interface TrailingSilence {
+  afterMs: number;
+  feedMs: number;
+}
+
+/** A pause shorter than this is a packet a little late: the speech resumes with no silence slipped in. */
+const LATE_PACKET_MS = 2 * FRAME_MS;
 /** A frame waiting for its partner in an append leaves alone this long after it came. */
 const MAX_HOLD_MS = FRAME_MS + 5;
 
 export class InputPump {
-  /** How long silence is fed after the last speech; changes when the session switches turn detection. */
-  #silenceTailMs: number;
+  /** Changes when the session switches turn detection. */
+  #trailingSilence: TrailingSilence | undefined;
   readonly #options: Required<Omit<InputPumpOptions, 'onAppend'>> & Pick<InputPumpOptions, 'onAppend'>;
   #sink: AudioSink | undefined;
   #running = false;
-  /** The one timer: a slot's deadline, a held frame's, or the next silence. */
+  /** The one timer: a slot's deadline, a held frame's, or the trailing silence's. */
   #timer: NodeJS.Timeout | undefined;
+  /** Trailing silence not sent yet, and when the last speech came. */
   #silenceLeftMs = 0;
-  #nextSilenceAt = 0;
+  #lastSpeechAt = 0;
   /** Frames not sent yet (waiting for a partner, or for the socket), and when the oldest came. */
   #pending: Int16Array[] = [];
   #pendingSince = 0;
@@ -55,7 +65,7 @@ export class InputPump {
 
   constructor(options: InputPumpOptions) {
     this.#options = { framesPerAppend: 1, highWaterMarkBytes: 64 * 1024, maxBacklogFrames: 50, ...options };
-    this.#silenceTailMs = options.silenceTailMs;
+    this.#trailingSilence = options.trailingSilence;
   }
 
   get droppedFrames(): number {
@@ -63,11 +73,11 @@ export class InputPump {
   }
 
   /** From the next speech on (server VAD must hear silence to end a turn; a manual turn needs none). */
-  set silenceTailMs(ms: number) {
-    this.#silenceTailMs = ms;
+  set trailingSilence(silence: TrailingSilence | undefined) {
+    this.#trailingSilence = silence;
   }
 
-  /** No speech waiting and no trailing silence being fed: the gateway has heard the end of everything said. */
+  /** No speech waiting and no trailing silence owed: the gateway has heard the end of everything said. */
   get quiet(): boolean {
     return this.#silenceLeftMs <= 0 && this.#pending.length === 0 && !this.#options.mixer.hasFrames;
   }
@@ -104,8 +114,11 @@ export class InputPump {
   }
 
   #speech(frame: Int16Array, now: number): void {
-    this.#silenceLeftMs = this.#silenceTailMs;
-    this.#nextSilenceAt = now + TAIL_START_MS;
+    // The pause before this speech, as the VAD would have heard it fed in real time.
+    const pauseMs = now - this.#lastSpeechAt;
+    if (this.#silenceLeftMs > 0 && pauseMs >= LATE_PACKET_MS) this.#queueSilence(Math.round(pauseMs / FRAME_MS) - 1, now);
+    this.#silenceLeftMs = this.#trailingSilence?.feedMs ?? 0;
+    this.#lastSpeechAt = now;
     this.#queue(frame, now);
     if (this.#pending.length >= this.#options.framesPerAppend) this.#flush();
   }
@@ -116,6 +129,17 @@ export class InputPump {
     this.#pending.push(frame);
   }
 
+  #queueSilence(frames: number, now: number): void {
+    const owed = Math.min(frames, Math.ceil(this.#silenceLeftMs / FRAME_MS));
+    for (let frame = 0; frame < owed; frame++) this.#queue(silentFrame(), now);
+    this.#silenceLeftMs -= owed * FRAME_MS;
+  }
+
+  /** When the VAD, fed silence in real time, would have heard enough of it to end the turn. */
+  get #turnEndsAt(): number {
+    return this.#lastSpeechAt + (this.#trailingSilence?.afterMs ?? 0);
+  }
+
   #plan(now: number): void {
     clearTimeout(this.#timer);
     this.#timer = undefined;
@@ -124,7 +148,7 @@ export class InputPump {
     if (this.#options.mixer.hasFrames) dues.push(now + FRAME_MS);
     // A held frame leaves when its time is up; while the socket is backed up, the next try is a frame later.
     if (this.#pending.length > 0) dues.push(this.#backedUp ? now + FRAME_MS : this.#pendingSince + MAX_HOLD_MS);
-    if (this.#silenceLeftMs > 0) dues.push(this.#nextSilenceAt);
+    if (this.#silenceLeftMs > 0) dues.push(this.#turnEndsAt);
     if (dues.length === 0) return;
     this.#timer = setTimeout(() => this.#onTimer(), Math.max(0, Math.min(...dues) - now));
   }
@@ -136,12 +160,8 @@ export class InputPump {
     const partial = this.#options.mixer.nextFrame();
     if (partial) this.#speech(partial, now);
     if (this.#pending.length > 0 && now >= this.#pendingSince + MAX_HOLD_MS) this.#flush();
-    if (this.#silenceLeftMs > 0 && now >= this.#nextSilenceAt) {
-      // On a drift-free clock, as many frames as one append carries.
-      const frames = Math.min(this.#options.framesPerAppend, Math.ceil(this.#silenceLeftMs / FRAME_MS));
-      for (let frame = 0; frame < frames; frame++) this.#queue(silentFrame(), now);
-      this.#silenceLeftMs -= frames * FRAME_MS;
-      this.#nextSilenceAt += frames * FRAME_MS;
+    if (this.#silenceLeftMs > 0 && now >= this.#turnEndsAt) {
+      this.#queueSilence(Infinity, now);
       this.#flush();
     }
     this.#drain(now);

@@ -8,7 +8,7 @@ import { CallEncryptionMonitor, type CallEncryption } from './call-encryption.ts
 import { FRAME_MS } from './audio/format.ts';
 import { SpeakerMixer } from './audio/mixer.ts';
 import { FunctionCallsOfSession } from './function-calls.ts';
-import { InputPump } from './input-pump.ts';
+import { InputPump, type TrailingSilence } from './input-pump.ts';
 import { speakLastLine } from './last-line.ts';
 import { VoiceListener } from './listener.ts';
 import { finalFailure } from './realtime-errors.ts';
@@ -141,7 +141,7 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
     this.#pump = new InputPump({
       mixer: this.#mixer,
       log: this.#log,
-      silenceTailMs: this.#silenceTailMs(),
+      trailingSilence: this.#trailingSilence(),
       framesPerAppend: FRAMES_PER_APPEND,
       onAppend: (frames, sentAt) => {
         if (metrics && this.#oldestUnappendedAt !== undefined) metrics.voiceLatency('in', (sentAt - this.#oldestUnappendedAt) / 1000);
@@ -210,8 +210,9 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
   }
 
   /** Server VAD must hear silence to end a turn; when the bot ends turns itself, none is needed. */
-  #silenceTailMs(): number {
-    return this.#manual ? 0 : Math.max(1000, 2 * this.#options.settings.silenceMs);
+  #trailingSilence(): TrailingSilence | undefined {
+    const { silenceMs } = this.#options.settings;
+    return this.#manual ? undefined : { afterMs: silenceMs, feedMs: Math.max(1000, 2 * silenceMs) };
   }
 
   get onlyWhenNamed(): boolean {
@@ -228,7 +229,7 @@ export class VoiceSession extends EventEmitter<SessionEvents> {
     this.#onlyWhenNamed = value;
     this.#log.info('voice answers', { onlyWhenNamed: value });
     if (wasManual === this.#manual) return;
-    this.#pump.silenceTailMs = this.#silenceTailMs();
+    this.#pump.trailingSilence = this.#trailingSilence();
     const state = this.#state;
     const config = this.#options.sessionConfig?.(this.#manual);
     if (state.status === 'live' && config) state.client.updateSession(config);

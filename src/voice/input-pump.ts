@@ -1,5 +1,5 @@
 import type { Logger } from '../lib/log.ts';
-import { FRAME_MS, FRAME_SAMPLES, silentFrame } from './audio/format.ts';
+import { FRAME_MS, FRAME_SAMPLES } from './audio/format.ts';
 import type { SpeakerMixer } from './audio/mixer.ts';
 
 // Moves the mixed audio into the realtime session. A slot is mixed as soon as every active speaker's
@@ -13,11 +13,13 @@ import type { SpeakerMixer } from './audio/mixer.ts';
 // and once the pause is as long as the VAD's silence duration, the whole trailing silence leaves in one
 // append (the turn ends when it would have with silence fed frame by frame, a little sooner if anything).
 // Nothing runs while nobody speaks: an idle channel costs no timer wake-ups. When the socket is backed
-// up, frames wait and leave together in one append.
+// up, frames wait and leave together in one append. Frames are copied as they are queued into one
+// buffer kept from append to append (the sink sends it before it returns), so nothing is allocated per frame.
 
 export interface AudioSink {
   /** Bytes waiting in the socket: above the high-water mark, frames are batched instead of sent. */
   readonly bufferedAmount: number;
+  /** Sends `pcm` before it returns: the pump writes the next append into the same memory. */
   appendAudio(pcm: Int16Array): void;
 }
 
@@ -57,11 +59,15 @@ export class InputPump {
   /** Trailing silence not sent yet, and when the last speech came. */
   #silenceLeftMs = 0;
   #lastSpeechAt = 0;
-  /** Frames not sent yet (waiting for a partner, or for the socket), and when the oldest came. */
-  #pending: Int16Array[] = [];
+  /** Frames not sent yet (waiting for a partner, or for the socket), back to back, and when the oldest came. */
+  #pending = new Int16Array(0);
+  #pendingFrames = 0;
   #pendingSince = 0;
+  /** The last append's view of #pending (appends are mostly of the same length). */
+  #appendView = new Int16Array(0);
   #backedUp = false;
   #dropped = 0;
+  readonly #onTimer = () => this.#due();
 
   constructor(options: InputPumpOptions) {
     this.#options = { framesPerAppend: 1, highWaterMarkBytes: 64 * 1024, maxBacklogFrames: 50, ...options };
@@ -79,13 +85,13 @@ export class InputPump {
 
   /** No speech waiting and no trailing silence owed: the gateway has heard the end of everything said. */
   get quiet(): boolean {
-    return this.#silenceLeftMs <= 0 && this.#pending.length === 0 && !this.#options.mixer.hasFrames;
+    return this.#silenceLeftMs <= 0 && this.#pendingFrames === 0 && !this.#options.mixer.hasFrames;
   }
 
   /** Where audio goes; undefined while the realtime session reconnects (audio is then dropped). */
   set sink(sink: AudioSink | undefined) {
     this.#sink = sink;
-    this.#pending = [];
+    this.#pendingFrames = 0;
   }
 
   start(): void {
@@ -120,19 +126,36 @@ export class InputPump {
     this.#silenceLeftMs = this.#trailingSilence?.feedMs ?? 0;
     this.#lastSpeechAt = now;
     this.#queue(frame, now);
-    if (this.#pending.length >= this.#options.framesPerAppend) this.#flush();
+    if (this.#pendingFrames >= this.#options.framesPerAppend) this.#flush();
   }
 
   #queue(frame: Int16Array, now: number): void {
     if (!this.#sink) return;
-    if (this.#pending.length === 0) this.#pendingSince = now;
-    this.#pending.push(frame);
+    const start = this.#reserveFrame(now);
+    this.#pending.set(frame, start);
   }
 
   #queueSilence(frames: number, now: number): void {
     const owed = Math.min(frames, Math.ceil(this.#silenceLeftMs / FRAME_MS));
-    for (let frame = 0; frame < owed; frame++) this.#queue(silentFrame(), now);
     this.#silenceLeftMs -= owed * FRAME_MS;
+    if (!this.#sink) return;
+    for (let frame = 0; frame < owed; frame++) {
+      const start = this.#reserveFrame(now);
+      this.#pending.fill(0, start, start + FRAME_SAMPLES);
+    }
+  }
+
+  /** Room for one more pending frame (the buffer grows when a burst needs it); returns where it starts. */
+  #reserveFrame(now: number): number {
+    if (this.#pendingFrames === 0) this.#pendingSince = now;
+    const end = (this.#pendingFrames + 1) * FRAME_SAMPLES;
+    if (end > this.#pending.length) {
+      const grown = new Int16Array(Math.max(end, 2 * this.#pending.length));
+      grown.set(this.#pending.subarray(0, end - FRAME_SAMPLES));
+      this.#pending = grown;
+    }
+    this.#pendingFrames++;
+    return end - FRAME_SAMPLES;
   }
 
   /** When the VAD, fed silence in real time, would have heard enough of it to end the turn. */
@@ -144,22 +167,22 @@ export class InputPump {
     clearTimeout(this.#timer);
     this.#timer = undefined;
     if (!this.#running) return;
-    const dues: number[] = [];
-    if (this.#options.mixer.hasFrames) dues.push(now + FRAME_MS);
+    let due = Infinity;
+    if (this.#options.mixer.hasFrames) due = now + FRAME_MS;
     // A held frame leaves when its time is up; while the socket is backed up, the next try is a frame later.
-    if (this.#pending.length > 0) dues.push(this.#backedUp ? now + FRAME_MS : this.#pendingSince + MAX_HOLD_MS);
-    if (this.#silenceLeftMs > 0) dues.push(this.#turnEndsAt);
-    if (dues.length === 0) return;
-    this.#timer = setTimeout(() => this.#onTimer(), Math.max(0, Math.min(...dues) - now));
+    if (this.#pendingFrames > 0) due = Math.min(due, this.#backedUp ? now + FRAME_MS : this.#pendingSince + MAX_HOLD_MS);
+    if (this.#silenceLeftMs > 0) due = Math.min(due, this.#turnEndsAt);
+    if (due === Infinity) return;
+    this.#timer = setTimeout(this.#onTimer, Math.max(0, due - now));
   }
 
-  #onTimer(): void {
+  #due(): void {
     this.#timer = undefined;
     const now = performance.now();
     // A speaker missed the slot: the others' audio goes out without them.
     const partial = this.#options.mixer.nextFrame();
     if (partial) this.#speech(partial, now);
-    if (this.#pending.length > 0 && now >= this.#pendingSince + MAX_HOLD_MS) this.#flush();
+    if (this.#pendingFrames > 0 && now >= this.#pendingSince + MAX_HOLD_MS) this.#flush();
     if (this.#silenceLeftMs > 0 && now >= this.#turnEndsAt) {
       this.#queueSilence(Infinity, now);
       this.#flush();
@@ -170,25 +193,24 @@ export class InputPump {
   /** Sends what is pending in one append, unless the socket is backed up (then it keeps, up to the backlog). */
   #flush(): void {
     const sink = this.#sink;
-    if (!sink || this.#pending.length === 0) return;
+    if (!sink || this.#pendingFrames === 0) return;
     this.#backedUp = sink.bufferedAmount > this.#options.highWaterMarkBytes;
     if (this.#backedUp) {
-      const excess = this.#pending.length - this.#options.maxBacklogFrames;
+      const excess = this.#pendingFrames - this.#options.maxBacklogFrames;
       if (excess > 0) {
-        this.#pending.splice(0, excess);
+        this.#pending.copyWithin(0, excess * FRAME_SAMPLES, this.#pendingFrames * FRAME_SAMPLES);
+        this.#pendingFrames -= excess;
         this.#dropped += excess;
         this.#options.log.warn('the realtime socket is backed up; dropping old input audio', { dropped: this.#dropped });
       }
       return;
     }
-    const frames = this.#pending;
-    this.#pending = [];
-    let pcm = frames[0]!;
-    if (frames.length > 1) {
-      pcm = new Int16Array(frames.length * FRAME_SAMPLES);
-      frames.forEach((part, index) => pcm.set(part, index * FRAME_SAMPLES));
-    }
-    sink.appendAudio(pcm);
-    this.#options.onAppend?.(frames.length, performance.now());
+    const frames = this.#pendingFrames;
+    this.#pendingFrames = 0;
+    const samples = frames * FRAME_SAMPLES;
+    if (this.#appendView.length !== samples || this.#appendView.buffer !== this.#pending.buffer)
+      this.#appendView = this.#pending.subarray(0, samples);
+    sink.appendAudio(this.#appendView);
+    this.#options.onAppend?.(frames, performance.now());
   }
 }

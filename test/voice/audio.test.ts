@@ -142,7 +142,8 @@ describe('framing and mixing', () => {
     first.forEach((frame, index) => {
       mixer.push('a', frame);
       mixer.push('b', second[index]!);
-      mixed.push(mixer.nextFrame()!);
+      // The mixed frame is the mixer's until the next slot.
+      mixed.push(mixer.nextFrame()!.slice());
     });
     const pcm = concat(mixed);
     expect(pcm.length).toBe(10 * FRAME_SAMPLES);

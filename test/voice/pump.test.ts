@@ -19,7 +19,8 @@ const SERVER_VAD: TrailingSilence = { afterMs: 500, feedMs: 1000 };
 function pumpWith(trailingSilence: TrailingSilence | undefined, options: { maxBacklogFrames?: number; framesPerAppend?: number } = {}) {
   const mixer = new SpeakerMixer();
   const sent: { at: number; pcm: Int16Array }[] = [];
-  const sink = { bufferedAmount: 0, appendAudio: (pcm: Int16Array) => sent.push({ at: performance.now(), pcm }) };
+  // The pump reuses what it appends: the sink keeps a copy.
+  const sink = { bufferedAmount: 0, appendAudio: (pcm: Int16Array) => sent.push({ at: performance.now(), pcm: pcm.slice() }) };
   const pump = new InputPump({ mixer, log: silentLogger, trailingSilence, highWaterMarkBytes: 1000, ...options });
   pump.sink = sink;
   pump.start();

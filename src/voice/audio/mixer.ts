@@ -5,6 +5,7 @@ import { Framer } from './framer.ts';
 // slot takes one frame from every speaker who has one and sums them (with clipping). A slot is ready
 // once every active speaker (one who sent audio within the last couple of frames) has a frame in it.
 // A queue longer than the jitter allowance loses its oldest frames: latency matters more than a 20 ms blip.
+// A mixed slot is summed in buffers the mixer keeps: nothing is allocated per slot.
 
 const MAX_QUEUED_FRAMES = 5;
 /** A speaker with no audio for this long no longer holds a slot back (they paused, or a packet is very late). */
@@ -13,6 +14,8 @@ const ACTIVE_GAP_MS = 2.5 * FRAME_MS;
 export class SpeakerMixer {
   readonly #queues = new Map<string, { framer: Framer; frames: Int16Array[]; lastPushAt: number }>();
   #dropped = 0;
+  readonly #sums = new Int32Array(FRAME_SAMPLES);
+  readonly #mixed = new Int16Array(FRAME_SAMPLES);
 
   get droppedFrames(): number {
     return this.#dropped;
@@ -56,28 +59,28 @@ export class SpeakerMixer {
     this.#queues.delete(speaker);
   }
 
-  /** One mixed frame (of whoever has one for this slot), or undefined when nobody has audio. */
+  /**
+   * One mixed frame (of whoever has one for this slot), or undefined when nobody has audio. The frame
+   * is the mixer's until the next call: copy it to keep it.
+   */
   nextFrame(): Int16Array | undefined {
-    let mixed: Int16Array | undefined;
-    let sums: Int32Array | undefined;
+    let first: Int16Array | undefined;
     let contributors = 0;
+    const sums = this.#sums;
     for (const queue of this.#queues.values()) {
       const frame = queue.frames.shift();
       if (!frame) continue;
       contributors++;
       if (contributors === 1) {
-        mixed = frame;
+        first = frame;
         continue;
       }
-      if (!sums) {
-        sums = new Int32Array(FRAME_SAMPLES);
-        for (let i = 0; i < FRAME_SAMPLES; i++) sums[i] = mixed![i]!;
-      }
+      if (contributors === 2) for (let i = 0; i < FRAME_SAMPLES; i++) sums[i] = first![i]!;
       for (let i = 0; i < FRAME_SAMPLES; i++) sums[i]! += frame[i]!;
     }
-    if (!sums) return mixed;
-    const out = new Int16Array(FRAME_SAMPLES);
-    for (let i = 0; i < FRAME_SAMPLES; i++) out[i] = Math.max(-32768, Math.min(32767, sums[i]!));
-    return out;
+    if (contributors < 2) return first;
+    const mixed = this.#mixed;
+    for (let i = 0; i < FRAME_SAMPLES; i++) mixed[i] = Math.max(-32768, Math.min(32767, sums[i]!));
+    return mixed;
   }
 }

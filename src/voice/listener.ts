@@ -14,6 +14,7 @@ import { OpusFrameDecoder, isOpusSilenceFrame } from './audio/opus.ts';
 // happens to end in a well-formed DAVE trailer (well under one in a million) is lost as one 20 ms frame.
 // A client closes each talk spurt with Opus silence frames; audio that stops without them dropped out
 // (a network or client hiccup) and is likely to resume, which is what the bot ending turns needs to know.
+// Those frames are silence the listener knows without decoding them: they are neither decoded nor mixed.
 //
 // A member the conversation does not hear (the bot itself, one who asked not to be heard, one who has not
 // agreed in an opt-in conversation) is kept out of the receiver's SSRC -> user map: their packets end at
@@ -140,8 +141,14 @@ export class VoiceListener {
         this.#events.onUndecrypted?.(userId);
         return;
       }
-      if (isOpusSilenceFrame(packet)) this.#midSpurt.delete(userId);
-      else this.#midSpurt.add(userId);
+      if (isOpusSilenceFrame(packet)) {
+        // Known silence, not decoded: the speaker holds no slot of the mix back, and the pump sends the
+        // silence the gateway needs (its pause counts from the last speech, as the VAD's does).
+        this.#midSpurt.delete(userId);
+        this.#mixer.quiet(userId);
+        return;
+      }
+      this.#midSpurt.add(userId);
       const pcm = speakerDecoder.decode(packet);
       if (!pcm) {
         this.#log.debug('skipped an undecodable voice packet', { user: userId, corrupt: speakerDecoder.corruptPackets });

@@ -151,6 +151,20 @@ describe('framing and mixing', () => {
     expect(analyzeTone(pcm, { format: REALTIME_PCM, maxHz: 600 }).dominantHz).toBeCloseTo(400, -1);
   });
 
+  it('holds no slot back for a speaker who closed their talk spurt', () => {
+    const mixer = new SpeakerMixer();
+    mixer.push('a', new Int16Array(FRAME_SAMPLES).fill(100), 0);
+    mixer.push('b', new Int16Array(FRAME_SAMPLES).fill(200), 0);
+    expect(mixer.nextFrame()?.[0]).toBe(300);
+    mixer.push('a', new Int16Array(FRAME_SAMPLES).fill(100), 20);
+    // b's next packet is late: the slot waits for it...
+    expect(mixer.ready(20)).toBe(false);
+    // ...unless b's last packet closed the spurt.
+    mixer.quiet('b');
+    expect(mixer.ready(20)).toBe(true);
+    expect(mixer.nextFrame()?.[0]).toBe(100);
+  });
+
   it('drops the oldest frames of a speaker who runs ahead, to keep latency bounded', () => {
     const mixer = new SpeakerMixer();
     mixer.push('a', new Int16Array(FRAME_SAMPLES * 8));

@@ -55,6 +55,12 @@ export class SpeakerMixer {
     }
   }
 
+  /** The speaker closed their talk spurt: no slot waits for them until their next audio. */
+  quiet(speaker: string): void {
+    const queue = this.#queues.get(speaker);
+    if (queue) queue.lastPushAt = -Infinity;
+  }
+
   remove(speaker: string): void {
     this.#queues.delete(speaker);
   }

@@ -165,6 +165,24 @@ describe('framing and mixing', () => {
     expect(mixer.nextFrame()?.[0]).toBe(100);
   });
 
+  it('hands out each frame as it was pushed while it uses the memory of frames done with again', () => {
+    const mixer = new SpeakerMixer();
+    const heard: number[] = [];
+    for (let round = 0; round < 4; round++) {
+      // Frames of 1, 2, 3 (+ 10 × round), the second pushed in two halves.
+      const base = 10 * round;
+      mixer.push('a', new Int16Array(FRAME_SAMPLES).fill(base + 1));
+      mixer.push('a', new Int16Array(FRAME_SAMPLES / 2).fill(base + 2));
+      mixer.push('a', new Int16Array(FRAME_SAMPLES / 2).fill(base + 2));
+      mixer.push('a', new Int16Array(FRAME_SAMPLES).fill(base + 3));
+      for (let frame = mixer.nextFrame(); frame; frame = mixer.nextFrame()) {
+        expect(frame.every((sample) => sample === frame[0])).toBe(true);
+        heard.push(frame[0]!);
+      }
+    }
+    expect(heard).toEqual([1, 2, 3, 11, 12, 13, 21, 22, 23, 31, 32, 33]);
+  });
+
   it('drops the oldest frames of a speaker who runs ahead, to keep latency bounded', () => {
     const mixer = new SpeakerMixer();
     mixer.push('a', new Int16Array(FRAME_SAMPLES * 8));

@@ -5,7 +5,8 @@ import { Framer } from './framer.ts';
 // slot takes one frame from every speaker who has one and sums them (with clipping). A slot is ready
 // once every active speaker (one who sent audio within the last couple of frames) has a frame in it.
 // A queue longer than the jitter allowance loses its oldest frames: latency matters more than a 20 ms blip.
-// A mixed slot is summed in buffers the mixer keeps: nothing is allocated per slot.
+// A mixed slot is summed in buffers the mixer keeps, and a frame it is done with is used again for a
+// later one: once every speaker's queue is full, nothing is allocated per frame.
 
 const MAX_QUEUED_FRAMES = 5;
 /** A speaker with no audio for this long no longer holds a slot back (they paused, or a packet is very late). */
@@ -16,6 +17,10 @@ export class SpeakerMixer {
   #dropped = 0;
   readonly #sums = new Int32Array(FRAME_SAMPLES);
   readonly #mixed = new Int16Array(FRAME_SAMPLES);
+  /** Frames done with, for the framers to fill again; and the frame the last nextFrame() handed out. */
+  readonly #spare: Int16Array[] = [];
+  #lent: Int16Array | undefined;
+  readonly #newFrame = () => this.#spare.pop() ?? new Int16Array(FRAME_SAMPLES);
 
   get droppedFrames(): number {
     return this.#dropped;
@@ -44,13 +49,13 @@ export class SpeakerMixer {
   push(speaker: string, samples: Int16Array, now = performance.now()): void {
     let queue = this.#queues.get(speaker);
     if (!queue) {
-      queue = { framer: new Framer(), frames: [], lastPushAt: now };
+      queue = { framer: new Framer(this.#newFrame), frames: [], lastPushAt: now };
       this.#queues.set(speaker, queue);
     }
     queue.lastPushAt = now;
-    queue.frames.push(...queue.framer.push(samples));
+    for (const frame of queue.framer.push(samples)) queue.frames.push(frame);
     while (queue.frames.length > MAX_QUEUED_FRAMES) {
-      queue.frames.shift();
+      this.#spare.push(queue.frames.shift()!);
       this.#dropped++;
     }
   }
@@ -70,6 +75,8 @@ export class SpeakerMixer {
    * is the mixer's until the next call: copy it to keep it.
    */
   nextFrame(): Int16Array | undefined {
+    if (this.#lent) this.#spare.push(this.#lent);
+    this.#lent = undefined;
     let first: Int16Array | undefined;
     let contributors = 0;
     const sums = this.#sums;
@@ -83,8 +90,13 @@ export class SpeakerMixer {
       }
       if (contributors === 2) for (let i = 0; i < FRAME_SAMPLES; i++) sums[i] = first![i]!;
       for (let i = 0; i < FRAME_SAMPLES; i++) sums[i]! += frame[i]!;
+      this.#spare.push(frame);
     }
-    if (contributors < 2) return first;
+    if (contributors < 2) {
+      this.#lent = first;
+      return first;
+    }
+    this.#spare.push(first!);
     const mixed = this.#mixed;
     for (let i = 0; i < FRAME_SAMPLES; i++) mixed[i] = Math.max(-32768, Math.min(32767, sums[i]!));
     return mixed;

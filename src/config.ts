@@ -343,7 +343,7 @@ const VARIABLES = {
   FORGET_MEMBERS_WHO_LEAVE: defaulted('off', z.stringbool({ truthy: ['on'], falsy: ['off'] }), {
     problem: 'must be "on" or "off"',
     meaning:
-      '`on` forgets a member who leaves a server as `/voice forget-me` does (see "Privacy"). It needs the privileged **Server Members Intent**: turn it on in the Developer Portal (your application, Bot, Privileged Gateway Intents) first, or Discord refuses the connection (close code 4014) and the bot does not start. `off` asks for no privileged intent.',
+      '`on` forgets a member who leaves a server as `/voice forget-me` does (see "Privacy"). It needs the privileged **Server Members Intent**: turn it on in the Developer Portal (your application, Bot, Privileged Gateway Intents) first. Before it connects, the bot reads the application\'s flags (`GET /applications/@me`); when they say the intent is off it logs one line naming this variable and that setting, and exits 2 without opening the gateway, so no start (a service manager\'s included) uses one of the 1,000 session starts Discord allows a day. Flags it cannot read refuse nothing: Discord then refuses the connection (close code 4014), and the bot logs the same line and exits 2 without trying again. `off` asks for no privileged intent.',
   }),
   OPUS_CODEC: defaulted('auto', z.enum(OPUS_CODEC_SETTINGS), {
     problem: 'must be "auto" or "opusscript"',

@@ -127,13 +127,14 @@ describe('a claim whose process was killed before it heard the gateway', () => {
     // Well within the 6 min lease the claim held before: the second variant is sent and posted.
     const posted = await bot.waitForLog((line) => line.msg === 'video posted', 60_000);
     expect(discord.messages(guild.textChannelId).some((message) => message.id === posted.message)).toBe(true);
-    // The first variant was not sent again (its record said it was being sent): each accepted once, and the
-    // one refusal the probe cost.
-    expect(
-      submissions()
-        .map((entry) => entry.status)
-        .sort(),
-    ).toEqual([200, 200, 429]);
+    // The first variant was not sent again (its record said it was being sent): each accepted once. The
+    // probe cost one refusal before the kill, and may cost one after it: the first variant may still run
+    // at the gateway when the released slot is tried.
+    const statuses = submissions().map((entry) => entry.status);
+    expect(statuses.filter((status) => status === 200)).toHaveLength(2);
+    expect(statuses.filter((status) => status === 429).length).toBeGreaterThanOrEqual(1);
+    expect(statuses.filter((status) => status === 429).length).toBeLessThanOrEqual(2);
+    expect(statuses.every((status) => status === 200 || status === 429)).toBe(true);
     expect(bot.logs.filter((line) => line.msg === 'video task submitted')).toHaveLength(1);
   }, 120_000);
 });

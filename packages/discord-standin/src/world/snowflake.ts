@@ -1,13 +1,19 @@
-// Realistic ids: Discord snowflakes are a millisecond timestamp since 2015 shifted left 22 bits, plus a
-// counter. discord.js routes rate-limit buckets by \d{17,19}, so toy ids like "1" would not do.
+import { randomInt } from 'node:crypto';
+
+// Realistic ids: Discord snowflakes are a millisecond timestamp since 2015 shifted left 22 bits, then a
+// worker and process id (10 bits), then a counter. discord.js routes rate-limit buckets by \d{17,19}, so
+// toy ids like "1" would not do. Each stand-in process takes a random worker and process id, as Discord's
+// processes have their own: two test processes that make ids in the same millisecond (an application id
+// each) must not make the same one, or bots that share a store would take each other's records for theirs.
 
 const DISCORD_EPOCH = 1_420_070_400_000n;
 const TIMESTAMP_SHIFT = 22n;
+const PROCESS_ID = BigInt(randomInt(0, 1024)) << 12n;
 let increment = 0n;
 
 export function snowflake(at = Date.now()): string {
   increment = (increment + 1n) & 0xfffn;
-  return (((BigInt(at) - DISCORD_EPOCH) << TIMESTAMP_SHIFT) | increment).toString();
+  return (((BigInt(at) - DISCORD_EPOCH) << TIMESTAMP_SHIFT) | PROCESS_ID | increment).toString();
 }
 
 /** The shard whose session receives a guild's events: Discord's `(guild_id >> 22) % num_shards`. */

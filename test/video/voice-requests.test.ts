@@ -44,21 +44,30 @@ const keyless: GuildVideoPolicy = {
   recordCost: unused,
 };
 
+/** Each block's own SQLite store, in a folder of its own: all of them closed and deleted after the file. */
+const opened: { store: Store; directory: string }[] = [];
+async function openedStore(prefix: string): Promise<Store> {
+  const directory = mkdtempSync(join(tmpdir(), prefix));
+  const store = await openStore(`sqlite://${join(directory, 'bot.sqlite')}`, silentLogger);
+  opened.push({ store, directory });
+  return store;
+}
+afterAll(async () => {
+  for (const { store, directory } of opened) {
+    await store.close();
+    rmSync(directory, { recursive: true, force: true });
+  }
+});
+
 describe('a video asked for by voice on a server without a key', () => {
-  let directory: string;
   let store: Store;
   let tasks: TaskRepository;
   let prepare: VideoPreparation;
 
   beforeAll(async () => {
-    directory = mkdtempSync(join(tmpdir(), 'voice-requests-'));
-    store = await openStore(`sqlite://${join(directory, 'bot.sqlite')}`, silentLogger);
+    store = await openedStore('voice-requests-');
     tasks = new TaskRepository(store, silentLogger);
     prepare = new VideoPreparation({ policy: keyless, repository: tasks, endUsers: new EndUserIds(store), vendor: 'svc' });
-  });
-  afterAll(async () => {
-    await store.close();
-    rmSync(directory, { recursive: true, force: true });
   });
 
   function videoByVoice(serverLanguage: string | undefined): VoiceVideo {
@@ -89,16 +98,10 @@ describe('a video asked for by voice on a server without a key', () => {
 });
 
 describe("a video asked for by voice past the server's limit", () => {
-  let directory: string;
   let store: Store;
 
   beforeAll(async () => {
-    directory = mkdtempSync(join(tmpdir(), 'voice-requests-limit-'));
-    store = await openStore(`sqlite://${join(directory, 'bot.sqlite')}`, silentLogger);
-  });
-  afterAll(async () => {
-    await store.close();
-    rmSync(directory, { recursive: true, force: true });
+    store = await openedStore('voice-requests-limit-');
   });
 
   it("is refused, and the server's moderation log told who asked for what and why", async () => {
@@ -149,22 +152,16 @@ describe("a video asked for by voice past the server's limit", () => {
 // it, naming the word, so that it can say so; the moderation log has the refusal and the prompt.
 
 describe('a video asked for by voice with a blocked word', () => {
-  let directory: string;
   let store: Store;
   let tasks: TaskRepository;
   let prepare: VideoPreparation;
   const rules = compileBlockedWords(['dragon', 'ドラゴン']);
 
   beforeAll(async () => {
-    directory = mkdtempSync(join(tmpdir(), 'voice-requests-blocked-'));
-    store = await openStore(`sqlite://${join(directory, 'bot.sqlite')}`, silentLogger);
+    store = await openedStore('voice-requests-blocked-');
     tasks = new TaskRepository(store, silentLogger);
     const policy: GuildVideoPolicy = { ...keyless, blockedWordIn: (_guildId, prompt) => Promise.resolve(blockedWordIn(rules, prompt)) };
     prepare = new VideoPreparation({ policy, repository: tasks, endUsers: new EndUserIds(store), vendor: 'svc' });
-  });
-  afterAll(async () => {
-    await store.close();
-    rmSync(directory, { recursive: true, force: true });
   });
 
   function videoByVoice(refusals: LoggedRefusal[], serverLanguage?: string): VoiceVideo {
@@ -220,20 +217,14 @@ describe('a video asked for by voice with a blocked word', () => {
 // language. (The server has no key: a request every member may make gets as far as that refusal.)
 
 describe('a video asked for by voice in a turn several members spoke', () => {
-  let directory: string;
   let store: Store;
   let prepare: VideoPreparation;
   let tasks: TaskRepository;
 
   beforeAll(async () => {
-    directory = mkdtempSync(join(tmpdir(), 'voice-requests-members-'));
-    store = await openStore(`sqlite://${join(directory, 'bot.sqlite')}`, silentLogger);
+    store = await openedStore('voice-requests-members-');
     tasks = new TaskRepository(store, silentLogger);
     prepare = new VideoPreparation({ policy: keyless, repository: tasks, endUsers: new EndUserIds(store), vendor: 'svc' });
-  });
-  afterAll(async () => {
-    await store.close();
-    rmSync(directory, { recursive: true, force: true });
   });
 
   const bo = { userId: 'u2', displayName: 'Bo', roleIds: [], isServerManager: false };

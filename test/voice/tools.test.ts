@@ -2,6 +2,17 @@ import { describe, expect, it } from 'vitest';
 import type { VoiceCaller, VoiceVideoRequests } from '../../src/ports/voice-video.ts';
 import { parseToolCall, runToolCall, VOICE_TOOLS } from '../../src/voice/tools.ts';
 
+/** Ana, alone in her turn, with no roles. */
+const caller: VoiceCaller = {
+  guildId: 'g',
+  channelId: 'c',
+  userId: 'u',
+  displayName: 'Ana',
+  roleIds: [],
+  isServerManager: false,
+  alsoHeard: [],
+};
+
 // The arguments the model sends are untrusted: each problem becomes an output naming it, never a throw.
 describe('voice tool arguments', () => {
   it("declares generate_video and video_status with the contract's argument names", () => {
@@ -54,15 +65,6 @@ describe('voice tool arguments', () => {
       },
       status: () => Promise.resolve({ status: 'not_found', message: 'none' }),
     };
-    const caller: VoiceCaller = {
-      guildId: 'g',
-      channelId: 'c',
-      userId: 'u',
-      displayName: 'Ana',
-      roleIds: [],
-      isServerManager: false,
-      alsoHeard: [],
-    };
     expect(JSON.parse(await runToolCall(requests, caller, 'generate_video', '{"prompt":"a fox"}'))).toEqual({
       status: 'submitted',
       message: 'The video is being made: task abc.',
@@ -85,15 +87,6 @@ describe('voice tool arguments', () => {
     const requests: VoiceVideoRequests = {
       generate: () => Promise.resolve(queued),
       status: () => Promise.resolve({ status: 'not_found', message: 'none' }),
-    };
-    const caller: VoiceCaller = {
-      guildId: 'g',
-      channelId: 'c',
-      userId: 'u',
-      displayName: 'Ana',
-      roleIds: [],
-      isServerManager: false,
-      alsoHeard: [],
     };
     expect(JSON.parse(await runToolCall(requests, caller, 'generate_video', '{"prompt":"a fox"}'))).toEqual(queued);
     // The tool says so, so the model knows to tell the member where the video stands.

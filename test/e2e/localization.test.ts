@@ -5,14 +5,12 @@ import { TRANSLATED_LOCALES, isMessageKey, resolveLocale, tChosenKey, type Local
 import { isRecord } from '../../src/lib/json.ts';
 import { STORAGE_MAX_DAYS } from '../../src/settings/guild-settings.ts';
 import { BLOCKED_WORDS_LIMITS } from '../../src/settings/blocked-words.ts';
-import { cleanupBotDirectories, startBot, type BotProcess } from '../support/bot-process.ts';
+import { cleanupBotDirectories, startBotOn, type BotProcess } from '../support/bot-process.ts';
 
 // The bot as a process registers its commands with Discord (the stand-in, which checks Discord's rules for
 // localized names and descriptions) in German, French, Spanish (Spain), Brazilian Portuguese and Japanese:
 // every command, subcommand, option and choice, in the catalogs' words.
 
-/** Nothing listens here: registering commands never calls the gateway. */
-const UNUSED_GATEWAY = 'http://127.0.0.1:9';
 const ISSUE_LOCALES = ['de', 'fr', 'es-ES', 'pt-BR', 'ja'];
 const SUBCOMMAND_TYPES: readonly unknown[] = [1, 2];
 /** The descriptions the bot fills from its limits. */
@@ -31,14 +29,7 @@ let bot: BotProcess;
 
 beforeAll(async () => {
   discord = await startDiscordStandIn();
-  bot = startBot({
-    env: {
-      DISCORD_TOKEN: discord.botToken,
-      DISCORD_API_URL: discord.apiUrl,
-      GATEWAY_BASE_URL: UNUSED_GATEWAY,
-      NODE_EXTRA_CA_CERTS: discord.caCertPath,
-    },
-  });
+  bot = startBotOn(discord);
   await bot.waitForLog((line) => line.msg === 'ready', 30_000);
 }, 60_000);
 

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { cleanupBotDirectories, startBot, type BotProcess, type LogLine } from '../support/bot-process.ts';
+import { cleanupBotDirectories, startBotOn, type BotProcess, type DiscordAddress, type LogLine } from '../support/bot-process.ts';
 import { startOwnRedis, type OwnRedis } from '../support/redis-server.ts';
 import { PRIVILEGED_INTENT_BITS, startDiscordStandIn, type DiscordStandIn } from 'discord-standin';
 
@@ -9,25 +9,15 @@ import { PRIVILEGED_INTENT_BITS, startDiscordStandIn, type DiscordStandIn } from
 // 1000 Discord allows a day). Its flags (GET /applications/@me) say so before any identify: read first, they
 // spare even the one, however often a service manager starts the bot again.
 
-/** Nothing listens here: these starts never call the gateway. */
-const UNUSED_GATEWAY = 'http://127.0.0.1:9';
+/** The bot asking for the Server Members intent. */
+function startForgettingBot(discord: DiscordAddress, env: Record<string, string> = {}): BotProcess {
+  return startBotOn(discord, { FORGET_MEMBERS_WHO_LEAVE: 'on', ...env });
+}
+
 /** What `npm start` exits with when a restart cannot help (src/main.ts). */
 const EXIT_CONFIG = 2;
 
 afterEach(cleanupBotDirectories);
-
-function startBotOn(discord: DiscordStandIn, env: Record<string, string> = {}): BotProcess {
-  return startBot({
-    env: {
-      DISCORD_TOKEN: discord.botToken,
-      DISCORD_API_URL: discord.apiUrl,
-      GATEWAY_BASE_URL: UNUSED_GATEWAY,
-      NODE_EXTRA_CA_CERTS: discord.caCertPath,
-      FORGET_MEMBERS_WHO_LEAVE: 'on',
-      ...env,
-    },
-  });
-}
 
 /** What the bot logs when it could not read the application's flags before connecting (src/main.ts). */
 const FLAGS_UNREAD = "could not read the application's flags; the Server Members intent is left to Discord's answer at connecting";
@@ -61,7 +51,7 @@ describe('FORGET_MEMBERS_WHO_LEAVE=on without the Server Members intent allowed'
 
   it('exits non-zero without identifying when the flags say so, with one line naming the variable and the portal setting', async () => {
     const identifiesBefore = discord.identifies.length;
-    const bot = startBotOn(discord);
+    const bot = startForgettingBot(discord);
     expect(await bot.exited).toBe(EXIT_CONFIG);
     expect(discord.identifies.slice(identifiesBefore)).toEqual([]);
     const failure = bot.logs.find((line) => line.msg === 'the bot could not start');
@@ -78,14 +68,13 @@ describe('FORGET_MEMBERS_WHO_LEAVE=on without the Server Members intent allowed'
     const identifiesBefore = discord.identifies.length;
     const recover = failFlagsRead(discord);
     try {
-      const bot = startBotOn(discord);
+      const bot = startForgettingBot(discord);
       expect(await bot.exited).toBe(EXIT_CONFIG);
       expect(discord.identifies.slice(identifiesBefore).map((identify) => identify.outcome)).toEqual(['disallowed-intents']);
       const failure = bot.logs.find((line) => line.msg === 'the bot could not start');
       expect(explained(failure)).toContain('FORGET_MEMBERS_WHO_LEAVE');
       expect(explained(failure)).toContain('Server Members Intent');
       expect(explained(failure)).toContain('Developer Portal');
-      // Said once, and not as an outage waited out ("could not reach Discord; retrying").
       // Said once, and not as an outage waited out ("could not reach Discord; retrying"), after the flags unread.
       const told = problems(bot).filter((line) => /discord|flags|could not start/i.test(line.msg));
       expect(told.map((line) => line.msg)).toEqual([FLAGS_UNREAD, 'the bot could not start']);
@@ -97,7 +86,7 @@ describe('FORGET_MEMBERS_WHO_LEAVE=on without the Server Members intent allowed'
 
   it('connects with the intent once the operator turns it on in the portal', async () => {
     discord.setPrivilegedIntents({ serverMembers: true });
-    const bot = startBotOn(discord);
+    const bot = startForgettingBot(discord);
     try {
       await bot.waitForLog((line) => line.msg === 'ready', 30_000);
       expect((discord.identifiedIntents ?? 0) & PRIVILEGED_INTENT_BITS.serverMembers).not.toBe(0);
@@ -127,7 +116,7 @@ describe('sharded, two worker processes, without the intent allowed', () => {
 
   it('exits non-zero before starting any worker when the flags say so', async () => {
     const identifiesBefore = discord.identifies.length;
-    const bot = startBotOn(discord, { STORE_URL: redis.url, ...sharded });
+    const bot = startForgettingBot(discord, { STORE_URL: redis.url, ...sharded });
     expect(await bot.exited).toBe(EXIT_CONFIG);
     expect(bot.logs.filter((line) => line.msg === 'worker started')).toEqual([]);
     expect(discord.identifies.slice(identifiesBefore)).toEqual([]);
@@ -138,7 +127,7 @@ describe('sharded, two worker processes, without the intent allowed', () => {
     const identifiesBefore = discord.identifies.length;
     // Read once by the supervisor before its workers start: the failure is over by the time it looks the application up.
     failFlagsRead(discord);
-    const bot = startBotOn(discord, { STORE_URL: redis.url, ...sharded });
+    const bot = startForgettingBot(discord, { STORE_URL: redis.url, ...sharded });
     expect(await bot.exited).toBe(EXIT_CONFIG);
     expect(bot.logs.some((line) => line.msg === FLAGS_UNREAD)).toBe(true);
     expect(bot.logs.filter((line) => line.msg === 'worker started')).toHaveLength(2);

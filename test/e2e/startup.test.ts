@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { cleanupBotDirectories, startBot, type BotProcess } from '../support/bot-process.ts';
+import { UNUSED_GATEWAY, cleanupBotDirectories, startBot, startBotOn, type BotProcess } from '../support/bot-process.ts';
 import { startOwnRedis } from '../support/redis-server.ts';
 import { type DiscordStandIn, startDiscordStandIn, type TestGuild } from 'discord-standin';
 import { OPUS_CODEC_NAMES, availableOpusCodecs } from '../../src/voice/audio/opus-codec.ts';
@@ -10,24 +10,10 @@ import { OPUS_CODEC_NAMES, availableOpusCodecs } from '../../src/voice/audio/opu
 // Starting the bot: bad configuration, a Discord that fails at first, registration scopes, and the
 // refusals that must stop the bot with a message naming the variable to fix.
 
-/** Nothing listens here: starting the bot never calls the gateway. */
-const UNUSED_GATEWAY = 'http://127.0.0.1:9';
 const GUILDS = 1 << 0;
 const GUILD_VOICE_STATES = 1 << 7;
 
 afterEach(cleanupBotDirectories);
-
-function startBotOn(discord: DiscordStandIn, env: Record<string, string> = {}): BotProcess {
-  return startBot({
-    env: {
-      DISCORD_TOKEN: discord.botToken,
-      DISCORD_API_URL: discord.apiUrl,
-      GATEWAY_BASE_URL: UNUSED_GATEWAY,
-      NODE_EXTRA_CA_CERTS: discord.caCertPath,
-      ...env,
-    },
-  });
-}
 
 /** The registered commands by name and type (1 a slash command, 3 a message command), in name order. */
 function commandKinds(commands: Record<string, unknown>[]): unknown[] {

@@ -83,6 +83,29 @@ function parseLine(text: string): LogLine | undefined {
   }
 }
 
+/** Nothing listens here: a bot started with it never reaches a gateway (for tests that never call one). */
+export const UNUSED_GATEWAY = 'http://127.0.0.1:9';
+
+/** Where a Discord stand-in is, as the bot needs it (discord-standin's DiscordStandIn has these). */
+export interface DiscordAddress {
+  botToken: string;
+  apiUrl: string;
+  caCertPath: string;
+}
+
+/** The bot on `discord`, with a gateway it never calls (UNUSED_GATEWAY); `env` adds to that or overrides it. */
+export function startBotOn(discord: DiscordAddress, env: Record<string, string> = {}): BotProcess {
+  return startBot({
+    env: {
+      DISCORD_TOKEN: discord.botToken,
+      DISCORD_API_URL: discord.apiUrl,
+      GATEWAY_BASE_URL: UNUSED_GATEWAY,
+      NODE_EXTRA_CA_CERTS: discord.caCertPath,
+      ...env,
+    },
+  });
+}
+
 export function startBot(options: StartBotOptions): BotProcess {
   const dataDirectory = options.dataDirectory ?? makeDataDirectory();
   const env: Record<string, string> = {

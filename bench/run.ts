@@ -11,9 +11,16 @@ import { benchmarkVideoTracking, printVideoReport } from './video.ts';
 import { benchmarkVoice, printVoiceReport } from './voice.ts';
 import { benchmarkVoiceAddressing, printVoiceAddressingReport } from './voice-addressing.ts';
 import { benchmarkVoiceConsent, printVoiceConsentReport } from './voice-consent.ts';
-import { benchmarkVoiceCapacity, benchmarkVoiceMetering, printVoiceCapacityReport, printVoiceMeteringReport } from './voice-capacity.ts';
+import {
+  benchmarkLibraryFloor,
+  benchmarkVoiceCapacity,
+  benchmarkVoiceMetering,
+  printLibraryFloorReport,
+  printVoiceCapacityReport,
+  printVoiceMeteringReport,
+} from './voice-capacity.ts';
 
-// `npm run bench [-- --only video|delivery|voice|voice-addressing|voice-consent|voice-capacity|voice-metering|spend|crash|first-frame|chart|start|blocked-words|key-queue[,...]] [--tasks N] [--turns N] [--kills N] [--seed N]
+// `npm run bench [-- --only video|delivery|voice|voice-addressing|voice-consent|voice-capacity|voice-metering|voice-floor|spend|crash|first-frame|chart|start|blocked-words|key-queue[,...]] [--tasks N] [--turns N] [--kills N] [--seed N]
 // [--store sqlite|redis] [--video-mb N] [--workers N] [--submissions N]`: every benchmark, figures as ratios against baselines measured in the same run.
 // The video benchmark runs its tasks through one process and then through --workers workers (default 2,
 // one shard each; 1: the single process only), both on a Redis of its own, or with --store sqlite on
@@ -21,7 +28,8 @@ import { benchmarkVoiceCapacity, benchmarkVoiceMetering, printVoiceCapacityRepor
 // key-queue: 200 jobs from 20 members at once on a key of 4 slots (on each store, or --store's): submissions per job, waits, makespan.
 // blocked-words: the blocked-words check of a prompt (200 rules, 10,000 prompts) against the naive way.
 // voice-consent: what an ignored member's packet costs the voice receiver, against an unknown SSRC's.
-// voice-metering is the last part of voice-capacity (metered conversations against unmetered) on its own.
+// voice-metering and voice-floor are parts of voice-capacity on their own: metered conversations against
+// unmetered, and the marginal CPU of a bot with no audio work on the same libraries (bench/naive-voice-bot.ts).
 
 const { values } = parseArgs({
   options: {
@@ -49,6 +57,7 @@ const BENCHMARKS = [
   'voice-consent',
   'voice-capacity',
   'voice-metering',
+  'voice-floor',
   'spend',
   'crash',
   'first-frame',
@@ -64,8 +73,8 @@ if (unknown.length > 0) {
   process.stderr.write(`--only takes a comma-separated list of ${BENCHMARKS.join(', ')} (got ${unknown.join(', ')})\n`);
   process.exit(2);
 }
-/** Whether this run includes `name`; voice-metering runs alone only when named (it is also part of voice-capacity). */
-const runs = (name: string) => (only === undefined ? name !== 'voice-metering' : only.includes(name));
+/** Whether this run includes `name`; voice-metering and voice-floor run alone only when named (they are also part of voice-capacity). */
+const runs = (name: string) => (only === undefined ? name !== 'voice-metering' && name !== 'voice-floor' : only.includes(name));
 
 const videoStore = values.store === 'sqlite' ? 'sqlite' : 'redis';
 const videoWorkers = Number(values.workers ?? (videoStore === 'sqlite' ? 1 : 2));
@@ -110,6 +119,10 @@ if (runs('chart')) {
 
 if (runs('voice-metering')) {
   printVoiceMeteringReport(await benchmarkVoiceMetering());
+}
+
+if (runs('voice-floor')) {
+  printLibraryFloorReport(await benchmarkLibraryFloor());
 }
 
 if (runs('spend')) {

@@ -10,7 +10,7 @@ import { SpendChartDrawer } from '../src/settings/spend-chart-drawer.ts';
 import { encodePcmToOpusPackets, speechLikeTone, trustCertificateInThisProcess } from 'discord-standin';
 import { chooseOpusCodec, type OpusCodecKind } from '../src/voice/audio/opus-codec.ts';
 import { CountingVoiceSpending, voiceMeterStarter } from './voice-meter.ts';
-import { openNaiveConversation } from './naive-voice-bot.ts';
+import { openLibraryFloorConversation, openNaiveConversation } from './naive-voice-bot.ts';
 import { baselineCpuMs, gc, nativeFloorCpuMs, openConversation, type FarEndControl } from './voice-rig.ts';
 
 // One bot worker of the voice capacity benchmark (bench/voice-capacity.ts): a process holding many
@@ -25,13 +25,18 @@ import { baselineCpuMs, gc, nativeFloorCpuMs, openConversation, type FarEndContr
 //
 // `--codec opusscript` runs the bot on opusscript where the native build is there (OPUS_CODEC=opusscript);
 // `--naive` holds issue 38's naive bot (bench/naive-voice-bot.ts) in place of the bot's conversations, with
-// the native build hidden from prism-media so that its player encodes with opusscript whatever is installed.
+// the native build hidden from prism-media so that its player encodes with opusscript whatever is installed;
+// `--floor` holds the libraries' floor of the same file (no codec at all).
 
 const { values: flags } = parseArgs({
-  options: { naive: { type: 'boolean', default: false }, codec: { type: 'string', default: 'auto' } },
+  options: {
+    naive: { type: 'boolean', default: false },
+    floor: { type: 'boolean', default: false },
+    codec: { type: 'string', default: 'auto' },
+  },
 });
 if (flags.codec !== 'auto' && flags.codec !== 'opusscript') throw new Error(`--codec must be auto or opusscript, got ${flags.codec}`);
-const codec: OpusCodecKind | 'naive' = flags.naive ? 'naive' : chooseOpusCodec(flags.codec).codec;
+const codec: OpusCodecKind | 'naive' | 'none' = flags.naive ? 'naive' : flags.floor ? 'none' : chooseOpusCodec(flags.codec).codec;
 if (flags.naive)
   registerHooks({
     resolve(specifier, context, nextResolve) {
@@ -192,9 +197,11 @@ async function handle(request: Record<string, unknown>): Promise<Record<string, 
       const far = farEnds.get(readNumber(request, 'far') ?? -1);
       if (!far) throw new Error('join: unknown far end');
       const metered = request.metered === true;
-      if (flags.naive) {
-        const naive = await openNaiveConversation(far, guildId);
-        // The naive bot has no probes: its latencies are not measured.
+      if (flags.naive || flags.floor) {
+        const naive = flags.naive
+          ? await openNaiveConversation(far, guildId)
+          : await openLibraryFloorConversation(far, guildId, encodePcmToOpusPackets(speechLikeTone(1))[25]!);
+        // The baselines have no probes: their latencies are not measured.
         const none = () => [];
         conversations.set(guildId, {
           resetProbes() {},

@@ -129,6 +129,16 @@ export interface VoiceCapacityReport {
   two: CapacityRun;
   profile: { conversations: number; path: string; window: ProfiledWindow; summary: ProfileSummary } | undefined;
   metering: MeteringComparison;
+  floor: LibraryFloor;
+}
+
+/** The libraries' floor on one worker (bench/naive-voice-bot.ts): its CPU at two counts of conversations, and the slope between them. */
+export interface LibraryFloor {
+  conversations: readonly number[];
+  shares: number[];
+  marginalShare: number;
+  /** Bare opusscript decode+encode of one conversation's audio, measured beside the windows. */
+  baselineShare: number;
 }
 
 /**
@@ -273,10 +283,11 @@ export class CapacityRig {
     this.#placement = placement;
   }
 
-  static async start(placement: Placement): Promise<CapacityRig> {
+  /** `workerArgs` for every worker (see startWorker). */
+  static async start(placement: Placement, workerArgs: string[] = []): Promise<CapacityRig> {
     const rig = new CapacityRig(placement);
     try {
-      for (const cpus of placement.workerCpus) rig.workers.push(await startWorker(cpus, rig.farEnds));
+      for (const cpus of placement.workerCpus) rig.workers.push(await startWorker(cpus, rig.farEnds, workerArgs));
     } catch (error) {
       await rig.stop();
       throw error;
@@ -544,6 +555,41 @@ async function capacityRun(
   }
 }
 
+/** The libraries' floor is measured at these two counts of conversations: its marginal CPU is the slope between them. */
+const FLOOR_CONVERSATIONS = [10, 60] as const;
+
+/**
+ * What one more conversation costs a bot that does no audio work at all on @discordjs/voice and ws (the
+ * libraries' floor of bench/naive-voice-bot.ts), on one worker placed as the bot's is: no bot's marginal CPU
+ * can be below it plus its codec's.
+ */
+export async function benchmarkLibraryFloor(
+  cores = availableParallelism(),
+  log: (line: string) => void = (line) => process.stderr.write(`${line}\n`),
+): Promise<LibraryFloor> {
+  log(`voice capacity, the libraries' floor on one worker: ${FLOOR_CONVERSATIONS.join(' and ')} conversations`);
+  const rig = await CapacityRig.start(placeProcesses(1, cores), ['--floor']);
+  try {
+    const shares: number[] = [];
+    const baselines: number[] = [];
+    for (const count of FLOOR_CONVERSATIONS) {
+      const step = await rig.measure(count);
+      shares.push(step.workerShares[0] ?? 0);
+      baselines.push(step.baselineShare);
+      log(`  the libraries' floor, ${count} conversations: CPU ${percent(shares.at(-1)!)} of a core`);
+    }
+    const [fewer, more] = FLOOR_CONVERSATIONS;
+    return {
+      conversations: FLOOR_CONVERSATIONS,
+      shares,
+      marginalShare: (shares[1]! - shares[0]!) / (more - fewer),
+      baselineShare: median(baselines),
+    };
+  } finally {
+    await rig.stop();
+  }
+}
+
 /** Conversations of the metered comparison: the issue's figure. */
 export const METERED_CONVERSATIONS = 50;
 /** Windows of each kind: the spread between windows of one kind is the noise a difference is judged against. */
@@ -595,7 +641,8 @@ export async function benchmarkVoiceCapacity(
     summary: summariseProfile(JSON.parse(await readFile(profilePath, 'utf8'))),
   };
   const metering = await benchmarkVoiceMetering(cores, log);
-  return { windowSeconds: WINDOW_SECONDS, cores, one: one.run, two: two.run, profile, metering };
+  const floor = await benchmarkLibraryFloor(cores, log);
+  return { windowSeconds: WINDOW_SECONDS, cores, one: one.run, two: two.run, profile, metering, floor };
 }
 
 const percent = (share: number) => `${(share * 100).toFixed(1)}%`;
@@ -652,6 +699,19 @@ function runLines(run: CapacityRun, cores: number): string[] {
   ];
 }
 
+/** The libraries' floor beside the bot's marginal CPU on one worker. */
+function floorLines(floor: LibraryFloor, one?: CapacityRun): string[] {
+  const shares = floor.shares.map((share, index) => `${percent(share)} at ${floor.conversations[index]}`).join(', ');
+  const ofBaseline = (share: number) => `${(share / floor.baselineShare).toFixed(2)}x bare opusscript`;
+  return [
+    `the libraries' floor on one worker (no audio work: @discordjs/voice's receiver and player, ws, DAVE; bench/naive-voice-bot.ts): CPU ${shares} of a core;`,
+    `  one more conversation costs it ${percent(floor.marginalShare)} of a core = ${ofBaseline(floor.marginalShare)} (${percent(floor.baselineShare)}), which no bot on these libraries saves` +
+      (one?.marginalShare === undefined
+        ? ''
+        : `; the bot's ${percent(one.marginalShare)} is ${percent(one.marginalShare - floor.marginalShare)} over it = ${ofBaseline(one.marginalShare - floor.marginalShare)}`),
+  ];
+}
+
 /** Metered against unmetered: the difference of the medians, judged against the spread between windows of one kind. */
 function meteringLines(metering: MeteringComparison): string[] {
   const { unmetered, metered } = metering;
@@ -665,6 +725,10 @@ function meteringLines(metering: MeteringComparison): string[] {
     `  ${Math.abs(added) <= noise ? 'nothing measurable' : 'MEASURABLE'}: windows of one kind differ by up to ${percent(noise)} of a core` +
       ` (or ${percent(METERING_FLOOR)} of the figure, whichever is more); the meters asked the spending ${metering.meters} times, for ${(metering.meteredMs / 1000).toFixed(0)} s of sessions`,
   ];
+}
+
+export function printLibraryFloorReport(floor: LibraryFloor): void {
+  process.stdout.write(`${floorLines(floor).join('\n')}\n`);
 }
 
 export function printVoiceMeteringReport(metering: MeteringComparison): void {
@@ -681,6 +745,7 @@ export function printVoiceCapacityReport(report: VoiceCapacityReport): void {
     ...runLines(report.one, report.cores),
     ...runLines(report.two, report.cores),
     `  two workers against one: ${(report.two.capacity / Math.max(1, report.one.capacity)).toFixed(2)}x the conversations`,
+    ...floorLines(report.floor, report.one),
     ...meteringLines(report.metering),
   ];
   if (report.profile) {

@@ -222,6 +222,8 @@ interface NaiveSide {
 /** Issue 38: the bot and the naive bot, each a process of its own with one DAVE conversation, window by window. */
 export interface NaiveComparison {
   naive: NaiveSide;
+  /** The libraries' floor (bench/naive-voice-bot.ts): what any bot on @discordjs/voice and ws spends, with no audio work. */
+  floor: NaiveSide;
   /** The bot on the codec installed, and (where the native build is there) on opusscript forced. */
   bots: NaiveSide[];
 }
@@ -265,11 +267,12 @@ async function compareWithNaive(): Promise<NaiveComparison> {
       return contender;
     };
     const naive = await join('naive bot', ['--naive']);
+    const floor = await join("the libraries' floor", ['--floor']);
     const bot = await join('the bot', []);
     const bots = [bot];
     if (readString(bot.worker.hello, 'codec') === 'native') bots.push(await join('the bot, opusscript forced', ['--codec', 'opusscript']));
     for (let run = 0; run < RUNS; run++) {
-      const order = [naive, ...bots];
+      const order = [naive, floor, ...bots];
       for (const contender of run % 2 === 0 ? order : order.reverse()) {
         gc();
         await contender.worker.request({ op: 'windowStart' });
@@ -285,7 +288,7 @@ async function compareWithNaive(): Promise<NaiveComparison> {
         contender.side.shares.push(readNumber(end, 'cpuShare') ?? 0);
       }
     }
-    return { naive: naive.side, bots: bots.map((contender) => contender.side) };
+    return { naive: naive.side, floor: floor.side, bots: bots.map((contender) => contender.side) };
   } finally {
     await stopAll();
   }
@@ -490,16 +493,24 @@ function callLines(call: VoiceCallReport): string[] {
   ];
 }
 
-function naiveLines({ naive, bots }: NaiveComparison): string[] {
+function naiveLines({ naive, floor, bots }: NaiveComparison): string[] {
   const runs = (side: NaiveSide) => side.shares.map(percent).join(', ');
+  // Windows of the same run are paired (adjacent in time): medians of the pairs' ratios.
+  const toNaive = (side: NaiveSide) => median(side.shares.map((share, run) => share / naive.shares[run]!));
+  const overFloor = (side: NaiveSide) => side.shares.map((share, run) => share - floor.shares[run]!);
+  const naiveOverFloor = overFloor(naive);
   return [
     `against the naive bot (issue 38): one DAVE conversation of ${WINDOW_SECONDS} s per process, each process on far ends of its own, windows in turn; whole-process CPU`,
     `  naive bot: ${percent(median(naive.shares))} of one core (runs: ${runs(naive)}): @discordjs/voice's receiver and player, an opusscript decoder at`,
     `    24 kHz mono per speaker, appends every 60 ms (silence while nobody speaks), answers upsampled to 48 kHz stereo for the player to encode (opusscript)`,
-    ...bots.map((bot) => {
-      // Windows of the same run are paired (adjacent in time): the median of the pairs' ratios.
-      const ratio = median(bot.shares.map((share, run) => share / naive.shares[run]!));
-      return `  ${bot.name}: ${percent(median(bot.shares))} of one core on ${bot.codec} = ${ratio.toFixed(2)}x the naive bot's (target <= 0.50; runs: ${runs(bot)})`;
+    `  the libraries' floor: ${percent(median(floor.shares))} of one core = ${toNaive(floor).toFixed(2)}x the naive bot's (runs: ${runs(floor)}): the receiver, the player, the`,
+    `    websocket and DAVE with no audio work at all (packets dropped, one prepared append per two of them, one Opus packet played per 20 ms of answer)`,
+    ...bots.flatMap((bot) => {
+      const own = overFloor(bot);
+      return [
+        `  ${bot.name}: ${percent(median(bot.shares))} of one core on ${bot.codec} = ${toNaive(bot).toFixed(2)}x the naive bot's (target <= 0.50; runs: ${runs(bot)})`,
+        `    over the libraries' floor: ${percent(median(own))} against the naive bot's ${percent(median(naiveOverFloor))} = ${median(own.map((share, run) => share / naiveOverFloor[run]!)).toFixed(2)}x`,
+      ];
     }),
   ];
 }

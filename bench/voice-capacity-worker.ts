@@ -46,6 +46,10 @@ if (flags.naive)
     },
   });
 
+/** The one Opus packet the libraries' floor plays for every 20 ms of answer (speech, encoded once). */
+let floorOpusPacket: Buffer | undefined;
+const floorPacket = () => (floorOpusPacket ??= encodePcmToOpusPackets(speechLikeTone(1))[25]!);
+
 const farEnds = new Map<number, FarEndControl>();
 /** What the metered conversations' meters asked, and how to start one. */
 const spending = new CountingVoiceSpending();
@@ -198,9 +202,9 @@ async function handle(request: Record<string, unknown>): Promise<Record<string, 
       if (!far) throw new Error('join: unknown far end');
       const metered = request.metered === true;
       if (flags.naive || flags.floor) {
-        const naive = flags.naive
+        const baseline = flags.naive
           ? await openNaiveConversation(far, guildId)
-          : await openLibraryFloorConversation(far, guildId, encodePcmToOpusPackets(speechLikeTone(1))[25]!);
+          : await openLibraryFloorConversation(far, guildId, floorPacket());
         // The baselines have no probes: their latencies are not measured.
         const none = () => [];
         conversations.set(guildId, {
@@ -209,9 +213,9 @@ async function handle(request: Record<string, unknown>): Promise<Record<string, 
           takePlayWaits: none,
           outputLatencies: none,
           sentLatencies: none,
-          leave: () => naive.leave(),
+          leave: () => baseline.leave(),
         });
-        return naive.call;
+        return baseline.call;
       }
       if (metered && !startMeter) throw new Error('join: a metered conversation, but no voice meter is wired (bench/voice-meter.ts)');
       const conversation = await openConversation(far, {

@@ -646,6 +646,8 @@ export async function benchmarkVoiceCapacity(
 }
 
 const percent = (share: number) => `${(share * 100).toFixed(1)}%`;
+/** For the marginal CPU of one conversation, a fraction of a percent. */
+const finePercent = (share: number) => `${(share * 100).toFixed(2)}%`;
 
 /** The codec a worker said it runs, in words. */
 export function codecName(hello: Record<string, unknown> | undefined): string {
@@ -689,7 +691,7 @@ function runLines(run: CapacityRun, cores: number): string[] {
       ? `  far ends at ${last.conversations} conversations: ${last.farEndCores.toFixed(2)} cores (of ${cores} on this machine)`
       : '  no step within the bounds',
     run.marginalShare !== undefined && run.fixedShare !== undefined
-      ? `  marginal CPU of one more conversation ${percent(run.marginalShare)} of a core, ${(run.marginalShare / baseline).toFixed(2)}x the bare opusscript baseline of one conversation (${percent(baseline)}),` +
+      ? `  marginal CPU of one more conversation ${finePercent(run.marginalShare)} of a core, ${(run.marginalShare / baseline).toFixed(2)}x the bare opusscript baseline of one conversation (${percent(baseline)}),` +
         ` over ${run.fixedShare >= 0 ? '' : 'an intercept of '}${percent(run.fixedShare)} fixed; at that slope 90% of a core holds ${atCpuBound?.toFixed(0)} per worker;\n` +
         (floor === undefined
           ? '    the native codec floor: not measured (no native build)'
@@ -705,10 +707,10 @@ function floorLines(floor: LibraryFloor, one?: CapacityRun): string[] {
   const ofBaseline = (share: number) => `${(share / floor.baselineShare).toFixed(2)}x bare opusscript`;
   return [
     `the libraries' floor on one worker (no audio work: @discordjs/voice's receiver and player, ws, DAVE; bench/naive-voice-bot.ts): CPU ${shares} of a core;`,
-    `  one more conversation costs it ${percent(floor.marginalShare)} of a core = ${ofBaseline(floor.marginalShare)} (${percent(floor.baselineShare)}), which no bot on these libraries saves` +
+    `  one more conversation costs it ${finePercent(floor.marginalShare)} of a core = ${ofBaseline(floor.marginalShare)} (${percent(floor.baselineShare)}), which no bot on these libraries saves` +
       (one?.marginalShare === undefined
         ? ''
-        : `; the bot's ${percent(one.marginalShare)} is ${percent(one.marginalShare - floor.marginalShare)} over it = ${ofBaseline(one.marginalShare - floor.marginalShare)}`),
+        : `; the bot's ${finePercent(one.marginalShare)} is ${finePercent(one.marginalShare - floor.marginalShare)} over it = ${ofBaseline(one.marginalShare - floor.marginalShare)}`),
   ];
 }
 

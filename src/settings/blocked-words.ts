@@ -9,7 +9,9 @@
 // Japanese, Thai...) matches anywhere, as a part of a word, spaces and punctuation ignored: there, a word's
 // end cannot be seen. A word of another script ends where such a script starts ("赤いdragonが" holds the
 // word "dragon"), and characters that show nothing (a soft hyphen, a zero-width space) are not seen at all,
-// so "drag\u00ADon" is "dragon".
+// so "drag\u00ADon" is "dragon". Korean spaces its words but writes its particles on to them: a word rule
+// also matches a word that goes on with Korean particles alone ("드래곤이", "드래곤에서는" match `드래곤`,
+// "dragon이" matches `dragon`; "드래곤플라이" does not).
 
 /** The limits a rule set is held to (the /config option refuses past them). */
 export const BLOCKED_WORDS_LIMITS = { rules: 200, ruleCharacters: 60 } as const;
@@ -73,6 +75,38 @@ const MARK = /\p{M}/u;
 /** Hangul letters that compose into syllables (NFKC puts them together). */
 const HANGUL_JAMO = /[\u1100-\u11ff\u3130-\u318f\ua960-\ua97f\ud7b0-\ud7ff\uffa0-\uffdc]/u;
 const SPACE = 0x20;
+const HANGUL_SYLLABLES = { first: 0xac00, last: 0xd7a3 } as const;
+
+/**
+ * Korean particles: case, topic and auxiliary markers a noun takes on, written without a space (a closed
+ * set, so that a rule is not matched inside a longer noun), and the copula's commonest forms.
+ */
+const KOREAN_PARTICLES = [
+  // Case and topic markers, then auxiliary particles, then the copula.
+  '이 가 은 는 을 를 의 에 에서 에게 께 께서 한테 와 과 랑 이랑 하고',
+  '도 만 로 으로 까지 부터 처럼 보다 이나 나 마다 조차 요',
+  '이다 입니다 이에요 예요 이야',
+]
+  .flatMap((line) => line.split(' '))
+  .map((particle) => Array.from(particle, (syllable) => syllable.charCodeAt(0)));
+/** A word may go on with this many particles at most ("에서" + "는"). */
+const MOST_PARTICLES = 3;
+
+function isHangulSyllable(unit: number): boolean {
+  return unit >= HANGUL_SYLLABLES.first && unit <= HANGUL_SYLLABLES.last;
+}
+
+/** Whether the word going on at `from` of the folded prompt is Korean particles alone, to its end. */
+function onlyParticlesFrom(units: Uint16Array, length: number, from: number, left = MOST_PARTICLES): boolean {
+  if (from === length || units[from] === SPACE) return true;
+  if (left === 0 || !isHangulSyllable(units[from]!)) return false;
+  return KOREAN_PARTICLES.some(
+    (particle) =>
+      from + particle.length <= length &&
+      particle.every((syllable, offset) => units[from + offset] === syllable) &&
+      onlyParticlesFrom(units, length, from + particle.length, left - 1),
+  );
+}
 const UTF16_UNITS = 0x10000;
 const ASCII_UNITS = 0x80;
 
@@ -440,6 +474,7 @@ function wordRuleAt(trie: RuleTrie, units: Uint16Array, length: number, start: n
     if (prefix >= 0) return trie.rules[prefix];
     const word = trie.wordRule[node]!;
     if (word >= 0 && (index === length || units[index] === SPACE)) return trie.rules[word];
+    if (word >= 0 && isHangulSyllable(units[index]!) && onlyParticlesFrom(units, length, index)) return trie.rules[word];
     if (index === length) return undefined;
     node = childOf(trie, node, units[index]!);
   }

@@ -63,6 +63,28 @@ describe('blocked words: whole words and phrases', () => {
   });
 });
 
+describe('blocked words: Korean, whose particles are written on to the word', () => {
+  it('matches a Korean rule followed by particles, one or several', () => {
+    expect(matchOf(['드래곤'], '하늘을 나는 드래곤이 보인다')).toBe('드래곤');
+    expect(matchOf(['드래곤'], '드래곤을 그려 줘')).toBe('드래곤');
+    expect(matchOf(['드래곤'], '성의 드래곤에서는 불이 나온다')).toBe('드래곤');
+    expect(matchOf(['붉은 드래곤'], '붉은 드래곤과 기사')).toBe('붉은 드래곤');
+    expect(matchOf(['드래곤'], '드래곤입니다')).toBe('드래곤');
+  });
+
+  it('never matches a Korean rule inside a longer noun', () => {
+    expect(matchOf(['드래곤'], '드래곤플라이가 날아간다')).toBeUndefined();
+    expect(matchOf(['사과'], '사과나무 아래에서')).toBeUndefined();
+    expect(matchOf(['드래곤'], '스냅드래곤 꽃')).toBeUndefined();
+  });
+
+  it('matches an English rule with particles written on to it, as Korean writes English words', () => {
+    expect(matchOf(['dragon'], 'dragon이 날아간다')).toBe('dragon');
+    expect(matchOf(['dragon'], 'dragons이 날아간다')).toBeUndefined();
+    expect(matchOf(['dragon*'], 'dragonfly를 그려 줘')).toBe('dragon*');
+  });
+});
+
 describe('blocked words: prefixes', () => {
   it('matches a word starting with the rule, and the word itself', () => {
     expect(matchOf(['dragon*'], 'a dragonfly')).toBe('dragon*');

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import { cleanupBotDirectories, startBot, type BotProcess } from '../support/bot-process.ts';
 import { type DiscordStandIn, type Message, startDiscordStandIn, type TestGuild } from 'discord-standin';
-import { startHostileGateway, type Fault, type HostileGateway } from '../support/hostile-gateway.ts';
+import { behindGateway, startHostileGateway, type Fault, type HostileGateway } from '../support/hostile-gateway.ts';
 import { startOwnRedis, type OwnRedis } from '../support/redis-server.ts';
 import { cardEditProblems, cardRef, cardText } from '../support/cards.ts';
 
@@ -36,9 +36,7 @@ beforeAll(async () => {
     env: {
       DISCORD_TOKEN: discord.botToken,
       DISCORD_API_URL: discord.apiUrl,
-      GATEWAY_BASE_URL: gateway.baseUrl,
-      // The proxy's videos are the emulator's, served on the emulator's own port of the same host.
-      DOWNLOAD_ALLOWED_HOSTS: `127.0.0.1:${new URL(emulator.baseUrl).port}`,
+      ...behindGateway(gateway, emulator),
       GATEWAY_API_KEY: 'emulator-key',
       GATEWAY_LAYER: 'native',
       NODE_EXTRA_CA_CERTS: discord.caCertPath,

@@ -4,7 +4,7 @@ import { startDiscordStandIn, type DiscordStandIn, type InteractionHandle, type 
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import { cleanupBotDirectories, makeDataDirectory, startBot, type BotProcess } from '../support/bot-process.ts';
 import { cardText } from '../support/cards.ts';
-import { startHostileGateway, type HostileGateway } from '../support/hostile-gateway.ts';
+import { behindGateway, startHostileGateway, type HostileGateway } from '../support/hostile-gateway.ts';
 import { isDone } from '../support/video-e2e.ts';
 import { botEnvironment } from '../support/world.ts';
 
@@ -41,8 +41,7 @@ describe('a key whose first sends the gateway has not answered yet', () => {
     bot = startBot({
       env: botEnvironment(discord, emulator, {
         GATEWAY_API_KEY: key,
-        GATEWAY_BASE_URL: gateway.baseUrl,
-        DOWNLOAD_ALLOWED_HOSTS: `127.0.0.1:${new URL(emulator.baseUrl).port}`,
+        ...behindGateway(gateway, emulator),
       }),
       dataDirectory: makeDataDirectory(),
     });

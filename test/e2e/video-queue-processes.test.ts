@@ -4,7 +4,7 @@ import { startDiscordStandIn, type DiscordStandIn, type InteractionHandle, type 
 import { startEmulator, type Emulator, type JournalEntry } from '../../src/emulator/server.ts';
 import { cleanupBotDirectories, makeDataDirectory, startBot, type BotProcess } from '../support/bot-process.ts';
 import { cardText, galleryItems } from '../support/cards.ts';
-import { startHostileGateway, type HostileGateway } from '../support/hostile-gateway.ts';
+import { behindGateway, startHostileGateway, type HostileGateway } from '../support/hostile-gateway.ts';
 import { isDone, videoWorld } from '../support/video-e2e.ts';
 import { botEnvironment } from '../support/world.ts';
 
@@ -86,8 +86,7 @@ describe('a claim whose process was killed before it heard the gateway', () => {
     guild = discord.createGuild();
     env = botEnvironment(discord, emulator, {
       GATEWAY_API_KEY: key,
-      GATEWAY_BASE_URL: gateway.baseUrl,
-      DOWNLOAD_ALLOWED_HOSTS: `127.0.0.1:${new URL(emulator.baseUrl).port}`,
+      ...behindGateway(gateway, emulator),
     });
     dataDirectory = makeDataDirectory();
     bot = startBot({ env, dataDirectory });

@@ -54,6 +54,14 @@ function json(response: ServerResponse, status: number, body: unknown): void {
   response.writeHead(status, { 'content-type': 'application/json', 'x-request-id': 'req_hostile' }).end(JSON.stringify(body));
 }
 
+/**
+ * What points a bot at `gateway` in front of `upstream` (the emulator): the proxy's videos are the
+ * emulator's, served on the emulator's own port of the same host, so that port is allowed to be fetched.
+ */
+export function behindGateway(gateway: HostileGateway, upstream: { baseUrl: string }): Record<string, string> {
+  return { GATEWAY_BASE_URL: gateway.baseUrl, DOWNLOAD_ALLOWED_HOSTS: `127.0.0.1:${new URL(upstream.baseUrl).port}` };
+}
+
 export async function startHostileGateway(upstream: string): Promise<HostileGateway> {
   let target = upstream;
   let scripted: Fault[][] = [];
